@@ -1,0 +1,1019 @@
+/* scene.c — the khz scene file loader (YAML, read with libyaml's document API).
+ *
+ * A scene is one YAML mapping that sets the loop rate, the integrator, gravity,
+ * an optional ground plane and the contact settings, places robots (URDF files,
+ * see urdf.c) and adds loose or welded primitive objects. The format is
+ * documented in docs/scene-format.md.
+ *
+ * The reader is strict: an unknown key at any level, a value of the wrong type,
+ * a missing required key or a value out of range stops the load with one message
+ * "FILE:LINE:COL: key 'PATH': PROBLEM". Everything is built into a temporary
+ * spec and only handed to the caller when the whole file was read.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <yaml.h>
+
+#include "khz/load.h"
+#include "load_util.h"
+
+/* the files compiled into the library by tools/embed.c */
+extern const struct {
+  const char *name;
+  const char *text;
+} khz_embedded_files[];
+
+#define KHZ_SCENE_VERSION 1
+#define KHZ_SCENE_RATE_MIN 100.0
+#define KHZ_SCENE_RATE_MAX 10000.0
+#define KHZ_EMBEDDED_PREFIX "embedded:"
+#define KHZ_KEY_MAX 256
+
+/* one parse: the document, the name used in messages, where relative paths start */
+typedef struct khzSceneReader {
+  yaml_document_t doc;
+  const char *file;
+  const char *basedir;
+  char *err;
+  size_t errsz;
+} khzSceneReader;
+
+/* names already used by robots and objects, for the uniqueness check */
+typedef struct khzSceneNames {
+  char (*name)[KHZ_NAME_MAX];
+  int n, cap;
+} khzSceneNames;
+
+/* --------------------------------------------------------------- helpers -- */
+
+/* looks up an embedded file by base name; NULL when absent */
+static const char *khz_embedded_text(const char *name) {
+  for (int i = 0; khz_embedded_files[i].name; i++) {
+    if (strcmp(khz_embedded_files[i].name, name) == 0) return khz_embedded_files[i].text;
+  }
+  return NULL;
+}
+
+/* writes "FILE:LINE:COL: key 'KEY': PROBLEM" for node n and returns -1 */
+static int khz_scene_fail(khzSceneReader *r, const yaml_node_t *n, const char *key, const char *fmt,
+                          ...) KHZ_PRINTF(4, 5);
+static int khz_scene_fail(khzSceneReader *r, const yaml_node_t *n, const char *key, const char *fmt,
+                          ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  size_t line = n ? n->start_mark.line + 1 : 1;
+  size_t col = n ? n->start_mark.column + 1 : 1;
+  if (key && key[0]) {
+    return khz_load_error(r->err, r->errsz, "%s:%zu:%zu: key '%s': %s", r->file, line, col, key,
+                          msg);
+  }
+  return khz_load_error(r->err, r->errsz, "%s:%zu:%zu: %s", r->file, line, col, msg);
+}
+
+static yaml_node_t *khz_node(khzSceneReader *r, int id) {
+  return yaml_document_get_node(&r->doc, id);
+}
+
+static const char *khz_scalar(const yaml_node_t *n) {
+  return (const char *)n->data.scalar.value;
+}
+
+/* a short description of a node for "expected X, got Y" messages */
+static void khz_describe(const yaml_node_t *n, char *out, size_t outsz) {
+  if (n->type == YAML_MAPPING_NODE) {
+    snprintf(out, outsz, "a mapping");
+  } else if (n->type == YAML_SEQUENCE_NODE) {
+    snprintf(out, outsz, "a list");
+  } else if (n->data.scalar.length == 0 && n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE) {
+    snprintf(out, outsz, "an empty value");
+  } else {
+    snprintf(out, outsz, "'%.40s%s'", khz_scalar(n), n->data.scalar.length > 40 ? "..." : "");
+  }
+}
+
+static int khz_expected(khzSceneReader *r, const yaml_node_t *n, const char *key,
+                        const char *what) {
+  char got[64];
+  khz_describe(n, got, sizeof got);
+  return khz_scene_fail(r, n, key, "expected %s, got %s", what, got);
+}
+
+/* child key path: "parent.key" or "key" */
+static void khz_keypath(char *out, const char *parent, const char *key) {
+  size_t n = 0;
+  for (; parent && parent[n] && n < KHZ_KEY_MAX - 1; n++) out[n] = parent[n];
+  if (n > 0 && n < KHZ_KEY_MAX - 1) out[n++] = '.';
+  for (; *key && n < KHZ_KEY_MAX - 1; key++) out[n++] = *key;
+  out[n] = 0;
+}
+
+/* checks that n is a mapping whose keys are plain strings from allowed (NULL-ended),
+ * each given once */
+static int khz_check_keys(khzSceneReader *r, const yaml_node_t *n, const char *path,
+                          const char *const *allowed) {
+  if (n->type != YAML_MAPPING_NODE) return khz_expected(r, n, path, "a mapping");
+  for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+    yaml_node_t *k = khz_node(r, p->key);
+    char kp[KHZ_KEY_MAX];
+    if (k->type != YAML_SCALAR_NODE) {
+      return khz_scene_fail(r, k, path, "a key must be a plain name, got %s",
+                            k->type == YAML_MAPPING_NODE ? "a mapping" : "a list");
+    }
+    khz_keypath(kp, path, khz_scalar(k));
+
+    /* known? */
+    int known = 0;
+    for (int i = 0; allowed[i]; i++) known |= strcmp(allowed[i], khz_scalar(k)) == 0;
+    if (!known) {
+      char list[512] = "";
+      size_t len = 0;
+      for (int i = 0; allowed[i] && len < sizeof list; i++) {
+        len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", allowed[i]);
+      }
+      return khz_scene_fail(r, k, kp, "unknown key (expected one of: %s)", list);
+    }
+
+    /* given once? */
+    for (yaml_node_pair_t *q = n->data.mapping.pairs.start; q < p; q++) {
+      yaml_node_t *k2 = khz_node(r, q->key);
+      if (k2->type == YAML_SCALAR_NODE && strcmp(khz_scalar(k2), khz_scalar(k)) == 0) {
+        return khz_scene_fail(r, k, kp, "given twice (first at line %zu)", k2->start_mark.line + 1);
+      }
+    }
+  }
+  return 0;
+}
+
+/* the value of key in mapping n, or NULL */
+static yaml_node_t *khz_find(khzSceneReader *r, const yaml_node_t *n, const char *key) {
+  for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+    yaml_node_t *k = khz_node(r, p->key);
+    if (k->type == YAML_SCALAR_NODE && strcmp(khz_scalar(k), key) == 0) {
+      return khz_node(r, p->value);
+    }
+  }
+  return NULL;
+}
+
+/* a finite number written as a plain (unquoted) scalar */
+static int khz_get_number(khzSceneReader *r, const yaml_node_t *n, const char *key, double *out) {
+  if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE ||
+      n->data.scalar.length == 0) {
+    return khz_expected(r, n, key, "a number");
+  }
+  const char *s = khz_scalar(n);
+  char *end = NULL;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (end == s || *end != 0) return khz_expected(r, n, key, "a number");
+  if (!isfinite(v) || errno == ERANGE) {
+    return khz_scene_fail(r, n, key, "number '%s' is out of range", s);
+  }
+  *out = v;
+  return 0;
+}
+
+/* a number with lower / upper bounds (inclusive unless open_lo / open_hi) */
+static int khz_get_range(khzSceneReader *r, const yaml_node_t *n, const char *key, double *out,
+                         double lo, int open_lo, double hi, int open_hi, const char *what) {
+  double v = 0;
+  if (khz_get_number(r, n, key, &v)) return -1;
+  if (v < lo || v > hi || (open_lo && v == lo) || (open_hi && v == hi)) {
+    return khz_scene_fail(r, n, key, "%.17g is out of range (%s)", v, what);
+  }
+  *out = v;
+  return 0;
+}
+
+static int khz_get_bool(khzSceneReader *r, const yaml_node_t *n, const char *key, int *out) {
+  if (n->type == YAML_SCALAR_NODE && n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE) {
+    if (strcmp(khz_scalar(n), "true") == 0) {
+      *out = 1;
+      return 0;
+    }
+    if (strcmp(khz_scalar(n), "false") == 0) {
+      *out = 0;
+      return 0;
+    }
+  }
+  return khz_expected(r, n, key, "true or false");
+}
+
+/* a non-empty string that fits into outsz */
+static int khz_get_string(khzSceneReader *r, const yaml_node_t *n, const char *key, char *out,
+                          size_t outsz) {
+  if (n->type != YAML_SCALAR_NODE || n->data.scalar.length == 0) {
+    return khz_expected(r, n, key, "a non-empty string");
+  }
+  if (n->data.scalar.length >= outsz || strlen(khz_scalar(n)) != n->data.scalar.length) {
+    return khz_scene_fail(r, n, key, "string too long (at most %zu characters)", outsz - 1);
+  }
+  memcpy(out, khz_scalar(n), n->data.scalar.length + 1);
+  return 0;
+}
+
+/* a list of exactly len numbers */
+static int khz_get_vec(khzSceneReader *r, const yaml_node_t *n, const char *key, double *out,
+                       int len) {
+  char what[64];
+  snprintf(what, sizeof what, "a list of %d number%s", len, len == 1 ? "" : "s");
+  if (n->type != YAML_SEQUENCE_NODE) return khz_expected(r, n, key, what);
+  long count = n->data.sequence.items.top - n->data.sequence.items.start;
+  if (count != len) {
+    return khz_scene_fail(r, n, key, "expected %s, got %ld", what, count);
+  }
+  for (int i = 0; i < len; i++) {
+    yaml_node_t *e = khz_node(r, n->data.sequence.items.start[i]);
+    char kp[KHZ_KEY_MAX];
+    snprintf(kp, sizeof kp, "%s[%d]", key, i);
+    if (khz_get_number(r, e, kp, &out[i])) return -1;
+  }
+  return 0;
+}
+
+/* a name usable as a body / joint name and as a robot prefix */
+static int khz_get_name(khzSceneReader *r, const yaml_node_t *n, const char *key, char *out,
+                        size_t outsz, khzSceneNames *names) {
+  if (khz_get_string(r, n, key, out, outsz)) return -1;
+  for (const char *c = out; *c; c++) {
+    if (*c == '/' || *c == ' ' || *c == '\t' || *c == ',' || *c == '"') {
+      return khz_scene_fail(r, n, key, "name '%s' may not contain '/', ',', '\"' or spaces", out);
+    }
+  }
+  if (names) {
+    for (int i = 0; i < names->n; i++) {
+      if (strcmp(names->name[i], out) == 0) {
+        return khz_scene_fail(r, n, key, "name '%s' is already used by another robot or object",
+                              out);
+      }
+    }
+    if (names->n == names->cap) {
+      int cap = names->cap ? 2 * names->cap : 16;
+      void *grown = realloc(names->name, (size_t)cap * sizeof *names->name);
+      if (!grown) return khz_scene_fail(r, n, key, "out of memory");
+      names->name = grown;
+      names->cap = cap;
+    }
+    snprintf(names->name[names->n++], KHZ_NAME_MAX, "%s", out);
+  }
+  return 0;
+}
+
+/* an orientation from the optional rpy / quat keys of n (identity when neither) */
+static int khz_get_orientation(khzSceneReader *r, const yaml_node_t *n, const char *path,
+                               double quat[4]) {
+  yaml_node_t *rpy = khz_find(r, n, "rpy"), *q = khz_find(r, n, "quat");
+  char kp[KHZ_KEY_MAX];
+  quat[0] = 1;
+  quat[1] = quat[2] = quat[3] = 0;
+  if (rpy && q) {
+    khz_keypath(kp, path, "quat");
+    return khz_scene_fail(r, q, kp, "give either rpy or quat, not both");
+  }
+  if (rpy) {
+    double v[3];
+    khz_keypath(kp, path, "rpy");
+    if (khz_get_vec(r, rpy, kp, v, 3)) return -1;
+    khz_rpy2quat(v, quat);
+  }
+  if (q) {
+    khz_keypath(kp, path, "quat");
+    if (khz_get_vec(r, q, kp, quat, 4)) return -1;
+    double norm =
+        sqrt(quat[0] * quat[0] + quat[1] * quat[1] + quat[2] * quat[2] + quat[3] * quat[3]);
+    if (!(norm > 1e-9)) return khz_scene_fail(r, q, kp, "quaternion [w, x, y, z] of zero length");
+    for (int i = 0; i < 4; i++) quat[i] /= norm;
+  }
+  return 0;
+}
+
+/* rgba with every component in [0, 1] */
+static int khz_get_rgba(khzSceneReader *r, const yaml_node_t *n, const char *key, double rgba[4]) {
+  if (khz_get_vec(r, n, key, rgba, 4)) return -1;
+  for (int i = 0; i < 4; i++) {
+    if (rgba[i] < 0 || rgba[i] > 1) {
+      return khz_scene_fail(r, n, key, "component %d = %g is outside [0, 1]", i, rgba[i]);
+    }
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------- sections -- */
+
+static int khz_scene_ground(khzSceneReader *r, const yaml_node_t *n, khzScene *s) {
+  static const char *const keys[] = {"height", "friction", "rgba", NULL};
+  yaml_node_t *v;
+  khzGeomSpec g;
+  if (khz_check_keys(r, n, "ground", keys)) return -1;
+  khz_spec_defaultGeom(&g);
+  g.body = 0;
+  g.type = KHZ_GEOM_PLANE;
+  g.visual = 0;
+  g.friction = 0;
+  g.rgba[0] = g.rgba[1] = g.rgba[2] = 0.8;
+  g.rgba[3] = 1;
+  s->ground_height = 0;
+  if ((v = khz_find(r, n, "height")) && khz_get_number(r, v, "ground.height", &s->ground_height)) {
+    return -1;
+  }
+  if ((v = khz_find(r, n, "friction")) &&
+      khz_get_range(r, v, "ground.friction", &g.friction, 0, 0, 1e6, 0, ">= 0")) {
+    return -1;
+  }
+  if ((v = khz_find(r, n, "rgba")) && khz_get_rgba(r, v, "ground.rgba", g.rgba)) return -1;
+  g.pos[0] = g.pos[1] = 0;
+  g.pos[2] = s->ground_height;
+  g.quat[0] = 1;
+  g.quat[1] = g.quat[2] = g.quat[3] = 0;
+  if (khz_spec_addGeom(s->spec, &g) < 0) return khz_scene_fail(r, n, "ground", "out of memory");
+  s->has_ground = 1;
+  return 0;
+}
+
+static int khz_scene_contact(khzSceneReader *r, const yaml_node_t *n, khzContactSettings *c) {
+  static const char *const keys[] = {"method", "kp", "kv",          "ki",
+                                     "gamma",  "mu", "restitution", NULL};
+  static const char *const methods[] = {"none", "penalty", "deepest", NULL};
+  yaml_node_t *v;
+  if (khz_check_keys(r, n, "contact", keys)) return -1;
+  if ((v = khz_find(r, n, "method"))) {
+    char method[sizeof c->method];
+    int ok = 0;
+    if (khz_get_string(r, v, "contact.method", method, sizeof method)) return -1;
+    for (int i = 0; methods[i]; i++) ok |= strcmp(methods[i], method) == 0;
+    if (!ok) {
+      return khz_scene_fail(r, v, "contact.method",
+                            "unknown method '%s' (accepted: none, penalty, deepest)", method);
+    }
+    memcpy(c->method, method, sizeof method);
+  }
+  if ((v = khz_find(r, n, "kp")) && khz_get_range(r, v, "contact.kp", &c->kp, 0, 0, 1e12, 0,
+                                                  ">= 0; 0 = derived from the masses")) {
+    return -1;
+  }
+  if ((v = khz_find(r, n, "kv")) && khz_get_range(r, v, "contact.kv", &c->kv, 0, 0, 1e12, 0,
+                                                  ">= 0; 0 = derived from the masses")) {
+    return -1;
+  }
+  if ((v = khz_find(r, n, "ki")) && khz_get_range(r, v, "contact.ki", &c->ki, 0, 0, 1e12, 0,
+                                                  ">= 0; 0 = derived from the masses")) {
+    return -1;
+  }
+  if ((v = khz_find(r, n, "gamma")) &&
+      khz_get_range(r, v, "contact.gamma", &c->gamma, 0, 0, 1, 1, "0 <= gamma < 1")) {
+    return -1;
+  }
+  if ((v = khz_find(r, n, "mu")) &&
+      khz_get_range(r, v, "contact.mu", &c->mu, 0, 0, 1e6, 0, ">= 0")) {
+    return -1;
+  }
+  if ((v = khz_find(r, n, "restitution")) &&
+      khz_get_range(r, v, "contact.restitution", &c->restitution, 0, 0, 1, 0, "0 to 1")) {
+    return -1;
+  }
+  return 0;
+}
+
+/* sets the initial positions named in q0 on the robot's bodies [nb0, nb1) */
+static int khz_scene_q0(khzSceneReader *r, const yaml_node_t *n, const char *path, khzSpec *spec,
+                        int nb0, int nb1, const char *prefix) {
+  if (n->type != YAML_MAPPING_NODE) return khz_expected(r, n, path, "a mapping joint: value");
+  size_t plen = strlen(prefix);
+  for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+    yaml_node_t *k = khz_node(r, p->key), *v = khz_node(r, p->value);
+    char kp[KHZ_KEY_MAX];
+    if (k->type != YAML_SCALAR_NODE) return khz_expected(r, k, path, "a joint name");
+    khz_keypath(kp, path, khz_scalar(k));
+
+    /* given once? */
+    for (yaml_node_pair_t *q = n->data.mapping.pairs.start; q < p; q++) {
+      yaml_node_t *k2 = khz_node(r, q->key);
+      if (k2->type == YAML_SCALAR_NODE && strcmp(khz_scalar(k2), khz_scalar(k)) == 0) {
+        return khz_scene_fail(r, k, kp, "given twice (first at line %zu)", k2->start_mark.line + 1);
+      }
+    }
+
+    /* find the joint by its name without the robot prefix */
+    khzBodySpec *b = NULL;
+    for (int i = nb0; i < nb1; i++) {
+      khzBodySpec *c = khz_spec_body(spec, i);
+      if (strncmp(c->joint_name, prefix, plen) == 0 &&
+          strcmp(c->joint_name + plen, khz_scalar(k)) == 0) {
+        b = c;
+        break;
+      }
+    }
+    if (!b) {
+      char list[512] = "";
+      size_t len = 0;
+      for (int i = nb0; i < nb1 && len < sizeof list; i++) {
+        khzBodySpec *c = khz_spec_body(spec, i);
+        if (c->joint_type == KHZ_JOINT_FIXED || strncmp(c->joint_name, prefix, plen) != 0) continue;
+        len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", len ? ", " : "",
+                                c->joint_name + plen);
+      }
+      return khz_scene_fail(r, k, kp, "no joint '%s' in this robot (joints: %s)", khz_scalar(k),
+                            list[0] ? list : "none");
+    }
+    if (b->joint_type != KHZ_JOINT_REVOLUTE && b->joint_type != KHZ_JOINT_CONTINUOUS &&
+        b->joint_type != KHZ_JOINT_PRISMATIC) {
+      return khz_scene_fail(r, k, kp,
+                            "joint '%s' is %s; q0 sets only revolute, continuous and prismatic "
+                            "joints",
+                            khz_scalar(k), khz_jointTypeName(b->joint_type));
+    }
+
+    /* the value, inside the limits */
+    double value = 0;
+    if (khz_get_number(r, v, kp, &value)) return -1;
+    if (b->limited && b->joint_type != KHZ_JOINT_CONTINUOUS &&
+        (value < b->lower || value > b->upper)) {
+      return khz_scene_fail(r, v, kp, "%.17g is outside the joint limits [%g, %g]", value, b->lower,
+                            b->upper);
+    }
+    b->q0[0] = value;
+  }
+  return 0;
+}
+
+static int khz_scene_robot(khzSceneReader *r, const yaml_node_t *n, int index, khzScene *s,
+                           khzSceneNames *names) {
+  static const char *const keys[] = {"name", "urdf", "package_path", "base", "floating_base",
+                                     "q0",   NULL};
+  static const char *const base_keys[] = {"pos", "rpy", "quat", NULL};
+  char path[KHZ_KEY_MAX], kp[KHZ_KEY_MAX];
+  char name[KHZ_NAME_MAX], prefix[KHZ_NAME_MAX], urdf[KHZ_PATH_MAX];
+  char package_path[4096] = "";
+  yaml_node_t *v;
+  khzUrdfOptions opt;
+
+  snprintf(path, sizeof path, "robots[%d]", index);
+  if (khz_check_keys(r, n, path, keys)) return -1;
+  khz_urdf_defaultOptions(&opt);
+
+  /* required: name and urdf */
+  khz_keypath(kp, path, "name");
+  if (!(v = khz_find(r, n, "name"))) return khz_scene_fail(r, n, kp, "required key missing");
+  if (khz_get_name(r, v, kp, name, KHZ_NAME_MAX - 16, names)) return -1;
+  size_t nlen = strlen(name); /* < KHZ_NAME_MAX - 16 */
+  memcpy(prefix, name, nlen);
+  prefix[nlen] = '/';
+  prefix[nlen + 1] = 0;
+  khz_keypath(kp, path, "urdf");
+  if (!(v = khz_find(r, n, "urdf"))) return khz_scene_fail(r, n, kp, "required key missing");
+  if (khz_get_string(r, v, kp, urdf, sizeof urdf)) return -1;
+  yaml_node_t *urdf_node = v;
+
+  /* optional: package_path, base, floating_base */
+  khz_keypath(kp, path, "package_path");
+  if ((v = khz_find(r, n, "package_path")) &&
+      khz_get_string(r, v, kp, package_path, sizeof package_path)) {
+    return -1;
+  }
+  if ((v = khz_find(r, n, "base"))) {
+    char bp[KHZ_KEY_MAX];
+    khz_keypath(bp, path, "base");
+    if (khz_check_keys(r, v, bp, base_keys)) return -1;
+    yaml_node_t *pos = khz_find(r, v, "pos");
+    khz_keypath(kp, bp, "pos");
+    if (pos && khz_get_vec(r, pos, kp, opt.base_pos, 3)) return -1;
+    if (khz_get_orientation(r, v, bp, opt.base_quat)) return -1;
+  }
+  khz_keypath(kp, path, "floating_base");
+  if ((v = khz_find(r, n, "floating_base")) && khz_get_bool(r, v, kp, &opt.floating_base)) {
+    return -1;
+  }
+  opt.name_prefix = prefix;
+  opt.package_path = package_path[0] ? package_path : NULL;
+
+  /* load the URDF: the embedded copy or a file relative to the scene */
+  char uerr[1024];
+  int nb0 = khz_spec_nbody(s->spec), root;
+  khz_keypath(kp, path, "urdf");
+  if (strncmp(urdf, KHZ_EMBEDDED_PREFIX, strlen(KHZ_EMBEDDED_PREFIX)) == 0) {
+    const char *text = khz_embedded_text(urdf + strlen(KHZ_EMBEDDED_PREFIX));
+    if (!text) {
+      char list[256] = "";
+      size_t len = 0;
+      for (int i = 0; khz_embedded_files[i].name && len < sizeof list; i++) {
+        len += (size_t)snprintf(list + len, sizeof list - len, "%s%s%s", i ? ", " : "",
+                                KHZ_EMBEDDED_PREFIX, khz_embedded_files[i].name);
+      }
+      return khz_scene_fail(r, urdf_node, kp, "no embedded file '%s' (embedded: %s)", urdf, list);
+    }
+    root = khz_load_urdf_string(s->spec, text, urdf, NULL, &opt, uerr, sizeof uerr);
+  } else {
+    char file[KHZ_PATH_MAX], tried[1024];
+    if (khz_resolve_path(file, sizeof file, urdf, r->basedir, opt.package_path, tried,
+                         sizeof tried)) {
+      return khz_scene_fail(r, urdf_node, kp, "URDF file '%s' not found (tried: %s)", urdf, tried);
+    }
+    root = khz_load_urdf(s->spec, file, &opt, uerr, sizeof uerr);
+  }
+  if (root < 0) return khz_scene_fail(r, urdf_node, kp, "URDF failed to load: %s", uerr);
+
+  /* initial joint positions */
+  khz_keypath(kp, path, "q0");
+  if ((v = khz_find(r, n, "q0")) &&
+      khz_scene_q0(r, v, kp, s->spec, nb0, khz_spec_nbody(s->spec), prefix)) {
+    return -1;
+  }
+  return 0;
+}
+
+/* solid, uniform-density inertia about the centre of mass (xx yy zz xy xz yz) */
+static void khz_shape_inertia(khzGeomType type, const double size[3], double mass,
+                              double inertia[6]) {
+  memset(inertia, 0, 6 * sizeof(double));
+  if (type == KHZ_GEOM_BOX) {
+    double x2 = size[0] * size[0], y2 = size[1] * size[1], z2 = size[2] * size[2];
+    inertia[0] = mass * (y2 + z2) / 3;
+    inertia[1] = mass * (x2 + z2) / 3;
+    inertia[2] = mass * (x2 + y2) / 3;
+  } else if (type == KHZ_GEOM_SPHERE) {
+    inertia[0] = inertia[1] = inertia[2] = 0.4 * mass * size[0] * size[0];
+  } else if (type == KHZ_GEOM_CYLINDER) {
+    double r2 = size[0] * size[0], h2 = size[1] * size[1];
+    inertia[0] = inertia[1] = mass * (3 * r2 + 4 * h2) / 12;
+    inertia[2] = mass * r2 / 2;
+  } else if (type == KHZ_GEOM_CAPSULE) {
+    /* a cylinder of half-length h and two hemispheres, the mass split by volume;
+     * each hemisphere about the centre: m (2/5 r^2 + h^2 + 3/4 h r) */
+    double r = size[0], h = size[1];
+    double vc = 2 * h, vs = 4.0 / 3.0 * r;
+    double mc = mass * vc / (vc + vs), ms = mass * vs / (vc + vs);
+    inertia[0] = inertia[1] =
+        mc * (3 * r * r + 4 * h * h) / 12 + ms * (0.4 * r * r + h * h + 0.75 * h * r);
+    inertia[2] = mc * r * r / 2 + ms * 0.4 * r * r;
+  }
+}
+
+/* a user inertia must be a positive definite matrix obeying the triangle inequality */
+static int khz_inertia_ok(const double I[6]) {
+  double a = I[0], b = I[1], c = I[2], xy = I[3], xz = I[4], yz = I[5];
+  double d2 = a * b - xy * xy;
+  double d3 = a * (b * c - yz * yz) - xy * (xy * c - yz * xz) + xz * (xy * yz - b * xz);
+  if (!(a > 0 && d2 > 0 && d3 > 0)) return 0;
+  double tol = 1e-12 * (a + b + c);
+  return a + b + tol >= c && a + c + tol >= b && b + c + tol >= a;
+}
+
+static int khz_scene_object(khzSceneReader *r, const yaml_node_t *n, int index, khzScene *s,
+                            khzSceneNames *names) {
+  static const char *const keys[] = {"name",  "shape",    "size", "file", "scale",
+                                     "mass",  "inertia",  "pos",  "rpy",  "quat",
+                                     "fixed", "friction", "rgba", NULL};
+  static const struct {
+    const char *name;
+    khzGeomType type;
+    int nsize;
+    const char *size_doc;
+  } shapes[] = {
+      {"box", KHZ_GEOM_BOX, 3, "half-extents [x, y, z]"},
+      {"sphere", KHZ_GEOM_SPHERE, 1, "[radius]"},
+      {"cylinder", KHZ_GEOM_CYLINDER, 2, "[radius, half_length]"},
+      {"capsule", KHZ_GEOM_CAPSULE, 2, "[radius, half_length]"},
+      {"mesh", KHZ_GEOM_MESH, 0, ""},
+  };
+  char path[KHZ_KEY_MAX], kp[KHZ_KEY_MAX], name[KHZ_NAME_MAX], shape[32];
+  yaml_node_t *v;
+  khzBodySpec b;
+  khzGeomSpec g;
+  int fixed = 0, si = -1;
+  double pos[3] = {0, 0, 0}, quat[4];
+
+  snprintf(path, sizeof path, "objects[%d]", index);
+  if (khz_check_keys(r, n, path, keys)) return -1;
+  khz_spec_defaultBody(&b);
+  khz_spec_defaultGeom(&g);
+
+  /* name and shape */
+  khz_keypath(kp, path, "name");
+  if (!(v = khz_find(r, n, "name"))) return khz_scene_fail(r, n, kp, "required key missing");
+  if (khz_get_name(r, v, kp, name, KHZ_NAME_MAX, names)) return -1;
+  khz_keypath(kp, path, "shape");
+  if (!(v = khz_find(r, n, "shape"))) return khz_scene_fail(r, n, kp, "required key missing");
+  if (khz_get_string(r, v, kp, shape, sizeof shape)) return -1;
+  for (int i = 0; i < (int)(sizeof shapes / sizeof shapes[0]); i++) {
+    if (strcmp(shapes[i].name, shape) == 0) si = i;
+  }
+  if (si < 0) {
+    return khz_scene_fail(
+        r, v, kp, "unknown shape '%s' (accepted: box, sphere, cylinder, capsule, mesh)", shape);
+  }
+  g.type = shapes[si].type;
+
+  /* size of a primitive: every entry > 0 */
+  if (g.type != KHZ_GEOM_MESH) {
+    khz_keypath(kp, path, "size");
+    if (!(v = khz_find(r, n, "size"))) {
+      return khz_scene_fail(r, n, kp, "required key missing (%s: %s)", shape, shapes[si].size_doc);
+    }
+    g.size[0] = g.size[1] = g.size[2] = 0;
+    if (khz_get_vec(r, v, kp, g.size, shapes[si].nsize)) return -1;
+    for (int i = 0; i < shapes[si].nsize; i++) {
+      if (!(g.size[i] > 0)) {
+        return khz_scene_fail(r, v, kp, "every entry must be > 0 (%s: %s), got %g", shape,
+                              shapes[si].size_doc, g.size[i]);
+      }
+    }
+    const char *mesh_only[] = {"file", "scale"};
+    for (int i = 0; i < 2; i++) {
+      if ((v = khz_find(r, n, mesh_only[i]))) {
+        khz_keypath(kp, path, mesh_only[i]);
+        return khz_scene_fail(r, v, kp, "only for shape mesh");
+      }
+    }
+  } else {
+    /* a mesh: file (must exist) and scale */
+    char file[KHZ_PATH_MAX], tried[1024];
+    if ((v = khz_find(r, n, "size"))) {
+      khz_keypath(kp, path, "size");
+      return khz_scene_fail(r, v, kp, "not used by shape mesh (use file and scale)");
+    }
+    khz_keypath(kp, path, "file");
+    if (!(v = khz_find(r, n, "file"))) return khz_scene_fail(r, n, kp, "required key missing");
+    if (khz_get_string(r, v, kp, file, sizeof file)) return -1;
+    if (khz_resolve_path(g.mesh, sizeof g.mesh, file, r->basedir, NULL, tried, sizeof tried)) {
+      return khz_scene_fail(r, v, kp, "mesh file '%s' not found (tried: %s)", file, tried);
+    }
+    g.size[0] = g.size[1] = g.size[2] = 1;
+    khz_keypath(kp, path, "scale");
+    if ((v = khz_find(r, n, "scale"))) {
+      if (khz_get_vec(r, v, kp, g.size, 3)) return -1;
+      for (int i = 0; i < 3; i++) {
+        if (!(g.size[i] > 0)) return khz_scene_fail(r, v, kp, "every entry must be > 0");
+      }
+    }
+  }
+
+  /* mass and inertia */
+  khz_keypath(kp, path, "mass");
+  if (!(v = khz_find(r, n, "mass"))) return khz_scene_fail(r, n, kp, "required key missing");
+  if (khz_get_range(r, v, kp, &b.mass, 0, 1, 1e9, 0, "> 0 kg")) return -1;
+  khz_keypath(kp, path, "inertia");
+  if ((v = khz_find(r, n, "inertia"))) {
+    if (khz_get_vec(r, v, kp, b.inertia, 6)) return -1;
+    if (!khz_inertia_ok(b.inertia)) {
+      return khz_scene_fail(r, v, kp,
+                            "[xx, yy, zz, xy, xz, yz] is not positive definite or breaks the "
+                            "triangle inequality");
+    }
+  } else if (g.type == KHZ_GEOM_MESH) {
+    return khz_scene_fail(r, n, kp,
+                          "required key missing (a mesh needs inertia: [xx, yy, zz, xy, xz, yz])");
+  } else {
+    khz_shape_inertia(g.type, g.size, b.mass, b.inertia);
+  }
+
+  /* pose, fixed, friction, colour */
+  khz_keypath(kp, path, "pos");
+  if ((v = khz_find(r, n, "pos")) && khz_get_vec(r, v, kp, pos, 3)) return -1;
+  if (khz_get_orientation(r, n, path, quat)) return -1;
+  khz_keypath(kp, path, "fixed");
+  if ((v = khz_find(r, n, "fixed")) && khz_get_bool(r, v, kp, &fixed)) return -1;
+  khz_keypath(kp, path, "friction");
+  g.friction = 0;
+  if ((v = khz_find(r, n, "friction")) &&
+      khz_get_range(r, v, kp, &g.friction, 0, 0, 1e6, 0, ">= 0; 0 = the contact mu")) {
+    return -1;
+  }
+  g.rgba[0] = g.rgba[1] = g.rgba[2] = 0.6;
+  g.rgba[3] = 1;
+  khz_keypath(kp, path, "rgba");
+  if ((v = khz_find(r, n, "rgba")) && khz_get_rgba(r, v, kp, g.rgba)) return -1;
+
+  /* the body: welded at the pose, or a floating joint whose q0 is the pose */
+  snprintf(b.name, sizeof b.name, "%s", name);
+  b.parent = 0;
+  b.com[0] = b.com[1] = b.com[2] = 0;
+  if (fixed) {
+    b.joint_type = KHZ_JOINT_FIXED;
+    memcpy(b.pos, pos, sizeof pos);
+    memcpy(b.quat, quat, sizeof quat);
+  } else {
+    b.joint_type = KHZ_JOINT_FLOATING;
+    snprintf(b.joint_name, sizeof b.joint_name, "%s", name);
+    memcpy(b.q0, pos, sizeof pos);
+    memcpy(b.q0 + 3, quat, sizeof quat);
+  }
+  int body = khz_spec_addBody(s->spec, &b);
+  if (body < 0) return khz_scene_fail(r, n, path, "out of memory");
+
+  /* one collision geom at the body origin */
+  g.body = body;
+  g.visual = 0;
+  g.pos[0] = g.pos[1] = g.pos[2] = 0;
+  g.quat[0] = 1;
+  g.quat[1] = g.quat[2] = g.quat[3] = 0;
+  if (khz_spec_addGeom(s->spec, &g) < 0) return khz_scene_fail(r, n, path, "out of memory");
+  return 0;
+}
+
+/* a list section (robots, objects): each entry through fn */
+static int khz_scene_list(khzSceneReader *r, const yaml_node_t *n, const char *key, khzScene *s,
+                          khzSceneNames *names,
+                          int (*fn)(khzSceneReader *, const yaml_node_t *, int, khzScene *,
+                                    khzSceneNames *)) {
+  if (n->type != YAML_SEQUENCE_NODE) return khz_expected(r, n, key, "a list");
+  int count = (int)(n->data.sequence.items.top - n->data.sequence.items.start);
+  for (int i = 0; i < count; i++) {
+    if (fn(r, khz_node(r, n->data.sequence.items.start[i]), i, s, names)) return -1;
+  }
+  return 0;
+}
+
+/* the whole document into s (s->spec already made) */
+static int khz_scene_root(khzSceneReader *r, const yaml_node_t *root, khzScene *s) {
+  static const char *const keys[] = {"khz_scene", "name",    "rate_hz", "integrator", "gravity",
+                                     "ground",    "contact", "robots",  "objects",    NULL};
+  yaml_node_t *v;
+  double gravity[3] = {0, 0, -9.81}, version = 0;
+  khzSceneNames names = {NULL, 0, 0};
+  int rc = -1;
+
+  if (root->type != YAML_MAPPING_NODE) {
+    return khz_expected(r, root, "", "a mapping at the top (khz_scene: 1, ...)");
+  }
+  if (khz_check_keys(r, root, "", keys)) return -1;
+
+  /* format version */
+  if (!(v = khz_find(r, root, "khz_scene"))) {
+    return khz_scene_fail(r, root, "khz_scene", "required key missing (the format version, 1)");
+  }
+  if (khz_get_number(r, v, "khz_scene", &version)) return -1;
+  if (version != KHZ_SCENE_VERSION) {
+    return khz_scene_fail(r, v, "khz_scene",
+                          "format version %g is not supported (this build reads %d)", version,
+                          KHZ_SCENE_VERSION);
+  }
+
+  /* global settings */
+  if ((v = khz_find(r, root, "name")) && khz_get_string(r, v, "name", s->name, sizeof s->name)) {
+    return -1;
+  }
+  if ((v = khz_find(r, root, "rate_hz")) &&
+      khz_get_range(r, v, "rate_hz", &s->rate_hz, KHZ_SCENE_RATE_MIN, 0, KHZ_SCENE_RATE_MAX, 0,
+                    "100 to 10000 Hz")) {
+    return -1;
+  }
+  if ((v = khz_find(r, root, "integrator"))) {
+    if (v->type == YAML_SCALAR_NODE && strcmp(khz_scalar(v), "rk4") == 0) {
+      s->integrator = KHZ_INT_RK4;
+    } else if (v->type == YAML_SCALAR_NODE && strcmp(khz_scalar(v), "euler") == 0) {
+      s->integrator = KHZ_INT_EULER;
+    } else {
+      char got[64];
+      khz_describe(v, got, sizeof got);
+      return khz_scene_fail(r, v, "integrator", "unknown integrator %s (accepted: rk4, euler)",
+                            got);
+    }
+  }
+  if ((v = khz_find(r, root, "gravity")) && khz_get_vec(r, v, "gravity", gravity, 3)) return -1;
+  khz_spec_setGravity(s->spec, gravity);
+  khz_spec_setTimestep(s->spec, 1.0 / s->rate_hz);
+  khz_spec_setIntegrator(s->spec, s->integrator);
+
+  /* ground and contact */
+  if ((v = khz_find(r, root, "ground")) && khz_scene_ground(r, v, s)) return -1;
+  if ((v = khz_find(r, root, "contact")) && khz_scene_contact(r, v, &s->contact)) return -1;
+
+  /* robots, then objects */
+  if ((v = khz_find(r, root, "robots")) &&
+      khz_scene_list(r, v, "robots", s, &names, khz_scene_robot)) {
+    goto done;
+  }
+  if ((v = khz_find(r, root, "objects")) &&
+      khz_scene_list(r, v, "objects", s, &names, khz_scene_object)) {
+    goto done;
+  }
+  rc = 0;
+done:
+  free(names.name);
+  return rc;
+}
+
+/* ------------------------------------------------------------------ API -- */
+
+/* the defaults of a scene before the file is read */
+static void khz_scene_defaults(khzScene *s, const char *file) {
+  memset(s, 0, sizeof *s);
+  s->rate_hz = 1000;
+  s->integrator = KHZ_INT_RK4;
+  snprintf(s->contact.method, sizeof s->contact.method, "penalty");
+  s->contact.gamma = 0.85;
+  s->contact.mu = 0.8;
+  s->contact.restitution = 0.2;
+
+  /* the name: the file's base name without its extension */
+  const char *base = strrchr(file, '/');
+  base = base ? base + 1 : file;
+  if (strncmp(base, KHZ_EMBEDDED_PREFIX, strlen(KHZ_EMBEDDED_PREFIX)) == 0) {
+    base += strlen(KHZ_EMBEDDED_PREFIX);
+  }
+  snprintf(s->name, sizeof s->name, "%s", base);
+  char *dot = strrchr(s->name, '.');
+  if (dot && dot != s->name) *dot = 0;
+}
+
+int khz_load_scene_string(khzScene *scene, const char *yaml, const char *name, const char *basedir,
+                          char *err, size_t errsz) {
+  khzSceneReader r;
+  yaml_parser_t parser;
+  khzScene tmp;
+  int rc = -1;
+
+  r.file = name ? name : "<string>";
+  r.basedir = basedir;
+  r.err = err;
+  r.errsz = errsz;
+  if (!scene || !yaml) return khz_load_error(err, errsz, "%s: no scene or no text given", r.file);
+
+  /* parse the text into a document */
+  if (!yaml_parser_initialize(&parser))
+    return khz_load_error(err, errsz, "%s: out of memory", r.file);
+  yaml_parser_set_input_string(&parser, (const unsigned char *)yaml, strlen(yaml));
+  if (!yaml_parser_load(&parser, &r.doc)) {
+    khz_load_error(err, errsz, "%s:%zu:%zu: YAML syntax: %s%s%s", r.file,
+                   parser.problem_mark.line + 1, parser.problem_mark.column + 1,
+                   parser.problem ? parser.problem : "error", parser.context ? " " : "",
+                   parser.context ? parser.context : "");
+    yaml_parser_delete(&parser);
+    return -1;
+  }
+  yaml_node_t *root = yaml_document_get_root_node(&r.doc);
+  if (!root) {
+    khz_load_error(err, errsz,
+                   "%s:1:1: empty scene (expected a mapping starting with khz_scene: 1)", r.file);
+    goto out_doc;
+  }
+
+  /* one document only */
+  {
+    yaml_document_t next;
+    if (!yaml_parser_load(&parser, &next)) {
+      khz_load_error(err, errsz, "%s:%zu:%zu: YAML syntax: %s%s%s", r.file,
+                     parser.problem_mark.line + 1, parser.problem_mark.column + 1,
+                     parser.problem ? parser.problem : "error", parser.context ? " " : "",
+                     parser.context ? parser.context : "");
+      goto out_doc;
+    }
+    yaml_node_t *extra = yaml_document_get_root_node(&next);
+    if (extra) {
+      khz_load_error(err, errsz, "%s:%zu:%zu: a second YAML document; a scene is one document",
+                     r.file, extra->start_mark.line + 1, extra->start_mark.column + 1);
+      yaml_document_delete(&next);
+      goto out_doc;
+    }
+    yaml_document_delete(&next);
+  }
+
+  /* build into a temporary scene */
+  khz_scene_defaults(&tmp, r.file);
+  tmp.spec = khz_spec_new();
+  if (!tmp.spec) {
+    khz_load_error(err, errsz, "%s: out of memory", r.file);
+    goto out_doc;
+  }
+  if (khz_scene_root(&r, root, &tmp)) {
+    khz_spec_destroy(&tmp.spec);
+    goto out_doc;
+  }
+  *scene = tmp;
+  rc = 0;
+out_doc:
+  yaml_document_delete(&r.doc);
+  yaml_parser_delete(&parser);
+  return rc;
+}
+
+/* reads a whole file into a NUL-terminated heap buffer */
+static char *khz_read_file(const char *path, char *err, size_t errsz) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    khz_load_error(err, errsz, "%s: cannot open: %s", path, strerror(errno));
+    return NULL;
+  }
+  size_t cap = 4096, len = 0;
+  char *buf = malloc(cap);
+  while (buf) {
+    len += fread(buf + len, 1, cap - len - 1, f);
+    if (len < cap - 1) break;
+    char *grown = realloc(buf, cap * 2);
+    if (!grown) {
+      free(buf);
+      buf = NULL;
+      break;
+    }
+    buf = grown;
+    cap *= 2;
+  }
+  if (!buf) {
+    khz_load_error(err, errsz, "%s: out of memory", path);
+  } else if (ferror(f)) {
+    khz_load_error(err, errsz, "%s: read error: %s", path, strerror(errno));
+    free(buf);
+    buf = NULL;
+  } else {
+    buf[len] = 0;
+    if (strlen(buf) != len) {
+      khz_load_error(err, errsz, "%s: holds a NUL byte; not a text file", path);
+      free(buf);
+      buf = NULL;
+    }
+  }
+  fclose(f);
+  return buf;
+}
+
+int khz_load_scene(khzScene *scene, const char *path, char *err, size_t errsz) {
+  char dir[KHZ_PATH_MAX];
+  if (!scene || !path) return khz_load_error(err, errsz, "(null): no scene or no path given");
+  if (khz_path_dirname(dir, sizeof dir, path)) {
+    return khz_load_error(err, errsz, "%s: path too long", path);
+  }
+  char *text = khz_read_file(path, err, errsz);
+  if (!text) return -1;
+  int rc = khz_load_scene_string(scene, text, path, dir, err, errsz);
+  free(text);
+  return rc;
+}
+
+int khz_load_default_scene(khzScene *scene, char *err, size_t errsz) {
+  const char *text = khz_embedded_text("default.yaml");
+  if (!text) return khz_load_error(err, errsz, "embedded:default.yaml: not built in");
+  return khz_load_scene_string(scene, text, "embedded:default.yaml", NULL, err, errsz);
+}
+
+void khz_scene_free(khzScene *scene) {
+  if (!scene) return;
+  khz_spec_destroy(&scene->spec);
+}
+
+/* ".ext" at the end of path, compared without case */
+static int khz_has_ext(const char *path, const char *ext) {
+  size_t n = strlen(path), e = strlen(ext);
+  return n > e && strcasecmp(path + n - e, ext) == 0;
+}
+
+khzModel *khz_load_model(const char *path, khzScene *scene_out, char *err, size_t errsz) {
+  khzScene s;
+  if (!path) {
+    khz_load_error(err, errsz, "(null): no model given");
+    return NULL;
+  }
+
+  /* the scene: embedded default, a scene file, or one URDF robot welded at the origin */
+  if (strcmp(path, "default") == 0) {
+    if (khz_load_default_scene(&s, err, errsz)) return NULL;
+  } else if (khz_has_ext(path, ".yaml") || khz_has_ext(path, ".yml")) {
+    if (khz_load_scene(&s, path, err, errsz)) return NULL;
+  } else if (khz_has_ext(path, ".urdf")) {
+    khzUrdfOptions opt;
+    const double gravity[3] = {0, 0, -9.81};
+    khz_scene_defaults(&s, path);
+    snprintf(s.contact.method, sizeof s.contact.method, "none");
+    s.spec = khz_spec_new();
+    if (!s.spec) {
+      khz_load_error(err, errsz, "%s: out of memory", path);
+      return NULL;
+    }
+    khz_spec_setGravity(s.spec, gravity);
+    khz_spec_setTimestep(s.spec, 1.0 / s.rate_hz);
+    khz_spec_setIntegrator(s.spec, s.integrator);
+    khz_urdf_defaultOptions(&opt);
+    if (khz_load_urdf(s.spec, path, &opt, err, errsz) < 0) {
+      khz_spec_destroy(&s.spec);
+      return NULL;
+    }
+  } else {
+    khz_load_error(err, errsz,
+                   "%s: unknown model type (expected a .urdf file, a .yaml/.yml scene or "
+                   "'default')",
+                   path);
+    return NULL;
+  }
+
+  /* compile; the caller keeps the scene (and its spec) when it asked for it */
+  char cerr[1024];
+  khzModel *m = khz_compile(s.spec, cerr, sizeof cerr);
+  if (!m) {
+    khz_load_error(err, errsz, "%s: %s", path, cerr);
+    khz_scene_free(&s);
+    return NULL;
+  }
+  if (scene_out) {
+    *scene_out = s;
+  } else {
+    khz_scene_free(&s);
+  }
+  return m;
+}

@@ -1,0 +1,361 @@
+/* khz.h — public API of the khz real-time physics core (rt/).
+ *
+ * The core follows MuJoCo's split between an immutable model (khzModel) and a
+ * mutable state (khzData). A model is built from a khzSpec (a plain,
+ * growable description that loaders fill in) by khz_compile(); the spec may be
+ * discarded afterwards. All memory a step needs is reserved by khz_makeData():
+ * nothing below allocates once a khzData exists.
+ *
+ * Conventions
+ *   - Spatial vectors are Featherstone's: motion [w; v], force [n; f], 6 doubles.
+ *   - Every body has exactly one joint connecting it to its parent body; body 0 is
+ *     the world. Joint arrays are therefore indexed by body id (entry 0 unused).
+ *   - The body frame of a body is its joint frame after the joint motion (URDF's
+ *     link frame). Joint origin = pose of the joint frame in the parent body frame.
+ *   - Quaternions are (w, x, y, z).
+ *   - Revolute / continuous / prismatic: 1 q, 1 qd (rad or m).
+ *   - Spherical: q = unit quaternion of the child relative to the joint frame (4),
+ *     qd = angular velocity in the child frame (3). Same as MuJoCo's ball joint.
+ *   - Floating: q = [position of the body origin in the parent frame (3), quaternion
+ *     (4)], qd = [linear velocity of the body origin in the parent frame (3),
+ *     angular velocity in the body frame (3)]. Same as MuJoCo's free joint, so
+ *     qdd compares one to one. Generalised forces on these dofs are a force in the
+ *     parent frame and a torque in the body frame.
+ *   - External wrenches (xfrc) are [force (3), torque (3)] in the world frame,
+ *     acting at the body's centre of mass (as MuJoCo's xfrc_applied).
+ */
+#ifndef KHZ_KHZ_H
+#define KHZ_KHZ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KHZ_NAME_MAX 64
+#define KHZ_PATH_MAX 512
+
+typedef enum khzJointType {
+  KHZ_JOINT_FIXED = 0,
+  KHZ_JOINT_REVOLUTE,
+  KHZ_JOINT_CONTINUOUS, /* revolute without position limits */
+  KHZ_JOINT_PRISMATIC,
+  KHZ_JOINT_SPHERICAL,
+  KHZ_JOINT_FLOATING,
+  KHZ_JOINT_NTYPES
+} khzJointType;
+
+typedef enum khzGeomType {
+  KHZ_GEOM_PLANE = 0, /* half-space z <= 0 of the geom frame */
+  KHZ_GEOM_SPHERE,    /* size[0] = radius */
+  KHZ_GEOM_BOX,       /* size = half-extents */
+  KHZ_GEOM_CAPSULE,   /* size[0] = radius, size[1] = half-length along z */
+  KHZ_GEOM_CYLINDER,  /* size[0] = radius, size[1] = half-length along z */
+  KHZ_GEOM_MESH,      /* mesh file in `mesh`, scaled by size */
+  KHZ_GEOM_NTYPES
+} khzGeomType;
+
+typedef enum khzIntegrator { KHZ_INT_RK4 = 0, KHZ_INT_EULER = 1 } khzIntegrator;
+
+/* Counted warnings (simulation conditions, never fatal). */
+typedef enum khzWarning {
+  KHZ_WARN_STACK = 0,  /* scratch stack exhausted: the step was skipped */
+  KHZ_WARN_BADSTATE,   /* NaN/inf after a step: state rolled back */
+  KHZ_WARN_EFFORT,     /* a commanded torque exceeded the effort limit and was clamped */
+  KHZ_WARN_BADCTRL,    /* a commanded torque was NaN/inf and was replaced by zero */
+  KHZ_NWARNING
+} khzWarning;
+
+/* ------------------------------------------------------------------ spec -- */
+
+/* One body and the joint that connects it to its parent. */
+typedef struct khzBodySpec {
+  char name[KHZ_NAME_MAX];       /* body (link) name, unique */
+  int parent;                    /* index of the parent body in the spec; 0 = world */
+  double pos[3];                 /* joint origin: position in the parent body frame */
+  double quat[4];                /* joint origin: orientation in the parent body frame */
+  khzJointType joint_type;
+  char joint_name[KHZ_NAME_MAX]; /* unique among joints; may be empty for fixed */
+  double axis[3];                /* joint axis in the joint frame (revolute, prismatic) */
+  int limited;                   /* position limits active (revolute, prismatic) */
+  double lower, upper;           /* position limits, rad or m */
+  double velocity_limit;         /* |qd| limit, informative; 0 = none */
+  double effort_limit;           /* |tau| clamp per dof; 0 = none */
+  double damping;                /* viscous joint damping, N m s/rad or N s/m */
+  double friction;               /* Coulomb joint friction, N m or N */
+  double armature;               /* reflected rotor inertia added to M's diagonal */
+  double mass;                   /* kg, >= 0 (0 only for massless links) */
+  double com[3];                 /* centre of mass in the body frame */
+  double inertia[6];             /* about the com, body axes: xx yy zz xy xz yz */
+  double q0[7];                  /* initial joint position (floating: pos + quat) */
+} khzBodySpec;
+
+/* One geometry attached to a body (collision or visual). */
+typedef struct khzGeomSpec {
+  int body;                 /* spec body index; 0 = world */
+  khzGeomType type;
+  double size[3];           /* see khzGeomType; mesh: scale */
+  double pos[3];            /* pose in the body frame */
+  double quat[4];
+  char mesh[KHZ_PATH_MAX];  /* resolved mesh file (KHZ_GEOM_MESH) */
+  int visual;               /* 1 = visual only, 0 = collision */
+  double rgba[4];
+  double friction;          /* Coulomb coefficient, 0 = scene default */
+} khzGeomSpec;
+
+typedef struct khzSpec khzSpec;
+
+/* Creates an empty spec with world body only. Returns NULL when out of memory. */
+khzSpec *khz_spec_new(void);
+
+/* Frees a spec and nulls the caller's pointer. */
+void khz_spec_destroy(khzSpec **spec_p);
+
+/* Fills a body spec with defaults: identity origin, fixed joint, axis z, unit
+ * quaternions, no limits, zero mass. */
+void khz_spec_defaultBody(khzBodySpec *b);
+
+/* Fills a geom spec with defaults. */
+void khz_spec_defaultGeom(khzGeomSpec *g);
+
+/* Appends a body; returns its index (>= 1) or -1 when out of memory. The
+ * parent must already exist. Validation happens in khz_compile(). */
+int khz_spec_addBody(khzSpec *spec, const khzBodySpec *b);
+
+/* Appends a geom; returns its index or -1 when out of memory. */
+int khz_spec_addGeom(khzSpec *spec, const khzGeomSpec *g);
+
+/* Drops every body and geom from index nbody / ngeom on (used by loaders to
+ * undo a partial load). */
+void khz_spec_truncate(khzSpec *spec, int nbody, int ngeom);
+
+/* Number of bodies including the world, and access for loaders. */
+int khz_spec_nbody(const khzSpec *spec);
+khzBodySpec *khz_spec_body(khzSpec *spec, int i);
+int khz_spec_ngeom(const khzSpec *spec);
+khzGeomSpec *khz_spec_geom(khzSpec *spec, int i);
+
+/* Global options. */
+void khz_spec_setGravity(khzSpec *spec, const double g[3]);
+void khz_spec_setTimestep(khzSpec *spec, double h);
+void khz_spec_setIntegrator(khzSpec *spec, khzIntegrator integrator);
+
+/* ----------------------------------------------------------------- model -- */
+
+typedef struct khzModel {
+  int nbody; /* including the world body 0 */
+  int nq;    /* generalised positions */
+  int nv;    /* generalised velocities (degrees of freedom) */
+  int ngeom;
+
+  double gravity[3];
+  double timestep;
+  khzIntegrator integrator;
+  double limit_hz;   /* natural frequency of the joint-limit spring (capped by 0.3 / h) */
+  double limit_zeta; /* its damping ratio */
+
+  /* bodies (nbody) */
+  int *body_parent;
+  double *body_mass;        /* kg */
+  double *body_com;         /* 3 per body, body frame */
+  double *body_inertia;     /* 9 per body, about the com, body frame */
+  double *body_spatial;     /* 36 per body: spatial inertia about the body origin */
+  double *body_pos;         /* 3 per body: joint origin in the parent frame */
+  double *body_quat;        /* 4 per body */
+  double *body_rot;         /* 9 per body: the same origin as a rotation matrix */
+
+  /* joints, one per body (entry 0 unused) */
+  int *jnt_type;            /* khzJointType */
+  int *jnt_qadr;            /* first index into q */
+  int *jnt_dofadr;          /* first index into qd */
+  int *jnt_nq;
+  int *jnt_nv;
+  double *jnt_axis;         /* 3 per joint, unit */
+  int *jnt_limited;
+  double *jnt_range;        /* 2 per joint */
+  double *jnt_vel_limit;
+
+  /* dofs (nv) */
+  int *dof_body;
+  double *dof_damping;
+  double *dof_friction;
+  double *dof_meff;         /* effective inertia 1 / (M^-1)_ii at q0: scales the joint-limit
+                               spring and the friction regularisation to the timestep */
+  double *dof_armature;
+  double *dof_effort;       /* 0 = unlimited */
+
+  /* initial state */
+  double *q0;               /* nq */
+
+  /* geoms */
+  int *geom_body;
+  int *geom_type;
+  double *geom_size;        /* 3 per geom */
+  double *geom_pos;         /* 3 per geom */
+  double *geom_quat;        /* 4 per geom */
+  int *geom_visual;
+  double *geom_rgba;        /* 4 per geom */
+  double *geom_friction;
+  char (*geom_mesh)[KHZ_PATH_MAX];
+
+  /* names */
+  char (*body_name)[KHZ_NAME_MAX];
+  char (*jnt_name)[KHZ_NAME_MAX];
+
+  size_t nbuffer;
+  void *buffer; /* every array above points into this one block */
+} khzModel;
+
+/* Validates and compiles a spec into a model. On error returns NULL and writes
+ * a message naming the body/joint and the problem into err (if errsz > 0).
+ * Nothing is allocated on failure. */
+khzModel *khz_compile(const khzSpec *spec, char *err, size_t errsz);
+
+/* Frees a model and nulls the caller's pointer. */
+void khz_model_destroy(khzModel **m_p);
+
+/* Name lookup; returns -1 when absent. */
+int khz_name2body(const khzModel *m, const char *name);
+int khz_name2joint(const khzModel *m, const char *name); /* returns the body id */
+
+/* Human-readable joint type ("revolute", ...). */
+const char *khz_jointTypeName(khzJointType t);
+
+/* ------------------------------------------------------------------ data -- */
+
+/* State fields, listed once: generates the struct members, copy, hash, save and
+ * restore. X(type, name, count) with count an expression of the model m. */
+#define KHZ_STATE_FIELDS(X)       \
+  X(double, q, m->nq)             \
+  X(double, qd, m->nv)            \
+  X(double, tau, m->nv)           \
+  X(double, xfrc, 6 * m->nbody)   \
+  X(double, stick, m->nv)
+
+typedef struct khzData {
+  /* state: what a snapshot holds (plus time); `stick` holds the friction anchors */
+  double time;
+#define KHZ_X_MEMBER(type, name, count) type *name;
+  KHZ_STATE_FIELDS(KHZ_X_MEMBER)
+#undef KHZ_X_MEMBER
+
+  /* outputs of the last step / khz_forward() */
+  double *qdd;            /* nv */
+  double *tau_applied;    /* nv: commanded torque after clamping */
+  double *tau_passive;    /* nv: damping + friction + limits */
+  double *xpos;           /* 3 per body: world position of the body origin */
+  double *xrot;           /* 9 per body: world rotation (row-major) */
+  double *xcom;           /* 3 per body: world position of the com */
+  double *cvel;           /* 6 per body: spatial velocity in body coordinates */
+
+  /* warnings */
+  int warning[KHZ_NWARNING];
+  int warning_body;       /* body of the last KHZ_WARN_BADSTATE, -1 if none */
+
+  /* scratch for the dynamics algorithms (body-indexed) */
+  double *Xup;            /* 12 per body: parent->body Plucker transform (E 9, r 3) */
+  double *cbias;          /* 6 per body */
+  double *IA;             /* 36 per body */
+  double *pA;             /* 6 per body */
+  double *U;              /* 36 per body */
+  double *Dinv;           /* 36 per body */
+  double *u;              /* 6 per body */
+  double *acc;            /* 6 per body */
+  double *fext;           /* 6 per body, body coordinates */
+  double *S;              /* 36 per body: motion subspace in body coordinates */
+  double *vJ;             /* 6 per body */
+
+  /* mark/free scratch stack for per-step temporaries */
+  size_t stack_size;
+  size_t stack_top;
+  unsigned char *stack;
+
+  size_t nbuffer;
+  void *buffer;
+} khzData;
+
+/* Allocates a data for the model, reset to the model's initial state.
+ * stack_bytes = 0 chooses a size sufficient for every algorithm here. */
+khzData *khz_makeData(const khzModel *m, size_t stack_bytes);
+
+/* Frees a data and nulls the caller's pointer. */
+void khz_data_destroy(khzData **d_p);
+
+/* Resets the state to q0, zero velocity, torques and wrenches, time 0. */
+void khz_resetData(const khzModel *m, khzData *d);
+
+/* Copies the state fields (and time) bit-exactly. */
+void khz_copyState(const khzModel *m, khzData *dst, const khzData *src);
+
+/* 64-bit FNV-1a hash of the state fields and time. */
+uint64_t khz_hashState(const khzModel *m, const khzData *d);
+
+/* Size in bytes of a serialised state; khz_saveState writes exactly that. */
+size_t khz_stateSize(const khzModel *m);
+void khz_saveState(const khzModel *m, const khzData *d, void *out);
+void khz_restoreState(const khzModel *m, khzData *d, const void *in);
+
+/* Scratch stack: returns NULL (and counts KHZ_WARN_STACK) when full. */
+void *khz_stackAlloc(khzData *d, size_t bytes);
+size_t khz_stackMark(const khzData *d);
+void khz_stackFree(khzData *d, size_t mark);
+
+/* ------------------------------------------------------------- dynamics -- */
+
+/* Forward kinematics at d->q, d->qd: xpos, xrot, xcom, cvel, Xup. */
+void khz_kinematics(const khzModel *m, khzData *d);
+
+/* Articulated-body algorithm: qdd = FD(q, qd, tau) with gravity and d->xfrc.
+ * Uses d's scratch; q, qd, tau, qdd may be any arrays (qdd is written). */
+void khz_aba(const khzModel *m, khzData *d, const double *q, const double *qd,
+             const double *tau, double *qdd);
+
+/* Recursive Newton-Euler: tau = ID(q, qd, qdd) with gravity and d->xfrc,
+ * armature included. */
+void khz_rnea(const khzModel *m, khzData *d, const double *q, const double *qd,
+              const double *qdd, double *tau);
+
+/* Composite-rigid-body algorithm: joint-space mass matrix M (nv x nv, row-major,
+ * armature on the diagonal). */
+void khz_crba(const khzModel *m, khzData *d, const double *q, double *M);
+
+/* Point Jacobians at the current kinematics (call khz_kinematics first): the
+ * world velocity of the world point p rigidly attached to body b is
+ * jacp * qd, the body's angular velocity jacr * qd. Each 3 x nv, row-major;
+ * either may be NULL. */
+void khz_jacobian(const khzModel *m, const khzData *d, int body, const double p[3],
+                  double *jacp, double *jacr);
+
+/* Passive joint forces at (q, qd): viscous damping, Coulomb friction and the
+ * joint-limit spring-damper. Coulomb friction on 1-dof joints sticks with a stiff
+ * spring-damper anchored at d->stick (the position where sticking began) and
+ * slides at the friction torque once the spring would exceed it; multi-dof joints
+ * use a tanh-regularised Coulomb law. khz_step() moves the anchors. */
+void khz_passive(const khzModel *m, const khzData *d, const double *q, const double *qd,
+                 double *tau);
+
+/* Sets the friction anchors to the current positions (call after writing d->q). */
+void khz_resetStick(const khzModel *m, khzData *d);
+
+/* Forward dynamics at the current state: clamps d->tau into tau_applied, computes
+ * passive forces, qdd and kinematics. */
+void khz_forward(const khzModel *m, khzData *d);
+
+/* Advances the state by one timestep with the model's integrator. A non-finite
+ * result is rolled back and counted (KHZ_WARN_BADSTATE, d->warning_body). */
+void khz_step(const khzModel *m, khzData *d);
+
+/* qout = q (+) h * v: integrates positions on the joint manifolds (quaternions
+ * by the exponential map, renormalised). */
+void khz_integratePos(const khzModel *m, double *qout, const double *q, const double *v,
+                      double h);
+
+/* Kinetic and potential (gravity) energy at the current kinematics. */
+void khz_energy(const khzModel *m, khzData *d, double *kinetic, double *potential);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KHZ_KHZ_H */

@@ -1,0 +1,166 @@
+/* data.c — the mutable state (khzData): one buffer sized from the model, the
+ * state field list (KHZ_STATE_FIELDS) turned into copy / hash / save / restore,
+ * and the mark/free scratch stack that per-step temporaries come from. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "khz/khz.h"
+
+typedef struct {
+  unsigned char *base;
+  size_t used;
+} carver;
+
+static void *carve(carver *c, size_t bytes) {
+  size_t off = (c->used + 63) & ~(size_t)63;
+  c->used = off + bytes;
+  return c->base ? c->base + off : NULL;
+}
+
+/* default scratch: RK4 stages (4 q/qd/qdd copies), a rollback copy, two nv x nv
+ * matrices and slack */
+static size_t default_stack(const khzModel *m) {
+  size_t nq = (size_t)m->nq, nv = (size_t)m->nv;
+  return (16 * (nq + nv) + 2 * nv * nv + 64 * (size_t)m->nbody) * sizeof(double) + 65536;
+}
+
+static void layout_data(const khzModel *m, khzData *d, carver *c) {
+  size_t nb = (size_t)m->nbody, nv = (size_t)m->nv;
+#define KHZ_X_CARVE(type, name, count) d->name = carve(c, (size_t)(count) * sizeof(type));
+  KHZ_STATE_FIELDS(KHZ_X_CARVE)
+#undef KHZ_X_CARVE
+#define D(n) carve(c, (n) * sizeof(double))
+  d->qdd = D(nv);
+  d->tau_applied = D(nv);
+  d->tau_passive = D(nv);
+  d->xpos = D(3 * nb);
+  d->xrot = D(9 * nb);
+  d->xcom = D(3 * nb);
+  d->cvel = D(6 * nb);
+  d->Xup = D(12 * nb);
+  d->cbias = D(6 * nb);
+  d->IA = D(36 * nb);
+  d->pA = D(6 * nb);
+  d->U = D(36 * nb);
+  d->Dinv = D(36 * nb);
+  d->u = D(6 * nb);
+  d->acc = D(6 * nb);
+  d->fext = D(6 * nb);
+  d->S = D(36 * nb);
+  d->vJ = D(6 * nb);
+#undef D
+  d->stack = carve(c, d->stack_size);
+}
+
+khzData *khz_makeData(const khzModel *m, size_t stack_bytes) {
+  khzData *d = calloc(1, sizeof *d);
+  if (!d) return NULL;
+  d->stack_size = stack_bytes ? stack_bytes : default_stack(m);
+  carver c = {0};
+  layout_data(m, d, &c);
+  d->nbuffer = c.used + 64;
+  d->buffer = calloc(1, d->nbuffer);
+  if (!d->buffer) {
+    free(d);
+    return NULL;
+  }
+  c.base = (unsigned char *)(((uintptr_t)d->buffer + 63) & ~(uintptr_t)63);
+  c.used = 0;
+  layout_data(m, d, &c);
+  khz_resetData(m, d);
+  return d;
+}
+
+void khz_data_destroy(khzData **d_p) {
+  if (!d_p || !*d_p) return;
+  free((*d_p)->buffer);
+  free(*d_p);
+  *d_p = NULL;
+}
+
+void khz_resetData(const khzModel *m, khzData *d) {
+  d->time = 0;
+#define KHZ_X_ZERO(type, name, count) memset(d->name, 0, (size_t)(count) * sizeof(type));
+  KHZ_STATE_FIELDS(KHZ_X_ZERO)
+#undef KHZ_X_ZERO
+  memcpy(d->q, m->q0, (size_t)m->nq * sizeof(double));
+  khz_resetStick(m, d);
+  memset(d->warning, 0, sizeof d->warning);
+  d->warning_body = -1;
+  d->stack_top = 0;
+  memset(d->qdd, 0, (size_t)m->nv * sizeof(double));
+  memset(d->tau_applied, 0, (size_t)m->nv * sizeof(double));
+  memset(d->tau_passive, 0, (size_t)m->nv * sizeof(double));
+  khz_kinematics(m, d);
+}
+
+void khz_copyState(const khzModel *m, khzData *dst, const khzData *src) {
+  dst->time = src->time;
+#define KHZ_X_COPY(type, name, count) \
+  memcpy(dst->name, src->name, (size_t)(count) * sizeof(type));
+  KHZ_STATE_FIELDS(KHZ_X_COPY)
+#undef KHZ_X_COPY
+}
+
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++) {
+    h ^= b[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+uint64_t khz_hashState(const khzModel *m, const khzData *d) {
+  uint64_t h = 14695981039346656037ull;
+  h = fnv1a(h, &d->time, sizeof d->time);
+#define KHZ_X_HASH(type, name, count) h = fnv1a(h, d->name, (size_t)(count) * sizeof(type));
+  KHZ_STATE_FIELDS(KHZ_X_HASH)
+#undef KHZ_X_HASH
+  return h;
+}
+
+size_t khz_stateSize(const khzModel *m) {
+  size_t n = sizeof(double);
+#define KHZ_X_SIZE(type, name, count) n += (size_t)(count) * sizeof(type);
+  KHZ_STATE_FIELDS(KHZ_X_SIZE)
+#undef KHZ_X_SIZE
+  return n;
+}
+
+void khz_saveState(const khzModel *m, const khzData *d, void *out) {
+  unsigned char *p = out;
+  memcpy(p, &d->time, sizeof d->time);
+  p += sizeof d->time;
+#define KHZ_X_SAVE(type, name, count)                     \
+  memcpy(p, d->name, (size_t)(count) * sizeof(type));     \
+  p += (size_t)(count) * sizeof(type);
+  KHZ_STATE_FIELDS(KHZ_X_SAVE)
+#undef KHZ_X_SAVE
+}
+
+void khz_restoreState(const khzModel *m, khzData *d, const void *in) {
+  const unsigned char *p = in;
+  memcpy(&d->time, p, sizeof d->time);
+  p += sizeof d->time;
+#define KHZ_X_RESTORE(type, name, count)                  \
+  memcpy(d->name, p, (size_t)(count) * sizeof(type));     \
+  p += (size_t)(count) * sizeof(type);
+  KHZ_STATE_FIELDS(KHZ_X_RESTORE)
+#undef KHZ_X_RESTORE
+  khz_kinematics(m, d);
+}
+
+void *khz_stackAlloc(khzData *d, size_t bytes) {
+  size_t off = (d->stack_top + 63) & ~(size_t)63;
+  if (off + bytes > d->stack_size) {
+    d->warning[KHZ_WARN_STACK]++;
+    return NULL;
+  }
+  d->stack_top = off + bytes;
+  return d->stack + off;
+}
+
+size_t khz_stackMark(const khzData *d) { return d->stack_top; }
+
+void khz_stackFree(khzData *d, size_t mark) { d->stack_top = mark; }

@@ -1,0 +1,514 @@
+/* model.c — the spec builder (khzSpec) and its compilation into an immutable
+ * khzModel: validation with messages a person can act on, derived quantities
+ * (spatial inertias, q/qd addresses, effective joint inertias), one buffer. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "khz/khz.h"
+#include "spatial.h"
+
+struct khzSpec {
+  khzBodySpec *body;
+  int nbody, cap_body;
+  khzGeomSpec *geom;
+  int ngeom, cap_geom;
+  double gravity[3];
+  double timestep;
+  khzIntegrator integrator;
+};
+
+/* ------------------------------------------------------------------ spec -- */
+
+void khz_spec_defaultBody(khzBodySpec *b) {
+  memset(b, 0, sizeof *b);
+  b->quat[0] = 1;
+  b->axis[2] = 1;
+  b->joint_type = KHZ_JOINT_FIXED;
+}
+
+void khz_spec_defaultGeom(khzGeomSpec *g) {
+  memset(g, 0, sizeof *g);
+  g->quat[0] = 1;
+  g->rgba[0] = g->rgba[1] = g->rgba[2] = 0.7;
+  g->rgba[3] = 1;
+}
+
+khzSpec *khz_spec_new(void) {
+  khzSpec *s = calloc(1, sizeof *s);
+  if (!s) return NULL;
+  s->gravity[2] = -9.81;
+  s->timestep = 1e-3;
+  s->integrator = KHZ_INT_RK4;
+  khzBodySpec world;
+  khz_spec_defaultBody(&world);
+  snprintf(world.name, sizeof world.name, "world");
+  world.parent = -1;
+  if (khz_spec_addBody(s, &world) < 0) {
+    free(s);
+    return NULL;
+  }
+  return s;
+}
+
+void khz_spec_destroy(khzSpec **spec_p) {
+  if (!spec_p || !*spec_p) return;
+  free((*spec_p)->body);
+  free((*spec_p)->geom);
+  free(*spec_p);
+  *spec_p = NULL;
+}
+
+int khz_spec_addBody(khzSpec *s, const khzBodySpec *b) {
+  if (s->nbody == s->cap_body) {
+    int cap = s->cap_body ? 2 * s->cap_body : 16;
+    khzBodySpec *nb = realloc(s->body, (size_t)cap * sizeof *nb);
+    if (!nb) return -1;
+    s->body = nb;
+    s->cap_body = cap;
+  }
+  s->body[s->nbody] = *b;
+  return s->nbody++;
+}
+
+int khz_spec_addGeom(khzSpec *s, const khzGeomSpec *g) {
+  if (s->ngeom == s->cap_geom) {
+    int cap = s->cap_geom ? 2 * s->cap_geom : 16;
+    khzGeomSpec *ng = realloc(s->geom, (size_t)cap * sizeof *ng);
+    if (!ng) return -1;
+    s->geom = ng;
+    s->cap_geom = cap;
+  }
+  s->geom[s->ngeom] = *g;
+  return s->ngeom++;
+}
+
+void khz_spec_truncate(khzSpec *s, int nbody, int ngeom) {
+  if (nbody >= 1 && nbody < s->nbody) s->nbody = nbody;
+  if (ngeom >= 0 && ngeom < s->ngeom) s->ngeom = ngeom;
+}
+
+int khz_spec_nbody(const khzSpec *s) { return s->nbody; }
+khzBodySpec *khz_spec_body(khzSpec *s, int i) { return (i >= 0 && i < s->nbody) ? &s->body[i] : NULL; }
+int khz_spec_ngeom(const khzSpec *s) { return s->ngeom; }
+khzGeomSpec *khz_spec_geom(khzSpec *s, int i) { return (i >= 0 && i < s->ngeom) ? &s->geom[i] : NULL; }
+void khz_spec_setGravity(khzSpec *s, const double g[3]) { memcpy(s->gravity, g, sizeof s->gravity); }
+void khz_spec_setTimestep(khzSpec *s, double h) { s->timestep = h; }
+void khz_spec_setIntegrator(khzSpec *s, khzIntegrator integrator) { s->integrator = integrator; }
+
+/* ----------------------------------------------------------------- names -- */
+
+const char *khz_jointTypeName(khzJointType t) {
+  static const char *names[KHZ_JOINT_NTYPES] = {"fixed",     "revolute",  "continuous",
+                                                "prismatic", "spherical", "floating"};
+  return (t >= 0 && t < KHZ_JOINT_NTYPES) ? names[t] : "unknown";
+}
+
+int khz_name2body(const khzModel *m, const char *name) {
+  for (int i = 0; i < m->nbody; i++)
+    if (strcmp(m->body_name[i], name) == 0) return i;
+  return -1;
+}
+
+int khz_name2joint(const khzModel *m, const char *name) {
+  for (int i = 1; i < m->nbody; i++)
+    if (m->jnt_name[i][0] && strcmp(m->jnt_name[i], name) == 0) return i;
+  return -1;
+}
+
+/* --------------------------------------------------------------- compile -- */
+
+static int fail(char *err, size_t errsz, const char *fmt, ...) {
+  if (err && errsz) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errsz, fmt, ap);
+    va_end(ap);
+  }
+  return -1;
+}
+
+static int finite_n(const double *x, int n) {
+  for (int i = 0; i < n; i++)
+    if (!isfinite(x[i])) return 0;
+  return 1;
+}
+
+static void joint_dims(khzJointType t, int *nq, int *nv) {
+  switch (t) {
+    case KHZ_JOINT_FIXED: *nq = 0, *nv = 0; break;
+    case KHZ_JOINT_SPHERICAL: *nq = 4, *nv = 3; break;
+    case KHZ_JOINT_FLOATING: *nq = 7, *nv = 6; break;
+    default: *nq = 1, *nv = 1; break;
+  }
+}
+
+/* eigenvalues of a symmetric 3x3 matrix (cyclic Jacobi rotations) */
+static void sym3_eigenvalues(const double A_in[9], double ev[3]) {
+  double A[9];
+  memcpy(A, A_in, sizeof A);
+  for (int sweep = 0; sweep < 50; sweep++) {
+    double off = A[1] * A[1] + A[2] * A[2] + A[5] * A[5];
+    if (off < 1e-30 * (A[0] * A[0] + A[4] * A[4] + A[8] * A[8]) || off == 0) break;
+    for (int p = 0; p < 2; p++)
+      for (int q = p + 1; q < 3; q++) {
+        double apq = A[3 * p + q];
+        if (apq == 0) continue;
+        double theta = (A[3 * q + q] - A[3 * p + p]) / (2 * apq);
+        double t = (theta >= 0 ? 1 : -1) / (fabs(theta) + sqrt(theta * theta + 1));
+        double c = 1 / sqrt(t * t + 1), s = t * c;
+        /* A <- J^T A J with the rotation in the (p, q) plane */
+        for (int k = 0; k < 3; k++) {
+          double akp = A[3 * k + p], akq = A[3 * k + q];
+          A[3 * k + p] = c * akp - s * akq;
+          A[3 * k + q] = s * akp + c * akq;
+        }
+        for (int k = 0; k < 3; k++) {
+          double apk = A[3 * p + k], aqk = A[3 * q + k];
+          A[3 * p + k] = c * apk - s * aqk;
+          A[3 * q + k] = s * apk + c * aqk;
+        }
+      }
+  }
+  ev[0] = A[0], ev[1] = A[4], ev[2] = A[8];
+}
+
+/* validates one body of the spec; messages name the body and the joint */
+static int check_body(const khzSpec *s, int i, char *err, size_t errsz) {
+  const khzBodySpec *b = &s->body[i];
+  const char *jn = b->joint_name[0] ? b->joint_name : "(unnamed)";
+  if (!b->name[0]) return fail(err, errsz, "body %d: empty name", i);
+  if (b->parent < 0 || b->parent >= i)
+    return fail(err, errsz, "body '%s': parent index %d is not an earlier body (kinematic loop or bad order)",
+                b->name, b->parent);
+  for (int k = 0; k < i; k++)
+    if (strcmp(s->body[k].name, b->name) == 0)
+      return fail(err, errsz, "body '%s': duplicate name", b->name);
+  if (b->joint_name[0])
+    for (int k = 1; k < i; k++)
+      if (strcmp(s->body[k].joint_name, b->joint_name) == 0)
+        return fail(err, errsz, "joint '%s': duplicate name", b->joint_name);
+  if (b->joint_type < 0 || b->joint_type >= KHZ_JOINT_NTYPES)
+    return fail(err, errsz, "joint '%s' (body '%s'): unknown type %d", jn, b->name, b->joint_type);
+  if (!finite_n(b->pos, 3) || !finite_n(b->quat, 4) || !finite_n(b->axis, 3) ||
+      !finite_n(b->com, 3) || !finite_n(b->inertia, 6) || !finite_n(b->q0, 7) ||
+      !isfinite(b->mass) || !isfinite(b->damping) || !isfinite(b->friction) ||
+      !isfinite(b->armature) || !isfinite(b->effort_limit) || !isfinite(b->velocity_limit))
+    return fail(err, errsz, "body '%s': a value is NaN or infinite", b->name);
+  if (b->limited && (!isfinite(b->lower) || !isfinite(b->upper)))
+    return fail(err, errsz, "joint '%s': limit is NaN or infinite", jn);
+  double qn = sqrt(khzu_dot3(b->quat + 1, b->quat + 1) + b->quat[0] * b->quat[0]);
+  if (qn < 1e-9) return fail(err, errsz, "body '%s': joint origin quaternion is zero", b->name);
+  int axial = b->joint_type == KHZ_JOINT_REVOLUTE || b->joint_type == KHZ_JOINT_CONTINUOUS ||
+              b->joint_type == KHZ_JOINT_PRISMATIC;
+  if (axial && sqrt(khzu_dot3(b->axis, b->axis)) < 1e-9)
+    return fail(err, errsz, "joint '%s': axis is zero", jn);
+  if (b->joint_type == KHZ_JOINT_FLOATING && b->parent != 0)
+    return fail(err, errsz, "joint '%s': a floating joint must connect a body to the world, not to '%s'",
+                jn, s->body[b->parent].name);
+  if (b->limited && b->lower > b->upper)
+    return fail(err, errsz, "joint '%s': lower limit %g is above upper limit %g", jn, b->lower,
+                b->upper);
+  if (b->damping < 0 || b->friction < 0 || b->armature < 0 || b->effort_limit < 0 ||
+      b->velocity_limit < 0)
+    return fail(err, errsz, "joint '%s': negative damping, friction, armature or limit", jn);
+  if (b->mass < 0) return fail(err, errsz, "body '%s': negative mass %g", b->name, b->mass);
+
+  /* inertia: symmetric positive definite, principal moments obey the triangle inequality */
+  const double *in = b->inertia;
+  double Ic[9] = {in[0], in[3], in[4], in[3], in[1], in[5], in[4], in[5], in[2]};
+  if (b->mass == 0) {
+    for (int k = 0; k < 6; k++)
+      if (in[k] != 0)
+        return fail(err, errsz, "body '%s': zero mass with a non-zero inertia", b->name);
+  } else {
+    double ev[3];
+    sym3_eigenvalues(Ic, ev);
+    double scale = fabs(ev[0]) + fabs(ev[1]) + fabs(ev[2]);
+    if (!(ev[0] > 0 && ev[1] > 0 && ev[2] > 0))
+      return fail(err, errsz,
+                  "body '%s': inertia is not positive definite (principal moments %g %g %g)",
+                  b->name, ev[0], ev[1], ev[2]);
+    double tol = 1e-9 * scale;
+    if (ev[0] + ev[1] < ev[2] - tol || ev[0] + ev[2] < ev[1] - tol || ev[1] + ev[2] < ev[0] - tol)
+      return fail(err, errsz,
+                  "body '%s': principal moments %g %g %g violate the triangle inequality", b->name,
+                  ev[0], ev[1], ev[2]);
+  }
+  return 0;
+}
+
+static int check_geom(const khzSpec *s, int i, char *err, size_t errsz) {
+  const khzGeomSpec *g = &s->geom[i];
+  if (g->body < 0 || g->body >= s->nbody)
+    return fail(err, errsz, "geom %d: body index %d does not exist", i, g->body);
+  if (g->type < 0 || g->type >= KHZ_GEOM_NTYPES)
+    return fail(err, errsz, "geom %d of body '%s': unknown type %d", i, s->body[g->body].name, g->type);
+  if (!finite_n(g->size, 3) || !finite_n(g->pos, 3) || !finite_n(g->quat, 4))
+    return fail(err, errsz, "geom %d of body '%s': NaN or infinite size or pose", i,
+                s->body[g->body].name);
+  int need = g->type == KHZ_GEOM_PLANE ? 0
+             : g->type == KHZ_GEOM_SPHERE ? 1
+             : (g->type == KHZ_GEOM_CAPSULE || g->type == KHZ_GEOM_CYLINDER) ? 2
+                                                                             : 3;
+  for (int k = 0; k < need; k++)
+    if (!(g->size[k] > 0))
+      return fail(err, errsz, "geom %d of body '%s': size[%d] = %g must be positive", i,
+                  s->body[g->body].name, k, g->size[k]);
+  return 0;
+}
+
+/* carve aligned arrays out of one block: first pass counts, second assigns */
+typedef struct {
+  unsigned char *base;
+  size_t used;
+} carver;
+
+static void *carve(carver *c, size_t bytes) {
+  size_t off = (c->used + 63) & ~(size_t)63;
+  c->used = off + bytes;
+  return c->base ? c->base + off : NULL;
+}
+
+static void layout_model(khzModel *m, carver *c) {
+  size_t nb = (size_t)m->nbody, nv = (size_t)m->nv, nq = (size_t)m->nq, ng = (size_t)m->ngeom;
+#define D(n) carve(c, (n) * sizeof(double))
+#define I(n) carve(c, (n) * sizeof(int))
+  m->body_parent = I(nb);
+  m->body_mass = D(nb);
+  m->body_com = D(3 * nb);
+  m->body_inertia = D(9 * nb);
+  m->body_spatial = D(36 * nb);
+  m->body_pos = D(3 * nb);
+  m->body_quat = D(4 * nb);
+  m->body_rot = D(9 * nb);
+  m->jnt_type = I(nb);
+  m->jnt_qadr = I(nb);
+  m->jnt_dofadr = I(nb);
+  m->jnt_nq = I(nb);
+  m->jnt_nv = I(nb);
+  m->jnt_axis = D(3 * nb);
+  m->jnt_limited = I(nb);
+  m->jnt_range = D(2 * nb);
+  m->jnt_vel_limit = D(nb);
+  m->dof_body = I(nv);
+  m->dof_damping = D(nv);
+  m->dof_friction = D(nv);
+  m->dof_meff = D(nv);
+  m->dof_armature = D(nv);
+  m->dof_effort = D(nv);
+  m->q0 = D(nq);
+  m->geom_body = I(ng);
+  m->geom_type = I(ng);
+  m->geom_size = D(3 * ng);
+  m->geom_pos = D(3 * ng);
+  m->geom_quat = D(4 * ng);
+  m->geom_visual = I(ng);
+  m->geom_rgba = D(4 * ng);
+  m->geom_friction = D(ng);
+  m->geom_mesh = carve(c, ng * KHZ_PATH_MAX);
+  m->body_name = carve(c, nb * KHZ_NAME_MAX);
+  m->jnt_name = carve(c, nb * KHZ_NAME_MAX);
+#undef D
+#undef I
+}
+
+/* effective inertia of each dof at q0 and a positive-definiteness check of M */
+static int compute_meff(khzModel *m, char *err, size_t errsz) {
+  if (m->nv == 0) return 0;
+  khzData *d = khz_makeData(m, 0);
+  size_t n = (size_t)m->nv;
+  double *M = malloc(n * n * sizeof(double));
+  double *e = malloc(n * sizeof(double));
+  int rc = 0;
+  if (!d || !M || !e) {
+    rc = fail(err, errsz, "out of memory");
+    goto done;
+  }
+  khz_crba(m, d, m->q0, M);
+  if (khzu_cholFactor(M, m->nv) != 0) {
+    /* find the first dof whose leading block is singular, to name it */
+    int bad = 0;
+    khz_crba(m, d, m->q0, M);
+    for (int k = 1; k <= m->nv; k++) {
+      double *T = malloc((size_t)k * (size_t)k * sizeof(double));
+      if (!T) break;
+      for (int i = 0; i < k; i++)
+        for (int j = 0; j < k; j++) T[i * k + j] = M[i * (int)n + j];
+      int ok = khzu_cholFactor(T, k) == 0;
+      free(T);
+      if (!ok) {
+        bad = k - 1;
+        break;
+      }
+    }
+    int b = m->dof_body[bad];
+    rc = fail(err, errsz,
+              "joint '%s' (body '%s'): the mass matrix is singular: nothing with mass or inertia "
+              "moves with this joint",
+              m->jnt_name[b][0] ? m->jnt_name[b] : "(unnamed)", m->body_name[b]);
+    goto done;
+  }
+  for (int i = 0; i < m->nv; i++) {
+    /* (M^-1)_ii = |L^-1 e_i|^2 ... solve M x = e_i and read x_i */
+    memset(e, 0, n * sizeof(double));
+    e[i] = 1;
+    khzu_cholSolve(M, m->nv, e);
+    m->dof_meff[i] = 1 / e[i];
+  }
+done:
+  free(M);
+  free(e);
+  khz_data_destroy(&d);
+  return rc;
+}
+
+khzModel *khz_compile(const khzSpec *s, char *err, size_t errsz) {
+  if (err && errsz) err[0] = 0;
+  if (!s || s->nbody < 1) {
+    fail(err, errsz, "empty spec");
+    return NULL;
+  }
+  for (int i = 1; i < s->nbody; i++)
+    if (check_body(s, i, err, errsz) < 0) return NULL;
+  for (int i = 0; i < s->ngeom; i++)
+    if (check_geom(s, i, err, errsz) < 0) return NULL;
+  if (!finite_n(s->gravity, 3) || !(s->timestep > 0) || !isfinite(s->timestep)) {
+    fail(err, errsz, "gravity must be finite and the timestep positive");
+    return NULL;
+  }
+
+  /* sizes */
+  khzModel tmp = {0};
+  tmp.nbody = s->nbody;
+  tmp.ngeom = s->ngeom;
+  for (int i = 1; i < s->nbody; i++) {
+    int nq, nv;
+    joint_dims(s->body[i].joint_type, &nq, &nv);
+    tmp.nq += nq;
+    tmp.nv += nv;
+  }
+  carver c = {0};
+  layout_model(&tmp, &c);
+  khzModel *m = calloc(1, sizeof *m);
+  void *buffer = calloc(1, c.used + 64);
+  if (!m || !buffer) {
+    free(m);
+    free(buffer);
+    fail(err, errsz, "out of memory");
+    return NULL;
+  }
+  *m = tmp;
+  m->buffer = buffer;
+  m->nbuffer = c.used + 64;
+  c.base = (unsigned char *)(((uintptr_t)buffer + 63) & ~(uintptr_t)63);
+  c.used = 0;
+  layout_model(m, &c);
+
+  memcpy(m->gravity, s->gravity, sizeof m->gravity);
+  m->timestep = s->timestep;
+  m->integrator = s->integrator;
+  m->limit_hz = 50;
+  m->limit_zeta = 1;
+
+  /* bodies and joints */
+  int qadr = 0, dofadr = 0;
+  for (int i = 0; i < s->nbody; i++) {
+    const khzBodySpec *b = &s->body[i];
+    snprintf(m->body_name[i], KHZ_NAME_MAX, "%s", b->name);
+    snprintf(m->jnt_name[i], KHZ_NAME_MAX, "%s", i ? b->joint_name : "");
+    m->body_parent[i] = i ? b->parent : -1;
+    m->body_mass[i] = i ? b->mass : 0;
+    memcpy(m->body_com + 3 * i, b->com, 3 * sizeof(double));
+    const double *in = b->inertia;
+    double Ic[9] = {in[0], in[3], in[4], in[3], in[1], in[5], in[4], in[5], in[2]};
+    if (!i) memset(Ic, 0, sizeof Ic);
+    memcpy(m->body_inertia + 9 * i, Ic, sizeof Ic);
+    khzu_spatialInertia(m->body_spatial + 36 * i, m->body_mass[i], b->com, Ic);
+
+    double quat[4] = {b->quat[0], b->quat[1], b->quat[2], b->quat[3]};
+    khzu_normalizeQuat(quat);
+    double pos[3] = {b->pos[0], b->pos[1], b->pos[2]};
+    khzJointType type = i ? b->joint_type : KHZ_JOINT_FIXED;
+    int nq, nv;
+    joint_dims(type, &nq, &nv);
+    double q0[7];
+    memcpy(q0, b->q0, sizeof q0);
+    if (type == KHZ_JOINT_FLOATING) {
+      /* fold the joint origin into q0 so that floating q is the world pose */
+      double *qq = q0 + 3;
+      if (khzu_dot3(qq + 1, qq + 1) + qq[0] * qq[0] < 1e-18) qq[0] = 1, qq[1] = qq[2] = qq[3] = 0;
+      khzu_normalizeQuat(qq);
+      double R[9], p[3];
+      khzu_quat2mat(R, quat);
+      khzu_mulMatVec3(p, R, q0);
+      for (int k = 0; k < 3; k++) q0[k] = pos[k] + p[k];
+      khzu_mulQuat(qq, quat, qq);
+      khzu_normalizeQuat(qq);
+      pos[0] = pos[1] = pos[2] = 0;
+      quat[0] = 1, quat[1] = quat[2] = quat[3] = 0;
+    } else if (type == KHZ_JOINT_SPHERICAL) {
+      if (khzu_dot3(q0 + 1, q0 + 1) + q0[0] * q0[0] < 1e-18) q0[0] = 1, q0[1] = q0[2] = q0[3] = 0;
+      khzu_normalizeQuat(q0);
+    }
+    memcpy(m->body_pos + 3 * i, pos, sizeof pos);
+    memcpy(m->body_quat + 4 * i, quat, sizeof quat);
+    khzu_quat2mat(m->body_rot + 9 * i, quat);
+
+    m->jnt_type[i] = type;
+    m->jnt_qadr[i] = qadr;
+    m->jnt_dofadr[i] = dofadr;
+    m->jnt_nq[i] = nq;
+    m->jnt_nv[i] = nv;
+    double axis[3] = {b->axis[0], b->axis[1], b->axis[2]};
+    double an = sqrt(khzu_dot3(axis, axis));
+    if (an > 0) axis[0] /= an, axis[1] /= an, axis[2] /= an;
+    memcpy(m->jnt_axis + 3 * i, axis, sizeof axis);
+    int axial = type == KHZ_JOINT_REVOLUTE || type == KHZ_JOINT_PRISMATIC;
+    m->jnt_limited[i] = axial && b->limited;
+    m->jnt_range[2 * i] = m->jnt_limited[i] ? b->lower : 0;
+    m->jnt_range[2 * i + 1] = m->jnt_limited[i] ? b->upper : 0;
+    m->jnt_vel_limit[i] = b->velocity_limit;
+    memcpy(m->q0 + qadr, q0, (size_t)nq * sizeof(double));
+    for (int k = 0; k < nv; k++) {
+      m->dof_body[dofadr + k] = i;
+      m->dof_damping[dofadr + k] = b->damping;
+      m->dof_friction[dofadr + k] = b->friction;
+      m->dof_armature[dofadr + k] = b->armature;
+      m->dof_effort[dofadr + k] = b->effort_limit;
+    }
+    qadr += nq;
+    dofadr += nv;
+  }
+
+  /* geoms */
+  for (int i = 0; i < s->ngeom; i++) {
+    const khzGeomSpec *g = &s->geom[i];
+    m->geom_body[i] = g->body;
+    m->geom_type[i] = g->type;
+    memcpy(m->geom_size + 3 * i, g->size, 3 * sizeof(double));
+    memcpy(m->geom_pos + 3 * i, g->pos, 3 * sizeof(double));
+    double q[4] = {g->quat[0], g->quat[1], g->quat[2], g->quat[3]};
+    khzu_normalizeQuat(q);
+    memcpy(m->geom_quat + 4 * i, q, sizeof q);
+    m->geom_visual[i] = g->visual;
+    memcpy(m->geom_rgba + 4 * i, g->rgba, 4 * sizeof(double));
+    m->geom_friction[i] = g->friction;
+    snprintf(m->geom_mesh[i], KHZ_PATH_MAX, "%s", g->mesh);
+  }
+
+  if (compute_meff(m, err, errsz) < 0) {
+    khz_model_destroy(&m);
+    return NULL;
+  }
+  return m;
+}
+
+void khz_model_destroy(khzModel **m_p) {
+  if (!m_p || !*m_p) return;
+  free((*m_p)->buffer);
+  free(*m_p);
+  *m_p = NULL;
+}

@@ -1,0 +1,240 @@
+/* spatial.c — 3D rotations, quaternions and Featherstone's spatial algebra
+ * (RBDA ch. 2: cross products eqs. 2.31-2.32, Plucker transforms eq. 2.24,
+ * rigid-body inertia eq. 2.63). See spatial.h for the conventions. */
+#include "spatial.h"
+
+#include <math.h>
+
+void khzu_mulMat3(double res[9], const double A[9], const double B[9]) {
+  double t[9];
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++)
+      t[3 * i + j] = A[3 * i] * B[j] + A[3 * i + 1] * B[3 + j] + A[3 * i + 2] * B[6 + j];
+  memcpy(res, t, sizeof t);
+}
+
+void khzu_mulMatTMat3(double res[9], const double A[9], const double B[9]) {
+  double t[9];
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++)
+      t[3 * i + j] = A[i] * B[j] + A[3 + i] * B[3 + j] + A[6 + i] * B[6 + j];
+  memcpy(res, t, sizeof t);
+}
+
+void khzu_mulMatMatT3(double res[9], const double A[9], const double B[9]) {
+  double t[9];
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++)
+      t[3 * i + j] =
+          A[3 * i] * B[3 * j] + A[3 * i + 1] * B[3 * j + 1] + A[3 * i + 2] * B[3 * j + 2];
+  memcpy(res, t, sizeof t);
+}
+
+void khzu_quat2mat(double res[9], const double q[4]) {
+  double w = q[0], x = q[1], y = q[2], z = q[3];
+  res[0] = 1 - 2 * (y * y + z * z);
+  res[1] = 2 * (x * y - w * z);
+  res[2] = 2 * (x * z + w * y);
+  res[3] = 2 * (x * y + w * z);
+  res[4] = 1 - 2 * (x * x + z * z);
+  res[5] = 2 * (y * z - w * x);
+  res[6] = 2 * (x * z - w * y);
+  res[7] = 2 * (y * z + w * x);
+  res[8] = 1 - 2 * (x * x + y * y);
+}
+
+void khzu_quat2matScaled(double res[9], const double q[4]) {
+  double w = q[0], x = q[1], y = q[2], z = q[3];
+  double n2 = w * w + x * x + y * y + z * z, s = n2 > 0 ? 2 / n2 : 0;
+  res[0] = 1 - s * (y * y + z * z);
+  res[1] = s * (x * y - w * z);
+  res[2] = s * (x * z + w * y);
+  res[3] = s * (x * y + w * z);
+  res[4] = 1 - s * (x * x + z * z);
+  res[5] = s * (y * z - w * x);
+  res[6] = s * (x * z - w * y);
+  res[7] = s * (y * z + w * x);
+  res[8] = 1 - s * (x * x + y * y);
+}
+
+void khzu_mulQuat(double res[4], const double a[4], const double b[4]) {
+  double t[4] = {
+      a[0] * b[0] - a[1] * b[1] - a[2] * b[2] - a[3] * b[3],
+      a[0] * b[1] + a[1] * b[0] + a[2] * b[3] - a[3] * b[2],
+      a[0] * b[2] - a[1] * b[3] + a[2] * b[0] + a[3] * b[1],
+      a[0] * b[3] + a[1] * b[2] - a[2] * b[1] + a[3] * b[0],
+  };
+  memcpy(res, t, sizeof t);
+}
+
+void khzu_normalizeQuat(double q[4]) {
+  double n = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
+  if (n > 0) {
+    q[0] /= n, q[1] /= n, q[2] /= n, q[3] /= n;
+  } else {
+    q[0] = 1, q[1] = q[2] = q[3] = 0;
+  }
+}
+
+void khzu_axisAngle2Quat(double res[4], const double axis[3], double angle) {
+  double s = sin(0.5 * angle);
+  res[0] = cos(0.5 * angle);
+  res[1] = axis[0] * s, res[2] = axis[1] * s, res[3] = axis[2] * s;
+}
+
+void khzu_mat2quat(double res[4], const double R[9]) {
+  /* Shepperd's method: pick the largest of the four squared components */
+  double tr = R[0] + R[4] + R[8];
+  if (tr > 0) {
+    double s = 2 * sqrt(tr + 1);
+    res[0] = 0.25 * s;
+    res[1] = (R[7] - R[5]) / s;
+    res[2] = (R[2] - R[6]) / s;
+    res[3] = (R[3] - R[1]) / s;
+  } else if (R[0] > R[4] && R[0] > R[8]) {
+    double s = 2 * sqrt(1 + R[0] - R[4] - R[8]);
+    res[0] = (R[7] - R[5]) / s;
+    res[1] = 0.25 * s;
+    res[2] = (R[1] + R[3]) / s;
+    res[3] = (R[2] + R[6]) / s;
+  } else if (R[4] > R[8]) {
+    double s = 2 * sqrt(1 + R[4] - R[0] - R[8]);
+    res[0] = (R[2] - R[6]) / s;
+    res[1] = (R[1] + R[3]) / s;
+    res[2] = 0.25 * s;
+    res[3] = (R[5] + R[7]) / s;
+  } else {
+    double s = 2 * sqrt(1 + R[8] - R[0] - R[4]);
+    res[0] = (R[3] - R[1]) / s;
+    res[1] = (R[2] + R[6]) / s;
+    res[2] = (R[5] + R[7]) / s;
+    res[3] = 0.25 * s;
+  }
+  khzu_normalizeQuat(res);
+}
+
+/* v x m = [w x mw; w x mv + v x mw]  (RBDA eq. 2.31) */
+void khzu_crossMotion(double res[6], const double v[6], const double m[6]) {
+  double a[3], b[3], c[3];
+  khzu_cross(a, v, m);
+  khzu_cross(b, v, m + 3);
+  khzu_cross(c, v + 3, m);
+  res[0] = a[0], res[1] = a[1], res[2] = a[2];
+  res[3] = b[0] + c[0], res[4] = b[1] + c[1], res[5] = b[2] + c[2];
+}
+
+/* v x* f = [w x n + v x f; w x f]  (RBDA eq. 2.32) */
+void khzu_crossForce(double res[6], const double v[6], const double f[6]) {
+  double a[3], b[3], c[3];
+  khzu_cross(a, v, f);
+  khzu_cross(b, v + 3, f + 3);
+  khzu_cross(c, v, f + 3);
+  res[0] = a[0] + b[0], res[1] = a[1] + b[1], res[2] = a[2] + b[2];
+  res[3] = c[0], res[4] = c[1], res[5] = c[2];
+}
+
+/* X m = [E w; E (v - r x w)] */
+void khzu_xformMotion(double res[6], const double X[12], const double m[6]) {
+  const double *E = X, *r = X + 9;
+  double rxw[3], t[3];
+  khzu_cross(rxw, r, m);
+  t[0] = m[3] - rxw[0], t[1] = m[4] - rxw[1], t[2] = m[5] - rxw[2];
+  double w[3];
+  khzu_mulMatVec3(w, E, m);
+  khzu_mulMatVec3(res + 3, E, t);
+  res[0] = w[0], res[1] = w[1], res[2] = w[2];
+}
+
+/* X^T f = [E^T n + r x E^T f; E^T f] */
+void khzu_xformForceT(double res[6], const double X[12], const double f[6]) {
+  const double *E = X, *r = X + 9;
+  double n[3], g[3], rxg[3];
+  khzu_mulMatTVec3(n, E, f);
+  khzu_mulMatTVec3(g, E, f + 3);
+  khzu_cross(rxg, r, g);
+  res[0] = n[0] + rxg[0], res[1] = n[1] + rxg[1], res[2] = n[2] + rxg[2];
+  res[3] = g[0], res[4] = g[1], res[5] = g[2];
+}
+
+/* X^T I X by 3x3 blocks. With X = [E 0; -E rx E] and I = [A B; B^T C]
+ * (A, C symmetric), first rotate: A' = E^T A E, B' = E^T B E, C' = E^T C E;
+ * then shift by r: with R = rx (skew),
+ *   A'' = A' + R B'^T - B' R - R C' R,   B'' = B' + R C',   C'' = C'. */
+void khzu_xformInertiaT(double res[36], const double X[12], const double I[36]) {
+  const double *E = X, *r = X + 9;
+  double A[9], B[9], C[9], T[9];
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) {
+      A[3 * i + j] = I[6 * i + j];
+      B[3 * i + j] = I[6 * i + 3 + j];
+      C[3 * i + j] = I[6 * (3 + i) + 3 + j];
+    }
+  /* rotate the blocks into A coordinates */
+  khzu_mulMat3(T, A, E);
+  khzu_mulMatTMat3(A, E, T);
+  khzu_mulMat3(T, B, E);
+  khzu_mulMatTMat3(B, E, T);
+  khzu_mulMat3(T, C, E);
+  khzu_mulMatTMat3(C, E, T);
+
+  /* shift: RC = R C', RB = R B'^T */
+  double R[9] = {0, -r[2], r[1], r[2], 0, -r[0], -r[1], r[0], 0};
+  double RC[9], RBt[9], BR[9], RCR[9];
+  khzu_mulMat3(RC, R, C);
+  khzu_mulMatMatT3(RBt, R, B);
+  khzu_mulMat3(BR, B, R);
+  khzu_mulMat3(RCR, RC, R);
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) {
+      int k = 3 * i + j;
+      double a = A[k] + RBt[k] - BR[k] - RCR[k];
+      double b = B[k] + RC[k];
+      res[6 * i + j] = a;
+      res[6 * i + 3 + j] = b;
+      res[6 * (3 + j) + i] = b;
+      res[6 * (3 + i) + 3 + j] = C[k];
+    }
+}
+
+/* I = [Ic + m cx cx^T, m cx; m cx^T, m 1]  (RBDA eq. 2.63) */
+void khzu_spatialInertia(double res[36], double mass, const double c[3], const double Ic[9]) {
+  double cx[9] = {0, -c[2], c[1], c[2], 0, -c[0], -c[1], c[0], 0};
+  double cxcxT[9];
+  khzu_mulMatMatT3(cxcxT, cx, cx);
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) {
+      res[6 * i + j] = Ic[3 * i + j] + mass * cxcxT[3 * i + j];
+      res[6 * i + 3 + j] = mass * cx[3 * i + j];
+      res[6 * (3 + i) + j] = mass * cx[3 * j + i];
+      res[6 * (3 + i) + 3 + j] = (i == j) ? mass : 0;
+    }
+}
+
+int khzu_cholFactor(double *A, int n) {
+  for (int j = 0; j < n; j++) {
+    double s = A[j * n + j];
+    for (int k = 0; k < j; k++) s -= A[j * n + k] * A[j * n + k];
+    if (!(s > 0)) return -1;
+    double ljj = sqrt(s);
+    A[j * n + j] = ljj;
+    for (int i = j + 1; i < n; i++) {
+      double t = A[i * n + j];
+      for (int k = 0; k < j; k++) t -= A[i * n + k] * A[j * n + k];
+      A[i * n + j] = t / ljj;
+    }
+  }
+  return 0;
+}
+
+void khzu_cholSolve(const double *L, int n, double *x) {
+  for (int i = 0; i < n; i++) {
+    double t = x[i];
+    for (int k = 0; k < i; k++) t -= L[i * n + k] * x[k];
+    x[i] = t / L[i * n + i];
+  }
+  for (int i = n - 1; i >= 0; i--) {
+    double t = x[i];
+    for (int k = i + 1; k < n; k++) t -= L[k * n + i] * x[k];
+    x[i] = t / L[i * n + i];
+  }
+}

@@ -1,0 +1,276 @@
+/* step.c — passive joint forces, torque clamping and the integrators.
+ *
+ * RK4 is the classical four-stage scheme on (q, qd); quaternions are
+ * integrated in R^4 with q' = 1/2 q (x) (0, w) and renormalised after the step,
+ * which keeps fourth order on rotations (the tangent-space combination used
+ * by some engines is only second order there). Semi-implicit Euler:
+ * qd += h qdd, then q <- q (+) h qd with the exponential map.
+ * Scratch comes from the data's stack; nothing here allocates.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "khz/khz.h"
+#include "spatial.h"
+
+void khz_integratePos(const khzModel *m, double *qout, const double *q, const double *v,
+                      double h) {
+  if (qout != q) memcpy(qout, q, (size_t)m->nq * sizeof(double));
+  for (int i = 1; i < m->nbody; i++) {
+    int qa = m->jnt_qadr[i], da = m->jnt_dofadr[i];
+    double *qo = qout + qa;
+    const double *w;
+    switch (m->jnt_type[i]) {
+      case KHZ_JOINT_FIXED:
+        continue;
+      case KHZ_JOINT_FLOATING:
+        qo[0] += h * v[da], qo[1] += h * v[da + 1], qo[2] += h * v[da + 2];
+        qo += 3;
+        w = v + da + 3;
+        break;
+      case KHZ_JOINT_SPHERICAL:
+        w = v + da;
+        break;
+      default:
+        qo[0] += h * v[da];
+        continue;
+    }
+    /* q <- q * exp(w h / 2): body-frame angular velocity multiplies on the right */
+    double wn = sqrt(khzu_dot3(w, w));
+    if (wn > 0 && h != 0) {
+      double axis[3] = {w[0] / wn, w[1] / wn, w[2] / wn}, dq[4];
+      khzu_axisAngle2Quat(dq, axis, wn * h);
+      khzu_mulQuat(qo, qo, dq);
+    }
+    khzu_normalizeQuat(qo);
+  }
+}
+
+/* stiffness of the joint-limit and friction-stick springs: natural frequency
+ * limit_hz, capped so that h * omega stays well inside the stability region of
+ * both integrators */
+static double spring_omega(const khzModel *m) {
+  double w = 2 * M_PI * m->limit_hz, cap = 0.3 / m->timestep;
+  return w < cap ? w : cap;
+}
+
+static int is_scalar(const khzModel *m, int body) {
+  int t = m->jnt_type[body];
+  return t == KHZ_JOINT_REVOLUTE || t == KHZ_JOINT_CONTINUOUS || t == KHZ_JOINT_PRISMATIC;
+}
+
+void khz_resetStick(const khzModel *m, khzData *d) {
+  memset(d->stick, 0, (size_t)m->nv * sizeof(double));
+  for (int i = 1; i < m->nbody; i++)
+    if (is_scalar(m, i)) d->stick[m->jnt_dofadr[i]] = d->q[m->jnt_qadr[i]];
+}
+
+void khz_passive(const khzModel *m, const khzData *d, const double *q, const double *qd,
+                 double *tau) {
+  double w = spring_omega(m), h = m->timestep;
+  for (int k = 0; k < m->nv; k++) tau[k] = -m->dof_damping[k] * qd[k];
+  for (int i = 1; i < m->nbody; i++) {
+    int qa = m->jnt_qadr[i], da = m->jnt_dofadr[i];
+    for (int k = 0; k < m->jnt_nv[i]; k++) {
+      int dof = da + k;
+      double F = m->dof_friction[dof], meff = m->dof_meff[dof];
+      if (F <= 0) continue;
+      if (is_scalar(m, i)) {
+        /* stick: spring-damper to the anchor, saturated at the friction torque */
+        double ks = meff * w * w, bs = 2 * meff * w;
+        double f = -ks * (q[qa] - d->stick[dof]) - bs * qd[dof];
+        tau[dof] += f > F ? F : (f < -F ? -F : f);
+      } else {
+        /* tanh-regularised Coulomb, slope F / vs <= meff / (2 h) */
+        double vs = fmax(2 * F * h / meff, 1e-6);
+        tau[dof] -= F * tanh(qd[dof] / vs);
+      }
+    }
+  }
+  /* joint limits: one-sided spring-damper that pushes, never pulls */
+  for (int i = 1; i < m->nbody; i++) {
+    if (!m->jnt_limited[i]) continue;
+    int qa = m->jnt_qadr[i], da = m->jnt_dofadr[i];
+    double meff = m->dof_meff[da], k = meff * w * w, b = 2 * m->limit_zeta * meff * w;
+    double lo = m->jnt_range[2 * i], hi = m->jnt_range[2 * i + 1], x = q[qa], f = 0;
+    if (x > hi) {
+      f = -k * (x - hi) - b * qd[da];
+      if (f > 0) f = 0;
+    } else if (x < lo) {
+      f = -k * (x - lo) - b * qd[da];
+      if (f < 0) f = 0;
+    }
+    tau[da] += f;
+  }
+}
+
+/* after a step: an anchor whose spring would exceed the friction torque slides
+ * along, so that the spring holds exactly the friction torque */
+static void update_stick(const khzModel *m, khzData *d) {
+  double w = spring_omega(m);
+  for (int i = 1; i < m->nbody; i++) {
+    if (!is_scalar(m, i)) continue;
+    int dof = m->jnt_dofadr[i];
+    double F = m->dof_friction[dof], q = d->q[m->jnt_qadr[i]];
+    if (F <= 0) {
+      d->stick[dof] = q;
+      continue;
+    }
+    double ks = m->dof_meff[dof] * w * w, f = -ks * (q - d->stick[dof]);
+    if (f > F) d->stick[dof] = q + F / ks;
+    if (f < -F) d->stick[dof] = q - F / ks;
+  }
+}
+
+/* time derivative of q in the embedding: qdot = v for scalar joints and positions,
+ * 1/2 q (x) (0, w) for quaternions with body-frame w */
+static void position_derivative(const khzModel *m, const double *q, const double *v,
+                                double *qdot) {
+  for (int i = 1; i < m->nbody; i++) {
+    int qa = m->jnt_qadr[i], da = m->jnt_dofadr[i];
+    const double *qq, *w;
+    double *out;
+    switch (m->jnt_type[i]) {
+      case KHZ_JOINT_FIXED:
+        continue;
+      case KHZ_JOINT_FLOATING:
+        qdot[qa] = v[da], qdot[qa + 1] = v[da + 1], qdot[qa + 2] = v[da + 2];
+        qq = q + qa + 3, w = v + da + 3, out = qdot + qa + 3;
+        break;
+      case KHZ_JOINT_SPHERICAL:
+        qq = q + qa, w = v + da, out = qdot + qa;
+        break;
+      default:
+        qdot[qa] = v[da];
+        continue;
+    }
+    double pure[4] = {0, 0.5 * w[0], 0.5 * w[1], 0.5 * w[2]};
+    khzu_mulQuat(out, qq, pure);
+  }
+}
+
+static void normalize_quats(const khzModel *m, double *q) {
+  for (int i = 1; i < m->nbody; i++) {
+    if (m->jnt_type[i] == KHZ_JOINT_FLOATING) khzu_normalizeQuat(q + m->jnt_qadr[i] + 3);
+    if (m->jnt_type[i] == KHZ_JOINT_SPHERICAL) khzu_normalizeQuat(q + m->jnt_qadr[i]);
+  }
+}
+
+/* commanded torques: NaN/inf -> 0, |tau| clamped to the effort limit */
+static void clamp_controls(const khzModel *m, khzData *d) {
+  for (int k = 0; k < m->nv; k++) {
+    double t = d->tau[k], lim = m->dof_effort[k];
+    if (!isfinite(t)) {
+      t = 0;
+      d->warning[KHZ_WARN_BADCTRL]++;
+    }
+    if (lim > 0 && fabs(t) > lim) {
+      t = t > 0 ? lim : -lim;
+      d->warning[KHZ_WARN_EFFORT]++;
+    }
+    d->tau_applied[k] = t;
+  }
+}
+
+/* qdd = FD(q, qd) with the applied torques plus passive forces at (q, qd) */
+static void accel(const khzModel *m, khzData *d, const double *q, const double *qd,
+                  double *tau_tmp, double *qdd) {
+  khz_passive(m, d, q, qd, tau_tmp);
+  for (int k = 0; k < m->nv; k++) tau_tmp[k] += d->tau_applied[k];
+  khz_aba(m, d, q, qd, tau_tmp, qdd);
+}
+
+void khz_forward(const khzModel *m, khzData *d) {
+  clamp_controls(m, d);
+  khz_passive(m, d, d->q, d->qd, d->tau_passive);
+  size_t mark = khz_stackMark(d);
+  double *tau = khz_stackAlloc(d, (size_t)m->nv * sizeof(double) + 8);
+  if (tau) {
+    for (int k = 0; k < m->nv; k++) tau[k] = d->tau_passive[k] + d->tau_applied[k];
+    khz_aba(m, d, d->q, d->qd, tau, d->qdd);
+  }
+  khz_stackFree(d, mark);
+  khz_kinematics(m, d);
+}
+
+static int finite_state(const khzModel *m, const khzData *d, int *bad_body) {
+  for (int i = 1; i < m->nbody; i++) {
+    for (int k = 0; k < m->jnt_nq[i]; k++)
+      if (!isfinite(d->q[m->jnt_qadr[i] + k])) return *bad_body = i, 0;
+    for (int k = 0; k < m->jnt_nv[i]; k++)
+      if (!isfinite(d->qd[m->jnt_dofadr[i] + k])) return *bad_body = i, 0;
+  }
+  return 1;
+}
+
+void khz_step(const khzModel *m, khzData *d) {
+  size_t nq = (size_t)m->nq, nv = (size_t)m->nv, mark = khz_stackMark(d);
+  double h = m->timestep;
+  double *q0 = khz_stackAlloc(d, nq * sizeof(double) + 8);
+  double *v0 = khz_stackAlloc(d, nv * sizeof(double) + 8);
+  double *tau = khz_stackAlloc(d, nv * sizeof(double) + 8);
+  double *qs = khz_stackAlloc(d, nq * sizeof(double) + 8);
+  double *vs = khz_stackAlloc(d, nv * sizeof(double) + 8);
+  double *ka = khz_stackAlloc(d, 4 * nv * sizeof(double) + 8);
+  double *kq = khz_stackAlloc(d, 4 * nq * sizeof(double) + 8);
+  if (!q0 || !v0 || !tau || !qs || !vs || !ka || !kq) {
+    khz_stackFree(d, mark);
+    return; /* counted as KHZ_WARN_STACK by khz_stackAlloc */
+  }
+  memcpy(q0, d->q, nq * sizeof(double));
+  memcpy(v0, d->qd, nv * sizeof(double));
+  clamp_controls(m, d);
+
+  if (m->integrator == KHZ_INT_EULER) {
+    /* semi-implicit Euler */
+    accel(m, d, q0, v0, tau, d->qdd);
+    for (size_t k = 0; k < nv; k++) d->qd[k] = v0[k] + h * d->qdd[k];
+    khz_integratePos(m, d->q, q0, d->qd, h);
+  } else {
+    /* classical RK4 on (q, qd), quaternions integrated in R^4 (q' = 1/2 q (x) w)
+     * and renormalised at the end: fourth order on the rotation group too.
+     * stage s evaluates at (q0 + c_s h kq_{s-1}, v0 + c_s h ka_{s-1}) */
+    static const double c[4] = {0, 0.5, 0.5, 1}, wgt[4] = {1, 2, 2, 1};
+    for (int s = 0; s < 4; s++) {
+      double *kqs = kq + s * nq, *kas = ka + s * nv;
+      if (s == 0) {
+        memcpy(qs, q0, nq * sizeof(double));
+        memcpy(vs, v0, nv * sizeof(double));
+      } else {
+        const double *kqp = kq + (s - 1) * nq, *kap = ka + (s - 1) * nv;
+        for (size_t k = 0; k < nq; k++) qs[k] = q0[k] + c[s] * h * kqp[k];
+        for (size_t k = 0; k < nv; k++) vs[k] = v0[k] + c[s] * h * kap[k];
+      }
+      position_derivative(m, qs, vs, kqs);
+      accel(m, d, qs, vs, tau, kas);
+    }
+    memcpy(d->qdd, ka, nv * sizeof(double));
+    /* combine: x = x0 + h/6 (k1 + 2 k2 + 2 k3 + k4) */
+    for (size_t k = 0; k < nv; k++) {
+      double sa = 0;
+      for (int s = 0; s < 4; s++) sa += wgt[s] * ka[s * nv + k];
+      d->qd[k] = v0[k] + h / 6 * sa;
+    }
+    for (size_t k = 0; k < nq; k++) {
+      double sq = 0;
+      for (int s = 0; s < 4; s++) sq += wgt[s] * kq[s * nq + k];
+      d->q[k] = q0[k] + h / 6 * sq;
+    }
+    normalize_quats(m, d->q);
+  }
+
+  /* a non-finite state is rolled back and reported, never propagated */
+  int bad = -1;
+  if (!finite_state(m, d, &bad)) {
+    memcpy(d->q, q0, nq * sizeof(double));
+    memcpy(d->qd, v0, nv * sizeof(double));
+    d->warning[KHZ_WARN_BADSTATE]++;
+    d->warning_body = bad;
+  } else {
+    update_stick(m, d);
+  }
+  khz_passive(m, d, d->q, d->qd, d->tau_passive);
+  d->time += h;
+  khz_stackFree(d, mark);
+  khz_kinematics(m, d);
+}

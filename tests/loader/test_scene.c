@@ -1,0 +1,449 @@
+/* test_scene.c — the scene loader (loader/src/scene.c): the embedded default
+ * scene, a fixture that uses every key of the format, the derived inertias,
+ * khz_load_model by extension, and every kind of bad input, each of which must
+ * fail with one "FILE:LINE:COL: key 'PATH': PROBLEM" message and leave the scene
+ * untouched. Fixtures: tests/loader/data/scene_*. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ensure.h"
+#include "khz/load.h"
+
+#define DATA "tests/loader/data/"
+
+static int starts_with(const char *s, const char *prefix) {
+  return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static int spec_body(khzSpec *spec, const char *name) {
+  for (int i = 0; i < khz_spec_nbody(spec); i++) {
+    if (strcmp(khz_spec_body(spec, i)->name, name) == 0) return i;
+  }
+  return -1;
+}
+
+static int spec_joint(khzSpec *spec, const char *name) {
+  for (int i = 1; i < khz_spec_nbody(spec); i++) {
+    if (strcmp(khz_spec_body(spec, i)->joint_name, name) == 0) return i;
+  }
+  return -1;
+}
+
+/* the first geom of a body, or NULL */
+static khzGeomSpec *spec_geom(khzSpec *spec, int body) {
+  for (int i = 0; i < khz_spec_ngeom(spec); i++) {
+    if (khz_spec_geom(spec, i)->body == body) return khz_spec_geom(spec, i);
+  }
+  return NULL;
+}
+
+/* the embedded default scene: an arm on a table, five loose objects on the top */
+static void test_default(void) {
+  char err[1024] = "";
+  khzScene s;
+  int rc = khz_load_default_scene(&s, err, sizeof err);
+  ENSURE_MSG(rc == 0, "%s", err);
+  if (rc) return;
+  ENSURE(strcmp(s.name, "default") == 0);
+  ENSURE_NEAR(s.rate_hz, 1000, 0);
+  ENSURE(s.integrator == KHZ_INT_RK4);
+  ENSURE(strcmp(s.contact.method, "penalty") == 0);
+  ENSURE(s.has_ground && s.ground_height == 0);
+
+  khzModel *m = khz_compile(s.spec, err, sizeof err);
+  ENSURE_MSG(m != NULL, "%s", err);
+  if (!m) {
+    khz_scene_free(&s);
+    return;
+  }
+  ENSURE_NEAR(m->timestep, 1e-3, 1e-15);
+  ENSURE_NEAR(m->gravity[2], -9.81, 0);
+  ENSURE(m->integrator == KHZ_INT_RK4);
+
+  /* the arm: 7 revolute joints, welded base on the table top */
+  const char *arm[] = {"arm/link1", "arm/link2", "arm/link3", "arm/link4",
+                       "arm/link5", "arm/link6", "arm/link7"};
+  for (int i = 0; i < 7; i++) {
+    int b = khz_name2body(m, arm[i]);
+    ENSURE_MSG(b > 0, "no body %s", arm[i]);
+    if (b > 0) ENSURE(m->jnt_type[b] == KHZ_JOINT_REVOLUTE);
+  }
+  int base = khz_name2body(m, "arm/base_link");
+  ENSURE(base > 0 && m->jnt_type[base] == KHZ_JOINT_FIXED && m->body_parent[base] == 0);
+  if (base > 0) ENSURE_NEAR(m->body_pos[3 * base + 2], 0.75, 1e-12);
+
+  /* the table (welded) and the loose objects (floating) */
+  int table = khz_name2body(m, "table");
+  ENSURE(table > 0 && m->jnt_type[table] == KHZ_JOINT_FIXED);
+  const char *loose[] = {"box1", "box2", "ball", "can", "capsule"};
+  for (int i = 0; i < 5; i++) {
+    int b = khz_name2body(m, loose[i]);
+    ENSURE_MSG(b > 0 && m->jnt_type[b] == KHZ_JOINT_FLOATING, "%s is not floating", loose[i]);
+  }
+  ENSURE(m->nbody == 1 + 9 + 1 + 5);
+  ENSURE(m->nq == 7 + 5 * 7 && m->nv == 7 + 5 * 6);
+
+  /* a ground plane on the world, one collision geom per object */
+  int planes = 0;
+  for (int g = 0; g < m->ngeom; g++)
+    planes += m->geom_type[g] == KHZ_GEOM_PLANE && m->geom_body[g] == 0;
+  ENSURE(planes == 1);
+
+  /* every loose object rests on the table top: lowest point at z = 0.75 */
+  khzData *d = khz_makeData(m, 0);
+  khz_kinematics(m, d);
+  double top = 0.75;
+  for (int g = 0; g < m->ngeom; g++) {
+    int b = m->geom_body[g];
+    if (b <= 0 || m->jnt_type[b] != KHZ_JOINT_FLOATING) continue;
+    const double *R = d->xrot + 9 * b, *sz = m->geom_size + 3 * g;
+    double low = 0;
+    if (m->geom_type[g] == KHZ_GEOM_BOX) {
+      low = fabs(R[6]) * sz[0] + fabs(R[7]) * sz[1] + fabs(R[8]) * sz[2];
+    } else if (m->geom_type[g] == KHZ_GEOM_SPHERE) {
+      low = sz[0];
+    } else if (m->geom_type[g] == KHZ_GEOM_CYLINDER) {
+      low = fabs(R[8]) * sz[1] + sqrt(fmax(0, 1 - R[8] * R[8])) * sz[0];
+    } else if (m->geom_type[g] == KHZ_GEOM_CAPSULE) {
+      low = fabs(R[8]) * sz[1] + sz[0];
+    }
+    ENSURE_MSG(fabs(d->xpos[3 * b + 2] - low - top) < 1e-6, "%s: bottom at %g, table top %g",
+               m->body_name[b], d->xpos[3 * b + 2] - low, top);
+  }
+
+  /* the arm's q0 is inside its limits and the tool is above the table */
+  for (int b = 1; b < m->nbody; b++) {
+    if (!m->jnt_limited[b]) continue;
+    double q = m->q0[m->jnt_qadr[b]];
+    ENSURE_MSG(q >= m->jnt_range[2 * b] && q <= m->jnt_range[2 * b + 1], "%s", m->jnt_name[b]);
+  }
+  int tool = khz_name2body(m, "arm/tool");
+  ENSURE(tool > 0 && d->xpos[3 * tool + 2] > top + 0.3);
+  khz_data_destroy(&d);
+
+  /* the file on disk is the embedded one */
+  khzScene s2;
+  khzModel *m2 = khz_load_model("scenes/default.yaml", &s2, err, sizeof err);
+  ENSURE_MSG(m2 != NULL, "%s", err);
+  if (m2) {
+    ENSURE(m2->nq == m->nq && m2->nv == m->nv && m2->nbody == m->nbody);
+    ENSURE(memcmp(m2->q0, m->q0, (size_t)m->nq * sizeof(double)) == 0);
+    ENSURE(s2.spec != NULL);
+    khz_model_destroy(&m2);
+    khz_scene_free(&s2);
+  }
+  khz_model_destroy(&m);
+  khz_scene_free(&s);
+  ENSURE(s.spec == NULL);
+  khz_scene_free(&s); /* twice is harmless */
+}
+
+/* the fixture: every key, checked value by value */
+static void test_fixture(void) {
+  char err[1024] = "";
+  khzScene s;
+  int rc = khz_load_scene(&s, DATA "scene_fixture.yaml", err, sizeof err);
+  ENSURE_MSG(rc == 0, "%s", err);
+  if (rc) return;
+  khzSpec *spec = s.spec;
+
+  /* globals */
+  ENSURE(strcmp(s.name, "fixture") == 0);
+  ENSURE_NEAR(s.rate_hz, 500, 0);
+  ENSURE(s.integrator == KHZ_INT_EULER);
+  ENSURE(s.has_ground && s.ground_height == -0.1);
+  ENSURE(strcmp(s.contact.method, "deepest") == 0);
+  ENSURE(s.contact.kp == 6000 && s.contact.kv == 3000 && s.contact.ki == 200);
+  ENSURE(s.contact.gamma == 0.8 && s.contact.mu == 0.4 && s.contact.restitution == 0);
+  khzGeomSpec *ground = spec_geom(spec, 0);
+  ENSURE(ground && ground->type == KHZ_GEOM_PLANE);
+  if (ground) {
+    ENSURE(ground->pos[2] == -0.1 && ground->friction == 0.5 && ground->rgba[2] == 0.3);
+  }
+
+  /* robot "bot": welded at (1, 2, 3), yawed 90 degrees, q0 set by name */
+  int root = spec_body(spec, "bot/base");
+  ENSURE(root > 0);
+  if (root > 0) {
+    khzBodySpec *b = khz_spec_body(spec, root);
+    ENSURE(b->joint_type == KHZ_JOINT_FIXED && b->parent == 0);
+    ENSURE(b->pos[0] == 1 && b->pos[1] == 2 && b->pos[2] == 3);
+    ENSURE_NEAR(b->quat[0], sqrt(0.5), 1e-12);
+    ENSURE_NEAR(b->quat[3], sqrt(0.5), 1e-12);
+  }
+  int j = spec_joint(spec, "bot/shoulder");
+  ENSURE(j > 0 && khz_spec_body(spec, j)->q0[0] == 0.5);
+  j = spec_joint(spec, "bot/slide");
+  ENSURE(j > 0 && khz_spec_body(spec, j)->q0[0] == 0.1);
+  j = spec_joint(spec, "bot/wrist");
+  ENSURE(j > 0 && khz_spec_body(spec, j)->q0[0] == 7);
+
+  /* robot "flyer": floating base, q0 = base pose with the quaternion normalised */
+  j = spec_body(spec, "flyer/base");
+  ENSURE(j > 0);
+  if (j > 0) {
+    khzBodySpec *b = khz_spec_body(spec, j);
+    ENSURE(b->joint_type == KHZ_JOINT_FLOATING);
+    ENSURE(b->q0[2] == 1 && b->q0[3] == 0 && b->q0[6] == 1);
+  }
+  ENSURE(spec_joint(spec, "flyer/shoulder") > 0);
+
+  /* objects: welded crate, floating ball, derived inertias */
+  int crate = spec_body(spec, "crate");
+  ENSURE(crate > 0);
+  if (crate > 0) {
+    khzBodySpec *b = khz_spec_body(spec, crate);
+    ENSURE(b->joint_type == KHZ_JOINT_FIXED && b->pos[0] == 0.5 && b->pos[2] == 0.3);
+    ENSURE_NEAR(b->inertia[0], 2 * (0.04 + 0.09) / 3, 1e-15);
+    ENSURE_NEAR(b->inertia[1], 2 * (0.01 + 0.09) / 3, 1e-15);
+    ENSURE_NEAR(b->inertia[2], 2 * (0.01 + 0.04) / 3, 1e-15);
+    khzGeomSpec *g = spec_geom(spec, crate);
+    ENSURE(g && g->type == KHZ_GEOM_BOX && g->size[0] == 0.1 && g->size[2] == 0.3);
+  }
+  int ball = spec_body(spec, "ball");
+  ENSURE(ball > 0);
+  if (ball > 0) {
+    khzBodySpec *b = khz_spec_body(spec, ball);
+    ENSURE(b->joint_type == KHZ_JOINT_FLOATING && strcmp(b->joint_name, "ball") == 0);
+    ENSURE(b->q0[2] == 2 && b->q0[3] == 1 && b->mass == 1);
+    ENSURE_NEAR(b->inertia[0], 0.004, 1e-15);
+    khzGeomSpec *g = spec_geom(spec, ball);
+    ENSURE(g && g->type == KHZ_GEOM_SPHERE && g->friction == 0.3 && g->rgba[3] == 0.5);
+  }
+  int can = spec_body(spec, "can");
+  if (can > 0) {
+    khzBodySpec *b = khz_spec_body(spec, can);
+    ENSURE_NEAR(b->inertia[0], 0.5 * (3 * 0.0025 + 4 * 0.01) / 12, 1e-15);
+    ENSURE_NEAR(b->inertia[2], 0.5 * 0.0025 / 2, 1e-15);
+  }
+  ENSURE(can > 0);
+
+  /* the capsule against a numerical integration over its volume */
+  int pill = spec_body(spec, "pill");
+  ENSURE(pill > 0);
+  if (pill > 0) {
+    const double r = 0.05, h = 0.1, m = 0.3;
+    const int n = 160;
+    double ixx = 0, izz = 0, count = 0;
+    for (int a = 0; a < n; a++)
+      for (int b = 0; b < n; b++)
+        for (int c = 0; c < 2 * n; c++) {
+          double x = -r + (a + 0.5) * 2 * r / n, y = -r + (b + 0.5) * 2 * r / n;
+          double z = -(h + r) + (c + 0.5) * 2 * (h + r) / (2 * n);
+          double zc = fmax(fabs(z) - h, 0);
+          if (x * x + y * y + zc * zc > r * r) continue;
+          ixx += y * y + z * z;
+          izz += x * x + y * y;
+          count++;
+        }
+    khzBodySpec *b = khz_spec_body(spec, pill);
+    ENSURE_NEAR(b->inertia[0] / (m * ixx / count), 1, 5e-3);
+    ENSURE_NEAR(b->inertia[2] / (m * izz / count), 1, 5e-3);
+    ENSURE(b->inertia[1] == b->inertia[0]);
+  }
+
+  /* a mesh with its scale, resolved file and given inertia; a given full inertia */
+  int rock = spec_body(spec, "rock");
+  ENSURE(rock > 0);
+  if (rock > 0) {
+    khzGeomSpec *g = spec_geom(spec, rock);
+    ENSURE(g && g->type == KHZ_GEOM_MESH && g->size[0] == 2);
+    if (g) ENSURE(strstr(g->mesh, "scene_mesh.obj") != NULL);
+    ENSURE(khz_spec_body(spec, rock)->inertia[0] == 0.1);
+  }
+  int plate = spec_body(spec, "plate");
+  ENSURE(plate > 0 && khz_spec_body(spec, plate)->inertia[3] == 0.001);
+
+  /* the whole scene compiles with the scene's options */
+  khzModel *m = khz_compile(spec, err, sizeof err);
+  ENSURE_MSG(m != NULL, "%s", err);
+  if (m) {
+    ENSURE_NEAR(m->timestep, 0.002, 1e-15);
+    ENSURE(m->integrator == KHZ_INT_EULER);
+    ENSURE(m->gravity[2] == -1.62);
+    khz_model_destroy(&m);
+  }
+  khz_scene_free(&s);
+}
+
+/* every bad input: -1, one message "FILE:LINE:COL: key 'KEY': ...", scene untouched */
+static const struct {
+  const char *file;
+  int line; /* 0 = not checked */
+  const char *key;
+  const char *phrase;
+} bad[] = {
+    {"scene_unknown_key.yaml", 4, "gravty", "unknown key"},
+    {"scene_unknown_nested.yaml", 8, "objects[0].colour", "unknown key"},
+    {"scene_unknown_base_key.yaml", 6, "robots[0].base.position", "unknown key"},
+    {"scene_unknown_contact_key.yaml", 3, "contact.stiffness", "unknown key"},
+    {"scene_rate_type.yaml", 3, "rate_hz", "expected a number"},
+    {"scene_quoted_number.yaml", 7, "objects[0].mass", "expected a number"},
+    {"scene_gravity_len.yaml", 3, "gravity", "list of 3 numbers"},
+    {"scene_gravity_entry.yaml", 3, "gravity[2]", "expected a number"},
+    {"scene_bool_type.yaml", 8, "objects[0].fixed", "true or false"},
+    {"scene_objects_type.yaml", 3, "objects", "expected a list"},
+    {"scene_ground_type.yaml", 3, "ground", "expected a mapping"},
+    {"scene_missing_version.yaml", 3, "khz_scene", "required key missing"},
+    {"scene_bad_version.yaml", 2, "khz_scene", "not supported"},
+    {"scene_missing_mass.yaml", 4, "objects[0].mass", "required key missing"},
+    {"scene_missing_urdf.yaml", 4, "robots[0].urdf", "required key missing"},
+    {"scene_missing_size.yaml", 4, "objects[0].size", "required key missing"},
+    {"scene_negative_mass.yaml", 7, "objects[0].mass", "out of range"},
+    {"scene_zero_box.yaml", 6, "objects[0].size", "must be > 0"},
+    {"scene_sphere_size.yaml", 6, "objects[0].size", "list of 1 number"},
+    {"scene_rate_low.yaml", 3, "rate_hz", "100 to 10000"},
+    {"scene_rate_high.yaml", 3, "rate_hz", "100 to 10000"},
+    {"scene_bad_integrator.yaml", 3, "integrator", "rk4, euler"},
+    {"scene_bad_method.yaml", 4, "contact.method", "none, penalty, deepest"},
+    {"scene_bad_gamma.yaml", 3, "contact.gamma", "out of range"},
+    {"scene_bad_shape.yaml", 5, "objects[0].shape", "box, sphere, cylinder, capsule, mesh"},
+    {"scene_q0_unknown.yaml", 8, "robots[0].q0.elbow", "no joint 'elbow'"},
+    {"scene_q0_prefixed.yaml", 6, "robots[0].q0.r/shoulder", "no joint"},
+    {"scene_q0_limit.yaml", 6, "robots[0].q0.shoulder", "outside the joint limits"},
+    {"scene_urdf_missing.yaml", 5, "robots[0].urdf", "not found"},
+    {"scene_urdf_broken.yaml", 5, "robots[0].urdf", "URDF failed to load"},
+    {"scene_embedded_missing.yaml", 5, "robots[0].urdf", "no embedded file"},
+    {"scene_duplicate_key.yaml", 4, "rate_hz", "given twice"},
+    {"scene_duplicate_name.yaml", 5, "objects[1].name", "already used"},
+    {"scene_name_slash.yaml", 4, "objects[0].name", "may not contain '/'"},
+    {"scene_rpy_and_quat.yaml", 9, "objects[0].quat", "not both"},
+    {"scene_zero_quat.yaml", 8, "objects[0].quat", "zero length"},
+    {"scene_bad_inertia.yaml", 8, "objects[0].inertia", "not positive definite"},
+    {"scene_mesh_no_inertia.yaml", 4, "objects[0].inertia", "a mesh needs inertia"},
+    {"scene_mesh_missing.yaml", 6, "objects[0].file", "not found"},
+    {"scene_file_on_box.yaml", 8, "objects[0].scale", "only for shape mesh"},
+    {"scene_rgba_range.yaml", 3, "ground.rgba", "outside [0, 1]"},
+    {"scene_top_list.yaml", 2, "", "expected a mapping"},
+    {"scene_syntax.yaml", 0, "", "YAML syntax"},
+    {"scene_empty.yaml", 0, "", "empty scene"},
+    {"scene_two_documents.yaml", 4, "", "second YAML document"},
+};
+
+static void test_bad_inputs(void) {
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char path[256], err[1024], prefix[300];
+    khzScene s, before;
+    memset(&s, 0x5a, sizeof s);
+    snprintf(s.name, sizeof s.name, "untouched");
+    before = s;
+    snprintf(path, sizeof path, DATA "%s", bad[i].file);
+    strcpy(err, "(none)");
+
+    int rc = khz_load_scene(&s, path, err, sizeof err);
+    ENSURE_MSG(rc == -1, "%s loaded", bad[i].file);
+    ENSURE_MSG(memcmp(&s, &before, sizeof s) == 0, "%s: scene changed", bad[i].file);
+    printf("%s\n", err);
+
+    /* FILE:LINE:COL: */
+    snprintf(prefix, sizeof prefix, "%s:", path);
+    ENSURE_MSG(strncmp(err, prefix, strlen(prefix)) == 0, "%s: no file in '%s'", bad[i].file, err);
+    int line = 0, col = 0;
+    ENSURE_MSG(sscanf(err + strlen(prefix), "%d:%d:", &line, &col) == 2 && col > 0,
+               "%s: no line:col in '%s'", bad[i].file, err);
+    if (bad[i].line) {
+      ENSURE_MSG(line == bad[i].line, "%s: line %d, expected %d", bad[i].file, line, bad[i].line);
+    }
+
+    /* the key and the problem */
+    if (bad[i].key[0]) {
+      char key[300];
+      snprintf(key, sizeof key, "key '%s': ", bad[i].key);
+      ENSURE_MSG(strstr(err, key) != NULL, "%s: '%s' not in '%s'", bad[i].file, key, err);
+    }
+    ENSURE_MSG(strstr(err, bad[i].phrase) != NULL, "%s: '%s' not in '%s'", bad[i].file,
+               bad[i].phrase, err);
+    ENSURE_MSG(strchr(err, '\n') == NULL, "%s: more than one line", bad[i].file);
+  }
+
+  /* a file that does not exist */
+  char err[512] = "";
+  khzScene s;
+  memset(&s, 0x5a, sizeof s);
+  khzScene before = s;
+  ENSURE(khz_load_scene(&s, DATA "scene_no_such_file.yaml", err, sizeof err) == -1);
+  ENSURE(strstr(err, "scene_no_such_file.yaml") != NULL);
+  ENSURE(memcmp(&s, &before, sizeof s) == 0);
+
+  /* a tiny error buffer is filled, terminated, and not overrun */
+  char small[16];
+  memset(small, 'x', sizeof small);
+  ENSURE(khz_load_scene(&s, DATA "scene_rate_low.yaml", small, 8) == -1);
+  ENSURE(strlen(small) == 7 && small[8] == 'x');
+}
+
+/* khz_load_scene_string: the given name in messages, basedir for relative URDFs */
+static void test_strings(void) {
+  char err[1024] = "";
+  khzScene s;
+  const char *good = "khz_scene: 1\nrobots:\n  - {name: r, urdf: scene_robot.urdf}\n";
+  int rc = khz_load_scene_string(&s, good, "inline.yaml", DATA, err, sizeof err);
+  ENSURE_MSG(rc == 0, "%s", err);
+  if (rc == 0) {
+    ENSURE(strcmp(s.name, "inline") == 0);
+    ENSURE(spec_joint(s.spec, "r/slide") > 0);
+    ENSURE(strcmp(s.contact.method, "penalty") == 0 && s.rate_hz == 1000);
+    khz_scene_free(&s);
+  }
+  rc =
+      khz_load_scene_string(&s, "khz_scene: 1\nrate_hz: 1\n", "inline.yaml", NULL, err, sizeof err);
+  ENSURE(rc == -1 && starts_with(err, "inline.yaml:2:10: key 'rate_hz': "));
+  rc = khz_load_scene_string(&s, "khz_scene: 1\nfoo: 1\n", NULL, NULL, err, sizeof err);
+  ENSURE(rc == -1 && starts_with(err, "<string>:2:1: key 'foo': unknown key"));
+
+  /* anchors and aliases are plain YAML and work */
+  const char *alias =
+      "khz_scene: 1\n"
+      "objects:\n"
+      "  - &ball {name: b1, shape: sphere, size: [0.1], mass: 1}\n"
+      "  - {name: b2, shape: sphere, size: [0.1], mass: 1, pos: [1, 0, 0]}\n";
+  rc = khz_load_scene_string(&s, alias, "alias.yaml", NULL, err, sizeof err);
+  ENSURE_MSG(rc == 0, "%s", err);
+  if (rc == 0) khz_scene_free(&s);
+}
+
+/* khz_load_model: by extension, compiled, scene_out only on success */
+static void test_load_model(void) {
+  char err[1024] = "";
+  khzScene s;
+  khzModel *m = khz_load_model(DATA "scene_robot.urdf", &s, err, sizeof err);
+  ENSURE_MSG(m != NULL, "%s", err);
+  if (m) {
+    ENSURE(m->nbody == 5 && m->nq == 3);
+    ENSURE(m->jnt_type[1] == KHZ_JOINT_FIXED && m->body_parent[1] == 0);
+    ENSURE(m->timestep == 1e-3 && m->gravity[2] == -9.81 && m->integrator == KHZ_INT_RK4);
+    ENSURE(strcmp(s.contact.method, "none") == 0 && !s.has_ground);
+    ENSURE(strcmp(s.name, "scene_robot") == 0 && s.spec != NULL);
+    khz_model_destroy(&m);
+    khz_scene_free(&s);
+  }
+
+  m = khz_load_model("default", NULL, err, sizeof err);
+  ENSURE_MSG(m != NULL, "%s", err);
+  khz_model_destroy(&m);
+  m = khz_load_model(DATA "scene_fixture.yaml", NULL, err, sizeof err);
+  ENSURE_MSG(m != NULL, "%s", err);
+  khz_model_destroy(&m);
+
+  /* failures leave scene_out alone */
+  khzScene before;
+  memset(&s, 0x5a, sizeof s);
+  before = s;
+  m = khz_load_model(DATA "scene_robot.obj", &s, err, sizeof err);
+  ENSURE(m == NULL && strstr(err, "unknown model type") != NULL);
+  m = khz_load_model(DATA "no_such_robot.urdf", &s, err, sizeof err);
+  ENSURE(m == NULL && strstr(err, "no_such_robot.urdf") != NULL);
+  m = khz_load_model(DATA "scene_negative_mass.yaml", &s, err, sizeof err);
+  ENSURE(m == NULL && strstr(err, "objects[0].mass") != NULL);
+  ENSURE(memcmp(&s, &before, sizeof s) == 0);
+}
+
+int main(void) {
+  test_default();
+  test_fixture();
+  test_bad_inputs();
+  test_strings();
+  test_load_model();
+  return ensure_report();
+}

@@ -1,0 +1,93 @@
+/* test_spatial.c — spatial algebra against explicit 6x6 matrices (RBDA eq.
+ * 2.24 for Plucker transforms, 2.31-2.32 for cross products) and quaternion
+ * identities. */
+#include <string.h>
+
+#include "ensure.h"
+#include "random_model.h"
+
+/* explicit X = [E 0; -E rx E] */
+static void plucker6(double X6[36], const double X[12]) {
+  const double *E = X, *r = X + 9;
+  double rx[9] = {0, -r[2], r[1], r[2], 0, -r[0], -r[1], r[0], 0}, Erx[9];
+  khzu_mulMat3(Erx, E, rx);
+  memset(X6, 0, 36 * sizeof(double));
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) {
+      X6[6 * i + j] = E[3 * i + j];
+      X6[6 * (3 + i) + 3 + j] = E[3 * i + j];
+      X6[6 * (3 + i) + j] = -Erx[3 * i + j];
+    }
+}
+
+int main(void) {
+  for (int t = 0; t < 100; t++) {
+    double q[4], X[12], X6[36], m6[6], f6[6], res[6], ref[6];
+    rm_random_quat(q);
+    khzu_quat2mat(X, q);
+    for (int k = 0; k < 3; k++) X[9 + k] = rm_uniform(-1, 1);
+    for (int k = 0; k < 6; k++) m6[k] = rm_uniform(-1, 1), f6[k] = rm_uniform(-1, 1);
+    plucker6(X6, X);
+
+    /* X m */
+    khzu_xformMotion(res, X, m6);
+    khzu_mulMatVec6(ref, X6, m6);
+    for (int k = 0; k < 6; k++) ENSURE_NEAR(res[k], ref[k], 1e-14);
+
+    /* X^T f */
+    khzu_xformForceT(res, X, f6);
+    for (int i = 0; i < 6; i++) {
+      ref[i] = 0;
+      for (int j = 0; j < 6; j++) ref[i] += X6[6 * j + i] * f6[j];
+    }
+    for (int k = 0; k < 6; k++) ENSURE_NEAR(res[k], ref[k], 1e-14);
+
+    /* X^T I X */
+    double Ic[6], I9[9], I[36], out[36], c[3] = {rm_uniform(-1, 1), rm_uniform(-1, 1), rm_uniform(-1, 1)};
+    rm_random_inertia(2.0, Ic);
+    double I9v[9] = {Ic[0], Ic[3], Ic[4], Ic[3], Ic[1], Ic[5], Ic[4], Ic[5], Ic[2]};
+    memcpy(I9, I9v, sizeof I9);
+    khzu_spatialInertia(I, 2.0, c, I9);
+    khzu_xformInertiaT(out, X, I);
+    for (int i = 0; i < 6; i++)
+      for (int j = 0; j < 6; j++) {
+        double s = 0;
+        for (int a = 0; a < 6; a++)
+          for (int b = 0; b < 6; b++) s += X6[6 * a + i] * I[6 * a + b] * X6[6 * b + j];
+        ENSURE_NEAR(out[6 * i + j], s, 1e-13);
+      }
+
+    /* power is invariant: (X m) . f_B == m . (X^T f_B) */
+    double Xm[6], XTf[6];
+    khzu_xformMotion(Xm, X, m6);
+    khzu_xformForceT(XTf, X, f6);
+    ENSURE_NEAR(khzu_dot6(Xm, f6), khzu_dot6(m6, XTf), 1e-13);
+
+    /* v x* f == -(v x)^T f */
+    double cf[6], cm[6];
+    khzu_crossForce(cf, m6, f6);
+    for (int j = 0; j < 6; j++) {
+      double e[6] = {0};
+      e[j] = 1;
+      khzu_crossMotion(cm, m6, e);
+      ENSURE_NEAR(cf[j], -khzu_dot6(cm, f6), 1e-14);
+    }
+
+    /* quaternion <-> matrix round trip and product = matrix product */
+    double q2[4], R1[9], R2[9], R12[9], q12[4], Rq[9], qb[4];
+    rm_random_quat(q2);
+    khzu_quat2mat(R1, q);
+    khzu_quat2mat(R2, q2);
+    khzu_mulMat3(R12, R1, R2);
+    khzu_mulQuat(q12, q, q2);
+    khzu_quat2mat(Rq, q12);
+    for (int k = 0; k < 9; k++) ENSURE_NEAR(Rq[k], R12[k], 1e-14);
+    khzu_mat2quat(qb, R1);
+    double sgn = (qb[0] * q[0] + qb[1] * q[1] + qb[2] * q[2] + qb[3] * q[3]) < 0 ? -1 : 1;
+    for (int k = 0; k < 4; k++) ENSURE_NEAR(sgn * qb[k], q[k], 1e-13);
+    double qs[4] = {2 * q[0], 2 * q[1], 2 * q[2], 2 * q[3]};
+    khzu_quat2matScaled(Rq, qs);
+    for (int k = 0; k < 9; k++) ENSURE_NEAR(Rq[k], R1[k], 1e-14);
+  }
+  return ensure_report();
+}
