@@ -37,7 +37,8 @@ static void layout_data(const khzModel *m, khzData *d, carver *c) {
   d->xrot = D(9 * nb);
   d->xcom = D(3 * nb);
   d->cvel = D(6 * nb);
-  d->Xup = D(12 * nb);
+  d->vtree = D(6 * nb);
+  d->cinert = D(36 * nb);
   d->cbias = D(6 * nb);
   d->IA = D(36 * nb);
   d->pA = D(6 * nb);

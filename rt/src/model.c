@@ -277,10 +277,10 @@ static void layout_model(khzModel *m, carver *c) {
 #define D(n) carve(c, (n) * sizeof(double))
 #define I(n) carve(c, (n) * sizeof(int))
   m->body_parent = I(nb);
+  m->body_root = I(nb);
   m->body_mass = D(nb);
   m->body_com = D(3 * nb);
   m->body_inertia = D(9 * nb);
-  m->body_spatial = D(36 * nb);
   m->body_pos = D(3 * nb);
   m->body_quat = D(4 * nb);
   m->body_rot = D(9 * nb);
@@ -420,13 +420,13 @@ khzModel *khz_compile(const khzSpec *s, char *err, size_t errsz) {
     snprintf(m->body_name[i], KHZ_NAME_MAX, "%s", b->name);
     snprintf(m->jnt_name[i], KHZ_NAME_MAX, "%s", i ? b->joint_name : "");
     m->body_parent[i] = i ? b->parent : -1;
+    m->body_root[i] = (i == 0 || b->parent == 0) ? i : m->body_root[b->parent];
     m->body_mass[i] = i ? b->mass : 0;
     memcpy(m->body_com + 3 * i, b->com, 3 * sizeof(double));
     const double *in = b->inertia;
     double Ic[9] = {in[0], in[3], in[4], in[3], in[1], in[5], in[4], in[5], in[2]};
     if (!i) memset(Ic, 0, sizeof Ic);
     memcpy(m->body_inertia + 9 * i, Ic, sizeof Ic);
-    khzu_spatialInertia(m->body_spatial + 36 * i, m->body_mass[i], b->com, Ic);
 
     double quat[4] = {b->quat[0], b->quat[1], b->quat[2], b->quat[3]};
     khzu_normalizeQuat(quat);

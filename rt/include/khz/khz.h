@@ -158,10 +158,10 @@ typedef struct khzModel {
 
   /* bodies (nbody) */
   int *body_parent;
+  int *body_root;           /* the tree's root body (child of the world) */
   double *body_mass;        /* kg */
   double *body_com;         /* 3 per body, body frame */
   double *body_inertia;     /* 9 per body, about the com, body frame */
-  double *body_spatial;     /* 36 per body: spatial inertia about the body origin */
   double *body_pos;         /* 3 per body: joint origin in the parent frame */
   double *body_quat;        /* 4 per body */
   double *body_rot;         /* 9 per body: the same origin as a rotation matrix */
@@ -248,14 +248,16 @@ typedef struct khzData {
   double *xpos;           /* 3 per body: world position of the body origin */
   double *xrot;           /* 9 per body: world rotation (row-major) */
   double *xcom;           /* 3 per body: world position of the com */
-  double *cvel;           /* 6 per body: spatial velocity in body coordinates */
+  double *cvel;           /* 6 per body: [angular velocity; velocity of the body origin],
+                             world axes */
 
   /* warnings */
   int warning[KHZ_NWARNING];
   int warning_body;       /* body of the last KHZ_WARN_BADSTATE, -1 if none */
 
   /* scratch for the dynamics algorithms (body-indexed) */
-  double *Xup;            /* 12 per body: parent->body Plucker transform (E 9, r 3) */
+  double *vtree;          /* 6 per body: spatial velocity at the tree origin, world axes */
+  double *cinert;         /* 36 per body: spatial inertia at the tree origin, world axes */
   double *cbias;          /* 6 per body */
   double *IA;             /* 36 per body */
   double *pA;             /* 6 per body */
@@ -264,7 +266,7 @@ typedef struct khzData {
   double *u;              /* 6 per body */
   double *acc;            /* 6 per body */
   double *fext;           /* 6 per body, body coordinates */
-  double *S;              /* 36 per body: motion subspace in body coordinates */
+  double *S;              /* 36 per body: motion subspace at the tree origin, world axes */
   double *vJ;             /* 6 per body */
 
   /* mark/free scratch stack for per-step temporaries */
@@ -304,7 +306,7 @@ void khz_stackFree(khzData *d, size_t mark);
 
 /* ------------------------------------------------------------- dynamics -- */
 
-/* Forward kinematics at d->q, d->qd: xpos, xrot, xcom, cvel, Xup. */
+/* Forward kinematics at d->q, d->qd: xpos, xrot, xcom, cvel, S. */
 void khz_kinematics(const khzModel *m, khzData *d);
 
 /* Articulated-body algorithm: qdd = FD(q, qd, tau) with gravity and d->xfrc.
