@@ -6,8 +6,9 @@ set -euo pipefail
 packages=(
   build-essential pkg-config meson ninja-build
   libzmq3-dev libprotobuf-c-dev protobuf-c-compiler libev-dev
-  libxml2-dev libyaml-dev
+  libxml2-dev libyaml-dev libassimp-dev
   libmujoco-dev libmujoco-samples libccd-dev
+  rt-tests
 )
 
 missing=()

@@ -642,7 +642,7 @@ static int khz_scene_object(khzSceneReader *r, const yaml_node_t *n, int index, 
     khz_keypath(kp, path, "file");
     if (!(v = khz_find(r, n, "file"))) return khz_scene_fail(r, n, kp, "required key missing");
     if (khz_get_string(r, v, kp, file, sizeof file)) return -1;
-    if (khz_resolve_path(g.mesh, sizeof g.mesh, file, r->basedir, NULL, tried, sizeof tried)) {
+    if (khz_resolve_path(g.meshfile, sizeof g.meshfile, file, r->basedir, NULL, tried, sizeof tried)) {
       return khz_scene_fail(r, v, kp, "mesh file '%s' not found (tried: %s)", file, tried);
     }
     g.size[0] = g.size[1] = g.size[2] = 1;

@@ -410,7 +410,7 @@ static int parse_geom(urdf_ctx *c, xmlNodePtr link, xmlNodePtr el, int body, int
 
     /* a mesh that cannot be found drops this geom only, with a warning */
     char tried[1024];
-    if (khz_resolve_path(g.mesh, sizeof g.mesh, file, c->basedir, c->opt->package_path, tried,
+    if (khz_resolve_path(g.meshfile, sizeof g.meshfile, file, c->basedir, c->opt->package_path, tried,
                          sizeof tried) != 0)
       return warn(c, s, link, "mesh \"%s\" not found (tried %s); %s geom dropped", file,
                   tried[0] ? tried : "nothing", visual ? "visual" : "collision");

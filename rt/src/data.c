@@ -50,6 +50,8 @@ static void layout_data(const khzModel *m, khzData *d, carver *c) {
   d->S = D(36 * nb);
   d->vJ = D(6 * nb);
 #undef D
+  d->contact = carve(c, (size_t)m->npair_max * sizeof(khzContact));
+  d->cpoint = carve(c, (size_t)m->npair_max * (size_t)m->max_points * sizeof(khzContactPoint));
   d->stack = carve(c, d->stack_size);
 }
 
@@ -86,6 +88,9 @@ void khz_resetData(const khzModel *m, khzData *d) {
 #undef KHZ_X_ZERO
   memcpy(d->q, m->q0, (size_t)m->nq * sizeof(double));
   khz_resetStick(m, d);
+  for (int k = 0; k < m->npair_max; k++) d->pair[k].geom[0] = d->pair[k].geom[1] = -1;
+  d->contact_method = m->contact.method;
+  d->ncontact = d->ncpoint = 0;
   memset(d->warning, 0, sizeof d->warning);
   d->warning_body = -1;
   d->stack_top = 0;

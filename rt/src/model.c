@@ -10,11 +10,21 @@
 #include "khz/khz.h"
 #include "spatial.h"
 
+typedef struct {
+  char name[KHZ_NAME_MAX];
+  double *vert;
+  int *face;
+  int nvert, nface;
+} khzMeshSpec;
+
 struct khzSpec {
   khzBodySpec *body;
   int nbody, cap_body;
   khzGeomSpec *geom;
   int ngeom, cap_geom;
+  khzMeshSpec *mesh;
+  int nmesh, cap_mesh;
+  khzContactOptions contact;
   double gravity[3];
   double timestep;
   khzIntegrator integrator;
@@ -29,9 +39,51 @@ void khz_spec_defaultBody(khzBodySpec *b) {
   b->joint_type = KHZ_JOINT_FIXED;
 }
 
+void khz_spec_defaultContact(khzContactOptions *c) {
+  memset(c, 0, sizeof *c);
+  c->method = KHZ_CONTACT_PENALTY;
+  c->gamma = 0.85;
+  c->mu = 0.8;
+  c->restitution = 0.2;
+  c->impact_velocity = 1e-4;
+}
+
+void khz_spec_setContact(khzSpec *s, const khzContactOptions *c) { s->contact = *c; }
+
+int khz_spec_addMesh(khzSpec *s, const char *name, const double *vert, int nvert, const int *face,
+                     int nface) {
+  if (nvert < 0 || nface < 0) return -1;
+  if (s->nmesh == s->cap_mesh) {
+    int cap = s->cap_mesh ? 2 * s->cap_mesh : 8;
+    khzMeshSpec *nm = realloc(s->mesh, (size_t)cap * sizeof *nm);
+    if (!nm) return -1;
+    s->mesh = nm;
+    s->cap_mesh = cap;
+  }
+  khzMeshSpec *ms = &s->mesh[s->nmesh];
+  memset(ms, 0, sizeof *ms);
+  snprintf(ms->name, sizeof ms->name, "%s", name ? name : "");
+  ms->vert = malloc((size_t)(3 * nvert) * sizeof(double) + 1);
+  ms->face = malloc((size_t)(3 * nface) * sizeof(int) + 1);
+  if (!ms->vert || !ms->face) {
+    free(ms->vert);
+    free(ms->face);
+    return -1;
+  }
+  memcpy(ms->vert, vert, (size_t)(3 * nvert) * sizeof(double));
+  memcpy(ms->face, face, (size_t)(3 * nface) * sizeof(int));
+  ms->nvert = nvert;
+  ms->nface = nface;
+  return s->nmesh++;
+}
+
 void khz_spec_defaultGeom(khzGeomSpec *g) {
   memset(g, 0, sizeof *g);
   g->quat[0] = 1;
+  g->mesh = -1;
+  g->convex = 1;
+  g->contype = 1;
+  g->conaffinity = 1;
   g->rgba[0] = g->rgba[1] = g->rgba[2] = 0.7;
   g->rgba[3] = 1;
 }
@@ -42,6 +94,7 @@ khzSpec *khz_spec_new(void) {
   s->gravity[2] = -9.81;
   s->timestep = 1e-3;
   s->integrator = KHZ_INT_RK4;
+  khz_spec_defaultContact(&s->contact);
   khzBodySpec world;
   khz_spec_defaultBody(&world);
   snprintf(world.name, sizeof world.name, "world");
@@ -55,6 +108,11 @@ khzSpec *khz_spec_new(void) {
 
 void khz_spec_destroy(khzSpec **spec_p) {
   if (!spec_p || !*spec_p) return;
+  for (int i = 0; i < (*spec_p)->nmesh; i++) {
+    free((*spec_p)->mesh[i].vert);
+    free((*spec_p)->mesh[i].face);
+  }
+  free((*spec_p)->mesh);
   free((*spec_p)->body);
   free((*spec_p)->geom);
   free(*spec_p);
@@ -84,6 +142,16 @@ int khz_spec_addGeom(khzSpec *s, const khzGeomSpec *g) {
   s->geom[s->ngeom] = *g;
   return s->ngeom++;
 }
+
+void khz_spec_truncateMeshes(khzSpec *s, int nmesh) {
+  while (s->nmesh > nmesh && s->nmesh > 0) {
+    s->nmesh--;
+    free(s->mesh[s->nmesh].vert);
+    free(s->mesh[s->nmesh].face);
+  }
+}
+
+int khz_spec_nmesh(const khzSpec *s) { return s->nmesh; }
 
 void khz_spec_truncate(khzSpec *s, int nbody, int ngeom) {
   if (nbody >= 1 && nbody < s->nbody) s->nbody = nbody;
@@ -309,6 +377,19 @@ static void layout_model(khzModel *m, carver *c) {
   m->geom_rgba = D(4 * ng);
   m->geom_friction = D(ng);
   m->geom_mesh = carve(c, ng * KHZ_PATH_MAX);
+  m->geom_meshid = I(ng);
+  m->geom_convex = I(ng);
+  m->geom_contype = carve(c, ng * sizeof(unsigned));
+  m->geom_conaffinity = carve(c, ng * sizeof(unsigned));
+  m->geom_gain = D(3 * ng);
+  size_t nm = (size_t)m->nmesh;
+  m->mesh_vertadr = I(nm);
+  m->mesh_vertnum = I(nm);
+  m->mesh_faceadr = I(nm);
+  m->mesh_facenum = I(nm);
+  m->mesh_vert = D(3 * (size_t)m->nmeshvert);
+  m->mesh_face = I(3 * (size_t)m->nmeshface);
+  m->mesh_name = carve(c, nm * KHZ_NAME_MAX);
   m->body_name = carve(c, nb * KHZ_NAME_MAX);
   m->jnt_name = carve(c, nb * KHZ_NAME_MAX);
 #undef D
@@ -384,6 +465,8 @@ khzModel *khz_compile(const khzSpec *s, char *err, size_t errsz) {
   khzModel tmp = {0};
   tmp.nbody = s->nbody;
   tmp.ngeom = s->ngeom;
+  tmp.nmesh = s->nmesh;
+  for (int i = 0; i < s->nmesh; i++) tmp.nmeshvert += s->mesh[i].nvert, tmp.nmeshface += s->mesh[i].nface;
   for (int i = 1; i < s->nbody; i++) {
     int nq, nv;
     joint_dims(s->body[i].joint_type, &nq, &nv);
@@ -483,6 +566,23 @@ khzModel *khz_compile(const khzSpec *s, char *err, size_t errsz) {
     dofadr += nv;
   }
 
+  /* meshes */
+  int vadr = 0, fadr = 0;
+  for (int i = 0; i < s->nmesh; i++) {
+    const khzMeshSpec *ms = &s->mesh[i];
+    m->mesh_vertadr[i] = vadr, m->mesh_vertnum[i] = ms->nvert;
+    m->mesh_faceadr[i] = fadr, m->mesh_facenum[i] = ms->nface;
+    memcpy(m->mesh_vert + 3 * vadr, ms->vert, (size_t)(3 * ms->nvert) * sizeof(double));
+    memcpy(m->mesh_face + 3 * fadr, ms->face, (size_t)(3 * ms->nface) * sizeof(int));
+    snprintf(m->mesh_name[i], KHZ_NAME_MAX, "%s", ms->name);
+    vadr += ms->nvert, fadr += ms->nface;
+  }
+
+  /* contact settings and capacities */
+  m->contact = s->contact;
+  m->max_points = s->contact.max_points > 0 ? s->contact.max_points : 64;
+  m->npair_max = s->contact.max_pairs > 0 ? s->contact.max_pairs : 4 * s->ngeom + 16;
+
   /* geoms */
   for (int i = 0; i < s->ngeom; i++) {
     const khzGeomSpec *g = &s->geom[i];
@@ -496,7 +596,12 @@ khzModel *khz_compile(const khzSpec *s, char *err, size_t errsz) {
     m->geom_visual[i] = g->visual;
     memcpy(m->geom_rgba + 4 * i, g->rgba, 4 * sizeof(double));
     m->geom_friction[i] = g->friction;
-    snprintf(m->geom_mesh[i], KHZ_PATH_MAX, "%s", g->mesh);
+    snprintf(m->geom_mesh[i], KHZ_PATH_MAX, "%s", g->meshfile);
+    m->geom_meshid[i] = g->type == KHZ_GEOM_MESH ? g->mesh : -1;
+    m->geom_convex[i] = g->convex;
+    m->geom_contype[i] = g->contype;
+    m->geom_conaffinity[i] = g->conaffinity;
+    m->geom_gain[3 * i] = g->kp, m->geom_gain[3 * i + 1] = g->kv, m->geom_gain[3 * i + 2] = g->ki;
   }
 
   if (compute_meff(m, err, errsz) < 0) {

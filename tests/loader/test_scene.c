@@ -249,7 +249,7 @@ static void test_fixture(void) {
   if (rock > 0) {
     khzGeomSpec *g = spec_geom(spec, rock);
     ENSURE(g && g->type == KHZ_GEOM_MESH && g->size[0] == 2);
-    if (g) ENSURE(strstr(g->mesh, "scene_mesh.obj") != NULL);
+    if (g) ENSURE(strstr(g->meshfile, "scene_mesh.obj") != NULL);
     ENSURE(khz_spec_body(spec, rock)->inertia[0] == 0.1);
   }
   int plate = spec_body(spec, "plate");

@@ -406,16 +406,16 @@ static void test_meshes(void) {
     ENSURE(khz_spec_ngeom(s) == 3);
     khzGeomSpec *g = khz_spec_geom(s, 0);
     ENSURE(g->type == KHZ_GEOM_MESH && g->visual == 1);
-    ENSURE(strstr(g->mesh, "khz_test_pkg/meshes/part.stl") != NULL);
+    ENSURE(strstr(g->meshfile, "khz_test_pkg/meshes/part.stl") != NULL);
     ENSURE_NEAR(g->size[0], 1, 0);
     ENSURE_NEAR(g->rgba[2], 1, 0); /* top-level material "blue" */
     ENSURE_NEAR(g->rgba[0], 0, 0);
     g = khz_spec_geom(s, 1);
     ENSURE(g->type == KHZ_GEOM_MESH && g->visual == 0);
-    ENSURE(strstr(g->mesh, "khz_test_pkg/meshes/part.stl") != NULL);
+    ENSURE(strstr(g->meshfile, "khz_test_pkg/meshes/part.stl") != NULL);
     ENSURE_NEAR(g->size[0], 0.001, 0);
     ENSURE_NEAR(g->size[2], 0.003, 0);
-    FILE *f = fopen(g->mesh, "rb");
+    FILE *f = fopen(g->meshfile, "rb");
     ENSURE(f != NULL);
     if (f) fclose(f);
     g = khz_spec_geom(s, 2);

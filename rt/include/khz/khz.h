@@ -59,12 +59,28 @@ typedef enum khzGeomType {
 
 typedef enum khzIntegrator { KHZ_INT_RK4 = 0, KHZ_INT_EULER = 1 } khzIntegrator;
 
+/* Contact methods; chosen per scene, switchable between ticks (d->contact_method). */
+typedef enum khzContactMethod {
+  KHZ_CONTACT_NONE = 0, /* bodies pass through each other */
+  KHZ_CONTACT_PENALTY,  /* Drumwright's multi-point penalty method with impacts (SPEC §3) */
+  KHZ_CONTACT_DEEPEST,  /* one penalty spring at the deepest point (the paper's baseline) */
+  KHZ_CONTACT_NMETHODS
+} khzContactMethod;
+
+/* Contact-pair phase (the state machine of Drumwright's Fig. 2). */
+typedef enum khzContactPhase {
+  KHZ_PHASE_NONE = 0, /* slot free / not in contact */
+  KHZ_PHASE_RESTING,  /* handled by the penalty method */
+  KHZ_PHASE_IMPACT    /* handled by impulses this tick */
+} khzContactPhase;
+
 /* Counted warnings (simulation conditions, never fatal). */
 typedef enum khzWarning {
   KHZ_WARN_STACK = 0,  /* scratch stack exhausted: the step was skipped */
   KHZ_WARN_BADSTATE,   /* NaN/inf after a step: state rolled back */
   KHZ_WARN_EFFORT,     /* a commanded torque exceeded the effort limit and was clamped */
   KHZ_WARN_BADCTRL,    /* a commanded torque was NaN/inf and was replaced by zero */
+  KHZ_WARN_CONTACTFULL,/* a contact buffer was full: fewer pairs or points were kept */
   KHZ_NWARNING
 } khzWarning;
 
@@ -99,11 +115,28 @@ typedef struct khzGeomSpec {
   double size[3];           /* see khzGeomType; mesh: scale */
   double pos[3];            /* pose in the body frame */
   double quat[4];
-  char mesh[KHZ_PATH_MAX];  /* resolved mesh file (KHZ_GEOM_MESH) */
+  char meshfile[KHZ_PATH_MAX]; /* resolved mesh file (KHZ_GEOM_MESH), informative */
   int visual;               /* 1 = visual only, 0 = collision */
   double rgba[4];
   double friction;          /* Coulomb coefficient, 0 = scene default */
+  int mesh;                 /* KHZ_GEOM_MESH: index returned by khz_spec_addMesh, else -1 */
+  int convex;               /* KHZ_GEOM_MESH: 1 = treat as convex, 0 = general triangle mesh */
+  unsigned contype;         /* collision filter: geoms g1, g2 may collide when */
+  unsigned conaffinity;     /* (g1.contype & g2.conaffinity) || (g2.contype & g1.conaffinity) */
+  double kp, kv, ki;        /* per-geom penalty gain overrides; 0 = scene default */
 } khzGeomSpec;
+
+/* Contact settings of a model (khz_spec_setContact). */
+typedef struct khzContactOptions {
+  khzContactMethod method;
+  double kp, kv, ki;        /* 0 = per pair from the masses: 100, 50, 2 times (m1 + m2) */
+  double gamma;             /* forgetting factor of the integral term, in [0, 1) */
+  double mu;                /* default Coulomb friction coefficient */
+  double restitution;       /* coefficient of restitution of impacts, [0, 1] */
+  double impact_velocity;   /* eps of Fig. 2: approach faster than this (m/s) is an impact */
+  int max_pairs;            /* capacity of simultaneous contact pairs; 0 = automatic */
+  int max_points;           /* capacity of contact points per pair; 0 = 64 */
+} khzContactOptions;
 
 typedef struct khzSpec khzSpec;
 
@@ -131,6 +164,10 @@ int khz_spec_addGeom(khzSpec *spec, const khzGeomSpec *g);
  * undo a partial load). */
 void khz_spec_truncate(khzSpec *spec, int nbody, int ngeom);
 
+/* Drops meshes from index nmesh on; khz_spec_nmesh counts them. */
+void khz_spec_truncateMeshes(khzSpec *spec, int nmesh);
+int khz_spec_nmesh(const khzSpec *spec);
+
 /* Number of bodies including the world, and access for loaders. */
 int khz_spec_nbody(const khzSpec *spec);
 khzBodySpec *khz_spec_body(khzSpec *spec, int i);
@@ -142,6 +179,18 @@ void khz_spec_setGravity(khzSpec *spec, const double g[3]);
 void khz_spec_setTimestep(khzSpec *spec, double h);
 void khz_spec_setIntegrator(khzSpec *spec, khzIntegrator integrator);
 
+/* Contact settings; khz_spec_defaultContact fills the defaults (penalty method,
+ * derived gains, gamma 0.85, mu 0.8, restitution 0.2, eps 1e-4 m/s). */
+void khz_spec_defaultContact(khzContactOptions *c);
+void khz_spec_setContact(khzSpec *spec, const khzContactOptions *c);
+
+/* Adds a triangle mesh (vertices in the mesh frame, counter-clockwise faces seen
+ * from outside); the data are copied. Returns the mesh index or -1 (out of
+ * memory). Validation (degenerate triangles, open meshes) happens in
+ * khz_compile(). */
+int khz_spec_addMesh(khzSpec *spec, const char *name, const double *vert, int nvert,
+                     const int *face, int nface);
+
 /* ----------------------------------------------------------------- model -- */
 
 typedef struct khzModel {
@@ -149,9 +198,17 @@ typedef struct khzModel {
   int nq;    /* generalised positions */
   int nv;    /* generalised velocities (degrees of freedom) */
   int ngeom;
+  int nmesh;
+  int nmeshvert;  /* vertices of all meshes */
+  int nmeshface;  /* triangles of all meshes */
 
   double gravity[3];
   double timestep;
+
+  /* contact */
+  khzContactOptions contact; /* scene defaults (method, gains, gamma, mu, ...) */
+  int npair_max;             /* capacity of simultaneous contact pairs */
+  int max_points;            /* capacity of points per pair */
   khzIntegrator integrator;
   double limit_hz;   /* natural frequency of the joint-limit spring (capped by 0.3 / h) */
   double limit_zeta; /* its damping ratio */
@@ -198,7 +255,21 @@ typedef struct khzModel {
   int *geom_visual;
   double *geom_rgba;        /* 4 per geom */
   double *geom_friction;
-  char (*geom_mesh)[KHZ_PATH_MAX];
+  char (*geom_mesh)[KHZ_PATH_MAX]; /* the file the mesh came from (informative) */
+  int *geom_meshid;         /* index of the mesh (KHZ_GEOM_MESH), else -1 */
+  int *geom_convex;
+  unsigned *geom_contype;
+  unsigned *geom_conaffinity;
+  double *geom_gain;        /* 3 per geom: kp kv ki overrides, 0 = default */
+
+  /* meshes: vertices (3 doubles) and triangles (3 ints) of all meshes, concatenated */
+  int *mesh_vertadr;
+  int *mesh_vertnum;
+  int *mesh_faceadr;
+  int *mesh_facenum;
+  double *mesh_vert;
+  int *mesh_face;           /* vertex indices local to the mesh */
+  char (*mesh_name)[KHZ_NAME_MAX];
 
   /* names */
   char (*body_name)[KHZ_NAME_MAX];
@@ -232,7 +303,41 @@ const char *khz_jointTypeName(khzJointType t);
   X(double, qd, m->nv)            \
   X(double, tau, m->nv)           \
   X(double, xfrc, 6 * m->nbody)   \
-  X(double, stick, m->nv)
+  X(double, stick, m->nv)         \
+  X(khzPairState, pair, m->npair_max)
+
+/* Per-pair contact state that persists from tick to tick (part of the state:
+ * the integral term, the Fig. 2 phase and the friction anchors). A slot is
+ * free when geom[0] < 0. */
+#define KHZ_PAIR_ANCHORS 16
+typedef struct khzPairState {
+  int geom[2];                      /* geom[0] < geom[1]; -1 = free slot */
+  int phase;                        /* khzContactPhase */
+  int nanchor;
+  double integral;                  /* I(t) = sum gamma^(t-i-1) max_y d(y, i) */
+  int anchor_feature[KHZ_PAIR_ANCHORS];  /* feature id of a sticking point */
+  double anchor[KHZ_PAIR_ANCHORS][3];    /* where it began sticking, in body[1]'s frame */
+} khzPairState;
+
+/* One contact point of a pair (outputs of the collision pass). */
+typedef struct khzContactPoint {
+  double pos[3];        /* world position at detection */
+  double depth;         /* penetration depth along the pair normal, > 0 inside */
+  double local[2][3];   /* the point in the frames of body[0] and body[1] */
+  int feature;          /* stable id of the generating feature (for friction anchors) */
+  int bottom;           /* 1 when on the bottom of the intersection volume */
+  double force[3];      /* world force on body[0] at the last evaluation (body[1]: minus) */
+} khzContactPoint;
+
+/* One pair of geoms in contact this tick. */
+typedef struct khzContact {
+  int geom[2], body[2];
+  double normal[3];     /* unit, world; points toward body[0] (away from body[1]) */
+  int point_adr;        /* first point in d->cpoint */
+  int npoint;
+  int deepest;          /* index into d->cpoint */
+  int slot;             /* index into d->pair (the persistent state) */
+} khzContact;
 
 typedef struct khzData {
   /* state: what a snapshot holds (plus time); `stick` holds the friction anchors */
@@ -250,6 +355,13 @@ typedef struct khzData {
   double *xcom;           /* 3 per body: world position of the com */
   double *cvel;           /* 6 per body: [angular velocity; velocity of the body origin],
                              world axes */
+
+  /* contact (outputs of the collision pass, valid until the next step) */
+  int contact_method;     /* khzContactMethod in use; switchable between ticks */
+  int ncontact;
+  khzContact *contact;    /* m->npair_max */
+  int ncpoint;
+  khzContactPoint *cpoint;/* m->npair_max * m->max_points */
 
   /* warnings */
   int warning[KHZ_NWARNING];
@@ -353,6 +465,22 @@ void khz_step(const khzModel *m, khzData *d);
  * by the exponential map, renormalised). */
 void khz_integratePos(const khzModel *m, double *qout, const double *q, const double *v,
                       double h);
+
+/* ------------------------------------------------------------- contact -- */
+
+/* Collision detection at the current kinematics (call khz_kinematics first):
+ * broad phase, narrow phase and the persistent pair slots. Fills d->contact /
+ * d->cpoint with every pair of geoms in contact, their points of the
+ * intersection volume with depths, the deepest point and the contact normal
+ * (Drumwright eq. 4), and assigns each pair its slot in d->pair (new pairs get
+ * a free slot with phase KHZ_PHASE_NONE; slots of pairs no longer in contact are
+ * freed and reset). Never allocates; when a buffer is full it keeps what fits
+ * and counts KHZ_WARN_CONTACTFULL. Returns the number of pairs. */
+int khz_collide(const khzModel *m, khzData *d);
+
+/* Human-readable contact method name, and its inverse (-1 when unknown). */
+const char *khz_contactMethodName(khzContactMethod method);
+int khz_contactMethodFromName(const char *name);
 
 /* Kinetic and potential (gravity) energy at the current kinematics. */
 void khz_energy(const khzModel *m, khzData *d, double *kinetic, double *potential);
