@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "khz/khz.h"
+#include "dynamics.h"
 #include "spatial.h"
 
 /* ----------------------------------------------------- joint kinematics -- */
@@ -66,7 +67,7 @@ static inline void twist_revolute(double col[6], const double a[3], const double
  * poses, subspaces S, velocities v, bias accelerations c = v x vJ (the
  * floating joint's world-fixed translation columns add nothing) and the body
  * spatial inertias. qd may be NULL (positions only). */
-static void forward_pass(const khzModel *m, khzData *d, const double *q, const double *qd) {
+void khz_forwardPass(const khzModel *m, khzData *d, const double *q, const double *qd) {
   static const double I3[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
   memset(d->xpos, 0, 3 * sizeof(double));
   memcpy(d->xrot, I3, sizeof I3);
@@ -150,7 +151,7 @@ static void forward_pass(const khzModel *m, khzData *d, const double *q, const d
 }
 
 void khz_kinematics(const khzModel *m, khzData *d) {
-  forward_pass(m, d, d->q, d->qd);
+  khz_forwardPass(m, d, d->q, d->qd);
   /* public velocities: [w; velocity of the body origin], world axes */
   memset(d->cvel, 0, 6 * sizeof(double));
   for (int i = 1; i < m->nbody; i++) {
@@ -164,7 +165,7 @@ void khz_kinematics(const khzModel *m, khzData *d) {
 }
 
 /* external wrenches: world force F, torque T at the com -> spatial force at o */
-static void external_forces(const khzModel *m, khzData *d) {
+void khz_externalForces(const khzModel *m, khzData *d) {
   for (int i = 1; i < m->nbody; i++) {
     const double *w = d->xfrc + 6 * i;
     double *f = d->fext + 6 * i;
@@ -180,9 +181,12 @@ static void external_forces(const khzModel *m, khzData *d) {
 
 void khz_aba(const khzModel *m, khzData *d, const double *q, const double *qd,
              const double *tau, double *qdd) {
-  forward_pass(m, d, q, qd);
-  external_forces(m, d);
+  khz_forwardPass(m, d, q, qd);
+  khz_externalForces(m, d);
+  khz_abaCore(m, d, tau, qdd);
+}
 
+void khz_abaCore(const khzModel *m, khzData *d, const double *tau, double *qdd) {
   /* articulated inertias and bias forces start as the rigid ones:
    * IA = I, pA = v x* I v - f_ext */
   for (int i = 1; i < m->nbody; i++) {
@@ -290,8 +294,8 @@ void khz_aba(const khzModel *m, khzData *d, const double *q, const double *qd,
 
 void khz_rnea(const khzModel *m, khzData *d, const double *q, const double *qd,
               const double *qdd, double *tau) {
-  forward_pass(m, d, q, qd);
-  external_forces(m, d);
+  khz_forwardPass(m, d, q, qd);
+  khz_externalForces(m, d);
   double a0[6] = {0, 0, 0, -m->gravity[0], -m->gravity[1], -m->gravity[2]};
 
   /* forward: a = a_parent + S qdd + c;  f = I a + v x* I v - f_ext (pA holds f) */
@@ -323,7 +327,7 @@ void khz_rnea(const khzModel *m, khzData *d, const double *q, const double *qd,
 /* ----------------------------------------------------------------- CRBA -- */
 
 void khz_crba(const khzModel *m, khzData *d, const double *q, double *M) {
-  forward_pass(m, d, q, NULL);
+  khz_forwardPass(m, d, q, NULL);
   int nv = m->nv;
   memset(M, 0, (size_t)nv * (size_t)nv * sizeof(double));
 

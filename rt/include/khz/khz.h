@@ -337,6 +337,10 @@ typedef struct khzContact {
   int npoint;
   int deepest;          /* index into d->cpoint */
   int slot;             /* index into d->pair (the persistent state) */
+  /* filled by the contact method */
+  int nbottom;          /* points on the bottom of the intersection volume */
+  double kp, kv, ki;    /* the gains used for this pair */
+  double mu;            /* Coulomb coefficient used for this pair */
 } khzContact;
 
 typedef struct khzData {

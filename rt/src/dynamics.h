@@ -1,0 +1,20 @@
+/* dynamics.h — the pieces of the dynamics algorithms that the step and the
+ * contact methods call separately (rt-private). */
+#ifndef KHZ_DYNAMICS_H
+#define KHZ_DYNAMICS_H
+
+#include "khz/khz.h"
+
+/* Kinematics at (q, qd) in each tree's world-aligned frame at its root:
+ * xpos, xrot, xcom, S, vtree, cbias, cinert (qd may be NULL). */
+void khz_forwardPass(const khzModel *m, khzData *d, const double *q, const double *qd);
+
+/* d->fext from d->xfrc at the current forward pass (overwrites fext). */
+void khz_externalForces(const khzModel *m, khzData *d);
+
+/* ABA's backward and forward passes after khz_forwardPass and with d->fext
+ * set: writes qdd, leaves the articulated inertias IA, U, Dinv valid for the
+ * impulse response (khz_impulseResponse in contact.c). */
+void khz_abaCore(const khzModel *m, khzData *d, const double *tau, double *qdd);
+
+#endif
