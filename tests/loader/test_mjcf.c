@@ -1,0 +1,580 @@
+/* test_mjcf.c — tests of the MJCF loader (loader/src/mjcf.c): MuJoCo's sample
+ * humanoid (the bodies, the chains of multi-joint bodies, the motors, the
+ * warnings), the fixtures tests/loader/data/mjcf_*.xml (exact values from the
+ * files: inertias, ref, fromto, defaults, names), the load options, .xml in
+ * khz_load_model, and bad input: every error names FILE:LINE and the element,
+ * and leaves the spec as it was. Agreement with MuJoCo itself is
+ * tests/oracle/test_mjcf_oracle.c's job. Run from the source root. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ensure.h"
+#include "khz/khz.h"
+#include "khz/load.h"
+
+#define DATA "tests/loader/data/"
+#define HUMANOID "/usr/share/mujoco/model/humanoid/humanoid.xml"
+#define PI 3.14159265358979323846
+
+/* warnings collected through the callback */
+typedef struct warnings {
+  int count;
+  char msg[32][512];
+} warnings;
+
+static void collect(void *user, const char *message) {
+  warnings *w = user;
+  if (w->count < 32) snprintf(w->msg[w->count], sizeof w->msg[0], "%s", message);
+  w->count++;
+}
+
+static void options(khzMjcfOptions *opt, warnings *w) {
+  khz_mjcf_defaultOptions(opt);
+  opt->warn = collect;
+  opt->warn_user = w;
+}
+
+/* whether some warning contains all of the given fragments */
+static int has_warning(const warnings *w, const char *a, const char *b) {
+  for (int i = 0; i < w->count && i < 32; i++)
+    if (strstr(w->msg[i], a) && (!b || strstr(w->msg[i], b))) return 1;
+  return 0;
+}
+
+static int find_body(khzSpec *s, const char *name) {
+  for (int i = 0; i < khz_spec_nbody(s); i++)
+    if (strcmp(khz_spec_body(s, i)->name, name) == 0) return i;
+  return -1;
+}
+
+static int find_joint(khzSpec *s, const char *name) {
+  for (int i = 1; i < khz_spec_nbody(s); i++)
+    if (strcmp(khz_spec_body(s, i)->joint_name, name) == 0) return i;
+  return -1;
+}
+
+static khzModel *compile(khzSpec *s) {
+  char err[512] = "";
+  khzModel *m = khz_compile(s, err, sizeof err);
+  ENSURE_MSG(m != NULL, "khz_compile: %s", err);
+  return m;
+}
+
+/* ------------------------------------------------------------ humanoid -- */
+
+static void test_humanoid(void) {
+  if (access(HUMANOID, R_OK) != 0) {
+    printf("SKIP humanoid: %s missing (Debian's libmujoco-samples)\n", HUMANOID);
+    return;
+  }
+  khzSpec *s = khz_spec_new();
+  warnings w = {0};
+  khzMjcfOptions opt;
+  khzMjcfInfo info;
+  options(&opt, &w);
+  opt.info = &info;
+  char err[1024] = "";
+  int rc = khz_load_mjcf(s, HUMANOID, &opt, err, sizeof err);
+  ENSURE_MSG(rc == 1, "%s", err);
+  if (rc != 1) {
+    khz_spec_destroy(&s);
+    return;
+  }
+
+  /* 16 MJCF bodies, 9 of them with extra hinges: 25 khz bodies, 27 dofs */
+  ENSURE(khz_spec_nbody(s) == 26);
+  ENSURE(khz_spec_ngeom(s) == 20);
+  khzBodySpec *torso = khz_spec_body(s, find_body(s, "torso"));
+  ENSURE(torso->joint_type == KHZ_JOINT_FLOATING && strcmp(torso->joint_name, "root") == 0);
+  ENSURE(torso->parent == 0 && torso->q0[2] == 1.5 && torso->q0[3] == 1);
+  ENSURE(torso->damping == 0 && torso->armature == 0); /* <freejoint> takes no defaults */
+  ENSURE_NEAR(torso->mass, 5.853834311188983, 1e-12);
+
+  /* lower_waist has abdomen_z then abdomen_y, both at (0 0 .065) */
+  int inter = find_body(s, "lower_waist:abdomen_z"), lw = find_body(s, "lower_waist");
+  ENSURE(inter > 0 && lw == inter + 1);
+  if (inter > 0 && lw > 0) {
+    khzBodySpec *a = khz_spec_body(s, inter), *b = khz_spec_body(s, lw);
+    ENSURE(a->mass == 0 && a->parent == find_body(s, "torso"));
+    ENSURE(strcmp(a->joint_name, "abdomen_z") == 0 && strcmp(b->joint_name, "abdomen_y") == 0);
+    ENSURE_NEAR(a->pos[0], -0.01, 1e-15);
+    ENSURE_NEAR(a->pos[2], -0.26 + 0.065, 1e-15);
+    ENSURE(b->pos[0] == 0 && b->pos[1] == 0 && b->pos[2] == 0 && b->parent == inter);
+    ENSURE_NEAR(b->com[2], -0.065, 1e-15); /* the MJCF body origin seen from the anchor */
+    ENSURE(a->joint_type == KHZ_JOINT_REVOLUTE && a->limited);
+    ENSURE_NEAR(a->lower, -45 * PI / 180, 1e-15);
+    ENSURE_NEAR(b->upper, 30 * PI / 180, 1e-15);
+    ENSURE(a->damping == 5 && b->damping == 5 && a->armature == 0.01); /* big_(stiff_)joint */
+    ENSURE(a->effort_limit == 40 && b->effort_limit == 40);            /* gear 40, ctrl +-1 */
+  }
+
+  /* three hips on the thigh, the knee's anchor above the shin's origin */
+  ENSURE(find_body(s, "right_thigh:right_hip_x") > 0 &&
+         find_body(s, "right_thigh:right_hip_z") > 0);
+  khzBodySpec *thigh = khz_spec_body(s, find_body(s, "right_thigh"));
+  ENSURE(strcmp(thigh->joint_name, "right_hip_y") == 0 && thigh->effort_limit == 120);
+  khzBodySpec *shin = khz_spec_body(s, find_body(s, "right_shin"));
+  ENSURE_NEAR(shin->pos[2], -0.403 + 0.02, 1e-15);
+  ENSURE(shin->damping == 0.2 && shin->effort_limit == 80);
+  khzBodySpec *head = khz_spec_body(s, find_body(s, "head"));
+  ENSURE(head->joint_type == KHZ_JOINT_FIXED && head->effort_limit == 0);
+
+  /* the foot's capsules come from fromto, shifted to the ankle_x anchor (0 0 .04) */
+  int foot = find_body(s, "right_foot"), nfoot = 0;
+  for (int g = 0; g < khz_spec_ngeom(s); g++) {
+    khzGeomSpec *gs = khz_spec_geom(s, g);
+    if (gs->body != foot) continue;
+    nfoot++;
+    ENSURE(gs->type == KHZ_GEOM_CAPSULE && gs->size[0] == 0.027);
+    ENSURE_NEAR(gs->pos[2], -0.04, 1e-15);
+    ENSURE_NEAR(gs->friction, 0.7, 0);
+  }
+  ENSURE(nfoot == 2);
+  khzGeomSpec *floor = khz_spec_geom(s, 0);
+  ENSURE(floor->body == 0 && floor->type == KHZ_GEOM_PLANE && floor->friction == 1);
+
+  /* the motors, for ctrl -> torque */
+  ENSURE(info.nactuator == 21 && info.timestep == 0.005 && info.integrator == KHZ_INT_EULER);
+  ENSURE(strcmp(info.model, "Humanoid") == 0);
+  if (info.nactuator == 21) {
+    ENSURE(strcmp(info.actuator[0].name, "abdomen_y") == 0);
+    ENSURE(strcmp(info.actuator[5].joint, "right_hip_y") == 0 && info.actuator[5].gear == 120);
+    ENSURE(info.actuator[5].ctrllimited && info.actuator[5].ctrlrange[0] == -1);
+  }
+  khz_mjcf_freeInfo(&info);
+  ENSURE(info.actuator == NULL && info.nactuator == 0);
+
+  /* one warning per unsupported kind, in file order, with counts */
+  ENSURE_MSG(w.count == 10, "%d warnings", w.count);
+  ENSURE(has_warning(&w, "humanoid.xml:29: <asset>: element not supported", NULL));
+  ENSURE(has_warning(&w, ":42: <joint> in <default class=\"body\">: attribute stiffness",
+                     "(9 occurrences)"));
+  ENSURE(has_warning(&w, ":41: <geom> in <default class=\"body\">: attribute condim",
+                     "(2 occurrences)"));
+  ENSURE(has_warning(&w, ":65: <camera name=\"back\">", "(3 occurrences)"));
+  ENSURE(strstr(w.msg[0], ":29:") != NULL && strstr(w.msg[9], ":65:") != NULL);
+
+  /* it compiles, and the option block reached the spec */
+  khzModel *m = compile(s);
+  if (m) {
+    ENSURE(m->nq == 28 && m->nv == 27 && m->timestep == 0.005 && m->integrator == KHZ_INT_EULER);
+    double total = 0;
+    for (int i = 0; i < m->nbody; i++) total += m->body_mass[i];
+    ENSURE_NEAR(total, 40.84402122162134, 1e-12);
+  }
+  khz_model_destroy(&m);
+  khz_spec_destroy(&s);
+
+  /* khz_load_model takes .xml as MJCF */
+  khzScene scene;
+  m = khz_load_model(HUMANOID, &scene, err, sizeof err);
+  ENSURE_MSG(m != NULL, "%s", err);
+  if (m) {
+    ENSURE(m->nv == 27 && scene.rate_hz == 200 && scene.integrator == KHZ_INT_EULER);
+    ENSURE(strcmp(scene.name, "humanoid") == 0);
+    khz_scene_free(&scene);
+  }
+  khz_model_destroy(&m);
+}
+
+/* ------------------------------------------------------------ fixtures -- */
+
+static void test_features(void) {
+  khzSpec *s = khz_spec_new();
+  warnings w = {0};
+  khzMjcfOptions opt;
+  khzMjcfInfo info;
+  options(&opt, &w);
+  opt.info = &info;
+  char err[1024] = "";
+  int rc = khz_load_mjcf(s, DATA "mjcf_features.xml", &opt, err, sizeof err);
+  ENSURE_MSG(rc == 1, "%s", err);
+  if (rc != 1) {
+    khz_spec_destroy(&s);
+    return;
+  }
+
+  /* the ellipsoid is the only warning: its mass counts, its shape is left out */
+  ENSURE_MSG(w.count == 1 && has_warning(&w, ":37: <geom name=\"base_ell\">: ellipsoid", NULL),
+             "%d warnings: %s", w.count, w.msg[0]);
+  ENSURE(khz_spec_ngeom(s) == 17);
+
+  /* fullinertia is kept exactly; the body frame sits at rail_y's anchor (.1 0 0) */
+  khzBodySpec *rail = khz_spec_body(s, find_body(s, "rail"));
+  const double full[6] = {.02, .03, .025, .001, -.002, .0015};
+  for (int k = 0; k < 6; k++) ENSURE(rail->inertia[k] == full[k]);
+  ENSURE(rail->mass == 1.5 && rail->com[0] == -0.1 && rail->com[2] == 0.1);
+  ENSURE(rail->joint_type == KHZ_JOINT_PRISMATIC && rail->armature == 0.5 && rail->damping == 1);
+  ENSURE(strcmp(khz_spec_body(s, rail->parent)->name, "rail:rail_x") == 0);
+
+  /* hinge ref turns the origin, q0 = ref (MuJoCo's qpos0) */
+  khzBodySpec *shy = khz_spec_body(s, find_joint(s, "sh_y"));
+  ENSURE_NEAR(shy->q0[0], 10 * PI / 180, 1e-15);
+  ENSURE(shy->joint_type == KHZ_JOINT_REVOLUTE && shy->limited);
+  khzBodySpec *shz = khz_spec_body(s, find_joint(s, "sh_z"));
+  ENSURE(shz->damping == 2 && shz->friction == 0.1 && shz->armature == 0.02); /* class heavy */
+  ENSURE_NEAR(shz->upper, PI / 4, 1e-15);
+  ENSURE(shz->effort_limit == 0);
+  ENSURE(khz_spec_body(s, find_joint(s, "sh_x"))->effort_limit == 90); /* 30*2 + 10*3 */
+  khzBodySpec *el = khz_spec_body(s, find_joint(s, "el"));
+  ENSURE(el->joint_type == KHZ_JOINT_CONTINUOUS && !el->limited && el->effort_limit == 10);
+  ENSURE(khz_spec_body(s, find_joint(s, "j1"))->effort_limit == 0); /* ctrllimited="false" */
+  khzBodySpec *slide = khz_spec_body(s, find_joint(s, "wr_slide"));
+  ENSURE(slide->q0[0] == 0.05 && slide->limited && slide->lower == -0.1);
+  ENSURE(khz_spec_body(s, find_joint(s, "wr"))->joint_type == KHZ_JOINT_SPHERICAL);
+
+  /* an unnamed body and joint get MuJoCo's ids */
+  int b6 = find_body(s, "body6");
+  ENSURE(b6 > 0 && strcmp(khz_spec_body(s, b6)->joint_name, "joint7") == 0);
+  if (b6 > 0) ENSURE(khz_spec_body(s, b6)->mass == 0.4);
+
+  /* partial size over the class's, geom mass, group outside the inertia range, colours */
+  int base = find_body(s, "base"), nbase = 0;
+  for (int g = 0; g < khz_spec_ngeom(s); g++) {
+    khzGeomSpec *gs = khz_spec_geom(s, g);
+    if (gs->body != base) continue;
+    nbase++;
+    ENSURE(gs->rgba[0] == 0.2 && gs->rgba[2] == 0.6);
+    if (gs->type == KHZ_GEOM_CYLINDER) ENSURE(gs->size[0] == 0.05 && gs->size[2] == 0.3);
+  }
+  ENSURE(nbase == 4); /* box, cylinder, light sphere, ghost sphere */
+
+  /* a plane on a welded body */
+  int ped = find_body(s, "pedestal"), nplane = 0;
+  for (int g = 0; g < khz_spec_ngeom(s); g++)
+    nplane += khz_spec_geom(s, g)->type == KHZ_GEOM_PLANE && khz_spec_geom(s, g)->body == ped;
+  ENSURE(nplane == 1);
+
+  /* motors and options */
+  ENSURE(info.nactuator == 5 && info.timestep == 0.001 && info.integrator == KHZ_INT_RK4);
+  ENSURE(info.gravity[0] == 0.5 && info.gravity[2] == -9.7);
+  if (info.nactuator == 5) ENSURE(info.actuator[1].gear == -10 && info.actuator[2].forcelimited);
+  khz_mjcf_freeInfo(&info);
+  khzModel *m = compile(s);
+  if (m) ENSURE(m->nv == 19 && m->timestep == 0.001 && m->integrator == KHZ_INT_RK4);
+  khz_model_destroy(&m);
+  khz_spec_destroy(&s);
+
+  /* radians, fixed-axis euler, autolimits, settotalmass */
+  s = khz_spec_new();
+  w.count = 0;
+  options(&opt, &w);
+  rc = khz_load_mjcf(s, DATA "mjcf_radian.xml", &opt, err, sizeof err);
+  ENSURE_MSG(rc == 1, "%s", err);
+  ENSURE(w.count == 1 && has_warning(&w, "<joint name=\"hip\">: the cone limit", NULL));
+  double total = 0;
+  for (int i = 1; i < khz_spec_nbody(s); i++) total += khz_spec_body(s, i)->mass;
+  ENSURE_NEAR(total, 12, 1e-12);
+  khzBodySpec *knee = khz_spec_body(s, find_joint(s, "knee"));
+  ENSURE(knee->limited && knee->lower == -2 && knee->q0[0] == -0.3 && knee->effort_limit == 100);
+  ENSURE(khz_spec_body(s, find_joint(s, "hip_slide"))->effort_limit == 20); /* min(10*2, 10*5) */
+  ENSURE(khz_spec_body(s, find_joint(s, "knee_twist"))->joint_type == KHZ_JOINT_CONTINUOUS);
+  khz_spec_destroy(&s);
+}
+
+/* ------------------------------------------------------------- options -- */
+
+static const char *two_arms =
+    "<mujoco>\n"
+    "  <worldbody>\n"
+    "    <geom type='plane' size='1 1 1'/>\n"
+    "    <body name='b' pos='1 0 0'>\n"
+    "      <freejoint name='f'/>\n"
+    "      <geom type='sphere' size='.1'/>\n"
+    "    </body>\n"
+    "    <body name='c' pos='0 1 0' euler='0 0 90'>\n"
+    "      <joint name='h' axis='0 1 0'/>\n"
+    "      <geom type='box' size='.1 .2 .3'/>\n"
+    "    </body>\n"
+    "  </worldbody>\n"
+    "</mujoco>\n";
+
+static void test_options(void) {
+  khzSpec *s = khz_spec_new();
+  warnings w = {0};
+  khzMjcfOptions opt;
+  options(&opt, &w);
+  char err[1024] = "";
+
+  /* twice without a prefix: refused, spec unchanged; then with one */
+  ENSURE(khz_load_mjcf_string(s, two_arms, "a.xml", &opt, err, sizeof err) == 1);
+  ENSURE(khz_load_mjcf_string(s, two_arms, "a.xml", &opt, err, sizeof err) == -1);
+  ENSURE_MSG(strstr(err,
+                    "a.xml:5: <freejoint name=\"f\">: a joint called \"f\" is already in "
+                    "the model (use a name prefix)"),
+             "%s", err);
+  ENSURE(khz_spec_nbody(s) == 3 && khz_spec_ngeom(s) == 3);
+  opt.name_prefix = "r2_";
+  opt.world_geoms = 0;
+  opt.base_pos[0] = 10;
+  opt.base_quat[0] = cos(PI / 4), opt.base_quat[3] = sin(PI / 4); /* 90 degrees about z */
+  ENSURE(khz_load_mjcf_string(s, two_arms, "a.xml", &opt, err, sizeof err) == 3);
+  ENSURE(khz_spec_nbody(s) == 5 && khz_spec_ngeom(s) == 5); /* no second floor */
+  khzBodySpec *b = khz_spec_body(s, find_body(s, "r2_b"));
+  ENSURE(strcmp(b->joint_name, "r2_f") == 0);
+  ENSURE_NEAR(b->q0[0], 10, 1e-15);
+  ENSURE_NEAR(b->q0[1], 1, 1e-15); /* (1 0 0) turned about z */
+  khzBodySpec *c = khz_spec_body(s, find_body(s, "r2_c"));
+  ENSURE_NEAR(c->pos[0], 9, 1e-15);
+  ENSURE_NEAR(c->quat[0], 0, 1e-15); /* 90 + 90 degrees about z */
+  ENSURE(w.count == 0);
+  khz_spec_destroy(&s);
+
+  /* apply_options = 0 leaves the spec's settings alone */
+  s = khz_spec_new();
+  khz_spec_setTimestep(s, 0.01);
+  khz_mjcf_defaultOptions(&opt);
+  opt.apply_options = 0;
+  ENSURE(khz_load_mjcf_string(s,
+                              "<mujoco><option timestep='0.004'/><worldbody><body><geom "
+                              "size='.1'/><joint/></body></worldbody></mujoco>",
+                              "o.xml", &opt, err, sizeof err) == 1);
+  khzModel *m = compile(s);
+  if (m) ENSURE(m->timestep == 0.01);
+  khz_model_destroy(&m);
+  khz_spec_destroy(&s);
+
+  /* generated names avoid the names the file gives, even later ones */
+  s = khz_spec_new();
+  ENSURE(khz_load_mjcf_string(s,
+                              "<mujoco><worldbody><body><joint/><joint/><geom size='.1'/>"
+                              "</body><body name='body1'><joint name='joint0'/><geom "
+                              "size='.1'/></body></worldbody></mujoco>",
+                              "g.xml", NULL, err, sizeof err) == 1);
+  ENSURE(find_body(s, "body1_1") == 2 && find_body(s, "body1") == 3);
+  ENSURE(find_body(s, "body1:joint0_1") == 1);
+  ENSURE(find_joint(s, "joint0_1") == 1 && find_joint(s, "joint1") == 2);
+  ENSURE(find_joint(s, "joint0") == 3);
+  khz_spec_destroy(&s);
+
+  /* NULL options: the defaults (no warnings here) */
+  s = khz_spec_new();
+  ENSURE(khz_load_mjcf_string(s, two_arms, "a.xml", NULL, err, sizeof err) == 1);
+  khz_spec_destroy(&s);
+}
+
+/* ------------------------------------------------------------- warnings -- */
+
+static void test_warnings(void) {
+  const char *xml =
+      "<mujoco model='w'>\n"
+      "  <size njmax='10'/>\n"
+      "  <option integrator='implicit' wind='1 0 0'><flag contact='disable'/></option>\n"
+      "  <worldbody>\n"
+      "    <body name='a'>\n"
+      "      <joint name='j' stiffness='3' axis='1 0 0'/>\n"
+      "      <geom size='.1' condim='1' friction='.5 .1 .01'><plugin/></geom>\n"
+      "      <geom type='mesh' mesh='m'/>\n"
+      "      <site name='s'/>\n"
+      "      <site name='t'/>\n"
+      "    </body>\n"
+      "  </worldbody>\n"
+      "  <actuator><position joint='j'/><motor tendon='x'/></actuator>\n"
+      "  <sensor><jointpos joint='j'/></sensor>\n"
+      "</mujoco>\n";
+  khzSpec *s = khz_spec_new();
+  warnings w = {0};
+  khzMjcfOptions opt;
+  options(&opt, &w);
+  char err[1024] = "";
+  ENSURE_MSG(khz_load_mjcf_string(s, xml, "w.xml", &opt, err, sizeof err) == 1, "%s", err);
+  static const char *const expect[] = {
+      "w.xml:2: <size>: element not supported by khz (ignored)",
+      "w.xml:3: <option>: attribute wind is not supported by khz (ignored)",
+      "w.xml:3: <option>: integrator=\"implicit\" is not supported by khz: Euler is used",
+      "w.xml:3: <flag>: element not supported by khz (ignored)",
+      "w.xml:6: <joint name=\"j\">: attribute stiffness is not supported by khz (ignored)",
+      "w.xml:7: <plugin>: element not supported by khz (ignored)",
+      "w.xml:7: <geom>: attribute condim is not supported by khz (ignored)",
+      "w.xml:7: <geom>: torsional and rolling friction are not supported by khz (ignored)",
+      "w.xml:8: <geom>: attribute mesh is not supported by khz (ignored)",
+      "w.xml:8: <geom>: mesh geoms are not supported by khz: left out, with their mass and inertia",
+      "w.xml:9: <site name=\"s\">: element not supported by khz (ignored) (2 occurrences)",
+      "w.xml:13: <position>: actuator not supported by khz (ignored; khz takes joint torques)",
+      "w.xml:13: <motor>: attribute tendon is not supported by khz (ignored)",
+      "w.xml:13: <motor>: a motor that does not drive a joint (tendon, site, body) is not "
+      "supported by khz (ignored)",
+      "w.xml:14: <sensor>: element not supported by khz (ignored)",
+  };
+  int n = (int)(sizeof expect / sizeof expect[0]);
+  ENSURE_MSG(w.count == n, "%d warnings", w.count);
+  for (int i = 0; i < n && i < w.count; i++)
+    ENSURE_MSG(strcmp(w.msg[i], expect[i]) == 0, "warning %d: '%s', expected '%s'", i, w.msg[i],
+               expect[i]);
+  khz_spec_destroy(&s);
+}
+
+/* ----------------------------------------------------------- bad input -- */
+
+static void test_bad_input(void) {
+  static const struct {
+    const char *xml, *expect;
+  } cases[] = {
+      {"<mujoco><worldbody></mujoco>", "bad.xml:1: malformed XML"},
+      {"<robot name='r'/>", "bad.xml:1: <robot name=\"r\">: the root element must be <mujoco>"},
+      {"<mujoco>\n<worldbody><body><geom size='abc'/></body></worldbody></mujoco>",
+       "bad.xml:2: <geom>: attribute size=\"abc\" is not 1 to 3 finite numbers"},
+      {"<mujoco><worldbody><body pos='1 2'><geom size='.1'/></body></worldbody></mujoco>",
+       "bad.xml:1: <body>: attribute pos=\"1 2\" is not 3 finite numbers"},
+      {"<mujoco><worldbody><body pos='nan 0 0'/></worldbody></mujoco>",
+       "<body>: attribute pos=\"nan 0 0\" is not 3 finite numbers"},
+      {"<mujoco><worldbody><body><geom type='blob'/></body></worldbody></mujoco>",
+       "<geom>: attribute type=\"blob\" is not one of plane, hfield, sphere"},
+      {"<mujoco><worldbody><body><geom class='nope' size='.1'/></body></worldbody></mujoco>",
+       "<geom>: unknown default class \"nope\""},
+      {"<mujoco><worldbody><body name='x' childclass='nope'/></worldbody></mujoco>",
+       "<body name=\"x\">: unknown childclass \"nope\""},
+      {"<mujoco><default><default class='a'/><default class='a'/></default></mujoco>",
+       "<default class=\"a\">: repeated default class name \"a\" (first at line 1)"},
+      {"<mujoco><default><default/></default></mujoco>",
+       "<default>: a nested <default> needs a class"},
+      {"<mujoco>\n<default>\n<joint range='-1 1'/>\n</default>\n<worldbody><body><joint "
+       "name='j'/><geom size='.1'/></body></worldbody></mujoco>",
+       "bad.xml:5: <joint name=\"j\">: range without limited"},
+      {"<mujoco><worldbody><body><joint name='j' limited='true'/><geom "
+       "size='.1'/></body></worldbody></mujoco>",
+       "<joint name=\"j\">: range[0] = 0 must be below range[1] = 0"},
+      {"<mujoco><worldbody><body><joint type='ball' limited='true' range='10 20'/><geom "
+       "size='.1'/></body></worldbody></mujoco>",
+       "range[0] = 10 of a limited ball joint must be 0"},
+      {"<mujoco><worldbody><body><body><freejoint/><geom "
+       "size='.1'/></body></body></worldbody></mujoco>",
+       "<freejoint>: a free joint is only allowed in a body directly in <worldbody>"},
+      {"<mujoco><worldbody><body><freejoint/><joint/><geom size='.1'/></body></worldbody></mujoco>",
+       "<freejoint>: a free joint must be the body's only joint"},
+      {"<mujoco><worldbody><body><joint type='ball'/><joint/><geom "
+       "size='.1'/></body></worldbody></mujoco>",
+       "<joint>: a rotation after a ball joint in the same body"},
+      {"<mujoco><worldbody><body name='b'><joint/><joint/><joint/><joint/><joint "
+       "type='slide'/><joint type='slide'/><joint type='slide'/><geom "
+       "size='.1'/></body></worldbody></mujoco>",
+       "<body name=\"b\">: more than 6 degrees of freedom in one body"},
+      {"<mujoco><worldbody><body><joint name='j'/><geom "
+       "size='.1'/></body></worldbody><actuator><motor "
+       "joint='k'/></actuator></mujoco>",
+       "<motor>: unknown joint \"k\""},
+      {"<mujoco><worldbody><body><joint name='j'/><geom "
+       "size='.1'/></body></worldbody><actuator><motor "
+       "name='m' joint='j' ctrlrange='-1 1'/></actuator></mujoco>",
+       "<motor name=\"m\">: ctrlrange without ctrllimited"},
+      {"<mujoco><worldbody><body><geom type='sphere' size='.1' fromto='0 0 0 0 0 "
+       "1'/></body></worldbody></mujoco>",
+       "<geom>: fromto requires a capsule, cylinder, box or ellipsoid"},
+      {"<mujoco><worldbody><body><geom type='capsule' size='.1' fromto='0 0 1 0 0 "
+       "1'/></body></worldbody></mujoco>",
+       "<geom>: fromto points coincide"},
+      {"<mujoco><worldbody><body><geom type='box' size='.1 .2'/></body></worldbody></mujoco>",
+       "<geom>: size[2] = 0 must be positive"},
+      {"<mujoco><worldbody><body><joint/><geom type='plane' size='1 1 "
+       "1'/></body></worldbody></mujoco>",
+       "<geom>: a plane is only allowed in a body that does not move"},
+      {"<mujoco><worldbody><body name='a'/><body name='a'/></worldbody></mujoco>",
+       "<body name=\"a\">: repeated body name \"a\""},
+      {"<mujoco><worldbody><body><joint name='j'/><geom size='.1'/></body><body><joint "
+       "name='j'/><geom size='.1'/></body></worldbody></mujoco>",
+       "<joint name=\"j\">: repeated joint name \"j\""},
+      {"<mujoco><worldbody><body quat='1 0 0 0' euler='0 0 0'/></worldbody></mujoco>",
+       "<body>: more than one orientation"},
+      {"<mujoco><worldbody><body quat='0 0 0 0'/></worldbody></mujoco>", "<body>: quat is zero"},
+      {"<mujoco><worldbody><body><joint axis='0 0 0'/><geom "
+       "size='.1'/></body></worldbody></mujoco>",
+       "<joint>: axis is zero"},
+      {"<mujoco><worldbody><body><geom size='.1' density='-1'/></body></worldbody></mujoco>",
+       "<geom>: negative density or mass"},
+      {"<mujoco><worldbody><body><joint damping='-1'/><geom "
+       "size='.1'/></body></worldbody></mujoco>",
+       "<joint>: negative damping, armature or frictionloss"},
+      {"<mujoco><worldbody><body><inertial pos='0 0 0' diaginertia='1 1 "
+       "1'/></body></worldbody></mujoco>",
+       "<inertial>: <inertial> needs pos and mass"},
+      {"<mujoco><worldbody><body><inertial pos='0 0 0' mass='1' euler='0 0 1' fullinertia='1 1 1 0 "
+       "0 "
+       "0'/></body></worldbody></mujoco>",
+       "<inertial>: fullinertia takes no orientation"},
+      {"<mujoco><worldbody><body><inertial pos='0 0 0' mass='1' diaginertia='1 1 1'/><inertial "
+       "pos='0 0 0' mass='1' diaginertia='1 1 1'/></body></worldbody></mujoco>",
+       "<inertial>: a body has at most one <inertial>"},
+      {"<mujoco><compiler coordinate='global'/></mujoco>",
+       "<compiler>: coordinate=\"global\" is not supported (only local)"},
+      {"<mujoco>\n<include file='x.xml'/></mujoco>",
+       "bad.xml:2: <include>: <include> is not supported by khz (merge the files first)"},
+      {"<mujoco><worldbody><body><composite type='grid' count='2 2 "
+       "1'/></body></worldbody></mujoco>",
+       "<composite>: <composite> is not supported by khz (it would change the body tree)"},
+      {"<mujoco><worldbody><joint/></worldbody></mujoco>",
+       "<joint>: the world body cannot have joints"},
+      {"<mujoco><compiler eulerseq='xyw'/></mujoco>",
+       "<compiler>: eulerseq=\"xyw\" must be three of x, y, z, X, Y, Z"},
+      {"<mujoco><compiler angle='grad'/></mujoco>",
+       "<compiler>: attribute angle=\"grad\" is not one of radian, degree"},
+      {"<mujoco><option timestep='-1'/></mujoco>", "<option>: timestep must be positive"},
+      {"<mujoco><worldbody><body "
+       "name='a_name_that_is_much_too_long_to_fit_in_sixty_three_characters_xx'/>"
+       "</worldbody></mujoco>",
+       "is longer than 63 characters"},
+      {"<mujoco><worldbody><body><geom size='.1' contype='-1'/></body></worldbody></mujoco>",
+       "<geom>: attribute contype=\"-1\" is not a non-negative integer"},
+      {"<mujoco><default><geom "
+       "size='x'/></default><worldbody><body><geom/></body></worldbody></mujoco>",
+       "bad.xml:1: <geom> in <default class=\"main\">: attribute size=\"x\" is not 1 to 3 finite "
+       "numbers"},
+  };
+
+  /* a spec that already holds a robot: nothing may change */
+  khzSpec *s = khz_spec_new();
+  char err[1024] = "";
+  ENSURE(khz_load_mjcf_string(s, two_arms, "a.xml", NULL, err, sizeof err) == 1);
+  int nb = khz_spec_nbody(s), ng = khz_spec_ngeom(s);
+  khzMjcfOptions opt;
+  warnings w = {0};
+  options(&opt, &w);
+  opt.name_prefix = "p_";
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    err[0] = 0;
+    int rc = khz_load_mjcf_string(s, cases[i].xml, "bad.xml", &opt, err, sizeof err);
+    ENSURE_MSG(rc == -1, "case %zu loaded", i);
+    ENSURE_MSG(strstr(err, cases[i].expect) != NULL, "case %zu: '%s', expected '%s'", i, err,
+               cases[i].expect);
+    ENSURE_MSG(strncmp(err, "bad.xml:", 8) == 0, "case %zu: '%s'", i, err);
+    ENSURE(khz_spec_nbody(s) == nb && khz_spec_ngeom(s) == ng);
+  }
+  ENSURE_MSG(w.count == 0, "warnings of failed loads were delivered: %s", w.msg[0]);
+
+  /* files, and a small error buffer */
+  ENSURE(khz_load_mjcf(s, DATA "no_such_model.xml", &opt, err, sizeof err) == -1);
+  ENSURE(strstr(err, "no_such_model.xml: cannot open") != NULL);
+  char tiny[16];
+  ENSURE(khz_load_mjcf_string(s, "<robot/>", "bad.xml", &opt, tiny, sizeof tiny) == -1);
+  ENSURE(strlen(tiny) == sizeof tiny - 1);
+  ENSURE(khz_load_mjcf_string(NULL, "<mujoco/>", "x.xml", &opt, err, sizeof err) == -1);
+  ENSURE(khz_load_mjcf_string(s, NULL, "x.xml", &opt, err, sizeof err) == -1);
+  ENSURE(khz_spec_nbody(s) == nb && khz_spec_ngeom(s) == ng);
+  khzModel *m = compile(s);
+  khz_model_destroy(&m);
+  khz_spec_destroy(&s);
+
+  /* khz_load_model: an MJCF error names the file and leaves scene_out alone */
+  khzScene scene, before;
+  memset(&scene, 0x5a, sizeof scene);
+  before = scene;
+  m = khz_load_model(DATA "no_such_model.xml", &scene, err, sizeof err);
+  ENSURE(m == NULL && strstr(err, "no_such_model.xml") != NULL);
+  ENSURE(memcmp(&scene, &before, sizeof scene) == 0);
+}
+
+int main(void) {
+  const char *root = getenv("KHZ_SOURCE_ROOT");
+  if (root && chdir(root) != 0) {
+    perror(root);
+    return 1;
+  }
+  test_humanoid();
+  test_features();
+  test_options();
+  test_warnings();
+  test_bad_input();
+  return ensure_report();
+}
