@@ -1,0 +1,233 @@
+/* broadphase.c — which pairs of geoms the narrow phase looks at.
+ *
+ * World frames and axis-aligned boxes of the geoms, then sweep-and-prune on
+ * the axis along which the box centres spread most: the lower bounds are
+ * sorted (an LSD radix sort of 32-bit keys into scratch from the data's stack,
+ * O(n) per call, no state kept between ticks) and swept, each box meeting the
+ * boxes whose lower bound lies below its upper bound; the other two axes and
+ * the filters decide. Planes (unbounded) are tested against every box with
+ * their half-space. O(n + k) after the sort for n geoms and k overlaps.
+ *
+ * Filters: visual geoms and geoms with contype = conaffinity = 0 never collide;
+ * two geoms do not collide when their bodies are the same or rigidly welded
+ * (fixed joints), which includes two bodies both welded to the world; when
+ * one body is the parent of the other (through fixed joints too), unless the
+ * parent is the world (MuJoCo's rule: a floating base still meets the
+ * ground); or when neither's contype meets the other's conaffinity.
+ */
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "collision.h"
+#include "spatial.h"
+
+/* ------------------------------------------------------------ filters -- */
+
+int khz_collision_filter(const khzModel *m, int g1, int g2) {
+  const khzColModel *cm = m->collision;
+  if (g1 == g2 || cm->geom[g1].shape < 0 || cm->geom[g2].shape < 0) return 0;
+  int w1 = cm->weld[m->geom_body[g1]], w2 = cm->weld[m->geom_body[g2]];
+  if (w1 == w2) return 0;
+  if (cm->weld_parent[w1] == w2 || cm->weld_parent[w2] == w1) return 0;
+  return (m->geom_contype[g1] & m->geom_conaffinity[g2]) ||
+         (m->geom_contype[g2] & m->geom_conaffinity[g1]);
+}
+
+/* ------------------------------------------------------------- frames -- */
+
+void khz_collision_frames(const khzModel *m, const khzData *d, double *frame, double *aabb) {
+  const khzColModel *cm = m->collision;
+  for (int g = 0; g < m->ngeom; g++) {
+    const khzColGeom *cg = &cm->geom[g];
+    if (cg->shape < 0) continue;
+    int b = m->geom_body[g];
+    const double *xp = d->xpos + 3 * b, *xr = d->xrot + 9 * b;
+    double *pos = frame + 12 * g, *rot = pos + 3, lr[9], c[3];
+
+    /* geom frame = body frame * geom offset */
+    khzu_quat2mat(lr, m->geom_quat + 4 * g);
+    khzu_mulMatVec3(pos, xr, m->geom_pos + 3 * g);
+    khzc_add(pos, pos, xp);
+    khzu_mulMat3(rot, xr, lr);
+
+    /* box: rotated centre, |R| half extents */
+    double *lo = aabb + 6 * g, *hi = lo + 3;
+    if (cg->shape == KHZ_SHAPE_PLANE) {
+      for (int k = 0; k < 3; k++) lo[k] = -DBL_MAX, hi[k] = DBL_MAX;
+      continue;
+    }
+    khzu_mulMatVec3(c, rot, cg->center);
+    for (int k = 0; k < 3; k++) {
+      double e = fabs(rot[3 * k]) * cg->half[0] + fabs(rot[3 * k + 1]) * cg->half[1] +
+                 fabs(rot[3 * k + 2]) * cg->half[2];
+      lo[k] = pos[k] + c[k] - e;
+      hi[k] = pos[k] + c[k] + e;
+    }
+  }
+}
+
+/* -------------------------------------------------------------- sorting -- */
+
+void khz_radixSort64(uint64_t *key, int *payload, int n, uint64_t *tmp, int *ptmp) {
+  uint64_t *src = key, *dst = tmp;
+  int *psrc = payload, *pdst = ptmp;
+  for (int shift = 0; shift < 64; shift += 8) {
+    int count[256] = {0};
+    for (int i = 0; i < n; i++) count[(src[i] >> shift) & 0xff]++;
+    /* every key shares this byte: nothing to do */
+    if (n == 0 || count[(src[0] >> shift) & 0xff] == n) continue;
+    int sum = 0;
+    for (int b = 0; b < 256; b++) {
+      int c = count[b];
+      count[b] = sum;
+      sum += c;
+    }
+    for (int i = 0; i < n; i++) {
+      int at = count[(src[i] >> shift) & 0xff]++;
+      dst[at] = src[i];
+      if (psrc) pdst[at] = psrc[i];
+    }
+    uint64_t *t = src;
+    src = dst, dst = t;
+    int *pt = psrc;
+    psrc = pdst, pdst = pt;
+  }
+  if (src != key) {
+    memcpy(key, src, (size_t)n * sizeof(uint64_t));
+    if (payload) memcpy(payload, psrc, (size_t)n * sizeof(int));
+  }
+}
+
+/* monotone 32-bit key of a float that is <= x (up = 0) or >= x (up = 1) */
+static uint32_t float_key(double x, int up) {
+  float f = (float)x;
+  if (up ? (double)f < x : (double)f > x) f = nextafterf(f, up ? INFINITY : -INFINITY);
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+/* ---------------------------------------------------------- the sweep -- */
+
+static void emit(uint64_t *pairs, int cap, int *np, int *overflow, int g1, int g2) {
+  int a = g1 < g2 ? g1 : g2, b = g1 < g2 ? g2 : g1;
+  if (*np < cap)
+    pairs[(*np)++] = ((uint64_t)a << 32) | (uint64_t)b;
+  else
+    (*overflow)++;
+}
+
+/* a box in sweep order: float bounds rounded outward on the two other axes,
+ * stored as (lo1, -hi1, lo2, -hi2) so that two boxes are apart when any lane
+ * of one exceeds (hi1, -lo1, hi2, -lo2) of the other: one 4-wide compare */
+typedef float khz_v4f __attribute__((vector_size(16)));
+typedef int khz_v4i __attribute__((vector_size(16)));
+typedef struct {
+  khz_v4f b;       /* lo1, -hi1, lo2, -hi2 */
+  khz_v4f c;       /* hi1, -lo1, hi2, -lo2 */
+  uint32_t lo, hi; /* float keys on the sweep axis */
+  int geom, pad;
+} sweep_box;
+_Static_assert(sizeof(sweep_box) == 48, "khz_collision_stackBytes counts 48 bytes per box");
+
+static float round_down(double x) {
+  float f = (float)x;
+  return (double)f > x ? nextafterf(f, -INFINITY) : f;
+}
+static float round_up(double x) {
+  float f = (float)x;
+  return (double)f < x ? nextafterf(f, INFINITY) : f;
+}
+
+int khz_broadphase(const khzModel *m, khzData *d, const double *frame, const double *aabb,
+                   uint64_t *pairs, int cap, int *overflow) {
+  const khzColModel *cm = m->collision;
+  int n = cm->nbounded, np = 0;
+  *overflow = 0;
+  size_t mark = khz_stackMark(d);
+  uint64_t *key = khz_stackAlloc(d, (size_t)(n + 1) * sizeof(uint64_t));
+  uint64_t *tmp = khz_stackAlloc(d, (size_t)(n + 1) * sizeof(uint64_t));
+  sweep_box *sb = khz_stackAlloc(d, (size_t)(n + 1) * sizeof(sweep_box));
+  if (!key || !tmp || !sb) {
+    khz_stackFree(d, mark);
+    return -1;
+  }
+
+  /* sweep axis: largest variance of the box centres */
+  double mean[3] = {0, 0, 0}, var[3] = {0, 0, 0};
+  for (int i = 0; i < n; i++) {
+    const double *b = aabb + 6 * cm->bounded[i];
+    for (int k = 0; k < 3; k++) mean[k] += 0.5 * (b[k] + b[3 + k]);
+  }
+  for (int k = 0; k < 3; k++) mean[k] /= n > 0 ? n : 1;
+  for (int i = 0; i < n; i++) {
+    const double *b = aabb + 6 * cm->bounded[i];
+    for (int k = 0; k < 3; k++) {
+      double c = 0.5 * (b[k] + b[3 + k]) - mean[k];
+      var[k] += c * c;
+    }
+  }
+  int ax = var[1] > var[0] ? 1 : 0;
+  if (var[2] > var[ax]) ax = 2;
+  int a1 = (ax + 1) % 3, a2 = (ax + 2) % 3;
+
+  /* sort the lower bounds (rounded down to float, the index in the low bits) */
+  for (int i = 0; i < n; i++)
+    key[i] = ((uint64_t)float_key(aabb[6 * cm->bounded[i] + ax], 0) << 32) | (uint64_t)i;
+  khz_radixSort64(key, NULL, n, tmp, NULL);
+
+  /* the boxes in sweep order, packed for the inner loop */
+  for (int i = 0; i < n; i++) {
+    int g = cm->bounded[key[i] & 0xffffffffu];
+    const double *b = aabb + 6 * g;
+    sb[i].lo = (uint32_t)(key[i] >> 32);
+    sb[i].hi = float_key(b[3 + ax], 1);
+    float l1 = round_down(b[a1]), h1 = round_up(b[3 + a1]);
+    float l2 = round_down(b[a2]), h2 = round_up(b[3 + a2]);
+    sb[i].b = (khz_v4f){l1, -h1, l2, -h2};
+    sb[i].c = (khz_v4f){h1, -l1, h2, -l2};
+    sb[i].geom = g;
+  }
+
+  /* sweep: each box against the boxes that start before it ends; the float
+   * bounds are conservative, the doubles decide */
+  for (int i = 0; i < n; i++) {
+    const sweep_box *bi = &sb[i];
+    const khz_v4f c = bi->c;
+    for (int j = i + 1; j < n && sb[j].lo <= bi->hi; j++) {
+      const sweep_box *bj = &sb[j];
+      khz_v4i apart = bj->b > c;
+      if (apart[0] | apart[1] | apart[2] | apart[3]) continue;
+      const double *x = aabb + 6 * bi->geom, *y = aabb + 6 * bj->geom;
+      if (y[0] > x[3] || y[3] < x[0] || y[1] > x[4] || y[4] < x[1] || y[2] > x[5] || y[5] < x[2])
+        continue;
+      if (khz_collision_filter(m, bi->geom, bj->geom))
+        emit(pairs, cap, &np, overflow, bi->geom, bj->geom);
+    }
+  }
+
+  /* planes: boxes reaching below the surface */
+  for (int p = 0; p < cm->nplane; p++) {
+    int gp = cm->planes[p];
+    const double *fp = frame + 12 * gp;
+    double z[3] = {fp[3 + 2], fp[3 + 5], fp[3 + 8]}, off = khzc_dot(z, fp);
+    for (int i = 0; i < n; i++) {
+      int g = cm->bounded[i];
+      const double *b = aabb + 6 * g;
+      double lowest = -off;
+      for (int k = 0; k < 3; k++) lowest += z[k] * (z[k] > 0 ? b[k] : b[3 + k]);
+      if (lowest <= 0 && khz_collision_filter(m, gp, g)) emit(pairs, cap, &np, overflow, gp, g);
+    }
+  }
+
+  /* ascending (g0, g1) */
+  uint64_t *ptmp = khz_stackAlloc(d, (size_t)(np + 1) * sizeof(uint64_t));
+  if (!ptmp) {
+    khz_stackFree(d, mark);
+    return -1;
+  }
+  khz_radixSort64(pairs, NULL, np, ptmp, NULL);
+  khz_stackFree(d, mark);
+  return np;
+}

@@ -1,0 +1,376 @@
+/* collision.h — private interface of collision detection (rt/src/collision).
+ *
+ * What feeds Drumwright's multi-point penalty method (papers/drumwright-fast-
+ * stable-penalty-method.txt, Appendix I; SPEC §3 steps 1-2): for every pair of
+ * geoms that interpenetrate, the vertices of the intersection volume with
+ * their depths, the deepest point and the contact normal of eq. 4.
+ *
+ * Files:
+ *   geometry.c    per-geom collision data built by khz_compile (shape class,
+ *                 local bounds, convex hulls, triangle-mesh preparation and
+ *                 validation, the welded-body filter), one memory block
+ *   hull.c        3D convex hull (incremental, compile time only)
+ *   sdf.c         triangle meshes: BVHs, exact closest point with angle-
+ *                 weighted pseudo-normals, the sparse signed distance grid
+ *   shapes.c      shapes in the world: support, inside distance, segment
+ *                 clipping, vertices and edges
+ *   gjk.c         GJK distance between convex objects given by support maps
+ *   broadphase.c  world AABBs, sweep-and-prune, pair filters, radix sort
+ *   narrowphase.c one function per shape pair, [type][type] table
+ *   pairs.c       khz_collide: the phases, outputs and persistent pair slots
+ *
+ * Frames: a geom's frame in the world is x_world = rot x_geom + pos (rot row-
+ * major, its columns the geom axes). Normals point from geom B to geom A of a
+ * narrow-phase call ("toward A"); the dispatcher flips them so that the
+ * public normal points toward body[0]. Nothing declared here allocates except
+ * the compile-time functions (khz_collision_compile, khz_hull_build,
+ * khz_trimesh_build).
+ */
+#ifndef KHZ_COLLISION_H
+#define KHZ_COLLISION_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "khz/khz.h"
+
+/* shape classes of the narrow phase, in dispatch-table order */
+typedef enum khzShape {
+  KHZ_SHAPE_PLANE = 0,
+  KHZ_SHAPE_SPHERE,
+  KHZ_SHAPE_CAPSULE,
+  KHZ_SHAPE_BOX,
+  KHZ_SHAPE_CYLINDER,
+  KHZ_SHAPE_CONVEX,  /* KHZ_GEOM_MESH with convex = 1: the hull of its vertices */
+  KHZ_SHAPE_TRIMESH, /* KHZ_GEOM_MESH with convex = 0: closed triangle mesh + SDF */
+  KHZ_SHAPE_N
+} khzShape;
+
+/* samples per cylinder rim: 2 rims x 16 vertices, 16 + 16 rim edges and 16
+ * generator edges; the exact deepest rim points are added on top */
+#define KHZ_CYL_RIM 16
+
+/* at most this many hull vertices (more are reduced at compile, geometry.c) */
+#define KHZ_HULL_MAXVERT 256
+
+/* capsule vs triangle mesh: the core segment is sampled at most this often */
+#define KHZ_CAPSULE_SAMPLES 16
+
+/* feature ids: bits 28.. side (0 = geom[0] of the pair, 1 = geom[1]),
+ * bits 24..27 kind, bits 0..23 index */
+enum {
+  KHZ_FEAT_VERTEX = 0,   /* vertex i (box corner, rim sample, hull/mesh vertex) */
+  KHZ_FEAT_EDGE = 1,     /* edge e entering (2e) or leaving (2e+1) the other shape */
+  KHZ_FEAT_ROUND = 2,    /* sphere/capsule deepest point: 0 closest, 1/2 ends, 3.. samples */
+  KHZ_FEAT_RIM = 3       /* exact deepest point of cylinder rim 0 (bottom) or 1 (top) */
+};
+#define KHZ_FEATURE(kind, index) (((kind) << 24) | ((index) & 0xffffff))
+#define KHZ_FEATURE_SIDE(f) ((f) >> 28)
+
+/* ------------------------------------------------------- model data -- */
+
+/* convex hull in the geom frame (KHZ_SHAPE_CONVEX), scaled */
+typedef struct khzColHull {
+  int nvert, nplane, nedge, ntri;
+  double *vert;   /* 3 per vertex */
+  double *plane;  /* 4 per face: outward unit normal n, offset d; inside: n.x <= d */
+  int *edge;      /* 2 per feature edge (between faces that are not coplanar) */
+  int *tri;       /* 3 per hull triangle */
+} khzColHull;
+
+/* bounding-volume hierarchy node; leaf when count > 0 (items first..first+count
+ * of the order array), else children child and child + 1 */
+typedef struct khzColNode {
+  double lo[3], hi[3];
+  int child, first, count;
+} khzColNode;
+
+/* closed triangle mesh in the geom frame (KHZ_SHAPE_TRIMESH), scaled */
+typedef struct khzColTrimesh {
+  int nvert, ntri;
+  double *vert;      /* 3 per vertex (identical positions welded) */
+  int *tri;          /* 3 per triangle, counter-clockwise seen from outside */
+  double *tnormal;   /* 3 per triangle: unit outward normal */
+  double *vnormal;   /* 3 per vertex: angle-weighted pseudo-normal */
+  double *enormal;   /* 9 per triangle: pseudo-normals of edges ab, bc, ca */
+  int ntnode, nvnode;
+  khzColNode *tnode; /* BVH over triangles */
+  int *torder;
+  khzColNode *vnode; /* BVH over vertices */
+  int *vorder;
+  double lo[3], hi[3]; /* bounds of the vertices */
+
+  /* signed distance field (negative inside), two-level sparse grid: a coarse
+   * grid of spacing brick * h over the padded bounds, and for every coarse
+   * cell near the surface a brick of (brick + 1)^3 samples at spacing h;
+   * trilinear interpolation of exact distances */
+  double origin[3], h;
+  int brick, nc[3], nbrick;
+  float *coarse;     /* (nc + 1) per axis nodes, x fastest */
+  int *brickof;      /* per coarse cell: brick index or -1 */
+  float *bricks;     /* (brick + 1)^3 per brick */
+} khzColTrimesh;
+
+/* per geom */
+typedef struct khzColGeom {
+  int shape;          /* khzShape, -1 when the geom never collides */
+  int hull, trimesh;  /* index into the hulls / trimeshes, else -1 */
+  double center[3];   /* bounds in the geom frame: centre and half extents */
+  double half[3];
+  double radius;      /* bounding sphere about centre (tight for hulls and meshes) */
+  double scale;       /* a length typical of the geom (tolerances) */
+} khzColGeom;
+
+/* everything khz_collision_compile builds; one block, freed by khz_model_destroy */
+typedef struct khzColModel {
+  size_t size;
+  int ngeom, nbody, nhull, ntrimesh;
+  khzColGeom *geom;
+  int *weld;          /* per body: nearest ancestor-or-self with a moving joint
+                         (0 = welded to the world) */
+  int *weld_parent;   /* per body: weld of the parent of weld; -1 when that is the world */
+  int nbounded, nplane;
+  int maxvert;        /* vertices of the largest box, cylinder or hull (scratch size) */
+  int *bounded;       /* collidable geoms with finite bounds */
+  int *planes;        /* collidable plane geoms */
+  khzColHull *hull;
+  khzColTrimesh *trimesh;
+  int *mesh_ndegenerate; /* per mesh: zero-area triangles ignored */
+} khzColModel;
+
+/* Builds the collision data of a model whose geoms and meshes are filled in
+ * (called by khz_compile). Validates meshes: bad indices and non-finite
+ * vertices are errors, zero-area triangles are dropped and counted, a triangle
+ * mesh used with convex = 0 must be closed and consistently oriented, a hull
+ * must span a volume. Returns 0, or -1 with a message naming the mesh, geom and
+ * body in err. Allocates m->collision. */
+int khz_collision_compile(khzModel *m, char *err, size_t errsz);
+
+/* Convex hull of n points (compile time; allocates). On success fills h with
+ * malloc'ed arrays (khz_hull_free releases them) and returns 0; returns -1 when
+ * the points span no volume or memory runs out. */
+int khz_hull_build(khzColHull *h, const double *pts, int n);
+void khz_hull_free(khzColHull *h);
+
+/* Prepares a closed triangle mesh (already scaled, degenerate triangles removed):
+ * normals, pseudo-normals, BVHs and the signed distance grid. Returns 0, or -1
+ * when out of memory. Allocates the arrays of t (khz_trimesh_free). */
+int khz_trimesh_build(khzColTrimesh *t, const double *vert, int nvert, const int *tri, int ntri);
+void khz_trimesh_free(khzColTrimesh *t);
+
+/* ------------------------------------------------- triangle meshes -- */
+
+/* Closest point of the mesh surface to p (geom frame): returns the signed
+ * distance (negative inside, sign from the pseudo-normal of the closest
+ * feature), writes the closest point, the triangle and the outward pseudo-
+ * normal of the closest feature. Exact; uses the BVH with a fixed stack. */
+double khz_trimesh_closest(const khzColTrimesh *t, const double p[3], double q[3], int *tri,
+                           double nrm[3]);
+
+/* Signed distance at p (geom frame) from the grid: trilinear, exact at the
+ * samples; outside the grid, the distance to it plus the boundary value. */
+double khz_trimesh_sdf(const khzColTrimesh *t, const double p[3]);
+
+/* Calls fn(user, v) for every vertex v inside the box [lo, hi] (geom frame);
+ * stops early when fn returns non-zero. */
+void khz_trimesh_vertsInBox(const khzColTrimesh *t, const double lo[3], const double hi[3],
+                            int (*fn)(void *user, int v), void *user);
+
+/* The same for the vertices on the inside of the plane n.x <= d (geom frame). */
+void khz_trimesh_vertsBelow(const khzColTrimesh *t, const double n[3], double d,
+                            int (*fn)(void *user, int v), void *user);
+
+/* ---------------------------------------------------- shapes in world -- */
+
+/* a geom placed in the world, as the narrow phase sees it */
+typedef struct khzColShape {
+  int shape, geom;
+  double pos[3], rot[9];
+  const double *size;
+  const khzColHull *hull;
+  const khzColTrimesh *mesh;
+  double scale;
+  double bcenter[3], bradius; /* bounding sphere in the world (plane: infinite) */
+  double lo[3], hi[3];        /* bounds in the geom frame */
+  double lcenter[3];          /* centre of the bounding sphere in the geom frame */
+} khzColShape;
+
+/* builds the view of geom g at world frame (pos[3], rot[9]) */
+void khz_shape_make(const khzModel *m, int g, const double *frame12, khzColShape *s);
+
+/* support point of a bounded convex shape (not plane, not trimesh) in world
+ * direction dir, and the support value h(dir) = dir . support */
+void khz_shape_support(const khzColShape *s, const double dir[3], double out[3]);
+double khz_shape_h(const khzColShape *s, const double dir[3]);
+
+/* Inside distance of world point p: > 0 inside (distance to the boundary for
+ * every convex shape), < 0 outside; nrm = outward unit normal of the nearest
+ * boundary feature (the face of a box or hull, the cap or the radial direction
+ * of a cylinder, the radial direction of a sphere or capsule). Triangle meshes:
+ * minus the grid SDF, nrm from its gradient. */
+double khz_shape_sd(const khzColShape *s, const double p[3], double nrm[3]);
+/* the same for a point and normal in the geom frame (nrm may be NULL) */
+double khz_shape_sdLocal(const khzColShape *s, const double q[3], double nrm[3]);
+
+/* Clips the segment p0 + t (p1 - p0), t in [0, 1], to a plane, box, cylinder or
+ * hull; returns 1 and the interval t[0] <= t[1] when they meet. */
+int khz_shape_clip(const khzColShape *s, const double p0[3], const double p1[3], double t[2]);
+/* the same for a segment given in the geom frame */
+int khz_shape_clipLocal(const khzColShape *s, const double a[3], const double b[3], double t[2]);
+
+/* Vertices and edges used as contact features (box corners and edges,
+ * cylinder rim samples, rim and generator edges, hull vertices and feature
+ * edges, mesh vertices); 0 for plane, sphere and capsule. */
+int khz_shape_nvert(const khzColShape *s);
+void khz_shape_vert(const khzColShape *s, int i, double out[3]);
+void khz_shape_vertLocal(const khzColShape *s, int i, double out[3]); /* geom frame */
+int khz_shape_nedge(const khzColShape *s);
+void khz_shape_edge(const khzColShape *s, int i, int v[2]);
+
+/* world <-> geom frame */
+void khz_shape_toLocal(const khzColShape *s, const double p[3], double out[3]);
+void khz_shape_toWorld(const khzColShape *s, const double p[3], double out[3]);
+
+/* ------------------------------------------------------------------ GJK -- */
+
+typedef void (*khzSupportFn)(const void *obj, const double dir[3], double out[3]);
+
+/* a point (sphere core) or a segment (capsule core) for GJK */
+typedef struct khzColCore {
+  double a[3], b[3];
+} khzColCore;
+void khz_core_support(const void *core, const double dir[3], double out[3]);
+void khz_shape_supportFn(const void *shape, const double dir[3], double out[3]);
+
+/* Distance between two convex objects by GJK (Gilbert-Johnson-Keerthi, with
+ * Ericson's closest point on simplex); writes the closest points pa, pb.
+ * Returns 0 when they intersect (pa, pb then undefined). scale is a length
+ * typical of the objects (tolerances). Fixed memory, at most 64 iterations. */
+double khz_gjk(const void *a, khzSupportFn sa, const void *b, khzSupportFn sb, double scale,
+               double pa[3], double pb[3]);
+
+/* ------------------------------------------------------- narrow phase -- */
+
+/* one candidate point of a pair during the narrow phase */
+typedef struct khzColPoint {
+  double pos[3];
+  double sd;     /* normal-independent depth (inside distance), used to rank */
+  double depth;  /* final depth along the normal */
+  int side;      /* 0 = a point of shape A, 1 = of shape B */
+  int feature;   /* KHZ_FEATURE(kind, index), side added by the dispatcher */
+} khzColPoint;
+
+/* the output of one narrow-phase call: bounded point buffer (the shallowest
+ * point makes room when it is full), normal toward A */
+typedef struct khzColOut {
+  khzColPoint *pt;
+  int npt, cap, overflow;
+  double *work;  /* scratch of KHZ_COL_WORK(cap, maxvert) doubles */
+  int maxvert;   /* vertices of the largest box, cylinder or hull involved */
+  double normal[3];
+} khzColOut;
+
+/* doubles of scratch a narrow-phase call needs for a point buffer of cap and
+ * shapes of at most maxvert vertices: local coordinates of the points, and
+ * each shape's vertices in the world and in the other's frame */
+#define KHZ_COL_WORK(cap, maxvert) (6 * (cap) + 12 * (maxvert))
+
+typedef int (*khzCollideFn)(const khzColShape *a, const khzColShape *b, khzColOut *out);
+
+/* [type A][type B] for type A <= type B; NULL = these shapes never collide */
+extern const khzCollideFn khz_collideTable[KHZ_SHAPE_N][KHZ_SHAPE_N];
+
+/* adds a candidate point (keeps the deepest by sd when the buffer is full) */
+void khz_col_addPoint(khzColOut *o, const double p[3], double sd, int side, int feature);
+
+/* Bytes of scratch khz_collide takes from the data's stack at most (a bound
+ * for data.c's default stack size). */
+size_t khz_collision_stackBytes(const khzModel *m);
+
+/* Narrow phase of geoms g0 < g1 at the given world frames (12 doubles per
+ * geom: pos, rot): fills out with points whose feature carries the side
+ * relative to (g0, g1) and the normal pointing toward g0. Returns 1 on
+ * contact. */
+int khz_narrowphase(const khzModel *m, int g0, int g1, const double *frame, khzColOut *out);
+
+/* --------------------------------------------------------- broad phase -- */
+
+/* 1 when geoms g1 and g2 may collide: both collidable, not on the same body or
+ * rigidly welded bodies (which includes two bodies welded to the world), not
+ * parent and child (unless the parent is the world), and
+ * (contype1 & conaffinity2) || (contype2 & conaffinity1). */
+int khz_collision_filter(const khzModel *m, int g1, int g2);
+
+/* World frames (12 doubles per geom: pos, row-major rot) and AABBs (6 per geom:
+ * lo, hi) of every geom at the current kinematics; planes get infinite bounds. */
+void khz_collision_frames(const khzModel *m, const khzData *d, double *frame, double *aabb);
+
+/* Candidate pairs of bounded geoms whose AABBs overlap (sweep-and-prune on the
+ * axis of largest spread, a radix sort of the lower bounds) plus plane pairs,
+ * filtered; written as keys (g0 << 32 | g1, g0 < g1) sorted ascending. Scratch
+ * from d's stack. Returns the number of pairs (at most cap; *overflow counts
+ * the pairs that did not fit), or -1 when the stack is exhausted. */
+int khz_broadphase(const khzModel *m, khzData *d, const double *frame, const double *aabb,
+                   uint64_t *pairs, int cap, int *overflow);
+
+/* LSD radix sort of n 64-bit keys (ascending) with an optional int payload;
+ * tmp and ptmp are scratch of n entries (ptmp may be NULL with payload NULL). */
+void khz_radixSort64(uint64_t *key, int *payload, int n, uint64_t *tmp, int *ptmp);
+
+/* ---------------------------------------------------------- small math -- */
+
+static inline void khzc_sub(double r[3], const double a[3], const double b[3]) {
+  r[0] = a[0] - b[0], r[1] = a[1] - b[1], r[2] = a[2] - b[2];
+}
+static inline void khzc_add(double r[3], const double a[3], const double b[3]) {
+  r[0] = a[0] + b[0], r[1] = a[1] + b[1], r[2] = a[2] + b[2];
+}
+static inline void khzc_scl(double r[3], const double a[3], double s) {
+  r[0] = a[0] * s, r[1] = a[1] * s, r[2] = a[2] * s;
+}
+/* r = a + s b */
+static inline void khzc_addScl(double r[3], const double a[3], const double b[3], double s) {
+  r[0] = a[0] + s * b[0], r[1] = a[1] + s * b[1], r[2] = a[2] + s * b[2];
+}
+static inline double khzc_dot(const double a[3], const double b[3]) {
+  return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+static inline void khzc_cross(double r[3], const double a[3], const double b[3]) {
+  double r0 = a[1] * b[2] - a[2] * b[1];
+  double r1 = a[2] * b[0] - a[0] * b[2];
+  double r2 = a[0] * b[1] - a[1] * b[0];
+  r[0] = r0, r[1] = r1, r[2] = r2;
+}
+static inline double khzc_norm(const double a[3]) { return sqrt(khzc_dot(a, a)); }
+/* normalises in place; returns the old length (a untouched when 0) */
+static inline double khzc_normalize(double a[3]) {
+  double n = khzc_norm(a);
+  if (n > 0) a[0] /= n, a[1] /= n, a[2] /= n;
+  return n;
+}
+static inline void khzc_copy(double r[3], const double a[3]) {
+  r[0] = a[0], r[1] = a[1], r[2] = a[2];
+}
+static inline double khzc_clamp(double x, double lo, double hi) {
+  return x < lo ? lo : x > hi ? hi : x;
+}
+
+/* closest point to p on segment [a, b]; returns its parameter t in [0, 1] */
+double khzc_closestOnSegment(const double p[3], const double a[3], const double b[3],
+                             double q[3]);
+
+/* closest points of segments [p1, q1] and [p2, q2] (Ericson 5.1.9); writes
+ * parameters s, t and points c1, c2; returns the squared distance */
+double khzc_closestSegSeg(const double p1[3], const double q1[3], const double p2[3],
+                          const double q2[3], double *s, double *t, double c1[3], double c2[3]);
+
+/* closest point on triangle abc to p (Ericson 5.1.5); region: 0 face, 1..3
+ * vertex a, b, c, 4..6 edge ab, bc, ca */
+void khzc_closestOnTriangle(const double p[3], const double a[3], const double b[3],
+                            const double c[3], double q[3], int *region);
+
+/* a unit vector orthogonal to unit n */
+void khzc_orthogonal(double r[3], const double n[3]);
+
+#endif /* KHZ_COLLISION_H */

@@ -1,0 +1,962 @@
+/* narrowphase.c — one function per shape pair, dispatched through a
+ * [type][type] table (MuJoCo's mjCOLLISIONFUNC), producing what Drumwright's
+ * multi-point penalty method needs (papers/drumwright-fast-stable-penalty-
+ * method.txt, Appendix I; SPEC §3 steps 1-2): the vertices of the intersection
+ * volume with their depths, the deepest point and the contact normal.
+ *
+ * Points. The vertices of the intersection volume of two convex shapes are
+ * (a) vertices of one shape inside the other, (b) points where an edge of one
+ * crosses the surface of the other. Polytopes (box, hull) and cylinders give
+ * both; a cylinder's vertices are 2 x 16 rim samples, its edges the 32 rim
+ * segments and 16 generators, plus the exact deepest point of each rim once
+ * the normal is known (so that a rolling wheel's depth does not ripple with
+ * the sampling). A sphere gives its single deepest point; a capsule the
+ * deepest point of its core's closest point and of each end sphere inside the
+ * other shape. Triangle meshes give their vertices inside the other shape and
+ * have the other shape's vertices queried against their signed distance field
+ * (Appendix I-A).
+ *
+ * Normal (eq. 4). n = argmin over candidate facets of max_j (distance of
+ * point j to the facet's plane). Candidates: the facets of either shape that
+ * hold a point of the intersection volume ("intersect or lie inside the other
+ * geometry"), and for two polytopes also the cross products of crossing
+ * edges (an extension: without it two crossed box edges would be pushed apart
+ * along a face normal, not along the shortest direction). Each candidate
+ * direction is scored with the depths below (the paper's distance to the
+ * facet's plane for a facet of B; the matching supporting plane otherwise).
+ * Fast path (Appendix I-B): the facet nearest to the deepest point first; it
+ * is optimal when no point lies farther from that facet than the deepest
+ * point. A plane's normal is its own. Smooth shapes use their exact normal:
+ * between the closest points of a sphere's or capsule's core and the other
+ * shape (GJK or closed form), or the radial direction of a cylinder's side.
+ * With a triangle mesh, eq. 4 runs literally: each point against the nearest
+ * facets of the other geometry, the deepest point's facet first.
+ *
+ * Depth. Normals point from B toward A. For convex shapes a point of A lies
+ * depth = h_B(n) - n.p below B's supporting plane across n, a point of B
+ * depth = n.p + h_A(-n) above A's (h = support function): the distance below
+ * the contact plane, measured into the other shape; all points of the
+ * intersection volume have depth >= 0 and the deepest one is the penetration
+ * depth along n. For pairs with a triangle mesh the depth is the signed-
+ * distance penetration into the other shape (the paper's ADF depth). A pair is
+ * in contact when its deepest point has depth > 0.
+ */
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "collision.h"
+
+#define KHZ_MAXCROSS 32 /* crossing edges per shape used for edge-edge axes */
+#define KHZ_EQ4_CANDIDATES 16 /* deepest points whose facets eq. 4 tries (meshes) */
+
+/* ------------------------------------------------------------ points -- */
+
+void khz_col_addPoint(khzColOut *o, const double p[3], double sd, int side, int feature) {
+  khzColPoint *pt;
+  if (o->npt < o->cap) {
+    pt = &o->pt[o->npt++];
+  } else {
+    /* full: the shallowest point makes room */
+    o->overflow++;
+    int k = 0;
+    for (int i = 1; i < o->npt; i++)
+      if (o->pt[i].sd < o->pt[k].sd) k = i;
+    if (!(sd > o->pt[k].sd)) return;
+    pt = &o->pt[k];
+  }
+  khzc_copy(pt->pos, p);
+  pt->sd = sd;
+  pt->depth = 0;
+  pt->side = side;
+  pt->feature = feature;
+}
+
+static int deepest_sd(const khzColOut *o) {
+  int k = 0;
+  for (int i = 1; i < o->npt; i++)
+    if (o->pt[i].sd > o->pt[k].sd) k = i;
+  return k;
+}
+
+static int is_round(int shape) { return shape == KHZ_SHAPE_SPHERE || shape == KHZ_SHAPE_CAPSULE; }
+
+static void axis_z(const khzColShape *s, double z[3]) {
+  z[0] = s->rot[2], z[1] = s->rot[5], z[2] = s->rot[8];
+}
+
+/* the core of a sphere (a point) or capsule (a segment along z) */
+static void core_of(const khzColShape *s, khzColCore *c) {
+  double z[3];
+  axis_z(s, z);
+  double h = s->shape == KHZ_SHAPE_CAPSULE ? s->size[1] : 0;
+  khzc_addScl(c->a, s->pos, z, -h);
+  khzc_addScl(c->b, s->pos, z, h);
+}
+
+/* support value; a plane supports only its own normal */
+static double support_h(const khzColShape *s, const double n[3]) {
+  if (s->shape == KHZ_SHAPE_PLANE) {
+    double z[3];
+    axis_z(s, z);
+    return khzc_dot(n, z) > 1 - 1e-9 ? khzc_dot(z, s->pos) : DBL_MAX;
+  }
+  return khz_shape_h(s, n);
+}
+
+/* max over the points of their depth along n (eq. 4's objective for convex shapes) */
+static double objective(const khzColShape *a, const khzColShape *b, const khzColOut *o,
+                        const double n[3]) {
+  double m[3] = {-n[0], -n[1], -n[2]};
+  double hb = support_h(b, n), ha = support_h(a, m), f = -DBL_MAX;
+  for (int i = 0; i < o->npt; i++) {
+    double d = khzc_dot(n, o->pt[i].pos);
+    double v = o->pt[i].side == 0 ? hb - d : d + ha;
+    if (v > f) f = v;
+  }
+  return f;
+}
+
+/* final depths along n (clamped at 0); returns the largest */
+static double set_depths(const khzColShape *a, const khzColShape *b, khzColOut *o,
+                         const double n[3]) {
+  double m[3] = {-n[0], -n[1], -n[2]};
+  double hb = support_h(b, n), ha = support_h(a, m), best = 0;
+  for (int i = 0; i < o->npt; i++) {
+    double d = khzc_dot(n, o->pt[i].pos);
+    double v = o->pt[i].side == 0 ? hb - d : d + ha;
+    if (!(v > 0)) v = 0;
+    o->pt[i].depth = v;
+    if (v > best) best = v;
+  }
+  khzc_copy(o->normal, n);
+  return best;
+}
+
+/* signed-distance depths (pairs with a triangle mesh) */
+static double sd_depths(khzColOut *o, const double n[3]) {
+  double best = 0;
+  for (int i = 0; i < o->npt; i++) {
+    o->pt[i].depth = o->pt[i].sd > 0 ? o->pt[i].sd : 0;
+    if (o->pt[i].depth > best) best = o->pt[i].depth;
+  }
+  khzc_copy(o->normal, n);
+  return best;
+}
+
+/* -------------------------------------------------------- features -- */
+
+/* the vertices of a box, cylinder or hull, transformed once per call: into the
+ * world (w) and into the frame of the other shape (l), where the inside tests
+ * and the clipping happen; scratch from the output's work buffer */
+typedef struct {
+  const khzColShape *s, *other;
+  int n;
+  double *w, *l;
+} vcache;
+
+/* slot k (0, 1) of the vertex scratch in o->work */
+static double *vbuf(const khzColOut *o, int k) { return o->work + 6 * o->cap + 6 * k * o->maxvert; }
+
+static void vcache_init(vcache *c, const khzColShape *s, const khzColShape *other, double *buf,
+                        int maxvert) {
+  c->s = s, c->other = other;
+  c->n = khz_shape_nvert(s);
+  c->w = buf, c->l = buf + 3 * maxvert;
+  if (s->shape == KHZ_SHAPE_TRIMESH || c->n > maxvert) {
+    c->n = 0; /* meshes go through their BVH */
+    return;
+  }
+
+  /* relative pose: l = R_o^T (R_s x + p_s - p_o) */
+  double R[9], t[3], dp[3];
+  const double *Rs = s->rot, *Ro = other->rot;
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++)
+      R[3 * i + j] = Ro[i] * Rs[j] + Ro[3 + i] * Rs[3 + j] + Ro[6 + i] * Rs[6 + j];
+  khzc_sub(dp, s->pos, other->pos);
+  for (int i = 0; i < 3; i++) t[i] = Ro[i] * dp[0] + Ro[3 + i] * dp[1] + Ro[6 + i] * dp[2];
+  for (int i = 0; i < c->n; i++) {
+    double x[3], *w = c->w + 3 * i, *l = c->l + 3 * i;
+    khz_shape_vertLocal(s, i, x);
+    khz_shape_toWorld(s, x, w);
+    for (int k = 0; k < 3; k++)
+      l[k] = R[3 * k] * x[0] + R[3 * k + 1] * x[1] + R[3 * k + 2] * x[2] + t[k];
+  }
+}
+
+static void vert(const vcache *c, int i, double out[3]) { khzc_copy(out, c->w + 3 * i); }
+
+/* is q (geom frame of s) within the bounds and the bounding sphere of s? */
+static int in_bounds(const khzColShape *s, const double q[3]) {
+  if (s->shape == KHZ_SHAPE_PLANE) return 1;
+  double tol = 1e-9 * s->scale, d[3], r = s->bradius + tol;
+  if (!(q[0] >= s->lo[0] - tol && q[0] <= s->hi[0] + tol && q[1] >= s->lo[1] - tol &&
+        q[1] <= s->hi[1] + tol && q[2] >= s->lo[2] - tol && q[2] <= s->hi[2] + tol))
+    return 0;
+  khzc_sub(d, q, s->lcenter);
+  return khzc_dot(d, d) <= r * r;
+}
+
+/* can segment [a, b] (geom frame of s) meet the bounds of s? the bounding
+ * sphere, then a slab test */
+static int segment_in_bounds(const khzColShape *s, const double a[3], const double b[3]) {
+  if (s->shape == KHZ_SHAPE_PLANE) return 1;
+  double t0 = 0, t1 = 1, tol = 1e-9 * s->scale, c[3], d[3], r = s->bradius + tol;
+  khzc_closestOnSegment(s->lcenter, a, b, c);
+  khzc_sub(d, c, s->lcenter);
+  if (khzc_dot(d, d) > r * r) return 0;
+  for (int k = 0; k < 3; k++) {
+    double d = b[k] - a[k], lo = s->lo[k] - tol, hi = s->hi[k] + tol;
+    if (fabs(d) < 1e-300) {
+      if (a[k] < lo || a[k] > hi) return 0;
+      continue;
+    }
+    double u = (lo - a[k]) / d, v = (hi - a[k]) / d;
+    if (u > v) {
+      double w = u;
+      u = v, v = w;
+    }
+    t0 = u > t0 ? u : t0, t1 = v < t1 ? v : t1;
+    if (t0 > t1) return 0;
+  }
+  return 1;
+}
+
+/* vertices of s inside other */
+static void vertices_inside(const vcache *vc, int side, khzColOut *o) {
+  const khzColShape *other = vc->other;
+  for (int i = 0; i < vc->n; i++) {
+    const double *q = vc->l + 3 * i;
+    if (!in_bounds(other, q)) continue;
+    double sd = khz_shape_sdLocal(other, q, NULL);
+    if (sd >= 0) khz_col_addPoint(o, vc->w + 3 * i, sd, side, KHZ_FEATURE(KHZ_FEAT_VERTEX, i));
+  }
+}
+
+/* points where the edges of s cross the surface of other; the straight
+ * crossing edges go to list for the edge-edge axes (box and hull edges, one
+ * generator of a cylinder: its rim segments only approximate a circle) */
+static void edges_crossing(const vcache *vc, int side, khzColOut *o, int *list, int *nlist) {
+  const khzColShape *s = vc->s, *other = vc->other;
+  int ne = vc->n ? khz_shape_nedge(s) : 0, generator = 0;
+  for (int e = 0; e < ne; e++) {
+    int v[2];
+    double t[2], c[3];
+    khz_shape_edge(s, e, v);
+    const double *a = vc->l + 3 * v[0], *b = vc->l + 3 * v[1];
+    if (!segment_in_bounds(other, a, b) || !khz_shape_clipLocal(other, a, b, t)) continue;
+    const double *p0 = vc->w + 3 * v[0], *p1 = vc->w + 3 * v[1];
+    double dir[3];
+    khzc_sub(dir, p1, p0);
+    int cross = 0;
+    if (t[0] > 1e-9) {
+      khzc_addScl(c, p0, dir, t[0]);
+      khz_col_addPoint(o, c, 0, side, KHZ_FEATURE(KHZ_FEAT_EDGE, 2 * e));
+      cross = 1;
+    }
+    if (t[1] < 1 - 1e-9) {
+      khzc_addScl(c, p0, dir, t[1]);
+      khz_col_addPoint(o, c, 0, side, KHZ_FEATURE(KHZ_FEAT_EDGE, 2 * e + 1));
+      cross = 1;
+    }
+    if (!cross || !list || *nlist >= KHZ_MAXCROSS) continue;
+    if (s->shape == KHZ_SHAPE_CYLINDER && (e < 2 * KHZ_CYL_RIM || generator++)) continue;
+    list[(*nlist)++] = e;
+  }
+}
+
+/* the exact deepest point of each rim of cylinder s along -n (side 0) or +n
+ * (side 1), when it lies inside other */
+static void rim_points(const khzColShape *s, const khzColShape *other, int side,
+                       const double n[3], khzColOut *o) {
+  if (s->shape != KHZ_SHAPE_CYLINDER) return;
+  double z[3], u[3];
+  axis_z(s, z);
+  khzc_addScl(u, n, z, -khzc_dot(n, z));
+  if (khzc_normalize(u) < 1e-6) return; /* rims parallel to the contact plane: samples cover it */
+  double sgn = side == 0 ? -1 : 1;
+  for (int rim = 0; rim < 2; rim++) {
+    double p[3];
+    khzc_addScl(p, s->pos, z, rim ? s->size[1] : -s->size[1]);
+    khzc_addScl(p, p, u, sgn * s->size[0]);
+    double sd = khz_shape_sd(other, p, NULL);
+    if (sd >= 0) khz_col_addPoint(o, p, sd, side, KHZ_FEATURE(KHZ_FEAT_RIM, rim));
+  }
+}
+
+/* ------------------------------------------------------ eq. 4 search -- */
+
+typedef struct {
+  const khzColShape *a, *b;
+  const khzColOut *o;
+  double best, n[3], tie;
+  int have;
+} nsearch;
+
+static void consider(nsearch *ns, const double cand[3]) {
+  double n[3];
+  khzc_copy(n, cand);
+  if (khzc_normalize(n) < 1e-12) return;
+  double f = objective(ns->a, ns->b, ns->o, n);
+  if (!ns->have || f < ns->best - ns->tie) {
+    ns->best = f;
+    khzc_copy(ns->n, n);
+    ns->have = 1;
+  }
+}
+
+/* the facets of s holding a point (local coordinates loc) as candidates;
+ * sign = +1 for B (outward normal = n), -1 for A */
+static void facet_candidates(nsearch *ns, const khzColShape *s, double sign, const double *loc,
+                             double tol) {
+  const khzColOut *o = ns->o;
+  const double *sz = s->size;
+  double ln[3], w[3];
+  switch (s->shape) {
+    case KHZ_SHAPE_BOX:
+      for (int k = 0; k < 3; k++)
+        for (int sg = 1; sg >= -1; sg -= 2) {
+          int on = 0;
+          for (int i = 0; i < o->npt && !on; i++) on = fabs(sg * loc[3 * i + k] - sz[k]) <= tol;
+          if (!on) continue;
+          ln[0] = ln[1] = ln[2] = 0;
+          ln[k] = sign * sg;
+          khz_shape_toWorld(s, ln, w);
+          khzc_sub(w, w, s->pos);
+          consider(ns, w);
+        }
+      break;
+    case KHZ_SHAPE_CYLINDER: {
+      /* caps */
+      for (int sg = 1; sg >= -1; sg -= 2) {
+        int on = 0;
+        for (int i = 0; i < o->npt && !on; i++) on = fabs(sg * loc[3 * i + 2] - sz[1]) <= tol;
+        if (!on) continue;
+        double z[3];
+        axis_z(s, z);
+        khzc_scl(w, z, sign * sg);
+        consider(ns, w);
+      }
+      /* side: the radial direction at the deepest side point and at their mean */
+      double mean[2] = {0, 0}, deep = -DBL_MAX;
+      int nside = 0, kd = -1;
+      for (int i = 0; i < o->npt; i++) {
+        double rho = sqrt(loc[3 * i] * loc[3 * i] + loc[3 * i + 1] * loc[3 * i + 1]);
+        if (fabs(rho - sz[0]) > tol) continue;
+        mean[0] += loc[3 * i], mean[1] += loc[3 * i + 1], nside++;
+        if (o->pt[i].sd > deep) deep = o->pt[i].sd, kd = i;
+      }
+      for (int c = 0; c < 2 && nside; c++) {
+        ln[0] = c ? mean[0] : loc[3 * kd], ln[1] = c ? mean[1] : loc[3 * kd + 1], ln[2] = 0;
+        if (khzc_normalize(ln) == 0) continue;
+        khzc_scl(ln, ln, sign);
+        khz_shape_toWorld(s, ln, w);
+        khzc_sub(w, w, s->pos);
+        consider(ns, w);
+      }
+      break;
+    }
+    case KHZ_SHAPE_CONVEX: {
+      const khzColHull *h = s->hull;
+      for (int f = 0; f < h->nplane; f++) {
+        const double *pl = h->plane + 4 * f;
+        int on = 0;
+        for (int i = 0; i < o->npt && !on; i++) on = fabs(khzc_dot(pl, loc + 3 * i) - pl[3]) <= tol;
+        if (!on) continue;
+        khzc_scl(ln, pl, sign);
+        khz_shape_toWorld(s, ln, w);
+        khzc_sub(w, w, s->pos);
+        consider(ns, w);
+      }
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+/* eq. 4 for two convex shapes without a plane: fast path, then the facets
+ * and the edge-edge axes */
+static void eq4_convex(const vcache *va_, const vcache *vb_, khzColOut *o, const int *ea,
+                       int nea, const int *eb, int neb, double n[3]) {
+  const khzColShape *a = va_->s, *b = vb_->s;
+  double scale = a->scale + b->scale, tol = 1e-7 * scale;
+  nsearch ns = {a, b, o, 0, {0, 0, 1}, 1e-12 * scale, 0};
+
+  /* fast path: the facet nearest to the deepest point */
+  int k = deepest_sd(o);
+  const khzColPoint *pk = &o->pt[k];
+  double nrm[3];
+  khz_shape_sd(pk->side == 0 ? b : a, pk->pos, nrm);
+  if (pk->side == 1) khzc_scl(nrm, nrm, -1);
+  consider(&ns, nrm);
+  if (ns.best <= pk->sd + tol) {
+    khzc_copy(n, ns.n);
+    return;
+  }
+
+  /* the facets holding a point */
+  double *la = o->work, *lb = o->work + 3 * o->cap;
+  for (int i = 0; i < o->npt; i++) {
+    khz_shape_toLocal(a, o->pt[i].pos, la + 3 * i);
+    khz_shape_toLocal(b, o->pt[i].pos, lb + 3 * i);
+  }
+  facet_candidates(&ns, b, 1, lb, tol);
+  facet_candidates(&ns, a, -1, la, tol);
+
+  /* edge-edge axes of crossing edges */
+  for (int i = 0; i < nea; i++) {
+    int va[2];
+    double a0[3], a1[3], da[3];
+    khz_shape_edge(a, ea[i], va);
+    vert(va_, va[0], a0);
+    vert(va_, va[1], a1);
+    khzc_sub(da, a1, a0);
+    for (int j = 0; j < neb; j++) {
+      int vb[2];
+      double b0[3], b1[3], db[3], c[3];
+      khz_shape_edge(b, eb[j], vb);
+      vert(vb_, vb[0], b0);
+      vert(vb_, vb[1], b1);
+      khzc_sub(db, b1, b0);
+      khzc_cross(c, da, db);
+      if (khzc_dot(c, c) <= 1e-12 * khzc_dot(da, da) * khzc_dot(db, db)) continue;
+      consider(&ns, c);
+      khzc_scl(c, c, -1);
+      consider(&ns, c);
+    }
+  }
+
+  /* two cylinders: the common perpendicular of their axes */
+  if (a->shape == KHZ_SHAPE_CYLINDER && b->shape == KHZ_SHAPE_CYLINDER) {
+    double za[3], zb[3], c[3];
+    axis_z(a, za);
+    axis_z(b, zb);
+    khzc_cross(c, za, zb);
+    if (khzc_normalize(c) > 1e-6) {
+      consider(&ns, c);
+      khzc_scl(c, c, -1);
+      consider(&ns, c);
+    }
+  }
+  khzc_copy(n, ns.n);
+}
+
+/* ------------------------------------------------ polytopes, cylinders -- */
+
+/* box, cylinder, hull against each other, or below a plane (A = plane) */
+static int poly_poly(const khzColShape *a, const khzColShape *b, khzColOut *o) {
+  int ea[KHZ_MAXCROSS], eb[KHZ_MAXCROSS], nea = 0, neb = 0;
+  double n[3];
+  vcache va, vb;
+  vcache_init(&va, a, b, vbuf(o, 0), o->maxvert);
+  vcache_init(&vb, b, a, vbuf(o, 1), o->maxvert);
+
+  /* vertices inside the other shape, edges crossing its surface */
+  vertices_inside(&va, 0, o);
+  vertices_inside(&vb, 1, o);
+  edges_crossing(&va, 0, o, ea, &nea);
+  edges_crossing(&vb, 1, o, eb, &neb);
+  if (!o->npt) return 0;
+
+  /* normal: the plane's, or eq. 4 */
+  if (a->shape == KHZ_SHAPE_PLANE) {
+    axis_z(a, n);
+    khzc_scl(n, n, -1);
+  } else {
+    eq4_convex(&va, &vb, o, ea, nea, eb, neb, n);
+  }
+
+  /* the exact deepest rim points of cylinders, then the depths */
+  rim_points(a, b, 0, n, o);
+  rim_points(b, a, 1, n, o);
+  return set_depths(a, b, o, n) > 0;
+}
+
+/* ----------------------------------------------------- rounded shapes -- */
+
+/* normal when the core of A (sphere, capsule) touches B: the direction of
+ * least overlap h_B(n) + h_A(-n) among B's facet normals and the cross
+ * products of A's axis with B's edges */
+static void deep_normal(const khzColShape *a, const khzColShape *b, const khzColCore *ca,
+                        double n[3]) {
+  double za[3], best = DBL_MAX;
+  int sphere = a->shape == KHZ_SHAPE_SPHERE;
+  axis_z(a, za);
+  n[0] = n[1] = 0, n[2] = 1;
+
+  /* a sphere: the nearest facet of B */
+  if (sphere && !is_round(b->shape)) {
+    khz_shape_sd(b, ca->a, n);
+    return;
+  }
+
+  /* candidate directions */
+  double cand[64][3];
+  int nc = 0;
+  switch (b->shape) {
+    case KHZ_SHAPE_BOX:
+      for (int k = 0; k < 3; k++) {
+        double ax[3] = {b->rot[k], b->rot[3 + k], b->rot[6 + k]};
+        khzc_copy(cand[nc++], ax);
+        khzc_scl(cand[nc++], ax, -1);
+        if (!sphere) khzc_cross(cand[nc++], za, ax);
+      }
+      break;
+    case KHZ_SHAPE_CYLINDER: {
+      double zb[3], b0[3], b1[3], c1[3], c2[3], r[3];
+      axis_z(b, zb);
+      khzc_copy(cand[nc++], zb);
+      khzc_scl(cand[nc++], zb, -1);
+      khzc_cross(cand[nc++], za, zb);
+      khzc_addScl(b0, b->pos, zb, -b->size[1]);
+      khzc_addScl(b1, b->pos, zb, b->size[1]);
+      khzc_closestSegSeg(ca->a, ca->b, b0, b1, NULL, NULL, c1, c2);
+      khzc_sub(r, c1, c2);
+      khzc_addScl(r, r, zb, -khzc_dot(r, zb));
+      if (khzc_normalize(r) == 0) khzc_orthogonal(r, zb);
+      khzc_copy(cand[nc++], r);
+      break;
+    }
+    case KHZ_SHAPE_CONVEX: {
+      const khzColHull *h = b->hull;
+      for (int f = 0; f < h->nplane && nc < 48; f++) {
+        double w[3];
+        khz_shape_toWorld(b, h->plane + 4 * f, w);
+        khzc_sub(cand[nc++], w, b->pos);
+      }
+      for (int e = 0; e < h->nedge && nc < 64; e++) {
+        double v0[3], v1[3], d[3];
+        khz_shape_vert(b, h->edge[2 * e], v0);
+        khz_shape_vert(b, h->edge[2 * e + 1], v1);
+        khzc_sub(d, v1, v0);
+        khzc_cross(cand[nc++], za, d);
+      }
+      break;
+    }
+    default: {
+      /* two rounded shapes whose cores meet */
+      double zb[3];
+      axis_z(b, zb);
+      khzc_cross(cand[nc], za, zb);
+      if (khzc_norm(cand[nc]) < 1e-9) khzc_orthogonal(cand[nc], za);
+      nc++;
+      break;
+    }
+  }
+  for (int i = 0; i < nc; i++)
+    for (int sg = 1; sg >= -1; sg -= 2) {
+      double d[3], m[3];
+      khzc_scl(d, cand[i], sg);
+      if (khzc_normalize(d) < 1e-12) continue;
+      khzc_scl(m, d, -1);
+      double f = khz_shape_h(b, d) + khz_shape_h(a, m);
+      if (f < best) best = f, khzc_copy(n, d);
+    }
+}
+
+/* sphere or capsule A against a sphere, capsule, box, cylinder or hull B */
+static int rounded_pair(const khzColShape *a, const khzColShape *b, khzColOut *o) {
+  khzColCore ca, cb;
+  double pa[3], pb[3], dist, ra = a->size[0], rb = 0;
+  double scale = a->scale + b->scale, tiny = 1e-9 * scale;
+  int bround = is_round(b->shape);
+  core_of(a, &ca);
+
+  /* distance between A's core and B (B's core when B is rounded too) */
+  if (bround) {
+    core_of(b, &cb);
+    rb = b->size[0];
+    dist = sqrt(khzc_closestSegSeg(ca.a, ca.b, cb.a, cb.b, NULL, NULL, pa, pb));
+  } else if (a->shape == KHZ_SHAPE_SPHERE &&
+             (b->shape == KHZ_SHAPE_BOX || b->shape == KHZ_SHAPE_CYLINDER)) {
+    /* a point outside a box or cylinder: the exact distance of khz_shape_sd */
+    double nrm[3], sd = khz_shape_sd(b, a->pos, nrm);
+    dist = sd < 0 ? -sd : 0;
+    khzc_copy(pa, a->pos);
+    khzc_addScl(pb, a->pos, nrm, -dist);
+  } else {
+    dist = khz_gjk(&ca, khz_core_support, b, khz_shape_supportFn, scale, pa, pb);
+  }
+  if (dist >= ra + rb) return 0;
+
+  /* the exact normal between the closest points, else the least overlap */
+  double n[3], q[3];
+  int deep = !(dist > tiny);
+  if (!deep) {
+    khzc_sub(n, pa, pb);
+    khzc_normalize(n);
+    khzc_copy(q, pa);
+  } else {
+    deep_normal(a, b, &ca, n);
+    double m[3] = {-n[0], -n[1], -n[2]};
+    khz_core_support(&ca, m, q);
+  }
+
+  /* A's deepest points: the closest point, and the end spheres inside B */
+  double p[3];
+  khzc_addScl(p, q, n, -ra);
+  khz_col_addPoint(o, p, ra + rb - dist, 0, KHZ_FEATURE(KHZ_FEAT_ROUND, 0));
+  if (a->shape == KHZ_SHAPE_CAPSULE)
+    for (int e = 0; e < 2; e++) {
+      const double *c = e ? ca.b : ca.a;
+      double d[3];
+      khzc_sub(d, c, q);
+      if (khzc_norm(d) <= tiny) continue;
+      khzc_addScl(p, c, n, -ra);
+      double sd = khz_shape_sd(b, p, NULL);
+      if (sd >= 0) khz_col_addPoint(o, p, sd, 0, KHZ_FEATURE(KHZ_FEAT_ROUND, 1 + e));
+    }
+
+  /* B's points: a capsule's end spheres inside A, a polytope's vertices inside A */
+  if (bround && a->shape == KHZ_SHAPE_CAPSULE && b->shape == KHZ_SHAPE_CAPSULE) {
+    for (int e = 0; e < 2; e++) {
+      const double *c = e ? cb.b : cb.a;
+      double d[3];
+      khzc_sub(d, c, pb);
+      if (khzc_norm(d) <= tiny) continue;
+      khzc_addScl(p, c, n, rb);
+      double sd = khz_shape_sd(a, p, NULL);
+      if (sd >= 0) khz_col_addPoint(o, p, sd, 1, KHZ_FEATURE(KHZ_FEAT_ROUND, 1 + e));
+    }
+  } else if (!bround) {
+    vcache vb;
+    vcache_init(&vb, b, a, vbuf(o, 0), o->maxvert);
+    vertices_inside(&vb, 1, o);
+  }
+  return set_depths(a, b, o, n) > 0;
+}
+
+/* ------------------------------------------------------------- planes -- */
+
+static int plane_sphere(const khzColShape *a, const khzColShape *b, khzColOut *o) {
+  double z[3], n[3], p[3], r = b->size[0];
+  axis_z(a, z);
+  double dist = khzc_dot(z, b->pos) - khzc_dot(z, a->pos);
+  if (dist >= r) return 0;
+  khzc_addScl(p, b->pos, z, -r);
+  khz_col_addPoint(o, p, r - dist, 1, KHZ_FEATURE(KHZ_FEAT_ROUND, 0));
+  khzc_scl(n, z, -1);
+  return set_depths(a, b, o, n) > 0;
+}
+
+static int plane_capsule(const khzColShape *a, const khzColShape *b, khzColOut *o) {
+  double z[3], n[3], p[3], r = b->size[0];
+  khzColCore c;
+  axis_z(a, z);
+  core_of(b, &c);
+  double off = khzc_dot(z, a->pos);
+  for (int e = 0; e < 2; e++) {
+    const double *x = e ? c.b : c.a;
+    double dist = khzc_dot(z, x) - off;
+    if (dist >= r) continue;
+    khzc_addScl(p, x, z, -r);
+    khz_col_addPoint(o, p, r - dist, 1, KHZ_FEATURE(KHZ_FEAT_ROUND, 1 + e));
+  }
+  if (!o->npt) return 0;
+  khzc_scl(n, z, -1);
+  return set_depths(a, b, o, n) > 0;
+}
+
+/* ---------------------------------------------------- triangle meshes -- */
+
+typedef struct {
+  const khzColShape *s, *other;
+  khzColOut *o;
+  int side;
+} vert_ctx;
+
+/* a mesh vertex inside the other shape becomes a point */
+static int mesh_vertex_cb(void *user, int v) {
+  vert_ctx *c = user;
+  double p[3];
+  khz_shape_toWorld(c->s, c->s->mesh->vert + 3 * v, p);
+  double sd = khz_shape_sd(c->other, p, NULL);
+  if (sd >= 0) khz_col_addPoint(c->o, p, sd, c->side, KHZ_FEATURE(KHZ_FEAT_VERTEX, v));
+  return 0;
+}
+
+/* the vertices of mesh s within the bounding sphere of other, inside it */
+static void mesh_vertices_inside(const khzColShape *s, const khzColShape *other, int side,
+                                 khzColOut *o) {
+  double c[3], lo[3], hi[3];
+  khz_shape_toLocal(s, other->bcenter, c);
+  for (int k = 0; k < 3; k++) lo[k] = c[k] - other->bradius, hi[k] = c[k] + other->bradius;
+  vert_ctx ctx = {s, other, o, side};
+  khz_trimesh_vertsInBox(s->mesh, lo, hi, mesh_vertex_cb, &ctx);
+}
+
+/* the plane of the facet of `other` nearest to p: outward normal m, offset d */
+static void nearest_facet(const khzColShape *other, const double p[3], double m[3], double *d) {
+  if (other->shape == KHZ_SHAPE_TRIMESH) {
+    double q[3], cq[3], pn[3];
+    int tri;
+    khz_shape_toLocal(other, p, q);
+    khz_trimesh_closest(other->mesh, q, cq, &tri, pn);
+    const double *tn = other->mesh->tnormal + 3 * tri;
+    double w[3], v[3];
+    khz_shape_toWorld(other, tn, w);
+    khzc_sub(m, w, other->pos);
+    khz_shape_toWorld(other, other->mesh->vert + 3 * other->mesh->tri[3 * tri], v);
+    *d = khzc_dot(m, v);
+  } else {
+    khz_shape_sd(other, p, m);
+    *d = khz_shape_h(other, m);
+  }
+}
+
+/* eq. 4 objective for point j's nearest facet: max over the points of the same
+ * side of their distance to that facet's plane */
+static double mesh_candidate(const khzColShape *a, const khzColShape *b, const khzColOut *o,
+                             int j, double n[3]) {
+  const khzColPoint *pj = &o->pt[j];
+  double m[3], d, f = 0;
+  nearest_facet(pj->side == 0 ? b : a, pj->pos, m, &d);
+  for (int i = 0; i < o->npt; i++)
+    if (o->pt[i].side == pj->side) f = fmax(f, fabs(khzc_dot(m, o->pt[i].pos) - d));
+  khzc_scl(n, m, pj->side == 0 ? 1 : -1);
+  return f;
+}
+
+/* eq. 4 for pairs with a triangle mesh: each point is measured against the
+ * facets of the other geometry, fast path first */
+static void eq4_mesh(const khzColShape *a, const khzColShape *b, khzColOut *o, double n[3]) {
+  double tol = 1e-7 * (a->scale + b->scale), c[3];
+  int k = deepest_sd(o);
+  double best = mesh_candidate(a, b, o, k, n);
+  if (best <= o->pt[k].sd + tol) return;
+
+  /* the facets of the deepest few points */
+  double last = o->pt[k].sd;
+  int lastk = k;
+  for (int round = 1; round < KHZ_EQ4_CANDIDATES; round++) {
+    /* next deepest point after (last, lastk) in (sd desc, index asc) order */
+    int nk = -1;
+    for (int i = 0; i < o->npt; i++) {
+      double s = o->pt[i].sd;
+      int after = s < last || (s == last && i > lastk);
+      if (!after) continue;
+      if (nk < 0 || s > o->pt[nk].sd) nk = i;
+    }
+    if (nk < 0) break;
+    double f = mesh_candidate(a, b, o, nk, c);
+    if (f < best - 1e-12) best = f, khzc_copy(n, c);
+    last = o->pt[nk].sd, lastk = nk;
+  }
+}
+
+typedef struct {
+  const khzColShape *s;
+  khzColOut *o;
+  double z[3], d;
+} below_ctx;
+
+static int below_cb(void *user, int v) {
+  below_ctx *c = user;
+  double p[3];
+  khz_shape_toWorld(c->s, c->s->mesh->vert + 3 * v, p);
+  double sd = c->d - khzc_dot(c->z, p);
+  if (sd >= 0) khz_col_addPoint(c->o, p, sd, 1, KHZ_FEATURE(KHZ_FEAT_VERTEX, v));
+  return 0;
+}
+
+static int plane_trimesh(const khzColShape *a, const khzColShape *b, khzColOut *o) {
+  double z[3], lz[3], n[3];
+  axis_z(a, z);
+  below_ctx ctx = {b, o, {z[0], z[1], z[2]}, khzc_dot(z, a->pos)};
+
+  /* the plane in the mesh frame */
+  double w1[3];
+  khzc_add(w1, b->pos, z);
+  khz_shape_toLocal(b, w1, lz);
+  khz_trimesh_vertsBelow(b->mesh, lz, ctx.d - khzc_dot(z, b->pos), below_cb, &ctx);
+  if (!o->npt) return 0;
+  khzc_scl(n, z, -1);
+  return sd_depths(o, n) > 0;
+}
+
+/* the normal at a sphere centre c against the mesh: exact, from the closest point */
+static double sphere_mesh_query(const khzColShape *b, const double c[3], double n[3]) {
+  double q[3], cq[3], pn[3], d[3];
+  int tri;
+  khz_shape_toLocal(b, c, q);
+  double phi = khz_trimesh_closest(b->mesh, q, cq, &tri, pn);
+  khzc_sub(d, q, cq);
+  if (khzc_normalize(d) > 1e-12 * b->scale)
+    khzc_scl(d, d, phi >= 0 ? 1 : -1);
+  else
+    khzc_copy(d, pn);
+  khz_shape_toWorld(b, d, n);
+  khzc_sub(n, n, b->pos);
+  return phi;
+}
+
+static int sphere_trimesh(const khzColShape *a, const khzColShape *b, khzColOut *o) {
+  double n[3], p[3], r = a->size[0];
+  double phi = sphere_mesh_query(b, a->pos, n);
+  if (phi >= r) return 0;
+  khzc_addScl(p, a->pos, n, -r);
+  khz_col_addPoint(o, p, r - phi, 0, KHZ_FEATURE(KHZ_FEAT_ROUND, 0));
+  return sd_depths(o, n) > 0;
+}
+
+static int capsule_trimesh(const khzColShape *a, const khzColShape *b, khzColOut *o) {
+  khzColCore c;
+  core_of(a, &c);
+  double r = a->size[0], len = 2 * a->size[1];
+  int ns = (int)ceil(len / r) + 1;
+  if (ns < 2) ns = 2;
+  if (ns > KHZ_CAPSULE_SAMPLES) ns = KHZ_CAPSULE_SAMPLES;
+
+  /* spheres along the core */
+  double best = -DBL_MAX, n[3] = {0, 0, 1};
+  for (int k = 0; k < ns; k++) {
+    double x[3], d[3], nk[3], p[3];
+    khzc_sub(d, c.b, c.a);
+    khzc_addScl(x, c.a, d, (double)k / (ns - 1));
+    double phi = sphere_mesh_query(b, x, nk);
+    if (phi >= r) continue;
+    int idx = k == 0 ? 1 : k == ns - 1 ? 2 : 2 + k;
+    khzc_addScl(p, x, nk, -r);
+    khz_col_addPoint(o, p, r - phi, 0, KHZ_FEATURE(KHZ_FEAT_ROUND, idx));
+    if (r - phi > best) best = r - phi, khzc_copy(n, nk);
+  }
+
+  /* mesh vertices inside the capsule; the deepest of them may set the normal */
+  int before = o->npt;
+  mesh_vertices_inside(b, a, 1, o);
+  for (int i = before; i < o->npt; i++) {
+    if (o->pt[i].sd <= best) continue;
+    double q[3], d[3];
+    khzc_closestOnSegment(o->pt[i].pos, c.a, c.b, q);
+    khzc_sub(d, q, o->pt[i].pos);
+    if (khzc_normalize(d) < 1e-12 * b->scale) continue;
+    best = o->pt[i].sd, khzc_copy(n, d);
+  }
+  if (!o->npt) return 0;
+  return sd_depths(o, n) > 0;
+}
+
+/* box, cylinder or hull A against triangle mesh B */
+static int convex_trimesh(const khzColShape *a, const khzColShape *b, khzColOut *o) {
+  double n[3];
+  vcache va;
+  vcache_init(&va, a, b, vbuf(o, 0), o->maxvert);
+  vertices_inside(&va, 0, o);
+  mesh_vertices_inside(b, a, 1, o);
+  if (!o->npt) return 0;
+  eq4_mesh(a, b, o, n);
+  rim_points(a, b, 0, n, o);
+  return sd_depths(o, n) > 0;
+}
+
+static int trimesh_trimesh(const khzColShape *a, const khzColShape *b, khzColOut *o) {
+  double n[3];
+  mesh_vertices_inside(a, b, 0, o);
+  mesh_vertices_inside(b, a, 1, o);
+  if (!o->npt) return 0;
+  eq4_mesh(a, b, o, n);
+  return sd_depths(o, n) > 0;
+}
+
+/* -------------------------------------------------------------- table -- */
+
+/* the pairs that share a general routine */
+#define POLY(name)                                                         \
+  static int name(const khzColShape *a, const khzColShape *b, khzColOut *o) { \
+    return poly_poly(a, b, o);                                             \
+  }
+#define ROUND(name)                                                        \
+  static int name(const khzColShape *a, const khzColShape *b, khzColOut *o) { \
+    return rounded_pair(a, b, o);                                          \
+  }
+#define MESH(name)                                                         \
+  static int name(const khzColShape *a, const khzColShape *b, khzColOut *o) { \
+    return convex_trimesh(a, b, o);                                        \
+  }
+
+POLY(plane_box)
+POLY(plane_cylinder)
+POLY(plane_convex)
+ROUND(sphere_sphere)
+ROUND(sphere_capsule)
+ROUND(sphere_box)
+ROUND(sphere_cylinder)
+ROUND(sphere_convex)
+ROUND(capsule_capsule)
+ROUND(capsule_box)
+ROUND(capsule_cylinder)
+ROUND(capsule_convex)
+POLY(box_box)
+POLY(box_cylinder)
+POLY(box_convex)
+POLY(cylinder_cylinder)
+POLY(cylinder_convex)
+POLY(convex_convex)
+MESH(box_trimesh)
+MESH(cylinder_trimesh)
+MESH(convex_trimesh_)
+
+const khzCollideFn khz_collideTable[KHZ_SHAPE_N][KHZ_SHAPE_N] = {
+    [KHZ_SHAPE_PLANE] = {NULL, plane_sphere, plane_capsule, plane_box, plane_cylinder,
+                         plane_convex, plane_trimesh},
+    [KHZ_SHAPE_SPHERE] = {NULL, sphere_sphere, sphere_capsule, sphere_box, sphere_cylinder,
+                          sphere_convex, sphere_trimesh},
+    [KHZ_SHAPE_CAPSULE] = {NULL, NULL, capsule_capsule, capsule_box, capsule_cylinder,
+                           capsule_convex, capsule_trimesh},
+    [KHZ_SHAPE_BOX] = {NULL, NULL, NULL, box_box, box_cylinder, box_convex, box_trimesh},
+    [KHZ_SHAPE_CYLINDER] = {NULL, NULL, NULL, NULL, cylinder_cylinder, cylinder_convex,
+                            cylinder_trimesh},
+    [KHZ_SHAPE_CONVEX] = {NULL, NULL, NULL, NULL, NULL, convex_convex, convex_trimesh_},
+    [KHZ_SHAPE_TRIMESH] = {NULL, NULL, NULL, NULL, NULL, NULL, trimesh_trimesh},
+};
+
+/* ---------------------------------------------------------- dispatch -- */
+
+void khz_shape_make(const khzModel *m, int g, const double *frame12, khzColShape *s) {
+  const khzColModel *cm = m->collision;
+  const khzColGeom *cg = &cm->geom[g];
+  memset(s, 0, sizeof *s);
+  s->shape = cg->shape;
+  s->geom = g;
+  khzc_copy(s->pos, frame12);
+  memcpy(s->rot, frame12 + 3, sizeof s->rot);
+  s->size = m->geom_size + 3 * g;
+  s->hull = cg->hull >= 0 ? &cm->hull[cg->hull] : NULL;
+  s->mesh = cg->trimesh >= 0 ? &cm->trimesh[cg->trimesh] : NULL;
+  s->scale = cg->scale;
+  khz_shape_toWorld(s, cg->center, s->bcenter);
+  khzc_copy(s->lcenter, cg->center);
+  s->bradius = cg->shape == KHZ_SHAPE_PLANE ? DBL_MAX : cg->radius;
+  for (int k = 0; k < 3; k++)
+    s->lo[k] = cg->center[k] - cg->half[k], s->hi[k] = cg->center[k] + cg->half[k];
+}
+
+int khz_narrowphase(const khzModel *m, int g0, int g1, const double *frame, khzColOut *out) {
+  const khzColModel *cm = m->collision;
+  khzColShape s0, s1;
+  out->npt = 0;
+  out->overflow = 0;
+  if (cm->geom[g0].shape < 0 || cm->geom[g1].shape < 0) return 0;
+  khz_shape_make(m, g0, frame + 12 * g0, &s0);
+  khz_shape_make(m, g1, frame + 12 * g1, &s1);
+
+  /* the table holds type A <= type B */
+  int swap = s0.shape > s1.shape;
+  const khzColShape *a = swap ? &s1 : &s0, *b = swap ? &s0 : &s1;
+  khzCollideFn fn = khz_collideTable[a->shape][b->shape];
+  if (!fn || !fn(a, b, out)) {
+    out->npt = 0;
+    return 0;
+  }
+
+  /* normal toward g0, sides relative to (g0, g1) */
+  if (swap) khzc_scl(out->normal, out->normal, -1);
+  for (int i = 0; i < out->npt; i++) {
+    int side = swap ? 1 - out->pt[i].side : out->pt[i].side;
+    out->pt[i].side = side;
+    out->pt[i].feature = (out->pt[i].feature & 0x0fffffff) | (side << 28);
+  }
+  return 1;
+}

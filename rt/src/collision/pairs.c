@@ -1,0 +1,273 @@
+/* pairs.c — khz_collide: broad phase, narrow phase, the contact outputs and
+ * the persistent pair slots that carry the penalty method's state from tick
+ * to tick (the integral term and the Fig. 2 phase of Drumwright's method, the
+ * friction anchors; SPEC §3).
+ *
+ * Outputs are ordered by geom pair (g0 < g1), so the same state gives the same
+ * contacts in the same order. Each pair keeps at most m->max_points points:
+ * the extreme points of its deepest layer in 8 directions of the contact plane
+ * (so that a flat contact keeps its footprint), then the deepest (ties: the
+ * earlier generated); at most m->npair_max pairs are kept, in pair order. A
+ * call that had to drop something counts KHZ_WARN_CONTACTFULL once.
+ *
+ * Slots: a pair found again keeps its slot (found by a merge of the sorted
+ * occupied slots with the sorted contacts, O(n) after a radix sort); a new pair
+ * takes the lowest free slot, zeroed (phase NONE, integral 0, no anchors);
+ * the slot of a pair no longer in contact is freed and zeroed (geom -1).
+ * Scratch comes from the data's stack; nothing here allocates.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "collision.h"
+#include "spatial.h"
+
+/* ------------------------------------------------------------- names -- */
+
+static const char *const method_names[KHZ_CONTACT_NMETHODS] = {"none", "penalty", "deepest"};
+
+const char *khz_contactMethodName(khzContactMethod method) {
+  return (method >= 0 && method < KHZ_CONTACT_NMETHODS) ? method_names[method] : "unknown";
+}
+
+int khz_contactMethodFromName(const char *name) {
+  if (!name) return -1;
+  for (int i = 0; i < KHZ_CONTACT_NMETHODS; i++)
+    if (strcmp(name, method_names[i]) == 0) return i;
+  return -1;
+}
+
+/* --------------------------------------------------------- selection -- */
+
+/* the k-th largest of v[0..n) (k >= 1), v reordered (quickselect) */
+static double kth_largest(double *v, int n, int k) {
+  int lo = 0, hi = n - 1, want = k - 1;
+  while (lo < hi) {
+    double a = v[lo], b = v[(lo + hi) / 2], c = v[hi];
+    double pivot = a > b ? (b > c ? b : (a > c ? c : a)) : (a > c ? a : (b > c ? c : b));
+    int i = lo, j = hi;
+    while (i <= j) {
+      while (v[i] > pivot) i++;
+      while (v[j] < pivot) j--;
+      if (i <= j) {
+        double t = v[i];
+        v[i] = v[j], v[j] = t;
+        i++, j--;
+      }
+    }
+    if (want <= j)
+      hi = j;
+    else if (want >= i)
+      lo = i;
+    else
+      return v[want];
+  }
+  return v[want];
+}
+
+/* keeps `keep` points, in their order: the deepest, the extreme points in 8
+ * directions of the contact plane of the deepest layer (depth >= 0.9 of the
+ * deepest), so that a flat contact keeps its footprint, then the deepest */
+static void keep_deepest(khzColOut *o, int keep, double *scratch) {
+  int n = o->npt, nsel = 1, deepest = 0;
+  double u[3], v[3], dmax = 0;
+  unsigned char *sel = (unsigned char *)(scratch + n);
+  memset(sel, 0, (size_t)n);
+  khzc_orthogonal(u, o->normal);
+  khzc_cross(v, o->normal, u);
+  for (int i = 0; i < n; i++)
+    if (o->pt[i].depth > dmax) dmax = o->pt[i].depth, deepest = i;
+  sel[deepest] = 1;
+  for (int k = 0; k < 8 && nsel < keep; k++) {
+    double c = cos(M_PI * k / 4), s = sin(M_PI * k / 4), best = -1e300;
+    int bi = -1;
+    for (int i = 0; i < n; i++) {
+      if (o->pt[i].depth < 0.9 * dmax) continue;
+      double x = c * khzc_dot(u, o->pt[i].pos) + s * khzc_dot(v, o->pt[i].pos);
+      if (x > best) best = x, bi = i;
+    }
+    if (bi >= 0 && !sel[bi]) sel[bi] = 1, nsel++;
+  }
+
+  /* the rest by depth (ties: the earlier point) */
+  int m = 0;
+  for (int i = 0; i < n; i++)
+    if (!sel[i]) scratch[m++] = o->pt[i].depth;
+  int want = keep - nsel;
+  double thr = want > 0 && m > 0 ? kth_largest(scratch, m, want < m ? want : m) : 1e300;
+  int above = 0;
+  for (int i = 0; i < n; i++) above += !sel[i] && o->pt[i].depth > thr;
+  int ties = want - above, w = 0;
+  for (int i = 0; i < n; i++) {
+    double dp = o->pt[i].depth;
+    int take = sel[i] || (want > 0 && (dp > thr || (dp == thr && ties-- > 0)));
+    if (take) o->pt[w++] = o->pt[i];
+  }
+  o->npt = w;
+}
+
+/* -------------------------------------------------------------- slots -- */
+
+static void free_slot(khzPairState *p) {
+  memset(p, 0, sizeof *p);
+  p->geom[0] = p->geom[1] = -1;
+}
+
+static int assign_slots(const khzModel *m, khzData *d) {
+  int P = m->npair_max, n = 0;
+  size_t mark = khz_stackMark(d);
+  uint64_t *key = khz_stackAlloc(d, (size_t)(2 * P + 2) * sizeof(uint64_t));
+  int *slot = khz_stackAlloc(d, (size_t)(2 * P + 2) * sizeof(int));
+  unsigned char *used = khz_stackAlloc(d, (size_t)P + 1);
+  if (!key || !slot || !used) {
+    khz_stackFree(d, mark);
+    return -1;
+  }
+  memset(used, 0, (size_t)P);
+
+  /* occupied slots, sorted by pair */
+  for (int s = 0; s < P; s++) {
+    khzPairState *p = &d->pair[s];
+    if (p->geom[0] < 0) continue;
+    if (p->geom[0] >= p->geom[1] || p->geom[1] >= m->ngeom) {
+      free_slot(p);
+      continue;
+    }
+    key[n] = ((uint64_t)p->geom[0] << 32) | (uint64_t)p->geom[1];
+    slot[n++] = s;
+  }
+  khz_radixSort64(key, slot, n, key + P + 1, slot + P + 1);
+
+  /* merge with the contacts (sorted the same way) */
+  int j = 0;
+  for (int c = 0; c < d->ncontact; c++) {
+    khzContact *ct = &d->contact[c];
+    uint64_t k = ((uint64_t)ct->geom[0] << 32) | (uint64_t)ct->geom[1];
+    while (j < n && key[j] < k) j++;
+    ct->slot = -1;
+    if (j < n && key[j] == k) {
+      ct->slot = slot[j];
+      used[slot[j]] = 1;
+      j++;
+    }
+  }
+
+  /* free what is no longer in contact, then give the new pairs free slots */
+  for (int s = 0; s < P; s++)
+    if (d->pair[s].geom[0] >= 0 && !used[s]) free_slot(&d->pair[s]);
+  int next = 0;
+  for (int c = 0; c < d->ncontact; c++) {
+    khzContact *ct = &d->contact[c];
+    if (ct->slot >= 0) continue;
+    while (next < P && d->pair[next].geom[0] >= 0) next++;
+    if (next == P) break; /* cannot happen: ncontact <= npair_max */
+    free_slot(&d->pair[next]);
+    d->pair[next].geom[0] = ct->geom[0];
+    d->pair[next].geom[1] = ct->geom[1];
+    d->pair[next].phase = KHZ_PHASE_NONE;
+    ct->slot = next++;
+  }
+  khz_stackFree(d, mark);
+  return 0;
+}
+
+/* ------------------------------------------------------------ collide -- */
+
+/* point buffer and pair capacity of one call */
+static int point_cap(const khzModel *m) { return 2 * m->max_points > 320 ? 2 * m->max_points : 320; }
+static int pair_cap(const khzColModel *cm) { return (8 + cm->nplane) * cm->nbounded + 64; }
+
+size_t khz_collision_stackBytes(const khzModel *m) {
+  const khzColModel *cm = m->collision;
+  if (!cm) return 0;
+  size_t ng = (size_t)m->ngeom, nb = (size_t)cm->nbounded, P = (size_t)m->npair_max;
+  size_t ptcap = (size_t)point_cap(m), cap = (size_t)pair_cap(cm), a = 64;
+
+  /* what khz_collide holds throughout, then the larger of the broad phase and the slots */
+  size_t base = (12 * ng + 1) * sizeof(double) + (6 * ng + 1) * sizeof(double) +
+                cap * sizeof(uint64_t) + ptcap * sizeof(khzColPoint) +
+                (size_t)KHZ_COL_WORK(ptcap, cm->maxvert) * sizeof(double) + 5 * a;
+  size_t broad = 2 * (nb + 1) * sizeof(uint64_t) + (nb + 1) * 48 + (cap + 1) * sizeof(uint64_t) + 4 * a;
+  size_t slots = (2 * P + 2) * (sizeof(uint64_t) + sizeof(int)) + P + 1 + 3 * a;
+  return base + (broad > slots ? broad : slots);
+}
+
+int khz_collide(const khzModel *m, khzData *d) {
+  const khzColModel *cm = m->collision;
+  d->ncontact = d->ncpoint = 0;
+  if (!cm) return 0;
+  int ng = m->ngeom, P = m->npair_max, K = m->max_points, full = 0;
+  int ptcap = point_cap(m);
+  int cap = pair_cap(cm);
+
+  /* scratch */
+  size_t mark = khz_stackMark(d);
+  double *frame = khz_stackAlloc(d, (size_t)(12 * ng + 1) * sizeof(double));
+  double *aabb = khz_stackAlloc(d, (size_t)(6 * ng + 1) * sizeof(double));
+  uint64_t *pairs = khz_stackAlloc(d, (size_t)cap * sizeof(uint64_t));
+  khzColPoint *pt = khz_stackAlloc(d, (size_t)ptcap * sizeof(khzColPoint));
+  double *work = khz_stackAlloc(d, (size_t)KHZ_COL_WORK(ptcap, cm->maxvert) * sizeof(double));
+  if (!frame || !aabb || !pairs || !pt || !work) {
+    khz_stackFree(d, mark);
+    return 0;
+  }
+
+  /* broad phase */
+  khz_collision_frames(m, d, frame, aabb);
+  int overflow = 0;
+  int np = khz_broadphase(m, d, frame, aabb, pairs, cap, &overflow);
+  if (np < 0) {
+    khz_stackFree(d, mark);
+    return 0;
+  }
+  full |= overflow > 0;
+
+  /* narrow phase, pair by pair in (g0, g1) order */
+  for (int k = 0; k < np; k++) {
+    int g0 = (int)(pairs[k] >> 32), g1 = (int)(pairs[k] & 0xffffffffu);
+    khzColOut out = {pt, 0, ptcap, 0, work, cm->maxvert, {0, 0, 0}};
+    if (!khz_narrowphase(m, g0, g1, frame, &out)) continue;
+    full |= out.overflow > 0;
+    if (d->ncontact >= P) {
+      full = 1;
+      continue;
+    }
+    if (out.npt > K) {
+      keep_deepest(&out, K, work);
+      full = 1;
+    }
+
+    /* the contact and its points */
+    khzContact *c = &d->contact[d->ncontact];
+    c->geom[0] = g0, c->geom[1] = g1;
+    c->body[0] = m->geom_body[g0], c->body[1] = m->geom_body[g1];
+    khzc_copy(c->normal, out.normal);
+    c->point_adr = d->ncpoint;
+    c->npoint = out.npt;
+    c->deepest = d->ncpoint;
+    c->slot = -1;
+    const double *x0 = d->xpos + 3 * c->body[0], *r0 = d->xrot + 9 * c->body[0];
+    const double *x1 = d->xpos + 3 * c->body[1], *r1 = d->xrot + 9 * c->body[1];
+    for (int i = 0; i < out.npt; i++) {
+      khzContactPoint *p = &d->cpoint[d->ncpoint + i];
+      double rel[3];
+      memset(p, 0, sizeof *p);
+      khzc_copy(p->pos, out.pt[i].pos);
+      p->depth = out.pt[i].depth;
+      khzc_sub(rel, p->pos, x0);
+      khzu_mulMatTVec3(p->local[0], r0, rel);
+      khzc_sub(rel, p->pos, x1);
+      khzu_mulMatTVec3(p->local[1], r1, rel);
+      p->feature = out.pt[i].feature;
+      if (p->depth > d->cpoint[c->deepest].depth) c->deepest = d->ncpoint + i;
+    }
+    d->ncpoint += out.npt;
+    d->ncontact++;
+  }
+
+  /* persistent slots (slot -1 only when the stack is exhausted, counted as KHZ_WARN_STACK) */
+  assign_slots(m, d);
+  if (full) d->warning[KHZ_WARN_CONTACTFULL]++;
+  khz_stackFree(d, mark);
+  return d->ncontact;
+}

@@ -1,0 +1,226 @@
+/* test_broadphase.c — the broad phase (rt/src/collision/broadphase.c): the
+ * sweep-and-prune pairs equal the brute-force O(n^2) set of overlapping,
+ * filtered boxes on 300 random bodies (several densities and sweep axes), the
+ * filters one by one (same body, welded bodies, parent and child, two bodies
+ * welded to the world, contype / conaffinity, visual geoms), the radix sort,
+ * and the time per call for 15 / 60 / 240 / 960 bodies (information only). */
+#include "col_util.h"
+
+/* n bodies of random shapes at random poses in a box of side L (flattened in
+ * y and z by flat; column = 1 stacks them along z), and a ground plane. Each
+ * body slides on a prismatic joint, so that it moves (is not welded to the
+ * world) while the model stays cheap to compile (khz_compile factors the
+ * dense mass matrix) */
+static khzModel *random_world(int n, double L, double flat, int column) {
+  khzSpec *s = khz_spec_new();
+  int hull = cu_boxMesh(s, "hull", 0.3, 0.2, 0.1);
+  for (int i = 0; i < n; i++) {
+    khzBodySpec bs;
+    khz_spec_defaultBody(&bs);
+    snprintf(bs.name, sizeof bs.name, "b%d", i);
+    snprintf(bs.joint_name, sizeof bs.joint_name, "j%d", i);
+    bs.joint_type = KHZ_JOINT_PRISMATIC;
+    bs.mass = 1;
+    bs.inertia[0] = bs.inertia[1] = bs.inertia[2] = 0.01;
+    if (column) {
+      bs.pos[0] = 0.1 * cu_rand(), bs.pos[1] = 0.1 * cu_rand(), bs.pos[2] = 0.2 * i;
+    } else {
+      bs.pos[0] = cu_uniform(0, L), bs.pos[1] = cu_uniform(0, L * flat);
+      bs.pos[2] = cu_uniform(-0.3, L * flat);
+    }
+    cu_randQuat(bs.quat);
+    int b = khz_spec_addBody(s, &bs);
+    double r0 = cu_uniform(0.05, 0.4), r1 = cu_uniform(0.05, 0.4), r2 = cu_uniform(0.05, 0.4);
+    switch (i % 6) {
+      case 0: cu_geom(s, b, KHZ_GEOM_BOX, r0, r1, r2); break;
+      case 1: cu_geom(s, b, KHZ_GEOM_SPHERE, r0, 0, 0); break;
+      case 2: cu_geom(s, b, KHZ_GEOM_CAPSULE, 0.5 * r0, r1, 0); break;
+      case 3: cu_geom(s, b, KHZ_GEOM_CYLINDER, 0.75 * r0, 0.75 * r1, 0); break;
+      case 4: cu_meshGeom(s, b, hull, 1); break;
+      default: {
+        /* two geoms on one body: never a pair of their own */
+        cu_geom(s, b, KHZ_GEOM_SPHERE, 0.2, 0, 0);
+        khzGeomSpec g;
+        khz_spec_defaultGeom(&g);
+        g.body = b, g.type = KHZ_GEOM_BOX, g.size[0] = g.size[1] = g.size[2] = 0.15;
+        g.pos[0] = 0.1;
+        khz_spec_addGeom(s, &g);
+      }
+    }
+  }
+  cu_geom(s, 0, KHZ_GEOM_PLANE, 0, 0, 0);
+  khzModel *m = cu_compile(s);
+  khz_spec_destroy(&s);
+  return m;
+}
+
+/* the brute-force pair set */
+static int brute(const khzModel *m, const double *aabb, uint64_t *out) {
+  int n = 0;
+  for (int i = 0; i < m->ngeom; i++)
+    for (int j = i + 1; j < m->ngeom; j++) {
+      if (!khz_collision_filter(m, i, j)) continue;
+      const double *a = aabb + 6 * i, *b = aabb + 6 * j;
+      int overlap = 1;
+      for (int k = 0; k < 3; k++) overlap &= a[k] <= b[3 + k] && b[k] <= a[3 + k];
+      if (m->geom_type[i] == KHZ_GEOM_PLANE || m->geom_type[j] == KHZ_GEOM_PLANE) {
+        /* the plane here is z <= 0 of the world */
+        const double *box = m->geom_type[i] == KHZ_GEOM_PLANE ? b : a;
+        overlap = box[2] <= 0;
+      }
+      if (overlap) out[n++] = ((uint64_t)i << 32) | (uint64_t)j;
+    }
+  return n;
+}
+
+static void test_brute_force(void) {
+  for (int trial = 0; trial < 12; trial++) {
+    /* dense and sparse, a flat layer (sweep along x) and a column (sweep along z) */
+    double L = trial % 3 == 0 ? 3 : trial % 3 == 1 ? 8 : 20, flat = trial % 4 == 3 ? 0.1 : 1;
+    khzModel *m = random_world(300, L, flat, trial == 11);
+    khzData *d = khz_makeData(m, 0);
+    int ng = m->ngeom, overflow;
+    double *frame = malloc(12 * ng * sizeof(double)), *aabb = malloc(6 * ng * sizeof(double));
+    uint64_t *sap = malloc(ng * ng * sizeof(uint64_t)), *bf = malloc(ng * ng * sizeof(uint64_t));
+    khz_collision_frames(m, d, frame, aabb);
+    int n = khz_broadphase(m, d, frame, aabb, sap, ng * ng, &overflow);
+    int nb = brute(m, aabb, bf);
+    ENSURE_MSG(n == nb, "trial %d: sweep-and-prune %d pairs, brute force %d", trial, n, nb);
+    ENSURE(overflow == 0);
+    int same = n == nb;
+    for (int i = 0; same && i < n; i++) same = sap[i] == bf[i];
+    ENSURE_MSG(same, "trial %d: the pair sets differ", trial);
+    if (trial < 3 || trial == 11)
+      printf("300 bodies (%d geoms) in %s: %d candidate pairs, the same as brute force\n", ng,
+             trial == 11 ? "a column" : trial == 0 ? "3 m" : trial == 1 ? "8 m" : "20 m", n);
+
+    /* a full pair buffer: what fits, and the overflow count */
+    if (trial == 0) {
+      int some = khz_broadphase(m, d, frame, aabb, sap, 10, &overflow);
+      ENSURE(some == 10 && overflow == n - 10);
+    }
+    ENSURE(d->stack_top == 0);
+    free(frame), free(aabb), free(sap), free(bf);
+    khz_data_destroy(&d);
+    khz_model_destroy(&m);
+  }
+}
+
+/* ------------------------------------------------------------- timing -- */
+
+static void test_timing(void) {
+  printf("broad phase per call (frames + sweep-and-prune), bodies at constant density:\n");
+  for (int n = 15; n <= 960; n *= 4) {
+    double L = 1.2 * cbrt((double)n); /* about one body per 1.7 m^3 */
+    khzModel *m = random_world(n, L, 1, 0);
+    khzData *d = khz_makeData(m, 0);
+    int ng = m->ngeom;
+    double *frame = malloc(12 * ng * sizeof(double)), *aabb = malloc(6 * ng * sizeof(double));
+    uint64_t *pairs = malloc(16 * ng * sizeof(uint64_t));
+    int np = 0, overflow, reps = 200000 / n + 10;
+    khz_collision_frames(m, d, frame, aabb); /* warm up */
+    khz_broadphase(m, d, frame, aabb, pairs, 16 * ng, &overflow);
+    double t0 = cu_now();
+    for (int r = 0; r < reps; r++) {
+      khz_collision_frames(m, d, frame, aabb);
+      np = khz_broadphase(m, d, frame, aabb, pairs, 16 * ng, &overflow);
+    }
+    double dt = (cu_now() - t0) / reps;
+    printf("  %4d bodies (%4d geoms): %8.2f us per call, %5d candidate pairs\n", n, ng, 1e6 * dt, np);
+    ENSURE(np >= 0 && overflow == 0);
+    free(frame), free(aabb), free(pairs);
+    khz_data_destroy(&d);
+    khz_model_destroy(&m);
+  }
+}
+
+/* ------------------------------------------------------------ filters -- */
+
+static void test_filters(void) {
+  khzSpec *s = khz_spec_new();
+  khzBodySpec b;
+
+  /* a free base with a revolute child, a link welded to the child, a grandchild */
+  int base = cu_body(s, "base");
+  khz_spec_defaultBody(&b);
+  snprintf(b.name, sizeof b.name, "child");
+  snprintf(b.joint_name, sizeof b.joint_name, "hinge");
+  b.parent = base, b.joint_type = KHZ_JOINT_REVOLUTE, b.mass = 1;
+  b.inertia[0] = b.inertia[1] = b.inertia[2] = 0.01;
+  int child = khz_spec_addBody(s, &b);
+  snprintf(b.name, sizeof b.name, "welded"), b.joint_name[0] = 0;
+  b.parent = child, b.joint_type = KHZ_JOINT_FIXED;
+  int welded = khz_spec_addBody(s, &b);
+  snprintf(b.name, sizeof b.name, "grandchild"), snprintf(b.joint_name, sizeof b.joint_name, "h2");
+  b.parent = child, b.joint_type = KHZ_JOINT_REVOLUTE;
+  int grand = khz_spec_addBody(s, &b);
+
+  /* two bodies welded to the world, a free one */
+  snprintf(b.name, sizeof b.name, "table"), b.joint_name[0] = 0;
+  b.parent = 0, b.joint_type = KHZ_JOINT_FIXED;
+  int table = khz_spec_addBody(s, &b);
+  snprintf(b.name, sizeof b.name, "shelf");
+  int shelf = khz_spec_addBody(s, &b);
+  int loose = cu_body(s, "loose");
+
+  int g_base = cu_geom(s, base, KHZ_GEOM_SPHERE, 1, 0, 0);
+  int g_base2 = cu_geom(s, base, KHZ_GEOM_SPHERE, 1, 0, 0);
+  int g_child = cu_geom(s, child, KHZ_GEOM_SPHERE, 1, 0, 0);
+  int g_welded = cu_geom(s, welded, KHZ_GEOM_SPHERE, 1, 0, 0);
+  int g_grand = cu_geom(s, grand, KHZ_GEOM_SPHERE, 1, 0, 0);
+  int g_table = cu_geom(s, table, KHZ_GEOM_BOX, 1, 1, 1);
+  int g_shelf = cu_geom(s, shelf, KHZ_GEOM_BOX, 1, 1, 1);
+  int g_ground = cu_geom(s, 0, KHZ_GEOM_PLANE, 0, 0, 0);
+  int g_loose = cu_geom(s, loose, KHZ_GEOM_SPHERE, 1, 0, 0);
+  int g_other = cu_geom(s, loose, KHZ_GEOM_SPHERE, 1, 0, 0);
+  khz_spec_geom(s, g_other)->contype = 2, khz_spec_geom(s, g_other)->conaffinity = 2;
+  int g_vis = cu_geom(s, loose, KHZ_GEOM_SPHERE, 1, 0, 0);
+  khz_spec_geom(s, g_vis)->visual = 1;
+  int g_only_aff = cu_geom(s, grand, KHZ_GEOM_SPHERE, 1, 0, 0);
+  khz_spec_geom(s, g_only_aff)->contype = 0, khz_spec_geom(s, g_only_aff)->conaffinity = 2;
+  khzModel *m = cu_compile(s);
+  khz_spec_destroy(&s);
+
+  ENSURE(!khz_collision_filter(m, g_base, g_base2));    /* same body */
+  ENSURE(!khz_collision_filter(m, g_base, g_child));    /* parent and child */
+  ENSURE(!khz_collision_filter(m, g_child, g_welded));  /* welded together */
+  ENSURE(!khz_collision_filter(m, g_base, g_welded));   /* parent of the weld */
+  ENSURE(khz_collision_filter(m, g_base, g_grand));     /* two joints apart */
+  ENSURE(!khz_collision_filter(m, g_grand, g_welded));  /* the weld is the parent */
+  ENSURE(!khz_collision_filter(m, g_table, g_shelf));   /* both welded to the world */
+  ENSURE(!khz_collision_filter(m, g_table, g_ground));  /* welded to the world */
+  ENSURE(khz_collision_filter(m, g_base, g_ground));    /* a free base meets the ground */
+  ENSURE(khz_collision_filter(m, g_loose, g_table));
+  ENSURE(khz_collision_filter(m, g_table, g_loose));
+  ENSURE(!khz_collision_filter(m, g_other, g_base));    /* contype 2 vs conaffinity 1 */
+  ENSURE(!khz_collision_filter(m, g_vis, g_base));      /* visual */
+  ENSURE(khz_collision_filter(m, g_only_aff, g_other)); /* 2 & 2 one way is enough */
+  ENSURE(!khz_collision_filter(m, g_only_aff, g_base));
+  ENSURE(!khz_collision_filter(m, g_loose, g_loose));
+  khz_model_destroy(&m);
+}
+
+static void test_radix(void) {
+  enum { N = 5000 };
+  static uint64_t k[N], t[N];
+  static int p[N], pt[N];
+  for (int i = 0; i < N; i++) {
+    k[i] = (cu_rng = cu_rng * 6364136223846793005ull + 1442695040888963407ull) >> (i % 40);
+    p[i] = i;
+  }
+  static uint64_t orig[N];
+  memcpy(orig, k, sizeof k);
+  khz_radixSort64(k, p, N, t, pt);
+  int ok = 1;
+  for (int i = 0; i < N; i++) ok &= orig[p[i]] == k[i] && (i == 0 || k[i - 1] <= k[i]);
+  ENSURE(ok);
+  khz_radixSort64(k, NULL, 0, t, NULL);
+}
+
+int main(void) {
+  test_filters();
+  test_radix();
+  test_brute_force();
+  test_timing();
+  return ensure_report();
+}
