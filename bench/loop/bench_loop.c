@@ -1,0 +1,398 @@
+/* bench_loop.c — the real-time server benchmark: the default scene at 1 kHz
+ * in realtime mode, a controller answering every state (a PID on the arm's
+ * joints, torques through the wire), for --seconds (60 by default). It prints
+ * the loop's wake-up lateness p50 / p99 / p99.9 / max, compute time, overruns,
+ * the share of commands applied at the tick right after their state, and the
+ * command latency and response percentiles; next to them, on the same machine
+ * and for the same duration:
+ *   - cyclictest (rt-tests) at the same interval and priority: the lateness
+ *     floor of the machine for a thread that does nothing;
+ *   - a raw ZeroMQ ping-pong over the same transport and message sizes (PUB
+ *     of a state-sized message, answered on DEALER -> ROUTER): the transport
+ *     floor of the controller's round trip.
+ * so that the server's own cost shows as a ratio. The three runs are
+ * sequential so that they do not disturb each other.
+ *
+ *   bench_loop [--seconds S] [--transport tcp|ipc] [--cpu N] [--no-cyclictest]
+ */
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "client.h"
+#include "khz/v1/control.pb-c.h"
+#include "server.h"
+#include "settings.h"
+
+typedef struct pct {
+  double p50, p99, p999, max; /* us */
+  long n;
+  int ok;
+} pct;
+
+static double now_s(void) { return (double)khz_client_now() / 1e9; }
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static pct percentiles(double *v, long n) {
+  pct p = {0};
+  if (n <= 0) return p;
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  p.p50 = v[(long)(0.5 * (double)(n - 1))];
+  p.p99 = v[(long)(0.99 * (double)(n - 1))];
+  p.p999 = v[(long)(0.999 * (double)(n - 1))];
+  p.max = v[n - 1];
+  p.n = n;
+  p.ok = 1;
+  return p;
+}
+
+static pct from_hist(const Khz__V1__Histogram *h) {
+  pct p = {h->p50 / 1e3, h->p99 / 1e3, h->p999 / 1e3, h->max / 1e3, (long)h->count, h->count > 0};
+  return p;
+}
+
+/* asks for SCHED_FIFO for the calling thread; 1 when granted */
+static int fifo(int prio) {
+  struct sched_param sp = {.sched_priority = prio};
+  return pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) == 0;
+}
+
+/* ------------------------------------------------------------ cyclictest -- */
+
+/* cyclictest for `seconds` at a 1000 us interval; percentiles from its histogram */
+static pct run_cyclictest(int seconds, int prio, int cpu, char *note, size_t notesz) {
+  pct p = {0};
+  char cmd[256], aff[32] = "";
+  if (cpu >= 0) snprintf(aff, sizeof aff, " -a %d", cpu);
+  snprintf(cmd, sizeof cmd, "cyclictest -m -p %d -i 1000 -D %d -q -h 20000%s 2>&1", prio, seconds,
+           aff);
+  FILE *f = popen(cmd, "r");
+  if (!f) {
+    snprintf(note, notesz, "cannot run cyclictest");
+    return p;
+  }
+  static long hist[20001];
+  long total = 0, over = 0, maxv = -1, bin, count;
+  char line[256];
+  memset(hist, 0, sizeof hist);
+  while (fgets(line, sizeof line, f)) {
+    if (sscanf(line, "%ld %ld", &bin, &count) == 2 && line[0] != '#' && bin >= 0 && bin <= 20000) {
+      hist[bin] += count;
+      total += count;
+    } else if (sscanf(line, "# Max Latencies: %ld", &bin) == 1) {
+      maxv = bin;
+    } else if (sscanf(line, "# Histogram Overflows: %ld", &bin) == 1) {
+      over = bin;
+    } else if (strstr(line, "rror") || strstr(line, "nable")) {
+      snprintf(note, notesz, "%.*s", (int)strcspn(line, "\n"), line);
+    }
+  }
+  int rc = pclose(f);
+  if (rc != 0 || total == 0) {
+    if (!note[0]) snprintf(note, notesz, "cyclictest failed (exit %d)", rc);
+    return p;
+  }
+  total += over;
+  double q[3] = {0.5, 0.99, 0.999}, *out[3] = {&p.p50, &p.p99, &p.p999};
+  for (int k = 0; k < 3; k++) {
+    long rank = (long)ceil(q[k] * (double)total), seen = 0;
+    *out[k] = (double)maxv;
+    for (long b = 0; b <= 20000; b++) {
+      seen += hist[b];
+      if (seen >= rank) {
+        *out[k] = (double)b;
+        break;
+      }
+    }
+  }
+  p.max = (double)maxv;
+  p.n = total;
+  p.ok = 1;
+  return p;
+}
+
+/* ---------------------------------------------------- raw zmq ping-pong -- */
+
+typedef struct pong_args {
+  const char *pub_ep, *router_ep;
+  size_t state_bytes;
+  int count;
+  double *rtt;
+  int prio;
+} pong_args;
+
+/* the "server" side: every 1 ms a state-sized PUB message, then wait for the
+ * command-sized answer on the ROUTER and time the round trip */
+static void *ping_server(void *arg) {
+  pong_args *a = arg;
+  if (a->prio > 0) fifo(a->prio);
+  void *ctx = zmq_ctx_new(), *pub = zmq_socket(ctx, ZMQ_PUB), *router = zmq_socket(ctx, ZMQ_ROUTER);
+  int zero = 0;
+  zmq_setsockopt(pub, ZMQ_LINGER, &zero, sizeof zero);
+  zmq_setsockopt(router, ZMQ_LINGER, &zero, sizeof zero);
+  zmq_bind(pub, a->pub_ep);
+  zmq_bind(router, a->router_ep);
+  uint8_t *msg = calloc(1, a->state_bytes), id[256], buf[4096];
+  zmq_pollitem_t it = {router, 0, ZMQ_POLLIN, 0};
+  /* until the client is there: it answers a hello */
+  for (int i = 0; i < 5000; i++) {
+    zmq_send(pub, "state", 5, ZMQ_SNDMORE);
+    zmq_send(pub, msg, a->state_bytes, 0);
+    if (zmq_poll(&it, 1, 1) > 0) {
+      zmq_recv(router, id, sizeof id, 0);
+      zmq_recv(router, buf, sizeof buf, 0);
+      break;
+    }
+  }
+  double next = now_s();
+  for (int k = 0; k < a->count; k++) {
+    next += 1e-3;
+    double wait = next - now_s();
+    if (wait > 0) {
+      struct timespec ts = {0, (long)(wait * 1e9)};
+      nanosleep(&ts, NULL);
+    }
+    double t0 = now_s();
+    zmq_send(pub, "state", 5, ZMQ_SNDMORE);
+    zmq_send(pub, msg, a->state_bytes, 0);
+    a->rtt[k] = -1;
+    if (zmq_poll(&it, 1, 100) > 0) {
+      zmq_recv(router, id, sizeof id, 0);
+      zmq_recv(router, buf, sizeof buf, 0);
+      a->rtt[k] = (now_s() - t0) * 1e6;
+    }
+  }
+  zmq_send(pub, "state", 5, ZMQ_SNDMORE);
+  zmq_send(pub, "", 0, 0); /* the end */
+  free(msg);
+  zmq_close(pub);
+  zmq_close(router);
+  zmq_ctx_term(ctx);
+  return NULL;
+}
+
+static pct run_pingpong(const char *transport, size_t state_bytes, size_t cmd_bytes, int count,
+                        int prio) {
+  char pub_ep[128], router_ep[128];
+  if (!strcmp(transport, "ipc")) {
+    snprintf(pub_ep, sizeof pub_ep, "ipc:///tmp/khz-bench-%d-pub", (int)getpid());
+    snprintf(router_ep, sizeof router_ep, "ipc:///tmp/khz-bench-%d-router", (int)getpid());
+  } else {
+    snprintf(pub_ep, sizeof pub_ep, "tcp://127.0.0.1:5620");
+    snprintf(router_ep, sizeof router_ep, "tcp://127.0.0.1:5621");
+  }
+  pong_args a = {pub_ep, router_ep, state_bytes, count, calloc((size_t)count, sizeof(double)), prio};
+  pthread_t t;
+  pthread_create(&t, NULL, ping_server, &a);
+  void *ctx = zmq_ctx_new(), *sub = zmq_socket(ctx, ZMQ_SUB), *dealer = zmq_socket(ctx, ZMQ_DEALER);
+  int zero = 0;
+  zmq_setsockopt(sub, ZMQ_LINGER, &zero, sizeof zero);
+  zmq_setsockopt(dealer, ZMQ_LINGER, &zero, sizeof zero);
+  zmq_setsockopt(sub, ZMQ_SUBSCRIBE, "state", 5);
+  zmq_connect(sub, pub_ep);
+  zmq_connect(dealer, router_ep);
+  uint8_t *cmd = calloc(1, cmd_bytes), *buf = malloc(state_bytes + 16), topic[16];
+  for (;;) {
+    zmq_recv(sub, topic, sizeof topic, 0);
+    int n = zmq_recv(sub, buf, state_bytes + 16, 0);
+    zmq_send(dealer, cmd, cmd_bytes, 0);
+    if (n == 0) break;
+  }
+  pthread_join(t, NULL);
+  long n = 0;
+  for (int k = 0; k < count; k++)
+    if (a.rtt[k] >= 0) a.rtt[n++] = a.rtt[k];
+  pct p = percentiles(a.rtt, n);
+  free(a.rtt);
+  free(cmd);
+  free(buf);
+  zmq_close(sub);
+  zmq_close(dealer);
+  zmq_ctx_term(ctx);
+  return p;
+}
+
+/* ------------------------------------------------------------ the server -- */
+
+typedef struct srv_run {
+  khzServer *srv;
+} srv_run;
+
+static void *serve(void *arg) {
+  khz_server_run(((srv_run *)arg)->srv);
+  return NULL;
+}
+
+static void row(const char *name, pct p, const char *what) {
+  if (!p.ok) {
+    printf("  %-24s %8s %8s %8s %8s   %s\n", name, "-", "-", "-", "-", what);
+    return;
+  }
+  printf("  %-24s %8.1f %8.1f %8.1f %8.1f   %s\n", name, p.p50, p.p99, p.p999, p.max, what);
+}
+
+int main(int argc, char **argv) {
+  int seconds = 60, cpu = -1, cyclic = 1;
+  const char *transport = "tcp";
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--transport") && i + 1 < argc) transport = argv[++i];
+    else if (!strcmp(argv[i], "--cpu") && i + 1 < argc) cpu = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--no-cyclictest")) cyclic = 0;
+    else {
+      fprintf(stderr, "usage: bench_loop [--seconds S] [--transport tcp|ipc] [--cpu N] [--no-cyclictest]\n");
+      return 2;
+    }
+  }
+  if (seconds < 2) seconds = 2;
+
+  /* the server, in this process, with its real-time settings */
+  khzServerConfig cfg;
+  char err[1024];
+  khz_settings_defaults(&cfg);
+  cfg.cpu = cpu;
+  cfg.log_level = 2;
+  cfg.watchdog_ms = 100;
+  if (!strcmp(transport, "ipc")) {
+    snprintf(cfg.state_endpoint, sizeof cfg.state_endpoint, "ipc:///tmp/khz-bench-%d-state", (int)getpid());
+    snprintf(cfg.command_endpoint, sizeof cfg.command_endpoint, "ipc:///tmp/khz-bench-%d-cmd", (int)getpid());
+  } else {
+    snprintf(cfg.state_endpoint, sizeof cfg.state_endpoint, "tcp://127.0.0.1:5610");
+    snprintf(cfg.command_endpoint, sizeof cfg.command_endpoint, "tcp://127.0.0.1:5611");
+  }
+  srv_run sr;
+  sr.srv = khz_server_new(&cfg, NULL, err, sizeof err);
+  if (!sr.srv) {
+    fprintf(stderr, "bench_loop: %s\n", err);
+    return 1;
+  }
+  printf("khz loop benchmark: default scene, realtime, 1000 Hz, %d s, transport %s\n", seconds,
+         transport);
+  printf("%s\n", khz_server_report(sr.srv));
+  int prio = strstr(khz_server_report(sr.srv), "SCHED_FIFO 80 granted") ? 80 : 0;
+  int ctl_fifo = prio ? fifo(70) : 0;
+  printf("controller thread: %s\n", ctl_fifo ? "SCHED_FIFO 70" : "SCHED_OTHER");
+  fflush(stdout);
+  pthread_t st;
+  pthread_create(&st, NULL, serve, &sr);
+
+  /* the controller: a PID on every actuator, answering every state in order */
+  khzClient *c = khz_client_new(cfg.state_endpoint, cfg.command_endpoint, NULL, err, sizeof err);
+  const Khz__V1__ModelDescription *md = c ? khz_client_describe(c, 5000) : NULL;
+  const Khz__V1__State *s = md ? khz_client_nextState(c, 5000) : NULL;
+  if (!s) {
+    fprintf(stderr, "bench_loop: the server does not answer\n");
+    return 1;
+  }
+  int na = (int)md->na;
+  double q0[64], integ[64] = {0}, tau[64];
+  for (int a = 0; a < na; a++) q0[a] = s->q[md->actuators[a]->q_index];
+  Khz__V1__Command cmd;
+  khz__v1__command__init(&cmd);
+  cmd.model_generation = md->model_generation;
+  cmd.n_tau = (size_t)na;
+  cmd.tau = tau;
+  size_t state_bytes = 0, cmd_bytes = 0;
+  int reset_done = 0;
+  double t_end = now_s() + seconds + 1, t_reset = now_s() + 1;
+  uint64_t gaps = 0, last = s->seq;
+  while (now_s() < t_end) {
+    s = khz_client_nextState(c, 1000);
+    if (!s) continue;
+    if (s->seq > last + 1) gaps += s->seq - last - 1;
+    last = s->seq;
+    for (int a = 0; a < na; a++) {
+      const Khz__V1__Actuator *ac = md->actuators[a];
+      double qt = q0[a] + 0.2 * sin(2 * M_PI * 0.25 * s->sim_time + 0.7 * a);
+      double e = qt - s->q[ac->q_index], effort = ac->effort_limit > 0 ? ac->effort_limit : 50;
+      integ[a] = fmax(-0.03, fmin(0.03, integ[a] + e * 1e-3));
+      tau[a] = 4 * effort * e - 0.1 * effort * s->qd[ac->qd_index] + 8 * effort * integ[a];
+    }
+    cmd.seq = s->seq;
+    cmd.state_seq = s->seq;
+    cmd.client_time_ns = khz_client_now();
+    khz_client_command(c, &cmd);
+    if (!state_bytes) {
+      state_bytes = khz__v1__state__get_packed_size(s);
+      Khz__V1__ClientMessage m;
+      khz__v1__client_message__init(&m);
+      m.body_case = KHZ__V1__CLIENT_MESSAGE__BODY_COMMAND;
+      m.command = &cmd;
+      cmd_bytes = khz__v1__client_message__get_packed_size(&m);
+    }
+    /* statistics from 1 s on (start-up excluded) */
+    if (!reset_done && now_s() >= t_reset) {
+      Khz__V1__Request rq;
+      Khz__V1__ResetStats rs;
+      khz__v1__request__init(&rq);
+      khz__v1__reset_stats__init(&rs);
+      rq.op_case = KHZ__V1__REQUEST__OP_RESET_STATS;
+      rq.reset_stats = &rs;
+      khz_client_request(c, &rq, 1000);
+      reset_done = 1;
+      gaps = 0;
+    }
+  }
+  Khz__V1__Request rq;
+  Khz__V1__GetStats gs;
+  khz__v1__request__init(&rq);
+  khz__v1__get_stats__init(&gs);
+  rq.op_case = KHZ__V1__REQUEST__OP_GET_STATS;
+  rq.get_stats = &gs;
+  const Khz__V1__Reply *r = khz_client_request(c, &rq, 2000);
+  if (!r || !r->stats) {
+    fprintf(stderr, "bench_loop: no statistics\n");
+    return 1;
+  }
+  const Khz__V1__Stats *S = r->stats;
+  pct lat = from_hist(S->lateness), comp = from_hist(S->compute), cl = from_hist(S->command_latency),
+      resp = from_hist(S->command_response);
+  uint64_t ticks = S->tick->ticks, overruns = S->tick->overruns, missed = S->tick->missed;
+  uint64_t commands = S->tick->commands, on_time = S->tick->on_time, late = S->tick->late;
+  uint64_t superseded = S->tick->superseded, dropped = S->tick->states_dropped;
+  khz_client_destroy(&c);
+  khz_server_stop(sr.srv);
+  pthread_join(st, NULL);
+  khz_server_destroy(&sr.srv);
+
+  /* the references, one after the other, for the same duration */
+  char note[256] = "";
+  pct cyc = {0};
+  if (cyclic) cyc = run_cyclictest(seconds, prio, cpu, note, sizeof note);
+  pct raw = run_pingpong(transport, state_bytes, cmd_bytes, seconds * 1000, prio);
+
+  printf("\n  %-24s %8s %8s %8s %8s   (us)\n", "", "p50", "p99", "p99.9", "max");
+  row("lateness, khz loop", lat, "wake-up - scheduled tick start");
+  row("lateness, cyclictest", cyc, cyclic ? (note[0] ? note : "same interval and priority") : "not run");
+  row("tick compute", comp, "command, controller, step, copy-out");
+  row("command response", resp, "state complete -> its command received (khz)");
+  row("zmq ping-pong, raw", raw, "state-sized PUB -> command-sized DEALER reply");
+  row("command latency", cl, "state complete -> start of the tick applying it");
+  printf("\n  ticks %ld measured (%llu in all), overruns %llu (missed periods %llu), states dropped "
+         "%llu\n",
+         lat.n, (unsigned long long)ticks, (unsigned long long)overruns, (unsigned long long)missed,
+         (unsigned long long)dropped);
+  uint64_t sent = commands + superseded;
+  printf("  commands %llu: %.3f%% applied at the tick right after their state (target >= 99.9%%); "
+         "%llu applied later, %llu superseded (never applied); %llu states unseen by the "
+         "controller\n",
+         (unsigned long long)sent, sent ? 100.0 * (double)on_time / (double)sent : 0,
+         (unsigned long long)late, (unsigned long long)superseded, (unsigned long long)gaps);
+  printf("  message sizes: state %zu bytes, command %zu bytes\n", state_bytes, cmd_bytes);
+  if (cyc.ok && cyc.p99 > 0)
+    printf("  ratio lateness khz / cyclictest: p50 %.2f, p99 %.2f, max %.2f\n", lat.p50 / cyc.p50,
+           lat.p99 / cyc.p99, lat.max / cyc.max);
+  if (raw.ok && raw.p50 > 0)
+    printf("  ratio command response khz / raw zmq: p50 %.2f, p99 %.2f\n", resp.p50 / raw.p50,
+           resp.p99 / raw.p99);
+  return 0;
+}

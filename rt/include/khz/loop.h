@@ -1,0 +1,376 @@
+/* loop.h — the fixed-rate real-time loop (rt/src/loop/): one dedicated thread
+ * that ticks a model at an absolute schedule and the lock-free hand-off between
+ * that thread and the I/O side (the server's libev thread).
+ *
+ * The loop is cyclictest's: an absolute deadline advanced by one period per tick,
+ * clock_nanosleep(TIMER_ABSTIME), lateness = wake-up time - deadline into a
+ * preallocated histogram, missed periods skipped and counted, never caught up in
+ * a burst. The thread locks memory and pre-faults its stack, and asks for
+ * SCHED_FIFO and a CPU when the configuration says so; khz_loop_report() holds
+ * one line saying what was granted.
+ *
+ * Everything between the threads is wait-free and preallocated
+ * (realtime_tools' RealtimeBuffer / RealtimePublisher):
+ *   - commands in: a latest-wins triple buffer (C11 atomics). The I/O side fills
+ *     khz_loop_commandBegin()'s slot and commits it; the tick takes the newest.
+ *   - haptic device inputs in: one latest-wins buffer per proxy.
+ *   - control requests in: a single-producer single-consumer (SPSC) ring, applied
+ *     by the loop thread between ticks; each request produces one reply.
+ *   - states and replies out: SPSC rings. A full state ring drops the state and
+ *     counts it; the tick never waits for the I/O side. After publishing, the
+ *     tick calls the wake callback (the server's ev_async_send).
+ *
+ * Per tick: take the latest command (a command computed from state k is meant
+ * for tick k+1), evaluate the in-tick controller (torques, or PD targets with
+ * gains), the watchdog, the haptic virtual couplings and the perturbation
+ * wrenches, call khz_step(), publish the state. The tick never allocates, never
+ * logs and never blocks on the I/O side: its only system calls are the sleep,
+ * the futex wait of lockstep / pause, and the wake callback.
+ *
+ * Modes (switchable at run time, KHZ_REQ_MODE):
+ *   realtime  wall-clock paced at rate_hz;
+ *   lockstep  tick k+1 waits for the command that answers state k (or a later
+ *             one), at most lockstep_timeout_s (0 = forever); when the wait
+ *             expires the tick applies the safe command and flags the state.
+ *             The same controller gives bit-identical states;
+ *   fast      as fast as possible (the thread drops SCHED_FIFO while in fast
+ *             mode so that it cannot starve the I/O thread).
+ *
+ * Actuators are the model's 1-dof joints (revolute, continuous, prismatic) in
+ * body order; commands carry one value per actuator (na values). Floating and
+ * spherical joints are driven by wrenches (KHZ_REQ_WRENCH) and haptic couplings.
+ */
+#ifndef KHZ_LOOP_H
+#define KHZ_LOOP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "khz/khz.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KHZ_LOOP_RATE_MIN 100.0
+#define KHZ_LOOP_RATE_MAX 10000.0
+#define KHZ_LOOP_MAX_HAPTIC 8       /* haptic proxies */
+#define KHZ_LOOP_MAX_WRENCH 16      /* simultaneous perturbation wrenches */
+#define KHZ_LOOP_MAX_CONTACTS 128   /* contact points copied into one state */
+#define KHZ_LOOP_MSG_MAX 160        /* reply messages */
+
+typedef enum khzLoopMode {
+  KHZ_MODE_REALTIME = 0,
+  KHZ_MODE_LOCKSTEP,
+  KHZ_MODE_FAST,
+  KHZ_NMODES
+} khzLoopMode;
+
+/* What the watchdog (and an expired lockstep wait) applies to the actuators. */
+typedef enum khzSafeCommand {
+  KHZ_SAFE_ZERO = 0, /* zero torque */
+  KHZ_SAFE_DAMPING,  /* tau = -safe_damping * qd on every actuator */
+  KHZ_NSAFE
+} khzSafeCommand;
+
+/* Flags of a state (khzLoopState.flags). */
+enum {
+  KHZ_FLAG_WATCHDOG = 1u << 0,         /* the safe command was applied at this tick */
+  KHZ_FLAG_LOCKSTEP_TIMEOUT = 1u << 1, /* this tick's lockstep wait expired */
+  KHZ_FLAG_PAUSED = 1u << 2,           /* the loop is paused after this state */
+  KHZ_FLAG_RESET = 1u << 3,            /* the state right after a reset (no step taken) */
+  KHZ_FLAG_CLAMPED = 1u << 4,          /* a torque was clamped to its effort limit */
+  KHZ_FLAG_BADSTATE = 1u << 5,         /* the step produced NaN/inf and was rolled back */
+  KHZ_FLAG_HAPTIC_STALE = 1u << 6,     /* a haptic proxy's input is stale: coupling off */
+  KHZ_FLAG_OVERRUN = 1u << 7,          /* the previous tick ended after this tick's start */
+  KHZ_FLAG_NO_COMMAND = 1u << 8,       /* no command has been received since start/reset */
+  KHZ_FLAG_CONTACTS_TRUNCATED = 1u << 9 /* more contact points than a state holds */
+};
+
+/* One haptic proxy: a body coupled to a device pose by a spring-damper.
+ * Passivity (Colgate): damping > stiffness * T / 2 with T the period, for the
+ * translational and the rotational pair. */
+typedef struct khzHapticProxy {
+  int body;              /* model body id (a floating body) */
+  double stiffness;      /* N/m */
+  double damping;        /* N s/m */
+  double rot_stiffness;  /* N m/rad */
+  double rot_damping;    /* N m s/rad */
+} khzHapticProxy;
+
+typedef struct khzLoopConfig {
+  double rate_hz;            /* KHZ_LOOP_RATE_MIN..MAX; the timestep is 1 / rate_hz */
+  khzLoopMode mode;
+  int start_paused;          /* 1: do not tick until KHZ_REQ_RESUME / KHZ_REQ_STEP */
+
+  /* real-time privileges (each is asked for, and reported, separately) */
+  int rt_priority;           /* SCHED_FIFO priority 1..99; 0 = do not ask */
+  int cpu;                   /* pin the thread to this CPU; -1 = do not pin */
+  int lock_memory;           /* mlockall(MCL_CURRENT | MCL_FUTURE) */
+  size_t prefault_stack;     /* bytes of stack touched before the first tick */
+  int dma_latency_us;        /* hold /dev/cpu_dma_latency at this many us while running
+                                (shallow C-states, as cyclictest does); -1 = leave alone */
+
+  /* watchdog and lockstep */
+  double watchdog_s;         /* commands older than this are stale; 0 = off */
+  khzSafeCommand safe;
+  double safe_damping;       /* N m s/rad (N s/m) for KHZ_SAFE_DAMPING */
+  double lockstep_timeout_s; /* 0 = wait forever */
+
+  /* state contents */
+  int publish_contacts;      /* copy contact points into each state */
+  int publish_hash;          /* compute khz_hashState into each state (costs time) */
+
+  /* hand-off capacities (rounded up to powers of two) */
+  int state_ring;            /* states buffered towards the I/O side */
+  int request_ring;          /* control requests buffered towards the loop */
+
+  /* default PD gains per actuator (copied; NULL = zero) */
+  const double *kp, *kd;
+
+  /* haptic proxies */
+  int nhaptic;
+  khzHapticProxy haptic[KHZ_LOOP_MAX_HAPTIC];
+  double haptic_timeout_s;   /* device inputs older than this switch the coupling off */
+
+  /* called by the loop thread after it published states or replies (ev_async_send) */
+  void (*wake)(void *user);
+  void *wake_user;
+  /* called once in the loop thread before the first tick (tests mark the thread) */
+  void (*thread_init)(void *user);
+  void *thread_init_user;
+} khzLoopConfig;
+
+/* Fills the defaults: 1000 Hz realtime, SCHED_FIFO 80 when permitted, no CPU
+ * pinning, memory locked, 256 KiB stack pre-faulted, cpu_dma_latency left
+ * alone, watchdog 100 ms with zero
+ * torque (damping 1 N m s/rad when chosen), lockstep timeout 1 s, 256-state ring,
+ * 64-request ring, haptic timeout 100 ms. */
+void khz_loop_defaultConfig(khzLoopConfig *cfg);
+
+/* The actuators of a model: writes the dof index of each 1-dof joint (in body
+ * order) into dof (when not NULL) and returns how many there are. */
+int khz_loop_actuators(const khzModel *m, int *dof);
+
+/* ---------------------------------------------------------------- commands -- */
+
+typedef enum khzCommandKind {
+  KHZ_CMD_TORQUE = 0, /* tau = tau_ff */
+  KHZ_CMD_PD          /* tau = kp (q_target - q) + kd (qd_target - qd) + tau_ff */
+} khzCommandKind;
+
+/* A command slot. Arrays hold na values each and belong to the loop. */
+typedef struct khzCommand {
+  uint64_t seq;             /* the client's command sequence number */
+  uint64_t state_seq;       /* the state it was computed from */
+  int64_t client_time_ns;   /* the client's own time stamp (echoed, not interpreted) */
+  int64_t recv_ns;          /* CLOCK_MONOTONIC when the I/O side received it */
+  uint32_t client;          /* the I/O side's id of the sender */
+  int kind;                 /* khzCommandKind */
+  int has_gains;            /* PD: kp / kd below are set; else the loop's gains */
+  double *tau_ff;           /* torque (TORQUE) or feed-forward (PD) */
+  double *q_target, *qd_target, *kp, *kd;
+} khzCommand;
+
+/* One haptic device input (latest wins, per proxy). */
+typedef struct khzHapticInput {
+  uint64_t seq;
+  int64_t device_time_ns;
+  int64_t recv_ns;          /* CLOCK_MONOTONIC at reception */
+  double pos[3];            /* device point in the world, m */
+  double quat[4];           /* device orientation in the world (w, x, y, z), unit */
+  double vel[3];            /* m/s, world */
+  double angvel[3];         /* rad/s, world */
+} khzHapticInput;
+
+/* ---------------------------------------------------------------- requests -- */
+
+typedef enum khzRequestType {
+  KHZ_REQ_RESET = 0,        /* reset to q0 (or to data[0..nq) when ndata == nq) */
+  KHZ_REQ_PAUSE,
+  KHZ_REQ_RESUME,
+  KHZ_REQ_STEP,             /* ival ticks, then pause; replied when done */
+  KHZ_REQ_MODE,             /* ival = khzLoopMode */
+  KHZ_REQ_RATE,             /* dval = Hz */
+  KHZ_REQ_CONTACT,          /* ival = khzContactMethod */
+  KHZ_REQ_GAINS,            /* data = kp[na], kd[na] */
+  KHZ_REQ_HAPTIC_GAINS,     /* ival = proxy, data = stiffness, damping, rot_stiffness, rot_damping */
+  KHZ_REQ_WRENCH,           /* ival = body, data = force[3], torque[3] (world, at the com), dval = s */
+  KHZ_REQ_CLEAR_WRENCHES,
+  KHZ_REQ_WATCHDOG,         /* dval = watchdog_s, ival = khzSafeCommand, data[0] = safe_damping */
+  KHZ_REQ_LOCKSTEP_TIMEOUT, /* dval = s */
+  KHZ_REQ_PUBLISH,          /* ival bit 0 = contacts, bit 1 = hash */
+  KHZ_REQ_HASH,             /* reply carries the current state hash and seq */
+  KHZ_REQ_RESET_STATS,
+  KHZ_NREQUEST
+} khzRequestType;
+
+/* A request slot; data has room for ndata_max doubles. */
+typedef struct khzRequest {
+  uint64_t id;              /* echoed in the reply */
+  int type;                 /* khzRequestType */
+  int ival;
+  double dval;
+  int ndata;
+  int ndata_max;
+  double *data;
+} khzRequest;
+
+/* khzReply.status */
+#define KHZ_REPLY_DONE 0
+#define KHZ_REPLY_INVALID (-1) /* a value out of range or of the wrong size */
+#define KHZ_REPLY_REFUSED (-2) /* valid, but not possible now (passivity bound, capacity, ...) */
+
+/* khzReply.type of a notice that the loop dropped a command computed from a
+ * state before the latest reset (id = 0, client / cmd_seq name the command). */
+#define KHZ_REPLY_STALE_COMMAND (-1)
+
+typedef struct khzReply {
+  uint64_t id;
+  int type;                 /* the request's khzRequestType, or KHZ_REPLY_STALE_COMMAND */
+  int status;               /* KHZ_REPLY_DONE, or why not (message says more) */
+  uint64_t seq;             /* the latest state's sequence number when it was applied */
+  uint64_t hash;            /* KHZ_REQ_HASH */
+  uint32_t client;          /* KHZ_REPLY_STALE_COMMAND: the sender and its command */
+  uint64_t cmd_seq;
+  char message[KHZ_LOOP_MSG_MAX];
+} khzReply;
+
+/* ------------------------------------------------------------------ states -- */
+
+/* One contact point as published. */
+typedef struct khzLoopContact {
+  int body[2];
+  double pos[3], normal[3], depth, force[3];
+} khzLoopContact;
+
+/* Per-tick statistics carried in each state. Times in ns. */
+typedef struct khzTickStats {
+  int64_t lateness_ns;      /* wake-up time - scheduled tick time */
+  int64_t compute_ns;       /* tick start to state published */
+  uint64_t ticks;           /* steps taken since start */
+  uint64_t overruns;        /* ticks that ended after the next tick's start */
+  uint64_t missed;          /* periods skipped after overruns */
+  uint64_t commands;        /* commands taken by the loop */
+  uint64_t on_time;         /* ... applied at the tick right after their state */
+  uint64_t late;            /* ... applied later than that */
+  uint64_t superseded;      /* overwritten by a newer command before a tick took them (never
+                               applied: the next-tick share is on_time / (commands + superseded)) */
+  uint64_t states_dropped;  /* states the I/O side was too slow to take */
+  uint64_t watchdog_engaged;/* transitions to the safe command after commands had flowed */
+  uint64_t lockstep_timeouts;
+} khzTickStats;
+
+/* A state as handed to the I/O side; arrays belong to the ring slot and stay
+ * valid until khz_loop_releaseState(). */
+typedef struct khzLoopState {
+  int nq, nv, nbody;        /* array sizes below */
+  uint64_t seq;             /* 0 = the initial state; tick n publishes state n */
+  uint64_t reset_seq;       /* the seq of the state after the latest reset */
+  double sim_time;          /* s */
+  int64_t tick_time_ns;     /* CLOCK_MONOTONIC, scheduled start of the tick */
+  int64_t mono_ns;          /* CLOCK_MONOTONIC when the state was complete */
+  int64_t wall_ns;          /* CLOCK_REALTIME at the same moment */
+  double rate_hz;
+  int mode;                 /* khzLoopMode */
+  int contact_method;
+  uint32_t flags;           /* KHZ_FLAG_* */
+  uint64_t cmd_seq;         /* the last command applied (0 = none) */
+  uint64_t cmd_state_seq;   /* the state it answered */
+  uint32_t cmd_client;
+  int64_t cmd_client_time_ns;
+  uint64_t hash;            /* khz_hashState when publish_hash, else 0 */
+  khzTickStats stats;
+  int warning[KHZ_NWARNING];
+  double *q;                /* nq */
+  double *qd;               /* nv */
+  double *tau;              /* nv: commanded generalised forces after clamping */
+  double *xpos;             /* 3 per body: world position of the body origin */
+  double *xquat;            /* 4 per body: world orientation (w, x, y, z) */
+  double *cvel;             /* 6 per body: [angular velocity; velocity of the origin], world */
+  int nhaptic;
+  double *haptic_wrench;    /* 6 per proxy: [force, torque] on the device (world, N / N m) */
+  int ncontact;
+  khzLoopContact *contact;  /* when publish_contacts */
+} khzLoopState;
+
+/* Statistics over the whole run (or since KHZ_REQ_RESET_STATS), read by the I/O
+ * side from the loop's histograms. Percentiles are upper bin edges (< 1.6 %
+ * above the true value). */
+typedef struct khzLoopHist {
+  uint64_t count;
+  int64_t p50, p90, p99, p999, max, min; /* ns */
+  double mean;
+} khzLoopHist;
+
+typedef struct khzLoopStats {
+  khzTickStats tick;        /* counters as of the latest state */
+  khzLoopHist lateness;     /* wake-up lateness */
+  khzLoopHist compute;      /* tick compute time */
+  khzLoopHist latency;      /* command latency: state k complete -> the tick that applied it */
+  khzLoopHist response;     /* controller response: state k complete -> its command received */
+  uint64_t requests;        /* requests applied */
+  uint64_t seq;             /* latest state seq */
+  int mode;
+  int paused;
+  double rate_hz;
+} khzLoopStats;
+
+/* ------------------------------------------------------------------- loop -- */
+
+typedef struct khzLoop khzLoop;
+
+/* Creates the loop for model m (the loop owns its own khzData, reset to q0),
+ * starts its thread and returns once the thread is ready; khz_loop_report()
+ * then says which privileges were granted. The initial state (seq 0) is
+ * published before the first tick. Returns NULL with a message in err when the
+ * configuration is invalid or memory / the thread cannot be had. */
+khzLoop *khz_loop_new(const khzModel *m, const khzLoopConfig *cfg, char *err, size_t errsz);
+
+/* Stops the thread (it finishes the current tick), frees everything and nulls
+ * the caller's pointer. */
+void khz_loop_destroy(khzLoop **loop_p);
+
+/* One line: SCHED_FIFO / CPU / memory lock / stack pre-fault, granted or why not. */
+const char *khz_loop_report(const khzLoop *loop);
+
+/* Number of actuators (commands carry this many values). */
+int khz_loop_na(const khzLoop *loop);
+
+/* The command slot to fill (the I/O side's back buffer; never NULL). Fill
+ * every field and array the kind uses, then commit; the newest committed command
+ * replaces any the loop has not taken yet (counted as superseded). */
+khzCommand *khz_loop_commandBegin(khzLoop *loop);
+void khz_loop_commandCommit(khzLoop *loop);
+
+/* Hands the newest input of a haptic proxy to the loop. Returns -1 when proxy is
+ * out of range. */
+int khz_loop_haptic(khzLoop *loop, int proxy, const khzHapticInput *in);
+
+/* A request slot to fill, or NULL when the request ring is full (reply "busy").
+ * Commit hands it to the loop thread, which applies it before its next tick
+ * (also while waiting in lockstep or paused) and answers with one reply. */
+khzRequest *khz_loop_requestBegin(khzLoop *loop);
+void khz_loop_requestCommit(khzLoop *loop);
+
+/* Takes the next reply; returns 1 when one was copied into out, 0 when none. */
+int khz_loop_pollReply(khzLoop *loop, khzReply *out);
+
+/* The oldest state not yet released, or NULL; release it when done. */
+const khzLoopState *khz_loop_peekState(khzLoop *loop);
+void khz_loop_releaseState(khzLoop *loop);
+
+/* Statistics from the histograms and counters (safe from any one thread). */
+void khz_loop_stats(khzLoop *loop, khzLoopStats *out);
+
+/* CLOCK_MONOTONIC in ns (the clock of every *_ns field above except wall_ns). */
+int64_t khz_loop_now(void);
+
+/* Mode names: "realtime", "lockstep", "fast"; and back (-1 when unknown). */
+const char *khz_loop_modeName(int mode);
+int khz_loop_modeFromName(const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KHZ_LOOP_H */

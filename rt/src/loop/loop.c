@@ -1,0 +1,1094 @@
+/* loop.c — the fixed-rate real-time loop (khz/loop.h): the thread, its
+ * absolute schedule, the three modes, requests applied between ticks, the
+ * watchdog and the publication of every state.
+ *
+ * The schedule is cyclictest's: `next` advances by one period per tick and the
+ * thread sleeps with clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, next);
+ * lateness = wake-up - next. When a tick ends after the following deadline,
+ * the deadlines already past are skipped and counted (missed), never run in a
+ * burst. Lockstep and pause wait on a futex "doorbell" that the I/O side rings
+ * when it commits a command or a request.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "handoff.h"
+#include "hist.h"
+#include "khz/loop.h"
+#include "spatial.h"
+#include "tick.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define KHZ_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KHZ_ASAN 1
+#endif
+#endif
+
+#define KHZ_STAMPS 4096              /* completion times of recent states (command latency) */
+#define KHZ_IDLE_WAIT_NS 100000000LL /* paused / lockstep: re-check at least every 100 ms */
+
+/* counters shared with khz_loop_stats (written by the loop thread only) */
+enum {
+  S_TICKS, S_OVERRUNS, S_MISSED, S_COMMANDS, S_ON_TIME, S_LATE, S_DROPPED, S_WATCHDOG,
+  S_LSTIMEOUT, S_REQUESTS, S_SEQ, S_MODE, S_PAUSED, S_RATE, S_LATENESS, S_COMPUTE, S_NSHARED
+};
+
+struct khzLoop {
+  khzModel m;            /* shallow copy of the caller's model: only the timestep changes */
+  khzData *d;
+  khzLoopConfig cfg;     /* the loop thread's copy, changed by requests */
+  int na;
+  int *dof;              /* na actuator dofs */
+  double *kp, *kd;       /* na default gains */
+  int64_t period_ns;
+
+  /* commands in (latest wins) and the loop thread's view of them */
+  khzLatest cmd;
+  khzCommand cmd_slot[3];
+  double *cmd_data;
+  int have_cmd;          /* the front slot holds a valid command */
+  int fresh;             /* it was taken since the last tick */
+  int flowing;           /* a command arrived since start / reset */
+  int engaged;           /* the safe command is being applied */
+  int64_t last_cmd_time;
+  _Atomic uint64_t superseded_base; /* cmd.overwritten at the last statistics reset */
+
+  /* haptic inputs in (latest wins per proxy) */
+  khzLatest hin[KHZ_LOOP_MAX_HAPTIC];
+  khzHapticInput hin_slot[KHZ_LOOP_MAX_HAPTIC][3];
+  int hin_valid[KHZ_LOOP_MAX_HAPTIC];
+  double hwrench[6 * KHZ_LOOP_MAX_HAPTIC];
+
+  /* perturbation wrenches */
+  khzWrench wrench[KHZ_LOOP_MAX_WRENCH];
+  int nwrench;
+
+  /* rings */
+  khzRing states, requests, replies;
+  size_t req_data;       /* doubles per request slot */
+
+  /* threads */
+  _Atomic uint32_t doorbell;
+  _Atomic int waiting;
+  _Atomic int stop;
+  pthread_t thread;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int ready;
+  int fifo;              /* SCHED_FIFO was granted */
+  int dma_fd;            /* /dev/cpu_dma_latency held open, or -1 */
+  char report[512];
+
+  /* loop-thread state */
+  uint64_t seq, reset_seq;
+  int paused;
+  int64_t steps_left;
+  uint64_t step_id;
+  int armed;             /* realtime schedule valid */
+  int64_t next;
+  int lockstep_waiting;
+  int64_t lockstep_start;
+  uint32_t pending_flags;
+  int64_t stamps[KHZ_STAMPS];
+  khzTickStats st;
+
+  /* statistics shared with other threads */
+  _Atomic uint64_t shared[S_NSHARED];
+  khzHist lat, comp, cmdlat, resp;
+};
+
+/* ------------------------------------------------------------- helpers -- */
+
+int64_t khz_loop_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int64_t wall_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static const char *const mode_names[KHZ_NMODES] = {"realtime", "lockstep", "fast"};
+
+const char *khz_loop_modeName(int mode) {
+  return mode >= 0 && mode < KHZ_NMODES ? mode_names[mode] : "unknown";
+}
+
+int khz_loop_modeFromName(const char *name) {
+  for (int i = 0; name && i < KHZ_NMODES; i++)
+    if (strcmp(name, mode_names[i]) == 0) return i;
+  return -1;
+}
+
+static void futex_wait(_Atomic uint32_t *addr, uint32_t seen, int64_t ns) {
+  struct timespec ts = {(time_t)(ns / 1000000000LL), (long)(ns % 1000000000LL)};
+  syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+}
+
+/* the I/O side: wakes the loop thread if it waits in lockstep or pause */
+static void ring_doorbell(khzLoop *L) {
+  atomic_fetch_add(&L->doorbell, 1);
+  if (atomic_load(&L->waiting))
+    syscall(SYS_futex, (uint32_t *)&L->doorbell, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* the loop thread: waits for the doorbell at most ns unless a request or a stop
+ * is already pending */
+static void doorbell_wait(khzLoop *L, int64_t ns) {
+  atomic_store(&L->waiting, 1);
+  uint32_t seen = atomic_load(&L->doorbell);
+  if (!atomic_load(&L->stop) && !khz_ring_peek(&L->requests)) futex_wait(&L->doorbell, seen, ns);
+  atomic_store(&L->waiting, 0);
+}
+
+static void wake_io(khzLoop *L) {
+  if (L->cfg.wake) L->cfg.wake(L->cfg.wake_user);
+}
+
+static void set_shared(khzLoop *L, int i, uint64_t v) {
+  atomic_store_explicit(&L->shared[i], v, memory_order_relaxed);
+}
+
+static uint64_t get_shared(khzLoop *L, int i) {
+  return atomic_load_explicit(&L->shared[i], memory_order_relaxed);
+}
+
+static void share_stats(khzLoop *L) {
+  set_shared(L, S_TICKS, L->st.ticks);
+  set_shared(L, S_OVERRUNS, L->st.overruns);
+  set_shared(L, S_MISSED, L->st.missed);
+  set_shared(L, S_COMMANDS, L->st.commands);
+  set_shared(L, S_ON_TIME, L->st.on_time);
+  set_shared(L, S_LATE, L->st.late);
+  set_shared(L, S_DROPPED, L->st.states_dropped);
+  set_shared(L, S_WATCHDOG, L->st.watchdog_engaged);
+  set_shared(L, S_LSTIMEOUT, L->st.lockstep_timeouts);
+  set_shared(L, S_SEQ, L->seq);
+  set_shared(L, S_MODE, (uint64_t)L->cfg.mode);
+  set_shared(L, S_PAUSED, (uint64_t)(L->paused && L->steps_left == 0));
+  set_shared(L, S_RATE, (uint64_t)llround(L->cfg.rate_hz * 1000));
+  set_shared(L, S_LATENESS, (uint64_t)L->st.lateness_ns);
+  set_shared(L, S_COMPUTE, (uint64_t)L->st.compute_ns);
+}
+
+int khz_loop_actuators(const khzModel *m, int *dof) {
+  int na = 0;
+  for (int b = 1; b < m->nbody; b++) {
+    int t = m->jnt_type[b];
+    if (t != KHZ_JOINT_REVOLUTE && t != KHZ_JOINT_CONTINUOUS && t != KHZ_JOINT_PRISMATIC) continue;
+    if (dof) dof[na] = m->jnt_dofadr[b];
+    na++;
+  }
+  return na;
+}
+
+void khz_loop_defaultConfig(khzLoopConfig *c) {
+  memset(c, 0, sizeof *c);
+  c->rate_hz = 1000;
+  c->mode = KHZ_MODE_REALTIME;
+  c->rt_priority = 80;
+  c->cpu = -1;
+  c->lock_memory = 1;
+  c->prefault_stack = 256 * 1024;
+  c->dma_latency_us = -1;
+  c->watchdog_s = 0.1;
+  c->safe = KHZ_SAFE_ZERO;
+  c->safe_damping = 1.0;
+  c->lockstep_timeout_s = 1.0;
+  c->state_ring = 256;
+  c->request_ring = 64;
+  c->haptic_timeout_s = 0.1;
+}
+
+/* ----------------------------------------------------------- publishing -- */
+
+/* the ring slot of a state: the header, then its arrays */
+static size_t state_doubles(const khzModel *m, int nhaptic) {
+  return (size_t)m->nq + 2 * (size_t)m->nv + 13 * (size_t)m->nbody + 6 * (size_t)nhaptic;
+}
+
+static void state_layout(khzLoop *L, khzLoopState *s) {
+  const khzModel *m = &L->m;
+  double *p = (double *)((unsigned char *)s + ((sizeof *s + 63) & ~(size_t)63));
+  s->q = p, p += m->nq;
+  s->qd = p, p += m->nv;
+  s->tau = p, p += m->nv;
+  s->xpos = p, p += 3 * m->nbody;
+  s->xquat = p, p += 4 * m->nbody;
+  s->cvel = p, p += 6 * m->nbody;
+  s->haptic_wrench = p, p += 6 * L->cfg.nhaptic;
+  s->contact = (khzLoopContact *)p;
+  s->nhaptic = L->cfg.nhaptic;
+  s->nq = m->nq, s->nv = m->nv, s->nbody = m->nbody;
+}
+
+static void copy_contacts(khzLoop *L, khzLoopState *s) {
+  const khzData *d = L->d;
+  int n = 0;
+  s->ncontact = 0;
+  if (!L->cfg.publish_contacts) return;
+  for (int c = 0; c < d->ncontact; c++) {
+    const khzContact *ct = &d->contact[c];
+    for (int k = 0; k < ct->npoint; k++) {
+      if (n == KHZ_LOOP_MAX_CONTACTS) {
+        s->flags |= KHZ_FLAG_CONTACTS_TRUNCATED;
+        s->ncontact = n;
+        return;
+      }
+      const khzContactPoint *p = &d->cpoint[ct->point_adr + k];
+      khzLoopContact *o = &s->contact[n++];
+      o->body[0] = ct->body[0], o->body[1] = ct->body[1];
+      memcpy(o->pos, p->pos, sizeof o->pos);
+      memcpy(o->normal, ct->normal, sizeof o->normal);
+      o->depth = p->depth;
+      memcpy(o->force, p->force, sizeof o->force);
+    }
+  }
+  s->ncontact = n;
+}
+
+/* hands the current state (seq L->seq) to the I/O side; the tick started at
+ * t_wake (scheduled t_sched) */
+static void publish(khzLoop *L, uint32_t flags, int64_t t_sched, int64_t t_wake) {
+  const khzModel *m = &L->m;
+  khzData *d = L->d;
+  int64_t t_done = khz_loop_now();
+  L->st.compute_ns = t_done - t_wake;
+  L->st.superseded = atomic_load_explicit(&L->cmd.overwritten, memory_order_relaxed) -
+                     atomic_load_explicit(&L->superseded_base, memory_order_relaxed);
+  L->stamps[L->seq % KHZ_STAMPS] = t_done;
+  if (L->paused && L->steps_left <= 1) flags |= KHZ_FLAG_PAUSED;
+
+  /* fill a ring slot, or count the drop */
+  khzLoopState *s = khz_ring_claim(&L->states);
+  if (!s) {
+    L->st.states_dropped++;
+  } else {
+    s->seq = L->seq;
+    s->reset_seq = L->reset_seq;
+    s->sim_time = d->time;
+    s->tick_time_ns = t_sched;
+    s->mono_ns = t_done;
+    s->wall_ns = wall_now();
+    s->rate_hz = L->cfg.rate_hz;
+    s->mode = L->cfg.mode;
+    s->contact_method = d->contact_method;
+    s->flags = flags;
+    const khzCommand *c = &L->cmd_slot[L->cmd.front];
+    s->cmd_seq = L->have_cmd ? c->seq : 0;
+    s->cmd_state_seq = L->have_cmd ? c->state_seq : 0;
+    s->cmd_client = L->have_cmd ? c->client : 0;
+    s->cmd_client_time_ns = L->have_cmd ? c->client_time_ns : 0;
+    s->hash = L->cfg.publish_hash ? khz_hashState(m, d) : 0;
+    s->stats = L->st;
+    memcpy(s->warning, d->warning, sizeof s->warning);
+    memcpy(s->q, d->q, (size_t)m->nq * sizeof(double));
+    memcpy(s->qd, d->qd, (size_t)m->nv * sizeof(double));
+    memcpy(s->tau, d->tau_applied, (size_t)m->nv * sizeof(double));
+    memcpy(s->xpos, d->xpos, 3 * (size_t)m->nbody * sizeof(double));
+    memcpy(s->cvel, d->cvel, 6 * (size_t)m->nbody * sizeof(double));
+    for (int b = 0; b < m->nbody; b++) khzu_mat2quat(s->xquat + 4 * b, d->xrot + 9 * b);
+    memcpy(s->haptic_wrench, L->hwrench, 6 * (size_t)L->cfg.nhaptic * sizeof(double));
+    copy_contacts(L, s);
+    khz_ring_commit(&L->states);
+  }
+
+  /* histograms, shared counters, then wake the I/O side */
+  khz_hist_add(&L->comp, L->st.compute_ns);
+  if (L->cfg.mode == KHZ_MODE_REALTIME && !(flags & KHZ_FLAG_RESET))
+    khz_hist_add(&L->lat, L->st.lateness_ns);
+  share_stats(L);
+  wake_io(L);
+}
+
+/* ------------------------------------------------------------- requests -- */
+
+static void post_reply(khzLoop *L, const khzReply *r) {
+  khzReply *out = khz_ring_claim(&L->replies);
+  if (!out) return; /* the reply ring holds twice the request ring: cannot happen */
+  *out = *r;
+  khz_ring_commit(&L->replies);
+}
+
+static int refuse_as(khzReply *r, int status, const char *msg) {
+  r->status = status;
+  snprintf(r->message, sizeof r->message, "%s", msg);
+  return -1;
+}
+
+static int refuse(khzReply *r, const char *msg) { return refuse_as(r, KHZ_REPLY_INVALID, msg); }
+
+static int all_finite(const double *v, int n) {
+  for (int i = 0; i < n; i++)
+    if (!isfinite(v[i])) return 0;
+  return 1;
+}
+
+/* SCHED_FIFO off while in fast mode, back on when leaving it */
+static void fast_policy(khzLoop *L, int fast) {
+  if (!L->fifo) return;
+  struct sched_param sp = {.sched_priority = fast ? 0 : L->cfg.rt_priority};
+  pthread_setschedparam(pthread_self(), fast ? SCHED_OTHER : SCHED_FIFO, &sp);
+}
+
+/* reset to q0 (or q), keep the run-time contact method; publishes the new state */
+static void do_reset(khzLoop *L, const khzRequest *rq) {
+  const khzModel *m = &L->m;
+  khzData *d = L->d;
+  int method = d->contact_method;
+  khz_resetData(m, d);
+  d->contact_method = method;
+  if (rq->ndata == m->nq) {
+    memcpy(d->q, rq->data, (size_t)m->nq * sizeof(double));
+    for (int b = 1; b < m->nbody; b++) {
+      if (m->jnt_type[b] == KHZ_JOINT_FLOATING) khzu_normalizeQuat(d->q + m->jnt_qadr[b] + 3);
+      if (m->jnt_type[b] == KHZ_JOINT_SPHERICAL) khzu_normalizeQuat(d->q + m->jnt_qadr[b]);
+    }
+    khz_resetStick(m, d);
+    khz_kinematics(m, d);
+  }
+  L->have_cmd = L->fresh = L->flowing = L->engaged = 0;
+  L->nwrench = 0;
+  L->lockstep_waiting = 0;
+  memset(L->hwrench, 0, sizeof L->hwrench);
+  L->seq++;
+  L->reset_seq = L->seq;
+  int64_t t = khz_loop_now();
+  publish(L, KHZ_FLAG_RESET | KHZ_FLAG_NO_COMMAND, t, t);
+}
+
+static int apply_request(khzLoop *L, const khzRequest *rq, khzReply *r) {
+  const khzModel *m = &L->m;
+  khzData *d = L->d;
+  khzLoopConfig *c = &L->cfg;
+  switch (rq->type) {
+    case KHZ_REQ_RESET:
+      if (rq->ndata != 0 && rq->ndata != m->nq) return refuse(r, "reset: q must have nq values");
+      if (!all_finite(rq->data, rq->ndata)) return refuse(r, "reset: q is not finite");
+      do_reset(L, rq);
+      return 0;
+    case KHZ_REQ_PAUSE:
+      L->paused = 1;
+      L->steps_left = 0;
+      return 0;
+    case KHZ_REQ_RESUME:
+      L->paused = 0;
+      L->steps_left = 0;
+      L->armed = 0;
+      return 0;
+    case KHZ_REQ_STEP:
+      if (rq->ival < 1) return refuse(r, "step: the number of ticks must be at least 1");
+      if (L->step_id) {
+        khzReply old = {.id = L->step_id, .type = KHZ_REQ_STEP, .status = KHZ_REPLY_REFUSED,
+                        .seq = L->seq};
+        snprintf(old.message, sizeof old.message, "step: interrupted by a newer step request");
+        post_reply(L, &old);
+      }
+      L->paused = 1;
+      L->steps_left = rq->ival;
+      L->step_id = rq->id;
+      L->armed = 0;
+      return 1; /* replied when the ticks are done */
+    case KHZ_REQ_MODE:
+      if (rq->ival < 0 || rq->ival >= KHZ_NMODES) return refuse(r, "mode: unknown mode");
+      if (rq->ival != (int)c->mode) fast_policy(L, rq->ival == KHZ_MODE_FAST);
+      c->mode = rq->ival;
+      L->armed = 0;
+      L->lockstep_waiting = 0;
+      return 0;
+    case KHZ_REQ_RATE: {
+      double hz = rq->dval;
+      if (!(hz >= KHZ_LOOP_RATE_MIN && hz <= KHZ_LOOP_RATE_MAX))
+        return refuse(r, "rate: must be within 100 to 10000 Hz");
+      for (int p = 0; p < c->nhaptic; p++) {
+        if (!khz_tick_passive(&c->haptic[p], 1.0 / hz)) {
+          snprintf(r->message, sizeof r->message,
+                   "rate: haptic proxy %d would violate the passivity bound (damping > "
+                   "stiffness * T / 2) at %g Hz",
+                   p, hz);
+          r->status = KHZ_REPLY_REFUSED;
+          return -1;
+        }
+      }
+      c->rate_hz = hz;
+      L->period_ns = llround(1e9 / hz);
+      L->m.timestep = 1.0 / hz;
+      L->armed = 0;
+      return 0;
+    }
+    case KHZ_REQ_CONTACT:
+      if (rq->ival < 0 || rq->ival >= KHZ_CONTACT_NMETHODS)
+        return refuse(r, "contact: unknown contact method");
+      d->contact_method = rq->ival;
+      return 0;
+    case KHZ_REQ_GAINS:
+      if (rq->ndata != 2 * L->na) return refuse(r, "gains: need kp and kd for every actuator");
+      for (int i = 0; i < rq->ndata; i++)
+        if (!isfinite(rq->data[i]) || rq->data[i] < 0)
+          return refuse(r, "gains: gains must be finite and >= 0");
+      memcpy(L->kp, rq->data, (size_t)L->na * sizeof(double));
+      memcpy(L->kd, rq->data + L->na, (size_t)L->na * sizeof(double));
+      return 0;
+    case KHZ_REQ_HAPTIC_GAINS: {
+      if (rq->ival < 0 || rq->ival >= c->nhaptic) return refuse(r, "haptic gains: no such proxy");
+      if (rq->ndata != 4 || !all_finite(rq->data, 4))
+        return refuse(r, "haptic gains: need 4 finite values");
+      khzHapticProxy p = c->haptic[rq->ival];
+      p.stiffness = rq->data[0], p.damping = rq->data[1];
+      p.rot_stiffness = rq->data[2], p.rot_damping = rq->data[3];
+      if (!khz_tick_passive(&p, 1.0 / c->rate_hz))
+        return refuse_as(r, KHZ_REPLY_REFUSED,
+                         "haptic gains: violate the passivity bound damping > stiffness * T / 2");
+      c->haptic[rq->ival] = p;
+      return 0;
+    }
+    case KHZ_REQ_WRENCH:
+      if (rq->ival < 1 || rq->ival >= m->nbody) return refuse(r, "wrench: no such body");
+      if (rq->ndata != 6 || !all_finite(rq->data, 6)) return refuse(r, "wrench: need 6 finite values");
+      if (!(rq->dval > 0) || !isfinite(rq->dval)) return refuse(r, "wrench: duration must be > 0");
+      if (L->nwrench == KHZ_LOOP_MAX_WRENCH)
+        return refuse_as(r, KHZ_REPLY_REFUSED, "wrench: too many wrenches active at once");
+      L->wrench[L->nwrench].body = rq->ival;
+      memcpy(L->wrench[L->nwrench].wrench, rq->data, 6 * sizeof(double));
+      L->wrench[L->nwrench].until = d->time + rq->dval;
+      L->nwrench++;
+      return 0;
+    case KHZ_REQ_CLEAR_WRENCHES:
+      L->nwrench = 0;
+      return 0;
+    case KHZ_REQ_WATCHDOG:
+      if (!(rq->dval >= 0) || !isfinite(rq->dval)) return refuse(r, "watchdog: timeout must be >= 0");
+      if (rq->ival < 0 || rq->ival >= KHZ_NSAFE) return refuse(r, "watchdog: unknown safe command");
+      if (rq->ndata < 1 || !(rq->data[0] >= 0) || !isfinite(rq->data[0]))
+        return refuse(r, "watchdog: damping must be >= 0");
+      c->watchdog_s = rq->dval;
+      c->safe = rq->ival;
+      c->safe_damping = rq->data[0];
+      return 0;
+    case KHZ_REQ_LOCKSTEP_TIMEOUT:
+      if (!(rq->dval >= 0) || !isfinite(rq->dval)) return refuse(r, "lockstep timeout must be >= 0");
+      c->lockstep_timeout_s = rq->dval;
+      return 0;
+    case KHZ_REQ_PUBLISH:
+      c->publish_contacts = rq->ival & 1;
+      c->publish_hash = (rq->ival >> 1) & 1;
+      return 0;
+    case KHZ_REQ_HASH:
+      r->hash = khz_hashState(m, d);
+      return 0;
+    case KHZ_REQ_RESET_STATS: {
+      uint64_t ticks = L->st.ticks;
+      memset(&L->st, 0, sizeof L->st);
+      L->st.ticks = ticks;
+      atomic_store(&L->superseded_base, atomic_load(&L->cmd.overwritten));
+      khz_hist_reset(&L->lat);
+      khz_hist_reset(&L->comp);
+      khz_hist_reset(&L->cmdlat);
+      khz_hist_reset(&L->resp);
+      share_stats(L);
+      return 0;
+    }
+    default:
+      return refuse(r, "unknown request type");
+  }
+}
+
+/* applies every pending request and posts the replies */
+static void process_requests(khzLoop *L) {
+  khzRequest *rq;
+  int any = 0;
+  while ((rq = khz_ring_peek(&L->requests))) {
+    khzReply r;
+    memset(&r, 0, sizeof r);
+    r.id = rq->id;
+    r.type = rq->type;
+    int rc = apply_request(L, rq, &r);
+    khz_ring_release(&L->requests);
+    set_shared(L, S_REQUESTS, get_shared(L, S_REQUESTS) + 1);
+    if (rc != 1) {
+      r.seq = L->seq;
+      post_reply(L, &r);
+    }
+    any = 1;
+  }
+  if (any) {
+    share_stats(L);
+    wake_io(L);
+  }
+}
+
+/* ----------------------------------------------------------------- tick -- */
+
+/* takes the newest command, if any; one computed before the latest reset is
+ * dropped and reported */
+static void take_command(khzLoop *L) {
+  if (!khz_latest_take(&L->cmd)) return;
+  const khzCommand *c = &L->cmd_slot[L->cmd.front];
+  if (c->state_seq < L->reset_seq) {
+    khzReply r;
+    memset(&r, 0, sizeof r);
+    r.type = KHZ_REPLY_STALE_COMMAND;
+    r.status = KHZ_REPLY_REFUSED;
+    r.seq = L->seq;
+    r.client = c->client;
+    r.cmd_seq = c->seq;
+    snprintf(r.message, sizeof r.message,
+             "command %llu answers state %llu, from before the reset at state %llu: dropped",
+             (unsigned long long)c->seq, (unsigned long long)c->state_seq,
+             (unsigned long long)L->reset_seq);
+    post_reply(L, &r);
+    L->have_cmd = L->fresh = 0;
+    return;
+  }
+  L->have_cmd = 1;
+  L->fresh = 1;
+}
+
+/* haptic couplings and perturbation wrenches into d->xfrc */
+static uint32_t external_wrenches(khzLoop *L, int64_t now) {
+  const khzModel *m = &L->m;
+  khzData *d = L->d;
+  uint32_t flags = 0;
+  memset(d->xfrc, 0, 6 * (size_t)m->nbody * sizeof(double));
+
+  /* perturbations until their end time (simulated), then removed */
+  for (int i = 0; i < L->nwrench;) {
+    khzWrench *w = &L->wrench[i];
+    if (d->time >= w->until) {
+      L->wrench[i] = L->wrench[--L->nwrench];
+      continue;
+    }
+    for (int k = 0; k < 6; k++) d->xfrc[6 * w->body + k] += w->wrench[k];
+    i++;
+  }
+
+  /* virtual couplings: off while the device input is missing or stale */
+  int64_t stale = llround(L->cfg.haptic_timeout_s * 1e9);
+  for (int p = 0; p < L->cfg.nhaptic; p++) {
+    double *hw = L->hwrench + 6 * p, w[6];
+    if (khz_latest_take(&L->hin[p])) L->hin_valid[p] = 1;
+    const khzHapticInput *in = &L->hin_slot[p][L->hin[p].front];
+    if (!L->hin_valid[p] || (stale > 0 && now - in->recv_ns > stale)) {
+      memset(hw, 0, 6 * sizeof(double));
+      flags |= KHZ_FLAG_HAPTIC_STALE;
+      continue;
+    }
+    const khzHapticProxy *px = &L->cfg.haptic[p];
+    khz_tick_coupling(m, d, px, in, w);
+    for (int k = 0; k < 6; k++) {
+      d->xfrc[6 * px->body + k] += w[k];
+      hw[k] = -w[k];
+    }
+  }
+  return flags;
+}
+
+/* one tick: command, watchdog, controller, wrenches, step, publish */
+static void tick(khzLoop *L, int64_t t_sched, int64_t t_wake, int timed_out) {
+  const khzModel *m = &L->m;
+  khzData *d = L->d;
+  uint64_t seq = L->seq + 1;
+  uint32_t flags = L->pending_flags;
+  L->pending_flags = 0;
+  L->st.lateness_ns = L->cfg.mode == KHZ_MODE_REALTIME ? t_wake - t_sched : 0;
+
+  /* the newest command, its age and latency */
+  take_command(L);
+  const khzCommand *c = &L->cmd_slot[L->cmd.front];
+  if (L->fresh) {
+    L->fresh = 0;
+    L->st.commands++;
+    if (seq - c->state_seq == 1)
+      L->st.on_time++;
+    else
+      L->st.late++;
+    if (c->state_seq <= L->seq && L->seq - c->state_seq < KHZ_STAMPS) {
+      int64_t t_state = L->stamps[c->state_seq % KHZ_STAMPS];
+      khz_hist_add(&L->cmdlat, t_wake - t_state);
+      khz_hist_add(&L->resp, c->recv_ns - t_state);
+    }
+    L->last_cmd_time = t_sched;
+    L->flowing = 1;
+  }
+
+  /* watchdog: no command, a stale one (not in lockstep), or an expired lockstep wait */
+  int safe = !L->have_cmd || timed_out;
+  if (!safe && L->cfg.mode != KHZ_MODE_LOCKSTEP && L->cfg.watchdog_s > 0 &&
+      t_sched - L->last_cmd_time > llround(L->cfg.watchdog_s * 1e9))
+    safe = 1;
+  if (safe && !L->engaged && L->flowing) L->st.watchdog_engaged++;
+  L->engaged = safe;
+  if (timed_out) {
+    L->st.lockstep_timeouts++;
+    flags |= KHZ_FLAG_LOCKSTEP_TIMEOUT;
+  }
+  if (!L->have_cmd) flags |= KHZ_FLAG_NO_COMMAND;
+
+  /* actuator torques */
+  if (safe) {
+    flags |= KHZ_FLAG_WATCHDOG;
+    khz_tick_safe(m, d, L->na, L->dof, L->cfg.safe, L->cfg.safe_damping);
+  } else {
+    khz_tick_command(m, d, L->na, L->dof, c, L->kp, L->kd);
+  }
+  flags |= external_wrenches(L, t_wake);
+
+  /* step; warnings raised by it become flags */
+  int effort = d->warning[KHZ_WARN_EFFORT] + d->warning[KHZ_WARN_BADCTRL];
+  int bad = d->warning[KHZ_WARN_BADSTATE];
+  khz_step(m, d);
+  if (d->warning[KHZ_WARN_EFFORT] + d->warning[KHZ_WARN_BADCTRL] != effort) flags |= KHZ_FLAG_CLAMPED;
+  if (d->warning[KHZ_WARN_BADSTATE] != bad) flags |= KHZ_FLAG_BADSTATE;
+  L->st.ticks++;
+  L->seq = seq;
+  publish(L, flags, t_sched, t_wake);
+}
+
+/* realtime: the next deadline after a tick that ended at t_end; deadlines
+ * already past are skipped and counted */
+static void schedule_next(khzLoop *L, int64_t t_end) {
+  int64_t P = L->period_ns, n1 = L->next + P;
+  if (t_end <= n1) {
+    L->next = n1;
+    return;
+  }
+  int64_t j = (t_end - L->next) / P + 1;
+  L->st.overruns++;
+  L->st.missed += (uint64_t)(j - 1);
+  L->next += j * P;
+  L->pending_flags |= KHZ_FLAG_OVERRUN;
+}
+
+static void sleep_until(int64_t t) {
+  struct timespec ts = {(time_t)(t / 1000000000LL), (long)(t % 1000000000LL)};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+  }
+}
+
+/* lockstep: the command that answers the latest state is there */
+static int lockstep_ready(khzLoop *L) {
+  take_command(L);
+  return L->have_cmd && L->cmd_slot[L->cmd.front].state_seq >= L->seq;
+}
+
+static void run(khzLoop *L) {
+  int64_t t0 = khz_loop_now();
+  publish(L, KHZ_FLAG_NO_COMMAND, t0, t0);
+  while (!atomic_load_explicit(&L->stop, memory_order_relaxed)) {
+    process_requests(L);
+    if (atomic_load_explicit(&L->stop, memory_order_relaxed)) break;
+
+    /* paused: wait for requests */
+    if (L->paused && L->steps_left == 0) {
+      L->armed = 0;
+      doorbell_wait(L, KHZ_IDLE_WAIT_NS);
+      continue;
+    }
+
+    /* when the tick starts, by mode */
+    int64_t t_sched, t_wake;
+    int timed_out = 0;
+    if (L->cfg.mode == KHZ_MODE_REALTIME) {
+      if (!L->armed) {
+        L->next = khz_loop_now() + L->period_ns;
+        L->armed = 1;
+      }
+      sleep_until(L->next);
+      t_wake = khz_loop_now();
+      t_sched = L->next;
+    } else if (L->cfg.mode == KHZ_MODE_LOCKSTEP) {
+      atomic_store(&L->waiting, 1);
+      uint32_t seen = atomic_load(&L->doorbell);
+      if (!lockstep_ready(L)) {
+        int64_t now = khz_loop_now(), limit = KHZ_IDLE_WAIT_NS;
+        if (!L->lockstep_waiting) {
+          L->lockstep_waiting = 1;
+          L->lockstep_start = now;
+        }
+        int64_t timeout = llround(L->cfg.lockstep_timeout_s * 1e9);
+        if (timeout > 0 && now - L->lockstep_start >= timeout) {
+          timed_out = 1;
+        } else {
+          if (timeout > 0 && L->lockstep_start + timeout - now < limit)
+            limit = L->lockstep_start + timeout - now;
+          if (!atomic_load(&L->stop) && !khz_ring_peek(&L->requests))
+            futex_wait(&L->doorbell, seen, limit);
+          atomic_store(&L->waiting, 0);
+          continue;
+        }
+      }
+      atomic_store(&L->waiting, 0);
+      L->lockstep_waiting = 0;
+      t_sched = t_wake = khz_loop_now();
+    } else {
+      t_sched = t_wake = khz_loop_now();
+    }
+
+    /* the tick, the next deadline, a finished step request */
+    int realtime = L->cfg.mode == KHZ_MODE_REALTIME;
+    tick(L, t_sched, t_wake, timed_out);
+    if (realtime) schedule_next(L, khz_loop_now());
+    if (L->steps_left > 0 && --L->steps_left == 0 && L->step_id) {
+      khzReply r;
+      memset(&r, 0, sizeof r);
+      r.id = L->step_id;
+      r.type = KHZ_REQ_STEP;
+      r.seq = L->seq;
+      L->step_id = 0;
+      post_reply(L, &r);
+      share_stats(L);
+      wake_io(L);
+    }
+  }
+}
+
+/* ----------------------------------------------------- thread and setup -- */
+
+/* touches n bytes of stack so that the pages are mapped before the first tick */
+static __attribute__((noinline)) void prefault_stack(size_t n) {
+  volatile unsigned char *p = __builtin_alloca(n);
+  for (size_t i = 0; i < n; i += 4096) p[i] = 0;
+}
+
+/* asks for each privilege and writes one line saying what was granted */
+static void setup_privileges(khzLoop *L) {
+  char fifo[128], cpu[96], mem[160], dma[96];
+  const khzLoopConfig *c = &L->cfg;
+
+  /* scheduling */
+  if (c->rt_priority > 0) {
+    struct sched_param sp = {.sched_priority = c->rt_priority};
+    int rc = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+    if (rc == 0) {
+      L->fifo = 1;
+      snprintf(fifo, sizeof fifo, "SCHED_FIFO %d granted", c->rt_priority);
+      if (c->mode == KHZ_MODE_FAST) fast_policy(L, 1);
+    } else {
+      snprintf(fifo, sizeof fifo, "SCHED_FIFO %d NOT granted (%s: needs root, CAP_SYS_NICE or an rtprio limit)",
+               c->rt_priority, strerror(rc));
+    }
+  } else {
+    snprintf(fifo, sizeof fifo, "SCHED_FIFO not requested");
+  }
+
+  /* cpu affinity */
+  if (c->cpu >= 0) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(c->cpu, &set);
+    int rc = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    if (rc == 0)
+      snprintf(cpu, sizeof cpu, "pinned to CPU %d", c->cpu);
+    else
+      snprintf(cpu, sizeof cpu, "CPU %d NOT pinned (%s)", c->cpu, strerror(rc));
+  } else {
+    snprintf(cpu, sizeof cpu, "CPU not pinned");
+  }
+
+  /* memory: lock what is mapped (and what will be, when the limit allows) */
+  if (c->lock_memory) {
+#ifdef KHZ_ASAN
+    snprintf(mem, sizeof mem, "memory NOT locked (AddressSanitizer build)");
+#else
+    struct rlimit rl;
+    int future = geteuid() == 0 || (getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur == RLIM_INFINITY);
+    if (mlockall(MCL_CURRENT | (future ? MCL_FUTURE : 0)) == 0)
+      snprintf(mem, sizeof mem, "memory locked (%s)", future ? "current and future" : "current");
+    else
+      snprintf(mem, sizeof mem, "memory NOT locked (%s: raise RLIMIT_MEMLOCK or run as root)",
+               strerror(errno));
+#endif
+  } else {
+    snprintf(mem, sizeof mem, "memory lock not requested");
+  }
+  /* timers: no slack (SCHED_OTHER threads get 50 us by default) */
+  prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+
+  /* power management: shallow C-states while the loop runs */
+  dma[0] = 0;
+  if (c->dma_latency_us >= 0) {
+    int32_t us = c->dma_latency_us;
+    int fd = open("/dev/cpu_dma_latency", O_RDWR | O_CLOEXEC);
+    if (fd >= 0 && write(fd, &us, sizeof us) == (ssize_t)sizeof us) {
+      L->dma_fd = fd;
+      snprintf(dma, sizeof dma, "; cpu_dma_latency %d us held", (int)us);
+    } else {
+      snprintf(dma, sizeof dma, "; cpu_dma_latency NOT set (%s)", strerror(errno));
+      if (fd >= 0) close(fd);
+    }
+  }
+  prefault_stack(c->prefault_stack);
+  snprintf(L->report, sizeof L->report, "rt thread: %s; %s; %s; %zu KiB stack pre-faulted%s",
+           fifo, cpu, mem, c->prefault_stack / 1024, dma);
+}
+
+static void *loop_main(void *arg) {
+  khzLoop *L = arg;
+  /* signals go to the other threads; this one only ticks */
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL);
+  pthread_setname_np(pthread_self(), "khz-rt");
+  setup_privileges(L);
+  if (L->cfg.thread_init) L->cfg.thread_init(L->cfg.thread_init_user);
+  pthread_mutex_lock(&L->mu);
+  L->ready = 1;
+  pthread_cond_signal(&L->cv);
+  pthread_mutex_unlock(&L->mu);
+  run(L);
+  return NULL;
+}
+
+static int fail(char *err, size_t errsz, const char *msg) {
+  if (err && errsz) snprintf(err, errsz, "%s", msg);
+  return -1;
+}
+
+static int check_config(const khzModel *m, const khzLoopConfig *c, char *err, size_t errsz) {
+  char msg[256];
+  if (!(c->rate_hz >= KHZ_LOOP_RATE_MIN && c->rate_hz <= KHZ_LOOP_RATE_MAX))
+    return fail(err, errsz, "loop: rate_hz must be within 100 to 10000 Hz");
+  if ((int)c->mode < 0 || c->mode >= KHZ_NMODES) return fail(err, errsz, "loop: unknown mode");
+  if ((int)c->safe < 0 || c->safe >= KHZ_NSAFE) return fail(err, errsz, "loop: unknown safe command");
+  if (!(c->watchdog_s >= 0) || !(c->lockstep_timeout_s >= 0) || !(c->safe_damping >= 0) ||
+      !(c->haptic_timeout_s >= 0))
+    return fail(err, errsz, "loop: watchdog, lockstep and haptic timeouts and damping must be >= 0");
+  if (c->rt_priority < 0 || c->rt_priority > 99)
+    return fail(err, errsz, "loop: rt_priority must be within 0 to 99");
+  if (c->state_ring < 2 || c->request_ring < 2)
+    return fail(err, errsz, "loop: rings need at least 2 slots");
+  if (c->nhaptic < 0 || c->nhaptic > KHZ_LOOP_MAX_HAPTIC)
+    return fail(err, errsz, "loop: too many haptic proxies");
+  for (int p = 0; p < c->nhaptic; p++) {
+    int b = c->haptic[p].body;
+    if (b < 1 || b >= m->nbody || m->jnt_type[b] != KHZ_JOINT_FLOATING) {
+      snprintf(msg, sizeof msg, "loop: haptic proxy %d: body %d is not a floating body", p, b);
+      return fail(err, errsz, msg);
+    }
+    if (!khz_tick_passive(&c->haptic[p], 1.0 / c->rate_hz)) {
+      snprintf(msg, sizeof msg,
+               "loop: haptic proxy %d (body '%s'): gains violate the passivity bound damping > "
+               "stiffness * T / 2 at %g Hz",
+               p, m->body_name[b], c->rate_hz);
+      return fail(err, errsz, msg);
+    }
+  }
+  return 0;
+}
+
+khzLoop *khz_loop_new(const khzModel *m, const khzLoopConfig *cfg, char *err, size_t errsz) {
+  if (!m || !cfg) {
+    fail(err, errsz, "loop: no model or configuration");
+    return NULL;
+  }
+  if (check_config(m, cfg, err, errsz)) return NULL;
+
+  /* the loop object, aligned for its atomics; zeroed and so touched */
+  size_t sz = (sizeof(khzLoop) + 63) & ~(size_t)63;
+  khzLoop *L = aligned_alloc(64, sz);
+  if (!L) {
+    fail(err, errsz, "loop: out of memory");
+    return NULL;
+  }
+  memset(L, 0, sz);
+  L->m = *m;
+  L->cfg = *cfg;
+  L->m.timestep = 1.0 / cfg->rate_hz;
+  L->period_ns = llround(1e9 / cfg->rate_hz);
+  L->paused = cfg->start_paused;
+  L->dma_fd = -1;
+  khz_latest_init(&L->cmd);
+  for (int p = 0; p < KHZ_LOOP_MAX_HAPTIC; p++) khz_latest_init(&L->hin[p]);
+  pthread_mutex_init(&L->mu, NULL);
+  pthread_cond_init(&L->cv, NULL);
+
+  /* state, actuators, gains and the command slots */
+  L->d = khz_makeData(&L->m, 0);
+  L->na = khz_loop_actuators(m, NULL);
+  size_t na = (size_t)L->na + 1;
+  L->dof = calloc(na, sizeof(int));
+  L->kp = calloc(na, sizeof(double));
+  L->kd = calloc(na, sizeof(double));
+  L->cmd_data = calloc(15 * na, sizeof(double));
+  L->req_data = (size_t)(m->nq > 2 * L->na ? m->nq : 2 * L->na) + 8;
+  int ok = L->d && L->dof && L->kp && L->kd && L->cmd_data &&
+           khz_ring_init(&L->states, (size_t)cfg->state_ring,
+                         ((sizeof(khzLoopState) + 63) & ~(size_t)63) +
+                             state_doubles(m, cfg->nhaptic) * sizeof(double) +
+                             KHZ_LOOP_MAX_CONTACTS * sizeof(khzLoopContact)) == 0 &&
+           khz_ring_init(&L->requests, (size_t)cfg->request_ring,
+                         sizeof(khzRequest) + L->req_data * sizeof(double)) == 0 &&
+           khz_ring_init(&L->replies, 2 * (size_t)cfg->request_ring + 8, sizeof(khzReply)) == 0;
+  if (!ok) {
+    fail(err, errsz, "loop: out of memory");
+    khz_loop_destroy(&L);
+    return NULL;
+  }
+  khz_loop_actuators(m, L->dof);
+  if (cfg->kp) memcpy(L->kp, cfg->kp, (size_t)L->na * sizeof(double));
+  if (cfg->kd) memcpy(L->kd, cfg->kd, (size_t)L->na * sizeof(double));
+  for (int s = 0; s < 3; s++) {
+    double *p = L->cmd_data + (size_t)s * 5 * na;
+    khzCommand *c = &L->cmd_slot[s];
+    c->tau_ff = p, c->q_target = p + na, c->qd_target = p + 2 * na;
+    c->kp = p + 3 * na, c->kd = p + 4 * na;
+  }
+  for (size_t i = 0; i < khz_ring_capacity(&L->states); i++)
+    state_layout(L, khz_ring_slot(&L->states, i));
+  for (size_t i = 0; i < khz_ring_capacity(&L->requests); i++) {
+    khzRequest *rq = khz_ring_slot(&L->requests, i);
+    rq->data = (double *)(rq + 1);
+    rq->ndata_max = (int)L->req_data;
+  }
+  set_shared(L, S_RATE, (uint64_t)llround(cfg->rate_hz * 1000));
+  set_shared(L, S_MODE, (uint64_t)cfg->mode);
+
+  /* pre-fault: touch every page of the state buffer (calloc leaves them unmapped)
+   * and take one step on a scratch copy so that code and data are warm */
+  volatile unsigned char *page = L->d->buffer;
+  for (size_t off = 0; off < L->d->nbuffer; off += 4096) page[off] = page[off];
+  khzData *warm = khz_makeData(&L->m, 0);
+  if (warm) {
+    khz_step(&L->m, warm);
+    khz_data_destroy(&warm);
+  }
+
+  /* the thread; returns when it is ready */
+  if (pthread_create(&L->thread, NULL, loop_main, L) != 0) {
+    fail(err, errsz, "loop: cannot create the loop thread");
+    khz_loop_destroy(&L);
+    return NULL;
+  }
+  pthread_mutex_lock(&L->mu);
+  while (!L->ready) pthread_cond_wait(&L->cv, &L->mu);
+  pthread_mutex_unlock(&L->mu);
+  return L;
+}
+
+void khz_loop_destroy(khzLoop **loop_p) {
+  if (!loop_p || !*loop_p) return;
+  khzLoop *L = *loop_p;
+  if (L->ready) {
+    atomic_store(&L->stop, 1);
+    ring_doorbell(L);
+    pthread_join(L->thread, NULL);
+  }
+  if (L->dma_fd >= 0) close(L->dma_fd);
+  khz_ring_free(&L->states);
+  khz_ring_free(&L->requests);
+  khz_ring_free(&L->replies);
+  khz_data_destroy(&L->d);
+  free(L->dof);
+  free(L->kp);
+  free(L->kd);
+  free(L->cmd_data);
+  pthread_mutex_destroy(&L->mu);
+  pthread_cond_destroy(&L->cv);
+  free(L);
+  *loop_p = NULL;
+}
+
+/* ------------------------------------------------------------ I/O side -- */
+
+const char *khz_loop_report(const khzLoop *L) { return L->report; }
+
+int khz_loop_na(const khzLoop *L) { return L->na; }
+
+khzCommand *khz_loop_commandBegin(khzLoop *L) { return &L->cmd_slot[L->cmd.back]; }
+
+void khz_loop_commandCommit(khzLoop *L) {
+  khz_latest_commit(&L->cmd);
+  ring_doorbell(L);
+}
+
+int khz_loop_haptic(khzLoop *L, int proxy, const khzHapticInput *in) {
+  if (proxy < 0 || proxy >= L->cfg.nhaptic) return -1;
+  L->hin_slot[proxy][L->hin[proxy].back] = *in;
+  khz_latest_commit(&L->hin[proxy]);
+  return 0;
+}
+
+khzRequest *khz_loop_requestBegin(khzLoop *L) {
+  khzRequest *rq = khz_ring_claim(&L->requests);
+  if (!rq) return NULL;
+  rq->id = 0;
+  rq->type = 0;
+  rq->ival = 0;
+  rq->dval = 0;
+  rq->ndata = 0;
+  return rq;
+}
+
+void khz_loop_requestCommit(khzLoop *L) {
+  khz_ring_commit(&L->requests);
+  ring_doorbell(L);
+}
+
+int khz_loop_pollReply(khzLoop *L, khzReply *out) {
+  khzReply *r = khz_ring_peek(&L->replies);
+  if (!r) return 0;
+  *out = *r;
+  khz_ring_release(&L->replies);
+  return 1;
+}
+
+const khzLoopState *khz_loop_peekState(khzLoop *L) { return khz_ring_peek(&L->states); }
+
+void khz_loop_releaseState(khzLoop *L) { khz_ring_release(&L->states); }
+
+static void hist_stats(const khzHist *h, khzLoopHist *o) {
+  o->count = atomic_load_explicit(&h->count, memory_order_relaxed);
+  o->p50 = khz_hist_quantile(h, 0.5);
+  o->p90 = khz_hist_quantile(h, 0.9);
+  o->p99 = khz_hist_quantile(h, 0.99);
+  o->p999 = khz_hist_quantile(h, 0.999);
+  o->max = o->count ? atomic_load_explicit(&h->max, memory_order_relaxed) : 0;
+  o->min = o->count ? atomic_load_explicit(&h->min, memory_order_relaxed) : 0;
+  o->mean = o->count ? atomic_load_explicit(&h->sum, memory_order_relaxed) / (double)o->count : 0;
+}
+
+void khz_loop_stats(khzLoop *L, khzLoopStats *o) {
+  memset(o, 0, sizeof *o);
+  o->tick.ticks = get_shared(L, S_TICKS);
+  o->tick.overruns = get_shared(L, S_OVERRUNS);
+  o->tick.missed = get_shared(L, S_MISSED);
+  o->tick.commands = get_shared(L, S_COMMANDS);
+  o->tick.on_time = get_shared(L, S_ON_TIME);
+  o->tick.late = get_shared(L, S_LATE);
+  o->tick.superseded = atomic_load_explicit(&L->cmd.overwritten, memory_order_relaxed) -
+                      atomic_load_explicit(&L->superseded_base, memory_order_relaxed);
+  o->tick.states_dropped = get_shared(L, S_DROPPED);
+  o->tick.watchdog_engaged = get_shared(L, S_WATCHDOG);
+  o->tick.lockstep_timeouts = get_shared(L, S_LSTIMEOUT);
+  o->tick.lateness_ns = (int64_t)get_shared(L, S_LATENESS);
+  o->tick.compute_ns = (int64_t)get_shared(L, S_COMPUTE);
+  o->requests = get_shared(L, S_REQUESTS);
+  o->seq = get_shared(L, S_SEQ);
+  o->mode = (int)get_shared(L, S_MODE);
+  o->paused = (int)get_shared(L, S_PAUSED);
+  o->rate_hz = (double)get_shared(L, S_RATE) / 1000.0;
+  hist_stats(&L->lat, &o->lateness);
+  hist_stats(&L->comp, &o->compute);
+  hist_stats(&L->cmdlat, &o->latency);
+  hist_stats(&L->resp, &o->response);
+}

@@ -1,0 +1,227 @@
+/* codec.c — State packing and ModelDescription building (codec.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec.h"
+
+int khz_codec_init(khzStateCodec *c, int nbody) {
+  memset(c, 0, sizeof *c);
+  khz__v1__state__init(&c->msg);
+  khz__v1__tick_stats__init(&c->stats);
+  c->pose = calloc((size_t)nbody * 7 + 1, sizeof(double));
+  c->cap = 4096;
+  c->buf = malloc(c->cap);
+  for (int i = 0; i < KHZ_LOOP_MAX_CONTACTS; i++) {
+    khz__v1__contact__init(&c->contact[i]);
+    c->contact_ptr[i] = &c->contact[i];
+    c->contact[i].n_position = c->contact[i].n_normal = c->contact[i].n_force = 3;
+    c->contact[i].position = c->contact_data[i];
+    c->contact[i].normal = c->contact_data[i] + 3;
+    c->contact[i].force = c->contact_data[i] + 6;
+  }
+  return c->pose && c->buf ? 0 : -1;
+}
+
+void khz_codec_free(khzStateCodec *c) {
+  free(c->pose);
+  free(c->buf);
+  c->pose = NULL;
+  c->buf = NULL;
+}
+
+int khz_codec_packState(khzStateCodec *c, const khzLoopState *s, uint32_t generation,
+                        uint64_t rejected, uint8_t **out, size_t *len) {
+  Khz__V1__State *m = &c->msg;
+  int nbody = s->nbody;
+
+  /* header */
+  m->model_generation = generation;
+  m->seq = s->seq;
+  m->sim_time = s->sim_time;
+  m->tick_time_ns = s->tick_time_ns;
+  m->wall_time_ns = s->wall_ns;
+  m->mono_time_ns = s->mono_ns;
+  m->mode = (Khz__V1__Mode)s->mode;
+  m->rate_hz = s->rate_hz;
+  m->flags = s->flags;
+  m->reset_seq = s->reset_seq;
+
+  /* arrays point into the loop's slot; poses are interleaved here */
+  m->n_q = (size_t)s->nq;
+  m->q = s->q;
+  m->n_qd = (size_t)s->nv;
+  m->qd = s->qd;
+  m->n_tau = m->n_qd;
+  m->tau = s->tau;
+  for (int b = 0; b < nbody; b++) {
+    memcpy(c->pose + 7 * b, s->xpos + 3 * b, 3 * sizeof(double));
+    memcpy(c->pose + 7 * b + 3, s->xquat + 4 * b, 4 * sizeof(double));
+  }
+  m->n_body_pose = 7 * (size_t)nbody;
+  m->body_pose = c->pose;
+  m->n_body_twist = 6 * (size_t)nbody;
+  m->body_twist = s->cvel;
+
+  /* contacts */
+  for (int i = 0; i < s->ncontact; i++) {
+    const khzLoopContact *k = &s->contact[i];
+    c->contact[i].body1 = (uint32_t)k->body[0];
+    c->contact[i].body2 = (uint32_t)k->body[1];
+    memcpy(c->contact_data[i], k->pos, 3 * sizeof(double));
+    memcpy(c->contact_data[i] + 3, k->normal, 3 * sizeof(double));
+    memcpy(c->contact_data[i] + 6, k->force, 3 * sizeof(double));
+    c->contact[i].depth = k->depth;
+  }
+  m->n_contacts = (size_t)s->ncontact;
+  m->contacts = c->contact_ptr;
+
+  /* the command applied, haptics, statistics, warnings */
+  m->command_seq = s->cmd_seq;
+  m->command_state_seq = s->cmd_state_seq;
+  m->command_client_time_ns = s->cmd_client_time_ns;
+  m->n_haptic_wrench = 6 * (size_t)s->nhaptic;
+  m->haptic_wrench = s->haptic_wrench;
+  Khz__V1__TickStats *t = &c->stats;
+  t->lateness_ns = s->stats.lateness_ns;
+  t->compute_ns = s->stats.compute_ns;
+  t->ticks = s->stats.ticks;
+  t->overruns = s->stats.overruns;
+  t->missed = s->stats.missed;
+  t->commands = s->stats.commands;
+  t->on_time = s->stats.on_time;
+  t->late = s->stats.late;
+  t->superseded = s->stats.superseded;
+  t->states_dropped = s->stats.states_dropped;
+  t->watchdog_engaged = s->stats.watchdog_engaged;
+  t->lockstep_timeouts = s->stats.lockstep_timeouts;
+  t->rejected = rejected;
+  m->stats = t;
+  for (int w = 0; w < KHZ_NWARNING; w++) c->warnings[w] = (uint32_t)s->warning[w];
+  m->n_warnings = KHZ_NWARNING;
+  m->warnings = c->warnings;
+  m->state_hash = s->hash;
+  m->contact_method = (char *)khz_contactMethodName((khzContactMethod)s->contact_method);
+
+  /* pack into the reusable buffer */
+  size_t need = khz__v1__state__get_packed_size(m);
+  if (need > c->cap) {
+    uint8_t *nb = realloc(c->buf, need * 2);
+    if (!nb) return -1;
+    c->buf = nb;
+    c->cap = need * 2;
+  }
+  *len = khz__v1__state__pack(m, c->buf);
+  *out = c->buf;
+  return 0;
+}
+
+static char *dup(const char *s) {
+  char *d = strdup(s ? s : "");
+  return d ? d : calloc(1, 1);
+}
+
+Khz__V1__ModelDescription *khz_codec_describe(const khzModel *m, const khzDescribeInfo *info) {
+  Khz__V1__ModelDescription *d = calloc(1, sizeof *d);
+  if (!d) return NULL;
+  khz__v1__model_description__init(d);
+  d->model_generation = info->generation;
+  d->scene = dup(info->scene);
+  d->rate_hz = info->rate_hz;
+  d->timestep = 1.0 / info->rate_hz;
+  d->nq = (uint32_t)m->nq;
+  d->nv = (uint32_t)m->nv;
+  d->na = (uint32_t)info->na;
+  d->mode = (Khz__V1__Mode)info->mode;
+  d->contact_method = dup(khz_contactMethodName((khzContactMethod)info->contact_method));
+  d->n_gravity = 3;
+  d->gravity = malloc(3 * sizeof(double));
+  if (d->gravity) memcpy(d->gravity, m->gravity, 3 * sizeof(double));
+
+  /* bodies */
+  d->bodies = calloc((size_t)m->nbody, sizeof *d->bodies);
+  for (int b = 0; d->bodies && b < m->nbody; b++) {
+    Khz__V1__BodyInfo *bi = calloc(1, sizeof *bi);
+    if (!bi) continue;
+    khz__v1__body_info__init(bi);
+    bi->index = (uint32_t)b;
+    bi->name = dup(m->body_name[b]);
+    bi->parent = b == 0 ? -1 : m->body_parent[b];
+    bi->mass = m->body_mass[b];
+    d->bodies[d->n_bodies++] = bi;
+  }
+
+  /* joints (moving ones), and which actuator each is */
+  int nj = 0;
+  for (int b = 1; b < m->nbody; b++) nj += m->jnt_type[b] != KHZ_JOINT_FIXED;
+  d->joints = calloc((size_t)nj + 1, sizeof *d->joints);
+  d->actuators = calloc((size_t)info->na + 1, sizeof *d->actuators);
+  for (int b = 1; d->joints && d->actuators && b < m->nbody; b++) {
+    if (m->jnt_type[b] == KHZ_JOINT_FIXED) continue;
+    Khz__V1__JointInfo *j = calloc(1, sizeof *j);
+    if (!j) continue;
+    khz__v1__joint_info__init(j);
+    int da = m->jnt_dofadr[b];
+    j->body = (uint32_t)b;
+    j->name = dup(m->jnt_name[b]);
+    j->type = dup(khz_jointTypeName((khzJointType)m->jnt_type[b]));
+    j->q_index = (uint32_t)m->jnt_qadr[b];
+    j->nq = (uint32_t)m->jnt_nq[b];
+    j->qd_index = (uint32_t)da;
+    j->nv = (uint32_t)m->jnt_nv[b];
+    j->limited = m->jnt_limited[b] != 0;
+    j->lower = m->jnt_range[2 * b];
+    j->upper = m->jnt_range[2 * b + 1];
+    j->velocity_limit = m->jnt_vel_limit[b];
+    j->effort_limit = m->dof_effort[da];
+    j->damping = m->dof_damping[da];
+    j->friction = m->dof_friction[da];
+    j->actuator = -1;
+    for (int a = 0; a < info->na; a++) {
+      if (info->act_dof[a] != da) continue;
+      j->actuator = a;
+      Khz__V1__Actuator *ac = calloc(1, sizeof *ac);
+      if (!ac) break;
+      khz__v1__actuator__init(ac);
+      ac->name = dup(m->jnt_name[b]);
+      ac->body = (uint32_t)b;
+      ac->q_index = (uint32_t)m->jnt_qadr[b];
+      ac->qd_index = (uint32_t)da;
+      ac->effort_limit = m->dof_effort[da];
+      ac->limited = j->limited;
+      ac->lower = j->lower;
+      ac->upper = j->upper;
+      d->actuators[a] = ac;
+      d->n_actuators = (size_t)a + 1 > d->n_actuators ? (size_t)a + 1 : d->n_actuators;
+    }
+    d->joints[d->n_joints++] = j;
+  }
+
+  /* haptic proxies */
+  d->haptic_proxies = calloc((size_t)info->nhaptic + 1, sizeof *d->haptic_proxies);
+  for (int p = 0; d->haptic_proxies && p < info->nhaptic; p++) {
+    Khz__V1__HapticProxyInfo *h = calloc(1, sizeof *h);
+    if (!h) continue;
+    khz__v1__haptic_proxy_info__init(h);
+    h->index = (uint32_t)p;
+    h->body = (uint32_t)info->haptic[p].body;
+    h->body_name = dup(m->body_name[info->haptic[p].body]);
+    h->stiffness = info->haptic[p].stiffness;
+    h->damping = info->haptic[p].damping;
+    h->rot_stiffness = info->haptic[p].rot_stiffness;
+    h->rot_damping = info->haptic[p].rot_damping;
+    d->haptic_proxies[d->n_haptic_proxies++] = h;
+  }
+
+  /* contact methods this build knows */
+  d->contact_methods = calloc(KHZ_CONTACT_NMETHODS, sizeof(char *));
+  for (int k = 0; d->contact_methods && k < KHZ_CONTACT_NMETHODS; k++)
+    d->contact_methods[d->n_contact_methods++] = dup(khz_contactMethodName((khzContactMethod)k));
+  return d;
+}
+
+void khz_codec_freeDescription(Khz__V1__ModelDescription **d_p) {
+  if (!d_p || !*d_p) return;
+  /* every part was allocated with malloc, as protobuf-c's default allocator does */
+  khz__v1__model_description__free_unpacked(*d_p, NULL);
+  *d_p = NULL;
+}

@@ -1,0 +1,53 @@
+/* codec.h — translation between the loop's structures and the khz.v1 wire
+ * messages: the State of every tick (packed into a reusable buffer, no
+ * per-tick allocation once the buffer has grown) and the ModelDescription.
+ */
+#ifndef KHZ_SERVER_CODEC_H
+#define KHZ_SERVER_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "khz/khz.h"
+#include "khz/loop.h"
+#include "khz/v1/control.pb-c.h"
+#include "khz/v1/state.pb-c.h"
+
+typedef struct khzStateCodec {
+  Khz__V1__State msg;
+  Khz__V1__TickStats stats;
+  double *pose;                       /* 7 per body */
+  Khz__V1__Contact contact[KHZ_LOOP_MAX_CONTACTS];
+  Khz__V1__Contact *contact_ptr[KHZ_LOOP_MAX_CONTACTS];
+  double contact_data[KHZ_LOOP_MAX_CONTACTS][9];
+  uint32_t warnings[KHZ_NWARNING];
+  uint8_t *buf;
+  size_t cap;
+} khzStateCodec;
+
+int khz_codec_init(khzStateCodec *c, int nbody);
+void khz_codec_free(khzStateCodec *c);
+
+/* Packs one state; *out points into the codec's buffer until the next call.
+ * Returns 0 / -1 (out of memory). */
+int khz_codec_packState(khzStateCodec *c, const khzLoopState *s, uint32_t generation,
+                        uint64_t rejected, uint8_t **out, size_t *len);
+
+/* What a server knows beyond the model for a description. */
+typedef struct khzDescribeInfo {
+  uint32_t generation;
+  const char *scene;
+  double rate_hz;
+  int mode;
+  int contact_method;
+  int na;
+  const int *act_dof;
+  int nhaptic;
+  const khzHapticProxy *haptic;
+} khzDescribeInfo;
+
+/* Builds a ModelDescription on the heap; free with khz_codec_freeDescription. */
+Khz__V1__ModelDescription *khz_codec_describe(const khzModel *m, const khzDescribeInfo *info);
+void khz_codec_freeDescription(Khz__V1__ModelDescription **d_p);
+
+#endif

@@ -1,0 +1,531 @@
+/* test_loop.c — the real-time loop (rt/src/loop/) without the server: the
+ * hand-off primitives (SPSC ring, latest-wins buffer under a concurrent
+ * writer), the histograms, and the loop's behaviour on the default scene:
+ * lockstep determinism and next-tick application, the watchdog (engage within
+ * the timeout plus one tick, the safe torques, recovery), skipped and counted
+ * periods after an overrun, a reset during a lockstep wait, pause / step,
+ * rate changes against the haptic passivity bound, the haptic coupling,
+ * perturbation wrenches, the in-tick PD controller and fast mode's drops.
+ * Behaviour is asserted, not timing figures: the machine may be noisy. */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ensure.h"
+#include "khz/load.h"
+#include "khz/loop.h"
+#include "loop/handoff.h"
+#include "loop/hist.h"
+
+static void nap_us(long us) {
+  struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+  nanosleep(&ts, NULL);
+}
+
+static khzModel *default_model(void) {
+  char err[1024];
+  khzModel *m = khz_load_model("default", NULL, err, sizeof err);
+  if (!m) fprintf(stderr, "default scene: %s\n", err);
+  return m;
+}
+
+static void test_config(khzLoopConfig *c, khzLoopMode mode) {
+  khz_loop_defaultConfig(c);
+  c->mode = mode;
+  c->rt_priority = 0; /* tests run unprivileged and must not starve their neighbours */
+  c->lock_memory = 0;
+  c->prefault_stack = 64 * 1024;
+}
+
+/* the next state (copied out: seq, flags, tau and qd of the actuators) */
+typedef struct {
+  uint64_t seq, cmd_seq, cmd_state_seq, reset_seq;
+  uint32_t flags;
+  int64_t tick_time;
+  double time;
+  double q[64], qd[64], tau[64], hw[6], xpos_box[3];
+  khzTickStats stats;
+  int ok;
+} snap;
+
+static snap next_state(khzLoop *L, const khzModel *m, int timeout_ms) {
+  snap s;
+  memset(&s, 0, sizeof s);
+  for (int i = 0; i < timeout_ms * 20; i++) {
+    const khzLoopState *st = khz_loop_peekState(L);
+    if (!st) {
+      nap_us(50);
+      continue;
+    }
+    s.seq = st->seq, s.cmd_seq = st->cmd_seq, s.cmd_state_seq = st->cmd_state_seq;
+    s.reset_seq = st->reset_seq, s.flags = st->flags, s.tick_time = st->tick_time_ns;
+    s.time = st->sim_time, s.stats = st->stats;
+    memcpy(s.q, st->q, (size_t)m->nq * sizeof(double));
+    memcpy(s.qd, st->qd, (size_t)m->nv * sizeof(double));
+    memcpy(s.tau, st->tau, (size_t)m->nv * sizeof(double));
+    if (st->nhaptic) memcpy(s.hw, st->haptic_wrench, sizeof s.hw);
+    int box = khz_name2body(m, "box1");
+    if (box > 0) memcpy(s.xpos_box, st->xpos + 3 * box, sizeof s.xpos_box);
+    s.ok = 1;
+    khz_loop_releaseState(L);
+    return s;
+  }
+  return s;
+}
+
+static void drain_states(khzLoop *L) {
+  while (khz_loop_peekState(L)) khz_loop_releaseState(L);
+}
+
+static int wait_reply(khzLoop *L, uint64_t id, khzReply *r, int timeout_ms) {
+  for (int i = 0; i < timeout_ms * 20; i++) {
+    while (khz_loop_pollReply(L, r))
+      if (r->id == id) return 1;
+    nap_us(50);
+  }
+  return 0;
+}
+
+static uint64_t request(khzLoop *L, int type, int ival, double dval, const double *data, int n) {
+  static uint64_t id = 100;
+  khzRequest *rq = khz_loop_requestBegin(L);
+  if (!rq) return 0;
+  rq->id = ++id, rq->type = type, rq->ival = ival, rq->dval = dval;
+  if (data) memcpy(rq->data, data, (size_t)n * sizeof(double));
+  rq->ndata = n;
+  khz_loop_requestCommit(L);
+  return id;
+}
+
+/* a torque command: PD toward target on every actuator, computed from a state */
+static void send_torque(khzLoop *L, const khzModel *m, const snap *s, const double *target,
+                        uint64_t seq) {
+  int dof[64], na = khz_loop_actuators(m, dof);
+  khzCommand *c = khz_loop_commandBegin(L);
+  c->seq = seq, c->state_seq = s->seq, c->kind = KHZ_CMD_TORQUE, c->client = 1;
+  c->recv_ns = khz_loop_now();
+  for (int i = 0; i < na; i++) {
+    int b = m->dof_body[dof[i]];
+    c->tau_ff[i] = 300 * (target[i] - s->q[m->jnt_qadr[b]]) - 30 * s->qd[dof[i]];
+  }
+  khz_loop_commandCommit(L);
+}
+
+/* ------------------------------------------------------------ primitives -- */
+
+typedef struct {
+  uint64_t a, b, c;
+} triple;
+
+static khzLatest lb;
+static triple slots[3];
+static atomic_int writer_done;
+
+static void *writer(void *arg) {
+  (void)arg;
+  for (uint64_t i = 1; i <= 200000; i++) {
+    triple *t = &slots[lb.back];
+    t->a = i, t->b = i * 3, t->c = i * 7;
+    khz_latest_commit(&lb);
+  }
+  atomic_store(&writer_done, 1);
+  return NULL;
+}
+
+static void test_primitives(void) {
+  /* ring: FIFO, full at capacity, nothing lost or duplicated */
+  khzRing r;
+  ENSURE(khz_ring_init(&r, 5, sizeof(int)) == 0);
+  ENSURE(khz_ring_capacity(&r) == 8);
+  int pushed = 0;
+  for (int i = 0; i < 10; i++) {
+    int *slot = khz_ring_claim(&r);
+    if (!slot) break;
+    *slot = i;
+    khz_ring_commit(&r);
+    pushed++;
+  }
+  ENSURE(pushed == 8);
+  for (int i = 0; i < 8; i++) {
+    int *slot = khz_ring_peek(&r);
+    ENSURE(slot && *slot == i);
+    khz_ring_release(&r);
+  }
+  ENSURE(khz_ring_peek(&r) == NULL);
+  khz_ring_free(&r);
+
+  /* latest wins: a concurrent writer never shows a torn or older value */
+  khz_latest_init(&lb);
+  pthread_t t;
+  pthread_create(&t, NULL, writer, NULL);
+  uint64_t last = 0, takes = 0, torn = 0, back = 0;
+  while (!atomic_load(&writer_done) || (lb.middle & KHZ_LATEST_FRESH)) {
+    if (!khz_latest_take(&lb)) continue;
+    triple *v = &slots[lb.front];
+    takes++;
+    if (v->b != v->a * 3 || v->c != v->a * 7) torn++;
+    if (v->a <= last) back++;
+    last = v->a;
+  }
+  pthread_join(t, NULL);
+  ENSURE(torn == 0);
+  ENSURE(back == 0);
+  ENSURE(last == 200000);
+  ENSURE(takes + atomic_load(&lb.overwritten) == 200000);
+}
+
+static void test_hist(void) {
+  static khzHist h;
+  khz_hist_reset(&h);
+  for (int64_t v = 1; v <= 100000; v++) khz_hist_add(&h, v * 10); /* 10 ns .. 1 ms */
+  int64_t p50 = khz_hist_quantile(&h, 0.5), p99 = khz_hist_quantile(&h, 0.99);
+  ENSURE_MSG(p50 >= 500000 && p50 <= 500000 * 1.016, "p50 %lld", (long long)p50);
+  ENSURE_MSG(p99 >= 990000 && p99 <= 990000 * 1.016, "p99 %lld", (long long)p99);
+  ENSURE(khz_hist_quantile(&h, 1.0) == 1000000);
+  for (int b = 0; b < KHZ_HIST_BINS - 1; b++) ENSURE(khz_hist_upper(b) < khz_hist_upper(b + 1));
+  for (int64_t v = 0; v < 5000000; v += 997) {
+    int b = khz_hist_bin(v);
+    ENSURE(v <= khz_hist_upper(b) && (b == 0 || v > khz_hist_upper(b - 1)));
+  }
+}
+
+/* --------------------------------------------------------------- the loop -- */
+
+/* lockstep: a PD controller for n ticks; returns the final state hash */
+static uint64_t lockstep_run(const khzModel *m, int n, int *next_tick_ok) {
+  khzLoopConfig cfg;
+  char err[256];
+  test_config(&cfg, KHZ_MODE_LOCKSTEP);
+  khzLoop *L = khz_loop_new(m, &cfg, err, sizeof err);
+  ENSURE_MSG(L != NULL, "%s", err);
+  if (!L) return 0;
+  double target[7] = {0.3, -0.5, 0.2, -2.0, 0.1, 1.2, 0.5};
+  *next_tick_ok = 1;
+  snap s = next_state(L, m, 2000);
+  for (int k = 0; k < n && s.ok; k++) {
+    send_torque(L, m, &s, target, (uint64_t)k + 1);
+    snap s2 = next_state(L, m, 2000);
+    if (!s2.ok || s2.seq != s.seq + 1 || s2.cmd_state_seq != s.seq || (s2.flags & KHZ_FLAG_WATCHDOG))
+      *next_tick_ok = 0;
+    s = s2;
+  }
+  uint64_t id = request(L, KHZ_REQ_HASH, 0, 0, NULL, 0);
+  khzReply r;
+  ENSURE(wait_reply(L, id, &r, 2000));
+  ENSURE(r.seq == (uint64_t)n);
+  khzLoopStats st;
+  khz_loop_stats(L, &st);
+  ENSURE(st.tick.on_time == (uint64_t)n && st.tick.late == 0);
+  khz_loop_destroy(&L);
+  ENSURE(L == NULL);
+  return r.hash;
+}
+
+static void test_lockstep(const khzModel *m) {
+  int ok1, ok2;
+  uint64_t h1 = lockstep_run(m, 300, &ok1), h2 = lockstep_run(m, 300, &ok2);
+  ENSURE(ok1 && ok2);
+  ENSURE_MSG(h1 == h2 && h1 != 0, "hashes %016llx %016llx", (unsigned long long)h1,
+             (unsigned long long)h2);
+}
+
+static void test_watchdog(const khzModel *m) {
+  khzLoopConfig cfg;
+  char err[256];
+  test_config(&cfg, KHZ_MODE_REALTIME);
+  cfg.watchdog_s = 0.03;
+  khzLoop *L = khz_loop_new(m, &cfg, err, sizeof err);
+  ENSURE_MSG(L != NULL, "%s", err);
+  if (!L) return;
+  const char *rep = khz_loop_report(L);
+  ENSURE(strstr(rep, "SCHED_FIFO not requested") && strstr(rep, "stack pre-faulted"));
+  double target[7] = {0, -0.785, 0, -2.356, 0, 1.571, 0.785};
+  int dof[64], na = khz_loop_actuators(m, dof);
+
+  /* before any command: the safe command, flagged */
+  snap s = next_state(L, m, 2000);
+  ENSURE(s.flags & KHZ_FLAG_NO_COMMAND);
+
+  /* 100 ticks of commands, then silence */
+  uint64_t last_cmd = 0;
+  int64_t last_cmd_tick = 0;
+  for (int k = 0; k < 100 && s.ok; k++) {
+    s = next_state(L, m, 2000);
+    send_torque(L, m, &s, target, (uint64_t)k + 1);
+    last_cmd = (uint64_t)k + 1;
+  }
+  snap first = {0};
+  for (int k = 0; k < 1000; k++) {
+    s = next_state(L, m, 2000);
+    if (!s.ok) break;
+    /* the tick that took the last command (it is applied again until stale) */
+    if (s.cmd_seq == last_cmd && !last_cmd_tick) last_cmd_tick = s.tick_time;
+    if (s.flags & KHZ_FLAG_WATCHDOG) {
+      first = s;
+      break;
+    }
+  }
+  ENSURE(first.ok);
+  /* engaged within the timeout plus one tick (plus periods skipped on a noisy machine) */
+  int64_t period = 1000000, gap = first.tick_time - last_cmd_tick;
+  ENSURE_MSG(gap <= 30000000 + period * (1 + (int64_t)first.stats.missed), "gap %lld ns",
+             (long long)gap);
+  ENSURE(gap > 30000000 - period);
+  for (int i = 0; i < na; i++) ENSURE(first.tau[dof[i]] == 0);
+  ENSURE(first.stats.watchdog_engaged == 1);
+
+  /* damping as the safe command: tau = -b qd of the state before */
+  double damp[1] = {5.0};
+  uint64_t id = request(L, KHZ_REQ_WATCHDOG, KHZ_SAFE_DAMPING, 0.03, damp, 1);
+  khzReply r;
+  ENSURE(wait_reply(L, id, &r, 2000) && r.status == 0);
+  drain_states(L);
+  snap a = next_state(L, m, 2000), b = next_state(L, m, 2000);
+  ENSURE(b.seq == a.seq + 1);
+  for (int i = 0; i < na; i++) {
+    double want = -5.0 * a.qd[dof[i]], lim = m->dof_effort[dof[i]];
+    if (lim > 0 && fabs(want) > lim) want = want > 0 ? lim : -lim; /* clamped, and flagged */
+    ENSURE_MSG(b.tau[dof[i]] == want, "tau %g qd %g flags %x", b.tau[dof[i]], a.qd[dof[i]],
+               b.flags);
+  }
+
+  /* commands return: the flag clears at the next tick */
+  s = next_state(L, m, 2000);
+  send_torque(L, m, &s, target, 1000);
+  int cleared = 0;
+  for (int k = 0; k < 50 && !cleared; k++) {
+    snap t = next_state(L, m, 2000);
+    if (t.cmd_seq == 1000) cleared = !(t.flags & KHZ_FLAG_WATCHDOG);
+  }
+  ENSURE(cleared);
+  khz_loop_destroy(&L);
+}
+
+/* a wake callback that stalls the loop thread once: an overrun */
+static atomic_int stall_us;
+static void stalling_wake(void *user) {
+  (void)user;
+  int us = atomic_exchange(&stall_us, 0);
+  if (us) nap_us(us);
+}
+
+static void test_overrun(const khzModel *m) {
+  khzLoopConfig cfg;
+  char err[256];
+  test_config(&cfg, KHZ_MODE_REALTIME);
+  cfg.wake = stalling_wake;
+  khzLoop *L = khz_loop_new(m, &cfg, err, sizeof err);
+  ENSURE_MSG(L != NULL, "%s", err);
+  if (!L) return;
+  snap s = next_state(L, m, 2000);
+  for (int k = 0; k < 20; k++) s = next_state(L, m, 2000);
+  uint64_t missed0 = s.stats.missed, over0 = s.stats.overruns;
+  atomic_store(&stall_us, 3500);
+  snap prev = next_state(L, m, 2000), t = {0};
+  for (int k = 0; k < 20; k++) {
+    t = next_state(L, m, 2000);
+    if (t.flags & KHZ_FLAG_OVERRUN) break;
+    prev = t;
+  }
+  ENSURE(t.flags & KHZ_FLAG_OVERRUN);
+  /* the stalled periods were skipped, counted and not run in a burst */
+  uint64_t skipped = t.stats.missed - missed0;
+  ENSURE_MSG(skipped >= 3, "skipped %llu", (unsigned long long)skipped);
+  ENSURE(t.stats.overruns > over0);
+  ENSURE(t.seq == prev.seq + 1);
+  ENSURE(t.tick_time - prev.tick_time == (int64_t)(t.stats.missed - prev.stats.missed + 1) * 1000000);
+  ENSURE(t.time - prev.time < 1.5e-3); /* one step of simulated time */
+  khz_loop_destroy(&L);
+}
+
+static void test_reset_pause(const khzModel *m) {
+  khzLoopConfig cfg;
+  char err[256];
+  test_config(&cfg, KHZ_MODE_LOCKSTEP);
+  cfg.lockstep_timeout_s = 0; /* wait forever */
+  khzLoop *L = khz_loop_new(m, &cfg, err, sizeof err);
+  ENSURE_MSG(L != NULL, "%s", err);
+  if (!L) return;
+  double target[7] = {0};
+  snap s = next_state(L, m, 2000);
+  for (int k = 0; k < 10; k++) {
+    send_torque(L, m, &s, target, (uint64_t)k + 1);
+    s = next_state(L, m, 2000);
+  }
+  ENSURE(s.seq == 10);
+
+  /* the loop waits for an answer to state 10; a reset ends the wait */
+  nap_us(20000);
+  ENSURE(khz_loop_peekState(L) == NULL);
+  uint64_t id = request(L, KHZ_REQ_RESET, 0, 0, NULL, 0);
+  khzReply r;
+  ENSURE(wait_reply(L, id, &r, 2000) && r.status == 0 && r.seq == 11);
+  snap rs = next_state(L, m, 2000);
+  ENSURE(rs.seq == 11 && (rs.flags & KHZ_FLAG_RESET) && rs.reset_seq == 11 && rs.time == 0);
+  for (int i = 0; i < m->nq; i++) ENSURE(rs.q[i] == m->q0[i]);
+
+  /* the late answer to state 10 is dropped and reported; the answer to 11 ticks */
+  send_torque(L, m, &s, target, 50);
+  int stale = 0;
+  for (int i = 0; i < 2000 && !stale; i++) {
+    khzReply n;
+    while (khz_loop_pollReply(L, &n))
+      if (n.type == KHZ_REPLY_STALE_COMMAND && n.cmd_seq == 50 && n.client == 1) stale = 1;
+    nap_us(500);
+  }
+  ENSURE(stale);
+  ENSURE(khz_loop_peekState(L) == NULL);
+  send_torque(L, m, &rs, target, 51);
+  snap t = next_state(L, m, 2000);
+  ENSURE(t.seq == 12 && t.cmd_seq == 51);
+
+  /* pause, then step 3: exactly three ticks, replied when done */
+  id = request(L, KHZ_REQ_PAUSE, 0, 0, NULL, 0);
+  ENSURE(wait_reply(L, id, &r, 2000) && r.status == 0);
+  id = request(L, KHZ_REQ_MODE, KHZ_MODE_FAST, 0, NULL, 0);
+  ENSURE(wait_reply(L, id, &r, 2000) && r.status == 0);
+  nap_us(20000);
+  ENSURE(khz_loop_peekState(L) == NULL);
+  id = request(L, KHZ_REQ_STEP, 3, 0, NULL, 0);
+  ENSURE(wait_reply(L, id, &r, 2000) && r.status == 0 && r.seq == 15);
+  int n = 0;
+  snap last = {0};
+  while (khz_loop_peekState(L)) last = next_state(L, m, 10), n++;
+  ENSURE(n == 3 && last.seq == 15 && (last.flags & KHZ_FLAG_PAUSED));
+
+  /* bad requests are refused whole */
+  id = request(L, KHZ_REQ_RATE, 0, 50, NULL, 0);
+  ENSURE(wait_reply(L, id, &r, 2000) && r.status == KHZ_REPLY_INVALID && strstr(r.message, "100 to 10000"));
+  id = request(L, KHZ_REQ_WRENCH, 999, 1, (double[6]){0}, 6);
+  ENSURE(wait_reply(L, id, &r, 2000) && r.status == KHZ_REPLY_INVALID && strstr(r.message, "no such body"));
+  id = request(L, KHZ_REQ_STEP, 0, 0, NULL, 0);
+  ENSURE(wait_reply(L, id, &r, 2000) && r.status == KHZ_REPLY_INVALID);
+  khz_loop_destroy(&L);
+}
+
+static void test_haptic_wrench_pd(const khzModel *m) {
+  khzLoopConfig cfg;
+  char err[256];
+  int box = khz_name2body(m, "box1");
+  ENSURE(box > 0);
+  if (box <= 0) return;
+
+  /* a proxy that violates the passivity bound is refused at creation */
+  test_config(&cfg, KHZ_MODE_LOCKSTEP);
+  cfg.lockstep_timeout_s = 0;
+  cfg.nhaptic = 1;
+  cfg.haptic[0] = (khzHapticProxy){box, 1000, 0.4, 0, 0};
+  ENSURE(khz_loop_new(m, &cfg, err, sizeof err) == NULL && strstr(err, "passivity"));
+  cfg.haptic[0].damping = 2;
+  cfg.haptic_timeout_s = 0; /* device inputs never go stale: deterministic here */
+  khzLoop *L = khz_loop_new(m, &cfg, err, sizeof err);
+  ENSURE_MSG(L != NULL, "%s", err);
+  if (!L) return;
+
+  /* a rate at which the coupling would not be passive is refused */
+  uint64_t id = request(L, KHZ_REQ_RATE, 0, 200, NULL, 0);
+  khzReply r;
+  ENSURE(wait_reply(L, id, &r, 2000) && r.status == KHZ_REPLY_REFUSED && strstr(r.message, "passivity"));
+  id = request(L, KHZ_REQ_HAPTIC_GAINS, 0, 0, (double[4]){4000, 1, 0, 0}, 4);
+  ENSURE(wait_reply(L, id, &r, 2000) && r.status == KHZ_REPLY_REFUSED && strstr(r.message, "passivity"));
+
+  /* before a device input: coupling off, flagged */
+  snap s = next_state(L, m, 2000);
+  double hold[7] = {0, -0.785, 0, -2.356, 0, 1.571, 0.785};
+  send_torque(L, m, &s, hold, 1);
+  s = next_state(L, m, 2000);
+  ENSURE(s.flags & KHZ_FLAG_HAPTIC_STALE);
+
+  /* a perturbation wrench for 50 ms of simulated time: pushes the box along +x */
+  double x0 = s.xpos_box[0];
+  id = request(L, KHZ_REQ_WRENCH, box, 0.05, (double[6]){20, 0, 0, 0, 0, 0}, 6);
+  ENSURE(wait_reply(L, id, &r, 2000) && r.status == 0);
+  for (int k = 0; k < 100; k++) {
+    send_torque(L, m, &s, hold, (uint64_t)k + 2000);
+    s = next_state(L, m, 2000);
+  }
+  ENSURE_MSG(s.xpos_box[0] > x0 + 0.01, "box x %g -> %g", x0, s.xpos_box[0]);
+
+  /* from rest again (a reset ends nothing else in lockstep) */
+  id = request(L, KHZ_REQ_RESET, 0, 0, NULL, 0);
+  ENSURE(wait_reply(L, id, &r, 2000) && r.status == 0);
+  s = next_state(L, m, 2000);
+  ENSURE(s.flags & KHZ_FLAG_RESET);
+
+  /* the device 10 cm above the box: pulled up, the device feels the box pull down */
+  khzHapticInput in = {.seq = 1, .recv_ns = khz_loop_now(), .quat = {1, 0, 0, 0}};
+  memcpy(in.pos, s.xpos_box, sizeof in.pos);
+  in.pos[2] += 0.1;
+  ENSURE(khz_loop_haptic(L, 0, &in) == 0);
+  ENSURE(khz_loop_haptic(L, 3, &in) == -1);
+  double z0 = s.xpos_box[2];
+  for (int k = 0; k < 200; k++) {
+    send_torque(L, m, &s, hold, (uint64_t)k + 2);
+    s = next_state(L, m, 2000);
+    if (k == 0) {
+      ENSURE(!(s.flags & KHZ_FLAG_HAPTIC_STALE));
+      ENSURE_NEAR(s.hw[2], -100, 1e-6); /* K * 0.1 m, the box at rest */
+      ENSURE_NEAR(s.hw[0], 0, 1e-9);
+    }
+  }
+  ENSURE_MSG(s.xpos_box[2] > z0 + 0.05, "box z %g -> %g", z0, s.xpos_box[2]);
+
+  /* the in-tick PD controller moves joint 1 toward its target */
+  int dof[64], na = khz_loop_actuators(m, dof);
+  double q1 = s.q[m->jnt_qadr[m->dof_body[dof[0]]]];
+  for (int k = 0; k < 400; k++) {
+    khzCommand *c = khz_loop_commandBegin(L);
+    c->seq = 1000 + (uint64_t)k, c->state_seq = s.seq, c->kind = KHZ_CMD_PD, c->has_gains = 1;
+    for (int i = 0; i < na; i++) {
+      c->q_target[i] = s.q[m->jnt_qadr[m->dof_body[dof[i]]]] + (i == 0 ? 0 : 0);
+      c->qd_target[i] = 0, c->tau_ff[i] = 0, c->kp[i] = 400, c->kd[i] = 40;
+    }
+    c->q_target[0] = q1 + 0.2;
+    khz_loop_commandCommit(L);
+    s = next_state(L, m, 2000);
+  }
+  ENSURE_NEAR(s.q[m->jnt_qadr[m->dof_body[dof[0]]]], q1 + 0.2, 0.03);
+  khz_loop_destroy(&L);
+}
+
+static void test_fast_drops(const khzModel *m) {
+  khzLoopConfig cfg;
+  char err[256];
+  test_config(&cfg, KHZ_MODE_FAST);
+  cfg.state_ring = 16;
+  cfg.watchdog_s = 0;
+  khzLoop *L = khz_loop_new(m, &cfg, err, sizeof err);
+  ENSURE_MSG(L != NULL, "%s", err);
+  if (!L) return;
+  nap_us(50000);
+  khzLoopStats st;
+  khz_loop_stats(L, &st);
+  ENSURE(st.tick.ticks > 100);
+  ENSURE(st.tick.states_dropped > 0);
+  ENSURE(st.tick.ticks + 1 - st.tick.states_dropped <= 16 + 1);
+  /* consumed again, the ring flows; drops stay counted */
+  drain_states(L);
+  snap a = next_state(L, m, 1000);
+  ENSURE(a.ok && a.stats.states_dropped >= st.tick.states_dropped);
+  khz_loop_destroy(&L);
+}
+
+int main(void) {
+  test_primitives();
+  test_hist();
+  khzModel *m = default_model();
+  ENSURE(m != NULL);
+  if (m) {
+    test_lockstep(m);
+    test_watchdog(m);
+    test_overrun(m);
+    test_reset_pause(m);
+    test_haptic_wrench_pd(m);
+    test_fast_drops(m);
+    khz_model_destroy(&m);
+  }
+  return ensure_report();
+}

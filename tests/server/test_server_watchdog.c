@@ -1,0 +1,124 @@
+/* test_server_watchdog.c — the watchdog through the wire: a real controller
+ * process (khz-demo) is killed with SIGKILL mid-run; an observer client checks
+ * that the safe command takes over within the timeout plus one tick (flag and
+ * torques), that a new controller brings the loop back (flag clears), and
+ * that the "damping" safe command applies tau = -b qd (clamped to the effort
+ * limit). argv[1] is the khz-demo program. */
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "harness.h"
+
+#define WATCHDOG_MS 40
+
+static const char *demo_path;
+
+static pid_t start_demo(harness *h) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    execl(demo_path, demo_path, "--state", h->state_ep, "--command", h->cmd_ep, "--seconds", "60",
+          "--amplitude", "0.05", (char *)NULL);
+    _exit(127);
+  }
+  return pid;
+}
+
+static void kill_demo(pid_t pid) {
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+}
+
+/* waits until the demo's commands are applied for a while; returns the last
+ * state seen with them */
+static int wait_commands(khzClient *obs, int n) {
+  int seen = 0;
+  for (int i = 0; i < 20000 && seen < n; i++) {
+    const Khz__V1__State *st = khz_client_nextState(obs, 2000);
+    if (!st) return 0;
+    seen = (st->command_seq && !(st->flags & KHZ__V1__STATE_FLAG__FLAG_WATCHDOG)) ? seen + 1 : 0;
+  }
+  return seen >= n;
+}
+
+/* after the kill: the first flagged state, and the tick that took the last command */
+static void check_engage(khzClient *obs, const Khz__V1__ModelDescription *md, int damping) {
+  uint64_t last_cmd = 0, prev_missed = 0;
+  int64_t took = 0, engaged_at = 0;
+  double prev_qd[64] = {0};
+  int checked = 0, ok_tau = 1;
+  for (int i = 0; i < 5000; i++) {
+    const Khz__V1__State *st = khz_client_nextState(obs, 2000);
+    ENSURE(st != NULL);
+    if (!st) return;
+    if (!(st->flags & KHZ__V1__STATE_FLAG__FLAG_WATCHDOG)) {
+      if (st->command_seq != last_cmd) last_cmd = st->command_seq, took = st->tick_time_ns;
+      prev_missed = st->stats->missed;
+      for (size_t a = 0; a < md->na; a++) prev_qd[a] = st->qd[md->actuators[a]->qd_index];
+      continue;
+    }
+    if (!engaged_at) {
+      engaged_at = st->tick_time_ns;
+      int64_t period = (int64_t)(1e9 / st->rate_hz), gap = engaged_at - took;
+      int64_t skipped = (int64_t)(st->stats->missed - prev_missed);
+      printf("watchdog engaged %.3f ms after the last command was taken (timeout %d ms, %lld "
+             "periods skipped)\n",
+             gap / 1e6, WATCHDOG_MS, (long long)skipped);
+      ENSURE(took != 0);
+      ENSURE_MSG(gap <= WATCHDOG_MS * 1000000LL + period * (1 + skipped), "gap %lld ns",
+                 (long long)gap);
+      ENSURE(gap > WATCHDOG_MS * 1000000LL - period);
+      ENSURE(st->stats->watchdog_engaged >= 1);
+    }
+    /* the safe torques, from the velocities of the state before */
+    for (size_t a = 0; a < md->na; a++) {
+      const Khz__V1__Actuator *ac = md->actuators[a];
+      double want = damping ? -2.0 * prev_qd[a] : 0, lim = ac->effort_limit;
+      if (lim > 0 && fabs(want) > lim) want = want > 0 ? lim : -lim;
+      if (st->tau[ac->qd_index] != want) ok_tau = 0;
+      prev_qd[a] = st->qd[ac->qd_index];
+    }
+    if (++checked == 20) break;
+  }
+  ENSURE(engaged_at != 0);
+  ENSURE_MSG(ok_tau, "safe torques (%s) not applied", damping ? "damping" : "zero");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: test_server_watchdog KHZ-DEMO\n");
+    return 2;
+  }
+  demo_path = argv[1];
+  khzServerConfig cfg;
+  harness h;
+  harness_config(&cfg);
+  cfg.watchdog_ms = WATCHDOG_MS;
+  ENSURE(harness_start(&h, &cfg, NULL) == 0);
+  khzClient *obs = harness_client(&h);
+  ENSURE(obs != NULL);
+  if (!obs) return ensure_report();
+  const Khz__V1__ModelDescription *md = khz_client_describe(obs, 5000);
+
+  /* a controller runs, is killed: zero torque within the timeout plus one tick */
+  pid_t demo = start_demo(&h);
+  ENSURE(wait_commands(obs, 300));
+  kill_demo(demo);
+  check_engage(obs, md, 0);
+
+  /* a new controller: the flag clears and stays clear */
+  demo = start_demo(&h);
+  ENSURE(wait_commands(obs, 200));
+
+  /* the damping safe command, set at run time; killed again */
+  const Khz__V1__Reply *r = req_setting(obs, "safe_command", "damping");
+  ENSURE(r && r->code == KHZ__V1__ERROR_CODE__OK);
+  r = req_setting(obs, "safe_damping", "2");
+  ENSURE(r && r->code == KHZ__V1__ERROR_CODE__OK);
+  ENSURE(wait_commands(obs, 50));
+  kill_demo(demo);
+  check_engage(obs, md, 1);
+
+  khz_client_destroy(&obs);
+  harness_stop(&h);
+  return ensure_report();
+}
