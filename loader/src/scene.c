@@ -21,6 +21,7 @@
 
 #include "khz/load.h"
 #include "load_util.h"
+#include "mesh.h"
 
 /* the files compiled into the library by tools/embed.c */
 extern const struct {
@@ -570,7 +571,7 @@ static int khz_scene_object(khzSceneReader *r, const yaml_node_t *n, int index, 
                             khzSceneNames *names) {
   static const char *const keys[] = {"name",  "shape",    "size", "file", "scale",
                                      "mass",  "inertia",  "pos",  "rpy",  "quat",
-                                     "fixed", "friction", "rgba", NULL};
+                                     "fixed", "friction", "rgba", "convex", NULL};
   static const struct {
     const char *name;
     khzGeomType type;
@@ -625,8 +626,8 @@ static int khz_scene_object(khzSceneReader *r, const yaml_node_t *n, int index, 
                               shapes[si].size_doc, g.size[i]);
       }
     }
-    const char *mesh_only[] = {"file", "scale"};
-    for (int i = 0; i < 2; i++) {
+    const char *mesh_only[] = {"file", "scale", "convex"};
+    for (int i = 0; i < 3; i++) {
       if ((v = khz_find(r, n, mesh_only[i]))) {
         khz_keypath(kp, path, mesh_only[i]);
         return khz_scene_fail(r, v, kp, "only for shape mesh");
@@ -653,6 +654,17 @@ static int khz_scene_object(khzSceneReader *r, const yaml_node_t *n, int index, 
         if (!(g.size[i] > 0)) return khz_scene_fail(r, v, kp, "every entry must be > 0");
       }
     }
+
+    /* convex (default): collide as the hull; false: as the closed triangle mesh */
+    khz_keypath(kp, path, "convex");
+    g.convex = 1;
+    if ((v = khz_find(r, n, "convex")) && khz_get_bool(r, v, kp, &g.convex)) return -1;
+
+    /* the mesh itself (rt scales it by size when compiling) */
+    char merr[KHZ_PATH_MAX + 256];
+    khz_keypath(kp, path, "file");
+    g.mesh = khz_mesh_add(s->spec, g.meshfile, name, merr, sizeof merr);
+    if (g.mesh < 0) return khz_scene_fail(r, khz_find(r, n, "file"), kp, "%s", merr);
   }
 
   /* mass and inertia */
@@ -718,6 +730,60 @@ static int khz_scene_object(khzSceneReader *r, const yaml_node_t *n, int index, 
   return 0;
 }
 
+/* one haptic proxy: a floating body coupled to a device (used by the server) */
+static int khz_scene_haptic(khzSceneReader *r, const yaml_node_t *n, int index, khzScene *s,
+                            khzSceneNames *names) {
+  static const char *const keys[] = {"body", "stiffness", "damping", "rot_stiffness",
+                                     "rot_damping", NULL};
+  char path[KHZ_KEY_MAX], kp[KHZ_KEY_MAX];
+  yaml_node_t *v;
+  khzHapticSettings h;
+  (void)names;
+  snprintf(path, sizeof path, "haptics[%d]", index);
+  if (khz_check_keys(r, n, path, keys)) return -1;
+  if (s->nhaptic == KHZ_SCENE_MAX_HAPTIC) {
+    return khz_scene_fail(r, n, path, "at most %d haptic proxies", KHZ_SCENE_MAX_HAPTIC);
+  }
+  memset(&h, 0, sizeof h);
+
+  /* the body: an existing floating body */
+  khz_keypath(kp, path, "body");
+  if (!(v = khz_find(r, n, "body"))) return khz_scene_fail(r, n, kp, "required key missing");
+  if (khz_get_string(r, v, kp, h.body, sizeof h.body)) return -1;
+  int found = -1;
+  for (int i = 1; i < khz_spec_nbody(s->spec); i++) {
+    if (strcmp(khz_spec_body(s->spec, i)->name, h.body) == 0) found = i;
+  }
+  if (found < 0) return khz_scene_fail(r, v, kp, "no body named '%s'", h.body);
+  if (khz_spec_body(s->spec, found)->joint_type != KHZ_JOINT_FLOATING) {
+    return khz_scene_fail(r, v, kp, "body '%s' is not a free (floating) object", h.body);
+  }
+
+  /* gains: stiffness and damping required, rotational ones optional; passive at the rate */
+  static const char *const gain[] = {"stiffness", "damping", "rot_stiffness", "rot_damping"};
+  double *out[] = {&h.stiffness, &h.damping, &h.rot_stiffness, &h.rot_damping};
+  for (int k = 0; k < 4; k++) {
+    khz_keypath(kp, path, gain[k]);
+    if (!(v = khz_find(r, n, gain[k]))) {
+      if (k < 2) return khz_scene_fail(r, n, kp, "required key missing");
+      continue;
+    }
+    if (khz_get_range(r, v, kp, out[k], 0, 0, 1e9, 0, ">= 0")) return -1;
+  }
+  double T = 1.0 / s->rate_hz;
+  for (int k = 0; k < 4; k += 2) {
+    if (*out[k] > 0 && !(*out[k + 1] > *out[k] * T / 2)) {
+      khz_keypath(kp, path, gain[k + 1]);
+      return khz_scene_fail(r, n, kp,
+                            "%g violates the passivity bound: %s must exceed %s * T / 2 = %g "
+                            "at rate_hz %g",
+                            *out[k + 1], gain[k + 1], gain[k], *out[k] * T / 2, s->rate_hz);
+    }
+  }
+  s->haptic[s->nhaptic++] = h;
+  return 0;
+}
+
 /* a list section (robots, objects): each entry through fn */
 static int khz_scene_list(khzSceneReader *r, const yaml_node_t *n, const char *key, khzScene *s,
                           khzSceneNames *names,
@@ -734,7 +800,8 @@ static int khz_scene_list(khzSceneReader *r, const yaml_node_t *n, const char *k
 /* the whole document into s (s->spec already made) */
 static int khz_scene_root(khzSceneReader *r, const yaml_node_t *root, khzScene *s) {
   static const char *const keys[] = {"khz_scene", "name",    "rate_hz", "integrator", "gravity",
-                                     "ground",    "contact", "robots",  "objects",    NULL};
+                                     "ground",    "contact", "robots",  "objects",    "haptics",
+                                     NULL};
   yaml_node_t *v;
   double gravity[3] = {0, 0, -9.81}, version = 0;
   khzSceneNames names = {NULL, 0, 0};
@@ -793,6 +860,11 @@ static int khz_scene_root(khzSceneReader *r, const yaml_node_t *root, khzScene *
   }
   if ((v = khz_find(r, root, "objects")) &&
       khz_scene_list(r, v, "objects", s, &names, khz_scene_object)) {
+    goto done;
+  }
+  /* haptic proxies name bodies made above */
+  if ((v = khz_find(r, root, "haptics")) &&
+      khz_scene_list(r, v, "haptics", s, &names, khz_scene_haptic)) {
     goto done;
   }
   rc = 0;
@@ -994,10 +1066,29 @@ khzModel *khz_load_model(const char *path, khzScene *scene_out, char *err, size_
       khz_spec_destroy(&s.spec);
       return NULL;
     }
+  } else if (khz_has_ext(path, ".xml")) {
+    /* an MJCF model: its <option> sets the timestep, gravity and integrator */
+    khzMjcfOptions opt;
+    khzMjcfInfo info;
+    khz_scene_defaults(&s, path);
+    s.spec = khz_spec_new();
+    if (!s.spec) {
+      khz_load_error(err, errsz, "%s: out of memory", path);
+      return NULL;
+    }
+    khz_mjcf_defaultOptions(&opt);
+    opt.info = &info;
+    if (khz_load_mjcf(s.spec, path, &opt, err, errsz) < 0) {
+      khz_spec_destroy(&s.spec);
+      return NULL;
+    }
+    s.rate_hz = 1.0 / info.timestep;
+    s.integrator = info.integrator;
+    khz_mjcf_freeInfo(&info);
   } else {
     khz_load_error(err, errsz,
-                   "%s: unknown model type (expected a .urdf file, a .yaml/.yml scene or "
-                   "'default')",
+                   "%s: unknown model type (expected a .urdf or .xml (MJCF) file, a .yaml/.yml "
+                   "scene or 'default')",
                    path);
     return NULL;
   }

@@ -20,6 +20,7 @@
  */
 #include "khz/load.h"
 #include "load_util.h"
+#include "mesh.h"
 
 #include <errno.h>
 #include <libxml/parser.h>
@@ -82,6 +83,11 @@ typedef struct urdf_ctx {
   int nbody;
   khzGeomSpec *geoms;
   int ngeom, capgeom;
+
+  /* meshes read for collision geoms (geom mesh = index here until appended) */
+  khzMeshData *meshes;
+  char (*mesh_path)[KHZ_PATH_MAX];
+  int nmesh, capmesh;
 
   /* queued warnings */
   char **warns;
@@ -414,6 +420,36 @@ static int parse_geom(urdf_ctx *c, xmlNodePtr link, xmlNodePtr el, int body, int
                          sizeof tried) != 0)
       return warn(c, s, link, "mesh \"%s\" not found (tried %s); %s geom dropped", file,
                   tried[0] ? tried : "nothing", visual ? "visual" : "collision");
+
+    /* a collision mesh is read now (once per file) and collides as its convex hull;
+     * one that cannot be read drops this geom only, with a warning */
+    if (!visual) {
+      int k = 0;
+      while (k < c->nmesh && strcmp(c->mesh_path[k], g.meshfile) != 0) k++;
+      if (k == c->nmesh) {
+        char merr[KHZ_PATH_MAX + 256];
+        khzMeshData md;
+        if (khz_mesh_read(g.meshfile, &md, merr, sizeof merr) < 0)
+          return warn(c, s, link, "mesh \"%s\": %s; collision geom dropped", file, merr);
+        if (c->nmesh == c->capmesh) {
+          int cap = c->capmesh ? 2 * c->capmesh : 8;
+          khzMeshData *nm = realloc(c->meshes, (size_t)cap * sizeof *nm);
+          char(*np)[KHZ_PATH_MAX] = nm ? realloc(c->mesh_path, (size_t)cap * sizeof *np) : NULL;
+          if (nm) c->meshes = nm;
+          if (!nm || !np) {
+            khz_mesh_free(&md);
+            return fail_oom(c);
+          }
+          c->mesh_path = np;
+          c->capmesh = cap;
+        }
+        c->meshes[k] = md;
+        snprintf(c->mesh_path[k], KHZ_PATH_MAX, "%s", g.meshfile);
+        c->nmesh++;
+      }
+      g.mesh = k;
+      g.convex = 1;
+    }
   } else {
     return fail(c, s, link, "unknown geometry <%s>", (const char *)s->name);
   }
@@ -835,17 +871,32 @@ static int load(khzSpec *spec, const char *xml, size_t len, const char *name,
     goto done;
   }
 
-  /* build privately, then append to the spec */
+  /* build privately, then append to the spec: meshes, bodies, geoms */
   if (build(&c, doc, spec, nbody0) < 0) goto done;
+  int nmesh0 = khz_spec_nmesh(spec);
+  for (int i = 0; i < c.nmesh; i++) {
+    const char *base = strrchr(c.mesh_path[i], '/');
+    khzMeshData *md = &c.meshes[i];
+    if (khz_spec_addMesh(spec, base ? base + 1 : c.mesh_path[i], md->vert, md->nvert, md->face,
+                         md->nface) != nmesh0 + i) {
+      khz_spec_truncateMeshes(spec, nmesh0);
+      fail_oom(&c);
+      goto done;
+    }
+  }
+  for (int i = 0; i < c.ngeom; i++)
+    if (c.geoms[i].type == KHZ_GEOM_MESH && c.geoms[i].mesh >= 0) c.geoms[i].mesh += nmesh0;
   for (int i = 0; i < c.nbody; i++)
     if (khz_spec_addBody(spec, &c.bodies[i]) != nbody0 + i) {
       khz_spec_truncate(spec, nbody0, ngeom0);
+      khz_spec_truncateMeshes(spec, nmesh0);
       fail_oom(&c);
       goto done;
     }
   for (int i = 0; i < c.ngeom; i++)
     if (khz_spec_addGeom(spec, &c.geoms[i]) < 0) {
       khz_spec_truncate(spec, nbody0, ngeom0);
+      khz_spec_truncateMeshes(spec, nmesh0);
       fail_oom(&c);
       goto done;
     }
@@ -867,6 +918,9 @@ done:
   free(c.mats);
   free(c.bodies);
   free(c.geoms);
+  for (int i = 0; i < c.nmesh; i++) khz_mesh_free(&c.meshes[i]);
+  free(c.meshes);
+  free(c.mesh_path);
   return ret;
 }
 

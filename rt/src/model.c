@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collision/collision.h"
 #include "khz/khz.h"
 #include "spatial.h"
 
@@ -604,6 +605,12 @@ khzModel *khz_compile(const khzSpec *s, char *err, size_t errsz) {
     m->geom_gain[3 * i] = g->kp, m->geom_gain[3 * i + 1] = g->kv, m->geom_gain[3 * i + 2] = g->ki;
   }
 
+  /* collision data: shapes, hulls, triangle-mesh distance fields, filters */
+  if (khz_collision_compile(m, err, errsz) < 0) {
+    khz_model_destroy(&m);
+    return NULL;
+  }
+
   if (compute_meff(m, err, errsz) < 0) {
     khz_model_destroy(&m);
     return NULL;
@@ -614,6 +621,7 @@ khzModel *khz_compile(const khzSpec *s, char *err, size_t errsz) {
 void khz_model_destroy(khzModel **m_p) {
   if (!m_p || !*m_p) return;
   free((*m_p)->buffer);
+  free((*m_p)->collision);
   free(*m_p);
   *m_p = NULL;
 }

@@ -1,4 +1,5 @@
-/* load.h — model loaders: URDF robots (libxml2) and khz scene files (libyaml).
+/* load.h — model loaders: URDF robots and MuJoCo MJCF models (libxml2) and khz
+ * scene files (libyaml).
  *
  * Loaders fill a khzSpec (rt/include/khz/khz.h); khz_compile() validates it and
  * builds the immutable model. Every loader is all-or-nothing: on error the spec
@@ -45,6 +46,82 @@ int khz_load_urdf_string(khzSpec *spec, const char *xml, const char *name,
                          const char *basedir, const khzUrdfOptions *opt, char *err,
                          size_t errsz);
 
+/* ------------------------------------------------------------------ MJCF -- */
+
+/* MJCF (MuJoCo's XML format) for the subset that MuJoCo's sample humanoid
+ * needs: nested bodies, hinge / slide / ball / free joints, sphere / capsule /
+ * cylinder / box / plane geoms (fromto included), <default> classes, inertia
+ * from geom density, <inertial>, joint damping / armature / frictionloss /
+ * limits, <motor> actuators, <compiler> angle / eulerseq / autolimits and
+ * <option> timestep / gravity / integrator. docs/mjcf.md lists the subset, the
+ * mapping and the warnings.
+ *
+ * khz has exactly one joint per body: an MJCF body with n > 1 joints becomes a
+ * chain of n khz bodies, one joint each; the first n - 1 are massless and
+ * called "BODY:JOINT", the last one carries the body's name, geoms, mass and
+ * children. The khz body frame of an MJCF body sits at its last joint's
+ * anchor (MJCF joint pos), with the MJCF body's orientation; geoms, the
+ * centre of mass and child bodies are re-expressed there. Bodies with no joint
+ * or a free joint keep the MJCF body frame exactly. khz takes joint torques,
+ * not actuator controls: a <motor> only sets its joint's effort limit to
+ * |gear| * max|ctrlrange| (and |gear| * max|forcerange| when that is smaller);
+ * the motors themselves are reported in khzMjcfInfo, so that a controller can
+ * apply tau = gear * ctrl. Unnamed bodies and joints are called "bodyN" and
+ * "jointN" with MuJoCo's ids. */
+
+/* One <motor> of the file. */
+typedef struct khzMjcfActuator {
+  char name[KHZ_NAME_MAX];  /* the motor's name ("" when unnamed) */
+  char joint[KHZ_NAME_MAX]; /* the khz joint it drives (with the name prefix) */
+  double gear;              /* tau = gear * ctrl */
+  int ctrllimited;
+  double ctrlrange[2];
+  int forcelimited;
+  double forcerange[2];     /* bounds on the motor force (= ctrl, unit gain), before the gear */
+} khzMjcfActuator;
+
+/* What the file says beyond the bodies (filled on success when requested). */
+typedef struct khzMjcfInfo {
+  char model[KHZ_NAME_MAX]; /* <mujoco model=...> */
+  double timestep;          /* <option timestep>, MuJoCo's default 0.002 */
+  double gravity[3];        /* <option gravity>, default 0 0 -9.81 */
+  khzIntegrator integrator; /* <option integrator>: Euler -> KHZ_INT_EULER, RK4 -> KHZ_INT_RK4 */
+  int nactuator;
+  khzMjcfActuator *actuator; /* nactuator entries, owned: free with khz_mjcf_freeInfo */
+} khzMjcfInfo;
+
+typedef struct khzMjcfOptions {
+  const char *name_prefix; /* prepended to every body and joint name ("" = none) */
+  double base_pos[3];      /* pose of the <worldbody> content in the world */
+  double base_quat[4];
+  int world_geoms;         /* 1: add the geoms of <worldbody> (e.g. the floor) to body 0 */
+  int apply_options;       /* 1: <option> sets the spec's timestep, gravity and integrator */
+  khzMjcfInfo *info;       /* when not NULL, filled on success (free with khz_mjcf_freeInfo) */
+  khzWarnFn warn;
+  void *warn_user;
+} khzMjcfOptions;
+
+/* Defaults: no prefix, identity base pose, world geoms added, <option> applied,
+ * no info, warnings to stderr. */
+void khz_mjcf_defaultOptions(khzMjcfOptions *opt);
+
+/* Adds the bodies of the MJCF file to spec under the world body. Returns the
+ * spec index of the first body added (the spec's body count when the file has
+ * no body), or -1 with err set (spec unchanged). Every unsupported element or
+ * attribute draws one warning (with a count when it occurs several times);
+ * warnings are delivered only when the load succeeds. */
+int khz_load_mjcf(khzSpec *spec, const char *path, const khzMjcfOptions *opt, char *err,
+                  size_t errsz);
+
+/* The same from a string; name is used in messages. */
+int khz_load_mjcf_string(khzSpec *spec, const char *xml, const char *name,
+                         const khzMjcfOptions *opt, char *err, size_t errsz);
+
+/* Frees what a khzMjcfInfo owns and zeroes it. */
+void khz_mjcf_freeInfo(khzMjcfInfo *info);
+
+/* -------------------------------------------------------------- end MJCF -- */
+
 /* Contact settings read from a scene (used by the contact issue's methods). */
 typedef struct khzContactSettings {
   char method[32];   /* "none", "penalty", "deepest", ... */
@@ -53,6 +130,17 @@ typedef struct khzContactSettings {
   double mu;         /* default Coulomb friction coefficient */
   double restitution;
 } khzContactSettings;
+
+/* A haptic proxy: a floating body that the server couples to a haptic
+ * device's pose with a spring-damper (docs/server.md, Haptics). */
+#define KHZ_SCENE_MAX_HAPTIC 8
+typedef struct khzHapticSettings {
+  char body[KHZ_NAME_MAX]; /* the proxy body (a floating object) */
+  double stiffness;        /* N/m */
+  double damping;          /* N s/m; > stiffness / (2 rate_hz) (passivity) */
+  double rot_stiffness;    /* N m/rad */
+  double rot_damping;      /* N m s/rad; > rot_stiffness / (2 rate_hz) */
+} khzHapticSettings;
 
 /* What a scene file describes beyond the model itself. */
 typedef struct khzScene {
@@ -63,6 +151,8 @@ typedef struct khzScene {
   int has_ground;
   double ground_height;
   char name[KHZ_NAME_MAX];
+  int nhaptic;         /* haptic proxies (key `haptics`) */
+  khzHapticSettings haptic[KHZ_SCENE_MAX_HAPTIC];
 } khzScene;
 
 /* Loads a scene file. On error returns -1 with err set and *scene untouched. */
@@ -78,7 +168,8 @@ int khz_load_default_scene(khzScene *scene, char *err, size_t errsz);
 /* Frees what the scene owns. */
 void khz_scene_free(khzScene *scene);
 
-/* Loads MODEL by extension: .urdf (fixed base), .yaml/.yml (scene), or the word
+/* Loads MODEL by extension: .urdf (fixed base), .xml (MJCF, with its <option>
+ * timestep, gravity and integrator), .yaml/.yml (scene), or the word
  * "default" for the embedded scene. Returns the compiled model or NULL with err. */
 khzModel *khz_load_model(const char *path, khzScene *scene_out, char *err, size_t errsz);
 

@@ -277,6 +277,17 @@ typedef struct khzModel {
 
   size_t nbuffer;
   void *buffer; /* every array above points into this one block */
+
+  /* ---- collision data (rt/src/collision) ----
+   * Built by khz_compile after the geoms: each geom's shape class and bounds,
+   * the convex hulls of convex meshes, the BVHs and signed distance grids of
+   * triangle meshes, the welded-body tables of the pair filters. Its sizes
+   * depend on computation, so it is one block of its own (not in `buffer`),
+   * freed by khz_model_destroy. */
+  int *mesh_ndegenerate;  /* per mesh: zero-area triangles dropped at compile (informative;
+                             points into the collision block) */
+  size_t ncollision;      /* bytes of the block */
+  void *collision;        /* khzColModel, rt/src/collision/collision.h */
 } khzModel;
 
 /* Validates and compiles a spec into a model. On error returns NULL and writes
