@@ -127,9 +127,18 @@ typedef struct khzGeomSpec {
 } khzGeomSpec;
 
 /* Contact settings of a model (khz_spec_setContact). */
+typedef enum khzGainMass {
+  KHZ_GAIN_MASS_SUM = 0, /* m1 + m2 of the moving bodies (the paper's rule) */
+  KHZ_GAIN_MASS_REDUCED  /* m1 m2 / (m1 + m2); a static body counts as infinite */
+} khzGainMass;
+
 typedef struct khzContactOptions {
   khzContactMethod method;
-  double kp, kv, ki;        /* 0 = per pair from the masses: 100, 50, 2 times (m1 + m2) */
+  double kp, kv, ki;        /* > 0: these gains for every pair; 0 = from the masses: */
+  double kp_per_kg;         /*   kp = kp_per_kg * mass, with mass by gain_mass (default 100) */
+  double kv_per_kg;         /*   kv = kv_per_kg * mass (default 50) */
+  double ki_per_kg;         /*   ki = ki_per_kg * mass (default 2) */
+  khzGainMass gain_mass;
   double gamma;             /* forgetting factor of the integral term, in [0, 1) */
   double mu;                /* default Coulomb friction coefficient */
   double restitution;       /* coefficient of restitution of impacts, [0, 1] */
