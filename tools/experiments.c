@@ -241,8 +241,14 @@ static int run_pile(const khzModel *m, khzData *d, const khzExperiment *e, FILE 
 static int run_robot(const khzModel *m, khzData *d, const khzExperiment *e, FILE *out, char *err,
                      size_t errsz) {
   (void)err, (void)errsz;
-  double seconds = khz_experiment_param(e, "seconds", 2), kp = khz_experiment_param(e, "kp", 200);
-  double kd = khz_experiment_param(e, "kd", 10), wheel_speed = khz_experiment_param(e, "wheel_speed", 0);
+  /* joint PD posture gains: stiffness from the joint's effort limit (the limit
+   * torque at `hold_angle` of error), damping critical for the joint's own
+   * effective inertia but bounded by the explicit-integration limit 0.5 meff / h
+   * (a standing robot's ankles carry the whole body, so inertia-based
+   * stiffness alone would be far too soft) */
+  double seconds = khz_experiment_param(e, "seconds", 2);
+  double hold = khz_experiment_param(e, "hold_angle", 0.1);
+  double wheel_speed = khz_experiment_param(e, "wheel_speed", 0);
   int steps = (int)(seconds / m->timestep + 0.5);
   if (steps < 1) steps = 1;
   double *times = calloc((size_t)steps, sizeof(double));
@@ -255,10 +261,12 @@ static int run_robot(const khzModel *m, khzData *d, const khzExperiment *e, FILE
     /* PD to q0 on posture joints; continuous joints (wheels) track wheel_speed */
     for (int i = 1; i < m->nbody; i++) {
       int t = m->jnt_type[i], qa = m->jnt_qadr[i], da = m->jnt_dofadr[i];
+      double meff = m->dof_meff[da], eff = m->dof_effort[da] > 0 ? m->dof_effort[da] : 100;
+      double kp = eff / hold, kd = fmin(2 * sqrt(kp * meff), 0.5 * meff / m->timestep);
       if (t == KHZ_JOINT_REVOLUTE || t == KHZ_JOINT_PRISMATIC)
         d->tau[da] = kp * (m->q0[qa] - d->q[qa]) - kd * d->qd[da];
       else if (t == KHZ_JOINT_CONTINUOUS)
-        d->tau[da] = kd * (wheel_speed - d->qd[da]);
+        d->tau[da] = 0.5 * meff / m->timestep * 0.2 * (wheel_speed - d->qd[da]);
     }
     double t0 = now_s();
     khz_step(m, d);

@@ -387,7 +387,8 @@ static int khz_scene_contact(khzSceneReader *r, const yaml_node_t *n, khzContact
     if (khz_get_string(r, v, "contact.gain_mass", rule, sizeof rule)) return -1;
     if (strcmp(rule, "sum") == 0) c->gain_mass = KHZ_GAIN_MASS_SUM;
     else if (strcmp(rule, "reduced") == 0) c->gain_mass = KHZ_GAIN_MASS_REDUCED;
-    else return khz_scene_fail(r, v, "contact.gain_mass", "unknown rule '%s' (accepted: sum, reduced)", rule);
+    else if (strcmp(rule, "effective") == 0) c->gain_mass = KHZ_GAIN_MASS_EFFECTIVE;
+    else return khz_scene_fail(r, v, "contact.gain_mass", "unknown rule '%s' (accepted: sum, reduced, effective)", rule);
   }
   /* capacities */
   const struct {
@@ -418,7 +419,7 @@ static int khz_scene_experiment(khzSceneReader *r, const yaml_node_t *n, khzExpe
        1,
        {"seed", "settle_steps", "on_steps", "off_steps", "cycles", "force_min", "force_max", NULL}},
       {"pile", 0, {"seconds", "rest_energy", "container_x", "container_y", "container_z", NULL}},
-      {"robot", 0, {"seconds", "kp", "kd", "wheel_speed", NULL}},
+      {"robot", 0, {"seconds", "hold_angle", "wheel_speed", NULL}},
       {"stack", 0, {"seconds", NULL}},
   };
   if (n->type != YAML_MAPPING_NODE) return khz_expected(r, n, "experiment", "a mapping");
@@ -523,8 +524,8 @@ static int khz_scene_q0(khzSceneReader *r, const yaml_node_t *n, const char *pat
 
 static int khz_scene_robot(khzSceneReader *r, const yaml_node_t *n, int index, khzScene *s,
                            khzSceneNames *names) {
-  static const char *const keys[] = {"name", "urdf", "package_path", "base", "floating_base",
-                                     "q0",   NULL};
+  static const char *const keys[] = {"name", "urdf",           "package_path", "base",
+                                     "floating_base",   "q0", "self_collision", NULL};
   static const char *const base_keys[] = {"pos", "rpy", "quat", NULL};
   char path[KHZ_KEY_MAX], kp[KHZ_KEY_MAX];
   char name[KHZ_NAME_MAX], prefix[KHZ_NAME_MAX], urdf[KHZ_PATH_MAX];
@@ -568,12 +569,17 @@ static int khz_scene_robot(khzSceneReader *r, const yaml_node_t *n, int index, k
   if ((v = khz_find(r, n, "floating_base")) && khz_get_bool(r, v, kp, &opt.floating_base)) {
     return -1;
   }
+  int self_collision = 0;
+  khz_keypath(kp, path, "self_collision");
+  if ((v = khz_find(r, n, "self_collision")) && khz_get_bool(r, v, kp, &self_collision)) {
+    return -1;
+  }
   opt.name_prefix = prefix;
   opt.package_path = package_path[0] ? package_path : NULL;
 
   /* load the URDF: the embedded copy or a file relative to the scene */
   char uerr[1024];
-  int nb0 = khz_spec_nbody(s->spec), root;
+  int nb0 = khz_spec_nbody(s->spec), ng0 = khz_spec_ngeom(s->spec), root;
   khz_keypath(kp, path, "urdf");
   if (strncmp(urdf, KHZ_EMBEDDED_PREFIX, strlen(KHZ_EMBEDDED_PREFIX)) == 0) {
     const char *text = khz_embedded_text(urdf + strlen(KHZ_EMBEDDED_PREFIX));
@@ -596,6 +602,17 @@ static int khz_scene_robot(khzSceneReader *r, const yaml_node_t *n, int index, k
     root = khz_load_urdf(s->spec, file, &opt, uerr, sizeof uerr);
   }
   if (root < 0) return khz_scene_fail(r, urdf_node, kp, "URDF failed to load: %s", uerr);
+
+  /* without self-collision the robot's geoms share a collision bit of their
+   * own that they do not accept: they still touch the world, objects and
+   * other robots (docs/scene-format.md) */
+  if (!self_collision) {
+    unsigned bit = 1u << (1 + index % 31);
+    for (int g = ng0; g < khz_spec_ngeom(s->spec); g++) {
+      khz_spec_geom(s->spec, g)->contype = bit;
+      khz_spec_geom(s->spec, g)->conaffinity = ~bit;
+    }
+  }
 
   /* initial joint positions */
   khz_keypath(kp, path, "q0");

@@ -279,15 +279,26 @@ static void add_force(const khzModel *m, khzData *d, int b, const double x[3], c
 
 /* per-pair gains: geom overrides, else scene values, else from the masses of
  * the moving bodies (the paper: kp = 100 (m1+m2), kv = 50 (m1+m2), ki = 2 (m1+m2);
- * the coefficients and the mass rule are scene options) */
-static void pair_gains(const khzModel *m, khzContact *c) {
+ * the coefficients and the mass rule are scene options). For a link of an
+ * articulated body the mass is what the contact carries (contact_mass). */
+static double contact_mass(const khzModel *m, int b) {
+  /* the mass a contact on body b may have to carry: a floating tree's whole
+   * mass (a foot carries the robot), else the body with its descendants */
+  if (body_static(m, b)) return 0;
+  int root = m->body_root[b];
+  return m->jnt_type[root] == KHZ_JOINT_FLOATING ? m->body_subtreemass[root] : m->body_subtreemass[b];
+}
+
+static void pair_gains(const khzModel *m, khzContact *c, double meff) {
   double mass = 0, ms[2];
   int moving = 0;
   for (int s = 0; s < 2; s++) {
-    ms[s] = body_static(m, c->body[s]) ? 0 : m->body_mass[c->body[s]];
+    ms[s] = contact_mass(m, c->body[s]);
     moving += ms[s] > 0;
   }
-  if (m->contact.gain_mass == KHZ_GAIN_MASS_REDUCED && moving == 2)
+  if (m->contact.gain_mass == KHZ_GAIN_MASS_EFFECTIVE && meff > 0)
+    mass = meff;
+  else if (m->contact.gain_mass == KHZ_GAIN_MASS_REDUCED && moving == 2)
     mass = ms[0] * ms[1] / (ms[0] + ms[1]);
   else
     mass = ms[0] + ms[1];
@@ -500,11 +511,38 @@ void khz_contactBegin(const khzModel *m, khzData *d) {
   double eps = m->contact.impact_velocity;
   size_t mark = khz_stackMark(d);
   double *vn0 = khz_stackAlloc(d, (size_t)d->ncontact * sizeof(double));
+  double *dqd = khz_stackAlloc(d, (size_t)m->nv * sizeof(double) + 8);
+  double *dsum = khz_stackAlloc(d, (size_t)m->nv * sizeof(double) + 8);
+  double *dvel = khz_stackAlloc(d, 6 * (size_t)m->nbody * sizeof(double));
+  double *tau = khz_stackAlloc(d, (size_t)m->nv * sizeof(double) + 8);
+  double *qdd = khz_stackAlloc(d, (size_t)m->nv * sizeof(double) + 8);
+  int scratch = vn0 && dqd && dsum && dvel && tau && qdd, inertias = 0;
+
+  /* articulated inertias at the current q (the impulse response and the
+   * effective masses need them; velocity terms do not matter) */
+  if (scratch && m->contact.gain_mass == KHZ_GAIN_MASS_EFFECTIVE) {
+    memset(tau, 0, (size_t)m->nv * sizeof(double));
+    khz_externalForces(m, d);
+    khz_abaCore(m, d, tau, qdd);
+    inertias = 1;
+  }
   int any_impact = 0;
   for (int i = 0; i < d->ncontact; i++) {
     khzContact *c = d->contact + i;
     khzPairState *ps = d->pair + c->slot;
-    pair_gains(m, c);
+    double meff = 0;
+    if (inertias) {
+      /* n^T K n from one test impulse along the normal at the deepest point */
+      const double *x = d->cpoint[c->deepest].pos;
+      double a0[3], a1[3], b0v[3] = {0, 0, 0}, b1v[3] = {0, 0, 0};
+      double nm[3] = {-c->normal[0], -c->normal[1], -c->normal[2]};
+      point_response(m, d, c->body[0], x, c->normal, c->body[1], x, a0, a1, dqd, dvel);
+      if (c->body[1] > 0) point_response(m, d, c->body[1], x, nm, c->body[0], x, b1v, b0v, dqd, dvel);
+      double knn = 0;
+      for (int j = 0; j < 3; j++) knn += c->normal[j] * ((a0[j] + b0v[j]) - (a1[j] + b1v[j]));
+      meff = knn > 0 ? 1 / knn : 0;
+    }
+    pair_gains(m, c, meff);
     double sn = approach_speed(m, d, c);
     if (vn0) vn0[i] = sn;
     int fresh = ps->phase == KHZ_PHASE_NONE;
@@ -529,18 +567,13 @@ void khz_contactBegin(const khzModel *m, khzData *d) {
   /* impulses: sequential sweeps over the impacting pairs */
   int nimpact = 0;
   for (int i = 0; i < d->ncontact; i++) nimpact += d->pair[d->contact[i].slot].phase == KHZ_PHASE_IMPACT;
-  if (nimpact && vn0) {
-    double *dqd = khz_stackAlloc(d, (size_t)m->nv * sizeof(double) + 8);
-    double *dsum = khz_stackAlloc(d, (size_t)m->nv * sizeof(double) + 8);
-    double *dvel = khz_stackAlloc(d, 6 * (size_t)m->nbody * sizeof(double));
-    double *tau = khz_stackAlloc(d, (size_t)m->nv * sizeof(double) + 8);
-    double *qdd = khz_stackAlloc(d, (size_t)m->nv * sizeof(double) + 8);
-    if (dqd && dsum && dvel && tau && qdd) {
-      /* articulated inertias at the current q (velocity terms do not matter) */
-      memset(tau, 0, (size_t)m->nv * sizeof(double));
-      khz_forwardPass(m, d, d->q, d->qd);
-      khz_externalForces(m, d);
-      khz_abaCore(m, d, tau, qdd);
+  if (nimpact && scratch) {
+    {
+      if (!inertias) {
+        memset(tau, 0, (size_t)m->nv * sizeof(double));
+        khz_externalForces(m, d);
+        khz_abaCore(m, d, tau, qdd);
+      }
       for (int sweep = 0; sweep < KHZ_IMPULSE_SWEEPS; sweep++) {
         int applied = 0;
         for (int i = 0; i < d->ncontact; i++) {

@@ -129,7 +129,10 @@ typedef struct khzGeomSpec {
 /* Contact settings of a model (khz_spec_setContact). */
 typedef enum khzGainMass {
   KHZ_GAIN_MASS_SUM = 0, /* m1 + m2 of the moving bodies (the paper's rule) */
-  KHZ_GAIN_MASS_REDUCED  /* m1 m2 / (m1 + m2); a static body counts as infinite */
+  KHZ_GAIN_MASS_REDUCED, /* m1 m2 / (m1 + m2); a static body counts as infinite */
+  KHZ_GAIN_MASS_EFFECTIVE /* the effective mass of the pair at its deepest point along the
+                             normal, 1 / (n^T K n) with K the collision matrix of the
+                             articulated bodies (for robots: what the contact really moves) */
 } khzGainMass;
 
 typedef struct khzContactOptions {
@@ -225,6 +228,7 @@ typedef struct khzModel {
   /* bodies (nbody) */
   int *body_parent;
   int *body_root;           /* the tree's root body (child of the world) */
+  double *body_subtreemass; /* mass of the body and all its descendants */
   double *body_mass;        /* kg */
   double *body_com;         /* 3 per body, body frame */
   double *body_inertia;     /* 9 per body, about the com, body frame */
