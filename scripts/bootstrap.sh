@@ -8,7 +8,7 @@ packages=(
   libzmq3-dev libprotobuf-c-dev protobuf-c-compiler libev-dev
   libxml2-dev libyaml-dev libassimp-dev
   libmujoco-dev libmujoco-samples libccd-dev
-  rt-tests
+  rt-tests python3
 )
 
 missing=()

@@ -1469,8 +1469,7 @@ static int server_init(khzServer *s, char *err, size_t errsz) {
   s->m = khz_load_model(c->scene, &s->scene, msg, sizeof msg);
   if (!s->m) return fail(err, errsz, "%s", msg);
   s->have_scene = 1;
-  s->scene_method = khz_contactMethodFromName(s->scene.contact.method);
-  if (s->scene_method < 0) s->scene_method = s->m->contact.method;
+  s->scene_method = s->m->contact.method;
   if (c->contact_method[0] && khz_contactMethodFromName(c->contact_method) < 0)
     return fail(err, errsz, "setting 'contact_method': unknown method '%s'", c->contact_method);
   if (scene_haptics(s, err, errsz)) return -1;

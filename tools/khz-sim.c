@@ -19,6 +19,7 @@
 
 #include "khz/khz.h"
 #include "khz/load.h"
+#include "experiments.h"
 
 #define KHZ_SIM_USAGE 2
 #define KHZ_SIM_FAIL 1
@@ -94,22 +95,27 @@ static void khz_sim_help_run(FILE *out) {
   fprintf(
       out,
       "usage: khz-sim run SCENE --steps N [--dt H] [--integrator rk4|euler] [--out FILE]\n"
+      "                         [--method none|penalty|deepest]\n"
       "\n"
-      "Simulates N steps from the initial state with zero commanded torque (gravity and\n"
-      "the passive joint forces act) and prints a JSON summary: steps, dt, integrator,\n"
-      "wall time and microseconds per step, final time, kinetic and potential energy at\n"
-      "the start and the end, warning counts, the final state hash and the contact\n"
-      "status.\n"
+      "Simulates N steps from the initial state with zero commanded torque (gravity, the\n"
+      "passive joint forces and contact act) and prints a JSON summary: steps, dt,\n"
+      "integrator, wall time and microseconds per step, final time, kinetic and potential\n"
+      "energy at the start and the end, warning counts, the final state hash, the contact\n"
+      "method and the number of pairs in contact at the end.\n"
       "\n"
-      "  --steps N        number of steps, 1 to 1000000000 (required)\n"
+      "A scene with an `experiment:` block (the validation scenes in scenes/validation/)\n"
+      "runs its experiment instead and prints the experiment's figures as JSON; --steps and\n"
+      "--out do not apply then (docs/validation.md).\n"
+      "\n"
+      "  --steps N        number of steps, 1 to 1000000000 (required without an experiment)\n"
       "  --dt H           timestep in seconds, 1e-6 to 0.1 (default: 1 / the scene's rate_hz)\n"
       "  --integrator I   rk4 or euler (default: the scene's)\n"
       "  --out FILE       write the trajectory as CSV: a header `t,q:JOINT[k]...,qd:JOINT[k]...`\n"
       "                   then N + 1 rows (the initial state and one per step);\n"
       "                   see docs/trajectory-format.md\n"
-      "\n"
-      "Contact between bodies is not implemented in the core yet: a scene that asks for a\n"
-      "contact method reports \"contact\": \"not implemented (bodies do not collide yet)\".\n"
+      "  --method M       contact method: none, penalty (Drumwright's multi-point method) or\n"
+      "                   deepest (one spring at the deepest point; the baseline)\n"
+      "                   (default: the scene's contact.method)\n"
       "\n%s\n%s",
       khz_sim_models_help, khz_sim_layout_help);
 }
@@ -293,7 +299,7 @@ static void khz_sim_info_text(const khzModel *m, const khzScene *s, const char *
          m->nq, m->nv, m->ngeom, khz_sim_total_mass(m));
   printf("timestep: %g s  integrator: %s  gravity: [%g, %g, %g]  contact: %s\n", m->timestep,
          khz_sim_integrator(m->integrator), m->gravity[0], m->gravity[1], m->gravity[2],
-         s->contact.method);
+         khz_contactMethodName(s->contact.method));
   printf("\n%-3s %-24s %-20s %-20s %-10s %-6s %-6s %9s %9s %9s %9s %8s %8s %8s %9s\n", "id", "body",
          "parent", "joint", "type", "q", "qd", "lower", "upper", "velocity", "effort", "damping",
          "friction", "armature", "mass");
@@ -336,7 +342,7 @@ static void khz_sim_info_json(const khzModel *m, const khzScene *s, const char *
          m->timestep, khz_sim_integrator(m->integrator), m->gravity[0], m->gravity[1],
          m->gravity[2]);
   printf(", \"contact\": ");
-  khz_sim_json_string(stdout, s->contact.method);
+  khz_sim_json_string(stdout, khz_contactMethodName(s->contact.method));
   printf(", \"bodies\": [");
   for (int i = 1; i < m->nbody; i++) {
     int nv = m->jnt_nv[i], d = m->jnt_dofadr[i];
@@ -524,21 +530,22 @@ static void khz_sim_energy_json(const char *key, double ke, double pe) {
 }
 
 static int khz_sim_run(int argc, char **argv) {
-  khzSimFlag flags[] = {
-      {"steps", 1, NULL, 0}, {"dt", 1, NULL, 0}, {"integrator", 1, NULL, 0}, {"out", 1, NULL, 0}};
+  khzSimFlag flags[] = {{"steps", 1, NULL, 0},      {"dt", 1, NULL, 0}, {"integrator", 1, NULL, 0},
+                        {"out", 1, NULL, 0},        {"method", 1, NULL, 0}};
   const char *path;
-  int rc = khz_sim_parse("run", argc, argv, flags, 4, &path, khz_sim_help_run);
+  int rc = khz_sim_parse("run", argc, argv, flags, 5, &path, khz_sim_help_run);
   if (rc) return rc == 1 ? 0 : KHZ_SIM_USAGE;
 
   /* flags first: a bad flag is reported before the model is read */
   long long steps = 0;
   double dt = 0;
-  int integrator = -1;
-  if (!flags[0].given) {
-    fprintf(stderr, "khz-sim run: --steps N is required (1 to 1000000000)\n");
+  int integrator = -1, method = -1;
+  if (flags[4].given && (method = khz_contactMethodFromName(flags[4].value)) < 0) {
+    fprintf(stderr, "khz-sim run: --method: expected none, penalty or deepest, got '%s'\n",
+            flags[4].value);
     return KHZ_SIM_USAGE;
   }
-  {
+  if (flags[0].given) {
     char *end;
     errno = 0;
     steps = strtoll(flags[0].value, &end, 10);
@@ -599,6 +606,26 @@ static int khz_sim_run(int argc, char **argv) {
     rc = KHZ_SIM_FAIL;
     goto done;
   }
+  if (method >= 0) d->contact_method = method;
+
+  /* a validation experiment drives the run itself and prints its figures */
+  if (scene.experiment.kind[0]) {
+    char err[1024];
+    if (flags[0].given || flags[3].given) {
+      fprintf(stderr, "khz-sim run: %s: the scene's experiment sets the steps; drop --steps/--out\n",
+              path);
+      rc = KHZ_SIM_USAGE;
+    } else if (khz_experiment_run(m, d, &scene.experiment, stdout, err, sizeof err) < 0) {
+      fprintf(stderr, "khz-sim run: %s: %s\n", path, err);
+      rc = KHZ_SIM_FAIL;
+    }
+    goto done;
+  }
+  if (!flags[0].given) {
+    fprintf(stderr, "khz-sim run: --steps N is required (1 to 1000000000)\n");
+    rc = KHZ_SIM_USAGE;
+    goto done;
+  }
   if (flags[3].given) {
     csv = fopen(flags[3].value, "w");
     if (!csv) {
@@ -647,16 +674,14 @@ static int khz_sim_run(int argc, char **argv) {
   printf("  \"final_time\": %.17g,\n", d->time);
   khz_sim_energy_json("energy_start", ke0, pe0);
   khz_sim_energy_json("energy_end", ke1, pe1);
-  printf("  \"warnings\": {\"stack\": %d, \"badstate\": %d, \"effort\": %d, \"badctrl\": %d},\n",
+  printf("  \"warnings\": {\"stack\": %d, \"badstate\": %d, \"effort\": %d, \"badctrl\": %d, "
+         "\"contactfull\": %d},\n",
          d->warning[KHZ_WARN_STACK], d->warning[KHZ_WARN_BADSTATE], d->warning[KHZ_WARN_EFFORT],
-         d->warning[KHZ_WARN_BADCTRL]);
+         d->warning[KHZ_WARN_BADCTRL], d->warning[KHZ_WARN_CONTACTFULL]);
   printf("  \"state_hash\": \"%016llx\",\n", (unsigned long long)khz_hashState(m, d));
-  /* the core has no collision detection yet: say so instead of pretending */
   printf("  \"contact_method\": ");
-  khz_sim_json_string(stdout, scene.contact.method);
-  printf(",\n  \"contact\": \"%s\"\n}\n", strcmp(scene.contact.method, "none") == 0
-                                              ? "none"
-                                              : "not implemented (bodies do not collide yet)");
+  khz_sim_json_string(stdout, khz_contactMethodName((khzContactMethod)d->contact_method));
+  printf(",\n  \"contacts_at_end\": %d\n}\n", d->ncontact);
   if (flags[3].given && rc == 0) {
     fprintf(stderr, "khz-sim run: wrote %lld rows to %s\n", steps + 1, flags[3].value);
   }

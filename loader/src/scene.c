@@ -339,46 +339,124 @@ static int khz_scene_ground(khzSceneReader *r, const yaml_node_t *n, khzScene *s
   return 0;
 }
 
-static int khz_scene_contact(khzSceneReader *r, const yaml_node_t *n, khzContactSettings *c) {
-  static const char *const keys[] = {"method", "kp", "kv",          "ki",
-                                     "gamma",  "mu", "restitution", NULL};
-  static const char *const methods[] = {"none", "penalty", "deepest", NULL};
+static int khz_scene_contact(khzSceneReader *r, const yaml_node_t *n, khzContactOptions *c) {
+  static const char *const keys[] = {"method",      "kp",         "kv",          "ki",
+                                     "kp_per_kg",   "kv_per_kg",  "ki_per_kg",   "gain_mass",
+                                     "gamma",       "mu",         "restitution", "impact_velocity",
+                                     "max_pairs",   "max_points", NULL};
   yaml_node_t *v;
   if (khz_check_keys(r, n, "contact", keys)) return -1;
   if ((v = khz_find(r, n, "method"))) {
-    char method[sizeof c->method];
-    int ok = 0;
+    char method[32];
     if (khz_get_string(r, v, "contact.method", method, sizeof method)) return -1;
-    for (int i = 0; methods[i]; i++) ok |= strcmp(methods[i], method) == 0;
-    if (!ok) {
+    int id = khz_contactMethodFromName(method);
+    if (id < 0) {
       return khz_scene_fail(r, v, "contact.method",
                             "unknown method '%s' (accepted: none, penalty, deepest)", method);
     }
-    memcpy(c->method, method, sizeof method);
+    c->method = (khzContactMethod)id;
   }
-  if ((v = khz_find(r, n, "kp")) && khz_get_range(r, v, "contact.kp", &c->kp, 0, 0, 1e12, 0,
-                                                  ">= 0; 0 = derived from the masses")) {
-    return -1;
+  /* numeric settings: key, destination, range and what the range means */
+  const struct {
+    const char *key;
+    double *out;
+    double lo, hi;
+    int open_hi;
+    const char *doc;
+  } nums[] = {
+      {"kp", &c->kp, 0, 1e12, 0, ">= 0; 0 = derived from the masses"},
+      {"kv", &c->kv, 0, 1e12, 0, ">= 0; 0 = derived from the masses"},
+      {"ki", &c->ki, 0, 1e12, 0, ">= 0; 0 = derived from the masses"},
+      {"kp_per_kg", &c->kp_per_kg, 0, 1e12, 0, ">= 0 (N/m per kg)"},
+      {"kv_per_kg", &c->kv_per_kg, 0, 1e12, 0, ">= 0 (N s/m per kg)"},
+      {"ki_per_kg", &c->ki_per_kg, 0, 1e12, 0, ">= 0 (N/m per kg)"},
+      {"gamma", &c->gamma, 0, 1, 1, "0 <= gamma < 1"},
+      {"mu", &c->mu, 0, 1e6, 0, ">= 0"},
+      {"restitution", &c->restitution, 0, 1, 0, "0 to 1"},
+      {"impact_velocity", &c->impact_velocity, 0, 1e3, 0, ">= 0 m/s"},
+  };
+  char kp[KHZ_KEY_MAX];
+  for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
+    khz_keypath(kp, "contact", nums[i].key);
+    if ((v = khz_find(r, n, nums[i].key)) &&
+        khz_get_range(r, v, kp, nums[i].out, nums[i].lo, 0, nums[i].hi, nums[i].open_hi, nums[i].doc)) {
+      return -1;
+    }
   }
-  if ((v = khz_find(r, n, "kv")) && khz_get_range(r, v, "contact.kv", &c->kv, 0, 0, 1e12, 0,
-                                                  ">= 0; 0 = derived from the masses")) {
-    return -1;
+  if ((v = khz_find(r, n, "gain_mass"))) {
+    char rule[16];
+    if (khz_get_string(r, v, "contact.gain_mass", rule, sizeof rule)) return -1;
+    if (strcmp(rule, "sum") == 0) c->gain_mass = KHZ_GAIN_MASS_SUM;
+    else if (strcmp(rule, "reduced") == 0) c->gain_mass = KHZ_GAIN_MASS_REDUCED;
+    else if (strcmp(rule, "effective") == 0) c->gain_mass = KHZ_GAIN_MASS_EFFECTIVE;
+    else return khz_scene_fail(r, v, "contact.gain_mass", "unknown rule '%s' (accepted: sum, reduced, effective)", rule);
   }
-  if ((v = khz_find(r, n, "ki")) && khz_get_range(r, v, "contact.ki", &c->ki, 0, 0, 1e12, 0,
-                                                  ">= 0; 0 = derived from the masses")) {
-    return -1;
+  /* capacities */
+  const struct {
+    const char *key;
+    int *out;
+  } caps[] = {{"max_pairs", &c->max_pairs}, {"max_points", &c->max_points}};
+  for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
+    double x;
+    khz_keypath(kp, "contact", caps[i].key);
+    if ((v = khz_find(r, n, caps[i].key))) {
+      if (khz_get_range(r, v, kp, &x, 1, 0, 1e6, 0, "1 to 1000000")) return -1;
+      if (x != floor(x)) return khz_scene_fail(r, v, kp, "must be a whole number");
+      *caps[i].out = (int)x;
+    }
   }
-  if ((v = khz_find(r, n, "gamma")) &&
-      khz_get_range(r, v, "contact.gamma", &c->gamma, 0, 0, 1, 1, "0 <= gamma < 1")) {
-    return -1;
+  return 0;
+}
+
+/* the experiment block: kind, body and the kind's numeric parameters */
+static int khz_scene_experiment(khzSceneReader *r, const yaml_node_t *n, khzExperiment *e) {
+  static const struct {
+    const char *kind;
+    int needs_body;
+    const char *params[KHZ_EXPERIMENT_PARAMS];
+  } kinds[] = {
+      {"block_penetration", 1, {"seed", "steps", "window", "initial_penetration", NULL}},
+      {"block_forces",
+       1,
+       {"seed", "settle_steps", "on_steps", "off_steps", "cycles", "force_min", "force_max", NULL}},
+      {"pile", 0, {"seconds", "rest_energy", "container_x", "container_y", "container_z", NULL}},
+      {"robot", 0, {"seconds", "hold_angle", "wheel_speed", NULL}},
+      {"stack", 0, {"seconds", NULL}},
+  };
+  if (n->type != YAML_MAPPING_NODE) return khz_expected(r, n, "experiment", "a mapping");
+  yaml_node_t *v = khz_find(r, n, "kind");
+  if (!v) return khz_scene_fail(r, n, "experiment.kind", "required key missing");
+  if (khz_get_string(r, v, "experiment.kind", e->kind, sizeof e->kind)) return -1;
+  int k = -1;
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+    if (strcmp(kinds[i].kind, e->kind) == 0) k = (int)i;
+  if (k < 0) {
+    return khz_scene_fail(r, v, "experiment.kind",
+                          "unknown kind '%s' (accepted: block_penetration, block_forces, pile, "
+                          "robot, stack)",
+                          e->kind);
   }
-  if ((v = khz_find(r, n, "mu")) &&
-      khz_get_range(r, v, "contact.mu", &c->mu, 0, 0, 1e6, 0, ">= 0")) {
-    return -1;
+  /* allowed keys: kind, body and the kind's parameters */
+  const char *keys[KHZ_EXPERIMENT_PARAMS + 3];
+  int nk = 0;
+  keys[nk++] = "kind";
+  keys[nk++] = "body";
+  for (int i = 0; kinds[k].params[i]; i++) keys[nk++] = kinds[k].params[i];
+  keys[nk] = NULL;
+  if (khz_check_keys(r, n, "experiment", keys)) return -1;
+  if ((v = khz_find(r, n, "body"))) {
+    if (khz_get_string(r, v, "experiment.body", e->body, sizeof e->body)) return -1;
+  } else if (kinds[k].needs_body) {
+    return khz_scene_fail(r, n, "experiment.body", "required key missing (the body to act on)");
   }
-  if ((v = khz_find(r, n, "restitution")) &&
-      khz_get_range(r, v, "contact.restitution", &c->restitution, 0, 0, 1, 0, "0 to 1")) {
-    return -1;
+  e->nparam = 0;
+  for (int i = 0; kinds[k].params[i]; i++) {
+    char kp[KHZ_KEY_MAX];
+    khz_keypath(kp, "experiment", kinds[k].params[i]);
+    if (!(v = khz_find(r, n, kinds[k].params[i]))) continue;
+    if (khz_get_number(r, v, kp, &e->param[e->nparam])) return -1;
+    snprintf(e->param_name[e->nparam], sizeof e->param_name[0], "%s", kinds[k].params[i]);
+    e->nparam++;
   }
   return 0;
 }
@@ -447,8 +525,8 @@ static int khz_scene_q0(khzSceneReader *r, const yaml_node_t *n, const char *pat
 
 static int khz_scene_robot(khzSceneReader *r, const yaml_node_t *n, int index, khzScene *s,
                            khzSceneNames *names) {
-  static const char *const keys[] = {"name", "urdf", "package_path", "base", "floating_base",
-                                     "q0",   NULL};
+  static const char *const keys[] = {"name", "urdf",           "package_path", "base",
+                                     "floating_base",   "q0", "self_collision", NULL};
   static const char *const base_keys[] = {"pos", "rpy", "quat", NULL};
   char path[KHZ_KEY_MAX], kp[KHZ_KEY_MAX];
   char name[KHZ_NAME_MAX], prefix[KHZ_NAME_MAX], urdf[KHZ_PATH_MAX];
@@ -492,12 +570,17 @@ static int khz_scene_robot(khzSceneReader *r, const yaml_node_t *n, int index, k
   if ((v = khz_find(r, n, "floating_base")) && khz_get_bool(r, v, kp, &opt.floating_base)) {
     return -1;
   }
+  int self_collision = 0;
+  khz_keypath(kp, path, "self_collision");
+  if ((v = khz_find(r, n, "self_collision")) && khz_get_bool(r, v, kp, &self_collision)) {
+    return -1;
+  }
   opt.name_prefix = prefix;
   opt.package_path = package_path[0] ? package_path : NULL;
 
   /* load the URDF: the embedded copy or a file relative to the scene */
   char uerr[1024];
-  int nb0 = khz_spec_nbody(s->spec), root;
+  int nb0 = khz_spec_nbody(s->spec), ng0 = khz_spec_ngeom(s->spec), root;
   khz_keypath(kp, path, "urdf");
   if (strncmp(urdf, KHZ_EMBEDDED_PREFIX, strlen(KHZ_EMBEDDED_PREFIX)) == 0) {
     const char *text = khz_embedded_text(urdf + strlen(KHZ_EMBEDDED_PREFIX));
@@ -520,6 +603,17 @@ static int khz_scene_robot(khzSceneReader *r, const yaml_node_t *n, int index, k
     root = khz_load_urdf(s->spec, file, &opt, uerr, sizeof uerr);
   }
   if (root < 0) return khz_scene_fail(r, urdf_node, kp, "URDF failed to load: %s", uerr);
+
+  /* without self-collision the robot's geoms share a collision bit of their
+   * own that they do not accept: they still touch the world, objects and
+   * other robots (docs/scene-format.md) */
+  if (!self_collision) {
+    unsigned bit = 1u << (1 + index % 31);
+    for (int g = ng0; g < khz_spec_ngeom(s->spec); g++) {
+      khz_spec_geom(s->spec, g)->contype = bit;
+      khz_spec_geom(s->spec, g)->conaffinity = ~bit;
+    }
+  }
 
   /* initial joint positions */
   khz_keypath(kp, path, "q0");
@@ -571,7 +665,8 @@ static int khz_scene_object(khzSceneReader *r, const yaml_node_t *n, int index, 
                             khzSceneNames *names) {
   static const char *const keys[] = {"name",  "shape",    "size", "file", "scale",
                                      "mass",  "inertia",  "pos",  "rpy",  "quat",
-                                     "fixed", "friction", "rgba", "convex", NULL};
+                                     "fixed", "friction", "rgba", "convex", "kp",
+                                     "kv",    "ki",       NULL};
   static const struct {
     const char *name;
     khzGeomType type;
@@ -698,6 +793,16 @@ static int khz_scene_object(khzSceneReader *r, const yaml_node_t *n, int index, 
       khz_get_range(r, v, kp, &g.friction, 0, 0, 1e6, 0, ">= 0; 0 = the contact mu")) {
     return -1;
   }
+  /* per-object penalty gains (0 = the scene's) */
+  const char *gain_keys[3] = {"kp", "kv", "ki"};
+  double *gains[3] = {&g.kp, &g.kv, &g.ki};
+  for (int i = 0; i < 3; i++) {
+    khz_keypath(kp, path, gain_keys[i]);
+    if ((v = khz_find(r, n, gain_keys[i])) &&
+        khz_get_range(r, v, kp, gains[i], 0, 0, 1e12, 0, ">= 0; 0 = the scene's gain")) {
+      return -1;
+    }
+  }
   g.rgba[0] = g.rgba[1] = g.rgba[2] = 0.6;
   g.rgba[3] = 1;
   khz_keypath(kp, path, "rgba");
@@ -801,6 +906,7 @@ static int khz_scene_list(khzSceneReader *r, const yaml_node_t *n, const char *k
 static int khz_scene_root(khzSceneReader *r, const yaml_node_t *root, khzScene *s) {
   static const char *const keys[] = {"khz_scene", "name",    "rate_hz", "integrator", "gravity",
                                      "ground",    "contact", "robots",  "objects",    "haptics",
+                                     "experiment",
                                      NULL};
   yaml_node_t *v;
   double gravity[3] = {0, 0, -9.81}, version = 0;
@@ -852,6 +958,8 @@ static int khz_scene_root(khzSceneReader *r, const yaml_node_t *root, khzScene *
   /* ground and contact */
   if ((v = khz_find(r, root, "ground")) && khz_scene_ground(r, v, s)) return -1;
   if ((v = khz_find(r, root, "contact")) && khz_scene_contact(r, v, &s->contact)) return -1;
+  khz_spec_setContact(s->spec, &s->contact);
+  if ((v = khz_find(r, root, "experiment")) && khz_scene_experiment(r, v, &s->experiment)) return -1;
 
   /* robots, then objects */
   if ((v = khz_find(r, root, "robots")) &&
@@ -880,10 +988,7 @@ static void khz_scene_defaults(khzScene *s, const char *file) {
   memset(s, 0, sizeof *s);
   s->rate_hz = 1000;
   s->integrator = KHZ_INT_RK4;
-  snprintf(s->contact.method, sizeof s->contact.method, "penalty");
-  s->contact.gamma = 0.85;
-  s->contact.mu = 0.8;
-  s->contact.restitution = 0.2;
+  khz_spec_defaultContact(&s->contact);
 
   /* the name: the file's base name without its extension */
   const char *base = strrchr(file, '/');
@@ -1052,12 +1157,13 @@ khzModel *khz_load_model(const char *path, khzScene *scene_out, char *err, size_
     khzUrdfOptions opt;
     const double gravity[3] = {0, 0, -9.81};
     khz_scene_defaults(&s, path);
-    snprintf(s.contact.method, sizeof s.contact.method, "none");
+    s.contact.method = KHZ_CONTACT_NONE;
     s.spec = khz_spec_new();
     if (!s.spec) {
       khz_load_error(err, errsz, "%s: out of memory", path);
       return NULL;
     }
+    khz_spec_setContact(s.spec, &s.contact);
     khz_spec_setGravity(s.spec, gravity);
     khz_spec_setTimestep(s.spec, 1.0 / s.rate_hz);
     khz_spec_setIntegrator(s.spec, s.integrator);

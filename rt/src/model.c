@@ -43,6 +43,10 @@ void khz_spec_defaultBody(khzBodySpec *b) {
 void khz_spec_defaultContact(khzContactOptions *c) {
   memset(c, 0, sizeof *c);
   c->method = KHZ_CONTACT_PENALTY;
+  c->kp_per_kg = 100;
+  c->kv_per_kg = 50;
+  c->ki_per_kg = 2;
+  c->gain_mass = KHZ_GAIN_MASS_SUM;
   c->gamma = 0.85;
   c->mu = 0.8;
   c->restitution = 0.2;
@@ -347,6 +351,7 @@ static void layout_model(khzModel *m, carver *c) {
 #define I(n) carve(c, (n) * sizeof(int))
   m->body_parent = I(nb);
   m->body_root = I(nb);
+  m->body_subtreemass = D(nb);
   m->body_mass = D(nb);
   m->body_com = D(3 * nb);
   m->body_inertia = D(9 * nb);
@@ -583,6 +588,10 @@ khzModel *khz_compile(const khzSpec *s, char *err, size_t errsz) {
   m->contact = s->contact;
   m->max_points = s->contact.max_points > 0 ? s->contact.max_points : 64;
   m->npair_max = s->contact.max_pairs > 0 ? s->contact.max_pairs : 4 * s->ngeom + 16;
+
+  /* subtree masses, leaves to root */
+  for (int i = 0; i < m->nbody; i++) m->body_subtreemass[i] = m->body_mass[i];
+  for (int i = m->nbody - 1; i > 0; i--) m->body_subtreemass[m->body_parent[i]] += m->body_subtreemass[i];
 
   /* geoms */
   for (int i = 0; i < s->ngeom; i++) {

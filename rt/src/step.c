@@ -10,6 +10,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "contact.h"
+#include "dynamics.h"
 #include "khz/khz.h"
 #include "spatial.h"
 
@@ -172,12 +174,16 @@ static void clamp_controls(const khzModel *m, khzData *d) {
   }
 }
 
-/* qdd = FD(q, qd) with the applied torques plus passive forces at (q, qd) */
+/* qdd = FD(q, qd) with the applied torques, passive forces, body wrenches and
+ * the contact forces of the resting pairs at (q, qd) */
 static void accel(const khzModel *m, khzData *d, const double *q, const double *qd,
                   double *tau_tmp, double *qdd) {
   khz_passive(m, d, q, qd, tau_tmp);
   for (int k = 0; k < m->nv; k++) tau_tmp[k] += d->tau_applied[k];
-  khz_aba(m, d, q, qd, tau_tmp, qdd);
+  khz_forwardPass(m, d, q, qd);
+  khz_externalForces(m, d);
+  if (d->ncontact) khz_contactForces(m, d);
+  khz_abaCore(m, d, tau_tmp, qdd);
 }
 
 void khz_forward(const khzModel *m, khzData *d) {
@@ -187,7 +193,10 @@ void khz_forward(const khzModel *m, khzData *d) {
   double *tau = khz_stackAlloc(d, (size_t)m->nv * sizeof(double) + 8);
   if (tau) {
     for (int k = 0; k < m->nv; k++) tau[k] = d->tau_passive[k] + d->tau_applied[k];
-    khz_aba(m, d, d->q, d->qd, tau, d->qdd);
+    khz_forwardPass(m, d, d->q, d->qd);
+    khz_externalForces(m, d);
+    if (d->ncontact) khz_contactForces(m, d);
+    khz_abaCore(m, d, tau, d->qdd);
   }
   khz_stackFree(d, mark);
   khz_kinematics(m, d);
@@ -217,9 +226,15 @@ void khz_step(const khzModel *m, khzData *d) {
     khz_stackFree(d, mark);
     return; /* counted as KHZ_WARN_STACK by khz_stackAlloc */
   }
+  clamp_controls(m, d);
+
+  /* contact: collision detection at the current state, the Fig. 2 phases and
+   * impulses for impacts (which change qd before the integration) */
+  khz_forwardPass(m, d, d->q, d->qd);
+  khz_contactBegin(m, d);
+
   memcpy(q0, d->q, nq * sizeof(double));
   memcpy(v0, d->qd, nv * sizeof(double));
-  clamp_controls(m, d);
 
   if (m->integrator == KHZ_INT_EULER) {
     /* semi-implicit Euler */
@@ -271,6 +286,7 @@ void khz_step(const khzModel *m, khzData *d) {
   }
   khz_passive(m, d, d->q, d->qd, d->tau_passive);
   d->time += h;
-  khz_stackFree(d, mark);
   khz_kinematics(m, d);
+  if (d->ncontact) khz_contactEnd(m, d);
+  khz_stackFree(d, mark);
 }

@@ -131,16 +131,17 @@ expect 0 "run default --out" -- "$SIM" run default --steps 100 --out "$TMP/traj.
 cp "$TMP/out" "$TMP/run1.json"
 py "run default JSON" '
 for k in ("steps", "dt", "integrator", "wall_time_s", "us_per_step", "final_time",
-          "energy_start", "energy_end", "warnings", "state_hash", "contact"):
+          "energy_start", "energy_end", "warnings", "state_hash", "contact_method",
+          "contacts_at_end"):
     assert k in j, k
 assert j["steps"] == 100 and j["dt"] == 1e-3 and j["integrator"] == "rk4"
 assert abs(j["final_time"] - 0.1) < 1e-12
 for e in ("energy_start", "energy_end"):
     assert set(j[e]) == {"kinetic", "potential", "total"}
 assert j["energy_start"]["kinetic"] == 0
-assert j["contact"] == "not implemented (bodies do not collide yet)", j["contact"]
+assert j["contact_method"] == "penalty", j["contact_method"]
 assert len(j["state_hash"]) == 16 and int(j["state_hash"], 16) >= 0
-assert set(j["warnings"]) == {"stack", "badstate", "effort", "badctrl"}'
+assert set(j["warnings"]) == {"stack", "badstate", "effort", "badctrl", "contactfull"}'
 checks=$((checks + 1))
 python3 - "$TMP/traj.csv" "$TMP/info_default.json" <<'EOF' || fail "run --out CSV shape"
 import csv, json, sys
@@ -164,7 +165,7 @@ expect 0 "run arm7 euler" -- \
   "$SIM" run "$ARM" --steps 50 --dt 0.002 --integrator euler --out "$TMP/arm.csv"
 py "run arm7 JSON" '
 assert j["dt"] == 0.002 and j["integrator"] == "euler" and j["steps"] == 50
-assert j["contact"] == "none" and abs(j["final_time"] - 0.1) < 1e-12'
+assert j["contact_method"] == "none" and abs(j["final_time"] - 0.1) < 1e-12'
 checks=$((checks + 1))
 ncols=$(head -1 "$TMP/arm.csv" | tr ',' '\n' | wc -l)
 if [ "$(wc -l <"$TMP/arm.csv")" != 52 ] || [ "$ncols" != 15 ]; then

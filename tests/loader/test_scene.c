@@ -48,7 +48,7 @@ static void test_default(void) {
   ENSURE(strcmp(s.name, "default") == 0);
   ENSURE_NEAR(s.rate_hz, 1000, 0);
   ENSURE(s.integrator == KHZ_INT_RK4);
-  ENSURE(strcmp(s.contact.method, "penalty") == 0);
+  ENSURE(s.contact.method == KHZ_CONTACT_PENALTY);
   ENSURE(s.has_ground && s.ground_height == 0);
 
   khzModel *m = khz_compile(s.spec, err, sizeof err);
@@ -153,7 +153,7 @@ static void test_fixture(void) {
   ENSURE_NEAR(s.rate_hz, 500, 0);
   ENSURE(s.integrator == KHZ_INT_EULER);
   ENSURE(s.has_ground && s.ground_height == -0.1);
-  ENSURE(strcmp(s.contact.method, "deepest") == 0);
+  ENSURE(s.contact.method == KHZ_CONTACT_DEEPEST);
   ENSURE(s.contact.kp == 6000 && s.contact.kv == 3000 && s.contact.ki == 200);
   ENSURE(s.contact.gamma == 0.8 && s.contact.mu == 0.4 && s.contact.restitution == 0);
   khzGeomSpec *ground = spec_geom(spec, 0);
@@ -383,7 +383,7 @@ static void test_strings(void) {
   if (rc == 0) {
     ENSURE(strcmp(s.name, "inline") == 0);
     ENSURE(spec_joint(s.spec, "r/slide") > 0);
-    ENSURE(strcmp(s.contact.method, "penalty") == 0 && s.rate_hz == 1000);
+    ENSURE(s.contact.method == KHZ_CONTACT_PENALTY && s.rate_hz == 1000);
     khz_scene_free(&s);
   }
   rc =
@@ -413,7 +413,7 @@ static void test_load_model(void) {
     ENSURE(m->nbody == 5 && m->nq == 3);
     ENSURE(m->jnt_type[1] == KHZ_JOINT_FIXED && m->body_parent[1] == 0);
     ENSURE(m->timestep == 1e-3 && m->gravity[2] == -9.81 && m->integrator == KHZ_INT_RK4);
-    ENSURE(strcmp(s.contact.method, "none") == 0 && !s.has_ground);
+    ENSURE(s.contact.method == KHZ_CONTACT_NONE && !s.has_ground);
     ENSURE(strcmp(s.name, "scene_robot") == 0 && s.spec != NULL);
     khz_model_destroy(&m);
     khz_scene_free(&s);

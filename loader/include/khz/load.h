@@ -122,14 +122,18 @@ void khz_mjcf_freeInfo(khzMjcfInfo *info);
 
 /* -------------------------------------------------------------- end MJCF -- */
 
-/* Contact settings read from a scene (used by the contact issue's methods). */
-typedef struct khzContactSettings {
-  char method[32];   /* "none", "penalty", "deepest", ... */
-  double kp, kv, ki; /* 0 = derived from the masses (kp = 100 (m1+m2), ...) */
-  double gamma;      /* integral forgetting factor */
-  double mu;         /* default Coulomb friction coefficient */
-  double restitution;
-} khzContactSettings;
+
+/* A validation experiment a scene may carry (`experiment:`; see
+ * docs/scene-format.md and tools/experiments.c): what it does, the body it
+ * acts on, and its named numeric parameters. kind[0] == 0: none. */
+#define KHZ_EXPERIMENT_PARAMS 16
+typedef struct khzExperiment {
+  char kind[32];
+  char body[KHZ_NAME_MAX];
+  int nparam;
+  char param_name[KHZ_EXPERIMENT_PARAMS][32];
+  double param[KHZ_EXPERIMENT_PARAMS];
+} khzExperiment;
 
 /* A haptic proxy: a floating body that the server couples to a haptic
  * device's pose with a spring-damper (docs/server.md, Haptics). */
@@ -147,12 +151,13 @@ typedef struct khzScene {
   khzSpec *spec;       /* owned; compile with khz_compile() */
   double rate_hz;      /* loop rate (timestep = 1 / rate_hz) */
   khzIntegrator integrator;
-  khzContactSettings contact;
+  khzContactOptions contact; /* also set on the spec (khz_spec_setContact) */
   int has_ground;
   double ground_height;
   char name[KHZ_NAME_MAX];
   int nhaptic;         /* haptic proxies (key `haptics`) */
   khzHapticSettings haptic[KHZ_SCENE_MAX_HAPTIC];
+  khzExperiment experiment;
 } khzScene;
 
 /* Loads a scene file. On error returns -1 with err set and *scene untouched. */

@@ -127,9 +127,21 @@ typedef struct khzGeomSpec {
 } khzGeomSpec;
 
 /* Contact settings of a model (khz_spec_setContact). */
+typedef enum khzGainMass {
+  KHZ_GAIN_MASS_SUM = 0, /* m1 + m2 of the moving bodies (the paper's rule) */
+  KHZ_GAIN_MASS_REDUCED, /* m1 m2 / (m1 + m2); a static body counts as infinite */
+  KHZ_GAIN_MASS_EFFECTIVE /* the effective mass of the pair at its deepest point along the
+                             normal, 1 / (n^T K n) with K the collision matrix of the
+                             articulated bodies (for robots: what the contact really moves) */
+} khzGainMass;
+
 typedef struct khzContactOptions {
   khzContactMethod method;
-  double kp, kv, ki;        /* 0 = per pair from the masses: 100, 50, 2 times (m1 + m2) */
+  double kp, kv, ki;        /* > 0: these gains for every pair; 0 = from the masses: */
+  double kp_per_kg;         /*   kp = kp_per_kg * mass, with mass by gain_mass (default 100) */
+  double kv_per_kg;         /*   kv = kv_per_kg * mass (default 50) */
+  double ki_per_kg;         /*   ki = ki_per_kg * mass (default 2) */
+  khzGainMass gain_mass;
   double gamma;             /* forgetting factor of the integral term, in [0, 1) */
   double mu;                /* default Coulomb friction coefficient */
   double restitution;       /* coefficient of restitution of impacts, [0, 1] */
@@ -216,6 +228,7 @@ typedef struct khzModel {
   /* bodies (nbody) */
   int *body_parent;
   int *body_root;           /* the tree's root body (child of the world) */
+  double *body_subtreemass; /* mass of the body and all its descendants */
   double *body_mass;        /* kg */
   double *body_com;         /* 3 per body, body frame */
   double *body_inertia;     /* 9 per body, about the com, body frame */
@@ -326,6 +339,7 @@ typedef struct khzPairState {
   int phase;                        /* khzContactPhase */
   int nanchor;
   double integral;                  /* I(t) = sum gamma^(t-i-1) max_y d(y, i) */
+  double meff;                      /* effective mass at first contact (gain_mass effective) */
   int anchor_feature[KHZ_PAIR_ANCHORS];  /* feature id of a sticking point */
   double anchor[KHZ_PAIR_ANCHORS][3];    /* where it began sticking, in body[1]'s frame */
 } khzPairState;

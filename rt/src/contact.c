@@ -1,0 +1,792 @@
+/* contact.c — Drumwright's fast and stable penalty method
+ * (papers/drumwright-fast-stable-penalty-method.txt; SPEC §3):
+ *   - the contact state machine of Fig. 2 per body pair: new contacts that
+ *     approach faster than eps are impacts, the rest rest; a resting pair goes
+ *     back to impulses only when a third body impacts one of its bodies;
+ *   - impacts: sequential impulses (Baraff) with Newton restitution and
+ *     Coulomb friction at the centroid of the contact surface; the response of
+ *     articulated bodies uses their articulated inertias (Mirtich's impulse
+ *     response, papers/patil-2007-...: propagate the test impulse to the root,
+ *     then the velocity change back out), from which the collision matrix K
+ *     is built column by column;
+ *   - resting contact: the bottom of the intersection volume (§III-A, the
+ *     O(N lg N) incremental polygon with binary search on signed angles), then
+ *     at each bottom point f = max{kp d - kv v + ki I, 0} / r (eqs. 1-3) with
+ *     the integral I(t) = sum gamma^(t-i-1) max_y d(y, i), reset on separation;
+ *   - friction: a tangential spring-damper anchored where sticking began
+ *     (Yamane & Nakamura), saturated at mu |f|, the anchor slipping along when
+ *     the spring exceeds the cone (Coulomb sliding);
+ *   - the deepest-point method (one spring at the deepest point) as baseline.
+ * Forces are re-evaluated at every integrator stage from the points found at
+ * the start of the step, moved with the bodies. Nothing here allocates.
+ */
+#include "contact.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "collision/collision.h"
+#include "dynamics.h"
+#include "spatial.h"
+
+#define KHZ_IMPULSE_SWEEPS 8
+
+/* projections closer than this fraction of the contact patch count as one
+ * point in the bottom selection: both bodies of a face-face contact contribute
+ * coincident corners, and keeping one of a pair but not the other would put
+ * torque where there is none */
+#define KHZ_BOTTOM_MERGE 1e-3
+
+/* ------------------------------------------------- bottom of the volume -- */
+
+/* heapsort of idx by key descending (no allocation, O(N lg N)) */
+static void sift_down(int *idx, const double *key, int start, int end) {
+  int root = start;
+  while (2 * root + 1 <= end) {
+    int child = 2 * root + 1, swap = root;
+    if (key[idx[swap]] > key[idx[child]]) swap = child;
+    if (child + 1 <= end && key[idx[swap]] > key[idx[child + 1]]) swap = child + 1;
+    if (swap == root) return;
+    int t = idx[root];
+    idx[root] = idx[swap], idx[swap] = t;
+    root = swap;
+  }
+}
+
+static void sort_descending(int *idx, const double *key, int n) {
+  /* a min-heap popped to the back leaves the array in descending order */
+  for (int start = (n - 2) / 2; start >= 0; start--) sift_down(idx, key, start, n - 1);
+  for (int end = n - 1; end > 0; end--) {
+    int t = idx[0];
+    idx[0] = idx[end], idx[end] = t;
+    sift_down(idx, key, 0, end - 1);
+  }
+}
+
+static inline double cross2(const double o[2], const double a[2], const double b[2]) {
+  return (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0]);
+}
+
+/* The hull is kept as its vertices other than the comparator C, sorted by
+ * angle. C itself is a hull vertex while the hull is "open": then an angular
+ * gap of at least pi follows vertex `gap` and the hull is the fan C, v0, ...
+ * Hulls only grow, so once C is inside ("closed") it stays inside. */
+typedef struct {
+  int open;
+  int gap;
+} khzHullGap;
+
+static int in_gap(const khzHullGap *h, int ia) { return h->open && ia == h->gap; }
+
+/* is P inside (or on) the hull? lo_i: P's insertion index by angle */
+static int hull_contains(const double *uv, const int *poly, int npoly, const khzHullGap *h,
+                         const double C[2], const double P[2], int lo_i, double tol, double scale) {
+  if (npoly == 0) return 0;
+  int ia = lo_i - 1, ib = lo_i;
+  if (ia < 0) ia = npoly - 1;
+  if (ib >= npoly) ib = 0;
+  const double *A = uv + 2 * poly[ia], *B = uv + 2 * poly[ib];
+  if (npoly == 1 || in_gap(h, ia)) {
+    /* P's angle falls where C is a hull vertex: inside only if on the edge
+     * C-A or C-B */
+    for (int s = 0; s < 2; s++) {
+      const double *E = s ? B : A;
+      double ax = E[0] - C[0], ay = E[1] - C[1], dx = P[0] - C[0], dy = P[1] - C[1];
+      double len2 = ax * ax + ay * ay, along = (dx * ax + dy * ay) / len2;
+      if (fabs(dx * ay - dy * ax) / sqrt(len2) <= tol && along >= -1e-12 && along <= 1 + 1e-12)
+        return 1;
+    }
+    return 0;
+  }
+  /* inside (or on) the fan triangle C, A, B */
+  double t = tol * scale, s1 = cross2(C, A, P), s2 = cross2(A, B, P), s3 = cross2(B, C, P);
+  int neg = s1 < -t || s2 < -t || s3 < -t, pos = s1 > t || s2 > t || s3 > t;
+  return !(neg && pos);
+}
+
+/* the gap after inserting a vertex at index i (angle a): splits the gap if
+ * the vertex landed in it, else shifts its index */
+static void gap_insert(khzHullGap *h, const double *ang, const int *poly, int npoly, int i) {
+  if (npoly == 1) {
+    h->open = 1, h->gap = 0;
+    return;
+  }
+  int was = h->gap;
+  int ia = i - 1 < 0 ? npoly - 1 : i - 1;  /* neighbours of the new vertex */
+  int ib = i + 1 >= npoly ? 0 : i + 1;
+  int old = was + (i <= was ? 1 : 0);      /* the old gap vertex, re-indexed */
+  if (!h->open) return;
+  if (ia != old) {
+    h->gap = old;
+    return;
+  }
+  double a = ang[poly[i]], g1 = a - ang[poly[ia]], g2 = ang[poly[ib]] - a;
+  if (g1 < 0) g1 += 2 * M_PI;
+  if (g2 < 0) g2 += 2 * M_PI;
+  if (g1 >= M_PI) h->gap = ia;
+  else if (g2 >= M_PI) h->gap = i;
+  else h->open = 0;
+}
+
+/* after inserting poly[i], drop neighbours that are no longer strictly convex
+ * (clockwise order: a convex vertex turns right, cross < 0). C never drops.
+ * Returns the new size. */
+static int hull_restore(const double *uv, int *poly, int npoly, khzHullGap *h, const double C[2],
+                        int i, double t) {
+  for (int dir = 1; dir >= -1; dir -= 2) {
+    while (npoly >= 2) {
+      /* neighbour j of i in direction dir (C when i borders the gap), then k */
+      if (h->open && ((dir > 0 && i == h->gap) || (dir < 0 && i == (h->gap + 1) % npoly))) break;
+      int j = (i + dir + npoly) % npoly;
+      const double *I = uv + 2 * poly[i], *J = uv + 2 * poly[j], *K;
+      if (h->open && ((dir > 0 && j == h->gap) || (dir < 0 && j == (h->gap + 1) % npoly))) {
+        K = C;
+      } else {
+        int k = (j + dir + npoly) % npoly;
+        if (k == i) break;
+        K = uv + 2 * poly[k];
+      }
+      double cr = dir > 0 ? cross2(I, J, K) : cross2(K, J, I);
+      if (cr < -t) break; /* j is convex */
+      memmove(poly + j, poly + j + 1, (size_t)(npoly - j - 1) * sizeof(int));
+      npoly--;
+      if (h->open && j <= h->gap) h->gap = (h->gap - 1 + npoly) % npoly;
+      if (j < i) i--;
+    }
+  }
+  return npoly;
+}
+
+int khz_bottomOfVolume(khzData *d, const double *pos, const double *depth, int n,
+                       const double normal[3], int *bottom) {
+  if (n <= 0) return 0;
+  if (n == 1) {
+    bottom[0] = 1;
+    return 1;
+  }
+  size_t mark = khz_stackMark(d);
+  int *order = khz_stackAlloc(d, (size_t)n * sizeof(int));
+  int *poly = khz_stackAlloc(d, (size_t)n * sizeof(int));
+  double *uv = khz_stackAlloc(d, 2 * (size_t)n * sizeof(double));
+  double *ang = khz_stackAlloc(d, (size_t)n * sizeof(double));
+  if (!order || !poly || !uv || !ang) {
+    khz_stackFree(d, mark);
+    for (int k = 0; k < n; k++) bottom[k] = 1;
+    return -1;
+  }
+
+  /* contact-plane axes (u, v) and the projections; scale for tolerances */
+  double u[3], v[3], a[3] = {1, 0, 0};
+  if (fabs(normal[0]) > 0.6) a[0] = 0, a[1] = 1;
+  khzu_cross(u, normal, a);
+  double un = sqrt(khzu_dot3(u, u));
+  u[0] /= un, u[1] /= un, u[2] /= un;
+  khzu_cross(v, normal, u);
+  double lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY};
+  for (int k = 0; k < n; k++) {
+    uv[2 * k] = khzu_dot3(pos + 3 * k, u);
+    uv[2 * k + 1] = khzu_dot3(pos + 3 * k, v);
+    for (int j = 0; j < 2; j++) lo[j] = fmin(lo[j], uv[2 * k + j]), hi[j] = fmax(hi[j], uv[2 * k + j]);
+    order[k] = k;
+    bottom[k] = 0;
+  }
+  double scale = fmax(hi[0] - lo[0], hi[1] - lo[1]), tol = KHZ_BOTTOM_MERGE * fmax(scale, 1e-9);
+  double dtol = 1e-12 + 1e-9 * fabs(depth[0]);
+
+  /* sort by distance to the contact plane, farthest first */
+  sort_descending(order, depth, n);
+
+  /* comparator: the farthest point; ties broken by bottom-most, then right-most */
+  int c = order[0];
+  for (int k = 1; k < n && depth[order[k]] >= depth[order[0]] - dtol; k++) {
+    int p = order[k];
+    if (uv[2 * p + 1] < uv[2 * c + 1] - tol ||
+        (fabs(uv[2 * p + 1] - uv[2 * c + 1]) <= tol && uv[2 * p] > uv[2 * c]))
+      c = p;
+  }
+  const double *C = uv + 2 * c;
+
+  /* signed angles about the comparator, measured from the vertical (v) axis */
+  for (int k = 0; k < n; k++) ang[k] = atan2(uv[2 * k] - C[0], uv[2 * k + 1] - C[1]);
+
+  /* incremental polygon (Graham-scan style): the convex hull of the kept
+   * points' projections, its vertices other than the comparator sorted by
+   * signed angle. A candidate (visited farthest first) is located by binary
+   * search on its angle; if it lies outside the hull it is a bottom point and
+   * is inserted, and hull vertices it makes reflex drop out of the hull (they
+   * stay bottom points). Angles grow clockwise (atan2(du, dv)). */
+  bottom[c] = 1;
+  int npoly = 0, nbottom = 1;
+  khzHullGap gap = {1, -1};
+  for (int k = 0; k < n; k++) {
+    int p = order[k];
+    if (p == c) continue;
+    const double *P = uv + 2 * p;
+    double dx = P[0] - C[0], dy = P[1] - C[1];
+    if (dx * dx + dy * dy <= tol * tol) continue; /* on the comparator */
+
+    /* binary search: first hull vertex with a larger angle */
+    int lo_i = 0, hi_i = npoly;
+    while (lo_i < hi_i) {
+      int mid = (lo_i + hi_i) / 2;
+      if (ang[poly[mid]] <= ang[p]) lo_i = mid + 1;
+      else hi_i = mid;
+    }
+    if (hull_contains(uv, poly, npoly, &gap, C, P, lo_i, tol, scale)) continue;
+    memmove(poly + lo_i + 1, poly + lo_i, (size_t)(npoly - lo_i) * sizeof(int));
+    poly[lo_i] = p;
+    npoly++;
+    bottom[p] = 1;
+    nbottom++;
+    gap_insert(&gap, ang, poly, npoly, lo_i);
+    npoly = hull_restore(uv, poly, npoly, &gap, C, lo_i, tol * scale);
+  }
+  khz_stackFree(d, mark);
+  return nbottom;
+}
+
+/* --------------------------------------------------------------- helpers -- */
+
+/* a point generated by an edge of one shape crossing the other (not a vertex) */
+static int is_edge_point(int feature) { return ((feature >> 24) & 0xf) == KHZ_FEAT_EDGE; }
+
+static int candidate(const khzContactPoint *p, int only_vertices) {
+  return p->depth > 0 && !(only_vertices && is_edge_point(p->feature));
+}
+
+/* a body counts as static when it and all its ancestors are welded */
+static int body_static(const khzModel *m, int b) {
+  for (; b > 0; b = m->body_parent[b])
+    if (m->jnt_type[b] != KHZ_JOINT_FIXED) return 0;
+  return 1;
+}
+
+/* world velocity of the material point x of body b */
+static void point_velocity(const khzModel *m, const khzData *d, int b, const double x[3],
+                           double vel[3]) {
+  if (b <= 0) {
+    vel[0] = vel[1] = vel[2] = 0;
+    return;
+  }
+  const double *v = d->vtree + 6 * b, *o = d->xpos + 3 * m->body_root[b];
+  double r[3] = {x[0] - o[0], x[1] - o[1], x[2] - o[2]}, wxr[3];
+  khzu_cross(wxr, v, r);
+  vel[0] = v[3] + wxr[0], vel[1] = v[4] + wxr[1], vel[2] = v[5] + wxr[2];
+}
+
+/* world position of a point given in body b's frame */
+static void body_point(const khzData *d, int b, const double local[3], double x[3]) {
+  khzu_mulMatVec3(x, d->xrot + 9 * b, local);
+  x[0] += d->xpos[3 * b], x[1] += d->xpos[3 * b + 1], x[2] += d->xpos[3 * b + 2];
+}
+
+/* adds the world force F acting at x on body b to d->fext */
+static void add_force(const khzModel *m, khzData *d, int b, const double x[3], const double F[3]) {
+  if (b <= 0) return;
+  const double *o = d->xpos + 3 * m->body_root[b];
+  double r[3] = {x[0] - o[0], x[1] - o[1], x[2] - o[2]}, n[3];
+  khzu_cross(n, r, F);
+  double *f = d->fext + 6 * b;
+  f[0] += n[0], f[1] += n[1], f[2] += n[2];
+  f[3] += F[0], f[4] += F[1], f[5] += F[2];
+}
+
+/* per-pair gains: geom overrides, else scene values, else from the masses of
+ * the moving bodies (the paper: kp = 100 (m1+m2), kv = 50 (m1+m2), ki = 2 (m1+m2);
+ * the coefficients and the mass rule are scene options). For a link of an
+ * articulated body the mass is what the contact carries (contact_mass). */
+static double contact_mass(const khzModel *m, int b) {
+  /* the mass a contact on body b may have to carry: a floating tree's whole
+   * mass (a foot carries the robot), else the body with its descendants */
+  if (body_static(m, b)) return 0;
+  int root = m->body_root[b];
+  return m->jnt_type[root] == KHZ_JOINT_FLOATING ? m->body_subtreemass[root] : m->body_subtreemass[b];
+}
+
+static void pair_gains(const khzModel *m, khzContact *c, double meff) {
+  double mass = 0, ms[2];
+  int moving = 0;
+  for (int s = 0; s < 2; s++) {
+    ms[s] = contact_mass(m, c->body[s]);
+    moving += ms[s] > 0;
+  }
+  if (m->contact.gain_mass == KHZ_GAIN_MASS_EFFECTIVE && meff > 0)
+    mass = meff;
+  else if (m->contact.gain_mass == KHZ_GAIN_MASS_REDUCED && moving == 2)
+    mass = ms[0] * ms[1] / (ms[0] + ms[1]);
+  else
+    mass = ms[0] + ms[1];
+  const double base[3] = {m->contact.kp_per_kg, m->contact.kv_per_kg, m->contact.ki_per_kg};
+  const double scene[3] = {m->contact.kp, m->contact.kv, m->contact.ki};
+  double g[3];
+  for (int k = 0; k < 3; k++) {
+    double o0 = m->geom_gain[3 * c->geom[0] + k], o1 = m->geom_gain[3 * c->geom[1] + k];
+    g[k] = o0 > 0 && o1 > 0 ? fmax(o0, o1) : o0 > 0 ? o0 : o1 > 0 ? o1 : scene[k] > 0 ? scene[k]
+                                                                                      : base[k] * mass;
+  }
+  c->kp = g[0], c->kv = g[1], c->ki = g[2];
+  double f0 = m->geom_friction[c->geom[0]], f1 = m->geom_friction[c->geom[1]];
+  double mu0 = f0 > 0 ? f0 : m->contact.mu, mu1 = f1 > 0 ? f1 : m->contact.mu;
+  c->mu = sqrt(mu0 * mu1);
+}
+
+/* minimum relative normal velocity over a pair's points (negative = approaching) */
+static double approach_speed(const khzModel *m, const khzData *d, const khzContact *c) {
+  double smin = INFINITY;
+  for (int k = 0; k < c->npoint; k++) {
+    const khzContactPoint *p = d->cpoint + c->point_adr + k;
+    double v0[3], v1[3];
+    point_velocity(m, d, c->body[0], p->pos, v0);
+    point_velocity(m, d, c->body[1], p->pos, v1);
+    double sn = (v0[0] - v1[0]) * c->normal[0] + (v0[1] - v1[1]) * c->normal[1] +
+                (v0[2] - v1[2]) * c->normal[2];
+    smin = fmin(smin, sn);
+  }
+  return smin;
+}
+
+/* ------------------------------------------------------ impulse response -- */
+
+void khz_impulseResponse(const khzModel *m, khzData *d, int b, const double f[6], double *dqd,
+                         double *dvel) {
+  if (b <= 0) return;
+  int root = m->body_root[b];
+  double *pA = d->pA, *u = d->u;
+
+  /* clear the tree's bias forces, then put the impulse on b: pA = -f */
+  for (int i = root; i < m->nbody; i++)
+    if (m->body_root[i] == root) memset(pA + 6 * i, 0, 6 * sizeof(double));
+  for (int k = 0; k < 6; k++) pA[6 * b + k] = -f[k];
+
+  /* to the root: u = -S^T pA, pa = pA + U Dinv u (no bias terms for impulses) */
+  for (int i = b; i > 0; i = m->body_parent[i]) {
+    int nv = m->jnt_nv[i], p = m->body_parent[i];
+    const double *S = d->S + 36 * i, *U = d->U + 36 * i, *Dinv = d->Dinv + 36 * i;
+    double *pAi = pA + 6 * i, pa[6];
+    memcpy(pa, pAi, sizeof pa);
+    for (int a = 0; a < nv; a++) u[6 * i + a] = -khzu_dot6(S + 6 * a, pAi);
+    for (int a = 0; a < nv; a++) {
+      double Du = 0;
+      for (int c = 0; c < nv; c++) Du += Dinv[nv * a + c] * u[6 * i + c];
+      for (int k = 0; k < 6; k++) pa[k] += U[6 * a + k] * Du;
+    }
+    if (p > 0)
+      for (int k = 0; k < 6; k++) pA[6 * p + k] += pa[k];
+  }
+
+  /* back out over the whole tree: dv = dv_parent, dqd = Dinv (u - U^T dv), dv += S dqd */
+  for (int i = root; i < m->nbody; i++) {
+    if (m->body_root[i] != root) continue;
+    int nv = m->jnt_nv[i], dof = m->jnt_dofadr[i], p = m->body_parent[i];
+    double *dv = dvel + 6 * i;
+    if (p > 0) memcpy(dv, dvel + 6 * p, 6 * sizeof(double));
+    else memset(dv, 0, 6 * sizeof(double));
+    if (!nv) continue;
+    /* off the impulse's path pA is zero, so u is zero there */
+    int on_path = 0;
+    for (int j = b; j > 0 && !on_path; j = m->body_parent[j]) on_path = j == i;
+    const double *S = d->S + 36 * i, *U = d->U + 36 * i, *Dinv = d->Dinv + 36 * i;
+    double r[6], dq[6];
+    for (int a = 0; a < nv; a++) r[a] = (on_path ? u[6 * i + a] : 0) - khzu_dot6(U + 6 * a, dv);
+    for (int a = 0; a < nv; a++) {
+      dq[a] = 0;
+      for (int c = 0; c < nv; c++) dq[a] += Dinv[nv * a + c] * r[c];
+      dqd[dof + a] += dq[a];
+    }
+    for (int a = 0; a < nv; a++)
+      for (int k = 0; k < 6; k++) dv[k] += S[6 * a + k] * dq[a];
+  }
+}
+
+/* velocity change at x (world) of body b for the world impulse J at x */
+static void point_response(const khzModel *m, khzData *d, int b, const double x[3],
+                           const double J[3], int bq, const double xq[3], double dv_b[3],
+                           double dv_q[3], double *dqd, double *dvel) {
+  double f[6], r[3];
+  const double *o = d->xpos + 3 * m->body_root[b];
+  r[0] = x[0] - o[0], r[1] = x[1] - o[1], r[2] = x[2] - o[2];
+  khzu_cross(f, r, J);
+  f[3] = J[0], f[4] = J[1], f[5] = J[2];
+  memset(dqd, 0, (size_t)m->nv * sizeof(double));
+  khz_impulseResponse(m, d, b, f, dqd, dvel);
+  /* read the velocity change of both bodies' points (same tree or not) */
+  for (int s = 0; s < 2; s++) {
+    int body = s ? bq : b;
+    const double *px = s ? xq : x;
+    double *out = s ? dv_q : dv_b;
+    out[0] = out[1] = out[2] = 0;
+    if (body <= 0 || m->body_root[body] != m->body_root[b]) continue;
+    const double *dv = dvel + 6 * body, *ob = d->xpos + 3 * m->body_root[body];
+    double rr[3] = {px[0] - ob[0], px[1] - ob[1], px[2] - ob[2]}, wxr[3];
+    khzu_cross(wxr, dv, rr);
+    out[0] = dv[3] + wxr[0], out[1] = dv[4] + wxr[1], out[2] = dv[5] + wxr[2];
+  }
+}
+
+/* solves the 3x3 system K x = b (K symmetric positive definite) */
+static int solve3(const double K[9], const double b[3], double x[3]) {
+  double L[9];
+  memcpy(L, K, sizeof L);
+  if (khzu_cholFactor(L, 3) != 0) return -1;
+  memcpy(x, b, 3 * sizeof(double));
+  khzu_cholSolve(L, 3, x);
+  return 0;
+}
+
+/* one impulse on an impacting pair at the centroid of its contact points:
+ * Newton restitution on the normal velocity, sticking if the impulse stays in
+ * the friction cone, otherwise sliding impulse mu lambda_n against the
+ * tangential velocity. Returns 1 if an impulse was applied. */
+static int impulse_pair(const khzModel *m, khzData *d, khzContact *c, double target_vn,
+                        double *dqd, double *dsum, double *dvel) {
+  int b0 = c->body[0], b1 = c->body[1];
+  const double *n = c->normal;
+  double x[3] = {0, 0, 0};
+  for (int k = 0; k < c->npoint; k++)
+    for (int j = 0; j < 3; j++) x[j] += d->cpoint[c->point_adr + k].pos[j] / c->npoint;
+
+  double v0[3], v1[3], u[3];
+  point_velocity(m, d, b0, x, v0);
+  point_velocity(m, d, b1, x, v1);
+  for (int j = 0; j < 3; j++) u[j] = v0[j] - v1[j];
+  double un = khzu_dot3(u, n);
+  if (un >= target_vn - 1e-9) return 0;
+
+  /* collision matrix K: relative velocity change per unit impulse (columns) */
+  double K[9];
+  for (int col = 0; col < 3; col++) {
+    double J[3] = {0, 0, 0}, a0[3], a1[3], b0v[3], b1v[3];
+    J[col] = 1;
+    point_response(m, d, b0, x, J, b1, x, a0, a1, dqd, dvel);
+    double Jm[3] = {-J[0], -J[1], -J[2]};
+    if (b1 > 0) point_response(m, d, b1, x, Jm, b0, x, b1v, b0v, dqd, dvel);
+    else b1v[0] = b1v[1] = b1v[2] = b0v[0] = b0v[1] = b0v[2] = 0;
+    for (int r = 0; r < 3; r++) K[3 * r + col] = (a0[r] + b0v[r]) - (a1[r] + b1v[r]);
+  }
+  /* symmetrise against round-off */
+  for (int r = 0; r < 3; r++)
+    for (int s = r + 1; s < 3; s++) K[3 * r + s] = K[3 * s + r] = 0.5 * (K[3 * r + s] + K[3 * s + r]);
+
+  /* sticking impulse: bring the relative velocity to target_vn n */
+  double du[3], lam[3];
+  for (int j = 0; j < 3; j++) du[j] = target_vn * n[j] - u[j];
+  if (solve3(K, du, lam) != 0) return 0;
+  double ln = khzu_dot3(lam, n), lt[3];
+  for (int j = 0; j < 3; j++) lt[j] = lam[j] - ln * n[j];
+  double ltn = sqrt(khzu_dot3(lt, lt));
+  if (ln < 0 || ltn > c->mu * ln) {
+    /* sliding: lambda = ln (n - mu t), t along the tangential velocity */
+    double ut[3], t[3] = {0, 0, 0};
+    for (int j = 0; j < 3; j++) ut[j] = u[j] - un * n[j];
+    double utn = sqrt(khzu_dot3(ut, ut));
+    if (utn > 1e-12)
+      for (int j = 0; j < 3; j++) t[j] = ut[j] / utn;
+    double dir[3], Kd[3];
+    for (int j = 0; j < 3; j++) dir[j] = n[j] - c->mu * t[j];
+    khzu_mulMatVec3(Kd, K, dir);
+    double nKd = khzu_dot3(n, Kd);
+    if (!(nKd > 0)) return 0;
+    ln = (target_vn - un) / nKd;
+    for (int j = 0; j < 3; j++) lam[j] = ln * dir[j];
+  }
+
+  /* apply: +lambda on body 0, -lambda on body 1, both at x */
+  double a0[3], a1[3];
+  memset(dsum, 0, (size_t)m->nv * sizeof(double));
+  point_response(m, d, b0, x, lam, b1, x, a0, a1, dqd, dvel);
+  for (int k = 0; k < m->nv; k++) dsum[k] += dqd[k];
+  if (b1 > 0) {
+    double lm[3] = {-lam[0], -lam[1], -lam[2]};
+    point_response(m, d, b1, x, lm, b0, x, a1, a0, dqd, dvel);
+    for (int k = 0; k < m->nv; k++) dsum[k] += dqd[k];
+  }
+  for (int k = 0; k < m->nv; k++) d->qd[k] += dsum[k];
+  return 1;
+}
+
+/* ----------------------------------------------------------- the phases -- */
+
+void khz_contactBegin(const khzModel *m, khzData *d) {
+  d->ncontact = d->ncpoint = 0;
+  if (d->contact_method == KHZ_CONTACT_NONE) {
+    /* no contact: every persistent pair is forgotten */
+    for (int k = 0; k < m->npair_max; k++) {
+      memset(&d->pair[k], 0, sizeof d->pair[k]);
+      d->pair[k].geom[0] = d->pair[k].geom[1] = -1;
+    }
+    return;
+  }
+  khz_collide(m, d);
+  if (!d->ncontact) return;
+
+  /* Fig. 2: new pairs approaching faster than eps are impacts, the others
+   * rest; an impact is resolved by impulses in this tick, after which the pair
+   * is in continuous contact and rests (below) */
+  double eps = m->contact.impact_velocity;
+  size_t mark = khz_stackMark(d);
+  double *vn0 = khz_stackAlloc(d, (size_t)d->ncontact * sizeof(double));
+  double *dqd = khz_stackAlloc(d, (size_t)m->nv * sizeof(double) + 8);
+  double *dsum = khz_stackAlloc(d, (size_t)m->nv * sizeof(double) + 8);
+  double *dvel = khz_stackAlloc(d, 6 * (size_t)m->nbody * sizeof(double));
+  double *tau = khz_stackAlloc(d, (size_t)m->nv * sizeof(double) + 8);
+  double *qdd = khz_stackAlloc(d, (size_t)m->nv * sizeof(double) + 8);
+  int scratch = vn0 && dqd && dsum && dvel && tau && qdd, inertias = 0;
+
+  /* articulated inertias at the current q (the impulse response and the
+   * effective masses need them; velocity terms do not matter) */
+  int need_meff = 0;
+  if (m->contact.gain_mass == KHZ_GAIN_MASS_EFFECTIVE)
+    for (int i = 0; i < d->ncontact; i++) need_meff |= !(d->pair[d->contact[i].slot].meff > 0);
+  if (scratch && need_meff) {
+    memset(tau, 0, (size_t)m->nv * sizeof(double));
+    khz_externalForces(m, d);
+    khz_abaCore(m, d, tau, qdd);
+    inertias = 1;
+  }
+  int any_impact = 0;
+  for (int i = 0; i < d->ncontact; i++) {
+    khzContact *c = d->contact + i;
+    khzPairState *ps = d->pair + c->slot;
+    if (inertias && !(ps->meff > 0)) {
+      /* n^T K n from one test impulse along the normal at the centroid of the
+       * pair's points, once when the pair begins: the gains then stay put
+       * while the pair is in contact (no jumps as the deepest point moves) */
+      double x[3] = {0, 0, 0};
+      for (int k = 0; k < c->npoint; k++)
+        for (int j = 0; j < 3; j++) x[j] += d->cpoint[c->point_adr + k].pos[j] / c->npoint;
+      double a0[3], a1[3], b0v[3] = {0, 0, 0}, b1v[3] = {0, 0, 0};
+      double nm[3] = {-c->normal[0], -c->normal[1], -c->normal[2]};
+      point_response(m, d, c->body[0], x, c->normal, c->body[1], x, a0, a1, dqd, dvel);
+      if (c->body[1] > 0) point_response(m, d, c->body[1], x, nm, c->body[0], x, b1v, b0v, dqd, dvel);
+      double knn = 0;
+      for (int j = 0; j < 3; j++) knn += c->normal[j] * ((a0[j] + b0v[j]) - (a1[j] + b1v[j]));
+      ps->meff = knn > 0 ? 1 / knn : 0;
+    }
+    double meff = ps->meff;
+    pair_gains(m, c, meff);
+    double sn = approach_speed(m, d, c);
+    if (vn0) vn0[i] = sn;
+    int fresh = ps->phase == KHZ_PHASE_NONE;
+    if (fresh) ps->phase = sn < -eps ? KHZ_PHASE_IMPACT : KHZ_PHASE_RESTING;
+    any_impact |= ps->phase == KHZ_PHASE_IMPACT && fresh;
+  }
+  /* a third body's impact sends resting pairs of the bodies it hit to impulses */
+  if (any_impact)
+    for (int i = 0; i < d->ncontact; i++) {
+      khzContact *ci = d->contact + i;
+      if (d->pair[ci->slot].phase != KHZ_PHASE_IMPACT) continue;
+      for (int j = 0; j < d->ncontact; j++) {
+        khzContact *cj = d->contact + j;
+        if (d->pair[cj->slot].phase != KHZ_PHASE_RESTING) continue;
+        for (int s = 0; s < 2; s++)
+          for (int t = 0; t < 2; t++)
+            if (ci->body[s] == cj->body[t] && !body_static(m, ci->body[s]))
+              d->pair[cj->slot].phase = KHZ_PHASE_IMPACT;
+      }
+    }
+
+  /* impulses: sequential sweeps over the impacting pairs */
+  int nimpact = 0;
+  for (int i = 0; i < d->ncontact; i++) nimpact += d->pair[d->contact[i].slot].phase == KHZ_PHASE_IMPACT;
+  if (nimpact && scratch) {
+    {
+      if (!inertias) {
+        memset(tau, 0, (size_t)m->nv * sizeof(double));
+        khz_externalForces(m, d);
+        khz_abaCore(m, d, tau, qdd);
+      }
+      for (int sweep = 0; sweep < KHZ_IMPULSE_SWEEPS; sweep++) {
+        int applied = 0;
+        for (int i = 0; i < d->ncontact; i++) {
+          khzContact *c = d->contact + i;
+          if (d->pair[c->slot].phase != KHZ_PHASE_IMPACT) continue;
+          double target = vn0[i] < 0 ? -m->contact.restitution * vn0[i] : 0;
+          if (impulse_pair(m, d, c, target, dqd, dsum, dvel)) {
+            applied = 1;
+            khz_forwardPass(m, d, d->q, d->qd);
+          }
+        }
+        if (!applied) break;
+      }
+    }
+  }
+  khz_stackFree(d, mark);
+
+  /* impacts are resolved: every pair in contact now rests (penalty forces) */
+  for (int i = 0; i < d->ncontact; i++) d->pair[d->contact[i].slot].phase = KHZ_PHASE_RESTING;
+
+  /* resting pairs: bottom of the intersection volume (penalty) or the deepest point */
+  for (int i = 0; i < d->ncontact; i++) {
+    khzContact *c = d->contact + i;
+    khzContactPoint *pts = d->cpoint + c->point_adr;
+    c->nbottom = 0;
+    for (int k = 0; k < c->npoint; k++) pts[k].bottom = 0;
+    if (d->pair[c->slot].phase != KHZ_PHASE_RESTING || c->npoint == 0) continue;
+    if (d->contact_method == KHZ_CONTACT_DEEPEST) {
+      pts[c->deepest - c->point_adr].bottom = 1;
+      c->nbottom = 1;
+      continue;
+    }
+    size_t mk = khz_stackMark(d);
+    double *pos = khz_stackAlloc(d, 3 * (size_t)c->npoint * sizeof(double));
+    double *dep = khz_stackAlloc(d, (size_t)c->npoint * sizeof(double));
+    int *flag = khz_stackAlloc(d, (size_t)c->npoint * sizeof(int));
+    if (pos && dep && flag) {
+      /* the candidates: points of penetration (depth > 0). Points of the
+       * intersection volume on the contact plane itself carry no spring and
+       * would only dilute eq. 1's normalisation. As in the paper, the shapes'
+       * vertices inside the other shape are the candidates; points where
+       * edges cross the other shape are used only when fewer than three
+       * vertices penetrate (edge-edge contact): on a face-face contact they
+       * come and go with tiny rotations and skew the force distribution. */
+      int nvertex = 0;
+      for (int k = 0; k < c->npoint; k++)
+        nvertex += pts[k].depth > 0 && !is_edge_point(pts[k].feature);
+      int only_vertices = nvertex >= 3, np = 0;
+      for (int k = 0; k < c->npoint; k++) {
+        if (!candidate(&pts[k], only_vertices)) continue;
+        memcpy(pos + 3 * np, pts[k].pos, 3 * sizeof(double));
+        dep[np++] = pts[k].depth;
+      }
+      khz_bottomOfVolume(d, pos, dep, np, c->normal, flag);
+      for (int k = 0, j = 0; k < c->npoint; k++) {
+        if (!candidate(&pts[k], only_vertices)) continue;
+        pts[k].bottom = flag[j++];
+        c->nbottom += pts[k].bottom;
+      }
+    } else {
+      for (int k = 0; k < c->npoint; k++) pts[k].bottom = 1;
+      c->nbottom = c->npoint;
+    }
+    khz_stackFree(d, mk);
+  }
+}
+
+/* the anchor of a feature in a pair's state, or -1 */
+static int find_anchor(const khzPairState *ps, int feature) {
+  for (int k = 0; k < ps->nanchor; k++)
+    if (ps->anchor_feature[k] == feature) return k;
+  return -1;
+}
+
+/* penalty and friction forces of one resting pair at the current forward
+ * pass; apply = 1 adds them to d->fext */
+static void pair_forces(const khzModel *m, khzData *d, khzContact *c, int apply) {
+  khzPairState *ps = d->pair + c->slot;
+  khzContactPoint *pts = d->cpoint + c->point_adr;
+  const double *n = c->normal;
+  int b0 = c->body[0], b1 = c->body[1];
+
+  /* raw normal forces, then normalise by the number r of pushing points */
+  double raw[KHZ_PAIR_ANCHORS * 16];
+  int cap = (int)(sizeof raw / sizeof raw[0]), r = 0, nb = 0;
+  for (int k = 0; k < c->npoint && nb < cap; k++) {
+    if (!pts[k].bottom) continue;
+    double p0[3], p1[3], v0[3], v1[3];
+    body_point(d, b0, pts[k].local[0], p0);
+    body_point(d, b1, pts[k].local[1], p1);
+    point_velocity(m, d, b0, p0, v0);
+    point_velocity(m, d, b1, p1, v1);
+    double depth = pts[k].depth + (p1[0] - p0[0]) * n[0] + (p1[1] - p0[1]) * n[1] + (p1[2] - p0[2]) * n[2];
+    double vn = (v0[0] - v1[0]) * n[0] + (v0[1] - v1[1]) * n[1] + (v0[2] - v1[2]) * n[2];
+    raw[nb] = fmax(c->kp * depth - c->kv * vn + c->ki * ps->integral, 0);
+    r += raw[nb] > 0;
+    nb++;
+  }
+  nb = 0;
+  for (int k = 0; k < c->npoint && nb < cap; k++) {
+    if (!pts[k].bottom) continue;
+    double fn = r ? raw[nb] / r : 0;
+    nb++;
+    double p0[3], p1[3], v0[3], v1[3], vt[3], F[3];
+    body_point(d, b0, pts[k].local[0], p0);
+    body_point(d, b1, pts[k].local[1], p1);
+    point_velocity(m, d, b0, p0, v0);
+    point_velocity(m, d, b1, p1, v1);
+    double vn = 0;
+    for (int j = 0; j < 3; j++) vt[j] = v0[j] - v1[j], vn += vt[j] * n[j];
+    for (int j = 0; j < 3; j++) vt[j] -= vn * n[j];
+
+    /* friction: spring-damper to the sticking anchor, saturated at mu fn */
+    double kt = c->kp / (r ? r : 1), bt = c->kv / (r ? r : 1), Ft[3], delta[3] = {0, 0, 0};
+    int a = find_anchor(ps, pts[k].feature);
+    if (a >= 0) {
+      double anc[3];
+      body_point(d, b1, ps->anchor[a], anc);
+      for (int j = 0; j < 3; j++) delta[j] = p0[j] - anc[j];
+      double dn = khzu_dot3(delta, n);
+      for (int j = 0; j < 3; j++) delta[j] -= dn * n[j];
+    }
+    for (int j = 0; j < 3; j++) Ft[j] = -kt * delta[j] - bt * vt[j];
+    double ftn = sqrt(khzu_dot3(Ft, Ft)), fmaxt = c->mu * fn;
+    if (ftn > fmaxt) {
+      double s = ftn > 0 ? fmaxt / ftn : 0;
+      for (int j = 0; j < 3; j++) Ft[j] *= s;
+    }
+    for (int j = 0; j < 3; j++) F[j] = fn * n[j] + Ft[j];
+    memcpy(pts[k].force, F, sizeof F);
+    if (apply) {
+      double Fm[3] = {-F[0], -F[1], -F[2]};
+      add_force(m, d, b0, p0, F);
+      add_force(m, d, b1, p1, Fm);
+    }
+  }
+}
+
+void khz_contactForces(const khzModel *m, khzData *d) {
+  for (int i = 0; i < d->ncontact; i++) {
+    khzContact *c = d->contact + i;
+    if (d->pair[c->slot].phase == KHZ_PHASE_RESTING && c->nbottom) pair_forces(m, d, c, 1);
+  }
+}
+
+void khz_contactEnd(const khzModel *m, khzData *d) {
+  for (int i = 0; i < d->ncontact; i++) {
+    khzContact *c = d->contact + i;
+    khzPairState *ps = d->pair + c->slot;
+    khzContactPoint *pts = d->cpoint + c->point_adr;
+
+    /* integral term: I <- gamma I + max_y d(y, t) */
+    double dmax = c->npoint ? d->cpoint[c->deepest].depth : 0;
+    ps->integral = m->contact.gamma * ps->integral + fmax(dmax, 0);
+    if (ps->phase != KHZ_PHASE_RESTING || !c->nbottom) {
+      ps->nanchor = 0;
+      continue;
+    }
+
+    /* friction anchors at the final state: keep or create one per bottom
+     * point; an anchor whose spring exceeds the cone slips to its edge */
+    pair_forces(m, d, c, 0);
+    int r = 0;
+    for (int k = 0; k < c->npoint; k++) r += pts[k].bottom && khzu_dot3(pts[k].force, c->normal) > 0;
+    double kt = c->kp / (r ? r : 1);
+    khzPairState next = *ps;
+    next.nanchor = 0;
+    for (int k = 0; k < c->npoint && next.nanchor < KHZ_PAIR_ANCHORS; k++) {
+      if (!pts[k].bottom) continue;
+      double p0[3], anc[3], delta[3] = {0, 0, 0};
+      body_point(d, c->body[0], pts[k].local[0], p0);
+      int a = find_anchor(ps, pts[k].feature);
+      if (a >= 0) {
+        body_point(d, c->body[1], ps->anchor[a], anc);
+        for (int j = 0; j < 3; j++) delta[j] = p0[j] - anc[j];
+        double dn = khzu_dot3(delta, c->normal);
+        for (int j = 0; j < 3; j++) delta[j] -= dn * c->normal[j];
+      }
+      double fn = khzu_dot3(pts[k].force, c->normal), lim = c->mu * fmax(fn, 0) / kt;
+      double dl = sqrt(khzu_dot3(delta, delta));
+      if (dl > lim) {
+        double s = dl > 0 ? lim / dl : 0;
+        for (int j = 0; j < 3; j++) delta[j] *= s;
+      }
+      /* anchor = p0 - delta, stored in body 1's frame */
+      double aw[3] = {p0[0] - delta[0], p0[1] - delta[1], p0[2] - delta[2]}, rel[3];
+      const double *x1 = d->xpos + 3 * c->body[1];
+      for (int j = 0; j < 3; j++) rel[j] = aw[j] - x1[j];
+      khzu_mulMatTVec3(next.anchor[next.nanchor], d->xrot + 9 * c->body[1], rel);
+      next.anchor_feature[next.nanchor] = pts[k].feature;
+      next.nanchor++;
+    }
+    *ps = next;
+  }
+}

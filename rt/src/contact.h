@@ -1,0 +1,38 @@
+/* contact.h — the contact methods (rt-private): Drumwright's multi-point
+ * penalty method with impulses for impacts, and the deepest-point baseline. */
+#ifndef KHZ_CONTACT_H
+#define KHZ_CONTACT_H
+
+#include "khz/khz.h"
+
+/* Bottom of the intersection volume (Drumwright §III-A), O(N lg N): marks in
+ * bottom[] the points whose projection onto the contact plane lies outside
+ * the polygon built from the deeper points. pos: n world points (3 each),
+ * depth: their distances below the contact plane, normal: the plane normal.
+ * Scratch from d's stack. Returns the number of bottom points, or -1 when the
+ * stack is full (then every point is marked, a safe fallback). */
+int khz_bottomOfVolume(khzData *d, const double *pos, const double *depth, int n,
+                       const double normal[3], int *bottom);
+
+/* Start of a step at the current kinematics: collision detection, the Fig. 2
+ * phase of every pair, impulses for impacting pairs (velocity update of d->qd),
+ * bottom points of resting pairs. */
+void khz_contactBegin(const khzModel *m, khzData *d);
+
+/* Penalty forces of the resting pairs at one integrator stage (after
+ * khz_forwardPass at the stage state): added to d->fext. */
+void khz_contactForces(const khzModel *m, khzData *d);
+
+/* End of a step at the final state (after khz_forwardPass): integral terms
+ * and friction anchors move on. */
+void khz_contactEnd(const khzModel *m, khzData *d);
+
+/* Change of qd caused by the spatial impulse f (world-aligned, at the body's
+ * tree origin) on body b, with the articulated inertias left by khz_abaCore
+ * at the current q (Mirtich's / Patil's articulated impulse response: the
+ * impulse propagates to the root, then the velocity change back out).
+ * dqd is added to; dvel (6 per body) receives each body's velocity change. */
+void khz_impulseResponse(const khzModel *m, khzData *d, int b, const double f[6], double *dqd,
+                         double *dvel);
+
+#endif

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# test_validation.sh — the contact issue's validation scenes (scenes/validation/)
+# run through `khz-sim run`, with the acceptance figures checked:
+#   V1  the block comes out of the plane and settles (no blow-up, small motion)
+#   V2  mean penetration in the unforced halves <= 5.9e-3 m (the paper's
+#       multi-point figure), multi-point at least as good as deepest-point and
+#       at least 10x calmer (kinetic energy) in the same run
+#   V3  the pile rests (KE < 1e-3 J) within 10 s, nothing escapes, penetration
+#       in the last second < 1 cm
+#   V4  the robots step in well under 1 ms and stay up
+#   stack  five boxes stand still for 60 s
+# Usage: test_validation.sh KHZ_SIM
+set -u
+SIM=$1
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+checks=0
+failed=0
+fail() {
+  echo "FAIL: $*" >&2
+  failed=$((failed + 1))
+}
+
+# run SCENE METHOD: writes $TMP/NAME.METHOD.json
+run() {
+  local name
+  name=$(basename "$1" .yaml)
+  checks=$((checks + 1))
+  if ! "$SIM" run "$1" --method "$2" >"$TMP/$name.$2.json" 2>"$TMP/err"; then
+    fail "$name ($2) did not run: $(cat "$TMP/err")"
+  fi
+}
+
+# check DESCRIPTION PYTHON: the assertions see load(name, method)
+check() {
+  checks=$((checks + 1))
+  local prog="$TMP/check.py"
+  {
+    printf 'import json, os, sys\n'
+    printf 'tmp = sys.argv[1]\n'
+    printf 'def load(n, m):\n'
+    printf '    p = os.path.join(tmp, n + "." + m + ".json")\n'
+    printf '    return json.load(open(p))\n'
+    printf '%s\n' "$2"
+  } >"$prog"
+  if python3 "$prog" "$TMP" 2>"$TMP/perr"; then
+    echo "ok: $1"
+  else
+    fail "$1: $(tail -1 "$TMP/perr")"
+  fi
+}
+
+S=scenes/validation
+run $S/v1_block_penetration.yaml penalty
+run $S/v1_block_penetration.yaml deepest
+check "V1 settles without blow-up" '
+j = load("v1_block_penetration", "penalty")
+assert j["warnings"]["badstate"] == 0, j["warnings"]
+assert j["max_penetration"] < 0.05, j["max_penetration"]
+assert j["mean_kinetic_energy"] < 0.05, j["mean_kinetic_energy"]'
+
+run $S/v2_block_forces.yaml penalty
+run $S/v2_block_forces.yaml deepest
+check "V2 penetration and calm vs deepest-point" '
+j, k = load("v2_block_forces", "penalty"), load("v2_block_forces", "deepest")
+pj, pk = j["unforced"]["mean_penetration"], k["unforced"]["mean_penetration"]
+ej, ek = j["unforced"]["mean_kinetic_energy"], k["unforced"]["mean_kinetic_energy"]
+assert pj <= 5.9e-3, "mean penetration %g above the paper multi-point 5.9e-3" % pj
+assert pj <= pk, "multi-point %g deeper than deepest-point %g" % (pj, pk)
+assert ej * 10 <= ek, "kinetic energy multi-point %g not 10x below deepest-point %g" % (ej, ek)'
+
+run $S/v3_pile.yaml penalty
+check "V3 pile comes to rest" '
+j = load("v3_pile", "penalty")
+assert j["bodies"] >= 60, j["bodies"]
+assert j["rest_time_s"] is not None and j["rest_time_s"] <= 10, j.get("rest_time_s")
+assert j["escaped"] == 0, j["escaped"]
+assert j["max_penetration_last_second"] < 0.01, j["max_penetration_last_second"]
+assert j["warnings"]["badstate"] == 0, j["warnings"]'
+
+run $S/v4_diffdrive.yaml penalty
+run $S/v4_humanoid.yaml penalty
+check "V4 robots step fast and stay up" '
+for n in ("v4_diffdrive", "v4_humanoid"):
+    j = load(n, "penalty")
+    assert j["median_us_per_step"] < 1000, (n, j["median_us_per_step"])
+    assert abs(j["base_height_change"]) < 0.02, (n, j["base_height_change"])
+    assert j["warnings"]["badstate"] == 0, (n, j["warnings"])
+assert load("v4_humanoid", "penalty")["nv"] >= 26'
+
+run $S/stack.yaml penalty
+check "stack of five stands for 60 s" '
+j = load("stack", "penalty")
+assert j["max_horizontal_drift"] < 0.005, j["max_horizontal_drift"]
+assert j["max_sink"] < 0.01, j["max_sink"]
+assert j["max_kinetic_energy_second_half"] < 1e-3, j["max_kinetic_energy_second_half"]'
+
+echo "$checks checks, $failed failed"
+[ "$failed" -eq 0 ]
