@@ -37,6 +37,14 @@
  * torque where there is none */
 #define KHZ_BOTTOM_MERGE 1e-3
 
+/* the sticking spring-damper's gains relative to the normal ones: a contact
+ * point below a body's centre of mass moves tangentially with a smaller
+ * effective mass than along the normal (rotation), so equal gains would leave
+ * the explicit integrator's stability region first in the tangent plane */
+#ifndef KHZ_TANGENT_SCALE
+#define KHZ_TANGENT_SCALE 0.25
+#endif
+
 /* ------------------------------------------------- bottom of the volume -- */
 
 /* heapsort of idx by key descending (no allocation, O(N lg N)) */
@@ -548,12 +556,11 @@ void khz_contactBegin(const khzModel *m, khzData *d) {
     khzContact *c = d->contact + i;
     khzPairState *ps = d->pair + c->slot;
     if (inertias && !(ps->meff > 0)) {
-      /* n^T K n from one test impulse along the normal at the centroid of the
-       * pair's points, once when the pair begins: the gains then stay put
-       * while the pair is in contact (no jumps as the deepest point moves) */
-      double x[3] = {0, 0, 0};
-      for (int k = 0; k < c->npoint; k++)
-        for (int j = 0; j < 3; j++) x[j] += d->cpoint[c->point_adr + k].pos[j] / c->npoint;
+      /* n^T K n from one test impulse along the normal at the deepest point
+       * (a corner of a foot moves far more easily than its centre: the
+       * smaller mass keeps the gains stable), once when the pair begins: the
+       * gains then stay put while the pair is in contact */
+      const double *x = d->cpoint[c->deepest].pos;
       double a0[3], a1[3], b0v[3] = {0, 0, 0}, b1v[3] = {0, 0, 0};
       double nm[3] = {-c->normal[0], -c->normal[1], -c->normal[2]};
       point_response(m, d, c->body[0], x, c->normal, c->body[1], x, a0, a1, dqd, dvel);
@@ -708,7 +715,8 @@ static void pair_forces(const khzModel *m, khzData *d, khzContact *c, int apply)
     for (int j = 0; j < 3; j++) vt[j] -= vn * n[j];
 
     /* friction: spring-damper to the sticking anchor, saturated at mu fn */
-    double kt = c->kp / (r ? r : 1), bt = c->kv / (r ? r : 1), Ft[3], delta[3] = {0, 0, 0};
+    double kt = KHZ_TANGENT_SCALE * c->kp / (r ? r : 1), bt = KHZ_TANGENT_SCALE * c->kv / (r ? r : 1);
+    double Ft[3], delta[3] = {0, 0, 0};
     int a = find_anchor(ps, pts[k].feature);
     if (a >= 0) {
       double anc[3];
@@ -759,7 +767,7 @@ void khz_contactEnd(const khzModel *m, khzData *d) {
     pair_forces(m, d, c, 0);
     int r = 0;
     for (int k = 0; k < c->npoint; k++) r += pts[k].bottom && khzu_dot3(pts[k].force, c->normal) > 0;
-    double kt = c->kp / (r ? r : 1);
+    double kt = KHZ_TANGENT_SCALE * c->kp / (r ? r : 1);
     khzPairState next = *ps;
     next.nanchor = 0;
     for (int k = 0; k < c->npoint && next.nanchor < KHZ_PAIR_ANCHORS; k++) {

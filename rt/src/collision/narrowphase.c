@@ -292,6 +292,7 @@ typedef struct {
   const khzColOut *o;
   double best, n[3], tie;
   int have;
+  int sat; /* both bounded convex: score by the overlap of the projections */
 } nsearch;
 
 static void consider(nsearch *ns, const double cand[3]) {
@@ -299,6 +300,16 @@ static void consider(nsearch *ns, const double cand[3]) {
   khzc_copy(n, cand);
   if (khzc_normalize(n) < 1e-12) return;
   double f = objective(ns->a, ns->b, ns->o, n);
+  if (ns->sat) {
+    /* the translation that separates A along n is the overlap of the two
+     * shapes' projections, h_B(n) + h_A(-n): eq. 4 scored on the points alone
+     * picks a side facet of two aligned boxes whose penetrating corners lie on
+     * that facet's plane (max distance 0) although A cannot leave that way */
+    double nm[3] = {-n[0], -n[1], -n[2]}, pb[3], pa[3];
+    khz_shape_support(ns->b, n, pb);
+    khz_shape_support(ns->a, nm, pa);
+    f = fmax(f, khzc_dot(pb, n) - khzc_dot(pa, n));
+  }
   if (!ns->have || f < ns->best - ns->tie) {
     ns->best = f;
     khzc_copy(ns->n, n);
@@ -382,7 +393,7 @@ static void eq4_convex(const vcache *va_, const vcache *vb_, khzColOut *o, const
                        int nea, const int *eb, int neb, double n[3]) {
   const khzColShape *a = va_->s, *b = vb_->s;
   double scale = a->scale + b->scale, tol = 1e-7 * scale;
-  nsearch ns = {a, b, o, 0, {0, 0, 1}, 1e-12 * scale, 0};
+  nsearch ns = {a, b, o, 0, {0, 0, 1}, 1e-12 * scale, 0, 1};
 
   /* fast path: the facet nearest to the deepest point */
   int k = deepest_sd(o);
