@@ -35,7 +35,7 @@
  * point in the bottom selection: both bodies of a face-face contact contribute
  * coincident corners, and keeping one of a pair but not the other would put
  * torque where there is none */
-#define KHZ_BOTTOM_MERGE 1e-3
+#define KHZ_BOTTOM_MERGE 1e-6
 
 /* the sticking spring-damper's gains relative to the normal ones: a contact
  * point below a body's centre of mass moves tangentially with a smaller
@@ -696,7 +696,9 @@ static void pair_forces(const khzModel *m, khzData *d, khzContact *c, int apply)
     point_velocity(m, d, b1, p1, v1);
     double depth = pts[k].depth + (p1[0] - p0[0]) * n[0] + (p1[1] - p0[1]) * n[1] + (p1[2] - p0[2]) * n[2];
     double vn = (v0[0] - v1[0]) * n[0] + (v0[1] - v1[1]) * n[1] + (v0[2] - v1[2]) * n[2];
-    raw[nb] = fmax(c->kp * depth - c->kv * vn + c->ki * ps->integral, 0);
+    /* a point that has left the other body at this stage carries nothing: the
+     * pair's integral term must not keep pushing a lifted corner upwards */
+    raw[nb] = depth > 0 ? fmax(c->kp * depth - c->kv * vn + c->ki * ps->integral, 0) : 0;
     r += raw[nb] > 0;
     nb++;
   }
