@@ -670,10 +670,24 @@ void khz_contactBegin(const khzModel *m, khzData *d) {
 }
 
 /* the anchor of a feature in a pair's state, or -1 */
-static int find_anchor(const khzPairState *ps, int feature) {
+/* the anchor of a bottom point: the one of its feature, else the nearest
+ * anchor within KHZ_ANCHOR_REUSE of the point (a face-face contact offers two
+ * coincident corners, one of each body, and the selection may take either:
+ * the sticking spring must not be lost when it switches) */
+#define KHZ_ANCHOR_REUSE 5e-3
+static int find_anchor(const khzData *d, const khzContact *c, const khzPairState *ps, int feature,
+                       const double p0[3]) {
   for (int k = 0; k < ps->nanchor; k++)
     if (ps->anchor_feature[k] == feature) return k;
-  return -1;
+  int best = -1;
+  double bestd = KHZ_ANCHOR_REUSE * KHZ_ANCHOR_REUSE;
+  for (int k = 0; k < ps->nanchor; k++) {
+    double a[3];
+    body_point(d, c->body[1], ps->anchor[k], a);
+    double dx = a[0] - p0[0], dy = a[1] - p0[1], dz = a[2] - p0[2], d2 = dx * dx + dy * dy + dz * dz;
+    if (d2 < bestd) bestd = d2, best = k;
+  }
+  return best;
 }
 
 /* penalty and friction forces of one resting pair at the current forward
@@ -719,7 +733,7 @@ static void pair_forces(const khzModel *m, khzData *d, khzContact *c, int apply)
     /* friction: spring-damper to the sticking anchor, saturated at mu fn */
     double kt = KHZ_TANGENT_SCALE * c->kp / (r ? r : 1), bt = KHZ_TANGENT_SCALE * c->kv / (r ? r : 1);
     double Ft[3], delta[3] = {0, 0, 0};
-    int a = find_anchor(ps, pts[k].feature);
+    int a = find_anchor(d, c, ps, pts[k].feature, p0);
     if (a >= 0) {
       double anc[3];
       body_point(d, b1, ps->anchor[a], anc);
@@ -776,7 +790,7 @@ void khz_contactEnd(const khzModel *m, khzData *d) {
       if (!pts[k].bottom) continue;
       double p0[3], anc[3], delta[3] = {0, 0, 0};
       body_point(d, c->body[0], pts[k].local[0], p0);
-      int a = find_anchor(ps, pts[k].feature);
+      int a = find_anchor(d, c, ps, pts[k].feature, p0);
       if (a >= 0) {
         body_point(d, c->body[1], ps->anchor[a], anc);
         for (int j = 0; j < 3; j++) delta[j] = p0[j] - anc[j];
