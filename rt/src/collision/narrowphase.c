@@ -48,7 +48,8 @@
 #include "collision.h"
 
 #define KHZ_MAXCROSS 32 /* crossing edges per shape used for edge-edge axes */
-#define KHZ_EQ4_CANDIDATES 16 /* deepest points whose facets eq. 4 tries (meshes) */
+#define KHZ_EQ4_CANDIDATES 16
+#define KHZ_GRAZE 1e-3      /* |cos| between an edge and a face below which it grazes the face */ /* deepest points whose facets eq. 4 tries (meshes) */
 
 /* ------------------------------------------------------------ points -- */
 
@@ -250,15 +251,18 @@ static void edges_crossing(const vcache *vc, int side, khzColOut *o, int *list, 
     double dir[3];
     khzc_sub(dir, p1, p0);
     int cross = 0;
-    if (t[0] > 1e-9) {
-      khzc_addScl(c, p0, dir, t[0]);
-      khz_col_addPoint(o, c, 0, side, KHZ_FEATURE(KHZ_FEAT_EDGE, 2 * e));
+    for (int end = 0; end < 2; end++) {
+      if (end == 0 ? !(t[0] > 1e-9) : !(t[1] < 1 - 1e-9)) continue;
+      khzc_addScl(c, p0, dir, t[end]);
       cross = 1;
-    }
-    if (t[1] < 1 - 1e-9) {
-      khzc_addScl(c, p0, dir, t[1]);
-      khz_col_addPoint(o, c, 0, side, KHZ_FEATURE(KHZ_FEAT_EDGE, 2 * e + 1));
-      cross = 1;
+      /* an edge that grazes a face (lies in its plane, as the edges of two
+       * aligned boxes of one size do) crosses it at a place set by round-off:
+       * such points would come and go anywhere along the edge */
+      double nrm[3];
+      khz_shape_sd(other, c, nrm);
+      double dl = sqrt(khzc_dot(dir, dir));
+      if (dl > 0 && fabs(khzc_dot(dir, nrm)) < KHZ_GRAZE * dl * sqrt(khzc_dot(nrm, nrm))) continue;
+      khz_col_addPoint(o, c, 0, side, KHZ_FEATURE(KHZ_FEAT_EDGE, 2 * e + end));
     }
     if (!cross || !list || *nlist >= KHZ_MAXCROSS) continue;
     if (s->shape == KHZ_SHAPE_CYLINDER && (e < 2 * KHZ_CYL_RIM || generator++)) continue;
