@@ -9,6 +9,7 @@ packages=(
   libxml2-dev libyaml-dev libassimp-dev
   libmujoco-dev libmujoco-samples libccd-dev
   rt-tests python3
+  protobuf-compiler python3-zmq python3-protobuf python3-numpy python3-matplotlib
 )
 
 missing=()
