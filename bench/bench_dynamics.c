@@ -72,6 +72,11 @@ static void run(const char *label, const char *urdf, int floating, int calls) {
     fprintf(stderr, "%s\n", err);
     exit(1);
   }
+  /* dynamics only, as MuJoCo runs here: no contact */
+  khzContactOptions co;
+  khz_spec_defaultContact(&co);
+  co.method = KHZ_CONTACT_NONE;
+  khz_spec_setContact(s, &co);
   khzModel *m = khz_compile(s, err, sizeof err);
   khz_spec_destroy(&s);
   if (!m) {

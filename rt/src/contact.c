@@ -511,6 +511,7 @@ void khz_contactBegin(const khzModel *m, khzData *d) {
   if (d->contact_method == KHZ_CONTACT_NONE) {
     /* no contact: every persistent pair is forgotten */
     for (int k = 0; k < m->npair_max; k++) {
+      if (d->pair[k].geom[0] < 0) continue;
       memset(&d->pair[k], 0, sizeof d->pair[k]);
       d->pair[k].geom[0] = d->pair[k].geom[1] = -1;
     }

@@ -230,7 +230,7 @@ void khz_step(const khzModel *m, khzData *d) {
 
   /* contact: collision detection at the current state, the Fig. 2 phases and
    * impulses for impacts (which change qd before the integration) */
-  khz_forwardPass(m, d, d->q, d->qd);
+  if (d->contact_method != KHZ_CONTACT_NONE) khz_forwardPass(m, d, d->q, d->qd);
   khz_contactBegin(m, d);
 
   memcpy(q0, d->q, nq * sizeof(double));
