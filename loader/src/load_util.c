@@ -3,6 +3,7 @@
  * (see load_util.h). */
 #include "load_util.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -211,4 +212,37 @@ int khz_resolve_path(char *out, size_t outsz, const char *uri, const char *based
     return -1;
   }
   return try_candidate(out, outsz, cand, tried, triedsz);
+}
+
+int khz_read_file(const char *path, char **out, size_t *out_len, char *err, size_t errsz) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return khz_load_error(err, errsz, "%s: cannot open: %s", path, strerror(errno));
+  char *buf = NULL;
+  size_t len = 0, cap = 0;
+  for (;;) {
+    if (len + 1 >= cap) {
+      cap = cap ? 2 * cap : 65536;
+      char *nb = realloc(buf, cap);
+      if (!nb) {
+        free(buf);
+        fclose(f);
+        return khz_load_error(err, errsz, "%s: out of memory", path);
+      }
+      buf = nb;
+    }
+    size_t got = fread(buf + len, 1, cap - len - 1, f);
+    len += got;
+    if (got == 0) break;
+  }
+  int bad = ferror(f);
+  fclose(f);
+  if (bad) {
+    free(buf);
+    return khz_load_error(err, errsz, "%s: read error", path);
+  }
+  /* NUL-terminated for the text parsers (the loop leaves len < cap) */
+  buf[len] = 0;
+  *out = buf;
+  *out_len = len;
+  return 0;
 }

@@ -52,6 +52,11 @@ int khz_path_join(char *out, size_t outsz, const char *dir, const char *rel);
 /* Returns 1 when path names an existing regular file that can be read, else 0. */
 int khz_file_exists(const char *path);
 
+/* Reads a whole file into a malloc'ed, NUL-terminated buffer (*buf, *len
+ * without the NUL; free it). Returns 0,
+ * or -1 with "PATH: problem" in err. */
+int khz_read_file(const char *path, char **buf, size_t *len, char *err, size_t errsz);
+
 /* Resolves a file reference as found in a model file into an existing file:
  *   - "package://NAME/REST": each ':'-separated entry DIR of package_path is
  *     tried as DIR/NAME/REST and, when DIR's last component is NAME, as

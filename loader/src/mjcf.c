@@ -1664,31 +1664,9 @@ int khz_load_mjcf_string(khzSpec *spec, const char *xml, const char *name,
 int khz_load_mjcf(khzSpec *spec, const char *path, const khzMjcfOptions *opt, char *err,
                   size_t errsz) {
   /* read the whole file */
-  FILE *f = fopen(path, "rb");
-  if (!f) return khz_load_error(err, errsz, "%s: cannot open: %s", path, strerror(errno));
-  char *buf = NULL;
-  size_t len = 0, cap = 0;
-  for (;;) {
-    if (len == cap) {
-      cap = cap ? 2 * cap : 65536;
-      char *nb = realloc(buf, cap);
-      if (!nb) {
-        free(buf);
-        fclose(f);
-        return khz_load_error(err, errsz, "%s: out of memory", path);
-      }
-      buf = nb;
-    }
-    size_t got = fread(buf + len, 1, cap - len, f);
-    len += got;
-    if (got == 0) break;
-  }
-  int bad = ferror(f);
-  fclose(f);
-  if (bad) {
-    free(buf);
-    return khz_load_error(err, errsz, "%s: read error", path);
-  }
+  char *buf;
+  size_t len;
+  if (khz_read_file(path, &buf, &len, err, errsz) < 0) return -1;
   int ret = load(spec, buf, len, path, opt, err, errsz);
   free(buf);
   return ret;

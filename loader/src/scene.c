@@ -1072,42 +1072,16 @@ out_doc:
   return rc;
 }
 
-/* reads a whole file into a NUL-terminated heap buffer */
-static char *khz_read_file(const char *path, char *err, size_t errsz) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    khz_load_error(err, errsz, "%s: cannot open: %s", path, strerror(errno));
+/* reads a whole text file into a NUL-terminated heap buffer */
+static char *khz_read_text(const char *path, char *err, size_t errsz) {
+  char *buf;
+  size_t len;
+  if (khz_read_file(path, &buf, &len, err, errsz) < 0) return NULL;
+  if (strlen(buf) != len) {
+    khz_load_error(err, errsz, "%s: holds a NUL byte; not a text file", path);
+    free(buf);
     return NULL;
   }
-  size_t cap = 4096, len = 0;
-  char *buf = malloc(cap);
-  while (buf) {
-    len += fread(buf + len, 1, cap - len - 1, f);
-    if (len < cap - 1) break;
-    char *grown = realloc(buf, cap * 2);
-    if (!grown) {
-      free(buf);
-      buf = NULL;
-      break;
-    }
-    buf = grown;
-    cap *= 2;
-  }
-  if (!buf) {
-    khz_load_error(err, errsz, "%s: out of memory", path);
-  } else if (ferror(f)) {
-    khz_load_error(err, errsz, "%s: read error: %s", path, strerror(errno));
-    free(buf);
-    buf = NULL;
-  } else {
-    buf[len] = 0;
-    if (strlen(buf) != len) {
-      khz_load_error(err, errsz, "%s: holds a NUL byte; not a text file", path);
-      free(buf);
-      buf = NULL;
-    }
-  }
-  fclose(f);
   return buf;
 }
 
@@ -1117,7 +1091,7 @@ int khz_load_scene(khzScene *scene, const char *path, char *err, size_t errsz) {
   if (khz_path_dirname(dir, sizeof dir, path)) {
     return khz_load_error(err, errsz, "%s: path too long", path);
   }
-  char *text = khz_read_file(path, err, errsz);
+  char *text = khz_read_text(path, err, errsz);
   if (!text) return -1;
   int rc = khz_load_scene_string(scene, text, path, dir, err, errsz);
   free(text);

@@ -4,19 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "carve.h"
 #include "collision/collision.h"
 #include "khz/khz.h"
 
-typedef struct {
-  unsigned char *base;
-  size_t used;
-} carver;
-
-static void *carve(carver *c, size_t bytes) {
-  size_t off = (c->used + 63) & ~(size_t)63;
-  c->used = off + bytes;
-  return c->base ? c->base + off : NULL;
-}
 
 /* default scratch: RK4 stages (4 q/qd/qdd copies), a rollback copy, two nv x nv
  * matrices, the collision pass, the contact method (per-pair speeds, impulse

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "carve.h"
 #include "collision/collision.h"
 #include "khz/khz.h"
 #include "spatial.h"
@@ -333,17 +334,6 @@ static int check_geom(const khzSpec *s, int i, char *err, size_t errsz) {
   return 0;
 }
 
-/* carve aligned arrays out of one block: first pass counts, second assigns */
-typedef struct {
-  unsigned char *base;
-  size_t used;
-} carver;
-
-static void *carve(carver *c, size_t bytes) {
-  size_t off = (c->used + 63) & ~(size_t)63;
-  c->used = off + bytes;
-  return c->base ? c->base + off : NULL;
-}
 
 static void layout_model(khzModel *m, carver *c) {
   size_t nb = (size_t)m->nbody, nv = (size_t)m->nv, nq = (size_t)m->nq, ng = (size_t)m->ngeom;

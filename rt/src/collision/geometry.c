@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "carve.h"
 #include "collision.h"
 #include "spatial.h"
 
@@ -279,17 +280,6 @@ done:
 }
 
 /* ------------------------------------------------------- one block -- */
-
-typedef struct {
-  unsigned char *base;
-  size_t used;
-} carver;
-
-static void *carve(carver *c, size_t bytes) {
-  size_t off = (c->used + 63) & ~(size_t)63;
-  c->used = off + bytes;
-  return c->base ? c->base + off : NULL;
-}
 
 /* carves n items and copies src into them in the filling pass */
 static void *put(carver *c, const void *src, size_t bytes) {
