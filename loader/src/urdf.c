@@ -278,41 +278,6 @@ static int add_material(urdf_ctx *c, xmlNodePtr m, xmlNodePtr owner) {
 
 /* ------------------------------------------------------------- inertia -- */
 
-/* eigenvalues of a symmetric 3x3 matrix (row-major) by cyclic Jacobi rotations */
-static void eig3(const double a_in[9], double ev[3]) {
-  double a[9];
-  memcpy(a, a_in, sizeof a);
-  for (int sweep = 0; sweep < 50; sweep++) {
-    double off = a[1] * a[1] + a[2] * a[2] + a[5] * a[5];
-    double diag = a[0] * a[0] + a[4] * a[4] + a[8] * a[8];
-    if (off <= 1e-30 * diag || off == 0) break;
-    for (int p = 0; p < 2; p++)
-      for (int q = p + 1; q < 3; q++) {
-        double apq = a[3 * p + q];
-        if (apq == 0) continue;
-
-        /* rotation angle that zeroes a[p][q] */
-        double theta = (a[3 * q + q] - a[3 * p + p]) / (2 * apq);
-        double t = (theta >= 0 ? 1 : -1) / (fabs(theta) + sqrt(theta * theta + 1));
-        double cs = 1 / sqrt(t * t + 1), sn = t * cs;
-
-        /* a = J^T a J */
-        for (int k = 0; k < 3; k++) {
-          double akp = a[3 * k + p], akq = a[3 * k + q];
-          a[3 * k + p] = cs * akp - sn * akq;
-          a[3 * k + q] = sn * akp + cs * akq;
-        }
-        for (int k = 0; k < 3; k++) {
-          double apk = a[3 * p + k], aqk = a[3 * q + k];
-          a[3 * p + k] = cs * apk - sn * aqk;
-          a[3 * q + k] = sn * apk + cs * aqk;
-        }
-      }
-  }
-  ev[0] = a[0];
-  ev[1] = a[4];
-  ev[2] = a[8];
-}
 
 /* <inertial>: mass, com and the inertia rotated into the link frame */
 static int parse_inertial(urdf_ctx *c, xmlNodePtr link, khzBodySpec *b) {
@@ -356,7 +321,7 @@ static int parse_inertial(urdf_ctx *c, xmlNodePtr link, khzBodySpec *b) {
   for (int k = 0; k < 6; k++) zero &= v[k] == 0;
   if (zero && b->mass == 0) return 0;
   double ev[3];
-  eig3(Ib, ev);
+  khz_eig3(Ib, ev, NULL);
   double tr = ev[0] + ev[1] + ev[2];
   double tol = KHZ_URDF_INERTIA_TOL * fabs(tr);
   double lmin = fmin(ev[0], fmin(ev[1], ev[2]));

@@ -219,35 +219,6 @@ static void joint_dims(khzJointType t, int *nq, int *nv) {
   }
 }
 
-/* eigenvalues of a symmetric 3x3 matrix (cyclic Jacobi rotations) */
-static void sym3_eigenvalues(const double A_in[9], double ev[3]) {
-  double A[9];
-  memcpy(A, A_in, sizeof A);
-  for (int sweep = 0; sweep < 50; sweep++) {
-    double off = A[1] * A[1] + A[2] * A[2] + A[5] * A[5];
-    if (off < 1e-30 * (A[0] * A[0] + A[4] * A[4] + A[8] * A[8]) || off == 0) break;
-    for (int p = 0; p < 2; p++)
-      for (int q = p + 1; q < 3; q++) {
-        double apq = A[3 * p + q];
-        if (apq == 0) continue;
-        double theta = (A[3 * q + q] - A[3 * p + p]) / (2 * apq);
-        double t = (theta >= 0 ? 1 : -1) / (fabs(theta) + sqrt(theta * theta + 1));
-        double c = 1 / sqrt(t * t + 1), s = t * c;
-        /* A <- J^T A J with the rotation in the (p, q) plane */
-        for (int k = 0; k < 3; k++) {
-          double akp = A[3 * k + p], akq = A[3 * k + q];
-          A[3 * k + p] = c * akp - s * akq;
-          A[3 * k + q] = s * akp + c * akq;
-        }
-        for (int k = 0; k < 3; k++) {
-          double apk = A[3 * p + k], aqk = A[3 * q + k];
-          A[3 * p + k] = c * apk - s * aqk;
-          A[3 * q + k] = s * apk + c * aqk;
-        }
-      }
-  }
-  ev[0] = A[0], ev[1] = A[4], ev[2] = A[8];
-}
 
 /* validates one body of the spec; messages name the body and the joint */
 static int check_body(const khzSpec *s, int i, char *err, size_t errsz) {
@@ -299,7 +270,7 @@ static int check_body(const khzSpec *s, int i, char *err, size_t errsz) {
         return fail(err, errsz, "body '%s': zero mass with a non-zero inertia", b->name);
   } else {
     double ev[3];
-    sym3_eigenvalues(Ic, ev);
+    khz_eig3(Ic, ev, NULL);
     double scale = fabs(ev[0]) + fabs(ev[1]) + fabs(ev[2]);
     if (!(ev[0] > 0 && ev[1] > 0 && ev[2] > 0))
       return fail(err, errsz,

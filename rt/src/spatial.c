@@ -5,6 +5,8 @@
 
 #include <math.h>
 
+#include "khz/khz.h"
+
 void khzu_mulMat3(double res[9], const double A[9], const double B[9]) {
   double t[9];
   for (int i = 0; i < 3; i++)
@@ -237,4 +239,35 @@ void khzu_cholSolve(const double *L, int n, double *x) {
     for (int k = i + 1; k < n; k++) t -= L[k * n + i] * x[k];
     x[i] = t / L[i * n + i];
   }
+}
+
+void khz_eig3(const double A_in[9], double ev[3], double V[9]) {
+  double A[9], W[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+  memcpy(A, A_in, sizeof A);
+  for (int sweep = 0; sweep < 100; sweep++) {
+    if (A[1] == 0 && A[2] == 0 && A[5] == 0) break;
+    for (int p = 0; p < 2; p++)
+      for (int q = p + 1; q < 3; q++) {
+        double apq = A[3 * p + q];
+        if (apq == 0) continue;
+        /* the rotation in the (p, q) plane that zeroes A[p][q]; A <- J^T A J, W <- W J */
+        double theta = (A[3 * q + q] - A[3 * p + p]) / (2 * apq);
+        double t = (theta >= 0 ? 1 : -1) / (fabs(theta) + sqrt(theta * theta + 1));
+        double c = 1 / sqrt(t * t + 1), s = t * c;
+        for (int k = 0; k < 3; k++) {
+          double akp = A[3 * k + p], akq = A[3 * k + q];
+          A[3 * k + p] = c * akp - s * akq, A[3 * k + q] = s * akp + c * akq;
+        }
+        for (int k = 0; k < 3; k++) {
+          double apk = A[3 * p + k], aqk = A[3 * q + k];
+          A[3 * p + k] = c * apk - s * aqk, A[3 * q + k] = s * apk + c * aqk;
+        }
+        for (int k = 0; k < 3; k++) {
+          double wkp = W[3 * k + p], wkq = W[3 * k + q];
+          W[3 * k + p] = c * wkp - s * wkq, W[3 * k + q] = s * wkp + c * wkq;
+        }
+      }
+  }
+  ev[0] = A[0], ev[1] = A[4], ev[2] = A[8];
+  if (V) memcpy(V, W, sizeof W);
 }

@@ -19,33 +19,8 @@
  * MuJoCo the principal form keeps its own (looser) eigen-solver out of the
  * comparison. */
 static inline void mjcf_principal(const double I_in[9], double ev[3], double quat[4]) {
-  double A[9], V[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
-  memcpy(A, I_in, sizeof A);
-  for (int sweep = 0; sweep < 100; sweep++) {
-    double off = fabs(A[1]) + fabs(A[2]) + fabs(A[5]);
-    if (off == 0) break;
-    for (int p = 0; p < 2; p++)
-      for (int q = p + 1; q < 3; q++) {
-        double apq = A[3 * p + q];
-        if (apq == 0) continue;
-        double theta = (A[3 * q + q] - A[3 * p + p]) / (2 * apq);
-        double t = (theta >= 0 ? 1 : -1) / (fabs(theta) + sqrt(theta * theta + 1));
-        double c = 1 / sqrt(t * t + 1), sn = t * c;
-        for (int k = 0; k < 3; k++) {
-          double akp = A[3 * k + p], akq = A[3 * k + q];
-          A[3 * k + p] = c * akp - sn * akq, A[3 * k + q] = sn * akp + c * akq;
-        }
-        for (int k = 0; k < 3; k++) {
-          double apk = A[3 * p + k], aqk = A[3 * q + k];
-          A[3 * p + k] = c * apk - sn * aqk, A[3 * q + k] = sn * apk + c * aqk;
-        }
-        for (int k = 0; k < 3; k++) {
-          double vkp = V[3 * k + p], vkq = V[3 * k + q];
-          V[3 * k + p] = c * vkp - sn * vkq, V[3 * k + q] = sn * vkp + c * vkq;
-        }
-      }
-  }
-  ev[0] = A[0], ev[1] = A[4], ev[2] = A[8];
+  double V[9];
+  khz_eig3(I_in, ev, V);
   double det = V[0] * (V[4] * V[8] - V[5] * V[7]) - V[1] * (V[3] * V[8] - V[5] * V[6]) +
                V[2] * (V[3] * V[7] - V[4] * V[6]);
   if (det < 0) V[2] = -V[2], V[5] = -V[5], V[8] = -V[8];

@@ -112,31 +112,9 @@ typedef struct figures {
   double mass, body, axes, geom, M, qdd, q0, props;
 } figures;
 
-/* eigenvalues of a symmetric 3x3 matrix, descending (cyclic Jacobi to round-off) */
+/* eigenvalues of a symmetric 3x3 matrix, descending */
 static void eig3_sorted(const double A_in[9], double ev[3]) {
-  double A[9];
-  memcpy(A, A_in, sizeof A);
-  for (int sweep = 0; sweep < 100; sweep++) {
-    double off = A[1] * A[1] + A[2] * A[2] + A[5] * A[5];
-    if (off == 0) break;
-    for (int p = 0; p < 2; p++)
-      for (int q = p + 1; q < 3; q++) {
-        double apq = A[3 * p + q];
-        if (apq == 0) continue;
-        double th = (A[3 * q + q] - A[3 * p + p]) / (2 * apq);
-        double t = (th >= 0 ? 1 : -1) / (fabs(th) + sqrt(th * th + 1));
-        double cs = 1 / sqrt(t * t + 1), sn = t * cs;
-        for (int k = 0; k < 3; k++) {
-          double akp = A[3 * k + p], akq = A[3 * k + q];
-          A[3 * k + p] = cs * akp - sn * akq, A[3 * k + q] = sn * akp + cs * akq;
-        }
-        for (int k = 0; k < 3; k++) {
-          double apk = A[3 * p + k], aqk = A[3 * q + k];
-          A[3 * p + k] = cs * apk - sn * aqk, A[3 * q + k] = sn * apk + cs * aqk;
-        }
-      }
-  }
-  ev[0] = A[0], ev[1] = A[4], ev[2] = A[8];
+  khz_eig3(A_in, ev, NULL);
   for (int i = 0; i < 2; i++)
     for (int j = i + 1; j < 3; j++)
       if (ev[j] > ev[i]) {

@@ -315,6 +315,11 @@ void khz_model_destroy(khzModel **m_p);
 int khz_name2body(const khzModel *m, const char *name);
 int khz_name2joint(const khzModel *m, const char *name); /* returns the body id */
 
+/* Eigen-decomposition of a symmetric 3x3 matrix (row-major) by cyclic Jacobi
+ * rotations run to round-off: A = V diag(ev) V^T with V's columns the
+ * eigenvectors (V may be NULL). Used to check inertias and find principal axes. */
+void khz_eig3(const double A[9], double ev[3], double V[9]);
+
 /* Human-readable joint type ("revolute", ...). */
 const char *khz_jointTypeName(khzJointType t);
 
