@@ -246,3 +246,28 @@ int khz_read_file(const char *path, char **out, size_t *out_len, char *err, size
   *out_len = len;
   return 0;
 }
+
+const char *khz_xml_attr(khzXmlStrings *pool, xmlNodePtr node, const char *name) {
+  if (!node || !xmlHasProp(node, (const xmlChar *)name)) return NULL;
+  xmlChar *v = xmlGetProp(node, (const xmlChar *)name);
+  if (!v) return NULL;
+  if (pool->n == pool->cap) {
+    int cap = pool->cap ? 2 * pool->cap : 64;
+    xmlChar **s = realloc(pool->strs, (size_t)cap * sizeof *s);
+    if (!s) {
+      xmlFree(v);
+      return NULL;
+    }
+    pool->strs = s;
+    pool->cap = cap;
+  }
+  pool->strs[pool->n++] = v;
+  return (const char *)v;
+}
+
+void khz_xml_strings_free(khzXmlStrings *pool) {
+  for (int i = 0; i < pool->n; i++) xmlFree(pool->strs[i]);
+  free(pool->strs);
+  pool->strs = NULL;
+  pool->n = pool->cap = 0;
+}

@@ -8,6 +8,7 @@
 #ifndef KHZ_LOAD_UTIL_H
 #define KHZ_LOAD_UTIL_H
 
+#include <libxml/tree.h>
 #include <stddef.h>
 
 #if defined(__GNUC__)
@@ -71,5 +72,18 @@ int khz_read_file(const char *path, char **buf, size_t *len, char *err, size_t e
  * ", " (truncated to triedsz). A name too long for out counts as not found. */
 int khz_resolve_path(char *out, size_t outsz, const char *uri, const char *basedir,
                      const char *package_path, char *tried, size_t triedsz);
+
+/* Attribute strings of one XML parse, kept until the parse is done (the URDF
+ * and MJCF loaders point into them). */
+typedef struct khzXmlStrings {
+  xmlChar **strs;
+  int n, cap;
+} khzXmlStrings;
+
+/* An attribute's value, owned by the pool (NULL when absent or out of memory). */
+const char *khz_xml_attr(khzXmlStrings *pool, xmlNodePtr node, const char *name);
+
+/* Frees every string of the pool. */
+void khz_xml_strings_free(khzXmlStrings *pool);
 
 #endif /* KHZ_LOAD_UTIL_H */

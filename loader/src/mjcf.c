@@ -105,8 +105,7 @@ typedef struct mjcf_ctx {
   int nbody0;
 
   /* strings returned by libxml2, freed at the end */
-  xmlChar **strs;
-  int nstr, capstr;
+  khzXmlStrings strings; /* attribute values of this parse */
 
   /* <compiler> */
   int degree;
@@ -328,21 +327,7 @@ static void warn_stderr(void *user, const char *message) {
 
 /* an attribute's value, owned by the context (NULL when absent or out of memory) */
 static const char *attr(mjcf_ctx *c, xmlNodePtr n, const char *name) {
-  if (!n || !xmlHasProp(n, (const xmlChar *)name)) return NULL;
-  xmlChar *v = xmlGetProp(n, (const xmlChar *)name);
-  if (!v) return NULL;
-  if (c->nstr == c->capstr) {
-    int cap = c->capstr ? 2 * c->capstr : 256;
-    xmlChar **s = realloc(c->strs, (size_t)cap * sizeof *s);
-    if (!s) {
-      xmlFree(v);
-      return NULL;
-    }
-    c->strs = s;
-    c->capstr = cap;
-  }
-  c->strs[c->nstr++] = v;
-  return (const char *)v;
+  return khz_xml_attr(&c->strings, n, name);
 }
 
 /* parses between min and max finite numbers separated by white space;
@@ -1623,9 +1608,8 @@ static int load(khzSpec *spec, const char *xml, size_t len, const char *name,
 done:
   if (doc) xmlFreeDoc(doc);
   xmlFreeParserCtxt(ctxt);
-  for (int i = 0; i < c.nstr; i++) xmlFree(c.strs[i]);
+  khz_xml_strings_free(&c.strings);
   for (int i = 0; i < c.nwarn; i++) free(c.warns[i].key), free(c.warns[i].msg);
-  free(c.strs);
   free(c.warns);
   free(c.cls);
   free(c.bodies);

@@ -67,8 +67,7 @@ typedef struct urdf_ctx {
   size_t errsz;
 
   /* strings returned by libxml2, freed at the end */
-  xmlChar **strs;
-  int nstr, capstr;
+  khzXmlStrings strings; /* attribute values of this parse */
 
   /* the robot graph */
   urdf_link *links;
@@ -187,20 +186,7 @@ static xmlNodePtr child(xmlNodePtr n, const char *name) {
 
 /* an attribute's value, owned by the context (NULL when absent or out of memory) */
 static const char *attr(urdf_ctx *c, xmlNodePtr n, const char *name) {
-  xmlChar *v = xmlGetProp(n, (const xmlChar *)name);
-  if (!v) return NULL;
-  if (c->nstr == c->capstr) {
-    int cap = c->capstr ? 2 * c->capstr : 64;
-    xmlChar **s = realloc(c->strs, (size_t)cap * sizeof *s);
-    if (!s) {
-      xmlFree(v);
-      return NULL;
-    }
-    c->strs = s;
-    c->capstr = cap;
-  }
-  c->strs[c->nstr++] = v;
-  return (const char *)v;
+  return khz_xml_attr(&c->strings, n, name);
 }
 
 /* reads attribute name of n as count numbers into out; when absent, out is left
@@ -874,9 +860,8 @@ static int load(khzSpec *spec, const char *xml, size_t len, const char *name,
 done:
   if (doc) xmlFreeDoc(doc);
   xmlFreeParserCtxt(ctxt);
-  for (int i = 0; i < c.nstr; i++) xmlFree(c.strs[i]);
+  khz_xml_strings_free(&c.strings);
   for (int i = 0; i < c.nwarn; i++) free(c.warns[i]);
-  free(c.strs);
   free(c.warns);
   free(c.links);
   free(c.joints);
