@@ -326,11 +326,8 @@ void khz_rnea(const khzModel *m, khzData *d, const double *q, const double *qd,
 
 /* ----------------------------------------------------------------- CRBA -- */
 
-void khz_crba(const khzModel *m, khzData *d, const double *q, double *M) {
+void khz_compositeInertia(const khzModel *m, khzData *d, const double *q) {
   khz_forwardPass(m, d, q, NULL);
-  int nv = m->nv;
-  memset(M, 0, (size_t)nv * (size_t)nv * sizeof(double));
-
   /* composite inertias, leaves to root (IA holds Ic) */
   for (int i = 1; i < m->nbody; i++)
     memcpy(d->IA + 36 * i, d->cinert + 36 * i, 36 * sizeof(double));
@@ -339,18 +336,26 @@ void khz_crba(const khzModel *m, khzData *d, const double *q, double *M) {
     if (p)
       for (int k = 0; k < 36; k++) d->IA[36 * p + k] += d->IA[36 * i + k];
   }
+}
 
+void khz_crbaBlock(const khzModel *m, const khzData *d, int root, const int *local, int n,
+                   double *M) {
+  memset(M, 0, (size_t)n * (size_t)n * sizeof(double));
+#define DOF(k) (local ? local[k] : (k))
   /* M_ij = S_j^T Ic_i S_i for every ancestor j of i (RBDA Table 6.2) */
   for (int i = 1; i < m->nbody; i++) {
     int ni = m->jnt_nv[i], di = m->jnt_dofadr[i];
-    if (!ni) continue;
+    if (!ni || (root && m->body_root[i] != root)) continue;
     double F[36];
     const double *S = d->S + 36 * i;
     for (int k = 0; k < ni; k++) khzu_mulMatVec6(F + 6 * k, d->IA + 36 * i, S + 6 * k);
     for (int a = 0; a < ni; a++) {
-      for (int b = a; b < ni; b++)
-        M[(di + a) * nv + di + b] = M[(di + b) * nv + di + a] = khzu_dot6(S + 6 * a, F + 6 * b);
-      M[(di + a) * nv + di + a] += m->dof_armature[di + a];
+      int ra = DOF(di + a);
+      for (int b = a; b < ni; b++) {
+        int rb = DOF(di + b);
+        M[ra * n + rb] = M[rb * n + ra] = khzu_dot6(S + 6 * a, F + 6 * b);
+      }
+      M[ra * n + ra] += m->dof_armature[di + a];
     }
     for (int j = m->body_parent[i]; j != 0; j = m->body_parent[j]) {
       int nj = m->jnt_nv[j], dj = m->jnt_dofadr[j];
@@ -358,11 +363,17 @@ void khz_crba(const khzModel *m, khzData *d, const double *q, double *M) {
       for (int a = 0; a < ni; a++)
         for (int b = 0; b < nj; b++) {
           double v = khzu_dot6(F + 6 * a, Sj + 6 * b);
-          M[(di + a) * nv + dj + b] = v;
-          M[(dj + b) * nv + di + a] = v;
+          int ra = DOF(di + a), rb = DOF(dj + b);
+          M[ra * n + rb] = M[rb * n + ra] = v;
         }
     }
   }
+#undef DOF
+}
+
+void khz_crba(const khzModel *m, khzData *d, const double *q, double *M) {
+  khz_compositeInertia(m, d, q);
+  khz_crbaBlock(m, d, 0, NULL, m->nv, M);
 }
 
 /* ------------------------------------------------------------- Jacobian -- */

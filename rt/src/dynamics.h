@@ -17,4 +17,12 @@ void khz_externalForces(const khzModel *m, khzData *d);
  * impulse response (khz_impulseResponse in contact.c). */
 void khz_abaCore(const khzModel *m, khzData *d, const double *tau, double *qdd);
 
+/* CRBA in two parts: composite inertias at q (in d->IA), then the joint-space
+ * mass matrix block of one tree (root = its root body; 0 = every tree) into
+ * the n x n M, global dof k going to row local[k] (local NULL: identity).
+ * Trees do not couple, so M is block diagonal over them. */
+void khz_compositeInertia(const khzModel *m, khzData *d, const double *q);
+void khz_crbaBlock(const khzModel *m, const khzData *d, int root, const int *local, int n,
+                   double *M);
+
 #endif

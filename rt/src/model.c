@@ -9,6 +9,7 @@
 
 #include "carve.h"
 #include "collision/collision.h"
+#include "dynamics.h"
 #include "khz/khz.h"
 #include "spatial.h"
 
@@ -363,52 +364,85 @@ static void layout_model(khzModel *m, carver *c) {
 #undef I
 }
 
-/* effective inertia of each dof at q0 and a positive-definiteness check of M */
+/* The first dof of a tree whose leading block of M is singular, to name it. */
+static int first_singular_dof(const double *Mtree, int n, const int *dofs) {
+  double *T = malloc((size_t)n * (size_t)n * sizeof(double));
+  int bad = dofs[0];
+  for (int k = 1; T && k <= n; k++) {
+    for (int i = 0; i < k; i++)
+      for (int j = 0; j < k; j++) T[i * k + j] = Mtree[i * n + j];
+    if (khzu_cholFactor(T, k) != 0) {
+      bad = dofs[k - 1];
+      break;
+    }
+  }
+  free(T);
+  return bad;
+}
+
+/* Effective inertia of each dof at q0, 1 / (M^-1)_ii, and a positive-
+ * definiteness check of M. M is block diagonal over the trees, so each tree's
+ * block is factored alone: O(sum of n_tree^3), not O(nv^3) (a pile of a
+ * thousand free bodies is a thousand 6 x 6 blocks). */
 static int compute_meff(khzModel *m, char *err, size_t errsz) {
   if (m->nv == 0) return 0;
   khzData *d = khz_makeData(m, 0);
-  size_t n = (size_t)m->nv;
-  double *M = malloc(n * n * sizeof(double));
-  double *e = malloc(n * sizeof(double));
-  int rc = 0;
-  if (!d || !M || !e) {
+  int nv = m->nv;
+  int *local = malloc((size_t)nv * sizeof(int)), *dofs = malloc((size_t)nv * sizeof(int));
+  double *M = NULL, *Mcopy = NULL, *e = malloc((size_t)nv * sizeof(double));
+  int rc = 0, nmax = 0;
+  if (!d || !local || !dofs || !e) {
     rc = fail(err, errsz, "out of memory");
     goto done;
   }
-  khz_crba(m, d, m->q0, M);
-  if (khzu_cholFactor(M, m->nv) != 0) {
-    /* find the first dof whose leading block is singular, to name it */
-    int bad = 0;
-    khz_crba(m, d, m->q0, M);
-    for (int k = 1; k <= m->nv; k++) {
-      double *T = malloc((size_t)k * (size_t)k * sizeof(double));
-      if (!T) break;
-      for (int i = 0; i < k; i++)
-        for (int j = 0; j < k; j++) T[i * k + j] = M[i * (int)n + j];
-      int ok = khzu_cholFactor(T, k) == 0;
-      free(T);
-      if (!ok) {
-        bad = k - 1;
-        break;
-      }
-    }
-    int b = m->dof_body[bad];
-    rc = fail(err, errsz,
-              "joint '%s' (body '%s'): the mass matrix is singular: nothing with mass or inertia "
-              "moves with this joint",
-              m->jnt_name[b][0] ? m->jnt_name[b] : "(unnamed)", m->body_name[b]);
+  for (int r = 1; r < m->nbody; r++) { /* the largest tree's dof count sizes the block */
+    if (m->body_root[r] != r) continue;
+    int n = 0;
+    for (int i = r; i < m->nbody; i++)
+      if (m->body_root[i] == r) n += m->jnt_nv[i];
+    if (n > nmax) nmax = n;
+  }
+  M = malloc((size_t)nmax * (size_t)nmax * sizeof(double));
+  Mcopy = malloc((size_t)nmax * (size_t)nmax * sizeof(double));
+  if (nmax && (!M || !Mcopy)) {
+    rc = fail(err, errsz, "out of memory");
     goto done;
   }
-  for (int i = 0; i < m->nv; i++) {
-    /* (M^-1)_ii = |L^-1 e_i|^2 ... solve M x = e_i and read x_i */
-    memset(e, 0, n * sizeof(double));
-    e[i] = 1;
-    khzu_cholSolve(M, m->nv, e);
-    m->dof_meff[i] = 1 / e[i];
+  khz_compositeInertia(m, d, m->q0);
+  for (int r = 1; r < m->nbody && rc == 0; r++) {
+    if (m->body_root[r] != r) continue;
+    int n = 0;
+    for (int i = r; i < m->nbody; i++)
+      if (m->body_root[i] == r)
+        for (int k = 0; k < m->jnt_nv[i]; k++) {
+          dofs[n] = m->jnt_dofadr[i] + k;
+          local[dofs[n]] = n;
+          n++;
+        }
+    if (n == 0) continue;
+    khz_crbaBlock(m, d, r, local, n, M);
+    memcpy(Mcopy, M, (size_t)n * (size_t)n * sizeof(double));
+    if (khzu_cholFactor(M, n) != 0) {
+      int b = m->dof_body[first_singular_dof(Mcopy, n, dofs)];
+      rc = fail(err, errsz,
+                "joint '%s' (body '%s'): the mass matrix is singular: nothing with mass or "
+                "inertia moves with this joint",
+                m->jnt_name[b][0] ? m->jnt_name[b] : "(unnamed)", m->body_name[b]);
+      break;
+    }
+    for (int i = 0; i < n; i++) { /* solve M x = e_i and read x_i */
+      memset(e, 0, (size_t)n * sizeof(double));
+      e[i] = 1;
+      khzu_cholSolve(M, n, e);
+      m->dof_meff[dofs[i]] = 1 / e[i];
+    }
   }
 done:
   free(M);
+  free(Mcopy);
   free(e);
+  free(local);
+  free(dofs);
   khz_data_destroy(&d);
   return rc;
 }
