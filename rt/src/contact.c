@@ -13,9 +13,10 @@
  *     O(N lg N) incremental polygon with binary search on signed angles), then
  *     at each bottom point f = max{kp d - kv v + ki I, 0} / r (eqs. 1-3) with
  *     the integral I(t) = sum gamma^(t-i-1) max_y d(y, i), reset on separation;
- *   - friction: a tangential spring-damper anchored where sticking began
- *     (Yamane & Nakamura), saturated at mu |f|, the anchor slipping along when
- *     the spring exceeds the cone (Coulomb sliding);
+ *   - friction: a tangential spring-damper per bottom point stretched by the
+ *     slip accumulated since the point began sticking (Yamane & Nakamura),
+ *     saturated at mu |f|, the stretch held at the cone's edge while the
+ *     spring exceeds it (Coulomb sliding);
  *   - the deepest-point method (one spring at the deepest point) as baseline.
  * Forces are re-evaluated at every integrator stage from the points found at
  * the start of the step, moved with the bodies. Nothing here allocates.
@@ -655,25 +656,42 @@ void khz_contactBegin(const khzModel *m, khzData *d) {
   }
 }
 
-/* the anchor of a feature in a pair's state, or -1 */
 /* the anchor of a bottom point: the one of its feature, else the nearest
  * anchor within KHZ_ANCHOR_REUSE of the point (a face-face contact offers two
  * coincident corners, one of each body, and the selection may take either:
- * the sticking spring must not be lost when it switches) */
+ * the sticking spring must not be lost when it switches), or -1 */
 #define KHZ_ANCHOR_REUSE 5e-3
 static int find_anchor(const khzData *d, const khzContact *c, const khzPairState *ps, int feature,
-                       const double p0[3]) {
+                       const double p[3]) {
   for (int k = 0; k < ps->nanchor; k++)
     if (ps->anchor_feature[k] == feature) return k;
   int best = -1;
   double bestd = KHZ_ANCHOR_REUSE * KHZ_ANCHOR_REUSE;
   for (int k = 0; k < ps->nanchor; k++) {
     double a[3];
-    body_point(d, c->body[1], ps->anchor[k], a);
-    double dx = a[0] - p0[0], dy = a[1] - p0[1], dz = a[2] - p0[2], d2 = dx * dx + dy * dy + dz * dz;
+    body_point(d, c->body[1], ps->anchor_pos[k], a);
+    double dx = a[0] - p[0], dy = a[1] - p[1], dz = a[2] - p[2], d2 = dx * dx + dy * dy + dz * dz;
     if (d2 < bestd) bestd = d2, best = k;
   }
   return best;
+}
+
+/* the tangential spring's stretch of bottom point k at the current stage:
+ * the anchor's stretch from the steps before, plus the slip within this step,
+ * the tangential separation of the material points of body 0 and body 1 that
+ * coincided at the point when the step began. Slip is what stretches the
+ * spring, so a rolling contact (points that do not slip) stays unstretched
+ * although its contact point travels over both surfaces. */
+static void friction_stretch(const khzData *d, const khzContact *c, const khzPairState *ps,
+                             const khzContactPoint *pt, const double p0[3], const double p1[3],
+                             double delta[3]) {
+  const double *n = c->normal;
+  int a = find_anchor(d, c, ps, pt->feature, pt->pos);
+  double s[3] = {0, 0, 0};
+  if (a >= 0) khzu_mulMatVec3(s, d->xrot + 9 * c->body[1], ps->anchor[a]);
+  for (int j = 0; j < 3; j++) delta[j] = s[j] + p0[j] - p1[j];
+  double dn = khzu_dot3(delta, n);
+  for (int j = 0; j < 3; j++) delta[j] -= dn * n[j];
 }
 
 /* penalty and friction forces of one resting pair at the current forward
@@ -718,15 +736,8 @@ static void pair_forces(const khzModel *m, khzData *d, khzContact *c, int apply)
 
     /* friction: spring-damper to the sticking anchor, saturated at mu fn */
     double kt = KHZ_TANGENT_SCALE * c->kp / (r ? r : 1), bt = KHZ_TANGENT_SCALE * c->kv / (r ? r : 1);
-    double Ft[3], delta[3] = {0, 0, 0};
-    int a = find_anchor(d, c, ps, pts[k].feature, p0);
-    if (a >= 0) {
-      double anc[3];
-      body_point(d, b1, ps->anchor[a], anc);
-      for (int j = 0; j < 3; j++) delta[j] = p0[j] - anc[j];
-      double dn = khzu_dot3(delta, n);
-      for (int j = 0; j < 3; j++) delta[j] -= dn * n[j];
-    }
+    double Ft[3], delta[3];
+    friction_stretch(d, c, ps, pts + k, p0, p1, delta);
     for (int j = 0; j < 3; j++) Ft[j] = -kt * delta[j] - bt * vt[j];
     double ftn = sqrt(khzu_dot3(Ft, Ft)), fmaxt = c->mu * fn;
     if (ftn > fmaxt) {
@@ -774,26 +785,20 @@ void khz_contactEnd(const khzModel *m, khzData *d) {
     next.nanchor = 0;
     for (int k = 0; k < c->npoint && next.nanchor < KHZ_PAIR_ANCHORS; k++) {
       if (!pts[k].bottom) continue;
-      double p0[3], anc[3], delta[3] = {0, 0, 0};
+      double p0[3], p1[3], delta[3], rel[3];
       body_point(d, c->body[0], pts[k].local[0], p0);
-      int a = find_anchor(d, c, ps, pts[k].feature, p0);
-      if (a >= 0) {
-        body_point(d, c->body[1], ps->anchor[a], anc);
-        for (int j = 0; j < 3; j++) delta[j] = p0[j] - anc[j];
-        double dn = khzu_dot3(delta, c->normal);
-        for (int j = 0; j < 3; j++) delta[j] -= dn * c->normal[j];
-      }
+      body_point(d, c->body[1], pts[k].local[1], p1);
+      friction_stretch(d, c, ps, pts + k, p0, p1, delta);
       double fn = khzu_dot3(pts[k].force, c->normal), lim = c->mu * fmax(fn, 0) / kt;
       double dl = sqrt(khzu_dot3(delta, delta));
-      if (dl > lim) {
-        double s = dl > 0 ? lim / dl : 0;
-        for (int j = 0; j < 3; j++) delta[j] *= s;
+      if (dl > lim) { /* the spring exceeds the cone: the anchor slides to its edge */
+        double sc = dl > 0 ? lim / dl : 0;
+        for (int j = 0; j < 3; j++) delta[j] *= sc;
       }
-      /* anchor = p0 - delta, stored in body 1's frame */
-      double aw[3] = {p0[0] - delta[0], p0[1] - delta[1], p0[2] - delta[2]}, rel[3];
-      const double *x1 = d->xpos + 3 * c->body[1];
-      for (int j = 0; j < 3; j++) rel[j] = aw[j] - x1[j];
-      khzu_mulMatTVec3(next.anchor[next.nanchor], d->xrot + 9 * c->body[1], rel);
+      const double *R1 = d->xrot + 9 * c->body[1], *x1 = d->xpos + 3 * c->body[1];
+      khzu_mulMatTVec3(next.anchor[next.nanchor], R1, delta);
+      for (int j = 0; j < 3; j++) rel[j] = p1[j] - x1[j];
+      khzu_mulMatTVec3(next.anchor_pos[next.nanchor], R1, rel);
       next.anchor_feature[next.nanchor] = pts[k].feature;
       next.nanchor++;
     }

@@ -338,15 +338,19 @@ const char *khz_jointTypeName(khzJointType t);
 /* Per-pair contact state that persists from tick to tick (part of the state:
  * the integral term, the Fig. 2 phase and the friction anchors). A slot is
  * free when geom[0] < 0. */
-#define KHZ_PAIR_ANCHORS 16
+#define KHZ_PAIR_ANCHORS 32
 typedef struct khzPairState {
   int geom[2];                      /* geom[0] < geom[1]; -1 = free slot */
   int phase;                        /* khzContactPhase */
   int nanchor;
   double integral;                  /* I(t) = sum gamma^(t-i-1) max_y d(y, i) */
   double meff;                      /* effective mass at first contact (gain_mass effective) */
-  int anchor_feature[KHZ_PAIR_ANCHORS];  /* feature id of a sticking point */
-  double anchor[KHZ_PAIR_ANCHORS][3];    /* where it began sticking, in body[1]'s frame */
+  /* friction anchors, one per sticking point: the tangential spring's
+   * stretch, the slip of body[0] against body[1] accumulated since the point
+   * began sticking (clamped to the friction cone); body[1]'s frame */
+  int anchor_feature[KHZ_PAIR_ANCHORS];  /* feature id of the sticking point */
+  double anchor_pos[KHZ_PAIR_ANCHORS][3];  /* the point at the last step, body[1]'s frame */
+  double anchor[KHZ_PAIR_ANCHORS][3];    /* stretch at the start of the step, body[1]'s frame */
 } khzPairState;
 
 /* One contact point of a pair (outputs of the collision pass). */

@@ -43,6 +43,7 @@
  */
 #include <float.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "collision.h"
@@ -124,9 +125,21 @@ static double set_depths(const khzColShape *a, const khzColShape *b, khzColOut *
   double m[3] = {-n[0], -n[1], -n[2]};
   double hb = support_h(b, n), ha = support_h(a, m), best = 0;
   for (int i = 0; i < o->npt; i++) {
+    int side = o->pt[i].side;
     double d = khzc_dot(n, o->pt[i].pos);
-    double v = o->pt[i].side == 0 ? hb - d : d + ha;
+    double v = side == 0 ? hb - d : d + ha;
     if (!(v > 0)) v = 0;
+    /* a point inside a cylinder is no deeper than the way out of it along the
+     * normal: where the curved side falls away from the support plane (two
+     * cylinders whose rims cross) that plane lies far beyond the exit. (Not
+     * for polytopes: there the plane distance is eq. 4's depth, and a point
+     * near a side face would leave through it before the bodies separate.) */
+    const khzColShape *other = side == 0 ? b : a;
+    if (v > 0 && other->shape == KHZ_SHAPE_CYLINDER) {
+      double end[3], t[2];
+      khzc_addScl(end, o->pt[i].pos, side == 0 ? n : m, 2 * v);
+      if (khz_shape_clip(other, o->pt[i].pos, end, t) && t[0] <= 1e-9) v = fmin(v, 2 * v * t[1]);
+    }
     o->pt[i].depth = v;
     if (v > best) best = v;
   }
@@ -274,7 +287,7 @@ static void edges_crossing(const vcache *vc, int side, khzColOut *o, int *list, 
  * (side 1), when it lies inside other */
 static void rim_points(const khzColShape *s, const khzColShape *other, int side,
                        const double n[3], khzColOut *o) {
-  if (s->shape != KHZ_SHAPE_CYLINDER) return;
+  if (s->shape != KHZ_SHAPE_CYLINDER || getenv("NORIM")) return;
   double z[3], u[3];
   axis_z(s, z);
   khzc_addScl(u, n, z, -khzc_dot(n, z));
@@ -406,7 +419,9 @@ static void eq4_convex(const vcache *va_, const vcache *vb_, khzColOut *o, const
   khz_shape_sd(pk->side == 0 ? b : a, pk->pos, nrm);
   if (pk->side == 1) khzc_scl(nrm, nrm, -1);
   consider(&ns, nrm);
-  if (ns.best <= pk->sd + tol) {
+  /* (a point on the other's surface may have no normal there: then no
+   * candidate was taken and the full search must run) */
+  if (ns.have && ns.best <= pk->sd + tol) {
     khzc_copy(n, ns.n);
     return;
   }
