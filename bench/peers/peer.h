@@ -1,6 +1,6 @@
 /* peer.h — one scene, built in every engine from the same parameters.
  *
- * bench_peers loads a khz scene file (scenes/validation/*.yaml, or a generated
+ * bench_peers loads a khz scene file (the YAML files in scenes/validation/, or a generated
  * pile), converts the loaded model to the neutral benchScene below and hands
  * it to each engine's adapter (engine_khz.c, engine_mujoco.c, engine_ode.c,
  * engine_bullet.cpp). The driver then steps every engine the same way and
