@@ -1,0 +1,1084 @@
+/* bench_peers.c — khz next to MuJoCo, ODE and Bullet on the same scenes, in
+ * one run, measured the same way for every engine (issue 6,
+ * docs/benchmarks.md).
+ *
+ * Every scene is a khz scene file, loaded by khz's loader and converted to
+ * the neutral benchScene (peer.h, scene_convert.c) that each engine's adapter
+ * builds its world from. The driver then steps every engine alike and reads
+ * back only the body states the adapters report:
+ *   - time: each step alone, CLOCK_MONOTONIC; median, p99, steps per second
+ *     and the ratio to khz's penalty path on the same scene;
+ *   - penetration: khz's own collision detection at the reported poses (a
+ *     probe khzData whose q is set from them; the deepest point of every pair);
+ *   - energy: kinetic and potential energy from the scene's masses, inertias
+ *     and gravity.
+ * Experiments follow the scene's `experiment:` block as khz-sim runs them
+ * (tools/experiments.c), with one seeded generator in the driver so that all
+ * engines see the same V1 orientation and the same V2 pushes.
+ *
+ * Sections: the validation scenes (V1, V2, V3 pile, stack), the passive chain
+ * (energy drift), the pile scaling series (15 .. 960 bodies), and the MJCF
+ * humanoid (khz vs MuJoCo only, outside benchScene).
+ *
+ *   bench_peers [--quick | --smoke] [--engines LIST] [--only LIST] [--json FILE]
+ *               [--source DIR] [--piles DIR] [--humanoid FILE]
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "khz/khz.h"
+#include "khz/load.h"
+#include "peer.h"
+#include "scene_convert.h"
+
+#ifdef HAVE_MUJOCO
+#include <mujoco/mujoco.h>
+#endif
+
+#ifndef BENCH_SOURCE_ROOT
+#define BENCH_SOURCE_ROOT "."
+#endif
+#ifndef BENCH_PILE_DIR
+#define BENCH_PILE_DIR "."
+#endif
+
+/* ---------------------------------------------------------------- engines -- */
+
+typedef struct engineSlot {
+  const char *name;
+  const benchEngine *engine; /* NULL: not built */
+  const char *missing;       /* why not */
+} engineSlot;
+
+static const engineSlot engines[] = {
+    {"khz", &bench_engine_khz, NULL},
+    {"khz-deepest", &bench_engine_khz_deepest, NULL},
+#ifdef HAVE_MUJOCO
+    {"mujoco", &bench_engine_mujoco, NULL},
+#else
+    {"mujoco", NULL, "not built: libmujoco not found"},
+#endif
+#ifdef HAVE_ODE
+    {"ode", &bench_engine_ode, NULL},
+#else
+    {"ode", NULL, "not built: ODE not found"},
+#endif
+#ifdef HAVE_BULLET
+    {"bullet", &bench_engine_bullet, NULL},
+#else
+    {"bullet", NULL, "not built: Bullet (or a C++ compiler) not found"},
+#endif
+};
+#define NENGINE ((int)(sizeof engines / sizeof engines[0]))
+
+/* ---------------------------------------------------------------- options -- */
+
+typedef enum { MODE_FULL, MODE_QUICK, MODE_SMOKE } benchMode;
+
+typedef struct benchOptions {
+  benchMode mode;
+  int use_engine[NENGINE];
+  const char *only;     /* comma-separated scene names, NULL = all */
+  const char *json;     /* JSON lines output, NULL = none */
+  const char *source;   /* the khz source tree (scenes/) */
+  const char *piles;    /* where gen_piles.py wrote pile_N.yaml */
+  const char *humanoid; /* MuJoCo's sample humanoid */
+} benchOptions;
+
+/* a step count by mode: the full run, --quick, and --smoke (a few steps) */
+static int steps_for(const benchOptions *o, int full, int quick) {
+  if (o->mode == MODE_SMOKE) return full < 20 ? full : 20;
+  return o->mode == MODE_QUICK ? quick : full;
+}
+
+static int in_list(const char *list, const char *name) {
+  if (!list) return 1;
+  size_t n = strlen(name);
+  for (const char *p = list; *p;) {
+    size_t len = strcspn(p, ",");
+    if (len == n && strncmp(p, name, n) == 0) return 1;
+    p += len + (p[len] == ',');
+  }
+  return 0;
+}
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: bench_peers [--quick | --smoke] [--engines LIST] [--only LIST] [--json FILE]\n"
+          "                   [--source DIR] [--piles DIR] [--humanoid FILE]\n"
+          "  --quick      shorter runs (the whole benchmark in well under a minute)\n"
+          "  --smoke      a few steps of everything (a test that it runs)\n"
+          "  --engines    comma-separated: khz,khz-deepest,mujoco,ode,bullet (default all built)\n"
+          "  --only       comma-separated sections or scenes: v1_block_penetration,\n"
+          "               v2_block_forces,v3_pile,stack,passive_chain,scaling,humanoid\n"
+          "  --json       also write every result as one JSON object per line to FILE\n"
+          "  --source     the khz source tree holding scenes/ (default %s)\n"
+          "  --piles      the directory of pile_N.yaml from gen_piles.py (default %s)\n"
+          "  --humanoid   the MJCF humanoid (default /usr/share/mujoco/model/humanoid/humanoid.xml)\n",
+          BENCH_SOURCE_ROOT, BENCH_PILE_DIR);
+}
+
+static int parse_engines(benchOptions *o, const char *list) {
+  for (int e = 0; e < NENGINE; e++) o->use_engine[e] = in_list(list, engines[e].name);
+  for (const char *p = list; *p;) {
+    size_t len = strcspn(p, ",");
+    int known = 0;
+    for (int e = 0; e < NENGINE; e++)
+      known |= strlen(engines[e].name) == len && strncmp(p, engines[e].name, len) == 0;
+    if (!known) {
+      fprintf(stderr, "bench_peers: --engines: unknown engine '%.*s' (known: khz, khz-deepest, mujoco, ode, bullet)\n",
+              (int)len, p);
+      return -1;
+    }
+    p += len + (p[len] == ',');
+  }
+  return 0;
+}
+
+static int parse_options(int argc, char **argv, benchOptions *o) {
+  memset(o, 0, sizeof *o);
+  o->source = BENCH_SOURCE_ROOT, o->piles = BENCH_PILE_DIR;
+  o->humanoid = "/usr/share/mujoco/model/humanoid/humanoid.xml";
+  for (int e = 0; e < NENGINE; e++) o->use_engine[e] = 1;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    int has_value = i + 1 < argc;
+    if (!strcmp(a, "--quick")) o->mode = MODE_QUICK;
+    else if (!strcmp(a, "--smoke")) o->mode = MODE_SMOKE;
+    else if (!strcmp(a, "--help") || !strcmp(a, "-h")) return usage(stdout), 1;
+    else if (!strcmp(a, "--engines") && has_value) {
+      if (parse_engines(o, argv[++i])) return -1;
+    } else if (!strcmp(a, "--only") && has_value) o->only = argv[++i];
+    else if (!strcmp(a, "--json") && has_value) o->json = argv[++i];
+    else if (!strcmp(a, "--source") && has_value) o->source = argv[++i];
+    else if (!strcmp(a, "--piles") && has_value) o->piles = argv[++i];
+    else if (!strcmp(a, "--humanoid") && has_value) o->humanoid = argv[++i];
+    else {
+      fprintf(stderr, "bench_peers: %s '%s' (--help lists the options)\n",
+              a[0] == '-' && !has_value ? "missing value after" : "unknown argument", a);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* ---------------------------------------------------------------- results -- */
+
+/* One row of the output: a scene (or a pile size, or the humanoid) and an
+ * engine. NAN = not measured / not applicable. */
+typedef struct benchRow {
+  char section[16]; /* "scene", "scaling", "humanoid" */
+  char scene[64];
+  char engine[32];
+  char status[192]; /* "ok", "skipped: ...", "failed: ...", "diverged: ..." */
+  int nbody, steps;
+  double median_us, p99_us, steps_per_s, ratio;
+  double pen_mean, pen_max, ke_rest; /* over the scene's measurement window */
+  double energy_drift, energy_drift_max; /* passive chain: relative change of KE + PE */
+  double rest_time_s;  /* pile: first time after which KE stays below the bound */
+  double seconds;      /* simulated time */
+  int escaped;         /* pile: bodies outside the container (-1: n/a) */
+  double drift, sink;  /* stack: largest horizontal drift and sink of a box */
+  double contacts;     /* humanoid: mean number of contacts */
+  double height_end;   /* humanoid: torso height at the end */
+} benchRow;
+
+typedef struct rowList {
+  benchRow *row;
+  int n, cap;
+} rowList;
+
+static benchRow *new_row(rowList *l, const char *section, const char *scene, const char *engine) {
+  if (l->n == l->cap) {
+    int cap = l->cap ? 2 * l->cap : 64;
+    benchRow *r = realloc(l->row, (size_t)cap * sizeof *r);
+    if (!r) {
+      fprintf(stderr, "bench_peers: out of memory\n");
+      exit(1);
+    }
+    l->row = r, l->cap = cap;
+  }
+  benchRow *r = l->row + l->n++;
+  memset(r, 0, sizeof *r);
+  snprintf(r->section, sizeof r->section, "%s", section);
+  snprintf(r->scene, sizeof r->scene, "%s", scene);
+  snprintf(r->engine, sizeof r->engine, "%s", engine);
+  snprintf(r->status, sizeof r->status, "ok");
+  r->median_us = r->p99_us = r->steps_per_s = r->ratio = NAN;
+  r->pen_mean = r->pen_max = r->ke_rest = r->energy_drift = r->energy_drift_max = NAN;
+  r->rest_time_s = r->seconds = r->drift = r->sink = r->contacts = r->height_end = NAN;
+  r->escaped = -1;
+  return r;
+}
+
+static void set_status(benchRow *r, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(r->status, sizeof r->status, fmt, ap);
+  va_end(ap);
+}
+
+/* --------------------------------------------------------------- timing -- */
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* median, p99 (nearest rank) and steps per second of n step times (s) */
+static void timing_figures(double *t, int n, benchRow *r) {
+  if (n < 1) return;
+  double total = 0;
+  for (int i = 0; i < n; i++) total += t[i];
+  qsort(t, (size_t)n, sizeof *t, cmp_double);
+  r->median_us = 1e6 * (n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]));
+  int k = (int)ceil(0.99 * n) - 1;
+  r->p99_us = 1e6 * t[k < 0 ? 0 : k];
+  r->steps_per_s = n / total;
+  r->steps = n;
+}
+
+/* xorshift64* (as tools/experiments.c): the same numbers on every machine */
+typedef struct {
+  unsigned long long s;
+} benchRng;
+
+static benchRng rng_seeded(double seed) {
+  benchRng r = {(unsigned long long)seed * 0x9E3779B97F4A7C15ull + 1};
+  return r;
+}
+
+static double rng_uniform(benchRng *r, double lo, double hi) {
+  r->s ^= r->s >> 12, r->s ^= r->s << 25, r->s ^= r->s >> 27;
+  unsigned long long x = r->s * 2685821657736338717ull;
+  return lo + (hi - lo) * ((double)(x >> 11) / 9007199254740992.0);
+}
+
+/* -------------------------------------------------------------- one run -- */
+
+/* An engine's world on a scene, the states it reports after each step, the
+ * step times, and khz's collision detection as the penetration probe. */
+typedef struct benchRun {
+  const benchScene *sc;
+  const benchEngine *eng;
+  void *world;
+  double (*pos)[3], (*quat)[4], (*vel)[3], (*angvel)[3];
+  double *times;
+  int ntime, cap;
+  khzData *probe;
+  benchKhzMap map;
+  int diverged; /* the step at which a state became non-finite or absurd, else -1 */
+} benchRun;
+
+static void read_states(benchRun *r) {
+  for (int i = 0; i < r->sc->nbody; i++)
+    r->eng->get_state(r->world, i, r->pos[i], r->quat[i], r->vel[i], r->angvel[i]);
+}
+
+static void run_close(benchRun *r) {
+  if (r->world) r->eng->destroy(r->world);
+  free(r->pos), free(r->quat), free(r->vel), free(r->angvel), free(r->times);
+  khz_data_destroy(&r->probe);
+  bench_khz_map_free(&r->map);
+  memset(r, 0, sizeof *r);
+}
+
+static int run_open(benchRun *r, const benchScene *sc, const benchEngine *eng, int maxsteps,
+                    char *err, int errsz) {
+  memset(r, 0, sizeof *r);
+  r->sc = sc, r->eng = eng, r->diverged = -1, r->cap = maxsteps;
+  size_t n = (size_t)sc->nbody + 1;
+  r->pos = malloc(n * sizeof *r->pos), r->quat = malloc(n * sizeof *r->quat);
+  r->vel = malloc(n * sizeof *r->vel), r->angvel = malloc(n * sizeof *r->angvel);
+  r->times = malloc(((size_t)maxsteps + 1) * sizeof *r->times);
+  r->probe = khz_makeData(sc->khz_model, 0);
+  if (!r->pos || !r->quat || !r->vel || !r->angvel || !r->times || !r->probe ||
+      bench_khz_map_init(&r->map, sc)) {
+    snprintf(err, (size_t)errsz, "out of memory");
+    run_close(r);
+    return -1;
+  }
+  r->world = eng->create(sc, err, errsz);
+  if (!r->world) {
+    if (!err[0]) snprintf(err, (size_t)errsz, "create failed");
+    run_close(r);
+    return -1;
+  }
+  read_states(r);
+  return 0;
+}
+
+static int state_sane(const benchRun *r) {
+  for (int i = 0; i < r->sc->nbody; i++)
+    for (int k = 0; k < 3; k++)
+      if (!isfinite(r->pos[i][k]) || !isfinite(r->vel[i][k]) || !isfinite(r->angvel[i][k]) ||
+          fabs(r->pos[i][k]) > 1e6)
+        return 0;
+  return 1;
+}
+
+/* one timed step; returns 0, or -1 once the engine's state is no longer sane */
+static int run_step(benchRun *r) {
+  double t0 = now_s();
+  r->eng->step(r->world);
+  double t1 = now_s();
+  if (r->ntime < r->cap) r->times[r->ntime++] = t1 - t0;
+  read_states(r);
+  if (!state_sane(r)) {
+    r->diverged = r->ntime;
+    return -1;
+  }
+  return 0;
+}
+
+/* the deepest penetration of the scene at the engine's current poses, as
+ * khz's collision detection sees it */
+static double run_penetration(benchRun *r) {
+  bench_khz_set_state(&r->map, r->probe, (const double(*)[3])r->pos, (const double(*)[4])r->quat,
+                      (const double(*)[3])r->vel, (const double(*)[3])r->angvel);
+  khz_collide(r->sc->khz_model, r->probe);
+  double pen = 0;
+  for (int k = 0; k < r->probe->ncontact; k++)
+    pen = fmax(pen, r->probe->cpoint[r->probe->contact[k].deepest].depth);
+  return pen;
+}
+
+static double body_kinetic(const benchBody *b, const double vel[3], const double quat[4],
+                           const double w[3]) {
+  double R[9], wl[3];
+  bench_quat2mat(quat, R);
+  bench_rotate_t(R, w, wl);
+  double ke = 0.5 * b->mass * (vel[0] * vel[0] + vel[1] * vel[1] + vel[2] * vel[2]);
+  for (int k = 0; k < 3; k++) ke += 0.5 * b->inertia[k] * wl[k] * wl[k];
+  return ke;
+}
+
+static double run_kinetic(const benchRun *r) {
+  double ke = 0;
+  for (int i = 0; i < r->sc->nbody; i++) ke += body_kinetic(r->sc->body + i, r->vel[i], r->quat[i], r->angvel[i]);
+  return ke;
+}
+
+static double run_potential(const benchRun *r) {
+  double pe = 0;
+  const double *g = r->sc->gravity;
+  for (int i = 0; i < r->sc->nbody; i++)
+    pe -= r->sc->body[i].mass * (g[0] * r->pos[i][0] + g[1] * r->pos[i][1] + g[2] * r->pos[i][2]);
+  return pe;
+}
+
+/* timing figures and the divergence note into the row; closes the run */
+static void run_finish(benchRun *r, benchRow *row) {
+  timing_figures(r->times, r->ntime, row);
+  row->nbody = r->sc->nbody;
+  row->seconds = r->ntime * r->sc->timestep;
+  if (r->diverged >= 0)
+    set_status(row, "diverged: non-finite or runaway state at t = %.3f s", r->diverged * r->sc->timestep);
+  run_close(r);
+}
+
+/* ------------------------------------------------------------ experiments -- */
+
+/* A loaded scene file: the khz model, its scene (for the experiment block)
+ * and the benchScene every engine builds. */
+typedef struct sceneCase {
+  char name[64];
+  khzScene ks;
+  khzModel *m;
+  benchScene bs;
+} sceneCase;
+
+static double param(const khzExperiment *e, const char *name, double fallback) {
+  for (int k = 0; k < e->nparam; k++)
+    if (strcmp(e->param_name[k], name) == 0) return e->param[k];
+  return fallback;
+}
+
+static int bench_body(const benchScene *s, const char *name) {
+  for (int i = 0; i < s->nbody; i++)
+    if (strcmp(s->body[i].name, name) == 0) return i;
+  return -1;
+}
+
+/* V1: deepest penetration and kinetic energy over the last `window` steps */
+static void exp_block_penetration(const benchOptions *o, const sceneCase *c, const benchEngine *eng,
+                                  benchRow *row) {
+  const khzExperiment *e = &c->ks.experiment;
+  int steps = steps_for(o, (int)param(e, "steps", 3000), (int)param(e, "steps", 3000));
+  int window = (int)param(e, "window", 2000);
+  if (window > steps) window = steps;
+  benchRun r;
+  char err[256] = "";
+  if (run_open(&r, &c->bs, eng, steps, err, sizeof err)) return set_status(row, "failed: %s", err);
+  double sum_pen = 0, max_pen = 0, sum_ke = 0;
+  int n = 0;
+  for (int s = 0; s < steps && run_step(&r) == 0; s++) {
+    if (s < steps - window) continue;
+    double pen = run_penetration(&r);
+    sum_pen += pen, max_pen = fmax(max_pen, pen), sum_ke += run_kinetic(&r), n++;
+  }
+  if (n) row->pen_mean = sum_pen / n, row->pen_max = max_pen, row->ke_rest = sum_ke / n;
+  run_finish(&r, row);
+}
+
+/* the first box shape of a bench body, or NULL */
+static const benchShape *first_box(const benchScene *s, int body) {
+  const benchBody *b = s->body + body;
+  for (int k = 0; k < b->nshape; k++)
+    if (s->shape[b->shape0 + k].type == BENCH_BOX) return s->shape + b->shape0 + k;
+  return NULL;
+}
+
+/* V2's push: a world force -F z at a point of the block's top face, given in
+ * the frame of its box shape */
+static void push_block(benchRun *r, int body, const benchShape *box, const double local[3], double F) {
+  double Rs[9], Rb[9], inbody[3], p[3];
+  bench_quat2mat(box->quat, Rs);
+  bench_rotate(Rs, local, inbody);
+  for (int k = 0; k < 3; k++) inbody[k] += box->pos[k];
+  bench_quat2mat(r->quat[body], Rb);
+  bench_rotate(Rb, inbody, p);
+  for (int k = 0; k < 3; k++) p[k] += r->pos[body][k];
+  const double f[3] = {0, 0, -F};
+  r->eng->apply_force(r->world, body, f, p);
+}
+
+typedef struct pushPlan {
+  int settle, on, off, cycles;
+  const benchShape *box;      /* the block's box: the pushes' frame */
+  double *force, (*local)[3]; /* per cycle */
+} pushPlan;
+
+/* V2's schedule, drawn once in tools/experiments.c's order */
+static int plan_pushes(const benchOptions *o, const sceneCase *c, int body, pushPlan *p) {
+  const khzExperiment *e = &c->ks.experiment;
+  benchRng rng = rng_seeded(param(e, "seed", 1));
+  int smoke = o->mode == MODE_SMOKE;
+  p->settle = smoke ? 5 : (int)param(e, "settle_steps", 1000);
+  p->on = smoke ? 5 : (int)param(e, "on_steps", 500);
+  p->off = smoke ? 5 : (int)param(e, "off_steps", 500);
+  int cycles = (int)param(e, "cycles", 10);
+  p->cycles = smoke ? 1 : o->mode == MODE_QUICK ? (cycles < 3 ? cycles : 3) : cycles;
+  double fmin_ = param(e, "force_min", 10), fmax_ = param(e, "force_max", 100);
+  const benchShape *box = p->box = first_box(&c->bs, body);
+  p->force = malloc(((size_t)p->cycles + 1) * sizeof *p->force);
+  p->local = malloc(((size_t)p->cycles + 1) * sizeof *p->local);
+  if (!box || !p->force || !p->local) return -1;
+  for (int k = 0; k < p->cycles; k++) {
+    p->force[k] = rng_uniform(&rng, fmin_, fmax_);
+    p->local[k][0] = rng_uniform(&rng, -box->size[0], box->size[0]);
+    p->local[k][1] = rng_uniform(&rng, -box->size[1], box->size[1]);
+    p->local[k][2] = box->size[2];
+  }
+  return 0;
+}
+
+/* V2: penetration and kinetic energy in the unforced halves */
+static void exp_block_forces(const benchOptions *o, const sceneCase *c, const benchEngine *eng,
+                             benchRow *row) {
+  int body = bench_body(&c->bs, c->ks.experiment.body);
+  pushPlan p = {0};
+  if (body < 0 || plan_pushes(o, c, body, &p)) {
+    free(p.force), free(p.local);
+    return set_status(row, "failed: experiment body '%s' is not a free box", c->ks.experiment.body);
+  }
+  int steps = p.settle + p.cycles * (p.on + p.off);
+  benchRun r;
+  char err[256] = "";
+  if (run_open(&r, &c->bs, eng, steps, err, sizeof err)) {
+    free(p.force), free(p.local);
+    return set_status(row, "failed: %s", err);
+  }
+  double sum_pen = 0, max_pen = 0, sum_ke = 0;
+  int n = 0, ok = 1;
+  for (int s = 0; s < p.settle && ok; s++) ok = run_step(&r) == 0;
+  for (int k = 0; k < p.cycles && ok; k++)
+    for (int s = 0; s < p.on + p.off && ok; s++) {
+      if (s < p.on) push_block(&r, body, p.box, p.local[k], p.force[k]);
+      ok = run_step(&r) == 0;
+      if (!ok || s < p.on) continue;
+      double pen = run_penetration(&r);
+      sum_pen += pen, max_pen = fmax(max_pen, pen), sum_ke += run_kinetic(&r), n++;
+    }
+  if (n) row->pen_mean = sum_pen / n, row->pen_max = max_pen, row->ke_rest = sum_ke / n;
+  free(p.force), free(p.local);
+  run_finish(&r, row);
+}
+
+static int escaped_bodies(const benchRun *r, const khzExperiment *e) {
+  double bx = param(e, "container_x", 1), by = param(e, "container_y", 1), bz = param(e, "container_z", 3);
+  int escaped = 0;
+  for (int i = 0; i < r->sc->nbody; i++) {
+    const double *x = r->pos[i];
+    escaped += fabs(x[0]) > bx || fabs(x[1]) > by || x[2] < -0.01 || x[2] > bz;
+  }
+  return escaped;
+}
+
+/* V3: time to rest, escaped bodies; penetration and energy in the last second */
+static void exp_pile(const benchOptions *o, const sceneCase *c, const benchEngine *eng, benchRow *row) {
+  const khzExperiment *e = &c->ks.experiment;
+  double h = c->bs.timestep, rest = param(e, "rest_energy", 1e-3);
+  int full = (int)(param(e, "seconds", 10) / h + 0.5), steps = steps_for(o, full, (int)(2 / h + 0.5));
+  int last = (int)(1 / h + 0.5), rest_step = -1;
+  if (last > steps) last = steps;
+  benchRun r;
+  char err[256] = "";
+  if (run_open(&r, &c->bs, eng, steps, err, sizeof err)) return set_status(row, "failed: %s", err);
+  double sum_pen = 0, max_pen = 0, sum_ke = 0;
+  int n = 0;
+  for (int s = 0; s < steps && run_step(&r) == 0; s++) {
+    double ke = run_kinetic(&r);
+    if (ke < rest && rest_step < 0 && s > 100) rest_step = s;
+    if (ke >= rest) rest_step = -1;
+    if (s < steps - last) continue;
+    double pen = run_penetration(&r);
+    sum_pen += pen, max_pen = fmax(max_pen, pen), sum_ke += ke, n++;
+  }
+  if (n) row->pen_mean = sum_pen / n, row->pen_max = max_pen, row->ke_rest = sum_ke / n;
+  row->rest_time_s = rest_step < 0 || r.diverged >= 0 ? NAN : (rest_step + 1) * h;
+  row->escaped = escaped_bodies(&r, e);
+  run_finish(&r, row);
+}
+
+/* stack: drift and sink of every box; penetration and energy in the second half */
+static void exp_stack(const benchOptions *o, const sceneCase *c, const benchEngine *eng, benchRow *row) {
+  const khzExperiment *e = &c->ks.experiment;
+  double h = c->bs.timestep;
+  int steps = steps_for(o, (int)(param(e, "seconds", 60) / h + 0.5), (int)(5 / h + 0.5));
+  benchRun r;
+  char err[256] = "";
+  if (run_open(&r, &c->bs, eng, steps, err, sizeof err)) return set_status(row, "failed: %s", err);
+  double sum_pen = 0, max_pen = 0, sum_ke = 0;
+  int n = 0;
+  for (int s = 0; s < steps && run_step(&r) == 0; s++) {
+    if (s < steps / 2) continue;
+    double pen = run_penetration(&r);
+    sum_pen += pen, max_pen = fmax(max_pen, pen), sum_ke += run_kinetic(&r), n++;
+  }
+  if (n) row->pen_mean = sum_pen / n, row->pen_max = max_pen, row->ke_rest = sum_ke / n;
+  row->drift = row->sink = 0;
+  for (int i = 0; i < c->bs.nbody; i++) {
+    const double *a = c->bs.body[i].pos, *x = r.pos[i];
+    row->drift = fmax(row->drift, hypot(x[0] - a[0], x[1] - a[1]));
+    row->sink = fmax(row->sink, a[2] - x[2]);
+  }
+  run_finish(&r, row);
+}
+
+/* a scene without an experiment (the passive chain): relative change of the
+ * total energy, at the end and at worst */
+static void exp_energy(const benchOptions *o, const sceneCase *c, const benchEngine *eng, benchRow *row) {
+  double h = c->bs.timestep;
+  int steps = steps_for(o, (int)(10 / h + 0.5), (int)(2 / h + 0.5));
+  benchRun r;
+  char err[256] = "";
+  if (run_open(&r, &c->bs, eng, steps, err, sizeof err)) return set_status(row, "failed: %s", err);
+  double e0 = run_kinetic(&r) + run_potential(&r), worst = 0, e = e0;
+  for (int s = 0; s < steps && run_step(&r) == 0; s++) {
+    e = run_kinetic(&r) + run_potential(&r);
+    worst = fmax(worst, fabs(e - e0));
+  }
+  if (r.diverged < 0) row->energy_drift = (e - e0) / fabs(e0), row->energy_drift_max = worst / fabs(e0);
+  run_finish(&r, row);
+}
+
+typedef void (*experimentFn)(const benchOptions *, const sceneCase *, const benchEngine *, benchRow *);
+
+static experimentFn experiment_for(const char *kind) {
+  if (!kind[0]) return exp_energy;
+  if (!strcmp(kind, "block_penetration")) return exp_block_penetration;
+  if (!strcmp(kind, "block_forces")) return exp_block_forces;
+  if (!strcmp(kind, "pile")) return exp_pile;
+  if (!strcmp(kind, "stack")) return exp_stack;
+  return NULL;
+}
+
+/* ---------------------------------------------------- preparing a scene -- */
+
+/* V1's start, as khz-sim draws it: a random orientation (uniform on the
+ * rotations), then the lowest box corner `initial_penetration` below z = 0 */
+static int prepare_block_penetration(const khzModel *m, khzData *d, const khzExperiment *e) {
+  int b = khz_name2body(m, e->body), g = -1;
+  if (b < 1 || m->jnt_type[b] != KHZ_JOINT_FLOATING) return -1;
+  for (int k = 0; k < m->ngeom && g < 0; k++)
+    if (m->geom_body[k] == b && m->geom_type[k] == KHZ_GEOM_BOX && !m->geom_visual[k]) g = k;
+  if (g < 0) return -1;
+  benchRng rng = rng_seeded(param(e, "seed", 1));
+  double qu[4], n2;
+  do {
+    n2 = 0;
+    for (int k = 0; k < 4; k++) qu[k] = rng_uniform(&rng, -1, 1), n2 += qu[k] * qu[k];
+  } while (n2 > 1 || n2 < 1e-6);
+  double *q = d->q + m->jnt_qadr[b];
+  for (int k = 0; k < 4; k++) q[3 + k] = qu[k] / sqrt(n2);
+  q[0] = q[1] = q[2] = 0;
+  khz_kinematics(m, d);
+  const double *half = m->geom_size + 3 * g, *R = d->xrot + 9 * b;
+  double zmin = INFINITY, Rg[9];
+  bench_quat2mat(m->geom_quat + 4 * g, Rg);
+  for (int v = 0; v < 8; v++) {
+    double l[3] = {(v & 1 ? 1 : -1) * half[0], (v & 2 ? 1 : -1) * half[1], (v & 4 ? 1 : -1) * half[2]}, x[3];
+    bench_rotate(Rg, l, x);
+    for (int k = 0; k < 3; k++) x[k] += m->geom_pos[3 * g + k];
+    zmin = fmin(zmin, d->xpos[3 * b + 2] + R[6] * x[0] + R[7] * x[1] + R[8] * x[2]);
+  }
+  q[2] = -zmin - param(e, "initial_penetration", 0.1);
+  return 0;
+}
+
+/* the passive chain's start: every hinge turning at a seeded rate in
+ * [-3, 3] rad/s (the floating base at rest) */
+static void prepare_chain(const khzModel *m, khzData *d) {
+  benchRng rng = rng_seeded(5);
+  for (int b = 1; b < m->nbody; b++)
+    if (m->jnt_type[b] == KHZ_JOINT_REVOLUTE || m->jnt_type[b] == KHZ_JOINT_CONTINUOUS)
+      d->qd[m->jnt_dofadr[b]] = rng_uniform(&rng, -3, 3);
+}
+
+static void case_free(sceneCase *c) {
+  bench_scene_free(&c->bs);
+  khz_model_destroy(&c->m);
+  if (c->ks.spec) khz_scene_free(&c->ks);
+  memset(c, 0, sizeof *c);
+}
+
+/* loads a scene file, applies the experiment's start, converts it */
+static int case_load(sceneCase *c, const char *path, char *err, int errsz) {
+  memset(c, 0, sizeof *c);
+  c->m = khz_load_model(path, &c->ks, err, (size_t)errsz);
+  if (!c->m) return -1;
+  snprintf(c->name, sizeof c->name, "%s", c->ks.name);
+  khzData *d = khz_makeData(c->m, 0);
+  int rc = d ? 0 : -1;
+  if (rc) snprintf(err, (size_t)errsz, "out of memory");
+  const khzExperiment *e = &c->ks.experiment;
+  if (!rc && !strcmp(e->kind, "block_penetration") && prepare_block_penetration(c->m, d, e)) {
+    snprintf(err, (size_t)errsz, "%s: experiment body '%s' must be a floating box", path, e->body);
+    rc = -1;
+  }
+  if (!rc && !e->kind[0]) prepare_chain(c->m, d);
+  if (!rc) rc = bench_scene_from_khz(c->m, d, c->name, &c->bs, err, errsz);
+  khz_data_destroy(&d);
+  if (rc) case_free(c);
+  return rc;
+}
+
+/* ---------------------------------------------------------- the sections -- */
+
+static void progress(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fflush(stderr);
+}
+
+/* every engine's time relative to khz's penalty path on the same scene */
+static void fill_ratios(benchRow *rows, int n) {
+  double khz = NAN;
+  for (int i = 0; i < n; i++)
+    if (!strcmp(rows[i].engine, "khz")) khz = rows[i].median_us;
+  for (int i = 0; i < n; i++) rows[i].ratio = rows[i].median_us / khz;
+}
+
+static void skipped_rows(rowList *rows, const char *section, const char *scene, const char *why) {
+  for (int e = 0; e < NENGINE; e++) set_status(new_row(rows, section, scene, engines[e].name), "%s", why);
+}
+
+static void run_scene(const benchOptions *o, const char *path, rowList *rows) {
+  sceneCase c;
+  char err[1024] = "";
+  if (case_load(&c, path, err, sizeof err)) {
+    fprintf(stderr, "bench_peers: %s\n", err);
+    return skipped_rows(rows, "scene", path, "failed: scene did not load");
+  }
+  experimentFn fn = experiment_for(c.ks.experiment.kind);
+  int first = rows->n;
+  for (int e = 0; e < NENGINE; e++) {
+    if (!o->use_engine[e]) continue;
+    benchRow *row = new_row(rows, "scene", c.name, engines[e].name);
+    row->nbody = c.bs.nbody;
+    if (!engines[e].engine) {
+      set_status(row, "skipped: %s", engines[e].missing);
+      continue;
+    }
+    if (!fn) {
+      set_status(row, "skipped: experiment kind '%s' is not benchmarked", c.ks.experiment.kind);
+      continue;
+    }
+    progress("  %-22s %-12s ", c.name, engines[e].name);
+    double t0 = now_s();
+    fn(o, &c, engines[e].engine, row);
+    progress("%6.1f s  %s\n", now_s() - t0, row->status);
+  }
+  fill_ratios(rows->row + first, rows->n - first);
+  case_free(&c);
+}
+
+/* µs per step of every engine as the pile grows: 0.3 s of the drop untimed,
+ * then the steps in contact timed */
+static void run_scaling(const benchOptions *o, rowList *rows) {
+  static const int full_counts[] = {15, 60, 240, 960}, full_steps[] = {1000, 600, 400, 300};
+  int ncount = o->mode == MODE_FULL ? 4 : o->mode == MODE_QUICK ? 3 : 1;
+  for (int k = 0; k < ncount; k++) {
+    char path[1024], name[32], err[1024] = "";
+    snprintf(path, sizeof path, "%s/pile_%d.yaml", o->piles, full_counts[k]);
+    snprintf(name, sizeof name, "pile_%d", full_counts[k]);
+    int warm = o->mode == MODE_SMOKE ? 5 : 300;
+    int steps = o->mode == MODE_SMOKE ? 5 : o->mode == MODE_QUICK ? 150 : full_steps[k];
+    sceneCase c;
+    if (case_load(&c, path, err, sizeof err)) {
+      fprintf(stderr, "bench_peers: %s (run bench/peers/gen_piles.py --out %s %d)\n", err, o->piles,
+              full_counts[k]);
+      skipped_rows(rows, "scaling", name, "failed: pile file did not load");
+      continue;
+    }
+    int first = rows->n;
+    for (int e = 0; e < NENGINE; e++) {
+      if (!o->use_engine[e]) continue;
+      benchRow *row = new_row(rows, "scaling", name, engines[e].name);
+      row->nbody = c.bs.nbody;
+      if (!engines[e].engine) {
+        set_status(row, "skipped: %s", engines[e].missing);
+        continue;
+      }
+      progress("  %-22s %-12s ", name, engines[e].name);
+      double t0 = now_s();
+      benchRun r;
+      if (run_open(&r, &c.bs, engines[e].engine, steps, err, sizeof err)) {
+        set_status(row, "failed: %s", err);
+      } else {
+        int ok = 1;
+        for (int s = 0; s < warm && ok; s++) ok = run_step(&r) == 0;
+        r.ntime = 0;
+        for (int s = 0; s < steps && ok; s++) ok = run_step(&r) == 0;
+        int diverged = r.diverged >= 0;
+        run_finish(&r, row);
+        if (diverged) set_status(row, "diverged: non-finite or runaway state");
+      }
+      progress("%6.1f s  %s\n", now_s() - t0, row->status);
+    }
+    fill_ratios(rows->row + first, rows->n - first);
+    case_free(&c);
+  }
+}
+
+/* ------------------------------------------------------------ humanoid -- */
+
+static void count_warning(void *user, const char *message) {
+  (void)message;
+  ++*(int *)user;
+}
+
+/* MuJoCo's humanoid through khz's MJCF loader at h = 1e-3, the contact
+ * settings of khz's own humanoid scene (v4_humanoid.yaml) */
+static khzModel *humanoid_khz(const char *path, char *err, size_t errsz) {
+  khzSpec *spec = khz_spec_new();
+  khzMjcfOptions opt;
+  int nwarn = 0;
+  khz_mjcf_defaultOptions(&opt);
+  opt.warn = count_warning, opt.warn_user = &nwarn;
+  if (!spec || khz_load_mjcf(spec, path, &opt, err, errsz) < 0) {
+    khz_spec_destroy(&spec);
+    return NULL;
+  }
+  khzContactOptions co;
+  khz_spec_defaultContact(&co);
+  co.method = KHZ_CONTACT_PENALTY;
+  co.kp_per_kg = 4e5, co.kv_per_kg = 800, co.ki_per_kg = 1e4;
+  co.gain_mass = KHZ_GAIN_MASS_EFFECTIVE, co.gamma = 0.85, co.mu = 1, co.restitution = 0;
+  co.max_points = 10;
+  khz_spec_setContact(spec, &co);
+  khz_spec_setTimestep(spec, 1e-3);
+  khz_spec_setIntegrator(spec, KHZ_INT_RK4);
+  khzModel *m = khz_compile(spec, err, errsz);
+  khz_spec_destroy(&spec);
+  return m;
+}
+
+static void humanoid_khz_row(const char *path, int steps, benchRow *row) {
+  char err[1024] = "";
+  khzModel *m = humanoid_khz(path, err, sizeof err);
+  khzData *d = m ? khz_makeData(m, 0) : NULL;
+  double *t = malloc((size_t)steps * sizeof *t);
+  if (!m || !d || !t) {
+    set_status(row, "failed: %s", err[0] ? err : "out of memory");
+  } else {
+    int torso = khz_name2body(m, "torso");
+    double contacts = 0;
+    d->contact_method = KHZ_CONTACT_PENALTY;
+    for (int s = 0; s < steps; s++) {
+      double t0 = now_s();
+      khz_step(m, d);
+      t[s] = now_s() - t0;
+      contacts += d->ncontact;
+    }
+    row->contacts = contacts / steps;
+    row->height_end = torso > 0 ? d->xpos[3 * torso + 2] : NAN;
+    row->nbody = m->nv;
+    row->seconds = steps * m->timestep;
+    timing_figures(t, steps, row);
+    if (d->warning[KHZ_WARN_BADSTATE]) set_status(row, "diverged: %d states rolled back", d->warning[KHZ_WARN_BADSTATE]);
+  }
+  free(t);
+  khz_data_destroy(&d);
+  khz_model_destroy(&m);
+}
+
+static void humanoid_mujoco_row(const char *path, int steps, benchRow *row) {
+#ifdef HAVE_MUJOCO
+  char err[1024] = "";
+  mjModel *mm = mj_loadXML(path, NULL, err, sizeof err);
+  mjData *md = mm ? mj_makeData(mm) : NULL;
+  double *t = malloc((size_t)steps * sizeof *t);
+  if (!mm || !md || !t) {
+    set_status(row, "failed: %s", err[0] ? err : "out of memory");
+  } else {
+    mm->opt.timestep = 1e-3;
+    int torso = mj_name2id(mm, mjOBJ_BODY, "torso");
+    double contacts = 0;
+    for (int s = 0; s < steps; s++) {
+      double t0 = now_s();
+      mj_step(mm, md);
+      t[s] = now_s() - t0;
+      contacts += md->ncon;
+    }
+    row->contacts = contacts / steps;
+    row->height_end = torso >= 0 ? md->xpos[3 * torso + 2] : NAN;
+    row->nbody = mm->nv;
+    row->seconds = steps * mm->opt.timestep;
+    timing_figures(t, steps, row);
+  }
+  free(t);
+  if (md) mj_deleteData(md);
+  if (mm) mj_deleteModel(mm);
+#else
+  (void)path, (void)steps;
+  set_status(row, "skipped: not built: libmujoco not found");
+#endif
+}
+
+static void run_humanoid(const benchOptions *o, rowList *rows) {
+  int steps = steps_for(o, 2000, 1000);
+  int first = rows->n;
+  progress("  %-22s %-12s ", "humanoid", "khz");
+  double t0 = now_s();
+  benchRow *row = new_row(rows, "humanoid", "humanoid", "khz");
+  humanoid_khz_row(o->humanoid, steps, row);
+  progress("%6.1f s  %s\n", now_s() - t0, row->status);
+  progress("  %-22s %-12s ", "humanoid", "mujoco");
+  t0 = now_s();
+  row = new_row(rows, "humanoid", "humanoid", "mujoco");
+  humanoid_mujoco_row(o->humanoid, steps, row);
+  progress("%6.1f s  %s\n", now_s() - t0, row->status);
+  fill_ratios(rows->row + first, rows->n - first);
+}
+
+/* ------------------------------------------------------------- printing -- */
+
+/* a number for the table: %.*g, or a dash when not measured */
+static const char *num(char *buf, size_t n, double v, int digits) {
+  if (isnan(v)) snprintf(buf, n, "–");
+  else snprintf(buf, n, "%.*g", digits, v);
+  return buf;
+}
+
+static const char *scene_figure(const benchRow *r, char *buf, size_t n) {
+  if (r->escaped >= 0) {
+    if (isnan(r->rest_time_s))
+      snprintf(buf, n, "not at rest in %.3g s; %d escaped", r->seconds, r->escaped);
+    else
+      snprintf(buf, n, "at rest after %.3g s; %d escaped", r->rest_time_s, r->escaped);
+  } else if (!isnan(r->drift)) {
+    snprintf(buf, n, "drift %.3g mm, sink %.3g mm", 1e3 * r->drift, 1e3 * r->sink);
+  } else if (!isnan(r->energy_drift)) {
+    snprintf(buf, n, "energy %+.2e (worst %.2e) in %.3g s", r->energy_drift, r->energy_drift_max, r->seconds);
+  } else {
+    snprintf(buf, n, "–");
+  }
+  return buf;
+}
+
+static void print_scene_table(const rowList *rows) {
+  printf("| scene | engine | bodies | steps | µs/step median | p99 | steps/s | time / khz | "
+         "mean pen. (m) | max pen. (m) | KE at rest (J) | scene figure | status |\n");
+  printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  for (int i = 0; i < rows->n; i++) {
+    const benchRow *r = rows->row + i;
+    if (strcmp(r->section, "scene")) continue;
+    char a[32], b[32], c[32], d[32], e[32], f[32], g[32], fig[128];
+    printf("| %s | %s | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r->scene, r->engine,
+           r->nbody, r->steps, num(a, sizeof a, r->median_us, 4), num(b, sizeof b, r->p99_us, 4),
+           num(c, sizeof c, round(r->steps_per_s), 7), num(d, sizeof d, r->ratio, 3),
+           num(e, sizeof e, r->pen_mean, 3), num(f, sizeof f, r->pen_max, 3), num(g, sizeof g, r->ke_rest, 3),
+           scene_figure(r, fig, sizeof fig), r->status);
+  }
+}
+
+/* least-squares slope of log(µs) against log(bodies) */
+static double growth_exponent(const rowList *rows, const char *engine) {
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  int n = 0;
+  for (int i = 0; i < rows->n; i++) {
+    const benchRow *r = rows->row + i;
+    if (strcmp(r->section, "scaling") || strcmp(r->engine, engine) || !(r->median_us > 0) ||
+        strncmp(r->status, "ok", 2))
+      continue;
+    double x = log(r->nbody), y = log(r->median_us);
+    sx += x, sy += y, sxx += x * x, sxy += x * y, n++;
+  }
+  if (n < 2) return NAN;
+  return (n * sxy - sx * sy) / (n * sxx - sx * sx);
+}
+
+static void print_scaling_table(const rowList *rows) {
+  int counts[8], ncount = 0;
+  for (int i = 0; i < rows->n && ncount < 8; i++) {
+    const benchRow *r = rows->row + i;
+    if (strcmp(r->section, "scaling") || (ncount && counts[ncount - 1] == r->nbody)) continue;
+    counts[ncount++] = r->nbody;
+  }
+  if (!ncount) return;
+  printf("\n| engine |");
+  for (int k = 0; k < ncount; k++) printf(" %d bodies µs |", counts[k]);
+  printf(" growth exponent |\n|---|");
+  for (int k = 0; k <= ncount; k++) printf("---|");
+  printf("\n");
+  for (int e = 0; e < NENGINE; e++) {
+    int any = 0;
+    for (int i = 0; i < rows->n; i++) any |= !strcmp(rows->row[i].section, "scaling") && !strcmp(rows->row[i].engine, engines[e].name);
+    if (!any) continue;
+    printf("| %s |", engines[e].name);
+    for (int k = 0; k < ncount; k++) {
+      const benchRow *hit = NULL;
+      for (int i = 0; i < rows->n && !hit; i++) {
+        const benchRow *r = rows->row + i;
+        if (!strcmp(r->section, "scaling") && !strcmp(r->engine, engines[e].name) && r->nbody == counts[k]) hit = r;
+      }
+      char a[32];
+      if (hit && !strncmp(hit->status, "ok", 2)) printf(" %s |", num(a, sizeof a, hit->median_us, 4));
+      else printf(" %s |", hit ? hit->status : "–");
+    }
+    char x[32];
+    printf(" %s |\n", num(x, sizeof x, growth_exponent(rows, engines[e].name), 3));
+  }
+}
+
+static void print_humanoid_table(const rowList *rows) {
+  int any = 0;
+  for (int i = 0; i < rows->n; i++) any |= !strcmp(rows->row[i].section, "humanoid");
+  if (!any) return;
+  printf("\n| humanoid (h = 1e-3) | nv | steps | µs/step median | p99 | steps/s | time / khz | "
+         "contacts (mean) | torso z at end (m) | status |\n|---|---|---|---|---|---|---|---|---|---|\n");
+  for (int i = 0; i < rows->n; i++) {
+    const benchRow *r = rows->row + i;
+    if (strcmp(r->section, "humanoid")) continue;
+    char a[32], b[32], c[32], d[32], e[32], f[32];
+    printf("| %s | %d | %d | %s | %s | %s | %s | %s | %s | %s |\n", r->engine, r->nbody, r->steps,
+           num(a, sizeof a, r->median_us, 4), num(b, sizeof b, r->p99_us, 4),
+           num(c, sizeof c, round(r->steps_per_s), 7), num(d, sizeof d, r->ratio, 3),
+           num(e, sizeof e, r->contacts, 3), num(f, sizeof f, r->height_end, 3), r->status);
+  }
+}
+
+/* JSON: numbers with full precision, null for what was not measured */
+static void json_num(FILE *f, const char *key, double v) {
+  if (isfinite(v)) fprintf(f, ", \"%s\": %.9g", key, v);
+  else fprintf(f, ", \"%s\": null", key);
+}
+
+static void json_str(FILE *f, const char *key, const char *s) {
+  fprintf(f, "\"%s\": \"", key);
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\') fputc('\\', f);
+    if ((unsigned char)*s >= 0x20) fputc(*s, f);
+  }
+  fputc('"', f);
+}
+
+static void write_json(const char *path, const rowList *rows) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    fprintf(stderr, "bench_peers: cannot write %s\n", path);
+    return;
+  }
+  for (int e = 0; e < NENGINE; e++) {
+    fprintf(f, "{\"section\": \"engine\", ");
+    json_str(f, "engine", engines[e].name);
+    fprintf(f, ", ");
+    json_str(f, "settings", engines[e].engine ? engines[e].engine->settings : engines[e].missing);
+    fprintf(f, ", \"built\": %s}\n", engines[e].engine ? "true" : "false");
+  }
+  for (int i = 0; i < rows->n; i++) {
+    const benchRow *r = rows->row + i;
+    fputc('{', f);
+    json_str(f, "section", r->section), fputs(", ", f);
+    json_str(f, "scene", r->scene), fputs(", ", f);
+    json_str(f, "engine", r->engine), fputs(", ", f);
+    json_str(f, "status", r->status);
+    fprintf(f, ", \"bodies\": %d, \"steps\": %d", r->nbody, r->steps);
+    json_num(f, "median_us", r->median_us), json_num(f, "p99_us", r->p99_us);
+    json_num(f, "steps_per_s", r->steps_per_s), json_num(f, "time_ratio_to_khz", r->ratio);
+    json_num(f, "mean_penetration_m", r->pen_mean), json_num(f, "max_penetration_m", r->pen_max);
+    json_num(f, "kinetic_energy_at_rest_j", r->ke_rest);
+    json_num(f, "energy_drift", r->energy_drift), json_num(f, "energy_drift_worst", r->energy_drift_max);
+    json_num(f, "rest_time_s", r->rest_time_s), json_num(f, "simulated_s", r->seconds);
+    if (r->escaped >= 0) fprintf(f, ", \"escaped\": %d", r->escaped);
+    json_num(f, "drift_m", r->drift), json_num(f, "sink_m", r->sink);
+    json_num(f, "contacts_mean", r->contacts), json_num(f, "torso_height_end_m", r->height_end);
+    fputs("}\n", f);
+  }
+  for (int e = 0; e < NENGINE; e++) {
+    double x = growth_exponent(rows, engines[e].name);
+    if (!isfinite(x)) continue;
+    fprintf(f, "{\"section\": \"scaling_fit\", \"engine\": \"%s\", \"growth_exponent\": %.4f}\n", engines[e].name, x);
+  }
+  fclose(f);
+}
+
+/* ------------------------------------------------------------------ main -- */
+
+int main(int argc, char **argv) {
+  benchOptions o;
+  int rc = parse_options(argc, argv, &o);
+  if (rc) return rc < 0 ? 2 : 0;
+  static const char *const scenes[] = {"scenes/validation/v1_block_penetration.yaml",
+                                       "scenes/validation/v2_block_forces.yaml",
+                                       "scenes/validation/v3_pile.yaml", "scenes/validation/stack.yaml",
+                                       "scenes/bench/passive_chain.yaml"};
+  rowList rows = {0};
+  printf("bench_peers (%s): khz next to MuJoCo, ODE and Bullet on the same scenes\n\n",
+         o.mode == MODE_FULL ? "full" : o.mode == MODE_QUICK ? "quick" : "smoke");
+  for (int e = 0; e < NENGINE; e++)
+    if (o.use_engine[e])
+      printf("- %s: %s\n", engines[e].name, engines[e].engine ? engines[e].engine->settings : engines[e].missing);
+  printf("\n");
+  fflush(stdout);
+  for (size_t k = 0; k < sizeof scenes / sizeof scenes[0]; k++) {
+    const char *base = strrchr(scenes[k], '/') + 1;
+    char name[64], path[1024];
+    snprintf(name, sizeof name, "%.*s", (int)strcspn(base, "."), base);
+    if (!in_list(o.only, name)) continue;
+    snprintf(path, sizeof path, "%s/%s", o.source, scenes[k]);
+    run_scene(&o, path, &rows);
+  }
+  if (in_list(o.only, "scaling")) run_scaling(&o, &rows);
+  if (in_list(o.only, "humanoid")) run_humanoid(&o, &rows);
+  print_scene_table(&rows);
+  print_scaling_table(&rows);
+  print_humanoid_table(&rows);
+  if (o.json) write_json(o.json, &rows);
+  free(rows.row);
+  return 0;
+}
