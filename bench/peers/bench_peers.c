@@ -21,7 +21,7 @@
  * humanoid (khz vs MuJoCo only, outside benchScene).
  *
  *   bench_peers [--quick | --smoke] [--engines LIST] [--only LIST] [--json FILE]
- *               [--source DIR] [--piles DIR] [--humanoid FILE]
+ *               [--source DIR] [--piles DIR] [--humanoid FILE] [--trace FILE]
  */
 #include <math.h>
 #include <stdarg.h>
@@ -87,6 +87,7 @@ typedef struct benchOptions {
   const char *source;   /* the khz source tree (scenes/) */
   const char *piles;    /* where gen_piles.py wrote pile_N.yaml */
   const char *humanoid; /* MuJoCo's sample humanoid */
+  FILE *trace;          /* --trace: every step's kinetic energy and first body, CSV */
 } benchOptions;
 
 /* a step count by mode: the full run, --quick, and --smoke (a few steps) */
@@ -106,10 +107,16 @@ static int in_list(const char *list, const char *name) {
   return 0;
 }
 
+static int in_list_engine(const benchOptions *o, const char *name) {
+  for (int e = 0; e < NENGINE; e++)
+    if (!strcmp(engines[e].name, name)) return o->use_engine[e];
+  return 0;
+}
+
 static void usage(FILE *f) {
   fprintf(f,
           "usage: bench_peers [--quick | --smoke] [--engines LIST] [--only LIST] [--json FILE]\n"
-          "                   [--source DIR] [--piles DIR] [--humanoid FILE]\n"
+          "                   [--source DIR] [--piles DIR] [--humanoid FILE] [--trace FILE]\n"
           "  --quick      shorter runs (the whole benchmark in well under a minute)\n"
           "  --smoke      a few steps of everything (a test that it runs)\n"
           "  --engines    comma-separated: khz,khz-deepest,mujoco,ode,bullet (default all built)\n"
@@ -118,7 +125,8 @@ static void usage(FILE *f) {
           "  --json       also write every result as one JSON object per line to FILE\n"
           "  --source     the khz source tree holding scenes/ (default %s)\n"
           "  --piles      the directory of pile_N.yaml from gen_piles.py (default %s)\n"
-          "  --humanoid   the MJCF humanoid (default /usr/share/mujoco/model/humanoid/humanoid.xml)\n",
+          "  --humanoid   the MJCF humanoid (default /usr/share/mujoco/model/humanoid/humanoid.xml)\n"
+          "  --trace      write every step (kinetic energy, pose of the first body) as CSV to FILE\n",
           BENCH_SOURCE_ROOT, BENCH_PILE_DIR);
 }
 
@@ -157,6 +165,13 @@ static int parse_options(int argc, char **argv, benchOptions *o) {
     else if (!strcmp(a, "--source") && has_value) o->source = argv[++i];
     else if (!strcmp(a, "--piles") && has_value) o->piles = argv[++i];
     else if (!strcmp(a, "--humanoid") && has_value) o->humanoid = argv[++i];
+    else if (!strcmp(a, "--trace") && has_value) {
+      if (!(o->trace = fopen(argv[++i], "w"))) {
+        fprintf(stderr, "bench_peers: --trace: cannot write '%s'\n", argv[i]);
+        return -1;
+      }
+      fprintf(o->trace, "scene,engine,step,t,kinetic_energy,x,y,z,qw,qx,qy,qz\n");
+    }
     else {
       fprintf(stderr, "bench_peers: %s '%s' (--help lists the options)\n",
               a[0] == '-' && !has_value ? "missing value after" : "unknown argument", a);
@@ -185,6 +200,7 @@ typedef struct benchRow {
   double drift, sink;  /* stack: largest horizontal drift and sink of a box */
   double contacts;     /* humanoid: mean number of contacts */
   double height_end;   /* humanoid: torso height at the end */
+  double create_s;     /* wall time of the adapter's create() */
 } benchRow;
 
 typedef struct rowList {
@@ -212,6 +228,7 @@ static benchRow *new_row(rowList *l, const char *section, const char *scene, con
   r->pen_mean = r->pen_max = r->ke_rest = r->energy_drift = r->energy_drift_max = NAN;
   r->rest_time_s = r->seconds = r->drift = r->sink = r->contacts = r->height_end = NAN;
   r->escaped = -1;
+  r->create_s = NAN;
   return r;
 }
 
@@ -266,6 +283,8 @@ static double rng_uniform(benchRng *r, double lo, double hi) {
 
 /* -------------------------------------------------------------- one run -- */
 
+static FILE *trace_file; /* --trace, for every run */
+
 /* An engine's world on a scene, the states it reports after each step, the
  * step times, and khz's collision detection as the penetration probe. */
 typedef struct benchRun {
@@ -278,6 +297,9 @@ typedef struct benchRun {
   khzData *probe;
   benchKhzMap map;
   int diverged; /* the step at which a state became non-finite or absurd, else -1 */
+  double create_s; /* how long create() took */
+  FILE *trace;     /* NULL, or where every step goes */
+  int nstep;       /* steps taken */
 } benchRun;
 
 static void read_states(benchRun *r) {
@@ -296,7 +318,7 @@ static void run_close(benchRun *r) {
 static int run_open(benchRun *r, const benchScene *sc, const benchEngine *eng, int maxsteps,
                     char *err, int errsz) {
   memset(r, 0, sizeof *r);
-  r->sc = sc, r->eng = eng, r->diverged = -1, r->cap = maxsteps;
+  r->sc = sc, r->eng = eng, r->diverged = -1, r->cap = maxsteps, r->trace = trace_file;
   size_t n = (size_t)sc->nbody + 1;
   r->pos = malloc(n * sizeof *r->pos), r->quat = malloc(n * sizeof *r->quat);
   r->vel = malloc(n * sizeof *r->vel), r->angvel = malloc(n * sizeof *r->angvel);
@@ -308,7 +330,9 @@ static int run_open(benchRun *r, const benchScene *sc, const benchEngine *eng, i
     run_close(r);
     return -1;
   }
+  double t0 = now_s();
   r->world = eng->create(sc, err, errsz);
+  r->create_s = now_s() - t0;
   if (!r->world) {
     if (!err[0]) snprintf(err, (size_t)errsz, "create failed");
     run_close(r);
@@ -327,6 +351,14 @@ static int state_sane(const benchRun *r) {
   return 1;
 }
 
+static double run_kinetic(const benchRun *r);
+
+static void trace_step(const benchRun *r) {
+  const double *x = r->pos[0], *q = r->quat[0];
+  fprintf(r->trace, "%s,%s,%d,%.6f,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g\n", r->sc->name, r->eng->name,
+          r->nstep, r->nstep * r->sc->timestep, run_kinetic(r), x[0], x[1], x[2], q[0], q[1], q[2], q[3]);
+}
+
 /* one timed step; returns 0, or -1 once the engine's state is no longer sane */
 static int run_step(benchRun *r) {
   double t0 = now_s();
@@ -334,8 +366,10 @@ static int run_step(benchRun *r) {
   double t1 = now_s();
   if (r->ntime < r->cap) r->times[r->ntime++] = t1 - t0;
   read_states(r);
+  r->nstep++;
+  if (r->trace) trace_step(r);
   if (!state_sane(r)) {
-    r->diverged = r->ntime;
+    r->diverged = r->nstep;
     return -1;
   }
   return 0;
@@ -382,6 +416,7 @@ static void run_finish(benchRun *r, benchRow *row) {
   timing_figures(r->times, r->ntime, row);
   row->nbody = r->sc->nbody;
   row->seconds = r->ntime * r->sc->timestep;
+  row->create_s = r->create_s;
   if (r->diverged >= 0)
     set_status(row, "diverged: non-finite or runaway state at t = %.3f s", r->diverged * r->sc->timestep);
   run_close(r);
@@ -529,7 +564,7 @@ static int escaped_bodies(const benchRun *r, const khzExperiment *e) {
 static void exp_pile(const benchOptions *o, const sceneCase *c, const benchEngine *eng, benchRow *row) {
   const khzExperiment *e = &c->ks.experiment;
   double h = c->bs.timestep, rest = param(e, "rest_energy", 1e-3);
-  int full = (int)(param(e, "seconds", 10) / h + 0.5), steps = steps_for(o, full, (int)(2 / h + 0.5));
+  int full = (int)(param(e, "seconds", 10) / h + 0.5), steps = steps_for(o, full, (int)(1 / h + 0.5));
   int last = (int)(1 / h + 0.5), rest_step = -1;
   if (last > steps) last = steps;
   benchRun r;
@@ -781,6 +816,20 @@ static void count_warning(void *user, const char *message) {
   ++*(int *)user;
 }
 
+/* The humanoid's geoms touch the world's (the floor) but not each other.
+ * MuJoCo skips parent-child pairs only, but khz splits an MJCF body with
+ * several joints into a chain of massless bodies, and its parent-child filter
+ * then misses pairs such as pelvis-thigh, whose capsules overlap by design:
+ * the humanoid would blow apart in its first steps. */
+static void ground_contacts_only(khzSpec *spec) {
+  for (int g = 0; g < khz_spec_ngeom(spec); g++) {
+    khzGeomSpec *gs = khz_spec_geom(spec, g);
+    int world = gs->body == 0;
+    gs->contype = world ? 1 : 2;
+    gs->conaffinity = world ? 2 : 1;
+  }
+}
+
 /* MuJoCo's humanoid through khz's MJCF loader at h = 1e-3, the contact
  * settings of khz's own humanoid scene (v4_humanoid.yaml) */
 static khzModel *humanoid_khz(const char *path, char *err, size_t errsz) {
@@ -793,6 +842,7 @@ static khzModel *humanoid_khz(const char *path, char *err, size_t errsz) {
     khz_spec_destroy(&spec);
     return NULL;
   }
+  ground_contacts_only(spec);
   khzContactOptions co;
   khz_spec_defaultContact(&co);
   co.method = KHZ_CONTACT_PENALTY;
@@ -869,19 +919,21 @@ static void humanoid_mujoco_row(const char *path, int steps, benchRow *row) {
 #endif
 }
 
+/* 3 s from the file's initial pose: the fall, the impact and lying on the floor */
 static void run_humanoid(const benchOptions *o, rowList *rows) {
-  int steps = steps_for(o, 2000, 1000);
-  int first = rows->n;
-  progress("  %-22s %-12s ", "humanoid", "khz");
-  double t0 = now_s();
-  benchRow *row = new_row(rows, "humanoid", "humanoid", "khz");
-  humanoid_khz_row(o->humanoid, steps, row);
-  progress("%6.1f s  %s\n", now_s() - t0, row->status);
-  progress("  %-22s %-12s ", "humanoid", "mujoco");
-  t0 = now_s();
-  row = new_row(rows, "humanoid", "humanoid", "mujoco");
-  humanoid_mujoco_row(o->humanoid, steps, row);
-  progress("%6.1f s  %s\n", now_s() - t0, row->status);
+  static const struct {
+    const char *engine;
+    void (*run)(const char *, int, benchRow *);
+  } runs[] = {{"khz", humanoid_khz_row}, {"mujoco", humanoid_mujoco_row}};
+  int steps = steps_for(o, 3000, 2000), first = rows->n;
+  for (int k = 0; k < 2; k++) {
+    if (!in_list_engine(o, runs[k].engine)) continue;
+    progress("  %-22s %-12s ", "humanoid", runs[k].engine);
+    double t0 = now_s();
+    benchRow *row = new_row(rows, "humanoid", "humanoid", runs[k].engine);
+    runs[k].run(o->humanoid, steps, row);
+    progress("%6.1f s  %s\n", now_s() - t0, row->status);
+  }
   fill_ratios(rows->row + first, rows->n - first);
 }
 
@@ -1037,6 +1089,7 @@ static void write_json(const char *path, const rowList *rows) {
     if (r->escaped >= 0) fprintf(f, ", \"escaped\": %d", r->escaped);
     json_num(f, "drift_m", r->drift), json_num(f, "sink_m", r->sink);
     json_num(f, "contacts_mean", r->contacts), json_num(f, "torso_height_end_m", r->height_end);
+    json_num(f, "create_s", r->create_s);
     fputs("}\n", f);
   }
   for (int e = 0; e < NENGINE; e++) {
@@ -1058,6 +1111,7 @@ int main(int argc, char **argv) {
                                        "scenes/validation/v3_pile.yaml", "scenes/validation/stack.yaml",
                                        "scenes/bench/passive_chain.yaml"};
   rowList rows = {0};
+  trace_file = o.trace;
   printf("bench_peers (%s): khz next to MuJoCo, ODE and Bullet on the same scenes\n\n",
          o.mode == MODE_FULL ? "full" : o.mode == MODE_QUICK ? "quick" : "smoke");
   for (int e = 0; e < NENGINE; e++)
@@ -1079,6 +1133,7 @@ int main(int argc, char **argv) {
   print_scaling_table(&rows);
   print_humanoid_table(&rows);
   if (o.json) write_json(o.json, &rows);
+  if (o.trace) fclose(o.trace);
   free(rows.row);
   return 0;
 }
