@@ -7,7 +7,7 @@ square grid 0.45 m apart, in an open box whose floor grows with N so that the
 density stays the same. Two layers keep the drop short: the bodies are in
 contact after 0.3 s, which is where the benchmark starts timing.
 
-    gen_piles.py --out DIR 15 60 240 960
+    gen_piles.py --out DIR 15 60 120 240 960
 """
 import argparse
 import math
