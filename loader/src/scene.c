@@ -343,7 +343,8 @@ static int khz_scene_contact(khzSceneReader *r, const yaml_node_t *n, khzContact
   static const char *const keys[] = {"method",      "kp",         "kv",          "ki",
                                      "kp_per_kg",   "kv_per_kg",  "ki_per_kg",   "gain_mass",
                                      "gamma",       "mu",         "restitution", "impact_velocity",
-                                     "max_pairs",   "max_points", NULL};
+                                     "max_pairs",   "max_points", "rolling_friction",
+                                     "torsional_friction", NULL};
   yaml_node_t *v;
   if (khz_check_keys(r, n, "contact", keys)) return -1;
   if ((v = khz_find(r, n, "method"))) {
@@ -372,6 +373,8 @@ static int khz_scene_contact(khzSceneReader *r, const yaml_node_t *n, khzContact
       {"ki_per_kg", &c->ki_per_kg, 0, 1e12, 0, ">= 0 (N/m per kg)"},
       {"gamma", &c->gamma, 0, 1, 1, "0 <= gamma < 1"},
       {"mu", &c->mu, 0, 1e6, 0, ">= 0"},
+      {"rolling_friction", &c->rolling, 0, 1, 0, "0 to 1 m (torque per newton of normal force)"},
+      {"torsional_friction", &c->torsional, 0, 1, 0, "0 to 1 m (torque per newton of normal force)"},
       {"restitution", &c->restitution, 0, 1, 0, "0 to 1"},
       {"impact_velocity", &c->impact_velocity, 0, 1e3, 0, ">= 0 m/s"},
   };

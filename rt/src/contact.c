@@ -31,6 +31,14 @@
 
 #define KHZ_IMPULSE_SWEEPS 8
 
+/* After an impact's impulses have stopped the approach, the penetration the
+ * bodies reached before the contact was detected (up to a step's travel) is
+ * an artifact of the time step, not a compressed spring: pushed out at once
+ * by stiff gains it would return as kinetic energy, 1/2 kp d^2 (a cylinder
+ * lying on the ground hopped for ever this way). The springs measure depth
+ * past that offset, which relaxes to zero with this time constant (s). */
+#define KHZ_IMPACT_RELAX 0.02
+
 /* projections closer than this fraction of the contact patch count as one
  * point in the bottom selection: both bodies of a face-face contact contribute
  * coincident corners, and keeping one of a pair but not the other would put
@@ -41,9 +49,7 @@
  * point below a body's centre of mass moves tangentially with a smaller
  * effective mass than along the normal (rotation), so equal gains would leave
  * the explicit integrator's stability region first in the tangent plane */
-#ifndef KHZ_TANGENT_SCALE
 #define KHZ_TANGENT_SCALE 0.25
-#endif
 
 /* ------------------------------------------------- bottom of the volume -- */
 
@@ -536,9 +542,12 @@ void khz_contactBegin(const khzModel *m, khzData *d) {
 
   /* articulated inertias at the current q (the impulse response and the
    * effective masses need them; velocity terms do not matter) */
-  int need_meff = 0;
-  if (m->contact.gain_mass == KHZ_GAIN_MASS_EFFECTIVE)
-    for (int i = 0; i < d->ncontact; i++) need_meff |= !(d->pair[d->contact[i].slot].meff > 0);
+  int need_meff = 0, rolling = m->contact.rolling > 0 || m->contact.torsional > 0;
+  for (int i = 0; i < d->ncontact; i++) {
+    const khzPairState *ps = d->pair + d->contact[i].slot;
+    need_meff |= (m->contact.gain_mass == KHZ_GAIN_MASS_EFFECTIVE && !(ps->meff > 0)) ||
+                 (rolling && !(ps->rot_inertia > 0));
+  }
   if (scratch && need_meff) {
     memset(tau, 0, (size_t)m->nv * sizeof(double));
     khz_externalForces(m, d);
@@ -562,6 +571,27 @@ void khz_contactBegin(const khzModel *m, khzData *d) {
       double knn = 0;
       for (int j = 0; j < 3; j++) knn += c->normal[j] * ((a0[j] + b0v[j]) - (a1[j] + b1v[j]));
       ps->meff = knn > 0 ? 1 / knn : 0;
+    }
+    if (inertias && rolling && !(ps->rot_inertia > 0)) {
+      /* the relative angular velocity change along a tangent per unit
+       * couple about it, from one test couple on each body */
+      double t[3], a[3] = {1, 0, 0}, f[6] = {0, 0, 0, 0, 0, 0}, kww = 0;
+      if (fabs(c->normal[0]) > 0.6) a[0] = 0, a[1] = 1;
+      khzu_cross(t, c->normal, a);
+      double tn = sqrt(khzu_dot3(t, t));
+      for (int s = 0; s < 2; s++) {
+        int b = c->body[s];
+        if (b <= 0) continue;
+        for (int j = 0; j < 3; j++) f[j] = (s ? -t[j] : t[j]) / tn;
+        memset(dqd, 0, (size_t)m->nv * sizeof(double));
+        khz_impulseResponse(m, d, b, f, dqd, dvel);
+        for (int q = 0; q < 2; q++) { /* both bodies' rotation (same tree or not) */
+          int bq = c->body[q];
+          if (bq <= 0 || m->body_root[bq] != m->body_root[b]) continue;
+          for (int j = 0; j < 3; j++) kww += (q ? -1 : 1) * dvel[6 * bq + j] * t[j] / tn;
+        }
+      }
+      ps->rot_inertia = kww > 0 ? 1 / kww : 0;
     }
     double meff = ps->meff;
     pair_gains(m, c, meff);
@@ -612,6 +642,12 @@ void khz_contactBegin(const khzModel *m, khzData *d) {
     }
   }
   khz_stackFree(d, mark);
+  for (int i = 0; i < d->ncontact; i++) {
+    khzContact *c = d->contact + i;
+    khzPairState *ps = d->pair + c->slot;
+    if (ps->phase == KHZ_PHASE_IMPACT && c->npoint)
+      ps->offset = fmax(ps->offset, d->cpoint[c->deepest].depth);
+  }
 
   /* impacts are resolved: every pair in contact now rests (penalty forces) */
   for (int i = 0; i < d->ncontact; i++) d->pair[d->contact[i].slot].phase = KHZ_PHASE_RESTING;
@@ -694,16 +730,45 @@ static void friction_stretch(const khzData *d, const khzContact *c, const khzPai
   for (int j = 0; j < 3; j++) delta[j] -= dn * n[j];
 }
 
+/* Rolling and torsional friction of a pair (MuJoCo's condim 6, opt-in): a
+ * couple against the relative angular velocity, its tangential part (rolling)
+ * saturated at rolling * fn, its normal part (spin) at torsional * fn. Below
+ * saturation it is a damper whose rate c = I / (2 h), with I the pair's
+ * rotational effective inertia, halves the relative rotation each step: fast
+ * enough to stop a rolling ball, slow enough for the explicit integrator. */
+static void rolling_torque(const khzModel *m, khzData *d, const khzContact *c, double fn) {
+  const khzPairState *ps = d->pair + c->slot;
+  double mr = m->contact.rolling, ms = m->contact.torsional;
+  if (!(mr > 0 || ms > 0) || !(fn > 0) || !(ps->rot_inertia > 0)) return;
+  const double *n = c->normal;
+  int b0 = c->body[0], b1 = c->body[1];
+  double w[3] = {0, 0, 0};
+  for (int j = 0; j < 3; j++)
+    w[j] = (b0 > 0 ? d->vtree[6 * b0 + j] : 0) - (b1 > 0 ? d->vtree[6 * b1 + j] : 0);
+  double wn = khzu_dot3(w, n), wt[3], rate = ps->rot_inertia / (2 * m->timestep), T[3];
+  for (int j = 0; j < 3; j++) wt[j] = w[j] - wn * n[j];
+  double wtn = sqrt(khzu_dot3(wt, wt));
+  double tt = fmin(rate * wtn, mr * fn), tn = fmin(rate * fabs(wn), ms * fn);
+  for (int j = 0; j < 3; j++)
+    T[j] = -(wtn > 0 ? tt * wt[j] / wtn : 0) - (wn > 0 ? tn : wn < 0 ? -tn : 0) * n[j];
+  if (b0 > 0)
+    for (int j = 0; j < 3; j++) d->fext[6 * b0 + j] += T[j];
+  if (b1 > 0)
+    for (int j = 0; j < 3; j++) d->fext[6 * b1 + j] -= T[j];
+}
+
 /* penalty and friction forces of one resting pair at the current forward
- * pass; apply = 1 adds them to d->fext */
-static void pair_forces(const khzModel *m, khzData *d, khzContact *c, int apply) {
+ * pass; apply = 1 adds them to d->fext. slip_limit (npoint, may be NULL):
+ * the largest stretch the friction spring of each bottom point may keep. */
+static void pair_forces(const khzModel *m, khzData *d, khzContact *c, int apply,
+                        double *slip_limit) {
   khzPairState *ps = d->pair + c->slot;
   khzContactPoint *pts = d->cpoint + c->point_adr;
   const double *n = c->normal;
   int b0 = c->body[0], b1 = c->body[1];
 
   /* raw normal forces, then normalise by the number r of pushing points */
-  double raw[KHZ_PAIR_ANCHORS * 16];
+  double raw[KHZ_PAIR_ANCHORS * 16], fn_sum = 0;
   int cap = (int)(sizeof raw / sizeof raw[0]), r = 0, nb = 0;
   for (int k = 0; k < c->npoint && nb < cap; k++) {
     if (!pts[k].bottom) continue;
@@ -712,7 +777,8 @@ static void pair_forces(const khzModel *m, khzData *d, khzContact *c, int apply)
     body_point(d, b1, pts[k].local[1], p1);
     point_velocity(m, d, b0, p0, v0);
     point_velocity(m, d, b1, p1, v1);
-    double depth = pts[k].depth + (p1[0] - p0[0]) * n[0] + (p1[1] - p0[1]) * n[1] + (p1[2] - p0[2]) * n[2];
+    double depth = pts[k].depth - ps->offset + (p1[0] - p0[0]) * n[0] + (p1[1] - p0[1]) * n[1] +
+                   (p1[2] - p0[2]) * n[2];
     double vn = (v0[0] - v1[0]) * n[0] + (v0[1] - v1[1]) * n[1] + (v0[2] - v1[2]) * n[2];
     /* a point that has left the other body at this stage carries nothing: the
      * pair's integral term must not keep pushing a lifted corner upwards */
@@ -723,7 +789,10 @@ static void pair_forces(const khzModel *m, khzData *d, khzContact *c, int apply)
   nb = 0;
   for (int k = 0; k < c->npoint && nb < cap; k++) {
     if (!pts[k].bottom) continue;
-    double fn = r ? raw[nb] / r : 0;
+    double w = r ? 1.0 / r : 0, fn = raw[nb] * w;
+    fn_sum += fn;
+    /* |kt delta| <= mu fn with kt = scale kp w: the weight cancels */
+    if (slip_limit) slip_limit[k] = c->mu * raw[nb] / (KHZ_TANGENT_SCALE * c->kp);
     nb++;
     double p0[3], p1[3], v0[3], v1[3], vt[3], F[3];
     body_point(d, b0, pts[k].local[0], p0);
@@ -735,7 +804,7 @@ static void pair_forces(const khzModel *m, khzData *d, khzContact *c, int apply)
     for (int j = 0; j < 3; j++) vt[j] -= vn * n[j];
 
     /* friction: spring-damper to the sticking anchor, saturated at mu fn */
-    double kt = KHZ_TANGENT_SCALE * c->kp / (r ? r : 1), bt = KHZ_TANGENT_SCALE * c->kv / (r ? r : 1);
+    double kt = KHZ_TANGENT_SCALE * c->kp * w, bt = KHZ_TANGENT_SCALE * c->kv * w;
     double Ft[3], delta[3];
     friction_stretch(d, c, ps, pts + k, p0, p1, delta);
     for (int j = 0; j < 3; j++) Ft[j] = -kt * delta[j] - bt * vt[j];
@@ -752,12 +821,13 @@ static void pair_forces(const khzModel *m, khzData *d, khzContact *c, int apply)
       add_force(m, d, b1, p1, Fm);
     }
   }
+  if (apply) rolling_torque(m, d, c, fn_sum);
 }
 
 void khz_contactForces(const khzModel *m, khzData *d) {
   for (int i = 0; i < d->ncontact; i++) {
     khzContact *c = d->contact + i;
-    if (d->pair[c->slot].phase == KHZ_PHASE_RESTING && c->nbottom) pair_forces(m, d, c, 1);
+    if (d->pair[c->slot].phase == KHZ_PHASE_RESTING && c->nbottom) pair_forces(m, d, c, 1, NULL);
   }
 }
 
@@ -769,7 +839,8 @@ void khz_contactEnd(const khzModel *m, khzData *d) {
 
     /* integral term: I <- gamma I + max_y d(y, t) */
     double dmax = c->npoint ? d->cpoint[c->deepest].depth : 0;
-    ps->integral = m->contact.gamma * ps->integral + fmax(dmax, 0);
+    ps->integral = m->contact.gamma * ps->integral + fmax(dmax - ps->offset, 0);
+    ps->offset *= exp(-m->timestep / KHZ_IMPACT_RELAX);
     if (ps->phase != KHZ_PHASE_RESTING || !c->nbottom) {
       ps->nanchor = 0;
       continue;
@@ -777,10 +848,13 @@ void khz_contactEnd(const khzModel *m, khzData *d) {
 
     /* friction anchors at the final state: keep or create one per bottom
      * point; an anchor whose spring exceeds the cone slips to its edge */
-    pair_forces(m, d, c, 0);
-    int r = 0;
-    for (int k = 0; k < c->npoint; k++) r += pts[k].bottom && khzu_dot3(pts[k].force, c->normal) > 0;
-    double kt = KHZ_TANGENT_SCALE * c->kp / (r ? r : 1);
+    size_t mark = khz_stackMark(d);
+    double *slip_limit = khz_stackAlloc(d, (size_t)c->npoint * sizeof(double));
+    if (!slip_limit) { /* no scratch (counted by khz_stackAlloc): anchors are forgotten */
+      ps->nanchor = 0;
+      continue;
+    }
+    pair_forces(m, d, c, 0, slip_limit);
     khzPairState next = *ps;
     next.nanchor = 0;
     for (int k = 0; k < c->npoint && next.nanchor < KHZ_PAIR_ANCHORS; k++) {
@@ -789,7 +863,7 @@ void khz_contactEnd(const khzModel *m, khzData *d) {
       body_point(d, c->body[0], pts[k].local[0], p0);
       body_point(d, c->body[1], pts[k].local[1], p1);
       friction_stretch(d, c, ps, pts + k, p0, p1, delta);
-      double fn = khzu_dot3(pts[k].force, c->normal), lim = c->mu * fmax(fn, 0) / kt;
+      double lim = slip_limit[k];
       double dl = sqrt(khzu_dot3(delta, delta));
       if (dl > lim) { /* the spring exceeds the cone: the anchor slides to its edge */
         double sc = dl > 0 ? lim / dl : 0;
@@ -803,5 +877,6 @@ void khz_contactEnd(const khzModel *m, khzData *d) {
       next.nanchor++;
     }
     *ps = next;
+    khz_stackFree(d, mark);
   }
 }

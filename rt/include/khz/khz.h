@@ -144,6 +144,10 @@ typedef struct khzContactOptions {
   khzGainMass gain_mass;
   double gamma;             /* forgetting factor of the integral term, in [0, 1) */
   double mu;                /* default Coulomb friction coefficient */
+  double rolling;           /* rolling friction: largest rolling torque per newton of normal
+                               force (m), 0 = none (MuJoCo's condim 6 rolling coefficient) */
+  double torsional;         /* torsional friction: largest torque about the normal per newton
+                               (m), 0 = none (from the points' springs only) */
   double restitution;       /* coefficient of restitution of impacts, [0, 1] */
   double impact_velocity;   /* eps of Fig. 2: approach faster than this (m/s) is an impact */
   int max_pairs;            /* capacity of simultaneous contact pairs; 0 = automatic */
@@ -345,6 +349,10 @@ typedef struct khzPairState {
   int nanchor;
   double integral;                  /* I(t) = sum gamma^(t-i-1) max_y d(y, i) */
   double meff;                      /* effective mass at first contact (gain_mass effective) */
+  double rot_inertia;               /* rotational effective inertia of the pair at first contact
+                                       (rolling and torsional friction) */
+  double offset;                    /* penetration left when an impact's impulses ended,
+                                       released gradually rather than by the spring */
   /* friction anchors, one per sticking point: the tangential spring's
    * stretch, the slip of body[0] against body[1] accumulated since the point
    * began sticking (clamped to the friction cone); body[1]'s frame */
