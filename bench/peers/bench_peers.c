@@ -147,6 +147,23 @@ static int parse_engines(benchOptions *o, const char *list) {
   return 0;
 }
 
+/* --only names sections and scenes; a typo would silently run nothing */
+static int check_only(const char *list) {
+  static const char *const known[] = {"v1_block_penetration", "v2_block_forces", "v3_pile", "stack",
+                                      "passive_chain", "scaling", "humanoid"};
+  for (const char *p = list; p && *p;) {
+    size_t len = strcspn(p, ","), k = 0;
+    while (k < sizeof known / sizeof known[0] && !(strlen(known[k]) == len && !strncmp(p, known[k], len))) k++;
+    if (k == sizeof known / sizeof known[0]) {
+      fprintf(stderr, "bench_peers: --only: unknown section '%.*s' (known: v1_block_penetration, "
+              "v2_block_forces, v3_pile, stack, passive_chain, scaling, humanoid)\n", (int)len, p);
+      return -1;
+    }
+    p += len + (p[len] == ',');
+  }
+  return 0;
+}
+
 static int parse_options(int argc, char **argv, benchOptions *o) {
   memset(o, 0, sizeof *o);
   o->source = BENCH_SOURCE_ROOT, o->piles = BENCH_PILE_DIR;
@@ -173,12 +190,15 @@ static int parse_options(int argc, char **argv, benchOptions *o) {
       fprintf(o->trace, "scene,engine,step,t,kinetic_energy,x,y,z,qw,qx,qy,qz\n");
     }
     else {
+      static const char *const valued[] = {"--engines", "--only", "--json", "--source", "--piles", "--humanoid", "--trace"};
+      int missing = 0;
+      for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++) missing |= !strcmp(a, valued[k]);
       fprintf(stderr, "bench_peers: %s '%s' (--help lists the options)\n",
-              a[0] == '-' && !has_value ? "missing value after" : "unknown argument", a);
+              missing ? "missing value after" : "unknown argument", a);
       return -1;
     }
   }
-  return 0;
+  return check_only(o->only);
 }
 
 /* ---------------------------------------------------------------- results -- */
