@@ -139,14 +139,14 @@ def scene_figure(r):
 
 
 def md_scene_table(rows):
-    out = ["| scene | engine | steps | µs/step median | p99 | steps/s | time / khz | mean pen. (m) "
-           "| max pen. (m) | KE at rest (J) | scene figure | status |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    out = ["| scene | engine | bodies | steps | µs/step median | p99 | steps/s | time / khz "
+           "| mean pen. (m) | max pen. (m) | KE at rest (J) | scene figure | status |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if r["section"] != "scene":
             continue
         sps = r.get("steps_per_s")
-        out.append(f"| {r['scene']} | {r['engine']} | {r['steps']} | {fmt(r.get('median_us'))} "
+        out.append(f"| {r['scene']} | {r['engine']} | {r['bodies']} | {r['steps']} | {fmt(r.get('median_us'))} "
                    f"| {fmt(r.get('p99_us'))} | {fmt(round(sps) if sps else None)} "
                    f"| {fmt(r.get('time_ratio_to_khz'), 3)} | {fmt(r.get('mean_penetration_m'), 3)} "
                    f"| {fmt(r.get('max_penetration_m'), 3)} | {fmt(r.get('kinetic_energy_at_rest_j'), 3)} "
