@@ -6,10 +6,12 @@
 #       multi-point figure), multi-point at least as good as deepest-point and
 #       at least 10x calmer (kinetic energy) in the same run
 #   V4  the robots step in well under 1 ms and stay up
-#   V3 pile and the 5-box stack: NOT yet meeting the issue's figures (the pile
-#       does not come to rest, the stack topples after ~12 s; see
-#       docs/validation.md). Checked here only for what holds: they run to the
-#       end with finite states and no rollback.
+#   V3  no body escapes, penetration in the last second below 1 cm, kinetic
+#       energy at 10 s below 0.2 J (the issue's 1e-3 J rest is NOT yet met,
+#       see docs/validation.md; this bound catches the bouncing and hopping
+#       fixed on 2026-11-22, when it was 15-20 J)
+#   stack  five boxes stand for 60 s: drift and sink below 5 mm, kinetic
+#       energy in the second half below 0.05 J
 # Usage: test_validation.sh KHZ_SIM
 set -u
 SIM=$1
@@ -71,12 +73,15 @@ assert pj <= pk, "multi-point %g deeper than deepest-point %g" % (pj, pk)
 assert ej * 10 <= ek, "kinetic energy multi-point %g not 10x below deepest-point %g" % (ej, ek)'
 
 run $S/v3_pile.yaml penalty
-check "V3 pile runs 10 s with finite states (rest not yet reached: known shortfall)" '
+check "V3 pile: nothing escapes, shallow at the end, nearly still" '
 j = load("v3_pile", "penalty")
 assert j["bodies"] >= 60, j["bodies"]
 assert j["warnings"]["badstate"] == 0, j["warnings"]
-print("V3 figures: rest_time_s=%s escaped=%s max_penetration_last_second=%s" % (
-    j["rest_time_s"], j["escaped"], j["max_penetration_last_second"]))'
+print("V3 figures: rest_time_s=%s kinetic_energy_end=%s escaped=%s max_penetration_last_second=%s" % (
+    j["rest_time_s"], j["kinetic_energy_end"], j["escaped"], j["max_penetration_last_second"]))
+assert j["escaped"] == 0, j["escaped"]
+assert j["max_penetration_last_second"] < 0.01, j["max_penetration_last_second"]
+assert j["kinetic_energy_end"] < 0.2, j["kinetic_energy_end"]'
 
 run $S/v4_diffdrive.yaml penalty
 run $S/v4_humanoid.yaml penalty
@@ -89,10 +94,14 @@ for n in ("v4_diffdrive", "v4_humanoid"):
 assert load("v4_humanoid", "penalty")["nv"] >= 26'
 
 run $S/stack.yaml penalty
-check "stack runs 60 s with finite states (standing still not yet reached: known shortfall)" '
+check "stack of 5 boxes stands still for 60 s" '
 j = load("stack", "penalty")
 assert j["warnings"]["badstate"] == 0, j["warnings"]
-print("stack figures: drift=%s sink=%s" % (j["max_horizontal_drift"], j["max_sink"]))'
+print("stack figures: drift=%s sink=%s max KE second half=%s" % (
+    j["max_horizontal_drift"], j["max_sink"], j["max_kinetic_energy_second_half"]))
+assert j["max_horizontal_drift"] < 5e-3, j["max_horizontal_drift"]
+assert j["max_sink"] < 5e-3, j["max_sink"]
+assert j["max_kinetic_energy_second_half"] < 0.05, j["max_kinetic_energy_second_half"]'
 
 echo "$checks checks, $failed failed"
 [ "$failed" -eq 0 ]
