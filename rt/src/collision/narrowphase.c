@@ -43,7 +43,6 @@
  */
 #include <float.h>
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "collision.h"
@@ -287,7 +286,7 @@ static void edges_crossing(const vcache *vc, int side, khzColOut *o, int *list, 
  * (side 1), when it lies inside other */
 static void rim_points(const khzColShape *s, const khzColShape *other, int side,
                        const double n[3], khzColOut *o) {
-  if (s->shape != KHZ_SHAPE_CYLINDER || getenv("NORIM")) return;
+  if (s->shape != KHZ_SHAPE_CYLINDER) return;
   double z[3], u[3];
   axis_z(s, z);
   khzc_addScl(u, n, z, -khzc_dot(n, z));
