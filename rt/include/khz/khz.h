@@ -367,6 +367,10 @@ typedef struct khzContactPoint {
   double depth;         /* penetration depth along the pair normal, > 0 inside */
   double local[2][3];   /* the point in the frames of body[0] and body[1] */
   int feature;          /* stable id of the generating feature (for friction anchors) */
+  int round;            /* the side (0, 1) whose curved surface the point lies on (a sphere,
+                           capsule or cylinder rim: it rolls over it), else -1 */
+  double center[3];     /* round: the centre of curvature in that body's frame */
+  double axis[3];       /* round, cylinder rim: the cylinder's axis in that body's frame */
   int bottom;           /* 1 when on the bottom of the intersection volume */
   double force[3];      /* world force on body[0] at the last evaluation (body[1]: minus) */
 } khzContactPoint;

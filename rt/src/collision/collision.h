@@ -50,6 +50,9 @@ typedef enum khzShape {
 /* samples per cylinder rim: 2 rims x 16 vertices, 16 + 16 rim edges and 16
  * generator edges; the exact deepest rim points are added on top */
 #define KHZ_CYL_RIM 16
+/* sine of the tilt between a cylinder's rim and a contact plane below which
+ * the rim samples stand for the rim's exact lowest point */
+#define KHZ_RIM_TILT 0.05
 
 /* at most this many hull vertices (more are reduced at compile, geometry.c) */
 #define KHZ_HULL_MAXVERT 256

@@ -290,8 +290,18 @@ static void rim_points(const khzColShape *s, const khzColShape *other, int side,
   double z[3], u[3];
   axis_z(s, z);
   khzc_addScl(u, n, z, -khzc_dot(n, z));
-  if (khzc_normalize(u) < 1e-6) return; /* rims parallel to the contact plane: samples cover it */
+  /* a rim nearly parallel to the contact plane: its samples lie within
+   * r (1 - cos(pi/16)) KHZ_RIM_TILT of its lowest point, and that point's
+   * place along the rim is ill-conditioned (it swings round with the tilt) */
+  if (khzc_normalize(u) < KHZ_RIM_TILT) return;
   double sgn = side == 0 ? -1 : 1;
+  /* on a rim sample already (to 0.1 um): the sample, a material point, is
+   * the contact; a second point in the same place would only flicker */
+  const double *R = s->rot; /* the rim point's direction sgn u in the cylinder's frame */
+  double ang = atan2(sgn * (R[1] * u[0] + R[4] * u[1] + R[7] * u[2]),
+                     sgn * (R[0] * u[0] + R[3] * u[1] + R[6] * u[2]));
+  double step = 2 * M_PI / KHZ_CYL_RIM, off = ang - step * nearbyint(ang / step);
+  if (s->size[0] * (1 - cos(off)) < 1e-7) return;
   for (int rim = 0; rim < 2; rim++) {
     double p[3];
     khzc_addScl(p, s->pos, z, rim ? s->size[1] : -s->size[1]);

@@ -192,6 +192,41 @@ size_t khz_collision_stackBytes(const khzModel *m) {
   return base + (broad > slots ? broad : slots);
 }
 
+
+/* A point on a sphere's, a capsule's or a cylinder rim's curved surface is
+ * not a material point: as the body rolls, the contact stays where the
+ * surface faces the other body. The contact method keeps such a point there
+ * (contact.c, surface_point) from the centre of curvature and, for a rim,
+ * the cylinder's axis, both in the body's frame. */
+static void round_point(const khzModel *m, const khzContact *c, const double *xrot,
+                        const double *xpos, khzContactPoint *p) {
+  int kind = (p->feature >> 24) & 0xf, side = KHZ_FEATURE_SIDE(p->feature);
+  int index = p->feature & 0xffffff;
+  p->round = -1;
+  if (side > 1 || c->body[side] <= 0) return;
+  int g = c->geom[side], type = m->geom_type[g];
+  double r = m->geom_size[3 * g], out = side == 0 ? -1 : 1, u[3], ctr[3], rel[3];
+  const double *n = c->normal, *R = xrot + 9 * c->body[side], *x = xpos + 3 * c->body[side];
+  if (kind == KHZ_FEAT_ROUND && index <= 2 && (type == KHZ_GEOM_SPHERE || type == KHZ_GEOM_CAPSULE)) {
+    khzc_scl(u, n, out);
+  } else if (kind == KHZ_FEAT_RIM && type == KHZ_GEOM_CYLINDER) {
+    double Rg[9], ab[3], aw[3];
+    khzu_quat2mat(Rg, m->geom_quat + 4 * g);
+    ab[0] = Rg[2], ab[1] = Rg[5], ab[2] = Rg[8]; /* the geom's z in the body frame */
+    khzu_mulMatVec3(aw, R, ab);
+    khzc_scl(u, n, out);
+    khzc_addScl(u, u, aw, -khzc_dot(u, aw));
+    if (khzc_normalize(u) < 1e-9) return;
+    khzc_copy(p->axis, ab);
+  } else {
+    return;
+  }
+  khzc_addScl(ctr, p->pos, u, -r);
+  khzc_sub(rel, ctr, x);
+  khzu_mulMatTVec3(p->center, R, rel);
+  p->round = side;
+}
+
 int khz_collide(const khzModel *m, khzData *d) {
   const khzColModel *cm = m->collision;
   d->ncontact = d->ncpoint = 0;
@@ -259,6 +294,7 @@ int khz_collide(const khzModel *m, khzData *d) {
       khzc_sub(rel, p->pos, x1);
       khzu_mulMatTVec3(p->local[1], r1, rel);
       p->feature = out.pt[i].feature;
+      round_point(m, c, d->xrot, d->xpos, p);
       if (p->depth > d->cpoint[c->deepest].depth) c->deepest = d->ncpoint + i;
     }
     d->ncpoint += out.npt;
