@@ -208,12 +208,13 @@ static int run_pile(const khzModel *m, khzData *d, const khzExperiment *e, FILE 
   double bx = khz_experiment_param(e, "container_x", 1), by = khz_experiment_param(e, "container_y", 1);
   double bz = khz_experiment_param(e, "container_z", 3);
   int steps = (int)(seconds / m->timestep + 0.5), rest_step = -1, nfloat = 0;
-  double max_pen_last = 0, max_pen = 0, t0 = now_s();
+  double max_pen_last = 0, max_pen = 0, ke_last = 0, t0 = now_s();
+  int last = (int)(1.0 / m->timestep + 0.5);
   for (int s = 0; s < steps; s++) {
     khz_step(m, d);
     double pen = max_penetration(d), ke = kinetic(m, d);
     max_pen = fmax(max_pen, pen);
-    if (s >= steps - (int)(1.0 / m->timestep)) max_pen_last = fmax(max_pen_last, pen);
+    if (s >= steps - last) max_pen_last = fmax(max_pen_last, pen), ke_last += ke / last;
     if (ke < rest && rest_step < 0 && s > 100) rest_step = s;
     if (ke >= rest) rest_step = -1;
   }
@@ -230,6 +231,7 @@ static int run_pile(const khzModel *m, khzData *d, const khzExperiment *e, FILE 
   print_common(out, m, d, "pile", steps, wall);
   fprintf(out, "  \"bodies\": %d,\n  \"contacts_at_end\": %d,\n  \"kinetic_energy_end\": %.6g,\n", nfloat,
           d->ncontact, ke_end);
+  fprintf(out, "  \"mean_kinetic_energy_last_second\": %.6g,\n", ke_last);
   fprintf(out, "  \"rest_time_s\": %s%.4g%s,\n", rest_step < 0 ? "null, \"rest_time_note\": \"" : "",
           rest_step < 0 ? 0.0 : (rest_step + 1) * m->timestep, rest_step < 0 ? " not at rest\"" : "");
   fprintf(out, "  \"escaped\": %d,\n  \"max_penetration\": %.6g,\n  \"max_penetration_last_second\": %.6g\n}\n",

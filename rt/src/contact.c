@@ -36,12 +36,13 @@
  * candidates (see khz_contactBegin) */
 #define KHZ_DEPTH_FLOOR 1e-3
 
-/* After an impact's impulses have stopped the approach, the penetration the
- * bodies reached before the contact was detected (up to a step's travel) is
- * an artifact of the time step, not a compressed spring: pushed out at once
- * by stiff gains it would return as kinetic energy, 1/2 kp d^2 (a cylinder
- * lying on the ground hopped for ever this way). The springs measure depth
- * past that offset, which relaxes to zero with this time constant (s). */
+/* The penetration a pair already has when it is first found, or when an
+ * impact's impulses have stopped its approach (up to a step's travel, an
+ * initial overlap, a contact found late) is not a compressed spring: pushed
+ * out at once by stiff gains it would return as kinetic energy, 1/2 kp d^2
+ * (a cylinder lying on the ground hopped for ever this way; a pair found
+ * 1 m deep threw a body at 300 m/s). The springs measure depth past that
+ * offset, which relaxes to zero with this time constant (s). */
 #define KHZ_IMPACT_RELAX 0.02
 
 /* projections closer than this fraction of the contact patch count as one
@@ -552,6 +553,34 @@ static int impulse_pair(const khzModel *m, khzData *d, khzContact *c, double tar
 
 /* ----------------------------------------------------------- the phases -- */
 
+/* Eq. 1 divides by the number r of pushing points, so two bottom points at
+ * nearly one place (the coincident corners of two equal stacked boxes, a few
+ * tenths of a millimetre apart) pull that place's share of the force to
+ * twice the others', and as one of them comes and goes from step to step the
+ * force's moment jumps. Points closer than KHZ_CLUSTER of the patch count
+ * as one point together: each carries 1 / (their number) in r. */
+#define KHZ_CLUSTER 0.01
+static void cluster_shares(const khzContact *c, khzContactPoint *pts) {
+  double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+  for (int k = 0; k < c->npoint; k++)
+    if (pts[k].bottom)
+      for (int j = 0; j < 3; j++) lo[j] = fmin(lo[j], pts[k].pos[j]), hi[j] = fmax(hi[j], pts[k].pos[j]);
+  double ext = 0;
+  for (int j = 0; j < 3; j++) ext = fmax(ext, hi[j] - lo[j]);
+  double tol2 = KHZ_CLUSTER * ext * KHZ_CLUSTER * ext;
+  for (int k = 0; k < c->npoint; k++) {
+    if (!pts[k].bottom) continue;
+    int near = 0;
+    for (int i = 0; i < c->npoint; i++) {
+      if (!pts[i].bottom) continue;
+      double dx = pts[i].pos[0] - pts[k].pos[0], dy = pts[i].pos[1] - pts[k].pos[1],
+             dz = pts[i].pos[2] - pts[k].pos[2];
+      near += dx * dx + dy * dy + dz * dz <= tol2;
+    }
+    pts[k].share = 1.0 / near;
+  }
+}
+
 void khz_contactBegin(const khzModel *m, khzData *d) {
   d->ncontact = d->ncpoint = 0;
   if (d->contact_method == KHZ_CONTACT_NONE) {
@@ -637,6 +666,9 @@ void khz_contactBegin(const khzModel *m, khzData *d) {
     double sn = approach_speed(m, d, c);
     if (vn0) vn0[i] = sn;
     int fresh = ps->phase == KHZ_PHASE_NONE;
+    /* a new pair: the overlap it starts with is released gradually too (a
+     * step's travel, an initial overlap, or a contact found late) */
+    if (fresh && c->npoint) ps->offset = fmax(ps->offset, d->cpoint[c->deepest].depth);
     if (fresh) ps->phase = sn < -eps ? KHZ_PHASE_IMPACT : KHZ_PHASE_RESTING;
     any_impact |= ps->phase == KHZ_PHASE_IMPACT && fresh;
   }
@@ -700,6 +732,7 @@ void khz_contactBegin(const khzModel *m, khzData *d) {
     if (d->pair[c->slot].phase != KHZ_PHASE_RESTING || c->npoint == 0) continue;
     if (d->contact_method == KHZ_CONTACT_DEEPEST) {
       pts[c->deepest - c->point_adr].bottom = 1;
+      pts[c->deepest - c->point_adr].share = 1;
       c->nbottom = 1;
       continue;
     }
@@ -726,8 +759,9 @@ void khz_contactBegin(const khzModel *m, khzData *d) {
         pts[k].bottom = flag[j++];
         c->nbottom += pts[k].bottom;
       }
+      cluster_shares(c, pts);
     } else {
-      for (int k = 0; k < c->npoint; k++) pts[k].bottom = 1;
+      for (int k = 0; k < c->npoint; k++) pts[k].bottom = 1, pts[k].share = 1;
       c->nbottom = c->npoint;
     }
     khz_stackFree(d, mk);
@@ -811,7 +845,8 @@ static void pair_forces(const khzModel *m, khzData *d, khzContact *c, int apply,
 
   /* raw normal forces, then normalise by the number r of pushing points */
   double raw[KHZ_PAIR_ANCHORS * 16], fn_sum = 0;
-  int cap = (int)(sizeof raw / sizeof raw[0]), r = 0, nb = 0;
+  double r = 0; /* eq. 1's count of pushing points (near-duplicates share one) */
+  int cap = (int)(sizeof raw / sizeof raw[0]), nb = 0;
   for (int k = 0; k < c->npoint && nb < cap; k++) {
     if (!pts[k].bottom) continue;
     double p0[3], p1[3], v0[3], v1[3];
@@ -825,13 +860,13 @@ static void pair_forces(const khzModel *m, khzData *d, khzContact *c, int apply,
     /* a point that has left the other body at this stage carries nothing: the
      * pair's integral term must not keep pushing a lifted corner upwards */
     raw[nb] = depth > 0 ? fmax(c->kp * depth - c->kv * vn + c->ki * ps->integral, 0) : 0;
-    r += raw[nb] > 0;
+    r += raw[nb] > 0 ? pts[k].share : 0;
     nb++;
   }
   nb = 0;
   for (int k = 0; k < c->npoint && nb < cap; k++) {
     if (!pts[k].bottom) continue;
-    double w = r ? 1.0 / r : 0, fn = raw[nb] * w;
+    double w = r > 0 ? pts[k].share / r : 0, fn = raw[nb] * w;
     fn_sum += fn;
     /* |kt delta| <= mu fn with kt = scale kp w: the weight cancels */
     if (slip_limit) slip_limit[k] = c->mu * raw[nb] / (KHZ_TANGENT_SCALE * c->kp);

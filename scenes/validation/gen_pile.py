@@ -17,7 +17,7 @@ name: v3_pile
 rate_hz: 1000
 integrator: rk4
 ground: {height: 0}
-contact: {method: penalty, kp_per_kg: 400000, kv_per_kg: 800, ki_per_kg: 10000, gain_mass: reduced,
+contact: {method: penalty, kp_per_kg: 400000, kv_per_kg: 800, ki_per_kg: 2000, gain_mass: reduced,
           rolling_friction: 0.002, torsional_friction: 0.002,
           gamma: 0.85, mu: 0.6, restitution: 0.1, max_points: 64}
 objects:

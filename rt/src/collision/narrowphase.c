@@ -364,8 +364,14 @@ static int rims_only(const khzColShape *a, const khzColShape *b, khzColOut *o) {
       o->npt = 0;
       rim_points(cyl, other, side, n, o);
       if (!o->npt) continue;
+      double sd = 0;
+      for (int k = 0; k < o->npt; k++) sd = fmax(sd, o->pt[k].sd);
       double f = set_depths(a, b, o, n);
-      if (f > 0 && f < best) best = f, khzc_copy(best_n, n);
+      /* along the right facet normal a rim point's depth is its distance to
+       * that facet, at most twice its distance to the nearest one: a larger
+       * depth measures to a facet far away (a wall's far end, 1.2 m) */
+      if (f > 0 && f <= 2 * sd + 1e-9 * (a->scale + b->scale) && f < best)
+        best = f, khzc_copy(best_n, n);
     }
   }
   o->npt = 0;
