@@ -47,6 +47,19 @@ def read_text(path, default=""):
         return default
 
 
+def uncommitted():
+    """source files that differ from the commit (results excluded), named when few"""
+    try:
+        out = subprocess.run(["git", "status", "--porcelain", "--", ".", ":!bench/results"],
+                             capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    paths = [line[3:] for line in out.splitlines() if line.strip()]
+    if len(paths) > 5:
+        return f"{len(paths)} files"
+    return ", ".join(paths)
+
+
 def machine(load_before):
     """what a reader needs to compare this run with theirs"""
     cpu = re.search(r"^model name\s*:\s*(.*)$", read_text("/proc/cpuinfo"), re.M)
@@ -55,10 +68,10 @@ def machine(load_before):
     for pkg in ("libmujoco-dev", "libode-dev", "libbullet-dev", "rt-tests", "libzmq3-dev"):
         pkgs[pkg] = run(["dpkg-query", "-W", "-f", "${Version}", pkg]) or "not installed"
     commit = run(["git", "rev-parse", "--short", "HEAD"])
-    dirty = run(["git", "status", "--porcelain", "--untracked-files=no"])
+    dirty = uncommitted()
     return {
         "date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
-        "khz commit": commit + (" (with uncommitted changes)" if dirty else ""),
+        "khz commit": commit + (f" (with uncommitted changes: {dirty})" if dirty else ""),
         "CPU": cpu.group(1).strip() if cpu else platform.processor() or "unknown",
         "cores": str(os.cpu_count()),
         "memory": f"{int(mem.group(1)) / 1048576:.1f} GiB" if mem else "unknown",
