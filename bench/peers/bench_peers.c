@@ -442,6 +442,22 @@ static void run_finish(benchRun *r, benchRow *row) {
   run_close(r);
 }
 
+static void progress(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fflush(stderr);
+}
+
+/* every engine's time relative to khz's penalty path on the same scene */
+static void fill_ratios(benchRow *rows, int n) {
+  double khz = NAN;
+  for (int i = 0; i < n; i++)
+    if (!strcmp(rows[i].engine, "khz")) khz = rows[i].median_us;
+  for (int i = 0; i < n; i++) rows[i].ratio = rows[i].median_us / khz;
+}
+
 /* ------------------------------------------------------------ experiments -- */
 
 /* A loaded scene file: the khz model, its scene (for the experiment block)
@@ -463,27 +479,6 @@ static int bench_body(const benchScene *s, const char *name) {
   for (int i = 0; i < s->nbody; i++)
     if (strcmp(s->body[i].name, name) == 0) return i;
   return -1;
-}
-
-/* V1: deepest penetration and kinetic energy over the last `window` steps */
-static void exp_block_penetration(const benchOptions *o, const sceneCase *c, const benchEngine *eng,
-                                  benchRow *row) {
-  const khzExperiment *e = &c->ks.experiment;
-  int steps = steps_for(o, (int)param(e, "steps", 3000), (int)param(e, "steps", 3000));
-  int window = (int)param(e, "window", 2000);
-  if (window > steps) window = steps;
-  benchRun r;
-  char err[256] = "";
-  if (run_open(&r, &c->bs, eng, steps, err, sizeof err)) return set_status(row, "failed: %s", err);
-  double sum_pen = 0, max_pen = 0, sum_ke = 0;
-  int n = 0;
-  for (int s = 0; s < steps && run_step(&r) == 0; s++) {
-    if (s < steps - window) continue;
-    double pen = run_penetration(&r);
-    sum_pen += pen, max_pen = fmax(max_pen, pen), sum_ke += run_kinetic(&r), n++;
-  }
-  if (n) row->pen_mean = sum_pen / n, row->pen_max = max_pen, row->ke_rest = sum_ke / n;
-  run_finish(&r, row);
 }
 
 /* the first box shape of a bench body, or NULL */
@@ -510,12 +505,13 @@ static void push_block(benchRun *r, int body, const benchShape *box, const doubl
 
 typedef struct pushPlan {
   int settle, on, off, cycles;
-  const benchShape *box;      /* the block's box: the pushes' frame */
+  int body;                   /* the block */
+  const benchShape *box;      /* its box: the pushes' frame */
   double *force, (*local)[3]; /* per cycle */
 } pushPlan;
 
 /* V2's schedule, drawn once in tools/experiments.c's order */
-static int plan_pushes(const benchOptions *o, const sceneCase *c, int body, pushPlan *p) {
+static int plan_pushes(const benchOptions *o, const sceneCase *c, pushPlan *p) {
   const khzExperiment *e = &c->ks.experiment;
   benchRng rng = rng_seeded(param(e, "seed", 1));
   int smoke = o->mode == MODE_SMOKE;
@@ -525,7 +521,8 @@ static int plan_pushes(const benchOptions *o, const sceneCase *c, int body, push
   int cycles = (int)param(e, "cycles", 10);
   p->cycles = smoke ? 1 : o->mode == MODE_QUICK ? (cycles < 3 ? cycles : 3) : cycles;
   double fmin_ = param(e, "force_min", 10), fmax_ = param(e, "force_max", 100);
-  const benchShape *box = p->box = first_box(&c->bs, body);
+  p->body = bench_body(&c->bs, e->body);
+  const benchShape *box = p->box = p->body < 0 ? NULL : first_box(&c->bs, p->body);
   p->force = malloc(((size_t)p->cycles + 1) * sizeof *p->force);
   p->local = malloc(((size_t)p->cycles + 1) * sizeof *p->local);
   if (!box || !p->force || !p->local) return -1;
@@ -538,38 +535,6 @@ static int plan_pushes(const benchOptions *o, const sceneCase *c, int body, push
   return 0;
 }
 
-/* V2: penetration and kinetic energy in the unforced halves */
-static void exp_block_forces(const benchOptions *o, const sceneCase *c, const benchEngine *eng,
-                             benchRow *row) {
-  int body = bench_body(&c->bs, c->ks.experiment.body);
-  pushPlan p = {0};
-  if (body < 0 || plan_pushes(o, c, body, &p)) {
-    free(p.force), free(p.local);
-    return set_status(row, "failed: experiment body '%s' is not a free box", c->ks.experiment.body);
-  }
-  int steps = p.settle + p.cycles * (p.on + p.off);
-  benchRun r;
-  char err[256] = "";
-  if (run_open(&r, &c->bs, eng, steps, err, sizeof err)) {
-    free(p.force), free(p.local);
-    return set_status(row, "failed: %s", err);
-  }
-  double sum_pen = 0, max_pen = 0, sum_ke = 0;
-  int n = 0, ok = 1;
-  for (int s = 0; s < p.settle && ok; s++) ok = run_step(&r) == 0;
-  for (int k = 0; k < p.cycles && ok; k++)
-    for (int s = 0; s < p.on + p.off && ok; s++) {
-      if (s < p.on) push_block(&r, body, p.box, p.local[k], p.force[k]);
-      ok = run_step(&r) == 0;
-      if (!ok || s < p.on) continue;
-      double pen = run_penetration(&r);
-      sum_pen += pen, max_pen = fmax(max_pen, pen), sum_ke += run_kinetic(&r), n++;
-    }
-  if (n) row->pen_mean = sum_pen / n, row->pen_max = max_pen, row->ke_rest = sum_ke / n;
-  free(p.force), free(p.local);
-  run_finish(&r, row);
-}
-
 static int escaped_bodies(const benchRun *r, const khzExperiment *e) {
   double bx = param(e, "container_x", 1), by = param(e, "container_y", 1), bz = param(e, "container_z", 3);
   int escaped = 0;
@@ -580,83 +545,208 @@ static int escaped_bodies(const benchRun *r, const khzExperiment *e) {
   return escaped;
 }
 
-/* V3: time to rest, escaped bodies; penetration and energy in the last second */
-static void exp_pile(const benchOptions *o, const sceneCase *c, const benchEngine *eng, benchRow *row) {
-  const khzExperiment *e = &c->ks.experiment;
-  double h = c->bs.timestep, rest = param(e, "rest_energy", 1e-3);
-  int full = (int)(param(e, "seconds", 10) / h + 0.5), steps = steps_for(o, full, (int)(1 / h + 0.5));
-  int last = (int)(1 / h + 0.5), rest_step = -1;
-  if (last > steps) last = steps;
-  benchRun r;
-  char err[256] = "";
-  if (run_open(&r, &c->bs, eng, steps, err, sizeof err)) return set_status(row, "failed: %s", err);
-  double sum_pen = 0, max_pen = 0, sum_ke = 0;
-  int n = 0;
-  for (int s = 0; s < steps && run_step(&r) == 0; s++) {
-    double ke = run_kinetic(&r);
-    if (ke < rest && rest_step < 0 && s > 100) rest_step = s;
-    if (ke >= rest) rest_step = -1;
-    if (s < steps - last) continue;
-    double pen = run_penetration(&r);
-    sum_pen += pen, max_pen = fmax(max_pen, pen), sum_ke += ke, n++;
-  }
-  if (n) row->pen_mean = sum_pen / n, row->pen_max = max_pen, row->ke_rest = sum_ke / n;
-  row->rest_time_s = rest_step < 0 || r.diverged >= 0 ? NAN : (rest_step + 1) * h;
-  row->escaped = escaped_bodies(&r, e);
-  run_finish(&r, row);
+/* One engine's run through an experiment, and the sums its figures come from. */
+typedef struct engineRun {
+  benchRun run;
+  benchRow *row;
+  int open, done;
+  double sum_pen, max_pen, sum_ke; /* over the window */
+  int nwin;
+  int rest_step;                   /* pile: since when the energy stays below the bound */
+  double e0, e, worst;             /* passive chain: total energy */
+} engineRun;
+
+#define SCENE_BLOCK 1000 /* steps per block in the scenes (run_interleaved) */
+
+/* An experiment: what happens at each step, the same for every engine. */
+typedef struct benchExperiment {
+  int steps;       /* in all */
+  int timed_from;  /* steps before it run untimed (the scaling piles' drop) */
+  int window_from; /* penetration and kinetic energy averaged from this step on */
+  double rest, h;  /* pile: the rest energy bound; the timestep */
+  const khzExperiment *e;
+  int block;       /* steps an engine runs before the next one's turn */
+  pushPlan push;   /* V2 */
+  void (*before)(const struct benchExperiment *, engineRun *, int s); /* forces, or NULL */
+  int (*in_window)(const struct benchExperiment *, int s);
+  void (*after)(const struct benchExperiment *, engineRun *, int s); /* per-step figures, or NULL */
+  void (*finish)(const struct benchExperiment *, const sceneCase *, engineRun *); /* or NULL */
+} benchExperiment;
+
+static int window_tail(const benchExperiment *x, int s) { return s >= x->window_from; }
+
+/* V2: pushes in the first part of each cycle, figures in the unforced rest */
+static int push_phase(const benchExperiment *x, int s, int *cycle) {
+  const pushPlan *p = &x->push;
+  if (s < p->settle) return -1;
+  *cycle = (s - p->settle) / (p->on + p->off);
+  return (s - p->settle) % (p->on + p->off) < p->on;
 }
 
-/* stack: drift and sink of every box; penetration and energy in the second half */
-static void exp_stack(const benchOptions *o, const sceneCase *c, const benchEngine *eng, benchRow *row) {
-  const khzExperiment *e = &c->ks.experiment;
-  double h = c->bs.timestep;
-  int steps = steps_for(o, (int)(param(e, "seconds", 60) / h + 0.5), (int)(5 / h + 0.5));
-  benchRun r;
-  char err[256] = "";
-  if (run_open(&r, &c->bs, eng, steps, err, sizeof err)) return set_status(row, "failed: %s", err);
-  double sum_pen = 0, max_pen = 0, sum_ke = 0;
-  int n = 0;
-  for (int s = 0; s < steps && run_step(&r) == 0; s++) {
-    if (s < steps / 2) continue;
-    double pen = run_penetration(&r);
-    sum_pen += pen, max_pen = fmax(max_pen, pen), sum_ke += run_kinetic(&r), n++;
-  }
-  if (n) row->pen_mean = sum_pen / n, row->pen_max = max_pen, row->ke_rest = sum_ke / n;
+static void push_before(const benchExperiment *x, engineRun *er, int s) {
+  int cycle;
+  if (push_phase(x, s, &cycle) == 1)
+    push_block(&er->run, x->push.body, x->push.box, x->push.local[cycle], x->push.force[cycle]);
+}
+
+static int unforced(const benchExperiment *x, int s) {
+  int cycle;
+  return push_phase(x, s, &cycle) == 0;
+}
+
+static void pile_after(const benchExperiment *x, engineRun *er, int s) {
+  double ke = run_kinetic(&er->run);
+  if (ke < x->rest && er->rest_step < 0 && s > 100) er->rest_step = s;
+  if (ke >= x->rest) er->rest_step = -1;
+}
+
+static void pile_finish(const benchExperiment *x, const sceneCase *c, engineRun *er) {
+  (void)c;
+  int diverged = er->run.diverged >= 0;
+  er->row->rest_time_s = er->rest_step < 0 || diverged ? NAN : (er->rest_step + 1) * x->h;
+  er->row->escaped = escaped_bodies(&er->run, x->e);
+}
+
+static void stack_finish(const benchExperiment *x, const sceneCase *c, engineRun *er) {
+  (void)x;
+  benchRow *row = er->row;
   row->drift = row->sink = 0;
   for (int i = 0; i < c->bs.nbody; i++) {
-    const double *a = c->bs.body[i].pos, *x = r.pos[i];
-    row->drift = fmax(row->drift, hypot(x[0] - a[0], x[1] - a[1]));
-    row->sink = fmax(row->sink, a[2] - x[2]);
+    const double *a = c->bs.body[i].pos, *p = er->run.pos[i];
+    row->drift = fmax(row->drift, hypot(p[0] - a[0], p[1] - a[1]));
+    row->sink = fmax(row->sink, a[2] - p[2]);
   }
-  run_finish(&r, row);
 }
 
-/* a scene without an experiment (the passive chain): relative change of the
- * total energy, at the end and at worst */
-static void exp_energy(const benchOptions *o, const sceneCase *c, const benchEngine *eng, benchRow *row) {
+static void energy_after(const benchExperiment *x, engineRun *er, int s) {
+  (void)x, (void)s;
+  er->e = run_kinetic(&er->run) + run_potential(&er->run);
+  er->worst = fmax(er->worst, fabs(er->e - er->e0));
+}
+
+/* the relative change of the total energy, at the end and at worst */
+static void energy_finish(const benchExperiment *x, const sceneCase *c, engineRun *er) {
+  (void)x, (void)c;
+  if (er->run.diverged >= 0) return;
+  er->row->energy_drift = (er->e - er->e0) / fabs(er->e0);
+  er->row->energy_drift_max = er->worst / fabs(er->e0);
+}
+
+/* the experiment of a scene's `experiment:` block (none: the passive chain) */
+static int experiment_setup(const benchOptions *o, const sceneCase *c, benchExperiment *x, char *err,
+                            int errsz) {
+  const khzExperiment *e = &c->ks.experiment;
+  const char *kind = e->kind;
   double h = c->bs.timestep;
-  int steps = steps_for(o, (int)(10 / h + 0.5), (int)(2 / h + 0.5));
-  benchRun r;
-  char err[256] = "";
-  if (run_open(&r, &c->bs, eng, steps, err, sizeof err)) return set_status(row, "failed: %s", err);
-  double e0 = run_kinetic(&r) + run_potential(&r), worst = 0, e = e0;
-  for (int s = 0; s < steps && run_step(&r) == 0; s++) {
-    e = run_kinetic(&r) + run_potential(&r);
-    worst = fmax(worst, fabs(e - e0));
+  memset(x, 0, sizeof *x);
+  x->e = e, x->h = h, x->in_window = window_tail, x->block = SCENE_BLOCK;
+  if (!strcmp(kind, "block_penetration")) {
+    x->steps = steps_for(o, (int)param(e, "steps", 3000), (int)param(e, "steps", 3000));
+    x->window_from = x->steps - (int)param(e, "window", 2000);
+  } else if (!strcmp(kind, "block_forces")) {
+    if (plan_pushes(o, c, &x->push)) {
+      snprintf(err, (size_t)errsz, "experiment body '%s' is not a free box", e->body);
+      return -1;
+    }
+    x->steps = x->push.settle + x->push.cycles * (x->push.on + x->push.off);
+    x->before = push_before, x->in_window = unforced;
+  } else if (!strcmp(kind, "pile")) {
+    x->steps = steps_for(o, (int)(param(e, "seconds", 10) / h + 0.5), (int)(1 / h + 0.5));
+    x->window_from = x->steps - (int)(1 / h + 0.5); /* the last second */
+    x->rest = param(e, "rest_energy", 1e-3);
+    x->after = pile_after, x->finish = pile_finish;
+  } else if (!strcmp(kind, "stack")) {
+    x->steps = steps_for(o, (int)(param(e, "seconds", 60) / h + 0.5), (int)(5 / h + 0.5));
+    x->window_from = x->steps / 2, x->finish = stack_finish;
+  } else if (!kind[0]) {
+    x->steps = steps_for(o, (int)(10 / h + 0.5), (int)(2 / h + 0.5));
+    x->window_from = x->steps, x->after = energy_after, x->finish = energy_finish;
+  } else {
+    snprintf(err, (size_t)errsz, "experiment kind '%s' is not benchmarked", kind);
+    return -1;
   }
-  if (r.diverged < 0) row->energy_drift = (e - e0) / fabs(e0), row->energy_drift_max = worst / fabs(e0);
-  run_finish(&r, row);
+  return 0;
 }
 
-typedef void (*experimentFn)(const benchOptions *, const sceneCase *, const benchEngine *, benchRow *);
+static void experiment_free(benchExperiment *x) {
+  free(x->push.force), free(x->push.local);
+  x->push.force = NULL, x->push.local = NULL;
+}
 
-static experimentFn experiment_for(const char *kind) {
-  if (!kind[0]) return exp_energy;
-  if (!strcmp(kind, "block_penetration")) return exp_block_penetration;
-  if (!strcmp(kind, "block_forces")) return exp_block_forces;
-  if (!strcmp(kind, "pile")) return exp_pile;
-  if (!strcmp(kind, "stack")) return exp_stack;
-  return NULL;
+static void measure_window(engineRun *er) {
+  double pen = run_penetration(&er->run), ke = run_kinetic(&er->run);
+  er->sum_pen += pen, er->max_pen = fmax(er->max_pen, pen), er->sum_ke += ke, er->nwin++;
+}
+
+static void run_block(const benchExperiment *x, engineRun *er, int from, int to) {
+  for (int s = from; s < to && !er->done; s++) {
+    if (s == x->timed_from) er->run.ntime = 0;
+    if (x->before) x->before(x, er, s);
+    if (run_step(&er->run)) {
+      er->done = 1;
+      break;
+    }
+    if (x->in_window(x, s)) measure_window(er);
+    if (x->after) x->after(x, er, s);
+  }
+}
+
+/* Every engine advances by blocks of steps in turn (the first engine of a
+ * block rotating), so that whatever else the machine does meanwhile slows
+ * all engines alike and the ratios of one run hold. The first step of a
+ * block starts with cold caches: blocks of the scenes are long (1000 steps),
+ * so that these steps stay out of the p99. */
+static void run_interleaved(const benchExperiment *x, engineRun *er, int n) {
+  for (int b = 0, k = 0; b < x->steps; b += x->block, k++) {
+    int end = b + x->block < x->steps ? b + x->block : x->steps;
+    for (int i = 0; i < n; i++) {
+      engineRun *e = er + (i + k) % n;
+      if (e->open) run_block(x, e, b, end);
+    }
+  }
+}
+
+/* the rows of every engine on one scene: open, run interleaved, finish */
+static void run_experiment(const benchOptions *o, const sceneCase *c, const benchExperiment *x,
+                           const char *section, rowList *rows) {
+  engineRun er[NENGINE];
+  int n = 0, first = rows->n;
+  memset(er, 0, sizeof er);
+  for (int e = 0; e < NENGINE; e++) {
+    if (!o->use_engine[e]) continue;
+    benchRow *row = new_row(rows, section, c->name, engines[e].name);
+    row->nbody = c->bs.nbody;
+    if (!engines[e].engine) {
+      set_status(row, "skipped: %s", engines[e].missing);
+      continue;
+    }
+    char err[256] = "";
+    engineRun *r = er + n++;
+    r->rest_step = -1;
+    if (run_open(&r->run, &c->bs, engines[e].engine, x->steps, err, sizeof err)) {
+      set_status(row, "failed: %s", err);
+      continue;
+    }
+    r->open = 1;
+    r->e0 = r->e = run_kinetic(&r->run) + run_potential(&r->run);
+  }
+  /* rows may have moved while they were added: attach them now */
+  for (int i = first, k = 0; i < rows->n; i++)
+    if (strncmp(rows->row[i].status, "skipped", 7)) er[k++].row = rows->row + i;
+  double t0 = now_s();
+  run_interleaved(x, er, n);
+  for (int k = 0; k < n; k++) {
+    if (!er[k].open) continue;
+    benchRow *row = er[k].row;
+    if (er[k].nwin)
+      row->pen_mean = er[k].sum_pen / er[k].nwin, row->pen_max = er[k].max_pen, row->ke_rest = er[k].sum_ke / er[k].nwin;
+    if (x->finish) x->finish(x, c, er + k);
+    run_finish(&er[k].run, row);
+  }
+  fill_ratios(rows->row + first, rows->n - first);
+  progress("  %-22s %d engines, %d steps each, %.1f s\n", c->name, n, x->steps, now_s() - t0);
+  for (int i = first; i < rows->n; i++)
+    if (strcmp(rows->row[i].status, "ok")) progress("    %s: %s\n", rows->row[i].engine, rows->row[i].status);
 }
 
 /* ---------------------------------------------------- preparing a scene -- */
@@ -731,57 +821,29 @@ static int case_load(sceneCase *c, const char *path, char *err, int errsz) {
 
 /* ---------------------------------------------------------- the sections -- */
 
-static void progress(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fflush(stderr);
-}
-
-/* every engine's time relative to khz's penalty path on the same scene */
-static void fill_ratios(benchRow *rows, int n) {
-  double khz = NAN;
-  for (int i = 0; i < n; i++)
-    if (!strcmp(rows[i].engine, "khz")) khz = rows[i].median_us;
-  for (int i = 0; i < n; i++) rows[i].ratio = rows[i].median_us / khz;
-}
-
 static void skipped_rows(rowList *rows, const char *section, const char *scene, const char *why) {
   for (int e = 0; e < NENGINE; e++) set_status(new_row(rows, section, scene, engines[e].name), "%s", why);
 }
 
 static void run_scene(const benchOptions *o, const char *path, rowList *rows) {
   sceneCase c;
+  benchExperiment x;
   char err[1024] = "";
   if (case_load(&c, path, err, sizeof err)) {
     fprintf(stderr, "bench_peers: %s\n", err);
     return skipped_rows(rows, "scene", path, "failed: scene did not load");
   }
-  experimentFn fn = experiment_for(c.ks.experiment.kind);
-  int first = rows->n;
-  for (int e = 0; e < NENGINE; e++) {
-    if (!o->use_engine[e]) continue;
-    benchRow *row = new_row(rows, "scene", c.name, engines[e].name);
-    row->nbody = c.bs.nbody;
-    if (!engines[e].engine) {
-      set_status(row, "skipped: %s", engines[e].missing);
-      continue;
-    }
-    if (!fn) {
-      set_status(row, "skipped: experiment kind '%s' is not benchmarked", c.ks.experiment.kind);
-      continue;
-    }
-    progress("  %-22s %-12s ", c.name, engines[e].name);
-    double t0 = now_s();
-    fn(o, &c, engines[e].engine, row);
-    progress("%6.1f s  %s\n", now_s() - t0, row->status);
+  if (experiment_setup(o, &c, &x, err, sizeof err)) {
+    fprintf(stderr, "bench_peers: %s: %s\n", path, err);
+    skipped_rows(rows, "scene", c.name, "failed: experiment not runnable");
+  } else {
+    run_experiment(o, &c, &x, "scene", rows);
   }
-  fill_ratios(rows->row + first, rows->n - first);
+  experiment_free(&x);
   case_free(&c);
 }
 
-/* µs per step of every engine as the pile grows: 0.3 s of the drop untimed,
+/* µs per step of every engine as the pile grows: the drop (0.3 s) untimed,
  * then the steps in contact timed */
 static void run_scaling(const benchOptions *o, rowList *rows) {
   /* --quick stops at 120 bodies: MuJoCo 2.2.2 alone needs seconds to set up
@@ -794,8 +856,6 @@ static void run_scaling(const benchOptions *o, rowList *rows) {
     char path[1024], name[32], err[1024] = "";
     snprintf(path, sizeof path, "%s/pile_%d.yaml", o->piles, counts[k]);
     snprintf(name, sizeof name, "pile_%d", counts[k]);
-    int warm = o->mode == MODE_SMOKE ? 5 : 300;
-    int steps = o->mode == MODE_SMOKE ? 5 : o->mode == MODE_QUICK ? 150 : full_steps[k];
     sceneCase c;
     if (case_load(&c, path, err, sizeof err)) {
       fprintf(stderr, "bench_peers: %s (run bench/peers/gen_piles.py --out %s %d)\n", err, o->piles,
@@ -803,32 +863,14 @@ static void run_scaling(const benchOptions *o, rowList *rows) {
       skipped_rows(rows, "scaling", name, "failed: pile file did not load");
       continue;
     }
-    int first = rows->n;
-    for (int e = 0; e < NENGINE; e++) {
-      if (!o->use_engine[e]) continue;
-      benchRow *row = new_row(rows, "scaling", name, engines[e].name);
-      row->nbody = c.bs.nbody;
-      if (!engines[e].engine) {
-        set_status(row, "skipped: %s", engines[e].missing);
-        continue;
-      }
-      progress("  %-22s %-12s ", name, engines[e].name);
-      double t0 = now_s();
-      benchRun r;
-      if (run_open(&r, &c.bs, engines[e].engine, steps, err, sizeof err)) {
-        set_status(row, "failed: %s", err);
-      } else {
-        int ok = 1;
-        for (int s = 0; s < warm && ok; s++) ok = run_step(&r) == 0;
-        r.ntime = 0;
-        for (int s = 0; s < steps && ok; s++) ok = run_step(&r) == 0;
-        int diverged = r.diverged >= 0;
-        run_finish(&r, row);
-        if (diverged) set_status(row, "diverged: non-finite or runaway state");
-      }
-      progress("%6.1f s  %s\n", now_s() - t0, row->status);
-    }
-    fill_ratios(rows->row + first, rows->n - first);
+    benchExperiment x;
+    memset(&x, 0, sizeof x);
+    x.timed_from = o->mode == MODE_SMOKE ? 5 : 300;
+    x.steps = x.timed_from + (o->mode == MODE_SMOKE ? 5 : o->mode == MODE_QUICK ? 150 : full_steps[k]);
+    /* short blocks: a pile step is long enough that a cold start does not
+     * show, and only medians are reported */
+    x.window_from = x.steps, x.in_window = window_tail, x.h = c.bs.timestep, x.block = 50;
+    run_experiment(o, &c, &x, "scaling", rows);
     case_free(&c);
   }
 }
@@ -881,84 +923,126 @@ static khzModel *humanoid_khz(const char *path, char *err, size_t errsz) {
   return m;
 }
 
-static void humanoid_khz_row(const char *path, int steps, benchRow *row) {
-  char err[1024] = "";
-  khzModel *m = humanoid_khz(path, err, sizeof err);
+/* One engine on the humanoid: how to open, step and read it. */
+typedef struct humanoidRun {
+  const char *engine;
+  int (*open)(struct humanoidRun *, const char *path, char *err, size_t errsz);
+  void (*step)(struct humanoidRun *);
+  int (*ncontact)(const struct humanoidRun *);
+  double (*torso_z)(const struct humanoidRun *);
+  void (*close)(struct humanoidRun *);
+  void *model, *data;
+  int torso, nv;
+  double h;
+  double *times, contacts;
+  int ntime;
+  benchRow *row;
+} humanoidRun;
+
+static int khz_h_open(humanoidRun *r, const char *path, char *err, size_t errsz) {
+  khzModel *m = humanoid_khz(path, err, errsz);
   khzData *d = m ? khz_makeData(m, 0) : NULL;
-  double *t = malloc((size_t)steps * sizeof *t);
-  if (!m || !d || !t) {
-    set_status(row, "failed: %s", err[0] ? err : "out of memory");
-  } else {
-    int torso = khz_name2body(m, "torso");
-    double contacts = 0;
-    d->contact_method = KHZ_CONTACT_PENALTY;
-    for (int s = 0; s < steps; s++) {
-      double t0 = now_s();
-      khz_step(m, d);
-      t[s] = now_s() - t0;
-      contacts += d->ncontact;
-    }
-    row->contacts = contacts / steps;
-    row->height_end = torso > 0 ? d->xpos[3 * torso + 2] : NAN;
-    row->nbody = m->nv;
-    row->seconds = steps * m->timestep;
-    timing_figures(t, steps, row);
-    if (d->warning[KHZ_WARN_BADSTATE]) set_status(row, "diverged: %d states rolled back", d->warning[KHZ_WARN_BADSTATE]);
-  }
-  free(t);
+  r->model = m, r->data = d;
+  if (!d) return -1;
+  d->contact_method = KHZ_CONTACT_PENALTY;
+  r->torso = khz_name2body(m, "torso"), r->nv = m->nv, r->h = m->timestep;
+  return 0;
+}
+
+static void khz_h_step(humanoidRun *r) { khz_step(r->model, r->data); }
+static int khz_h_ncontact(const humanoidRun *r) { return ((const khzData *)r->data)->ncontact; }
+
+static double khz_h_torso(const humanoidRun *r) {
+  return r->torso > 0 ? ((const khzData *)r->data)->xpos[3 * r->torso + 2] : NAN;
+}
+
+static void khz_h_close(humanoidRun *r) {
+  khzData *d = r->data;
+  khzModel *m = r->model;
+  if (d && d->warning[KHZ_WARN_BADSTATE] && r->row)
+    set_status(r->row, "diverged: %d states rolled back", d->warning[KHZ_WARN_BADSTATE]);
   khz_data_destroy(&d);
   khz_model_destroy(&m);
 }
 
-static void humanoid_mujoco_row(const char *path, int steps, benchRow *row) {
 #ifdef HAVE_MUJOCO
-  char err[1024] = "";
-  mjModel *mm = mj_loadXML(path, NULL, err, sizeof err);
+/* MuJoCo's own file, only its timestep changed */
+static int mj_h_open(humanoidRun *r, const char *path, char *err, size_t errsz) {
+  mjModel *mm = mj_loadXML(path, NULL, err, (int)errsz);
   mjData *md = mm ? mj_makeData(mm) : NULL;
-  double *t = malloc((size_t)steps * sizeof *t);
-  if (!mm || !md || !t) {
-    set_status(row, "failed: %s", err[0] ? err : "out of memory");
-  } else {
-    mm->opt.timestep = 1e-3;
-    int torso = mj_name2id(mm, mjOBJ_BODY, "torso");
-    double contacts = 0;
-    for (int s = 0; s < steps; s++) {
-      double t0 = now_s();
-      mj_step(mm, md);
-      t[s] = now_s() - t0;
-      contacts += md->ncon;
-    }
-    row->contacts = contacts / steps;
-    row->height_end = torso >= 0 ? md->xpos[3 * torso + 2] : NAN;
-    row->nbody = mm->nv;
-    row->seconds = steps * mm->opt.timestep;
-    timing_figures(t, steps, row);
-  }
-  free(t);
-  if (md) mj_deleteData(md);
-  if (mm) mj_deleteModel(mm);
-#else
-  (void)path, (void)steps;
-  set_status(row, "skipped: not built: libmujoco not found");
-#endif
+  r->model = mm, r->data = md;
+  if (!md) return -1;
+  mm->opt.timestep = 1e-3;
+  r->torso = mj_name2id(mm, mjOBJ_BODY, "torso"), r->nv = mm->nv, r->h = mm->opt.timestep;
+  return 0;
 }
 
-/* 3 s from the file's initial pose: the fall, the impact and lying on the floor */
+static void mj_h_step(humanoidRun *r) { mj_step(r->model, r->data); }
+static int mj_h_ncontact(const humanoidRun *r) { return ((const mjData *)r->data)->ncon; }
+
+static double mj_h_torso(const humanoidRun *r) {
+  return r->torso >= 0 ? ((const mjData *)r->data)->xpos[3 * r->torso + 2] : NAN;
+}
+
+static void mj_h_close(humanoidRun *r) {
+  if (r->data) mj_deleteData(r->data);
+  if (r->model) mj_deleteModel(r->model);
+}
+#endif
+
+static void humanoid_block(humanoidRun *r, int steps) {
+  for (int s = 0; s < steps; s++) {
+    double t0 = now_s();
+    r->step(r);
+    r->times[r->ntime++] = now_s() - t0;
+    r->contacts += r->ncontact(r);
+  }
+}
+
+/* 3 s from the file's initial pose (the fall, the impact and lying on the
+ * floor), both engines interleaved by blocks as the scenes are */
 static void run_humanoid(const benchOptions *o, rowList *rows) {
-  static const struct {
-    const char *engine;
-    void (*run)(const char *, int, benchRow *);
-  } runs[] = {{"khz", humanoid_khz_row}, {"mujoco", humanoid_mujoco_row}};
-  int steps = steps_for(o, 3000, 2000), first = rows->n;
+  humanoidRun runs[2] = {
+      {.engine = "khz", .open = khz_h_open, .step = khz_h_step, .ncontact = khz_h_ncontact,
+       .torso_z = khz_h_torso, .close = khz_h_close},
+#ifdef HAVE_MUJOCO
+      {.engine = "mujoco", .open = mj_h_open, .step = mj_h_step, .ncontact = mj_h_ncontact,
+       .torso_z = mj_h_torso, .close = mj_h_close},
+#else
+      {.engine = "mujoco"},
+#endif
+  };
+  int steps = steps_for(o, 3000, 2000), first = rows->n, open[2] = {0, 0};
   for (int k = 0; k < 2; k++) {
     if (!in_list_engine(o, runs[k].engine)) continue;
-    progress("  %-22s %-12s ", "humanoid", runs[k].engine);
-    double t0 = now_s();
     benchRow *row = new_row(rows, "humanoid", "humanoid", runs[k].engine);
-    runs[k].run(o->humanoid, steps, row);
-    progress("%6.1f s  %s\n", now_s() - t0, row->status);
+    char err[1024] = "";
+    runs[k].times = malloc((size_t)steps * sizeof(double));
+    if (!runs[k].open) set_status(row, "skipped: not built: libmujoco not found");
+    else if (!runs[k].times || runs[k].open(runs + k, o->humanoid, err, sizeof err))
+      set_status(row, "failed: %s", err[0] ? err : "out of memory");
+    else open[k] = 1;
+  }
+  for (int k = 0, i = first; k < 2; k++)
+    if (in_list_engine(o, runs[k].engine)) runs[k].row = rows->row + i++;
+  double t0 = now_s();
+  for (int b = 0, n = 0; b < steps; b += SCENE_BLOCK, n++)
+    for (int j = 0; j < 2; j++) {
+      int k = (j + n) % 2;
+      if (open[k]) humanoid_block(runs + k, b + SCENE_BLOCK < steps ? SCENE_BLOCK : steps - b);
+    }
+  for (int k = 0; k < 2; k++) {
+    benchRow *row = runs[k].row;
+    if (open[k]) {
+      row->contacts = runs[k].contacts / steps, row->height_end = runs[k].torso_z(runs + k);
+      row->nbody = runs[k].nv, row->seconds = steps * runs[k].h;
+      timing_figures(runs[k].times, runs[k].ntime, row);
+    }
+    if (runs[k].close) runs[k].close(runs + k);
+    free(runs[k].times);
   }
   fill_ratios(rows->row + first, rows->n - first);
+  progress("  %-22s %d steps each, %.1f s\n", "humanoid", steps, now_s() - t0);
 }
 
 /* ------------------------------------------------------------- printing -- */
