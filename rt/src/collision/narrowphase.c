@@ -282,8 +282,51 @@ static void edges_crossing(const vcache *vc, int side, khzColOut *o, int *list, 
   }
 }
 
+/* The deepest generator p0-p1 of a cylinder's side (between its exact
+ * deepest rim points): a side lying across an edge or another cylinder is
+ * deepest between its rims, where no rim point and no sampled generator is.
+ * Its points are where it enters and leaves the other shape and, inside a
+ * cylinder (whose depths are capped by the way out along the normal,
+ * set_depths), the point of the longest way out, by ternary search: that
+ * length is concave along a line through a convex shape. */
+#define KHZ_GENERATOR_SEARCH 24
+
+static double way_out(const khzColShape *other, const double q[3], const double dir[3], double len) {
+  double end[3], t[2];
+  khzc_addScl(end, q, dir, len);
+  if (!khz_shape_clip(other, q, end, t) || t[0] > 1e-9) return 0;
+  return t[1] * len;
+}
+
+static void generator_points(const khzColShape *s, const khzColShape *other, int side,
+                             const double n[3], const double p0[3], const double p1[3],
+                             khzColOut *o) {
+  double t[2], d[3], q[3];
+  if (!khz_shape_clip(other, p0, p1, t) || !(t[1] > t[0])) return;
+  khzc_sub(d, p1, p0);
+  for (int e = 0; e < 2; e++) {
+    if (!(t[e] > 1e-9 && t[e] < 1 - 1e-9)) continue;
+    khzc_addScl(q, p0, d, t[e]);
+    khz_col_addPoint(o, q, 0, side, KHZ_FEATURE(KHZ_FEAT_RIM, 2 + e));
+  }
+  if (other->shape != KHZ_SHAPE_CYLINDER) return;
+  double out[3], len = 4 * (other->bradius + s->bradius), lo = t[0], hi = t[1];
+  khzc_scl(out, n, side == 0 ? 1 : -1);
+  for (int it = 0; it < KHZ_GENERATOR_SEARCH; it++) {
+    double a = lo + (hi - lo) / 3, b = hi - (hi - lo) / 3, qa[3], qb[3];
+    khzc_addScl(qa, p0, d, a);
+    khzc_addScl(qb, p0, d, b);
+    if (way_out(other, qa, out, len) < way_out(other, qb, out, len)) lo = a;
+    else hi = b;
+  }
+  khzc_addScl(q, p0, d, 0.5 * (lo + hi));
+  double sd = khz_shape_sd(other, q, NULL);
+  if (sd > 0) khz_col_addPoint(o, q, sd, side, KHZ_FEATURE(KHZ_FEAT_RIM, 4));
+}
+
 /* the exact deepest point of each rim of cylinder s along -n (side 0) or +n
- * (side 1), when it lies inside other */
+ * (side 1), when it lies inside other, and the points of the generator
+ * between them */
 static void rim_points(const khzColShape *s, const khzColShape *other, int side,
                        const double n[3], khzColOut *o) {
   if (s->shape != KHZ_SHAPE_CYLINDER) return;
@@ -302,13 +345,14 @@ static void rim_points(const khzColShape *s, const khzColShape *other, int side,
                      sgn * (R[0] * u[0] + R[3] * u[1] + R[6] * u[2]));
   double step = 2 * M_PI / KHZ_CYL_RIM, off = ang - step * nearbyint(ang / step);
   if (s->size[0] * (1 - cos(off)) < 1e-7) return;
+  double p[2][3];
   for (int rim = 0; rim < 2; rim++) {
-    double p[3];
-    khzc_addScl(p, s->pos, z, rim ? s->size[1] : -s->size[1]);
-    khzc_addScl(p, p, u, sgn * s->size[0]);
-    double sd = khz_shape_sd(other, p, NULL);
-    if (sd >= 0) khz_col_addPoint(o, p, sd, side, KHZ_FEATURE(KHZ_FEAT_RIM, rim));
+    khzc_addScl(p[rim], s->pos, z, rim ? s->size[1] : -s->size[1]);
+    khzc_addScl(p[rim], p[rim], u, sgn * s->size[0]);
+    double sd = khz_shape_sd(other, p[rim], NULL);
+    if (sd >= 0) khz_col_addPoint(o, p[rim], sd, side, KHZ_FEATURE(KHZ_FEAT_RIM, rim));
   }
+  generator_points(s, other, side, n, p[0], p[1], o);
 }
 
 /* the outward facet normals of s that a cylinder may rest on: a box's faces,
@@ -389,6 +433,8 @@ typedef struct {
   double best, n[3], tie;
   int have;
   int sat; /* both bounded convex: score by the overlap of the projections */
+  double second, n2[3]; /* the best candidate away from n (another start for refine_normal) */
+  int have2;
 } nsearch;
 
 static void consider(nsearch *ns, const double cand[3]) {
@@ -407,9 +453,12 @@ static void consider(nsearch *ns, const double cand[3]) {
     f = fmax(f, khzc_dot(pb, n) - khzc_dot(pa, n));
   }
   if (!ns->have || f < ns->best - ns->tie) {
+    if (ns->have && khzc_dot(ns->n, n) < 0.99) ns->second = ns->best, khzc_copy(ns->n2, ns->n), ns->have2 = 1;
     ns->best = f;
     khzc_copy(ns->n, n);
     ns->have = 1;
+  } else if (khzc_dot(ns->n, n) < 0.99 && (!ns->have2 || f < ns->second)) {
+    ns->second = f, khzc_copy(ns->n2, n), ns->have2 = 1;
   }
 }
 
@@ -483,13 +532,100 @@ static void facet_candidates(nsearch *ns, const khzColShape *s, double sign, con
   }
 }
 
+/* A cylinder's rim is a curved edge: where a corner or an edge meets it, the
+ * direction of least penetration lies between the cap's and the side's
+ * normals and no facet gives it (a box corner grazing a rim scored 33 mm
+ * along the cap's axis, 1 mm deep). From the best candidate, a pattern
+ * search on the unit sphere lowers the overlap of the projections,
+ * g(n) = h_B(n) + h_A(-n): for two convex shapes it is at least the
+ * penetration depth along any n and equals it at its minimum (the distance
+ * from the origin to the boundary of the Minkowski difference B - A), so each
+ * accepted step only tightens the bound. g has creases along the great
+ * circles normal to a box's axes and to a cylinder's axis (h_box(n) =
+ * sum_k a_k |n.e_k|, h_cyl(n) = h |n.z| + r |n - (n.z) z|); a minimum on a
+ * crease is found by trial steps along it, e x n, besides the ring of eight.
+ * A local minimum (a resting face) is recognised by the first ring. */
+#define KHZ_REFINE_STEP 0.25  /* largest trial angle (rad) */
+#define KHZ_REFINE_TOL 1e-6   /* last trial angle (rad): depth error ~ size * tol^2 */
+#define KHZ_REFINE_EVALS 600  /* overlap evaluations at most */
+
+static double overlap(const khzColShape *a, const khzColShape *b, const double n[3]) {
+  double m[3] = {-n[0], -n[1], -n[2]};
+  return khz_shape_h(b, n) + khz_shape_h(a, m);
+}
+
+/* the axes whose normal great circles are creases of g (<= 6) */
+static int crease_axes(const khzColShape *s, double (*ax)[3], int n) {
+  if (s->shape == KHZ_SHAPE_BOX)
+    for (int k = 0; k < 3; k++) ax[n][0] = s->rot[k], ax[n][1] = s->rot[3 + k], ax[n++][2] = s->rot[6 + k];
+  else if (s->shape == KHZ_SHAPE_CYLINDER)
+    axis_z(s, ax[n++]);
+  return n;
+}
+
+static double refine_from(const nsearch *ns, double n[3]);
+
+/* from the best candidate and from the best one in another direction (two
+ * cylinders have minima in several basins) */
+static void refine_normal(nsearch *ns) {
+  double n[3], f;
+  khzc_copy(n, ns->n);
+  f = refine_from(ns, n);
+  if (ns->have2) {
+    double n2[3];
+    khzc_copy(n2, ns->n2);
+    double f2 = refine_from(ns, n2);
+    if (f2 < f) f = f2, khzc_copy(n, n2);
+  }
+  khzc_copy(ns->n, n);
+  ns->best = f;
+}
+
+static double refine_from(const nsearch *ns, double n[3]) {
+  static const double ring[8][2] = {{1, 0},  {0.7071067811865476, 0.7071067811865476},
+                                    {0, 1},  {-0.7071067811865476, 0.7071067811865476},
+                                    {-1, 0}, {-0.7071067811865476, -0.7071067811865476},
+                                    {0, -1}, {0.7071067811865476, -0.7071067811865476}};
+  double ax[6][3];
+  int nax = crease_axes(ns->b, ax, crease_axes(ns->a, ax, 0));
+  double f = overlap(ns->a, ns->b, n), step = 1e-4;
+  int evals = 0, descending = 0;
+  while (step >= KHZ_REFINE_TOL && evals < KHZ_REFINE_EVALS) {
+    double dir[8 + 12][3], t1[3], t2[3];
+    int nd = 0;
+    khzc_orthogonal(t1, n);
+    khzc_cross(t2, n, t1);
+    for (int k = 0; k < 8; k++, nd++)
+      for (int j = 0; j < 3; j++) dir[nd][j] = ring[k][0] * t1[j] + ring[k][1] * t2[j];
+    for (int k = 0; k < nax; k++) {
+      khzc_cross(dir[nd], ax[k], n);
+      if (khzc_normalize(dir[nd]) < 1e-9) continue;
+      khzc_scl(dir[nd + 1], dir[nd], -1);
+      nd += 2;
+    }
+    int moved = 0;
+    for (int k = 0; k < nd && !moved; k++, evals++) {
+      double c[3];
+      khzc_addScl(c, n, dir[k], step);
+      khzc_normalize(c);
+      double fc = overlap(ns->a, ns->b, c);
+      if (fc < f) f = fc, khzc_copy(n, c), moved = 1;
+    }
+    if (moved && !descending) descending = 1, step = KHZ_REFINE_STEP; /* a way down: coarse to fine */
+    else if (moved) step = fmin(2 * step, KHZ_REFINE_STEP);
+    else if (!descending) break; /* the candidate is a local minimum */
+    else step *= 0.5;
+  }
+  return f;
+}
+
 /* eq. 4 for two convex shapes without a plane: fast path, then the facets
  * and the edge-edge axes */
 static void eq4_convex(const vcache *va_, const vcache *vb_, khzColOut *o, const int *ea,
                        int nea, const int *eb, int neb, double n[3]) {
   const khzColShape *a = va_->s, *b = vb_->s;
   double scale = a->scale + b->scale, tol = 1e-7 * scale;
-  nsearch ns = {a, b, o, 0, {0, 0, 1}, 1e-12 * scale, 0, 1};
+  nsearch ns = {a, b, o, 0, {0, 0, 1}, 1e-12 * scale, 0, 1, 0, {0, 0, 1}, 0};
 
   /* fast path: the facet nearest to the deepest point */
   int k = deepest_sd(o);
@@ -549,6 +685,7 @@ static void eq4_convex(const vcache *va_, const vcache *vb_, khzColOut *o, const
       consider(&ns, c);
     }
   }
+  if (a->shape == KHZ_SHAPE_CYLINDER || b->shape == KHZ_SHAPE_CYLINDER) refine_normal(&ns);
   khzc_copy(n, ns.n);
 }
 
