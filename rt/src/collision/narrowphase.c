@@ -437,6 +437,13 @@ typedef struct {
   int have2;
 } nsearch;
 
+/* the overlap of the two shapes' projections on n, h_B(n) + h_A(-n): the
+ * translation along n that separates them */
+static double overlap(const khzColShape *a, const khzColShape *b, const double n[3]) {
+  double m[3] = {-n[0], -n[1], -n[2]};
+  return khz_shape_h(b, n) + khz_shape_h(a, m);
+}
+
 static void consider(nsearch *ns, const double cand[3]) {
   double n[3];
   khzc_copy(n, cand);
@@ -447,10 +454,7 @@ static void consider(nsearch *ns, const double cand[3]) {
      * shapes' projections, h_B(n) + h_A(-n): eq. 4 scored on the points alone
      * picks a side facet of two aligned boxes whose penetrating corners lie on
      * that facet's plane (max distance 0) although A cannot leave that way */
-    double nm[3] = {-n[0], -n[1], -n[2]}, pb[3], pa[3];
-    khz_shape_support(ns->b, n, pb);
-    khz_shape_support(ns->a, nm, pa);
-    f = fmax(f, khzc_dot(pb, n) - khzc_dot(pa, n));
+    f = fmax(f, overlap(ns->a, ns->b, n));
   }
   if (!ns->have || f < ns->best - ns->tie) {
     if (ns->have && khzc_dot(ns->n, n) < 0.99) ns->second = ns->best, khzc_copy(ns->n2, ns->n), ns->have2 = 1;
@@ -548,11 +552,6 @@ static void facet_candidates(nsearch *ns, const khzColShape *s, double sign, con
 #define KHZ_REFINE_STEP 0.25  /* largest trial angle (rad) */
 #define KHZ_REFINE_TOL 1e-6   /* last trial angle (rad): depth error ~ size * tol^2 */
 #define KHZ_REFINE_EVALS 600  /* overlap evaluations at most */
-
-static double overlap(const khzColShape *a, const khzColShape *b, const double n[3]) {
-  double m[3] = {-n[0], -n[1], -n[2]};
-  return khz_shape_h(b, n) + khz_shape_h(a, m);
-}
 
 /* the axes whose normal great circles are creases of g (<= 6) */
 static int crease_axes(const khzColShape *s, double (*ax)[3], int n) {
