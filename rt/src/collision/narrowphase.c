@@ -299,12 +299,12 @@ static double way_out(const khzColShape *other, const double q[3], const double 
 }
 
 static void generator_points(const khzColShape *s, const khzColShape *other, int side,
-                             const double n[3], const double p0[3], const double p1[3],
+                             const double n[3], const double p0[3], const double p1[3], int ends,
                              khzColOut *o) {
   double t[2], d[3], q[3];
   if (!khz_shape_clip(other, p0, p1, t) || !(t[1] > t[0])) return;
   khzc_sub(d, p1, p0);
-  for (int e = 0; e < 2; e++) {
+  for (int e = 0; e < 2 && ends; e++) {
     if (!(t[e] > 1e-9 && t[e] < 1 - 1e-9)) continue;
     khzc_addScl(q, p0, d, t[e]);
     khz_col_addPoint(o, q, 0, side, KHZ_FEATURE(KHZ_FEAT_RIM, 2 + e));
@@ -344,15 +344,17 @@ static void rim_points(const khzColShape *s, const khzColShape *other, int side,
   double ang = atan2(sgn * (R[1] * u[0] + R[4] * u[1] + R[7] * u[2]),
                      sgn * (R[0] * u[0] + R[3] * u[1] + R[6] * u[2]));
   double step = 2 * M_PI / KHZ_CYL_RIM, off = ang - step * nearbyint(ang / step);
-  if (s->size[0] * (1 - cos(off)) < 1e-7) return;
+  int on_sample = s->size[0] * (1 - cos(off)) < 1e-7;
   double p[2][3];
   for (int rim = 0; rim < 2; rim++) {
     khzc_addScl(p[rim], s->pos, z, rim ? s->size[1] : -s->size[1]);
     khzc_addScl(p[rim], p[rim], u, sgn * s->size[0]);
     double sd = khz_shape_sd(other, p[rim], NULL);
-    if (sd >= 0) khz_col_addPoint(o, p[rim], sd, side, KHZ_FEATURE(KHZ_FEAT_RIM, rim));
+    if (sd >= 0 && !on_sample) khz_col_addPoint(o, p[rim], sd, side, KHZ_FEATURE(KHZ_FEAT_RIM, rim));
   }
-  generator_points(s, other, side, n, p[0], p[1], o);
+  /* on a sample, the generator is an edge: its crossings are points already,
+   * but not its deepest point inside a cylinder */
+  generator_points(s, other, side, n, p[0], p[1], !on_sample, o);
 }
 
 /* the outward facet normals of s that a cylinder may rest on: a box's faces,
@@ -383,46 +385,18 @@ static int facet_normals(const khzColShape *s, const double p[3], double (*out)[
   return n;
 }
 
-/* A cylinder's curved side can sink into a plane or a facet between its rim
- * samples with no sample inside (up to r (1 - cos(pi / 16)), 2 mm for a
- * 0.11 m wheel): then the exact deepest rim points along the facet normals
- * of the other shape are the contact, and of the candidate normals that find
- * one, the one of least penetration (eq. 4) is the normal. */
-static int rims_only(const khzColShape *a, const khzColShape *b, khzColOut *o) {
-  double best_n[3] = {0, 0, 1}, best = DBL_MAX;
-  for (int side = 0; side < 2; side++) {
-    const khzColShape *cyl = side ? b : a, *other = side ? a : b;
-    if (cyl->shape != KHZ_SHAPE_CYLINDER) continue;
-    double cand[64][3];
-    int nc;
-    if (other->shape == KHZ_SHAPE_PLANE) {
-      axis_z(other, cand[0]);
-      nc = 1;
-    } else {
-      nc = facet_normals(other, cyl->pos, cand, 64);
-    }
-    for (int i = 0; i < nc; i++) {
-      double n[3]; /* towards A: the outward normal of B, minus that of A */
-      khzc_scl(n, cand[i], side ? -1 : 1);
-      if (khzc_normalize(n) < 1e-12) continue;
-      o->npt = 0;
-      rim_points(cyl, other, side, n, o);
-      if (!o->npt) continue;
-      double sd = 0;
-      for (int k = 0; k < o->npt; k++) sd = fmax(sd, o->pt[k].sd);
-      double f = set_depths(a, b, o, n);
-      /* along the right facet normal a rim point's depth is its distance to
-       * that facet, at most twice its distance to the nearest one: a larger
-       * depth measures to a facet far away (a wall's far end, 1.2 m) */
-      if (f > 0 && f <= 2 * sd + 1e-9 * (a->scale + b->scale) && f < best)
-        best = f, khzc_copy(best_n, n);
-    }
-  }
+/* A cylinder's curved side can sink into a plane between its rim samples
+ * with no sample inside (up to r (1 - cos(pi / 16)), 2 mm for a 0.11 m
+ * wheel): then the exact deepest rim points along the plane's normal are the
+ * contact. (A plane is shape A.) */
+static int rims_plane(const khzColShape *a, const khzColShape *b, khzColOut *o) {
+  double n[3];
   o->npt = 0;
-  if (best == DBL_MAX) return 0;
-  rim_points(a, b, 0, best_n, o);
-  rim_points(b, a, 1, best_n, o);
-  return set_depths(a, b, o, best_n) > 0;
+  if (b->shape != KHZ_SHAPE_CYLINDER) return 0;
+  axis_z(a, n);
+  khzc_scl(n, n, -1);
+  rim_points(b, a, 1, n, o);
+  return set_depths(a, b, o, n) > 0;
 }
 
 /* ------------------------------------------------------ eq. 4 search -- */
@@ -618,6 +592,49 @@ static double refine_from(const nsearch *ns, double n[3]) {
   return f;
 }
 
+/* Two bounded convex shapes, one at least a cylinder, with no sampled vertex
+ * of either inside the other and no edge crossing: a cylinder's side has
+ * sunk between its samples into a face, a rim or another cylinder's side
+ * (two crossed cylinders lying on each other touch only there). The normal
+ * is the direction of least overlap of the projections, which for convex
+ * shapes is the penetration direction (refine_normal, from the facet normals
+ * of both, the line of the centres and two cylinders' common perpendicular);
+ * no positive overlap: the shapes are apart. The contact is then the exact
+ * deepest rim points and generator of each cylinder along it. */
+static int rims_convex(const khzColShape *a, const khzColShape *b, khzColOut *o) {
+  double scale = a->scale + b->scale, cand[64][3], c[3];
+  nsearch ns = {a, b, o, 0, {0, 0, 1}, 1e-12 * scale, 0, 1, 0, {0, 0, 1}, 0};
+  o->npt = 0; /* no points: consider() scores the overlap alone */
+  if (a->shape != KHZ_SHAPE_CYLINDER && b->shape != KHZ_SHAPE_CYLINDER) return 0;
+  for (int side = 0; side < 2; side++) { /* n points towards A */
+    const khzColShape *s = side ? a : b, *other = side ? b : a;
+    int nc = facet_normals(s, other->pos, cand, 64);
+    for (int i = 0; i < nc; i++) {
+      khzc_scl(c, cand[i], side ? -1 : 1);
+      consider(&ns, c);
+    }
+  }
+  khzc_sub(c, a->pos, b->pos);
+  consider(&ns, c);
+  if (a->shape == KHZ_SHAPE_CYLINDER && b->shape == KHZ_SHAPE_CYLINDER) {
+    double za[3], zb[3];
+    axis_z(a, za);
+    axis_z(b, zb);
+    khzc_cross(c, za, zb);
+    if (khzc_normalize(c) > 1e-6) {
+      consider(&ns, c);
+      khzc_scl(c, c, -1);
+      consider(&ns, c);
+    }
+  }
+  if (!ns.have) return 0;
+  refine_normal(&ns);
+  if (!(ns.best > 0)) return 0;
+  rim_points(a, b, 0, ns.n, o);
+  rim_points(b, a, 1, ns.n, o);
+  return set_depths(a, b, o, ns.n) > 0;
+}
+
 /* eq. 4 for two convex shapes without a plane: fast path, then the facets
  * and the edge-edge axes */
 static void eq4_convex(const vcache *va_, const vcache *vb_, khzColOut *o, const int *ea,
@@ -703,7 +720,7 @@ static int poly_poly(const khzColShape *a, const khzColShape *b, khzColOut *o) {
   vertices_inside(&vb, 1, o);
   edges_crossing(&va, 0, o, ea, &nea);
   edges_crossing(&vb, 1, o, eb, &neb);
-  if (!o->npt) return rims_only(a, b, o);
+  if (!o->npt) return a->shape == KHZ_SHAPE_PLANE ? rims_plane(a, b, o) : rims_convex(a, b, o);
 
   /* normal: the plane's, or eq. 4 */
   if (a->shape == KHZ_SHAPE_PLANE) {
