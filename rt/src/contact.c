@@ -581,117 +581,6 @@ static void cluster_shares(const khzContact *c, khzContactPoint *pts) {
   }
 }
 
-/* Explicit integration is stable only while h times the largest damping
- * rate of a body, the largest eigenvalue of M^-1 C with C the damping its
- * contact points put on its six velocities, stays inside the integrator's
- * region (RK4: 2.78 on the negative real axis). Per point the dampers are
- * kv w along the normal and KHZ_TANGENT_SCALE kv w across it, so the rate
- * grows with the number of pairs pressing a body and with how easily its
- * points turn it: a flat box's corners turn it three times more easily than
- * they lift it, and a light box between the ground and a heavy one gets
- * both pairs' dampers. Past the limit the damping pumps energy in: such a
- * box chattered at 50-100 Hz in the pile. A pair's damping is scaled down
- * so that neither of its free bodies exceeds KHZ_DAMPING_LIMIT / h. */
-#define KHZ_DAMPING_LIMIT 1.8
-
-/* a free rigid body: floating joint to the world, nothing attached */
-static int free_rigid(const khzModel *m, int b) {
-  return b > 0 && m->body_parent[b] == 0 && m->jnt_type[b] == KHZ_JOINT_FLOATING &&
-         m->body_subtreemass[b] <= m->body_mass[b];
-}
-
-/* adds the dampers of contact c's bottom points to C (6x6, [w; v] at the
- * centre of mass) of side s's body */
-static void damping_add(const khzData *d, const khzContact *c, int s, double *C) {
-  const khzContactPoint *pts = d->cpoint + c->point_adr;
-  const double *n = c->normal, *xc = d->xcom + 3 * c->body[s];
-  double nb = 0;
-  for (int k = 0; k < c->npoint; k++) nb += pts[k].bottom ? pts[k].share : 0;
-  if (!(nb > 0)) return;
-  for (int k = 0; k < c->npoint; k++) {
-    if (!pts[k].bottom) continue;
-    double w = pts[k].share / nb, kn = c->kv * w, kt = KHZ_TANGENT_SCALE * c->kv * w;
-    double r[3] = {pts[k].pos[0] - xc[0], pts[k].pos[1] - xc[1], pts[k].pos[2] - xc[2]};
-    /* J = [-[r]x, I]: the point's velocity from [w; v]; C += J^T D J */
-    double J[3][6];
-    for (int i = 0; i < 3; i++) {
-      for (int j = 0; j < 6; j++) J[i][j] = 0;
-      J[i][3 + i] = 1;
-    }
-    J[0][1] = r[2], J[0][2] = -r[1], J[1][0] = -r[2], J[1][2] = r[0], J[2][0] = r[1], J[2][1] = -r[0];
-    double D[3][3];
-    for (int i = 0; i < 3; i++)
-      for (int j = 0; j < 3; j++) D[i][j] = (kn - kt) * n[i] * n[j] + (i == j ? kt : 0);
-    for (int a = 0; a < 6; a++)
-      for (int b = 0; b < 6; b++) {
-        double v = 0;
-        for (int i = 0; i < 3; i++)
-          for (int j = 0; j < 3; j++) v += J[i][a] * D[i][j] * J[j][b];
-        C[6 * a + b] += v;
-      }
-  }
-}
-
-/* largest eigenvalue of M^-1 C for free body b (power iteration; M^-1 C is
- * similar to a symmetric positive semi-definite matrix) */
-static double damping_rate(const khzModel *m, const khzData *d, int b, const double *C) {
-  double Iw[9], Iinv[9], tmp[9];
-  const double *R = d->xrot + 9 * b;
-  khzu_mulMat3(tmp, R, m->body_inertia + 9 * b);
-  khzu_mulMatMatT3(Iw, tmp, R);
-  double L[9];
-  memcpy(L, Iw, sizeof L);
-  if (khzu_cholFactor(L, 3) != 0) return 0;
-  for (int j = 0; j < 3; j++) {
-    double e[3] = {j == 0, j == 1, j == 2};
-    khzu_cholSolve(L, 3, e);
-    for (int i = 0; i < 3; i++) Iinv[3 * i + j] = e[i];
-  }
-  double x[6] = {1, 0.7, 0.5, 0.3, 0.2, 0.1}, lam = 0;
-  for (int it = 0; it < 30; it++) {
-    double y[6], z[6];
-    for (int i = 0; i < 6; i++) {
-      y[i] = 0;
-      for (int j = 0; j < 6; j++) y[i] += C[6 * i + j] * x[j];
-    }
-    khzu_mulMatVec3(z, Iinv, y);
-    for (int i = 3; i < 6; i++) z[i] = y[i] / m->body_mass[b];
-    double nz = 0, nx = 0;
-    for (int i = 0; i < 6; i++) nz += z[i] * z[i], nx += x[i] * x[i];
-    if (!(nz > 0)) return 0;
-    lam = sqrt(nz / nx);
-    for (int i = 0; i < 6; i++) x[i] = z[i] / sqrt(nz);
-  }
-  return lam;
-}
-
-/* scales the damping of pairs whose free bodies would exceed the limit */
-static void limit_damping(const khzModel *m, khzData *d) {
-  size_t mark = khz_stackMark(d);
-  double *C = khz_stackAlloc(d, 36 * (size_t)m->nbody * sizeof(double));
-  double *scale = khz_stackAlloc(d, (size_t)m->nbody * sizeof(double));
-  if (!C || !scale) {
-    khz_stackFree(d, mark);
-    return;
-  }
-  memset(C, 0, 36 * (size_t)m->nbody * sizeof(double));
-  for (int b = 0; b < m->nbody; b++) scale[b] = 1;
-  for (int i = 0; i < d->ncontact; i++)
-    for (int s = 0; s < 2; s++)
-      if (free_rigid(m, d->contact[i].body[s]) && d->contact[i].nbottom)
-        damping_add(d, d->contact + i, s, C + 36 * d->contact[i].body[s]);
-  for (int b = 1; b < m->nbody; b++) {
-    if (!free_rigid(m, b)) continue;
-    double rate = damping_rate(m, d, b, C + 36 * b) * m->timestep;
-    if (rate > KHZ_DAMPING_LIMIT) scale[b] = KHZ_DAMPING_LIMIT / rate;
-  }
-  for (int i = 0; i < d->ncontact; i++) {
-    khzContact *c = d->contact + i;
-    c->kv *= fmin(scale[c->body[0] > 0 ? c->body[0] : 0], scale[c->body[1] > 0 ? c->body[1] : 0]);
-  }
-  khz_stackFree(d, mark);
-}
-
 void khz_contactBegin(const khzModel *m, khzData *d) {
   d->ncontact = d->ncpoint = 0;
   if (d->contact_method == KHZ_CONTACT_NONE) {
@@ -877,7 +766,6 @@ void khz_contactBegin(const khzModel *m, khzData *d) {
     }
     khz_stackFree(d, mk);
   }
-  limit_damping(m, d);
 }
 
 /* the anchor of a bottom point: the one of its feature, else the nearest
@@ -955,9 +843,9 @@ static void pair_forces(const khzModel *m, khzData *d, khzContact *c, int apply,
   const double *n = c->normal;
   int b0 = c->body[0], b1 = c->body[1];
 
-  /* raw normal forces, then normalise by eq. 1's number r of pushing points
-   * (near-duplicates share one) */
+  /* raw normal forces, then normalise by the number r of pushing points */
   double raw[KHZ_PAIR_ANCHORS * 16], fn_sum = 0;
+  double r = 0; /* eq. 1's count of pushing points (near-duplicates share one) */
   int cap = (int)(sizeof raw / sizeof raw[0]), nb = 0;
   for (int k = 0; k < c->npoint && nb < cap; k++) {
     if (!pts[k].bottom) continue;
@@ -972,27 +860,7 @@ static void pair_forces(const khzModel *m, khzData *d, khzContact *c, int apply,
     /* a point that has left the other body at this stage carries nothing: the
      * pair's integral term must not keep pushing a lifted corner upwards */
     raw[nb] = depth > 0 ? fmax(c->kp * depth - c->kv * vn + c->ki * ps->integral, 0) : 0;
-    nb++;
-  }
-  /* r counts a point in proportion to its force up to the mean force of the
-   * pushing points (each counted once), and fully beyond: with equal forces that is eq. 1's count,
-   * but a point whose force fades in or out (a corner lifting, a rim sample
-   * crossing the edge of the face it rests on) no longer moves r by a whole
-   * point between two steps. Counted as 0 or 1 it did, and each time every
-   * other point's share of the force jumped by 1/r: a cylinder standing on a
-   * box rocked at 100 Hz with 0.03 J for ever (0.0009 J counted this way). */
-  double fsum = 0, nsum = 0, r = 0;
-  nb = 0;
-  for (int k = 0; k < c->npoint && nb < cap; k++) {
-    if (!pts[k].bottom) continue;
-    if (raw[nb] > 0) fsum += raw[nb], nsum += 1;
-    nb++;
-  }
-  double fmean = nsum > 0 ? fsum / nsum : 0;
-  nb = 0;
-  for (int k = 0; k < c->npoint && nb < cap; k++) {
-    if (!pts[k].bottom) continue;
-    if (fmean > 0) r += pts[k].share * fmin(1, raw[nb] / fmean);
+    r += raw[nb] > 0 ? pts[k].share : 0;
     nb++;
   }
   nb = 0;
