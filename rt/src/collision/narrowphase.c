@@ -592,6 +592,21 @@ static double refine_from(const nsearch *ns, double n[3]) {
   return f;
 }
 
+/* two cylinders: both ways along the common perpendicular of their axes */
+static void consider_common_perpendicular(nsearch *ns) {
+  const khzColShape *a = ns->a, *b = ns->b;
+  if (a->shape != KHZ_SHAPE_CYLINDER || b->shape != KHZ_SHAPE_CYLINDER) return;
+  double za[3], zb[3], c[3];
+  axis_z(a, za);
+  axis_z(b, zb);
+  khzc_cross(c, za, zb);
+  if (khzc_normalize(c) > 1e-6) {
+    consider(ns, c);
+    khzc_scl(c, c, -1);
+    consider(ns, c);
+  }
+}
+
 /* Two bounded convex shapes, one at least a cylinder, with no sampled vertex
  * of either inside the other and no edge crossing: a cylinder's side has
  * sunk between its samples into a face, a rim or another cylinder's side
@@ -616,17 +631,7 @@ static int rims_convex(const khzColShape *a, const khzColShape *b, khzColOut *o)
   }
   khzc_sub(c, a->pos, b->pos);
   consider(&ns, c);
-  if (a->shape == KHZ_SHAPE_CYLINDER && b->shape == KHZ_SHAPE_CYLINDER) {
-    double za[3], zb[3];
-    axis_z(a, za);
-    axis_z(b, zb);
-    khzc_cross(c, za, zb);
-    if (khzc_normalize(c) > 1e-6) {
-      consider(&ns, c);
-      khzc_scl(c, c, -1);
-      consider(&ns, c);
-    }
-  }
+  consider_common_perpendicular(&ns);
   if (!ns.have) return 0;
   refine_normal(&ns);
   if (!(ns.best > 0)) return 0;
@@ -689,18 +694,7 @@ static void eq4_convex(const vcache *va_, const vcache *vb_, khzColOut *o, const
     }
   }
 
-  /* two cylinders: the common perpendicular of their axes */
-  if (a->shape == KHZ_SHAPE_CYLINDER && b->shape == KHZ_SHAPE_CYLINDER) {
-    double za[3], zb[3], c[3];
-    axis_z(a, za);
-    axis_z(b, zb);
-    khzc_cross(c, za, zb);
-    if (khzc_normalize(c) > 1e-6) {
-      consider(&ns, c);
-      khzc_scl(c, c, -1);
-      consider(&ns, c);
-    }
-  }
+  consider_common_perpendicular(&ns);
   if (a->shape == KHZ_SHAPE_CYLINDER || b->shape == KHZ_SHAPE_CYLINDER) refine_normal(&ns);
   khzc_copy(n, ns.n);
 }
