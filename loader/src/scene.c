@@ -343,7 +343,7 @@ static int khz_scene_contact(khzSceneReader *r, const yaml_node_t *n, khzContact
   static const char *const keys[] = {"method",      "kp",         "kv",          "ki",
                                      "kp_per_kg",   "kv_per_kg",  "ki_per_kg",   "gain_mass",
                                      "gamma",       "mu",         "restitution", "impact_velocity",
-                                     "max_pairs",   "max_points", "rolling_friction",
+                                     "reimpact_velocity", "max_pairs",   "max_points", "rolling_friction",
                                      "torsional_friction", NULL};
   yaml_node_t *v;
   if (khz_check_keys(r, n, "contact", keys)) return -1;
@@ -377,6 +377,7 @@ static int khz_scene_contact(khzSceneReader *r, const yaml_node_t *n, khzContact
       {"torsional_friction", &c->torsional, 0, 1, 0, "0 to 1 m (torque per newton of normal force)"},
       {"restitution", &c->restitution, 0, 1, 0, "0 to 1"},
       {"impact_velocity", &c->impact_velocity, 0, 1e3, 0, ">= 0 m/s"},
+      {"reimpact_velocity", &c->reimpact_velocity, 0, 1e3, 0, ">= 0 m/s; 0 = never"},
   };
   char kp[KHZ_KEY_MAX];
   for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {

@@ -27,6 +27,24 @@ void khz_contactForces(const khzModel *m, khzData *d);
  * and friction anchors move on. */
 void khz_contactEnd(const khzModel *m, khzData *d);
 
+/* 1 if body b and all its ancestors are welded (b <= 0: the world). */
+int khz_bodyStatic(const khzModel *m, int b);
+
+/* World velocity of the material point x of body b at the current forward pass. */
+void khz_pointVelocity(const khzModel *m, const khzData *d, int b, const double x[3], double vel[3]);
+
+/* impulse.c: impulses for the pairs in KHZ_PHASE_IMPACT (Fig. 2), with the
+ * articulated inertias of khz_abaCore at the current q; vn0[i]: contact i's
+ * approach speed before them (the restitution target is -e vn0). Updates
+ * d->qd and the forward pass. */
+void khz_resolveImpacts(const khzModel *m, khzData *d, const double *vn0);
+
+/* the largest cluster of impacting pairs whose impulses are solved together */
+#define KHZ_CLUSTER_PAIRS 32
+
+/* scratch bytes khz_resolveImpacts may take from d's stack */
+size_t khz_impulseStackBytes(const khzModel *m);
+
 /* Change of qd caused by the spatial impulse f (world-aligned, at the body's
  * tree origin) on body b, with the articulated inertias left by khz_abaCore
  * at the current q (Mirtich's / Patil's articulated impulse response: the
@@ -34,5 +52,11 @@ void khz_contactEnd(const khzModel *m, khzData *d);
  * dqd is added to; dvel (6 per body) receives each body's velocity change. */
 void khz_impulseResponse(const khzModel *m, khzData *d, int b, const double f[6], double *dqd,
                          double *dvel);
+
+/* Velocity change at x (world) of body b, dv_b, and at xq of body bq, dv_q
+ * (zero unless bq is in b's tree), for the world impulse J at x on b. */
+void khz_pointResponse(const khzModel *m, khzData *d, int b, const double x[3], const double J[3],
+                       int bq, const double xq[3], double dv_b[3], double dv_q[3], double *dqd,
+                       double *dvel);
 
 #endif

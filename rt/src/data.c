@@ -6,18 +6,20 @@
 
 #include "carve.h"
 #include "collision/collision.h"
+#include "contact.h"
 #include "khz/khz.h"
 
 
 /* default scratch: RK4 stages (4 q/qd/qdd copies), a rollback copy, two nv x nv
  * matrices, the collision pass, the contact method (per-pair speeds, impulse
- * buffers, the bottom-of-volume selection of one pair) and slack */
+ * buffers, the bottom-of-volume selection of one pair), the impulses of one
+ * cluster of impacting pairs, and slack */
 static size_t default_stack(const khzModel *m) {
   size_t nq = (size_t)m->nq, nv = (size_t)m->nv;
   size_t contact = (size_t)m->npair_max * sizeof(double) + 6 * (size_t)m->max_points * sizeof(double) +
                    2 * (size_t)m->max_points * sizeof(int) + 64 * 8;
   return (16 * (nq + nv) + 2 * nv * nv + 64 * (size_t)m->nbody) * sizeof(double) +
-         khz_collision_stackBytes(m) + contact + 65536;
+         khz_collision_stackBytes(m) + contact + khz_impulseStackBytes(m) + 65536;
 }
 
 static void layout_data(const khzModel *m, khzData *d, carver *c) {

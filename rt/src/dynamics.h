@@ -14,7 +14,7 @@ void khz_externalForces(const khzModel *m, khzData *d);
 
 /* ABA's backward and forward passes after khz_forwardPass and with d->fext
  * set: writes qdd, leaves the articulated inertias IA, U, Dinv valid for the
- * impulse response (khz_impulseResponse in contact.c). */
+ * impulse response (khz_impulseResponse in impulse.c). */
 void khz_abaCore(const khzModel *m, khzData *d, const double *tau, double *qdd);
 
 /* CRBA in two parts: composite inertias at q (in d->IA), then the joint-space

@@ -6,7 +6,8 @@
 #       multi-point figure), multi-point at least as good as deepest-point and
 #       at least 10x calmer (kinetic energy) in the same run
 #   V4  the robots step in well under 1 ms and stay up
-#   V3  no body escapes, penetration in the last second below 1 cm, mean
+#   V3  no body escapes, penetration below 1 cm (in the last second and over
+#       the whole drop), mean
 #       kinetic energy in the last second below 0.2 J (the issue's 1e-3 J rest is NOT yet met,
 #       see docs/validation.md; this bound catches the bouncing and hopping
 #       fixed on 2026-11-22, when it was 15-20 J)
@@ -81,6 +82,7 @@ print("V3 figures: rest_time_s=%s mean_kinetic_energy_last_second=%s escaped=%s 
     j["rest_time_s"], j["mean_kinetic_energy_last_second"], j["escaped"], j["max_penetration_last_second"]))
 assert j["escaped"] == 0, j["escaped"]
 assert j["max_penetration_last_second"] < 0.01, j["max_penetration_last_second"]
+assert j["max_penetration"] < 0.01, j["max_penetration"]
 assert j["mean_kinetic_energy_last_second"] < 0.2, j["mean_kinetic_energy_last_second"]'
 
 run $S/v4_diffdrive.yaml penalty

@@ -150,6 +150,8 @@ typedef struct khzContactOptions {
                                (m), 0 = none (from the points' springs only) */
   double restitution;       /* coefficient of restitution of impacts, [0, 1] */
   double impact_velocity;   /* eps of Fig. 2: approach faster than this (m/s) is an impact */
+  double reimpact_velocity; /* a pair already in contact whose points approach faster than this
+                               (m/s) impacts again; 0 = never (Fig. 2 as the paper draws it) */
   int max_pairs;            /* capacity of simultaneous contact pairs; 0 = automatic */
   int max_points;           /* capacity of contact points per pair; 0 = 64 */
 } khzContactOptions;

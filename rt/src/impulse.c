@@ -1,0 +1,431 @@
+/* impulse.c — impacts (Drumwright Fig. 2's impulse branch): every pair that
+ * impacts in a tick, and every resting pair a third body's impact reaches, gets
+ * an impulse with Newton restitution and Coulomb friction at the centroid of
+ * its contact points, applied before the tick's penalty forces.
+ *   - The response of articulated bodies uses their articulated inertias
+ *     (Mirtich's impulse response, papers/patil-2007-...: the test impulse
+ *     propagates to the root, then the velocity change back out).
+ *   - Pairs coupled through a moving body or an articulated tree form a
+ *     cluster, and a cluster's impulses are solved together: its Delassus
+ *     matrix W (the relative velocity change at each pair, in its contact
+ *     frame, per unit impulse at each pair) is built from one impulse response
+ *     per pair and direction, then projected Gauss-Seidel runs on W with
+ *     accumulated impulses (normal >= 0 towards the restitution target,
+ *     friction in the disc mu lambda_n). Sweeps over W cost O(k^2) flops and
+ *     no forward pass, so a heavy body landing on a light one that lies on
+ *     the ground (a chain that converges as m_light / m_heavy per sweep) can
+ *     have the hundreds of sweeps it needs.
+ *   - A cluster of more than KHZ_CLUSTER_PAIRS pairs, or one the scratch
+ *     stack cannot hold, takes sequential impulses pair by pair instead
+ *     (Baraff), KHZ_IMPULSE_SWEEPS sweeps.
+ * Nothing here allocates: scratch comes from d's stack. */
+#include <math.h>
+#include <string.h>
+
+#include "contact.h"
+#include "dynamics.h"
+#include "spatial.h"
+
+#define KHZ_IMPULSE_SWEEPS 8   /* sequential sweeps for a cluster not solved together */
+#define KHZ_PGS_BUDGET 2e6     /* multiply-adds the sweeps of one cluster may take */
+#define KHZ_PGS_MAX_SWEEPS 5000
+#define KHZ_PGS_TOL 1e-7       /* m/s: the sweeps stop when no velocity moves more */
+
+/* ------------------------------------------------------ impulse response -- */
+
+void khz_impulseResponse(const khzModel *m, khzData *d, int b, const double f[6], double *dqd,
+                         double *dvel) {
+  if (b <= 0) return;
+  int root = m->body_root[b];
+  double *pA = d->pA, *u = d->u;
+
+  /* clear the tree's bias forces, then put the impulse on b: pA = -f */
+  for (int i = root; i < m->nbody; i++)
+    if (m->body_root[i] == root) memset(pA + 6 * i, 0, 6 * sizeof(double));
+  for (int k = 0; k < 6; k++) pA[6 * b + k] = -f[k];
+
+  /* to the root: u = -S^T pA, pa = pA + U Dinv u (no bias terms for impulses) */
+  for (int i = b; i > 0; i = m->body_parent[i]) {
+    int nv = m->jnt_nv[i], p = m->body_parent[i];
+    const double *S = d->S + 36 * i, *U = d->U + 36 * i, *Dinv = d->Dinv + 36 * i;
+    double *pAi = pA + 6 * i, pa[6];
+    memcpy(pa, pAi, sizeof pa);
+    for (int a = 0; a < nv; a++) u[6 * i + a] = -khzu_dot6(S + 6 * a, pAi);
+    for (int a = 0; a < nv; a++) {
+      double Du = 0;
+      for (int c = 0; c < nv; c++) Du += Dinv[nv * a + c] * u[6 * i + c];
+      for (int k = 0; k < 6; k++) pa[k] += U[6 * a + k] * Du;
+    }
+    if (p > 0)
+      for (int k = 0; k < 6; k++) pA[6 * p + k] += pa[k];
+  }
+
+  /* back out over the whole tree: dv = dv_parent, dqd = Dinv (u - U^T dv), dv += S dqd */
+  for (int i = root; i < m->nbody; i++) {
+    if (m->body_root[i] != root) continue;
+    int nv = m->jnt_nv[i], dof = m->jnt_dofadr[i], p = m->body_parent[i];
+    double *dv = dvel + 6 * i;
+    if (p > 0) memcpy(dv, dvel + 6 * p, 6 * sizeof(double));
+    else memset(dv, 0, 6 * sizeof(double));
+    if (!nv) continue;
+    /* off the impulse's path pA is zero, so u is zero there */
+    int on_path = 0;
+    for (int j = b; j > 0 && !on_path; j = m->body_parent[j]) on_path = j == i;
+    const double *S = d->S + 36 * i, *U = d->U + 36 * i, *Dinv = d->Dinv + 36 * i;
+    double r[6], dq[6];
+    for (int a = 0; a < nv; a++) r[a] = (on_path ? u[6 * i + a] : 0) - khzu_dot6(U + 6 * a, dv);
+    for (int a = 0; a < nv; a++) {
+      dq[a] = 0;
+      for (int c = 0; c < nv; c++) dq[a] += Dinv[nv * a + c] * r[c];
+      dqd[dof + a] += dq[a];
+    }
+    for (int a = 0; a < nv; a++)
+      for (int k = 0; k < 6; k++) dv[k] += S[6 * a + k] * dq[a];
+  }
+}
+
+void khz_pointResponse(const khzModel *m, khzData *d, int b, const double x[3],
+                           const double J[3], int bq, const double xq[3], double dv_b[3],
+                           double dv_q[3], double *dqd, double *dvel) {
+  double f[6], r[3];
+  const double *o = d->xpos + 3 * m->body_root[b];
+  r[0] = x[0] - o[0], r[1] = x[1] - o[1], r[2] = x[2] - o[2];
+  khzu_cross(f, r, J);
+  f[3] = J[0], f[4] = J[1], f[5] = J[2];
+  memset(dqd, 0, (size_t)m->nv * sizeof(double));
+  khz_impulseResponse(m, d, b, f, dqd, dvel);
+  /* read the velocity change of both bodies' points (same tree or not) */
+  for (int s = 0; s < 2; s++) {
+    int body = s ? bq : b;
+    const double *px = s ? xq : x;
+    double *out = s ? dv_q : dv_b;
+    out[0] = out[1] = out[2] = 0;
+    if (body <= 0 || m->body_root[body] != m->body_root[b]) continue;
+    const double *dv = dvel + 6 * body, *ob = d->xpos + 3 * m->body_root[body];
+    double rr[3] = {px[0] - ob[0], px[1] - ob[1], px[2] - ob[2]}, wxr[3];
+    khzu_cross(wxr, dv, rr);
+    out[0] = dv[3] + wxr[0], out[1] = dv[4] + wxr[1], out[2] = dv[5] + wxr[2];
+  }
+}
+
+/* solves the 3x3 system K x = b (K symmetric positive definite) */
+static int solve3(const double K[9], const double b[3], double x[3]) {
+  double L[9];
+  memcpy(L, K, sizeof L);
+  if (khzu_cholFactor(L, 3) != 0) return -1;
+  memcpy(x, b, 3 * sizeof(double));
+  khzu_cholSolve(L, 3, x);
+  return 0;
+}
+
+/* one impulse on an impacting pair at the centroid of its contact points:
+ * Newton restitution on the normal velocity, sticking if the impulse stays in
+ * the friction cone, otherwise sliding impulse mu lambda_n against the
+ * tangential velocity. Returns 1 if an impulse was applied. */
+static int impulse_pair(const khzModel *m, khzData *d, khzContact *c, double target_vn,
+                        double *dqd, double *dsum, double *dvel) {
+  int b0 = c->body[0], b1 = c->body[1];
+  const double *n = c->normal;
+  double x[3] = {0, 0, 0};
+  for (int k = 0; k < c->npoint; k++)
+    for (int j = 0; j < 3; j++) x[j] += d->cpoint[c->point_adr + k].pos[j] / c->npoint;
+
+  double v0[3], v1[3], u[3];
+  khz_pointVelocity(m, d, b0, x, v0);
+  khz_pointVelocity(m, d, b1, x, v1);
+  for (int j = 0; j < 3; j++) u[j] = v0[j] - v1[j];
+  double un = khzu_dot3(u, n);
+  if (un >= target_vn - 1e-9) return 0;
+
+  /* collision matrix K: relative velocity change per unit impulse (columns) */
+  double K[9];
+  for (int col = 0; col < 3; col++) {
+    double J[3] = {0, 0, 0}, a0[3], a1[3], b0v[3], b1v[3];
+    J[col] = 1;
+    khz_pointResponse(m, d, b0, x, J, b1, x, a0, a1, dqd, dvel);
+    double Jm[3] = {-J[0], -J[1], -J[2]};
+    if (b1 > 0) khz_pointResponse(m, d, b1, x, Jm, b0, x, b1v, b0v, dqd, dvel);
+    else b1v[0] = b1v[1] = b1v[2] = b0v[0] = b0v[1] = b0v[2] = 0;
+    for (int r = 0; r < 3; r++) K[3 * r + col] = (a0[r] + b0v[r]) - (a1[r] + b1v[r]);
+  }
+  /* symmetrise against round-off */
+  for (int r = 0; r < 3; r++)
+    for (int s = r + 1; s < 3; s++) K[3 * r + s] = K[3 * s + r] = 0.5 * (K[3 * r + s] + K[3 * s + r]);
+
+  /* sticking impulse: bring the relative velocity to target_vn n */
+  double du[3], lam[3];
+  for (int j = 0; j < 3; j++) du[j] = target_vn * n[j] - u[j];
+  if (solve3(K, du, lam) != 0) return 0;
+  double ln = khzu_dot3(lam, n), lt[3];
+  for (int j = 0; j < 3; j++) lt[j] = lam[j] - ln * n[j];
+  double ltn = sqrt(khzu_dot3(lt, lt));
+  if (ln < 0 || ltn > c->mu * ln) {
+    /* sliding: lambda = ln (n - mu t), t along the tangential velocity */
+    double ut[3], t[3] = {0, 0, 0};
+    for (int j = 0; j < 3; j++) ut[j] = u[j] - un * n[j];
+    double utn = sqrt(khzu_dot3(ut, ut));
+    if (utn > 1e-12)
+      for (int j = 0; j < 3; j++) t[j] = ut[j] / utn;
+    double dir[3], Kd[3];
+    for (int j = 0; j < 3; j++) dir[j] = n[j] - c->mu * t[j];
+    khzu_mulMatVec3(Kd, K, dir);
+    double nKd = khzu_dot3(n, Kd);
+    if (!(nKd > 0)) return 0;
+    ln = (target_vn - un) / nKd;
+    for (int j = 0; j < 3; j++) lam[j] = ln * dir[j];
+  }
+
+  /* apply: +lambda on body 0, -lambda on body 1, both at x */
+  double a0[3], a1[3];
+  memset(dsum, 0, (size_t)m->nv * sizeof(double));
+  khz_pointResponse(m, d, b0, x, lam, b1, x, a0, a1, dqd, dvel);
+  for (int k = 0; k < m->nv; k++) dsum[k] += dqd[k];
+  if (b1 > 0) {
+    double lm[3] = {-lam[0], -lam[1], -lam[2]};
+    khz_pointResponse(m, d, b1, x, lm, b0, x, a1, a0, dqd, dvel);
+    for (int k = 0; k < m->nv; k++) dsum[k] += dqd[k];
+  }
+  for (int k = 0; k < m->nv; k++) d->qd[k] += dsum[k];
+  return 1;
+}
+
+
+/* ---------------------------------------------------- clusters together -- */
+
+/* an orthonormal frame (n, t1, t2) */
+static void contact_frame(const double n[3], double fr[9]) {
+  double a[3] = {1, 0, 0}, t[3];
+  if (fabs(n[0]) > 0.6) a[0] = 0, a[1] = 1;
+  khzu_cross(t, n, a);
+  double tn = sqrt(khzu_dot3(t, t));
+  for (int j = 0; j < 3; j++) fr[j] = n[j], fr[3 + j] = t[j] / tn;
+  khzu_cross(fr + 6, fr, fr + 3);
+}
+
+/* the spatial impulse (about the tree's origin) of the world impulse J at x on b */
+static void spatial_impulse(const khzModel *m, const khzData *d, int b, const double x[3],
+                            const double J[3], double f[6]) {
+  const double *o = d->xpos + 3 * m->body_root[b];
+  double r[3] = {x[0] - o[0], x[1] - o[1], x[2] - o[2]};
+  khzu_cross(f, r, J);
+  f[3] = J[0], f[4] = J[1], f[5] = J[2];
+}
+
+/* velocity change at x of body b from the body velocity changes dvel */
+static void point_change(const khzModel *m, const khzData *d, int b, const double x[3],
+                         const double *dvel, double dv[3]) {
+  const double *w = dvel + 6 * b, *o = d->xpos + 3 * m->body_root[b];
+  double r[3] = {x[0] - o[0], x[1] - o[1], x[2] - o[2]};
+  khzu_cross(dv, w, r);
+  for (int j = 0; j < 3; j++) dv[j] += w[3 + j];
+}
+
+/* One cluster of k impacting pairs (contact indices idx) solved together.
+ * Unknowns: each pair's impulse in its frame, lam = (normal, t1, t2), +lam on
+ * body 0 and -lam on body 1 at the pair's centroid. v = u + W lam is the
+ * relative velocity after the impulses (u before). Returns the sweeps taken,
+ * or -1 when the scratch stack is short (nothing is applied). */
+static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int k,
+                         const double *vn0) {
+  size_t mark = khz_stackMark(d);
+  int n3 = 3 * k;
+  double *x = khz_stackAlloc(d, 3 * (size_t)k * sizeof(double));
+  double *fr = khz_stackAlloc(d, 9 * (size_t)k * sizeof(double));
+  double *W = khz_stackAlloc(d, (size_t)n3 * (size_t)n3 * sizeof(double));
+  double *v = khz_stackAlloc(d, (size_t)n3 * sizeof(double));
+  double *lam = khz_stackAlloc(d, (size_t)n3 * sizeof(double));
+  double *tgt = khz_stackAlloc(d, (size_t)k * sizeof(double));
+  double *dvel = khz_stackAlloc(d, 6 * (size_t)m->nbody * sizeof(double));
+  double *dqd = khz_stackAlloc(d, (size_t)m->nv * sizeof(double) + 8);
+  if (!(x && fr && W && v && lam && tgt && dvel && dqd)) {
+    khz_stackFree(d, mark);
+    return -1;
+  }
+  for (int i = 0; i < k; i++) {
+    const khzContact *c = d->contact + idx[i];
+    double *xi = x + 3 * i, v0[3], v1[3], u[3];
+    xi[0] = xi[1] = xi[2] = 0;
+    for (int p = 0; p < c->npoint; p++)
+      for (int j = 0; j < 3; j++) xi[j] += d->cpoint[c->point_adr + p].pos[j] / c->npoint;
+    contact_frame(c->normal, fr + 9 * i);
+    khz_pointVelocity(m, d, c->body[0], xi, v0);
+    khz_pointVelocity(m, d, c->body[1], xi, v1);
+    for (int j = 0; j < 3; j++) u[j] = v0[j] - v1[j];
+    for (int r = 0; r < 3; r++) v[3 * i + r] = khzu_dot3(u, fr + 9 * i + 3 * r);
+    tgt[i] = vn0[idx[i]] < 0 ? -m->contact.restitution * vn0[idx[i]] : 0;
+  }
+
+  /* W, column by column: a unit impulse along direction e of pair j */
+  memset(W, 0, (size_t)n3 * (size_t)n3 * sizeof(double));
+  memset(dqd, 0, (size_t)m->nv * sizeof(double));
+  for (int j = 0; j < k; j++) {
+    const khzContact *cj = d->contact + idx[j];
+    for (int e = 0; e < 3; e++) {
+      for (int s = 0; s < 2; s++) {
+        int b = cj->body[s];
+        if (b <= 0 || khz_bodyStatic(m, b)) continue;
+        double J[3], f[6];
+        for (int q = 0; q < 3; q++) J[q] = (s ? -1 : 1) * fr[9 * j + 3 * e + q];
+        spatial_impulse(m, d, b, x + 3 * j, J, f);
+        khz_impulseResponse(m, d, b, f, dqd, dvel);
+        for (int i = 0; i < k; i++) {
+          const khzContact *ci = d->contact + idx[i];
+          for (int s2 = 0; s2 < 2; s2++) {
+            int bi = ci->body[s2];
+            if (bi <= 0 || m->body_root[bi] != m->body_root[b]) continue;
+            double dv[3];
+            point_change(m, d, bi, x + 3 * i, dvel, dv);
+            for (int r = 0; r < 3; r++)
+              W[(3 * i + r) * n3 + 3 * j + e] += (s2 ? -1 : 1) * khzu_dot3(dv, fr + 9 * i + 3 * r);
+          }
+        }
+      }
+    }
+  }
+  for (int r = 0; r < n3; r++) /* symmetrise against round-off */
+    for (int s = r + 1; s < n3; s++) W[r * n3 + s] = W[s * n3 + r] = 0.5 * (W[r * n3 + s] + W[s * n3 + r]);
+
+  /* projected Gauss-Seidel with accumulated impulses: per pair the normal
+   * impulse towards v_n = target (kept >= 0), then the tangential one towards
+   * v_t = 0 (the 2 x 2 block), held inside the disc mu lambda_n */
+  memset(lam, 0, (size_t)n3 * sizeof(double));
+  double per_sweep = 9.0 * k * k + 1;
+  int max_sweeps = (int)fmin(KHZ_PGS_MAX_SWEEPS, fmax(20, KHZ_PGS_BUDGET / per_sweep)), sweep;
+  for (sweep = 0; sweep < max_sweeps; sweep++) {
+    double moved = 0;
+    for (int i = 0; i < k; i++) {
+      const khzContact *ci = d->contact + idx[i];
+      double *li = lam + 3 * i, *vi = v + 3 * i, dl[3];
+      const double *Wi = W + (size_t)(3 * i) * n3 + 3 * i; /* the pair's 3 x 3 block, rows n3 apart */
+      double wnn = Wi[0];
+      if (!(wnn > 0)) continue;
+      double ln = fmax(0, li[0] - (vi[0] - tgt[i]) / wnn);
+      dl[0] = ln - li[0];
+      /* the tangential velocity once the normal change is in */
+      double vt1 = vi[1] + Wi[n3] * dl[0], vt2 = vi[2] + Wi[2 * n3] * dl[0];
+      double a = Wi[n3 + 1], b = Wi[n3 + 2], cc = Wi[2 * n3 + 2], det = a * cc - b * b;
+      double lt1, lt2;
+      if (det > 1e-12 * a * cc) {
+        lt1 = li[1] - (cc * vt1 - b * vt2) / det;
+        lt2 = li[2] - (a * vt2 - b * vt1) / det;
+      } else {
+        lt1 = a > 0 ? li[1] - vt1 / a : li[1];
+        lt2 = cc > 0 ? li[2] - vt2 / cc : li[2];
+      }
+      double ltn = sqrt(lt1 * lt1 + lt2 * lt2), cap = ci->mu * ln;
+      if (ltn > cap) lt1 *= cap / ltn, lt2 *= cap / ltn;
+      dl[1] = lt1 - li[1], dl[2] = lt2 - li[2];
+      li[0] = ln, li[1] = lt1, li[2] = lt2;
+      for (int e = 0; e < 3; e++) {
+        if (dl[e] == 0) continue;
+        const double *col = W + (size_t)(3 * i + e) * n3; /* row = column: W is symmetric */
+        for (int r = 0; r < n3; r++) v[r] += col[r] * dl[e];
+      }
+      moved = fmax(moved, fabs(dl[0]) * wnn + fabs(dl[1]) * a + fabs(dl[2]) * cc);
+    }
+    if (moved < KHZ_PGS_TOL) break;
+  }
+
+  /* apply: one impulse response per pair and body */
+  memset(dqd, 0, (size_t)m->nv * sizeof(double));
+  for (int i = 0; i < k; i++) {
+    const khzContact *ci = d->contact + idx[i];
+    const double *li = lam + 3 * i, *f3 = fr + 9 * i;
+    if (li[0] == 0 && li[1] == 0 && li[2] == 0) continue;
+    for (int s = 0; s < 2; s++) {
+      int b = ci->body[s];
+      if (b <= 0 || khz_bodyStatic(m, b)) continue;
+      double J[3], f[6];
+      for (int q = 0; q < 3; q++) J[q] = (s ? -1 : 1) * (li[0] * f3[q] + li[1] * f3[3 + q] + li[2] * f3[6 + q]);
+      spatial_impulse(m, d, b, x + 3 * i, J, f);
+      khz_impulseResponse(m, d, b, f, dqd, dvel);
+    }
+  }
+  for (int q = 0; q < m->nv; q++) d->qd[q] += dqd[q];
+  khz_stackFree(d, mark);
+  return sweep;
+}
+
+static int find_root(int *parent, int a) {
+  while (parent[a] != a) a = parent[a] = parent[parent[a]];
+  return a;
+}
+
+/* the tree a pair's impulse moves through body s, or -1 (static) */
+static int moving_tree(const khzModel *m, const khzContact *c, int s) {
+  int b = c->body[s];
+  return b > 0 && !khz_bodyStatic(m, b) ? m->body_root[b] : -1;
+}
+
+void khz_resolveImpacts(const khzModel *m, khzData *d, const double *vn0) {
+  size_t mark = khz_stackMark(d);
+  int *parent = khz_stackAlloc(d, (size_t)m->nbody * sizeof(int));
+  int *cluster = khz_stackAlloc(d, (size_t)d->ncontact * sizeof(int));
+  int *idx = khz_stackAlloc(d, (size_t)d->ncontact * sizeof(int));
+  double *dqd = khz_stackAlloc(d, (size_t)m->nv * sizeof(double) + 8);
+  double *dsum = khz_stackAlloc(d, (size_t)m->nv * sizeof(double) + 8);
+  double *dvel = khz_stackAlloc(d, 6 * (size_t)m->nbody * sizeof(double));
+  if (!(parent && cluster && idx && dqd && dsum && dvel)) {
+    khz_stackFree(d, mark);
+    return;
+  }
+
+  /* clusters: the trees joined by impacting pairs (union-find) */
+  for (int b = 0; b < m->nbody; b++) parent[b] = b;
+  for (int i = 0; i < d->ncontact; i++) {
+    const khzContact *c = d->contact + i;
+    cluster[i] = -1;
+    if (d->pair[c->slot].phase != KHZ_PHASE_IMPACT) continue;
+    int a = moving_tree(m, c, 0), b = moving_tree(m, c, 1);
+    if (a >= 0 && b >= 0) parent[find_root(parent, a)] = find_root(parent, b);
+  }
+  for (int i = 0; i < d->ncontact; i++) {
+    const khzContact *c = d->contact + i;
+    if (d->pair[c->slot].phase != KHZ_PHASE_IMPACT || !c->npoint) continue;
+    int a = moving_tree(m, c, 0), b = moving_tree(m, c, 1);
+    if (a >= 0 || b >= 0) cluster[i] = find_root(parent, a >= 0 ? a : b);
+  }
+
+  /* each cluster together; -2 marks a pair done */
+  int solved = 0;
+  for (int i = 0; i < d->ncontact; i++) {
+    if (cluster[i] < 0) continue;
+    int k = 0, id = cluster[i];
+    for (int j = i; j < d->ncontact; j++)
+      if (cluster[j] == id) idx[k++] = j;
+    if (k > KHZ_CLUSTER_PAIRS) { /* sequential below */
+      for (int j = 0; j < k; j++) cluster[idx[j]] = -3;
+      continue;
+    }
+    if (solve_cluster(m, d, idx, k, vn0) < 0) {
+      for (int j = 0; j < k; j++) cluster[idx[j]] = -3;
+      continue;
+    }
+    for (int j = 0; j < k; j++) cluster[idx[j]] = -2;
+    solved = 1;
+  }
+  if (solved) khz_forwardPass(m, d, d->q, d->qd);
+
+  /* the others: sequential impulses */
+  for (int sweep = 0; sweep < KHZ_IMPULSE_SWEEPS; sweep++) {
+    int applied = 0;
+    for (int i = 0; i < d->ncontact; i++) {
+      if (cluster[i] != -3) continue;
+      khzContact *c = d->contact + i;
+      double target = vn0[i] < 0 ? -m->contact.restitution * vn0[i] : 0;
+      if (impulse_pair(m, d, c, target, dqd, dsum, dvel)) {
+        applied = 1;
+        khz_forwardPass(m, d, d->q, d->qd);
+      }
+    }
+    if (!applied) break;
+  }
+  khz_stackFree(d, mark);
+}
+
+size_t khz_impulseStackBytes(const khzModel *m) {
+  size_t k = KHZ_CLUSTER_PAIRS, n3 = 3 * k, nb = (size_t)m->nbody, nv = (size_t)m->nv;
+  size_t outer = 2 * nb * sizeof(int) + 2 * (size_t)m->npair_max * sizeof(int) + (2 * nv + 6 * nb) * sizeof(double);
+  size_t cluster = (n3 * n3 + 2 * n3 + 12 * k + 6 * nb + nv) * sizeof(double);
+  return outer + cluster + 16 * 64; /* 64-byte alignment of each block */
+}
