@@ -27,7 +27,7 @@
 #include "spatial.h"
 
 #define KHZ_IMPULSE_SWEEPS 8   /* sequential sweeps for a cluster not solved together */
-#define KHZ_PGS_BUDGET 2e6     /* multiply-adds the sweeps of one cluster may take */
+#define KHZ_PGS_BUDGET 2e5     /* multiply-adds the sweeps of one cluster may take (tick time) */
 #define KHZ_PGS_MAX_SWEEPS 5000
 #define KHZ_PGS_TOL 1e-7       /* m/s: the sweeps stop when no velocity moves more */
 
