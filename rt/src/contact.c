@@ -625,20 +625,50 @@ void khz_contactBegin(const khzModel *m, khzData *d) {
     else if (sn < -reimpact) ps->phase = KHZ_PHASE_IMPACT;
     any_impact |= ps->phase == KHZ_PHASE_IMPACT;
   }
-  /* a third body's impact sends resting pairs of the bodies it hit to impulses */
-  if (any_impact)
+  /* a third body's impact sends the resting pairs of the bodies it hit (of
+   * their articulated trees: an impulse moves the whole tree) to impulses,
+   * as the paper draws it. Beyond the paper, level by level, so do the
+   * resting pairs behind those, as long as the impacting pairs stay within
+   * KHZ_CLUSTER_PAIRS: a heavy body landing on a column of light ones moves
+   * them all, and with the column's lower pairs left to their springs the
+   * bottom one was driven into the ground at 1.96 m/s. Order-independent:
+   * each level is found before it is marked. */
+  int *hit = any_impact ? khz_stackAlloc(d, 2 * (size_t)m->nbody * sizeof(int)) : NULL;
+  if (hit) {
+    int *next = hit + m->nbody, nimpacting = 0;
+    memset(hit, 0, 2 * (size_t)m->nbody * sizeof(int));
     for (int i = 0; i < d->ncontact; i++) {
-      khzContact *ci = d->contact + i;
+      const khzContact *ci = d->contact + i;
       if (d->pair[ci->slot].phase != KHZ_PHASE_IMPACT) continue;
-      for (int j = 0; j < d->ncontact; j++) {
-        khzContact *cj = d->contact + j;
-        if (d->pair[cj->slot].phase != KHZ_PHASE_RESTING) continue;
-        for (int s = 0; s < 2; s++)
-          for (int t = 0; t < 2; t++)
-            if (ci->body[s] == cj->body[t] && !khz_bodyStatic(m, ci->body[s]))
-              d->pair[cj->slot].phase = KHZ_PHASE_IMPACT;
-      }
+      nimpacting++;
+      for (int s = 0; s < 2; s++)
+        if (!khz_bodyStatic(m, ci->body[s])) hit[m->body_root[ci->body[s]]] = 1;
     }
+    for (int level = 0; level < m->nbody; level++) {
+      int found = 0;
+      for (int j = 0; j < d->ncontact; j++) {
+        const khzContact *cj = d->contact + j;
+        if (d->pair[cj->slot].phase != KHZ_PHASE_RESTING) continue;
+        for (int t = 0; t < 2; t++)
+          if (!khz_bodyStatic(m, cj->body[t]) && hit[m->body_root[cj->body[t]]]) found++, t = 2;
+      }
+      if (!found || (level > 0 && nimpacting + found > KHZ_CLUSTER_PAIRS)) break;
+      memset(next, 0, (size_t)m->nbody * sizeof(int));
+      for (int j = 0; j < d->ncontact; j++) {
+        const khzContact *cj = d->contact + j;
+        if (d->pair[cj->slot].phase != KHZ_PHASE_RESTING) continue;
+        int touches = 0;
+        for (int t = 0; t < 2; t++)
+          touches |= !khz_bodyStatic(m, cj->body[t]) && hit[m->body_root[cj->body[t]]];
+        if (!touches) continue;
+        d->pair[cj->slot].phase = KHZ_PHASE_IMPACT;
+        for (int t = 0; t < 2; t++)
+          if (!khz_bodyStatic(m, cj->body[t])) next[m->body_root[cj->body[t]]] = 1;
+      }
+      nimpacting += found;
+      for (int b = 0; b < m->nbody; b++) hit[b] |= next[b];
+    }
+  }
 
   /* impulses for the impacting pairs (impulse.c) */
   int nimpact = 0;

@@ -42,7 +42,8 @@ void khz_resolveImpacts(const khzModel *m, khzData *d, const double *vn0);
 /* the largest cluster of impacting pairs whose impulses are solved together */
 #define KHZ_CLUSTER_PAIRS 32
 
-/* scratch bytes khz_resolveImpacts may take from d's stack */
+/* scratch bytes the impulses may take from d's stack (the phase marks of
+ * khz_contactBegin, khz_resolveImpacts, one cluster) */
 size_t khz_impulseStackBytes(const khzModel *m);
 
 /* Change of qd caused by the spatial impulse f (world-aligned, at the body's

@@ -225,8 +225,7 @@ static void point_change(const khzModel *m, const khzData *d, int b, const doubl
  * body 0 and -lam on body 1 at the pair's centroid. v = u + W lam is the
  * relative velocity after the impulses (u before). Returns the sweeps taken,
  * or -1 when the scratch stack is short (nothing is applied). */
-static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int k,
-                         const double *vn0) {
+static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int k) {
   size_t mark = khz_stackMark(d);
   int n3 = 3 * k;
   double *x = khz_stackAlloc(d, 3 * (size_t)k * sizeof(double));
@@ -237,7 +236,10 @@ static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int k,
   double *tgt = khz_stackAlloc(d, (size_t)k * sizeof(double));
   double *dvel = khz_stackAlloc(d, 6 * (size_t)m->nbody * sizeof(double));
   double *dqd = khz_stackAlloc(d, (size_t)m->nv * sizeof(double) + 8);
-  if (!(x && fr && W && v && lam && tgt && dvel && dqd)) {
+  double *N = khz_stackAlloc(d, (size_t)k * (size_t)k * sizeof(double));
+  double *ln = khz_stackAlloc(d, (size_t)k * sizeof(double));
+  int *act = khz_stackAlloc(d, 2 * (size_t)k * sizeof(int));
+  if (!(x && fr && W && v && lam && tgt && dvel && dqd && N && ln && act)) {
     khz_stackFree(d, mark);
     return -1;
   }
@@ -252,7 +254,10 @@ static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int k,
     khz_pointVelocity(m, d, c->body[1], xi, v1);
     for (int j = 0; j < 3; j++) u[j] = v0[j] - v1[j];
     for (int r = 0; r < 3; r++) v[3 * i + r] = khzu_dot3(u, fr + 9 * i + 3 * r);
-    tgt[i] = vn0[idx[i]] < 0 ? -m->contact.restitution * vn0[idx[i]] : 0;
+    /* Newton's restitution on the centroid's own approach: the fastest
+     * point of a body landing on one edge moves twice as fast as the
+     * centroid, and a target from it would add energy */
+    tgt[i] = v[3 * i] < 0 ? -m->contact.restitution * v[3 * i] : 0;
   }
 
   /* W, column by column: a unit impulse along direction e of pair j */
@@ -285,10 +290,42 @@ static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int k,
   for (int r = 0; r < n3; r++) /* symmetrise against round-off */
     for (int s = r + 1; s < n3; s++) W[r * n3 + s] = W[s * n3 + r] = 0.5 * (W[r * n3 + s] + W[s * n3 + r]);
 
+  /* warm start: the normal impulses that bring every pair's normal velocity
+   * to its target at once (the normal block of W by Cholesky), the pairs
+   * whose impulse comes out negative left out and the rest solved again.
+   * A chain of bodies of very different masses, on which the sweeps below
+   * converge as m_light / m_heavy per sweep, is solved here. */
+  memset(lam, 0, (size_t)n3 * sizeof(double));
+  int *map = act + k;
+  for (int i = 0; i < k; i++) act[i] = 1;
+  for (int pass = 0; pass < k; pass++) {
+    int na = 0;
+    for (int i = 0; i < k; i++)
+      if (act[i]) map[na++] = i;
+    if (!na) break;
+    for (int a = 0; a < na; a++) {
+      for (int b = 0; b < na; b++) N[a * na + b] = W[(size_t)(3 * map[a]) * n3 + 3 * map[b]];
+      N[a * na + a] *= 1 + 1e-12;
+      ln[a] = tgt[map[a]] - v[3 * map[a]];
+    }
+    if (khzu_cholFactor(N, na) != 0) break; /* degenerate: the sweeps alone */
+    khzu_cholSolve(N, na, ln);
+    int negative = 0;
+    for (int a = 0; a < na; a++)
+      if (ln[a] < 0) act[map[a]] = 0, negative = 1;
+    if (negative) continue;
+    for (int a = 0; a < na; a++) {
+      int i = map[a];
+      lam[3 * i] = ln[a];
+      const double *col = W + (size_t)(3 * i) * n3;
+      for (int r = 0; r < n3; r++) v[r] += col[r] * ln[a];
+    }
+    break;
+  }
+
   /* projected Gauss-Seidel with accumulated impulses: per pair the normal
    * impulse towards v_n = target (kept >= 0), then the tangential one towards
    * v_t = 0 (the 2 x 2 block), held inside the disc mu lambda_n */
-  memset(lam, 0, (size_t)n3 * sizeof(double));
   double per_sweep = 9.0 * k * k + 1;
   int max_sweeps = (int)fmin(KHZ_PGS_MAX_SWEEPS, fmax(20, KHZ_PGS_BUDGET / per_sweep)), sweep;
   for (sweep = 0; sweep < max_sweeps; sweep++) {
@@ -397,7 +434,7 @@ void khz_resolveImpacts(const khzModel *m, khzData *d, const double *vn0) {
       for (int j = 0; j < k; j++) cluster[idx[j]] = -3;
       continue;
     }
-    if (solve_cluster(m, d, idx, k, vn0) < 0) {
+    if (solve_cluster(m, d, idx, k) < 0) {
       for (int j = 0; j < k; j++) cluster[idx[j]] = -3;
       continue;
     }
@@ -425,7 +462,10 @@ void khz_resolveImpacts(const khzModel *m, khzData *d, const double *vn0) {
 
 size_t khz_impulseStackBytes(const khzModel *m) {
   size_t k = KHZ_CLUSTER_PAIRS, n3 = 3 * k, nb = (size_t)m->nbody, nv = (size_t)m->nv;
-  size_t outer = 2 * nb * sizeof(int) + 2 * (size_t)m->npair_max * sizeof(int) + (2 * nv + 6 * nb) * sizeof(double);
-  size_t cluster = (n3 * n3 + 2 * n3 + 12 * k + 6 * nb + nv) * sizeof(double);
-  return outer + cluster + 16 * 64; /* 64-byte alignment of each block */
+  /* the phase marks of khz_contactBegin, then khz_resolveImpacts, then one cluster */
+  size_t outer = 3 * nb * sizeof(int) + 2 * (size_t)m->npair_max * sizeof(int) +
+                 (2 * nv + 2 + 6 * nb) * sizeof(double);
+  size_t cluster = (n3 * n3 + k * k + 2 * n3 + 14 * k + 6 * nb + nv + 1) * sizeof(double) +
+                   2 * k * sizeof(int);
+  return outer + cluster + 24 * 64; /* 64-byte alignment of each of the 18 blocks */
 }
