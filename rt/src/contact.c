@@ -2,7 +2,8 @@
  * (papers/drumwright-fast-stable-penalty-method.txt; SPEC §3):
  *   - the contact state machine of Fig. 2 per body pair: new contacts that
  *     approach faster than eps are impacts, the rest rest; a resting pair goes
- *     back to impulses only when a third body impacts one of its bodies;
+ *     back to impulses only when a third body impacts one of its bodies (and,
+ *     beyond the paper, the resting pairs behind them, and opt-in re-impacts);
  *   - impacts: impulses with Newton restitution and Coulomb friction at the
  *     centroid of the contact surface, the pairs coupled through moving bodies
  *     solved together (impulse.c);
@@ -553,12 +554,11 @@ void khz_contactBegin(const khzModel *m, khzData *d) {
   double eps = m->contact.impact_velocity;
   double reimpact = m->contact.reimpact_velocity > 0 ? m->contact.reimpact_velocity : INFINITY;
   size_t mark = khz_stackMark(d);
-  double *vn0 = khz_stackAlloc(d, (size_t)d->ncontact * sizeof(double));
   double *dqd = khz_stackAlloc(d, (size_t)m->nv * sizeof(double) + 8);
   double *dvel = khz_stackAlloc(d, 6 * (size_t)m->nbody * sizeof(double));
   double *tau = khz_stackAlloc(d, (size_t)m->nv * sizeof(double) + 8);
   double *qdd = khz_stackAlloc(d, (size_t)m->nv * sizeof(double) + 8);
-  int scratch = vn0 && dqd && dvel && tau && qdd, inertias = 0;
+  int scratch = dqd && dvel && tau && qdd, inertias = 0;
 
   /* articulated inertias at the current q (the impulse response and the
    * effective masses need them; velocity terms do not matter) */
@@ -616,7 +616,6 @@ void khz_contactBegin(const khzModel *m, khzData *d) {
     double meff = ps->meff;
     pair_gains(m, c, meff);
     double sn = approach_speed(m, d, c);
-    if (vn0) vn0[i] = sn;
     int fresh = ps->phase == KHZ_PHASE_NONE;
     /* a new pair: the overlap it starts with is released gradually too (a
      * step's travel, an initial overlap, or a contact found late) */
@@ -679,7 +678,7 @@ void khz_contactBegin(const khzModel *m, khzData *d) {
       khz_externalForces(m, d);
       khz_abaCore(m, d, tau, qdd);
     }
-    khz_resolveImpacts(m, d, vn0);
+    khz_resolveImpacts(m, d);
   }
   khz_stackFree(d, mark);
 

@@ -34,10 +34,10 @@ int khz_bodyStatic(const khzModel *m, int b);
 void khz_pointVelocity(const khzModel *m, const khzData *d, int b, const double x[3], double vel[3]);
 
 /* impulse.c: impulses for the pairs in KHZ_PHASE_IMPACT (Fig. 2), with the
- * articulated inertias of khz_abaCore at the current q; vn0[i]: contact i's
- * approach speed before them (the restitution target is -e vn0). Updates
+ * articulated inertias of khz_abaCore at the current q (Newton's restitution
+ * on each pair's centroid's approach speed before them). Updates
  * d->qd and the forward pass. */
-void khz_resolveImpacts(const khzModel *m, khzData *d, const double *vn0);
+void khz_resolveImpacts(const khzModel *m, khzData *d);
 
 /* the largest cluster of impacting pairs whose impulses are solved together */
 #define KHZ_CLUSTER_PAIRS 32

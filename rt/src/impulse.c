@@ -31,6 +31,13 @@
 #define KHZ_PGS_MAX_SWEEPS 5000
 #define KHZ_PGS_TOL 1e-7       /* m/s: the sweeps stop when no velocity moves more */
 
+/* the centroid of a pair's contact points, where its impulse acts */
+static void pair_centroid(const khzData *d, const khzContact *c, double x[3]) {
+  x[0] = x[1] = x[2] = 0;
+  for (int p = 0; p < c->npoint; p++)
+    for (int j = 0; j < 3; j++) x[j] += d->cpoint[c->point_adr + p].pos[j] / c->npoint;
+}
+
 /* ------------------------------------------------------ impulse response -- */
 
 void khz_impulseResponse(const khzModel *m, khzData *d, int b, const double f[6], double *dqd,
@@ -126,9 +133,8 @@ static int impulse_pair(const khzModel *m, khzData *d, khzContact *c, double tar
                         double *dqd, double *dsum, double *dvel) {
   int b0 = c->body[0], b1 = c->body[1];
   const double *n = c->normal;
-  double x[3] = {0, 0, 0};
-  for (int k = 0; k < c->npoint; k++)
-    for (int j = 0; j < 3; j++) x[j] += d->cpoint[c->point_adr + k].pos[j] / c->npoint;
+  double x[3];
+  pair_centroid(d, c, x);
 
   double v0[3], v1[3], u[3];
   khz_pointVelocity(m, d, b0, x, v0);
@@ -192,6 +198,17 @@ static int impulse_pair(const khzModel *m, khzData *d, khzContact *c, double tar
 
 /* ---------------------------------------------------- clusters together -- */
 
+/* the normal relative velocity at the centroid x of a pair's contact points */
+static double centroid_approach(const khzModel *m, const khzData *d, const khzContact *c,
+                                double x[3]) {
+  double v0[3], v1[3];
+  pair_centroid(d, c, x);
+  khz_pointVelocity(m, d, c->body[0], x, v0);
+  khz_pointVelocity(m, d, c->body[1], x, v1);
+  return (v0[0] - v1[0]) * c->normal[0] + (v0[1] - v1[1]) * c->normal[1] +
+         (v0[2] - v1[2]) * c->normal[2];
+}
+
 /* an orthonormal frame (n, t1, t2) */
 static void contact_frame(const double n[3], double fr[9]) {
   double a[3] = {1, 0, 0}, t[3];
@@ -246,9 +263,7 @@ static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int k) {
   for (int i = 0; i < k; i++) {
     const khzContact *c = d->contact + idx[i];
     double *xi = x + 3 * i, v0[3], v1[3], u[3];
-    xi[0] = xi[1] = xi[2] = 0;
-    for (int p = 0; p < c->npoint; p++)
-      for (int j = 0; j < 3; j++) xi[j] += d->cpoint[c->point_adr + p].pos[j] / c->npoint;
+    pair_centroid(d, c, xi);
     contact_frame(c->normal, fr + 9 * i);
     khz_pointVelocity(m, d, c->body[0], xi, v0);
     khz_pointVelocity(m, d, c->body[1], xi, v1);
@@ -394,7 +409,7 @@ static int moving_tree(const khzModel *m, const khzContact *c, int s) {
   return b > 0 && !khz_bodyStatic(m, b) ? m->body_root[b] : -1;
 }
 
-void khz_resolveImpacts(const khzModel *m, khzData *d, const double *vn0) {
+void khz_resolveImpacts(const khzModel *m, khzData *d) {
   size_t mark = khz_stackMark(d);
   int *parent = khz_stackAlloc(d, (size_t)m->nbody * sizeof(int));
   int *cluster = khz_stackAlloc(d, (size_t)d->ncontact * sizeof(int));
@@ -402,7 +417,8 @@ void khz_resolveImpacts(const khzModel *m, khzData *d, const double *vn0) {
   double *dqd = khz_stackAlloc(d, (size_t)m->nv * sizeof(double) + 8);
   double *dsum = khz_stackAlloc(d, (size_t)m->nv * sizeof(double) + 8);
   double *dvel = khz_stackAlloc(d, 6 * (size_t)m->nbody * sizeof(double));
-  if (!(parent && cluster && idx && dqd && dsum && dvel)) {
+  double *target = khz_stackAlloc(d, (size_t)d->ncontact * sizeof(double));
+  if (!(parent && cluster && idx && dqd && dsum && dvel && target)) {
     khz_stackFree(d, mark);
     return;
   }
@@ -443,14 +459,18 @@ void khz_resolveImpacts(const khzModel *m, khzData *d, const double *vn0) {
   }
   if (solved) khz_forwardPass(m, d, d->q, d->qd);
 
-  /* the others: sequential impulses */
+  /* the others: sequential impulses, Newton's restitution on the centroid's
+   * approach before them */
+  for (int i = 0; i < d->ncontact; i++) {
+    double x[3], un = cluster[i] == -3 ? centroid_approach(m, d, d->contact + i, x) : 0;
+    target[i] = un < 0 ? -m->contact.restitution * un : 0;
+  }
   for (int sweep = 0; sweep < KHZ_IMPULSE_SWEEPS; sweep++) {
     int applied = 0;
     for (int i = 0; i < d->ncontact; i++) {
       if (cluster[i] != -3) continue;
       khzContact *c = d->contact + i;
-      double target = vn0[i] < 0 ? -m->contact.restitution * vn0[i] : 0;
-      if (impulse_pair(m, d, c, target, dqd, dsum, dvel)) {
+      if (impulse_pair(m, d, c, target[i], dqd, dsum, dvel)) {
         applied = 1;
         khz_forwardPass(m, d, d->q, d->qd);
       }
@@ -464,8 +484,8 @@ size_t khz_impulseStackBytes(const khzModel *m) {
   size_t k = KHZ_CLUSTER_PAIRS, n3 = 3 * k, nb = (size_t)m->nbody, nv = (size_t)m->nv;
   /* the phase marks of khz_contactBegin, then khz_resolveImpacts, then one cluster */
   size_t outer = 3 * nb * sizeof(int) + 2 * (size_t)m->npair_max * sizeof(int) +
-                 (2 * nv + 2 + 6 * nb) * sizeof(double);
+                 (2 * nv + 2 + 6 * nb + (size_t)m->npair_max) * sizeof(double);
   size_t cluster = (n3 * n3 + k * k + 2 * n3 + 14 * k + 6 * nb + nv + 1) * sizeof(double) +
                    2 * k * sizeof(int);
-  return outer + cluster + 24 * 64; /* 64-byte alignment of each of the 18 blocks */
+  return outer + cluster + 24 * 64; /* 64-byte alignment of each of the 19 blocks */
 }
