@@ -9,12 +9,14 @@
  *     cluster, and a cluster's impulses are solved together: its Delassus
  *     matrix W (the relative velocity change at each pair, in its contact
  *     frame, per unit impulse at each pair) is built from one impulse response
- *     per pair and direction, then projected Gauss-Seidel runs on W with
- *     accumulated impulses (normal >= 0 towards the restitution target,
- *     friction in the disc mu lambda_n). Sweeps over W cost O(k^2) flops and
- *     no forward pass, so a heavy body landing on a light one that lies on
- *     the ground (a chain that converges as m_light / m_heavy per sweep) can
- *     have the hundreds of sweeps it needs.
+ *     per pair and direction. The normal impulses that meet every pair's
+ *     restitution target at once come from the normal block of W (Cholesky,
+ *     pairs with a negative impulse left out); a chain of bodies of very
+ *     different masses, on which sweeps converge as m_light / m_heavy per
+ *     sweep, is solved there. Projected Gauss-Seidel on W with accumulated
+ *     impulses (normal >= 0 towards the target, friction in the disc
+ *     mu lambda_n) then adds friction and settles the rest; its sweeps cost
+ *     O(k^2) flops and no forward pass.
  *   - A cluster of more than KHZ_CLUSTER_PAIRS pairs, or one the scratch
  *     stack cannot hold, takes sequential impulses pair by pair instead
  *     (Baraff), KHZ_IMPULSE_SWEEPS sweeps.
@@ -91,27 +93,37 @@ void khz_impulseResponse(const khzModel *m, khzData *d, int b, const double f[6]
   }
 }
 
-void khz_pointResponse(const khzModel *m, khzData *d, int b, const double x[3],
-                           const double J[3], int bq, const double xq[3], double dv_b[3],
-                           double dv_q[3], double *dqd, double *dvel) {
-  double f[6], r[3];
+/* the spatial impulse (about the tree's origin) of the world impulse J at x on b */
+static void spatial_impulse(const khzModel *m, const khzData *d, int b, const double x[3],
+                            const double J[3], double f[6]) {
   const double *o = d->xpos + 3 * m->body_root[b];
-  r[0] = x[0] - o[0], r[1] = x[1] - o[1], r[2] = x[2] - o[2];
+  double r[3] = {x[0] - o[0], x[1] - o[1], x[2] - o[2]};
   khzu_cross(f, r, J);
   f[3] = J[0], f[4] = J[1], f[5] = J[2];
+}
+
+/* velocity change at x of body b from the body velocity changes dvel */
+static void point_change(const khzModel *m, const khzData *d, int b, const double x[3],
+                         const double *dvel, double dv[3]) {
+  const double *w = dvel + 6 * b, *o = d->xpos + 3 * m->body_root[b];
+  double r[3] = {x[0] - o[0], x[1] - o[1], x[2] - o[2]};
+  khzu_cross(dv, w, r);
+  for (int j = 0; j < 3; j++) dv[j] += w[3 + j];
+}
+
+void khz_pointResponse(const khzModel *m, khzData *d, int b, const double x[3], const double J[3],
+                       int bq, const double xq[3], double dv_b[3], double dv_q[3], double *dqd,
+                       double *dvel) {
+  double f[6];
+  spatial_impulse(m, d, b, x, J, f);
   memset(dqd, 0, (size_t)m->nv * sizeof(double));
   khz_impulseResponse(m, d, b, f, dqd, dvel);
   /* read the velocity change of both bodies' points (same tree or not) */
   for (int s = 0; s < 2; s++) {
     int body = s ? bq : b;
-    const double *px = s ? xq : x;
     double *out = s ? dv_q : dv_b;
     out[0] = out[1] = out[2] = 0;
-    if (body <= 0 || m->body_root[body] != m->body_root[b]) continue;
-    const double *dv = dvel + 6 * body, *ob = d->xpos + 3 * m->body_root[body];
-    double rr[3] = {px[0] - ob[0], px[1] - ob[1], px[2] - ob[2]}, wxr[3];
-    khzu_cross(wxr, dv, rr);
-    out[0] = dv[3] + wxr[0], out[1] = dv[4] + wxr[1], out[2] = dv[5] + wxr[2];
+    if (body > 0 && m->body_root[body] == m->body_root[b]) point_change(m, d, body, s ? xq : x, dvel, out);
   }
 }
 
@@ -219,30 +231,13 @@ static void contact_frame(const double n[3], double fr[9]) {
   khzu_cross(fr + 6, fr, fr + 3);
 }
 
-/* the spatial impulse (about the tree's origin) of the world impulse J at x on b */
-static void spatial_impulse(const khzModel *m, const khzData *d, int b, const double x[3],
-                            const double J[3], double f[6]) {
-  const double *o = d->xpos + 3 * m->body_root[b];
-  double r[3] = {x[0] - o[0], x[1] - o[1], x[2] - o[2]};
-  khzu_cross(f, r, J);
-  f[3] = J[0], f[4] = J[1], f[5] = J[2];
-}
-
-/* velocity change at x of body b from the body velocity changes dvel */
-static void point_change(const khzModel *m, const khzData *d, int b, const double x[3],
-                         const double *dvel, double dv[3]) {
-  const double *w = dvel + 6 * b, *o = d->xpos + 3 * m->body_root[b];
-  double r[3] = {x[0] - o[0], x[1] - o[1], x[2] - o[2]};
-  khzu_cross(dv, w, r);
-  for (int j = 0; j < 3; j++) dv[j] += w[3 + j];
-}
-
 /* One cluster of k impacting pairs (contact indices idx) solved together.
  * Unknowns: each pair's impulse in its frame, lam = (normal, t1, t2), +lam on
  * body 0 and -lam on body 1 at the pair's centroid. v = u + W lam is the
  * relative velocity after the impulses (u before). Returns the sweeps taken,
  * or -1 when the scratch stack is short (nothing is applied). */
-static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int k) {
+static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int k, double *dvel,
+                         double *dqd) {
   size_t mark = khz_stackMark(d);
   int n3 = 3 * k;
   double *x = khz_stackAlloc(d, 3 * (size_t)k * sizeof(double));
@@ -251,12 +246,10 @@ static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int k) {
   double *v = khz_stackAlloc(d, (size_t)n3 * sizeof(double));
   double *lam = khz_stackAlloc(d, (size_t)n3 * sizeof(double));
   double *tgt = khz_stackAlloc(d, (size_t)k * sizeof(double));
-  double *dvel = khz_stackAlloc(d, 6 * (size_t)m->nbody * sizeof(double));
-  double *dqd = khz_stackAlloc(d, (size_t)m->nv * sizeof(double) + 8);
   double *N = khz_stackAlloc(d, (size_t)k * (size_t)k * sizeof(double));
   double *ln = khz_stackAlloc(d, (size_t)k * sizeof(double));
   int *act = khz_stackAlloc(d, 2 * (size_t)k * sizeof(int));
-  if (!(x && fr && W && v && lam && tgt && dvel && dqd && N && ln && act)) {
+  if (!(x && fr && W && v && lam && tgt && N && ln && act)) {
     khz_stackFree(d, mark);
     return -1;
   }
@@ -450,7 +443,7 @@ void khz_resolveImpacts(const khzModel *m, khzData *d) {
       for (int j = 0; j < k; j++) cluster[idx[j]] = -3;
       continue;
     }
-    if (solve_cluster(m, d, idx, k) < 0) {
+    if (solve_cluster(m, d, idx, k, dvel, dqd) < 0) {
       for (int j = 0; j < k; j++) cluster[idx[j]] = -3;
       continue;
     }
@@ -485,7 +478,6 @@ size_t khz_impulseStackBytes(const khzModel *m) {
   /* the phase marks of khz_contactBegin, then khz_resolveImpacts, then one cluster */
   size_t outer = 3 * nb * sizeof(int) + 2 * (size_t)m->npair_max * sizeof(int) +
                  (2 * nv + 2 + 6 * nb + (size_t)m->npair_max) * sizeof(double);
-  size_t cluster = (n3 * n3 + k * k + 2 * n3 + 14 * k + 6 * nb + nv + 1) * sizeof(double) +
-                   2 * k * sizeof(int);
-  return outer + cluster + 24 * 64; /* 64-byte alignment of each of the 19 blocks */
+  size_t cluster = (n3 * n3 + k * k + 2 * n3 + 14 * k) * sizeof(double) + 2 * k * sizeof(int);
+  return outer + cluster + 24 * 64; /* 64-byte alignment of each of the 17 blocks */
 }
