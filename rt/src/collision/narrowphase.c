@@ -409,6 +409,7 @@ typedef struct {
   int sat; /* both bounded convex: score by the overlap of the projections */
   double second, n2[3]; /* the best candidate away from n (another start for refine_normal) */
   int have2;
+  int until_apart; /* refine_normal stops at the first n along which the shapes are apart */
 } nsearch;
 
 /* the overlap of the two shapes' projections on n, h_B(n) + h_A(-n): the
@@ -563,7 +564,7 @@ static double refine_from(const nsearch *ns, double n[3]) {
   int nax = crease_axes(ns->b, ax, crease_axes(ns->a, ax, 0));
   double f = overlap(ns->a, ns->b, n), step = 1e-4;
   int evals = 0, descending = 0;
-  while (step >= KHZ_REFINE_TOL && evals < KHZ_REFINE_EVALS) {
+  while (step >= KHZ_REFINE_TOL && evals < KHZ_REFINE_EVALS && !(ns->until_apart && f <= 0)) {
     double dir[8 + 12][3], t1[3], t2[3];
     int nd = 0;
     khzc_orthogonal(t1, n);
@@ -618,7 +619,7 @@ static void consider_common_perpendicular(nsearch *ns) {
  * deepest rim points and generator of each cylinder along it. */
 static int rims_convex(const khzColShape *a, const khzColShape *b, khzColOut *o) {
   double scale = a->scale + b->scale, cand[64][3], c[3];
-  nsearch ns = {a, b, o, 0, {0, 0, 1}, 1e-12 * scale, 0, 1, 0, {0, 0, 1}, 0};
+  nsearch ns = {a, b, o, 0, {0, 0, 1}, 1e-12 * scale, 0, 1, 0, {0, 0, 1}, 0, 0};
   o->npt = 0; /* no points: consider() scores the overlap alone */
   if (a->shape != KHZ_SHAPE_CYLINDER && b->shape != KHZ_SHAPE_CYLINDER) return 0;
   for (int side = 0; side < 2; side++) { /* n points towards A */
@@ -632,7 +633,10 @@ static int rims_convex(const khzColShape *a, const khzColShape *b, khzColOut *o)
   khzc_sub(c, a->pos, b->pos);
   consider(&ns, c);
   consider_common_perpendicular(&ns);
-  if (!ns.have) return 0;
+  /* a separating axis among the candidates: apart (refining only lowers the
+   * overlap; most pairs the broad phase passes here end at this line) */
+  if (!ns.have || !(ns.best > 0)) return 0;
+  ns.until_apart = 1;
   refine_normal(&ns);
   if (!(ns.best > 0)) return 0;
   rim_points(a, b, 0, ns.n, o);
@@ -646,7 +650,7 @@ static void eq4_convex(const vcache *va_, const vcache *vb_, khzColOut *o, const
                        int nea, const int *eb, int neb, double n[3]) {
   const khzColShape *a = va_->s, *b = vb_->s;
   double scale = a->scale + b->scale, tol = 1e-7 * scale;
-  nsearch ns = {a, b, o, 0, {0, 0, 1}, 1e-12 * scale, 0, 1, 0, {0, 0, 1}, 0};
+  nsearch ns = {a, b, o, 0, {0, 0, 1}, 1e-12 * scale, 0, 1, 0, {0, 0, 1}, 0, 0};
 
   /* fast path: the facet nearest to the deepest point */
   int k = deepest_sd(o);
