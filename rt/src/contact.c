@@ -806,9 +806,14 @@ static void pair_forces(const khzModel *m, khzData *d, khzContact *c, int apply,
   const double *n = c->normal;
   int b0 = c->body[0], b1 = c->body[1];
 
-  /* raw normal forces, then normalise by the number r of pushing points */
-  double raw[KHZ_PAIR_ANCHORS * 16], fn_sum = 0;
-  double r = 0; /* eq. 1's count of pushing points (near-duplicates share one) */
+  /* raw normal forces g_k = max{kp d_k - kv v_k + ki I, 0}, then eq. 1's
+   * division by the count r, with each point counted in proportion to its
+   * depth: f_k = g_k d_k / sum_j d_j. With equal depths (a face resting flat)
+   * this is eq. 1; but eq. 1's r jumps by a whole point when a point's force
+   * starts or stops, and a body rocking on a few points (a corner and a far
+   * rim) gained energy from those jumps for ever; a point's weight here goes
+   * to zero with its depth. Near-duplicates share one weight. */
+  double raw[KHZ_PAIR_ANCHORS * 16], wt[KHZ_PAIR_ANCHORS * 16], fn_sum = 0, r = 0;
   int cap = (int)(sizeof raw / sizeof raw[0]), nb = 0;
   for (int k = 0; k < c->npoint && nb < cap; k++) {
     if (!pts[k].bottom) continue;
@@ -823,13 +828,14 @@ static void pair_forces(const khzModel *m, khzData *d, khzContact *c, int apply,
     /* a point that has left the other body at this stage carries nothing: the
      * pair's integral term must not keep pushing a lifted corner upwards */
     raw[nb] = depth > 0 ? fmax(c->kp * depth - c->kv * vn + c->ki * ps->integral, 0) : 0;
-    r += raw[nb] > 0 ? pts[k].share : 0;
+    wt[nb] = depth > 0 ? pts[k].share * depth : 0;
+    r += wt[nb];
     nb++;
   }
   nb = 0;
   for (int k = 0; k < c->npoint && nb < cap; k++) {
     if (!pts[k].bottom) continue;
-    double w = r > 0 ? pts[k].share / r : 0, fn = raw[nb] * w;
+    double w = r > 0 ? wt[nb] / r : 0, fn = raw[nb] * w;
     fn_sum += fn;
     /* |kt delta| <= mu fn with kt = scale kp w: the weight cancels */
     if (slip_limit) slip_limit[k] = c->mu * raw[nb] / (KHZ_TANGENT_SCALE * c->kp);

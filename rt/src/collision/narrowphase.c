@@ -130,14 +130,19 @@ static double set_depths(const khzColShape *a, const khzColShape *b, khzColOut *
     if (!(v > 0)) v = 0;
     /* a point inside a cylinder is no deeper than the way out of it along the
      * normal: where the curved side falls away from the support plane (two
-     * cylinders whose rims cross) that plane lies far beyond the exit. (Not
-     * for polytopes: there the plane distance is eq. 4's depth, and a point
-     * near a side face would leave through it before the bodies separate.) */
+     * cylinders whose rims cross) that plane lies far beyond the exit. A point
+     * on the curved surface whose way out starts there (an edge crossing the
+     * rim) is not inside: 0, whichever side of the surface round-off puts it
+     * (it took the plane depth or 0 from step to step, and eq. 1's count
+     * with it). (Not for polytopes: there the plane distance is eq. 4's
+     * depth, and a point near a side face would leave through it before the
+     * bodies separate.) */
     const khzColShape *other = side == 0 ? b : a;
     if (v > 0 && other->shape == KHZ_SHAPE_CYLINDER) {
       double end[3], t[2];
       khzc_addScl(end, o->pt[i].pos, side == 0 ? n : m, 2 * v);
       if (khz_shape_clip(other, o->pt[i].pos, end, t) && t[0] <= 1e-9) v = fmin(v, 2 * v * t[1]);
+      else v = 0;
     }
     o->pt[i].depth = v;
     if (v > best) best = v;
