@@ -76,7 +76,8 @@ typedef enum khzContactPhase {
 
 /* Counted warnings (simulation conditions, never fatal). */
 typedef enum khzWarning {
-  KHZ_WARN_STACK = 0,  /* scratch stack exhausted: the step was skipped */
+  KHZ_WARN_STACK = 0,  /* scratch stack exhausted: the step was skipped, or a part of it
+                          degraded (docs/contact.md, "Capacities and failures") */
   KHZ_WARN_BADSTATE,   /* NaN/inf after a step: state rolled back */
   KHZ_WARN_EFFORT,     /* a commanded torque exceeded the effort limit and was clamped */
   KHZ_WARN_BADCTRL,    /* a commanded torque was NaN/inf and was replaced by zero */
