@@ -83,7 +83,11 @@ print("V3 figures: rest_time_s=%s mean_kinetic_energy_last_second=%s escaped=%s 
 assert j["escaped"] == 0, j["escaped"]
 assert j["max_penetration_last_second"] < 0.01, j["max_penetration_last_second"]
 assert j["max_penetration"] < 0.01, j["max_penetration"]
-assert j["mean_kinetic_energy_last_second"] < 0.2, j["mean_kinetic_energy_last_second"]'
+# rest, KE < 1e-3 J, on this seed (0.00055 J over the tenth second at
+# dd7840c); the pile is chaotic, so any change to contact moves this figure:
+# bench/pile_seeds.sh judges a change on many piles
+assert j["mean_kinetic_energy_last_second"] < 1e-3, j["mean_kinetic_energy_last_second"]
+assert j["kinetic_energy_end"] < 1e-3, j["kinetic_energy_end"]'
 
 run $S/v4_diffdrive.yaml penalty
 run $S/v4_humanoid.yaml penalty
