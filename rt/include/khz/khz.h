@@ -375,8 +375,8 @@ typedef struct khzContactPoint {
   double center[3];     /* round: the centre of curvature in that body's frame */
   double axis[3];       /* round, cylinder rim: the cylinder's axis in that body's frame */
   int bottom;           /* 1 when on the bottom of the intersection volume */
-  double share;         /* bottom: its weight in eq. 1's count r, 1 / (bottom points within
-                           KHZ_CLUSTER of it): near-duplicates count once together */
+  double share;         /* bottom: 1 / (bottom points within KHZ_CLUSTER of it): near-duplicates
+                           count once together in eq. 1's count r (times the depth) */
   double force[3];      /* world force on body[0] at the last evaluation (body[1]: minus) */
 } khzContactPoint;
 
