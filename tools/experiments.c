@@ -8,7 +8,8 @@
  *   block_forces       Figs. 10-12 (V2): downward forces uniform in
  *                      [force_min, force_max] at random points of the block's
  *                      top face, on for on_steps, off for off_steps, `cycles`
- *                      times; mean penetration and kinetic energy while off.
+ *                      times; mean penetration and kinetic energy while off,
+ *                      and the steps off the ground while off (lift-off).
  *   pile               Fig. 13 (V3): bodies dropped into a container must come
  *                      to rest (kinetic energy below rest_energy) with none
  *                      escaping and penetration below a bound.
@@ -161,7 +162,7 @@ static int run_block_forces(const khzModel *m, khzData *d, const khzExperiment *
   double t0 = now_s();
   for (int s = 0; s < settle; s++) khz_step(m, d);
   double sum_pen_off = 0, sum_ke_off = 0, max_pen_off = 0, sum_pen_on = 0, max_pen_on = 0;
-  int n_off = 0, n_on = 0;
+  int n_off = 0, n_on = 0, airborne = 0;
   for (int c = 0; c < cycles; c++) {
     double F = rng_uniform(&rng, fmin_, fmax_);
     double local[3] = {rng_uniform(&rng, -half[0], half[0]), rng_uniform(&rng, -half[1], half[1]), half[2]};
@@ -184,6 +185,7 @@ static int run_block_forces(const khzModel *m, khzData *d, const khzExperiment *
       } else {
         double ke = kinetic(m, d);
         sum_pen_off += pen, max_pen_off = fmax(max_pen_off, pen), sum_ke_off += ke, n_off++;
+        airborne += pen <= 0; /* the block popped off the ground */
       }
     }
   }
@@ -192,8 +194,8 @@ static int run_block_forces(const khzModel *m, khzData *d, const khzExperiment *
   int steps = settle + cycles * (on + off);
   fprintf(out, "{\n");
   print_common(out, m, d, "block_forces", steps, wall);
-  fprintf(out, "  \"unforced\": {\"mean_penetration\": %.6g, \"max_penetration\": %.6g, \"mean_kinetic_energy\": %.6g},\n",
-          sum_pen_off / n_off, max_pen_off, sum_ke_off / n_off);
+  fprintf(out, "  \"unforced\": {\"mean_penetration\": %.6g, \"max_penetration\": %.6g, \"mean_kinetic_energy\": %.6g, \"airborne_steps\": %d},\n",
+          sum_pen_off / n_off, max_pen_off, sum_ke_off / n_off, airborne);
   fprintf(out, "  \"forced\": {\"mean_penetration\": %.6g, \"max_penetration\": %.6g}\n}\n",
           sum_pen_on / n_on, max_pen_on);
   return 0;
