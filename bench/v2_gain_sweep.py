@@ -15,7 +15,7 @@ halves among those that do not pop, and prints the ratio deepest /
 multi-point of those two penetrations.
 
 Usage: bench/v2_gain_sweep.py [BUILD_DIR=build] [--sim KHZ_SIM] [--seed N] [--json FILE]
-About 5 s on 2 cores (release build).
+About 2 s on 2 cores (release build; 28 runs of 11000 steps).
 """
 import argparse, json, os, re, subprocess, sys, tempfile
 from concurrent.futures import ThreadPoolExecutor
