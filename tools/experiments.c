@@ -87,9 +87,10 @@ static void print_common(FILE *out, const khzModel *m, const khzData *d, const c
           khz_contactMethodName((khzContactMethod)d->contact_method));
   fprintf(out, "  \"steps\": %d,\n  \"dt\": %.17g,\n  \"us_per_step\": %.3f,\n", steps, m->timestep,
           steps ? 1e6 * wall / steps : 0.0);
-  fprintf(out, "  \"warnings\": {\"badstate\": %d, \"contactfull\": %d, \"stack\": %d},\n",
-          d->warning[KHZ_WARN_BADSTATE], d->warning[KHZ_WARN_CONTACTFULL],
-          d->warning[KHZ_WARN_STACK]);
+  fprintf(out, "  \"warnings\": {");
+  for (int w = 0; w < KHZ_NWARNING; w++)
+    fprintf(out, "%s\"%s\": %d", w ? ", " : "", khz_warningName(w), d->warning[w]);
+  fprintf(out, "},\n");
 }
 
 /* V1: random orientation, lowest corner `initial_penetration` below z = 0 */

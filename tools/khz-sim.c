@@ -674,10 +674,10 @@ static int khz_sim_run(int argc, char **argv) {
   printf("  \"final_time\": %.17g,\n", d->time);
   khz_sim_energy_json("energy_start", ke0, pe0);
   khz_sim_energy_json("energy_end", ke1, pe1);
-  printf("  \"warnings\": {\"stack\": %d, \"badstate\": %d, \"effort\": %d, \"badctrl\": %d, "
-         "\"contactfull\": %d},\n",
-         d->warning[KHZ_WARN_STACK], d->warning[KHZ_WARN_BADSTATE], d->warning[KHZ_WARN_EFFORT],
-         d->warning[KHZ_WARN_BADCTRL], d->warning[KHZ_WARN_CONTACTFULL]);
+  printf("  \"warnings\": {");
+  for (int w = 0; w < KHZ_NWARNING; w++)
+    printf("%s\"%s\": %d", w ? ", " : "", khz_warningName(w), d->warning[w]);
+  printf("},\n");
   printf("  \"state_hash\": \"%016llx\",\n", (unsigned long long)khz_hashState(m, d));
   printf("  \"contact_method\": ");
   khz_sim_json_string(stdout, khz_contactMethodName((khzContactMethod)d->contact_method));

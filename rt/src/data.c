@@ -168,3 +168,9 @@ void *khz_stackAlloc(khzData *d, size_t bytes) {
 size_t khz_stackMark(const khzData *d) { return d->stack_top; }
 
 void khz_stackFree(khzData *d, size_t mark) { d->stack_top = mark; }
+
+const char *khz_warningName(int warning) {
+  static const char *const names[KHZ_NWARNING] = {"stack", "badstate", "effort", "badctrl",
+                                                  "contactfull", "impulse"};
+  return warning >= 0 && warning < KHZ_NWARNING ? names[warning] : NULL;
+}

@@ -336,8 +336,9 @@ static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int k, d
    * v_t = 0 (the 2 x 2 block), held inside the disc mu lambda_n */
   double per_sweep = 9.0 * k * k + 1;
   int max_sweeps = (int)fmin(KHZ_PGS_MAX_SWEEPS, fmax(20, KHZ_PGS_BUDGET / per_sweep)), sweep;
+  double moved = 0;
   for (sweep = 0; sweep < max_sweeps; sweep++) {
-    double moved = 0;
+    moved = 0;
     for (int i = 0; i < k; i++) {
       const khzContact *ci = d->contact + idx[i];
       double *li = lam + 3 * i, *vi = v + 3 * i, dl[3];
@@ -370,6 +371,9 @@ static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int k, d
     }
     if (moved < KHZ_PGS_TOL) break;
   }
+  /* out of sweeps while the last one still moved a velocity by more than
+   * Fig. 2's eps: the impulses are short of converged */
+  if (sweep == max_sweeps && moved > m->contact.impact_velocity) d->warning[KHZ_WARN_IMPULSE]++;
 
   /* apply: one impulse response per pair and body */
   memset(dqd, 0, (size_t)m->nv * sizeof(double));
@@ -440,6 +444,7 @@ void khz_resolveImpacts(const khzModel *m, khzData *d) {
     for (int j = i; j < d->ncontact; j++)
       if (cluster[j] == id) idx[k++] = j;
     if (k > KHZ_CLUSTER_PAIRS) { /* sequential below */
+      d->warning[KHZ_WARN_IMPULSE]++;
       for (int j = 0; j < k; j++) cluster[idx[j]] = -3;
       continue;
     }
@@ -458,8 +463,9 @@ void khz_resolveImpacts(const khzModel *m, khzData *d) {
     double x[3], un = cluster[i] == -3 ? centroid_approach(m, d, d->contact + i, x) : 0;
     target[i] = un < 0 ? -m->contact.restitution * un : 0;
   }
+  int applied = 0;
   for (int sweep = 0; sweep < KHZ_IMPULSE_SWEEPS; sweep++) {
-    int applied = 0;
+    applied = 0;
     for (int i = 0; i < d->ncontact; i++) {
       if (cluster[i] != -3) continue;
       khzContact *c = d->contact + i;
@@ -470,6 +476,8 @@ void khz_resolveImpacts(const khzModel *m, khzData *d) {
     }
     if (!applied) break;
   }
+  /* the last sweep still applied impulses: some pair may still approach */
+  if (applied) d->warning[KHZ_WARN_IMPULSE]++;
   khz_stackFree(d, mark);
 }
 

@@ -82,6 +82,8 @@ typedef enum khzWarning {
   KHZ_WARN_EFFORT,     /* a commanded torque exceeded the effort limit and was clamped */
   KHZ_WARN_BADCTRL,    /* a commanded torque was NaN/inf and was replaced by zero */
   KHZ_WARN_CONTACTFULL,/* a contact buffer was full: fewer pairs or points were kept */
+  KHZ_WARN_IMPULSE,    /* an impact's impulses stopped before they converged (sweep budget
+                          spent, or a cluster too large to solve together) */
   KHZ_NWARNING
 } khzWarning;
 
@@ -536,6 +538,10 @@ int khz_collide(const khzModel *m, khzData *d);
 /* Human-readable contact method name, and its inverse (-1 when unknown). */
 const char *khz_contactMethodName(khzContactMethod method);
 int khz_contactMethodFromName(const char *name);
+
+/* Short name of a counted warning ("stack", "badstate", ...; NULL when out
+ * of range): the keys of the CLIs' JSON and the clients' WARNINGS. */
+const char *khz_warningName(int warning);
 
 /* Kinetic and potential (gravity) energy at the current kinematics. */
 void khz_energy(const khzModel *m, khzData *d, double *kinetic, double *potential);
