@@ -370,6 +370,9 @@ typedef struct khzPairState {
 typedef struct khzContactPoint {
   double pos[3];        /* world position at detection */
   double depth;         /* penetration depth along the pair normal, > 0 inside */
+  double weight;        /* factor in [0, 1] on depth in eq. 1's count: 1, or for a point inside
+                           a box or hull the part of the depth that lies below the plane of
+                           the face the normal leaves through (docs/contact.md) */
   double local[2][3];   /* the point in the frames of body[0] and body[1] */
   int feature;          /* stable id of the generating feature (for friction anchors) */
   int round;            /* the side (0, 1) whose curved surface the point lies on (a sphere,

@@ -260,6 +260,7 @@ typedef struct khzColPoint {
   double pos[3];
   double sd;     /* normal-independent depth (inside distance), used to rank */
   double depth;  /* final depth along the normal */
+  double weight; /* factor on depth in eq. 1's count, in [0, 1] (set_depths) */
   int side;      /* 0 = a point of shape A, 1 = of shape B */
   int feature;   /* KHZ_FEATURE(kind, index), side added by the dispatcher */
 } khzColPoint;

@@ -69,6 +69,7 @@ void khz_col_addPoint(khzColOut *o, const double p[3], double sd, int side, int 
   khzc_copy(pt->pos, p);
   pt->sd = sd;
   pt->depth = 0;
+  pt->weight = 1;
   pt->side = side;
   pt->feature = feature;
 }
@@ -118,6 +119,33 @@ static double objective(const khzColShape *a, const khzColShape *b, const khzCol
   return f;
 }
 
+/* The travel along dir (unit, world) from p, inside the box or hull s, to
+ * the plane of the face of s that dir leaves through most directly (largest
+ * m_F . dir): how deep p lies below that face, measured along dir; 0 when p
+ * is above it. One face, not the nearest exit: a point on a side face nearly
+ * parallel to dir would leave through it or not with the sign of a tiny tilt
+ * and flicker between its whole depth and 0. */
+static double depth_below_face(const khzColShape *s, const double p[3], const double dir[3]) {
+  double lp[3], ld[3], v = 0;
+  khz_shape_toLocal(s, p, lp);
+  for (int k = 0; k < 3; k++) ld[k] = s->rot[k] * dir[0] + s->rot[3 + k] * dir[1] + s->rot[6 + k] * dir[2];
+  if (s->shape == KHZ_SHAPE_BOX) {
+    int k = 0;
+    for (int j = 1; j < 3; j++)
+      if (fabs(ld[j]) > fabs(ld[k])) k = j;
+    v = ((ld[k] > 0 ? s->size[k] : -s->size[k]) - lp[k]) / ld[k];
+  } else if (s->shape == KHZ_SHAPE_CONVEX) {
+    const khzColHull *h = s->hull;
+    double cbest = -2;
+    for (int f = 0; f < h->nplane; f++) {
+      const double *pl = h->plane + 4 * f;
+      double c = khzc_dot(pl, ld);
+      if (c > cbest) cbest = c, v = (pl[3] - khzc_dot(pl, lp)) / c;
+    }
+  }
+  return v > 0 ? v : 0;
+}
+
 /* final depths along n (clamped at 0); returns the largest */
 static double set_depths(const khzColShape *a, const khzColShape *b, khzColOut *o,
                          const double n[3]) {
@@ -144,6 +172,22 @@ static double set_depths(const khzColShape *a, const khzColShape *b, khzColOut *
       if (khz_shape_clip(other, o->pt[i].pos, end, t) && t[0] <= 1e-9) v = fmin(v, 2 * v * t[1]);
       else v = 0;
     }
+    /* eq. 1's weight: the depth above is measured from the other shape's
+     * supporting plane across n, which passes through its highest feature
+     * along n. When n is not a face normal of that box or hull (n from the
+     * other shape's face, eq. 4, or from refine_normal with a cylinder), that
+     * plane passes through an edge, and every point near it counts as deep
+     * as the deepest one, even where the face below lies above the point: the
+     * intersection volume is a wedge, but the count made it a slab of equal
+     * thickness, with no moment to level the body on it. A 94 kg cylinder
+     * 7e-4 rad off a box's top face, on one edge, counted the crossings of
+     * its rim's chords with that face 60 um deep and rocked with them; equal
+     * boxes stacked crept sideways (3.6 mm in 60 s). So a point inside a box
+     * or hull weighs only its depth below the plane of the face n leaves
+     * through, the wedge's thickness there; depths and normals stay eq. 4's. */
+    o->pt[i].weight = 1;
+    if (v > 0 && (other->shape == KHZ_SHAPE_BOX || other->shape == KHZ_SHAPE_CONVEX))
+      o->pt[i].weight = fmin(v, depth_below_face(other, o->pt[i].pos, side == 0 ? n : m)) / v;
     o->pt[i].depth = v;
     if (v > best) best = v;
   }

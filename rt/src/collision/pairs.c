@@ -289,6 +289,7 @@ int khz_collide(const khzModel *m, khzData *d) {
       memset(p, 0, sizeof *p);
       khzc_copy(p->pos, out.pt[i].pos);
       p->depth = out.pt[i].depth;
+      p->weight = out.pt[i].weight;
       khzc_sub(rel, p->pos, x0);
       khzu_mulMatTVec3(p->local[0], r0, rel);
       khzc_sub(rel, p->pos, x1);
