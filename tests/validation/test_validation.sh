@@ -11,8 +11,8 @@
 #   V3  no body escapes, penetration below 1 cm (in the last second and over
 #       the whole drop), at rest on the scene's seed: mean kinetic energy over
 #       the last second and kinetic energy at 10 s below 1e-3 J
-#   stack  five boxes stand for 60 s: drift and sink below 5 mm, kinetic
-#       energy in the second half below 0.05 J
+#   stack  five boxes stand for 60 s: drift below 1 mm, sink below 5 mm,
+#       kinetic energy in the second half below 5e-3 J
 # Usage: test_validation.sh KHZ_SIM
 set -u
 SIM=$1
@@ -100,9 +100,9 @@ print("V3 figures: rest_time_s=%s mean_kinetic_energy_last_second=%s escaped=%s 
 assert j["escaped"] == 0, j["escaped"]
 assert j["max_penetration_last_second"] < 0.01, j["max_penetration_last_second"]
 assert j["max_penetration"] < 0.01, j["max_penetration"]
-# rest, KE < 1e-3 J, on this seed (0.00055 J over the tenth second at
-# dd7840c); the pile is chaotic, so any change to contact moves this figure:
-# bench/pile_seeds.sh judges a change on many piles
+# rest, KE < 1e-3 J, on this seed (5.1e-5 J over the tenth second, at
+# rest from 2.7 s, at c0fba2d); the pile is chaotic, so any change to
+# contact moves this figure: bench/pile_seeds.sh judges a change on many piles
 assert j["mean_kinetic_energy_last_second"] < 1e-3, j["mean_kinetic_energy_last_second"]
 assert j["kinetic_energy_end"] < 1e-3, j["kinetic_energy_end"]'
 
@@ -122,9 +122,11 @@ j = load("stack", "penalty")
 assert j["warnings"]["badstate"] == 0, j["warnings"]
 print("stack figures: drift=%s sink=%s max KE second half=%s" % (
     j["max_horizontal_drift"], j["max_sink"], j["max_kinetic_energy_second_half"]))
-assert j["max_horizontal_drift"] < 5e-3, j["max_horizontal_drift"]
+# 1.1e-5 m and 0.0014 J at c0fba2d (3.6 mm and 0.011 J before the eq. 1
+# count weighed a tilted contact by its wedge)
+assert j["max_horizontal_drift"] < 1e-3, j["max_horizontal_drift"]
 assert j["max_sink"] < 5e-3, j["max_sink"]
-assert j["max_kinetic_energy_second_half"] < 0.05, j["max_kinetic_energy_second_half"]'
+assert j["max_kinetic_energy_second_half"] < 5e-3, j["max_kinetic_energy_second_half"]'
 
 echo "$checks checks, $failed failed"
 [ "$failed" -eq 0 ]
