@@ -200,20 +200,26 @@ static void test_filters(void) {
   khz_model_destroy(&m);
 }
 
+/* sorted, a permutation, and stable (equal keys keep their order), on both
+ * sides of the size below which an insertion sort replaces the radix passes */
 static void test_radix(void) {
   enum { N = 5000 };
-  static uint64_t k[N], t[N];
+  static uint64_t k[N], t[N], orig[N];
   static int p[N], pt[N];
-  for (int i = 0; i < N; i++) {
-    k[i] = (cu_rng = cu_rng * 6364136223846793005ull + 1442695040888963407ull) >> (i % 40);
-    p[i] = i;
+  const int sizes[] = {1, 2, 17, 48, 49, 300, N};
+  for (unsigned s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+    int n = sizes[s], ok = 1;
+    for (int i = 0; i < n; i++) {
+      cu_rng = cu_rng * 6364136223846793005ull + 1442695040888963407ull;
+      k[i] = i % 3 ? cu_rng >> (i % 40) : cu_rng >> 60; /* a third of them in 16 values */
+      p[i] = i;
+    }
+    memcpy(orig, k, (size_t)n * sizeof k[0]);
+    khz_radixSort64(k, p, n, t, pt);
+    for (int i = 0; i < n; i++)
+      ok &= orig[p[i]] == k[i] && (i == 0 || k[i - 1] < k[i] || (k[i - 1] == k[i] && p[i - 1] < p[i]));
+    ENSURE_MSG(ok, "radix sort of %d keys", n);
   }
-  static uint64_t orig[N];
-  memcpy(orig, k, sizeof k);
-  khz_radixSort64(k, p, N, t, pt);
-  int ok = 1;
-  for (int i = 0; i < N; i++) ok &= orig[p[i]] == k[i] && (i == 0 || k[i - 1] <= k[i]);
-  ENSURE(ok);
   khz_radixSort64(k, NULL, 0, t, NULL);
 }
 
