@@ -818,8 +818,7 @@ static void pair_forces(const khzModel *m, khzData *d, khzContact *c, int apply,
    * or hull the depth in the count is the wedge's thickness at the point
    * (pts[k].weight, set_depths in narrowphase.c), so the force leans towards
    * the thick end of a tilted contact and levels it. */
-  double raw[KHZ_PAIR_ANCHORS * 16], wt[KHZ_PAIR_ANCHORS * 16], wf[KHZ_PAIR_ANCHORS * 16];
-  double fn_sum = 0, r = 0, r_plain = 0;
+  double raw[KHZ_PAIR_ANCHORS * 16], wt[KHZ_PAIR_ANCHORS * 16], fn_sum = 0, r = 0, r_plain = 0;
   int cap = (int)(sizeof raw / sizeof raw[0]), nb = 0;
   for (int k = 0; k < c->npoint && nb < cap; k++) {
     if (!pts[k].bottom) continue;
@@ -835,21 +834,18 @@ static void pair_forces(const khzModel *m, khzData *d, khzContact *c, int apply,
      * pair's integral term must not keep pushing a lifted corner upwards */
     raw[nb] = depth > 0 ? fmax(c->kp * depth - c->kv * vn + c->ki * ps->integral, 0) : 0;
     wt[nb] = depth > 0 ? pts[k].share * depth : 0;
-    wf[nb] = pts[k].weight;
-    r += wt[nb] * wf[nb];
+    r += wt[nb] * pts[k].weight;
     r_plain += wt[nb];
     nb++;
   }
   /* every point with a spring lies on the face above it (weight 0): count
    * them by depth alone rather than drop the pair's force */
-  if (!(r > 0)) {
-    for (int j = 0; j < nb; j++) wf[j] = 1;
-    r = r_plain;
-  }
+  int wedge = r > 0;
+  if (!wedge) r = r_plain;
   nb = 0;
   for (int k = 0; k < c->npoint && nb < cap; k++) {
     if (!pts[k].bottom) continue;
-    double w = r > 0 ? wt[nb] * wf[nb] / r : 0, fn = raw[nb] * w;
+    double w = r > 0 ? wt[nb] * (wedge ? pts[k].weight : 1) / r : 0, fn = raw[nb] * w;
     fn_sum += fn;
     /* |kt delta| <= mu fn with kt = scale kp w: the weight cancels */
     if (slip_limit) slip_limit[k] = c->mu * raw[nb] / (KHZ_TANGENT_SCALE * c->kp);
