@@ -88,7 +88,7 @@ int main(int argc, char **argv) {
   printf("\nlog-log slope: %.3f (N lg N over this range: ~1.1; N^2: 2)\n", sxy / sxx);
   if (d->warning[KHZ_WARN_STACK]) printf("warning: scratch stack exhausted\n");
   free(pos), free(depth), free(bottom);
-  khz_data_destroy(&d);
-  khz_model_destroy(&m);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
   return 0;
 }

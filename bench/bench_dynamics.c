@@ -68,7 +68,7 @@ static void run(const char *label, const char *urdf, int floating, int calls) {
   khz_urdf_defaultOptions(&opt);
   opt.floating_base = floating;
   opt.base_pos[2] = 1.2;
-  if (khz_load_urdf(s, urdf, &opt, err, sizeof err) < 0) {
+  if (khz_loadURDF(s, urdf, &opt, err, sizeof err) < 0) {
     fprintf(stderr, "%s\n", err);
     exit(1);
   }
@@ -104,10 +104,10 @@ static void run(const char *label, const char *urdf, int floating, int calls) {
   printf("| %s | %d | %.3f | %.3f | %.2fx | %.3f | %.3f | %.2fx |\n", label, m->nv, med[0], med[1],
          med[1] / med[0], med[2], med[3], med[3] / med[2]);
   free(c.tau), free(c.qdd);
-  khz_data_destroy(&c.d);
+  khz_deleteData(&c.d);
   mj_deleteData(c.md);
   mj_deleteModel(mm);
-  khz_model_destroy(&m);
+  khz_deleteModel(&m);
 }
 
 int main(int argc, char **argv) {

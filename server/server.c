@@ -1466,7 +1466,7 @@ static int server_init(khzServer *s, char *err, size_t errsz) {
   }
 
   /* the model and the scene's extras */
-  s->m = khz_load_model(c->scene, &s->scene, msg, sizeof msg);
+  s->m = khz_loadModel(c->scene, &s->scene, msg, sizeof msg);
   if (!s->m) return fail(err, errsz, "%s", msg);
   s->have_scene = 1;
   s->scene_method = s->m->contact.method;
@@ -1655,8 +1655,8 @@ void khz_server_destroy(khzServer **s_p) {
   khz_codec_free(&s->codec);
   free(s->last);
   free(s->act_dof);
-  khz_model_destroy(&s->m);
-  if (s->have_scene) khz_scene_free(&s->scene);
+  khz_deleteModel(&s->m);
+  if (s->have_scene) khz_deleteScene(&s->scene);
   free(s);
   *s_p = NULL;
 }

@@ -286,7 +286,7 @@ static double khz_sim_total_mass(const khzModel *m) {
 /* loads MODEL; prints the error and returns NULL on failure */
 static khzModel *khz_sim_load(const char *cmd, const char *path, khzScene *scene) {
   char err[2048];
-  khzModel *m = khz_load_model(path, scene, err, sizeof err);
+  khzModel *m = khz_loadModel(path, scene, err, sizeof err);
   if (!m) fprintf(stderr, "khz-sim %s: %s\n", cmd, err);
   return m;
 }
@@ -384,8 +384,8 @@ static int khz_sim_info(int argc, char **argv) {
   } else {
     khz_sim_info_text(m, &scene, path);
   }
-  khz_model_destroy(&m);
-  khz_scene_free(&scene);
+  khz_deleteModel(&m);
+  khz_deleteScene(&scene);
   return 0;
 }
 
@@ -481,9 +481,9 @@ done:
   free(tau);
   free(qdd);
   free(passive);
-  khz_data_destroy(&d);
-  khz_model_destroy(&m);
-  khz_scene_free(&scene);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+  khz_deleteScene(&scene);
   return rc;
 }
 
@@ -588,13 +588,13 @@ static int khz_sim_run(int argc, char **argv) {
   if (!m) return KHZ_SIM_FAIL;
   if (flags[1].given || flags[2].given) {
     char err[1024];
-    khz_model_destroy(&m);
+    khz_deleteModel(&m);
     if (flags[1].given) khz_spec_setTimestep(scene.spec, dt);
     if (flags[2].given) khz_spec_setIntegrator(scene.spec, (khzIntegrator)integrator);
     m = khz_compile(scene.spec, err, sizeof err);
     if (!m) {
       fprintf(stderr, "khz-sim run: %s: %s\n", path, err);
-      khz_scene_free(&scene);
+      khz_deleteScene(&scene);
       return KHZ_SIM_FAIL;
     }
   }
@@ -688,9 +688,9 @@ static int khz_sim_run(int argc, char **argv) {
 
 done:
   if (csv) fclose(csv);
-  khz_data_destroy(&d);
-  khz_model_destroy(&m);
-  khz_scene_free(&scene);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+  khz_deleteScene(&scene);
   return rc;
 }
 

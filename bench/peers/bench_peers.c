@@ -330,7 +330,7 @@ static void read_states(benchRun *r) {
 static void run_close(benchRun *r) {
   if (r->world) r->eng->destroy(r->world);
   free(r->pos), free(r->quat), free(r->vel), free(r->angvel), free(r->times);
-  khz_data_destroy(&r->probe);
+  khz_deleteData(&r->probe);
   bench_khz_map_free(&r->map);
   memset(r, 0, sizeof *r);
 }
@@ -793,15 +793,15 @@ static void prepare_chain(const khzModel *m, khzData *d) {
 
 static void case_free(sceneCase *c) {
   bench_scene_free(&c->bs);
-  khz_model_destroy(&c->m);
-  if (c->ks.spec) khz_scene_free(&c->ks);
+  khz_deleteModel(&c->m);
+  if (c->ks.spec) khz_deleteScene(&c->ks);
   memset(c, 0, sizeof *c);
 }
 
 /* loads a scene file, applies the experiment's start, converts it */
 static int case_load(sceneCase *c, const char *path, char *err, int errsz) {
   memset(c, 0, sizeof *c);
-  c->m = khz_load_model(path, &c->ks, err, (size_t)errsz);
+  c->m = khz_loadModel(path, &c->ks, err, (size_t)errsz);
   if (!c->m) return -1;
   snprintf(c->name, sizeof c->name, "%s", c->ks.name);
   khzData *d = khz_makeData(c->m, 0);
@@ -814,7 +814,7 @@ static int case_load(sceneCase *c, const char *path, char *err, int errsz) {
   }
   if (!rc && !e->kind[0]) prepare_chain(c->m, d);
   if (!rc) rc = bench_scene_from_khz(c->m, d, c->name, &c->bs, err, errsz);
-  khz_data_destroy(&d);
+  khz_deleteData(&d);
   if (rc) case_free(c);
   return rc;
 }
@@ -904,7 +904,7 @@ static khzModel *humanoid_khz(const char *path, char *err, size_t errsz) {
   int nwarn = 0;
   khz_mjcf_defaultOptions(&opt);
   opt.warn = count_warning, opt.warn_user = &nwarn;
-  if (!spec || khz_load_mjcf(spec, path, &opt, err, errsz) < 0) {
+  if (!spec || khz_loadMJCF(spec, path, &opt, err, errsz) < 0) {
     khz_spec_destroy(&spec);
     return NULL;
   }
@@ -961,8 +961,8 @@ static void khz_h_close(humanoidRun *r) {
   khzModel *m = r->model;
   if (d && d->warning[KHZ_WARN_BADSTATE] && r->row)
     set_status(r->row, "diverged: %d states rolled back", d->warning[KHZ_WARN_BADSTATE]);
-  khz_data_destroy(&d);
-  khz_model_destroy(&m);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
 }
 
 #ifdef HAVE_MUJOCO

@@ -21,7 +21,7 @@ typedef struct khzWorld {
 static void destroy(void *world) {
   khzWorld *w = world;
   if (!w) return;
-  khz_data_destroy(&w->d);
+  khz_deleteData(&w->d);
   bench_khz_map_free(&w->map);
   free(w);
 }

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int khz_load_error(char *err, size_t errsz, const char *fmt, ...) {
+int khz_loadError(char *err, size_t errsz, const char *fmt, ...) {
   if (err && errsz > 0) {
     va_list ap;
     va_start(ap, fmt);
@@ -216,7 +216,7 @@ int khz_resolve_path(char *out, size_t outsz, const char *uri, const char *based
 
 int khz_read_file(const char *path, char **out, size_t *out_len, char *err, size_t errsz) {
   FILE *f = fopen(path, "rb");
-  if (!f) return khz_load_error(err, errsz, "%s: cannot open: %s", path, strerror(errno));
+  if (!f) return khz_loadError(err, errsz, "%s: cannot open: %s", path, strerror(errno));
   char *buf = NULL;
   size_t len = 0, cap = 0;
   for (;;) {
@@ -226,7 +226,7 @@ int khz_read_file(const char *path, char **out, size_t *out_len, char *err, size
       if (!nb) {
         free(buf);
         fclose(f);
-        return khz_load_error(err, errsz, "%s: out of memory", path);
+        return khz_loadError(err, errsz, "%s: out of memory", path);
       }
       buf = nb;
     }
@@ -238,7 +238,7 @@ int khz_read_file(const char *path, char **out, size_t *out_len, char *err, size
   fclose(f);
   if (bad) {
     free(buf);
-    return khz_load_error(err, errsz, "%s: read error", path);
+    return khz_loadError(err, errsz, "%s: read error", path);
   }
   /* NUL-terminated for the text parsers (the loop leaves len < cap) */
   buf[len] = 0;

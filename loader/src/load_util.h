@@ -19,8 +19,8 @@
 
 /* Formats a message into err (truncated to errsz, always NUL-terminated; err
  * may be NULL or errsz 0). Always returns -1, so that a loader can write
- * `return khz_load_error(err, errsz, "...", ...);`. */
-int khz_load_error(char *err, size_t errsz, const char *fmt, ...) KHZ_PRINTF(3, 4);
+ * `return khz_loadError(err, errsz, "...", ...);`. */
+int khz_loadError(char *err, size_t errsz, const char *fmt, ...) KHZ_PRINTF(3, 4);
 
 /* URDF fixed-axis roll-pitch-yaw to a unit quaternion (w, x, y, z):
  * R = Rz(yaw) Ry(pitch) Rx(roll), rpy = (roll, pitch, yaw) in radians. */

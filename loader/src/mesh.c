@@ -81,7 +81,7 @@ int khz_mesh_read(const char *path, khzMeshData *md, char *err, size_t errsz) {
       path, aiProcess_Triangulate | aiProcess_DropNormals | aiProcess_JoinIdenticalVertices);
   if (!sc || !sc->mRootNode) {
     const char *why = aiGetErrorString();
-    return khz_load_error(err, errsz, "%s: cannot read the mesh: %s", path,
+    return khz_loadError(err, errsz, "%s: cannot read the mesh: %s", path,
                           why && why[0] ? why : "unknown format");
   }
   mesh_acc a = {md, 0, 0};
@@ -91,11 +91,11 @@ int khz_mesh_read(const char *path, khzMeshData *md, char *err, size_t errsz) {
   aiReleaseImport(sc);
   if (rc < 0) {
     khz_mesh_free(md);
-    return khz_load_error(err, errsz, "%s: out of memory", path);
+    return khz_loadError(err, errsz, "%s: out of memory", path);
   }
   if (md->nface == 0) {
     khz_mesh_free(md);
-    return khz_load_error(err, errsz, "%s: the mesh holds no triangle", path);
+    return khz_loadError(err, errsz, "%s: the mesh holds no triangle", path);
   }
   return 0;
 }
@@ -107,6 +107,6 @@ int khz_mesh_add(khzSpec *spec, const char *path, const char *name, char *err, s
   snprintf(nm, sizeof nm, "%s", name ? name : path);
   int id = khz_spec_addMesh(spec, nm, md.vert, md.nvert, md.face, md.nface);
   khz_mesh_free(&md);
-  if (id < 0) return khz_load_error(err, errsz, "%s: out of memory", path);
+  if (id < 0) return khz_loadError(err, errsz, "%s: out of memory", path);
   return id;
 }

@@ -226,11 +226,11 @@ static int fail(mjcf_ctx *c, xmlNodePtr at, const char *fmt, ...) {
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   describe(what, sizeof what, at);
-  return khz_load_error(c->err, c->errsz, "%s:%ld: %s: %s", c->file, xmlGetLineNo(at), what, msg);
+  return khz_loadError(c->err, c->errsz, "%s:%ld: %s: %s", c->file, xmlGetLineNo(at), what, msg);
 }
 
 static int fail_oom(mjcf_ctx *c) {
-  return khz_load_error(c->err, c->errsz, "%s: out of memory", c->file);
+  return khz_loadError(c->err, c->errsz, "%s: out of memory", c->file);
 }
 
 /* queues a warning of kind key in the format of fail(); a kind seen before
@@ -1452,7 +1452,7 @@ static int read_actuators(mjcf_ctx *c, xmlNodePtr sec) {
 /* parses the document into c->bodies, c->geoms and c->acts */
 static int build(mjcf_ctx *c, xmlDocPtr doc) {
   xmlNodePtr root = xmlDocGetRootElement(doc);
-  if (!root) return khz_load_error(c->err, c->errsz, "%s: missing <mujoco>", c->file);
+  if (!root) return khz_loadError(c->err, c->errsz, "%s: missing <mujoco>", c->file);
   if (!is(root, "mujoco")) return fail(c, root, "the root element must be <mujoco>");
   if (check_attrs(c, root, "mujoco", mujoco_attrs)) return -1;
   const char *model = attr(c, root, "model");
@@ -1525,8 +1525,8 @@ static int load(khzSpec *spec, const char *xml, size_t len, const char *name,
                 .integrator = KHZ_INT_EULER,
                 .main_cls = -1};
   if (err && errsz) err[0] = 0;
-  if (!spec) return khz_load_error(err, errsz, "%s: no spec", c.file);
-  if (len > (size_t)INT_MAX) return khz_load_error(err, errsz, "%s: file too large", c.file);
+  if (!spec) return khz_loadError(err, errsz, "%s: no spec", c.file);
+  if (len > (size_t)INT_MAX) return khz_loadError(err, errsz, "%s: file too large", c.file);
   int nbody0 = khz_spec_nbody(spec), ngeom0 = khz_spec_ngeom(spec);
   c.nbody0 = nbody0;
   int ret = -1;
@@ -1544,9 +1544,9 @@ static int load(khzSpec *spec, const char *xml, size_t len, const char *name,
       XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING | XML_PARSE_BIG_LINES);
   if (!doc || !ctxt->wellFormed) {
     if (c.xml_msg[0])
-      khz_load_error(err, errsz, "%s:%d: malformed XML: %s", c.file, c.xml_line, c.xml_msg);
+      khz_loadError(err, errsz, "%s:%d: malformed XML: %s", c.file, c.xml_line, c.xml_msg);
     else
-      khz_load_error(err, errsz, "%s: malformed XML", c.file);
+      khz_loadError(err, errsz, "%s: malformed XML", c.file);
     goto done;
   }
 
@@ -1639,13 +1639,13 @@ void khz_mjcf_freeInfo(khzMjcfInfo *info) {
   memset(info, 0, sizeof *info);
 }
 
-int khz_load_mjcf_string(khzSpec *spec, const char *xml, const char *name,
+int khz_loadMJCFString(khzSpec *spec, const char *xml, const char *name,
                          const khzMjcfOptions *opt, char *err, size_t errsz) {
-  if (!xml) return khz_load_error(err, errsz, "%s: no MJCF text", name ? name : "<string>");
+  if (!xml) return khz_loadError(err, errsz, "%s: no MJCF text", name ? name : "<string>");
   return load(spec, xml, strlen(xml), name, opt, err, errsz);
 }
 
-int khz_load_mjcf(khzSpec *spec, const char *path, const khzMjcfOptions *opt, char *err,
+int khz_loadMJCF(khzSpec *spec, const char *path, const khzMjcfOptions *opt, char *err,
                   size_t errsz) {
   /* read the whole file */
   char *buf;

@@ -73,10 +73,10 @@ static int khz_scene_fail(khzSceneReader *r, const yaml_node_t *n, const char *k
   size_t line = n ? n->start_mark.line + 1 : 1;
   size_t col = n ? n->start_mark.column + 1 : 1;
   if (key && key[0]) {
-    return khz_load_error(r->err, r->errsz, "%s:%zu:%zu: key '%s': %s", r->file, line, col, key,
+    return khz_loadError(r->err, r->errsz, "%s:%zu:%zu: key '%s': %s", r->file, line, col, key,
                           msg);
   }
-  return khz_load_error(r->err, r->errsz, "%s:%zu:%zu: %s", r->file, line, col, msg);
+  return khz_loadError(r->err, r->errsz, "%s:%zu:%zu: %s", r->file, line, col, msg);
 }
 
 static yaml_node_t *khz_node(khzSceneReader *r, int id) {
@@ -597,14 +597,14 @@ static int khz_scene_robot(khzSceneReader *r, const yaml_node_t *n, int index, k
       }
       return khz_scene_fail(r, urdf_node, kp, "no embedded file '%s' (embedded: %s)", urdf, list);
     }
-    root = khz_load_urdf_string(s->spec, text, urdf, NULL, &opt, uerr, sizeof uerr);
+    root = khz_loadURDFString(s->spec, text, urdf, NULL, &opt, uerr, sizeof uerr);
   } else {
     char file[KHZ_PATH_MAX], tried[1024];
     if (khz_resolve_path(file, sizeof file, urdf, r->basedir, opt.package_path, tried,
                          sizeof tried)) {
       return khz_scene_fail(r, urdf_node, kp, "URDF file '%s' not found (tried: %s)", urdf, tried);
     }
-    root = khz_load_urdf(s->spec, file, &opt, uerr, sizeof uerr);
+    root = khz_loadURDF(s->spec, file, &opt, uerr, sizeof uerr);
   }
   if (root < 0) return khz_scene_fail(r, urdf_node, kp, "URDF failed to load: %s", uerr);
 
@@ -1005,7 +1005,7 @@ static void khz_scene_defaults(khzScene *s, const char *file) {
   if (dot && dot != s->name) *dot = 0;
 }
 
-int khz_load_scene_string(khzScene *scene, const char *yaml, const char *name, const char *basedir,
+int khz_loadSceneString(khzScene *scene, const char *yaml, const char *name, const char *basedir,
                           char *err, size_t errsz) {
   khzSceneReader r;
   yaml_parser_t parser;
@@ -1016,14 +1016,14 @@ int khz_load_scene_string(khzScene *scene, const char *yaml, const char *name, c
   r.basedir = basedir;
   r.err = err;
   r.errsz = errsz;
-  if (!scene || !yaml) return khz_load_error(err, errsz, "%s: no scene or no text given", r.file);
+  if (!scene || !yaml) return khz_loadError(err, errsz, "%s: no scene or no text given", r.file);
 
   /* parse the text into a document */
   if (!yaml_parser_initialize(&parser))
-    return khz_load_error(err, errsz, "%s: out of memory", r.file);
+    return khz_loadError(err, errsz, "%s: out of memory", r.file);
   yaml_parser_set_input_string(&parser, (const unsigned char *)yaml, strlen(yaml));
   if (!yaml_parser_load(&parser, &r.doc)) {
-    khz_load_error(err, errsz, "%s:%zu:%zu: YAML syntax: %s%s%s", r.file,
+    khz_loadError(err, errsz, "%s:%zu:%zu: YAML syntax: %s%s%s", r.file,
                    parser.problem_mark.line + 1, parser.problem_mark.column + 1,
                    parser.problem ? parser.problem : "error", parser.context ? " " : "",
                    parser.context ? parser.context : "");
@@ -1032,7 +1032,7 @@ int khz_load_scene_string(khzScene *scene, const char *yaml, const char *name, c
   }
   yaml_node_t *root = yaml_document_get_root_node(&r.doc);
   if (!root) {
-    khz_load_error(err, errsz,
+    khz_loadError(err, errsz,
                    "%s:1:1: empty scene (expected a mapping starting with khz_scene: 1)", r.file);
     goto out_doc;
   }
@@ -1041,7 +1041,7 @@ int khz_load_scene_string(khzScene *scene, const char *yaml, const char *name, c
   {
     yaml_document_t next;
     if (!yaml_parser_load(&parser, &next)) {
-      khz_load_error(err, errsz, "%s:%zu:%zu: YAML syntax: %s%s%s", r.file,
+      khz_loadError(err, errsz, "%s:%zu:%zu: YAML syntax: %s%s%s", r.file,
                      parser.problem_mark.line + 1, parser.problem_mark.column + 1,
                      parser.problem ? parser.problem : "error", parser.context ? " " : "",
                      parser.context ? parser.context : "");
@@ -1049,7 +1049,7 @@ int khz_load_scene_string(khzScene *scene, const char *yaml, const char *name, c
     }
     yaml_node_t *extra = yaml_document_get_root_node(&next);
     if (extra) {
-      khz_load_error(err, errsz, "%s:%zu:%zu: a second YAML document; a scene is one document",
+      khz_loadError(err, errsz, "%s:%zu:%zu: a second YAML document; a scene is one document",
                      r.file, extra->start_mark.line + 1, extra->start_mark.column + 1);
       yaml_document_delete(&next);
       goto out_doc;
@@ -1061,7 +1061,7 @@ int khz_load_scene_string(khzScene *scene, const char *yaml, const char *name, c
   khz_scene_defaults(&tmp, r.file);
   tmp.spec = khz_spec_new();
   if (!tmp.spec) {
-    khz_load_error(err, errsz, "%s: out of memory", r.file);
+    khz_loadError(err, errsz, "%s: out of memory", r.file);
     goto out_doc;
   }
   if (khz_scene_root(&r, root, &tmp)) {
@@ -1082,33 +1082,33 @@ static char *khz_read_text(const char *path, char *err, size_t errsz) {
   size_t len;
   if (khz_read_file(path, &buf, &len, err, errsz) < 0) return NULL;
   if (strlen(buf) != len) {
-    khz_load_error(err, errsz, "%s: holds a NUL byte; not a text file", path);
+    khz_loadError(err, errsz, "%s: holds a NUL byte; not a text file", path);
     free(buf);
     return NULL;
   }
   return buf;
 }
 
-int khz_load_scene(khzScene *scene, const char *path, char *err, size_t errsz) {
+int khz_loadScene(khzScene *scene, const char *path, char *err, size_t errsz) {
   char dir[KHZ_PATH_MAX];
-  if (!scene || !path) return khz_load_error(err, errsz, "(null): no scene or no path given");
+  if (!scene || !path) return khz_loadError(err, errsz, "(null): no scene or no path given");
   if (khz_path_dirname(dir, sizeof dir, path)) {
-    return khz_load_error(err, errsz, "%s: path too long", path);
+    return khz_loadError(err, errsz, "%s: path too long", path);
   }
   char *text = khz_read_text(path, err, errsz);
   if (!text) return -1;
-  int rc = khz_load_scene_string(scene, text, path, dir, err, errsz);
+  int rc = khz_loadSceneString(scene, text, path, dir, err, errsz);
   free(text);
   return rc;
 }
 
-int khz_load_default_scene(khzScene *scene, char *err, size_t errsz) {
+int khz_loadDefaultScene(khzScene *scene, char *err, size_t errsz) {
   const char *text = khz_embedded_text("default.yaml");
-  if (!text) return khz_load_error(err, errsz, "embedded:default.yaml: not built in");
-  return khz_load_scene_string(scene, text, "embedded:default.yaml", NULL, err, errsz);
+  if (!text) return khz_loadError(err, errsz, "embedded:default.yaml: not built in");
+  return khz_loadSceneString(scene, text, "embedded:default.yaml", NULL, err, errsz);
 }
 
-void khz_scene_free(khzScene *scene) {
+void khz_deleteScene(khzScene *scene) {
   if (!scene) return;
   khz_spec_destroy(&scene->spec);
 }
@@ -1119,18 +1119,18 @@ static int khz_has_ext(const char *path, const char *ext) {
   return n > e && strcasecmp(path + n - e, ext) == 0;
 }
 
-khzModel *khz_load_model(const char *path, khzScene *scene_out, char *err, size_t errsz) {
+khzModel *khz_loadModel(const char *path, khzScene *scene_out, char *err, size_t errsz) {
   khzScene s;
   if (!path) {
-    khz_load_error(err, errsz, "(null): no model given");
+    khz_loadError(err, errsz, "(null): no model given");
     return NULL;
   }
 
   /* the scene: embedded default, a scene file, or one URDF robot welded at the origin */
   if (strcmp(path, "default") == 0) {
-    if (khz_load_default_scene(&s, err, errsz)) return NULL;
+    if (khz_loadDefaultScene(&s, err, errsz)) return NULL;
   } else if (khz_has_ext(path, ".yaml") || khz_has_ext(path, ".yml")) {
-    if (khz_load_scene(&s, path, err, errsz)) return NULL;
+    if (khz_loadScene(&s, path, err, errsz)) return NULL;
   } else if (khz_has_ext(path, ".urdf")) {
     khzUrdfOptions opt;
     const double gravity[3] = {0, 0, -9.81};
@@ -1138,7 +1138,7 @@ khzModel *khz_load_model(const char *path, khzScene *scene_out, char *err, size_
     s.contact.method = KHZ_CONTACT_NONE;
     s.spec = khz_spec_new();
     if (!s.spec) {
-      khz_load_error(err, errsz, "%s: out of memory", path);
+      khz_loadError(err, errsz, "%s: out of memory", path);
       return NULL;
     }
     khz_spec_setContact(s.spec, &s.contact);
@@ -1146,7 +1146,7 @@ khzModel *khz_load_model(const char *path, khzScene *scene_out, char *err, size_
     khz_spec_setTimestep(s.spec, 1.0 / s.rate_hz);
     khz_spec_setIntegrator(s.spec, s.integrator);
     khz_urdf_defaultOptions(&opt);
-    if (khz_load_urdf(s.spec, path, &opt, err, errsz) < 0) {
+    if (khz_loadURDF(s.spec, path, &opt, err, errsz) < 0) {
       khz_spec_destroy(&s.spec);
       return NULL;
     }
@@ -1157,12 +1157,12 @@ khzModel *khz_load_model(const char *path, khzScene *scene_out, char *err, size_
     khz_scene_defaults(&s, path);
     s.spec = khz_spec_new();
     if (!s.spec) {
-      khz_load_error(err, errsz, "%s: out of memory", path);
+      khz_loadError(err, errsz, "%s: out of memory", path);
       return NULL;
     }
     khz_mjcf_defaultOptions(&opt);
     opt.info = &info;
-    if (khz_load_mjcf(s.spec, path, &opt, err, errsz) < 0) {
+    if (khz_loadMJCF(s.spec, path, &opt, err, errsz) < 0) {
       khz_spec_destroy(&s.spec);
       return NULL;
     }
@@ -1170,7 +1170,7 @@ khzModel *khz_load_model(const char *path, khzScene *scene_out, char *err, size_
     s.integrator = info.integrator;
     khz_mjcf_freeInfo(&info);
   } else {
-    khz_load_error(err, errsz,
+    khz_loadError(err, errsz,
                    "%s: unknown model type (expected a .urdf or .xml (MJCF) file, a .yaml/.yml "
                    "scene or 'default')",
                    path);
@@ -1181,14 +1181,14 @@ khzModel *khz_load_model(const char *path, khzScene *scene_out, char *err, size_
   char cerr[1024];
   khzModel *m = khz_compile(s.spec, cerr, sizeof cerr);
   if (!m) {
-    khz_load_error(err, errsz, "%s: %s", path, cerr);
-    khz_scene_free(&s);
+    khz_loadError(err, errsz, "%s: %s", path, cerr);
+    khz_deleteScene(&s);
     return NULL;
   }
   if (scene_out) {
     *scene_out = s;
   } else {
-    khz_scene_free(&s);
+    khz_deleteScene(&s);
   }
   return m;
 }

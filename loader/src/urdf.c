@@ -120,12 +120,12 @@ static int fail(urdf_ctx *c, xmlNodePtr at, xmlNodePtr owner, const char *fmt, .
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   describe(what, sizeof what, owner ? owner : at);
-  return khz_load_error(c->err, c->errsz, "%s:%ld: %s: %s", c->file, xmlGetLineNo(at), what,
+  return khz_loadError(c->err, c->errsz, "%s:%ld: %s: %s", c->file, xmlGetLineNo(at), what,
                         msg);
 }
 
 static int fail_oom(urdf_ctx *c) {
-  return khz_load_error(c->err, c->errsz, "%s: out of memory", c->file);
+  return khz_loadError(c->err, c->errsz, "%s: out of memory", c->file);
 }
 
 /* queues a warning in the same format as fail(); returns 0, or -1 when out of memory */
@@ -676,7 +676,7 @@ static int name_taken(khzSpec *spec, int nbody0, const char *name, int joint) {
  * that a URDF may say how it is attached (e.g. a floating joint). */
 static int build(urdf_ctx *c, xmlDocPtr doc, khzSpec *spec, int nbody0) {
   xmlNodePtr robot = xmlDocGetRootElement(doc);
-  if (!robot) return khz_load_error(c->err, c->errsz, "%s: missing <robot>", c->file);
+  if (!robot) return khz_loadError(c->err, c->errsz, "%s: missing <robot>", c->file);
   if (!is(robot, "robot"))
     return fail(c, robot, NULL, "the root element must be <robot>");
 
@@ -799,8 +799,8 @@ static int load(khzSpec *spec, const char *xml, size_t len, const char *name,
   urdf_ctx c = {.file = name ? name : "<string>", .basedir = basedir, .opt = opt,
                 .err = err, .errsz = errsz};
   if (err && errsz) err[0] = 0;
-  if (!spec) return khz_load_error(err, errsz, "%s: no spec", c.file);
-  if (len > (size_t)INT_MAX) return khz_load_error(err, errsz, "%s: file too large", c.file);
+  if (!spec) return khz_loadError(err, errsz, "%s: no spec", c.file);
+  if (len > (size_t)INT_MAX) return khz_loadError(err, errsz, "%s: file too large", c.file);
   int nbody0 = khz_spec_nbody(spec), ngeom0 = khz_spec_ngeom(spec);
   int ret = -1;
 
@@ -816,9 +816,9 @@ static int load(khzSpec *spec, const char *xml, size_t len, const char *name,
                                     XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
   if (!doc || !ctxt->wellFormed) {
     if (c.xml_msg[0])
-      khz_load_error(err, errsz, "%s:%d: malformed XML: %s", c.file, c.xml_line, c.xml_msg);
+      khz_loadError(err, errsz, "%s:%d: malformed XML: %s", c.file, c.xml_line, c.xml_msg);
     else
-      khz_load_error(err, errsz, "%s: malformed XML", c.file);
+      khz_loadError(err, errsz, "%s: malformed XML", c.file);
     goto done;
   }
 
@@ -882,14 +882,14 @@ void khz_urdf_defaultOptions(khzUrdfOptions *opt) {
   opt->base_quat[0] = 1;
 }
 
-int khz_load_urdf_string(khzSpec *spec, const char *xml, const char *name,
+int khz_loadURDFString(khzSpec *spec, const char *xml, const char *name,
                          const char *basedir, const khzUrdfOptions *opt, char *err,
                          size_t errsz) {
-  if (!xml) return khz_load_error(err, errsz, "%s: no URDF text", name ? name : "<string>");
+  if (!xml) return khz_loadError(err, errsz, "%s: no URDF text", name ? name : "<string>");
   return load(spec, xml, strlen(xml), name, basedir, opt, err, errsz);
 }
 
-int khz_load_urdf(khzSpec *spec, const char *path, const khzUrdfOptions *opt, char *err,
+int khz_loadURDF(khzSpec *spec, const char *path, const khzUrdfOptions *opt, char *err,
                   size_t errsz) {
   /* read the whole file */
   char *buf;
@@ -900,7 +900,7 @@ int khz_load_urdf(khzSpec *spec, const char *path, const khzUrdfOptions *opt, ch
   char dir[KHZ_PATH_MAX * 4];
   if (khz_path_dirname(dir, sizeof dir, path) != 0) {
     free(buf);
-    return khz_load_error(err, errsz, "%s: path too long", path);
+    return khz_loadError(err, errsz, "%s: path too long", path);
   }
   int ret = load(spec, buf, len, path, dir, opt, err, errsz);
   free(buf);

@@ -194,11 +194,8 @@ int khz_bottomOfVolume(khzData *d, const double *pos, const double *depth, int n
   }
 
   /* contact-plane axes (u, v) and the projections; scale for tolerances */
-  double u[3], v[3], a[3] = {1, 0, 0};
-  if (fabs(normal[0]) > 0.6) a[0] = 0, a[1] = 1;
-  khzu_cross(u, normal, a);
-  double un = sqrt(khzu_dot3(u, u));
-  u[0] /= un, u[1] /= un, u[2] /= un;
+  double u[3], v[3];
+  khzu_orthogonal(u, normal);
   khzu_cross(v, normal, u);
   double lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY};
   for (int k = 0; k < n; k++) {

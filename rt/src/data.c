@@ -19,7 +19,7 @@ static size_t default_stack(const khzModel *m) {
   size_t contact = (size_t)m->npair_max * sizeof(double) + 6 * (size_t)m->max_points * sizeof(double) +
                    2 * (size_t)m->max_points * sizeof(int) + 64 * 8;
   return (16 * (nq + nv) + 2 * nv * nv + 64 * (size_t)m->nbody) * sizeof(double) +
-         khz_collision_stackBytes(m) + contact + khz_impulseStackBytes(m) + 65536;
+         khz_collisionStackBytes(m) + contact + khz_impulseStackBytes(m) + 65536;
 }
 
 static void layout_data(const khzModel *m, khzData *d, carver *c) {
@@ -72,7 +72,7 @@ khzData *khz_makeData(const khzModel *m, size_t stack_bytes) {
   return d;
 }
 
-void khz_data_destroy(khzData **d_p) {
+void khz_deleteData(khzData **d_p) {
   if (!d_p || !*d_p) return;
   free((*d_p)->buffer);
   free(*d_p);

@@ -223,11 +223,8 @@ static double centroid_approach(const khzModel *m, const khzData *d, const khzCo
 
 /* an orthonormal frame (n, t1, t2) */
 static void contact_frame(const double n[3], double fr[9]) {
-  double a[3] = {1, 0, 0}, t[3];
-  if (fabs(n[0]) > 0.6) a[0] = 0, a[1] = 1;
-  khzu_cross(t, n, a);
-  double tn = sqrt(khzu_dot3(t, t));
-  for (int j = 0; j < 3; j++) fr[j] = n[j], fr[3 + j] = t[j] / tn;
+  for (int j = 0; j < 3; j++) fr[j] = n[j];
+  khzu_orthogonal(fr + 3, n);
   khzu_cross(fr + 6, fr, fr + 3);
 }
 

@@ -443,7 +443,7 @@ done:
   free(e);
   free(local);
   free(dofs);
-  khz_data_destroy(&d);
+  khz_deleteData(&d);
   return rc;
 }
 
@@ -610,19 +610,19 @@ khzModel *khz_compile(const khzSpec *s, char *err, size_t errsz) {
   }
 
   /* collision data: shapes, hulls, triangle-mesh distance fields, filters */
-  if (khz_collision_compile(m, err, errsz) < 0) {
-    khz_model_destroy(&m);
+  if (khz_collisionCompile(m, err, errsz) < 0) {
+    khz_deleteModel(&m);
     return NULL;
   }
 
   if (compute_meff(m, err, errsz) < 0) {
-    khz_model_destroy(&m);
+    khz_deleteModel(&m);
     return NULL;
   }
   return m;
 }
 
-void khz_model_destroy(khzModel **m_p) {
+void khz_deleteModel(khzModel **m_p) {
   if (!m_p || !*m_p) return;
   free((*m_p)->buffer);
   free((*m_p)->collision);

@@ -271,3 +271,108 @@ void khz_eig3(const double A_in[9], double ev[3], double V[9]) {
   ev[0] = A[0], ev[1] = A[4], ev[2] = A[8];
   if (V) memcpy(V, W, sizeof W);
 }
+
+/* ---- geometry (closest points, Ericson ch. 5) ---- */
+
+double khzu_closestOnSegment(const double p[3], const double a[3], const double b[3],
+                             double q[3]) {
+  double ab[3], ap[3];
+  khzu_sub3(ab, b, a);
+  khzu_sub3(ap, p, a);
+  double l2 = khzu_dot3(ab, ab), t = l2 > 0 ? khzu_clamp(khzu_dot3(ap, ab) / l2, 0, 1) : 0;
+  khzu_addScl3(q, a, ab, t);
+  return t;
+}
+
+double khzu_closestSegSeg(const double p1[3], const double q1[3], const double p2[3],
+                          const double q2[3], double *s_out, double *t_out, double c1[3],
+                          double c2[3]) {
+  double d1[3], d2[3], r[3], s, t;
+  khzu_sub3(d1, q1, p1);
+  khzu_sub3(d2, q2, p2);
+  khzu_sub3(r, p1, p2);
+  double a = khzu_dot3(d1, d1), e = khzu_dot3(d2, d2), f = khzu_dot3(d2, r);
+  const double eps = 1e-300;
+  if (a <= eps && e <= eps) {
+    s = t = 0;
+  } else if (a <= eps) {
+    s = 0;
+    t = khzu_clamp(f / e, 0, 1);
+  } else {
+    double c = khzu_dot3(d1, r);
+    if (e <= eps) {
+      t = 0;
+      s = khzu_clamp(-c / a, 0, 1);
+    } else {
+      double b = khzu_dot3(d1, d2), denom = a * e - b * b;
+      s = denom > 1e-14 * a * e ? khzu_clamp((b * f - c * e) / denom, 0, 1) : 0;
+      t = (b * s + f) / e;
+      if (t < 0) {
+        t = 0;
+        s = khzu_clamp(-c / a, 0, 1);
+      } else if (t > 1) {
+        t = 1;
+        s = khzu_clamp((b - c) / a, 0, 1);
+      }
+    }
+  }
+  khzu_addScl3(c1, p1, d1, s);
+  khzu_addScl3(c2, p2, d2, t);
+  double dd[3];
+  khzu_sub3(dd, c1, c2);
+  if (s_out) *s_out = s;
+  if (t_out) *t_out = t;
+  return khzu_dot3(dd, dd);
+}
+
+void khzu_closestOnTriangle(const double p[3], const double a[3], const double b[3],
+                            const double c[3], double q[3], int *region) {
+  double ab[3], ac[3], ap[3], bp[3], cp[3];
+  khzu_sub3(ab, b, a);
+  khzu_sub3(ac, c, a);
+  khzu_sub3(ap, p, a);
+  double d1 = khzu_dot3(ab, ap), d2 = khzu_dot3(ac, ap);
+  if (d1 <= 0 && d2 <= 0) {
+    khzu_copy3(q, a), *region = 1;
+    return;
+  }
+  khzu_sub3(bp, p, b);
+  double d3 = khzu_dot3(ab, bp), d4 = khzu_dot3(ac, bp);
+  if (d3 >= 0 && d4 <= d3) {
+    khzu_copy3(q, b), *region = 2;
+    return;
+  }
+  double vc = d1 * d4 - d3 * d2;
+  if (vc <= 0 && d1 >= 0 && d3 <= 0) {
+    khzu_addScl3(q, a, ab, d1 / (d1 - d3)), *region = 4;
+    return;
+  }
+  khzu_sub3(cp, p, c);
+  double d5 = khzu_dot3(ab, cp), d6 = khzu_dot3(ac, cp);
+  if (d6 >= 0 && d5 <= d6) {
+    khzu_copy3(q, c), *region = 3;
+    return;
+  }
+  double vb = d5 * d2 - d1 * d6;
+  if (vb <= 0 && d2 >= 0 && d6 <= 0) {
+    khzu_addScl3(q, a, ac, d2 / (d2 - d6)), *region = 6;
+    return;
+  }
+  double va = d3 * d6 - d5 * d4;
+  if (va <= 0 && (d4 - d3) >= 0 && (d5 - d6) >= 0) {
+    double bc[3];
+    khzu_sub3(bc, c, b);
+    khzu_addScl3(q, b, bc, (d4 - d3) / ((d4 - d3) + (d5 - d6))), *region = 5;
+    return;
+  }
+  double den = 1 / (va + vb + vc), v = vb * den, w = vc * den;
+  for (int k = 0; k < 3; k++) q[k] = a[k] + ab[k] * v + ac[k] * w;
+  *region = 0;
+}
+
+void khzu_orthogonal(double r[3], const double n[3]) {
+  double t[3] = {1, 0, 0};
+  if (fabs(n[0]) > 0.6) t[0] = 0, t[1] = 1;
+  khzu_cross(r, n, t);
+  khzu_normalize3(r);
+}

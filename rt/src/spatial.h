@@ -11,6 +11,7 @@
 #ifndef KHZ_SPATIAL_H
 #define KHZ_SPATIAL_H
 
+#include <math.h>
 #include <string.h>
 
 /* ---- 3-vectors and 3x3 matrices ---- */
@@ -24,6 +25,33 @@ static inline void khzu_cross(double res[3], const double a[3], const double b[3
 
 static inline double khzu_dot3(const double a[3], const double b[3]) {
   return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+
+static inline void khzu_sub3(double r[3], const double a[3], const double b[3]) {
+  r[0] = a[0] - b[0], r[1] = a[1] - b[1], r[2] = a[2] - b[2];
+}
+static inline void khzu_add3(double r[3], const double a[3], const double b[3]) {
+  r[0] = a[0] + b[0], r[1] = a[1] + b[1], r[2] = a[2] + b[2];
+}
+static inline void khzu_scl3(double r[3], const double a[3], double s) {
+  r[0] = a[0] * s, r[1] = a[1] * s, r[2] = a[2] * s;
+}
+/* r = a + s b */
+static inline void khzu_addScl3(double r[3], const double a[3], const double b[3], double s) {
+  r[0] = a[0] + s * b[0], r[1] = a[1] + s * b[1], r[2] = a[2] + s * b[2];
+}
+static inline double khzu_norm3(const double a[3]) { return sqrt(khzu_dot3(a, a)); }
+/* normalises in place; returns the old length (a untouched when 0) */
+static inline double khzu_normalize3(double a[3]) {
+  double n = khzu_norm3(a);
+  if (n > 0) a[0] /= n, a[1] /= n, a[2] /= n;
+  return n;
+}
+static inline void khzu_copy3(double r[3], const double a[3]) {
+  r[0] = a[0], r[1] = a[1], r[2] = a[2];
+}
+static inline double khzu_clamp(double x, double lo, double hi) {
+  return x < lo ? lo : x > hi ? hi : x;
 }
 
 /* res = M a */
@@ -93,5 +121,24 @@ static inline double khzu_dot6(const double a[6], const double b[6]) {
 int khzu_cholFactor(double *A, int n);
 /* solve A x = b in place with the factor from khzu_cholFactor */
 void khzu_cholSolve(const double *L, int n, double *x);
+
+/* ---- geometry ---- */
+
+/* closest point to p on segment [a, b]; returns its parameter t in [0, 1] */
+double khzu_closestOnSegment(const double p[3], const double a[3], const double b[3],
+                             double q[3]);
+
+/* closest points of segments [p1, q1] and [p2, q2] (Ericson 5.1.9); writes
+ * parameters s, t and points c1, c2; returns the squared distance */
+double khzu_closestSegSeg(const double p1[3], const double q1[3], const double p2[3],
+                          const double q2[3], double *s, double *t, double c1[3], double c2[3]);
+
+/* closest point on triangle abc to p (Ericson 5.1.5); region: 0 face, 1..3
+ * vertex a, b, c, 4..6 edge ab, bc, ca */
+void khzu_closestOnTriangle(const double p[3], const double a[3], const double b[3],
+                            const double c[3], double q[3], int *region);
+
+/* a unit vector orthogonal to unit n */
+void khzu_orthogonal(double r[3], const double n[3]);
 
 #endif

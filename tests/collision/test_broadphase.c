@@ -59,7 +59,7 @@ static int brute(const khzModel *m, const double *aabb, uint64_t *out) {
   int n = 0;
   for (int i = 0; i < m->ngeom; i++)
     for (int j = i + 1; j < m->ngeom; j++) {
-      if (!khz_collision_filter(m, i, j)) continue;
+      if (!khz_collisionFilter(m, i, j)) continue;
       const double *a = aabb + 6 * i, *b = aabb + 6 * j;
       int overlap = 1;
       for (int k = 0; k < 3; k++) overlap &= a[k] <= b[3 + k] && b[k] <= a[3 + k];
@@ -82,7 +82,7 @@ static void test_brute_force(void) {
     int ng = m->ngeom, overflow;
     double *frame = malloc(12 * ng * sizeof(double)), *aabb = malloc(6 * ng * sizeof(double));
     uint64_t *sap = malloc(ng * ng * sizeof(uint64_t)), *bf = malloc(ng * ng * sizeof(uint64_t));
-    khz_collision_frames(m, d, frame, aabb);
+    khz_collisionFrames(m, d, frame, aabb);
     int n = khz_broadphase(m, d, frame, aabb, sap, ng * ng, &overflow);
     int nb = brute(m, aabb, bf);
     ENSURE_MSG(n == nb, "trial %d: sweep-and-prune %d pairs, brute force %d", trial, n, nb);
@@ -101,8 +101,8 @@ static void test_brute_force(void) {
     }
     ENSURE(d->stack_top == 0);
     free(frame), free(aabb), free(sap), free(bf);
-    khz_data_destroy(&d);
-    khz_model_destroy(&m);
+    khz_deleteData(&d);
+    khz_deleteModel(&m);
   }
 }
 
@@ -118,19 +118,19 @@ static void test_timing(void) {
     double *frame = malloc(12 * ng * sizeof(double)), *aabb = malloc(6 * ng * sizeof(double));
     uint64_t *pairs = malloc(16 * ng * sizeof(uint64_t));
     int np = 0, overflow, reps = 200000 / n + 10;
-    khz_collision_frames(m, d, frame, aabb); /* warm up */
+    khz_collisionFrames(m, d, frame, aabb); /* warm up */
     khz_broadphase(m, d, frame, aabb, pairs, 16 * ng, &overflow);
     double t0 = cu_now();
     for (int r = 0; r < reps; r++) {
-      khz_collision_frames(m, d, frame, aabb);
+      khz_collisionFrames(m, d, frame, aabb);
       np = khz_broadphase(m, d, frame, aabb, pairs, 16 * ng, &overflow);
     }
     double dt = (cu_now() - t0) / reps;
     printf("  %4d bodies (%4d geoms): %8.2f us per call, %5d candidate pairs\n", n, ng, 1e6 * dt, np);
     ENSURE(np >= 0 && overflow == 0);
     free(frame), free(aabb), free(pairs);
-    khz_data_destroy(&d);
-    khz_model_destroy(&m);
+    khz_deleteData(&d);
+    khz_deleteModel(&m);
   }
 }
 
@@ -181,23 +181,23 @@ static void test_filters(void) {
   khzModel *m = cu_compile(s);
   khz_spec_destroy(&s);
 
-  ENSURE(!khz_collision_filter(m, g_base, g_base2));    /* same body */
-  ENSURE(!khz_collision_filter(m, g_base, g_child));    /* parent and child */
-  ENSURE(!khz_collision_filter(m, g_child, g_welded));  /* welded together */
-  ENSURE(!khz_collision_filter(m, g_base, g_welded));   /* parent of the weld */
-  ENSURE(khz_collision_filter(m, g_base, g_grand));     /* two joints apart */
-  ENSURE(!khz_collision_filter(m, g_grand, g_welded));  /* the weld is the parent */
-  ENSURE(!khz_collision_filter(m, g_table, g_shelf));   /* both welded to the world */
-  ENSURE(!khz_collision_filter(m, g_table, g_ground));  /* welded to the world */
-  ENSURE(khz_collision_filter(m, g_base, g_ground));    /* a free base meets the ground */
-  ENSURE(khz_collision_filter(m, g_loose, g_table));
-  ENSURE(khz_collision_filter(m, g_table, g_loose));
-  ENSURE(!khz_collision_filter(m, g_other, g_base));    /* contype 2 vs conaffinity 1 */
-  ENSURE(!khz_collision_filter(m, g_vis, g_base));      /* visual */
-  ENSURE(khz_collision_filter(m, g_only_aff, g_other)); /* 2 & 2 one way is enough */
-  ENSURE(!khz_collision_filter(m, g_only_aff, g_base));
-  ENSURE(!khz_collision_filter(m, g_loose, g_loose));
-  khz_model_destroy(&m);
+  ENSURE(!khz_collisionFilter(m, g_base, g_base2));    /* same body */
+  ENSURE(!khz_collisionFilter(m, g_base, g_child));    /* parent and child */
+  ENSURE(!khz_collisionFilter(m, g_child, g_welded));  /* welded together */
+  ENSURE(!khz_collisionFilter(m, g_base, g_welded));   /* parent of the weld */
+  ENSURE(khz_collisionFilter(m, g_base, g_grand));     /* two joints apart */
+  ENSURE(!khz_collisionFilter(m, g_grand, g_welded));  /* the weld is the parent */
+  ENSURE(!khz_collisionFilter(m, g_table, g_shelf));   /* both welded to the world */
+  ENSURE(!khz_collisionFilter(m, g_table, g_ground));  /* welded to the world */
+  ENSURE(khz_collisionFilter(m, g_base, g_ground));    /* a free base meets the ground */
+  ENSURE(khz_collisionFilter(m, g_loose, g_table));
+  ENSURE(khz_collisionFilter(m, g_table, g_loose));
+  ENSURE(!khz_collisionFilter(m, g_other, g_base));    /* contype 2 vs conaffinity 1 */
+  ENSURE(!khz_collisionFilter(m, g_vis, g_base));      /* visual */
+  ENSURE(khz_collisionFilter(m, g_only_aff, g_other)); /* 2 & 2 one way is enough */
+  ENSURE(!khz_collisionFilter(m, g_only_aff, g_base));
+  ENSURE(!khz_collisionFilter(m, g_loose, g_loose));
+  khz_deleteModel(&m);
 }
 
 /* sorted, a permutation, and stable (equal keys keep their order), on both

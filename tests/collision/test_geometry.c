@@ -39,7 +39,7 @@ static void test_validation(void) {
     ENSURE(m->mesh_ndegenerate[0] == 2);
     const khzColModel *cm = m->collision;
     ENSURE(cm->trimesh[0].ntri == 12 && cm->trimesh[0].nvert == 8);
-    khz_model_destroy(&m);
+    khz_deleteModel(&m);
   }
 
   /* open: one triangle missing */
@@ -51,7 +51,7 @@ static void test_validation(void) {
   /* ... which is fine as a convex mesh (its hull) */
   m = one_mesh(box_v, 8, box_f, 11, 1, err);
   ENSURE_MSG(m != NULL, "%s", err);
-  khz_model_destroy(&m);
+  khz_deleteModel(&m);
 
   /* one triangle turned over */
   memcpy(f, box_f, sizeof box_f);
@@ -74,7 +74,7 @@ static void test_validation(void) {
     double c[3] = {0, 0, 0.2};
     ENSURE(khz_trimesh_closest(&cm->trimesh[0], c, NULL, NULL, NULL) < 0);
     ENSURE(khz_trimesh_sdf(&cm->trimesh[0], c) < 0);
-    khz_model_destroy(&m);
+    khz_deleteModel(&m);
   }
 
   /* bad index, NaN, flat hull */
@@ -103,7 +103,7 @@ static void test_validation(void) {
   khz_spec_geom(s, g)->visual = 1;
   m = khz_compile(s, err, sizeof err);
   ENSURE_MSG(m != NULL, "%s", err);
-  khz_model_destroy(&m);
+  khz_deleteModel(&m);
   khz_spec_destroy(&s);
 }
 
@@ -139,7 +139,7 @@ static void test_shapes_and_sharing(void) {
   ENSURE(cm->nplane == 1 && cm->planes[0] == g6 && cm->nbounded == 5);
   ENSURE(m->ncollision == cm->size && m->ncollision > 0);
   printf("collision block: %zu bytes (2 hulls, a triangle mesh with its grid)\n", m->ncollision);
-  khz_model_destroy(&m);
+  khz_deleteModel(&m);
 }
 
 /* a round mesh of 1490 vertices as a convex mesh: its hull reduced to at most
@@ -157,15 +157,15 @@ static void test_hull_reduction(void) {
   for (int k = 0; k < 2000; k++) {
     double d[3], best = -1, full = -1;
     cu_randDir(d);
-    for (int v = 0; v < h->nvert; v++) best = fmax(best, khzc_dot(d, h->vert + 3 * v));
-    for (int v = 0; v < m->mesh_vertnum[0]; v++) full = fmax(full, khzc_dot(d, m->mesh_vert + 3 * v));
+    for (int v = 0; v < h->nvert; v++) best = fmax(best, khzu_dot3(d, h->vert + 3 * v));
+    for (int v = 0; v < m->mesh_vertnum[0]; v++) full = fmax(full, khzu_dot3(d, m->mesh_vert + 3 * v));
     ENSURE(best <= full + 1e-12);
     worst = fmax(worst, (full - best) / 0.5);
   }
   printf("hull of %d vertices reduced to %d: support within %.2f %% of the radius\n",
          m->mesh_vertnum[0], h->nvert, 100 * worst);
   ENSURE(worst < 0.02);
-  khz_model_destroy(&m);
+  khz_deleteModel(&m);
 }
 
 int main(void) {

@@ -18,7 +18,7 @@ static void test_against_exact(void) {
     cu_pose(m, d, body, (double[3]){0.1 * body, -0.2, 0.3}, q);
   }
   khz_kinematics(m, d);
-  khz_collision_frames(m, d, frame, aabb);
+  khz_collisionFrames(m, d, frame, aabb);
   khzColShape sh[3];
   for (int g = 0; g < 3; g++) khz_shape_make(m, g, frame + 12 * g, &sh[g]);
 
@@ -30,9 +30,9 @@ static void test_against_exact(void) {
     double dir[3];
     khzColCore core;
     cu_randDir(dir);
-    khzc_addScl(core.a, t->pos, dir, cu_uniform(0.0, 1.0));
+    khzu_addScl3(core.a, t->pos, dir, cu_uniform(0.0, 1.0));
     cu_randDir(dir);
-    khzc_addScl(core.b, core.a, dir, k % 2 ? cu_uniform(0.1, 0.8) : 0);
+    khzu_addScl3(core.b, core.a, dir, k % 2 ? cu_uniform(0.1, 0.8) : 0);
 
     double pa[3], pb[3];
     double dist = khz_gjk(&core, khz_core_support, t, khz_shape_supportFn, 0.5, pa, pb);
@@ -41,8 +41,8 @@ static void test_against_exact(void) {
     double best = 1e9;
     for (int i = 0; i <= 2000; i++) {
       double x[3], ab[3], local[3];
-      khzc_sub(ab, core.b, core.a);
-      khzc_addScl(x, core.a, ab, i / 2000.0);
+      khzu_sub3(ab, core.b, core.a);
+      khzu_addScl3(x, core.a, ab, i / 2000.0);
       /* box 0 and the hull have the same shape at different poses: move x into box 0 */
       khz_shape_toLocal(t, x, local);
       khz_shape_toWorld(exact, local, x);
@@ -62,16 +62,16 @@ static void test_against_exact(void) {
       worst_seg = fmax(worst_seg, fabs(err));
     /* the closest points realise the distance */
     double dd[3];
-    khzc_sub(dd, pa, pb);
-    ENSURE_NEAR(khzc_norm(dd), dist, 1e-9);
+    khzu_sub3(dd, pa, pb);
+    ENSURE_NEAR(khzu_norm3(dd), dist, 1e-9);
   }
   printf("gjk: point distance within %.1e of exact, segment within %.1e of 2000 samples; %d "
          "intersecting\n", worst_pt, worst_seg, zero);
   ENSURE(worst_pt < 1e-7);
   ENSURE(worst_seg < 2e-3); /* the sampling spacing, at most 0.8 / 2000 along the segment */
   ENSURE(zero > 10);
-  khz_data_destroy(&d);
-  khz_model_destroy(&m);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
   khz_spec_destroy(&s);
 }
 

@@ -9,15 +9,15 @@ static void check_hull(const khzColHull *h, const double *p, int n, const char *
   double worst = 0, c[3] = {0, 0, 0};
   for (int i = 0; i < n; i++)
     for (int f = 0; f < h->nplane; f++)
-      worst = fmax(worst, khzc_dot(h->plane + 4 * f, p + 3 * i) - h->plane[4 * f + 3]);
+      worst = fmax(worst, khzu_dot3(h->plane + 4 * f, p + 3 * i) - h->plane[4 * f + 3]);
   ENSURE_MSG(worst < 1e-9, "%s: a point %g outside a face", what, worst);
-  for (int i = 0; i < h->nvert; i++) khzc_addScl(c, c, h->vert + 3 * i, 1.0 / h->nvert);
+  for (int i = 0; i < h->nvert; i++) khzu_addScl3(c, c, h->vert + 3 * i, 1.0 / h->nvert);
   for (int f = 0; f < h->nplane; f++) {
     const double *pl = h->plane + 4 * f;
-    ENSURE(khzc_dot(pl, c) < pl[3]);
-    ENSURE_NEAR(khzc_norm(pl), 1, 1e-12);
+    ENSURE(khzu_dot3(pl, c) < pl[3]);
+    ENSURE_NEAR(khzu_norm3(pl), 1, 1e-12);
     int on = 0;
-    for (int i = 0; i < h->nvert; i++) on += fabs(khzc_dot(pl, h->vert + 3 * i) - pl[3]) < 1e-9;
+    for (int i = 0; i < h->nvert; i++) on += fabs(khzu_dot3(pl, h->vert + 3 * i) - pl[3]) < 1e-9;
     ENSURE(on >= 3);
   }
   /* a closed triangulated surface: V - E + F = 2 with E = 3F / 2 */

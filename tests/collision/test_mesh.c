@@ -32,18 +32,18 @@ static void test_read(void) {
   cu_meshGeom(s, cu_body(s, "w"), id, 0);
   khzModel *m = khz_compile(s, err, sizeof err);
   ENSURE_MSG(m != NULL, "%s", err);
-  khz_model_destroy(&m);
+  khz_deleteModel(&m);
   khz_spec_destroy(&s);
 }
 
 static void test_scene(void) {
   khzScene sc;
   char err[1024];
-  ENSURE_MSG(khz_load_scene(&sc, DATA "mesh_scene.yaml", err, sizeof err) == 0, "%s", err);
+  ENSURE_MSG(khz_loadScene(&sc, DATA "mesh_scene.yaml", err, sizeof err) == 0, "%s", err);
   khzModel *m = khz_compile(sc.spec, err, sizeof err);
   ENSURE_MSG(m != NULL, "%s", err);
   if (!m) {
-    khz_scene_free(&sc);
+    khz_deleteScene(&sc);
     return;
   }
   ENSURE(m->nmesh == 3 && m->geom_convex[1] == 1 && m->geom_convex[2] == 0);
@@ -63,9 +63,9 @@ static void test_scene(void) {
       deep += fabs(d->cpoint[i].depth - 0.001) < 1e-9;
     ENSURE_MSG(deep == corners[c], "object %d: %d corners 1 mm deep", c, deep);
   }
-  khz_data_destroy(&d);
-  khz_model_destroy(&m);
-  khz_scene_free(&sc);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+  khz_deleteScene(&sc);
 }
 
 typedef struct {
@@ -85,7 +85,7 @@ static void test_urdf(void) {
   warnings w = {0};
   opt.warn = on_warn, opt.warn_user = &w;
   char err[1024];
-  ENSURE_MSG(khz_load_urdf(s, DATA "mesh_robot.urdf", &opt, err, sizeof err) == 1, "%s", err);
+  ENSURE_MSG(khz_loadURDF(s, DATA "mesh_robot.urdf", &opt, err, sizeof err) == 1, "%s", err);
   ENSURE(w.count == 1);
   ENSURE_MSG(strstr(w.last, "bad.stl") && strstr(w.last, "collision geom dropped"), "%s", w.last);
   ENSURE(khz_spec_nmesh(s) == 1);    /* cube.obj read once */
@@ -100,11 +100,11 @@ static void test_urdf(void) {
     ENSURE(cm->nhull == 2); /* two scales of one mesh */
     ENSURE_NEAR(cm->geom[1].half[2], 0.15, 1e-12);
   }
-  khz_model_destroy(&m);
+  khz_deleteModel(&m);
 
   /* a second robot in the same spec appends its own mesh */
   opt.name_prefix = "r2_";
-  ENSURE(khz_load_urdf(s, DATA "mesh_robot.urdf", &opt, err, sizeof err) > 1);
+  ENSURE(khz_loadURDF(s, DATA "mesh_robot.urdf", &opt, err, sizeof err) > 1);
   ENSURE(khz_spec_nmesh(s) == 2 && khz_spec_geom(s, 4)->mesh == 1);
   khz_spec_destroy(&s);
 }

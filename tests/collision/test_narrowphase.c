@@ -41,8 +41,8 @@ static void test_box_on_plane(void) {
         ENSURE_NEAR(o->pt[i].pos[2], -0.01, 1e-12);
         ENSURE(KHZ_FEATURE_SIDE(o->pt[i].feature) == (order ? 1 : 0));
       }
-    khz_data_destroy(&d);
-    khz_model_destroy(&m);
+    khz_deleteData(&d);
+    khz_deleteModel(&m);
     khz_spec_destroy(&s);
   }
 }
@@ -75,8 +75,8 @@ static void test_box_tilted(void) {
   ENSURE_NEAR(cu_maxDepth(&p.out), 0.03, 1e-12);
   ENSURE(cu_countDepth(&p.out, 0.03, 1e-12) == 1);
   ENSURE(p.out.npt == 4); /* the corner and its three edges crossing the ground */
-  khz_data_destroy(&d);
-  khz_model_destroy(&m);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
   khz_spec_destroy(&s);
 }
 
@@ -97,8 +97,8 @@ static void test_sphere_sphere(void) {
   ENSURE_NEAR(p.out.pt[0].pos[0], 0.5, 1e-12); /* the deepest point of sphere a */
   cu_pose(m, d, b, (double[3]){0.8 + 1e-9, 0, 0}, up);
   ENSURE(!cu_collidePair(m, d, 0, 1, &p));
-  khz_data_destroy(&d);
-  khz_model_destroy(&m);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
   khz_spec_destroy(&s);
 }
 
@@ -132,8 +132,8 @@ static void test_capsule_box(void) {
   ENSURE(cu_collidePair(m, d, 0, 1, &p));
   ENSURE_NEAR(cu_maxDepth(&p.out), 0.01, 1e-9);
   ENSURE(cu_countDepth(&p.out, 0.01, 1e-9) == 1);
-  khz_data_destroy(&d);
-  khz_model_destroy(&m);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
   khz_spec_destroy(&s);
 }
 
@@ -165,8 +165,8 @@ static void test_cylinder_plane(void) {
   ENSURE(cu_collidePair(m, d, 0, 1, &p));
   ENSURE(cu_countDepth(&p.out, 0.004, 1e-12) == KHZ_CYL_RIM);
   ENSURE_NEAR(cu_maxDepth(&p.out), 0.004, 1e-12);
-  khz_data_destroy(&d);
-  khz_model_destroy(&m);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
   khz_spec_destroy(&s);
 }
 
@@ -215,11 +215,11 @@ static void test_box_box(void) {
   int edge = 0;
   for (int i = 0; i < p.out.npt; i++) edge += (p.out.pt[i].feature >> 24 & 0xf) == KHZ_FEAT_EDGE;
   ENSURE(edge == p.out.npt); /* no vertex is inside the other box */
-  khz_data_destroy(&d2);
-  khz_model_destroy(&m2);
+  khz_deleteData(&d2);
+  khz_deleteModel(&m2);
   khz_spec_destroy(&s2);
-  khz_data_destroy(&d);
-  khz_model_destroy(&m);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
   khz_spec_destroy(&s);
 }
 
@@ -296,8 +296,8 @@ static void test_every_pair(void) {
       cu_pose(m, d, bu, (double[3]){0.03 * off, 0.02 * off, hl + hu + delta}, qu);
       ENSURE_MSG(!cu_collidePair(m, d, 0, 1, &p), "%s on %s: contact when apart", sname[tu],
                  sname[tl]);
-      khz_data_destroy(&d);
-      khz_model_destroy(&m);
+      khz_deleteData(&d);
+      khz_deleteModel(&m);
       khz_spec_destroy(&s);
     }
 }
@@ -385,7 +385,7 @@ static void agreement(const char *name, khzGeomType ta, const double *sa, khzGeo
       double mid = 0.5 * (lo + hi), x[3] = {mid * u[0], mid * u[1], mid * u[2]};
       cu_pose(m, d, b, x, qb);
       khz_kinematics(m, d);
-      khz_collision_frames(m, d, p.frame, p.aabb);
+      khz_collisionFrames(m, d, p.frame, p.aabb);
       khz_shape_make(m, 0, p.frame, &sh0);
       khz_shape_make(m, 1, p.frame + 12, &sh1);
       if (ccdGJKIntersect(&o0, &o1, &ccd))
@@ -440,8 +440,8 @@ static void agreement(const char *name, khzGeomType ta, const double *sa, khzGeo
    * it can only underestimate the exact depth (below_tol: how far our search
    * for a cylinder's normal and deepest points may stop short of it) */
   ENSURE_MSG(below <= below_tol, "%s: EPA deeper than ours by %g (relative)", name, below);
-  khz_data_destroy(&d);
-  khz_model_destroy(&m);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
   khz_spec_destroy(&s);
 }
 

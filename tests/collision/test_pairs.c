@@ -94,8 +94,8 @@ static void test_outputs(void) {
   memcpy(p0, d->cpoint, sizeof p0);
   khz_collide(m, d);
   ENSURE(memcmp(c0, d->contact, sizeof c0) == 0 && memcmp(p0, d->cpoint, sizeof p0) == 0);
-  khz_data_destroy(&d);
-  khz_model_destroy(&m);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
 }
 
 /* -------------------------------------------------------------- slots -- */
@@ -148,8 +148,8 @@ static void test_slots(void) {
   d->pair[3].geom[0] = 0, d->pair[3].geom[1] = 99;
   khz_collide(m, d);
   ENSURE(d->pair[3].geom[0] == -1);
-  khz_data_destroy(&d);
-  khz_model_destroy(&m);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
 }
 
 /* ---------------------------------------------------------- full -- */
@@ -170,7 +170,7 @@ static void test_full(void) {
   }
   khz_collide(m, d);
   ENSURE(d->warning[KHZ_WARN_CONTACTFULL] == 2);
-  khz_data_destroy(&d);
+  khz_deleteData(&d);
 
   /* a stack too small: nothing found, a stack warning, the slots untouched */
   d = khz_makeData(m, 512);
@@ -181,8 +181,8 @@ static void test_full(void) {
   ENSURE(d->warning[KHZ_WARN_STACK] > 0);
   ENSURE(d->pair[0].integral == 3);
   ENSURE(d->stack_top == 0);
-  khz_data_destroy(&d);
-  khz_model_destroy(&m);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
 }
 
 /* a standing cylinder (16 rim points at full depth) with room for 8: the kept
@@ -209,8 +209,8 @@ static void test_footprint(void) {
     cx += d->cpoint[i].pos[0] / 8, cy += d->cpoint[i].pos[1] / 8;
   }
   ENSURE_MSG(hypot(cx - 1, cy - 2) < 0.05, "kept points centred %g m off the axis", hypot(cx - 1, cy - 2));
-  khz_data_destroy(&d);
-  khz_model_destroy(&m);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
 }
 
 static void test_names(void) {
@@ -295,17 +295,17 @@ static void test_alloc(void) {
   ENSURE(total >= 20 * 1000); /* every body on the ground or on another */
   ENSURE(d->warning[KHZ_WARN_STACK] == 0 && d->warning[KHZ_WARN_CONTACTFULL] == 0);
   ENSURE(d->stack_top == 0);
-  khz_data_destroy(&d);
+  khz_deleteData(&d);
 
-  /* khz_collision_stackBytes is enough: a data with exactly that stack */
-  size_t need = khz_collision_stackBytes(m);
+  /* khz_collisionStackBytes is enough: a data with exactly that stack */
+  size_t need = khz_collisionStackBytes(m);
   d = khz_makeData(m, need);
   for (int i = 0; i < nb; i++) cu_pose(m, d, bodies[i], pos[i], quat[i]);
   khz_kinematics(m, d);
   ENSURE(khz_collide(m, d) >= 20 && d->warning[KHZ_WARN_STACK] == 0);
   printf("khz_collide needs %zu bytes of stack here\n", need);
-  khz_data_destroy(&d);
-  khz_model_destroy(&m);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
 }
 
 int main(void) {

@@ -15,9 +15,9 @@ static double brute_closest(const khzColTrimesh *t, const double p[3]) {
     double q[3], d[3];
     int region;
     const int *v = t->tri + 3 * f;
-    khzc_closestOnTriangle(p, t->vert + 3 * v[0], t->vert + 3 * v[1], t->vert + 3 * v[2], q, &region);
-    khzc_sub(d, p, q);
-    best = fmin(best, khzc_norm(d));
+    khzu_closestOnTriangle(p, t->vert + 3 * v[0], t->vert + 3 * v[1], t->vert + 3 * v[2], q, &region);
+    khzu_sub3(d, p, q);
+    best = fmin(best, khzu_norm3(d));
   }
   return best;
 }
@@ -63,7 +63,7 @@ static void test_box_mesh(void) {
   ENSURE(worst_face < 1e-6);              /* float samples */
   ENSURE(worst_band < 0.5 * t->h);        /* edges and corners: the distance bends in a cell */
   ENSURE(worst_any < t->brick * t->h);    /* far away: the coarse grid */
-  khz_model_destroy(&m);
+  khz_deleteModel(&m);
 }
 
 static void test_sphere_mesh(void) {
@@ -78,7 +78,7 @@ static void test_sphere_mesh(void) {
     double dir[3], p[3];
     cu_randDir(dir);
     double r = cu_uniform(0.0, 0.9);
-    khzc_scl(p, dir, r);
+    khzu_scl3(p, dir, r);
     double d = khz_trimesh_closest(t, p, NULL, NULL, NULL), b = brute_closest(t, p);
     worst_bvh = fmax(worst_bvh, fabs(fabs(d) - b));
     if (fabs(r - 0.5) > 0.01) wrong_sign += (d < 0) != (r < 0.5);
@@ -90,7 +90,7 @@ static void test_sphere_mesh(void) {
   ENSURE(worst_bvh < 1e-12);
   ENSURE(wrong_sign == 0);
   ENSURE(worst_grid < 0.1 * t->h);
-  khz_model_destroy(&m);
+  khz_deleteModel(&m);
 }
 
 typedef struct {
@@ -130,11 +130,11 @@ static void test_vertex_queries(void) {
     c.n = 0;
     khz_trimesh_vertsBelow(t, n, dd, collect_cb, &c);
     expect = 0;
-    for (int v = 0; v < t->nvert; v++) expect += khzc_dot(n, t->vert + 3 * v) <= dd;
+    for (int v = 0; v < t->nvert; v++) expect += khzu_dot3(n, t->vert + 3 * v) <= dd;
     ok &= c.n == expect;
   }
   ENSURE(ok);
-  khz_model_destroy(&m);
+  khz_deleteModel(&m);
 }
 
 int main(void) {

@@ -30,9 +30,9 @@ static void sample(const khzColShape *s, int inside, double p[3]) {
   double d[3], r = inside ? cbrt(cu_rand()) : 1;
   cu_randDir(d);
   switch (s->shape) {
-    case KHZ_SHAPE_SPHERE: khzc_scl(p, d, z[0] * r); break;
+    case KHZ_SHAPE_SPHERE: khzu_scl3(p, d, z[0] * r); break;
     case KHZ_SHAPE_CAPSULE:
-      khzc_scl(p, d, z[0] * r);
+      khzu_scl3(p, d, z[0] * r);
       p[2] += cu_uniform(-z[1], z[1]);
       break;
     case KHZ_SHAPE_CYLINDER: {
@@ -70,7 +70,7 @@ static void test_support_sd(const khzModel *m, const double *frame) {
         double l[3], w[3];
         sample(&s, 0, l);
         khz_shape_toWorld(&s, l, w);
-        worst = fmax(worst, khzc_dot(dir, w) - h);
+        worst = fmax(worst, khzu_dot3(dir, w) - h);
       }
     }
     ENSURE_MSG(worst < 1e-12, "geom %d: a surface point %g beyond the support plane", g, worst);
@@ -83,9 +83,9 @@ static void test_support_sd(const khzModel *m, const double *frame) {
       khz_shape_toWorld(&s, l, w);
       double sd = khz_shape_sd(&s, w, nrm);
       ENSURE(sd >= -1e-12);
-      khzc_addScl(q, w, nrm, sd);
+      khzu_addScl3(q, w, nrm, sd);
       ENSURE_MSG(fabs(khz_shape_sd(&s, q, NULL)) < 1e-9, "geom %d: sd %g", g, sd);
-      ENSURE_NEAR(khzc_norm(nrm), 1, 1e-12);
+      ENSURE_NEAR(khzu_norm3(nrm), 1, 1e-12);
     }
   }
 }
@@ -99,14 +99,14 @@ static void test_clip(const khzModel *m, const double *frame) {
     for (int k = 0; k < 300; k++) {
       double p0[3], p1[3], d[3], t[2];
       cu_randDir(d);
-      khzc_addScl(p0, s.pos, d, cu_uniform(0, 0.6));
+      khzu_addScl3(p0, s.pos, d, cu_uniform(0, 0.6));
       cu_randDir(d);
-      khzc_addScl(p1, p0, d, cu_uniform(0.05, 1));
+      khzu_addScl3(p1, p0, d, cu_uniform(0.05, 1));
       int hit = khz_shape_clip(&s, p0, p1, t);
       for (int i = 0; i <= 400; i++) {
         double u = i / 400.0, x[3], seg[3];
-        khzc_sub(seg, p1, p0);
-        khzc_addScl(x, p0, seg, u);
+        khzu_sub3(seg, p1, p0);
+        khzu_addScl3(x, p0, seg, u);
         double sd = khz_shape_sd(&s, x, NULL);
         int in = hit && u >= t[0] - 1e-12 && u <= t[1] + 1e-12;
         if (fabs(sd) > 1e-9 && in != (sd > 0)) bad++;
@@ -131,8 +131,8 @@ static void test_features(const khzModel *m, const double *frame) {
     khz_shape_edge(&box, e, v);
     khz_shape_vert(&box, v[0], a);
     khz_shape_vert(&box, v[1], b);
-    khzc_sub(d, b, a);
-    ENSURE_NEAR(khzc_norm(d), len[e / 4], 1e-12);
+    khzu_sub3(d, b, a);
+    ENSURE_NEAR(khzu_norm3(d), len[e / 4], 1e-12);
   }
   for (int e = 0; e < 3 * KHZ_CYL_RIM; e++) {
     int v[2];
@@ -140,8 +140,8 @@ static void test_features(const khzModel *m, const double *frame) {
     khz_shape_edge(&cyl, e, v);
     khz_shape_vert(&cyl, v[0], a);
     khz_shape_vert(&cyl, v[1], b);
-    khzc_sub(d, b, a);
-    ENSURE_NEAR(khzc_norm(d), e < 2 * KHZ_CYL_RIM ? 2 * 0.25 * sin(M_PI / KHZ_CYL_RIM) : 0.7, 1e-12);
+    khzu_sub3(d, b, a);
+    ENSURE_NEAR(khzu_norm3(d), e < 2 * KHZ_CYL_RIM ? 2 * 0.25 * sin(M_PI / KHZ_CYL_RIM) : 0.7, 1e-12);
     ENSURE(fabs(khz_shape_sd(&cyl, a, NULL)) < 1e-12);
   }
 }
@@ -154,15 +154,15 @@ static void test_closest(void) {
       p1[i] = cu_uniform(-1, 1), q1[i] = cu_uniform(-1, 1), p2[i] = cu_uniform(-1, 1),
       q2[i] = cu_uniform(-1, 1);
     if (k % 10 == 0) memcpy(q2, p2, sizeof p2);                    /* a point */
-    if (k % 10 == 1) khzc_addScl(q2, p2, (double[3]){q1[0] - p1[0], q1[1] - p1[1], q1[2] - p1[2]}, 0.5); /* parallel */
-    double d2 = khzc_closestSegSeg(p1, q1, p2, q2, &s, &t, c1, c2), best = 1e9;
+    if (k % 10 == 1) khzu_addScl3(q2, p2, (double[3]){q1[0] - p1[0], q1[1] - p1[1], q1[2] - p1[2]}, 0.5); /* parallel */
+    double d2 = khzu_closestSegSeg(p1, q1, p2, q2, &s, &t, c1, c2), best = 1e9;
     for (int i = 0; i <= 300; i++)
       for (int j = 0; j <= 300; j++) {
         double a[3], b[3], d[3];
         for (int x = 0; x < 3; x++)
           a[x] = p1[x] + (q1[x] - p1[x]) * i / 300.0, b[x] = p2[x] + (q2[x] - p2[x]) * j / 300.0;
-        khzc_sub(d, a, b);
-        best = fmin(best, khzc_norm(d));
+        khzu_sub3(d, a, b);
+        best = fmin(best, khzu_norm3(d));
       }
     worst_ss = fmax(worst_ss, sqrt(d2) - best);
 
@@ -170,18 +170,18 @@ static void test_closest(void) {
     int region;
     for (int i = 0; i < 3; i++)
       a[i] = cu_uniform(-1, 1), b[i] = cu_uniform(-1, 1), c[i] = cu_uniform(-1, 1), p[i] = cu_uniform(-2, 2);
-    khzc_closestOnTriangle(p, a, b, c, q, &region);
+    khzu_closestOnTriangle(p, a, b, c, q, &region);
     best = 1e9;
     for (int i = 0; i <= 400; i++)
       for (int j = 0; i + j <= 400; j++) {
         double x[3], d[3];
         for (int l = 0; l < 3; l++) x[l] = a[l] + (b[l] - a[l]) * i / 400.0 + (c[l] - a[l]) * j / 400.0;
-        khzc_sub(d, p, x);
-        best = fmin(best, khzc_norm(d));
+        khzu_sub3(d, p, x);
+        best = fmin(best, khzu_norm3(d));
       }
     double dd[3];
-    khzc_sub(dd, p, q);
-    worst_tri = fmax(worst_tri, khzc_norm(dd) - best);
+    khzu_sub3(dd, p, q);
+    worst_tri = fmax(worst_tri, khzu_norm3(dd) - best);
     ENSURE(region >= 0 && region <= 6);
   }
   ENSURE_MSG(worst_ss <= 1e-12, "segment-segment above sampling by %g", worst_ss);
@@ -198,12 +198,12 @@ int main(void) {
   }
   khz_kinematics(m, d);
   double frame[12 * 7], aabb[6 * 7];
-  khz_collision_frames(m, d, frame, aabb);
+  khz_collisionFrames(m, d, frame, aabb);
   test_support_sd(m, frame);
   test_clip(m, frame);
   test_features(m, frame);
   test_closest();
-  khz_data_destroy(&d);
-  khz_model_destroy(&m);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
   return ensure_report();
 }

@@ -2,7 +2,7 @@
  * humanoid (the bodies, the chains of multi-joint bodies, the motors, the
  * warnings), the fixtures tests/loader/data/mjcf_*.xml (exact values from the
  * files: inertias, ref, fromto, defaults, names), the load options, .xml in
- * khz_load_model, and bad input: every error names FILE:LINE and the element,
+ * khz_loadModel, and bad input: every error names FILE:LINE and the element,
  * and leaves the spec as it was. Agreement with MuJoCo itself is
  * tests/oracle/test_mjcf_oracle.c's job. Run from the source root. */
 #include <math.h>
@@ -77,7 +77,7 @@ static void test_humanoid(void) {
   options(&opt, &w);
   opt.info = &info;
   char err[1024] = "";
-  int rc = khz_load_mjcf(s, HUMANOID, &opt, err, sizeof err);
+  int rc = khz_loadMJCF(s, HUMANOID, &opt, err, sizeof err);
   ENSURE_MSG(rc == 1, "%s", err);
   if (rc != 1) {
     khz_spec_destroy(&s);
@@ -165,19 +165,19 @@ static void test_humanoid(void) {
     for (int i = 0; i < m->nbody; i++) total += m->body_mass[i];
     ENSURE_NEAR(total, 40.84402122162134, 1e-12);
   }
-  khz_model_destroy(&m);
+  khz_deleteModel(&m);
   khz_spec_destroy(&s);
 
-  /* khz_load_model takes .xml as MJCF */
+  /* khz_loadModel takes .xml as MJCF */
   khzScene scene;
-  m = khz_load_model(HUMANOID, &scene, err, sizeof err);
+  m = khz_loadModel(HUMANOID, &scene, err, sizeof err);
   ENSURE_MSG(m != NULL, "%s", err);
   if (m) {
     ENSURE(m->nv == 27 && scene.rate_hz == 200 && scene.integrator == KHZ_INT_EULER);
     ENSURE(strcmp(scene.name, "humanoid") == 0);
-    khz_scene_free(&scene);
+    khz_deleteScene(&scene);
   }
-  khz_model_destroy(&m);
+  khz_deleteModel(&m);
 }
 
 /* ------------------------------------------------------------ fixtures -- */
@@ -190,7 +190,7 @@ static void test_features(void) {
   options(&opt, &w);
   opt.info = &info;
   char err[1024] = "";
-  int rc = khz_load_mjcf(s, DATA "mjcf_features.xml", &opt, err, sizeof err);
+  int rc = khz_loadMJCF(s, DATA "mjcf_features.xml", &opt, err, sizeof err);
   ENSURE_MSG(rc == 1, "%s", err);
   if (rc != 1) {
     khz_spec_destroy(&s);
@@ -255,14 +255,14 @@ static void test_features(void) {
   khz_mjcf_freeInfo(&info);
   khzModel *m = compile(s);
   if (m) ENSURE(m->nv == 19 && m->timestep == 0.001 && m->integrator == KHZ_INT_RK4);
-  khz_model_destroy(&m);
+  khz_deleteModel(&m);
   khz_spec_destroy(&s);
 
   /* radians, fixed-axis euler, autolimits, settotalmass */
   s = khz_spec_new();
   w.count = 0;
   options(&opt, &w);
-  rc = khz_load_mjcf(s, DATA "mjcf_radian.xml", &opt, err, sizeof err);
+  rc = khz_loadMJCF(s, DATA "mjcf_radian.xml", &opt, err, sizeof err);
   ENSURE_MSG(rc == 1, "%s", err);
   ENSURE(w.count == 1 && has_warning(&w, "<joint name=\"hip\">: the cone limit", NULL));
   double total = 0;
@@ -300,8 +300,8 @@ static void test_options(void) {
   char err[1024] = "";
 
   /* twice without a prefix: refused, spec unchanged; then with one */
-  ENSURE(khz_load_mjcf_string(s, two_arms, "a.xml", &opt, err, sizeof err) == 1);
-  ENSURE(khz_load_mjcf_string(s, two_arms, "a.xml", &opt, err, sizeof err) == -1);
+  ENSURE(khz_loadMJCFString(s, two_arms, "a.xml", &opt, err, sizeof err) == 1);
+  ENSURE(khz_loadMJCFString(s, two_arms, "a.xml", &opt, err, sizeof err) == -1);
   ENSURE_MSG(strstr(err,
                     "a.xml:5: <freejoint name=\"f\">: a joint called \"f\" is already in "
                     "the model (use a name prefix)"),
@@ -311,7 +311,7 @@ static void test_options(void) {
   opt.world_geoms = 0;
   opt.base_pos[0] = 10;
   opt.base_quat[0] = cos(PI / 4), opt.base_quat[3] = sin(PI / 4); /* 90 degrees about z */
-  ENSURE(khz_load_mjcf_string(s, two_arms, "a.xml", &opt, err, sizeof err) == 3);
+  ENSURE(khz_loadMJCFString(s, two_arms, "a.xml", &opt, err, sizeof err) == 3);
   ENSURE(khz_spec_nbody(s) == 5 && khz_spec_ngeom(s) == 5); /* no second floor */
   khzBodySpec *b = khz_spec_body(s, find_body(s, "r2_b"));
   ENSURE(strcmp(b->joint_name, "r2_f") == 0);
@@ -328,18 +328,18 @@ static void test_options(void) {
   khz_spec_setTimestep(s, 0.01);
   khz_mjcf_defaultOptions(&opt);
   opt.apply_options = 0;
-  ENSURE(khz_load_mjcf_string(s,
+  ENSURE(khz_loadMJCFString(s,
                               "<mujoco><option timestep='0.004'/><worldbody><body><geom "
                               "size='.1'/><joint/></body></worldbody></mujoco>",
                               "o.xml", &opt, err, sizeof err) == 1);
   khzModel *m = compile(s);
   if (m) ENSURE(m->timestep == 0.01);
-  khz_model_destroy(&m);
+  khz_deleteModel(&m);
   khz_spec_destroy(&s);
 
   /* generated names avoid the names the file gives, even later ones */
   s = khz_spec_new();
-  ENSURE(khz_load_mjcf_string(s,
+  ENSURE(khz_loadMJCFString(s,
                               "<mujoco><worldbody><body><joint/><joint/><geom size='.1'/>"
                               "</body><body name='body1'><joint name='joint0'/><geom "
                               "size='.1'/></body></worldbody></mujoco>",
@@ -352,7 +352,7 @@ static void test_options(void) {
 
   /* NULL options: the defaults (no warnings here) */
   s = khz_spec_new();
-  ENSURE(khz_load_mjcf_string(s, two_arms, "a.xml", NULL, err, sizeof err) == 1);
+  ENSURE(khz_loadMJCFString(s, two_arms, "a.xml", NULL, err, sizeof err) == 1);
   khz_spec_destroy(&s);
 }
 
@@ -380,7 +380,7 @@ static void test_warnings(void) {
   khzMjcfOptions opt;
   options(&opt, &w);
   char err[1024] = "";
-  ENSURE_MSG(khz_load_mjcf_string(s, xml, "w.xml", &opt, err, sizeof err) == 1, "%s", err);
+  ENSURE_MSG(khz_loadMJCFString(s, xml, "w.xml", &opt, err, sizeof err) == 1, "%s", err);
   static const char *const expect[] = {
       "w.xml:2: <size>: element not supported by khz (ignored)",
       "w.xml:3: <option>: attribute wind is not supported by khz (ignored)",
@@ -526,7 +526,7 @@ static void test_bad_input(void) {
   /* a spec that already holds a robot: nothing may change */
   khzSpec *s = khz_spec_new();
   char err[1024] = "";
-  ENSURE(khz_load_mjcf_string(s, two_arms, "a.xml", NULL, err, sizeof err) == 1);
+  ENSURE(khz_loadMJCFString(s, two_arms, "a.xml", NULL, err, sizeof err) == 1);
   int nb = khz_spec_nbody(s), ng = khz_spec_ngeom(s);
   khzMjcfOptions opt;
   warnings w = {0};
@@ -534,7 +534,7 @@ static void test_bad_input(void) {
   opt.name_prefix = "p_";
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     err[0] = 0;
-    int rc = khz_load_mjcf_string(s, cases[i].xml, "bad.xml", &opt, err, sizeof err);
+    int rc = khz_loadMJCFString(s, cases[i].xml, "bad.xml", &opt, err, sizeof err);
     ENSURE_MSG(rc == -1, "case %zu loaded", i);
     ENSURE_MSG(strstr(err, cases[i].expect) != NULL, "case %zu: '%s', expected '%s'", i, err,
                cases[i].expect);
@@ -544,23 +544,23 @@ static void test_bad_input(void) {
   ENSURE_MSG(w.count == 0, "warnings of failed loads were delivered: %s", w.msg[0]);
 
   /* files, and a small error buffer */
-  ENSURE(khz_load_mjcf(s, DATA "no_such_model.xml", &opt, err, sizeof err) == -1);
+  ENSURE(khz_loadMJCF(s, DATA "no_such_model.xml", &opt, err, sizeof err) == -1);
   ENSURE(strstr(err, "no_such_model.xml: cannot open") != NULL);
   char tiny[16];
-  ENSURE(khz_load_mjcf_string(s, "<robot/>", "bad.xml", &opt, tiny, sizeof tiny) == -1);
+  ENSURE(khz_loadMJCFString(s, "<robot/>", "bad.xml", &opt, tiny, sizeof tiny) == -1);
   ENSURE(strlen(tiny) == sizeof tiny - 1);
-  ENSURE(khz_load_mjcf_string(NULL, "<mujoco/>", "x.xml", &opt, err, sizeof err) == -1);
-  ENSURE(khz_load_mjcf_string(s, NULL, "x.xml", &opt, err, sizeof err) == -1);
+  ENSURE(khz_loadMJCFString(NULL, "<mujoco/>", "x.xml", &opt, err, sizeof err) == -1);
+  ENSURE(khz_loadMJCFString(s, NULL, "x.xml", &opt, err, sizeof err) == -1);
   ENSURE(khz_spec_nbody(s) == nb && khz_spec_ngeom(s) == ng);
   khzModel *m = compile(s);
-  khz_model_destroy(&m);
+  khz_deleteModel(&m);
   khz_spec_destroy(&s);
 
-  /* khz_load_model: an MJCF error names the file and leaves scene_out alone */
+  /* khz_loadModel: an MJCF error names the file and leaves scene_out alone */
   khzScene scene, before;
   memset(&scene, 0x5a, sizeof scene);
   before = scene;
-  m = khz_load_model(DATA "no_such_model.xml", &scene, err, sizeof err);
+  m = khz_loadModel(DATA "no_such_model.xml", &scene, err, sizeof err);
   ENSURE(m == NULL && strstr(err, "no_such_model.xml") != NULL);
   ENSURE(memcmp(&scene, &before, sizeof scene) == 0);
 }

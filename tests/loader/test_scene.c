@@ -1,6 +1,6 @@
 /* test_scene.c — the scene loader (loader/src/scene.c): the embedded default
  * scene, a fixture that uses every key of the format, the derived inertias,
- * khz_load_model by extension, and every kind of bad input, each of which must
+ * khz_loadModel by extension, and every kind of bad input, each of which must
  * fail with one "FILE:LINE:COL: key 'PATH': PROBLEM" message and leave the scene
  * untouched. Fixtures: tests/loader/data/scene_*. */
 #include <stdio.h>
@@ -42,7 +42,7 @@ static khzGeomSpec *spec_geom(khzSpec *spec, int body) {
 static void test_default(void) {
   char err[1024] = "";
   khzScene s;
-  int rc = khz_load_default_scene(&s, err, sizeof err);
+  int rc = khz_loadDefaultScene(&s, err, sizeof err);
   ENSURE_MSG(rc == 0, "%s", err);
   if (rc) return;
   ENSURE(strcmp(s.name, "default") == 0);
@@ -54,7 +54,7 @@ static void test_default(void) {
   khzModel *m = khz_compile(s.spec, err, sizeof err);
   ENSURE_MSG(m != NULL, "%s", err);
   if (!m) {
-    khz_scene_free(&s);
+    khz_deleteScene(&s);
     return;
   }
   ENSURE_NEAR(m->timestep, 1e-3, 1e-15);
@@ -120,30 +120,30 @@ static void test_default(void) {
   }
   int tool = khz_name2body(m, "arm/tool");
   ENSURE(tool > 0 && d->xpos[3 * tool + 2] > top + 0.3);
-  khz_data_destroy(&d);
+  khz_deleteData(&d);
 
   /* the file on disk is the embedded one */
   khzScene s2;
-  khzModel *m2 = khz_load_model("scenes/default.yaml", &s2, err, sizeof err);
+  khzModel *m2 = khz_loadModel("scenes/default.yaml", &s2, err, sizeof err);
   ENSURE_MSG(m2 != NULL, "%s", err);
   if (m2) {
     ENSURE(m2->nq == m->nq && m2->nv == m->nv && m2->nbody == m->nbody);
     ENSURE(memcmp(m2->q0, m->q0, (size_t)m->nq * sizeof(double)) == 0);
     ENSURE(s2.spec != NULL);
-    khz_model_destroy(&m2);
-    khz_scene_free(&s2);
+    khz_deleteModel(&m2);
+    khz_deleteScene(&s2);
   }
-  khz_model_destroy(&m);
-  khz_scene_free(&s);
+  khz_deleteModel(&m);
+  khz_deleteScene(&s);
   ENSURE(s.spec == NULL);
-  khz_scene_free(&s); /* twice is harmless */
+  khz_deleteScene(&s); /* twice is harmless */
 }
 
 /* the fixture: every key, checked value by value */
 static void test_fixture(void) {
   char err[1024] = "";
   khzScene s;
-  int rc = khz_load_scene(&s, DATA "scene_fixture.yaml", err, sizeof err);
+  int rc = khz_loadScene(&s, DATA "scene_fixture.yaml", err, sizeof err);
   ENSURE_MSG(rc == 0, "%s", err);
   if (rc) return;
   khzSpec *spec = s.spec;
@@ -262,9 +262,9 @@ static void test_fixture(void) {
     ENSURE_NEAR(m->timestep, 0.002, 1e-15);
     ENSURE(m->integrator == KHZ_INT_EULER);
     ENSURE(m->gravity[2] == -1.62);
-    khz_model_destroy(&m);
+    khz_deleteModel(&m);
   }
-  khz_scene_free(&s);
+  khz_deleteScene(&s);
 }
 
 /* every bad input: -1, one message "FILE:LINE:COL: key 'KEY': ...", scene untouched */
@@ -334,7 +334,7 @@ static void test_bad_inputs(void) {
     snprintf(path, sizeof path, DATA "%s", bad[i].file);
     strcpy(err, "(none)");
 
-    int rc = khz_load_scene(&s, path, err, sizeof err);
+    int rc = khz_loadScene(&s, path, err, sizeof err);
     ENSURE_MSG(rc == -1, "%s loaded", bad[i].file);
     ENSURE_MSG(memcmp(&s, &before, sizeof s) == 0, "%s: scene changed", bad[i].file);
     printf("%s\n", err);
@@ -365,34 +365,34 @@ static void test_bad_inputs(void) {
   khzScene s;
   memset(&s, 0x5a, sizeof s);
   khzScene before = s;
-  ENSURE(khz_load_scene(&s, DATA "scene_no_such_file.yaml", err, sizeof err) == -1);
+  ENSURE(khz_loadScene(&s, DATA "scene_no_such_file.yaml", err, sizeof err) == -1);
   ENSURE(strstr(err, "scene_no_such_file.yaml") != NULL);
   ENSURE(memcmp(&s, &before, sizeof s) == 0);
 
   /* a tiny error buffer is filled, terminated, and not overrun */
   char small[16];
   memset(small, 'x', sizeof small);
-  ENSURE(khz_load_scene(&s, DATA "scene_rate_low.yaml", small, 8) == -1);
+  ENSURE(khz_loadScene(&s, DATA "scene_rate_low.yaml", small, 8) == -1);
   ENSURE(strlen(small) == 7 && small[8] == 'x');
 }
 
-/* khz_load_scene_string: the given name in messages, basedir for relative URDFs */
+/* khz_loadSceneString: the given name in messages, basedir for relative URDFs */
 static void test_strings(void) {
   char err[1024] = "";
   khzScene s;
   const char *good = "khz_scene: 1\nrobots:\n  - {name: r, urdf: scene_robot.urdf}\n";
-  int rc = khz_load_scene_string(&s, good, "inline.yaml", DATA, err, sizeof err);
+  int rc = khz_loadSceneString(&s, good, "inline.yaml", DATA, err, sizeof err);
   ENSURE_MSG(rc == 0, "%s", err);
   if (rc == 0) {
     ENSURE(strcmp(s.name, "inline") == 0);
     ENSURE(spec_joint(s.spec, "r/slide") > 0);
     ENSURE(s.contact.method == KHZ_CONTACT_PENALTY && s.rate_hz == 1000);
-    khz_scene_free(&s);
+    khz_deleteScene(&s);
   }
   rc =
-      khz_load_scene_string(&s, "khz_scene: 1\nrate_hz: 1\n", "inline.yaml", NULL, err, sizeof err);
+      khz_loadSceneString(&s, "khz_scene: 1\nrate_hz: 1\n", "inline.yaml", NULL, err, sizeof err);
   ENSURE(rc == -1 && starts_with(err, "inline.yaml:2:10: key 'rate_hz': "));
-  rc = khz_load_scene_string(&s, "khz_scene: 1\nfoo: 1\n", NULL, NULL, err, sizeof err);
+  rc = khz_loadSceneString(&s, "khz_scene: 1\nfoo: 1\n", NULL, NULL, err, sizeof err);
   ENSURE(rc == -1 && starts_with(err, "<string>:2:1: key 'foo': unknown key"));
 
   /* anchors and aliases are plain YAML and work */
@@ -401,16 +401,16 @@ static void test_strings(void) {
       "objects:\n"
       "  - &ball {name: b1, shape: sphere, size: [0.1], mass: 1}\n"
       "  - {name: b2, shape: sphere, size: [0.1], mass: 1, pos: [1, 0, 0]}\n";
-  rc = khz_load_scene_string(&s, alias, "alias.yaml", NULL, err, sizeof err);
+  rc = khz_loadSceneString(&s, alias, "alias.yaml", NULL, err, sizeof err);
   ENSURE_MSG(rc == 0, "%s", err);
-  if (rc == 0) khz_scene_free(&s);
+  if (rc == 0) khz_deleteScene(&s);
 }
 
-/* khz_load_model: by extension, compiled, scene_out only on success */
+/* khz_loadModel: by extension, compiled, scene_out only on success */
 static void test_load_model(void) {
   char err[1024] = "";
   khzScene s;
-  khzModel *m = khz_load_model(DATA "scene_robot.urdf", &s, err, sizeof err);
+  khzModel *m = khz_loadModel(DATA "scene_robot.urdf", &s, err, sizeof err);
   ENSURE_MSG(m != NULL, "%s", err);
   if (m) {
     ENSURE(m->nbody == 5 && m->nq == 3);
@@ -418,26 +418,26 @@ static void test_load_model(void) {
     ENSURE(m->timestep == 1e-3 && m->gravity[2] == -9.81 && m->integrator == KHZ_INT_RK4);
     ENSURE(s.contact.method == KHZ_CONTACT_NONE && !s.has_ground);
     ENSURE(strcmp(s.name, "scene_robot") == 0 && s.spec != NULL);
-    khz_model_destroy(&m);
-    khz_scene_free(&s);
+    khz_deleteModel(&m);
+    khz_deleteScene(&s);
   }
 
-  m = khz_load_model("default", NULL, err, sizeof err);
+  m = khz_loadModel("default", NULL, err, sizeof err);
   ENSURE_MSG(m != NULL, "%s", err);
-  khz_model_destroy(&m);
-  m = khz_load_model(DATA "scene_fixture.yaml", NULL, err, sizeof err);
+  khz_deleteModel(&m);
+  m = khz_loadModel(DATA "scene_fixture.yaml", NULL, err, sizeof err);
   ENSURE_MSG(m != NULL, "%s", err);
-  khz_model_destroy(&m);
+  khz_deleteModel(&m);
 
   /* failures leave scene_out alone */
   khzScene before;
   memset(&s, 0x5a, sizeof s);
   before = s;
-  m = khz_load_model(DATA "scene_robot.obj", &s, err, sizeof err);
+  m = khz_loadModel(DATA "scene_robot.obj", &s, err, sizeof err);
   ENSURE(m == NULL && strstr(err, "unknown model type") != NULL);
-  m = khz_load_model(DATA "no_such_robot.urdf", &s, err, sizeof err);
+  m = khz_loadModel(DATA "no_such_robot.urdf", &s, err, sizeof err);
   ENSURE(m == NULL && strstr(err, "no_such_robot.urdf") != NULL);
-  m = khz_load_model(DATA "scene_negative_mass.yaml", &s, err, sizeof err);
+  m = khz_loadModel(DATA "scene_negative_mass.yaml", &s, err, sizeof err);
   ENSURE(m == NULL && strstr(err, "objects[0].mass") != NULL);
   ENSURE(memcmp(&s, &before, sizeof s) == 0);
 }

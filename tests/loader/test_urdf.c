@@ -83,7 +83,7 @@ static void test_arm7(void) {
   char err[512] = "";
 
   /* loads silently: transmission and safety_controller are ignored */
-  int root = khz_load_urdf(s, MODELS "arm7.urdf", &opt, err, sizeof err);
+  int root = khz_loadURDF(s, MODELS "arm7.urdf", &opt, err, sizeof err);
   ENSURE_MSG(root == 1, "%s", err);
   ENSURE(w.count == 0);
   ENSURE(khz_spec_nbody(s) == 1 + 9);
@@ -159,7 +159,7 @@ static void test_arm7(void) {
   khzModel *m = compile(s);
   if (m) {
     ENSURE(m->nv == 7 && m->nq == 7);
-    khz_model_destroy(&m);
+    khz_deleteModel(&m);
   }
   khz_spec_destroy(&s);
 }
@@ -176,7 +176,7 @@ static void test_humanoid27(void) {
   opt.name_prefix = "h_";
   char err[512] = "";
 
-  int root = khz_load_urdf(s, MODELS "humanoid27.urdf", &opt, err, sizeof err);
+  int root = khz_loadURDF(s, MODELS "humanoid27.urdf", &opt, err, sizeof err);
   ENSURE_MSG(root == 1, "%s", err);
   ENSURE(w.count == 0);
   ENSURE(khz_spec_nbody(s) == 1 + 22);
@@ -221,10 +221,10 @@ static void test_humanoid27(void) {
 
   /* a second copy under another prefix; the same prefix again is refused */
   opt.name_prefix = "g_";
-  ENSURE(khz_load_urdf(s, MODELS "humanoid27.urdf", &opt, err, sizeof err) == 23);
+  ENSURE(khz_loadURDF(s, MODELS "humanoid27.urdf", &opt, err, sizeof err) == 23);
   ENSURE(find_joint(s, "g_l_knee") > 23);
   int nb = khz_spec_nbody(s), ng = khz_spec_ngeom(s);
-  ENSURE(khz_load_urdf(s, MODELS "humanoid27.urdf", &opt, err, sizeof err) == -1);
+  ENSURE(khz_loadURDF(s, MODELS "humanoid27.urdf", &opt, err, sizeof err) == -1);
   ENSURE(strstr(err, "g_pelvis") != NULL);
   ENSURE(khz_spec_nbody(s) == nb && khz_spec_ngeom(s) == ng);
 
@@ -232,7 +232,7 @@ static void test_humanoid27(void) {
   khzModel *m = compile(s);
   if (m) {
     ENSURE(m->nv == 54 && m->nq == 56);
-    khz_model_destroy(&m);
+    khz_deleteModel(&m);
   }
   khz_spec_destroy(&s);
 }
@@ -245,7 +245,7 @@ static void test_inertia_rotation(void) {
   khzUrdfOptions opt;
   options(&opt, &w);
   char err[512] = "";
-  ENSURE_MSG(khz_load_urdf(s, DATA "inertia_rotated.urdf", &opt, err, sizeof err) == 1, "%s",
+  ENSURE_MSG(khz_loadURDF(s, DATA "inertia_rotated.urdf", &opt, err, sizeof err) == 1, "%s",
              err);
   ENSURE(w.count == 0);
   ENSURE(khz_spec_nbody(s) == 4);
@@ -295,7 +295,7 @@ static void test_inertia_rotation(void) {
   ENSURE_NEAR(g->rgba[1], 0, 0);
 
   khzModel *m = compile(s);
-  khz_model_destroy(&m);
+  khz_deleteModel(&m);
   khz_spec_destroy(&s);
 }
 
@@ -308,7 +308,7 @@ static void test_joint_types(void) {
   options(&opt, &w);
   opt.base_pos[0] = 3;
   char err[512] = "";
-  ENSURE_MSG(khz_load_urdf(s, DATA "joint_types.urdf", &opt, err, sizeof err) == 1, "%s", err);
+  ENSURE_MSG(khz_loadURDF(s, DATA "joint_types.urdf", &opt, err, sizeof err) == 1, "%s", err);
   ENSURE(w.count == 0); /* <gazebo> and <calibration> are ignored silently */
 
   /* topological order although joints come before links and children first;
@@ -371,7 +371,7 @@ static void test_joint_types(void) {
   khzModel *m = compile(s);
   if (m) {
     ENSURE(m->nv == 6 + 1 + 1);
-    khz_model_destroy(&m);
+    khz_deleteModel(&m);
   }
   khz_spec_destroy(&s);
 }
@@ -391,7 +391,7 @@ static void test_meshes(void) {
      * or KHZ_PACKAGE_PATH */
     opt.package_path = paths[k];
     if (!paths[k]) setenv("KHZ_PACKAGE_PATH", "/nonexistent:" DATA "pkg", 1);
-    ENSURE_MSG(khz_load_urdf(s, DATA "mesh_package.urdf", &opt, err, sizeof err) == 1, "%s", err);
+    ENSURE_MSG(khz_loadURDF(s, DATA "mesh_package.urdf", &opt, err, sizeof err) == 1, "%s", err);
     if (!paths[k]) unsetenv("KHZ_PACKAGE_PATH");
 
     /* the missing mesh: one warning naming the file, link and path tried */
@@ -431,7 +431,7 @@ static void test_meshes(void) {
   options(&opt, &w);
   opt.package_path = "/nonexistent";
   char err[512] = "";
-  ENSURE(khz_load_urdf(s, DATA "mesh_package.urdf", &opt, err, sizeof err) == 1);
+  ENSURE(khz_loadURDF(s, DATA "mesh_package.urdf", &opt, err, sizeof err) == 1);
   ENSURE(w.count == 2);
   ENSURE(khz_spec_ngeom(s) == 2);
   khz_spec_destroy(&s);
@@ -451,23 +451,23 @@ static void test_string(void) {
       "<inertia ixx='1' ixy='0' ixz='0' iyy='1' iyz='0' izz='1'/></inertial></link>\n"
       "  <unknown_thing/>\n"
       "</robot>\n";
-  ENSURE(khz_load_urdf_string(s, xml, "inline.urdf", NULL, &opt, err, sizeof err) == 1);
+  ENSURE(khz_loadURDFString(s, xml, "inline.urdf", NULL, &opt, err, sizeof err) == 1);
   ENSURE(w.count == 1 && strstr(w.last, "inline.urdf:3: <unknown_thing>") != NULL);
 
   /* errors name the given name and the line */
   int nb = khz_spec_nbody(s);
-  ENSURE(khz_load_urdf_string(s, "<robot><link name='a'></robot>", "broken.urdf", NULL, &opt,
+  ENSURE(khz_loadURDFString(s, "<robot><link name='a'></robot>", "broken.urdf", NULL, &opt,
                               err, sizeof err) == -1);
   ENSURE_MSG(strstr(err, "broken.urdf:1: malformed XML") != NULL, "%s", err);
-  ENSURE(khz_load_urdf_string(s, "", "empty.urdf", NULL, &opt, err, sizeof err) == -1);
+  ENSURE(khz_loadURDFString(s, "", "empty.urdf", NULL, &opt, err, sizeof err) == -1);
   ENSURE(strstr(err, "empty.urdf") != NULL);
-  ENSURE(khz_load_urdf(s, DATA "does_not_exist.urdf", &opt, err, sizeof err) == -1);
+  ENSURE(khz_loadURDF(s, DATA "does_not_exist.urdf", &opt, err, sizeof err) == -1);
   ENSURE(strstr(err, "does_not_exist.urdf") != NULL);
   ENSURE(khz_spec_nbody(s) == nb);
 
   /* a tiny errsz truncates but terminates */
   char tiny[8];
-  ENSURE(khz_load_urdf(s, DATA "bad_loop.urdf", &opt, tiny, sizeof tiny) == -1);
+  ENSURE(khz_loadURDF(s, DATA "bad_loop.urdf", &opt, tiny, sizeof tiny) == -1);
   ENSURE(strlen(tiny) == 7);
   khz_spec_destroy(&s);
 }
@@ -516,7 +516,7 @@ static void test_bad_input(void) {
   options(&opt, &w);
   opt.name_prefix = "arm_";
   char err[512] = "";
-  ENSURE(khz_load_urdf(s, MODELS "arm7.urdf", &opt, err, sizeof err) == 1);
+  ENSURE(khz_loadURDF(s, MODELS "arm7.urdf", &opt, err, sizeof err) == 1);
   opt.name_prefix = "";
   int nb = khz_spec_nbody(s), ng = khz_spec_ngeom(s);
   double m = total_mass(s, 0);
@@ -526,7 +526,7 @@ static void test_bad_input(void) {
     char path[256];
     snprintf(path, sizeof path, DATA "%s", c->file);
     err[0] = 0;
-    int r = khz_load_urdf(s, path, &opt, err, sizeof err);
+    int r = khz_loadURDF(s, path, &opt, err, sizeof err);
     ENSURE_MSG(r == -1, "%s loaded", c->file);
     ENSURE_MSG(strncmp(err, path, strlen(path)) == 0, "%s: %s", c->file, err);
     ENSURE_MSG(strstr(err, c->where) != NULL, "%s: want '%s' in: %s", c->file, c->where, err);

@@ -27,7 +27,7 @@ static void nap_us(long us) {
 
 static khzModel *default_model(void) {
   char err[1024];
-  khzModel *m = khz_load_model("default", NULL, err, sizeof err);
+  khzModel *m = khz_loadModel("default", NULL, err, sizeof err);
   if (!m) fprintf(stderr, "default scene: %s\n", err);
   return m;
 }
@@ -530,7 +530,7 @@ int main(void) {
     test_reset_pause(m);
     test_haptic_wrench_pd(m);
     test_fast_drops(m);
-    khz_model_destroy(&m);
+    khz_deleteModel(&m);
   }
   return ensure_report();
 }

@@ -237,7 +237,7 @@ static figures compare_file(const char *path, int trials, int expect_warnings, d
   khz_mjcf_defaultOptions(&opt);
   opt.warn = count_warning;
   nwarn = 0;
-  int rc = khz_load_mjcf(s, path, &opt, err, sizeof err);
+  int rc = khz_loadMJCF(s, path, &opt, err, sizeof err);
   ENSURE_MSG(rc >= 0, "%s", err);
   khzModel *m = rc >= 0 ? khz_compile(s, err, sizeof err) : NULL;
   khz_spec_destroy(&s);
@@ -248,7 +248,7 @@ static figures compare_file(const char *path, int trials, int expect_warnings, d
   mjModel *mm = mj_loadXML(path, NULL, err, sizeof err);
   ENSURE_MSG(mm != NULL, "mujoco: %s", err);
   if (!m || !mm) {
-    khz_model_destroy(&m);
+    khz_deleteModel(&m);
     if (mm) mj_deleteModel(mm);
     return f;
   }
@@ -358,7 +358,7 @@ static figures compare_file(const char *path, int trials, int expect_warnings, d
       f.qdd = fmax(f.qdd, num / fmax(den, 1e-12));
     }
     free(tau), free(qdd), free(M), free(Mm);
-    khz_data_destroy(&d);
+    khz_deleteData(&d);
     mj_deleteData(md);
   }
   printf(
@@ -376,7 +376,7 @@ static figures compare_file(const char *path, int trials, int expect_warnings, d
   ENSURE_MSG(f.q0 < TOL, "%s q0: %g", path, f.q0);
   ENSURE_MSG(f.props < TOL, "%s joint properties: %g", path, f.props);
   free(jointmap), free(bodymap), free(qmap), free(dofmap);
-  khz_model_destroy(&m);
+  khz_deleteModel(&m);
   mj_deleteModel(mm);
   return f;
 }

@@ -37,7 +37,7 @@ static void compare(const khzModel *m, mjModel *mm, const char *prefix, int tria
   int nv = m->nv;
   ENSURE_MSG(nv == mm->nv, "nv %d vs mujoco %d", nv, mm->nv);
   if (nv != mm->nv) {
-    khz_data_destroy(&d);
+    khz_deleteData(&d);
     mj_deleteData(md);
     return;
   }
@@ -93,7 +93,7 @@ static void compare(const khzModel *m, mjModel *mm, const char *prefix, int tria
     *worst_M = fmax(*worst_M, num / den);
   }
   free(tau), free(qdd), free(M), free(Mm), free(dofmap), free(qmap);
-  khz_data_destroy(&d);
+  khz_deleteData(&d);
   mj_deleteData(md);
 }
 
@@ -115,7 +115,7 @@ static void part_random_trees(void) {
       ENSURE_MSG(eM < 1e-9, "M vs mujoco: %g", eM);
       mj_deleteModel(mm);
     }
-    khz_model_destroy(&m);
+    khz_deleteModel(&m);
   }
 }
 
@@ -128,7 +128,7 @@ static void part_urdf(const char *path, double tol) {
   khzSpec *s = khz_spec_new();
   khzUrdfOptions opt;
   khz_urdf_defaultOptions(&opt);
-  int rc = khz_load_urdf(s, path, &opt, err, sizeof err);
+  int rc = khz_loadURDF(s, path, &opt, err, sizeof err);
   ENSURE_MSG(rc >= 0, "%s", err);
   khzModel *m = rc >= 0 ? khz_compile(s, err, sizeof err) : NULL;
   khz_spec_destroy(&s);
@@ -164,7 +164,7 @@ static void part_urdf(const char *path, double tol) {
     mj_deleteModel(exact);
   }
   if (mm) mj_deleteModel(mm);
-  khz_model_destroy(&m);
+  khz_deleteModel(&m);
 }
 
 /* torque-free asymmetric body, RK4 at 1 ms in both engines for 5 s */
@@ -206,8 +206,8 @@ static void part_free_body(void) {
   ENSURE_MSG(worst < 1e-8, "free body trajectory differs from mujoco by %g", worst);
   mj_deleteData(md);
   mj_deleteModel(mm);
-  khz_data_destroy(&d);
-  khz_model_destroy(&m);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
 }
 
 int main(void) {

@@ -58,8 +58,8 @@ int main(void) {
     printf("%s: %ld heap calls in 10000 steps\n", integ ? "euler" : "rk4", allocations);
     ENSURE(allocations == 0);
     ENSURE(d->warning[KHZ_WARN_STACK] == 0);
-    khz_data_destroy(&d);
-    khz_model_destroy(&m);
+    khz_deleteData(&d);
+    khz_deleteModel(&m);
   }
   return ensure_report();
 }

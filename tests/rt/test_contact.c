@@ -126,8 +126,8 @@ static void test_impulse_response(void) {
   printf("impulse response vs M^-1 J^T: worst relative error %.3g\n", worst);
   ENSURE(worst < 1e-10);
   free(M), free(jp), free(x), free(dqd), free(dvel), free(tau), free(qdd);
-  khz_data_destroy(&d);
-  khz_model_destroy(&m);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
 }
 
 int main(void) {
@@ -137,8 +137,8 @@ int main(void) {
   test_fig5(d);
   test_bowl(d);
   ENSURE(d->warning[KHZ_WARN_STACK] == 0);
-  khz_data_destroy(&d);
-  khz_model_destroy(&m);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
   test_impulse_response();
   return ensure_report();
 }

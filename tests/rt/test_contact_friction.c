@@ -80,8 +80,8 @@ static double kinetic(const khzModel *m, const khzData *d) {
 
 static void done(khzModel **m, khzData **d) {
   ENSURE((*d)->warning[KHZ_WARN_BADSTATE] == 0);
-  khz_data_destroy(d);
-  khz_model_destroy(m);
+  khz_deleteData(d);
+  khz_deleteModel(m);
 }
 
 /* a. a 10 kg box, 0.2 m half extents, pushed at its centre of mass */

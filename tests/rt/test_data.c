@@ -61,7 +61,7 @@ int main(void) {
   (void)before;
 
   /* NaN torques become zero, over-limit torques are clamped; both counted */
-  khz_model_destroy(&m);
+  khz_deleteModel(&m);
   {
     khzSpec *s = khz_spec_new();
     khzBodySpec bs;
@@ -95,8 +95,8 @@ int main(void) {
   ENSURE(tiny->warning[KHZ_WARN_STACK] >= 1);
   ENSURE(tiny->q[0] == q_before);
 
-  khz_data_destroy(&a), khz_data_destroy(&b), khz_data_destroy(&c), khz_data_destroy(&tiny);
+  khz_deleteData(&a), khz_deleteData(&b), khz_deleteData(&c), khz_deleteData(&tiny);
   ENSURE(a == NULL);
-  khz_model_destroy(&m);
+  khz_deleteModel(&m);
   return ensure_report();
 }

@@ -69,7 +69,7 @@ static void check_consistency(khzModel *m, int trials) {
   ENSURE_MSG(worst_crba < 1e-10, "ABA/CRBA mismatch %g", worst_crba);
   ENSURE_MSG(worst_ke < 1e-10, "energy/CRBA mismatch %g", worst_ke);
   free(q), free(qd), free(tau), free(qdd), free(tau2), free(bias), free(zero), free(M), free(Mc);
-  khz_data_destroy(&d);
+  khz_deleteData(&d);
 }
 
 /* jacp qd and jacr qd against central differences of a body-fixed point */
@@ -116,7 +116,7 @@ static void check_jacobian(khzModel *m) {
   printf("jacobian: worst %.3g\n", worst);
   ENSURE_MSG(worst < 1e-6, "jacobian mismatch %g", worst);
   free(jp), free(jr), free(qp), free(qm);
-  khz_data_destroy(&d);
+  khz_deleteData(&d);
 }
 
 /* gravity torques equal -sum_i J_com,i^T m_i g (virtual work) */
@@ -137,7 +137,7 @@ static void check_gravity(khzModel *m) {
   printf("gravity: %.3g\n", e);
   ENSURE(e < 1e-10);
   free(zero), free(g), free(g2), free(jp);
-  khz_data_destroy(&d);
+  khz_deleteData(&d);
 }
 
 int main(void) {
@@ -151,7 +151,7 @@ int main(void) {
     check_consistency(m, 50);
     check_jacobian(m);
     check_gravity(m);
-    khz_model_destroy(&m);
+    khz_deleteModel(&m);
   }
   return ensure_report();
 }

@@ -133,8 +133,8 @@ static void test_newton(void) {
    * allow their push of one step */
   ENSURE(fabs(d->qd[0] - w1) < 0.02 && fabs(d->qd[6] - w2) < 0.06);
   ENSURE(fabs(p1 - p0) < 1e-9);
-  khz_data_destroy(&d);
-  khz_model_destroy(&m);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
 }
 
 /* a 100 kg box landing at 2 m/s on a column of n 1 kg boxes on the ground
@@ -159,8 +159,8 @@ static int land_on_column(int n, double *vfast, double *pen) {
     khz_step(m, d);
     *pen = fmax(*pen, deepest(d));
   }
-  khz_data_destroy(&d);
-  khz_model_destroy(&m);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
   return 0;
 }
 
@@ -189,8 +189,8 @@ static double struck(double reimpact) {
     khz_step(m, d);
     pen = fmax(pen, deepest(d));
   }
-  khz_data_destroy(&d);
-  khz_model_destroy(&m);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
   return pen - rest;
 }
 
@@ -236,8 +236,8 @@ static void test_edge_landing(void) {
   printf("f. box landing from its edge, e = 0.8: kinetic energy %.6g J before, at most %.6g J "
          "after, %.6g J at 0.3 s\n", ke0, kmax, ke);
   ENSURE(kmax <= ke0 * (1 + 1e-3));
-  khz_data_destroy(&d);
-  khz_model_destroy(&m);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
 }
 
 /* g. the cylinder standing across the box (poses from the pile at rest) */
@@ -266,8 +266,8 @@ static void test_rocking(void) {
          ke);
   ENSURE(ke < 2e-4);
   ENSURE(d->warning[KHZ_WARN_BADSTATE] == 0);
-  khz_data_destroy(&d);
-  khz_model_destroy(&m);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
 }
 
 /* h. n boxes in a row along x, each overlapping the next by 0.1 mm, box i
@@ -292,8 +292,8 @@ static int row_impact(int n, double *dp) {
   *dp = fabs(p1 - p0);
   int warn = d->warning[KHZ_WARN_IMPULSE];
   ENSURE(d->ncontact == n - 1);
-  khz_data_destroy(&d);
-  khz_model_destroy(&m);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
   return warn;
 }
 

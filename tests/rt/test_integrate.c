@@ -58,8 +58,8 @@ static void test_chain_energy(khzIntegrator integ, double tol) {
          integ == KHZ_INT_RK4 ? "RK4" : "Euler", emax, rel, kemax, e0, ke + pe);
   ENSURE_MSG(rel < tol, "energy drift %g", rel);
   ENSURE(d->warning[KHZ_WARN_BADSTATE] == 0);
-  khz_data_destroy(&d);
-  khz_model_destroy(&m);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
 }
 
 static khzModel *free_body(const double inertia[6], const double com[3]) {
@@ -98,8 +98,8 @@ static void test_precession(void) {
   }
   printf("axisymmetric precession vs closed form, 10 s: max |w - w_exact| %.3g rad/s\n", worst);
   ENSURE_MSG(worst < 1e-9, "precession error %g", worst);
-  khz_data_destroy(&d);
-  khz_model_destroy(&m);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
 }
 
 /* angular momentum about the com (world) and linear momentum */
@@ -135,8 +135,8 @@ static void test_momentum(void) {
   printf("asymmetric body, 10 s: angular momentum rel drift %.3g, linear %.3g\n", worstL, worstp);
   ENSURE_MSG(worstL < 1e-9, "angular momentum drift %g", worstL);
   ENSURE_MSG(worstp < 1e-9, "linear momentum drift %g", worstp);
-  khz_data_destroy(&d);
-  khz_model_destroy(&m);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
 }
 
 /* a chain thrown into its joint limits: bounded penetration, no blow-up */
@@ -160,8 +160,8 @@ static void test_limits(khzIntegrator integ) {
   /* the limits are dissipative: no energy is gained (beyond the spring's store) */
   ENSURE_MSG(emax < e0 + 0.01 * fabs(e0), "energy grew from %g to %g", e0, emax);
   ENSURE_MSG(ke + pe < e0, "energy did not decrease: %g -> %g", e0, ke + pe);
-  khz_data_destroy(&d);
-  khz_model_destroy(&m);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
 }
 
 /* Coulomb friction above the gravity torque holds a pendulum (creep only) */
@@ -178,8 +178,8 @@ static void test_friction(void) {
   d2->q[0] = 0.5;
   for (int step = 0; step < 500; step++) khz_step(m2, d2);
   ENSURE(fabs(d2->q[0] - 0.5) > 0.1);
-  khz_data_destroy(&d), khz_data_destroy(&d2);
-  khz_model_destroy(&m), khz_model_destroy(&m2);
+  khz_deleteData(&d), khz_deleteData(&d2);
+  khz_deleteModel(&m), khz_deleteModel(&m2);
 }
 
 int main(void) {

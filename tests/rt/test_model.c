@@ -30,7 +30,7 @@ static void expect_error(void (*edit)(khzBodySpec *), const char *expect) {
   khzModel *m = khz_compile(s, err, sizeof err);
   ENSURE_MSG(m == NULL, "expected an error containing '%s'", expect);
   ENSURE_MSG(strstr(err, expect) != NULL, "message '%s' lacks '%s'", err, expect);
-  khz_model_destroy(&m);
+  khz_deleteModel(&m);
   khz_spec_destroy(&s);
 }
 
@@ -108,7 +108,7 @@ int main(void) {
       ENSURE(strcmp(khz_jointTypeName(KHZ_JOINT_SPHERICAL), "spherical") == 0);
       for (int k = 0; k < m->nv; k++) ENSURE(m->dof_meff[k] > 0);
     }
-    khz_model_destroy(&m);
+    khz_deleteModel(&m);
     ENSURE(m == NULL);
     khz_spec_destroy(&s);
     ENSURE(s == NULL);

@@ -37,12 +37,12 @@ void khz_urdf_defaultOptions(khzUrdfOptions *opt);
 
 /* Adds the robot in the URDF file to spec under the world body. Returns the spec
  * index of the root body, or -1 with err set (spec unchanged). */
-int khz_load_urdf(khzSpec *spec, const char *path, const khzUrdfOptions *opt, char *err,
+int khz_loadURDF(khzSpec *spec, const char *path, const khzUrdfOptions *opt, char *err,
                   size_t errsz);
 
 /* The same from a string; name is used in messages, basedir resolves relative
  * mesh paths (may be NULL). */
-int khz_load_urdf_string(khzSpec *spec, const char *xml, const char *name,
+int khz_loadURDFString(khzSpec *spec, const char *xml, const char *name,
                          const char *basedir, const khzUrdfOptions *opt, char *err,
                          size_t errsz);
 
@@ -110,11 +110,11 @@ void khz_mjcf_defaultOptions(khzMjcfOptions *opt);
  * no body), or -1 with err set (spec unchanged). Every unsupported element or
  * attribute draws one warning (with a count when it occurs several times);
  * warnings are delivered only when the load succeeds. */
-int khz_load_mjcf(khzSpec *spec, const char *path, const khzMjcfOptions *opt, char *err,
+int khz_loadMJCF(khzSpec *spec, const char *path, const khzMjcfOptions *opt, char *err,
                   size_t errsz);
 
 /* The same from a string; name is used in messages. */
-int khz_load_mjcf_string(khzSpec *spec, const char *xml, const char *name,
+int khz_loadMJCFString(khzSpec *spec, const char *xml, const char *name,
                          const khzMjcfOptions *opt, char *err, size_t errsz);
 
 /* Frees what a khzMjcfInfo owns and zeroes it. */
@@ -161,22 +161,22 @@ typedef struct khzScene {
 } khzScene;
 
 /* Loads a scene file. On error returns -1 with err set and *scene untouched. */
-int khz_load_scene(khzScene *scene, const char *path, char *err, size_t errsz);
+int khz_loadScene(khzScene *scene, const char *path, char *err, size_t errsz);
 
 /* The same from a string; basedir resolves relative paths (URDF files). */
-int khz_load_scene_string(khzScene *scene, const char *yaml, const char *name,
+int khz_loadSceneString(khzScene *scene, const char *yaml, const char *name,
                           const char *basedir, char *err, size_t errsz);
 
 /* The embedded default scene (a 7-DoF arm on a table next to loose objects). */
-int khz_load_default_scene(khzScene *scene, char *err, size_t errsz);
+int khz_loadDefaultScene(khzScene *scene, char *err, size_t errsz);
 
 /* Frees what the scene owns. */
-void khz_scene_free(khzScene *scene);
+void khz_deleteScene(khzScene *scene);
 
 /* Loads MODEL by extension: .urdf (fixed base), .xml (MJCF, with its <option>
  * timestep, gravity and integrator), .yaml/.yml (scene), or the word
  * "default" for the embedded scene. Returns the compiled model or NULL with err. */
-khzModel *khz_load_model(const char *path, khzScene *scene_out, char *err, size_t errsz);
+khzModel *khz_loadModel(const char *path, khzScene *scene_out, char *err, size_t errsz);
 
 #ifdef __cplusplus
 }

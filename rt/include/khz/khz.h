@@ -305,7 +305,7 @@ typedef struct khzModel {
    * the convex hulls of convex meshes, the BVHs and signed distance grids of
    * triangle meshes, the welded-body tables of the pair filters. Its sizes
    * depend on computation, so it is one block of its own (not in `buffer`),
-   * freed by khz_model_destroy. */
+   * freed by khz_deleteModel. */
   int *mesh_ndegenerate;  /* per mesh: zero-area triangles dropped at compile (informative;
                              points into the collision block) */
   size_t ncollision;      /* bytes of the block */
@@ -318,7 +318,7 @@ typedef struct khzModel {
 khzModel *khz_compile(const khzSpec *spec, char *err, size_t errsz);
 
 /* Frees a model and nulls the caller's pointer. */
-void khz_model_destroy(khzModel **m_p);
+void khz_deleteModel(khzModel **m_p);
 
 /* Name lookup; returns -1 when absent. */
 int khz_name2body(const khzModel *m, const char *name);
@@ -455,7 +455,7 @@ typedef struct khzData {
 khzData *khz_makeData(const khzModel *m, size_t stack_bytes);
 
 /* Frees a data and nulls the caller's pointer. */
-void khz_data_destroy(khzData **d_p);
+void khz_deleteData(khzData **d_p);
 
 /* Resets the state to q0, zero velocity, torques and wrenches, time 0. */
 void khz_resetData(const khzModel *m, khzData *d);

@@ -28,7 +28,7 @@
 
 /* ------------------------------------------------------------ filters -- */
 
-int khz_collision_filter(const khzModel *m, int g1, int g2) {
+int khz_collisionFilter(const khzModel *m, int g1, int g2) {
   const khzColModel *cm = m->collision;
   if (g1 == g2 || cm->geom[g1].shape < 0 || cm->geom[g2].shape < 0) return 0;
   int w1 = cm->weld[m->geom_body[g1]], w2 = cm->weld[m->geom_body[g2]];
@@ -40,7 +40,7 @@ int khz_collision_filter(const khzModel *m, int g1, int g2) {
 
 /* ------------------------------------------------------------- frames -- */
 
-void khz_collision_frames(const khzModel *m, const khzData *d, double *frame, double *aabb) {
+void khz_collisionFrames(const khzModel *m, const khzData *d, double *frame, double *aabb) {
   const khzColModel *cm = m->collision;
   for (int g = 0; g < m->ngeom; g++) {
     const khzColGeom *cg = &cm->geom[g];
@@ -52,7 +52,7 @@ void khz_collision_frames(const khzModel *m, const khzData *d, double *frame, do
     /* geom frame = body frame * geom offset */
     khzu_quat2mat(lr, m->geom_quat + 4 * g);
     khzu_mulMatVec3(pos, xr, m->geom_pos + 3 * g);
-    khzc_add(pos, pos, xp);
+    khzu_add3(pos, pos, xp);
     khzu_mulMat3(rot, xr, lr);
 
     /* box: rotated centre, |R| half extents */
@@ -146,7 +146,7 @@ typedef struct {
   uint32_t lo, hi; /* float keys on the sweep axis */
   int geom, pad;
 } sweep_box;
-_Static_assert(sizeof(sweep_box) == 48, "khz_collision_stackBytes counts 48 bytes per box");
+_Static_assert(sizeof(sweep_box) == 48, "khz_collisionStackBytes counts 48 bytes per box");
 
 static float round_down(double x) {
   float f = (float)x;
@@ -219,7 +219,7 @@ int khz_broadphase(const khzModel *m, khzData *d, const double *frame, const dou
       const double *x = aabb + 6 * bi->geom, *y = aabb + 6 * bj->geom;
       if (y[0] > x[3] || y[3] < x[0] || y[1] > x[4] || y[4] < x[1] || y[2] > x[5] || y[5] < x[2])
         continue;
-      if (khz_collision_filter(m, bi->geom, bj->geom))
+      if (khz_collisionFilter(m, bi->geom, bj->geom))
         emit(pairs, cap, &np, overflow, bi->geom, bj->geom);
     }
   }
@@ -228,13 +228,13 @@ int khz_broadphase(const khzModel *m, khzData *d, const double *frame, const dou
   for (int p = 0; p < cm->nplane; p++) {
     int gp = cm->planes[p];
     const double *fp = frame + 12 * gp;
-    double z[3] = {fp[3 + 2], fp[3 + 5], fp[3 + 8]}, off = khzc_dot(z, fp);
+    double z[3] = {fp[3 + 2], fp[3 + 5], fp[3 + 8]}, off = khzu_dot3(z, fp);
     for (int i = 0; i < n; i++) {
       int g = cm->bounded[i];
       const double *b = aabb + 6 * g;
       double lowest = -off;
       for (int k = 0; k < 3; k++) lowest += z[k] * (z[k] > 0 ? b[k] : b[3 + k]);
-      if (lowest <= 0 && khz_collision_filter(m, gp, g)) emit(pairs, cap, &np, overflow, gp, g);
+      if (lowest <= 0 && khz_collisionFilter(m, gp, g)) emit(pairs, cap, &np, overflow, gp, g);
     }
   }
 

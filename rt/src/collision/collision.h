@@ -23,7 +23,7 @@
  * major, its columns the geom axes). Normals point from geom B to geom A of a
  * narrow-phase call ("toward A"); the dispatcher flips them so that the
  * public normal points toward body[0]. Nothing declared here allocates except
- * the compile-time functions (khz_collision_compile, khz_hull_build,
+ * the compile-time functions (khz_collisionCompile, khz_hull_build,
  * khz_trimesh_build).
  */
 #ifndef KHZ_COLLISION_H
@@ -34,6 +34,7 @@
 #include <stdint.h>
 
 #include "khz/khz.h"
+#include "spatial.h"
 
 /* shape classes of the narrow phase, in dispatch-table order */
 typedef enum khzShape {
@@ -125,7 +126,7 @@ typedef struct khzColGeom {
   double scale;       /* a length typical of the geom (tolerances) */
 } khzColGeom;
 
-/* everything khz_collision_compile builds; one block, freed by khz_model_destroy */
+/* everything khz_collisionCompile builds; one block, freed by khz_deleteModel */
 typedef struct khzColModel {
   size_t size;
   int ngeom, nbody, nhull, ntrimesh;
@@ -148,7 +149,7 @@ typedef struct khzColModel {
  * mesh used with convex = 0 must be closed and consistently oriented, a hull
  * must span a volume. Returns 0, or -1 with a message naming the mesh, geom and
  * body in err. Allocates m->collision. */
-int khz_collision_compile(khzModel *m, char *err, size_t errsz);
+int khz_collisionCompile(khzModel *m, char *err, size_t errsz);
 
 /* Convex hull of n points (compile time; allocates). On success fills h with
  * malloc'ed arrays (khz_hull_free releases them) and returns 0; returns -1 when
@@ -290,7 +291,7 @@ void khz_col_addPoint(khzColOut *o, const double p[3], double sd, int side, int 
 
 /* Bytes of scratch khz_collide takes from the data's stack at most (a bound
  * for data.c's default stack size). */
-size_t khz_collision_stackBytes(const khzModel *m);
+size_t khz_collisionStackBytes(const khzModel *m);
 
 /* Narrow phase of geoms g0 < g1 at the given world frames (12 doubles per
  * geom: pos, rot): fills out with points whose feature carries the side
@@ -304,11 +305,11 @@ int khz_narrowphase(const khzModel *m, int g0, int g1, const double *frame, khzC
  * rigidly welded bodies (which includes two bodies welded to the world), not
  * parent and child (unless the parent is the world), and
  * (contype1 & conaffinity2) || (contype2 & conaffinity1). */
-int khz_collision_filter(const khzModel *m, int g1, int g2);
+int khz_collisionFilter(const khzModel *m, int g1, int g2);
 
 /* World frames (12 doubles per geom: pos, row-major rot) and AABBs (6 per geom:
  * lo, hi) of every geom at the current kinematics; planes get infinite bounds. */
-void khz_collision_frames(const khzModel *m, const khzData *d, double *frame, double *aabb);
+void khz_collisionFrames(const khzModel *m, const khzData *d, double *frame, double *aabb);
 
 /* Candidate pairs of bounded geoms whose AABBs overlap (sweep-and-prune on the
  * axis of largest spread, a radix sort of the lower bounds) plus plane pairs,
@@ -321,60 +322,5 @@ int khz_broadphase(const khzModel *m, khzData *d, const double *frame, const dou
 /* LSD radix sort of n 64-bit keys (ascending) with an optional int payload;
  * tmp and ptmp are scratch of n entries (ptmp may be NULL with payload NULL). */
 void khz_radixSort64(uint64_t *key, int *payload, int n, uint64_t *tmp, int *ptmp);
-
-/* ---------------------------------------------------------- small math -- */
-
-static inline void khzc_sub(double r[3], const double a[3], const double b[3]) {
-  r[0] = a[0] - b[0], r[1] = a[1] - b[1], r[2] = a[2] - b[2];
-}
-static inline void khzc_add(double r[3], const double a[3], const double b[3]) {
-  r[0] = a[0] + b[0], r[1] = a[1] + b[1], r[2] = a[2] + b[2];
-}
-static inline void khzc_scl(double r[3], const double a[3], double s) {
-  r[0] = a[0] * s, r[1] = a[1] * s, r[2] = a[2] * s;
-}
-/* r = a + s b */
-static inline void khzc_addScl(double r[3], const double a[3], const double b[3], double s) {
-  r[0] = a[0] + s * b[0], r[1] = a[1] + s * b[1], r[2] = a[2] + s * b[2];
-}
-static inline double khzc_dot(const double a[3], const double b[3]) {
-  return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
-}
-static inline void khzc_cross(double r[3], const double a[3], const double b[3]) {
-  double r0 = a[1] * b[2] - a[2] * b[1];
-  double r1 = a[2] * b[0] - a[0] * b[2];
-  double r2 = a[0] * b[1] - a[1] * b[0];
-  r[0] = r0, r[1] = r1, r[2] = r2;
-}
-static inline double khzc_norm(const double a[3]) { return sqrt(khzc_dot(a, a)); }
-/* normalises in place; returns the old length (a untouched when 0) */
-static inline double khzc_normalize(double a[3]) {
-  double n = khzc_norm(a);
-  if (n > 0) a[0] /= n, a[1] /= n, a[2] /= n;
-  return n;
-}
-static inline void khzc_copy(double r[3], const double a[3]) {
-  r[0] = a[0], r[1] = a[1], r[2] = a[2];
-}
-static inline double khzc_clamp(double x, double lo, double hi) {
-  return x < lo ? lo : x > hi ? hi : x;
-}
-
-/* closest point to p on segment [a, b]; returns its parameter t in [0, 1] */
-double khzc_closestOnSegment(const double p[3], const double a[3], const double b[3],
-                             double q[3]);
-
-/* closest points of segments [p1, q1] and [p2, q2] (Ericson 5.1.9); writes
- * parameters s, t and points c1, c2; returns the squared distance */
-double khzc_closestSegSeg(const double p1[3], const double q1[3], const double p2[3],
-                          const double q2[3], double *s, double *t, double c1[3], double c2[3]);
-
-/* closest point on triangle abc to p (Ericson 5.1.5); region: 0 face, 1..3
- * vertex a, b, c, 4..6 edge ab, bc, ca */
-void khzc_closestOnTriangle(const double p[3], const double a[3], const double b[3],
-                            const double c[3], double q[3], int *region);
-
-/* a unit vector orthogonal to unit n */
-void khzc_orthogonal(double r[3], const double n[3]);
 
 #endif /* KHZ_COLLISION_H */

@@ -14,7 +14,7 @@
  * geom size (the URDF / scene scale).
  *
  * Memory: everything lives in one block (m->collision, m->ncollision) carved
- * in two passes like the model's own buffer, freed by khz_model_destroy.
+ * in two passes like the model's own buffer, freed by khz_deleteModel.
  */
 #include <float.h>
 #include <math.h>
@@ -107,7 +107,7 @@ static int reduce_hull(khzColHull *h) {
     double d[3] = {r * cos(a), r * sin(a), z}, best = -DBL_MAX;
     int k = 0;
     for (int v = 0; v < h->nvert; v++) {
-      double x = khzc_dot(d, h->vert + 3 * v);
+      double x = khzu_dot3(d, h->vert + 3 * v);
       if (x > best) best = x, k = v;
     }
     if (!used[k]) used[k] = 1, memcpy(p + 3 * m++, h->vert + 3 * k, 3 * sizeof(double));
@@ -170,16 +170,16 @@ static int build_trimesh(const mesh_job *j, const double scale[3], khzColTrimesh
   double lo[3] = {DBL_MAX, DBL_MAX, DBL_MAX}, hi[3] = {-DBL_MAX, -DBL_MAX, -DBL_MAX}, ext[3];
   for (int i = 0; i < nv; i++)
     for (int k = 0; k < 3; k++) lo[k] = fmin(lo[k], v[3 * i + k]), hi[k] = fmax(hi[k], v[3 * i + k]);
-  khzc_sub(ext, hi, lo);
-  double L = nv ? khzc_norm(ext) : 0;
+  khzu_sub3(ext, hi, lo);
+  double L = nv ? khzu_norm3(ext) : 0;
   int nt = 0, ndeg = 0;
   for (int i = 0; i < nf; i++) {
     int a = weld[f0[3 * i]], b = weld[f0[3 * i + 1]], c = weld[f0[3 * i + 2]];
     double ab[3], ac[3], x[3];
-    khzc_sub(ab, v + 3 * b, v + 3 * a);
-    khzc_sub(ac, v + 3 * c, v + 3 * a);
-    khzc_cross(x, ab, ac);
-    if (a == b || b == c || a == c || !(0.5 * khzc_norm(x) > 1e-12 * L * L)) {
+    khzu_sub3(ab, v + 3 * b, v + 3 * a);
+    khzu_sub3(ac, v + 3 * c, v + 3 * a);
+    khzu_cross(x, ab, ac);
+    if (a == b || b == c || a == c || !(0.5 * khzu_norm3(x) > 1e-12 * L * L)) {
       ndeg++;
       continue;
     }
@@ -238,8 +238,8 @@ static int build_trimesh(const mesh_job *j, const double scale[3], khzColTrimesh
   double vol = 0;
   for (int i = 0; i < nt; i++) {
     double x[3];
-    khzc_cross(x, v + 3 * tri[3 * i + 1], v + 3 * tri[3 * i + 2]);
-    vol += khzc_dot(v + 3 * tri[3 * i], x) / 6;
+    khzu_cross(x, v + 3 * tri[3 * i + 1], v + 3 * tri[3 * i + 2]);
+    vol += khzu_dot3(v + 3 * tri[3 * i], x) / 6;
   }
   if (!(fabs(vol) > 1e-12 * L * L * L)) {
     fail(j->err, j->errsz, "%s: encloses no volume", w);
@@ -364,7 +364,7 @@ typedef struct {
   double scale[3];
 } cache_entry;
 
-int khz_collision_compile(khzModel *m, char *err, size_t errsz) {
+int khz_collisionCompile(khzModel *m, char *err, size_t errsz) {
   int ng = m->ngeom, nb = m->nbody, rc = -1;
   temps t = {0};
   cache_entry *cache = NULL;
@@ -426,7 +426,7 @@ int khz_collision_compile(khzModel *m, char *err, size_t errsz) {
         cg->scale = cg->half[2];
         break;
       case KHZ_SHAPE_BOX:
-        khzc_copy(cg->half, sz);
+        khzu_copy3(cg->half, sz);
         cg->scale = fmax(sz[0], fmax(sz[1], sz[2]));
         break;
       case KHZ_SHAPE_CYLINDER:
@@ -481,8 +481,8 @@ int khz_collision_compile(khzModel *m, char *err, size_t errsz) {
         cg->scale = fmax(cg->half[0], fmax(cg->half[1], cg->half[2]));
         for (int i = 0; i < nv; i++) {
           double dd[3];
-          khzc_sub(dd, v + 3 * i, cg->center);
-          cg->radius = fmax(cg->radius, khzc_norm(dd));
+          khzu_sub3(dd, v + 3 * i, cg->center);
+          cg->radius = fmax(cg->radius, khzu_norm3(dd));
         }
         break;
       }
@@ -492,7 +492,7 @@ int khz_collision_compile(khzModel *m, char *err, size_t errsz) {
     else if (cg->shape == KHZ_SHAPE_CAPSULE)
       cg->radius = sz[0] + sz[1];
     else if (cg->shape != KHZ_SHAPE_CONVEX && cg->shape != KHZ_SHAPE_TRIMESH)
-      cg->radius = khzc_norm(cg->half);
+      cg->radius = khzu_norm3(cg->half);
     if (cg->shape == KHZ_SHAPE_PLANE)
       t.planes[t.nplane++] = g;
     else

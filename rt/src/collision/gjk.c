@@ -21,17 +21,17 @@ typedef struct {
 static void tri_closest(const svert *s, double l[3]) {
   const double *a = s[0].w, *b = s[1].w, *c = s[2].w;
   double ab[3], ac[3], ap[3], bp[3], cp[3];
-  khzc_sub(ab, b, a);
-  khzc_sub(ac, c, a);
-  khzc_scl(ap, a, -1);
-  double d1 = khzc_dot(ab, ap), d2 = khzc_dot(ac, ap);
+  khzu_sub3(ab, b, a);
+  khzu_sub3(ac, c, a);
+  khzu_scl3(ap, a, -1);
+  double d1 = khzu_dot3(ab, ap), d2 = khzu_dot3(ac, ap);
   l[0] = l[1] = l[2] = 0;
   if (d1 <= 0 && d2 <= 0) {
     l[0] = 1;
     return;
   }
-  khzc_scl(bp, b, -1);
-  double d3 = khzc_dot(ab, bp), d4 = khzc_dot(ac, bp);
+  khzu_scl3(bp, b, -1);
+  double d3 = khzu_dot3(ab, bp), d4 = khzu_dot3(ac, bp);
   if (d3 >= 0 && d4 <= d3) {
     l[1] = 1;
     return;
@@ -42,8 +42,8 @@ static void tri_closest(const svert *s, double l[3]) {
     l[0] = 1 - v, l[1] = v;
     return;
   }
-  khzc_scl(cp, c, -1);
-  double d5 = khzc_dot(ab, cp), d6 = khzc_dot(ac, cp);
+  khzu_scl3(cp, c, -1);
+  double d5 = khzu_dot3(ab, cp), d6 = khzu_dot3(ac, cp);
   if (d6 >= 0 && d5 <= d6) {
     l[2] = 1;
     return;
@@ -74,7 +74,7 @@ static void reduce(svert *s, int *n, const double *l, double v[3], double *lout)
   v[0] = v[1] = v[2] = 0;
   for (int i = 0; i < *n; i++) {
     if (l[i] <= 0) continue;
-    khzc_addScl(v, v, s[i].w, l[i]);
+    khzu_addScl3(v, v, s[i].w, l[i]);
     lout[m] = l[i];
     s[m++] = s[i];
   }
@@ -84,11 +84,11 @@ static void reduce(svert *s, int *n, const double *l, double v[3], double *lout)
 /* origin on the far side of plane (a, b, c) from d? */
 static int outside_face(const double *a, const double *b, const double *c, const double *d) {
   double ab[3], ac[3], n[3], ad[3];
-  khzc_sub(ab, b, a);
-  khzc_sub(ac, c, a);
-  khzc_cross(n, ab, ac);
-  khzc_sub(ad, d, a);
-  double sp = -khzc_dot(a, n), sd = khzc_dot(ad, n);
+  khzu_sub3(ab, b, a);
+  khzu_sub3(ac, c, a);
+  khzu_cross(n, ab, ac);
+  khzu_sub3(ad, d, a);
+  double sp = -khzu_dot3(a, n), sd = khzu_dot3(ad, n);
   if (fabs(sd) < 1e-300) return 1; /* flat tetrahedron: test the face */
   return sp * sd < 0;
 }
@@ -101,9 +101,9 @@ static int simplex_closest(svert *s, int *n, double v[3], double *lout) {
     l[0] = 1;
   } else if (*n == 2) {
     double ab[3];
-    khzc_sub(ab, s[1].w, s[0].w);
-    double l2 = khzc_dot(ab, ab);
-    double t = l2 > 0 ? khzc_clamp(-khzc_dot(s[0].w, ab) / l2, 0, 1) : 0;
+    khzu_sub3(ab, s[1].w, s[0].w);
+    double l2 = khzu_dot3(ab, ab);
+    double t = l2 > 0 ? khzu_clamp(-khzu_dot3(s[0].w, ab) / l2, 0, 1) : 0;
     l[0] = 1 - t, l[1] = t;
   } else if (*n == 3) {
     tri_closest(s, l);
@@ -119,8 +119,8 @@ static int simplex_closest(svert *s, int *n, double v[3], double *lout) {
       svert t[3] = {s[ix[0]], s[ix[1]], s[ix[2]]};
       double lt[3], p[3] = {0, 0, 0};
       tri_closest(t, lt);
-      for (int k = 0; k < 3; k++) khzc_addScl(p, p, t[k].w, lt[k]);
-      double d2 = khzc_dot(p, p);
+      for (int k = 0; k < 3; k++) khzu_addScl3(p, p, t[k].w, lt[k]);
+      double d2 = khzu_dot3(p, p);
       if (d2 < best) {
         best = d2;
         l[0] = l[1] = l[2] = l[3] = 0;
@@ -142,24 +142,24 @@ double khz_gjk(const void *a, khzSupportFn sa, const void *b, khzSupportFn sb, d
 
   /* start from any point of A - B */
   sa(a, dir, s[0].a);
-  khzc_scl(ndir, dir, -1);
+  khzu_scl3(ndir, dir, -1);
   sb(b, ndir, s[0].b);
-  khzc_sub(s[0].w, s[0].a, s[0].b);
-  khzc_copy(v, s[0].w);
+  khzu_sub3(s[0].w, s[0].a, s[0].b);
+  khzu_copy3(v, s[0].w);
 
   for (int it = 0; it < 64; it++) {
-    double vv = khzc_dot(v, v);
+    double vv = khzu_dot3(v, v);
     if (vv <= tiny * tiny) return 0;
 
     /* new support point in direction -v */
     svert w;
-    khzc_scl(dir, v, -1);
+    khzu_scl3(dir, v, -1);
     sa(a, dir, w.a);
     sb(b, v, w.b);
-    khzc_sub(w.w, w.a, w.b);
+    khzu_sub3(w.w, w.a, w.b);
 
     /* converged: no progress toward the origin */
-    if (vv - khzc_dot(v, w.w) <= 1e-10 * vv + 1e-30) break;
+    if (vv - khzu_dot3(v, w.w) <= 1e-10 * vv + 1e-30) break;
     int dup = 0;
     for (int i = 0; i < n; i++)
       if (memcmp(s[i].w, w.w, sizeof w.w) == 0) dup = 1;
@@ -172,9 +172,9 @@ double khz_gjk(const void *a, khzSupportFn sa, const void *b, khzSupportFn sb, d
   /* closest points from the barycentric weights */
   pa[0] = pa[1] = pa[2] = pb[0] = pb[1] = pb[2] = 0;
   for (int i = 0; i < n; i++) {
-    khzc_addScl(pa, pa, s[i].a, lam[i]);
-    khzc_addScl(pb, pb, s[i].b, lam[i]);
+    khzu_addScl3(pa, pa, s[i].a, lam[i]);
+    khzu_addScl3(pb, pb, s[i].b, lam[i]);
   }
-  double d = khzc_norm(v);
+  double d = khzu_norm3(v);
   return d <= tiny ? 0 : d;
 }

@@ -35,11 +35,11 @@ typedef struct {
 static void face_plane(hctx *c, hface *f) {
   const double *a = c->p + 3 * f->v[0], *b = c->p + 3 * f->v[1], *q = c->p + 3 * f->v[2];
   double ab[3], aq[3];
-  khzc_sub(ab, b, a);
-  khzc_sub(aq, q, a);
-  khzc_cross(f->n, ab, aq);
-  khzc_normalize(f->n);
-  f->d = khzc_dot(f->n, a);
+  khzu_sub3(ab, b, a);
+  khzu_sub3(aq, q, a);
+  khzu_cross(f->n, ab, aq);
+  khzu_normalize3(f->n);
+  f->d = khzu_dot3(f->n, a);
 }
 
 static int new_face(hctx *c, int a, int b, int q) {
@@ -62,11 +62,11 @@ static int new_face(hctx *c, int a, int b, int q) {
 
 static double dist_line(const double *p, const double *a, const double *b) {
   double ab[3], ap[3], x[3];
-  khzc_sub(ab, b, a);
-  khzc_sub(ap, p, a);
-  khzc_cross(x, ab, ap);
-  double l = khzc_norm(ab);
-  return l > 0 ? khzc_norm(x) / l : khzc_norm(ap);
+  khzu_sub3(ab, b, a);
+  khzu_sub3(ap, p, a);
+  khzu_cross(x, ab, ap);
+  double l = khzu_norm3(ab);
+  return l > 0 ? khzu_norm3(x) / l : khzu_norm3(ap);
 }
 
 /* the edge index k of face f with v[k] == a and v[k+1] == b, or -1 */
@@ -96,8 +96,8 @@ int khz_hull_build(khzColHull *h, const double *pts, int n) {
       hi[k] = fmax(hi[k], pts[3 * i + k]);
     }
   double ext[3];
-  khzc_sub(ext, hi, lo);
-  double size = khzc_norm(ext);
+  khzu_sub3(ext, hi, lo);
+  double size = khzu_norm3(ext);
   if (!(size > 0)) return -1;
   double eps = 1e-10 * size;
 
@@ -108,8 +108,8 @@ int khz_hull_build(khzColHull *h, const double *pts, int n) {
   double best = 0;
   for (int i = 0; i < n; i++) {
     double dd[3];
-    khzc_sub(dd, pts + 3 * i, pts + 3 * i0);
-    if (khzc_norm(dd) > best) best = khzc_norm(dd), i1 = i;
+    khzu_sub3(dd, pts + 3 * i, pts + 3 * i0);
+    if (khzu_norm3(dd) > best) best = khzu_norm3(dd), i1 = i;
   }
   if (i1 < 0 || best < 1e-7 * size) return -1;
   best = 0;
@@ -119,16 +119,16 @@ int khz_hull_build(khzColHull *h, const double *pts, int n) {
   }
   if (i2 < 0 || best < 1e-7 * size) return -1;
   double e1[3], e2[3], pn[3];
-  khzc_sub(e1, pts + 3 * i1, pts + 3 * i0);
-  khzc_sub(e2, pts + 3 * i2, pts + 3 * i0);
-  khzc_cross(pn, e1, e2);
-  khzc_normalize(pn);
+  khzu_sub3(e1, pts + 3 * i1, pts + 3 * i0);
+  khzu_sub3(e2, pts + 3 * i2, pts + 3 * i0);
+  khzu_cross(pn, e1, e2);
+  khzu_normalize3(pn);
   best = 0;
   double sgn = 1;
   for (int i = 0; i < n; i++) {
     double dd[3];
-    khzc_sub(dd, pts + 3 * i, pts + 3 * i0);
-    double s = khzc_dot(pn, dd);
+    khzu_sub3(dd, pts + 3 * i, pts + 3 * i0);
+    double s = khzu_dot3(pn, dd);
     if (fabs(s) > best) best = fabs(s), i3 = i, sgn = s;
   }
   if (i3 < 0 || best < 1e-7 * size) return -1;
@@ -167,7 +167,7 @@ int khz_hull_build(khzColHull *h, const double *pts, int n) {
     next[i] = -1;
     if (i == i0 || i == i1 || i == i2 || i == i3) continue;
     for (int f = 0; f < 4; f++)
-      if (khzc_dot(c.f[f].n, pts + 3 * i) - c.f[f].d > eps) {
+      if (khzu_dot3(c.f[f].n, pts + 3 * i) - c.f[f].d > eps) {
         next[i] = c.f[f].head;
         c.f[f].head = i;
         break;
@@ -180,7 +180,7 @@ int khz_hull_build(khzColHull *h, const double *pts, int n) {
     int eye = -1;
     double far = -1;
     for (int q = c.f[cur].head; q >= 0; q = next[q]) {
-      double dd = khzc_dot(c.f[cur].n, pts + 3 * q) - c.f[cur].d;
+      double dd = khzu_dot3(c.f[cur].n, pts + 3 * q) - c.f[cur].d;
       if (dd > far) far = dd, eye = q;
     }
     const double *p = pts + 3 * eye;
@@ -207,7 +207,7 @@ int khz_hull_build(khzColHull *h, const double *pts, int n) {
       for (int k = 0; k < 3; k++) {
         int g = c.f[f].nb[k];
         if (g < 0 || c.f[g].mark) continue;
-        if (khzc_dot(c.f[g].n, p) - c.f[g].d > eps) {
+        if (khzu_dot3(c.f[g].n, p) - c.f[g].d > eps) {
           c.f[g].mark = 1;
           stack[nstack++] = g;
         }
@@ -265,7 +265,7 @@ int khz_hull_build(khzColHull *h, const double *pts, int n) {
       nq = next[q];
       next[q] = -1;
       for (int f = first; f < c.nf; f++)
-        if (khzc_dot(c.f[f].n, pts + 3 * q) - c.f[f].d > eps) {
+        if (khzu_dot3(c.f[f].n, pts + 3 * q) - c.f[f].d > eps) {
           next[q] = c.f[f].head;
           c.f[f].head = q;
           break;
@@ -321,7 +321,7 @@ int khz_hull_build(khzColHull *h, const double *pts, int n) {
     if (!c.f[f].alive) continue;
     for (int k = 0; k < 3; k++) {
       int g = c.f[f].nb[k];
-      if (g < 0 || !c.f[g].alive || khzc_dot(c.f[f].n, c.f[g].n) <= 1 - 1e-9 ||
+      if (g < 0 || !c.f[g].alive || khzu_dot3(c.f[f].n, c.f[g].n) <= 1 - 1e-9 ||
           fabs(c.f[f].d - c.f[g].d) >= 1e3 * eps)
         continue;
       int a = f, b = g;

@@ -66,7 +66,7 @@ void khz_col_addPoint(khzColOut *o, const double p[3], double sd, int side, int 
     if (!(sd > o->pt[k].sd)) return;
     pt = &o->pt[k];
   }
-  khzc_copy(pt->pos, p);
+  khzu_copy3(pt->pos, p);
   pt->sd = sd;
   pt->depth = 0;
   pt->weight = 1;
@@ -92,8 +92,8 @@ static void core_of(const khzColShape *s, khzColCore *c) {
   double z[3];
   axis_z(s, z);
   double h = s->shape == KHZ_SHAPE_CAPSULE ? s->size[1] : 0;
-  khzc_addScl(c->a, s->pos, z, -h);
-  khzc_addScl(c->b, s->pos, z, h);
+  khzu_addScl3(c->a, s->pos, z, -h);
+  khzu_addScl3(c->b, s->pos, z, h);
 }
 
 /* support value; a plane supports only its own normal */
@@ -101,7 +101,7 @@ static double support_h(const khzColShape *s, const double n[3]) {
   if (s->shape == KHZ_SHAPE_PLANE) {
     double z[3];
     axis_z(s, z);
-    return khzc_dot(n, z) > 1 - 1e-9 ? khzc_dot(z, s->pos) : DBL_MAX;
+    return khzu_dot3(n, z) > 1 - 1e-9 ? khzu_dot3(z, s->pos) : DBL_MAX;
   }
   return khz_shape_h(s, n);
 }
@@ -112,7 +112,7 @@ static double objective(const khzColShape *a, const khzColShape *b, const khzCol
   double m[3] = {-n[0], -n[1], -n[2]};
   double hb = support_h(b, n), ha = support_h(a, m), f = -DBL_MAX;
   for (int i = 0; i < o->npt; i++) {
-    double d = khzc_dot(n, o->pt[i].pos);
+    double d = khzu_dot3(n, o->pt[i].pos);
     double v = o->pt[i].side == 0 ? hb - d : d + ha;
     if (v > f) f = v;
   }
@@ -139,8 +139,8 @@ static double depth_below_face(const khzColShape *s, const double p[3], const do
     double cbest = -2;
     for (int f = 0; f < h->nplane; f++) {
       const double *pl = h->plane + 4 * f;
-      double c = khzc_dot(pl, ld);
-      if (c > cbest) cbest = c, v = (pl[3] - khzc_dot(pl, lp)) / c;
+      double c = khzu_dot3(pl, ld);
+      if (c > cbest) cbest = c, v = (pl[3] - khzu_dot3(pl, lp)) / c;
     }
   }
   return v > 0 ? v : 0;
@@ -153,7 +153,7 @@ static double set_depths(const khzColShape *a, const khzColShape *b, khzColOut *
   double hb = support_h(b, n), ha = support_h(a, m), best = 0;
   for (int i = 0; i < o->npt; i++) {
     int side = o->pt[i].side;
-    double d = khzc_dot(n, o->pt[i].pos);
+    double d = khzu_dot3(n, o->pt[i].pos);
     double v = side == 0 ? hb - d : d + ha;
     if (!(v > 0)) v = 0;
     /* a point inside a cylinder is no deeper than the way out of it along the
@@ -168,7 +168,7 @@ static double set_depths(const khzColShape *a, const khzColShape *b, khzColOut *
     const khzColShape *other = side == 0 ? b : a;
     if (v > 0 && other->shape == KHZ_SHAPE_CYLINDER) {
       double end[3], t[2];
-      khzc_addScl(end, o->pt[i].pos, side == 0 ? n : m, 2 * v);
+      khzu_addScl3(end, o->pt[i].pos, side == 0 ? n : m, 2 * v);
       if (khz_shape_clip(other, o->pt[i].pos, end, t) && t[0] <= 1e-9) v = fmin(v, 2 * v * t[1]);
       else v = 0;
     }
@@ -191,7 +191,7 @@ static double set_depths(const khzColShape *a, const khzColShape *b, khzColOut *
     o->pt[i].depth = v;
     if (v > best) best = v;
   }
-  khzc_copy(o->normal, n);
+  khzu_copy3(o->normal, n);
   return best;
 }
 
@@ -202,7 +202,7 @@ static double sd_depths(khzColOut *o, const double n[3]) {
     o->pt[i].depth = o->pt[i].sd > 0 ? o->pt[i].sd : 0;
     if (o->pt[i].depth > best) best = o->pt[i].depth;
   }
-  khzc_copy(o->normal, n);
+  khzu_copy3(o->normal, n);
   return best;
 }
 
@@ -236,7 +236,7 @@ static void vcache_init(vcache *c, const khzColShape *s, const khzColShape *othe
   for (int i = 0; i < 3; i++)
     for (int j = 0; j < 3; j++)
       R[3 * i + j] = Ro[i] * Rs[j] + Ro[3 + i] * Rs[3 + j] + Ro[6 + i] * Rs[6 + j];
-  khzc_sub(dp, s->pos, other->pos);
+  khzu_sub3(dp, s->pos, other->pos);
   for (int i = 0; i < 3; i++) t[i] = Ro[i] * dp[0] + Ro[3 + i] * dp[1] + Ro[6 + i] * dp[2];
   for (int i = 0; i < c->n; i++) {
     double x[3], *w = c->w + 3 * i, *l = c->l + 3 * i;
@@ -247,7 +247,7 @@ static void vcache_init(vcache *c, const khzColShape *s, const khzColShape *othe
   }
 }
 
-static void vert(const vcache *c, int i, double out[3]) { khzc_copy(out, c->w + 3 * i); }
+static void vert(const vcache *c, int i, double out[3]) { khzu_copy3(out, c->w + 3 * i); }
 
 /* is q (geom frame of s) within the bounds and the bounding sphere of s? */
 static int in_bounds(const khzColShape *s, const double q[3]) {
@@ -256,8 +256,8 @@ static int in_bounds(const khzColShape *s, const double q[3]) {
   if (!(q[0] >= s->lo[0] - tol && q[0] <= s->hi[0] + tol && q[1] >= s->lo[1] - tol &&
         q[1] <= s->hi[1] + tol && q[2] >= s->lo[2] - tol && q[2] <= s->hi[2] + tol))
     return 0;
-  khzc_sub(d, q, s->lcenter);
-  return khzc_dot(d, d) <= r * r;
+  khzu_sub3(d, q, s->lcenter);
+  return khzu_dot3(d, d) <= r * r;
 }
 
 /* can segment [a, b] (geom frame of s) meet the bounds of s? the bounding
@@ -265,9 +265,9 @@ static int in_bounds(const khzColShape *s, const double q[3]) {
 static int segment_in_bounds(const khzColShape *s, const double a[3], const double b[3]) {
   if (s->shape == KHZ_SHAPE_PLANE) return 1;
   double t0 = 0, t1 = 1, tol = 1e-9 * s->scale, c[3], d[3], r = s->bradius + tol;
-  khzc_closestOnSegment(s->lcenter, a, b, c);
-  khzc_sub(d, c, s->lcenter);
-  if (khzc_dot(d, d) > r * r) return 0;
+  khzu_closestOnSegment(s->lcenter, a, b, c);
+  khzu_sub3(d, c, s->lcenter);
+  if (khzu_dot3(d, d) > r * r) return 0;
   for (int k = 0; k < 3; k++) {
     double d = b[k] - a[k], lo = s->lo[k] - tol, hi = s->hi[k] + tol;
     if (fabs(d) < 1e-300) {
@@ -310,19 +310,19 @@ static void edges_crossing(const vcache *vc, int side, khzColOut *o, int *list, 
     if (!segment_in_bounds(other, a, b) || !khz_shape_clipLocal(other, a, b, t)) continue;
     const double *p0 = vc->w + 3 * v[0], *p1 = vc->w + 3 * v[1];
     double dir[3];
-    khzc_sub(dir, p1, p0);
+    khzu_sub3(dir, p1, p0);
     int cross = 0;
     for (int end = 0; end < 2; end++) {
       if (end == 0 ? !(t[0] > 1e-9) : !(t[1] < 1 - 1e-9)) continue;
-      khzc_addScl(c, p0, dir, t[end]);
+      khzu_addScl3(c, p0, dir, t[end]);
       cross = 1;
       /* an edge that grazes a face (lies in its plane, as the edges of two
        * aligned boxes of one size do) crosses it at a place set by round-off:
        * such points would come and go anywhere along the edge */
       double nrm[3];
       khz_shape_sd(other, c, nrm);
-      double dl = sqrt(khzc_dot(dir, dir));
-      if (dl > 0 && fabs(khzc_dot(dir, nrm)) < KHZ_GRAZE * dl * sqrt(khzc_dot(nrm, nrm))) continue;
+      double dl = sqrt(khzu_dot3(dir, dir));
+      if (dl > 0 && fabs(khzu_dot3(dir, nrm)) < KHZ_GRAZE * dl * sqrt(khzu_dot3(nrm, nrm))) continue;
       khz_col_addPoint(o, c, 0, side, KHZ_FEATURE(KHZ_FEAT_EDGE, 2 * e + end));
     }
     if (!cross || !list || *nlist >= KHZ_MAXCROSS) continue;
@@ -342,7 +342,7 @@ static void edges_crossing(const vcache *vc, int side, khzColOut *o, int *list, 
 
 static double way_out(const khzColShape *other, const double q[3], const double dir[3], double len) {
   double end[3], t[2];
-  khzc_addScl(end, q, dir, len);
+  khzu_addScl3(end, q, dir, len);
   if (!khz_shape_clip(other, q, end, t) || t[0] > 1e-9) return 0;
   return t[1] * len;
 }
@@ -352,23 +352,23 @@ static void generator_points(const khzColShape *s, const khzColShape *other, int
                              khzColOut *o) {
   double t[2], d[3], q[3];
   if (!khz_shape_clip(other, p0, p1, t) || !(t[1] > t[0])) return;
-  khzc_sub(d, p1, p0);
+  khzu_sub3(d, p1, p0);
   for (int e = 0; e < 2 && ends; e++) {
     if (!(t[e] > 1e-9 && t[e] < 1 - 1e-9)) continue;
-    khzc_addScl(q, p0, d, t[e]);
+    khzu_addScl3(q, p0, d, t[e]);
     khz_col_addPoint(o, q, 0, side, KHZ_FEATURE(KHZ_FEAT_RIM, 2 + e));
   }
   if (other->shape != KHZ_SHAPE_CYLINDER) return;
   double out[3], len = 4 * (other->bradius + s->bradius), lo = t[0], hi = t[1];
-  khzc_scl(out, n, side == 0 ? 1 : -1);
+  khzu_scl3(out, n, side == 0 ? 1 : -1);
   for (int it = 0; it < KHZ_GENERATOR_SEARCH; it++) {
     double a = lo + (hi - lo) / 3, b = hi - (hi - lo) / 3, qa[3], qb[3];
-    khzc_addScl(qa, p0, d, a);
-    khzc_addScl(qb, p0, d, b);
+    khzu_addScl3(qa, p0, d, a);
+    khzu_addScl3(qb, p0, d, b);
     if (way_out(other, qa, out, len) < way_out(other, qb, out, len)) lo = a;
     else hi = b;
   }
-  khzc_addScl(q, p0, d, 0.5 * (lo + hi));
+  khzu_addScl3(q, p0, d, 0.5 * (lo + hi));
   double sd = khz_shape_sd(other, q, NULL);
   if (sd > 0) khz_col_addPoint(o, q, sd, side, KHZ_FEATURE(KHZ_FEAT_RIM, 4));
 }
@@ -381,11 +381,11 @@ static void rim_points(const khzColShape *s, const khzColShape *other, int side,
   if (s->shape != KHZ_SHAPE_CYLINDER) return;
   double z[3], u[3];
   axis_z(s, z);
-  khzc_addScl(u, n, z, -khzc_dot(n, z));
+  khzu_addScl3(u, n, z, -khzu_dot3(n, z));
   /* a rim nearly parallel to the contact plane: its samples lie within
    * r (1 - cos(pi/16)) KHZ_RIM_TILT of its lowest point, and that point's
    * place along the rim is ill-conditioned (it swings round with the tilt) */
-  if (khzc_normalize(u) < KHZ_RIM_TILT) return;
+  if (khzu_normalize3(u) < KHZ_RIM_TILT) return;
   double sgn = side == 0 ? -1 : 1;
   /* on a rim sample already (to 0.1 um): the sample, a material point, is
    * the contact; a second point in the same place would only flicker */
@@ -396,8 +396,8 @@ static void rim_points(const khzColShape *s, const khzColShape *other, int side,
   int on_sample = s->size[0] * (1 - cos(off)) < 1e-7;
   double p[2][3];
   for (int rim = 0; rim < 2; rim++) {
-    khzc_addScl(p[rim], s->pos, z, rim ? s->size[1] : -s->size[1]);
-    khzc_addScl(p[rim], p[rim], u, sgn * s->size[0]);
+    khzu_addScl3(p[rim], s->pos, z, rim ? s->size[1] : -s->size[1]);
+    khzu_addScl3(p[rim], p[rim], u, sgn * s->size[0]);
     double sd = khz_shape_sd(other, p[rim], NULL);
     if (sd >= 0 && !on_sample) khz_col_addPoint(o, p[rim], sd, side, KHZ_FEATURE(KHZ_FEAT_RIM, rim));
   }
@@ -414,21 +414,21 @@ static int facet_normals(const khzColShape *s, const double p[3], double (*out)[
     for (int k = 0; k < 3; k++)
       for (int sg = 1; sg >= -1; sg -= 2) {
         double ax[3] = {sg * s->rot[k], sg * s->rot[3 + k], sg * s->rot[6 + k]};
-        khzc_copy(out[n++], ax);
+        khzu_copy3(out[n++], ax);
       }
   } else if (s->shape == KHZ_SHAPE_CYLINDER) {
     double z[3], r[3];
     axis_z(s, z);
-    khzc_copy(out[n++], z);
-    khzc_scl(out[n++], z, -1);
-    khzc_sub(r, p, s->pos);
-    khzc_addScl(r, r, z, -khzc_dot(r, z));
-    if (khzc_normalize(r) > 1e-12) khzc_copy(out[n++], r);
+    khzu_copy3(out[n++], z);
+    khzu_scl3(out[n++], z, -1);
+    khzu_sub3(r, p, s->pos);
+    khzu_addScl3(r, r, z, -khzu_dot3(r, z));
+    if (khzu_normalize3(r) > 1e-12) khzu_copy3(out[n++], r);
   } else if (s->shape == KHZ_SHAPE_CONVEX) {
     for (int f = 0; f < s->hull->nplane && n < cap; f++) {
       double w[3];
       khz_shape_toWorld(s, s->hull->plane + 4 * f, w);
-      khzc_sub(out[n++], w, s->pos);
+      khzu_sub3(out[n++], w, s->pos);
     }
   }
   return n;
@@ -443,7 +443,7 @@ static int rims_plane(const khzColShape *a, const khzColShape *b, khzColOut *o) 
   o->npt = 0;
   if (b->shape != KHZ_SHAPE_CYLINDER) return 0;
   axis_z(a, n);
-  khzc_scl(n, n, -1);
+  khzu_scl3(n, n, -1);
   rim_points(b, a, 1, n, o);
   return set_depths(a, b, o, n) > 0;
 }
@@ -470,8 +470,8 @@ static double overlap(const khzColShape *a, const khzColShape *b, const double n
 
 static void consider(nsearch *ns, const double cand[3]) {
   double n[3];
-  khzc_copy(n, cand);
-  if (khzc_normalize(n) < 1e-12) return;
+  khzu_copy3(n, cand);
+  if (khzu_normalize3(n) < 1e-12) return;
   double f = objective(ns->a, ns->b, ns->o, n);
   if (ns->sat) {
     /* the translation that separates A along n is the overlap of the two
@@ -481,12 +481,12 @@ static void consider(nsearch *ns, const double cand[3]) {
     f = fmax(f, overlap(ns->a, ns->b, n));
   }
   if (!ns->have || f < ns->best - ns->tie) {
-    if (ns->have && khzc_dot(ns->n, n) < 0.99) ns->second = ns->best, khzc_copy(ns->n2, ns->n), ns->have2 = 1;
+    if (ns->have && khzu_dot3(ns->n, n) < 0.99) ns->second = ns->best, khzu_copy3(ns->n2, ns->n), ns->have2 = 1;
     ns->best = f;
-    khzc_copy(ns->n, n);
+    khzu_copy3(ns->n, n);
     ns->have = 1;
-  } else if (khzc_dot(ns->n, n) < 0.99 && (!ns->have2 || f < ns->second)) {
-    ns->second = f, khzc_copy(ns->n2, n), ns->have2 = 1;
+  } else if (khzu_dot3(ns->n, n) < 0.99 && (!ns->have2 || f < ns->second)) {
+    ns->second = f, khzu_copy3(ns->n2, n), ns->have2 = 1;
   }
 }
 
@@ -507,7 +507,7 @@ static void facet_candidates(nsearch *ns, const khzColShape *s, double sign, con
           ln[0] = ln[1] = ln[2] = 0;
           ln[k] = sign * sg;
           khz_shape_toWorld(s, ln, w);
-          khzc_sub(w, w, s->pos);
+          khzu_sub3(w, w, s->pos);
           consider(ns, w);
         }
       break;
@@ -519,7 +519,7 @@ static void facet_candidates(nsearch *ns, const khzColShape *s, double sign, con
         if (!on) continue;
         double z[3];
         axis_z(s, z);
-        khzc_scl(w, z, sign * sg);
+        khzu_scl3(w, z, sign * sg);
         consider(ns, w);
       }
       /* side: the radial direction at the deepest side point and at their mean */
@@ -533,10 +533,10 @@ static void facet_candidates(nsearch *ns, const khzColShape *s, double sign, con
       }
       for (int c = 0; c < 2 && nside; c++) {
         ln[0] = c ? mean[0] : loc[3 * kd], ln[1] = c ? mean[1] : loc[3 * kd + 1], ln[2] = 0;
-        if (khzc_normalize(ln) == 0) continue;
-        khzc_scl(ln, ln, sign);
+        if (khzu_normalize3(ln) == 0) continue;
+        khzu_scl3(ln, ln, sign);
         khz_shape_toWorld(s, ln, w);
-        khzc_sub(w, w, s->pos);
+        khzu_sub3(w, w, s->pos);
         consider(ns, w);
       }
       break;
@@ -546,11 +546,11 @@ static void facet_candidates(nsearch *ns, const khzColShape *s, double sign, con
       for (int f = 0; f < h->nplane; f++) {
         const double *pl = h->plane + 4 * f;
         int on = 0;
-        for (int i = 0; i < o->npt && !on; i++) on = fabs(khzc_dot(pl, loc + 3 * i) - pl[3]) <= tol;
+        for (int i = 0; i < o->npt && !on; i++) on = fabs(khzu_dot3(pl, loc + 3 * i) - pl[3]) <= tol;
         if (!on) continue;
-        khzc_scl(ln, pl, sign);
+        khzu_scl3(ln, pl, sign);
         khz_shape_toWorld(s, ln, w);
-        khzc_sub(w, w, s->pos);
+        khzu_sub3(w, w, s->pos);
         consider(ns, w);
       }
       break;
@@ -592,15 +592,15 @@ static double refine_from(const nsearch *ns, double n[3]);
  * cylinders have minima in several basins) */
 static void refine_normal(nsearch *ns) {
   double n[3], f;
-  khzc_copy(n, ns->n);
+  khzu_copy3(n, ns->n);
   f = refine_from(ns, n);
   if (ns->have2) {
     double n2[3];
-    khzc_copy(n2, ns->n2);
+    khzu_copy3(n2, ns->n2);
     double f2 = refine_from(ns, n2);
-    if (f2 < f) f = f2, khzc_copy(n, n2);
+    if (f2 < f) f = f2, khzu_copy3(n, n2);
   }
-  khzc_copy(ns->n, n);
+  khzu_copy3(ns->n, n);
   ns->best = f;
 }
 
@@ -616,23 +616,23 @@ static double refine_from(const nsearch *ns, double n[3]) {
   while (step >= KHZ_REFINE_TOL && evals < KHZ_REFINE_EVALS && !(ns->until_apart && f <= 0)) {
     double dir[8 + 12][3], t1[3], t2[3];
     int nd = 0;
-    khzc_orthogonal(t1, n);
-    khzc_cross(t2, n, t1);
+    khzu_orthogonal(t1, n);
+    khzu_cross(t2, n, t1);
     for (int k = 0; k < 8; k++, nd++)
       for (int j = 0; j < 3; j++) dir[nd][j] = ring[k][0] * t1[j] + ring[k][1] * t2[j];
     for (int k = 0; k < nax; k++) {
-      khzc_cross(dir[nd], ax[k], n);
-      if (khzc_normalize(dir[nd]) < 1e-9) continue;
-      khzc_scl(dir[nd + 1], dir[nd], -1);
+      khzu_cross(dir[nd], ax[k], n);
+      if (khzu_normalize3(dir[nd]) < 1e-9) continue;
+      khzu_scl3(dir[nd + 1], dir[nd], -1);
       nd += 2;
     }
     int moved = 0;
     for (int k = 0; k < nd && !moved; k++, evals++) {
       double c[3];
-      khzc_addScl(c, n, dir[k], step);
-      khzc_normalize(c);
+      khzu_addScl3(c, n, dir[k], step);
+      khzu_normalize3(c);
       double fc = overlap(ns->a, ns->b, c);
-      if (fc < f) f = fc, khzc_copy(n, c), moved = 1;
+      if (fc < f) f = fc, khzu_copy3(n, c), moved = 1;
     }
     if (moved && !descending) descending = 1, step = KHZ_REFINE_STEP; /* a way down: coarse to fine */
     else if (moved) step = fmin(2 * step, KHZ_REFINE_STEP);
@@ -649,10 +649,10 @@ static void consider_common_perpendicular(nsearch *ns) {
   double za[3], zb[3], c[3];
   axis_z(a, za);
   axis_z(b, zb);
-  khzc_cross(c, za, zb);
-  if (khzc_normalize(c) > 1e-6) {
+  khzu_cross(c, za, zb);
+  if (khzu_normalize3(c) > 1e-6) {
     consider(ns, c);
-    khzc_scl(c, c, -1);
+    khzu_scl3(c, c, -1);
     consider(ns, c);
   }
 }
@@ -675,11 +675,11 @@ static int rims_convex(const khzColShape *a, const khzColShape *b, khzColOut *o)
     const khzColShape *s = side ? a : b, *other = side ? b : a;
     int nc = facet_normals(s, other->pos, cand, 64);
     for (int i = 0; i < nc; i++) {
-      khzc_scl(c, cand[i], side ? -1 : 1);
+      khzu_scl3(c, cand[i], side ? -1 : 1);
       consider(&ns, c);
     }
   }
-  khzc_sub(c, a->pos, b->pos);
+  khzu_sub3(c, a->pos, b->pos);
   consider(&ns, c);
   consider_common_perpendicular(&ns);
   /* a separating axis among the candidates: apart (refining only lowers the
@@ -706,12 +706,12 @@ static void eq4_convex(const vcache *va_, const vcache *vb_, khzColOut *o, const
   const khzColPoint *pk = &o->pt[k];
   double nrm[3];
   khz_shape_sd(pk->side == 0 ? b : a, pk->pos, nrm);
-  if (pk->side == 1) khzc_scl(nrm, nrm, -1);
+  if (pk->side == 1) khzu_scl3(nrm, nrm, -1);
   consider(&ns, nrm);
   /* (a point on the other's surface may have no normal there: then no
    * candidate was taken and the full search must run) */
   if (ns.have && ns.best <= pk->sd + tol) {
-    khzc_copy(n, ns.n);
+    khzu_copy3(n, ns.n);
     return;
   }
 
@@ -731,25 +731,25 @@ static void eq4_convex(const vcache *va_, const vcache *vb_, khzColOut *o, const
     khz_shape_edge(a, ea[i], va);
     vert(va_, va[0], a0);
     vert(va_, va[1], a1);
-    khzc_sub(da, a1, a0);
+    khzu_sub3(da, a1, a0);
     for (int j = 0; j < neb; j++) {
       int vb[2];
       double b0[3], b1[3], db[3], c[3];
       khz_shape_edge(b, eb[j], vb);
       vert(vb_, vb[0], b0);
       vert(vb_, vb[1], b1);
-      khzc_sub(db, b1, b0);
-      khzc_cross(c, da, db);
-      if (khzc_dot(c, c) <= 1e-12 * khzc_dot(da, da) * khzc_dot(db, db)) continue;
+      khzu_sub3(db, b1, b0);
+      khzu_cross(c, da, db);
+      if (khzu_dot3(c, c) <= 1e-12 * khzu_dot3(da, da) * khzu_dot3(db, db)) continue;
       consider(&ns, c);
-      khzc_scl(c, c, -1);
+      khzu_scl3(c, c, -1);
       consider(&ns, c);
     }
   }
 
   consider_common_perpendicular(&ns);
   if (a->shape == KHZ_SHAPE_CYLINDER || b->shape == KHZ_SHAPE_CYLINDER) refine_normal(&ns);
-  khzc_copy(n, ns.n);
+  khzu_copy3(n, ns.n);
 }
 
 /* ------------------------------------------------ polytopes, cylinders -- */
@@ -772,7 +772,7 @@ static int poly_poly(const khzColShape *a, const khzColShape *b, khzColOut *o) {
   /* normal: the plane's, or eq. 4 */
   if (a->shape == KHZ_SHAPE_PLANE) {
     axis_z(a, n);
-    khzc_scl(n, n, -1);
+    khzu_scl3(n, n, -1);
   } else {
     eq4_convex(&va, &vb, o, ea, nea, eb, neb, n);
   }
@@ -808,24 +808,24 @@ static void deep_normal(const khzColShape *a, const khzColShape *b, const khzCol
     case KHZ_SHAPE_BOX:
       for (int k = 0; k < 3; k++) {
         double ax[3] = {b->rot[k], b->rot[3 + k], b->rot[6 + k]};
-        khzc_copy(cand[nc++], ax);
-        khzc_scl(cand[nc++], ax, -1);
-        if (!sphere) khzc_cross(cand[nc++], za, ax);
+        khzu_copy3(cand[nc++], ax);
+        khzu_scl3(cand[nc++], ax, -1);
+        if (!sphere) khzu_cross(cand[nc++], za, ax);
       }
       break;
     case KHZ_SHAPE_CYLINDER: {
       double zb[3], b0[3], b1[3], c1[3], c2[3], r[3];
       axis_z(b, zb);
-      khzc_copy(cand[nc++], zb);
-      khzc_scl(cand[nc++], zb, -1);
-      khzc_cross(cand[nc++], za, zb);
-      khzc_addScl(b0, b->pos, zb, -b->size[1]);
-      khzc_addScl(b1, b->pos, zb, b->size[1]);
-      khzc_closestSegSeg(ca->a, ca->b, b0, b1, NULL, NULL, c1, c2);
-      khzc_sub(r, c1, c2);
-      khzc_addScl(r, r, zb, -khzc_dot(r, zb));
-      if (khzc_normalize(r) == 0) khzc_orthogonal(r, zb);
-      khzc_copy(cand[nc++], r);
+      khzu_copy3(cand[nc++], zb);
+      khzu_scl3(cand[nc++], zb, -1);
+      khzu_cross(cand[nc++], za, zb);
+      khzu_addScl3(b0, b->pos, zb, -b->size[1]);
+      khzu_addScl3(b1, b->pos, zb, b->size[1]);
+      khzu_closestSegSeg(ca->a, ca->b, b0, b1, NULL, NULL, c1, c2);
+      khzu_sub3(r, c1, c2);
+      khzu_addScl3(r, r, zb, -khzu_dot3(r, zb));
+      if (khzu_normalize3(r) == 0) khzu_orthogonal(r, zb);
+      khzu_copy3(cand[nc++], r);
       break;
     }
     case KHZ_SHAPE_CONVEX: {
@@ -833,14 +833,14 @@ static void deep_normal(const khzColShape *a, const khzColShape *b, const khzCol
       for (int f = 0; f < h->nplane && nc < 48; f++) {
         double w[3];
         khz_shape_toWorld(b, h->plane + 4 * f, w);
-        khzc_sub(cand[nc++], w, b->pos);
+        khzu_sub3(cand[nc++], w, b->pos);
       }
       for (int e = 0; e < h->nedge && nc < 64; e++) {
         double v0[3], v1[3], d[3];
         khz_shape_vert(b, h->edge[2 * e], v0);
         khz_shape_vert(b, h->edge[2 * e + 1], v1);
-        khzc_sub(d, v1, v0);
-        khzc_cross(cand[nc++], za, d);
+        khzu_sub3(d, v1, v0);
+        khzu_cross(cand[nc++], za, d);
       }
       break;
     }
@@ -848,8 +848,8 @@ static void deep_normal(const khzColShape *a, const khzColShape *b, const khzCol
       /* two rounded shapes whose cores meet */
       double zb[3];
       axis_z(b, zb);
-      khzc_cross(cand[nc], za, zb);
-      if (khzc_norm(cand[nc]) < 1e-9) khzc_orthogonal(cand[nc], za);
+      khzu_cross(cand[nc], za, zb);
+      if (khzu_norm3(cand[nc]) < 1e-9) khzu_orthogonal(cand[nc], za);
       nc++;
       break;
     }
@@ -857,11 +857,11 @@ static void deep_normal(const khzColShape *a, const khzColShape *b, const khzCol
   for (int i = 0; i < nc; i++)
     for (int sg = 1; sg >= -1; sg -= 2) {
       double d[3], m[3];
-      khzc_scl(d, cand[i], sg);
-      if (khzc_normalize(d) < 1e-12) continue;
-      khzc_scl(m, d, -1);
+      khzu_scl3(d, cand[i], sg);
+      if (khzu_normalize3(d) < 1e-12) continue;
+      khzu_scl3(m, d, -1);
       double f = khz_shape_h(b, d) + khz_shape_h(a, m);
-      if (f < best) best = f, khzc_copy(n, d);
+      if (f < best) best = f, khzu_copy3(n, d);
     }
 }
 
@@ -877,14 +877,14 @@ static int rounded_pair(const khzColShape *a, const khzColShape *b, khzColOut *o
   if (bround) {
     core_of(b, &cb);
     rb = b->size[0];
-    dist = sqrt(khzc_closestSegSeg(ca.a, ca.b, cb.a, cb.b, NULL, NULL, pa, pb));
+    dist = sqrt(khzu_closestSegSeg(ca.a, ca.b, cb.a, cb.b, NULL, NULL, pa, pb));
   } else if (a->shape == KHZ_SHAPE_SPHERE &&
              (b->shape == KHZ_SHAPE_BOX || b->shape == KHZ_SHAPE_CYLINDER)) {
     /* a point outside a box or cylinder: the exact distance of khz_shape_sd */
     double nrm[3], sd = khz_shape_sd(b, a->pos, nrm);
     dist = sd < 0 ? -sd : 0;
-    khzc_copy(pa, a->pos);
-    khzc_addScl(pb, a->pos, nrm, -dist);
+    khzu_copy3(pa, a->pos);
+    khzu_addScl3(pb, a->pos, nrm, -dist);
   } else {
     dist = khz_gjk(&ca, khz_core_support, b, khz_shape_supportFn, scale, pa, pb);
   }
@@ -894,9 +894,9 @@ static int rounded_pair(const khzColShape *a, const khzColShape *b, khzColOut *o
   double n[3], q[3];
   int deep = !(dist > tiny);
   if (!deep) {
-    khzc_sub(n, pa, pb);
-    khzc_normalize(n);
-    khzc_copy(q, pa);
+    khzu_sub3(n, pa, pb);
+    khzu_normalize3(n);
+    khzu_copy3(q, pa);
   } else {
     deep_normal(a, b, &ca, n);
     double m[3] = {-n[0], -n[1], -n[2]};
@@ -905,15 +905,15 @@ static int rounded_pair(const khzColShape *a, const khzColShape *b, khzColOut *o
 
   /* A's deepest points: the closest point, and the end spheres inside B */
   double p[3];
-  khzc_addScl(p, q, n, -ra);
+  khzu_addScl3(p, q, n, -ra);
   khz_col_addPoint(o, p, ra + rb - dist, 0, KHZ_FEATURE(KHZ_FEAT_ROUND, 0));
   if (a->shape == KHZ_SHAPE_CAPSULE)
     for (int e = 0; e < 2; e++) {
       const double *c = e ? ca.b : ca.a;
       double d[3];
-      khzc_sub(d, c, q);
-      if (khzc_norm(d) <= tiny) continue;
-      khzc_addScl(p, c, n, -ra);
+      khzu_sub3(d, c, q);
+      if (khzu_norm3(d) <= tiny) continue;
+      khzu_addScl3(p, c, n, -ra);
       double sd = khz_shape_sd(b, p, NULL);
       if (sd >= 0) khz_col_addPoint(o, p, sd, 0, KHZ_FEATURE(KHZ_FEAT_ROUND, 1 + e));
     }
@@ -923,9 +923,9 @@ static int rounded_pair(const khzColShape *a, const khzColShape *b, khzColOut *o
     for (int e = 0; e < 2; e++) {
       const double *c = e ? cb.b : cb.a;
       double d[3];
-      khzc_sub(d, c, pb);
-      if (khzc_norm(d) <= tiny) continue;
-      khzc_addScl(p, c, n, rb);
+      khzu_sub3(d, c, pb);
+      if (khzu_norm3(d) <= tiny) continue;
+      khzu_addScl3(p, c, n, rb);
       double sd = khz_shape_sd(a, p, NULL);
       if (sd >= 0) khz_col_addPoint(o, p, sd, 1, KHZ_FEATURE(KHZ_FEAT_ROUND, 1 + e));
     }
@@ -942,11 +942,11 @@ static int rounded_pair(const khzColShape *a, const khzColShape *b, khzColOut *o
 static int plane_sphere(const khzColShape *a, const khzColShape *b, khzColOut *o) {
   double z[3], n[3], p[3], r = b->size[0];
   axis_z(a, z);
-  double dist = khzc_dot(z, b->pos) - khzc_dot(z, a->pos);
+  double dist = khzu_dot3(z, b->pos) - khzu_dot3(z, a->pos);
   if (dist >= r) return 0;
-  khzc_addScl(p, b->pos, z, -r);
+  khzu_addScl3(p, b->pos, z, -r);
   khz_col_addPoint(o, p, r - dist, 1, KHZ_FEATURE(KHZ_FEAT_ROUND, 0));
-  khzc_scl(n, z, -1);
+  khzu_scl3(n, z, -1);
   return set_depths(a, b, o, n) > 0;
 }
 
@@ -955,16 +955,16 @@ static int plane_capsule(const khzColShape *a, const khzColShape *b, khzColOut *
   khzColCore c;
   axis_z(a, z);
   core_of(b, &c);
-  double off = khzc_dot(z, a->pos);
+  double off = khzu_dot3(z, a->pos);
   for (int e = 0; e < 2; e++) {
     const double *x = e ? c.b : c.a;
-    double dist = khzc_dot(z, x) - off;
+    double dist = khzu_dot3(z, x) - off;
     if (dist >= r) continue;
-    khzc_addScl(p, x, z, -r);
+    khzu_addScl3(p, x, z, -r);
     khz_col_addPoint(o, p, r - dist, 1, KHZ_FEATURE(KHZ_FEAT_ROUND, 1 + e));
   }
   if (!o->npt) return 0;
-  khzc_scl(n, z, -1);
+  khzu_scl3(n, z, -1);
   return set_depths(a, b, o, n) > 0;
 }
 
@@ -1006,9 +1006,9 @@ static void nearest_facet(const khzColShape *other, const double p[3], double m[
     const double *tn = other->mesh->tnormal + 3 * tri;
     double w[3], v[3];
     khz_shape_toWorld(other, tn, w);
-    khzc_sub(m, w, other->pos);
+    khzu_sub3(m, w, other->pos);
     khz_shape_toWorld(other, other->mesh->vert + 3 * other->mesh->tri[3 * tri], v);
-    *d = khzc_dot(m, v);
+    *d = khzu_dot3(m, v);
   } else {
     khz_shape_sd(other, p, m);
     *d = khz_shape_h(other, m);
@@ -1023,8 +1023,8 @@ static double mesh_candidate(const khzColShape *a, const khzColShape *b, const k
   double m[3], d, f = 0;
   nearest_facet(pj->side == 0 ? b : a, pj->pos, m, &d);
   for (int i = 0; i < o->npt; i++)
-    if (o->pt[i].side == pj->side) f = fmax(f, fabs(khzc_dot(m, o->pt[i].pos) - d));
-  khzc_scl(n, m, pj->side == 0 ? 1 : -1);
+    if (o->pt[i].side == pj->side) f = fmax(f, fabs(khzu_dot3(m, o->pt[i].pos) - d));
+  khzu_scl3(n, m, pj->side == 0 ? 1 : -1);
   return f;
 }
 
@@ -1050,7 +1050,7 @@ static void eq4_mesh(const khzColShape *a, const khzColShape *b, khzColOut *o, d
     }
     if (nk < 0) break;
     double f = mesh_candidate(a, b, o, nk, c);
-    if (f < best - 1e-12) best = f, khzc_copy(n, c);
+    if (f < best - 1e-12) best = f, khzu_copy3(n, c);
     last = o->pt[nk].sd, lastk = nk;
   }
 }
@@ -1065,7 +1065,7 @@ static int below_cb(void *user, int v) {
   below_ctx *c = user;
   double p[3];
   khz_shape_toWorld(c->s, c->s->mesh->vert + 3 * v, p);
-  double sd = c->d - khzc_dot(c->z, p);
+  double sd = c->d - khzu_dot3(c->z, p);
   if (sd >= 0) khz_col_addPoint(c->o, p, sd, 1, KHZ_FEATURE(KHZ_FEAT_VERTEX, v));
   return 0;
 }
@@ -1073,15 +1073,15 @@ static int below_cb(void *user, int v) {
 static int plane_trimesh(const khzColShape *a, const khzColShape *b, khzColOut *o) {
   double z[3], lz[3], n[3];
   axis_z(a, z);
-  below_ctx ctx = {b, o, {z[0], z[1], z[2]}, khzc_dot(z, a->pos)};
+  below_ctx ctx = {b, o, {z[0], z[1], z[2]}, khzu_dot3(z, a->pos)};
 
   /* the plane in the mesh frame */
   double w1[3];
-  khzc_add(w1, b->pos, z);
+  khzu_add3(w1, b->pos, z);
   khz_shape_toLocal(b, w1, lz);
-  khz_trimesh_vertsBelow(b->mesh, lz, ctx.d - khzc_dot(z, b->pos), below_cb, &ctx);
+  khz_trimesh_vertsBelow(b->mesh, lz, ctx.d - khzu_dot3(z, b->pos), below_cb, &ctx);
   if (!o->npt) return 0;
-  khzc_scl(n, z, -1);
+  khzu_scl3(n, z, -1);
   return sd_depths(o, n) > 0;
 }
 
@@ -1091,13 +1091,13 @@ static double sphere_mesh_query(const khzColShape *b, const double c[3], double 
   int tri;
   khz_shape_toLocal(b, c, q);
   double phi = khz_trimesh_closest(b->mesh, q, cq, &tri, pn);
-  khzc_sub(d, q, cq);
-  if (khzc_normalize(d) > 1e-12 * b->scale)
-    khzc_scl(d, d, phi >= 0 ? 1 : -1);
+  khzu_sub3(d, q, cq);
+  if (khzu_normalize3(d) > 1e-12 * b->scale)
+    khzu_scl3(d, d, phi >= 0 ? 1 : -1);
   else
-    khzc_copy(d, pn);
+    khzu_copy3(d, pn);
   khz_shape_toWorld(b, d, n);
-  khzc_sub(n, n, b->pos);
+  khzu_sub3(n, n, b->pos);
   return phi;
 }
 
@@ -1105,7 +1105,7 @@ static int sphere_trimesh(const khzColShape *a, const khzColShape *b, khzColOut 
   double n[3], p[3], r = a->size[0];
   double phi = sphere_mesh_query(b, a->pos, n);
   if (phi >= r) return 0;
-  khzc_addScl(p, a->pos, n, -r);
+  khzu_addScl3(p, a->pos, n, -r);
   khz_col_addPoint(o, p, r - phi, 0, KHZ_FEATURE(KHZ_FEAT_ROUND, 0));
   return sd_depths(o, n) > 0;
 }
@@ -1122,14 +1122,14 @@ static int capsule_trimesh(const khzColShape *a, const khzColShape *b, khzColOut
   double best = -DBL_MAX, n[3] = {0, 0, 1};
   for (int k = 0; k < ns; k++) {
     double x[3], d[3], nk[3], p[3];
-    khzc_sub(d, c.b, c.a);
-    khzc_addScl(x, c.a, d, (double)k / (ns - 1));
+    khzu_sub3(d, c.b, c.a);
+    khzu_addScl3(x, c.a, d, (double)k / (ns - 1));
     double phi = sphere_mesh_query(b, x, nk);
     if (phi >= r) continue;
     int idx = k == 0 ? 1 : k == ns - 1 ? 2 : 2 + k;
-    khzc_addScl(p, x, nk, -r);
+    khzu_addScl3(p, x, nk, -r);
     khz_col_addPoint(o, p, r - phi, 0, KHZ_FEATURE(KHZ_FEAT_ROUND, idx));
-    if (r - phi > best) best = r - phi, khzc_copy(n, nk);
+    if (r - phi > best) best = r - phi, khzu_copy3(n, nk);
   }
 
   /* mesh vertices inside the capsule; the deepest of them may set the normal */
@@ -1138,10 +1138,10 @@ static int capsule_trimesh(const khzColShape *a, const khzColShape *b, khzColOut
   for (int i = before; i < o->npt; i++) {
     if (o->pt[i].sd <= best) continue;
     double q[3], d[3];
-    khzc_closestOnSegment(o->pt[i].pos, c.a, c.b, q);
-    khzc_sub(d, q, o->pt[i].pos);
-    if (khzc_normalize(d) < 1e-12 * b->scale) continue;
-    best = o->pt[i].sd, khzc_copy(n, d);
+    khzu_closestOnSegment(o->pt[i].pos, c.a, c.b, q);
+    khzu_sub3(d, q, o->pt[i].pos);
+    if (khzu_normalize3(d) < 1e-12 * b->scale) continue;
+    best = o->pt[i].sd, khzu_copy3(n, d);
   }
   if (!o->npt) return 0;
   return sd_depths(o, n) > 0;
@@ -1229,14 +1229,14 @@ void khz_shape_make(const khzModel *m, int g, const double *frame12, khzColShape
   memset(s, 0, sizeof *s);
   s->shape = cg->shape;
   s->geom = g;
-  khzc_copy(s->pos, frame12);
+  khzu_copy3(s->pos, frame12);
   memcpy(s->rot, frame12 + 3, sizeof s->rot);
   s->size = m->geom_size + 3 * g;
   s->hull = cg->hull >= 0 ? &cm->hull[cg->hull] : NULL;
   s->mesh = cg->trimesh >= 0 ? &cm->trimesh[cg->trimesh] : NULL;
   s->scale = cg->scale;
   khz_shape_toWorld(s, cg->center, s->bcenter);
-  khzc_copy(s->lcenter, cg->center);
+  khzu_copy3(s->lcenter, cg->center);
   s->bradius = cg->shape == KHZ_SHAPE_PLANE ? DBL_MAX : cg->radius;
   for (int k = 0; k < 3; k++)
     s->lo[k] = cg->center[k] - cg->half[k], s->hi[k] = cg->center[k] + cg->half[k];
@@ -1261,7 +1261,7 @@ int khz_narrowphase(const khzModel *m, int g0, int g1, const double *frame, khzC
   }
 
   /* normal toward g0, sides relative to (g0, g1) */
-  if (swap) khzc_scl(out->normal, out->normal, -1);
+  if (swap) khzu_scl3(out->normal, out->normal, -1);
   for (int i = 0; i < out->npt; i++) {
     int side = swap ? 1 - out->pt[i].side : out->pt[i].side;
     out->pt[i].side = side;

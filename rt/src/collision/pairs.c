@@ -73,8 +73,8 @@ static void keep_deepest(khzColOut *o, int keep, double *scratch) {
   double u[3], v[3], dmax = 0;
   unsigned char *sel = (unsigned char *)(scratch + n);
   memset(sel, 0, (size_t)n);
-  khzc_orthogonal(u, o->normal);
-  khzc_cross(v, o->normal, u);
+  khzu_orthogonal(u, o->normal);
+  khzu_cross(v, o->normal, u);
   for (int i = 0; i < n; i++)
     if (o->pt[i].depth > dmax) dmax = o->pt[i].depth, deepest = i;
   sel[deepest] = 1;
@@ -83,7 +83,7 @@ static void keep_deepest(khzColOut *o, int keep, double *scratch) {
     int bi = -1;
     for (int i = 0; i < n; i++) {
       if (o->pt[i].depth < 0.9 * dmax) continue;
-      double x = c * khzc_dot(u, o->pt[i].pos) + s * khzc_dot(v, o->pt[i].pos);
+      double x = c * khzu_dot3(u, o->pt[i].pos) + s * khzu_dot3(v, o->pt[i].pos);
       if (x > best) best = x, bi = i;
     }
     if (bi >= 0 && !sel[bi]) sel[bi] = 1, nsel++;
@@ -177,7 +177,7 @@ static int assign_slots(const khzModel *m, khzData *d) {
 static int point_cap(const khzModel *m) { return 2 * m->max_points > 320 ? 2 * m->max_points : 320; }
 static int pair_cap(const khzColModel *cm) { return (8 + cm->nplane) * cm->nbounded + 64; }
 
-size_t khz_collision_stackBytes(const khzModel *m) {
+size_t khz_collisionStackBytes(const khzModel *m) {
   const khzColModel *cm = m->collision;
   if (!cm) return 0;
   size_t ng = (size_t)m->ngeom, nb = (size_t)cm->nbounded, P = (size_t)m->npair_max;
@@ -208,21 +208,21 @@ static void round_point(const khzModel *m, const khzContact *c, const double *xr
   double r = m->geom_size[3 * g], out = side == 0 ? -1 : 1, u[3], ctr[3], rel[3];
   const double *n = c->normal, *R = xrot + 9 * c->body[side], *x = xpos + 3 * c->body[side];
   if (kind == KHZ_FEAT_ROUND && index <= 2 && (type == KHZ_GEOM_SPHERE || type == KHZ_GEOM_CAPSULE)) {
-    khzc_scl(u, n, out);
+    khzu_scl3(u, n, out);
   } else if (kind == KHZ_FEAT_RIM && type == KHZ_GEOM_CYLINDER) {
     double Rg[9], ab[3], aw[3];
     khzu_quat2mat(Rg, m->geom_quat + 4 * g);
     ab[0] = Rg[2], ab[1] = Rg[5], ab[2] = Rg[8]; /* the geom's z in the body frame */
     khzu_mulMatVec3(aw, R, ab);
-    khzc_scl(u, n, out);
-    khzc_addScl(u, u, aw, -khzc_dot(u, aw));
-    if (khzc_normalize(u) < 1e-9) return;
-    khzc_copy(p->axis, ab);
+    khzu_scl3(u, n, out);
+    khzu_addScl3(u, u, aw, -khzu_dot3(u, aw));
+    if (khzu_normalize3(u) < 1e-9) return;
+    khzu_copy3(p->axis, ab);
   } else {
     return;
   }
-  khzc_addScl(ctr, p->pos, u, -r);
-  khzc_sub(rel, ctr, x);
+  khzu_addScl3(ctr, p->pos, u, -r);
+  khzu_sub3(rel, ctr, x);
   khzu_mulMatTVec3(p->center, R, rel);
   p->round = side;
 }
@@ -248,7 +248,7 @@ int khz_collide(const khzModel *m, khzData *d) {
   }
 
   /* broad phase */
-  khz_collision_frames(m, d, frame, aabb);
+  khz_collisionFrames(m, d, frame, aabb);
   int overflow = 0;
   int np = khz_broadphase(m, d, frame, aabb, pairs, cap, &overflow);
   if (np < 0) {
@@ -276,7 +276,7 @@ int khz_collide(const khzModel *m, khzData *d) {
     khzContact *c = &d->contact[d->ncontact];
     c->geom[0] = g0, c->geom[1] = g1;
     c->body[0] = m->geom_body[g0], c->body[1] = m->geom_body[g1];
-    khzc_copy(c->normal, out.normal);
+    khzu_copy3(c->normal, out.normal);
     c->point_adr = d->ncpoint;
     c->npoint = out.npt;
     c->deepest = d->ncpoint;
@@ -287,12 +287,12 @@ int khz_collide(const khzModel *m, khzData *d) {
       khzContactPoint *p = &d->cpoint[d->ncpoint + i];
       double rel[3];
       memset(p, 0, sizeof *p);
-      khzc_copy(p->pos, out.pt[i].pos);
+      khzu_copy3(p->pos, out.pt[i].pos);
       p->depth = out.pt[i].depth;
       p->weight = out.pt[i].weight;
-      khzc_sub(rel, p->pos, x0);
+      khzu_sub3(rel, p->pos, x0);
       khzu_mulMatTVec3(p->local[0], r0, rel);
-      khzc_sub(rel, p->pos, x1);
+      khzu_sub3(rel, p->pos, x1);
       khzu_mulMatTVec3(p->local[1], r1, rel);
       p->feature = out.pt[i].feature;
       round_point(m, c, d->xrot, d->xpos, p);

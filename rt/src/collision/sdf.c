@@ -108,11 +108,11 @@ double khz_trimesh_closest(const khzColTrimesh *t, const double p[3], double q[3
         int f = t->torder[i], region;
         const int *v = t->tri + 3 * f;
         double c[3], dd[3];
-        khzc_closestOnTriangle(p, t->vert + 3 * v[0], t->vert + 3 * v[1], t->vert + 3 * v[2], c,
+        khzu_closestOnTriangle(p, t->vert + 3 * v[0], t->vert + 3 * v[1], t->vert + 3 * v[2], c,
                                &region);
-        khzc_sub(dd, p, c);
-        double d2 = khzc_dot(dd, dd);
-        if (d2 < best) best = d2, btri = f, bregion = region, khzc_copy(bq, c);
+        khzu_sub3(dd, p, c);
+        double d2 = khzu_dot3(dd, dd);
+        if (d2 < best) best = d2, btri = f, bregion = region, khzu_copy3(bq, c);
       }
       continue;
     }
@@ -132,12 +132,12 @@ double khz_trimesh_closest(const khzColTrimesh *t, const double p[3], double q[3
   else
     pn = t->enormal + 9 * btri + 3 * (bregion - 4);
   double dd[3];
-  khzc_sub(dd, p, bq);
+  khzu_sub3(dd, p, bq);
   double dist = sqrt(best);
-  if (q) khzc_copy(q, bq);
+  if (q) khzu_copy3(q, bq);
   if (tri) *tri = btri;
-  if (nrm) khzc_copy(nrm, pn);
-  return khzc_dot(dd, pn) < 0 ? -dist : dist;
+  if (nrm) khzu_copy3(nrm, pn);
+  return khzu_dot3(dd, pn) < 0 ? -dist : dist;
 }
 
 /* ------------------------------------------------------ vertex queries -- */
@@ -177,7 +177,7 @@ void khz_trimesh_vertsBelow(const khzColTrimesh *t, const double n[3], double d,
     if (nd->count) {
       for (int i = nd->first; i < nd->first + nd->count; i++) {
         int v = t->vorder[i];
-        if (khzc_dot(n, t->vert + 3 * v) <= d && fn(user, v)) return;
+        if (khzu_dot3(n, t->vert + 3 * v) <= d && fn(user, v)) return;
       }
       continue;
     }
@@ -203,7 +203,7 @@ double khz_trimesh_sdf(const khzColTrimesh *t, const double p[3]) {
   /* clamp into the grid; the distance to it is added back */
   for (int k = 0; k < 3; k++) {
     double hi = t->origin[k] + t->nc[k] * H;
-    x[k] = khzc_clamp(p[k], t->origin[k], hi);
+    x[k] = khzu_clamp(p[k], t->origin[k], hi);
     outside += (p[k] - x[k]) * (p[k] - x[k]);
   }
   int ci[3];
@@ -263,11 +263,11 @@ static int cmp_u64(const void *a, const void *b) {
 
 static double angle_at(const double *a, const double *b, const double *c) {
   double u[3], v[3];
-  khzc_sub(u, b, a);
-  khzc_sub(v, c, a);
-  double nu = khzc_norm(u), nv = khzc_norm(v);
+  khzu_sub3(u, b, a);
+  khzu_sub3(v, c, a);
+  double nu = khzu_norm3(u), nv = khzu_norm3(v);
   if (nu == 0 || nv == 0) return 0;
-  return acos(khzc_clamp(khzc_dot(u, v) / (nu * nv), -1, 1));
+  return acos(khzu_clamp(khzu_dot3(u, v) / (nu * nv), -1, 1));
 }
 
 int khz_trimesh_build(khzColTrimesh *t, const double *vert, int nvert, const int *tri, int ntri) {
@@ -298,15 +298,15 @@ int khz_trimesh_build(khzColTrimesh *t, const double *vert, int nvert, const int
     const int *v = tri + 3 * f;
     const double *a = vert + 3 * v[0], *b = vert + 3 * v[1], *c = vert + 3 * v[2];
     double ab[3], ac[3], *n = t->tnormal + 3 * f;
-    khzc_sub(ab, b, a);
-    khzc_sub(ac, c, a);
-    khzc_cross(n, ab, ac);
-    area += 0.5 * khzc_normalize(n);
+    khzu_sub3(ab, b, a);
+    khzu_sub3(ac, c, a);
+    khzu_cross(n, ab, ac);
+    area += 0.5 * khzu_normalize3(n);
     double w[3] = {angle_at(a, b, c), angle_at(b, c, a), angle_at(c, a, b)};
-    for (int k = 0; k < 3; k++) khzc_addScl(t->vnormal + 3 * v[k], t->vnormal + 3 * v[k], n, w[k]);
+    for (int k = 0; k < 3; k++) khzu_addScl3(t->vnormal + 3 * v[k], t->vnormal + 3 * v[k], n, w[k]);
   }
   for (int i = 0; i < nvert; i++)
-    if (khzc_normalize(t->vnormal + 3 * i) == 0) t->vnormal[3 * i + 2] = 1;
+    if (khzu_normalize3(t->vnormal + 3 * i) == 0) t->vnormal[3 * i + 2] = 1;
 
   /* edge pseudo-normals: the two faces of each edge (sorted undirected keys) */
   for (int f = 0; f < ntri; f++)
@@ -316,15 +316,15 @@ int khz_trimesh_build(khzColTrimesh *t, const double *vert, int nvert, const int
       ekey[3 * f + k] = ((lo * (uint64_t)nvert + hi) << 22) | (uint64_t)(3 * f + k);
     }
   int keys_ok = (uint64_t)nvert * (uint64_t)nvert < ((uint64_t)1 << 41) && 3 * ntri < (1 << 22);
-  for (int e = 0; e < 3 * ntri; e++) khzc_copy(t->enormal + 3 * e, t->tnormal + 3 * (e / 3));
+  for (int e = 0; e < 3 * ntri; e++) khzu_copy3(t->enormal + 3 * e, t->tnormal + 3 * (e / 3));
   if (keys_ok) {
     qsort(ekey, (size_t)(3 * ntri), sizeof(uint64_t), cmp_u64);
     for (int e = 0; e + 1 < 3 * ntri; e++) {
       if ((ekey[e] >> 22) != (ekey[e + 1] >> 22)) continue;
       int x = (int)(ekey[e] & 0x3fffff), y = (int)(ekey[e + 1] & 0x3fffff);
       double s[3];
-      khzc_add(s, t->tnormal + 3 * (x / 3), t->tnormal + 3 * (y / 3));
-      if (khzc_normalize(s) > 0) khzc_copy(t->enormal + 3 * x, s), khzc_copy(t->enormal + 3 * y, s);
+      khzu_add3(s, t->tnormal + 3 * (x / 3), t->tnormal + 3 * (y / 3));
+      if (khzu_normalize3(s) > 0) khzu_copy3(t->enormal + 3 * x, s), khzu_copy3(t->enormal + 3 * y, s);
       e++;
     }
   }
@@ -353,7 +353,7 @@ int khz_trimesh_build(khzColTrimesh *t, const double *vert, int nvert, const int
 
   /* grid resolution (see the rule at the top) */
   double ext[3], L = 0, l = DBL_MAX;
-  khzc_sub(ext, t->hi, t->lo);
+  khzu_sub3(ext, t->hi, t->lo);
   for (int k = 0; k < 3; k++) L = fmax(L, ext[k]), l = fmin(l, ext[k]);
   int B = KHZ_SDF_BRICK;
   double h = fmin(L / 48, l / 6);

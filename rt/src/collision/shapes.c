@@ -18,7 +18,7 @@
 
 void khz_shape_toLocal(const khzColShape *s, const double p[3], double out[3]) {
   double d[3];
-  khzc_sub(d, p, s->pos);
+  khzu_sub3(d, p, s->pos);
   const double *R = s->rot;
   double r0 = R[0] * d[0] + R[3] * d[1] + R[6] * d[2];
   double r1 = R[1] * d[0] + R[4] * d[1] + R[7] * d[2];
@@ -46,7 +46,7 @@ static void to_world_dir(const khzColShape *s, const double v[3], double out[3])
 void khz_shape_toWorld(const khzColShape *s, const double p[3], double out[3]) {
   double r[3];
   to_world_dir(s, p, r);
-  khzc_add(out, r, s->pos);
+  khzu_add3(out, r, s->pos);
 }
 
 /* ----------------------------------------------------------- support -- */
@@ -58,8 +58,8 @@ void khz_shape_support(const khzColShape *s, const double dir[3], double out[3])
   switch (s->shape) {
     case KHZ_SHAPE_SPHERE:
     case KHZ_SHAPE_CAPSULE: {
-      double n = khzc_norm(d);
-      if (n > 0) khzc_scl(l, d, sz[0] / n);
+      double n = khzu_norm3(d);
+      if (n > 0) khzu_scl3(l, d, sz[0] / n);
       if (s->shape == KHZ_SHAPE_CAPSULE) l[2] += d[2] >= 0 ? sz[1] : -sz[1];
       break;
     }
@@ -68,7 +68,7 @@ void khz_shape_support(const khzColShape *s, const double dir[3], double out[3])
       break;
     case KHZ_SHAPE_CYLINDER: {
       double rho = sqrt(d[0] * d[0] + d[1] * d[1]);
-      if (rho > 1e-12 * khzc_norm(d)) l[0] = sz[0] * d[0] / rho, l[1] = sz[0] * d[1] / rho;
+      if (rho > 1e-12 * khzu_norm3(d)) l[0] = sz[0] * d[0] / rho, l[1] = sz[0] * d[1] / rho;
       l[2] = d[2] >= 0 ? sz[1] : -sz[1];
       break;
     }
@@ -77,10 +77,10 @@ void khz_shape_support(const khzColShape *s, const double dir[3], double out[3])
       int best = 0;
       double bv = -DBL_MAX;
       for (int i = 0; i < h->nvert; i++) {
-        double v = khzc_dot(d, h->vert + 3 * i);
+        double v = khzu_dot3(d, h->vert + 3 * i);
         if (v > bv) bv = v, best = i;
       }
-      khzc_copy(l, h->vert + 3 * best);
+      khzu_copy3(l, h->vert + 3 * best);
       break;
     }
     case KHZ_SHAPE_TRIMESH: {
@@ -88,10 +88,10 @@ void khz_shape_support(const khzColShape *s, const double dir[3], double out[3])
       int best = 0;
       double bv = -DBL_MAX;
       for (int i = 0; i < t->nvert; i++) {
-        double v = khzc_dot(d, t->vert + 3 * i);
+        double v = khzu_dot3(d, t->vert + 3 * i);
         if (v > bv) bv = v, best = i;
       }
-      khzc_copy(l, t->vert + 3 * best);
+      khzu_copy3(l, t->vert + 3 * best);
       break;
     }
     default: /* plane: its origin (unbounded; never asked for) */
@@ -103,7 +103,7 @@ void khz_shape_support(const khzColShape *s, const double dir[3], double out[3])
 double khz_shape_h(const khzColShape *s, const double dir[3]) {
   double p[3];
   khz_shape_support(s, dir, p);
-  return khzc_dot(dir, p);
+  return khzu_dot3(dir, p);
 }
 
 void khz_shape_supportFn(const void *shape, const double dir[3], double out[3]) {
@@ -112,7 +112,7 @@ void khz_shape_supportFn(const void *shape, const double dir[3], double out[3]) 
 
 void khz_core_support(const void *core, const double dir[3], double out[3]) {
   const khzColCore *c = core;
-  khzc_copy(out, khzc_dot(dir, c->b) > khzc_dot(dir, c->a) ? c->b : c->a);
+  khzu_copy3(out, khzu_dot3(dir, c->b) > khzu_dot3(dir, c->a) ? c->b : c->a);
 }
 
 /* --------------------------------------------------- inside distance -- */
@@ -135,9 +135,9 @@ double khz_shape_sdLocal(const khzColShape *s, const double q[3], double nrm[3])
     case KHZ_SHAPE_SPHERE:
     case KHZ_SHAPE_CAPSULE: {
       double c[3] = {0, 0, 0};
-      if (s->shape == KHZ_SHAPE_CAPSULE) c[2] = khzc_clamp(q[2], -sz[1], sz[1]);
-      khzc_sub(ln, q, c);
-      double l = khzc_normalize(ln);
+      if (s->shape == KHZ_SHAPE_CAPSULE) c[2] = khzu_clamp(q[2], -sz[1], sz[1]);
+      khzu_sub3(ln, q, c);
+      double l = khzu_normalize3(ln);
       if (l == 0) ln[0] = 1, ln[1] = ln[2] = 0;
       sd = sz[0] - l;
       break;
@@ -155,9 +155,9 @@ double khz_shape_sdLocal(const khzColShape *s, const double q[3], double nrm[3])
         sd = best;
       } else {
         double c[3];
-        for (int i = 0; i < 3; i++) c[i] = khzc_clamp(q[i], -sz[i], sz[i]);
-        khzc_sub(ln, q, c);
-        sd = -khzc_normalize(ln);
+        for (int i = 0; i < 3; i++) c[i] = khzu_clamp(q[i], -sz[i], sz[i]);
+        khzu_sub3(ln, q, c);
+        sd = -khzu_normalize3(ln);
       }
       break;
     }
@@ -168,7 +168,7 @@ double khz_shape_sdLocal(const khzColShape *s, const double q[3], double nrm[3])
       if (rho > 0) radial[0] = q[0] / rho, radial[1] = q[1] / rho;
       if (side >= 0 && cap >= 0) {
         if (side < cap) {
-          khzc_copy(ln, radial);
+          khzu_copy3(ln, radial);
           sd = side;
         } else {
           ln[0] = ln[1] = 0, ln[2] = q[2] >= 0 ? 1 : -1;
@@ -177,9 +177,9 @@ double khz_shape_sdLocal(const khzColShape *s, const double q[3], double nrm[3])
       } else {
         double c[3];
         double r = rho > sz[0] ? sz[0] : rho;
-        c[0] = radial[0] * r, c[1] = radial[1] * r, c[2] = khzc_clamp(q[2], -sz[1], sz[1]);
-        khzc_sub(ln, q, c);
-        sd = -khzc_normalize(ln);
+        c[0] = radial[0] * r, c[1] = radial[1] * r, c[2] = khzu_clamp(q[2], -sz[1], sz[1]);
+        khzu_sub3(ln, q, c);
+        sd = -khzu_normalize3(ln);
       }
       break;
     }
@@ -188,10 +188,10 @@ double khz_shape_sdLocal(const khzColShape *s, const double q[3], double nrm[3])
       double best = -DBL_MAX;
       int bi = 0;
       for (int i = 0; i < h->nplane; i++) {
-        double v = khzc_dot(h->plane + 4 * i, q) - h->plane[4 * i + 3];
+        double v = khzu_dot3(h->plane + 4 * i, q) - h->plane[4 * i + 3];
         if (v > best) best = v, bi = i;
       }
-      khzc_copy(ln, h->plane + 4 * bi);
+      khzu_copy3(ln, h->plane + 4 * bi);
       sd = -best;
       break;
     }
@@ -203,18 +203,18 @@ double khz_shape_sdLocal(const khzColShape *s, const double q[3], double nrm[3])
         double e = 0.5 * t->h;
         for (int k = 0; k < 3; k++) {
           double a[3], b[3];
-          khzc_copy(a, q), khzc_copy(b, q);
+          khzu_copy3(a, q), khzu_copy3(b, q);
           a[k] += e, b[k] -= e;
           ln[k] = khz_trimesh_sdf(t, a) - khz_trimesh_sdf(t, b);
         }
-        if (khzc_normalize(ln) == 0) ln[0] = ln[1] = 0, ln[2] = 1;
+        if (khzu_normalize3(ln) == 0) ln[0] = ln[1] = 0, ln[2] = 1;
       }
       break;
     }
     default:
       sd = -DBL_MAX;
   }
-  if (nrm) khzc_copy(nrm, ln);
+  if (nrm) khzu_copy3(nrm, ln);
   return sd;
 }
 
@@ -256,7 +256,7 @@ int khz_shape_clip(const khzColShape *s, const double p0[3], const double p1[3],
 int khz_shape_clipLocal(const khzColShape *s, const double a[3], const double b[3], double t[2]) {
   double d[3];
   const double *sz = s->size;
-  khzc_sub(d, b, a);
+  khzu_sub3(d, b, a);
   double t0 = 0, t1 = 1;
   int ok = 1;
   switch (s->shape) {
@@ -292,7 +292,7 @@ int khz_shape_clipLocal(const khzColShape *s, const double a[3], const double b[
       const khzColHull *h = s->hull;
       for (int i = 0; i < h->nplane && ok; i++) {
         const double *pl = h->plane + 4 * i;
-        ok = clip_half(khzc_dot(pl, a), khzc_dot(pl, d), pl[3], &t0, &t1);
+        ok = clip_half(khzu_dot3(pl, a), khzu_dot3(pl, d), pl[3], &t0, &t1);
       }
       break;
     }
@@ -358,10 +358,10 @@ void khz_shape_vertLocal(const khzColShape *s, int i, double l[3]) {
       break;
     }
     case KHZ_SHAPE_CONVEX:
-      khzc_copy(l, s->hull->vert + 3 * i);
+      khzu_copy3(l, s->hull->vert + 3 * i);
       break;
     case KHZ_SHAPE_TRIMESH:
-      khzc_copy(l, s->mesh->vert + 3 * i);
+      khzu_copy3(l, s->mesh->vert + 3 * i);
       break;
     default:
       l[0] = l[1] = l[2] = 0;
@@ -403,109 +403,4 @@ void khz_shape_edge(const khzColShape *s, int i, int v[2]) {
     default:
       v[0] = v[1] = 0;
   }
-}
-
-/* ------------------------------------------------------------- math -- */
-
-double khzc_closestOnSegment(const double p[3], const double a[3], const double b[3],
-                             double q[3]) {
-  double ab[3], ap[3];
-  khzc_sub(ab, b, a);
-  khzc_sub(ap, p, a);
-  double l2 = khzc_dot(ab, ab), t = l2 > 0 ? khzc_clamp(khzc_dot(ap, ab) / l2, 0, 1) : 0;
-  khzc_addScl(q, a, ab, t);
-  return t;
-}
-
-double khzc_closestSegSeg(const double p1[3], const double q1[3], const double p2[3],
-                          const double q2[3], double *s_out, double *t_out, double c1[3],
-                          double c2[3]) {
-  double d1[3], d2[3], r[3], s, t;
-  khzc_sub(d1, q1, p1);
-  khzc_sub(d2, q2, p2);
-  khzc_sub(r, p1, p2);
-  double a = khzc_dot(d1, d1), e = khzc_dot(d2, d2), f = khzc_dot(d2, r);
-  const double eps = 1e-300;
-  if (a <= eps && e <= eps) {
-    s = t = 0;
-  } else if (a <= eps) {
-    s = 0;
-    t = khzc_clamp(f / e, 0, 1);
-  } else {
-    double c = khzc_dot(d1, r);
-    if (e <= eps) {
-      t = 0;
-      s = khzc_clamp(-c / a, 0, 1);
-    } else {
-      double b = khzc_dot(d1, d2), denom = a * e - b * b;
-      s = denom > 1e-14 * a * e ? khzc_clamp((b * f - c * e) / denom, 0, 1) : 0;
-      t = (b * s + f) / e;
-      if (t < 0) {
-        t = 0;
-        s = khzc_clamp(-c / a, 0, 1);
-      } else if (t > 1) {
-        t = 1;
-        s = khzc_clamp((b - c) / a, 0, 1);
-      }
-    }
-  }
-  khzc_addScl(c1, p1, d1, s);
-  khzc_addScl(c2, p2, d2, t);
-  double dd[3];
-  khzc_sub(dd, c1, c2);
-  if (s_out) *s_out = s;
-  if (t_out) *t_out = t;
-  return khzc_dot(dd, dd);
-}
-
-void khzc_closestOnTriangle(const double p[3], const double a[3], const double b[3],
-                            const double c[3], double q[3], int *region) {
-  double ab[3], ac[3], ap[3], bp[3], cp[3];
-  khzc_sub(ab, b, a);
-  khzc_sub(ac, c, a);
-  khzc_sub(ap, p, a);
-  double d1 = khzc_dot(ab, ap), d2 = khzc_dot(ac, ap);
-  if (d1 <= 0 && d2 <= 0) {
-    khzc_copy(q, a), *region = 1;
-    return;
-  }
-  khzc_sub(bp, p, b);
-  double d3 = khzc_dot(ab, bp), d4 = khzc_dot(ac, bp);
-  if (d3 >= 0 && d4 <= d3) {
-    khzc_copy(q, b), *region = 2;
-    return;
-  }
-  double vc = d1 * d4 - d3 * d2;
-  if (vc <= 0 && d1 >= 0 && d3 <= 0) {
-    khzc_addScl(q, a, ab, d1 / (d1 - d3)), *region = 4;
-    return;
-  }
-  khzc_sub(cp, p, c);
-  double d5 = khzc_dot(ab, cp), d6 = khzc_dot(ac, cp);
-  if (d6 >= 0 && d5 <= d6) {
-    khzc_copy(q, c), *region = 3;
-    return;
-  }
-  double vb = d5 * d2 - d1 * d6;
-  if (vb <= 0 && d2 >= 0 && d6 <= 0) {
-    khzc_addScl(q, a, ac, d2 / (d2 - d6)), *region = 6;
-    return;
-  }
-  double va = d3 * d6 - d5 * d4;
-  if (va <= 0 && (d4 - d3) >= 0 && (d5 - d6) >= 0) {
-    double bc[3];
-    khzc_sub(bc, c, b);
-    khzc_addScl(q, b, bc, (d4 - d3) / ((d4 - d3) + (d5 - d6))), *region = 5;
-    return;
-  }
-  double den = 1 / (va + vb + vc), v = vb * den, w = vc * den;
-  for (int k = 0; k < 3; k++) q[k] = a[k] + ab[k] * v + ac[k] * w;
-  *region = 0;
-}
-
-void khzc_orthogonal(double r[3], const double n[3]) {
-  double t[3] = {1, 0, 0};
-  if (fabs(n[0]) > 0.6) t[0] = 0, t[1] = 1;
-  khzc_cross(r, n, t);
-  khzc_normalize(r);
 }

@@ -970,7 +970,7 @@ khzLoop *khz_loop_new(const khzModel *m, const khzLoopConfig *cfg, char *err, si
   khzData *warm = khz_makeData(&L->m, 0);
   if (warm) {
     khz_step(&L->m, warm);
-    khz_data_destroy(&warm);
+    khz_deleteData(&warm);
   }
 
   /* the thread; returns when it is ready */
@@ -997,7 +997,7 @@ void khz_loop_destroy(khzLoop **loop_p) {
   khz_ring_free(&L->states);
   khz_ring_free(&L->requests);
   khz_ring_free(&L->replies);
-  khz_data_destroy(&L->d);
+  khz_deleteData(&L->d);
   free(L->dof);
   free(L->kp);
   free(L->kd);
