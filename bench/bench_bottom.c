@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "contact.h"
+#include "contact/bottom.h"
 #include "spatial.h"
 
 static double now_us(void) {

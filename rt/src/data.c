@@ -1,26 +1,15 @@
 /* data.c — the mutable state (khzData): one buffer sized from the model, the
- * state field list (KHZ_STATE_FIELDS) turned into copy / hash / save / restore,
- * and the mark/free scratch stack that per-step temporaries come from. */
+ * state field list (KHZ_STATE_FIELDS) turned into copy / hash / save, and the
+ * mark/free scratch stack that per-step temporaries come from. Everything in
+ * rt/ may call it; it calls only the kinematics (after a restore). Its sizes
+ * come from the model (khz_compile); the reset, which also re-anchors joint
+ * friction, is in step.c. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "carve.h"
-#include "collision/collision.h"
-#include "contact.h"
 #include "khz/khz.h"
 
-
-/* default scratch: RK4 stages (4 q/qd/qdd copies), a rollback copy, two nv x nv
- * matrices, the collision pass, the contact method (per-pair speeds, impulse
- * buffers, the bottom-of-volume selection of one pair), the impulses of one
- * cluster of impacting pairs, and slack */
-static size_t default_stack(const khzModel *m) {
-  size_t nq = (size_t)m->nq, nv = (size_t)m->nv;
-  size_t contact = (size_t)m->npair_max * sizeof(double) + 6 * (size_t)m->max_points * sizeof(double) +
-                   2 * (size_t)m->max_points * sizeof(int) + 64 * 8;
-  return (16 * (nq + nv) + 2 * nv * nv + 64 * (size_t)m->nbody) * sizeof(double) +
-         khz_collisionStackBytes(m) + contact + khz_impulseStackBytes(m) + 65536;
-}
 
 static void layout_data(const khzModel *m, khzData *d, carver *c) {
   size_t nb = (size_t)m->nbody, nv = (size_t)m->nv;
@@ -56,7 +45,7 @@ static void layout_data(const khzModel *m, khzData *d, carver *c) {
 khzData *khz_makeData(const khzModel *m, size_t stack_bytes) {
   khzData *d = calloc(1, sizeof *d);
   if (!d) return NULL;
-  d->stack_size = stack_bytes ? stack_bytes : default_stack(m);
+  d->stack_size = stack_bytes ? stack_bytes : m->stack_bytes;
   carver c = {0};
   layout_data(m, d, &c);
   d->nbuffer = c.used + 64;
@@ -77,25 +66,6 @@ void khz_deleteData(khzData **d_p) {
   free((*d_p)->buffer);
   free(*d_p);
   *d_p = NULL;
-}
-
-void khz_resetData(const khzModel *m, khzData *d) {
-  d->time = 0;
-#define KHZ_X_ZERO(type, name, count) memset(d->name, 0, (size_t)(count) * sizeof(type));
-  KHZ_STATE_FIELDS(KHZ_X_ZERO)
-#undef KHZ_X_ZERO
-  memcpy(d->q, m->q0, (size_t)m->nq * sizeof(double));
-  khz_resetStick(m, d);
-  for (int k = 0; k < m->npair_max; k++) d->pair[k].geom[0] = d->pair[k].geom[1] = -1;
-  d->contact_method = m->contact.method;
-  d->ncontact = d->ncpoint = 0;
-  memset(d->warning, 0, sizeof d->warning);
-  d->warning_body = -1;
-  d->stack_top = 0;
-  memset(d->qdd, 0, (size_t)m->nv * sizeof(double));
-  memset(d->tau_applied, 0, (size_t)m->nv * sizeof(double));
-  memset(d->tau_passive, 0, (size_t)m->nv * sizeof(double));
-  khz_kinematics(m, d);
 }
 
 void khz_copyState(const khzModel *m, khzData *dst, const khzData *src) {

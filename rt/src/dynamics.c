@@ -417,3 +417,111 @@ void khz_energy(const khzModel *m, khzData *d, double *kinetic, double *potentia
   if (kinetic) *kinetic = ke;
   if (potential) *potential = pe;
 }
+
+/* ------------------------------------------------ points and impulses -- */
+
+/* a body counts as static when it and all its ancestors are welded */
+int khz_bodyStatic(const khzModel *m, int b) {
+  for (; b > 0; b = m->body_parent[b])
+    if (m->jnt_type[b] != KHZ_JOINT_FIXED) return 0;
+  return 1;
+}
+
+/* world velocity of the material point x of body b */
+void khz_pointVelocity(const khzModel *m, const khzData *d, int b, const double x[3], double vel[3]) {
+  if (b <= 0) {
+    vel[0] = vel[1] = vel[2] = 0;
+    return;
+  }
+  const double *v = d->vtree + 6 * b, *o = d->xpos + 3 * m->body_root[b];
+  double r[3] = {x[0] - o[0], x[1] - o[1], x[2] - o[2]}, wxr[3];
+  khzu_cross(wxr, v, r);
+  vel[0] = v[3] + wxr[0], vel[1] = v[4] + wxr[1], vel[2] = v[5] + wxr[2];
+}
+
+/* ---------------------------------------- articulated impulse response -- */
+
+void khz_impulseResponse(const khzModel *m, khzData *d, int b, const double f[6], double *dqd,
+                         double *dvel) {
+  if (b <= 0) return;
+  int root = m->body_root[b];
+  double *pA = d->pA, *u = d->u;
+
+  /* clear the tree's bias forces, then put the impulse on b: pA = -f */
+  for (int i = root; i < m->nbody; i++)
+    if (m->body_root[i] == root) memset(pA + 6 * i, 0, 6 * sizeof(double));
+  for (int k = 0; k < 6; k++) pA[6 * b + k] = -f[k];
+
+  /* to the root: u = -S^T pA, pa = pA + U Dinv u (no bias terms for impulses) */
+  for (int i = b; i > 0; i = m->body_parent[i]) {
+    int nv = m->jnt_nv[i], p = m->body_parent[i];
+    const double *S = d->S + 36 * i, *U = d->U + 36 * i, *Dinv = d->Dinv + 36 * i;
+    double *pAi = pA + 6 * i, pa[6];
+    memcpy(pa, pAi, sizeof pa);
+    for (int a = 0; a < nv; a++) u[6 * i + a] = -khzu_dot6(S + 6 * a, pAi);
+    for (int a = 0; a < nv; a++) {
+      double Du = 0;
+      for (int c = 0; c < nv; c++) Du += Dinv[nv * a + c] * u[6 * i + c];
+      for (int k = 0; k < 6; k++) pa[k] += U[6 * a + k] * Du;
+    }
+    if (p > 0)
+      for (int k = 0; k < 6; k++) pA[6 * p + k] += pa[k];
+  }
+
+  /* back out over the whole tree: dv = dv_parent, dqd = Dinv (u - U^T dv), dv += S dqd */
+  for (int i = root; i < m->nbody; i++) {
+    if (m->body_root[i] != root) continue;
+    int nv = m->jnt_nv[i], dof = m->jnt_dofadr[i], p = m->body_parent[i];
+    double *dv = dvel + 6 * i;
+    if (p > 0) memcpy(dv, dvel + 6 * p, 6 * sizeof(double));
+    else memset(dv, 0, 6 * sizeof(double));
+    if (!nv) continue;
+    /* off the impulse's path pA is zero, so u is zero there */
+    int on_path = 0;
+    for (int j = b; j > 0 && !on_path; j = m->body_parent[j]) on_path = j == i;
+    const double *S = d->S + 36 * i, *U = d->U + 36 * i, *Dinv = d->Dinv + 36 * i;
+    double r[6], dq[6];
+    for (int a = 0; a < nv; a++) r[a] = (on_path ? u[6 * i + a] : 0) - khzu_dot6(U + 6 * a, dv);
+    for (int a = 0; a < nv; a++) {
+      dq[a] = 0;
+      for (int c = 0; c < nv; c++) dq[a] += Dinv[nv * a + c] * r[c];
+      dqd[dof + a] += dq[a];
+    }
+    for (int a = 0; a < nv; a++)
+      for (int k = 0; k < 6; k++) dv[k] += S[6 * a + k] * dq[a];
+  }
+}
+
+/* the spatial impulse (about the tree's origin) of the world impulse J at x on b */
+void khz_spatialImpulse(const khzModel *m, const khzData *d, int b, const double x[3],
+                            const double J[3], double f[6]) {
+  const double *o = d->xpos + 3 * m->body_root[b];
+  double r[3] = {x[0] - o[0], x[1] - o[1], x[2] - o[2]};
+  khzu_cross(f, r, J);
+  f[3] = J[0], f[4] = J[1], f[5] = J[2];
+}
+
+/* velocity change at x of body b from the body velocity changes dvel */
+void khz_pointVelocityChange(const khzModel *m, const khzData *d, int b, const double x[3],
+                         const double *dvel, double dv[3]) {
+  const double *w = dvel + 6 * b, *o = d->xpos + 3 * m->body_root[b];
+  double r[3] = {x[0] - o[0], x[1] - o[1], x[2] - o[2]};
+  khzu_cross(dv, w, r);
+  for (int j = 0; j < 3; j++) dv[j] += w[3 + j];
+}
+
+void khz_pointResponse(const khzModel *m, khzData *d, int b, const double x[3], const double J[3],
+                       int bq, const double xq[3], double dv_b[3], double dv_q[3], double *dqd,
+                       double *dvel) {
+  double f[6];
+  khz_spatialImpulse(m, d, b, x, J, f);
+  memset(dqd, 0, (size_t)m->nv * sizeof(double));
+  khz_impulseResponse(m, d, b, f, dqd, dvel);
+  /* read the velocity change of both bodies' points (same tree or not) */
+  for (int s = 0; s < 2; s++) {
+    int body = s ? bq : b;
+    double *out = s ? dv_q : dv_b;
+    out[0] = out[1] = out[2] = 0;
+    if (body > 0 && m->body_root[body] == m->body_root[b]) khz_pointVelocityChange(m, d, body, s ? xq : x, dvel, out);
+  }
+}

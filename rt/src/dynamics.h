@@ -14,7 +14,7 @@ void khz_externalForces(const khzModel *m, khzData *d);
 
 /* ABA's backward and forward passes after khz_forwardPass and with d->fext
  * set: writes qdd, leaves the articulated inertias IA, U, Dinv valid for the
- * impulse response (khz_impulseResponse in impulse.c). */
+ * impulse response (khz_impulseResponse). */
 void khz_abaCore(const khzModel *m, khzData *d, const double *tau, double *qdd);
 
 /* CRBA in two parts: composite inertias at q (in d->IA), then the joint-space
@@ -24,5 +24,34 @@ void khz_abaCore(const khzModel *m, khzData *d, const double *tau, double *qdd);
 void khz_compositeInertia(const khzModel *m, khzData *d, const double *q);
 void khz_crbaBlock(const khzModel *m, const khzData *d, int root, const int *local, int n,
                    double *M);
+
+/* 1 if body b and all its ancestors are welded (b <= 0: the world). */
+int khz_bodyStatic(const khzModel *m, int b);
+
+/* World velocity of the material point x of body b at the current forward pass. */
+void khz_pointVelocity(const khzModel *m, const khzData *d, int b, const double x[3], double vel[3]);
+
+/* Change of qd caused by the spatial impulse f (world-aligned, at the body's
+ * tree origin) on body b, with the articulated inertias left by khz_abaCore
+ * at the current q (Mirtich's articulated impulse response: the impulse
+ * propagates to the root, then the velocity change back out).
+ * dqd is added to; dvel (6 per body) receives each body's velocity change. */
+void khz_impulseResponse(const khzModel *m, khzData *d, int b, const double f[6], double *dqd,
+                         double *dvel);
+
+/* The spatial impulse f (about the tree's origin) of the world impulse J at x on b. */
+void khz_spatialImpulse(const khzModel *m, const khzData *d, int b, const double x[3],
+                        const double J[3], double f[6]);
+
+/* The velocity change dv at x of body b from the body velocity changes dvel. */
+void khz_pointVelocityChange(const khzModel *m, const khzData *d, int b, const double x[3],
+                             const double *dvel, double dv[3]);
+
+/* Velocity change at x (world) of body b, dv_b, and at xq of body bq, dv_q
+ * (zero unless bq is in b's tree), for the world impulse J at x on b.
+ * dqd (nv) and dvel (6 nbody) are scratch. */
+void khz_pointResponse(const khzModel *m, khzData *d, int b, const double x[3], const double J[3],
+                       int bq, const double xq[3], double dv_b[3], double dv_q[3], double *dqd,
+                       double *dvel);
 
 #endif

@@ -9,6 +9,7 @@
 
 #include "carve.h"
 #include "collision/collision.h"
+#include "contact/contact.h"
 #include "dynamics.h"
 #include "khz/khz.h"
 #include "spatial.h"
@@ -447,6 +448,15 @@ done:
   return rc;
 }
 
+/* the default scratch stack: RK4 stages (4 q/qd/qdd copies), a rollback
+ * copy, two nv x nv matrices, per-body temporaries, the collision pass, the
+ * contact stages, and slack */
+static size_t scratch_bytes(const khzModel *m) {
+  size_t nq = (size_t)m->nq, nv = (size_t)m->nv;
+  return (16 * (nq + nv) + 2 * nv * nv + 64 * (size_t)m->nbody) * sizeof(double) +
+         khz_collisionStackBytes(m) + khz_contactStackBytes(m) + 65536;
+}
+
 khzModel *khz_compile(const khzSpec *s, char *err, size_t errsz) {
   if (err && errsz) err[0] = 0;
   if (!s || s->nbody < 1) {
@@ -619,6 +629,7 @@ khzModel *khz_compile(const khzSpec *s, char *err, size_t errsz) {
     khz_deleteModel(&m);
     return NULL;
   }
+  m->stack_bytes = scratch_bytes(m);
   return m;
 }
 

@@ -10,7 +10,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "contact.h"
+#include "contact/contact.h"
 #include "dynamics.h"
 #include "khz/khz.h"
 #include "spatial.h"
@@ -190,7 +190,7 @@ void khz_forward(const khzModel *m, khzData *d) {
   clamp_controls(m, d);
   khz_passive(m, d, d->q, d->qd, d->tau_passive);
   size_t mark = khz_stackMark(d);
-  double *tau = khz_stackAlloc(d, (size_t)m->nv * sizeof(double) + 8);
+  double *tau = khz_stackAlloc(d, (size_t)m->nv * sizeof(double));
   if (tau) {
     for (int k = 0; k < m->nv; k++) tau[k] = d->tau_passive[k] + d->tau_applied[k];
     khz_forwardPass(m, d, d->q, d->qd);
@@ -215,13 +215,13 @@ static int finite_state(const khzModel *m, const khzData *d, int *bad_body) {
 void khz_step(const khzModel *m, khzData *d) {
   size_t nq = (size_t)m->nq, nv = (size_t)m->nv, mark = khz_stackMark(d);
   double h = m->timestep;
-  double *q0 = khz_stackAlloc(d, nq * sizeof(double) + 8);
-  double *v0 = khz_stackAlloc(d, nv * sizeof(double) + 8);
-  double *tau = khz_stackAlloc(d, nv * sizeof(double) + 8);
-  double *qs = khz_stackAlloc(d, nq * sizeof(double) + 8);
-  double *vs = khz_stackAlloc(d, nv * sizeof(double) + 8);
-  double *ka = khz_stackAlloc(d, 4 * nv * sizeof(double) + 8);
-  double *kq = khz_stackAlloc(d, 4 * nq * sizeof(double) + 8);
+  double *q0 = khz_stackAlloc(d, nq * sizeof(double));
+  double *v0 = khz_stackAlloc(d, nv * sizeof(double));
+  double *tau = khz_stackAlloc(d, nv * sizeof(double));
+  double *qs = khz_stackAlloc(d, nq * sizeof(double));
+  double *vs = khz_stackAlloc(d, nv * sizeof(double));
+  double *ka = khz_stackAlloc(d, 4 * nv * sizeof(double));
+  double *kq = khz_stackAlloc(d, 4 * nq * sizeof(double));
   if (!q0 || !v0 || !tau || !qs || !vs || !ka || !kq) {
     khz_stackFree(d, mark);
     return; /* counted as KHZ_WARN_STACK by khz_stackAlloc */
@@ -289,4 +289,25 @@ void khz_step(const khzModel *m, khzData *d) {
   khz_kinematics(m, d);
   if (d->ncontact) khz_contactEnd(m, d);
   khz_stackFree(d, mark);
+}
+
+/* -------------------------------------------------------- reset the data -- */
+
+void khz_resetData(const khzModel *m, khzData *d) {
+  d->time = 0;
+#define KHZ_X_ZERO(type, name, count) memset(d->name, 0, (size_t)(count) * sizeof(type));
+  KHZ_STATE_FIELDS(KHZ_X_ZERO)
+#undef KHZ_X_ZERO
+  memcpy(d->q, m->q0, (size_t)m->nq * sizeof(double));
+  khz_resetStick(m, d);
+  for (int k = 0; k < m->npair_max; k++) d->pair[k].geom[0] = d->pair[k].geom[1] = -1;
+  d->contact_method = m->contact.method;
+  d->ncontact = d->ncpoint = 0;
+  memset(d->warning, 0, sizeof d->warning);
+  d->warning_body = -1;
+  d->stack_top = 0;
+  memset(d->qdd, 0, (size_t)m->nv * sizeof(double));
+  memset(d->tau_applied, 0, (size_t)m->nv * sizeof(double));
+  memset(d->tau_passive, 0, (size_t)m->nv * sizeof(double));
+  khz_kinematics(m, d);
 }

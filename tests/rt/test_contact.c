@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "contact.h"
+#include "contact/bottom.h"
+#include "dynamics.h"
 #include "dynamics.h"
 #include "ensure.h"
 #include "random_model.h"

@@ -1,4 +1,4 @@
-/* test_contact_friction.c — regressions of resting contact (rt/src/contact.c,
+/* test_contact_friction.c — regressions of resting contact (rt/src/contact/penalty.c,
  * rt/src/collision/narrowphase.c): one free body on the ground plane with the
  * contact of scenes/validation/stack.yaml (effective-mass gains, restitution
  * 0), RK4 at 1 ms, each case with the ground as geom 0 and as geom 1 (which

@@ -1,4 +1,4 @@
-/* test_impact.c — impacts (rt/src/impulse.c, rt/src/contact.c), on free
+/* test_impact.c — impacts (rt/src/contact/impulse.c, phases.c), on free
  * boxes over the ground plane with the pile's contact settings
  * (scenes/validation/v3_pile.yaml), RK4 at 1 ms:
  *   a. two boxes meeting head-on without gravity: the velocities after the

@@ -230,6 +230,7 @@ typedef struct khzModel {
   khzContactOptions contact; /* scene defaults (method, gains, gamma, mu, ...) */
   int npair_max;             /* capacity of simultaneous contact pairs */
   int max_points;            /* capacity of points per pair */
+  size_t stack_bytes;        /* scratch stack khz_makeData gives when asked for 0 bytes */
   khzIntegrator integrator;
   double limit_hz;   /* natural frequency of the joint-limit spring (capped by 0.3 / h) */
   double limit_zeta; /* its damping ratio */

@@ -196,7 +196,7 @@ size_t khz_collisionStackBytes(const khzModel *m) {
 /* A point on a sphere's, a capsule's or a cylinder rim's curved surface is
  * not a material point: as the body rolls, the contact stays where the
  * surface faces the other body. The contact method keeps such a point there
- * (contact.c, surface_point) from the centre of curvature and, for a rim,
+ * (contact/penalty.c, surface_point) from the centre of curvature and, for a rim,
  * the cylinder's axis, both in the body's frame. */
 static void round_point(const khzModel *m, const khzContact *c, const double *xrot,
                         const double *xpos, khzContactPoint *p) {

@@ -3,8 +3,8 @@
  * an impulse with Newton restitution and Coulomb friction at the centroid of
  * its contact points, applied before the tick's penalty forces.
  *   - The response of articulated bodies uses their articulated inertias
- *     (Mirtich's impulse response, papers/patil-2007-...: the test impulse
- *     propagates to the root, then the velocity change back out).
+ *     (Mirtich's articulated impulse response, khz_impulseResponse in
+ *     dynamics.c).
  *   - Pairs coupled through a moving body or an articulated tree form a
  *     cluster, and a cluster's impulses are solved together: its Delassus
  *     matrix W (the relative velocity change at each pair, in its contact
@@ -21,10 +21,11 @@
  *     stack cannot hold, takes sequential impulses pair by pair instead
  *     (Baraff), KHZ_IMPULSE_SWEEPS sweeps.
  * Nothing here allocates: scratch comes from d's stack. */
+#include "impulse.h"
+
 #include <math.h>
 #include <string.h>
 
-#include "contact.h"
 #include "dynamics.h"
 #include "spatial.h"
 
@@ -38,93 +39,6 @@ static void pair_centroid(const khzData *d, const khzContact *c, double x[3]) {
   x[0] = x[1] = x[2] = 0;
   for (int p = 0; p < c->npoint; p++)
     for (int j = 0; j < 3; j++) x[j] += d->cpoint[c->point_adr + p].pos[j] / c->npoint;
-}
-
-/* ------------------------------------------------------ impulse response -- */
-
-void khz_impulseResponse(const khzModel *m, khzData *d, int b, const double f[6], double *dqd,
-                         double *dvel) {
-  if (b <= 0) return;
-  int root = m->body_root[b];
-  double *pA = d->pA, *u = d->u;
-
-  /* clear the tree's bias forces, then put the impulse on b: pA = -f */
-  for (int i = root; i < m->nbody; i++)
-    if (m->body_root[i] == root) memset(pA + 6 * i, 0, 6 * sizeof(double));
-  for (int k = 0; k < 6; k++) pA[6 * b + k] = -f[k];
-
-  /* to the root: u = -S^T pA, pa = pA + U Dinv u (no bias terms for impulses) */
-  for (int i = b; i > 0; i = m->body_parent[i]) {
-    int nv = m->jnt_nv[i], p = m->body_parent[i];
-    const double *S = d->S + 36 * i, *U = d->U + 36 * i, *Dinv = d->Dinv + 36 * i;
-    double *pAi = pA + 6 * i, pa[6];
-    memcpy(pa, pAi, sizeof pa);
-    for (int a = 0; a < nv; a++) u[6 * i + a] = -khzu_dot6(S + 6 * a, pAi);
-    for (int a = 0; a < nv; a++) {
-      double Du = 0;
-      for (int c = 0; c < nv; c++) Du += Dinv[nv * a + c] * u[6 * i + c];
-      for (int k = 0; k < 6; k++) pa[k] += U[6 * a + k] * Du;
-    }
-    if (p > 0)
-      for (int k = 0; k < 6; k++) pA[6 * p + k] += pa[k];
-  }
-
-  /* back out over the whole tree: dv = dv_parent, dqd = Dinv (u - U^T dv), dv += S dqd */
-  for (int i = root; i < m->nbody; i++) {
-    if (m->body_root[i] != root) continue;
-    int nv = m->jnt_nv[i], dof = m->jnt_dofadr[i], p = m->body_parent[i];
-    double *dv = dvel + 6 * i;
-    if (p > 0) memcpy(dv, dvel + 6 * p, 6 * sizeof(double));
-    else memset(dv, 0, 6 * sizeof(double));
-    if (!nv) continue;
-    /* off the impulse's path pA is zero, so u is zero there */
-    int on_path = 0;
-    for (int j = b; j > 0 && !on_path; j = m->body_parent[j]) on_path = j == i;
-    const double *S = d->S + 36 * i, *U = d->U + 36 * i, *Dinv = d->Dinv + 36 * i;
-    double r[6], dq[6];
-    for (int a = 0; a < nv; a++) r[a] = (on_path ? u[6 * i + a] : 0) - khzu_dot6(U + 6 * a, dv);
-    for (int a = 0; a < nv; a++) {
-      dq[a] = 0;
-      for (int c = 0; c < nv; c++) dq[a] += Dinv[nv * a + c] * r[c];
-      dqd[dof + a] += dq[a];
-    }
-    for (int a = 0; a < nv; a++)
-      for (int k = 0; k < 6; k++) dv[k] += S[6 * a + k] * dq[a];
-  }
-}
-
-/* the spatial impulse (about the tree's origin) of the world impulse J at x on b */
-static void spatial_impulse(const khzModel *m, const khzData *d, int b, const double x[3],
-                            const double J[3], double f[6]) {
-  const double *o = d->xpos + 3 * m->body_root[b];
-  double r[3] = {x[0] - o[0], x[1] - o[1], x[2] - o[2]};
-  khzu_cross(f, r, J);
-  f[3] = J[0], f[4] = J[1], f[5] = J[2];
-}
-
-/* velocity change at x of body b from the body velocity changes dvel */
-static void point_change(const khzModel *m, const khzData *d, int b, const double x[3],
-                         const double *dvel, double dv[3]) {
-  const double *w = dvel + 6 * b, *o = d->xpos + 3 * m->body_root[b];
-  double r[3] = {x[0] - o[0], x[1] - o[1], x[2] - o[2]};
-  khzu_cross(dv, w, r);
-  for (int j = 0; j < 3; j++) dv[j] += w[3 + j];
-}
-
-void khz_pointResponse(const khzModel *m, khzData *d, int b, const double x[3], const double J[3],
-                       int bq, const double xq[3], double dv_b[3], double dv_q[3], double *dqd,
-                       double *dvel) {
-  double f[6];
-  spatial_impulse(m, d, b, x, J, f);
-  memset(dqd, 0, (size_t)m->nv * sizeof(double));
-  khz_impulseResponse(m, d, b, f, dqd, dvel);
-  /* read the velocity change of both bodies' points (same tree or not) */
-  for (int s = 0; s < 2; s++) {
-    int body = s ? bq : b;
-    double *out = s ? dv_q : dv_b;
-    out[0] = out[1] = out[2] = 0;
-    if (body > 0 && m->body_root[body] == m->body_root[b]) point_change(m, d, body, s ? xq : x, dvel, out);
-  }
 }
 
 /* solves the 3x3 system K x = b (K symmetric positive definite) */
@@ -276,7 +190,7 @@ static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int k, d
         if (b <= 0 || khz_bodyStatic(m, b)) continue;
         double J[3], f[6];
         for (int q = 0; q < 3; q++) J[q] = (s ? -1 : 1) * fr[9 * j + 3 * e + q];
-        spatial_impulse(m, d, b, x + 3 * j, J, f);
+        khz_spatialImpulse(m, d, b, x + 3 * j, J, f);
         khz_impulseResponse(m, d, b, f, dqd, dvel);
         for (int i = 0; i < k; i++) {
           const khzContact *ci = d->contact + idx[i];
@@ -284,7 +198,7 @@ static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int k, d
             int bi = ci->body[s2];
             if (bi <= 0 || m->body_root[bi] != m->body_root[b]) continue;
             double dv[3];
-            point_change(m, d, bi, x + 3 * i, dvel, dv);
+            khz_pointVelocityChange(m, d, bi, x + 3 * i, dvel, dv);
             for (int r = 0; r < 3; r++)
               W[(3 * i + r) * n3 + 3 * j + e] += (s2 ? -1 : 1) * khzu_dot3(dv, fr + 9 * i + 3 * r);
           }
@@ -383,7 +297,7 @@ static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int k, d
       if (b <= 0 || khz_bodyStatic(m, b)) continue;
       double J[3], f[6];
       for (int q = 0; q < 3; q++) J[q] = (s ? -1 : 1) * (li[0] * f3[q] + li[1] * f3[3 + q] + li[2] * f3[6 + q]);
-      spatial_impulse(m, d, b, x + 3 * i, J, f);
+      khz_spatialImpulse(m, d, b, x + 3 * i, J, f);
       khz_impulseResponse(m, d, b, f, dqd, dvel);
     }
   }
@@ -408,8 +322,8 @@ void khz_resolveImpacts(const khzModel *m, khzData *d) {
   int *parent = khz_stackAlloc(d, (size_t)m->nbody * sizeof(int));
   int *cluster = khz_stackAlloc(d, (size_t)d->ncontact * sizeof(int));
   int *idx = khz_stackAlloc(d, (size_t)d->ncontact * sizeof(int));
-  double *dqd = khz_stackAlloc(d, (size_t)m->nv * sizeof(double) + 8);
-  double *dsum = khz_stackAlloc(d, (size_t)m->nv * sizeof(double) + 8);
+  double *dqd = khz_stackAlloc(d, (size_t)m->nv * sizeof(double));
+  double *dsum = khz_stackAlloc(d, (size_t)m->nv * sizeof(double));
   double *dvel = khz_stackAlloc(d, 6 * (size_t)m->nbody * sizeof(double));
   double *target = khz_stackAlloc(d, (size_t)d->ncontact * sizeof(double));
   if (!(parent && cluster && idx && dqd && dsum && dvel && target)) {

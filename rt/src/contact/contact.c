@@ -1,0 +1,68 @@
+/* contact.c — the contact stages of a step, in order (Drumwright, "A fast
+ * and stable penalty method for rigid body simulation"):
+ *   collision -> gains -> phases (Fig. 2) -> impulses -> point selection
+ *   (bottom of the volume, §III-A) -> damping limit, then penalty forces at
+ * every integrator stage and the integral / friction anchors at the end.
+ * Each stage lives in its own file of this folder; this one only runs them.
+ */
+#include "contact.h"
+
+#include <string.h>
+
+#include "bottom.h"
+#include "collision/collision.h"
+#include "dynamics.h"
+#include "impulse.h"
+#include "penalty.h"
+#include "phases.h"
+
+/* the articulated inertias at the current q (velocity terms do not matter):
+ * the impulse response and the effective masses need them */
+static void articulated_inertias(const khzModel *m, khzData *d, double *tau, double *qdd) {
+  memset(tau, 0, (size_t)m->nv * sizeof(double));
+  khz_externalForces(m, d);
+  khz_abaCore(m, d, tau, qdd);
+}
+
+void khz_contactBegin(const khzModel *m, khzData *d) {
+  d->ncontact = d->ncpoint = 0;
+  if (d->contact_method == KHZ_CONTACT_NONE) {
+    khz_phaseForget(m, d);
+    return;
+  }
+  khz_collide(m, d);
+  if (!d->ncontact) return;
+
+  size_t mark = khz_stackMark(d);
+  double *dqd = khz_stackAlloc(d, (size_t)m->nv * sizeof(double));
+  double *dvel = khz_stackAlloc(d, 6 * (size_t)m->nbody * sizeof(double));
+  double *tau = khz_stackAlloc(d, (size_t)m->nv * sizeof(double));
+  double *qdd = khz_stackAlloc(d, (size_t)m->nv * sizeof(double));
+  int scratch = dqd && dvel && tau && qdd, inertias = 0;
+  if (scratch && khz_penaltyNeedsInertias(m, d)) {
+    articulated_inertias(m, d, tau, qdd);
+    inertias = 1;
+  }
+  khz_penaltyGains(m, d, inertias, dqd, dvel);
+  if (khz_phaseClassify(m, d) && khz_phaseSpread(m, d) && scratch) {
+    if (!inertias) articulated_inertias(m, d, tau, qdd);
+    khz_resolveImpacts(m, d);
+  }
+  khz_stackFree(d, mark);
+  khz_phaseSettle(d);
+  khz_selectPoints(m, d);
+  khz_penaltyLimitDamping(m, d);
+}
+
+void khz_contactForces(const khzModel *m, khzData *d) { khz_penaltyForces(m, d); }
+
+void khz_contactEnd(const khzModel *m, khzData *d) { khz_penaltyEnd(m, d); }
+
+size_t khz_contactStackBytes(const khzModel *m) {
+  /* per-pair approach speeds, one pair's bottom selection (positions,
+   * depths, projections, angles, flags, order), alignment slack; then
+   * khz_contactBegin's scratch and the impulses */
+  size_t contact = (size_t)m->npair_max * sizeof(double) + 6 * (size_t)m->max_points * sizeof(double) +
+                   2 * (size_t)m->max_points * sizeof(int) + 64 * 8;
+  return contact + khz_impulseStackBytes(m);
+}

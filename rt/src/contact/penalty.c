@@ -1,0 +1,518 @@
+/* penalty.c — Drumwright's penalty forces on the resting pairs:
+ *   - gains per pair: geom overrides, else the scene's, else proportional to
+ *     the mass the contact carries (kp = 100 (m1+m2), kv = 50 (m1+m2),
+ *     ki = 2 (m1+m2) in the paper; the coefficients and the mass rule are
+ *     scene options);
+ *   - at each bottom point f = max{kp d - kv v + ki I, 0} / r (eqs. 1-3), with
+ *     the integral I(t) = sum gamma^(t-i-1) max_y d(y, i), reset on
+ *     separation, and each point counted in r by its depth;
+ *   - friction: a tangential spring-damper per bottom point stretched by the
+ *     slip accumulated since the point began sticking (Yamane & Nakamura),
+ *     saturated at mu |f|, its anchor held at the cone's edge while the
+ *     spring exceeds it (Coulomb sliding); opt-in rolling and torsional
+ *     friction (MuJoCo's condim 6);
+ *   - each free body's contact damping held inside RK4's stability region.
+ * Forces are re-evaluated at every integrator stage from the points found at
+ * the start of the step, moved with the bodies. Nothing here allocates.
+ */
+#include "penalty.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "collision/collision.h"
+#include "dynamics.h"
+#include "spatial.h"
+
+/* The penetration a pair already has when it is first found, or when an
+ * impact's impulses have stopped its approach (up to a step's travel, an
+ * initial overlap, a contact found late) is not a compressed spring: pushed
+ * out at once by stiff gains it would return as kinetic energy, 1/2 kp d^2
+ * (a cylinder lying on the ground hopped for ever this way; a pair found
+ * 1 m deep threw a body at 300 m/s). The springs measure depth past that
+ * offset, which relaxes to zero with this time constant (s). */
+#define KHZ_IMPACT_RELAX 0.02
+
+/* the sticking spring-damper's gains relative to the normal ones: a contact
+ * point below a body's centre of mass moves tangentially with a smaller
+ * effective mass than along the normal (rotation), so equal gains would leave
+ * the explicit integrator's stability region first in the tangent plane */
+#define KHZ_TANGENT_SCALE 0.25
+
+/* --------------------------------------------------------------- helpers -- */
+
+/* world position of a point given in body b's frame */
+static void body_point(const khzData *d, int b, const double local[3], double x[3]) {
+  khzu_mulMatVec3(x, d->xrot + 9 * b, local);
+  x[0] += d->xpos[3 * b], x[1] += d->xpos[3 * b + 1], x[2] += d->xpos[3 * b + 2];
+}
+
+/* The point of body s (0, 1) at which contact point pt acts at the current
+ * stage. A vertex or an edge crossing is a material point and moves with the
+ * body. A point on a curved surface (pt->round == s: a sphere, a capsule, a
+ * cylinder's rim) stays where the surface faces the other body, the centre
+ * of curvature plus the radius towards it: carried along as a material point
+ * it would rise ahead of a rolling body's centre, and the normal force on it
+ * would drive the rolling (a ball on the ground sped up by 7% in 2 s). */
+static void surface_point(const khzModel *m, const khzData *d, const khzContact *c,
+                          const khzContactPoint *pt, int s, double p[3]) {
+  int b = c->body[s];
+  if (pt->round != s) {
+    body_point(d, b, pt->local[s], p);
+    return;
+  }
+  int g = c->geom[s];
+  double r = m->geom_size[3 * g], out = s == 0 ? -1 : 1, u[3];
+  const double *n = c->normal;
+  for (int j = 0; j < 3; j++) u[j] = out * n[j];
+  if (m->geom_type[g] == KHZ_GEOM_CYLINDER) { /* the rim's point facing the other body */
+    double a[3];
+    khzu_mulMatVec3(a, d->xrot + 9 * b, pt->axis);
+    double ua = khzu_dot3(u, a);
+    for (int j = 0; j < 3; j++) u[j] -= ua * a[j];
+    double un = sqrt(khzu_dot3(u, u));
+    if (!(un > 0.5 * KHZ_RIM_TILT)) { /* the rim has turned flat: hold the point */
+      body_point(d, b, pt->local[s], p);
+      return;
+    }
+    for (int j = 0; j < 3; j++) u[j] /= un;
+  }
+  body_point(d, b, pt->center, p);
+  for (int j = 0; j < 3; j++) p[j] += r * u[j];
+}
+
+/* adds the world force F acting at x on body b to d->fext */
+static void add_force(const khzModel *m, khzData *d, int b, const double x[3], const double F[3]) {
+  if (b <= 0) return;
+  const double *o = d->xpos + 3 * m->body_root[b];
+  double r[3] = {x[0] - o[0], x[1] - o[1], x[2] - o[2]}, n[3];
+  khzu_cross(n, r, F);
+  double *f = d->fext + 6 * b;
+  f[0] += n[0], f[1] += n[1], f[2] += n[2];
+  f[3] += F[0], f[4] += F[1], f[5] += F[2];
+}
+
+/* per-pair gains: geom overrides, else scene values, else from the masses of
+ * the moving bodies (the paper: kp = 100 (m1+m2), kv = 50 (m1+m2), ki = 2 (m1+m2);
+ * the coefficients and the mass rule are scene options). For a link of an
+ * articulated body the mass is what the contact carries (contact_mass). */
+static double contact_mass(const khzModel *m, int b) {
+  /* the mass a contact on body b may have to carry: a floating tree's whole
+   * mass (a foot carries the robot), else the body with its descendants */
+  if (khz_bodyStatic(m, b)) return 0;
+  int root = m->body_root[b];
+  return m->jnt_type[root] == KHZ_JOINT_FLOATING ? m->body_subtreemass[root] : m->body_subtreemass[b];
+}
+
+static void pair_gains(const khzModel *m, khzContact *c, double meff) {
+  double mass = 0, ms[2];
+  int moving = 0;
+  for (int s = 0; s < 2; s++) {
+    ms[s] = contact_mass(m, c->body[s]);
+    moving += ms[s] > 0;
+  }
+  if (m->contact.gain_mass == KHZ_GAIN_MASS_EFFECTIVE && meff > 0)
+    mass = meff;
+  else if (m->contact.gain_mass == KHZ_GAIN_MASS_REDUCED && moving == 2)
+    mass = ms[0] * ms[1] / (ms[0] + ms[1]);
+  else
+    mass = ms[0] + ms[1];
+  const double base[3] = {m->contact.kp_per_kg, m->contact.kv_per_kg, m->contact.ki_per_kg};
+  const double scene[3] = {m->contact.kp, m->contact.kv, m->contact.ki};
+  double g[3];
+  for (int k = 0; k < 3; k++) {
+    double o0 = m->geom_gain[3 * c->geom[0] + k], o1 = m->geom_gain[3 * c->geom[1] + k];
+    g[k] = o0 > 0 && o1 > 0 ? fmax(o0, o1) : o0 > 0 ? o0 : o1 > 0 ? o1 : scene[k] > 0 ? scene[k]
+                                                                                      : base[k] * mass;
+  }
+  c->kp = g[0], c->kv = g[1], c->ki = g[2];
+  double f0 = m->geom_friction[c->geom[0]], f1 = m->geom_friction[c->geom[1]];
+  double mu0 = f0 > 0 ? f0 : m->contact.mu, mu1 = f1 > 0 ? f1 : m->contact.mu;
+  c->mu = sqrt(mu0 * mu1);
+}
+
+/* ------------------------------------------------------------- the gains -- */
+
+int khz_penaltyNeedsInertias(const khzModel *m, const khzData *d) {
+  int need = 0, rolling = m->contact.rolling > 0 || m->contact.torsional > 0;
+  for (int i = 0; i < d->ncontact; i++) {
+    const khzPairState *ps = d->pair + d->contact[i].slot;
+    need |= (m->contact.gain_mass == KHZ_GAIN_MASS_EFFECTIVE && !(ps->meff > 0)) ||
+            (rolling && !(ps->rot_inertia > 0));
+  }
+  return need;
+}
+
+/* n^T K n from one test impulse along the normal at the deepest point: a
+ * corner of a foot moves far more easily than its centre, and the smaller
+ * mass keeps the gains stable */
+static double effective_mass(const khzModel *m, khzData *d, const khzContact *c, double *dqd,
+                             double *dvel) {
+  const double *x = d->cpoint[c->deepest].pos;
+  double a0[3], a1[3], b0v[3] = {0, 0, 0}, b1v[3] = {0, 0, 0};
+  double nm[3] = {-c->normal[0], -c->normal[1], -c->normal[2]};
+  khz_pointResponse(m, d, c->body[0], x, c->normal, c->body[1], x, a0, a1, dqd, dvel);
+  if (c->body[1] > 0) khz_pointResponse(m, d, c->body[1], x, nm, c->body[0], x, b1v, b0v, dqd, dvel);
+  double knn = 0;
+  for (int j = 0; j < 3; j++) knn += c->normal[j] * ((a0[j] + b0v[j]) - (a1[j] + b1v[j]));
+  return knn > 0 ? 1 / knn : 0;
+}
+
+/* the relative angular velocity change along a tangent per unit couple
+ * about it, from one test couple on each body: the rolling damper's inertia */
+static double rotational_inertia(const khzModel *m, khzData *d, const khzContact *c, double *dqd,
+                                 double *dvel) {
+  double t[3], a[3] = {1, 0, 0}, f[6] = {0, 0, 0, 0, 0, 0}, kww = 0;
+  if (fabs(c->normal[0]) > 0.6) a[0] = 0, a[1] = 1;
+  khzu_cross(t, c->normal, a);
+  double tn = sqrt(khzu_dot3(t, t));
+  for (int s = 0; s < 2; s++) {
+    int b = c->body[s];
+    if (b <= 0) continue;
+    for (int j = 0; j < 3; j++) f[j] = (s ? -t[j] : t[j]) / tn;
+    memset(dqd, 0, (size_t)m->nv * sizeof(double));
+    khz_impulseResponse(m, d, b, f, dqd, dvel);
+    for (int q = 0; q < 2; q++) { /* both bodies' rotation (same tree or not) */
+      int bq = c->body[q];
+      if (bq <= 0 || m->body_root[bq] != m->body_root[b]) continue;
+      for (int j = 0; j < 3; j++) kww += (q ? -1 : 1) * dvel[6 * bq + j] * t[j] / tn;
+    }
+  }
+  return kww > 0 ? 1 / kww : 0;
+}
+
+void khz_penaltyGains(const khzModel *m, khzData *d, int inertias, double *dqd, double *dvel) {
+  int rolling = m->contact.rolling > 0 || m->contact.torsional > 0;
+  for (int i = 0; i < d->ncontact; i++) {
+    khzContact *c = d->contact + i;
+    khzPairState *ps = d->pair + c->slot;
+    /* measured once when the pair begins: the gains then stay put while
+     * the pair is in contact */
+    if (inertias && !(ps->meff > 0)) ps->meff = effective_mass(m, d, c, dqd, dvel);
+    if (inertias && rolling && !(ps->rot_inertia > 0))
+      ps->rot_inertia = rotational_inertia(m, d, c, dqd, dvel);
+    pair_gains(m, c, ps->meff);
+  }
+}
+
+/* ---------------------------------------------------- the damping limit -- */
+
+/* Explicit integration is stable only while h times the largest damping
+ * rate of a body, the largest eigenvalue of M^-1 C with C the damping its
+ * contact points put on its six velocities, stays inside the integrator's
+ * region (RK4: 2.78 on the negative real axis). Per point the dampers are
+ * kv w along the normal and KHZ_TANGENT_SCALE kv w across it, so the rate
+ * grows with the number of pairs pressing a body and with how easily its
+ * points turn it: a flat box's corners turn it three times more easily than
+ * they lift it, and a light box between the ground and a heavy one gets
+ * both pairs' dampers. Past the limit the damping pumps energy in: such a
+ * box chattered at 50-100 Hz in the pile. A pair's damping is scaled down
+ * so that neither of its free bodies exceeds KHZ_DAMPING_LIMIT / h. */
+#define KHZ_DAMPING_LIMIT 1.8
+
+/* a free rigid body: floating joint to the world, nothing attached */
+static int free_rigid(const khzModel *m, int b) {
+  return b > 0 && m->body_parent[b] == 0 && m->jnt_type[b] == KHZ_JOINT_FLOATING &&
+         m->body_subtreemass[b] <= m->body_mass[b];
+}
+
+/* adds the dampers of contact c's bottom points to C (6x6, [w; v] at the
+ * centre of mass) of side s's body. The points are weighed equally, not by
+ * depth as pair_forces weighs them: with the depth weights here a pile body
+ * went 1.5 cm deep and test_impact g failed (tried; docs/validation.md). */
+static void damping_add(const khzData *d, const khzContact *c, int s, double *C) {
+  const khzContactPoint *pts = d->cpoint + c->point_adr;
+  const double *n = c->normal, *xc = d->xcom + 3 * c->body[s];
+  double nb = 0;
+  for (int k = 0; k < c->npoint; k++) nb += pts[k].bottom ? pts[k].share : 0;
+  if (!(nb > 0)) return;
+  for (int k = 0; k < c->npoint; k++) {
+    if (!pts[k].bottom) continue;
+    double w = pts[k].share / nb, kn = c->kv * w, kt = KHZ_TANGENT_SCALE * c->kv * w;
+    double r[3] = {pts[k].pos[0] - xc[0], pts[k].pos[1] - xc[1], pts[k].pos[2] - xc[2]};
+    /* J = [-[r]x, I]: the point's velocity from [w; v]; C += J^T D J */
+    double J[3][6];
+    for (int i = 0; i < 3; i++) {
+      for (int j = 0; j < 6; j++) J[i][j] = 0;
+      J[i][3 + i] = 1;
+    }
+    J[0][1] = r[2], J[0][2] = -r[1], J[1][0] = -r[2], J[1][2] = r[0], J[2][0] = r[1], J[2][1] = -r[0];
+    double D[3][3];
+    for (int i = 0; i < 3; i++)
+      for (int j = 0; j < 3; j++) D[i][j] = (kn - kt) * n[i] * n[j] + (i == j ? kt : 0);
+    for (int a = 0; a < 6; a++)
+      for (int b = 0; b < 6; b++) {
+        double v = 0;
+        for (int i = 0; i < 3; i++)
+          for (int j = 0; j < 3; j++) v += J[i][a] * D[i][j] * J[j][b];
+        C[6 * a + b] += v;
+      }
+  }
+}
+
+/* largest eigenvalue of M^-1 C for free body b (power iteration; M^-1 C is
+ * similar to a symmetric positive semi-definite matrix) */
+static double damping_rate(const khzModel *m, const khzData *d, int b, const double *C) {
+  double Iw[9], Iinv[9], tmp[9];
+  const double *R = d->xrot + 9 * b;
+  khzu_mulMat3(tmp, R, m->body_inertia + 9 * b);
+  khzu_mulMatMatT3(Iw, tmp, R);
+  double L[9];
+  memcpy(L, Iw, sizeof L);
+  if (khzu_cholFactor(L, 3) != 0) return 0;
+  for (int j = 0; j < 3; j++) {
+    double e[3] = {j == 0, j == 1, j == 2};
+    khzu_cholSolve(L, 3, e);
+    for (int i = 0; i < 3; i++) Iinv[3 * i + j] = e[i];
+  }
+  double x[6] = {1, 0.7, 0.5, 0.3, 0.2, 0.1}, lam = 0;
+  for (int it = 0; it < 30; it++) {
+    double y[6], z[6];
+    for (int i = 0; i < 6; i++) {
+      y[i] = 0;
+      for (int j = 0; j < 6; j++) y[i] += C[6 * i + j] * x[j];
+    }
+    khzu_mulMatVec3(z, Iinv, y);
+    for (int i = 3; i < 6; i++) z[i] = y[i] / m->body_mass[b];
+    double nz = 0, nx = 0;
+    for (int i = 0; i < 6; i++) nz += z[i] * z[i], nx += x[i] * x[i];
+    if (!(nz > 0)) return 0;
+    lam = sqrt(nz / nx);
+    for (int i = 0; i < 6; i++) x[i] = z[i] / sqrt(nz);
+  }
+  return lam;
+}
+
+/* scales the damping of pairs whose free bodies would exceed the limit */
+void khz_penaltyLimitDamping(const khzModel *m, khzData *d) {
+  size_t mark = khz_stackMark(d);
+  double *C = khz_stackAlloc(d, 36 * (size_t)m->nbody * sizeof(double));
+  double *scale = khz_stackAlloc(d, (size_t)m->nbody * sizeof(double));
+  if (!C || !scale) {
+    khz_stackFree(d, mark);
+    return;
+  }
+  memset(C, 0, 36 * (size_t)m->nbody * sizeof(double));
+  for (int b = 0; b < m->nbody; b++) scale[b] = 1;
+  for (int i = 0; i < d->ncontact; i++)
+    for (int s = 0; s < 2; s++)
+      if (free_rigid(m, d->contact[i].body[s]) && d->contact[i].nbottom)
+        damping_add(d, d->contact + i, s, C + 36 * d->contact[i].body[s]);
+  for (int b = 1; b < m->nbody; b++) {
+    if (!free_rigid(m, b)) continue;
+    double rate = damping_rate(m, d, b, C + 36 * b) * m->timestep;
+    if (rate > KHZ_DAMPING_LIMIT) scale[b] = KHZ_DAMPING_LIMIT / rate;
+  }
+  for (int i = 0; i < d->ncontact; i++) {
+    khzContact *c = d->contact + i;
+    c->kv *= fmin(scale[c->body[0] > 0 ? c->body[0] : 0], scale[c->body[1] > 0 ? c->body[1] : 0]);
+  }
+  khz_stackFree(d, mark);
+}
+/* ------------------------------------------------- forces and friction -- */
+
+/* the anchor of a bottom point: the one of its feature, else the nearest
+ * anchor within KHZ_ANCHOR_REUSE of the point (a face-face contact offers two
+ * coincident corners, one of each body, and the selection may take either:
+ * the sticking spring must not be lost when it switches), or -1 */
+#define KHZ_ANCHOR_REUSE 5e-3
+static int find_anchor(const khzData *d, const khzContact *c, const khzPairState *ps, int feature,
+                       const double p[3]) {
+  for (int k = 0; k < ps->nanchor; k++)
+    if (ps->anchor_feature[k] == feature) return k;
+  int best = -1;
+  double bestd = KHZ_ANCHOR_REUSE * KHZ_ANCHOR_REUSE;
+  for (int k = 0; k < ps->nanchor; k++) {
+    double a[3];
+    body_point(d, c->body[1], ps->anchor_pos[k], a);
+    double dx = a[0] - p[0], dy = a[1] - p[1], dz = a[2] - p[2], d2 = dx * dx + dy * dy + dz * dz;
+    if (d2 < bestd) bestd = d2, best = k;
+  }
+  return best;
+}
+
+/* the tangential spring's stretch of bottom point k at the current stage:
+ * the anchor's stretch from the steps before, plus the slip within this step,
+ * the tangential separation of the material points of body 0 and body 1 that
+ * coincided at the point when the step began. Slip is what stretches the
+ * spring, so a rolling contact (points that do not slip) stays unstretched
+ * although its contact point travels over both surfaces. */
+static void friction_stretch(const khzData *d, const khzContact *c, const khzPairState *ps,
+                             const khzContactPoint *pt, const double p0[3], const double p1[3],
+                             double delta[3]) {
+  const double *n = c->normal;
+  int a = find_anchor(d, c, ps, pt->feature, pt->pos);
+  double s[3] = {0, 0, 0};
+  if (a >= 0) khzu_mulMatVec3(s, d->xrot + 9 * c->body[1], ps->anchor[a]);
+  for (int j = 0; j < 3; j++) delta[j] = s[j] + p0[j] - p1[j];
+  double dn = khzu_dot3(delta, n);
+  for (int j = 0; j < 3; j++) delta[j] -= dn * n[j];
+}
+
+/* Rolling and torsional friction of a pair (MuJoCo's condim 6, opt-in): a
+ * couple against the relative angular velocity, its tangential part (rolling)
+ * saturated at rolling * fn, its normal part (spin) at torsional * fn. Below
+ * saturation it is a damper whose rate c = I / (2 h), with I the pair's
+ * rotational effective inertia, halves the relative rotation each step: fast
+ * enough to stop a rolling ball, slow enough for the explicit integrator. */
+static void rolling_torque(const khzModel *m, khzData *d, const khzContact *c, double fn) {
+  const khzPairState *ps = d->pair + c->slot;
+  double mr = m->contact.rolling, ms = m->contact.torsional;
+  if (!(mr > 0 || ms > 0) || !(fn > 0) || !(ps->rot_inertia > 0)) return;
+  const double *n = c->normal;
+  int b0 = c->body[0], b1 = c->body[1];
+  double w[3] = {0, 0, 0};
+  for (int j = 0; j < 3; j++)
+    w[j] = (b0 > 0 ? d->vtree[6 * b0 + j] : 0) - (b1 > 0 ? d->vtree[6 * b1 + j] : 0);
+  double wn = khzu_dot3(w, n), wt[3], rate = ps->rot_inertia / (2 * m->timestep), T[3];
+  for (int j = 0; j < 3; j++) wt[j] = w[j] - wn * n[j];
+  double wtn = sqrt(khzu_dot3(wt, wt));
+  double tt = fmin(rate * wtn, mr * fn), tn = fmin(rate * fabs(wn), ms * fn);
+  for (int j = 0; j < 3; j++)
+    T[j] = -(wtn > 0 ? tt * wt[j] / wtn : 0) - (wn > 0 ? tn : wn < 0 ? -tn : 0) * n[j];
+  if (b0 > 0)
+    for (int j = 0; j < 3; j++) d->fext[6 * b0 + j] += T[j];
+  if (b1 > 0)
+    for (int j = 0; j < 3; j++) d->fext[6 * b1 + j] -= T[j];
+}
+
+/* penalty and friction forces of one resting pair at the current forward
+ * pass; apply = 1 adds them to d->fext. slip_limit (npoint, may be NULL):
+ * the largest stretch the friction spring of each bottom point may keep. */
+static void pair_forces(const khzModel *m, khzData *d, khzContact *c, int apply,
+                        double *slip_limit) {
+  khzPairState *ps = d->pair + c->slot;
+  khzContactPoint *pts = d->cpoint + c->point_adr;
+  const double *n = c->normal;
+  int b0 = c->body[0], b1 = c->body[1];
+
+  /* raw normal forces g_k = max{kp d_k - kv v_k + ki I, 0}, then eq. 1's
+   * division by the count r, with each point counted in proportion to its
+   * depth: f_k = g_k d_k / sum_j d_j. With equal depths (a face resting flat)
+   * this is eq. 1; but eq. 1's r jumps by a whole point when a point's force
+   * starts or stops, and a body rocking on a few points (a corner and a far
+   * rim) gained energy from those jumps for ever; a point's weight here goes
+   * to zero with its depth. Near-duplicates share one weight. Inside a box
+   * or hull the depth in the count is the wedge's thickness at the point
+   * (pts[k].weight, set_depths in narrowphase.c), so the force leans towards
+   * the thick end of a tilted contact and levels it. */
+  double raw[KHZ_PAIR_ANCHORS * 16], wt[KHZ_PAIR_ANCHORS * 16], fn_sum = 0, r = 0, r_plain = 0;
+  int cap = (int)(sizeof raw / sizeof raw[0]), nb = 0;
+  for (int k = 0; k < c->npoint && nb < cap; k++) {
+    if (!pts[k].bottom) continue;
+    double p0[3], p1[3], v0[3], v1[3];
+    surface_point(m, d, c, pts + k, 0, p0);
+    surface_point(m, d, c, pts + k, 1, p1);
+    khz_pointVelocity(m, d, b0, p0, v0);
+    khz_pointVelocity(m, d, b1, p1, v1);
+    double depth = pts[k].depth - ps->offset + (p1[0] - p0[0]) * n[0] + (p1[1] - p0[1]) * n[1] +
+                   (p1[2] - p0[2]) * n[2];
+    double vn = (v0[0] - v1[0]) * n[0] + (v0[1] - v1[1]) * n[1] + (v0[2] - v1[2]) * n[2];
+    /* a point that has left the other body at this stage carries nothing: the
+     * pair's integral term must not keep pushing a lifted corner upwards */
+    raw[nb] = depth > 0 ? fmax(c->kp * depth - c->kv * vn + c->ki * ps->integral, 0) : 0;
+    wt[nb] = depth > 0 ? pts[k].share * depth : 0;
+    r += wt[nb] * pts[k].weight;
+    r_plain += wt[nb];
+    nb++;
+  }
+  /* every point with a spring lies on the face above it (weight 0): count
+   * them by depth alone rather than drop the pair's force */
+  int wedge = r > 0;
+  if (!wedge) r = r_plain;
+  nb = 0;
+  for (int k = 0; k < c->npoint && nb < cap; k++) {
+    if (!pts[k].bottom) continue;
+    double w = r > 0 ? wt[nb] * (wedge ? pts[k].weight : 1) / r : 0, fn = raw[nb] * w;
+    fn_sum += fn;
+    /* |kt delta| <= mu fn with kt = scale kp w: the weight cancels */
+    if (slip_limit) slip_limit[k] = c->mu * raw[nb] / (KHZ_TANGENT_SCALE * c->kp);
+    nb++;
+    double p0[3], p1[3], v0[3], v1[3], vt[3], F[3], m0[3], m1[3];
+    surface_point(m, d, c, pts + k, 0, p0);
+    surface_point(m, d, c, pts + k, 1, p1);
+    body_point(d, b0, pts[k].local[0], m0); /* the material points, for the slip */
+    body_point(d, b1, pts[k].local[1], m1);
+    khz_pointVelocity(m, d, b0, p0, v0);
+    khz_pointVelocity(m, d, b1, p1, v1);
+    double vn = 0;
+    for (int j = 0; j < 3; j++) vt[j] = v0[j] - v1[j], vn += vt[j] * n[j];
+    for (int j = 0; j < 3; j++) vt[j] -= vn * n[j];
+
+    /* friction: spring-damper to the sticking anchor, saturated at mu fn */
+    double kt = KHZ_TANGENT_SCALE * c->kp * w, bt = KHZ_TANGENT_SCALE * c->kv * w;
+    double Ft[3], delta[3];
+    friction_stretch(d, c, ps, pts + k, m0, m1, delta);
+    for (int j = 0; j < 3; j++) Ft[j] = -kt * delta[j] - bt * vt[j];
+    double ftn = sqrt(khzu_dot3(Ft, Ft)), fmaxt = c->mu * fn;
+    if (ftn > fmaxt) {
+      double s = ftn > 0 ? fmaxt / ftn : 0;
+      for (int j = 0; j < 3; j++) Ft[j] *= s;
+    }
+    for (int j = 0; j < 3; j++) F[j] = fn * n[j] + Ft[j];
+    memcpy(pts[k].force, F, sizeof F);
+    if (apply) {
+      double Fm[3] = {-F[0], -F[1], -F[2]};
+      add_force(m, d, b0, p0, F);
+      add_force(m, d, b1, p1, Fm);
+    }
+  }
+  if (apply) rolling_torque(m, d, c, fn_sum);
+}
+
+void khz_penaltyForces(const khzModel *m, khzData *d) {
+  for (int i = 0; i < d->ncontact; i++) {
+    khzContact *c = d->contact + i;
+    if (d->pair[c->slot].phase == KHZ_PHASE_RESTING && c->nbottom) pair_forces(m, d, c, 1, NULL);
+  }
+}
+
+void khz_penaltyEnd(const khzModel *m, khzData *d) {
+  for (int i = 0; i < d->ncontact; i++) {
+    khzContact *c = d->contact + i;
+    khzPairState *ps = d->pair + c->slot;
+    khzContactPoint *pts = d->cpoint + c->point_adr;
+
+    /* integral term: I <- gamma I + max_y d(y, t) */
+    double dmax = c->npoint ? d->cpoint[c->deepest].depth : 0;
+    ps->integral = m->contact.gamma * ps->integral + fmax(dmax - ps->offset, 0);
+    ps->offset *= exp(-m->timestep / KHZ_IMPACT_RELAX);
+    if (ps->phase != KHZ_PHASE_RESTING || !c->nbottom) {
+      ps->nanchor = 0;
+      continue;
+    }
+
+    /* friction anchors at the final state: keep or create one per bottom
+     * point; an anchor whose spring exceeds the cone slips to its edge */
+    size_t mark = khz_stackMark(d);
+    double *slip_limit = khz_stackAlloc(d, (size_t)c->npoint * sizeof(double));
+    if (!slip_limit) { /* no scratch (counted by khz_stackAlloc): anchors are forgotten */
+      ps->nanchor = 0;
+      continue;
+    }
+    pair_forces(m, d, c, 0, slip_limit);
+    khzPairState next = *ps;
+    next.nanchor = 0;
+    for (int k = 0; k < c->npoint && next.nanchor < KHZ_PAIR_ANCHORS; k++) {
+      if (!pts[k].bottom) continue;
+      double p0[3], p1[3], delta[3], rel[3];
+      body_point(d, c->body[0], pts[k].local[0], p0);
+      body_point(d, c->body[1], pts[k].local[1], p1);
+      friction_stretch(d, c, ps, pts + k, p0, p1, delta);
+      double lim = slip_limit[k];
+      double dl = sqrt(khzu_dot3(delta, delta));
+      if (dl > lim) { /* the spring exceeds the cone: the anchor slides to its edge */
+        double sc = dl > 0 ? lim / dl : 0;
+        for (int j = 0; j < 3; j++) delta[j] *= sc;
+      }
+      const double *R1 = d->xrot + 9 * c->body[1], *x1 = d->xpos + 3 * c->body[1];
+      khzu_mulMatTVec3(next.anchor[next.nanchor], R1, delta);
+      for (int j = 0; j < 3; j++) rel[j] = p1[j] - x1[j];
+      khzu_mulMatTVec3(next.anchor_pos[next.nanchor], R1, rel);
+      next.anchor_feature[next.nanchor] = pts[k].feature;
+      next.nanchor++;
+    }
+    *ps = next;
+    khz_stackFree(d, mark);
+  }
+}

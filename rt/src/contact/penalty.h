@@ -1,0 +1,31 @@
+/* penalty.h — the resting pairs' forces of Drumwright's penalty method:
+ * gains, normal springs and dampers with the forgetting-factor integral term
+ * (eqs. 1-3), sticking friction, rolling friction and the damping limit. */
+#ifndef KHZ_CONTACT_PENALTY_H
+#define KHZ_CONTACT_PENALTY_H
+
+#include "khz/khz.h"
+
+/* 1 if a pair found this tick still needs its effective mass or rotational
+ * inertia, which take the articulated inertias at the current q */
+int khz_penaltyNeedsInertias(const khzModel *m, const khzData *d);
+
+/* Every pair's gains and friction coefficient; with inertias = 1 (the
+ * articulated inertias of khz_abaCore are valid at the current q) a new
+ * pair's effective mass and rotational inertia are measured first, with
+ * dqd (nv) and dvel (6 nbody) as scratch. */
+void khz_penaltyGains(const khzModel *m, khzData *d, int inertias, double *dqd, double *dvel);
+
+/* Scales each pair's damping so that no free body it presses exceeds
+ * RK4's stability region (after the points are selected). */
+void khz_penaltyLimitDamping(const khzModel *m, khzData *d);
+
+/* Penalty and friction forces of the resting pairs at one integrator stage
+ * (after khz_forwardPass at the stage state): added to d->fext. */
+void khz_penaltyForces(const khzModel *m, khzData *d);
+
+/* End of a step at the final state: the integral terms and the friction
+ * anchors move on. */
+void khz_penaltyEnd(const khzModel *m, khzData *d);
+
+#endif
