@@ -46,7 +46,7 @@ void khz_spec_defaultBody(khzBodySpec *b) {
 void khz_spec_defaultContact(khzContactOptions *c) {
   memset(c, 0, sizeof *c);
   c->method = KHZ_CONTACT_PENALTY;
-  c->kp_per_kg = 100;
+  c->kp_per_kg = 0; /* automatic gains */
   c->kv_per_kg = 50;
   c->ki_per_kg = 2;
   c->gain_mass = KHZ_GAIN_MASS_SUM;

@@ -274,6 +274,8 @@ void khz_step(const khzModel *m, khzData *d) {
     normalize_quats(m, d->q);
   }
 
+  if (d->ncontact) khz_contactImplicit(m, d);
+
   /* a non-finite state is rolled back and reported, never propagated */
   int bad = -1;
   if (!finite_state(m, d, &bad)) {

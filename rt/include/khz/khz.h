@@ -141,7 +141,8 @@ typedef enum khzGainMass {
 typedef struct khzContactOptions {
   khzContactMethod method;
   double kp, kv, ki;        /* > 0: these gains for every pair; 0 = from the masses: */
-  double kp_per_kg;         /*   kp = kp_per_kg * mass, with mass by gain_mass (default 100) */
+  double kp_per_kg;         /*   kp = kp_per_kg * mass, with mass by gain_mass; 0 (default)
+                               with kp = 0 = automatic gains (docs/contact.md) */
   double kv_per_kg;         /*   kv = kv_per_kg * mass (default 50) */
   double ki_per_kg;         /*   ki = ki_per_kg * mass (default 2) */
   khzGainMass gain_mass;
@@ -359,6 +360,9 @@ typedef struct khzPairState {
                                        (rolling and torsional friction) */
   double offset;                    /* penetration left when an impact's impulses ended,
                                        released gradually rather than by the spring */
+  double fn;                        /* normal force the pair held at the end of the last step */
+  double kp;                        /* stiffness of the last step (automatic gains) */
+  double fn_implicit;               /* normal force of the implicit part at the last step */
   /* friction anchors, one per sticking point: the tangential spring's
    * stretch, the slip of body[0] against body[1] accumulated since the point
    * began sticking (clamped to the friction cone); body[1]'s frame */
@@ -397,6 +401,8 @@ typedef struct khzContact {
   /* filled by the contact method */
   int nbottom;          /* points on the bottom of the intersection volume */
   double kp, kv, ki;    /* the gains used for this pair */
+  double kp_implicit;   /* stiffness and damping applied implicitly at the end of the step */
+  double kv_implicit;   /* (an automatic pair's gains beyond the explicit integrator's limit) */
   double mu;            /* Coulomb coefficient used for this pair */
 } khzContact;
 

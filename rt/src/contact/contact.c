@@ -56,6 +56,33 @@ void khz_contactBegin(const khzModel *m, khzData *d) {
 
 void khz_contactForces(const khzModel *m, khzData *d) { khz_penaltyForces(m, d); }
 
+void khz_contactImplicit(const khzModel *m, khzData *d) {
+  int any = 0;
+  for (int i = 0; i < d->ncontact; i++) any |= d->contact[i].kv_implicit > 0 || d->contact[i].kp_implicit > 0;
+  if (!any) return;
+  size_t mark = khz_stackMark(d);
+  double *dqd = khz_stackAlloc(d, (size_t)m->nv * sizeof(double));
+  double *dvel = khz_stackAlloc(d, 6 * (size_t)m->nbody * sizeof(double));
+  double *tmp = khz_stackAlloc(d, 6 * (size_t)m->nbody * sizeof(double));
+  double *tau = khz_stackAlloc(d, (size_t)m->nv * sizeof(double));
+  double *qdd = khz_stackAlloc(d, (size_t)m->nv * sizeof(double));
+  double *before = khz_stackAlloc(d, (size_t)m->nv * sizeof(double));
+  if (dqd && dvel && tmp && tau && qdd && before) {
+    memcpy(before, d->qd, (size_t)m->nv * sizeof(double));
+    khz_forwardPass(m, d, d->q, d->qd);
+    articulated_inertias(m, d, tau, qdd);
+    khz_penaltyImplicit(m, d, dqd, dvel, tmp);
+    /* the impulses stand for forces that act over the whole step: the
+     * positions move by h/2 times their velocity change, as a constant force
+     * would move them (without it a body at rest would keep a velocity of
+     * half a step of gravity, the integrator's and the impulse's halves
+     * cancelling in position but not in the velocity reported) */
+    for (int k = 0; k < m->nv; k++) dqd[k] = d->qd[k] - before[k];
+    khz_integratePos(m, d->q, d->q, dqd, 0.5 * m->timestep);
+  }
+  khz_stackFree(d, mark);
+}
+
 void khz_contactEnd(const khzModel *m, khzData *d) { khz_penaltyEnd(m, d); }
 
 size_t khz_contactStackBytes(const khzModel *m) {
@@ -64,5 +91,7 @@ size_t khz_contactStackBytes(const khzModel *m) {
    * khz_contactBegin's scratch and the impulses */
   size_t contact = (size_t)m->npair_max * sizeof(double) + 6 * (size_t)m->max_points * sizeof(double) +
                    2 * (size_t)m->max_points * sizeof(int) + 64 * 8;
-  return contact + khz_impulseStackBytes(m);
+  size_t implicit = (4 * (size_t)m->nv + 12 * (size_t)m->nbody) * sizeof(double) + 6 * 64 +
+                    khz_penaltyImplicitStackBytes(m);
+  return contact + khz_impulseStackBytes(m) + implicit;
 }

@@ -21,6 +21,11 @@ void khz_contactBegin(const khzModel *m, khzData *d);
  * state): added to d->fext. */
 void khz_contactForces(const khzModel *m, khzData *d);
 
+/* After the integration, at the final state: the velocity changes of the
+ * contact forces integrated implicitly (the automatic gains' damping beyond
+ * the explicit limit). Leaves the forward pass at (q, qd). */
+void khz_contactImplicit(const khzModel *m, khzData *d);
+
 /* End of a step at the final state (after khz_forwardPass). */
 void khz_contactEnd(const khzModel *m, khzData *d);
 

@@ -92,20 +92,63 @@ static void add_force(const khzModel *m, khzData *d, int b, const double x[3], c
   f[3] += F[0], f[4] += F[1], f[5] += F[2];
 }
 
-/* per-pair gains: geom overrides, else scene values, else from the masses of
- * the moving bodies (the paper: kp = 100 (m1+m2), kv = 50 (m1+m2), ki = 2 (m1+m2);
- * the coefficients and the mass rule are scene options). For a link of an
- * articulated body the mass is what the contact carries (contact_mass). */
+/* The mass a contact on body b may have to carry: a floating tree's whole
+ * mass (a foot carries the robot), else the body with its descendants; 0
+ * for a static body. */
 static double contact_mass(const khzModel *m, int b) {
-  /* the mass a contact on body b may have to carry: a floating tree's whole
-   * mass (a foot carries the robot), else the body with its descendants */
   if (khz_bodyStatic(m, b)) return 0;
   int root = m->body_root[b];
   return m->jnt_type[root] == KHZ_JOINT_FLOATING ? m->body_subtreemass[root] : m->body_subtreemass[b];
 }
 
-static void pair_gains(const khzModel *m, khzContact *c, double meff) {
-  double mass = 0, ms[2];
+/* Automatic gains, for a scene that sets no stiffness (kp and kp_per_kg 0):
+ * each pair is a critically damped spring of natural frequency
+ * KHZ_AUTO_OMEGA / h on the mass it carries, the larger of the pair's own
+ * (reduced) mass and the normal force it held at the last step over g.
+ * Under its own weight a body then rests g (h / KHZ_AUTO_OMEGA)^2 deep
+ * (0.11 mm at 1 kHz) whatever its mass, and a pair under a load rests about
+ * as deep, its stiffness following the load. The stiffness falls back
+ * slowly (KHZ_AUTO_RELEASE) when the load goes; when it rises, the spring's
+ * offset takes up the difference so that the force does not jump (see
+ * khz_penaltyLimitDamping). Where a light body between stiff pairs would
+ * leave the integrator's stability region the stiffness limit scales its
+ * pairs down. */
+#define KHZ_AUTO_OMEGA 0.3   /* h * omega of a pair's spring on the mass it carries */
+#define KHZ_AUTO_ZETA 1.0    /* damping ratio */
+#define KHZ_AUTO_KI 0.1      /* ki / kp: the integral term's share */
+#define KHZ_AUTO_RELEASE 0.1 /* s: time constant of the stiffness falling with its load */
+
+static int auto_gains(const khzModel *m, const khzContact *c) {
+  return !(m->contact.kp > 0) && !(m->contact.kp_per_kg > 0) && !(m->geom_gain[3 * c->geom[0]] > 0) &&
+         !(m->geom_gain[3 * c->geom[1]] > 0);
+}
+
+static void pair_gains_auto(const khzModel *m, khzContact *c, const khzPairState *ps) {
+  double ms[2], h = m->timestep, w = KHZ_AUTO_OMEGA / h;
+  for (int s = 0; s < 2; s++) ms[s] = contact_mass(m, c->body[s]);
+  double own = ms[0] > 0 && ms[1] > 0 ? ms[0] * ms[1] / (ms[0] + ms[1]) : ms[0] + ms[1];
+  double g = sqrt(khzu_dot3(m->gravity, m->gravity));
+  double carried = ps->fn > 0 ? ps->fn / (g > 0 ? g : 9.81) : 0;
+  double mass = fmax(own, carried);
+  double kp = fmax(mass * w * w, ps->kp * exp(-h / KHZ_AUTO_RELEASE));
+  c->kp = kp;
+  c->kv = 2 * KHZ_AUTO_ZETA * kp / w;
+  c->ki = KHZ_AUTO_KI * kp;
+}
+
+/* per-pair gains: automatic (above), or geom overrides, else scene values,
+ * else from the masses of the moving bodies (the paper: kp = 100 (m1+m2),
+ * kv = 50 (m1+m2), ki = 2 (m1+m2); the coefficients and the mass rule are
+ * scene options); and the pair's friction coefficient */
+static void pair_gains(const khzModel *m, khzContact *c, const khzPairState *ps) {
+  double f0 = m->geom_friction[c->geom[0]], f1 = m->geom_friction[c->geom[1]];
+  double mu0 = f0 > 0 ? f0 : m->contact.mu, mu1 = f1 > 0 ? f1 : m->contact.mu;
+  c->mu = sqrt(mu0 * mu1);
+  if (auto_gains(m, c)) {
+    pair_gains_auto(m, c, ps);
+    return;
+  }
+  double mass = 0, ms[2], meff = ps->meff;
   int moving = 0;
   for (int s = 0; s < 2; s++) {
     ms[s] = contact_mass(m, c->body[s]);
@@ -126,9 +169,6 @@ static void pair_gains(const khzModel *m, khzContact *c, double meff) {
                                                                                       : base[k] * mass;
   }
   c->kp = g[0], c->kv = g[1], c->ki = g[2];
-  double f0 = m->geom_friction[c->geom[0]], f1 = m->geom_friction[c->geom[1]];
-  double mu0 = f0 > 0 ? f0 : m->contact.mu, mu1 = f1 > 0 ? f1 : m->contact.mu;
-  c->mu = sqrt(mu0 * mu1);
 }
 
 /* ------------------------------------------------------------- the gains -- */
@@ -191,7 +231,7 @@ void khz_penaltyGains(const khzModel *m, khzData *d, int inertias, double *dqd, 
     if (inertias && !(ps->meff > 0)) ps->meff = effective_mass(m, d, c, dqd, dvel);
     if (inertias && rolling && !(ps->rot_inertia > 0))
       ps->rot_inertia = rotational_inertia(m, d, c, dqd, dvel);
-    pair_gains(m, c, ps->meff);
+    pair_gains(m, c, ps);
   }
 }
 
@@ -216,11 +256,11 @@ static int free_rigid(const khzModel *m, int b) {
          m->body_subtreemass[b] <= m->body_mass[b];
 }
 
-/* adds the dampers of contact c's bottom points to C (6x6, [w; v] at the
- * centre of mass) of side s's body. The points are weighed equally, not by
+/* adds the dampers (gain kv) or springs (gain kp) of contact c's bottom
+ * points to C (6x6, [w; v] at the centre of mass) of side s's body. The points are weighed equally, not by
  * depth as pair_forces weighs them: with the depth weights here a pile body
  * went 1.5 cm deep and test_impact g failed (tried; docs/validation.md). */
-static void damping_add(const khzData *d, const khzContact *c, int s, double *C) {
+static void damping_add(const khzData *d, const khzContact *c, int s, double gain, double *C) {
   const khzContactPoint *pts = d->cpoint + c->point_adr;
   const double *n = c->normal, *xc = d->xcom + 3 * c->body[s];
   double nb = 0;
@@ -228,7 +268,7 @@ static void damping_add(const khzData *d, const khzContact *c, int s, double *C)
   if (!(nb > 0)) return;
   for (int k = 0; k < c->npoint; k++) {
     if (!pts[k].bottom) continue;
-    double w = pts[k].share / nb, kn = c->kv * w, kt = KHZ_TANGENT_SCALE * c->kv * w;
+    double w = pts[k].share / nb, kn = gain * w, kt = KHZ_TANGENT_SCALE * gain * w;
     double r[3] = {pts[k].pos[0] - xc[0], pts[k].pos[1] - xc[1], pts[k].pos[2] - xc[2]};
     /* J = [-[r]x, I]: the point's velocity from [w; v]; C += J^T D J */
     double J[3][6];
@@ -283,8 +323,37 @@ static double damping_rate(const khzModel *m, const khzData *d, int b, const dou
   return lam;
 }
 
-/* scales the damping of pairs whose free bodies would exceed the limit */
+/* The stiffness limit of the automatic gains: h sqrt(largest eigenvalue of
+ * M^-1 K) of a free body, K its contact springs, stays below this (a light
+ * body between heavy ones carries both pairs' load-following springs) */
+#define KHZ_STIFFNESS_LIMIT 1.2
+
+/* per free body: the factor on its pairs' gain (kp or kv) that keeps h
+ * times the largest rate of M^-1 (gain matrix), raised to power, below limit */
+static void body_limits(const khzModel *m, khzData *d, int stiffness, double limit, double *C,
+                        double *scale) {
+  memset(C, 0, 36 * (size_t)m->nbody * sizeof(double));
+  for (int b = 0; b < m->nbody; b++) scale[b] = 1;
+  for (int i = 0; i < d->ncontact; i++) {
+    const khzContact *c = d->contact + i;
+    if (!c->nbottom || (stiffness && !auto_gains(m, c))) continue;
+    for (int s = 0; s < 2; s++)
+      if (free_rigid(m, c->body[s])) damping_add(d, c, s, stiffness ? c->kp : c->kv, C + 36 * c->body[s]);
+  }
+  for (int b = 1; b < m->nbody; b++) {
+    if (!free_rigid(m, b)) continue;
+    double lam = damping_rate(m, d, b, C + 36 * b);
+    double rate = (stiffness ? sqrt(lam) : lam) * m->timestep;
+    if (rate > limit) scale[b] = stiffness ? (limit / rate) * (limit / rate) : limit / rate;
+  }
+}
+
+static double pair_scale(const khzContact *c, const double *scale) {
+  return fmin(scale[c->body[0] > 0 ? c->body[0] : 0], scale[c->body[1] > 0 ? c->body[1] : 0]);
+}
+
 void khz_penaltyLimitDamping(const khzModel *m, khzData *d) {
+  for (int i = 0; i < d->ncontact; i++) d->contact[i].kp_implicit = d->contact[i].kv_implicit = 0;
   size_t mark = khz_stackMark(d);
   double *C = khz_stackAlloc(d, 36 * (size_t)m->nbody * sizeof(double));
   double *scale = khz_stackAlloc(d, (size_t)m->nbody * sizeof(double));
@@ -292,23 +361,247 @@ void khz_penaltyLimitDamping(const khzModel *m, khzData *d) {
     khz_stackFree(d, mark);
     return;
   }
-  memset(C, 0, 36 * (size_t)m->nbody * sizeof(double));
-  for (int b = 0; b < m->nbody; b++) scale[b] = 1;
-  for (int i = 0; i < d->ncontact; i++)
-    for (int s = 0; s < 2; s++)
-      if (free_rigid(m, d->contact[i].body[s]) && d->contact[i].nbottom)
-        damping_add(d, d->contact + i, s, C + 36 * d->contact[i].body[s]);
-  for (int b = 1; b < m->nbody; b++) {
-    if (!free_rigid(m, b)) continue;
-    double rate = damping_rate(m, d, b, C + 36 * b) * m->timestep;
-    if (rate > KHZ_DAMPING_LIMIT) scale[b] = KHZ_DAMPING_LIMIT / rate;
-  }
+  /* automatic gains: stiffness limit (kv keeps its damping ratio), then the
+   * spring's offset takes up a rise in stiffness so that the force of the
+   * deepest point does not jump */
+  body_limits(m, d, 1, KHZ_STIFFNESS_LIMIT, C, scale);
   for (int i = 0; i < d->ncontact; i++) {
     khzContact *c = d->contact + i;
-    c->kv *= fmin(scale[c->body[0] > 0 ? c->body[0] : 0], scale[c->body[1] > 0 ? c->body[1] : 0]);
+    if (!auto_gains(m, c)) continue;
+    double sc = pair_scale(c, scale);
+    khzPairState *ps = d->pair + c->slot;
+    c->kp_implicit = (1 - sc) * c->kp;
+    double dmax = c->npoint ? d->cpoint[c->deepest].depth : 0;
+    if (ps->kp > 0 && c->kp > ps->kp && dmax > ps->offset)
+      ps->offset = dmax - ps->kp / c->kp * (dmax - ps->offset);
+    ps->kp = c->kp;
+    c->kp *= sc, c->ki *= sc;
+  }
+  body_limits(m, d, 0, KHZ_DAMPING_LIMIT, C, scale);
+  for (int i = 0; i < d->ncontact; i++) {
+    khzContact *c = d->contact + i;
+    double kv = c->kv * pair_scale(c, scale);
+    if (!auto_gains(m, c)) c->kp_implicit = 0;
+    c->kv_implicit = auto_gains(m, c) ? c->kv - kv : 0;
+    c->kv = kv;
   }
   khz_stackFree(d, mark);
 }
+
+/* ----------------------------------------------------- implicit damping -- */
+
+
+/* one bottom point's spring in the implicit solve */
+typedef struct {
+  int contact;  /* index into d->contact */
+  double x[3];  /* where its impulse acts (world) */
+  double depth; /* its depth past the pair's offset at the current state */
+  double w;     /* its share of the pair's gains (eq. 1's count) */
+} implicit_row;
+
+static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int apply,
+                          double *slip_limit, implicit_row *rows, int *nrows);
+
+/* the response of the trees of c's bodies to a unit normal impulse at x
+ * (+n on body 0, -n on body 1): dqd, dvel (the body velocity changes of
+ * both trees), and n^T K n, the inverse effective mass */
+static double normal_response(const khzModel *m, khzData *d, const khzContact *c, const double x[3],
+                              double *dqd, double *dvel, double *tmp) {
+  memset(dqd, 0, (size_t)m->nv * sizeof(double));
+  memset(dvel, 0, 6 * (size_t)m->nbody * sizeof(double));
+  double knn = 0;
+  for (int s = 0; s < 2; s++) {
+    int b = c->body[s];
+    if (b <= 0 || khz_bodyStatic(m, b)) continue;
+    double J[3] = {s ? -c->normal[0] : c->normal[0], s ? -c->normal[1] : c->normal[1],
+                   s ? -c->normal[2] : c->normal[2]}, f[6];
+    khz_spatialImpulse(m, d, b, x, J, f);
+    memset(tmp, 0, 6 * (size_t)m->nbody * sizeof(double));
+    khz_impulseResponse(m, d, b, f, dqd, tmp);
+    int root = m->body_root[b];
+    for (int i = root; i < m->nbody; i++)
+      if (m->body_root[i] == root)
+        for (int k = 0; k < 6; k++) dvel[6 * i + k] += tmp[6 * i + k];
+  }
+  for (int s = 0; s < 2; s++) {
+    int b = c->body[s];
+    if (b <= 0) continue;
+    double dv[3];
+    khz_pointVelocityChange(m, d, b, x, dvel, dv);
+    knn += (s ? -1 : 1) * khzu_dot3(dv, c->normal);
+  }
+  return knn;
+}
+
+/* the relative normal velocity change at pair i's centroid xi from the body
+ * velocity changes dvel */
+static double normal_change(const khzModel *m, const khzData *d, const khzContact *c, const double xi[3],
+                            const double *dvel) {
+  double out = 0;
+  for (int s = 0; s < 2; s++) {
+    int b = c->body[s];
+    if (b <= 0) continue;
+    double dv[3];
+    khz_pointVelocityChange(m, d, b, xi, dvel, dv);
+    out += (s ? -1 : 1) * khzu_dot3(dv, c->normal);
+  }
+  return out;
+}
+
+static int uf_root(int *parent, int a) {
+  while (parent[a] != a) a = parent[a] = parent[parent[a]];
+  return a;
+}
+
+/* the tree an impulse on body s of c moves, or -1 (static) */
+static int moving_root(const khzModel *m, const khzContact *c, int s) {
+  int b = c->body[s];
+  return b > 0 && !khz_bodyStatic(m, b) ? m->body_root[b] : -1;
+}
+
+void khz_penaltyImplicit(const khzModel *m, khzData *d, double *dqd, double *dvel, double *tmp) {
+  /* Each bottom point's implicit spring k and damper c (the pair's
+   * kp_implicit and kv_implicit times its share w of eq. 1's count) on its
+   * relative normal coordinate, integrated by backward Euler over the step:
+   * the normal impulses P at the points satisfy
+   *   P_i = h (k_i x_i - kc_i vn_i'),  kc_i = k_i h + c_i,  vn' = vn + W P,
+   * x_i the point's depth, vn its separation speed before, W the Delassus
+   * matrix of the points' normals. That is the symmetric positive definite
+   * system (W + diag(1 / (h kc_i))) P = k_i x_i / kc_i - vn_i, solved
+   * directly for every cluster of points coupled through moving trees
+   * (Gauss-Seidel would converge as m_light / m_heavy per sweep on a heavy
+   * body resting on a light one). Per point rather than per pair, so that the
+   * implicit springs hold a body's tilt as well as its height. P never pulls
+   * harder than the explicit spring pushes (an active set), so the contact
+   * stays unilateral. */
+  double h = m->timestep;
+  int nc = d->ncontact, n = 0, nrow = 0;
+  size_t mark = khz_stackMark(d);
+  implicit_row *row = khz_stackAlloc(d, (size_t)d->ncpoint * sizeof(implicit_row));
+  int *cl = khz_stackAlloc(d, (size_t)d->ncpoint * sizeof(int));
+  int *parent = khz_stackAlloc(d, (size_t)m->nbody * sizeof(int));
+  double *rhs = khz_stackAlloc(d, (size_t)d->ncpoint * sizeof(double));
+  double *lo = khz_stackAlloc(d, (size_t)d->ncpoint * sizeof(double));
+  double *diag = khz_stackAlloc(d, (size_t)d->ncpoint * sizeof(double));
+  double *P = khz_stackAlloc(d, (size_t)d->ncpoint * sizeof(double));
+  if (!(row && cl && parent && rhs && lo && diag && P)) {
+    khz_stackFree(d, mark);
+    return;
+  }
+  for (int b = 0; b < m->nbody; b++) parent[b] = b;
+  for (int i = 0; i < nc; i++) {
+    khzContact *c = d->contact + i;
+    d->pair[c->slot].fn_implicit = 0;
+    double kc = c->kp_implicit * h + c->kv_implicit;
+    if (!(kc > 0) || !c->nbottom || d->pair[c->slot].phase != KHZ_PHASE_RESTING) continue;
+    int first = nrow;
+    pair_forces(m, d, c, 0, NULL, row, &nrow);
+    for (int j = first; j < nrow; j++) {
+      implicit_row *r = row + j;
+      r->contact = i;
+      double k = c->kp_implicit * r->w, kcj = kc * r->w, depth = fmax(r->depth, 0), v0[3], v1[3];
+      if (!(kcj > 0)) continue; /* a point without weight carries nothing */
+      khz_pointVelocity(m, d, c->body[0], r->x, v0);
+      khz_pointVelocity(m, d, c->body[1], r->x, v1);
+      double vn = (v0[0] - v1[0]) * c->normal[0] + (v0[1] - v1[1]) * c->normal[1] +
+                  (v0[2] - v1[2]) * c->normal[2];
+      row[n] = *r;
+      rhs[n] = k * depth / kcj - vn;
+      diag[n] = 1 / (h * kcj);
+      lo[n] = -h * c->kp * r->w * depth;
+      n++;
+    }
+    nrow = n;
+    int r0 = moving_root(m, c, 0), r1 = moving_root(m, c, 1);
+    if (r0 >= 0 && r1 >= 0) parent[uf_root(parent, r0)] = uf_root(parent, r1);
+  }
+  for (int j = 0; j < n; j++) {
+    const khzContact *c = d->contact + row[j].contact;
+    int r = moving_root(m, c, 0) >= 0 ? moving_root(m, c, 0) : moving_root(m, c, 1);
+    cl[j] = r >= 0 ? uf_root(parent, r) : -1;
+  }
+  /* each cluster: W column by column from one normal test impulse per pair */
+  int *mem = parent; /* reused: the members of one cluster */
+  for (int j0 = 0; j0 < n; j0++) {
+    if (cl[j0] < 0) continue;
+    int id = cl[j0], k = 0;
+    for (int j = j0; j < n; j++)
+      if (cl[j] == id) mem[k++] = j, cl[j] = -1;
+    size_t mk = khz_stackMark(d);
+    double *A = k <= KHZ_IMPLICIT_DIRECT ? khz_stackAlloc(d, (size_t)k * k * sizeof(double)) : NULL;
+    double *sol = khz_stackAlloc(d, (size_t)k * sizeof(double));
+    int *fixed = khz_stackAlloc(d, (size_t)k * sizeof(int));
+    double *L = A ? khz_stackAlloc(d, (size_t)k * k * sizeof(double)) : NULL;
+    if (!A || !sol || !fixed || !L) { /* too large for a direct solve: nothing applied */
+      d->warning[KHZ_WARN_IMPULSE]++;
+      khz_stackFree(d, mk);
+      continue;
+    }
+    for (int b = 0; b < k; b++) {
+      const khzContact *cb = d->contact + row[mem[b]].contact;
+      normal_response(m, d, cb, row[mem[b]].x, dqd, dvel, tmp);
+      for (int a = 0; a < k; a++)
+        A[a * k + b] = normal_change(m, d, d->contact + row[mem[a]].contact, row[mem[a]].x, dvel);
+    }
+    for (int a = 0; a < k; a++) {
+      for (int b = 0; b < a; b++) A[a * k + b] = A[b * k + a] = 0.5 * (A[a * k + b] + A[b * k + a]);
+      A[a * k + a] += diag[mem[a]];
+      fixed[a] = 0;
+    }
+    /* active set: pairs whose impulse would pull more than allowed are held
+     * at their bound and the others solved again */
+    for (int pass = 0; pass <= k; pass++) {
+      int nf = 0;
+      for (int a = 0; a < k; a++) {
+        sol[a] = rhs[mem[a]];
+        for (int b = 0; b < k; b++)
+          if (fixed[b]) sol[a] -= A[a * k + b] * lo[mem[b]];
+      }
+      /* the free rows and columns, packed */
+      for (int a = 0, ra = 0; a < k; a++) {
+        if (fixed[a]) continue;
+        for (int b = 0, rb = 0; b < k; b++)
+          if (!fixed[b]) L[ra * k + rb++] = A[a * k + b];
+        sol[ra++] = sol[a];
+        nf++;
+      }
+      for (int a = 0; a < nf; a++) /* repack to an nf x nf matrix */
+        for (int b = 0; b < nf; b++) L[a * nf + b] = L[a * k + b];
+      if (nf && khzu_cholFactor(L, nf) != 0) break;
+      if (nf) khzu_cholSolve(L, nf, sol);
+      int changed = 0;
+      for (int a = k - 1, ra = nf - 1; a >= 0; a--) {
+        if (fixed[a]) {
+          P[mem[a]] = lo[mem[a]];
+          continue;
+        }
+        P[mem[a]] = sol[ra--];
+        if (P[mem[a]] < lo[mem[a]]) fixed[a] = 1, changed = 1;
+      }
+      if (!changed) break;
+    }
+    khz_stackFree(d, mk);
+    /* apply */
+    for (int a = 0; a < k; a++) {
+      int j = mem[a];
+      const khzContact *c = d->contact + row[j].contact;
+      if (!isfinite(P[j])) continue;
+      normal_response(m, d, c, row[j].x, dqd, dvel, tmp);
+      for (int q = 0; q < m->nv; q++) d->qd[q] += P[j] * dqd[q];
+      for (int q = 0; q < 6 * m->nbody; q++) d->vtree[q] += P[j] * dvel[q];
+      d->pair[c->slot].fn_implicit += P[j] / h;
+    }
+  }
+  khz_stackFree(d, mark);
+}
+
+size_t khz_penaltyImplicitStackBytes(const khzModel *m) {
+  size_t np = (size_t)m->npair_max * (size_t)m->max_points;
+  size_t k = np < KHZ_IMPLICIT_DIRECT ? np : KHZ_IMPLICIT_DIRECT;
+  return (size_t)m->nbody * sizeof(int) + np * (sizeof(implicit_row) + sizeof(int) + 4 * sizeof(double)) +
+         (2 * k * k + k) * sizeof(double) + k * sizeof(int) + 12 * 64;
+}
+
 /* ------------------------------------------------- forces and friction -- */
 
 /* the anchor of a bottom point: the one of its feature, else the nearest
@@ -379,8 +672,8 @@ static void rolling_torque(const khzModel *m, khzData *d, const khzContact *c, d
 /* penalty and friction forces of one resting pair at the current forward
  * pass; apply = 1 adds them to d->fext. slip_limit (npoint, may be NULL):
  * the largest stretch the friction spring of each bottom point may keep. */
-static void pair_forces(const khzModel *m, khzData *d, khzContact *c, int apply,
-                        double *slip_limit) {
+static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int apply,
+                          double *slip_limit, implicit_row *rows, int *nrows) {
   khzPairState *ps = d->pair + c->slot;
   khzContactPoint *pts = d->cpoint + c->point_adr;
   const double *n = c->normal;
@@ -420,13 +713,29 @@ static void pair_forces(const khzModel *m, khzData *d, khzContact *c, int apply,
    * them by depth alone rather than drop the pair's force */
   int wedge = r > 0;
   if (!wedge) r = r_plain;
+  if (rows) { /* the bottom points' springs, for the implicit part */
+    for (int k = 0, j = 0; k < c->npoint && j < cap; k++) {
+      if (!pts[k].bottom) continue;
+      implicit_row *row = rows + (*nrows)++;
+      double p0[3], p1[3];
+      surface_point(m, d, c, pts + k, 0, p0);
+      surface_point(m, d, c, pts + k, 1, p1);
+      for (int q = 0; q < 3; q++) row->x[q] = 0.5 * (p0[q] + p1[q]);
+      row->depth = pts[k].depth - ps->offset + (p1[0] - p0[0]) * n[0] + (p1[1] - p0[1]) * n[1] +
+                   (p1[2] - p0[2]) * n[2];
+      row->w = r > 0 ? wt[j] * (wedge ? pts[k].weight : 1) / r : 0;
+      j++;
+    }
+    return 0;
+  }
   nb = 0;
   for (int k = 0; k < c->npoint && nb < cap; k++) {
     if (!pts[k].bottom) continue;
     double w = r > 0 ? wt[nb] * (wedge ? pts[k].weight : 1) / r : 0, fn = raw[nb] * w;
     fn_sum += fn;
     /* |kt delta| <= mu fn with kt = scale kp w: the weight cancels */
-    if (slip_limit) slip_limit[k] = c->mu * raw[nb] / (KHZ_TANGENT_SCALE * c->kp);
+    double fi = ps->fn_implicit > 0 && raw[nb] > 0 ? ps->fn_implicit : 0;
+    if (slip_limit) slip_limit[k] = c->mu * (raw[nb] + fi) / (KHZ_TANGENT_SCALE * c->kp);
     nb++;
     double p0[3], p1[3], v0[3], v1[3], vt[3], F[3], m0[3], m1[3];
     surface_point(m, d, c, pts + k, 0, p0);
@@ -444,7 +753,7 @@ static void pair_forces(const khzModel *m, khzData *d, khzContact *c, int apply,
     double Ft[3], delta[3];
     friction_stretch(d, c, ps, pts + k, m0, m1, delta);
     for (int j = 0; j < 3; j++) Ft[j] = -kt * delta[j] - bt * vt[j];
-    double ftn = sqrt(khzu_dot3(Ft, Ft)), fmaxt = c->mu * fn;
+    double ftn = sqrt(khzu_dot3(Ft, Ft)), fmaxt = c->mu * (fn + fi * w);
     if (ftn > fmaxt) {
       double s = ftn > 0 ? fmaxt / ftn : 0;
       for (int j = 0; j < 3; j++) Ft[j] *= s;
@@ -458,12 +767,13 @@ static void pair_forces(const khzModel *m, khzData *d, khzContact *c, int apply,
     }
   }
   if (apply) rolling_torque(m, d, c, fn_sum);
+  return fn_sum;
 }
 
 void khz_penaltyForces(const khzModel *m, khzData *d) {
   for (int i = 0; i < d->ncontact; i++) {
     khzContact *c = d->contact + i;
-    if (d->pair[c->slot].phase == KHZ_PHASE_RESTING && c->nbottom) pair_forces(m, d, c, 1, NULL);
+    if (d->pair[c->slot].phase == KHZ_PHASE_RESTING && c->nbottom) pair_forces(m, d, c, 1, NULL, NULL, NULL);
   }
 }
 
@@ -490,7 +800,7 @@ void khz_penaltyEnd(const khzModel *m, khzData *d) {
       ps->nanchor = 0;
       continue;
     }
-    pair_forces(m, d, c, 0, slip_limit);
+    ps->fn = pair_forces(m, d, c, 0, slip_limit, NULL, NULL) + ps->fn_implicit;
     khzPairState next = *ps;
     next.nanchor = 0;
     for (int k = 0; k < c->npoint && next.nanchor < KHZ_PAIR_ANCHORS; k++) {

@@ -4,7 +4,12 @@
 #ifndef KHZ_CONTACT_PENALTY_H
 #define KHZ_CONTACT_PENALTY_H
 
+#include <stddef.h>
+
 #include "khz/khz.h"
+
+/* the largest cluster of pairs whose implicit impulses are solved together */
+#define KHZ_IMPLICIT_DIRECT 128
 
 /* 1 if a pair found this tick still needs its effective mass or rotational
  * inertia, which take the articulated inertias at the current q */
@@ -19,6 +24,16 @@ void khz_penaltyGains(const khzModel *m, khzData *d, int inertias, double *dqd, 
 /* Scales each pair's damping so that no free body it presses exceeds
  * RK4's stability region (after the points are selected). */
 void khz_penaltyLimitDamping(const khzModel *m, khzData *d);
+
+/* The stiffness and damping beyond the explicit limit (c->kp_implicit,
+ * c->kv_implicit), applied to d->qd at the end of a step as normal impulses
+ * (backward Euler), with the articulated inertias of khz_abaCore valid at
+ * the final q and the forward pass's vtree; scratch dqd (nv), dvel and tmp
+ * (6 nbody). Keeps vtree current. */
+void khz_penaltyImplicit(const khzModel *m, khzData *d, double *dqd, double *dvel, double *tmp);
+
+/* scratch bytes khz_penaltyImplicit may take from d's stack */
+size_t khz_penaltyImplicitStackBytes(const khzModel *m);
 
 /* Penalty and friction forces of the resting pairs at one integrator stage
  * (after khz_forwardPass at the stage state): added to d->fext. */
