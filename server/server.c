@@ -79,7 +79,6 @@ struct khzServer {
   int *act_dof;
   int nhaptic;
   khzHapticProxy haptic[KHZ_LOOP_MAX_HAPTIC];
-  double rate_hz;
   int scene_method;
 
   /* sockets and watchers */
@@ -148,6 +147,12 @@ int khz_endpoint_is_local(const char *ep) {
       !strncmp(host, "lo:", 3))
     return 1;
   return 0;
+}
+
+/* the rate a configuration asks for: its rate_hz, or the scene's when 0 (the
+ * loop owns the rate in use: khz_loop_rate) */
+static double requested_rate(const khzServer *s, const khzServerConfig *c) {
+  return c->rate_hz > 0 ? c->rate_hz : s->scene.rate_hz;
 }
 
 static int code_index(int code) { return code >= 0 && code < KHZ_NCODES ? code : KHZ__V1__ERROR_CODE__INTERNAL; }
@@ -337,7 +342,7 @@ static int queue_setting(khzServer *s, khzPending *q, khzSettingApply kind, cons
   switch (kind) {
     case KHZ_APPLY_RATE:
       if (!(rq = loop_request(s, q, KHZ_REQ_RATE))) return -1;
-      rq->dval = c->rate_hz > 0 ? c->rate_hz : s->scene.rate_hz;
+      rq->dval = requested_rate(s, c);
       break;
     case KHZ_APPLY_MODE:
       if (!(rq = loop_request(s, q, KHZ_REQ_MODE))) return -1;
@@ -625,7 +630,8 @@ static int resolve_body(khzServer *s, const khzPeer *p, uint64_t id, const Khz__
 }
 
 static void send_description(khzServer *s, const khzPeer *p, uint64_t id) {
-  khzDescribeInfo info = {s->generation, s->scene.name, s->rate_hz, s->mode,
+  double timestep, rate_hz = khz_loop_rate(s->loop, &timestep);
+  khzDescribeInfo info = {s->generation, s->scene.name, rate_hz, timestep, s->mode,
                           s->cfg.contact_method[0] ? khz_contactMethodFromName(s->cfg.contact_method)
                                                    : s->scene_method,
                           s->na, s->act_dof, s->nhaptic, s->haptic};
@@ -710,9 +716,9 @@ static void handle_request(khzServer *s, const khzPeer *p, const Khz__V1__Reques
 
     case KHZ__V1__REQUEST__OP_SET_RATE: {
       double hz = rq->set_rate->rate_hz;
-      if (!(hz >= KHZ_LOOP_RATE_MIN && hz <= KHZ_LOOP_RATE_MAX)) {
+      if (!(hz >= KHZ_RATE_MIN_HZ && hz <= KHZ_RATE_MAX_HZ)) {
         reply_error(s, p, id, KHZ__V1__ERROR_CODE__OUT_OF_RANGE,
-                    "set_rate: %g Hz is outside 100..10000 Hz", hz);
+                    "set_rate: %g Hz is outside " KHZ_RATE_RANGE("..") " Hz", hz);
         return;
       }
       char v[64];
@@ -782,7 +788,8 @@ static void handle_request(khzServer *s, const khzPeer *p, const Khz__V1__Reques
          the loop refuses only on the passivity bound, checked here the same way */
       khzHapticProxy hp = s->haptic[g->proxy];
       hp.stiffness = v[0], hp.damping = v[1], hp.rot_stiffness = v[2], hp.rot_damping = v[3];
-      double T = 1.0 / s->rate_hz;
+      double T;
+      khz_loop_rate(s->loop, &T);
       if ((hp.stiffness == 0 ? hp.damping >= 0 : hp.damping > hp.stiffness * T / 2) &&
           (hp.rot_stiffness == 0 ? hp.rot_damping >= 0 : hp.rot_damping > hp.rot_stiffness * T / 2))
         s->haptic[g->proxy] = hp;
@@ -1021,8 +1028,6 @@ static void handle_loop_reply(khzServer *s, const khzReply *r) {
     if (q->setting) {
       char err[256];
       khz_setting_parse(q->setting, q->value, &s->cfg, err, sizeof err);
-      if (q->setting->apply == KHZ_APPLY_RATE)
-        s->rate_hz = s->cfg.rate_hz > 0 ? s->cfg.rate_hz : s->scene.rate_hz;
       if (q->setting->apply == KHZ_APPLY_MODE) s->mode = s->cfg.mode;
     }
     if (q->kind == PEND_STATS)
@@ -1473,7 +1478,6 @@ static int server_init(khzServer *s, char *err, size_t errsz) {
   if (c->contact_method[0] && khz_contactMethodFromName(c->contact_method) < 0)
     return fail(err, errsz, "setting 'contact_method': unknown method '%s'", c->contact_method);
   if (scene_haptics(s, err, errsz)) return -1;
-  s->rate_hz = c->rate_hz > 0 ? c->rate_hz : s->scene.rate_hz;
   s->mode = c->mode;
   s->na = khz_loop_actuators(s->m, NULL);
   s->act_dof = calloc((size_t)s->na + 1, sizeof(int));
@@ -1556,7 +1560,7 @@ static int server_init(khzServer *s, char *err, size_t errsz) {
   /* the loop thread */
   khzLoopConfig lc;
   khz_loop_defaultConfig(&lc);
-  lc.rate_hz = s->rate_hz;
+  lc.rate_hz = requested_rate(s, c);
   lc.mode = c->mode;
   lc.start_paused = c->paused;
   lc.rt_priority = c->rt_priority;
@@ -1625,7 +1629,7 @@ int khz_server_run(khzServer *s) {
           "scene '%s': %d bodies, nq %d, nv %d, %d actuators, %d haptic proxies; %s at %g Hz; "
           "model generation %u",
           s->scene.name, s->m->nbody, s->m->nq, s->m->nv, s->na, s->nhaptic,
-          khz_loop_modeName(s->cfg.mode), s->rate_hz, s->generation);
+          khz_loop_modeName(s->cfg.mode), khz_loop_rate(s->loop, NULL), s->generation);
   khz_log(KHZ_LOG_INFO, "states on %s, commands and requests on %s%s%s", s->cfg.state_endpoint,
           s->cfg.command_endpoint, s->curve ? "; CURVE on, server public key " : "",
           s->curve ? s->public_key : "");

@@ -77,6 +77,8 @@ typedef struct khzSetting {
   khzSettingApply apply;
   const char *def;            /* default, as written on the command line */
   const char *help;
+  const char *zero_means;     /* numbers: 0 is accepted too, outside [min, max], and means
+                                 this ("the scene's"); NULL = no */
 } khzSetting;
 
 /* The table, NULL-name terminated, and its length. */
@@ -97,7 +99,8 @@ int khz_setting_parse(const khzSetting *s, const char *value, khzServerConfig *c
 /* Writes the current value as text. */
 void khz_setting_format(const khzSetting *s, const khzServerConfig *cfg, char *out, size_t outsz);
 
-/* The range as text ("100..10000", "realtime|lockstep|fast", "true|false", "text"). */
+/* The range as text ("0..60000", "0|100..10000" when 0 means a default,
+ * "realtime|lockstep|fast", "true|false", "text"). */
 void khz_setting_range(const khzSetting *s, char *out, size_t outsz);
 
 /* Reads a config file of "name value" lines ('#' starts a comment; values may
