@@ -31,34 +31,33 @@ const khzSetting khz_settings[] = {
      .help = "ROUTER socket: commands, haptic inputs, control requests and their replies"},
 
     /* the loop */
-    {DOUBLE(rate_hz, KHZ_RATE_MIN_HZ, KHZ_RATE_MAX_HZ), .zero_means = "the scene's", .runtime = 1,
-     .apply = KHZ_APPLY_RATE, .def = "0",
+    {DOUBLE(rate_hz, KHZ_RATE_MIN_HZ, KHZ_RATE_MAX_HZ), .zero_means = "the scene's",
+     .apply = khz_apply_rate, .def = "0",
      .help = "loop rate in Hz, " KHZ_RATE_RANGE("..") " (0 = the scene's rate_hz)"},
-    {ENUM(mode, mode_names), .runtime = 1, .apply = KHZ_APPLY_MODE, .def = "realtime",
+    {ENUM(mode, mode_names), .apply = khz_apply_mode, .def = "realtime",
      .help = "realtime (wall-clock paced), lockstep (each tick waits for the controller), fast"},
-    {BOOL(paused), .runtime = 1, .apply = KHZ_APPLY_PAUSED, .def = "false",
+    {BOOL(paused), .apply = khz_apply_paused, .def = "false",
      .help = "start (or set) paused: no ticks until resumed or stepped"},
-    {DOUBLE(watchdog_ms, 0, 60000), .runtime = 1, .apply = KHZ_APPLY_WATCHDOG, .def = "100",
+    {DOUBLE(watchdog_ms, 0, 60000), .apply = khz_apply_watchdog, .def = "100",
      .help = "commands older than this are stale: the safe command is applied (0 = off)"},
-    {ENUM(safe_command, safe_names), .runtime = 1, .apply = KHZ_APPLY_WATCHDOG, .def = "zero",
+    {ENUM(safe_command, safe_names), .apply = khz_apply_watchdog, .def = "zero",
      .help = "what the watchdog applies: zero torque or joint damping"},
-    {DOUBLE(safe_damping, 0, 1e6), .runtime = 1, .apply = KHZ_APPLY_WATCHDOG, .def = "2",
+    {DOUBLE(safe_damping, 0, 1e6), .apply = khz_apply_watchdog, .def = "2",
      .help = "joint damping of the safe command 'damping', N m s/rad"},
-    {DOUBLE(lockstep_timeout_ms, 0, 3.6e6), .runtime = 1, .apply = KHZ_APPLY_LOCKSTEP,
-     .def = "1000",
+    {DOUBLE(lockstep_timeout_ms, 0, 3.6e6), .apply = khz_apply_lockstep, .def = "1000",
      .help = "lockstep: how long a tick waits for its command before applying the safe command (0 "
              "= forever)"},
     {DOUBLE(haptic_timeout_ms, 0, 60000), .def = "100",
      .help = "haptic device inputs older than this switch the coupling off (0 = never)"},
-    {DOUBLE(kp, 0, 1e9), .runtime = 1, .apply = KHZ_APPLY_GAINS, .def = "0",
+    {DOUBLE(kp, 0, 1e9), .apply = khz_apply_gains, .def = "0",
      .help = "default PD stiffness for every actuator (PD commands without gains), N m/rad"},
-    {DOUBLE(kd, 0, 1e9), .runtime = 1, .apply = KHZ_APPLY_GAINS, .def = "0",
+    {DOUBLE(kd, 0, 1e9), .apply = khz_apply_gains, .def = "0",
      .help = "default PD damping for every actuator, N m s/rad"},
-    {STRING(contact_method), .runtime = 1, .apply = KHZ_APPLY_CONTACT, .def = "",
+    {STRING(contact_method), .apply = khz_apply_contact, .def = "",
      .help = "contact method (none, penalty, deepest, ...; empty = the scene's)"},
-    {BOOL(publish_contacts), .runtime = 1, .apply = KHZ_APPLY_PUBLISH, .def = "false",
+    {BOOL(publish_contacts), .apply = khz_apply_publish, .def = "false",
      .help = "include contact points in every state"},
-    {BOOL(publish_hash), .runtime = 1, .apply = KHZ_APPLY_PUBLISH, .def = "false",
+    {BOOL(publish_hash), .apply = khz_apply_publish, .def = "false",
      .help = "include the state hash in every state (determinism checks; costs tick time)"},
 
     /* the real-time thread */
@@ -78,9 +77,9 @@ const khzSetting khz_settings[] = {
      .help = "messages queued per subscriber before a slow subscriber loses states"},
 
     /* logging, statistics, recording */
-    {ENUM(log_level, log_names), .runtime = 1, .apply = KHZ_APPLY_LOG, .def = "info",
+    {ENUM(log_level, log_names), .apply = khz_apply_logLevel, .def = "info",
      .help = "debug, info, warn or error"},
-    {DOUBLE(stats_interval_s, 0, 3600), .runtime = 1, .apply = KHZ_APPLY_STATS, .def = "0",
+    {DOUBLE(stats_interval_s, 0, 3600), .apply = khz_apply_statsInterval, .def = "0",
      .help = "log a line of loop statistics this often (0 = off)"},
     {DOUBLE(duration_s, 0, 1e9), .def = "0",
      .help = "stop after this many seconds (0 = run until SIGINT / SIGTERM)"},
@@ -133,39 +132,38 @@ static int bad(char *err, size_t errsz, const khzSetting *s, const char *value, 
   return -1;
 }
 
-int khz_setting_parse(const khzSetting *s, const char *value, khzServerConfig *cfg, char *err,
-                      size_t errsz) {
-  void *field = (char *)cfg + s->offset;
+int khz_setting_parseValue(const khzSetting *s, const char *text, khzSettingValue *out, char *err,
+                           size_t errsz) {
   char range[256], *end = NULL;
   khz_setting_range(s, range, sizeof range);
-  if (!value) value = "";
+  if (!text) text = "";
   switch (s->type) {
     case KHZ_SET_BOOL:
-      if (!strcmp(value, "true") || !strcmp(value, "yes") || !strcmp(value, "1") ||
-          !strcmp(value, "on")) {
-        *(int *)field = 1;
-      } else if (!strcmp(value, "false") || !strcmp(value, "no") || !strcmp(value, "0") ||
-                 !strcmp(value, "off")) {
-        *(int *)field = 0;
+      if (!strcmp(text, "true") || !strcmp(text, "yes") || !strcmp(text, "1") ||
+          !strcmp(text, "on")) {
+        out->i = 1;
+      } else if (!strcmp(text, "false") || !strcmp(text, "no") || !strcmp(text, "0") ||
+                 !strcmp(text, "off")) {
+        out->i = 0;
       } else {
-        return bad(err, errsz, s, value, "true or false");
+        return bad(err, errsz, s, text, "true or false");
       }
       return 0;
     case KHZ_SET_INT: {
       errno = 0;
-      long v = strtol(value, &end, 10);
-      if (!*value || *end || errno) return bad(err, errsz, s, value, "an integer");
+      long v = strtol(text, &end, 10);
+      if (!*text || *end || errno) return bad(err, errsz, s, text, "an integer");
       if ((v < s->min || v > s->max) && !(s->zero_means && v == 0)) {
         snprintf(err, errsz, "setting '%s': %ld is out of range (%s)", s->name, v, range);
         return -1;
       }
-      *(int *)field = (int)v;
+      out->i = (int)v;
       return 0;
     }
     case KHZ_SET_DOUBLE: {
       errno = 0;
-      double v = strtod(value, &end);
-      if (!*value || *end || errno || !isfinite(v)) return bad(err, errsz, s, value, "a finite number");
+      double v = strtod(text, &end);
+      if (!*text || *end || errno || !isfinite(v)) return bad(err, errsz, s, text, "a finite number");
       if ((v < s->min || v > s->max) && !(s->zero_means && v == 0)) {
         if (s->zero_means)
           snprintf(err, errsz, "setting '%s': %g is out of range (0 = %s, or %g..%g)", s->name, v,
@@ -174,27 +172,55 @@ int khz_setting_parse(const khzSetting *s, const char *value, khzServerConfig *c
           snprintf(err, errsz, "setting '%s': %g is out of range (%s)", s->name, v, range);
         return -1;
       }
-      *(double *)field = v;
+      out->d = v;
       return 0;
     }
     case KHZ_SET_STRING:
-      if (strlen(value) >= s->size) {
+      if (strlen(text) >= s->size) {
         snprintf(err, errsz, "setting '%s': value longer than %zu characters", s->name, s->size - 1);
         return -1;
       }
-      snprintf((char *)field, s->size, "%s", value);
+      snprintf(out->s, sizeof out->s, "%s", text);
       return 0;
     case KHZ_SET_ENUM:
       for (int i = 0; s->names[i]; i++) {
-        if (!strcmp(value, s->names[i])) {
-          *(int *)field = i;
+        if (!strcmp(text, s->names[i])) {
+          out->i = i;
           return 0;
         }
       }
-      snprintf(err, errsz, "setting '%s': unknown value '%s' (expected %s)", s->name, value, range);
+      snprintf(err, errsz, "setting '%s': unknown value '%s' (expected %s)", s->name, text, range);
       return -1;
   }
   return -1;
+}
+
+int khz_setting_parse(const khzSetting *s, const char *value, khzServerConfig *cfg, char *err,
+                      size_t errsz) {
+  khzSettingValue v;
+  if (khz_setting_parseValue(s, value, &v, err, errsz)) return -1;
+  khz_setting_put(s, &v, cfg);
+  return 0;
+}
+
+void khz_setting_get(const khzSetting *s, const khzServerConfig *cfg, khzSettingValue *out) {
+  const void *field = (const char *)cfg + s->offset;
+  if (s->type == KHZ_SET_DOUBLE)
+    out->d = *(const double *)field;
+  else if (s->type == KHZ_SET_STRING)
+    snprintf(out->s, sizeof out->s, "%s", (const char *)field);
+  else
+    out->i = *(const int *)field;
+}
+
+void khz_setting_put(const khzSetting *s, const khzSettingValue *v, khzServerConfig *cfg) {
+  void *field = (char *)cfg + s->offset;
+  if (s->type == KHZ_SET_DOUBLE)
+    *(double *)field = v->d;
+  else if (s->type == KHZ_SET_STRING)
+    snprintf((char *)field, s->size, "%s", v->s);
+  else
+    *(int *)field = v->i;
 }
 
 void khz_setting_format(const khzSetting *s, const khzServerConfig *cfg, char *out, size_t outsz) {
@@ -308,6 +334,6 @@ void khz_settings_help(FILE *out) {
     khz_setting_range(s, range, sizeof range);
     fprintf(out, "  %-24s %s\n  %-24s   default: %s%s%s; %s; %s\n", flag, s->help, "",
             s->def[0] ? "" : "(", s->def[0] ? s->def : "empty", s->def[0] ? "" : ")", range,
-            s->runtime ? "changeable at run time" : "start only");
+            s->apply ? "changeable at run time" : "start only");
   }
 }
