@@ -7,7 +7,9 @@
  * lateness = wake-up - next. When a tick ends after the following deadline,
  * the deadlines already past are skipped and counted (missed), never run in a
  * burst. Lockstep and pause wait on a futex "doorbell" that the I/O side rings
- * when it commits a command or a request.
+ * when it commits a command or a request. The loop owns the step size: the
+ * caller's model is only read, and every tick steps by the loop's timestep
+ * (1 / rate, set_rate()).
  */
 #include <errno.h>
 #include <fcntl.h>
