@@ -127,7 +127,7 @@ Khz__V1__ModelDescription *khz_codec_describe(const khzModel *m, const khzDescri
   d->model_generation = info->generation;
   d->scene = dup(info->scene);
   d->rate_hz = info->rate_hz;
-  d->timestep = 1.0 / info->rate_hz;
+  d->timestep = info->timestep;
   d->nq = (uint32_t)m->nq;
   d->nv = (uint32_t)m->nv;
   d->na = (uint32_t)info->na;

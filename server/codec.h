@@ -38,6 +38,7 @@ typedef struct khzDescribeInfo {
   uint32_t generation;
   const char *scene;
   double rate_hz;
+  double timestep;      /* the loop's step size (khz_loop_rate) */
   int mode;
   int contact_method;
   int na;

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client.h"
+#include "khz/client.h"
 
 static volatile sig_atomic_t stop;
 static void on_signal(int sig) { (void)sig, stop = 1; }

@@ -7,10 +7,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "khz/khz.h"
 #include "settings.h"
 
-#define OFF(f) offsetof(khzServerConfig, f)
-#define SZ(f) sizeof(((khzServerConfig *)0)->f)
+/* a row's name, type and field: the name is the field's */
+#define FIELD(f) .name = #f, .offset = offsetof(khzServerConfig, f)
+#define BOOL(f) FIELD(f), .type = KHZ_SET_BOOL
+#define INT(f, lo, hi) FIELD(f), .type = KHZ_SET_INT, .min = (lo), .max = (hi)
+#define DOUBLE(f, lo, hi) FIELD(f), .type = KHZ_SET_DOUBLE, .min = (lo), .max = (hi)
+#define STRING(f) FIELD(f), .type = KHZ_SET_STRING, .size = sizeof(((khzServerConfig *)0)->f)
+#define ENUM(f, values) FIELD(f), .type = KHZ_SET_ENUM, .names = (values)
 
 static const char *const mode_names[] = {"realtime", "lockstep", "fast", NULL};
 static const char *const safe_names[] = {"zero", "damping", NULL};
@@ -18,81 +24,76 @@ static const char *const log_names[] = {"debug", "info", "warn", "error", NULL};
 
 const khzSetting khz_settings[] = {
     /* what to simulate and where to talk */
-    {"scene", KHZ_SET_STRING, OFF(scene), SZ(scene), 0, 0, NULL, 0, KHZ_APPLY_NONE, "default",
-     "scene file (.yaml), robot (.urdf), or 'default' for the embedded scene"},
-    {"state_endpoint", KHZ_SET_STRING, OFF(state_endpoint), SZ(state_endpoint), 0, 0, NULL, 0,
-     KHZ_APPLY_NONE, "tcp://127.0.0.1:5600", "PUB socket: one State per tick"},
-    {"command_endpoint", KHZ_SET_STRING, OFF(command_endpoint), SZ(command_endpoint), 0, 0, NULL, 0,
-     KHZ_APPLY_NONE, "tcp://127.0.0.1:5601",
-     "ROUTER socket: commands, haptic inputs, control requests and their replies"},
+    {STRING(scene), .def = "default",
+     .help = "scene file (.yaml), robot (.urdf), or 'default' for the embedded scene"},
+    {STRING(state_endpoint), .def = "tcp://127.0.0.1:5600", .help = "PUB socket: one State per tick"},
+    {STRING(command_endpoint), .def = "tcp://127.0.0.1:5601",
+     .help = "ROUTER socket: commands, haptic inputs, control requests and their replies"},
 
     /* the loop */
-    {"rate_hz", KHZ_SET_DOUBLE, OFF(rate_hz), 0, 0, 10000, NULL, 1, KHZ_APPLY_RATE, "0",
-     "loop rate in Hz, 100..10000 (0 = the scene's rate_hz)"},
-    {"mode", KHZ_SET_ENUM, OFF(mode), 0, 0, 0, mode_names, 1, KHZ_APPLY_MODE, "realtime",
-     "realtime (wall-clock paced), lockstep (each tick waits for the controller), fast"},
-    {"paused", KHZ_SET_BOOL, OFF(paused), 0, 0, 0, NULL, 1, KHZ_APPLY_PAUSED, "false",
-     "start (or set) paused: no ticks until resumed or stepped"},
-    {"watchdog_ms", KHZ_SET_DOUBLE, OFF(watchdog_ms), 0, 0, 60000, NULL, 1, KHZ_APPLY_WATCHDOG,
-     "100", "commands older than this are stale: the safe command is applied (0 = off)"},
-    {"safe_command", KHZ_SET_ENUM, OFF(safe_command), 0, 0, 0, safe_names, 1, KHZ_APPLY_WATCHDOG,
-     "zero", "what the watchdog applies: zero torque or joint damping"},
-    {"safe_damping", KHZ_SET_DOUBLE, OFF(safe_damping), 0, 0, 1e6, NULL, 1, KHZ_APPLY_WATCHDOG, "2",
-     "joint damping of the safe command 'damping', N m s/rad"},
-    {"lockstep_timeout_ms", KHZ_SET_DOUBLE, OFF(lockstep_timeout_ms), 0, 0, 3.6e6, NULL, 1,
-     KHZ_APPLY_LOCKSTEP, "1000",
-     "lockstep: how long a tick waits for its command before applying the safe command (0 = forever)"},
-    {"haptic_timeout_ms", KHZ_SET_DOUBLE, OFF(haptic_timeout_ms), 0, 0, 60000, NULL, 0,
-     KHZ_APPLY_NONE, "100", "haptic device inputs older than this switch the coupling off (0 = never)"},
-    {"kp", KHZ_SET_DOUBLE, OFF(kp), 0, 0, 1e9, NULL, 1, KHZ_APPLY_GAINS, "0",
-     "default PD stiffness for every actuator (PD commands without gains), N m/rad"},
-    {"kd", KHZ_SET_DOUBLE, OFF(kd), 0, 0, 1e9, NULL, 1, KHZ_APPLY_GAINS, "0",
-     "default PD damping for every actuator, N m s/rad"},
-    {"contact_method", KHZ_SET_STRING, OFF(contact_method), SZ(contact_method), 0, 0, NULL, 1,
-     KHZ_APPLY_CONTACT, "", "contact method (none, penalty, deepest, ...; empty = the scene's)"},
-    {"publish_contacts", KHZ_SET_BOOL, OFF(publish_contacts), 0, 0, 0, NULL, 1, KHZ_APPLY_PUBLISH,
-     "false", "include contact points in every state"},
-    {"publish_hash", KHZ_SET_BOOL, OFF(publish_hash), 0, 0, 0, NULL, 1, KHZ_APPLY_PUBLISH, "false",
-     "include the state hash in every state (determinism checks; costs tick time)"},
+    {DOUBLE(rate_hz, KHZ_RATE_MIN_HZ, KHZ_RATE_MAX_HZ), .zero_means = "the scene's",
+     .apply = khz_apply_rate, .def = "0",
+     .help = "loop rate in Hz, " KHZ_RATE_RANGE("..") " (0 = the scene's rate_hz)"},
+    {ENUM(mode, mode_names), .apply = khz_apply_mode, .def = "realtime",
+     .help = "realtime (wall-clock paced), lockstep (each tick waits for the controller), fast"},
+    {BOOL(paused), .apply = khz_apply_paused, .def = "false",
+     .help = "start (or set) paused: no ticks until resumed or stepped"},
+    {DOUBLE(watchdog_ms, 0, 60000), .apply = khz_apply_watchdog, .def = "100",
+     .help = "commands older than this are stale: the safe command is applied (0 = off)"},
+    {ENUM(safe_command, safe_names), .apply = khz_apply_watchdog, .def = "zero",
+     .help = "what the watchdog applies: zero torque or joint damping"},
+    {DOUBLE(safe_damping, 0, 1e6), .apply = khz_apply_watchdog, .def = "2",
+     .help = "joint damping of the safe command 'damping', N m s/rad"},
+    {DOUBLE(lockstep_timeout_ms, 0, 3.6e6), .apply = khz_apply_lockstep, .def = "1000",
+     .help = "lockstep: how long a tick waits for its command before applying the safe command (0 "
+             "= forever)"},
+    {DOUBLE(haptic_timeout_ms, 0, 60000), .def = "100",
+     .help = "haptic device inputs older than this switch the coupling off (0 = never)"},
+    {DOUBLE(kp, 0, 1e9), .apply = khz_apply_gains, .def = "0",
+     .help = "default PD stiffness for every actuator (PD commands without gains), N m/rad"},
+    {DOUBLE(kd, 0, 1e9), .apply = khz_apply_gains, .def = "0",
+     .help = "default PD damping for every actuator, N m s/rad"},
+    {STRING(contact_method), .apply = khz_apply_contact, .def = "",
+     .help = "contact method (none, penalty, deepest, ...; empty = the scene's)"},
+    {BOOL(publish_contacts), .apply = khz_apply_publish, .def = "false",
+     .help = "include contact points in every state"},
+    {BOOL(publish_hash), .apply = khz_apply_publish, .def = "false",
+     .help = "include the state hash in every state (determinism checks; costs tick time)"},
 
     /* the real-time thread */
-    {"rt_priority", KHZ_SET_INT, OFF(rt_priority), 0, 0, 99, NULL, 0, KHZ_APPLY_NONE, "80",
-     "SCHED_FIFO priority of the loop thread (0 = do not ask)"},
-    {"io_priority", KHZ_SET_INT, OFF(io_priority), 0, 0, 99, NULL, 0, KHZ_APPLY_NONE, "60",
-     "SCHED_FIFO priority of the I/O thread and libzmq's threads, below rt_priority (0 = do not "
-     "ask)"},
-    {"cpu", KHZ_SET_INT, OFF(cpu), 0, -1, 1023, NULL, 0, KHZ_APPLY_NONE, "-1",
-     "pin the loop thread to this CPU (-1 = do not pin)"},
-    {"lock_memory", KHZ_SET_BOOL, OFF(lock_memory), 0, 0, 0, NULL, 0, KHZ_APPLY_NONE, "true",
-     "mlockall the process before the first tick"},
-    {"cpu_dma_latency_us", KHZ_SET_INT, OFF(cpu_dma_latency_us), 0, -1, 10000, NULL, 0,
-     KHZ_APPLY_NONE, "0",
-     "hold /dev/cpu_dma_latency at this many us while running, as cyclictest does (-1 = leave "
-     "alone)"},
-    {"state_ring", KHZ_SET_INT, OFF(state_ring), 0, 2, 65536, NULL, 0, KHZ_APPLY_NONE, "256",
-     "states buffered between the loop and the I/O thread (dropped and counted when full)"},
-    {"pub_hwm", KHZ_SET_INT, OFF(pub_hwm), 0, 1, 1000000, NULL, 0, KHZ_APPLY_NONE, "1000",
-     "messages queued per subscriber before a slow subscriber loses states"},
+    {INT(rt_priority, 0, 99), .def = "80",
+     .help = "SCHED_FIFO priority of the loop thread (0 = do not ask)"},
+    {INT(io_priority, 0, 99), .def = "60",
+     .help = "SCHED_FIFO priority of the I/O thread and libzmq's threads, below rt_priority (0 = do "
+             "not ask)"},
+    {INT(cpu, -1, 1023), .def = "-1", .help = "pin the loop thread to this CPU (-1 = do not pin)"},
+    {BOOL(lock_memory), .def = "true", .help = "mlockall the process before the first tick"},
+    {INT(cpu_dma_latency_us, -1, 10000), .def = "0",
+     .help = "hold /dev/cpu_dma_latency at this many us while running, as cyclictest does (-1 = "
+             "leave alone)"},
+    {INT(state_ring, 2, 65536), .def = "256",
+     .help = "states buffered between the loop and the I/O thread (dropped and counted when full)"},
+    {INT(pub_hwm, 1, 1000000), .def = "1000",
+     .help = "messages queued per subscriber before a slow subscriber loses states"},
 
     /* logging, statistics, recording */
-    {"log_level", KHZ_SET_ENUM, OFF(log_level), 0, 0, 0, log_names, 1, KHZ_APPLY_LOG, "info",
-     "debug, info, warn or error"},
-    {"stats_interval_s", KHZ_SET_DOUBLE, OFF(stats_interval_s), 0, 0, 3600, NULL, 1,
-     KHZ_APPLY_STATS, "0", "log a line of loop statistics this often (0 = off)"},
-    {"duration_s", KHZ_SET_DOUBLE, OFF(duration_s), 0, 0, 1e9, NULL, 0, KHZ_APPLY_NONE, "0",
-     "stop after this many seconds (0 = run until SIGINT / SIGTERM)"},
-    {"record", KHZ_SET_STRING, OFF(record), SZ(record), 0, 0, NULL, 0, KHZ_APPLY_NONE, "",
-     "record every state from the start into this file (length-prefixed State messages)"},
+    {ENUM(log_level, log_names), .apply = khz_apply_logLevel, .def = "info",
+     .help = "debug, info, warn or error"},
+    {DOUBLE(stats_interval_s, 0, 3600), .apply = khz_apply_statsInterval, .def = "0",
+     .help = "log a line of loop statistics this often (0 = off)"},
+    {DOUBLE(duration_s, 0, 1e9), .def = "0",
+     .help = "stop after this many seconds (0 = run until SIGINT / SIGTERM)"},
+    {STRING(record), .def = "",
+     .help = "record every state from the start into this file (length-prefixed State messages)"},
 
     /* security */
-    {"curve_secret_key", KHZ_SET_STRING, OFF(curve_secret_key), SZ(curve_secret_key), 0, 0, NULL,
-     0, KHZ_APPLY_NONE, "",
-     "CURVE server secret key (40 Z85 characters, or a file holding it); required to bind a "
-     "non-loopback address"},
-    {"curve_clients", KHZ_SET_STRING, OFF(curve_clients), SZ(curve_clients), 0, 0, NULL, 0,
-     KHZ_APPLY_NONE, "",
-     "allowed client public keys: a file with one Z85 key per line, or keys separated by commas"},
-    {NULL, 0, 0, 0, 0, 0, NULL, 0, 0, NULL, NULL}};
+    {STRING(curve_secret_key), .def = "",
+     .help = "CURVE server secret key (40 Z85 characters, or a file holding it); required to bind "
+             "a non-loopback address"},
+    {STRING(curve_clients), .def = "",
+     .help = "allowed client public keys: a file with one Z85 key per line, or keys separated by "
+             "commas"},
+    {.name = NULL}};
 
 int khz_settings_count(void) {
   int n = 0;
@@ -131,70 +132,95 @@ static int bad(char *err, size_t errsz, const khzSetting *s, const char *value, 
   return -1;
 }
 
-int khz_setting_parse(const khzSetting *s, const char *value, khzServerConfig *cfg, char *err,
-                      size_t errsz) {
-  void *field = (char *)cfg + s->offset;
+int khz_setting_parseValue(const khzSetting *s, const char *text, khzSettingValue *out, char *err,
+                           size_t errsz) {
   char range[256], *end = NULL;
   khz_setting_range(s, range, sizeof range);
-  if (!value) value = "";
+  if (!text) text = "";
   switch (s->type) {
     case KHZ_SET_BOOL:
-      if (!strcmp(value, "true") || !strcmp(value, "yes") || !strcmp(value, "1") ||
-          !strcmp(value, "on")) {
-        *(int *)field = 1;
-      } else if (!strcmp(value, "false") || !strcmp(value, "no") || !strcmp(value, "0") ||
-                 !strcmp(value, "off")) {
-        *(int *)field = 0;
+      if (!strcmp(text, "true") || !strcmp(text, "yes") || !strcmp(text, "1") ||
+          !strcmp(text, "on")) {
+        out->i = 1;
+      } else if (!strcmp(text, "false") || !strcmp(text, "no") || !strcmp(text, "0") ||
+                 !strcmp(text, "off")) {
+        out->i = 0;
       } else {
-        return bad(err, errsz, s, value, "true or false");
+        return bad(err, errsz, s, text, "true or false");
       }
       return 0;
     case KHZ_SET_INT: {
       errno = 0;
-      long v = strtol(value, &end, 10);
-      if (!*value || *end || errno) return bad(err, errsz, s, value, "an integer");
-      if (v < s->min || v > s->max) {
+      long v = strtol(text, &end, 10);
+      if (!*text || *end || errno) return bad(err, errsz, s, text, "an integer");
+      if ((v < s->min || v > s->max) && !(s->zero_means && v == 0)) {
         snprintf(err, errsz, "setting '%s': %ld is out of range (%s)", s->name, v, range);
         return -1;
       }
-      *(int *)field = (int)v;
+      out->i = (int)v;
       return 0;
     }
     case KHZ_SET_DOUBLE: {
       errno = 0;
-      double v = strtod(value, &end);
-      if (!*value || *end || errno || !isfinite(v)) return bad(err, errsz, s, value, "a finite number");
-      if (v < s->min || v > s->max) {
-        snprintf(err, errsz, "setting '%s': %g is out of range (%s)", s->name, v, range);
+      double v = strtod(text, &end);
+      if (!*text || *end || errno || !isfinite(v)) return bad(err, errsz, s, text, "a finite number");
+      if ((v < s->min || v > s->max) && !(s->zero_means && v == 0)) {
+        if (s->zero_means)
+          snprintf(err, errsz, "setting '%s': %g is out of range (0 = %s, or %g..%g)", s->name, v,
+                   s->zero_means, s->min, s->max);
+        else
+          snprintf(err, errsz, "setting '%s': %g is out of range (%s)", s->name, v, range);
         return -1;
       }
-      /* the rate: 0 (the scene's) or 100..10000 */
-      if (s->apply == KHZ_APPLY_RATE && v != 0 && v < 100) {
-        snprintf(err, errsz, "setting '%s': %g is out of range (0 = the scene's, or 100..10000)",
-                 s->name, v);
-        return -1;
-      }
-      *(double *)field = v;
+      out->d = v;
       return 0;
     }
     case KHZ_SET_STRING:
-      if (strlen(value) >= s->size) {
+      if (strlen(text) >= s->size) {
         snprintf(err, errsz, "setting '%s': value longer than %zu characters", s->name, s->size - 1);
         return -1;
       }
-      snprintf((char *)field, s->size, "%s", value);
+      snprintf(out->s, sizeof out->s, "%s", text);
       return 0;
     case KHZ_SET_ENUM:
       for (int i = 0; s->names[i]; i++) {
-        if (!strcmp(value, s->names[i])) {
-          *(int *)field = i;
+        if (!strcmp(text, s->names[i])) {
+          out->i = i;
           return 0;
         }
       }
-      snprintf(err, errsz, "setting '%s': unknown value '%s' (expected %s)", s->name, value, range);
+      snprintf(err, errsz, "setting '%s': unknown value '%s' (expected %s)", s->name, text, range);
       return -1;
   }
   return -1;
+}
+
+int khz_setting_parse(const khzSetting *s, const char *value, khzServerConfig *cfg, char *err,
+                      size_t errsz) {
+  khzSettingValue v;
+  if (khz_setting_parseValue(s, value, &v, err, errsz)) return -1;
+  khz_setting_put(s, &v, cfg);
+  return 0;
+}
+
+void khz_setting_get(const khzSetting *s, const khzServerConfig *cfg, khzSettingValue *out) {
+  const void *field = (const char *)cfg + s->offset;
+  if (s->type == KHZ_SET_DOUBLE)
+    out->d = *(const double *)field;
+  else if (s->type == KHZ_SET_STRING)
+    snprintf(out->s, sizeof out->s, "%s", (const char *)field);
+  else
+    out->i = *(const int *)field;
+}
+
+void khz_setting_put(const khzSetting *s, const khzSettingValue *v, khzServerConfig *cfg) {
+  void *field = (char *)cfg + s->offset;
+  if (s->type == KHZ_SET_DOUBLE)
+    *(double *)field = v->d;
+  else if (s->type == KHZ_SET_STRING)
+    snprintf((char *)field, s->size, "%s", v->s);
+  else
+    *(int *)field = v->i;
 }
 
 void khz_setting_format(const khzSetting *s, const khzServerConfig *cfg, char *out, size_t outsz) {
@@ -227,7 +253,7 @@ void khz_setting_range(const khzSetting *s, char *out, size_t outsz) {
       break;
     case KHZ_SET_INT:
     case KHZ_SET_DOUBLE:
-      snprintf(out, outsz, "%g..%g", s->min, s->max);
+      snprintf(out, outsz, "%s%g..%g", s->zero_means ? "0|" : "", s->min, s->max);
       break;
     case KHZ_SET_STRING:
       snprintf(out, outsz, "text");
@@ -308,6 +334,6 @@ void khz_settings_help(FILE *out) {
     khz_setting_range(s, range, sizeof range);
     fprintf(out, "  %-24s %s\n  %-24s   default: %s%s%s; %s; %s\n", flag, s->help, "",
             s->def[0] ? "" : "(", s->def[0] ? s->def : "empty", s->def[0] ? "" : ")", range,
-            s->runtime ? "changeable at run time" : "start only");
+            s->apply ? "changeable at run time" : "start only");
   }
 }

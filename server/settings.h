@@ -1,8 +1,9 @@
 /* settings.h — the server's one table of settings (Redis static_configs
- * style): name, type, range, default, whether it may change at run time and
- * what applying it means. The same table serves the command line
- * (--name value), the config file (lines "name value") and the run-time
- * GetSetting / SetSetting requests; --help prints it.
+ * style): name, type, range, default, and for those that may change at run
+ * time the function that applies a new value (requests.c). The same table
+ * serves the command line (--name value), the config file (lines "name
+ * value") and the run-time GetSetting / SetSetting requests; --help prints it.
+ * Values travel typed (khzSettingValue); text is parsed once, at the edge.
  */
 #ifndef KHZ_SERVER_SETTINGS_H
 #define KHZ_SERVER_SETTINGS_H
@@ -51,20 +52,23 @@ typedef enum khzSettingType {
   KHZ_SET_ENUM
 } khzSettingType;
 
-/* What changing a setting at run time does (the server's switch). */
-typedef enum khzSettingApply {
-  KHZ_APPLY_NONE = 0,   /* read at start only */
-  KHZ_APPLY_RATE,       /* loop request: rate */
-  KHZ_APPLY_MODE,       /* loop request: mode */
-  KHZ_APPLY_PAUSED,     /* loop request: pause / resume */
-  KHZ_APPLY_WATCHDOG,   /* loop request: watchdog, safe command, damping */
-  KHZ_APPLY_LOCKSTEP,   /* loop request: lockstep timeout */
-  KHZ_APPLY_GAINS,      /* loop request: default PD gains */
-  KHZ_APPLY_CONTACT,    /* loop request: contact method */
-  KHZ_APPLY_PUBLISH,    /* loop request: contacts / hash in states */
-  KHZ_APPLY_LOG,        /* the log level */
-  KHZ_APPLY_STATS       /* the live statistics timer */
-} khzSettingApply;
+/* One setting's value, typed as its field in khzServerConfig: i (bool, int,
+ * enum index), d (double) or s (string). */
+typedef union khzSettingValue {
+  int i;
+  double d;
+  char s[KHZ_SETTING_STR];
+} khzSettingValue;
+
+struct khzServer;
+struct khzPending;
+
+/* Applies a run-time change: next is the configuration with the new value in
+ * place. Queues the loop requests that carry it, tagged with q (the reply
+ * then waits for the loop), or acts on the I/O side at once. Returns 0, or -1
+ * when the loop's request queue is full. Defined in requests.c. */
+typedef int (*khzSettingApplyFn)(struct khzServer *s, struct khzPending *q,
+                                 const khzServerConfig *next);
 
 typedef struct khzSetting {
   const char *name;
@@ -73,11 +77,25 @@ typedef struct khzSetting {
   size_t size;                /* strings: buffer size */
   double min, max;            /* numbers: inclusive range */
   const char *const *names;   /* enums: NULL-terminated value names */
-  int runtime;                /* may change while running */
-  khzSettingApply apply;
+  khzSettingApplyFn apply;    /* run-time change; NULL = read at start only */
   const char *def;            /* default, as written on the command line */
   const char *help;
+  const char *zero_means;     /* numbers: 0 is accepted too, outside [min, max], and means
+                                 this ("the scene's"); NULL = no */
 } khzSetting;
+
+/* The apply functions of the table's run-time rows (requests.c). */
+int khz_apply_rate(struct khzServer *s, struct khzPending *q, const khzServerConfig *next);
+int khz_apply_mode(struct khzServer *s, struct khzPending *q, const khzServerConfig *next);
+int khz_apply_paused(struct khzServer *s, struct khzPending *q, const khzServerConfig *next);
+int khz_apply_watchdog(struct khzServer *s, struct khzPending *q, const khzServerConfig *next);
+int khz_apply_lockstep(struct khzServer *s, struct khzPending *q, const khzServerConfig *next);
+int khz_apply_gains(struct khzServer *s, struct khzPending *q, const khzServerConfig *next);
+int khz_apply_contact(struct khzServer *s, struct khzPending *q, const khzServerConfig *next);
+int khz_apply_publish(struct khzServer *s, struct khzPending *q, const khzServerConfig *next);
+int khz_apply_logLevel(struct khzServer *s, struct khzPending *q, const khzServerConfig *next);
+int khz_apply_statsInterval(struct khzServer *s, struct khzPending *q,
+                            const khzServerConfig *next);
 
 /* The table, NULL-name terminated, and its length. */
 extern const khzSetting khz_settings[];
@@ -89,15 +107,26 @@ const khzSetting *khz_setting_find(const char *name);
 /* Fills cfg with every default. */
 void khz_settings_defaults(khzServerConfig *cfg);
 
-/* Parses value into cfg (only this setting changes, only on success). On error
- * returns -1 with "setting 'NAME': PROBLEM" in err. */
+/* Parses text into a typed value, checked against the setting's type and
+ * range. On error returns -1 with "setting 'NAME': PROBLEM" in err. */
+int khz_setting_parseValue(const khzSetting *s, const char *text, khzSettingValue *out, char *err,
+                           size_t errsz);
+
+/* Parses value into cfg (only this setting changes, only on success); errors as
+ * khz_setting_parseValue. */
 int khz_setting_parse(const khzSetting *s, const char *value, khzServerConfig *cfg, char *err,
                       size_t errsz);
+
+/* Reads / writes the setting's field of cfg as a typed value (no checks: put
+ * values that parseValue made or that the caller checked). */
+void khz_setting_get(const khzSetting *s, const khzServerConfig *cfg, khzSettingValue *out);
+void khz_setting_put(const khzSetting *s, const khzSettingValue *v, khzServerConfig *cfg);
 
 /* Writes the current value as text. */
 void khz_setting_format(const khzSetting *s, const khzServerConfig *cfg, char *out, size_t outsz);
 
-/* The range as text ("100..10000", "realtime|lockstep|fast", "true|false", "text"). */
+/* The range as text ("0..60000", "0|100..10000" when 0 means a default,
+ * "realtime|lockstep|fast", "true|false", "text"). */
 void khz_setting_range(const khzSetting *s, char *out, size_t outsz);
 
 /* Reads a config file of "name value" lines ('#' starts a comment; values may

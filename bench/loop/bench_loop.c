@@ -24,7 +24,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#include "client.h"
+#include "khz/client.h"
 #include "khz/v1/control.pb-c.h"
 #include "server.h"
 #include "settings.h"

@@ -30,8 +30,6 @@ extern const struct {
 } khz_embedded_files[];
 
 #define KHZ_SCENE_VERSION 1
-#define KHZ_SCENE_RATE_MIN 100.0
-#define KHZ_SCENE_RATE_MAX 10000.0
 #define KHZ_EMBEDDED_PREFIX "embedded:"
 #define KHZ_KEY_MAX 256
 
@@ -938,8 +936,8 @@ static int khz_scene_root(khzSceneReader *r, const yaml_node_t *root, khzScene *
     return -1;
   }
   if ((v = khz_find(r, root, "rate_hz")) &&
-      khz_get_range(r, v, "rate_hz", &s->rate_hz, KHZ_SCENE_RATE_MIN, 0, KHZ_SCENE_RATE_MAX, 0,
-                    "100 to 10000 Hz")) {
+      khz_get_range(r, v, "rate_hz", &s->rate_hz, KHZ_RATE_MIN_HZ, 0, KHZ_RATE_MAX_HZ, 0,
+                    KHZ_RATE_RANGE(" to ") " Hz")) {
     return -1;
   }
   if ((v = khz_find(r, root, "integrator"))) {

@@ -1,5 +1,5 @@
 /* harness.h — the server tests' helpers: an in-process khz-server on private
- * ipc:// endpoints (run by a thread), clients from server/client.h, and a PID
+ * ipc:// endpoints (run by a thread), clients from <khz/client.h>, and a PID
  * controller that answers states with torques. */
 #ifndef KHZ_TESTS_SERVER_HARNESS_H
 #define KHZ_TESTS_SERVER_HARNESS_H
@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "client.h"
+#include "khz/client.h"
 #include "ensure.h"
 #include "khz/loop.h"
 #include "server.h"

@@ -37,6 +37,16 @@ extern "C" {
 #define KHZ_NAME_MAX 64
 #define KHZ_PATH_MAX 512
 
+/* The loop rate range in Hz, inclusive; a scene's rate_hz, the real-time
+ * loop and the server's settings all check against it (the timestep is
+ * 1 / rate). Integers, so that messages and help texts can spell the range
+ * at compile time: KHZ_RATE_RANGE("..") is "100..10000". */
+#define KHZ_RATE_MIN_HZ 100
+#define KHZ_RATE_MAX_HZ 10000
+#define KHZ_RATE_RANGE(sep) KHZ_STR_(KHZ_RATE_MIN_HZ) sep KHZ_STR_(KHZ_RATE_MAX_HZ)
+#define KHZ_STR_(x) KHZ_STR__(x)
+#define KHZ_STR__(x) #x
+
 typedef enum khzJointType {
   KHZ_JOINT_FIXED = 0,
   KHZ_JOINT_REVOLUTE,

@@ -52,8 +52,6 @@
 extern "C" {
 #endif
 
-#define KHZ_LOOP_RATE_MIN 100.0
-#define KHZ_LOOP_RATE_MAX 10000.0
 #define KHZ_LOOP_MAX_HAPTIC 8       /* haptic proxies */
 #define KHZ_LOOP_MAX_WRENCH 16      /* simultaneous perturbation wrenches */
 #define KHZ_LOOP_MAX_CONTACTS 128   /* contact points copied into one state */
@@ -99,7 +97,8 @@ typedef struct khzHapticProxy {
 } khzHapticProxy;
 
 typedef struct khzLoopConfig {
-  double rate_hz;            /* KHZ_LOOP_RATE_MIN..MAX; the timestep is 1 / rate_hz */
+  double rate_hz;            /* KHZ_RATE_MIN_HZ..MAX_HZ (khz.h): the initial rate; every
+                                tick steps 1 / rate_hz, whatever the model's timestep */
   khzLoopMode mode;
   int start_paused;          /* 1: do not tick until KHZ_REQ_RESUME / KHZ_REQ_STEP */
 
@@ -191,7 +190,7 @@ typedef enum khzRequestType {
   KHZ_REQ_RESUME,
   KHZ_REQ_STEP,             /* ival ticks, then pause; replied when done */
   KHZ_REQ_MODE,             /* ival = khzLoopMode */
-  KHZ_REQ_RATE,             /* dval = Hz */
+  KHZ_REQ_RATE,             /* dval = Hz: the rate and so the step size (khz_loop_rate) */
   KHZ_REQ_CONTACT,          /* ival = khzContactMethod */
   KHZ_REQ_GAINS,            /* data = kp[na], kd[na] */
   KHZ_REQ_HAPTIC_GAINS,     /* ival = proxy, data = stiffness, damping, rot_stiffness, rot_damping */
@@ -320,8 +319,9 @@ typedef struct khzLoopStats {
 
 typedef struct khzLoop khzLoop;
 
-/* Creates the loop for model m (the loop owns its own khzData, reset to q0),
- * starts its thread and returns once the thread is ready; khz_loop_report()
+/* Creates the loop for model m (the loop keeps the pointer: m must outlive
+ * it and is only read; the loop owns its own khzData, reset to q0), starts its
+ * thread and returns once the thread is ready; khz_loop_report()
  * then says which privileges were granted. The initial state (seq 0) is
  * published before the first tick. Returns NULL with a message in err when the
  * configuration is invalid or memory / the thread cannot be had. */
@@ -333,6 +333,12 @@ void khz_loop_destroy(khzLoop **loop_p);
 
 /* One line: SCHED_FIFO / CPU / memory lock / stack pre-fault, granted or why not. */
 const char *khz_loop_report(const khzLoop *loop);
+
+/* The rate the loop ticks at, as of the latest KHZ_REQ_RATE it applied (any
+ * thread). The loop owns the step size: every tick steps the caller's model
+ * by 1 / rate, written into *timestep when not NULL; the model's own timestep
+ * (the scene's default) is never changed. */
+double khz_loop_rate(const khzLoop *loop, double *timestep);
 
 /* Number of actuators (commands carry this many values). */
 int khz_loop_na(const khzLoop *loop);

@@ -7,7 +7,9 @@
  * lateness = wake-up - next. When a tick ends after the following deadline,
  * the deadlines already past are skipped and counted (missed), never run in a
  * burst. Lockstep and pause wait on a futex "doorbell" that the I/O side rings
- * when it commits a command or a request.
+ * when it commits a command or a request. The loop owns the step size: the
+ * caller's model is only read, and every tick steps by the loop's timestep
+ * (1 / rate, set_rate()).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -47,17 +49,24 @@
 /* counters shared with khz_loop_stats (written by the loop thread only) */
 enum {
   S_TICKS, S_OVERRUNS, S_MISSED, S_COMMANDS, S_ON_TIME, S_LATE, S_DROPPED, S_WATCHDOG,
-  S_LSTIMEOUT, S_REQUESTS, S_SEQ, S_MODE, S_PAUSED, S_RATE, S_LATENESS, S_COMPUTE, S_NSHARED
+  S_LSTIMEOUT, S_REQUESTS, S_SEQ, S_MODE, S_PAUSED, S_LATENESS, S_COMPUTE, S_NSHARED
 };
 
 struct khzLoop {
-  khzModel m;            /* shallow copy of the caller's model: only the timestep changes */
+  const khzModel *m;     /* the caller's model, never written: its timestep stays the scene's */
   khzData *d;
-  khzLoopConfig cfg;     /* the loop thread's copy, changed by requests */
+  khzLoopConfig cfg;     /* the loop thread's copy, changed by requests (rate_hz: the
+                            initial rate only; the step size below is the one in use) */
   int na;
   int *dof;              /* na actuator dofs */
   double *kp, *kd;       /* na default gains */
-  int64_t period_ns;
+
+  /* the step size: this loop is its one owner. set_rate() alone writes these
+   * (loop thread; before the thread starts, khz_loop_new) */
+  double rate_hz;        /* ticks per second */
+  double timestep;       /* 1 / rate_hz: the h of every khz_step */
+  int64_t period_ns;     /* the realtime schedule's period */
+  _Atomic uint64_t rate_bits; /* rate_hz for the other threads (khz_loop_rate) */
 
   /* commands in (latest wins) and the loop thread's view of them */
   khzLatest cmd;
@@ -186,7 +195,6 @@ static void share_stats(khzLoop *L) {
   set_shared(L, S_SEQ, L->seq);
   set_shared(L, S_MODE, (uint64_t)L->cfg.mode);
   set_shared(L, S_PAUSED, (uint64_t)(L->paused && L->steps_left == 0));
-  set_shared(L, S_RATE, (uint64_t)llround(L->cfg.rate_hz * 1000));
   set_shared(L, S_LATENESS, (uint64_t)L->st.lateness_ns);
   set_shared(L, S_COMPUTE, (uint64_t)L->st.compute_ns);
 }
@@ -220,6 +228,33 @@ void khz_loop_defaultConfig(khzLoopConfig *c) {
   c->haptic_timeout_s = 0.1;
 }
 
+/* ------------------------------------------------------------- timestep -- */
+
+/* the loop's rate and with it the step size and the period: the only writer */
+static void set_rate(khzLoop *L, double hz) {
+  uint64_t bits;
+  L->rate_hz = hz;
+  L->timestep = 1.0 / hz;
+  L->period_ns = llround(1e9 / hz);
+  memcpy(&bits, &hz, sizeof bits);
+  atomic_store_explicit(&L->rate_bits, bits, memory_order_release);
+}
+
+/* khz_step with step size h. rt's step reads h from the model (m->timestep,
+ * in step.c and contact.c) and has no entry point that takes it, so a rate
+ * other than the scene's steps a stack view of the model that differs only in
+ * its timestep. The view lives for this call: no model with a patched timestep
+ * is kept. It goes when rt's step takes h (khz_stepWith, see docs/server.md). */
+static void step_at(const khzModel *m, khzData *d, double h) {
+  if (h == m->timestep) {
+    khz_step(m, d);
+    return;
+  }
+  khzModel at = *m;
+  at.timestep = h;
+  khz_step(&at, d);
+}
+
 /* ----------------------------------------------------------- publishing -- */
 
 /* the ring slot of a state: the header, then its arrays */
@@ -228,7 +263,7 @@ static size_t state_doubles(const khzModel *m, int nhaptic) {
 }
 
 static void state_layout(khzLoop *L, khzLoopState *s) {
-  const khzModel *m = &L->m;
+  const khzModel *m = L->m;
   double *p = (double *)((unsigned char *)s + ((sizeof *s + 63) & ~(size_t)63));
   s->q = p, p += m->nq;
   s->qd = p, p += m->nv;
@@ -270,7 +305,7 @@ static void copy_contacts(khzLoop *L, khzLoopState *s) {
 /* hands the current state (seq L->seq) to the I/O side; the tick started at
  * t_wake (scheduled t_sched) */
 static void publish(khzLoop *L, uint32_t flags, int64_t t_sched, int64_t t_wake) {
-  const khzModel *m = &L->m;
+  const khzModel *m = L->m;
   khzData *d = L->d;
   int64_t t_done = khz_loop_now();
   L->st.compute_ns = t_done - t_wake;
@@ -290,7 +325,7 @@ static void publish(khzLoop *L, uint32_t flags, int64_t t_sched, int64_t t_wake)
     s->tick_time_ns = t_sched;
     s->mono_ns = t_done;
     s->wall_ns = wall_now();
-    s->rate_hz = L->cfg.rate_hz;
+    s->rate_hz = L->rate_hz;
     s->mode = L->cfg.mode;
     s->contact_method = d->contact_method;
     s->flags = flags;
@@ -353,7 +388,7 @@ static void fast_policy(khzLoop *L, int fast) {
 
 /* reset to q0 (or q), keep the run-time contact method; publishes the new state */
 static void do_reset(khzLoop *L, const khzRequest *rq) {
-  const khzModel *m = &L->m;
+  const khzModel *m = L->m;
   khzData *d = L->d;
   int method = d->contact_method;
   khz_resetData(m, d);
@@ -378,7 +413,7 @@ static void do_reset(khzLoop *L, const khzRequest *rq) {
 }
 
 static int apply_request(khzLoop *L, const khzRequest *rq, khzReply *r) {
-  const khzModel *m = &L->m;
+  const khzModel *m = L->m;
   khzData *d = L->d;
   khzLoopConfig *c = &L->cfg;
   switch (rq->type) {
@@ -418,8 +453,8 @@ static int apply_request(khzLoop *L, const khzRequest *rq, khzReply *r) {
       return 0;
     case KHZ_REQ_RATE: {
       double hz = rq->dval;
-      if (!(hz >= KHZ_LOOP_RATE_MIN && hz <= KHZ_LOOP_RATE_MAX))
-        return refuse(r, "rate: must be within 100 to 10000 Hz");
+      if (!(hz >= KHZ_RATE_MIN_HZ && hz <= KHZ_RATE_MAX_HZ))
+        return refuse(r, "rate: must be within " KHZ_RATE_RANGE(" to ") " Hz");
       for (int p = 0; p < c->nhaptic; p++) {
         if (!khz_tick_passive(&c->haptic[p], 1.0 / hz)) {
           snprintf(r->message, sizeof r->message,
@@ -430,9 +465,7 @@ static int apply_request(khzLoop *L, const khzRequest *rq, khzReply *r) {
           return -1;
         }
       }
-      c->rate_hz = hz;
-      L->period_ns = llround(1e9 / hz);
-      L->m.timestep = 1.0 / hz;
+      set_rate(L, hz);
       L->armed = 0;
       return 0;
     }
@@ -456,7 +489,7 @@ static int apply_request(khzLoop *L, const khzRequest *rq, khzReply *r) {
       khzHapticProxy p = c->haptic[rq->ival];
       p.stiffness = rq->data[0], p.damping = rq->data[1];
       p.rot_stiffness = rq->data[2], p.rot_damping = rq->data[3];
-      if (!khz_tick_passive(&p, 1.0 / c->rate_hz))
+      if (!khz_tick_passive(&p, L->timestep))
         return refuse_as(r, KHZ_REPLY_REFUSED,
                          "haptic gains: violate the passivity bound damping > stiffness * T / 2");
       c->haptic[rq->ival] = p;
@@ -566,7 +599,7 @@ static void take_command(khzLoop *L) {
 
 /* haptic couplings and perturbation wrenches into d->xfrc */
 static uint32_t external_wrenches(khzLoop *L, int64_t now) {
-  const khzModel *m = &L->m;
+  const khzModel *m = L->m;
   khzData *d = L->d;
   uint32_t flags = 0;
   memset(d->xfrc, 0, 6 * (size_t)m->nbody * sizeof(double));
@@ -605,7 +638,7 @@ static uint32_t external_wrenches(khzLoop *L, int64_t now) {
 
 /* one tick: command, watchdog, controller, wrenches, step, publish */
 static void tick(khzLoop *L, int64_t t_sched, int64_t t_wake, int timed_out) {
-  const khzModel *m = &L->m;
+  const khzModel *m = L->m;
   khzData *d = L->d;
   uint64_t seq = L->seq + 1;
   uint32_t flags = L->pending_flags;
@@ -656,7 +689,7 @@ static void tick(khzLoop *L, int64_t t_sched, int64_t t_wake, int timed_out) {
   /* step; warnings raised by it become flags */
   int effort = d->warning[KHZ_WARN_EFFORT] + d->warning[KHZ_WARN_BADCTRL];
   int bad = d->warning[KHZ_WARN_BADSTATE];
-  khz_step(m, d);
+  step_at(m, d, L->timestep);
   if (d->warning[KHZ_WARN_EFFORT] + d->warning[KHZ_WARN_BADCTRL] != effort) flags |= KHZ_FLAG_CLAMPED;
   if (d->warning[KHZ_WARN_BADSTATE] != bad) flags |= KHZ_FLAG_BADSTATE;
   L->st.ticks++;
@@ -866,8 +899,8 @@ static int fail(char *err, size_t errsz, const char *msg) {
 
 static int check_config(const khzModel *m, const khzLoopConfig *c, char *err, size_t errsz) {
   char msg[256];
-  if (!(c->rate_hz >= KHZ_LOOP_RATE_MIN && c->rate_hz <= KHZ_LOOP_RATE_MAX))
-    return fail(err, errsz, "loop: rate_hz must be within 100 to 10000 Hz");
+  if (!(c->rate_hz >= KHZ_RATE_MIN_HZ && c->rate_hz <= KHZ_RATE_MAX_HZ))
+    return fail(err, errsz, "loop: rate_hz must be within " KHZ_RATE_RANGE(" to ") " Hz");
   if ((int)c->mode < 0 || c->mode >= KHZ_NMODES) return fail(err, errsz, "loop: unknown mode");
   if ((int)c->safe < 0 || c->safe >= KHZ_NSAFE) return fail(err, errsz, "loop: unknown safe command");
   if (!(c->watchdog_s >= 0) || !(c->lockstep_timeout_s >= 0) || !(c->safe_damping >= 0) ||
@@ -911,10 +944,9 @@ khzLoop *khz_loop_new(const khzModel *m, const khzLoopConfig *cfg, char *err, si
     return NULL;
   }
   memset(L, 0, sz);
-  L->m = *m;
+  L->m = m;
   L->cfg = *cfg;
-  L->m.timestep = 1.0 / cfg->rate_hz;
-  L->period_ns = llround(1e9 / cfg->rate_hz);
+  set_rate(L, cfg->rate_hz);
   L->paused = cfg->start_paused;
   L->dma_fd = -1;
   khz_latest_init(&L->cmd);
@@ -923,7 +955,7 @@ khzLoop *khz_loop_new(const khzModel *m, const khzLoopConfig *cfg, char *err, si
   pthread_cond_init(&L->cv, NULL);
 
   /* state, actuators, gains and the command slots */
-  L->d = khz_makeData(&L->m, 0);
+  L->d = khz_makeData(m, 0);
   L->na = khz_loop_actuators(m, NULL);
   size_t na = (size_t)L->na + 1;
   L->dof = calloc(na, sizeof(int));
@@ -960,16 +992,15 @@ khzLoop *khz_loop_new(const khzModel *m, const khzLoopConfig *cfg, char *err, si
     rq->data = (double *)(rq + 1);
     rq->ndata_max = (int)L->req_data;
   }
-  set_shared(L, S_RATE, (uint64_t)llround(cfg->rate_hz * 1000));
   set_shared(L, S_MODE, (uint64_t)cfg->mode);
 
   /* pre-fault: touch every page of the state buffer (calloc leaves them unmapped)
    * and take one step on a scratch copy so that code and data are warm */
   volatile unsigned char *page = L->d->buffer;
   for (size_t off = 0; off < L->d->nbuffer; off += 4096) page[off] = page[off];
-  khzData *warm = khz_makeData(&L->m, 0);
+  khzData *warm = khz_makeData(m, 0);
   if (warm) {
-    khz_step(&L->m, warm);
+    step_at(m, warm, L->timestep);
     khz_deleteData(&warm);
   }
 
@@ -1011,6 +1042,14 @@ void khz_loop_destroy(khzLoop **loop_p) {
 /* ------------------------------------------------------------ I/O side -- */
 
 const char *khz_loop_report(const khzLoop *L) { return L->report; }
+
+double khz_loop_rate(const khzLoop *L, double *timestep) {
+  uint64_t bits = atomic_load_explicit(&L->rate_bits, memory_order_acquire);
+  double hz;
+  memcpy(&hz, &bits, sizeof hz);
+  if (timestep) *timestep = 1.0 / hz;
+  return hz;
+}
 
 int khz_loop_na(const khzLoop *L) { return L->na; }
 
@@ -1086,7 +1125,7 @@ void khz_loop_stats(khzLoop *L, khzLoopStats *o) {
   o->seq = get_shared(L, S_SEQ);
   o->mode = (int)get_shared(L, S_MODE);
   o->paused = (int)get_shared(L, S_PAUSED);
-  o->rate_hz = (double)get_shared(L, S_RATE) / 1000.0;
+  o->rate_hz = khz_loop_rate(L, NULL);
   hist_stats(&L->lat, &o->lateness);
   hist_stats(&L->comp, &o->compute);
   hist_stats(&L->cmdlat, &o->latency);

@@ -1,0 +1,164 @@
+/* internal.h — what the server's own files share, not part of its API: the
+ * khzServer object, the peer and pending-reply tables, and the functions each
+ * file offers the others. server.c routes (lifecycle, sockets, the event
+ * loop, dispatch, sending replies), requests.c holds the request table and
+ * the loop replies, commands.c checks commands and haptic inputs, publish.c
+ * the state stream and statistics, curve.c the CURVE keys and ZAP handler.
+ */
+#ifndef KHZ_SERVER_INTERNAL_H
+#define KHZ_SERVER_INTERNAL_H
+
+#include <ev.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <zmq.h>
+
+#include "codec.h"
+#include "khz/load.h"
+#include "khz/loop.h"
+#include "khz/v1/messages.pb-c.h"
+#include "server.h"
+#include "settings.h"
+
+#define KHZ_MAX_PEERS 256
+#define KHZ_MAX_PENDING 64
+#define KHZ_PEER_ID_MAX 256
+#define KHZ_MAX_CLIENT_KEYS 64
+#define KHZ_KEEPALIVE_S 0.05
+#define KHZ_NCODES 16
+#define KHZ_ERROR_MAX 512
+
+/* a connection on the ROUTER socket: its identity and whether it is a REQ
+ * socket (an empty delimiter frame before the payload) */
+typedef struct khzPeer {
+  uint8_t id[KHZ_PEER_ID_MAX];
+  size_t idlen;
+  int delim;
+} khzPeer;
+
+typedef struct khzRequestRow khzRequestRow; /* requests.c */
+
+/* a request on its way: checked, then applied (by the loop, replies awaited,
+ * or on the I/O side at once), then answered by its row's reply builder */
+typedef struct khzPending {
+  int used;                       /* waits for loop replies */
+  uint64_t loop_id;               /* its loop requests' id (0 until the first) */
+  const khzRequestRow *row;
+  khzPeer peer;
+  uint64_t req_id;
+  int remaining;                  /* loop replies still expected */
+  int failed;                     /* the ErrorCode of the first refusal, 0 = none */
+  char error[KHZ_ERROR_MAX];
+  const khzSetting *setting;      /* the setting it is about (GetSetting: NULL = all) */
+  int set;                        /* 1: value goes into the configuration on success */
+  khzSettingValue value;
+} khzPending;
+
+struct khzServer {
+  khzServerConfig cfg;            /* committed settings: what requests have applied */
+  khzServerHooks hooks;
+
+  /* model and loop (the loop owns the rate in use: khz_loop_rate) */
+  khzScene scene;
+  int have_scene;
+  khzModel *m;
+  khzLoop *loop;
+  uint32_t generation;
+  int na;
+  int *act_dof;
+  int nhaptic;
+  khzHapticProxy haptic[KHZ_LOOP_MAX_HAPTIC];
+  int scene_method;
+
+  /* sockets and watchers */
+  void *ctx, *pub, *router, *zap;
+  struct ev_loop *ev;
+  ev_io router_io, zap_io;
+  ev_async wake_async, stop_async;
+  ev_signal sigint_w, sigterm_w;
+  ev_timer stats_timer, duration_timer, keepalive_timer;
+  int started;
+
+  /* state publication */
+  khzStateCodec codec;
+  uint8_t *last;
+  size_t lastlen, lastcap;
+  double last_pub;
+  int have_state;
+  uint64_t latest_seq, reset_seq;
+  uint64_t published;
+  FILE *rec;
+  char rec_path[KHZ_SETTING_STR];
+
+  /* what the log has said already */
+  int watchdog_logged;
+  uint64_t seen_timeouts, seen_overruns, seen_dropped, seen_watchdog;
+  double last_warn_log;
+
+  /* peers, pending replies, counters */
+  khzPeer peers[KHZ_MAX_PEERS];
+  int npeers, next_peer;
+  uint64_t peers_seen;
+  khzPending pending[KHZ_MAX_PENDING];
+  khzPending overflow;            /* a request met with every pending entry in use */
+  uint64_t next_loop_id;
+  uint64_t rejected, by_code[KHZ_NCODES];
+  uint64_t commands_in;
+
+  /* the I/O thread's scheduling: SCHED_FIFO io_priority when permitted */
+  int io_fifo;
+  char io_report[160];
+
+  /* CURVE */
+  int curve;
+  char secret[41], public_key[41];
+  uint8_t client_key[KHZ_MAX_CLIENT_KEYS][32];
+  int nclient_keys;
+};
+
+/* server.c: replies and errors to one peer (a code other than OK or CLAMPED
+ * counts as a rejection), and the peer table */
+void khz_send_error(khzServer *s, const khzPeer *p, int code, uint64_t seq, int applied,
+                    const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+void khz_send_reply(khzServer *s, const khzPeer *p, Khz__V1__Reply *r);
+void khz_reply_error(khzServer *s, const khzPeer *p, uint64_t id, int code, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+void khz_reply_ok(khzServer *s, const khzPeer *p, uint64_t id, uint64_t seq);
+uint32_t khz_peer_client(khzServer *s, const khzPeer *p);
+
+/* 1 when a ZeroMQ socket has a message to read (ZMQ_EVENTS) */
+static inline int khz_has_input(void *sock) {
+  uint32_t ev = 0;
+  size_t sz = sizeof ev;
+  if (zmq_getsockopt(sock, ZMQ_EVENTS, &ev, &sz)) return 0;
+  return (ev & ZMQ_POLLIN) != 0;
+}
+
+/* 1 when every value is finite, else 0 with the first bad index in *bad */
+static inline int check_finite(const double *v, size_t n, size_t *bad) {
+  for (size_t i = 0; i < n; i++)
+    if (!isfinite(v[i])) return *bad = i, 0;
+  return 1;
+}
+
+/* requests.c: one Request through the table; the loop's replies */
+void khz_requests_handle(khzServer *s, const khzPeer *p, const Khz__V1__Request *rq);
+void khz_requests_loopReplies(khzServer *s);
+double khz_requests_rate(const khzServer *s, const khzServerConfig *c);
+
+/* commands.c: a Command or a HapticInput, checked, into the loop */
+void khz_commands_command(khzServer *s, const khzPeer *p, const Khz__V1__Command *c);
+void khz_commands_haptic(khzServer *s, const khzPeer *p, const Khz__V1__HapticInput *h);
+
+/* publish.c: every state the loop published, the lockstep keep-alive, the
+ * statistics log line */
+void khz_publish_states(khzServer *s);
+void khz_publish_keepaliveCb(struct ev_loop *ev, ev_timer *w, int revents);
+void khz_publish_statsCb(struct ev_loop *ev, ev_timer *w, int revents);
+
+/* curve.c: the security rule and the keys (before any socket), the ZAP handler */
+int khz_curve_setup(khzServer *s, char *err, size_t errsz);
+void khz_curve_zapCb(struct ev_loop *ev, ev_io *w, int revents);
+
+#endif

@@ -1,0 +1,177 @@
+/* publish.c — what goes out without being asked: every state the loop
+ * publishes (packed by the codec into its reused buffer, sent on the PUB
+ * socket, appended to the recording), the lockstep keep-alive that repeats
+ * the awaited state for late subscribers, the log lines for what the states
+ * say changed (watchdog, lockstep timeouts, overruns, drops), and the
+ * statistics: the periodic log line and the final summary.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+#include "internal.h"
+#include "log.h"
+
+/* ------------------------------------------------------ state stream -- */
+
+static void record_state(khzServer *s, const uint8_t *buf, size_t len) {
+  uint8_t hdr[4] = {(uint8_t)len, (uint8_t)(len >> 8), (uint8_t)(len >> 16), (uint8_t)(len >> 24)};
+  if (fwrite(hdr, 1, 4, s->rec) != 4 || fwrite(buf, 1, len, s->rec) != len) {
+    khz_log(KHZ_LOG_ERROR, "recording into %s failed (%s): stopped", s->rec_path, strerror(errno));
+    fclose(s->rec);
+    s->rec = NULL;
+  }
+}
+
+static void publish_bytes(khzServer *s, const uint8_t *buf, size_t len) {
+  zmq_send(s->pub, "state", 5, ZMQ_SNDMORE | ZMQ_DONTWAIT);
+  zmq_send(s->pub, buf, len, ZMQ_DONTWAIT);
+}
+
+/* log lines for what the states say changed (once per event, warnings at most 1/s) */
+static void log_transitions(khzServer *s, const khzLoopState *st) {
+  double now = ev_now(s->ev);
+  int wd = (st->flags & KHZ_FLAG_WATCHDOG) && !(st->flags & KHZ_FLAG_NO_COMMAND);
+  if (st->stats.watchdog_engaged > s->seen_watchdog && !s->watchdog_logged) {
+    khz_log(KHZ_LOG_WARN,
+            "watchdog: no command for more than %g ms at state %llu: applying the safe command (%s)",
+            s->cfg.watchdog_ms, (unsigned long long)st->seq,
+            s->cfg.safe_command == KHZ_SAFE_DAMPING ? "joint damping" : "zero torque");
+    s->watchdog_logged = 1;
+  } else if (s->watchdog_logged && !wd && !(st->flags & KHZ_FLAG_WATCHDOG)) {
+    khz_log(KHZ_LOG_INFO, "watchdog: commands are back at state %llu", (unsigned long long)st->seq);
+    s->watchdog_logged = 0;
+  }
+  s->seen_watchdog = st->stats.watchdog_engaged;
+  if (st->flags & KHZ_FLAG_RESET) s->watchdog_logged = 0;
+  if (now - s->last_warn_log < 1.0) return;
+  if (st->stats.lockstep_timeouts > s->seen_timeouts) {
+    khz_log(KHZ_LOG_WARN,
+            "lockstep: no command answered state %llu within %g ms: the safe command was applied "
+            "(%llu timeouts so far)",
+            (unsigned long long)(st->seq - 1), s->cfg.lockstep_timeout_ms,
+            (unsigned long long)st->stats.lockstep_timeouts);
+    s->seen_timeouts = st->stats.lockstep_timeouts;
+    s->last_warn_log = now;
+  } else if (st->stats.missed > s->seen_overruns) {
+    khz_log(KHZ_LOG_WARN, "overruns: %llu ticks ended late, %llu periods skipped so far",
+            (unsigned long long)st->stats.overruns, (unsigned long long)st->stats.missed);
+    s->seen_overruns = st->stats.missed;
+    s->last_warn_log = now;
+  } else if (st->stats.states_dropped > s->seen_dropped && st->mode != KHZ_MODE_FAST) {
+    khz_log(KHZ_LOG_WARN, "%llu states dropped: the I/O thread could not keep up",
+            (unsigned long long)st->stats.states_dropped);
+    s->seen_dropped = st->stats.states_dropped;
+    s->last_warn_log = now;
+  } else if (st->flags & KHZ_FLAG_BADSTATE) {
+    khz_log(KHZ_LOG_WARN, "state %llu: the step produced NaN/inf and was rolled back",
+            (unsigned long long)st->seq);
+    s->last_warn_log = now;
+  }
+}
+
+/* every state in the loop's ring: published, recorded, kept for the keep-alive */
+void khz_publish_states(khzServer *s) {
+  const khzLoopState *st;
+  while ((st = khz_loop_peekState(s->loop))) {
+    uint8_t *buf;
+    size_t len;
+    if (khz_codec_packState(&s->codec, st, s->generation, s->rejected, &buf, &len) == 0) {
+      publish_bytes(s, buf, len);
+      s->published++;
+      if (s->rec) record_state(s, buf, len);
+      /* kept for the lockstep keep-alive (a mode switch may come at any time) */
+      if (len > s->lastcap) {
+        uint8_t *nb = realloc(s->last, len * 2);
+        if (nb) s->last = nb, s->lastcap = len * 2;
+      }
+      if (len <= s->lastcap) memcpy(s->last, buf, len), s->lastlen = len;
+      s->last_pub = ev_now(s->ev);
+    }
+    s->have_state = 1;
+    s->latest_seq = st->seq;
+    s->reset_seq = st->reset_seq;
+    log_transitions(s, st);
+    khz_loop_releaseState(s->loop);
+  }
+}
+
+/* lockstep keep-alive: a controller that joined late (PUB/SUB drops the first
+ * messages of a new subscriber) still sees the state the loop waits on */
+void khz_publish_keepaliveCb(struct ev_loop *ev, ev_timer *w, int revents) {
+  khzServer *s = w->data;
+  (void)revents;
+  if (s->cfg.mode != KHZ_MODE_LOCKSTEP || !s->lastlen || ev_now(ev) - s->last_pub < KHZ_KEEPALIVE_S)
+    return;
+  Khz__V1__State *st = khz__v1__state__unpack(NULL, s->lastlen, s->last);
+  if (!st) return;
+  if (st->seq == s->latest_seq) {
+    st->flags |= KHZ__V1__STATE_FLAG__FLAG_REPEATED;
+    size_t n = khz__v1__state__get_packed_size(st);
+    uint8_t *buf = malloc(n);
+    if (buf) {
+      khz__v1__state__pack(st, buf);
+      publish_bytes(s, buf, n);
+      free(buf);
+    }
+  }
+  khz__v1__state__free_unpacked(st, NULL);
+  s->last_pub = ev_now(ev);
+}
+
+/* ---------------------------------------------------------- statistics -- */
+
+/* the share of commands applied at the tick right after their state, % */
+static double next_tick_share(const khzLoopStats *ls) {
+  uint64_t all = ls->tick.commands + ls->tick.superseded;
+  return all ? 100.0 * (double)ls->tick.on_time / (double)all : 0;
+}
+
+static void stats_line(khzServer *s) {
+  khzLoopStats ls;
+  khz_loop_stats(s->loop, &ls);
+  double on = next_tick_share(&ls);
+  khz_log(KHZ_LOG_INFO,
+          "seq %llu %s%s: lateness p50 %.1f p99 %.1f max %.1f us, compute p50 %.1f us, overruns %llu "
+          "(missed %llu), commands %llu (%.2f%% next tick), latency p99 %.1f us, rejected %llu",
+          (unsigned long long)ls.seq, khz_loop_modeName(ls.mode), ls.paused ? " paused" : "",
+          ls.lateness.p50 / 1e3, ls.lateness.p99 / 1e3, ls.lateness.max / 1e3, ls.compute.p50 / 1e3,
+          (unsigned long long)ls.tick.overruns, (unsigned long long)ls.tick.missed,
+          (unsigned long long)ls.tick.commands, on, ls.latency.p99 / 1e3,
+          (unsigned long long)s->rejected);
+}
+
+void khz_publish_statsCb(struct ev_loop *ev, ev_timer *w, int revents) {
+  (void)ev, (void)revents;
+  stats_line(w->data);
+}
+
+void khz_server_printStats(khzServer *s, FILE *out) {
+  khzLoopStats ls;
+  khz_loop_stats(s->loop, &ls);
+  double on = next_tick_share(&ls);
+  fprintf(out,
+          "khz-server: final statistics\n"
+          "  ticks              %llu (last state %llu, %s, %.0f Hz)\n"
+          "  lateness           p50 %.1f  p99 %.1f  p99.9 %.1f  max %.1f us (%llu realtime ticks)\n"
+          "  compute            p50 %.1f  p99 %.1f  p99.9 %.1f  max %.1f us\n"
+          "  overruns           %llu (missed periods %llu)\n"
+          "  commands           %llu taken, %.3f%% applied at the next tick, %llu late, %llu superseded\n"
+          "  command latency    p50 %.1f  p99 %.1f  p99.9 %.1f  max %.1f us (state -> applying tick)\n"
+          "  command response   p50 %.1f  p99 %.1f  p99.9 %.1f  max %.1f us (state -> command in)\n"
+          "  watchdog           engaged %llu times; lockstep timeouts %llu\n"
+          "  states             %llu published, %llu dropped\n"
+          "  rejected messages  %llu\n",
+          (unsigned long long)ls.tick.ticks, (unsigned long long)ls.seq, khz_loop_modeName(ls.mode),
+          ls.rate_hz, ls.lateness.p50 / 1e3, ls.lateness.p99 / 1e3, ls.lateness.p999 / 1e3,
+          ls.lateness.max / 1e3, (unsigned long long)ls.lateness.count, ls.compute.p50 / 1e3,
+          ls.compute.p99 / 1e3, ls.compute.p999 / 1e3, ls.compute.max / 1e3,
+          (unsigned long long)ls.tick.overruns, (unsigned long long)ls.tick.missed,
+          (unsigned long long)ls.tick.commands, on, (unsigned long long)ls.tick.late,
+          (unsigned long long)ls.tick.superseded, ls.latency.p50 / 1e3, ls.latency.p99 / 1e3,
+          ls.latency.p999 / 1e3, ls.latency.max / 1e3, ls.response.p50 / 1e3, ls.response.p99 / 1e3,
+          ls.response.p999 / 1e3, ls.response.max / 1e3, (unsigned long long)ls.tick.watchdog_engaged,
+          (unsigned long long)ls.tick.lockstep_timeouts, (unsigned long long)s->published,
+          (unsigned long long)ls.tick.states_dropped, (unsigned long long)s->rejected);
+}
