@@ -307,6 +307,38 @@ static int khz_get_rgba(khzSceneReader *r, const yaml_node_t *n, const char *key
   return 0;
 }
 
+/* v rotated by the unit quaternion q (w, x, y, z), or by its inverse when inverse */
+static void khz_quat_rotate(const double q[4], const double v[3], int inverse, double out[3]) {
+  double w = q[0], x = inverse ? -q[1] : q[1], y = inverse ? -q[2] : q[2],
+         z = inverse ? -q[3] : q[3];
+  /* out = v + 2 w (u x v) + 2 u x (u x v), u = (x, y, z) */
+  double t[3] = {2 * (y * v[2] - z * v[1]), 2 * (z * v[0] - x * v[2]), 2 * (x * v[1] - y * v[0])};
+  out[0] = v[0] + w * t[0] + (y * t[2] - z * t[1]);
+  out[1] = v[1] + w * t[1] + (z * t[0] - x * t[2]);
+  out[2] = v[2] + w * t[2] + (x * t[1] - y * t[0]);
+}
+
+/* the optional initial velocity keys `vel` (linear, world frame) and `angvel`
+ * (angular, world frame) of a free body whose initial orientation is quat, into
+ * the floating joint's qd layout: linear in the world, angular in the body frame
+ * (MuJoCo's free joint). `movable` = 0 rejects both keys with `why`. */
+static int khz_get_velocity(khzSceneReader *r, const yaml_node_t *n, const char *path,
+                            int movable, const char *why, const double quat[4], double qd[6]) {
+  const char *keys[2] = {"vel", "angvel"};
+  double v[2][3] = {{0, 0, 0}, {0, 0, 0}};
+  for (int i = 0; i < 2; i++) {
+    yaml_node_t *e = khz_find(r, n, keys[i]);
+    char kp[KHZ_KEY_MAX];
+    if (!e) continue;
+    khz_keypath(kp, path, keys[i]);
+    if (!movable) return khz_scene_fail(r, e, kp, "%s", why);
+    if (khz_get_vec(r, e, kp, v[i], 3)) return -1;
+  }
+  memcpy(qd, v[0], sizeof v[0]);
+  khz_quat_rotate(quat, v[1], 1, qd + 3);
+  return 0;
+}
+
 /* ------------------------------------------------------------- sections -- */
 
 static int khz_scene_ground(khzSceneReader *r, const yaml_node_t *n, khzScene *s) {
@@ -465,9 +497,11 @@ static int khz_scene_experiment(khzSceneReader *r, const yaml_node_t *n, khzExpe
   return 0;
 }
 
-/* sets the initial positions named in q0 on the robot's bodies [nb0, nb1) */
+/* sets the initial positions named in q0 (velocity = 0) or the initial velocities
+ * named in qd0 (velocity = 1) on the robot's bodies [nb0, nb1) */
 static int khz_scene_q0(khzSceneReader *r, const yaml_node_t *n, const char *path, khzSpec *spec,
-                        int nb0, int nb1, const char *prefix) {
+                        int nb0, int nb1, const char *prefix, int velocity) {
+  const char *what = velocity ? "qd0" : "q0";
   if (n->type != YAML_MAPPING_NODE) return khz_expected(r, n, path, "a mapping joint: value");
   size_t plen = strlen(prefix);
   for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
@@ -509,14 +543,22 @@ static int khz_scene_q0(khzSceneReader *r, const yaml_node_t *n, const char *pat
     if (b->joint_type != KHZ_JOINT_REVOLUTE && b->joint_type != KHZ_JOINT_CONTINUOUS &&
         b->joint_type != KHZ_JOINT_PRISMATIC) {
       return khz_scene_fail(r, k, kp,
-                            "joint '%s' is %s; q0 sets only revolute, continuous and prismatic "
+                            "joint '%s' is %s; %s sets only revolute, continuous and prismatic "
                             "joints",
-                            khz_scalar(k), khz_jointTypeName(b->joint_type));
+                            khz_scalar(k), khz_jointTypeName(b->joint_type), what);
     }
 
-    /* the value, inside the limits */
+    /* the value, inside the position limits (q0) or the velocity limit (qd0) */
     double value = 0;
     if (khz_get_number(r, v, kp, &value)) return -1;
+    if (velocity) {
+      if (b->velocity_limit > 0 && fabs(value) > b->velocity_limit) {
+        return khz_scene_fail(r, v, kp, "%.17g is beyond the joint's velocity limit %g", value,
+                              b->velocity_limit);
+      }
+      b->qd0[0] = value;
+      continue;
+    }
     if (b->limited && b->joint_type != KHZ_JOINT_CONTINUOUS &&
         (value < b->lower || value > b->upper)) {
       return khz_scene_fail(r, v, kp, "%.17g is outside the joint limits [%g, %g]", value, b->lower,
@@ -529,9 +571,9 @@ static int khz_scene_q0(khzSceneReader *r, const yaml_node_t *n, const char *pat
 
 static int khz_scene_robot(khzSceneReader *r, const yaml_node_t *n, int index, khzScene *s,
                            khzSceneNames *names) {
-  static const char *const keys[] = {"name", "urdf",           "package_path", "base",
-                                     "floating_base",   "q0", "self_collision", NULL};
-  static const char *const base_keys[] = {"pos", "rpy", "quat", NULL};
+  static const char *const keys[] = {"name",          "urdf", "package_path",   "base",
+                                     "floating_base", "q0",   "qd0", "self_collision", NULL};
+  static const char *const base_keys[] = {"pos", "rpy", "quat", "vel", "angvel", NULL};
   char path[KHZ_KEY_MAX], kp[KHZ_KEY_MAX];
   char name[KHZ_NAME_MAX], prefix[KHZ_NAME_MAX], urdf[KHZ_PATH_MAX];
   char package_path[4096] = "";
@@ -573,6 +615,18 @@ static int khz_scene_robot(khzSceneReader *r, const yaml_node_t *n, int index, k
   khz_keypath(kp, path, "floating_base");
   if ((v = khz_find(r, n, "floating_base")) && khz_get_bool(r, v, kp, &opt.floating_base)) {
     return -1;
+  }
+  /* the floating base's initial velocity (base.vel, base.angvel) */
+  double base_qd0[6] = {0, 0, 0, 0, 0, 0};
+  if ((v = khz_find(r, n, "base"))) {
+    char bp[KHZ_KEY_MAX];
+    khz_keypath(bp, path, "base");
+    if (khz_get_velocity(r, v, bp, opt.floating_base,
+                         "only for a floating base (floating_base: true); a welded base does not "
+                         "move",
+                         opt.base_quat, base_qd0)) {
+      return -1;
+    }
   }
   int self_collision = 0;
   khz_keypath(kp, path, "self_collision");
@@ -619,12 +673,18 @@ static int khz_scene_robot(khzSceneReader *r, const yaml_node_t *n, int index, k
     }
   }
 
-  /* initial joint positions */
+  /* initial joint positions and velocities */
   khz_keypath(kp, path, "q0");
   if ((v = khz_find(r, n, "q0")) &&
-      khz_scene_q0(r, v, kp, s->spec, nb0, khz_spec_nbody(s->spec), prefix)) {
+      khz_scene_q0(r, v, kp, s->spec, nb0, khz_spec_nbody(s->spec), prefix, 0)) {
     return -1;
   }
+  khz_keypath(kp, path, "qd0");
+  if ((v = khz_find(r, n, "qd0")) &&
+      khz_scene_q0(r, v, kp, s->spec, nb0, khz_spec_nbody(s->spec), prefix, 1)) {
+    return -1;
+  }
+  if (opt.floating_base) memcpy(khz_spec_body(s->spec, root)->qd0, base_qd0, sizeof base_qd0);
   return 0;
 }
 
@@ -670,7 +730,7 @@ static int khz_scene_object(khzSceneReader *r, const yaml_node_t *n, int index, 
   static const char *const keys[] = {"name",  "shape",    "size", "file", "scale",
                                      "mass",  "inertia",  "pos",  "rpy",  "quat",
                                      "fixed", "friction", "rgba", "convex", "kp",
-                                     "kv",    "ki",       NULL};
+                                     "kv",    "ki",       "vel",  "angvel", NULL};
   static const struct {
     const char *name;
     khzGeomType type;
@@ -791,6 +851,12 @@ static int khz_scene_object(khzSceneReader *r, const yaml_node_t *n, int index, 
   if (khz_get_orientation(r, n, path, quat)) return -1;
   khz_keypath(kp, path, "fixed");
   if ((v = khz_find(r, n, "fixed")) && khz_get_bool(r, v, kp, &fixed)) return -1;
+  double qd0[6];
+  if (khz_get_velocity(r, n, path, !fixed,
+                       "only for a free object (fixed: false); a welded object does not move",
+                       quat, qd0)) {
+    return -1;
+  }
   khz_keypath(kp, path, "friction");
   g.friction = 0;
   if ((v = khz_find(r, n, "friction")) &&
@@ -825,6 +891,7 @@ static int khz_scene_object(khzSceneReader *r, const yaml_node_t *n, int index, 
     snprintf(b.joint_name, sizeof b.joint_name, "%s", name);
     memcpy(b.q0, pos, sizeof pos);
     memcpy(b.q0 + 3, quat, sizeof quat);
+    memcpy(b.qd0, qd0, sizeof qd0);
   }
   int body = khz_spec_addBody(s->spec, &b);
   if (body < 0) return khz_scene_fail(r, n, path, "out of memory");
