@@ -268,6 +268,23 @@ static void test_fixture(void) {
   int plate = spec_body(spec, "plate");
   ENSURE(plate > 0 && khz_spec_body(spec, plate)->inertia[3] == 0.001);
 
+  /* a plane object: a welded massless body at pos, its local z along the
+   * (normalised) normal, with one plane geom */
+  ENSURE(s.ground_normal[2] == 1 && s.ground_pos[2] == -0.1);
+  int wall = spec_body(spec, "wall");
+  ENSURE(wall > 0);
+  if (wall > 0) {
+    khzBodySpec *b = khz_spec_body(spec, wall);
+    ENSURE(b->joint_type == KHZ_JOINT_FIXED && b->parent == 0 && b->mass == 0);
+    ENSURE(b->pos[0] == 2 && b->pos[1] == 0 && b->pos[2] == 0);
+    /* R e_z = -x: a half turn about y from z, q = [cos 45, 0, -sin 45, 0] */
+    ENSURE_NEAR(b->quat[0], sqrt(0.5), 1e-15);
+    ENSURE_NEAR(b->quat[2], -sqrt(0.5), 1e-15);
+    ENSURE(b->quat[1] == 0 && b->quat[3] == 0);
+    khzGeomSpec *g = spec_geom(spec, wall);
+    ENSURE(g && g->type == KHZ_GEOM_PLANE && g->friction == 0.2 && g->rgba[2] == 1);
+  }
+
   /* the whole scene compiles with the scene's options */
   khzModel *m = khz_compile(spec, err, sizeof err);
   ENSURE_MSG(m != NULL, "%s", err);
@@ -338,6 +355,12 @@ static const struct {
     {"scene_qd0_limit.yaml", 6, "robots[0].qd0.shoulder", "beyond the joint's velocity limit 2"},
     {"scene_qd0_type.yaml", 6, "robots[0].qd0", "expected a mapping joint: value"},
     {"scene_base_vel_welded.yaml", 7, "robots[0].base.angvel", "only for a floating base"},
+    {"scene_ground_normal_zero.yaml", 5, "ground.normal", "zero length"},
+    {"scene_ground_normal_rpy.yaml", 5, "ground.normal", "not both"},
+    {"scene_ground_height_pos.yaml", 5, "ground.pos", "not both"},
+    {"scene_plane_mass.yaml", 7, "objects[0].mass", "not used by shape plane"},
+    {"scene_plane_not_fixed.yaml", 6, "objects[0].fixed", "always fixed"},
+    {"scene_normal_on_box.yaml", 8, "objects[0].normal", "only for shape plane"},
     {"scene_top_list.yaml", 2, "", "expected a mapping"},
     {"scene_syntax.yaml", 0, "", "YAML syntax"},
     {"scene_empty.yaml", 0, "", "empty scene"},
@@ -523,6 +546,54 @@ done:
   khz_deleteModel(&m);
 }
 
+/* a ground tilted 20 degrees (by normal, and by rpy) is the flat ground with
+ * gravity turned the other way: a box resting on it slides and sinks the same
+ * in the plane's frame (the contact pipeline does not assume z up) */
+static void test_tilted_ground(void) {
+  const double a = 20 * M_PI / 180, c = cos(a), sn = sin(a);
+  char tilted[2][640], flat[512];
+  /* the box in the plane's frame at (0, 0, 0.1); R = Rx(a), n = R z */
+  snprintf(tilted[0], sizeof tilted[0],
+           "khz_scene: 1\nground: {normal: [0, %.17g, %.17g]}\ncontact: {mu: 0.8}\n"
+           "objects:\n  - {name: box, shape: box, size: [0.1, 0.1, 0.1], mass: 1,\n"
+           "     pos: [0, %.17g, %.17g], rpy: [%.17g, 0, 0]}\n",
+           -sn, c, -0.1 * sn, 0.1 * c, a);
+  snprintf(tilted[1], sizeof tilted[1],
+           "khz_scene: 1\nground: {rpy: [%.17g, 0, 0]}\ncontact: {mu: 0.8}\n"
+           "objects:\n  - {name: box, shape: box, size: [0.1, 0.1, 0.1], mass: 1,\n"
+           "     pos: [0, %.17g, %.17g], rpy: [%.17g, 0, 0]}\n",
+           a, -0.1 * sn, 0.1 * c, a);
+  snprintf(flat, sizeof flat,
+           "khz_scene: 1\ngravity: [0, %.17g, %.17g]\nground: {}\ncontact: {mu: 0.8}\n"
+           "objects:\n  - {name: box, shape: box, size: [0.1, 0.1, 0.1], mass: 1,\n"
+           "     pos: [0, 0, 0.1]}\n",
+           -9.81 * sn, -9.81 * c);
+  khzData *df;
+  khzModel *mf = model_of(flat, &df);
+  if (!mf || !df) return;
+  for (int s = 0; s < 1000; s++) khz_step(mf, df);
+  ENSURE(df->ncontact == 1);
+  for (int v = 0; v < 2; v++) {
+    khzData *d;
+    khzModel *m = model_of(tilted[v], &d);
+    if (!m || !d) continue;
+    for (int s = 0; s < 1000; s++) khz_step(m, d);
+    /* the box's position in the plane's frame: R^T x */
+    const double *x = d->q;
+    double y = c * x[1] + sn * x[2], z = -sn * x[1] + c * x[2];
+    ENSURE_MSG(fabs(x[0] - df->q[0]) < 1e-9 && fabs(y - df->q[1]) < 1e-9 &&
+                   fabs(z - df->q[2]) < 1e-9,
+               "ground %s: (%g, %g, %g) in the plane's frame, flat ground (%g, %g, %g)",
+               v ? "rpy" : "normal", x[0], y, z, df->q[0], df->q[1], df->q[2]);
+    ENSURE(df->q[1] < -0.1); /* it did slide down (soft default friction springs) */
+    ENSURE(d->ncontact == 1);
+    khz_deleteData(&d);
+    khz_deleteModel(&m);
+  }
+  khz_deleteData(&df);
+  khz_deleteModel(&mf);
+}
+
 /* khz_loadModel: by extension, compiled, scene_out only on success */
 static void test_load_model(void) {
   char err[1024] = "";
@@ -565,6 +636,7 @@ int main(void) {
   test_bad_inputs();
   test_strings();
   test_initial_velocity();
+  test_tilted_ground();
   test_load_model();
   return ensure_report();
 }
