@@ -507,6 +507,8 @@ static int khz_scene_experiment(khzSceneReader *r, const yaml_node_t *n, khzExpe
       {"pile", 0, {"seconds", "rest_energy", "container_x", "container_y", "container_z", NULL}},
       {"robot", 0, {"seconds", "hold_angle", "wheel_speed", NULL}},
       {"stack", 0, {"seconds", NULL}},
+      {"st_rod", 1, {"seconds", "rest_speed", NULL}},
+      {"st_balls", 1, {"seconds", NULL}},
   };
   if (n->type != YAML_MAPPING_NODE) return khz_expected(r, n, "experiment", "a mapping");
   yaml_node_t *v = khz_find(r, n, "kind");
@@ -518,7 +520,7 @@ static int khz_scene_experiment(khzSceneReader *r, const yaml_node_t *n, khzExpe
   if (k < 0) {
     return khz_scene_fail(r, v, "experiment.kind",
                           "unknown kind '%s' (accepted: block_penetration, block_forces, pile, "
-                          "robot, stack)",
+                          "robot, stack, st_rod, st_balls)",
                           e->kind);
   }
   /* allowed keys: kind, body and the kind's parameters */
