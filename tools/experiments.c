@@ -16,6 +16,12 @@
  *   robot              V4: a robot on the ground with a PD controller holding
  *                      its initial posture; µs per step and contact figures.
  *   stack              a stack of blocks stands still for `seconds`.
+ *   st_rod             Stewart & Trinkle's spinning rod (SPEC §4): the time
+ *                      each end lands, when the rod stops sliding and rests.
+ *   st_balls           Stewart & Trinkle's four balls (SPEC §4): the time of
+ *                      every contact event, the final velocities.
+ *   The st_ kinds print the paper's values next to khz's, for the contact
+ *   methods khz has now and the LCP path to come.
  */
 #include "experiments.h"
 
@@ -326,6 +332,280 @@ static int run_stack(const khzModel *m, khzData *d, const khzExperiment *e, FILE
   return 0;
 }
 
+/* ------------------------------------------------- Stewart & Trinkle -- */
+
+/* the first collision geom of a body of the given type, or -1 */
+static int geom_of(const khzModel *m, int body, int type) {
+  for (int g = 0; g < m->ngeom; g++)
+    if (m->geom_body[g] == body && m->geom_type[g] == type && !m->geom_visual[g]) return g;
+  return -1;
+}
+
+/* world angular velocity of a floating body: R w_body */
+static void world_angvel(const khzModel *m, const khzData *d, int b, double w[3]) {
+  const double *R = d->xrot + 9 * b, *wb = d->qd + m->jnt_dofadr[b] + 3;
+  for (int k = 0; k < 3; k++) w[k] = R[3 * k] * wb[0] + R[3 * k + 1] * wb[1] + R[3 * k + 2] * wb[2];
+}
+
+static void print_vec(FILE *out, const double v[3]) {
+  fprintf(out, "[%.6g, %.6g, %.6g]", v[0] + 0.0, v[1] + 0.0, v[2] + 0.0);
+}
+
+/* a time, or null when t < 0 (the event did not happen) */
+static void print_time(FILE *out, double t) {
+  if (t < 0) fprintf(out, "null");
+  else fprintf(out, "%.4f", t);
+}
+
+/* The spinning rod: a capsule (the paper's 2D rod with round ends) falls and
+ * spins onto the ground. Each step, the collision pass's points (found in the
+ * state at the start of the step: event times are that state's time) are
+ * sorted to the rod's two ends by their side of the centre along the axis.
+ * Figures: the free-flight landing time from the initial state (no contact
+ * involved), the time each end first touches and how often it touches, the
+ * angle and velocities just after the first impact, until when a touching
+ * end slides, when the rod comes to rest (every speed below rest_speed from
+ * then to the end), and the final pose. */
+static int run_st_rod(const khzModel *m, khzData *d, const khzExperiment *e, FILE *out, char *err,
+                      size_t errsz) {
+  int b = khz_name2body(m, e->body), g = b > 0 ? geom_of(m, b, KHZ_GEOM_CAPSULE) : -1;
+  if (floating_qadr(m, e->body) < 0 || g < 0) {
+    snprintf(err, errsz, "experiment: body '%s' must be a floating body with a capsule geom",
+             e->body);
+    return -1;
+  }
+  double seconds = khz_experiment_param(e, "seconds", 1.5);
+  double rest_speed = khz_experiment_param(e, "rest_speed", 1e-3);
+  double half = m->geom_size[3 * g + 1], rad = m->geom_size[3 * g], dt = m->timestep;
+  int steps = (int)(seconds / dt + 0.5), dof = m->jnt_dofadr[b];
+
+  /* free flight from the initial state: when does the lower end reach z = 0
+   * (constant spin about a fixed axis, constant gravity)? */
+  double ax0[3], w0[3], x0[3], v0[3], t_free = -1;
+  const double *R0 = d->xrot + 9 * b;
+  for (int k = 0; k < 3; k++) {
+    ax0[k] = R0[3 * k + 2], x0[k] = d->xcom[3 * b + k], v0[k] = d->qd[dof + k];
+  }
+  world_angvel(m, d, b, w0);
+  double wn = sqrt(w0[0] * w0[0] + w0[1] * w0[1] + w0[2] * w0[2]);
+  double u[3] = {0, 0, 1};
+  if (wn > 0) u[0] = w0[0] / wn, u[1] = w0[1] / wn, u[2] = w0[2] / wn;
+  for (double t = 0; t < seconds; t += 1e-6) {
+    /* the axis turned by |w| t about w (Rodrigues), its z component */
+    double c = cos(wn * t), sn = sin(wn * t), ud = u[0] * ax0[0] + u[1] * ax0[1] + u[2] * ax0[2];
+    double az = ax0[2] * c + (u[0] * ax0[1] - u[1] * ax0[0]) * sn + u[2] * ud * (1 - c);
+    double zc = x0[2] + v0[2] * t + 0.5 * m->gravity[2] * t * t;
+    if (zc - half * fabs(az) - rad <= 0) {
+      t_free = t;
+      break;
+    }
+  }
+
+  /* the run: per end, first touch and touches */
+  double t_end[2] = {-1, -1}, t_rest_last = 0, t_slide_last = -1, max_pen = 0;
+  int touches[2] = {0, 0}, was[2] = {0, 0}, first_end = -1;
+  double after_v[3] = {0, 0, 0}, after_w[3] = {0, 0, 0}, after_angle = 0, t0 = now_s();
+  for (int s = 0; s < steps; s++) {
+    khz_step(m, d);
+    double ts = d->time - dt; /* the state the collision pass saw */
+    const double *R = d->xrot + 9 * b, *xc = d->xcom + 3 * b;
+    double ax[3] = {R[2], R[5], R[8]}, w[3], v[3];
+    world_angvel(m, d, b, w);
+    for (int k = 0; k < 3; k++) v[k] = d->qd[dof + k];
+    int in[2] = {0, 0}, sliding = 0;
+    for (int c = 0; c < d->ncontact; c++) {
+      const khzContact *ct = d->contact + c;
+      if (ct->body[0] != b && ct->body[1] != b) continue;
+      for (int k = 0; k < ct->npoint; k++) {
+        const khzContactPoint *p = d->cpoint + ct->point_adr + k;
+        if (p->depth <= 0) continue;
+        double r[3] = {p->pos[0] - xc[0], p->pos[1] - xc[1], p->pos[2] - xc[2]};
+        int end = r[0] * ax[0] + r[1] * ax[1] + r[2] * ax[2] > 0 ? 0 : 1;
+        in[end] = 1;
+        max_pen = fmax(max_pen, p->depth);
+        /* does the rod's material point there slide? v + w x r, tangential part */
+        double vp[3] = {v[0] + w[1] * r[2] - w[2] * r[1], v[1] + w[2] * r[0] - w[0] * r[2],
+                        v[2] + w[0] * r[1] - w[1] * r[0]};
+        double vn = vp[0] * ct->normal[0] + vp[1] * ct->normal[1] + vp[2] * ct->normal[2], vt2 = 0;
+        for (int j = 0; j < 3; j++) vt2 += (vp[j] - vn * ct->normal[j]) * (vp[j] - vn * ct->normal[j]);
+        sliding |= sqrt(vt2) > rest_speed;
+      }
+    }
+    for (int k = 0; k < 2; k++) {
+      if (in[k] && !was[k]) {
+        touches[k]++;
+        if (t_end[k] < 0) t_end[k] = ts;
+        if (first_end < 0) {
+          first_end = k;
+          memcpy(after_v, v, sizeof v), memcpy(after_w, w, sizeof w);
+          after_angle = asin(fmin(1, fabs(ax[2]))) * 180 / M_PI;
+        }
+      }
+      was[k] = in[k];
+    }
+    if (sliding) t_slide_last = d->time;
+    double speed = sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+    double wspeed = sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2]) * (half + rad);
+    if (speed > rest_speed || wspeed > rest_speed) t_rest_last = d->time;
+  }
+  double wall = now_s() - t0;
+  int second_end = first_end < 0 ? -1 : 1 - first_end;
+  double t1 = first_end < 0 ? -1 : t_end[first_end], t2 = second_end < 0 ? -1 : t_end[second_end];
+  double rest = t_rest_last < d->time - dt / 2 ? t_rest_last : -1; /* moving at the end: null */
+  double vend[3], wend[3];
+  for (int k = 0; k < 3; k++) vend[k] = d->qd[dof + k];
+  world_angvel(m, d, b, wend);
+
+  fprintf(out, "{\n");
+  print_common(out, m, d, "st_rod", steps, wall);
+  fprintf(out, "  \"event_times\": \"the state in which the collision pass first found the "
+               "contact (the start of that step)\",\n");
+  fprintf(out, "  \"free_flight_landing\": ");
+  print_time(out, t_free);
+  fprintf(out, ",\n  \"first_impact\": ");
+  print_time(out, t1);
+  fprintf(out, ",\n  \"first_end\": %s,\n",
+          first_end < 0 ? "null" : first_end ? "\"-axis\"" : "\"+axis\"");
+  fprintf(out, "  \"angle_at_first_impact_deg\": %.4g,\n", after_angle);
+  fprintf(out, "  \"velocity_after_first_impact\": ");
+  print_vec(out, after_v);
+  fprintf(out, ",\n  \"angvel_after_first_impact\": ");
+  print_vec(out, after_w);
+  fprintf(out, ",\n  \"second_end_lands\": ");
+  print_time(out, t2);
+  fprintf(out, ",\n  \"touches\": {\"first_end\": %d, \"second_end\": %d},\n",
+          first_end < 0 ? 0 : touches[first_end], second_end < 0 ? 0 : touches[second_end]);
+  fprintf(out, "  \"slides_until\": ");
+  print_time(out, t_slide_last);
+  fprintf(out, ",\n  \"slide_after_second_end\": ");
+  print_time(out, t2 >= 0 && t_slide_last >= t2 ? t_slide_last - t2 : -1);
+  fprintf(out, ",\n  \"rest_time\": ");
+  print_time(out, rest);
+  fprintf(out, ",\n  \"final\": {\"com\": ");
+  print_vec(out, d->xcom + 3 * b);
+  fprintf(out, ", \"angle_deg\": %.4g, \"velocity\": ",
+          asin(fmin(1, fabs(d->xrot[9 * b + 8]))) * 180 / M_PI);
+  print_vec(out, vend);
+  fprintf(out, ", \"angvel\": ");
+  print_vec(out, wend);
+  fprintf(out, "},\n  \"max_penetration\": %.6g,\n  \"max_penetration_end\": %.6g,\n", max_pen,
+          max_penetration(d));
+  fprintf(out, "  \"paper\": {\"first_impact\": 0.383, \"second_end_lands\": 0.548, "
+               "\"slide_after_second_end\": 0.02, \"then\": \"at rest\", "
+               "\"source\": \"Stewart & Trinkle 1996, sec. 4 (SPEC 4)\"}\n}\n");
+  return 0;
+}
+
+/* The four balls: one thrown (`body`) lands on the ground and rolls into a
+ * line of three at rest. Every pair of bodies that touches is an event: its
+ * first contact time (the state the collision pass saw) and how many times it
+ * came into contact; then each ball's final velocity. */
+static int run_st_balls(const khzModel *m, khzData *d, const khzExperiment *e, FILE *out,
+                        char *err, size_t errsz) {
+  int thrown = khz_name2body(m, e->body);
+  int gs = thrown > 0 ? geom_of(m, thrown, KHZ_GEOM_SPHERE) : -1;
+  if (floating_qadr(m, e->body) < 0 || gs < 0) {
+    snprintf(err, errsz, "experiment: body '%s' must be a floating body with a sphere geom",
+             e->body);
+    return -1;
+  }
+  double seconds = khz_experiment_param(e, "seconds", 1.5), dt = m->timestep;
+  int steps = (int)(seconds / dt + 0.5), nb = m->nbody;
+  size_t nn = (size_t)nb * (size_t)nb;
+  double *first = malloc(nn * sizeof(double));
+  int *count = calloc(nn, sizeof(int)), *was = calloc(nn, sizeof(int)), *now = calloc(nn, sizeof(int));
+  if (!first || !count || !was || !now) {
+    free(first), free(count), free(was), free(now);
+    snprintf(err, errsz, "out of memory");
+    return -1;
+  }
+  for (size_t k = 0; k < nn; k++) first[k] = -1;
+
+  /* free flight of the thrown ball down to the ground (z = 0) */
+  double r = m->geom_size[3 * gs], z0 = d->xpos[3 * thrown + 2];
+  double vz = d->qd[m->jnt_dofadr[thrown] + 2], gz = -m->gravity[2];
+  double t_free = gz > 0 && z0 > r ? (vz + sqrt(vz * vz + 2 * gz * (z0 - r))) / gz : -1;
+
+  double max_pen = 0, t0 = now_s();
+  for (int s = 0; s < steps; s++) {
+    khz_step(m, d);
+    memset(now, 0, nn * sizeof(int));
+    for (int c = 0; c < d->ncontact; c++) {
+      const khzContact *ct = d->contact + c;
+      int a = ct->body[0] < ct->body[1] ? ct->body[0] : ct->body[1];
+      int bb = ct->body[0] ^ ct->body[1] ^ a;
+      if (!ct->npoint) continue;
+      double depth = d->cpoint[ct->deepest].depth;
+      if (depth > 0) now[a * nb + bb] = 1;
+      max_pen = fmax(max_pen, depth);
+    }
+    for (size_t k = 0; k < nn; k++) {
+      if (now[k] && !was[k]) {
+        count[k]++;
+        if (first[k] < 0) first[k] = d->time - dt;
+      }
+      was[k] = now[k];
+    }
+  }
+  double wall = now_s() - t0;
+
+  /* the thrown ball's landing, and its hitting the line (any other body but the world) */
+  double t_land = first[thrown], t_hit = -1;
+  for (int i = 1; i < nb; i++) {
+    if (i == thrown) continue;
+    double t = first[i < thrown ? i * nb + thrown : thrown * nb + i];
+    if (t >= 0 && (t_hit < 0 || t < t_hit)) t_hit = t;
+  }
+
+  fprintf(out, "{\n");
+  print_common(out, m, d, "st_balls", steps, wall);
+  fprintf(out, "  \"event_times\": \"the state in which the collision pass first found the "
+               "contact (the start of that step)\",\n");
+  fprintf(out, "  \"free_flight_landing\": ");
+  print_time(out, t_free);
+  fprintf(out, ",\n  \"thrown_lands\": ");
+  print_time(out, t_land);
+  fprintf(out, ",\n  \"thrown_hits_line\": ");
+  print_time(out, t_hit);
+  fprintf(out, ",\n  \"contact_events\": [");
+  /* the pairs in the order of their first contact */
+  int printed = 0;
+  for (;;) {
+    size_t best = nn;
+    for (size_t k = 0; k < nn; k++)
+      if (first[k] >= 0 && (best == nn || first[k] < first[best])) best = k;
+    if (best == nn) break;
+    fprintf(out,
+            "%s\n    {\"bodies\": [\"%s\", \"%s\"], \"first\": %.4f, \"contacts\": %d, "
+            "\"in_contact_at_end\": %s}",
+            printed++ ? "," : "", m->body_name[best / (size_t)nb], m->body_name[best % (size_t)nb],
+            first[best], count[best], was[best] ? "true" : "false");
+    first[best] = -2; /* printed */
+  }
+  fprintf(out, "\n  ],\n  \"final\": [");
+  printed = 0;
+  for (int i = 1; i < nb; i++) {
+    if (m->jnt_type[i] != KHZ_JOINT_FLOATING) continue;
+    double v[3], w[3];
+    for (int k = 0; k < 3; k++) v[k] = d->qd[m->jnt_dofadr[i] + k];
+    world_angvel(m, d, i, w);
+    fprintf(out, "%s\n    {\"body\": \"%s\", \"pos\": ", printed++ ? "," : "", m->body_name[i]);
+    print_vec(out, d->xpos + 3 * i);
+    fprintf(out, ", \"velocity\": ");
+    print_vec(out, v);
+    fprintf(out, ", \"angvel\": ");
+    print_vec(out, w);
+    fprintf(out, "}");
+  }
+  fprintf(out, "\n  ],\n  \"max_penetration\": %.6g,\n", max_pen);
+  fprintf(out, "  \"paper\": {\"thrown_lands\": 0.42, \"thrown_hits_line\": 0.59, "
+               "\"line_closes\": \"within the first step of the collision\", "
+               "\"source\": \"Stewart & Trinkle 1996, sec. 4 (SPEC 4); final velocities are "
+               "only plotted (Figs. 7-8), Table I gives errors between step sizes\"}\n}\n");
+  free(first), free(count), free(was), free(now);
+  return 0;
+}
+
 int khz_experiment_run(const khzModel *m, khzData *d, const khzExperiment *e, FILE *out, char *err,
                        size_t errsz) {
   static const struct {
@@ -337,6 +617,8 @@ int khz_experiment_run(const khzModel *m, khzData *d, const khzExperiment *e, FI
       {"pile", run_pile},
       {"robot", run_robot},
       {"stack", run_stack},
+      {"st_rod", run_st_rod},
+      {"st_balls", run_st_balls},
   };
   for (size_t k = 0; k < sizeof table / sizeof table[0]; k++)
     if (strcmp(e->kind, table[k].kind) == 0) return table[k].run(m, d, e, out, err, errsz);

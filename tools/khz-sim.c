@@ -4,6 +4,7 @@
  *   khz-sim info MODEL [--json]
  *   khz-sim fd MODEL [--q LIST] [--qd LIST] [--tau LIST] [--passive]
  *   khz-sim run SCENE --steps N [--dt H] [--integrator rk4|euler] [--out FILE]
+ *                     [--contacts FILE] [--method none|penalty|deepest]
  *
  * MODEL / SCENE is a .urdf file (welded at the origin), a .yaml/.yml scene file or
  * the word `default` (the embedded scene). Exit codes: 0 success, 1 the model or
@@ -82,7 +83,8 @@ static void khz_sim_help_fd(FILE *out) {
           "   \"qdd\": [nv numbers]}\n"
           "\n"
           "  --q LIST     nq comma-separated numbers (default: the model's initial q0)\n"
-          "  --qd LIST    nv numbers (default: zeros)\n"
+          "  --qd LIST    nv numbers (default: the model's initial qd0, zeros unless the\n"
+          "               scene gives initial velocities)\n"
           "  --tau LIST   nv generalised forces (default: zeros)\n"
           "  --passive    add the passive joint forces (damping, friction, limit springs)\n"
           "               at (q, qd) to tau (sticking friction anchored at q, so it adds\n"
@@ -95,7 +97,7 @@ static void khz_sim_help_run(FILE *out) {
   fprintf(
       out,
       "usage: khz-sim run SCENE --steps N [--dt H] [--integrator rk4|euler] [--out FILE]\n"
-      "                         [--method none|penalty|deepest]\n"
+      "                         [--contacts FILE] [--method none|penalty|deepest]\n"
       "\n"
       "Simulates N steps from the initial state with zero commanded torque (gravity, the\n"
       "passive joint forces and contact act) and prints a JSON summary: steps, dt,\n"
@@ -105,7 +107,7 @@ static void khz_sim_help_run(FILE *out) {
       "\n"
       "A scene with an `experiment:` block (the validation scenes in scenes/validation/)\n"
       "runs its experiment instead and prints the experiment's figures as JSON; --steps and\n"
-      "--out do not apply then (docs/validation.md).\n"
+      "--out and --contacts do not apply then (docs/validation.md).\n"
       "\n"
       "  --steps N        number of steps, 1 to 1000000000 (required without an experiment)\n"
       "  --dt H           timestep in seconds, 1e-6 to 0.1 (default: 1 / the scene's rate_hz)\n"
@@ -113,6 +115,10 @@ static void khz_sim_help_run(FILE *out) {
       "  --out FILE       write the trajectory as CSV: a header `t,q:JOINT[k]...,qd:JOINT[k]...`\n"
       "                   then N + 1 rows (the initial state and one per step);\n"
       "                   see docs/trajectory-format.md\n"
+      "  --contacts FILE  write the contact points as CSV, one row per point per step:\n"
+      "                   step,t,body0,body1,geom0,geom1,point,bottom,x,y,z,nx,ny,nz,depth,\n"
+      "                   fx,fy,fz (the force on body0, world frame; see\n"
+      "                   docs/trajectory-format.md)\n"
       "  --method M       contact method: none, penalty (Drumwright's multi-point method) or\n"
       "                   deepest (one spring at the deepest point; the baseline)\n"
       "                   (default: the scene's contact.method)\n"
@@ -413,9 +419,10 @@ static int khz_sim_fd(int argc, char **argv) {
     goto done;
   }
 
-  /* the state: flags, or q0 and zeros */
+  /* the state: flags, or the initial q0 and qd0, and zero tau */
   char what[64];
   memcpy(q, m->q0, (size_t)m->nq * sizeof *q);
+  memcpy(qd, m->qd0, (size_t)m->nv * sizeof *qd);
   snprintf(what, sizeof what, "nq = %d", m->nq);
   if (flags[0].given && khz_sim_list("fd", "q", flags[0].value, q, m->nq, what)) {
     rc = KHZ_SIM_USAGE;
@@ -519,6 +526,37 @@ static void khz_sim_csv_header(FILE *out, const khzModel *m) {
   fputc('\n', out);
 }
 
+/* the contact CSV (docs/trajectory-format.md): its header, and one row per
+ * contact point of the pairs the last step found; written from what khzData
+ * holds after khz_step, outside the step */
+static void khz_sim_contacts_header(FILE *out) {
+  fputs("step,t,body0,body1,geom0,geom1,point,bottom,x,y,z,nx,ny,nz,depth,fx,fy,fz\n", out);
+}
+
+static long long khz_sim_contacts_rows(FILE *out, const khzModel *m, const khzData *d,
+                                       long long step) {
+  long long rows = 0;
+  for (int i = 0; i < d->ncontact; i++) {
+    const khzContact *c = d->contact + i;
+    for (int k = 0; k < c->npoint; k++) {
+      const khzContactPoint *p = d->cpoint + c->point_adr + k;
+      fprintf(out, "%lld,%.17g,", step, d->time);
+      khz_sim_csv_field(out, m->body_name[c->body[0]]);
+      fputc(',', out);
+      khz_sim_csv_field(out, m->body_name[c->body[1]]);
+      fprintf(out, ",%d,%d,%d,%d", c->geom[0], c->geom[1], k, p->bottom);
+      /* + 0.0: no "-0" in the file */
+      for (int j = 0; j < 3; j++) fprintf(out, ",%.17g", p->pos[j] + 0.0);
+      for (int j = 0; j < 3; j++) fprintf(out, ",%.17g", c->normal[j] + 0.0);
+      fprintf(out, ",%.17g", p->depth + 0.0);
+      for (int j = 0; j < 3; j++) fprintf(out, ",%.17g", p->force[j] + 0.0);
+      fputc('\n', out);
+      rows++;
+    }
+  }
+  return rows;
+}
+
 static void khz_sim_energy_json(const char *key, double ke, double pe) {
   printf("  \"%s\": {\"kinetic\": ", key);
   khz_sim_json_number(stdout, ke);
@@ -531,9 +569,9 @@ static void khz_sim_energy_json(const char *key, double ke, double pe) {
 
 static int khz_sim_run(int argc, char **argv) {
   khzSimFlag flags[] = {{"steps", 1, NULL, 0},      {"dt", 1, NULL, 0}, {"integrator", 1, NULL, 0},
-                        {"out", 1, NULL, 0},        {"method", 1, NULL, 0}};
+                        {"out", 1, NULL, 0},        {"method", 1, NULL, 0}, {"contacts", 1, NULL, 0}};
   const char *path;
-  int rc = khz_sim_parse("run", argc, argv, flags, 5, &path, khz_sim_help_run);
+  int rc = khz_sim_parse("run", argc, argv, flags, 6, &path, khz_sim_help_run);
   if (rc) return rc == 1 ? 0 : KHZ_SIM_USAGE;
 
   /* flags first: a bad flag is reported before the model is read */
@@ -581,6 +619,10 @@ static int khz_sim_run(int argc, char **argv) {
     fprintf(stderr, "khz-sim run: --out: expected a file name, got an empty string\n");
     return KHZ_SIM_USAGE;
   }
+  if (flags[5].given && flags[5].value[0] == 0) {
+    fprintf(stderr, "khz-sim run: --contacts: expected a file name, got an empty string\n");
+    return KHZ_SIM_USAGE;
+  }
 
   /* the model, recompiled when --dt or --integrator override the scene */
   khzScene scene;
@@ -599,7 +641,8 @@ static int khz_sim_run(int argc, char **argv) {
     }
   }
   khzData *d = khz_makeData(m, 0);
-  FILE *csv = NULL;
+  FILE *csv = NULL, *ccsv = NULL;
+  long long crows = 0;
   rc = 0;
   if (!d) {
     fprintf(stderr, "khz-sim run: out of memory\n");
@@ -611,8 +654,10 @@ static int khz_sim_run(int argc, char **argv) {
   /* a validation experiment drives the run itself and prints its figures */
   if (scene.experiment.kind[0]) {
     char err[1024];
-    if (flags[0].given || flags[3].given) {
-      fprintf(stderr, "khz-sim run: %s: the scene's experiment sets the steps; drop --steps/--out\n",
+    if (flags[0].given || flags[3].given || flags[5].given) {
+      fprintf(stderr,
+              "khz-sim run: %s: the scene's experiment sets the steps; drop "
+              "--steps/--out/--contacts\n",
               path);
       rc = KHZ_SIM_USAGE;
     } else if (khz_experiment_run(m, d, &scene.experiment, stdout, err, sizeof err) < 0) {
@@ -637,6 +682,16 @@ static int khz_sim_run(int argc, char **argv) {
     khz_sim_csv_header(csv, m);
     khz_sim_csv_row(csv, m, d);
   }
+  if (flags[5].given) {
+    ccsv = fopen(flags[5].value, "w");
+    if (!ccsv) {
+      fprintf(stderr, "khz-sim run: --contacts: cannot open '%s': %s\n", flags[5].value,
+              strerror(errno));
+      rc = KHZ_SIM_FAIL;
+      goto done;
+    }
+    khz_sim_contacts_header(ccsv);
+  }
 
   /* energy at the start */
   double ke0, pe0, ke1, pe1;
@@ -650,6 +705,7 @@ static int khz_sim_run(int argc, char **argv) {
     khz_step(m, d);
     wall += khz_sim_now() - t0;
     if (csv) khz_sim_csv_row(csv, m, d);
+    if (ccsv) crows += khz_sim_contacts_rows(ccsv, m, d, s + 1);
   }
   khz_kinematics(m, d);
   khz_energy(m, d, &ke1, &pe1);
@@ -660,6 +716,14 @@ static int khz_sim_run(int argc, char **argv) {
       rc = KHZ_SIM_FAIL;
     }
     csv = NULL;
+  }
+  if (ccsv) {
+    int bad = ferror(ccsv);
+    if (fclose(ccsv) != 0 || bad) {
+      fprintf(stderr, "khz-sim run: --contacts: writing '%s' failed\n", flags[5].value);
+      rc = KHZ_SIM_FAIL;
+    }
+    ccsv = NULL;
   }
 
   /* summary */
@@ -685,9 +749,13 @@ static int khz_sim_run(int argc, char **argv) {
   if (flags[3].given && rc == 0) {
     fprintf(stderr, "khz-sim run: wrote %lld rows to %s\n", steps + 1, flags[3].value);
   }
+  if (flags[5].given && rc == 0) {
+    fprintf(stderr, "khz-sim run: wrote %lld contact rows to %s\n", crows, flags[5].value);
+  }
 
 done:
   if (csv) fclose(csv);
+  if (ccsv) fclose(ccsv);
   khz_deleteData(&d);
   khz_deleteModel(&m);
   khz_deleteScene(&scene);

@@ -305,10 +305,82 @@ static int khz_get_rgba(khzSceneReader *r, const yaml_node_t *n, const char *key
   return 0;
 }
 
+/* v rotated by the unit quaternion q (w, x, y, z), or by its inverse when inverse */
+static void khz_quat_rotate(const double q[4], const double v[3], int inverse, double out[3]) {
+  double w = q[0], x = inverse ? -q[1] : q[1], y = inverse ? -q[2] : q[2],
+         z = inverse ? -q[3] : q[3];
+  /* out = v + 2 w (u x v) + 2 u x (u x v), u = (x, y, z) */
+  double t[3] = {2 * (y * v[2] - z * v[1]), 2 * (z * v[0] - x * v[2]), 2 * (x * v[1] - y * v[0])};
+  out[0] = v[0] + w * t[0] + (y * t[2] - z * t[1]);
+  out[1] = v[1] + w * t[1] + (z * t[0] - x * t[2]);
+  out[2] = v[2] + w * t[2] + (x * t[1] - y * t[0]);
+}
+
+/* the optional initial velocity keys `vel` (linear, world frame) and `angvel`
+ * (angular, world frame) of a free body whose initial orientation is quat, into
+ * the floating joint's qd layout: linear in the world, angular in the body frame
+ * (MuJoCo's free joint). `movable` = 0 rejects both keys with `why`. */
+static int khz_get_velocity(khzSceneReader *r, const yaml_node_t *n, const char *path,
+                            int movable, const char *why, const double quat[4], double qd[6]) {
+  const char *keys[2] = {"vel", "angvel"};
+  double v[2][3] = {{0, 0, 0}, {0, 0, 0}};
+  for (int i = 0; i < 2; i++) {
+    yaml_node_t *e = khz_find(r, n, keys[i]);
+    char kp[KHZ_KEY_MAX];
+    if (!e) continue;
+    khz_keypath(kp, path, keys[i]);
+    if (!movable) return khz_scene_fail(r, e, kp, "%s", why);
+    if (khz_get_vec(r, e, kp, v[i], 3)) return -1;
+  }
+  memcpy(qd, v[0], sizeof v[0]);
+  khz_quat_rotate(quat, v[1], 1, qd + 3);
+  return 0;
+}
+
+/* the orientation of a plane whose local z is the unit normal n: the shortest
+ * rotation taking z to n (half a turn about x when n = -z) */
+static void khz_normal2quat(const double n[3], double quat[4]) {
+  double c = n[2];
+  if (c < -1 + 1e-12) {
+    quat[0] = 0, quat[1] = 1, quat[2] = quat[3] = 0;
+    return;
+  }
+  /* q = [1 + z.n, z x n] normalised, z x n = (-n_y, n_x, 0) */
+  double q[4] = {1 + c, -n[1], n[0], 0};
+  double norm = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2]);
+  for (int k = 0; k < 4; k++) quat[k] = q[k] / norm;
+}
+
+/* the orientation of a plane (ground, shape: plane): `normal` (3 numbers, not
+ * zero, normalised) or rpy / quat (the normal is the frame's z); not both */
+static int khz_get_plane_orientation(khzSceneReader *r, const yaml_node_t *n, const char *path,
+                                     double quat[4], double normal[3]) {
+  yaml_node_t *v = khz_find(r, n, "normal");
+  char kp[KHZ_KEY_MAX];
+  khz_keypath(kp, path, "normal");
+  if (v) {
+    yaml_node_t *other = khz_find(r, n, "rpy") ? khz_find(r, n, "rpy") : khz_find(r, n, "quat");
+    if (other) {
+      return khz_scene_fail(r, v, kp, "give either normal or rpy / quat, not both");
+    }
+    if (khz_get_vec(r, v, kp, normal, 3)) return -1;
+    double len = sqrt(normal[0] * normal[0] + normal[1] * normal[1] + normal[2] * normal[2]);
+    if (!(len > 1e-9)) return khz_scene_fail(r, v, kp, "normal of zero length");
+    for (int k = 0; k < 3; k++) normal[k] /= len;
+    khz_normal2quat(normal, quat);
+    return 0;
+  }
+  if (khz_get_orientation(r, n, path, quat)) return -1;
+  const double z[3] = {0, 0, 1};
+  khz_quat_rotate(quat, z, 0, normal);
+  return 0;
+}
+
 /* ------------------------------------------------------------- sections -- */
 
 static int khz_scene_ground(khzSceneReader *r, const yaml_node_t *n, khzScene *s) {
-  static const char *const keys[] = {"height", "friction", "rgba", NULL};
+  static const char *const keys[] = {"height", "pos",  "normal", "rpy",
+                                     "quat",   "friction", "rgba", NULL};
   yaml_node_t *v;
   khzGeomSpec g;
   if (khz_check_keys(r, n, "ground", keys)) return -1;
@@ -319,21 +391,30 @@ static int khz_scene_ground(khzSceneReader *r, const yaml_node_t *n, khzScene *s
   g.friction = 0;
   g.rgba[0] = g.rgba[1] = g.rgba[2] = 0.8;
   g.rgba[3] = 1;
-  s->ground_height = 0;
-  if ((v = khz_find(r, n, "height")) && khz_get_number(r, v, "ground.height", &s->ground_height)) {
+  /* the pose: a point (height or pos) and the normal (normal, or rpy / quat) */
+  double pos[3] = {0, 0, 0}, quat[4], normal[3];
+  if ((v = khz_find(r, n, "height")) && khz_get_number(r, v, "ground.height", &pos[2])) {
     return -1;
   }
+  if ((v = khz_find(r, n, "pos"))) {
+    if (khz_find(r, n, "height")) {
+      return khz_scene_fail(r, v, "ground.pos", "give either height or pos, not both");
+    }
+    if (khz_get_vec(r, v, "ground.pos", pos, 3)) return -1;
+  }
+  if (khz_get_plane_orientation(r, n, "ground", quat, normal)) return -1;
   if ((v = khz_find(r, n, "friction")) &&
       khz_get_range(r, v, "ground.friction", &g.friction, 0, 0, 1e6, 0, ">= 0")) {
     return -1;
   }
   if ((v = khz_find(r, n, "rgba")) && khz_get_rgba(r, v, "ground.rgba", g.rgba)) return -1;
-  g.pos[0] = g.pos[1] = 0;
-  g.pos[2] = s->ground_height;
-  g.quat[0] = 1;
-  g.quat[1] = g.quat[2] = g.quat[3] = 0;
+  memcpy(g.pos, pos, sizeof pos);
+  memcpy(g.quat, quat, sizeof quat);
   if (khz_spec_addGeom(s->spec, &g) < 0) return khz_scene_fail(r, n, "ground", "out of memory");
   s->has_ground = 1;
+  s->ground_height = pos[2];
+  memcpy(s->ground_pos, pos, sizeof pos);
+  memcpy(s->ground_normal, normal, sizeof normal);
   return 0;
 }
 
@@ -424,6 +505,8 @@ static int khz_scene_experiment(khzSceneReader *r, const yaml_node_t *n, khzExpe
       {"pile", 0, {"seconds", "rest_energy", "container_x", "container_y", "container_z", NULL}},
       {"robot", 0, {"seconds", "hold_angle", "wheel_speed", NULL}},
       {"stack", 0, {"seconds", NULL}},
+      {"st_rod", 1, {"seconds", "rest_speed", NULL}},
+      {"st_balls", 1, {"seconds", NULL}},
   };
   if (n->type != YAML_MAPPING_NODE) return khz_expected(r, n, "experiment", "a mapping");
   yaml_node_t *v = khz_find(r, n, "kind");
@@ -435,7 +518,7 @@ static int khz_scene_experiment(khzSceneReader *r, const yaml_node_t *n, khzExpe
   if (k < 0) {
     return khz_scene_fail(r, v, "experiment.kind",
                           "unknown kind '%s' (accepted: block_penetration, block_forces, pile, "
-                          "robot, stack)",
+                          "robot, stack, st_rod, st_balls)",
                           e->kind);
   }
   /* allowed keys: kind, body and the kind's parameters */
@@ -463,9 +546,11 @@ static int khz_scene_experiment(khzSceneReader *r, const yaml_node_t *n, khzExpe
   return 0;
 }
 
-/* sets the initial positions named in q0 on the robot's bodies [nb0, nb1) */
+/* sets the initial positions named in q0 (velocity = 0) or the initial velocities
+ * named in qd0 (velocity = 1) on the robot's bodies [nb0, nb1) */
 static int khz_scene_q0(khzSceneReader *r, const yaml_node_t *n, const char *path, khzSpec *spec,
-                        int nb0, int nb1, const char *prefix) {
+                        int nb0, int nb1, const char *prefix, int velocity) {
+  const char *what = velocity ? "qd0" : "q0";
   if (n->type != YAML_MAPPING_NODE) return khz_expected(r, n, path, "a mapping joint: value");
   size_t plen = strlen(prefix);
   for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
@@ -507,14 +592,22 @@ static int khz_scene_q0(khzSceneReader *r, const yaml_node_t *n, const char *pat
     if (b->joint_type != KHZ_JOINT_REVOLUTE && b->joint_type != KHZ_JOINT_CONTINUOUS &&
         b->joint_type != KHZ_JOINT_PRISMATIC) {
       return khz_scene_fail(r, k, kp,
-                            "joint '%s' is %s; q0 sets only revolute, continuous and prismatic "
+                            "joint '%s' is %s; %s sets only revolute, continuous and prismatic "
                             "joints",
-                            khz_scalar(k), khz_jointTypeName(b->joint_type));
+                            khz_scalar(k), khz_jointTypeName(b->joint_type), what);
     }
 
-    /* the value, inside the limits */
+    /* the value, inside the position limits (q0) or the velocity limit (qd0) */
     double value = 0;
     if (khz_get_number(r, v, kp, &value)) return -1;
+    if (velocity) {
+      if (b->velocity_limit > 0 && fabs(value) > b->velocity_limit) {
+        return khz_scene_fail(r, v, kp, "%.17g is beyond the joint's velocity limit %g", value,
+                              b->velocity_limit);
+      }
+      b->qd0[0] = value;
+      continue;
+    }
     if (b->limited && b->joint_type != KHZ_JOINT_CONTINUOUS &&
         (value < b->lower || value > b->upper)) {
       return khz_scene_fail(r, v, kp, "%.17g is outside the joint limits [%g, %g]", value, b->lower,
@@ -527,9 +620,9 @@ static int khz_scene_q0(khzSceneReader *r, const yaml_node_t *n, const char *pat
 
 static int khz_scene_robot(khzSceneReader *r, const yaml_node_t *n, int index, khzScene *s,
                            khzSceneNames *names) {
-  static const char *const keys[] = {"name", "urdf",           "package_path", "base",
-                                     "floating_base",   "q0", "self_collision", NULL};
-  static const char *const base_keys[] = {"pos", "rpy", "quat", NULL};
+  static const char *const keys[] = {"name",          "urdf", "package_path",   "base",
+                                     "floating_base", "q0",   "qd0", "self_collision", NULL};
+  static const char *const base_keys[] = {"pos", "rpy", "quat", "vel", "angvel", NULL};
   char path[KHZ_KEY_MAX], kp[KHZ_KEY_MAX];
   char name[KHZ_NAME_MAX], prefix[KHZ_NAME_MAX], urdf[KHZ_PATH_MAX];
   char package_path[4096] = "";
@@ -571,6 +664,18 @@ static int khz_scene_robot(khzSceneReader *r, const yaml_node_t *n, int index, k
   khz_keypath(kp, path, "floating_base");
   if ((v = khz_find(r, n, "floating_base")) && khz_get_bool(r, v, kp, &opt.floating_base)) {
     return -1;
+  }
+  /* the floating base's initial velocity (base.vel, base.angvel) */
+  double base_qd0[6] = {0, 0, 0, 0, 0, 0};
+  if ((v = khz_find(r, n, "base"))) {
+    char bp[KHZ_KEY_MAX];
+    khz_keypath(bp, path, "base");
+    if (khz_get_velocity(r, v, bp, opt.floating_base,
+                         "only for a floating base (floating_base: true); a welded base does not "
+                         "move",
+                         opt.base_quat, base_qd0)) {
+      return -1;
+    }
   }
   int self_collision = 0;
   khz_keypath(kp, path, "self_collision");
@@ -617,12 +722,18 @@ static int khz_scene_robot(khzSceneReader *r, const yaml_node_t *n, int index, k
     }
   }
 
-  /* initial joint positions */
+  /* initial joint positions and velocities */
   khz_keypath(kp, path, "q0");
   if ((v = khz_find(r, n, "q0")) &&
-      khz_scene_q0(r, v, kp, s->spec, nb0, khz_spec_nbody(s->spec), prefix)) {
+      khz_scene_q0(r, v, kp, s->spec, nb0, khz_spec_nbody(s->spec), prefix, 0)) {
     return -1;
   }
+  khz_keypath(kp, path, "qd0");
+  if ((v = khz_find(r, n, "qd0")) &&
+      khz_scene_q0(r, v, kp, s->spec, nb0, khz_spec_nbody(s->spec), prefix, 1)) {
+    return -1;
+  }
+  if (opt.floating_base) memcpy(khz_spec_body(s->spec, root)->qd0, base_qd0, sizeof base_qd0);
   return 0;
 }
 
@@ -663,12 +774,73 @@ static int khz_inertia_ok(const double I[6]) {
   return a + b + tol >= c && a + c + tol >= b && b + c + tol >= a;
 }
 
+/* an object of shape plane: a static half-space (everything below the plane,
+ * the normal pointing to the free side) on a welded, massless body named like
+ * the object; placed by pos and normal / rpy / quat */
+static int khz_scene_plane(khzSceneReader *r, const yaml_node_t *n, const char *path,
+                           const char *name, khzScene *s) {
+  static const char *const not_for_plane[] = {"size", "file", "scale", "convex", "mass",
+                                              "inertia", "vel", "angvel", NULL};
+  char kp[KHZ_KEY_MAX];
+  yaml_node_t *v;
+  khzBodySpec b;
+  khzGeomSpec g;
+  for (int i = 0; not_for_plane[i]; i++) {
+    if ((v = khz_find(r, n, not_for_plane[i]))) {
+      khz_keypath(kp, path, not_for_plane[i]);
+      return khz_scene_fail(r, v, kp, "not used by shape plane (a static half-space)");
+    }
+  }
+  int fixed = 1;
+  khz_keypath(kp, path, "fixed");
+  if ((v = khz_find(r, n, "fixed"))) {
+    if (khz_get_bool(r, v, kp, &fixed)) return -1;
+    if (!fixed) return khz_scene_fail(r, v, kp, "a plane is always fixed (static)");
+  }
+  khz_spec_defaultBody(&b);
+  khz_spec_defaultGeom(&g);
+  double normal[3];
+  khz_keypath(kp, path, "pos");
+  if ((v = khz_find(r, n, "pos")) && khz_get_vec(r, v, kp, b.pos, 3)) return -1;
+  if (khz_get_plane_orientation(r, n, path, b.quat, normal)) return -1;
+  khz_keypath(kp, path, "friction");
+  g.friction = 0;
+  if ((v = khz_find(r, n, "friction")) &&
+      khz_get_range(r, v, kp, &g.friction, 0, 0, 1e6, 0, ">= 0; 0 = the contact mu")) {
+    return -1;
+  }
+  const char *gain_keys[3] = {"kp", "kv", "ki"};
+  double *gains[3] = {&g.kp, &g.kv, &g.ki};
+  for (int i = 0; i < 3; i++) {
+    khz_keypath(kp, path, gain_keys[i]);
+    if ((v = khz_find(r, n, gain_keys[i])) &&
+        khz_get_range(r, v, kp, gains[i], 0, 0, 1e12, 0, ">= 0; 0 = the scene's gain")) {
+      return -1;
+    }
+  }
+  g.rgba[0] = g.rgba[1] = g.rgba[2] = 0.8;
+  g.rgba[3] = 1;
+  khz_keypath(kp, path, "rgba");
+  if ((v = khz_find(r, n, "rgba")) && khz_get_rgba(r, v, kp, g.rgba)) return -1;
+
+  snprintf(b.name, sizeof b.name, "%s", name);
+  b.parent = 0;
+  b.joint_type = KHZ_JOINT_FIXED;
+  int body = khz_spec_addBody(s->spec, &b);
+  if (body < 0) return khz_scene_fail(r, n, path, "out of memory");
+  g.body = body;
+  g.type = KHZ_GEOM_PLANE;
+  g.visual = 0;
+  if (khz_spec_addGeom(s->spec, &g) < 0) return khz_scene_fail(r, n, path, "out of memory");
+  return 0;
+}
+
 static int khz_scene_object(khzSceneReader *r, const yaml_node_t *n, int index, khzScene *s,
                             khzSceneNames *names) {
   static const char *const keys[] = {"name",  "shape",    "size", "file", "scale",
                                      "mass",  "inertia",  "pos",  "rpy",  "quat",
                                      "fixed", "friction", "rgba", "convex", "kp",
-                                     "kv",    "ki",       NULL};
+                                     "kv",    "ki",       "vel",  "angvel", "normal", NULL};
   static const struct {
     const char *name;
     khzGeomType type;
@@ -680,6 +852,7 @@ static int khz_scene_object(khzSceneReader *r, const yaml_node_t *n, int index, 
       {"cylinder", KHZ_GEOM_CYLINDER, 2, "[radius, half_length]"},
       {"capsule", KHZ_GEOM_CAPSULE, 2, "[radius, half_length]"},
       {"mesh", KHZ_GEOM_MESH, 0, ""},
+      {"plane", KHZ_GEOM_PLANE, 0, ""},
   };
   char path[KHZ_KEY_MAX], kp[KHZ_KEY_MAX], name[KHZ_NAME_MAX], shape[32];
   yaml_node_t *v;
@@ -705,9 +878,15 @@ static int khz_scene_object(khzSceneReader *r, const yaml_node_t *n, int index, 
   }
   if (si < 0) {
     return khz_scene_fail(
-        r, v, kp, "unknown shape '%s' (accepted: box, sphere, cylinder, capsule, mesh)", shape);
+        r, v, kp, "unknown shape '%s' (accepted: box, sphere, cylinder, capsule, mesh, plane)",
+        shape);
   }
   g.type = shapes[si].type;
+  if (g.type == KHZ_GEOM_PLANE) return khz_scene_plane(r, n, path, name, s);
+  if ((v = khz_find(r, n, "normal"))) {
+    khz_keypath(kp, path, "normal");
+    return khz_scene_fail(r, v, kp, "only for shape plane (use rpy or quat)");
+  }
 
   /* size of a primitive: every entry > 0 */
   if (g.type != KHZ_GEOM_MESH) {
@@ -789,6 +968,12 @@ static int khz_scene_object(khzSceneReader *r, const yaml_node_t *n, int index, 
   if (khz_get_orientation(r, n, path, quat)) return -1;
   khz_keypath(kp, path, "fixed");
   if ((v = khz_find(r, n, "fixed")) && khz_get_bool(r, v, kp, &fixed)) return -1;
+  double qd0[6];
+  if (khz_get_velocity(r, n, path, !fixed,
+                       "only for a free object (fixed: false); a welded object does not move",
+                       quat, qd0)) {
+    return -1;
+  }
   khz_keypath(kp, path, "friction");
   g.friction = 0;
   if ((v = khz_find(r, n, "friction")) &&
@@ -823,6 +1008,7 @@ static int khz_scene_object(khzSceneReader *r, const yaml_node_t *n, int index, 
     snprintf(b.joint_name, sizeof b.joint_name, "%s", name);
     memcpy(b.q0, pos, sizeof pos);
     memcpy(b.q0 + 3, quat, sizeof quat);
+    memcpy(b.qd0, qd0, sizeof qd0);
   }
   int body = khz_spec_addBody(s->spec, &b);
   if (body < 0) return khz_scene_fail(r, n, path, "out of memory");
@@ -990,6 +1176,7 @@ static void khz_scene_defaults(khzScene *s, const char *file) {
   memset(s, 0, sizeof *s);
   s->rate_hz = 1000;
   s->integrator = KHZ_INT_RK4;
+  s->ground_normal[2] = 1;
   khz_spec_defaultContact(&s->contact);
 
   /* the name: the file's base name without its extension */

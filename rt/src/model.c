@@ -241,6 +241,7 @@ static int check_body(const khzSpec *s, int i, char *err, size_t errsz) {
     return fail(err, errsz, "joint '%s' (body '%s'): unknown type %d", jn, b->name, b->joint_type);
   if (!finite_n(b->pos, 3) || !finite_n(b->quat, 4) || !finite_n(b->axis, 3) ||
       !finite_n(b->com, 3) || !finite_n(b->inertia, 6) || !finite_n(b->q0, 7) ||
+      !finite_n(b->qd0, 6) ||
       !isfinite(b->mass) || !isfinite(b->damping) || !isfinite(b->friction) ||
       !isfinite(b->armature) || !isfinite(b->effort_limit) || !isfinite(b->velocity_limit))
     return fail(err, errsz, "body '%s': a value is NaN or infinite", b->name);
@@ -337,6 +338,7 @@ static void layout_model(khzModel *m, carver *c) {
   m->dof_armature = D(nv);
   m->dof_effort = D(nv);
   m->q0 = D(nq);
+  m->qd0 = D(nv);
   m->geom_body = I(ng);
   m->geom_type = I(ng);
   m->geom_size = D(3 * ng);
@@ -528,8 +530,9 @@ khzModel *khz_compile(const khzSpec *s, char *err, size_t errsz) {
     khzJointType type = i ? b->joint_type : KHZ_JOINT_FIXED;
     int nq, nv;
     joint_dims(type, &nq, &nv);
-    double q0[7];
+    double q0[7], qd0[6];
     memcpy(q0, b->q0, sizeof q0);
+    memcpy(qd0, b->qd0, sizeof qd0);
     if (type == KHZ_JOINT_FLOATING) {
       /* fold the joint origin into q0 so that floating q is the world pose */
       double *qq = q0 + 3;
@@ -539,6 +542,10 @@ khzModel *khz_compile(const khzSpec *s, char *err, size_t errsz) {
       khzu_quat2mat(R, quat);
       khzu_mulMatVec3(p, R, q0);
       for (int k = 0; k < 3; k++) q0[k] = pos[k] + p[k];
+      /* the linear velocity likewise into the world frame; the angular one is in the
+       * body frame and stays */
+      khzu_mulMatVec3(p, R, qd0);
+      khzu_copy3(qd0, p);
       khzu_mulQuat(qq, quat, qq);
       khzu_normalizeQuat(qq);
       pos[0] = pos[1] = pos[2] = 0;
@@ -566,6 +573,7 @@ khzModel *khz_compile(const khzSpec *s, char *err, size_t errsz) {
     m->jnt_range[2 * i + 1] = m->jnt_limited[i] ? b->upper : 0;
     m->jnt_vel_limit[i] = b->velocity_limit;
     memcpy(m->q0 + qadr, q0, (size_t)nq * sizeof(double));
+    memcpy(m->qd0 + dofadr, qd0, (size_t)nv * sizeof(double));
     for (int k = 0; k < nv; k++) {
       m->dof_body[dofadr + k] = i;
       m->dof_damping[dofadr + k] = b->damping;

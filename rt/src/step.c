@@ -301,6 +301,7 @@ void khz_resetData(const khzModel *m, khzData *d) {
   KHZ_STATE_FIELDS(KHZ_X_ZERO)
 #undef KHZ_X_ZERO
   memcpy(d->q, m->q0, (size_t)m->nq * sizeof(double));
+  memcpy(d->qd, m->qd0, (size_t)m->nv * sizeof(double));
   khz_resetStick(m, d);
   for (int k = 0; k < m->npair_max; k++) d->pair[k].geom[0] = d->pair[k].geom[1] = -1;
   d->contact_method = m->contact.method;

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # test_khz_sim.sh — the khz-sim command line end to end (tools/khz-sim.c):
 # info / fd / run on `default` and on scenes/models/arm7.urdf, the JSON they
-# print, fd and run repeat exactly, the trajectory CSV has the documented
-# shape, bad flags exit 2 with one message, model errors exit 1.
+# print, fd and run repeat exactly, the trajectory and contact CSVs have the
+# documented shape, bad flags exit 2 with one message, model errors exit 1.
 #
 #   tests/loader/test_khz_sim.sh PATH/TO/khz-sim     (cwd: the source root)
 set -u
@@ -171,6 +171,51 @@ ncols=$(head -1 "$TMP/arm.csv" | tr ',' '\n' | wc -l)
 if [ "$(wc -l <"$TMP/arm.csv")" != 52 ] || [ "$ncols" != 15 ]; then
   fail "run arm7 CSV: expected 52 lines of 15 columns"
 fi
+
+# -------------------------------------------------------- run --contacts --
+# a 2 kg box resting on the ground: one pair (world, crate), the normal toward
+# body0 (the world: -z), the bottom points' forces on body0 add up to -m g
+cat >"$TMP/rest.yaml" <<'EOF'
+khz_scene: 1
+ground: {}
+objects:
+  - {name: crate, shape: box, size: [0.1, 0.1, 0.1], mass: 2, pos: [0.3, 0, 0.1]}
+EOF
+expect 0 "run --contacts" -- "$SIM" run "$TMP/rest.yaml" --steps 3000 --out "$TMP/rest.csv" \
+  --contacts "$TMP/contacts.csv"
+checks=$((checks + 1))
+grep -q "contact rows to" "$TMP/err" || fail "run --contacts: no 'contact rows' note on stderr"
+checks=$((checks + 1))
+python3 - "$TMP/contacts.csv" "$TMP/rest.csv" <<'EOF' || fail "run --contacts CSV"
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))
+head = rows[0]
+assert head == ["step", "t", "body0", "body1", "geom0", "geom1", "point", "bottom", "x", "y", "z",
+                "nx", "ny", "nz", "depth", "fx", "fy", "fz"], head
+assert all(len(r) == len(head) for r in rows)
+rows = [dict(zip(head, r)) for r in rows[1:]]
+assert rows
+steps = [int(r["step"]) for r in rows]
+assert steps == sorted(steps) and 1 <= steps[0] and steps[-1] == 3000, (steps[0], steps[-1])
+traj = list(csv.reader(open(sys.argv[2])))
+for r in rows:
+    assert r["body0"] == "world" and r["body1"] == "crate" and (r["geom0"], r["geom1"]) == ("0", "1")
+    assert (float(r["nx"]), float(r["ny"]), float(r["nz"])) == (0, 0, -1), r
+    assert float(r["depth"]) >= 0 and r["bottom"] in ("0", "1")
+    assert float(r["t"]) == float(traj[int(r["step"]) + 1][0])  # the step's row in --out
+    if r["bottom"] == "0":
+        assert float(r["fx"]) == float(r["fy"]) == float(r["fz"]) == 0, r
+last = [r for r in rows if r["step"] == "3000"]
+assert sum(r["bottom"] == "1" for r in last) == 4, last
+fz = sum(float(r["fz"]) for r in last)
+assert abs(fz + 2 * 9.81) < 0.05, fz
+assert all(abs(float(r["x"]) - 0.3) <= 0.1 + 1e-9 for r in last)
+EOF
+expect 1 "unwritable --contacts" -- "$SIM" run default --steps 1 --contacts "$TMP/no/such/dir/c.csv"
+expect_usage "run: empty --contacts" "--contacts: expected a file name" \
+  run default --steps 1 --contacts ""
+expect_usage "run: --contacts with an experiment" "drop --steps/--out/--contacts" \
+  run scenes/validation/stack.yaml --contacts "$TMP/c.csv"
 
 # ------------------------------------------------------------- bad flags --
 expect_usage "no command" "usage: khz-sim info|fd|run"

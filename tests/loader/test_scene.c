@@ -174,6 +174,11 @@ static void test_fixture(void) {
   }
   int j = spec_joint(spec, "bot/shoulder");
   ENSURE(j > 0 && khz_spec_body(spec, j)->q0[0] == 0.5);
+  ENSURE(j > 0 && khz_spec_body(spec, j)->qd0[0] == -1.5);
+  j = spec_joint(spec, "bot/slide");
+  ENSURE(j > 0 && khz_spec_body(spec, j)->qd0[0] == 0);
+  j = spec_joint(spec, "bot/wrist");
+  ENSURE(j > 0 && khz_spec_body(spec, j)->qd0[0] == 30); /* continuous: no velocity limit */
   j = spec_joint(spec, "bot/slide");
   ENSURE(j > 0 && khz_spec_body(spec, j)->q0[0] == 0.1);
   j = spec_joint(spec, "bot/wrist");
@@ -186,6 +191,12 @@ static void test_fixture(void) {
     khzBodySpec *b = khz_spec_body(spec, j);
     ENSURE(b->joint_type == KHZ_JOINT_FLOATING);
     ENSURE(b->q0[2] == 1 && b->q0[3] == 0 && b->q0[6] == 1);
+    /* base.vel stays in the world; base.angvel (world x) into the body frame,
+     * turned 180 degrees about z: -x */
+    ENSURE(b->qd0[0] == 0.1 && b->qd0[1] == 0.2 && b->qd0[2] == 0.3);
+    ENSURE_NEAR(b->qd0[3], -1, 1e-15);
+    ENSURE_NEAR(b->qd0[4], 0, 1e-15);
+    ENSURE_NEAR(b->qd0[5], 0, 1e-15);
   }
   ENSURE(spec_joint(spec, "flyer/shoulder") > 0);
 
@@ -207,6 +218,8 @@ static void test_fixture(void) {
     khzBodySpec *b = khz_spec_body(spec, ball);
     ENSURE(b->joint_type == KHZ_JOINT_FLOATING && strcmp(b->joint_name, "ball") == 0);
     ENSURE(b->q0[2] == 2 && b->q0[3] == 1 && b->mass == 1);
+    ENSURE(b->qd0[0] == 1 && b->qd0[1] == -2 && b->qd0[2] == 0.5);
+    ENSURE(b->qd0[3] == 0 && b->qd0[4] == 3 && b->qd0[5] == 0);
     ENSURE_NEAR(b->inertia[0], 0.004, 1e-15);
     khzGeomSpec *g = spec_geom(spec, ball);
     ENSURE(g && g->type == KHZ_GEOM_SPHERE && g->friction == 0.3 && g->rgba[3] == 0.5);
@@ -254,6 +267,23 @@ static void test_fixture(void) {
   }
   int plate = spec_body(spec, "plate");
   ENSURE(plate > 0 && khz_spec_body(spec, plate)->inertia[3] == 0.001);
+
+  /* a plane object: a welded massless body at pos, its local z along the
+   * (normalised) normal, with one plane geom */
+  ENSURE(s.ground_normal[2] == 1 && s.ground_pos[2] == -0.1);
+  int wall = spec_body(spec, "wall");
+  ENSURE(wall > 0);
+  if (wall > 0) {
+    khzBodySpec *b = khz_spec_body(spec, wall);
+    ENSURE(b->joint_type == KHZ_JOINT_FIXED && b->parent == 0 && b->mass == 0);
+    ENSURE(b->pos[0] == 2 && b->pos[1] == 0 && b->pos[2] == 0);
+    /* R e_z = -x: a half turn about y from z, q = [cos 45, 0, -sin 45, 0] */
+    ENSURE_NEAR(b->quat[0], sqrt(0.5), 1e-15);
+    ENSURE_NEAR(b->quat[2], -sqrt(0.5), 1e-15);
+    ENSURE(b->quat[1] == 0 && b->quat[3] == 0);
+    khzGeomSpec *g = spec_geom(spec, wall);
+    ENSURE(g && g->type == KHZ_GEOM_PLANE && g->friction == 0.2 && g->rgba[2] == 1);
+  }
 
   /* the whole scene compiles with the scene's options */
   khzModel *m = khz_compile(spec, err, sizeof err);
@@ -318,6 +348,19 @@ static const struct {
     {"scene_mesh_missing.yaml", 6, "objects[0].file", "not found"},
     {"scene_file_on_box.yaml", 8, "objects[0].scale", "only for shape mesh"},
     {"scene_rgba_range.yaml", 3, "ground.rgba", "outside [0, 1]"},
+    {"scene_vel_fixed.yaml", 9, "objects[0].vel", "only for a free object"},
+    {"scene_vel_len.yaml", 8, "objects[0].angvel", "list of 3 numbers, got 2"},
+    {"scene_vel_entry.yaml", 8, "objects[0].vel[1]", "expected a number, got 'fast'"},
+    {"scene_qd0_unknown.yaml", 8, "robots[0].qd0.elbow", "no joint 'elbow'"},
+    {"scene_qd0_limit.yaml", 6, "robots[0].qd0.shoulder", "beyond the joint's velocity limit 2"},
+    {"scene_qd0_type.yaml", 6, "robots[0].qd0", "expected a mapping joint: value"},
+    {"scene_base_vel_welded.yaml", 7, "robots[0].base.angvel", "only for a floating base"},
+    {"scene_ground_normal_zero.yaml", 5, "ground.normal", "zero length"},
+    {"scene_ground_normal_rpy.yaml", 5, "ground.normal", "not both"},
+    {"scene_ground_height_pos.yaml", 5, "ground.pos", "not both"},
+    {"scene_plane_mass.yaml", 7, "objects[0].mass", "not used by shape plane"},
+    {"scene_plane_not_fixed.yaml", 6, "objects[0].fixed", "always fixed"},
+    {"scene_normal_on_box.yaml", 8, "objects[0].normal", "only for shape plane"},
     {"scene_top_list.yaml", 2, "", "expected a mapping"},
     {"scene_syntax.yaml", 0, "", "YAML syntax"},
     {"scene_empty.yaml", 0, "", "empty scene"},
@@ -406,6 +449,151 @@ static void test_strings(void) {
   if (rc == 0) khz_deleteScene(&s);
 }
 
+/* a scene string compiled into a model and a state; NULL on failure */
+static khzModel *model_of(const char *yaml, khzData **d) {
+  char err[1024] = "";
+  khzScene s;
+  *d = NULL;
+  int rc = khz_loadSceneString(&s, yaml, "velocity.yaml", NULL, err, sizeof err);
+  ENSURE_MSG(rc == 0, "%s", err);
+  if (rc) return NULL;
+  khzModel *m = khz_compile(s.spec, err, sizeof err);
+  ENSURE_MSG(m != NULL, "%s", err);
+  khz_deleteScene(&s);
+  if (m) *d = khz_makeData(m, 0);
+  return m;
+}
+
+/* initial velocities take effect and survive a reset: a free body in zero
+ * gravity moves v t and an isotropic one turns about the world axis of its
+ * angvel; a ball thrown horizontally follows the parabola until it lands */
+static void test_initial_velocity(void) {
+  khzData *d;
+  khzModel *m = model_of("khz_scene: 1\n"
+                         "gravity: [0, 0, 0]\n"
+                         "contact: {method: none}\n"
+                         "objects:\n"
+                         "  - {name: b, shape: sphere, size: [0.1], mass: 2, pos: [1, 2, 3],\n"
+                         "     rpy: [0.3, -0.7, 1.1], vel: [0.5, -1, 2], angvel: [0, 0.6, -0.8]}\n",
+                         &d);
+  if (!m || !d) goto flight;
+  {
+    const double v[3] = {0.5, -1, 2}, w[3] = {0, 0.6, -0.8};
+    double R0[9];
+    memcpy(R0, d->xrot + 9, sizeof R0);
+    /* the model holds qd in the joint's layout; the world angular velocity is R w_body */
+    for (int k = 0; k < 3; k++) ENSURE(m->qd0[k] == v[k] && d->qd[k] == v[k]);
+    for (int k = 0; k < 3; k++) {
+      double wk = R0[3 * k] * d->qd[3] + R0[3 * k + 1] * d->qd[4] + R0[3 * k + 2] * d->qd[5];
+      ENSURE_NEAR(wk, w[k], 1e-15);
+    }
+    for (int s = 0; s < 1500; s++) khz_step(m, d);
+    double t = d->time;
+    ENSURE_NEAR(t, 1.5, 1e-12);
+    const double p0[3] = {1, 2, 3};
+    for (int k = 0; k < 3; k++) ENSURE_NEAR(d->q[k], p0[k] + v[k] * t, 1e-12);
+    /* orientation: rotation by |w| t about w (world) after R0 */
+    double th = t, ax[3] = {0, 0.6, -0.8}, c = cos(th), sn = sin(th), Rw[9], R[9];
+    for (int i = 0; i < 3; i++)
+      for (int j = 0; j < 3; j++)
+        Rw[3 * i + j] = (i == j ? c : 0) + (1 - c) * ax[i] * ax[j] +
+                        sn * (i == 0 ? (j == 1 ? -ax[2] : j == 2 ? ax[1] : 0)
+                              : i == 1 ? (j == 0 ? ax[2] : j == 2 ? -ax[0] : 0)
+                                       : (j == 0 ? -ax[1] : j == 1 ? ax[0] : 0));
+    for (int i = 0; i < 3; i++)
+      for (int j = 0; j < 3; j++)
+        R[3 * i + j] = Rw[3 * i] * R0[j] + Rw[3 * i + 1] * R0[3 + j] + Rw[3 * i + 2] * R0[6 + j];
+    for (int k = 0; k < 9; k++) ENSURE_NEAR(d->xrot[9 + k], R[k], 1e-9);
+
+    /* a reset restores q0 and qd0 */
+    khz_resetData(m, d);
+    for (int k = 0; k < 6; k++) ENSURE(d->qd[k] == m->qd0[k]);
+    ENSURE(d->q[0] == 1 && d->time == 0);
+  }
+flight:
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+
+  /* thrown horizontally from 1 m above the ground: the parabola to 1e-9 (RK4
+   * integrates it exactly up to rounding) until the ball touches down */
+  m = model_of("khz_scene: 1\n"
+               "ground: {}\n"
+               "objects:\n"
+               "  - {name: ball, shape: sphere, size: [0.1], mass: 1, pos: [0, 0, 1.1],\n"
+               "     vel: [2, 0.5, 0]}\n",
+               &d);
+  if (!m || !d) goto done;
+  {
+    const double g = 9.81, tland = sqrt(2 * 1.0 / g);
+    int steps = 0;
+    double worst = 0;
+    while (d->time + m->timestep < tland - 1e-3) {
+      khz_step(m, d);
+      steps++;
+      double t = d->time;
+      double ex[3] = {2 * t, 0.5 * t, 1.1 - 0.5 * g * t * t};
+      for (int k = 0; k < 3; k++) worst = fmax(worst, fabs(d->q[k] - ex[k]));
+      ENSURE(d->ncontact == 0);
+    }
+    ENSURE(steps > 400);
+    ENSURE_MSG(worst < 1e-9, "parabola off by %g", worst);
+    /* it does land: in contact soon after */
+    for (int s = 0; s < 20 && d->ncontact == 0; s++) khz_step(m, d);
+    ENSURE(d->ncontact == 1);
+  }
+done:
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+}
+
+/* a ground tilted 20 degrees (by normal, and by rpy) is the flat ground with
+ * gravity turned the other way: a box resting on it slides and sinks the same
+ * in the plane's frame (the contact pipeline does not assume z up) */
+static void test_tilted_ground(void) {
+  const double a = 20 * M_PI / 180, c = cos(a), sn = sin(a);
+  char tilted[2][640], flat[512];
+  /* the box in the plane's frame at (0, 0, 0.1); R = Rx(a), n = R z */
+  snprintf(tilted[0], sizeof tilted[0],
+           "khz_scene: 1\nground: {normal: [0, %.17g, %.17g]}\ncontact: {mu: 0.8}\n"
+           "objects:\n  - {name: box, shape: box, size: [0.1, 0.1, 0.1], mass: 1,\n"
+           "     pos: [0, %.17g, %.17g], rpy: [%.17g, 0, 0]}\n",
+           -sn, c, -0.1 * sn, 0.1 * c, a);
+  snprintf(tilted[1], sizeof tilted[1],
+           "khz_scene: 1\nground: {rpy: [%.17g, 0, 0]}\ncontact: {mu: 0.8}\n"
+           "objects:\n  - {name: box, shape: box, size: [0.1, 0.1, 0.1], mass: 1,\n"
+           "     pos: [0, %.17g, %.17g], rpy: [%.17g, 0, 0]}\n",
+           a, -0.1 * sn, 0.1 * c, a);
+  snprintf(flat, sizeof flat,
+           "khz_scene: 1\ngravity: [0, %.17g, %.17g]\nground: {}\ncontact: {mu: 0.8}\n"
+           "objects:\n  - {name: box, shape: box, size: [0.1, 0.1, 0.1], mass: 1,\n"
+           "     pos: [0, 0, 0.1]}\n",
+           -9.81 * sn, -9.81 * c);
+  khzData *df;
+  khzModel *mf = model_of(flat, &df);
+  if (!mf || !df) return;
+  for (int s = 0; s < 1000; s++) khz_step(mf, df);
+  ENSURE(df->ncontact == 1);
+  for (int v = 0; v < 2; v++) {
+    khzData *d;
+    khzModel *m = model_of(tilted[v], &d);
+    if (!m || !d) continue;
+    for (int s = 0; s < 1000; s++) khz_step(m, d);
+    /* the box's position in the plane's frame: R^T x */
+    const double *x = d->q;
+    double y = c * x[1] + sn * x[2], z = -sn * x[1] + c * x[2];
+    ENSURE_MSG(fabs(x[0] - df->q[0]) < 1e-9 && fabs(y - df->q[1]) < 1e-9 &&
+                   fabs(z - df->q[2]) < 1e-9,
+               "ground %s: (%g, %g, %g) in the plane's frame, flat ground (%g, %g, %g)",
+               v ? "rpy" : "normal", x[0], y, z, df->q[0], df->q[1], df->q[2]);
+    ENSURE(df->q[1] < -0.1); /* it did slide down (soft default friction springs) */
+    ENSURE(d->ncontact == 1);
+    khz_deleteData(&d);
+    khz_deleteModel(&m);
+  }
+  khz_deleteData(&df);
+  khz_deleteModel(&mf);
+}
+
 /* khz_loadModel: by extension, compiled, scene_out only on success */
 static void test_load_model(void) {
   char err[1024] = "";
@@ -447,6 +635,8 @@ int main(void) {
   test_fixture();
   test_bad_inputs();
   test_strings();
+  test_initial_velocity();
+  test_tilted_ground();
   test_load_model();
   return ensure_report();
 }

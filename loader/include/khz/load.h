@@ -153,7 +153,10 @@ typedef struct khzScene {
   khzIntegrator integrator;
   khzContactOptions contact; /* also set on the spec (khz_spec_setContact) */
   int has_ground;
-  double ground_height;
+  double ground_height;     /* ground.height (or ground.pos's z) */
+  double ground_pos[3];     /* a point of the ground plane, world frame */
+  double ground_normal[3];  /* its unit normal (the free side), world frame; [0, 0, 1] unless
+                               ground.normal / rpy / quat tilt it */
   char name[KHZ_NAME_MAX];
   int nhaptic;         /* haptic proxies (key `haptics`) */
   khzHapticSettings haptic[KHZ_SCENE_MAX_HAPTIC];

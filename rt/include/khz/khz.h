@@ -119,6 +119,9 @@ typedef struct khzBodySpec {
   double com[3];                 /* centre of mass in the body frame */
   double inertia[6];             /* about the com, body axes: xx yy zz xy xz yz */
   double q0[7];                  /* initial joint position (floating: pos + quat) */
+  double qd0[6];                 /* initial joint velocity, the joint's nv entries (floating:
+                                    linear velocity of the origin in the parent frame, then
+                                    angular velocity in the body frame); zero by default */
 } khzBodySpec;
 
 /* One geometry attached to a body (collision or visual). */
@@ -279,6 +282,7 @@ typedef struct khzModel {
 
   /* initial state */
   double *q0;               /* nq */
+  double *qd0;              /* nv (zero unless the spec gave initial velocities) */
 
   /* geoms */
   int *geom_body;
@@ -474,7 +478,7 @@ khzData *khz_makeData(const khzModel *m, size_t stack_bytes);
 /* Frees a data and nulls the caller's pointer. */
 void khz_deleteData(khzData **d_p);
 
-/* Resets the state to q0, zero velocity, torques and wrenches, time 0. */
+/* Resets the state to q0 and qd0, zero torques and wrenches, time 0. */
 void khz_resetData(const khzModel *m, khzData *d);
 
 /* Copies the state fields (and time) bit-exactly. */
