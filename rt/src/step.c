@@ -239,6 +239,7 @@ void khz_step(const khzModel *m, khzData *d) {
   if (m->integrator == KHZ_INT_EULER) {
     /* semi-implicit Euler */
     accel(m, d, q0, v0, tau, d->qdd);
+    if (d->ncontact) khz_contactImplicit(m, d, v0, d->qdd);
     for (size_t k = 0; k < nv; k++) d->qd[k] = v0[k] + h * d->qdd[k];
     khz_integratePos(m, d->q, q0, d->qd, h);
   } else {
@@ -258,6 +259,8 @@ void khz_step(const khzModel *m, khzData *d) {
       }
       position_derivative(m, qs, vs, kqs);
       accel(m, d, qs, vs, tau, kas);
+      /* the implicit part of contact, from the start state, held constant */
+      if (s == 0 && d->ncontact) khz_contactImplicit(m, d, v0, kas);
     }
     memcpy(d->qdd, ka, nv * sizeof(double));
     /* combine: x = x0 + h/6 (k1 + 2 k2 + 2 k3 + k4) */
@@ -273,8 +276,6 @@ void khz_step(const khzModel *m, khzData *d) {
     }
     normalize_quats(m, d->q);
   }
-
-  if (d->ncontact) khz_contactImplicit(m, d);
 
   /* a non-finite state is rolled back and reported, never propagated */
   int bad = -1;

@@ -376,7 +376,6 @@ typedef struct khzPairState {
                                        released gradually rather than by the spring */
   double fn;                        /* normal force the pair held at the end of the last step */
   double kp;                        /* stiffness of the last step (automatic gains) */
-  double fn_implicit;               /* normal force of the implicit part at the last step */
   /* friction anchors, one per sticking point: the tangential spring's
    * stretch, the slip of body[0] against body[1] accumulated since the point
    * began sticking (clamped to the friction cone); body[1]'s frame */
@@ -402,6 +401,7 @@ typedef struct khzContactPoint {
   double share;         /* bottom: 1 / (bottom points within KHZ_CLUSTER of it): near-duplicates
                            count once together in eq. 1's count r (times the depth) */
   double force[3];      /* world force on body[0] at the last evaluation (body[1]: minus) */
+  double force_implicit; /* normal force of the implicit part, constant over the step (N) */
 } khzContactPoint;
 
 /* One pair of geoms in contact this tick. */
@@ -417,6 +417,8 @@ typedef struct khzContact {
   double kp, kv, ki;    /* the gains used for this pair */
   double kp_implicit;   /* stiffness and damping applied implicitly at the end of the step */
   double kv_implicit;   /* (an automatic pair's gains beyond the explicit integrator's limit) */
+  double force_implicit[3]; /* tangential force of the implicit part on body[0] (world, N),
+                               constant over the step, spread over the bottom points */
   double mu;            /* Coulomb coefficient used for this pair */
 } khzContact;
 

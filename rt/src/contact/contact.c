@@ -56,29 +56,23 @@ void khz_contactBegin(const khzModel *m, khzData *d) {
 
 void khz_contactForces(const khzModel *m, khzData *d) { khz_penaltyForces(m, d); }
 
-void khz_contactImplicit(const khzModel *m, khzData *d) {
+void khz_contactImplicit(const khzModel *m, khzData *d, const double *qd, double *qdd) {
   int any = 0;
   for (int i = 0; i < d->ncontact; i++) any |= d->contact[i].kv_implicit > 0 || d->contact[i].kp_implicit > 0;
   if (!any) return;
   size_t mark = khz_stackMark(d);
+  double *vfree = khz_stackAlloc(d, (size_t)m->nv * sizeof(double));
+  double *dv = khz_stackAlloc(d, (size_t)m->nv * sizeof(double));
   double *dqd = khz_stackAlloc(d, (size_t)m->nv * sizeof(double));
   double *dvel = khz_stackAlloc(d, 6 * (size_t)m->nbody * sizeof(double));
   double *tmp = khz_stackAlloc(d, 6 * (size_t)m->nbody * sizeof(double));
-  double *tau = khz_stackAlloc(d, (size_t)m->nv * sizeof(double));
-  double *qdd = khz_stackAlloc(d, (size_t)m->nv * sizeof(double));
-  double *before = khz_stackAlloc(d, (size_t)m->nv * sizeof(double));
-  if (dqd && dvel && tmp && tau && qdd && before) {
-    memcpy(before, d->qd, (size_t)m->nv * sizeof(double));
-    khz_forwardPass(m, d, d->q, d->qd);
-    articulated_inertias(m, d, tau, qdd);
-    khz_penaltyImplicit(m, d, dqd, dvel, tmp);
-    /* the impulses stand for forces that act over the whole step: the
-     * positions move by h/2 times their velocity change, as a constant force
-     * would move them (without it a body at rest would keep a velocity of
-     * half a step of gravity, the integrator's and the impulse's halves
-     * cancelling in position but not in the velocity reported) */
-    for (int k = 0; k < m->nv; k++) dqd[k] = d->qd[k] - before[k];
-    khz_integratePos(m, d->q, d->q, dqd, 0.5 * m->timestep);
+  if (vfree && dv && dqd && dvel && tmp) {
+    /* the velocity the step would end with without the implicit part */
+    double h = m->timestep;
+    for (int k = 0; k < m->nv; k++) vfree[k] = qd[k] + h * qdd[k], dv[k] = 0;
+    khz_forwardPass(m, d, d->q, vfree);
+    khz_penaltyImplicit(m, d, dv, dqd, dvel, tmp);
+    for (int k = 0; k < m->nv; k++) qdd[k] += dv[k] / h;
   }
   khz_stackFree(d, mark);
 }
@@ -91,7 +85,7 @@ size_t khz_contactStackBytes(const khzModel *m) {
    * khz_contactBegin's scratch and the impulses */
   size_t contact = (size_t)m->npair_max * sizeof(double) + 6 * (size_t)m->max_points * sizeof(double) +
                    2 * (size_t)m->max_points * sizeof(int) + 64 * 8;
-  size_t implicit = (4 * (size_t)m->nv + 12 * (size_t)m->nbody) * sizeof(double) + 6 * 64 +
+  size_t implicit = (3 * (size_t)m->nv + 12 * (size_t)m->nbody) * sizeof(double) + 5 * 64 +
                     khz_penaltyImplicitStackBytes(m);
   return contact + khz_impulseStackBytes(m) + implicit;
 }

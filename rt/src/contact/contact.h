@@ -21,10 +21,12 @@ void khz_contactBegin(const khzModel *m, khzData *d);
  * state): added to d->fext. */
 void khz_contactForces(const khzModel *m, khzData *d);
 
-/* After the integration, at the final state: the velocity changes of the
- * contact forces integrated implicitly (the automatic gains' damping beyond
- * the explicit limit). Leaves the forward pass at (q, qd). */
-void khz_contactImplicit(const khzModel *m, khzData *d);
+/* Right after the first integrator stage at the step's start state (q, qd),
+ * whose accelerations qdd it is given and corrects: the contact forces
+ * integrated implicitly (the automatic gains' stiffness and damping beyond
+ * the explicit limit), held constant over the step. Needs the articulated
+ * inertias that stage's khz_abaCore left. */
+void khz_contactImplicit(const khzModel *m, khzData *d, const double *qd, double *qdd);
 
 /* End of a step at the final state (after khz_forwardPass). */
 void khz_contactEnd(const khzModel *m, khzData *d);

@@ -353,7 +353,12 @@ static double pair_scale(const khzContact *c, const double *scale) {
 }
 
 void khz_penaltyLimitDamping(const khzModel *m, khzData *d) {
-  for (int i = 0; i < d->ncontact; i++) d->contact[i].kp_implicit = d->contact[i].kv_implicit = 0;
+  for (int i = 0; i < d->ncontact; i++) {
+    khzContact *c = d->contact + i;
+    c->kp_implicit = c->kv_implicit = 0;
+    memset(c->force_implicit, 0, sizeof c->force_implicit);
+  }
+  for (int k = 0; k < d->ncpoint; k++) d->cpoint[k].force_implicit = 0;
   size_t mark = khz_stackMark(d);
   double *C = khz_stackAlloc(d, 36 * (size_t)m->nbody * sizeof(double));
   double *scale = khz_stackAlloc(d, (size_t)m->nbody * sizeof(double));
@@ -388,34 +393,35 @@ void khz_penaltyLimitDamping(const khzModel *m, khzData *d) {
   khz_stackFree(d, mark);
 }
 
-/* ----------------------------------------------------- implicit damping -- */
+/* --------------------------------------------------- the implicit part -- */
 
-
-/* one bottom point's spring in the implicit solve */
+/* one row of the implicit solve: a bottom point's normal spring-damper, or
+ * one of two tangential dampers at the centroid of a pair's bottom points */
 typedef struct {
-  int contact;  /* index into d->contact */
-  double x[3];  /* where its impulse acts (world) */
-  double depth; /* its depth past the pair's offset at the current state */
-  double w;     /* its share of the pair's gains (eq. 1's count) */
+  int contact;   /* index into d->contact */
+  int point;     /* index into the pair's points; -1 for a tangential row */
+  double x[3];   /* where its impulse acts (world) */
+  double dir[3]; /* the direction of its impulse on body 0 (body 1: minus) */
+  double depth;  /* normal rows: the point's depth past the pair's offset */
+  double w;      /* normal rows: the point's share of the pair's gains (eq. 1's count) */
 } implicit_row;
 
 static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int apply,
                           double *slip_limit, implicit_row *rows, int *nrows);
 
-/* the response of the trees of c's bodies to a unit normal impulse at x
- * (+n on body 0, -n on body 1): dqd, dvel (the body velocity changes of
- * both trees), and n^T K n, the inverse effective mass */
-static double normal_response(const khzModel *m, khzData *d, const khzContact *c, const double x[3],
-                              double *dqd, double *dvel, double *tmp) {
+/* the response of the trees of c's bodies to a unit impulse along dir at x
+ * (+dir on body 0, -dir on body 1): dqd, and dvel, the body velocity
+ * changes of both trees */
+static void row_response(const khzModel *m, khzData *d, const khzContact *c, const implicit_row *r,
+                         double *dqd, double *dvel, double *tmp) {
   memset(dqd, 0, (size_t)m->nv * sizeof(double));
   memset(dvel, 0, 6 * (size_t)m->nbody * sizeof(double));
-  double knn = 0;
   for (int s = 0; s < 2; s++) {
     int b = c->body[s];
     if (b <= 0 || khz_bodyStatic(m, b)) continue;
-    double J[3] = {s ? -c->normal[0] : c->normal[0], s ? -c->normal[1] : c->normal[1],
-                   s ? -c->normal[2] : c->normal[2]}, f[6];
-    khz_spatialImpulse(m, d, b, x, J, f);
+    double J[3] = {s ? -r->dir[0] : r->dir[0], s ? -r->dir[1] : r->dir[1], s ? -r->dir[2] : r->dir[2]};
+    double f[6];
+    khz_spatialImpulse(m, d, b, r->x, J, f);
     memset(tmp, 0, 6 * (size_t)m->nbody * sizeof(double));
     khz_impulseResponse(m, d, b, f, dqd, tmp);
     int root = m->body_root[b];
@@ -423,27 +429,19 @@ static double normal_response(const khzModel *m, khzData *d, const khzContact *c
       if (m->body_root[i] == root)
         for (int k = 0; k < 6; k++) dvel[6 * i + k] += tmp[6 * i + k];
   }
-  for (int s = 0; s < 2; s++) {
-    int b = c->body[s];
-    if (b <= 0) continue;
-    double dv[3];
-    khz_pointVelocityChange(m, d, b, x, dvel, dv);
-    knn += (s ? -1 : 1) * khzu_dot3(dv, c->normal);
-  }
-  return knn;
 }
 
-/* the relative normal velocity change at pair i's centroid xi from the body
- * velocity changes dvel */
-static double normal_change(const khzModel *m, const khzData *d, const khzContact *c, const double xi[3],
-                            const double *dvel) {
+/* row r's relative velocity along its direction, from the body velocities
+ * vel (d->vtree, or velocity changes) */
+static double row_velocity(const khzModel *m, const khzData *d, const khzContact *c,
+                           const implicit_row *r, const double *vel) {
   double out = 0;
   for (int s = 0; s < 2; s++) {
     int b = c->body[s];
     if (b <= 0) continue;
-    double dv[3];
-    khz_pointVelocityChange(m, d, b, xi, dvel, dv);
-    out += (s ? -1 : 1) * khzu_dot3(dv, c->normal);
+    double v[3];
+    khz_pointVelocityChange(m, d, b, r->x, vel, v);
+    out += (s ? -1 : 1) * khzu_dot3(v, r->dir);
   }
   return out;
 }
@@ -459,59 +457,142 @@ static int moving_root(const khzModel *m, const khzContact *c, int s) {
   return b > 0 && !khz_bodyStatic(m, b) ? m->body_root[b] : -1;
 }
 
-void khz_penaltyImplicit(const khzModel *m, khzData *d, double *dqd, double *dvel, double *tmp) {
+/* the rows of one resting pair with an implicit part: a normal row per
+ * bottom point (x, depth and weight from pair_forces), and two tangential
+ * rows at their centroid. Returns the rows added. */
+static int pair_rows(const khzModel *m, khzData *d, int i, implicit_row *row) {
+  khzContact *c = d->contact + i;
+  int n = 0;
+  pair_forces(m, d, c, 0, NULL, row, &n);
+  double x[3] = {0, 0, 0};
+  for (int j = 0; j < n; j++) {
+    row[j].contact = i;
+    memcpy(row[j].dir, c->normal, sizeof row[j].dir);
+    khzu_addScl3(x, x, row[j].x, 1.0 / n);
+  }
+  if (!n) return 0;
+  double t[2][3];
+  khzu_orthogonal(t[0], c->normal);
+  khzu_cross(t[1], c->normal, t[0]);
+  for (int k = 0; k < 2; k++) {
+    implicit_row *r = row + n++;
+    r->contact = i, r->point = -1, r->depth = 0, r->w = 0;
+    memcpy(r->x, x, sizeof x);
+    memcpy(r->dir, t[k], sizeof r->dir);
+  }
+  return n;
+}
+
+/* Solves (A + diag) P = rhs for one cluster of k rows (A k x k, the rows'
+ * Delassus matrix, symmetric positive semi-definite) with the unilateral
+ * and friction bounds: a normal row's P no lower than lo; a pair's two
+ * tangential rows within the disc of radius mu times the pair's normal
+ * impulse. Rows past a bound are held there and the others solved again
+ * (an active set, at most k passes). L (k x k) and sol, fixed (k) are
+ * scratch. Returns 0, or -1 when the factorisation fails. */
+static int solve_rows(const khzData *d, const implicit_row *row, const int *mem, int k, const double *A,
+                      const double *rhs, const double *lo, double *P, double *L, double *sol, int *fixed) {
+  for (int a = 0; a < k; a++) fixed[a] = 0;
+  for (int pass = 0; pass <= k; pass++) {
+    int nf = 0;
+    for (int a = 0; a < k; a++) { /* the free rows' right-hand sides, packed */
+      if (fixed[a]) continue;
+      double r = rhs[mem[a]];
+      for (int b = 0; b < k; b++)
+        if (fixed[b]) r -= A[a * k + b] * P[mem[b]];
+      sol[nf++] = r;
+    }
+    for (int a = 0, ra = 0; a < k; a++) {
+      if (fixed[a]) continue;
+      for (int b = 0, rb = 0; b < k; b++)
+        if (!fixed[b]) L[ra * nf + rb++] = A[a * k + b];
+      ra++;
+    }
+    if (nf && khzu_cholFactor(L, nf) != 0) return -1;
+    if (nf) khzu_cholSolve(L, nf, sol);
+    for (int a = 0, ra = 0; a < k; a++)
+      if (!fixed[a]) P[mem[a]] = sol[ra++];
+    int changed = 0;
+    for (int a = 0; a < k; a++) { /* normal rows: no pull past lo */
+      const implicit_row *r = row + mem[a];
+      if (r->point >= 0 && !fixed[a] && P[mem[a]] < lo[mem[a]])
+        P[mem[a]] = lo[mem[a]], fixed[a] = 1, changed = 1;
+    }
+    for (int a = 0; a + 1 < k; a++) { /* tangential pairs of rows: the friction disc */
+      const implicit_row *r = row + mem[a];
+      if (r->point >= 0 || fixed[a]) continue;
+      const khzContact *c = d->contact + r->contact;
+      double pn = 0;
+      for (int b = 0; b < k; b++)
+        if (row[mem[b]].contact == r->contact && row[mem[b]].point >= 0) pn += P[mem[b]];
+      double lim = c->mu * fmax(pn, 0), pt = hypot(P[mem[a]], P[mem[a + 1]]);
+      if (pt > lim * (1 + 1e-9)) {
+        double sc = pt > 0 ? lim / pt : 0;
+        P[mem[a]] *= sc, P[mem[a + 1]] *= sc;
+        fixed[a] = fixed[a + 1] = 1, changed = 1;
+      }
+      a++;
+    }
+    if (!changed) return 0;
+  }
+  return 0;
+}
+
+void khz_penaltyImplicit(const khzModel *m, khzData *d, double *dv, double *dqd, double *dvel,
+                         double *tmp) {
   /* Each bottom point's implicit spring k and damper c (the pair's
    * kp_implicit and kv_implicit times its share w of eq. 1's count) on its
-   * relative normal coordinate, integrated by backward Euler over the step:
-   * the normal impulses P at the points satisfy
-   *   P_i = h (k_i x_i - kc_i vn_i'),  kc_i = k_i h + c_i,  vn' = vn + W P,
-   * x_i the point's depth, vn its separation speed before, W the Delassus
-   * matrix of the points' normals. That is the symmetric positive definite
-   * system (W + diag(1 / (h kc_i))) P = k_i x_i / kc_i - vn_i, solved
-   * directly for every cluster of points coupled through moving trees
+   * relative normal coordinate, integrated by backward Euler over the step,
+   * and a tangential damper ct (KHZ_TANGENT_SCALE times the pair's whole
+   * kv) at the centroid of the pair's bottom points, against sliding: the
+   * impulses P of the rows satisfy
+   *   P_i = h (k_i x_i - kc_i v_i'),  kc_i = k_i h + c_i,  v' = v + W P,
+   * x_i the point's depth (0 on tangential rows), v the rows' velocities
+   * at the predicted end of the step, W the Delassus matrix of the rows.
+   * That is the symmetric positive definite system
+   *   (W + diag(1 / (h kc_i))) P = k_i x_i / kc_i - v_i,
+   * solved directly for every cluster of rows coupled through moving trees
    * (Gauss-Seidel would converge as m_light / m_heavy per sweep on a heavy
-   * body resting on a light one). Per point rather than per pair, so that the
-   * implicit springs hold a body's tilt as well as its height. P never pulls
-   * harder than the explicit spring pushes (an active set), so the contact
-   * stays unilateral. */
+   * body resting on a light one), with the bounds of solve_rows: a normal
+   * impulse never pulls harder than the explicit spring pushes, a pair's
+   * tangential impulse stays in the friction cone of its normal impulse.
+   * Per point rather than per pair, so that the implicit springs hold a
+   * body's tilt as well as its height. P / h acts as a constant force over
+   * the whole step (pair_forces adds it at every stage), so that a body at
+   * rest keeps exactly zero velocity. */
   double h = m->timestep;
-  int nc = d->ncontact, n = 0, nrow = 0;
+  int nc = d->ncontact, n = 0, cap = d->ncpoint + 2 * nc;
   size_t mark = khz_stackMark(d);
-  implicit_row *row = khz_stackAlloc(d, (size_t)d->ncpoint * sizeof(implicit_row));
-  int *cl = khz_stackAlloc(d, (size_t)d->ncpoint * sizeof(int));
+  implicit_row *row = khz_stackAlloc(d, (size_t)cap * sizeof(implicit_row));
+  int *cl = khz_stackAlloc(d, (size_t)cap * sizeof(int));
+  int *mem = khz_stackAlloc(d, (size_t)cap * sizeof(int));
   int *parent = khz_stackAlloc(d, (size_t)m->nbody * sizeof(int));
-  double *rhs = khz_stackAlloc(d, (size_t)d->ncpoint * sizeof(double));
-  double *lo = khz_stackAlloc(d, (size_t)d->ncpoint * sizeof(double));
-  double *diag = khz_stackAlloc(d, (size_t)d->ncpoint * sizeof(double));
-  double *P = khz_stackAlloc(d, (size_t)d->ncpoint * sizeof(double));
-  if (!(row && cl && parent && rhs && lo && diag && P)) {
+  double *rhs = khz_stackAlloc(d, (size_t)cap * sizeof(double));
+  double *lo = khz_stackAlloc(d, (size_t)cap * sizeof(double));
+  double *diag = khz_stackAlloc(d, (size_t)cap * sizeof(double));
+  double *P = khz_stackAlloc(d, (size_t)cap * sizeof(double));
+  if (!(row && cl && mem && parent && rhs && lo && diag && P)) {
     khz_stackFree(d, mark);
     return;
   }
   for (int b = 0; b < m->nbody; b++) parent[b] = b;
   for (int i = 0; i < nc; i++) {
     khzContact *c = d->contact + i;
-    d->pair[c->slot].fn_implicit = 0;
-    double kc = c->kp_implicit * h + c->kv_implicit;
+    memset(c->force_implicit, 0, sizeof c->force_implicit);
+    double kc = c->kp_implicit * h + c->kv_implicit, ct = KHZ_TANGENT_SCALE * (c->kv + c->kv_implicit);
     if (!(kc > 0) || !c->nbottom || d->pair[c->slot].phase != KHZ_PHASE_RESTING) continue;
-    int first = nrow;
-    pair_forces(m, d, c, 0, NULL, row, &nrow);
-    for (int j = first; j < nrow; j++) {
+    int first = n, added = pair_rows(m, d, i, row + n);
+    for (int j = first; j < first + added; j++) {
       implicit_row *r = row + j;
-      r->contact = i;
-      double k = c->kp_implicit * r->w, kcj = kc * r->w, depth = fmax(r->depth, 0), v0[3], v1[3];
+      double kj = r->point >= 0 ? c->kp_implicit * r->w : 0, kcj = r->point >= 0 ? kc * r->w : ct;
       if (!(kcj > 0)) continue; /* a point without weight carries nothing */
-      khz_pointVelocity(m, d, c->body[0], r->x, v0);
-      khz_pointVelocity(m, d, c->body[1], r->x, v1);
-      double vn = (v0[0] - v1[0]) * c->normal[0] + (v0[1] - v1[1]) * c->normal[1] +
-                  (v0[2] - v1[2]) * c->normal[2];
+      double v = row_velocity(m, d, c, r, d->vtree), depth = fmax(r->depth, 0);
       row[n] = *r;
-      rhs[n] = k * depth / kcj - vn;
+      rhs[n] = kj * depth / kcj - v;
       diag[n] = 1 / (h * kcj);
       lo[n] = -h * c->kp * r->w * depth;
       n++;
     }
-    nrow = n;
     int r0 = moving_root(m, c, 0), r1 = moving_root(m, c, 1);
     if (r0 >= 0 && r1 >= 0) parent[uf_root(parent, r0)] = uf_root(parent, r1);
   }
@@ -520,8 +601,7 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, double *dqd, double *dve
     int r = moving_root(m, c, 0) >= 0 ? moving_root(m, c, 0) : moving_root(m, c, 1);
     cl[j] = r >= 0 ? uf_root(parent, r) : -1;
   }
-  /* each cluster: W column by column from one normal test impulse per pair */
-  int *mem = parent; /* reused: the members of one cluster */
+  /* each cluster: W column by column, one test impulse per row */
   for (int j0 = 0; j0 < n; j0++) {
     if (cl[j0] < 0) continue;
     int id = cl[j0], k = 0;
@@ -529,77 +609,51 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, double *dqd, double *dve
       if (cl[j] == id) mem[k++] = j, cl[j] = -1;
     size_t mk = khz_stackMark(d);
     double *A = k <= KHZ_IMPLICIT_DIRECT ? khz_stackAlloc(d, (size_t)k * k * sizeof(double)) : NULL;
+    double *L = A ? khz_stackAlloc(d, (size_t)k * k * sizeof(double)) : NULL;
     double *sol = khz_stackAlloc(d, (size_t)k * sizeof(double));
     int *fixed = khz_stackAlloc(d, (size_t)k * sizeof(int));
-    double *L = A ? khz_stackAlloc(d, (size_t)k * k * sizeof(double)) : NULL;
-    if (!A || !sol || !fixed || !L) { /* too large for a direct solve: nothing applied */
+    if (!A || !L || !sol || !fixed) { /* too large for a direct solve: counted, not applied */
       d->warning[KHZ_WARN_IMPULSE]++;
       khz_stackFree(d, mk);
       continue;
     }
     for (int b = 0; b < k; b++) {
-      const khzContact *cb = d->contact + row[mem[b]].contact;
-      normal_response(m, d, cb, row[mem[b]].x, dqd, dvel, tmp);
-      for (int a = 0; a < k; a++)
-        A[a * k + b] = normal_change(m, d, d->contact + row[mem[a]].contact, row[mem[a]].x, dvel);
+      const implicit_row *rb = row + mem[b];
+      row_response(m, d, d->contact + rb->contact, rb, dqd, dvel, tmp);
+      for (int a = 0; a < k; a++) {
+        const implicit_row *ra = row + mem[a];
+        A[a * k + b] = row_velocity(m, d, d->contact + ra->contact, ra, dvel);
+      }
     }
     for (int a = 0; a < k; a++) {
       for (int b = 0; b < a; b++) A[a * k + b] = A[b * k + a] = 0.5 * (A[a * k + b] + A[b * k + a]);
       A[a * k + a] += diag[mem[a]];
-      fixed[a] = 0;
     }
-    /* active set: pairs whose impulse would pull more than allowed are held
-     * at their bound and the others solved again */
-    for (int pass = 0; pass <= k; pass++) {
-      int nf = 0;
-      for (int a = 0; a < k; a++) {
-        sol[a] = rhs[mem[a]];
-        for (int b = 0; b < k; b++)
-          if (fixed[b]) sol[a] -= A[a * k + b] * lo[mem[b]];
-      }
-      /* the free rows and columns, packed */
-      for (int a = 0, ra = 0; a < k; a++) {
-        if (fixed[a]) continue;
-        for (int b = 0, rb = 0; b < k; b++)
-          if (!fixed[b]) L[ra * k + rb++] = A[a * k + b];
-        sol[ra++] = sol[a];
-        nf++;
-      }
-      for (int a = 0; a < nf; a++) /* repack to an nf x nf matrix */
-        for (int b = 0; b < nf; b++) L[a * nf + b] = L[a * k + b];
-      if (nf && khzu_cholFactor(L, nf) != 0) break;
-      if (nf) khzu_cholSolve(L, nf, sol);
-      int changed = 0;
-      for (int a = k - 1, ra = nf - 1; a >= 0; a--) {
-        if (fixed[a]) {
-          P[mem[a]] = lo[mem[a]];
-          continue;
-        }
-        P[mem[a]] = sol[ra--];
-        if (P[mem[a]] < lo[mem[a]]) fixed[a] = 1, changed = 1;
-      }
-      if (!changed) break;
-    }
+    int ok = solve_rows(d, row, mem, k, A, rhs, lo, P, L, sol, fixed) == 0;
     khz_stackFree(d, mk);
-    /* apply */
-    for (int a = 0; a < k; a++) {
-      int j = mem[a];
-      const khzContact *c = d->contact + row[j].contact;
-      if (!isfinite(P[j])) continue;
-      normal_response(m, d, c, row[j].x, dqd, dvel, tmp);
-      for (int q = 0; q < m->nv; q++) d->qd[q] += P[j] * dqd[q];
-      for (int q = 0; q < 6 * m->nbody; q++) d->vtree[q] += P[j] * dvel[q];
-      d->pair[c->slot].fn_implicit += P[j] / h;
+    if (!ok) {
+      d->warning[KHZ_WARN_IMPULSE]++;
+      continue;
+    }
+    for (int a = 0; a < k; a++) { /* the velocity change, and the forces for the stages */
+      const implicit_row *r = row + mem[a];
+      khzContact *c = d->contact + r->contact;
+      double Pa = P[mem[a]];
+      if (!isfinite(Pa) || Pa == 0) continue;
+      row_response(m, d, c, r, dqd, dvel, tmp);
+      for (int q = 0; q < m->nv; q++) dv[q] += Pa * dqd[q];
+      if (r->point >= 0) d->cpoint[c->point_adr + r->point].force_implicit = Pa / h;
+      else khzu_addScl3(c->force_implicit, c->force_implicit, r->dir, Pa / h);
     }
   }
   khz_stackFree(d, mark);
 }
 
 size_t khz_penaltyImplicitStackBytes(const khzModel *m) {
-  size_t np = (size_t)m->npair_max * (size_t)m->max_points;
+  size_t np = (size_t)m->npair_max * ((size_t)m->max_points + 2);
   size_t k = np < KHZ_IMPLICIT_DIRECT ? np : KHZ_IMPLICIT_DIRECT;
-  return (size_t)m->nbody * sizeof(int) + np * (sizeof(implicit_row) + sizeof(int) + 4 * sizeof(double)) +
-         (2 * k * k + k) * sizeof(double) + k * sizeof(int) + 12 * 64;
+  return (size_t)m->nbody * sizeof(int) + np * (sizeof(implicit_row) + 2 * sizeof(int) + 4 * sizeof(double)) +
+         (2 * k * k + k) * sizeof(double) + k * sizeof(int) + 14 * 64;
 }
 
 /* ------------------------------------------------- forces and friction -- */
@@ -717,6 +771,7 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
     for (int k = 0, j = 0; k < c->npoint && j < cap; k++) {
       if (!pts[k].bottom) continue;
       implicit_row *row = rows + (*nrows)++;
+      row->point = k;
       double p0[3], p1[3];
       surface_point(m, d, c, pts + k, 0, p0);
       surface_point(m, d, c, pts + k, 1, p1);
@@ -734,8 +789,12 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
     double w = r > 0 ? wt[nb] * (wedge ? pts[k].weight : 1) / r : 0, fn = raw[nb] * w;
     fn_sum += fn;
     /* |kt delta| <= mu fn with kt = scale kp w: the weight cancels */
-    double fi = ps->fn_implicit > 0 && raw[nb] > 0 ? ps->fn_implicit : 0;
-    if (slip_limit) slip_limit[k] = c->mu * (raw[nb] + fi) / (KHZ_TANGENT_SCALE * c->kp);
+    /* the implicit part's normal force counts in the friction cone: per
+     * unit of the point's weight, as raw does */
+    double fi = pts[k].force_implicit, fiw = w > 0 ? fi / w : 0, ti[3];
+    khzu_scl3(ti, c->force_implicit, c->nbottom ? 1.0 / c->nbottom : 0);
+    fn_sum += fi;
+    if (slip_limit) slip_limit[k] = c->mu * (raw[nb] + fiw) / (KHZ_TANGENT_SCALE * c->kp);
     nb++;
     double p0[3], p1[3], v0[3], v1[3], vt[3], F[3], m0[3], m1[3];
     surface_point(m, d, c, pts + k, 0, p0);
@@ -753,12 +812,13 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
     double Ft[3], delta[3];
     friction_stretch(d, c, ps, pts + k, m0, m1, delta);
     for (int j = 0; j < 3; j++) Ft[j] = -kt * delta[j] - bt * vt[j];
-    double ftn = sqrt(khzu_dot3(Ft, Ft)), fmaxt = c->mu * (fn + fi * w);
+    /* the cone holds the implicit tangential force too */
+    double ftn = sqrt(khzu_dot3(Ft, Ft)), fmaxt = fmax(c->mu * (fn + fi) - khzu_norm3(ti), 0);
     if (ftn > fmaxt) {
       double s = ftn > 0 ? fmaxt / ftn : 0;
       for (int j = 0; j < 3; j++) Ft[j] *= s;
     }
-    for (int j = 0; j < 3; j++) F[j] = fn * n[j] + Ft[j];
+    for (int j = 0; j < 3; j++) F[j] = (fn + fi) * n[j] + Ft[j] + ti[j];
     memcpy(pts[k].force, F, sizeof F);
     if (apply) {
       double Fm[3] = {-F[0], -F[1], -F[2]};
@@ -800,7 +860,8 @@ void khz_penaltyEnd(const khzModel *m, khzData *d) {
       ps->nanchor = 0;
       continue;
     }
-    ps->fn = pair_forces(m, d, c, 0, slip_limit, NULL, NULL) + ps->fn_implicit;
+    ps->fn = pair_forces(m, d, c, 0, slip_limit, NULL, NULL);
+
     khzPairState next = *ps;
     next.nanchor = 0;
     for (int k = 0; k < c->npoint && next.nanchor < KHZ_PAIR_ANCHORS; k++) {

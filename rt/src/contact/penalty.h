@@ -26,11 +26,14 @@ void khz_penaltyGains(const khzModel *m, khzData *d, int inertias, double *dqd, 
 void khz_penaltyLimitDamping(const khzModel *m, khzData *d);
 
 /* The stiffness and damping beyond the explicit limit (c->kp_implicit,
- * c->kv_implicit), applied to d->qd at the end of a step as normal impulses
- * (backward Euler), with the articulated inertias of khz_abaCore valid at
- * the final q and the forward pass's vtree; scratch dqd (nv), dvel and tmp
- * (6 nbody). Keeps vtree current. */
-void khz_penaltyImplicit(const khzModel *m, khzData *d, double *dqd, double *dvel, double *tmp);
+ * c->kv_implicit), by backward Euler on each bottom point's normal
+ * coordinate: with the articulated inertias of khz_abaCore valid at the
+ * step's q and the forward pass at the predicted end-of-step velocity, sets
+ * each point's force_implicit (constant over the step) and adds the
+ * velocity change those forces cause over the step to dv (nv). Scratch dqd
+ * (nv), dvel and tmp (6 nbody). */
+void khz_penaltyImplicit(const khzModel *m, khzData *d, double *dv, double *dqd, double *dvel,
+                         double *tmp);
 
 /* scratch bytes khz_penaltyImplicit may take from d's stack */
 size_t khz_penaltyImplicitStackBytes(const khzModel *m);
