@@ -1,7 +1,8 @@
 /* narrowphase.c — one function per shape pair, dispatched through a
  * [type][type] table (MuJoCo's mjCOLLISIONFUNC), producing what Drumwright's
- * multi-point penalty method needs (papers/drumwright-fast-stable-penalty-
- * method.txt, Appendix I; SPEC §3 steps 1-2): the vertices of the intersection
+ * multi-point penalty method needs (Drumwright, "A fast and stable penalty
+ * method for rigid body simulation", IEEE TVCG 2008, Appendix I; the first
+ * stage of docs/contact.md "One step"): the vertices of the intersection
  * volume with their depths, the deepest point and the contact normal.
  *
  * Points. The vertices of the intersection volume of two convex shapes are

@@ -1,7 +1,8 @@
 /* pairs.c — khz_collide: broad phase, narrow phase, the contact outputs and
  * the persistent pair slots that carry the penalty method's state from tick
- * to tick (the integral term and the Fig. 2 phase of Drumwright's method, the
- * friction anchors; SPEC §3).
+ * to tick (the integral term of eq. 2 and the Fig. 2 phase of Drumwright, "A
+ * fast and stable penalty method for rigid body simulation", IEEE TVCG 2008;
+ * the friction anchors; docs/contact.md).
  *
  * Outputs are ordered by geom pair (g0 < g1), so the same state gives the same
  * contacts in the same order. Each pair keeps at most m->max_points points:
