@@ -206,11 +206,12 @@ static double set_depths(const khzColShape *a, const khzColShape *b, khzColOut *
      * normal: where the curved side falls away from the support plane (two
      * cylinders whose rims cross) that plane lies far beyond the exit. A point
      * on the curved surface whose way out starts there (an edge crossing the
-     * rim) is not inside: 0, whichever side of the surface round-off puts it
-     * (it took the plane depth or 0 from step to step, and eq. 1's count
-     * with it). (Not for polytopes: there the plane distance is eq. 4's
-     * depth, and a point near a side face would leave through it before the
-     * bodies separate.) */
+     * rim) is not inside: 0, whichever side of the surface round-off puts it,
+     * so that its depth, and eq. 1's count with it, does not jump between the
+     * plane depth and 0 from step to step. (Not for polytopes: there the
+     * plane distance is eq. 4's depth, and a point near a side face would
+     * leave through it before the bodies separate.) Evidence:
+     * docs/validation.md, V3, cause (2). */
     const khzColShape *other = side == 0 ? b : a;
     if (v > 0 && other->shape == KHZ_SHAPE_CYLINDER) {
       double end[3], t[2];
@@ -224,13 +225,12 @@ static double set_depths(const khzColShape *a, const khzColShape *b, khzColOut *
      * other shape's face, eq. 4, or from refine_normal with a cylinder), that
      * plane passes through an edge, and every point near it counts as deep
      * as the deepest one, even where the face below lies above the point: the
-     * intersection volume is a wedge, but the count made it a slab of equal
-     * thickness, with no moment to level the body on it. A 94 kg cylinder
-     * 7e-4 rad off a box's top face, on one edge, counted the crossings of
-     * its rim's chords with that face 60 um deep and rocked with them; equal
-     * boxes stacked crept sideways (3.6 mm in 60 s). So a point inside a box
-     * or hull weighs only its depth below the plane of the face n leaves
-     * through, the wedge's thickness there; depths and normals stay eq. 4's. */
+     * intersection volume is a wedge, but counted as a slab of equal
+     * thickness it has no moment to level the body on it, and a body resting
+     * slightly tilted on an edge rocks or creeps. So a point inside a box or
+     * hull weighs only its depth below the plane of the face n leaves
+     * through, the wedge's thickness there; depths and normals stay eq. 4's.
+     * Evidence: docs/validation.md, V3, cause (4). */
     o->pt[i].weight = 1;
     if (v > 0 && (other->shape == KHZ_SHAPE_BOX || other->shape == KHZ_SHAPE_CONVEX))
       o->pt[i].weight = fmin(v, depth_below_face(other, o->pt[i].pos, side == 0 ? n : m)) / v;
@@ -608,8 +608,8 @@ static void facet_candidates(nsearch *ns, const khzColShape *s, double sign, con
 
 /* A cylinder's rim is a curved edge: where a corner or an edge meets it, the
  * direction of least penetration lies between the cap's and the side's
- * normals and no facet gives it (a box corner grazing a rim scored 33 mm
- * along the cap's axis, 1 mm deep). From the best candidate, a pattern
+ * normals and no facet gives it (the cap's axis can overstate a shallow
+ * corner's depth many times over). From the best candidate, a pattern
  * search on the unit sphere lowers the overlap of the projections,
  * g(n) = h_B(n) + h_A(-n): for two convex shapes it is at least the
  * penetration depth along any n and equals it at its minimum (the distance
