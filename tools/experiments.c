@@ -16,9 +16,9 @@
  *   robot              V4: a robot on the ground with a PD controller holding
  *                      its initial posture; µs per step and contact figures.
  *   stack              a stack of blocks stands still for `seconds`.
- *   st_rod             Stewart & Trinkle's spinning rod (SPEC §4): the time
+ *   st_rod             Stewart & Trinkle's spinning rod (1996, sec. 4): the time
  *                      each end lands, when the rod stops sliding and rests.
- *   st_balls           Stewart & Trinkle's four balls (SPEC §4): the time of
+ *   st_balls           Stewart & Trinkle's four balls (1996, sec. 4): the time of
  *                      every contact event, the final velocities.
  *   The st_ kinds print the paper's values next to khz's, for the contact
  *   methods khz has now and the LCP path to come.

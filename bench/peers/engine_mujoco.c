@@ -293,13 +293,11 @@ static void contact_sizes(const benchScene *sc, int *nconmax, int *njmax, int *n
   *nstack = stack < 2e9 ? (int)stack : 2000000000;
 }
 
-/* MuJoCo's default solver. Its cost in 2.2.2 grows steeply with the size
- * of a connected pile (we measured 0.3 ms per step for 64 bodies, 2.4 ms
- * for 240, and 13 ms for 960 rising to 1-2.6 s once their contact graph
- * connects; the profile is in the sparse factorisation code, which has no
- * fill-reducing reordering). "CG" avoids the
- * factorisation (35-50 ms per step at 960, but it stops at the iteration
- * cap there, unconverged). */
+/* MuJoCo's default solver. In 2.2.2 its cost grows steeply with the size
+ * of a connected pile (its sparse factorisation has no fill-reducing
+ * reordering); "CG" avoids the factorisation but stops unconverged at the
+ * iteration cap on the large piles, so Newton stays, the engine's own
+ * recommendation. Measured figures: docs/benchmarks.md. */
 static const char *const solver = "Newton";
 
 static char *write_mjcf(const benchScene *sc, size_t *len) {

@@ -3,18 +3,19 @@
  * contact of scenes/validation/stack.yaml (effective-mass gains, restitution
  * 0), RK4 at 1 ms, each case with the ground as geom 0 and as geom 1 (which
  * swaps body[0] and body[1] of the pair: friction must not care):
- *   a. a box pushed inside the friction cone sticks (the friction spring is
- *      stretched by the slip accumulated since sticking began; it used to
- *      reset every step and the box crept), outside it slides at
- *      (F - mu m g) / m;
- *   b. a cylinder spinning on its flat face stops (it used to spin for ever);
+ *   a. a box pushed inside the friction cone sticks (guards the friction
+ *      spring's stretch: the slip accumulated since sticking began, not reset
+ *      every step), outside it slides at (F - mu m g) / m;
+ *   b. a cylinder spinning on its flat face stops (guards the torsional
+ *      friction of its rim points);
  *   c. a cylinder lying on its side comes to rest when its lowest line falls
- *      between two of its 16 rim samples (it sank 2 mm, then hopped for ever);
+ *      between two of its 16 rim samples (guards the exact rim points: no
+ *      sinking between samples, no hopping);
  *   d. a rolling sphere keeps rolling without rolling friction and stops at
  *      the rate the rolling couple sets with rolling_friction 0.01 m;
- *   e. a sphere dropped with restitution 0 does not bounce (the penetration
- *      an impact leaves is released slowly; the spring used to push it out
- *      as 1/2 kp d^2 of kinetic energy). */
+ *   e. a sphere dropped with restitution 0 does not bounce (guards the slow
+ *      release of the penetration an impact leaves, which a spring alone
+ *      would turn into 1/2 kp d^2 of kinetic energy). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -194,8 +195,9 @@ static void test_rolling(int gl) {
   double expect = 0.01 * G / 1.4 / 0.1;
   printf("  sphere rolled at 0.5 m/s: after 2 s %.4g m/s without rolling friction, %.3g m/s "
          "with 0.01 m (deceleration %.3g m/s^2, expected %.3g)\n", v0, v1, a1, expect);
-  /* a rigid ball rolls on at its speed: no loss, and no gain (a contact point
-   * carried along as a material point drove the rolling: 0.535 m/s) */
+  /* a rigid ball rolls on at its speed: no loss, and no gain (guards the
+   * round contact point: carried along as a material point it would rise
+   * ahead of the centre and its normal force would drive the rolling) */
   ENSURE(fabs(v0 - 0.5) < 5e-3);
   ENSURE(v1 < 1e-3);
   ENSURE(fabs(a1 - expect) < 0.2 * expect);

@@ -5,28 +5,25 @@
  *      impact are Newton's, and momentum is kept;
  *   b. a 100 kg box lands at 2 m/s on a 1 kg box lying on the ground, with
  *      restitution 0: the cluster's impulses stop both at once (sequential
- *      impulses, 8 sweeps, left 92% of the heavy box's speed: the chain
- *      converges as 100/101 per sweep) and the light box is not crushed into
+ *      impulses alone converge as 100/101 per sweep and leave most of the
+ *      heavy box's speed) and the light box is not crushed into
  *      the ground beyond what its springs carry at rest;
  *   c. a box resting on the ground is struck down at 2 m/s while its pair is
  *      in contact: with contact.reimpact_velocity 1 m/s the pair impacts again
  *      and sinks far less than on its springs (0 = the paper's Fig. 2);
  *   e. the 100 kg box lands on a column of four 1 kg boxes: the impact
  *      reaches every pair of the column (the paper sends only the pairs of
- *      the bodies hit to impulses: the bottom box went into the ground at
- *      1.96 m/s), and the cluster's normal impulses, solved at once, stop it
+ *      the bodies hit to impulses, which leaves the bottom box driven into
+ *      the ground), and the cluster's normal impulses, solved at once, stop it
  *      (Gauss-Seidel sweeps alone converge as 100/101 per sweep);
  *   f. without gravity, a box turning about the edge it stands on lands on
  *      its face and re-impacts with restitution 0.8: no energy is gained
- *      (restitution taken from the fastest point and imposed at the
- *      centroid gained 0.42 -> 0.81 J in a reviewer's case);
+ *      (guards against taking restitution from the fastest point and
+ *      imposing it at the centroid, which gains energy);
  *   g. a 94 kg cylinder standing on its cap across a 61 kg box (a pair cut
- *      out of the V3 pile, seed 13) comes to rest: with eq. 1's count r
- *      jumping by a whole point as its corner and far rim took turns, it
- *      rocked with 0.03 J for ever; with points weighed by depth, 0.0007 J
- *      over the tenth second, still rocking on the box's edge with its cap
- *      7e-4 rad off the top face; with points inside the box weighed by
- *      their depth below that face (the wedge's thickness), 4e-5 J;
+ *      out of the V3 pile, seed 13) comes to rest (guards eq. 1's
+ *      count weighed by depth and the wedge weights of points inside a box;
+ *      history in docs/validation.md, V3, causes (1) and (4));
  *   h. a row of boxes without gravity, each approaching the next: 3 pairs
  *      form one cluster whose impulses converge, and no warning is counted;
  *      33 pairs are more than one cluster solves together
@@ -172,7 +169,7 @@ static void test_chain(void) {
          "%.3g m\n", vfast, pen);
   ENSURE(vfast < 0.05);
   /* the light box's springs (kp = 4e5 N/m for its 1 kg) carry 1010 N: 2.5 mm
-   * at rest; 92% of the impact left to them would have been 3 cm */
+   * at rest; an impact left to them goes centimetres deep */
   ENSURE(pen < 1e-2);
 }
 
@@ -208,9 +205,9 @@ static void test_column(void) {
   ENSURE(land_on_column(4, &vfast, &pen) == 0);
   printf("e. 100 kg on four 1 kg boxes at 2 m/s: fastest box after the impact %.4f m/s; deepest "
          "over 0.2 s %.3g m\n", vfast, pen);
-  ENSURE(vfast < 0.05); /* 1.97 m/s when only the top box's pairs took impulses */
+  ENSURE(vfast < 0.05); /* near 2 m/s if only the top box's pairs took impulses */
   /* the column's springs (2e5 N/m between two 1 kg boxes) sag 2 cm under
-   * 100 kg in series; the bottom box driven at 1.97 m/s went 6.9 cm deep */
+   * 100 kg in series; a bottom box driven at the landing speed goes deeper */
   ENSURE(pen < 3e-2);
 }
 

@@ -128,7 +128,7 @@ assert j["max_horizontal_drift"] < 1e-3, j["max_horizontal_drift"]
 assert j["max_sink"] < 5e-3, j["max_sink"]
 assert j["max_kinetic_energy_second_half"] < 5e-3, j["max_kinetic_energy_second_half"]'
 
-# Stewart & Trinkle's scenes (SPEC §4): recorded for the LCP path to come,
+# Stewart & Trinkle's scenes (1996, sec. 4; docs/validation.md): recorded for the LCP path to come,
 # not held to the paper. Checked: they run with every method, the free flight
 # (no contact involved) matches the paper's first contact within 5 ms, the
 # first contact is found within 2 ms of the free-flight landing, the events

@@ -72,7 +72,7 @@ typedef enum khzIntegrator { KHZ_INT_RK4 = 0, KHZ_INT_EULER = 1 } khzIntegrator;
 /* Contact methods; chosen per scene, switchable between ticks (d->contact_method). */
 typedef enum khzContactMethod {
   KHZ_CONTACT_NONE = 0, /* bodies pass through each other */
-  KHZ_CONTACT_PENALTY,  /* Drumwright's multi-point penalty method with impacts (SPEC §3) */
+  KHZ_CONTACT_PENALTY,  /* Drumwright's multi-point penalty method with impacts (docs/contact.md) */
   KHZ_CONTACT_DEEPEST,  /* one penalty spring at the deepest point (the paper's baseline) */
   KHZ_CONTACT_NMETHODS
 } khzContactMethod;

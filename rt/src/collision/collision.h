@@ -1,9 +1,10 @@
 /* collision.h — private interface of collision detection (rt/src/collision).
  *
- * What feeds Drumwright's multi-point penalty method (papers/drumwright-fast-
- * stable-penalty-method.txt, Appendix I; SPEC §3 steps 1-2): for every pair of
- * geoms that interpenetrate, the vertices of the intersection volume with
- * their depths, the deepest point and the contact normal of eq. 4.
+ * What feeds Drumwright's multi-point penalty method (Drumwright, "A fast and
+ * stable penalty method for rigid body simulation", IEEE TVCG 2008, Appendix
+ * I; the first stage of docs/contact.md "One step"): for every pair of geoms
+ * that interpenetrate, the vertices of the intersection volume with their
+ * depths, the deepest point and the contact normal of eq. 4.
  *
  * Files:
  *   geometry.c    per-geom collision data built by khz_compile (shape class,

@@ -25,6 +25,10 @@
 
 #include "carve.h"
 #include "collision.h"
+
+/* relative to the mesh's extent L (diagonal of its bounds): a triangle of area
+ * below this x L^2 is degenerate, a mesh of volume below this x L^3 encloses none */
+#define KHZ_MESH_DEGENERATE 1e-12
 #include "spatial.h"
 
 static int fail(char *err, size_t errsz, const char *fmt, ...) {
@@ -179,7 +183,7 @@ static int build_trimesh(const mesh_job *j, const double scale[3], khzColTrimesh
     khzu_sub3(ab, v + 3 * b, v + 3 * a);
     khzu_sub3(ac, v + 3 * c, v + 3 * a);
     khzu_cross(x, ab, ac);
-    if (a == b || b == c || a == c || !(0.5 * khzu_norm3(x) > 1e-12 * L * L)) {
+    if (a == b || b == c || a == c || !(0.5 * khzu_norm3(x) > KHZ_MESH_DEGENERATE * L * L)) {
       ndeg++;
       continue;
     }
@@ -241,7 +245,7 @@ static int build_trimesh(const mesh_job *j, const double scale[3], khzColTrimesh
     khzu_cross(x, v + 3 * tri[3 * i + 1], v + 3 * tri[3 * i + 2]);
     vol += khzu_dot3(v + 3 * tri[3 * i], x) / 6;
   }
-  if (!(fabs(vol) > 1e-12 * L * L * L)) {
+  if (!(fabs(vol) > KHZ_MESH_DEGENERATE * L * L * L)) {
     fail(j->err, j->errsz, "%s: encloses no volume", w);
     goto done;
   }

@@ -13,6 +13,15 @@
 
 #include "collision.h"
 
+/* absolute (m^3, 6 x the tetrahedron's volume): below it the simplex is flat */
+#define KHZ_GJK_FLAT 1e-300
+/* relative to scale: distance below which the objects touch (returns 0) */
+#define KHZ_GJK_TOUCH 1e-9
+/* convergence: progress toward the origin below this fraction of |v|^2 ... */
+#define KHZ_GJK_PROGRESS 1e-10
+/* ... plus this absolute floor (m^2) */
+#define KHZ_GJK_PROGRESS_ABS 1e-30
+
 typedef struct {
   double w[3], a[3], b[3]; /* w = a - b */
 } svert;
@@ -89,7 +98,7 @@ static int outside_face(const double *a, const double *b, const double *c, const
   khzu_cross(n, ab, ac);
   khzu_sub3(ad, d, a);
   double sp = -khzu_dot3(a, n), sd = khzu_dot3(ad, n);
-  if (fabs(sd) < 1e-300) return 1; /* flat tetrahedron: test the face */
+  if (fabs(sd) < KHZ_GJK_FLAT) return 1; /* flat tetrahedron: test the face */
   return sp * sd < 0;
 }
 
@@ -138,7 +147,7 @@ double khz_gjk(const void *a, khzSupportFn sa, const void *b, khzSupportFn sb, d
   svert s[4];
   double lam[4] = {1, 0, 0, 0}, v[3], dir[3] = {1, 0, 0}, ndir[3];
   int n = 1;
-  double tiny = 1e-9 * scale;
+  double tiny = KHZ_GJK_TOUCH * scale;
 
   /* start from any point of A - B */
   sa(a, dir, s[0].a);
@@ -159,7 +168,7 @@ double khz_gjk(const void *a, khzSupportFn sa, const void *b, khzSupportFn sb, d
     khzu_sub3(w.w, w.a, w.b);
 
     /* converged: no progress toward the origin */
-    if (vv - khzu_dot3(v, w.w) <= 1e-10 * vv + 1e-30) break;
+    if (vv - khzu_dot3(v, w.w) <= KHZ_GJK_PROGRESS * vv + KHZ_GJK_PROGRESS_ABS) break;
     int dup = 0;
     for (int i = 0; i < n; i++)
       if (memcmp(s[i].w, w.w, sizeof w.w) == 0) dup = 1;

@@ -18,6 +18,17 @@
 
 #include "collision.h"
 
+/* relative to the points' extent (diagonal of their bounds): eps, the distance
+ * above a face from which a point sees it */
+#define KHZ_HULL_EPS 1e-10
+/* relative to the extent: the initial tetrahedron's edge, height or depth
+ * below which the points are degenerate (collinear, coplanar) */
+#define KHZ_HULL_FLAT 1e-7
+/* 1 - cos between the normals of neighbouring faces within which they merge ... */
+#define KHZ_HULL_COPLANAR_COS 1e-9
+/* ... when their plane offsets differ by less than this many eps */
+#define KHZ_HULL_COPLANAR_D 1e3
+
 typedef struct {
   int v[3];   /* counter-clockwise seen from outside */
   int nb[3];  /* face across edge v[k] -> v[k+1] */
@@ -99,7 +110,7 @@ int khz_hull_build(khzColHull *h, const double *pts, int n) {
   khzu_sub3(ext, hi, lo);
   double size = khzu_norm3(ext);
   if (!(size > 0)) return -1;
-  double eps = 1e-10 * size;
+  double eps = KHZ_HULL_EPS * size;
 
   /* initial tetrahedron: extreme x, farthest from it, from their line, from their plane */
   int i0 = 0, i1 = -1, i2 = -1, i3 = -1;
@@ -111,13 +122,13 @@ int khz_hull_build(khzColHull *h, const double *pts, int n) {
     khzu_sub3(dd, pts + 3 * i, pts + 3 * i0);
     if (khzu_norm3(dd) > best) best = khzu_norm3(dd), i1 = i;
   }
-  if (i1 < 0 || best < 1e-7 * size) return -1;
+  if (i1 < 0 || best < KHZ_HULL_FLAT * size) return -1;
   best = 0;
   for (int i = 0; i < n; i++) {
     double dl = dist_line(pts + 3 * i, pts + 3 * i0, pts + 3 * i1);
     if (dl > best) best = dl, i2 = i;
   }
-  if (i2 < 0 || best < 1e-7 * size) return -1;
+  if (i2 < 0 || best < KHZ_HULL_FLAT * size) return -1;
   double e1[3], e2[3], pn[3];
   khzu_sub3(e1, pts + 3 * i1, pts + 3 * i0);
   khzu_sub3(e2, pts + 3 * i2, pts + 3 * i0);
@@ -131,7 +142,7 @@ int khz_hull_build(khzColHull *h, const double *pts, int n) {
     double s = khzu_dot3(pn, dd);
     if (fabs(s) > best) best = fabs(s), i3 = i, sgn = s;
   }
-  if (i3 < 0 || best < 1e-7 * size) return -1;
+  if (i3 < 0 || best < KHZ_HULL_FLAT * size) return -1;
 
   hctx c = {.p = pts};
   int *start = malloc((size_t)n * sizeof(int)), *next = malloc((size_t)n * sizeof(int));
@@ -321,8 +332,8 @@ int khz_hull_build(khzColHull *h, const double *pts, int n) {
     if (!c.f[f].alive) continue;
     for (int k = 0; k < 3; k++) {
       int g = c.f[f].nb[k];
-      if (g < 0 || !c.f[g].alive || khzu_dot3(c.f[f].n, c.f[g].n) <= 1 - 1e-9 ||
-          fabs(c.f[f].d - c.f[g].d) >= 1e3 * eps)
+      if (g < 0 || !c.f[g].alive || khzu_dot3(c.f[f].n, c.f[g].n) <= 1 - KHZ_HULL_COPLANAR_COS ||
+          fabs(c.f[f].d - c.f[g].d) >= KHZ_HULL_COPLANAR_D * eps)
         continue;
       int a = f, b = g;
       while (uf[a] != a) a = uf[a] = uf[uf[a]];

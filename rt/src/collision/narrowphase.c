@@ -1,7 +1,8 @@
 /* narrowphase.c — one function per shape pair, dispatched through a
  * [type][type] table (MuJoCo's mjCOLLISIONFUNC), producing what Drumwright's
- * multi-point penalty method needs (papers/drumwright-fast-stable-penalty-
- * method.txt, Appendix I; SPEC §3 steps 1-2): the vertices of the intersection
+ * multi-point penalty method needs (Drumwright, "A fast and stable penalty
+ * method for rigid body simulation", IEEE TVCG 2008, Appendix I; the first
+ * stage of docs/contact.md "One step"): the vertices of the intersection
  * volume with their depths, the deepest point and the contact normal.
  *
  * Points. The vertices of the intersection volume of two convex shapes are
@@ -47,9 +48,54 @@
 
 #include "collision.h"
 
-#define KHZ_MAXCROSS 32 /* crossing edges per shape used for edge-edge axes */
-#define KHZ_EQ4_CANDIDATES 16
-#define KHZ_GRAZE 1e-3      /* |cos| between an edge and a face below which it grazes the face */ /* deepest points whose facets eq. 4 tries (meshes) */
+#define KHZ_MAXCROSS 32      /* crossing edges per shape used for edge-edge axes */
+#define KHZ_EQ4_CANDIDATES 16 /* deepest points whose facets eq. 4 tries (meshes) */
+
+/* Tolerances. "relative" ones multiply a geom's scale (khzColShape.scale, a
+ * length typical of the geom) or the pair's (the sum of both), "absolute"
+ * ones are in metres, cosines and sines are of the angle named, t is a clip
+ * parameter in [0, 1] (a fraction of the segment). */
+/* |cos| between an edge and a face's normal below which the edge grazes the face */
+#define KHZ_GRAZE 1e-3
+/* 1 - cos between n and a plane's normal within which n is that normal */
+#define KHZ_PLANE_COS 1e-9
+/* t within which a crossing is the segment's end (the end is inside, not crossing) */
+#define KHZ_SEG_END 1e-9
+/* relative (geom): margin of the bounds and bounding-sphere tests */
+#define KHZ_BOUNDS_SLACK 1e-9
+/* absolute: a segment's component below which it is parallel to a slab (no division) */
+#define KHZ_DIV_ZERO 1e-300
+/* absolute (0.1 um): a rim sample this little above the rim's exact lowest point stands for it */
+#define KHZ_ON_SAMPLE 1e-7
+/* absolute, in the vector's own units: norm below which a candidate direction (or a
+ * cylinder's radial offset) has no direction */
+#define KHZ_NO_DIRECTION 1e-12
+/* cos to the best normal below which a candidate counts as another direction, a second
+ * start for refine_normal (about 8 degrees) */
+#define KHZ_OTHER_DIRECTION_COS 0.99
+/* first trial angle (rad) of refine_normal: whether the start is a local minimum */
+#define KHZ_REFINE_PROBE 1e-4
+/* sin between n and a crease axis below which the crease gives no trial direction */
+#define KHZ_CREASE_SIN 1e-9
+/* sin between two cylinders' axes below which they have no common perpendicular */
+#define KHZ_PARALLEL_AXES_SIN 1e-6
+/* sin between the axes of two rounded shapes below which any normal to A's axis is taken */
+#define KHZ_PARALLEL_CORES_SIN 1e-9
+/* sin^2 between two crossing edges below which they give no edge-edge axis */
+#define KHZ_PARALLEL_EDGES_SIN2 1e-12
+/* relative (pair): eq. 4 objectives closer than this tie; the earlier candidate stays */
+#define KHZ_EQ4_TIE 1e-12
+/* absolute: the same tie for pairs with a triangle mesh */
+#define KHZ_EQ4_MESH_TIE 1e-12
+/* relative (pair): a point this close to a facet's plane holds the facet; also the slack
+ * within which eq. 4's fast path is optimal */
+#define KHZ_FACET_TOL 1e-7
+/* relative (pair): core distance below which the closest points give no normal (the
+ * cores meet), and an end sphere this close to the closest point is that point */
+#define KHZ_CORES_MEET 1e-9
+/* relative (mesh): closest-point offset below which the triangle's pseudo-normal is the
+ * direction */
+#define KHZ_MESH_NO_DIRECTION 1e-12
 
 /* ------------------------------------------------------------ points -- */
 
@@ -101,7 +147,7 @@ static double support_h(const khzColShape *s, const double n[3]) {
   if (s->shape == KHZ_SHAPE_PLANE) {
     double z[3];
     axis_z(s, z);
-    return khzu_dot3(n, z) > 1 - 1e-9 ? khzu_dot3(z, s->pos) : DBL_MAX;
+    return khzu_dot3(n, z) > 1 - KHZ_PLANE_COS ? khzu_dot3(z, s->pos) : DBL_MAX;
   }
   return khz_shape_h(s, n);
 }
@@ -160,16 +206,17 @@ static double set_depths(const khzColShape *a, const khzColShape *b, khzColOut *
      * normal: where the curved side falls away from the support plane (two
      * cylinders whose rims cross) that plane lies far beyond the exit. A point
      * on the curved surface whose way out starts there (an edge crossing the
-     * rim) is not inside: 0, whichever side of the surface round-off puts it
-     * (it took the plane depth or 0 from step to step, and eq. 1's count
-     * with it). (Not for polytopes: there the plane distance is eq. 4's
-     * depth, and a point near a side face would leave through it before the
-     * bodies separate.) */
+     * rim) is not inside: 0, whichever side of the surface round-off puts it,
+     * so that its depth, and eq. 1's count with it, does not jump between the
+     * plane depth and 0 from step to step. (Not for polytopes: there the
+     * plane distance is eq. 4's depth, and a point near a side face would
+     * leave through it before the bodies separate.) Evidence:
+     * docs/validation.md, V3, cause (2). */
     const khzColShape *other = side == 0 ? b : a;
     if (v > 0 && other->shape == KHZ_SHAPE_CYLINDER) {
       double end[3], t[2];
       khzu_addScl3(end, o->pt[i].pos, side == 0 ? n : m, 2 * v);
-      if (khz_shape_clip(other, o->pt[i].pos, end, t) && t[0] <= 1e-9) v = fmin(v, 2 * v * t[1]);
+      if (khz_shape_clip(other, o->pt[i].pos, end, t) && t[0] <= KHZ_SEG_END) v = fmin(v, 2 * v * t[1]);
       else v = 0;
     }
     /* eq. 1's weight: the depth above is measured from the other shape's
@@ -178,13 +225,12 @@ static double set_depths(const khzColShape *a, const khzColShape *b, khzColOut *
      * other shape's face, eq. 4, or from refine_normal with a cylinder), that
      * plane passes through an edge, and every point near it counts as deep
      * as the deepest one, even where the face below lies above the point: the
-     * intersection volume is a wedge, but the count made it a slab of equal
-     * thickness, with no moment to level the body on it. A 94 kg cylinder
-     * 7e-4 rad off a box's top face, on one edge, counted the crossings of
-     * its rim's chords with that face 60 um deep and rocked with them; equal
-     * boxes stacked crept sideways (3.6 mm in 60 s). So a point inside a box
-     * or hull weighs only its depth below the plane of the face n leaves
-     * through, the wedge's thickness there; depths and normals stay eq. 4's. */
+     * intersection volume is a wedge, but counted as a slab of equal
+     * thickness it has no moment to level the body on it, and a body resting
+     * slightly tilted on an edge rocks or creeps. So a point inside a box or
+     * hull weighs only its depth below the plane of the face n leaves
+     * through, the wedge's thickness there; depths and normals stay eq. 4's.
+     * Evidence: docs/validation.md, V3, cause (4). */
     o->pt[i].weight = 1;
     if (v > 0 && (other->shape == KHZ_SHAPE_BOX || other->shape == KHZ_SHAPE_CONVEX))
       o->pt[i].weight = fmin(v, depth_below_face(other, o->pt[i].pos, side == 0 ? n : m)) / v;
@@ -252,7 +298,7 @@ static void vert(const vcache *c, int i, double out[3]) { khzu_copy3(out, c->w +
 /* is q (geom frame of s) within the bounds and the bounding sphere of s? */
 static int in_bounds(const khzColShape *s, const double q[3]) {
   if (s->shape == KHZ_SHAPE_PLANE) return 1;
-  double tol = 1e-9 * s->scale, d[3], r = s->bradius + tol;
+  double tol = KHZ_BOUNDS_SLACK * s->scale, d[3], r = s->bradius + tol;
   if (!(q[0] >= s->lo[0] - tol && q[0] <= s->hi[0] + tol && q[1] >= s->lo[1] - tol &&
         q[1] <= s->hi[1] + tol && q[2] >= s->lo[2] - tol && q[2] <= s->hi[2] + tol))
     return 0;
@@ -264,13 +310,13 @@ static int in_bounds(const khzColShape *s, const double q[3]) {
  * sphere, then a slab test */
 static int segment_in_bounds(const khzColShape *s, const double a[3], const double b[3]) {
   if (s->shape == KHZ_SHAPE_PLANE) return 1;
-  double t0 = 0, t1 = 1, tol = 1e-9 * s->scale, c[3], d[3], r = s->bradius + tol;
+  double t0 = 0, t1 = 1, tol = KHZ_BOUNDS_SLACK * s->scale, c[3], d[3], r = s->bradius + tol;
   khzu_closestOnSegment(s->lcenter, a, b, c);
   khzu_sub3(d, c, s->lcenter);
   if (khzu_dot3(d, d) > r * r) return 0;
   for (int k = 0; k < 3; k++) {
     double d = b[k] - a[k], lo = s->lo[k] - tol, hi = s->hi[k] + tol;
-    if (fabs(d) < 1e-300) {
+    if (fabs(d) < KHZ_DIV_ZERO) {
       if (a[k] < lo || a[k] > hi) return 0;
       continue;
     }
@@ -313,7 +359,7 @@ static void edges_crossing(const vcache *vc, int side, khzColOut *o, int *list, 
     khzu_sub3(dir, p1, p0);
     int cross = 0;
     for (int end = 0; end < 2; end++) {
-      if (end == 0 ? !(t[0] > 1e-9) : !(t[1] < 1 - 1e-9)) continue;
+      if (end == 0 ? !(t[0] > KHZ_SEG_END) : !(t[1] < 1 - KHZ_SEG_END)) continue;
       khzu_addScl3(c, p0, dir, t[end]);
       cross = 1;
       /* an edge that grazes a face (lies in its plane, as the edges of two
@@ -343,7 +389,7 @@ static void edges_crossing(const vcache *vc, int side, khzColOut *o, int *list, 
 static double way_out(const khzColShape *other, const double q[3], const double dir[3], double len) {
   double end[3], t[2];
   khzu_addScl3(end, q, dir, len);
-  if (!khz_shape_clip(other, q, end, t) || t[0] > 1e-9) return 0;
+  if (!khz_shape_clip(other, q, end, t) || t[0] > KHZ_SEG_END) return 0;
   return t[1] * len;
 }
 
@@ -354,7 +400,7 @@ static void generator_points(const khzColShape *s, const khzColShape *other, int
   if (!khz_shape_clip(other, p0, p1, t) || !(t[1] > t[0])) return;
   khzu_sub3(d, p1, p0);
   for (int e = 0; e < 2 && ends; e++) {
-    if (!(t[e] > 1e-9 && t[e] < 1 - 1e-9)) continue;
+    if (!(t[e] > KHZ_SEG_END && t[e] < 1 - KHZ_SEG_END)) continue;
     khzu_addScl3(q, p0, d, t[e]);
     khz_col_addPoint(o, q, 0, side, KHZ_FEATURE(KHZ_FEAT_RIM, 2 + e));
   }
@@ -393,7 +439,7 @@ static void rim_points(const khzColShape *s, const khzColShape *other, int side,
   double ang = atan2(sgn * (R[1] * u[0] + R[4] * u[1] + R[7] * u[2]),
                      sgn * (R[0] * u[0] + R[3] * u[1] + R[6] * u[2]));
   double step = 2 * M_PI / KHZ_CYL_RIM, off = ang - step * nearbyint(ang / step);
-  int on_sample = s->size[0] * (1 - cos(off)) < 1e-7;
+  int on_sample = s->size[0] * (1 - cos(off)) < KHZ_ON_SAMPLE;
   double p[2][3];
   for (int rim = 0; rim < 2; rim++) {
     khzu_addScl3(p[rim], s->pos, z, rim ? s->size[1] : -s->size[1]);
@@ -423,7 +469,7 @@ static int facet_normals(const khzColShape *s, const double p[3], double (*out)[
     khzu_scl3(out[n++], z, -1);
     khzu_sub3(r, p, s->pos);
     khzu_addScl3(r, r, z, -khzu_dot3(r, z));
-    if (khzu_normalize3(r) > 1e-12) khzu_copy3(out[n++], r);
+    if (khzu_normalize3(r) > KHZ_NO_DIRECTION) khzu_copy3(out[n++], r);
   } else if (s->shape == KHZ_SHAPE_CONVEX) {
     for (int f = 0; f < s->hull->nplane && n < cap; f++) {
       double w[3];
@@ -471,7 +517,7 @@ static double overlap(const khzColShape *a, const khzColShape *b, const double n
 static void consider(nsearch *ns, const double cand[3]) {
   double n[3];
   khzu_copy3(n, cand);
-  if (khzu_normalize3(n) < 1e-12) return;
+  if (khzu_normalize3(n) < KHZ_NO_DIRECTION) return;
   double f = objective(ns->a, ns->b, ns->o, n);
   if (ns->sat) {
     /* the translation that separates A along n is the overlap of the two
@@ -481,11 +527,11 @@ static void consider(nsearch *ns, const double cand[3]) {
     f = fmax(f, overlap(ns->a, ns->b, n));
   }
   if (!ns->have || f < ns->best - ns->tie) {
-    if (ns->have && khzu_dot3(ns->n, n) < 0.99) ns->second = ns->best, khzu_copy3(ns->n2, ns->n), ns->have2 = 1;
+    if (ns->have && khzu_dot3(ns->n, n) < KHZ_OTHER_DIRECTION_COS) ns->second = ns->best, khzu_copy3(ns->n2, ns->n), ns->have2 = 1;
     ns->best = f;
     khzu_copy3(ns->n, n);
     ns->have = 1;
-  } else if (khzu_dot3(ns->n, n) < 0.99 && (!ns->have2 || f < ns->second)) {
+  } else if (khzu_dot3(ns->n, n) < KHZ_OTHER_DIRECTION_COS && (!ns->have2 || f < ns->second)) {
     ns->second = f, khzu_copy3(ns->n2, n), ns->have2 = 1;
   }
 }
@@ -562,8 +608,8 @@ static void facet_candidates(nsearch *ns, const khzColShape *s, double sign, con
 
 /* A cylinder's rim is a curved edge: where a corner or an edge meets it, the
  * direction of least penetration lies between the cap's and the side's
- * normals and no facet gives it (a box corner grazing a rim scored 33 mm
- * along the cap's axis, 1 mm deep). From the best candidate, a pattern
+ * normals and no facet gives it (the cap's axis can overstate a shallow
+ * corner's depth many times over). From the best candidate, a pattern
  * search on the unit sphere lowers the overlap of the projections,
  * g(n) = h_B(n) + h_A(-n): for two convex shapes it is at least the
  * penetration depth along any n and equals it at its minimum (the distance
@@ -611,7 +657,7 @@ static double refine_from(const nsearch *ns, double n[3]) {
                                     {0, -1}, {0.7071067811865476, -0.7071067811865476}};
   double ax[6][3];
   int nax = crease_axes(ns->b, ax, crease_axes(ns->a, ax, 0));
-  double f = overlap(ns->a, ns->b, n), step = 1e-4;
+  double f = overlap(ns->a, ns->b, n), step = KHZ_REFINE_PROBE;
   int evals = 0, descending = 0;
   while (step >= KHZ_REFINE_TOL && evals < KHZ_REFINE_EVALS && !(ns->until_apart && f <= 0)) {
     double dir[8 + 12][3], t1[3], t2[3];
@@ -622,7 +668,7 @@ static double refine_from(const nsearch *ns, double n[3]) {
       for (int j = 0; j < 3; j++) dir[nd][j] = ring[k][0] * t1[j] + ring[k][1] * t2[j];
     for (int k = 0; k < nax; k++) {
       khzu_cross(dir[nd], ax[k], n);
-      if (khzu_normalize3(dir[nd]) < 1e-9) continue;
+      if (khzu_normalize3(dir[nd]) < KHZ_CREASE_SIN) continue;
       khzu_scl3(dir[nd + 1], dir[nd], -1);
       nd += 2;
     }
@@ -650,7 +696,7 @@ static void consider_common_perpendicular(nsearch *ns) {
   axis_z(a, za);
   axis_z(b, zb);
   khzu_cross(c, za, zb);
-  if (khzu_normalize3(c) > 1e-6) {
+  if (khzu_normalize3(c) > KHZ_PARALLEL_AXES_SIN) {
     consider(ns, c);
     khzu_scl3(c, c, -1);
     consider(ns, c);
@@ -668,7 +714,7 @@ static void consider_common_perpendicular(nsearch *ns) {
  * deepest rim points and generator of each cylinder along it. */
 static int rims_convex(const khzColShape *a, const khzColShape *b, khzColOut *o) {
   double scale = a->scale + b->scale, cand[64][3], c[3];
-  nsearch ns = {a, b, o, 0, {0, 0, 1}, 1e-12 * scale, 0, 1, 0, {0, 0, 1}, 0, 0};
+  nsearch ns = {a, b, o, 0, {0, 0, 1}, KHZ_EQ4_TIE * scale, 0, 1, 0, {0, 0, 1}, 0, 0};
   o->npt = 0; /* no points: consider() scores the overlap alone */
   if (a->shape != KHZ_SHAPE_CYLINDER && b->shape != KHZ_SHAPE_CYLINDER) return 0;
   for (int side = 0; side < 2; side++) { /* n points towards A */
@@ -698,8 +744,8 @@ static int rims_convex(const khzColShape *a, const khzColShape *b, khzColOut *o)
 static void eq4_convex(const vcache *va_, const vcache *vb_, khzColOut *o, const int *ea,
                        int nea, const int *eb, int neb, double n[3]) {
   const khzColShape *a = va_->s, *b = vb_->s;
-  double scale = a->scale + b->scale, tol = 1e-7 * scale;
-  nsearch ns = {a, b, o, 0, {0, 0, 1}, 1e-12 * scale, 0, 1, 0, {0, 0, 1}, 0, 0};
+  double scale = a->scale + b->scale, tol = KHZ_FACET_TOL * scale;
+  nsearch ns = {a, b, o, 0, {0, 0, 1}, KHZ_EQ4_TIE * scale, 0, 1, 0, {0, 0, 1}, 0, 0};
 
   /* fast path: the facet nearest to the deepest point */
   int k = deepest_sd(o);
@@ -740,7 +786,7 @@ static void eq4_convex(const vcache *va_, const vcache *vb_, khzColOut *o, const
       vert(vb_, vb[1], b1);
       khzu_sub3(db, b1, b0);
       khzu_cross(c, da, db);
-      if (khzu_dot3(c, c) <= 1e-12 * khzu_dot3(da, da) * khzu_dot3(db, db)) continue;
+      if (khzu_dot3(c, c) <= KHZ_PARALLEL_EDGES_SIN2 * khzu_dot3(da, da) * khzu_dot3(db, db)) continue;
       consider(&ns, c);
       khzu_scl3(c, c, -1);
       consider(&ns, c);
@@ -849,7 +895,7 @@ static void deep_normal(const khzColShape *a, const khzColShape *b, const khzCol
       double zb[3];
       axis_z(b, zb);
       khzu_cross(cand[nc], za, zb);
-      if (khzu_norm3(cand[nc]) < 1e-9) khzu_orthogonal(cand[nc], za);
+      if (khzu_norm3(cand[nc]) < KHZ_PARALLEL_CORES_SIN) khzu_orthogonal(cand[nc], za);
       nc++;
       break;
     }
@@ -858,7 +904,7 @@ static void deep_normal(const khzColShape *a, const khzColShape *b, const khzCol
     for (int sg = 1; sg >= -1; sg -= 2) {
       double d[3], m[3];
       khzu_scl3(d, cand[i], sg);
-      if (khzu_normalize3(d) < 1e-12) continue;
+      if (khzu_normalize3(d) < KHZ_NO_DIRECTION) continue;
       khzu_scl3(m, d, -1);
       double f = khz_shape_h(b, d) + khz_shape_h(a, m);
       if (f < best) best = f, khzu_copy3(n, d);
@@ -869,7 +915,7 @@ static void deep_normal(const khzColShape *a, const khzColShape *b, const khzCol
 static int rounded_pair(const khzColShape *a, const khzColShape *b, khzColOut *o) {
   khzColCore ca, cb;
   double pa[3], pb[3], dist, ra = a->size[0], rb = 0;
-  double scale = a->scale + b->scale, tiny = 1e-9 * scale;
+  double scale = a->scale + b->scale, tiny = KHZ_CORES_MEET * scale;
   int bround = is_round(b->shape);
   core_of(a, &ca);
 
@@ -1031,7 +1077,7 @@ static double mesh_candidate(const khzColShape *a, const khzColShape *b, const k
 /* eq. 4 for pairs with a triangle mesh: each point is measured against the
  * facets of the other geometry, fast path first */
 static void eq4_mesh(const khzColShape *a, const khzColShape *b, khzColOut *o, double n[3]) {
-  double tol = 1e-7 * (a->scale + b->scale), c[3];
+  double tol = KHZ_FACET_TOL * (a->scale + b->scale), c[3];
   int k = deepest_sd(o);
   double best = mesh_candidate(a, b, o, k, n);
   if (best <= o->pt[k].sd + tol) return;
@@ -1050,7 +1096,7 @@ static void eq4_mesh(const khzColShape *a, const khzColShape *b, khzColOut *o, d
     }
     if (nk < 0) break;
     double f = mesh_candidate(a, b, o, nk, c);
-    if (f < best - 1e-12) best = f, khzu_copy3(n, c);
+    if (f < best - KHZ_EQ4_MESH_TIE) best = f, khzu_copy3(n, c);
     last = o->pt[nk].sd, lastk = nk;
   }
 }
@@ -1092,7 +1138,7 @@ static double sphere_mesh_query(const khzColShape *b, const double c[3], double 
   khz_shape_toLocal(b, c, q);
   double phi = khz_trimesh_closest(b->mesh, q, cq, &tri, pn);
   khzu_sub3(d, q, cq);
-  if (khzu_normalize3(d) > 1e-12 * b->scale)
+  if (khzu_normalize3(d) > KHZ_MESH_NO_DIRECTION * b->scale)
     khzu_scl3(d, d, phi >= 0 ? 1 : -1);
   else
     khzu_copy3(d, pn);
@@ -1140,7 +1186,7 @@ static int capsule_trimesh(const khzColShape *a, const khzColShape *b, khzColOut
     double q[3], d[3];
     khzu_closestOnSegment(o->pt[i].pos, c.a, c.b, q);
     khzu_sub3(d, q, o->pt[i].pos);
-    if (khzu_normalize3(d) < 1e-12 * b->scale) continue;
+    if (khzu_normalize3(d) < KHZ_MESH_NO_DIRECTION * b->scale) continue;
     best = o->pt[i].sd, khzu_copy3(n, d);
   }
   if (!o->npt) return 0;

@@ -1,7 +1,8 @@
 /* pairs.c — khz_collide: broad phase, narrow phase, the contact outputs and
  * the persistent pair slots that carry the penalty method's state from tick
- * to tick (the integral term and the Fig. 2 phase of Drumwright's method, the
- * friction anchors; SPEC §3).
+ * to tick (the integral term of eq. 2 and the Fig. 2 phase of Drumwright, "A
+ * fast and stable penalty method for rigid body simulation", IEEE TVCG 2008;
+ * the friction anchors; docs/contact.md).
  *
  * Outputs are ordered by geom pair (g0 < g1), so the same state gives the same
  * contacts in the same order. Each pair keeps at most m->max_points points:
@@ -21,6 +22,12 @@
 
 #include "collision.h"
 #include "spatial.h"
+
+/* fraction of the deepest point's depth from which a point is in the deepest layer */
+#define KHZ_DEEP_LAYER 0.9
+/* sin between the normal and a cylinder's axis below which a rim point has no
+ * centre of curvature (the normal is along the axis) */
+#define KHZ_RIM_AXIS_SIN 1e-9
 
 /* ------------------------------------------------------------- names -- */
 
@@ -82,7 +89,7 @@ static void keep_deepest(khzColOut *o, int keep, double *scratch) {
     double c = cos(M_PI * k / 4), s = sin(M_PI * k / 4), best = -1e300;
     int bi = -1;
     for (int i = 0; i < n; i++) {
-      if (o->pt[i].depth < 0.9 * dmax) continue;
+      if (o->pt[i].depth < KHZ_DEEP_LAYER * dmax) continue;
       double x = c * khzu_dot3(u, o->pt[i].pos) + s * khzu_dot3(v, o->pt[i].pos);
       if (x > best) best = x, bi = i;
     }
@@ -216,7 +223,7 @@ static void round_point(const khzModel *m, const khzContact *c, const double *xr
     khzu_mulMatVec3(aw, R, ab);
     khzu_scl3(u, n, out);
     khzu_addScl3(u, u, aw, -khzu_dot3(u, aw));
-    if (khzu_normalize3(u) < 1e-9) return;
+    if (khzu_normalize3(u) < KHZ_RIM_AXIS_SIN) return;
     khzu_copy3(p->axis, ab);
   } else {
     return;

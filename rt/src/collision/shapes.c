@@ -14,6 +14,13 @@
 
 #include "collision.h"
 
+/* sin between a direction and a cylinder's axis below which it has no radial part
+ * (the support is the cap's centre) */
+#define KHZ_AXIAL_SIN 1e-12
+/* absolute, in the quantity's units: below it a segment is parallel to a slab or
+ * a plane, or to a cylinder's axis (no division) */
+#define KHZ_DIV_ZERO 1e-300
+
 /* ------------------------------------------------------------ frames -- */
 
 void khz_shape_toLocal(const khzColShape *s, const double p[3], double out[3]) {
@@ -68,7 +75,7 @@ void khz_shape_support(const khzColShape *s, const double dir[3], double out[3])
       break;
     case KHZ_SHAPE_CYLINDER: {
       double rho = sqrt(d[0] * d[0] + d[1] * d[1]);
-      if (rho > 1e-12 * khzu_norm3(d)) l[0] = sz[0] * d[0] / rho, l[1] = sz[0] * d[1] / rho;
+      if (rho > KHZ_AXIAL_SIN * khzu_norm3(d)) l[0] = sz[0] * d[0] / rho, l[1] = sz[0] * d[1] / rho;
       l[2] = d[2] >= 0 ? sz[1] : -sz[1];
       break;
     }
@@ -222,7 +229,7 @@ double khz_shape_sdLocal(const khzColShape *s, const double q[3], double nrm[3])
 
 /* intersects [t0, t1] with the slab lo <= a + t d <= hi */
 static int clip_slab(double a, double d, double lo, double hi, double *t0, double *t1) {
-  if (fabs(d) < 1e-300) return a >= lo && a <= hi;
+  if (fabs(d) < KHZ_DIV_ZERO) return a >= lo && a <= hi;
   double u = (lo - a) / d, v = (hi - a) / d;
   if (u > v) {
     double w = u;
@@ -236,7 +243,7 @@ static int clip_slab(double a, double d, double lo, double hi, double *t0, doubl
 /* intersects [t0, t1] with the half-space n.(a + t d) <= off */
 static int clip_half(double na, double nd, double off, double *t0, double *t1) {
   double num = off - na;
-  if (fabs(nd) < 1e-300) return num >= 0;
+  if (fabs(nd) < KHZ_DIV_ZERO) return num >= 0;
   double t = num / nd;
   if (nd < 0) {
     if (t > *t0) *t0 = t;
@@ -272,7 +279,7 @@ int khz_shape_clipLocal(const khzColShape *s, const double a[3], const double b[
       /* |a_xy + t d_xy|^2 <= r^2 */
       double A = d[0] * d[0] + d[1] * d[1], B = 2 * (a[0] * d[0] + a[1] * d[1]),
              C = a[0] * a[0] + a[1] * a[1] - sz[0] * sz[0];
-      if (A < 1e-300) {
+      if (A < KHZ_DIV_ZERO) {
         ok = C <= 0;
         break;
       }
