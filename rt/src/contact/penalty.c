@@ -404,6 +404,7 @@ typedef struct {
   double dir[3]; /* the direction of its impulse on body 0 (body 1: minus) */
   double depth;  /* normal rows: the point's depth past the pair's offset */
   double w;      /* normal rows: the point's share of the pair's gains (eq. 1's count) */
+  double fn;     /* normal rows: the explicit normal force at the point at the step's start */
 } implicit_row;
 
 static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int apply,
@@ -476,7 +477,7 @@ static int pair_rows(const khzModel *m, khzData *d, int i, implicit_row *row) {
   khzu_cross(t[1], c->normal, t[0]);
   for (int k = 0; k < 2; k++) {
     implicit_row *r = row + n++;
-    r->contact = i, r->point = -1, r->depth = 0, r->w = 0;
+    r->contact = i, r->point = -1, r->depth = 0, r->w = 0, r->fn = 0;
     memcpy(r->x, x, sizeof x);
     memcpy(r->dir, t[k], sizeof r->dir);
   }
@@ -590,7 +591,7 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, double *dv, double *dqd,
       row[n] = *r;
       rhs[n] = kj * depth / kcj - v;
       diag[n] = 1 / (h * kcj);
-      lo[n] = -h * c->kp * r->w * depth;
+      lo[n] = -h * r->fn;
       n++;
     }
     int r0 = moving_root(m, c, 0), r1 = moving_root(m, c, 1);
@@ -779,6 +780,7 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
       row->depth = pts[k].depth - ps->offset + (p1[0] - p0[0]) * n[0] + (p1[1] - p0[1]) * n[1] +
                    (p1[2] - p0[2]) * n[2];
       row->w = r > 0 ? wt[j] * (wedge ? pts[k].weight : 1) / r : 0;
+      row->fn = raw[j] * row->w;
       j++;
     }
     return 0;
