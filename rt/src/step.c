@@ -51,8 +51,8 @@ void khz_integratePos(const khzModel *m, double *qout, const double *q, const do
 /* stiffness of the joint-limit and friction-stick springs: natural frequency
  * limit_hz, capped so that h * omega stays well inside the stability region of
  * both integrators */
-static double spring_omega(const khzModel *m) {
-  double w = 2 * M_PI * m->limit_hz, cap = 0.3 / m->timestep;
+static double spring_omega(const khzModel *m, double h) {
+  double w = 2 * M_PI * m->limit_hz, cap = 0.3 / h;
   return w < cap ? w : cap;
 }
 
@@ -69,7 +69,7 @@ void khz_resetStick(const khzModel *m, khzData *d) {
 
 void khz_passive(const khzModel *m, const khzData *d, const double *q, const double *qd,
                  double *tau) {
-  double w = spring_omega(m), h = m->timestep;
+  double h = d->timestep, w = spring_omega(m, h);
   for (int k = 0; k < m->nv; k++) tau[k] = -m->dof_damping[k] * qd[k];
   for (int i = 1; i < m->nbody; i++) {
     int qa = m->jnt_qadr[i], da = m->jnt_dofadr[i];
@@ -109,7 +109,7 @@ void khz_passive(const khzModel *m, const khzData *d, const double *q, const dou
 /* after a step: an anchor whose spring would exceed the friction torque slides
  * along, so that the spring holds exactly the friction torque */
 static void update_stick(const khzModel *m, khzData *d) {
-  double w = spring_omega(m);
+  double w = spring_omega(m, d->timestep);
   for (int i = 1; i < m->nbody; i++) {
     if (!is_scalar(m, i)) continue;
     int dof = m->jnt_dofadr[i];
@@ -212,9 +212,11 @@ static int finite_state(const khzModel *m, const khzData *d, int *bad_body) {
   return 1;
 }
 
-void khz_step(const khzModel *m, khzData *d) {
+void khz_step(const khzModel *m, khzData *d) { khz_stepWith(m, d, m->timestep); }
+
+void khz_stepWith(const khzModel *m, khzData *d, double h) {
   size_t nq = (size_t)m->nq, nv = (size_t)m->nv, mark = khz_stackMark(d);
-  double h = m->timestep;
+  d->timestep = h;
   double *q0 = khz_stackAlloc(d, nq * sizeof(double));
   double *v0 = khz_stackAlloc(d, nv * sizeof(double));
   double *tau = khz_stackAlloc(d, nv * sizeof(double));
@@ -302,6 +304,7 @@ void khz_resetData(const khzModel *m, khzData *d) {
   KHZ_STATE_FIELDS(KHZ_X_ZERO)
 #undef KHZ_X_ZERO
   memcpy(d->q, m->q0, (size_t)m->nq * sizeof(double));
+  d->timestep = m->timestep;
   memcpy(d->qd, m->qd0, (size_t)m->nv * sizeof(double));
   khz_resetStick(m, d);
   for (int k = 0; k < m->npair_max; k++) d->pair[k].geom[0] = d->pair[k].geom[1] = -1;

@@ -429,6 +429,10 @@ typedef struct khzData {
   KHZ_STATE_FIELDS(KHZ_X_MEMBER)
 #undef KHZ_X_MEMBER
 
+  /* the step context: the step size of the current (or last) step; the
+   * model's timestep after khz_makeData / khz_resetData */
+  double timestep;
+
   /* outputs of the last step / khz_forward() */
   double *qdd;            /* nv */
   double *tau_applied;    /* nv: commanded torque after clamping */
@@ -540,8 +544,14 @@ void khz_resetStick(const khzModel *m, khzData *d);
  * passive forces, qdd and kinematics. */
 void khz_forward(const khzModel *m, khzData *d);
 
-/* Advances the state by one timestep with the model's integrator. A non-finite
- * result is rolled back and counted (KHZ_WARN_BADSTATE, d->warning_body). */
+/* Advances the state by one step of h seconds with the model's integrator
+ * (the step context: d->timestep = h for everything the step computes). A
+ * non-finite result is rolled back and counted (KHZ_WARN_BADSTATE,
+ * d->warning_body). h must be positive; the real-time loop passes its rate's
+ * period, everything else the model's timestep (khz_step). */
+void khz_stepWith(const khzModel *m, khzData *d, double h);
+
+/* khz_stepWith(m, d, m->timestep): one step of the scene's timestep. */
 void khz_step(const khzModel *m, khzData *d);
 
 /* qout = q (+) h * v: integrates positions on the joint manifolds (quaternions

@@ -68,7 +68,7 @@ void khz_contactImplicit(const khzModel *m, khzData *d, const double *qd, double
   double *tmp = khz_stackAlloc(d, 6 * (size_t)m->nbody * sizeof(double));
   if (vfree && dv && dqd && dvel && tmp) {
     /* the velocity the step would end with without the implicit part */
-    double h = m->timestep;
+    double h = d->timestep;
     for (int k = 0; k < m->nv; k++) vfree[k] = qd[k] + h * qdd[k], dv[k] = 0;
     khz_forwardPass(m, d, d->q, vfree);
     khz_penaltyImplicit(m, d, dv, dqd, dvel, tmp);

@@ -123,8 +123,8 @@ static int auto_gains(const khzModel *m, const khzContact *c) {
          !(m->geom_gain[3 * c->geom[1]] > 0);
 }
 
-static void pair_gains_auto(const khzModel *m, khzContact *c, const khzPairState *ps) {
-  double ms[2], h = m->timestep, w = KHZ_AUTO_OMEGA / h;
+static void pair_gains_auto(const khzModel *m, khzContact *c, const khzPairState *ps, double h) {
+  double ms[2], w = KHZ_AUTO_OMEGA / h;
   for (int s = 0; s < 2; s++) ms[s] = contact_mass(m, c->body[s]);
   double own = ms[0] > 0 && ms[1] > 0 ? ms[0] * ms[1] / (ms[0] + ms[1]) : ms[0] + ms[1];
   double g = sqrt(khzu_dot3(m->gravity, m->gravity));
@@ -140,12 +140,12 @@ static void pair_gains_auto(const khzModel *m, khzContact *c, const khzPairState
  * else from the masses of the moving bodies (the paper: kp = 100 (m1+m2),
  * kv = 50 (m1+m2), ki = 2 (m1+m2); the coefficients and the mass rule are
  * scene options); and the pair's friction coefficient */
-static void pair_gains(const khzModel *m, khzContact *c, const khzPairState *ps) {
+static void pair_gains(const khzModel *m, khzContact *c, const khzPairState *ps, double h) {
   double f0 = m->geom_friction[c->geom[0]], f1 = m->geom_friction[c->geom[1]];
   double mu0 = f0 > 0 ? f0 : m->contact.mu, mu1 = f1 > 0 ? f1 : m->contact.mu;
   c->mu = sqrt(mu0 * mu1);
   if (auto_gains(m, c)) {
-    pair_gains_auto(m, c, ps);
+    pair_gains_auto(m, c, ps, h);
     return;
   }
   double mass = 0, ms[2], meff = ps->meff;
@@ -231,7 +231,7 @@ void khz_penaltyGains(const khzModel *m, khzData *d, int inertias, double *dqd, 
     if (inertias && !(ps->meff > 0)) ps->meff = effective_mass(m, d, c, dqd, dvel);
     if (inertias && rolling && !(ps->rot_inertia > 0))
       ps->rot_inertia = rotational_inertia(m, d, c, dqd, dvel);
-    pair_gains(m, c, ps);
+    pair_gains(m, c, ps, d->timestep);
   }
 }
 
@@ -343,7 +343,7 @@ static void body_limits(const khzModel *m, khzData *d, int stiffness, double lim
   for (int b = 1; b < m->nbody; b++) {
     if (!free_rigid(m, b)) continue;
     double lam = damping_rate(m, d, b, C + 36 * b);
-    double rate = (stiffness ? sqrt(lam) : lam) * m->timestep;
+    double rate = (stiffness ? sqrt(lam) : lam) * d->timestep;
     if (rate > limit) scale[b] = stiffness ? (limit / rate) * (limit / rate) : limit / rate;
   }
 }
@@ -561,7 +561,7 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, double *dv, double *dqd,
    * body's tilt as well as its height. P / h acts as a constant force over
    * the whole step (pair_forces adds it at every stage), so that a body at
    * rest keeps exactly zero velocity. */
-  double h = m->timestep;
+  double h = d->timestep;
   int nc = d->ncontact, n = 0, cap = d->ncpoint + 2 * nc;
   size_t mark = khz_stackMark(d);
   implicit_row *row = khz_stackAlloc(d, (size_t)cap * sizeof(implicit_row));
@@ -712,7 +712,7 @@ static void rolling_torque(const khzModel *m, khzData *d, const khzContact *c, d
   double w[3] = {0, 0, 0};
   for (int j = 0; j < 3; j++)
     w[j] = (b0 > 0 ? d->vtree[6 * b0 + j] : 0) - (b1 > 0 ? d->vtree[6 * b1 + j] : 0);
-  double wn = khzu_dot3(w, n), wt[3], rate = ps->rot_inertia / (2 * m->timestep), T[3];
+  double wn = khzu_dot3(w, n), wt[3], rate = ps->rot_inertia / (2 * d->timestep), T[3];
   for (int j = 0; j < 3; j++) wt[j] = w[j] - wn * n[j];
   double wtn = sqrt(khzu_dot3(wt, wt));
   double tt = fmin(rate * wtn, mr * fn), tn = fmin(rate * fabs(wn), ms * fn);
@@ -848,7 +848,7 @@ void khz_penaltyEnd(const khzModel *m, khzData *d) {
     /* integral term: I <- gamma I + max_y d(y, t) */
     double dmax = c->npoint ? d->cpoint[c->deepest].depth : 0;
     ps->integral = m->contact.gamma * ps->integral + fmax(dmax - ps->offset, 0);
-    ps->offset *= exp(-m->timestep / KHZ_IMPACT_RELAX);
+    ps->offset *= exp(-d->timestep / KHZ_IMPACT_RELAX);
     if (ps->phase != KHZ_PHASE_RESTING || !c->nbottom) {
       ps->nanchor = 0;
       continue;

@@ -9,7 +9,7 @@
  * burst. Lockstep and pause wait on a futex "doorbell" that the I/O side rings
  * when it commits a command or a request. The loop owns the step size: the
  * caller's model is only read, and every tick steps by the loop's timestep
- * (1 / rate, set_rate()).
+ * (1 / rate, set_rate()) through khz_stepWith's step context.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -238,21 +238,6 @@ static void set_rate(khzLoop *L, double hz) {
   L->period_ns = llround(1e9 / hz);
   memcpy(&bits, &hz, sizeof bits);
   atomic_store_explicit(&L->rate_bits, bits, memory_order_release);
-}
-
-/* khz_step with step size h. rt's step reads h from the model (m->timestep,
- * in step.c and contact.c) and has no entry point that takes it, so a rate
- * other than the scene's steps a stack view of the model that differs only in
- * its timestep. The view lives for this call: no model with a patched timestep
- * is kept. It goes when rt's step takes h (khz_stepWith, see docs/server.md). */
-static void step_at(const khzModel *m, khzData *d, double h) {
-  if (h == m->timestep) {
-    khz_step(m, d);
-    return;
-  }
-  khzModel at = *m;
-  at.timestep = h;
-  khz_step(&at, d);
 }
 
 /* ----------------------------------------------------------- publishing -- */
@@ -689,7 +674,7 @@ static void tick(khzLoop *L, int64_t t_sched, int64_t t_wake, int timed_out) {
   /* step; warnings raised by it become flags */
   int effort = d->warning[KHZ_WARN_EFFORT] + d->warning[KHZ_WARN_BADCTRL];
   int bad = d->warning[KHZ_WARN_BADSTATE];
-  step_at(m, d, L->timestep);
+  khz_stepWith(m, d, L->timestep);
   if (d->warning[KHZ_WARN_EFFORT] + d->warning[KHZ_WARN_BADCTRL] != effort) flags |= KHZ_FLAG_CLAMPED;
   if (d->warning[KHZ_WARN_BADSTATE] != bad) flags |= KHZ_FLAG_BADSTATE;
   L->st.ticks++;
@@ -1000,7 +985,7 @@ khzLoop *khz_loop_new(const khzModel *m, const khzLoopConfig *cfg, char *err, si
   for (size_t off = 0; off < L->d->nbuffer; off += 4096) page[off] = page[off];
   khzData *warm = khz_makeData(m, 0);
   if (warm) {
-    step_at(m, warm, L->timestep);
+    khz_stepWith(m, warm, L->timestep);
     khz_deleteData(&warm);
   }
 
