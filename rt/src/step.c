@@ -241,7 +241,7 @@ void khz_stepWith(const khzModel *m, khzData *d, double h) {
   if (m->integrator == KHZ_INT_EULER) {
     /* semi-implicit Euler */
     accel(m, d, q0, v0, tau, d->qdd);
-    if (d->ncontact) khz_contactImplicit(m, d, v0, d->qdd);
+    if (d->ncontact && khz_contactImplicit(m, d, v0, d->qdd)) accel(m, d, q0, v0, tau, d->qdd);
     for (size_t k = 0; k < nv; k++) d->qd[k] = v0[k] + h * d->qdd[k];
     khz_integratePos(m, d->q, q0, d->qd, h);
   } else {
@@ -261,8 +261,9 @@ void khz_stepWith(const khzModel *m, khzData *d, double h) {
       }
       position_derivative(m, qs, vs, kqs);
       accel(m, d, qs, vs, tau, kas);
-      /* the implicit part of contact, from the start state, held constant */
-      if (s == 0 && d->ncontact) khz_contactImplicit(m, d, v0, kas);
+      /* the implicit part of contact, solved from the first stage and held
+       * constant over the step: the stage is evaluated again with it */
+      if (s == 0 && d->ncontact && khz_contactImplicit(m, d, v0, kas)) accel(m, d, qs, vs, tau, kas);
     }
     memcpy(d->qdd, ka, nv * sizeof(double));
     /* combine: x = x0 + h/6 (k1 + 2 k2 + 2 k3 + k4) */

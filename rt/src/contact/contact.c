@@ -56,25 +56,25 @@ void khz_contactBegin(const khzModel *m, khzData *d) {
 
 void khz_contactForces(const khzModel *m, khzData *d) { khz_penaltyForces(m, d); }
 
-void khz_contactImplicit(const khzModel *m, khzData *d, const double *qd, double *qdd) {
+int khz_contactImplicit(const khzModel *m, khzData *d, const double *qd, const double *qdd) {
   int any = 0;
   for (int i = 0; i < d->ncontact; i++) any |= d->contact[i].kv_implicit > 0 || d->contact[i].kp_implicit > 0;
-  if (!any) return;
+  if (!any) return 0;
   size_t mark = khz_stackMark(d);
   double *vfree = khz_stackAlloc(d, (size_t)m->nv * sizeof(double));
-  double *dv = khz_stackAlloc(d, (size_t)m->nv * sizeof(double));
   double *dqd = khz_stackAlloc(d, (size_t)m->nv * sizeof(double));
   double *dvel = khz_stackAlloc(d, 6 * (size_t)m->nbody * sizeof(double));
   double *tmp = khz_stackAlloc(d, 6 * (size_t)m->nbody * sizeof(double));
-  if (vfree && dv && dqd && dvel && tmp) {
+  int done = vfree && dqd && dvel && tmp;
+  if (done) {
     /* the velocity the step would end with without the implicit part */
     double h = d->timestep;
-    for (int k = 0; k < m->nv; k++) vfree[k] = qd[k] + h * qdd[k], dv[k] = 0;
+    for (int k = 0; k < m->nv; k++) vfree[k] = qd[k] + h * qdd[k];
     khz_forwardPass(m, d, d->q, vfree);
-    khz_penaltyImplicit(m, d, dv, dqd, dvel, tmp);
-    for (int k = 0; k < m->nv; k++) qdd[k] += dv[k] / h;
+    khz_penaltyImplicit(m, d, dqd, dvel, tmp);
   }
   khz_stackFree(d, mark);
+  return done;
 }
 
 void khz_contactEnd(const khzModel *m, khzData *d) { khz_penaltyEnd(m, d); }
@@ -85,7 +85,7 @@ size_t khz_contactStackBytes(const khzModel *m) {
    * khz_contactBegin's scratch and the impulses */
   size_t contact = (size_t)m->npair_max * sizeof(double) + 6 * (size_t)m->max_points * sizeof(double) +
                    2 * (size_t)m->max_points * sizeof(int) + 64 * 8;
-  size_t implicit = (3 * (size_t)m->nv + 12 * (size_t)m->nbody) * sizeof(double) + 5 * 64 +
+  size_t implicit = (2 * (size_t)m->nv + 12 * (size_t)m->nbody) * sizeof(double) + 4 * 64 +
                     khz_penaltyImplicitStackBytes(m);
   return contact + khz_impulseStackBytes(m) + implicit;
 }

@@ -22,11 +22,13 @@ void khz_contactBegin(const khzModel *m, khzData *d);
 void khz_contactForces(const khzModel *m, khzData *d);
 
 /* Right after the first integrator stage at the step's start state (q, qd),
- * whose accelerations qdd it is given and corrects: the contact forces
- * integrated implicitly (the automatic gains' stiffness and damping beyond
- * the explicit limit), held constant over the step. Needs the articulated
- * inertias that stage's khz_abaCore left. */
-void khz_contactImplicit(const khzModel *m, khzData *d, const double *qd, double *qdd);
+ * with that stage's accelerations qdd: the contact forces integrated
+ * implicitly (the automatic gains' stiffness and damping beyond the explicit
+ * limit, and sliding friction), held constant over the step and added by
+ * khz_contactForces from then on. Needs the articulated inertias that
+ * stage's khz_abaCore left. Returns 1 when it set such forces (the first
+ * stage must then be evaluated again), else 0. */
+int khz_contactImplicit(const khzModel *m, khzData *d, const double *qd, const double *qdd);
 
 /* End of a step at the final state (after khz_forwardPass). */
 void khz_contactEnd(const khzModel *m, khzData *d);

@@ -38,6 +38,11 @@
  * effective mass than along the normal (rotation), so equal gains would leave
  * the explicit integrator's stability region first in the tangent plane */
 #define KHZ_TANGENT_SCALE 0.25
+/* the same for the automatic gains: the implicit part and the stiffness
+ * limit keep the explicit integrator stable, and a stiffer sticking spring
+ * holds a body on a slope, or stops a sliding one, with a smaller stretch
+ * (mu m g / kt: 0.03 mm for any mass at 1 kHz) */
+#define KHZ_AUTO_TANGENT_SCALE 1.0
 
 /* --------------------------------------------------------------- helpers -- */
 
@@ -121,6 +126,11 @@ static double contact_mass(const khzModel *m, int b) {
 static int auto_gains(const khzModel *m, const khzContact *c) {
   return !(m->contact.kp > 0) && !(m->contact.kp_per_kg > 0) && !(m->geom_gain[3 * c->geom[0]] > 0) &&
          !(m->geom_gain[3 * c->geom[1]] > 0);
+}
+
+/* the sticking spring-damper's gains relative to the normal ones */
+static double tangent_scale(const khzModel *m, const khzContact *c) {
+  return auto_gains(m, c) ? KHZ_AUTO_TANGENT_SCALE : KHZ_TANGENT_SCALE;
 }
 
 static void pair_gains_auto(const khzModel *m, khzContact *c, const khzPairState *ps, double h) {
@@ -260,7 +270,8 @@ static int free_rigid(const khzModel *m, int b) {
  * points to C (6x6, [w; v] at the centre of mass) of side s's body. The points are weighed equally, not by
  * depth as pair_forces weighs them: with the depth weights here a pile body
  * went 1.5 cm deep and test_impact g failed (tried; docs/validation.md). */
-static void damping_add(const khzData *d, const khzContact *c, int s, double gain, double *C) {
+static void damping_add(const khzModel *m, const khzData *d, const khzContact *c, int s, double gain,
+                        double *C) {
   const khzContactPoint *pts = d->cpoint + c->point_adr;
   const double *n = c->normal, *xc = d->xcom + 3 * c->body[s];
   double nb = 0;
@@ -268,7 +279,7 @@ static void damping_add(const khzData *d, const khzContact *c, int s, double gai
   if (!(nb > 0)) return;
   for (int k = 0; k < c->npoint; k++) {
     if (!pts[k].bottom) continue;
-    double w = pts[k].share / nb, kn = gain * w, kt = KHZ_TANGENT_SCALE * gain * w;
+    double w = pts[k].share / nb, kn = gain * w, kt = tangent_scale(m, c) * gain * w;
     double r[3] = {pts[k].pos[0] - xc[0], pts[k].pos[1] - xc[1], pts[k].pos[2] - xc[2]};
     /* J = [-[r]x, I]: the point's velocity from [w; v]; C += J^T D J */
     double J[3][6];
@@ -338,7 +349,7 @@ static void body_limits(const khzModel *m, khzData *d, int stiffness, double lim
     const khzContact *c = d->contact + i;
     if (!c->nbottom || (stiffness && !auto_gains(m, c))) continue;
     for (int s = 0; s < 2; s++)
-      if (free_rigid(m, c->body[s])) damping_add(d, c, s, stiffness ? c->kp : c->kv, C + 36 * c->body[s]);
+      if (free_rigid(m, c->body[s])) damping_add(m, d, c, s, stiffness ? c->kp : c->kv, C + 36 * c->body[s]);
   }
   for (int b = 1; b < m->nbody; b++) {
     if (!free_rigid(m, b)) continue;
@@ -519,18 +530,21 @@ static int solve_rows(const khzData *d, const implicit_row *row, const int *mem,
       if (r->point >= 0 && !fixed[a] && P[mem[a]] < lo[mem[a]])
         P[mem[a]] = lo[mem[a]], fixed[a] = 1, changed = 1;
     }
-    for (int a = 0; a + 1 < k; a++) { /* tangential pairs of rows: the friction disc */
+    /* tangential pairs of rows: the friction disc of the pair's normal
+     * impulse as solved now (rows held at the disc follow it) */
+    for (int a = 0; a + 1 < k; a++) {
       const implicit_row *r = row + mem[a];
-      if (r->point >= 0 || fixed[a]) continue;
+      if (r->point >= 0) continue;
       const khzContact *c = d->contact + r->contact;
       double pn = 0;
       for (int b = 0; b < k; b++)
         if (row[mem[b]].contact == r->contact && row[mem[b]].point >= 0) pn += P[mem[b]];
       double lim = c->mu * fmax(pn, 0), pt = hypot(P[mem[a]], P[mem[a + 1]]);
-      if (pt > lim * (1 + 1e-9)) {
-        double sc = pt > 0 ? lim / pt : 0;
+      if (fixed[a] || pt > lim * (1 + 1e-9)) {
+        double sc = pt > lim && pt > 0 ? lim / pt : 1;
         P[mem[a]] *= sc, P[mem[a + 1]] *= sc;
-        fixed[a] = fixed[a + 1] = 1, changed = 1;
+        if (!fixed[a]) changed = 1;
+        fixed[a] = fixed[a + 1] = 1;
       }
       a++;
     }
@@ -539,12 +553,11 @@ static int solve_rows(const khzData *d, const implicit_row *row, const int *mem,
   return 0;
 }
 
-void khz_penaltyImplicit(const khzModel *m, khzData *d, double *dv, double *dqd, double *dvel,
-                         double *tmp) {
+void khz_penaltyImplicit(const khzModel *m, khzData *d, double *dqd, double *dvel, double *tmp) {
   /* Each bottom point's implicit spring k and damper c (the pair's
    * kp_implicit and kv_implicit times its share w of eq. 1's count) on its
    * relative normal coordinate, integrated by backward Euler over the step,
-   * and a tangential damper ct (KHZ_TANGENT_SCALE times the pair's whole
+   * and a tangential damper ct (tangent_scale times the pair's whole
    * kv) at the centroid of the pair's bottom points, against sliding: the
    * impulses P of the rows satisfy
    *   P_i = h (k_i x_i - kc_i v_i'),  kc_i = k_i h + c_i,  v' = v + W P,
@@ -580,7 +593,7 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, double *dv, double *dqd,
   for (int i = 0; i < nc; i++) {
     khzContact *c = d->contact + i;
     memset(c->force_implicit, 0, sizeof c->force_implicit);
-    double kc = c->kp_implicit * h + c->kv_implicit, ct = KHZ_TANGENT_SCALE * (c->kv + c->kv_implicit);
+    double kc = c->kp_implicit * h + c->kv_implicit, ct = tangent_scale(m, c) * (c->kv + c->kv_implicit);
     if (!(kc > 0) || !c->nbottom || d->pair[c->slot].phase != KHZ_PHASE_RESTING) continue;
     int first = n, added = pair_rows(m, d, i, row + n);
     for (int j = first; j < first + added; j++) {
@@ -636,13 +649,11 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, double *dv, double *dqd,
       d->warning[KHZ_WARN_IMPULSE]++;
       continue;
     }
-    for (int a = 0; a < k; a++) { /* the velocity change, and the forces for the stages */
+    for (int a = 0; a < k; a++) { /* the forces for the stages */
       const implicit_row *r = row + mem[a];
       khzContact *c = d->contact + r->contact;
       double Pa = P[mem[a]];
       if (!isfinite(Pa) || Pa == 0) continue;
-      row_response(m, d, c, r, dqd, dvel, tmp);
-      for (int q = 0; q < m->nv; q++) dv[q] += Pa * dqd[q];
       if (r->point >= 0) d->cpoint[c->point_adr + r->point].force_implicit = Pa / h;
       else khzu_addScl3(c->force_implicit, c->force_implicit, r->dir, Pa / h);
     }
@@ -745,6 +756,7 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
    * (pts[k].weight, set_depths in narrowphase.c), so the force leans towards
    * the thick end of a tilted contact and levels it. */
   double raw[KHZ_PAIR_ANCHORS * 16], wt[KHZ_PAIR_ANCHORS * 16], fn_sum = 0, r = 0, r_plain = 0;
+  double tscale = tangent_scale(m, c);
   int cap = (int)(sizeof raw / sizeof raw[0]), nb = 0;
   for (int k = 0; k < c->npoint && nb < cap; k++) {
     if (!pts[k].bottom) continue;
@@ -785,18 +797,24 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
     }
     return 0;
   }
+  /* the pair's implicit tangential force is spread over the points in
+   * proportion to their normal forces, so that it fits every point's cone
+   * when it fits the pair's */
+  double nsum = 0;
+  for (int k = 0, j = 0; k < c->npoint && j < cap; k++)
+    if (pts[k].bottom) nsum += raw[j] * (r > 0 ? wt[j] * (wedge ? pts[k].weight : 1) / r : 0) + pts[k].force_implicit, j++;
   nb = 0;
   for (int k = 0; k < c->npoint && nb < cap; k++) {
     if (!pts[k].bottom) continue;
     double w = r > 0 ? wt[nb] * (wedge ? pts[k].weight : 1) / r : 0, fn = raw[nb] * w;
     fn_sum += fn;
-    /* |kt delta| <= mu fn with kt = scale kp w: the weight cancels */
-    /* the implicit part's normal force counts in the friction cone: per
-     * unit of the point's weight, as raw does */
+    /* |kt delta| <= mu fn with kt = scale kp w: the weight cancels; the
+     * implicit part's normal force counts in the cone, per unit of the
+     * point's weight as raw does */
     double fi = pts[k].force_implicit, fiw = w > 0 ? fi / w : 0, ti[3];
-    khzu_scl3(ti, c->force_implicit, c->nbottom ? 1.0 / c->nbottom : 0);
+    khzu_scl3(ti, c->force_implicit, nsum > 0 ? (fn + fi) / nsum : c->nbottom ? 1.0 / c->nbottom : 0);
     fn_sum += fi;
-    if (slip_limit) slip_limit[k] = c->mu * (raw[nb] + fiw) / (KHZ_TANGENT_SCALE * c->kp);
+    if (slip_limit) slip_limit[k] = c->mu * (raw[nb] + fiw) / (tscale * c->kp);
     nb++;
     double p0[3], p1[3], v0[3], v1[3], vt[3], F[3], m0[3], m1[3];
     surface_point(m, d, c, pts + k, 0, p0);
@@ -810,7 +828,7 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
     for (int j = 0; j < 3; j++) vt[j] -= vn * n[j];
 
     /* friction: spring-damper to the sticking anchor, saturated at mu fn */
-    double kt = KHZ_TANGENT_SCALE * c->kp * w, bt = KHZ_TANGENT_SCALE * c->kv * w;
+    double kt = tscale * c->kp * w, bt = tscale * c->kv * w;
     double Ft[3], delta[3];
     friction_stretch(d, c, ps, pts + k, m0, m1, delta);
     for (int j = 0; j < 3; j++) Ft[j] = -kt * delta[j] - bt * vt[j];

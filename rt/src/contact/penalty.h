@@ -29,11 +29,9 @@ void khz_penaltyLimitDamping(const khzModel *m, khzData *d);
  * c->kv_implicit), by backward Euler on each bottom point's normal
  * coordinate: with the articulated inertias of khz_abaCore valid at the
  * step's q and the forward pass at the predicted end-of-step velocity, sets
- * each point's force_implicit (constant over the step) and adds the
- * velocity change those forces cause over the step to dv (nv). Scratch dqd
- * (nv), dvel and tmp (6 nbody). */
-void khz_penaltyImplicit(const khzModel *m, khzData *d, double *dv, double *dqd, double *dvel,
-                         double *tmp);
+ * each point's force_implicit and each pair's tangential force_implicit
+ * (constant over the step). Scratch dqd (nv), dvel and tmp (6 nbody). */
+void khz_penaltyImplicit(const khzModel *m, khzData *d, double *dqd, double *dvel, double *tmp);
 
 /* scratch bytes khz_penaltyImplicit may take from d's stack */
 size_t khz_penaltyImplicitStackBytes(const khzModel *m);
