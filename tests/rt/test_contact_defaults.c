@@ -9,7 +9,15 @@
  *      they started, within that;
  *   c. the stiffness follows the load: the 1 kg box's ground pair carries
  *      the weight of both boxes and its spring is at least 100 times that of
- *      the same box alone. */
+ *      the same box alone;
+ *   d. 10-box stacks (alternating 1 / 10 kg; nine 100 kg boxes on a 1 kg
+ *      one), released touching: after 3 s no box has moved sideways more
+ *      than 1 mm or sunk more than 2 mm, kinetic energy at most 1e-4 J;
+ *   e. a box sliding at 2 m/s with mu 0.3 stops after v0^2 / (2 mu g)
+ *      within 0.5 % and slides back at most 0.1 mm;
+ *   f. on a 20 degree slope with mu 0.5 (tan 20 < mu) a box creeps at most
+ *      0.1 mm in 3 s; on 30 degrees with mu 0.3 it accelerates at
+ *      g (sin - mu cos) within 1 %. The slope is the gravity turned. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -39,7 +47,9 @@ static void add_box(khzSpec *s, const char *name, khzGeomType type, double half,
   khz_spec_addGeom(s, &g);
 }
 
-static khzSpec *ground_spec(void) {
+/* the ground plane and the default contact options (no gains); mu and
+ * restitution when >= 0 */
+static khzSpec *ground_spec_with(double mu, double restitution) {
   khzSpec *s = khz_spec_new();
   khzGeomSpec plane;
   khz_spec_defaultGeom(&plane);
@@ -47,9 +57,13 @@ static khzSpec *ground_spec(void) {
   khz_spec_addGeom(s, &plane);
   khzContactOptions c; /* the defaults: no gains */
   khz_spec_defaultContact(&c);
+  if (mu >= 0) c.mu = mu;
+  if (restitution >= 0) c.restitution = restitution;
   khz_spec_setContact(s, &c);
   return s;
 }
+
+static khzSpec *ground_spec(void) { return ground_spec_with(-1, -1); }
 
 /* deepest point of every pair in contact */
 static double max_depth(const khzData *d) {
@@ -131,9 +145,99 @@ static void case_bc(void) {
   }
 }
 
+static khzModel *compile(khzSpec *s) {
+  char err[256];
+  khzModel *m = khz_compile(s, err, sizeof err);
+  ENSURE_MSG(m, "%s", err);
+  khz_spec_destroy(&s);
+  return m;
+}
+
+static void case_d(void) {
+  for (int heavy = 0; heavy < 2; heavy++) {
+    khzSpec *s = ground_spec();
+    double mass[10];
+    for (int i = 0; i < 10; i++) {
+      char name[8];
+      snprintf(name, sizeof name, "b%d", i);
+      mass[i] = heavy ? (i ? 100 : 1) : (i % 2 ? 10 : 1);
+      add_box(s, name, KHZ_GEOM_BOX, 0.1, mass[i], 0.1 + 0.2 * i);
+    }
+    khzModel *m = compile(s);
+    if (!m) continue;
+    khzData *d = khz_makeData(m, 0);
+    for (int k = 0; k < 3000; k++) khz_step(m, d);
+    double drift = 0, sink = 0;
+    for (int i = 0; i < 10; i++) {
+      const double *q = d->q + 7 * i;
+      drift = fmax(drift, hypot(q[0], q[1]));
+      sink = fmax(sink, 0.1 + 0.2 * i - q[2]);
+    }
+    double ke = kinetic(m, d);
+    printf("d. %s: drift %.3g mm, sink %.3g mm, KE %.3g J after 3 s\n",
+           heavy ? "nine 100 kg boxes on 1 kg" : "alternating 1 / 10 kg", 1e3 * drift, 1e3 * sink, ke);
+    ENSURE(drift <= 1e-3 && sink <= 2e-3 && ke <= 1e-4);
+    ENSURE(d->warning[KHZ_WARN_BADSTATE] == 0);
+    khz_deleteData(&d);
+    khz_deleteModel(&m);
+  }
+}
+
+static void case_e(void) {
+  double v0 = 2, mu = 0.3;
+  khzSpec *s = ground_spec_with(mu, 0);
+  add_box(s, "b", KHZ_GEOM_BOX, 0.1, 1, 0.1);
+  khzModel *m = compile(s);
+  if (!m) return;
+  khzData *d = khz_makeData(m, 0);
+  d->qd[0] = v0;
+  double xmax = 0;
+  for (int k = 0; k < 1200; k++) {
+    khz_step(m, d);
+    xmax = fmax(xmax, d->q[0]);
+  }
+  double want = v0 * v0 / (2 * mu * G), back = xmax - d->q[0];
+  printf("e. sliding at 2 m/s, mu 0.3: stops at %.5g m (v0^2 / (2 mu g) = %.5g), slides back %.3g mm\n",
+         xmax, want, 1e3 * back);
+  ENSURE(fabs(xmax / want - 1) <= 0.005 && back <= 1e-4);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+}
+
+static void case_f(void) {
+  const double deg[2] = {20, 30}, mus[2] = {0.5, 0.3};
+  for (int t = 0; t < 2; t++) {
+    double th = deg[t] * M_PI / 180;
+    khzSpec *s = ground_spec_with(mus[t], 0);
+    double g[3] = {-G * sin(th), 0, -G * cos(th)}; /* down the slope: -x */
+    khz_spec_setGravity(s, g);
+    add_box(s, "b", KHZ_GEOM_BOX, 0.1, 1, 0.1);
+    khzModel *m = compile(s);
+    if (!m) continue;
+    khzData *d = khz_makeData(m, 0);
+    if (t == 0) {
+      for (int k = 0; k < 3000; k++) khz_step(m, d);
+      printf("f. 20 deg, mu 0.5: creep %.3g mm in 3 s\n", 1e3 * fabs(d->q[0]));
+      ENSURE(fabs(d->q[0]) <= 1e-4);
+    } else {
+      for (int k = 0; k < 300; k++) khz_step(m, d);
+      double v1 = d->qd[0], t1 = d->time;
+      for (int k = 0; k < 500; k++) khz_step(m, d);
+      double a = -(d->qd[0] - v1) / (d->time - t1), want = G * (sin(th) - mus[t] * cos(th));
+      printf("f. 30 deg, mu 0.3: acceleration %.5g m/s^2 (g (sin - mu cos) = %.5g)\n", a, want);
+      ENSURE(fabs(a / want - 1) <= 0.01);
+    }
+    khz_deleteData(&d);
+    khz_deleteModel(&m);
+  }
+}
+
 int main(void) {
   case_a();
   case_bc();
+  case_d();
+  case_e();
+  case_f();
   printf("test_contact_defaults: ok\n");
   return 0;
 }
