@@ -121,7 +121,8 @@ static void usage(FILE *f) {
           "  --smoke      a few steps of everything (a test that it runs)\n"
           "  --engines    comma-separated: khz,khz-deepest,mujoco,ode,bullet (default all built)\n"
           "  --only       comma-separated sections or scenes: v1_block_penetration,\n"
-          "               v2_block_forces,v3_pile,stack,passive_chain,scaling,humanoid\n"
+          "               v2_block_forces,v3_pile,stack,stack_mixed,stack_heavy_on_light,\n"
+          "               passive_chain,scaling,humanoid\n"
           "  --json       also write every result as one JSON object per line to FILE\n"
           "  --source     the khz source tree holding scenes/ (default %s)\n"
           "  --piles      the directory of pile_N.yaml from gen_piles.py (default %s)\n"
@@ -150,13 +151,15 @@ static int parse_engines(benchOptions *o, const char *list) {
 /* --only names sections and scenes; a typo would silently run nothing */
 static int check_only(const char *list) {
   static const char *const known[] = {"v1_block_penetration", "v2_block_forces", "v3_pile", "stack",
+                                      "stack_mixed", "stack_heavy_on_light",
                                       "passive_chain", "scaling", "humanoid"};
   for (const char *p = list; p && *p;) {
     size_t len = strcspn(p, ","), k = 0;
     while (k < sizeof known / sizeof known[0] && !(strlen(known[k]) == len && !strncmp(p, known[k], len))) k++;
     if (k == sizeof known / sizeof known[0]) {
       fprintf(stderr, "bench_peers: --only: unknown section '%.*s' (known: v1_block_penetration, "
-              "v2_block_forces, v3_pile, stack, passive_chain, scaling, humanoid)\n", (int)len, p);
+              "v2_block_forces, v3_pile, stack, stack_mixed, stack_heavy_on_light, passive_chain, "
+              "scaling, humanoid)\n", (int)len, p);
       return -1;
     }
     p += len + (p[len] == ',');
@@ -1217,6 +1220,8 @@ int main(int argc, char **argv) {
   static const char *const scenes[] = {"scenes/validation/v1_block_penetration.yaml",
                                        "scenes/validation/v2_block_forces.yaml",
                                        "scenes/validation/v3_pile.yaml", "scenes/validation/stack.yaml",
+                                       "scenes/validation/stack_mixed.yaml",
+                                       "scenes/validation/stack_heavy_on_light.yaml",
                                        "scenes/bench/passive_chain.yaml"};
   rowList rows = {0};
   trace_file = o.trace;
