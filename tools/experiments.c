@@ -492,7 +492,7 @@ static int run_st_rod(const khzModel *m, khzData *d, const khzExperiment *e, FIL
           max_penetration(d));
   fprintf(out, "  \"paper\": {\"first_impact\": 0.383, \"second_end_lands\": 0.548, "
                "\"slide_after_second_end\": 0.02, \"then\": \"at rest\", "
-               "\"source\": \"Stewart & Trinkle 1996, sec. 4 (SPEC 4)\"}\n}\n");
+               "\"source\": \"Stewart & Trinkle, An implicit time-stepping scheme for rigid body dynamics with inelastic collisions and Coulomb friction, 1996, sec. 4\"}\n}\n");
   return 0;
 }
 
@@ -600,7 +600,7 @@ static int run_st_balls(const khzModel *m, khzData *d, const khzExperiment *e, F
   fprintf(out, "\n  ],\n  \"max_penetration\": %.6g,\n", max_pen);
   fprintf(out, "  \"paper\": {\"thrown_lands\": 0.42, \"thrown_hits_line\": 0.59, "
                "\"line_closes\": \"within the first step of the collision\", "
-               "\"source\": \"Stewart & Trinkle 1996, sec. 4 (SPEC 4); final velocities are "
+               "\"source\": \"Stewart & Trinkle, An implicit time-stepping scheme for rigid body dynamics with inelastic collisions and Coulomb friction, 1996, sec. 4; final velocities are "
                "only plotted (Figs. 7-8), Table I gives errors between step sizes\"}\n}\n");
   free(first), free(count), free(was), free(now);
   return 0;

@@ -51,7 +51,7 @@ void khz_contactBegin(const khzModel *m, khzData *d) {
   khz_stackFree(d, mark);
   khz_phaseSettle(d);
   khz_selectPoints(m, d);
-  khz_penaltyLimitDamping(m, d);
+  khz_penaltyLimits(m, d);
 }
 
 void khz_contactForces(const khzModel *m, khzData *d) { khz_penaltyForces(m, d); }

@@ -1,8 +1,9 @@
 /* penalty.c — Drumwright's penalty forces on the resting pairs:
- *   - gains per pair: geom overrides, else the scene's, else proportional to
- *     the mass the contact carries (kp = 100 (m1+m2), kv = 50 (m1+m2),
- *     ki = 2 (m1+m2) in the paper; the coefficients and the mass rule are
- *     scene options);
+ *   - gains per pair: automatic when the scene sets none (a critically damped
+ *     spring of frequency 0.3 / h on the load the pair carries), else geom
+ *     overrides, the scene's, or proportional to the mass the contact
+ *     carries (kp = 100 (m1+m2), kv = 50 (m1+m2), ki = 2 (m1+m2) in the
+ *     paper; the coefficients and the mass rule are scene options);
  *   - at each bottom point f = max{kp d - kv v + ki I, 0} / r (eqs. 1-3), with
  *     the integral I(t) = sum gamma^(t-i-1) max_y d(y, i), reset on
  *     separation, and each point counted in r by its depth;
@@ -11,7 +12,10 @@
  *     saturated at mu |f|, its anchor held at the cone's edge while the
  *     spring exceeds it (Coulomb sliding); opt-in rolling and torsional
  *     friction (MuJoCo's condim 6);
- *   - each free body's contact damping held inside RK4's stability region.
+ *   - each free body's contact damping (and with automatic gains, stiffness)
+ *     held inside RK4's stability region; with automatic gains the rest, and
+ *     sliding friction, integrated implicitly once per step (backward Euler
+ *     on every bottom point, the points of coupled pairs solved together).
  * Forces are re-evaluated at every integrator stage from the points found at
  * the start of the step, moved with the bodies. Nothing here allocates.
  */
@@ -27,10 +31,9 @@
 /* The penetration a pair already has when it is first found, or when an
  * impact's impulses have stopped its approach (up to a step's travel, an
  * initial overlap, a contact found late) is not a compressed spring: pushed
- * out at once by stiff gains it would return as kinetic energy, 1/2 kp d^2
- * (a cylinder lying on the ground hopped for ever this way; a pair found
- * 1 m deep threw a body at 300 m/s). The springs measure depth past that
- * offset, which relaxes to zero with this time constant (s). */
+ * out at once by stiff gains it would return as kinetic energy, 1/2 kp d^2.
+ * The springs measure depth past that offset, which relaxes to zero with
+ * this time constant (s). */
 #define KHZ_IMPACT_RELAX 0.02
 
 /* the sticking spring-damper's gains relative to the normal ones: a contact
@@ -58,7 +61,7 @@ static void body_point(const khzData *d, int b, const double local[3], double x[
  * cylinder's rim) stays where the surface faces the other body, the centre
  * of curvature plus the radius towards it: carried along as a material point
  * it would rise ahead of a rolling body's centre, and the normal force on it
- * would drive the rolling (a ball on the ground sped up by 7% in 2 s). */
+ * would drive the rolling. */
 static void surface_point(const khzModel *m, const khzData *d, const khzContact *c,
                           const khzContactPoint *pt, int s, double p[3]) {
   int b = c->body[s];
@@ -115,7 +118,7 @@ static double contact_mass(const khzModel *m, int b) {
  * as deep, its stiffness following the load. The stiffness falls back
  * slowly (KHZ_AUTO_RELEASE) when the load goes; when it rises, the spring's
  * offset takes up the difference so that the force does not jump (see
- * khz_penaltyLimitDamping). Where a light body between stiff pairs would
+ * khz_penaltyLimits). Where a light body between stiff pairs would
  * leave the integrator's stability region the stiffness limit scales its
  * pairs down. */
 #define KHZ_AUTO_OMEGA 0.3   /* h * omega of a pair's spring on the mass it carries */
@@ -255,9 +258,10 @@ void khz_penaltyGains(const khzModel *m, khzData *d, int inertias, double *dqd, 
  * grows with the number of pairs pressing a body and with how easily its
  * points turn it: a flat box's corners turn it three times more easily than
  * they lift it, and a light box between the ground and a heavy one gets
- * both pairs' dampers. Past the limit the damping pumps energy in: such a
- * box chattered at 50-100 Hz in the pile. A pair's damping is scaled down
- * so that neither of its free bodies exceeds KHZ_DAMPING_LIMIT / h. */
+ * both pairs' dampers. Past the limit the damping pumps energy in (the body
+ * chatters). A pair's damping is scaled down so that neither of its free
+ * bodies exceeds KHZ_DAMPING_LIMIT / h; with the automatic gains the rest is
+ * integrated implicitly (khz_penaltyImplicit). */
 #define KHZ_DAMPING_LIMIT 1.8
 
 /* a free rigid body: floating joint to the world, nothing attached */
@@ -267,9 +271,10 @@ static int free_rigid(const khzModel *m, int b) {
 }
 
 /* adds the dampers (gain kv) or springs (gain kp) of contact c's bottom
- * points to C (6x6, [w; v] at the centre of mass) of side s's body. The points are weighed equally, not by
- * depth as pair_forces weighs them: with the depth weights here a pile body
- * went 1.5 cm deep and test_impact g failed (tried; docs/validation.md). */
+ * points to C (6x6, [w; v] at the centre of mass) of side s's body. The
+ * points are weighed equally, not by depth as pair_forces weighs them: the
+ * limit must hold for the pair's shape, not for its depths at one instant
+ * (docs/validation.md has what the depth weights did here). */
 static void damping_add(const khzModel *m, const khzData *d, const khzContact *c, int s, double gain,
                         double *C) {
   const khzContactPoint *pts = d->cpoint + c->point_adr;
@@ -363,7 +368,7 @@ static double pair_scale(const khzContact *c, const double *scale) {
   return fmin(scale[c->body[0] > 0 ? c->body[0] : 0], scale[c->body[1] > 0 ? c->body[1] : 0]);
 }
 
-void khz_penaltyLimitDamping(const khzModel *m, khzData *d) {
+void khz_penaltyLimits(const khzModel *m, khzData *d) {
   for (int i = 0; i < d->ncontact; i++) {
     khzContact *c = d->contact + i;
     c->kp_implicit = c->kv_implicit = 0;
@@ -377,9 +382,9 @@ void khz_penaltyLimitDamping(const khzModel *m, khzData *d) {
     khz_stackFree(d, mark);
     return;
   }
-  /* automatic gains: stiffness limit (kv keeps its damping ratio), then the
-   * spring's offset takes up a rise in stiffness so that the force of the
-   * deepest point does not jump */
+  /* automatic gains: the stiffness beyond the limit goes to the implicit
+   * part; the spring's offset takes up a rise in the pair's whole stiffness
+   * so that the force of the deepest point does not jump */
   body_limits(m, d, 1, KHZ_STIFFNESS_LIMIT, C, scale);
   for (int i = 0; i < d->ncontact; i++) {
     khzContact *c = d->contact + i;
@@ -397,7 +402,6 @@ void khz_penaltyLimitDamping(const khzModel *m, khzData *d) {
   for (int i = 0; i < d->ncontact; i++) {
     khzContact *c = d->contact + i;
     double kv = c->kv * pair_scale(c, scale);
-    if (!auto_gains(m, c)) c->kp_implicit = 0;
     c->kv_implicit = auto_gains(m, c) ? c->kv - kv : 0;
     c->kv = kv;
   }

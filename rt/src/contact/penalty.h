@@ -21,9 +21,11 @@ int khz_penaltyNeedsInertias(const khzModel *m, const khzData *d);
  * dqd (nv) and dvel (6 nbody) as scratch. */
 void khz_penaltyGains(const khzModel *m, khzData *d, int inertias, double *dqd, double *dvel);
 
-/* Scales each pair's damping so that no free body it presses exceeds
- * RK4's stability region (after the points are selected). */
-void khz_penaltyLimitDamping(const khzModel *m, khzData *d);
+/* After the points are selected: scales each pair's damping (and, with
+ * automatic gains, stiffness) so that no free body it presses leaves RK4's
+ * stability region; with automatic gains what is cut becomes the pair's
+ * implicit part (c->kp_implicit, c->kv_implicit). */
+void khz_penaltyLimits(const khzModel *m, khzData *d);
 
 /* The stiffness and damping beyond the explicit limit (c->kp_implicit,
  * c->kv_implicit), by backward Euler on each bottom point's normal
