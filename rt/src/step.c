@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "contact/contact.h"
+#include "contact/sweep.h"
 #include "dynamics.h"
 #include "khz/khz.h"
 #include "spatial.h"
@@ -293,6 +294,8 @@ void khz_stepWith(const khzModel *m, khzData *d, double h) {
   khz_passive(m, d, d->q, d->qd, d->tau_passive);
   d->time += h;
   khz_kinematics(m, d);
+  /* small fast bodies must not pass through thin geoms between two steps */
+  if (d->contact_method != KHZ_CONTACT_NONE && khz_contactSweep(m, d, q0)) khz_kinematics(m, d);
   if (d->ncontact) khz_contactEnd(m, d);
   khz_stackFree(d, mark);
 }
