@@ -66,7 +66,9 @@ static void check_engage(khzClient *obs, const Khz__V1__ModelDescription *md, in
       ENSURE(took != 0);
       ENSURE_MSG(gap <= WATCHDOG_MS * 1000000LL + period * (1 + skipped), "gap %lld ns",
                  (long long)gap);
-      ENSURE(gap > WATCHDOG_MS * 1000000LL - period);
+      /* tick times are whole periods: a command received just after a tick is
+       * taken at the next one, up to a period after the watchdog started counting */
+      ENSURE(gap >= WATCHDOG_MS * 1000000LL - period);
       ENSURE(st->stats->watchdog_engaged >= 1);
     }
     /* the safe torques, from the velocities of the state before */
