@@ -777,6 +777,34 @@ static int khz_inertia_ok(const double I[6]) {
 /* an object of shape plane: a static half-space (everything below the plane,
  * the normal pointing to the free side) on a welded, massless body named like
  * the object; placed by pos and normal / rpy / quat */
+/* an object's surface keys: friction, per-object penalty gains (0 = the
+ * scene's) and colour (grey when not given) */
+static int khz_scene_surface(khzSceneReader *r, const yaml_node_t *n, const char *path, khzGeomSpec *g,
+                             double grey) {
+  char kp[KHZ_KEY_MAX];
+  const yaml_node_t *v;
+  khz_keypath(kp, path, "friction");
+  g->friction = 0;
+  if ((v = khz_find(r, n, "friction")) &&
+      khz_get_range(r, v, kp, &g->friction, 0, 0, 1e6, 0, ">= 0; 0 = the contact mu")) {
+    return -1;
+  }
+  const char *gain_keys[3] = {"kp", "kv", "ki"};
+  double *gains[3] = {&g->kp, &g->kv, &g->ki};
+  for (int i = 0; i < 3; i++) {
+    khz_keypath(kp, path, gain_keys[i]);
+    if ((v = khz_find(r, n, gain_keys[i])) &&
+        khz_get_range(r, v, kp, gains[i], 0, 0, 1e12, 0, ">= 0; 0 = the scene's gain")) {
+      return -1;
+    }
+  }
+  g->rgba[0] = g->rgba[1] = g->rgba[2] = grey;
+  g->rgba[3] = 1;
+  khz_keypath(kp, path, "rgba");
+  if ((v = khz_find(r, n, "rgba")) && khz_get_rgba(r, v, kp, g->rgba)) return -1;
+  return 0;
+}
+
 static int khz_scene_plane(khzSceneReader *r, const yaml_node_t *n, const char *path,
                            const char *name, khzScene *s) {
   static const char *const not_for_plane[] = {"size", "file", "scale", "convex", "mass",
@@ -803,25 +831,7 @@ static int khz_scene_plane(khzSceneReader *r, const yaml_node_t *n, const char *
   khz_keypath(kp, path, "pos");
   if ((v = khz_find(r, n, "pos")) && khz_get_vec(r, v, kp, b.pos, 3)) return -1;
   if (khz_get_plane_orientation(r, n, path, b.quat, normal)) return -1;
-  khz_keypath(kp, path, "friction");
-  g.friction = 0;
-  if ((v = khz_find(r, n, "friction")) &&
-      khz_get_range(r, v, kp, &g.friction, 0, 0, 1e6, 0, ">= 0; 0 = the contact mu")) {
-    return -1;
-  }
-  const char *gain_keys[3] = {"kp", "kv", "ki"};
-  double *gains[3] = {&g.kp, &g.kv, &g.ki};
-  for (int i = 0; i < 3; i++) {
-    khz_keypath(kp, path, gain_keys[i]);
-    if ((v = khz_find(r, n, gain_keys[i])) &&
-        khz_get_range(r, v, kp, gains[i], 0, 0, 1e12, 0, ">= 0; 0 = the scene's gain")) {
-      return -1;
-    }
-  }
-  g.rgba[0] = g.rgba[1] = g.rgba[2] = 0.8;
-  g.rgba[3] = 1;
-  khz_keypath(kp, path, "rgba");
-  if ((v = khz_find(r, n, "rgba")) && khz_get_rgba(r, v, kp, g.rgba)) return -1;
+  if (khz_scene_surface(r, n, path, &g, 0.8)) return -1;
 
   snprintf(b.name, sizeof b.name, "%s", name);
   b.parent = 0;
@@ -974,26 +984,7 @@ static int khz_scene_object(khzSceneReader *r, const yaml_node_t *n, int index, 
                        quat, qd0)) {
     return -1;
   }
-  khz_keypath(kp, path, "friction");
-  g.friction = 0;
-  if ((v = khz_find(r, n, "friction")) &&
-      khz_get_range(r, v, kp, &g.friction, 0, 0, 1e6, 0, ">= 0; 0 = the contact mu")) {
-    return -1;
-  }
-  /* per-object penalty gains (0 = the scene's) */
-  const char *gain_keys[3] = {"kp", "kv", "ki"};
-  double *gains[3] = {&g.kp, &g.kv, &g.ki};
-  for (int i = 0; i < 3; i++) {
-    khz_keypath(kp, path, gain_keys[i]);
-    if ((v = khz_find(r, n, gain_keys[i])) &&
-        khz_get_range(r, v, kp, gains[i], 0, 0, 1e12, 0, ">= 0; 0 = the scene's gain")) {
-      return -1;
-    }
-  }
-  g.rgba[0] = g.rgba[1] = g.rgba[2] = 0.6;
-  g.rgba[3] = 1;
-  khz_keypath(kp, path, "rgba");
-  if ((v = khz_find(r, n, "rgba")) && khz_get_rgba(r, v, kp, g.rgba)) return -1;
+  if (khz_scene_surface(r, n, path, &g, 0.6)) return -1;
 
   /* the body: welded at the pose, or a floating joint whose q0 is the pose */
   snprintf(b.name, sizeof b.name, "%s", name);
