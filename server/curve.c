@@ -4,22 +4,12 @@
  * inproc://zeromq.zap.01) that admits a CURVE client only when its public
  * key is listed. Checked before any socket is bound.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <zmq.h>
 
 #include "internal.h"
 #include "log.h"
-
-static int fail(char *err, size_t errsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errsz, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errsz, fmt, ap);
-  va_end(ap);
-  return -1;
-}
 
 int khz_endpoint_is_local(const char *ep) {
   if (!strncmp(ep, "ipc://", 6) || !strncmp(ep, "inproc://", 9)) return 1;
@@ -38,23 +28,23 @@ static int read_key(const char *value, char out[41], char *err, size_t errsz, co
   snprintf(buf, sizeof buf, "%s", value);
   if (strlen(buf) != 40) {
     FILE *f = fopen(value, "r");
-    if (!f) return fail(err, errsz, "%s: '%s' is neither a 40-character Z85 key nor a readable file", what, value);
+    if (!f) return khz_server_fail(err, errsz, "%s: '%s' is neither a 40-character Z85 key nor a readable file", what, value);
     int ok = fscanf(f, "%255s", buf) == 1;
     fclose(f);
     if (!ok || strlen(buf) != 40)
-      return fail(err, errsz, "%s: %s does not start with a 40-character Z85 key", what, value);
+      return khz_server_fail(err, errsz, "%s: %s does not start with a 40-character Z85 key", what, value);
   }
   uint8_t bin[32];
-  if (!zmq_z85_decode(bin, buf)) return fail(err, errsz, "%s: '%.40s' is not valid Z85", what, buf);
+  if (!zmq_z85_decode(bin, buf)) return khz_server_fail(err, errsz, "%s: '%.40s' is not valid Z85", what, buf);
   memcpy(out, buf, 41);
   return 0;
 }
 
 static int add_client_key(khzServer *s, const char *z85, char *err, size_t errsz) {
   if (s->nclient_keys == KHZ_MAX_CLIENT_KEYS)
-    return fail(err, errsz, "curve_clients: more than %d keys", KHZ_MAX_CLIENT_KEYS);
+    return khz_server_fail(err, errsz, "curve_clients: more than %d keys", KHZ_MAX_CLIENT_KEYS);
   if (strlen(z85) != 40 || !zmq_z85_decode(s->client_key[s->nclient_keys], z85))
-    return fail(err, errsz, "curve_clients: '%s' is not a 40-character Z85 public key", z85);
+    return khz_server_fail(err, errsz, "curve_clients: '%s' is not a 40-character Z85 public key", z85);
   s->nclient_keys++;
   return 0;
 }
@@ -84,7 +74,7 @@ static int load_client_keys(khzServer *s, const char *value, char *err, size_t e
       while (*p == ',' || *p == ' ') p++;
     }
   }
-  if (s->nclient_keys == 0) return fail(err, errsz, "curve_clients: no client keys in '%s'", value);
+  if (s->nclient_keys == 0) return khz_server_fail(err, errsz, "curve_clients: no client keys in '%s'", value);
   return 0;
 }
 
@@ -134,15 +124,15 @@ int khz_curve_setup(khzServer *s, char *err, size_t errsz) {
   int local = khz_endpoint_is_local(c->state_endpoint) && khz_endpoint_is_local(c->command_endpoint);
   if (c->curve_secret_key[0] || c->curve_clients[0]) {
     if (!c->curve_secret_key[0] || !c->curve_clients[0])
-      return fail(err, errsz, "CURVE needs both curve_secret_key and curve_clients");
-    if (!zmq_has("curve")) return fail(err, errsz, "this libzmq was built without CURVE support");
+      return khz_server_fail(err, errsz, "CURVE needs both curve_secret_key and curve_clients");
+    if (!zmq_has("curve")) return khz_server_fail(err, errsz, "this libzmq was built without CURVE support");
     if (read_key(c->curve_secret_key, s->secret, err, errsz, "curve_secret_key")) return -1;
     if (zmq_curve_public(s->public_key, s->secret) != 0)
-      return fail(err, errsz, "curve_secret_key: cannot derive the public key");
+      return khz_server_fail(err, errsz, "curve_secret_key: cannot derive the public key");
     if (load_client_keys(s, c->curve_clients, err, errsz)) return -1;
     s->curve = 1;
   } else if (!local) {
-    return fail(err, errsz,
+    return khz_server_fail(err, errsz,
                 "refusing to bind %s without CURVE: binding anything but loopback or ipc:// "
                 "needs curve_secret_key and curve_clients (khz-server --curve-keygen makes keys; "
                 "see docs/server.md, Security)",

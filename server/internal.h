@@ -161,4 +161,7 @@ void khz_publish_statsCb(struct ev_loop *ev, ev_timer *w, int revents);
 int khz_curve_setup(khzServer *s, char *err, size_t errsz);
 void khz_curve_zapCb(struct ev_loop *ev, ev_io *w, int revents);
 
+/* server.c: writes the formatted message into err (errsz bytes); returns -1 */
+int khz_server_fail(char *err, size_t errsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 #endif

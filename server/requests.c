@@ -600,9 +600,7 @@ static int do_set_haptic_gains(khzServer *s, khzPending *q, const Khz__V1__Reque
   hp.stiffness = v[0], hp.damping = v[1], hp.rot_stiffness = v[2], hp.rot_damping = v[3];
   double T;
   khz_loop_rate(s->loop, &T);
-  if ((hp.stiffness == 0 ? hp.damping >= 0 : hp.damping > hp.stiffness * T / 2) &&
-      (hp.rot_stiffness == 0 ? hp.rot_damping >= 0 : hp.rot_damping > hp.rot_stiffness * T / 2))
-    s->haptic[g->proxy] = hp;
+  if (khz_loop_hapticPassive(&hp, T)) s->haptic[g->proxy] = hp;
   return 0;
 }
 

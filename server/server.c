@@ -27,8 +27,7 @@
 
 #define KHZ_DRAIN_BATCH 256
 
-static int fail(char *err, size_t errsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errsz, const char *fmt, ...) {
+int khz_server_fail(char *err, size_t errsz, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(err, errsz, fmt, ap);
@@ -251,7 +250,7 @@ static void *make_socket(khzServer *s, int type, const char *ep, char *err, size
   void *sock = zmq_socket(s->ctx, type);
   int zero = 0, hwm = s->cfg.pub_hwm, one = 1;
   if (!sock) {
-    fail(err, errsz, "cannot create a socket: %s", zmq_strerror(zmq_errno()));
+    khz_server_fail(err, errsz, "cannot create a socket: %s", zmq_strerror(zmq_errno()));
     return NULL;
   }
   zmq_setsockopt(sock, ZMQ_LINGER, &zero, sizeof zero);
@@ -262,7 +261,7 @@ static void *make_socket(khzServer *s, int type, const char *ep, char *err, size
     zmq_setsockopt(sock, ZMQ_ZAP_DOMAIN, "khz", 3);
   }
   if (zmq_bind(sock, ep) != 0) {
-    fail(err, errsz, "cannot bind %s: %s", ep, zmq_strerror(zmq_errno()));
+    khz_server_fail(err, errsz, "cannot bind %s: %s", ep, zmq_strerror(zmq_errno()));
     zmq_close(sock);
     return NULL;
   }
@@ -282,7 +281,7 @@ static int scene_haptics(khzServer *s, char *err, size_t errsz) {
   for (int i = 0; i < s->nhaptic; i++) {
     const khzHapticSettings *h = &s->scene.haptic[i];
     int b = khz_name2body(s->m, h->body);
-    if (b < 1) return fail(err, errsz, "haptic proxy %d: no body named '%s'", i, h->body);
+    if (b < 1) return khz_server_fail(err, errsz, "haptic proxy %d: no body named '%s'", i, h->body);
     s->haptic[i].body = b;
     s->haptic[i].stiffness = h->stiffness;
     s->haptic[i].damping = h->damping;
@@ -302,15 +301,15 @@ static int server_init(khzServer *s, char *err, size_t errsz) {
 
   /* the model and the scene's extras */
   s->m = khz_loadModel(c->scene, &s->scene, msg, sizeof msg);
-  if (!s->m) return fail(err, errsz, "%s", msg);
+  if (!s->m) return khz_server_fail(err, errsz, "%s", msg);
   s->have_scene = 1;
   s->scene_method = s->m->contact.method;
   if (c->contact_method[0] && khz_contactMethodFromName(c->contact_method) < 0)
-    return fail(err, errsz, "setting 'contact_method': unknown method '%s'", c->contact_method);
+    return khz_server_fail(err, errsz, "setting 'contact_method': unknown method '%s'", c->contact_method);
   if (scene_haptics(s, err, errsz)) return -1;
   s->na = khz_loop_actuators(s->m, NULL);
   s->act_dof = calloc((size_t)s->na + 1, sizeof(int));
-  if (!s->act_dof || khz_codec_init(&s->codec, s->m->nbody)) return fail(err, errsz, "out of memory");
+  if (!s->act_dof || khz_codec_init(&s->codec, s->m->nbody)) return khz_server_fail(err, errsz, "out of memory");
   khz_loop_actuators(s->m, s->act_dof);
 
   /* a generation that differs from run to run */
@@ -318,7 +317,7 @@ static int server_init(khzServer *s, char *err, size_t errsz) {
 
   /* sockets: the ZAP handler before anything that authenticates */
   s->ctx = zmq_ctx_new();
-  if (!s->ctx) return fail(err, errsz, "cannot create a ZeroMQ context");
+  if (!s->ctx) return khz_server_fail(err, errsz, "cannot create a ZeroMQ context");
 
   /* the I/O side at SCHED_FIFO io_priority when permitted: probed on this thread
    * first, because libzmq aborts when it cannot set its own threads' policy */
@@ -343,14 +342,14 @@ static int server_init(khzServer *s, char *err, size_t errsz) {
   if (s->curve) {
     s->zap = zmq_socket(s->ctx, ZMQ_REP);
     if (!s->zap || zmq_bind(s->zap, "inproc://zeromq.zap.01"))
-      return fail(err, errsz, "cannot start the CURVE authentication handler");
+      return khz_server_fail(err, errsz, "cannot start the CURVE authentication handler");
   }
   if (!(s->pub = make_socket(s, ZMQ_PUB, c->state_endpoint, err, errsz))) return -1;
   if (!(s->router = make_socket(s, ZMQ_ROUTER, c->command_endpoint, err, errsz))) return -1;
 
   /* the event loop and its watchers */
   s->ev = s->hooks.install_signals ? ev_default_loop(EVFLAG_AUTO) : ev_loop_new(EVFLAG_AUTO);
-  if (!s->ev) return fail(err, errsz, "cannot create the event loop");
+  if (!s->ev) return khz_server_fail(err, errsz, "cannot create the event loop");
   ev_io_init(&s->router_io, router_cb, fd_of(s->router), EV_READ);
   s->router_io.data = s;
   ev_io_start(s->ev, &s->router_io);
@@ -382,7 +381,7 @@ static int server_init(khzServer *s, char *err, size_t errsz) {
   /* recording from the start */
   if (c->record[0]) {
     s->rec = fopen(c->record, "wb");
-    if (!s->rec) return fail(err, errsz, "record: cannot open '%s': %s", c->record, strerror(errno));
+    if (!s->rec) return khz_server_fail(err, errsz, "record: cannot open '%s': %s", c->record, strerror(errno));
     snprintf(s->rec_path, sizeof s->rec_path, "%s", c->record);
   }
 
@@ -407,7 +406,7 @@ static int server_init(khzServer *s, char *err, size_t errsz) {
   lc.nhaptic = s->nhaptic;
   memcpy(lc.haptic, s->haptic, sizeof lc.haptic);
   double *gains = calloc(2 * (size_t)s->na + 1, sizeof(double));
-  if (!gains) return fail(err, errsz, "out of memory");
+  if (!gains) return khz_server_fail(err, errsz, "out of memory");
   for (int i = 0; i < s->na; i++) gains[i] = c->kp, gains[s->na + i] = c->kd;
   lc.kp = gains;
   lc.kd = gains + s->na;
@@ -417,7 +416,7 @@ static int server_init(khzServer *s, char *err, size_t errsz) {
   lc.thread_init_user = s->hooks.rt_thread_init_user;
   s->loop = khz_loop_new(s->m, &lc, msg, sizeof msg);
   free(gains);
-  if (!s->loop) return fail(err, errsz, "%s", msg);
+  if (!s->loop) return khz_server_fail(err, errsz, "%s", msg);
 
   /* the run-time contact method, when it differs from the scene's */
   if (c->contact_method[0]) {
@@ -435,7 +434,7 @@ khzServer *khz_server_new(const khzServerConfig *cfg, const khzServerHooks *hook
                           size_t errsz) {
   khzServer *s = calloc(1, sizeof *s);
   if (!s) {
-    fail(err, errsz, "out of memory");
+    khz_server_fail(err, errsz, "out of memory");
     return NULL;
   }
   s->cfg = *cfg;

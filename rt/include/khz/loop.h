@@ -96,6 +96,11 @@ typedef struct khzHapticProxy {
   double rot_damping;    /* N m s/rad */
 } khzHapticProxy;
 
+/* 1 when a proxy's coupling gains satisfy the passivity bound at period T
+ * (damping > stiffness T / 2 for both pairs, or zero stiffness with damping
+ * >= 0): the check the loop applies to a gain change */
+int khz_loop_hapticPassive(const khzHapticProxy *p, double T);
+
 typedef struct khzLoopConfig {
   double rate_hz;            /* KHZ_RATE_MIN_HZ..MAX_HZ (khz.h): the initial rate; every
                                 tick steps 1 / rate_hz, whatever the model's timestep */

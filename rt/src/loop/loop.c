@@ -240,6 +240,8 @@ static void set_rate(khzLoop *L, double hz) {
   atomic_store_explicit(&L->rate_bits, bits, memory_order_release);
 }
 
+int khz_loop_hapticPassive(const khzHapticProxy *p, double T) { return khz_tick_passive(p, T); }
+
 /* ----------------------------------------------------------- publishing -- */
 
 /* the ring slot of a state: the header, then its arrays */
