@@ -420,6 +420,12 @@ void khz_energy(const khzModel *m, khzData *d, double *kinetic, double *potentia
 
 /* ------------------------------------------------ points and impulses -- */
 
+/* a free rigid body: floating joint to the world, nothing attached */
+int khz_bodyFree(const khzModel *m, int b) {
+  return b > 0 && m->body_parent[b] == 0 && m->jnt_type[b] == KHZ_JOINT_FLOATING &&
+         m->body_subtreemass[b] <= m->body_mass[b];
+}
+
 /* a body counts as static when it and all its ancestors are welded */
 int khz_bodyStatic(const khzModel *m, int b) {
   for (; b > 0; b = m->body_parent[b])

@@ -28,6 +28,10 @@ void khz_crbaBlock(const khzModel *m, const khzData *d, int root, const int *loc
 /* 1 if body b and all its ancestors are welded (b <= 0: the world). */
 int khz_bodyStatic(const khzModel *m, int b);
 
+/* 1 if body b is a free rigid body: a floating joint to the world, nothing
+ * attached to it. */
+int khz_bodyFree(const khzModel *m, int b);
+
 /* World velocity of the material point x of body b at the current forward pass. */
 void khz_pointVelocity(const khzModel *m, const khzData *d, int b, const double x[3], double vel[3]);
 

@@ -26,6 +26,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "dynamics.h"
 #include "spatial.h"
 
@@ -306,17 +307,6 @@ static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int k, d
   return sweep;
 }
 
-static int find_root(int *parent, int a) {
-  while (parent[a] != a) a = parent[a] = parent[parent[a]];
-  return a;
-}
-
-/* the tree a pair's impulse moves through body s, or -1 (static) */
-static int moving_tree(const khzModel *m, const khzContact *c, int s) {
-  int b = c->body[s];
-  return b > 0 && !khz_bodyStatic(m, b) ? m->body_root[b] : -1;
-}
-
 void khz_resolveImpacts(const khzModel *m, khzData *d) {
   size_t mark = khz_stackMark(d);
   int *parent = khz_stackAlloc(d, (size_t)m->nbody * sizeof(int));
@@ -337,14 +327,14 @@ void khz_resolveImpacts(const khzModel *m, khzData *d) {
     const khzContact *c = d->contact + i;
     cluster[i] = -1;
     if (d->pair[c->slot].phase != KHZ_PHASE_IMPACT) continue;
-    int a = moving_tree(m, c, 0), b = moving_tree(m, c, 1);
-    if (a >= 0 && b >= 0) parent[find_root(parent, a)] = find_root(parent, b);
+    int a = khz_movingTree(m, c, 0), b = khz_movingTree(m, c, 1);
+    if (a >= 0 && b >= 0) parent[khz_clusterFind(parent, a)] = khz_clusterFind(parent, b);
   }
   for (int i = 0; i < d->ncontact; i++) {
     const khzContact *c = d->contact + i;
     if (d->pair[c->slot].phase != KHZ_PHASE_IMPACT || !c->npoint) continue;
-    int a = moving_tree(m, c, 0), b = moving_tree(m, c, 1);
-    if (a >= 0 || b >= 0) cluster[i] = find_root(parent, a >= 0 ? a : b);
+    int a = khz_movingTree(m, c, 0), b = khz_movingTree(m, c, 1);
+    if (a >= 0 || b >= 0) cluster[i] = khz_clusterFind(parent, a >= 0 ? a : b);
   }
 
   /* each cluster together; -2 marks a pair done */

@@ -24,6 +24,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "collision/collision.h"
 #include "dynamics.h"
 #include "spatial.h"
@@ -264,11 +265,6 @@ void khz_penaltyGains(const khzModel *m, khzData *d, int inertias, double *dqd, 
  * integrated implicitly (khz_penaltyImplicit). */
 #define KHZ_DAMPING_LIMIT 1.8
 
-/* a free rigid body: floating joint to the world, nothing attached */
-static int free_rigid(const khzModel *m, int b) {
-  return b > 0 && m->body_parent[b] == 0 && m->jnt_type[b] == KHZ_JOINT_FLOATING &&
-         m->body_subtreemass[b] <= m->body_mass[b];
-}
 
 /* adds the dampers (gain kv) or springs (gain kp) of contact c's bottom
  * points to C (6x6, [w; v] at the centre of mass) of side s's body. The
@@ -354,10 +350,10 @@ static void body_limits(const khzModel *m, khzData *d, int stiffness, double lim
     const khzContact *c = d->contact + i;
     if (!c->nbottom || (stiffness && !auto_gains(m, c))) continue;
     for (int s = 0; s < 2; s++)
-      if (free_rigid(m, c->body[s])) damping_add(m, d, c, s, stiffness ? c->kp : c->kv, C + 36 * c->body[s]);
+      if (khz_bodyFree(m, c->body[s])) damping_add(m, d, c, s, stiffness ? c->kp : c->kv, C + 36 * c->body[s]);
   }
   for (int b = 1; b < m->nbody; b++) {
-    if (!free_rigid(m, b)) continue;
+    if (!khz_bodyFree(m, b)) continue;
     double lam = damping_rate(m, d, b, C + 36 * b);
     double rate = (stiffness ? sqrt(lam) : lam) * d->timestep;
     if (rate > limit) scale[b] = stiffness ? (limit / rate) * (limit / rate) : limit / rate;
@@ -460,17 +456,6 @@ static double row_velocity(const khzModel *m, const khzData *d, const khzContact
     out += (s ? -1 : 1) * khzu_dot3(v, r->dir);
   }
   return out;
-}
-
-static int uf_root(int *parent, int a) {
-  while (parent[a] != a) a = parent[a] = parent[parent[a]];
-  return a;
-}
-
-/* the tree an impulse on body s of c moves, or -1 (static) */
-static int moving_root(const khzModel *m, const khzContact *c, int s) {
-  int b = c->body[s];
-  return b > 0 && !khz_bodyStatic(m, b) ? m->body_root[b] : -1;
 }
 
 /* the rows of one resting pair with an implicit part: a normal row per
@@ -611,13 +596,13 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, double *dqd, double *dve
       lo[n] = -h * r->fn;
       n++;
     }
-    int r0 = moving_root(m, c, 0), r1 = moving_root(m, c, 1);
-    if (r0 >= 0 && r1 >= 0) parent[uf_root(parent, r0)] = uf_root(parent, r1);
+    int r0 = khz_movingTree(m, c, 0), r1 = khz_movingTree(m, c, 1);
+    if (r0 >= 0 && r1 >= 0) parent[khz_clusterFind(parent, r0)] = khz_clusterFind(parent, r1);
   }
   for (int j = 0; j < n; j++) {
     const khzContact *c = d->contact + row[j].contact;
-    int r = moving_root(m, c, 0) >= 0 ? moving_root(m, c, 0) : moving_root(m, c, 1);
-    cl[j] = r >= 0 ? uf_root(parent, r) : -1;
+    int r = khz_movingTree(m, c, 0) >= 0 ? khz_movingTree(m, c, 0) : khz_movingTree(m, c, 1);
+    cl[j] = r >= 0 ? khz_clusterFind(parent, r) : -1;
   }
   /* each cluster: W column by column, one test impulse per row */
   for (int j0 = 0; j0 < n; j0++) {

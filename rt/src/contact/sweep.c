@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "collision/collision.h"
+#include "dynamics.h"
 #include "spatial.h"
 
 #define KHZ_SWEEP_FRACTION 0.5 /* of the body's thickness moved in one step */
@@ -23,9 +24,7 @@
 /* a free rigid body with at least one collidable geom: its first geom and
  * thickness (the smallest half extent of its geoms' bounds), else -1 */
 static int swept_geom(const khzModel *m, int b, double *thickness) {
-  if (b <= 0 || m->body_parent[b] != 0 || m->jnt_type[b] != KHZ_JOINT_FLOATING ||
-      m->body_subtreemass[b] > m->body_mass[b])
-    return -1;
+  if (!khz_bodyFree(m, b)) return -1;
   const khzColModel *cm = m->collision;
   int first = -1;
   double th = INFINITY;
