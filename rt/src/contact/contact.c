@@ -1,7 +1,8 @@
 /* contact.c — the contact stages of a step, in order (Drumwright, "A fast
  * and stable penalty method for rigid body simulation"):
  *   collision -> gains -> phases (Fig. 2) -> impulses -> point selection
- *   (bottom of the volume, §III-A) -> damping limit, then penalty forces at
+ *   (bottom of the volume, §III-A) -> stability limits, then the implicit
+ * part after the first integrator stage (automatic gains), penalty forces at
  * every integrator stage and the integral / friction anchors at the end.
  * Each stage lives in its own file of this folder; this one only runs them.
  */

@@ -1,10 +1,12 @@
 /* contact.h — the contact-method interface that the step calls (rt-private).
- * A method is three stages around the integrator: begin (at the step's
- * start: collision, impacts, the points that carry force), forces (at every
- * integrator stage), end (at the final state). Drumwright's multi-point
- * penalty method and the deepest-point baseline share the penalty stages;
- * a velocity-level method (LCP, PEG) arrives as a sibling behind the same
- * three calls. */
+ * A method is four stages around the integrator: begin (at the step's
+ * start: collision, impacts, the points that carry force), implicit (after
+ * the first integrator stage: the forces solved implicitly, held over the
+ * step), forces (at every integrator stage), end (at the final state).
+ * Drumwright's multi-point penalty method and the deepest-point baseline
+ * share the penalty stages; a velocity-level method (LCP, PEG) arrives as a
+ * sibling behind the same calls. The sweep for small fast bodies
+ * (sweep.h) runs after the step whatever the method. */
 #ifndef KHZ_CONTACT_H
 #define KHZ_CONTACT_H
 
