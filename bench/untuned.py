@@ -47,8 +47,8 @@ def report(figure, value, target, ok, unit=''):
 
 
 def kinetic(hdr, row, bodies):
-    """translational + rotational KE of unit-inertia-free boxes: use the
-    translational part only (m given per body)"""
+    """translational kinetic energy of the given (body, mass) pairs (the CSV
+    has no inertias)"""
     e = 0
     for b, m in bodies:
         iv = col(hdr, b, 0, 'qd')

@@ -484,8 +484,8 @@ static int pair_rows(const khzModel *m, khzData *d, int i, implicit_row *row) {
   return n;
 }
 
-/* Solves (A + diag) P = rhs for one cluster of k rows (A k x k, the rows'
- * Delassus matrix, symmetric positive semi-definite) with the unilateral
+/* Solves A P = rhs for one cluster of k rows (A k x k: the rows' Delassus
+ * matrix plus the rows' diagonal, symmetric positive definite) with the unilateral
  * and friction bounds: a normal row's P no lower than lo; a pair's two
  * tangential rows within the disc of radius mu times the pair's normal
  * impulse. Rows past a bound are held there and the others solved again
