@@ -354,6 +354,9 @@ static void body_limits(const khzModel *m, khzData *d, int stiffness, double lim
   }
   for (int b = 1; b < m->nbody; b++) {
     if (!khz_bodyFree(m, b)) continue;
+    int any = 0; /* no pair pressed it: nothing to limit */
+    for (int k = 0; k < 36 && !any; k++) any = C[36 * b + k] != 0;
+    if (!any) continue;
     double lam = damping_rate(m, d, b, C + 36 * b);
     double rate = (stiffness ? sqrt(lam) : lam) * d->timestep;
     if (rate > limit) scale[b] = stiffness ? (limit / rate) * (limit / rate) : limit / rate;
@@ -381,8 +384,10 @@ void khz_penaltyLimits(const khzModel *m, khzData *d) {
   /* automatic gains: the stiffness beyond the limit goes to the implicit
    * part; the spring's offset takes up a rise in the pair's whole stiffness
    * so that the force of the deepest point does not jump */
-  body_limits(m, d, 1, KHZ_STIFFNESS_LIMIT, C, scale);
-  for (int i = 0; i < d->ncontact; i++) {
+  int any_auto = 0;
+  for (int i = 0; i < d->ncontact && !any_auto; i++) any_auto = auto_gains(m, d->contact + i);
+  if (any_auto) body_limits(m, d, 1, KHZ_STIFFNESS_LIMIT, C, scale);
+  for (int i = 0; i < d->ncontact && any_auto; i++) {
     khzContact *c = d->contact + i;
     if (!auto_gains(m, c)) continue;
     double sc = pair_scale(c, scale);

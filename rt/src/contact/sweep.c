@@ -1,8 +1,9 @@
 /* sweep.c — continuous collision for small fast bodies (motion clamping).
- * A free body that moved more than KHZ_SWEEP_FRACTION of its thickness in a
- * step could have passed through a thin geom between two collision passes.
- * The path of its centre over the step is clipped against every plane, box,
- * cylinder and convex hull it may collide with; when the path enters one,
+ * A free body that moved more than KHZ_SWEEP_FRACTION of one of its geoms'
+ * thickness in a step could have passed through a thin geom between two
+ * collision passes. The path of that geom's centre over the step is clipped
+ * against every plane, box, cylinder and convex hull it may collide with;
+ * when the path enters one,
  * the body is put back where its surface met that geom (the time of impact
  * along the path, KHZ_SWEEP_OVERLAP inside so that the next collision pass
  * finds the pair), keeping its velocity and orientation. The next step then
@@ -18,35 +19,23 @@
 #include "dynamics.h"
 #include "spatial.h"
 
-#define KHZ_SWEEP_FRACTION 0.5 /* of the body's thickness moved in one step */
+#define KHZ_SWEEP_FRACTION 0.5 /* of a geom's thickness moved in one step */
 #define KHZ_SWEEP_OVERLAP 0.02 /* of the thickness left inside at the time of impact */
-
-/* a free rigid body with at least one collidable geom: its first geom and
- * thickness (the smallest half extent of its geoms' bounds), else -1 */
-static int swept_geom(const khzModel *m, int b, double *thickness) {
-  if (!khz_bodyFree(m, b)) return -1;
-  const khzColModel *cm = m->collision;
-  int first = -1;
-  double th = INFINITY;
-  for (int g = 0; g < m->ngeom; g++) {
-    if (m->geom_body[g] != b || cm->geom[g].shape < 0) continue;
-    if (first < 0) first = g;
-    const double *hf = cm->geom[g].half;
-    th = fmin(th, fmin(hf[0], fmin(hf[1], hf[2])));
-  }
-  *thickness = th;
-  return first;
-}
 
 int khz_contactSweep(const khzModel *m, khzData *d, const double *q0) {
   const khzColModel *cm = m->collision;
   size_t mark = khz_stackMark(d);
   double *frame = NULL, *aabb = NULL;
-  int clamped = 0;
-  for (int b = 1; b < m->nbody; b++) {
-    double th;
-    int gb = swept_geom(m, b, &th);
-    if (gb < 0) continue;
+  int clamped = 0, last = -1;
+  /* one pass over the geoms: each geom of a free body is swept when the body
+   * moved more than KHZ_SWEEP_FRACTION of that geom's thickness (its
+   * smallest half extent) */
+  for (int gb = 0; gb < m->ngeom; gb++) {
+    int b = m->geom_body[gb];
+    /* a body put back already: the frames of its other geoms are stale */
+    if (cm->geom[gb].shape < 0 || b == last || !khz_bodyFree(m, b)) continue;
+    const double *hf = cm->geom[gb].half;
+    double th = fmin(hf[0], fmin(hf[1], hf[2]));
     int qa = m->jnt_qadr[b];
     double step[3];
     khzu_sub3(step, d->q + qa, q0 + qa);
@@ -81,7 +70,7 @@ int khz_contactSweep(const khzModel *m, khzData *d, const double *q0) {
     /* the surface met the geom a thickness before the centre did */
     double t = fmax(tmin - (1 - KHZ_SWEEP_OVERLAP) * th / len, 0);
     for (int k = 0; k < 3; k++) d->q[qa + k] = q0[qa + k] + t * step[k];
-    clamped = 1;
+    clamped = 1, last = b;
   }
   khz_stackFree(d, mark);
   return clamped;
