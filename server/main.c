@@ -1,6 +1,7 @@
 /* main.c — khz-server: settings from the defaults, then the config file, then
  * the flags (one table, settings.c); runs until SIGINT / SIGTERM (or
  * duration_s), then prints the final statistics and exits 0. */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +66,16 @@ int main(int argc, char **argv) {
   char err[1024];
   khz_settings_defaults(&cfg);
   signal(SIGPIPE, SIG_IGN);
+  /* SIGINT / SIGTERM stay pending until the event loop's watchers take them
+   * (libev unblocks them then): a signal that arrives while the model loads or
+   * the sockets bind still stops the server cleanly instead of killing it or,
+   * for a background job whose SIGINT is ignored, being lost. Threads started
+   * later inherit the mask, so the signals reach the I/O thread only. */
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
 
   /* --help, --curve-keygen, --config first */
   for (int i = 1; i < argc; i++) {

@@ -368,6 +368,12 @@ static int server_init(khzServer *s, char *err, size_t errsz) {
     ev_signal_init(&s->sigterm_w, signal_cb, SIGTERM);
     ev_signal_start(s->ev, &s->sigint_w);
     ev_signal_start(s->ev, &s->sigterm_w);
+    /* main() blocked both until now; a signal that came early is taken here */
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    pthread_sigmask(SIG_UNBLOCK, &stop_signals, NULL);
   }
   ev_timer_init(&s->keepalive_timer, khz_publish_keepaliveCb, KHZ_KEEPALIVE_S, KHZ_KEEPALIVE_S);
   s->keepalive_timer.data = s;
