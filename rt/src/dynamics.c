@@ -219,14 +219,9 @@ void khz_abaCore(const khzModel *m, khzData *d, const double *tau, double *qdd) 
         Dm[nv * a + a] += m->dof_armature[dof + a];
         u[a] = tau[dof + a] - khzu_dot6(S + 6 * a, pA);
       }
-      /* Dinv column by column from a Cholesky factor */
+      /* Dinv from a Cholesky factor */
       khzu_cholFactor(Dm, nv);
-      for (int b = 0; b < nv; b++) {
-        double e[6] = {0};
-        e[b] = 1;
-        khzu_cholSolve(Dm, nv, e);
-        for (int a = 0; a < nv; a++) Dinv[nv * a + b] = e[a];
-      }
+      khzu_cholInverse(Dm, nv, Dinv);
     }
     if (p == 0) continue;
 

@@ -7,58 +7,6 @@
 
 #include "khz/khz.h"
 
-void khzu_mulMat3(double res[9], const double A[9], const double B[9]) {
-  double t[9];
-  for (int i = 0; i < 3; i++)
-    for (int j = 0; j < 3; j++)
-      t[3 * i + j] = A[3 * i] * B[j] + A[3 * i + 1] * B[3 + j] + A[3 * i + 2] * B[6 + j];
-  memcpy(res, t, sizeof t);
-}
-
-void khzu_mulMatTMat3(double res[9], const double A[9], const double B[9]) {
-  double t[9];
-  for (int i = 0; i < 3; i++)
-    for (int j = 0; j < 3; j++)
-      t[3 * i + j] = A[i] * B[j] + A[3 + i] * B[3 + j] + A[6 + i] * B[6 + j];
-  memcpy(res, t, sizeof t);
-}
-
-void khzu_mulMatMatT3(double res[9], const double A[9], const double B[9]) {
-  double t[9];
-  for (int i = 0; i < 3; i++)
-    for (int j = 0; j < 3; j++)
-      t[3 * i + j] =
-          A[3 * i] * B[3 * j] + A[3 * i + 1] * B[3 * j + 1] + A[3 * i + 2] * B[3 * j + 2];
-  memcpy(res, t, sizeof t);
-}
-
-void khzu_quat2mat(double res[9], const double q[4]) {
-  double w = q[0], x = q[1], y = q[2], z = q[3];
-  res[0] = 1 - 2 * (y * y + z * z);
-  res[1] = 2 * (x * y - w * z);
-  res[2] = 2 * (x * z + w * y);
-  res[3] = 2 * (x * y + w * z);
-  res[4] = 1 - 2 * (x * x + z * z);
-  res[5] = 2 * (y * z - w * x);
-  res[6] = 2 * (x * z - w * y);
-  res[7] = 2 * (y * z + w * x);
-  res[8] = 1 - 2 * (x * x + y * y);
-}
-
-void khzu_quat2matScaled(double res[9], const double q[4]) {
-  double w = q[0], x = q[1], y = q[2], z = q[3];
-  double n2 = w * w + x * x + y * y + z * z, s = n2 > 0 ? 2 / n2 : 0;
-  res[0] = 1 - s * (y * y + z * z);
-  res[1] = s * (x * y - w * z);
-  res[2] = s * (x * z + w * y);
-  res[3] = s * (x * y + w * z);
-  res[4] = 1 - s * (x * x + z * z);
-  res[5] = s * (y * z - w * x);
-  res[6] = s * (x * z - w * y);
-  res[7] = s * (y * z + w * x);
-  res[8] = 1 - s * (x * x + y * y);
-}
-
 void khzu_mulQuat(double res[4], const double a[4], const double b[4]) {
   double t[4] = {
       a[0] * b[0] - a[1] * b[1] - a[2] * b[2] - a[3] * b[3],
@@ -76,12 +24,6 @@ void khzu_normalizeQuat(double q[4]) {
   } else {
     q[0] = 1, q[1] = q[2] = q[3] = 0;
   }
-}
-
-void khzu_axisAngle2Quat(double res[4], const double axis[3], double angle) {
-  double s = sin(0.5 * angle);
-  res[0] = cos(0.5 * angle);
-  res[1] = axis[0] * s, res[2] = axis[1] * s, res[3] = axis[2] * s;
 }
 
 void khzu_mat2quat(double res[4], const double R[9]) {
@@ -113,26 +55,6 @@ void khzu_mat2quat(double res[4], const double R[9]) {
     res[3] = 0.25 * s;
   }
   khzu_normalizeQuat(res);
-}
-
-/* v x m = [w x mw; w x mv + v x mw]  (RBDA eq. 2.31) */
-void khzu_crossMotion(double res[6], const double v[6], const double m[6]) {
-  double a[3], b[3], c[3];
-  khzu_cross(a, v, m);
-  khzu_cross(b, v, m + 3);
-  khzu_cross(c, v + 3, m);
-  res[0] = a[0], res[1] = a[1], res[2] = a[2];
-  res[3] = b[0] + c[0], res[4] = b[1] + c[1], res[5] = b[2] + c[2];
-}
-
-/* v x* f = [w x n + v x f; w x f]  (RBDA eq. 2.32) */
-void khzu_crossForce(double res[6], const double v[6], const double f[6]) {
-  double a[3], b[3], c[3];
-  khzu_cross(a, v, f);
-  khzu_cross(b, v + 3, f + 3);
-  khzu_cross(c, v, f + 3);
-  res[0] = a[0] + b[0], res[1] = a[1] + b[1], res[2] = a[2] + b[2];
-  res[3] = c[0], res[4] = c[1], res[5] = c[2];
 }
 
 /* X m = [E w; E (v - r x w)] */
@@ -198,20 +120,6 @@ void khzu_xformInertiaT(double res[36], const double X[12], const double I[36]) 
     }
 }
 
-/* I = [Ic + m cx cx^T, m cx; m cx^T, m 1]  (RBDA eq. 2.63) */
-void khzu_spatialInertia(double res[36], double mass, const double c[3], const double Ic[9]) {
-  double cx[9] = {0, -c[2], c[1], c[2], 0, -c[0], -c[1], c[0], 0};
-  double cxcxT[9];
-  khzu_mulMatMatT3(cxcxT, cx, cx);
-  for (int i = 0; i < 3; i++)
-    for (int j = 0; j < 3; j++) {
-      res[6 * i + j] = Ic[3 * i + j] + mass * cxcxT[3 * i + j];
-      res[6 * i + 3 + j] = mass * cx[3 * i + j];
-      res[6 * (3 + i) + j] = mass * cx[3 * j + i];
-      res[6 * (3 + i) + 3 + j] = (i == j) ? mass : 0;
-    }
-}
-
 int khzu_cholFactor(double *A, int n) {
   for (int j = 0; j < n; j++) {
     double s = A[j * n + j];
@@ -239,6 +147,39 @@ void khzu_cholSolve(const double *L, int n, double *x) {
     for (int k = i + 1; k < n; k++) t -= L[k * n + i] * x[k];
     x[i] = t / L[i * n + i];
   }
+}
+
+/* the n solves of khzu_cholSolve for the columns of the identity, each
+ * column's operations in khzu_cholSolve's order (so bit for bit the same),
+ * run side by side: the columns' divisions and products overlap instead of
+ * waiting on each other */
+static inline __attribute__((always_inline)) void chol_inverse(const double *L, int n,
+                                                               double *X) {
+  for (int i = 0; i < n; i++)
+    for (int b = 0; b < n; b++) X[i * n + b] = i == b;
+  for (int i = 0; i < n; i++) {
+    double *xi = X + i * n, ld = L[i * n + i];
+    for (int k = 0; k < i; k++) {
+      double lik = L[i * n + k];
+      const double *xk = X + k * n;
+      for (int b = 0; b < n; b++) xi[b] -= lik * xk[b];
+    }
+    for (int b = 0; b < n; b++) xi[b] /= ld;
+  }
+  for (int i = n - 1; i >= 0; i--) {
+    double *xi = X + i * n, ld = L[i * n + i];
+    for (int k = i + 1; k < n; k++) {
+      double lki = L[k * n + i];
+      const double *xk = X + k * n;
+      for (int b = 0; b < n; b++) xi[b] -= lki * xk[b];
+    }
+    for (int b = 0; b < n; b++) xi[b] /= ld;
+  }
+}
+
+void khzu_cholInverse(const double *L, int n, double *X) {
+  if (n == 6) chol_inverse(L, 6, X); /* a free joint: unrolled */
+  else chol_inverse(L, n, X);
 }
 
 void khz_eig3(const double A_in[9], double ev[3], double V[9]) {
@@ -273,16 +214,6 @@ void khz_eig3(const double A_in[9], double ev[3], double V[9]) {
 }
 
 /* ---- geometry (closest points, Ericson ch. 5) ---- */
-
-double khzu_closestOnSegment(const double p[3], const double a[3], const double b[3],
-                             double q[3]) {
-  double ab[3], ap[3];
-  khzu_sub3(ab, b, a);
-  khzu_sub3(ap, p, a);
-  double l2 = khzu_dot3(ab, ab), t = l2 > 0 ? khzu_clamp(khzu_dot3(ap, ab) / l2, 0, 1) : 0;
-  khzu_addScl3(q, a, ab, t);
-  return t;
-}
 
 double khzu_closestSegSeg(const double p1[3], const double q1[3], const double p2[3],
                           const double q2[3], double *s_out, double *t_out, double c1[3],
@@ -370,9 +301,3 @@ void khzu_closestOnTriangle(const double p[3], const double a[3], const double b
   *region = 0;
 }
 
-void khzu_orthogonal(double r[3], const double n[3]) {
-  double t[3] = {1, 0, 0};
-  if (fabs(n[0]) > 0.6) t[0] = 0, t[1] = 1;
-  khzu_cross(r, n, t);
-  khzu_normalize3(r);
-}

@@ -14,7 +14,8 @@
 #include <math.h>
 #include <string.h>
 
-/* ---- 3-vectors and 3x3 matrices ---- */
+/* ---- 3-vectors and 3x3 matrices (inline: the dynamics and the narrow phase
+ * call them in their innermost loops) ---- */
 
 static inline void khzu_cross(double res[3], const double a[3], const double b[3]) {
   double r0 = a[1] * b[2] - a[2] * b[1];
@@ -70,27 +71,90 @@ static inline void khzu_mulMatTVec3(double res[3], const double M[9], const doub
   res[0] = r0, res[1] = r1, res[2] = r2;
 }
 
-void khzu_mulMat3(double res[9], const double A[9], const double B[9]);
-void khzu_mulMatTMat3(double res[9], const double A[9], const double B[9]); /* A^T B */
-void khzu_mulMatMatT3(double res[9], const double A[9], const double B[9]); /* A B^T */
+/* A B */
+static inline void khzu_mulMat3(double res[9], const double A[9], const double B[9]) {
+  double t[9];
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++)
+      t[3 * i + j] = A[3 * i] * B[j] + A[3 * i + 1] * B[3 + j] + A[3 * i + 2] * B[6 + j];
+  memcpy(res, t, sizeof t);
+}
+/* A^T B */
+static inline void khzu_mulMatTMat3(double res[9], const double A[9], const double B[9]) {
+  double t[9];
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++)
+      t[3 * i + j] = A[i] * B[j] + A[3 + i] * B[3 + j] + A[6 + i] * B[6 + j];
+  memcpy(res, t, sizeof t);
+}
+/* A B^T */
+static inline void khzu_mulMatMatT3(double res[9], const double A[9], const double B[9]) {
+  double t[9];
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++)
+      t[3 * i + j] =
+          A[3 * i] * B[3 * j] + A[3 * i + 1] * B[3 * j + 1] + A[3 * i + 2] * B[3 * j + 2];
+  memcpy(res, t, sizeof t);
+}
 
 /* ---- quaternions (w, x, y, z) ---- */
 
-void khzu_quat2mat(double res[9], const double q[4]);
+static inline void khzu_quat2mat(double res[9], const double q[4]) {
+  double w = q[0], x = q[1], y = q[2], z = q[3];
+  res[0] = 1 - 2 * (y * y + z * z);
+  res[1] = 2 * (x * y - w * z);
+  res[2] = 2 * (x * z + w * y);
+  res[3] = 2 * (x * y + w * z);
+  res[4] = 1 - 2 * (x * x + z * z);
+  res[5] = 2 * (y * z - w * x);
+  res[6] = 2 * (x * z - w * y);
+  res[7] = 2 * (y * z + w * x);
+  res[8] = 1 - 2 * (x * x + y * y);
+}
 /* rotation of q / |q| for a quaternion that need not be unit (RK4 stages) */
-void khzu_quat2matScaled(double res[9], const double q[4]);
+static inline void khzu_quat2matScaled(double res[9], const double q[4]) {
+  double w = q[0], x = q[1], y = q[2], z = q[3];
+  double n2 = w * w + x * x + y * y + z * z, s = n2 > 0 ? 2 / n2 : 0;
+  res[0] = 1 - s * (y * y + z * z);
+  res[1] = s * (x * y - w * z);
+  res[2] = s * (x * z + w * y);
+  res[3] = s * (x * y + w * z);
+  res[4] = 1 - s * (x * x + z * z);
+  res[5] = s * (y * z - w * x);
+  res[6] = s * (x * z - w * y);
+  res[7] = s * (y * z + w * x);
+  res[8] = 1 - s * (x * x + y * y);
+}
 void khzu_mulQuat(double res[4], const double a[4], const double b[4]);
 void khzu_normalizeQuat(double q[4]);
 /* rotation of angle |w| h about w/|w| as a quaternion (exponential map) */
-void khzu_axisAngle2Quat(double res[4], const double axis[3], double angle);
+static inline void khzu_axisAngle2Quat(double res[4], const double axis[3], double angle) {
+  double s = sin(0.5 * angle);
+  res[0] = cos(0.5 * angle);
+  res[1] = axis[0] * s, res[2] = axis[1] * s, res[3] = axis[2] * s;
+}
 void khzu_mat2quat(double res[4], const double R[9]);
 
 /* ---- spatial vectors ---- */
 
-/* res = v x m (motion cross motion) */
-void khzu_crossMotion(double res[6], const double v[6], const double m[6]);
-/* res = v x* f (motion cross force) */
-void khzu_crossForce(double res[6], const double v[6], const double f[6]);
+/* res = v x m (motion cross motion) = [w x mw; w x mv + v x mw]  (RBDA eq. 2.31) */
+static inline void khzu_crossMotion(double res[6], const double v[6], const double m[6]) {
+  double a[3], b[3], c[3];
+  khzu_cross(a, v, m);
+  khzu_cross(b, v, m + 3);
+  khzu_cross(c, v + 3, m);
+  res[0] = a[0], res[1] = a[1], res[2] = a[2];
+  res[3] = b[0] + c[0], res[4] = b[1] + c[1], res[5] = b[2] + c[2];
+}
+/* res = v x* f (motion cross force) = [w x n + v x f; w x f]  (RBDA eq. 2.32) */
+static inline void khzu_crossForce(double res[6], const double v[6], const double f[6]) {
+  double a[3], b[3], c[3];
+  khzu_cross(a, v, f);
+  khzu_cross(b, v + 3, f + 3);
+  khzu_cross(c, v, f + 3);
+  res[0] = a[0] + b[0], res[1] = a[1] + b[1], res[2] = a[2] + b[2];
+  res[3] = c[0], res[4] = c[1], res[5] = c[2];
+}
 
 /* Plucker transform X = (E[9], r[3]) packed as 12 doubles. */
 /* res = X m for a motion vector */
@@ -100,8 +164,21 @@ void khzu_xformForceT(double res[6], const double X[12], const double f[6]);
 /* res = X^T I X for a symmetric spatial inertia I (6x6) in B coordinates */
 void khzu_xformInertiaT(double res[36], const double X[12], const double I[36]);
 
-/* Spatial inertia about the body origin from mass, com c and inertia Ic about the com. */
-void khzu_spatialInertia(double res[36], double mass, const double c[3], const double Ic[9]);
+/* Spatial inertia about the body origin from mass, com c and inertia Ic about the com:
+ * I = [Ic + m cx cx^T, m cx; m cx^T, m 1]  (RBDA eq. 2.63) */
+static inline void khzu_spatialInertia(double res[36], double mass, const double c[3],
+                                       const double Ic[9]) {
+  double cx[9] = {0, -c[2], c[1], c[2], 0, -c[0], -c[1], c[0], 0};
+  double cxcxT[9];
+  khzu_mulMatMatT3(cxcxT, cx, cx);
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) {
+      res[6 * i + j] = Ic[3 * i + j] + mass * cxcxT[3 * i + j];
+      res[6 * i + 3 + j] = mass * cx[3 * i + j];
+      res[6 * (3 + i) + j] = mass * cx[3 * j + i];
+      res[6 * (3 + i) + 3 + j] = (i == j) ? mass : 0;
+    }
+}
 
 /* res = I v for a 6x6 matrix I */
 static inline void khzu_mulMatVec6(double res[6], const double I[36], const double v[6]) {
@@ -121,12 +198,22 @@ static inline double khzu_dot6(const double a[6], const double b[6]) {
 int khzu_cholFactor(double *A, int n);
 /* solve A x = b in place with the factor from khzu_cholFactor */
 void khzu_cholSolve(const double *L, int n, double *x);
+/* X = A^-1 (n x n, row-major) from the factor: the same numbers as
+ * khzu_cholSolve on each column of the identity */
+void khzu_cholInverse(const double *L, int n, double *X);
 
 /* ---- geometry ---- */
 
 /* closest point to p on segment [a, b]; returns its parameter t in [0, 1] */
-double khzu_closestOnSegment(const double p[3], const double a[3], const double b[3],
-                             double q[3]);
+static inline double khzu_closestOnSegment(const double p[3], const double a[3],
+                                           const double b[3], double q[3]) {
+  double ab[3], ap[3];
+  khzu_sub3(ab, b, a);
+  khzu_sub3(ap, p, a);
+  double l2 = khzu_dot3(ab, ab), t = l2 > 0 ? khzu_clamp(khzu_dot3(ap, ab) / l2, 0, 1) : 0;
+  khzu_addScl3(q, a, ab, t);
+  return t;
+}
 
 /* closest points of segments [p1, q1] and [p2, q2] (Ericson 5.1.9); writes
  * parameters s, t and points c1, c2; returns the squared distance */
@@ -139,6 +226,11 @@ void khzu_closestOnTriangle(const double p[3], const double a[3], const double b
                             const double c[3], double q[3], int *region);
 
 /* a unit vector orthogonal to unit n */
-void khzu_orthogonal(double r[3], const double n[3]);
+static inline void khzu_orthogonal(double r[3], const double n[3]) {
+  double t[3] = {1, 0, 0};
+  if (fabs(n[0]) > 0.6) t[0] = 0, t[1] = 1;
+  khzu_cross(r, n, t);
+  khzu_normalize3(r);
+}
 
 #endif
