@@ -20,7 +20,13 @@
  *      g (sin - mu cos) within 1 %. The slope is the gravity turned;
  *   g. no tunnelling: a 1 cm sphere at 20 m/s stops on a 5 mm plate (it
  *      moves twice its diameter per step), and a 1 cm box at 50 m/s on the
- *      ground plane. */
+ *      ground plane;
+ *   h. a ball dropped from 1 m with restitution e = 0.5 and 0.9 reaches
+ *      e^2 h, e^4 h, e^6 h within 1 % on its first three bounces (the
+ *      impact is found up to a step's travel deep: the restitution target
+ *      is taken at the time of impact, impulse.c), and a ball or box set
+ *      down touching the ground with e = 0.5 rests in contact (no hover at
+ *      the surface) at most 0.5 mm deep. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -270,6 +276,51 @@ static void case_g(void) {
   }
 }
 
+
+static void case_h(void) {
+  const double es[2] = {0.5, 0.9}, r = 0.05, h0 = 1;
+  for (int t = 0; t < 2; t++) {
+    khzSpec *s = ground_spec_with(-1, es[t]);
+    add_box(s, "ball", KHZ_GEOM_SPHERE, r, 1, h0 + r);
+    khzModel *m = compile(s);
+    if (!m) continue;
+    khzData *d = khz_makeData(m, 0);
+    double z[3] = {h0 + r, h0 + r, h0 + r}, apex[3];
+    int napex = 0;
+    for (int k = 0; k < 4000 && napex < 3; k++) {
+      khz_step(m, d);
+      z[0] = z[1], z[1] = z[2], z[2] = d->q[2];
+      if (k >= 2 && z[1] > z[0] && z[1] >= z[2] && z[1] - r > 1e-3) apex[napex++] = z[1] - r;
+    }
+    ENSURE_MSG(napex == 3, "e = %g: %d bounces", es[t], napex);
+    for (int n = 0; n < napex; n++) {
+      double want = pow(es[t], 2 * (n + 1)) * h0;
+      printf("h. e = %g: bounce %d apex %.5g m, e^%d h = %.5g m (ratio %.5f)\n", es[t], n + 1, apex[n], 2 * (n + 1),
+             want, apex[n] / want);
+      ENSURE_MSG(fabs(apex[n] / want - 1) <= 0.01, "e = %g bounce %d: %.4f of e^2n h", es[t], n + 1, apex[n] / want);
+    }
+    khz_deleteData(&d);
+    khz_deleteModel(&m);
+  }
+  for (int t = 0; t < 2; t++) { /* set down touching, e = 0.5: rests in contact */
+    khzSpec *s = ground_spec_with(-1, 0.5);
+    add_box(s, "o", t ? KHZ_GEOM_BOX : KHZ_GEOM_SPHERE, 0.05, 1, 0.05);
+    khzModel *m = compile(s);
+    if (!m) continue;
+    khzData *d = khz_makeData(m, 0);
+    int apart = 0;
+    for (int k = 0; k < 1000; k++) {
+      khz_step(m, d);
+      apart += k >= 500 && d->ncontact == 0;
+    }
+    printf("h. %s set down touching, e = 0.5: %.3g mm deep after 1 s, %d of the last 500 steps apart\n",
+           t ? "box" : "ball", 1e3 * max_depth(d), apart);
+    ENSURE(apart == 0 && max_depth(d) > 0 && max_depth(d) <= 5e-4);
+    khz_deleteData(&d);
+    khz_deleteModel(&m);
+  }
+}
+
 int main(void) {
   case_a();
   case_bc();
@@ -277,5 +328,6 @@ int main(void) {
   case_e();
   case_f();
   case_g();
+  case_h();
   return ensure_report();
 }

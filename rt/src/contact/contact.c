@@ -71,8 +71,7 @@ int khz_contactImplicit(const khzModel *m, khzData *d, const double *qd, const d
     /* the velocity the step would end with without the implicit part */
     double h = d->timestep;
     for (int k = 0; k < m->nv; k++) vfree[k] = qd[k] + h * qdd[k];
-    khz_forwardPass(m, d, d->q, vfree);
-    khz_penaltyImplicit(m, d, dqd, dvel, tmp);
+    khz_penaltyImplicit(m, d, vfree, dqd, dvel, tmp);
   }
   khz_stackFree(d, mark);
   return done;

@@ -28,6 +28,7 @@
 
 #include "cluster.h"
 #include "dynamics.h"
+#include "penalty.h"
 #include "spatial.h"
 
 #define KHZ_IMPULSE_SWEEPS 8   /* sequential sweeps for a cluster not solved together */
@@ -40,6 +41,53 @@ static void pair_centroid(const khzData *d, const khzContact *c, double x[3]) {
   x[0] = x[1] = x[2] = 0;
   for (int p = 0; p < c->npoint; p++)
     for (int j = 0; j < 3; j++) x[j] += d->cpoint[c->point_adr + p].pos[j] / c->npoint;
+}
+
+/* Newton's restitution target for the normal velocity vn (< 0: approaching)
+ * of pair c's centroid: -e vn. The pair is found up to a step's travel
+ * deep, and its penetration is released gradually, not pushed out
+ * (KHZ_IMPACT_RELAX in penalty.c), so a body leaving at -e vn from depth d
+ * climbs d through its own penetration: a ball loses (1 - e^2) d of every
+ * bounce's height (e = 0.5, bounce 3 from 1 m: 8%). With automatic gains
+ * and e > 0 the target is the speed that puts the body back on the path it
+ * would have had, had it bounced at the time of impact: with a the free
+ * relative normal acceleration (gravity on free rigid bodies; negative when
+ * it drives the approach), the approach speed at first touch is
+ * vc^2 = vn^2 + 2 a dc, dc the centroid's travel since then (the
+ * penetration the springs do not see, the pair's offset, scaled by the
+ * centroid's approach over the deepest point's), and the body leaves with
+ * u^2 = e^2 vc^2 - 2 a dc: its apex is e^2 vc^2 / (2 |a|) above the surface,
+ * as from a bounce at first touch. A bounce that would not rise above the
+ * depth at which the automatic spring holds a body up (|a| (h / 0.3)^2)
+ * is no bounce but a landing: it keeps -e vn (the correction would lift a
+ * body set down at rest back to the surface at every step, and it would
+ * hover there), with a linear blend over one more such depth. Articulated
+ * trees keep -e vn. */
+static double restitution_target(const khzModel *m, const khzData *d, const khzContact *c, double vn) {
+  double e = m->contact.restitution;
+  if (!(vn < 0)) return 0;
+  if (!(e > 0) || !c->npoint || !khz_penaltyAutoGains(m, c)) return -e * vn;
+  double a = 0;
+  for (int s = 0; s < 2; s++) {
+    int b = c->body[s];
+    if (b <= 0 || khz_bodyStatic(m, b)) continue;
+    if (!khz_bodyFree(m, b)) return -e * vn;
+    a += (s ? -1 : 1) * khzu_dot3(m->gravity, c->normal);
+  }
+  const khzContactPoint *deep = d->cpoint + c->deepest;
+  double depth = fmin(d->pair[c->slot].offset, deep->depth), v0[3], v1[3];
+  khz_pointVelocity(m, d, c->body[0], deep->pos, v0);
+  khz_pointVelocity(m, d, c->body[1], deep->pos, v1);
+  double vd = (v0[0] - v1[0]) * c->normal[0] + (v0[1] - v1[1]) * c->normal[1] + (v0[2] - v1[2]) * c->normal[2];
+  if (!(depth > 0) || !(vd < 0)) return -e * vn;
+  double dc = depth * fmin(vn / vd, 1);
+  double vc2 = fmax(vn * vn + 2 * a * dc, 0), u2 = e * e * vc2 - 2 * a * dc;
+  double u = u2 > 0 ? sqrt(u2) : 0, blend = 1;
+  if (a < 0) {
+    double apex = e * e * vc2 / (-2 * a), rest = khz_penaltyAutoDepth(d, -a);
+    blend = fmin(fmax(apex / rest - 1, 0), 1);
+  }
+  return -e * vn + blend * (u + e * vn);
 }
 
 /* solves the 3x3 system K x = b (K symmetric positive definite) */
@@ -177,7 +225,7 @@ static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int k, d
     /* Newton's restitution on the centroid's own approach: the fastest
      * point of a body landing on one edge moves twice as fast as the
      * centroid, and a target from it would add energy */
-    tgt[i] = v[3 * i] < 0 ? -m->contact.restitution * v[3 * i] : 0;
+    tgt[i] = restitution_target(m, d, c, v[3 * i]);
   }
 
   /* W, column by column: a unit impulse along direction e of pair j */
@@ -362,7 +410,7 @@ void khz_resolveImpacts(const khzModel *m, khzData *d) {
    * approach before them */
   for (int i = 0; i < d->ncontact; i++) {
     double x[3], un = cluster[i] == -3 ? centroid_approach(m, d, d->contact + i, x) : 0;
-    target[i] = un < 0 ? -m->contact.restitution * un : 0;
+    target[i] = restitution_target(m, d, d->contact + i, un);
   }
   int applied = 0;
   for (int sweep = 0; sweep < KHZ_IMPULSE_SWEEPS; sweep++) {

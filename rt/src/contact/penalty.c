@@ -132,6 +132,13 @@ static int auto_gains(const khzModel *m, const khzContact *c) {
          !(m->geom_gain[3 * c->geom[1]] > 0);
 }
 
+int khz_penaltyAutoGains(const khzModel *m, const khzContact *c) { return auto_gains(m, c); }
+
+double khz_penaltyAutoDepth(const khzData *d, double accel) {
+  double hw = d->timestep / KHZ_AUTO_OMEGA;
+  return accel * hw * hw;
+}
+
 /* the sticking spring-damper's gains relative to the normal ones */
 static double tangent_scale(const khzModel *m, const khzContact *c) {
   return auto_gains(m, c) ? KHZ_AUTO_TANGENT_SCALE : KHZ_TANGENT_SCALE;
@@ -547,7 +554,8 @@ static int solve_rows(const khzData *d, const implicit_row *row, const int *mem,
   return 0;
 }
 
-void khz_penaltyImplicit(const khzModel *m, khzData *d, double *dqd, double *dvel, double *tmp) {
+void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, double *dqd, double *dvel,
+                         double *tmp) {
   /* Each bottom point's implicit spring k and damper c (the pair's
    * kp_implicit and kv_implicit times its share w of eq. 1's count) on its
    * relative normal coordinate, integrated by backward Euler over the step,
@@ -570,6 +578,7 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, double *dqd, double *dve
    * rest keeps exactly zero velocity. */
   double h = d->timestep;
   int nc = d->ncontact, n = 0, cap = d->ncpoint + 2 * nc;
+  khz_forwardPass(m, d, d->q, vfree);
   size_t mark = khz_stackMark(d);
   implicit_row *row = khz_stackAlloc(d, (size_t)cap * sizeof(implicit_row));
   int *cl = khz_stackAlloc(d, (size_t)cap * sizeof(int));

@@ -11,6 +11,13 @@
 /* the largest cluster of pairs whose implicit impulses are solved together */
 #define KHZ_IMPLICIT_DIRECT 128
 
+/* 1 if pair c has automatic gains (the scene sets no stiffness) */
+int khz_penaltyAutoGains(const khzModel *m, const khzContact *c);
+
+/* the depth at which a pair with automatic gains holds a body up against
+ * an acceleration accel (m/s^2): accel (h / KHZ_AUTO_OMEGA)^2 */
+double khz_penaltyAutoDepth(const khzData *d, double accel);
+
 /* 1 if a pair found this tick still needs its effective mass or rotational
  * inertia, which take the articulated inertias at the current q */
 int khz_penaltyNeedsInertias(const khzModel *m, const khzData *d);
@@ -30,10 +37,13 @@ void khz_penaltyLimits(const khzModel *m, khzData *d);
 /* The stiffness and damping beyond the explicit limit (c->kp_implicit,
  * c->kv_implicit), by backward Euler on each bottom point's normal
  * coordinate: with the articulated inertias of khz_abaCore valid at the
- * step's q and the forward pass at the predicted end-of-step velocity, sets
- * each point's force_implicit and each pair's tangential force_implicit
- * (constant over the step). Scratch dqd (nv), dvel and tmp (6 nbody). */
-void khz_penaltyImplicit(const khzModel *m, khzData *d, double *dqd, double *dvel, double *tmp);
+ * step's q and vfree (nv) the velocity the step would end with without the
+ * implicit part, sets each point's force_implicit and each pair's
+ * tangential force_implicit (constant over the step); leaves the forward
+ * pass at (q, vfree). Scratch
+ * dqd (nv), dvel and tmp (6 nbody). */
+void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, double *dqd, double *dvel,
+                         double *tmp);
 
 /* scratch bytes khz_penaltyImplicit may take from d's stack */
 size_t khz_penaltyImplicitStackBytes(const khzModel *m);
