@@ -22,7 +22,9 @@
 #include "settings.h"
 
 #define KHZ_MAX_PEERS 256
-#define KHZ_MAX_PENDING 64
+#define KHZ_MAX_PENDING 256        /* requests waiting for the loop, all clients */
+#define KHZ_CLIENT_INFLIGHT 16     /* ... of one client: more are answered BUSY */
+#define KHZ_ROUTER_SNDHWM 1000     /* replies queued towards one client before they are dropped */
 #define KHZ_PEER_ID_MAX 256
 #define KHZ_MAX_CLIENT_KEYS 64
 #define KHZ_KEEPALIVE_S 0.05
@@ -105,6 +107,8 @@ struct khzServer {
   uint64_t next_loop_id;
   uint64_t rejected, by_code[KHZ_NCODES];
   uint64_t commands_in;
+  uint64_t replies_dropped;       /* replies / errors a peer's queue could not take (or peer gone) */
+  double last_drop_log;
 
   /* the I/O thread's scheduling: SCHED_FIFO io_priority when permitted */
   int io_fifo;

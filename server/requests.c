@@ -36,17 +36,26 @@ double khz_requests_rate(const khzServer *s, const khzServerConfig *c) {
 
 /* ------------------------------------------------------------ pending -- */
 
+static int same_peer(const khzPeer *a, const khzPeer *b) {
+  return a->idlen == b->idlen && !memcmp(a->id, b->id, a->idlen);
+}
+
 /* the entry for a new request: a free one (taken for good only when it
- * queues loop requests), or the overflow entry, which the loop refuses */
+ * queues loop requests), or the overflow entry, which the loop refuses: when
+ * every entry is in use, or when this client already has KHZ_CLIENT_INFLIGHT
+ * requests waiting for the loop (one client cannot take the table) */
 static khzPending *pending_open(khzServer *s, const khzPeer *p, uint64_t req_id,
                                 const khzRequestRow *row) {
-  khzPending *q = &s->overflow;
+  khzPending *q = NULL;
+  int mine = 0;
   for (int i = 0; i < KHZ_MAX_PENDING; i++) {
     if (!s->pending[i].used) {
-      q = &s->pending[i];
-      break;
+      if (!q) q = &s->pending[i];
+    } else if (same_peer(&s->pending[i].peer, p)) {
+      mine++;
     }
   }
+  if (!q || mine >= KHZ_CLIENT_INFLIGHT) q = &s->overflow;
   memset(q, 0, sizeof *q);
   q->row = row;
   q->peer = *p;
@@ -89,9 +98,14 @@ static void busy(khzServer *s, khzPending *q) {
     q->used = 1;
     return;
   }
-  khz_reply_error(s, &q->peer, q->req_id, KHZ__V1__ERROR_CODE__BUSY, "%s",
-                  q == &s->overflow ? "too many requests in flight: retry"
-                                    : "the loop's request queue is full: retry");
+  if (q == &s->overflow)
+    khz_reply_error(s, &q->peer, q->req_id, KHZ__V1__ERROR_CODE__BUSY,
+                    "%s: too many requests in flight (at most %d per client, %d in all): wait for "
+                    "their replies, then retry",
+                    q->row->name, KHZ_CLIENT_INFLIGHT, KHZ_MAX_PENDING);
+  else
+    khz_reply_error(s, &q->peer, q->req_id, KHZ__V1__ERROR_CODE__BUSY,
+                    "%s: the loop's request queue is full: retry", q->row->name);
 }
 
 /* everything applied (or refused): commit the setting, answer, free the entry */
@@ -240,6 +254,7 @@ static void reply_stats(khzServer *s, khzPending *q, const khzReply *r) {
   st.n_rejected_by_code = n;
   st.rejected_by_code = rcp;
   st.clients = (uint32_t)s->peers_seen;
+  st.replies_dropped = s->replies_dropped + khz_loop_repliesLost(s->loop);
   st.rt_report = (char *)khz_loop_report(s->loop);
   Khz__V1__Reply rep;
   khz__v1__reply__init(&rep);
@@ -729,6 +744,7 @@ static void loop_reply(khzServer *s, const khzReply *r) {
   if (!q) return;
   if (r->status != KHZ_REPLY_DONE && !q->failed) {
     q->failed = r->status == KHZ_REPLY_REFUSED ? KHZ__V1__ERROR_CODE__REFUSED
+                : r->status == KHZ_REPLY_BUSY  ? KHZ__V1__ERROR_CODE__BUSY
                                                : KHZ__V1__ERROR_CODE__OUT_OF_RANGE;
     snprintf(q->error, sizeof q->error, "%s", r->message);
   }

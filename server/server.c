@@ -55,15 +55,36 @@ uint32_t khz_peer_client(khzServer *s, const khzPeer *p) {
   return (uint32_t)i + 1;
 }
 
-/* one ServerMessage to one peer; dropped (not blocked on) when the peer is gone or full */
+/* a reply or error that could not be delivered: counted (Stats.replies_dropped)
+ * and logged at most once a second */
+static void count_dropped(khzServer *s, const char *why) {
+  s->replies_dropped++;
+  double now = ev_now(s->ev);
+  if (now - s->last_drop_log >= 1.0) {
+    s->last_drop_log = now;
+    khz_log(KHZ_LOG_WARN,
+            "a reply could not be delivered (%s): %llu so far; a client that leaves more than %d "
+            "replies unread loses the rest",
+            why, (unsigned long long)s->replies_dropped, KHZ_ROUTER_SNDHWM);
+  }
+}
+
+/* one ServerMessage to one peer; never blocked on: when the peer is gone or
+ * its queue is full (ZMQ_ROUTER_MANDATORY says so) it is counted as dropped */
 static void send_to(khzServer *s, const khzPeer *p, const Khz__V1__ServerMessage *msg) {
   size_t n = khz__v1__server_message__get_packed_size(msg);
   uint8_t stackbuf[4096], *buf = n <= sizeof stackbuf ? stackbuf : malloc(n);
-  if (!buf) return;
+  if (!buf) {
+    count_dropped(s, "out of memory");
+    return;
+  }
   khz__v1__server_message__pack(msg, buf);
-  zmq_send(s->router, p->id, p->idlen, ZMQ_SNDMORE | ZMQ_DONTWAIT);
-  if (p->delim) zmq_send(s->router, "", 0, ZMQ_SNDMORE | ZMQ_DONTWAIT);
-  zmq_send(s->router, buf, n, ZMQ_DONTWAIT);
+  if (zmq_send(s->router, p->id, p->idlen, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
+    count_dropped(s, zmq_errno() == EAGAIN ? "the client's queue is full" : "the client is gone");
+  } else {
+    if (p->delim) zmq_send(s->router, "", 0, ZMQ_SNDMORE | ZMQ_DONTWAIT);
+    if (zmq_send(s->router, buf, n, ZMQ_DONTWAIT) < 0) count_dropped(s, zmq_strerror(zmq_errno()));
+  }
   if (buf != stackbuf) free(buf);
 }
 
@@ -255,6 +276,11 @@ static void *make_socket(khzServer *s, int type, const char *ep, char *err, size
   }
   zmq_setsockopt(sock, ZMQ_LINGER, &zero, sizeof zero);
   if (type == ZMQ_PUB) zmq_setsockopt(sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
+  if (type == ZMQ_ROUTER) {
+    int sndhwm = KHZ_ROUTER_SNDHWM;
+    zmq_setsockopt(sock, ZMQ_SNDHWM, &sndhwm, sizeof sndhwm);
+    zmq_setsockopt(sock, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
+  }
   if (s->curve) {
     zmq_setsockopt(sock, ZMQ_CURVE_SERVER, &one, sizeof one);
     zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, s->secret, 40);
@@ -403,6 +429,7 @@ static int server_init(khzServer *s, char *err, size_t errsz) {
   lc.publish_contacts = c->publish_contacts;
   lc.publish_hash = c->publish_hash;
   lc.state_ring = c->state_ring;
+  lc.request_ring = KHZ_MAX_PENDING; /* every request in flight fits */
   lc.nhaptic = s->nhaptic;
   memcpy(lc.haptic, s->haptic, sizeof lc.haptic);
   double *gains = calloc(2 * (size_t)s->na + 1, sizeof(double));

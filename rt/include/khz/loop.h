@@ -56,6 +56,9 @@ extern "C" {
 #define KHZ_LOOP_MAX_WRENCH 16      /* simultaneous perturbation wrenches */
 #define KHZ_LOOP_MAX_CONTACTS 128   /* contact points copied into one state */
 #define KHZ_LOOP_MSG_MAX 160        /* reply messages */
+#define KHZ_LOOP_REQUEST_BUDGET_NS 100000 /* requests applied between two ticks: at least one,
+                                             then more while the round has spent less than this
+                                             (or an eighth of the period, whichever is less) */
 
 typedef enum khzLoopMode {
   KHZ_MODE_REALTIME = 0,
@@ -204,7 +207,8 @@ typedef enum khzRequestType {
   KHZ_REQ_WATCHDOG,         /* dval = watchdog_s, ival = khzSafeCommand, data[0] = safe_damping */
   KHZ_REQ_LOCKSTEP_TIMEOUT, /* dval = s */
   KHZ_REQ_PUBLISH,          /* ival bit 0 = contacts, bit 1 = hash */
-  KHZ_REQ_HASH,             /* reply carries the current state hash and seq */
+  KHZ_REQ_HASH,             /* reply carries the current state hash and seq (the loop copies the
+                               state, at most once per state; khz_loop_pollReply hashes it) */
   KHZ_REQ_RESET_STATS,
   KHZ_NREQUEST
 } khzRequestType;
@@ -224,6 +228,7 @@ typedef struct khzRequest {
 #define KHZ_REPLY_DONE 0
 #define KHZ_REPLY_INVALID (-1) /* a value out of range or of the wrong size */
 #define KHZ_REPLY_REFUSED (-2) /* valid, but not possible now (passivity bound, capacity, ...) */
+#define KHZ_REPLY_BUSY (-3)    /* not now: retry (every state snapshot still in use) */
 
 /* khzReply.type of a notice that the loop dropped a command computed from a
  * state before the latest reset (id = 0, client / cmd_seq name the command). */
@@ -234,7 +239,9 @@ typedef struct khzReply {
   int type;                 /* the request's khzRequestType, or KHZ_REPLY_STALE_COMMAND */
   int status;               /* KHZ_REPLY_DONE, or why not (message says more) */
   uint64_t seq;             /* the latest state's sequence number when it was applied */
-  uint64_t hash;            /* KHZ_REQ_HASH */
+  uint64_t hash;            /* KHZ_REQ_HASH: computed by khz_loop_pollReply on the caller's
+                               thread from a snapshot the loop copied (never on the loop thread) */
+  int snap;                 /* internal: the snapshot the hash comes from (1-based, 0 = none) */
   uint32_t client;          /* KHZ_REPLY_STALE_COMMAND: the sender and its command */
   uint64_t cmd_seq;
   char message[KHZ_LOOP_MSG_MAX];
@@ -364,8 +371,13 @@ int khz_loop_haptic(khzLoop *loop, int proxy, const khzHapticInput *in);
 khzRequest *khz_loop_requestBegin(khzLoop *loop);
 void khz_loop_requestCommit(khzLoop *loop);
 
-/* Takes the next reply; returns 1 when one was copied into out, 0 when none. */
+/* Takes the next reply; returns 1 when one was copied into out, 0 when none.
+ * A KHZ_REQ_HASH reply's hash is computed here (once per state). */
 int khz_loop_pollReply(khzLoop *loop, khzReply *out);
+
+/* Replies the loop could not post (its reply ring full; sized so that this
+ * does not happen): counted, never silent. */
+uint64_t khz_loop_repliesLost(const khzLoop *loop);
 
 /* The oldest state not yet released, or NULL; release it when done. */
 const khzLoopState *khz_loop_peekState(khzLoop *loop);
