@@ -19,6 +19,7 @@
 #include "khz/loop.h"
 #include "khz/v1/messages.pb-c.h"
 #include "server.h"
+#include "record.h"
 #include "settings.h"
 
 #define KHZ_MAX_PEERS 256
@@ -54,6 +55,7 @@ typedef struct khzPending {
   char error[KHZ_ERROR_MAX];
   const khzSetting *setting;      /* the setting it is about (GetSetting: NULL = all) */
   int set;                        /* 1: value goes into the configuration on success */
+  int deferred;                   /* answered later by its own event (StopRecording) */
   khzSettingValue value;
 } khzPending;
 
@@ -90,8 +92,15 @@ struct khzServer {
   int have_state;
   uint64_t latest_seq, reset_seq;
   uint64_t published;
-  FILE *rec;
+  khzRecorder *rec;               /* the recording, NULL = none (record.h) */
+  int rec_stopping;               /* stop asked, the writer is finishing */
+  int rec_dirfd;                  /* record_dir, -1 = clients may not record */
   char rec_path[KHZ_SETTING_STR];
+  khzPending rec_stop;            /* the StopRecording answered when the file is closed */
+  int rec_stop_waiting;
+  uint64_t rec_written, rec_dropped; /* finished recordings' records */
+  ev_async rec_async;
+  ev_timer rec_timer;
 
   /* what the log has said already */
   int watchdog_logged;
@@ -154,6 +163,16 @@ double khz_requests_rate(const khzServer *s, const khzServerConfig *c);
 /* commands.c: a Command or a HapticInput, checked, into the loop */
 void khz_commands_command(khzServer *s, const khzPeer *p, const Khz__V1__Command *c);
 void khz_commands_haptic(khzServer *s, const khzPeer *p, const Khz__V1__HapticInput *h);
+
+/* publish.c: the recording (start, stop, its writer's end) */
+int khz_record_start(khzServer *s, int dirfd, const char *path, char *err, size_t errsz);
+void khz_record_stop(khzServer *s);
+void khz_record_doneCb(struct ev_loop *ev, ev_async *w, int revents);
+void khz_record_timeoutCb(struct ev_loop *ev, ev_timer *w, int revents);
+uint64_t khz_record_written(khzServer *s);
+uint64_t khz_record_dropped(khzServer *s);
+/* requests.c: answers the deferred StopRecording (when it waits) */
+void khz_requests_recordStopped(khzServer *s);
 
 /* publish.c: every state the loop published, the lockstep keep-alive, the
  * statistics log line */

@@ -255,6 +255,8 @@ static void reply_stats(khzServer *s, khzPending *q, const khzReply *r) {
   st.rejected_by_code = rcp;
   st.clients = (uint32_t)s->peers_seen;
   st.replies_dropped = s->replies_dropped + khz_loop_repliesLost(s->loop);
+  st.recorded = khz_record_written(s);
+  st.record_dropped = khz_record_dropped(s);
   st.rt_report = (char *)khz_loop_report(s->loop);
   Khz__V1__Reply rep;
   khz__v1__reply__init(&rep);
@@ -547,15 +549,28 @@ static int check_set_setting(khzServer *s, khzPending *q, const Khz__V1__Request
 }
 
 static int check_start_recording(khzServer *s, khzPending *q, const Khz__V1__Request *rq) {
-  (void)rq;
+  const char *name = rq->start_recording->path, *why = NULL;
+  if (s->rec_dirfd < 0)
+    return refuse(s, q, KHZ__V1__ERROR_CODE__REFUSED,
+                  "start_recording: recording is off on this server (the operator allows it by "
+                  "starting khz-server with --record-dir DIR)");
+  if (!khz_record_nameOk(name, &why))
+    return refuse(s, q, KHZ__V1__ERROR_CODE__OUT_OF_RANGE,
+                  "start_recording: '%.*s' is not a file name: %s", KHZ_RECORD_NAME_MAX, name, why);
+  if (s->rec && s->rec_stopping)
+    return refuse(s, q, KHZ__V1__ERROR_CODE__BUSY,
+                  "start_recording: the previous recording (%s) is still being written: retry",
+                  s->rec_path);
   if (s->rec)
-    return refuse(s, q, KHZ__V1__ERROR_CODE__REFUSED, "already recording into %s", s->rec_path);
+    return refuse(s, q, KHZ__V1__ERROR_CODE__REFUSED, "start_recording: already recording into %s",
+                  s->rec_path);
   return 0;
 }
 
 static int check_stop_recording(khzServer *s, khzPending *q, const Khz__V1__Request *rq) {
   (void)rq;
-  if (!s->rec) return refuse(s, q, KHZ__V1__ERROR_CODE__REFUSED, "not recording");
+  if (!s->rec || s->rec_stopping || s->rec_stop_waiting)
+    return refuse(s, q, KHZ__V1__ERROR_CODE__REFUSED, "stop_recording: not recording");
   return 0;
 }
 
@@ -651,27 +666,30 @@ static int do_get_stats(khzServer *s, khzPending *q, const Khz__V1__Request *rq)
   return loop_plain(s, q, KHZ_REQ_HASH);
 }
 
+/* a file created new in the record directory, written by its own thread */
 static int do_start_recording(khzServer *s, khzPending *q, const Khz__V1__Request *rq) {
-  const char *path = rq->start_recording->path;
-  FILE *f = path[0] ? fopen(path, "wb") : NULL;
-  if (!f) {
+  char err[KHZ_ERROR_MAX - 32];
+  if (khz_record_start(s, s->rec_dirfd, rq->start_recording->path, err, sizeof err)) {
     q->failed = KHZ__V1__ERROR_CODE__REFUSED;
-    snprintf(q->error, sizeof q->error, "start_recording: cannot open '%s': %s", path,
-             path[0] ? strerror(errno) : "no path");
-    return 0;
+    snprintf(q->error, sizeof q->error, "start_recording: %s", err);
   }
-  s->rec = f;
-  snprintf(s->rec_path, sizeof s->rec_path, "%s", path);
-  khz_log(KHZ_LOG_INFO, "recording states into %s", s->rec_path);
   return 0;
 }
 
+/* answered when the writer has written what was queued and closed the file */
 static int do_stop_recording(khzServer *s, khzPending *q, const Khz__V1__Request *rq) {
-  (void)q, (void)rq;
-  fclose(s->rec);
-  s->rec = NULL;
-  khz_log(KHZ_LOG_INFO, "recording into %s stopped", s->rec_path);
+  (void)rq;
+  s->rec_stop = *q;
+  s->rec_stop_waiting = 1;
+  q->deferred = 1;
+  khz_record_stop(s);
   return 0;
+}
+
+void khz_requests_recordStopped(khzServer *s) {
+  if (!s->rec_stop_waiting) return;
+  s->rec_stop_waiting = 0;
+  finish(s, &s->rec_stop, NULL);
 }
 
 /* -------------------------------------------------------------- table -- */
@@ -726,7 +744,7 @@ void khz_requests_handle(khzServer *s, const khzPeer *p, const Khz__V1__Request 
   }
   if (q->remaining > 0)
     q->used = 1; /* answered when the loop has applied it */
-  else
+  else if (!q->deferred)
     finish(s, q, NULL);
 }
 

@@ -14,6 +14,7 @@
  * ring, answers the loop's replies and drains the ROUTER again.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -404,12 +405,21 @@ static int server_init(khzServer *s, char *err, size_t errsz) {
   ev_timer_init(&s->duration_timer, duration_cb, c->duration_s, 0);
   s->duration_timer.data = s;
 
-  /* recording from the start */
-  if (c->record[0]) {
-    s->rec = fopen(c->record, "wb");
-    if (!s->rec) return khz_server_fail(err, errsz, "record: cannot open '%s': %s", c->record, strerror(errno));
-    snprintf(s->rec_path, sizeof s->rec_path, "%s", c->record);
+  /* recordings: the directory clients may record into, and the operator's
+   * recording from the start */
+  ev_async_init(&s->rec_async, khz_record_doneCb);
+  s->rec_async.data = s;
+  ev_async_start(s->ev, &s->rec_async);
+  ev_timer_init(&s->rec_timer, khz_record_timeoutCb, 5.0, 0);
+  s->rec_timer.data = s;
+  if (c->record_dir[0]) {
+    s->rec_dirfd = open(c->record_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (s->rec_dirfd < 0)
+      return khz_server_fail(err, errsz, "setting 'record_dir': cannot open the directory '%s': %s",
+                             c->record_dir, strerror(errno));
   }
+  if (c->record[0] && khz_record_start(s, AT_FDCWD, c->record, msg, sizeof msg))
+    return khz_server_fail(err, errsz, "setting 'record': %s", msg);
 
   /* the loop thread */
   khzLoopConfig lc;
@@ -464,6 +474,7 @@ khzServer *khz_server_new(const khzServerConfig *cfg, const khzServerHooks *hook
     khz_server_fail(err, errsz, "out of memory");
     return NULL;
   }
+  s->rec_dirfd = -1;
   s->cfg = *cfg;
   if (hooks) s->hooks = *hooks;
   if (server_init(s, err, errsz)) {
@@ -500,7 +511,10 @@ void khz_server_destroy(khzServer **s_p) {
   if (!s_p || !*s_p) return;
   khzServer *s = *s_p;
   khz_loop_destroy(&s->loop);
-  if (s->rec) fclose(s->rec);
+  if (s->rec) {
+    khz_recorder_free(&s->rec); /* writes what is queued, closes */
+  }
+  if (s->rec_dirfd >= 0) close(s->rec_dirfd);
   if (s->pub) zmq_close(s->pub);
   if (s->router) zmq_close(s->router);
   if (s->zap) zmq_close(s->zap);

@@ -42,7 +42,8 @@ class Server:
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> "Server":
-        args = [SERVER, "--state-endpoint", self.state, "--command-endpoint", self.command, *QUIET]
+        args = [SERVER, "--state-endpoint", self.state, "--command-endpoint", self.command,
+                "--record-dir", self.dir, *QUIET]
         if self.scene:
             args += ["--scene", os.path.join(SOURCE, self.scene)]
         self.proc = subprocess.Popen(args + self.extra, stdout=subprocess.DEVNULL)

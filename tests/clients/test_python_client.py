@@ -212,9 +212,14 @@ class Live(unittest.TestCase):
         self.assertEqual(q.shape, (rec.states,))
         self.assertIsNotNone(r.stats)
         os.unlink(path)
-        # the server's own recording format reads too
-        spath = tempfile.mktemp(suffix=".rec")
-        self.c.start_recording(spath)
+        # the server's own recording format reads too: a file name in the
+        # server's --record-dir (a path is refused)
+        with self.assertRaises(khz.KhzError) as e:
+            self.c.start_recording("/tmp/elsewhere.rec")
+        self.assertIn("not a file name", str(e.exception))
+        name = f"server-{os.getpid()}.rec"
+        spath = os.path.join(self.server.dir, name)
+        self.c.start_recording(name)
         time.sleep(0.1)
         self.c.stop_recording()
         s = khz.recording.read(spath)

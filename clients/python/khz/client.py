@@ -543,9 +543,11 @@ class Client:
             value = "true" if value else "false"
         self.request("set_setting", control_pb2.SetSetting(name=name, value=str(value)))
 
-    def start_recording(self, path: str) -> None:
-        """The server records every state into path (on the server's machine)."""
-        self.request("start_recording", control_pb2.StartRecording(path=path))
+    def start_recording(self, name: str) -> None:
+        """The server records every state into the file `name` (a file name,
+        not a path) in the directory its operator gave as --record-dir; the
+        file is created new. Refused when the server has no --record-dir."""
+        self.request("start_recording", control_pb2.StartRecording(path=name))
 
     def stop_recording(self) -> None:
         self.request("stop_recording")
