@@ -26,6 +26,9 @@
 #define KHZ_MAX_PENDING 256        /* requests waiting for the loop, all clients */
 #define KHZ_CLIENT_INFLIGHT 16     /* ... of one client: more are answered BUSY */
 #define KHZ_ROUTER_SNDHWM 1000     /* replies queued towards one client before they are dropped */
+#define KHZ_MSG_MIN_BYTES 65536    /* the smallest ROUTER message limit (ZMQ_MAXMSGSIZE) */
+#define KHZ_PUB_MAXMSG 1024        /* what a subscriber may send the PUB socket (subscriptions) */
+#define KHZ_REQ_NAME_MAX 256       /* body, setting, method names in requests (bytes) */
 #define KHZ_PEER_ID_MAX 256
 #define KHZ_MAX_CLIENT_KEYS 64
 #define KHZ_KEEPALIVE_S 0.05
@@ -71,6 +74,8 @@ struct khzServer {
   uint32_t generation;
   int na;
   int *act_dof;
+  int64_t max_msg;                /* the ROUTER's ZMQ_MAXMSGSIZE: the largest message this model's
+                                     requests and commands need (khz_server_maxMessage) */
   int nhaptic;
   khzHapticProxy haptic[KHZ_LOOP_MAX_HAPTIC];
   int scene_method;
@@ -183,6 +188,9 @@ void khz_publish_statsCb(struct ev_loop *ev, ev_timer *w, int revents);
 /* curve.c: the security rule and the keys (before any socket), the ZAP handler */
 int khz_curve_setup(khzServer *s, char *err, size_t errsz);
 void khz_curve_zapCb(struct ev_loop *ev, ev_io *w, int revents);
+
+/* server.c: the ROUTER's message size limit for a model with na actuators */
+int64_t khz_server_maxMessage(const khzModel *m, int na);
 
 /* server.c: writes the formatted message into err (errsz bytes); returns -1 */
 int khz_server_fail(char *err, size_t errsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

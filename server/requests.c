@@ -728,8 +728,50 @@ static const khzRequestRow *request_row(Khz__V1__Request__OpCase op) {
   return NULL;
 }
 
+/* the request's strings, each within its bound (names, setting values, file
+ * names): the first too long, or NULL */
+static const char *long_string(const Khz__V1__Request *rq, size_t *len, size_t *max) {
+  const char *str[2] = {NULL, NULL}, *what[2] = {NULL, NULL};
+  size_t lim[2] = {KHZ_REQ_NAME_MAX, KHZ_REQ_NAME_MAX};
+  switch (rq->op_case) {
+    case KHZ__V1__REQUEST__OP_SET_CONTACT_METHOD:
+      str[0] = rq->set_contact_method->method, what[0] = "set_contact_method: method";
+      break;
+    case KHZ__V1__REQUEST__OP_APPLY_WRENCH:
+      if (rq->apply_wrench->body && rq->apply_wrench->body->ref_case == KHZ__V1__BODY_REF__REF_NAME)
+        str[0] = rq->apply_wrench->body->name, what[0] = "apply_wrench: body name";
+      break;
+    case KHZ__V1__REQUEST__OP_GET_SETTING:
+      str[0] = rq->get_setting->name, what[0] = "get_setting: name";
+      break;
+    case KHZ__V1__REQUEST__OP_SET_SETTING:
+      str[0] = rq->set_setting->name, what[0] = "set_setting: name";
+      str[1] = rq->set_setting->value, what[1] = "set_setting: value", lim[1] = KHZ_SETTING_STR - 1;
+      break;
+    case KHZ__V1__REQUEST__OP_START_RECORDING:
+      str[0] = rq->start_recording->path, what[0] = "start_recording: path", lim[0] = KHZ_RECORD_NAME_MAX;
+      break;
+    default:
+      break;
+  }
+  for (int i = 0; i < 2; i++) {
+    if (str[i] && strlen(str[i]) > lim[i]) {
+      *len = strlen(str[i]), *max = lim[i];
+      return what[i];
+    }
+  }
+  return NULL;
+}
+
 void khz_requests_handle(khzServer *s, const khzPeer *p, const Khz__V1__Request *rq) {
   const khzRequestRow *row = request_row(rq->op_case);
+  size_t len = 0, max = 0;
+  const char *what = row ? long_string(rq, &len, &max) : NULL;
+  if (what) {
+    khz_reply_error(s, p, rq->id, KHZ__V1__ERROR_CODE__OUT_OF_RANGE,
+                    "%s has %zu bytes, at most %zu are allowed", what, len, max);
+    return;
+  }
   if (!row) {
     khz_reply_error(s, p, rq->id, KHZ__V1__ERROR_CODE__UNKNOWN_TYPE,
                     "unknown request type (field %d): this server speaks khz.v1", (int)rq->op_case);

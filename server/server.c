@@ -149,9 +149,23 @@ void khz_reply_ok(khzServer *s, const khzPeer *p, uint64_t id, uint64_t seq) {
 
 /* ------------------------------------------------------------ routing -- */
 
+/* the largest ClientMessage this model needs, with room to spare: a Command's
+ * five arrays of na doubles, a Reset's nq, names and settings; at least
+ * KHZ_MSG_MIN_BYTES */
+int64_t khz_server_maxMessage(const khzModel *m, int na) {
+  int64_t need = 4096 + 2 * (int64_t)(5 * na + m->nq) * 10;
+  return need > KHZ_MSG_MIN_BYTES ? need : KHZ_MSG_MIN_BYTES;
+}
+
 /* one ROUTER message: identity, [empty delimiter], payload */
 static void handle_message(khzServer *s, const khzPeer *p, const uint8_t *data, size_t len) {
   khz_peer_client(s, p); /* every sender is counted as a client */
+  if ((int64_t)len > s->max_msg) { /* transports that do not enforce ZMQ_MAXMSGSIZE */
+    khz_send_error(s, p, KHZ__V1__ERROR_CODE__BAD_MESSAGE, 0, 0,
+                   "a message of %zu bytes is over this server's limit of %lld bytes: not decoded",
+                   len, (long long)s->max_msg);
+    return;
+  }
   Khz__V1__ClientMessage *msg = khz__v1__client_message__unpack(NULL, len, data);
   if (!msg) {
     khz_send_error(s, p, KHZ__V1__ERROR_CODE__BAD_MESSAGE, 0, 0,
@@ -276,6 +290,10 @@ static void *make_socket(khzServer *s, int type, const char *ep, char *err, size
     return NULL;
   }
   zmq_setsockopt(sock, ZMQ_LINGER, &zero, sizeof zero);
+  /* inbound size limits: libzmq drops a connection that sends more, before
+   * anything is allocated for the message or decoded */
+  int64_t maxmsg = type == ZMQ_ROUTER ? s->max_msg : KHZ_PUB_MAXMSG;
+  zmq_setsockopt(sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
   if (type == ZMQ_PUB) zmq_setsockopt(sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
   if (type == ZMQ_ROUTER) {
     int sndhwm = KHZ_ROUTER_SNDHWM;
@@ -335,6 +353,7 @@ static int server_init(khzServer *s, char *err, size_t errsz) {
     return khz_server_fail(err, errsz, "setting 'contact_method': unknown method '%s'", c->contact_method);
   if (scene_haptics(s, err, errsz)) return -1;
   s->na = khz_loop_actuators(s->m, NULL);
+  s->max_msg = khz_server_maxMessage(s->m, s->na);
   s->act_dof = calloc((size_t)s->na + 1, sizeof(int));
   if (!s->act_dof || khz_codec_init(&s->codec, s->m->nbody)) return khz_server_fail(err, errsz, "out of memory");
   khz_loop_actuators(s->m, s->act_dof);

@@ -214,6 +214,11 @@ khzClient *khz_client_new(const char *state_endpoint, const char *command_endpoi
   }
   zmq_setsockopt(c->sub, ZMQ_LINGER, &zero, sizeof zero);
   zmq_setsockopt(c->dealer, ZMQ_LINGER, &zero, sizeof zero);
+  /* what a server (or anything at the endpoint) may send us: states and
+   * replies are kilobytes; 64 MiB is far beyond any model's */
+  int64_t maxmsg = 64ll << 20;
+  zmq_setsockopt(c->sub, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+  zmq_setsockopt(c->dealer, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
   zmq_setsockopt(c->dealer, ZMQ_IMMEDIATE, &one, sizeof one);
   zmq_setsockopt(c->dealer, ZMQ_SNDHWM, &hwm, sizeof hwm);
   if (c->opt.rcvhwm > 0) zmq_setsockopt(c->sub, ZMQ_RCVHWM, &c->opt.rcvhwm, sizeof c->opt.rcvhwm);

@@ -101,6 +101,8 @@ class Client:
         # nothing is queued while no server is connected: a command is never
         # delivered late to a restarted server
         self._dealer.setsockopt(zmq.IMMEDIATE, 1)
+        for s in (self._sub, self._dealer):  # states and replies are kilobytes
+            s.setsockopt(zmq.MAXMSGSIZE, 64 << 20)
         if rcvhwm:
             self._sub.setsockopt(zmq.RCVHWM, rcvhwm)
         self._sub.setsockopt(zmq.SUBSCRIBE, b"state")
