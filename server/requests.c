@@ -304,6 +304,9 @@ int khz_apply_rate(khzServer *s, khzPending *q, const khzServerConfig *next) {
   khzRequest *rq = loop_request(s, q, KHZ_REQ_RATE);
   if (!rq) return -1;
   rq->dval = khz_requests_rate(s, next);
+  char msg[KHZ_ERROR_MAX];
+  if (khz_loop_stabilityWarning(s->m, 1.0 / rq->dval, msg, sizeof msg))
+    khz_log(KHZ_LOG_WARN, "rate %g Hz: %s", rq->dval, msg);
   khz_loop_requestCommit(s->loop);
   return 0;
 }
@@ -403,6 +406,9 @@ static int check_reset(khzServer *s, khzPending *q, const Khz__V1__Request *rq) 
                   r->n_q, s->m->nq);
   if (!check_finite(r->q, r->n_q, &bad))
     return refuse(s, q, KHZ__V1__ERROR_CODE__NOT_FINITE, "reset: q[%zu] is not finite", bad);
+  char msg[KHZ_ERROR_MAX];
+  if (r->n_q && khz_loop_checkReset(s->m, r->q, msg, sizeof msg))
+    return refuse(s, q, KHZ__V1__ERROR_CODE__OUT_OF_RANGE, "%s", msg);
   return 0;
 }
 
@@ -469,9 +475,11 @@ static int check_set_gains(khzServer *s, khzPending *q, const Khz__V1__Request *
                   g->n_kd, s->na);
   if (!check_finite(g->kp, g->n_kp, &bad) || !check_finite(g->kd, g->n_kd, &bad))
     return refuse(s, q, KHZ__V1__ERROR_CODE__NOT_FINITE, "set_gains: a gain is NaN or inf");
-  for (size_t i = 0; i < g->n_kp; i++)
-    if (g->kp[i] < 0 || g->kd[i] < 0)
-      return refuse(s, q, KHZ__V1__ERROR_CODE__OUT_OF_RANGE, "set_gains: gains must be >= 0");
+  char msg[KHZ_ERROR_MAX];
+  double h;
+  khz_loop_rate(s->loop, &h);
+  if (khz_loop_checkGains(s->m, s->act_dof, s->na, g->kp, g->kd, h, msg, sizeof msg))
+    return refuse(s, q, KHZ__V1__ERROR_CODE__OUT_OF_RANGE, "set_gains: %s", msg);
   return 0;
 }
 
@@ -522,6 +530,14 @@ static int check_apply_wrench(khzServer *s, khzPending *q, const Khz__V1__Reques
     return refuse(s, q, KHZ__V1__ERROR_CODE__NOT_FINITE, "apply_wrench: a value is NaN or inf");
   if (!(w->duration > 0))
     return refuse(s, q, KHZ__V1__ERROR_CODE__OUT_OF_RANGE, "apply_wrench: duration must be > 0 s");
+  double wr[6] = {0, 0, 0, 0, 0, 0};
+  char msg[KHZ_ERROR_MAX];
+  for (int k = 0; k < 3; k++) {
+    if (w->n_force) wr[k] = w->force[k];
+    if (w->n_torque) wr[3 + k] = w->torque[k];
+  }
+  if (khz_loop_checkWrench(s->m, resolve_body(s, q, w->body), wr, msg, sizeof msg))
+    return refuse(s, q, KHZ__V1__ERROR_CODE__OUT_OF_RANGE, "apply_%s", msg);
   return 0;
 }
 

@@ -464,6 +464,13 @@ static int server_init(khzServer *s, char *err, size_t errsz) {
   double *gains = calloc(2 * (size_t)s->na + 1, sizeof(double));
   if (!gains) return khz_server_fail(err, errsz, "out of memory");
   for (int i = 0; i < s->na; i++) gains[i] = c->kp, gains[s->na + i] = c->kd;
+  if (khz_loop_checkGains(s->m, s->act_dof, s->na, gains, gains + s->na, 1.0 / lc.rate_hz, msg,
+                          sizeof msg)) {
+    free(gains);
+    return khz_server_fail(err, errsz, "settings 'kp', 'kd': %s", msg);
+  }
+  if (khz_loop_stabilityWarning(s->m, 1.0 / lc.rate_hz, msg, sizeof msg))
+    khz_log(KHZ_LOG_WARN, "scene '%s': %s", s->scene.name, msg);
   lc.kp = gains;
   lc.kd = gains + s->na;
   lc.wake = loop_wake;

@@ -327,6 +327,41 @@ typedef struct khzLoopStats {
   double rate_hz;
 } khzLoopStats;
 
+/* --------------------------------------------------------------- limits -- */
+
+/* Physical inputs are checked against the model (limits.c) by the I/O side,
+ * which refuses them with the message, and again by the loop before it
+ * applies them. Each check returns 0, or -1 with a message naming the value,
+ * where it is and its limit. */
+#define KHZ_WRENCH_MAX_ACCEL 1000   /* m/s^2: |force| <= this times the body's subtree mass */
+#define KHZ_WRENCH_MAX_ALPHA 100000 /* rad/s^2: |torque| <= this times its largest principal
+                                       inertia about the com */
+#define KHZ_RESET_MAX_POS 10000     /* m: a reset's positions (prismatic, floating) */
+#define KHZ_RESET_MAX_ANGLE 1000000 /* rad: a reset's angles of unlimited joints */
+#define KHZ_HAPTIC_MAX_SPEED 1000   /* m/s, rad/s: a haptic device's velocities (its position
+                                       is bounded by KHZ_RESET_MAX_POS) */
+
+/* the largest force (N) and torque (N m) a perturbation may put on body */
+void khz_loop_wrenchLimits(const khzModel *m, int body, double *force, double *torque);
+/* w = force[3], torque[3] (world, at the com) on body */
+int khz_loop_checkWrench(const khzModel *m, int body, const double w[6], char *msg, size_t msz);
+/* q (nq values): finite, limited joints within their limits, positions and
+ * angles within KHZ_RESET_MAX_*, quaternions of a usable norm */
+int khz_loop_checkReset(const khzModel *m, const double *q, char *msg, size_t msz);
+/* PD gains per actuator (dof[a]; kp or kd may be NULL): finite, >= 0, and
+ * within the sampled PD's stability bound at step h on the actuator's
+ * effective inertia at q0 (m->dof_meff): kp <= 4 m / h^2, kd <= 2 m / h */
+int khz_loop_checkGains(const khzModel *m, const int *dof, int na, const double *kp,
+                        const double *kd, double h, char *msg, size_t msz);
+
+/* The largest step the model's integrator keeps stable against its stiffest
+ * element: joint damping on the effective inertia, and contact gains given in
+ * the scene (automatic gains follow the step); INFINITY when nothing limits
+ * it. what (when not NULL) names the element. */
+double khz_loop_stableTimestep(const khzModel *m, char *what, size_t wsz);
+/* 1 with a warning in msg when h is beyond that limit, else 0 */
+int khz_loop_stabilityWarning(const khzModel *m, double h, char *msg, size_t msz);
+
 /* ------------------------------------------------------------------- loop -- */
 
 typedef struct khzLoop khzLoop;

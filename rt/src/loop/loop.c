@@ -423,6 +423,10 @@ static int apply_request(khzLoop *L, const khzRequest *rq, khzReply *r) {
     case KHZ_REQ_RESET:
       if (rq->ndata != 0 && rq->ndata != m->nq) return refuse(r, "reset: q must have nq values");
       if (!all_finite(rq->data, rq->ndata)) return refuse(r, "reset: q is not finite");
+      if (rq->ndata && khz_loop_checkReset(m, rq->data, r->message, sizeof r->message)) {
+        r->status = KHZ_REPLY_INVALID;
+        return -1;
+      }
       do_reset(L, rq);
       return 0;
     case KHZ_REQ_PAUSE:
@@ -479,9 +483,11 @@ static int apply_request(khzLoop *L, const khzRequest *rq, khzReply *r) {
       return 0;
     case KHZ_REQ_GAINS:
       if (rq->ndata != 2 * L->na) return refuse(r, "gains: need kp and kd for every actuator");
-      for (int i = 0; i < rq->ndata; i++)
-        if (!isfinite(rq->data[i]) || rq->data[i] < 0)
-          return refuse(r, "gains: gains must be finite and >= 0");
+      if (khz_loop_checkGains(m, L->dof, L->na, rq->data, rq->data + L->na, L->timestep, r->message,
+                              sizeof r->message)) {
+        r->status = KHZ_REPLY_INVALID;
+        return -1;
+      }
       memcpy(L->kp, rq->data, (size_t)L->na * sizeof(double));
       memcpy(L->kd, rq->data + L->na, (size_t)L->na * sizeof(double));
       return 0;
@@ -501,6 +507,10 @@ static int apply_request(khzLoop *L, const khzRequest *rq, khzReply *r) {
     case KHZ_REQ_WRENCH:
       if (rq->ival < 1 || rq->ival >= m->nbody) return refuse(r, "wrench: no such body");
       if (rq->ndata != 6 || !all_finite(rq->data, 6)) return refuse(r, "wrench: need 6 finite values");
+      if (khz_loop_checkWrench(m, rq->ival, rq->data, r->message, sizeof r->message)) {
+        r->status = KHZ_REPLY_INVALID;
+        return -1;
+      }
       if (!(rq->dval > 0) || !isfinite(rq->dval)) return refuse(r, "wrench: duration must be > 0");
       if (L->nwrench == KHZ_LOOP_MAX_WRENCH)
         return refuse_as(r, KHZ_REPLY_REFUSED, "wrench: too many wrenches active at once");
