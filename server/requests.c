@@ -671,9 +671,15 @@ static int do_clear_wrenches(khzServer *s, khzPending *q, const Khz__V1__Request
   return loop_plain(s, q, KHZ_REQ_CLEAR_WRENCHES);
 }
 
+/* the loop's histograms and counters, and the server's: rejections (all and
+ * by code) and undelivered replies */
 static int do_reset_stats(khzServer *s, khzPending *q, const Khz__V1__Request *rq) {
   (void)rq;
-  return loop_plain(s, q, KHZ_REQ_RESET_STATS);
+  if (loop_plain(s, q, KHZ_REQ_RESET_STATS)) return -1;
+  s->rejected = 0;
+  memset(s->by_code, 0, sizeof s->by_code);
+  s->replies_dropped = 0;
+  return 0;
 }
 
 /* the state hash comes from the loop, the rest is read when it replies */
@@ -789,8 +795,16 @@ void khz_requests_handle(khzServer *s, const khzPeer *p, const Khz__V1__Request 
     return;
   }
   if (!row) {
-    khz_reply_error(s, p, rq->id, KHZ__V1__ERROR_CODE__UNKNOWN_TYPE,
-                    "unknown request type (field %d): this server speaks khz.v1", (int)rq->op_case);
+    /* protobuf-c keeps a field it does not know as an unknown field: name it */
+    if (rq->base.n_unknown_fields > 0)
+      khz_reply_error(s, p, rq->id, KHZ__V1__ERROR_CODE__UNKNOWN_TYPE,
+                      "unknown request type (field %u): this server speaks khz.v1 revision %d",
+                      rq->base.unknown_fields[0].tag, KHZ__V1__PROTOCOL_VERSION__PROTOCOL_VERSION);
+    else
+      khz_reply_error(s, p, rq->id, KHZ__V1__ERROR_CODE__UNKNOWN_TYPE,
+                      "a request without an operation (none of Request's op fields is set): this "
+                      "server speaks khz.v1 revision %d",
+                      KHZ__V1__PROTOCOL_VERSION__PROTOCOL_VERSION);
     return;
   }
   khz_log(KHZ_LOG_DEBUG, "request %llu: %s", (unsigned long long)rq->id, row->name);

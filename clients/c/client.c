@@ -522,6 +522,15 @@ static const Khz__V1__ModelDescription *fetch_model(khzClient *c, int timeout_ms
          r->code, r->error && r->error[0] ? ": " : "", r->error ? r->error : "");
     return NULL;
   }
+  if (r->model->protocol_version != 0 &&
+      r->model->protocol_version != KHZ__V1__PROTOCOL_VERSION__PROTOCOL_VERSION) {
+    fail(c, KHZ_CLIENT_PROTOCOL,
+         "protocol version mismatch: the server at %s speaks %s revision %u, this client speaks "
+         "revision %d",
+         c->cmd_ep, KHZ_PROTOCOL, r->model->protocol_version,
+         KHZ__V1__PROTOCOL_VERSION__PROTOCOL_VERSION);
+    return NULL;
+  }
   if (check_model(c, r->model)) return NULL;
 
   /* the reply's arena becomes the model's; the previous model stays readable */
@@ -664,6 +673,13 @@ static int take_state(khzClient *c) {
     return fail(c, KHZ_CLIENT_MALFORMED,
                 "malformed state from %s (%zu bytes that are not a %s.State)", c->state_ep, len,
                 KHZ_PROTOCOL);
+  }
+  if (st->protocol_version != 0 && st->protocol_version != KHZ__V1__PROTOCOL_VERSION__PROTOCOL_VERSION) {
+    c->counters.malformed++;
+    return fail(c, KHZ_CLIENT_PROTOCOL,
+                "state from %s of protocol revision %u, this client speaks %s revision %d: skipped",
+                c->state_ep, st->protocol_version, KHZ_PROTOCOL,
+                KHZ__V1__PROTOCOL_VERSION__PROTOCOL_VERSION);
   }
   khzArena *t = c->st_cur;
   c->st_cur = c->st_next, c->st_next = t;

@@ -295,6 +295,11 @@ class Fakes(unittest.TestCase):
         self.expect(answer_v2_reply, khz.ProtocolMismatch, "speaks khz.v2",
                     "this client speaks khz.v1")
 
+    def test_other_revision(self):
+        # a khz.v1 server of another protocol revision (Describe's protocol_version)
+        self.expect(lambda body: answer_model(body, protocol_version=2), khz.ProtocolMismatch,
+                    "speaks khz.v1 revision 2", "this client speaks revision 1")
+
     def test_other_version_error(self):
         def answer(body):
             e = messages_pb2.Error(code=1, message="could not decode a khz.v2.ClientMessage")

@@ -155,6 +155,11 @@ class Client:
         if reply.WhichOneof("result") != "model":
             raise MalformedReply(f"Describe: the reply from {self.command_endpoint} holds no "
                                  "model description")
+        pv = reply.model.protocol_version
+        if pv not in (0, state_pb2.PROTOCOL_VERSION):
+            raise ProtocolMismatch(
+                f"protocol version mismatch: the server at {self.command_endpoint} speaks "
+                f"{PROTOCOL} revision {pv}, this client speaks revision {state_pb2.PROTOCOL_VERSION}")
         old = self._model
         self._model = Model(reply.model, self.command_endpoint)
         if old is not None and old.generation != self._model.generation:
@@ -186,8 +191,9 @@ class Client:
             msg.ParseFromString(raw)
         except Exception:
             msg = None
-        if msg is None or msg.model_generation == 0 or len(msg.qd) != len(msg.tau):
-            self.counters["malformed"] += 1
+        if (msg is None or msg.model_generation == 0 or len(msg.qd) != len(msg.tau)
+                or msg.protocol_version not in (0, state_pb2.PROTOCOL_VERSION)):
+            self.counters["malformed"] += 1  # another protocol revision counts here too
             return None
         if (self._model is not None and msg.model_generation != self._model.generation
                 and self.resync):
