@@ -36,6 +36,18 @@ void khz_commands_command(khzServer *s, const khzPeer *p, const Khz__V1__Command
     return;
   }
 
+  /* arbitration: actuators another client claimed are its alone */
+  uint32_t client = khz_peer_client(s, p), holder = khz_claims_other(s, client);
+  if (holder) {
+    char names[256];
+    khz_claims_names(s, holder, names, sizeof names);
+    khz_send_error(s, p, KHZ__V1__ERROR_CODE__REFUSED, seq, 0,
+                   "command %llu: the actuators %s are claimed by client %u: nothing applied (they "
+                   "are free once it sends Release or stops commanding for watchdog_ms)",
+                   (unsigned long long)seq, names, holder);
+    return;
+  }
+
   /* sizes: every array na long, or empty where optional */
   int pd = c->n_q_target > 0;
   const char *field = NULL;
@@ -93,7 +105,8 @@ void khz_commands_command(khzServer *s, const khzPeer *p, const Khz__V1__Command
   slot->state_seq = c->state_seq;
   slot->client_time_ns = c->client_time_ns;
   slot->recv_ns = khz_loop_now();
-  slot->client = khz_peer_client(s, p);
+  slot->client = client;
+  s->peer_active[client - 1] = ev_now(s->ev);
   slot->kind = pd ? KHZ_CMD_PD : KHZ_CMD_TORQUE;
   slot->has_gains = c->n_kp > 0;
   for (size_t i = 0; i < na; i++) {

@@ -116,6 +116,8 @@ struct khzServer {
   khzPeer peers[KHZ_MAX_PEERS];
   int npeers, next_peer;
   uint64_t peers_seen;
+  double peer_active[KHZ_MAX_PEERS]; /* ev_now of the peer's last command or claim */
+  uint32_t *owner;                /* na: the client holding each actuator, 0 = free */
   khzPending pending[KHZ_MAX_PENDING];
   khzPending overflow;            /* a request met with every pending entry in use */
   uint64_t next_loop_id;
@@ -159,6 +161,13 @@ static inline int check_finite(const double *v, size_t n, size_t *bad) {
     if (!isfinite(v[i])) return *bad = i, 0;
   return 1;
 }
+
+/* requests.c: control arbitration. The holder of a claimed actuator other
+ * than client, or 0 when client may control (nothing claimed by anyone
+ * else); lapsed claims are released first. */
+uint32_t khz_claims_other(khzServer *s, uint32_t client);
+/* the names of the actuators held by owner, for messages */
+void khz_claims_names(khzServer *s, uint32_t owner, char *out, size_t n);
 
 /* requests.c: one Request through the table; the loop's replies */
 void khz_requests_handle(khzServer *s, const khzPeer *p, const Khz__V1__Request *rq);

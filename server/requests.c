@@ -28,6 +28,9 @@ struct khzRequestRow {
   /* the reply once applied; r is the last loop reply, NULL when the loop had
    * no part */
   void (*reply)(khzServer *s, khzPending *q, const khzReply *r);
+  /* 1: changes the simulation: refused to other clients while actuators are
+   * claimed (control arbitration) */
+  int control;
 };
 
 double khz_requests_rate(const khzServer *s, const khzServerConfig *c) {
@@ -714,32 +717,115 @@ void khz_requests_recordStopped(khzServer *s) {
   finish(s, &s->rec_stop, NULL);
 }
 
+/* ------------------------------------------------------- arbitration -- */
+
+uint32_t khz_claims_other(khzServer *s, uint32_t client) {
+  double now = ev_now(s->ev), wd = s->cfg.watchdog_ms / 1000;
+  uint32_t holder = 0;
+  for (int a = 0; a < s->na; a++) {
+    uint32_t o = s->owner[a];
+    if (!o || o == client) continue;
+    if (wd > 0 && o <= KHZ_MAX_PEERS && now - s->peer_active[o - 1] > wd) {
+      /* the holder stopped commanding: its claims lapse */
+      khz_log(KHZ_LOG_INFO, "client %u sent no command for %g ms: its claims are released", o,
+              s->cfg.watchdog_ms);
+      for (int b = 0; b < s->na; b++)
+        if (s->owner[b] == o) s->owner[b] = 0;
+      continue;
+    }
+    holder = o;
+  }
+  return holder;
+}
+
+void khz_claims_names(khzServer *s, uint32_t owner, char *out, size_t n) {
+  size_t len = 0;
+  out[0] = 0;
+  for (int a = 0; a < s->na && len + 1 < n; a++) {
+    if (s->owner[a] != owner) continue;
+    int w = snprintf(out + len, n - len, "%s'%s'", len ? ", " : "",
+                     s->m->jnt_name[s->m->dof_body[s->act_dof[a]]]);
+    if (w < 0) break;
+    len += (size_t)w;
+  }
+}
+
+/* every name an actuator (empty = all), none held by another client */
+static int check_claim(khzServer *s, khzPending *q, const Khz__V1__Request *rq) {
+  const Khz__V1__Claim *c = rq->claim;
+  uint32_t client = khz_peer_client(s, &q->peer);
+  for (size_t i = 0; i < c->n_actuators; i++) {
+    int found = 0;
+    for (int a = 0; a < s->na && !found; a++)
+      found = !strcmp(c->actuators[i], s->m->jnt_name[s->m->dof_body[s->act_dof[a]]]);
+    if (!found)
+      return refuse(s, q, KHZ__V1__ERROR_CODE__UNKNOWN_NAME,
+                    "claim: no actuator named '%.*s' (Describe lists them)", KHZ_REQ_NAME_MAX,
+                    c->actuators[i]);
+  }
+  uint32_t holder = khz_claims_other(s, client);
+  if (holder) {
+    char names[256];
+    khz_claims_names(s, holder, names, sizeof names);
+    return refuse(s, q, KHZ__V1__ERROR_CODE__REFUSED,
+                  "claim: the actuators %s are claimed by client %u (free once it sends Release or "
+                  "stops commanding for watchdog_ms)",
+                  names, holder);
+  }
+  return 0;
+}
+
+static int do_claim(khzServer *s, khzPending *q, const Khz__V1__Request *rq) {
+  const Khz__V1__Claim *c = rq->claim;
+  uint32_t client = khz_peer_client(s, &q->peer);
+  for (int a = 0; a < s->na; a++) {
+    int want = c->n_actuators == 0;
+    for (size_t i = 0; i < c->n_actuators && !want; i++)
+      want = !strcmp(c->actuators[i], s->m->jnt_name[s->m->dof_body[s->act_dof[a]]]);
+    if (want) s->owner[a] = client;
+  }
+  s->peer_active[client - 1] = ev_now(s->ev);
+  khz_log(KHZ_LOG_INFO, "client %u claimed %zu actuators", client,
+          c->n_actuators ? c->n_actuators : (size_t)s->na);
+  return 0;
+}
+
+static int do_release(khzServer *s, khzPending *q, const Khz__V1__Request *rq) {
+  uint32_t client = khz_peer_client(s, &q->peer);
+  (void)rq;
+  for (int a = 0; a < s->na; a++)
+    if (s->owner[a] == client) s->owner[a] = 0;
+  return 0;
+}
+
 /* -------------------------------------------------------------- table -- */
 
 #define OP(x) KHZ__V1__REQUEST__OP_##x
 
 static const khzRequestRow request_table[] = {
     /* op, name: validate, apply (loop or I/O side), reply */
-    {OP(DESCRIBE), "describe", NULL, NULL, reply_model},
-    {OP(RESET), "reset", check_reset, do_reset, reply_done},
-    {OP(PAUSE), "pause", check_pause, do_pause, reply_done},
-    {OP(RESUME), "resume", check_resume, do_resume, reply_done},
-    {OP(STEP), "step", check_step, do_step, reply_done},
-    {OP(SET_MODE), "set_mode", check_set_mode, apply_setting, reply_settings},
-    {OP(SET_RATE), "set_rate", check_set_rate, apply_setting, reply_settings},
+    {OP(DESCRIBE), "describe", NULL, NULL, reply_model, 0},
+    {OP(RESET), "reset", check_reset, do_reset, reply_done, 1},
+    {OP(PAUSE), "pause", check_pause, do_pause, reply_done, 1},
+    {OP(RESUME), "resume", check_resume, do_resume, reply_done, 1},
+    {OP(STEP), "step", check_step, do_step, reply_done, 1},
+    {OP(SET_MODE), "set_mode", check_set_mode, apply_setting, reply_settings, 1},
+    {OP(SET_RATE), "set_rate", check_set_rate, apply_setting, reply_settings, 1},
     {OP(SET_CONTACT_METHOD), "set_contact_method", check_set_contact_method, apply_setting,
-     reply_settings},
-    {OP(SET_GAINS), "set_gains", check_set_gains, do_set_gains, reply_done},
+     reply_settings, 1},
+    {OP(SET_GAINS), "set_gains", check_set_gains, do_set_gains, reply_done, 1},
     {OP(SET_HAPTIC_GAINS), "set_haptic_gains", check_set_haptic_gains, do_set_haptic_gains,
-     reply_done},
-    {OP(APPLY_WRENCH), "apply_wrench", check_apply_wrench, do_apply_wrench, reply_done},
-    {OP(CLEAR_WRENCHES), "clear_wrenches", NULL, do_clear_wrenches, reply_done},
-    {OP(GET_STATS), "get_stats", NULL, do_get_stats, reply_stats},
-    {OP(RESET_STATS), "reset_stats", NULL, do_reset_stats, reply_done},
-    {OP(GET_SETTING), "get_setting", check_get_setting, NULL, reply_settings},
-    {OP(SET_SETTING), "set_setting", check_set_setting, apply_setting, reply_settings},
-    {OP(START_RECORDING), "start_recording", check_start_recording, do_start_recording, reply_done},
-    {OP(STOP_RECORDING), "stop_recording", check_stop_recording, do_stop_recording, reply_done},
+     reply_done, 1},
+    {OP(APPLY_WRENCH), "apply_wrench", check_apply_wrench, do_apply_wrench, reply_done, 1},
+    {OP(CLEAR_WRENCHES), "clear_wrenches", NULL, do_clear_wrenches, reply_done, 1},
+    {OP(GET_STATS), "get_stats", NULL, do_get_stats, reply_stats, 0},
+    {OP(RESET_STATS), "reset_stats", NULL, do_reset_stats, reply_done, 1},
+    {OP(GET_SETTING), "get_setting", check_get_setting, NULL, reply_settings, 0},
+    {OP(SET_SETTING), "set_setting", check_set_setting, apply_setting, reply_settings, 1},
+    {OP(START_RECORDING), "start_recording", check_start_recording, do_start_recording, reply_done, 0},
+    {OP(STOP_RECORDING), "stop_recording", check_stop_recording, do_stop_recording, reply_done, 0},
+    {OP(CLAIM), "claim", check_claim, do_claim, reply_done, 0},
+    {OP(RELEASE), "release", NULL, do_release, reply_done, 0},
 };
 
 #undef OP
@@ -808,6 +894,17 @@ void khz_requests_handle(khzServer *s, const khzPeer *p, const Khz__V1__Request 
     return;
   }
   khz_log(KHZ_LOG_DEBUG, "request %llu: %s", (unsigned long long)rq->id, row->name);
+  if (row->control) {
+    uint32_t holder = khz_claims_other(s, khz_peer_client(s, p));
+    if (holder) {
+      khz_reply_error(s, p, rq->id, KHZ__V1__ERROR_CODE__REFUSED,
+                      "%s: the actuators are claimed by client %u: requests that change the "
+                      "simulation are its alone until it sends Release or stops commanding for "
+                      "watchdog_ms",
+                      row->name, holder);
+      return;
+    }
+  }
   khzPending *q = pending_open(s, p, rq->id, row);
   if (row->validate && row->validate(s, q, rq)) return;
   if (row->apply && row->apply(s, q, rq)) {

@@ -354,6 +354,8 @@ static int server_init(khzServer *s, char *err, size_t errsz) {
   if (scene_haptics(s, err, errsz)) return -1;
   s->na = khz_loop_actuators(s->m, NULL);
   s->max_msg = khz_server_maxMessage(s->m, s->na);
+  s->owner = calloc((size_t)s->na + 1, sizeof *s->owner);
+  if (!s->owner) return khz_server_fail(err, errsz, "out of memory");
   s->act_dof = calloc((size_t)s->na + 1, sizeof(int));
   if (!s->act_dof || khz_codec_init(&s->codec, s->m->nbody)) return khz_server_fail(err, errsz, "out of memory");
   khz_loop_actuators(s->m, s->act_dof);
@@ -554,6 +556,7 @@ void khz_server_destroy(khzServer **s_p) {
   khz_codec_free(&s->codec);
   free(s->last);
   free(s->act_dof);
+  free(s->owner);
   khz_deleteModel(&s->m);
   if (s->have_scene) khz_deleteScene(&s->scene);
   free(s);

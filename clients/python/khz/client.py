@@ -559,3 +559,13 @@ class Client:
 
     def stop_recording(self) -> None:
         self.request("stop_recording")
+
+    def claim(self, actuators: Sequence[str] = ()) -> None:
+        """Claims the actuators (names; none = all) for this client: other
+        clients' commands and simulation-changing requests are refused until
+        release() or until this client stops commanding for watchdog_ms."""
+        self.request("claim", control_pb2.Claim(actuators=list(actuators)))
+
+    def release(self) -> None:
+        """Gives up every claim of this client."""
+        self.request("release", control_pb2.Release())
