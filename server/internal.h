@@ -198,6 +198,12 @@ void khz_publish_statsCb(struct ev_loop *ev, ev_timer *w, int revents);
 int khz_curve_setup(khzServer *s, char *err, size_t errsz);
 void khz_curve_zapCb(struct ev_loop *ev, ev_io *w, int revents);
 
+/* server.c: one ROUTER payload from the peer id handled as the I/O thread
+ * does, then the states and loop replies that are ready (fuzz/fuzz_server.c:
+ * the caller plays the I/O thread; khz_server_run must not be running) */
+void khz_server_handleBytes(khzServer *s, const uint8_t *id, size_t idlen, const uint8_t *data,
+                            size_t len);
+
 /* server.c: the ROUTER's message size limit for a model with na actuators */
 int64_t khz_server_maxMessage(const khzModel *m, int na);
 

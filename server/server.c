@@ -192,6 +192,17 @@ static void handle_message(khzServer *s, const khzPeer *p, const uint8_t *data, 
   khz__v1__client_message__free_unpacked(msg, NULL);
 }
 
+void khz_server_handleBytes(khzServer *s, const uint8_t *id, size_t idlen, const uint8_t *data,
+                            size_t len) {
+  khzPeer peer;
+  memset(&peer, 0, sizeof peer);
+  peer.idlen = idlen < KHZ_PEER_ID_MAX ? idlen : KHZ_PEER_ID_MAX;
+  memcpy(peer.id, id, peer.idlen);
+  handle_message(s, &peer, data, len);
+  khz_publish_states(s);
+  khz_requests_loopReplies(s);
+}
+
 /* reads one multipart message from the ROUTER; returns 0 when none is left */
 static int router_recv_one(khzServer *s) {
   khzPeer peer;
