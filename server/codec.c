@@ -36,6 +36,7 @@ int khz_codec_packState(khzStateCodec *c, const khzLoopState *s, uint32_t genera
 
   /* header */
   m->model_generation = generation;
+  m->protocol_version = KHZ__V1__PROTOCOL_VERSION__PROTOCOL_VERSION;
   m->seq = s->seq;
   m->sim_time = s->sim_time;
   m->tick_time_ns = s->tick_time_ns;
@@ -125,6 +126,7 @@ Khz__V1__ModelDescription *khz_codec_describe(const khzModel *m, const khzDescri
   if (!d) return NULL;
   khz__v1__model_description__init(d);
   d->model_generation = info->generation;
+  d->protocol_version = KHZ__V1__PROTOCOL_VERSION__PROTOCOL_VERSION;
   d->scene = dup(info->scene);
   d->rate_hz = info->rate_hz;
   d->timestep = info->timestep;

@@ -36,6 +36,18 @@ void khz_commands_command(khzServer *s, const khzPeer *p, const Khz__V1__Command
     return;
   }
 
+  /* arbitration: actuators another client claimed are its alone */
+  uint32_t client = khz_peer_client(s, p), holder = khz_claims_other(s, client);
+  if (holder) {
+    char names[256];
+    khz_claims_names(s, holder, names, sizeof names);
+    khz_send_error(s, p, KHZ__V1__ERROR_CODE__REFUSED, seq, 0,
+                   "command %llu: the actuators %s are claimed by client %u: nothing applied (they "
+                   "are free once it sends Release or stops commanding for watchdog_ms)",
+                   (unsigned long long)seq, names, holder);
+    return;
+  }
+
   /* sizes: every array na long, or empty where optional */
   int pd = c->n_q_target > 0;
   const char *field = NULL;
@@ -75,10 +87,14 @@ void khz_commands_command(khzServer *s, const khzPeer *p, const Khz__V1__Command
       return;
     }
   }
-  for (size_t i = 0; i < c->n_kp; i++) {
-    if (c->kp[i] < 0 || c->kd[i] < 0) {
-      khz_send_error(s, p, KHZ__V1__ERROR_CODE__OUT_OF_RANGE, seq, 0,
-                     "command %llu: gains must be >= 0 (actuator %zu)", (unsigned long long)seq, i);
+  /* gains: >= 0 and within the in-tick PD's stability bound at the loop's step */
+  if (c->n_kp) {
+    char msg[KHZ_LOOP_MSG_MAX * 2];
+    double h;
+    khz_loop_rate(s->loop, &h);
+    if (khz_loop_checkGains(s->m, s->act_dof, s->na, c->kp, c->kd, h, msg, sizeof msg)) {
+      khz_send_error(s, p, KHZ__V1__ERROR_CODE__OUT_OF_RANGE, seq, 0, "command %llu: %s: nothing applied",
+                     (unsigned long long)seq, msg);
       return;
     }
   }
@@ -89,7 +105,8 @@ void khz_commands_command(khzServer *s, const khzPeer *p, const Khz__V1__Command
   slot->state_seq = c->state_seq;
   slot->client_time_ns = c->client_time_ns;
   slot->recv_ns = khz_loop_now();
-  slot->client = khz_peer_client(s, p);
+  slot->client = client;
+  s->peer_active[client - 1] = ev_now(s->ev);
   slot->kind = pd ? KHZ_CMD_PD : KHZ_CMD_TORQUE;
   slot->has_gains = c->n_kp > 0;
   for (size_t i = 0; i < na; i++) {
@@ -145,6 +162,23 @@ void khz_commands_haptic(khzServer *s, const khzPeer *p, const Khz__V1__HapticIn
     khz_send_error(s, p, KHZ__V1__ERROR_CODE__NOT_FINITE, seq, 0,
                    "haptic input %llu: a value is NaN or inf: nothing applied", (unsigned long long)seq);
     return;
+  }
+  /* the coupling spring pulls the proxy towards the device: a device far
+   * beyond the reach of any scene, or faster than any hand, is refused */
+  for (int k = 0; k < 3; k++) {
+    const char *what = NULL;
+    double v = 0, lim = 0;
+    if (fabs(h->position[k]) > KHZ_RESET_MAX_POS) what = "position", v = h->position[k], lim = KHZ_RESET_MAX_POS;
+    else if (h->n_velocity && fabs(h->velocity[k]) > KHZ_HAPTIC_MAX_SPEED)
+      what = "velocity", v = h->velocity[k], lim = KHZ_HAPTIC_MAX_SPEED;
+    else if (h->n_angular_velocity && fabs(h->angular_velocity[k]) > KHZ_HAPTIC_MAX_SPEED)
+      what = "angular_velocity", v = h->angular_velocity[k], lim = KHZ_HAPTIC_MAX_SPEED;
+    if (what) {
+      khz_send_error(s, p, KHZ__V1__ERROR_CODE__OUT_OF_RANGE, seq, 0,
+                     "haptic input %llu: %s[%d] = %g is beyond %g: nothing applied",
+                     (unsigned long long)seq, what, k, v, lim);
+      return;
+    }
   }
   double *o = h->orientation, n = sqrt(o[0] * o[0] + o[1] * o[1] + o[2] * o[2] + o[3] * o[3]);
   if (!(n > 1e-9)) {

@@ -22,17 +22,29 @@ int khz_endpoint_is_local(const char *ep) {
   return 0;
 }
 
-/* a key: 40 Z85 characters, or a file whose first word is one */
+/* a key: 40 Z85 characters, or a file holding one: the file --curve-keygen
+ * writes (its "secret KEY" line), or one whose first word is the key */
 static int read_key(const char *value, char out[41], char *err, size_t errsz, const char *what) {
   char buf[256];
   snprintf(buf, sizeof buf, "%s", value);
   if (strlen(buf) != 40) {
     FILE *f = fopen(value, "r");
     if (!f) return khz_server_fail(err, errsz, "%s: '%s' is neither a 40-character Z85 key nor a readable file", what, value);
-    int ok = fscanf(f, "%255s", buf) == 1;
+    char line[512], w1[256], w2[256];
+    int found = 0, first = 1;
+    while (!found && fgets(line, sizeof line, f)) {
+      int n = sscanf(line, "%255s %255s", w1, w2);
+      if (n < 1 || w1[0] == '#') continue;
+      if (n == 2 && !strcmp(w1, "secret")) snprintf(buf, sizeof buf, "%s", w2), found = 1;
+      else if (first && strlen(w1) == 40) snprintf(buf, sizeof buf, "%s", w1), found = 1;
+      first = 0;
+    }
     fclose(f);
-    if (!ok || strlen(buf) != 40)
-      return khz_server_fail(err, errsz, "%s: %s does not start with a 40-character Z85 key", what, value);
+    if (!found || strlen(buf) != 40)
+      return khz_server_fail(err, errsz,
+                             "%s: %s holds no 40-character Z85 key (a 'secret KEY' line, as "
+                             "--curve-keygen writes, or the key as its first word)",
+                             what, value);
   }
   uint8_t bin[32];
   if (!zmq_z85_decode(bin, buf)) return khz_server_fail(err, errsz, "%s: '%.40s' is not valid Z85", what, buf);
@@ -57,8 +69,10 @@ static int load_client_keys(khzServer *s, const char *value, char *err, size_t e
     char line[512];
     int rc = 0;
     while (rc == 0 && fgets(line, sizeof line, f)) {
-      if (sscanf(line, "%255s", word) != 1 || word[0] == '#') continue;
-      rc = add_client_key(s, word, err, errsz);
+      char w2[256];
+      int n = sscanf(line, "%255s %255s", word, w2);
+      if (n < 1 || word[0] == '#' || !strcmp(word, "secret")) continue; /* never a secret */
+      rc = add_client_key(s, n == 2 && !strcmp(word, "public") ? w2 : word, err, errsz);
     }
     fclose(f);
     if (rc) return -1;

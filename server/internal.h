@@ -19,10 +19,16 @@
 #include "khz/loop.h"
 #include "khz/v1/messages.pb-c.h"
 #include "server.h"
+#include "record.h"
 #include "settings.h"
 
 #define KHZ_MAX_PEERS 256
-#define KHZ_MAX_PENDING 64
+#define KHZ_MAX_PENDING 256        /* requests waiting for the loop, all clients */
+#define KHZ_CLIENT_INFLIGHT 16     /* ... of one client: more are answered BUSY */
+#define KHZ_ROUTER_SNDHWM 1000     /* replies queued towards one client before they are dropped */
+#define KHZ_MSG_MIN_BYTES 65536    /* the smallest ROUTER message limit (ZMQ_MAXMSGSIZE) */
+#define KHZ_PUB_MAXMSG 1024        /* what a subscriber may send the PUB socket (subscriptions) */
+#define KHZ_REQ_NAME_MAX 256       /* body, setting, method names in requests (bytes) */
 #define KHZ_PEER_ID_MAX 256
 #define KHZ_MAX_CLIENT_KEYS 64
 #define KHZ_KEEPALIVE_S 0.05
@@ -52,6 +58,7 @@ typedef struct khzPending {
   char error[KHZ_ERROR_MAX];
   const khzSetting *setting;      /* the setting it is about (GetSetting: NULL = all) */
   int set;                        /* 1: value goes into the configuration on success */
+  int deferred;                   /* answered later by its own event (StopRecording) */
   khzSettingValue value;
 } khzPending;
 
@@ -67,6 +74,8 @@ struct khzServer {
   uint32_t generation;
   int na;
   int *act_dof;
+  int64_t max_msg;                /* the ROUTER's ZMQ_MAXMSGSIZE: the largest message this model's
+                                     requests and commands need (khz_server_maxMessage) */
   int nhaptic;
   khzHapticProxy haptic[KHZ_LOOP_MAX_HAPTIC];
   int scene_method;
@@ -88,8 +97,15 @@ struct khzServer {
   int have_state;
   uint64_t latest_seq, reset_seq;
   uint64_t published;
-  FILE *rec;
+  khzRecorder *rec;               /* the recording, NULL = none (record.h) */
+  int rec_stopping;               /* stop asked, the writer is finishing */
+  int rec_dirfd;                  /* record_dir, -1 = clients may not record */
   char rec_path[KHZ_SETTING_STR];
+  khzPending rec_stop;            /* the StopRecording answered when the file is closed */
+  int rec_stop_waiting;
+  uint64_t rec_written, rec_dropped; /* finished recordings' records */
+  ev_async rec_async;
+  ev_timer rec_timer;
 
   /* what the log has said already */
   int watchdog_logged;
@@ -100,11 +116,15 @@ struct khzServer {
   khzPeer peers[KHZ_MAX_PEERS];
   int npeers, next_peer;
   uint64_t peers_seen;
+  double peer_active[KHZ_MAX_PEERS]; /* ev_now of the peer's last command or claim */
+  uint32_t *owner;                /* na: the client holding each actuator, 0 = free */
   khzPending pending[KHZ_MAX_PENDING];
   khzPending overflow;            /* a request met with every pending entry in use */
   uint64_t next_loop_id;
   uint64_t rejected, by_code[KHZ_NCODES];
   uint64_t commands_in;
+  uint64_t replies_dropped;       /* replies / errors a peer's queue could not take (or peer gone) */
+  double last_drop_log;
 
   /* the I/O thread's scheduling: SCHED_FIFO io_priority when permitted */
   int io_fifo;
@@ -142,6 +162,13 @@ static inline int check_finite(const double *v, size_t n, size_t *bad) {
   return 1;
 }
 
+/* requests.c: control arbitration. The holder of a claimed actuator other
+ * than client, or 0 when client may control (nothing claimed by anyone
+ * else); lapsed claims are released first. */
+uint32_t khz_claims_other(khzServer *s, uint32_t client);
+/* the names of the actuators held by owner, for messages */
+void khz_claims_names(khzServer *s, uint32_t owner, char *out, size_t n);
+
 /* requests.c: one Request through the table; the loop's replies */
 void khz_requests_handle(khzServer *s, const khzPeer *p, const Khz__V1__Request *rq);
 void khz_requests_loopReplies(khzServer *s);
@@ -150,6 +177,16 @@ double khz_requests_rate(const khzServer *s, const khzServerConfig *c);
 /* commands.c: a Command or a HapticInput, checked, into the loop */
 void khz_commands_command(khzServer *s, const khzPeer *p, const Khz__V1__Command *c);
 void khz_commands_haptic(khzServer *s, const khzPeer *p, const Khz__V1__HapticInput *h);
+
+/* publish.c: the recording (start, stop, its writer's end) */
+int khz_record_start(khzServer *s, int dirfd, const char *path, char *err, size_t errsz);
+void khz_record_stop(khzServer *s);
+void khz_record_doneCb(struct ev_loop *ev, ev_async *w, int revents);
+void khz_record_timeoutCb(struct ev_loop *ev, ev_timer *w, int revents);
+uint64_t khz_record_written(khzServer *s);
+uint64_t khz_record_dropped(khzServer *s);
+/* requests.c: answers the deferred StopRecording (when it waits) */
+void khz_requests_recordStopped(khzServer *s);
 
 /* publish.c: every state the loop published, the lockstep keep-alive, the
  * statistics log line */
@@ -160,6 +197,15 @@ void khz_publish_statsCb(struct ev_loop *ev, ev_timer *w, int revents);
 /* curve.c: the security rule and the keys (before any socket), the ZAP handler */
 int khz_curve_setup(khzServer *s, char *err, size_t errsz);
 void khz_curve_zapCb(struct ev_loop *ev, ev_io *w, int revents);
+
+/* server.c: one ROUTER payload from the peer id handled as the I/O thread
+ * does, then the states and loop replies that are ready (fuzz/fuzz_server.c:
+ * the caller plays the I/O thread; khz_server_run must not be running) */
+void khz_server_handleBytes(khzServer *s, const uint8_t *id, size_t idlen, const uint8_t *data,
+                            size_t len);
+
+/* server.c: the ROUTER's message size limit for a model with na actuators */
+int64_t khz_server_maxMessage(const khzModel *m, int na);
 
 /* server.c: writes the formatted message into err (errsz bytes); returns -1 */
 int khz_server_fail(char *err, size_t errsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

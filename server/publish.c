@@ -15,13 +15,73 @@
 
 /* ------------------------------------------------------ state stream -- */
 
+/* ---------------------------------------------------------- recording -- */
+
+static void record_wake(void *user) {
+  khzServer *s = user;
+  ev_async_send(s->ev, &s->rec_async);
+}
+
+int khz_record_start(khzServer *s, int dirfd, const char *path, char *err, size_t errsz) {
+  s->rec = khz_recorder_open(dirfd, path, KHZ_RECORD_QUEUE, record_wake, s, err, errsz);
+  if (!s->rec) return -1;
+  s->rec_stopping = 0;
+  snprintf(s->rec_path, sizeof s->rec_path, "%s", path);
+  khz_log(KHZ_LOG_INFO, "recording states into %s", s->rec_path);
+  return 0;
+}
+
+/* asks the writer to finish; khz_record_doneCb follows when the file is closed */
+void khz_record_stop(khzServer *s) {
+  if (!s->rec || s->rec_stopping) return;
+  s->rec_stopping = 1;
+  khz_recorder_stop(s->rec);
+  ev_timer_set(&s->rec_timer, 5.0, 0);
+  ev_timer_start(s->ev, &s->rec_timer);
+}
+
+uint64_t khz_record_written(khzServer *s) {
+  return s->rec_written + (s->rec ? khz_recorder_written(s->rec) : 0);
+}
+
+uint64_t khz_record_dropped(khzServer *s) {
+  return s->rec_dropped + (s->rec ? khz_recorder_dropped(s->rec) : 0);
+}
+
+/* the writer stopped (asked to, or a write failed): free it, say so, answer
+ * the StopRecording that waits */
+void khz_record_doneCb(struct ev_loop *ev, ev_async *w, int revents) {
+  khzServer *s = w->data;
+  (void)ev, (void)revents;
+  if (!s->rec || !khz_recorder_finished(s->rec)) return;
+  const char *e = khz_recorder_error(s->rec);
+  uint64_t n = khz_recorder_written(s->rec), dropped = khz_recorder_dropped(s->rec);
+  if (e)
+    khz_log(KHZ_LOG_ERROR, "recording into %s failed (%s): stopped", s->rec_path, e);
+  khz_log(dropped ? KHZ_LOG_WARN : KHZ_LOG_INFO,
+          "recording into %s stopped: %llu states written, %llu dropped (the disk was slower than "
+          "the state stream)",
+          s->rec_path, (unsigned long long)n, (unsigned long long)dropped);
+  s->rec_written += n;
+  s->rec_dropped += dropped;
+  khz_recorder_free(&s->rec);
+  s->rec_stopping = 0;
+  ev_timer_stop(s->ev, &s->rec_timer);
+  khz_requests_recordStopped(s);
+}
+
+/* the writer has not finished within 5 s (a stalled disk): the StopRecording
+ * is answered anyway; the file closes when the writer can */
+void khz_record_timeoutCb(struct ev_loop *ev, ev_timer *w, int revents) {
+  khzServer *s = w->data;
+  (void)ev, (void)revents;
+  khz_log(KHZ_LOG_WARN, "recording into %s: the writer is still flushing after 5 s", s->rec_path);
+  khz_requests_recordStopped(s);
+}
+
 static void record_state(khzServer *s, const uint8_t *buf, size_t len) {
-  uint8_t hdr[4] = {(uint8_t)len, (uint8_t)(len >> 8), (uint8_t)(len >> 16), (uint8_t)(len >> 24)};
-  if (fwrite(hdr, 1, 4, s->rec) != 4 || fwrite(buf, 1, len, s->rec) != len) {
-    khz_log(KHZ_LOG_ERROR, "recording into %s failed (%s): stopped", s->rec_path, strerror(errno));
-    fclose(s->rec);
-    s->rec = NULL;
-  }
+  if (s->rec_stopping) return;
+  if (khz_recorder_write(s->rec, buf, len) && khz_recorder_error(s->rec)) khz_record_stop(s);
 }
 
 static void publish_bytes(khzServer *s, const uint8_t *buf, size_t len) {

@@ -28,6 +28,9 @@ struct khzRequestRow {
   /* the reply once applied; r is the last loop reply, NULL when the loop had
    * no part */
   void (*reply)(khzServer *s, khzPending *q, const khzReply *r);
+  /* 1: changes the simulation: refused to other clients while actuators are
+   * claimed (control arbitration) */
+  int control;
 };
 
 double khz_requests_rate(const khzServer *s, const khzServerConfig *c) {
@@ -36,17 +39,26 @@ double khz_requests_rate(const khzServer *s, const khzServerConfig *c) {
 
 /* ------------------------------------------------------------ pending -- */
 
+static int same_peer(const khzPeer *a, const khzPeer *b) {
+  return a->idlen == b->idlen && !memcmp(a->id, b->id, a->idlen);
+}
+
 /* the entry for a new request: a free one (taken for good only when it
- * queues loop requests), or the overflow entry, which the loop refuses */
+ * queues loop requests), or the overflow entry, which the loop refuses: when
+ * every entry is in use, or when this client already has KHZ_CLIENT_INFLIGHT
+ * requests waiting for the loop (one client cannot take the table) */
 static khzPending *pending_open(khzServer *s, const khzPeer *p, uint64_t req_id,
                                 const khzRequestRow *row) {
-  khzPending *q = &s->overflow;
+  khzPending *q = NULL;
+  int mine = 0;
   for (int i = 0; i < KHZ_MAX_PENDING; i++) {
     if (!s->pending[i].used) {
-      q = &s->pending[i];
-      break;
+      if (!q) q = &s->pending[i];
+    } else if (same_peer(&s->pending[i].peer, p)) {
+      mine++;
     }
   }
+  if (!q || mine >= KHZ_CLIENT_INFLIGHT) q = &s->overflow;
   memset(q, 0, sizeof *q);
   q->row = row;
   q->peer = *p;
@@ -89,9 +101,14 @@ static void busy(khzServer *s, khzPending *q) {
     q->used = 1;
     return;
   }
-  khz_reply_error(s, &q->peer, q->req_id, KHZ__V1__ERROR_CODE__BUSY, "%s",
-                  q == &s->overflow ? "too many requests in flight: retry"
-                                    : "the loop's request queue is full: retry");
+  if (q == &s->overflow)
+    khz_reply_error(s, &q->peer, q->req_id, KHZ__V1__ERROR_CODE__BUSY,
+                    "%s: too many requests in flight (at most %d per client, %d in all): wait for "
+                    "their replies, then retry",
+                    q->row->name, KHZ_CLIENT_INFLIGHT, KHZ_MAX_PENDING);
+  else
+    khz_reply_error(s, &q->peer, q->req_id, KHZ__V1__ERROR_CODE__BUSY,
+                    "%s: the loop's request queue is full: retry", q->row->name);
 }
 
 /* everything applied (or refused): commit the setting, answer, free the entry */
@@ -240,6 +257,9 @@ static void reply_stats(khzServer *s, khzPending *q, const khzReply *r) {
   st.n_rejected_by_code = n;
   st.rejected_by_code = rcp;
   st.clients = (uint32_t)s->peers_seen;
+  st.replies_dropped = s->replies_dropped + khz_loop_repliesLost(s->loop);
+  st.recorded = khz_record_written(s);
+  st.record_dropped = khz_record_dropped(s);
   st.rt_report = (char *)khz_loop_report(s->loop);
   Khz__V1__Reply rep;
   khz__v1__reply__init(&rep);
@@ -287,6 +307,9 @@ int khz_apply_rate(khzServer *s, khzPending *q, const khzServerConfig *next) {
   khzRequest *rq = loop_request(s, q, KHZ_REQ_RATE);
   if (!rq) return -1;
   rq->dval = khz_requests_rate(s, next);
+  char msg[KHZ_ERROR_MAX];
+  if (khz_loop_stabilityWarning(s->m, 1.0 / rq->dval, msg, sizeof msg))
+    khz_log(KHZ_LOG_WARN, "rate %g Hz: %s", rq->dval, msg);
   khz_loop_requestCommit(s->loop);
   return 0;
 }
@@ -386,6 +409,9 @@ static int check_reset(khzServer *s, khzPending *q, const Khz__V1__Request *rq) 
                   r->n_q, s->m->nq);
   if (!check_finite(r->q, r->n_q, &bad))
     return refuse(s, q, KHZ__V1__ERROR_CODE__NOT_FINITE, "reset: q[%zu] is not finite", bad);
+  char msg[KHZ_ERROR_MAX];
+  if (r->n_q && khz_loop_checkReset(s->m, r->q, msg, sizeof msg))
+    return refuse(s, q, KHZ__V1__ERROR_CODE__OUT_OF_RANGE, "%s", msg);
   return 0;
 }
 
@@ -452,9 +478,11 @@ static int check_set_gains(khzServer *s, khzPending *q, const Khz__V1__Request *
                   g->n_kd, s->na);
   if (!check_finite(g->kp, g->n_kp, &bad) || !check_finite(g->kd, g->n_kd, &bad))
     return refuse(s, q, KHZ__V1__ERROR_CODE__NOT_FINITE, "set_gains: a gain is NaN or inf");
-  for (size_t i = 0; i < g->n_kp; i++)
-    if (g->kp[i] < 0 || g->kd[i] < 0)
-      return refuse(s, q, KHZ__V1__ERROR_CODE__OUT_OF_RANGE, "set_gains: gains must be >= 0");
+  char msg[KHZ_ERROR_MAX];
+  double h;
+  khz_loop_rate(s->loop, &h);
+  if (khz_loop_checkGains(s->m, s->act_dof, s->na, g->kp, g->kd, h, msg, sizeof msg))
+    return refuse(s, q, KHZ__V1__ERROR_CODE__OUT_OF_RANGE, "set_gains: %s", msg);
   return 0;
 }
 
@@ -505,6 +533,14 @@ static int check_apply_wrench(khzServer *s, khzPending *q, const Khz__V1__Reques
     return refuse(s, q, KHZ__V1__ERROR_CODE__NOT_FINITE, "apply_wrench: a value is NaN or inf");
   if (!(w->duration > 0))
     return refuse(s, q, KHZ__V1__ERROR_CODE__OUT_OF_RANGE, "apply_wrench: duration must be > 0 s");
+  double wr[6] = {0, 0, 0, 0, 0, 0};
+  char msg[KHZ_ERROR_MAX];
+  for (int k = 0; k < 3; k++) {
+    if (w->n_force) wr[k] = w->force[k];
+    if (w->n_torque) wr[3 + k] = w->torque[k];
+  }
+  if (khz_loop_checkWrench(s->m, resolve_body(s, q, w->body), wr, msg, sizeof msg))
+    return refuse(s, q, KHZ__V1__ERROR_CODE__OUT_OF_RANGE, "apply_%s", msg);
   return 0;
 }
 
@@ -532,15 +568,28 @@ static int check_set_setting(khzServer *s, khzPending *q, const Khz__V1__Request
 }
 
 static int check_start_recording(khzServer *s, khzPending *q, const Khz__V1__Request *rq) {
-  (void)rq;
+  const char *name = rq->start_recording->path, *why = NULL;
+  if (s->rec_dirfd < 0)
+    return refuse(s, q, KHZ__V1__ERROR_CODE__REFUSED,
+                  "start_recording: recording is off on this server (the operator allows it by "
+                  "starting khz-server with --record-dir DIR)");
+  if (!khz_record_nameOk(name, &why))
+    return refuse(s, q, KHZ__V1__ERROR_CODE__OUT_OF_RANGE,
+                  "start_recording: '%.*s' is not a file name: %s", KHZ_RECORD_NAME_MAX, name, why);
+  if (s->rec && s->rec_stopping)
+    return refuse(s, q, KHZ__V1__ERROR_CODE__BUSY,
+                  "start_recording: the previous recording (%s) is still being written: retry",
+                  s->rec_path);
   if (s->rec)
-    return refuse(s, q, KHZ__V1__ERROR_CODE__REFUSED, "already recording into %s", s->rec_path);
+    return refuse(s, q, KHZ__V1__ERROR_CODE__REFUSED, "start_recording: already recording into %s",
+                  s->rec_path);
   return 0;
 }
 
 static int check_stop_recording(khzServer *s, khzPending *q, const Khz__V1__Request *rq) {
   (void)rq;
-  if (!s->rec) return refuse(s, q, KHZ__V1__ERROR_CODE__REFUSED, "not recording");
+  if (!s->rec || s->rec_stopping || s->rec_stop_waiting)
+    return refuse(s, q, KHZ__V1__ERROR_CODE__REFUSED, "stop_recording: not recording");
   return 0;
 }
 
@@ -625,9 +674,15 @@ static int do_clear_wrenches(khzServer *s, khzPending *q, const Khz__V1__Request
   return loop_plain(s, q, KHZ_REQ_CLEAR_WRENCHES);
 }
 
+/* the loop's histograms and counters, and the server's: rejections (all and
+ * by code) and undelivered replies */
 static int do_reset_stats(khzServer *s, khzPending *q, const Khz__V1__Request *rq) {
   (void)rq;
-  return loop_plain(s, q, KHZ_REQ_RESET_STATS);
+  if (loop_plain(s, q, KHZ_REQ_RESET_STATS)) return -1;
+  s->rejected = 0;
+  memset(s->by_code, 0, sizeof s->by_code);
+  s->replies_dropped = 0;
+  return 0;
 }
 
 /* the state hash comes from the loop, the rest is read when it replies */
@@ -636,26 +691,110 @@ static int do_get_stats(khzServer *s, khzPending *q, const Khz__V1__Request *rq)
   return loop_plain(s, q, KHZ_REQ_HASH);
 }
 
+/* a file created new in the record directory, written by its own thread */
 static int do_start_recording(khzServer *s, khzPending *q, const Khz__V1__Request *rq) {
-  const char *path = rq->start_recording->path;
-  FILE *f = path[0] ? fopen(path, "wb") : NULL;
-  if (!f) {
+  char err[KHZ_ERROR_MAX - 32];
+  if (khz_record_start(s, s->rec_dirfd, rq->start_recording->path, err, sizeof err)) {
     q->failed = KHZ__V1__ERROR_CODE__REFUSED;
-    snprintf(q->error, sizeof q->error, "start_recording: cannot open '%s': %s", path,
-             path[0] ? strerror(errno) : "no path");
-    return 0;
+    snprintf(q->error, sizeof q->error, "start_recording: %s", err);
   }
-  s->rec = f;
-  snprintf(s->rec_path, sizeof s->rec_path, "%s", path);
-  khz_log(KHZ_LOG_INFO, "recording states into %s", s->rec_path);
   return 0;
 }
 
+/* answered when the writer has written what was queued and closed the file */
 static int do_stop_recording(khzServer *s, khzPending *q, const Khz__V1__Request *rq) {
-  (void)q, (void)rq;
-  fclose(s->rec);
-  s->rec = NULL;
-  khz_log(KHZ_LOG_INFO, "recording into %s stopped", s->rec_path);
+  (void)rq;
+  s->rec_stop = *q;
+  s->rec_stop_waiting = 1;
+  q->deferred = 1;
+  khz_record_stop(s);
+  return 0;
+}
+
+void khz_requests_recordStopped(khzServer *s) {
+  if (!s->rec_stop_waiting) return;
+  s->rec_stop_waiting = 0;
+  finish(s, &s->rec_stop, NULL);
+}
+
+/* ------------------------------------------------------- arbitration -- */
+
+uint32_t khz_claims_other(khzServer *s, uint32_t client) {
+  double now = ev_now(s->ev), wd = s->cfg.watchdog_ms / 1000;
+  uint32_t holder = 0;
+  for (int a = 0; a < s->na; a++) {
+    uint32_t o = s->owner[a];
+    if (!o || o == client) continue;
+    if (wd > 0 && o <= KHZ_MAX_PEERS && now - s->peer_active[o - 1] > wd) {
+      /* the holder stopped commanding: its claims lapse */
+      khz_log(KHZ_LOG_INFO, "client %u sent no command for %g ms: its claims are released", o,
+              s->cfg.watchdog_ms);
+      for (int b = 0; b < s->na; b++)
+        if (s->owner[b] == o) s->owner[b] = 0;
+      continue;
+    }
+    holder = o;
+  }
+  return holder;
+}
+
+void khz_claims_names(khzServer *s, uint32_t owner, char *out, size_t n) {
+  size_t len = 0;
+  out[0] = 0;
+  for (int a = 0; a < s->na && len + 1 < n; a++) {
+    if (s->owner[a] != owner) continue;
+    int w = snprintf(out + len, n - len, "%s'%s'", len ? ", " : "",
+                     s->m->jnt_name[s->m->dof_body[s->act_dof[a]]]);
+    if (w < 0) break;
+    len += (size_t)w;
+  }
+}
+
+/* every name an actuator (empty = all), none held by another client */
+static int check_claim(khzServer *s, khzPending *q, const Khz__V1__Request *rq) {
+  const Khz__V1__Claim *c = rq->claim;
+  uint32_t client = khz_peer_client(s, &q->peer);
+  for (size_t i = 0; i < c->n_actuators; i++) {
+    int found = 0;
+    for (int a = 0; a < s->na && !found; a++)
+      found = !strcmp(c->actuators[i], s->m->jnt_name[s->m->dof_body[s->act_dof[a]]]);
+    if (!found)
+      return refuse(s, q, KHZ__V1__ERROR_CODE__UNKNOWN_NAME,
+                    "claim: no actuator named '%.*s' (Describe lists them)", KHZ_REQ_NAME_MAX,
+                    c->actuators[i]);
+  }
+  uint32_t holder = khz_claims_other(s, client);
+  if (holder) {
+    char names[256];
+    khz_claims_names(s, holder, names, sizeof names);
+    return refuse(s, q, KHZ__V1__ERROR_CODE__REFUSED,
+                  "claim: the actuators %s are claimed by client %u (free once it sends Release or "
+                  "stops commanding for watchdog_ms)",
+                  names, holder);
+  }
+  return 0;
+}
+
+static int do_claim(khzServer *s, khzPending *q, const Khz__V1__Request *rq) {
+  const Khz__V1__Claim *c = rq->claim;
+  uint32_t client = khz_peer_client(s, &q->peer);
+  for (int a = 0; a < s->na; a++) {
+    int want = c->n_actuators == 0;
+    for (size_t i = 0; i < c->n_actuators && !want; i++)
+      want = !strcmp(c->actuators[i], s->m->jnt_name[s->m->dof_body[s->act_dof[a]]]);
+    if (want) s->owner[a] = client;
+  }
+  s->peer_active[client - 1] = ev_now(s->ev);
+  khz_log(KHZ_LOG_INFO, "client %u claimed %zu actuators", client,
+          c->n_actuators ? c->n_actuators : (size_t)s->na);
+  return 0;
+}
+
+static int do_release(khzServer *s, khzPending *q, const Khz__V1__Request *rq) {
+  uint32_t client = khz_peer_client(s, &q->peer);
+  (void)rq;
+  for (int a = 0; a < s->na; a++)
+    if (s->owner[a] == client) s->owner[a] = 0;
   return 0;
 }
 
@@ -665,26 +804,28 @@ static int do_stop_recording(khzServer *s, khzPending *q, const Khz__V1__Request
 
 static const khzRequestRow request_table[] = {
     /* op, name: validate, apply (loop or I/O side), reply */
-    {OP(DESCRIBE), "describe", NULL, NULL, reply_model},
-    {OP(RESET), "reset", check_reset, do_reset, reply_done},
-    {OP(PAUSE), "pause", check_pause, do_pause, reply_done},
-    {OP(RESUME), "resume", check_resume, do_resume, reply_done},
-    {OP(STEP), "step", check_step, do_step, reply_done},
-    {OP(SET_MODE), "set_mode", check_set_mode, apply_setting, reply_settings},
-    {OP(SET_RATE), "set_rate", check_set_rate, apply_setting, reply_settings},
+    {OP(DESCRIBE), "describe", NULL, NULL, reply_model, 0},
+    {OP(RESET), "reset", check_reset, do_reset, reply_done, 1},
+    {OP(PAUSE), "pause", check_pause, do_pause, reply_done, 1},
+    {OP(RESUME), "resume", check_resume, do_resume, reply_done, 1},
+    {OP(STEP), "step", check_step, do_step, reply_done, 1},
+    {OP(SET_MODE), "set_mode", check_set_mode, apply_setting, reply_settings, 1},
+    {OP(SET_RATE), "set_rate", check_set_rate, apply_setting, reply_settings, 1},
     {OP(SET_CONTACT_METHOD), "set_contact_method", check_set_contact_method, apply_setting,
-     reply_settings},
-    {OP(SET_GAINS), "set_gains", check_set_gains, do_set_gains, reply_done},
+     reply_settings, 1},
+    {OP(SET_GAINS), "set_gains", check_set_gains, do_set_gains, reply_done, 1},
     {OP(SET_HAPTIC_GAINS), "set_haptic_gains", check_set_haptic_gains, do_set_haptic_gains,
-     reply_done},
-    {OP(APPLY_WRENCH), "apply_wrench", check_apply_wrench, do_apply_wrench, reply_done},
-    {OP(CLEAR_WRENCHES), "clear_wrenches", NULL, do_clear_wrenches, reply_done},
-    {OP(GET_STATS), "get_stats", NULL, do_get_stats, reply_stats},
-    {OP(RESET_STATS), "reset_stats", NULL, do_reset_stats, reply_done},
-    {OP(GET_SETTING), "get_setting", check_get_setting, NULL, reply_settings},
-    {OP(SET_SETTING), "set_setting", check_set_setting, apply_setting, reply_settings},
-    {OP(START_RECORDING), "start_recording", check_start_recording, do_start_recording, reply_done},
-    {OP(STOP_RECORDING), "stop_recording", check_stop_recording, do_stop_recording, reply_done},
+     reply_done, 1},
+    {OP(APPLY_WRENCH), "apply_wrench", check_apply_wrench, do_apply_wrench, reply_done, 1},
+    {OP(CLEAR_WRENCHES), "clear_wrenches", NULL, do_clear_wrenches, reply_done, 1},
+    {OP(GET_STATS), "get_stats", NULL, do_get_stats, reply_stats, 0},
+    {OP(RESET_STATS), "reset_stats", NULL, do_reset_stats, reply_done, 1},
+    {OP(GET_SETTING), "get_setting", check_get_setting, NULL, reply_settings, 0},
+    {OP(SET_SETTING), "set_setting", check_set_setting, apply_setting, reply_settings, 1},
+    {OP(START_RECORDING), "start_recording", check_start_recording, do_start_recording, reply_done, 0},
+    {OP(STOP_RECORDING), "stop_recording", check_stop_recording, do_stop_recording, reply_done, 0},
+    {OP(CLAIM), "claim", check_claim, do_claim, reply_done, 0},
+    {OP(RELEASE), "release", NULL, do_release, reply_done, 0},
 };
 
 #undef OP
@@ -695,14 +836,75 @@ static const khzRequestRow *request_row(Khz__V1__Request__OpCase op) {
   return NULL;
 }
 
+/* the request's strings, each within its bound (names, setting values, file
+ * names): the first too long, or NULL */
+static const char *long_string(const Khz__V1__Request *rq, size_t *len, size_t *max) {
+  const char *str[2] = {NULL, NULL}, *what[2] = {NULL, NULL};
+  size_t lim[2] = {KHZ_REQ_NAME_MAX, KHZ_REQ_NAME_MAX};
+  switch (rq->op_case) {
+    case KHZ__V1__REQUEST__OP_SET_CONTACT_METHOD:
+      str[0] = rq->set_contact_method->method, what[0] = "set_contact_method: method";
+      break;
+    case KHZ__V1__REQUEST__OP_APPLY_WRENCH:
+      if (rq->apply_wrench->body && rq->apply_wrench->body->ref_case == KHZ__V1__BODY_REF__REF_NAME)
+        str[0] = rq->apply_wrench->body->name, what[0] = "apply_wrench: body name";
+      break;
+    case KHZ__V1__REQUEST__OP_GET_SETTING:
+      str[0] = rq->get_setting->name, what[0] = "get_setting: name";
+      break;
+    case KHZ__V1__REQUEST__OP_SET_SETTING:
+      str[0] = rq->set_setting->name, what[0] = "set_setting: name";
+      str[1] = rq->set_setting->value, what[1] = "set_setting: value", lim[1] = KHZ_SETTING_STR - 1;
+      break;
+    case KHZ__V1__REQUEST__OP_START_RECORDING:
+      str[0] = rq->start_recording->path, what[0] = "start_recording: path", lim[0] = KHZ_RECORD_NAME_MAX;
+      break;
+    default:
+      break;
+  }
+  for (int i = 0; i < 2; i++) {
+    if (str[i] && strlen(str[i]) > lim[i]) {
+      *len = strlen(str[i]), *max = lim[i];
+      return what[i];
+    }
+  }
+  return NULL;
+}
+
 void khz_requests_handle(khzServer *s, const khzPeer *p, const Khz__V1__Request *rq) {
   const khzRequestRow *row = request_row(rq->op_case);
+  size_t len = 0, max = 0;
+  const char *what = row ? long_string(rq, &len, &max) : NULL;
+  if (what) {
+    khz_reply_error(s, p, rq->id, KHZ__V1__ERROR_CODE__OUT_OF_RANGE,
+                    "%s has %zu bytes, at most %zu are allowed", what, len, max);
+    return;
+  }
   if (!row) {
-    khz_reply_error(s, p, rq->id, KHZ__V1__ERROR_CODE__UNKNOWN_TYPE,
-                    "unknown request type (field %d): this server speaks khz.v1", (int)rq->op_case);
+    /* protobuf-c keeps a field it does not know as an unknown field: name it */
+    if (rq->base.n_unknown_fields > 0)
+      khz_reply_error(s, p, rq->id, KHZ__V1__ERROR_CODE__UNKNOWN_TYPE,
+                      "unknown request type (field %u): this server speaks khz.v1 revision %d",
+                      rq->base.unknown_fields[0].tag, KHZ__V1__PROTOCOL_VERSION__PROTOCOL_VERSION);
+    else
+      khz_reply_error(s, p, rq->id, KHZ__V1__ERROR_CODE__UNKNOWN_TYPE,
+                      "a request without an operation (none of Request's op fields is set): this "
+                      "server speaks khz.v1 revision %d",
+                      KHZ__V1__PROTOCOL_VERSION__PROTOCOL_VERSION);
     return;
   }
   khz_log(KHZ_LOG_DEBUG, "request %llu: %s", (unsigned long long)rq->id, row->name);
+  if (row->control) {
+    uint32_t holder = khz_claims_other(s, khz_peer_client(s, p));
+    if (holder) {
+      khz_reply_error(s, p, rq->id, KHZ__V1__ERROR_CODE__REFUSED,
+                      "%s: the actuators are claimed by client %u: requests that change the "
+                      "simulation are its alone until it sends Release or stops commanding for "
+                      "watchdog_ms",
+                      row->name, holder);
+      return;
+    }
+  }
   khzPending *q = pending_open(s, p, rq->id, row);
   if (row->validate && row->validate(s, q, rq)) return;
   if (row->apply && row->apply(s, q, rq)) {
@@ -711,7 +913,7 @@ void khz_requests_handle(khzServer *s, const khzPeer *p, const Khz__V1__Request 
   }
   if (q->remaining > 0)
     q->used = 1; /* answered when the loop has applied it */
-  else
+  else if (!q->deferred)
     finish(s, q, NULL);
 }
 
@@ -729,6 +931,7 @@ static void loop_reply(khzServer *s, const khzReply *r) {
   if (!q) return;
   if (r->status != KHZ_REPLY_DONE && !q->failed) {
     q->failed = r->status == KHZ_REPLY_REFUSED ? KHZ__V1__ERROR_CODE__REFUSED
+                : r->status == KHZ_REPLY_BUSY  ? KHZ__V1__ERROR_CODE__BUSY
                                                : KHZ__V1__ERROR_CODE__OUT_OF_RANGE;
     snprintf(q->error, sizeof q->error, "%s", r->message);
   }

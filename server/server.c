@@ -14,6 +14,7 @@
  * ring, answers the loop's replies and drains the ROUTER again.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -55,15 +56,36 @@ uint32_t khz_peer_client(khzServer *s, const khzPeer *p) {
   return (uint32_t)i + 1;
 }
 
-/* one ServerMessage to one peer; dropped (not blocked on) when the peer is gone or full */
+/* a reply or error that could not be delivered: counted (Stats.replies_dropped)
+ * and logged at most once a second */
+static void count_dropped(khzServer *s, const char *why) {
+  s->replies_dropped++;
+  double now = ev_now(s->ev);
+  if (now - s->last_drop_log >= 1.0) {
+    s->last_drop_log = now;
+    khz_log(KHZ_LOG_WARN,
+            "a reply could not be delivered (%s): %llu so far; a client that leaves more than %d "
+            "replies unread loses the rest",
+            why, (unsigned long long)s->replies_dropped, KHZ_ROUTER_SNDHWM);
+  }
+}
+
+/* one ServerMessage to one peer; never blocked on: when the peer is gone or
+ * its queue is full (ZMQ_ROUTER_MANDATORY says so) it is counted as dropped */
 static void send_to(khzServer *s, const khzPeer *p, const Khz__V1__ServerMessage *msg) {
   size_t n = khz__v1__server_message__get_packed_size(msg);
   uint8_t stackbuf[4096], *buf = n <= sizeof stackbuf ? stackbuf : malloc(n);
-  if (!buf) return;
+  if (!buf) {
+    count_dropped(s, "out of memory");
+    return;
+  }
   khz__v1__server_message__pack(msg, buf);
-  zmq_send(s->router, p->id, p->idlen, ZMQ_SNDMORE | ZMQ_DONTWAIT);
-  if (p->delim) zmq_send(s->router, "", 0, ZMQ_SNDMORE | ZMQ_DONTWAIT);
-  zmq_send(s->router, buf, n, ZMQ_DONTWAIT);
+  if (zmq_send(s->router, p->id, p->idlen, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
+    count_dropped(s, zmq_errno() == EAGAIN ? "the client's queue is full" : "the client is gone");
+  } else {
+    if (p->delim) zmq_send(s->router, "", 0, ZMQ_SNDMORE | ZMQ_DONTWAIT);
+    if (zmq_send(s->router, buf, n, ZMQ_DONTWAIT) < 0) count_dropped(s, zmq_strerror(zmq_errno()));
+  }
   if (buf != stackbuf) free(buf);
 }
 
@@ -127,9 +149,23 @@ void khz_reply_ok(khzServer *s, const khzPeer *p, uint64_t id, uint64_t seq) {
 
 /* ------------------------------------------------------------ routing -- */
 
+/* the largest ClientMessage this model needs, with room to spare: a Command's
+ * five arrays of na doubles, a Reset's nq, names and settings; at least
+ * KHZ_MSG_MIN_BYTES */
+int64_t khz_server_maxMessage(const khzModel *m, int na) {
+  int64_t need = 4096 + 2 * (int64_t)(5 * na + m->nq) * 10;
+  return need > KHZ_MSG_MIN_BYTES ? need : KHZ_MSG_MIN_BYTES;
+}
+
 /* one ROUTER message: identity, [empty delimiter], payload */
 static void handle_message(khzServer *s, const khzPeer *p, const uint8_t *data, size_t len) {
   khz_peer_client(s, p); /* every sender is counted as a client */
+  if ((int64_t)len > s->max_msg) { /* transports that do not enforce ZMQ_MAXMSGSIZE */
+    khz_send_error(s, p, KHZ__V1__ERROR_CODE__BAD_MESSAGE, 0, 0,
+                   "a message of %zu bytes is over this server's limit of %lld bytes: not decoded",
+                   len, (long long)s->max_msg);
+    return;
+  }
   Khz__V1__ClientMessage *msg = khz__v1__client_message__unpack(NULL, len, data);
   if (!msg) {
     khz_send_error(s, p, KHZ__V1__ERROR_CODE__BAD_MESSAGE, 0, 0,
@@ -154,6 +190,17 @@ static void handle_message(khzServer *s, const khzPeer *p, const uint8_t *data, 
       break;
   }
   khz__v1__client_message__free_unpacked(msg, NULL);
+}
+
+void khz_server_handleBytes(khzServer *s, const uint8_t *id, size_t idlen, const uint8_t *data,
+                            size_t len) {
+  khzPeer peer;
+  memset(&peer, 0, sizeof peer);
+  peer.idlen = idlen < KHZ_PEER_ID_MAX ? idlen : KHZ_PEER_ID_MAX;
+  memcpy(peer.id, id, peer.idlen);
+  handle_message(s, &peer, data, len);
+  khz_publish_states(s);
+  khz_requests_loopReplies(s);
 }
 
 /* reads one multipart message from the ROUTER; returns 0 when none is left */
@@ -254,7 +301,16 @@ static void *make_socket(khzServer *s, int type, const char *ep, char *err, size
     return NULL;
   }
   zmq_setsockopt(sock, ZMQ_LINGER, &zero, sizeof zero);
+  /* inbound size limits: libzmq drops a connection that sends more, before
+   * anything is allocated for the message or decoded */
+  int64_t maxmsg = type == ZMQ_ROUTER ? s->max_msg : KHZ_PUB_MAXMSG;
+  zmq_setsockopt(sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
   if (type == ZMQ_PUB) zmq_setsockopt(sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
+  if (type == ZMQ_ROUTER) {
+    int sndhwm = KHZ_ROUTER_SNDHWM;
+    zmq_setsockopt(sock, ZMQ_SNDHWM, &sndhwm, sizeof sndhwm);
+    zmq_setsockopt(sock, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
+  }
   if (s->curve) {
     zmq_setsockopt(sock, ZMQ_CURVE_SERVER, &one, sizeof one);
     zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, s->secret, 40);
@@ -308,6 +364,9 @@ static int server_init(khzServer *s, char *err, size_t errsz) {
     return khz_server_fail(err, errsz, "setting 'contact_method': unknown method '%s'", c->contact_method);
   if (scene_haptics(s, err, errsz)) return -1;
   s->na = khz_loop_actuators(s->m, NULL);
+  s->max_msg = khz_server_maxMessage(s->m, s->na);
+  s->owner = calloc((size_t)s->na + 1, sizeof *s->owner);
+  if (!s->owner) return khz_server_fail(err, errsz, "out of memory");
   s->act_dof = calloc((size_t)s->na + 1, sizeof(int));
   if (!s->act_dof || khz_codec_init(&s->codec, s->m->nbody)) return khz_server_fail(err, errsz, "out of memory");
   khz_loop_actuators(s->m, s->act_dof);
@@ -384,12 +443,21 @@ static int server_init(khzServer *s, char *err, size_t errsz) {
   ev_timer_init(&s->duration_timer, duration_cb, c->duration_s, 0);
   s->duration_timer.data = s;
 
-  /* recording from the start */
-  if (c->record[0]) {
-    s->rec = fopen(c->record, "wb");
-    if (!s->rec) return khz_server_fail(err, errsz, "record: cannot open '%s': %s", c->record, strerror(errno));
-    snprintf(s->rec_path, sizeof s->rec_path, "%s", c->record);
+  /* recordings: the directory clients may record into, and the operator's
+   * recording from the start */
+  ev_async_init(&s->rec_async, khz_record_doneCb);
+  s->rec_async.data = s;
+  ev_async_start(s->ev, &s->rec_async);
+  ev_timer_init(&s->rec_timer, khz_record_timeoutCb, 5.0, 0);
+  s->rec_timer.data = s;
+  if (c->record_dir[0]) {
+    s->rec_dirfd = open(c->record_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (s->rec_dirfd < 0)
+      return khz_server_fail(err, errsz, "setting 'record_dir': cannot open the directory '%s': %s",
+                             c->record_dir, strerror(errno));
   }
+  if (c->record[0] && khz_record_start(s, AT_FDCWD, c->record, msg, sizeof msg))
+    return khz_server_fail(err, errsz, "setting 'record': %s", msg);
 
   /* the loop thread */
   khzLoopConfig lc;
@@ -409,11 +477,19 @@ static int server_init(khzServer *s, char *err, size_t errsz) {
   lc.publish_contacts = c->publish_contacts;
   lc.publish_hash = c->publish_hash;
   lc.state_ring = c->state_ring;
+  lc.request_ring = KHZ_MAX_PENDING; /* every request in flight fits */
   lc.nhaptic = s->nhaptic;
   memcpy(lc.haptic, s->haptic, sizeof lc.haptic);
   double *gains = calloc(2 * (size_t)s->na + 1, sizeof(double));
   if (!gains) return khz_server_fail(err, errsz, "out of memory");
   for (int i = 0; i < s->na; i++) gains[i] = c->kp, gains[s->na + i] = c->kd;
+  if (khz_loop_checkGains(s->m, s->act_dof, s->na, gains, gains + s->na, 1.0 / lc.rate_hz, msg,
+                          sizeof msg)) {
+    free(gains);
+    return khz_server_fail(err, errsz, "settings 'kp', 'kd': %s", msg);
+  }
+  if (khz_loop_stabilityWarning(s->m, 1.0 / lc.rate_hz, msg, sizeof msg))
+    khz_log(KHZ_LOG_WARN, "scene '%s': %s", s->scene.name, msg);
   lc.kp = gains;
   lc.kd = gains + s->na;
   lc.wake = loop_wake;
@@ -443,6 +519,7 @@ khzServer *khz_server_new(const khzServerConfig *cfg, const khzServerHooks *hook
     khz_server_fail(err, errsz, "out of memory");
     return NULL;
   }
+  s->rec_dirfd = -1;
   s->cfg = *cfg;
   if (hooks) s->hooks = *hooks;
   if (server_init(s, err, errsz)) {
@@ -479,7 +556,10 @@ void khz_server_destroy(khzServer **s_p) {
   if (!s_p || !*s_p) return;
   khzServer *s = *s_p;
   khz_loop_destroy(&s->loop);
-  if (s->rec) fclose(s->rec);
+  if (s->rec) {
+    khz_recorder_free(&s->rec); /* writes what is queued, closes */
+  }
+  if (s->rec_dirfd >= 0) close(s->rec_dirfd);
   if (s->pub) zmq_close(s->pub);
   if (s->router) zmq_close(s->router);
   if (s->zap) zmq_close(s->zap);
@@ -493,6 +573,7 @@ void khz_server_destroy(khzServer **s_p) {
   khz_codec_free(&s->codec);
   free(s->last);
   free(s->act_dof);
+  free(s->owner);
   khz_deleteModel(&s->m);
   if (s->have_scene) khz_deleteScene(&s->scene);
   free(s);

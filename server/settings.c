@@ -84,7 +84,11 @@ const khzSetting khz_settings[] = {
     {DOUBLE(duration_s, 0, 1e9), .def = "0",
      .help = "stop after this many seconds (0 = run until SIGINT / SIGTERM)"},
     {STRING(record), .def = "",
-     .help = "record every state from the start into this file (length-prefixed State messages)"},
+     .help = "record every state from the start into this file (length-prefixed State messages; "
+             "created new, never overwritten)"},
+    {STRING(record_dir), .def = "",
+     .help = "the directory StartRecording requests write into (a client names a file in it, not a "
+             "path); empty = clients may not record"},
 
     /* security */
     {STRING(curve_secret_key), .def = "",

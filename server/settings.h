@@ -40,6 +40,7 @@ typedef struct khzServerConfig {
   double stats_interval_s;
   double duration_s;
   char record[KHZ_SETTING_STR];
+  char record_dir[KHZ_SETTING_STR];
   char curve_secret_key[KHZ_SETTING_STR];
   char curve_clients[KHZ_SETTING_STR];
 } khzServerConfig;

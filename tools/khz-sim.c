@@ -20,6 +20,7 @@
 
 #include "khz/khz.h"
 #include "khz/load.h"
+#include "khz/loop.h"
 #include "experiments.h"
 
 #define KHZ_SIM_USAGE 2
@@ -639,6 +640,11 @@ static int khz_sim_run(int argc, char **argv) {
       khz_deleteScene(&scene);
       return KHZ_SIM_FAIL;
     }
+  }
+  {
+    char warn[512];
+    if (khz_loop_stabilityWarning(m, m->timestep, warn, sizeof warn))
+      fprintf(stderr, "khz-sim run: warning: %s: %s\n", path, warn);
   }
   khzData *d = khz_makeData(m, 0);
   FILE *csv = NULL, *ccsv = NULL;

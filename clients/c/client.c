@@ -214,6 +214,11 @@ khzClient *khz_client_new(const char *state_endpoint, const char *command_endpoi
   }
   zmq_setsockopt(c->sub, ZMQ_LINGER, &zero, sizeof zero);
   zmq_setsockopt(c->dealer, ZMQ_LINGER, &zero, sizeof zero);
+  /* what a server (or anything at the endpoint) may send us: states and
+   * replies are kilobytes; 64 MiB is far beyond any model's */
+  int64_t maxmsg = 64ll << 20;
+  zmq_setsockopt(c->sub, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+  zmq_setsockopt(c->dealer, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
   zmq_setsockopt(c->dealer, ZMQ_IMMEDIATE, &one, sizeof one);
   zmq_setsockopt(c->dealer, ZMQ_SNDHWM, &hwm, sizeof hwm);
   if (c->opt.rcvhwm > 0) zmq_setsockopt(c->sub, ZMQ_RCVHWM, &c->opt.rcvhwm, sizeof c->opt.rcvhwm);
@@ -517,6 +522,15 @@ static const Khz__V1__ModelDescription *fetch_model(khzClient *c, int timeout_ms
          r->code, r->error && r->error[0] ? ": " : "", r->error ? r->error : "");
     return NULL;
   }
+  if (r->model->protocol_version != 0 &&
+      r->model->protocol_version != KHZ__V1__PROTOCOL_VERSION__PROTOCOL_VERSION) {
+    fail(c, KHZ_CLIENT_PROTOCOL,
+         "protocol version mismatch: the server at %s speaks %s revision %u, this client speaks "
+         "revision %d",
+         c->cmd_ep, KHZ_PROTOCOL, r->model->protocol_version,
+         KHZ__V1__PROTOCOL_VERSION__PROTOCOL_VERSION);
+    return NULL;
+  }
   if (check_model(c, r->model)) return NULL;
 
   /* the reply's arena becomes the model's; the previous model stays readable */
@@ -659,6 +673,13 @@ static int take_state(khzClient *c) {
     return fail(c, KHZ_CLIENT_MALFORMED,
                 "malformed state from %s (%zu bytes that are not a %s.State)", c->state_ep, len,
                 KHZ_PROTOCOL);
+  }
+  if (st->protocol_version != 0 && st->protocol_version != KHZ__V1__PROTOCOL_VERSION__PROTOCOL_VERSION) {
+    c->counters.malformed++;
+    return fail(c, KHZ_CLIENT_PROTOCOL,
+                "state from %s of protocol revision %u, this client speaks %s revision %d: skipped",
+                c->state_ep, st->protocol_version, KHZ_PROTOCOL,
+                KHZ__V1__PROTOCOL_VERSION__PROTOCOL_VERSION);
   }
   khzArena *t = c->st_cur;
   c->st_cur = c->st_next, c->st_next = t;

@@ -698,6 +698,13 @@ static int read_option(mjcf_ctx *c, xmlNodePtr el) {
       read_vec(c, src, 1, "gravity", c->gravity, 3, 3, NULL))
     return -1;
   if (!(c->timestep > 0)) return fail(c, el, "timestep must be positive");
+  /* the step sizes khz runs at: the rate range of scenes, the server and the loop */
+  if (c->opt->apply_options &&
+      !(c->timestep >= 1.0 / KHZ_RATE_MAX_HZ && c->timestep <= 1.0 / KHZ_RATE_MIN_HZ))
+    return fail(c, el,
+                "timestep %g s is outside %g..%g s (the rates khz runs at, " KHZ_RATE_RANGE("..")
+                " Hz)",
+                c->timestep, 1.0 / KHZ_RATE_MAX_HZ, 1.0 / KHZ_RATE_MIN_HZ);
 
   /* integrators: MuJoCo's Euler is semi-implicit, as khz's */
   static const char *const int_words[] = {"Euler", "RK4", "implicit", "implicitfast", NULL};

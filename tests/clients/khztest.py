@@ -42,7 +42,8 @@ class Server:
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> "Server":
-        args = [SERVER, "--state-endpoint", self.state, "--command-endpoint", self.command, *QUIET]
+        args = [SERVER, "--state-endpoint", self.state, "--command-endpoint", self.command,
+                "--record-dir", self.dir, *QUIET]
         if self.scene:
             args += ["--scene", os.path.join(SOURCE, self.scene)]
         self.proc = subprocess.Popen(args + self.extra, stdout=subprocess.DEVNULL)
@@ -142,13 +143,13 @@ def answer_garbage(body: bytes) -> bytes:
     return b"\xff\xfe not protobuf"
 
 
-def answer_model(body: bytes, q_index: int = 0) -> bytes:
+def answer_model(body: bytes, q_index: int = 0, protocol_version: int = 0) -> bytes:
     """A small description (one actuator at q_index)."""
     from khz.v1 import control_pb2, messages_pb2
     m = messages_pb2.ClientMessage()
     m.ParseFromString(body)
     d = control_pb2.ModelDescription(model_generation=77, scene="fake", rate_hz=1000, nq=2, nv=2,
-                                     na=1)
+                                     na=1, protocol_version=protocol_version)
     d.actuators.add(name="j", q_index=q_index)
     r = control_pb2.Reply(id=m.request.id, model=d)
     return messages_pb2.ServerMessage(reply=r).SerializeToString()

@@ -212,9 +212,14 @@ class Live(unittest.TestCase):
         self.assertEqual(q.shape, (rec.states,))
         self.assertIsNotNone(r.stats)
         os.unlink(path)
-        # the server's own recording format reads too
-        spath = tempfile.mktemp(suffix=".rec")
-        self.c.start_recording(spath)
+        # the server's own recording format reads too: a file name in the
+        # server's --record-dir (a path is refused)
+        with self.assertRaises(khz.KhzError) as e:
+            self.c.start_recording("/tmp/elsewhere.rec")
+        self.assertIn("not a file name", str(e.exception))
+        name = f"server-{os.getpid()}.rec"
+        spath = os.path.join(self.server.dir, name)
+        self.c.start_recording(name)
         time.sleep(0.1)
         self.c.stop_recording()
         s = khz.recording.read(spath)
@@ -289,6 +294,11 @@ class Fakes(unittest.TestCase):
     def test_other_version(self):
         self.expect(answer_v2_reply, khz.ProtocolMismatch, "speaks khz.v2",
                     "this client speaks khz.v1")
+
+    def test_other_revision(self):
+        # a khz.v1 server of another protocol revision (Describe's protocol_version)
+        self.expect(lambda body: answer_model(body, protocol_version=2), khz.ProtocolMismatch,
+                    "speaks khz.v1 revision 2", "this client speaks revision 1")
 
     def test_other_version_error(self):
         def answer(body):

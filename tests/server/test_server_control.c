@@ -178,12 +178,15 @@ static void test_clients(harness *h, khzClient *ctl) {
   khzClient *slow = khz_client_new(h->state_ep, h->cmd_ep, &slow_opt, err, sizeof err);
   khzClient *viewer = harness_client(h);
   ENSURE(slow && viewer);
-  snprintf(path, sizeof path, "/tmp/khz-test-%d.rec", (int)getpid());
+  char name[64];
+  snprintf(name, sizeof name, "khz-test-%d.rec", (int)getpid());
+  snprintf(path, sizeof path, "/tmp/%s", name); /* the test's record_dir is /tmp */
+  unlink(path);
   Khz__V1__Request rq;
   Khz__V1__StartRecording sr;
   khz__v1__request__init(&rq);
   khz__v1__start_recording__init(&sr);
-  sr.path = path;
+  sr.path = name;
   rq.op_case = KHZ__V1__REQUEST__OP_START_RECORDING;
   rq.start_recording = &sr;
   const Khz__V1__Reply *r = khz_client_request(ctl, &rq, 5000);
@@ -332,6 +335,7 @@ int main(void) {
   khzServerConfig cfg;
   harness h;
   harness_config(&cfg);
+  snprintf(cfg.record_dir, sizeof cfg.record_dir, "/tmp");
   ENSURE(harness_start(&h, &cfg, NULL) == 0);
   khzClient *c = harness_client(&h);
   ENSURE(c != NULL);

@@ -101,6 +101,8 @@ class Client:
         # nothing is queued while no server is connected: a command is never
         # delivered late to a restarted server
         self._dealer.setsockopt(zmq.IMMEDIATE, 1)
+        for s in (self._sub, self._dealer):  # states and replies are kilobytes
+            s.setsockopt(zmq.MAXMSGSIZE, 64 << 20)
         if rcvhwm:
             self._sub.setsockopt(zmq.RCVHWM, rcvhwm)
         self._sub.setsockopt(zmq.SUBSCRIBE, b"state")
@@ -153,6 +155,11 @@ class Client:
         if reply.WhichOneof("result") != "model":
             raise MalformedReply(f"Describe: the reply from {self.command_endpoint} holds no "
                                  "model description")
+        pv = reply.model.protocol_version
+        if pv not in (0, state_pb2.PROTOCOL_VERSION):
+            raise ProtocolMismatch(
+                f"protocol version mismatch: the server at {self.command_endpoint} speaks "
+                f"{PROTOCOL} revision {pv}, this client speaks revision {state_pb2.PROTOCOL_VERSION}")
         old = self._model
         self._model = Model(reply.model, self.command_endpoint)
         if old is not None and old.generation != self._model.generation:
@@ -184,8 +191,9 @@ class Client:
             msg.ParseFromString(raw)
         except Exception:
             msg = None
-        if msg is None or msg.model_generation == 0 or len(msg.qd) != len(msg.tau):
-            self.counters["malformed"] += 1
+        if (msg is None or msg.model_generation == 0 or len(msg.qd) != len(msg.tau)
+                or msg.protocol_version not in (0, state_pb2.PROTOCOL_VERSION)):
+            self.counters["malformed"] += 1  # another protocol revision counts here too
             return None
         if (self._model is not None and msg.model_generation != self._model.generation
                 and self.resync):
@@ -543,9 +551,21 @@ class Client:
             value = "true" if value else "false"
         self.request("set_setting", control_pb2.SetSetting(name=name, value=str(value)))
 
-    def start_recording(self, path: str) -> None:
-        """The server records every state into path (on the server's machine)."""
-        self.request("start_recording", control_pb2.StartRecording(path=path))
+    def start_recording(self, name: str) -> None:
+        """The server records every state into the file `name` (a file name,
+        not a path) in the directory its operator gave as --record-dir; the
+        file is created new. Refused when the server has no --record-dir."""
+        self.request("start_recording", control_pb2.StartRecording(path=name))
 
     def stop_recording(self) -> None:
         self.request("stop_recording")
+
+    def claim(self, actuators: Sequence[str] = ()) -> None:
+        """Claims the actuators (names; none = all) for this client: other
+        clients' commands and simulation-changing requests are refused until
+        release() or until this client stops commanding for watchdog_ms."""
+        self.request("claim", control_pb2.Claim(actuators=list(actuators)))
+
+    def release(self) -> None:
+        """Gives up every claim of this client."""
+        self.request("release", control_pb2.Release())

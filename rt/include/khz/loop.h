@@ -56,6 +56,9 @@ extern "C" {
 #define KHZ_LOOP_MAX_WRENCH 16      /* simultaneous perturbation wrenches */
 #define KHZ_LOOP_MAX_CONTACTS 128   /* contact points copied into one state */
 #define KHZ_LOOP_MSG_MAX 160        /* reply messages */
+#define KHZ_LOOP_REQUEST_BUDGET_NS 100000 /* requests applied between two ticks: at least one,
+                                             then more while the round has spent less than this
+                                             (or an eighth of the period, whichever is less) */
 
 typedef enum khzLoopMode {
   KHZ_MODE_REALTIME = 0,
@@ -204,7 +207,8 @@ typedef enum khzRequestType {
   KHZ_REQ_WATCHDOG,         /* dval = watchdog_s, ival = khzSafeCommand, data[0] = safe_damping */
   KHZ_REQ_LOCKSTEP_TIMEOUT, /* dval = s */
   KHZ_REQ_PUBLISH,          /* ival bit 0 = contacts, bit 1 = hash */
-  KHZ_REQ_HASH,             /* reply carries the current state hash and seq */
+  KHZ_REQ_HASH,             /* reply carries the current state hash and seq (the loop copies the
+                               state, at most once per state; khz_loop_pollReply hashes it) */
   KHZ_REQ_RESET_STATS,
   KHZ_NREQUEST
 } khzRequestType;
@@ -224,6 +228,7 @@ typedef struct khzRequest {
 #define KHZ_REPLY_DONE 0
 #define KHZ_REPLY_INVALID (-1) /* a value out of range or of the wrong size */
 #define KHZ_REPLY_REFUSED (-2) /* valid, but not possible now (passivity bound, capacity, ...) */
+#define KHZ_REPLY_BUSY (-3)    /* not now: retry (every state snapshot still in use) */
 
 /* khzReply.type of a notice that the loop dropped a command computed from a
  * state before the latest reset (id = 0, client / cmd_seq name the command). */
@@ -234,7 +239,9 @@ typedef struct khzReply {
   int type;                 /* the request's khzRequestType, or KHZ_REPLY_STALE_COMMAND */
   int status;               /* KHZ_REPLY_DONE, or why not (message says more) */
   uint64_t seq;             /* the latest state's sequence number when it was applied */
-  uint64_t hash;            /* KHZ_REQ_HASH */
+  uint64_t hash;            /* KHZ_REQ_HASH: computed by khz_loop_pollReply on the caller's
+                               thread from a snapshot the loop copied (never on the loop thread) */
+  int snap;                 /* internal: the snapshot the hash comes from (1-based, 0 = none) */
   uint32_t client;          /* KHZ_REPLY_STALE_COMMAND: the sender and its command */
   uint64_t cmd_seq;
   char message[KHZ_LOOP_MSG_MAX];
@@ -320,6 +327,41 @@ typedef struct khzLoopStats {
   double rate_hz;
 } khzLoopStats;
 
+/* --------------------------------------------------------------- limits -- */
+
+/* Physical inputs are checked against the model (limits.c) by the I/O side,
+ * which refuses them with the message, and again by the loop before it
+ * applies them. Each check returns 0, or -1 with a message naming the value,
+ * where it is and its limit. */
+#define KHZ_WRENCH_MAX_ACCEL 1000   /* m/s^2: |force| <= this times the body's subtree mass */
+#define KHZ_WRENCH_MAX_ALPHA 100000 /* rad/s^2: |torque| <= this times its largest principal
+                                       inertia about the com */
+#define KHZ_RESET_MAX_POS 10000     /* m: a reset's positions (prismatic, floating) */
+#define KHZ_RESET_MAX_ANGLE 1000000 /* rad: a reset's angles of unlimited joints */
+#define KHZ_HAPTIC_MAX_SPEED 1000   /* m/s, rad/s: a haptic device's velocities (its position
+                                       is bounded by KHZ_RESET_MAX_POS) */
+
+/* the largest force (N) and torque (N m) a perturbation may put on body */
+void khz_loop_wrenchLimits(const khzModel *m, int body, double *force, double *torque);
+/* w = force[3], torque[3] (world, at the com) on body */
+int khz_loop_checkWrench(const khzModel *m, int body, const double w[6], char *msg, size_t msz);
+/* q (nq values): finite, limited joints within their limits, positions and
+ * angles within KHZ_RESET_MAX_*, quaternions of a usable norm */
+int khz_loop_checkReset(const khzModel *m, const double *q, char *msg, size_t msz);
+/* PD gains per actuator (dof[a]; kp or kd may be NULL): finite, >= 0, and
+ * within the sampled PD's stability bound at step h on the actuator's
+ * effective inertia at q0 (m->dof_meff): kp <= 4 m / h^2, kd <= 2 m / h */
+int khz_loop_checkGains(const khzModel *m, const int *dof, int na, const double *kp,
+                        const double *kd, double h, char *msg, size_t msz);
+
+/* The largest step the model's integrator keeps stable against its stiffest
+ * element: joint damping on the effective inertia, and contact gains given in
+ * the scene (automatic gains follow the step); INFINITY when nothing limits
+ * it. what (when not NULL) names the element. */
+double khz_loop_stableTimestep(const khzModel *m, char *what, size_t wsz);
+/* 1 with a warning in msg when h is beyond that limit, else 0 */
+int khz_loop_stabilityWarning(const khzModel *m, double h, char *msg, size_t msz);
+
 /* ------------------------------------------------------------------- loop -- */
 
 typedef struct khzLoop khzLoop;
@@ -364,8 +406,13 @@ int khz_loop_haptic(khzLoop *loop, int proxy, const khzHapticInput *in);
 khzRequest *khz_loop_requestBegin(khzLoop *loop);
 void khz_loop_requestCommit(khzLoop *loop);
 
-/* Takes the next reply; returns 1 when one was copied into out, 0 when none. */
+/* Takes the next reply; returns 1 when one was copied into out, 0 when none.
+ * A KHZ_REQ_HASH reply's hash is computed here (once per state). */
 int khz_loop_pollReply(khzLoop *loop, khzReply *out);
+
+/* Replies the loop could not post (its reply ring full; sized so that this
+ * does not happen): counted, never silent. */
+uint64_t khz_loop_repliesLost(const khzLoop *loop);
 
 /* The oldest state not yet released, or NULL; release it when done. */
 const khzLoopState *khz_loop_peekState(khzLoop *loop);

@@ -45,6 +45,7 @@
 
 #define KHZ_STAMPS 4096              /* completion times of recent states (command latency) */
 #define KHZ_IDLE_WAIT_NS 100000000LL /* paused / lockstep: re-check at least every 100 ms */
+#define KHZ_NSNAP 2                  /* state snapshots for hashes computed off the loop thread */
 
 /* counters shared with khz_loop_stats (written by the loop thread only) */
 enum {
@@ -117,6 +118,18 @@ struct khzLoop {
   uint32_t pending_flags;
   int64_t stamps[KHZ_STAMPS];
   khzTickStats st;
+
+  /* state snapshots for KHZ_REQ_HASH: the loop copies the state (khz_saveState)
+   * into a snapshot no reply refers to any more, at most once per state; the
+   * I/O side hashes it in khz_loop_pollReply (cached per state) and drops its
+   * reference. The loop thread never hashes on a request. */
+  size_t snap_size;
+  unsigned char *snap[KHZ_NSNAP];
+  uint64_t snap_seq[KHZ_NSNAP];       /* loop thread: the state each holds (seq + 1, 0 = none) */
+  _Atomic uint32_t snap_refs[KHZ_NSNAP]; /* replies not yet polled that refer to it */
+  uint64_t hash_seq;                  /* I/O side: the cached hash's state (seq + 1) */
+  uint64_t hash_val;
+  _Atomic uint64_t replies_lost;      /* replies the reply ring could not take */
 
   /* statistics shared with other threads */
   _Atomic uint64_t shared[S_NSHARED];
@@ -347,7 +360,10 @@ static void publish(khzLoop *L, uint32_t flags, int64_t t_sched, int64_t t_wake)
 
 static void post_reply(khzLoop *L, const khzReply *r) {
   khzReply *out = khz_ring_claim(&L->replies);
-  if (!out) return; /* the reply ring holds twice the request ring: cannot happen */
+  if (!out) { /* sized for every request in flight: counted, should it happen */
+    atomic_fetch_add_explicit(&L->replies_lost, 1, memory_order_relaxed);
+    return;
+  }
   *out = *r;
   khz_ring_commit(&L->replies);
 }
@@ -407,6 +423,10 @@ static int apply_request(khzLoop *L, const khzRequest *rq, khzReply *r) {
     case KHZ_REQ_RESET:
       if (rq->ndata != 0 && rq->ndata != m->nq) return refuse(r, "reset: q must have nq values");
       if (!all_finite(rq->data, rq->ndata)) return refuse(r, "reset: q is not finite");
+      if (rq->ndata && khz_loop_checkReset(m, rq->data, r->message, sizeof r->message)) {
+        r->status = KHZ_REPLY_INVALID;
+        return -1;
+      }
       do_reset(L, rq);
       return 0;
     case KHZ_REQ_PAUSE:
@@ -463,9 +483,11 @@ static int apply_request(khzLoop *L, const khzRequest *rq, khzReply *r) {
       return 0;
     case KHZ_REQ_GAINS:
       if (rq->ndata != 2 * L->na) return refuse(r, "gains: need kp and kd for every actuator");
-      for (int i = 0; i < rq->ndata; i++)
-        if (!isfinite(rq->data[i]) || rq->data[i] < 0)
-          return refuse(r, "gains: gains must be finite and >= 0");
+      if (khz_loop_checkGains(m, L->dof, L->na, rq->data, rq->data + L->na, L->timestep, r->message,
+                              sizeof r->message)) {
+        r->status = KHZ_REPLY_INVALID;
+        return -1;
+      }
       memcpy(L->kp, rq->data, (size_t)L->na * sizeof(double));
       memcpy(L->kd, rq->data + L->na, (size_t)L->na * sizeof(double));
       return 0;
@@ -485,6 +507,10 @@ static int apply_request(khzLoop *L, const khzRequest *rq, khzReply *r) {
     case KHZ_REQ_WRENCH:
       if (rq->ival < 1 || rq->ival >= m->nbody) return refuse(r, "wrench: no such body");
       if (rq->ndata != 6 || !all_finite(rq->data, 6)) return refuse(r, "wrench: need 6 finite values");
+      if (khz_loop_checkWrench(m, rq->ival, rq->data, r->message, sizeof r->message)) {
+        r->status = KHZ_REPLY_INVALID;
+        return -1;
+      }
       if (!(rq->dval > 0) || !isfinite(rq->dval)) return refuse(r, "wrench: duration must be > 0");
       if (L->nwrench == KHZ_LOOP_MAX_WRENCH)
         return refuse_as(r, KHZ_REPLY_REFUSED, "wrench: too many wrenches active at once");
@@ -513,9 +539,29 @@ static int apply_request(khzLoop *L, const khzRequest *rq, khzReply *r) {
       c->publish_contacts = rq->ival & 1;
       c->publish_hash = (rq->ival >> 1) & 1;
       return 0;
-    case KHZ_REQ_HASH:
-      r->hash = khz_hashState(m, d);
+    case KHZ_REQ_HASH: {
+      /* a snapshot of this state, shared by every hash request at it; the
+       * I/O side hashes it (khz_loop_pollReply) */
+      int k = -1;
+      for (int i = 0; i < KHZ_NSNAP && k < 0; i++)
+        if (L->snap_seq[i] == L->seq + 1) k = i;
+      for (int i = 0; i < KHZ_NSNAP && k < 0; i++) {
+        if (atomic_load_explicit(&L->snap_refs[i], memory_order_acquire) == 0) {
+          khz_saveState(m, d, L->snap[i]);
+          L->snap_seq[i] = L->seq + 1;
+          k = i;
+        }
+      }
+      /* every snapshot still referenced (the I/O side is behind): the newest
+       * one serves, and the reply names its state */
+      for (int i = 0; i < KHZ_NSNAP && k < 0; i++)
+        if (L->snap_seq[i] && (k < 0 || L->snap_seq[i] > L->snap_seq[k])) k = i;
+      if (k < 0) return refuse_as(r, KHZ_REPLY_BUSY, "stats: no state snapshot: retry");
+      atomic_fetch_add_explicit(&L->snap_refs[k], 1, memory_order_acq_rel);
+      r->snap = k + 1;
+      r->seq = L->snap_seq[k] - 1;
       return 0;
+    }
     case KHZ_REQ_RESET_STATS: {
       uint64_t ticks = L->st.ticks;
       memset(&L->st, 0, sizeof L->st);
@@ -533,11 +579,17 @@ static int apply_request(khzLoop *L, const khzRequest *rq, khzReply *r) {
   }
 }
 
-/* applies every pending request and posts the replies */
+/* applies pending requests and posts the replies: at least one, then more
+ * while the round has spent less than its budget (an eighth of the period,
+ * at most KHZ_LOOP_REQUEST_BUDGET_NS); the rest wait for the next round, so
+ * that no number of requests delays a tick */
 static void process_requests(khzLoop *L) {
   khzRequest *rq;
   int any = 0;
+  int64_t t0 = khz_loop_now(), budget = L->period_ns / 8;
+  if (budget > KHZ_LOOP_REQUEST_BUDGET_NS) budget = KHZ_LOOP_REQUEST_BUDGET_NS;
   while ((rq = khz_ring_peek(&L->requests))) {
+    if (any && khz_loop_now() - t0 >= budget) break;
     khzReply r;
     memset(&r, 0, sizeof r);
     r.id = rq->id;
@@ -546,7 +598,7 @@ static void process_requests(khzLoop *L) {
     khz_ring_release(&L->requests);
     set_shared(L, S_REQUESTS, get_shared(L, S_REQUESTS) + 1);
     if (rc != 1) {
-      r.seq = L->seq;
+      if (!r.snap) r.seq = L->seq; /* a hash reply names its snapshot's state */
       post_reply(L, &r);
     }
     any = 1;
@@ -950,7 +1002,9 @@ khzLoop *khz_loop_new(const khzModel *m, const khzLoopConfig *cfg, char *err, si
   L->kd = calloc(na, sizeof(double));
   L->cmd_data = calloc(15 * na, sizeof(double));
   L->req_data = (size_t)(m->nq > 2 * L->na ? m->nq : 2 * L->na) + 8;
-  int ok = L->d && L->dof && L->kp && L->kd && L->cmd_data &&
+  L->snap_size = khz_stateSize(m);
+  for (int i = 0; i < KHZ_NSNAP; i++) L->snap[i] = calloc(1, L->snap_size);
+  int ok = L->d && L->dof && L->kp && L->kd && L->cmd_data && L->snap[0] && L->snap[1] &&
            khz_ring_init(&L->states, (size_t)cfg->state_ring,
                          ((sizeof(khzLoopState) + 63) & ~(size_t)63) +
                              state_doubles(m, cfg->nhaptic) * sizeof(double) +
@@ -985,6 +1039,7 @@ khzLoop *khz_loop_new(const khzModel *m, const khzLoopConfig *cfg, char *err, si
    * and take one step on a scratch copy so that code and data are warm */
   volatile unsigned char *page = L->d->buffer;
   for (size_t off = 0; off < L->d->nbuffer; off += 4096) page[off] = page[off];
+  for (int i = 0; i < KHZ_NSNAP; i++) memset(L->snap[i], 0, L->snap_size);
   khzData *warm = khz_makeData(m, 0);
   if (warm) {
     khz_stepWith(m, warm, L->timestep);
@@ -1015,6 +1070,7 @@ void khz_loop_destroy(khzLoop **loop_p) {
   khz_ring_free(&L->states);
   khz_ring_free(&L->requests);
   khz_ring_free(&L->replies);
+  for (int i = 0; i < KHZ_NSNAP; i++) free(L->snap[i]);
   khz_deleteData(&L->d);
   free(L->dof);
   free(L->kp);
@@ -1070,12 +1126,35 @@ void khz_loop_requestCommit(khzLoop *L) {
   ring_doorbell(L);
 }
 
+static uint64_t fnv1a(uint64_t h, const unsigned char *b, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    h ^= b[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
 int khz_loop_pollReply(khzLoop *L, khzReply *out) {
   khzReply *r = khz_ring_peek(&L->replies);
   if (!r) return 0;
   *out = *r;
   khz_ring_release(&L->replies);
+  if (out->snap > 0 && out->snap <= KHZ_NSNAP) {
+    /* khz_hashState's FNV-1a over the bytes khz_saveState wrote, once per state */
+    int k = out->snap - 1;
+    if (L->hash_seq != out->seq + 1) {
+      L->hash_val = fnv1a(14695981039346656037ull, L->snap[k], L->snap_size);
+      L->hash_seq = out->seq + 1;
+    }
+    out->hash = L->hash_val;
+    out->snap = 0;
+    atomic_fetch_sub_explicit(&L->snap_refs[k], 1, memory_order_acq_rel);
+  }
   return 1;
+}
+
+uint64_t khz_loop_repliesLost(const khzLoop *L) {
+  return atomic_load_explicit(&L->replies_lost, memory_order_relaxed);
 }
 
 const khzLoopState *khz_loop_peekState(khzLoop *L) { return khz_ring_peek(&L->states); }

@@ -1,0 +1,104 @@
+/* test_server_claims.c — control arbitration (issue 20, item 6), as
+ * ros2_control claims interfaces: a client claims the actuators it
+ * commands; another client's commands and simulation-changing requests are
+ * refused (REFUSED, naming the holder and the actuators) until the holder
+ * releases them or stops commanding for watchdog_ms; reading (the state
+ * stream, Describe, GetStats) is always allowed. */
+#include "harness.h"
+
+static const Khz__V1__Reply *claim(khzClient *c, const char *const *names, size_t n) {
+  Khz__V1__Request rq;
+  Khz__V1__Claim cl;
+  khz__v1__request__init(&rq);
+  khz__v1__claim__init(&cl);
+  cl.n_actuators = n;
+  cl.actuators = (char **)names;
+  rq.op_case = KHZ__V1__REQUEST__OP_CLAIM;
+  rq.claim = &cl;
+  return khz_client_request(c, &rq, 5000);
+}
+
+static const Khz__V1__Reply *release(khzClient *c) {
+  Khz__V1__Request rq;
+  Khz__V1__Release rl;
+  khz__v1__request__init(&rq);
+  khz__v1__release__init(&rl);
+  rq.op_case = KHZ__V1__REQUEST__OP_RELEASE;
+  rq.release = &rl;
+  return khz_client_request(c, &rq, 5000);
+}
+
+/* a zero-torque command; returns the error it drew within 300 ms, or NULL */
+static const Khz__V1__Error *command(khzClient *c) {
+  double tau[64] = {0};
+  const Khz__V1__State *st = khz_client_latestState(c, 2000);
+  while (khz_client_nextError(c, 0)) {
+  }
+  if (!st) return NULL;
+  khz_client_sendTorques(c, st, tau, khz_client_model(c)->na);
+  return khz_client_nextError(c, 300);
+}
+
+int main(void) {
+  khzServerConfig cfg;
+  harness h;
+  harness_config(&cfg);
+  cfg.watchdog_ms = 1000;
+  ENSURE(harness_start(&h, &cfg, NULL) == 0);
+  khzClient *a = harness_client(&h), *b = harness_client(&h), *v = harness_client(&h);
+  ENSURE(a && b && v);
+  if (!a || !b || !v) return ensure_report();
+
+  /* nobody claims: both may command */
+  ENSURE(command(a) == NULL && command(b) == NULL);
+
+  /* A claims every actuator */
+  const Khz__V1__Reply *r = claim(a, NULL, 0);
+  ENSURE(r && r->code == KHZ__V1__ERROR_CODE__OK);
+  ENSURE(command(a) == NULL);
+  const Khz__V1__Error *e = command(b);
+  ENSURE(e && e->code == KHZ__V1__ERROR_CODE__REFUSED && strstr(e->message, "claimed by client") &&
+         strstr(e->message, "arm/joint1"));
+  if (e) printf("B's command: %s\n", e->message);
+  r = claim(b, NULL, 0);
+  ENSURE(r && r->code == KHZ__V1__ERROR_CODE__REFUSED);
+  if (r) printf("B's claim: %s\n", r->error);
+  r = req_reset(b);
+  ENSURE(r && r->code == KHZ__V1__ERROR_CODE__REFUSED && strstr(r->error, "claimed"));
+  if (r) printf("B's reset: %s\n", r->error);
+  /* reading is always allowed */
+  ENSURE(khz_client_getStats(b, 5000) != NULL);
+  ENSURE(khz_client_describe(b, 5000) != NULL);
+  ENSURE(khz_client_nextState(v, 2000) != NULL);
+  /* the holder keeps control */
+  r = req_reset(a);
+  ENSURE(r && r->code == KHZ__V1__ERROR_CODE__OK);
+  ENSURE(command(a) == NULL);
+
+  /* released: B may command */
+  r = release(a);
+  ENSURE(r && r->code == KHZ__V1__ERROR_CODE__OK);
+  ENSURE(command(b) == NULL);
+
+  /* a partial claim by B still covers what a command drives (all actuators) */
+  const char *one[] = {"arm/joint1"};
+  r = claim(b, one, 1);
+  ENSURE(r && r->code == KHZ__V1__ERROR_CODE__OK);
+  e = command(a);
+  ENSURE(e && e->code == KHZ__V1__ERROR_CODE__REFUSED && strstr(e->message, "'arm/joint1'"));
+  const char *bad[] = {"no_such_joint"};
+  r = claim(a, bad, 1);
+  ENSURE(r && r->code == KHZ__V1__ERROR_CODE__UNKNOWN_NAME);
+
+  /* B stops commanding: after watchdog_ms its claim lapses and A may command */
+  nap_ms(1500);
+  ENSURE(command(a) == NULL);
+  r = claim(a, NULL, 0);
+  ENSURE(r && r->code == KHZ__V1__ERROR_CODE__OK);
+
+  khz_client_destroy(&a);
+  khz_client_destroy(&b);
+  khz_client_destroy(&v);
+  harness_stop(&h);
+  return ensure_report();
+}
