@@ -1,0 +1,273 @@
+/* model_survey.c — loads every model under a folder with khz and runs those
+ * that load on the floor (issue 19).
+ *
+ *   build/tests/loader/khz-model-survey [--seconds S] [--quiet] DIR...
+ *
+ * Every .urdf and .xml file under DIR (recursively, sorted) is a model, except
+ * MJCF fragments (.xml files without a <worldbody>, e.g. dm_control's
+ * common/ files, which other files include). For each model it prints one line:
+ *
+ *   MODEL  FORMAT  load OK|ERROR  [run: finite, floor, energy] [first error]
+ *
+ * A model that loads is placed on a ground plane (z = 0, added unless the
+ * world already has a plane) with contact on (penalty, automatic gains), zero
+ * commands, and run S seconds (5 by default) at its own timestep:
+ *   - finite: no step was rolled back as non-finite (KHZ_WARN_BADSTATE) and
+ *     the final state is finite;
+ *   - floor: no moving body's centre of mass went more than 1 cm below the
+ *     floor (bodies that start below it are not counted), and the deepest
+ *     contact against a world geom stayed under 1 cm;
+ *   - energy: kinetic + potential energy never rose more than
+ *     0.1 J + 1% of m g (1 m) above its initial value (m the total mass).
+ * URDF robots get a floating base, raised so that their lowest body origin
+ * is 0.5 m above the floor; MJCF models keep their own poses and joints.
+ * The last line counts: models, load OK, run OK (all three checks).
+ * Warnings of the loaders are counted, not printed (--verbose prints them).
+ */
+#define _XOPEN_SOURCE 700
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "khz/load.h"
+
+static int verbose;
+static int nwarn;
+
+static void on_warn(void *user, const char *msg) {
+  (void)user;
+  nwarn++;
+  if (verbose) printf("    warning: %s\n", msg);
+}
+
+/* ------------------------------------------------------------ the files -- */
+
+static char **files;
+static int nfiles, capfiles;
+
+static int has_ext(const char *p, const char *ext) {
+  size_t n = strlen(p), e = strlen(ext);
+  return n > e && strcmp(p + n - e, ext) == 0;
+}
+
+static int is_fragment(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return 0;
+  char buf[1 << 16];
+  int found = 0;
+  size_t n;
+  while (!found && (n = fread(buf, 1, sizeof buf - 1, f)) > 0) {
+    buf[n] = 0;
+    if (strstr(buf, "<worldbody") || strstr(buf, "<include")) found = 1;
+  }
+  fclose(f);
+  return !found;
+}
+
+static void walk(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.') continue;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    struct stat st;
+    if (stat(path, &st)) continue;
+    if (S_ISDIR(st.st_mode)) {
+      walk(path);
+    } else if (has_ext(path, ".urdf") || (has_ext(path, ".xml") && !is_fragment(path))) {
+      if (nfiles == capfiles) {
+        capfiles = capfiles ? 2 * capfiles : 64;
+        files = realloc(files, (size_t)capfiles * sizeof *files);
+      }
+      files[nfiles++] = strdup(path);
+    }
+  }
+  closedir(d);
+}
+
+static int cmp(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* ------------------------------------------------------------- the runs -- */
+
+typedef struct result {
+  int finite, floor, energy;
+  double sink;      /* deepest a moving com went below the floor (m) */
+  double depth;     /* deepest contact against a world geom (m) */
+  double gain;      /* largest energy rise (J) */
+  double tol;       /* allowed rise (J) */
+  double t_fail;    /* time of the first non-finite step, or -1 */
+} result;
+
+static double total_energy(const khzModel *m, khzData *d) {
+  double k, p;
+  khz_kinematics(m, d);
+  khz_energy(m, d, &k, &p);
+  return k + p;
+}
+
+static void run(const khzModel *m, double seconds, result *r) {
+  khzData *d = khz_makeData(m, 0);
+  memset(r, 0, sizeof *r);
+  r->t_fail = -1;
+  if (!d) return;
+  double mass = 0;
+  for (int b = 1; b < m->nbody; b++) mass += m->body_mass[b];
+  double g = sqrt(m->gravity[0] * m->gravity[0] + m->gravity[1] * m->gravity[1] +
+                  m->gravity[2] * m->gravity[2]);
+  r->tol = 0.1 + 0.01 * mass * (g > 0 ? g : 9.81);
+  double e0 = total_energy(m, d);
+  double *z0 = calloc((size_t)m->nbody, sizeof *z0);
+  for (int b = 0; b < m->nbody; b++) z0[b] = d->xcom[3 * b + 2];
+  long steps = (long)ceil(seconds / m->timestep);
+  int finite = 1;
+  for (long s = 0; s < steps; s++) {
+    khz_step(m, d);
+    if (d->warning[KHZ_WARN_BADSTATE] && r->t_fail < 0) r->t_fail = d->time;
+    for (int i = 0; i < m->nq; i++)
+      if (!isfinite(d->q[i])) finite = 0;
+    if (!finite || r->t_fail >= 0) break; /* the rest would be meaningless */
+    for (int b = 1; b < m->nbody; b++) {
+      if (m->body_root[b] == 0 || m->body_mass[b] <= 0) continue;
+      double z = d->xcom[3 * b + 2];
+      if (z0[b] >= -0.01 && -z > r->sink) r->sink = -z;
+    }
+    for (int c = 0; c < d->ncontact; c++) {
+      const khzContact *ct = &d->contact[c];
+      if (ct->body[0] != 0 && ct->body[1] != 0) continue;
+      const khzContactPoint *p = &d->cpoint[ct->point_adr + ct->deepest];
+      if (p->depth > r->depth) r->depth = p->depth;
+    }
+    if (s % 10 == 9) {
+      double e = total_energy(m, d) - e0;
+      if (e > r->gain) r->gain = e;
+    }
+  }
+  r->finite = finite && r->t_fail < 0;
+  r->floor = r->sink <= 0.01 && r->depth <= 0.01;
+  r->energy = r->gain <= r->tol;
+  free(z0);
+  khz_deleteData(&d);
+}
+
+/* ------------------------------------------------------------ the loads -- */
+
+static int world_has_plane(khzSpec *spec) {
+  for (int i = 0; i < khz_spec_ngeom(spec); i++) {
+    khzGeomSpec *g = khz_spec_geom(spec, i);
+    if (g->body == 0 && g->type == KHZ_GEOM_PLANE) return 1;
+  }
+  return 0;
+}
+
+static khzModel *load(const char *path, char *err, size_t errsz) {
+  khzSpec *spec = khz_spec_new();
+  khzContactOptions co;
+  khz_spec_defaultContact(&co);
+  co.method = KHZ_CONTACT_PENALTY;
+  khz_spec_setContact(spec, &co);
+  double gravity[3] = {0, 0, -9.81};
+  khz_spec_setGravity(spec, gravity);
+  khz_spec_setTimestep(spec, 1e-3);
+  khz_spec_setIntegrator(spec, KHZ_INT_RK4);
+  int rc;
+  if (has_ext(path, ".urdf")) {
+    khzUrdfOptions o;
+    khz_urdf_defaultOptions(&o);
+    o.floating_base = 1;
+    o.warn = on_warn;
+    rc = khz_loadURDF(spec, path, &o, err, errsz);
+    if (rc >= 0) {
+      /* raise the robot: its lowest body origin 0.5 m above the floor */
+      khzModel *m0 = khz_compile(spec, err, errsz);
+      if (!m0) {
+        khz_spec_destroy(&spec);
+        return NULL;
+      }
+      khzData *d = khz_makeData(m0, 0);
+      khz_kinematics(m0, d);
+      double zmin = INFINITY;
+      for (int b = 1; b < m0->nbody; b++) zmin = fmin(zmin, d->xpos[3 * b + 2]);
+      khz_deleteData(&d);
+      khz_deleteModel(&m0);
+      khzBodySpec *root = khz_spec_body(spec, rc);
+      root->q0[2] += 0.5 - zmin;
+    }
+  } else {
+    khzMjcfOptions o;
+    khz_mjcf_defaultOptions(&o);
+    o.warn = on_warn;
+    rc = khz_loadMJCF(spec, path, &o, err, errsz);
+  }
+  if (rc < 0) {
+    khz_spec_destroy(&spec);
+    return NULL;
+  }
+  if (!world_has_plane(spec)) {
+    khzGeomSpec g;
+    khz_spec_defaultGeom(&g);
+    g.body = 0;
+    g.type = KHZ_GEOM_PLANE;
+    g.size[0] = g.size[1] = 10, g.size[2] = 1;
+    khz_spec_addGeom(spec, &g);
+  }
+  khzModel *m = khz_compile(spec, err, errsz);
+  khz_spec_destroy(&spec);
+  return m;
+}
+
+int main(int argc, char **argv) {
+  double seconds = 5;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
+      seconds = atof(argv[++i]);
+    } else if (strcmp(argv[i], "--verbose") == 0) {
+      verbose = 1;
+    } else if (strcmp(argv[i], "--help") == 0 || argv[i][0] == '-') {
+      fprintf(stderr, "usage: %s [--seconds S] [--verbose] DIR...\n", argv[0]);
+      return strcmp(argv[i], "--help") == 0 ? 0 : 2;
+    } else {
+      walk(argv[i]);
+    }
+  }
+  if (nfiles == 0) {
+    fprintf(stderr, "no .urdf or .xml model found\n");
+    return 2;
+  }
+  qsort(files, (size_t)nfiles, sizeof *files, cmp);
+  int nload = 0, nrun = 0;
+  for (int i = 0; i < nfiles; i++) {
+    char err[2048] = "";
+    nwarn = 0;
+    if (verbose) printf("%s\n", files[i]);
+    khzModel *m = load(files[i], err, sizeof err);
+    const char *fmt = has_ext(files[i], ".urdf") ? "urdf" : "mjcf";
+    if (!m) {
+      printf("%-70s %s  load ERROR  %s\n", files[i], fmt, err);
+      continue;
+    }
+    nload++;
+    result r;
+    run(m, seconds, &r);
+    int ok = r.finite && r.floor && r.energy;
+    nrun += ok;
+    printf("%-70s %s  load OK (%d warnings, %d bodies, %d dofs)  run %s: finite %s",
+           files[i], fmt, nwarn, m->nbody - 1, m->nv, ok ? "OK" : "FAIL",
+           r.finite ? "yes" : "NO");
+    if (r.t_fail >= 0) printf(" (from t = %.3f s)", r.t_fail);
+    printf(", floor %s (sink %.4f m, depth %.4f m), energy %s (gain %.3g J, allowed %.3g J)\n",
+           r.floor ? "yes" : "NO", r.sink, r.depth, r.energy ? "yes" : "NO", r.gain, r.tol);
+    khz_deleteModel(&m);
+  }
+  printf("models %d, load OK %d, run OK %d (%.1f s on the floor)\n", nfiles, nload, nrun,
+         seconds);
+  for (int i = 0; i < nfiles; i++) free(files[i]);
+  free(files);
+  return 0;
+}
