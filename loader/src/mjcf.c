@@ -2369,7 +2369,7 @@ static int load(khzSpec *spec, const char *xml, size_t len, const char *name,
       goto done;
     }
   }
-  if ((opt->info || chosen >= 0) && c.nkey > 0) {
+  if (c.nkey > 0) { /* read (and checked) even when nobody asks for them */
     keys = calloc((size_t)c.nkey, sizeof *keys);
     if (!keys) {
       fail_oom(&c);

@@ -148,14 +148,13 @@ static void test_humanoid(void) {
   ENSURE(info.actuator == NULL && info.nactuator == 0);
 
   /* one warning per unsupported kind, in file order, with counts */
-  ENSURE_MSG(w.count == 10, "%d warnings", w.count);
-  ENSURE(has_warning(&w, "humanoid.xml:29: <asset>: element not supported", NULL));
-  ENSURE(has_warning(&w, ":42: <joint> in <default class=\"body\">: attribute stiffness",
-                     "(9 occurrences)"));
+  ENSURE_MSG(w.count == 9, "%d warnings", w.count);
+  ENSURE(has_warning(&w, "humanoid.xml:30: <texture>: visual only", "(3 occurrences)"));
+  ENSURE(has_warning(&w, ":33: <material name=\"body\">: visual only", "(2 occurrences)"));
   ENSURE(has_warning(&w, ":41: <geom> in <default class=\"body\">: attribute condim",
                      "(2 occurrences)"));
   ENSURE(has_warning(&w, ":65: <camera name=\"back\">", "(3 occurrences)"));
-  ENSURE(strstr(w.msg[0], ":29:") != NULL && strstr(w.msg[9], ":65:") != NULL);
+  ENSURE(strstr(w.msg[0], ":30:") != NULL && strstr(w.msg[8], ":65:") != NULL);
 
   /* it compiles, and the option block reached the spec */
   khzModel *m = compile(s);
@@ -197,10 +196,10 @@ static void test_features(void) {
     return;
   }
 
-  /* the ellipsoid is the only warning: its mass counts, its shape is left out */
+  /* the ellipsoid is the only warning: its mass counts, it collides as a convex hull */
   ENSURE_MSG(w.count == 1 && has_warning(&w, ":37: <geom name=\"base_ell\">: ellipsoid", NULL),
              "%d warnings: %s", w.count, w.msg[0]);
-  ENSURE(khz_spec_ngeom(s) == 17);
+  ENSURE(khz_spec_ngeom(s) == 18);
 
   /* fullinertia is kept exactly; the body frame sits at rail_y's anchor (.1 0 0) */
   khzBodySpec *rail = khz_spec_body(s, find_body(s, "rail"));
@@ -240,7 +239,7 @@ static void test_features(void) {
     ENSURE(gs->rgba[0] == 0.2 && gs->rgba[2] == 0.6);
     if (gs->type == KHZ_GEOM_CYLINDER) ENSURE(gs->size[0] == 0.05 && gs->size[2] == 0.3);
   }
-  ENSURE(nbase == 4); /* box, cylinder, light sphere, ghost sphere */
+  ENSURE(nbase == 5); /* box, cylinder, light sphere, ghost sphere, ellipsoid */
 
   /* a plane on a welded body */
   int ped = find_body(s, "pedestal"), nplane = 0;
@@ -367,7 +366,7 @@ static void test_warnings(void) {
       "    <body name='a'>\n"
       "      <joint name='j' stiffness='3' axis='1 0 0'/>\n"
       "      <geom size='.1' condim='1' friction='.5 .1 .01'><plugin/></geom>\n"
-      "      <geom type='mesh' mesh='m'/>\n"
+      "      <geom type='sdf'/>\n"
       "      <site name='s'/>\n"
       "      <site name='t'/>\n"
       "    </body>\n"
@@ -383,21 +382,19 @@ static void test_warnings(void) {
   ENSURE_MSG(khz_loadMJCFString(s, xml, "w.xml", &opt, err, sizeof err) == 1, "%s", err);
   static const char *const expect[] = {
       "w.xml:2: <size>: element not supported by khz (ignored)",
-      "w.xml:3: <option>: attribute wind is not supported by khz (ignored)",
-      "w.xml:3: <option>: integrator=\"implicit\" is not supported by khz: Euler is used",
-      "w.xml:3: <flag>: element not supported by khz (ignored)",
-      "w.xml:6: <joint name=\"j\">: attribute stiffness is not supported by khz (ignored)",
+      "w.xml:3: <option>: attribute wind: khz has no fluid forces; the model moves as in vacuum",
+      "w.xml:3: <option>: integrator=\"implicit\" is not supported by khz: semi-implicit Euler is "
+      "used (damping is integrated explicitly, so a small timestep may be needed)",
       "w.xml:7: <plugin>: element not supported by khz (ignored)",
       "w.xml:7: <geom>: attribute condim is not supported by khz (ignored)",
       "w.xml:7: <geom>: torsional and rolling friction are not supported by khz (ignored)",
-      "w.xml:8: <geom>: attribute mesh is not supported by khz (ignored)",
-      "w.xml:8: <geom>: mesh geoms are not supported by khz: left out, with their mass and inertia",
+      "w.xml:8: <geom>: sdf geoms are not supported by khz: left out, with their mass and inertia",
       "w.xml:9: <site name=\"s\">: element not supported by khz (ignored) (2 occurrences)",
-      "w.xml:13: <position>: actuator not supported by khz (ignored; khz takes joint torques)",
       "w.xml:13: <motor>: attribute tendon is not supported by khz (ignored)",
-      "w.xml:13: <motor>: a motor that does not drive a joint (tendon, site, body) is not "
-      "supported by khz (ignored)",
-      "w.xml:14: <sensor>: element not supported by khz (ignored)",
+      "w.xml:13: <motor>: an actuator that does not drive a joint (tendon, site, body) is not "
+      "supported by khz: the model has no such command",
+      "w.xml:14: <sensor>: sensors are not read by khz: the state (q, qd, body poses, contacts) "
+      "carries what they would measure",
   };
   int n = (int)(sizeof expect / sizeof expect[0]);
   ENSURE_MSG(w.count == n, "%d warnings", w.count);
@@ -500,7 +497,7 @@ static void test_bad_input(void) {
       {"<mujoco><compiler coordinate='global'/></mujoco>",
        "<compiler>: coordinate=\"global\" is not supported (only local)"},
       {"<mujoco>\n<include file='x.xml'/></mujoco>",
-       "bad.xml:2: <include>: <include> is not supported by khz (merge the files first)"},
+       "bad.xml:2: <include>: included file \"x.xml\" not found (looked for x.xml"},
       {"<mujoco><worldbody><body><composite type='grid' count='2 2 "
        "1'/></body></worldbody></mujoco>",
        "<composite>: <composite> is not supported by khz (it would change the body tree)"},
@@ -510,7 +507,26 @@ static void test_bad_input(void) {
        "<compiler>: eulerseq=\"xyw\" must be three of x, y, z, X, Y, Z"},
       {"<mujoco><compiler angle='grad'/></mujoco>",
        "<compiler>: attribute angle=\"grad\" is not one of radian, degree"},
-      {"<mujoco><option timestep='-1'/></mujoco>", "<option>: timestep must be positive"},
+      {"<mujoco><option timestep='-1'/></mujoco>", "<option>: timestep=\"-1\" must lie in (0, 0.1] s"},
+      {"<mujoco><option timestep='0.5'/></mujoco>", "<option>: timestep=\"0.5\" must lie in (0, 0.1] s"},
+      {"<mujoco><option><flag gravity='off'/></option></mujoco>",
+       "bad.xml:1: <flag>: attribute gravity=\"off\" is not one of disable, enable"},
+      {"<mujoco><worldbody><body><geom type='mesh' mesh='nope'/></body></worldbody></mujoco>",
+       "bad.xml:1: <geom>: unknown mesh \"nope\""},
+      {"<mujoco><asset><mesh file='missing.stl'/></asset><worldbody><body><geom type='mesh' "
+       "mesh='missing'/></body></worldbody></mujoco>",
+       "bad.xml:1: <mesh>: mesh file \"missing.stl\" not found (looked for missing.stl)"},
+      {"<mujoco><asset><mesh file='a.stl'/><mesh file='b/a.obj'/></asset></mujoco>",
+       "bad.xml:1: <mesh>: repeated mesh name \"a\""},
+      {"<mujoco><worldbody><body name='a'/></worldbody><contact><exclude body1='a' "
+       "body2='b'/></contact></mujoco>",
+       "bad.xml:1: <exclude>: unknown body \"b\""},
+      {"<mujoco><worldbody><body><joint/><geom size='1'/></body></worldbody><keyframe><key "
+       "qpos='1 2'/></keyframe></mujoco>",
+       "bad.xml:1: <key>: qpos has 2 numbers; the model needs 1"},
+      {"<mujoco><worldbody><body><joint stiffness='-1'/><geom size='1'/></body></worldbody>"
+       "</mujoco>",
+       "bad.xml:1: <joint>: negative stiffness"},
       {"<mujoco><worldbody><body "
        "name='a_name_that_is_much_too_long_to_fit_in_sixty_three_characters_xx'/>"
        "</worldbody></mujoco>",

@@ -149,15 +149,19 @@ static void compare_bodies(const khzModel *m, const khzData *d, const mjModel *m
   }
 }
 
-/* world pose of every geom khz kept (MuJoCo's in order, less the ellipsoids) */
+/* world pose of every geom (MuJoCo's in order; a mesh geom's frame is MuJoCo's
+ * recentred mesh frame, so only its count is compared) */
 static double compare_geoms(const khzModel *m, const khzData *d, const mjModel *mm,
                             const mjData *md) {
   double worst = 0;
   int g = 0;
   for (int j = 0; j < mm->ngeom; j++) {
-    if (mm->geom_type[j] == mjGEOM_ELLIPSOID) continue;
     ENSURE_MSG(g < m->ngeom, "khz has fewer geoms than MuJoCo");
     if (g >= m->ngeom) return INFINITY;
+    if (mm->geom_type[j] == mjGEOM_MESH) {
+      g++;
+      continue;
+    }
     int b = m->geom_body[g];
     const double *R = d->xrot + 9 * b, *p = m->geom_pos + 3 * g;
     double x[3], Rg[9], Rw[9];
@@ -171,13 +175,13 @@ static double compare_geoms(const khzModel *m, const khzData *d, const mjModel *
     worst = fmax(worst, maxdiff(Rw, md->geom_xmat + 9 * j, 9));
     /* sizes along the shape's own axes */
     int n = mm->geom_type[j] == mjGEOM_SPHERE  ? 1
-            : mm->geom_type[j] == mjGEOM_BOX   ? 3
+            : mm->geom_type[j] == mjGEOM_BOX || mm->geom_type[j] == mjGEOM_ELLIPSOID ? 3
             : mm->geom_type[j] == mjGEOM_PLANE ? 0
                                                : 2;
     worst = fmax(worst, maxdiff(m->geom_size + 3 * g, mm->geom_size + 3 * j, n));
     g++;
   }
-  ENSURE_MSG(g == m->ngeom, "khz has %d geoms, MuJoCo %d (less ellipsoids)", m->ngeom, g);
+  ENSURE_MSG(g == m->ngeom, "khz has %d geoms, MuJoCo %d", m->ngeom, g);
   return worst;
 }
 
