@@ -144,6 +144,7 @@ typedef struct mjcf_ctx {
   int group_lo, group_hi;
   double settotalmass; /* <= 0: unset */
   double boundmass, boundinertia;
+  int exactmesh; /* <compiler exactmeshinertia="true"> */
   const char *meshdir, *assetdir;
 
   /* included files */
@@ -760,6 +761,9 @@ static int read_compiler(mjcf_ctx *c, xmlNodePtr el) {
     return fail(c, el, "boundmass and boundinertia must not be negative");
 
   /* where mesh files are (relative to the model file's directory) */
+  int exact = 0;
+  if (read_keyword(c, src, 1, "exactmeshinertia", bool_words, &exact)) return -1;
+  c->exactmesh = exact;
   const char *md = attr(c, el, "meshdir"), *ad = attr(c, el, "assetdir");
   if (md) c->meshdir = md;
   if (ad) c->assetdir = ad;
@@ -1325,6 +1329,12 @@ static int read_geom(mjcf_ctx *c, xmlNodePtr el, int inherited, int body, const 
         return fail(c, el, "the volume of mesh \"%s\" is %g m^3: too small for its mass and "
                     "inertia (give the body an <inertial>)", me->name, me->volume);
       if (!has_mass) mass = density * me->volume;
+      if (!c->exactmesh &&
+          warn(c, el, "mesh inertia",
+               "the mass and inertia of mesh \"%s\" are computed exactly (MuJoCo's "
+               "exactmeshinertia=\"true\"); MuJoCo 2.2's default legacy formula differs on "
+               "non-convex meshes", me->name))
+        return -1;
       double R[9], d[3];
       quat2mat(R, quat);
       for (int a = 0; a < 3; a++) {
