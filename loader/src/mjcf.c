@@ -539,8 +539,11 @@ static int read_vec(mjcf_ctx *c, xmlNodePtr *src, int n, const char *name, doubl
   for (int i = n - 1; i >= 0; i--) {
     const char *v = attr(c, src[i], name);
     if (!v) continue;
-    double tmp[8];
+    double small[16], *tmp = max <= 16 ? small : malloc((size_t)max * sizeof(double));
+    if (!tmp) return fail_oom(c);
     int k = parse_nums(v, tmp, min, max);
+    if (k >= 0) memcpy(out, tmp, (size_t)k * sizeof(double));
+    if (tmp != small) free(tmp);
     if (k < 0) {
       if (min == max)
         return fail(c, src[i], "attribute %s=\"%s\" is not %d finite number%s", name, v, min,
@@ -548,7 +551,6 @@ static int read_vec(mjcf_ctx *c, xmlNodePtr *src, int n, const char *name, doubl
       return fail(c, src[i], "attribute %s=\"%s\" is not %d to %d finite numbers", name, v, min,
                   max);
     }
-    memcpy(out, tmp, (size_t)k * sizeof(double));
     if (found) *found = 1;
   }
   return 0;
@@ -1752,6 +1754,16 @@ static int read_body(mjcf_ctx *c, xmlNodePtr el, int parent, const double poff[3
   }
   int self = c->nbody; /* the last link */
 
+  /* MuJoCo's parent filter: a body's geoms never touch its moving parent's. khz
+   * filters parent and child, but the last link of a chain has the chain's
+   * massless links between it and the MJCF parent: exclude that pair */
+  if (nchain > 1 && parent != 0 && !static_) {
+    if (grow(c, (void **)&c->excl, c->nexcl, &c->capexcl, 2 * sizeof *c->excl)) return -1;
+    c->excl[2 * c->nexcl] = parent;
+    c->excl[2 * c->nexcl + 1] = self;
+    c->nexcl++;
+  }
+
   /* geoms, then the body's mass: <inertial> or the geoms' */
   c->nmass = 0;
   static_ = static_ && c->njoint == 0;
@@ -2007,7 +2019,7 @@ static int read_contact(mjcf_ctx *c, xmlNodePtr sec) {
     int b1 = body_by_name(c, n1), b2 = body_by_name(c, n2);
     if (b1 < 0) return fail(c, e, "unknown body \"%s\"", n1);
     if (b2 < 0) return fail(c, e, "unknown body \"%s\"", n2);
-    if (grow(c, (void **)&c->excl, 2 * c->nexcl, &c->capexcl, 2 * sizeof *c->excl)) return -1;
+    if (grow(c, (void **)&c->excl, c->nexcl, &c->capexcl, 2 * sizeof *c->excl)) return -1;
     c->excl[2 * c->nexcl] = b1;
     c->excl[2 * c->nexcl + 1] = b2;
     c->nexcl++;
