@@ -9,8 +9,9 @@
  *
  *   MODEL  FORMAT  load OK|ERROR  [run: finite, floor, energy] [first error]
  *
- * A model that loads is placed on a ground plane (z = 0, added unless the
- * world already has a plane) with contact on (penalty, automatic gains), zero
+ * A model that loads is placed on a ground plane (added unless the world
+ * already has a plane: z = 0, or lower when a geom's bounding sphere reaches
+ * below 0 at the start, e.g. a hand welded at the origin) with contact on (penalty, automatic gains), zero
  * commands, and run S seconds (5 by default) at its own timestep:
  *   - finite: no step was rolled back as non-finite (KHZ_WARN_BADSTATE) and
  *     the final state is finite;
@@ -96,6 +97,8 @@ static int cmp(const void *a, const void *b) {
 
 /* ------------------------------------------------------------- the runs -- */
 
+static double floor_z; /* the height of the floor the survey added (0 when the model has one) */
+
 typedef struct result {
   int finite, floor, energy;
   double sink;      /* deepest a moving com went below the floor (m) */
@@ -129,6 +132,12 @@ static void run(const khzModel *m, double seconds, result *r) {
   int finite = 1;
   for (long s = 0; s < steps; s++) {
     khz_step(m, d);
+    if (verbose && s == 0) /* the pairs in contact at the start, deepest point each */
+      for (int c = 0; c < d->ncontact; c++) {
+        const khzContact *ct = &d->contact[c];
+        printf("    contact at start: %s - %s, depth %.4f m\n", m->body_name[ct->body[0]],
+               m->body_name[ct->body[1]], d->cpoint[ct->point_adr + ct->deepest].depth);
+      }
     if (d->warning[KHZ_WARN_BADSTATE] && r->t_fail < 0) r->t_fail = d->time;
     for (int i = 0; i < m->nq; i++)
       if (!isfinite(d->q[i])) finite = 0;
@@ -136,7 +145,7 @@ static void run(const khzModel *m, double seconds, result *r) {
     for (int b = 1; b < m->nbody; b++) {
       if (m->body_root[b] == 0 || m->body_mass[b] <= 0) continue;
       double z = d->xcom[3 * b + 2];
-      if (z0[b] >= -0.01 && -z > r->sink) r->sink = -z;
+      if (z0[b] >= floor_z - 0.01 && floor_z - z > r->sink) r->sink = floor_z - z;
     }
     for (int c = 0; c < d->ncontact; c++) {
       const khzContact *ct = &d->contact[c];
@@ -167,6 +176,7 @@ static int world_has_plane(khzSpec *spec) {
 }
 
 static khzModel *load(const char *path, char *err, size_t errsz) {
+  floor_z = 0;
   khzSpec *spec = khz_spec_new();
   khzContactOptions co;
   khz_spec_defaultContact(&co);
@@ -210,12 +220,51 @@ static khzModel *load(const char *path, char *err, size_t errsz) {
     return NULL;
   }
   if (!world_has_plane(spec)) {
+    /* the floor at z = 0, or lower when a geom starts below it (a hand welded at the
+     * origin): the lowest point of the geoms' bounding spheres at q0 */
+    khzModel *m0 = khz_compile(spec, err, errsz);
+    if (!m0) {
+      khz_spec_destroy(&spec);
+      return NULL;
+    }
+    khzData *d = khz_makeData(m0, 0);
+    khz_kinematics(m0, d);
+    double zlow = 0;
+    for (int g = 0; g < m0->ngeom; g++) {
+      int b = m0->geom_body[g];
+      if (b == 0 || m0->geom_visual[g]) continue;
+      const double *sz = m0->geom_size + 3 * g, *R = d->xrot + 9 * b, *p = m0->geom_pos + 3 * g;
+      double r = 0;
+      switch (m0->geom_type[g]) {
+        case KHZ_GEOM_SPHERE: r = sz[0]; break;
+        case KHZ_GEOM_CAPSULE: r = sz[0] + sz[1]; break;
+        case KHZ_GEOM_CYLINDER: r = sqrt(sz[0] * sz[0] + sz[1] * sz[1]); break;
+        case KHZ_GEOM_BOX: r = sqrt(sz[0] * sz[0] + sz[1] * sz[1] + sz[2] * sz[2]); break;
+        case KHZ_GEOM_MESH: {
+          int id = m0->geom_meshid[g];
+          if (id < 0) break;
+          const double *v = m0->mesh_vert + 3 * m0->mesh_vertadr[id];
+          for (int k = 0; k < m0->mesh_vertnum[id]; k++) {
+            double x = v[3 * k] * sz[0], y = v[3 * k + 1] * sz[1], z = v[3 * k + 2] * sz[2];
+            r = fmax(r, sqrt(x * x + y * y + z * z));
+          }
+          break;
+        }
+        default: break;
+      }
+      double zc = d->xpos[3 * b + 2] + R[6] * p[0] + R[7] * p[1] + R[8] * p[2];
+      zlow = fmin(zlow, zc - r);
+    }
+    khz_deleteData(&d);
+    khz_deleteModel(&m0);
     khzGeomSpec g;
     khz_spec_defaultGeom(&g);
     g.body = 0;
     g.type = KHZ_GEOM_PLANE;
+    g.pos[2] = zlow;
     g.size[0] = g.size[1] = 10, g.size[2] = 1;
     khz_spec_addGeom(spec, &g);
+    floor_z = zlow;
   }
   khzModel *m = khz_compile(spec, err, errsz);
   khz_spec_destroy(&spec);
