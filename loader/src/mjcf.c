@@ -1,6 +1,6 @@
-/* mjcf.c — the MJCF loader: reads a MuJoCo XML model (libxml2) and appends its
- * bodies to a khzSpec, for the subset that MuJoCo's sample humanoid needs
- * (docs/mjcf.md lists it).
+/* mjcf.c — the MJCF loader: reads a MuJoCo XML model (libxml2), with its
+ * <include>d files and mesh assets (assimp), and appends its bodies to a
+ * khzSpec (docs/mjcf.md lists what is read).
  *
  * Semantics follow MuJoCo 2.2 (the XML reference and its compiler,
  * user_objects.cc / user_model.cc), checked against Debian's libmujoco:
@@ -31,7 +31,9 @@
  *
  * Every element or attribute outside the subset draws one warning per kind,
  * with the first place it occurs and how often; structural elements that
- * would change the tree (include, composite, frame, ...) are errors. The load
+ * would change the tree (composite, frame, ...) are errors. <include> is
+ * expanded in the parsed document first; nodes copied from an included file
+ * carry it (node->_private) for messages. The load
  * is all-or-nothing: the file is read into private arrays and the spec is
  * touched only at the end; warnings are delivered only when it succeeds.
  */

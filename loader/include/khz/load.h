@@ -48,13 +48,15 @@ int khz_loadURDFString(khzSpec *spec, const char *xml, const char *name,
 
 /* ------------------------------------------------------------------ MJCF -- */
 
-/* MJCF (MuJoCo's XML format) for the subset that MuJoCo's sample humanoid
- * needs: nested bodies, hinge / slide / ball / free joints, sphere / capsule /
- * cylinder / box / plane geoms (fromto included), <default> classes, inertia
- * from geom density, <inertial>, joint damping / armature / frictionloss /
- * limits, <motor> actuators, <compiler> angle / eulerseq / autolimits and
- * <option> timestep / gravity / integrator. docs/mjcf.md lists the subset, the
- * mapping and the warnings.
+/* MJCF (MuJoCo's XML format): nested bodies, hinge / slide / ball / free
+ * joints, sphere / capsule / cylinder / box / plane / mesh geoms (fromto
+ * included; ellipsoids as convex hulls), <include>, <default> classes, mesh
+ * assets, inertia from geom density (meshes included), <inertial>, joint
+ * damping / armature / frictionloss / limits / springs, motor / position /
+ * velocity / general actuators, <contact><exclude>, <keyframe>, <compiler>
+ * angle / eulerseq / autolimits / meshdir / ... and <option> timestep /
+ * gravity / integrator / <flag>. docs/mjcf.md lists what is read, the mapping
+ * and the warnings.
  *
  * khz has exactly one joint per body: an MJCF body with n > 1 joints becomes a
  * chain of n khz bodies, one joint each; the first n - 1 are massless and
@@ -63,10 +65,9 @@ int khz_loadURDFString(khzSpec *spec, const char *xml, const char *name,
  * anchor (MJCF joint pos), with the MJCF body's orientation; geoms, the
  * centre of mass and child bodies are re-expressed there. Bodies with no joint
  * or a free joint keep the MJCF body frame exactly. khz takes joint torques,
- * not actuator controls: a <motor> only sets its joint's effort limit to
- * |gear| * max|ctrlrange| (and |gear| * max|forcerange| when that is smaller);
- * the motors themselves are reported in khzMjcfInfo, so that a controller can
- * apply tau = gear * ctrl. Unnamed bodies and joints are called "bodyN" and
+ * not actuator controls: an actuator bounds its joint's effort limit, and is
+ * reported in khzMjcfInfo so that a controller can apply its torque
+ * (khz_mjcf_actuatorTorque). Unnamed bodies and joints are called "bodyN" and
  * "jointN" with MuJoCo's ids. */
 
 /* Actuator kinds (khzMjcfActuator.type). */
