@@ -780,10 +780,15 @@ static int build(urdf_ctx *c, xmlDocPtr doc, khzSpec *spec, int nbody0) {
 
     /* mass properties and geometry in document order */
     if (parse_inertial(c, l->node, b)) goto fail;
-    if (l->parent_joint < 0 && b->mass == 0 &&
-        (b->inertia[0] != 0 || b->inertia[1] != 0 || b->inertia[2] != 0)) {
-      if (!o->floating_base) {
+    if (b->mass == 0 && (b->inertia[0] != 0 || b->inertia[1] != 0 || b->inertia[2] != 0)) {
+      if (l->parent_joint < 0 && !o->floating_base) {
         /* welded to the world, its inertia has no effect: MuJoCo fuses it too */
+        memset(b->inertia, 0, sizeof b->inertia);
+      } else if (l->parent_joint >= 0) {
+        /* an inertia without mass is no rigid body: dropped */
+        if (warn(c, l->node, NULL,
+                 "inertia without mass: the link is massless in khz (its inertia is dropped)"))
+          goto fail;
         memset(b->inertia, 0, sizeof b->inertia);
       } else {
         fail(c, l->node, NULL,

@@ -21,7 +21,8 @@
  *   - energy: kinetic + potential energy never rose more than
  *     0.1 J + 1% of m g (1 m) above its initial value (m the total mass).
  * URDF robots get a floating base, raised so that their lowest body origin
- * is 0.5 m above the floor; MJCF models keep their own poses and joints.
+ * is 0.5 m above the floor, unless their root link is massless (an arm:
+ * welded at the origin); MJCF models keep their own poses and joints.
  * The last line counts: models, load OK, run OK (all three checks).
  * Warnings of the loaders are counted, not printed (--verbose prints them).
  */
@@ -177,6 +178,7 @@ static int world_has_plane(khzSpec *spec) {
 
 static khzModel *load(const char *path, char *err, size_t errsz) {
   floor_z = 0;
+  int welded = 0;
   khzSpec *spec = khz_spec_new();
   khzContactOptions co;
   khz_spec_defaultContact(&co);
@@ -193,7 +195,14 @@ static khzModel *load(const char *path, char *err, size_t errsz) {
     o.floating_base = 1;
     o.warn = on_warn;
     rc = khz_loadURDF(spec, path, &o, err, errsz);
-    if (rc >= 0) {
+    if (rc < 0 && strstr(err, "as a floating base it needs a mass")) {
+      /* a massless root: a robot meant to be welded (an arm) */
+      o.floating_base = 0;
+      nwarn = 0;
+      rc = khz_loadURDF(spec, path, &o, err, errsz);
+      welded = 1;
+    }
+    if (rc >= 0 && !welded) {
       /* raise the robot: its lowest body origin 0.5 m above the floor */
       khzModel *m0 = khz_compile(spec, err, errsz);
       if (!m0) {
