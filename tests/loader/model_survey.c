@@ -22,7 +22,9 @@
  *     0.1 J + 1% of m g (1 m) above its initial value (m the total mass).
  * URDF robots get a floating base, raised so that their lowest body origin
  * is 0.5 m above the floor, unless their root link is massless (an arm:
- * welded at the origin); MJCF models keep their own poses and joints.
+ * welded at the origin), without self-collision (a scene's default,
+ * docs/scene-format.md); MJCF models keep their own poses, joints and
+ * contact filters.
  * The last line counts: models, load OK, run OK (all three checks).
  * Warnings of the loaders are counted, not printed (--verbose prints them).
  */
@@ -201,6 +203,13 @@ static khzModel *load(const char *path, char *err, size_t errsz) {
       nwarn = 0;
       rc = khz_loadURDF(spec, path, &o, err, errsz);
       welded = 1;
+    }
+    if (rc >= 0) {
+      /* a scene's default (self_collision: false): the robot's geoms touch the floor only */
+      for (int g = 0; g < khz_spec_ngeom(spec); g++) {
+        khz_spec_geom(spec, g)->contype = 2;
+        khz_spec_geom(spec, g)->conaffinity = ~2u;
+      }
     }
     if (rc >= 0 && !welded) {
       /* raise the robot: its lowest body origin 0.5 m above the floor */
