@@ -26,7 +26,8 @@
  * docs/scene-format.md); MJCF models keep their own poses, joints and
  * contact filters.
  * The last line counts: models, load OK, run OK (all three checks).
- * Warnings of the loaders are counted, not printed (--verbose prints them).
+ * Warnings of the loaders are counted, not printed (--verbose prints them);
+ * --trace prints the energy and the deepest contact every 0.05 s.
  */
 #define _XOPEN_SOURCE 700
 #include <dirent.h>
@@ -38,7 +39,7 @@
 
 #include "khz/load.h"
 
-static int verbose;
+static int verbose, trace;
 static int nwarn;
 
 static void on_warn(void *user, const char *msg) {
@@ -159,6 +160,20 @@ static void run(const khzModel *m, double seconds, result *r) {
     if (s % 10 == 9) {
       double e = total_energy(m, d) - e0;
       if (e > r->gain) r->gain = e;
+    }
+    if (trace && (s + 1) % (long)fmax(1, round(fmin(0.05, seconds / 40) / m->timestep)) == 0) {
+      double dmax = 0;
+      int pair = -1;
+      for (int c = 0; c < d->ncontact; c++) {
+        const khzContactPoint *p = &d->cpoint[d->contact[c].point_adr + d->contact[c].deepest];
+        if (p->depth > dmax) dmax = p->depth, pair = c;
+      }
+      printf("    t %.3f  energy %+.4g J  contacts %d  deepest %.4f m", d->time,
+             total_energy(m, d) - e0, d->ncontact, dmax);
+      if (pair >= 0)
+        printf(" (%s - %s)", m->body_name[d->contact[pair].body[0]],
+               m->body_name[d->contact[pair].body[1]]);
+      printf("\n");
     }
   }
   r->finite = finite && r->t_fail < 0;
@@ -296,8 +311,10 @@ int main(int argc, char **argv) {
       seconds = atof(argv[++i]);
     } else if (strcmp(argv[i], "--verbose") == 0) {
       verbose = 1;
+    } else if (strcmp(argv[i], "--trace") == 0) {
+      trace = 1;
     } else if (strcmp(argv[i], "--help") == 0 || argv[i][0] == '-') {
-      fprintf(stderr, "usage: %s [--seconds S] [--verbose] DIR...\n", argv[0]);
+      fprintf(stderr, "usage: %s [--seconds S] [--verbose] [--trace] DIR...\n", argv[0]);
       return strcmp(argv[i], "--help") == 0 ? 0 : 2;
     } else {
       walk(argv[i]);
