@@ -18,14 +18,16 @@
  *   - floor: no moving body's centre of mass went more than 1 cm below the
  *     floor (bodies that start below it are not counted), and the deepest
  *     contact against a world geom stayed under 1 cm;
- *   - energy: kinetic + potential energy never rose more than
+ *   - energy: kinetic + potential (gravity, joint springs) energy never rose more than
  *     0.1 J + 1% of m g (1 m) above its initial value (m the total mass).
  * URDF robots get a floating base, raised so that their lowest body origin
  * is 0.5 m above the floor, unless their root link is massless (an arm:
  * welded at the origin), without self-collision (a scene's default,
  * docs/scene-format.md); MJCF models keep their own poses, joints and
  * contact filters.
- * The last line counts: models, load OK, run OK (all three checks).
+ * The last line counts: models, load OK, run OK (all three checks). With
+ * --require-all the exit status is 1 unless every model loads and runs OK.
+ * Files may be given instead of folders.
  * Warnings of the loaders are counted, not printed (--verbose prints them);
  * --trace prints the energy and the deepest contact every 0.05 s.
  */
@@ -39,7 +41,7 @@
 
 #include "khz/load.h"
 
-static int verbose, trace;
+static int verbose, trace, require_all;
 static int nwarn;
 
 static void on_warn(void *user, const char *msg) {
@@ -72,6 +74,16 @@ static int is_fragment(const char *path) {
   return !found;
 }
 
+static void add_file(const char *path) {
+  if (nfiles == capfiles) {
+    capfiles = capfiles ? 2 * capfiles : 64;
+    char **f = realloc(files, (size_t)capfiles * sizeof *files);
+    if (!f) exit(3);
+    files = f;
+  }
+  files[nfiles++] = strdup(path);
+}
+
 static void walk(const char *dir) {
   DIR *d = opendir(dir);
   if (!d) return;
@@ -85,11 +97,7 @@ static void walk(const char *dir) {
     if (S_ISDIR(st.st_mode)) {
       walk(path);
     } else if (has_ext(path, ".urdf") || (has_ext(path, ".xml") && !is_fragment(path))) {
-      if (nfiles == capfiles) {
-        capfiles = capfiles ? 2 * capfiles : 64;
-        files = realloc(files, (size_t)capfiles * sizeof *files);
-      }
-      files[nfiles++] = strdup(path);
+      add_file(path);
     }
   }
   closedir(d);
@@ -112,10 +120,17 @@ typedef struct result {
   double t_fail;    /* time of the first non-finite step, or -1 */
 } result;
 
+/* kinetic + gravity + joint-spring energy */
 static double total_energy(const khzModel *m, khzData *d) {
   double k, p;
   khz_kinematics(m, d);
   khz_energy(m, d, &k, &p);
+  for (int b = 1; b < m->nbody; b++) {
+    int dof = m->jnt_dofadr[b];
+    if (m->jnt_nv[b] != 1 || m->dof_stiffness[dof] == 0) continue;
+    double x = d->q[m->jnt_qadr[b]] - m->dof_springref[dof];
+    p += 0.5 * m->dof_stiffness[dof] * x * x;
+  }
   return k + p;
 }
 
@@ -313,11 +328,17 @@ int main(int argc, char **argv) {
       verbose = 1;
     } else if (strcmp(argv[i], "--trace") == 0) {
       trace = 1;
+    } else if (strcmp(argv[i], "--require-all") == 0) {
+      require_all = 1;
     } else if (strcmp(argv[i], "--help") == 0 || argv[i][0] == '-') {
-      fprintf(stderr, "usage: %s [--seconds S] [--verbose] [--trace] DIR...\n", argv[0]);
+      fprintf(stderr, "usage: %s [--seconds S] [--verbose] [--trace] [--require-all] DIR|FILE...\n", argv[0]);
       return strcmp(argv[i], "--help") == 0 ? 0 : 2;
     } else {
-      walk(argv[i]);
+      struct stat st;
+      if (stat(argv[i], &st) == 0 && S_ISREG(st.st_mode))
+        add_file(argv[i]);
+      else
+        walk(argv[i]);
     }
   }
   if (nfiles == 0) {
@@ -353,5 +374,5 @@ int main(int argc, char **argv) {
          seconds);
   for (int i = 0; i < nfiles; i++) free(files[i]);
   free(files);
-  return 0;
+  return require_all && (nload < nfiles || nrun < nfiles) ? 1 : 0;
 }
