@@ -1,6 +1,6 @@
-/* mjcf.c — the MJCF loader: reads a MuJoCo XML model (libxml2) and appends its
- * bodies to a khzSpec, for the subset that MuJoCo's sample humanoid needs
- * (docs/mjcf.md lists it).
+/* mjcf.c — the MJCF loader: reads a MuJoCo XML model (libxml2), with its
+ * <include>d files and mesh assets (assimp), and appends its bodies to a
+ * khzSpec (docs/mjcf.md lists what is read).
  *
  * Semantics follow MuJoCo 2.2 (the XML reference and its compiler,
  * user_objects.cc / user_model.cc), checked against Debian's libmujoco:
@@ -31,12 +31,15 @@
  *
  * Every element or attribute outside the subset draws one warning per kind,
  * with the first place it occurs and how often; structural elements that
- * would change the tree (include, composite, frame, ...) are errors. The load
+ * would change the tree (composite, frame, ...) are errors. <include> is
+ * expanded in the parsed document first; nodes copied from an included file
+ * carry it (node->_private) for messages. The load
  * is all-or-nothing: the file is read into private arrays and the spec is
  * touched only at the end; warnings are delivered only when it succeeds.
  */
 #include "khz/load.h"
 #include "load_util.h"
+#include "mesh.h"
 
 #include <errno.h>
 #include <libxml/parser.h>
@@ -52,6 +55,7 @@
 #define KHZ_MJCF_PI 3.14159265358979323846
 #define KHZ_MJCF_MAX_SRC 256 /* default classes nested at most this deep */
 #define KHZ_MJCF_MINVAL 1e-10
+#define KHZ_MJCF_MAX_INCLUDE 16 /* <include> nested at most this deep */
 
 /* one <default> element: a class; several top-level ones chain as "main" */
 typedef struct mjcf_class {
@@ -72,13 +76,38 @@ typedef struct mjcf_warn {
 /* one geom's contribution to its body's mass, in the MJCF body frame */
 typedef struct mjcf_mass {
   double mass;
-  double pos[3];
+  double pos[3];     /* the geom's centre of mass */
   double quat[4];
-  double inertia[3]; /* principal moments in the geom frame */
+  double inertia[9]; /* about its centre of mass, in the geom frame (row-major) */
 } mjcf_mass;
+
+/* a file brought in by <include>: the name its nodes report (node->_private) */
+typedef struct mjcf_file {
+  char *path;
+  int depth; /* 1 for a file the model includes, 2 for one that file includes, ... */
+} mjcf_file;
+
+/* one <mesh> asset */
+typedef struct mjcf_mesh {
+  const char *name;
+  xmlNodePtr node;
+  const char *file;
+  double scale[3];
+  int state;                /* 0 not read yet, 1 read (data = index), -1 cannot be read */
+  int data;                 /* index into c->mdata */
+  double volume, com[3], I[9]; /* scaled, unit density: volume, centre, inertia about it */
+} mjcf_mesh;
+
+/* one <key> */
+typedef struct mjcf_key {
+  xmlNodePtr node;
+  const char *name;
+} mjcf_key;
 
 /* what the loader keeps per khz body besides its spec */
 typedef struct mjcf_extra {
+  int mj_body;     /* MuJoCo's id of the MJCF body this khz body belongs to */
+  int mj_joint;    /* MuJoCo's id of its joint, -1 when none */
   int named_joint; /* the joint was named in the file (motors refer to it) */
   int unlimited;   /* a motor without limits drives the joint */
   double effort;   /* summed motor limits */
@@ -92,12 +121,13 @@ typedef struct mjcf_joint {
   double pos[3], axis[3];
   int limited;
   double range[2];
-  double damping, armature, frictionloss, ref;
+  double damping, armature, frictionloss, ref, stiffness, springref;
 } mjcf_joint;
 
 typedef struct mjcf_ctx {
   /* inputs */
   const char *file;
+  char dir[KHZ_PATH_MAX]; /* the model file's directory ("" = the current one) */
   const khzMjcfOptions *opt;
   char *err;
   size_t errsz;
@@ -114,6 +144,31 @@ typedef struct mjcf_ctx {
   int inertiafromgeom; /* 0 false, 1 true, 2 auto */
   int group_lo, group_hi;
   double settotalmass; /* <= 0: unset */
+  double boundmass, boundinertia;
+  int exactmesh; /* <compiler exactmeshinertia="true"> */
+  const char *meshdir, *assetdir;
+
+  /* included files */
+  mjcf_file *incs;
+  int ninc, capinc;
+
+  /* mesh assets and the mesh data read for them (and the ellipsoid hull) */
+  mjcf_mesh *meshes;
+  int nmeshes, capmeshes;
+  khzMeshData *mdata;
+  char (*mname)[KHZ_NAME_MAX];
+  int nmdata, capmdata;
+  int ellipsoid_mesh; /* index into mdata, -1 until needed */
+
+  /* <option><flag>: 1 = enabled (MuJoCo's defaults) */
+  int flag_gravity, flag_contact, flag_limit, flag_passive, flag_frictionloss;
+  int flag_actuation;
+
+  /* keyframes, exclusions (khz body pairs, local indices + 1) */
+  mjcf_key *keys;
+  int nkey, capkey;
+  int *excl;
+  int nexcl, capexcl;
 
   /* <option> and <mujoco model> */
   double timestep, gravity[3];
@@ -164,22 +219,29 @@ static const char *const actuator_kinds[] = {"general",     "motor",  "position"
 static const char *const geom_attrs[] = {"name",    "class",       "type",   "size",  "pos",
                                          "quat",    "axisangle",   "xyaxes", "zaxis", "euler",
                                          "fromto",  "density",     "mass",   "rgba",  "friction",
-                                         "contype", "conaffinity", "group",  NULL};
-static const char *const joint_attrs[] = {"name",     "class",        "type",    "pos",
-                                          "axis",     "range",        "limited", "damping",
-                                          "armature", "frictionloss", "ref",     NULL};
+                                         "contype", "conaffinity", "group",  "mesh",  "material",
+                                         NULL};
+static const char *const joint_attrs[] = {"name",     "class",        "type",      "pos",
+                                          "axis",     "range",        "limited",   "damping",
+                                          "armature", "frictionloss", "ref",       "stiffness",
+                                          "springref", NULL};
 static const char *const freejoint_attrs[] = {"name", NULL};
 static const char *const body_attrs[] = {"name",   "childclass", "pos",   "quat", "axisangle",
                                          "xyaxes", "zaxis",      "euler", NULL};
 static const char *const inertial_attrs[] = {"pos",   "quat", "axisangle",   "xyaxes",      "zaxis",
                                              "euler", "mass", "diaginertia", "fullinertia", NULL};
-static const char *const motor_attrs[] = {"name",       "class",        "joint",
-                                          "gear",       "ctrlrange",    "ctrllimited",
-                                          "forcerange", "forcelimited", NULL};
+static const char *const motor_attrs[] = {
+    "name",       "class",        "joint",     "gear",     "ctrlrange", "ctrllimited",
+    "forcerange", "forcelimited", "kp",        "kv",       "gaintype",  "biastype",
+    "gainprm",    "biasprm",      "dyntype",   "group",    NULL};
 static const char *const option_attrs[] = {"timestep", "gravity", "integrator", NULL};
 static const char *const compiler_attrs[] = {
-    "angle",      "eulerseq",     "autolimits", "inertiafromgeom", "inertiagrouprange",
-    "coordinate", "settotalmass", NULL};
+    "angle",        "eulerseq",  "autolimits", "inertiafromgeom", "inertiagrouprange",
+    "coordinate",   "settotalmass", "meshdir", "assetdir",        "texturedir",
+    "discardvisual", "convexhull", "strippath", "boundmass",      "boundinertia",
+    "usethread",    "exactmeshinertia", NULL};
+static const char *const mesh_attrs[] = {"name", "class", "file", "scale", NULL};
+static const char *const include_attrs[] = {"file", NULL};
 static const char *const default_attrs[] = {"class", NULL};
 static const char *const mujoco_attrs[] = {"model", NULL};
 static const char *const no_attrs[] = {NULL};
@@ -217,6 +279,12 @@ static void describe(char *out, size_t n, xmlNodePtr node) {
   }
 }
 
+/* the file an element comes from: the model's, or an included one's */
+static const char *node_file(const mjcf_ctx *c, xmlNodePtr n) {
+  const mjcf_file *f = n ? n->_private : NULL;
+  return f ? f->path : c->file;
+}
+
 /* reports an error "FILE:LINE: <element>: problem"; always returns -1 */
 static int fail(mjcf_ctx *c, xmlNodePtr at, const char *fmt, ...) KHZ_PRINTF(3, 4);
 static int fail(mjcf_ctx *c, xmlNodePtr at, const char *fmt, ...) {
@@ -226,7 +294,8 @@ static int fail(mjcf_ctx *c, xmlNodePtr at, const char *fmt, ...) {
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   describe(what, sizeof what, at);
-  return khz_loadError(c->err, c->errsz, "%s:%ld: %s: %s", c->file, xmlGetLineNo(at), what, msg);
+  return khz_loadError(c->err, c->errsz, "%s:%ld: %s: %s", node_file(c, at), xmlGetLineNo(at),
+                        what, msg);
 }
 
 static int fail_oom(mjcf_ctx *c) {
@@ -248,7 +317,7 @@ static int warn(mjcf_ctx *c, xmlNodePtr at, const char *key, const char *fmt, ..
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   describe(what, sizeof what, at);
-  snprintf(line, sizeof line, "%s:%ld: %s: %s", c->file, xmlGetLineNo(at), what, msg);
+  snprintf(line, sizeof line, "%s:%ld: %s: %s", node_file(c, at), xmlGetLineNo(at), what, msg);
   if (c->nwarn == c->capwarn) {
     int cap = c->capwarn ? 2 * c->capwarn : 16;
     mjcf_warn *w = realloc(c->warns, (size_t)cap * sizeof *w);
@@ -282,8 +351,9 @@ static int warn_element(mjcf_ctx *c, xmlNodePtr el, const char *why) {
  * and about any element inside a leaf element (all but default, body,
  * worldbody, option and actuator sections) */
 static int check_attrs(mjcf_ctx *c, xmlNodePtr el, const char *kind, const char *const *list) {
-  static const char *const containers[] = {"default", "body",   "worldbody",
-                                           "option",  "mujoco", "actuator", NULL};
+  static const char *const containers[] = {"default", "body",   "worldbody", "option",
+                                           "mujoco",  "actuator", "asset",   "contact",
+                                           "keyframe", NULL};
   if (!in_list(kind, containers))
     for (xmlNodePtr e = el->children; e; e = e->next)
       if (e->type == XML_ELEMENT_NODE &&
@@ -470,8 +540,11 @@ static int read_vec(mjcf_ctx *c, xmlNodePtr *src, int n, const char *name, doubl
   for (int i = n - 1; i >= 0; i--) {
     const char *v = attr(c, src[i], name);
     if (!v) continue;
-    double tmp[8];
+    double small[16], *tmp = max <= 16 ? small : malloc((size_t)max * sizeof(double));
+    if (!tmp) return fail_oom(c);
     int k = parse_nums(v, tmp, min, max);
+    if (k >= 0) memcpy(out, tmp, (size_t)k * sizeof(double));
+    if (tmp != small) free(tmp);
     if (k < 0) {
       if (min == max)
         return fail(c, src[i], "attribute %s=\"%s\" is not %d finite number%s", name, v, min,
@@ -479,7 +552,6 @@ static int read_vec(mjcf_ctx *c, xmlNodePtr *src, int n, const char *name, doubl
       return fail(c, src[i], "attribute %s=\"%s\" is not %d to %d finite numbers", name, v, min,
                   max);
     }
-    memcpy(out, tmp, (size_t)k * sizeof(double));
     if (found) *found = 1;
   }
   return 0;
@@ -567,6 +639,8 @@ static int read_default(mjcf_ctx *c, xmlNodePtr d, int parent, int top) {
       if (check_attrs(c, e, "geom", geom_attrs)) return -1;
     } else if (in_list(en, actuator_kinds)) {
       if (check_attrs(c, e, "motor", motor_attrs)) return -1;
+    } else if (is(e, "mesh")) {
+      if (check_attrs(c, e, "mesh", mesh_attrs)) return -1;
     } else if (warn_element(c, e, "element not supported by khz (ignored)")) {
       return -1;
     }
@@ -683,6 +757,19 @@ static int read_compiler(mjcf_ctx *c, xmlNodePtr el) {
   double total = c->settotalmass;
   if (read_vec(c, src, 1, "settotalmass", &total, 1, 1, NULL)) return -1;
   c->settotalmass = total;
+  if (read_vec(c, src, 1, "boundmass", &c->boundmass, 1, 1, NULL) ||
+      read_vec(c, src, 1, "boundinertia", &c->boundinertia, 1, 1, NULL))
+    return -1;
+  if (c->boundmass < 0 || c->boundinertia < 0)
+    return fail(c, el, "boundmass and boundinertia must not be negative");
+
+  /* where mesh files are (relative to the model file's directory) */
+  int exact = 0;
+  if (read_keyword(c, src, 1, "exactmeshinertia", bool_words, &exact)) return -1;
+  c->exactmesh = exact;
+  const char *md = attr(c, el, "meshdir"), *ad = attr(c, el, "assetdir");
+  if (md) c->meshdir = md;
+  if (ad) c->assetdir = ad;
 
   /* global coordinates would change the meaning of every pose */
   const char *coord = attr(c, el, "coordinate");
@@ -691,9 +778,91 @@ static int read_compiler(mjcf_ctx *c, xmlNodePtr el) {
   return 0;
 }
 
+/* <option><flag>: enable / disable switches */
+static int read_flag(mjcf_ctx *c, xmlNodePtr el) {
+  static const char *const ed[] = {"disable", "enable", NULL};
+  /* switches without an effect on khz's dynamics */
+  static const char *const quiet[] = {"warmstart", "energy",  "fwdinv", "sensornoise", "sensor",
+                                      "refsafe",   "midphase", "eulerdamp", "island", "multiccd",
+                                      "nativeccd", NULL};
+  for (xmlAttrPtr a = el->properties; a; a = a->next) {
+    const char *name = (const char *)a->name;
+    xmlNodePtr src[1] = {el};
+    int v = -1;
+    if (read_keyword(c, src, 1, name, ed, &v)) return -1;
+    if (strcmp(name, "gravity") == 0) {
+      c->flag_gravity = v;
+    } else if (strcmp(name, "contact") == 0) {
+      c->flag_contact = v;
+    } else if (strcmp(name, "limit") == 0) {
+      c->flag_limit = v;
+    } else if (strcmp(name, "passive") == 0) {
+      c->flag_passive = v;
+    } else if (strcmp(name, "frictionloss") == 0) {
+      c->flag_frictionloss = v;
+    } else if (strcmp(name, "constraint") == 0) {
+      if (!v) c->flag_contact = c->flag_limit = c->flag_frictionloss = 0;
+    } else if (strcmp(name, "actuation") == 0) {
+      c->flag_actuation = v;
+      if (!v && warn(c, el, "flag actuation",
+                     "actuation is disabled in the file; khz applies the commands it is sent "
+                     "(the actuators are listed as usual)"))
+        return -1;
+    } else if (strcmp(name, "equality") == 0 || strcmp(name, "filterparent") == 0 ||
+               strcmp(name, "clampctrl") == 0 || strcmp(name, "override") == 0) {
+      /* the default is what khz does; only the other value changes anything */
+      int dflt = strcmp(name, "override") == 0 ? 0 : 1;
+      char key[64];
+      snprintf(key, sizeof key, "flag %s", name);
+      if (v != dflt &&
+          warn(c, el, key, "%s=\"%s\" is not supported by khz: it behaves as if %s", name,
+               ed[v],
+               strcmp(name, "equality") == 0       ? "enabled (khz has no equality constraints)"
+               : strcmp(name, "filterparent") == 0 ? "enabled (parent and child never collide)"
+               : strcmp(name, "clampctrl") == 0    ? "enabled (commands are clamped to the "
+                                                     "effort limits)"
+                                                   : "disabled (khz's own contact gains)"))
+        return -1;
+    } else if (!in_list(name, quiet)) {
+      char key[64];
+      snprintf(key, sizeof key, "flag %s", name);
+      if (warn(c, el, key, "flag %s is not known to khz (ignored)", name)) return -1;
+    }
+  }
+  return 0;
+}
+
 static int read_option(mjcf_ctx *c, xmlNodePtr el) {
   xmlNodePtr src[1] = {el};
-  if (check_attrs(c, el, "option", option_attrs)) return -1;
+  /* MuJoCo's solver settings: khz's penalty contact has no use for them */
+  static const char *const solver[] = {
+      "impratio",   "tolerance",    "iterations",      "ls_iterations",   "ls_tolerance",
+      "solver",     "cone",         "jacobian",        "noslip_iterations", "noslip_tolerance",
+      "mpr_iterations", "mpr_tolerance", "ccd_iterations", "ccd_tolerance", "o_margin",
+      "o_solref",   "o_solimp",     "o_friction",      "apirate",         "collision",
+      "sdf_iterations", "sdf_initpoints", NULL};
+  for (xmlAttrPtr a = el->properties; a; a = a->next) {
+    const char *name = (const char *)a->name;
+    if (in_list(name, option_attrs) || strcmp(name, "magnetic") == 0) continue;
+    if (in_list(name, solver)) {
+      if (warn(c, el, "option solver",
+               "attribute %s: MuJoCo's constraint solver settings have no meaning for khz's "
+               "penalty contact (ignored)", name))
+        return -1;
+    } else if (strcmp(name, "density") == 0 || strcmp(name, "viscosity") == 0 ||
+               strcmp(name, "wind") == 0) {
+      double v[3] = {0, 0, 0};
+      int nv = parse_nums(attr(c, el, name), v, 1, 3);
+      if (nv > 0 && (v[0] != 0 || v[1] != 0 || v[2] != 0) &&
+          warn(c, el, "option fluid",
+               "attribute %s: khz has no fluid forces; the model moves as in vacuum", name))
+        return -1;
+    } else {
+      char key[256];
+      snprintf(key, sizeof key, "attribute option %s", name);
+      if (warn(c, el, key, "attribute %s is not supported by khz (ignored)", name)) return -1;
+    }
+  }
   if (read_vec(c, src, 1, "timestep", &c->timestep, 1, 1, NULL) ||
       read_vec(c, src, 1, "gravity", c->gravity, 3, 3, NULL))
     return -1;
@@ -711,15 +880,22 @@ static int read_option(mjcf_ctx *c, xmlNodePtr el) {
   int integ = c->integrator == KHZ_INT_RK4 ? 1 : 0;
   if (read_keyword(c, src, 1, "integrator", int_words, &integ)) return -1;
   if (integ >= 2 &&
-      warn(c, el, "integrator", "integrator=\"%s\" is not supported by khz: Euler is used",
+      warn(c, el, "integrator",
+           "integrator=\"%s\" is not supported by khz: semi-implicit Euler is used (damping is "
+           "integrated explicitly, so a small timestep may be needed)",
            int_words[integ]))
     return -1;
   c->integrator = integ == 1 ? KHZ_INT_RK4 : KHZ_INT_EULER;
 
-  /* <flag> and the like */
-  for (xmlNodePtr e = el->children; e; e = e->next)
-    if (e->type == XML_ELEMENT_NODE && warn_element(c, e, "element not supported by khz (ignored)"))
+  /* <flag>, and anything else */
+  for (xmlNodePtr e = el->children; e; e = e->next) {
+    if (e->type != XML_ELEMENT_NODE) continue;
+    if (is(e, "flag")) {
+      if (read_flag(c, e)) return -1;
+    } else if (warn_element(c, e, "element not supported by khz (ignored)")) {
       return -1;
+    }
+  }
   return 0;
 }
 
@@ -867,11 +1043,208 @@ static void geom_inertia(int type, const double s[3], double mass, double I[3]) 
   }
 }
 
+/* ------------------------------------------------------------- meshes -- */
+
+/* volume, centre and inertia about the centre (unit density) of the closed
+ * triangle mesh md scaled by sc: the divergence theorem over signed
+ * tetrahedra from the origin (Mirtich; exact for any closed mesh). Faces
+ * turned inward give the same result. */
+static void mesh_props(const khzMeshData *md, const double sc[3], double *vol, double com[3],
+                       double I[9]) {
+  double V = 0, C[3] = {0, 0, 0}, P[9] = {0};
+  for (int f = 0; f < md->nface; f++) {
+    double v[3][3];
+    for (int k = 0; k < 3; k++)
+      for (int a = 0; a < 3; a++) v[k][a] = md->vert[3 * md->face[3 * f + k] + a] * sc[a];
+    double det = v[0][0] * (v[1][1] * v[2][2] - v[1][2] * v[2][1]) -
+                 v[0][1] * (v[1][0] * v[2][2] - v[1][2] * v[2][0]) +
+                 v[0][2] * (v[1][0] * v[2][1] - v[1][1] * v[2][0]);
+    double sum[3] = {v[0][0] + v[1][0] + v[2][0], v[0][1] + v[1][1] + v[2][1],
+                     v[0][2] + v[1][2] + v[2][2]};
+    V += det;
+    for (int a = 0; a < 3; a++) C[a] += det * sum[a];
+    for (int a = 0; a < 3; a++)
+      for (int b = 0; b < 3; b++)
+        P[3 * a + b] += det * (v[0][a] * v[0][b] + v[1][a] * v[1][b] + v[2][a] * v[2][b] +
+                               sum[a] * sum[b]);
+  }
+  V /= 6;
+  for (int a = 0; a < 3; a++) C[a] /= 24;
+  for (int a = 0; a < 9; a++) P[a] /= 120;
+  if (V < 0) { /* faces turned inward */
+    V = -V;
+    for (int a = 0; a < 3; a++) C[a] = -C[a];
+    for (int a = 0; a < 9; a++) P[a] = -P[a];
+  }
+  *vol = V;
+  for (int a = 0; a < 3; a++) com[a] = V > 0 ? C[a] / V : 0;
+  double tr = P[0] + P[4] + P[8], cc = com[0] * com[0] + com[1] * com[1] + com[2] * com[2];
+  for (int a = 0; a < 3; a++)
+    for (int b = 0; b < 3; b++)
+      I[3 * a + b] = (a == b ? tr : 0) - P[3 * a + b] -
+                     V * ((a == b ? cc : 0) - com[a] * com[b]);
+}
+
+/* adds mesh data (taken over) under a name; returns its index or -1 */
+static int add_mdata(mjcf_ctx *c, khzMeshData *md, const char *name) {
+  if (c->nmdata == c->capmdata) {
+    int cap = c->capmdata ? 2 * c->capmdata : 8;
+    khzMeshData *nm = realloc(c->mdata, (size_t)cap * sizeof *nm);
+    if (nm) c->mdata = nm;
+    char(*nn)[KHZ_NAME_MAX] = realloc(c->mname, (size_t)cap * sizeof *nn);
+    if (nn) c->mname = nn;
+    if (!nm || !nn) {
+      khz_mesh_free(md);
+      return fail_oom(c);
+    }
+    c->capmdata = cap;
+  }
+  c->mdata[c->nmdata] = *md;
+  snprintf(c->mname[c->nmdata], KHZ_NAME_MAX, "%s", name);
+  return c->nmdata++;
+}
+
+/* the file of mesh asset mm: <compiler meshdir> (else assetdir), relative to
+ * the model file's directory */
+static int mesh_path(mjcf_ctx *c, const mjcf_mesh *mm, char *out, size_t n) {
+  const char *dir = c->meshdir ? c->meshdir : c->assetdir;
+  char d[KHZ_PATH_MAX];
+  if (dir) {
+    if (khz_path_join(d, sizeof d, c->dir[0] ? c->dir : NULL, dir)) return -1;
+  } else {
+    snprintf(d, sizeof d, "%s", c->dir);
+  }
+  return khz_path_join(out, n, d[0] ? d : NULL, mm->file);
+}
+
+/* reads mesh asset k (once): its triangles and mass properties */
+static int mesh_load(mjcf_ctx *c, int k) {
+  mjcf_mesh *mm = &c->meshes[k];
+  if (mm->state) return mm->state > 0 ? 0 : -1;
+  mm->state = -1;
+  if (!mm->file) return fail(c, mm->node, "a mesh without a file is not supported by khz");
+  char path[KHZ_PATH_MAX], merr[KHZ_PATH_MAX + 256];
+  if (mesh_path(c, mm, path, sizeof path)) return fail(c, mm->node, "mesh path too long");
+  if (!khz_file_exists(path))
+    return fail(c, mm->node, "mesh file \"%s\" not found (looked for %s)", mm->file, path);
+  khzMeshData md;
+  if (khz_mesh_read(path, &md, merr, sizeof merr) < 0) return fail(c, mm->node, "%s", merr);
+  mesh_props(&md, mm->scale, &mm->volume, mm->com, mm->I);
+  int id = add_mdata(c, &md, mm->name);
+  if (id < 0) return -1;
+  mm->data = id;
+  mm->state = 1;
+  return 0;
+}
+
+/* a convex mesh for ellipsoids: points on the unit sphere (scaled by the
+ * radii as a mesh geom), made once per load */
+#define KHZ_MJCF_ELL_NLAT 8
+#define KHZ_MJCF_ELL_NLON 16
+static int ellipsoid_mesh(mjcf_ctx *c) {
+  if (c->ellipsoid_mesh >= 0) return c->ellipsoid_mesh;
+  const int nlat = KHZ_MJCF_ELL_NLAT, nlon = KHZ_MJCF_ELL_NLON;
+  khzMeshData md;
+  md.nvert = 2 + (nlat - 1) * nlon;
+  md.nface = 2 * nlon * (nlat - 1);
+  md.vert = malloc((size_t)md.nvert * 3 * sizeof(double));
+  md.face = malloc((size_t)md.nface * 3 * sizeof(int));
+  if (!md.vert || !md.face) {
+    khz_mesh_free(&md);
+    return fail_oom(c);
+  }
+  double *v = md.vert;
+  v[0] = 0, v[1] = 0, v[2] = 1;
+  for (int i = 1; i < nlat; i++)
+    for (int j = 0; j < nlon; j++) {
+      double th = KHZ_MJCF_PI * i / nlat, ph = 2 * KHZ_MJCF_PI * j / nlon;
+      double *p = v + 3 * (1 + (i - 1) * nlon + j);
+      p[0] = sin(th) * cos(ph), p[1] = sin(th) * sin(ph), p[2] = cos(th);
+    }
+  int south = md.nvert - 1, *f = md.face;
+  v[3 * south] = 0, v[3 * south + 1] = 0, v[3 * south + 2] = -1;
+  for (int j = 0; j < nlon; j++) { /* caps */
+    int j1 = (j + 1) % nlon;
+    *f++ = 0, *f++ = 1 + j, *f++ = 1 + j1;
+    int base = 1 + (nlat - 2) * nlon;
+    *f++ = south, *f++ = base + j1, *f++ = base + j;
+  }
+  for (int i = 1; i < nlat - 1; i++) /* bands */
+    for (int j = 0; j < nlon; j++) {
+      int j1 = (j + 1) % nlon, a = 1 + (i - 1) * nlon, b = 1 + i * nlon;
+      *f++ = a + j, *f++ = b + j, *f++ = b + j1;
+      *f++ = a + j, *f++ = b + j1, *f++ = a + j1;
+    }
+  c->ellipsoid_mesh = add_mdata(c, &md, "ellipsoid");
+  return c->ellipsoid_mesh;
+}
+
+/* <asset>: meshes are read (when a geom uses them), the rest warned about */
+static int read_assets(mjcf_ctx *c, xmlNodePtr sec) {
+  if (check_attrs(c, sec, "asset", no_attrs)) return -1;
+  for (xmlNodePtr e = sec->children; e; e = e->next) {
+    if (e->type != XML_ELEMENT_NODE) continue;
+    if (!is(e, "mesh")) {
+      const char *why = is(e, "texture") || is(e, "material")
+                            ? "visual only, no effect on the simulation (ignored)"
+                        : is(e, "hfield") ? "height fields are not supported by khz: geoms using "
+                                            "them are left out"
+                                          : "element not supported by khz (ignored)";
+      if (warn_element(c, e, why)) return -1;
+      continue;
+    }
+    int cls = -1;
+    xmlNodePtr src[KHZ_MJCF_MAX_SRC];
+    if (check_attrs(c, e, "mesh", mesh_attrs) || element_class(c, e, c->main_cls, &cls))
+      return -1;
+    int n = sources(c, e, "mesh", cls, src);
+    if (n < 0 || grow(c, (void **)&c->meshes, c->nmeshes, &c->capmeshes, sizeof *c->meshes))
+      return -1;
+    mjcf_mesh *mm = &c->meshes[c->nmeshes];
+    memset(mm, 0, sizeof *mm);
+    mm->node = e;
+    mm->file = attr(c, e, "file");
+    mm->scale[0] = mm->scale[1] = mm->scale[2] = 1;
+    if (read_vec(c, src, n, "scale", mm->scale, 3, 3, NULL)) return -1;
+    for (int k = 0; k < 3; k++)
+      if (mm->scale[k] == 0) return fail(c, e, "scale[%d] is zero", k);
+    mm->name = attr(c, e, "name");
+    if (!mm->name && mm->file) {
+      /* MuJoCo's rule: the file name without directory and extension */
+      const char *base = strrchr(mm->file, '/');
+      base = base ? base + 1 : mm->file;
+      const char *dot = strrchr(base, '.');
+      size_t len = dot ? (size_t)(dot - base) : strlen(base);
+      char *nm = malloc(len + 1);
+      if (!nm) return fail_oom(c);
+      memcpy(nm, base, len);
+      nm[len] = 0;
+      /* keep it with the attribute strings (freed with them) */
+      if (grow(c, (void **)&c->strings.strs, c->strings.n, &c->strings.cap,
+               sizeof *c->strings.strs)) {
+        free(nm);
+        return -1;
+      }
+      c->strings.strs[c->strings.n++] = (xmlChar *)nm;
+      mm->name = nm;
+    }
+    if (!mm->name) return fail(c, e, "a mesh needs a name or a file");
+    for (int k = 0; k < c->nmeshes; k++)
+      if (strcmp(c->meshes[k].name, mm->name) == 0)
+        return fail(c, e, "repeated mesh name \"%s\"", mm->name);
+    c->nmeshes++;
+  }
+  return 0;
+}
+
+/* --------------------------------------------------------------- geoms -- */
+
 /* one <geom> of body `body` (spec index; 0 = world) in class cls; off is the
  * khz body frame's offset in the MJCF body frame; static_ = the body does not
- * move. Records the mass contribution in c->masses. */
+ * move; mass = the body's mass comes from its geoms. Records the mass
+ * contribution in c->masses. */
 static int read_geom(mjcf_ctx *c, xmlNodePtr el, int inherited, int body, const double off[3],
-                     int static_) {
+                     int static_, int need_mass) {
   int cls = -1;
   xmlNodePtr src[KHZ_MJCF_MAX_SRC];
   if (check_attrs(c, el, "geom", geom_attrs) || element_class(c, el, inherited, &cls)) return -1;
@@ -887,12 +1260,36 @@ static int read_geom(mjcf_ctx *c, xmlNodePtr el, int inherited, int body, const 
       read_vec(c, src, n, "fromto", fromto, 6, 6, &has_fromto) ||
       read_vec(c, src, n, "pos", pos, 3, 3, NULL) || read_orientation(c, src, n, quat, NULL))
     return -1;
-  if (type == G_MESH || type == G_HFIELD || type == G_SDF) {
+  if (type == G_HFIELD || type == G_SDF) {
     char key[64];
     snprintf(key, sizeof key, "geom type %s", geom_words[type]);
     return warn(c, el, key,
                 "%s geoms are not supported by khz: left out, with their mass and inertia",
                 geom_words[type]);
+  }
+  long contype = 1, conaffinity = 1, group = 0;
+  if (read_int(c, src, n, "contype", &contype) ||
+      read_int(c, src, n, "conaffinity", &conaffinity) || read_int(c, src, n, "group", &group))
+    return -1;
+  int collides = (contype != 0 || conaffinity != 0) && c->flag_contact;
+  int counts = body != 0 && type != G_PLANE && group >= c->group_lo && group <= c->group_hi &&
+               need_mass;
+
+  /* a mesh: the asset it names, read when it collides or weighs */
+  int mesh = -1;
+  xmlNodePtr mat;
+  const char *mname = lookup(c, src, n, "mesh", &mat);
+  if (type == G_MESH) {
+    if (!mname) return fail(c, el, "a mesh geom needs a mesh");
+    for (int k = 0; k < c->nmeshes && mesh < 0; k++)
+      if (strcmp(c->meshes[k].name, mname) == 0) mesh = k;
+    if (mesh < 0) return fail(c, el, "unknown mesh \"%s\"", mname);
+    if ((collides || counts) && mesh_load(c, mesh)) return -1;
+  } else if (mname && warn(c, el, "geom mesh fit",
+                           "a mesh on a %s geom (MuJoCo fits the shape to the mesh) is not "
+                           "supported by khz: the size given is used",
+                           geom_words[type])) {
+    return -1;
   }
 
   /* fromto: centre, z axis from `to` towards `from`, half-length */
@@ -912,10 +1309,10 @@ static int read_geom(mjcf_ctx *c, xmlNodePtr el, int inherited, int body, const 
       size[2] = 0.5 * len;
     }
   }
-  int need = type == G_PLANE                           ? 0
-             : type == G_SPHERE                        ? 1
-             : type == G_CAPSULE || type == G_CYLINDER ? 2
-                                                       : 3;
+  int need = type == G_PLANE || type == G_MESH               ? 0
+             : type == G_SPHERE                              ? 1
+             : type == G_CAPSULE || type == G_CYLINDER       ? 2
+                                                             : 3;
   for (int k = 0; k < need; k++)
     if (!(size[k] > 0)) return fail(c, el, "size[%d] = %g must be positive", k, size[k]);
   if (type == G_PLANE && !static_)
@@ -929,32 +1326,75 @@ static int read_geom(mjcf_ctx *c, xmlNodePtr el, int inherited, int body, const 
       read_vec(c, src, n, "mass", &mass, 1, 1, &has_mass))
     return -1;
   if (density < 0 || mass < 0) return fail(c, el, "negative density or mass");
-  if (!has_mass) mass = density * geom_volume(type, size);
-  long group = 0;
-  if (read_int(c, src, n, "group", &group)) return -1;
-  if (body != 0 && type != G_PLANE && group >= c->group_lo && group <= c->group_hi) {
+  if (counts) {
     if (grow(c, (void **)&c->masses, c->nmass, &c->capmass, sizeof *c->masses)) return -1;
-    mjcf_mass *mm = &c->masses[c->nmass++];
-    mm->mass = mass;
-    memcpy(mm->pos, pos, sizeof pos);
+    mjcf_mass *mm = &c->masses[c->nmass];
     memcpy(mm->quat, quat, sizeof quat);
-    geom_inertia(type, size, mass, mm->inertia);
+    memset(mm->inertia, 0, sizeof mm->inertia);
+    if (type == G_MESH) {
+      const mjcf_mesh *me = &c->meshes[mesh];
+      if (me->volume < 1e-12)
+        return fail(c, el, "the volume of mesh \"%s\" is %g m^3: too small for its mass and "
+                    "inertia (give the body an <inertial>)", me->name, me->volume);
+      if (!has_mass) mass = density * me->volume;
+      if (!c->exactmesh &&
+          warn(c, el, "mesh inertia",
+               "the mass and inertia of mesh \"%s\" are computed exactly (MuJoCo's "
+               "exactmeshinertia=\"true\"); MuJoCo 2.2's default legacy formula differs on "
+               "non-convex meshes", me->name))
+        return -1;
+      double R[9], d[3];
+      quat2mat(R, quat);
+      for (int a = 0; a < 3; a++) {
+        d[a] = 0;
+        for (int k = 0; k < 3; k++) d[a] += R[3 * a + k] * me->com[k];
+        mm->pos[a] = pos[a] + d[a];
+      }
+      for (int k = 0; k < 9; k++) mm->inertia[k] = me->I[k] * mass / me->volume;
+    } else {
+      if (!has_mass) mass = density * geom_volume(type, size);
+      double I[3];
+      geom_inertia(type, size, mass, I);
+      memcpy(mm->pos, pos, sizeof pos);
+      mm->inertia[0] = I[0], mm->inertia[4] = I[1], mm->inertia[8] = I[2];
+    }
+    mm->mass = mass;
+    c->nmass++;
   }
 
   /* the khz geom: contact filter, friction (sliding only), colour */
-  if (type == G_ELLIPSOID)
-    return warn(c, el, "geom type ellipsoid",
-                "ellipsoid geoms have no khz shape: the collision shape is left out (its mass "
-                "is counted)");
   khzGeomSpec g;
   khz_spec_defaultGeom(&g);
   g.body = body;
-  g.type = type == G_PLANE      ? KHZ_GEOM_PLANE
-           : type == G_SPHERE   ? KHZ_GEOM_SPHERE
-           : type == G_CAPSULE  ? KHZ_GEOM_CAPSULE
-           : type == G_CYLINDER ? KHZ_GEOM_CYLINDER
-                                : KHZ_GEOM_BOX;
-  memcpy(g.size, size, sizeof size);
+  if (type == G_ELLIPSOID) {
+    if (warn(c, el, "geom type ellipsoid",
+             "ellipsoids have no khz shape: each collides as the convex hull of %d points on "
+             "its surface (up to about %.0f%% smaller; its mass and inertia are the ellipsoid's)",
+             2 + (KHZ_MJCF_ELL_NLAT - 1) * KHZ_MJCF_ELL_NLON,
+             100 * (1 - cos(KHZ_MJCF_PI / (2 * KHZ_MJCF_ELL_NLAT)) *
+                            cos(KHZ_MJCF_PI / KHZ_MJCF_ELL_NLON))))
+      return -1;
+    g.type = KHZ_GEOM_MESH;
+    g.mesh = collides ? ellipsoid_mesh(c) : -1;
+    if (collides && g.mesh < 0) return -1;
+    g.convex = 1;
+    memcpy(g.size, size, sizeof size);
+    snprintf(g.meshfile, sizeof g.meshfile, "ellipsoid");
+  } else if (type == G_MESH) {
+    const mjcf_mesh *me = &c->meshes[mesh];
+    g.type = KHZ_GEOM_MESH;
+    g.mesh = me->state > 0 && collides ? me->data : -1;
+    g.convex = 1; /* MuJoCo collides meshes as their convex hulls too */
+    memcpy(g.size, me->scale, sizeof g.size);
+    if (mesh_path(c, me, g.meshfile, sizeof g.meshfile)) g.meshfile[0] = 0;
+  } else {
+    g.type = type == G_PLANE      ? KHZ_GEOM_PLANE
+             : type == G_SPHERE   ? KHZ_GEOM_SPHERE
+             : type == G_CAPSULE  ? KHZ_GEOM_CAPSULE
+             : type == G_CYLINDER ? KHZ_GEOM_CYLINDER
+                                  : KHZ_GEOM_BOX;
+    memcpy(g.size, size, sizeof size);
+  }
   for (int k = 0; k < 3; k++) g.pos[k] = pos[k] - off[k];
   memcpy(g.quat, quat, sizeof quat);
   double rgba[4] = {0.5, 0.5, 0.5, 1}, friction[3] = {1, 0.005, 0.0001};
@@ -974,11 +1414,9 @@ static int read_geom(mjcf_ctx *c, xmlNodePtr el, int inherited, int body, const 
   if (friction[0] < 0) return fail(c, el, "negative friction");
   memcpy(g.rgba, rgba, sizeof rgba);
   g.friction = friction[0];
-  long contype = 1, conaffinity = 1;
-  if (read_int(c, src, n, "contype", &contype) || read_int(c, src, n, "conaffinity", &conaffinity))
-    return -1;
-  g.contype = (unsigned)contype;
-  g.conaffinity = (unsigned)conaffinity;
+  g.contype = collides ? (unsigned)contype : 0;
+  g.conaffinity = collides ? (unsigned)conaffinity : 0;
+  g.visual = g.type == KHZ_GEOM_MESH && g.mesh < 0; /* a mesh that never collides: drawn only */
 
   /* world geoms follow the base pose, or are left out */
   if (body == 0) {
@@ -1015,7 +1453,8 @@ static void sum_masses(const mjcf_ctx *c, double *mass, double com[3], double I6
     for (int a = 0; a < 3; a++)
       for (int b = 0; b < 3; b++) {
         double v = 0;
-        for (int k = 0; k < 3; k++) v += R[3 * a + k] * g->inertia[k] * R[3 * b + k];
+        for (int k = 0; k < 3; k++)
+          for (int l = 0; l < 3; l++) v += R[3 * a + k] * g->inertia[3 * k + l] * R[3 * b + l];
         I[3 * a + b] += v + g->mass * ((a == b ? dd : 0) - d[a] * d[b]);
       }
   }
@@ -1096,9 +1535,12 @@ static int read_joint(mjcf_ctx *c, xmlNodePtr el, int inherited) {
       read_vec(c, src, n, "damping", &j->damping, 1, 1, NULL) ||
       read_vec(c, src, n, "armature", &j->armature, 1, 1, NULL) ||
       read_vec(c, src, n, "frictionloss", &j->frictionloss, 1, 1, NULL) ||
-      read_vec(c, src, n, "ref", &j->ref, 1, 1, NULL))
+      read_vec(c, src, n, "ref", &j->ref, 1, 1, NULL) ||
+      read_vec(c, src, n, "stiffness", &j->stiffness, 1, 1, NULL) ||
+      read_vec(c, src, n, "springref", &j->springref, 1, 1, NULL))
     return -1;
   j->type = types[t];
+  if (j->stiffness < 0) return fail(c, el, "negative stiffness");
   double na = norm3(j->axis);
   if (j->type != KHZ_JOINT_FLOATING && j->type != KHZ_JOINT_SPHERICAL && na < KHZ_MJCF_MINVAL)
     return fail(c, el, "axis is zero");
@@ -1129,7 +1571,17 @@ static int read_joint(mjcf_ctx *c, xmlNodePtr el, int inherited) {
   if (c->degree && (j->type == KHZ_JOINT_REVOLUTE || j->type == KHZ_JOINT_SPHERICAL)) {
     j->range[0] *= KHZ_MJCF_PI / 180, j->range[1] *= KHZ_MJCF_PI / 180;
     if (j->type == KHZ_JOINT_REVOLUTE) j->ref *= KHZ_MJCF_PI / 180;
+    if (j->type == KHZ_JOINT_REVOLUTE) j->springref *= KHZ_MJCF_PI / 180;
   }
+  if ((j->type == KHZ_JOINT_SPHERICAL || j->type == KHZ_JOINT_FLOATING) && j->stiffness > 0 &&
+      warn(c, el, "ball stiffness",
+           "stiffness on a ball or free joint is not supported by khz: the joint has no spring"))
+    return -1;
+
+  /* <option><flag> switches */
+  if (!c->flag_limit) j->limited = 0;
+  if (!c->flag_passive) j->damping = 0, j->stiffness = 0;
+  if (!c->flag_frictionloss) j->frictionloss = 0;
   if (j->type == KHZ_JOINT_SPHERICAL && lim &&
       warn(c, el, "ball range", "the cone limit of a ball joint is not supported by khz (ignored)"))
     return -1;
@@ -1279,7 +1731,13 @@ static int read_body(mjcf_ctx *c, xmlNodePtr el, int parent, const double poff[3
       b->damping = j->damping;
       b->armature = j->armature;
       b->friction = j->frictionloss;
+      if (j->type == KHZ_JOINT_REVOLUTE || j->type == KHZ_JOINT_PRISMATIC) {
+        b->stiffness = j->stiffness;
+        b->springref = j->springref;
+      }
     }
+    c->extra[c->nbody - 1].mj_body = id;
+    c->extra[c->nbody - 1].mj_joint = j ? c->mj_njoint : -1;
 
     /* names: the joint's, the body's on the last link, "BODY:JOINT" before */
     int jid = j ? c->mj_njoint++ : 0;
@@ -1302,14 +1760,27 @@ static int read_body(mjcf_ctx *c, xmlNodePtr el, int parent, const double poff[3
   }
   int self = c->nbody; /* the last link */
 
+  /* MuJoCo's parent filter: a body's geoms never touch its moving parent's. khz
+   * filters parent and child, but the last link of a chain has the chain's
+   * massless links between it and the MJCF parent: exclude that pair */
+  if (nchain > 1 && parent != 0 && !static_) {
+    if (grow(c, (void **)&c->excl, c->nexcl, &c->capexcl, 2 * sizeof *c->excl)) return -1;
+    c->excl[2 * c->nexcl] = parent;
+    c->excl[2 * c->nexcl + 1] = self;
+    c->nexcl++;
+  }
+
   /* geoms, then the body's mass: <inertial> or the geoms' */
   c->nmass = 0;
   static_ = static_ && c->njoint == 0;
   xmlNodePtr inertial = NULL;
+  int has_inertial = 0;
+  for (xmlNodePtr e = el->children; e; e = e->next) has_inertial |= is(e, "inertial");
+  int need_mass = c->inertiafromgeom == 1 || (c->inertiafromgeom == 2 && !has_inertial);
   for (xmlNodePtr e = el->children; e; e = e->next) {
     if (e->type != XML_ELEMENT_NODE) continue;
     if (is(e, "geom")) {
-      if (read_geom(c, e, cls, self, off, static_)) return -1;
+      if (read_geom(c, e, cls, self, off, static_, need_mass)) return -1;
     } else if (is(e, "inertial")) {
       if (inertial) return fail(c, e, "a body has at most one <inertial>");
       if (check_attrs(c, e, "inertial", inertial_attrs)) return -1;
@@ -1326,6 +1797,23 @@ static int read_body(mjcf_ctx *c, xmlNodePtr el, int parent, const double poff[3
   } else {
     mass = 0, com[0] = com[1] = com[2] = 0;
     memset(I6, 0, sizeof I6);
+  }
+  if (c->boundmass > 0 && mass < c->boundmass) mass = c->boundmass;
+  if (c->boundinertia > 0) {
+    /* principal moments at least boundinertia (MuJoCo bounds the diagonalised inertia) */
+    double A[9] = {I6[0], I6[3], I6[4], I6[3], I6[1], I6[5], I6[4], I6[5], I6[2]}, ev[3], V[9];
+    khz_eig3(A, ev, V);
+    int changed = 0;
+    for (int k = 0; k < 3; k++)
+      if (ev[k] < c->boundinertia) ev[k] = c->boundinertia, changed = 1;
+    if (changed) {
+      double B[9] = {0};
+      for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++)
+          for (int k = 0; k < 3; k++) B[3 * a + b] += V[3 * a + k] * ev[k] * V[3 * b + k];
+      I6[0] = B[0], I6[1] = B[4], I6[2] = B[8];
+      I6[3] = 0.5 * (B[1] + B[3]), I6[4] = 0.5 * (B[2] + B[6]), I6[5] = 0.5 * (B[5] + B[7]);
+    }
   }
   khzBodySpec *last = &c->bodies[self - 1];
   last->mass = mass;
@@ -1344,7 +1832,7 @@ static int read_worldbody(mjcf_ctx *c, xmlNodePtr wb) {
   for (xmlNodePtr e = wb->children; e; e = e->next) {
     if (e->type != XML_ELEMENT_NODE) continue;
     if (is(e, "geom")) {
-      if (read_geom(c, e, c->main_cls, 0, zero, 1)) return -1;
+      if (read_geom(c, e, c->main_cls, 0, zero, 1, 0)) return -1;
     } else if (is(e, "joint") || is(e, "freejoint")) {
       return fail(c, e, "the world body cannot have joints");
     } else if (is(e, "inertial")) {
@@ -1376,9 +1864,11 @@ static int range_limited(mjcf_ctx *c, xmlNodePtr el, const char *what, int lim,
   return lim;
 }
 
-static int read_motor(mjcf_ctx *c, xmlNodePtr el) {
+/* one actuator on a joint: <motor>, <position>, <velocity> or <general> */
+static int read_actuator(mjcf_ctx *c, xmlNodePtr el) {
   int cls = -1;
   xmlNodePtr src[KHZ_MJCF_MAX_SRC];
+  const char *kind = (const char *)el->name;
   if (check_attrs(c, el, "motor", motor_attrs) || element_class(c, el, c->main_cls, &cls))
     return -1;
   int n = sources(c, el, "actuator", cls, src);
@@ -1387,9 +1877,9 @@ static int read_motor(mjcf_ctx *c, xmlNodePtr el) {
   /* the transmission must be a joint */
   const char *joint = attr(c, el, "joint");
   if (!joint)
-    return warn(c, el, "motor transmission",
-                "a motor that does not drive a joint (tendon, site, body) is not supported by "
-                "khz (ignored)");
+    return warn(c, el, "actuator transmission",
+                "an actuator that does not drive a joint (tendon, site, body) is not supported "
+                "by khz: the model has no such command");
   char full[KHZ_NAME_MAX];
   const char *prefix = c->opt->name_prefix ? c->opt->name_prefix : "";
   snprintf(full, sizeof full, "%s%s", prefix, joint);
@@ -1400,7 +1890,8 @@ static int read_motor(mjcf_ctx *c, xmlNodePtr el) {
   khzJointType t = c->bodies[b].joint_type;
   if (t == KHZ_JOINT_SPHERICAL || t == KHZ_JOINT_FLOATING)
     return warn(c, el, "motor multidof",
-                "a motor on a ball or free joint is not supported by khz (ignored)");
+                "an actuator on a ball or free joint is not supported by khz: the model has no "
+                "such command");
 
   /* gear, control and force ranges */
   double gear[6] = {1, 0, 0, 0, 0, 0}, ctrl[2] = {0, 0}, force[2] = {0, 0};
@@ -1415,10 +1906,54 @@ static int read_motor(mjcf_ctx *c, xmlNodePtr el) {
       (fl = range_limited(c, el, "force", fl, force)) < 0)
     return -1;
 
-  /* the joint's effort limit: |gear| times the largest control (or force) */
+  /* gain and bias: force = gain ctrl + bias0 + bias1 length + bias2 velocity */
+  khzMjcfActuatorType type = KHZ_MJCF_MOTOR;
+  double gain = 1, bias[3] = {0, 0, 0};
+  if (strcmp(kind, "position") == 0 || strcmp(kind, "velocity") == 0) {
+    double kp = 1, kv = strcmp(kind, "velocity") == 0 ? 1 : 0;
+    /* only the element itself: kp and kv are not shared through the actuator default */
+    xmlNodePtr self[1] = {el};
+    if (read_vec(c, self, 1, "kp", &kp, 1, 1, NULL) || read_vec(c, self, 1, "kv", &kv, 1, 1, NULL))
+      return -1;
+    if (kp < 0 || kv < 0) return fail(c, el, "negative kp or kv");
+    if (strcmp(kind, "position") == 0) {
+      type = KHZ_MJCF_POSITION, gain = kp, bias[1] = -kp, bias[2] = -kv;
+    } else {
+      type = KHZ_MJCF_VELOCITY, gain = kv, bias[2] = -kv;
+    }
+  } else if (strcmp(kind, "general") == 0) {
+    static const char *const gt[] = {"fixed", "affine", "muscle", "user", NULL};
+    static const char *const bt[] = {"none", "affine", "muscle", "user", NULL};
+    static const char *const dt[] = {"none", "integrator", "filter", "filterexact", "muscle",
+                                     "user", NULL};
+    int g = 0, bb = 0, d = 0;
+    double gp[10] = {1, 0, 0, 0, 0, 0, 0, 0, 0, 0}, bp[10] = {0};
+    if (read_keyword(c, src, n, "gaintype", gt, &g) ||
+        read_keyword(c, src, n, "biastype", bt, &bb) ||
+        read_keyword(c, src, n, "dyntype", dt, &d) ||
+        read_vec(c, src, n, "gainprm", gp, 1, 10, NULL) ||
+        read_vec(c, src, n, "biasprm", bp, 1, 10, NULL))
+      return -1;
+    if (g != 0 || bb >= 2)
+      return warn(c, el, "general gain",
+                  "an actuator with a gain other than fixed or a bias other than none or affine "
+                  "is not supported by khz: the model has no such command");
+    if (d != 0 && warn(c, el, "general dyntype",
+                       "actuator dynamics (dyntype=\"%s\") are not supported by khz: the force "
+                       "follows the control at once", dt[d]))
+      return -1;
+    type = KHZ_MJCF_GENERAL, gain = gp[0];
+    if (bb == 1) bias[0] = bp[0], bias[1] = bp[1], bias[2] = bp[2];
+  } else if (strcmp(kind, "motor") != 0) {
+    return warn_element(c, el, "actuator not supported by khz: the model has no such command");
+  }
+
+  /* the joint's effort limit: |gear| times the largest force; a force the
+   * control bounds only without bias (motor, general without bias) */
   double g = fabs(gear[0]);
   double lim = INFINITY;
-  if (cl) lim = g * fmax(fabs(ctrl[0]), fabs(ctrl[1]));
+  int nobias = bias[0] == 0 && bias[1] == 0 && bias[2] == 0;
+  if (cl && nobias) lim = g * fabs(gain) * fmax(fabs(ctrl[0]), fabs(ctrl[1]));
   if (fl) lim = fmin(lim, g * fmax(fabs(force[0]), fabs(force[1])));
   if (isinf(lim))
     c->extra[b].unlimited = 1;
@@ -1437,6 +1972,9 @@ static int read_motor(mjcf_ctx *c, xmlNodePtr el) {
   memcpy(a->ctrlrange, ctrl, sizeof ctrl);
   a->forcelimited = fl;
   memcpy(a->forcerange, force, sizeof force);
+  a->type = type;
+  a->gain = gain;
+  memcpy(a->bias, bias, sizeof bias);
   return 0;
 }
 
@@ -1444,12 +1982,273 @@ static int read_actuators(mjcf_ctx *c, xmlNodePtr sec) {
   if (check_attrs(c, sec, "actuator", no_attrs)) return -1;
   for (xmlNodePtr e = sec->children; e; e = e->next) {
     if (e->type != XML_ELEMENT_NODE) continue;
-    if (is(e, "motor")) {
-      if (read_motor(c, e)) return -1;
-    } else if (warn_element(c, e,
-                            "actuator not supported by khz (ignored; khz takes joint torques)")) {
+    if (in_list((const char *)e->name, actuator_kinds)) {
+      if (read_actuator(c, e)) return -1;
+    } else if (warn_element(c, e, "element not supported by khz (ignored)")) {
       return -1;
     }
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------ contact, keys -- */
+
+/* the local index + 1 of the khz body carrying MJCF body `name`, 0 for the world */
+static int body_by_name(mjcf_ctx *c, const char *name) {
+  if (strcmp(name, "world") == 0) return 0;
+  char full[KHZ_NAME_MAX];
+  const char *prefix = c->opt->name_prefix ? c->opt->name_prefix : "";
+  snprintf(full, sizeof full, "%s%s", prefix, name);
+  for (int i = 0; i < c->nbody; i++)
+    if (strcmp(c->bodies[i].name, full) == 0) return i + 1;
+  return -1;
+}
+
+/* <contact>: <exclude> body pairs; <pair> is warned about */
+static int read_contact(mjcf_ctx *c, xmlNodePtr sec) {
+  static const char *const excl_attrs[] = {"name", "body1", "body2", NULL};
+  if (check_attrs(c, sec, "contact", no_attrs)) return -1;
+  for (xmlNodePtr e = sec->children; e; e = e->next) {
+    if (e->type != XML_ELEMENT_NODE) continue;
+    if (!is(e, "exclude")) {
+      if (warn_element(c, e,
+                       is(e, "pair") ? "explicit contact pairs are not supported by khz: the "
+                                       "geoms' contype and conaffinity decide (its gains, margins "
+                                       "and friction are not used)"
+                                     : "element not supported by khz (ignored)"))
+        return -1;
+      continue;
+    }
+    if (check_attrs(c, e, "exclude", excl_attrs)) return -1;
+    const char *n1 = attr(c, e, "body1"), *n2 = attr(c, e, "body2");
+    if (!n1 || !n2) return fail(c, e, "<exclude> needs body1 and body2");
+    int b1 = body_by_name(c, n1), b2 = body_by_name(c, n2);
+    if (b1 < 0) return fail(c, e, "unknown body \"%s\"", n1);
+    if (b2 < 0) return fail(c, e, "unknown body \"%s\"", n2);
+    if (grow(c, (void **)&c->excl, c->nexcl, &c->capexcl, 2 * sizeof *c->excl)) return -1;
+    c->excl[2 * c->nexcl] = b1;
+    c->excl[2 * c->nexcl + 1] = b2;
+    c->nexcl++;
+  }
+  return 0;
+}
+
+/* <keyframe>: the keys, read after the bodies (their sizes) */
+static int read_keyframe(mjcf_ctx *c, xmlNodePtr sec) {
+  static const char *const key_attrs[] = {"name", "time", "qpos", "qvel", "ctrl", "act",
+                                          "mpos", "mquat", NULL};
+  if (check_attrs(c, sec, "keyframe", no_attrs)) return -1;
+  for (xmlNodePtr e = sec->children; e; e = e->next) {
+    if (e->type != XML_ELEMENT_NODE) continue;
+    if (!is(e, "key")) {
+      if (warn_element(c, e, "element not supported by khz (ignored)")) return -1;
+      continue;
+    }
+    if (check_attrs(c, e, "key", key_attrs)) return -1;
+    if (grow(c, (void **)&c->keys, c->nkey, &c->capkey, sizeof *c->keys)) return -1;
+    c->keys[c->nkey].node = e;
+    c->keys[c->nkey].name = attr(c, e, "name");
+    c->nkey++;
+  }
+  return 0;
+}
+
+/* sizes of MuJoCo's qpos and qvel for the bodies read */
+static void mj_sizes(const mjcf_ctx *c, int *nq, int *nv) {
+  *nq = *nv = 0;
+  for (int i = 0; i < c->nbody; i++) {
+    khzJointType t = c->bodies[i].joint_type;
+    *nq += t == KHZ_JOINT_FLOATING ? 7 : t == KHZ_JOINT_SPHERICAL ? 4 : t == KHZ_JOINT_FIXED ? 0 : 1;
+    *nv += t == KHZ_JOINT_FLOATING ? 6 : t == KHZ_JOINT_SPHERICAL ? 3 : t == KHZ_JOINT_FIXED ? 0 : 1;
+  }
+}
+
+/* key k into out (allocated: qpos nq, qvel nv, ctrl nact); qpos defaults to qpos0 */
+static int key_values(mjcf_ctx *c, int k, khzMjcfKey *out) {
+  int nq, nv;
+  mj_sizes(c, &nq, &nv);
+  xmlNodePtr e = c->keys[k].node;
+  memset(out, 0, sizeof *out);
+  snprintf(out->name, sizeof out->name, "%s", c->keys[k].name ? c->keys[k].name : "");
+  out->qpos = calloc((size_t)nq + 1, sizeof(double));
+  out->qvel = calloc((size_t)nv + 1, sizeof(double));
+  out->ctrl = calloc((size_t)c->nact + 1, sizeof(double));
+  if (!out->qpos || !out->qvel || !out->ctrl) return fail_oom(c);
+  int qa = 0;
+  for (int i = 0; i < c->nbody; i++) {
+    const khzBodySpec *b = &c->bodies[i];
+    int n = b->joint_type == KHZ_JOINT_FLOATING    ? 7
+            : b->joint_type == KHZ_JOINT_SPHERICAL ? 4
+            : b->joint_type == KHZ_JOINT_FIXED     ? 0
+                                                   : 1;
+    memcpy(out->qpos + qa, b->q0, (size_t)n * sizeof(double));
+    if (b->joint_type == KHZ_JOINT_SPHERICAL) out->qpos[qa] = 1; /* identity quaternion */
+    qa += n;
+  }
+  xmlNodePtr src[1] = {e};
+  struct {
+    const char *name;
+    double *out;
+    int n;
+  } vecs[] = {{"qpos", out->qpos, nq}, {"qvel", out->qvel, nv}, {"ctrl", out->ctrl, c->nact}};
+  for (int v = 0; v < 3; v++) {
+    const char *val = attr(c, e, vecs[v].name);
+    if (!val) continue;
+    double *tmp = malloc(((size_t)vecs[v].n + 1) * sizeof(double));
+    if (!tmp) return fail_oom(c);
+    int got = parse_nums(val, tmp, 0, vecs[v].n + 1);
+    free(tmp);
+    if (got != vecs[v].n)
+      return fail(c, e, "%s has %d numbers; the model needs %d", vecs[v].name, got < 0 ? -1 : got,
+                  vecs[v].n);
+    if (vecs[v].n > 0 && read_vec(c, src, 1, vecs[v].name, vecs[v].out, vecs[v].n, vecs[v].n, NULL))
+      return -1;
+  }
+  if (read_vec(c, src, 1, "time", &out->time, 1, 1, NULL)) return -1;
+  /* free joints: the pose in the world follows the base pose, as the bodies do */
+  qa = 0;
+  for (int i = 0; i < c->nbody; i++) {
+    const khzBodySpec *b = &c->bodies[i];
+    if (b->joint_type == KHZ_JOINT_FLOATING) {
+      double *p = out->qpos + qa, n = 0;
+      for (int j = 3; j < 7; j++) n += p[j] * p[j];
+      if (n < 1e-20) return fail(c, e, "qpos holds a zero quaternion");
+      for (int j = 3; j < 7; j++) p[j] /= sqrt(n);
+      khz_pose_compose(p, p + 3, c->opt->base_pos, c->opt->base_quat, p, p + 3);
+    }
+    qa += b->joint_type == KHZ_JOINT_FLOATING    ? 7
+          : b->joint_type == KHZ_JOINT_SPHERICAL ? 4
+          : b->joint_type == KHZ_JOINT_FIXED     ? 0
+                                                 : 1;
+  }
+  return 0;
+}
+
+static void free_key(khzMjcfKey *k) {
+  free(k->qpos);
+  free(k->qvel);
+  free(k->ctrl);
+  memset(k, 0, sizeof *k);
+}
+
+/* sets the bodies' q0 and qd0 from a key */
+static void apply_key(mjcf_ctx *c, const khzMjcfKey *k) {
+  int qa = 0, va = 0;
+  for (int i = 0; i < c->nbody; i++) {
+    khzBodySpec *b = &c->bodies[i];
+    khzJointType t = b->joint_type;
+    int nq = t == KHZ_JOINT_FLOATING ? 7 : t == KHZ_JOINT_SPHERICAL ? 4 : t == KHZ_JOINT_FIXED ? 0 : 1;
+    int nv = t == KHZ_JOINT_FLOATING ? 6 : t == KHZ_JOINT_SPHERICAL ? 3 : t == KHZ_JOINT_FIXED ? 0 : 1;
+    memcpy(b->q0, k->qpos + qa, (size_t)nq * sizeof(double));
+    memcpy(b->qd0, k->qvel + va, (size_t)nv * sizeof(double));
+    qa += nq, va += nv;
+  }
+}
+
+/* ------------------------------------------------------------ includes -- */
+
+/* marks a copied element and everything in it as coming from file f */
+static void mark_file(xmlNodePtr n, mjcf_file *f) {
+  for (xmlNodePtr k = n; k; k = k->next) {
+    k->_private = f;
+    if (k->type == XML_ELEMENT_NODE) mark_file(k->children, f);
+  }
+}
+
+/* replaces every <include file="..."/> under el by the children of the
+ * included file's <mujoco> element, in place and recursively (MuJoCo's rule:
+ * the path is relative to the model file's directory, whichever file holds
+ * the <include>) */
+static int expand_includes(mjcf_ctx *c, xmlNodePtr el) {
+  xmlNodePtr next;
+  for (xmlNodePtr e = el->children; e; e = next) {
+    next = e->next;
+    if (e->type != XML_ELEMENT_NODE) continue;
+    if (!is(e, "include")) {
+      if (expand_includes(c, e)) return -1;
+      continue;
+    }
+    const mjcf_file *from = e->_private;
+    int depth = from ? from->depth : 0;
+    if (depth >= KHZ_MJCF_MAX_INCLUDE)
+      return fail(c, e, "<include> nested more than %d deep (does a file include itself?)",
+                  KHZ_MJCF_MAX_INCLUDE);
+    if (check_attrs(c, e, "include", include_attrs)) return -1;
+    const char *file = attr(c, e, "file");
+    if (!file || !file[0]) return fail(c, e, "<include> needs a file");
+    char path[KHZ_PATH_MAX];
+    if (khz_path_join(path, sizeof path, c->dir[0] ? c->dir : NULL, file))
+      return fail(c, e, "the path of \"%s\" is too long", file);
+    if (!khz_file_exists(path))
+      return fail(c, e, "included file \"%s\" not found (looked for %s; paths are relative to "
+                  "the model file's directory)", file, path);
+    char *buf = NULL, ferr[KHZ_PATH_MAX + 128];
+    size_t len;
+    if (khz_read_file(path, &buf, &len, ferr, sizeof ferr) < 0) return fail(c, e, "%s", ferr);
+    if (len > (size_t)INT_MAX) {
+      free(buf);
+      return fail(c, e, "included file \"%s\" is too large", file);
+    }
+    if (grow(c, (void **)&c->incs, c->ninc, &c->capinc, sizeof *c->incs)) {
+      free(buf);
+      return -1;
+    }
+    mjcf_file *f = &c->incs[c->ninc];
+    f->path = strdup(path);
+    f->depth = depth + 1;
+    if (!f->path) {
+      free(buf);
+      return fail_oom(c);
+    }
+    c->ninc++;
+
+    /* parse it quietly, as the model */
+    xmlParserCtxtPtr pc = xmlNewParserCtxt();
+    if (!pc) {
+      free(buf);
+      return fail_oom(c);
+    }
+    pc->_private = c;
+    pc->sax->serror = xml_error;
+    pc->sax->warning = NULL;
+    pc->sax->error = NULL;
+    pc->sax->fatalError = NULL;
+    c->xml_msg[0] = 0;
+    xmlDocPtr inc = xmlCtxtReadMemory(
+        pc, buf, (int)len, f->path, NULL,
+        XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING | XML_PARSE_BIG_LINES);
+    free(buf);
+    int ok = inc && pc->wellFormed;
+    xmlFreeParserCtxt(pc);
+    if (!ok) {
+      if (inc) xmlFreeDoc(inc);
+      return khz_loadError(c->err, c->errsz, "%s:%d: malformed XML: %s (included from %s:%ld)",
+                           f->path, c->xml_line, c->xml_msg[0] ? c->xml_msg : "parse error",
+                           node_file(c, e), xmlGetLineNo(e));
+    }
+    xmlNodePtr root = xmlDocGetRootElement(inc);
+    if (!is(root, "mujoco")) {
+      xmlFreeDoc(inc);
+      return fail(c, e, "included file \"%s\": the root element must be <mujoco>", file);
+    }
+
+    /* its elements take the place of the <include> */
+    xmlNodePtr first = NULL;
+    for (xmlNodePtr k = root->children; k; k = k->next) {
+      if (k->type != XML_ELEMENT_NODE) continue;
+      xmlNodePtr cp = xmlDocCopyNode(k, e->doc, 1);
+      if (!cp) {
+        xmlFreeDoc(inc);
+        return fail_oom(c);
+      }
+      mark_file(cp, f);
+      xmlAddPrevSibling(e, cp);
+      if (!first) first = cp;
+    }
+    xmlFreeDoc(inc);
+    xmlUnlinkNode(e);
+    xmlFreeNode(e);
+    if (first) next = first; /* read the copies next: they may include more */
   }
   return 0;
 }
@@ -1465,17 +2264,20 @@ static int build(mjcf_ctx *c, xmlDocPtr doc) {
   const char *model = attr(c, root, "model");
   snprintf(c->model, sizeof c->model, "%s", model ? model : "");
 
+  /* the included files' elements in place of their <include> */
+  if (expand_includes(c, root)) return -1;
+
   /* settings first (MuJoCo applies them whatever their place in the file) */
   for (xmlNodePtr e = root->children; e; e = e->next) {
     if (is(e, "compiler") && read_compiler(c, e)) return -1;
     if (is(e, "option") && read_option(c, e)) return -1;
-    if (is(e, "include"))
-      return fail(c, e, "<include> is not supported by khz (merge the files first)");
   }
   for (xmlNodePtr e = root->children; e; e = e->next)
     if (is(e, "default") && read_default(c, e, c->main_cls, 1)) return -1;
+  for (xmlNodePtr e = root->children; e; e = e->next)
+    if (is(e, "asset") && read_assets(c, e)) return -1;
 
-  /* the body tree, then the motors */
+  /* the body tree, then what refers to it */
   for (xmlNodePtr e = root->children; e; e = e->next)
     if (is(e, "worldbody") && collect_names(c, e)) return -1;
   for (xmlNodePtr e = root->children; e; e = e->next)
@@ -1484,15 +2286,28 @@ static int build(mjcf_ctx *c, xmlDocPtr doc) {
     if (is(e, "actuator") && read_actuators(c, e)) return -1;
   for (int i = 0; i < c->nbody; i++)
     c->bodies[i].effort_limit = c->extra[i].unlimited ? 0 : c->extra[i].effort;
+  for (xmlNodePtr e = root->children; e; e = e->next) {
+    if (is(e, "contact") && read_contact(c, e)) return -1;
+    if (is(e, "keyframe") && read_keyframe(c, e)) return -1;
+  }
 
-  /* everything else at the top level is ignored, with a warning */
+  /* everything else at the top level is ignored, with a warning saying what changes */
   for (xmlNodePtr e = root->children; e; e = e->next) {
     if (e->type != XML_ELEMENT_NODE) continue;
-    static const char *const known[] = {"compiler",  "option",   "default",
-                                        "worldbody", "actuator", NULL};
-    if (!in_list((const char *)e->name, known) &&
-        warn_element(c, e, "element not supported by khz (ignored)"))
-      return -1;
+    static const char *const known[] = {"compiler", "option",  "default",  "worldbody",
+                                        "actuator", "asset",   "contact",  "keyframe", NULL};
+    const char *why = "element not supported by khz (ignored)";
+    if (is(e, "equality"))
+      why = "equality constraints are not supported by khz: the joints and bodies they tie "
+            "move independently (closed loops stay open, coupled joints uncoupled)";
+    else if (is(e, "tendon"))
+      why = "tendons are not supported by khz: their forces, limits and couplings are absent";
+    else if (is(e, "sensor"))
+      why = "sensors are not read by khz: the state (q, qd, body poses, contacts) carries what "
+            "they would measure";
+    else if (is(e, "visual") || is(e, "statistic"))
+      why = "visual settings: no effect on the simulation (ignored)";
+    if (!in_list((const char *)e->name, known) && warn_element(c, e, why)) return -1;
   }
 
   /* <compiler settotalmass>: scale masses and inertias */
@@ -1510,7 +2325,7 @@ static int build(mjcf_ctx *c, xmlDocPtr doc) {
 }
 
 static int load(khzSpec *spec, const char *xml, size_t len, const char *name,
-                const khzMjcfOptions *opt, char *err, size_t errsz) {
+                const khzMjcfOptions *opt, char *err, size_t errsz, int from_file) {
   khzMjcfOptions defaults;
   if (!opt) {
     khz_mjcf_defaultOptions(&defaults);
@@ -1530,12 +2345,21 @@ static int load(khzSpec *spec, const char *xml, size_t len, const char *name,
                 .timestep = 0.002,
                 .gravity = {0, 0, -9.81},
                 .integrator = KHZ_INT_EULER,
-                .main_cls = -1};
+                .main_cls = -1,
+                .ellipsoid_mesh = -1,
+                .flag_gravity = 1,
+                .flag_contact = 1,
+                .flag_limit = 1,
+                .flag_passive = 1,
+                .flag_frictionloss = 1,
+                .flag_actuation = 1};
   if (err && errsz) err[0] = 0;
   if (!spec) return khz_loadError(err, errsz, "%s: no spec", c.file);
   if (len > (size_t)INT_MAX) return khz_loadError(err, errsz, "%s: file too large", c.file);
   int nbody0 = khz_spec_nbody(spec), ngeom0 = khz_spec_ngeom(spec);
   c.nbody0 = nbody0;
+  if (from_file && name && strchr(name, '/') && khz_path_dirname(c.dir, sizeof c.dir, name))
+    return khz_loadError(err, errsz, "%s: path too long", c.file);
   int ret = -1;
 
   /* parse quietly: errors come back through the structured handler */
@@ -1557,31 +2381,68 @@ static int load(khzSpec *spec, const char *xml, size_t len, const char *name,
     goto done;
   }
 
-  /* build privately, then append to the spec */
+  /* build privately: bodies, geoms, actuators, keys */
   if (build(&c, doc) < 0) goto done;
+  if (!c.flag_gravity) c.gravity[0] = c.gravity[1] = c.gravity[2] = 0;
   khzMjcfActuator *acts = NULL;
+  khzMjcfKey *keys = NULL;
+  int nkeys = 0, nq, nv, chosen = -1;
+  mj_sizes(&c, &nq, &nv);
+  if (opt->keyframe) {
+    for (int k = 0; k < c.nkey && chosen < 0; k++)
+      if (c.keys[k].name && strcmp(c.keys[k].name, opt->keyframe) == 0) chosen = k;
+    if (chosen < 0) {
+      khz_loadError(err, errsz, "%s: no <key name=\"%s\"> in the model (%d keys)", c.file,
+                    opt->keyframe, c.nkey);
+      goto done;
+    }
+  }
+  if (c.nkey > 0) { /* read (and checked) even when nobody asks for them */
+    keys = calloc((size_t)c.nkey, sizeof *keys);
+    if (!keys) {
+      fail_oom(&c);
+      goto done;
+    }
+    for (; nkeys < c.nkey; nkeys++)
+      if (key_values(&c, nkeys, &keys[nkeys])) {
+        for (int k = 0; k <= nkeys; k++) free_key(&keys[k]);
+        free(keys);
+        goto done;
+      }
+    if (chosen >= 0) apply_key(&c, &keys[chosen]);
+  }
   if (opt->info && c.nact > 0) {
     acts = malloc((size_t)c.nact * sizeof *acts);
     if (!acts) {
       fail_oom(&c);
-      goto done;
+      goto undo_keys;
     }
     memcpy(acts, c.acts, (size_t)c.nact * sizeof *acts);
   }
-  for (int i = 0; i < c.nbody; i++)
-    if (khz_spec_addBody(spec, &c.bodies[i]) != nbody0 + i) {
-      khz_spec_truncate(spec, nbody0, ngeom0);
-      free(acts);
-      fail_oom(&c);
-      goto done;
-    }
+
+  /* append: meshes, bodies, geoms, exclusions */
+  int nmesh0 = khz_spec_nmesh(spec), nexcl0 = khz_spec_nexclude(spec);
+  int ok = 1;
+  for (int i = 0; i < c.nmdata && ok; i++)
+    ok = khz_spec_addMesh(spec, c.mname[i], c.mdata[i].vert, c.mdata[i].nvert, c.mdata[i].face,
+                          c.mdata[i].nface) == nmesh0 + i;
   for (int i = 0; i < c.ngeom; i++)
-    if (khz_spec_addGeom(spec, &c.geoms[i]) < 0) {
-      khz_spec_truncate(spec, nbody0, ngeom0);
-      free(acts);
-      fail_oom(&c);
-      goto done;
-    }
+    if (c.geoms[i].type == KHZ_GEOM_MESH && c.geoms[i].mesh >= 0) c.geoms[i].mesh += nmesh0;
+  for (int i = 0; i < c.nbody && ok; i++) ok = khz_spec_addBody(spec, &c.bodies[i]) == nbody0 + i;
+  for (int i = 0; i < c.ngeom && ok; i++) ok = khz_spec_addGeom(spec, &c.geoms[i]) >= 0;
+  for (int i = 0; i < c.nexcl && ok; i++) {
+    int b1 = c.excl[2 * i] ? nbody0 + c.excl[2 * i] - 1 : 0;
+    int b2 = c.excl[2 * i + 1] ? nbody0 + c.excl[2 * i + 1] - 1 : 0;
+    ok = khz_spec_addExclude(spec, b1, b2) >= 0;
+  }
+  if (!ok) {
+    khz_spec_truncate(spec, nbody0, ngeom0);
+    khz_spec_truncateMeshes(spec, nmesh0);
+    khz_spec_truncateExcludes(spec, nexcl0);
+    free(acts);
+    fail_oom(&c);
+    goto undo_keys;
+  }
   ret = nbody0;
 
   /* the settings of <option>, and what the caller asked to know */
@@ -1599,7 +2460,18 @@ static int load(khzSpec *spec, const char *xml, size_t len, const char *name,
     info->integrator = c.integrator;
     info->nactuator = acts ? c.nact : 0;
     info->actuator = acts;
+    info->nq = nq;
+    info->nv = nv;
+    info->nkey = nkeys;
+    info->key = keys;
+    keys = NULL;
   }
+undo_keys:
+  if (keys) {
+    for (int k = 0; k < nkeys; k++) free_key(&keys[k]);
+    free(keys);
+  }
+  if (ret < 0) goto done;
 
   /* deliver the warnings of a successful load in file order, with how often each occurred */
   if (c.nwarn > 1) qsort(c.warns, (size_t)c.nwarn, sizeof *c.warns, warn_cmp);
@@ -1627,6 +2499,14 @@ done:
   free(c.joints);
   free(c.given_body);
   free(c.given_joint);
+  for (int i = 0; i < c.ninc; i++) free(c.incs[i].path);
+  free(c.incs);
+  free(c.meshes);
+  for (int i = 0; i < c.nmdata; i++) khz_mesh_free(&c.mdata[i]);
+  free(c.mdata);
+  free(c.mname);
+  free(c.keys);
+  free(c.excl);
   return ret;
 }
 
@@ -1640,8 +2520,18 @@ void khz_mjcf_defaultOptions(khzMjcfOptions *opt) {
   opt->apply_options = 1;
 }
 
+double khz_mjcf_actuatorTorque(const khzMjcfActuator *a, double ctrl, double q, double qd) {
+  if (!a || !isfinite(ctrl)) return 0;
+  if (a->ctrllimited) ctrl = fmin(fmax(ctrl, a->ctrlrange[0]), a->ctrlrange[1]);
+  double f = a->gain * ctrl + a->bias[0] + a->bias[1] * a->gear * q + a->bias[2] * a->gear * qd;
+  if (a->forcelimited) f = fmin(fmax(f, a->forcerange[0]), a->forcerange[1]);
+  return a->gear * f;
+}
+
 void khz_mjcf_freeInfo(khzMjcfInfo *info) {
   if (!info) return;
+  for (int i = 0; i < info->nkey; i++) free_key(&info->key[i]);
+  free(info->key);
   free(info->actuator);
   memset(info, 0, sizeof *info);
 }
@@ -1649,7 +2539,7 @@ void khz_mjcf_freeInfo(khzMjcfInfo *info) {
 int khz_loadMJCFString(khzSpec *spec, const char *xml, const char *name,
                          const khzMjcfOptions *opt, char *err, size_t errsz) {
   if (!xml) return khz_loadError(err, errsz, "%s: no MJCF text", name ? name : "<string>");
-  return load(spec, xml, strlen(xml), name, opt, err, errsz);
+  return load(spec, xml, strlen(xml), name, opt, err, errsz, 0);
 }
 
 int khz_loadMJCF(khzSpec *spec, const char *path, const khzMjcfOptions *opt, char *err,
@@ -1658,7 +2548,7 @@ int khz_loadMJCF(khzSpec *spec, const char *path, const khzMjcfOptions *opt, cha
   char *buf;
   size_t len;
   if (khz_read_file(path, &buf, &len, err, errsz) < 0) return -1;
-  int ret = load(spec, buf, len, path, opt, err, errsz);
+  int ret = load(spec, buf, len, path, opt, err, errsz, 1);
   free(buf);
   return ret;
 }

@@ -410,8 +410,12 @@ static int parse_geom(urdf_ctx *c, xmlNodePtr link, xmlNodePtr el, int body, int
               : g.type == KHZ_GEOM_BOX || g.type == KHZ_GEOM_MESH ? 3
                                                                   : 2;
   for (int k = 0; k < nsize; k++)
-    if (!(g.size[k] > 0))
+    if (!(g.size[k] >= 0))
       return fail(c, s, link, "<%s>: dimensions must be positive", (const char *)s->name);
+  for (int k = 0; k < nsize; k++)
+    if (g.size[k] == 0) /* a placeholder shape (pybullet's zero-radius toes): skipped */
+      return warn(c, s, link, "<%s>: size 0: this %s geom is left out", (const char *)s->name,
+                  visual ? "visual" : "collision");
 
   /* the color of a visual: inline, or a material defined elsewhere by name */
   xmlNodePtr mat = visual ? child(el, "material") : NULL;
@@ -462,7 +466,13 @@ static int parse_joint(urdf_ctx *c, const urdf_joint *j, khzBodySpec *b) {
     return fail(c, n, n, "planar joints are not supported");
   else
     return fail(c, n, n, "unknown joint type \"%s\"", t);
-  if (child(n, "mimic")) return fail(c, child(n, "mimic"), n, "mimic joints are not supported");
+  if (child(n, "mimic")) {
+    const char *leader = attr(c, child(n, "mimic"), "joint");
+    if (warn(c, child(n, "mimic"), n,
+             "mimic joints are not supported by khz: this joint moves independently of "
+             "\"%s\" (no coupling)", leader ? leader : "?"))
+      return -1;
+  }
   int moving_1dof = b->joint_type == KHZ_JOINT_REVOLUTE ||
                     b->joint_type == KHZ_JOINT_CONTINUOUS ||
                     b->joint_type == KHZ_JOINT_PRISMATIC;
@@ -770,6 +780,23 @@ static int build(urdf_ctx *c, xmlDocPtr doc, khzSpec *spec, int nbody0) {
 
     /* mass properties and geometry in document order */
     if (parse_inertial(c, l->node, b)) goto fail;
+    if (b->mass == 0 && (b->inertia[0] != 0 || b->inertia[1] != 0 || b->inertia[2] != 0)) {
+      if (l->parent_joint < 0 && !o->floating_base) {
+        /* welded to the world, its inertia has no effect: MuJoCo fuses it too */
+        memset(b->inertia, 0, sizeof b->inertia);
+      } else if (l->parent_joint >= 0) {
+        /* an inertia without mass is no rigid body: dropped */
+        if (warn(c, l->node, NULL,
+                 "inertia without mass: the link is massless in khz (its inertia is dropped)"))
+          goto fail;
+        memset(b->inertia, 0, sizeof b->inertia);
+      } else {
+        fail(c, l->node, NULL,
+             "the root link has inertia but zero mass: as a floating base it needs a mass "
+             "(welded to the world it would be fused with it)");
+        goto fail;
+      }
+    }
     for (xmlNodePtr g = l->node->children; g; g = g->next)
       if ((is(g, "collision") || is(g, "visual")) &&
           parse_geom(c, l->node, g, body, is(g, "visual")))

@@ -28,6 +28,8 @@ struct khzSpec {
   int ngeom, cap_geom;
   khzMeshSpec *mesh;
   int nmesh, cap_mesh;
+  int *exclude; /* 2 per body pair */
+  int nexclude, cap_exclude;
   khzContactOptions contact;
   double gravity[3];
   double timestep;
@@ -85,6 +87,25 @@ int khz_spec_addMesh(khzSpec *s, const char *name, const double *vert, int nvert
   return s->nmesh++;
 }
 
+int khz_spec_addExclude(khzSpec *s, int body1, int body2) {
+  if (s->nexclude == s->cap_exclude) {
+    int cap = s->cap_exclude ? 2 * s->cap_exclude : 8;
+    int *ne = realloc(s->exclude, (size_t)cap * 2 * sizeof *ne);
+    if (!ne) return -1;
+    s->exclude = ne;
+    s->cap_exclude = cap;
+  }
+  s->exclude[2 * s->nexclude] = body1;
+  s->exclude[2 * s->nexclude + 1] = body2;
+  return s->nexclude++;
+}
+
+int khz_spec_nexclude(const khzSpec *s) { return s->nexclude; }
+
+void khz_spec_truncateExcludes(khzSpec *s, int n) {
+  if (n >= 0 && n < s->nexclude) s->nexclude = n;
+}
+
 void khz_spec_defaultGeom(khzGeomSpec *g) {
   memset(g, 0, sizeof *g);
   g->quat[0] = 1;
@@ -121,6 +142,7 @@ void khz_spec_destroy(khzSpec **spec_p) {
     free((*spec_p)->mesh[i].face);
   }
   free((*spec_p)->mesh);
+  free((*spec_p)->exclude);
   free((*spec_p)->body);
   free((*spec_p)->geom);
   free(*spec_p);
@@ -243,7 +265,8 @@ static int check_body(const khzSpec *s, int i, char *err, size_t errsz) {
       !finite_n(b->com, 3) || !finite_n(b->inertia, 6) || !finite_n(b->q0, 7) ||
       !finite_n(b->qd0, 6) ||
       !isfinite(b->mass) || !isfinite(b->damping) || !isfinite(b->friction) ||
-      !isfinite(b->armature) || !isfinite(b->effort_limit) || !isfinite(b->velocity_limit))
+      !isfinite(b->armature) || !isfinite(b->effort_limit) || !isfinite(b->velocity_limit) ||
+      !isfinite(b->stiffness) || !isfinite(b->springref))
     return fail(err, errsz, "body '%s': a value is NaN or infinite", b->name);
   if (b->limited && (!isfinite(b->lower) || !isfinite(b->upper)))
     return fail(err, errsz, "joint '%s': limit is NaN or infinite", jn);
@@ -260,8 +283,9 @@ static int check_body(const khzSpec *s, int i, char *err, size_t errsz) {
     return fail(err, errsz, "joint '%s': lower limit %g is above upper limit %g", jn, b->lower,
                 b->upper);
   if (b->damping < 0 || b->friction < 0 || b->armature < 0 || b->effort_limit < 0 ||
-      b->velocity_limit < 0)
-    return fail(err, errsz, "joint '%s': negative damping, friction, armature or limit", jn);
+      b->velocity_limit < 0 || b->stiffness < 0)
+    return fail(err, errsz, "joint '%s': negative damping, friction, armature, limit or stiffness",
+                jn);
   if (b->mass < 0) return fail(err, errsz, "body '%s': negative mass %g", b->name, b->mass);
 
   /* inertia: symmetric positive definite, principal moments obey the triangle inequality */
@@ -337,6 +361,9 @@ static void layout_model(khzModel *m, carver *c) {
   m->dof_meff = D(nv);
   m->dof_armature = D(nv);
   m->dof_effort = D(nv);
+  m->dof_stiffness = D(nv);
+  m->dof_springref = D(nv);
+  m->exclude_body = I(2 * (size_t)m->nexclude);
   m->q0 = D(nq);
   m->qd0 = D(nv);
   m->geom_body = I(ng);
@@ -467,6 +494,13 @@ khzModel *khz_compile(const khzSpec *s, char *err, size_t errsz) {
   }
   for (int i = 1; i < s->nbody; i++)
     if (check_body(s, i, err, errsz) < 0) return NULL;
+  for (int i = 0; i < s->nexclude; i++)
+    for (int k = 0; k < 2; k++)
+      if (s->exclude[2 * i + k] < 0 || s->exclude[2 * i + k] >= s->nbody) {
+        fail(err, errsz, "contact exclusion %d: body index %d does not exist", i,
+             s->exclude[2 * i + k]);
+        return NULL;
+      }
   for (int i = 0; i < s->ngeom; i++)
     if (check_geom(s, i, err, errsz) < 0) return NULL;
   if (!finite_n(s->gravity, 3) || !(s->timestep > 0) || !isfinite(s->timestep)) {
@@ -479,6 +513,7 @@ khzModel *khz_compile(const khzSpec *s, char *err, size_t errsz) {
   tmp.nbody = s->nbody;
   tmp.ngeom = s->ngeom;
   tmp.nmesh = s->nmesh;
+  tmp.nexclude = s->nexclude;
   for (int i = 0; i < s->nmesh; i++) tmp.nmeshvert += s->mesh[i].nvert, tmp.nmeshface += s->mesh[i].nface;
   for (int i = 1; i < s->nbody; i++) {
     int nq, nv;
@@ -580,10 +615,18 @@ khzModel *khz_compile(const khzSpec *s, char *err, size_t errsz) {
       m->dof_friction[dofadr + k] = b->friction;
       m->dof_armature[dofadr + k] = b->armature;
       m->dof_effort[dofadr + k] = b->effort_limit;
+      int scalar = type == KHZ_JOINT_REVOLUTE || type == KHZ_JOINT_CONTINUOUS ||
+                   type == KHZ_JOINT_PRISMATIC;
+      m->dof_stiffness[dofadr + k] = scalar ? b->stiffness : 0;
+      m->dof_springref[dofadr + k] = scalar ? b->springref : 0;
     }
     qadr += nq;
     dofadr += nv;
   }
+
+  /* excluded body pairs */
+  if (s->nexclude > 0)
+    memcpy(m->exclude_body, s->exclude, 2 * (size_t)s->nexclude * sizeof(int));
 
   /* meshes */
   int vadr = 0, fadr = 0;

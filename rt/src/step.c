@@ -72,6 +72,12 @@ void khz_passive(const khzModel *m, const khzData *d, const double *q, const dou
                  double *tau) {
   double h = d->timestep, w = spring_omega(m, h);
   for (int k = 0; k < m->nv; k++) tau[k] = -m->dof_damping[k] * qd[k];
+  /* joint springs (1-dof joints only; dof_stiffness is 0 elsewhere) */
+  for (int i = 1; i < m->nbody; i++) {
+    int da = m->jnt_dofadr[i];
+    if (m->jnt_nv[i] == 1 && m->dof_stiffness[da] > 0)
+      tau[da] -= m->dof_stiffness[da] * (q[m->jnt_qadr[i]] - m->dof_springref[da]);
+  }
   for (int i = 1; i < m->nbody; i++) {
     int qa = m->jnt_qadr[i], da = m->jnt_dofadr[i];
     for (int k = 0; k < m->jnt_nv[i]; k++) {

@@ -148,14 +148,13 @@ static void test_humanoid(void) {
   ENSURE(info.actuator == NULL && info.nactuator == 0);
 
   /* one warning per unsupported kind, in file order, with counts */
-  ENSURE_MSG(w.count == 10, "%d warnings", w.count);
-  ENSURE(has_warning(&w, "humanoid.xml:29: <asset>: element not supported", NULL));
-  ENSURE(has_warning(&w, ":42: <joint> in <default class=\"body\">: attribute stiffness",
-                     "(9 occurrences)"));
+  ENSURE_MSG(w.count == 9, "%d warnings", w.count);
+  ENSURE(has_warning(&w, "humanoid.xml:30: <texture>: visual only", "(3 occurrences)"));
+  ENSURE(has_warning(&w, ":33: <material name=\"body\">: visual only", "(2 occurrences)"));
   ENSURE(has_warning(&w, ":41: <geom> in <default class=\"body\">: attribute condim",
                      "(2 occurrences)"));
   ENSURE(has_warning(&w, ":65: <camera name=\"back\">", "(3 occurrences)"));
-  ENSURE(strstr(w.msg[0], ":29:") != NULL && strstr(w.msg[9], ":65:") != NULL);
+  ENSURE(strstr(w.msg[0], ":30:") != NULL && strstr(w.msg[8], ":65:") != NULL);
 
   /* it compiles, and the option block reached the spec */
   khzModel *m = compile(s);
@@ -197,10 +196,10 @@ static void test_features(void) {
     return;
   }
 
-  /* the ellipsoid is the only warning: its mass counts, its shape is left out */
+  /* the ellipsoid is the only warning: its mass counts, it collides as a convex hull */
   ENSURE_MSG(w.count == 1 && has_warning(&w, ":37: <geom name=\"base_ell\">: ellipsoid", NULL),
              "%d warnings: %s", w.count, w.msg[0]);
-  ENSURE(khz_spec_ngeom(s) == 17);
+  ENSURE(khz_spec_ngeom(s) == 18);
 
   /* fullinertia is kept exactly; the body frame sits at rail_y's anchor (.1 0 0) */
   khzBodySpec *rail = khz_spec_body(s, find_body(s, "rail"));
@@ -240,7 +239,7 @@ static void test_features(void) {
     ENSURE(gs->rgba[0] == 0.2 && gs->rgba[2] == 0.6);
     if (gs->type == KHZ_GEOM_CYLINDER) ENSURE(gs->size[0] == 0.05 && gs->size[2] == 0.3);
   }
-  ENSURE(nbase == 4); /* box, cylinder, light sphere, ghost sphere */
+  ENSURE(nbase == 5); /* box, cylinder, light sphere, ghost sphere, ellipsoid */
 
   /* a plane on a welded body */
   int ped = find_body(s, "pedestal"), nplane = 0;
@@ -367,7 +366,7 @@ static void test_warnings(void) {
       "    <body name='a'>\n"
       "      <joint name='j' stiffness='3' axis='1 0 0'/>\n"
       "      <geom size='.1' condim='1' friction='.5 .1 .01'><plugin/></geom>\n"
-      "      <geom type='mesh' mesh='m'/>\n"
+      "      <geom type='sdf'/>\n"
       "      <site name='s'/>\n"
       "      <site name='t'/>\n"
       "    </body>\n"
@@ -383,21 +382,19 @@ static void test_warnings(void) {
   ENSURE_MSG(khz_loadMJCFString(s, xml, "w.xml", &opt, err, sizeof err) == 1, "%s", err);
   static const char *const expect[] = {
       "w.xml:2: <size>: element not supported by khz (ignored)",
-      "w.xml:3: <option>: attribute wind is not supported by khz (ignored)",
-      "w.xml:3: <option>: integrator=\"implicit\" is not supported by khz: Euler is used",
-      "w.xml:3: <flag>: element not supported by khz (ignored)",
-      "w.xml:6: <joint name=\"j\">: attribute stiffness is not supported by khz (ignored)",
+      "w.xml:3: <option>: attribute wind: khz has no fluid forces; the model moves as in vacuum",
+      "w.xml:3: <option>: integrator=\"implicit\" is not supported by khz: semi-implicit Euler is "
+      "used (damping is integrated explicitly, so a small timestep may be needed)",
       "w.xml:7: <plugin>: element not supported by khz (ignored)",
       "w.xml:7: <geom>: attribute condim is not supported by khz (ignored)",
       "w.xml:7: <geom>: torsional and rolling friction are not supported by khz (ignored)",
-      "w.xml:8: <geom>: attribute mesh is not supported by khz (ignored)",
-      "w.xml:8: <geom>: mesh geoms are not supported by khz: left out, with their mass and inertia",
+      "w.xml:8: <geom>: sdf geoms are not supported by khz: left out, with their mass and inertia",
       "w.xml:9: <site name=\"s\">: element not supported by khz (ignored) (2 occurrences)",
-      "w.xml:13: <position>: actuator not supported by khz (ignored; khz takes joint torques)",
       "w.xml:13: <motor>: attribute tendon is not supported by khz (ignored)",
-      "w.xml:13: <motor>: a motor that does not drive a joint (tendon, site, body) is not "
-      "supported by khz (ignored)",
-      "w.xml:14: <sensor>: element not supported by khz (ignored)",
+      "w.xml:13: <motor>: an actuator that does not drive a joint (tendon, site, body) is not "
+      "supported by khz: the model has no such command",
+      "w.xml:14: <sensor>: sensors are not read by khz: the state (q, qd, body poses, contacts) "
+      "carries what they would measure",
   };
   int n = (int)(sizeof expect / sizeof expect[0]);
   ENSURE_MSG(w.count == n, "%d warnings", w.count);
@@ -500,7 +497,7 @@ static void test_bad_input(void) {
       {"<mujoco><compiler coordinate='global'/></mujoco>",
        "<compiler>: coordinate=\"global\" is not supported (only local)"},
       {"<mujoco>\n<include file='x.xml'/></mujoco>",
-       "bad.xml:2: <include>: <include> is not supported by khz (merge the files first)"},
+       "bad.xml:2: <include>: included file \"x.xml\" not found (looked for x.xml"},
       {"<mujoco><worldbody><body><composite type='grid' count='2 2 "
        "1'/></body></worldbody></mujoco>",
        "<composite>: <composite> is not supported by khz (it would change the body tree)"},
@@ -511,6 +508,25 @@ static void test_bad_input(void) {
       {"<mujoco><compiler angle='grad'/></mujoco>",
        "<compiler>: attribute angle=\"grad\" is not one of radian, degree"},
       {"<mujoco><option timestep='-1'/></mujoco>", "<option>: timestep must be positive"},
+      {"<mujoco><option timestep='0.5'/></mujoco>", "<option>: timestep 0.5 s is outside 0.0001..0.01 s"},
+      {"<mujoco><option><flag gravity='off'/></option></mujoco>",
+       "bad.xml:1: <flag>: attribute gravity=\"off\" is not one of disable, enable"},
+      {"<mujoco><worldbody><body><geom type='mesh' mesh='nope'/></body></worldbody></mujoco>",
+       "bad.xml:1: <geom>: unknown mesh \"nope\""},
+      {"<mujoco><asset><mesh file='missing.stl'/></asset><worldbody><body><geom type='mesh' "
+       "mesh='missing'/></body></worldbody></mujoco>",
+       "bad.xml:1: <mesh>: mesh file \"missing.stl\" not found (looked for missing.stl)"},
+      {"<mujoco><asset><mesh file='a.stl'/><mesh file='b/a.obj'/></asset></mujoco>",
+       "bad.xml:1: <mesh>: repeated mesh name \"a\""},
+      {"<mujoco><worldbody><body name='a'/></worldbody><contact><exclude body1='a' "
+       "body2='b'/></contact></mujoco>",
+       "bad.xml:1: <exclude>: unknown body \"b\""},
+      {"<mujoco><worldbody><body><joint/><geom size='1'/></body></worldbody><keyframe><key "
+       "qpos='1 2'/></keyframe></mujoco>",
+       "bad.xml:1: <key>: qpos has 2 numbers; the model needs 1"},
+      {"<mujoco><worldbody><body><joint stiffness='-1'/><geom size='1'/></body></worldbody>"
+       "</mujoco>",
+       "bad.xml:1: <joint>: negative stiffness"},
       {"<mujoco><worldbody><body "
        "name='a_name_that_is_much_too_long_to_fit_in_sixty_three_characters_xx'/>"
        "</worldbody></mujoco>",
@@ -565,6 +581,232 @@ static void test_bad_input(void) {
   ENSURE(memcmp(&scene, &before, sizeof scene) == 0);
 }
 
+
+/* ------------------------------------------------------------- issue 19 -- */
+
+/* <include>: dm_control's cartpole and its common/ files; errors in included
+ * files name that file and line */
+static void test_include(void) {
+  khzSpec *s = khz_spec_new();
+  warnings w = {0};
+  khzMjcfOptions opt;
+  khzMjcfInfo info;
+  options(&opt, &w);
+  opt.info = &info;
+  char err[1024] = "";
+  int rc = khz_loadMJCF(s, DATA "dm_control/cartpole.xml", &opt, err, sizeof err);
+  ENSURE_MSG(rc == 1, "%s", err);
+  if (rc == 1) {
+    ENSURE(strcmp(info.model, "cart-pole") == 0 && info.timestep == 0.01);
+    ENSURE(find_joint(s, "slider") > 0 && find_joint(s, "hinge_1") > 0);
+    /* the included visual and skybox files' elements warn with their own file name */
+    ENSURE_MSG(has_warning(&w, "dm_control/./common/skybox.xml:", "texture"), "%s", w.msg[0]);
+    khz_mjcf_freeInfo(&info);
+    khzModel *m = compile(s);
+    khz_deleteModel(&m);
+  }
+  khz_spec_destroy(&s);
+
+  /* Menagerie's iiwa: scene.xml includes the robot; its <exclude> keeps the base's and
+   * link1's overlapping spheres apart; its visual meshes (not in the repo) are not read */
+  s = khz_spec_new();
+  rc = khz_loadMJCF(s, DATA "menagerie/kuka_iiwa_14/scene.xml", &opt, err, sizeof err);
+  ENSURE_MSG(rc == 1, "%s", err);
+  if (rc == 1) {
+    ENSURE(info.nkey == 1 && strcmp(info.key[0].name, "home") == 0 && info.nactuator == 7);
+    if (info.nactuator == 7) ENSURE(info.actuator[1].type == KHZ_MJCF_GENERAL &&
+                                    info.actuator[1].gain == 2000 &&
+                                    info.actuator[1].bias[1] == -2000 &&
+                                    info.actuator[1].bias[2] == -200);
+    khz_mjcf_freeInfo(&info);
+    khzModel *m = compile(s);
+    if (m) {
+      ENSURE(m->nexclude == 1 && strcmp(m->body_name[m->exclude_body[0]], "base") == 0 &&
+             strcmp(m->body_name[m->exclude_body[1]], "link1") == 0);
+      for (int g = 0; g < m->ngeom; g++) ENSURE(m->geom_meshid[g] < 0); /* no mesh read */
+    }
+    khz_deleteModel(&m);
+  }
+  khz_spec_destroy(&s);
+
+  /* the working directory does not matter: paths are relative to the model file */
+  static const struct {
+    const char *file, *expect;
+  } bad[] = {
+      {"mjcf_include/bad_main.xml",
+       "mjcf_include/bad_part.xml:4: <geom>: unknown default class \"nope\""},
+      {"mjcf_include/loop.xml", "<include> nested more than 16 deep"},
+      {"mjcf_include/not_mujoco.xml",
+       "not_mujoco.xml:2: <include>: included file \"robot.urdf.xml\": the root "
+       "element must be <mujoco>"},
+      {"mjcf_include/malformed.xml", "mjcf_include/broken.xml:4: malformed XML: "},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    s = khz_spec_new();
+    char path[256];
+    snprintf(path, sizeof path, DATA "%s", bad[i].file);
+    err[0] = 0;
+    ENSURE_MSG(khz_loadMJCF(s, path, &opt, err, sizeof err) == -1, "%s loaded", path);
+    ENSURE_MSG(strstr(err, bad[i].expect) != NULL, "'%s', expected '%s'", err, bad[i].expect);
+    ENSURE(khz_spec_nbody(s) == 1 && khz_spec_ngeom(s) == 0 && khz_spec_nmesh(s) == 0);
+    khz_spec_destroy(&s);
+  }
+  s = khz_spec_new();
+  ENSURE(khz_loadMJCF(s, DATA "mjcf_include/malformed.xml", &opt, err, sizeof err) == -1);
+  ENSURE_MSG(strstr(err, "(included from " DATA "mjcf_include/malformed.xml:2)") != NULL, "%s",
+             err);
+  khz_spec_destroy(&s);
+}
+
+/* meshes, an ellipsoid, stiffness, an exclusion, a position actuator and a key
+ * (tests/loader/data/mjcf_meshes.xml; its masses are checked against MuJoCo by
+ * tests/oracle/test_mjcf_oracle.c) */
+static void test_meshes(void) {
+  khzSpec *s = khz_spec_new();
+  warnings w = {0};
+  khzMjcfOptions opt;
+  khzMjcfInfo info;
+  options(&opt, &w);
+  opt.info = &info;
+  char err[1024] = "";
+  int rc = khz_loadMJCF(s, DATA "mjcf_meshes.xml", &opt, err, sizeof err);
+  ENSURE_MSG(rc == 1, "%s", err);
+  if (rc != 1) {
+    khz_spec_destroy(&s);
+    return;
+  }
+  /* the ellipsoid is the only warning (exactmeshinertia is set) */
+  ENSURE_MSG(w.count == 1 && has_warning(&w, "mjcf_meshes.xml:25: <geom>: ellipsoids have no khz "
+                                             "shape: each collides as the convex hull of 114",
+                                         NULL),
+             "%d warnings: %s", w.count, w.msg[0]);
+
+  /* geoms: floor, two collision meshes, the ellipsoid's hull, a visual mesh not read */
+  ENSURE(khz_spec_ngeom(s) == 5 && khz_spec_nmesh(s) == 3);
+  int nvisual = 0, ncollide = 0;
+  for (int g = 0; g < khz_spec_ngeom(s); g++) {
+    khzGeomSpec *gs = khz_spec_geom(s, g);
+    if (gs->type != KHZ_GEOM_MESH) continue;
+    if (gs->visual) {
+      nvisual++;
+      ENSURE(gs->mesh == -1 && strstr(gs->meshfile, "meshes/link_3.0.stl") != NULL);
+      ENSURE(gs->size[0] == 1.5); /* the mesh default's scale */
+    } else {
+      ncollide++;
+      ENSURE(gs->mesh >= 0 && gs->convex == 1);
+    }
+  }
+  ENSURE(nvisual == 1 && ncollide == 3);
+
+  /* the spring, the position actuator's torque, the key */
+  khzBodySpec *b = khz_spec_body(s, find_joint(s, "hb"));
+  ENSURE(b->stiffness == 0.02 && b->springref == 0.3 && b->effort_limit == 3);
+  ENSURE(info.nactuator == 1 && info.nkey == 1 && info.nq == 8 && info.nv == 7);
+  if (info.nactuator == 1) {
+    const khzMjcfActuator *a = &info.actuator[0];
+    ENSURE(a->type == KHZ_MJCF_POSITION && a->gain == 20 && a->bias[1] == -20);
+    ENSURE_NEAR(khz_mjcf_actuatorTorque(a, 0.2, 0.1, 0), 2, 1e-15); /* 20 (0.2 - 0.1) */
+    ENSURE_NEAR(khz_mjcf_actuatorTorque(a, 0.5, 0.1, 0), 3, 1e-15); /* forcerange */
+    ENSURE_NEAR(khz_mjcf_actuatorTorque(a, 5, 0, 0), 3, 1e-15);     /* ctrlrange, then force */
+    ENSURE(khz_mjcf_actuatorTorque(a, NAN, 0, 0) == 0);
+  }
+  if (info.nkey == 1) {
+    ENSURE(strcmp(info.key[0].name, "bent") == 0);
+    ENSURE(info.key[0].qpos[2] == 0.5 && info.key[0].qpos[7] == 0.4 && info.key[0].qvel[0] == 0);
+    ENSURE(info.key[0].ctrl[0] == 0);
+  }
+  khz_mjcf_freeInfo(&info);
+  ENSURE(info.nkey == 0 && info.key == NULL);
+
+  /* compiled: the exclusion, the spring in the passive forces */
+  khzModel *m = compile(s);
+  if (m) {
+    ENSURE(m->nexclude == 1);
+    if (m->nexclude == 1)
+      ENSURE(strcmp(m->body_name[m->exclude_body[0]], "a") == 0 &&
+             strcmp(m->body_name[m->exclude_body[1]], "b") == 0);
+    khzData *d = khz_makeData(m, 0);
+    int j = khz_name2joint(m, "hb"), dof = m->jnt_dofadr[j];
+    double *tau = calloc((size_t)m->nv, sizeof *tau);
+    d->q[m->jnt_qadr[j]] = 0.1;
+    khz_passive(m, d, d->q, d->qd, tau);
+    ENSURE_NEAR(tau[dof], -0.02 * (0.1 - 0.3), 1e-14);
+    free(tau);
+    khz_deleteData(&d);
+    khz_deleteModel(&m);
+  }
+  khz_spec_destroy(&s);
+
+  /* a named key as the initial state; an unknown one is an error */
+  s = khz_spec_new();
+  opt.info = NULL;
+  opt.keyframe = "bent";
+  ENSURE_MSG(khz_loadMJCF(s, DATA "mjcf_meshes.xml", &opt, err, sizeof err) == 1, "%s", err);
+  if (khz_spec_nbody(s) == 3) {
+    ENSURE(khz_spec_body(s, find_joint(s, "hb"))->q0[0] == 0.4);
+    ENSURE(khz_spec_body(s, find_body(s, "a"))->q0[2] == 0.5);
+  }
+  khz_spec_destroy(&s);
+  s = khz_spec_new();
+  opt.keyframe = "home";
+  ENSURE(khz_loadMJCF(s, DATA "mjcf_meshes.xml", &opt, err, sizeof err) == -1);
+  ENSURE_MSG(strstr(err, "no <key name=\"home\"> in the model (1 keys)") != NULL, "%s", err);
+  ENSURE(khz_spec_nbody(s) == 1 && khz_spec_nmesh(s) == 0 && khz_spec_nexclude(s) == 0);
+  khz_spec_destroy(&s);
+}
+
+/* <option> flags, timestep, fluid; a multi-joint body and its moving parent */
+static void test_flags(void) {
+  const char *xml =
+      "<mujoco>\n"
+      "  <option timestep='0.005' density='1.2'>\n"
+      "    <flag gravity='disable' contact='disable' limit='disable' frictionloss='disable'"
+      " energy='enable' equality='disable'/>\n"
+      "  </option>\n"
+      "  <worldbody>\n"
+      "    <geom type='plane' size='1 1 1'/>\n"
+      "    <body name='a'><freejoint/><geom size='.1'/>\n"
+      "      <body name='b'>\n"
+      "        <joint name='j1' axis='1 0 0' range='-1 1' limited='true' frictionloss='1'/>\n"
+      "        <joint name='j2' axis='0 1 0'/><geom size='.1'/>\n"
+      "      </body>\n"
+      "    </body>\n"
+      "  </worldbody>\n"
+      "</mujoco>\n";
+  khzSpec *s = khz_spec_new();
+  warnings w = {0};
+  khzMjcfOptions opt;
+  khzMjcfInfo info;
+  options(&opt, &w);
+  opt.info = &info;
+  char err[1024] = "";
+  ENSURE_MSG(khz_loadMJCFString(s, xml, "f.xml", &opt, err, sizeof err) == 1, "%s", err);
+  ENSURE(info.gravity[0] == 0 && info.gravity[1] == 0 && info.gravity[2] == 0);
+  ENSURE(info.timestep == 0.005);
+  khz_mjcf_freeInfo(&info);
+  static const char *const expect[] = {
+      "f.xml:2: <option>: attribute density: khz has no fluid forces; the model moves as in "
+      "vacuum",
+      "f.xml:3: <flag>: equality=\"disable\" is not supported by khz: it behaves as if enabled "
+      "(khz has no equality constraints)",
+  };
+  ENSURE_MSG(w.count == 2, "%d warnings", w.count);
+  for (int i = 0; i < 2 && i < w.count; i++)
+    ENSURE_MSG(strcmp(w.msg[i], expect[i]) == 0, "'%s', expected '%s'", w.msg[i], expect[i]);
+  for (int g = 0; g < khz_spec_ngeom(s); g++)
+    ENSURE(khz_spec_geom(s, g)->contype == 0 && khz_spec_geom(s, g)->conaffinity == 0);
+  khzBodySpec *j1 = khz_spec_body(s, find_joint(s, "j1"));
+  ENSURE(!j1->limited && j1->friction == 0);
+  /* b's last link and a: excluded (the massless link b:j1 sits between them) */
+  ENSURE(khz_spec_nexclude(s) == 1);
+  khzModel *m = compile(s);
+  if (m && m->nexclude == 1)
+    ENSURE(strcmp(m->body_name[m->exclude_body[0]], "a") == 0 &&
+           strcmp(m->body_name[m->exclude_body[1]], "b") == 0);
+  khz_deleteModel(&m);
+  khz_spec_destroy(&s);
+}
+
 int main(void) {
   const char *root = getenv("KHZ_SOURCE_ROOT");
   if (root && chdir(root) != 0) {
@@ -576,5 +818,8 @@ int main(void) {
   test_options();
   test_warnings();
   test_bad_input();
+  test_include();
+  test_meshes();
+  test_flags();
   return ensure_report();
 }

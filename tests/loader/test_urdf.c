@@ -502,11 +502,45 @@ static const bad_case bad_cases[] = {
     {"bad_inf.urdf", ":10: <joint name=\"j\">", "effort=\"inf\""},
     {"bad_joint_type.urdf", ":6: <joint name=\"j\">", "unknown joint type \"ball\""},
     {"bad_planar.urdf", ":6: <joint name=\"j\">", "planar joints are not supported"},
-    {"bad_mimic.urdf", ":18: <joint name=\"j2\">", "mimic joints are not supported"},
     {"bad_no_limit.urdf", ":6: <joint name=\"j\">", "needs <limit"},
     {"bad_floating_inner.urdf", ":6: <joint name=\"j\">", "floating joint must have the world"},
     {"bad_box_size.urdf", ":4: <link name=\"a\">", "must be positive"},
 };
+
+/* issue 19: what published robots contain loads, with a warning where khz
+ * differs: mimic joints, zero-size shapes, a massless root link with inertia */
+static void test_tolerated(void) {
+  khzSpec *s = khz_spec_new();
+  warnings w = {0};
+  khzUrdfOptions opt;
+  options(&opt, &w);
+  char err[512] = "";
+  ENSURE_MSG(khz_loadURDF(s, DATA "bad_mimic.urdf", &opt, err, sizeof err) > 0, "%s", err);
+  ENSURE_MSG(w.count == 1 && strstr(w.last, "bad_mimic.urdf:18: <joint name=\"j2\">: mimic "
+                                              "joints are not supported by khz: this joint moves "
+                                              "independently of") != NULL,
+             "%d warnings: %s", w.count, w.last);
+  khz_spec_destroy(&s);
+
+  s = khz_spec_new();
+  w.count = 0;
+  ENSURE_MSG(khz_loadURDF(s, DATA "zero_size.urdf", &opt, err, sizeof err) > 0, "%s", err);
+  ENSURE(khz_spec_ngeom(s) == 1); /* the box stays, the zero sphere is left out */
+  ENSURE_MSG(w.count == 1 && strstr(w.last, "zero_size.urdf:6: <link name=\"toe\">: <sphere>: "
+                                              "size 0: this collision geom is left out") != NULL,
+             "%d warnings: %s", w.count, w.last);
+  /* its root link has inertia and no mass: welded, it is fused with the world */
+  khzModel *m = khz_compile(s, err, sizeof err);
+  ENSURE_MSG(m != NULL, "%s", err);
+  khz_deleteModel(&m);
+  khz_spec_destroy(&s);
+  s = khz_spec_new();
+  opt.floating_base = 1;
+  ENSURE(khz_loadURDF(s, DATA "zero_size.urdf", &opt, err, sizeof err) == -1);
+  ENSURE_MSG(strstr(err, "zero_size.urdf:3: <link name=\"base\">: the root link has inertia but "
+                         "zero mass: as a floating base it needs a mass") != NULL, "%s", err);
+  khz_spec_destroy(&s);
+}
 
 static void test_bad_input(void) {
   /* a spec that already holds a robot, so that "unchanged" means something */
@@ -551,5 +585,6 @@ int main(void) {
   test_meshes();
   test_string();
   test_bad_input();
+  test_tolerated();
   return ensure_report();
 }

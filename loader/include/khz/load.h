@@ -48,13 +48,15 @@ int khz_loadURDFString(khzSpec *spec, const char *xml, const char *name,
 
 /* ------------------------------------------------------------------ MJCF -- */
 
-/* MJCF (MuJoCo's XML format) for the subset that MuJoCo's sample humanoid
- * needs: nested bodies, hinge / slide / ball / free joints, sphere / capsule /
- * cylinder / box / plane geoms (fromto included), <default> classes, inertia
- * from geom density, <inertial>, joint damping / armature / frictionloss /
- * limits, <motor> actuators, <compiler> angle / eulerseq / autolimits and
- * <option> timestep / gravity / integrator. docs/mjcf.md lists the subset, the
- * mapping and the warnings.
+/* MJCF (MuJoCo's XML format): nested bodies, hinge / slide / ball / free
+ * joints, sphere / capsule / cylinder / box / plane / mesh geoms (fromto
+ * included; ellipsoids as convex hulls), <include>, <default> classes, mesh
+ * assets, inertia from geom density (meshes included), <inertial>, joint
+ * damping / armature / frictionloss / limits / springs, motor / position /
+ * velocity / general actuators, <contact><exclude>, <keyframe>, <compiler>
+ * angle / eulerseq / autolimits / meshdir / ... and <option> timestep /
+ * gravity / integrator / <flag>. docs/mjcf.md lists what is read, the mapping
+ * and the warnings.
  *
  * khz has exactly one joint per body: an MJCF body with n > 1 joints becomes a
  * chain of n khz bodies, one joint each; the first n - 1 are massless and
@@ -63,13 +65,22 @@ int khz_loadURDFString(khzSpec *spec, const char *xml, const char *name,
  * anchor (MJCF joint pos), with the MJCF body's orientation; geoms, the
  * centre of mass and child bodies are re-expressed there. Bodies with no joint
  * or a free joint keep the MJCF body frame exactly. khz takes joint torques,
- * not actuator controls: a <motor> only sets its joint's effort limit to
- * |gear| * max|ctrlrange| (and |gear| * max|forcerange| when that is smaller);
- * the motors themselves are reported in khzMjcfInfo, so that a controller can
- * apply tau = gear * ctrl. Unnamed bodies and joints are called "bodyN" and
+ * not actuator controls: an actuator bounds its joint's effort limit, and is
+ * reported in khzMjcfInfo so that a controller can apply its torque
+ * (khz_mjcf_actuatorTorque). Unnamed bodies and joints are called "bodyN" and
  * "jointN" with MuJoCo's ids. */
 
-/* One <motor> of the file. */
+/* Actuator kinds (khzMjcfActuator.type). */
+typedef enum khzMjcfActuatorType {
+  KHZ_MJCF_MOTOR = 0,
+  KHZ_MJCF_POSITION,
+  KHZ_MJCF_VELOCITY,
+  KHZ_MJCF_GENERAL
+} khzMjcfActuatorType;
+
+/* One actuator (<motor>, <position>, <velocity>, <general>) on a joint: the
+ * model's own command interface. Its joint torque for a control ctrl at the
+ * joint's position q and velocity qd is khz_mjcf_actuatorTorque(). */
 typedef struct khzMjcfActuator {
   char name[KHZ_NAME_MAX];  /* the motor's name ("" when unnamed) */
   char joint[KHZ_NAME_MAX]; /* the khz joint it drives (with the name prefix) */
@@ -78,7 +89,26 @@ typedef struct khzMjcfActuator {
   double ctrlrange[2];
   int forcelimited;
   double forcerange[2];     /* bounds on the motor force (= ctrl, unit gain), before the gear */
+  khzMjcfActuatorType type;
+  double gain;              /* force = gain ctrl + bias[0] + bias[1] gear q + bias[2] gear qd */
+  double bias[3];           /* (position: gain kp, bias 0 -kp -kv; velocity: gain kv, bias 0 0
+                               -kv; motor: gain 1, no bias; general: gainprm[0], biasprm) */
 } khzMjcfActuator;
+
+/* The joint torque of actuator a for control ctrl at joint position q and
+ * velocity qd, MuJoCo's rule: ctrl clamped to ctrlrange (when limited), the
+ * force gain ctrl + bias clamped to forcerange (when limited), times gear. */
+double khz_mjcf_actuatorTorque(const khzMjcfActuator *a, double ctrl, double q, double qd);
+
+/* One <key> of <keyframe>: a named state, laid out as khz's q and qd (which
+ * equal MuJoCo's qpos and qvel for an MJCF model loaded alone). */
+typedef struct khzMjcfKey {
+  char name[KHZ_NAME_MAX]; /* "" when unnamed */
+  double time;
+  double *qpos;            /* nq of the loaded bodies (the key's or, when absent, qpos0) */
+  double *qvel;            /* nv (zero when absent) */
+  double *ctrl;            /* nactuator (zero when absent) */
+} khzMjcfKey;
 
 /* What the file says beyond the bodies (filled on success when requested). */
 typedef struct khzMjcfInfo {
@@ -88,6 +118,9 @@ typedef struct khzMjcfInfo {
   khzIntegrator integrator; /* <option integrator>: Euler -> KHZ_INT_EULER, RK4 -> KHZ_INT_RK4 */
   int nactuator;
   khzMjcfActuator *actuator; /* nactuator entries, owned: free with khz_mjcf_freeInfo */
+  int nq, nv;               /* sizes of the keys' qpos and qvel */
+  int nkey;
+  khzMjcfKey *key;          /* nkey entries, owned: free with khz_mjcf_freeInfo */
 } khzMjcfInfo;
 
 typedef struct khzMjcfOptions {
@@ -99,6 +132,8 @@ typedef struct khzMjcfOptions {
   khzMjcfInfo *info;       /* when not NULL, filled on success (free with khz_mjcf_freeInfo) */
   khzWarnFn warn;
   void *warn_user;
+  const char *keyframe;    /* when not NULL, the <key> of this name sets the initial state
+                              (q0, qd0); a name that no key has is an error */
 } khzMjcfOptions;
 
 /* Defaults: no prefix, identity base pose, world geoms added, <option> applied,

@@ -122,6 +122,9 @@ typedef struct khzBodySpec {
   double qd0[6];                 /* initial joint velocity, the joint's nv entries (floating:
                                     linear velocity of the origin in the parent frame, then
                                     angular velocity in the body frame); zero by default */
+  double stiffness;              /* joint spring (revolute, continuous, prismatic):
+                                    tau = -stiffness (q - springref); 0 = none */
+  double springref;              /* the spring's rest position, rad or m */
 } khzBodySpec;
 
 /* One geometry attached to a body (collision or visual). */
@@ -198,6 +201,14 @@ int khz_spec_addGeom(khzSpec *spec, const khzGeomSpec *g);
 /* Drops every body and geom from index nbody / ngeom on (used by loaders to
  * undo a partial load). */
 void khz_spec_truncate(khzSpec *spec, int nbody, int ngeom);
+
+/* Excludes contact between the geoms of two bodies (spec indices; MJCF
+ * <contact><exclude>). Returns the exclusion's index or -1 (out of memory).
+ * khz_spec_truncateExcludes drops them from index n on (loaders undoing a
+ * partial load). */
+int khz_spec_addExclude(khzSpec *spec, int body1, int body2);
+int khz_spec_nexclude(const khzSpec *spec);
+void khz_spec_truncateExcludes(khzSpec *spec, int n);
 
 /* Drops meshes from index nmesh on; khz_spec_nmesh counts them. */
 void khz_spec_truncateMeshes(khzSpec *spec, int nmesh);
@@ -279,6 +290,8 @@ typedef struct khzModel {
                                spring and the friction regularisation to the timestep */
   double *dof_armature;
   double *dof_effort;       /* 0 = unlimited */
+  double *dof_stiffness;    /* joint spring of 1-dof joints, 0 = none */
+  double *dof_springref;    /* its rest position */
 
   /* initial state */
   double *q0;               /* nq */
@@ -299,6 +312,10 @@ typedef struct khzModel {
   unsigned *geom_contype;
   unsigned *geom_conaffinity;
   double *geom_gain;        /* 3 per geom: kp kv ki overrides, 0 = default */
+
+  /* body pairs whose geoms never collide (khz_spec_addExclude) */
+  int nexclude;
+  int *exclude_body;        /* 2 per pair */
 
   /* meshes: vertices (3 doubles) and triangles (3 ints) of all meshes, concatenated */
   int *mesh_vertadr;

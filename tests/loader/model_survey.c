@@ -1,0 +1,378 @@
+/* model_survey.c — loads every model under a folder with khz and runs those
+ * that load on the floor (issue 19).
+ *
+ *   build/tests/loader/khz-model-survey [--seconds S] [--quiet] DIR...
+ *
+ * Every .urdf and .xml file under DIR (recursively, sorted) is a model, except
+ * MJCF fragments (.xml files without a <worldbody>, e.g. dm_control's
+ * common/ files, which other files include). For each model it prints one line:
+ *
+ *   MODEL  FORMAT  load OK|ERROR  [run: finite, floor, energy] [first error]
+ *
+ * A model that loads is placed on a ground plane (added unless the world
+ * already has a plane: z = 0, or lower when a geom's bounding sphere reaches
+ * below 0 at the start, e.g. a hand welded at the origin) with contact on (penalty, automatic gains), zero
+ * commands, and run S seconds (5 by default) at its own timestep:
+ *   - finite: no step was rolled back as non-finite (KHZ_WARN_BADSTATE) and
+ *     the final state is finite;
+ *   - floor: no moving body's centre of mass went more than 1 cm below the
+ *     floor (bodies that start below it are not counted), and the deepest
+ *     contact against a world geom stayed under 1 cm;
+ *   - energy: kinetic + potential (gravity, joint springs) energy never rose more than
+ *     0.1 J + 1% of m g (1 m) above its initial value (m the total mass).
+ * URDF robots get a floating base, raised so that their lowest body origin
+ * is 0.5 m above the floor, unless their root link is massless (an arm:
+ * welded at the origin), without self-collision (a scene's default,
+ * docs/scene-format.md); MJCF models keep their own poses, joints and
+ * contact filters.
+ * The last line counts: models, load OK, run OK (all three checks). With
+ * --require-all the exit status is 1 unless every model loads and runs OK.
+ * Files may be given instead of folders.
+ * Warnings of the loaders are counted, not printed (--verbose prints them);
+ * --trace prints the energy and the deepest contact every 0.05 s.
+ */
+#define _XOPEN_SOURCE 700
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "khz/load.h"
+
+static int verbose, trace, require_all;
+static int nwarn;
+
+static void on_warn(void *user, const char *msg) {
+  (void)user;
+  nwarn++;
+  if (verbose) printf("    warning: %s\n", msg);
+}
+
+/* ------------------------------------------------------------ the files -- */
+
+static char **files;
+static int nfiles, capfiles;
+
+static int has_ext(const char *p, const char *ext) {
+  size_t n = strlen(p), e = strlen(ext);
+  return n > e && strcmp(p + n - e, ext) == 0;
+}
+
+static int is_fragment(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return 0;
+  char buf[1 << 16];
+  int found = 0;
+  size_t n;
+  while (!found && (n = fread(buf, 1, sizeof buf - 1, f)) > 0) {
+    buf[n] = 0;
+    if (strstr(buf, "<worldbody") || strstr(buf, "<include")) found = 1;
+  }
+  fclose(f);
+  return !found;
+}
+
+static void add_file(const char *path) {
+  if (nfiles == capfiles) {
+    capfiles = capfiles ? 2 * capfiles : 64;
+    char **f = realloc(files, (size_t)capfiles * sizeof *files);
+    if (!f) exit(3);
+    files = f;
+  }
+  files[nfiles++] = strdup(path);
+}
+
+static void walk(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.') continue;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    struct stat st;
+    if (stat(path, &st)) continue;
+    if (S_ISDIR(st.st_mode)) {
+      walk(path);
+    } else if (has_ext(path, ".urdf") || (has_ext(path, ".xml") && !is_fragment(path))) {
+      add_file(path);
+    }
+  }
+  closedir(d);
+}
+
+static int cmp(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* ------------------------------------------------------------- the runs -- */
+
+static double floor_z; /* the height of the floor the survey added (0 when the model has one) */
+
+typedef struct result {
+  int finite, floor, energy;
+  double sink;      /* deepest a moving com went below the floor (m) */
+  double depth;     /* deepest contact against a world geom (m) */
+  double gain;      /* largest energy rise (J) */
+  double tol;       /* allowed rise (J) */
+  double t_fail;    /* time of the first non-finite step, or -1 */
+} result;
+
+/* kinetic + gravity + joint-spring energy */
+static double total_energy(const khzModel *m, khzData *d) {
+  double k, p;
+  khz_kinematics(m, d);
+  khz_energy(m, d, &k, &p);
+  for (int b = 1; b < m->nbody; b++) {
+    int dof = m->jnt_dofadr[b];
+    if (m->jnt_nv[b] != 1 || m->dof_stiffness[dof] == 0) continue;
+    double x = d->q[m->jnt_qadr[b]] - m->dof_springref[dof];
+    p += 0.5 * m->dof_stiffness[dof] * x * x;
+  }
+  return k + p;
+}
+
+static void run(const khzModel *m, double seconds, result *r) {
+  khzData *d = khz_makeData(m, 0);
+  memset(r, 0, sizeof *r);
+  r->t_fail = -1;
+  if (!d) return;
+  double mass = 0;
+  for (int b = 1; b < m->nbody; b++) mass += m->body_mass[b];
+  double g = sqrt(m->gravity[0] * m->gravity[0] + m->gravity[1] * m->gravity[1] +
+                  m->gravity[2] * m->gravity[2]);
+  r->tol = 0.1 + 0.01 * mass * (g > 0 ? g : 9.81);
+  double e0 = total_energy(m, d);
+  double *z0 = calloc((size_t)m->nbody, sizeof *z0);
+  for (int b = 0; b < m->nbody; b++) z0[b] = d->xcom[3 * b + 2];
+  long steps = (long)ceil(seconds / m->timestep);
+  int finite = 1;
+  for (long s = 0; s < steps; s++) {
+    khz_step(m, d);
+    if (verbose && s == 0) /* the pairs in contact at the start, deepest point each */
+      for (int c = 0; c < d->ncontact; c++) {
+        const khzContact *ct = &d->contact[c];
+        printf("    contact at start: %s - %s, depth %.4f m\n", m->body_name[ct->body[0]],
+               m->body_name[ct->body[1]], d->cpoint[ct->point_adr + ct->deepest].depth);
+      }
+    if (d->warning[KHZ_WARN_BADSTATE] && r->t_fail < 0) r->t_fail = d->time;
+    for (int i = 0; i < m->nq; i++)
+      if (!isfinite(d->q[i])) finite = 0;
+    if (!finite || r->t_fail >= 0) break; /* the rest would be meaningless */
+    for (int b = 1; b < m->nbody; b++) {
+      if (m->body_root[b] == 0 || m->body_mass[b] <= 0) continue;
+      double z = d->xcom[3 * b + 2];
+      if (z0[b] >= floor_z - 0.01 && floor_z - z > r->sink) r->sink = floor_z - z;
+    }
+    for (int c = 0; c < d->ncontact; c++) {
+      const khzContact *ct = &d->contact[c];
+      if (ct->body[0] != 0 && ct->body[1] != 0) continue;
+      const khzContactPoint *p = &d->cpoint[ct->point_adr + ct->deepest];
+      if (p->depth > r->depth) r->depth = p->depth;
+    }
+    if (s % 10 == 9) {
+      double e = total_energy(m, d) - e0;
+      if (e > r->gain) r->gain = e;
+    }
+    if (trace && (s + 1) % (long)fmax(1, round(fmin(0.05, seconds / 40) / m->timestep)) == 0) {
+      double dmax = 0;
+      int pair = -1;
+      for (int c = 0; c < d->ncontact; c++) {
+        const khzContactPoint *p = &d->cpoint[d->contact[c].point_adr + d->contact[c].deepest];
+        if (p->depth > dmax) dmax = p->depth, pair = c;
+      }
+      printf("    t %.3f  energy %+.4g J  contacts %d  deepest %.4f m", d->time,
+             total_energy(m, d) - e0, d->ncontact, dmax);
+      if (pair >= 0)
+        printf(" (%s - %s)", m->body_name[d->contact[pair].body[0]],
+               m->body_name[d->contact[pair].body[1]]);
+      printf("\n");
+    }
+  }
+  r->finite = finite && r->t_fail < 0;
+  r->floor = r->sink <= 0.01 && r->depth <= 0.01;
+  r->energy = r->gain <= r->tol;
+  free(z0);
+  khz_deleteData(&d);
+}
+
+/* ------------------------------------------------------------ the loads -- */
+
+static int world_has_plane(khzSpec *spec) {
+  for (int i = 0; i < khz_spec_ngeom(spec); i++) {
+    khzGeomSpec *g = khz_spec_geom(spec, i);
+    if (g->body == 0 && g->type == KHZ_GEOM_PLANE) return 1;
+  }
+  return 0;
+}
+
+static khzModel *load(const char *path, char *err, size_t errsz) {
+  floor_z = 0;
+  int welded = 0;
+  khzSpec *spec = khz_spec_new();
+  khzContactOptions co;
+  khz_spec_defaultContact(&co);
+  co.method = KHZ_CONTACT_PENALTY;
+  khz_spec_setContact(spec, &co);
+  double gravity[3] = {0, 0, -9.81};
+  khz_spec_setGravity(spec, gravity);
+  khz_spec_setTimestep(spec, 1e-3);
+  khz_spec_setIntegrator(spec, KHZ_INT_RK4);
+  int rc;
+  if (has_ext(path, ".urdf")) {
+    khzUrdfOptions o;
+    khz_urdf_defaultOptions(&o);
+    o.floating_base = 1;
+    o.warn = on_warn;
+    rc = khz_loadURDF(spec, path, &o, err, errsz);
+    if (rc < 0 && strstr(err, "as a floating base it needs a mass")) {
+      /* a massless root: a robot meant to be welded (an arm) */
+      o.floating_base = 0;
+      nwarn = 0;
+      rc = khz_loadURDF(spec, path, &o, err, errsz);
+      welded = 1;
+    }
+    if (rc >= 0) {
+      /* a scene's default (self_collision: false): the robot's geoms touch the floor only */
+      for (int g = 0; g < khz_spec_ngeom(spec); g++) {
+        khz_spec_geom(spec, g)->contype = 2;
+        khz_spec_geom(spec, g)->conaffinity = ~2u;
+      }
+    }
+    if (rc >= 0 && !welded) {
+      /* raise the robot: its lowest body origin 0.5 m above the floor */
+      khzModel *m0 = khz_compile(spec, err, errsz);
+      if (!m0) {
+        khz_spec_destroy(&spec);
+        return NULL;
+      }
+      khzData *d = khz_makeData(m0, 0);
+      khz_kinematics(m0, d);
+      double zmin = INFINITY;
+      for (int b = 1; b < m0->nbody; b++) zmin = fmin(zmin, d->xpos[3 * b + 2]);
+      khz_deleteData(&d);
+      khz_deleteModel(&m0);
+      khzBodySpec *root = khz_spec_body(spec, rc);
+      root->q0[2] += 0.5 - zmin;
+    }
+  } else {
+    khzMjcfOptions o;
+    khz_mjcf_defaultOptions(&o);
+    o.warn = on_warn;
+    rc = khz_loadMJCF(spec, path, &o, err, errsz);
+  }
+  if (rc < 0) {
+    khz_spec_destroy(&spec);
+    return NULL;
+  }
+  if (!world_has_plane(spec)) {
+    /* the floor at z = 0, or lower when a geom starts below it (a hand welded at the
+     * origin): the lowest point of the geoms' bounding spheres at q0 */
+    khzModel *m0 = khz_compile(spec, err, errsz);
+    if (!m0) {
+      khz_spec_destroy(&spec);
+      return NULL;
+    }
+    khzData *d = khz_makeData(m0, 0);
+    khz_kinematics(m0, d);
+    double zlow = 0;
+    for (int g = 0; g < m0->ngeom; g++) {
+      int b = m0->geom_body[g];
+      if (b == 0 || m0->geom_visual[g]) continue;
+      const double *sz = m0->geom_size + 3 * g, *R = d->xrot + 9 * b, *p = m0->geom_pos + 3 * g;
+      double r = 0;
+      switch (m0->geom_type[g]) {
+        case KHZ_GEOM_SPHERE: r = sz[0]; break;
+        case KHZ_GEOM_CAPSULE: r = sz[0] + sz[1]; break;
+        case KHZ_GEOM_CYLINDER: r = sqrt(sz[0] * sz[0] + sz[1] * sz[1]); break;
+        case KHZ_GEOM_BOX: r = sqrt(sz[0] * sz[0] + sz[1] * sz[1] + sz[2] * sz[2]); break;
+        case KHZ_GEOM_MESH: {
+          int id = m0->geom_meshid[g];
+          if (id < 0) break;
+          const double *v = m0->mesh_vert + 3 * m0->mesh_vertadr[id];
+          for (int k = 0; k < m0->mesh_vertnum[id]; k++) {
+            double x = v[3 * k] * sz[0], y = v[3 * k + 1] * sz[1], z = v[3 * k + 2] * sz[2];
+            r = fmax(r, sqrt(x * x + y * y + z * z));
+          }
+          break;
+        }
+        default: break;
+      }
+      double zc = d->xpos[3 * b + 2] + R[6] * p[0] + R[7] * p[1] + R[8] * p[2];
+      zlow = fmin(zlow, zc - r);
+    }
+    khz_deleteData(&d);
+    khz_deleteModel(&m0);
+    khzGeomSpec g;
+    khz_spec_defaultGeom(&g);
+    g.body = 0;
+    g.type = KHZ_GEOM_PLANE;
+    g.pos[2] = zlow;
+    g.size[0] = g.size[1] = 10, g.size[2] = 1;
+    khz_spec_addGeom(spec, &g);
+    floor_z = zlow;
+  }
+  khzModel *m = khz_compile(spec, err, errsz);
+  khz_spec_destroy(&spec);
+  return m;
+}
+
+int main(int argc, char **argv) {
+  double seconds = 5;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
+      seconds = atof(argv[++i]);
+    } else if (strcmp(argv[i], "--verbose") == 0) {
+      verbose = 1;
+    } else if (strcmp(argv[i], "--trace") == 0) {
+      trace = 1;
+    } else if (strcmp(argv[i], "--require-all") == 0) {
+      require_all = 1;
+    } else if (strcmp(argv[i], "--help") == 0 || argv[i][0] == '-') {
+      fprintf(stderr, "usage: %s [--seconds S] [--verbose] [--trace] [--require-all] DIR|FILE...\n", argv[0]);
+      return strcmp(argv[i], "--help") == 0 ? 0 : 2;
+    } else {
+      struct stat st;
+      if (stat(argv[i], &st) == 0 && S_ISREG(st.st_mode))
+        add_file(argv[i]);
+      else
+        walk(argv[i]);
+    }
+  }
+  if (nfiles == 0) {
+    fprintf(stderr, "no .urdf or .xml model found\n");
+    return 2;
+  }
+  qsort(files, (size_t)nfiles, sizeof *files, cmp);
+  int nload = 0, nrun = 0;
+  for (int i = 0; i < nfiles; i++) {
+    char err[2048] = "";
+    nwarn = 0;
+    if (verbose) printf("%s\n", files[i]);
+    khzModel *m = load(files[i], err, sizeof err);
+    const char *fmt = has_ext(files[i], ".urdf") ? "urdf" : "mjcf";
+    if (!m) {
+      printf("%-70s %s  load ERROR  %s\n", files[i], fmt, err);
+      continue;
+    }
+    nload++;
+    result r;
+    run(m, seconds, &r);
+    int ok = r.finite && r.floor && r.energy;
+    nrun += ok;
+    printf("%-70s %s  load OK (%d warnings, %d bodies, %d dofs)  run %s: finite %s",
+           files[i], fmt, nwarn, m->nbody - 1, m->nv, ok ? "OK" : "FAIL",
+           r.finite ? "yes" : "NO");
+    if (r.t_fail >= 0) printf(" (from t = %.3f s)", r.t_fail);
+    printf(", floor %s (sink %.4f m, depth %.4f m), energy %s (gain %.3g J, allowed %.3g J)\n",
+           r.floor ? "yes" : "NO", r.sink, r.depth, r.energy ? "yes" : "NO", r.gain, r.tol);
+    khz_deleteModel(&m);
+  }
+  printf("models %d, load OK %d, run OK %d (%.1f s on the floor)\n", nfiles, nload, nrun,
+         seconds);
+  for (int i = 0; i < nfiles; i++) free(files[i]);
+  free(files);
+  return require_all && (nload < nfiles || nrun < nfiles) ? 1 : 0;
+}
