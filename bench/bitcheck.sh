@@ -24,5 +24,5 @@ done
 echo "== default 2000 steps"
 "$sim" run default --steps 2000 | grep -e state_hash -e contacts_at_end
 echo "== MuJoCo's humanoid (bench_peers), timing stripped"
-"${1:-build}"/bench/peers/bench_peers --only humanoid --engines khz --json "$tmp/h.json" > /dev/null
+"${1:-build}"/bench/peers/bench_peers --only humanoid --engines khz --json "$tmp/h.json" > /dev/null 2>&1
 grep '"humanoid"' "$tmp/h.json" | sed -E 's/"(median_us|p99_us|steps_per_s|create_s)": [^,}]*,? ?//g'
