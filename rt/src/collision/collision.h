@@ -204,10 +204,83 @@ typedef struct khzColShape {
 /* builds the view of geom g at world frame (pos[3], rot[9]) */
 void khz_shape_make(const khzModel *m, int g, const double *frame12, khzColShape *s);
 
+/* world <-> geom frame; inline, as the support maps below: the narrow
+ * phase's searches evaluate them in their innermost loops */
+static inline void khz_shape_toLocalDir(const khzColShape *s, const double v[3], double out[3]) {
+  const double *R = s->rot;
+  double r0 = R[0] * v[0] + R[3] * v[1] + R[6] * v[2];
+  double r1 = R[1] * v[0] + R[4] * v[1] + R[7] * v[2];
+  double r2 = R[2] * v[0] + R[5] * v[1] + R[8] * v[2];
+  out[0] = r0, out[1] = r1, out[2] = r2;
+}
+static inline void khz_shape_toWorldDir(const khzColShape *s, const double v[3], double out[3]) {
+  const double *R = s->rot;
+  double r0 = R[0] * v[0] + R[1] * v[1] + R[2] * v[2];
+  double r1 = R[3] * v[0] + R[4] * v[1] + R[5] * v[2];
+  double r2 = R[6] * v[0] + R[7] * v[1] + R[8] * v[2];
+  out[0] = r0, out[1] = r1, out[2] = r2;
+}
+static inline void khz_shape_toLocal(const khzColShape *s, const double p[3], double out[3]) {
+  double d[3];
+  khzu_sub3(d, p, s->pos);
+  khz_shape_toLocalDir(s, d, out);
+}
+static inline void khz_shape_toWorld(const khzColShape *s, const double p[3], double out[3]) {
+  double r[3];
+  khz_shape_toWorldDir(s, p, r);
+  khzu_add3(out, r, s->pos);
+}
+
+/* sin between a direction and a cylinder's axis below which it has no radial part
+ * (the support is the cap's centre) */
+#define KHZ_AXIAL_SIN 1e-12
+
+/* the vertex of vert[n] farthest along d (the first of equals), into l */
+void khz_shape_supportVertex(const double *vert, int n, const double d[3], double l[3]);
+
 /* support point of a bounded convex shape (not plane, not trimesh) in world
  * direction dir, and the support value h(dir) = dir . support */
-void khz_shape_support(const khzColShape *s, const double dir[3], double out[3]);
-double khz_shape_h(const khzColShape *s, const double dir[3]);
+static inline void khz_shape_support(const khzColShape *s, const double dir[3], double out[3]) {
+  double d[3], l[3] = {0, 0, 0};
+  const double *sz = s->size;
+  khz_shape_toLocalDir(s, dir, d);
+  switch (s->shape) {
+    case KHZ_SHAPE_SPHERE:
+    case KHZ_SHAPE_CAPSULE: {
+      double n = khzu_norm3(d);
+      if (n > 0) khzu_scl3(l, d, sz[0] / n);
+      if (s->shape == KHZ_SHAPE_CAPSULE) l[2] += d[2] >= 0 ? sz[1] : -sz[1];
+      break;
+    }
+    case KHZ_SHAPE_BOX:
+      for (int k = 0; k < 3; k++) l[k] = d[k] >= 0 ? sz[k] : -sz[k];
+      break;
+    case KHZ_SHAPE_CYLINDER: {
+      /* radial when rho > KHZ_AXIAL_SIN |d|; |d| <= |d0| + |d1| + |d2|, so above
+       * 1e6 times that bound the answer is known without the square root */
+      double rho = sqrt(d[0] * d[0] + d[1] * d[1]);
+      if (rho > 1e6 * KHZ_AXIAL_SIN * (fabs(d[0]) + fabs(d[1]) + fabs(d[2])) ||
+          rho > KHZ_AXIAL_SIN * khzu_norm3(d))
+        l[0] = sz[0] * d[0] / rho, l[1] = sz[0] * d[1] / rho;
+      l[2] = d[2] >= 0 ? sz[1] : -sz[1];
+      break;
+    }
+    case KHZ_SHAPE_CONVEX:
+      khz_shape_supportVertex(s->hull->vert, s->hull->nvert, d, l);
+      break;
+    case KHZ_SHAPE_TRIMESH:
+      khz_shape_supportVertex(s->mesh->vert, s->mesh->nvert, d, l);
+      break;
+    default: /* plane: its origin (unbounded; never asked for) */
+      break;
+  }
+  khz_shape_toWorld(s, l, out);
+}
+static inline double khz_shape_h(const khzColShape *s, const double dir[3]) {
+  double p[3];
+  khz_shape_support(s, dir, p);
+  return khzu_dot3(dir, p);
+}
 
 /* Inside distance of world point p: > 0 inside (distance to the boundary for
  * every convex shape), < 0 outside; nrm = outward unit normal of the nearest
@@ -229,13 +302,83 @@ int khz_shape_clipLocal(const khzColShape *s, const double a[3], const double b[
  * edges, mesh vertices); 0 for plane, sphere and capsule. */
 int khz_shape_nvert(const khzColShape *s);
 void khz_shape_vert(const khzColShape *s, int i, double out[3]);
-void khz_shape_vertLocal(const khzColShape *s, int i, double out[3]); /* geom frame */
 int khz_shape_nedge(const khzColShape *s);
-void khz_shape_edge(const khzColShape *s, int i, int v[2]);
 
-/* world <-> geom frame */
-void khz_shape_toLocal(const khzColShape *s, const double p[3], double out[3]);
-void khz_shape_toWorld(const khzColShape *s, const double p[3], double out[3]);
+/* unit rim directions of a cylinder, k = 0..15: (cos, sin)(2 pi k / 16) */
+_Static_assert(KHZ_CYL_RIM == 16, "the rim table holds 16 samples");
+static const double khz_rim_cs[KHZ_CYL_RIM][2] = {
+    {1, 0},
+    {0.92387953251128674, 0.38268343236508978},
+    {0.70710678118654757, 0.70710678118654746},
+    {0.38268343236508984, 0.92387953251128674},
+    {6.123233995736766e-17, 1},
+    {-0.38268343236508973, 0.92387953251128674},
+    {-0.70710678118654746, 0.70710678118654757},
+    {-0.92387953251128674, 0.38268343236508989},
+    {-1, 1.2246467991473532e-16},
+    {-0.92387953251128685, -0.38268343236508967},
+    {-0.70710678118654768, -0.70710678118654746},
+    {-0.38268343236509034, -0.92387953251128652},
+    {-1.8369701987210297e-16, -1},
+    {0.38268343236509, -0.92387953251128663},
+    {0.70710678118654735, -0.70710678118654768},
+    {0.92387953251128652, -0.38268343236509039},
+};
+
+/* vertex i in the geom frame (khz_shape_vert: in the world); inline with the
+ * edges below, for the per-pair feature loops of the narrow phase */
+static inline void khz_shape_vertLocal(const khzColShape *s, int i, double l[3]) {
+  const double *sz = s->size;
+  switch (s->shape) {
+    case KHZ_SHAPE_BOX:
+      l[0] = i & 1 ? sz[0] : -sz[0];
+      l[1] = i & 2 ? sz[1] : -sz[1];
+      l[2] = i & 4 ? sz[2] : -sz[2];
+      break;
+    case KHZ_SHAPE_CYLINDER: {
+      int k = i % KHZ_CYL_RIM;
+      l[0] = sz[0] * khz_rim_cs[k][0], l[1] = sz[0] * khz_rim_cs[k][1];
+      l[2] = i >= KHZ_CYL_RIM ? sz[1] : -sz[1];
+      break;
+    }
+    case KHZ_SHAPE_CONVEX:
+      khzu_copy3(l, s->hull->vert + 3 * i);
+      break;
+    case KHZ_SHAPE_TRIMESH:
+      khzu_copy3(l, s->mesh->vert + 3 * i);
+      break;
+    default:
+      l[0] = l[1] = l[2] = 0;
+  }
+}
+
+static inline void khz_shape_edge(const khzColShape *s, int i, int v[2]) {
+  switch (s->shape) {
+    case KHZ_SHAPE_BOX: {
+      /* 4 edges along each axis: from the corners with that bit clear */
+      static const int from[3][4] = {{0, 2, 4, 6}, {0, 1, 4, 5}, {0, 1, 2, 3}};
+      int axis = i / 4;
+      v[0] = from[axis][i % 4];
+      v[1] = v[0] | (1 << axis);
+      break;
+    }
+    case KHZ_SHAPE_CYLINDER: {
+      int N = KHZ_CYL_RIM;
+      if (i < 2 * N) {
+        int rim = i / N, k = i % N;
+        v[0] = rim * N + k, v[1] = rim * N + (k + 1) % N;
+      } else {
+        v[0] = i - 2 * N, v[1] = i - N;
+      }
+      break;
+    }
+    case KHZ_SHAPE_CONVEX:
+      v[0] = s->hull->edge[2 * i], v[1] = s->hull->edge[2 * i + 1];
+      break;
+    default:
+      v[0] = v[1] = 0;
+  }
+}
 
 /* ------------------------------------------------------------------ GJK -- */
 

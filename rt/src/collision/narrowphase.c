@@ -660,22 +660,28 @@ static double refine_from(const nsearch *ns, double n[3]) {
   double f = overlap(ns->a, ns->b, n), step = KHZ_REFINE_PROBE;
   int evals = 0, descending = 0;
   while (step >= KHZ_REFINE_TOL && evals < KHZ_REFINE_EVALS && !(ns->until_apart && f <= 0)) {
-    double dir[8 + 12][3], t1[3], t2[3];
-    int nd = 0;
+    /* the trial steps in order: the ring, then both ways along each crease
+     * (those only when the ring found no way down) */
+    double dir[2 * 6][3], t1[3], t2[3];
+    int nd = 0, moved = 0;
     khzu_orthogonal(t1, n);
     khzu_cross(t2, n, t1);
-    for (int k = 0; k < 8; k++, nd++)
-      for (int j = 0; j < 3; j++) dir[nd][j] = ring[k][0] * t1[j] + ring[k][1] * t2[j];
-    for (int k = 0; k < nax; k++) {
-      khzu_cross(dir[nd], ax[k], n);
-      if (khzu_normalize3(dir[nd]) < KHZ_CREASE_SIN) continue;
-      khzu_scl3(dir[nd + 1], dir[nd], -1);
-      nd += 2;
-    }
-    int moved = 0;
-    for (int k = 0; k < nd && !moved; k++, evals++) {
-      double c[3];
-      khzu_addScl3(c, n, dir[k], step);
+    for (int k = 0; k < 8 + 2 * nax && !moved; k++, evals++) {
+      double c[3], dk[3];
+      if (k < 8) {
+        for (int j = 0; j < 3; j++) dk[j] = ring[k][0] * t1[j] + ring[k][1] * t2[j];
+      } else {
+        if (k == 8)
+          for (int a = 0; a < nax; a++) {
+            khzu_cross(dir[nd], ax[a], n);
+            if (khzu_normalize3(dir[nd]) < KHZ_CREASE_SIN) continue;
+            khzu_scl3(dir[nd + 1], dir[nd], -1);
+            nd += 2;
+          }
+        if (k - 8 >= nd) break;
+        khzu_copy3(dk, dir[k - 8]);
+      }
+      khzu_addScl3(c, n, dk, step);
       khzu_normalize3(c);
       double fc = overlap(ns->a, ns->b, c);
       if (fc < f) f = fc, khzu_copy3(n, c), moved = 1;

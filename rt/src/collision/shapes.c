@@ -14,103 +14,21 @@
 
 #include "collision.h"
 
-/* sin between a direction and a cylinder's axis below which it has no radial part
- * (the support is the cap's centre) */
-#define KHZ_AXIAL_SIN 1e-12
 /* absolute, in the quantity's units: below it a segment is parallel to a slab or
  * a plane, or to a cylinder's axis (no division) */
 #define KHZ_DIV_ZERO 1e-300
 
-/* ------------------------------------------------------------ frames -- */
+/* the frames and support maps are inline in collision.h (the narrow phase's
+ * searches evaluate them in their innermost loops) */
 
-void khz_shape_toLocal(const khzColShape *s, const double p[3], double out[3]) {
-  double d[3];
-  khzu_sub3(d, p, s->pos);
-  const double *R = s->rot;
-  double r0 = R[0] * d[0] + R[3] * d[1] + R[6] * d[2];
-  double r1 = R[1] * d[0] + R[4] * d[1] + R[7] * d[2];
-  double r2 = R[2] * d[0] + R[5] * d[1] + R[8] * d[2];
-  out[0] = r0, out[1] = r1, out[2] = r2;
-}
-
-/* rotation only */
-static void to_local_dir(const khzColShape *s, const double v[3], double out[3]) {
-  const double *R = s->rot;
-  double r0 = R[0] * v[0] + R[3] * v[1] + R[6] * v[2];
-  double r1 = R[1] * v[0] + R[4] * v[1] + R[7] * v[2];
-  double r2 = R[2] * v[0] + R[5] * v[1] + R[8] * v[2];
-  out[0] = r0, out[1] = r1, out[2] = r2;
-}
-
-static void to_world_dir(const khzColShape *s, const double v[3], double out[3]) {
-  const double *R = s->rot;
-  double r0 = R[0] * v[0] + R[1] * v[1] + R[2] * v[2];
-  double r1 = R[3] * v[0] + R[4] * v[1] + R[5] * v[2];
-  double r2 = R[6] * v[0] + R[7] * v[1] + R[8] * v[2];
-  out[0] = r0, out[1] = r1, out[2] = r2;
-}
-
-void khz_shape_toWorld(const khzColShape *s, const double p[3], double out[3]) {
-  double r[3];
-  to_world_dir(s, p, r);
-  khzu_add3(out, r, s->pos);
-}
-
-/* ----------------------------------------------------------- support -- */
-
-void khz_shape_support(const khzColShape *s, const double dir[3], double out[3]) {
-  double d[3], l[3] = {0, 0, 0};
-  const double *sz = s->size;
-  to_local_dir(s, dir, d);
-  switch (s->shape) {
-    case KHZ_SHAPE_SPHERE:
-    case KHZ_SHAPE_CAPSULE: {
-      double n = khzu_norm3(d);
-      if (n > 0) khzu_scl3(l, d, sz[0] / n);
-      if (s->shape == KHZ_SHAPE_CAPSULE) l[2] += d[2] >= 0 ? sz[1] : -sz[1];
-      break;
-    }
-    case KHZ_SHAPE_BOX:
-      for (int k = 0; k < 3; k++) l[k] = d[k] >= 0 ? sz[k] : -sz[k];
-      break;
-    case KHZ_SHAPE_CYLINDER: {
-      double rho = sqrt(d[0] * d[0] + d[1] * d[1]);
-      if (rho > KHZ_AXIAL_SIN * khzu_norm3(d)) l[0] = sz[0] * d[0] / rho, l[1] = sz[0] * d[1] / rho;
-      l[2] = d[2] >= 0 ? sz[1] : -sz[1];
-      break;
-    }
-    case KHZ_SHAPE_CONVEX: {
-      const khzColHull *h = s->hull;
-      int best = 0;
-      double bv = -DBL_MAX;
-      for (int i = 0; i < h->nvert; i++) {
-        double v = khzu_dot3(d, h->vert + 3 * i);
-        if (v > bv) bv = v, best = i;
-      }
-      khzu_copy3(l, h->vert + 3 * best);
-      break;
-    }
-    case KHZ_SHAPE_TRIMESH: {
-      const khzColTrimesh *t = s->mesh;
-      int best = 0;
-      double bv = -DBL_MAX;
-      for (int i = 0; i < t->nvert; i++) {
-        double v = khzu_dot3(d, t->vert + 3 * i);
-        if (v > bv) bv = v, best = i;
-      }
-      khzu_copy3(l, t->vert + 3 * best);
-      break;
-    }
-    default: /* plane: its origin (unbounded; never asked for) */
-      break;
+void khz_shape_supportVertex(const double *vert, int n, const double d[3], double l[3]) {
+  int best = 0;
+  double bv = -DBL_MAX;
+  for (int i = 0; i < n; i++) {
+    double v = khzu_dot3(d, vert + 3 * i);
+    if (v > bv) bv = v, best = i;
   }
-  khz_shape_toWorld(s, l, out);
-}
-
-double khz_shape_h(const khzColShape *s, const double dir[3]) {
-  double p[3];
-  khz_shape_support(s, dir, p);
-  return khzu_dot3(dir, p);
+  khzu_copy3(l, vert + 3 * best);
 }
 
 void khz_shape_supportFn(const void *shape, const double dir[3], double out[3]) {
@@ -128,7 +46,7 @@ double khz_shape_sd(const khzColShape *s, const double p[3], double nrm[3]) {
   double q[3], ln[3];
   khz_shape_toLocal(s, p, q);
   double sd = khz_shape_sdLocal(s, q, nrm ? ln : NULL);
-  if (nrm) to_world_dir(s, ln, nrm);
+  if (nrm) khz_shape_toWorldDir(s, ln, nrm);
   return sd;
 }
 
@@ -312,28 +230,6 @@ int khz_shape_clipLocal(const khzColShape *s, const double a[3], const double b[
 
 /* ---------------------------------------------------------- features -- */
 
-/* unit rim directions of a cylinder, k = 0..15: (cos, sin)(2 pi k / 16) */
-_Static_assert(KHZ_CYL_RIM == 16, "the rim table holds 16 samples");
-static const double rim_cs[KHZ_CYL_RIM][2] = {
-    {1, 0},
-    {0.92387953251128674, 0.38268343236508978},
-    {0.70710678118654757, 0.70710678118654746},
-    {0.38268343236508984, 0.92387953251128674},
-    {6.123233995736766e-17, 1},
-    {-0.38268343236508973, 0.92387953251128674},
-    {-0.70710678118654746, 0.70710678118654757},
-    {-0.92387953251128674, 0.38268343236508989},
-    {-1, 1.2246467991473532e-16},
-    {-0.92387953251128685, -0.38268343236508967},
-    {-0.70710678118654768, -0.70710678118654746},
-    {-0.38268343236509034, -0.92387953251128652},
-    {-1.8369701987210297e-16, -1},
-    {0.38268343236509, -0.92387953251128663},
-    {0.70710678118654735, -0.70710678118654768},
-    {0.92387953251128652, -0.38268343236509039},
-};
-
-
 int khz_shape_nvert(const khzColShape *s) {
   switch (s->shape) {
     case KHZ_SHAPE_BOX: return 8;
@@ -350,31 +246,6 @@ void khz_shape_vert(const khzColShape *s, int i, double out[3]) {
   khz_shape_toWorld(s, l, out);
 }
 
-void khz_shape_vertLocal(const khzColShape *s, int i, double l[3]) {
-  const double *sz = s->size;
-  switch (s->shape) {
-    case KHZ_SHAPE_BOX:
-      l[0] = i & 1 ? sz[0] : -sz[0];
-      l[1] = i & 2 ? sz[1] : -sz[1];
-      l[2] = i & 4 ? sz[2] : -sz[2];
-      break;
-    case KHZ_SHAPE_CYLINDER: {
-      int k = i % KHZ_CYL_RIM;
-      l[0] = sz[0] * rim_cs[k][0], l[1] = sz[0] * rim_cs[k][1];
-      l[2] = i >= KHZ_CYL_RIM ? sz[1] : -sz[1];
-      break;
-    }
-    case KHZ_SHAPE_CONVEX:
-      khzu_copy3(l, s->hull->vert + 3 * i);
-      break;
-    case KHZ_SHAPE_TRIMESH:
-      khzu_copy3(l, s->mesh->vert + 3 * i);
-      break;
-    default:
-      l[0] = l[1] = l[2] = 0;
-  }
-}
-
 int khz_shape_nedge(const khzColShape *s) {
   switch (s->shape) {
     case KHZ_SHAPE_BOX: return 12;
@@ -384,30 +255,3 @@ int khz_shape_nedge(const khzColShape *s) {
   }
 }
 
-void khz_shape_edge(const khzColShape *s, int i, int v[2]) {
-  switch (s->shape) {
-    case KHZ_SHAPE_BOX: {
-      /* 4 edges along each axis: from the corners with that bit clear */
-      static const int from[3][4] = {{0, 2, 4, 6}, {0, 1, 4, 5}, {0, 1, 2, 3}};
-      int axis = i / 4;
-      v[0] = from[axis][i % 4];
-      v[1] = v[0] | (1 << axis);
-      break;
-    }
-    case KHZ_SHAPE_CYLINDER: {
-      int N = KHZ_CYL_RIM;
-      if (i < 2 * N) {
-        int rim = i / N, k = i % N;
-        v[0] = rim * N + k, v[1] = rim * N + (k + 1) % N;
-      } else {
-        v[0] = i - 2 * N, v[1] = i - N;
-      }
-      break;
-    }
-    case KHZ_SHAPE_CONVEX:
-      v[0] = s->hull->edge[2 * i], v[1] = s->hull->edge[2 * i + 1];
-      break;
-    default:
-      v[0] = v[1] = 0;
-  }
-}
