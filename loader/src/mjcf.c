@@ -642,6 +642,8 @@ static int read_default(mjcf_ctx *c, xmlNodePtr d, int parent, int top) {
       if (check_attrs(c, e, "motor", motor_attrs)) return -1;
     } else if (is(e, "mesh")) {
       if (check_attrs(c, e, "mesh", mesh_attrs)) return -1;
+    } else if (is(e, "material")) {
+      if (warn_element(c, e, "visual only, no effect on the simulation (ignored)")) return -1;
     } else if (warn_element(c, e, "element not supported by khz (ignored)")) {
       return -1;
     }
