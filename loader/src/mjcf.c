@@ -641,6 +641,8 @@ static int read_default(mjcf_ctx *c, xmlNodePtr d, int parent, int top) {
       if (check_attrs(c, e, "motor", motor_attrs)) return -1;
     } else if (is(e, "mesh")) {
       if (check_attrs(c, e, "mesh", mesh_attrs)) return -1;
+    } else if (is(e, "material")) {
+      if (warn_element(c, e, "visual only, no effect on the simulation (ignored)")) return -1;
     } else if (warn_element(c, e, "element not supported by khz (ignored)")) {
       return -1;
     }
@@ -2098,9 +2100,11 @@ static int key_values(mjcf_ctx *c, int k, khzMjcfKey *out) {
     if (!tmp) return fail_oom(c);
     int got = parse_nums(val, tmp, 0, vecs[v].n + 1);
     free(tmp);
+    if (got < 0)
+      return fail(c, e, "%s=\"%.40s%s\" is not a list of finite numbers", vecs[v].name, val,
+                  strlen(val) > 40 ? "..." : "");
     if (got != vecs[v].n)
-      return fail(c, e, "%s has %d numbers; the model needs %d", vecs[v].name, got < 0 ? -1 : got,
-                  vecs[v].n);
+      return fail(c, e, "%s has %d numbers; the model needs %d", vecs[v].name, got, vecs[v].n);
     if (vecs[v].n > 0 && read_vec(c, src, 1, vecs[v].name, vecs[v].out, vecs[v].n, vecs[v].n, NULL))
       return -1;
   }

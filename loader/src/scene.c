@@ -618,10 +618,81 @@ static int khz_scene_q0(khzSceneReader *r, const yaml_node_t *n, const char *pat
   return 0;
 }
 
+/* an MJCF robot (robots[i].mjcf): the model's own joints and contact filters,
+ * its <keyframe> by name, without its world geoms and <option> (the scene's) */
+static int khz_scene_mjcf(khzSceneReader *r, const yaml_node_t *n, const char *path, khzScene *s,
+                          int index, const char *prefix) {
+  char kp[KHZ_KEY_MAX], file[KHZ_PATH_MAX], given[KHZ_PATH_MAX], keyframe[KHZ_NAME_MAX] = "";
+  yaml_node_t *v, *mjcf_node = khz_find(r, n, "mjcf");
+  khzMjcfOptions opt;
+  khz_mjcf_defaultOptions(&opt);
+  opt.name_prefix = prefix;
+  opt.world_geoms = 0;
+  opt.apply_options = 0;
+  khz_keypath(kp, path, "mjcf");
+  if (khz_get_string(r, mjcf_node, kp, given, sizeof given)) return -1;
+  static const char *const not_mjcf[] = {"floating_base", "package_path", NULL};
+  for (int i = 0; not_mjcf[i]; i++)
+    if ((v = khz_find(r, n, not_mjcf[i]))) {
+      khz_keypath(kp, path, not_mjcf[i]);
+      return khz_scene_fail(r, v, kp,
+                            "only for a URDF robot (an MJCF model has its own joints and files)");
+    }
+  if ((v = khz_find(r, n, "base"))) {
+    static const char *const base_keys[] = {"pos", "rpy", "quat", NULL};
+    char bp[KHZ_KEY_MAX];
+    khz_keypath(bp, path, "base");
+    if (khz_check_keys(r, v, bp, base_keys)) return -1;
+    yaml_node_t *pos = khz_find(r, v, "pos");
+    khz_keypath(kp, bp, "pos");
+    if (pos && khz_get_vec(r, pos, kp, opt.base_pos, 3)) return -1;
+    if (khz_get_orientation(r, v, bp, opt.base_quat)) return -1;
+  }
+  khz_keypath(kp, path, "keyframe");
+  if ((v = khz_find(r, n, "keyframe"))) {
+    if (khz_get_string(r, v, kp, keyframe, sizeof keyframe)) return -1;
+    opt.keyframe = keyframe;
+  }
+  int self_collision = 1; /* the model's own contype / conaffinity */
+  khz_keypath(kp, path, "self_collision");
+  if ((v = khz_find(r, n, "self_collision")) && khz_get_bool(r, v, kp, &self_collision)) return -1;
+
+  /* the file, relative to the scene */
+  char tried[1024], merr[1024];
+  khz_keypath(kp, path, "mjcf");
+  if (khz_resolve_path(file, sizeof file, given, r->basedir, NULL, tried, sizeof tried))
+    return khz_scene_fail(r, mjcf_node, kp, "MJCF file '%s' not found (tried: %s)", given, tried);
+  int nb0 = khz_spec_nbody(s->spec), ng0 = khz_spec_ngeom(s->spec);
+  if (khz_loadMJCF(s->spec, file, &opt, merr, sizeof merr) < 0)
+    return khz_scene_fail(r, mjcf_node, kp, "MJCF failed to load: %s", merr);
+
+  /* self_collision: false as for a URDF robot (geoms that never collide stay so) */
+  if (!self_collision) {
+    unsigned bit = 1u << (1 + index % 31); /* as for a URDF robot */
+    for (int g = ng0; g < khz_spec_ngeom(s->spec); g++) {
+      khzGeomSpec *gs = khz_spec_geom(s->spec, g);
+      if (gs->contype == 0 && gs->conaffinity == 0) continue;
+      gs->contype = bit;
+      gs->conaffinity = ~bit;
+    }
+  }
+
+  /* initial joint positions and velocities over the model's (or its key's) */
+  khz_keypath(kp, path, "q0");
+  if ((v = khz_find(r, n, "q0")) &&
+      khz_scene_q0(r, v, kp, s->spec, nb0, khz_spec_nbody(s->spec), prefix, 0))
+    return -1;
+  khz_keypath(kp, path, "qd0");
+  if ((v = khz_find(r, n, "qd0")) &&
+      khz_scene_q0(r, v, kp, s->spec, nb0, khz_spec_nbody(s->spec), prefix, 1))
+    return -1;
+  return 0;
+}
+
 static int khz_scene_robot(khzSceneReader *r, const yaml_node_t *n, int index, khzScene *s,
                            khzSceneNames *names) {
-  static const char *const keys[] = {"name",          "urdf", "package_path",   "base",
-                                     "floating_base", "q0",   "qd0", "self_collision", NULL};
+  static const char *const keys[] = {"name", "urdf", "mjcf", "keyframe", "package_path", "base",
+                                     "floating_base", "q0", "qd0", "self_collision", NULL};
   static const char *const base_keys[] = {"pos", "rpy", "quat", "vel", "angvel", NULL};
   char path[KHZ_KEY_MAX], kp[KHZ_KEY_MAX];
   char name[KHZ_NAME_MAX], prefix[KHZ_NAME_MAX], urdf[KHZ_PATH_MAX];
@@ -641,10 +712,21 @@ static int khz_scene_robot(khzSceneReader *r, const yaml_node_t *n, int index, k
   memcpy(prefix, name, nlen);
   prefix[nlen] = '/';
   prefix[nlen + 1] = 0;
+  if (khz_find(r, n, "mjcf")) {
+    if (khz_find(r, n, "urdf")) {
+      khz_keypath(kp, path, "mjcf");
+      return khz_scene_fail(r, khz_find(r, n, "mjcf"), kp, "give urdf or mjcf, not both");
+    }
+    return khz_scene_mjcf(r, n, path, s, index, prefix);
+  }
   khz_keypath(kp, path, "urdf");
-  if (!(v = khz_find(r, n, "urdf"))) return khz_scene_fail(r, n, kp, "required key missing");
+  if (!(v = khz_find(r, n, "urdf")))
+    return khz_scene_fail(r, n, kp, "required key missing (or mjcf: an MJCF model)");
   if (khz_get_string(r, v, kp, urdf, sizeof urdf)) return -1;
   yaml_node_t *urdf_node = v;
+  khz_keypath(kp, path, "keyframe");
+  if ((v = khz_find(r, n, "keyframe")))
+    return khz_scene_fail(r, v, kp, "only for an MJCF model (mjcf:)");
 
   /* optional: package_path, base, floating_base */
   khz_keypath(kp, path, "package_path");

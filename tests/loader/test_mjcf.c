@@ -524,6 +524,13 @@ static void test_bad_input(void) {
       {"<mujoco><worldbody><body><joint/><geom size='1'/></body></worldbody><keyframe><key "
        "qpos='1 2'/></keyframe></mujoco>",
        "bad.xml:1: <key>: qpos has 2 numbers; the model needs 1"},
+      {"<mujoco><worldbody><body><freejoint/><geom size='1'/></body></worldbody><keyframe><key "
+       "qpos='0 0 nan 1 0 0 0'/></keyframe></mujoco>",
+       "bad.xml:1: <key>: qpos=\"0 0 nan 1 0 0 0\" is not a list of finite numbers"},
+      {"<mujoco><worldbody><body><freejoint/><geom size='1'/></body></worldbody><keyframe><key "
+       "qpos='0 0 0 0 0 0 0'/></keyframe></mujoco>",
+       "bad.xml:1: <key>: qpos holds a zero quaternion"},
+      {"<mujoco><include/></mujoco>", "bad.xml:1: <include>: <include> needs a file"},
       {"<mujoco><worldbody><body><joint stiffness='-1'/><geom size='1'/></body></worldbody>"
        "</mujoco>",
        "bad.xml:1: <joint>: negative stiffness"},

@@ -630,6 +630,58 @@ static void test_load_model(void) {
   ENSURE(memcmp(&s, &before, sizeof s) == 0);
 }
 
+
+/* issue 19: an MJCF robot in a scene (robots[].mjcf) */
+static void test_mjcf_robot(void) {
+  khzScene s;
+  char err[1024] = "";
+  int rc = khz_loadScene(&s, DATA "scene_mjcf.yaml", err, sizeof err);
+  ENSURE_MSG(rc == 0, "%s", err);
+  if (rc == 0) {
+    /* prefixed names, the key's q0 with the scene's override, the model's floor left out */
+    int j2 = spec_joint(s.spec, "arm/joint2"), j7 = spec_joint(s.spec, "arm/joint7");
+    ENSURE(j2 > 0 && j7 > 0);
+    if (j2 > 0) ENSURE(khz_spec_body(s.spec, j2)->q0[0] == 0.785398);
+    if (j7 > 0) ENSURE(khz_spec_body(s.spec, j7)->q0[0] == 0.5);
+    int base = spec_body(s.spec, "arm/base");
+    ENSURE(base > 0 && khz_spec_body(s.spec, base)->pos[0] == 0.5);
+    int nplane = 0;
+    for (int g = 0; g < khz_spec_ngeom(s.spec); g++)
+      nplane += khz_spec_geom(s.spec, g)->type == KHZ_GEOM_PLANE;
+    ENSURE(nplane == 1); /* the scene's ground only */
+    ENSURE(khz_spec_nexclude(s.spec) == 1);
+    khzModel *m = khz_compile(s.spec, err, sizeof err);
+    ENSURE_MSG(m != NULL, "%s", err);
+    if (m) ENSURE(m->timestep == 0.001 && m->integrator == KHZ_INT_RK4); /* the scene's */
+    khz_deleteModel(&m);
+    khz_deleteScene(&s);
+  }
+  static const struct {
+    const char *yaml, *expect;
+  } bad[] = {
+      {"khz_scene: 1\nrobots:\n  - {name: a, mjcf: menagerie/kuka_iiwa_14/iiwa14.xml, urdf: x}\n",
+       "inline.yaml:3:21: key 'robots[0].mjcf': give urdf or mjcf, not both"},
+      {"khz_scene: 1\nrobots:\n  - {name: a, mjcf: menagerie/kuka_iiwa_14/iiwa14.xml, "
+       "floating_base: true}\n",
+       "key 'robots[0].floating_base': only for a URDF robot"},
+      {"khz_scene: 1\nrobots:\n  - {name: a, mjcf: menagerie/kuka_iiwa_14/iiwa14.xml, "
+       "keyframe: nope}\n",
+       "key 'robots[0].mjcf': MJCF failed to load: tests/loader/data/menagerie/kuka_iiwa_14/"
+       "iiwa14.xml: no <key name=\"nope\"> in the model (1 keys)"},
+      {"khz_scene: 1\nrobots:\n  - {name: a, mjcf: nothere.xml}\n",
+       "key 'robots[0].mjcf': MJCF file 'nothere.xml' not found"},
+      {"khz_scene: 1\nrobots:\n  - {name: a, urdf: x.urdf, keyframe: home}\n",
+       "key 'robots[0].keyframe': only for an MJCF model"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    khzScene t;
+    memset(&t, 0x5a, sizeof t);
+    err[0] = 0;
+    ENSURE(khz_loadSceneString(&t, bad[i].yaml, "inline.yaml", DATA, err, sizeof err) == -1);
+    ENSURE_MSG(strstr(err, bad[i].expect) != NULL, "'%s', expected '%s'", err, bad[i].expect);
+  }
+}
+
 int main(void) {
   test_default();
   test_fixture();
@@ -638,5 +690,6 @@ int main(void) {
   test_initial_velocity();
   test_tilted_ground();
   test_load_model();
+  test_mjcf_robot();
   return ensure_report();
 }

@@ -2,7 +2,8 @@
  * own compiler (Debian's libmujoco-dev) on the same files: MuJoCo's sample
  * humanoid (libmujoco-samples), its 22-humanoid scene, and the fixtures
  * tests/loader/data/mjcf_features.xml and mjcf_radian.xml, mjcf_meshes.xml (mass and
- * inertia from meshes) and dm_control/cartpole.xml (<include>).
+ * inertia from meshes), dm_control/cartpole.xml (<include>) and mjcf_springs.xml
+ * (joint springs: khz_passive against mj_passive).
  *
  * Both engines load the file; joints are matched by name (unnamed ones by
  * MuJoCo's id: "jointN", "bodyN"), so khz's extra massless bodies of
@@ -394,6 +395,60 @@ static figures compare_file(const char *path, int trials, int expect_warnings, d
   return f;
 }
 
+
+/* joint springs and damping: khz_passive against MuJoCo's mj_passive (qfrc_passive)
+ * at random positions inside the limits and random velocities */
+static void compare_passive(const char *path, int trials) {
+  char err[1024];
+  khzSpec *s = khz_spec_new();
+  int rc = khz_loadMJCF(s, path, NULL, err, sizeof err);
+  ENSURE_MSG(rc >= 0, "%s", err);
+  khzModel *m = rc >= 0 ? khz_compile(s, err, sizeof err) : NULL;
+  khz_spec_destroy(&s);
+  mjModel *mm = mj_loadXML(path, NULL, err, sizeof err);
+  ENSURE_MSG(m && mm, "%s: %s", path, err);
+  if (!m || !mm) {
+    khz_deleteModel(&m);
+    if (mm) mj_deleteModel(mm);
+    return;
+  }
+  khzData *d = khz_makeData(m, 0);
+  mjData *md = mj_makeData(mm);
+  double *tau = calloc((size_t)m->nv + 1, sizeof *tau), worst = 0, scale = 0;
+  for (int t = 0; t < trials; t++) {
+    for (int j = 0; j < mm->njnt; j++) {
+      int b = khz_joint_of(m, mm, j);
+      ENSURE(b > 0 && m->jnt_nv[b] == 1);
+      if (b <= 0) continue;
+      double lo = mm->jnt_limited[j] ? mm->jnt_range[2 * j] : -1;
+      double hi = mm->jnt_limited[j] ? mm->jnt_range[2 * j + 1] : 1;
+      double q = uniform(lo, hi), v = uniform(-2, 2);
+      d->q[m->jnt_qadr[b]] = md->qpos[mm->jnt_qposadr[j]] = q;
+      d->qd[m->jnt_dofadr[b]] = md->qvel[mm->jnt_dofadr[j]] = v;
+    }
+    khz_resetStick(m, d);
+    khz_passive(m, d, d->q, d->qd, tau);
+    mj_fwdPosition(mm, md);
+    mj_fwdVelocity(mm, md); /* mj_passive: springs and dampers into qfrc_passive */
+    for (int j = 0; j < mm->njnt; j++) {
+      int b = khz_joint_of(m, mm, j);
+      if (b <= 0) continue;
+      double a = tau[m->jnt_dofadr[b]], r = md->qfrc_passive[mm->jnt_dofadr[j]];
+      worst = fmax(worst, fabs(a - r));
+      scale = fmax(scale, fabs(r));
+    }
+  }
+  printf("%s: passive forces (springs, damping) max abs err %.3g of %.3g over %d states\n", path,
+         worst, scale, trials);
+  ENSURE_MSG(worst <= 1e-12 * fmax(scale, 1), "%s passive: %g", path, worst);
+  ENSURE(scale > 1); /* the springs did something */
+  free(tau);
+  khz_deleteData(&d);
+  mj_deleteData(md);
+  khz_deleteModel(&m);
+  mj_deleteModel(mm);
+}
+
 int main(void) {
   const char *root = getenv("KHZ_SOURCE_ROOT");
   if (root && chdir(root) != 0) {
@@ -412,5 +467,7 @@ int main(void) {
   compare_file(DATA "mjcf_meshes.xml", 20, 1, 1e-6);
   tol_mass = TOL;
   compare_file(DATA "dm_control/cartpole.xml", 20, 1, TOL);
+  compare_file(DATA "mjcf_springs.xml", 20, 0, TOL);
+  compare_passive(DATA "mjcf_springs.xml", 20);
   return ensure_report();
 }
