@@ -16,7 +16,7 @@ if [ ! -f "$dir/build.ninja" ]; then
   CC=clang meson setup "$dir" -Dfuzz=true -Dbench=false -Doracle=disabled \
     -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized >/dev/null || exit 1
 fi
-ninja -C "$dir" >/dev/null || exit 1
+ninja -C "$dir" $(for t in $targets; do echo fuzz/fuzz_$t; done) >/dev/null || exit 1
 
 seeds() { # target -> seed files and directories
   case $1 in
