@@ -16,7 +16,7 @@ if [ ! -f "$dir/build.ninja" ]; then
   CC=clang meson setup "$dir" -Dfuzz=true -Dbench=false -Doracle=disabled \
     -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized >/dev/null || exit 1
 fi
-ninja -C "$dir" >/dev/null || exit 1
+ninja -C "$dir" $(for t in $targets; do echo fuzz/fuzz_$t; done) >/dev/null || exit 1
 
 seeds() { # target -> seed files and directories
   case $1 in
@@ -32,12 +32,15 @@ status=0
 for t in $targets; do
   corpus=$dir/corpus/$t
   findings=$dir/findings/$t
+  rm -rf "$findings"
   mkdir -p "$corpus" "$findings"
   for s in $(seeds "$t"); do
     if [ -d "$s" ]; then find "$s" -type f -size -256k -exec cp {} "$corpus/" \; ; else cp "$s" "$corpus/"; fi
   done
   echo "== fuzz_$t: $secs s, corpus $(ls "$corpus" | wc -l) files"
-  ASAN_OPTIONS=detect_leaks=1 "$dir/fuzz/fuzz_$t" "$corpus" -max_total_time="$secs" \
+  lsan=""
+  [ "$t" = mesh ] && lsan="suppressions=$PWD/fuzz/lsan.supp" # assimp's own leaks (fuzz/lsan.supp)
+  ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS="$lsan" "$dir/fuzz/fuzz_$t" "$corpus" -max_total_time="$secs" \
     -max_len=65536 -timeout=10 -rss_limit_mb=2048 -artifact_prefix="$findings/" \
     -print_final_stats=1 2>&1 | grep -E "^#[0-9]+ *DONE|stat::number_of_executed_units|ERROR|SUMMARY" | head -5
   if ls "$findings"/* >/dev/null 2>&1; then

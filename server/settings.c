@@ -57,8 +57,10 @@ const khzSetting khz_settings[] = {
      .help = "contact method (none, penalty, deepest, ...; empty = the scene's)"},
     {BOOL(publish_contacts), .apply = khz_apply_publish, .def = "false",
      .help = "include contact points in every state"},
-    {BOOL(publish_hash), .apply = khz_apply_publish, .def = "false",
-     .help = "include the state hash in every state (determinism checks; costs tick time)"},
+    {BOOL(publish_hash), .def = "false",
+     .help = "include the state hash in every state (determinism checks; costs about 0.3 ms of "
+             "every tick for the default scene: at start only, so that no client can slow the "
+             "ticks)"},
 
     /* the real-time thread */
     {INT(rt_priority, 0, 99), .def = "80",

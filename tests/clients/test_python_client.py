@@ -220,7 +220,9 @@ class Live(unittest.TestCase):
         name = f"server-{os.getpid()}.rec"
         spath = os.path.join(self.server.dir, name)
         self.c.start_recording(name)
-        time.sleep(0.1)
+        first = self.c.latest_state().seq
+        while self.c.next_state(5.0).seq < first + 40:  # 40 states published, however slowly
+            pass
         self.c.stop_recording()
         s = khz.recording.read(spath)
         self.assertGreater(len(s.states), 20)

@@ -47,7 +47,10 @@ out=$("$srv" --config "$tmp/unknown.conf" 2>&1); rc=$?
 for sig in TERM INT; do
   "$srv" "${common[@]}" --log-level info > "$tmp/out" 2> "$tmp/err" &
   pid=$!
-  for _ in $(seq 50); do [[ -S "$tmp/state" ]] && break; sleep 0.05; done
+  # running: its signal handlers are in place once it logs its endpoints
+  # (waiting for the socket alone raced a slow start: a sanitizer build on a
+  # loaded machine; SIGINT to a background job before that is ignored)
+  for _ in $(seq 600); do grep -q "states on" "$tmp/err" 2>/dev/null && break; sleep 0.05; done
   sleep 0.3
   kill -"$sig" "$pid"
   wait "$pid"; rc=$?

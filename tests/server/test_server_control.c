@@ -161,8 +161,12 @@ static void test_pause_step_wrench(khzClient *c) {
   ENSURE(r && r->code == KHZ__V1__ERROR_CODE__WRONG_GENERATION);
   r = wrench(c, "box1", 0, 0, 10.0, -1);
   ENSURE(r && r->code == KHZ__V1__ERROR_CODE__OUT_OF_RANGE);
-  nap_ms(200);
+  /* 0.2 s of simulated time (wall time is no measure on a loaded machine) */
   st = khz_client_latestState(c, 1000);
+  double t_end = st ? st->sim_time + 0.2 : 0;
+  while (st && st->sim_time < t_end) st = khz_client_nextState(c, 5000);
+  ENSURE(st != NULL);
+  if (!st) return;
   ENSURE_MSG(st->body_pose[7 * box1 + 2] > z0 + 0.05, "box1 z %g -> %g", z0, st->body_pose[7 * box1 + 2]);
   ENSURE(st->body_pose[7 * box2 + 2] > z2 + 0.05);
   r = req_simple(c, KHZ__V1__REQUEST__OP_CLEAR_WRENCHES);
@@ -210,6 +214,9 @@ static void test_clients(harness *h, khzClient *ctl) {
     if (st) last = st->seq;
     while (khz_client_nextState(viewer, 0)) viewer_states++;
   }
+  /* what reached the viewer and it has not read yet (the stream goes on: only
+   * what is queued, at most one window's worth) */
+  for (int k = 0; k < 600 && khz_client_nextState(viewer, 0); k++) viewer_states++;
   ENSURE(gaps == 0);
   ENSURE(viewer_states > 500);
   r = req_simple(ctl, KHZ__V1__REQUEST__OP_STOP_RECORDING);
@@ -291,10 +298,23 @@ static void test_haptics(void) {
       pulled = 1;
   }
   ENSURE(pulled);
-  /* equilibrium: K dz = m g below the device; the device renders the puck's weight */
-  double z = st->body_pose[7 * puck + 2];
+  /* equilibrium: K dz = m g below the device; the device renders the puck's
+   * weight. Averaged over 200 more states: on a loaded machine a late device
+   * input lets the puck swing for a moment, and one state is a poor judge */
+  double z = 0, fz = 0;
+  int nav = 0;
+  for (int k = 0; k < 200 && st; k++) {
+    in.seq = 1501 + (uint64_t)k;
+    khz_client_haptic(dev, &in);
+    st = khz_client_nextState(dev, 2000);
+    if (!st || (st->flags & KHZ__V1__STATE_FLAG__FLAG_HAPTIC_STALE)) continue;
+    z += st->body_pose[7 * puck + 2], fz += st->haptic_wrench[2], nav++;
+  }
+  ENSURE(st != NULL && nav > 100);
+  if (!st || nav == 0) return;
+  z /= nav, fz /= nav;
   ENSURE_MSG(fabs(z - (0.6 - 0.5 * 9.81 / 500)) < 0.005, "puck z %g", z);
-  ENSURE_MSG(fabs(st->haptic_wrench[2] + 0.5 * 9.81) < 0.5, "device force %g", st->haptic_wrench[2]);
+  ENSURE_MSG(fabs(fz + 0.5 * 9.81) < 0.5, "device force %g", fz);
 
   /* bad device inputs are refused */
   in.proxy = 3;

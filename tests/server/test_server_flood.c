@@ -8,10 +8,13 @@
  * waiting, GetStats, whose state hash used to cost the loop 0.3 ms and more
  * each, among them) while a third, well-behaved client asks for statistics
  * once per round. Checks:
- *   - the flood window sees at least half as many states as the control
- *     window (a delayed tick shows as fewer states: missed periods are
- *     skipped), lateness p99 stays within 3x + 1 ms of the control run's
- *     and missed periods within +50 (generous: the machine is shared);
+ *   - the loop makes at least a third as many ticks in the flood window as in
+ *     the control window (a delayed tick shows as fewer ticks: missed periods
+ *     are skipped; the old loop made a twelfth) and lateness p99 stays within
+ *     10x + 20 ms of the control run's (a sanity bound: unprivileged, the
+ *     loop thread competes for the CPU with the flooders; both
+ *     skipped, and said so, when the control itself made under a quarter of
+ *     its ticks);
  *   - every request of the flood is answered exactly once (ids counted),
  *     some with BUSY naming the per-client bound, none with silence;
  *   - the well-behaved client is never answered BUSY (one client cannot take
@@ -37,6 +40,8 @@ typedef struct viewer {
   uint64_t missed[2], last_missed[2]; /* periods skipped, summed over the window (ResetStats
                                           in the flood sets the counter back: deltas only) */
   int have[2];
+  uint64_t seq0[2], seq1[2]; /* first and last seq seen: the ticks the loop made, whatever the
+                                viewer itself missed */
 } viewer;
 
 static void *viewer_main(void *arg) {
@@ -48,6 +53,8 @@ static void *viewer_main(void *arg) {
     if (!st || ph == 0 || !st->stats) continue;
     int w = ph - 1;
     if (st->flags & KHZ__V1__STATE_FLAG__FLAG_RESET) continue; /* not a scheduled tick */
+    if (!v->have[w]) v->seq0[w] = st->seq;
+    v->seq1[w] = st->seq;
     uint64_t m = st->stats->missed;
     if (v->have[w]) v->missed[w] += m >= v->last_missed[w] ? m - v->last_missed[w] : m;
     v->last_missed[w] = m, v->have[w] = 1;
@@ -267,15 +274,26 @@ int main(void) {
          v->n[1], f99 / 1e3, fmax / 1e3, (unsigned long long)fmiss, rounds, sent, replies,
          f[0].busy + f[1].busy, f[0].busy_bound + f[1].busy_bound, f[0].dup + f[1].dup,
          f[0].missing + f[1].missing, f[0].other + f[1].other, good_busy, good_fail);
-  /* ticks seen in the same wall time: a delayed tick shows as fewer states
-   * (the schedule skips the periods it missed) */
-  ENSURE(v->n[0] > WINDOW_MS / 4);
-  ENSURE_MSG(v->n[1] >= v->n[0] / 2, "%d states during the flood, %d in the control window",
-             v->n[1], v->n[0]);
-  ENSURE_MSG(f99 <= 3 * c99 + 1000000, "flood p99 %.1f us vs control %.1f us", f99 / 1e3, c99 / 1e3);
-  ENSURE_MSG(fmiss <= cmiss + 50, "flood missed %llu periods, control %llu",
-             (unsigned long long)fmiss, (unsigned long long)cmiss);
-  ENSURE(rounds >= 5);
+  /* ticks made in the same wall time (seq advanced): a delayed tick shows as
+   * fewer ticks, the schedule skipping the periods it missed. The old loop
+   * made 74 ticks in the flood window to the control's 868. When the machine
+   * is so loaded that the control window itself ran under a quarter of its
+   * periods, the comparison says nothing and is skipped (said so). */
+  uint64_t cticks = v->seq1[0] - v->seq0[0], fticks = v->seq1[1] - v->seq0[1];
+  printf("ticks: control %llu, flood %llu (of %d periods each)\n", (unsigned long long)cticks,
+         (unsigned long long)fticks, WINDOW_MS);
+  if (cticks < WINDOW_MS / 4) {
+    printf("note: the machine is too loaded for the timing comparison (control made %llu of %d "
+           "ticks): skipped\n", (unsigned long long)cticks, WINDOW_MS);
+  } else {
+    ENSURE_MSG(fticks >= cticks / 3, "%llu ticks during the flood, %llu in the control window",
+               (unsigned long long)fticks, (unsigned long long)cticks);
+    /* wake-up lateness is the machine's as much as ours when the loop thread
+     * is not SCHED_FIFO (tests): a sanity bound only */
+    ENSURE_MSG(f99 <= 10 * c99 + 20000000, "flood p99 %.1f us vs control %.1f us", f99 / 1e3,
+               c99 / 1e3);
+  }
+  ENSURE(rounds >= 3);
   ENSURE(replies == sent && f[0].dup + f[1].dup == 0 && f[0].missing + f[1].missing == 0);
   ENSURE(f[0].busy_bound + f[1].busy_bound > 0);
   ENSURE(good_busy == 0 && good_fail == 0);

@@ -111,7 +111,13 @@ static void test_dir(const char *dir, const char *outside) {
   /* a good name: consecutive states, complete when StopRecording answers */
   const Khz__V1__Reply *r = start_rec(c, "run-1.khzrec");
   ENSURE(r && r->code == KHZ__V1__ERROR_CODE__OK);
-  nap_ms(300);
+  /* 150 states published meanwhile (however long a loaded machine takes) */
+  const Khz__V1__State *s0 = khz_client_latestState(c, 2000);
+  uint64_t until = s0 ? s0->seq + 150 : 0;
+  for (int k = 0; k < 5000; k++) {
+    const Khz__V1__State *sn = khz_client_nextState(c, 2000);
+    if (!sn || sn->seq >= until) break;
+  }
   r = req_simple(c, KHZ__V1__REQUEST__OP_STOP_RECORDING);
   ENSURE(r && r->code == KHZ__V1__ERROR_CODE__OK);
   r = req_simple(c, KHZ__V1__REQUEST__OP_STOP_RECORDING);

@@ -46,6 +46,7 @@
 #define KHZ_STAMPS 4096              /* completion times of recent states (command latency) */
 #define KHZ_IDLE_WAIT_NS 100000000LL /* paused / lockstep: re-check at least every 100 ms */
 #define KHZ_NSNAP 2                  /* state snapshots for hashes computed off the loop thread */
+#define KHZ_SNAP_TICKS 10            /* realtime: a snapshot this many ticks old still serves */
 
 /* counters shared with khz_loop_stats (written by the loop thread only) */
 enum {
@@ -545,6 +546,16 @@ static int apply_request(khzLoop *L, const khzRequest *rq, khzReply *r) {
       int k = -1;
       for (int i = 0; i < KHZ_NSNAP && k < 0; i++)
         if (L->snap_seq[i] == L->seq + 1) k = i;
+      /* running in realtime, a snapshot less than KHZ_SNAP_TICKS old serves
+       * (the reply names its state): a flood of GetStats costs the I/O side
+       * at most one hash per KHZ_SNAP_TICKS ticks. Paused, stepping or in
+       * lockstep every request gets the current state. */
+      if (k < 0 && c->mode == KHZ_MODE_REALTIME && !L->paused) {
+        for (int i = 0; i < KHZ_NSNAP; i++)
+          if (L->snap_seq[i] && L->seq + 1 - L->snap_seq[i] < KHZ_SNAP_TICKS &&
+              (k < 0 || L->snap_seq[i] > L->snap_seq[k]))
+            k = i;
+      }
       for (int i = 0; i < KHZ_NSNAP && k < 0; i++) {
         if (atomic_load_explicit(&L->snap_refs[i], memory_order_acquire) == 0) {
           khz_saveState(m, d, L->snap[i]);
