@@ -418,6 +418,13 @@ void khz_penaltyLimits(const khzModel *m, khzData *d) {
 
 /* --------------------------------------------------- the implicit part -- */
 
+/* a pair whose implicit stiffness exceeds this many times its explicit one
+ * takes its rows' bounds at the step's start too (khz_penaltyImplicit) */
+#define KHZ_HELD_IMPLICIT 10
+/* the solves that may follow a held pair's bounds to the solution's velocity */
+#define KHZ_HELD_PASSES 8
+#define KHZ_HELD_REACH 50
+
 /* one row of the implicit solve: a bottom point's normal spring-damper, or
  * one of two tangential dampers at the centroid of a pair's bottom points */
 typedef struct {
@@ -578,7 +585,6 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
    * rest keeps exactly zero velocity. */
   double h = d->timestep;
   int nc = d->ncontact, n = 0, cap = d->ncpoint + 2 * nc;
-  khz_forwardPass(m, d, d->q, vfree);
   size_t mark = khz_stackMark(d);
   implicit_row *row = khz_stackAlloc(d, (size_t)cap * sizeof(implicit_row));
   int *cl = khz_stackAlloc(d, (size_t)cap * sizeof(int));
@@ -588,30 +594,70 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
   double *lo = khz_stackAlloc(d, (size_t)cap * sizeof(double));
   double *diag = khz_stackAlloc(d, (size_t)cap * sizeof(double));
   double *P = khz_stackAlloc(d, (size_t)cap * sizeof(double));
-  if (!(row && cl && mem && parent && rhs && lo && diag && P)) {
+  implicit_row *tmpr = khz_stackAlloc(d, (size_t)m->max_points * sizeof(implicit_row));
+  int *held = khz_stackAlloc(d, (size_t)cap * sizeof(int));
+  double *los = khz_stackAlloc(d, (size_t)cap * sizeof(double));
+  double *lof = khz_stackAlloc(d, (size_t)cap * sizeof(double));
+  double *v0s = khz_stackAlloc(d, (size_t)cap * sizeof(double));
+  double *vfs = khz_stackAlloc(d, (size_t)cap * sizeof(double));
+  if (!(row && cl && mem && parent && rhs && lo && diag && P && tmpr && held && los && lof && v0s && vfs)) {
+    khz_forwardPass(m, d, d->q, vfree);
     khz_stackFree(d, mark);
     return;
   }
   for (int b = 0; b < m->nbody; b++) parent[b] = b;
-  for (int i = 0; i < nc; i++) {
-    khzContact *c = d->contact + i;
-    memset(c->force_implicit, 0, sizeof c->force_implicit);
-    double kc = c->kp_implicit * h + c->kv_implicit, ct = tangent_scale(m, c) * (c->kv + c->kv_implicit);
-    if (!(kc > 0) || !c->nbottom || d->pair[c->slot].phase != KHZ_PHASE_RESTING) continue;
-    int first = n, added = pair_rows(m, d, i, row + n);
-    for (int j = first; j < first + added; j++) {
-      implicit_row *r = row + j;
-      double kj = r->point >= 0 ? c->kp_implicit * r->w : 0, kcj = r->point >= 0 ? kc * r->w : ct;
-      if (!(kcj > 0)) continue; /* a point without weight carries nothing */
-      double v = row_velocity(m, d, c, r, d->vtree), depth = fmax(r->depth, 0);
-      row[n] = *r;
-      rhs[n] = kj * depth / kcj - v;
-      diag[n] = 1 / (h * kcj);
-      lo[n] = -h * r->fn;
-      n++;
+  /* A normal row's bound is the explicit force at its point (lo = -h fn),
+   * taken at the velocity the step would end with (the forward pass at
+   * (q, vfree), pass 1). A pair whose stiffness is mostly implicit
+   * (kp_implicit > KHZ_HELD_IMPLICIT kp: a light body under a large load,
+   * or the load-following spring still held after the load has gone) is
+   * pushed apart at the start by its explicit spring and integral, and the
+   * explicit prediction vfree separates it fast: the explicit force at
+   * vfree, its damper taking most of it, left the implicit damper no room
+   * to hold the body back, and a 10 g block released from 100 N left the
+   * ground at 2.8 cm/s. Such a pair's rows (pass 0, the forward pass at the
+   * step's start) take the looser of the explicit force at the start and
+   * at vfree: the total force may not pull at either. */
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == 1) khz_forwardPass(m, d, d->q, vfree);
+    for (int i = 0; i < nc; i++) {
+      khzContact *c = d->contact + i;
+      if ((c->kp_implicit > KHZ_HELD_IMPLICIT * c->kp) != (pass == 0)) continue;
+      memset(c->force_implicit, 0, sizeof c->force_implicit);
+      double kc = c->kp_implicit * h + c->kv_implicit, ct = tangent_scale(m, c) * (c->kv + c->kv_implicit);
+      if (!(kc > 0) || !c->nbottom || d->pair[c->slot].phase != KHZ_PHASE_RESTING) continue;
+      int first = n, added = pair_rows(m, d, i, row + n);
+      for (int j = first; j < first + added; j++) {
+        implicit_row *r = row + j;
+        double kj = r->point >= 0 ? c->kp_implicit * r->w : 0, kcj = r->point >= 0 ? kc * r->w : ct;
+        if (!(kcj > 0)) continue; /* a point without weight carries nothing */
+        double v = row_velocity(m, d, c, r, d->vtree), depth = fmax(r->depth, 0);
+        row[n] = *r;
+        rhs[n] = kj * depth / kcj - (pass ? v : 0); /* pass 0: less the velocity, below */
+        v0s[n] = vfs[n] = v;
+        diag[n] = 1 / (h * kcj);
+        lo[n] = -h * r->fn;
+        held[n] = pass == 0;
+        n++;
+      }
+      int r0 = khz_movingTree(m, c, 0), r1 = khz_movingTree(m, c, 1);
+      if (r0 >= 0 && r1 >= 0) parent[khz_clusterFind(parent, r0)] = khz_clusterFind(parent, r1);
     }
-    int r0 = khz_movingTree(m, c, 0), r1 = khz_movingTree(m, c, 1);
-    if (r0 >= 0 && r1 >= 0) parent[khz_clusterFind(parent, r0)] = khz_clusterFind(parent, r1);
+  }
+  /* pass 0's rows: their velocities and bounds at vfree (the pair's rows
+   * again, at vfree, into tmpr); the bounds at the start kept in los */
+  for (int j = 0, last = -1, nt = 0; j < n; j++) {
+    if (!held[j]) continue;
+    vfs[j] = row_velocity(m, d, d->contact + row[j].contact, row + j, d->vtree);
+    rhs[j] -= vfs[j];
+    if (row[j].point < 0) continue;
+    if (row[j].contact != last) {
+      last = row[j].contact, nt = 0;
+      pair_forces(m, d, d->contact + last, 0, NULL, tmpr, &nt);
+    }
+    los[j] = lof[j] = lo[j];
+    for (int t = 0; t < nt; t++)
+      if (tmpr[t].point == row[j].point) lo[j] = lof[j] = -h * tmpr[t].fn;
   }
   for (int j = 0; j < n; j++) {
     const khzContact *c = d->contact + row[j].contact;
@@ -647,6 +693,25 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
       A[a * k + a] += diag[mem[a]];
     }
     int ok = solve_rows(d, row, mem, k, A, rhs, lo, P, L, sol, fixed) == 0;
+    /* pass 0's rows: the bound at the velocity the solution ends with, v'
+     * = vfree + W P, interpolated between the bounds at vfree and at the
+     * start (the explicit bracket is linear in the velocity), v' clamped
+     * between the two; solved again while a row held at its bound moves */
+    for (int it = 0; ok && it < KHZ_HELD_PASSES; it++) {
+      int again = 0;
+      for (int a = 0; a < k; a++) {
+        int j = mem[a];
+        if (!held[j] || row[j].point < 0 || v0s[j] == vfs[j]) continue;
+        double dv = 0;
+        for (int b = 0; b < k; b++) dv += (A[a * k + b] - (a == b ? diag[j] : 0)) * P[mem[b]];
+        double t = fmin(fmax(dv / (v0s[j] - vfs[j]), 0), KHZ_HELD_REACH), nlo = lof[j] + (los[j] - lof[j]) * t;
+        if (nlo == lo[j]) continue;
+        again |= fixed[a] || P[j] < nlo;
+        lo[j] = nlo;
+      }
+      if (!again) break;
+      ok = solve_rows(d, row, mem, k, A, rhs, lo, P, L, sol, fixed) == 0;
+    }
     khz_stackFree(d, mk);
     if (!ok) {
       d->warning[KHZ_WARN_IMPULSE]++;
@@ -667,8 +732,9 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
 size_t khz_penaltyImplicitStackBytes(const khzModel *m) {
   size_t np = (size_t)m->npair_max * ((size_t)m->max_points + 2);
   size_t k = np < KHZ_IMPLICIT_DIRECT ? np : KHZ_IMPLICIT_DIRECT;
-  return (size_t)m->nbody * sizeof(int) + np * (sizeof(implicit_row) + 2 * sizeof(int) + 4 * sizeof(double)) +
-         (2 * k * k + k) * sizeof(double) + k * sizeof(int) + 14 * 64;
+  return (size_t)m->nbody * sizeof(int) + np * (sizeof(implicit_row) + 3 * sizeof(int) + 8 * sizeof(double)) +
+         (size_t)m->max_points * sizeof(implicit_row) +
+         (2 * k * k + k) * sizeof(double) + k * sizeof(int) + 20 * 64;
 }
 
 /* ------------------------------------------------- forces and friction -- */
