@@ -299,11 +299,17 @@ static void damping_add(const khzModel *m, const khzData *d, const khzContact *c
     double D[3][3];
     for (int i = 0; i < 3; i++)
       for (int j = 0; j < 3; j++) D[i][j] = (kn - kt) * n[i] * n[j] + (i == j ? kt : 0);
+    /* the rows where column a of J is not structurally 0 (in order): the
+     * sum over the others added exact zeros (the same sums, fewer terms) */
+    static const int nz[6][2] = {{1, 2}, {0, 2}, {0, 1}, {0, -1}, {1, -1}, {2, -1}};
     for (int a = 0; a < 6; a++)
       for (int b = 0; b < 6; b++) {
         double v = 0;
-        for (int i = 0; i < 3; i++)
-          for (int j = 0; j < 3; j++) v += J[i][a] * D[i][j] * J[j][b];
+        for (int ii = 0; ii < 2 && nz[a][ii] >= 0; ii++)
+          for (int jj = 0; jj < 2 && nz[b][jj] >= 0; jj++) {
+            int i = nz[a][ii], j = nz[b][jj];
+            v += J[i][a] * D[i][j] * J[j][b];
+          }
         C[6 * a + b] += v;
       }
   }
@@ -311,19 +317,24 @@ static void damping_add(const khzModel *m, const khzData *d, const khzContact *c
 
 /* largest eigenvalue of M^-1 C for free body b (power iteration; M^-1 C is
  * similar to a symmetric positive semi-definite matrix) */
-static double damping_rate(const khzModel *m, const khzData *d, int b, const double *C) {
-  double Iw[9], Iinv[9], tmp[9];
-  const double *R = d->xrot + 9 * b;
-  khzu_mulMat3(tmp, R, m->body_inertia + 9 * b);
-  khzu_mulMatMatT3(Iw, tmp, R);
-  double L[9];
-  memcpy(L, Iw, sizeof L);
-  if (khzu_cholFactor(L, 3) != 0) return 0;
-  for (int j = 0; j < 3; j++) {
-    double e[3] = {j == 0, j == 1, j == 2};
-    khzu_cholSolve(L, 3, e);
-    for (int i = 0; i < 3; i++) Iinv[3 * i + j] = e[i];
+static double damping_rate(const khzModel *m, const khzData *d, int b, const double *C, double *Iinv_cache,
+                           int *cached) {
+  double *Iinv = Iinv_cache + 9 * b;
+  if (!cached[b]) { /* the world inverse inertia, once per body per step */
+    double Iw[9], tmp[9];
+    const double *R = d->xrot + 9 * b;
+    khzu_mulMat3(tmp, R, m->body_inertia + 9 * b);
+    khzu_mulMatMatT3(Iw, tmp, R);
+    double L[9];
+    memcpy(L, Iw, sizeof L);
+    cached[b] = khzu_cholFactor(L, 3) != 0 ? -1 : 1;
+    for (int j = 0; j < 3 && cached[b] > 0; j++) {
+      double e[3] = {j == 0, j == 1, j == 2};
+      khzu_cholSolve(L, 3, e);
+      for (int i = 0; i < 3; i++) Iinv[3 * i + j] = e[i];
+    }
   }
+  if (cached[b] < 0) return 0;
   double x[6] = {1, 0.7, 0.5, 0.3, 0.2, 0.1}, lam = 0;
   for (int it = 0; it < 30; it++) {
     double y[6], z[6];
@@ -350,7 +361,7 @@ static double damping_rate(const khzModel *m, const khzData *d, int b, const dou
 /* per free body: the factor on its pairs' gain (kp or kv) that keeps h
  * times the largest rate of M^-1 (gain matrix), raised to power, below limit */
 static void body_limits(const khzModel *m, khzData *d, int stiffness, double limit, double *C,
-                        double *scale) {
+                        double *scale, double *Iinv, int *cached) {
   memset(C, 0, 36 * (size_t)m->nbody * sizeof(double));
   for (int b = 0; b < m->nbody; b++) scale[b] = 1;
   for (int i = 0; i < d->ncontact; i++) {
@@ -364,7 +375,7 @@ static void body_limits(const khzModel *m, khzData *d, int stiffness, double lim
     int any = 0; /* no pair pressed it: nothing to limit */
     for (int k = 0; k < 36 && !any; k++) any = C[36 * b + k] != 0;
     if (!any) continue;
-    double lam = damping_rate(m, d, b, C + 36 * b);
+    double lam = damping_rate(m, d, b, C + 36 * b, Iinv, cached);
     double rate = (stiffness ? sqrt(lam) : lam) * d->timestep;
     if (rate > limit) scale[b] = stiffness ? (limit / rate) * (limit / rate) : limit / rate;
   }
@@ -384,7 +395,9 @@ void khz_penaltyLimits(const khzModel *m, khzData *d) {
   size_t mark = khz_stackMark(d);
   double *C = khz_stackAlloc(d, 36 * (size_t)m->nbody * sizeof(double));
   double *scale = khz_stackAlloc(d, (size_t)m->nbody * sizeof(double));
-  if (!C || !scale) {
+  double *Iinv = khz_stackAlloc(d, 9 * (size_t)m->nbody * sizeof(double));
+  int *cached = khz_stackAlloc(d, (size_t)m->nbody * sizeof(int));
+  if (!C || !scale || !Iinv || !cached) {
     khz_stackFree(d, mark);
     return;
   }
@@ -393,7 +406,8 @@ void khz_penaltyLimits(const khzModel *m, khzData *d) {
    * so that the force of the deepest point does not jump */
   int any_auto = 0;
   for (int i = 0; i < d->ncontact && !any_auto; i++) any_auto = auto_gains(m, d->contact + i);
-  if (any_auto) body_limits(m, d, 1, KHZ_STIFFNESS_LIMIT, C, scale);
+  memset(cached, 0, (size_t)m->nbody * sizeof(int));
+  if (any_auto) body_limits(m, d, 1, KHZ_STIFFNESS_LIMIT, C, scale, Iinv, cached);
   for (int i = 0; i < d->ncontact && any_auto; i++) {
     khzContact *c = d->contact + i;
     if (!auto_gains(m, c)) continue;
@@ -406,7 +420,7 @@ void khz_penaltyLimits(const khzModel *m, khzData *d) {
     ps->kp = c->kp;
     c->kp *= sc, c->ki *= sc;
   }
-  body_limits(m, d, 0, KHZ_DAMPING_LIMIT, C, scale);
+  body_limits(m, d, 0, KHZ_DAMPING_LIMIT, C, scale, Iinv, cached);
   for (int i = 0; i < d->ncontact; i++) {
     khzContact *c = d->contact + i;
     double kv = c->kv * pair_scale(c, scale);
