@@ -26,7 +26,11 @@
  *      impact is found up to a step's travel deep: the restitution target
  *      is taken at the time of impact, impulse.c), and a ball or box set
  *      down touching the ground with e = 0.5 rests in contact (no hover at
- *      the surface) at most 0.5 mm deep. */
+ *      the surface) at most 0.5 mm deep;
+ *   i. light body, large forces (V2 on a 10 g, 0.1 m block): a downward
+ *      force of 100 N (1000 times its weight) at the centre of its top face
+ *      for 0.5 s, then none: in the 0.5 s after, the block never leaves the
+ *      ground and ends at most 0.5 mm deep (its own weight's rest depth). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -321,6 +325,32 @@ static void case_h(void) {
   }
 }
 
+static void case_i(void) {
+  khzSpec *s = ground_spec_with(0.8, 0);
+  add_box(s, "block", KHZ_GEOM_BOX, 0.05, 0.01, 0.05);
+  khzModel *m = compile(s);
+  if (!m) return;
+  khzData *d = khz_makeData(m, 0);
+  for (int k = 0; k < 1000; k++) khz_step(m, d);
+  int b = m->nbody - 1, apart = 0;
+  for (int cycle = 0; cycle < 3; cycle++) {
+    for (int k = 0; k < 500; k++) {
+      d->xfrc[6 * b + 2] = -100;
+      khz_step(m, d);
+    }
+    d->xfrc[6 * b + 2] = 0;
+    for (int k = 0; k < 500; k++) {
+      khz_step(m, d);
+      apart += max_depth(d) <= 0;
+    }
+  }
+  printf("i. 10 g block, 100 N on and off 3 times: %d of 1500 unforced steps off the ground, %.3g mm deep at the end\n",
+         apart, 1e3 * max_depth(d));
+  ENSURE(apart == 0 && max_depth(d) <= 5e-4);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+}
+
 int main(void) {
   case_a();
   case_bc();
@@ -329,5 +359,6 @@ int main(void) {
   case_f();
   case_g();
   case_h();
+  case_i();
   return ensure_report();
 }

@@ -82,9 +82,11 @@ void khz_contactEnd(const khzModel *m, khzData *d) { khz_penaltyEnd(m, d); }
 size_t khz_contactStackBytes(const khzModel *m) {
   /* per-pair approach speeds, one pair's bottom selection (positions,
    * depths, projections, angles, flags, order), alignment slack; then
-   * khz_contactBegin's scratch and the impulses */
+   * khz_contactBegin's scratch and the impulses; the limits' per-body
+   * matrices */
   size_t contact = (size_t)m->npair_max * sizeof(double) + 6 * (size_t)m->max_points * sizeof(double) +
-                   2 * (size_t)m->max_points * sizeof(int) + 64 * 8;
+                   2 * (size_t)m->max_points * sizeof(int) + 64 * 8 +
+                   47 * (size_t)m->nbody * sizeof(double); /* khz_penaltyLimits */
   size_t implicit = (2 * (size_t)m->nv + 12 * (size_t)m->nbody) * sizeof(double) + 4 * 64 +
                     khz_penaltyImplicitStackBytes(m);
   return contact + khz_impulseStackBytes(m) + implicit;

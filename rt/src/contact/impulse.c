@@ -61,8 +61,10 @@ static void pair_centroid(const khzData *d, const khzContact *c, double x[3]) {
  * depth at which the automatic spring holds a body up (|a| (h / 0.3)^2)
  * is no bounce but a landing: it keeps -e vn (the correction would lift a
  * body set down at rest back to the surface at every step, and it would
- * hover there), with a linear blend over one more such depth. Articulated
- * trees keep -e vn. */
+ * hover there), with a linear blend over one more such depth. Where
+ * gravity does not drive the approach (two free bodies falling together:
+ * a = 0) there is nothing to correct, and the target is -e vn exactly.
+ * Articulated trees keep -e vn. */
 static double restitution_target(const khzModel *m, const khzData *d, const khzContact *c, double vn) {
   double e = m->contact.restitution;
   if (!(vn < 0)) return 0;
@@ -74,6 +76,7 @@ static double restitution_target(const khzModel *m, const khzData *d, const khzC
     if (!khz_bodyFree(m, b)) return -e * vn;
     a += (s ? -1 : 1) * khzu_dot3(m->gravity, c->normal);
   }
+  if (!(a < 0)) return -e * vn; /* gravity does not drive the approach: nothing to correct */
   const khzContactPoint *deep = d->cpoint + c->deepest;
   double depth = fmin(d->pair[c->slot].offset, deep->depth), v0[3], v1[3];
   khz_pointVelocity(m, d, c->body[0], deep->pos, v0);
@@ -82,12 +85,10 @@ static double restitution_target(const khzModel *m, const khzData *d, const khzC
   if (!(depth > 0) || !(vd < 0)) return -e * vn;
   double dc = depth * fmin(vn / vd, 1);
   double vc2 = fmax(vn * vn + 2 * a * dc, 0), u2 = e * e * vc2 - 2 * a * dc;
-  double u = u2 > 0 ? sqrt(u2) : 0, blend = 1;
-  if (a < 0) {
-    double apex = e * e * vc2 / (-2 * a), rest = khz_penaltyAutoDepth(d, -a);
-    blend = fmin(fmax(apex / rest - 1, 0), 1);
-  }
-  return -e * vn + blend * (u + e * vn);
+  double u = u2 > 0 ? sqrt(u2) : 0;
+  double apex = e * e * vc2 / (-2 * a), rest = khz_penaltyAutoDepth(d, -a);
+  double blend = fmin(fmax(apex / rest - 1, 0), 1);
+  return blend > 0 ? -e * vn + blend * (u + e * vn) : -e * vn;
 }
 
 /* solves the 3x3 system K x = b (K symmetric positive definite) */

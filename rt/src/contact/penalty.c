@@ -299,11 +299,17 @@ static void damping_add(const khzModel *m, const khzData *d, const khzContact *c
     double D[3][3];
     for (int i = 0; i < 3; i++)
       for (int j = 0; j < 3; j++) D[i][j] = (kn - kt) * n[i] * n[j] + (i == j ? kt : 0);
+    /* the rows where column a of J is not structurally 0 (in order): the
+     * sum over the others added exact zeros (the same sums, fewer terms) */
+    static const int nz[6][2] = {{1, 2}, {0, 2}, {0, 1}, {0, -1}, {1, -1}, {2, -1}};
     for (int a = 0; a < 6; a++)
       for (int b = 0; b < 6; b++) {
         double v = 0;
-        for (int i = 0; i < 3; i++)
-          for (int j = 0; j < 3; j++) v += J[i][a] * D[i][j] * J[j][b];
+        for (int ii = 0; ii < 2 && nz[a][ii] >= 0; ii++)
+          for (int jj = 0; jj < 2 && nz[b][jj] >= 0; jj++) {
+            int i = nz[a][ii], j = nz[b][jj];
+            v += J[i][a] * D[i][j] * J[j][b];
+          }
         C[6 * a + b] += v;
       }
   }
@@ -311,19 +317,24 @@ static void damping_add(const khzModel *m, const khzData *d, const khzContact *c
 
 /* largest eigenvalue of M^-1 C for free body b (power iteration; M^-1 C is
  * similar to a symmetric positive semi-definite matrix) */
-static double damping_rate(const khzModel *m, const khzData *d, int b, const double *C) {
-  double Iw[9], Iinv[9], tmp[9];
-  const double *R = d->xrot + 9 * b;
-  khzu_mulMat3(tmp, R, m->body_inertia + 9 * b);
-  khzu_mulMatMatT3(Iw, tmp, R);
-  double L[9];
-  memcpy(L, Iw, sizeof L);
-  if (khzu_cholFactor(L, 3) != 0) return 0;
-  for (int j = 0; j < 3; j++) {
-    double e[3] = {j == 0, j == 1, j == 2};
-    khzu_cholSolve(L, 3, e);
-    for (int i = 0; i < 3; i++) Iinv[3 * i + j] = e[i];
+static double damping_rate(const khzModel *m, const khzData *d, int b, const double *C, double *Iinv_cache,
+                           int *cached) {
+  double *Iinv = Iinv_cache + 9 * b;
+  if (!cached[b]) { /* the world inverse inertia, once per body per step */
+    double Iw[9], tmp[9];
+    const double *R = d->xrot + 9 * b;
+    khzu_mulMat3(tmp, R, m->body_inertia + 9 * b);
+    khzu_mulMatMatT3(Iw, tmp, R);
+    double L[9];
+    memcpy(L, Iw, sizeof L);
+    cached[b] = khzu_cholFactor(L, 3) != 0 ? -1 : 1;
+    for (int j = 0; j < 3 && cached[b] > 0; j++) {
+      double e[3] = {j == 0, j == 1, j == 2};
+      khzu_cholSolve(L, 3, e);
+      for (int i = 0; i < 3; i++) Iinv[3 * i + j] = e[i];
+    }
   }
+  if (cached[b] < 0) return 0;
   double x[6] = {1, 0.7, 0.5, 0.3, 0.2, 0.1}, lam = 0;
   for (int it = 0; it < 30; it++) {
     double y[6], z[6];
@@ -350,7 +361,7 @@ static double damping_rate(const khzModel *m, const khzData *d, int b, const dou
 /* per free body: the factor on its pairs' gain (kp or kv) that keeps h
  * times the largest rate of M^-1 (gain matrix), raised to power, below limit */
 static void body_limits(const khzModel *m, khzData *d, int stiffness, double limit, double *C,
-                        double *scale) {
+                        double *scale, double *Iinv, int *cached) {
   memset(C, 0, 36 * (size_t)m->nbody * sizeof(double));
   for (int b = 0; b < m->nbody; b++) scale[b] = 1;
   for (int i = 0; i < d->ncontact; i++) {
@@ -364,7 +375,7 @@ static void body_limits(const khzModel *m, khzData *d, int stiffness, double lim
     int any = 0; /* no pair pressed it: nothing to limit */
     for (int k = 0; k < 36 && !any; k++) any = C[36 * b + k] != 0;
     if (!any) continue;
-    double lam = damping_rate(m, d, b, C + 36 * b);
+    double lam = damping_rate(m, d, b, C + 36 * b, Iinv, cached);
     double rate = (stiffness ? sqrt(lam) : lam) * d->timestep;
     if (rate > limit) scale[b] = stiffness ? (limit / rate) * (limit / rate) : limit / rate;
   }
@@ -384,7 +395,9 @@ void khz_penaltyLimits(const khzModel *m, khzData *d) {
   size_t mark = khz_stackMark(d);
   double *C = khz_stackAlloc(d, 36 * (size_t)m->nbody * sizeof(double));
   double *scale = khz_stackAlloc(d, (size_t)m->nbody * sizeof(double));
-  if (!C || !scale) {
+  double *Iinv = khz_stackAlloc(d, 9 * (size_t)m->nbody * sizeof(double));
+  int *cached = khz_stackAlloc(d, (size_t)m->nbody * sizeof(int));
+  if (!C || !scale || !Iinv || !cached) {
     khz_stackFree(d, mark);
     return;
   }
@@ -393,7 +406,8 @@ void khz_penaltyLimits(const khzModel *m, khzData *d) {
    * so that the force of the deepest point does not jump */
   int any_auto = 0;
   for (int i = 0; i < d->ncontact && !any_auto; i++) any_auto = auto_gains(m, d->contact + i);
-  if (any_auto) body_limits(m, d, 1, KHZ_STIFFNESS_LIMIT, C, scale);
+  memset(cached, 0, (size_t)m->nbody * sizeof(int));
+  if (any_auto) body_limits(m, d, 1, KHZ_STIFFNESS_LIMIT, C, scale, Iinv, cached);
   for (int i = 0; i < d->ncontact && any_auto; i++) {
     khzContact *c = d->contact + i;
     if (!auto_gains(m, c)) continue;
@@ -406,7 +420,7 @@ void khz_penaltyLimits(const khzModel *m, khzData *d) {
     ps->kp = c->kp;
     c->kp *= sc, c->ki *= sc;
   }
-  body_limits(m, d, 0, KHZ_DAMPING_LIMIT, C, scale);
+  body_limits(m, d, 0, KHZ_DAMPING_LIMIT, C, scale, Iinv, cached);
   for (int i = 0; i < d->ncontact; i++) {
     khzContact *c = d->contact + i;
     double kv = c->kv * pair_scale(c, scale);
@@ -417,6 +431,13 @@ void khz_penaltyLimits(const khzModel *m, khzData *d) {
 }
 
 /* --------------------------------------------------- the implicit part -- */
+
+/* a pair whose implicit stiffness exceeds this many times its explicit one
+ * takes its rows' bounds at the step's start too (khz_penaltyImplicit) */
+#define KHZ_HELD_IMPLICIT 10
+/* the solves that may follow a held pair's bounds to the solution's velocity */
+#define KHZ_HELD_PASSES 8
+#define KHZ_HELD_REACH 50
 
 /* one row of the implicit solve: a bottom point's normal spring-damper, or
  * one of two tangential dampers at the centroid of a pair's bottom points */
@@ -578,7 +599,6 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
    * rest keeps exactly zero velocity. */
   double h = d->timestep;
   int nc = d->ncontact, n = 0, cap = d->ncpoint + 2 * nc;
-  khz_forwardPass(m, d, d->q, vfree);
   size_t mark = khz_stackMark(d);
   implicit_row *row = khz_stackAlloc(d, (size_t)cap * sizeof(implicit_row));
   int *cl = khz_stackAlloc(d, (size_t)cap * sizeof(int));
@@ -588,30 +608,70 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
   double *lo = khz_stackAlloc(d, (size_t)cap * sizeof(double));
   double *diag = khz_stackAlloc(d, (size_t)cap * sizeof(double));
   double *P = khz_stackAlloc(d, (size_t)cap * sizeof(double));
-  if (!(row && cl && mem && parent && rhs && lo && diag && P)) {
+  implicit_row *tmpr = khz_stackAlloc(d, (size_t)m->max_points * sizeof(implicit_row));
+  int *held = khz_stackAlloc(d, (size_t)cap * sizeof(int));
+  double *los = khz_stackAlloc(d, (size_t)cap * sizeof(double));
+  double *lof = khz_stackAlloc(d, (size_t)cap * sizeof(double));
+  double *v0s = khz_stackAlloc(d, (size_t)cap * sizeof(double));
+  double *vfs = khz_stackAlloc(d, (size_t)cap * sizeof(double));
+  if (!(row && cl && mem && parent && rhs && lo && diag && P && tmpr && held && los && lof && v0s && vfs)) {
+    khz_forwardPass(m, d, d->q, vfree);
     khz_stackFree(d, mark);
     return;
   }
   for (int b = 0; b < m->nbody; b++) parent[b] = b;
-  for (int i = 0; i < nc; i++) {
-    khzContact *c = d->contact + i;
-    memset(c->force_implicit, 0, sizeof c->force_implicit);
-    double kc = c->kp_implicit * h + c->kv_implicit, ct = tangent_scale(m, c) * (c->kv + c->kv_implicit);
-    if (!(kc > 0) || !c->nbottom || d->pair[c->slot].phase != KHZ_PHASE_RESTING) continue;
-    int first = n, added = pair_rows(m, d, i, row + n);
-    for (int j = first; j < first + added; j++) {
-      implicit_row *r = row + j;
-      double kj = r->point >= 0 ? c->kp_implicit * r->w : 0, kcj = r->point >= 0 ? kc * r->w : ct;
-      if (!(kcj > 0)) continue; /* a point without weight carries nothing */
-      double v = row_velocity(m, d, c, r, d->vtree), depth = fmax(r->depth, 0);
-      row[n] = *r;
-      rhs[n] = kj * depth / kcj - v;
-      diag[n] = 1 / (h * kcj);
-      lo[n] = -h * r->fn;
-      n++;
+  /* A normal row's bound is the explicit force at its point (lo = -h fn),
+   * taken at the velocity the step would end with (the forward pass at
+   * (q, vfree), pass 1). A pair whose stiffness is mostly implicit
+   * (kp_implicit > KHZ_HELD_IMPLICIT kp: a light body under a large load,
+   * or the load-following spring still held after the load has gone) is
+   * pushed apart at the start by its explicit spring and integral, and the
+   * explicit prediction vfree separates it fast: the explicit force at
+   * vfree, its damper taking most of it, left the implicit damper no room
+   * to hold the body back, and a 10 g block released from 100 N left the
+   * ground at 2.8 cm/s. Such a pair's rows (pass 0, the forward pass at the
+   * step's start) take the looser of the explicit force at the start and
+   * at vfree: the total force may not pull at either. */
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == 1) khz_forwardPass(m, d, d->q, vfree);
+    for (int i = 0; i < nc; i++) {
+      khzContact *c = d->contact + i;
+      if ((c->kp_implicit > KHZ_HELD_IMPLICIT * c->kp) != (pass == 0)) continue;
+      memset(c->force_implicit, 0, sizeof c->force_implicit);
+      double kc = c->kp_implicit * h + c->kv_implicit, ct = tangent_scale(m, c) * (c->kv + c->kv_implicit);
+      if (!(kc > 0) || !c->nbottom || d->pair[c->slot].phase != KHZ_PHASE_RESTING) continue;
+      int first = n, added = pair_rows(m, d, i, row + n);
+      for (int j = first; j < first + added; j++) {
+        implicit_row *r = row + j;
+        double kj = r->point >= 0 ? c->kp_implicit * r->w : 0, kcj = r->point >= 0 ? kc * r->w : ct;
+        if (!(kcj > 0)) continue; /* a point without weight carries nothing */
+        double v = row_velocity(m, d, c, r, d->vtree), depth = fmax(r->depth, 0);
+        row[n] = *r;
+        rhs[n] = kj * depth / kcj - (pass ? v : 0); /* pass 0: less the velocity, below */
+        v0s[n] = vfs[n] = v;
+        diag[n] = 1 / (h * kcj);
+        lo[n] = -h * r->fn;
+        held[n] = pass == 0;
+        n++;
+      }
+      int r0 = khz_movingTree(m, c, 0), r1 = khz_movingTree(m, c, 1);
+      if (r0 >= 0 && r1 >= 0) parent[khz_clusterFind(parent, r0)] = khz_clusterFind(parent, r1);
     }
-    int r0 = khz_movingTree(m, c, 0), r1 = khz_movingTree(m, c, 1);
-    if (r0 >= 0 && r1 >= 0) parent[khz_clusterFind(parent, r0)] = khz_clusterFind(parent, r1);
+  }
+  /* pass 0's rows: their velocities and bounds at vfree (the pair's rows
+   * again, at vfree, into tmpr); the bounds at the start kept in los */
+  for (int j = 0, last = -1, nt = 0; j < n; j++) {
+    if (!held[j]) continue;
+    vfs[j] = row_velocity(m, d, d->contact + row[j].contact, row + j, d->vtree);
+    rhs[j] -= vfs[j];
+    if (row[j].point < 0) continue;
+    if (row[j].contact != last) {
+      last = row[j].contact, nt = 0;
+      pair_forces(m, d, d->contact + last, 0, NULL, tmpr, &nt);
+    }
+    los[j] = lof[j] = lo[j];
+    for (int t = 0; t < nt; t++)
+      if (tmpr[t].point == row[j].point) lo[j] = lof[j] = -h * tmpr[t].fn;
   }
   for (int j = 0; j < n; j++) {
     const khzContact *c = d->contact + row[j].contact;
@@ -647,6 +707,25 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
       A[a * k + a] += diag[mem[a]];
     }
     int ok = solve_rows(d, row, mem, k, A, rhs, lo, P, L, sol, fixed) == 0;
+    /* pass 0's rows: the bound at the velocity the solution ends with, v'
+     * = vfree + W P, interpolated between the bounds at vfree and at the
+     * start (the explicit bracket is linear in the velocity), v' clamped
+     * between the two; solved again while a row held at its bound moves */
+    for (int it = 0; ok && it < KHZ_HELD_PASSES; it++) {
+      int again = 0;
+      for (int a = 0; a < k; a++) {
+        int j = mem[a];
+        if (!held[j] || row[j].point < 0 || v0s[j] == vfs[j]) continue;
+        double dv = 0;
+        for (int b = 0; b < k; b++) dv += (A[a * k + b] - (a == b ? diag[j] : 0)) * P[mem[b]];
+        double t = fmin(fmax(dv / (v0s[j] - vfs[j]), 0), KHZ_HELD_REACH), nlo = lof[j] + (los[j] - lof[j]) * t;
+        if (nlo == lo[j]) continue;
+        again |= fixed[a] || P[j] < nlo;
+        lo[j] = nlo;
+      }
+      if (!again) break;
+      ok = solve_rows(d, row, mem, k, A, rhs, lo, P, L, sol, fixed) == 0;
+    }
     khz_stackFree(d, mk);
     if (!ok) {
       d->warning[KHZ_WARN_IMPULSE]++;
@@ -667,8 +746,9 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
 size_t khz_penaltyImplicitStackBytes(const khzModel *m) {
   size_t np = (size_t)m->npair_max * ((size_t)m->max_points + 2);
   size_t k = np < KHZ_IMPLICIT_DIRECT ? np : KHZ_IMPLICIT_DIRECT;
-  return (size_t)m->nbody * sizeof(int) + np * (sizeof(implicit_row) + 2 * sizeof(int) + 4 * sizeof(double)) +
-         (2 * k * k + k) * sizeof(double) + k * sizeof(int) + 14 * 64;
+  return (size_t)m->nbody * sizeof(int) + np * (sizeof(implicit_row) + 3 * sizeof(int) + 8 * sizeof(double)) +
+         (size_t)m->max_points * sizeof(implicit_row) +
+         (2 * k * k + k) * sizeof(double) + k * sizeof(int) + 20 * 64;
 }
 
 /* ------------------------------------------------- forces and friction -- */
