@@ -418,6 +418,44 @@ static void test_reset_pause(const khzModel *m) {
   khz_loop_destroy(&L);
 }
 
+/* lockstep: requests queued before a command are all in effect at that
+ * command's tick, however many there are and however long they take (the
+ * per-round request budget is a realtime-mode rule; in lockstep it would make
+ * the tick depend on the machine's speed). Many resets, then the command that
+ * answers the last reset's state: every reset state comes first, then the tick. */
+static void test_lockstep_requests_first(const khzModel *m) {
+  khzLoopConfig cfg;
+  char err[256];
+  test_config(&cfg, KHZ_MODE_LOCKSTEP);
+  cfg.lockstep_timeout_s = 0; /* wait forever */
+  int n = cfg.request_ring < cfg.state_ring ? cfg.request_ring : cfg.state_ring;
+  n -= 4;
+  khzLoop *L = khz_loop_new(m, &cfg, err, sizeof err);
+  ENSURE_MSG(L != NULL, "%s", err);
+  if (!L) return;
+  double target[7] = {0};
+  snap s = next_state(L, m, 2000);
+  int queued = 0;
+  for (int k = 0; k < n; k++) queued += request(L, KHZ_REQ_RESET, 0, 0, NULL, 0) != 0;
+  ENSURE(queued == n);
+  snap answered = s;
+  answered.seq = s.seq + (uint64_t)queued; /* the state of the last reset */
+  send_torque(L, m, &answered, target, 1);
+  int resets = 0, in_order = 1;
+  snap t = {0};
+  for (int k = 0; k <= queued; k++) {
+    t = next_state(L, m, 2000);
+    if (!t.ok) break;
+    if (k < queued && !(t.flags & KHZ_FLAG_RESET)) in_order = 0;
+    if (t.flags & KHZ_FLAG_RESET) resets++;
+  }
+  ENSURE_MSG(in_order && resets == queued, "%d resets of %d before the tick", resets, queued);
+  ENSURE_MSG(t.ok && t.seq == answered.seq + 1 && t.cmd_seq == 1 && !(t.flags & KHZ_FLAG_RESET),
+             "tick seq %llu cmd %llu flags %x", (unsigned long long)t.seq,
+             (unsigned long long)t.cmd_seq, t.flags);
+  khz_loop_destroy(&L);
+}
+
 static void test_haptic_wrench_pd(const khzModel *m) {
   khzLoopConfig cfg;
   char err[256];
@@ -540,6 +578,7 @@ int main(void) {
     test_watchdog(m);
     test_overrun(m);
     test_reset_pause(m);
+    test_lockstep_requests_first(m);
     test_haptic_wrench_pd(m);
     test_fast_drops(m);
     khz_deleteModel(&m);

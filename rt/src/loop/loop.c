@@ -590,17 +590,20 @@ static int apply_request(khzLoop *L, const khzRequest *rq, khzReply *r) {
   }
 }
 
-/* applies pending requests and posts the replies: at least one, then more
- * while the round has spent less than its budget (an eighth of the period,
- * at most KHZ_LOOP_REQUEST_BUDGET_NS); the rest wait for the next round, so
- * that no number of requests delays a tick */
+/* applies pending requests and posts the replies. In realtime mode: at least
+ * one, then more while the round has spent less than its budget (an eighth of
+ * the period, at most KHZ_LOOP_REQUEST_BUDGET_NS); the rest wait for the next
+ * round, so that no number of requests delays a tick. In lockstep and fast
+ * mode every pending request is applied before the next tick, so that what a
+ * client sent before its command is in effect at that command's tick whatever
+ * the machine's load (determinism). */
 static void process_requests(khzLoop *L) {
   khzRequest *rq;
-  int any = 0;
+  int any = 0, bounded = L->cfg.mode == KHZ_MODE_REALTIME;
   int64_t t0 = khz_loop_now(), budget = L->period_ns / 8;
   if (budget > KHZ_LOOP_REQUEST_BUDGET_NS) budget = KHZ_LOOP_REQUEST_BUDGET_NS;
   while ((rq = khz_ring_peek(&L->requests))) {
-    if (any && khz_loop_now() - t0 >= budget) break;
+    if (bounded && any && khz_loop_now() - t0 >= budget) break;
     khzReply r;
     memset(&r, 0, sizeof r);
     r.id = rq->id;
@@ -821,6 +824,8 @@ static void run(khzLoop *L) {
         }
       }
       atomic_store(&L->waiting, 0);
+      /* requests the I/O side queued before this command are applied first */
+      if (khz_ring_peek(&L->requests)) continue;
       L->lockstep_waiting = 0;
       t_sched = t_wake = khz_loop_now();
     } else {
