@@ -45,12 +45,37 @@ static void count_reject(khzServer *s, int code) {
   if (code != KHZ__V1__ERROR_CODE__CLAMPED) s->rejected++;
 }
 
-/* the peer's client id (1-based index in the peer table) */
+static int holds_claim(const khzServer *s, uint32_t client) {
+  for (int a = 0; a < s->na; a++)
+    if (s->owner[a] == client) return 1;
+  return 0;
+}
+
+/* the peer's client id (1-based index in the peer table). When the table is
+ * full, slots are reused round-robin, skipping slots whose peer holds a claim
+ * (unless every slot does); whatever the evicted peer held (claims, activity)
+ * is released, so that the newcomer inherits nothing of it. */
 uint32_t khz_peer_client(khzServer *s, const khzPeer *p) {
   for (int i = 0; i < s->npeers; i++)
     if (s->peers[i].idlen == p->idlen && !memcmp(s->peers[i].id, p->id, p->idlen))
       return (uint32_t)i + 1;
-  int i = s->npeers < KHZ_MAX_PEERS ? s->npeers++ : (s->next_peer++ % KHZ_MAX_PEERS);
+  int i;
+  if (s->npeers < KHZ_MAX_PEERS) {
+    i = s->npeers++;
+  } else {
+    i = s->next_peer % KHZ_MAX_PEERS;
+    for (int k = 0; k < KHZ_MAX_PEERS; k++) {
+      int j = (s->next_peer + k) % KHZ_MAX_PEERS;
+      if (!holds_claim(s, (uint32_t)j + 1)) {
+        i = j;
+        break;
+      }
+    }
+    s->next_peer = (i + 1) % KHZ_MAX_PEERS;
+    for (int a = 0; a < s->na; a++)
+      if (s->owner[a] == (uint32_t)i + 1) s->owner[a] = 0;
+  }
+  s->peer_active[i] = 0;
   s->peers[i] = *p;
   s->peers_seen++;
   return (uint32_t)i + 1;

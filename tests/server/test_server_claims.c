@@ -99,6 +99,33 @@ int main(void) {
   r = claim(a, NULL, 0);
   ENSURE(r && r->code == KHZ__V1__ERROR_CODE__OK);
 
+  /* a full peer table: the server keeps 256 peers and reuses their slots
+   * round-robin, starting with A's (client 1). A newcomer must not inherit
+   * A's claim: 253 short-lived peers fill the table (A, B and V hold 3 slots),
+   * the next one would land in A's slot */
+  ENSURE(command(a) == NULL); /* A is active: its claim holds for watchdog_ms */
+  double t0 = khz_loop_now() / 1e9;
+  int made = 0;
+  for (int i = 0; i < 253; i++) {
+    char err[256];
+    khzClient *t = khz_client_new(h.state_ep, h.cmd_ep, NULL, err, sizeof err);
+    if (t && khz_client_getStats(t, 5000)) made++;
+    khz_client_destroy(&t);
+  }
+  ENSURE(made == 253);
+  khzClient *n = harness_client(&h);
+  ENSURE(n != NULL);
+  printf("253 peers and a newcomer in %.2f s\n", khz_loop_now() / 1e9 - t0);
+  if (n) {
+    e = refused(n);
+    ENSURE(e && e->code == KHZ__V1__ERROR_CODE__REFUSED && strstr(e->message, "claimed by client 1"));
+    if (e) printf("the 257th peer's command: %s\n", e->message);
+    r = claim(n, NULL, 0);
+    ENSURE(r && r->code == KHZ__V1__ERROR_CODE__REFUSED);
+    khz_client_destroy(&n);
+  }
+  ENSURE(command(a) == NULL); /* A still holds its claim */
+
   khz_client_destroy(&a);
   khz_client_destroy(&b);
   khz_client_destroy(&v);

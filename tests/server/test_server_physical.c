@@ -128,6 +128,32 @@ int main(void) {
   expect(set_gains(c, kp, kd, na), KHZ__V1__ERROR_CODE__OUT_OF_RANGE, "kp[6] = 1e+09", "set_gains kp 1e9");
   kp[6] = 50;
   expect(set_gains(c, kp, kd, na), KHZ__V1__ERROR_CODE__OK, NULL, "set_gains 50 / 1");
+  /* a rate change keeps the gains in force stable: kp[6] = 1e4 holds at 1 kHz
+   * (limit 1.25e4) but not at 500 Hz (limit 3.1e3) */
+  kp[6] = 1e4;
+  expect(set_gains(c, kp, kd, na), KHZ__V1__ERROR_CODE__OK, NULL, "set_gains kp[6] 1e4");
+  {
+    Khz__V1__Request rq;
+    Khz__V1__SetRate sr;
+    khz__v1__request__init(&rq);
+    khz__v1__set_rate__init(&sr);
+    sr.rate_hz = 500;
+    rq.op_case = KHZ__V1__REQUEST__OP_SET_RATE;
+    rq.set_rate = &sr;
+    expect(khz_client_request(c, &rq, 5000), KHZ__V1__ERROR_CODE__OUT_OF_RANGE, "kp[6] = 10000",
+           "set_rate 500 with kp[6] 1e4");
+  }
+  expect(req_setting(c, "rate_hz", "500"), KHZ__V1__ERROR_CODE__OUT_OF_RANGE, "kp[6] = 10000",
+         "setting rate_hz 500");
+  double hz_now = 0;
+  const Khz__V1__State *rs = khz_client_latestState(c, 2000);
+  if (rs) hz_now = rs->rate_hz;
+  ENSURE(hz_now == 1000);
+  state_good(c);
+  kp[6] = 50;
+  expect(set_gains(c, kp, kd, na), KHZ__V1__ERROR_CODE__OK, NULL, "set_gains 50 / 1 again");
+  expect(req_setting(c, "rate_hz", "500"), KHZ__V1__ERROR_CODE__OK, NULL, "setting rate_hz 500");
+  expect(req_setting(c, "rate_hz", "1000"), KHZ__V1__ERROR_CODE__OK, NULL, "setting rate_hz 1000");
   expect(req_setting(c, "kd", "1000"), KHZ__V1__ERROR_CODE__OUT_OF_RANGE, "unstable", "setting kd 1000");
   expect(req_setting(c, "kd", "0.5"), KHZ__V1__ERROR_CODE__OK, NULL, "setting kd 0.5");
   st = khz_client_latestState(c, 2000);

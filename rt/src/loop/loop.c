@@ -473,6 +473,14 @@ static int apply_request(khzLoop *L, const khzRequest *rq, khzReply *r) {
           return -1;
         }
       }
+      /* the in-tick PD's bound (kp <= 4 m / h^2, kd <= 2 m / h) tightens as
+       * the rate falls: the gains in force must hold at the new step too */
+      char why[sizeof r->message];
+      if (khz_loop_checkGains(m, L->dof, L->na, L->kp, L->kd, 1.0 / hz, why, sizeof why)) {
+        if (snprintf(r->message, sizeof r->message, "rate %g Hz: %s", hz, why) < 0) r->message[0] = 0;
+        r->status = KHZ_REPLY_INVALID;
+        return -1;
+      }
       set_rate(L, hz);
       L->armed = 0;
       return 0;
