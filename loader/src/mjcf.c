@@ -48,6 +48,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,7 @@
 #define KHZ_MJCF_MAX_SRC 256 /* default classes nested at most this deep */
 #define KHZ_MJCF_MINVAL 1e-10
 #define KHZ_MJCF_MAX_INCLUDE 16 /* <include> nested at most this deep */
+#define KHZ_MJCF_MAX_INCLUDES 256 /* and at most this many in all */
 
 /* one <default> element: a class; several top-level ones chain as "main" */
 typedef struct mjcf_class {
@@ -81,10 +83,13 @@ typedef struct mjcf_mass {
   double inertia[9]; /* about its centre of mass, in the geom frame (row-major) */
 } mjcf_mass;
 
-/* a file brought in by <include>: the name its nodes report (node->_private) */
+/* a file brought in by <include>: the name its nodes report (node->_private
+ * holds its index in incs + 1, not a pointer: incs is realloc'd as it grows) */
 typedef struct mjcf_file {
   char *path;
-  int depth; /* 1 for a file the model includes, 2 for one that file includes, ... */
+  char *real; /* its canonical path (realpath, else path), to find include loops */
+  int depth;  /* 1 for a file the model includes, 2 for one that file includes, ... */
+  int parent; /* the index of the file that includes it, -1 for the model */
 } mjcf_file;
 
 /* one <mesh> asset */
@@ -128,6 +133,7 @@ typedef struct mjcf_ctx {
   /* inputs */
   const char *file;
   char dir[KHZ_PATH_MAX]; /* the model file's directory ("" = the current one) */
+  int from_file;          /* file is a file read (not a name for a buffer) */
   const khzMjcfOptions *opt;
   char *err;
   size_t errsz;
@@ -280,8 +286,12 @@ static void describe(char *out, size_t n, xmlNodePtr node) {
 }
 
 /* the file an element comes from: the model's, or an included one's */
+static const mjcf_file *node_inc(const mjcf_ctx *c, xmlNodePtr n) {
+  intptr_t i = n ? (intptr_t)n->_private : 0;
+  return i > 0 && i <= c->ninc ? &c->incs[i - 1] : NULL;
+}
 static const char *node_file(const mjcf_ctx *c, xmlNodePtr n) {
-  const mjcf_file *f = n ? n->_private : NULL;
+  const mjcf_file *f = node_inc(c, n);
   return f ? f->path : c->file;
 }
 
@@ -2151,12 +2161,18 @@ static void apply_key(mjcf_ctx *c, const khzMjcfKey *k) {
 
 /* ------------------------------------------------------------ includes -- */
 
-/* marks a copied element and everything in it as coming from file f */
-static void mark_file(xmlNodePtr n, mjcf_file *f) {
+/* marks a copied element and everything in it as coming from file incs[i] */
+static void mark_file(xmlNodePtr n, int i) {
   for (xmlNodePtr k = n; k; k = k->next) {
-    k->_private = f;
-    if (k->type == XML_ELEMENT_NODE) mark_file(k->children, f);
+    k->_private = (void *)(intptr_t)(i + 1);
+    if (k->type == XML_ELEMENT_NODE) mark_file(k->children, i);
   }
+}
+
+/* the canonical form of path (itself when realpath fails), malloc'd */
+static char *canon_path(const char *path) {
+  char *r = realpath(path, NULL);
+  return r ? r : strdup(path);
 }
 
 /* replaces every <include file="..."/> under el by the children of the
@@ -2172,11 +2188,13 @@ static int expand_includes(mjcf_ctx *c, xmlNodePtr el) {
       if (expand_includes(c, e)) return -1;
       continue;
     }
-    const mjcf_file *from = e->_private;
+    const mjcf_file *from = node_inc(c, e);
     int depth = from ? from->depth : 0;
+    int parent = from ? (int)(from - c->incs) : -1;
     if (depth >= KHZ_MJCF_MAX_INCLUDE)
-      return fail(c, e, "<include> nested more than %d deep (does a file include itself?)",
-                  KHZ_MJCF_MAX_INCLUDE);
+      return fail(c, e, "<include> nested more than %d deep", KHZ_MJCF_MAX_INCLUDE);
+    if (c->ninc >= KHZ_MJCF_MAX_INCLUDES)
+      return fail(c, e, "more than %d <include>s in all", KHZ_MJCF_MAX_INCLUDES);
     if (check_attrs(c, e, "include", include_attrs)) return -1;
     const char *file = attr(c, e, "file");
     if (!file || !file[0]) return fail(c, e, "<include> needs a file");
@@ -2197,14 +2215,36 @@ static int expand_includes(mjcf_ctx *c, xmlNodePtr el) {
       free(buf);
       return -1;
     }
-    mjcf_file *f = &c->incs[c->ninc];
-    f->path = strdup(path);
-    f->depth = depth + 1;
-    if (!f->path) {
+    /* a file already on the chain of includes that led here is a loop */
+    char *real = canon_path(path);
+    if (!real) {
       free(buf);
       return fail_oom(c);
     }
-    c->ninc++;
+    int loop = 0;
+    for (int i = parent; i >= 0 && !loop; i = c->incs[i].parent)
+      loop = strcmp(c->incs[i].real, real) == 0;
+    if (!loop && c->from_file) {
+      char *model = canon_path(c->file);
+      loop = model && strcmp(model, real) == 0;
+      free(model);
+    }
+    if (loop) {
+      free(real);
+      free(buf);
+      return fail(c, e, "included file \"%s\" includes itself (an include loop)", file);
+    }
+    mjcf_file *f = &c->incs[c->ninc];
+    f->path = strdup(path);
+    f->real = real;
+    f->depth = depth + 1;
+    f->parent = parent;
+    if (!f->path) {
+      free(real);
+      free(buf);
+      return fail_oom(c);
+    }
+    int fi = c->ninc++;
 
     /* parse it quietly, as the model */
     xmlParserCtxtPtr pc = xmlNewParserCtxt();
@@ -2245,7 +2285,7 @@ static int expand_includes(mjcf_ctx *c, xmlNodePtr el) {
         xmlFreeDoc(inc);
         return fail_oom(c);
       }
-      mark_file(cp, f);
+      mark_file(cp, fi);
       xmlAddPrevSibling(e, cp);
       if (!first) first = cp;
     }
@@ -2362,6 +2402,7 @@ static int load(khzSpec *spec, const char *xml, size_t len, const char *name,
   if (len > (size_t)INT_MAX) return khz_loadError(err, errsz, "%s: file too large", c.file);
   int nbody0 = khz_spec_nbody(spec), ngeom0 = khz_spec_ngeom(spec);
   c.nbody0 = nbody0;
+  c.from_file = from_file;
   if (from_file && name && strchr(name, '/') && khz_path_dirname(c.dir, sizeof c.dir, name))
     return khz_loadError(err, errsz, "%s: path too long", c.file);
   int ret = -1;
@@ -2503,7 +2544,10 @@ done:
   free(c.joints);
   free(c.given_body);
   free(c.given_joint);
-  for (int i = 0; i < c.ninc; i++) free(c.incs[i].path);
+  for (int i = 0; i < c.ninc; i++) {
+    free(c.incs[i].path);
+    free(c.incs[i].real);
+  }
   free(c.incs);
   free(c.meshes);
   for (int i = 0; i < c.nmdata; i++) khz_mesh_free(&c.mdata[i]);

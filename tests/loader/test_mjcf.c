@@ -642,7 +642,14 @@ static void test_include(void) {
   } bad[] = {
       {"mjcf_include/bad_main.xml",
        "mjcf_include/bad_part.xml:4: <geom>: unknown default class \"nope\""},
-      {"mjcf_include/loop.xml", "<include> nested more than 16 deep"},
+      {"mjcf_include/loop.xml", "mjcf_include/loop.xml:2: <include>: included file "
+                                "\"loop.xml\" includes itself"},
+      /* a file including itself twice: refused at once, not expanded 2^16 times */
+      {"mjcf_include/twice.xml", "mjcf_include/twice_part.xml:2: <include>: included file "
+                                 "\"twice_part.xml\" includes itself"},
+      /* 16 includes of a file with 16 includes: over the cap of 256 in all */
+      {"mjcf_include/fan.xml", "mjcf_include/fan_a.xml:2: <include>: more than 256 "
+                               "<include>s in all"},
       {"mjcf_include/not_mujoco.xml",
        "not_mujoco.xml:2: <include>: included file \"robot.urdf.xml\": the root "
        "element must be <mujoco>"},
@@ -662,6 +669,22 @@ static void test_include(void) {
   ENSURE(khz_loadMJCF(s, DATA "mjcf_include/malformed.xml", &opt, err, sizeof err) == -1);
   ENSURE_MSG(strstr(err, "(included from " DATA "mjcf_include/malformed.xml:2)") != NULL, "%s",
              err);
+  khz_spec_destroy(&s);
+
+  /* 20 included files (past the first growth of the table of them): the
+   * first's and the last's warnings name their own file and line */
+  s = khz_spec_new();
+  w.count = 0;
+  err[0] = 0;
+  rc = khz_loadMJCF(s, DATA "mjcf_include/many.xml", &opt, err, sizeof err);
+  ENSURE_MSG(rc == 1, "%s", err);
+  if (rc == 1) {
+    ENSURE(khz_spec_nbody(s) == 21 && find_body(s, "b01") > 0 && find_body(s, "b20") > 0);
+    ENSURE_MSG(has_warning(&w, "mjcf_include/many_01.xml:4: <geom", "zzfirst"), "%s",
+               w.msg[0]);
+    ENSURE_MSG(has_warning(&w, "mjcf_include/many_20.xml:4: <geom", "zzlast"), "%s", w.msg[0]);
+    khz_mjcf_freeInfo(&info);
+  }
   khz_spec_destroy(&s);
 }
 
