@@ -294,6 +294,19 @@ static int khz_get_orientation(khzSceneReader *r, const yaml_node_t *n, const ch
   return 0;
 }
 
+/* a robot's base: its keys checked against keys, then pos and orientation
+ * (path names the robot; bp receives "path.base" for the caller's own keys) */
+static int khz_get_base(khzSceneReader *r, const yaml_node_t *base, const char *path,
+                        const char *const *keys, char *bp, double pos[3], double quat[4]) {
+  char kp[KHZ_KEY_MAX];
+  khz_keypath(bp, path, "base");
+  if (khz_check_keys(r, base, bp, keys)) return -1;
+  yaml_node_t *p = khz_find(r, base, "pos");
+  khz_keypath(kp, bp, "pos");
+  if (p && khz_get_vec(r, p, kp, pos, 3)) return -1;
+  return khz_get_orientation(r, base, bp, quat);
+}
+
 /* rgba with every component in [0, 1] */
 static int khz_get_rgba(khzSceneReader *r, const yaml_node_t *n, const char *key, double rgba[4]) {
   if (khz_get_vec(r, n, key, rgba, 4)) return -1;
@@ -641,12 +654,7 @@ static int khz_scene_mjcf(khzSceneReader *r, const yaml_node_t *n, const char *p
   if ((v = khz_find(r, n, "base"))) {
     static const char *const base_keys[] = {"pos", "rpy", "quat", NULL};
     char bp[KHZ_KEY_MAX];
-    khz_keypath(bp, path, "base");
-    if (khz_check_keys(r, v, bp, base_keys)) return -1;
-    yaml_node_t *pos = khz_find(r, v, "pos");
-    khz_keypath(kp, bp, "pos");
-    if (pos && khz_get_vec(r, pos, kp, opt.base_pos, 3)) return -1;
-    if (khz_get_orientation(r, v, bp, opt.base_quat)) return -1;
+    if (khz_get_base(r, v, path, base_keys, bp, opt.base_pos, opt.base_quat)) return -1;
   }
   khz_keypath(kp, path, "keyframe");
   if ((v = khz_find(r, n, "keyframe"))) {
@@ -736,12 +744,7 @@ static int khz_scene_robot(khzSceneReader *r, const yaml_node_t *n, int index, k
   }
   if ((v = khz_find(r, n, "base"))) {
     char bp[KHZ_KEY_MAX];
-    khz_keypath(bp, path, "base");
-    if (khz_check_keys(r, v, bp, base_keys)) return -1;
-    yaml_node_t *pos = khz_find(r, v, "pos");
-    khz_keypath(kp, bp, "pos");
-    if (pos && khz_get_vec(r, pos, kp, opt.base_pos, 3)) return -1;
-    if (khz_get_orientation(r, v, bp, opt.base_quat)) return -1;
+    if (khz_get_base(r, v, path, base_keys, bp, opt.base_pos, opt.base_quat)) return -1;
   }
   khz_keypath(kp, path, "floating_base");
   if ((v = khz_find(r, n, "floating_base")) && khz_get_bool(r, v, kp, &opt.floating_base)) {
