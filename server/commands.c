@@ -37,7 +37,7 @@ void khz_commands_command(khzServer *s, const khzPeer *p, const Khz__V1__Command
   }
 
   /* arbitration: actuators another client claimed are its alone */
-  uint32_t client = khz_peer_client(s, p), holder = khz_claims_other(s, client);
+  uint32_t client = khz_peer_client(s, p), holder = khz_claims_otherIn(s, client, 0, (int)na);
   if (holder) {
     char names[256];
     khz_claims_names(s, holder, names, sizeof names);
@@ -186,6 +186,19 @@ void khz_commands_haptic(khzServer *s, const khzPeer *p, const Khz__V1__HapticIn
                    "haptic input %llu: orientation quaternion of zero length", (unsigned long long)seq);
     return;
   }
+  /* arbitration: a proxy another client claimed is its alone */
+  uint32_t client = khz_peer_client(s, p);
+  uint32_t holder = khz_claims_otherIn(s, client, s->na + (int)h->proxy, 1);
+  if (holder) {
+    khz_send_error(s, p, KHZ__V1__ERROR_CODE__REFUSED, seq, 0,
+                   "haptic input %llu: haptic proxy %u ('%s') is claimed by client %u: nothing "
+                   "applied (it is free once that client sends Release or stops sending for "
+                   "watchdog_ms)",
+                   (unsigned long long)seq, h->proxy,
+                   s->m->body_name[s->haptic[h->proxy].body], holder);
+    return;
+  }
+  s->peer_active[client - 1] = ev_now(s->ev);
   khzHapticInput in;
   memset(&in, 0, sizeof in);
   in.seq = seq;

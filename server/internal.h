@@ -117,7 +117,8 @@ struct khzServer {
   int npeers, next_peer;
   uint64_t peers_seen;
   double peer_active[KHZ_MAX_PEERS]; /* ev_now of the peer's last command or claim */
-  uint32_t *owner;                /* na: the client holding each actuator, 0 = free */
+  uint32_t *owner;                /* na + nhaptic: the client holding each actuator, then each
+                                   * haptic proxy; 0 = free */
   khzPending pending[KHZ_MAX_PENDING];
   khzPending overflow;            /* a request met with every pending entry in use */
   uint64_t next_loop_id;
@@ -162,11 +163,14 @@ static inline int check_finite(const double *v, size_t n, size_t *bad) {
   return 1;
 }
 
-/* requests.c: control arbitration. The holder of a claimed actuator other
- * than client, or 0 when client may control (nothing claimed by anyone
- * else); lapsed claims are released first. */
+/* requests.c: control arbitration over the claim slots [first, first + n)
+ * of owner (actuators 0..na-1, haptic proxy p at na + p). The holder of a
+ * slot claimed by another client than client, or 0 when client may control
+ * them; lapsed claims (of every slot) are released first. khz_claims_other:
+ * over every slot. */
+uint32_t khz_claims_otherIn(khzServer *s, uint32_t client, int first, int n);
 uint32_t khz_claims_other(khzServer *s, uint32_t client);
-/* the names of the actuators held by owner, for messages */
+/* the names of the actuators and haptic proxies held by owner, for messages */
 void khz_claims_names(khzServer *s, uint32_t owner, char *out, size_t n);
 
 /* requests.c: one Request through the table; the loop's replies */

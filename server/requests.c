@@ -719,57 +719,69 @@ void khz_requests_recordStopped(khzServer *s) {
 
 /* ------------------------------------------------------- arbitration -- */
 
-uint32_t khz_claims_other(khzServer *s, uint32_t client) {
+uint32_t khz_claims_otherIn(khzServer *s, uint32_t client, int first, int n) {
   double now = ev_now(s->ev), wd = s->cfg.watchdog_ms / 1000;
-  uint32_t holder = 0;
-  for (int a = 0; a < s->na; a++) {
+  int slots = s->na + s->nhaptic;
+  for (int a = 0; a < slots; a++) {
     uint32_t o = s->owner[a];
-    if (!o || o == client) continue;
-    if (wd > 0 && o <= KHZ_MAX_PEERS && now - s->peer_active[o - 1] > wd) {
+    if (o && o != client && wd > 0 && o <= KHZ_MAX_PEERS && now - s->peer_active[o - 1] > wd) {
       /* the holder stopped commanding: its claims lapse */
       khz_log(KHZ_LOG_INFO, "client %u sent no command for %g ms: its claims are released", o,
               s->cfg.watchdog_ms);
-      for (int b = 0; b < s->na; b++)
+      for (int b = 0; b < slots; b++)
         if (s->owner[b] == o) s->owner[b] = 0;
-      continue;
     }
-    holder = o;
   }
+  uint32_t holder = 0;
+  for (int a = first; a < first + n && a < slots; a++)
+    if (s->owner[a] && s->owner[a] != client) holder = s->owner[a];
   return holder;
+}
+
+uint32_t khz_claims_other(khzServer *s, uint32_t client) {
+  return khz_claims_otherIn(s, client, 0, s->na + s->nhaptic);
+}
+
+/* the name a Claim uses for slot a: the actuator's joint, or the haptic
+ * proxy's body (Describe lists both) */
+static const char *claim_slot_name(const khzServer *s, int a) {
+  return a < s->na ? s->m->jnt_name[s->m->dof_body[s->act_dof[a]]]
+                   : s->m->body_name[s->haptic[a - s->na].body];
 }
 
 void khz_claims_names(khzServer *s, uint32_t owner, char *out, size_t n) {
   size_t len = 0;
   out[0] = 0;
-  for (int a = 0; a < s->na && len + 1 < n; a++) {
+  for (int a = 0; a < s->na + s->nhaptic && len + 1 < n; a++) {
     if (s->owner[a] != owner) continue;
-    int w = snprintf(out + len, n - len, "%s'%s'", len ? ", " : "",
-                     s->m->jnt_name[s->m->dof_body[s->act_dof[a]]]);
+    int w = snprintf(out + len, n - len, "%s%s'%s'", len ? ", " : "",
+                     a < s->na ? "" : "haptic proxy ", claim_slot_name(s, a));
     if (w < 0) break;
     len += (size_t)w;
   }
 }
 
-/* every name an actuator (empty = all), none held by another client */
+/* every name an actuator or a haptic proxy's body (empty = all of both),
+ * none held by another client */
 static int check_claim(khzServer *s, khzPending *q, const Khz__V1__Request *rq) {
   const Khz__V1__Claim *c = rq->claim;
   uint32_t client = khz_peer_client(s, &q->peer);
   for (size_t i = 0; i < c->n_actuators; i++) {
     int found = 0;
-    for (int a = 0; a < s->na && !found; a++)
-      found = !strcmp(c->actuators[i], s->m->jnt_name[s->m->dof_body[s->act_dof[a]]]);
+    for (int a = 0; a < s->na + s->nhaptic && !found; a++)
+      found = !strcmp(c->actuators[i], claim_slot_name(s, a));
     if (!found)
       return refuse(s, q, KHZ__V1__ERROR_CODE__UNKNOWN_NAME,
-                    "claim: no actuator named '%.*s' (Describe lists them)", KHZ_REQ_NAME_MAX,
-                    c->actuators[i]);
+                    "claim: no actuator or haptic proxy named '%.*s' (Describe lists them)",
+                    KHZ_REQ_NAME_MAX, c->actuators[i]);
   }
   uint32_t holder = khz_claims_other(s, client);
   if (holder) {
     char names[256];
     khz_claims_names(s, holder, names, sizeof names);
     return refuse(s, q, KHZ__V1__ERROR_CODE__REFUSED,
-                  "claim: the actuators %s are claimed by client %u (free once it sends Release or "
-                  "stops commanding for watchdog_ms)",
+                  "claim: %s already claimed by client %u (free once it sends Release or stops "
+                  "commanding for watchdog_ms)",
                   names, holder);
   }
   return 0;
@@ -778,22 +790,22 @@ static int check_claim(khzServer *s, khzPending *q, const Khz__V1__Request *rq) 
 static int do_claim(khzServer *s, khzPending *q, const Khz__V1__Request *rq) {
   const Khz__V1__Claim *c = rq->claim;
   uint32_t client = khz_peer_client(s, &q->peer);
-  for (int a = 0; a < s->na; a++) {
+  for (int a = 0; a < s->na + s->nhaptic; a++) {
     int want = c->n_actuators == 0;
     for (size_t i = 0; i < c->n_actuators && !want; i++)
-      want = !strcmp(c->actuators[i], s->m->jnt_name[s->m->dof_body[s->act_dof[a]]]);
+      want = !strcmp(c->actuators[i], claim_slot_name(s, a));
     if (want) s->owner[a] = client;
   }
   s->peer_active[client - 1] = ev_now(s->ev);
-  khz_log(KHZ_LOG_INFO, "client %u claimed %zu actuators", client,
-          c->n_actuators ? c->n_actuators : (size_t)s->na);
+  khz_log(KHZ_LOG_INFO, "client %u claimed %zu actuators and haptic proxies", client,
+          c->n_actuators ? c->n_actuators : (size_t)(s->na + s->nhaptic));
   return 0;
 }
 
 static int do_release(khzServer *s, khzPending *q, const Khz__V1__Request *rq) {
   uint32_t client = khz_peer_client(s, &q->peer);
   (void)rq;
-  for (int a = 0; a < s->na; a++)
+  for (int a = 0; a < s->na + s->nhaptic; a++)
     if (s->owner[a] == client) s->owner[a] = 0;
   return 0;
 }
@@ -898,7 +910,7 @@ void khz_requests_handle(khzServer *s, const khzPeer *p, const Khz__V1__Request 
     uint32_t holder = khz_claims_other(s, khz_peer_client(s, p));
     if (holder) {
       khz_reply_error(s, p, rq->id, KHZ__V1__ERROR_CODE__REFUSED,
-                      "%s: the actuators are claimed by client %u: requests that change the "
+                      "%s: actuators or haptic proxies are claimed by client %u: requests that change the "
                       "simulation are its alone until it sends Release or stops commanding for "
                       "watchdog_ms",
                       row->name, holder);

@@ -46,7 +46,7 @@ static void count_reject(khzServer *s, int code) {
 }
 
 static int holds_claim(const khzServer *s, uint32_t client) {
-  for (int a = 0; a < s->na; a++)
+  for (int a = 0; a < s->na + s->nhaptic; a++)
     if (s->owner[a] == client) return 1;
   return 0;
 }
@@ -72,7 +72,7 @@ uint32_t khz_peer_client(khzServer *s, const khzPeer *p) {
       }
     }
     s->next_peer = (i + 1) % KHZ_MAX_PEERS;
-    for (int a = 0; a < s->na; a++)
+    for (int a = 0; a < s->na + s->nhaptic; a++)
       if (s->owner[a] == (uint32_t)i + 1) s->owner[a] = 0;
   }
   s->peer_active[i] = 0;
@@ -390,7 +390,7 @@ static int server_init(khzServer *s, char *err, size_t errsz) {
   if (scene_haptics(s, err, errsz)) return -1;
   s->na = khz_loop_actuators(s->m, NULL);
   s->max_msg = khz_server_maxMessage(s->m, s->na);
-  s->owner = calloc((size_t)s->na + 1, sizeof *s->owner);
+  s->owner = calloc((size_t)(s->na + s->nhaptic) + 1, sizeof *s->owner);
   if (!s->owner) return khz_server_fail(err, errsz, "out of memory");
   s->act_dof = calloc((size_t)s->na + 1, sizeof(int));
   if (!s->act_dof || khz_codec_init(&s->codec, s->m->nbody)) return khz_server_fail(err, errsz, "out of memory");

@@ -42,6 +42,55 @@ static const Khz__V1__Error *command_(khzClient *c, int expect_error) {
 #define command(c) command_(c, 0)
 #define refused(c) command_(c, 1)
 
+/* one haptic input holding the puck where it is; the error it drew or NULL */
+static const Khz__V1__Error *haptic_(khzClient *c, uint64_t seq, int expect_error) {
+  const Khz__V1__ModelDescription *md = khz_client_model(c);
+  double pos[3] = {0, 0, 0.5}, quat[4] = {1, 0, 0, 0};
+  Khz__V1__HapticInput in;
+  khz__v1__haptic_input__init(&in);
+  in.seq = seq;
+  in.model_generation = md->model_generation;
+  in.n_position = 3, in.position = pos;
+  in.n_orientation = 4, in.orientation = quat;
+  while (khz_client_nextError(c, 0)) {
+  }
+  khz_client_haptic(c, &in);
+  return khz_client_nextError(c, expect_error ? 3000 : 300);
+}
+
+/* a haptic proxy is claimed like an actuator (by its body's name): another
+ * client's device inputs to it are refused until it is released */
+static void test_haptic_claims(void) {
+  khzServerConfig cfg;
+  harness h;
+  harness_config(&cfg);
+  snprintf(cfg.scene, sizeof cfg.scene, "tests/server/data/haptic.yaml");
+  cfg.watchdog_ms = 5000;
+  ENSURE(harness_start(&h, &cfg, NULL) == 0);
+  khzClient *a = harness_client(&h), *b = harness_client(&h);
+  ENSURE(a && b);
+  if (!a || !b) return;
+  ENSURE(khz_client_describe(a, 5000) && khz_client_describe(b, 5000));
+  ENSURE(haptic_(a, 1, 0) == NULL && haptic_(b, 2, 0) == NULL);
+  const char *puck[] = {"puck"};
+  const Khz__V1__Reply *r = claim(a, puck, 1);
+  ENSURE(r && r->code == KHZ__V1__ERROR_CODE__OK);
+  ENSURE(haptic_(a, 3, 0) == NULL);
+  const Khz__V1__Error *e = haptic_(b, 4, 1);
+  ENSURE(e && e->code == KHZ__V1__ERROR_CODE__REFUSED && strstr(e->message, "'puck'") &&
+         strstr(e->message, "claimed by client"));
+  if (e) printf("B's haptic input: %s\n", e->message);
+  r = claim(b, NULL, 0);
+  ENSURE(r && r->code == KHZ__V1__ERROR_CODE__REFUSED && strstr(r->error, "haptic proxy 'puck'"));
+  if (r) printf("B's claim: %s\n", r->error);
+  r = release(a);
+  ENSURE(r && r->code == KHZ__V1__ERROR_CODE__OK);
+  ENSURE(haptic_(b, 5, 0) == NULL);
+  khz_client_destroy(&a);
+  khz_client_destroy(&b);
+  harness_stop(&h);
+}
+
 int main(void) {
   khzServerConfig cfg;
   harness h;
@@ -130,5 +179,7 @@ int main(void) {
   khz_client_destroy(&b);
   khz_client_destroy(&v);
   harness_stop(&h);
+
+  test_haptic_claims();
   return ensure_report();
 }

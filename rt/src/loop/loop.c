@@ -362,6 +362,8 @@ static void publish(khzLoop *L, uint32_t flags, int64_t t_sched, int64_t t_wake)
 static void post_reply(khzLoop *L, const khzReply *r) {
   khzReply *out = khz_ring_claim(&L->replies);
   if (!out) { /* sized for every request in flight: counted, should it happen */
+    if (r->snap > 0 && r->snap <= KHZ_NSNAP) /* nobody will poll it: drop its snapshot */
+      atomic_fetch_sub_explicit(&L->snap_refs[r->snap - 1], 1, memory_order_acq_rel);
     atomic_fetch_add_explicit(&L->replies_lost, 1, memory_order_relaxed);
     return;
   }
