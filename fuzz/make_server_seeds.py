@@ -5,7 +5,7 @@ request kind, a command, a PD command, a haptic input, and a few broken ones
     PYTHONPATH=build/clients/python fuzz/make_server_seeds.py"""
 import os
 
-from khz.v1 import command_pb2, control_pb2, messages_pb2
+from khz_msgs.v1 import command_pb2, control_pb2, messages_pb2
 
 out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "seeds", "server")
 os.makedirs(out, exist_ok=True)

@@ -31,7 +31,7 @@ import time
 import zmq
 
 import khz
-from khz.v1 import control_pb2, messages_pb2
+from khz_msgs.v1 import control_pb2, messages_pb2
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

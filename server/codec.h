@@ -10,8 +10,8 @@
 
 #include "khz/khz.h"
 #include "khz/loop.h"
-#include "khz/v1/control.pb-c.h"
-#include "khz/v1/state.pb-c.h"
+#include "khz_msgs/v1/control.pb-c.h"
+#include "khz_msgs/v1/state.pb-c.h"
 
 typedef struct khzStateCodec {
   Khz__V1__State msg;

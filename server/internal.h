@@ -17,7 +17,7 @@
 #include "codec.h"
 #include "khz/load.h"
 #include "khz/loop.h"
-#include "khz/v1/messages.pb-c.h"
+#include "khz_msgs/v1/messages.pb-c.h"
 #include "server.h"
 #include "record.h"
 #include "settings.h"

@@ -18,7 +18,7 @@ static void usage(FILE *out) {
           "\n"
           "The khz real-time simulation server: ticks a scene at a fixed rate, publishes the\n"
           "state after every tick (PUB) and applies the commands, haptic inputs and control\n"
-          "requests its clients send (ROUTER). Protocol: proto/khz/v1/*.proto; guide:\n"
+          "requests its clients send (ROUTER). Protocol: proto/khz_msgs/v1/*.proto; guide:\n"
           "docs/server.md.\n"
           "\n"
           "  --config FILE            read settings from FILE (lines \"name value\", # comments);\n"

@@ -25,7 +25,7 @@
 #include <zmq.h>
 
 #include "khz/client.h"
-#include "khz/v1/control.pb-c.h"
+#include "khz_msgs/v1/control.pb-c.h"
 #include "server.h"
 #include "settings.h"
 

@@ -131,7 +131,7 @@ class FakeServer:
 
 def answer_v2_reply(body: bytes) -> bytes:
     """What a khz.v2 server might say to a khz.v1 Describe."""
-    from khz.v1 import control_pb2, messages_pb2
+    from khz_msgs.v1 import control_pb2, messages_pb2
     m = messages_pb2.ClientMessage()
     m.ParseFromString(body)
     r = control_pb2.Reply(id=m.request.id, code=control_pb2.UNKNOWN_TYPE,
@@ -145,7 +145,7 @@ def answer_garbage(body: bytes) -> bytes:
 
 def answer_model(body: bytes, q_index: int = 0, protocol_version: int = 0) -> bytes:
     """A small description (one actuator at q_index)."""
-    from khz.v1 import control_pb2, messages_pb2
+    from khz_msgs.v1 import control_pb2, messages_pb2
     m = messages_pb2.ClientMessage()
     m.ParseFromString(body)
     d = control_pb2.ModelDescription(model_generation=77, scene="fake", rate_hz=1000, nq=2, nv=2,

@@ -22,8 +22,8 @@ meson install -C "$build" --no-rebuild --destdir "$tmp/root" --quiet
 pc=$(find "$tmp/root" -name khz-client.pc | head -1)
 lib=$(find "$tmp/root" -name 'libkhz-client.so' | head -1)
 [ -n "$pc" ] && [ -n "$lib" ] && [ -f "$(find "$tmp/root" -path '*include/khz/client.h' | head -1)" ] \
-  && [ -f "$(find "$tmp/root" -path '*include/khz/v1/state.pb-c.h' | head -1)" ] \
-  && ok "installed: $(basename "$pc"), $(basename "$lib"), khz/client.h, khz/v1/*.pb-c.h" \
+  && [ -f "$(find "$tmp/root" -path '*include/khz_msgs/v1/state.pb-c.h' | head -1)" ] \
+  && ok "installed: $(basename "$pc"), $(basename "$lib"), khz/client.h, khz_msgs/v1/*.pb-c.h" \
   || bad "installed files missing"
 cat "$pc"
 
@@ -52,7 +52,7 @@ khz=$(find "$tmp/root" -path '*/bin/khz' | head -1)
 out=$(cd "$tmp" && env -u PYTHONPATH "$khz" model 2>&1) && [[ $out == *"arm/joint1"* ]] \
   && ok "installed khz command: khz model" || bad "installed khz: $out"
 py=$(head -1 "$khz" | cut -c3-)
-pkg=$(dirname "$(dirname "$(find "$tmp/root" -path '*/khz/v1/state_pb2.py' | head -1)")")
+pkg=$(dirname "$(dirname "$(find "$tmp/root" -path '*/khz_msgs/v1/state_pb2.py' | head -1)")")
 out=$(cd "$tmp" && env -u PYTHONPATH PYTHONPATH="$(dirname "$pkg")" "$py" -c \
   'import khz; c = khz.Client(); print(c.model.na, khz.__file__)' 2>&1) \
   && [[ $out == "7 $tmp/root"* ]] && ok "installed Python package: $out" || bad "import khz: $out"

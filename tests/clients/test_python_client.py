@@ -15,7 +15,7 @@ import numpy as np
 
 import khz
 import khz.recording
-from khz.v1 import command_pb2, messages_pb2
+from khz_msgs.v1 import command_pb2, messages_pb2
 from khztest import (SERVER, FakeServer, Server, answer_bad_model, answer_garbage, answer_model,
                      answer_v2_reply)
 

@@ -8,7 +8,7 @@ server (the khz.v1 wire protocol over ZeroMQ and protobuf).
             c.send_torques(-5.0 * st.velocity)    # answers st: applied at the next tick
 
 Modules: khz.client (Client), khz.model (Model, State), khz.recording
-(Recorder, read), khz.errors, khz.v1 (the generated messages), khz.cli (the
+(Recorder, read), khz.errors, khz_msgs.v1 (the generated messages, a package of its own), khz.cli (the
 `khz` command).
 """
 

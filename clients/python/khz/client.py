@@ -21,7 +21,7 @@ import zmq
 from .errors import (KhzError, MalformedReply, NotConnected, ProtocolMismatch, RequestRefused,
                      ServerNotRunning, Timeout, UnknownName)
 from .model import MODES, PROTOCOL, Model, State, error_code_name
-from .v1 import command_pb2, control_pb2, messages_pb2, state_pb2
+from khz_msgs.v1 import command_pb2, control_pb2, messages_pb2, state_pb2
 
 STATE_ENDPOINT = "tcp://127.0.0.1:5600"
 COMMAND_ENDPOINT = "tcp://127.0.0.1:5601"

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .errors import MalformedReply, UnknownName
-from .v1 import control_pb2, state_pb2
+from khz_msgs.v1 import control_pb2, state_pb2
 
 PROTOCOL = "khz.v1"
 

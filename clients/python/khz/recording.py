@@ -26,7 +26,7 @@ import numpy as np
 
 from .errors import KhzError, UnknownName
 from .model import Model, State
-from .v1 import control_pb2, state_pb2
+from khz_msgs.v1 import control_pb2, state_pb2
 
 MAGIC = b"KHZREC1\n"
 _HEADER = struct.Struct("<cI")

@@ -1,6 +1,6 @@
 /* khz/client.h — the khz client library for C controllers, haptic-device
  * bridges and tools (libkhz-client). It speaks the khz.v1 wire protocol
- * (the .proto files in proto/khz/v1, docs/server.md) to a running khz-server: a SUB socket
+ * (the .proto files in proto/khz_msgs/v1, docs/server.md) to a running khz-server: a SUB socket
  * for the state stream, a DEALER socket for commands, haptic inputs and
  * control requests. It depends on libzmq and libprotobuf-c only.
  *
@@ -42,10 +42,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "khz/v1/command.pb-c.h"
-#include "khz/v1/control.pb-c.h"
-#include "khz/v1/messages.pb-c.h"
-#include "khz/v1/state.pb-c.h"
+#include "khz_msgs/v1/command.pb-c.h"
+#include "khz_msgs/v1/control.pb-c.h"
+#include "khz_msgs/v1/messages.pb-c.h"
+#include "khz_msgs/v1/state.pb-c.h"
 
 #ifdef __cplusplus
 extern "C" {
