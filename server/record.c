@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -93,11 +94,17 @@ khzRecorder *khz_recorder_open(int dirfd, const char *path, size_t queue_bytes,
 
 khzRecorder *khz_recorder_fromFd(int fd, size_t queue_bytes, void (*done)(void *), void *user,
                                  char *err, size_t errsz) {
+  /* the queue is mapped on its own, not taken from malloc: a multi-MiB block
+   * freed at every stop would raise glibc's dynamic mmap threshold, and the
+   * next ones would come from (and fragment) the heap the process keeps */
   khzRecorder *r = calloc(1, sizeof *r);
-  unsigned char *q = malloc(queue_bytes);
-  if (!r || !q) {
+  unsigned char *q = queue_bytes ? mmap(NULL, queue_bytes, PROT_READ | PROT_WRITE,
+                                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+                                 : MAP_FAILED;
+  if (!r || q == MAP_FAILED) {
     snprintf(err, errsz, "out of memory");
-    free(r), free(q), close(fd);
+    if (q != MAP_FAILED) munmap(q, queue_bytes);
+    free(r), close(fd);
     return NULL;
   }
   r->fd = fd;
@@ -111,7 +118,7 @@ khzRecorder *khz_recorder_fromFd(int fd, size_t queue_bytes, void (*done)(void *
     snprintf(err, errsz, "cannot start the recording's writer thread");
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
-    free(q), free(r), close(fd);
+    munmap(q, queue_bytes), free(r), close(fd);
     return NULL;
   }
   pthread_setname_np(r->thread, "khz-record");
@@ -156,7 +163,7 @@ void khz_recorder_free(khzRecorder **r_p) {
   pthread_join(r->thread, NULL);
   pthread_mutex_destroy(&r->mu);
   pthread_cond_destroy(&r->cv);
-  free(r->q);
+  munmap(r->q, r->cap);
   free(r);
   *r_p = NULL;
 }
