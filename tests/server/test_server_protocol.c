@@ -6,6 +6,7 @@
  * them); a key file written by --curve-keygen ("public ..." / "secret ..."
  * lines) is taken as curve_secret_key and, by its public line, in
  * curve_clients (it was refused). */
+#include <stdatomic.h>
 #include <zmq.h>
 
 #include "harness.h"
@@ -14,7 +15,7 @@
 typedef struct fake {
   void *ctx, *router;
   pthread_t t;
-  volatile int stop;
+  _Atomic int stop;
 } fake;
 
 static void *fake_main(void *arg) {

@@ -42,7 +42,7 @@ static int wait_commands(khzClient *obs, int n) {
 
 /* after the kill: the first flagged state, and the tick that took the last command */
 static void check_engage(khzClient *obs, const Khz__V1__ModelDescription *md, int damping) {
-  uint64_t last_cmd = 0, prev_missed = 0;
+  uint64_t last_cmd = 0, prev_missed = 0, prev_seq = 0, unseen = 0;
   int64_t took = 0, engaged_at = 0;
   double prev_qd[64] = {0};
   int checked = 0, ok_tau = 1;
@@ -50,8 +50,13 @@ static void check_engage(khzClient *obs, const Khz__V1__ModelDescription *md, in
     const Khz__V1__State *st = khz_client_nextState(obs, 2000);
     ENSURE(st != NULL);
     if (!st) return;
+    /* states this observer did not get (a slow reader, e.g. under TSan): the
+     * command may have been taken up to that many ticks before it saw it */
+    uint64_t skipped_here = prev_seq && st->seq > prev_seq + 1 ? st->seq - prev_seq - 1 : 0;
+    prev_seq = st->seq;
     if (!(st->flags & KHZ__V1__STATE_FLAG__FLAG_WATCHDOG)) {
-      if (st->command_seq != last_cmd) last_cmd = st->command_seq, took = st->tick_time_ns;
+      if (st->command_seq != last_cmd)
+        last_cmd = st->command_seq, took = st->tick_time_ns, unseen = skipped_here;
       prev_missed = st->stats->missed;
       for (size_t a = 0; a < md->na; a++) prev_qd[a] = st->qd[md->actuators[a]->qd_index];
       continue;
@@ -68,7 +73,9 @@ static void check_engage(khzClient *obs, const Khz__V1__ModelDescription *md, in
                  (long long)gap);
       /* tick times are whole periods: a command received just after a tick is
        * taken at the next one, up to a period after the watchdog started counting */
-      ENSURE(gap >= WATCHDOG_MS * 1000000LL - period);
+      ENSURE_MSG(gap >= WATCHDOG_MS * 1000000LL - period * (1 + (int64_t)unseen),
+                 "gap %lld ns, %llu states unseen before the last command", (long long)gap,
+                 (unsigned long long)unseen);
       ENSURE(st->stats->watchdog_engaged >= 1);
     }
     /* the safe torques, from the velocities of the state before */
