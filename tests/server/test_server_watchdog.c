@@ -28,12 +28,29 @@ static void kill_demo(pid_t pid) {
   waitpid(pid, NULL, 0);
 }
 
-/* waits until the demo's commands are applied for a while; returns the last
- * state seen with them */
+/* the tick that took the newest command, over every state the observer
+ * reads: its time, and how many states before it the observer missed (the
+ * command may have been taken up to that many ticks earlier) */
+static struct {
+  uint64_t cmd, seq, unseen;
+  int64_t took;
+} last;
+
+static const Khz__V1__State *observe(khzClient *obs) {
+  const Khz__V1__State *st = khz_client_nextState(obs, 2000);
+  if (!st) return NULL;
+  uint64_t missed = last.seq && st->seq > last.seq + 1 ? st->seq - last.seq - 1 : 0;
+  last.seq = st->seq;
+  if (!(st->flags & KHZ__V1__STATE_FLAG__FLAG_WATCHDOG) && st->command_seq != last.cmd)
+    last.cmd = st->command_seq, last.took = st->tick_time_ns, last.unseen = missed;
+  return st;
+}
+
+/* waits until the demo's commands are applied for a while */
 static int wait_commands(khzClient *obs, int n) {
   int seen = 0;
   for (int i = 0; i < 20000 && seen < n; i++) {
-    const Khz__V1__State *st = khz_client_nextState(obs, 2000);
+    const Khz__V1__State *st = observe(obs);
     if (!st) return 0;
     seen = (st->command_seq && !(st->flags & KHZ__V1__STATE_FLAG__FLAG_WATCHDOG)) ? seen + 1 : 0;
   }
@@ -42,40 +59,34 @@ static int wait_commands(khzClient *obs, int n) {
 
 /* after the kill: the first flagged state, and the tick that took the last command */
 static void check_engage(khzClient *obs, const Khz__V1__ModelDescription *md, int damping) {
-  uint64_t last_cmd = 0, prev_missed = 0, prev_seq = 0, unseen = 0;
-  int64_t took = 0, engaged_at = 0;
+  uint64_t prev_missed = 0;
+  int64_t engaged_at = 0;
   double prev_qd[64] = {0};
   int checked = 0, ok_tau = 1;
   for (int i = 0; i < 5000; i++) {
-    const Khz__V1__State *st = khz_client_nextState(obs, 2000);
+    const Khz__V1__State *st = observe(obs);
     ENSURE(st != NULL);
     if (!st) return;
-    /* states this observer did not get (a slow reader, e.g. under TSan): the
-     * command may have been taken up to that many ticks before it saw it */
-    uint64_t skipped_here = prev_seq && st->seq > prev_seq + 1 ? st->seq - prev_seq - 1 : 0;
-    prev_seq = st->seq;
     if (!(st->flags & KHZ__V1__STATE_FLAG__FLAG_WATCHDOG)) {
-      if (st->command_seq != last_cmd)
-        last_cmd = st->command_seq, took = st->tick_time_ns, unseen = skipped_here;
       prev_missed = st->stats->missed;
       for (size_t a = 0; a < md->na; a++) prev_qd[a] = st->qd[md->actuators[a]->qd_index];
       continue;
     }
     if (!engaged_at) {
       engaged_at = st->tick_time_ns;
-      int64_t period = (int64_t)(1e9 / st->rate_hz), gap = engaged_at - took;
+      int64_t period = (int64_t)(1e9 / st->rate_hz), gap = engaged_at - last.took;
       int64_t skipped = (int64_t)(st->stats->missed - prev_missed);
       printf("watchdog engaged %.3f ms after the last command was taken (timeout %d ms, %lld "
-             "periods skipped)\n",
-             gap / 1e6, WATCHDOG_MS, (long long)skipped);
-      ENSURE(took != 0);
+             "periods skipped, %llu states unseen before it)\n",
+             gap / 1e6, WATCHDOG_MS, (long long)skipped, (unsigned long long)last.unseen);
+      ENSURE(last.took != 0);
       ENSURE_MSG(gap <= WATCHDOG_MS * 1000000LL + period * (1 + skipped), "gap %lld ns",
                  (long long)gap);
       /* tick times are whole periods: a command received just after a tick is
-       * taken at the next one, up to a period after the watchdog started counting */
-      ENSURE_MSG(gap >= WATCHDOG_MS * 1000000LL - period * (1 + (int64_t)unseen),
-                 "gap %lld ns, %llu states unseen before the last command", (long long)gap,
-                 (unsigned long long)unseen);
+       * taken at the next one, up to a period after the watchdog started
+       * counting; states the observer missed widen that by as many periods */
+      ENSURE_MSG(gap >= WATCHDOG_MS * 1000000LL - period * (1 + (int64_t)last.unseen),
+                 "gap %lld ns", (long long)gap);
       ENSURE(st->stats->watchdog_engaged >= 1);
     }
     /* the safe torques, from the velocities of the state before */
