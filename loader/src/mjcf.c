@@ -893,8 +893,9 @@ static int read_option(mjcf_ctx *c, xmlNodePtr el) {
   if (read_keyword(c, src, 1, "integrator", int_words, &integ)) return -1;
   if (integ >= 2 &&
       warn(c, el, "integrator",
-           "integrator=\"%s\" is not supported by khz: semi-implicit Euler is used (damping is "
-           "integrated explicitly, so a small timestep may be needed)",
+           "integrator=\"%s\" is not supported by khz: semi-implicit Euler is used (joint "
+           "damping implicit, as in MuJoCo's Euler; other velocity-dependent forces such as "
+           "actuator kv explicit)",
            int_words[integ]))
     return -1;
   c->integrator = integ == 1 ? KHZ_INT_RK4 : KHZ_INT_EULER;

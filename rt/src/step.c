@@ -182,15 +182,19 @@ static void clamp_controls(const khzModel *m, khzData *d) {
 }
 
 /* qdd = FD(q, qd) with the applied torques, passive forces, body wrenches and
- * the contact forces of the resting pairs at (q, qd) */
+ * the contact forces of the resting pairs at (q, qd); joint damping implicit
+ * over h where the integrator asks for it (khz_abaCoreDamped: Euler every
+ * dof, RK4 the dofs where explicit damping would diverge) */
 static void accel(const khzModel *m, khzData *d, const double *q, const double *qd,
                   double *tau_tmp, double *qdd) {
+  double h = d->timestep;
+  int stiff_only = m->integrator != KHZ_INT_EULER;
   khz_passive(m, d, q, qd, tau_tmp);
   for (int k = 0; k < m->nv; k++) tau_tmp[k] += d->tau_applied[k];
   khz_forwardPass(m, d, q, qd);
   khz_externalForces(m, d);
   if (d->ncontact) khz_contactForces(m, d);
-  khz_abaCore(m, d, tau_tmp, qdd);
+  khz_abaCoreDamped(m, d, tau_tmp, qdd, h, stiff_only);
 }
 
 void khz_forward(const khzModel *m, khzData *d) {

@@ -10,7 +10,7 @@
  *   MODEL  FORMAT  load OK|ERROR  [run: finite, floor, energy] [first error]
  *
  * A model that loads is placed on a ground plane (added unless the world
- * already has a plane: z = 0, or lower when a geom's bounding sphere reaches
+ * already has a plane, whose height then counts as the floor's: z = 0, or lower when a geom's bounding sphere reaches
  * below 0 at the start, e.g. a hand welded at the origin) with contact on (penalty, automatic gains), zero
  * commands, and run S seconds (5 by default) at its own timestep:
  *   - finite: no step was rolled back as non-finite (KHZ_WARN_BADSTATE) and
@@ -200,10 +200,12 @@ static void run(const khzModel *m, double seconds, result *r) {
 
 /* ------------------------------------------------------------ the loads -- */
 
+/* 1 when the world has a plane; floor_z becomes the height of its origin (the
+ * models' floors are horizontal: Menagerie's Allegro scenes put it at -0.1 m) */
 static int world_has_plane(khzSpec *spec) {
   for (int i = 0; i < khz_spec_ngeom(spec); i++) {
     khzGeomSpec *g = khz_spec_geom(spec, i);
-    if (g->body == 0 && g->type == KHZ_GEOM_PLANE) return 1;
+    if (g->body == 0 && g->type == KHZ_GEOM_PLANE) return floor_z = g->pos[2], 1;
   }
   return 0;
 }

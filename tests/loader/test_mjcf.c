@@ -384,7 +384,8 @@ static void test_warnings(void) {
       "w.xml:2: <size>: element not supported by khz (ignored)",
       "w.xml:3: <option>: attribute wind: khz has no fluid forces; the model moves as in vacuum",
       "w.xml:3: <option>: integrator=\"implicit\" is not supported by khz: semi-implicit Euler is "
-      "used (damping is integrated explicitly, so a small timestep may be needed)",
+      "used (joint damping implicit, as in MuJoCo's Euler; other velocity-dependent forces "
+      "such as actuator kv explicit)",
       "w.xml:7: <plugin>: element not supported by khz (ignored)",
       "w.xml:7: <geom>: attribute condim is not supported by khz (ignored)",
       "w.xml:7: <geom>: torsional and rolling friction are not supported by khz (ignored)",

@@ -449,6 +449,108 @@ static void compare_passive(const char *path, int trials) {
   mj_deleteModel(mm);
 }
 
+/* stiff joint damping (tests/loader/data/mjcf_damped.xml, h b / I up to 2000):
+ * khz's semi-implicit Euler against MuJoCo's Euler (mj_step, which solves
+ * (M + h D) qacc = ...) from the same random state, every joint's q and qd
+ * over the whole run */
+static void compare_damped_run(const char *path, double seconds) {
+  char err[1024];
+  khzSpec *s = khz_spec_new();
+  int rc = khz_loadMJCF(s, path, NULL, err, sizeof err);
+  ENSURE_MSG(rc >= 0, "%s", err);
+  khzModel *m = rc >= 0 ? khz_compile(s, err, sizeof err) : NULL;
+  khz_spec_destroy(&s);
+  mjModel *mm = mj_loadXML(path, NULL, err, sizeof err);
+  ENSURE_MSG(m && mm, "%s: %s", path, err);
+  if (!m || !mm) {
+    khz_deleteModel(&m);
+    if (mm) mj_deleteModel(mm);
+    return;
+  }
+  ENSURE(m->integrator == KHZ_INT_EULER && m->timestep == mm->opt.timestep);
+  khzData *d = khz_makeData(m, 0);
+  mjData *md = mj_makeData(mm);
+  /* the same random start: hinges at +-1 rad, ball at a random orientation, +-5 rad/s */
+  for (int j = 0; j < mm->njnt; j++) {
+    int b = khz_joint_of(m, mm, j), qa = mm->jnt_qposadr[j], da = mm->jnt_dofadr[j];
+    ENSURE(b > 0);
+    if (b <= 0) continue;
+    int nq = mm->jnt_type[j] == mjJNT_BALL ? 4 : 1, nv = nq == 4 ? 3 : 1;
+    double qj[4] = {uniform(-1, 1)};
+    if (nq == 4) random_quat(qj);
+    for (int k = 0; k < nq; k++) d->q[m->jnt_qadr[b] + k] = md->qpos[qa + k] = qj[k];
+    for (int k = 0; k < nv; k++) d->qd[m->jnt_dofadr[b] + k] = md->qvel[da + k] = uniform(-5, 5);
+  }
+  khz_resetStick(m, d);
+  long steps = lround(seconds / m->timestep);
+  double worst_q = 0, worst_v = 0, v0 = 0;
+  for (int k = 0; k < mm->nv; k++) v0 = fmax(v0, fabs(md->qvel[k]));
+  for (long n = 0; n < steps; n++) {
+    khz_step(m, d);
+    mj_step(mm, md);
+    for (int j = 0; j < mm->njnt; j++) {
+      int b = khz_joint_of(m, mm, j);
+      if (b <= 0) continue;
+      int nq = mm->jnt_type[j] == mjJNT_BALL ? 4 : 1, nv = nq == 4 ? 3 : 1;
+      for (int k = 0; k < nq; k++)
+        worst_q = fmax(worst_q, fabs(d->q[m->jnt_qadr[b] + k] - md->qpos[mm->jnt_qposadr[j] + k]));
+      for (int k = 0; k < nv; k++)
+        worst_v = fmax(worst_v, fabs(d->qd[m->jnt_dofadr[b] + k] - md->qvel[mm->jnt_dofadr[j] + k]));
+    }
+  }
+  int finite = 1;
+  for (int k = 0; k < m->nq; k++) finite &= isfinite(d->q[k]) != 0;
+  printf("%s: %ld Euler steps of %g s beside MuJoCo's: max |dq| %.3g rad, max |dqd| %.3g rad/s "
+         "(start |qd| up to %.3g)\n", path, steps, m->timestep, worst_q, worst_v, v0);
+  ENSURE(finite && d->warning[KHZ_WARN_BADSTATE] == 0);
+  ENSURE_MSG(worst_q <= 1e-9 && worst_v <= 1e-9 * v0, "%s: dq %g dqd %g", path, worst_q, worst_v);
+  khz_deleteData(&d);
+  mj_deleteData(md);
+  khz_deleteModel(&m);
+  mj_deleteModel(mm);
+}
+
+/* a damped hinge without gravity, I v' = -b v (analytic v0 exp(-b t / I)):
+ * semi-implicit Euler gives backward Euler's v0 / (1 + h b / I)^n for any b;
+ * RK4 gives R(z)^n with R(z) = 1 + z + z^2/2 + z^3/6 + z^4/24, z = -h b / I, while
+ * h b / I < 1 (fourth order: within 1e-9 of the exponential at z = -0.01), and
+ * beyond it z = -h b / (I + h b) (the dof's damping implicit, always stable) */
+static double rk4_factor(double z) { return 1 + z + z * z / 2 + z * z * z / 6 + z * z * z * z / 24; }
+
+static void damped_hinge(const char *integrator, double b, double expect_factor, double tol,
+                         double vs_exp_tol) {
+  const double I = 1e-7, h = 1e-3, v0 = 3;
+  char xml[1024], err[512];
+  snprintf(xml, sizeof xml,
+           "<mujoco><option gravity='0 0 0' timestep='%g' integrator='%s'/><worldbody>"
+           "<body><joint name='j' axis='0 0 1' damping='%.17g'/>"
+           "<inertial pos='0 0 0' mass='0.001' diaginertia='%g %g %g'/></body>"
+           "</worldbody></mujoco>", h, integrator, b, I, I, I);
+  khzSpec *s = khz_spec_new();
+  int rc = khz_loadMJCFString(s, xml, "damped_hinge", NULL, err, sizeof err);
+  khzModel *m = rc >= 0 ? khz_compile(s, err, sizeof err) : NULL;
+  khz_spec_destroy(&s);
+  ENSURE_MSG(m, "%s", err);
+  if (!m) return;
+  khzData *d = khz_makeData(m, 0);
+  d->qd[0] = v0;
+  const int n = 20;
+  double worst = 0, worst_exp = 0;
+  for (int k = 1; k <= n; k++) {
+    khz_step(m, d);
+    double expect = v0 * pow(expect_factor, k), exact = v0 * exp(-b * k * h / I);
+    worst = fmax(worst, fabs(d->qd[0] - expect) / v0);
+    worst_exp = fmax(worst_exp, fabs(d->qd[0] - exact) / v0);
+  }
+  printf("damped hinge, %s, h b / I = %g: |v - v_scheme| %.3g, |v - v0 exp(-b t / I)| %.3g (of v0)\n",
+         integrator, b * h / I, worst, worst_exp);
+  ENSURE_MSG(worst <= tol, "%s h b / I %g: %g", integrator, b * h / I, worst);
+  if (vs_exp_tol > 0) ENSURE_MSG(worst_exp <= vs_exp_tol, "%s vs exp: %g", integrator, worst_exp);
+  ENSURE(isfinite(d->q[0]) && fabs(d->qd[0]) < v0);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+}
+
 int main(void) {
   const char *root = getenv("KHZ_SOURCE_ROOT");
   if (root && chdir(root) != 0) {
@@ -469,5 +571,12 @@ int main(void) {
   compare_file(DATA "dm_control/cartpole.xml", 20, 1, TOL);
   compare_file(DATA "mjcf_springs.xml", 20, 0, TOL);
   compare_passive(DATA "mjcf_springs.xml", 20);
+  /* implicit joint damping (dynamics.c, khz_abaCoreDamped) */
+  compare_damped_run(DATA "mjcf_damped.xml", 1.0);
+  const double I = 1e-7, h = 1e-3;
+  damped_hinge("Euler", 0.1, 1 / (1 + 0.1 * h / I), 1e-12, 0);      /* h b / I = 1000 */
+  damped_hinge("Euler", 1e-6, 1 / (1 + 1e-6 * h / I), 1e-12, 1e-3); /* 0.01: first order */
+  damped_hinge("RK4", 1e-6, rk4_factor(-1e-6 * h / I), 1e-12, 1e-9);
+  damped_hinge("RK4", 0.1, rk4_factor(-0.1 * h / (I + 0.1 * h)), 1e-12, 0);
   return ensure_report();
 }
