@@ -116,6 +116,7 @@ typedef struct mjcf_extra {
   int named_joint; /* the joint was named in the file (motors refer to it) */
   int unlimited;   /* a motor without limits drives the joint */
   double effort;   /* summed motor limits */
+  double off[3];   /* the khz body frame's origin in the MJCF body frame (last link) */
 } mjcf_extra;
 
 /* one joint of the body being read */
@@ -175,6 +176,8 @@ typedef struct mjcf_ctx {
   int nkey, capkey;
   int *excl;
   int nexcl, capexcl;
+  khzEqualitySpec *eqs; /* bodies as local indices + 1 (0 = the world) */
+  int neq, capeq;
 
   /* <option> and <mujoco model> */
   double timestep, gravity[3];
@@ -363,7 +366,7 @@ static int warn_element(mjcf_ctx *c, xmlNodePtr el, const char *why) {
 static int check_attrs(mjcf_ctx *c, xmlNodePtr el, const char *kind, const char *const *list) {
   static const char *const containers[] = {"default", "body",   "worldbody", "option",
                                            "mujoco",  "actuator", "asset",   "contact",
-                                           "keyframe", NULL};
+                                           "keyframe", "equality", NULL};
   if (!in_list(kind, containers))
     for (xmlNodePtr e = el->children; e; e = e->next)
       if (e->type == XML_ELEMENT_NODE &&
@@ -1772,6 +1775,7 @@ static int read_body(mjcf_ctx *c, xmlNodePtr el, int parent, const double poff[3
     }
   }
   int self = c->nbody; /* the last link */
+  memcpy(c->extra[self - 1].off, off, sizeof off);
 
   /* MuJoCo's parent filter: a body's geoms never touch its moving parent's. khz
    * filters parent and child, but the last link of a chain has the chain's
@@ -2042,6 +2046,98 @@ static int read_contact(mjcf_ctx *c, xmlNodePtr sec) {
     c->excl[2 * c->nexcl] = b1;
     c->excl[2 * c->nexcl + 1] = b2;
     c->nexcl++;
+  }
+  return 0;
+}
+
+/* <equality>: connect and weld on bodies, held on the articulated bodies
+ * (rt/src/constraint.c). MuJoCo's semantics: connect's anchor is in body1's
+ * frame and the point of body2 is where it is at qpos0; weld's relpose is
+ * body2's pose in body1's frame (all-zero quaternion: the pose at qpos0) and
+ * its anchor a point of body2. Points move from the MJCF body frame to the khz
+ * one (a multi-joint body's frame sits at its last joint's anchor). */
+static int read_equality(mjcf_ctx *c, xmlNodePtr sec) {
+  static const char *const eq_attrs[] = {"name",   "class",   "active",  "solref",
+                                         "solimp", "body1",   "body2",   "anchor",
+                                         "relpose", "torquescale", NULL};
+  if (check_attrs(c, sec, "equality", no_attrs)) return -1;
+  for (xmlNodePtr e = sec->children; e; e = e->next) {
+    if (e->type != XML_ELEMENT_NODE) continue;
+    int weld = is(e, "weld");
+    if (!weld && !is(e, "connect")) {
+      const char *why =
+          is(e, "joint") || is(e, "tendon")
+              ? "joint and tendon equality constraints are not supported by khz: the joints "
+                "they couple move independently"
+              : "element not supported by khz (ignored)";
+      if (warn_element(c, e, why)) return -1;
+      continue;
+    }
+    if (check_attrs(c, e, weld ? "weld" : "connect", eq_attrs)) return -1;
+    xmlNodePtr src[1] = {e};
+    if ((attr(c, e, "solref") || attr(c, e, "solimp")) &&
+        warn(c, e, "equality solref",
+             "solref and solimp: khz holds equality constraints rigidly (Baumgarte drift "
+             "correction), not as MuJoCo's soft constraints (ignored)"))
+      return -1;
+    if (attr(c, e, "class") &&
+        warn(c, e, "equality class", "default classes of equality constraints are not read "
+                                     "by khz (the element's own attributes are used)"))
+      return -1;
+    if (attr(c, e, "torquescale") &&
+        warn(c, e, "equality torquescale", "torquescale is not supported by khz (ignored)"))
+      return -1;
+    int active = 1;
+    static const char *const bools[] = {"false", "true", NULL};
+    if (read_keyword(c, src, 1, "active", bools, &active)) return -1;
+    const char *n1 = attr(c, e, "body1"), *n2 = attr(c, e, "body2");
+    if (!n1)
+      return fail(c, e, "<%s> needs body1 (khz reads body constraints; site1/site2 are not "
+                        "supported)", weld ? "weld" : "connect");
+    int b1 = body_by_name(c, n1), b2 = n2 ? body_by_name(c, n2) : 0;
+    if (b1 < 0) return fail(c, e, "unknown body \"%s\"", n1);
+    if (b2 < 0) return fail(c, e, "unknown body \"%s\"", n2);
+    if (b1 == b2) return fail(c, e, "body1 and body2 are the same body \"%s\"", n1);
+    double anchor[3] = {0, 0, 0}, relpose[7] = {0, 0, 0, 0, 0, 0, 0};
+    int has_anchor = 0, has_relpose = 0;
+    if (read_vec(c, src, 1, "anchor", anchor, 3, 3, &has_anchor)) return -1;
+    if (weld && read_vec(c, src, 1, "relpose", relpose, 7, 7, &has_relpose)) return -1;
+    if (!weld && !has_anchor) return fail(c, e, "<connect> needs anchor (a point in body1's frame)");
+    if (!active) continue; /* MuJoCo starts it disabled: not enforced */
+    khzEqualitySpec q;
+    memset(&q, 0, sizeof q);
+    q.type = weld ? KHZ_EQ_WELD : KHZ_EQ_CONNECT;
+    q.body1 = b1, q.body2 = b2;
+    q.quat[0] = 1;
+    const char *name = attr(c, e, "name");
+    snprintf(q.name, sizeof q.name, "%s", name ? name : "");
+    const double zero[3] = {0, 0, 0};
+    const double *off1 = b1 ? c->extra[b1 - 1].off : zero, *off2 = b2 ? c->extra[b2 - 1].off : zero;
+    double qn = relpose[3] * relpose[3] + relpose[4] * relpose[4] + relpose[5] * relpose[5] +
+                relpose[6] * relpose[6];
+    if (!weld) {
+      /* body1's anchor; body2's point where it is at q0 */
+      for (int k = 0; k < 3; k++) q.pos1[k] = anchor[k] - off1[k];
+      q.at_q0 = 1;
+    } else if (!(qn > 0)) {
+      /* the relative pose at q0: body1's MJCF origin held where it is in body2 */
+      for (int k = 0; k < 3; k++) q.pos1[k] = -off1[k];
+      q.at_q0 = 1;
+    } else {
+      /* body2's anchor a on body1's point relpos + Q a; body1 in body2's frame is Q^-1 */
+      double Q[4] = {relpose[3], relpose[4], relpose[5], relpose[6]}, R[9], Qa[3];
+      double nq = sqrt(qn);
+      for (int k = 0; k < 4; k++) Q[k] /= nq;
+      quat2mat(R, Q);
+      for (int r = 0; r < 3; r++) Qa[r] = R[3 * r] * anchor[0] + R[3 * r + 1] * anchor[1] + R[3 * r + 2] * anchor[2];
+      for (int k = 0; k < 3; k++) {
+        q.pos1[k] = relpose[k] + Qa[k] - off1[k];
+        q.pos2[k] = anchor[k] - off2[k];
+      }
+      q.quat[0] = Q[0], q.quat[1] = -Q[1], q.quat[2] = -Q[2], q.quat[3] = -Q[3];
+    }
+    if (grow(c, (void **)&c->eqs, c->neq, &c->capeq, sizeof *c->eqs)) return -1;
+    c->eqs[c->neq++] = q;
   }
   return 0;
 }
@@ -2333,19 +2429,18 @@ static int build(mjcf_ctx *c, xmlDocPtr doc) {
     c->bodies[i].effort_limit = c->extra[i].unlimited ? 0 : c->extra[i].effort;
   for (xmlNodePtr e = root->children; e; e = e->next) {
     if (is(e, "contact") && read_contact(c, e)) return -1;
+    if (is(e, "equality") && read_equality(c, e)) return -1;
     if (is(e, "keyframe") && read_keyframe(c, e)) return -1;
   }
 
   /* everything else at the top level is ignored, with a warning saying what changes */
   for (xmlNodePtr e = root->children; e; e = e->next) {
     if (e->type != XML_ELEMENT_NODE) continue;
-    static const char *const known[] = {"compiler", "option",  "default",  "worldbody",
-                                        "actuator", "asset",   "contact",  "keyframe", NULL};
+    static const char *const known[] = {"compiler", "option",   "default",  "worldbody",
+                                        "actuator", "asset",    "contact",  "keyframe",
+                                        "equality", NULL};
     const char *why = "element not supported by khz (ignored)";
-    if (is(e, "equality"))
-      why = "equality constraints are not supported by khz: the joints and bodies they tie "
-            "move independently (closed loops stay open, coupled joints uncoupled)";
-    else if (is(e, "tendon"))
+    if (is(e, "tendon"))
       why = "tendons are not supported by khz: their forces, limits and couplings are absent";
     else if (is(e, "sensor"))
       why = "sensors are not read by khz: the state (q, qd, body poses, contacts) carries what "
@@ -2481,10 +2576,29 @@ static int load(khzSpec *spec, const char *xml, size_t len, const char *name,
     int b2 = c.excl[2 * i + 1] ? nbody0 + c.excl[2 * i + 1] - 1 : 0;
     ok = khz_spec_addExclude(spec, b1, b2) >= 0;
   }
+  int neq0 = khz_spec_nequality(spec);
+  for (int i = 0; i < c.neq && ok; i++) {
+    khzEqualitySpec q = c.eqs[i];
+    q.body1 = q.body1 ? nbody0 + q.body1 - 1 : 0;
+    q.body2 = q.body2 ? nbody0 + q.body2 - 1 : 0;
+    if (c.opt->name_prefix && q.name[0]) {
+      char full[KHZ_NAME_MAX];
+      size_t lp = strlen(c.opt->name_prefix);
+      if (lp < sizeof full) {
+        memcpy(full, c.opt->name_prefix, lp);
+        size_t ln = strnlen(q.name, sizeof full - 1 - lp);
+        memcpy(full + lp, q.name, ln);
+        full[lp + ln] = 0;
+        memcpy(q.name, full, sizeof full);
+      }
+    }
+    ok = khz_spec_addEquality(spec, &q) >= 0;
+  }
   if (!ok) {
     khz_spec_truncate(spec, nbody0, ngeom0);
     khz_spec_truncateMeshes(spec, nmesh0);
     khz_spec_truncateExcludes(spec, nexcl0);
+    khz_spec_truncateEqualities(spec, neq0);
     free(acts);
     fail_oom(&c);
     goto undo_keys;
@@ -2556,6 +2670,7 @@ done:
   free(c.mname);
   free(c.keys);
   free(c.excl);
+  free(c.eqs);
   return ret;
 }
 

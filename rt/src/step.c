@@ -10,6 +10,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "constraint.h"
 #include "contact/contact.h"
 #include "contact/sweep.h"
 #include "dynamics.h"
@@ -195,6 +196,7 @@ static void accel(const khzModel *m, khzData *d, const double *q, const double *
   khz_externalForces(m, d);
   if (d->ncontact) khz_contactForces(m, d);
   khz_abaCoreDamped(m, d, tau_tmp, qdd, h, stiff_only);
+  if (m->neq) khz_constraintAccel(m, d, qdd);
 }
 
 void khz_forward(const khzModel *m, khzData *d) {
@@ -208,6 +210,7 @@ void khz_forward(const khzModel *m, khzData *d) {
     khz_externalForces(m, d);
     if (d->ncontact) khz_contactForces(m, d);
     khz_abaCore(m, d, tau, d->qdd);
+    if (m->neq) khz_constraintAccel(m, d, d->qdd);
   }
   khz_stackFree(d, mark);
   khz_kinematics(m, d);

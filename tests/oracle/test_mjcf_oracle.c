@@ -449,14 +449,26 @@ static void compare_passive(const char *path, int trials) {
   mj_deleteModel(mm);
 }
 
-/* stiff joint damping (tests/loader/data/mjcf_damped.xml, h b / I up to 2000):
- * khz's semi-implicit Euler against MuJoCo's Euler (mj_step, which solves
- * (M + h D) qacc = ...) from the same random state, every joint's q and qd
- * over the whole run */
-static void compare_damped_run(const char *path, double seconds) {
+/* khz_step against mj_step on the same file from the same start (random
+ * when random_start: hinges at +-1 rad, balls at random orientations,
+ * +-5 rad/s; else q0 at rest), every joint's q and qd over the run; the
+ * largest differences go to dq, dv (and the largest start speed to v0).
+ * With equality constraints, *residual gets khz's largest loop residual (m). */
+static int dims(const mjModel *mm, int j, int *nv) {
+  int t = mm->jnt_type[j];
+  *nv = t == mjJNT_FREE ? 6 : t == mjJNT_BALL ? 3 : 1;
+  return t == mjJNT_FREE ? 7 : t == mjJNT_BALL ? 4 : 1;
+}
+
+static int compare_run(const char *path, double seconds, int random_start, double *dq, double *dv,
+                       double *v0, double *residual) {
   char err[1024];
+  *dq = *dv = *v0 = *residual = INFINITY;
   khzSpec *s = khz_spec_new();
-  int rc = khz_loadMJCF(s, path, NULL, err, sizeof err);
+  khzMjcfOptions o;
+  khz_mjcf_defaultOptions(&o);
+  o.warn = count_warning;
+  int rc = khz_loadMJCF(s, path, &o, err, sizeof err);
   ENSURE_MSG(rc >= 0, "%s", err);
   khzModel *m = rc >= 0 ? khz_compile(s, err, sizeof err) : NULL;
   khz_spec_destroy(&s);
@@ -465,49 +477,59 @@ static void compare_damped_run(const char *path, double seconds) {
   if (!m || !mm) {
     khz_deleteModel(&m);
     if (mm) mj_deleteModel(mm);
-    return;
+    return 0;
   }
-  ENSURE(m->integrator == KHZ_INT_EULER && m->timestep == mm->opt.timestep);
+  ENSURE(m->timestep == mm->opt.timestep);
   khzData *d = khz_makeData(m, 0);
   mjData *md = mj_makeData(mm);
-  /* the same random start: hinges at +-1 rad, ball at a random orientation, +-5 rad/s */
-  for (int j = 0; j < mm->njnt; j++) {
-    int b = khz_joint_of(m, mm, j), qa = mm->jnt_qposadr[j], da = mm->jnt_dofadr[j];
-    ENSURE(b > 0);
-    if (b <= 0) continue;
-    int nq = mm->jnt_type[j] == mjJNT_BALL ? 4 : 1, nv = nq == 4 ? 3 : 1;
+  *v0 = 0;
+  for (int j = 0; j < mm->njnt && random_start; j++) {
+    int b = khz_joint_of(m, mm, j), qa = mm->jnt_qposadr[j], da = mm->jnt_dofadr[j], nv;
+    int nq = dims(mm, j, &nv);
+    ENSURE(b > 0 && nq < 7);
+    if (b <= 0 || nq == 7) continue;
     double qj[4] = {uniform(-1, 1)};
     if (nq == 4) random_quat(qj);
     for (int k = 0; k < nq; k++) d->q[m->jnt_qadr[b] + k] = md->qpos[qa + k] = qj[k];
-    for (int k = 0; k < nv; k++) d->qd[m->jnt_dofadr[b] + k] = md->qvel[da + k] = uniform(-5, 5);
+    for (int k = 0; k < nv; k++) {
+      d->qd[m->jnt_dofadr[b] + k] = md->qvel[da + k] = uniform(-5, 5);
+      *v0 = fmax(*v0, fabs(md->qvel[da + k]));
+    }
   }
   khz_resetStick(m, d);
   long steps = lround(seconds / m->timestep);
-  double worst_q = 0, worst_v = 0, v0 = 0;
-  for (int k = 0; k < mm->nv; k++) v0 = fmax(v0, fabs(md->qvel[k]));
+  double worst_q = 0, worst_v = 0, worst_r = 0;
+  int worst_joint = -1;
   for (long n = 0; n < steps; n++) {
     khz_step(m, d);
     mj_step(mm, md);
     for (int j = 0; j < mm->njnt; j++) {
-      int b = khz_joint_of(m, mm, j);
+      int b = khz_joint_of(m, mm, j), nv;
       if (b <= 0) continue;
-      int nq = mm->jnt_type[j] == mjJNT_BALL ? 4 : 1, nv = nq == 4 ? 3 : 1;
-      for (int k = 0; k < nq; k++)
-        worst_q = fmax(worst_q, fabs(d->q[m->jnt_qadr[b] + k] - md->qpos[mm->jnt_qposadr[j] + k]));
+      int nq = dims(mm, j, &nv);
+      for (int k = 0; k < nq; k++) {
+        double e = fabs(d->q[m->jnt_qadr[b] + k] - md->qpos[mm->jnt_qposadr[j] + k]);
+        if (e > worst_q) worst_q = e, worst_joint = j;
+      }
       for (int k = 0; k < nv; k++)
         worst_v = fmax(worst_v, fabs(d->qd[m->jnt_dofadr[b] + k] - md->qvel[mm->jnt_dofadr[j] + k]));
     }
+    for (int i = 0; i < m->neq; i++) worst_r = fmax(worst_r, khz_equalityResidual(m, d, i, NULL));
   }
-  int finite = 1;
+  int finite = d->warning[KHZ_WARN_BADSTATE] == 0;
   for (int k = 0; k < m->nq; k++) finite &= isfinite(d->q[k]) != 0;
-  printf("%s: %ld Euler steps of %g s beside MuJoCo's: max |dq| %.3g rad, max |dqd| %.3g rad/s "
-         "(start |qd| up to %.3g)\n", path, steps, m->timestep, worst_q, worst_v, v0);
-  ENSURE(finite && d->warning[KHZ_WARN_BADSTATE] == 0);
-  ENSURE_MSG(worst_q <= 1e-9 && worst_v <= 1e-9 * v0, "%s: dq %g dqd %g", path, worst_q, worst_v);
+  ENSURE(finite);
+  printf("%s: %ld %s steps of %g s beside MuJoCo's: max |dq| %.3g, max |dqd| %.3g", path, steps,
+         m->integrator == KHZ_INT_EULER ? "Euler" : "RK4", m->timestep, worst_q, worst_v);
+  if (worst_joint >= 0) printf(" (q of joint '%s')", mj_id2name(mm, mjOBJ_JOINT, worst_joint) ? mj_id2name(mm, mjOBJ_JOINT, worst_joint) : "");
+  if (m->neq) printf(", khz's largest constraint residual %.3g m", worst_r);
+  printf("\n");
+  *dq = worst_q, *dv = worst_v, *residual = worst_r;
   khz_deleteData(&d);
   mj_deleteData(md);
   khz_deleteModel(&m);
   mj_deleteModel(mm);
+  return 1;
 }
 
 /* a damped hinge without gravity, I v' = -b v (analytic v0 exp(-b t / I)):
@@ -572,7 +594,20 @@ int main(void) {
   compare_file(DATA "mjcf_springs.xml", 20, 0, TOL);
   compare_passive(DATA "mjcf_springs.xml", 20);
   /* implicit joint damping (dynamics.c, khz_abaCoreDamped) */
-  compare_damped_run(DATA "mjcf_damped.xml", 1.0);
+  /* stiff joint damping (tests/loader/data/mjcf_damped.xml, h b / I up to 2000):
+   * MuJoCo's Euler solves with M + h D as khz's does */
+  double dq, dv, v0, res;
+  if (compare_run(DATA "mjcf_damped.xml", 1.0, 1, &dq, &dv, &v0, &res)) {
+    ENSURE_MSG(dq <= 1e-9 && dv <= 1e-9 * v0, "damped: dq %g dqd %g", dq, dv);
+  }
+  /* closed loops (<equality> connect, weld): khz holds them rigidly over 10 s
+   * (RK4, 1 ms); MuJoCo's constraints are soft (the fixture's solref 0.002 s,
+   * the stiffest its 1 ms step allows; at the default 0.02 s the crank is
+   * 0.45 rad off after 1 s), so the motions agree to a few mrad over 1 s */
+  if (compare_run(DATA "mjcf_fourbar.xml", 10.0, 0, &dq, &dv, &v0, &res))
+    ENSURE_MSG(res < 1e-6, "four-bar residual %g m", res);
+  if (compare_run(DATA "mjcf_fourbar.xml", 1.0, 0, &dq, &dv, &v0, &res))
+    ENSURE_MSG(dq < 0.01, "four-bar vs MuJoCo over 1 s: %g", dq);
   const double I = 1e-7, h = 1e-3;
   damped_hinge("Euler", 0.1, 1 / (1 + 0.1 * h / I), 1e-12, 0);      /* h b / I = 1000 */
   damped_hinge("Euler", 1e-6, 1 / (1 + 1e-6 * h / I), 1e-12, 1e-3); /* 0.01: first order */
