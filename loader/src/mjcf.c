@@ -2050,6 +2050,59 @@ static int read_contact(mjcf_ctx *c, xmlNodePtr sec) {
   return 0;
 }
 
+/* the local index + 1 of the khz body carrying the joint `name`, -1 when none */
+static int body_by_joint(mjcf_ctx *c, const char *name) {
+  char full[KHZ_NAME_MAX];
+  const char *prefix = c->opt->name_prefix ? c->opt->name_prefix : "";
+  snprintf(full, sizeof full, "%s%s", prefix, name);
+  for (int i = 0; i < c->nbody; i++)
+    if (c->bodies[i].joint_type != KHZ_JOINT_FIXED && strcmp(c->bodies[i].joint_name, full) == 0)
+      return i + 1;
+  return -1;
+}
+
+/* <equality><joint joint1 joint2 polycoef>: q1 - qpos0_1 = p(q2 - qpos0_2)
+ * (MuJoCo's), with qpos0 the joints' ref */
+static int read_joint_equality(mjcf_ctx *c, xmlNodePtr e) {
+  static const char *const attrs[] = {"name", "class", "active", "solref", "solimp",
+                                      "joint1", "joint2", "polycoef", NULL};
+  if (check_attrs(c, e, "joint equality", attrs)) return -1;
+  xmlNodePtr src[1] = {e};
+  if ((attr(c, e, "solref") || attr(c, e, "solimp")) &&
+      warn(c, e, "equality solref",
+           "solref and solimp: khz holds equality constraints rigidly (Baumgarte drift "
+           "correction), not as MuJoCo's soft constraints (ignored)"))
+    return -1;
+  int active = 1;
+  static const char *const bools[] = {"false", "true", NULL};
+  if (read_keyword(c, src, 1, "active", bools, &active)) return -1;
+  const char *n1 = attr(c, e, "joint1"), *n2 = attr(c, e, "joint2");
+  if (!n1) return fail(c, e, "<joint> equality needs joint1");
+  int b1 = body_by_joint(c, n1), b2 = n2 ? body_by_joint(c, n2) : 0;
+  if (b1 < 0) return fail(c, e, "unknown joint \"%s\"", n1);
+  if (b2 < 0) return fail(c, e, "unknown joint \"%s\"", n2);
+  int ok1 = c->bodies[b1 - 1].joint_type, ok2 = b2 ? c->bodies[b2 - 1].joint_type : KHZ_JOINT_REVOLUTE;
+  if (ok1 == KHZ_JOINT_SPHERICAL || ok1 == KHZ_JOINT_FLOATING || ok2 == KHZ_JOINT_SPHERICAL ||
+      ok2 == KHZ_JOINT_FLOATING)
+    return fail(c, e, "a <joint> equality couples hinges and slides only");
+  if (b1 == b2) return fail(c, e, "joint1 and joint2 are the same joint \"%s\"", n1);
+  khzEqualitySpec q;
+  memset(&q, 0, sizeof q);
+  q.type = KHZ_EQ_JOINT;
+  q.body1 = b1, q.body2 = b2;
+  q.quat[0] = 1;
+  q.polycoef[1] = 1;
+  if (read_vec(c, src, 1, "polycoef", q.polycoef, 1, 5, NULL)) return -1;
+  q.pos1[0] = c->bodies[b1 - 1].q0[0];
+  q.pos2[0] = b2 ? c->bodies[b2 - 1].q0[0] : 0;
+  const char *name = attr(c, e, "name");
+  snprintf(q.name, sizeof q.name, "%s", name ? name : "");
+  if (!active) return 0;
+  if (grow(c, (void **)&c->eqs, c->neq, &c->capeq, sizeof *c->eqs)) return -1;
+  c->eqs[c->neq++] = q;
+  return 0;
+}
+
 /* <equality>: connect and weld on bodies, held on the articulated bodies
  * (rt/src/constraint.c). MuJoCo's semantics: connect's anchor is in body1's
  * frame and the point of body2 is where it is at qpos0; weld's relpose is
@@ -2064,12 +2117,15 @@ static int read_equality(mjcf_ctx *c, xmlNodePtr sec) {
   for (xmlNodePtr e = sec->children; e; e = e->next) {
     if (e->type != XML_ELEMENT_NODE) continue;
     int weld = is(e, "weld");
+    if (is(e, "joint")) {
+      if (read_joint_equality(c, e)) return -1;
+      continue;
+    }
     if (!weld && !is(e, "connect")) {
-      const char *why =
-          is(e, "joint") || is(e, "tendon")
-              ? "joint and tendon equality constraints are not supported by khz: the joints "
-                "they couple move independently"
-              : "element not supported by khz (ignored)";
+      const char *why = is(e, "tendon")
+                            ? "tendon equality constraints are not supported by khz: the "
+                              "tendons' joints move independently"
+                            : "element not supported by khz (ignored)";
       if (warn_element(c, e, why)) return -1;
       continue;
     }

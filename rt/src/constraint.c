@@ -36,7 +36,7 @@ static int fail(char *err, size_t errsz, const char *fmt, int i, const char *nam
 }
 
 int khz_constraintCheck(const khzEqualitySpec *e, int i, int nbody, char *err, size_t errsz) {
-  if (e->type != KHZ_EQ_CONNECT && e->type != KHZ_EQ_WELD)
+  if (e->type != KHZ_EQ_CONNECT && e->type != KHZ_EQ_WELD && e->type != KHZ_EQ_JOINT)
     return fail(err, errsz, "equality constraint %d '%s': unknown type %d", i, e->name, e->type);
   if (e->body1 < 0 || e->body1 >= nbody)
     return fail(err, errsz, "equality constraint %d '%s': body1 index %d does not exist", i,
@@ -44,6 +44,9 @@ int khz_constraintCheck(const khzEqualitySpec *e, int i, int nbody, char *err, s
   if (e->body2 < 0 || e->body2 >= nbody)
     return fail(err, errsz, "equality constraint %d '%s': body2 index %d does not exist", i,
                 e->name, e->body2);
+  if (e->type == KHZ_EQ_JOINT && e->body1 == 0)
+    return fail(err, errsz, "equality constraint %d '%s': a joint constraint needs body1's "
+                "joint (body %d is the world)", i, e->name, 0);
   if (e->body1 == e->body2)
     return fail(err, errsz, "equality constraint %d '%s': body1 and body2 are the same body %d",
                 i, e->name, e->body1);
@@ -51,6 +54,7 @@ int khz_constraintCheck(const khzEqualitySpec *e, int i, int nbody, char *err, s
   int finite = 1;
   for (int k = 0; k < 3; k++) finite &= isfinite(e->pos1[k]) && isfinite(e->pos2[k]);
   for (int k = 0; k < 4; k++) finite &= isfinite(e->quat[k]) != 0, qn += e->quat[k] * e->quat[k];
+  for (int k = 0; k < 5; k++) finite &= isfinite(e->polycoef[k]) != 0;
   if (!finite || !(qn > 0)) {
     if (err && errsz)
       snprintf(err, errsz, "equality constraint %d '%s': anchors and quaternion must be finite "
@@ -60,7 +64,24 @@ int khz_constraintCheck(const khzEqualitySpec *e, int i, int nbody, char *err, s
   return 0;
 }
 
-static int rows_of(const khzModel *m, int i) { return m->eq_type[i] == KHZ_EQ_WELD ? 6 : 3; }
+static int rows_of(const khzModel *m, int i) {
+  return m->eq_type[i] == KHZ_EQ_WELD ? 6 : m->eq_type[i] == KHZ_EQ_JOINT ? 1 : 3;
+}
+
+/* a 1-dof joint (hinge or slide) */
+static int scalar_joint(const khzModel *m, int b) {
+  int t = m->jnt_type[b];
+  return b > 0 && (t == KHZ_JOINT_REVOLUTE || t == KHZ_JOINT_CONTINUOUS || t == KHZ_JOINT_PRISMATIC);
+}
+
+/* a joint constraint's polynomial p(x) = c0 + c1 x + ... + c4 x^4 and its two
+ * derivatives at x = q2 - r2 (x = 0 without a second joint) */
+static void joint_poly(const khzModel *m, int i, double x, double *p, double *dp, double *ddp) {
+  const double *c = m->eq_poly + 5 * i;
+  *p = c[0] + x * (c[1] + x * (c[2] + x * (c[3] + x * c[4])));
+  *dp = c[1] + x * (2 * c[2] + x * (3 * c[3] + x * 4 * c[4]));
+  *ddp = 2 * c[2] + x * (6 * c[3] + x * 12 * c[4]);
+}
 
 static int total_rows(const khzModel *m) {
   int r = 0;
@@ -121,7 +142,23 @@ int khz_constraintCompile(khzModel *m, const khzEqualitySpec *eq, char *err, siz
     double q[4] = {e->quat[0], e->quat[1], e->quat[2], e->quat[3]};
     khzu_normalizeQuat(q);
     memcpy(m->eq_quat + 4 * i, q, sizeof q);
+    memcpy(m->eq_poly + 5 * i, e->polycoef, 5 * sizeof(double));
     snprintf(m->eq_name[i], KHZ_NAME_MAX, "%s", e->name);
+    if (e->type == KHZ_EQ_JOINT) {
+      int ok = scalar_joint(m, e->body1) && (e->body2 == 0 || scalar_joint(m, e->body2));
+      if (!ok) {
+        if (err && errsz)
+          snprintf(err, errsz, "equality constraint %d '%s': joint constraints couple hinges and "
+                   "slides only (body '%s'%s%s)", i, e->name, m->body_name[e->body1],
+                   e->body2 ? ", body '" : "", e->body2 ? m->body_name[e->body2] : "");
+        return -1;
+      }
+      if (e->at_q0) {
+        m->eq_pos[6 * i] = m->q0[m->jnt_qadr[e->body1]];
+        m->eq_pos[6 * i + 3] = e->body2 ? m->q0[m->jnt_qadr[e->body2]] : 0;
+      }
+      continue;
+    }
     need_pose |= e->at_q0;
   }
   if (!need_pose) return 0;
@@ -134,7 +171,7 @@ int khz_constraintCompile(khzModel *m, const khzEqualitySpec *eq, char *err, siz
   }
   khz_kinematics(m, d);
   for (int i = 0; i < m->neq; i++) {
-    if (!eq[i].at_q0) continue;
+    if (!eq[i].at_q0 || m->eq_type[i] == KHZ_EQ_JOINT) continue;
     int b1 = m->eq_body[2 * i], b2 = m->eq_body[2 * i + 1];
     const double *R2, *p2;
     body_pose(d, b2, &R2, &p2);
@@ -154,13 +191,31 @@ int khz_constraintCompile(khzModel *m, const khzEqualitySpec *eq, char *err, siz
   return 0;
 }
 
+/* a joint constraint's error q1 - r1 - p(q2 - r2), rate and the part of its
+ * second derivative that does not come from qdd: -p'' qd2^2 */
+static double joint_error(const khzModel *m, const double *q, const double *qd, int i,
+                          double *rate, double *bias, double *dp) {
+  int b1 = m->eq_body[2 * i], b2 = m->eq_body[2 * i + 1];
+  double x = b2 ? q[m->jnt_qadr[b2]] - m->eq_pos[6 * i + 3] : 0, p, ddp;
+  joint_poly(m, i, x, &p, dp, &ddp);
+  if (!b2) *dp = 0, ddp = 0;
+  double v2 = b2 ? qd[m->jnt_dofadr[b2]] : 0;
+  if (rate) *rate = qd[m->jnt_dofadr[b1]] - *dp * v2;
+  if (bias) *bias = -ddp * v2 * v2;
+  return q[m->jnt_qadr[b1]] - m->eq_pos[6 * i] - p;
+}
+
 double khz_equalityResidual(const khzModel *m, const khzData *d, int i, double *rot) {
+  if (rot) *rot = 0;
+  if (m->eq_type[i] == KHZ_EQ_JOINT) {
+    double dp;
+    return fabs(joint_error(m, d->q, d->qd, i, NULL, NULL, &dp));
+  }
   double x1[3], x2[3], r[3];
   world_point(d, m->eq_body[2 * i], m->eq_pos + 6 * i, x1);
   world_point(d, m->eq_body[2 * i + 1], m->eq_pos + 6 * i + 3, x2);
   khzu_sub3(r, x1, x2);
   if (rot) {
-    *rot = 0;
     if (m->eq_type[i] == KHZ_EQ_WELD) {
       double e[3];
       weld_error(m, d, i, e);
@@ -211,8 +266,14 @@ static void body_changes(const khzModel *m, const khzData *d, const double *dqd,
 /* the rows of constraint i under the body velocity changes dv: the change of
  * x1's velocity minus x2's (and of w1 minus w2 for a weld) */
 static void rows_change(const khzModel *m, const khzData *d, int i, const double *dv,
-                        const double x1[3], const double x2[3], double *out) {
+                        const double *dq, const double *jd, const double x1[3],
+                        const double x2[3], double *out) {
   int b[2] = {m->eq_body[2 * i], m->eq_body[2 * i + 1]};
+  if (m->eq_type[i] == KHZ_EQ_JOINT) {
+    /* d(q1 - p(q2)) = dq1 - p' dq2 */
+    out[0] = dq[m->jnt_dofadr[b[0]]] - (b[1] ? jd[i] * dq[m->jnt_dofadr[b[1]]] : 0);
+    return;
+  }
   const double *x[2] = {x1, x2};
   memset(out, 0, (size_t)rows_of(m, i) * sizeof(double));
   for (int s = 0; s < 2; s++) {
@@ -225,7 +286,8 @@ static void rows_change(const khzModel *m, const khzData *d, int i, const double
   }
 }
 
-void khz_constraintAccel(const khzModel *m, khzData *d, double *qdd) {
+void khz_constraintAccel(const khzModel *m, khzData *d, const double *q, const double *qd,
+                         double *qdd) {
   if (m->neq == 0) return;
   int R = total_rows(m), nv = m->nv;
   size_t mark = khz_stackMark(d);
@@ -235,7 +297,8 @@ void khz_constraintAccel(const khzModel *m, khzData *d, double *qdd) {
   double *pts = khz_stackAlloc(d, 6 * (size_t)m->neq * sizeof(double));
   double *dvel = khz_stackAlloc(d, 6 * (size_t)m->nbody * sizeof(double));
   double *dv = khz_stackAlloc(d, 6 * (size_t)m->nbody * sizeof(double));
-  if (!K || !resp || !rhs || !pts || !dvel || !dv) {
+  double *jd = khz_stackAlloc(d, (size_t)m->neq * sizeof(double)); /* joint: p' */
+  if (!K || !resp || !rhs || !pts || !dvel || !dv || !jd) {
     khz_stackFree(d, mark);
     return; /* counted as KHZ_WARN_STACK */
   }
@@ -251,6 +314,13 @@ void khz_constraintAccel(const khzModel *m, khzData *d, double *qdd) {
   for (int i = 0, r0 = 0; i < m->neq; r0 += rows_of(m, i), i++) {
     int b1 = m->eq_body[2 * i], b2 = m->eq_body[2 * i + 1];
     double *x1 = pts + 6 * i, *x2 = pts + 6 * i + 3;
+    if (m->eq_type[i] == KHZ_EQ_JOINT) {
+      /* r'' = qdd1 - p' qdd2 - p'' qd2^2 */
+      double rate, bias, e = joint_error(m, q, qd, i, &rate, &bias, jd + i);
+      double acc = qdd[m->jnt_dofadr[b1]] - (b2 ? jd[i] * qdd[m->jnt_dofadr[b2]] : 0) + bias;
+      rhs[r0] = -(acc + kd * rate + kp * e);
+      continue;
+    }
     world_point(d, b1, m->eq_pos + 6 * i, x1);
     world_point(d, b2, m->eq_pos + 6 * i + 3, x2);
     double v1[3], a1[3], w1[3], al1[3], v2[3], a2[3], w2[3], al2[3];
@@ -273,7 +343,25 @@ void khz_constraintAccel(const khzModel *m, khzData *d, double *qdd) {
     for (int k = 0; k < rows_of(m, i); k++, c++) {
       double *dq = resp + (size_t)c * (size_t)nv;
       memset(dq, 0, (size_t)nv * sizeof(double));
-      for (int s = 0; s < 2; s++) {
+      if (m->eq_type[i] == KHZ_EQ_JOINT) {
+        /* unit joint impulses: +1 on joint 1, -p' on joint 2; a joint's
+         * impulse is a couple along a hinge's axis (a force along a slide's)
+         * on its body and the opposite on its parent */
+        for (int s = 0; s < 2; s++) {
+          int b = s ? b2 : b1;
+          if (b <= 0) continue;
+          double w = s ? -jd[i] : 1, f[6] = {0};
+          const double *S = d->S + 36 * b;
+          int slide = m->jnt_type[b] == KHZ_JOINT_PRISMATIC;
+          for (int a = 0; a < 3; a++) f[slide ? 3 + a : a] = w * S[slide ? 3 + a : a];
+          khz_impulseResponse(m, d, b, f, dq, dvel);
+          if (m->body_parent[b] > 0) {
+            for (int a = 0; a < 6; a++) f[a] = -f[a];
+            khz_impulseResponse(m, d, m->body_parent[b], f, dq, dvel);
+          }
+        }
+      }
+      for (int s = 0; s < 2 && m->eq_type[i] != KHZ_EQ_JOINT; s++) {
         int b = s ? b2 : b1;
         if (b <= 0) continue;
         double f[6] = {0}, sign = s ? -1 : 1;
@@ -289,7 +377,7 @@ void khz_constraintAccel(const khzModel *m, khzData *d, double *qdd) {
       body_changes(m, d, dq, dv);
       for (int j = 0, r0 = 0; j < m->neq; r0 += rows_of(m, j), j++) {
         double out[6];
-        rows_change(m, d, j, dv, pts + 6 * j, pts + 6 * j + 3, out);
+        rows_change(m, d, j, dv, dq, jd, pts + 6 * j, pts + 6 * j + 3, out);
         for (int r = 0; r < rows_of(m, j); r++) K[(r0 + r) * R + c] = out[r];
       }
     }

@@ -19,10 +19,11 @@ int khz_constraintCompile(khzModel *m, const khzEqualitySpec *eq, char *err, siz
 /* Scratch a step's constraint solve takes from the data's stack. */
 size_t khz_constraintStackBytes(const khzModel *m);
 
-/* After khz_abaCore (or khz_abaCoreDamped) at the current forward pass:
+/* After khz_abaCore (or khz_abaCoreDamped) at the forward pass of (q, qd):
  * adds to qdd the accelerations of the constraint forces that make every
  * constraint's relative acceleration follow the Baumgarte target (see
  * constraint.c). Nothing when m->neq is 0. */
-void khz_constraintAccel(const khzModel *m, khzData *d, double *qdd);
+void khz_constraintAccel(const khzModel *m, khzData *d, const double *q, const double *qd,
+                         double *qdd);
 
 #endif

@@ -390,6 +390,7 @@ static void layout_model(khzModel *m, carver *c) {
   m->eq_body = I(2 * (size_t)m->neq);
   m->eq_pos = D(6 * (size_t)m->neq);
   m->eq_quat = D(4 * (size_t)m->neq);
+  m->eq_poly = D(5 * (size_t)m->neq);
   m->eq_name = carve(c, (size_t)m->neq * KHZ_NAME_MAX);
   m->q0 = D(nq);
   m->qd0 = D(nv);

@@ -196,7 +196,7 @@ static void accel(const khzModel *m, khzData *d, const double *q, const double *
   khz_externalForces(m, d);
   if (d->ncontact) khz_contactForces(m, d);
   khz_abaCoreDamped(m, d, tau_tmp, qdd, h, stiff_only);
-  if (m->neq) khz_constraintAccel(m, d, qdd);
+  if (m->neq) khz_constraintAccel(m, d, q, qd, qdd);
 }
 
 void khz_forward(const khzModel *m, khzData *d) {
@@ -210,7 +210,7 @@ void khz_forward(const khzModel *m, khzData *d) {
     khz_externalForces(m, d);
     if (d->ncontact) khz_contactForces(m, d);
     khz_abaCore(m, d, tau, d->qdd);
-    if (m->neq) khz_constraintAccel(m, d, d->qdd);
+    if (m->neq) khz_constraintAccel(m, d, d->q, d->qd, d->qdd);
   }
   khz_stackFree(d, mark);
   khz_kinematics(m, d);

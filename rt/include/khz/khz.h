@@ -216,14 +216,24 @@ void khz_spec_truncateExcludes(khzSpec *spec, int n);
  * of the accelerations, with Baumgarte drift correction (rt/src/constraint.c).
  * khz_spec_addEquality returns the constraint's index or -1 (out of memory);
  * khz_compile checks the bodies. */
-typedef enum khzEqualityType { KHZ_EQ_CONNECT = 0, KHZ_EQ_WELD = 1 } khzEqualityType;
+typedef enum khzEqualityType {
+  KHZ_EQ_CONNECT = 0,
+  KHZ_EQ_WELD = 1,
+  KHZ_EQ_JOINT = 2 /* the joint of body1 (a hinge or slide) follows a polynomial of body2's:
+                      q1 - r1 = c0 + c1 (q2 - r2) + ... + c4 (q2 - r2)^4, r1 = pos1[0],
+                      r2 = pos2[0]; body2 = 0: q1 = r1 + c0 (MJCF <equality><joint>,
+                      URDF mimic) */
+} khzEqualityType;
 typedef struct khzEqualitySpec {
   int type;         /* khzEqualityType */
   int body1, body2; /* spec indices; body2 = 0: the world */
-  double pos1[3];   /* the anchor in body1's frame */
-  double pos2[3];   /* the point of body2 held on it, in body2's frame (the world's for 0) */
+  double pos1[3];   /* the anchor in body1's frame (joint: pos1[0] = r1) */
+  double pos2[3];   /* the point of body2 held on it, in body2's frame (the world's for 0;
+                       joint: pos2[0] = r2) */
   double quat[4];   /* weld: body1's orientation in body2's frame (w x y z) */
-  int at_q0;        /* 1: pos2 and quat are computed at compile time from the pose at q0 */
+  double polycoef[5]; /* joint: c0..c4 */
+  int at_q0;        /* 1: pos2 and quat (joint: r1, r2) are computed at compile time from
+                       the pose at q0 */
   char name[KHZ_NAME_MAX];
 } khzEqualitySpec;
 int khz_spec_addEquality(khzSpec *spec, const khzEqualitySpec *e);
@@ -343,6 +353,7 @@ typedef struct khzModel {
   int *eq_body;             /* 2 per constraint: body1, body2 (0 = world) */
   double *eq_pos;           /* 6 per constraint: the anchor in body1's frame, in body2's */
   double *eq_quat;          /* 4 per constraint: weld, body1's orientation in body2's frame */
+  double *eq_poly;          /* 5 per constraint: joint, the polynomial's coefficients */
   char (*eq_name)[KHZ_NAME_MAX];
 
   /* meshes: vertices (3 doubles) and triangles (3 ints) of all meshes, concatenated */
