@@ -178,6 +178,8 @@ typedef struct mjcf_ctx {
   int nexcl, capexcl;
   khzEqualitySpec *eqs; /* bodies as local indices + 1 (0 = the world) */
   int neq, capeq;
+  khzMjcfSensor *sens;
+  int nsens, capsens;
 
   /* <option> and <mujoco model> */
   double timestep, gravity[3];
@@ -366,7 +368,7 @@ static int warn_element(mjcf_ctx *c, xmlNodePtr el, const char *why) {
 static int check_attrs(mjcf_ctx *c, xmlNodePtr el, const char *kind, const char *const *list) {
   static const char *const containers[] = {"default", "body",   "worldbody", "option",
                                            "mujoco",  "actuator", "asset",   "contact",
-                                           "keyframe", "equality", NULL};
+                                           "keyframe", "equality", "sensor", NULL};
   if (!in_list(kind, containers))
     for (xmlNodePtr e = el->children; e; e = e->next)
       if (e->type == XML_ELEMENT_NODE &&
@@ -2198,6 +2200,84 @@ static int read_equality(mjcf_ctx *c, xmlNodePtr sec) {
   return 0;
 }
 
+/* <sensor>: the kinds that map onto khz's state (load.h); others warn */
+static int read_sensors(mjcf_ctx *c, xmlNodePtr sec) {
+  static const char *const kinds[] = {"jointpos",    "jointvel",    "framepos", "framequat",
+                                      "framelinvel", "frameangvel", "ballquat", "ballangvel",
+                                      NULL};
+  static const char *const attrs[] = {"name",    "joint", "objtype", "objname", "noise",
+                                      "cutoff",  "user",  "reftype", "refname", NULL};
+  if (check_attrs(c, sec, "sensor", no_attrs)) return -1;
+  for (xmlNodePtr e = sec->children; e; e = e->next) {
+    if (e->type != XML_ELEMENT_NODE) continue;
+    int k;
+    for (k = 0; kinds[k] && !is(e, kinds[k]); k++) {
+    }
+    if (!kinds[k]) {
+      if (warn_element(c, e, "this sensor type is not read by khz (left out); khz reads "
+                             "jointpos, jointvel and frame sensors of bodies"))
+        return -1;
+      continue;
+    }
+    if (check_attrs(c, e, (const char *)e->name, attrs)) return -1;
+    khzMjcfSensor sn;
+    memset(&sn, 0, sizeof sn);
+    int ball = k >= 6;
+    if (ball) k -= 6; /* ballquat, ballangvel: jointpos, jointvel of a ball joint */
+    sn.type = (khzMjcfSensorType)k;
+    const char *name = attr(c, e, "name");
+    const char *prefix = c->opt->name_prefix ? c->opt->name_prefix : "";
+    snprintf(sn.name, sizeof sn.name, "%s", name ? name : "");
+    if (k <= KHZ_MJCF_JOINTVEL) {
+      const char *j = attr(c, e, "joint");
+      if (!j) return fail(c, e, "<%s> needs joint", (const char *)e->name);
+      int b = body_by_joint(c, j);
+      if (b < 0) return fail(c, e, "unknown joint \"%s\"", j);
+      int t = c->bodies[b - 1].joint_type;
+      if (ball != (t == KHZ_JOINT_SPHERICAL))
+        return fail(c, e, "<%s> needs a %s joint (MuJoCo's rule)", (const char *)e->name,
+                    ball ? "ball" : "hinge or slide");
+      snprintf(sn.object, sizeof sn.object, "%s", c->bodies[b - 1].joint_name);
+      sn.dim = t == KHZ_JOINT_SPHERICAL ? (k == KHZ_MJCF_JOINTPOS ? 4 : 3) : 1;
+    } else {
+      const char *ot = attr(c, e, "objtype"), *on = attr(c, e, "objname");
+      if (!ot || !on) return fail(c, e, "<%s> needs objtype and objname", kinds[k]);
+      int xbody = strcmp(ot, "xbody") == 0;
+      if (!xbody && strcmp(ot, "body") != 0) {
+        char key[64];
+        snprintf(key, sizeof key, "sensor objtype %s", ot);
+        if (warn(c, e, key, "frame sensors on objtype \"%s\" are not read by khz (sites, "
+                            "geoms and cameras are not kept): left out", ot))
+          return -1;
+        continue;
+      }
+      if (!xbody && k == KHZ_MJCF_FRAMEQUAT) {
+        if (warn(c, e, "sensor framequat body",
+                 "framequat of objtype \"body\" (the principal axes) is not read by khz: left "
+                 "out; objtype \"xbody\" gives the body frame's"))
+          return -1;
+        continue;
+      }
+      int b = body_by_name(c, on);
+      if (b <= 0) return fail(c, e, "unknown body \"%s\"", on);
+      snprintf(sn.object, sizeof sn.object, "%s", c->bodies[b - 1].name);
+      sn.com = !xbody;
+      for (int q = 0; q < 3; q++) sn.pos[q] = -c->extra[b - 1].off[q];
+      sn.dim = k == KHZ_MJCF_FRAMEQUAT ? 4 : 3;
+    }
+    (void)prefix;
+    if (attr(c, e, "reftype") || attr(c, e, "refname")) {
+      if (warn(c, e, "sensor reftype", "frame sensors relative to another frame (reftype, "
+                                       "refname) are not read by khz: left out"))
+        return -1;
+      continue;
+    }
+    if (grow(c, (void **)&c->sens, c->nsens, &c->capsens, sizeof *c->sens)) return -1;
+    c->sens[c->nsens++] = sn;
+  }
+  return 0;
+}
+
 /* <keyframe>: the keys, read after the bodies (their sizes) */
 static int read_keyframe(mjcf_ctx *c, xmlNodePtr sec) {
   static const char *const key_attrs[] = {"name", "time", "qpos", "qvel", "ctrl", "act",
@@ -2486,6 +2566,7 @@ static int build(mjcf_ctx *c, xmlDocPtr doc) {
   for (xmlNodePtr e = root->children; e; e = e->next) {
     if (is(e, "contact") && read_contact(c, e)) return -1;
     if (is(e, "equality") && read_equality(c, e)) return -1;
+    if (is(e, "sensor") && read_sensors(c, e)) return -1;
     if (is(e, "keyframe") && read_keyframe(c, e)) return -1;
   }
 
@@ -2494,13 +2575,10 @@ static int build(mjcf_ctx *c, xmlDocPtr doc) {
     if (e->type != XML_ELEMENT_NODE) continue;
     static const char *const known[] = {"compiler", "option",   "default",  "worldbody",
                                         "actuator", "asset",    "contact",  "keyframe",
-                                        "equality", NULL};
+                                        "equality", "sensor",   NULL};
     const char *why = "element not supported by khz (ignored)";
     if (is(e, "tendon"))
       why = "tendons are not supported by khz: their forces, limits and couplings are absent";
-    else if (is(e, "sensor"))
-      why = "sensors are not read by khz: the state (q, qd, body poses, contacts) carries what "
-            "they would measure";
     else if (is(e, "visual") || is(e, "statistic"))
       why = "visual settings: no effect on the simulation (ignored)";
     if (!in_list((const char *)e->name, known) && warn_element(c, e, why)) return -1;
@@ -2681,6 +2759,13 @@ static int load(khzSpec *spec, const char *xml, size_t len, const char *name,
     info->nkey = nkeys;
     info->key = keys;
     keys = NULL;
+    if (c.nsens > 0) {
+      info->sensor = malloc((size_t)c.nsens * sizeof *info->sensor);
+      if (info->sensor) {
+        memcpy(info->sensor, c.sens, (size_t)c.nsens * sizeof *info->sensor);
+        info->nsensor = c.nsens;
+      }
+    }
   }
 undo_keys:
   if (keys) {
@@ -2727,6 +2812,7 @@ done:
   free(c.keys);
   free(c.excl);
   free(c.eqs);
+  free(c.sens);
   return ret;
 }
 
@@ -2753,7 +2839,67 @@ void khz_mjcf_freeInfo(khzMjcfInfo *info) {
   for (int i = 0; i < info->nkey; i++) free_key(&info->key[i]);
   free(info->key);
   free(info->actuator);
+  free(info->sensor);
   memset(info, 0, sizeof *info);
+}
+
+/* a row-major rotation matrix to a unit quaternion w x y z, w >= 0 (Shepperd's method) */
+static void mat2quat(double q[4], const double R[9]) {
+  double t = R[0] + R[4] + R[8];
+  if (t > 0) {
+    double s = 2 * sqrt(1 + t);
+    q[0] = s / 4, q[1] = (R[7] - R[5]) / s, q[2] = (R[2] - R[6]) / s, q[3] = (R[3] - R[1]) / s;
+  } else if (R[0] > R[4] && R[0] > R[8]) {
+    double s = 2 * sqrt(1 + R[0] - R[4] - R[8]);
+    q[0] = (R[7] - R[5]) / s, q[1] = s / 4, q[2] = (R[1] + R[3]) / s, q[3] = (R[2] + R[6]) / s;
+  } else if (R[4] > R[8]) {
+    double s = 2 * sqrt(1 + R[4] - R[0] - R[8]);
+    q[0] = (R[2] - R[6]) / s, q[1] = (R[1] + R[3]) / s, q[2] = s / 4, q[3] = (R[5] + R[7]) / s;
+  } else {
+    double s = 2 * sqrt(1 + R[8] - R[0] - R[4]);
+    q[0] = (R[3] - R[1]) / s, q[1] = (R[2] + R[6]) / s, q[2] = (R[5] + R[7]) / s, q[3] = s / 4;
+  }
+  if (q[0] < 0)
+    for (int k = 0; k < 4; k++) q[k] = -q[k];
+}
+
+int khz_mjcf_sensorRead(const khzModel *m, const khzData *d, const khzMjcfSensor *s,
+                        double out[4]) {
+  if (!m || !d || !s) return -1;
+  if (s->type <= KHZ_MJCF_JOINTVEL) {
+    int b = khz_name2joint(m, s->object);
+    if (b <= 0) return -1;
+    const double *src = s->type == KHZ_MJCF_JOINTPOS ? d->q + m->jnt_qadr[b] : d->qd + m->jnt_dofadr[b];
+    for (int k = 0; k < s->dim; k++) out[k] = src[k];
+    return s->dim;
+  }
+  int b = khz_name2body(m, s->object);
+  if (b < 0) return -1;
+  const double *R = d->xrot + 9 * b, *x = d->xpos + 3 * b, *cv = d->cvel + 6 * b;
+  double p[3]; /* the point: the MJCF frame origin or the com, in the world */
+  for (int r = 0; r < 3; r++)
+    p[r] = s->com ? d->xcom[3 * b + r]
+                  : x[r] + R[3 * r] * s->pos[0] + R[3 * r + 1] * s->pos[1] + R[3 * r + 2] * s->pos[2];
+  switch (s->type) {
+    case KHZ_MJCF_FRAMEPOS:
+      for (int r = 0; r < 3; r++) out[r] = p[r];
+      break;
+    case KHZ_MJCF_FRAMEQUAT:
+      mat2quat(out, R);
+      break;
+    case KHZ_MJCF_FRAMELINVEL: {
+      /* v(p) = v(origin) + w x (p - origin) */
+      double r[3] = {p[0] - x[0], p[1] - x[1], p[2] - x[2]};
+      out[0] = cv[3] + cv[1] * r[2] - cv[2] * r[1];
+      out[1] = cv[4] + cv[2] * r[0] - cv[0] * r[2];
+      out[2] = cv[5] + cv[0] * r[1] - cv[1] * r[0];
+      break;
+    }
+    default: /* FRAMEANGVEL */
+      for (int r = 0; r < 3; r++) out[r] = cv[r];
+      break;
+  }
+  return s->dim;
 }
 
 int khz_loadMJCFString(khzSpec *spec, const char *xml, const char *name,

@@ -372,7 +372,7 @@ static void test_warnings(void) {
       "    </body>\n"
       "  </worldbody>\n"
       "  <actuator><position joint='j'/><motor tendon='x'/></actuator>\n"
-      "  <sensor><jointpos joint='j'/></sensor>\n"
+      "  <sensor><jointpos joint='j'/><touch site='s'/></sensor>\n"
       "</mujoco>\n";
   khzSpec *s = khz_spec_new();
   warnings w = {0};
@@ -394,8 +394,8 @@ static void test_warnings(void) {
       "w.xml:13: <motor>: attribute tendon is not supported by khz (ignored)",
       "w.xml:13: <motor>: an actuator that does not drive a joint (tendon, site, body) is not "
       "supported by khz: the model has no such command",
-      "w.xml:14: <sensor>: sensors are not read by khz: the state (q, qd, body poses, contacts) "
-      "carries what they would measure",
+      "w.xml:14: <touch>: this sensor type is not read by khz (left out); khz reads jointpos, "
+      "jointvel and frame sensors of bodies",
   };
   int n = (int)(sizeof expect / sizeof expect[0]);
   ENSURE_MSG(w.count == n, "%d warnings", w.count);
@@ -412,6 +412,15 @@ static void test_bad_input(void) {
     const char *xml, *expect;
   } cases[] = {
       {"<mujoco><worldbody></mujoco>", "bad.xml:1: malformed XML"},
+      {"<mujoco><worldbody><body name='a'><joint name='j'/></body></worldbody>\n"
+       "<sensor><jointvel joint='k'/></sensor></mujoco>",
+       "bad.xml:2: <jointvel>: unknown joint \"k\""},
+      {"<mujoco><worldbody><body name='a'><joint name='j'/></body></worldbody>\n"
+       "<equality><connect body1='a' body2='b' anchor='0 0 0'/></equality></mujoco>",
+       "bad.xml:2: <connect>: unknown body \"b\""},
+      {"<mujoco><worldbody><body name='a'><joint name='j'/></body></worldbody>\n"
+       "<equality><connect body1='a'/></equality></mujoco>",
+       "bad.xml:2: <connect>: <connect> needs anchor (a point in body1's frame)"},
       {"<robot name='r'/>", "bad.xml:1: <robot name=\"r\">: the root element must be <mujoco>"},
       {"<mujoco>\n<worldbody><body><geom size='abc'/></body></worldbody></mujoco>",
        "bad.xml:2: <geom>: attribute size=\"abc\" is not 1 to 3 finite numbers"},

@@ -532,6 +532,65 @@ static int compare_run(const char *path, double seconds, int random_start, doubl
   return 1;
 }
 
+/* <sensor>: khz_mjcf_sensorRead against MuJoCo's sensordata (mj_forward) at
+ * random states, sensor by sensor in file order (every sensor of the file is
+ * one khz reads); quaternions up to sign */
+static void compare_sensors(const char *path, int trials) {
+  char err[1024];
+  khzSpec *s = khz_spec_new();
+  khzMjcfInfo info;
+  khzMjcfOptions o;
+  khz_mjcf_defaultOptions(&o);
+  o.info = &info;
+  int rc = khz_loadMJCF(s, path, &o, err, sizeof err);
+  ENSURE_MSG(rc >= 0, "%s", err);
+  khzModel *m = rc >= 0 ? khz_compile(s, err, sizeof err) : NULL;
+  khz_spec_destroy(&s);
+  mjModel *mm = mj_loadXML(path, NULL, err, sizeof err);
+  ENSURE_MSG(m && mm, "%s: %s", path, err);
+  if (!m || !mm) {
+    khz_deleteModel(&m);
+    if (mm) mj_deleteModel(mm);
+    return;
+  }
+  ENSURE(info.nsensor == mm->nsensor);
+  khzData *d = khz_makeData(m, 0);
+  mjData *md = mj_makeData(mm);
+  double worst = 0;
+  for (int t = 0; t < trials && info.nsensor == mm->nsensor; t++) {
+    for (int j = 0; j < mm->njnt; j++) {
+      int b = khz_joint_of(m, mm, j), nv, nq = dims(mm, j, &nv);
+      if (b <= 0) continue;
+      double qj[4] = {uniform(-1, 1)};
+      if (nq == 4) random_quat(qj);
+      for (int k = 0; k < nq; k++) d->q[m->jnt_qadr[b] + k] = md->qpos[mm->jnt_qposadr[j] + k] = qj[k];
+      for (int k = 0; k < nv; k++)
+        d->qd[m->jnt_dofadr[b] + k] = md->qvel[mm->jnt_dofadr[j] + k] = uniform(-3, 3);
+    }
+    mj_forward(mm, md);
+    khz_kinematics(m, d);
+    for (int i = 0; i < info.nsensor; i++) {
+      double out[4];
+      int n = khz_mjcf_sensorRead(m, d, &info.sensor[i], out);
+      ENSURE(n == mm->sensor_dim[i]);
+      if (n != mm->sensor_dim[i]) continue;
+      const double *ref = md->sensordata + mm->sensor_adr[i];
+      double e = 0, e_neg = 0;
+      for (int k = 0; k < n; k++) e = fmax(e, fabs(out[k] - ref[k])), e_neg = fmax(e_neg, fabs(out[k] + ref[k]));
+      if (n == 4) e = fmin(e, e_neg);
+      worst = fmax(worst, e);
+    }
+  }
+  printf("%s: %d sensors, khz_mjcf_sensorRead vs MuJoCo's sensordata at %d states: max err %.3g\n",
+         path, info.nsensor, trials, worst);
+  ENSURE_MSG(worst <= 1e-12, "sensors: %g", worst);
+  khz_mjcf_freeInfo(&info);
+  khz_deleteData(&d);
+  mj_deleteData(md);
+  khz_deleteModel(&m);
+  mj_deleteModel(mm);
+}
+
 /* a damped hinge without gravity, I v' = -b v (analytic v0 exp(-b t / I)):
  * semi-implicit Euler gives backward Euler's v0 / (1 + h b / I)^n for any b;
  * RK4 gives R(z)^n with R(z) = 1 + z + z^2/2 + z^3/6 + z^4/24, z = -h b / I, while
@@ -600,6 +659,7 @@ int main(void) {
   if (compare_run(DATA "mjcf_damped.xml", 1.0, 1, &dq, &dv, &v0, &res)) {
     ENSURE_MSG(dq <= 1e-9 && dv <= 1e-9 * v0, "damped: dq %g dqd %g", dq, dv);
   }
+  compare_sensors(DATA "mjcf_damped.xml", 20);
   /* closed loops (<equality> connect, weld): khz holds them rigidly over 10 s
    * (RK4, 1 ms); MuJoCo's constraints are soft (the fixture's solref 0.002 s,
    * the stiffest its 1 ms step allows; at the default 0.02 s the crank is
