@@ -168,7 +168,7 @@ typedef struct mjcf_ctx {
   int ellipsoid_mesh; /* index into mdata, -1 until needed */
 
   /* <option><flag>: 1 = enabled (MuJoCo's defaults) */
-  int flag_gravity, flag_contact, flag_limit, flag_passive, flag_frictionloss;
+  int flag_gravity, flag_contact, flag_limit, flag_passive, flag_frictionloss, flag_equality;
   int flag_actuation;
 
   /* keyframes, exclusions (khz body pairs, local indices + 1) */
@@ -818,15 +818,17 @@ static int read_flag(mjcf_ctx *c, xmlNodePtr el) {
     } else if (strcmp(name, "frictionloss") == 0) {
       c->flag_frictionloss = v;
     } else if (strcmp(name, "constraint") == 0) {
-      if (!v) c->flag_contact = c->flag_limit = c->flag_frictionloss = 0;
+      if (!v) c->flag_contact = c->flag_limit = c->flag_frictionloss = c->flag_equality = 0;
+    } else if (strcmp(name, "equality") == 0) {
+      c->flag_equality = v;
     } else if (strcmp(name, "actuation") == 0) {
       c->flag_actuation = v;
       if (!v && warn(c, el, "flag actuation",
                      "actuation is disabled in the file; khz applies the commands it is sent "
                      "(the actuators are listed as usual)"))
         return -1;
-    } else if (strcmp(name, "equality") == 0 || strcmp(name, "filterparent") == 0 ||
-               strcmp(name, "clampctrl") == 0 || strcmp(name, "override") == 0) {
+    } else if (strcmp(name, "filterparent") == 0 || strcmp(name, "clampctrl") == 0 ||
+               strcmp(name, "override") == 0) {
       /* the default is what khz does; only the other value changes anything */
       int dflt = strcmp(name, "override") == 0 ? 0 : 1;
       char key[64];
@@ -834,8 +836,7 @@ static int read_flag(mjcf_ctx *c, xmlNodePtr el) {
       if (v != dflt &&
           warn(c, el, key, "%s=\"%s\" is not supported by khz: it behaves as if %s", name,
                ed[v],
-               strcmp(name, "equality") == 0       ? "enabled (khz has no equality constraints)"
-               : strcmp(name, "filterparent") == 0 ? "enabled (parent and child never collide)"
+               strcmp(name, "filterparent") == 0 ? "enabled (parent and child never collide)"
                : strcmp(name, "clampctrl") == 0    ? "enabled (commands are clamped to the "
                                                      "effort limits)"
                                                    : "disabled (khz's own contact gains)"))
@@ -2626,6 +2627,7 @@ static int load(khzSpec *spec, const char *xml, size_t len, const char *name,
                 .flag_limit = 1,
                 .flag_passive = 1,
                 .flag_frictionloss = 1,
+                .flag_equality = 1,
                 .flag_actuation = 1};
   if (err && errsz) err[0] = 0;
   if (!spec) return khz_loadError(err, errsz, "%s: no spec", c.file);
@@ -2711,7 +2713,7 @@ static int load(khzSpec *spec, const char *xml, size_t len, const char *name,
     ok = khz_spec_addExclude(spec, b1, b2) >= 0;
   }
   int neq0 = khz_spec_nequality(spec);
-  for (int i = 0; i < c.neq && ok; i++) {
+  for (int i = 0; i < c.neq && ok && c.flag_equality; i++) {
     khzEqualitySpec q = c.eqs[i];
     q.body1 = q.body1 ? nbody0 + q.body1 - 1 : 0;
     q.body2 = q.body2 ? nbody0 + q.body2 - 1 : 0;
