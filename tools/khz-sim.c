@@ -6,7 +6,7 @@
  *   khz-sim run SCENE --steps N [--dt H] [--integrator rk4|euler] [--out FILE]
  *                     [--contacts FILE] [--method none|penalty|deepest]
  *
- * MODEL / SCENE is a .urdf file (welded at the origin), a .yaml/.yml scene file or
+ * MODEL / SCENE is a .urdf file (welded at the origin), an MJCF .xml file, a .yaml/.yml scene file or
  * the word `default` (the embedded scene). Exit codes: 0 success, 1 the model or
  * an output file failed, 2 a bad command line. The trajectory CSV and the q / qd
  * layout are documented in docs/trajectory-format.md.
@@ -29,8 +29,13 @@
 static const char khz_sim_models_help[] =
     "MODEL / SCENE is one of\n"
     "  FILE.urdf        a URDF robot welded at the origin (gravity -9.81 z, dt 1e-3, rk4)\n"
-    "  FILE.yaml|.yml   a khz scene file (docs/scene-format.md)\n"
-    "  default          the embedded default scene (a 7-DoF arm on a table, loose objects)\n";
+    "  FILE.xml         a MuJoCo MJCF model, <include>s merged (docs/mjcf.md); its <option>\n"
+    "                   sets timestep, gravity and integrator\n"
+    "  FILE.yaml|.yml   a khz scene file (docs/scene-format.md): URDF and MJCF robots,\n"
+    "                   objects, ground\n"
+    "  default          the embedded default scene (a 7-DoF arm on a table, loose objects)\n"
+    "Meshes the models name are read with assimp (STL, OBJ, DAE, ...; package:// and\n"
+    "relative paths in URDF, <compiler meshdir> in MJCF).\n";
 
 static const char khz_sim_layout_help[] =
     "State layout (joints in body order, fixed joints take no entries; see `khz-sim info`):\n"
@@ -300,6 +305,27 @@ static khzModel *khz_sim_load(const char *cmd, const char *path, khzScene *scene
 
 /* ---------------------------------------------------------------- info -- */
 
+static const char *const khz_sim_eq_types[] = {"connect", "weld", "joint"};
+static const char *const khz_sim_sensor_types[] = {"jointpos",    "jointvel",   "framepos",
+                                                   "framequat",   "framelinvel", "frameangvel"};
+
+static void khz_sim_quiet(void *user, const char *msg) { (void)user, (void)msg; }
+
+/* the sensors an MJCF model declares (none for other files); free with khz_mjcf_freeInfo */
+static void khz_sim_sensors(const char *path, khzMjcfInfo *info) {
+  memset(info, 0, sizeof *info);
+  size_t n = strlen(path);
+  if (n < 4 || strcmp(path + n - 4, ".xml") != 0) return;
+  khzSpec *spec = khz_spec_new();
+  khzMjcfOptions o;
+  khz_mjcf_defaultOptions(&o);
+  o.info = info;
+  o.warn = khz_sim_quiet;
+  char err[256];
+  if (spec && khz_loadMJCF(spec, path, &o, err, sizeof err) < 0) memset(info, 0, sizeof *info);
+  khz_spec_destroy(&spec);
+}
+
 static void khz_sim_info_text(const khzModel *m, const khzScene *s, const char *path) {
   printf("model: %s (scene '%s')\n", path, s->name);
   printf("nbody: %d (with the world)  nq: %d  nv: %d  ngeom: %d  total mass: %.6g kg\n", m->nbody,
@@ -335,6 +361,23 @@ static void khz_sim_info_text(const khzModel *m, const khzScene *s, const char *
            m->jnt_name[i][0] ? m->jnt_name[i] : "-", khz_jointTypeName((khzJointType)type), qs, vs,
            lo, hi, vel, eff, damp, fric, arm, m->body_mass[i]);
   }
+  if (m->neq) {
+    printf("\nequality constraints (held on the articulated bodies):\n");
+    for (int i = 0; i < m->neq; i++)
+      printf("  %-3d %-20s %-8s %s - %s\n", i, m->eq_name[i][0] ? m->eq_name[i] : "-",
+             khz_sim_eq_types[m->eq_type[i]], m->body_name[m->eq_body[2 * i]],
+             m->eq_body[2 * i + 1] ? m->body_name[m->eq_body[2 * i + 1]] : "world");
+  }
+  khzMjcfInfo info;
+  khz_sim_sensors(path, &info);
+  if (info.nsensor) {
+    printf("\nsensors (khz_mjcf_sensorRead):\n");
+    for (int i = 0; i < info.nsensor; i++)
+      printf("  %-3d %-20s %-12s %-24s dim %d%s\n", i, info.sensor[i].name[0] ? info.sensor[i].name : "-",
+             khz_sim_sensor_types[info.sensor[i].type], info.sensor[i].object, info.sensor[i].dim,
+             info.sensor[i].com ? " (centre of mass)" : "");
+  }
+  khz_mjcf_freeInfo(&info);
 }
 
 static void khz_sim_info_json(const khzModel *m, const khzScene *s, const char *path) {
@@ -374,6 +417,27 @@ static void khz_sim_info_json(const khzModel *m, const khzScene *s, const char *
            nv ? m->dof_effort[d] : 0.0, nv ? m->dof_damping[d] : 0.0, nv ? m->dof_friction[d] : 0.0,
            nv ? m->dof_armature[d] : 0.0);
   }
+  printf("\n], \"equalities\": [");
+  for (int i = 0; i < m->neq; i++) {
+    printf("%s\n  {\"name\": ", i ? "," : "");
+    khz_sim_json_string(stdout, m->eq_name[i]);
+    printf(", \"type\": \"%s\", \"body1\": ", khz_sim_eq_types[m->eq_type[i]]);
+    khz_sim_json_string(stdout, m->body_name[m->eq_body[2 * i]]);
+    printf(", \"body2\": ");
+    khz_sim_json_string(stdout, m->eq_body[2 * i + 1] ? m->body_name[m->eq_body[2 * i + 1]] : "world");
+    printf("}");
+  }
+  khzMjcfInfo info;
+  khz_sim_sensors(path, &info);
+  printf("\n], \"sensors\": [");
+  for (int i = 0; i < info.nsensor; i++) {
+    printf("%s\n  {\"name\": ", i ? "," : "");
+    khz_sim_json_string(stdout, info.sensor[i].name);
+    printf(", \"type\": \"%s\", \"object\": ", khz_sim_sensor_types[info.sensor[i].type]);
+    khz_sim_json_string(stdout, info.sensor[i].object);
+    printf(", \"com\": %s, \"dim\": %d}", info.sensor[i].com ? "true" : "false", info.sensor[i].dim);
+  }
+  khz_mjcf_freeInfo(&info);
   printf("\n]}\n");
 }
 

@@ -116,6 +116,7 @@ typedef struct mjcf_extra {
   int named_joint; /* the joint was named in the file (motors refer to it) */
   int unlimited;   /* a motor without limits drives the joint */
   double effort;   /* summed motor limits */
+  double off[3];   /* the khz body frame's origin in the MJCF body frame (last link) */
 } mjcf_extra;
 
 /* one joint of the body being read */
@@ -167,7 +168,7 @@ typedef struct mjcf_ctx {
   int ellipsoid_mesh; /* index into mdata, -1 until needed */
 
   /* <option><flag>: 1 = enabled (MuJoCo's defaults) */
-  int flag_gravity, flag_contact, flag_limit, flag_passive, flag_frictionloss;
+  int flag_gravity, flag_contact, flag_limit, flag_passive, flag_frictionloss, flag_equality;
   int flag_actuation;
 
   /* keyframes, exclusions (khz body pairs, local indices + 1) */
@@ -175,6 +176,10 @@ typedef struct mjcf_ctx {
   int nkey, capkey;
   int *excl;
   int nexcl, capexcl;
+  khzEqualitySpec *eqs; /* bodies as local indices + 1 (0 = the world) */
+  int neq, capeq;
+  khzMjcfSensor *sens;
+  int nsens, capsens;
 
   /* <option> and <mujoco model> */
   double timestep, gravity[3];
@@ -363,7 +368,7 @@ static int warn_element(mjcf_ctx *c, xmlNodePtr el, const char *why) {
 static int check_attrs(mjcf_ctx *c, xmlNodePtr el, const char *kind, const char *const *list) {
   static const char *const containers[] = {"default", "body",   "worldbody", "option",
                                            "mujoco",  "actuator", "asset",   "contact",
-                                           "keyframe", NULL};
+                                           "keyframe", "equality", "sensor", NULL};
   if (!in_list(kind, containers))
     for (xmlNodePtr e = el->children; e; e = e->next)
       if (e->type == XML_ELEMENT_NODE &&
@@ -813,15 +818,17 @@ static int read_flag(mjcf_ctx *c, xmlNodePtr el) {
     } else if (strcmp(name, "frictionloss") == 0) {
       c->flag_frictionloss = v;
     } else if (strcmp(name, "constraint") == 0) {
-      if (!v) c->flag_contact = c->flag_limit = c->flag_frictionloss = 0;
+      if (!v) c->flag_contact = c->flag_limit = c->flag_frictionloss = c->flag_equality = 0;
+    } else if (strcmp(name, "equality") == 0) {
+      c->flag_equality = v;
     } else if (strcmp(name, "actuation") == 0) {
       c->flag_actuation = v;
       if (!v && warn(c, el, "flag actuation",
                      "actuation is disabled in the file; khz applies the commands it is sent "
                      "(the actuators are listed as usual)"))
         return -1;
-    } else if (strcmp(name, "equality") == 0 || strcmp(name, "filterparent") == 0 ||
-               strcmp(name, "clampctrl") == 0 || strcmp(name, "override") == 0) {
+    } else if (strcmp(name, "filterparent") == 0 || strcmp(name, "clampctrl") == 0 ||
+               strcmp(name, "override") == 0) {
       /* the default is what khz does; only the other value changes anything */
       int dflt = strcmp(name, "override") == 0 ? 0 : 1;
       char key[64];
@@ -829,8 +836,7 @@ static int read_flag(mjcf_ctx *c, xmlNodePtr el) {
       if (v != dflt &&
           warn(c, el, key, "%s=\"%s\" is not supported by khz: it behaves as if %s", name,
                ed[v],
-               strcmp(name, "equality") == 0       ? "enabled (khz has no equality constraints)"
-               : strcmp(name, "filterparent") == 0 ? "enabled (parent and child never collide)"
+               strcmp(name, "filterparent") == 0 ? "enabled (parent and child never collide)"
                : strcmp(name, "clampctrl") == 0    ? "enabled (commands are clamped to the "
                                                      "effort limits)"
                                                    : "disabled (khz's own contact gains)"))
@@ -893,8 +899,9 @@ static int read_option(mjcf_ctx *c, xmlNodePtr el) {
   if (read_keyword(c, src, 1, "integrator", int_words, &integ)) return -1;
   if (integ >= 2 &&
       warn(c, el, "integrator",
-           "integrator=\"%s\" is not supported by khz: semi-implicit Euler is used (damping is "
-           "integrated explicitly, so a small timestep may be needed)",
+           "integrator=\"%s\" is not supported by khz: semi-implicit Euler is used (joint "
+           "damping implicit, as in MuJoCo's Euler; other velocity-dependent forces such as "
+           "actuator kv explicit)",
            int_words[integ]))
     return -1;
   c->integrator = integ == 1 ? KHZ_INT_RK4 : KHZ_INT_EULER;
@@ -1771,6 +1778,7 @@ static int read_body(mjcf_ctx *c, xmlNodePtr el, int parent, const double poff[3
     }
   }
   int self = c->nbody; /* the last link */
+  memcpy(c->extra[self - 1].off, off, sizeof off);
 
   /* MuJoCo's parent filter: a body's geoms never touch its moving parent's. khz
    * filters parent and child, but the last link of a chain has the chain's
@@ -2041,6 +2049,232 @@ static int read_contact(mjcf_ctx *c, xmlNodePtr sec) {
     c->excl[2 * c->nexcl] = b1;
     c->excl[2 * c->nexcl + 1] = b2;
     c->nexcl++;
+  }
+  return 0;
+}
+
+/* the local index + 1 of the khz body carrying the joint `name`, -1 when none */
+static int body_by_joint(mjcf_ctx *c, const char *name) {
+  char full[KHZ_NAME_MAX];
+  const char *prefix = c->opt->name_prefix ? c->opt->name_prefix : "";
+  snprintf(full, sizeof full, "%s%s", prefix, name);
+  for (int i = 0; i < c->nbody; i++)
+    if (c->bodies[i].joint_type != KHZ_JOINT_FIXED && strcmp(c->bodies[i].joint_name, full) == 0)
+      return i + 1;
+  return -1;
+}
+
+/* <equality><joint joint1 joint2 polycoef>: q1 - qpos0_1 = p(q2 - qpos0_2)
+ * (MuJoCo's), with qpos0 the joints' ref */
+static int read_joint_equality(mjcf_ctx *c, xmlNodePtr e) {
+  static const char *const attrs[] = {"name", "class", "active", "solref", "solimp",
+                                      "joint1", "joint2", "polycoef", NULL};
+  if (check_attrs(c, e, "joint equality", attrs)) return -1;
+  xmlNodePtr src[1] = {e};
+  if ((attr(c, e, "solref") || attr(c, e, "solimp")) &&
+      warn(c, e, "equality solref",
+           "solref and solimp: khz holds equality constraints rigidly (Baumgarte drift "
+           "correction), not as MuJoCo's soft constraints (ignored)"))
+    return -1;
+  int active = 1;
+  static const char *const bools[] = {"false", "true", NULL};
+  if (read_keyword(c, src, 1, "active", bools, &active)) return -1;
+  const char *n1 = attr(c, e, "joint1"), *n2 = attr(c, e, "joint2");
+  if (!n1) return fail(c, e, "<joint> equality needs joint1");
+  int b1 = body_by_joint(c, n1), b2 = n2 ? body_by_joint(c, n2) : 0;
+  if (b1 < 0) return fail(c, e, "unknown joint \"%s\"", n1);
+  if (b2 < 0) return fail(c, e, "unknown joint \"%s\"", n2);
+  int ok1 = c->bodies[b1 - 1].joint_type, ok2 = b2 ? c->bodies[b2 - 1].joint_type : KHZ_JOINT_REVOLUTE;
+  if (ok1 == KHZ_JOINT_SPHERICAL || ok1 == KHZ_JOINT_FLOATING || ok2 == KHZ_JOINT_SPHERICAL ||
+      ok2 == KHZ_JOINT_FLOATING)
+    return fail(c, e, "a <joint> equality couples hinges and slides only");
+  if (b1 == b2) return fail(c, e, "joint1 and joint2 are the same joint \"%s\"", n1);
+  khzEqualitySpec q;
+  memset(&q, 0, sizeof q);
+  q.type = KHZ_EQ_JOINT;
+  q.body1 = b1, q.body2 = b2;
+  q.quat[0] = 1;
+  q.polycoef[1] = 1;
+  if (read_vec(c, src, 1, "polycoef", q.polycoef, 1, 5, NULL)) return -1;
+  q.pos1[0] = c->bodies[b1 - 1].q0[0];
+  q.pos2[0] = b2 ? c->bodies[b2 - 1].q0[0] : 0;
+  const char *name = attr(c, e, "name");
+  snprintf(q.name, sizeof q.name, "%s", name ? name : "");
+  if (!active) return 0;
+  if (grow(c, (void **)&c->eqs, c->neq, &c->capeq, sizeof *c->eqs)) return -1;
+  c->eqs[c->neq++] = q;
+  return 0;
+}
+
+/* <equality>: connect and weld on bodies, held on the articulated bodies
+ * (rt/src/constraint.c). MuJoCo's semantics: connect's anchor is in body1's
+ * frame and the point of body2 is where it is at qpos0; weld's relpose is
+ * body2's pose in body1's frame (all-zero quaternion: the pose at qpos0) and
+ * its anchor a point of body2. Points move from the MJCF body frame to the khz
+ * one (a multi-joint body's frame sits at its last joint's anchor). */
+static int read_equality(mjcf_ctx *c, xmlNodePtr sec) {
+  static const char *const eq_attrs[] = {"name",   "class",   "active",  "solref",
+                                         "solimp", "body1",   "body2",   "anchor",
+                                         "relpose", "torquescale", NULL};
+  if (check_attrs(c, sec, "equality", no_attrs)) return -1;
+  for (xmlNodePtr e = sec->children; e; e = e->next) {
+    if (e->type != XML_ELEMENT_NODE) continue;
+    int weld = is(e, "weld");
+    if (is(e, "joint")) {
+      if (read_joint_equality(c, e)) return -1;
+      continue;
+    }
+    if (!weld && !is(e, "connect")) {
+      const char *why = is(e, "tendon")
+                            ? "tendon equality constraints are not supported by khz: the "
+                              "tendons' joints move independently"
+                            : "element not supported by khz (ignored)";
+      if (warn_element(c, e, why)) return -1;
+      continue;
+    }
+    if (check_attrs(c, e, weld ? "weld" : "connect", eq_attrs)) return -1;
+    xmlNodePtr src[1] = {e};
+    if ((attr(c, e, "solref") || attr(c, e, "solimp")) &&
+        warn(c, e, "equality solref",
+             "solref and solimp: khz holds equality constraints rigidly (Baumgarte drift "
+             "correction), not as MuJoCo's soft constraints (ignored)"))
+      return -1;
+    if (attr(c, e, "class") &&
+        warn(c, e, "equality class", "default classes of equality constraints are not read "
+                                     "by khz (the element's own attributes are used)"))
+      return -1;
+    if (attr(c, e, "torquescale") &&
+        warn(c, e, "equality torquescale", "torquescale is not supported by khz (ignored)"))
+      return -1;
+    int active = 1;
+    static const char *const bools[] = {"false", "true", NULL};
+    if (read_keyword(c, src, 1, "active", bools, &active)) return -1;
+    const char *n1 = attr(c, e, "body1"), *n2 = attr(c, e, "body2");
+    if (!n1)
+      return fail(c, e, "<%s> needs body1 (khz reads body constraints; site1/site2 are not "
+                        "supported)", weld ? "weld" : "connect");
+    int b1 = body_by_name(c, n1), b2 = n2 ? body_by_name(c, n2) : 0;
+    if (b1 < 0) return fail(c, e, "unknown body \"%s\"", n1);
+    if (b2 < 0) return fail(c, e, "unknown body \"%s\"", n2);
+    if (b1 == b2) return fail(c, e, "body1 and body2 are the same body \"%s\"", n1);
+    double anchor[3] = {0, 0, 0}, relpose[7] = {0, 0, 0, 0, 0, 0, 0};
+    int has_anchor = 0, has_relpose = 0;
+    if (read_vec(c, src, 1, "anchor", anchor, 3, 3, &has_anchor)) return -1;
+    if (weld && read_vec(c, src, 1, "relpose", relpose, 7, 7, &has_relpose)) return -1;
+    if (!weld && !has_anchor) return fail(c, e, "<connect> needs anchor (a point in body1's frame)");
+    if (!active) continue; /* MuJoCo starts it disabled: not enforced */
+    khzEqualitySpec q;
+    memset(&q, 0, sizeof q);
+    q.type = weld ? KHZ_EQ_WELD : KHZ_EQ_CONNECT;
+    q.body1 = b1, q.body2 = b2;
+    q.quat[0] = 1;
+    const char *name = attr(c, e, "name");
+    snprintf(q.name, sizeof q.name, "%s", name ? name : "");
+    const double zero[3] = {0, 0, 0};
+    const double *off1 = b1 ? c->extra[b1 - 1].off : zero, *off2 = b2 ? c->extra[b2 - 1].off : zero;
+    double qn = relpose[3] * relpose[3] + relpose[4] * relpose[4] + relpose[5] * relpose[5] +
+                relpose[6] * relpose[6];
+    if (!weld) {
+      /* body1's anchor; body2's point where it is at q0 */
+      for (int k = 0; k < 3; k++) q.pos1[k] = anchor[k] - off1[k];
+      q.at_q0 = 1;
+    } else if (!(qn > 0)) {
+      /* the relative pose at q0: body1's MJCF origin held where it is in body2 */
+      for (int k = 0; k < 3; k++) q.pos1[k] = -off1[k];
+      q.at_q0 = 1;
+    } else {
+      /* body2's anchor a on body1's point relpos + Q a; body1 in body2's frame is Q^-1 */
+      double Q[4] = {relpose[3], relpose[4], relpose[5], relpose[6]}, R[9], Qa[3];
+      double nq = sqrt(qn);
+      for (int k = 0; k < 4; k++) Q[k] /= nq;
+      quat2mat(R, Q);
+      for (int r = 0; r < 3; r++) Qa[r] = R[3 * r] * anchor[0] + R[3 * r + 1] * anchor[1] + R[3 * r + 2] * anchor[2];
+      for (int k = 0; k < 3; k++) {
+        q.pos1[k] = relpose[k] + Qa[k] - off1[k];
+        q.pos2[k] = anchor[k] - off2[k];
+      }
+      q.quat[0] = Q[0], q.quat[1] = -Q[1], q.quat[2] = -Q[2], q.quat[3] = -Q[3];
+    }
+    if (grow(c, (void **)&c->eqs, c->neq, &c->capeq, sizeof *c->eqs)) return -1;
+    c->eqs[c->neq++] = q;
+  }
+  return 0;
+}
+
+/* <sensor>: the kinds that map onto khz's state (load.h); others warn */
+static int read_sensors(mjcf_ctx *c, xmlNodePtr sec) {
+  static const char *const kinds[] = {"jointpos",    "jointvel",    "framepos", "framequat",
+                                      "framelinvel", "frameangvel", "ballquat", "ballangvel",
+                                      NULL};
+  static const char *const attrs[] = {"name",    "joint", "objtype", "objname", "noise",
+                                      "cutoff",  "user",  "reftype", "refname", NULL};
+  if (check_attrs(c, sec, "sensor", no_attrs)) return -1;
+  for (xmlNodePtr e = sec->children; e; e = e->next) {
+    if (e->type != XML_ELEMENT_NODE) continue;
+    int k;
+    for (k = 0; kinds[k] && !is(e, kinds[k]); k++) {
+    }
+    if (!kinds[k]) {
+      if (warn_element(c, e, "this sensor type is not read by khz (left out); khz reads "
+                             "jointpos, jointvel and frame sensors of bodies"))
+        return -1;
+      continue;
+    }
+    if (check_attrs(c, e, (const char *)e->name, attrs)) return -1;
+    khzMjcfSensor sn;
+    memset(&sn, 0, sizeof sn);
+    int ball = k >= 6;
+    if (ball) k -= 6; /* ballquat, ballangvel: jointpos, jointvel of a ball joint */
+    sn.type = (khzMjcfSensorType)k;
+    const char *name = attr(c, e, "name");
+    const char *prefix = c->opt->name_prefix ? c->opt->name_prefix : "";
+    snprintf(sn.name, sizeof sn.name, "%s", name ? name : "");
+    if (k <= KHZ_MJCF_JOINTVEL) {
+      const char *j = attr(c, e, "joint");
+      if (!j) return fail(c, e, "<%s> needs joint", (const char *)e->name);
+      int b = body_by_joint(c, j);
+      if (b < 0) return fail(c, e, "unknown joint \"%s\"", j);
+      int t = c->bodies[b - 1].joint_type;
+      if (ball != (t == KHZ_JOINT_SPHERICAL))
+        return fail(c, e, "<%s> needs a %s joint (MuJoCo's rule)", (const char *)e->name,
+                    ball ? "ball" : "hinge or slide");
+      snprintf(sn.object, sizeof sn.object, "%s", c->bodies[b - 1].joint_name);
+      sn.dim = t == KHZ_JOINT_SPHERICAL ? (k == KHZ_MJCF_JOINTPOS ? 4 : 3) : 1;
+    } else {
+      const char *ot = attr(c, e, "objtype"), *on = attr(c, e, "objname");
+      if (!ot || !on) return fail(c, e, "<%s> needs objtype and objname", kinds[k]);
+      int xbody = strcmp(ot, "xbody") == 0;
+      if (!xbody && strcmp(ot, "body") != 0) {
+        char key[64];
+        snprintf(key, sizeof key, "sensor objtype %s", ot);
+        if (warn(c, e, key, "frame sensors on objtype \"%s\" are not read by khz (sites, "
+                            "geoms and cameras are not kept): left out", ot))
+          return -1;
+        continue;
+      }
+      if (!xbody && k == KHZ_MJCF_FRAMEQUAT) {
+        if (warn(c, e, "sensor framequat body",
+                 "framequat of objtype \"body\" (the principal axes) is not read by khz: left "
+                 "out; objtype \"xbody\" gives the body frame's"))
+          return -1;
+        continue;
+      }
+      int b = body_by_name(c, on);
+      if (b <= 0) return fail(c, e, "unknown body \"%s\"", on);
+      snprintf(sn.object, sizeof sn.object, "%s", c->bodies[b - 1].name);
+      sn.com = !xbody;
+      for (int q = 0; q < 3; q++) sn.pos[q] = -c->extra[b - 1].off[q];
+      sn.dim = k == KHZ_MJCF_FRAMEQUAT ? 4 : 3;
+    }
+    (void)prefix;
+    if (attr(c, e, "reftype") || attr(c, e, "refname")) {
+      if (warn(c, e, "sensor reftype", "frame sensors relative to another frame (reftype, "
+                                       "refname) are not read by khz: left out"))
+        return -1;
+      continue;
+    }
+    if (grow(c, (void **)&c->sens, c->nsens, &c->capsens, sizeof *c->sens)) return -1;
+    c->sens[c->nsens++] = sn;
   }
   return 0;
 }
@@ -2332,23 +2566,20 @@ static int build(mjcf_ctx *c, xmlDocPtr doc) {
     c->bodies[i].effort_limit = c->extra[i].unlimited ? 0 : c->extra[i].effort;
   for (xmlNodePtr e = root->children; e; e = e->next) {
     if (is(e, "contact") && read_contact(c, e)) return -1;
+    if (is(e, "equality") && read_equality(c, e)) return -1;
+    if (is(e, "sensor") && read_sensors(c, e)) return -1;
     if (is(e, "keyframe") && read_keyframe(c, e)) return -1;
   }
 
   /* everything else at the top level is ignored, with a warning saying what changes */
   for (xmlNodePtr e = root->children; e; e = e->next) {
     if (e->type != XML_ELEMENT_NODE) continue;
-    static const char *const known[] = {"compiler", "option",  "default",  "worldbody",
-                                        "actuator", "asset",   "contact",  "keyframe", NULL};
+    static const char *const known[] = {"compiler", "option",   "default",  "worldbody",
+                                        "actuator", "asset",    "contact",  "keyframe",
+                                        "equality", "sensor",   NULL};
     const char *why = "element not supported by khz (ignored)";
-    if (is(e, "equality"))
-      why = "equality constraints are not supported by khz: the joints and bodies they tie "
-            "move independently (closed loops stay open, coupled joints uncoupled)";
-    else if (is(e, "tendon"))
+    if (is(e, "tendon"))
       why = "tendons are not supported by khz: their forces, limits and couplings are absent";
-    else if (is(e, "sensor"))
-      why = "sensors are not read by khz: the state (q, qd, body poses, contacts) carries what "
-            "they would measure";
     else if (is(e, "visual") || is(e, "statistic"))
       why = "visual settings: no effect on the simulation (ignored)";
     if (!in_list((const char *)e->name, known) && warn_element(c, e, why)) return -1;
@@ -2396,6 +2627,7 @@ static int load(khzSpec *spec, const char *xml, size_t len, const char *name,
                 .flag_limit = 1,
                 .flag_passive = 1,
                 .flag_frictionloss = 1,
+                .flag_equality = 1,
                 .flag_actuation = 1};
   if (err && errsz) err[0] = 0;
   if (!spec) return khz_loadError(err, errsz, "%s: no spec", c.file);
@@ -2480,10 +2712,29 @@ static int load(khzSpec *spec, const char *xml, size_t len, const char *name,
     int b2 = c.excl[2 * i + 1] ? nbody0 + c.excl[2 * i + 1] - 1 : 0;
     ok = khz_spec_addExclude(spec, b1, b2) >= 0;
   }
+  int neq0 = khz_spec_nequality(spec);
+  for (int i = 0; i < c.neq && ok && c.flag_equality; i++) {
+    khzEqualitySpec q = c.eqs[i];
+    q.body1 = q.body1 ? nbody0 + q.body1 - 1 : 0;
+    q.body2 = q.body2 ? nbody0 + q.body2 - 1 : 0;
+    if (c.opt->name_prefix && q.name[0]) {
+      char full[KHZ_NAME_MAX];
+      size_t lp = strlen(c.opt->name_prefix);
+      if (lp < sizeof full) {
+        memcpy(full, c.opt->name_prefix, lp);
+        size_t ln = strnlen(q.name, sizeof full - 1 - lp);
+        memcpy(full + lp, q.name, ln);
+        full[lp + ln] = 0;
+        memcpy(q.name, full, sizeof full);
+      }
+    }
+    ok = khz_spec_addEquality(spec, &q) >= 0;
+  }
   if (!ok) {
     khz_spec_truncate(spec, nbody0, ngeom0);
     khz_spec_truncateMeshes(spec, nmesh0);
     khz_spec_truncateExcludes(spec, nexcl0);
+    khz_spec_truncateEqualities(spec, neq0);
     free(acts);
     fail_oom(&c);
     goto undo_keys;
@@ -2510,6 +2761,13 @@ static int load(khzSpec *spec, const char *xml, size_t len, const char *name,
     info->nkey = nkeys;
     info->key = keys;
     keys = NULL;
+    if (c.nsens > 0) {
+      info->sensor = malloc((size_t)c.nsens * sizeof *info->sensor);
+      if (info->sensor) {
+        memcpy(info->sensor, c.sens, (size_t)c.nsens * sizeof *info->sensor);
+        info->nsensor = c.nsens;
+      }
+    }
   }
 undo_keys:
   if (keys) {
@@ -2555,6 +2813,8 @@ done:
   free(c.mname);
   free(c.keys);
   free(c.excl);
+  free(c.eqs);
+  free(c.sens);
   return ret;
 }
 
@@ -2581,7 +2841,67 @@ void khz_mjcf_freeInfo(khzMjcfInfo *info) {
   for (int i = 0; i < info->nkey; i++) free_key(&info->key[i]);
   free(info->key);
   free(info->actuator);
+  free(info->sensor);
   memset(info, 0, sizeof *info);
+}
+
+/* a row-major rotation matrix to a unit quaternion w x y z, w >= 0 (Shepperd's method) */
+static void mat2quat(double q[4], const double R[9]) {
+  double t = R[0] + R[4] + R[8];
+  if (t > 0) {
+    double s = 2 * sqrt(1 + t);
+    q[0] = s / 4, q[1] = (R[7] - R[5]) / s, q[2] = (R[2] - R[6]) / s, q[3] = (R[3] - R[1]) / s;
+  } else if (R[0] > R[4] && R[0] > R[8]) {
+    double s = 2 * sqrt(1 + R[0] - R[4] - R[8]);
+    q[0] = (R[7] - R[5]) / s, q[1] = s / 4, q[2] = (R[1] + R[3]) / s, q[3] = (R[2] + R[6]) / s;
+  } else if (R[4] > R[8]) {
+    double s = 2 * sqrt(1 + R[4] - R[0] - R[8]);
+    q[0] = (R[2] - R[6]) / s, q[1] = (R[1] + R[3]) / s, q[2] = s / 4, q[3] = (R[5] + R[7]) / s;
+  } else {
+    double s = 2 * sqrt(1 + R[8] - R[0] - R[4]);
+    q[0] = (R[3] - R[1]) / s, q[1] = (R[2] + R[6]) / s, q[2] = (R[5] + R[7]) / s, q[3] = s / 4;
+  }
+  if (q[0] < 0)
+    for (int k = 0; k < 4; k++) q[k] = -q[k];
+}
+
+int khz_mjcf_sensorRead(const khzModel *m, const khzData *d, const khzMjcfSensor *s,
+                        double out[4]) {
+  if (!m || !d || !s) return -1;
+  if (s->type <= KHZ_MJCF_JOINTVEL) {
+    int b = khz_name2joint(m, s->object);
+    if (b <= 0) return -1;
+    const double *src = s->type == KHZ_MJCF_JOINTPOS ? d->q + m->jnt_qadr[b] : d->qd + m->jnt_dofadr[b];
+    for (int k = 0; k < s->dim; k++) out[k] = src[k];
+    return s->dim;
+  }
+  int b = khz_name2body(m, s->object);
+  if (b < 0) return -1;
+  const double *R = d->xrot + 9 * b, *x = d->xpos + 3 * b, *cv = d->cvel + 6 * b;
+  double p[3]; /* the point: the MJCF frame origin or the com, in the world */
+  for (int r = 0; r < 3; r++)
+    p[r] = s->com ? d->xcom[3 * b + r]
+                  : x[r] + R[3 * r] * s->pos[0] + R[3 * r + 1] * s->pos[1] + R[3 * r + 2] * s->pos[2];
+  switch (s->type) {
+    case KHZ_MJCF_FRAMEPOS:
+      for (int r = 0; r < 3; r++) out[r] = p[r];
+      break;
+    case KHZ_MJCF_FRAMEQUAT:
+      mat2quat(out, R);
+      break;
+    case KHZ_MJCF_FRAMELINVEL: {
+      /* v(p) = v(origin) + w x (p - origin) */
+      double r[3] = {p[0] - x[0], p[1] - x[1], p[2] - x[2]};
+      out[0] = cv[3] + cv[1] * r[2] - cv[2] * r[1];
+      out[1] = cv[4] + cv[2] * r[0] - cv[0] * r[2];
+      out[2] = cv[5] + cv[0] * r[1] - cv[1] * r[0];
+      break;
+    }
+    default: /* FRAMEANGVEL */
+      for (int r = 0; r < 3; r++) out[r] = cv[r];
+      break;
+  }
+  return s->dim;
 }
 
 int khz_loadMJCFString(khzSpec *spec, const char *xml, const char *name,

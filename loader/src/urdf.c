@@ -8,8 +8,9 @@
  * into the link frame. The root link hangs from the world body at the base
  * pose of the options, welded or floating; a root link called "world" is the
  * world itself (ROS convention), so that a URDF can float its base with a
- * floating joint. Floating joints elsewhere, planar and mimic joints are
- * refused. As in urdfdom, <limit> lower/upper default to 0 and effort/velocity
+ * floating joint. Floating joints elsewhere and planar joints are refused; a
+ * mimic joint becomes a joint equality constraint (KHZ_EQ_JOINT:
+ * q = multiplier q_leader + offset, held by rt/src/constraint.c). As in urdfdom, <limit> lower/upper default to 0 and effort/velocity
  * are required; <capsule radius length> is accepted as an extension.
  * Transmissions, Gazebo tags, calibration and safety controllers are ignored;
  * other unknown top-level elements draw a warning.
@@ -466,13 +467,6 @@ static int parse_joint(urdf_ctx *c, const urdf_joint *j, khzBodySpec *b) {
     return fail(c, n, n, "planar joints are not supported");
   else
     return fail(c, n, n, "unknown joint type \"%s\"", t);
-  if (child(n, "mimic")) {
-    const char *leader = attr(c, child(n, "mimic"), "joint");
-    if (warn(c, child(n, "mimic"), n,
-             "mimic joints are not supported by khz: this joint moves independently of "
-             "\"%s\" (no coupling)", leader ? leader : "?"))
-      return -1;
-  }
   int moving_1dof = b->joint_type == KHZ_JOINT_REVOLUTE ||
                     b->joint_type == KHZ_JOINT_CONTINUOUS ||
                     b->joint_type == KHZ_JOINT_PRISMATIC;
@@ -878,8 +872,57 @@ static int load(khzSpec *spec, const char *xml, size_t len, const char *name,
       fail_oom(&c);
       goto done;
     }
+  /* mimic joints: joint equality constraints q = multiplier q_leader + offset */
+  int neq0 = khz_spec_nequality(spec);
+  for (int i = 0; i < c.njoint; i++) {
+    xmlNodePtr mim = child(c.joints[i].node, "mimic");
+    if (!mim) continue;
+    const char *leader = attr(&c, mim, "joint");
+    khzEqualitySpec q;
+    memset(&q, 0, sizeof q);
+    q.type = KHZ_EQ_JOINT;
+    q.quat[0] = 1;
+    q.polycoef[1] = 1;
+    if (attr_doubles(&c, mim, c.joints[i].node, "multiplier", q.polycoef + 1, 1, 0) ||
+        attr_doubles(&c, mim, c.joints[i].node, "offset", q.polycoef, 1, 0))
+      goto undo_all;
+    int b1 = -1, b2 = -1;
+    char full[KHZ_NAME_MAX];
+    for (int k = 0; k < c.nbody; k++) {
+      const khzBodySpec *b = &c.bodies[k];
+      int scalar = b->joint_type == KHZ_JOINT_REVOLUTE || b->joint_type == KHZ_JOINT_CONTINUOUS ||
+                   b->joint_type == KHZ_JOINT_PRISMATIC;
+      snprintf(full, sizeof full, "%s%s", opt->name_prefix ? opt->name_prefix : "",
+               c.joints[i].name ? c.joints[i].name : "");
+      if (scalar && strcmp(b->joint_name, full) == 0) b1 = nbody0 + k;
+      snprintf(full, sizeof full, "%s%s", opt->name_prefix ? opt->name_prefix : "",
+               leader ? leader : "");
+      if (scalar && strcmp(b->joint_name, full) == 0) b2 = nbody0 + k;
+    }
+    if (b1 < 0 || b2 < 0 || b1 == b2) {
+      if (warn(&c, mim, c.joints[i].node,
+               "mimic of \"%s\": khz couples revolute, continuous and prismatic joints only "
+               "(%s): this joint moves independently", leader ? leader : "?",
+               b2 < 0 ? "the leader is none of these or unknown" : "this joint is none of these"))
+        goto undo_all;
+      continue;
+    }
+    q.body1 = b1, q.body2 = b2;
+    snprintf(q.name, sizeof q.name, "mimic:%s", c.joints[i].name ? c.joints[i].name : "");
+    if (khz_spec_addEquality(spec, &q) < 0) {
+      fail_oom(&c);
+      goto undo_all;
+    }
+  }
   ret = nbody0;
+  goto deliver;
+undo_all:
+  khz_spec_truncateEqualities(spec, neq0);
+  khz_spec_truncate(spec, nbody0, ngeom0);
+  khz_spec_truncateMeshes(spec, nmesh0);
+  goto done;
 
+deliver:
   /* deliver the warnings of a successful load */
   for (int i = 0; i < c.nwarn; i++)
     (opt->warn ? opt->warn : warn_stderr)(opt->warn ? opt->warn_user : NULL, c.warns[i]);

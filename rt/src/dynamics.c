@@ -187,6 +187,19 @@ void khz_aba(const khzModel *m, khzData *d, const double *q, const double *qd,
 }
 
 void khz_abaCore(const khzModel *m, khzData *d, const double *tau, double *qdd) {
+  khz_abaCoreDamped(m, d, tau, qdd, 0, 0);
+}
+
+/* the damping a joint's D term takes for an implicit step of h (see dynamics.h):
+ * b_k h, or 0 when stiff_only and the joint's explicit rate h b_k / D_k is below 1 */
+static inline double implicit_damping(const khzModel *m, int dof, double Dk, double h,
+                                      int stiff_only) {
+  double bh = m->dof_damping[dof] * h;
+  return bh > 0 && (!stiff_only || bh > Dk) ? bh : 0;
+}
+
+void khz_abaCoreDamped(const khzModel *m, khzData *d, const double *tau, double *qdd, double h,
+                       int stiff_only) {
   /* articulated inertias and bias forces start as the rigid ones:
    * IA = I, pA = v x* I v - f_ext */
   for (int i = 1; i < m->nbody; i++) {
@@ -198,7 +211,8 @@ void khz_abaCore(const khzModel *m, khzData *d, const double *tau, double *qdd) 
     for (int k = 0; k < 6; k++) pA[k] -= d->fext[6 * i + k];
   }
 
-  /* backward pass (RBDA Table 7.1): U = IA S, D = S^T U + armature,
+  /* backward pass (RBDA Table 7.1): U = IA S, D = S^T U + armature (+ h b for
+   * implicit damping: (M + h B) qdd = tau - B qd - ..., exact for diagonal B),
    * u = tau - S^T pA; the parent receives Ia = IA - U D^-1 U^T and
    * pa = pA + Ia c + U D^-1 u (no transform: one frame per tree) */
   for (int i = m->nbody - 1; i >= 1; i--) {
@@ -209,7 +223,9 @@ void khz_abaCore(const khzModel *m, khzData *d, const double *tau, double *qdd) 
 
     if (nv == 1) {
       khzu_mulMatVec6(U, IA, S);
-      Dinv[0] = 1 / (khzu_dot6(S, U) + m->dof_armature[dof]);
+      double D = khzu_dot6(S, U) + m->dof_armature[dof];
+      if (h > 0) D += implicit_damping(m, dof, D, h, stiff_only);
+      Dinv[0] = 1 / D;
       u[0] = tau[dof] - khzu_dot6(S, pA);
     } else if (nv > 1) {
       double Dm[36];
@@ -217,6 +233,7 @@ void khz_abaCore(const khzModel *m, khzData *d, const double *tau, double *qdd) 
       for (int a = 0; a < nv; a++) {
         for (int b = a; b < nv; b++) Dm[nv * a + b] = Dm[nv * b + a] = khzu_dot6(S + 6 * a, U + 6 * b);
         Dm[nv * a + a] += m->dof_armature[dof + a];
+        if (h > 0) Dm[nv * a + a] += implicit_damping(m, dof + a, Dm[nv * a + a], h, stiff_only);
         u[a] = tau[dof + a] - khzu_dot6(S + 6 * a, pA);
       }
       /* Dinv from a Cholesky factor */

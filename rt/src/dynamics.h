@@ -17,6 +17,17 @@ void khz_externalForces(const khzModel *m, khzData *d);
  * impulse response (khz_impulseResponse). */
 void khz_abaCore(const khzModel *m, khzData *d, const double *tau, double *qdd);
 
+/* khz_abaCore with joint damping integrated implicitly over a step h: each
+ * dof's D term gets h b_k (as armature does), so qdd solves
+ * (M + h B) qdd = tau - ... with tau holding the explicit -B qd: the velocity
+ * update qd + h qdd of semi-implicit Euler is then backward Euler in the
+ * damping, stable for any b (MuJoCo's Euler does the same with M + h B).
+ * stiff_only: only dofs whose explicit rate h b_k / D_k exceeds 1 (D_k the
+ * dof's articulated inertia) are treated so, the others stay explicit
+ * (RK4: fourth order where it is stable). h = 0 is khz_abaCore. */
+void khz_abaCoreDamped(const khzModel *m, khzData *d, const double *tau, double *qdd, double h,
+                       int stiff_only);
+
 /* CRBA in two parts: composite inertias at q (in d->IA), then the joint-space
  * mass matrix block of one tree (root = its root body; 0 = every tree) into
  * the n x n M, global dof k going to row local[k] (local NULL: identity).

@@ -9,6 +9,7 @@
 
 #include "carve.h"
 #include "collision/collision.h"
+#include "constraint.h"
 #include "contact/contact.h"
 #include "dynamics.h"
 #include "khz/khz.h"
@@ -30,6 +31,8 @@ struct khzSpec {
   int nmesh, cap_mesh;
   int *exclude; /* 2 per body pair */
   int nexclude, cap_exclude;
+  khzEqualitySpec *eq;
+  int neq, cap_eq;
   khzContactOptions contact;
   double gravity[3];
   double timestep;
@@ -102,6 +105,24 @@ int khz_spec_addExclude(khzSpec *s, int body1, int body2) {
 
 int khz_spec_nexclude(const khzSpec *s) { return s->nexclude; }
 
+int khz_spec_addEquality(khzSpec *s, const khzEqualitySpec *e) {
+  if (s->neq == s->cap_eq) {
+    int cap = s->cap_eq ? 2 * s->cap_eq : 8;
+    khzEqualitySpec *ne = realloc(s->eq, (size_t)cap * sizeof *ne);
+    if (!ne) return -1;
+    s->eq = ne;
+    s->cap_eq = cap;
+  }
+  s->eq[s->neq] = *e;
+  return s->neq++;
+}
+
+int khz_spec_nequality(const khzSpec *s) { return s->neq; }
+
+void khz_spec_truncateEqualities(khzSpec *s, int n) {
+  if (n >= 0 && n < s->neq) s->neq = n;
+}
+
 void khz_spec_truncateExcludes(khzSpec *s, int n) {
   if (n >= 0 && n < s->nexclude) s->nexclude = n;
 }
@@ -143,6 +164,7 @@ void khz_spec_destroy(khzSpec **spec_p) {
   }
   free((*spec_p)->mesh);
   free((*spec_p)->exclude);
+  free((*spec_p)->eq);
   free((*spec_p)->body);
   free((*spec_p)->geom);
   free(*spec_p);
@@ -364,6 +386,12 @@ static void layout_model(khzModel *m, carver *c) {
   m->dof_stiffness = D(nv);
   m->dof_springref = D(nv);
   m->exclude_body = I(2 * (size_t)m->nexclude);
+  m->eq_type = I((size_t)m->neq);
+  m->eq_body = I(2 * (size_t)m->neq);
+  m->eq_pos = D(6 * (size_t)m->neq);
+  m->eq_quat = D(4 * (size_t)m->neq);
+  m->eq_poly = D(5 * (size_t)m->neq);
+  m->eq_name = carve(c, (size_t)m->neq * KHZ_NAME_MAX);
   m->q0 = D(nq);
   m->qd0 = D(nv);
   m->geom_body = I(ng);
@@ -483,7 +511,8 @@ done:
 static size_t scratch_bytes(const khzModel *m) {
   size_t nq = (size_t)m->nq, nv = (size_t)m->nv;
   return (16 * (nq + nv) + 2 * nv * nv + 64 * (size_t)m->nbody) * sizeof(double) +
-         khz_collisionStackBytes(m) + khz_contactStackBytes(m) + 65536;
+         khz_collisionStackBytes(m) + khz_contactStackBytes(m) + khz_constraintStackBytes(m) +
+         65536;
 }
 
 khzModel *khz_compile(const khzSpec *s, char *err, size_t errsz) {
@@ -501,6 +530,8 @@ khzModel *khz_compile(const khzSpec *s, char *err, size_t errsz) {
              s->exclude[2 * i + k]);
         return NULL;
       }
+  for (int i = 0; i < s->neq; i++)
+    if (khz_constraintCheck(&s->eq[i], i, s->nbody, err, errsz) < 0) return NULL;
   for (int i = 0; i < s->ngeom; i++)
     if (check_geom(s, i, err, errsz) < 0) return NULL;
   if (!finite_n(s->gravity, 3) || !(s->timestep > 0) || !isfinite(s->timestep)) {
@@ -514,6 +545,7 @@ khzModel *khz_compile(const khzSpec *s, char *err, size_t errsz) {
   tmp.ngeom = s->ngeom;
   tmp.nmesh = s->nmesh;
   tmp.nexclude = s->nexclude;
+  tmp.neq = s->neq;
   for (int i = 0; i < s->nmesh; i++) tmp.nmeshvert += s->mesh[i].nvert, tmp.nmeshface += s->mesh[i].nface;
   for (int i = 1; i < s->nbody; i++) {
     int nq, nv;
@@ -681,6 +713,11 @@ khzModel *khz_compile(const khzSpec *s, char *err, size_t errsz) {
     return NULL;
   }
   m->stack_bytes = scratch_bytes(m);
+  /* equality constraints: copied, then those to hold at q0 completed there */
+  if (khz_constraintCompile(m, s->eq, err, errsz) < 0) {
+    khz_deleteModel(&m);
+    return NULL;
+  }
   return m;
 }
 

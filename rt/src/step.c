@@ -10,6 +10,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "constraint.h"
 #include "contact/contact.h"
 #include "contact/sweep.h"
 #include "dynamics.h"
@@ -182,15 +183,20 @@ static void clamp_controls(const khzModel *m, khzData *d) {
 }
 
 /* qdd = FD(q, qd) with the applied torques, passive forces, body wrenches and
- * the contact forces of the resting pairs at (q, qd) */
+ * the contact forces of the resting pairs at (q, qd); joint damping implicit
+ * over h where the integrator asks for it (khz_abaCoreDamped: Euler every
+ * dof, RK4 the dofs where explicit damping would diverge) */
 static void accel(const khzModel *m, khzData *d, const double *q, const double *qd,
                   double *tau_tmp, double *qdd) {
+  double h = d->timestep;
+  int stiff_only = m->integrator != KHZ_INT_EULER;
   khz_passive(m, d, q, qd, tau_tmp);
   for (int k = 0; k < m->nv; k++) tau_tmp[k] += d->tau_applied[k];
   khz_forwardPass(m, d, q, qd);
   khz_externalForces(m, d);
   if (d->ncontact) khz_contactForces(m, d);
-  khz_abaCore(m, d, tau_tmp, qdd);
+  khz_abaCoreDamped(m, d, tau_tmp, qdd, h, stiff_only);
+  if (m->neq) khz_constraintAccel(m, d, q, qd, qdd);
 }
 
 void khz_forward(const khzModel *m, khzData *d) {
@@ -204,6 +210,7 @@ void khz_forward(const khzModel *m, khzData *d) {
     khz_externalForces(m, d);
     if (d->ncontact) khz_contactForces(m, d);
     khz_abaCore(m, d, tau, d->qdd);
+    if (m->neq) khz_constraintAccel(m, d, d->q, d->qd, d->qdd);
   }
   khz_stackFree(d, mark);
   khz_kinematics(m, d);

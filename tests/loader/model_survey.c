@@ -10,7 +10,7 @@
  *   MODEL  FORMAT  load OK|ERROR  [run: finite, floor, energy] [first error]
  *
  * A model that loads is placed on a ground plane (added unless the world
- * already has a plane: z = 0, or lower when a geom's bounding sphere reaches
+ * already has a plane, whose height then counts as the floor's: z = 0, or lower when a geom's bounding sphere reaches
  * below 0 at the start, e.g. a hand welded at the origin) with contact on (penalty, automatic gains), zero
  * commands, and run S seconds (5 by default) at its own timestep:
  *   - finite: no step was rolled back as non-finite (KHZ_WARN_BADSTATE) and
@@ -25,14 +25,22 @@
  * welded at the origin), without self-collision (a scene's default,
  * docs/scene-format.md); MJCF models keep their own poses, joints and
  * contact filters.
- * The last line counts: models, load OK, run OK (all three checks). With
+ * The last line counts: models, load OK, run OK (all three checks).
+ * --table prints issue 19's coverage table instead (markdown): model, format,
+ * loads, first error, forward dynamics against MuJoCo's (relative qdd error
+ * at 20 random states, MJCF only, when built with libmujoco-dev), the run,
+ * khz's microseconds per step on the floor (with the survey's checks) and
+ * MuJoCo's per mj_step on the model as its file defines it (2000 steps from
+ * qpos0: with its own floor, or falling freely when it has none). With
  * --require-all the exit status is 1 unless every model loads and runs OK.
  * Files may be given instead of folders.
  * Warnings of the loaders are counted, not printed (--verbose prints them);
  * --trace prints the energy and the deepest contact every 0.05 s.
  */
 #define _XOPEN_SOURCE 700
+#define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
+#include <time.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,8 +48,11 @@
 #include <sys/stat.h>
 
 #include "khz/load.h"
+#ifdef KHZ_WITH_MUJOCO
+#include <mujoco/mujoco.h>
+#endif
 
-static int verbose, trace, require_all;
+static int verbose, trace, require_all, table;
 static int nwarn;
 
 static void on_warn(void *user, const char *msg) {
@@ -118,7 +129,120 @@ typedef struct result {
   double gain;      /* largest energy rise (J) */
   double tol;       /* allowed rise (J) */
   double t_fail;    /* time of the first non-finite step, or -1 */
+  double us_per_step; /* wall time per step of the run (with the checks) */
 } result;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ------------------------------------------------------ beside MuJoCo -- */
+
+/* forward dynamics against MuJoCo's (mj_forward's qacc with its constraints,
+ * passive forces and actuation off) at 20 random states of the joints khz and
+ * MuJoCo share by name: the largest |qdd - qacc| over the largest |qacc|; and
+ * MuJoCo's own microseconds per mj_step over 2000 steps from qpos0. Returns 0
+ * when MuJoCo is not built in or cannot load the file (why in note). */
+typedef struct mujoco_figures {
+  double qdd_rel;  /* relative qdd error */
+  int unmatched;   /* MuJoCo joints khz has no joint of that name for */
+  double us_per_step;
+  char note[160];
+} mujoco_figures;
+
+static unsigned long long rng = 0x9e3779b97f4a7c15ULL;
+static double uniform(double a, double b) {
+  rng ^= rng >> 12, rng ^= rng << 25, rng ^= rng >> 27;
+  return a + (b - a) * (double)((rng * 2685821657736338717ULL) >> 11) / 9007199254740992.0;
+}
+
+static int beside_mujoco(const char *path, const khzModel *m, mujoco_figures *f) {
+  memset(f, 0, sizeof *f);
+#ifndef KHZ_WITH_MUJOCO
+  (void)path, (void)m;
+  snprintf(f->note, sizeof f->note, "MuJoCo not built in");
+  return 0;
+#else
+  char err[512] = "";
+  if (has_ext(path, ".urdf")) {
+    snprintf(f->note, sizeof f->note, "URDF: not compared");
+    return 0;
+  }
+  mjModel *mm = mj_loadXML(path, NULL, err, sizeof err);
+  if (!mm) {
+    for (char *c = err; *c; c++)
+      if (*c == '\n' || *c == '|') *c = ' ';
+    snprintf(f->note, sizeof f->note, "MuJoCo 2.2 refuses it: %.100s", err);
+    return 0;
+  }
+  mjData *md = mj_makeData(mm);
+  khzData *d = khz_makeData(m, 0);
+  double *tau = calloc((size_t)m->nv + 1, sizeof *tau), *qdd = calloc((size_t)m->nv + 1, sizeof *qdd);
+  int *map = calloc((size_t)mm->njnt + 1, sizeof *map);
+  for (int j = 0; j < mm->njnt; j++) {
+    const char *n = mj_id2name(mm, mjOBJ_JOINT, j);
+    char gen[32];
+    if (!n) snprintf(gen, sizeof gen, "joint%d", j), n = gen;
+    map[j] = khz_name2joint(m, n);
+    if (map[j] <= 0) f->unmatched++;
+  }
+  /* timing first, from qpos0 with everything on */
+  double t0 = now_s();
+  for (int k = 0; k < 2000; k++) mj_step(mm, md);
+  f->us_per_step = 1e6 * (now_s() - t0) / 2000;
+  mm->opt.disableflags |= mjDSBL_CONSTRAINT | mjDSBL_PASSIVE | mjDSBL_ACTUATION;
+  double worst = 0, scale = 0;
+  for (int t = 0; t < 20; t++) {
+    mj_resetData(mm, md);
+    memcpy(d->q, m->q0, (size_t)m->nq * sizeof(double));
+    memset(d->qd, 0, (size_t)m->nv * sizeof(double));
+    for (int j = 0; j < mm->njnt; j++) {
+      int b = map[j], qa = mm->jnt_qposadr[j], da = mm->jnt_dofadr[j], type = mm->jnt_type[j];
+      int nq = type == mjJNT_FREE ? 7 : type == mjJNT_BALL ? 4 : 1, nv = nq == 7 ? 6 : nq == 4 ? 3 : 1;
+      double q[7];
+      if (nq == 1) {
+        int lim = mm->jnt_limited[j];
+        q[0] = uniform(lim ? mm->jnt_range[2 * j] : -1, lim ? mm->jnt_range[2 * j + 1] : 1);
+      } else {
+        int o = nq == 7 ? 3 : 0;
+        for (int k = 0; k < o; k++) q[k] = md->qpos[qa + k] + uniform(-0.1, 0.1);
+        double n = 0;
+        for (int k = 0; k < 4; k++) q[o + k] = uniform(-1, 1), n += q[o + k] * q[o + k];
+        for (int k = 0; k < 4; k++) q[o + k] /= sqrt(n);
+      }
+      for (int k = 0; k < nq; k++) {
+        md->qpos[qa + k] = q[k];
+        if (b > 0) d->q[m->jnt_qadr[b] + k] = q[k];
+      }
+      for (int k = 0; k < nv; k++) {
+        double v = uniform(-1, 1);
+        md->qvel[da + k] = v;
+        if (b > 0) d->qd[m->jnt_dofadr[b] + k] = v;
+      }
+    }
+    mj_forward(mm, md);
+    khz_aba(m, d, d->q, d->qd, tau, qdd);
+    for (int j = 0; j < mm->njnt; j++) {
+      int b = map[j], type = mm->jnt_type[j];
+      if (b <= 0) continue;
+      int nv = type == mjJNT_FREE ? 6 : type == mjJNT_BALL ? 3 : 1;
+      for (int k = 0; k < nv; k++) {
+        double a = qdd[m->jnt_dofadr[b] + k], r = md->qacc[mm->jnt_dofadr[j] + k];
+        worst = fmax(worst, fabs(a - r));
+        scale = fmax(scale, fabs(r));
+      }
+    }
+  }
+  f->qdd_rel = worst / fmax(scale, 1e-300);
+  free(tau), free(qdd), free(map);
+  khz_deleteData(&d);
+  mj_deleteData(md);
+  mj_deleteModel(mm);
+  return 1;
+#endif
+}
 
 /* kinetic + gravity + joint-spring energy */
 static double total_energy(const khzModel *m, khzData *d) {
@@ -147,10 +271,12 @@ static void run(const khzModel *m, double seconds, result *r) {
   double e0 = total_energy(m, d);
   double *z0 = calloc((size_t)m->nbody, sizeof *z0);
   for (int b = 0; b < m->nbody; b++) z0[b] = d->xcom[3 * b + 2];
-  long steps = (long)ceil(seconds / m->timestep);
+  long steps = (long)ceil(seconds / m->timestep), done = 0;
   int finite = 1;
+  double t0 = now_s();
   for (long s = 0; s < steps; s++) {
     khz_step(m, d);
+    done++;
     if (verbose && s == 0) /* the pairs in contact at the start, deepest point each */
       for (int c = 0; c < d->ncontact; c++) {
         const khzContact *ct = &d->contact[c];
@@ -191,6 +317,7 @@ static void run(const khzModel *m, double seconds, result *r) {
       printf("\n");
     }
   }
+  r->us_per_step = done ? 1e6 * (now_s() - t0) / (double)done : 0;
   r->finite = finite && r->t_fail < 0;
   r->floor = r->sink <= 0.01 && r->depth <= 0.01;
   r->energy = r->gain <= r->tol;
@@ -200,10 +327,12 @@ static void run(const khzModel *m, double seconds, result *r) {
 
 /* ------------------------------------------------------------ the loads -- */
 
+/* 1 when the world has a plane; floor_z becomes the height of its origin (the
+ * models' floors are horizontal: Menagerie's Allegro scenes put it at -0.1 m) */
 static int world_has_plane(khzSpec *spec) {
   for (int i = 0; i < khz_spec_ngeom(spec); i++) {
     khzGeomSpec *g = khz_spec_geom(spec, i);
-    if (g->body == 0 && g->type == KHZ_GEOM_PLANE) return 1;
+    if (g->body == 0 && g->type == KHZ_GEOM_PLANE) return floor_z = g->pos[2], 1;
   }
   return 0;
 }
@@ -330,8 +459,10 @@ int main(int argc, char **argv) {
       trace = 1;
     } else if (strcmp(argv[i], "--require-all") == 0) {
       require_all = 1;
+    } else if (strcmp(argv[i], "--table") == 0) {
+      table = 1;
     } else if (strcmp(argv[i], "--help") == 0 || argv[i][0] == '-') {
-      fprintf(stderr, "usage: %s [--seconds S] [--verbose] [--trace] [--require-all] DIR|FILE...\n", argv[0]);
+      fprintf(stderr, "usage: %s [--seconds S] [--verbose] [--trace] [--require-all] [--table] DIR|FILE...\n", argv[0]);
       return strcmp(argv[i], "--help") == 0 ? 0 : 2;
     } else {
       struct stat st;
@@ -347,6 +478,9 @@ int main(int argc, char **argv) {
   }
   qsort(files, (size_t)nfiles, sizeof *files, cmp);
   int nload = 0, nrun = 0;
+  if (table)
+    printf("| model | format | loads | first error | qdd vs MuJoCo (rel.) | %.0f s run | "
+           "khz us/step | MuJoCo us/step |\n|---|---|---|---|---|---|---|---|\n", seconds);
   for (int i = 0; i < nfiles; i++) {
     char err[2048] = "";
     nwarn = 0;
@@ -354,7 +488,13 @@ int main(int argc, char **argv) {
     khzModel *m = load(files[i], err, sizeof err);
     const char *fmt = has_ext(files[i], ".urdf") ? "urdf" : "mjcf";
     if (!m) {
-      printf("%-70s %s  load ERROR  %s\n", files[i], fmt, err);
+      if (table) {
+        for (char *c = err; *c; c++)
+          if (*c == '\n' || *c == '|') *c = ' ';
+        printf("| %s | %s | no | %s | | | | |\n", files[i], fmt, err);
+      }
+      else
+        printf("%-70s %s  load ERROR  %s\n", files[i], fmt, err);
       continue;
     }
     nload++;
@@ -362,6 +502,28 @@ int main(int argc, char **argv) {
     run(m, seconds, &r);
     int ok = r.finite && r.floor && r.energy;
     nrun += ok;
+    if (table) {
+      mujoco_figures mf;
+      char qe[200], mus[32] = "";
+      if (beside_mujoco(files[i], m, &mf)) {
+        snprintf(qe, sizeof qe, "%.2g%s", mf.qdd_rel, mf.unmatched ? " (joints unmatched)" : "");
+        snprintf(mus, sizeof mus, "%.1f", mf.us_per_step);
+      } else {
+        snprintf(qe, sizeof qe, "%s", mf.note);
+      }
+      char runs[200];
+      if (ok)
+        snprintf(runs, sizeof runs, "OK");
+      else
+        snprintf(runs, sizeof runs, "%s%s%s", r.finite ? "" : "non-finite; ",
+                 r.floor ? "" : "below the floor; ", r.energy ? "" : "energy gain ");
+      if (!r.finite && r.t_fail >= 0) snprintf(runs, sizeof runs, "non-finite at %.3f s", r.t_fail);
+      else if (!ok && !r.energy) snprintf(runs + strlen(runs), sizeof runs - strlen(runs), "(+%.3g J)", r.gain);
+      printf("| %s | %s | yes (%d warnings) | | %s | %s | %.1f | %s |\n", files[i], fmt, nwarn, qe,
+             runs, r.us_per_step, mus);
+      khz_deleteModel(&m);
+      continue;
+    }
     printf("%-70s %s  load OK (%d warnings, %d bodies, %d dofs)  run %s: finite %s",
            files[i], fmt, nwarn, m->nbody - 1, m->nv, ok ? "OK" : "FAIL",
            r.finite ? "yes" : "NO");
@@ -370,8 +532,8 @@ int main(int argc, char **argv) {
            r.floor ? "yes" : "NO", r.sink, r.depth, r.energy ? "yes" : "NO", r.gain, r.tol);
     khz_deleteModel(&m);
   }
-  printf("models %d, load OK %d, run OK %d (%.1f s on the floor)\n", nfiles, nload, nrun,
-         seconds);
+  printf("%smodels %d, load OK %d, run OK %d (%.1f s on the floor)\n", table ? "\n" : "", nfiles,
+         nload, nrun, seconds);
   for (int i = 0; i < nfiles; i++) free(files[i]);
   free(files);
   return require_all && (nload < nfiles || nrun < nfiles) ? 1 : 0;

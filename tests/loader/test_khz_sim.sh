@@ -57,6 +57,11 @@ $code" "$TMP/out" 2>"$TMP/pyerr"; then
 
 # ------------------------------------------------------------------ help --
 expect 0 "--help" -- "$SIM" --help
+# issue 19: the help names every format khz-sim reads
+for fmt in FILE.urdf FILE.xml FILE.yaml default STL OBJ; do
+  checks=$((checks + 1))
+  grep -q "$fmt" "$TMP/out" || fail "--help does not name the format $fmt"
+done
 for cmd in info fd run; do
   expect 0 "$cmd --help" -- "$SIM" "$cmd" --help
   checks=$((checks + 1))

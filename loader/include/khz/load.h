@@ -110,6 +110,39 @@ typedef struct khzMjcfKey {
   double *ctrl;            /* nactuator (zero when absent) */
 } khzMjcfKey;
 
+/* One <sensor> child that maps onto khz's state, read by
+ * khz_mjcf_sensorRead: jointpos / jointvel (hinge, slide: 1 value), ballquat /
+ * ballangvel (a ball joint's quaternion w x y z / angular velocity, as
+ * KHZ_MJCF_JOINTPOS / JOINTVEL with dim 4 / 3), framepos / framequat /
+ * framelinvel / frameangvel of a body (objtype "xbody": the body frame;
+ * "body": its centre of mass for position and linear velocity; world
+ * coordinates, quaternion w x y z; framequat needs "xbody"). Other sensor
+ * types (site-based, touch, force, accelerometer, ...) draw one warning each
+ * and are left out. */
+typedef enum khzMjcfSensorType {
+  KHZ_MJCF_JOINTPOS = 0,
+  KHZ_MJCF_JOINTVEL,
+  KHZ_MJCF_FRAMEPOS,
+  KHZ_MJCF_FRAMEQUAT,
+  KHZ_MJCF_FRAMELINVEL,
+  KHZ_MJCF_FRAMEANGVEL
+} khzMjcfSensorType;
+
+typedef struct khzMjcfSensor {
+  char name[KHZ_NAME_MAX];   /* "" when unnamed */
+  khzMjcfSensorType type;
+  char object[KHZ_NAME_MAX]; /* the khz joint (joint sensors) or body (frame sensors) */
+  int com;                   /* frame sensors on objtype "body": the centre of mass */
+  double pos[3];             /* the MJCF body frame's origin in the khz body frame */
+  int dim;                   /* number of values */
+} khzMjcfSensor;
+
+/* Reads sensor s at the current state of d (after khz_kinematics or a step)
+ * into out (s->dim values, at most 4). Returns s->dim, or -1 when its joint or
+ * body is not in m. */
+int khz_mjcf_sensorRead(const khzModel *m, const khzData *d, const khzMjcfSensor *s,
+                        double out[4]);
+
 /* What the file says beyond the bodies (filled on success when requested). */
 typedef struct khzMjcfInfo {
   char model[KHZ_NAME_MAX]; /* <mujoco model=...> */
@@ -121,6 +154,8 @@ typedef struct khzMjcfInfo {
   int nq, nv;               /* sizes of the keys' qpos and qvel */
   int nkey;
   khzMjcfKey *key;          /* nkey entries, owned: free with khz_mjcf_freeInfo */
+  int nsensor;
+  khzMjcfSensor *sensor;    /* nsensor entries, owned: free with khz_mjcf_freeInfo */
 } khzMjcfInfo;
 
 typedef struct khzMjcfOptions {

@@ -210,6 +210,36 @@ int khz_spec_addExclude(khzSpec *spec, int body1, int body2);
 int khz_spec_nexclude(const khzSpec *spec);
 void khz_spec_truncateExcludes(khzSpec *spec, int n);
 
+/* Equality constraints (MJCF <equality> connect and weld): a point of body1
+ * held on a point of body2 (connect), and also body1's orientation held in
+ * body2's frame (weld). Solved on the articulated bodies at every evaluation
+ * of the accelerations, with Baumgarte drift correction (rt/src/constraint.c).
+ * khz_spec_addEquality returns the constraint's index or -1 (out of memory);
+ * khz_compile checks the bodies. */
+typedef enum khzEqualityType {
+  KHZ_EQ_CONNECT = 0,
+  KHZ_EQ_WELD = 1,
+  KHZ_EQ_JOINT = 2 /* the joint of body1 (a hinge or slide) follows a polynomial of body2's:
+                      q1 - r1 = c0 + c1 (q2 - r2) + ... + c4 (q2 - r2)^4, r1 = pos1[0],
+                      r2 = pos2[0]; body2 = 0: q1 = r1 + c0 (MJCF <equality><joint>,
+                      URDF mimic) */
+} khzEqualityType;
+typedef struct khzEqualitySpec {
+  int type;         /* khzEqualityType */
+  int body1, body2; /* spec indices; body2 = 0: the world */
+  double pos1[3];   /* the anchor in body1's frame (joint: pos1[0] = r1) */
+  double pos2[3];   /* the point of body2 held on it, in body2's frame (the world's for 0;
+                       joint: pos2[0] = r2) */
+  double quat[4];   /* weld: body1's orientation in body2's frame (w x y z) */
+  double polycoef[5]; /* joint: c0..c4 */
+  int at_q0;        /* 1: pos2 and quat (joint: r1, r2) are computed at compile time from
+                       the pose at q0 */
+  char name[KHZ_NAME_MAX];
+} khzEqualitySpec;
+int khz_spec_addEquality(khzSpec *spec, const khzEqualitySpec *e);
+int khz_spec_nequality(const khzSpec *spec);
+void khz_spec_truncateEqualities(khzSpec *spec, int n);
+
 /* Drops meshes from index nmesh on; khz_spec_nmesh counts them. */
 void khz_spec_truncateMeshes(khzSpec *spec, int nmesh);
 int khz_spec_nmesh(const khzSpec *spec);
@@ -316,6 +346,15 @@ typedef struct khzModel {
   /* body pairs whose geoms never collide (khz_spec_addExclude) */
   int nexclude;
   int *exclude_body;        /* 2 per pair */
+
+  /* equality constraints (khz_spec_addEquality) */
+  int neq;
+  int *eq_type;             /* khzEqualityType */
+  int *eq_body;             /* 2 per constraint: body1, body2 (0 = world) */
+  double *eq_pos;           /* 6 per constraint: the anchor in body1's frame, in body2's */
+  double *eq_quat;          /* 4 per constraint: weld, body1's orientation in body2's frame */
+  double *eq_poly;          /* 5 per constraint: joint, the polynomial's coefficients */
+  char (*eq_name)[KHZ_NAME_MAX];
 
   /* meshes: vertices (3 doubles) and triangles (3 ints) of all meshes, concatenated */
   int *mesh_vertadr;
@@ -524,6 +563,11 @@ void khz_stackFree(khzData *d, size_t mark);
 
 /* Forward kinematics at d->q, d->qd: xpos, xrot, xcom, cvel, S. */
 void khz_kinematics(const khzModel *m, khzData *d);
+
+/* How far equality constraint i is from holding at the current kinematics
+ * (after khz_kinematics or a step): |x1 - x2| in m, and for a weld the angle
+ * of the orientation error in rad into *rot (rot may be NULL). */
+double khz_equalityResidual(const khzModel *m, const khzData *d, int i, double *rot);
 
 /* Articulated-body algorithm: qdd = FD(q, qd, tau) with gravity and d->xfrc.
  * Uses d's scratch; q, qd, tau, qdd may be any arrays (qdd is written). */
