@@ -74,6 +74,8 @@ void khz_copyState(const khzModel *m, khzData *dst, const khzData *src) {
   memcpy(dst->name, src->name, (size_t)(count) * sizeof(type));
   KHZ_STATE_FIELDS(KHZ_X_COPY)
 #undef KHZ_X_COPY
+  dst->ncontact_kept = 0; /* dst's contact list is not src's: sleeping pairs are listed again
+                             when they wake */
 }
 
 static uint64_t fnv1a(uint64_t h, const void *p, size_t n) {
@@ -122,6 +124,7 @@ void khz_restoreState(const khzModel *m, khzData *d, const void *in) {
   p += (size_t)(count) * sizeof(type);
   KHZ_STATE_FIELDS(KHZ_X_RESTORE)
 #undef KHZ_X_RESTORE
+  d->ncontact_kept = 0; /* the contact list is not the restored state's */
   khz_kinematics(m, d);
 }
 
