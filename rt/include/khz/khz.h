@@ -540,7 +540,9 @@ void khz_resetData(const khzModel *m, khzData *d);
 /* Copies the state fields (and time) bit-exactly. */
 void khz_copyState(const khzModel *m, khzData *dst, const khzData *src);
 
-/* 64-bit FNV-1a hash of the state fields and time. */
+/* 64-bit FNV-1a hash of the state fields and time (body_sleep and body_idle
+ * only when some entry is non-zero: without sleeping, the hash of before
+ * those fields). */
 uint64_t khz_hashState(const khzModel *m, const khzData *d);
 
 /* Size in bytes of a serialised state; khz_saveState writes exactly that. */
