@@ -13,6 +13,8 @@
  * keep their persistent state, so waking is seamless) until a contact with
  * an awake moving body (collision/pairs.c), a torque, a wrench, a velocity
  * (khz_islandWakeOnInputs) or khz_wake wakes the whole island.
+ * The dynamics (rt/src/dynamics.c) skip sleeping bodies: their forward pass
+ * keeps the values of the frozen q at rest, their accelerations are zero.
  * Everything is deterministic and uses the data's stack only.
  */
 #include "island.h"
@@ -182,14 +184,22 @@ int khz_islandUpdate(const khzModel *m, khzData *d) {
     if (t < least[rep]) least[rep] = t;
   }
   for (int r = 1; r < nb; r++) {
+    capable[r] = 0; /* from here: 1 + the label of a tree falling asleep, else 0 */
     if (!is_root(m, r) || d->body_sleep[r] || khz_bodyStatic(m, r)) continue;
     int rep = find(parent, r);
     if (!(least[rep] >= m->sleep.time)) continue;
-    d->body_sleep[0]++;
     memset(d->qd + m->jnt_dofadr[r], 0, (size_t)m->jnt_nv[r] * sizeof(double));
+    capable[r] = 1 + rep;
     slept = 1;
-    for (int b = r; b < nb; b++)
-      if (m->body_root[b] == r) d->body_sleep[b] = 1 + rep;
+  }
+  /* the kinematics at rest (zero velocity) before the flags are set: the
+   * dynamics skip sleeping bodies, whose last pass must be this one */
+  if (slept) khz_kinematics(m, d);
+  for (int b = 1; slept && b < nb; b++) {
+    int r = m->body_root[b];
+    if (!capable[r]) continue;
+    d->body_sleep[b] = capable[r];
+    if (b == r) d->body_sleep[0]++;
   }
   khz_stackFree(d, mark);
   if (khz_anyAsleep(d)) d->ncontact_kept = d->ncontact;

@@ -31,8 +31,8 @@ void khz_islandFreeze(const khzModel *m, khzData *d, const double *q0, const dou
 
 /* End of a step (after the contact method's end): islands of the awake free
  * bodies by union-find over this step's contacts, each tree's idle time,
- * and islands idle for m->sleep.time go to sleep (qd set to zero). Returns
- * 1 when some island fell asleep (the caller updates the kinematics). */
+ * and islands idle for m->sleep.time go to sleep (qd set to zero, the
+ * kinematics updated). Returns 1 when some island fell asleep. */
 int khz_islandUpdate(const khzModel *m, khzData *d);
 
 /* scratch bytes khz_islandUpdate takes from d's stack */

@@ -307,7 +307,7 @@ void khz_stepWith(const khzModel *m, khzData *d, double h) {
   if (d->contact_method != KHZ_CONTACT_NONE && khz_contactSweep(m, d, q0)) khz_kinematics(m, d);
   if (d->ncontact) khz_contactEnd(m, d);
   /* islands of free bodies at rest go to sleep (island.c) */
-  if (khz_islandUpdate(m, d)) khz_kinematics(m, d);
+  khz_islandUpdate(m, d);
   khz_stackFree(d, mark);
 }
 
