@@ -172,7 +172,10 @@ int khz_islandUpdate(const khzModel *m, khzData *d) {
     if (d->body_sleep[r]) continue;
     const double *w = d->cvel + 6 * b, *v = w + 3;
     double bound = khzu_norm3(v) + khzu_norm3(w) * reach[b];
-    if (!capable[r] || !(bound <= vmax)) d->body_idle[r] = 0;
+    /* a body held by a wrench or a torque (a haptic coupling at rest) is
+     * not idle: asleep, the input would wake it at once */
+    int driven = nonzero(d->xfrc + 6 * b, 6) || nonzero(d->tau_applied + m->jnt_dofadr[b], m->jnt_nv[b]);
+    if (!capable[r] || driven || !(bound <= vmax)) d->body_idle[r] = 0;
   }
 
   /* an island sleeps when its least idle tree has been idle long enough;

@@ -197,7 +197,17 @@ int main(void) {
   ENSURE(khz_hashState(m, a) == khz_hashState(m, b));
   ENSURE(asleep(m, a, 1, NBODY - 1) == NBODY - 1);
 
-  /* 7. sleeping off: by the scene, and switched off at run time */
+  /* 7. a body held still by a constant wrench (1 N sideways, below
+   * friction) is not idle: it stays awake while the others sleep */
+  khz_resetData(m, w);
+  for (int k = 0; k < 3000; k++) {
+    w->xfrc[6 * FAR + 1] = 1;
+    khz_step(m, w);
+  }
+  ENSURE(!khz_bodySleeping(m, w, FAR) && asleep(m, w, BOX1, BALL) == 4);
+  w->xfrc[6 * FAR + 1] = 0;
+
+  /* 8. sleeping off: by the scene, and switched off at run time */
   khzModel *m0 = scene(0);
   khzData *z = khz_makeData(m0, 0);
   ENSURE(z->sleep_enabled == 0 && settle(m0, z, 5) < 0 && asleep(m0, z, 1, NBODY - 1) == 0);
