@@ -62,6 +62,9 @@ int khz_codec_packState(khzStateCodec *c, const khzLoopState *s, uint32_t genera
   m->body_pose = c->pose;
   m->n_body_twist = 6 * (size_t)nbody;
   m->body_twist = s->cvel;
+  m->n_body_sleeping = (size_t)nbody;
+  _Static_assert(sizeof(protobuf_c_boolean) == sizeof(int), "body_sleeping points at ints");
+  m->body_sleeping = s->sleeping;
 
   /* contacts */
   for (int i = 0; i < s->ncontact; i++) {

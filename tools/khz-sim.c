@@ -4,7 +4,7 @@
  *   khz-sim info MODEL [--json]
  *   khz-sim fd MODEL [--q LIST] [--qd LIST] [--tau LIST] [--passive]
  *   khz-sim run SCENE --steps N [--dt H] [--integrator rk4|euler] [--out FILE]
- *                     [--contacts FILE] [--method none|penalty|deepest]
+ *                     [--contacts FILE] [--method none|penalty|deepest] [--sleep on|off]
  *
  * MODEL / SCENE is a .urdf file (welded at the origin), an MJCF .xml file, a .yaml/.yml scene file or
  * the word `default` (the embedded scene). Exit codes: 0 success, 1 the model or
@@ -103,13 +103,13 @@ static void khz_sim_help_run(FILE *out) {
   fprintf(
       out,
       "usage: khz-sim run SCENE --steps N [--dt H] [--integrator rk4|euler] [--out FILE]\n"
-      "                         [--contacts FILE] [--method none|penalty|deepest]\n"
+      "                         [--contacts FILE] [--method none|penalty|deepest] [--sleep on|off]\n"
       "\n"
       "Simulates N steps from the initial state with zero commanded torque (gravity, the\n"
       "passive joint forces and contact act) and prints a JSON summary: steps, dt,\n"
       "integrator, wall time and microseconds per step, final time, kinetic and potential\n"
       "energy at the start and the end, warning counts, the final state hash, the contact\n"
-      "method and the number of pairs in contact at the end.\n"
+      "method, the number of pairs in contact and of sleeping bodies at the end.\n"
       "\n"
       "A scene with an `experiment:` block (the validation scenes in scenes/validation/)\n"
       "runs its experiment instead and prints the experiment's figures as JSON; --steps and\n"
@@ -128,6 +128,11 @@ static void khz_sim_help_run(FILE *out) {
       "  --method M       contact method: none, penalty (Drumwright's multi-point method) or\n"
       "                   deepest (one spring at the deepest point; the baseline)\n"
       "                   (default: the scene's contact.method)\n"
+      "  --sleep on|off   on: islands of free bodies at rest sleep as in khz-server (not\n"
+      "                   integrated, not collided until touched, pushed or commanded;\n"
+      "                   docs/sleeping.md) unless the scene says `sleep: false`; off\n"
+      "                   (default): every body stays awake, so that the figures measure\n"
+      "                   the contact method\n"
       "\n%s\n%s",
       khz_sim_models_help, khz_sim_layout_help);
 }
@@ -572,10 +577,13 @@ static void khz_sim_csv_row(FILE *out, const khzModel *m, const khzData *d) {
   fprintf(out, "%.17g", d->time);
   for (int k = 0; k < m->nq; k++) fprintf(out, ",%.17g", d->q[k]);
   for (int k = 0; k < m->nv; k++) fprintf(out, ",%.17g", d->qd[k]);
+  if (d->sleep_enabled)
+    for (int i = 1; i < m->nbody; i++)
+      if (khz_bodyCanSleep(m, i)) fprintf(out, ",%d", khz_bodySleeping(m, d, i));
   fputc('\n', out);
 }
 
-static void khz_sim_csv_header(FILE *out, const khzModel *m) {
+static void khz_sim_csv_header(FILE *out, const khzModel *m, const khzData *d) {
   char col[KHZ_NAME_MAX + 32];
   fputs("t", out);
   for (int pass = 0; pass < 2; pass++) {
@@ -587,6 +595,13 @@ static void khz_sim_csv_header(FILE *out, const khzModel *m) {
         khz_sim_csv_field(out, col);
       }
     }
+  }
+  /* with sleeping on: one column per free body, 1 while it sleeps */
+  for (int i = 1; d->sleep_enabled && i < m->nbody; i++) {
+    if (!khz_bodyCanSleep(m, i)) continue;
+    snprintf(col, sizeof col, "sleep:%s", m->body_name[i]);
+    fputc(',', out);
+    khz_sim_csv_field(out, col);
   }
   fputc('\n', out);
 }
@@ -634,9 +649,10 @@ static void khz_sim_energy_json(const char *key, double ke, double pe) {
 
 static int khz_sim_run(int argc, char **argv) {
   khzSimFlag flags[] = {{"steps", 1, NULL, 0},      {"dt", 1, NULL, 0}, {"integrator", 1, NULL, 0},
-                        {"out", 1, NULL, 0},        {"method", 1, NULL, 0}, {"contacts", 1, NULL, 0}};
+                        {"out", 1, NULL, 0},        {"method", 1, NULL, 0}, {"contacts", 1, NULL, 0},
+                        {"sleep", 1, NULL, 0}};
   const char *path;
-  int rc = khz_sim_parse("run", argc, argv, flags, 6, &path, khz_sim_help_run);
+  int rc = khz_sim_parse("run", argc, argv, flags, 7, &path, khz_sim_help_run);
   if (rc) return rc == 1 ? 0 : KHZ_SIM_USAGE;
 
   /* flags first: a bad flag is reported before the model is read */
@@ -647,6 +663,15 @@ static int khz_sim_run(int argc, char **argv) {
     fprintf(stderr, "khz-sim run: --method: expected none, penalty or deepest, got '%s'\n",
             flags[4].value);
     return KHZ_SIM_USAGE;
+  }
+  int sleep = -1;
+  if (flags[6].given) {
+    if (strcmp(flags[6].value, "on") == 0) sleep = 1;
+    else if (strcmp(flags[6].value, "off") == 0) sleep = 0;
+    else {
+      fprintf(stderr, "khz-sim run: --sleep: expected on or off, got '%s'\n", flags[6].value);
+      return KHZ_SIM_USAGE;
+    }
   }
   if (flags[0].given) {
     char *end;
@@ -720,6 +745,10 @@ static int khz_sim_run(int argc, char **argv) {
     goto done;
   }
   if (method >= 0) d->contact_method = method;
+  /* khz-sim measures the contact method (validation, bench/untuned.py):
+   * bodies stay awake unless --sleep on asks for the server's behaviour;
+   * with --sleep on a scene's `sleep: false` still wins */
+  d->sleep_enabled = sleep == 1 && m->sleep.enabled;
 
   /* a validation experiment drives the run itself and prints its figures */
   if (scene.experiment.kind[0]) {
@@ -749,7 +778,7 @@ static int khz_sim_run(int argc, char **argv) {
       rc = KHZ_SIM_FAIL;
       goto done;
     }
-    khz_sim_csv_header(csv, m);
+    khz_sim_csv_header(csv, m, d);
     khz_sim_csv_row(csv, m, d);
   }
   if (flags[5].given) {
@@ -815,7 +844,9 @@ static int khz_sim_run(int argc, char **argv) {
   printf("  \"state_hash\": \"%016llx\",\n", (unsigned long long)khz_hashState(m, d));
   printf("  \"contact_method\": ");
   khz_sim_json_string(stdout, khz_contactMethodName((khzContactMethod)d->contact_method));
-  printf(",\n  \"contacts_at_end\": %d\n}\n", d->ncontact);
+  int nsleep = 0;
+  for (int i = 1; i < m->nbody; i++) nsleep += m->body_parent[i] == 0 && khz_bodySleeping(m, d, i);
+  printf(",\n  \"contacts_at_end\": %d,\n  \"sleeping_at_end\": %d\n}\n", d->ncontact, nsleep);
   if (flags[3].given && rc == 0) {
     fprintf(stderr, "khz-sim run: wrote %lld rows to %s\n", steps + 1, flags[3].value);
   }

@@ -57,6 +57,7 @@ typedef struct engineSlot {
 static const engineSlot engines[] = {
     {"khz", &bench_engine_khz, NULL},
     {"khz-deepest", &bench_engine_khz_deepest, NULL},
+    {"khz-sleep", &bench_engine_khz_sleep, NULL},
 #ifdef HAVE_MUJOCO
     {"mujoco", &bench_engine_mujoco, NULL},
 #else
@@ -119,7 +120,7 @@ static void usage(FILE *f) {
           "                   [--source DIR] [--piles DIR] [--humanoid FILE] [--trace FILE]\n"
           "  --quick      shorter runs (the whole benchmark in well under a minute)\n"
           "  --smoke      a few steps of everything (a test that it runs)\n"
-          "  --engines    comma-separated: khz,khz-deepest,mujoco,ode,bullet (default all built)\n"
+          "  --engines    comma-separated: khz,khz-deepest,khz-sleep,mujoco,ode,bullet (default all built)\n"
           "  --only       comma-separated sections or scenes: v1_block_penetration,\n"
           "               v2_block_forces,v3_pile,stack,stack_mixed,stack_heavy_on_light,\n"
           "               passive_chain,scaling,humanoid\n"
@@ -139,7 +140,7 @@ static int parse_engines(benchOptions *o, const char *list) {
     for (int e = 0; e < NENGINE; e++)
       known |= strlen(engines[e].name) == len && strncmp(p, engines[e].name, len) == 0;
     if (!known) {
-      fprintf(stderr, "bench_peers: --engines: unknown engine '%.*s' (known: khz, khz-deepest, mujoco, ode, bullet)\n",
+      fprintf(stderr, "bench_peers: --engines: unknown engine '%.*s' (known: khz, khz-deepest, khz-sleep, mujoco, ode, bullet)\n",
               (int)len, p);
       return -1;
     }

@@ -1,7 +1,7 @@
 /* engine_khz.c — khz as a benchmark engine: the scene's own khz model (as
  * loaded from the scene file, with its integrator, timestep and contact
  * gains) stepped by khz_step, with the penalty method or the deepest-point
- * baseline. The initial state comes from the benchScene (the driver may have
+ * baseline, with sleeping off (khz) or on (khz-sleep). The initial state comes from the benchScene (the driver may have
  * moved bodies, V1's random orientation), mapped back to khz coordinates. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +26,8 @@ static void destroy(void *world) {
   free(w);
 }
 
-static void *create_with(const benchScene *scene, khzContactMethod method, char *err, int errsz) {
+static void *create_with(const benchScene *scene, khzContactMethod method, int sleep, char *err,
+                         int errsz) {
   if (!scene->khz_model) {
     snprintf(err, (size_t)errsz, "the scene carries no khz model");
     return NULL;
@@ -62,15 +63,20 @@ static void *create_with(const benchScene *scene, khzContactMethod method, char 
   }
   khz_resetStick(w->m, w->d);
   w->d->contact_method = method;
+  w->d->sleep_enabled = sleep;
   return w;
 }
 
 static void *create_penalty(const benchScene *scene, char *err, int errsz) {
-  return create_with(scene, KHZ_CONTACT_PENALTY, err, errsz);
+  return create_with(scene, KHZ_CONTACT_PENALTY, 0, err, errsz);
+}
+
+static void *create_sleep(const benchScene *scene, char *err, int errsz) {
+  return create_with(scene, KHZ_CONTACT_PENALTY, 1, err, errsz);
 }
 
 static void *create_deepest(const benchScene *scene, char *err, int errsz) {
-  return create_with(scene, KHZ_CONTACT_DEEPEST, err, errsz);
+  return create_with(scene, KHZ_CONTACT_DEEPEST, 0, err, errsz);
 }
 
 /* xfrc is a wrench at the centre of mass: the force plus its moment about it */
@@ -104,7 +110,8 @@ static void get_state(void *world, int body, double pos[3], double quat[4], doub
 const benchEngine bench_engine_khz = {
     "khz",
     "reduced coordinates (Featherstone ABA), the scene file's integrator (RK4) and timestep; "
-    "Drumwright's multi-point penalty method with impulses at impacts, the scene file's gains",
+    "Drumwright's multi-point penalty method with impulses at impacts, the scene file's gains; "
+    "no sleeping (as the peers: no deactivation, no auto-disable)",
     create_penalty, apply_force, step, get_state, destroy};
 
 const benchEngine bench_engine_khz_deepest = {
@@ -112,3 +119,9 @@ const benchEngine bench_engine_khz_deepest = {
     "as khz, with one penalty spring at the deepest point of each pair (the paper's baseline), "
     "same gains",
     create_deepest, apply_force, step, get_state, destroy};
+
+const benchEngine bench_engine_khz_sleep = {
+    "khz-sleep",
+    "as khz, with sleeping on (khz's default: islands of free bodies at rest for 0.5 s below "
+    "0.01 m/s are frozen until touched; docs/sleeping.md); the peers run without theirs",
+    create_sleep, apply_force, step, get_state, destroy};

@@ -504,6 +504,26 @@ static int khz_scene_contact(khzSceneReader *r, const yaml_node_t *n, khzContact
   return 0;
 }
 
+/* sleep: false | true | {enabled: true|false, velocity: m/s, time: s} (docs/sleeping.md) */
+static int khz_scene_sleep(khzSceneReader *r, const yaml_node_t *n, khzSleepOptions *o) {
+  static const char *const keys[] = {"enabled", "velocity", "time", NULL};
+  yaml_node_t *v = (yaml_node_t *)n;
+  if (n->type == YAML_MAPPING_NODE) {
+    if (khz_check_keys(r, n, "sleep", keys)) return -1;
+    if ((v = khz_find(r, n, "velocity")) &&
+        khz_get_range(r, v, "sleep.velocity", &o->velocity, 0, 0, 1e3, 0, "0 to 1000 m/s"))
+      return -1;
+    if ((v = khz_find(r, n, "time")) && khz_get_range(r, v, "sleep.time", &o->time, 0, 0, 1e6, 0, "0 to 1e6 s"))
+      return -1;
+    if (!(v = khz_find(r, n, "enabled"))) return 0;
+  }
+  const char *word = v->type == YAML_SCALAR_NODE ? khz_scalar(v) : "";
+  if (strcmp(word, "true") == 0) o->enabled = 1;
+  else if (strcmp(word, "false") == 0) o->enabled = 0;
+  else return khz_expected(r, v, n == v ? "sleep" : "sleep.enabled", "true or false (or a mapping)");
+  return 0;
+}
+
 /* the experiment block: kind, body and the kind's numeric parameters */
 static int khz_scene_experiment(khzSceneReader *r, const yaml_node_t *n, khzExperiment *e) {
   static const struct {
@@ -1170,7 +1190,7 @@ static int khz_scene_list(khzSceneReader *r, const yaml_node_t *n, const char *k
 static int khz_scene_root(khzSceneReader *r, const yaml_node_t *root, khzScene *s) {
   static const char *const keys[] = {"khz_scene", "name",    "rate_hz", "integrator", "gravity",
                                      "ground",    "contact", "robots",  "objects",    "haptics",
-                                     "experiment",
+                                     "experiment", "sleep",
                                      NULL};
   yaml_node_t *v;
   double gravity[3] = {0, 0, -9.81}, version = 0;
@@ -1223,6 +1243,12 @@ static int khz_scene_root(khzSceneReader *r, const yaml_node_t *root, khzScene *
   if ((v = khz_find(r, root, "ground")) && khz_scene_ground(r, v, s)) return -1;
   if ((v = khz_find(r, root, "contact")) && khz_scene_contact(r, v, &s->contact)) return -1;
   khz_spec_setContact(s->spec, &s->contact);
+  {
+    khzSleepOptions sleep;
+    khz_spec_defaultSleep(&sleep);
+    if ((v = khz_find(r, root, "sleep")) && khz_scene_sleep(r, v, &sleep)) return -1;
+    khz_spec_setSleep(s->spec, &sleep);
+  }
   if ((v = khz_find(r, root, "experiment")) && khz_scene_experiment(r, v, &s->experiment)) return -1;
 
   /* robots, then objects */

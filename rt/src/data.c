@@ -74,6 +74,8 @@ void khz_copyState(const khzModel *m, khzData *dst, const khzData *src) {
   memcpy(dst->name, src->name, (size_t)(count) * sizeof(type));
   KHZ_STATE_FIELDS(KHZ_X_COPY)
 #undef KHZ_X_COPY
+  dst->ncontact_kept = 0; /* dst's contact list is not src's: sleeping pairs are listed again
+                             when they wake */
 }
 
 static uint64_t fnv1a(uint64_t h, const void *p, size_t n) {
@@ -85,10 +87,22 @@ static uint64_t fnv1a(uint64_t h, const void *p, size_t n) {
   return h;
 }
 
+/* the sleep fields count only when some entry is non-zero, so that a run
+ * without sleeping hashes as it did before the fields existed */
+static int hashed(const char *name, const void *p, size_t n) {
+  if (strcmp(name, "body_sleep") != 0 && strcmp(name, "body_idle") != 0) return 1;
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++)
+    if (b[i]) return 1;
+  return 0;
+}
+
 uint64_t khz_hashState(const khzModel *m, const khzData *d) {
   uint64_t h = 14695981039346656037ull;
   h = fnv1a(h, &d->time, sizeof d->time);
-#define KHZ_X_HASH(type, name, count) h = fnv1a(h, d->name, (size_t)(count) * sizeof(type));
+#define KHZ_X_HASH(type, name, count)                                          \
+  if (hashed(#name, d->name, (size_t)(count) * sizeof(type)))                  \
+    h = fnv1a(h, d->name, (size_t)(count) * sizeof(type));
   KHZ_STATE_FIELDS(KHZ_X_HASH)
 #undef KHZ_X_HASH
   return h;
@@ -122,6 +136,7 @@ void khz_restoreState(const khzModel *m, khzData *d, const void *in) {
   p += (size_t)(count) * sizeof(type);
   KHZ_STATE_FIELDS(KHZ_X_RESTORE)
 #undef KHZ_X_RESTORE
+  d->ncontact_kept = 0; /* the contact list is not the restored state's */
   khz_kinematics(m, d);
 }
 

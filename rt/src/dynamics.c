@@ -74,6 +74,7 @@ void khz_forwardPass(const khzModel *m, khzData *d, const double *q, const doubl
   memset(d->xcom, 0, 3 * sizeof(double));
   memset(d->vtree, 0, 6 * sizeof(double));
   for (int i = 1; i < m->nbody; i++) {
+    if (d->body_sleep[i]) continue; /* frozen: its last pass holds (docs/sleeping.md) */
     int p = m->body_parent[i], nv = m->jnt_nv[i];
     double R[9], r[3], t[3];
     joint_pose(m, i, q, R, r);
@@ -203,6 +204,7 @@ void khz_abaCoreDamped(const khzModel *m, khzData *d, const double *tau, double 
   /* articulated inertias and bias forces start as the rigid ones:
    * IA = I, pA = v x* I v - f_ext */
   for (int i = 1; i < m->nbody; i++) {
+    if (d->body_sleep[i]) continue; /* sleeping trees: skipped, qdd = 0 below */
     double *IA = d->IA + 36 * i, *pA = d->pA + 6 * i, Iv[6];
     const double *v = d->vtree + 6 * i;
     memcpy(IA, d->cinert + 36 * i, 36 * sizeof(double));
@@ -216,6 +218,7 @@ void khz_abaCoreDamped(const khzModel *m, khzData *d, const double *tau, double 
    * u = tau - S^T pA; the parent receives Ia = IA - U D^-1 U^T and
    * pa = pA + Ia c + U D^-1 u (no transform: one frame per tree) */
   for (int i = m->nbody - 1; i >= 1; i--) {
+    if (d->body_sleep[i]) continue;
     int nv = m->jnt_nv[i], dof = m->jnt_dofadr[i], p = m->body_parent[i];
     double *IA = d->IA + 36 * i, *pA = d->pA + 6 * i, *S = d->S + 36 * i;
     double *U = d->U + 36 * i, *Dinv = d->Dinv + 36 * i, *u = d->u + 6 * i;
@@ -284,6 +287,10 @@ void khz_abaCoreDamped(const khzModel *m, khzData *d, const double *tau, double 
   double a0[6] = {0, 0, 0, -m->gravity[0], -m->gravity[1], -m->gravity[2]};
   for (int i = 1; i < m->nbody; i++) {
     int nv = m->jnt_nv[i], dof = m->jnt_dofadr[i], p = m->body_parent[i];
+    if (d->body_sleep[i]) {
+      for (int k = 0; k < nv; k++) qdd[dof + k] = 0;
+      continue;
+    }
     double *a = d->acc + 6 * i;
     const double *ap = p ? d->acc + 6 * p : a0;
     for (int k = 0; k < 6; k++) a[k] = ap[k] + d->cbias[6 * i + k];

@@ -6,7 +6,9 @@
 #include "khz/khz.h"
 
 /* Kinematics at (q, qd) in each tree's world-aligned frame at its root:
- * xpos, xrot, xcom, S, vtree, cbias, cinert (qd may be NULL). */
+ * xpos, xrot, xcom, S, vtree, cbias, cinert (qd may be NULL). Sleeping
+ * bodies (d->body_sleep) are skipped: they keep the pass of their frozen q
+ * at rest; khz_abaCore skips them too and gives them qdd = 0. */
 void khz_forwardPass(const khzModel *m, khzData *d, const double *q, const double *qd);
 
 /* d->fext from d->xfrc at the current forward pass (overwrites fext). */

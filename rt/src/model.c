@@ -12,6 +12,7 @@
 #include "constraint.h"
 #include "contact/contact.h"
 #include "dynamics.h"
+#include "island.h"
 #include "khz/khz.h"
 #include "spatial.h"
 
@@ -34,6 +35,7 @@ struct khzSpec {
   khzEqualitySpec *eq;
   int neq, cap_eq;
   khzContactOptions contact;
+  khzSleepOptions sleep;
   double gravity[3];
   double timestep;
   khzIntegrator integrator;
@@ -62,6 +64,14 @@ void khz_spec_defaultContact(khzContactOptions *c) {
 }
 
 void khz_spec_setContact(khzSpec *s, const khzContactOptions *c) { s->contact = *c; }
+
+void khz_spec_defaultSleep(khzSleepOptions *o) {
+  o->enabled = 1;
+  o->velocity = 0.01;
+  o->time = 0.5;
+}
+
+void khz_spec_setSleep(khzSpec *s, const khzSleepOptions *o) { s->sleep = *o; }
 
 int khz_spec_addMesh(khzSpec *s, const char *name, const double *vert, int nvert, const int *face,
                      int nface) {
@@ -145,6 +155,7 @@ khzSpec *khz_spec_new(void) {
   s->timestep = 1e-3;
   s->integrator = KHZ_INT_RK4;
   khz_spec_defaultContact(&s->contact);
+  khz_spec_defaultSleep(&s->sleep);
   khzBodySpec world;
   khz_spec_defaultBody(&world);
   snprintf(world.name, sizeof world.name, "world");
@@ -512,7 +523,7 @@ static size_t scratch_bytes(const khzModel *m) {
   size_t nq = (size_t)m->nq, nv = (size_t)m->nv;
   return (16 * (nq + nv) + 2 * nv * nv + 64 * (size_t)m->nbody) * sizeof(double) +
          khz_collisionStackBytes(m) + khz_contactStackBytes(m) + khz_constraintStackBytes(m) +
-         65536;
+         khz_islandStackBytes(m) + 65536;
 }
 
 khzModel *khz_compile(const khzSpec *s, char *err, size_t errsz) {
@@ -536,6 +547,12 @@ khzModel *khz_compile(const khzSpec *s, char *err, size_t errsz) {
     if (check_geom(s, i, err, errsz) < 0) return NULL;
   if (!finite_n(s->gravity, 3) || !(s->timestep > 0) || !isfinite(s->timestep)) {
     fail(err, errsz, "gravity must be finite and the timestep positive");
+    return NULL;
+  }
+  if (!(s->sleep.velocity >= 0) || !isfinite(s->sleep.velocity) || !(s->sleep.time >= 0) ||
+      !isfinite(s->sleep.time)) {
+    fail(err, errsz, "sleep: velocity %g m/s and time %g s must be finite and >= 0", s->sleep.velocity,
+         s->sleep.time);
     return NULL;
   }
 
@@ -674,6 +691,7 @@ khzModel *khz_compile(const khzSpec *s, char *err, size_t errsz) {
 
   /* contact settings and capacities */
   m->contact = s->contact;
+  m->sleep = s->sleep;
   m->max_points = s->contact.max_points > 0 ? s->contact.max_points : 64;
   m->npair_max = s->contact.max_pairs > 0 ? s->contact.max_pairs : 4 * s->ngeom + 16;
 

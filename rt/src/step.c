@@ -14,6 +14,7 @@
 #include "contact/contact.h"
 #include "contact/sweep.h"
 #include "dynamics.h"
+#include "island.h"
 #include "khz/khz.h"
 #include "spatial.h"
 
@@ -243,6 +244,7 @@ void khz_stepWith(const khzModel *m, khzData *d, double h) {
     return; /* counted as KHZ_WARN_STACK by khz_stackAlloc */
   }
   clamp_controls(m, d);
+  khz_islandWakeOnInputs(m, d); /* sleeping islands that a torque, wrench or velocity reaches */
 
   /* contact: collision detection at the current state, the Fig. 2 phases and
    * impulses for impacts (which change qd before the integration) */
@@ -293,6 +295,7 @@ void khz_stepWith(const khzModel *m, khzData *d, double h) {
     }
     normalize_quats(m, d->q);
   }
+  khz_islandFreeze(m, d, q0, v0); /* sleeping bodies stay exactly where they were */
 
   /* a non-finite state is rolled back and reported, never propagated */
   int bad = -1;
@@ -310,6 +313,8 @@ void khz_stepWith(const khzModel *m, khzData *d, double h) {
   /* small fast bodies must not pass through thin geoms between two steps */
   if (d->contact_method != KHZ_CONTACT_NONE && khz_contactSweep(m, d, q0)) khz_kinematics(m, d);
   if (d->ncontact) khz_contactEnd(m, d);
+  /* islands of free bodies at rest go to sleep (island.c) */
+  khz_islandUpdate(m, d);
   khz_stackFree(d, mark);
 }
 
@@ -326,7 +331,9 @@ void khz_resetData(const khzModel *m, khzData *d) {
   khz_resetStick(m, d);
   for (int k = 0; k < m->npair_max; k++) d->pair[k].geom[0] = d->pair[k].geom[1] = -1;
   d->contact_method = m->contact.method;
+  d->sleep_enabled = m->sleep.enabled;
   d->ncontact = d->ncpoint = 0;
+  d->ncontact_asleep = d->contact_shift = d->ncontact_kept = 0;
   memset(d->warning, 0, sizeof d->warning);
   d->warning_body = -1;
   d->stack_top = 0;

@@ -176,6 +176,17 @@ typedef struct khzContactOptions {
   int max_points;           /* capacity of contact points per pair; 0 = 64 */
 } khzContactOptions;
 
+/* Sleeping bodies (khz_spec_setSleep; docs/sleeping.md): free bodies (a floating root with nothing but fixed joints below)
+ * that touch one another form islands; an island whose every point moves
+ * slower than `velocity` for `time` seconds sleeps: its bodies are frozen
+ * (not integrated, their pairs not collided, their pair state kept) until a
+ * contact with an awake body, a torque, a wrench or a velocity wakes them. */
+typedef struct khzSleepOptions {
+  int enabled;      /* 1 (default): free bodies may sleep; 0: never */
+  double velocity;  /* m/s: bound on the speed of every point of the body (default 0.01) */
+  double time;      /* s the island stays below it before it sleeps (default 0.5) */
+} khzSleepOptions;
+
 typedef struct khzSpec khzSpec;
 
 /* Creates an empty spec with world body only. Returns NULL when out of memory. */
@@ -260,6 +271,11 @@ void khz_spec_setIntegrator(khzSpec *spec, khzIntegrator integrator);
 void khz_spec_defaultContact(khzContactOptions *c);
 void khz_spec_setContact(khzSpec *spec, const khzContactOptions *c);
 
+/* Sleep settings; khz_spec_defaultSleep fills the defaults (enabled, 0.01 m/s,
+ * 0.5 s). */
+void khz_spec_defaultSleep(khzSleepOptions *s);
+void khz_spec_setSleep(khzSpec *spec, const khzSleepOptions *s);
+
 /* Adds a triangle mesh (vertices in the mesh frame, counter-clockwise faces seen
  * from outside); the data are copied. Returns the mesh index or -1 (out of
  * memory). Validation (degenerate triangles, open meshes) happens in
@@ -286,6 +302,7 @@ typedef struct khzModel {
   int npair_max;             /* capacity of simultaneous contact pairs */
   int max_points;            /* capacity of points per pair */
   size_t stack_bytes;        /* scratch stack khz_makeData gives when asked for 0 bytes */
+  khzSleepOptions sleep;     /* islands and sleeping bodies (d->sleep_enabled switches it) */
   khzIntegrator integrator;
   double limit_hz;   /* natural frequency of the joint-limit spring (capped by 0.3 / h) */
   double limit_zeta; /* its damping ratio */
@@ -414,7 +431,9 @@ const char *khz_jointTypeName(khzJointType t);
   X(double, tau, m->nv)           \
   X(double, xfrc, 6 * m->nbody)   \
   X(double, stick, m->nv)         \
-  X(khzPairState, pair, m->npair_max)
+  X(khzPairState, pair, m->npair_max) \
+  X(int, body_sleep, m->nbody)    \
+  X(double, body_idle, m->nbody)
 
 /* Per-pair contact state that persists from tick to tick (part of the state:
  * the integral term, the Fig. 2 phase and the friction anchors). A slot is
@@ -488,6 +507,12 @@ typedef struct khzData {
   /* the step context: the step size of the current (or last) step; the
    * model's timestep after khz_makeData / khz_resetData */
   double timestep;
+  /* sleeping (state fields body_sleep, body_idle): body_sleep[b] is 0 while
+   * b is awake, else 1 + the island's label (its smallest root body);
+   * body_idle[b] the seconds b's tree has moved slower than the threshold.
+   * sleep_enabled switches sleeping between ticks (m->sleep.enabled after a
+   * reset); turning it off wakes every body at the next step. */
+  int sleep_enabled;
 
   /* outputs of the last step / khz_forward() */
   double *qdd;            /* nv */
@@ -505,6 +530,14 @@ typedef struct khzData {
   khzContact *contact;    /* m->npair_max */
   int ncpoint;
   khzContactPoint *cpoint;/* m->npair_max * m->max_points */
+  int ncontact_asleep;    /* after a step: the first ncontact_asleep pairs of d->contact are
+                             those of sleeping islands, as they were when the island fell
+                             asleep (not collided again; docs/sleeping.md); the rest follow,
+                             ordered by geom pair */
+  int contact_shift;      /* private (island.c): during a step d->contact is advanced past the
+                             sleeping pairs so that the contact stages see the awake ones */
+  int ncontact_kept;      /* private: d->ncontact at the end of the last step when some body
+                             slept (khz_collide keeps the sleeping pairs among them) */
 
   /* warnings */
   int warning[KHZ_NWARNING];
@@ -546,13 +579,24 @@ void khz_resetData(const khzModel *m, khzData *d);
 /* Copies the state fields (and time) bit-exactly. */
 void khz_copyState(const khzModel *m, khzData *dst, const khzData *src);
 
-/* 64-bit FNV-1a hash of the state fields and time. */
+/* 64-bit FNV-1a hash of the state fields and time (body_sleep and body_idle
+ * only when some entry is non-zero: without sleeping, the hash of before
+ * those fields). */
 uint64_t khz_hashState(const khzModel *m, const khzData *d);
 
 /* Size in bytes of a serialised state; khz_saveState writes exactly that. */
 size_t khz_stateSize(const khzModel *m);
 void khz_saveState(const khzModel *m, const khzData *d, void *out);
 void khz_restoreState(const khzModel *m, khzData *d, const void *in);
+
+/* Sleeping bodies: 1 when body b sleeps; khz_wake wakes b's island (b < 0:
+ * every island). Call khz_wake after writing q of a sleeping body (a written
+ * velocity, torque or wrench wakes it by itself at the next step). */
+int khz_bodySleeping(const khzModel *m, const khzData *d, int b);
+/* 1 when b is the root of a tree that may sleep: a floating joint to the
+ * world with nothing but fixed joints below */
+int khz_bodyCanSleep(const khzModel *m, int b);
+void khz_wake(const khzModel *m, khzData *d, int b);
 
 /* Scratch stack: returns NULL (and counts KHZ_WARN_STACK) when full. */
 void *khz_stackAlloc(khzData *d, size_t bytes);

@@ -301,6 +301,7 @@ typedef struct khzLoopState {
   double *cvel;             /* 6 per body: [angular velocity; velocity of the origin], world */
   int nhaptic;
   double *haptic_wrench;    /* 6 per proxy: [force, torque] on the device (world, N / N m) */
+  int *sleeping;            /* per body: 1 while it sleeps (khz_bodySleeping) */
   int ncontact;
   khzLoopContact *contact;  /* when publish_contacts */
 } khzLoopState;

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "collision.h"
+#include "island.h"
 #include "spatial.h"
 
 /* fraction of the deepest point's depth from which a point is in the deepest layer */
@@ -120,7 +121,8 @@ static void free_slot(khzPairState *p) {
   p->geom[0] = p->geom[1] = -1;
 }
 
-static int assign_slots(const khzModel *m, khzData *d) {
+/* the first `frozen` contacts are sleeping pairs that keep their slots */
+static int assign_slots(const khzModel *m, khzData *d, int frozen) {
   int P = m->npair_max, n = 0;
   size_t mark = khz_stackMark(d);
   uint64_t *key = khz_stackAlloc(d, (size_t)(2 * P + 2) * sizeof(uint64_t));
@@ -140,6 +142,11 @@ static int assign_slots(const khzModel *m, khzData *d) {
       free_slot(p);
       continue;
     }
+    /* a sleeping pair keeps its slot as it was (island.c) */
+    if (khz_anyAsleep(d) && khz_pairAsleep(m, d, m->geom_body[p->geom[0]], m->geom_body[p->geom[1]])) {
+      used[s] = 1;
+      continue;
+    }
     key[n] = ((uint64_t)p->geom[0] << 32) | (uint64_t)p->geom[1];
     slot[n++] = s;
   }
@@ -147,7 +154,7 @@ static int assign_slots(const khzModel *m, khzData *d) {
 
   /* merge with the contacts (sorted the same way) */
   int j = 0;
-  for (int c = 0; c < d->ncontact; c++) {
+  for (int c = frozen; c < d->ncontact; c++) {
     khzContact *ct = &d->contact[c];
     uint64_t k = ((uint64_t)ct->geom[0] << 32) | (uint64_t)ct->geom[1];
     while (j < n && key[j] < k) j++;
@@ -163,7 +170,7 @@ static int assign_slots(const khzModel *m, khzData *d) {
   for (int s = 0; s < P; s++)
     if (d->pair[s].geom[0] >= 0 && !used[s]) free_slot(&d->pair[s]);
   int next = 0;
-  for (int c = 0; c < d->ncontact; c++) {
+  for (int c = frozen; c < d->ncontact; c++) {
     khzContact *ct = &d->contact[c];
     if (ct->slot >= 0) continue;
     while (next < P && d->pair[next].geom[0] >= 0) next++;
@@ -193,7 +200,7 @@ size_t khz_collisionStackBytes(const khzModel *m) {
   /* what khz_collide holds throughout, then the larger of the broad phase and the slots */
   size_t base = (12 * ng + 1) * sizeof(double) + (6 * ng + 1) * sizeof(double) +
                 cap * sizeof(uint64_t) + ptcap * sizeof(khzColPoint) +
-                (size_t)KHZ_COL_WORK(ptcap, cm->maxvert) * sizeof(double) + 5 * a;
+                (size_t)KHZ_COL_WORK(ptcap, cm->maxvert) * sizeof(double) + (cap + 1) + 6 * a;
   size_t broad = 2 * (nb + 1) * sizeof(uint64_t) + (nb + 1) * 48 + (cap + 1) * sizeof(uint64_t) + 4 * a;
   size_t slots = (2 * P + 2) * (sizeof(uint64_t) + sizeof(int)) + P + 1 + 3 * a;
   return base + (broad > slots ? broad : slots);
@@ -236,6 +243,8 @@ static void round_point(const khzModel *m, const khzContact *c, const double *xr
 
 int khz_collide(const khzModel *m, khzData *d) {
   const khzColModel *cm = m->collision;
+  int nkept = d->ncontact_kept; /* the last step's list, where the sleeping pairs are */
+  d->ncontact_kept = d->ncontact_asleep = d->contact_shift = 0;
   d->ncontact = d->ncpoint = 0;
   if (!cm) return 0;
   int ng = m->ngeom, P = m->npair_max, K = m->max_points, full = 0;
@@ -264,13 +273,63 @@ int khz_collide(const khzModel *m, khzData *d) {
   }
   full |= overflow > 0;
 
+  /* sleeping islands (island.c): a sleeping body that an awake moving body
+   * touches wakes its island before the narrow phase below, so that all of
+   * the island's pairs are collided this step (again while a woken island
+   * reaches another); pairs of sleeping or welded bodies are not collided
+   * and keep their slots, which leaves `room` slots for the others */
+  unsigned char *apart = NULL;
+  int room = P;
+  if (khz_anyAsleep(d)) apart = khz_stackAlloc(d, (size_t)np + 1);
+  if (apart) {
+    memset(apart, 0, (size_t)np + 1);
+    for (int woke = 1; woke && khz_anyAsleep(d);) {
+      woke = 0;
+      for (int k = 0; k < np; k++) {
+        int g0 = (int)(pairs[k] >> 32), g1 = (int)(pairs[k] & 0xffffffffu);
+        int b0 = m->geom_body[g0], b1 = m->geom_body[g1];
+        if (apart[k] || !khz_pairMixed(m, d, b0, b1)) continue;
+        khzColOut out = {pt, 0, ptcap, 0, work, cm->maxvert, {0, 0, 0}};
+        if (khz_narrowphase(m, g0, g1, frame, &out)) {
+          khz_wake(m, d, d->body_sleep[b0] ? b0 : b1);
+          woke = 1;
+        } else {
+          apart[k] = 1; /* no contact this step: nothing to do below either */
+        }
+      }
+    }
+    for (int s = 0; s < P; s++) {
+      const khzPairState *ps = &d->pair[s];
+      if (ps->geom[0] >= 0 && ps->geom[0] < ps->geom[1] && ps->geom[1] < m->ngeom &&
+          khz_pairAsleep(m, d, m->geom_body[ps->geom[0]], m->geom_body[ps->geom[1]]))
+        room--;
+    }
+    /* the sleeping pairs of the last step's list stay listed, frozen, at the
+     * front (in place: the point ranges grow with the contacts' order) */
+    for (int i = 0; i < nkept && khz_anyAsleep(d); i++) {
+      khzContact *c = &d->contact[i];
+      if (!khz_pairAsleep(m, d, c->body[0], c->body[1]) || c->slot < 0) continue;
+      if (c->point_adr != d->ncpoint) {
+        memmove(&d->cpoint[d->ncpoint], &d->cpoint[c->point_adr], (size_t)c->npoint * sizeof *d->cpoint);
+        c->deepest += d->ncpoint - c->point_adr;
+        c->point_adr = d->ncpoint;
+      }
+      if (i != d->ncontact) d->contact[d->ncontact] = *c;
+      d->ncontact++;
+      d->ncpoint += c->npoint;
+    }
+    room += d->ncontact; /* their slots were counted above */
+  }
+  int frozen = d->ncontact;
+
   /* narrow phase, pair by pair in (g0, g1) order */
   for (int k = 0; k < np; k++) {
     int g0 = (int)(pairs[k] >> 32), g1 = (int)(pairs[k] & 0xffffffffu);
+    if (apart && (apart[k] || khz_pairAsleep(m, d, m->geom_body[g0], m->geom_body[g1]))) continue;
     khzColOut out = {pt, 0, ptcap, 0, work, cm->maxvert, {0, 0, 0}};
     if (!khz_narrowphase(m, g0, g1, frame, &out)) continue;
     full |= out.overflow > 0;
-    if (d->ncontact >= P) {
+    if (d->ncontact >= room) {
       full = 1;
       continue;
     }
@@ -310,8 +369,13 @@ int khz_collide(const khzModel *m, khzData *d) {
   }
 
   /* persistent slots (slot -1 only when the stack is exhausted, counted as KHZ_WARN_STACK) */
-  assign_slots(m, d);
+  assign_slots(m, d, frozen);
   if (full) d->warning[KHZ_WARN_CONTACTFULL]++;
   khz_stackFree(d, mark);
+  /* the contact stages of this step see the awake pairs only; the step puts
+   * the sleeping ones back in front at its end (khz_islandUpdate) */
+  d->ncontact_asleep = d->contact_shift = frozen;
+  d->contact += frozen;
+  d->ncontact -= frozen;
   return d->ncontact;
 }

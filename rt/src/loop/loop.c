@@ -260,7 +260,7 @@ int khz_loop_hapticPassive(const khzHapticProxy *p, double T) { return khz_tick_
 
 /* the ring slot of a state: the header, then its arrays */
 static size_t state_doubles(const khzModel *m, int nhaptic) {
-  return (size_t)m->nq + 2 * (size_t)m->nv + 13 * (size_t)m->nbody + 6 * (size_t)nhaptic;
+  return (size_t)m->nq + 2 * (size_t)m->nv + 14 * (size_t)m->nbody + 6 * (size_t)nhaptic;
 }
 
 static void state_layout(khzLoop *L, khzLoopState *s) {
@@ -273,6 +273,7 @@ static void state_layout(khzLoop *L, khzLoopState *s) {
   s->xquat = p, p += 4 * m->nbody;
   s->cvel = p, p += 6 * m->nbody;
   s->haptic_wrench = p, p += 6 * L->cfg.nhaptic;
+  s->sleeping = (int *)p, p += m->nbody; /* ints in a double's room each */
   s->contact = (khzLoopContact *)p;
   s->nhaptic = L->cfg.nhaptic;
   s->nq = m->nq, s->nv = m->nv, s->nbody = m->nbody;
@@ -344,6 +345,7 @@ static void publish(khzLoop *L, uint32_t flags, int64_t t_sched, int64_t t_wake)
     memcpy(s->xpos, d->xpos, 3 * (size_t)m->nbody * sizeof(double));
     memcpy(s->cvel, d->cvel, 6 * (size_t)m->nbody * sizeof(double));
     for (int b = 0; b < m->nbody; b++) khzu_mat2quat(s->xquat + 4 * b, d->xrot + 9 * b);
+    for (int b = 0; b < m->nbody; b++) s->sleeping[b] = khz_bodySleeping(m, d, b);
     memcpy(s->haptic_wrench, L->hwrench, 6 * (size_t)L->cfg.nhaptic * sizeof(double));
     copy_contacts(L, s);
     khz_ring_commit(&L->states);

@@ -1,0 +1,210 @@
+/* island.c — islands and sleeping bodies (docs/sleeping.md).
+ *
+ * The unit is a tree (a root body and what hangs below it). A tree may sleep
+ * when it is a free body: a floating root with nothing but fixed joints
+ * below (robots never sleep). Trees that touch through this step's contacts
+ * form islands (union-find, the smaller root the representative, so the
+ * labels do not depend on the order of the contacts). Each awake tree keeps
+ * an idle time: the seconds every point of it has moved slower than
+ * m->sleep.velocity, bounded by |v_origin| + |w| r with r the reach of the
+ * body's geoms from its origin (Box2D's sleep test, with the body's extent).
+ * An island of free trees all idle for m->sleep.time falls asleep together:
+ * velocities set to zero, then not integrated and not collided (their pairs
+ * keep their persistent state, so waking is seamless) until a contact with
+ * an awake moving body (collision/pairs.c), a torque, a wrench, a velocity
+ * (khz_islandWakeOnInputs) or khz_wake wakes the whole island.
+ * The dynamics (rt/src/dynamics.c) skip sleeping bodies: their forward pass
+ * keeps the values of the frozen q at rest, their accelerations are zero.
+ * Everything is deterministic and uses the data's stack only.
+ */
+#include "island.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "collision/collision.h"
+#include "dynamics.h"
+
+static int is_root(const khzModel *m, int b) { return b > 0 && m->body_parent[b] == 0; }
+
+int khz_pairAsleep(const khzModel *m, const khzData *d, int b0, int b1) {
+  int s0 = b0 > 0 && d->body_sleep[b0], s1 = b1 > 0 && d->body_sleep[b1];
+  if (!s0 && !s1) return 0;
+  return (s0 || khz_bodyStatic(m, b0)) && (s1 || khz_bodyStatic(m, b1));
+}
+
+int khz_pairMixed(const khzModel *m, const khzData *d, int b0, int b1) {
+  int s0 = b0 > 0 && d->body_sleep[b0], s1 = b1 > 0 && d->body_sleep[b1];
+  if (s0 == s1) return 0;
+  return s0 ? !khz_bodyStatic(m, b1) : !khz_bodyStatic(m, b0);
+}
+
+int khz_bodySleeping(const khzModel *m, const khzData *d, int b) {
+  return b > 0 && b < m->nbody && d->body_sleep[b] != 0;
+}
+
+int khz_bodyCanSleep(const khzModel *m, int b) {
+  if (!is_root(m, b) || m->jnt_type[b] != KHZ_JOINT_FLOATING) return 0;
+  for (int i = b + 1; i < m->nbody; i++)
+    if (m->body_root[i] == b && m->jnt_type[i] != KHZ_JOINT_FIXED) return 0;
+  return 1;
+}
+
+void khz_wake(const khzModel *m, khzData *d, int b) {
+  if (!khz_anyAsleep(d) || b >= m->nbody || b == 0) return;
+  int label = b > 0 ? d->body_sleep[b] : 0;
+  if (b > 0 && !label) return;
+  for (int i = 1; i < m->nbody; i++) {
+    if (!d->body_sleep[i] || (label && d->body_sleep[i] != label)) continue;
+    d->body_sleep[i] = 0;
+    d->body_idle[i] = 0;
+    if (is_root(m, i)) d->body_sleep[0]--;
+  }
+}
+
+static int nonzero(const double *x, int n) {
+  for (int k = 0; k < n; k++)
+    if (x[k] != 0) return 1;
+  return 0;
+}
+
+void khz_islandWakeOnInputs(const khzModel *m, khzData *d) {
+  d->ncontact_asleep = d->contact_shift = 0; /* khz_collide lists them again */
+  if (!khz_anyAsleep(d)) return;
+  if (!d->sleep_enabled || d->contact_method == KHZ_CONTACT_NONE) {
+    khz_wake(m, d, -1);
+    return;
+  }
+  for (int b = 1; b < m->nbody; b++) {
+    if (!d->body_sleep[b]) continue;
+    int da = m->jnt_dofadr[b], nv = m->jnt_nv[b];
+    if (nonzero(d->xfrc + 6 * b, 6) || nonzero(d->qd + da, nv) || nonzero(d->tau_applied + da, nv))
+      khz_wake(m, d, b);
+  }
+}
+
+void khz_islandFreeze(const khzModel *m, khzData *d, const double *q0, const double *v0) {
+  if (!khz_anyAsleep(d)) return;
+  for (int b = 1; b < m->nbody; b++) {
+    if (!d->body_sleep[b]) continue;
+    int qa = m->jnt_qadr[b], da = m->jnt_dofadr[b];
+    memcpy(d->q + qa, q0 + qa, (size_t)m->jnt_nq[b] * sizeof(double));
+    memcpy(d->qd + da, v0 + da, (size_t)m->jnt_nv[b] * sizeof(double));
+    memset(d->qdd + da, 0, (size_t)m->jnt_nv[b] * sizeof(double));
+  }
+}
+
+size_t khz_islandStackBytes(const khzModel *m) {
+  return (size_t)m->nbody * (2 * sizeof(int) + 2 * sizeof(double)) + 4 * 64;
+}
+
+static int find(int *parent, int x) {
+  while (parent[x] != x) x = parent[x] = parent[parent[x]]; /* path halving */
+  return x;
+}
+
+/* the smaller root represents the union: labels independent of contact order */
+static void unite(int *parent, int a, int b) {
+  a = find(parent, a), b = find(parent, b);
+  if (a < b) parent[b] = a;
+  else if (b < a) parent[a] = b;
+}
+
+int khz_islandUpdate(const khzModel *m, khzData *d) {
+  /* the sleeping pairs back in front of the list (khz_collide moved past them) */
+  int frozen = d->contact_shift;
+  d->contact -= frozen;
+  d->ncontact += frozen;
+  d->contact_shift = 0;
+  d->ncontact_kept = 0;
+  if (!d->sleep_enabled || d->contact_method == KHZ_CONTACT_NONE) return 0;
+  int nb = m->nbody, slept = 0;
+  size_t mark = khz_stackMark(d);
+  int *parent = khz_stackAlloc(d, (size_t)nb * sizeof(int));
+  int *capable = khz_stackAlloc(d, (size_t)nb * sizeof(int));
+  double *reach = khz_stackAlloc(d, (size_t)nb * sizeof(double));
+  double *least = khz_stackAlloc(d, (size_t)nb * sizeof(double));
+  if (!parent || !capable || !reach || !least) { /* counted as KHZ_WARN_STACK: nobody sleeps */
+    khz_stackFree(d, mark);
+    return 0;
+  }
+
+  /* how far each body reaches from its origin: its geoms, and at least its
+   * mass (com plus sqrt(trace I / m), 1.1 radii for a ball), so that a body
+   * without geoms that spins does not count as still */
+  const khzColModel *cm = m->collision;
+  for (int b = 0; b < nb; b++) {
+    const double *I = m->body_inertia + 9 * b;
+    double mass = m->body_mass[b], tr = I[0] + I[4] + I[8];
+    reach[b] = khzu_norm3(m->body_com + 3 * b) + (mass > 0 && tr > 0 ? sqrt(tr / mass) : 0);
+  }
+  for (int g = 0; cm && g < m->ngeom; g++) {
+    const khzColGeom *cg = cm->geom + g;
+    if (cg->shape < 0) continue;
+    int b = m->geom_body[g];
+    double r = khzu_norm3(m->geom_pos + 3 * g) + khzu_norm3(cg->center) + cg->radius;
+    if (cg->shape == KHZ_SHAPE_PLANE) r = INFINITY;
+    if (r > reach[b]) reach[b] = r;
+  }
+
+  /* free trees, and the islands of this step's contacts */
+  for (int b = 0; b < nb; b++) parent[b] = b, capable[b] = 0, least[b] = INFINITY;
+  for (int b = 1; b < nb; b++) {
+    int r = m->body_root[b];
+    if (b == r) capable[r] = m->jnt_type[r] == KHZ_JOINT_FLOATING;
+    else if (m->jnt_type[b] != KHZ_JOINT_FIXED) capable[r] = 0;
+  }
+  for (int i = frozen; i < d->ncontact; i++) {
+    const khzContact *c = d->contact + i;
+    int b0 = c->body[0], b1 = c->body[1];
+    if (khz_bodyStatic(m, b0) || khz_bodyStatic(m, b1)) continue;
+    unite(parent, m->body_root[b0], m->body_root[b1]);
+  }
+
+  /* idle times: every body of the tree below the speed bound */
+  double h = d->timestep, vmax = m->sleep.velocity;
+  for (int b = 1; b < nb; b++) {
+    int r = m->body_root[b];
+    if (b == r && !d->body_sleep[r]) d->body_idle[r] += h; /* back to 0 below if it moves */
+  }
+  for (int b = 1; b < nb; b++) {
+    int r = m->body_root[b];
+    if (d->body_sleep[r]) continue;
+    const double *w = d->cvel + 6 * b, *v = w + 3;
+    double bound = khzu_norm3(v) + khzu_norm3(w) * reach[b];
+    /* a body held by a wrench or a torque (a haptic coupling at rest) is
+     * not idle: asleep, the input would wake it at once */
+    int driven = nonzero(d->xfrc + 6 * b, 6) || nonzero(d->tau_applied + m->jnt_dofadr[b], m->jnt_nv[b]);
+    if (!capable[r] || driven || !(bound <= vmax)) d->body_idle[r] = 0;
+  }
+
+  /* an island sleeps when its least idle tree has been idle long enough;
+   * a tree that cannot sleep (a robot, idle 0) keeps its island awake */
+  for (int r = 1; r < nb; r++) {
+    if (!is_root(m, r) || d->body_sleep[r] || khz_bodyStatic(m, r)) continue;
+    int rep = find(parent, r);
+    double t = capable[r] ? d->body_idle[r] : -1;
+    if (t < least[rep]) least[rep] = t;
+  }
+  for (int r = 1; r < nb; r++) {
+    capable[r] = 0; /* from here: 1 + the label of a tree falling asleep, else 0 */
+    if (!is_root(m, r) || d->body_sleep[r] || khz_bodyStatic(m, r)) continue;
+    int rep = find(parent, r);
+    if (!(least[rep] >= m->sleep.time)) continue;
+    memset(d->qd + m->jnt_dofadr[r], 0, (size_t)m->jnt_nv[r] * sizeof(double));
+    capable[r] = 1 + rep;
+    slept = 1;
+  }
+  /* the kinematics at rest (zero velocity) before the flags are set: the
+   * dynamics skip sleeping bodies, whose last pass must be this one */
+  if (slept) khz_kinematics(m, d);
+  for (int b = 1; slept && b < nb; b++) {
+    int r = m->body_root[b];
+    if (!capable[r]) continue;
+    d->body_sleep[b] = capable[r];
+    if (b == r) d->body_sleep[0]++;
+  }
+  khz_stackFree(d, mark);
+  if (khz_anyAsleep(d)) d->ncontact_kept = d->ncontact;
+  return slept;
+}

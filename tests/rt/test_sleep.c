@@ -1,0 +1,226 @@
+/* test_sleep.c — islands and sleeping bodies (rt/src/island.c,
+ * docs/sleeping.md): a settled scene falls asleep island by island; sleeping
+ * bodies are frozen bit for bit and their contacts stay listed; a wrench, a
+ * torque, a velocity and a box dropped on them wake exactly their island;
+ * sleeping off (scene option and run-time switch) keeps everything awake;
+ * determinism through sleep and wake; zero heap calls while islands sleep
+ * and wake (malloc & co. wrapped at link time). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ensure.h"
+#include "khz/khz.h"
+
+static int counting;
+static long allocations;
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t k, size_t n);
+void *__real_realloc(void *p, size_t n);
+void __real_free(void *p);
+void *__wrap_malloc(size_t n) {
+  allocations += counting;
+  return __real_malloc(n);
+}
+void *__wrap_calloc(size_t k, size_t n) {
+  allocations += counting;
+  return __real_calloc(k, n);
+}
+void *__wrap_realloc(void *p, size_t n) {
+  allocations += counting;
+  return __real_realloc(p, n);
+}
+void __wrap_free(void *p) {
+  allocations += counting && p;
+  __real_free(p);
+}
+
+/* bodies: a column of three boxes (1..3), a ball beside it (4), a box far
+ * away (5) */
+enum { BOX1 = 1, BOX2, BOX3, BALL, FAR, NBODY };
+
+static void add_free(khzSpec *s, const char *name, khzGeomType type, double half, double mass,
+                     double x, double z) {
+  khzBodySpec b;
+  khz_spec_defaultBody(&b);
+  snprintf(b.name, sizeof b.name, "%s", name);
+  snprintf(b.joint_name, sizeof b.joint_name, "%s", name);
+  b.joint_type = KHZ_JOINT_FLOATING;
+  b.mass = mass;
+  double I = type == KHZ_GEOM_SPHERE ? 0.4 * mass * half * half : mass * (8 * half * half) / 12;
+  b.inertia[0] = b.inertia[1] = b.inertia[2] = I;
+  double q0[7] = {x, 0, z, 1, 0, 0, 0};
+  memcpy(b.q0, q0, sizeof q0);
+  khzGeomSpec g;
+  khz_spec_defaultGeom(&g);
+  g.body = khz_spec_addBody(s, &b);
+  g.type = type;
+  g.size[0] = g.size[1] = g.size[2] = half;
+  khz_spec_addGeom(s, &g);
+}
+
+static khzModel *scene(int sleep) {
+  khzSpec *s = khz_spec_new();
+  khzGeomSpec plane;
+  khz_spec_defaultGeom(&plane);
+  plane.type = KHZ_GEOM_PLANE;
+  khz_spec_addGeom(s, &plane);
+  add_free(s, "box1", KHZ_GEOM_BOX, 0.05, 1, 0, 0.051);
+  add_free(s, "box2", KHZ_GEOM_BOX, 0.05, 1, 0.01, 0.153);
+  add_free(s, "box3", KHZ_GEOM_BOX, 0.05, 1, -0.01, 0.255);
+  add_free(s, "ball", KHZ_GEOM_SPHERE, 0.05, 1, 0.5, 0.06);
+  add_free(s, "far", KHZ_GEOM_BOX, 0.05, 1, 3, 0.051);
+  khzSleepOptions o;
+  khz_spec_defaultSleep(&o);
+  o.enabled = sleep;
+  khz_spec_setSleep(s, &o);
+  char err[256];
+  khzModel *m = khz_compile(s, err, sizeof err);
+  ENSURE_MSG(m, "%s", err);
+  khz_spec_destroy(&s);
+  return m;
+}
+
+static int asleep(const khzModel *m, const khzData *d, int lo, int hi) {
+  int n = 0;
+  for (int b = lo; b <= hi; b++) n += khz_bodySleeping(m, d, b);
+  return n;
+}
+
+/* steps until every free body sleeps; returns the time or -1 */
+static double settle(const khzModel *m, khzData *d, double limit) {
+  while (d->time < limit) {
+    khz_step(m, d);
+    if (asleep(m, d, 1, NBODY - 1) == NBODY - 1) return d->time;
+  }
+  return -1;
+}
+
+static double energy(const khzModel *m, khzData *d) {
+  double ke, pe;
+  khz_energy(m, d, &ke, &pe);
+  return ke + pe;
+}
+
+int main(void) {
+  khzModel *m = scene(1);
+  if (!m) return ensure_report();
+  for (int b = 1; b < NBODY; b++) ENSURE(khz_bodyCanSleep(m, b));
+  khzData *d = khz_makeData(m, 0);
+
+  /* 1. the scene settles and sleeps, island by island; contacts stay listed */
+  double t = settle(m, d, 5);
+  printf("everything asleep at %.3f s; %d pairs listed, %d of them asleep\n", t, d->ncontact,
+         d->ncontact_asleep);
+  ENSURE(t > 0.5 && t < 4);
+  ENSURE(d->body_sleep[BOX1] == d->body_sleep[BOX3] && d->body_sleep[BOX1] != d->body_sleep[BALL] &&
+         d->body_sleep[BALL] != d->body_sleep[FAR]);
+  ENSURE(d->body_sleep[BOX1] == 1 + BOX1 && d->body_sleep[FAR] == 1 + FAR); /* label: smallest root */
+  khz_step(m, d);
+  ENSURE(d->ncontact == 5 && d->ncontact_asleep == 5); /* 3 on the ground and 2 in the column */
+
+  /* 2. frozen bit for bit: q, qd, energy, the contact list; nothing collided */
+  size_t n = khz_stateSize(m);
+  unsigned char *before = malloc(n), *after = malloc(n);
+  khzContact c0 = d->contact[3];
+  double e0 = energy(m, d);
+  khz_saveState(m, d, before);
+  for (int k = 0; k < 1000; k++) khz_step(m, d);
+  khz_saveState(m, d, after);
+  /* the time differs; everything after it must not */
+  ENSURE(memcmp(before + sizeof(double), after + sizeof(double), n - sizeof(double)) == 0);
+  ENSURE(energy(m, d) == e0);
+  for (int k = 0; k < m->nv; k++) ENSURE(d->qd[k] == 0 && d->qdd[k] == 0);
+  ENSURE(memcmp(&c0, &d->contact[3], sizeof c0) == 0);
+
+  /* 3. a wrench on the column's top box wakes the column only */
+  khzData *w = khz_makeData(m, 0);
+  khz_copyState(m, w, d);
+  counting = 1;
+  w->xfrc[6 * BOX3 + 0] = 300; /* a push along x, at the com: 0.3 m/s */
+  khz_step(m, w);
+  w->xfrc[6 * BOX3 + 0] = 0;
+  ENSURE(asleep(m, w, BOX1, BOX3) == 0 && asleep(m, w, BALL, FAR) == 2);
+  ENSURE(w->qd[m->jnt_dofadr[BOX3]] > 0);
+  double t2 = settle(m, w, w->time + 5);
+  ENSURE(t2 > 0);
+  counting = 0;
+  printf("a wrench woke the column (ball and far box asleep); asleep again %.3f s later\n", t2 - d->time - 0.001);
+
+  /* 4. a torque on the ball, and a velocity written into the far box, wake them alone */
+  khz_copyState(m, w, d);
+  khz_step(m, w);
+  w->tau[m->jnt_dofadr[BALL] + 3] = 1e-3;
+  khz_step(m, w);
+  ENSURE(!khz_bodySleeping(m, w, BALL) && asleep(m, w, BOX1, BOX3) == 3 && khz_bodySleeping(m, w, FAR));
+  w->tau[m->jnt_dofadr[BALL] + 3] = 0;
+  w->qd[m->jnt_dofadr[FAR]] = 0.2;
+  khz_step(m, w);
+  ENSURE(!khz_bodySleeping(m, w, FAR) && asleep(m, w, BOX1, BOX3) == 3);
+
+  /* 5. the far box moved above the column (khz_wake after writing q) drops on
+   * it: the contact with an awake body wakes the column, not the ball */
+  khz_copyState(m, w, d);
+  counting = 1;
+  int qa = m->jnt_qadr[FAR];
+  w->q[qa] = 0, w->q[qa + 2] = 0.40;
+  khz_wake(m, w, FAR);
+  ENSURE(!khz_bodySleeping(m, w, FAR) && asleep(m, w, BOX1, BOX3) == 3);
+  int woke = 0;
+  double hit = -1;
+  for (int k = 0; k < 300 && !woke; k++) {
+    khz_step(m, w);
+    if (asleep(m, w, BOX1, BOX3) == 0) woke = 1, hit = w->time;
+  }
+  ENSURE(woke && khz_bodySleeping(m, w, BALL));
+  double t3 = settle(m, w, w->time + 6);
+  counting = 0;
+  printf("the dropped box woke the column at %.3f s (ball asleep); all asleep again at %.3f s, "
+         "dropped box at z = %.4f m\n", hit, t3, w->q[qa + 2]);
+  ENSURE(t3 > 0 && fabs(w->q[qa + 2] - 0.35) < 0.005);
+  printf("heap calls while sleeping and waking: %ld\n", allocations);
+  ENSURE(allocations == 0);
+  ENSURE(w->warning[KHZ_WARN_STACK] == 0 && d->warning[KHZ_WARN_STACK] == 0);
+
+  /* 6. determinism: the same inputs give the same bits, through sleep and
+   * wake, also from a restored state */
+  khzData *a = khz_makeData(m, 0), *b = khz_makeData(m, 0);
+  for (int k = 0; k < 4000; k++) {
+    if (k == 2500) a->xfrc[6 * BOX2 + 1] = b->xfrc[6 * BOX2 + 1] = 5;
+    if (k == 2501) a->xfrc[6 * BOX2 + 1] = b->xfrc[6 * BOX2 + 1] = 0;
+    if (k == 2000) { /* b goes through a save and a restore while asleep */
+      khz_saveState(m, b, before);
+      khz_resetData(m, b);
+      khz_restoreState(m, b, before);
+    }
+    khz_step(m, a), khz_step(m, b);
+  }
+  ENSURE(khz_hashState(m, a) == khz_hashState(m, b));
+  ENSURE(asleep(m, a, 1, NBODY - 1) == NBODY - 1);
+
+  /* 7. a body held still by a constant wrench (1 N sideways, below
+   * friction) is not idle: it stays awake while the others sleep */
+  khz_resetData(m, w);
+  for (int k = 0; k < 3000; k++) {
+    w->xfrc[6 * FAR + 1] = 1;
+    khz_step(m, w);
+  }
+  ENSURE(!khz_bodySleeping(m, w, FAR) && asleep(m, w, BOX1, BALL) == 4);
+  w->xfrc[6 * FAR + 1] = 0;
+
+  /* 8. sleeping off: by the scene, and switched off at run time */
+  khzModel *m0 = scene(0);
+  khzData *z = khz_makeData(m0, 0);
+  ENSURE(z->sleep_enabled == 0 && settle(m0, z, 5) < 0 && asleep(m0, z, 1, NBODY - 1) == 0);
+  khz_copyState(m, w, d);
+  w->sleep_enabled = 0;
+  khz_step(m, w);
+  ENSURE(asleep(m, w, 1, NBODY - 1) == 0);
+  for (int k = 0; k < 3000; k++) khz_step(m, w);
+  ENSURE(asleep(m, w, 1, NBODY - 1) == 0);
+
+  free(before), free(after);
+  khz_deleteData(&a), khz_deleteData(&b), khz_deleteData(&z), khz_deleteData(&w), khz_deleteData(&d);
+  khz_deleteModel(&m0);
+  khz_deleteModel(&m);
+  return ensure_report();
+}
