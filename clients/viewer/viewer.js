@@ -6,9 +6,10 @@ import * as THREE from 'three';
 import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
 
 const $ = (id) => document.getElementById(id);
+let needRender = true;
 const host = $('scene');
 const renderer = new THREE.WebGLRenderer({ antialias: true, preserveDrawingBuffer: true });
-renderer.setPixelRatio(window.devicePixelRatio || 1);
+renderer.setPixelRatio(Math.min(2, window.devicePixelRatio || 1));
 host.appendChild(renderer.domElement);
 const scene = new THREE.Scene();
 scene.background = new THREE.Color(0x30363d);
@@ -25,9 +26,10 @@ scene.add(sun);
 
 // the viewer's state, readable by tests (window.khz)
 const view = {
-  model: null, state: null, source: null, bodies: [], frames: 0, seq: -1,
+  model: null, state: null, source: null, bodies: [], frames: 0, rendered: 0, seq: -1,
   history: [], ws: null, replies: [], timeline: null,
 };
+view.backgroundRGB = [0x30, 0x36, 0x3d];
 window.khz = view;
 
 function resize() {
@@ -35,6 +37,7 @@ function resize() {
   renderer.setSize(w, h);
   camera.aspect = w / Math.max(1, h);
   camera.updateProjectionMatrix();
+  needRender = true;
 }
 window.addEventListener('resize', resize);
 resize();
@@ -217,11 +220,14 @@ function showModel(m) {
 function showState(s) {
   $('seq').textContent = s.seq;
   $('simtime').textContent = s.sim_time.toFixed(3);
-  const paused = s.flags.includes('PAUSED');
+  const paused = s.paused || s.flags.includes('PAUSED');
   $('mode').textContent = s.mode + (paused ? ' (paused)' : '');
   $('rate').textContent = `${s.rate_hz} Hz` + (s.measured_hz != null ? `, measured ${s.measured_hz.toFixed(0)} Hz` : '');
-  $('lateness').textContent = fmtUs(s.stats.lateness_ns);
-  $('compute').textContent = fmtUs(s.stats.compute_ns);
+  const h = (x) => (x && x.count ? ` (p50 ${fmtUs(x.p50)}, p99 ${fmtUs(x.p99)}, max ${fmtUs(x.max)})` : '');
+  const srv = s.server || {};
+  $('lateness').textContent = fmtUs(s.stats.lateness_ns) + h(srv.lateness);
+  $('compute').textContent = fmtUs(s.stats.compute_ns) + h(srv.compute);
+  $('clients').textContent = srv.clients != null ? `${srv.clients} seen, ${srv.rejected} messages rejected` : '–';
   $('overruns').textContent = `${s.stats.overruns} (${s.stats.missed} missed), ${s.stats.states_dropped} states dropped`;
   $('overruns').className = s.stats.overruns ? 'warn' : '';
   $('ncontacts').textContent = `${s.contacts.length / 12} points, method ${s.contact_method}`;
@@ -310,6 +316,7 @@ function connect() {
       showContacts(msg.contacts);
       showState(msg);
       record(msg);
+      needRender = true;
     } else if (msg.t === 'reply') {
       view.replies.push(msg);
       $('log').textContent = (msg.ok ? '' : 'refused: ') + msg.text;
@@ -327,7 +334,7 @@ $('pause').onclick = () => send({ op: 'pause' });
 $('resume').onclick = () => send({ op: 'resume' });
 $('step').onclick = () => send({ op: 'step', n: Math.max(1, parseInt($('stepn').value, 10) || 1) });
 $('reset').onclick = () => send({ op: 'reset' });
-$('show-collision').onchange = () => { for (const o of view.collision) o.visible = $('show-collision').checked; };
+$('show-collision').onchange = () => { for (const o of view.collision) o.visible = $('show-collision').checked; needRender = true; };
 $('method').onchange = () => send({ op: 'method', name: $('method').value });
 $('show-contacts').onchange = () => send({ op: 'contacts', on: $('show-contacts').checked });
 $('play').onclick = () => send({ op: 'play' });
@@ -367,16 +374,18 @@ function grabPoint() {
 
 function pushNow() {
   if (drag.body < 0 || !view.state) return;
-  // a spring of 40 / s^2 per kg from the grabbed point to the pointer, capped at 5 g
+  // a critically damped spring per kg from the grabbed point to the pointer,
+  // F = m (k d - c v), k = 40 / s^2, c = 2 sqrt(k), capped at 3 g; applied at the
+  // centre of mass (no torque: the server bounds torques by inertias it does not publish)
   const m = view.model.masses[drag.body] || 1;
-  const p = grabPoint();
-  const d = drag.target.clone().sub(p);
-  const f = d.multiplyScalar(40 * m);
-  const cap = 5 * 9.81 * m;
+  const d = drag.target.clone().sub(grabPoint());
+  const tw = view.state.twist, o = 6 * drag.body;
+  const v = tw && tw.length >= o + 6 ? new THREE.Vector3(tw[o + 3], tw[o + 4], tw[o + 5]) : new THREE.Vector3();
+  const f = d.multiplyScalar(40).sub(v.multiplyScalar(2 * Math.sqrt(40))).multiplyScalar(m);
+  const cap = 3 * 9.81 * m;
   if (f.length() > cap) f.setLength(cap);
-  const o = view.bodies[drag.body].position;
-  const t = p.clone().sub(o).cross(f);
-  send({ op: 'push', body: drag.body, force: f.toArray(), torque: t.toArray(), duration: 0.1 });
+  send({ op: 'push', body: drag.body, force: f.toArray(), torque: [0, 0, 0], duration: 0.06 });
+  needRender = true;
 }
 
 renderer.domElement.addEventListener('pointerdown', (ev) => {
@@ -431,14 +440,31 @@ function endDrag() {
 renderer.domElement.addEventListener('pointerup', endDrag);
 renderer.domElement.addEventListener('pointercancel', endDrag);
 
+// test hooks: where a body's origin lands on the page, and which body a point hits
+view.project = (i) => {
+  const v = view.bodies[i].getWorldPosition(new THREE.Vector3()).project(camera);
+  const r = renderer.domElement.getBoundingClientRect();
+  return { x: r.left + (v.x + 1) / 2 * r.width, y: r.top + (1 - v.y) / 2 * r.height, inside: Math.abs(v.x) < 1 && Math.abs(v.y) < 1 && v.z < 1 };
+};
+view.pickAt = (x, y) => {
+  const h = pick({ clientX: x, clientY: y });
+  return h ? (h.object.userData.body ?? -1) : -1;
+};
+
 // ------------------------------------------------------------------ frame
+// renders only when something changed (a state, the camera, a drag): software
+// WebGL and laptops on battery thank it
 function animate() {
   requestAnimationFrame(animate);
+  if (!needRender) return;
+  needRender = false;
   if (drag.body >= 0) {
     dragLine.geometry.setFromPoints([grabPoint(), drag.target]);
   }
   drawPlot();
   renderer.render(scene, camera);
+  view.rendered++;
 }
+orbit.addEventListener('change', () => { needRender = true; });
 connect();
 animate();

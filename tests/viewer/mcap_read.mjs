@@ -6,14 +6,18 @@
 // indexed one (summary, chunk indexes, message indexes, CRCs: what Foxglove
 // seeks with) and the streaming one (every record in file order).
 //
-//   node tests/viewer/mcap_read.mjs FILE.mcap VIEWER_DIR
+//   node tests/viewer/mcap_read.mjs FILE.mcap VIEWER_DIR [DUMP_PREFIX]
+//
+// With DUMP_PREFIX, each topic's messages are also written, in read order, to
+// DUMP_PREFIX + topic with '/' as '_' + '.bin' (uint32 length + bytes each),
+// and the JSON carries each schema's data (base64) by name.
 import { createRequire } from 'node:module';
-import { open, readFile } from 'node:fs/promises';
+import { open, readFile, writeFile } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-const [file, viewerDir] = process.argv.slice(2);
+const [file, viewerDir, dumpPrefix] = process.argv.slice(2);
 const require = createRequire(join(resolve(viewerDir), 'package.json'));
 const mcapEntry = require.resolve('@mcap/core').replace('/cjs/', '/esm/');
 const { McapIndexedReader, McapStreamReader } = await import(pathToFileURL(mcapEntry).href);
@@ -42,6 +46,10 @@ const out = {
   chunks: reader.chunkIndexes.length,
   messages: {},
 };
+const dumps = {};
+if (dumpPrefix) {
+  out.schema_data = Object.fromEntries([...reader.schemasById.values()].map((s) => [s.name, Buffer.from(s.data).toString('base64')]));
+}
 for await (const m of reader.readMessages({ validateCrcs: true })) {
   const topic = reader.channelsById.get(m.channelId).topic;
   const t = (out.messages[topic] ??= { log: [], publish: [], sequence: [], sha1: [] });
@@ -49,6 +57,14 @@ for await (const m of reader.readMessages({ validateCrcs: true })) {
   t.publish.push(m.publishTime.toString());
   t.sequence.push(m.sequence);
   t.sha1.push(createHash('sha1').update(m.data).digest('hex'));
+  if (dumpPrefix) {
+    const len = Buffer.alloc(4);
+    len.writeUInt32LE(m.data.length);
+    (dumps[topic] ??= []).push(len, Buffer.from(m.data));
+  }
+}
+for (const [topic, parts] of Object.entries(dumps)) {
+  await writeFile(dumpPrefix + topic.replaceAll('/', '_') + '.bin', Buffer.concat(parts));
 }
 await fh.close();
 

@@ -431,7 +431,10 @@ class Recorder:
         self.states += 1
         if self.bodies is None or (self.next_tf is not None and ns < self.next_tf):
             return
-        self.next_tf = ns + self.tf_period
+        # on a grid of tf_period from the first state (a late state does not shift it)
+        self.next_tf = (ns if self.next_tf is None else self.next_tf) + self.tf_period
+        if self.next_tf <= ns:
+            self.next_tf = ns + self.tf_period
         tf = self.fox.FrameTransforms()
         pose = msg.body_pose
         for b in range(1, min(len(self.bodies), len(pose) // 7)):

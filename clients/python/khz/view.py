@@ -16,9 +16,10 @@ body names).
 Messages to the browser (JSON text):
     {"t": "model", "scene", "bodies", "joints", "actuators", "contact_methods",
      "contact_method", "geoms", "meshes", "source": "live"|"recording", "endpoint"}
-    {"t": "state", "seq", "sim_time", "mode", "rate_hz", "flags", "pose",
+    {"t": "state", "seq", "sim_time", "mode", "rate_hz", "flags", "pose", "twist",
      "q", "qd", "tau", "contacts", "stats", "warnings", "contact_method",
-     "measured_hz", "index"?}    (pose: 7 per body; contacts: 12 numbers each:
+     "measured_hz", "paused", "server" (GetStats, twice a second), "index"?}    (pose: 7 per
+     body, twist: 6 per body, angular then linear; contacts: 12 numbers each:
      position, normal, depth, force, body1, body2)
     {"t": "reply", "op", "ok", "text"}
     {"t": "timeline", "n", "t0", "t1", "index", "playing", "speed"}   (playback)
@@ -120,7 +121,8 @@ def state_message(st, measured_hz: float | None = None) -> dict:
         "t": "state", "seq": st.seq, "sim_time": st.sim_time,
         "mode": MODE_NAMES.get(st.mode, str(st.mode)), "rate_hz": st.rate_hz,
         "flags": flag_names(st.flags), "pose": list(st.body_pose), "q": list(st.q),
-        "qd": list(st.qd), "tau": list(st.tau), "contacts": contacts,
+        "qd": list(st.qd), "tau": list(st.tau), "twist": list(st.body_twist),
+        "contacts": contacts,
         "stats": {"lateness_ns": s.lateness_ns, "compute_ns": s.compute_ns, "ticks": s.ticks,
                   "overruns": s.overruns, "missed": s.missed,
                   "states_dropped": s.states_dropped, "commands": s.commands},
@@ -148,21 +150,42 @@ class LiveSource:
         self.replies: queue.Queue = queue.Queue()
         self.stop = threading.Event()
         self.measured: float | None = None
+        self.server: dict = {}
         self.error: str | None = None
         self.thread = threading.Thread(target=self._run, name="khz-view-client", daemon=True)
 
     def model_json(self) -> dict:
         return model_message(self.model, self.geo, self.source, self.c.state_endpoint)
 
+    def _poll_stats(self) -> None:
+        """The loop's statistics (GetStats): paused or not (a paused loop
+        publishes nothing, so the states cannot say it), lateness and
+        compute percentiles, clients."""
+        try:
+            s = self.c.stats()
+        except KhzError:
+            return
+        h = lambda x: {"p50": x.p50, "p99": x.p99, "max": x.max, "count": x.count}  # noqa: E731
+        self.server = {"paused": s.paused, "lateness": h(s.lateness), "compute": h(s.compute),
+                       "clients": s.clients, "rejected": s.rejected,
+                       "states_published": s.states_published}
+        self.version += 1
+
     def _run(self) -> None:
         window: list[tuple[float, int]] = []
+        next_stats = 0.0
         while not self.stop.is_set():
+            if time.monotonic() >= next_stats:
+                self._poll_stats()
+                next_stats = time.monotonic() + 0.5
             while True:
                 try:
                     req = self.requests.get_nowait()
                 except queue.Empty:
                     break
                 self.replies.put(self._apply(req))
+                if req.get("op") in ("pause", "resume", "step", "reset"):
+                    next_stats = 0.0
             try:
                 st = self.c.latest_state(0.02)
             except Timeout:
@@ -223,7 +246,12 @@ class LiveSource:
 
     def frame(self) -> tuple[int, dict | None]:
         st = self.latest
-        return self.version, (state_message(st.msg, self.measured) if st is not None else None)
+        if st is None:
+            return self.version, None
+        msg = state_message(st.msg, self.measured)
+        msg["server"] = self.server
+        msg["paused"] = bool(self.server.get("paused"))
+        return self.version, msg
 
     def submit(self, req: dict) -> None:
         self.requests.put(req)
@@ -384,6 +412,9 @@ class Viewer:
             await ws.send(json.dumps(self.src.model_json()))
             if isinstance(self.src, PlaybackSource):
                 await ws.send(json.dumps(self.src.timeline()))
+            _, msg = self.src.frame()  # the newest state at once (a paused server sends none)
+            if msg is not None:
+                await ws.send(json.dumps(msg))
             async for text in ws:
                 try:
                     req = json.loads(text)
