@@ -79,8 +79,11 @@ function geomObject(g, meshes) {
     default: return null;
   }
   const [r, gg, bb, al] = g.rgba;
+  // a moving scene object left at the scene loader's default grey gets a hue of its own
+  const color = g.tint != null && r === 0.6 && gg === 0.6 && bb === 0.6
+    ? new THREE.Color().setHSL((g.tint * 0.618034) % 1, 0.45, 0.55) : new THREE.Color(r, gg, bb);
   const mat = new THREE.MeshStandardMaterial({
-    color: new THREE.Color(r, gg, bb), roughness: 0.6, metalness: 0.05,
+    color, roughness: 0.6, metalness: 0.05,
     transparent: al < 1, opacity: al, flatShading: g.type === 'mesh',
   });
   return new THREE.Mesh(geo, mat);
@@ -97,7 +100,9 @@ function buildScene(model) {
   // bodies with visual geoms show those; their collision geoms are a toggle (wireframe)
   const hasVisual = new Set(model.geoms.filter((g) => g.visual).map((g) => g.body));
   view.collision = [];
+  const moving = new Set(model.joints.map((j) => j.body));
   for (const g of model.geoms) {
+    if (moving.has(g.body)) g.tint = g.body;
     const obj = geomObject(g, model.meshes);
     if (!obj) continue;
     if (!g.visual && hasVisual.has(g.body)) {
@@ -126,13 +131,16 @@ function applyPose(pose) {
 }
 
 function frameCamera() {
+  // on the moving bodies (those with a joint), from above at about 55 degrees
   const box = new THREE.Box3();
-  for (let i = 1; i < view.bodies.length; i++) box.expandByObject(view.bodies[i]);
+  const moving = new Set(view.model.joints.map((j) => j.body));
+  for (let i = 1; i < view.bodies.length; i++) if (moving.has(i)) box.expandByObject(view.bodies[i]);
+  if (box.isEmpty()) for (let i = 1; i < view.bodies.length; i++) box.expandByObject(view.bodies[i]);
   if (box.isEmpty()) return;
   const c = box.getCenter(new THREE.Vector3());
-  const r = Math.max(0.3, box.getSize(new THREE.Vector3()).length() / 2);
+  const r = Math.max(0.4, box.getSize(new THREE.Vector3()).length() / 2);
   orbit.target.copy(c);
-  camera.position.set(c.x + 1.6 * r, c.y - 1.9 * r, c.z + 1.3 * r);
+  camera.position.set(c.x + 0.9 * r, c.y - 1.3 * r, c.z + 2.4 * r);
   camera.far = 50 * r + 50;
   camera.updateProjectionMatrix();
   orbit.update();
@@ -150,7 +158,7 @@ const contactPool = [];
 function showContacts(c) {
   const on = view.source === 'recording' ? $('show-contacts-rec').checked : $('show-contacts').checked;
   const n = on ? c.length / 12 : 0;
-  const size = 0.008 * orbit.getDistance();
+  const size = 0.004 * orbit.getDistance();
   while (contactPool.length < n) {
     const dot = new THREE.Mesh(pointGeo, pointMat);
     dot.renderOrder = 10;
@@ -158,6 +166,8 @@ function showContacts(c) {
       [new THREE.Vector3(), new THREE.Vector3(0, 0, 1)]), normalMat);
     nl.renderOrder = 10;
     const arrow = new THREE.ArrowHelper(new THREE.Vector3(0, 0, 1), new THREE.Vector3(), 1, forceColor);
+    arrow.line.material.depthTest = arrow.cone.material.depthTest = false;
+    arrow.renderOrder = 12;
     const grp = new THREE.Group();
     grp.add(dot, nl, arrow);
     contactPool.push({ grp, dot, nl, arrow });
@@ -169,14 +179,17 @@ function showContacts(c) {
     if (i >= n) continue;
     const o = 12 * i;
     const pos = new THREE.Vector3(c[o], c[o + 1], c[o + 2]);
-    const nrm = new THREE.Vector3(c[o + 3], c[o + 4], c[o + 5]);
-    const f = new THREE.Vector3(c[o + 7], c[o + 8], c[o + 9]);
+    // the normal (toward body1) and the force on body1; drawn on body2 (both
+    // negated) when body1 is the world, so that arrows show what pushes an object
+    const sgn = c[o + 10] === 0 ? -1 : 1;
+    const nrm = new THREE.Vector3(c[o + 3], c[o + 4], c[o + 5]).multiplyScalar(sgn);
+    const f = new THREE.Vector3(c[o + 7], c[o + 8], c[o + 9]).multiplyScalar(sgn);
     p.dot.position.copy(pos);
     p.dot.scale.setScalar(size);
     p.dot.userData.contact = i;
     p.nl.position.copy(pos);
     p.nl.quaternion.setFromUnitVectors(new THREE.Vector3(0, 0, 1), nrm);
-    p.nl.scale.setScalar(6 * size);
+    p.nl.scale.setScalar(5 * size);
     const len = f.length() * view.forceScale;
     p.arrow.visible = len > 1e-4;
     if (p.arrow.visible) {

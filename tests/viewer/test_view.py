@@ -31,6 +31,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import khztest  # noqa: E402
 
 import khz  # noqa: E402
+import khz.recording  # noqa: E402
 
 VIEWER = os.path.join(khztest.SOURCE, "clients", "viewer")
 CHROMIUM = os.environ.get("KHZ_CHROMIUM", "/usr/bin/chromium")
@@ -70,6 +71,8 @@ class Viewer:
             self.proc.wait(10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+        self.proc.stdout.close()
+        self.proc.stderr.close()
 
 
 class ViewTest(unittest.TestCase):
@@ -147,6 +150,63 @@ class ViewTest(unittest.TestCase):
                     "node_modules/three/../../package.json", "%2e%2e/%2e%2e/README.md",
                     "node_modules/three/build/../../../../../README.md"):
             self.assertEqual(get(bad)[0], 404, bad)
+
+
+class PlaybackTest(unittest.TestCase):
+    """`khz view --play`: the timeline through the page's WebSocket protocol."""
+
+    def test_timeline(self):
+        import asyncio
+
+        import websockets
+        with khztest.Server() as s:
+            rec = os.path.join(s.dir, "run.khzrec")
+            r = subprocess.run([khztest.PYTHON, "-m", "khz", "--state", s.state, "--command",
+                                s.command, "record", rec, "--seconds", "1"],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            seqs = [st.msg.seq for st in khz.recording.read(rec).states]
+            v = subprocess.Popen([khztest.PYTHON, "-m", "khz", "view", "--port", "0", "--play",
+                                  rec], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                line = v.stdout.readline()
+                self.assertIn("recording 'default'", line, v.stderr.read() if not line else line)
+                url = line.split()[2].replace("http://", "ws://") + "ws"
+
+                async def walk():
+                    async with websockets.connect(url, max_size=None) as ws:
+                        async def until(pred):
+                            while True:
+                                m = json.loads(await asyncio.wait_for(ws.recv(), 20))
+                                if pred(m):
+                                    return m
+                        m = await until(lambda m: m["t"] == "model")
+                        self.assertEqual(m["source"], "recording")
+                        tl = await until(lambda m: m["t"] == "timeline")
+                        self.assertEqual(tl["n"], len(seqs))
+                        await ws.send(json.dumps({"op": "stop"}))
+                        await ws.send(json.dumps({"op": "seek", "index": 100}))
+                        st = await until(lambda m: m["t"] == "state" and m["index"] == 100)
+                        self.assertEqual(st["seq"], seqs[100])
+                        await ws.send(json.dumps({"op": "frame", "delta": 1}))
+                        st = await until(lambda m: m["t"] == "state" and m["index"] != 100)
+                        self.assertEqual((st["index"], st["seq"]), (101, seqs[101]))
+                        await ws.send(json.dumps({"op": "speed", "x": 0.5}))
+                        tl = await until(lambda m: m["t"] == "timeline" and m["speed"] == 0.5)
+                        await ws.send(json.dumps({"op": "play"}))
+                        st = await until(lambda m: m["t"] == "state" and m["index"] > 150)
+                        self.assertGreater(st["sim_time"], 0)
+                        await ws.send(json.dumps({"op": "pause"}))
+                        await ws.send(json.dumps({"op": "method", "name": "none"}))
+                        rep = await until(lambda m: m["t"] == "reply")
+                        self.assertFalse(rep["ok"])
+                        self.assertIn("does not apply to a recording", rep["text"])
+                asyncio.run(walk())
+            finally:
+                v.terminate()
+                v.wait(10)
+                v.stdout.close()
+                v.stderr.close()
 
 
 class RefusalTest(unittest.TestCase):
