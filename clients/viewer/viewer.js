@@ -211,7 +211,11 @@ function showModel(m) {
   for (const name of m.contact_methods) sel.add(new Option(name, name, false, name === m.contact_method));
   $('live-controls').style.display = m.source === 'live' ? '' : 'none';
   $('timeline').style.display = m.source === 'recording' ? 'block' : 'none';
-  const joints = m.joints.filter((j) => j.nv === 1);
+  // 1-dof joints, and a floating base's height (its q z, qd z: world frame)
+  view.plotSeries = m.joints.filter((j) => j.nv === 1 || j.type === 'floating').map((j) => (
+    j.nv === 1 ? { name: j.name, q: j.q_index, v: j.qd_index }
+      : { name: `${j.name} z`, q: j.q_index + 2, v: j.qd_index + 2 }));
+  const joints = view.plotSeries;
   plotJoints = new Set(joints.slice(0, 3).map((j) => j.name));
   $('joints').innerHTML = '';
   for (const j of joints) {
@@ -274,8 +278,8 @@ function drawPlot() {
   const m = view.model;
   if (!m || h.length < 2) return;
   const qty = $('quantity').value;
-  const series = m.joints.filter((j) => j.nv === 1 && plotJoints.has(j.name)).map((j) => ({
-    name: j.name, idx: qty === 'q' ? j.q_index : j.qd_index,
+  const series = view.plotSeries.filter((j) => plotJoints.has(j.name)).map((j) => ({
+    name: j.name, idx: qty === 'q' ? j.q : j.v,
   }));
   let lo = Infinity, hi = -Infinity;
   for (const sr of series) for (const p of h) { const v = p[qty][sr.idx]; if (v < lo) lo = v; if (v > hi) hi = v; }

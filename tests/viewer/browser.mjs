@@ -4,6 +4,7 @@
 //
 //   node browser.mjs VIEWER_DIR URL check OUT.png [BODY]   the test's walk-through
 //   node browser.mjs VIEWER_DIR URL shot OUT.png [SECONDS] [contacts]   a screenshot
+// (the page is 1024 x 640 unless $KHZ_SHOT_SIZE says WxH)
 //
 // check: waits for states; the screenshot of the scene and, per body, the
 // pixel at its projected origin; seq before/after pressing pause (and the page
@@ -26,7 +27,8 @@ const result = { times: {} };
 const t0 = Date.now();
 const mark = (k) => { result.times[k] = (Date.now() - t0) / 1000; };
 try {
-  const page = await browser.newPage({ viewport: { width: 1024, height: 640 } });
+  const [w, h] = (process.env.KHZ_SHOT_SIZE || '1024x640').split('x').map(Number);
+  const page = await browser.newPage({ viewport: { width: w, height: h } });
   const errors = [];
   page.on('pageerror', (e) => errors.push(String(e)));
   page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
