@@ -210,6 +210,7 @@ function showModel(m) {
   sel.innerHTML = '';
   for (const name of m.contact_methods) sel.add(new Option(name, name, false, name === m.contact_method));
   $('live-controls').style.display = m.source === 'live' ? '' : 'none';
+  $('show-contacts').checked = !!m.publish_contacts;
   $('timeline').style.display = m.source === 'recording' ? 'block' : 'none';
   // 1-dof joints, and a floating base's height (its q z, qd z: world frame)
   view.plotSeries = m.joints.filter((j) => j.nv === 1 || j.type === 'floating').map((j) => (
@@ -333,6 +334,7 @@ function connect() {
       showContacts(msg.contacts);
       showState(msg);
       record(msg);
+      if (msg.error) { $('log').textContent = msg.error; $('log').className = 'bad'; }
       needRender = true;
     } else if (msg.t === 'reply') {
       view.replies.push(msg);

@@ -134,7 +134,7 @@ class McapTest(unittest.TestCase):
             r = khz(s, "record", out, "--mcap", "--seconds", "10")
             self.assertEqual(r.returncode, 0, r.stderr)
             print(r.stdout.strip())
-            self.assertIn(" 0 missed", r.stdout)
+            self.assertIn("(0 missed;", r.stdout)
             dump = os.path.join(self.work, "dump")
             info = read_mcap(out, dump)
         self.check_layout(info)

@@ -287,7 +287,7 @@ def cmd_record(args) -> int:
     if rec.states == 0:
         raise Timeout(f"no state arrived from {c.state_endpoint} in {args.seconds:g} s")
     fmt = "MCAP, docs/viewer.md" if args.mcap else "format: docs/clients.md"
-    print(f"{args.file}: {rec.states} states, {missed} missed, model '{c.model.scene}' ({fmt})")
+    print(f"{args.file}: {rec.states} states, model '{c.model.scene}' ({missed} missed; {fmt})")
     return 0
 
 

@@ -151,11 +151,17 @@ class LiveSource:
         self.stop = threading.Event()
         self.measured: float | None = None
         self.server: dict = {}
+        try:
+            self.publish_contacts = client.get_setting("publish_contacts") == "true"
+        except KhzError:
+            self.publish_contacts = False
         self.error: str | None = None
         self.thread = threading.Thread(target=self._run, name="khz-view-client", daemon=True)
 
     def model_json(self) -> dict:
-        return model_message(self.model, self.geo, self.source, self.c.state_endpoint)
+        m = model_message(self.model, self.geo, self.source, self.c.state_endpoint)
+        m["publish_contacts"] = self.publish_contacts
+        return m
 
     def _poll_stats(self) -> None:
         """The loop's statistics (GetStats): paused or not (a paused loop
@@ -192,6 +198,7 @@ class LiveSource:
                 continue
             except KhzError as e:
                 self.error = str(e)
+                self.version += 1
                 time.sleep(0.2)
                 continue
             if self.c.model_changed():
@@ -228,7 +235,9 @@ class LiveSource:
                 text = f"contact method {req['name']}"
             elif op == "contacts":
                 c.set_setting("publish_contacts", bool(req.get("on")))
-                text = f"publish_contacts {c.get_setting('publish_contacts')}"
+                value = c.get_setting("publish_contacts")
+                self.publish_contacts = value == "true"
+                text = f"publish_contacts {value}"
             elif op == "push":
                 body = int(req["body"])
                 c.apply_wrench(body, [float(x) for x in req["force"]],
@@ -251,6 +260,8 @@ class LiveSource:
         msg = state_message(st.msg, self.measured)
         msg["server"] = self.server
         msg["paused"] = bool(self.server.get("paused"))
+        if self.error:
+            msg["error"] = self.error
         return self.version, msg
 
     def submit(self, req: dict) -> None:
@@ -272,7 +283,13 @@ class PlaybackSource:
         self.geo = geo
         self.path = path
         self.model = rec.model
-        self.times = [s.msg.sim_time for s in rec.states]
+        # the timeline: simulated time made monotone (a reset in the recording
+        # starts sim_time again; the timeline goes on by one period there)
+        self.times = [0.0]
+        for a, b in zip(rec.states, rec.states[1:]):
+            dt = b.msg.sim_time - a.msg.sim_time
+            period = 1.0 / b.msg.rate_hz if b.msg.rate_hz > 0 else 1e-3
+            self.times.append(self.times[-1] + (dt if dt > 0 else period))
         self.index = 0
         self.playing = True
         self.speed = 1.0
@@ -456,8 +473,11 @@ class Viewer:
             await asyncio.sleep(max(0.0, period - (time.monotonic() - t0)))
 
     async def run(self, ready=None) -> None:
-        import websockets
-        async with websockets.serve(self._handler, self.host, self.port,
+        try:  # the API with process_request(path, headers): websockets 10 to 14
+            from websockets.legacy.server import serve
+        except ImportError:
+            from websockets import serve
+        async with serve(self._handler, self.host, self.port,
                                     process_request=self._process_request,
                                     max_size=1 << 16) as server:
             port = server.sockets[0].getsockname()[1]
