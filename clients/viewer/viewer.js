@@ -324,7 +324,8 @@ function connect() {
       view.history = [];
       buildScene(msg);
       showModel(msg);
-      $('banner').textContent = `${msg.scene} · ${msg.bodies.length - 1} bodies`;
+      const nb = msg.bodies.length - 1;
+      $('banner').textContent = `${msg.scene} · ${nb} ${nb === 1 ? 'body' : 'bodies'}`;
     } else if (msg.t === 'state') {
       view.state = msg;
       view.seq = msg.seq;

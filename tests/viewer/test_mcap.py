@@ -222,6 +222,31 @@ class McapTest(unittest.TestCase):
         self.assertEqual(md.scene, "v3_pile")
         self.assertEqual([b.name for b in md.bodies], bodies)
 
+    def test_mesh_scene(self):
+        """A mesh object's /scene entity: a triangle list of its faces, scaled."""
+        from khz import mcap, view
+        v = [(1, 0, 0), (-1, 0, 0), (0, 1, 0), (0, -1, 0), (0, 0, 1), (0, 0, -1)]
+        f = [(1, 3, 5), (3, 2, 5), (2, 4, 5), (4, 1, 5), (3, 1, 6), (2, 3, 6), (4, 2, 6), (1, 4, 6)]
+        with open(os.path.join(self.work, "octa.obj"), "w") as o:
+            o.writelines([f"v {a} {b} {c}\n" for a, b, c in v] +
+                         [f"f {a} {b} {c}\n" for a, b, c in f])
+        scene = os.path.join(self.work, "octa.yaml")
+        with open(scene, "w") as o:
+            o.write("khz_scene: 1\nname: octa\nground: {height: 0}\nobjects:\n"
+                    "  - {name: octa, shape: mesh, file: octa.obj, scale: [0.1, 0.2, 0.3], "
+                    "mass: 1, inertia: [0.01, 0.01, 0.01, 0, 0, 0], pos: [0, 0, 0.5]}\n")
+        geo = view.load_geometry(None, scene)
+        self.assertEqual(geo["bodies"], ["world", "octa"])
+        self.assertEqual([(m["name"], len(m["vertices"]), len(m["faces"])) for m in geo["meshes"]],
+                         [("octa", 18, 24)])
+        up = mcap.scene_update(mcap.Foxglove(), geo, geo["bodies"], 5)
+        ent = {e.frame_id: e for e in up.entities}
+        (tri,) = ent["octa"].triangles
+        self.assertEqual(len(tri.points), 24)
+        top = max(tri.points, key=lambda p: p.z)
+        self.assertEqual((top.x, top.y, top.z), (0.0, 0.0, 0.3))
+        self.assertEqual(len(ent["world"].cubes), 1)  # the ground tile
+
     def test_bad_input(self):
         d = self.work
         if True:
