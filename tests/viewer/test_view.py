@@ -44,7 +44,7 @@ def missing() -> str | None:
         return f"{CHROMIUM} is absent (apt-get install chromium; scripts/bootstrap.sh does)"
     if not NODE:
         return "node is absent (apt-get install nodejs; scripts/bootstrap.sh does)"
-    for pkg in ("three", "playwright-core"):
+    for pkg in ("three", "playwright-core", "@foxglove/ws-protocol", "ws"):
         if not os.path.isdir(os.path.join(VIEWER, "node_modules", pkg)):
             return (f"clients/viewer/node_modules/{pkg} is absent (npm ci in clients/viewer; "
                     "scripts/bootstrap.sh does)")
@@ -150,6 +150,57 @@ class ViewTest(unittest.TestCase):
                     "node_modules/three/../../package.json", "%2e%2e/%2e%2e/README.md",
                     "node_modules/three/build/../../../../../README.md"):
             self.assertEqual(get(bad)[0], 404, bad)
+
+
+class FoxgloveTest(unittest.TestCase):
+    """The live Foxglove bridge read by @foxglove/ws-protocol's own client."""
+
+    def test_bridge(self):
+        import base64
+
+        from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+        with khztest.Server() as s:
+            v = Viewer(s)
+            try:
+                url = v.url.replace("http://", "ws://") + "foxglove"
+                r = subprocess.run([NODE, os.path.join(HERE, "foxglove_client.mjs"), VIEWER, url,
+                                    "3"], capture_output=True, text=True, timeout=120)
+            finally:
+                v.close()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        res = json.loads(r.stdout)
+        self.assertNotIn("error", res)
+        self.assertEqual(res["serverInfo"]["name"], "khz view")
+        chans = {c["topic"]: c for c in res["channels"]}
+        self.assertEqual({t: c["schemaName"] for t, c in chans.items()},
+                         {"/khz/state": "khz.v1.State", "/tf": "foxglove.FrameTransforms",
+                          "/scene": "foxglove.SceneUpdate"})
+
+        def decode(topic, b64):
+            fds = descriptor_pb2.FileDescriptorSet.FromString(
+                base64.b64decode(chans[topic]["schema"]))
+            pool = descriptor_pool.DescriptorPool()
+            for fd in fds.file:
+                pool.Add(fd)
+            d = pool.FindMessageTypeByName(chans[topic]["schemaName"])
+            get = getattr(message_factory, "GetMessageClass", None)
+            cls = get(d) if get else message_factory.MessageFactory(pool).GetPrototype(d)
+            return cls.FromString(base64.b64decode(b64))
+
+        st = res["topics"]["/khz/state"]
+        print(f"foxglove bridge: {st['count']} states, {res['topics']['/tf']['count']} "
+              f"transforms, {res['topics']['/scene']['count']} scene in 3 s")
+        self.assertGreater(st["count"], 20)  # the display's rate, not the server's
+        self.assertLess(st["count"], 3 * 60 + 10)
+        first, last = decode("/khz/state", st["first"]), decode("/khz/state", st["last"])
+        self.assertGreater(last.seq, first.seq)
+        self.assertEqual(int(st["timestamps"][-1]), last.wall_time_ns)
+        self.assertEqual(res["topics"]["/scene"]["count"], 1)
+        up = decode("/scene", res["topics"]["/scene"]["first"])
+        self.assertEqual(len(up.entities), 16)  # every body of the default scene has geoms
+        tf = decode("/tf", res["topics"]["/tf"]["last"])
+        self.assertEqual(len(tf.transforms), 15)
+        self.assertEqual(tf.transforms[10].child_frame_id, "box1")
 
 
 class PlaybackTest(unittest.TestCase):

@@ -373,6 +373,19 @@ def scene_update(fox: Foxglove, geo: dict, bodies: list[str], ns: int):
     return up
 
 
+def frame_transforms(fox: Foxglove, bodies: list[str], msg, ns: int):
+    """world -> each body (but the world) at a state's poses."""
+    tf = fox.FrameTransforms()
+    pose = msg.body_pose
+    for b in range(1, min(len(bodies), len(pose) // 7)):
+        t = tf.transforms.add(parent_frame_id="world", child_frame_id=bodies[b])
+        _ts(t.timestamp, ns)
+        o = 7 * b
+        t.translation.x, t.translation.y, t.translation.z = pose[o], pose[o + 1], pose[o + 2]
+        t.rotation.w, t.rotation.x, t.rotation.y, t.rotation.z = pose[o + 3:o + 7]
+    return tf
+
+
 class Recorder:
     """Writes khz states (and the model, the scene, transforms) into an MCAP file."""
 
@@ -435,14 +448,7 @@ class Recorder:
         self.next_tf = (ns if self.next_tf is None else self.next_tf) + self.tf_period
         if self.next_tf <= ns:
             self.next_tf = ns + self.tf_period
-        tf = self.fox.FrameTransforms()
-        pose = msg.body_pose
-        for b in range(1, min(len(self.bodies), len(pose) // 7)):
-            t = tf.transforms.add(parent_frame_id="world", child_frame_id=self.bodies[b])
-            _ts(t.timestamp, ns)
-            o = 7 * b
-            t.translation.x, t.translation.y, t.translation.z = pose[o], pose[o + 1], pose[o + 2]
-            t.rotation.w, t.rotation.x, t.rotation.y, t.rotation.z = pose[o + 3:o + 7]
+        tf = frame_transforms(self.fox, self.bodies, msg, ns)
         self.w.message(self.ch_tf, ns, tf.SerializeToString())
         if msg.contacts or self._had_contacts:
             self._contacts(msg, ns)

@@ -23,6 +23,9 @@ Messages to the browser (JSON text):
      position, normal, depth, force, body1, body2)
     {"t": "reply", "op", "ok", "text"}
     {"t": "timeline", "n", "t0", "t1", "index", "playing", "speed"}   (playback)
+Foxglove (its app, or any foxglove.websocket.v1 client) connects to
+ws://HOST:PORT/foxglove with that subprotocol: /khz/state, /tf and /scene.
+
 From the browser: {"op": "pause"|"resume"|"reset"|"step" (n)|"method" (name)
     |"contacts" (on)|"push" (body, force, torque, duration)
     |"play"|"stop"|"seek" (index)|"speed" (x)|"frame" (delta)}
@@ -53,6 +56,7 @@ except ImportError:  # installed: $KHZ_VIEWER_DIR and PATH
     _paths = None
 
 DEFAULT_PORT = 8600
+FOXGLOVE_SUBPROTOCOL = "foxglove.websocket.v1"
 
 
 # ------------------------------------------------------------------ geometry
@@ -264,6 +268,10 @@ class LiveSource:
             msg["error"] = self.error
         return self.version, msg
 
+    def current(self):
+        """The newest state (a khz State) or None."""
+        return self.latest
+
     def submit(self, req: dict) -> None:
         self.requests.put(req)
 
@@ -335,6 +343,9 @@ class PlaybackSource:
         msg["index"] = self.index
         return self.version, msg
 
+    def current(self):
+        return self.rec.states[self.index]
+
     def submit(self, req: dict) -> None:
         op = req.get("op")
         try:
@@ -404,6 +415,7 @@ class Viewer:
         self.dir = os.path.realpath(page_dir)
         self.host, self.port, self.fps = host, port, fps
         self.clients: set = set()
+        self.fox = None
 
     def _file(self, path: str):
         rel = path.split("?", 1)[0].lstrip("/") or "index.html"
@@ -419,11 +431,85 @@ class Viewer:
         return HTTPStatus.OK, [("Content-Type", ctype), ("Cache-Control", "no-cache")], body
 
     async def _process_request(self, path, headers):
-        if path.startswith("/ws"):
+        if path.startswith("/ws") or path.startswith("/foxglove"):
             return None
         return self._file(path)
 
+    async def _foxglove(self, ws) -> None:
+        """Foxglove's WebSocket protocol (foxglove.websocket.v1): /khz/state,
+        /tf and /scene advertised with their protobuf schemas; the newest
+        state at most --fps times a second to each subscription."""
+        import base64
+        import struct
+
+        from . import mcap
+        from khz_msgs.v1 import state_pb2
+        if self.fox is None:
+            self.fox = mcap.Foxglove()
+        fox = self.fox
+        b64 = lambda b: base64.b64encode(b).decode()  # noqa: E731
+        chans = {1: ("/khz/state", "khz.v1.State", mcap._file_set(state_pb2.DESCRIPTOR)),
+                 2: ("/tf", "foxglove.FrameTransforms", fox.schema("FrameTransforms")),
+                 3: ("/scene", "foxglove.SceneUpdate", fox.schema("SceneUpdate"))}
+        await ws.send(json.dumps({"op": "serverInfo", "name": "khz view", "capabilities": [],
+                                  "supportedEncodings": [], "metadata": {},
+                                  "sessionId": str(time.time_ns())}))
+        await ws.send(json.dumps({"op": "advertise", "channels": [
+            {"id": i, "topic": t, "encoding": "protobuf", "schemaName": n, "schema": b64(d),
+             "schemaEncoding": "protobuf"} for i, (t, n, d) in chans.items()]}))
+        subs: dict[int, int] = {}  # subscription id -> channel id
+        new_scene: set[int] = set()
+
+        async def read() -> None:
+            async for text in ws:
+                if not isinstance(text, str):
+                    continue
+                try:
+                    m = json.loads(text)
+                except ValueError:
+                    continue
+                if m.get("op") == "subscribe":
+                    for sub in m.get("subscriptions", []):
+                        if sub.get("channelId") in chans:
+                            subs[int(sub["id"])] = sub["channelId"]
+                            new_scene.add(int(sub["id"]))
+                elif m.get("op") == "unsubscribe":
+                    for i in m.get("subscriptionIds", []):
+                        subs.pop(i, None)
+
+        def frame(sub: int, ns: int, payload: bytes) -> bytes:
+            return b"\x01" + struct.pack("<IQ", sub, ns) + payload
+
+        reader = asyncio.ensure_future(read())
+        sent = None
+        try:
+            while not reader.done():
+                st = self.src.current()
+                if st is not None and subs:
+                    ns = st.msg.wall_time_ns
+                    bodies = list(self.src.model.body_names)
+                    for sub, ch in list(subs.items()):
+                        if ch == 3 and sub in new_scene:
+                            new_scene.discard(sub)
+                            up = mcap.scene_update(fox, self.src.geo, bodies, ns)
+                            await ws.send(frame(sub, ns, up.SerializeToString()))
+                        elif st is not sent and ch == 1:
+                            await ws.send(frame(sub, ns, st.raw or st.msg.SerializeToString()))
+                        elif st is not sent and ch == 2:
+                            tf = mcap.frame_transforms(fox, bodies, st.msg, ns)
+                            await ws.send(frame(sub, ns, tf.SerializeToString()))
+                    sent = st
+                await asyncio.sleep(1.0 / self.fps)
+        finally:
+            reader.cancel()
+
     async def _handler(self, ws, path=None):
+        if getattr(ws, "subprotocol", None) == FOXGLOVE_SUBPROTOCOL:
+            try:
+                await self._foxglove(ws)
+            except Exception:
+                pass
+            return
         self.clients.add(ws)
         try:
             await ws.send(json.dumps(self.src.model_json()))
@@ -479,6 +565,7 @@ class Viewer:
             from websockets import serve
         async with serve(self._handler, self.host, self.port,
                                     process_request=self._process_request,
+                                    subprotocols=[FOXGLOVE_SUBPROTOCOL],
                                     max_size=1 << 16) as server:
             port = server.sockets[0].getsockname()[1]
             url = f"http://{self.host if ':' not in self.host else '[' + self.host + ']'}:{port}/"
