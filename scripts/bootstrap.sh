@@ -10,7 +10,10 @@ packages=(
   libmujoco-dev libmujoco-samples libccd-dev libode-dev libbullet-dev
   rt-tests python3
   protobuf-compiler python3-zmq python3-protobuf python3-numpy python3-matplotlib
+  python3-websockets nodejs chromium
 )
+# npm comes with some nodejs builds (NodeSource's); Debian's own nodejs needs the npm package
+if ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -19,13 +22,23 @@ for p in "${packages[@]}"; do
   fi
 done
 
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+if [ ${#missing[@]} -ne 0 ]; then
+  echo "bootstrap: installing ${missing[*]}" >&2
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-echo "bootstrap: installing ${missing[*]}" >&2
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# the viewer's npm packages (three.js for the page; @mcap/core and playwright-core for
+# its tests), pinned by clients/viewer/package-lock.json: npm ci only when the lock
+# file changed since the last install
+viewer="$(dirname "$0")/../clients/viewer"
+if [ -f "$viewer/package-lock.json" ] && command -v npm >/dev/null 2>&1 &&
+   ! cmp -s "$viewer/package-lock.json" "$viewer/node_modules/.khz-lock"; then
+  echo "bootstrap: npm ci in clients/viewer" >&2
+  (cd "$viewer" && npm ci --no-audit --no-fund --loglevel=error >/dev/null &&
+   cp package-lock.json node_modules/.khz-lock) ||
+    echo "bootstrap: npm ci in clients/viewer failed: khz view has no three.js, its tests skip" >&2
+fi

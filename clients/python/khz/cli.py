@@ -11,6 +11,10 @@
     khz record FILE --seconds N               the state stream into FILE (.khzrec)
     khz plot FILE JOINT... --out PNG          positions, torques, lateness histogram
     khz export FILE --csv [--out CSV]
+    khz export --mcap IN.khzrec OUT.mcap [--scene FILE]   for Foxglove (docs/viewer.md)
+    khz record FILE --mcap [--scene FILE] ...   the recording as MCAP instead
+    khz view [--scene FILE] [--port 8600]       live 3D view in a browser (docs/viewer.md)
+    khz view --play FILE.khzrec [--scene FILE]  a recording on a timeline
 
 Endpoints: --state / --command, else $KHZ_STATE_ENDPOINT / $KHZ_COMMAND_ENDPOINT,
 else tcp://127.0.0.1:5600 / :5601.
@@ -227,9 +231,25 @@ def cmd_push(args) -> int:
 
 
 # ----------------------------------------------------------- record / plot
+def _mcap_geometry(model, scene):
+    """The shapes for an MCAP file's /scene, or None (said on stderr)."""
+    from . import view
+    try:
+        return view.load_geometry(model, view.scene_for(model, scene))
+    except KhzError as e:
+        print(f"khz: no /scene in the MCAP file: {e}", file=sys.stderr)
+        return None
+
+
 def cmd_record(args) -> int:
-    with connect(args) as c, recording.Recorder(args.file) as rec:
-        rec.model(c.model)
+    if args.mcap:
+        from . import mcap
+    with connect(args) as c, (mcap.Recorder(args.file, tf_rate=args.tf_rate) if args.mcap
+                              else recording.Recorder(args.file)) as rec:
+        if args.mcap:
+            rec.model(c.model, _mcap_geometry(c.model, args.scene))
+        else:
+            rec.model(c.model)
         tty = sys.stderr.isatty()
         start = time.monotonic()
         next_print = start
@@ -253,15 +273,21 @@ def cmd_record(args) -> int:
             except Timeout:
                 continue
             if c.model_changed():
-                rec.model(c.model)
+                if args.mcap:
+                    rec.model(c.model, _mcap_geometry(c.model, args.scene))
+                else:
+                    rec.model(c.model)
             rec.state(st)
-        try:
-            rec.stats(c.stats())
-        except KhzError:
-            pass
+        if not args.mcap:
+            try:
+                rec.stats(c.stats())
+            except KhzError:
+                pass
+        missed = c.counters["gaps"] - gaps0
     if rec.states == 0:
         raise Timeout(f"no state arrived from {c.state_endpoint} in {args.seconds:g} s")
-    print(f"{args.file}: {rec.states} states, model '{c.model.scene}' (format: docs/clients.md)")
+    fmt = "MCAP, docs/viewer.md" if args.mcap else "format: docs/clients.md"
+    print(f"{args.file}: {rec.states} states, model '{c.model.scene}' ({missed} missed; {fmt})")
     return 0
 
 
@@ -299,6 +325,12 @@ def cmd_plot(args) -> int:
 
 
 def cmd_export(args) -> int:
+    if args.csv == args.mcap:
+        raise KhzError("say the format: --csv or --mcap")
+    out = args.out or args.out_pos
+    if args.mcap:
+        return export_mcap(args, out or os.path.splitext(args.file)[0] + ".mcap")
+    args.out = out
     rec = recording.read(args.file)
     m = rec.model
     q, qd, tau = rec.array("q"), rec.array("qd"), rec.array("tau")
@@ -341,6 +373,29 @@ def cmd_export(args) -> int:
         f.close()
         print(f"{out}: {len(rec.states)} rows, {len(header)} columns", file=sys.stderr)
     return 0
+
+
+def export_mcap(args, out: str) -> int:
+    from . import mcap
+    rec = recording.read(args.file)
+    if not rec.states:
+        raise KhzError(f"{args.file} holds no states")
+    with mcap.Recorder(out, tf_rate=args.tf_rate) as w:
+        model = None
+        for s in rec.states:
+            if s.model is not model and s.model is not None:
+                model = s.model
+                w.model(model, _mcap_geometry(model, args.scene))
+            w.state(s)
+    print(f"{out}: {w.states} states from {args.file} (MCAP: /khz/state, /khz/model, /tf, "
+          f"/scene, /contacts; {w.bytes / 1e6:.2f} MB)", file=sys.stderr)
+    return 0
+
+
+# -------------------------------------------------------------------- view
+def cmd_view(args) -> int:
+    from . import view
+    return view.cmd_view(args, connect)
 
 
 # -------------------------------------------------------------------- main
@@ -386,20 +441,41 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--for", dest="seconds", type=float, required=True, metavar="SECONDS",
                    help="duration in simulated time")
     s.set_defaults(fn=cmd_push)
-    s = sub.add_parser("record", help="record the state stream into FILE (.khzrec)")
+    s = sub.add_parser("record", help="record the state stream into FILE (.khzrec or --mcap)")
     s.add_argument("file")
     s.add_argument("--seconds", type=float, required=True)
+    s.add_argument("--mcap", action="store_true", help="write MCAP (Foxglove) instead of .khzrec")
+    s.add_argument("--scene", help="MCAP: the scene file the server loaded, for /scene "
+                   "(default: the server's scene when it is found here)")
+    s.add_argument("--tf-rate", type=float, default=100.0, metavar="HZ",
+                   help="MCAP: /tf and /contacts per second of wall time (0 = every state; "
+                   "/khz/state always has every state)")
     s.set_defaults(fn=cmd_record)
     s = sub.add_parser("plot", help="joint positions, torques and the lateness histogram")
     s.add_argument("file")
     s.add_argument("joints", nargs="+", metavar="JOINT")
     s.add_argument("--out", required=True, metavar="PNG")
     s.set_defaults(fn=cmd_plot)
-    s = sub.add_parser("export", help="a recording as CSV")
+    s = sub.add_parser("export", help="a recording as CSV or MCAP")
     s.add_argument("file")
-    s.add_argument("--csv", action="store_true", required=True, help="CSV (the only format)")
-    s.add_argument("--out", help="output file (default FILE with .csv; - = stdout)")
+    s.add_argument("out_pos", nargs="?", metavar="OUT", help="output file (as --out)")
+    s.add_argument("--csv", action="store_true", help="CSV, one row per state")
+    s.add_argument("--mcap", action="store_true", help="MCAP with protobuf schemas (Foxglove)")
+    s.add_argument("--out", help="output file (default FILE with .csv / .mcap; CSV: - = stdout)")
+    s.add_argument("--scene", help="MCAP: the scene file of the recording, for /scene")
+    s.add_argument("--tf-rate", type=float, default=100.0, metavar="HZ",
+                   help="MCAP: /tf and /contacts per second (0 = every state)")
     s.set_defaults(fn=cmd_export)
+    s = sub.add_parser("view", help="a live 3D view of the server in a browser, or a recording's "
+                       "playback (--play)")
+    s.add_argument("--scene", help="the scene file the server loaded (default: the server's "
+                   "scene when it is 'default' or a file found here); the wire carries no shapes")
+    s.add_argument("--bind", default="127.0.0.1", help="address to serve the page on (default "
+                   "127.0.0.1; any other needs --server-key and --client-keys)")
+    s.add_argument("--port", type=int, default=8600, help="port (default 8600; 0 = any free)")
+    s.add_argument("--fps", type=float, default=60.0, help="states pushed per second at most")
+    s.add_argument("--play", metavar="FILE", help="play a recording (.khzrec) instead")
+    s.set_defaults(fn=cmd_view)
     return p
 
 

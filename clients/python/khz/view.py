@@ -1,0 +1,611 @@
+"""khz.view — `khz view`: a live 3D view of a running khz-server in a browser,
+or the playback of a recording (`khz view --play FILE.khzrec`).
+
+A separate process, like the other tools: one thread owns a khz.Client (the
+state stream and the control requests), an asyncio loop serves the page
+(clients/viewer: index.html, viewer.js, three.js from node_modules) and one
+WebSocket per browser. The browser gets the model and the geometry once, then
+the newest state at the display's rate (--fps, 60 by default) whatever the
+server's rate: states in between are skipped, never queued.
+
+The wire's ModelDescription names bodies and joints but has no shapes: the
+geometry comes from the scene file the server loaded, read by khz-geoms (the
+khz loader itself, so that body indices agree; checked against Describe's
+body names).
+
+Messages to the browser (JSON text):
+    {"t": "model", "scene", "bodies", "joints", "actuators", "contact_methods",
+     "contact_method", "geoms", "meshes", "source": "live"|"recording", "endpoint"}
+    {"t": "state", "seq", "sim_time", "mode", "rate_hz", "flags", "pose", "twist",
+     "q", "qd", "tau", "contacts", "stats", "warnings", "contact_method",
+     "measured_hz", "paused", "server" (GetStats, twice a second), "index"?}    (pose: 7 per
+     body, twist: 6 per body, angular then linear; contacts: 12 numbers each:
+     position, normal, depth, force, body1, body2)
+    {"t": "reply", "op", "ok", "text"}
+    {"t": "timeline", "n", "t0", "t1", "index", "playing", "speed"}   (playback)
+Foxglove (its app, or any foxglove.websocket.v1 client) connects to
+ws://HOST:PORT/foxglove with that subprotocol: /khz/state, /tf and /scene.
+
+From the browser: {"op": "pause"|"resume"|"reset"|"step" (n)|"method" (name)
+    |"contacts" (on)|"push" (body, force, torque, duration)
+    |"play"|"stop"|"seek" (index)|"speed" (x)|"frame" (delta)}
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import json
+import mimetypes
+import os
+import queue
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from http import HTTPStatus
+
+from .errors import KhzError, Timeout
+from .model import MODE_NAMES, WARNINGS, Model, State, flag_names
+
+try:
+    from . import _paths  # written by meson into the build tree
+except ImportError:  # installed: $KHZ_VIEWER_DIR and PATH
+    _paths = None
+
+DEFAULT_PORT = 8600
+FOXGLOVE_SUBPROTOCOL = "foxglove.websocket.v1"
+
+
+# ------------------------------------------------------------------ geometry
+def geoms_program() -> str:
+    """khz-geoms: $KHZ_GEOMS, the build tree's, or the one in PATH."""
+    for p in (os.environ.get("KHZ_GEOMS"), _paths and _paths.GEOMS,
+              os.path.join(os.path.dirname(os.path.abspath(sys.argv[0])), "khz-geoms"),
+              shutil.which("khz-geoms")):
+        if p and os.access(p, os.X_OK):
+            return p
+    raise KhzError("khz-geoms not found (built as build/tools/khz-geoms, installed beside "
+                   "khz-server; or set $KHZ_GEOMS)")
+
+
+def scene_for(model: Model, scene: str | None) -> str:
+    """The scene file to read the shapes from: --scene, else the server's
+    scene when it is 'default' or a file that exists here."""
+    if scene:
+        return scene
+    if model.scene == "default" or os.path.isfile(model.scene):
+        return model.scene
+    raise KhzError(f"the server runs the scene '{model.scene}': give the file it loaded with "
+                   "--scene FILE (the wire carries no shapes; khz view reads them from the file)")
+
+
+def load_geometry(model: Model | None, scene: str) -> dict:
+    """The shapes of `scene` (khz-geoms JSON), checked against the model."""
+    prog = geoms_program()
+    r = subprocess.run([prog, scene], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise KhzError(f"cannot read the shapes of {scene}: {r.stderr.strip()}")
+    g = json.loads(r.stdout)
+    if model is not None and g["bodies"] != list(model.body_names):
+        mine, theirs = g["bodies"], list(model.body_names)
+        i = next((k for k in range(min(len(mine), len(theirs))) if mine[k] != theirs[k]),
+                 min(len(mine), len(theirs)))
+        raise KhzError(
+            f"{scene} is not the scene the server runs ('{model.scene}'): body {i} is "
+            f"'{mine[i] if i < len(mine) else '(none)'}' in the file, "
+            f"'{theirs[i] if i < len(theirs) else '(none)'}' on the server "
+            f"({len(mine)} vs {len(theirs)} bodies)")
+    return g
+
+
+def model_message(model: Model, geo: dict, source: str, endpoint: str) -> dict:
+    msg = model.msg
+    return {
+        "t": "model", "source": source, "endpoint": endpoint, "scene": msg.scene,
+        "bodies": list(model.body_names),
+        "joints": [{"name": j.name, "type": j.type, "body": j.body, "q_index": j.q_index,
+                    "nq": j.nq, "qd_index": j.qd_index, "nv": j.nv} for j in msg.joints],
+        "actuators": [a.name for a in msg.actuators],
+        "masses": [b.mass for b in msg.bodies],
+        "contact_methods": list(msg.contact_methods), "contact_method": msg.contact_method,
+        "geoms": geo["geoms"], "meshes": geo["meshes"],
+    }
+
+
+def state_message(st, measured_hz: float | None = None) -> dict:
+    """One state for the browser (st: a khz.v1.State message)."""
+    s = st.stats
+    contacts = []
+    for c in st.contacts:
+        contacts += [*c.position, *c.normal, c.depth, *c.force, c.body1, c.body2]
+    return {
+        "t": "state", "seq": st.seq, "sim_time": st.sim_time,
+        "mode": MODE_NAMES.get(st.mode, str(st.mode)), "rate_hz": st.rate_hz,
+        "flags": flag_names(st.flags), "pose": list(st.body_pose), "q": list(st.q),
+        "qd": list(st.qd), "tau": list(st.tau), "twist": list(st.body_twist),
+        "contacts": contacts,
+        "stats": {"lateness_ns": s.lateness_ns, "compute_ns": s.compute_ns, "ticks": s.ticks,
+                  "overruns": s.overruns, "missed": s.missed,
+                  "states_dropped": s.states_dropped, "commands": s.commands},
+        "warnings": {(WARNINGS[i] if i < len(WARNINGS) else str(i)): n
+                     for i, n in enumerate(st.warnings) if n},
+        "contact_method": st.contact_method, "measured_hz": measured_hz,
+    }
+
+
+# -------------------------------------------------------------- live source
+class LiveSource:
+    """A thread that owns the client: keeps the newest state and carries out
+    the browsers' requests in order."""
+
+    source = "live"
+
+    def __init__(self, client, geo: dict, scene: str):
+        self.c = client
+        self.geo = geo
+        self.scene = scene
+        self.model = client.model
+        self.latest: State | None = None
+        self.version = 0
+        self.requests: queue.Queue = queue.Queue()
+        self.replies: queue.Queue = queue.Queue()
+        self.stop = threading.Event()
+        self.measured: float | None = None
+        self.server: dict = {}
+        try:
+            self.publish_contacts = client.get_setting("publish_contacts") == "true"
+        except KhzError:
+            self.publish_contacts = False
+        self.error: str | None = None
+        self.thread = threading.Thread(target=self._run, name="khz-view-client", daemon=True)
+
+    def model_json(self) -> dict:
+        m = model_message(self.model, self.geo, self.source, self.c.state_endpoint)
+        m["publish_contacts"] = self.publish_contacts
+        return m
+
+    def _poll_stats(self) -> None:
+        """The loop's statistics (GetStats): paused or not (a paused loop
+        publishes nothing, so the states cannot say it), lateness and
+        compute percentiles, clients."""
+        try:
+            s = self.c.stats()
+        except KhzError:
+            return
+        h = lambda x: {"p50": x.p50, "p99": x.p99, "max": x.max, "count": x.count}  # noqa: E731
+        self.server = {"paused": s.paused, "lateness": h(s.lateness), "compute": h(s.compute),
+                       "clients": s.clients, "rejected": s.rejected,
+                       "states_published": s.states_published}
+        self.version += 1
+
+    def _run(self) -> None:
+        window: list[tuple[float, int]] = []
+        next_stats = 0.0
+        while not self.stop.is_set():
+            if time.monotonic() >= next_stats:
+                self._poll_stats()
+                next_stats = time.monotonic() + 0.5
+            while True:
+                try:
+                    req = self.requests.get_nowait()
+                except queue.Empty:
+                    break
+                self.replies.put(self._apply(req))
+                if req.get("op") in ("pause", "resume", "step", "reset"):
+                    next_stats = 0.0
+            try:
+                st = self.c.latest_state(0.02)
+            except Timeout:
+                continue
+            except KhzError as e:
+                self.error = str(e)
+                self.version += 1
+                time.sleep(0.2)
+                continue
+            if self.c.model_changed():
+                try:
+                    self.geo = load_geometry(self.c.model, self.scene)
+                except KhzError as e:
+                    self.error = str(e)
+                self.model = self.c.model
+                self.replies.put({"t": "model-changed"})
+            now = time.monotonic()
+            window.append((now, st.seq))
+            while window and now - window[0][0] > 1.0:
+                window.pop(0)
+            if len(window) > 1 and window[-1][0] > window[0][0]:
+                self.measured = (window[-1][1] - window[0][1]) / (window[-1][0] - window[0][0])
+            self.latest = st
+            self.version += 1
+
+    def _apply(self, req: dict) -> dict:
+        op = req.get("op")
+        c = self.c
+        try:
+            if op == "pause":
+                text = f"paused at state {c.pause()}"
+            elif op == "resume":
+                text = f"resumed at state {c.resume()}"
+            elif op == "reset":
+                text = f"reset: state {c.reset()}"
+            elif op == "step":
+                n = int(req.get("n", 1))
+                text = f"stepped {n}: paused at state {c.step(n)}"
+            elif op == "method":
+                c.set_contact_method(str(req["name"]))
+                text = f"contact method {req['name']}"
+            elif op == "contacts":
+                c.set_setting("publish_contacts", bool(req.get("on")))
+                value = c.get_setting("publish_contacts")
+                self.publish_contacts = value == "true"
+                text = f"publish_contacts {value}"
+            elif op == "push":
+                body = int(req["body"])
+                c.apply_wrench(body, [float(x) for x in req["force"]],
+                               [float(x) for x in req.get("torque", (0, 0, 0))],
+                               float(req.get("duration", 0.1)))
+                text = f"push {self.model.body_names[body]}"
+            else:
+                return {"t": "reply", "op": op, "ok": False, "text": f"unknown op '{op}'"}
+            return {"t": "reply", "op": op, "ok": True, "text": text}
+        except (KhzError, KeyError, ValueError, TypeError, IndexError) as e:
+            return {"t": "reply", "op": op, "ok": False, "text": str(e)}
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def frame(self) -> tuple[int, dict | None]:
+        st = self.latest
+        if st is None:
+            return self.version, None
+        msg = state_message(st.msg, self.measured)
+        msg["server"] = self.server
+        msg["paused"] = bool(self.server.get("paused"))
+        if self.error:
+            msg["error"] = self.error
+        return self.version, msg
+
+    def current(self):
+        """The newest state (a khz State) or None."""
+        return self.latest
+
+    def submit(self, req: dict) -> None:
+        self.requests.put(req)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(2)
+
+
+# --------------------------------------------------------- recording source
+class PlaybackSource:
+    """A recording played on a timeline: play / stop, seek, speed, frame."""
+
+    source = "recording"
+
+    def __init__(self, rec, geo: dict, path: str):
+        self.rec = rec
+        self.geo = geo
+        self.path = path
+        self.model = rec.model
+        # the timeline: simulated time made monotone (a reset in the recording
+        # starts sim_time again; the timeline goes on by one period there)
+        self.times = [0.0]
+        for a, b in zip(rec.states, rec.states[1:]):
+            dt = b.msg.sim_time - a.msg.sim_time
+            period = 1.0 / b.msg.rate_hz if b.msg.rate_hz > 0 else 1e-3
+            self.times.append(self.times[-1] + (dt if dt > 0 else period))
+        self.index = 0
+        self.playing = True
+        self.speed = 1.0
+        self.version = 0
+        self._clock = time.monotonic()
+        self._t = self.times[0]
+        self.replies: queue.Queue = queue.Queue()
+
+    def model_json(self) -> dict:
+        return model_message(self.model, self.geo, self.source, self.path)
+
+    def start(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def _seek_time(self, t: float) -> None:
+        import bisect
+        i = bisect.bisect_right(self.times, t) - 1
+        self._set(max(0, min(i, len(self.times) - 1)))
+
+    def _set(self, i: int) -> None:
+        if i != self.index:
+            self.index = i
+            self.version += 1
+
+    def timeline(self) -> dict:
+        return {"t": "timeline", "n": len(self.times), "t0": self.times[0], "t1": self.times[-1],
+                "index": self.index, "playing": self.playing, "speed": self.speed}
+
+    def frame(self) -> tuple[int, dict | None]:
+        now = time.monotonic()
+        if self.playing:
+            self._t += (now - self._clock) * self.speed
+            if self._t >= self.times[-1]:
+                self._t = self.times[-1]
+                self.playing = False
+                self.version += 1
+            self._seek_time(self._t)
+        self._clock = now
+        msg = state_message(self.rec.states[self.index].msg)
+        msg["index"] = self.index
+        return self.version, msg
+
+    def current(self):
+        return self.rec.states[self.index]
+
+    def submit(self, req: dict) -> None:
+        op = req.get("op")
+        try:
+            if op in ("play", "resume"):
+                if self.index >= len(self.times) - 1:
+                    self._set(0)
+                self.playing = True
+                self._t = self.times[self.index]
+            elif op in ("stop", "pause"):
+                self.playing = False
+            elif op == "seek":
+                self.playing = False
+                self._set(max(0, min(int(req["index"]), len(self.times) - 1)))
+            elif op in ("frame", "step"):
+                self.playing = False
+                self._set(max(0, min(self.index + int(req.get("delta", req.get("n", 1))),
+                                     len(self.times) - 1)))
+            elif op == "speed":
+                self.speed = max(0.01, min(100.0, float(req["x"])))
+            elif op == "reset":
+                self.playing = False
+                self._set(0)
+            else:
+                self.replies.put({"t": "reply", "op": op, "ok": False,
+                                  "text": f"'{op}' does not apply to a recording"})
+                return
+            self._t = self.times[self.index]
+            self.version += 1
+            self.replies.put(self.timeline())
+        except (KeyError, ValueError, TypeError) as e:
+            self.replies.put({"t": "reply", "op": op, "ok": False, "text": str(e)})
+
+
+# ------------------------------------------------------------------- server
+def viewer_dir() -> str:
+    for d in (os.environ.get("KHZ_VIEWER_DIR"), _paths and _paths.VIEWER_DIR):
+        if d and os.path.isfile(os.path.join(d, "index.html")):
+            if not os.path.isfile(os.path.join(d, "node_modules", "three", "build",
+                                               "three.module.js")):
+                raise KhzError(f"{d}/node_modules has no three.js: run scripts/bootstrap.sh "
+                               f"(npm ci in {d})")
+            return d
+    raise KhzError("the viewer's page (clients/viewer) is not found: set $KHZ_VIEWER_DIR to "
+                   "the clients/viewer folder of the khz sources")
+
+
+def is_loopback(host: str) -> bool:
+    if host in ("localhost", ""):
+        return host == "localhost"
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        try:
+            return all(ipaddress.ip_address(a[4][0]).is_loopback
+                       for a in socket.getaddrinfo(host, None))
+        except OSError:
+            return False
+
+
+# only these are served: the page, its module and three.js's ES modules
+_SERVED_PREFIXES = ("node_modules/three/build/", "node_modules/three/examples/jsm/")
+
+
+class Viewer:
+    def __init__(self, src, page_dir: str, host: str, port: int, fps: float):
+        self.src = src
+        self.dir = os.path.realpath(page_dir)
+        self.host, self.port, self.fps = host, port, fps
+        self.clients: set = set()
+        self.fox = None
+
+    def _file(self, path: str):
+        rel = path.split("?", 1)[0].lstrip("/") or "index.html"
+        if rel not in ("index.html", "viewer.js") and not rel.startswith(_SERVED_PREFIXES):
+            return HTTPStatus.NOT_FOUND, [("Content-Type", "text/plain")], b"not found\n"
+        full = os.path.realpath(os.path.join(self.dir, rel))
+        if not full.startswith(self.dir + os.sep) or not os.path.isfile(full):
+            return HTTPStatus.NOT_FOUND, [("Content-Type", "text/plain")], b"not found\n"
+        ctype = "text/javascript" if full.endswith(".js") else (
+            mimetypes.guess_type(full)[0] or "application/octet-stream")
+        with open(full, "rb") as f:
+            body = f.read()
+        return HTTPStatus.OK, [("Content-Type", ctype), ("Cache-Control", "no-cache")], body
+
+    async def _process_request(self, path, headers):
+        if path.startswith("/ws") or path.startswith("/foxglove"):
+            return None
+        return self._file(path)
+
+    async def _foxglove(self, ws) -> None:
+        """Foxglove's WebSocket protocol (foxglove.websocket.v1): /khz/state,
+        /tf and /scene advertised with their protobuf schemas; the newest
+        state at most --fps times a second to each subscription."""
+        import base64
+        import struct
+
+        from . import mcap
+        from khz_msgs.v1 import state_pb2
+        if self.fox is None:
+            self.fox = mcap.Foxglove()
+        fox = self.fox
+        b64 = lambda b: base64.b64encode(b).decode()  # noqa: E731
+        chans = {1: ("/khz/state", "khz.v1.State", mcap._file_set(state_pb2.DESCRIPTOR)),
+                 2: ("/tf", "foxglove.FrameTransforms", fox.schema("FrameTransforms")),
+                 3: ("/scene", "foxglove.SceneUpdate", fox.schema("SceneUpdate"))}
+        await ws.send(json.dumps({"op": "serverInfo", "name": "khz view", "capabilities": [],
+                                  "supportedEncodings": [], "metadata": {},
+                                  "sessionId": str(time.time_ns())}))
+        await ws.send(json.dumps({"op": "advertise", "channels": [
+            {"id": i, "topic": t, "encoding": "protobuf", "schemaName": n, "schema": b64(d),
+             "schemaEncoding": "protobuf"} for i, (t, n, d) in chans.items()]}))
+        subs: dict[int, int] = {}  # subscription id -> channel id
+        new_scene: set[int] = set()
+
+        async def read() -> None:
+            async for text in ws:
+                if not isinstance(text, str):
+                    continue
+                try:
+                    m = json.loads(text)
+                except ValueError:
+                    continue
+                if m.get("op") == "subscribe":
+                    for sub in m.get("subscriptions", []):
+                        if sub.get("channelId") in chans:
+                            subs[int(sub["id"])] = sub["channelId"]
+                            new_scene.add(int(sub["id"]))
+                elif m.get("op") == "unsubscribe":
+                    for i in m.get("subscriptionIds", []):
+                        subs.pop(i, None)
+
+        def frame(sub: int, ns: int, payload: bytes) -> bytes:
+            return b"\x01" + struct.pack("<IQ", sub, ns) + payload
+
+        reader = asyncio.ensure_future(read())
+        sent = None
+        try:
+            while not reader.done():
+                st = self.src.current()
+                if st is not None and subs:
+                    ns = st.msg.wall_time_ns
+                    bodies = list(self.src.model.body_names)
+                    for sub, ch in list(subs.items()):
+                        if ch == 3 and sub in new_scene:
+                            new_scene.discard(sub)
+                            up = mcap.scene_update(fox, self.src.geo, bodies, ns)
+                            await ws.send(frame(sub, ns, up.SerializeToString()))
+                        elif st is not sent and ch == 1:
+                            await ws.send(frame(sub, ns, st.raw or st.msg.SerializeToString()))
+                        elif st is not sent and ch == 2:
+                            tf = mcap.frame_transforms(fox, bodies, st.msg, ns)
+                            await ws.send(frame(sub, ns, tf.SerializeToString()))
+                    sent = st
+                await asyncio.sleep(1.0 / self.fps)
+        finally:
+            reader.cancel()
+
+    async def _handler(self, ws, path=None):
+        if getattr(ws, "subprotocol", None) == FOXGLOVE_SUBPROTOCOL:
+            try:
+                await self._foxglove(ws)
+            except Exception:
+                pass
+            return
+        self.clients.add(ws)
+        try:
+            await ws.send(json.dumps(self.src.model_json()))
+            if isinstance(self.src, PlaybackSource):
+                await ws.send(json.dumps(self.src.timeline()))
+            _, msg = self.src.frame()  # the newest state at once (a paused server sends none)
+            if msg is not None:
+                await ws.send(json.dumps(msg))
+            async for text in ws:
+                try:
+                    req = json.loads(text)
+                except ValueError:
+                    continue
+                if isinstance(req, dict):
+                    self.src.submit(req)
+        except Exception:
+            pass
+        finally:
+            self.clients.discard(ws)
+
+    async def _broadcast(self, text: str) -> None:
+        for ws in list(self.clients):
+            try:
+                await ws.send(text)
+            except Exception:
+                self.clients.discard(ws)
+
+    async def _pump(self) -> None:
+        """The newest state at the display's rate; replies as they come."""
+        sent = -1
+        period = 1.0 / self.fps
+        while True:
+            t0 = time.monotonic()
+            while True:
+                try:
+                    r = self.src.replies.get_nowait()
+                except queue.Empty:
+                    break
+                if r.get("t") == "model-changed":
+                    r = self.src.model_json()
+                await self._broadcast(json.dumps(r))
+            if self.clients:
+                version, msg = self.src.frame()
+                if msg is not None and version != sent:
+                    sent = version
+                    await self._broadcast(json.dumps(msg))
+            await asyncio.sleep(max(0.0, period - (time.monotonic() - t0)))
+
+    async def run(self, ready=None) -> None:
+        try:  # the API with process_request(path, headers): websockets 10 to 14
+            from websockets.legacy.server import serve
+        except ImportError:
+            from websockets import serve
+        async with serve(self._handler, self.host, self.port,
+                                    process_request=self._process_request,
+                                    subprotocols=[FOXGLOVE_SUBPROTOCOL],
+                                    max_size=1 << 16) as server:
+            port = server.sockets[0].getsockname()[1]
+            url = f"http://{self.host if ':' not in self.host else '[' + self.host + ']'}:{port}/"
+            print(f"khz view: {url} ({self.src.source} '{self.src.model.scene}'; Ctrl-C stops)",
+                  flush=True)
+            if ready:
+                ready(url)
+            await self._pump()
+
+
+def cmd_view(args, connect) -> int:
+    """`khz view` (connect: the cli's function that makes a Client)."""
+    if not is_loopback(args.bind) and not (args.server_key and args.client_keys):
+        raise KhzError(f"--bind {args.bind} is not a loopback address: refused without CURVE "
+                       "credentials (--server-key and --client-keys), as khz-server refuses")
+    try:
+        import websockets  # noqa: F401
+    except ImportError:
+        raise KhzError("khz view needs python3-websockets (apt-get install python3-websockets; "
+                       "scripts/bootstrap.sh does)") from None
+    page = viewer_dir()
+    if args.play:
+        from . import recording
+        rec = recording.read(args.play)
+        if not rec.states:
+            raise KhzError(f"{args.play} holds no states")
+        if rec.model is None:
+            raise KhzError(f"{args.play} is a server recording without a model description: "
+                           "play a recording made by `khz record`")
+        geo = load_geometry(rec.model, scene_for(rec.model, args.scene))
+        src = PlaybackSource(rec, geo, args.play)
+    else:
+        c = connect(args)
+        scene = scene_for(c.model, args.scene)
+        src = LiveSource(c, load_geometry(c.model, scene), scene)
+    src.start()
+    try:
+        asyncio.run(Viewer(src, page, args.bind, args.port, args.fps).run())
+    except OSError as e:
+        raise KhzError(f"cannot serve on {args.bind}:{args.port}: {e.strerror}") from None
+    finally:
+        src.close()
+    return 0

@@ -1,0 +1,294 @@
+"""test_view — `khz view` in a real browser: Debian's chromium (headless,
+software WebGL), driven by playwright-core (npm, pinned in
+clients/viewer/package-lock.json) through tests/viewer/browser.mjs, against
+a real khz-server on private ipc:// endpoints.
+
+Checks: the page gets the model and states; every body of the default scene
+that projects into the view has non-background pixels at its origin, and a
+pick there hits a body (most of them the body itself: the rest are behind
+another); pressing pause stops the sequence number (and the server says
+paused); dragging box1 moves it in the next states, as the server's own
+stream shows. Also: the page's files only are served (no path escapes), a
+non-loopback bind without CURVE keys is refused, a wrong --scene is named.
+
+Skips (exit 77) only when chromium or clients/viewer/node_modules is absent:
+scripts/bootstrap.sh installs both.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "clients"))
+import khztest  # noqa: E402
+
+import khz  # noqa: E402
+import khz.recording  # noqa: E402
+
+VIEWER = os.path.join(khztest.SOURCE, "clients", "viewer")
+CHROMIUM = os.environ.get("KHZ_CHROMIUM", "/usr/bin/chromium")
+NODE = shutil.which("node")
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def missing() -> str | None:
+    if not os.access(CHROMIUM, os.X_OK):
+        return f"{CHROMIUM} is absent (apt-get install chromium; scripts/bootstrap.sh does)"
+    if not NODE:
+        return "node is absent (apt-get install nodejs; scripts/bootstrap.sh does)"
+    for pkg in ("three", "playwright-core", "@foxglove/ws-protocol", "ws"):
+        if not os.path.isdir(os.path.join(VIEWER, "node_modules", pkg)):
+            return (f"clients/viewer/node_modules/{pkg} is absent (npm ci in clients/viewer; "
+                    "scripts/bootstrap.sh does)")
+    return None
+
+
+class Viewer:
+    """`khz view` on a free port against a server; .url once it serves."""
+
+    def __init__(self, server: khztest.Server, *extra: str):
+        self.proc = subprocess.Popen(
+            [khztest.PYTHON, "-m", "khz", "--state", server.state, "--command", server.command,
+             "view", "--port", "0", *extra],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+        line = self.proc.stdout.readline()
+        if "http://" not in line:
+            self.proc.kill()
+            raise RuntimeError(f"khz view did not start: {line}{self.proc.stderr.read()}")
+        self.url = line.split()[2]
+
+    def close(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+
+
+class ViewTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = khztest.Server().start()
+        cls.viewer = Viewer(cls.server)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.viewer.close()
+        cls.server.close()
+
+    def test_browser(self):
+        shot = os.path.join(self.server.dir, "default.png")
+        t0 = time.monotonic()
+        r = subprocess.run([NODE, os.path.join(HERE, "browser.mjs"), VIEWER, self.viewer.url,
+                            "check", shot, "box1"], capture_output=True, text=True, timeout=240)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        res = json.loads(r.stdout)
+        print(f"browser walk-through {time.monotonic() - t0:.1f} s, phases {res['times']}")
+        self.assertEqual(res["errors"], [], "the page logged errors")
+        m = res["model"]
+        self.assertEqual(m["scene"], "default")
+        self.assertEqual(len(m["bodies"]), 16)
+
+        # drawn: non-background pixels at every body that projects into the view
+        bg = res["background"]
+        inside = [p for p in res["pixels"] if p["inside"] and p["body"] > 0]
+        self.assertGreaterEqual(len(inside), 12, res["pixels"])
+        for p in inside:
+            diff = max(abs(p["rgba"][k] - bg[k]) for k in range(3))
+            self.assertGreater(diff, 12, f"body {m['bodies'][p['body']]}: background pixel")
+            self.assertGreater(p["hit"], 0, f"body {m['bodies'][p['body']]}: nothing picked")
+        own = sum(p["hit"] == p["body"] for p in inside)
+        self.assertGreaterEqual(own, len(inside) // 2, res["pixels"])
+        with open(shot, "rb") as f:
+            self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+
+        # pause stops the sequence number; it ran before
+        a, b = res["seq_running"]
+        self.assertGreater(b, a)
+        a, b = res["seq_paused"]
+        self.assertEqual(a, b, "the sequence number moved while paused")
+        self.assertTrue(res["paused_shown"])
+        self.assertIn("paused", res["mode_text"])
+        self.assertEqual(res["replies"], [["pause", True], ["resume", True]])
+
+        # the drag hit box1 and pushed it: it moved in the page's states ...
+        self.assertEqual(res["drag_pick"], res["drag_body"])
+        self.assertGreater(res["pushes"], 5)
+        self.assertEqual(res["push_refused"], [])
+        before, after = res["drag_before"], res["drag_after"]
+        moved = sum((after[k] - before[k]) ** 2 for k in range(3)) ** 0.5
+        print(f"box1 dragged {moved:.3f} m: {before} -> {after}")
+        self.assertGreater(moved, 0.05)
+        self.assertLess(moved, 5.0, "the drag flung the body")
+        # ... and in the server's own stream
+        with khz.Client(self.server.state, self.server.command) as c:
+            pose = c.latest_state(5).body_pose[c.model.body("box1")]
+        self.assertGreater(sum((pose[k] - before[k]) ** 2 for k in range(3)) ** 0.5, 0.05)
+
+    def test_serves_only_the_page(self):
+        def get(path):
+            try:
+                with urllib.request.urlopen(self.viewer.url + path, timeout=10) as r:
+                    return r.status, r.read()
+            except urllib.error.HTTPError as e:
+                return e.code, b""
+        status, body = get("")
+        self.assertEqual(status, 200)
+        self.assertIn(b"viewer.js", body)
+        self.assertEqual(get("node_modules/three/build/three.module.js")[0], 200)
+        for bad in ("package.json", "node_modules/playwright-core/package.json",
+                    "node_modules/three/../../package.json", "%2e%2e/%2e%2e/README.md",
+                    "node_modules/three/build/../../../../../README.md"):
+            self.assertEqual(get(bad)[0], 404, bad)
+
+
+class FoxgloveTest(unittest.TestCase):
+    """The live Foxglove bridge read by @foxglove/ws-protocol's own client."""
+
+    def test_bridge(self):
+        import base64
+
+        from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+        with khztest.Server() as s:
+            v = Viewer(s)
+            try:
+                url = v.url.replace("http://", "ws://") + "foxglove"
+                r = subprocess.run([NODE, os.path.join(HERE, "foxglove_client.mjs"), VIEWER, url,
+                                    "3"], capture_output=True, text=True, timeout=120)
+            finally:
+                v.close()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        res = json.loads(r.stdout)
+        self.assertNotIn("error", res)
+        self.assertEqual(res["serverInfo"]["name"], "khz view")
+        chans = {c["topic"]: c for c in res["channels"]}
+        self.assertEqual({t: c["schemaName"] for t, c in chans.items()},
+                         {"/khz/state": "khz.v1.State", "/tf": "foxglove.FrameTransforms",
+                          "/scene": "foxglove.SceneUpdate"})
+
+        def decode(topic, b64):
+            fds = descriptor_pb2.FileDescriptorSet.FromString(
+                base64.b64decode(chans[topic]["schema"]))
+            pool = descriptor_pool.DescriptorPool()
+            for fd in fds.file:
+                pool.Add(fd)
+            d = pool.FindMessageTypeByName(chans[topic]["schemaName"])
+            get = getattr(message_factory, "GetMessageClass", None)
+            cls = get(d) if get else message_factory.MessageFactory(pool).GetPrototype(d)
+            return cls.FromString(base64.b64decode(b64))
+
+        st = res["topics"]["/khz/state"]
+        print(f"foxglove bridge: {st['count']} states, {res['topics']['/tf']['count']} "
+              f"transforms, {res['topics']['/scene']['count']} scene in 3 s")
+        self.assertGreater(st["count"], 20)  # the display's rate, not the server's
+        self.assertLess(st["count"], 3 * 60 + 10)
+        first, last = decode("/khz/state", st["first"]), decode("/khz/state", st["last"])
+        self.assertGreater(last.seq, first.seq)
+        self.assertEqual(int(st["timestamps"][-1]), last.wall_time_ns)
+        self.assertEqual(res["topics"]["/scene"]["count"], 1)
+        up = decode("/scene", res["topics"]["/scene"]["first"])
+        self.assertEqual(len(up.entities), 16)  # every body of the default scene has geoms
+        tf = decode("/tf", res["topics"]["/tf"]["last"])
+        self.assertEqual(len(tf.transforms), 15)
+        self.assertEqual(tf.transforms[10].child_frame_id, "box1")
+
+
+class PlaybackTest(unittest.TestCase):
+    """`khz view --play`: the timeline through the page's WebSocket protocol."""
+
+    def test_timeline(self):
+        import asyncio
+
+        import websockets
+        with khztest.Server() as s:
+            rec = os.path.join(s.dir, "run.khzrec")
+            r = subprocess.run([khztest.PYTHON, "-m", "khz", "--state", s.state, "--command",
+                                s.command, "record", rec, "--seconds", "1"],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            seqs = [st.msg.seq for st in khz.recording.read(rec).states]
+            v = subprocess.Popen([khztest.PYTHON, "-m", "khz", "view", "--port", "0", "--play",
+                                  rec], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                line = v.stdout.readline()
+                self.assertIn("recording 'default'", line, v.stderr.read() if not line else line)
+                url = line.split()[2].replace("http://", "ws://") + "ws"
+
+                async def walk():
+                    async with websockets.connect(url, max_size=None) as ws:
+                        async def until(pred):
+                            while True:
+                                m = json.loads(await asyncio.wait_for(ws.recv(), 20))
+                                if pred(m):
+                                    return m
+                        m = await until(lambda m: m["t"] == "model")
+                        self.assertEqual(m["source"], "recording")
+                        tl = await until(lambda m: m["t"] == "timeline")
+                        self.assertEqual(tl["n"], len(seqs))
+                        await ws.send(json.dumps({"op": "stop"}))
+                        await ws.send(json.dumps({"op": "seek", "index": 100}))
+                        st = await until(lambda m: m["t"] == "state" and m["index"] == 100)
+                        self.assertEqual(st["seq"], seqs[100])
+                        await ws.send(json.dumps({"op": "frame", "delta": 1}))
+                        st = await until(lambda m: m["t"] == "state" and m["index"] != 100)
+                        self.assertEqual((st["index"], st["seq"]), (101, seqs[101]))
+                        await ws.send(json.dumps({"op": "speed", "x": 0.5}))
+                        tl = await until(lambda m: m["t"] == "timeline" and m["speed"] == 0.5)
+                        await ws.send(json.dumps({"op": "play"}))
+                        st = await until(lambda m: m["t"] == "state" and m["index"] > 150)
+                        self.assertGreater(st["sim_time"], 0)
+                        await ws.send(json.dumps({"op": "pause"}))
+                        await ws.send(json.dumps({"op": "method", "name": "none"}))
+                        rep = await until(lambda m: m["t"] == "reply")
+                        self.assertFalse(rep["ok"])
+                        self.assertIn("does not apply to a recording", rep["text"])
+                asyncio.run(walk())
+            finally:
+                v.terminate()
+                v.wait(10)
+                v.stdout.close()
+                v.stderr.close()
+
+
+class RefusalTest(unittest.TestCase):
+    def run_view(self, server, *args):
+        return subprocess.run([khztest.PYTHON, "-m", "khz", "--state", server.state, "--command",
+                               server.command, "view", "--port", "0", *args],
+                              capture_output=True, text=True, timeout=60)
+
+    def test_refusals(self):
+        with khztest.Server() as s:
+            r = self.run_view(s, "--bind", "0.0.0.0")
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("not a loopback address", r.stderr)
+            self.assertIn("CURVE", r.stderr)
+            r = self.run_view(s, "--scene", os.path.join(khztest.SOURCE,
+                                                          "scenes/validation/v3_pile.yaml"))
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("is not the scene the server runs", r.stderr)
+            self.assertIn("body 1 is 'wall_px' in the file, 'arm/base_link' on the server",
+                          r.stderr)
+        with khztest.Server(scene="scenes/validation/v3_pile.yaml") as s:
+            # the server's scene name is not a file here: --scene is asked for by name
+            r = self.run_view(s)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("runs the scene 'v3_pile': give the file it loaded with --scene",
+                          r.stderr)
+
+
+if __name__ == "__main__":
+    why = missing()
+    if why:
+        print(f"SKIP: {why}")
+        sys.exit(77)
+    unittest.main(verbosity=2)
