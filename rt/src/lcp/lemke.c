@@ -19,6 +19,21 @@
 #include <stdint.h>
 #include <string.h>
 
+/* an entering column's entry blocks only above this fraction of the
+ * column's largest; ratios within this relative distance tie */
+#ifndef KHZ_LEMKE_PIVOT_TOL
+#define KHZ_LEMKE_PIVOT_TOL 1e-9
+#endif
+#ifndef KHZ_LEMKE_REINVERT
+#define KHZ_LEMKE_REINVERT 1e-3 /* a pivot below this fraction of its column: B^-1 afresh */
+#endif
+#ifndef KHZ_LEMKE_SMALL_PIVOT
+#define KHZ_LEMKE_SMALL_PIVOT 0
+#endif
+#ifndef KHZ_LEMKE_TIE_TOL
+#define KHZ_LEMKE_TIE_TOL 1e-8
+#endif
+
 size_t khz_lemkeBytes(int nmax) {
   size_t n = nmax > 0 ? (size_t)nmax : 0;
   return (2 * n * n + 3 * n) * sizeof(double) + 3 * n * sizeof(int) + 16;
@@ -41,7 +56,8 @@ void khz_lemkeInit(khzLemke *lk, int nmax, void *mem) {
 }
 
 const char *khz_lcpStatusName(khzLcpStatus s) {
-  static const char *const names[KHZ_LCP_NSTATUS] = {"solved", "budget", "ray", "toobig"};
+  static const char *const names[KHZ_LCP_NSTATUS] = {"solved", "budget", "ray", "toobig",
+                                                          "inaccurate"};
   return s >= 0 && s < KHZ_LCP_NSTATUS ? names[s] : "unknown";
 }
 
@@ -81,15 +97,23 @@ static int lexico_min(const khzLemke *lk, int n, const double *d, int *ties, int
   /* the ratio itself */
   double best = INFINITY;
   for (int t = 0; t < ntie; t++) best = fmin(best, lk->qbar[ties[t]] / d[ties[t]]);
-  double tol = 1e-8 * (1 + fabs(best));
+  double tol = KHZ_LEMKE_TIE_TOL * (1 + fabs(best));
   int m = 0;
+  double dbig = 0;
   for (int t = 0; t < ntie; t++)
-    if (lk->qbar[ties[t]] / d[ties[t]] <= best + tol) ties[m++] = ties[t];
+    if (lk->qbar[ties[t]] / d[ties[t]] <= best + tol) ties[m++] = ties[t], dbig = fmax(dbig, d[ties[t]]);
+  /* among the tied rows, pivots far smaller than the largest are round-off
+   * of zeros (a degenerate basis): they would blow B^-1 up; any tied row
+   * keeps the basis feasible */
+  int keep = 0;
+  for (int t = 0; t < m; t++)
+    if (d[ties[t]] >= KHZ_LEMKE_SMALL_PIVOT * dbig) ties[keep++] = ties[t];
+  m = keep;
   /* then the columns of B^-1, one after the other */
   for (int k = 0; k < n && m > 1; k++) {
     best = INFINITY;
     for (int t = 0; t < m; t++) best = fmin(best, lk->binv[(size_t)ties[t] * n + k] / d[ties[t]]);
-    tol = 1e-8 * (1 + fabs(best));
+    tol = KHZ_LEMKE_TIE_TOL * (1 + fabs(best));
     int keep = 0;
     for (int t = 0; t < m; t++)
       if (lk->binv[(size_t)ties[t] * n + k] / d[ties[t]] <= best + tol) ties[keep++] = ties[t];
@@ -109,6 +133,8 @@ static void pivot(khzLemke *lk, int n, int r, const double *d, int entering) {
     double *Bi = lk->binv + (size_t)i * n;
     for (int k = 0; k < n; k++) Bi[k] -= f * Br[k];
     lk->qbar[i] -= f * lk->qbar[r];
+    /* the basic values stay >= 0 (feasible bases); round-off below 0 is 0 */
+    if (lk->qbar[i] < 0) lk->qbar[i] = 0;
   }
   lk->basis[r] = entering;
 }
@@ -155,9 +181,9 @@ static void lu_solve(const double *A, int k, const int *piv, double *b) {
   }
 }
 
-/* column v of [I, -M] at row r */
+/* column v of [I, -M, -e] at row r */
 static double basic_entry(int n, const double *M, int v, int r) {
-  return v < n ? (r == v) : -M[(size_t)r * n + (v - n)];
+  return v < n ? (r == v) : v < 2 * n ? -M[(size_t)r * n + (v - n)] : -1;
 }
 
 /* the solution of the final basis again, directly: B x_B = q with B the
@@ -190,6 +216,26 @@ static void polish(khzLemke *lk, int n, const double *M, const double *q, double
   if (khz_lcpResidual(n, M, q, w) > before) return;
   memcpy(z, w, (size_t)n * sizeof(double));
   lk->polished = 1;
+}
+
+/* B^-1 and qbar afresh from the basis (LU of B, then B^-1 column by column):
+ * after a small pivot the product-form updates carry its round-off into
+ * every later ratio test; 0 when B is numerically singular */
+static int reinvert(khzLemke *lk, int n, const double *M, const double *q) {
+  for (int i = 0; i < n; i++)
+    for (int r = 0; r < n; r++) lk->lu[(size_t)r * n + i] = basic_entry(n, M, lk->basis[i], r);
+  if (!lu_factor(lk->lu, n, lk->perm)) return 0;
+  for (int j = 0; j < n; j++) {
+    double *e = lk->rhs;
+    memset(e, 0, (size_t)n * sizeof(double));
+    e[j] = 1;
+    lu_solve(lk->lu, n, lk->perm, e);
+    for (int i = 0; i < n; i++) lk->binv[(size_t)i * n + j] = e[i];
+  }
+  memcpy(lk->qbar, q, (size_t)n * sizeof(double));
+  lu_solve(lk->lu, n, lk->perm, lk->qbar);
+  for (int i = 0; i < n; i++) lk->qbar[i] = fmax(lk->qbar[i], 0);
+  return 1;
 }
 
 khzLcpStatus khz_lemke(khzLemke *lk, int n, const double *M, const double *q, double *z, double *w,
@@ -240,7 +286,7 @@ khzLcpStatus khz_lemke(khzLemke *lk, int n, const double *M, const double *q, do
     entering_column(lk, n, M, entering, d);
     double dmax = 0;
     for (int i = 0; i < n; i++) dmax = fmax(dmax, fabs(d[i]));
-    double tol = 1e-9 * dmax;
+    double tol = KHZ_LEMKE_PIVOT_TOL * dmax;
     int ntie = 0;
     for (int i = 0; i < n; i++)
       if (d[i] > tol) lk->ties[ntie++] = i;
@@ -252,6 +298,7 @@ khzLcpStatus khz_lemke(khzLemke *lk, int n, const double *M, const double *q, do
     leaving = lk->basis[r];
     pivot(lk, n, r, d, entering);
     lk->pivots++;
+    if (d[r] < KHZ_LEMKE_REINVERT * dmax) reinvert(lk, n, M, q);
   }
 
   /* read the basic z's, then the same basis solved directly */
@@ -264,6 +311,13 @@ khzLcpStatus khz_lemke(khzLemke *lk, int n, const double *M, const double *q, do
     double s = q[i];
     for (int j = 0; j < n; j++) s += M[(size_t)i * n + j] * z[j];
     w[i] = s;
+  }
+  double qmax = 0;
+  for (int i = 0; i < n; i++) qmax = fmax(qmax, fabs(q[i]));
+  if (!(khz_lcpResidual(n, M, q, z) <= 1e-9 * (1 + qmax))) {
+    memset(z, 0, (size_t)n * sizeof(double));
+    memset(w, 0, (size_t)n * sizeof(double));
+    return KHZ_LCP_INACCURATE;
   }
   return KHZ_LCP_SOLVED;
 }

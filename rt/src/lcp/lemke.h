@@ -24,6 +24,8 @@ typedef enum khzLcpStatus {
   KHZ_LCP_BUDGET,     /* the pivot budget was spent before z0 left the basis */
   KHZ_LCP_RAY,        /* ray termination: no blocking row (the LCP may have no solution) */
   KHZ_LCP_TOOBIG,     /* n exceeds the workspace's capacity */
+  KHZ_LCP_INACCURATE, /* z0 left the basis, but round-off in a degenerate basis left a
+                         residual above 1e-9 (1 + max |q|) */
   KHZ_LCP_NSTATUS
 } khzLcpStatus;
 
@@ -53,7 +55,8 @@ void khz_lemkeInit(khzLemke *lk, int nmax, void *mem);
  * most max_pivots pivots (<= 0: 50 n + 100). On KHZ_LCP_SOLVED z and w are
  * the solution, recomputed from the final basis by an LU solve of its
  * basis matrix when that is regular (lk->polished), so that the
- * complementarity residual is at round-off. On any other status z and w are
+ * complementarity residual is at round-off; a larger residual is reported
+ * as KHZ_LCP_INACCURATE. On any other status z and w are
  * set to zero. Never allocates. */
 khzLcpStatus khz_lemke(khzLemke *lk, int n, const double *M, const double *q, double *z, double *w,
                        int max_pivots);
@@ -62,7 +65,7 @@ khzLcpStatus khz_lemke(khzLemke *lk, int n, const double *M, const double *q, do
  * w = M z + q recomputed (0 exactly at a solution). */
 double khz_lcpResidual(int n, const double *M, const double *q, const double *z);
 
-/* Short name of a status ("solved", "budget", "ray", "toobig"). */
+/* Short name of a status ("solved", "budget", "ray", "toobig", "inaccurate"). */
 const char *khz_lcpStatusName(khzLcpStatus s);
 
 #endif
