@@ -314,7 +314,7 @@ khzLcpStatus khz_lemke(khzLemke *lk, int n, const double *M, const double *q, do
   }
   double qmax = 0;
   for (int i = 0; i < n; i++) qmax = fmax(qmax, fabs(q[i]));
-  if (!(khz_lcpResidual(n, M, q, z) <= 1e-9 * (1 + qmax))) {
+  if (!(khz_lcpResidual(n, M, q, z) <= 1e-10 * (1 + qmax))) {
     memset(z, 0, (size_t)n * sizeof(double));
     memset(w, 0, (size_t)n * sizeof(double));
     return KHZ_LCP_INACCURATE;

@@ -25,7 +25,7 @@ typedef enum khzLcpStatus {
   KHZ_LCP_RAY,        /* ray termination: no blocking row (the LCP may have no solution) */
   KHZ_LCP_TOOBIG,     /* n exceeds the workspace's capacity */
   KHZ_LCP_INACCURATE, /* z0 left the basis, but round-off in a degenerate basis left a
-                         residual above 1e-9 (1 + max |q|) */
+                         residual above 1e-10 (1 + max |q|) */
   KHZ_LCP_NSTATUS
 } khzLcpStatus;
 
