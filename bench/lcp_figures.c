@@ -204,7 +204,7 @@ static void table1(void) {
   int fb = run_table1(m, href, (int)(T1_GRID / href + 0.5), vr, xr);
   printf("# Table I: four balls, errors against h = %g (%d LCP fallbacks there), t in [0, %g] s\n", href, fb, T1_END);
   printf("| h (s) | velocity error | position error | velocity variation | LCP fallbacks |\n|---|---|---|---|---|\n");
-  static const double hs[] = {1e-2, 5e-3, 2.5e-3, 1e-3, 5e-4, 2.5e-4, 1e-4};
+  static const double hs[] = {1e-2, 5e-3, 2e-3, 1e-3, 5e-4, 2e-4, 1e-4};
   int nh = sizeof hs / sizeof hs[0];
   double ev[16], ex[16];
   for (int i = 0; i < nh; i++) {

@@ -36,7 +36,7 @@
 
 size_t khz_lemkeBytes(int nmax) {
   size_t n = nmax > 0 ? (size_t)nmax : 0;
-  return (2 * n * n + 3 * n) * sizeof(double) + 3 * n * sizeof(int) + 16;
+  return (2 * n * n + 4 * n) * sizeof(double) + 3 * n * sizeof(int) + 16;
 }
 
 void khz_lemkeInit(khzLemke *lk, int nmax, void *mem) {
@@ -49,6 +49,7 @@ void khz_lemkeInit(khzLemke *lk, int nmax, void *mem) {
   lk->qbar = p, p += n;
   lk->col = p, p += n;
   lk->rhs = p, p += n;
+  lk->qs = p, p += n;
   int *ip = (int *)p;
   lk->basis = ip, ip += n;
   lk->ties = ip, ip += n;
@@ -238,28 +239,9 @@ static int reinvert(khzLemke *lk, int n, const double *M, const double *q) {
   return 1;
 }
 
-khzLcpStatus khz_lemke(khzLemke *lk, int n, const double *M, const double *q, double *z, double *w,
-                       int max_pivots) {
-  lk->pivots = 0;
-  lk->polished = 0;
-  if (n <= 0) return KHZ_LCP_SOLVED;
-  memset(z, 0, (size_t)n * sizeof(double));
-  memset(w, 0, (size_t)n * sizeof(double));
-  if (n > lk->nmax) return KHZ_LCP_TOOBIG;
-  if (max_pivots <= 0) max_pivots = 50 * n + 100;
-  for (int i = 0; i < n; i++) {
-    if (!isfinite(q[i])) return KHZ_LCP_RAY;
-    for (int j = 0; j < n; j++)
-      if (!isfinite(M[(size_t)i * n + j])) return KHZ_LCP_RAY;
-  }
-
-  /* q >= 0: z = 0 solves it */
-  int any_negative = 0;
-  for (int i = 0; i < n; i++) any_negative |= q[i] < 0;
-  if (!any_negative) {
-    memcpy(w, q, (size_t)n * sizeof(double));
-    return KHZ_LCP_SOLVED;
-  }
+/* Lemke on (M, q), max |q| >= 1e-3 */
+static khzLcpStatus lemke_core(khzLemke *lk, int n, const double *M, const double *q, double *z,
+                               double *w, int max_pivots) {
 
   /* B = I, w basic */
   memset(lk->binv, 0, (size_t)n * n * sizeof(double));
@@ -312,12 +294,50 @@ khzLcpStatus khz_lemke(khzLemke *lk, int n, const double *M, const double *q, do
     for (int j = 0; j < n; j++) s += M[(size_t)i * n + j] * z[j];
     w[i] = s;
   }
+  if (!(khz_lcpResidual(n, M, q, z) <= 1e-10)) return KHZ_LCP_INACCURATE;
+  return KHZ_LCP_SOLVED;
+}
+
+khzLcpStatus khz_lemke(khzLemke *lk, int n, const double *M, const double *q, double *z, double *w,
+                       int max_pivots) {
+  lk->pivots = 0;
+  lk->polished = 0;
+  if (n <= 0) return KHZ_LCP_SOLVED;
+  memset(z, 0, (size_t)n * sizeof(double));
+  memset(w, 0, (size_t)n * sizeof(double));
+  if (n > lk->nmax) return KHZ_LCP_TOOBIG;
+  if (max_pivots <= 0) max_pivots = 50 * n + 100;
+  for (int i = 0; i < n; i++) {
+    if (!isfinite(q[i])) return KHZ_LCP_RAY;
+    for (int j = 0; j < n; j++)
+      if (!isfinite(M[(size_t)i * n + j])) return KHZ_LCP_RAY;
+  }
+
+  /* q >= 0: z = 0 solves it */
+  int any_negative = 0;
   double qmax = 0;
-  for (int i = 0; i < n; i++) qmax = fmax(qmax, fabs(q[i]));
-  if (!(khz_lcpResidual(n, M, q, z) <= 1e-10 * (1 + qmax))) {
+  for (int i = 0; i < n; i++) any_negative |= q[i] < 0, qmax = fmax(qmax, fabs(q[i]));
+  if (!any_negative) {
+    memcpy(w, q, (size_t)n * sizeof(double));
+    return KHZ_LCP_SOLVED;
+  }
+
+  /* the LCP is homogeneous in (z, w, q): a tiny q (a contact LCP's q
+   * scales with the step) is solved as 1e-3 q / max |q|, so that the
+   * tolerances, absolute at |q| ~ 1, do not swallow it; z is scaled back */
+  qmax = qmax < 1e-3 ? qmax / 1e-3 : 1;
+  for (int i = 0; i < n; i++) lk->qs[i] = q[i] / qmax;
+  khzLcpStatus st = lemke_core(lk, n, M, lk->qs, z, w, max_pivots);
+  if (st != KHZ_LCP_SOLVED) {
     memset(z, 0, (size_t)n * sizeof(double));
     memset(w, 0, (size_t)n * sizeof(double));
-    return KHZ_LCP_INACCURATE;
+    return st;
+  }
+  for (int i = 0; i < n; i++) z[i] *= qmax;
+  for (int i = 0; i < n; i++) {
+    double s = q[i];
+    for (int j = 0; j < n; j++) s += M[(size_t)i * n + j] * z[j];
+    w[i] = s;
   }
   return KHZ_LCP_SOLVED;
 }

@@ -25,7 +25,7 @@ typedef enum khzLcpStatus {
   KHZ_LCP_RAY,        /* ray termination: no blocking row (the LCP may have no solution) */
   KHZ_LCP_TOOBIG,     /* n exceeds the workspace's capacity */
   KHZ_LCP_INACCURATE, /* z0 left the basis, but round-off in a degenerate basis left a
-                         residual above 1e-10 (1 + max |q|) */
+                         residual above 1e-10 (1e-7 max |q| when max |q| < 1e-3) */
   KHZ_LCP_NSTATUS
 } khzLcpStatus;
 
@@ -36,6 +36,7 @@ typedef struct khzLemke {
   double *col;  /* nmax: the entering column B^-1 a */
   double *lu;   /* nmax x nmax: the final basis matrix, for the polish */
   double *rhs;  /* nmax */
+  double *qs;   /* nmax: q / max |q| */
   int *basis;   /* nmax: variable basic in each row (w_i = i, z_j = n + j, z0 = 2n) */
   int *ties;    /* nmax: candidate rows of the lexicographic ratio test */
   int *perm;    /* nmax: the polish's row pivots and index set */
