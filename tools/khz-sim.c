@@ -125,8 +125,9 @@ static void khz_sim_help_run(FILE *out) {
       "                   step,t,body0,body1,geom0,geom1,point,bottom,x,y,z,nx,ny,nz,depth,\n"
       "                   fx,fy,fz (the force on body0, world frame; see\n"
       "                   docs/trajectory-format.md)\n"
-      "  --method M       contact method: none, penalty (Drumwright's multi-point method) or\n"
-      "                   deepest (one spring at the deepest point; the baseline)\n"
+      "  --method M       contact method: none, penalty (Drumwright's multi-point method),\n"
+      "                   deepest (one spring at the deepest point; the baseline) or lcp\n"
+      "                   (Stewart & Trinkle's LCP time-stepping; docs/lcp.md)\n"
       "                   (default: the scene's contact.method)\n"
       "  --sleep on|off   on: islands of free bodies at rest sleep as in khz-server (not\n"
       "                   integrated, not collided until touched, pushed or commanded;\n"
@@ -660,7 +661,7 @@ static int khz_sim_run(int argc, char **argv) {
   double dt = 0;
   int integrator = -1, method = -1;
   if (flags[4].given && (method = khz_contactMethodFromName(flags[4].value)) < 0) {
-    fprintf(stderr, "khz-sim run: --method: expected none, penalty or deepest, got '%s'\n",
+    fprintf(stderr, "khz-sim run: --method: expected none, penalty, deepest or lcp, got '%s'\n",
             flags[4].value);
     return KHZ_SIM_USAGE;
   }

@@ -436,7 +436,7 @@ static int khz_scene_contact(khzSceneReader *r, const yaml_node_t *n, khzContact
                                      "kp_per_kg",   "kv_per_kg",  "ki_per_kg",   "gain_mass",
                                      "gamma",       "mu",         "restitution", "impact_velocity",
                                      "reimpact_velocity", "max_pairs",   "max_points", "rolling_friction",
-                                     "torsional_friction", NULL};
+                                     "torsional_friction", "friction_directions", NULL};
   yaml_node_t *v;
   if (khz_check_keys(r, n, "contact", keys)) return -1;
   if ((v = khz_find(r, n, "method"))) {
@@ -445,7 +445,7 @@ static int khz_scene_contact(khzSceneReader *r, const yaml_node_t *n, khzContact
     int id = khz_contactMethodFromName(method);
     if (id < 0) {
       return khz_scene_fail(r, v, "contact.method",
-                            "unknown method '%s' (accepted: none, penalty, deepest)", method);
+                            "unknown method '%s' (accepted: none, penalty, deepest, lcp)", method);
     }
     c->method = (khzContactMethod)id;
   }
@@ -486,6 +486,13 @@ static int khz_scene_contact(khzSceneReader *r, const yaml_node_t *n, khzContact
     else if (strcmp(rule, "reduced") == 0) c->gain_mass = KHZ_GAIN_MASS_REDUCED;
     else if (strcmp(rule, "effective") == 0) c->gain_mass = KHZ_GAIN_MASS_EFFECTIVE;
     else return khz_scene_fail(r, v, "contact.gain_mass", "unknown rule '%s' (accepted: sum, reduced, effective)", rule);
+  }
+  /* the LCP method's friction cone */
+  if ((v = khz_find(r, n, "friction_directions"))) {
+    double x;
+    if (khz_get_range(r, v, "contact.friction_directions", &x, 4, 0, 8, 0, "4 or 8")) return -1;
+    if (x != 4 && x != 8) return khz_scene_fail(r, v, "contact.friction_directions", "must be 4 or 8");
+    c->friction_directions = (int)x;
   }
   /* capacities */
   const struct {

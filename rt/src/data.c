@@ -156,6 +156,6 @@ void khz_stackFree(khzData *d, size_t mark) { d->stack_top = mark; }
 
 const char *khz_warningName(int warning) {
   static const char *const names[KHZ_NWARNING] = {"stack", "badstate", "effort", "badctrl",
-                                                  "contactfull", "impulse"};
+                                                  "contactfull", "impulse", "lcp"};
   return warning >= 0 && warning < KHZ_NWARNING ? names[warning] : NULL;
 }

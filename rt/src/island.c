@@ -71,7 +71,10 @@ static int nonzero(const double *x, int n) {
 void khz_islandWakeOnInputs(const khzModel *m, khzData *d) {
   d->ncontact_asleep = d->contact_shift = 0; /* khz_collide lists them again */
   if (!khz_anyAsleep(d)) return;
-  if (!d->sleep_enabled || d->contact_method == KHZ_CONTACT_NONE) {
+  /* nothing sleeps without contact, nor under the LCP method, which finds
+   * its contacts itself (lcp.c), past the pass that keeps sleeping pairs */
+  if (!d->sleep_enabled || d->contact_method == KHZ_CONTACT_NONE ||
+      d->contact_method == KHZ_CONTACT_LCP) {
     khz_wake(m, d, -1);
     return;
   }
@@ -117,7 +120,9 @@ int khz_islandUpdate(const khzModel *m, khzData *d) {
   d->ncontact += frozen;
   d->contact_shift = 0;
   d->ncontact_kept = 0;
-  if (!d->sleep_enabled || d->contact_method == KHZ_CONTACT_NONE) return 0;
+  if (!d->sleep_enabled || d->contact_method == KHZ_CONTACT_NONE ||
+      d->contact_method == KHZ_CONTACT_LCP)
+    return 0;
   int nb = m->nbody, slept = 0;
   size_t mark = khz_stackMark(d);
   int *parent = khz_stackAlloc(d, (size_t)nb * sizeof(int));

@@ -16,6 +16,7 @@
 #include "dynamics.h"
 #include "island.h"
 #include "khz/khz.h"
+#include "lcp/lcp.h"
 #include "spatial.h"
 
 void khz_integratePos(const khzModel *m, double *qout, const double *q, const double *v,
@@ -245,16 +246,25 @@ void khz_stepWith(const khzModel *m, khzData *d, double h) {
   }
   clamp_controls(m, d);
   khz_islandWakeOnInputs(m, d); /* sleeping islands that a torque, wrench or velocity reaches */
-
-  /* contact: collision detection at the current state, the Fig. 2 phases and
-   * impulses for impacts (which change qd before the integration) */
-  if (d->contact_method != KHZ_CONTACT_NONE) khz_forwardPass(m, d, d->q, d->qd);
-  khz_contactBegin(m, d);
-
   memcpy(q0, d->q, nq * sizeof(double));
   memcpy(v0, d->qd, nv * sizeof(double));
 
-  if (m->integrator == KHZ_INT_EULER) {
+  /* the LCP method steps by itself (velocity-level, first order); when it
+   * cannot solve a step it counts a warning and the penalty stages run */
+  int lcp = d->contact_method == KHZ_CONTACT_LCP && khz_lcpStep(m, d, h) == 0;
+
+  if (!lcp) {
+    /* contact: collision detection at the current state, the Fig. 2 phases
+     * and impulses for impacts (which change qd before the integration) */
+    if (d->contact_method != KHZ_CONTACT_NONE) khz_forwardPass(m, d, d->q, d->qd);
+    khz_contactBegin(m, d);
+    memcpy(q0, d->q, nq * sizeof(double));
+    memcpy(v0, d->qd, nv * sizeof(double));
+  }
+
+  if (lcp) {
+    /* the state is already at the step's end */
+  } else if (m->integrator == KHZ_INT_EULER) {
     /* semi-implicit Euler */
     accel(m, d, q0, v0, tau, d->qdd);
     if (d->ncontact && khz_contactImplicit(m, d, v0, d->qdd)) accel(m, d, q0, v0, tau, d->qdd);
@@ -312,7 +322,7 @@ void khz_stepWith(const khzModel *m, khzData *d, double h) {
   khz_kinematics(m, d);
   /* small fast bodies must not pass through thin geoms between two steps */
   if (d->contact_method != KHZ_CONTACT_NONE && khz_contactSweep(m, d, q0)) khz_kinematics(m, d);
-  if (d->ncontact) khz_contactEnd(m, d);
+  if (d->ncontact && !lcp) khz_contactEnd(m, d);
   /* islands of free bodies at rest go to sleep (island.c) */
   khz_islandUpdate(m, d);
   khz_stackFree(d, mark);

@@ -220,7 +220,7 @@ static void test_names(void) {
   ENSURE(strcmp(khz_contactMethodName((khzContactMethod)42), "unknown") == 0);
   for (int i = 0; i < KHZ_CONTACT_NMETHODS; i++)
     ENSURE(khz_contactMethodFromName(khz_contactMethodName((khzContactMethod)i)) == i);
-  ENSURE(khz_contactMethodFromName("lcp") == -1 && khz_contactMethodFromName(NULL) == -1);
+  ENSURE(khz_contactMethodFromName("lcp") == KHZ_CONTACT_LCP && khz_contactMethodFromName(NULL) == -1);
 }
 
 /* ------------------------------------------------------- allocations -- */

@@ -146,7 +146,7 @@ for e in ("energy_start", "energy_end"):
 assert j["energy_start"]["kinetic"] == 0
 assert j["contact_method"] == "penalty", j["contact_method"]
 assert len(j["state_hash"]) == 16 and int(j["state_hash"], 16) >= 0
-assert set(j["warnings"]) == {"stack", "badstate", "effort", "badctrl", "contactfull", "impulse"}'
+assert set(j["warnings"]) == {"stack", "badstate", "effort", "badctrl", "contactfull", "impulse", "lcp"}'
 checks=$((checks + 1))
 python3 - "$TMP/traj.csv" "$TMP/info_default.json" <<'EOF' || fail "run --out CSV shape"
 import csv, json, sys

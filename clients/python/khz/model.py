@@ -20,7 +20,7 @@ MODES = {"realtime": state_pb2.MODE_REALTIME, "lockstep": state_pb2.MODE_LOCKSTE
          "fast": state_pb2.MODE_FAST}
 MODE_NAMES = {v: k for k, v in MODES.items()}
 # State.warnings order (khzWarning)
-WARNINGS = ("stack", "badstate", "effort", "badctrl", "contactfull", "impulse")
+WARNINGS = ("stack", "badstate", "effort", "badctrl", "contactfull", "impulse", "lcp")
 
 
 def flag_names(flags: int) -> list[str]:

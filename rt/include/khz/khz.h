@@ -74,6 +74,7 @@ typedef enum khzContactMethod {
   KHZ_CONTACT_NONE = 0, /* bodies pass through each other */
   KHZ_CONTACT_PENALTY,  /* Drumwright's multi-point penalty method with impacts (docs/contact.md) */
   KHZ_CONTACT_DEEPEST,  /* one penalty spring at the deepest point (the paper's baseline) */
+  KHZ_CONTACT_LCP,      /* Stewart & Trinkle's LCP time-stepping, solved by Lemke (docs/lcp.md) */
   KHZ_CONTACT_NMETHODS
 } khzContactMethod;
 
@@ -94,6 +95,9 @@ typedef enum khzWarning {
   KHZ_WARN_CONTACTFULL,/* a contact buffer was full: fewer pairs or points were kept */
   KHZ_WARN_IMPULSE,    /* an impact's impulses stopped before they converged (sweep budget
                           spent, or a cluster too large to solve together) */
+  KHZ_WARN_LCP,        /* the LCP method could not solve a step (Lemke's pivot budget, ray
+                          termination, more contact points than it holds): that step used
+                          the penalty method (docs/lcp.md) */
   KHZ_NWARNING
 } khzWarning;
 
@@ -174,6 +178,8 @@ typedef struct khzContactOptions {
                                (m/s) impacts again; 0 = never (Fig. 2 as the paper draws it) */
   int max_pairs;            /* capacity of simultaneous contact pairs; 0 = automatic */
   int max_points;           /* capacity of contact points per pair; 0 = 64 */
+  int friction_directions;  /* LCP method: directions of the polyhedral friction cone, 4 or 8
+                               (0 = 4) */
 } khzContactOptions;
 
 /* Sleeping bodies (khz_spec_setSleep; docs/sleeping.md): free bodies (a floating root with nothing but fixed joints below)

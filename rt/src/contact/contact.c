@@ -14,6 +14,7 @@
 #include "collision/collision.h"
 #include "dynamics.h"
 #include "impulse.h"
+#include "lcp/lcp.h"
 #include "penalty.h"
 #include "phases.h"
 
@@ -89,5 +90,8 @@ size_t khz_contactStackBytes(const khzModel *m) {
                    47 * (size_t)m->nbody * sizeof(double); /* khz_penaltyLimits */
   size_t implicit = (2 * (size_t)m->nv + 12 * (size_t)m->nbody) * sizeof(double) + 4 * 64 +
                     khz_penaltyImplicitStackBytes(m);
-  return contact + khz_impulseStackBytes(m) + implicit;
+  /* the LCP method runs instead of these stages (its step falls back to
+   * them only after freeing its own scratch) */
+  size_t lcp = khz_lcpStackBytes(m), penalty = contact + khz_impulseStackBytes(m) + implicit;
+  return lcp > penalty ? lcp : penalty;
 }

@@ -1,0 +1,316 @@
+/* lcp_figures.c — the figures of the LCP contact method (docs/lcp.md), next
+ * to Stewart & Trinkle's ("An implicit time-stepping scheme for rigid body
+ * dynamics with inelastic collisions and Coulomb friction", 1996, sec. 4):
+ *
+ *   rod     the spinning rod (scenes/validation/st_rod.yaml) started at the
+ *           height from which free flight ends at the paper's first impact
+ *           (0.383 s; the paper does not give the height): each end's first
+ *           contact, the sliding after the second, rest; h = 1 ms.
+ *   balls   the four balls (scenes/validation/st_four_balls.yaml), 8
+ *           directions: landing, reaching the line, the largest LCP.
+ *   table1  Table I: for h = 1e-2 .. 1e-4 the velocity error (integral of
+ *           |v_h - v|_inf dt), the position error (sup |x_h - x|_inf) against
+ *           h = 1e-5, the velocity variation, and the log-log slopes.
+ *   solve   time per Lemke solve against the number of contacts: N balls
+ *           resting apart on the table (N contacts, k = 4 and 8).
+ *
+ *   build/bench/lcp_figures [rod] [balls] [table1] [solve]   (all by default)
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "khz/khz.h"
+#include "khz/load.h"
+#include "lcp/lcp.h"
+#include "lcp/lemke.h"
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static khzModel *load(const char *path, int directions) {
+  char err[512];
+  khzModel *m = khz_loadModel(path, NULL, err, sizeof err);
+  if (!m) {
+    fprintf(stderr, "%s: %s\n", path, err);
+    exit(1);
+  }
+  if (directions) m->contact.friction_directions = directions;
+  m->stack_bytes += khz_lcpStackBytes(m); /* room for 8 directions */
+  return m;
+}
+
+/* the largest LCP of a run */
+static int lcp_nmax, lcp_count;
+static void observe_size(void *user, int n, const double *M, const double *q, const double *z,
+                         int st) {
+  (void)user, (void)M, (void)q, (void)z, (void)st;
+  lcp_count++;
+  if (n > lcp_nmax) lcp_nmax = n;
+}
+
+/* ------------------------------------------------------------------ rod -- */
+
+/* height of the lower end in free flight at t: the centre falls from z0, the
+ * axis (elevation e0 at t = 0) turns at w */
+static double rod_low_end(double z0, double e0, double w, double half, double rad, double g, double t) {
+  return z0 - 0.5 * g * t * t - half * fabs(sin(e0 + w * t)) - rad;
+}
+
+static void rod(void) {
+  khzModel *m = load("scenes/validation/st_rod.yaml", 0);
+  khzData *d = khz_makeData(m, 0);
+  d->contact_method = KHZ_CONTACT_LCP;
+  int b = khz_name2body(m, "rod"), qa = m->jnt_qadr[b], dof = m->jnt_dofadr[b];
+  const double half = 0.25, rad = 0.05, g = 9.81, w = 4, t_paper = 0.383;
+  double e0 = asin(d->xrot[9 * b + 8]); /* the axis' elevation */
+  /* z0 so that the lower end first reaches the table at t_paper */
+  double z0 = 0.5 * g * t_paper * t_paper + half * fabs(sin(e0 + w * t_paper)) + rad;
+  double t_free = -1;
+  for (double t = 0; t < 1; t += 1e-6)
+    if (rod_low_end(z0, e0, w, half, rad, g, t) <= 0) {
+      t_free = t;
+      break;
+    }
+  d->q[qa + 2] = z0;
+  khz_kinematics(m, d);
+  double t_end[2] = {-1, -1}, slide = -1, rest = -1, h = m->timestep;
+  for (int s = 0; s < 1500; s++) {
+    khz_step(m, d);
+    const double *R = d->xrot + 9 * b, *xc = d->xcom + 3 * b;
+    double wv[3];
+    for (int k = 0; k < 3; k++) wv[k] = R[3 * k] * d->qd[dof + 3] + R[3 * k + 1] * d->qd[dof + 4] + R[3 * k + 2] * d->qd[dof + 5];
+    int sliding = 0;
+    for (int c = 0; c < d->ncontact; c++)
+      for (int k = 0; k < d->contact[c].npoint; k++) {
+        const khzContactPoint *p = d->cpoint + d->contact[c].point_adr + k;
+        if (p->depth <= 0) continue;
+        double r[3] = {p->pos[0] - xc[0], p->pos[1] - xc[1], p->pos[2] - xc[2]};
+        int end = r[0] * R[2] + r[1] * R[5] + r[2] * R[8] > 0;
+        if (t_end[end] < 0) t_end[end] = d->time - h;
+        double vx = d->qd[dof] + wv[1] * r[2] - wv[2] * r[1], vy = d->qd[dof + 1] + wv[2] * r[0] - wv[0] * r[2];
+        sliding |= hypot(vx, vy) > 1e-3;
+      }
+    if (sliding) slide = d->time;
+    double speed = fmax(fmax(fabs(d->qd[dof]), fabs(d->qd[dof + 1])), fabs(d->qd[dof + 2]));
+    speed = fmax(speed, sqrt(wv[0] * wv[0] + wv[1] * wv[1] + wv[2] * wv[2]) * (half + rad));
+    if (speed > 1e-3) rest = -1;
+    else if (rest < 0) rest = d->time;
+  }
+  double first = fmin(t_end[0], t_end[1]), second = fmax(t_end[0], t_end[1]);
+  printf("# rod (scenes/validation/st_rod.yaml, h = %g s, start height %.4f m: free flight ends at %.4f s)\n",
+         h, z0, t_free);
+  printf("| event | paper (s) | khz lcp (s) | difference |\n|---|---|---|---|\n");
+  printf("| first impact | 0.383 | %.4f | %+.2f %% |\n", first, 100 * (first / 0.383 - 1));
+  printf("| other end lands | 0.548 | %.4f | %+.2f %% |\n", second, 100 * (second / 0.548 - 1));
+  printf("| sliding after it | 0.02 | %.4f | %+.2f %% |\n", slide - second, 100 * ((slide - second) / 0.02 - 1));
+  printf("| at rest from | (then at rest) | %.4f | |\n", rest);
+  printf("LCP fallbacks: %d\n\n", d->warning[KHZ_WARN_LCP]);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+}
+
+/* ---------------------------------------------------------------- balls -- */
+
+static void balls(void) {
+  khzModel *m = load("scenes/validation/st_four_balls.yaml", 8);
+  khzData *d = khz_makeData(m, 0);
+  d->contact_method = KHZ_CONTACT_LCP;
+  int thrown = khz_name2body(m, "ball1"), maxc = 0;
+  double land = -1, hit = -1, h = m->timestep;
+  lcp_nmax = lcp_count = 0;
+  khz_lcpSetObserver(observe_size, NULL);
+  double t0 = now_s();
+  for (int s = 0; s < 1500; s++) {
+    khz_step(m, d);
+    int nc = 0;
+    for (int c = 0; c < d->ncontact; c++) {
+      const khzContact *ct = d->contact + c;
+      nc += ct->npoint > 0;
+      if (ct->body[0] != thrown && ct->body[1] != thrown) continue;
+      int other = ct->body[0] ^ ct->body[1] ^ thrown;
+      if (other == 0 && land < 0) land = d->time - h;
+      if (other != 0 && hit < 0) hit = d->time - h;
+    }
+    if (nc > maxc) maxc = nc;
+  }
+  double wall = now_s() - t0;
+  khz_lcpSetObserver(NULL, NULL);
+  printf("# four balls (scenes/validation/st_four_balls.yaml, h = %g s, 8 friction directions)\n", h);
+  printf("| event | paper | khz lcp |\n|---|---|---|\n");
+  printf("| thrown ball lands (s) | 0.42 | %.4f |\n", land);
+  printf("| reaches the line (s) | 0.59 | %.4f |\n", hit);
+  printf("| largest LCP | 70 x 70 (7 contacts) | %d x %d (%d contacts) |\n", lcp_nmax, lcp_nmax, lcp_nmax / 10);
+  printf("%d LCPs in 1500 steps, %.1f us per step, LCP fallbacks %d\n\n", lcp_count, 1e6 * wall / 1500,
+         d->warning[KHZ_WARN_LCP]);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+}
+
+/* --------------------------------------------------------------- table1 -- */
+
+#define T1_END 1.5
+#define T1_GRID 1e-4 /* the reference is kept at every multiple of this */
+
+/* the 24 velocities (per ball: linear, angular in the world) and 12 positions */
+static void ball_state(const khzModel *m, const khzData *d, double *v, double *x) {
+  int n = 0;
+  for (int b = 1; b < m->nbody; b++) {
+    int dof = m->jnt_dofadr[b];
+    const double *R = d->xrot + 9 * b;
+    for (int k = 0; k < 3; k++) v[6 * n + k] = d->qd[dof + k];
+    for (int k = 0; k < 3; k++)
+      v[6 * n + 3 + k] = R[3 * k] * d->qd[dof + 3] + R[3 * k + 1] * d->qd[dof + 4] + R[3 * k + 2] * d->qd[dof + 5];
+    for (int k = 0; k < 3; k++) x[3 * n + k] = d->xpos[3 * b + k];
+    n++;
+  }
+}
+
+/* runs the balls with step h to T1_END; samples every `every` steps into v, x */
+static int run_table1(khzModel *m, double h, int every, double *v, double *x) {
+  khzData *d = khz_makeData(m, 0);
+  d->contact_method = KHZ_CONTACT_LCP;
+  int steps = (int)(T1_END / h + 0.5), ns = 0;
+  ball_state(m, d, v, x), ns = 1;
+  for (int s = 1; s <= steps; s++) {
+    khz_stepWith(m, d, h);
+    if (s % every == 0) ball_state(m, d, v + 24 * ns, x + 12 * ns), ns++;
+  }
+  int fallbacks = d->warning[KHZ_WARN_LCP];
+  khz_deleteData(&d);
+  return fallbacks;
+}
+
+static double slope(const double *h, const double *e, int n) {
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (int i = 0; i < n; i++) {
+    double lx = log(h[i]), ly = log(e[i]);
+    sx += lx, sy += ly, sxx += lx * lx, sxy += lx * ly;
+  }
+  return (n * sxy - sx * sy) / (n * sxx - sx * sx);
+}
+
+static void table1(void) {
+  khzModel *m = load("scenes/validation/st_four_balls.yaml", 8);
+  const double href = 1e-5;
+  int ngrid = (int)(T1_END / T1_GRID + 0.5) + 1;
+  double *vr = malloc((size_t)ngrid * 24 * sizeof(double)), *xr = malloc((size_t)ngrid * 12 * sizeof(double));
+  double *vh = malloc((size_t)ngrid * 24 * sizeof(double)), *xh = malloc((size_t)ngrid * 12 * sizeof(double));
+  int fb = run_table1(m, href, (int)(T1_GRID / href + 0.5), vr, xr);
+  printf("# Table I: four balls, errors against h = %g (%d LCP fallbacks there), t in [0, %g] s\n", href, fb, T1_END);
+  printf("| h (s) | velocity error | position error | velocity variation | LCP fallbacks |\n|---|---|---|---|---|\n");
+  static const double hs[] = {1e-2, 5e-3, 2e-3, 1e-3, 5e-4, 2e-4, 1e-4};
+  int nh = sizeof hs / sizeof hs[0];
+  double ev[16], ex[16];
+  for (int i = 0; i < nh; i++) {
+    int ratio = (int)(hs[i] / T1_GRID + 0.5), n = (int)(T1_END / hs[i] + 0.5) + 1;
+    fb = run_table1(m, hs[i], 1, vh, xh);
+    double verr = 0, xerr = 0, var = 0;
+    for (int s = 0; s < n; s++) {
+      double dv = 0, dx = 0, dd = 0;
+      for (int k = 0; k < 24; k++) dv = fmax(dv, fabs(vh[24 * s + k] - vr[24 * (s * ratio) + k]));
+      for (int k = 0; k < 12; k++) dx = fmax(dx, fabs(xh[12 * s + k] - xr[12 * (s * ratio) + k]));
+      if (s)
+        for (int k = 0; k < 24; k++) dd = fmax(dd, fabs(vh[24 * s + k] - vh[24 * (s - 1) + k]));
+      verr += (s ? hs[i] : 0) * dv, xerr = fmax(xerr, dx), var += dd;
+    }
+    ev[i] = verr, ex[i] = xerr;
+    printf("| %g | %.4g | %.4g | %.4g | %d |\n", hs[i], verr, xerr, var, fb);
+  }
+  printf("log-log slope (least squares over all h): velocity error %.2f, position error %.2f "
+         "(first order: 1)\n",
+         slope(hs, ev, nh), slope(hs, ex, nh));
+  printf("paper (reference h = 1.25e-3): h 0.02 / 0.01 / 0.005 / 0.0025: velocity error 0.5050 / "
+         "0.3523 / 0.1657 / 0.0700, position error 0.2505 / 0.2015 / 0.0838 / 0.0298\n\n");
+  free(vr), free(xr), free(vh), free(xh);
+  khz_deleteModel(&m);
+}
+
+/* ---------------------------------------------------------------- solve -- */
+
+/* the LCP of the last step, captured to be solved again under the clock */
+static int cap_n;
+static double *cap_M, *cap_q;
+static void observe_capture(void *user, int n, const double *M, const double *q, const double *z, int st) {
+  (void)user, (void)z;
+  if (st != KHZ_LCP_SOLVED) return;
+  cap_n = n;
+  memcpy(cap_M, M, (size_t)n * n * sizeof(double));
+  memcpy(cap_q, q, (size_t)n * sizeof(double));
+}
+
+static void solve_timing(void) {
+  printf("# time per Lemke solve: N balls resting apart on the table (N contacts), the LCP of "
+         "step 20 solved again and again\n");
+  printf("| contacts | k | LCP size | pivots | us per solve |\n|---|---|---|---|---|\n");
+  cap_M = malloc(400 * 400 * sizeof(double)), cap_q = malloc(400 * sizeof(double));
+  static const int counts[] = {1, 2, 4, 8, 16, 32};
+  for (int dir = 4; dir <= 8; dir += 4)
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+      int N = counts[c];
+      char *yaml = malloc(200 + 120 * (size_t)N), *p = yaml;
+      p += sprintf(p, "khz_scene: 1\nrate_hz: 1000\nground: {height: 0}\n"
+                      "contact: {method: lcp, mu: 0.5, max_pairs: %d, friction_directions: %d}\nobjects:\n",
+                   N + 4, dir);
+      for (int i = 0; i < N; i++)
+        p += sprintf(p, "  - {name: b%d, shape: sphere, size: [0.1], mass: 1, pos: [%g, %g, 0.1], vel: [0.3, 0, 0]}\n", i,
+                     0.3 * (i % 8), 0.3 * (i / 8));
+      khzScene sc;
+      char err[512];
+      if (khz_loadSceneString(&sc, yaml, "balls", ".", err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        exit(1);
+      }
+      free(yaml);
+      khzModel *m = khz_compile(sc.spec, err, sizeof err);
+      khz_deleteScene(&sc);
+      khzData *d = khz_makeData(m, 0);
+      cap_n = 0;
+      khz_lcpSetObserver(observe_capture, NULL);
+      for (int s = 0; s < 20; s++) khz_step(m, d);
+      khz_lcpSetObserver(NULL, NULL);
+      int n = cap_n;
+      khzLemke lk;
+      void *mem = malloc(khz_lemkeBytes(n));
+      khz_lemkeInit(&lk, n, mem);
+      double *z = malloc((size_t)n * sizeof(double)), *w = malloc((size_t)n * sizeof(double));
+      int reps = 0;
+      double t0 = now_s(), t;
+      do {
+        khz_lemke(&lk, n, cap_M, cap_q, z, w, 0);
+        reps++;
+      } while ((t = now_s() - t0) < 0.05);
+      printf("| %d | %d | %d | %d | %.2f |\n", N, dir, n, lk.pivots, 1e6 * t / reps);
+      free(mem), free(z), free(w);
+      khz_deleteData(&d);
+      khz_deleteModel(&m);
+    }
+  printf("\n");
+  free(cap_M), free(cap_q);
+}
+
+int main(int argc, char **argv) {
+  int all = argc < 2;
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "rod") && strcmp(argv[i], "balls") && strcmp(argv[i], "table1") &&
+        strcmp(argv[i], "solve")) {
+      fprintf(stderr, "lcp_figures: unknown section '%s' (rod, balls, table1, solve)\n", argv[i]);
+      return 2;
+    }
+  for (int s = 0; s < 4; s++) {
+    static const char *const names[] = {"rod", "balls", "table1", "solve"};
+    int want = all;
+    for (int i = 1; i < argc; i++) want |= !strcmp(argv[i], names[s]);
+    if (!want) continue;
+    if (s == 0) rod();
+    if (s == 1) balls();
+    if (s == 2) table1();
+    if (s == 3) solve_timing();
+  }
+  return 0;
+}

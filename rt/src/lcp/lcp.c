@@ -1,0 +1,518 @@
+/* lcp.c — Stewart & Trinkle, "An implicit time-stepping scheme for rigid
+ * body dynamics with inelastic collisions and Coulomb friction" (1996):
+ * the multi-contact scheme of sec. 3.4, eqs. (27)-(29), in generalised
+ * coordinates.
+ *
+ *   M (v+ - v) = N c_n + D beta + h k(q, v)           (impulses over the step)
+ *   q+ = q + h v+
+ *   0 <= phi/h + N^T v+            _|_  c_n >= 0      (non-penetration)
+ *   0 <= lambda E + D^T v+         _|_  beta >= 0     (k friction directions)
+ *   0 <= mu c_n - E^T beta         _|_  lambda >= 0   (the cone; lambda ~ slip)
+ *
+ * M is CRBA's joint-space mass matrix, N and D the contact normals and the k
+ * directions d_j = cos(2 pi j / k) t1 + sin(2 pi j / k) t2 mapped through the
+ * contact points' Jacobians (relative velocity of body[0] against body[1]).
+ * v+ = v_free + M^-1 (N c_n + D beta) with v_free = v + h M^-1 k (one ABA
+ * pass) eliminates v+: the Schur complement of eq. (29),
+ *
+ *   [ N'AN  N'AD  0 ] [c_n ]   [ phi/h + N'(v_free - v_ref) ]
+ *   [ D'AN  D'AD  E ] [beta] + [ D' v_free                  ]  = w >= 0 _|_ z >= 0
+ *   [ mu    -E'   0 ] [lam ]   [ 0                          ]
+ *
+ * with A = M^-1, solved by Lemke's algorithm (lemke.c). M is block diagonal
+ * over the kinematic trees; only the trees the contacts touch are factored.
+ *
+ * Active set (the paper's sec. 4): the contacts violated at the predicted
+ * positions q + h v_free are found by the collision pass there; their gap
+ * phi is the depth found there (with v_ref = v_free, phi/h + N'(v+ - v_free)
+ * is the gap at q+ to first order). After the solve the collision pass runs
+ * at q+; pairs found there and not yet active join (gap at q+, v_ref = that
+ * solve's v+) and the LCP is solved again, up to KHZ_LCP_PASSES times.
+ * Contacts active at the previous step and still pressed by gravity or the
+ * controls are violated at q + h v_free, so the prediction holds them; a
+ * contact that the free motion separates needs no impulse.
+ *
+ * Impacts are inelastic (the paper's model): the normal velocity after an
+ * impact is zero; the scene's restitution is not used by this method. One
+ * departure from the paper: a penetration present at the step's start is
+ * removed at KHZ_LCP_PUSHOUT at most rather than within one step.
+ */
+#include "lcp.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "collision/collision.h"
+#include "dynamics.h"
+#include "lemke.h"
+#include "spatial.h"
+
+/* a pair found at q+ joins the active set when deeper than this (m) */
+#define KHZ_LCP_RECHECK_DEPTH 1e-6
+/* speed (m/s) at which a penetration present at the step's start is
+ * removed (the paper's gap term removes it in one step: a body started
+ * 0.1 m deep would leave at 100 m/s) */
+#define KHZ_LCP_PUSHOUT 0.2
+/* capacity of contact points in one LCP */
+#define KHZ_LCP_POINTS_MAX 32
+
+typedef struct lcpPoint {
+  int body[2], geom[2];
+  double local[2][3]; /* the point in body[0]'s and body[1]'s frames */
+  double normal[3];   /* world, toward body[0] */
+  double phi;         /* gap at the reference positions (-depth) */
+  double mu;
+  int ref;            /* reference velocity: 0 = v_free, p = the v+ of pass p */
+  int cpoint;         /* the point in the saved contact list, -1 for re-check points */
+} lcpPoint;
+
+typedef struct lcpWork {
+  int nv, k, npmax, nmax, nrowmax, np, na, ntree;
+  double *vfree, *vref, *vplus, *qplus, *tau, *qdd, *jac0, *jac1;
+  int *act;       /* nv: active index of a global dof, -1 */
+  int *loc;       /* nv: index inside its tree's block */
+  int *dof;       /* nv: global dof of an active index */
+  int *tree_root, *tree_off, *tree_n, *tree_moff; /* per active tree */
+  double *Mb;     /* the trees' mass-matrix blocks, then their Cholesky factors */
+  double *J, *Y;  /* nrowmax x nv: rows of N' and D' (active dofs), A times them */
+  int *row_tree;  /* 2 per row: active tree index of body[0], body[1] (-1: none) */
+  double *A, *b, *z, *w;
+  khzLemke lk;
+  lcpPoint *pt;
+  khzContact *save_c;
+  khzContactPoint *save_p;
+  int save_nc, save_np;
+} lcpWork;
+
+static khzLcpObserver observer;
+static void *observer_user;
+
+void khz_lcpSetObserver(khzLcpObserver fn, void *user) {
+  observer = fn;
+  observer_user = user;
+}
+
+int khz_lcpDirections(const khzModel *m) {
+  return m->contact.friction_directions == 8 ? 8 : 4;
+}
+
+int khz_lcpMaxPoints(const khzModel *m) {
+  int cap = KHZ_LCP_PAIR_POINTS * m->npair_max;
+  return cap < KHZ_LCP_POINTS_MAX ? cap : KHZ_LCP_POINTS_MAX;
+}
+
+/* the sizes of every scratch array, in the order lcp_carve takes them */
+#define LCP_ARRAYS(X, W, m)                                                        \
+  X(W->vfree, double, (m)->nv)                                                      \
+  X(W->vref, double, (size_t)KHZ_LCP_PASSES *(m)->nv)                               \
+  X(W->vplus, double, (m)->nv)                                                      \
+  X(W->qplus, double, (m)->nq)                                                      \
+  X(W->tau, double, (m)->nv)                                                        \
+  X(W->qdd, double, (m)->nv)                                                        \
+  X(W->jac0, double, 3 * (size_t)(m)->nv)                                           \
+  X(W->jac1, double, 3 * (size_t)(m)->nv)                                           \
+  X(W->act, int, (m)->nv)                                                           \
+  X(W->loc, int, (m)->nv)                                                           \
+  X(W->dof, int, (m)->nv)                                                           \
+  X(W->tree_root, int, (m)->nbody)                                                  \
+  X(W->tree_off, int, (m)->nbody)                                                   \
+  X(W->tree_n, int, (m)->nbody)                                                     \
+  X(W->tree_moff, int, (m)->nbody)                                                  \
+  X(W->Mb, double, (size_t)(m)->nv *(m)->nv)                                        \
+  X(W->J, double, (size_t)W->nrowmax *(m)->nv)                                      \
+  X(W->Y, double, (size_t)W->nrowmax *(m)->nv)                                      \
+  X(W->row_tree, int, 2 * (size_t)W->nrowmax)                                       \
+  X(W->A, double, (size_t)W->nmax *W->nmax)                                         \
+  X(W->b, double, W->nmax)                                                          \
+  X(W->z, double, W->nmax)                                                          \
+  X(W->w, double, W->nmax)                                                          \
+  X(W->pt, lcpPoint, W->npmax)                                                      \
+  X(W->save_c, khzContact, (m)->npair_max)                                          \
+  X(W->save_p, khzContactPoint, (size_t)(m)->npair_max *(m)->max_points)
+
+static void lcp_sizes(const khzModel *m, lcpWork *W) {
+  W->nv = m->nv;
+  W->k = khz_lcpDirections(m);
+  W->npmax = khz_lcpMaxPoints(m);
+  W->nrowmax = W->npmax * (W->k + 1);
+  W->nmax = W->npmax * (W->k + 2);
+}
+
+size_t khz_lcpStackBytes(const khzModel *m) {
+  lcpWork w, *W = &w;
+  lcp_sizes(m, W);
+  size_t bytes = khz_lemkeBytes(W->nmax) + 64;
+#define LCP_SIZE(ptr, type, count) bytes += (size_t)(count) * sizeof(type) + 64;
+  LCP_ARRAYS(LCP_SIZE, W, m)
+#undef LCP_SIZE
+  return bytes;
+}
+
+/* the workspace from d's stack; 0 when it is full (counted there) */
+static int lcp_carve(const khzModel *m, khzData *d, lcpWork *W) {
+  memset(W, 0, sizeof *W);
+  lcp_sizes(m, W);
+  int ok = 1;
+#define LCP_TAKE(ptr, type, count)                                    \
+  ptr = khz_stackAlloc(d, (size_t)(count) * sizeof(type) + 1);        \
+  ok &= ptr != NULL;
+  LCP_ARRAYS(LCP_TAKE, W, m)
+#undef LCP_TAKE
+  void *lkmem = khz_stackAlloc(d, khz_lemkeBytes(W->nmax));
+  if (!ok || !lkmem) return 0;
+  khz_lemkeInit(&W->lk, W->nmax, lkmem);
+  return 1;
+}
+
+/* ---------------------------------------------------------- contact set -- */
+
+/* unit tangents t1, t2 of the normal n, the same for the same n */
+static void tangents(const double n[3], double t1[3], double t2[3]) {
+  double a[3] = {0, 0, 0};
+  int i = fabs(n[0]) <= fabs(n[1]) ? (fabs(n[0]) <= fabs(n[2]) ? 0 : 2) : (fabs(n[1]) <= fabs(n[2]) ? 1 : 2);
+  a[i] = 1;
+  khzu_cross(t1, n, a);
+  khzu_normalize3(t1);
+  khzu_cross(t2, n, t1);
+}
+
+/* friction direction j of k */
+static void direction(const lcpPoint *p, int j, int k, double dir[3]) {
+  double t1[3], t2[3], th = 2 * M_PI * j / k, c = cos(th), s = sin(th);
+  tangents(p->normal, t1, t2);
+  for (int a = 0; a < 3; a++) dir[a] = c * t1[a] + s * t2[a];
+}
+
+static int pair_active(const lcpWork *W, int g0, int g1) {
+  for (int i = 0; i < W->np; i++)
+    if (W->pt[i].geom[0] == g0 && W->pt[i].geom[1] == g1) return 1;
+  return 0;
+}
+
+/* up to KHZ_LCP_PAIR_POINTS points of a pair that span its patch: the
+ * deepest, the farthest from it, the farthest from that line on either side */
+static int spread_points(const khzData *d, const khzContact *c, int *sel) {
+  const khzContactPoint *P = d->cpoint + c->point_adr;
+  int n = 0, deep = c->deepest - c->point_adr;
+  if (P[deep].depth <= 0) return 0;
+  sel[n++] = deep;
+  double best = 0;
+  int far = -1;
+  for (int i = 0; i < c->npoint; i++) {
+    double r[3];
+    khzu_sub3(r, P[i].pos, P[deep].pos);
+    double l = khzu_dot3(r, r);
+    if (P[i].depth > 0 && l > best + 1e-12) best = l, far = i;
+  }
+  if (far < 0) return n;
+  sel[n++] = far;
+  /* either side of the line deepest-far, in the contact plane */
+  double axis[3], side[3];
+  khzu_sub3(axis, P[far].pos, P[deep].pos);
+  khzu_cross(side, c->normal, axis);
+  int lo = -1, hi = -1;
+  double dlo = -1e-12 * best, dhi = 1e-12 * best;
+  for (int i = 0; i < c->npoint; i++) {
+    if (P[i].depth <= 0) continue;
+    double r[3];
+    khzu_sub3(r, P[i].pos, P[deep].pos);
+    double s = khzu_dot3(r, side);
+    if (s > dhi) dhi = s, hi = i;
+    if (s < dlo) dlo = s, lo = i;
+  }
+  if (hi >= 0 && n < KHZ_LCP_PAIR_POINTS) sel[n++] = hi;
+  if (lo >= 0 && n < KHZ_LCP_PAIR_POINTS) sel[n++] = lo;
+  return n;
+}
+
+/* the pairs of the current collision output as contact points (only_new:
+ * those not active yet and deeper than KHZ_LCP_RECHECK_DEPTH); the number
+ * added, or -1 when the capacity is exceeded */
+static int add_pairs(const khzModel *m, const khzData *d, lcpWork *W, int ref, int only_new) {
+  int added = 0;
+  for (int c = 0; c < d->ncontact; c++) {
+    const khzContact *ct = d->contact + c;
+    if (khz_bodyStatic(m, ct->body[0]) && khz_bodyStatic(m, ct->body[1])) continue;
+    if (only_new && (pair_active(W, ct->geom[0], ct->geom[1]) ||
+                     !(d->cpoint[ct->deepest].depth > KHZ_LCP_RECHECK_DEPTH)))
+      continue;
+    int sel[KHZ_LCP_PAIR_POINTS], ns = spread_points(d, ct, sel);
+    double f0 = m->geom_friction[ct->geom[0]], f1 = m->geom_friction[ct->geom[1]];
+    double mu0 = f0 > 0 ? f0 : m->contact.mu, mu1 = f1 > 0 ? f1 : m->contact.mu;
+    for (int s = 0; s < ns; s++) {
+      if (W->np >= W->npmax) return -1;
+      const khzContactPoint *p = d->cpoint + ct->point_adr + sel[s];
+      lcpPoint *q = W->pt + W->np++;
+      memcpy(q->body, ct->body, sizeof q->body);
+      memcpy(q->geom, ct->geom, sizeof q->geom);
+      memcpy(q->local, p->local, sizeof q->local);
+      khzu_copy3(q->normal, ct->normal);
+      q->phi = -p->depth;
+      q->mu = sqrt(mu0 * mu1);
+      q->ref = ref;
+      q->cpoint = only_new ? -1 : ct->point_adr + sel[s];
+      added++;
+    }
+  }
+  return added;
+}
+
+/* collision detection at the positions q (kinematics there first) */
+static void collide_at(const khzModel *m, khzData *d, const double *q) {
+  khz_forwardPass(m, d, q, NULL);
+  d->ncontact = d->ncpoint = 0;
+  khz_collide(m, d);
+}
+
+/* ------------------------------------------------------------ dynamics -- */
+
+/* v_free = v + h FD(q, v, tau_applied + passive): the velocity without contact */
+static void free_velocity(const khzModel *m, khzData *d, lcpWork *W, double h) {
+  khz_passive(m, d, d->q, d->qd, W->tau);
+  for (int k = 0; k < m->nv; k++) W->tau[k] += d->tau_applied[k];
+  khz_forwardPass(m, d, d->q, d->qd);
+  khz_externalForces(m, d);
+  khz_abaCore(m, d, W->tau, W->qdd);
+  for (int k = 0; k < m->nv; k++) W->vfree[k] = d->qd[k] + h * W->qdd[k];
+}
+
+/* the trees the active points touch, their dofs, and the Cholesky factors
+ * of their mass-matrix blocks at d->q (CRBA); 0 when a block is singular */
+static int mass_blocks(const khzModel *m, khzData *d, lcpWork *W) {
+  W->ntree = W->na = 0;
+  for (int k = 0; k < m->nv; k++) W->act[k] = -1;
+  for (int i = 0; i < W->np; i++)
+    for (int s = 0; s < 2; s++) {
+      int b = W->pt[i].body[s];
+      if (khz_bodyStatic(m, b)) continue;
+      int root = m->body_root[b], t = 0;
+      while (t < W->ntree && W->tree_root[t] != root) t++;
+      if (t == W->ntree) W->tree_root[W->ntree++] = root;
+    }
+  khz_compositeInertia(m, d, d->q);
+  int moff = 0;
+  for (int t = 0; t < W->ntree; t++) {
+    int nt = 0;
+    W->tree_off[t] = W->na;
+    for (int k = 0; k < m->nv; k++)
+      if (m->body_root[m->dof_body[k]] == W->tree_root[t]) {
+        W->act[k] = W->na + nt, W->loc[k] = nt, W->dof[W->na + nt] = k;
+        nt++;
+      }
+    W->tree_n[t] = nt, W->tree_moff[t] = moff;
+    double *Mt = W->Mb + moff;
+    khz_crbaBlock(m, d, W->tree_root[t], W->loc, nt, Mt);
+    if (khzu_cholFactor(Mt, nt)) return 0;
+    W->na += nt, moff += nt * nt;
+  }
+  return 1;
+}
+
+static int tree_of(const khzModel *m, const lcpWork *W, int b) {
+  if (khz_bodyStatic(m, b)) return -1;
+  for (int t = 0; t < W->ntree; t++)
+    if (W->tree_root[t] == m->body_root[b]) return t;
+  return -1;
+}
+
+/* the world point of body b at the local point x (current kinematics) */
+static void world_point(const khzData *d, int b, const double x[3], double p[3]) {
+  khzu_mulMatVec3(p, d->xrot + 9 * b, x);
+  khzu_add3(p, p, d->xpos + 3 * b);
+}
+
+/* rows of N' and D' at the current kinematics (active dofs), A times each */
+static void contact_rows(const khzModel *m, khzData *d, lcpWork *W) {
+  int nv = m->nv, na = W->na, k = W->k, nc = W->np;
+  for (int i = 0; i < nc; i++) {
+    const lcpPoint *p = W->pt + i;
+    double p0[3], p1[3];
+    world_point(d, p->body[0], p->local[0], p0);
+    world_point(d, p->body[1], p->local[1], p1);
+    khz_jacobian(m, d, p->body[0], p0, W->jac0, NULL);
+    khz_jacobian(m, d, p->body[1], p1, W->jac1, NULL);
+    int t0 = tree_of(m, W, p->body[0]), t1 = tree_of(m, W, p->body[1]);
+    for (int j = -1; j < k; j++) {
+      double dir[3];
+      if (j < 0) khzu_copy3(dir, p->normal);
+      else direction(p, j, k, dir);
+      int r = j < 0 ? i : nc + i * k + j;
+      double *Jr = W->J + (size_t)r * na;
+      for (int a = 0; a < na; a++) {
+        int g = W->dof[a];
+        Jr[a] = dir[0] * (W->jac0[g] - W->jac1[g]) + dir[1] * (W->jac0[nv + g] - W->jac1[nv + g]) +
+                dir[2] * (W->jac0[2 * nv + g] - W->jac1[2 * nv + g]);
+      }
+      W->row_tree[2 * r] = t0, W->row_tree[2 * r + 1] = t1 == t0 ? -1 : t1;
+      /* Y_r = A J_r, block by block */
+      double *Yr = W->Y + (size_t)r * na;
+      memset(Yr, 0, (size_t)na * sizeof(double));
+      for (int s = 0; s < 2; s++) {
+        int t = W->row_tree[2 * r + s];
+        if (t < 0) continue;
+        int off = W->tree_off[t], nt = W->tree_n[t];
+        memcpy(Yr + off, Jr + off, (size_t)nt * sizeof(double));
+        khzu_cholSolve(W->Mb + W->tree_moff[t], nt, Yr + off);
+      }
+    }
+  }
+}
+
+/* the LCP of eq. (29): W->A (n x n), W->b */
+static int assemble(const lcpWork *W, double h) {
+  int nc = W->np, k = W->k, nr = nc * (k + 1), n = nc * (k + 2), na = W->na;
+  memset(W->A, 0, (size_t)n * n * sizeof(double));
+  /* the Delassus block J A J': rows meet only on the trees they share */
+  for (int r = 0; r < nr; r++) {
+    const double *Jr = W->J + (size_t)r * na;
+    for (int s = 0; s < nr; s++) {
+      const double *Ys = W->Y + (size_t)s * na;
+      double v = 0;
+      for (int a = 0; a < 2; a++) {
+        int t = W->row_tree[2 * r + a];
+        if (t < 0 || (t != W->row_tree[2 * s] && t != W->row_tree[2 * s + 1])) continue;
+        for (int c = W->tree_off[t]; c < W->tree_off[t] + W->tree_n[t]; c++) v += Jr[c] * Ys[c];
+      }
+      W->A[(size_t)r * n + s] = v;
+    }
+  }
+  /* E (directions against the slip speed) and the cone row mu c_n - E' beta */
+  for (int i = 0; i < nc; i++) {
+    for (int j = 0; j < k; j++) {
+      W->A[(size_t)(nc + i * k + j) * n + nr + i] = 1;
+      W->A[(size_t)(nr + i) * n + nc + i * k + j] = -1;
+    }
+    W->A[(size_t)(nr + i) * n + i] = W->pt[i].mu;
+  }
+  /* q: gaps at the reference positions, tangential free velocities, 0 */
+  for (int r = 0; r < nr; r++) {
+    const double *Jr = W->J + (size_t)r * na;
+    int i = r < nc ? r : -1;
+    const double *vr = i >= 0 && W->pt[i].ref > 0 ? W->vref + (size_t)(W->pt[i].ref - 1) * W->nv : W->vfree;
+    double s = 0, sfree = 0;
+    for (int a = 0; a < na; a++) {
+      int g = W->dof[a];
+      s += Jr[a] * (i >= 0 ? W->vfree[g] - vr[g] : W->vfree[g]);
+      sfree += Jr[a] * W->vfree[g];
+    }
+    W->b[r] = i >= 0 ? W->pt[i].phi / h + s : s;
+    /* a penetration already there at q (phi/h - N' v_ref < 0) is pushed
+     * out at KHZ_LCP_PUSHOUT at most, not in one step */
+    if (i >= 0 && W->b[r] - sfree < -KHZ_LCP_PUSHOUT) W->b[r] = sfree - KHZ_LCP_PUSHOUT;
+  }
+  for (int i = 0; i < nc; i++) W->b[nr + i] = 0;
+  return n;
+}
+
+/* v+ = v_free + A J' z; q+ = q (+) h v+ */
+static void velocity_update(const khzModel *m, const khzData *d, lcpWork *W, double h) {
+  int nr = W->np * (W->k + 1), na = W->na;
+  memcpy(W->vplus, W->vfree, (size_t)m->nv * sizeof(double));
+  for (int r = 0; r < nr; r++) {
+    double zr = W->z[r];
+    if (zr == 0) continue;
+    const double *Yr = W->Y + (size_t)r * na;
+    for (int a = 0; a < na; a++) W->vplus[W->dof[a]] += zr * Yr[a];
+  }
+  khz_integratePos(m, W->qplus, d->q, W->vplus, h);
+}
+
+/* the contact list of the prediction again, each point's force (impulse / h) */
+static void report(khzData *d, lcpWork *W, double h) {
+  memcpy(d->contact, W->save_c, (size_t)W->save_nc * sizeof(khzContact));
+  memcpy(d->cpoint, W->save_p, (size_t)W->save_np * sizeof(khzContactPoint));
+  d->ncontact = W->save_nc, d->ncpoint = W->save_np;
+  for (int c = 0; c < d->ncontact; c++) {
+    khzContact *ct = d->contact + c;
+    ct->nbottom = 0;
+    ct->kp = ct->kv = ct->ki = ct->kp_implicit = ct->kv_implicit = 0;
+    memset(ct->force_implicit, 0, sizeof ct->force_implicit);
+    ct->mu = 0;
+  }
+  for (int p = 0; p < d->ncpoint; p++) memset(d->cpoint[p].force, 0, sizeof d->cpoint[p].force);
+  int nc = W->np, k = W->k;
+  for (int i = 0; i < nc; i++) {
+    const lcpPoint *p = W->pt + i;
+    if (p->cpoint < 0) continue;
+    double f[3];
+    khzu_scl3(f, p->normal, W->z[i] / h);
+    for (int j = 0; j < k; j++) {
+      double dir[3];
+      direction(p, j, k, dir);
+      khzu_addScl3(f, f, dir, W->z[nc + i * k + j] / h);
+    }
+    khzu_copy3(d->cpoint[p->cpoint].force, f);
+  }
+  for (int c = 0; c < d->ncontact; c++)
+    for (int i = 0; i < nc; i++)
+      if (W->pt[i].geom[0] == d->contact[c].geom[0] && W->pt[i].geom[1] == d->contact[c].geom[1])
+        d->contact[c].mu = W->pt[i].mu;
+}
+
+/* Lemke on the assembled LCP; when it fails (the dependent normals of a
+ * face on a face make bases degenerate and round-off can end Lemke on a ray
+ * or an inaccurate basis), again with a compliance eps I added to the
+ * Delassus block J A J', eps growing from 1e-8 to 1e-4 of its largest
+ * diagonal entry: the solution moves by O(eps) */
+static khzLcpStatus solve(lcpWork *W, int n) {
+  static const double eps[] = {0, 1e-8, 1e-6, 1e-4};
+  int nr = W->np * (W->k + 1);
+  double dmax = 0;
+  for (int r = 0; r < nr; r++) dmax = fmax(dmax, W->A[(size_t)r * n + r]);
+  khzLcpStatus st = KHZ_LCP_RAY;
+  for (size_t t = 0; t < sizeof eps / sizeof eps[0]; t++) {
+    if (t)
+      for (int r = 0; r < nr; r++) W->A[(size_t)r * n + r] += (eps[t] - eps[t - 1]) * dmax;
+    st = khz_lemke(&W->lk, n, W->A, W->b, W->z, W->w, 0);
+    if (observer) observer(observer_user, n, W->A, W->b, W->z, st);
+    if (st == KHZ_LCP_SOLVED) break;
+  }
+  return st;
+}
+
+int khz_lcpStep(const khzModel *m, khzData *d, double h) {
+  size_t mark = khz_stackMark(d);
+  lcpWork work, *W = &work;
+  int ok = lcp_carve(m, d, W);
+  if (ok) {
+    /* the velocity without contact, the contacts violated at q + h v_free */
+    free_velocity(m, d, W, h);
+    khz_integratePos(m, W->qplus, d->q, W->vfree, h);
+    collide_at(m, d, W->qplus);
+    W->save_nc = d->ncontact, W->save_np = d->ncpoint;
+    memcpy(W->save_c, d->contact, (size_t)d->ncontact * sizeof(khzContact));
+    memcpy(W->save_p, d->cpoint, (size_t)d->ncpoint * sizeof(khzContactPoint));
+    ok = add_pairs(m, d, W, 0, 0) >= 0;
+    memcpy(W->vplus, W->vfree, (size_t)m->nv * sizeof(double));
+  }
+  /* solve, re-check at q+, solve again with the new violations */
+  for (int pass = 0; ok && W->np > 0 && pass < KHZ_LCP_PASSES; pass++) {
+    ok = mass_blocks(m, d, W);
+    if (!ok) break;
+    contact_rows(m, d, W);
+    int n = assemble(W, h);
+    khzLcpStatus st = solve(W, n);
+    if (st != KHZ_LCP_SOLVED) {
+      ok = 0;
+      break;
+    }
+    velocity_update(m, d, W, h);
+    if (pass == KHZ_LCP_PASSES - 1) break;
+    memcpy(W->vref + (size_t)pass * m->nv, W->vplus, (size_t)m->nv * sizeof(double));
+    collide_at(m, d, W->qplus);
+    int added = add_pairs(m, d, W, pass + 1, 1);
+    if (added < 0) ok = 0;
+    if (added <= 0) break;
+  }
+  if (ok) {
+    for (int k = 0; k < m->nv; k++) d->qdd[k] = (W->vplus[k] - d->qd[k]) / h;
+    memcpy(d->qd, W->vplus, (size_t)m->nv * sizeof(double));
+    memcpy(d->q, W->qplus, (size_t)m->nq * sizeof(double));
+    report(d, W, h);
+  } else {
+    d->warning[KHZ_WARN_LCP]++;
+    d->ncontact = d->ncpoint = 0;
+  }
+  khz_stackFree(d, mark);
+  return ok ? 0 : -1;
+}

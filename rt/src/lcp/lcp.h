@@ -1,0 +1,43 @@
+/* lcp.h — Stewart & Trinkle's velocity-level time-stepping with contact and
+ * Coulomb friction as a linear complementarity problem (rt-private): the
+ * contact method KHZ_CONTACT_LCP, a sibling of the penalty method behind the
+ * step (docs/lcp.md). */
+#ifndef KHZ_LCP_H
+#define KHZ_LCP_H
+
+#include <stddef.h>
+
+#include "khz/khz.h"
+
+/* contact points one pair contributes to the LCP (the spread-out corners of
+ * its contact patch) */
+#define KHZ_LCP_PAIR_POINTS 4
+/* passes of the active-set re-check (the solve, then new violations at
+ * q+ added and the LCP solved again) */
+#define KHZ_LCP_PASSES 6
+
+/* One step of h seconds of the LCP method at d's state with d->tau_applied
+ * already clamped: the free velocity, collision at the predicted positions,
+ * the LCP of the paper's eq. (29) over the active contacts solved by Lemke,
+ * the active set re-checked at q+; writes d->q, d->qd, d->qdd and the
+ * contact list (d->contact, d->cpoint with each point's force). Returns 0,
+ * or -1 when the LCP could not be solved (pivot budget, ray termination,
+ * more contact points than the capacity, scratch exhausted): then
+ * KHZ_WARN_LCP is counted, d->q and d->qd are untouched and the caller steps
+ * with the penalty method instead. Never allocates. */
+int khz_lcpStep(const khzModel *m, khzData *d, double h);
+
+/* Contact points the LCP holds at most, and the friction directions k. */
+int khz_lcpMaxPoints(const khzModel *m);
+int khz_lcpDirections(const khzModel *m);
+
+/* Scratch bytes khz_lcpStep takes from d's stack. */
+size_t khz_lcpStackBytes(const khzModel *m);
+
+/* Observer of every LCP solved (tests and benchmarks only; NULL by
+ * default): the problem, the solution and Lemke's status. */
+typedef void (*khzLcpObserver)(void *user, int n, const double *M, const double *q,
+                               const double *z, int status);
+void khz_lcpSetObserver(khzLcpObserver fn, void *user);
+
+#endif

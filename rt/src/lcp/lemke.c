@@ -1,0 +1,343 @@
+/* lemke.c — Lemke's algorithm with lexicographic degeneracy resolution
+ * (Cottle, Pang & Stone, "The Linear Complementarity Problem", Algorithm
+ * 4.4.5 with the lexicographic rule of sec. 4.9).
+ *
+ * The system is w - M z - e z0 = q over the 2n + 1 variables (w, z, z0).
+ * The basis inverse B^-1 is kept explicitly (n x n, product-form updates):
+ * an entering column costs one B^-1 a, a pivot one rank-one update. Start:
+ * B = I (w basic); z0 enters and the row with the lexicographically least
+ * (q_i, B^-1_i) leaves. Then the complement of the variable that left
+ * enters, the minimum-ratio row leaves (ties broken lexicographically over
+ * (qbar_i, B^-1_i) / d_i), until z0 leaves (a solution) or no row blocks
+ * (ray termination). The solution is then recomputed from the final basis
+ * by an LU solve of the basis matrix, so that round-off accumulated over
+ * the pivots does not stay in z.
+ */
+#include "lemke.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* an entering column's entry blocks only above this fraction of the
+ * column's largest; ratios within this relative distance tie */
+#ifndef KHZ_LEMKE_PIVOT_TOL
+#define KHZ_LEMKE_PIVOT_TOL 1e-9
+#endif
+#ifndef KHZ_LEMKE_REINVERT
+#define KHZ_LEMKE_REINVERT 1e-3 /* a pivot below this fraction of its column: B^-1 afresh */
+#endif
+#ifndef KHZ_LEMKE_SMALL_PIVOT
+#define KHZ_LEMKE_SMALL_PIVOT 0
+#endif
+#ifndef KHZ_LEMKE_TIE_TOL
+#define KHZ_LEMKE_TIE_TOL 1e-8
+#endif
+
+size_t khz_lemkeBytes(int nmax) {
+  size_t n = nmax > 0 ? (size_t)nmax : 0;
+  return (2 * n * n + 4 * n) * sizeof(double) + 3 * n * sizeof(int) + 16;
+}
+
+void khz_lemkeInit(khzLemke *lk, int nmax, void *mem) {
+  size_t n = nmax > 0 ? (size_t)nmax : 0;
+  double *p = mem;
+  memset(lk, 0, sizeof *lk);
+  lk->nmax = (int)n;
+  lk->binv = p, p += n * n;
+  lk->lu = p, p += n * n;
+  lk->qbar = p, p += n;
+  lk->col = p, p += n;
+  lk->rhs = p, p += n;
+  lk->qs = p, p += n;
+  int *ip = (int *)p;
+  lk->basis = ip, ip += n;
+  lk->ties = ip, ip += n;
+  lk->perm = ip;
+}
+
+const char *khz_lcpStatusName(khzLcpStatus s) {
+  static const char *const names[KHZ_LCP_NSTATUS] = {"solved", "budget", "ray", "toobig",
+                                                          "inaccurate"};
+  return s >= 0 && s < KHZ_LCP_NSTATUS ? names[s] : "unknown";
+}
+
+double khz_lcpResidual(int n, const double *M, const double *q, const double *z) {
+  double r = 0;
+  for (int i = 0; i < n; i++) {
+    double w = q[i];
+    for (int j = 0; j < n; j++) w += M[(size_t)i * n + j] * z[j];
+    double e = fabs(fmin(z[i], w));
+    if (!(e <= r)) r = e; /* NaN propagates */
+  }
+  return r;
+}
+
+/* the entering column d = B^-1 a of variable v (w_j: e_j; z_j: -M_.j; z0: -e) */
+static void entering_column(khzLemke *lk, int n, const double *M, int v, double *d) {
+  const double *B = lk->binv;
+  for (int i = 0; i < n; i++) {
+    const double *Bi = B + (size_t)i * n;
+    double s = 0;
+    if (v < n) {
+      s = Bi[v];
+    } else if (v < 2 * n) {
+      int j = v - n;
+      for (int k = 0; k < n; k++) s -= Bi[k] * M[(size_t)k * n + j];
+    } else {
+      for (int k = 0; k < n; k++) s -= Bi[k];
+    }
+    d[i] = s;
+  }
+}
+
+/* the lexicographic minimum-ratio row among the ntie candidate rows:
+ * least qbar_i / d_i, ties broken by B^-1_ik / d_i for k = 0, 1, ...
+ * (the rows of B^-1 are independent, so one row remains) */
+static int lexico_min(const khzLemke *lk, int n, const double *d, int *ties, int ntie) {
+  /* the ratio itself */
+  double best = INFINITY;
+  for (int t = 0; t < ntie; t++) best = fmin(best, lk->qbar[ties[t]] / d[ties[t]]);
+  double tol = KHZ_LEMKE_TIE_TOL * (1 + fabs(best));
+  int m = 0;
+  double dbig = 0;
+  for (int t = 0; t < ntie; t++)
+    if (lk->qbar[ties[t]] / d[ties[t]] <= best + tol) ties[m++] = ties[t], dbig = fmax(dbig, d[ties[t]]);
+  /* among the tied rows, pivots far smaller than the largest are round-off
+   * of zeros (a degenerate basis): they would blow B^-1 up; any tied row
+   * keeps the basis feasible */
+  int keep = 0;
+  for (int t = 0; t < m; t++)
+    if (d[ties[t]] >= KHZ_LEMKE_SMALL_PIVOT * dbig) ties[keep++] = ties[t];
+  m = keep;
+  /* then the columns of B^-1, one after the other */
+  for (int k = 0; k < n && m > 1; k++) {
+    best = INFINITY;
+    for (int t = 0; t < m; t++) best = fmin(best, lk->binv[(size_t)ties[t] * n + k] / d[ties[t]]);
+    tol = KHZ_LEMKE_TIE_TOL * (1 + fabs(best));
+    int keep = 0;
+    for (int t = 0; t < m; t++)
+      if (lk->binv[(size_t)ties[t] * n + k] / d[ties[t]] <= best + tol) ties[keep++] = ties[t];
+    m = keep;
+  }
+  return ties[0];
+}
+
+/* pivot on row r with entering column d: B^-1 and qbar updated in place */
+static void pivot(khzLemke *lk, int n, int r, const double *d, int entering) {
+  double *Br = lk->binv + (size_t)r * n, inv = 1 / d[r];
+  for (int k = 0; k < n; k++) Br[k] *= inv;
+  lk->qbar[r] *= inv;
+  for (int i = 0; i < n; i++) {
+    double f = d[i];
+    if (i == r || f == 0) continue;
+    double *Bi = lk->binv + (size_t)i * n;
+    for (int k = 0; k < n; k++) Bi[k] -= f * Br[k];
+    lk->qbar[i] -= f * lk->qbar[r];
+    /* the basic values stay >= 0 (feasible bases); round-off below 0 is 0 */
+    if (lk->qbar[i] < 0) lk->qbar[i] = 0;
+  }
+  lk->basis[r] = entering;
+}
+
+/* LU with partial pivoting of the k x k matrix A, in place (row swaps in
+ * piv); 0 when A is numerically singular */
+static int lu_factor(double *A, int k, int *piv) {
+  double scale = 0;
+  for (int i = 0; i < k * k; i++) scale = fmax(scale, fabs(A[i]));
+  if (scale == 0) return k == 0;
+  for (int c = 0; c < k; c++) {
+    int p = c;
+    for (int i = c + 1; i < k; i++)
+      if (fabs(A[i * k + c]) > fabs(A[p * k + c])) p = i;
+    if (fabs(A[p * k + c]) <= 1e-13 * scale) return 0;
+    piv[c] = p;
+    if (p != c)
+      for (int j = 0; j < k; j++) {
+        double t = A[c * k + j];
+        A[c * k + j] = A[p * k + j], A[p * k + j] = t;
+      }
+    for (int i = c + 1; i < k; i++) {
+      double f = A[i * k + c] / A[c * k + c];
+      A[i * k + c] = f;
+      for (int j = c + 1; j < k; j++) A[i * k + j] -= f * A[c * k + j];
+    }
+  }
+  return 1;
+}
+
+/* b <- A^-1 b with lu_factor's factors */
+static void lu_solve(const double *A, int k, const int *piv, double *b) {
+  for (int c = 0; c < k; c++)
+    if (piv[c] != c) {
+      double t = b[c];
+      b[c] = b[piv[c]], b[piv[c]] = t;
+    }
+  for (int c = 0; c < k; c++)
+    for (int i = c + 1; i < k; i++) b[i] -= A[i * k + c] * b[c];
+  for (int i = k - 1; i >= 0; i--) {
+    double s = b[i];
+    for (int j = i + 1; j < k; j++) s -= A[i * k + j] * b[j];
+    b[i] = s / A[i * k + i];
+  }
+}
+
+/* column v of [I, -M, -e] at row r */
+static double basic_entry(int n, const double *M, int v, int r) {
+  return v < n ? (r == v) : v < 2 * n ? -M[(size_t)r * n + (v - n)] : -1;
+}
+
+/* the solution of the final basis again, directly: B x_B = q with B the
+ * basic columns of [I, -M] (regular, being a basis, even where M's principal
+ * block is singular), iterative refinement, z from the basic
+ * z's; kept when its residual is no worse than the pivots' */
+static void polish(khzLemke *lk, int n, const double *M, const double *q, double *z, double *w) {
+  for (int i = 0; i < n; i++)
+    for (int r = 0; r < n; r++) lk->lu[(size_t)r * n + i] = basic_entry(n, M, lk->basis[i], r);
+  double before = khz_lcpResidual(n, M, q, z);
+  if (!lu_factor(lk->lu, n, lk->perm)) return;
+  double *x = lk->rhs, *res = lk->col;
+  memcpy(x, q, (size_t)n * sizeof(double));
+  lu_solve(lk->lu, n, lk->perm, x);
+  /* refinement: x += B^-1 (q - B x), three times (ill-conditioned bases of
+   * degenerate problems) */
+  for (int it = 0; it < 3; it++) {
+    for (int r = 0; r < n; r++) {
+      double s = q[r];
+      for (int i = 0; i < n; i++) s -= basic_entry(n, M, lk->basis[i], r) * x[i];
+      res[r] = s;
+    }
+    lu_solve(lk->lu, n, lk->perm, res);
+    for (int i = 0; i < n; i++) x[i] += res[i];
+  }
+  /* candidate in w (scratch), then its residual */
+  memset(w, 0, (size_t)n * sizeof(double));
+  for (int i = 0; i < n; i++)
+    if (lk->basis[i] >= n) w[lk->basis[i] - n] = fmax(x[i], 0);
+  if (khz_lcpResidual(n, M, q, w) > before) return;
+  memcpy(z, w, (size_t)n * sizeof(double));
+  lk->polished = 1;
+}
+
+/* B^-1 and qbar afresh from the basis (LU of B, then B^-1 column by column):
+ * after a small pivot the product-form updates carry its round-off into
+ * every later ratio test; 0 when B is numerically singular */
+static int reinvert(khzLemke *lk, int n, const double *M, const double *q) {
+  for (int i = 0; i < n; i++)
+    for (int r = 0; r < n; r++) lk->lu[(size_t)r * n + i] = basic_entry(n, M, lk->basis[i], r);
+  if (!lu_factor(lk->lu, n, lk->perm)) return 0;
+  for (int j = 0; j < n; j++) {
+    double *e = lk->rhs;
+    memset(e, 0, (size_t)n * sizeof(double));
+    e[j] = 1;
+    lu_solve(lk->lu, n, lk->perm, e);
+    for (int i = 0; i < n; i++) lk->binv[(size_t)i * n + j] = e[i];
+  }
+  memcpy(lk->qbar, q, (size_t)n * sizeof(double));
+  lu_solve(lk->lu, n, lk->perm, lk->qbar);
+  for (int i = 0; i < n; i++) lk->qbar[i] = fmax(lk->qbar[i], 0);
+  return 1;
+}
+
+/* Lemke on (M, q), max |q| >= 1e-3 */
+static khzLcpStatus lemke_core(khzLemke *lk, int n, const double *M, const double *q, double *z,
+                               double *w, int max_pivots) {
+
+  /* B = I, w basic */
+  memset(lk->binv, 0, (size_t)n * n * sizeof(double));
+  for (int i = 0; i < n; i++) {
+    lk->binv[(size_t)i * n + i] = 1;
+    lk->qbar[i] = q[i];
+    lk->basis[i] = i;
+  }
+
+  /* z0 enters; the row with the lexicographically least (q_i, B^-1_i) leaves
+   * (ratios with the divisor 1: d = -e makes every row a candidate) */
+  double *d = lk->col;
+  for (int i = 0; i < n; i++) d[i] = 1, lk->ties[i] = i;
+  int r = lexico_min(lk, n, d, lk->ties, n);
+  for (int i = 0; i < n; i++) d[i] = -1;
+  int entering = 2 * n, leaving = lk->basis[r];
+  pivot(lk, n, r, d, entering);
+  lk->pivots = 1;
+
+  /* complementary pivots until z0 leaves */
+  while (leaving != 2 * n) {
+    if (lk->pivots >= max_pivots) return KHZ_LCP_BUDGET;
+    entering = leaving < n ? leaving + n : leaving - n;
+    entering_column(lk, n, M, entering, d);
+    double dmax = 0;
+    for (int i = 0; i < n; i++) dmax = fmax(dmax, fabs(d[i]));
+    double tol = KHZ_LEMKE_PIVOT_TOL * dmax;
+    int ntie = 0;
+    for (int i = 0; i < n; i++)
+      if (d[i] > tol) lk->ties[ntie++] = i;
+    if (!ntie || !(dmax > 0)) {
+      memset(z, 0, (size_t)n * sizeof(double));
+      return KHZ_LCP_RAY;
+    }
+    r = lexico_min(lk, n, d, lk->ties, ntie);
+    leaving = lk->basis[r];
+    pivot(lk, n, r, d, entering);
+    lk->pivots++;
+    if (d[r] < KHZ_LEMKE_REINVERT * dmax) reinvert(lk, n, M, q);
+  }
+
+  /* read the basic z's, then the same basis solved directly */
+  for (int i = 0; i < n; i++) {
+    int v = lk->basis[i];
+    if (v >= n && v < 2 * n) z[v - n] = fmax(lk->qbar[i], 0);
+  }
+  polish(lk, n, M, q, z, w);
+  for (int i = 0; i < n; i++) {
+    double s = q[i];
+    for (int j = 0; j < n; j++) s += M[(size_t)i * n + j] * z[j];
+    w[i] = s;
+  }
+  if (!(khz_lcpResidual(n, M, q, z) <= 1e-10)) return KHZ_LCP_INACCURATE;
+  return KHZ_LCP_SOLVED;
+}
+
+khzLcpStatus khz_lemke(khzLemke *lk, int n, const double *M, const double *q, double *z, double *w,
+                       int max_pivots) {
+  lk->pivots = 0;
+  lk->polished = 0;
+  if (n <= 0) return KHZ_LCP_SOLVED;
+  memset(z, 0, (size_t)n * sizeof(double));
+  memset(w, 0, (size_t)n * sizeof(double));
+  if (n > lk->nmax) return KHZ_LCP_TOOBIG;
+  if (max_pivots <= 0) max_pivots = 50 * n + 100;
+  for (int i = 0; i < n; i++) {
+    if (!isfinite(q[i])) return KHZ_LCP_RAY;
+    for (int j = 0; j < n; j++)
+      if (!isfinite(M[(size_t)i * n + j])) return KHZ_LCP_RAY;
+  }
+
+  /* q >= 0: z = 0 solves it */
+  int any_negative = 0;
+  double qmax = 0;
+  for (int i = 0; i < n; i++) any_negative |= q[i] < 0, qmax = fmax(qmax, fabs(q[i]));
+  if (!any_negative) {
+    memcpy(w, q, (size_t)n * sizeof(double));
+    return KHZ_LCP_SOLVED;
+  }
+
+  /* the LCP is homogeneous in (z, w, q): a tiny q (a contact LCP's q
+   * scales with the step) is solved as 1e-3 q / max |q|, so that the
+   * tolerances, absolute at |q| ~ 1, do not swallow it; z is scaled back */
+  qmax = qmax < 1e-3 ? qmax / 1e-3 : 1;
+  for (int i = 0; i < n; i++) lk->qs[i] = q[i] / qmax;
+  khzLcpStatus st = lemke_core(lk, n, M, lk->qs, z, w, max_pivots);
+  if (st != KHZ_LCP_SOLVED) {
+    memset(z, 0, (size_t)n * sizeof(double));
+    memset(w, 0, (size_t)n * sizeof(double));
+    return st;
+  }
+  for (int i = 0; i < n; i++) z[i] *= qmax;
+  for (int i = 0; i < n; i++) {
+    double s = q[i];
+    for (int j = 0; j < n; j++) s += M[(size_t)i * n + j] * z[j];
+    w[i] = s;
+  }
+  return KHZ_LCP_SOLVED;
+}

@@ -1,0 +1,72 @@
+/* lemke.h — Lemke's complementary pivoting algorithm for the linear
+ * complementarity problem (rt-private; self-contained math, no model or data).
+ *
+ *   find z, w:  w = M z + q,  z >= 0,  w >= 0,  z^T w = 0
+ *
+ * with the covering vector e = (1, ..., 1) and lexicographic degeneracy
+ * resolution (Cottle, Pang & Stone, "The Linear Complementarity Problem",
+ * sec. 4.4 and 4.9): ties of the ratio test are broken by the rows of the
+ * basis inverse, which is Lemke's method on q + (eps, eps^2, ..., eps^n) and
+ * cannot cycle. For the copositive-plus matrices of Stewart & Trinkle's
+ * contact LCP (and for P-matrices, PSD matrices) it ends in a solution when
+ * one exists.
+ *
+ * Everything it needs lives in a workspace carved from caller memory sized
+ * by khz_lemkeBytes(nmax): nothing allocates, so it may run inside the tick.
+ */
+#ifndef KHZ_LCP_LEMKE_H
+#define KHZ_LCP_LEMKE_H
+
+#include <stddef.h>
+
+typedef enum khzLcpStatus {
+  KHZ_LCP_SOLVED = 0, /* z, w satisfy the LCP */
+  KHZ_LCP_BUDGET,     /* the pivot budget was spent before z0 left the basis */
+  KHZ_LCP_RAY,        /* ray termination: no blocking row (the LCP may have no solution) */
+  KHZ_LCP_TOOBIG,     /* n exceeds the workspace's capacity */
+  KHZ_LCP_INACCURATE, /* z0 left the basis, but round-off in a degenerate basis left a
+                         residual above 1e-10 (1e-7 max |q| when max |q| < 1e-3) */
+  KHZ_LCP_NSTATUS
+} khzLcpStatus;
+
+typedef struct khzLemke {
+  int nmax;
+  double *binv; /* nmax x nmax: the basis inverse, row-major */
+  double *qbar; /* nmax: basic values B^-1 q */
+  double *col;  /* nmax: the entering column B^-1 a */
+  double *lu;   /* nmax x nmax: the final basis matrix, for the polish */
+  double *rhs;  /* nmax */
+  double *qs;   /* nmax: q / max |q| */
+  int *basis;   /* nmax: variable basic in each row (w_i = i, z_j = n + j, z0 = 2n) */
+  int *ties;    /* nmax: candidate rows of the lexicographic ratio test */
+  int *perm;    /* nmax: the polish's row pivots and index set */
+  /* outputs of the last solve */
+  int pivots;      /* pivots taken */
+  int polished;    /* 1 when the solution was recomputed from the final basis by LU */
+} khzLemke;
+
+/* Bytes a workspace for problems of size up to nmax needs. */
+size_t khz_lemkeBytes(int nmax);
+
+/* Carves a workspace for size nmax out of mem (khz_lemkeBytes(nmax) bytes,
+ * 8-byte aligned). */
+void khz_lemkeInit(khzLemke *lk, int nmax, void *mem);
+
+/* Solves the LCP (M row-major n x n, q of n) into z and w (n each) with at
+ * most max_pivots pivots (<= 0: 50 n + 100). On KHZ_LCP_SOLVED z and w are
+ * the solution, recomputed from the final basis by an LU solve of its
+ * basis matrix when that is regular (lk->polished), so that the
+ * complementarity residual is at round-off; a larger residual is reported
+ * as KHZ_LCP_INACCURATE. On any other status z and w are
+ * set to zero. Never allocates. */
+khzLcpStatus khz_lemke(khzLemke *lk, int n, const double *M, const double *q, double *z, double *w,
+                       int max_pivots);
+
+/* The natural residual of a candidate solution: max_i |min(z_i, w_i)| with
+ * w = M z + q recomputed (0 exactly at a solution). */
+double khz_lcpResidual(int n, const double *M, const double *q, const double *z);
+
+/* Short name of a status ("solved", "budget", "ray", "toobig", "inaccurate"). */
+const char *khz_lcpStatusName(khzLcpStatus s);
+
+#endif

@@ -1,0 +1,228 @@
+/* test_lemke.c — khz's lexicographic Lemke (rt/src/lcp/lemke.c) against
+ * Siconos Numerics' lcp_lexicolemke (Debian libsiconos-numerics-dev) on
+ * random LCPs of five families, 2,000 each:
+ *   pd        nonsymmetric positive definite M = A A^T + (B - B^T) + delta I
+ *             (a P-matrix: the solution is unique and both must find it);
+ *   psd       symmetric positive semi-definite of rank n/2, q = w* - M z*
+ *             from a complementary pair (a solution exists; M z is unique);
+ *   degenerate  psd with repeated rows and columns and z*_i = w*_i = 0 on a
+ *             third of the indices (degenerate bases: ties in the ratio test);
+ *   zeroq     pd with q having many exact zeros and a few negatives;
+ *   contact   Stewart & Trinkle's contact LCP (normal, k friction
+ *             directions, sliding speed) built from a random mass matrix and
+ *             random contact Jacobians, mu in [0.1, 1.2] — copositive-plus
+ *             with a zero diagonal block, solutions not unique; q of
+ *             the time stepper's form J v_free + (phi / h, 0, 0), point
+ *             Jacobians of independent rows (the paper's sec. 3.4
+ *             assumption: independent normals, span(N) and span(D) meeting
+ *             only at 0, under which Lemke must end in a solution).
+ * khz must solve every one with a natural residual max|min(z, w)| <= 1e-10;
+ * where the solution is unique (pd, zeroq) z must match Siconos', and on the
+ * PSD families M z must match (unique for monotone LCPs). The LCPs the time
+ * stepper itself builds on the scenes are checked in test_lcp_scenes.c. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ensure.h"
+#include "lcp/lemke.h"
+
+#include <LCP_Solvers.h>
+#include <LinearComplementarityProblem.h>
+#include <NumericsMatrix.h>
+#include <SolverOptions.h>
+#include <lcp_cst.h>
+
+#define NMAX 60
+#define NV 40
+
+static unsigned long long rng_s = 88172645463325252ull;
+static double urand(void) {
+  rng_s ^= rng_s << 13, rng_s ^= rng_s >> 7, rng_s ^= rng_s << 17;
+  return (double)(rng_s >> 11) / 9007199254740992.0;
+}
+static double srand1(void) { return 2 * urand() - 1; }
+static int irand(int lo, int hi) { return lo + (int)(urand() * (hi - lo + 1)); }
+
+/* Siconos' lexicographic Lemke on (M, q): info (0 = solved) */
+static int siconos_lemke(int n, const double *M, const double *q, double *z, double *w) {
+  double *cm = malloc((size_t)n * n * sizeof(double)), *qq = malloc((size_t)n * sizeof(double));
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < n; j++) cm[j * n + i] = M[i * n + j]; /* column-major */
+  memcpy(qq, q, (size_t)n * sizeof(double));
+  NumericsMatrix *NM = NM_create_from_data(NM_DENSE, n, n, cm);
+  LinearComplementarityProblem prob = {n, NM, qq};
+  SolverOptions *opt = solver_options_create(SICONOS_LCP_LEMKE);
+  opt->iparam[SICONOS_IPARAM_MAX_ITER] = 100 * n + 100;
+  int info = -1;
+  memset(z, 0, (size_t)n * sizeof(double));
+  lcp_lexicolemke(&prob, z, w, &info, opt);
+  solver_options_delete(opt);
+  NM->matrix0 = NULL; /* ours to free */
+  NM_free(NM);
+  free(cm), free(qq);
+  return info;
+}
+
+static void mat_aat(int n, int r, double *M, double *A) {
+  for (int i = 0; i < n * r; i++) A[i] = srand1();
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < n; j++) {
+      double s = 0;
+      for (int k = 0; k < r; k++) s += A[i * r + k] * A[j * r + k];
+      M[i * n + j] = s;
+    }
+}
+
+/* q = w* - M z* with z*, w* >= 0 complementary; `both_zero` indices get
+ * z*_i = w*_i = 0 */
+static void q_from_pair(int n, const double *M, double *q, int both_zero_every) {
+  double zs[NMAX];
+  for (int i = 0; i < n; i++) zs[i] = urand() < 0.5 ? urand() * 2 : 0;
+  for (int i = 0; i < n; i++) {
+    double s = 0;
+    for (int j = 0; j < n; j++) s += M[i * n + j] * zs[j];
+    double ws = zs[i] > 0 ? 0 : urand() * 2;
+    if (both_zero_every && i % both_zero_every == 0) ws = 0;
+    q[i] = ws - s;
+  }
+}
+
+/* the contact LCP of Stewart & Trinkle (eq. 29 with the Schur complement) */
+static int contact_lcp(double *M, double *q) {
+  int k = urand() < 0.5 ? 4 : 8, nc = irand(1, NMAX / (k + 2)), nv = 3 * nc + irand(0, 6);
+  int nr = nc * (k + 1), n = nc * (k + 2);
+  static double A[NV * NV], Minv[NV * NV], J[NMAX * NV], Y[NMAX * NV], mu[NMAX];
+  /* a random SPD inverse mass matrix */
+  mat_aat(nv, nv, Minv, A);
+  for (int i = 0; i < nv; i++) Minv[i * nv + i] += 0.1;
+  /* each contact a random point Jacobian: its rows the normal n and the
+   * tangents t1, t2; friction rows d_j = cos(2 pi j / k) t1 + sin(...) t2 */
+  for (int r = 0; r < nr * nv; r++) J[r] = srand1();
+  for (int c = 0; c < nc; c++) {
+    double t1[NV], t2[NV];
+    for (int a = 0; a < nv; a++) t1[a] = srand1(), t2[a] = srand1();
+    for (int j = 0; j < k; j++) {
+      double th = 2 * M_PI * j / k;
+      for (int a = 0; a < nv; a++) J[(nc + c * k + j) * nv + a] = cos(th) * t1[a] + sin(th) * t2[a];
+    }
+    mu[c] = 0.1 + 1.1 * urand();
+  }
+  for (int r = 0; r < nr; r++)
+    for (int a = 0; a < nv; a++) {
+      double s = 0;
+      for (int b = 0; b < nv; b++) s += Minv[a * nv + b] * J[r * nv + b];
+      Y[r * nv + a] = s;
+    }
+  memset(M, 0, (size_t)n * n * sizeof(double));
+  for (int r = 0; r < nr; r++)
+    for (int s = 0; s < nr; s++) {
+      double v = 0;
+      for (int a = 0; a < nv; a++) v += J[r * nv + a] * Y[s * nv + a];
+      M[r * n + s] = v;
+    }
+  for (int c = 0; c < nc; c++) {
+    for (int j = 0; j < k; j++) {
+      M[(nc + c * k + j) * n + nr + c] = 1;
+      M[(nr + c) * n + nc + c * k + j] = -1;
+    }
+    M[(nr + c) * n + c] = mu[c];
+  }
+  /* q: gaps / h (some negative: approaching or penetrating), tangential
+   * velocities of a random free velocity, zero for the sliding rows */
+  double vf[NV];
+  for (int a = 0; a < nv; a++) vf[a] = srand1();
+  for (int r = 0; r < nr; r++) {
+    double s = 0;
+    for (int a = 0; a < nv; a++) s += J[r * nv + a] * vf[a];
+    q[r] = s;
+  }
+  /* the normal rows: N v_free + phi / h as the time stepper builds them,
+   * gaps phi >= 0 (a third of them exactly touching); with independent
+   * normals (nc <= nv) also penetrations phi < 0 */
+  int deep = 0 * urand() < 0.5;
+  for (int c = 0; c < nc; c++) q[c] += urand() < 0.3 ? 0 : (deep ? srand1() : urand()) * 0.5;
+  for (int c = 0; c < nc; c++) q[nr + c] = 0;
+  return n;
+}
+
+int main(void) {
+  static double M[NMAX * NMAX], q[NMAX], z[NMAX], w[NMAX], zs[NMAX], ws[NMAX], A[NMAX * NMAX];
+  static const char *const fam[] = {"pd", "psd", "degenerate", "zeroq", "contact"};
+  void *mem = malloc(khz_lemkeBytes(NMAX));
+  khzLemke lk;
+  khz_lemkeInit(&lk, NMAX, mem);
+  int total = 0;
+  for (int f = 0; f < 5; f++) {
+    int solved = 0, sic_solved = 0, compared = 0, agree = 0, pivmax = 0, polished = 0;
+    double worst = 0, worst_diff = 0;
+    for (int t = 0; t < 2000; t++) {
+      int n = irand(1, NMAX);
+      if (f == 0 || f == 3) {
+        mat_aat(n, n, M, A);
+        for (int i = 0; i < n; i++)
+          for (int j = 0; j < i; j++) {
+            double b = srand1();
+            M[i * n + j] += b, M[j * n + i] -= b;
+          }
+        for (int i = 0; i < n; i++) M[i * n + i] += 0.05;
+        for (int i = 0; i < n; i++) q[i] = srand1() * 5;
+        if (f == 3)
+          for (int i = 0; i < n; i++) q[i] = urand() < 0.6 ? 0 : (urand() < 0.5 ? -urand() : urand());
+      } else if (f == 1) {
+        mat_aat(n, n / 2 + 1, M, A);
+        q_from_pair(n, M, q, 0);
+      } else if (f == 2) {
+        int r = n / 2 + 1;
+        mat_aat(n, r, M, A);
+        /* repeat a few rows and columns exactly (a symmetric rank deficiency) */
+        for (int rep = 0; rep < n / 4; rep++) {
+          int a = irand(0, n - 1), b = irand(0, n - 1);
+          if (a == b) continue;
+          for (int j = 0; j < n; j++) M[b * n + j] = M[a * n + j];
+          for (int i = 0; i < n; i++) M[i * n + b] = M[i * n + a];
+        }
+        q_from_pair(n, M, q, 3);
+      } else {
+        n = contact_lcp(M, q);
+      }
+      khzLcpStatus st = khz_lemke(&lk, n, M, q, z, w, 0);
+      double res = khz_lcpResidual(n, M, q, z);
+      solved += st == KHZ_LCP_SOLVED;
+      polished += lk.polished;
+      pivmax = lk.pivots > pivmax ? lk.pivots : pivmax;
+      if (st == KHZ_LCP_SOLVED) worst = fmax(worst, res);
+      ENSURE_MSG(st == KHZ_LCP_SOLVED && res <= 1e-10, "%s #%d n=%d: status %s, residual %.3g", fam[f],
+                 t, n, khz_lcpStatusName(st), res);
+      int info = siconos_lemke(n, M, q, zs, ws);
+      if (info == 0 && khz_lcpResidual(n, M, q, zs) <= 1e-8) {
+        sic_solved++;
+        /* unique solutions: z; monotone (psd) families: M z; contact: nothing unique */
+        double diff = 0, scale = 1;
+        if (f == 0 || f == 3) {
+          for (int i = 0; i < n; i++) diff = fmax(diff, fabs(z[i] - zs[i])), scale = fmax(scale, fabs(zs[i]));
+        } else if (f == 1 || f == 2) {
+          for (int i = 0; i < n; i++) {
+            double a = 0, b = 0;
+            for (int j = 0; j < n; j++) a += M[i * n + j] * z[j], b += M[i * n + j] * zs[j];
+            diff = fmax(diff, fabs(a - b)), scale = fmax(scale, fabs(b));
+          }
+        }
+        if (f != 4) {
+          compared++;
+          worst_diff = fmax(worst_diff, diff / scale);
+          agree += diff <= 1e-7 * scale;
+          ENSURE_MSG(diff <= 1e-7 * scale, "%s #%d n=%d: khz and Siconos differ by %.3g", fam[f], t, n, diff);
+        }
+      }
+      total++;
+    }
+    printf("%-10s khz solved %4d/2000 (worst residual %.2e, %d polished, max pivots %d); Siconos "
+           "solved %4d; compared %4d, agree %4d (worst relative difference %.2e)\n",
+           fam[f], solved, worst, polished, pivmax, sic_solved, compared, agree, worst_diff);
+  }
+  printf("%d LCPs\n", total);
+  free(mem);
+  return ensure_report();
+}
