@@ -746,34 +746,42 @@ static int pair_rows(const khzModel *m, khzData *d, int i, implicit_row *row) {
  * tangential rows within the disc of radius mu times the pair's normal
  * impulse. Rows past a bound are held there and the others solved again
  * (an active set, at most k passes). L (k x k) and sol, fixed (k) are
- * scratch. Returns 0, or -1 when the factorisation fails. */
+ * scratch. rhs, lo and P are read through mem (the rows' indices), or with
+ * local = 1 as k consecutive values. Lfull (may be NULL): A's Cholesky
+ * factor, for the first pass. Returns 0, or -1 when a factorisation fails. */
 static int solve_rows(const khzData *d, const implicit_row *row, const int *mem, int k, const double *A,
-                      const double *rhs, const double *lo, double *P, double *L, double *sol, int *fixed) {
+                      const double *rhs, const double *lo, double *P, double *L, double *sol, int *fixed,
+                      int local, const double *Lfull) {
+#define IX(a) (local ? (a) : mem[a])
   for (int a = 0; a < k; a++) fixed[a] = 0;
   for (int pass = 0; pass <= k; pass++) {
     int nf = 0;
     for (int a = 0; a < k; a++) { /* the free rows' right-hand sides, packed */
       if (fixed[a]) continue;
-      double r = rhs[mem[a]];
+      double r = rhs[IX(a)];
       for (int b = 0; b < k; b++)
-        if (fixed[b]) r -= A[a * k + b] * P[mem[b]];
+        if (fixed[b]) r -= A[a * k + b] * P[IX(b)];
       sol[nf++] = r;
     }
-    for (int a = 0, ra = 0; a < k; a++) {
-      if (fixed[a]) continue;
-      for (int b = 0, rb = 0; b < k; b++)
-        if (!fixed[b]) L[ra * nf + rb++] = A[a * k + b];
-      ra++;
+    if (pass == 0 && Lfull) { /* no row held yet: A's factor, given */
+      khzu_cholSolve(Lfull, k, sol);
+    } else {
+      for (int a = 0, ra = 0; a < k; a++) {
+        if (fixed[a]) continue;
+        for (int b = 0, rb = 0; b < k; b++)
+          if (!fixed[b]) L[ra * nf + rb++] = A[a * k + b];
+        ra++;
+      }
+      if (nf && khzu_cholFactor(L, nf) != 0) return -1;
+      if (nf) khzu_cholSolve(L, nf, sol);
     }
-    if (nf && khzu_cholFactor(L, nf) != 0) return -1;
-    if (nf) khzu_cholSolve(L, nf, sol);
     for (int a = 0, ra = 0; a < k; a++)
-      if (!fixed[a]) P[mem[a]] = sol[ra++];
+      if (!fixed[a]) P[IX(a)] = sol[ra++];
     int changed = 0;
     for (int a = 0; a < k; a++) { /* normal rows: no pull past lo */
       const implicit_row *r = row + mem[a];
-      if (r->point >= 0 && !fixed[a] && P[mem[a]] < lo[mem[a]])
-        P[mem[a]] = lo[mem[a]], fixed[a] = 1, changed = 1;
+      if (r->point >= 0 && !fixed[a] && P[IX(a)] < lo[IX(a)])
+        P[IX(a)] = lo[IX(a)], fixed[a] = 1, changed = 1;
     }
     /* tangential pairs of rows: the friction disc of the pair's normal
      * impulse as solved now (rows held at the disc follow it) */
@@ -783,11 +791,11 @@ static int solve_rows(const khzData *d, const implicit_row *row, const int *mem,
       const khzContact *c = d->contact + r->contact;
       double pn = 0;
       for (int b = 0; b < k; b++)
-        if (row[mem[b]].contact == r->contact && row[mem[b]].point >= 0) pn += P[mem[b]];
-      double lim = c->mu * fmax(pn, 0), pt = hypot(P[mem[a]], P[mem[a + 1]]);
+        if (row[mem[b]].contact == r->contact && row[mem[b]].point >= 0) pn += P[IX(b)];
+      double lim = c->mu * fmax(pn, 0), pt = hypot(P[IX(a)], P[IX(a + 1)]);
       if (fixed[a] || pt > lim * (1 + 1e-9)) {
         double sc = pt > lim && pt > 0 ? lim / pt : 1;
-        P[mem[a]] *= sc, P[mem[a + 1]] *= sc;
+        P[IX(a)] *= sc, P[IX(a + 1)] *= sc;
         if (!fixed[a]) changed = 1;
         fixed[a] = fixed[a + 1] = 1;
       }
@@ -796,6 +804,186 @@ static int solve_rows(const khzData *d, const implicit_row *row, const int *mem,
     if (!changed) return 0;
   }
   return 0;
+#undef IX
+}
+
+/* the forces for the stages from the impulses P of the k rows in mem */
+static void implicit_forces(khzData *d, const implicit_row *row, const int *mem, int k, const double *P) {
+  double h = d->timestep;
+  for (int a = 0; a < k; a++) {
+    const implicit_row *r = row + mem[a];
+    khzContact *c = d->contact + r->contact;
+    double Pa = P[mem[a]];
+    if (!isfinite(Pa) || Pa == 0) continue;
+    if (r->point >= 0) d->cpoint[c->point_adr + r->point].force_implicit = Pa / h;
+    else khzu_addScl3(c->force_implicit, c->force_implicit, r->dir, Pa / h);
+  }
+}
+
+/* the most rows of one cluster the implicit part solves (in blocks of at
+ * most KHZ_IMPLICIT_DIRECT rows when it has more than that); a larger
+ * cluster is counted as an impulse warning and keeps its explicit part */
+#define KHZ_IMPLICIT_ROWS 1536
+/* block Gauss-Seidel: at most this many sweeps, stopping when no impulse
+ * moved by more than KHZ_BLOCK_TOL of the largest */
+#define KHZ_BLOCK_SWEEPS 60
+#define KHZ_BLOCK_TOL 1e-6
+
+/* adds the body velocity changes of the impulses dP (k values) of the k
+ * rows listed in mem to vel (6 nbody): the spatial impulses of
+ * the rows summed per body (fb, 6 nbody, scratch, left zero), one
+ * articulated impulse response per body that takes one */
+static void add_row_impulses(const khzModel *m, khzData *d, const implicit_row *row, const int *mem, int k,
+                             const double *dP, double *vel, double *fb, double *dqd, double *tmp) {
+  for (int a = 0; a < k; a++) {
+    const implicit_row *r = row + mem[a];
+    const khzContact *c = d->contact + r->contact;
+    double p = dP[a];
+    if (p == 0) continue;
+    for (int s = 0; s < 2; s++) {
+      int b = c->body[s];
+      if (b <= 0 || khz_bodyStatic(m, b)) continue;
+      double J[3], f[6];
+      khzu_scl3(J, r->dir, s ? -p : p);
+      khz_spatialImpulse(m, d, b, r->x, J, f);
+      for (int q = 0; q < 6; q++) fb[6 * b + q] += f[q];
+    }
+  }
+  for (int b = 1; b < m->nbody; b++) {
+    double *f = fb + 6 * b;
+    if (!(f[0] != 0 || f[1] != 0 || f[2] != 0 || f[3] != 0 || f[4] != 0 || f[5] != 0)) continue;
+    memset(dqd, 0, (size_t)m->nv * sizeof(double));
+    khz_impulseResponse(m, d, b, f, dqd, tmp);
+    int root = m->body_root[b];
+    for (int i = root; i < m->nbody; i++)
+      if (m->body_root[i] == root)
+        for (int q = 0; q < 6; q++) vel[6 * i + q] += tmp[6 * i + q];
+    memset(f, 0, 6 * sizeof(double));
+  }
+}
+
+/* A cluster of k > KHZ_IMPLICIT_DIRECT rows (mem), by block Gauss-Seidel:
+ * the rows cut into blocks of whole pairs of at most KHZ_IMPLICIT_DIRECT
+ * rows, each block's own matrix (its Delassus block plus its diagonal)
+ * built once; a sweep solves each block directly with solve_rows' bounds,
+ * the other blocks' impulses held, their effect on the block's rows read
+ * from vel, the body velocity changes of every impulse so far (updated by
+ * one impulse response per body after each block). The held rows' bounds
+ * follow the solution's velocity as in the direct solve. Returns 0, or -1
+ * when the scratch stack cannot hold the blocks or a factorisation fails. */
+static int solve_blocks(const khzModel *m, khzData *d, const implicit_row *row, const int *mem, int k,
+                        const double *rhs, double *lo, const double *diag, const int *held,
+                        const double *los, const double *lof, const double *v0s, const double *vfs,
+                        double *P, double *dqd, double *dvel, double *tmp) {
+  size_t mk = khz_stackMark(d);
+  int nbmax = k, kd = KHZ_IMPLICIT_DIRECT;
+  int *start = khz_stackAlloc(d, ((size_t)nbmax + 1) * sizeof(int));
+  size_t *aoff = khz_stackAlloc(d, (size_t)nbmax * sizeof(size_t));
+  double *vel = khz_stackAlloc(d, 12 * (size_t)m->nbody * sizeof(double)), *fb = vel ? vel + 6 * m->nbody : NULL;
+  double *rb = khz_stackAlloc(d, (size_t)k * sizeof(double)), *dP = khz_stackAlloc(d, (size_t)k * sizeof(double));
+  double *rhs2 = khz_stackAlloc(d, (size_t)k * sizeof(double)), *P2 = khz_stackAlloc(d, (size_t)k * sizeof(double));
+  double *lo2 = khz_stackAlloc(d, (size_t)k * sizeof(double));
+  int *idx = khz_stackAlloc(d, (size_t)k * sizeof(int));
+  double *L = khz_stackAlloc(d, (size_t)kd * kd * sizeof(double)), *sol = khz_stackAlloc(d, (size_t)kd * sizeof(double));
+  int *fixed = khz_stackAlloc(d, (size_t)kd * sizeof(int));
+  if (!start || !aoff || !vel || !rb || !dP || !rhs2 || !P2 || !lo2 || !idx || !L || !sol || !fixed) {
+    khz_stackFree(d, mk);
+    return -1;
+  }
+  /* blocks of whole pairs (a pair's rows are consecutive) */
+  int nblk = 0;
+  size_t asize = 0;
+  start[0] = 0;
+  for (int a = 0; a < k;) {
+    int e = a + 1;
+    while (e < k && row[mem[e]].contact == row[mem[a]].contact) e++;
+    int s0 = start[nblk];
+    if (e - s0 > kd && a > s0) start[++nblk] = a, s0 = a;
+    if (e - s0 > kd) { /* one pair alone larger than a block */
+      khz_stackFree(d, mk);
+      return -1;
+    }
+    a = e;
+  }
+  start[++nblk] = k;
+  for (int b = 0; b < nblk; b++) {
+    int kb = start[b + 1] - start[b];
+    aoff[b] = asize, asize += (size_t)kb * kb;
+  }
+  double *A = khz_stackAlloc(d, 2 * asize * sizeof(double)); /* the blocks' matrices, then their factors */
+  if (!A) {
+    khz_stackFree(d, mk);
+    return -1;
+  }
+  /* the rows in block-local arrays: block b's rows are idx start[b].. */
+  for (int a = 0; a < k; a++) idx[a] = a, rhs2[a] = 0, P2[a] = 0, lo2[a] = lo[mem[a]];
+  for (int b = 0; b < nblk; b++) { /* each block's matrix, one test impulse per row */
+    int s0 = start[b], kb = start[b + 1] - s0;
+    double *Ab = A + aoff[b];
+    for (int q = 0; q < kb; q++) {
+      const implicit_row *rq = row + mem[s0 + q];
+      row_response(m, d, d->contact + rq->contact, rq, dqd, dvel, tmp);
+      for (int p = 0; p < kb; p++) {
+        const implicit_row *rp = row + mem[s0 + p];
+        Ab[p * kb + q] = row_velocity(m, d, d->contact + rp->contact, rp, dvel);
+      }
+    }
+    for (int p = 0; p < kb; p++) {
+      for (int q = 0; q < p; q++) Ab[p * kb + q] = Ab[q * kb + p] = 0.5 * (Ab[p * kb + q] + Ab[q * kb + p]);
+      Ab[p * kb + p] += diag[mem[s0 + p]];
+    }
+    memcpy(A + asize + aoff[b], Ab, (size_t)kb * kb * sizeof(double));
+    if (khzu_cholFactor(A + asize + aoff[b], kb) != 0) {
+      khz_stackFree(d, mk);
+      return -1;
+    }
+  }
+  /* the rows as a local system: solve_rows reads row, rhs, lo, P through
+   * mem; here mem2 = the cluster's rows, values in local arrays */
+  memset(vel, 0, 12 * (size_t)m->nbody * sizeof(double));
+  int ok = 0;
+  for (int pass = 0; pass <= KHZ_HELD_PASSES && ok == 0; pass++) {
+    int sweep;
+    for (sweep = 0; sweep < KHZ_BLOCK_SWEEPS && ok == 0; sweep++) {
+      double dmax = 0, pmax = 0;
+      for (int b = 0; b < nblk && ok == 0; b++) {
+        int s0 = start[b], kb = start[b + 1] - s0;
+        const double *Ab = A + aoff[b];
+        /* the other blocks' velocity at each row: all impulses' less the block's own */
+        for (int p = 0; p < kb; p++) {
+          int a = s0 + p;
+          const implicit_row *r = row + mem[a];
+          double v = row_velocity(m, d, d->contact + r->contact, r, vel);
+          for (int q = 0; q < kb; q++) v -= (Ab[p * kb + q] - (p == q ? diag[mem[s0 + q]] : 0)) * P2[s0 + q];
+          rhs2[a] = rhs[mem[a]] - v;
+        }
+        for (int p = 0; p < kb; p++) rb[p] = P2[s0 + p];
+        ok = solve_rows(d, row, mem + s0, kb, Ab, rhs2 + s0, lo2 + s0, P2 + s0, L, sol, fixed, 1, A + asize + aoff[b]);
+        for (int p = 0; p < kb; p++) {
+          dP[s0 + p] = P2[s0 + p] - rb[p];
+          dmax = fmax(dmax, fabs(dP[s0 + p])), pmax = fmax(pmax, fabs(P2[s0 + p]));
+        }
+        add_row_impulses(m, d, row, mem + s0, kb, dP + s0, vel, fb, dqd, tmp);
+      }
+      if (dmax <= KHZ_BLOCK_TOL * pmax) break;
+    }
+    if (sweep == KHZ_BLOCK_SWEEPS) d->warning[KHZ_WARN_IMPULSE]++;
+    /* the held rows' bounds at the solution's velocity */
+    int again = 0;
+    for (int a = 0; a < k && ok == 0; a++) {
+      int j = mem[a];
+      if (!held[j] || row[j].point < 0 || v0s[j] == vfs[j]) continue;
+      double dv = row_velocity(m, d, d->contact + row[j].contact, row + j, vel);
+      double t = fmin(fmax(dv / (v0s[j] - vfs[j]), 0), KHZ_HELD_REACH), nlo = lof[j] + (los[j] - lof[j]) * t;
+      if (nlo == lo2[a]) continue;
+      again |= P2[a] <= lo2[a] || P2[a] < nlo;
+      lo2[a] = nlo;
+    }
+    if (!again) break;
+  }
+  for (int a = 0; a < k; a++) P[mem[a]] = P2[a], lo[mem[a]] = lo2[a];
+  khz_stackFree(d, mk);
+  return ok;
 }
 
 void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, double *dqd, double *dvel,
@@ -907,12 +1095,22 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
     int id = cl[j0], k = 0;
     for (int j = j0; j < n; j++)
       if (cl[j] == id) mem[k++] = j, cl[j] = -1;
+    if (k > KHZ_IMPLICIT_DIRECT) { /* in blocks, or too large: counted, not applied */
+      for (int a = 0; a < k; a++) P[mem[a]] = 0;
+      if (k > KHZ_IMPLICIT_ROWS ||
+          solve_blocks(m, d, row, mem, k, rhs, lo, diag, held, los, lof, v0s, vfs, P, dqd, dvel, tmp) != 0) {
+        d->warning[KHZ_WARN_IMPULSE]++;
+        continue;
+      }
+      implicit_forces(d, row, mem, k, P);
+      continue;
+    }
     size_t mk = khz_stackMark(d);
-    double *A = k <= KHZ_IMPLICIT_DIRECT ? khz_stackAlloc(d, (size_t)k * k * sizeof(double)) : NULL;
+    double *A = khz_stackAlloc(d, (size_t)k * k * sizeof(double));
     double *L = A ? khz_stackAlloc(d, (size_t)k * k * sizeof(double)) : NULL;
     double *sol = khz_stackAlloc(d, (size_t)k * sizeof(double));
     int *fixed = khz_stackAlloc(d, (size_t)k * sizeof(int));
-    if (!A || !L || !sol || !fixed) { /* too large for a direct solve: counted, not applied */
+    if (!A || !L || !sol || !fixed) { /* no scratch: counted, not applied */
       d->warning[KHZ_WARN_IMPULSE]++;
       khz_stackFree(d, mk);
       continue;
@@ -929,7 +1127,7 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
       for (int b = 0; b < a; b++) A[a * k + b] = A[b * k + a] = 0.5 * (A[a * k + b] + A[b * k + a]);
       A[a * k + a] += diag[mem[a]];
     }
-    int ok = solve_rows(d, row, mem, k, A, rhs, lo, P, L, sol, fixed) == 0;
+    int ok = solve_rows(d, row, mem, k, A, rhs, lo, P, L, sol, fixed, 0, NULL) == 0;
     /* pass 0's rows: the bound at the velocity the solution ends with, v'
      * = vfree + W P, interpolated between the bounds at vfree and at the
      * start (the explicit bracket is linear in the velocity), v' clamped
@@ -947,21 +1145,14 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
         lo[j] = nlo;
       }
       if (!again) break;
-      ok = solve_rows(d, row, mem, k, A, rhs, lo, P, L, sol, fixed) == 0;
+      ok = solve_rows(d, row, mem, k, A, rhs, lo, P, L, sol, fixed, 0, NULL) == 0;
     }
     khz_stackFree(d, mk);
     if (!ok) {
       d->warning[KHZ_WARN_IMPULSE]++;
       continue;
     }
-    for (int a = 0; a < k; a++) { /* the forces for the stages */
-      const implicit_row *r = row + mem[a];
-      khzContact *c = d->contact + r->contact;
-      double Pa = P[mem[a]];
-      if (!isfinite(Pa) || Pa == 0) continue;
-      if (r->point >= 0) d->cpoint[c->point_adr + r->point].force_implicit = Pa / h;
-      else khzu_addScl3(c->force_implicit, c->force_implicit, r->dir, Pa / h);
-    }
+    implicit_forces(d, row, mem, k, P);
   }
   khz_stackFree(d, mark);
 }
@@ -969,9 +1160,17 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
 size_t khz_penaltyImplicitStackBytes(const khzModel *m) {
   size_t np = (size_t)m->npair_max * ((size_t)m->max_points + 2);
   size_t k = np < KHZ_IMPLICIT_DIRECT ? np : KHZ_IMPLICIT_DIRECT;
+  size_t direct = (2 * k * k + k) * sizeof(double) + k * sizeof(int);
+  /* solve_blocks: per row 5 values, an index, and a row of its block's
+   * matrix and factor; per block a start and an offset; per body 12
+   * values; one block's scratch factor */
+  size_t kb = np < KHZ_IMPLICIT_ROWS ? np : KHZ_IMPLICIT_ROWS;
+  size_t blocks = np > KHZ_IMPLICIT_DIRECT
+                      ? kb * (5 * sizeof(double) + 2 * sizeof(int) + sizeof(size_t) + 2 * KHZ_IMPLICIT_DIRECT * sizeof(double)) +
+                            12 * (size_t)m->nbody * sizeof(double) + direct + 14 * 64
+                      : 0;
   return (size_t)m->nbody * sizeof(int) + np * (sizeof(implicit_row) + 3 * sizeof(int) + 8 * sizeof(double)) +
-         (size_t)m->max_points * sizeof(implicit_row) +
-         (2 * k * k + k) * sizeof(double) + k * sizeof(int) + 20 * 64;
+         (size_t)m->max_points * sizeof(implicit_row) + (direct > blocks ? direct : blocks) + 20 * 64;
 }
 
 /* ------------------------------------------------- forces and friction -- */
