@@ -4,7 +4,8 @@
  * Gymnasium's ant and humanoid, MuJoCo Menagerie's Unitree Go1), is loaded
  * with its own floor, time step and integrator, contact by the penalty
  * method with no gains in the scene, zero commands, and run 5 s:
- *   - the state stays finite (no step rolled back);
+ *   - the state stays finite (no step rolled back), and no stack, impulse
+ *     or contact-buffer warning is counted;
  *   - no body's centre of mass goes below the floor, and no contact point
  *     with the floor is deeper than 1 cm (or the overlap the model starts
  *     with; at steps longer than 2.5 ms the depth the springs see, past the
@@ -118,6 +119,10 @@ static void run(const char *path, const char *key, const double *q0, int nq0, do
          path, key ? key : "q0", mass, m->timestep, bad < 0 ? "yes" : "NO", sink, depth, spring, d0, gain,
          tol);
   ENSURE_MSG(bad < 0, "%s: non-finite at step %ld\n", path, bad);
+  ENSURE_MSG(d->warning[KHZ_WARN_STACK] == 0 && d->warning[KHZ_WARN_IMPULSE] == 0 &&
+                 d->warning[KHZ_WARN_CONTACTFULL] == 0,
+             "%s: warnings stack %d, impulse %d, contactfull %d\n", path, d->warning[KHZ_WARN_STACK],
+             d->warning[KHZ_WARN_IMPULSE], d->warning[KHZ_WARN_CONTACTFULL]);
   ENSURE_MSG(sink <= 0, "%s: a centre of mass %.3g m below the floor\n", path, sink);
   ENSURE_MSG(dseen <= dlim, "%s: a contact %.3g m deep\n", path, dseen);
   ENSURE_MSG(gain <= tol, "%s: energy rose by %.3g J\n", path, gain);
