@@ -48,12 +48,17 @@ void khz_contactBegin(const khzModel *m, khzData *d) {
   khz_penaltyGains(m, d, inertias, dqd, dvel);
   if (khz_phaseClassify(m, d) && khz_phaseSpread(m, d) && scratch) {
     if (!inertias) articulated_inertias(m, d, tau, qdd);
+    inertias = 1;
     khz_resolveImpacts(m, d);
   }
-  khz_stackFree(d, mark);
   khz_phaseSettle(d);
   khz_selectPoints(m, d);
-  khz_penaltyLimits(m, d);
+  /* the limits of robots' pairs take the articulated inertias (q has not
+   * moved: the impulses changed only qd) */
+  int trees = scratch && khz_penaltyTreeLimits(m, d);
+  if (trees && !inertias) articulated_inertias(m, d, tau, qdd);
+  khz_penaltyLimits(m, d, trees ? dqd : NULL, dvel);
+  khz_stackFree(d, mark);
 }
 
 void khz_contactForces(const khzModel *m, khzData *d) { khz_penaltyForces(m, d); }
@@ -82,12 +87,13 @@ void khz_contactEnd(const khzModel *m, khzData *d) { khz_penaltyEnd(m, d); }
 
 size_t khz_contactStackBytes(const khzModel *m) {
   /* per-pair approach speeds, one pair's bottom selection (positions,
-   * depths, projections, angles, flags, order), alignment slack; then
-   * khz_contactBegin's scratch and the impulses; the limits' per-body
-   * matrices */
+   * depths, projections, angles, flags, order), alignment slack,
+   * khz_contactBegin's scratch (held through the limits) and the limits'
+   * matrices; then the impulses and the implicit part */
   size_t contact = (size_t)m->npair_max * sizeof(double) + 6 * (size_t)m->max_points * sizeof(double) +
                    2 * (size_t)m->max_points * sizeof(int) + 64 * 8 +
-                   47 * (size_t)m->nbody * sizeof(double); /* khz_penaltyLimits */
+                   (3 * (size_t)m->nv + 6 * (size_t)m->nbody) * sizeof(double) + 4 * 64 +
+                   khz_penaltyLimitsStackBytes(m);
   size_t implicit = (2 * (size_t)m->nv + 12 * (size_t)m->nbody) * sizeof(double) + 4 * 64 +
                     khz_penaltyImplicitStackBytes(m);
   /* the LCP method runs instead of these stages (its step falls back to

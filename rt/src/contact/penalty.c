@@ -123,6 +123,11 @@ static double contact_mass(const khzModel *m, int b) {
  * leave the integrator's stability region the stiffness limit scales its
  * pairs down. */
 #define KHZ_AUTO_OMEGA 0.3   /* h * omega of a pair's spring on the mass it carries */
+/* the least omega (rad/s): with steps longer than 1 ms the spring keeps the
+ * frequency it has at 1 kHz (a body rests 0.12 mm deep, not g (h / 0.3)^2:
+ * 1.1 cm at the 10 ms of dm_control's cheetah), the part beyond the explicit
+ * integrator's reach going to the implicit solve */
+#define KHZ_AUTO_OMEGA_MIN 290.0
 #define KHZ_AUTO_ZETA 1.0    /* damping ratio */
 #define KHZ_AUTO_KI 0.1      /* ki / kp: the integral term's share */
 #define KHZ_AUTO_RELEASE 0.1 /* s: time constant of the stiffness falling with its load */
@@ -134,9 +139,12 @@ static int auto_gains(const khzModel *m, const khzContact *c) {
 
 int khz_penaltyAutoGains(const khzModel *m, const khzContact *c) { return auto_gains(m, c); }
 
+/* the automatic springs' natural frequency on the mass a pair carries */
+static double auto_omega(double h) { return fmax(KHZ_AUTO_OMEGA / h, KHZ_AUTO_OMEGA_MIN); }
+
 double khz_penaltyAutoDepth(const khzData *d, double accel) {
-  double hw = d->timestep / KHZ_AUTO_OMEGA;
-  return accel * hw * hw;
+  double w = auto_omega(d->timestep);
+  return accel / (w * w);
 }
 
 /* the sticking spring-damper's gains relative to the normal ones */
@@ -145,7 +153,7 @@ static double tangent_scale(const khzModel *m, const khzContact *c) {
 }
 
 static void pair_gains_auto(const khzModel *m, khzContact *c, const khzPairState *ps, double h) {
-  double ms[2], w = KHZ_AUTO_OMEGA / h;
+  double ms[2], w = auto_omega(h);
   for (int s = 0; s < 2; s++) ms[s] = contact_mass(m, c->body[s]);
   double own = ms[0] > 0 && ms[1] > 0 ? ms[0] * ms[1] / (ms[0] + ms[1]) : ms[0] + ms[1];
   double g = sqrt(khzu_dot3(m->gravity, m->gravity));
@@ -254,6 +262,67 @@ void khz_penaltyGains(const khzModel *m, khzData *d, int inertias, double *dqd, 
       ps->rot_inertia = rotational_inertia(m, d, c, dqd, dvel);
     pair_gains(m, c, ps, d->timestep);
   }
+}
+
+/* --------------------------------------------------- the implicit part -- */
+
+/* a pair whose implicit stiffness exceeds this many times its explicit one
+ * takes its rows' bounds at the step's start too (khz_penaltyImplicit) */
+#define KHZ_HELD_IMPLICIT 10
+/* the solves that may follow a held pair's bounds to the solution's velocity */
+#define KHZ_HELD_PASSES 8
+#define KHZ_HELD_REACH 50
+
+/* one row of the implicit solve: a bottom point's normal spring-damper, or
+ * one of two tangential dampers at the centroid of a pair's bottom points */
+typedef struct {
+  int contact;   /* index into d->contact */
+  int point;     /* index into the pair's points; -1 for a tangential row */
+  double x[3];   /* where its impulse acts (world) */
+  double dir[3]; /* the direction of its impulse on body 0 (body 1: minus) */
+  double depth;  /* normal rows: the point's depth past the pair's offset */
+  double w;      /* normal rows: the point's share of the pair's gains (eq. 1's count) */
+  double fn;     /* normal rows: the explicit normal force at the point at the step's start */
+} implicit_row;
+
+static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int apply,
+                          double *slip_limit, implicit_row *rows, int *nrows);
+
+/* the response of the trees of c's bodies to a unit impulse along dir at x
+ * (+dir on body 0, -dir on body 1): dqd, and dvel, the body velocity
+ * changes of both trees */
+static void row_response(const khzModel *m, khzData *d, const khzContact *c, const implicit_row *r,
+                         double *dqd, double *dvel, double *tmp) {
+  memset(dqd, 0, (size_t)m->nv * sizeof(double));
+  memset(dvel, 0, 6 * (size_t)m->nbody * sizeof(double));
+  for (int s = 0; s < 2; s++) {
+    int b = c->body[s];
+    if (b <= 0 || khz_bodyStatic(m, b)) continue;
+    double J[3] = {s ? -r->dir[0] : r->dir[0], s ? -r->dir[1] : r->dir[1], s ? -r->dir[2] : r->dir[2]};
+    double f[6];
+    khz_spatialImpulse(m, d, b, r->x, J, f);
+    memset(tmp, 0, 6 * (size_t)m->nbody * sizeof(double));
+    khz_impulseResponse(m, d, b, f, dqd, tmp);
+    int root = m->body_root[b];
+    for (int i = root; i < m->nbody; i++)
+      if (m->body_root[i] == root)
+        for (int k = 0; k < 6; k++) dvel[6 * i + k] += tmp[6 * i + k];
+  }
+}
+
+/* row r's relative velocity along its direction, from the body velocities
+ * vel (d->vtree, or velocity changes) */
+static double row_velocity(const khzModel *m, const khzData *d, const khzContact *c,
+                           const implicit_row *r, const double *vel) {
+  double out = 0;
+  for (int s = 0; s < 2; s++) {
+    int b = c->body[s];
+    if (b <= 0) continue;
+    double v[3];
+    khz_pointVelocityChange(m, d, b, r->x, vel, v);
+    out += (s ? -1 : 1) * khzu_dot3(v, r->dir);
+  }
+  return out;
 }
 
 /* ---------------------------------------------------- the damping limit -- */
@@ -385,7 +454,217 @@ static double pair_scale(const khzContact *c, const double *scale) {
   return fmin(scale[c->body[0] > 0 ? c->body[0] : 0], scale[c->body[1] > 0 ? c->body[1] : 0]);
 }
 
-void khz_penaltyLimits(const khzModel *m, khzData *d) {
+/* 1 if body b moves as part of an articulated tree (a robot's link), not as
+ * a free rigid body */
+static int body_articulated(const khzModel *m, int b) {
+  return b > 0 && !khz_bodyStatic(m, b) && !khz_bodyFree(m, b);
+}
+
+/* 1 if pair c's automatic gains press a robot's link: the tree limits apply */
+static int pair_on_tree(const khzModel *m, const khzContact *c) {
+  return c->nbottom && auto_gains(m, c) && (body_articulated(m, c->body[0]) || body_articulated(m, c->body[1]));
+}
+
+int khz_penaltyTreeLimits(const khzModel *m, const khzData *d) {
+  for (int i = 0; i < d->ncontact; i++)
+    if (pair_on_tree(m, d->contact + i)) return 1;
+  return 0;
+}
+
+/* the most moving bodies whose articulated response the tree limits take
+ * together; a larger cluster is bounded pair by pair */
+#define KHZ_TREE_BODIES 16
+
+/* the most bodies tree_limits takes together in model m */
+static int tree_bodies(const khzModel *m) { return m->nbody < KHZ_TREE_BODIES ? m->nbody : KHZ_TREE_BODIES; }
+
+size_t khz_penaltyLimitsStackBytes(const khzModel *m) {
+  size_t n = 6 * (size_t)tree_bodies(m), nc = (size_t)m->npair_max;
+  return (47 * (size_t)m->nbody + 2 * nc + 3 * n * n + 3 * n) * sizeof(double) +
+         (2 * (size_t)m->nbody + 2 * nc + (size_t)tree_bodies(m)) * sizeof(int) + 12 * 64;
+}
+
+/* adds pair c's contact springs (gain = kp) or dampers (kv) to K (n x n, n
+ * = 6 times the bodies of slot): each bottom point, weighed equally as in
+ * damping_add, puts D = g (n n^T + scale (I - n n^T)) on the relative
+ * velocity of its two bodies' points, J_s V_s with J_s = [-[r_s]x, I], r_s
+ * from body s's tree origin (the frame of the impulse response) */
+static void tree_springs(const khzModel *m, const khzData *d, const khzContact *c, double gain, const int *slot,
+                         int n, double *K) {
+  const khzContactPoint *pts = d->cpoint + c->point_adr;
+  const double *nn = c->normal;
+  double nb = 0, ts = tangent_scale(m, c);
+  for (int k = 0; k < c->npoint; k++) nb += pts[k].bottom ? pts[k].share : 0;
+  for (int k = 0; k < c->npoint && nb > 0; k++) {
+    if (!pts[k].bottom) continue;
+    double kn = gain * pts[k].share / nb, kt = ts * kn, D[3][3], J[2][3][6];
+    for (int i = 0; i < 3; i++)
+      for (int j = 0; j < 3; j++) D[i][j] = (kn - kt) * nn[i] * nn[j] + (i == j ? kt : 0);
+    for (int s = 0; s < 2; s++) {
+      int b = c->body[s];
+      if (b <= 0 || slot[b] < 0) continue;
+      const double *o = d->xpos + 3 * m->body_root[b], *x = pts[k].pos;
+      double r[3] = {x[0] - o[0], x[1] - o[1], x[2] - o[2]};
+      memset(J[s], 0, sizeof J[s]);
+      J[s][0][1] = r[2], J[s][0][2] = -r[1], J[s][1][0] = -r[2], J[s][1][2] = r[0], J[s][2][0] = r[1],
+      J[s][2][1] = -r[0];
+      for (int i = 0; i < 3; i++) J[s][i][3 + i] = 1;
+    }
+    for (int s = 0; s < 2; s++)
+      for (int t = 0; t < 2; t++) {
+        int bs = c->body[s], bt = c->body[t];
+        if (bs <= 0 || bt <= 0 || slot[bs] < 0 || slot[bt] < 0) continue;
+        double sign = s == t ? 1 : -1, DJ[3][6];
+        for (int i = 0; i < 3; i++)
+          for (int q = 0; q < 6; q++) DJ[i][q] = D[i][0] * J[t][0][q] + D[i][1] * J[t][1][q] + D[i][2] * J[t][2][q];
+        double *Kst = K + 6 * slot[bs] * n + 6 * slot[bt];
+        for (int p = 0; p < 6; p++)
+          for (int q = 0; q < 6; q++)
+            Kst[p * n + q] += sign * (J[s][0][p] * DJ[0][q] + J[s][1][p] * DJ[1][q] + J[s][2][p] * DJ[2][q]);
+      }
+  }
+}
+
+/* largest eigenvalue of L K (n x n; L and K symmetric positive
+ * semi-definite, so L K is similar to a symmetric one): power iteration from
+ * a fixed start; x, y, z (n) scratch */
+static double largest_rate(const double *L, const double *K, int n, double *x, double *y, double *z) {
+  double lam = 0;
+  for (int a = 0; a < n; a++) x[a] = 1.0 / (1 + a % 6);
+  for (int it = 0; it < 40; it++) {
+    for (int a = 0; a < n; a++) {
+      y[a] = 0;
+      for (int b = 0; b < n; b++) y[a] += K[a * n + b] * x[b];
+    }
+    double nz = 0, nx = 0;
+    for (int a = 0; a < n; a++) {
+      z[a] = 0;
+      for (int b = 0; b < n; b++) z[a] += L[a * n + b] * y[b];
+      nz += z[a] * z[a], nx += x[a] * x[a];
+    }
+    if (!(nz > 0)) return 0;
+    lam = sqrt(nz / nx);
+    for (int a = 0; a < n; a++) x[a] = z[a] / sqrt(nz);
+  }
+  return lam;
+}
+
+/* h times the largest stiffness (sqrt of M^-1 K) and damping (M^-1 C) rates
+ * of the pairs listed in pair (np of them) through the articulated
+ * inertias: the response L of every moving body of the pairs to unit
+ * impulses on each of them (6 articulated impulse responses per body), the
+ * pairs' springs and dampers K, C on those bodies' velocities. body (nb <=
+ * KHZ_TREE_BODIES) lists the bodies, slot (nbody) maps a body to its place
+ * or -1; mat holds 3 n^2 + 3 n doubles, n = 6 nb. */
+static void tree_rates(const khzModel *m, khzData *d, const int *pair, int np, const int *body, int nb,
+                       const int *slot, double *mat, double *dqd, double *dvel, double rate[2]) {
+  int n = 6 * nb;
+  double *L = mat, *K = L + n * n, *C = K + n * n, *x = C + n * n;
+  memset(mat, 0, 3 * (size_t)n * n * sizeof(double));
+  for (int a = 0; a < nb; a++)
+    for (int j = 0; j < 6; j++) {
+      double f[6] = {0, 0, 0, 0, 0, 0};
+      f[j] = 1;
+      memset(dqd, 0, (size_t)m->nv * sizeof(double));
+      khz_impulseResponse(m, d, body[a], f, dqd, dvel);
+      for (int c = 0; c < nb; c++)
+        if (m->body_root[body[c]] == m->body_root[body[a]])
+          for (int i = 0; i < 6; i++) L[(6 * c + i) * n + 6 * a + j] = dvel[6 * body[c] + i];
+    }
+  for (int a = 0; a < n; a++) /* symmetric up to round-off */
+    for (int b = 0; b < a; b++) L[a * n + b] = L[b * n + a] = 0.5 * (L[a * n + b] + L[b * n + a]);
+  for (int i = 0; i < np; i++) {
+    const khzContact *c = d->contact + pair[i];
+    tree_springs(m, d, c, c->kp, slot, n, K);
+    tree_springs(m, d, c, c->kv, slot, n, C);
+  }
+  double h = d->timestep;
+  rate[0] = h * sqrt(largest_rate(L, K, n, x, x + n, x + 2 * n));
+  rate[1] = h * largest_rate(L, C, n, x, x + n, x + 2 * n);
+}
+
+/* The stiffness and damping limits for pairs with automatic gains that
+ * press a robot's links. A link's motion along a contact normal is not its
+ * own mass's: a foot moves with the inertia of the leg and the robot behind
+ * it through the joints, far more easily at a corner than at the centre of
+ * mass, and a spring on the robot's whole mass there is far outside RK4's
+ * region (the walker's foot went from 3e4 to 1.2e6 N/m in six steps as the
+ * load it held grew, and the walker left the floor with 1.3e4 J). So the
+ * rates are measured through the articulated inertias, as body_limits
+ * measures a free body's through its rigid ones: the pairs coupled through
+ * moving trees form a cluster, and h times the largest eigenvalue of
+ * L K (L the cluster's bodies' articulated response, K its springs, tree_rates)
+ * is held below the limit by one factor on the cluster's pairs. A cluster
+ * of more than KHZ_TREE_BODIES bodies takes the sum of its pairs' rates,
+ * each pair's taken alone (an upper bound: the largest eigenvalue of a sum
+ * of positive semi-definite terms is at most the sum of theirs). sk and sv
+ * (ncontact) receive the factors on kp and kv. dqd (nv) and dvel (6 nbody):
+ * scratch; the articulated inertias must be valid at the current q. */
+static void tree_limits(const khzModel *m, khzData *d, double *sk, double *sv, double *dqd, double *dvel) {
+  int nc = d->ncontact, cap = tree_bodies(m), nmax = 6 * cap;
+  size_t mark = khz_stackMark(d);
+  int *parent = khz_stackAlloc(d, (size_t)m->nbody * sizeof(int));
+  int *slot = khz_stackAlloc(d, (size_t)m->nbody * sizeof(int));
+  int *cl = khz_stackAlloc(d, (size_t)nc * sizeof(int));
+  int *mem = khz_stackAlloc(d, (size_t)nc * sizeof(int));
+  int *body = khz_stackAlloc(d, (size_t)cap * sizeof(int));
+  double *mat = khz_stackAlloc(d, (3 * (size_t)nmax * nmax + 3 * (size_t)nmax) * sizeof(double));
+  if (!parent || !slot || !cl || !mem || !body || !mat) {
+    khz_stackFree(d, mark);
+    return;
+  }
+  for (int b = 0; b < m->nbody; b++) parent[b] = b, slot[b] = -1;
+  for (int i = 0; i < nc; i++) {
+    const khzContact *c = d->contact + i;
+    int r0 = khz_movingTree(m, c, 0), r1 = khz_movingTree(m, c, 1);
+    if (pair_on_tree(m, c) && r0 >= 0 && r1 >= 0) parent[khz_clusterFind(parent, r0)] = khz_clusterFind(parent, r1);
+  }
+  for (int i = 0; i < nc; i++) {
+    const khzContact *c = d->contact + i;
+    int r = khz_movingTree(m, c, 0) >= 0 ? khz_movingTree(m, c, 0) : khz_movingTree(m, c, 1);
+    cl[i] = pair_on_tree(m, c) && r >= 0 ? khz_clusterFind(parent, r) : -1;
+  }
+  for (int i0 = 0; i0 < nc; i0++) {
+    if (cl[i0] < 0) continue;
+    int id = cl[i0], np = 0, nb = 0, over = 0;
+    for (int i = i0; i < nc; i++) /* the cluster's pairs and moving bodies */
+      if (cl[i] == id) {
+        mem[np++] = i, cl[i] = -1;
+        for (int s = 0; s < 2; s++) {
+          int b = d->contact[i].body[s];
+          if (b <= 0 || khz_bodyStatic(m, b) || slot[b] >= 0) continue;
+          if (nb < cap) slot[b] = nb, body[nb] = b;
+          over |= nb == cap, nb += nb < cap;
+        }
+      }
+    double rate[2] = {0, 0};
+    if (!over) {
+      tree_rates(m, d, mem, np, body, nb, slot, mat, dqd, dvel, rate);
+    } else { /* too many bodies: pair by pair, summed */
+      for (int a = 0; a < nb; a++) slot[body[a]] = -1;
+      for (int p = 0; p < np; p++) {
+        const khzContact *c = d->contact + mem[p];
+        int n2 = 0;
+        for (int s = 0; s < 2; s++)
+          if (c->body[s] > 0 && !khz_bodyStatic(m, c->body[s]) && slot[c->body[s]] < 0)
+            slot[c->body[s]] = n2, body[n2++] = c->body[s];
+        double r[2];
+        tree_rates(m, d, mem + p, 1, body, n2, slot, mat, dqd, dvel, r);
+        for (int a = 0; a < n2; a++) slot[body[a]] = -1;
+        /* stiffness rates add as squares (h^2 eig), damping rates as they are */
+        rate[0] = sqrt(rate[0] * rate[0] + r[0] * r[0]), rate[1] += r[1];
+      }
+      nb = 0;
+    }
+    for (int a = 0; a < nb; a++) slot[body[a]] = -1;
+    double fk = rate[0] > KHZ_STIFFNESS_LIMIT ? pow(KHZ_STIFFNESS_LIMIT / rate[0], 2) : 1;
+    double fv = rate[1] > KHZ_DAMPING_LIMIT ? KHZ_DAMPING_LIMIT / rate[1] : 1;
+    for (int p = 0; p < np; p++) sk[mem[p]] = fk, sv[mem[p]] = fv;
+  }
+  khz_stackFree(d, mark);
+}
+
+void khz_penaltyLimits(const khzModel *m, khzData *d, double *dqd, double *dvel) {
   for (int i = 0; i < d->ncontact; i++) {
     khzContact *c = d->contact + i;
     c->kp_implicit = c->kv_implicit = 0;
@@ -397,10 +676,15 @@ void khz_penaltyLimits(const khzModel *m, khzData *d) {
   double *scale = khz_stackAlloc(d, (size_t)m->nbody * sizeof(double));
   double *Iinv = khz_stackAlloc(d, 9 * (size_t)m->nbody * sizeof(double));
   int *cached = khz_stackAlloc(d, (size_t)m->nbody * sizeof(int));
-  if (!C || !scale || !Iinv || !cached) {
+  double *sk = khz_stackAlloc(d, (size_t)d->ncontact * sizeof(double));
+  double *sv = khz_stackAlloc(d, (size_t)d->ncontact * sizeof(double));
+  if (!C || !scale || !Iinv || !cached || !sk || !sv) {
     khz_stackFree(d, mark);
     return;
   }
+  /* pairs on robots' links: the factors through the articulated inertias */
+  for (int i = 0; i < d->ncontact; i++) sk[i] = sv[i] = 1;
+  if (dqd && khz_penaltyTreeLimits(m, d)) tree_limits(m, d, sk, sv, dqd, dvel);
   /* automatic gains: the stiffness beyond the limit goes to the implicit
    * part; the spring's offset takes up a rise in the pair's whole stiffness
    * so that the force of the deepest point does not jump */
@@ -411,7 +695,7 @@ void khz_penaltyLimits(const khzModel *m, khzData *d) {
   for (int i = 0; i < d->ncontact && any_auto; i++) {
     khzContact *c = d->contact + i;
     if (!auto_gains(m, c)) continue;
-    double sc = pair_scale(c, scale);
+    double sc = fmin(pair_scale(c, scale), sk[i]);
     khzPairState *ps = d->pair + c->slot;
     c->kp_implicit = (1 - sc) * c->kp;
     double dmax = c->npoint ? d->cpoint[c->deepest].depth : 0;
@@ -423,72 +707,11 @@ void khz_penaltyLimits(const khzModel *m, khzData *d) {
   body_limits(m, d, 0, KHZ_DAMPING_LIMIT, C, scale, Iinv, cached);
   for (int i = 0; i < d->ncontact; i++) {
     khzContact *c = d->contact + i;
-    double kv = c->kv * pair_scale(c, scale);
+    double kv = c->kv * fmin(pair_scale(c, scale), sv[i]);
     c->kv_implicit = auto_gains(m, c) ? c->kv - kv : 0;
     c->kv = kv;
   }
   khz_stackFree(d, mark);
-}
-
-/* --------------------------------------------------- the implicit part -- */
-
-/* a pair whose implicit stiffness exceeds this many times its explicit one
- * takes its rows' bounds at the step's start too (khz_penaltyImplicit) */
-#define KHZ_HELD_IMPLICIT 10
-/* the solves that may follow a held pair's bounds to the solution's velocity */
-#define KHZ_HELD_PASSES 8
-#define KHZ_HELD_REACH 50
-
-/* one row of the implicit solve: a bottom point's normal spring-damper, or
- * one of two tangential dampers at the centroid of a pair's bottom points */
-typedef struct {
-  int contact;   /* index into d->contact */
-  int point;     /* index into the pair's points; -1 for a tangential row */
-  double x[3];   /* where its impulse acts (world) */
-  double dir[3]; /* the direction of its impulse on body 0 (body 1: minus) */
-  double depth;  /* normal rows: the point's depth past the pair's offset */
-  double w;      /* normal rows: the point's share of the pair's gains (eq. 1's count) */
-  double fn;     /* normal rows: the explicit normal force at the point at the step's start */
-} implicit_row;
-
-static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int apply,
-                          double *slip_limit, implicit_row *rows, int *nrows);
-
-/* the response of the trees of c's bodies to a unit impulse along dir at x
- * (+dir on body 0, -dir on body 1): dqd, and dvel, the body velocity
- * changes of both trees */
-static void row_response(const khzModel *m, khzData *d, const khzContact *c, const implicit_row *r,
-                         double *dqd, double *dvel, double *tmp) {
-  memset(dqd, 0, (size_t)m->nv * sizeof(double));
-  memset(dvel, 0, 6 * (size_t)m->nbody * sizeof(double));
-  for (int s = 0; s < 2; s++) {
-    int b = c->body[s];
-    if (b <= 0 || khz_bodyStatic(m, b)) continue;
-    double J[3] = {s ? -r->dir[0] : r->dir[0], s ? -r->dir[1] : r->dir[1], s ? -r->dir[2] : r->dir[2]};
-    double f[6];
-    khz_spatialImpulse(m, d, b, r->x, J, f);
-    memset(tmp, 0, 6 * (size_t)m->nbody * sizeof(double));
-    khz_impulseResponse(m, d, b, f, dqd, tmp);
-    int root = m->body_root[b];
-    for (int i = root; i < m->nbody; i++)
-      if (m->body_root[i] == root)
-        for (int k = 0; k < 6; k++) dvel[6 * i + k] += tmp[6 * i + k];
-  }
-}
-
-/* row r's relative velocity along its direction, from the body velocities
- * vel (d->vtree, or velocity changes) */
-static double row_velocity(const khzModel *m, const khzData *d, const khzContact *c,
-                           const implicit_row *r, const double *vel) {
-  double out = 0;
-  for (int s = 0; s < 2; s++) {
-    int b = c->body[s];
-    if (b <= 0) continue;
-    double v[3];
-    khz_pointVelocityChange(m, d, b, r->x, vel, v);
-    out += (s ? -1 : 1) * khzu_dot3(v, r->dir);
-  }
-  return out;
 }
 
 /* the rows of one resting pair with an implicit part: a normal row per
@@ -523,34 +746,42 @@ static int pair_rows(const khzModel *m, khzData *d, int i, implicit_row *row) {
  * tangential rows within the disc of radius mu times the pair's normal
  * impulse. Rows past a bound are held there and the others solved again
  * (an active set, at most k passes). L (k x k) and sol, fixed (k) are
- * scratch. Returns 0, or -1 when the factorisation fails. */
+ * scratch. rhs, lo and P are read through mem (the rows' indices), or with
+ * local = 1 as k consecutive values. Lfull (may be NULL): A's Cholesky
+ * factor, for the first pass. Returns 0, or -1 when a factorisation fails. */
 static int solve_rows(const khzData *d, const implicit_row *row, const int *mem, int k, const double *A,
-                      const double *rhs, const double *lo, double *P, double *L, double *sol, int *fixed) {
+                      const double *rhs, const double *lo, double *P, double *L, double *sol, int *fixed,
+                      int local, const double *Lfull) {
+#define IX(a) (local ? (a) : mem[a])
   for (int a = 0; a < k; a++) fixed[a] = 0;
   for (int pass = 0; pass <= k; pass++) {
     int nf = 0;
     for (int a = 0; a < k; a++) { /* the free rows' right-hand sides, packed */
       if (fixed[a]) continue;
-      double r = rhs[mem[a]];
+      double r = rhs[IX(a)];
       for (int b = 0; b < k; b++)
-        if (fixed[b]) r -= A[a * k + b] * P[mem[b]];
+        if (fixed[b]) r -= A[a * k + b] * P[IX(b)];
       sol[nf++] = r;
     }
-    for (int a = 0, ra = 0; a < k; a++) {
-      if (fixed[a]) continue;
-      for (int b = 0, rb = 0; b < k; b++)
-        if (!fixed[b]) L[ra * nf + rb++] = A[a * k + b];
-      ra++;
+    if (pass == 0 && Lfull) { /* no row held yet: A's factor, given */
+      khzu_cholSolve(Lfull, k, sol);
+    } else {
+      for (int a = 0, ra = 0; a < k; a++) {
+        if (fixed[a]) continue;
+        for (int b = 0, rb = 0; b < k; b++)
+          if (!fixed[b]) L[ra * nf + rb++] = A[a * k + b];
+        ra++;
+      }
+      if (nf && khzu_cholFactor(L, nf) != 0) return -1;
+      if (nf) khzu_cholSolve(L, nf, sol);
     }
-    if (nf && khzu_cholFactor(L, nf) != 0) return -1;
-    if (nf) khzu_cholSolve(L, nf, sol);
     for (int a = 0, ra = 0; a < k; a++)
-      if (!fixed[a]) P[mem[a]] = sol[ra++];
+      if (!fixed[a]) P[IX(a)] = sol[ra++];
     int changed = 0;
     for (int a = 0; a < k; a++) { /* normal rows: no pull past lo */
       const implicit_row *r = row + mem[a];
-      if (r->point >= 0 && !fixed[a] && P[mem[a]] < lo[mem[a]])
-        P[mem[a]] = lo[mem[a]], fixed[a] = 1, changed = 1;
+      if (r->point >= 0 && !fixed[a] && P[IX(a)] < lo[IX(a)])
+        P[IX(a)] = lo[IX(a)], fixed[a] = 1, changed = 1;
     }
     /* tangential pairs of rows: the friction disc of the pair's normal
      * impulse as solved now (rows held at the disc follow it) */
@@ -560,11 +791,11 @@ static int solve_rows(const khzData *d, const implicit_row *row, const int *mem,
       const khzContact *c = d->contact + r->contact;
       double pn = 0;
       for (int b = 0; b < k; b++)
-        if (row[mem[b]].contact == r->contact && row[mem[b]].point >= 0) pn += P[mem[b]];
-      double lim = c->mu * fmax(pn, 0), pt = hypot(P[mem[a]], P[mem[a + 1]]);
+        if (row[mem[b]].contact == r->contact && row[mem[b]].point >= 0) pn += P[IX(b)];
+      double lim = c->mu * fmax(pn, 0), pt = hypot(P[IX(a)], P[IX(a + 1)]);
       if (fixed[a] || pt > lim * (1 + 1e-9)) {
         double sc = pt > lim && pt > 0 ? lim / pt : 1;
-        P[mem[a]] *= sc, P[mem[a + 1]] *= sc;
+        P[IX(a)] *= sc, P[IX(a + 1)] *= sc;
         if (!fixed[a]) changed = 1;
         fixed[a] = fixed[a + 1] = 1;
       }
@@ -573,6 +804,187 @@ static int solve_rows(const khzData *d, const implicit_row *row, const int *mem,
     if (!changed) return 0;
   }
   return 0;
+#undef IX
+}
+
+/* the forces for the stages from the impulses P of the k rows in mem */
+static void implicit_forces(khzData *d, const implicit_row *row, const int *mem, int k, const double *P) {
+  double h = d->timestep;
+  for (int a = 0; a < k; a++) {
+    const implicit_row *r = row + mem[a];
+    khzContact *c = d->contact + r->contact;
+    double Pa = P[mem[a]];
+    if (!isfinite(Pa) || Pa == 0) continue;
+    if (r->point >= 0) d->cpoint[c->point_adr + r->point].force_implicit = Pa / h;
+    else khzu_addScl3(c->force_implicit, c->force_implicit, r->dir, Pa / h);
+  }
+}
+
+/* the most rows of one cluster the implicit part solves (in blocks of at
+ * most KHZ_IMPLICIT_DIRECT rows when it has more than that); a larger
+ * cluster is counted as an impulse warning and keeps its explicit part */
+#define KHZ_IMPLICIT_ROWS 1536
+/* block Gauss-Seidel: at most this many sweeps, stopping when no impulse
+ * moved by more than KHZ_BLOCK_TOL of the largest */
+#define KHZ_BLOCK_SWEEPS 60
+#define KHZ_BLOCK_TOL 1e-6
+/* the most rows of one block of solve_blocks */
+#define KHZ_BLOCK_ROWS 64
+
+/* adds the body velocity changes of the impulses dP (k values) of the k
+ * rows listed in mem to vel (6 nbody): the spatial impulses of
+ * the rows summed per body (fb, 6 nbody, scratch, left zero), one
+ * articulated impulse response per body that takes one */
+static void add_row_impulses(const khzModel *m, khzData *d, const implicit_row *row, const int *mem, int k,
+                             const double *dP, double *vel, double *fb, double *dqd, double *tmp) {
+  for (int a = 0; a < k; a++) {
+    const implicit_row *r = row + mem[a];
+    const khzContact *c = d->contact + r->contact;
+    double p = dP[a];
+    if (p == 0) continue;
+    for (int s = 0; s < 2; s++) {
+      int b = c->body[s];
+      if (b <= 0 || khz_bodyStatic(m, b)) continue;
+      double J[3], f[6];
+      khzu_scl3(J, r->dir, s ? -p : p);
+      khz_spatialImpulse(m, d, b, r->x, J, f);
+      for (int q = 0; q < 6; q++) fb[6 * b + q] += f[q];
+    }
+  }
+  for (int b = 1; b < m->nbody; b++) {
+    double *f = fb + 6 * b;
+    if (!(f[0] != 0 || f[1] != 0 || f[2] != 0 || f[3] != 0 || f[4] != 0 || f[5] != 0)) continue;
+    memset(dqd, 0, (size_t)m->nv * sizeof(double));
+    khz_impulseResponse(m, d, b, f, dqd, tmp);
+    int root = m->body_root[b];
+    for (int i = root; i < m->nbody; i++)
+      if (m->body_root[i] == root)
+        for (int q = 0; q < 6; q++) vel[6 * i + q] += tmp[6 * i + q];
+    memset(f, 0, 6 * sizeof(double));
+  }
+}
+
+/* A cluster of k > KHZ_IMPLICIT_DIRECT rows (mem), by block Gauss-Seidel:
+ * the rows cut into blocks of whole pairs of at most KHZ_BLOCK_ROWS rows
+ * (smaller blocks refactor faster when bounds turn active: the 15-box
+ * pyramid stepped in 10 ms with blocks of 128 rows, 2.5-4 ms with 48-64),
+ * each block's own matrix (its Delassus block plus its diagonal)
+ * built once; a sweep solves each block directly with solve_rows' bounds,
+ * the other blocks' impulses held, their effect on the block's rows read
+ * from vel, the body velocity changes of every impulse so far (updated by
+ * one impulse response per body after each block). The held rows' bounds
+ * follow the solution's velocity as in the direct solve. Returns 0, or -1
+ * when the scratch stack cannot hold the blocks or a factorisation fails. */
+static int solve_blocks(const khzModel *m, khzData *d, const implicit_row *row, const int *mem, int k,
+                        const double *rhs, double *lo, const double *diag, const int *held,
+                        const double *los, const double *lof, const double *v0s, const double *vfs,
+                        double *P, double *dqd, double *dvel, double *tmp) {
+  size_t mk = khz_stackMark(d);
+  int kd = KHZ_IMPLICIT_DIRECT; /* the largest block: one pair of more than KHZ_BLOCK_ROWS rows */
+  int *start = khz_stackAlloc(d, ((size_t)k + 1) * sizeof(int));
+  size_t *aoff = khz_stackAlloc(d, (size_t)k * sizeof(size_t));
+  double *vel = khz_stackAlloc(d, 12 * (size_t)m->nbody * sizeof(double)), *fb = vel ? vel + 6 * m->nbody : NULL;
+  double *rb = khz_stackAlloc(d, (size_t)k * sizeof(double)), *dP = khz_stackAlloc(d, (size_t)k * sizeof(double));
+  double *rhs2 = khz_stackAlloc(d, (size_t)k * sizeof(double)), *P2 = khz_stackAlloc(d, (size_t)k * sizeof(double));
+  double *lo2 = khz_stackAlloc(d, (size_t)k * sizeof(double));
+  double *L = khz_stackAlloc(d, (size_t)kd * kd * sizeof(double)), *sol = khz_stackAlloc(d, (size_t)kd * sizeof(double));
+  int *fixed = khz_stackAlloc(d, (size_t)kd * sizeof(int));
+  if (!start || !aoff || !vel || !rb || !dP || !rhs2 || !P2 || !lo2 || !L || !sol || !fixed) {
+    khz_stackFree(d, mk);
+    return -1;
+  }
+  /* blocks of whole pairs (a pair's rows are consecutive) */
+  int nblk = 0;
+  size_t asize = 0;
+  start[0] = 0;
+  for (int a = 0; a < k;) {
+    int e = a + 1;
+    while (e < k && row[mem[e]].contact == row[mem[a]].contact) e++;
+    int s0 = start[nblk];
+    if (e - s0 > KHZ_BLOCK_ROWS && a > s0) start[++nblk] = a, s0 = a;
+    if (e - s0 > kd) { /* one pair alone larger than a direct solve */
+      khz_stackFree(d, mk);
+      return -1;
+    }
+    a = e;
+  }
+  start[++nblk] = k;
+  for (int b = 0; b < nblk; b++) {
+    int kb = start[b + 1] - start[b];
+    aoff[b] = asize, asize += (size_t)kb * kb;
+  }
+  double *A = khz_stackAlloc(d, 2 * asize * sizeof(double)); /* the blocks' matrices, then their factors */
+  if (!A) {
+    khz_stackFree(d, mk);
+    return -1;
+  }
+  /* the rows' values in cluster order: block b's are start[b] .. start[b + 1] - 1 */
+  for (int a = 0; a < k; a++) rhs2[a] = 0, P2[a] = 0, lo2[a] = lo[mem[a]];
+  for (int b = 0; b < nblk; b++) { /* each block's matrix, one test impulse per row */
+    int s0 = start[b], kb = start[b + 1] - s0;
+    double *Ab = A + aoff[b];
+    for (int q = 0; q < kb; q++) {
+      const implicit_row *rq = row + mem[s0 + q];
+      row_response(m, d, d->contact + rq->contact, rq, dqd, dvel, tmp);
+      for (int p = 0; p < kb; p++) {
+        const implicit_row *rp = row + mem[s0 + p];
+        Ab[p * kb + q] = row_velocity(m, d, d->contact + rp->contact, rp, dvel);
+      }
+    }
+    for (int p = 0; p < kb; p++) {
+      for (int q = 0; q < p; q++) Ab[p * kb + q] = Ab[q * kb + p] = 0.5 * (Ab[p * kb + q] + Ab[q * kb + p]);
+      Ab[p * kb + p] += diag[mem[s0 + p]];
+    }
+    memcpy(A + asize + aoff[b], Ab, (size_t)kb * kb * sizeof(double));
+    if (khzu_cholFactor(A + asize + aoff[b], kb) != 0) {
+      khz_stackFree(d, mk);
+      return -1;
+    }
+  }
+  memset(vel, 0, 12 * (size_t)m->nbody * sizeof(double));
+  int ok = 0;
+  for (int pass = 0; pass <= KHZ_HELD_PASSES && ok == 0; pass++) {
+    int sweep;
+    for (sweep = 0; sweep < KHZ_BLOCK_SWEEPS && ok == 0; sweep++) {
+      double dmax = 0, pmax = 0;
+      for (int b = 0; b < nblk && ok == 0; b++) {
+        int s0 = start[b], kb = start[b + 1] - s0;
+        const double *Ab = A + aoff[b];
+        /* the other blocks' velocity at each row: all impulses' less the block's own */
+        for (int p = 0; p < kb; p++) {
+          int a = s0 + p;
+          const implicit_row *r = row + mem[a];
+          double v = row_velocity(m, d, d->contact + r->contact, r, vel);
+          for (int q = 0; q < kb; q++) v -= (Ab[p * kb + q] - (p == q ? diag[mem[s0 + q]] : 0)) * P2[s0 + q];
+          rhs2[a] = rhs[mem[a]] - v;
+        }
+        for (int p = 0; p < kb; p++) rb[p] = P2[s0 + p];
+        ok = solve_rows(d, row, mem + s0, kb, Ab, rhs2 + s0, lo2 + s0, P2 + s0, L, sol, fixed, 1, A + asize + aoff[b]);
+        for (int p = 0; p < kb; p++) {
+          dP[s0 + p] = P2[s0 + p] - rb[p];
+          dmax = fmax(dmax, fabs(dP[s0 + p])), pmax = fmax(pmax, fabs(P2[s0 + p]));
+        }
+        add_row_impulses(m, d, row, mem + s0, kb, dP + s0, vel, fb, dqd, tmp);
+      }
+      if (dmax <= KHZ_BLOCK_TOL * pmax) break;
+    }
+    if (sweep == KHZ_BLOCK_SWEEPS) d->warning[KHZ_WARN_IMPULSE]++;
+    /* the held rows' bounds at the solution's velocity */
+    int again = 0;
+    for (int a = 0; a < k && ok == 0; a++) {
+      int j = mem[a];
+      if (!held[j] || row[j].point < 0 || v0s[j] == vfs[j]) continue;
+      double dv = row_velocity(m, d, d->contact + row[j].contact, row + j, vel);
+      double t = fmin(fmax(dv / (v0s[j] - vfs[j]), 0), KHZ_HELD_REACH), nlo = lof[j] + (los[j] - lof[j]) * t;
+      if (nlo == lo2[a]) continue;
+      again |= P2[a] <= lo2[a] || P2[a] < nlo;
+      lo2[a] = nlo;
+    }
+    if (!again) break;
+  }
+  for (int a = 0; a < k; a++) P[mem[a]] = P2[a], lo[mem[a]] = lo2[a];
+  khz_stackFree(d, mk);
+  return ok;
 }
 
 void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, double *dqd, double *dvel,
@@ -684,12 +1096,22 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
     int id = cl[j0], k = 0;
     for (int j = j0; j < n; j++)
       if (cl[j] == id) mem[k++] = j, cl[j] = -1;
+    if (k > KHZ_IMPLICIT_DIRECT) { /* in blocks, or too large: counted, not applied */
+      for (int a = 0; a < k; a++) P[mem[a]] = 0;
+      if (k > KHZ_IMPLICIT_ROWS ||
+          solve_blocks(m, d, row, mem, k, rhs, lo, diag, held, los, lof, v0s, vfs, P, dqd, dvel, tmp) != 0) {
+        d->warning[KHZ_WARN_IMPULSE]++;
+        continue;
+      }
+      implicit_forces(d, row, mem, k, P);
+      continue;
+    }
     size_t mk = khz_stackMark(d);
-    double *A = k <= KHZ_IMPLICIT_DIRECT ? khz_stackAlloc(d, (size_t)k * k * sizeof(double)) : NULL;
+    double *A = khz_stackAlloc(d, (size_t)k * k * sizeof(double));
     double *L = A ? khz_stackAlloc(d, (size_t)k * k * sizeof(double)) : NULL;
     double *sol = khz_stackAlloc(d, (size_t)k * sizeof(double));
     int *fixed = khz_stackAlloc(d, (size_t)k * sizeof(int));
-    if (!A || !L || !sol || !fixed) { /* too large for a direct solve: counted, not applied */
+    if (!A || !L || !sol || !fixed) { /* no scratch: counted, not applied */
       d->warning[KHZ_WARN_IMPULSE]++;
       khz_stackFree(d, mk);
       continue;
@@ -706,7 +1128,7 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
       for (int b = 0; b < a; b++) A[a * k + b] = A[b * k + a] = 0.5 * (A[a * k + b] + A[b * k + a]);
       A[a * k + a] += diag[mem[a]];
     }
-    int ok = solve_rows(d, row, mem, k, A, rhs, lo, P, L, sol, fixed) == 0;
+    int ok = solve_rows(d, row, mem, k, A, rhs, lo, P, L, sol, fixed, 0, NULL) == 0;
     /* pass 0's rows: the bound at the velocity the solution ends with, v'
      * = vfree + W P, interpolated between the bounds at vfree and at the
      * start (the explicit bracket is linear in the velocity), v' clamped
@@ -724,21 +1146,14 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
         lo[j] = nlo;
       }
       if (!again) break;
-      ok = solve_rows(d, row, mem, k, A, rhs, lo, P, L, sol, fixed) == 0;
+      ok = solve_rows(d, row, mem, k, A, rhs, lo, P, L, sol, fixed, 0, NULL) == 0;
     }
     khz_stackFree(d, mk);
     if (!ok) {
       d->warning[KHZ_WARN_IMPULSE]++;
       continue;
     }
-    for (int a = 0; a < k; a++) { /* the forces for the stages */
-      const implicit_row *r = row + mem[a];
-      khzContact *c = d->contact + r->contact;
-      double Pa = P[mem[a]];
-      if (!isfinite(Pa) || Pa == 0) continue;
-      if (r->point >= 0) d->cpoint[c->point_adr + r->point].force_implicit = Pa / h;
-      else khzu_addScl3(c->force_implicit, c->force_implicit, r->dir, Pa / h);
-    }
+    implicit_forces(d, row, mem, k, P);
   }
   khz_stackFree(d, mark);
 }
@@ -746,9 +1161,17 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
 size_t khz_penaltyImplicitStackBytes(const khzModel *m) {
   size_t np = (size_t)m->npair_max * ((size_t)m->max_points + 2);
   size_t k = np < KHZ_IMPLICIT_DIRECT ? np : KHZ_IMPLICIT_DIRECT;
+  size_t direct = (2 * k * k + k) * sizeof(double) + k * sizeof(int);
+  /* solve_blocks: per row 5 values, and a row of its block's matrix and
+   * factor; per block a start and an offset; per body 12 values; one
+   * block's scratch factor */
+  size_t kb = np < KHZ_IMPLICIT_ROWS ? np : KHZ_IMPLICIT_ROWS;
+  size_t blocks = np > KHZ_IMPLICIT_DIRECT
+                      ? kb * (5 * sizeof(double) + 2 * sizeof(int) + sizeof(size_t) + 2 * KHZ_IMPLICIT_DIRECT * sizeof(double)) +
+                            12 * (size_t)m->nbody * sizeof(double) + direct + 14 * 64
+                      : 0;
   return (size_t)m->nbody * sizeof(int) + np * (sizeof(implicit_row) + 3 * sizeof(int) + 8 * sizeof(double)) +
-         (size_t)m->max_points * sizeof(implicit_row) +
-         (2 * k * k + k) * sizeof(double) + k * sizeof(int) + 20 * 64;
+         (size_t)m->max_points * sizeof(implicit_row) + (direct > blocks ? direct : blocks) + 20 * 64;
 }
 
 /* ------------------------------------------------- forces and friction -- */

@@ -28,11 +28,21 @@ int khz_penaltyNeedsInertias(const khzModel *m, const khzData *d);
  * dqd (nv) and dvel (6 nbody) as scratch. */
 void khz_penaltyGains(const khzModel *m, khzData *d, int inertias, double *dqd, double *dvel);
 
+/* 1 if a pair with automatic gains presses a robot's link: khz_penaltyLimits
+ * then needs the articulated inertias at the current q */
+int khz_penaltyTreeLimits(const khzModel *m, const khzData *d);
+
 /* After the points are selected: scales each pair's damping (and, with
- * automatic gains, stiffness) so that no free body it presses leaves RK4's
- * stability region; with automatic gains what is cut becomes the pair's
- * implicit part (c->kp_implicit, c->kv_implicit). */
-void khz_penaltyLimits(const khzModel *m, khzData *d);
+ * automatic gains, stiffness) so that no free body it presses, and no robot
+ * pressed by a pair with automatic gains, leaves RK4's stability region;
+ * with automatic gains what is cut becomes the pair's implicit part
+ * (c->kp_implicit, c->kv_implicit). With dqd (nv) and dvel (6 nbody) as
+ * scratch the articulated inertias of khz_abaCore must be valid at the
+ * current q; dqd NULL leaves robots' pairs alone. */
+void khz_penaltyLimits(const khzModel *m, khzData *d, double *dqd, double *dvel);
+
+/* scratch bytes khz_penaltyLimits may take from d's stack */
+size_t khz_penaltyLimitsStackBytes(const khzModel *m);
 
 /* The stiffness and damping beyond the explicit limit (c->kp_implicit,
  * c->kv_implicit), by backward Euler on each bottom point's normal
