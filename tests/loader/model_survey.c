@@ -281,7 +281,7 @@ static void run(const khzModel *m, double seconds, result *r) {
       for (int c = 0; c < d->ncontact; c++) {
         const khzContact *ct = &d->contact[c];
         printf("    contact at start: %s - %s, depth %.4f m\n", m->body_name[ct->body[0]],
-               m->body_name[ct->body[1]], d->cpoint[ct->point_adr + ct->deepest].depth);
+               m->body_name[ct->body[1]], d->cpoint[ct->deepest].depth);
       }
     if (d->warning[KHZ_WARN_BADSTATE] && r->t_fail < 0) r->t_fail = d->time;
     for (int i = 0; i < m->nq; i++)
@@ -295,7 +295,7 @@ static void run(const khzModel *m, double seconds, result *r) {
     for (int c = 0; c < d->ncontact; c++) {
       const khzContact *ct = &d->contact[c];
       if (ct->body[0] != 0 && ct->body[1] != 0) continue;
-      const khzContactPoint *p = &d->cpoint[ct->point_adr + ct->deepest];
+      const khzContactPoint *p = &d->cpoint[ct->deepest];
       if (p->depth > r->depth) r->depth = p->depth;
     }
     if (s % 10 == 9) {
@@ -306,7 +306,7 @@ static void run(const khzModel *m, double seconds, result *r) {
       double dmax = 0;
       int pair = -1;
       for (int c = 0; c < d->ncontact; c++) {
-        const khzContactPoint *p = &d->cpoint[d->contact[c].point_adr + d->contact[c].deepest];
+        const khzContactPoint *p = &d->cpoint[d->contact[c].deepest];
         if (p->depth > dmax) dmax = p->depth, pair = c;
       }
       printf("    t %.3f  energy %+.4g J  contacts %d  deepest %.4f m", d->time,
