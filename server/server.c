@@ -387,6 +387,9 @@ static int server_init(khzServer *s, char *err, size_t errsz) {
   s->scene_method = s->m->contact.method;
   if (c->contact_method[0] && khz_contactMethodFromName(c->contact_method) < 0)
     return khz_server_fail(err, errsz, "setting 'contact_method': unknown method '%s'", c->contact_method);
+  if (c->contact_method[0] && khz_contactMethodRefusal(s->m, khz_contactMethodFromName(c->contact_method)))
+    return khz_server_fail(err, errsz, "setting 'contact_method' '%s': %s", c->contact_method,
+                           khz_contactMethodRefusal(s->m, khz_contactMethodFromName(c->contact_method)));
   if (scene_haptics(s, err, errsz)) return -1;
   s->na = khz_loop_actuators(s->m, NULL);
   s->max_msg = khz_server_maxMessage(s->m, s->na);

@@ -745,6 +745,12 @@ static int khz_sim_run(int argc, char **argv) {
     rc = KHZ_SIM_FAIL;
     goto done;
   }
+  if (method >= 0 && khz_contactMethodRefusal(m, method)) {
+    fprintf(stderr, "khz-sim run: --method %s: %s\n", khz_contactMethodName((khzContactMethod)method),
+            khz_contactMethodRefusal(m, method));
+    rc = KHZ_SIM_USAGE;
+    goto done;
+  }
   if (method >= 0) d->contact_method = method;
   /* khz-sim measures the contact method (validation, bench/untuned.py):
    * bodies stay awake unless --sleep on asks for the server's behaviour;

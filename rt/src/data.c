@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "carve.h"
+#include "island.h"
 #include "khz/khz.h"
 
 
@@ -68,6 +69,22 @@ void khz_deleteData(khzData **d_p) {
   *d_p = NULL;
 }
 
+/* the kinematics of a state just written in, sleeping bodies included: the
+ * forward pass keeps a sleeping body's last pose, which is not the new
+ * state's (they would be collided and published where the data's previous
+ * state had them) */
+static void kinematics_all(const khzModel *m, khzData *d) {
+  size_t mark = khz_stackMark(d), n = (size_t)m->nbody * sizeof(int);
+  int *sleep = khz_stackAlloc(d, n);
+  if (sleep) {
+    memcpy(sleep, d->body_sleep, n);
+    memset(d->body_sleep, 0, n);
+  }
+  khz_kinematics(m, d);
+  if (sleep) memcpy(d->body_sleep, sleep, n);
+  khz_stackFree(d, mark);
+}
+
 void khz_copyState(const khzModel *m, khzData *dst, const khzData *src) {
   dst->time = src->time;
 #define KHZ_X_COPY(type, name, count) \
@@ -76,6 +93,7 @@ void khz_copyState(const khzModel *m, khzData *dst, const khzData *src) {
 #undef KHZ_X_COPY
   dst->ncontact_kept = 0; /* dst's contact list is not src's: sleeping pairs are listed again
                              when they wake */
+  if (khz_anyAsleep(dst)) kinematics_all(m, dst); /* the next pass skips sleeping bodies */
 }
 
 static uint64_t fnv1a(uint64_t h, const void *p, size_t n) {
@@ -108,6 +126,19 @@ uint64_t khz_hashState(const khzModel *m, const khzData *d) {
   return h;
 }
 
+uint64_t khz_hashSavedState(const khzModel *m, const void *saved) {
+  const unsigned char *p = saved;
+  uint64_t h = fnv1a(14695981039346656037ull, p, sizeof(double));
+  p += sizeof(double);
+#define KHZ_X_HASH_SAVED(type, name, count)                        \
+  if (hashed(#name, p, (size_t)(count) * sizeof(type)))              \
+    h = fnv1a(h, p, (size_t)(count) * sizeof(type));                \
+  p += (size_t)(count) * sizeof(type);
+  KHZ_STATE_FIELDS(KHZ_X_HASH_SAVED)
+#undef KHZ_X_HASH_SAVED
+  return h;
+}
+
 size_t khz_stateSize(const khzModel *m) {
   size_t n = sizeof(double);
 #define KHZ_X_SIZE(type, name, count) n += (size_t)(count) * sizeof(type);
@@ -137,7 +168,7 @@ void khz_restoreState(const khzModel *m, khzData *d, const void *in) {
   KHZ_STATE_FIELDS(KHZ_X_RESTORE)
 #undef KHZ_X_RESTORE
   d->ncontact_kept = 0; /* the contact list is not the restored state's */
-  khz_kinematics(m, d);
+  kinematics_all(m, d);
 }
 
 void *khz_stackAlloc(khzData *d, size_t bytes) {

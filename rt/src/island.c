@@ -159,6 +159,11 @@ int khz_islandUpdate(const khzModel *m, khzData *d) {
     if (b == r) capable[r] = m->jnt_type[r] == KHZ_JOINT_FLOATING;
     else if (m->jnt_type[b] != KHZ_JOINT_FIXED) capable[r] = 0;
   }
+  /* a body held by an equality constraint (constraint.c) never sleeps: its
+   * partner would pull on a frozen body, and nothing would wake it */
+  for (int e = 0; e < m->neq; e++)
+    for (int s = 0; s < 2; s++)
+      if (m->eq_body[2 * e + s] > 0) capable[m->body_root[m->eq_body[2 * e + s]]] = 0;
   for (int i = frozen; i < d->ncontact; i++) {
     const khzContact *c = d->contact + i;
     int b0 = c->body[0], b1 = c->body[1];

@@ -549,6 +549,11 @@ khzModel *khz_compile(const khzSpec *s, char *err, size_t errsz) {
     fail(err, errsz, "gravity must be finite and the timestep positive");
     return NULL;
   }
+  if (s->contact.method == KHZ_CONTACT_LCP && s->neq > 0) {
+    fail(err, errsz, "contact method 'lcp': the model has %d equality constraints, which the LCP "
+         "method does not solve (use penalty or deepest)", s->neq);
+    return NULL;
+  }
   if (!(s->sleep.velocity >= 0) || !isfinite(s->sleep.velocity) || !(s->sleep.time >= 0) ||
       !isfinite(s->sleep.time)) {
     fail(err, errsz, "sleep: velocity %g m/s and time %g s must be finite and >= 0", s->sleep.velocity,
@@ -745,4 +750,10 @@ void khz_deleteModel(khzModel **m_p) {
   free((*m_p)->collision);
   free(*m_p);
   *m_p = NULL;
+}
+
+const char *khz_contactMethodRefusal(const khzModel *m, int method) {
+  if (method == KHZ_CONTACT_LCP && m->neq > 0)
+    return "the LCP method does not solve the model's equality constraints (use penalty or deepest)";
+  return NULL;
 }

@@ -257,5 +257,13 @@ grep -q "scene_negative_mass.yaml:7:.*objects\[0\].mass" "$TMP/err" ||
 expect 1 "unknown model type" -- "$SIM" info README.txt
 expect 1 "unwritable --out" -- "$SIM" run default --steps 1 --out "$TMP/no/such/dir/t.csv"
 
+# the LCP method does not solve equality constraints: refused, not ignored
+if expect 2 "--method lcp on a model with equality constraints" -- \
+    "$SIM" run tests/loader/data/mjcf_fourbar.xml --steps 10 --method lcp; then
+  checks=$((checks + 1))
+  grep -qF "does not solve the model's equality constraints" "$TMP/err" ||
+    fail "--method lcp with constraints: $(tail -1 "$TMP/err")"
+fi
+
 echo "$checks checks, $failures failed"
 [ "$failures" = 0 ]

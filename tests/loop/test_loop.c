@@ -42,7 +42,7 @@ static void test_config(khzLoopConfig *c, khzLoopMode mode) {
 
 /* the next state (copied out: seq, flags, tau and qd of the actuators) */
 typedef struct {
-  uint64_t seq, cmd_seq, cmd_state_seq, reset_seq;
+  uint64_t seq, cmd_seq, cmd_state_seq, reset_seq, hash;
   uint32_t flags;
   int64_t tick_time;
   double time;
@@ -62,7 +62,7 @@ static snap next_state(khzLoop *L, const khzModel *m, int timeout_ms) {
     }
     s.seq = st->seq, s.cmd_seq = st->cmd_seq, s.cmd_state_seq = st->cmd_state_seq;
     s.reset_seq = st->reset_seq, s.flags = st->flags, s.tick_time = st->tick_time_ns;
-    s.time = st->sim_time, s.stats = st->stats;
+    s.time = st->sim_time, s.stats = st->stats, s.hash = st->hash;
     memcpy(s.q, st->q, (size_t)m->nq * sizeof(double));
     memcpy(s.qd, st->qd, (size_t)m->nv * sizeof(double));
     memcpy(s.tau, st->tau, (size_t)m->nv * sizeof(double));
@@ -199,6 +199,7 @@ static uint64_t lockstep_run(const khzModel *m, int n, int *next_tick_ok) {
   khzLoopConfig cfg;
   char err[256];
   test_config(&cfg, KHZ_MODE_LOCKSTEP);
+  cfg.publish_hash = 1;
   khzLoop *L = khz_loop_new(m, &cfg, err, sizeof err);
   ENSURE_MSG(L != NULL, "%s", err);
   if (!L) return 0;
@@ -216,6 +217,10 @@ static uint64_t lockstep_run(const khzModel *m, int n, int *next_tick_ok) {
   khzReply r;
   ENSURE(wait_reply(L, id, &r, 2000));
   ENSURE(r.seq == (uint64_t)n);
+  /* the request's hash (of a saved copy, on the caller's thread) is the
+   * published one (khz_hashState in the tick) */
+  ENSURE_MSG(r.hash == s.hash, "request %016llx, state %016llx", (unsigned long long)r.hash,
+             (unsigned long long)s.hash);
   khzLoopStats st;
   khz_loop_stats(L, &st);
   ENSURE(st.tick.on_time == (uint64_t)n && st.tick.late == 0);

@@ -582,13 +582,16 @@ void khz_deleteData(khzData **d_p);
 /* Resets the state to q0 and qd0, zero torques and wrenches, time 0. */
 void khz_resetData(const khzModel *m, khzData *d);
 
-/* Copies the state fields (and time) bit-exactly. */
+/* Copies the state fields (and time) bit-exactly; when some body sleeps,
+ * also dst's kinematics (a step does not recompute a sleeping body's pose). */
 void khz_copyState(const khzModel *m, khzData *dst, const khzData *src);
 
 /* 64-bit FNV-1a hash of the state fields and time (body_sleep and body_idle
  * only when some entry is non-zero: without sleeping, the hash of before
  * those fields). */
 uint64_t khz_hashState(const khzModel *m, const khzData *d);
+/* The same hash of a state that khz_saveState wrote (khz_stateSize bytes). */
+uint64_t khz_hashSavedState(const khzModel *m, const void *saved);
 
 /* Size in bytes of a serialised state; khz_saveState writes exactly that. */
 size_t khz_stateSize(const khzModel *m);
@@ -684,6 +687,9 @@ int khz_collide(const khzModel *m, khzData *d);
 
 /* Human-readable contact method name, and its inverse (-1 when unknown). */
 const char *khz_contactMethodName(khzContactMethod method);
+/* NULL when the method can run this model, else why not (the LCP method does
+ * not solve equality constraints) */
+const char *khz_contactMethodRefusal(const khzModel *m, int method);
 int khz_contactMethodFromName(const char *name);
 
 /* Short name of a counted warning ("stack", "badstate", ...; NULL when out

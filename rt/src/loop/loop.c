@@ -492,6 +492,8 @@ static int apply_request(khzLoop *L, const khzRequest *rq, khzReply *r) {
     case KHZ_REQ_CONTACT:
       if (rq->ival < 0 || rq->ival >= KHZ_CONTACT_NMETHODS)
         return refuse(r, "contact: unknown contact method");
+      if (khz_contactMethodRefusal(m, (int)rq->ival))
+        return refuse(r, khz_contactMethodRefusal(m, (int)rq->ival));
       d->contact_method = rq->ival;
       return 0;
     case KHZ_REQ_GAINS:
@@ -1154,24 +1156,16 @@ void khz_loop_requestCommit(khzLoop *L) {
   ring_doorbell(L);
 }
 
-static uint64_t fnv1a(uint64_t h, const unsigned char *b, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    h ^= b[i];
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
 int khz_loop_pollReply(khzLoop *L, khzReply *out) {
   khzReply *r = khz_ring_peek(&L->replies);
   if (!r) return 0;
   *out = *r;
   khz_ring_release(&L->replies);
   if (out->snap > 0 && out->snap <= KHZ_NSNAP) {
-    /* khz_hashState's FNV-1a over the bytes khz_saveState wrote, once per state */
+    /* khz_hashState over the bytes khz_saveState wrote, once per state */
     int k = out->snap - 1;
     if (L->hash_seq != out->seq + 1) {
-      L->hash_val = fnv1a(14695981039346656037ull, L->snap[k], L->snap_size);
+      L->hash_val = khz_hashSavedState(L->m, L->snap[k]);
       L->hash_seq = out->seq + 1;
     }
     out->hash = L->hash_val;
