@@ -22,7 +22,10 @@ done
 # reasonable time (the pile's 64 bodies exceed its 32 contact points)
 for name in v1_block_penetration v2_block_forces stack v4_diffdrive v4_humanoid st_rod st_four_balls; do
   echo "running $name (lcp)" >&2
-  "$dir/tools/khz-sim" run "scenes/validation/$name.yaml" --method lcp >"$out/$name.lcp.json"
+  # bounded: the 60 s stack falls back to penalty on a third of its steps and
+  # has run for more than 10 minutes
+  timeout 300 "$dir/tools/khz-sim" run "scenes/validation/$name.yaml" --method lcp >"$out/$name.lcp.json" ||
+    echo '{"timeout": 300}' >"$out/$name.lcp.json"
 done
 echo "running bench/lcp_figures" >&2
 "$dir/bench/lcp_figures" rod balls >"$out/lcp_figures.txt"
@@ -115,6 +118,7 @@ for name, label, paper in (("v4_diffdrive", "V4 differential-drive robot", "32.6
     lrows.append((f"{label}: base height change (m)", "—", g(a["base_height_change"]), g(b["base_height_change"])))
 ls = load("stack", "lcp")
 lrows.append(("Stack of 5 boxes, 60 s: max horizontal drift / sink (m) [fallbacks]", "—",
+              "did not finish in 300 s" if "timeout" in ls else
               f"{g(ls['max_horizontal_drift'])} / {g(ls['max_sink'])} [{lw(ls)}]",
               f"{g(sp['max_horizontal_drift'])} / {g(sp['max_sink'])}"))
 lr, pr = load("st_rod", "lcp"), load("st_rod", "penalty")
