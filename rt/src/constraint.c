@@ -390,7 +390,9 @@ void khz_constraintAccel(const khzModel *m, khzData *d, const double *q, const d
     dmax = fmax(dmax, K[a * R + a]);
   }
   for (int a = 0; a < R; a++) K[a * R + a] += 1e-10 * dmax + 1e-300;
-  if (khzu_cholFactor(K, R) == 0) {
+  /* dmax = 0: no row can move (both sides static or welded): nothing to
+   * solve, and lambda = rhs / 1e-300 times a zero response would be NaN */
+  if (dmax > 0 && khzu_cholFactor(K, R) == 0) {
     khzu_cholSolve(K, R, rhs);
     for (int c = 0; c < R; c++) {
       const double *dq = resp + (size_t)c * (size_t)nv;
