@@ -44,6 +44,26 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
+def scheduling(pid: int) -> str:
+    """what the server got: the real-time threads' policy and the locked memory"""
+    fifo = []
+    for tid in sorted(os.listdir(f"/proc/{pid}/task")):
+        with open(f"/proc/{pid}/task/{tid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        # fields[0] is field 3 (state); rt_priority is field 40, policy field 41
+        prio, policy = int(fields[37]), int(fields[38])
+        if policy == 1:
+            fifo.append(prio)
+    locked = 0
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmLck:"):
+                locked = int(line.split()[1])
+    sched = (f"SCHED_FIFO on {len(fifo)} threads (priorities {', '.join(map(str, sorted(fifo, reverse=True)))})"
+             if fifo else "unprivileged: SCHED_OTHER")
+    return f"{sched}, {locked / 1024:.0f} MiB locked" if locked else f"{sched}, no memory lock"
+
+
 def flood_requests(req_id: int) -> list[bytes]:
     """200 requests of every kind that does not stop the loop."""
     kinds = [
@@ -99,6 +119,8 @@ class Soak:
              "--seconds", str(self.args.seconds + 5)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.t0 = time.monotonic()
+        time.sleep(0.5)
+        self.sched = scheduling(self.server.pid)
 
     def elapsed(self) -> float:
         return time.monotonic() - self.t0
@@ -216,7 +238,7 @@ class Soak:
             "",
             f"`scripts/soak.py --seconds {a.seconds:.0f}` on {os.uname().nodename} "
             f"({os.cpu_count()} cores), {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}:",
-            "khz-server (realtime, default scene, unprivileged: SCHED_OTHER, no memory lock) with "
+            f"khz-server (realtime, default scene, {self.sched}) with "
             "khz-demo answering every state, a 10 s server-side recording every minute, a client "
             "connecting every second, a flood of 200 requests every 10 s.",
             "",
@@ -247,7 +269,7 @@ class Soak:
             "",
             f"Verdict: memory {'flat' if flat else 'grows'} after warm-up; overruns "
             f"attributable to khz: {khz_overruns} (ticks whose own compute, wall time from "
-            f"wake-up to publication, exceeded the period; on an unprivileged, shared machine "
+            f"wake-up to publication, exceeded the period; on a shared machine "
             f"that includes preemption mid-tick), the other {t.overruns - min(t.overruns, khz_overruns)} "
             f"of the {t.overruns} overruns were late wake-ups; requests answered: "
             f"{'all, each once' if all_answered else 'NOT all'}.",
