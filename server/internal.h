@@ -96,6 +96,7 @@ struct khzServer {
   double last_pub;
   int have_state;
   uint64_t latest_seq, reset_seq;
+  uint64_t pause_seq;             /* the loop paused after this state: announce it (0 = none) */
   uint64_t published;
   khzRecorder *rec;               /* the recording, NULL = none (record.h) */
   int rec_stopping;               /* stop asked, the writer is finishing */
@@ -196,6 +197,9 @@ void khz_requests_recordStopped(khzServer *s);
  * statistics log line */
 void khz_publish_states(khzServer *s);
 void khz_publish_keepaliveCb(struct ev_loop *ev, ev_timer *w, int revents);
+/* the loop paused after state 'seq': that state is published once more with
+ * FLAG_PAUSED | FLAG_REPEATED (now, or as soon as the I/O side has it) */
+void khz_publish_paused(khzServer *s, uint64_t seq);
 void khz_publish_statsCb(struct ev_loop *ev, ev_timer *w, int revents);
 
 /* curve.c: the security rule and the keys (before any socket), the ZAP handler */

@@ -154,20 +154,16 @@ void khz_publish_states(khzServer *s) {
     s->reset_seq = st->reset_seq;
     log_transitions(s, st);
     khz_loop_releaseState(s->loop);
+    if (s->pause_seq && s->latest_seq >= s->pause_seq) khz_publish_paused(s, s->pause_seq);
   }
 }
 
-/* lockstep keep-alive: a controller that joined late (PUB/SUB drops the first
- * messages of a new subscriber) still sees the state the loop waits on */
-void khz_publish_keepaliveCb(struct ev_loop *ev, ev_timer *w, int revents) {
-  khzServer *s = w->data;
-  (void)revents;
-  if (s->cfg.mode != KHZ_MODE_LOCKSTEP || !s->lastlen || ev_now(ev) - s->last_pub < KHZ_KEEPALIVE_S)
-    return;
+/* the last published state once more, with extra flags and the same seq */
+static void republish_last(khzServer *s, uint32_t flags) {
   Khz__V1__State *st = khz__v1__state__unpack(NULL, s->lastlen, s->last);
   if (!st) return;
   if (st->seq == s->latest_seq) {
-    st->flags |= KHZ__V1__STATE_FLAG__FLAG_REPEATED;
+    st->flags |= flags;
     size_t n = khz__v1__state__get_packed_size(st);
     uint8_t *buf = malloc(n);
     if (buf) {
@@ -177,7 +173,30 @@ void khz_publish_keepaliveCb(struct ev_loop *ev, ev_timer *w, int revents) {
     }
   }
   khz__v1__state__free_unpacked(st, NULL);
-  s->last_pub = ev_now(ev);
+  s->last_pub = ev_now(s->ev);
+}
+
+/* lockstep keep-alive: a controller that joined late (PUB/SUB drops the first
+ * messages of a new subscriber) still sees the state the loop waits on */
+void khz_publish_keepaliveCb(struct ev_loop *ev, ev_timer *w, int revents) {
+  khzServer *s = w->data;
+  (void)revents;
+  if (s->cfg.mode != KHZ_MODE_LOCKSTEP || !s->lastlen || ev_now(ev) - s->last_pub < KHZ_KEEPALIVE_S)
+    return;
+  republish_last(s, KHZ__V1__STATE_FLAG__FLAG_REPEATED);
+}
+
+/* a subscriber learns from the stream itself that no state follows: the state
+ * the loop paused after is repeated with FLAG_PAUSED (the ticks of a Step
+ * request that end paused carry the flag already) */
+void khz_publish_paused(khzServer *s, uint64_t seq) {
+  if (!s->have_state || s->latest_seq < seq) {
+    s->pause_seq = seq; /* khz_publish_states announces it when that state is out */
+    return;
+  }
+  s->pause_seq = 0;
+  if (s->lastlen)
+    republish_last(s, KHZ__V1__STATE_FLAG__FLAG_PAUSED | KHZ__V1__STATE_FLAG__FLAG_REPEATED);
 }
 
 /* ---------------------------------------------------------- statistics -- */

@@ -947,6 +947,7 @@ static void loop_reply(khzServer *s, const khzReply *r) {
                                                : KHZ__V1__ERROR_CODE__OUT_OF_RANGE;
     snprintf(q->error, sizeof q->error, "%s", r->message);
   }
+  if (r->type == KHZ_REQ_PAUSE && r->status == KHZ_REPLY_DONE) khz_publish_paused(s, r->seq);
   if (--q->remaining > 0) return;
   finish(s, q, r);
 }

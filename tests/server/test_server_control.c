@@ -129,7 +129,12 @@ static void test_pause_step_wrench(khzClient *c) {
   const Khz__V1__Reply *r = req_simple(c, KHZ__V1__REQUEST__OP_PAUSE);
   ENSURE(r && r->code == KHZ__V1__ERROR_CODE__OK);
   uint64_t paused_at = r ? r->state_seq : 0;
-  khz_client_latestState(c, 100);
+  /* the stream ends with the state the loop paused after, repeated and flagged */
+  const Khz__V1__State *ps, *plast = NULL;
+  while ((ps = khz_client_nextState(c, 200))) plast = ps;
+  ENSURE(plast && plast->seq == paused_at);
+  ENSURE(plast && (plast->flags & KHZ__V1__STATE_FLAG__FLAG_PAUSED) &&
+         (plast->flags & KHZ__V1__STATE_FLAG__FLAG_REPEATED));
   ENSURE(khz_client_nextState(c, 100) == NULL);
   Khz__V1__Request rq;
   Khz__V1__Step step;
