@@ -160,6 +160,13 @@ void khz_hilDrive(khzHil *hil, const khzModel *m, khzData *d);
  * published values */
 void khz_hilSample(khzHil *hil, const khzModel *m, const khzData *d, uint64_t tick);
 
+/* a new tick step (the loop's rate changed): sample periods and lags follow */
+void khz_hilSetStep(khzHil *hil, double h);
+
+/* for the next khz_hilDrive only: drive i takes d->tau as a torque whatever
+ * its mode (the loop's safe command, a torque command to a position drive) */
+void khz_hilDriveTorqueOnce(khzHil *hil, int i);
+
 /* sets or clears (type NONE) a fault on sensor or drive i */
 int khz_hilSensorFault(khzHil *hil, int i, int type, double value);
 int khz_hilDriveFault(khzHil *hil, int i, int type, double value);

@@ -46,6 +46,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "khz/hil.h"
 #include "khz/khz.h"
 
 #ifdef __cplusplus
@@ -53,6 +54,7 @@ extern "C" {
 #endif
 
 #define KHZ_LOOP_MAX_HAPTIC 8       /* haptic proxies */
+#define KHZ_LOOP_MAX_DRIVE 64
 #define KHZ_LOOP_MAX_WRENCH 16      /* simultaneous perturbation wrenches */
 #define KHZ_LOOP_MAX_CONTACTS 128   /* contact points copied into one state */
 #define KHZ_LOOP_MSG_MAX 160        /* reply messages */
@@ -134,6 +136,13 @@ typedef struct khzLoopConfig {
 
   /* default PD gains per actuator (copied; NULL = zero) */
   const double *kp, *kd;
+
+  /* sensors and drives (khz/hil.h; not owned, NULL = none): the loop resets
+   * it with the data, drives the driven joints before each step, samples
+   * after it, and publishes the readings in every state. A drive in position
+   * (velocity) mode takes a PD command's q_target (qd_target) of its joint;
+   * torque commands and the safe command pass as torques. */
+  khzHil *hil;               /* at most KHZ_LOOP_MAX_DRIVE drives */
 
   /* haptic proxies */
   int nhaptic;
@@ -302,6 +311,11 @@ typedef struct khzLoopState {
   int nhaptic;
   double *haptic_wrench;    /* 6 per proxy: [force, torque] on the device (world, N / N m) */
   int *sleeping;            /* per body: 1 while it sleeps (khz_bodySleeping) */
+  int nsensor, nsensor_value, ndrive;
+  double *sensor;           /* nsensor_value: the sensors' published readings (khz/hil.h) */
+  double *sensor_tick;      /* nsensor: the tick (since the reset) each reading was sampled at */
+  int *sensor_fault;        /* nsensor: khzFaultType */
+  int *drive_fault;         /* ndrive: khzFaultType */
   int ncontact;
   khzLoopContact *contact;  /* when publish_contacts */
 } khzLoopState;

@@ -40,6 +40,7 @@ typedef struct hilDrive {
   int fault;
   double fault_value;
   double lock_q;          /* KHZ_FAULT_LOCK: the position the brake holds */
+  int torque_once;        /* the next khz_hilDrive takes d->tau as a torque */
 } hilDrive;
 
 struct khzHil {
@@ -407,6 +408,7 @@ void khz_hilReset(khzHil *hil, const khzModel *m, const khzData *d) {
   for (int i = 0; i < hil->ndrive; i++) {
     hilDrive *dv = &hil->drive[i];
     dv->tau_m = dv->tau_out = 0;
+    dv->torque_once = 0;
     dv->lock_q = d->q[dv->qadr];
   }
 }
@@ -423,15 +425,18 @@ void khz_hilDrive(khzHil *hil, const khzModel *m, khzData *d) {
     double cmd = d->tau[dv->dof], q = d->q[dv->qadr], qd = d->qd[dv->dof];
     double meff = m->dof_meff[dv->dof] > 0 ? m->dof_meff[dv->dof] : 1;
     if (dv->fault == KHZ_FAULT_LOCK) {
+      dv->torque_once = 0;
       /* a brake: a stiff spring-damper to where the joint locked, at a
        * frequency the integrators hold (w h = 0.25) */
       double w = 0.25 / h;
       d->tau[dv->dof] = dv->tau_out = -meff * w * w * (q - dv->lock_q) - 2 * meff * w * qd;
       continue;
     }
-    double tau_cmd = sp->mode == KHZ_DRIVE_POSITION   ? sp->kp * (cmd - q) - sp->kd * qd
-                     : sp->mode == KHZ_DRIVE_VELOCITY ? sp->kd * (cmd - qd)
-                                                      : cmd;
+    int mode = dv->torque_once ? KHZ_DRIVE_TORQUE : sp->mode;
+    dv->torque_once = 0;
+    double tau_cmd = mode == KHZ_DRIVE_POSITION   ? sp->kp * (cmd - q) - sp->kd * qd
+                     : mode == KHZ_DRIVE_VELOCITY ? sp->kd * (cmd - qd)
+                                                  : cmd;
     if (!isfinite(tau_cmd)) tau_cmd = 0;
     /* the current loop's lag, then what the amplifier and the supply allow */
     double t = dv->tau_m + (tau_cmd - dv->tau_m) * dv->alpha;
@@ -453,6 +458,19 @@ void khz_hilDrive(khzHil *hil, const khzModel *m, khzData *d) {
     t -= sp->viscous * qd;
     d->tau[dv->dof] = dv->tau_out = t;
   }
+}
+
+void khz_hilSetStep(khzHil *hil, double h) {
+  if (!(h > 0) || !isfinite(h)) return;
+  hil->h = h;
+  for (int i = 0; i < hil->ndrive; i++) {
+    hilDrive *dv = &hil->drive[i];
+    dv->alpha = dv->spec.lag > 0 ? 1 - exp(-h / dv->spec.lag) : 1;
+  }
+}
+
+void khz_hilDriveTorqueOnce(khzHil *hil, int i) {
+  if (i >= 0 && i < hil->ndrive) hil->drive[i].torque_once = 1;
 }
 
 /* ------------------------------------------------------------- faults -- */

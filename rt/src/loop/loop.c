@@ -61,6 +61,7 @@ struct khzLoop {
                             initial rate only; the step size below is the one in use) */
   int na;
   int *dof;              /* na actuator dofs */
+  int drive_act[KHZ_LOOP_MAX_DRIVE]; /* the actuator of each drive of cfg.hil (-1: none) */
   double *kp, *kd;       /* na default gains */
 
   /* the step size: this loop is its one owner. set_rate() alone writes these
@@ -250,6 +251,7 @@ static void set_rate(khzLoop *L, double hz) {
   L->rate_hz = hz;
   L->timestep = 1.0 / hz;
   L->period_ns = llround(1e9 / hz);
+  if (L->cfg.hil) khz_hilSetStep(L->cfg.hil, L->timestep);
   memcpy(&bits, &hz, sizeof bits);
   atomic_store_explicit(&L->rate_bits, bits, memory_order_release);
 }
@@ -259,8 +261,11 @@ int khz_loop_hapticPassive(const khzHapticProxy *p, double T) { return khz_tick_
 /* ----------------------------------------------------------- publishing -- */
 
 /* the ring slot of a state: the header, then its arrays */
-static size_t state_doubles(const khzModel *m, int nhaptic) {
-  return (size_t)m->nq + 2 * (size_t)m->nv + 14 * (size_t)m->nbody + 6 * (size_t)nhaptic;
+static size_t state_doubles(const khzModel *m, int nhaptic, const khzHil *hil) {
+  size_t h = hil ? (size_t)khz_hilNValue(hil) + 2 * (size_t)khz_hilNSensor(hil) +
+                       (size_t)khz_hilNDrive(hil)
+                 : 0;
+  return (size_t)m->nq + 2 * (size_t)m->nv + 14 * (size_t)m->nbody + 6 * (size_t)nhaptic + h;
 }
 
 static void state_layout(khzLoop *L, khzLoopState *s) {
@@ -273,6 +278,14 @@ static void state_layout(khzLoop *L, khzLoopState *s) {
   s->xquat = p, p += 4 * m->nbody;
   s->cvel = p, p += 6 * m->nbody;
   s->haptic_wrench = p, p += 6 * L->cfg.nhaptic;
+  const khzHil *hil = L->cfg.hil;
+  s->nsensor = hil ? khz_hilNSensor(hil) : 0;
+  s->nsensor_value = hil ? khz_hilNValue(hil) : 0;
+  s->ndrive = hil ? khz_hilNDrive(hil) : 0;
+  s->sensor = p, p += s->nsensor_value;
+  s->sensor_tick = p, p += s->nsensor;
+  s->sensor_fault = (int *)p, p += s->nsensor; /* ints in a double's room each */
+  s->drive_fault = (int *)p, p += s->ndrive;
   s->sleeping = (int *)p, p += m->nbody; /* ints in a double's room each */
   s->contact = (khzLoopContact *)p;
   s->nhaptic = L->cfg.nhaptic;
@@ -347,6 +360,15 @@ static void publish(khzLoop *L, uint32_t flags, int64_t t_sched, int64_t t_wake)
     for (int b = 0; b < m->nbody; b++) khzu_mat2quat(s->xquat + 4 * b, d->xrot + 9 * b);
     for (int b = 0; b < m->nbody; b++) s->sleeping[b] = khz_bodySleeping(m, d, b);
     memcpy(s->haptic_wrench, L->hwrench, 6 * (size_t)L->cfg.nhaptic * sizeof(double));
+    if (L->cfg.hil) {
+      const khzHil *hil = L->cfg.hil;
+      memcpy(s->sensor, khz_hilValues(hil), (size_t)s->nsensor_value * sizeof(double));
+      for (int i = 0; i < s->nsensor; i++) {
+        s->sensor_tick[i] = (double)khz_hilSampledAt(hil, i);
+        s->sensor_fault[i] = khz_hilSensorFaultType(hil, i);
+      }
+      for (int i = 0; i < s->ndrive; i++) s->drive_fault[i] = khz_hilDriveFaultType(hil, i);
+    }
     copy_contacts(L, s);
     khz_ring_commit(&L->states);
   }
@@ -409,6 +431,10 @@ static void do_reset(khzLoop *L, const khzRequest *rq) {
     }
     khz_resetStick(m, d);
     khz_kinematics(m, d);
+  }
+  if (L->cfg.hil) {
+    khz_kinematics(m, d);
+    khz_hilReset(L->cfg.hil, m, d);
   }
   L->have_cmd = L->fresh = L->flowing = L->engaged = 0;
   L->nwrench = 0;
@@ -703,6 +729,25 @@ static uint32_t external_wrenches(khzLoop *L, int64_t now) {
   return flags;
 }
 
+/* the drives (khz/hil.h): a position (velocity) drive takes the PD
+ * command's target of its joint; the safe command and torque commands pass
+ * as torques; then every drive turns d->tau into what its motor delivers */
+static void drive_targets(khzLoop *L, const khzCommand *c, int safe) {
+  khzHil *hil = L->cfg.hil;
+  khzData *d = L->d;
+  for (int i = 0; i < khz_hilNDrive(hil); i++) {
+    const khzDriveSpec *sp = khz_hilDriveSpec(hil, i);
+    int a = L->drive_act[i];
+    if (sp->mode == KHZ_DRIVE_TORQUE) continue;
+    if (safe || c->kind != KHZ_CMD_PD || a < 0) {
+      khz_hilDriveTorqueOnce(hil, i);
+      continue;
+    }
+    d->tau[L->dof[a]] = sp->mode == KHZ_DRIVE_POSITION ? c->q_target[a] : c->qd_target[a];
+  }
+  khz_hilDrive(hil, L->m, d);
+}
+
 /* one tick: command, watchdog, controller, wrenches, step, publish */
 static void tick(khzLoop *L, int64_t t_sched, int64_t t_wake, int timed_out) {
   const khzModel *m = L->m;
@@ -744,19 +789,21 @@ static void tick(khzLoop *L, int64_t t_sched, int64_t t_wake, int timed_out) {
   }
   if (!L->have_cmd) flags |= KHZ_FLAG_NO_COMMAND;
 
-  /* actuator torques */
+  /* actuator torques, then what the drives make of them */
   if (safe) {
     flags |= KHZ_FLAG_WATCHDOG;
     khz_tick_safe(m, d, L->na, L->dof, L->cfg.safe, L->cfg.safe_damping);
   } else {
     khz_tick_command(m, d, L->na, L->dof, c, L->kp, L->kd);
   }
+  if (L->cfg.hil) drive_targets(L, c, safe);
   flags |= external_wrenches(L, t_wake);
 
   /* step; warnings raised by it become flags */
   int effort = d->warning[KHZ_WARN_EFFORT] + d->warning[KHZ_WARN_BADCTRL];
   int bad = d->warning[KHZ_WARN_BADSTATE];
   khz_stepWith(m, d, L->timestep);
+  if (L->cfg.hil) khz_hilSample(L->cfg.hil, m, d, seq - L->reset_seq);
   if (d->warning[KHZ_WARN_EFFORT] + d->warning[KHZ_WARN_BADCTRL] != effort) flags |= KHZ_FLAG_CLAMPED;
   if (d->warning[KHZ_WARN_BADSTATE] != bad) flags |= KHZ_FLAG_BADSTATE;
   L->st.ticks++;
@@ -981,6 +1028,8 @@ static int check_config(const khzModel *m, const khzLoopConfig *c, char *err, si
     return fail(err, errsz, "loop: rings need at least 2 slots");
   if (c->nhaptic < 0 || c->nhaptic > KHZ_LOOP_MAX_HAPTIC)
     return fail(err, errsz, "loop: too many haptic proxies");
+  if (c->hil && khz_hilNDrive(c->hil) > KHZ_LOOP_MAX_DRIVE)
+    return fail(err, errsz, "loop: too many drives");
   for (int p = 0; p < c->nhaptic; p++) {
     int b = c->haptic[p].body;
     if (b < 1 || b >= m->nbody || m->jnt_type[b] != KHZ_JOINT_FLOATING) {
@@ -1037,7 +1086,7 @@ khzLoop *khz_loop_new(const khzModel *m, const khzLoopConfig *cfg, char *err, si
   int ok = L->d && L->dof && L->kp && L->kd && L->cmd_data && L->snap[0] && L->snap[1] &&
            khz_ring_init(&L->states, (size_t)cfg->state_ring,
                          ((sizeof(khzLoopState) + 63) & ~(size_t)63) +
-                             state_doubles(m, cfg->nhaptic) * sizeof(double) +
+                             state_doubles(m, cfg->nhaptic, cfg->hil) * sizeof(double) +
                              KHZ_LOOP_MAX_CONTACTS * sizeof(khzLoopContact)) == 0 &&
            khz_ring_init(&L->requests, (size_t)cfg->request_ring,
                          sizeof(khzRequest) + L->req_data * sizeof(double)) == 0 &&
@@ -1048,6 +1097,16 @@ khzLoop *khz_loop_new(const khzModel *m, const khzLoopConfig *cfg, char *err, si
     return NULL;
   }
   khz_loop_actuators(m, L->dof);
+  if (cfg->hil) {
+    for (int i = 0; i < khz_hilNDrive(cfg->hil); i++) {
+      int dof = m->jnt_dofadr[khz_hilDriveSpec(cfg->hil, i)->body];
+      L->drive_act[i] = -1;
+      for (int a = 0; a < L->na; a++)
+        if (L->dof[a] == dof) L->drive_act[i] = a;
+    }
+    khz_kinematics(m, L->d);
+    khz_hilReset(cfg->hil, m, L->d);
+  }
   if (cfg->kp) memcpy(L->kp, cfg->kp, (size_t)L->na * sizeof(double));
   if (cfg->kd) memcpy(L->kd, cfg->kd, (size_t)L->na * sizeof(double));
   for (int s = 0; s < 3; s++) {
