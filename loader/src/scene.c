@@ -1341,6 +1341,98 @@ static int khz_scene_drive(khzSceneReader *r, const yaml_node_t *n, int index, k
   return 0;
 }
 
+/* hil.faults[i]: at, and either target + fault (+ value, duration) or
+ * push + force / torque + duration */
+static int khz_scene_fault(khzSceneReader *r, const yaml_node_t *n, int index, khzScene *s,
+                           khzSceneNames *names) {
+  static const char *const keys[] = {"at", "target", "fault", "value", "duration", "push",
+                                     "force", "torque", NULL};
+  char path[KHZ_KEY_MAX], kp[KHZ_KEY_MAX], name[KHZ_NAME_MAX], type[32];
+  yaml_node_t *v;
+  (void)names;
+  snprintf(path, sizeof path, "hil.faults[%d]", index);
+  if (khz_check_keys(r, n, path, keys)) return -1;
+  if (s->hil.nfault == KHZ_SCENE_MAX_FAULT)
+    return khz_scene_fail(r, n, path, "at most %d fault events", KHZ_SCENE_MAX_FAULT);
+  khzFaultEvent *e = &s->hil.fault[s->hil.nfault];
+  memset(e, 0, sizeof *e);
+  khz_keypath(kp, path, "at");
+  if (!(v = khz_find(r, n, "at"))) return khz_scene_fail(r, n, kp, "required key missing");
+  if (khz_get_range(r, v, kp, &e->at, 0, 0, 1e9, 0, ">= 0 s")) return -1;
+  khz_keypath(kp, path, "duration");
+  if ((v = khz_find(r, n, "duration")) && khz_get_range(r, v, kp, &e->duration, 0, 0, 1e9, 0, ">= 0 s"))
+    return -1;
+  khz_keypath(kp, path, "value");
+  if ((v = khz_find(r, n, "value")) && khz_get_number(r, v, kp, &e->value)) return -1;
+
+  yaml_node_t *push = khz_find(r, n, "push"), *target = khz_find(r, n, "target");
+  if (!push == !target)
+    return khz_scene_fail(r, n, path, "give either target and fault, or push (a body) and force");
+  if (push) {
+    khz_keypath(kp, path, "push");
+    if (khz_get_string(r, push, kp, name, sizeof name)) return -1;
+    e->target = KHZ_FAULT_ON_BODY;
+    if ((e->index = khz_scene_findBody(s, name, 0)) < 0)
+      return khz_scene_fail(r, push, kp, "no body named '%s'", name);
+    khz_keypath(kp, path, "force");
+    if ((v = khz_find(r, n, "force")) && khz_get_vec(r, v, kp, e->wrench, 3)) return -1;
+    khz_keypath(kp, path, "torque");
+    if ((v = khz_find(r, n, "torque")) && khz_get_vec(r, v, kp, e->wrench + 3, 3)) return -1;
+    if (!(e->duration > 0)) {
+      khz_keypath(kp, path, "duration");
+      return khz_scene_fail(r, n, kp, "a push needs a duration > 0 s");
+    }
+    if ((v = khz_find(r, n, "fault")))
+      return khz_scene_fail(r, v, path, "a push takes force and torque, not a fault");
+  } else {
+    khz_keypath(kp, path, "target");
+    if (khz_get_string(r, target, kp, name, sizeof name)) return -1;
+    char fp[KHZ_KEY_MAX];
+    khz_keypath(fp, path, "fault");
+    if (!(v = khz_find(r, n, "fault"))) return khz_scene_fail(r, n, fp, "required key missing");
+    if (khz_get_string(r, v, fp, type, sizeof type)) return -1;
+    if ((e->type = khz_faultTypeFind(type)) < 0)
+      return khz_scene_fail(r, v, fp,
+                            "unknown fault '%s' (accepted: none, freeze, dropout, bias, limp, "
+                            "torque_loss, lock, stall)",
+                            type);
+    int ok;
+    e->index = -1;
+    if (!strcmp(name, "commands")) {
+      e->target = KHZ_FAULT_ON_COMMANDS, e->index = 0;
+      ok = e->type == KHZ_FAULT_STALL || e->type == KHZ_FAULT_NONE;
+    } else {
+      for (int i = 0; i < s->hil.nsensor; i++)
+        if (!strcmp(s->hil.sensor[i].name, name)) e->target = KHZ_FAULT_ON_SENSOR, e->index = i;
+      for (int i = 0; e->index < 0 && i < s->hil.ndrive; i++)
+        if (!strcmp(s->hil.drive[i].joint, name)) e->target = KHZ_FAULT_ON_DRIVE, e->index = i;
+      if (e->index < 0)
+        return khz_scene_fail(r, target, kp,
+                              "no sensor or drive named '%s' (hil.sensors names, hil.drives "
+                              "joints, or commands)",
+                              name);
+      ok = e->target == KHZ_FAULT_ON_SENSOR
+               ? e->type <= KHZ_FAULT_BIAS
+               : e->type == KHZ_FAULT_NONE || (e->type >= KHZ_FAULT_LIMP && e->type <= KHZ_FAULT_LOCK);
+    }
+    if (!ok) return khz_scene_fail(r, v, fp, "'%s' cannot take the fault %s", name, type);
+    if (e->type == KHZ_FAULT_TORQUE_LOSS && !(e->value >= 0 && e->value <= 1)) {
+      khz_keypath(kp, path, "value");
+      return khz_scene_fail(r, n, kp, "torque_loss keeps a share of the torque: %g is not in 0..1",
+                            e->value);
+    }
+  }
+  /* keep the list sorted by time (stable: equal times in file order) */
+  int k = s->hil.nfault++;
+  khzFaultEvent tmp = *e;
+  while (k > 0 && s->hil.fault[k - 1].at > tmp.at) {
+    s->hil.fault[k] = s->hil.fault[k - 1];
+    k--;
+  }
+  s->hil.fault[k] = tmp;
+  return 0;
+}
+
 static int khz_scene_list(khzSceneReader *r, const yaml_node_t *n, const char *key, khzScene *s,
                           khzSceneNames *names,
                           int (*fn)(khzSceneReader *, const yaml_node_t *, int, khzScene *,
@@ -1348,7 +1440,7 @@ static int khz_scene_list(khzSceneReader *r, const yaml_node_t *n, const char *k
 
 /* hil: seed, sensors, drives (after robots and objects: they name them) */
 static int khz_scene_hil(khzSceneReader *r, const yaml_node_t *n, khzScene *s) {
-  static const char *const keys[] = {"seed", "sensors", "drives", NULL};
+  static const char *const keys[] = {"seed", "sensors", "drives", "faults", NULL};
   yaml_node_t *v;
   if (n->type != YAML_MAPPING_NODE) return khz_expected(r, n, "hil", "a mapping");
   if (khz_check_keys(r, n, "hil", keys)) return -1;
@@ -1362,6 +1454,8 @@ static int khz_scene_hil(khzSceneReader *r, const yaml_node_t *n, khzScene *s) {
       khz_scene_list(r, v, "hil.sensors", s, NULL, khz_scene_sensor))
     return -1;
   if ((v = khz_find(r, n, "drives")) && khz_scene_list(r, v, "hil.drives", s, NULL, khz_scene_drive))
+    return -1;
+  if ((v = khz_find(r, n, "faults")) && khz_scene_list(r, v, "hil.faults", s, NULL, khz_scene_fault))
     return -1;
   return 0;
 }

@@ -444,42 +444,48 @@ static void test_faults(void) {
   khz_hilSample(hil, m, d, k++);
   ENSURE(khz_hilValues(hil)[0] == 1);
   /* freeze: the next reading keeps the old value */
-  ENSURE(khz_hilSensorFault(hil, 0, KHZ_FAULT_FREEZE, 0) == 0);
+  ENSURE(khz_hilSensorFault(hil, 0, KHZ_FAULT_FREEZE, 0, 0) == 0);
   d->q[qa] = 2;
   khz_hilSample(hil, m, d, k++);
   ENSURE(khz_hilValues(hil)[0] == 1 && khz_hilSensorFaultType(hil, 0) == KHZ_FAULT_FREEZE);
   /* dropout: NaN at once */
-  ENSURE(khz_hilSensorFault(hil, 0, KHZ_FAULT_DROPOUT, 0) == 0);
+  ENSURE(khz_hilSensorFault(hil, 0, KHZ_FAULT_DROPOUT, 0, 0) == 0);
   ENSURE(isnan(khz_hilValues(hil)[0]));
   khz_hilSample(hil, m, d, k++);
   ENSURE(isnan(khz_hilValues(hil)[0]) && isnan(khz_hilValues(hil)[1]));
   /* bias: added at once; cleared: gone at once */
-  ENSURE(khz_hilSensorFault(hil, 0, KHZ_FAULT_BIAS, 0.5) == 0);
+  ENSURE(khz_hilSensorFault(hil, 0, KHZ_FAULT_BIAS, 0.5, 0) == 0);
   khz_hilSample(hil, m, d, k++);
   ENSURE(khz_hilValues(hil)[0] == 2.5);
-  ENSURE(khz_hilSensorFault(hil, 0, KHZ_FAULT_NONE, 0) == 0);
+  ENSURE(khz_hilSensorFault(hil, 0, KHZ_FAULT_NONE, 0, 0) == 0);
   ENSURE(khz_hilValues(hil)[0] == 2);
-  ENSURE(khz_hilSensorFault(hil, 0, KHZ_FAULT_LIMP, 0) == -1); /* a drive's fault */
-  ENSURE(khz_hilSensorFault(hil, 5, KHZ_FAULT_FREEZE, 0) == -1);
+  /* a timed fault ends at its time */
+  ENSURE(khz_hilSensorFault(hil, 0, KHZ_FAULT_DROPOUT, 0, 0.5) == 0 && khz_hilAnyFault(hil));
+  khz_hilExpire(hil, 0.499);
+  ENSURE(isnan(khz_hilValues(hil)[0]));
+  khz_hilExpire(hil, 0.5);
+  ENSURE(khz_hilValues(hil)[0] == 2 && !khz_hilAnyFault(hil));
+  ENSURE(khz_hilSensorFault(hil, 0, KHZ_FAULT_LIMP, 0, 0) == -1); /* a drive's fault */
+  ENSURE(khz_hilSensorFault(hil, 5, KHZ_FAULT_FREEZE, 0, 0) == -1);
 
   /* limp and torque loss */
-  ENSURE(khz_hilDriveFault(hil, 0, KHZ_FAULT_LIMP, 0) == 0);
+  ENSURE(khz_hilDriveFault(hil, 0, KHZ_FAULT_LIMP, 0, 0) == 0);
   d->tau[dof] = 1;
   khz_hilDrive(hil, m, d);
   ENSURE(d->tau[dof] == 0);
-  ENSURE(khz_hilDriveFault(hil, 0, KHZ_FAULT_TORQUE_LOSS, 0.25) == 0);
+  ENSURE(khz_hilDriveFault(hil, 0, KHZ_FAULT_TORQUE_LOSS, 0.25, 0) == 0);
   d->tau[dof] = 1;
   khz_hilDrive(hil, m, d);
   ENSURE(d->tau[dof] == 0.25);
-  ENSURE(khz_hilDriveFault(hil, 0, KHZ_FAULT_TORQUE_LOSS, 2) == -1);
-  ENSURE(khz_hilDriveFault(hil, 0, KHZ_FAULT_NONE, 0) == 0);
+  ENSURE(khz_hilDriveFault(hil, 0, KHZ_FAULT_TORQUE_LOSS, 2, 0) == -1);
+  ENSURE(khz_hilDriveFault(hil, 0, KHZ_FAULT_NONE, 0, 0) == 0);
 
   /* lock: the pendulum, released horizontal, stays where it locked */
   khz_resetData(m, d);
   khz_hilReset(hil, m, d);
   int pq = m->jnt_qadr[PEND], pd = m->jnt_dofadr[PEND];
   double q0 = d->q[pq];
-  ENSURE(khz_hilDriveFault(hil, 1, KHZ_FAULT_LOCK, 0) == 0);
+  ENSURE(khz_hilDriveFault(hil, 1, KHZ_FAULT_LOCK, 0, 0) == 0);
   for (int i = 0; i < 1000; i++) {
     memset(d->tau, 0, (size_t)m->nv * sizeof(double));
     d->tau[pd] = 3; /* the controller's torque is ignored by a locked joint */

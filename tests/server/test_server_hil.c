@@ -4,7 +4,10 @@
  * encoder without noise reads the state's own q rounded to its count; a
  * sensor with latency shows an older sample; a force-torque sensor under a
  * resting box reads its weight; the same seed gives the same readings in
- * lockstep; a scene with a bad sensor is refused with a message naming it. */
+ * lockstep; a scene with a bad sensor is refused with a message naming it;
+ * faults on demand (SetFault) and from the scene's schedule show in the next
+ * state, a stalled command channel hands over to the watchdog, and a
+ * scheduled push moves its body. */
 #include <math.h>
 #include <string.h>
 
@@ -46,6 +49,114 @@ static int lockstep_run(double *out, size_t cap, size_t *n_out) {
   }
   harness_stop(&h);
   return rc;
+}
+
+static const Khz__V1__Reply *set_fault(khzClient *c, const char *target, int fault, double value,
+                                       double duration) {
+  Khz__V1__Request rq;
+  Khz__V1__SetFault f;
+  khz__v1__request__init(&rq);
+  khz__v1__set_fault__init(&f);
+  f.target = (char *)target;
+  f.fault = (Khz__V1__FaultType)fault;
+  f.value = value;
+  f.duration = duration;
+  rq.op_case = KHZ__V1__REQUEST__OP_SET_FAULT;
+  rq.set_fault = &f;
+  return khz_client_request(c, &rq, 5000);
+}
+
+/* the scripted schedule of hil_faults.yaml and faults on demand */
+static void test_faults(void) {
+  khzServerConfig cfg;
+  harness h;
+  harness_config(&cfg);
+  snprintf(cfg.scene, sizeof cfg.scene, "tests/server/data/hil_faults.yaml");
+  cfg.watchdog_ms = 30;
+  ENSURE(harness_start(&h, &cfg, NULL) == 0);
+  khzClient *c = harness_client(&h);
+  ENSURE(c != NULL);
+  if (!c) {
+    harness_stop(&h);
+    return;
+  }
+  const Khz__V1__ModelDescription *md = khz_client_describe(c, 5000);
+  ENSURE(md && md->n_sensors == 2 && md->n_drives == 2);
+  int box = -1;
+  for (size_t b = 0; md && b < md->n_bodies; b++)
+    if (!strcmp(md->bodies[b]->name, "box")) box = (int)b;
+  ENSURE(box > 0);
+  /* the schedule (simulated time since the start): enc2 drops out over
+   * [0.2, 0.3), the box is pushed up from 0.3 for 0.05 s */
+  const Khz__V1__State *st = khz_client_latestState(c, 2000);
+  int seen_dropout = 0, dropout_ok = 1, after_ok = 1, pushed = 0;
+  while (st && st->sim_time < 0.45) {
+    int in = st->sim_time > 0.2005 && st->sim_time < 0.2995;
+    if (in) {
+      seen_dropout++;
+      dropout_ok &= isnan(st->sensor_values[2]) && st->sensor_faults[1] == 2 &&
+                    (st->flags & KHZ__V1__STATE_FLAG__FLAG_FAULT);
+    } else if (st->sim_time > 0.3005) {
+      after_ok &= !isnan(st->sensor_values[2]) && st->sensor_faults[1] == 0 &&
+                  !(st->flags & KHZ__V1__STATE_FLAG__FLAG_FAULT);
+    }
+    if (box > 0 && st->sim_time > 0.33 && st->body_twist[6 * box + 5] > 0.5) pushed = 1;
+    st = khz_client_nextState(c, 2000);
+  }
+  ENSURE_MSG(seen_dropout > 10 && dropout_ok, "scheduled dropout: %d states, ok %d", seen_dropout,
+             dropout_ok);
+  ENSURE(after_ok);
+  ENSURE_MSG(pushed, "the scheduled push did not lift the box");
+
+  /* on demand: freeze enc1, shown in the next state */
+  const Khz__V1__Reply *r = set_fault(c, "enc1", KHZ__V1__FAULT_TYPE__FAULT_FREEZE, 0, 0);
+  ENSURE(r && r->code == KHZ__V1__ERROR_CODE__OK);
+  uint64_t applied = r ? r->state_seq : 0;
+  st = khz_client_latestState(c, 2000);
+  while (st && st->seq <= applied) st = khz_client_nextState(c, 2000);
+  ENSURE(st && st->sensor_faults[0] == 1 && (st->flags & KHZ__V1__STATE_FLAG__FLAG_FAULT));
+  r = set_fault(c, "enc1", KHZ__V1__FAULT_TYPE__FAULT_NONE, 0, 0);
+  ENSURE(r && r->code == KHZ__V1__ERROR_CODE__OK);
+  r = set_fault(c, "arm/joint2", KHZ__V1__FAULT_TYPE__FAULT_LIMP, 0, 0.05);
+  ENSURE(r && r->code == KHZ__V1__ERROR_CODE__OK);
+  applied = r ? r->state_seq : 0;
+  while (st && st->seq <= applied) st = khz_client_nextState(c, 2000);
+  ENSURE(st && st->drive_faults[1] == 4);
+  /* refusals: a name nobody has, a fault the target cannot take */
+  r = set_fault(c, "nope", KHZ__V1__FAULT_TYPE__FAULT_FREEZE, 0, 0);
+  ENSURE(r && r->code == KHZ__V1__ERROR_CODE__UNKNOWN_NAME && strstr(r->error, "nope"));
+  r = set_fault(c, "enc1", KHZ__V1__FAULT_TYPE__FAULT_LIMP, 0, 0);
+  ENSURE(r && r->code == KHZ__V1__ERROR_CODE__OUT_OF_RANGE);
+  r = set_fault(c, "arm/joint1", KHZ__V1__FAULT_TYPE__FAULT_TORQUE_LOSS, 2, 0);
+  ENSURE(r && r->code == KHZ__V1__ERROR_CODE__OUT_OF_RANGE);
+
+  /* the command channel stalls for 0.3 s while the controller keeps
+   * sending: the watchdog (30 ms) takes over, and lets go after the stall */
+  double zero[16] = {0};
+  st = khz_client_latestState(c, 2000);
+  for (int k = 0; st && k < 50; k++) {
+    khz_client_sendTorques(c, st, zero, md->na);
+    st = khz_client_nextState(c, 2000);
+  }
+  ENSURE(st && !(st->flags & KHZ__V1__STATE_FLAG__FLAG_WATCHDOG));
+  r = set_fault(c, "commands", KHZ__V1__FAULT_TYPE__FAULT_STALL, 0, 0.3);
+  ENSURE(r && r->code == KHZ__V1__ERROR_CODE__OK);
+  double t0 = st ? st->sim_time : 0;
+  int watchdog_in_stall = 0, watchdog_after = 0, flagged = 0;
+  while (st && st->sim_time < t0 + 0.6) {
+    khz_client_sendTorques(c, st, zero, md->na);
+    st = khz_client_nextState(c, 2000);
+    if (!st) break;
+    int wd = (st->flags & KHZ__V1__STATE_FLAG__FLAG_WATCHDOG) != 0;
+    if (st->sim_time > t0 + 0.1 && st->sim_time < t0 + 0.28) watchdog_in_stall += wd, flagged += (st->flags & KHZ__V1__STATE_FLAG__FLAG_FAULT) != 0;
+    if (st->sim_time > t0 + 0.5) watchdog_after += wd;
+  }
+  ENSURE_MSG(watchdog_in_stall > 100 && flagged > 100, "stall: %d watchdog states, %d flagged",
+             watchdog_in_stall, flagged);
+  ENSURE_MSG(watchdog_after == 0, "the watchdog still engaged after the stall: %d states",
+             watchdog_after);
+  khz_client_destroy(&c);
+  harness_stop(&h);
 }
 
 int main(void) {
@@ -110,5 +221,6 @@ int main(void) {
   ENSURE(bad == NULL);
   ENSURE_MSG(strstr(err, "hil.sensors[0].joint") && strstr(err, "nope"), "%s", err);
   if (bad) khz_server_destroy(&bad);
+  test_faults();
   return ensure_report();
 }

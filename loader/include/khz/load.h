@@ -221,12 +221,15 @@ typedef struct khzHapticSettings {
  * are body indices of the spec (= of the compiled model). */
 #define KHZ_SCENE_MAX_SENSOR 64
 #define KHZ_SCENE_MAX_DRIVE 64
+#define KHZ_SCENE_MAX_FAULT 64
 typedef struct khzSceneHil {
   uint64_t seed;
   int nsensor;
   khzSensorSpec sensor[KHZ_SCENE_MAX_SENSOR];
   int ndrive;
   khzDriveSpec drive[KHZ_SCENE_MAX_DRIVE];
+  int nfault;                               /* the scripted faults, sorted by time */
+  khzFaultEvent fault[KHZ_SCENE_MAX_FAULT];
 } khzSceneHil;
 
 /* What a scene file describes beyond the model itself. */

@@ -129,8 +129,30 @@ typedef enum khzFaultType {
   KHZ_FAULT_LIMP,       /* drive: no torque at all */
   KHZ_FAULT_TORQUE_LOSS,/* drive: its torque is scaled by value (0..1) */
   KHZ_FAULT_LOCK,       /* drive: the joint is held where it is (a stiff brake) */
+  KHZ_FAULT_STALL,      /* the command channel: no command is taken (the loop's watchdog
+                           or lockstep timeout applies the safe command) */
   KHZ_NFAULTTYPE
 } khzFaultType;
+
+/* What a scheduled fault event acts on. */
+typedef enum khzFaultTarget {
+  KHZ_FAULT_ON_SENSOR = 0,
+  KHZ_FAULT_ON_DRIVE,
+  KHZ_FAULT_ON_COMMANDS, /* type KHZ_FAULT_STALL (or NONE: the stall ends) */
+  KHZ_FAULT_ON_BODY      /* a push: wrench on body index for duration */
+} khzFaultTarget;
+
+/* One entry of a scripted fault schedule (the scene's hil.faults), applied by
+ * the loop when the simulated time since the last reset reaches 'at'. */
+typedef struct khzFaultEvent {
+  double at;         /* s since the reset */
+  int target;        /* khzFaultTarget */
+  int index;         /* sensor, drive or body index */
+  int type;          /* khzFaultType (sensor, drive, commands) */
+  double value;      /* bias; torque kept (0..1) */
+  double duration;   /* s; 0 = until cleared or reset */
+  double wrench[6];  /* push: force, torque (world, at the com) */
+} khzFaultEvent;
 
 const char *khz_faultTypeName(int type);
 int khz_faultTypeFind(const char *name);
@@ -167,9 +189,15 @@ void khz_hilSetStep(khzHil *hil, double h);
  * its mode (the loop's safe command, a torque command to a position drive) */
 void khz_hilDriveTorqueOnce(khzHil *hil, int i);
 
-/* sets or clears (type NONE) a fault on sensor or drive i */
-int khz_hilSensorFault(khzHil *hil, int i, int type, double value);
-int khz_hilDriveFault(khzHil *hil, int i, int type, double value);
+/* sets or clears (type NONE) a fault on sensor or drive i, until the
+ * simulated time 'until' (0 = until cleared; khz_hilExpire ends it); -1 for
+ * a type the target cannot take or a value out of range */
+int khz_hilSensorFault(khzHil *hil, int i, int type, double value, double until);
+int khz_hilDriveFault(khzHil *hil, int i, int type, double value, double until);
+/* ends the faults whose time is up (call each tick with d->time) */
+void khz_hilExpire(khzHil *hil, double time);
+/* 1 when some sensor or drive has a fault */
+int khz_hilAnyFault(const khzHil *hil);
 
 /* the published readings: nvalue doubles, sensor i's at value_adr(i) (its
  * dim values); the tick each sensor's current output was sampled at */

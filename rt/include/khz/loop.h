@@ -87,7 +87,9 @@ enum {
   KHZ_FLAG_HAPTIC_STALE = 1u << 6,     /* a haptic proxy's input is stale: coupling off */
   KHZ_FLAG_OVERRUN = 1u << 7,          /* the previous tick ended after this tick's start */
   KHZ_FLAG_NO_COMMAND = 1u << 8,       /* no command has been received since start/reset */
-  KHZ_FLAG_CONTACTS_TRUNCATED = 1u << 9 /* more contact points than a state holds */
+  KHZ_FLAG_CONTACTS_TRUNCATED = 1u << 9, /* more contact points than a state holds */
+  KHZ_FLAG_FAULT = 1u << 11            /* a sensor, drive or command-channel fault is in effect
+                                          (bit 10 is the I/O side's FLAG_REPEATED) */
 };
 
 /* One haptic proxy: a body coupled to a device pose by a spring-damper.
@@ -143,6 +145,10 @@ typedef struct khzLoopConfig {
    * (velocity) mode takes a PD command's q_target (qd_target) of its joint;
    * torque commands and the safe command pass as torques. */
   khzHil *hil;               /* at most KHZ_LOOP_MAX_DRIVE drives */
+  /* a scripted fault schedule (sorted by 'at'; not owned): each event is
+   * applied when the simulated time since the reset reaches it */
+  int nfault_event;
+  const khzFaultEvent *fault_event;
 
   /* haptic proxies */
   int nhaptic;
@@ -219,6 +225,8 @@ typedef enum khzRequestType {
   KHZ_REQ_HASH,             /* reply carries the current state hash and seq (the loop copies the
                                state, at most once per state; khz_loop_pollReply hashes it) */
   KHZ_REQ_RESET_STATS,
+  KHZ_REQ_FAULT,            /* data = khzFaultTarget, index, khzFaultType, duration (s, 0 =
+                               until cleared); dval = value (khz/hil.h) */
   KHZ_NREQUEST
 } khzRequestType;
 

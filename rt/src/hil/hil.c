@@ -22,7 +22,7 @@ typedef struct hilSensor {
   double prev_q;          /* encoder: the last quantised position */
   double prev_v[3];       /* accelerometer: the point's world velocity at the last sample */
   int fault;
-  double fault_value;
+  double fault_value, fault_until;
   /* delay queue: samples waiting for their latency, oldest first */
   int qcap, qhead, qlen;
   uint64_t *qtick;        /* qcap: the tick each sample was taken at */
@@ -38,9 +38,10 @@ typedef struct hilDrive {
   double tau_m;           /* the lagged, limited motor torque at the joint */
   double tau_out;         /* what the joint got at the last khz_hilDrive */
   int fault;
-  double fault_value;
+  double fault_value, fault_until;
   double lock_q;          /* KHZ_FAULT_LOCK: the position the brake holds */
   int torque_once;        /* the next khz_hilDrive takes d->tau as a torque */
+  int lock_pending;       /* a lock began: the next khz_hilDrive holds the joint where it is */
 } hilDrive;
 
 struct khzHil {
@@ -57,7 +58,7 @@ static const char *const sensor_names[KHZ_NSENSORTYPE] = {"encoder", "gyro", "ac
 static const int sensor_dims[KHZ_NSENSORTYPE] = {2, 3, 3, 6, 1};
 static const char *const mode_names[] = {"torque", "position", "velocity"};
 static const char *const fault_names[KHZ_NFAULTTYPE] = {"none", "freeze", "dropout", "bias",
-                                                        "limp", "torque_loss", "lock"};
+                                                        "limp", "torque_loss", "lock", "stall"};
 
 int khz_sensorDim(int type) { return type >= 0 && type < KHZ_NSENSORTYPE ? sensor_dims[type] : 0; }
 const char *khz_sensorTypeName(int type) {
@@ -395,6 +396,8 @@ void khz_hilReset(khzHil *hil, const khzModel *m, const khzData *d) {
   for (int i = 0; i < hil->nsensor; i++) {
     hilSensor *s = &hil->sensor[i];
     khz_rngSeed(&s->rng, hil->seed, (uint64_t)i + 1);
+    s->fault = KHZ_FAULT_NONE;
+    s->fault_until = 0;
     for (int k = 0; k < KHZ_SENSOR_MAXDIM; k++) s->bias[k] = s->spec.noise.bias;
     s->qhead = s->qlen = 0;
     s->prev_q = 0;
@@ -409,6 +412,8 @@ void khz_hilReset(khzHil *hil, const khzModel *m, const khzData *d) {
     hilDrive *dv = &hil->drive[i];
     dv->tau_m = dv->tau_out = 0;
     dv->torque_once = 0;
+    dv->fault = KHZ_FAULT_NONE;
+    dv->fault_until = 0;
     dv->lock_q = d->q[dv->qadr];
   }
 }
@@ -426,6 +431,7 @@ void khz_hilDrive(khzHil *hil, const khzModel *m, khzData *d) {
     double meff = m->dof_meff[dv->dof] > 0 ? m->dof_meff[dv->dof] : 1;
     if (dv->fault == KHZ_FAULT_LOCK) {
       dv->torque_once = 0;
+      if (dv->lock_pending) dv->lock_q = q, dv->lock_pending = 0;
       /* a brake: a stiff spring-damper to where the joint locked, at a
        * frequency the integrators hold (w h = 0.25) */
       double w = 0.25 / h;
@@ -475,26 +481,56 @@ void khz_hilDriveTorqueOnce(khzHil *hil, int i) {
 
 /* ------------------------------------------------------------- faults -- */
 
-int khz_hilSensorFault(khzHil *hil, int i, int type, double value) {
-  if (i < 0 || i >= hil->nsensor || !isfinite(value)) return -1;
+int khz_hilSensorFault(khzHil *hil, int i, int type, double value, double until) {
+  if (i < 0 || i >= hil->nsensor || !isfinite(value) || !isfinite(until)) return -1;
   if (type != KHZ_FAULT_NONE && type != KHZ_FAULT_FREEZE && type != KHZ_FAULT_DROPOUT &&
       type != KHZ_FAULT_BIAS)
     return -1;
   hilSensor *s = &hil->sensor[i];
   s->fault = type;
   s->fault_value = value;
+  s->fault_until = type == KHZ_FAULT_NONE ? 0 : until;
   show(hil, s);
   return 0;
 }
 
-int khz_hilDriveFault(khzHil *hil, int i, int type, double value) {
-  if (i < 0 || i >= hil->ndrive || !isfinite(value)) return -1;
+int khz_hilDriveFault(khzHil *hil, int i, int type, double value, double until) {
+  if (i < 0 || i >= hil->ndrive || !isfinite(value) || !isfinite(until)) return -1;
   if (type != KHZ_FAULT_NONE && type != KHZ_FAULT_LIMP && type != KHZ_FAULT_TORQUE_LOSS &&
       type != KHZ_FAULT_LOCK)
     return -1;
   if (type == KHZ_FAULT_TORQUE_LOSS && !(value >= 0 && value <= 1)) return -1;
-  hil->drive[i].fault = type;
-  hil->drive[i].fault_value = value;
+  hilDrive *dv = &hil->drive[i];
+  dv->fault = type;
+  dv->fault_value = value;
+  dv->fault_until = type == KHZ_FAULT_NONE ? 0 : until;
+  dv->lock_pending = type == KHZ_FAULT_LOCK;
+  return 0;
+}
+
+void khz_hilExpire(khzHil *hil, double time) {
+  for (int i = 0; i < hil->nsensor; i++) {
+    hilSensor *s = &hil->sensor[i];
+    if (s->fault && s->fault_until > 0 && time >= s->fault_until) {
+      s->fault = KHZ_FAULT_NONE;
+      s->fault_until = 0;
+      show(hil, s);
+    }
+  }
+  for (int i = 0; i < hil->ndrive; i++) {
+    hilDrive *dv = &hil->drive[i];
+    if (dv->fault && dv->fault_until > 0 && time >= dv->fault_until) {
+      dv->fault = KHZ_FAULT_NONE;
+      dv->fault_until = 0;
+    }
+  }
+}
+
+int khz_hilAnyFault(const khzHil *hil) {
+  for (int i = 0; i < hil->nsensor; i++)
+    if (hil->sensor[i].fault) return 1;
+  for (int i = 0; i < hil->ndrive; i++)
+    if (hil->drive[i].fault) return 1;
   return 0;
 }
 

@@ -62,6 +62,9 @@ struct khzLoop {
   int na;
   int *dof;              /* na actuator dofs */
   int drive_act[KHZ_LOOP_MAX_DRIVE]; /* the actuator of each drive of cfg.hil (-1: none) */
+  int next_event;        /* the first event of cfg.fault_event not yet applied */
+  double stall_until;    /* command channel stalled until this simulated time (0 = not; <0 =
+                            until cleared) */
   double *kp, *kd;       /* na default gains */
 
   /* the step size: this loop is its one owner. set_rate() alone writes these
@@ -416,6 +419,47 @@ static void fast_policy(khzLoop *L, int fast) {
   pthread_setschedparam(pthread_self(), fast ? SCHED_OTHER : SCHED_FIFO, &sp);
 }
 
+
+/* a fault event now (khz/hil.h): on a sensor or a drive, a stall of the
+ * command channel, or a push; -1 when the target cannot take it */
+static int apply_fault(khzLoop *L, const khzFaultEvent *e) {
+  const khzModel *m = L->m;
+  khzData *d = L->d;
+  if (!(e->duration >= 0)) return -1;
+  double until = e->duration > 0 ? d->time + e->duration : 0;
+  switch (e->target) {
+    case KHZ_FAULT_ON_SENSOR:
+      return L->cfg.hil ? khz_hilSensorFault(L->cfg.hil, e->index, e->type, e->value, until) : -1;
+    case KHZ_FAULT_ON_DRIVE:
+      return L->cfg.hil ? khz_hilDriveFault(L->cfg.hil, e->index, e->type, e->value, until) : -1;
+    case KHZ_FAULT_ON_COMMANDS:
+      if (e->type != KHZ_FAULT_STALL && e->type != KHZ_FAULT_NONE) return -1;
+      L->stall_until = e->type == KHZ_FAULT_NONE ? 0 : e->duration > 0 ? until : -1;
+      return 0;
+    case KHZ_FAULT_ON_BODY:
+      if (e->index < 1 || e->index >= m->nbody || !(e->duration > 0) ||
+          L->nwrench == KHZ_LOOP_MAX_WRENCH || !all_finite(e->wrench, 6))
+        return -1;
+      L->wrench[L->nwrench].body = e->index;
+      memcpy(L->wrench[L->nwrench].wrench, e->wrench, 6 * sizeof(double));
+      L->wrench[L->nwrench].until = until;
+      L->nwrench++;
+      return 0;
+  }
+  return -1;
+}
+
+/* the scripted faults that are due, then the faults whose time is up */
+static void run_faults(khzLoop *L) {
+  double t = L->d->time;
+  while (L->next_event < L->cfg.nfault_event && L->cfg.fault_event[L->next_event].at <= t)
+    apply_fault(L, &L->cfg.fault_event[L->next_event++]);
+  if (L->cfg.hil) khz_hilExpire(L->cfg.hil, t);
+  if (L->stall_until > 0 && t >= L->stall_until) L->stall_until = 0;
+}
+
+static int stalled(const khzLoop *L) { return L->stall_until != 0; }
+
 /* reset to q0 (or q), keep the run-time contact method; publishes the new state */
 static void do_reset(khzLoop *L, const khzRequest *rq) {
   const khzModel *m = L->m;
@@ -436,6 +480,8 @@ static void do_reset(khzLoop *L, const khzRequest *rq) {
     khz_kinematics(m, d);
     khz_hilReset(L->cfg.hil, m, d);
   }
+  L->next_event = 0;
+  L->stall_until = 0;
   L->have_cmd = L->fresh = L->flowing = L->engaged = 0;
   L->nwrench = 0;
   L->lockstep_waiting = 0;
@@ -563,6 +609,14 @@ static int apply_request(khzLoop *L, const khzRequest *rq, khzReply *r) {
     case KHZ_REQ_CLEAR_WRENCHES:
       L->nwrench = 0;
       return 0;
+    case KHZ_REQ_FAULT: {
+      if (rq->ndata != 4 || !all_finite(rq->data, 4) || !isfinite(rq->dval))
+        return refuse(r, "fault: need target, index, type, duration (finite)");
+      khzFaultEvent e = {.at = d->time, .target = (int)rq->data[0], .index = (int)rq->data[1],
+                         .type = (int)rq->data[2], .value = rq->dval, .duration = rq->data[3]};
+      if (apply_fault(L, &e)) return refuse(r, "fault: the target cannot take this fault or value");
+      return 0;
+    }
     case KHZ_REQ_WATCHDOG:
       if (!(rq->dval >= 0) || !isfinite(rq->dval)) return refuse(r, "watchdog: timeout must be >= 0");
       if (rq->ival < 0 || rq->ival >= KHZ_NSAFE) return refuse(r, "watchdog: unknown safe command");
@@ -668,6 +722,7 @@ static void process_requests(khzLoop *L) {
 /* takes the newest command, if any; one computed before the latest reset is
  * dropped and reported */
 static void take_command(khzLoop *L) {
+  if (stalled(L)) return; /* a stalled channel: commands wait (and are superseded) */
   if (!khz_latest_take(&L->cmd)) return;
   const khzCommand *c = &L->cmd_slot[L->cmd.front];
   if (c->state_seq < L->reset_seq) {
@@ -757,7 +812,8 @@ static void tick(khzLoop *L, int64_t t_sched, int64_t t_wake, int timed_out) {
   L->pending_flags = 0;
   L->st.lateness_ns = L->cfg.mode == KHZ_MODE_REALTIME ? t_wake - t_sched : 0;
 
-  /* the newest command, its age and latency */
+  /* scripted and timed faults, then the newest command, its age and latency */
+  if (L->cfg.hil || L->cfg.nfault_event || L->stall_until != 0) run_faults(L);
   take_command(L);
   const khzCommand *c = &L->cmd_slot[L->cmd.front];
   if (L->fresh) {
@@ -804,6 +860,7 @@ static void tick(khzLoop *L, int64_t t_sched, int64_t t_wake, int timed_out) {
   int bad = d->warning[KHZ_WARN_BADSTATE];
   khz_stepWith(m, d, L->timestep);
   if (L->cfg.hil) khz_hilSample(L->cfg.hil, m, d, seq - L->reset_seq);
+  if (stalled(L) || (L->cfg.hil && khz_hilAnyFault(L->cfg.hil))) flags |= KHZ_FLAG_FAULT;
   if (d->warning[KHZ_WARN_EFFORT] + d->warning[KHZ_WARN_BADCTRL] != effort) flags |= KHZ_FLAG_CLAMPED;
   if (d->warning[KHZ_WARN_BADSTATE] != bad) flags |= KHZ_FLAG_BADSTATE;
   L->st.ticks++;
