@@ -76,6 +76,7 @@ int khz_codec_packState(khzStateCodec *c, const khzLoopState *s, uint32_t genera
   _Static_assert(sizeof(uint32_t) == sizeof(int), "fault codes point at ints");
   m->n_sensor_faults = (size_t)s->nsensor;
   m->sensor_faults = (uint32_t *)s->sensor_fault;
+  m->shown_seq = s->shown_seq;
   m->n_drive_faults = (size_t)s->ndrive;
   m->drive_faults = (uint32_t *)s->drive_fault;
 
@@ -272,6 +273,20 @@ Khz__V1__ModelDescription *khz_codec_describe(const khzModel *m, const khzDescri
     o->stall_torque = sp->stall_torque, o->no_load_speed = sp->no_load_speed, o->gear = sp->gear;
     o->lag = sp->lag, o->coulomb = sp->coulomb, o->viscous = sp->viscous;
     d->drives[d->n_drives++] = o;
+  }
+
+  if (info->net && khz_networkCheck(info->net, NULL, 0) > 0) {
+    Khz__V1__NetworkModel *n = calloc(1, sizeof *n);
+    if (n) {
+      khz__v1__network_model__init(n);
+      n->state_delay_ticks = (uint32_t)info->net->state_delay;
+      n->state_jitter_ticks = (uint32_t)info->net->state_jitter;
+      n->state_loss = info->net->state_loss;
+      n->command_delay_ticks = (uint32_t)info->net->command_delay;
+      n->command_jitter_ticks = (uint32_t)info->net->command_jitter;
+      n->command_loss = info->net->command_loss;
+      d->network = n;
+    }
   }
 
   /* contact methods this build knows */

@@ -48,6 +48,7 @@ typedef struct khzDescribeInfo {
   int nhaptic;
   const khzHapticProxy *haptic;
   const khzHil *hil;    /* sensors and drives; NULL = none */
+  const khzNetworkModel *net; /* NULL = none */
   uint64_t hil_seed;
 } khzDescribeInfo;
 

@@ -180,7 +180,8 @@ static void reply_model(khzServer *s, khzPending *q, const khzReply *r) {
   khzDescribeInfo info = {s->generation, s->scene.name, rate_hz, timestep, s->cfg.mode,
                           s->cfg.contact_method[0] ? khz_contactMethodFromName(s->cfg.contact_method)
                                                    : s->scene_method,
-                          s->na, s->act_dof, s->nhaptic, s->haptic, s->hil, s->scene.hil.seed};
+                          s->na, s->act_dof, s->nhaptic, s->haptic, s->hil, &s->scene.hil.network,
+                          s->scene.hil.seed};
   (void)r;
   Khz__V1__ModelDescription *d = khz_codec_describe(s->m, &info);
   if (!d) {

@@ -508,6 +508,7 @@ static int server_init(khzServer *s, char *err, size_t errsz) {
   lc.request_ring = KHZ_MAX_PENDING; /* every request in flight fits */
   lc.nhaptic = s->nhaptic;
   memcpy(lc.haptic, s->haptic, sizeof lc.haptic);
+  lc.net = s->scene.hil.network;
   lc.nfault_event = s->scene.hil.nfault;
   lc.fault_event = s->scene.hil.fault;
   if (s->scene.hil.nsensor || s->scene.hil.ndrive) {

@@ -1440,7 +1440,7 @@ static int khz_scene_list(khzSceneReader *r, const yaml_node_t *n, const char *k
 
 /* hil: seed, sensors, drives (after robots and objects: they name them) */
 static int khz_scene_hil(khzSceneReader *r, const yaml_node_t *n, khzScene *s) {
-  static const char *const keys[] = {"seed", "sensors", "drives", "faults", NULL};
+  static const char *const keys[] = {"seed", "sensors", "drives", "faults", "network", NULL};
   yaml_node_t *v;
   if (n->type != YAML_MAPPING_NODE) return khz_expected(r, n, "hil", "a mapping");
   if (khz_check_keys(r, n, "hil", keys)) return -1;
@@ -1457,6 +1457,39 @@ static int khz_scene_hil(khzSceneReader *r, const yaml_node_t *n, khzScene *s) {
     return -1;
   if ((v = khz_find(r, n, "faults")) && khz_scene_list(r, v, "hil.faults", s, NULL, khz_scene_fault))
     return -1;
+  if ((v = khz_find(r, n, "network"))) {
+    static const char *const nk[] = {"state_delay_ticks", "state_jitter_ticks", "state_loss",
+                                     "command_delay_ticks", "command_jitter_ticks",
+                                     "command_loss", NULL};
+    khzNetworkModel *net = &s->hil.network;
+    int *ticks[4] = {&net->state_delay, &net->state_jitter, &net->command_delay,
+                     &net->command_jitter};
+    const char *tk[4] = {nk[0], nk[1], nk[3], nk[4]};
+    char kp[KHZ_KEY_MAX];
+    if (v->type != YAML_MAPPING_NODE) return khz_expected(r, v, "hil.network", "a mapping");
+    if (khz_check_keys(r, v, "hil.network", nk)) return -1;
+    for (int k = 0; k < 4; k++) {
+      yaml_node_t *x = khz_find(r, v, tk[k]);
+      double t;
+      khz_keypath(kp, "hil.network", tk[k]);
+      if (!x) continue;
+      if (khz_get_range(r, x, kp, &t, 0, 0, KHZ_NET_MAX_DELAY, 0, "0 to 100 ticks")) return -1;
+      if (t != floor(t)) return khz_scene_fail(r, x, kp, "%g is not a whole number of ticks", t);
+      *ticks[k] = (int)t;
+    }
+    yaml_node_t *x;
+    khz_keypath(kp, "hil.network", "state_loss");
+    if ((x = khz_find(r, v, "state_loss")) &&
+        khz_get_range(r, x, kp, &net->state_loss, 0, 0, 1, 1, "0 <= loss < 1"))
+      return -1;
+    khz_keypath(kp, "hil.network", "command_loss");
+    if ((x = khz_find(r, v, "command_loss")) &&
+        khz_get_range(r, x, kp, &net->command_loss, 0, 0, 1, 1, "0 <= loss < 1"))
+      return -1;
+    char err[256];
+    if (khz_networkCheck(net, err, sizeof err) < 0) return khz_scene_fail(r, v, "hil.network", "%s", err);
+  }
+  s->hil.network.seed = s->hil.seed;
   return 0;
 }
 

@@ -228,6 +228,7 @@ typedef struct khzSceneHil {
   khzSensorSpec sensor[KHZ_SCENE_MAX_SENSOR];
   int ndrive;
   khzDriveSpec drive[KHZ_SCENE_MAX_DRIVE];
+  khzNetworkModel network;                  /* key network (seed: the hil seed) */
   int nfault;                               /* the scripted faults, sorted by time */
   khzFaultEvent fault[KHZ_SCENE_MAX_FAULT];
 } khzSceneHil;

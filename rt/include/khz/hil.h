@@ -157,6 +157,27 @@ typedef struct khzFaultEvent {
 const char *khz_faultTypeName(int type);
 int khz_faultTypeFind(const char *name);
 
+/* -------------------------------------------------------------- network -- */
+
+/* The link between the server and its controllers, in ticks: each state is
+ * shown state_delay + U{0..state_jitter} ticks after it was computed (in
+ * order: a state is never shown before an older one) or, with probability
+ * state_loss, never; each command takes effect command_delay +
+ * U{0..command_jitter} ticks after the tick that took it (in order), or is
+ * lost with probability command_loss. Draws come from the seeded generator
+ * (lockstep runs stay bit-identical). All zero: no network model. */
+#define KHZ_NET_MAX_DELAY 100
+typedef struct khzNetworkModel {
+  int state_delay, state_jitter;     /* ticks, delay + jitter <= KHZ_NET_MAX_DELAY */
+  double state_loss;                 /* [0, 1) */
+  int command_delay, command_jitter; /* ticks, delay + jitter <= KHZ_NET_MAX_DELAY */
+  double command_loss;               /* [0, 1) */
+  uint64_t seed;
+} khzNetworkModel;
+
+/* 1 when any part of the model is on; -1 (err set) when a value is out of range */
+int khz_networkCheck(const khzNetworkModel *n, char *err, size_t errsz);
+
 /* ------------------------------------------------------------ the unit -- */
 
 typedef struct khzHil khzHil;

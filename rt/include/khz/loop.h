@@ -145,6 +145,8 @@ typedef struct khzLoopConfig {
    * (velocity) mode takes a PD command's q_target (qd_target) of its joint;
    * torque commands and the safe command pass as torques. */
   khzHil *hil;               /* at most KHZ_LOOP_MAX_DRIVE drives */
+  /* the network between the loop and its controllers (khz/hil.h; zero = none) */
+  khzNetworkModel net;
   /* a scripted fault schedule (sorted by 'at'; not owned): each event is
    * applied when the simulated time since the reset reaches it */
   int nfault_event;
@@ -319,6 +321,8 @@ typedef struct khzLoopState {
   int nhaptic;
   double *haptic_wrench;    /* 6 per proxy: [force, torque] on the device (world, N / N m) */
   int *sleeping;            /* per body: 1 while it sleeps (khz_bodySleeping) */
+  uint64_t shown_seq;       /* the tick at which the state was shown to the controllers (= seq
+                               without a network model, khzLoopConfig.net) */
   int nsensor, nsensor_value, ndrive;
   double *sensor;           /* nsensor_value: the sensors' published readings (khz/hil.h) */
   double *sensor_tick;      /* nsensor: the tick (since the reset) each reading was sampled at */

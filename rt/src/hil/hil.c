@@ -479,6 +479,24 @@ void khz_hilDriveTorqueOnce(khzHil *hil, int i) {
   if (i >= 0 && i < hil->ndrive) hil->drive[i].torque_once = 1;
 }
 
+int khz_networkCheck(const khzNetworkModel *n, char *err, size_t errsz) {
+  const char *bad = NULL;
+  if (n->state_delay < 0 || n->state_jitter < 0 ||
+      n->state_delay + n->state_jitter > KHZ_NET_MAX_DELAY)
+    bad = "state_delay_ticks + state_jitter_ticks must be within 0..100";
+  else if (n->command_delay < 0 || n->command_jitter < 0 ||
+           n->command_delay + n->command_jitter > KHZ_NET_MAX_DELAY)
+    bad = "command_delay_ticks + command_jitter_ticks must be within 0..100";
+  else if (!(n->state_loss >= 0 && n->state_loss < 1) || !(n->command_loss >= 0 && n->command_loss < 1))
+    bad = "state_loss and command_loss must be within [0, 1)";
+  if (bad) {
+    if (err && errsz) snprintf(err, errsz, "network: %s", bad);
+    return -1;
+  }
+  return n->state_delay || n->state_jitter || n->state_loss > 0 || n->command_delay ||
+         n->command_jitter || n->command_loss > 0;
+}
+
 /* ------------------------------------------------------------- faults -- */
 
 int khz_hilSensorFault(khzHil *hil, int i, int type, double value, double until) {
