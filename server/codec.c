@@ -66,6 +66,20 @@ int khz_codec_packState(khzStateCodec *c, const khzLoopState *s, uint32_t genera
   _Static_assert(sizeof(protobuf_c_boolean) == sizeof(int), "body_sleeping points at ints");
   m->body_sleeping = s->sleeping;
 
+  /* hardware-in-the-loop sensors and faults */
+  m->n_sensor_values = (size_t)s->nsensor_value;
+  m->sensor_values = s->sensor;
+  m->n_sensor_sampled_tick = (size_t)s->nsensor;
+  for (int i = 0; i < s->nsensor && i < KHZ_SCENE_MAX_SENSOR; i++)
+    c->sensor_tick[i] = (uint64_t)s->sensor_tick[i];
+  m->sensor_sampled_tick = c->sensor_tick;
+  _Static_assert(sizeof(uint32_t) == sizeof(int), "fault codes point at ints");
+  m->n_sensor_faults = (size_t)s->nsensor;
+  m->sensor_faults = (uint32_t *)s->sensor_fault;
+  m->shown_seq = s->shown_seq;
+  m->n_drive_faults = (size_t)s->ndrive;
+  m->drive_faults = (uint32_t *)s->drive_fault;
+
   /* contacts */
   for (int i = 0; i < s->ncontact; i++) {
     const khzLoopContact *k = &s->contact[i];
@@ -215,6 +229,64 @@ Khz__V1__ModelDescription *khz_codec_describe(const khzModel *m, const khzDescri
     h->rot_stiffness = info->haptic[p].rot_stiffness;
     h->rot_damping = info->haptic[p].rot_damping;
     d->haptic_proxies[d->n_haptic_proxies++] = h;
+  }
+
+  /* hardware-in-the-loop sensors and drives */
+  const khzHil *hil = info->hil;
+  int nsensor = hil ? khz_hilNSensor(hil) : 0, ndrive = hil ? khz_hilNDrive(hil) : 0;
+  d->hil_seed = info->hil_seed;
+  d->sensors = calloc((size_t)nsensor + 1, sizeof *d->sensors);
+  for (int i = 0; d->sensors && i < nsensor; i++) {
+    const khzSensorSpec *sp = khz_hilSensor(hil, i);
+    Khz__V1__SensorInfo *o = calloc(1, sizeof *o);
+    if (!o) continue;
+    khz__v1__sensor_info__init(o);
+    o->index = (uint32_t)i;
+    o->name = dup(sp->name);
+    o->type = dup(khz_sensorTypeName(sp->type));
+    o->object = dup(sp->type == KHZ_SENSOR_ENCODER ? m->jnt_name[sp->object] : m->body_name[sp->object]);
+    o->value_index = (uint32_t)khz_hilValueAdr(hil, i);
+    o->dim = (uint32_t)khz_hilValueDim(hil, i);
+    o->rate_divisor = (uint32_t)sp->divisor;
+    o->latency_ticks = (uint32_t)sp->latency;
+    o->white = sp->noise.white;
+    o->bias = sp->noise.bias;
+    o->bias_walk = sp->noise.bias_walk;
+    o->resolution = sp->noise.resolution;
+    o->pos = malloc(3 * sizeof(double));
+    if (o->pos) memcpy(o->pos, sp->pos, 3 * sizeof(double)), o->n_pos = 3;
+    d->sensors[d->n_sensors++] = o;
+  }
+  d->drives = calloc((size_t)ndrive + 1, sizeof *d->drives);
+  for (int i = 0; d->drives && i < ndrive; i++) {
+    const khzDriveSpec *sp = khz_hilDriveSpec(hil, i);
+    Khz__V1__DriveInfo *o = calloc(1, sizeof *o);
+    if (!o) continue;
+    khz__v1__drive_info__init(o);
+    o->index = (uint32_t)i;
+    o->joint = dup(sp->joint);
+    o->mode = dup(khz_driveModeName(sp->mode));
+    o->actuator = -1;
+    for (int a = 0; a < info->na; a++)
+      if (info->act_dof[a] == m->jnt_dofadr[sp->body]) o->actuator = a;
+    o->kp = sp->kp, o->kd = sp->kd, o->max_torque = sp->max_torque;
+    o->stall_torque = sp->stall_torque, o->no_load_speed = sp->no_load_speed, o->gear = sp->gear;
+    o->lag = sp->lag, o->coulomb = sp->coulomb, o->viscous = sp->viscous;
+    d->drives[d->n_drives++] = o;
+  }
+
+  if (info->net && khz_networkCheck(info->net, NULL, 0) > 0) {
+    Khz__V1__NetworkModel *n = calloc(1, sizeof *n);
+    if (n) {
+      khz__v1__network_model__init(n);
+      n->state_delay_ticks = (uint32_t)info->net->state_delay;
+      n->state_jitter_ticks = (uint32_t)info->net->state_jitter;
+      n->state_loss = info->net->state_loss;
+      n->command_delay_ticks = (uint32_t)info->net->command_delay;
+      n->command_jitter_ticks = (uint32_t)info->net->command_jitter;
+      n->command_loss = info->net->command_loss;
+      d->network = n;
+    }
   }
 
   /* contact methods this build knows */

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "khz/khz.h"
+#include "khz/load.h"
 #include "khz/loop.h"
 #include "khz_msgs/v1/control.pb-c.h"
 #include "khz_msgs/v1/state.pb-c.h"
@@ -21,6 +22,7 @@ typedef struct khzStateCodec {
   Khz__V1__Contact *contact_ptr[KHZ_LOOP_MAX_CONTACTS];
   double contact_data[KHZ_LOOP_MAX_CONTACTS][9];
   uint32_t warnings[KHZ_NWARNING];
+  uint64_t sensor_tick[KHZ_SCENE_MAX_SENSOR];
   uint8_t *buf;
   size_t cap;
 } khzStateCodec;
@@ -45,6 +47,9 @@ typedef struct khzDescribeInfo {
   const int *act_dof;
   int nhaptic;
   const khzHapticProxy *haptic;
+  const khzHil *hil;    /* sensors and drives; NULL = none */
+  const khzNetworkModel *net; /* NULL = none */
+  uint64_t hil_seed;
 } khzDescribeInfo;
 
 /* Builds a ModelDescription on the heap; free with khz_codec_freeDescription. */

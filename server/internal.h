@@ -68,6 +68,7 @@ struct khzServer {
 
   /* model and loop (the loop owns the rate in use: khz_loop_rate) */
   khzScene scene;
+  khzHil *hil;                    /* the scene's sensors and drives (NULL = none) */
   int have_scene;
   khzModel *m;
   khzLoop *loop;

@@ -180,7 +180,8 @@ static void reply_model(khzServer *s, khzPending *q, const khzReply *r) {
   khzDescribeInfo info = {s->generation, s->scene.name, rate_hz, timestep, s->cfg.mode,
                           s->cfg.contact_method[0] ? khz_contactMethodFromName(s->cfg.contact_method)
                                                    : s->scene_method,
-                          s->na, s->act_dof, s->nhaptic, s->haptic};
+                          s->na, s->act_dof, s->nhaptic, s->haptic, s->hil, &s->scene.hil.network,
+                          s->scene.hil.seed};
   (void)r;
   Khz__V1__ModelDescription *d = khz_codec_describe(s->m, &info);
   if (!d) {
@@ -669,6 +670,75 @@ static int do_apply_wrench(khzServer *s, khzPending *q, const Khz__V1__Request *
   return 0;
 }
 
+/* SetFault: the target by name (a sensor, a drive's joint, "commands"); the
+ * loop applies it between ticks. target[0..2] = khzFaultTarget, index, type */
+static int fault_target(khzServer *s, const Khz__V1__SetFault *f, int out[3]) {
+  out[2] = (int)f->fault;
+  if (!strcmp(f->target, "commands")) {
+    out[0] = KHZ_FAULT_ON_COMMANDS, out[1] = 0;
+    return f->fault == KHZ__V1__FAULT_TYPE__FAULT_STALL || f->fault == KHZ__V1__FAULT_TYPE__FAULT_NONE
+               ? 0
+               : -2;
+  }
+  for (int i = 0; s->hil && i < khz_hilNSensor(s->hil); i++)
+    if (!strcmp(khz_hilSensor(s->hil, i)->name, f->target)) {
+      out[0] = KHZ_FAULT_ON_SENSOR, out[1] = i;
+      return f->fault <= KHZ__V1__FAULT_TYPE__FAULT_BIAS ? 0 : -2;
+    }
+  for (int i = 0; s->hil && i < khz_hilNDrive(s->hil); i++)
+    if (!strcmp(khz_hilDriveSpec(s->hil, i)->joint, f->target)) {
+      out[0] = KHZ_FAULT_ON_DRIVE, out[1] = i;
+      return f->fault == KHZ__V1__FAULT_TYPE__FAULT_NONE ||
+                     (f->fault >= KHZ__V1__FAULT_TYPE__FAULT_LIMP &&
+                      f->fault <= KHZ__V1__FAULT_TYPE__FAULT_LOCK)
+                 ? 0
+                 : -2;
+    }
+  return -1;
+}
+
+static int check_set_fault(khzServer *s, khzPending *q, const Khz__V1__Request *rq) {
+  const Khz__V1__SetFault *f = rq->set_fault;
+  int t[3];
+  if (!isfinite(f->value) || !isfinite(f->duration))
+    return refuse(s, q, KHZ__V1__ERROR_CODE__NOT_FINITE, "set_fault: a value is NaN or inf");
+  if (f->duration < 0)
+    return refuse(s, q, KHZ__V1__ERROR_CODE__OUT_OF_RANGE, "set_fault: duration %g s is below 0",
+                  f->duration);
+  if ((int)f->fault < 0 || (int)f->fault >= KHZ_NFAULTTYPE)
+    return refuse(s, q, KHZ__V1__ERROR_CODE__OUT_OF_RANGE, "set_fault: unknown fault type %d",
+                  (int)f->fault);
+  int rc = fault_target(s, f, t);
+  if (rc == -1)
+    return refuse(s, q, KHZ__V1__ERROR_CODE__UNKNOWN_NAME,
+                  "set_fault: no sensor or drive named '%s' (ModelDescription.sensors, drives; "
+                  "or \"commands\")",
+                  f->target);
+  if (rc == -2)
+    return refuse(s, q, KHZ__V1__ERROR_CODE__OUT_OF_RANGE,
+                  "set_fault: '%s' cannot take fault %s (sensors: freeze, dropout, bias; drives: "
+                  "limp, torque_loss, lock; commands: stall)",
+                  f->target, khz_faultTypeName((int)f->fault));
+  if (f->fault == KHZ__V1__FAULT_TYPE__FAULT_TORQUE_LOSS && !(f->value >= 0 && f->value <= 1))
+    return refuse(s, q, KHZ__V1__ERROR_CODE__OUT_OF_RANGE,
+                  "set_fault: torque_loss keeps a share of the torque: value %g is not in 0..1",
+                  f->value);
+  return 0;
+}
+
+static int do_set_fault(khzServer *s, khzPending *q, const Khz__V1__Request *rq) {
+  const Khz__V1__SetFault *f = rq->set_fault;
+  int t[3];
+  fault_target(s, f, t); /* checked */
+  khzRequest *lr = loop_request(s, q, KHZ_REQ_FAULT);
+  if (!lr) return -1;
+  lr->data[0] = t[0], lr->data[1] = t[1], lr->data[2] = t[2], lr->data[3] = f->duration;
+  lr->ndata = 4;
+  lr->dval = f->value;
+  khz_loop_requestCommit(s->loop);
+  return 0;
+}
+
 static int do_clear_wrenches(khzServer *s, khzPending *q, const Khz__V1__Request *rq) {
   (void)rq;
   return loop_plain(s, q, KHZ_REQ_CLEAR_WRENCHES);
@@ -830,6 +900,7 @@ static const khzRequestRow request_table[] = {
      reply_done, 1},
     {OP(APPLY_WRENCH), "apply_wrench", check_apply_wrench, do_apply_wrench, reply_done, 1},
     {OP(CLEAR_WRENCHES), "clear_wrenches", NULL, do_clear_wrenches, reply_done, 1},
+    {OP(SET_FAULT), "set_fault", check_set_fault, do_set_fault, reply_done, 1},
     {OP(GET_STATS), "get_stats", NULL, do_get_stats, reply_stats, 0},
     {OP(RESET_STATS), "reset_stats", NULL, do_reset_stats, reply_done, 1},
     {OP(GET_SETTING), "get_setting", check_get_setting, NULL, reply_settings, 0},
@@ -860,6 +931,9 @@ static const char *long_string(const Khz__V1__Request *rq, size_t *len, size_t *
     case KHZ__V1__REQUEST__OP_APPLY_WRENCH:
       if (rq->apply_wrench->body && rq->apply_wrench->body->ref_case == KHZ__V1__BODY_REF__REF_NAME)
         str[0] = rq->apply_wrench->body->name, what[0] = "apply_wrench: body name";
+      break;
+    case KHZ__V1__REQUEST__OP_SET_FAULT:
+      str[0] = rq->set_fault->target, what[0] = "set_fault: target";
       break;
     case KHZ__V1__REQUEST__OP_GET_SETTING:
       str[0] = rq->get_setting->name, what[0] = "get_setting: name";

@@ -508,6 +508,16 @@ static int server_init(khzServer *s, char *err, size_t errsz) {
   lc.request_ring = KHZ_MAX_PENDING; /* every request in flight fits */
   lc.nhaptic = s->nhaptic;
   memcpy(lc.haptic, s->haptic, sizeof lc.haptic);
+  lc.net = s->scene.hil.network;
+  lc.nfault_event = s->scene.hil.nfault;
+  lc.fault_event = s->scene.hil.fault;
+  if (s->scene.hil.nsensor || s->scene.hil.ndrive) {
+    const khzSceneHil *h = &s->scene.hil;
+    s->hil = khz_hilCreate(s->m, h->sensor, h->nsensor, h->drive, h->ndrive, h->seed,
+                           1.0 / lc.rate_hz, msg, sizeof msg);
+    if (!s->hil) return khz_server_fail(err, errsz, "scene '%s': hil: %s", s->scene.name, msg);
+  }
+  lc.hil = s->hil;
   double *gains = calloc(2 * (size_t)s->na + 1, sizeof(double));
   if (!gains) return khz_server_fail(err, errsz, "out of memory");
   for (int i = 0; i < s->na; i++) gains[i] = c->kp, gains[s->na + i] = c->kd;
@@ -584,6 +594,7 @@ void khz_server_destroy(khzServer **s_p) {
   if (!s_p || !*s_p) return;
   khzServer *s = *s_p;
   khz_loop_destroy(&s->loop);
+  khz_hilFree(&s->hil);
   if (s->rec) {
     khz_recorder_free(&s->rec); /* writes what is queued, closes */
   }

@@ -45,9 +45,9 @@ static int cmp_double(const void *a, const void *b) {
 /* xorshift64*: a small seeded generator, the same on every machine */
 typedef struct {
   unsigned long long s;
-} khzRng;
+} experimentRng;
 
-static double rng_uniform(khzRng *r, double lo, double hi) {
+static double rng_uniform(experimentRng *r, double lo, double hi) {
   r->s ^= r->s >> 12, r->s ^= r->s << 25, r->s ^= r->s >> 27;
   unsigned long long x = r->s * 2685821657736338717ull;
   return lo + (hi - lo) * ((double)(x >> 11) / 9007199254740992.0);
@@ -108,7 +108,7 @@ static int run_block_penetration(const khzModel *m, khzData *d, const khzExperim
     snprintf(err, errsz, "experiment: body '%s' must be a floating body with a box geom", e->body);
     return -1;
   }
-  khzRng rng = {(unsigned long long)khz_experiment_param(e, "seed", 1) * 0x9E3779B97F4A7C15ull + 1};
+  experimentRng rng = {(unsigned long long)khz_experiment_param(e, "seed", 1) * 0x9E3779B97F4A7C15ull + 1};
   int steps = (int)khz_experiment_param(e, "steps", 3000);
   int window = (int)khz_experiment_param(e, "window", 2000);
   double pen0 = khz_experiment_param(e, "initial_penetration", 0.1);
@@ -160,7 +160,7 @@ static int run_block_forces(const khzModel *m, khzData *d, const khzExperiment *
     snprintf(err, errsz, "experiment: body '%s' must be a floating body with a box geom", e->body);
     return -1;
   }
-  khzRng rng = {(unsigned long long)khz_experiment_param(e, "seed", 1) * 0x9E3779B97F4A7C15ull + 1};
+  experimentRng rng = {(unsigned long long)khz_experiment_param(e, "seed", 1) * 0x9E3779B97F4A7C15ull + 1};
   int settle = (int)khz_experiment_param(e, "settle_steps", 1000);
   int on = (int)khz_experiment_param(e, "on_steps", 500), off = (int)khz_experiment_param(e, "off_steps", 500);
   int cycles = (int)khz_experiment_param(e, "cycles", 10);

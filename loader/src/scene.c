@@ -1180,6 +1180,319 @@ static int khz_scene_haptic(khzSceneReader *r, const yaml_node_t *n, int index, 
   return 0;
 }
 
+/* ---------------------------------------------------------------- hil -- */
+
+/* the spec body whose joint (joint = 1) or body has this name; -1 */
+static int khz_scene_findBody(const khzScene *s, const char *name, int joint) {
+  for (int i = 1; i < khz_spec_nbody(s->spec); i++) {
+    const khzBodySpec *b = khz_spec_body(s->spec, i);
+    if (strcmp(joint ? b->joint_name : b->name, name) == 0) return i;
+  }
+  return -1;
+}
+
+/* hil.sensors[i]: type, joint or body, pos, rate_divisor, latency_ticks,
+ * counts_per_rev or resolution, white, bias, bias_walk */
+static int khz_scene_sensor(khzSceneReader *r, const yaml_node_t *n, int index, khzScene *s,
+                            khzSceneNames *names) {
+  static const char *const keys[] = {"name", "type", "joint", "body", "pos", "rate_divisor",
+                                     "latency_ticks", "counts_per_rev", "resolution", "white",
+                                     "bias", "bias_walk", NULL};
+  char path[KHZ_KEY_MAX], kp[KHZ_KEY_MAX], type[32];
+  yaml_node_t *v;
+  (void)names;
+  snprintf(path, sizeof path, "hil.sensors[%d]", index);
+  if (khz_check_keys(r, n, path, keys)) return -1;
+  if (s->hil.nsensor == KHZ_SCENE_MAX_SENSOR)
+    return khz_scene_fail(r, n, path, "at most %d sensors", KHZ_SCENE_MAX_SENSOR);
+  khzSensorSpec *o = &s->hil.sensor[s->hil.nsensor];
+  memset(o, 0, sizeof *o);
+  o->divisor = 1;
+
+  khz_keypath(kp, path, "name");
+  if (!(v = khz_find(r, n, "name"))) return khz_scene_fail(r, n, kp, "required key missing");
+  if (khz_get_string(r, v, kp, o->name, sizeof o->name)) return -1;
+  for (int i = 0; i < s->hil.nsensor; i++)
+    if (!strcmp(s->hil.sensor[i].name, o->name))
+      return khz_scene_fail(r, v, kp, "sensor name '%s' is used twice", o->name);
+  khz_keypath(kp, path, "type");
+  if (!(v = khz_find(r, n, "type"))) return khz_scene_fail(r, n, kp, "required key missing");
+  if (khz_get_string(r, v, kp, type, sizeof type)) return -1;
+  if ((o->type = khz_sensorTypeFind(type)) < 0)
+    return khz_scene_fail(r, v, kp,
+                          "unknown sensor type '%s' (accepted: encoder, gyro, accelerometer, "
+                          "force_torque, touch)",
+                          type);
+
+  /* what it is on: an encoder's joint, another sensor's body */
+  int joint = o->type == KHZ_SENSOR_ENCODER;
+  const char *on = joint ? "joint" : "body";
+  char name[KHZ_NAME_MAX];
+  khz_keypath(kp, path, on);
+  if (!(v = khz_find(r, n, on))) return khz_scene_fail(r, n, kp, "required key missing");
+  if (khz_get_string(r, v, kp, name, sizeof name)) return -1;
+  if ((o->object = khz_scene_findBody(s, name, joint)) < 0)
+    return khz_scene_fail(r, v, kp, "no %s named '%s'", on, name);
+  if (joint) {
+    int t = khz_spec_body(s->spec, o->object)->joint_type;
+    if (t != KHZ_JOINT_REVOLUTE && t != KHZ_JOINT_CONTINUOUS && t != KHZ_JOINT_PRISMATIC)
+      return khz_scene_fail(r, v, kp, "joint '%s' is not revolute or prismatic", name);
+  }
+  if ((v = khz_find(r, n, joint ? "body" : "joint")))
+    return khz_scene_fail(r, v, path, "an %s sensor takes '%s', not '%s'", type, on,
+                          joint ? "body" : "joint");
+  khz_keypath(kp, path, "pos");
+  if ((v = khz_find(r, n, "pos")) && khz_get_vec(r, v, kp, o->pos, 3)) return -1;
+
+  double x;
+  khz_keypath(kp, path, "rate_divisor");
+  if ((v = khz_find(r, n, "rate_divisor"))) {
+    if (khz_get_range(r, v, kp, &x, 1, 0, 1e6, 0, "1 to 1e6 ticks")) return -1;
+    if (x != floor(x)) return khz_scene_fail(r, v, kp, "%g is not a whole number of ticks", x);
+    o->divisor = (int)x;
+  }
+  khz_keypath(kp, path, "latency_ticks");
+  if ((v = khz_find(r, n, "latency_ticks"))) {
+    if (khz_get_range(r, v, kp, &x, 0, 0, KHZ_HIL_MAX_LATENCY, 0, "0 to 1000 ticks")) return -1;
+    if (x != floor(x)) return khz_scene_fail(r, v, kp, "%g is not a whole number of ticks", x);
+    o->latency = (int)x;
+  }
+  yaml_node_t *cpr = khz_find(r, n, "counts_per_rev"), *res = khz_find(r, n, "resolution");
+  if (cpr && res)
+    return khz_scene_fail(r, res, path, "give counts_per_rev or resolution, not both");
+  if (cpr) {
+    khz_keypath(kp, path, "counts_per_rev");
+    if (!joint) return khz_scene_fail(r, cpr, kp, "only an encoder has counts per revolution");
+    if (khz_get_range(r, cpr, kp, &x, 1, 0, 1e12, 0, "1 to 1e12")) return -1;
+    o->noise.resolution = 2 * M_PI / x;
+  }
+  if (res) {
+    khz_keypath(kp, path, "resolution");
+    if (khz_get_range(r, res, kp, &o->noise.resolution, 0, 0, 1e9, 0, ">= 0")) return -1;
+  }
+  static const char *const nk[] = {"white", "bias", "bias_walk"};
+  double *nv[] = {&o->noise.white, &o->noise.bias, &o->noise.bias_walk};
+  for (int k = 0; k < 3; k++) {
+    khz_keypath(kp, path, nk[k]);
+    if ((v = khz_find(r, n, nk[k])) &&
+        (k == 1 ? khz_get_number(r, v, kp, nv[k]) : khz_get_range(r, v, kp, nv[k], 0, 0, 1e9, 0, ">= 0")))
+      return -1;
+  }
+  s->hil.nsensor++;
+  return 0;
+}
+
+/* hil.drives[i]: joint, mode, kp, kd, max_torque, stall_torque,
+ * no_load_speed, gear, lag, coulomb, viscous */
+static int khz_scene_drive(khzSceneReader *r, const yaml_node_t *n, int index, khzScene *s,
+                           khzSceneNames *names) {
+  static const char *const keys[] = {"joint", "mode", "kp", "kd", "max_torque", "stall_torque",
+                                     "no_load_speed", "gear", "lag", "coulomb", "viscous", NULL};
+  char path[KHZ_KEY_MAX], kp[KHZ_KEY_MAX], mode[32];
+  yaml_node_t *v;
+  (void)names;
+  snprintf(path, sizeof path, "hil.drives[%d]", index);
+  if (khz_check_keys(r, n, path, keys)) return -1;
+  if (s->hil.ndrive == KHZ_SCENE_MAX_DRIVE)
+    return khz_scene_fail(r, n, path, "at most %d drives", KHZ_SCENE_MAX_DRIVE);
+  khzDriveSpec *o = &s->hil.drive[s->hil.ndrive];
+  memset(o, 0, sizeof *o);
+  khz_keypath(kp, path, "joint");
+  if (!(v = khz_find(r, n, "joint"))) return khz_scene_fail(r, n, kp, "required key missing");
+  if (khz_get_string(r, v, kp, o->joint, sizeof o->joint)) return -1;
+  if ((o->body = khz_scene_findBody(s, o->joint, 1)) < 0)
+    return khz_scene_fail(r, v, kp, "no joint named '%s'", o->joint);
+  int t = khz_spec_body(s->spec, o->body)->joint_type;
+  if (t != KHZ_JOINT_REVOLUTE && t != KHZ_JOINT_CONTINUOUS && t != KHZ_JOINT_PRISMATIC)
+    return khz_scene_fail(r, v, kp, "joint '%s' is not revolute or prismatic", o->joint);
+  for (int i = 0; i < s->hil.ndrive; i++)
+    if (!strcmp(s->hil.drive[i].joint, o->joint))
+      return khz_scene_fail(r, v, kp, "joint '%s' has two drives", o->joint);
+  khz_keypath(kp, path, "mode");
+  if ((v = khz_find(r, n, "mode"))) {
+    if (khz_get_string(r, v, kp, mode, sizeof mode)) return -1;
+    if ((o->mode = khz_driveModeFind(mode)) < 0)
+      return khz_scene_fail(r, v, kp, "unknown drive mode '%s' (accepted: torque, position, velocity)",
+                            mode);
+  }
+  static const char *const dk[] = {"kp", "kd", "max_torque", "stall_torque", "no_load_speed",
+                                   "gear", "lag", "coulomb", "viscous"};
+  double *dv[] = {&o->kp, &o->kd, &o->max_torque, &o->stall_torque, &o->no_load_speed,
+                  &o->gear, &o->lag, &o->coulomb, &o->viscous};
+  for (int k = 0; k < 9; k++) {
+    khz_keypath(kp, path, dk[k]);
+    if ((v = khz_find(r, n, dk[k])) && khz_get_range(r, v, kp, dv[k], 0, 0, 1e9, 0, ">= 0"))
+      return -1;
+  }
+  if (o->gear != 0 && o->gear < 1) {
+    khz_keypath(kp, path, "gear");
+    return khz_scene_fail(r, khz_find(r, n, "gear"), kp,
+                          "%g is below 1 (motor turns per joint turn)", o->gear);
+  }
+  if (o->stall_torque > 0 && !(o->no_load_speed > 0)) {
+    khz_keypath(kp, path, "no_load_speed");
+    return khz_scene_fail(r, n, kp, "required with stall_torque (the motor's speed at no load)");
+  }
+  if (o->mode != KHZ_DRIVE_TORQUE && o->kp == 0 && o->kd == 0) {
+    khz_keypath(kp, path, "kp");
+    return khz_scene_fail(r, n, kp, "a %s drive needs its gains (kp, kd)", khz_driveModeName(o->mode));
+  }
+  s->hil.ndrive++;
+  return 0;
+}
+
+/* hil.faults[i]: at, and either target + fault (+ value, duration) or
+ * push + force / torque + duration */
+static int khz_scene_fault(khzSceneReader *r, const yaml_node_t *n, int index, khzScene *s,
+                           khzSceneNames *names) {
+  static const char *const keys[] = {"at", "target", "fault", "value", "duration", "push",
+                                     "force", "torque", NULL};
+  char path[KHZ_KEY_MAX], kp[KHZ_KEY_MAX], name[KHZ_NAME_MAX], type[32];
+  yaml_node_t *v;
+  (void)names;
+  snprintf(path, sizeof path, "hil.faults[%d]", index);
+  if (khz_check_keys(r, n, path, keys)) return -1;
+  if (s->hil.nfault == KHZ_SCENE_MAX_FAULT)
+    return khz_scene_fail(r, n, path, "at most %d fault events", KHZ_SCENE_MAX_FAULT);
+  khzFaultEvent *e = &s->hil.fault[s->hil.nfault];
+  memset(e, 0, sizeof *e);
+  khz_keypath(kp, path, "at");
+  if (!(v = khz_find(r, n, "at"))) return khz_scene_fail(r, n, kp, "required key missing");
+  if (khz_get_range(r, v, kp, &e->at, 0, 0, 1e9, 0, ">= 0 s")) return -1;
+  khz_keypath(kp, path, "duration");
+  if ((v = khz_find(r, n, "duration")) && khz_get_range(r, v, kp, &e->duration, 0, 0, 1e9, 0, ">= 0 s"))
+    return -1;
+  khz_keypath(kp, path, "value");
+  if ((v = khz_find(r, n, "value")) && khz_get_number(r, v, kp, &e->value)) return -1;
+
+  yaml_node_t *push = khz_find(r, n, "push"), *target = khz_find(r, n, "target");
+  if (!push == !target)
+    return khz_scene_fail(r, n, path, "give either target and fault, or push (a body) and force");
+  if (push) {
+    khz_keypath(kp, path, "push");
+    if (khz_get_string(r, push, kp, name, sizeof name)) return -1;
+    e->target = KHZ_FAULT_ON_BODY;
+    if ((e->index = khz_scene_findBody(s, name, 0)) < 0)
+      return khz_scene_fail(r, push, kp, "no body named '%s'", name);
+    khz_keypath(kp, path, "force");
+    if ((v = khz_find(r, n, "force")) && khz_get_vec(r, v, kp, e->wrench, 3)) return -1;
+    khz_keypath(kp, path, "torque");
+    if ((v = khz_find(r, n, "torque")) && khz_get_vec(r, v, kp, e->wrench + 3, 3)) return -1;
+    if (!(e->duration > 0)) {
+      khz_keypath(kp, path, "duration");
+      return khz_scene_fail(r, n, kp, "a push needs a duration > 0 s");
+    }
+    if ((v = khz_find(r, n, "fault")))
+      return khz_scene_fail(r, v, path, "a push takes force and torque, not a fault");
+  } else {
+    khz_keypath(kp, path, "target");
+    if (khz_get_string(r, target, kp, name, sizeof name)) return -1;
+    char fp[KHZ_KEY_MAX];
+    khz_keypath(fp, path, "fault");
+    if (!(v = khz_find(r, n, "fault"))) return khz_scene_fail(r, n, fp, "required key missing");
+    if (khz_get_string(r, v, fp, type, sizeof type)) return -1;
+    if ((e->type = khz_faultTypeFind(type)) < 0)
+      return khz_scene_fail(r, v, fp,
+                            "unknown fault '%s' (accepted: none, freeze, dropout, bias, limp, "
+                            "torque_loss, lock, stall)",
+                            type);
+    int ok;
+    e->index = -1;
+    if (!strcmp(name, "commands")) {
+      e->target = KHZ_FAULT_ON_COMMANDS, e->index = 0;
+      ok = e->type == KHZ_FAULT_STALL || e->type == KHZ_FAULT_NONE;
+    } else {
+      for (int i = 0; i < s->hil.nsensor; i++)
+        if (!strcmp(s->hil.sensor[i].name, name)) e->target = KHZ_FAULT_ON_SENSOR, e->index = i;
+      for (int i = 0; e->index < 0 && i < s->hil.ndrive; i++)
+        if (!strcmp(s->hil.drive[i].joint, name)) e->target = KHZ_FAULT_ON_DRIVE, e->index = i;
+      if (e->index < 0)
+        return khz_scene_fail(r, target, kp,
+                              "no sensor or drive named '%s' (hil.sensors names, hil.drives "
+                              "joints, or commands)",
+                              name);
+      ok = e->target == KHZ_FAULT_ON_SENSOR
+               ? e->type <= KHZ_FAULT_BIAS
+               : e->type == KHZ_FAULT_NONE || (e->type >= KHZ_FAULT_LIMP && e->type <= KHZ_FAULT_LOCK);
+    }
+    if (!ok) return khz_scene_fail(r, v, fp, "'%s' cannot take the fault %s", name, type);
+    if (e->type == KHZ_FAULT_TORQUE_LOSS && !(e->value >= 0 && e->value <= 1)) {
+      khz_keypath(kp, path, "value");
+      return khz_scene_fail(r, n, kp, "torque_loss keeps a share of the torque: %g is not in 0..1",
+                            e->value);
+    }
+  }
+  /* keep the list sorted by time (stable: equal times in file order) */
+  int k = s->hil.nfault++;
+  khzFaultEvent tmp = *e;
+  while (k > 0 && s->hil.fault[k - 1].at > tmp.at) {
+    s->hil.fault[k] = s->hil.fault[k - 1];
+    k--;
+  }
+  s->hil.fault[k] = tmp;
+  return 0;
+}
+
+static int khz_scene_list(khzSceneReader *r, const yaml_node_t *n, const char *key, khzScene *s,
+                          khzSceneNames *names,
+                          int (*fn)(khzSceneReader *, const yaml_node_t *, int, khzScene *,
+                                    khzSceneNames *));
+
+/* hil: seed, sensors, drives (after robots and objects: they name them) */
+static int khz_scene_hil(khzSceneReader *r, const yaml_node_t *n, khzScene *s) {
+  static const char *const keys[] = {"seed", "sensors", "drives", "faults", "network", NULL};
+  yaml_node_t *v;
+  if (n->type != YAML_MAPPING_NODE) return khz_expected(r, n, "hil", "a mapping");
+  if (khz_check_keys(r, n, "hil", keys)) return -1;
+  if ((v = khz_find(r, n, "seed"))) {
+    double x;
+    if (khz_get_range(r, v, "hil.seed", &x, 0, 0, 9007199254740992.0, 0, "0 to 2^53")) return -1;
+    if (x != floor(x)) return khz_scene_fail(r, v, "hil.seed", "%g is not a whole number", x);
+    s->hil.seed = (uint64_t)x;
+  }
+  if ((v = khz_find(r, n, "sensors")) &&
+      khz_scene_list(r, v, "hil.sensors", s, NULL, khz_scene_sensor))
+    return -1;
+  if ((v = khz_find(r, n, "drives")) && khz_scene_list(r, v, "hil.drives", s, NULL, khz_scene_drive))
+    return -1;
+  if ((v = khz_find(r, n, "faults")) && khz_scene_list(r, v, "hil.faults", s, NULL, khz_scene_fault))
+    return -1;
+  if ((v = khz_find(r, n, "network"))) {
+    static const char *const nk[] = {"state_delay_ticks", "state_jitter_ticks", "state_loss",
+                                     "command_delay_ticks", "command_jitter_ticks",
+                                     "command_loss", NULL};
+    khzNetworkModel *net = &s->hil.network;
+    int *ticks[4] = {&net->state_delay, &net->state_jitter, &net->command_delay,
+                     &net->command_jitter};
+    const char *tk[4] = {nk[0], nk[1], nk[3], nk[4]};
+    char kp[KHZ_KEY_MAX];
+    if (v->type != YAML_MAPPING_NODE) return khz_expected(r, v, "hil.network", "a mapping");
+    if (khz_check_keys(r, v, "hil.network", nk)) return -1;
+    for (int k = 0; k < 4; k++) {
+      yaml_node_t *x = khz_find(r, v, tk[k]);
+      double t;
+      khz_keypath(kp, "hil.network", tk[k]);
+      if (!x) continue;
+      if (khz_get_range(r, x, kp, &t, 0, 0, KHZ_NET_MAX_DELAY, 0, "0 to 100 ticks")) return -1;
+      if (t != floor(t)) return khz_scene_fail(r, x, kp, "%g is not a whole number of ticks", t);
+      *ticks[k] = (int)t;
+    }
+    yaml_node_t *x;
+    khz_keypath(kp, "hil.network", "state_loss");
+    if ((x = khz_find(r, v, "state_loss")) &&
+        khz_get_range(r, x, kp, &net->state_loss, 0, 0, 1, 1, "0 <= loss < 1"))
+      return -1;
+    khz_keypath(kp, "hil.network", "command_loss");
+    if ((x = khz_find(r, v, "command_loss")) &&
+        khz_get_range(r, x, kp, &net->command_loss, 0, 0, 1, 1, "0 <= loss < 1"))
+      return -1;
+    char err[256];
+    if (khz_networkCheck(net, err, sizeof err) < 0) return khz_scene_fail(r, v, "hil.network", "%s", err);
+  }
+  s->hil.network.seed = s->hil.seed;
+  return 0;
+}
+
 /* a list section (robots, objects): each entry through fn */
 static int khz_scene_list(khzSceneReader *r, const yaml_node_t *n, const char *key, khzScene *s,
                           khzSceneNames *names,
@@ -1197,7 +1510,7 @@ static int khz_scene_list(khzSceneReader *r, const yaml_node_t *n, const char *k
 static int khz_scene_root(khzSceneReader *r, const yaml_node_t *root, khzScene *s) {
   static const char *const keys[] = {"khz_scene", "name",    "rate_hz", "integrator", "gravity",
                                      "ground",    "contact", "robots",  "objects",    "haptics",
-                                     "experiment", "sleep",
+                                     "experiment", "sleep", "hil",
                                      NULL};
   yaml_node_t *v;
   double gravity[3] = {0, 0, -9.81}, version = 0;
@@ -1272,6 +1585,8 @@ static int khz_scene_root(khzSceneReader *r, const yaml_node_t *root, khzScene *
       khz_scene_list(r, v, "haptics", s, &names, khz_scene_haptic)) {
     goto done;
   }
+  /* sensors and drives name joints and bodies made above */
+  if ((v = khz_find(r, root, "hil")) && khz_scene_hil(r, v, s)) goto done;
   rc = 0;
 done:
   free(names.name);

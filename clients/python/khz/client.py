@@ -525,6 +525,20 @@ class Client:
     def clear_wrenches(self) -> None:
         self.request("clear_wrenches")
 
+    def set_fault(self, target: str, fault: str, value: float = 0.0,
+                  duration: float = 0.0) -> None:
+        """A fault on demand (docs/hil.md): target is a sensor's name, a
+        drive's joint or "commands"; fault one of none, freeze, dropout,
+        bias (value added), limp, torque_loss (value = share kept), lock,
+        stall; duration in s of simulated time, 0 = until cleared."""
+        try:
+            code = state_pb2.FaultType.Value("FAULT_" + fault.upper())
+        except ValueError:
+            raise ValueError(f"set_fault: unknown fault '{fault}' (none, freeze, dropout, bias, "
+                             "limp, torque_loss, lock, stall)") from None
+        self.request("set_fault", control_pb2.SetFault(target=target, fault=code, value=value,
+                                                       duration=duration))
+
     def stats(self) -> control_pb2.Stats:
         """The loop's statistics: histograms (lateness, compute, command
         latency and response, ns), counters, clients, state hash."""

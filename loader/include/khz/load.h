@@ -11,6 +11,7 @@
 #ifndef KHZ_LOAD_H
 #define KHZ_LOAD_H
 
+#include "khz/hil.h"
 #include "khz/khz.h"
 
 #ifdef __cplusplus
@@ -216,6 +217,22 @@ typedef struct khzHapticSettings {
   double rot_damping;      /* N m s/rad; > rot_stiffness / (2 rate_hz) */
 } khzHapticSettings;
 
+/* Sensors and drives of the scene's key `hil` (docs/hil.md): sensor objects
+ * are body indices of the spec (= of the compiled model). */
+#define KHZ_SCENE_MAX_SENSOR 64
+#define KHZ_SCENE_MAX_DRIVE 64
+#define KHZ_SCENE_MAX_FAULT 64
+typedef struct khzSceneHil {
+  uint64_t seed;
+  int nsensor;
+  khzSensorSpec sensor[KHZ_SCENE_MAX_SENSOR];
+  int ndrive;
+  khzDriveSpec drive[KHZ_SCENE_MAX_DRIVE];
+  khzNetworkModel network;                  /* key network (seed: the hil seed) */
+  int nfault;                               /* the scripted faults, sorted by time */
+  khzFaultEvent fault[KHZ_SCENE_MAX_FAULT];
+} khzSceneHil;
+
 /* What a scene file describes beyond the model itself. */
 typedef struct khzScene {
   khzSpec *spec;       /* owned; compile with khz_compile() */
@@ -231,6 +248,7 @@ typedef struct khzScene {
   int nhaptic;         /* haptic proxies (key `haptics`) */
   khzHapticSettings haptic[KHZ_SCENE_MAX_HAPTIC];
   khzExperiment experiment;
+  khzSceneHil hil;     /* key `hil`: sensors and drives (none by default) */
 } khzScene;
 
 /* Loads a scene file. On error returns -1 with err set and *scene untouched. */

@@ -46,6 +46,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "khz/hil.h"
 #include "khz/khz.h"
 
 #ifdef __cplusplus
@@ -53,6 +54,7 @@ extern "C" {
 #endif
 
 #define KHZ_LOOP_MAX_HAPTIC 8       /* haptic proxies */
+#define KHZ_LOOP_MAX_DRIVE 64
 #define KHZ_LOOP_MAX_WRENCH 16      /* simultaneous perturbation wrenches */
 #define KHZ_LOOP_MAX_CONTACTS 128   /* contact points copied into one state */
 #define KHZ_LOOP_MSG_MAX 160        /* reply messages */
@@ -85,7 +87,9 @@ enum {
   KHZ_FLAG_HAPTIC_STALE = 1u << 6,     /* a haptic proxy's input is stale: coupling off */
   KHZ_FLAG_OVERRUN = 1u << 7,          /* the previous tick ended after this tick's start */
   KHZ_FLAG_NO_COMMAND = 1u << 8,       /* no command has been received since start/reset */
-  KHZ_FLAG_CONTACTS_TRUNCATED = 1u << 9 /* more contact points than a state holds */
+  KHZ_FLAG_CONTACTS_TRUNCATED = 1u << 9, /* more contact points than a state holds */
+  KHZ_FLAG_FAULT = 1u << 11            /* a sensor, drive or command-channel fault is in effect
+                                          (bit 10 is the I/O side's FLAG_REPEATED) */
 };
 
 /* One haptic proxy: a body coupled to a device pose by a spring-damper.
@@ -134,6 +138,19 @@ typedef struct khzLoopConfig {
 
   /* default PD gains per actuator (copied; NULL = zero) */
   const double *kp, *kd;
+
+  /* sensors and drives (khz/hil.h; not owned, NULL = none): the loop resets
+   * it with the data, drives the driven joints before each step, samples
+   * after it, and publishes the readings in every state. A drive in position
+   * (velocity) mode takes a PD command's q_target (qd_target) of its joint;
+   * torque commands and the safe command pass as torques. */
+  khzHil *hil;               /* at most KHZ_LOOP_MAX_DRIVE drives */
+  /* the network between the loop and its controllers (khz/hil.h; zero = none) */
+  khzNetworkModel net;
+  /* a scripted fault schedule (sorted by 'at'; not owned): each event is
+   * applied when the simulated time since the reset reaches it */
+  int nfault_event;
+  const khzFaultEvent *fault_event;
 
   /* haptic proxies */
   int nhaptic;
@@ -210,6 +227,8 @@ typedef enum khzRequestType {
   KHZ_REQ_HASH,             /* reply carries the current state hash and seq (the loop copies the
                                state, at most once per state; khz_loop_pollReply hashes it) */
   KHZ_REQ_RESET_STATS,
+  KHZ_REQ_FAULT,            /* data = khzFaultTarget, index, khzFaultType, duration (s, 0 =
+                               until cleared); dval = value (khz/hil.h) */
   KHZ_NREQUEST
 } khzRequestType;
 
@@ -302,6 +321,13 @@ typedef struct khzLoopState {
   int nhaptic;
   double *haptic_wrench;    /* 6 per proxy: [force, torque] on the device (world, N / N m) */
   int *sleeping;            /* per body: 1 while it sleeps (khz_bodySleeping) */
+  uint64_t shown_seq;       /* the tick at which the state was shown to the controllers (= seq
+                               without a network model, khzLoopConfig.net) */
+  int nsensor, nsensor_value, ndrive;
+  double *sensor;           /* nsensor_value: the sensors' published readings (khz/hil.h) */
+  double *sensor_tick;      /* nsensor: the tick (since the reset) each reading was sampled at */
+  int *sensor_fault;        /* nsensor: khzFaultType */
+  int *drive_fault;         /* ndrive: khzFaultType */
   int ncontact;
   khzLoopContact *contact;  /* when publish_contacts */
 } khzLoopState;

@@ -61,6 +61,29 @@ struct khzLoop {
                             initial rate only; the step size below is the one in use) */
   int na;
   int *dof;              /* na actuator dofs */
+  int drive_act[KHZ_LOOP_MAX_DRIVE]; /* the actuator of each drive of cfg.hil (-1: none) */
+  int next_event;        /* the first event of cfg.fault_event not yet applied */
+
+  /* the network model (cfg.net): states held back in a history of ring-slot
+   * copies until they are due; commands in a queue until they take effect */
+  int net_state, net_cmd;
+  khzRng net_rng;
+  size_t slot_bytes;     /* one state slot (the ring's, rounded up to 64 bytes) */
+  unsigned char *hist;   /* hist_cap slots */
+  int hist_cap, hist_head, hist_len;
+  int64_t hist_due[KHZ_NET_MAX_DELAY + 2];
+  unsigned char hist_lost[KHZ_NET_MAX_DELAY + 2];
+  int64_t state_last_due;
+  uint64_t shown_seq;    /* the newest state shown to the controllers */
+  khzCommand applied;    /* the command in effect */
+  int have_applied;
+  khzCommand cq[KHZ_NET_MAX_DELAY + 2];
+  int64_t cq_due[KHZ_NET_MAX_DELAY + 2];
+  int cq_cap, cq_head, cq_len;
+  int64_t cmd_last_due;
+  double *net_cmd_data;
+  double stall_until;    /* command channel stalled until this simulated time (0 = not; <0 =
+                            until cleared) */
   double *kp, *kd;       /* na default gains */
 
   /* the step size: this loop is its one owner. set_rate() alone writes these
@@ -250,6 +273,7 @@ static void set_rate(khzLoop *L, double hz) {
   L->rate_hz = hz;
   L->timestep = 1.0 / hz;
   L->period_ns = llround(1e9 / hz);
+  if (L->cfg.hil) khz_hilSetStep(L->cfg.hil, L->timestep);
   memcpy(&bits, &hz, sizeof bits);
   atomic_store_explicit(&L->rate_bits, bits, memory_order_release);
 }
@@ -259,8 +283,11 @@ int khz_loop_hapticPassive(const khzHapticProxy *p, double T) { return khz_tick_
 /* ----------------------------------------------------------- publishing -- */
 
 /* the ring slot of a state: the header, then its arrays */
-static size_t state_doubles(const khzModel *m, int nhaptic) {
-  return (size_t)m->nq + 2 * (size_t)m->nv + 14 * (size_t)m->nbody + 6 * (size_t)nhaptic;
+static size_t state_doubles(const khzModel *m, int nhaptic, const khzHil *hil) {
+  size_t h = hil ? (size_t)khz_hilNValue(hil) + 2 * (size_t)khz_hilNSensor(hil) +
+                       (size_t)khz_hilNDrive(hil)
+                 : 0;
+  return (size_t)m->nq + 2 * (size_t)m->nv + 14 * (size_t)m->nbody + 6 * (size_t)nhaptic + h;
 }
 
 static void state_layout(khzLoop *L, khzLoopState *s) {
@@ -273,6 +300,14 @@ static void state_layout(khzLoop *L, khzLoopState *s) {
   s->xquat = p, p += 4 * m->nbody;
   s->cvel = p, p += 6 * m->nbody;
   s->haptic_wrench = p, p += 6 * L->cfg.nhaptic;
+  const khzHil *hil = L->cfg.hil;
+  s->nsensor = hil ? khz_hilNSensor(hil) : 0;
+  s->nsensor_value = hil ? khz_hilNValue(hil) : 0;
+  s->ndrive = hil ? khz_hilNDrive(hil) : 0;
+  s->sensor = p, p += s->nsensor_value;
+  s->sensor_tick = p, p += s->nsensor;
+  s->sensor_fault = (int *)p, p += s->nsensor; /* ints in a double's room each */
+  s->drive_fault = (int *)p, p += s->ndrive;
   s->sleeping = (int *)p, p += m->nbody; /* ints in a double's room each */
   s->contact = (khzLoopContact *)p;
   s->nhaptic = L->cfg.nhaptic;
@@ -304,6 +339,110 @@ static void copy_contacts(khzLoop *L, khzLoopState *s) {
   s->ncontact = n;
 }
 
+/* ------------------------------------------------------------- network -- */
+
+static khzLoopState *hist_slot(khzLoop *L, int i) {
+  return (khzLoopState *)(L->hist + (size_t)i * L->slot_bytes);
+}
+
+/* the next history slot; when every slot waits, the oldest is dropped */
+static khzLoopState *hist_push(khzLoop *L) {
+  if (L->hist_len == L->hist_cap) {
+    L->hist_head = (L->hist_head + 1) % L->hist_cap;
+    L->hist_len--;
+    L->st.states_dropped++;
+  }
+  return hist_slot(L, (L->hist_head + L->hist_len) % L->hist_cap);
+}
+
+/* the state just filled in the next history slot: when it is shown (in
+ * order), or lost */
+static void hist_schedule(khzLoop *L) {
+  const khzNetworkModel *n = &L->cfg.net;
+  int i = (L->hist_head + L->hist_len) % L->hist_cap;
+  int64_t due = (int64_t)L->seq + n->state_delay +
+                (n->state_jitter ? (int64_t)(khz_rngNext(&L->net_rng) % (uint64_t)(n->state_jitter + 1)) : 0);
+  if (due < L->state_last_due) due = L->state_last_due;
+  L->state_last_due = due;
+  L->hist_due[i] = due;
+  L->hist_lost[i] = n->state_loss > 0 && khz_rngUniform(&L->net_rng) < n->state_loss;
+  L->hist_len++;
+}
+
+/* states whose time has come go to the I/O side */
+static void emit_due(khzLoop *L) {
+  while (L->hist_len > 0 && L->hist_due[L->hist_head] <= (int64_t)L->seq) {
+    const khzLoopState *h = hist_slot(L, L->hist_head);
+    if (!L->hist_lost[L->hist_head]) {
+      khzLoopState *s = khz_ring_claim(&L->states);
+      if (!s) {
+        L->st.states_dropped++;
+      } else {
+        memcpy(s, h, L->slot_bytes);
+        state_layout(L, s);
+        s->shown_seq = L->seq;
+        khz_ring_commit(&L->states);
+        L->shown_seq = h->seq;
+        L->stamps[h->seq % KHZ_STAMPS] = khz_loop_now();
+      }
+    }
+    L->hist_head = (L->hist_head + 1) % L->hist_cap;
+    L->hist_len--;
+  }
+}
+
+static void copy_command(khzCommand *dst, const khzCommand *src, int na) {
+  double *tau = dst->tau_ff, *q = dst->q_target, *qd = dst->qd_target, *kp = dst->kp, *kd = dst->kd;
+  *dst = *src;
+  dst->tau_ff = tau, dst->q_target = q, dst->qd_target = qd, dst->kp = kp, dst->kd = kd;
+  size_t n = (size_t)na * sizeof(double);
+  memcpy(tau, src->tau_ff, n);
+  memcpy(q, src->q_target, n);
+  memcpy(qd, src->qd_target, n);
+  memcpy(kp, src->kp, n);
+  memcpy(kd, src->kd, n);
+}
+
+/* a command the tick took goes on the wire (lost, or due later, in order);
+ * the newest command whose time has come takes effect. L->fresh then says
+ * whether one did this tick. */
+static const khzCommand *net_commands(khzLoop *L, uint64_t seq) {
+  const khzNetworkModel *n = &L->cfg.net;
+  if (L->fresh) {
+    L->fresh = 0;
+    int lost = n->command_loss > 0 && khz_rngUniform(&L->net_rng) < n->command_loss;
+    if (!lost) {
+      int64_t due = (int64_t)seq + n->command_delay +
+                    (n->command_jitter ? (int64_t)(khz_rngNext(&L->net_rng) %
+                                                   (uint64_t)(n->command_jitter + 1))
+                                       : 0);
+      if (due < L->cmd_last_due) due = L->cmd_last_due;
+      L->cmd_last_due = due;
+      if (L->cq_len == L->cq_cap) L->cq_head = (L->cq_head + 1) % L->cq_cap, L->cq_len--;
+      int i = (L->cq_head + L->cq_len) % L->cq_cap;
+      copy_command(&L->cq[i], &L->cmd_slot[L->cmd.front], L->na);
+      L->cq_due[i] = due;
+      L->cq_len++;
+    }
+  }
+  while (L->cq_len > 0 && L->cq_due[L->cq_head] <= (int64_t)seq) {
+    copy_command(&L->applied, &L->cq[L->cq_head], L->na);
+    L->have_applied = 1;
+    L->fresh = 1;
+    L->cq_head = (L->cq_head + 1) % L->cq_cap;
+    L->cq_len--;
+  }
+  return &L->applied;
+}
+
+static void net_reset(khzLoop *L) {
+  khz_rngSeed(&L->net_rng, L->cfg.net.seed, 0x6e6574ull /* "net" */);
+  L->hist_head = L->hist_len = 0;
+  L->cq_head = L->cq_len = 0;
+  L->state_last_due = L->cmd_last_due = 0;
+  L->have_applied = 0;
+}
+
 /* hands the current state (seq L->seq) to the I/O side; the tick started at
  * t_wake (scheduled t_sched) */
 static void publish(khzLoop *L, uint32_t flags, int64_t t_sched, int64_t t_wake) {
@@ -316,12 +455,15 @@ static void publish(khzLoop *L, uint32_t flags, int64_t t_sched, int64_t t_wake)
   L->stamps[L->seq % KHZ_STAMPS] = t_done;
   if (L->paused && L->steps_left <= 1) flags |= KHZ_FLAG_PAUSED;
 
-  /* fill a ring slot, or count the drop */
-  khzLoopState *s = khz_ring_claim(&L->states);
+  /* fill a ring slot (a history slot when the network holds it back), or count the drop */
+  int hold = L->net_state && !(flags & KHZ_FLAG_RESET) && L->seq > 0;
+  if (L->net_state && !hold) L->hist_len = 0; /* a reset: what was in flight is never shown */
+  khzLoopState *s = hold ? hist_push(L) : khz_ring_claim(&L->states);
   if (!s) {
     L->st.states_dropped++;
   } else {
     s->seq = L->seq;
+    s->shown_seq = L->seq;
     s->reset_seq = L->reset_seq;
     s->sim_time = d->time;
     s->tick_time_ns = t_sched;
@@ -331,11 +473,12 @@ static void publish(khzLoop *L, uint32_t flags, int64_t t_sched, int64_t t_wake)
     s->mode = L->cfg.mode;
     s->contact_method = d->contact_method;
     s->flags = flags;
-    const khzCommand *c = &L->cmd_slot[L->cmd.front];
-    s->cmd_seq = L->have_cmd ? c->seq : 0;
-    s->cmd_state_seq = L->have_cmd ? c->state_seq : 0;
-    s->cmd_client = L->have_cmd ? c->client : 0;
-    s->cmd_client_time_ns = L->have_cmd ? c->client_time_ns : 0;
+    const khzCommand *c = L->net_cmd ? &L->applied : &L->cmd_slot[L->cmd.front];
+    int have = L->net_cmd ? L->have_applied : L->have_cmd;
+    s->cmd_seq = have ? c->seq : 0;
+    s->cmd_state_seq = have ? c->state_seq : 0;
+    s->cmd_client = have ? c->client : 0;
+    s->cmd_client_time_ns = have ? c->client_time_ns : 0;
     s->hash = L->cfg.publish_hash ? khz_hashState(m, d) : 0;
     s->stats = L->st;
     memcpy(s->warning, d->warning, sizeof s->warning);
@@ -347,9 +490,24 @@ static void publish(khzLoop *L, uint32_t flags, int64_t t_sched, int64_t t_wake)
     for (int b = 0; b < m->nbody; b++) khzu_mat2quat(s->xquat + 4 * b, d->xrot + 9 * b);
     for (int b = 0; b < m->nbody; b++) s->sleeping[b] = khz_bodySleeping(m, d, b);
     memcpy(s->haptic_wrench, L->hwrench, 6 * (size_t)L->cfg.nhaptic * sizeof(double));
+    if (L->cfg.hil) {
+      const khzHil *hil = L->cfg.hil;
+      memcpy(s->sensor, khz_hilValues(hil), (size_t)s->nsensor_value * sizeof(double));
+      for (int i = 0; i < s->nsensor; i++) {
+        s->sensor_tick[i] = (double)khz_hilSampledAt(hil, i);
+        s->sensor_fault[i] = khz_hilSensorFaultType(hil, i);
+      }
+      for (int i = 0; i < s->ndrive; i++) s->drive_fault[i] = khz_hilDriveFaultType(hil, i);
+    }
     copy_contacts(L, s);
-    khz_ring_commit(&L->states);
+    if (hold) {
+      hist_schedule(L);
+    } else {
+      khz_ring_commit(&L->states);
+      L->shown_seq = L->seq;
+    }
   }
+  if (L->net_state) emit_due(L);
 
   /* histograms, shared counters, then wake the I/O side */
   khz_hist_add(&L->comp, L->st.compute_ns);
@@ -394,6 +552,47 @@ static void fast_policy(khzLoop *L, int fast) {
   pthread_setschedparam(pthread_self(), fast ? SCHED_OTHER : SCHED_FIFO, &sp);
 }
 
+
+/* a fault event now (khz/hil.h): on a sensor or a drive, a stall of the
+ * command channel, or a push; -1 when the target cannot take it */
+static int apply_fault(khzLoop *L, const khzFaultEvent *e) {
+  const khzModel *m = L->m;
+  khzData *d = L->d;
+  if (!(e->duration >= 0)) return -1;
+  double until = e->duration > 0 ? d->time + e->duration : 0;
+  switch (e->target) {
+    case KHZ_FAULT_ON_SENSOR:
+      return L->cfg.hil ? khz_hilSensorFault(L->cfg.hil, e->index, e->type, e->value, until) : -1;
+    case KHZ_FAULT_ON_DRIVE:
+      return L->cfg.hil ? khz_hilDriveFault(L->cfg.hil, e->index, e->type, e->value, until) : -1;
+    case KHZ_FAULT_ON_COMMANDS:
+      if (e->type != KHZ_FAULT_STALL && e->type != KHZ_FAULT_NONE) return -1;
+      L->stall_until = e->type == KHZ_FAULT_NONE ? 0 : e->duration > 0 ? until : -1;
+      return 0;
+    case KHZ_FAULT_ON_BODY:
+      if (e->index < 1 || e->index >= m->nbody || !(e->duration > 0) ||
+          L->nwrench == KHZ_LOOP_MAX_WRENCH || !all_finite(e->wrench, 6))
+        return -1;
+      L->wrench[L->nwrench].body = e->index;
+      memcpy(L->wrench[L->nwrench].wrench, e->wrench, 6 * sizeof(double));
+      L->wrench[L->nwrench].until = until;
+      L->nwrench++;
+      return 0;
+  }
+  return -1;
+}
+
+/* the scripted faults that are due, then the faults whose time is up */
+static void run_faults(khzLoop *L) {
+  double t = L->d->time;
+  while (L->next_event < L->cfg.nfault_event && L->cfg.fault_event[L->next_event].at <= t)
+    apply_fault(L, &L->cfg.fault_event[L->next_event++]);
+  if (L->cfg.hil) khz_hilExpire(L->cfg.hil, t);
+  if (L->stall_until > 0 && t >= L->stall_until) L->stall_until = 0;
+}
+
+static int stalled(const khzLoop *L) { return L->stall_until != 0; }
+
 /* reset to q0 (or q), keep the run-time contact method; publishes the new state */
 static void do_reset(khzLoop *L, const khzRequest *rq) {
   const khzModel *m = L->m;
@@ -410,6 +609,13 @@ static void do_reset(khzLoop *L, const khzRequest *rq) {
     khz_resetStick(m, d);
     khz_kinematics(m, d);
   }
+  if (L->cfg.hil) {
+    khz_kinematics(m, d);
+    khz_hilReset(L->cfg.hil, m, d);
+  }
+  L->next_event = 0;
+  L->stall_until = 0;
+  if (L->net_state || L->net_cmd) net_reset(L);
   L->have_cmd = L->fresh = L->flowing = L->engaged = 0;
   L->nwrench = 0;
   L->lockstep_waiting = 0;
@@ -537,6 +743,14 @@ static int apply_request(khzLoop *L, const khzRequest *rq, khzReply *r) {
     case KHZ_REQ_CLEAR_WRENCHES:
       L->nwrench = 0;
       return 0;
+    case KHZ_REQ_FAULT: {
+      if (rq->ndata != 4 || !all_finite(rq->data, 4) || !isfinite(rq->dval))
+        return refuse(r, "fault: need target, index, type, duration (finite)");
+      khzFaultEvent e = {.at = d->time, .target = (int)rq->data[0], .index = (int)rq->data[1],
+                         .type = (int)rq->data[2], .value = rq->dval, .duration = rq->data[3]};
+      if (apply_fault(L, &e)) return refuse(r, "fault: the target cannot take this fault or value");
+      return 0;
+    }
     case KHZ_REQ_WATCHDOG:
       if (!(rq->dval >= 0) || !isfinite(rq->dval)) return refuse(r, "watchdog: timeout must be >= 0");
       if (rq->ival < 0 || rq->ival >= KHZ_NSAFE) return refuse(r, "watchdog: unknown safe command");
@@ -642,6 +856,7 @@ static void process_requests(khzLoop *L) {
 /* takes the newest command, if any; one computed before the latest reset is
  * dropped and reported */
 static void take_command(khzLoop *L) {
+  if (stalled(L)) return; /* a stalled channel: commands wait (and are superseded) */
   if (!khz_latest_take(&L->cmd)) return;
   const khzCommand *c = &L->cmd_slot[L->cmd.front];
   if (c->state_seq < L->reset_seq) {
@@ -703,6 +918,25 @@ static uint32_t external_wrenches(khzLoop *L, int64_t now) {
   return flags;
 }
 
+/* the drives (khz/hil.h): a position (velocity) drive takes the PD
+ * command's target of its joint; the safe command and torque commands pass
+ * as torques; then every drive turns d->tau into what its motor delivers */
+static void drive_targets(khzLoop *L, const khzCommand *c, int safe) {
+  khzHil *hil = L->cfg.hil;
+  khzData *d = L->d;
+  for (int i = 0; i < khz_hilNDrive(hil); i++) {
+    const khzDriveSpec *sp = khz_hilDriveSpec(hil, i);
+    int a = L->drive_act[i];
+    if (sp->mode == KHZ_DRIVE_TORQUE) continue;
+    if (safe || c->kind != KHZ_CMD_PD || a < 0) {
+      khz_hilDriveTorqueOnce(hil, i);
+      continue;
+    }
+    d->tau[L->dof[a]] = sp->mode == KHZ_DRIVE_POSITION ? c->q_target[a] : c->qd_target[a];
+  }
+  khz_hilDrive(hil, L->m, d);
+}
+
 /* one tick: command, watchdog, controller, wrenches, step, publish */
 static void tick(khzLoop *L, int64_t t_sched, int64_t t_wake, int timed_out) {
   const khzModel *m = L->m;
@@ -712,9 +946,12 @@ static void tick(khzLoop *L, int64_t t_sched, int64_t t_wake, int timed_out) {
   L->pending_flags = 0;
   L->st.lateness_ns = L->cfg.mode == KHZ_MODE_REALTIME ? t_wake - t_sched : 0;
 
-  /* the newest command, its age and latency */
+  /* scripted and timed faults, then the newest command, its age and latency */
+  if (L->cfg.hil || L->cfg.nfault_event || L->stall_until != 0) run_faults(L);
   take_command(L);
   const khzCommand *c = &L->cmd_slot[L->cmd.front];
+  if (L->net_cmd) c = net_commands(L, seq);
+  int have_cmd = L->net_cmd ? L->have_applied : L->have_cmd;
   if (L->fresh) {
     L->fresh = 0;
     L->st.commands++;
@@ -732,7 +969,7 @@ static void tick(khzLoop *L, int64_t t_sched, int64_t t_wake, int timed_out) {
   }
 
   /* watchdog: no command, a stale one (not in lockstep), or an expired lockstep wait */
-  int safe = !L->have_cmd || timed_out;
+  int safe = !have_cmd || timed_out;
   if (!safe && L->cfg.mode != KHZ_MODE_LOCKSTEP && L->cfg.watchdog_s > 0 &&
       t_sched - L->last_cmd_time > llround(L->cfg.watchdog_s * 1e9))
     safe = 1;
@@ -742,21 +979,24 @@ static void tick(khzLoop *L, int64_t t_sched, int64_t t_wake, int timed_out) {
     L->st.lockstep_timeouts++;
     flags |= KHZ_FLAG_LOCKSTEP_TIMEOUT;
   }
-  if (!L->have_cmd) flags |= KHZ_FLAG_NO_COMMAND;
+  if (!have_cmd) flags |= KHZ_FLAG_NO_COMMAND;
 
-  /* actuator torques */
+  /* actuator torques, then what the drives make of them */
   if (safe) {
     flags |= KHZ_FLAG_WATCHDOG;
     khz_tick_safe(m, d, L->na, L->dof, L->cfg.safe, L->cfg.safe_damping);
   } else {
     khz_tick_command(m, d, L->na, L->dof, c, L->kp, L->kd);
   }
+  if (L->cfg.hil) drive_targets(L, c, safe);
   flags |= external_wrenches(L, t_wake);
 
   /* step; warnings raised by it become flags */
   int effort = d->warning[KHZ_WARN_EFFORT] + d->warning[KHZ_WARN_BADCTRL];
   int bad = d->warning[KHZ_WARN_BADSTATE];
   khz_stepWith(m, d, L->timestep);
+  if (L->cfg.hil) khz_hilSample(L->cfg.hil, m, d, seq - L->reset_seq);
+  if (stalled(L) || (L->cfg.hil && khz_hilAnyFault(L->cfg.hil))) flags |= KHZ_FLAG_FAULT;
   if (d->warning[KHZ_WARN_EFFORT] + d->warning[KHZ_WARN_BADCTRL] != effort) flags |= KHZ_FLAG_CLAMPED;
   if (d->warning[KHZ_WARN_BADSTATE] != bad) flags |= KHZ_FLAG_BADSTATE;
   L->st.ticks++;
@@ -788,7 +1028,9 @@ static void sleep_until(int64_t t) {
 /* lockstep: the command that answers the latest state is there */
 static int lockstep_ready(khzLoop *L) {
   take_command(L);
-  return L->have_cmd && L->cmd_slot[L->cmd.front].state_seq >= L->seq;
+  /* with a network model: a command that answers the newest state shown */
+  uint64_t need = L->net_state ? L->shown_seq : L->seq;
+  return L->have_cmd && L->cmd_slot[L->cmd.front].state_seq >= need;
 }
 
 static void run(khzLoop *L) {
@@ -981,6 +1223,9 @@ static int check_config(const khzModel *m, const khzLoopConfig *c, char *err, si
     return fail(err, errsz, "loop: rings need at least 2 slots");
   if (c->nhaptic < 0 || c->nhaptic > KHZ_LOOP_MAX_HAPTIC)
     return fail(err, errsz, "loop: too many haptic proxies");
+  if (c->hil && khz_hilNDrive(c->hil) > KHZ_LOOP_MAX_DRIVE)
+    return fail(err, errsz, "loop: too many drives");
+  if (khz_networkCheck(&c->net, msg, sizeof msg) < 0) return fail(err, errsz, msg);
   for (int p = 0; p < c->nhaptic; p++) {
     int b = c->haptic[p].body;
     if (b < 1 || b >= m->nbody || m->jnt_type[b] != KHZ_JOINT_FLOATING) {
@@ -1034,11 +1279,38 @@ khzLoop *khz_loop_new(const khzModel *m, const khzLoopConfig *cfg, char *err, si
   L->req_data = (size_t)(m->nq > 2 * L->na ? m->nq : 2 * L->na) + 8;
   L->snap_size = khz_stateSize(m);
   for (int i = 0; i < KHZ_NSNAP; i++) L->snap[i] = calloc(1, L->snap_size);
-  int ok = L->d && L->dof && L->kp && L->kd && L->cmd_data && L->snap[0] && L->snap[1] &&
-           khz_ring_init(&L->states, (size_t)cfg->state_ring,
-                         ((sizeof(khzLoopState) + 63) & ~(size_t)63) +
-                             state_doubles(m, cfg->nhaptic) * sizeof(double) +
-                             KHZ_LOOP_MAX_CONTACTS * sizeof(khzLoopContact)) == 0 &&
+  size_t slot = ((sizeof(khzLoopState) + 63) & ~(size_t)63) +
+                state_doubles(m, cfg->nhaptic, cfg->hil) * sizeof(double) +
+                KHZ_LOOP_MAX_CONTACTS * sizeof(khzLoopContact);
+  L->slot_bytes = (slot + 63) & ~(size_t)63;
+  /* the network model's state history and command queue */
+  const khzNetworkModel *net = &cfg->net;
+  L->net_state = net->state_delay || net->state_jitter || net->state_loss > 0;
+  L->net_cmd = net->command_delay || net->command_jitter || net->command_loss > 0;
+  int net_ok = 1;
+  if (L->net_state) {
+    L->hist_cap = net->state_delay + net->state_jitter + 2;
+    L->hist = aligned_alloc(64, (size_t)L->hist_cap * L->slot_bytes);
+    if (L->hist) {
+      memset(L->hist, 0, (size_t)L->hist_cap * L->slot_bytes);
+      for (int i = 0; i < L->hist_cap; i++) state_layout(L, hist_slot(L, i));
+    }
+    net_ok &= L->hist != NULL;
+  }
+  if (L->net_cmd) {
+    L->cq_cap = net->command_delay + net->command_jitter + 2;
+    L->net_cmd_data = calloc(5 * na * (size_t)(L->cq_cap + 1), sizeof(double));
+    net_ok &= L->net_cmd_data != NULL;
+    for (int i = 0; L->net_cmd_data && i <= L->cq_cap; i++) {
+      double *p = L->net_cmd_data + (size_t)i * 5 * na;
+      khzCommand *c = i < L->cq_cap ? &L->cq[i] : &L->applied;
+      c->tau_ff = p, c->q_target = p + na, c->qd_target = p + 2 * na;
+      c->kp = p + 3 * na, c->kd = p + 4 * na;
+    }
+  }
+  if (L->net_state || L->net_cmd) net_reset(L);
+  int ok = L->d && L->dof && L->kp && L->kd && L->cmd_data && L->snap[0] && L->snap[1] && net_ok &&
+           khz_ring_init(&L->states, (size_t)cfg->state_ring, slot) == 0 &&
            khz_ring_init(&L->requests, (size_t)cfg->request_ring,
                          sizeof(khzRequest) + L->req_data * sizeof(double)) == 0 &&
            khz_ring_init(&L->replies, 2 * (size_t)cfg->request_ring + 8, sizeof(khzReply)) == 0;
@@ -1048,6 +1320,16 @@ khzLoop *khz_loop_new(const khzModel *m, const khzLoopConfig *cfg, char *err, si
     return NULL;
   }
   khz_loop_actuators(m, L->dof);
+  if (cfg->hil) {
+    for (int i = 0; i < khz_hilNDrive(cfg->hil); i++) {
+      int dof = m->jnt_dofadr[khz_hilDriveSpec(cfg->hil, i)->body];
+      L->drive_act[i] = -1;
+      for (int a = 0; a < L->na; a++)
+        if (L->dof[a] == dof) L->drive_act[i] = a;
+    }
+    khz_kinematics(m, L->d);
+    khz_hilReset(cfg->hil, m, L->d);
+  }
   if (cfg->kp) memcpy(L->kp, cfg->kp, (size_t)L->na * sizeof(double));
   if (cfg->kd) memcpy(L->kd, cfg->kd, (size_t)L->na * sizeof(double));
   for (int s = 0; s < 3; s++) {
@@ -1098,6 +1380,8 @@ void khz_loop_destroy(khzLoop **loop_p) {
   }
   if (L->dma_fd >= 0) close(L->dma_fd);
   khz_ring_free(&L->states);
+  free(L->hist);
+  free(L->net_cmd_data);
   khz_ring_free(&L->requests);
   khz_ring_free(&L->replies);
   for (int i = 0; i < KHZ_NSNAP; i++) free(L->snap[i]);

@@ -1,0 +1,179 @@
+/* bench_hil.c — what the hardware-in-the-loop sensors and drives cost a tick
+ * (issue 25, item 5; docs/hil.md): the default scene as it is, with every
+ * kind of sensor on every place it fits (an encoder per joint, a gyro and an
+ * accelerometer on every arm link, a force-torque and a touch sensor under
+ * every loose object, all with noise and latency), and with drives on every
+ * joint as well. Each variant restarts from the same state for each round and
+ * the rounds alternate, so that the machine's noise falls on all of them
+ * alike. Printed: median and p99 of a tick's work (command torques, drives,
+ * step, sensor sampling), and the ratios to the plain scene. The server's
+ * tick compute also includes publishing, which the sensors do not change
+ * (they add their readings to the state): the ratios here are an upper bound
+ * on the change of khz-server's tick compute.
+ *
+ *   bench_hil [--rounds R] [--ticks T]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "khz/hil.h"
+#include "khz/khz.h"
+#include "khz/load.h"
+
+static double now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static const char *const objects[] = {"box1", "box2", "ball", "can", "capsule"};
+
+/* the default scene's text with a hil section: sensors (and drives) */
+static char *scene_text(const char *base, int drives) {
+  size_t cap = strlen(base) + 16384, n = strlen(base);
+  char *s = malloc(cap);
+  if (!s) return NULL;
+  memcpy(s, base, n + 1);
+  n += (size_t)snprintf(s + n, cap - n, "\nhil:\n  seed: 1\n  sensors:\n");
+  for (int j = 1; j <= 7; j++) {
+    n += (size_t)snprintf(s + n, cap - n,
+                          "    - {name: enc%d, type: encoder, joint: arm/joint%d, counts_per_rev: "
+                          "16384, white: 1e-5, latency_ticks: 1}\n"
+                          "    - {name: gyro%d, type: gyro, body: arm/link%d, white: 0.002, bias_walk: "
+                          "0.0005, latency_ticks: 2}\n"
+                          "    - {name: acc%d, type: accelerometer, body: arm/link%d, pos: [0, 0, "
+                          "0.02], white: 0.02, bias_walk: 0.002, latency_ticks: 2}\n",
+                          j, j, j, j, j, j);
+  }
+  for (int o = 0; o < 5; o++)
+    n += (size_t)snprintf(s + n, cap - n,
+                          "    - {name: ft_%s, type: force_torque, body: %s, white: 0.05}\n"
+                          "    - {name: touch_%s, type: touch, body: %s, white: 0.05}\n",
+                          objects[o], objects[o], objects[o], objects[o]);
+  if (drives) {
+    n += (size_t)snprintf(s + n, cap - n, "  drives:\n");
+    for (int j = 1; j <= 7; j++)
+      n += (size_t)snprintf(s + n, cap - n,
+                            "    - {joint: arm/joint%d, mode: torque, max_torque: 80, stall_torque: "
+                            "120, no_load_speed: 300, gear: 100, lag: 0.002, coulomb: 0.5, "
+                            "viscous: 0.1}\n",
+                            j);
+  }
+  return s;
+}
+
+static char *read_file(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *s = malloc((size_t)n + 1);
+  if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
+    free(s);
+    s = NULL;
+  }
+  if (s) s[n] = 0;
+  fclose(f);
+  return s;
+}
+
+typedef struct variant {
+  const char *name;
+  khzModel *m;
+  khzData *d;
+  khzHil *hil;
+  double *t;   /* rounds * ticks tick times, ns */
+  long n;
+} variant;
+
+int main(int argc, char **argv) {
+  int rounds = 30, ticks = 1000;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--ticks") && i + 1 < argc) ticks = atoi(argv[++i]);
+    else {
+      fprintf(stderr, "usage: bench_hil [--rounds R] [--ticks T]\n");
+      return 2;
+    }
+  }
+  if (rounds < 1 || ticks < 1) return 2;
+  char *base = read_file(KHZ_SOURCE_ROOT "/scenes/default.yaml");
+  if (!base) {
+    fprintf(stderr, "bench_hil: cannot read scenes/default.yaml\n");
+    return 1;
+  }
+  variant v[3] = {{.name = "default scene"}, {.name = "+ 31 sensors"}, {.name = "+ 31 sensors, 7 drives"}};
+  for (int k = 0; k < 3; k++) {
+    char err[512];
+    khzScene sc;
+    char *text = k ? scene_text(base, k == 2) : strdup(base);
+    if (!text || khz_loadSceneString(&sc, text, "bench", KHZ_SOURCE_ROOT "/scenes", err, sizeof err)) {
+      fprintf(stderr, "bench_hil: %s\n", err);
+      return 1;
+    }
+    free(text);
+    v[k].m = khz_compile(sc.spec, err, sizeof err);
+    if (!v[k].m) {
+      fprintf(stderr, "bench_hil: %s\n", err);
+      return 1;
+    }
+    v[k].d = khz_makeData(v[k].m, 0);
+    if (sc.hil.nsensor) {
+      v[k].hil = khz_hilCreate(v[k].m, sc.hil.sensor, sc.hil.nsensor, sc.hil.drive, sc.hil.ndrive,
+                               sc.hil.seed, 1.0 / sc.rate_hz, err, sizeof err);
+      if (!v[k].hil) {
+        fprintf(stderr, "bench_hil: %s\n", err);
+        return 1;
+      }
+    }
+    khz_deleteScene(&sc);
+    v[k].t = malloc(sizeof(double) * (size_t)rounds * (size_t)ticks);
+  }
+  free(base);
+
+  for (int r = 0; r < rounds; r++) {
+    for (int kk = 0; kk < 3; kk++) {
+      int k = (r + kk) % 3; /* alternate the order */
+      variant *x = &v[k];
+      khz_resetData(x->m, x->d);
+      khz_kinematics(x->m, x->d);
+      if (x->hil) khz_hilReset(x->hil, x->m, x->d);
+      for (int i = 0; i < ticks; i++) {
+        double t0 = now_ns();
+        /* a controller's torques: a PD holding the start pose */
+        for (int j = 0; j < 7; j++) {
+          int dof = j, qa = j;
+          x->d->tau[dof] = -20 * (x->d->q[qa] - x->m->q0[qa]) - 2 * x->d->qd[dof];
+        }
+        if (x->hil) khz_hilDrive(x->hil, x->m, x->d);
+        khz_step(x->m, x->d);
+        if (x->hil) khz_hilSample(x->hil, x->m, x->d, (uint64_t)i + 1);
+        x->t[x->n++] = now_ns() - t0;
+      }
+    }
+  }
+  printf("bench_hil: %d rounds of %d ticks, each variant from the same state; tick = torques, "
+         "drives, step, sensors\n",
+         rounds, ticks);
+  printf("%-26s %10s %10s %10s %10s\n", "variant", "p50 us", "p99 us", "p50 ratio", "p99 ratio");
+  double p50_0 = 0, p99_0 = 0;
+  for (int k = 0; k < 3; k++) {
+    qsort(v[k].t, (size_t)v[k].n, sizeof(double), cmp);
+    double p50 = v[k].t[v[k].n / 2] / 1e3, p99 = v[k].t[(long)(0.99 * (double)(v[k].n - 1))] / 1e3;
+    if (k == 0) p50_0 = p50, p99_0 = p99;
+    printf("%-26s %10.2f %10.2f %10.3f %10.3f\n", v[k].name, p50, p99, p50 / p50_0, p99 / p99_0);
+    khz_hilFree(&v[k].hil);
+    khz_deleteData(&v[k].d);
+    khz_deleteModel(&v[k].m);
+    free(v[k].t);
+  }
+  return 0;
+}

@@ -1,0 +1,568 @@
+/* hil.c — sensors, drives and faults between the exact state and a
+ * controller (khz/hil.h; docs/hil.md). One khzHil holds every sensor's
+ * generator, bias, history and delay queue and every drive's lagged torque,
+ * all sized at creation: khz_hilDrive and khz_hilSample never allocate.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "khz/hil.h"
+
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
+
+typedef struct hilSensor {
+  khzSensorSpec spec;
+  int dim, adr;           /* values and their first index in out */
+  khzRng rng;
+  double bias[KHZ_SENSOR_MAXDIM];
+  double prev_q;          /* encoder: the last quantised position */
+  double prev_v[3];       /* accelerometer: the point's world velocity at the last sample */
+  int fault;
+  double fault_value, fault_until;
+  /* delay queue: samples waiting for their latency, oldest first */
+  int qcap, qhead, qlen;
+  uint64_t *qtick;        /* qcap: the tick each sample was taken at */
+  double *qval;           /* qcap * dim */
+  double held[KHZ_SENSOR_MAXDIM]; /* the newest released reading (before faults) */
+  uint64_t sampled_at;    /* the tick the held reading was sampled at */
+} hilSensor;
+
+typedef struct hilDrive {
+  khzDriveSpec spec;
+  int dof, qadr;
+  double alpha;           /* 1 - exp(-h / lag), 1 without lag */
+  double tau_m;           /* the lagged, limited motor torque at the joint */
+  double tau_out;         /* what the joint got at the last khz_hilDrive */
+  int fault;
+  double fault_value, fault_until;
+  double lock_q;          /* KHZ_FAULT_LOCK: the position the brake holds */
+  int torque_once;        /* the next khz_hilDrive takes d->tau as a torque */
+  int lock_pending;       /* a lock began: the next khz_hilDrive holds the joint where it is */
+} hilDrive;
+
+struct khzHil {
+  int nsensor, ndrive, nvalue;
+  hilSensor *sensor;
+  hilDrive *drive;
+  double *out;            /* nvalue: the published readings */
+  uint64_t seed;
+  double h;
+};
+
+static const char *const sensor_names[KHZ_NSENSORTYPE] = {"encoder", "gyro", "accelerometer",
+                                                          "force_torque", "touch"};
+static const int sensor_dims[KHZ_NSENSORTYPE] = {2, 3, 3, 6, 1};
+static const char *const mode_names[] = {"torque", "position", "velocity"};
+static const char *const fault_names[KHZ_NFAULTTYPE] = {"none", "freeze", "dropout", "bias",
+                                                        "limp", "torque_loss", "lock", "stall"};
+
+int khz_sensorDim(int type) { return type >= 0 && type < KHZ_NSENSORTYPE ? sensor_dims[type] : 0; }
+const char *khz_sensorTypeName(int type) {
+  return type >= 0 && type < KHZ_NSENSORTYPE ? sensor_names[type] : "?";
+}
+int khz_sensorTypeFind(const char *name) {
+  for (int k = 0; k < KHZ_NSENSORTYPE; k++)
+    if (!strcmp(name, sensor_names[k])) return k;
+  return -1;
+}
+const char *khz_driveModeName(int mode) { return mode >= 0 && mode < 3 ? mode_names[mode] : "?"; }
+int khz_driveModeFind(const char *name) {
+  for (int k = 0; k < 3; k++)
+    if (!strcmp(name, mode_names[k])) return k;
+  return -1;
+}
+const char *khz_faultTypeName(int type) {
+  return type >= 0 && type < KHZ_NFAULTTYPE ? fault_names[type] : "?";
+}
+int khz_faultTypeFind(const char *name) {
+  for (int k = 0; k < KHZ_NFAULTTYPE; k++)
+    if (!strcmp(name, fault_names[k])) return k;
+  return -1;
+}
+
+/* ------------------------------------------------------------- create -- */
+
+static int fail(char *err, size_t errsz, const char *fmt, const char *name, const char *what,
+                double value) {
+  if (err && errsz) snprintf(err, errsz, fmt, name, what, value);
+  return -1;
+}
+
+static int one_dof(const khzModel *m, int b) {
+  int t = m->jnt_type[b];
+  return t == KHZ_JOINT_REVOLUTE || t == KHZ_JOINT_CONTINUOUS || t == KHZ_JOINT_PRISMATIC;
+}
+
+static int check_noise(const khzNoiseSpec *n, const char *name, char *err, size_t errsz) {
+  const double v[4] = {n->white, n->bias, n->bias_walk, n->resolution};
+  const char *f[4] = {"white", "bias", "bias_walk", "resolution"};
+  for (int k = 0; k < 4; k++) {
+    if (!isfinite(v[k]))
+      return fail(err, errsz, "sensor '%s': noise %s is %g (not finite)", name, f[k], v[k]);
+    if (k != 1 && v[k] < 0)
+      return fail(err, errsz, "sensor '%s': noise %s is %g (must be >= 0)", name, f[k], v[k]);
+  }
+  return 0;
+}
+
+static int check_sensor(const khzModel *m, const khzSensorSpec *s, char *err, size_t errsz) {
+  const char *n = s->name[0] ? s->name : "(unnamed)";
+  if (s->type < 0 || s->type >= KHZ_NSENSORTYPE)
+    return fail(err, errsz, "sensor '%s': %s %g is not a sensor type", n, "type", s->type);
+  if (s->object < 1 || s->object >= m->nbody)
+    return fail(err, errsz, "sensor '%s': %s %g is not a body of the model", n, "object",
+                s->object);
+  if (s->type == KHZ_SENSOR_ENCODER && !one_dof(m, s->object))
+    return fail(err, errsz,
+                "sensor '%s': an encoder needs a revolute or prismatic joint; the %s of body %g "
+                "is not one",
+                n, "joint", s->object);
+  if (s->divisor < 1 || s->divisor > 1000000)
+    return fail(err, errsz, "sensor '%s': %s %g is outside 1..1000000 ticks", n, "divisor",
+                s->divisor);
+  if (s->latency < 0 || s->latency > KHZ_HIL_MAX_LATENCY)
+    return fail(err, errsz, "sensor '%s': %s %g is outside 0..1000 ticks", n, "latency",
+                s->latency);
+  for (int k = 0; k < 3; k++)
+    if (!isfinite(s->pos[k])) return fail(err, errsz, "sensor '%s': %s[%g] is not finite", n, "pos", k);
+  return check_noise(&s->noise, n, err, errsz);
+}
+
+static int check_drive(const khzDriveSpec *dr, char *err, size_t errsz) {
+  const char *n = dr->joint;
+  if (dr->mode < 0 || dr->mode > KHZ_DRIVE_VELOCITY)
+    return fail(err, errsz, "drive on '%s': %s %g is not a drive mode", n, "mode", dr->mode);
+  const double v[9] = {dr->kp, dr->kd, dr->max_torque, dr->stall_torque, dr->no_load_speed,
+                       dr->gear, dr->lag, dr->coulomb, dr->viscous};
+  const char *f[9] = {"kp", "kd", "max_torque", "stall_torque", "no_load_speed",
+                      "gear", "lag", "coulomb", "viscous"};
+  for (int k = 0; k < 9; k++)
+    if (!isfinite(v[k]) || v[k] < 0)
+      return fail(err, errsz, "drive on '%s': %s is %g (must be finite and >= 0)", n, f[k], v[k]);
+  if (dr->stall_torque > 0 && !(dr->no_load_speed > 0))
+    return fail(err, errsz, "drive on '%s': stall_torque needs %s > 0 (it is %g)", n,
+                "no_load_speed", dr->no_load_speed);
+  if (dr->gear != 0 && dr->gear < 1)
+    return fail(err, errsz, "drive on '%s': %s %g must be >= 1 (motor turns per joint turn)", n,
+                "gear", dr->gear);
+  return 0;
+}
+
+static int find_joint(const khzModel *m, const char *name) {
+  for (int b = 1; b < m->nbody; b++)
+    if (!strcmp(m->jnt_name[b], name)) return b;
+  return -1;
+}
+
+khzHil *khz_hilCreate(const khzModel *m, const khzSensorSpec *sensor, int nsensor,
+                      const khzDriveSpec *drive, int ndrive, uint64_t seed, double h, char *err,
+                      size_t errsz) {
+  if (!(h > 0) || !isfinite(h)) {
+    fail(err, errsz, "hil: %s%s %g must be > 0", "", "step", h);
+    return NULL;
+  }
+  if (nsensor < 0 || ndrive < 0) {
+    fail(err, errsz, "hil: %s%s %g", "", "negative count", nsensor < 0 ? nsensor : ndrive);
+    return NULL;
+  }
+  for (int i = 0; i < nsensor; i++)
+    if (check_sensor(m, &sensor[i], err, errsz)) return NULL;
+  for (int i = 0; i < ndrive; i++) {
+    if (check_drive(&drive[i], err, errsz)) return NULL;
+    int b = find_joint(m, drive[i].joint);
+    if (b < 0 || !one_dof(m, b)) {
+      if (err && errsz)
+        snprintf(err, errsz, "drive on '%s': %s", drive[i].joint,
+                 b < 0 ? "no joint of that name in the model"
+                       : "a drive needs a revolute or prismatic joint");
+      return NULL;
+    }
+    for (int j = 0; j < i; j++)
+      if (!strcmp(drive[j].joint, drive[i].joint)) {
+        if (err && errsz) snprintf(err, errsz, "drive on '%s': the joint has two drives", drive[i].joint);
+        return NULL;
+      }
+  }
+
+  khzHil *hil = calloc(1, sizeof *hil);
+  if (!hil) goto oom;
+  hil->seed = seed;
+  hil->h = h;
+  hil->nsensor = nsensor;
+  hil->ndrive = ndrive;
+  hil->sensor = calloc((size_t)nsensor + 1, sizeof *hil->sensor);
+  hil->drive = calloc((size_t)ndrive + 1, sizeof *hil->drive);
+  if (!hil->sensor || !hil->drive) goto oom;
+  for (int i = 0; i < nsensor; i++) {
+    hilSensor *s = &hil->sensor[i];
+    s->spec = sensor[i];
+    s->dim = sensor_dims[s->spec.type];
+    s->adr = hil->nvalue;
+    hil->nvalue += s->dim;
+    /* samples in flight: one every divisor ticks over latency ticks, plus the newest */
+    s->qcap = s->spec.latency / s->spec.divisor + 2;
+    s->qtick = calloc((size_t)s->qcap, sizeof *s->qtick);
+    s->qval = calloc((size_t)s->qcap * (size_t)s->dim, sizeof *s->qval);
+    if (!s->qtick || !s->qval) goto oom;
+  }
+  hil->out = calloc((size_t)hil->nvalue + 1, sizeof *hil->out);
+  if (!hil->out) goto oom;
+  for (int i = 0; i < ndrive; i++) {
+    hilDrive *dv = &hil->drive[i];
+    dv->spec = drive[i];
+    dv->spec.body = find_joint(m, drive[i].joint);
+    if (dv->spec.gear == 0) dv->spec.gear = 1;
+    dv->dof = m->jnt_dofadr[dv->spec.body];
+    dv->qadr = m->jnt_qadr[dv->spec.body];
+    dv->alpha = dv->spec.lag > 0 ? 1 - exp(-h / dv->spec.lag) : 1;
+  }
+  return hil;
+oom:
+  if (err && errsz) snprintf(err, errsz, "hil: out of memory");
+  khz_hilFree(&hil);
+  return NULL;
+}
+
+void khz_hilFree(khzHil **hil_p) {
+  khzHil *hil = *hil_p;
+  if (!hil) return;
+  for (int i = 0; hil->sensor && i < hil->nsensor; i++) {
+    free(hil->sensor[i].qtick);
+    free(hil->sensor[i].qval);
+  }
+  free(hil->sensor);
+  free(hil->drive);
+  free(hil->out);
+  free(hil);
+  *hil_p = NULL;
+}
+
+/* ------------------------------------------------------------ sensing -- */
+
+static double quantise(double x, double res) { return res > 0 ? res * floor(x / res + 0.5) : x; }
+
+/* world velocity of body b's point p (body frame) */
+static void point_velocity(const khzData *d, int b, const double *p, double *v) {
+  const double *R = d->xrot + 9 * b, *w = d->cvel + 6 * b, *v0 = d->cvel + 6 * b + 3;
+  double r[3];
+  for (int k = 0; k < 3; k++) r[k] = R[3 * k] * p[0] + R[3 * k + 1] * p[1] + R[3 * k + 2] * p[2];
+  v[0] = v0[0] + w[1] * r[2] - w[2] * r[1];
+  v[1] = v0[1] + w[2] * r[0] - w[0] * r[2];
+  v[2] = v0[2] + w[0] * r[1] - w[1] * r[0];
+}
+
+/* world vector into body b's axes */
+static void to_body(const khzData *d, int b, const double *x, double *y) {
+  const double *R = d->xrot + 9 * b;
+  for (int k = 0; k < 3; k++) y[k] = R[k] * x[0] + R[3 + k] * x[1] + R[6 + k] * x[2];
+}
+
+/* the contacts' wrench on body b about its point p (world axes) and the sum
+ * of their normal forces. A point's force is its explicit force at the last
+ * evaluation plus the implicit part (normal, and tangential spread over the
+ * bottom points), as the step applied them. */
+static void contact_wrench(const khzData *d, int b, const double *pw, double *f, double *t,
+                           double *fn) {
+  f[0] = f[1] = f[2] = t[0] = t[1] = t[2] = *fn = 0;
+  for (int c = 0; c < d->ncontact; c++) {
+    const khzContact *ct = &d->contact[c];
+    double sign = ct->body[0] == b ? 1 : ct->body[1] == b ? -1 : 0;
+    if (sign == 0) continue;
+    for (int k = 0; k < ct->npoint; k++) {
+      const khzContactPoint *p = &d->cpoint[ct->point_adr + k];
+      double fp[3];
+      for (int a = 0; a < 3; a++) {
+        fp[a] = p->force[a] + ct->normal[a] * p->force_implicit;
+        if (p->bottom && ct->nbottom > 0) fp[a] += ct->force_implicit[a] / ct->nbottom;
+        fp[a] *= sign;
+        f[a] += fp[a];
+      }
+      double r[3] = {p->pos[0] - pw[0], p->pos[1] - pw[1], p->pos[2] - pw[2]};
+      t[0] += r[1] * fp[2] - r[2] * fp[1];
+      t[1] += r[2] * fp[0] - r[0] * fp[2];
+      t[2] += r[0] * fp[1] - r[1] * fp[0];
+      *fn += sign * (fp[0] * ct->normal[0] + fp[1] * ct->normal[1] + fp[2] * ct->normal[2]);
+    }
+  }
+}
+
+/* the exact reading of sensor s (before noise), into x[dim] */
+static void exact(const hilSensor *s, const khzModel *m, const khzData *d, double period,
+                  double *x, double *v_world) {
+  int b = s->spec.object;
+  switch (s->spec.type) {
+    case KHZ_SENSOR_ENCODER:
+      x[0] = d->q[m->jnt_qadr[b]];
+      x[1] = d->qd[m->jnt_dofadr[b]];
+      break;
+    case KHZ_SENSOR_GYRO:
+      to_body(d, b, d->cvel + 6 * b, x);
+      break;
+    case KHZ_SENSOR_ACCEL: {
+      /* specific force: the point's acceleration over the sample period minus gravity */
+      double a[3];
+      point_velocity(d, b, s->spec.pos, v_world);
+      for (int k = 0; k < 3; k++) a[k] = (v_world[k] - s->prev_v[k]) / period - m->gravity[k];
+      to_body(d, b, a, x);
+      break;
+    }
+    case KHZ_SENSOR_FORCE: {
+      const double *R = d->xrot + 9 * b, *o = d->xpos + 3 * b, *p = s->spec.pos;
+      double pw[3], f[3], t[3], fn;
+      for (int k = 0; k < 3; k++) pw[k] = o[k] + R[3 * k] * p[0] + R[3 * k + 1] * p[1] + R[3 * k + 2] * p[2];
+      contact_wrench(d, b, pw, f, t, &fn);
+      to_body(d, b, f, x);
+      to_body(d, b, t, x + 3);
+      break;
+    }
+    case KHZ_SENSOR_TOUCH: {
+      double f[3], t[3], zero[3] = {0, 0, 0};
+      contact_wrench(d, b, zero, f, t, x);
+      break;
+    }
+  }
+}
+
+/* one sample of sensor s at tick k, pushed onto its delay queue */
+static void take_sample(hilSensor *s, const khzModel *m, const khzData *d, double period,
+                        uint64_t tick, int first) {
+  double x[KHZ_SENSOR_MAXDIM], v[3] = {0, 0, 0};
+  const khzNoiseSpec *n = &s->spec.noise;
+  if (first && s->spec.type == KHZ_SENSOR_ACCEL) point_velocity(d, s->spec.object, s->spec.pos, s->prev_v);
+  exact(s, m, d, period, x, v);
+  if (s->spec.type == KHZ_SENSOR_ACCEL) memcpy(s->prev_v, v, sizeof v);
+  int nnoisy = s->spec.type == KHZ_SENSOR_ENCODER ? 1 : s->dim;
+  double walk = n->bias_walk * sqrt(period);
+  for (int k = 0; k < nnoisy; k++) {
+    double y = x[k] + s->bias[k];
+    if (n->white > 0) y += n->white * khz_rngNormal(&s->rng);
+    if (walk > 0 && !first) s->bias[k] += walk * khz_rngNormal(&s->rng);
+    x[k] = quantise(y, n->resolution);
+  }
+  if (s->spec.type == KHZ_SENSOR_ENCODER) {
+    /* the drive's velocity: two readings over the sample period */
+    x[1] = first ? 0 : (x[0] - s->prev_q) / period;
+    s->prev_q = x[0];
+  }
+  int slot;
+  if (s->qlen == s->qcap) { /* cannot happen with qcap's bound; keep the newest */
+    s->qhead = (s->qhead + 1) % s->qcap;
+    s->qlen--;
+  }
+  slot = (s->qhead + s->qlen) % s->qcap;
+  s->qlen++;
+  s->qtick[slot] = tick;
+  memcpy(s->qval + (size_t)slot * (size_t)s->dim, x, (size_t)s->dim * sizeof(double));
+}
+
+/* the published reading: the held one, as the sensor's fault shows it */
+static void show(khzHil *hil, const hilSensor *s) {
+  double *out = hil->out + s->adr;
+  for (int k = 0; k < s->dim; k++)
+    out[k] = s->fault == KHZ_FAULT_DROPOUT ? NAN
+             : s->fault == KHZ_FAULT_BIAS  ? s->held[k] + s->fault_value
+                                           : s->held[k];
+}
+
+/* samples whose latency has passed replace the held reading (a frozen
+ * sensor keeps its old one) */
+static void release(khzHil *hil, hilSensor *s, uint64_t tick) {
+  while (s->qlen > 0 && s->qtick[s->qhead] + (uint64_t)s->spec.latency <= tick) {
+    const double *val = s->qval + (size_t)s->qhead * (size_t)s->dim;
+    if (s->fault != KHZ_FAULT_FREEZE) {
+      memcpy(s->held, val, (size_t)s->dim * sizeof(double));
+      s->sampled_at = s->qtick[s->qhead];
+    }
+    s->qhead = (s->qhead + 1) % s->qcap;
+    s->qlen--;
+  }
+  show(hil, s);
+}
+
+void khz_hilSample(khzHil *hil, const khzModel *m, const khzData *d, uint64_t tick) {
+  for (int i = 0; i < hil->nsensor; i++) {
+    hilSensor *s = &hil->sensor[i];
+    if (tick % (uint64_t)s->spec.divisor == 0)
+      take_sample(s, m, d, hil->h * s->spec.divisor, tick, 0);
+    release(hil, s, tick);
+  }
+}
+
+void khz_hilReset(khzHil *hil, const khzModel *m, const khzData *d) {
+  for (int i = 0; i < hil->nsensor; i++) {
+    hilSensor *s = &hil->sensor[i];
+    khz_rngSeed(&s->rng, hil->seed, (uint64_t)i + 1);
+    s->fault = KHZ_FAULT_NONE;
+    s->fault_until = 0;
+    for (int k = 0; k < KHZ_SENSOR_MAXDIM; k++) s->bias[k] = s->spec.noise.bias;
+    s->qhead = s->qlen = 0;
+    s->prev_q = 0;
+    /* the reading at the reset is out at once: a controller starts from a value */
+    take_sample(s, m, d, hil->h * s->spec.divisor, 0, 1);
+    memcpy(s->held, s->qval + (size_t)s->qhead * (size_t)s->dim, (size_t)s->dim * sizeof(double));
+    s->qlen = 0;
+    s->sampled_at = 0;
+    show(hil, s);
+  }
+  for (int i = 0; i < hil->ndrive; i++) {
+    hilDrive *dv = &hil->drive[i];
+    dv->tau_m = dv->tau_out = 0;
+    dv->torque_once = 0;
+    dv->fault = KHZ_FAULT_NONE;
+    dv->fault_until = 0;
+    dv->lock_q = d->q[dv->qadr];
+  }
+}
+
+/* ------------------------------------------------------------- drives -- */
+
+static double clamp(double x, double lo, double hi) { return x < lo ? lo : x > hi ? hi : x; }
+
+void khz_hilDrive(khzHil *hil, const khzModel *m, khzData *d) {
+  double h = hil->h;
+  for (int i = 0; i < hil->ndrive; i++) {
+    hilDrive *dv = &hil->drive[i];
+    const khzDriveSpec *sp = &dv->spec;
+    double cmd = d->tau[dv->dof], q = d->q[dv->qadr], qd = d->qd[dv->dof];
+    double meff = m->dof_meff[dv->dof] > 0 ? m->dof_meff[dv->dof] : 1;
+    if (dv->fault == KHZ_FAULT_LOCK) {
+      dv->torque_once = 0;
+      if (dv->lock_pending) dv->lock_q = q, dv->lock_pending = 0;
+      /* a brake: a stiff spring-damper to where the joint locked, at a
+       * frequency the integrators hold (w h = 0.25) */
+      double w = 0.25 / h;
+      d->tau[dv->dof] = dv->tau_out = -meff * w * w * (q - dv->lock_q) - 2 * meff * w * qd;
+      continue;
+    }
+    int mode = dv->torque_once ? KHZ_DRIVE_TORQUE : sp->mode;
+    dv->torque_once = 0;
+    double tau_cmd = mode == KHZ_DRIVE_POSITION   ? sp->kp * (cmd - q) - sp->kd * qd
+                     : mode == KHZ_DRIVE_VELOCITY ? sp->kd * (cmd - qd)
+                                                  : cmd;
+    if (!isfinite(tau_cmd)) tau_cmd = 0;
+    /* the current loop's lag, then what the amplifier and the supply allow */
+    double t = dv->tau_m + (tau_cmd - dv->tau_m) * dv->alpha;
+    if (sp->max_torque > 0) t = clamp(t, -sp->max_torque, sp->max_torque);
+    if (sp->stall_torque > 0) {
+      /* DC motor at its voltage limit: tau in stall [-1 - w/w0, 1 - w/w0] */
+      double r = sp->gear * qd / sp->no_load_speed;
+      t = clamp(t, sp->stall_torque * (-1 - r), sp->stall_torque * (1 - r));
+    }
+    dv->tau_m = t;
+    if (dv->fault == KHZ_FAULT_LIMP) t = 0;
+    else if (dv->fault == KHZ_FAULT_TORQUE_LOSS) t *= dv->fault_value;
+    /* gearbox friction; the Coulomb term regularised with the slope the
+     * explicit integrators hold (as the joints' own friction, step.c) */
+    if (sp->coulomb > 0) {
+      double vs = fmax(2 * sp->coulomb * h / meff, KHZ_DRIVE_STICK_SPEED);
+      t -= sp->coulomb * tanh(qd / vs);
+    }
+    t -= sp->viscous * qd;
+    d->tau[dv->dof] = dv->tau_out = t;
+  }
+}
+
+void khz_hilSetStep(khzHil *hil, double h) {
+  if (!(h > 0) || !isfinite(h)) return;
+  hil->h = h;
+  for (int i = 0; i < hil->ndrive; i++) {
+    hilDrive *dv = &hil->drive[i];
+    dv->alpha = dv->spec.lag > 0 ? 1 - exp(-h / dv->spec.lag) : 1;
+  }
+}
+
+void khz_hilDriveTorqueOnce(khzHil *hil, int i) {
+  if (i >= 0 && i < hil->ndrive) hil->drive[i].torque_once = 1;
+}
+
+int khz_networkCheck(const khzNetworkModel *n, char *err, size_t errsz) {
+  const char *bad = NULL;
+  if (n->state_delay < 0 || n->state_jitter < 0 ||
+      n->state_delay + n->state_jitter > KHZ_NET_MAX_DELAY)
+    bad = "state_delay_ticks + state_jitter_ticks must be within 0..100";
+  else if (n->command_delay < 0 || n->command_jitter < 0 ||
+           n->command_delay + n->command_jitter > KHZ_NET_MAX_DELAY)
+    bad = "command_delay_ticks + command_jitter_ticks must be within 0..100";
+  else if (!(n->state_loss >= 0 && n->state_loss < 1) || !(n->command_loss >= 0 && n->command_loss < 1))
+    bad = "state_loss and command_loss must be within [0, 1)";
+  if (bad) {
+    if (err && errsz) snprintf(err, errsz, "network: %s", bad);
+    return -1;
+  }
+  return n->state_delay || n->state_jitter || n->state_loss > 0 || n->command_delay ||
+         n->command_jitter || n->command_loss > 0;
+}
+
+/* ------------------------------------------------------------- faults -- */
+
+int khz_hilSensorFault(khzHil *hil, int i, int type, double value, double until) {
+  if (i < 0 || i >= hil->nsensor || !isfinite(value) || !isfinite(until)) return -1;
+  if (type != KHZ_FAULT_NONE && type != KHZ_FAULT_FREEZE && type != KHZ_FAULT_DROPOUT &&
+      type != KHZ_FAULT_BIAS)
+    return -1;
+  hilSensor *s = &hil->sensor[i];
+  s->fault = type;
+  s->fault_value = value;
+  s->fault_until = type == KHZ_FAULT_NONE ? 0 : until;
+  show(hil, s);
+  return 0;
+}
+
+int khz_hilDriveFault(khzHil *hil, int i, int type, double value, double until) {
+  if (i < 0 || i >= hil->ndrive || !isfinite(value) || !isfinite(until)) return -1;
+  if (type != KHZ_FAULT_NONE && type != KHZ_FAULT_LIMP && type != KHZ_FAULT_TORQUE_LOSS &&
+      type != KHZ_FAULT_LOCK)
+    return -1;
+  if (type == KHZ_FAULT_TORQUE_LOSS && !(value >= 0 && value <= 1)) return -1;
+  hilDrive *dv = &hil->drive[i];
+  dv->fault = type;
+  dv->fault_value = value;
+  dv->fault_until = type == KHZ_FAULT_NONE ? 0 : until;
+  dv->lock_pending = type == KHZ_FAULT_LOCK;
+  return 0;
+}
+
+void khz_hilExpire(khzHil *hil, double time) {
+  for (int i = 0; i < hil->nsensor; i++) {
+    hilSensor *s = &hil->sensor[i];
+    if (s->fault && s->fault_until > 0 && time >= s->fault_until) {
+      s->fault = KHZ_FAULT_NONE;
+      s->fault_until = 0;
+      show(hil, s);
+    }
+  }
+  for (int i = 0; i < hil->ndrive; i++) {
+    hilDrive *dv = &hil->drive[i];
+    if (dv->fault && dv->fault_until > 0 && time >= dv->fault_until) {
+      dv->fault = KHZ_FAULT_NONE;
+      dv->fault_until = 0;
+    }
+  }
+}
+
+int khz_hilAnyFault(const khzHil *hil) {
+  for (int i = 0; i < hil->nsensor; i++)
+    if (hil->sensor[i].fault) return 1;
+  for (int i = 0; i < hil->ndrive; i++)
+    if (hil->drive[i].fault) return 1;
+  return 0;
+}
+
+/* ---------------------------------------------------------- accessors -- */
+
+int khz_hilNSensor(const khzHil *hil) { return hil->nsensor; }
+int khz_hilNDrive(const khzHil *hil) { return hil->ndrive; }
+int khz_hilNValue(const khzHil *hil) { return hil->nvalue; }
+const double *khz_hilValues(const khzHil *hil) { return hil->out; }
+int khz_hilValueAdr(const khzHil *hil, int i) { return hil->sensor[i].adr; }
+int khz_hilValueDim(const khzHil *hil, int i) { return hil->sensor[i].dim; }
+uint64_t khz_hilSampledAt(const khzHil *hil, int i) { return hil->sensor[i].sampled_at; }
+const khzSensorSpec *khz_hilSensor(const khzHil *hil, int i) { return &hil->sensor[i].spec; }
+const khzDriveSpec *khz_hilDriveSpec(const khzHil *hil, int i) { return &hil->drive[i].spec; }
+int khz_hilSensorFaultType(const khzHil *hil, int i) { return hil->sensor[i].fault; }
+int khz_hilDriveFaultType(const khzHil *hil, int i) { return hil->drive[i].fault; }
+double khz_hilDriveTorque(const khzHil *hil, int i) { return hil->drive[i].tau_out; }

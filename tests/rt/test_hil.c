@@ -1,0 +1,584 @@
+/* test_hil.c — hardware-in-the-loop realism (rt/src/hil, khz/hil.h,
+ * docs/hil.md) against what was configured: the generator's statistics and
+ * determinism; encoder quantisation and finite-difference velocity; white
+ * noise variance and the bias random walk's growth; sample rates and
+ * latencies tick by tick; accelerometer, force-torque and touch readings of
+ * a box at rest and in free fall; the drives' analytic step responses (lag,
+ * saturation, voltage limit, viscous gearbox, position PD); every fault
+ * within one tick; bit-identical readings for a seed; zero heap calls while
+ * driving and sampling (malloc & co. wrapped at link time). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ensure.h"
+#include "khz/hil.h"
+#include "khz/khz.h"
+
+static int counting;
+static long allocations;
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t k, size_t n);
+void *__real_realloc(void *p, size_t n);
+void __real_free(void *p);
+void *__wrap_malloc(size_t n) {
+  allocations += counting;
+  return __real_malloc(n);
+}
+void *__wrap_calloc(size_t k, size_t n) {
+  allocations += counting;
+  return __real_calloc(k, n);
+}
+void *__wrap_realloc(void *p, size_t n) {
+  allocations += counting;
+  return __real_realloc(p, n);
+}
+void __wrap_free(void *p) {
+  allocations += counting && p;
+  __real_free(p);
+}
+
+static const double H = 1e-3;
+
+/* bodies: 1 a wheel on a revolute joint about z (inertia I_WHEEL, no
+ * gravity torque), 2 a pendulum about y (1 kg at 0.5 m), 3 a 2 kg box, free,
+ * resting on the plane (or falling, fall = 1: no plane) */
+enum { WHEEL = 1, PEND, BOX };
+static const double I_WHEEL = 0.02, BOX_MASS = 2.0, BOX_HALF = 0.1;
+
+static khzModel *model(int fall) {
+  khzSpec *s = khz_spec_new();
+  if (!fall) {
+    khzGeomSpec plane;
+    khz_spec_defaultGeom(&plane);
+    plane.type = KHZ_GEOM_PLANE;
+    khz_spec_addGeom(s, &plane);
+  }
+  khzBodySpec b;
+  khz_spec_defaultBody(&b);
+  snprintf(b.name, sizeof b.name, "wheel");
+  snprintf(b.joint_name, sizeof b.joint_name, "spin");
+  b.joint_type = KHZ_JOINT_CONTINUOUS;
+  b.pos[0] = 2, b.pos[2] = 1;
+  b.axis[0] = 0, b.axis[1] = 0, b.axis[2] = 1;
+  b.mass = 1;
+  b.inertia[0] = b.inertia[1] = 0.01, b.inertia[2] = I_WHEEL;
+  khz_spec_addBody(s, &b);
+
+  khz_spec_defaultBody(&b);
+  snprintf(b.name, sizeof b.name, "pendulum");
+  snprintf(b.joint_name, sizeof b.joint_name, "swing");
+  b.joint_type = KHZ_JOINT_REVOLUTE;
+  b.pos[0] = -2, b.pos[2] = 1.5;
+  b.axis[0] = 0, b.axis[1] = 1, b.axis[2] = 0;
+  b.limited = 0;
+  b.mass = 1;
+  b.com[0] = 0.5;
+  b.inertia[0] = b.inertia[1] = b.inertia[2] = 1e-3;
+  khz_spec_addBody(s, &b);
+
+  khz_spec_defaultBody(&b);
+  snprintf(b.name, sizeof b.name, "box");
+  snprintf(b.joint_name, sizeof b.joint_name, "box");
+  b.joint_type = KHZ_JOINT_FLOATING;
+  b.mass = BOX_MASS;
+  double I = BOX_MASS * (8 * BOX_HALF * BOX_HALF) / 12;
+  b.inertia[0] = b.inertia[1] = b.inertia[2] = I;
+  double q0[7] = {0, 0, BOX_HALF, 1, 0, 0, 0};
+  memcpy(b.q0, q0, sizeof q0);
+  khzGeomSpec g;
+  khz_spec_defaultGeom(&g);
+  g.body = khz_spec_addBody(s, &b);
+  g.type = KHZ_GEOM_BOX;
+  g.size[0] = g.size[1] = g.size[2] = BOX_HALF;
+  khz_spec_addGeom(s, &g);
+  char err[256];
+  khzModel *m = khz_compile(s, err, sizeof err);
+  ENSURE_MSG(m, "%s", err);
+  khz_spec_destroy(&s);
+  return m;
+}
+
+static khzSensorSpec sensor(const char *name, int type, int object) {
+  khzSensorSpec s;
+  memset(&s, 0, sizeof s);
+  snprintf(s.name, sizeof s.name, "%s", name);
+  s.type = type;
+  s.object = object;
+  s.divisor = 1;
+  return s;
+}
+
+static khzDriveSpec drive(const char *joint, int mode) {
+  khzDriveSpec d;
+  memset(&d, 0, sizeof d);
+  snprintf(d.joint, sizeof d.joint, "%s", joint);
+  d.mode = mode;
+  return d;
+}
+
+static khzHil *make(const khzModel *m, const khzData *d, const khzSensorSpec *s, int ns,
+                    const khzDriveSpec *dr, int nd, uint64_t seed) {
+  char err[256] = "";
+  khzHil *hil = khz_hilCreate(m, s, ns, dr, nd, seed, H, err, sizeof err);
+  ENSURE_MSG(hil, "%s", err);
+  if (hil) khz_hilReset(hil, m, d);
+  return hil;
+}
+
+/* ---------------------------------------------------------------- rng -- */
+
+static void test_rng(void) {
+  khzRng a, b, c;
+  khz_rngSeed(&a, 42, 1);
+  khz_rngSeed(&b, 42, 1);
+  khz_rngSeed(&c, 42, 2);
+  int same = 1, differ = 0;
+  for (int i = 0; i < 1000; i++) {
+    uint64_t x = khz_rngNext(&a), y = khz_rngNext(&b), z = khz_rngNext(&c);
+    same &= x == y;
+    differ += x != z;
+  }
+  ENSURE(same);
+  ENSURE(differ > 990);
+  const int n = 1000000;
+  double s1 = 0, s2 = 0, u1 = 0;
+  for (int i = 0; i < n; i++) {
+    double x = khz_rngNormal(&a), u = khz_rngUniform(&a);
+    s1 += x, s2 += x * x, u1 += u;
+    ENSURE(u >= 0 && u < 1);
+  }
+  /* standard errors: mean 1e-3, variance 1.4e-3, uniform mean 2.9e-4 */
+  ENSURE_NEAR(s1 / n, 0, 5e-3);
+  ENSURE_NEAR(s2 / n - (s1 / n) * (s1 / n), 1, 7e-3);
+  ENSURE_NEAR(u1 / n, 0.5, 1.5e-3);
+}
+
+/* ------------------------------------------------------------ sensors -- */
+
+/* encoder: readings are q rounded to the count; the velocity is the
+ * difference of readings over the period (telescoping: its mean is exact) */
+static void test_encoder(void) {
+  khzModel *m = model(0);
+  khzData *d = khz_makeData(m, 0);
+  khzSensorSpec s = sensor("enc", KHZ_SENSOR_ENCODER, WHEEL);
+  s.noise.resolution = 2 * M_PI / 4096;
+  int qa = m->jnt_qadr[WHEEL], n = 2000;
+  d->q[qa] = 0.1;
+  khzHil *hil = make(m, d, &s, 1, NULL, 0, 1);
+  double res = s.noise.resolution, w = 0.7, vsum = 0, worst = 0;
+  for (int k = 1; k <= n; k++) {
+    d->q[qa] = 0.1 + w * k * H;
+    khz_hilSample(hil, m, d, (uint64_t)k);
+    const double *v = khz_hilValues(hil);
+    double err = v[0] - d->q[qa];
+    worst = fmax(worst, fabs(err));
+    ENSURE(fabs(remainder(v[0], res)) < 1e-9);
+    vsum += v[1];
+  }
+  ENSURE_MSG(worst <= res / 2 + 1e-12, "worst quantisation error %g, count %g", worst, res);
+  ENSURE_MSG(worst > 0.4 * res, "worst quantisation error %g: no quantisation seen", worst);
+  /* mean of n differences = (last - first reading) / (n h) */
+  ENSURE_NEAR(vsum / n, w, res / (n * H) + 1e-12);
+  khz_hilFree(&hil);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+}
+
+/* gyro on a resting body: mean = bias, standard deviation = white */
+static void test_white_noise(void) {
+  khzModel *m = model(0);
+  khzData *d = khz_makeData(m, 0);
+  khz_forward(m, d);
+  khzSensorSpec s = sensor("gyro", KHZ_SENSOR_GYRO, WHEEL);
+  s.noise.white = 0.01;
+  s.noise.bias = 0.003;
+  khzHil *hil = make(m, d, &s, 1, NULL, 0, 7);
+  const int n = 20000;
+  double s1 = 0, s2 = 0;
+  for (int k = 1; k <= n; k++) {
+    khz_hilSample(hil, m, d, (uint64_t)k);
+    for (int a = 0; a < 3; a++) {
+      double x = khz_hilValues(hil)[a];
+      s1 += x, s2 += x * x;
+    }
+  }
+  double mean = s1 / (3 * n), sd = sqrt(s2 / (3 * n) - mean * mean);
+  ENSURE_NEAR(mean, 0.003, 5 * 0.01 / sqrt(3.0 * n));
+  ENSURE_MSG(fabs(sd / 0.01 - 1) < 0.03, "white noise sd %g, configured 0.01", sd);
+  khz_hilFree(&hil);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+}
+
+/* bias random walk: across 300 sensors (900 axes), the variance of the bias
+ * after T seconds is bias_walk^2 T */
+static void test_bias_walk(void) {
+  khzModel *m = model(0);
+  khzData *d = khz_makeData(m, 0);
+  khz_forward(m, d);
+  enum { NS = 300 };
+  static khzSensorSpec s[NS];
+  for (int i = 0; i < NS; i++) {
+    s[i] = sensor("g", KHZ_SENSOR_GYRO, WHEEL);
+    snprintf(s[i].name, sizeof s[i].name, "g%d", i);
+    s[i].noise.bias_walk = 0.02;
+    s[i].divisor = 10; /* 100 Hz: the walk per sample is 0.02 sqrt(0.01) */
+  }
+  khzHil *hil = make(m, d, s, NS, NULL, 0, 3);
+  int n = 4000; /* 4 s */
+  for (int k = 1; k <= n; k++) khz_hilSample(hil, m, d, (uint64_t)k);
+  double s1 = 0, s2 = 0;
+  const double *v = khz_hilValues(hil);
+  for (int i = 0; i < 3 * NS; i++) s1 += v[i], s2 += v[i] * v[i];
+  double var = s2 / (3 * NS) - (s1 / (3 * NS)) * (s1 / (3 * NS));
+  /* 400 steps of the walk were taken by the last sample (ticks 10..4000),
+   * the reading carries the bias before that sample's step: 399 steps */
+  double want = 0.02 * 0.02 * 399 * 0.01;
+  ENSURE_MSG(fabs(var / want - 1) < 0.15, "bias variance %g after 4 s, configured %g", var, want);
+  khz_hilFree(&hil);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+}
+
+/* rate and latency, tick by tick: divisor 4 and latency 3 show at tick k the
+ * sample of tick 4 floor((k - 3) / 4) */
+static void test_rate_latency(void) {
+  khzModel *m = model(0);
+  khzData *d = khz_makeData(m, 0);
+  khzSensorSpec s = sensor("enc", KHZ_SENSOR_ENCODER, WHEEL);
+  s.divisor = 4;
+  s.latency = 3;
+  khzSensorSpec fast = sensor("enc0", KHZ_SENSOR_ENCODER, WHEEL);
+  khzSensorSpec both[2] = {s, fast};
+  int qa = m->jnt_qadr[WHEEL];
+  d->q[qa] = 0;
+  khzHil *hil = make(m, d, both, 2, NULL, 0, 1);
+  int ok = 1, ok0 = 1;
+  for (int k = 1; k <= 100; k++) {
+    d->q[qa] = k; /* the reading names the tick it was taken at */
+    khz_hilSample(hil, m, d, (uint64_t)k);
+    int want = k < 7 ? 0 : 4 * ((k - 3) / 4);
+    ok &= khz_hilValues(hil)[0] == want && khz_hilSampledAt(hil, 0) == (uint64_t)want;
+    ok0 &= khz_hilValues(hil)[2] == k;
+  }
+  ENSURE_MSG(ok, "divisor 4 / latency 3 readings are not those of tick 4 floor((k - 3) / 4)");
+  ENSURE(ok0);
+  khz_hilFree(&hil);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+}
+
+/* a box at rest on the plane: accelerometer +g up, touch m g, force-torque
+ * m g along the body's z; in free fall the accelerometer reads 0 */
+static void test_body_sensors(void) {
+  for (int fall = 0; fall <= 1; fall++) {
+    khzModel *m = model(fall);
+    khzData *d = khz_makeData(m, 0);
+    khzSensorSpec s[3] = {sensor("imu", KHZ_SENSOR_ACCEL, BOX), sensor("touch", KHZ_SENSOR_TOUCH, BOX),
+                          sensor("ft", KHZ_SENSOR_FORCE, BOX)};
+    s[0].pos[0] = 0.05;
+    s[2].pos[2] = -BOX_HALF;
+    khz_forward(m, d);
+    khzHil *hil = make(m, d, s, 3, NULL, 0, 1);
+    for (int k = 1; k <= 1500; k++) {
+      khz_step(m, d);
+      khz_hilSample(hil, m, d, (uint64_t)k);
+    }
+    const double *v = khz_hilValues(hil);
+    double g = 9.81, W = BOX_MASS * g;
+    if (!fall) {
+      ENSURE_NEAR(v[0], 0, 0.05);
+      ENSURE_NEAR(v[1], 0, 0.05);
+      ENSURE_MSG(fabs(v[2] - g) < 0.01 * g, "accelerometer at rest reads %g, want %g", v[2], g);
+      ENSURE_MSG(fabs(v[3] - W) < 0.01 * W, "touch reads %g N, want %g", v[3], W);
+      ENSURE_MSG(fabs(v[6] - W) < 0.01 * W, "force-torque fz %g N, want %g", v[6], W);
+      ENSURE(fabs(v[4]) < 0.01 * W && fabs(v[5]) < 0.01 * W);
+      /* torque about the bottom centre: the contact forces balance (< 1 % of W times half) */
+      for (int a = 0; a < 3; a++) ENSURE(fabs(v[7 + a]) < 0.01 * W * BOX_HALF);
+    } else {
+      for (int a = 0; a < 3; a++) ENSURE_NEAR(v[a], 0, 1e-6);
+      ENSURE(v[3] == 0);
+    }
+    khz_hilFree(&hil);
+    khz_deleteData(&d);
+    khz_deleteModel(&m);
+  }
+}
+
+/* ------------------------------------------------------------- drives -- */
+
+static double spin_after(const khzModel *m, khzData *d, khzHil *hil, double cmd, double t) {
+  int dof = m->jnt_dofadr[WHEEL], n = (int)lround(t / H);
+  for (int k = 0; k < n; k++) {
+    memset(d->tau, 0, (size_t)m->nv * sizeof(double));
+    d->tau[dof] = cmd;
+    khz_hilDrive(hil, m, d);
+    khz_step(m, d);
+  }
+  return d->qd[dof];
+}
+
+static void test_drives(void) {
+  khzModel *m = model(0);
+  int dof = m->jnt_dofadr[WHEEL];
+
+  /* lag: on a held joint the torque after n ticks is 1 - (1 - alpha)^n */
+  {
+    khzData *d = khz_makeData(m, 0);
+    khzDriveSpec dr = drive("spin", KHZ_DRIVE_TORQUE);
+    dr.lag = 0.02;
+    khzHil *hil = make(m, d, NULL, 0, &dr, 1, 1);
+    double worst = 0;
+    for (int k = 1; k <= 100; k++) {
+      d->tau[dof] = 1;
+      khz_hilDrive(hil, m, d);
+      worst = fmax(worst, fabs(d->tau[dof] - (1 - exp(-k * H / dr.lag))));
+    }
+    ENSURE_MSG(worst < 1e-12, "lag: worst error against 1 - exp(-t / lag): %g", worst);
+    khz_hilFree(&hil);
+    khz_deleteData(&d);
+  }
+  /* lag on a free wheel: w(t) = (tau/I) (t - lag (1 - exp(-t/lag))) */
+  {
+    khzData *d = khz_makeData(m, 0);
+    khzDriveSpec dr = drive("spin", KHZ_DRIVE_TORQUE);
+    dr.lag = 0.05;
+    khzHil *hil = make(m, d, NULL, 0, &dr, 1, 1);
+    double t = 0.5, w = spin_after(m, d, hil, 0.1, t);
+    double want = 0.1 / I_WHEEL * (t - dr.lag * (1 - exp(-t / dr.lag)));
+    ENSURE_MSG(fabs(w / want - 1) < 0.01, "lagged spin-up %g rad/s, analytic %g", w, want);
+    khz_hilFree(&hil);
+    khz_deleteData(&d);
+  }
+  /* viscous gearbox: w(t) = tau / b (1 - exp(-b t / I)) */
+  {
+    khzData *d = khz_makeData(m, 0);
+    khzDriveSpec dr = drive("spin", KHZ_DRIVE_TORQUE);
+    dr.viscous = 0.01;
+    khzHil *hil = make(m, d, NULL, 0, &dr, 1, 1);
+    double t = 2, w = spin_after(m, d, hil, 0.05, t);
+    double want = 0.05 / dr.viscous * (1 - exp(-dr.viscous * t / I_WHEEL));
+    ENSURE_MSG(fabs(w / want - 1) < 0.005, "viscous spin-up %g rad/s, analytic %g", w, want);
+    khz_hilFree(&hil);
+    khz_deleteData(&d);
+  }
+  /* voltage limit: the wheel runs up to no_load_speed / gear (1 - tau_load / stall) = w0 / gear */
+  {
+    khzData *d = khz_makeData(m, 0);
+    khzDriveSpec dr = drive("spin", KHZ_DRIVE_TORQUE);
+    dr.stall_torque = 0.5;
+    dr.no_load_speed = 300;
+    dr.gear = 30;
+    khzHil *hil = make(m, d, NULL, 0, &dr, 1, 1);
+    double w = spin_after(m, d, hil, 100, 3);
+    ENSURE_MSG(fabs(w - 10) < 0.01, "voltage-limited speed %g rad/s, want no_load / gear = 10", w);
+    /* at half the no-load speed, at most half the stall torque */
+    d->qd[dof] = 5;
+    d->tau[dof] = 100;
+    khz_hilDrive(hil, m, d);
+    ENSURE_NEAR(d->tau[dof], 0.25, 1e-12);
+    /* braking against the motion: up to stall (1 + w / w0) */
+    d->tau[dof] = -100;
+    for (int k = 0; k < 3; k++) {
+      d->qd[dof] = 5;
+      d->tau[dof] = -100;
+      khz_hilDrive(hil, m, d);
+    }
+    ENSURE_NEAR(d->tau[dof], -0.75, 1e-12);
+    khz_hilFree(&hil);
+    khz_deleteData(&d);
+  }
+  /* saturation and Coulomb friction */
+  {
+    khzData *d = khz_makeData(m, 0);
+    khzDriveSpec dr = drive("spin", KHZ_DRIVE_TORQUE);
+    dr.max_torque = 2;
+    dr.coulomb = 0.1;
+    khzHil *hil = make(m, d, NULL, 0, &dr, 1, 1);
+    d->qd[dof] = 1;
+    d->tau[dof] = 10;
+    khz_hilDrive(hil, m, d);
+    ENSURE_NEAR(d->tau[dof], 2 - 0.1, 1e-9);
+    d->qd[dof] = 0;
+    d->tau[dof] = 0;
+    khz_hilDrive(hil, m, d);
+    ENSURE_NEAR(d->tau[dof], 0, 1e-15);
+    khz_hilFree(&hil);
+    khz_deleteData(&d);
+  }
+  /* position mode: the drive's PD settles the pendulum where kp (q* - q) holds gravity */
+  {
+    khzData *d = khz_makeData(m, 0);
+    khzDriveSpec dr = drive("swing", KHZ_DRIVE_POSITION);
+    dr.kp = 200;
+    dr.kd = 5;
+    khzHil *hil = make(m, d, NULL, 0, &dr, 1, 1);
+    int pd = m->jnt_dofadr[PEND], pq = m->jnt_qadr[PEND];
+    for (int k = 0; k < 5000; k++) {
+      memset(d->tau, 0, (size_t)m->nv * sizeof(double));
+      d->tau[pd] = 0.3;
+      khz_hilDrive(hil, m, d);
+      khz_step(m, d);
+    }
+    /* equilibrium: kp (0.3 - q) + m g l cos(q) = 0 (gravity turns a com at
+     * +x about +y towards positive q) */
+    double q = d->q[pq], res = dr.kp * (0.3 - q) + 1 * 9.81 * 0.5 * cos(q);
+    ENSURE_MSG(fabs(res) < 1e-3 * dr.kp, "position mode: residual torque %g at q %g", res, q);
+    khz_hilFree(&hil);
+    khz_deleteData(&d);
+  }
+  khz_deleteModel(&m);
+}
+
+/* ------------------------------------------------------------- faults -- */
+
+static void test_faults(void) {
+  khzModel *m = model(0);
+  khzData *d = khz_makeData(m, 0);
+  khzSensorSpec s = sensor("enc", KHZ_SENSOR_ENCODER, WHEEL);
+  khzDriveSpec dr[2] = {drive("spin", KHZ_DRIVE_TORQUE), drive("swing", KHZ_DRIVE_TORQUE)};
+  khzHil *hil = make(m, d, &s, 1, dr, 2, 1);
+  int qa = m->jnt_qadr[WHEEL], dof = m->jnt_dofadr[WHEEL];
+  uint64_t k = 1;
+  d->q[qa] = 1;
+  khz_hilSample(hil, m, d, k++);
+  ENSURE(khz_hilValues(hil)[0] == 1);
+  /* freeze: the next reading keeps the old value */
+  ENSURE(khz_hilSensorFault(hil, 0, KHZ_FAULT_FREEZE, 0, 0) == 0);
+  d->q[qa] = 2;
+  khz_hilSample(hil, m, d, k++);
+  ENSURE(khz_hilValues(hil)[0] == 1 && khz_hilSensorFaultType(hil, 0) == KHZ_FAULT_FREEZE);
+  /* dropout: NaN at once */
+  ENSURE(khz_hilSensorFault(hil, 0, KHZ_FAULT_DROPOUT, 0, 0) == 0);
+  ENSURE(isnan(khz_hilValues(hil)[0]));
+  khz_hilSample(hil, m, d, k++);
+  ENSURE(isnan(khz_hilValues(hil)[0]) && isnan(khz_hilValues(hil)[1]));
+  /* bias: added at once; cleared: gone at once */
+  ENSURE(khz_hilSensorFault(hil, 0, KHZ_FAULT_BIAS, 0.5, 0) == 0);
+  khz_hilSample(hil, m, d, k++);
+  ENSURE(khz_hilValues(hil)[0] == 2.5);
+  ENSURE(khz_hilSensorFault(hil, 0, KHZ_FAULT_NONE, 0, 0) == 0);
+  ENSURE(khz_hilValues(hil)[0] == 2);
+  /* a timed fault ends at its time */
+  ENSURE(khz_hilSensorFault(hil, 0, KHZ_FAULT_DROPOUT, 0, 0.5) == 0 && khz_hilAnyFault(hil));
+  khz_hilExpire(hil, 0.499);
+  ENSURE(isnan(khz_hilValues(hil)[0]));
+  khz_hilExpire(hil, 0.5);
+  ENSURE(khz_hilValues(hil)[0] == 2 && !khz_hilAnyFault(hil));
+  ENSURE(khz_hilSensorFault(hil, 0, KHZ_FAULT_LIMP, 0, 0) == -1); /* a drive's fault */
+  ENSURE(khz_hilSensorFault(hil, 5, KHZ_FAULT_FREEZE, 0, 0) == -1);
+
+  /* limp and torque loss */
+  ENSURE(khz_hilDriveFault(hil, 0, KHZ_FAULT_LIMP, 0, 0) == 0);
+  d->tau[dof] = 1;
+  khz_hilDrive(hil, m, d);
+  ENSURE(d->tau[dof] == 0);
+  ENSURE(khz_hilDriveFault(hil, 0, KHZ_FAULT_TORQUE_LOSS, 0.25, 0) == 0);
+  d->tau[dof] = 1;
+  khz_hilDrive(hil, m, d);
+  ENSURE(d->tau[dof] == 0.25);
+  ENSURE(khz_hilDriveFault(hil, 0, KHZ_FAULT_TORQUE_LOSS, 2, 0) == -1);
+  ENSURE(khz_hilDriveFault(hil, 0, KHZ_FAULT_NONE, 0, 0) == 0);
+
+  /* lock: the pendulum, released horizontal, stays where it locked */
+  khz_resetData(m, d);
+  khz_hilReset(hil, m, d);
+  int pq = m->jnt_qadr[PEND], pd = m->jnt_dofadr[PEND];
+  double q0 = d->q[pq];
+  ENSURE(khz_hilDriveFault(hil, 1, KHZ_FAULT_LOCK, 0, 0) == 0);
+  for (int i = 0; i < 1000; i++) {
+    memset(d->tau, 0, (size_t)m->nv * sizeof(double));
+    d->tau[pd] = 3; /* the controller's torque is ignored by a locked joint */
+    khz_hilDrive(hil, m, d);
+    khz_step(m, d);
+  }
+  ENSURE_MSG(fabs(d->q[pq] - q0) < 2e-3 && isfinite(d->q[pq]), "locked joint moved %g rad",
+             d->q[pq] - q0);
+  khz_hilFree(&hil);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+}
+
+/* ---------------------------------------------- determinism, heap, errors -- */
+
+static uint64_t run_hash(uint64_t seed) {
+  khzModel *m = model(0);
+  khzData *d = khz_makeData(m, 0);
+  khzSensorSpec s[3] = {sensor("enc", KHZ_SENSOR_ENCODER, PEND), sensor("gyro", KHZ_SENSOR_GYRO, BOX),
+                        sensor("acc", KHZ_SENSOR_ACCEL, BOX)};
+  for (int i = 0; i < 3; i++) s[i].noise.white = 0.01, s[i].noise.bias_walk = 0.01;
+  s[2].divisor = 2, s[2].latency = 5;
+  khzDriveSpec dr = drive("swing", KHZ_DRIVE_POSITION);
+  dr.kp = 50, dr.kd = 2, dr.lag = 0.01, dr.max_torque = 20, dr.coulomb = 0.05;
+  khz_forward(m, d);
+  khzHil *hil = make(m, d, s, 3, &dr, 1, seed);
+  uint64_t h = 1469598103934665603ull;
+  counting = 1;
+  allocations = 0;
+  for (int k = 1; k <= 300; k++) {
+    memset(d->tau, 0, (size_t)m->nv * sizeof(double));
+    /* the controller sees only the encoder */
+    d->tau[m->jnt_dofadr[PEND]] = 0.5 - 0.1 * khz_hilValues(hil)[0];
+    khz_hilDrive(hil, m, d);
+    khz_step(m, d);
+    khz_hilSample(hil, m, d, (uint64_t)k);
+    const unsigned char *p = (const unsigned char *)khz_hilValues(hil);
+    for (size_t i = 0; i < (size_t)khz_hilNValue(hil) * sizeof(double); i++)
+      h = (h ^ p[i]) * 1099511628211ull;
+  }
+  counting = 0;
+  ENSURE_MSG(allocations == 0, "%ld heap calls while driving and sampling", allocations);
+  khz_hilFree(&hil);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+  return h;
+}
+
+static void test_determinism(void) {
+  uint64_t a = run_hash(11), b = run_hash(11), c = run_hash(12);
+  ENSURE(a == b);
+  ENSURE(a != c);
+}
+
+static void test_errors(void) {
+  khzModel *m = model(0);
+  char err[256];
+  khzSensorSpec s = sensor("enc", KHZ_SENSOR_ENCODER, BOX);
+  ENSURE(!khz_hilCreate(m, &s, 1, NULL, 0, 1, H, err, sizeof err));
+  ENSURE_MSG(strstr(err, "'enc'") && strstr(err, "revolute"), "%s", err);
+  s = sensor("gyro", KHZ_SENSOR_GYRO, BOX);
+  s.divisor = 0;
+  ENSURE(!khz_hilCreate(m, &s, 1, NULL, 0, 1, H, err, sizeof err));
+  ENSURE_MSG(strstr(err, "divisor"), "%s", err);
+  s.divisor = 1;
+  s.noise.white = -1;
+  ENSURE(!khz_hilCreate(m, &s, 1, NULL, 0, 1, H, err, sizeof err));
+  ENSURE_MSG(strstr(err, "white"), "%s", err);
+  khzDriveSpec dr = drive("nope", KHZ_DRIVE_TORQUE);
+  ENSURE(!khz_hilCreate(m, NULL, 0, &dr, 1, 1, H, err, sizeof err));
+  ENSURE_MSG(strstr(err, "'nope'"), "%s", err);
+  dr = drive("box", KHZ_DRIVE_TORQUE);
+  ENSURE(!khz_hilCreate(m, NULL, 0, &dr, 1, 1, H, err, sizeof err));
+  dr = drive("spin", KHZ_DRIVE_TORQUE);
+  dr.stall_torque = 1;
+  ENSURE(!khz_hilCreate(m, NULL, 0, &dr, 1, 1, H, err, sizeof err));
+  ENSURE_MSG(strstr(err, "no_load_speed"), "%s", err);
+  ENSURE(khz_sensorTypeFind("accelerometer") == KHZ_SENSOR_ACCEL);
+  ENSURE(khz_faultTypeFind("lock") == KHZ_FAULT_LOCK);
+  ENSURE(khz_driveModeFind("velocity") == KHZ_DRIVE_VELOCITY);
+  khz_deleteModel(&m);
+}
+
+int main(void) {
+  test_rng();
+  test_encoder();
+  test_white_noise();
+  test_bias_walk();
+  test_rate_latency();
+  test_body_sensors();
+  test_drives();
+  test_faults();
+  test_determinism();
+  test_errors();
+  return ensure_report();
+}
