@@ -107,7 +107,33 @@ def status_view(c: Client, stats, st: State, rate: float | None, watchdog_ms: st
                  f"{'; flags ' + ' '.join(other) if other else ''}")
     if stats.rt_report:
         lines.append(f"  rt thread  {stats.rt_report.removeprefix('rt thread: ')}")
+    lines += sensor_lines(c.model, st)
     return "\n".join(lines)
+
+
+FAULTS = ["none", "freeze", "dropout", "bias", "limp", "torque_loss", "lock", "stall"]
+
+
+def sensor_lines(m: Model, st: State) -> list[str]:
+    """The hardware-in-the-loop sensors' readings (docs/hil.md), one line each."""
+    md = m.msg
+    if not md.sensors:
+        return []
+    tick = st.seq - st.reset_seq
+    out = [f"  sensors    (readings as published; the exact state is q, qd, poses)"]
+    for i, sn in enumerate(md.sensors):
+        v = st.sensor_values[sn.value_index:sn.value_index + sn.dim]
+        age = tick - st.sensor_sampled_tick[i] if i < len(st.sensor_sampled_tick) else 0
+        fault = st.sensor_faults[i] if i < len(st.sensor_faults) else 0
+        out.append(f"    {sn.name:<16} {sn.type:<13} {' '.join(f'{x:9.4g}' for x in v)}"
+                   f"  ({age} ticks old{', FAULT ' + FAULTS[fault] if fault else ''})")
+    for i, dr in enumerate(md.drives):
+        fault = st.drive_faults[i] if i < len(st.drive_faults) else 0
+        if fault:
+            out.append(f"    drive {dr.joint}: FAULT {FAULTS[fault]}")
+    if st.shown_seq and st.shown_seq != st.seq:
+        out.append(f"  network    this state (tick {st.seq}) was shown at tick {st.shown_seq}")
+    return out
 
 
 def cmd_status(args) -> int:
@@ -162,6 +188,26 @@ def model_text(m: Model) -> str:
             f"  {'index':>5} {'name':<22} {'parent':>6} {'mass kg':>8}"]
     for b in m.bodies:
         out.append(f"  {b.index:>5} {b.name:<22} {b.parent:>6} {b.mass:8.3f}")
+    md = m.msg
+    if md.sensors:
+        out += ["", f"sensors ({len(md.sensors)}; seed {md.hil_seed}):",
+                f"  {'name':<16} {'type':<13} {'on':<16} {'values':>9} {'every':>5} {'latency':>7} "
+                f"{'white':>8} {'bias walk':>9} {'step':>8}"]
+        for sn in md.sensors:
+            out.append(f"  {sn.name:<16} {sn.type:<13} {sn.object:<16} "
+                       f"{f'{sn.value_index}..{sn.value_index + sn.dim - 1}':>9} {sn.rate_divisor:>5} "
+                       f"{sn.latency_ticks:>7} {sn.white:8.3g} {sn.bias_walk:9.3g} {sn.resolution:8.3g}")
+    if md.drives:
+        out += ["", f"drives ({len(md.drives)}):"]
+        for d in md.drives:
+            out.append(f"  {d.joint:<22} {d.mode:<8} max {d.max_torque:g} N m, stall {d.stall_torque:g}"
+                       f" N m at {d.no_load_speed:g} rad/s no-load, gear {d.gear:g}, lag {d.lag:g} s, "
+                       f"friction {d.coulomb:g} + {d.viscous:g} qd")
+    if md.HasField("network"):
+        n = md.network
+        out += ["", f"network: states {n.state_delay_ticks}+0..{n.state_jitter_ticks} ticks late, "
+                f"loss {n.state_loss:g}; commands {n.command_delay_ticks}+0..{n.command_jitter_ticks}"
+                f" ticks late, loss {n.command_loss:g}"]
     if m.haptic_proxies:
         out += ["", "haptic proxies:"]
         for p in m.haptic_proxies:
@@ -227,6 +273,15 @@ def cmd_push(args) -> int:
         print(f"pushing '{m.body_names[b]}' with force ({', '.join(f'{f:g}' for f in force)}) N"
               f"{', torque (' + ', '.join(f'{x:.3g}' for x in torque) + ') N m' if args.at else ''}"
               f" for {args.seconds:g} s of simulated time")
+    return 0
+
+
+def cmd_fault(args) -> int:
+    with connect(args) as c:
+        c.set_fault(args.target, args.fault, args.value, args.seconds)
+        print(f"fault {args.fault} on '{args.target}'"
+              f"{f' (value {args.value:g})' if args.value else ''}"
+              f"{f' for {args.seconds:g} s of simulated time' if args.seconds else ''}")
     return 0
 
 
@@ -441,6 +496,14 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--for", dest="seconds", type=float, required=True, metavar="SECONDS",
                    help="duration in simulated time")
     s.set_defaults(fn=cmd_push)
+    s = sub.add_parser("fault", help="a sensor, drive or command-channel fault (docs/hil.md)")
+    s.add_argument("target", help="a sensor's name, a drive's joint, or 'commands'")
+    s.add_argument("fault", choices=FAULTS)
+    s.add_argument("--value", type=float, default=0.0,
+                   help="bias: added to every value; torque_loss: the share kept, 0..1")
+    s.add_argument("--for", dest="seconds", type=float, default=0.0, metavar="SECONDS",
+                   help="duration in simulated time (default: until cleared with 'none')")
+    s.set_defaults(fn=cmd_fault)
     s = sub.add_parser("record", help="record the state stream into FILE (.khzrec or --mcap)")
     s.add_argument("file")
     s.add_argument("--seconds", type=float, required=True)
