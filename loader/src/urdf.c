@@ -334,16 +334,27 @@ static int parse_geom(urdf_ctx *c, xmlNodePtr link, xmlNodePtr el, int body, int
   g.visual = visual;
   if (parse_origin(c, el, link, g.pos, g.quat, NULL)) return -1;
 
-  /* exactly one shape inside <geometry> */
+  /* one shape inside <geometry>: as urdfdom, the first one counts; further
+   * shapes, an empty <geometry> or an unknown shape leave out what they are
+   * with a warning, not the robot */
   xmlNodePtr geo = child(el, "geometry");
-  if (!geo) return fail(c, el, link, "<%s> needs a <geometry>", (const char *)el->name);
+  const char *kind = visual ? "visual" : "collision";
+  if (!geo)
+    return warn(c, el, link, "<%s> has no <geometry>: this %s geom is left out",
+                (const char *)el->name, kind);
   xmlNodePtr s = NULL;
   for (xmlNodePtr k = geo->children; k; k = k->next)
     if (k->type == XML_ELEMENT_NODE) {
-      if (s) return fail(c, k, link, "<geometry> holds more than one shape");
+      if (s) {
+        if (warn(c, k, link, "<geometry> holds more than one shape: <%s> is left out (the first, "
+                 "<%s>, is used; give each shape its own <%s>)", (const char *)k->name,
+                 (const char *)s->name, (const char *)el->name))
+          return -1;
+        continue;
+      }
       s = k;
     }
-  if (!s) return fail(c, geo, link, "<geometry> holds no shape");
+  if (!s) return warn(c, geo, link, "<geometry> holds no shape: this %s geom is left out", kind);
 
   /* the shape */
   if (is(s, "box")) {
@@ -403,7 +414,8 @@ static int parse_geom(urdf_ctx *c, xmlNodePtr link, xmlNodePtr el, int body, int
       g.convex = 1;
     }
   } else {
-    return fail(c, s, link, "unknown geometry <%s>", (const char *)s->name);
+    return warn(c, s, link, "unknown shape <%s> (URDF has box, sphere, cylinder, mesh; khz also "
+                "capsule): this %s geom is left out", (const char *)s->name, kind);
   }
 
   /* sizes must be positive */

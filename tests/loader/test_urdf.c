@@ -556,6 +556,28 @@ static void test_tolerated(void) {
   ENSURE_MSG(strstr(err, "zero_size.urdf:3: <link name=\"base\">: the root link has inertia but "
                          "zero mass: as a floating base it needs a mass") != NULL, "%s", err);
   khz_spec_destroy(&s);
+
+  /* several shapes in one <geometry>: the first is used, the others reported
+   * with their line; an unknown shape and an empty <geometry> drop their geom */
+  const char *xml =
+      "<robot name='r'>\n"
+      "  <link name='a'><inertial><mass value='1'/>"
+      "<inertia ixx='1' ixy='0' ixz='0' iyy='1' iyz='0' izz='1'/></inertial>\n"
+      "    <collision><geometry><box size='1 1 1'/>\n"
+      "      <sphere radius='1'/></geometry></collision>\n"
+      "    <collision><geometry><torus radius='1'/></geometry></collision>\n"
+      "    <visual><geometry/></visual>\n"
+      "  </link>\n"
+      "</robot>\n";
+  s = khz_spec_new();
+  w.count = 0;
+  opt.floating_base = 0;
+  ENSURE_MSG(khz_loadURDFString(s, xml, "shapes.urdf", NULL, &opt, err, sizeof err) > 0, "%s", err);
+  ENSURE(khz_spec_ngeom(s) == 1 && khz_spec_geom(s, 0)->type == KHZ_GEOM_BOX);
+  ENSURE_MSG(w.count == 3 && strstr(w.last, "shapes.urdf:6: <link name=\"a\">: <geometry> holds no "
+                                              "shape: this visual geom is left out") != NULL,
+             "%d warnings: %s", w.count, w.last);
+  khz_spec_destroy(&s);
 }
 
 static void test_bad_input(void) {
