@@ -117,6 +117,7 @@ typedef struct mjcf_extra {
   int unlimited;   /* a motor without limits drives the joint */
   double effort;   /* summed motor limits */
   double off[3];   /* the khz body frame's origin in the MJCF body frame (last link) */
+  xmlNodePtr jnode; /* its <joint>, NULL when none */
 } mjcf_extra;
 
 /* one joint of the body being read */
@@ -1757,6 +1758,7 @@ static int read_body(mjcf_ctx *c, xmlNodePtr el, int parent, const double poff[3
     }
     c->extra[c->nbody - 1].mj_body = id;
     c->extra[c->nbody - 1].mj_joint = j ? c->mj_njoint : -1;
+    c->extra[c->nbody - 1].jnode = j ? j->node : NULL;
 
     /* names: the joint's, the body's on the last link, "BODY:JOINT" before */
     int jid = j ? c->mj_njoint++ : 0;
@@ -2393,6 +2395,37 @@ static void apply_key(mjcf_ctx *c, const khzMjcfKey *k) {
   }
 }
 
+/* a limited joint whose initial position (qpos0, or the chosen key's) lies
+ * outside its range: one warning each, naming the value and the range
+ * (Gymnasium's ant starts with its ankles 30 degrees outside theirs) */
+static int warn_outside_range(mjcf_ctx *c, xmlNodePtr key) {
+  for (int i = 0; i < c->nbody; i++) {
+    const khzBodySpec *b = &c->bodies[i];
+    if (!b->limited || !c->extra[i].jnode) continue;
+    double x = b->q0[0], lo = b->lower, hi = b->upper;
+    if (x >= lo && x <= hi) continue;
+    int hinge = b->joint_type == KHZ_JOINT_REVOLUTE;
+    double deg = 180 / KHZ_MJCF_PI;
+    char key_name[KHZ_NAME_MAX + 32], val[64] = "", rng[64] = "";
+    snprintf(key_name, sizeof key_name, "outside range %s", b->joint_name);
+    if (hinge) {
+      snprintf(val, sizeof val, " (%.4g deg)", x * deg);
+      snprintf(rng, sizeof rng, " (%.4g..%.4g deg)", lo * deg, hi * deg);
+    }
+    const char *u = hinge ? "rad" : "m";
+    if (warn(c, c->extra[i].jnode, key_name,
+             "joint '%s' starts at %.6g %s%s%s, outside its range %.6g..%.6g %s%s, %.4g %s past "
+             "the limit: khz's limit brings it back at a bounded speed (its push is capped, "
+             "so the limit spring's stored energy is not released at once), as MuJoCo's soft "
+             "limit pushes it back; start inside the range (a <key>, or the joint's ref) to "
+             "avoid that first motion",
+             b->joint_name, x, u, val, key ? " in the chosen <key>" : " (qpos0)", lo, hi, u, rng,
+             x < lo ? lo - x : x - hi, u))
+      return -1;
+  }
+  return 0;
+}
+
 /* ------------------------------------------------------------ includes -- */
 
 /* marks a copied element and everything in it as coming from file incs[i] */
@@ -2688,6 +2721,7 @@ static int load(khzSpec *spec, const char *xml, size_t len, const char *name,
       }
     if (chosen >= 0) apply_key(&c, &keys[chosen]);
   }
+  if (warn_outside_range(&c, chosen >= 0 ? c.keys[chosen].node : NULL)) goto undo_keys;
   if (opt->info && c.nact > 0) {
     acts = malloc((size_t)c.nact * sizeof *acts);
     if (!acts) {

@@ -334,16 +334,27 @@ static int parse_geom(urdf_ctx *c, xmlNodePtr link, xmlNodePtr el, int body, int
   g.visual = visual;
   if (parse_origin(c, el, link, g.pos, g.quat, NULL)) return -1;
 
-  /* exactly one shape inside <geometry> */
+  /* one shape inside <geometry>: as urdfdom, the first one counts; further
+   * shapes, an empty <geometry> or an unknown shape leave out what they are
+   * with a warning, not the robot */
   xmlNodePtr geo = child(el, "geometry");
-  if (!geo) return fail(c, el, link, "<%s> needs a <geometry>", (const char *)el->name);
+  const char *kind = visual ? "visual" : "collision";
+  if (!geo)
+    return warn(c, el, link, "<%s> has no <geometry>: this %s geom is left out",
+                (const char *)el->name, kind);
   xmlNodePtr s = NULL;
   for (xmlNodePtr k = geo->children; k; k = k->next)
     if (k->type == XML_ELEMENT_NODE) {
-      if (s) return fail(c, k, link, "<geometry> holds more than one shape");
+      if (s) {
+        if (warn(c, k, link, "<geometry> holds more than one shape: <%s> is left out (the first, "
+                 "<%s>, is used; give each shape its own <%s>)", (const char *)k->name,
+                 (const char *)s->name, (const char *)el->name))
+          return -1;
+        continue;
+      }
       s = k;
     }
-  if (!s) return fail(c, geo, link, "<geometry> holds no shape");
+  if (!s) return warn(c, geo, link, "<geometry> holds no shape: this %s geom is left out", kind);
 
   /* the shape */
   if (is(s, "box")) {
@@ -403,7 +414,8 @@ static int parse_geom(urdf_ctx *c, xmlNodePtr link, xmlNodePtr el, int body, int
       g.convex = 1;
     }
   } else {
-    return fail(c, s, link, "unknown geometry <%s>", (const char *)s->name);
+    return warn(c, s, link, "unknown shape <%s> (URDF has box, sphere, cylinder, mesh; khz also "
+                "capsule): this %s geom is left out", (const char *)s->name, kind);
   }
 
   /* sizes must be positive */
@@ -560,7 +572,7 @@ static int read_graph(urdf_ctx *c, xmlNodePtr robot) {
       j->next_sibling = -1;
     } else if (is(k, "material")) {
       if (add_material(c, k, k)) return -1;
-    } else if (!is(k, "transmission") && !is(k, "gazebo")) {
+    } else if (!is(k, "transmission") && !is(k, "gazebo") && !is(k, "ros2_control")) {
       if (warn(c, k, NULL, "unknown element ignored")) return -1;
     }
   }
@@ -810,6 +822,180 @@ fail:
   return -1;
 }
 
+/* --------------------------------------------------------- ros2_control -- */
+
+/* <param name="NAME">VALUE</param> of an interface as a number: 1 when found
+ * (into *out), 0 when absent, -1 (error set) when not one finite number */
+static int iface_param(urdf_ctx *c, xmlNodePtr iface, const char *name, double *out) {
+  for (xmlNodePtr p = iface->children; p; p = p->next) {
+    if (!is(p, "param")) continue;
+    const char *pn = attr(c, p, "name");
+    if (!pn || strcmp(pn, name) != 0) continue;
+    xmlChar *text = xmlNodeGetContent(p);
+    int ok = text && khz_parse_doubles((const char *)text, out, 1) == 0;
+    char shown[64];
+    snprintf(shown, sizeof shown, "%s", text ? (const char *)text : "");
+    xmlFree(text);
+    if (!ok)
+      return fail(c, p, iface, "<param name=\"%s\">%s</param> is not one finite number", name,
+                  shown);
+    return 1;
+  }
+  return 0;
+}
+
+/* the first of the names that the interface has as a <param>: as iface_param */
+static int iface_param_any(urdf_ctx *c, xmlNodePtr iface, const char *const *names, double *out) {
+  for (int i = 0; names[i]; i++) {
+    int r = iface_param(c, iface, names[i], out);
+    if (r) return r;
+  }
+  return 0;
+}
+
+static int add_actuator(urdf_ctx *c, khzUrdfInfo *info, const khzMjcfActuator *a) {
+  khzMjcfActuator *n = realloc(info->actuator, (size_t)(info->nactuator + 1) * sizeof *n);
+  if (!n) return fail_oom(c);
+  info->actuator = n;
+  n[info->nactuator++] = *a;
+  return 0;
+}
+
+/* reads every <ros2_control> of the robot into info (actuators and state
+ * interfaces) and the state interfaces' initial values into the bodies' q0 /
+ * qd0; info may be NULL (the initial values are still read) */
+static int read_ros2_control(urdf_ctx *c, xmlNodePtr robot, khzUrdfInfo *info) {
+  static const char *const kp_names[] = {"kp", "p", NULL}, *const kd_names[] = {"kd", "d", "kv", NULL};
+  int warned_gains = 0;
+  for (xmlNodePtr rc = robot->children; rc; rc = rc->next) {
+    if (!is(rc, "ros2_control")) continue;
+    const char *hw = attr(c, rc, "name");
+    if (info && !info->hardware[0] && hw) snprintf(info->hardware, sizeof info->hardware, "%s", hw);
+    for (xmlNodePtr j = rc->children; j; j = j->next) {
+      if (j->type != XML_ELEMENT_NODE || is(j, "hardware")) continue;
+      if (!is(j, "joint")) {
+        if (warn(c, j, rc, "<%s> is not read by khz (only <joint> interfaces are): left out",
+                 (const char *)j->name))
+          return -1;
+        continue;
+      }
+      const char *jn = attr(c, j, "name");
+      if (!jn || !jn[0]) return fail(c, j, rc, "a ros2_control <joint> needs a name");
+      char full[KHZ_NAME_MAX];
+      if (make_name(c, j, full, jn)) return -1;
+      khzBodySpec *b = NULL;
+      for (int k = 0; k < c->nbody; k++)
+        if (strcmp(c->bodies[k].joint_name, full) == 0) b = &c->bodies[k];
+      if (!b)
+        return fail(c, j, rc, "the robot has no joint \"%s\": name one of the URDF's <joint>s "
+                    "(or remove this <joint> from <ros2_control>)", jn);
+      int scalar = b->joint_type == KHZ_JOINT_REVOLUTE || b->joint_type == KHZ_JOINT_CONTINUOUS ||
+                   b->joint_type == KHZ_JOINT_PRISMATIC;
+      if (!scalar)
+        return fail(c, j, rc, "joint \"%s\" is %s: ros2_control interfaces need a revolute, "
+                    "continuous or prismatic joint", jn,
+                    b->joint_type == KHZ_JOINT_FIXED ? "fixed" : "floating");
+      double E = b->effort_limit;
+      for (xmlNodePtr f = j->children; f; f = f->next) {
+        int cmd = is(f, "command_interface"), st = is(f, "state_interface");
+        if (f->type != XML_ELEMENT_NODE || is(f, "param")) continue;
+        if (!cmd && !st) {
+          if (warn(c, f, j, "not read by khz: left out")) return -1;
+          continue;
+        }
+        const char *in = attr(c, f, "name");
+        if (!in || !in[0]) return fail(c, f, j, "an interface needs a name");
+        int kind = strcmp(in, "position") == 0 ? 1 : strcmp(in, "velocity") == 0 ? 2
+                   : strcmp(in, "effort") == 0 ? 3 : 0;
+        if (!kind) {
+          if (warn(c, f, j, "interface \"%s\" of joint \"%s\": khz has position, velocity and "
+                   "effort interfaces only: left out", in, jn))
+            return -1;
+          continue;
+        }
+        if (st) {
+          double v;
+          int r = iface_param(c, f, "initial_value", &v);
+          if (r < 0) return -1;
+          if (r && kind == 1) b->q0[0] = v;
+          if (r && kind == 2) b->qd0[0] = v;
+          if (r && kind == 3 &&
+              warn(c, f, j, "initial_value of an effort state is not a state khz keeps: ignored"))
+            return -1;
+          if (info) {
+            khzUrdfStateInterface *n = realloc(info->state, (size_t)(info->nstate + 1) * sizeof *n);
+            if (!n) return fail_oom(c);
+            info->state = n;
+            khzUrdfStateInterface *s = &n[info->nstate++];
+            memset(s, 0, sizeof *s);
+            snprintf(s->joint, sizeof s->joint, "%s", full);
+            snprintf(s->name, sizeof s->name, "%s", in);
+          }
+          continue;
+        }
+        /* a command interface: one actuator */
+        khzMjcfActuator a;
+        memset(&a, 0, sizeof a);
+        if (snprintf(a.name, sizeof a.name, "%s/%s", full, in) >= (int)sizeof a.name)
+          return fail(c, f, j, "actuator name \"%s/%s\" is longer than %d characters", full, in,
+                      KHZ_NAME_MAX - 1);
+        snprintf(a.joint, sizeof a.joint, "%s", full);
+        a.gear = 1;
+        if (E > 0) a.forcelimited = 1, a.forcerange[0] = -E, a.forcerange[1] = E;
+        double lo, hi;
+        int rl = iface_param(c, f, "min", &lo), rh = iface_param(c, f, "max", &hi);
+        if (rl < 0 || rh < 0) return -1;
+        if (rl && rh) {
+          if (!(lo <= hi))
+            return fail(c, f, j, "min %g is greater than max %g", lo, hi);
+          a.ctrllimited = 1, a.ctrlrange[0] = lo, a.ctrlrange[1] = hi;
+        } else if (rl || rh) {
+          return fail(c, f, j, "give both <param name=\"min\"> and \"max\" (or neither: the "
+                      "joint's limits apply)");
+        } else if (kind == 1 && b->limited) {
+          a.ctrllimited = 1, a.ctrlrange[0] = b->lower, a.ctrlrange[1] = b->upper;
+        } else if (kind == 2 && b->velocity_limit > 0) {
+          a.ctrllimited = 1, a.ctrlrange[0] = -b->velocity_limit, a.ctrlrange[1] = b->velocity_limit;
+        } else if (kind == 3 && E > 0) {
+          a.ctrllimited = 1, a.ctrlrange[0] = -E, a.ctrlrange[1] = E;
+        }
+        double kp = 0, kv = 0;
+        int hp = iface_param_any(c, f, kp_names, &kp), hd = iface_param_any(c, f, kd_names, &kv);
+        if (hp < 0 || hd < 0) return -1;
+        if ((hp && kp < 0) || (hd && kv < 0)) return fail(c, f, j, "gains must not be negative");
+        if (kind == 3) {
+          a.type = KHZ_MJCF_MOTOR, a.gain = 1;
+        } else if (kind == 1) {
+          if (!hp) kp = E > 0 ? E / 0.1 : 100;
+          if (!hd) kv = kp / 10;
+          a.type = KHZ_MJCF_POSITION, a.gain = kp, a.bias[1] = -kp, a.bias[2] = -kv;
+        } else {
+          if (!hd) kv = E > 0 ? E : 10;
+          a.type = KHZ_MJCF_VELOCITY, a.gain = kv, a.bias[2] = -kv;
+        }
+        if (kind != 3 && !(kind == 1 ? hp && hd : hd) && !warned_gains) {
+          warned_gains = 1;
+          if (warn(c, f, j, "no servo gains given (<param name=\"kp\"> and \"kd\"): khz's %s "
+                   "servo uses kp = %g, kv = %g (position: kp = effort limit / 0.1, kv = kp / "
+                   "10; velocity: kv = effort limit; 100 and 10 without an effort limit; the "
+                   "first such interface shown)",
+                   in, kind == 1 ? kp : 0, kv))
+            return -1;
+        }
+        if (info && add_actuator(c, info, &a)) return -1;
+      }
+    }
+  }
+  return 0;
+}
+
+void khz_urdf_freeInfo(khzUrdfInfo *info) {
+  if (!info) return;
+  free(info->actuator);
+  free(info->state);
+  memset(info, 0, sizeof *info);
+}
+
 static int load(khzSpec *spec, const char *xml, size_t len, const char *name,
                 const char *basedir, const khzUrdfOptions *opt, char *err, size_t errsz) {
   khzUrdfOptions defaults;
@@ -824,6 +1010,8 @@ static int load(khzSpec *spec, const char *xml, size_t len, const char *name,
   if (len > (size_t)INT_MAX) return khz_loadError(err, errsz, "%s: file too large", c.file);
   int nbody0 = khz_spec_nbody(spec), ngeom0 = khz_spec_ngeom(spec);
   int ret = -1;
+  khzUrdfInfo info; /* <ros2_control>, handed to opt->info on success */
+  memset(&info, 0, sizeof info);
 
   /* parse quietly: errors come back through the structured handler */
   xmlParserCtxtPtr ctxt = xmlNewParserCtxt();
@@ -845,6 +1033,7 @@ static int load(khzSpec *spec, const char *xml, size_t len, const char *name,
 
   /* build privately, then append to the spec: meshes, bodies, geoms */
   if (build(&c, doc, spec, nbody0) < 0) goto done;
+  if (read_ros2_control(&c, xmlDocGetRootElement(doc), opt->info ? &info : NULL) < 0) goto done;
   int nmesh0 = khz_spec_nmesh(spec);
   for (int i = 0; i < c.nmesh; i++) {
     const char *base = strrchr(c.mesh_path[i], '/');
@@ -915,6 +1104,11 @@ static int load(khzSpec *spec, const char *xml, size_t len, const char *name,
     }
   }
   ret = nbody0;
+  if (opt->info) {
+    khz_urdf_freeInfo(opt->info);
+    *opt->info = info;
+    memset(&info, 0, sizeof info);
+  }
   goto deliver;
 undo_all:
   khz_spec_truncateEqualities(spec, neq0);
@@ -928,6 +1122,7 @@ deliver:
     (opt->warn ? opt->warn : warn_stderr)(opt->warn ? opt->warn_user : NULL, c.warns[i]);
 
 done:
+  khz_urdf_freeInfo(&info);
   if (doc) xmlFreeDoc(doc);
   xmlFreeParserCtxt(ctxt);
   khz_xml_strings_free(&c.strings);

@@ -26,4 +26,10 @@ size_t khz_constraintStackBytes(const khzModel *m);
 void khz_constraintAccel(const khzModel *m, khzData *d, const double *q, const double *qd,
                          double *qdd);
 
+/* After a semi-implicit Euler step's position update: one Gauss-Newton
+ * projection of d->q onto the constraints (mass metric, J and M at the new
+ * q; see constraint.c). Overwrites the forward pass and the articulated
+ * inertias with those at the new q. Nothing when m->neq is 0. */
+void khz_constraintProject(const khzModel *m, khzData *d);
+
 #endif

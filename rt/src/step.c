@@ -19,6 +19,12 @@
 #include "lcp/lcp.h"
 #include "spatial.h"
 
+/* the gentle release of a joint far past its limit (khz_passive): beyond
+ * KHZ_LIMIT_DEEP (rad or m) the limit spring's push is capped, and it
+ * returns at about KHZ_LIMIT_RELAX_SPEED (rad/s or m/s) or w KHZ_LIMIT_DEEP / 2 */
+#define KHZ_LIMIT_DEEP 0.02
+#define KHZ_LIMIT_RELAX_SPEED 0.3
+
 void khz_integratePos(const khzModel *m, double *qout, const double *q, const double *v,
                       double h) {
   if (qout != q) memcpy(qout, q, (size_t)m->nq * sizeof(double));
@@ -99,17 +105,27 @@ void khz_passive(const khzModel *m, const khzData *d, const double *q, const dou
       }
     }
   }
-  /* joint limits: one-sided spring-damper that pushes, never pulls */
+  /* joint limits: one-sided spring-damper that pushes, never pulls. A joint
+   * far past its limit (a model that starts there: Gymnasium's ant, 30 deg)
+   * is released gently: while it is not moving deeper, the spring's push is
+   * capped at max(k KHZ_LIMIT_DEEP, b KHZ_LIMIT_RELAX_SPEED), so it returns at
+   * a few rad/s instead of with the spring's stored energy; moving deeper it
+   * meets the full spring, so loads are held as before */
   for (int i = 1; i < m->nbody; i++) {
     if (!m->jnt_limited[i]) continue;
     int qa = m->jnt_qadr[i], da = m->jnt_dofadr[i];
     double meff = m->dof_meff[da], k = meff * w * w, b = 2 * m->limit_zeta * meff * w;
     double lo = m->jnt_range[2 * i], hi = m->jnt_range[2 * i + 1], x = q[qa], f = 0;
+    double cap = fmax(k * KHZ_LIMIT_DEEP, b * KHZ_LIMIT_RELAX_SPEED);
     if (x > hi) {
-      f = -k * (x - hi) - b * qd[da];
+      double push = k * (x - hi);
+      if (qd[da] <= 0 && push > cap) push = cap;
+      f = -push - b * qd[da];
       if (f > 0) f = 0;
     } else if (x < lo) {
-      f = -k * (x - lo) - b * qd[da];
+      double push = k * (lo - x);
+      if (qd[da] >= 0 && push > cap) push = cap;
+      f = push - b * qd[da];
       if (f < 0) f = 0;
     }
     tau[da] += f;
@@ -270,6 +286,7 @@ void khz_stepWith(const khzModel *m, khzData *d, double h) {
     if (d->ncontact && khz_contactImplicit(m, d, v0, d->qdd)) accel(m, d, q0, v0, tau, d->qdd);
     for (size_t k = 0; k < nv; k++) d->qd[k] = v0[k] + h * d->qdd[k];
     khz_integratePos(m, d->q, q0, d->qd, h);
+    if (m->neq) khz_constraintProject(m, d); /* closed loops stay closed (constraint.c) */
   } else {
     /* classical RK4 on (q, qd), quaternions integrated in R^4 (q' = 1/2 q (x) w)
      * and renormalised at the end: fourth order on the rotation group too.

@@ -847,6 +847,101 @@ static void test_flags(void) {
   khz_spec_destroy(&s);
 }
 
+/* issue 19: a joint that starts outside its range (Gymnasium's ant: ankles
+ * 30 degrees out) draws a warning naming the joint, the value and the range;
+ * khz's limit brings it back gently (rt/src/step.c: the push of a limit more
+ * than 0.02 rad deep is capped, so the joint returns at about 0.3 rad/s, or
+ * 3.1 rad/s at 1 ms, instead of with the limit spring's stored energy), at
+ * the ant's 10 ms RK4 step and at 1 ms semi-implicit Euler */
+static void test_outside_range(void) {
+  for (int euler = 0; euler < 2; euler++) {
+    char xml[1024];
+    snprintf(xml, sizeof xml,
+             "<mujoco>\n"
+             "  <option timestep='%s' integrator='%s' gravity='0 0 0'/>\n"
+             "  <worldbody>\n"
+             "    <body name='leg'>\n"
+             "      <joint name='ankle' axis='0 1 0' range='30 70' limited='true' armature='1' damping='1'/>\n"
+             "      <geom type='capsule' fromto='0 0 0 .4 0 0' size='.08' density='5'/>\n"
+             "    </body>\n"
+             "  </worldbody>\n"
+             "</mujoco>\n", euler ? "0.001" : "0.01", euler ? "Euler" : "RK4");
+    khzSpec *s = khz_spec_new();
+    warnings w = {0};
+    khzMjcfOptions opt;
+    options(&opt, &w);
+    char err[1024] = "";
+    ENSURE_MSG(khz_loadMJCFString(s, xml, "out.xml", &opt, err, sizeof err) == 1, "%s", err);
+    ENSURE_MSG(has_warning(&w, "out.xml:5: <joint name=\"ankle\">: joint 'ankle' starts at 0 rad "
+                               "(0 deg) (qpos0), outside its range 0.523599..1.22173 rad (30..70 deg)",
+                           "0.5236 rad past the limit"), "%d warnings: %s", w.count, w.msg[0]);
+    khzModel *m = compile(s);
+    if (m) {
+      khzData *d = khz_makeData(m, 0);
+      double vmax = 0, t_in = -1, kmax = 0;
+      for (int k = 0; k < (int)(3 / m->timestep); k++) {
+        khz_step(m, d);
+        vmax = fmax(vmax, fabs(d->qd[0]));
+        double ke, pe;
+        khz_energy(m, d, &ke, &pe);
+        kmax = fmax(kmax, ke);
+        if (t_in < 0 && d->q[0] >= m->jnt_range[2 * 1] - 0.02) t_in = d->time;
+      }
+      printf("joint 0.52 rad outside its range, %s: back within 0.02 rad at %.2f s, peak "
+             "speed %.3f rad/s, peak kinetic energy %.3g J; q at 3 s %.4f (range from %.4f)\n",
+             euler ? "Euler 1 ms" : "RK4 10 ms", t_in, vmax, kmax, d->q[0], m->jnt_range[2]);
+      /* the plain limit spring (k = meff w^2) released its 1/2 k e^2, at
+       * about w e; capped, the push returns it at about 0.3 rad/s, or
+       * w 0.02 / 2 = 3.1 rad/s at 1 ms, where the cap keeps the spring's force
+       * at 0.02 rad so that loads are held as before */
+      ENSURE(t_in > 0 && t_in < 3);
+      ENSURE(euler ? vmax < 3.5 : vmax < 0.35);
+      ENSURE(d->q[0] > m->jnt_range[2] - 0.02 && d->q[0] < m->jnt_range[3]);
+      khz_deleteData(&d);
+    }
+    khz_deleteModel(&m);
+    khz_spec_destroy(&s);
+  }
+}
+
+/* issue 19: closed loops under semi-implicit Euler stay closed (the position
+ * projection after each step, rt/src/constraint.c; without it the fixture
+ * drifted to 3.7e-5 m at 1 ms and 1.5e-4 m at 2 ms) */
+static void test_loop_drift_euler(void) {
+  static const double steps[2] = {0.001, 0.002};
+  for (int i = 0; i < 2; i++) {
+    khzSpec *s = khz_spec_new();
+    warnings w = {0};
+    khzMjcfOptions opt;
+    options(&opt, &w);
+    char err[1024] = "";
+    ENSURE_MSG(khz_loadMJCF(s, DATA "mjcf_fourbar.xml", &opt, err, sizeof err) >= 0, "%s", err);
+    khz_spec_setIntegrator(s, KHZ_INT_EULER);
+    khz_spec_setTimestep(s, steps[i]);
+    khzModel *m = compile(s);
+    if (m) {
+      khzData *d = khz_makeData(m, 0);
+      double worst = 0, worst_rot = 0, q_first = d->q[0];
+      int n = (int)(10 / steps[i]);
+      for (int k = 0; k < n; k++) {
+        khz_step(m, d);
+        for (int e = 0; e < m->neq; e++) {
+          double rot, r = khz_equalityResidual(m, d, e, &rot);
+          worst = fmax(worst, r), worst_rot = fmax(worst_rot, rot);
+        }
+      }
+      printf("four-bar fixture, Euler %g s, 10 s: largest residual %.3g m (weld %.3g rad), "
+             "q[0] %g -> %g, %d rollbacks\n", steps[i], worst, worst_rot, q_first, d->q[0],
+             d->warning[KHZ_WARN_BADSTATE]);
+      ENSURE(worst < 1e-6 && worst_rot < 1e-6);
+      ENSURE(d->warning[KHZ_WARN_BADSTATE] == 0 && isfinite(d->q[0]));
+      khz_deleteData(&d);
+    }
+    khz_deleteModel(&m);
+    khz_spec_destroy(&s);
+  }
+}
+
 int main(void) {
   const char *root = getenv("KHZ_SOURCE_ROOT");
   if (root && chdir(root) != 0) {
@@ -861,5 +956,7 @@ int main(void) {
   test_include();
   test_meshes();
   test_flags();
+  test_outside_range();
+  test_loop_drift_euler();
   return ensure_report();
 }

@@ -3,8 +3,11 @@
  * error naming the value and the range (it used to pass and diverge), one
  * inside loads; a scene's rate_hz outside the range is refused the same way;
  * and a step beyond what the model's stiffest element allows gets a warning
- * naming it (khz_loop_stabilityWarning: the default scene at 0.1 s, its arm's
- * last joint damping on its small inertia), none at the scene's 1 ms. */
+ * naming it (khz_loop_stabilityWarning: a scene's contact stiffness given on
+ * a light box), none at 1 ms. Joint damping sets no limit (it is integrated
+ * implicitly): the default scene at 0.1 s and a hinge with h b / I = 1000
+ * get no warning, and that hinge runs finite and stops. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -44,20 +47,60 @@ int main(void) {
   if (rc < 0) printf("rate_hz 2: %s\n", err);
   else khz_deleteScene(&sc);
 
-  /* the stability warning */
-  khzModel *m = khz_loadModel("default", &sc, err, sizeof err);
-  ENSURE(m != NULL);
+  /* the stability warning: contact gains given in the scene */
+  const char *stiff =
+      "khz_scene: 1\nname: stiff\nrate_hz: 1000\ncontact: {kp: 100000, kv: 10}\n"
+      "objects:\n  - {name: box, shape: box, size: [0.05, 0.05, 0.05], mass: 0.1, pos: [0, 0, 0.2]}\n";
+  rc = khz_loadSceneString(&sc, stiff, "stiff.yaml", ".", err, sizeof err);
+  ENSURE_MSG(rc == 0, "%s", err);
+  khzModel *m = rc == 0 ? khz_compile(sc.spec, err, sizeof err) : NULL;
+  ENSURE_MSG(m != NULL, "%s", err);
   if (m) {
     char what[256], msg[512];
     double hmax = khz_loop_stableTimestep(m, what, sizeof what);
-    printf("default scene: stable up to %g s (%s)\n", hmax, what);
-    ENSURE(hmax > 0.01 && hmax < 0.1);
-    ENSURE(khz_loop_stabilityWarning(m, 0.1, msg, sizeof msg) == 1);
-    printf("at 0.1 s: %s\n", msg);
-    ENSURE(strstr(msg, "0.1 s") && strstr(msg, "arm/joint7"));
+    printf("stiff scene: stable up to %g s (%s)\n", hmax, what);
+    ENSURE(hmax > 0.001 && hmax < 0.01); /* 2.83 / sqrt(1e5 / 0.1) = 2.8 ms */
+    ENSURE(khz_loop_stabilityWarning(m, 0.005, msg, sizeof msg) == 1);
+    printf("at 5 ms: %s\n", msg);
+    ENSURE(strstr(msg, "0.005 s") && strstr(msg, "contact stiffness of 'box'"));
     ENSURE(khz_loop_stabilityWarning(m, 0.001, msg, sizeof msg) == 0);
     khz_deleteModel(&m);
+  }
+  if (rc == 0) khz_deleteScene(&sc);
+
+  /* joint damping: no limit (it used to name the default arm's last joint) */
+  m = khz_loadModel("default", &sc, err, sizeof err);
+  ENSURE(m != NULL);
+  if (m) {
+    char msg[512];
+    ENSURE(khz_loop_stabilityWarning(m, 0.1, msg, sizeof msg) == 0);
+    khz_deleteModel(&m);
     khz_deleteScene(&sc);
+  }
+  for (int rk4 = 0; rk4 < 2; rk4++) {
+    char xml[512];
+    snprintf(xml, sizeof xml,
+             "<mujoco><option timestep='0.01' integrator='%s' gravity='0 0 0'/><worldbody><body>"
+             "<joint name='j' type='hinge' damping='100'/><inertial pos='0 0 0' mass='1' "
+             "diaginertia='0.001 0.001 0.001'/></body></worldbody></mujoco>", rk4 ? "RK4" : "Euler");
+    khzSpec *s = khz_spec_new();
+    khzMjcfOptions opt;
+    khz_mjcf_defaultOptions(&opt);
+    ENSURE_MSG(khz_loadMJCFString(s, xml, "damped.xml", &opt, err, sizeof err) >= 0, "%s", err);
+    m = khz_compile(s, err, sizeof err);
+    ENSURE_MSG(m != NULL, "%s", err);
+    if (m) {
+      char msg[512];
+      ENSURE(khz_loop_stabilityWarning(m, 0.01, msg, sizeof msg) == 0);
+      khzData *d = khz_makeData(m, 0);
+      d->qd[0] = 1;
+      for (int k = 0; k < 100; k++) khz_step(m, d);
+      printf("%s, h b / I = 1000: qd after 1 s %g\n", rk4 ? "RK4" : "Euler", d->qd[0]);
+      ENSURE(isfinite(d->qd[0]) && fabs(d->qd[0]) < 1e-6);
+      khz_deleteData(&d);
+      khz_deleteModel(&m);
+    }
+    khz_spec_destroy(&s);
   }
   return ensure_report();
 }

@@ -556,6 +556,28 @@ static void test_tolerated(void) {
   ENSURE_MSG(strstr(err, "zero_size.urdf:3: <link name=\"base\">: the root link has inertia but "
                          "zero mass: as a floating base it needs a mass") != NULL, "%s", err);
   khz_spec_destroy(&s);
+
+  /* several shapes in one <geometry>: the first is used, the others reported
+   * with their line; an unknown shape and an empty <geometry> drop their geom */
+  const char *xml =
+      "<robot name='r'>\n"
+      "  <link name='a'><inertial><mass value='1'/>"
+      "<inertia ixx='1' ixy='0' ixz='0' iyy='1' iyz='0' izz='1'/></inertial>\n"
+      "    <collision><geometry><box size='1 1 1'/>\n"
+      "      <sphere radius='1'/></geometry></collision>\n"
+      "    <collision><geometry><torus radius='1'/></geometry></collision>\n"
+      "    <visual><geometry/></visual>\n"
+      "  </link>\n"
+      "</robot>\n";
+  s = khz_spec_new();
+  w.count = 0;
+  opt.floating_base = 0;
+  ENSURE_MSG(khz_loadURDFString(s, xml, "shapes.urdf", NULL, &opt, err, sizeof err) > 0, "%s", err);
+  ENSURE(khz_spec_ngeom(s) == 1 && khz_spec_geom(s, 0)->type == KHZ_GEOM_BOX);
+  ENSURE_MSG(w.count == 3 && strstr(w.last, "shapes.urdf:6: <link name=\"a\">: <geometry> holds no "
+                                              "shape: this visual geom is left out") != NULL,
+             "%d warnings: %s", w.count, w.last);
+  khz_spec_destroy(&s);
 }
 
 static void test_bad_input(void) {
@@ -588,6 +610,96 @@ static void test_bad_input(void) {
   khz_spec_destroy(&s);
 }
 
+/* ------------------------------------------------------------ ros2_control -- */
+
+static const khzMjcfActuator *find_act(const khzUrdfInfo *in, const char *name) {
+  for (int i = 0; i < in->nactuator; i++)
+    if (strcmp(in->actuator[i].name, name) == 0) return &in->actuator[i];
+  return NULL;
+}
+
+/* issue 19 item 2: <ros2_control>'s joints and interfaces become the actuator
+ * list; a position servo built from it brings the joint to its command */
+static void test_ros2_control(void) {
+  khzSpec *s = khz_spec_new();
+  warnings w = {0};
+  khzUrdfOptions opt;
+  options(&opt, &w);
+  khzUrdfInfo info;
+  memset(&info, 0, sizeof info);
+  opt.info = &info;
+  opt.name_prefix = "r/";
+  char err[512] = "";
+  ENSURE_MSG(khz_loadURDF(s, DATA "ros2_control.urdf", &opt, err, sizeof err) > 0, "%s", err);
+  /* four command interfaces, one of them unknown; the <sensor> block */
+  ENSURE_MSG(info.nactuator == 3 && info.nstate == 4, "%d actuators, %d states", info.nactuator,
+             info.nstate);
+  ENSURE(strcmp(info.hardware, "R2cSystem") == 0);
+  ENSURE_MSG(w.count == 3, "%d warnings: %s", w.count, w.last);
+  const khzMjcfActuator *pos = find_act(&info, "r/shoulder/position");
+  const khzMjcfActuator *eff = find_act(&info, "r/shoulder/effort");
+  const khzMjcfActuator *vel = find_act(&info, "r/rail/velocity");
+  ENSURE(pos && eff && vel);
+  if (pos && eff && vel) {
+    ENSURE(pos->type == KHZ_MJCF_POSITION && pos->gain == 40 && pos->bias[1] == -40 &&
+           pos->bias[2] == -4 && strcmp(pos->joint, "r/shoulder") == 0);
+    /* ranges: the joint's limits, the interface's min / max, the velocity limit */
+    ENSURE(pos->ctrllimited && pos->ctrlrange[0] == -1.5 && pos->ctrlrange[1] == 1.5);
+    ENSURE(pos->forcelimited && pos->forcerange[1] == 20);
+    ENSURE(eff->type == KHZ_MJCF_MOTOR && eff->ctrlrange[0] == -5 && eff->ctrlrange[1] == 5);
+    ENSURE(khz_mjcf_actuatorTorque(eff, 9, 0, 0) == 5);
+    ENSURE(vel->type == KHZ_MJCF_VELOCITY && vel->ctrlrange[1] == 1 && vel->gain == 50 &&
+           vel->bias[2] == -50); /* no kd: kv = effort limit, with a warning */
+  }
+  ENSURE(strcmp(info.state[0].joint, "r/shoulder") == 0 && strcmp(info.state[0].name, "position") == 0);
+  /* initial_value is the joint's initial position */
+  int sh = find_joint(s, "r/shoulder");
+  ENSURE(sh > 0 && khz_spec_body(s, sh)->q0[0] == 0.3);
+
+  /* the position servo on the model (gravity on): from 0.3 to the command 1.0 */
+  khzModel *m = compile(s);
+  if (m && pos) {
+    khzData *d = khz_makeData(m, 0);
+    int j = khz_name2joint(m, "r/shoulder"), r = khz_name2joint(m, "r/rail");
+    ENSURE(d->q[m->jnt_qadr[j]] == 0.3);
+    for (int k = 0; k < 3000; k++) {
+      memset(d->tau, 0, (size_t)m->nv * sizeof(double));
+      d->tau[m->jnt_dofadr[j]] = khz_mjcf_actuatorTorque(pos, 1.0, d->q[m->jnt_qadr[j]],
+                                                         d->qd[m->jnt_dofadr[j]]);
+      d->tau[m->jnt_dofadr[r]] = khz_mjcf_actuatorTorque(vel, 0, d->q[m->jnt_qadr[r]],
+                                                         d->qd[m->jnt_dofadr[r]]);
+      khz_step(m, d);
+    }
+    /* kp 40 against the arm's gravity torque sin(q) m g l: the servo's offset */
+    double q = d->q[m->jnt_qadr[j]];
+    printf("ros2_control position servo: q = %.4f for the command 1.0\n", q);
+    ENSURE(fabs(q - 1.0) < 0.15 && fabs(d->qd[m->jnt_dofadr[j]]) < 1e-3);
+    khz_deleteData(&d);
+  }
+  khz_deleteModel(&m);
+  khz_urdf_freeInfo(&info);
+  ENSURE(info.nactuator == 0 && info.actuator == NULL);
+
+  /* an interface of a joint the robot does not have: refused, naming it */
+  const char *xml =
+      "<robot name='r'>\n"
+      "  <link name='a'/><link name='b'><inertial><mass value='1'/>"
+      "<inertia ixx='1' ixy='0' ixz='0' iyy='1' iyz='0' izz='1'/></inertial></link>\n"
+      "  <joint name='j' type='continuous'><parent link='a'/><child link='b'/></joint>\n"
+      "  <ros2_control name='x' type='system'>\n"
+      "    <joint name='elbow'><command_interface name='effort'/></joint>\n"
+      "  </ros2_control>\n"
+      "</robot>\n";
+  int nb = khz_spec_nbody(s);
+  opt.name_prefix = "";
+  ENSURE(khz_loadURDFString(s, xml, "r2c.urdf", NULL, &opt, err, sizeof err) == -1);
+  printf("unknown ros2_control joint: %s\n", err);
+  ENSURE_MSG(strstr(err, "r2c.urdf:5: <ros2_control name=\"x\">: the robot has no joint \"elbow\"")
+             != NULL, "%s", err);
+  ENSURE(khz_spec_nbody(s) == nb && info.nactuator == 0);
+  khz_spec_destroy(&s);
+}
+
 int main(void) {
   const char *root = getenv("KHZ_SOURCE_ROOT");
   if (root && chdir(root) != 0) {
@@ -602,5 +714,6 @@ int main(void) {
   test_string();
   test_bad_input();
   test_tolerated();
+  test_ros2_control();
   return ensure_report();
 }

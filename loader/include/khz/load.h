@@ -20,6 +20,8 @@ extern "C" {
 
 typedef void (*khzWarnFn)(void *user, const char *message);
 
+typedef struct khzUrdfInfo khzUrdfInfo; /* what a URDF's <ros2_control> says (below) */
+
 typedef struct khzUrdfOptions {
   const char *package_path; /* ':'-separated directories searched for package://NAME/...
                                (each entry may hold NAME/ or be NAME itself); NULL = the
@@ -31,6 +33,8 @@ typedef struct khzUrdfOptions {
   int floating_base;        /* 1: the root link gets a floating joint, 0: welded */
   khzWarnFn warn;
   void *warn_user;
+  khzUrdfInfo *info;        /* when not NULL, filled on success with the <ros2_control>
+                               interfaces (free with khz_urdf_freeInfo) */
 } khzUrdfOptions;
 
 /* Defaults: no prefix, identity base pose, fixed base, warnings to stderr. */
@@ -192,6 +196,41 @@ int khz_loadMJCFString(khzSpec *spec, const char *xml, const char *name,
 void khz_mjcf_freeInfo(khzMjcfInfo *info);
 
 /* -------------------------------------------------------------- end MJCF -- */
+
+/* ---------------------------------------------------- URDF ros2_control -- */
+
+/* A URDF's <ros2_control> blocks (ros2_control's hardware description): each
+ * <joint name> with its <command_interface>s becomes one actuator per
+ * interface, named "JOINT/INTERFACE" as in ros2_control (JOINT with the name
+ * prefix), of khz's actuator kinds (khz_mjcf_actuatorTorque applies them):
+ *   effort   -> KHZ_MJCF_MOTOR (gain 1): ctrl is the joint torque or force;
+ *   position -> KHZ_MJCF_POSITION: kp (ctrl - q) - kv qd, with <param name="kp">
+ *               and "kd" (also "p", "d"); without them kp = effort limit / 0.1
+ *               (100 when the joint has none) and kv = kp / 10, with a warning;
+ *   velocity -> KHZ_MJCF_VELOCITY: kv (ctrl - qd), <param name="kd"> (also "d",
+ *               "kv"), else kv = effort limit / 1 (10 without one), with a warning.
+ * ctrlrange is the interface's <param name="min"> / "max", else the joint's
+ * position limits (position), velocity limit (velocity) or effort limit
+ * (effort); forcerange is the joint's effort limit. Each <state_interface>
+ * (position, velocity, effort: khz's q, qd and applied torque) is listed in
+ * state; a position state's <param name="initial_value"> (velocity's too) is
+ * the joint's initial q (qd). Other interface names, <sensor> and <gpio>
+ * blocks draw a warning; a joint the robot does not have is an error. */
+typedef struct khzUrdfStateInterface {
+  char joint[KHZ_NAME_MAX]; /* the khz joint (with the name prefix) */
+  char name[32];            /* "position", "velocity" or "effort" */
+} khzUrdfStateInterface;
+
+struct khzUrdfInfo {
+  char hardware[KHZ_NAME_MAX]; /* the first <ros2_control name> */
+  int nactuator;
+  khzMjcfActuator *actuator;   /* nactuator entries, owned */
+  int nstate;
+  khzUrdfStateInterface *state; /* nstate entries, owned */
+};
+
+/* Frees what a khzUrdfInfo owns and zeroes it. */
+void khz_urdf_freeInfo(khzUrdfInfo *info);
 
 
 /* A validation experiment a scene may carry (`experiment:`; see

@@ -146,26 +146,15 @@ int khz_loop_checkGains(const khzModel *m, const int *dof, int na, const double 
 }
 
 /* the stability limits of the explicit integrators: RK4 reaches 2.78 on the
- * negative real axis and 2.83 on the imaginary one; semi-implicit Euler 2 */
+ * negative real axis and 2.83 on the imaginary one; semi-implicit Euler 2.
+ * Joint damping sets no limit: the step integrates it implicitly wherever
+ * explicit integration could diverge (khz_abaCoreDamped: every dof under
+ * semi-implicit Euler, the dofs with h b >= D under RK4) */
 double khz_loop_stableTimestep(const khzModel *m, char *what, size_t wsz) {
   int rk4 = m->integrator == KHZ_INT_RK4;
   double c_real = rk4 ? 2.78 : 2.0, c_imag = rk4 ? 2.83 : 2.0;
   double hmax = INFINITY;
   if (what && wsz) what[0] = 0;
-
-  /* joint damping on the effective inertia: a decay rate d / m */
-  for (int i = 0; i < m->nv; i++) {
-    double d = m->dof_damping[i], meff = m->dof_meff[i];
-    if (!(d > 0) || !(meff > 0)) continue;
-    double hi = c_real * meff / d;
-    if (hi < hmax) {
-      hmax = hi;
-      if (what && wsz)
-        snprintf(what, wsz, "joint '%s': damping %g on effective inertia %g",
-                 m->jnt_name[m->dof_body[i]][0] ? m->jnt_name[m->dof_body[i]] : m->body_name[m->dof_body[i]],
-                 d, meff);
-    }
-  }
 
   /* contact with gains given in the scene (automatic gains follow the step):
    * stiffness and damping on the lightest body that can touch something */
