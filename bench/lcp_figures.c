@@ -13,8 +13,11 @@
  *           h = 1e-5, the velocity variation, and the log-log slopes.
  *   solve   time per Lemke solve against the number of contacts: N balls
  *           resting apart on the table (N contacts, k = 4 and 8).
+ *   stack   the 5-box stack (scenes/validation/stack.yaml) under LCP for
+ *           10 s (LCP_FIGURES_STACK_SECONDS overrides it): fallbacks,
+ *           Lemke's statuses, time per step, drift, sink.
  *
- *   build/bench/lcp_figures [rod] [balls] [table1] [solve]   (all by default)
+ *   build/bench/lcp_figures [rod] [balls] [table1] [solve] [stack]   (all by default)
  */
 #include <math.h>
 #include <stdio.h>
@@ -231,6 +234,74 @@ static void table1(void) {
   khz_deleteModel(&m);
 }
 
+/* ---------------------------------------------------------------- stack -- */
+
+/* every Lemke attempt's status (the regularised retries included) */
+static long stat_count[KHZ_LCP_NSTATUS + 1], stat_calls;
+static int step_calls;
+static void observe_status(void *user, int n, const double *M, const double *q, const double *z, int st) {
+  (void)user, (void)n, (void)M, (void)q, (void)z;
+  stat_count[st >= 0 && st < KHZ_LCP_NSTATUS ? st : KHZ_LCP_NSTATUS]++;
+  stat_calls++, step_calls++;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static void stack(void) {
+  const char *env = getenv("LCP_FIGURES_STACK_SECONDS"); /* default 10 s */
+  const double seconds = env ? atof(env) : 10;
+  khzModel *m = load("scenes/validation/stack.yaml", 0);
+  khzData *d = khz_makeData(m, 0);
+  d->contact_method = KHZ_CONTACT_LCP;
+  int steps = (int)(seconds / m->timestep + 0.5), first_ok = 0;
+  double *x0 = malloc(3 * (size_t)m->nbody * sizeof(double)), *us = malloc((size_t)steps * sizeof(double));
+  memcpy(x0, d->xpos, 3 * (size_t)m->nbody * sizeof(double));
+  memset(stat_count, 0, sizeof stat_count), stat_calls = 0;
+  khz_lcpSetObserver(observe_status, NULL);
+  double t0 = now_s(), qd_late = 0;
+  for (int s = 0; s < steps; s++) {
+    step_calls = 0;
+    long solved0 = stat_count[KHZ_LCP_SOLVED];
+    double a = now_s();
+    khz_step(m, d);
+    us[s] = 1e6 * (now_s() - a);
+    first_ok += step_calls > 0 && stat_count[KHZ_LCP_SOLVED] > solved0 && step_calls == 1;
+    if (s > steps / 2) {
+      double v = 0;
+      for (int k = 0; k < m->nv; k++) v = fmax(v, fabs(d->qd[k]));
+      qd_late = fmax(qd_late, v);
+    }
+  }
+  double wall = now_s() - t0;
+  khz_lcpSetObserver(NULL, NULL);
+  double drift = 0, sink = 0;
+  for (int i = 1; i < m->nbody; i++) {
+    const double *x = d->xpos + 3 * i, *a = x0 + 3 * i;
+    drift = fmax(drift, hypot(x[0] - a[0], x[1] - a[1]));
+    sink = fmax(sink, a[2] - x[2]);
+  }
+  qsort(us, (size_t)steps, sizeof(double), cmp_double);
+  printf("# 5-box stack (scenes/validation/stack.yaml) under LCP, %g s, h = %g s, k = %d\n", seconds,
+         m->timestep, khz_lcpDirections(m));
+  printf("| figure | value |\n|---|---|\n");
+  printf("| steps falling back to penalty | %d of %d |\n", d->warning[KHZ_WARN_LCP], steps);
+  printf("| steps solved by the first Lemke call | %d |\n", first_ok);
+  printf("| Lemke calls: solved / budget / ray / toobig / inaccurate | %ld / %ld / %ld / %ld / %ld |\n",
+         stat_count[KHZ_LCP_SOLVED], stat_count[KHZ_LCP_BUDGET], stat_count[KHZ_LCP_RAY],
+         stat_count[KHZ_LCP_TOOBIG], stat_count[KHZ_LCP_INACCURATE]);
+  printf("| us per step: median / p99 / max | %.1f / %.1f / %.1f |\n", us[steps / 2], us[(int)(0.99 * steps)],
+         us[steps - 1]);
+  printf("| wall time (s) | %.2f |\n", wall);
+  printf("| max horizontal drift / sink of a box (m) | %.3g / %.3g |\n", drift, sink);
+  printf("| largest |qd| in the second half | %.3g |\n\n", qd_late);
+  free(x0), free(us);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+}
+
 /* ---------------------------------------------------------------- solve -- */
 
 /* the LCP of the last step, captured to be solved again under the clock */
@@ -298,12 +369,12 @@ int main(int argc, char **argv) {
   int all = argc < 2;
   for (int i = 1; i < argc; i++)
     if (strcmp(argv[i], "rod") && strcmp(argv[i], "balls") && strcmp(argv[i], "table1") &&
-        strcmp(argv[i], "solve")) {
-      fprintf(stderr, "lcp_figures: unknown section '%s' (rod, balls, table1, solve)\n", argv[i]);
+        strcmp(argv[i], "solve") && strcmp(argv[i], "stack")) {
+      fprintf(stderr, "lcp_figures: unknown section '%s' (rod, balls, table1, solve, stack)\n", argv[i]);
       return 2;
     }
-  for (int s = 0; s < 4; s++) {
-    static const char *const names[] = {"rod", "balls", "table1", "solve"};
+  for (int s = 0; s < 5; s++) {
+    static const char *const names[] = {"rod", "balls", "table1", "solve", "stack"};
     int want = all;
     for (int i = 1; i < argc; i++) want |= !strcmp(argv[i], names[s]);
     if (!want) continue;
@@ -311,6 +382,7 @@ int main(int argc, char **argv) {
     if (s == 1) balls();
     if (s == 2) table1();
     if (s == 3) solve_timing();
+    if (s == 4) stack();
   }
   return 0;
 }

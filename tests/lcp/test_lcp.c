@@ -57,7 +57,7 @@ static khzModel *load_file(const char *path) {
 /* ------------------------------------------------ the observer's checks -- */
 
 static struct {
-  int count, failed, nmax, sic_compared, sic_agree;
+  int count, failed, nmax, sic_compared, sic_agree, above;
   double worst;
 } obs;
 
@@ -73,6 +73,7 @@ static void observe(void *user, int n, const double *M, const double *q, const d
   for (int i = 0; i < n; i++) qmax = fmax(qmax, fabs(q[i]));
   double r = khz_lcpResidual(n, M, q, z) / (1 + qmax);
   if (r > obs.worst) obs.worst = r;
+  obs.above += r > 1e-10;
   /* Siconos on every 7th LCP (it is slow on these sizes) */
   if (obs.count % 7) return;
   double *cm = malloc((size_t)n * n * sizeof(double)), *qq = malloc((size_t)n * sizeof(double));
@@ -150,12 +151,12 @@ static void test_box_friction(void) {
     d->xfrc[6 + 0] = 0.9 * mu * 3 * g;
     khz_step(m, d);
   }
-  /* known weakness (docs/lcp.md): a box face on the table under a sideways
-   * push makes near-degenerate LCPs on which Lemke can end on a ray; those
-   * steps fall back to the penalty method, which lets the box creep by tens
-   * of micrometres */
+  /* a box face on the table makes dependent contact rows; Lemke's failures
+   * there are solved by the regularised retry (lcp.c's solve()), which let
+   * it creep by 2e-9 m (docs/lcp.md); before it, 31 of 1900 steps fell back
+   * to the penalty method and the box crept by tens of micrometres */
   double moved = d->q[0] - x0;
-  ENSURE_MSG(fabs(moved) < 1e-4, "box pushed at 0.9 mu m g moved %.3g m", moved);
+  ENSURE_MSG(fabs(moved) < 1e-6, "box pushed at 0.9 mu m g moved %.3g m", moved);
   double v1 = d->qd[0];
   for (int s = 0; s < 200; s++) {
     d->xfrc[6 + 0] = 1.5 * mu * 3 * g;
@@ -167,7 +168,7 @@ static void test_box_friction(void) {
          "a = %.6f (analytic %.6f); %d of 1900 steps fell back to the penalty method\n",
          x0, stop, moved, a, 0.5 * mu * g,
          d->warning[KHZ_WARN_LCP]);
-  ENSURE_MSG(d->warning[KHZ_WARN_LCP] <= 0.1 * 1900, "box: %d steps fell back", d->warning[KHZ_WARN_LCP]);
+  ENSURE_MSG(d->warning[KHZ_WARN_LCP] <= 0.01 * 1900, "box: %d steps fell back", d->warning[KHZ_WARN_LCP]);
   khz_deleteData(&d);
   khz_deleteModel(&m);
 }
@@ -270,9 +271,12 @@ int main(void) {
   ENSURE_MSG(obs.failed - box_failed <= 0.005 * (obs.count - before), "rod and balls: %d of %d LCPs failed",
              obs.failed - box_failed, obs.count - before);
   printf("%d LCPs from the scenes: %d failed attempts (%d in the box test), worst residual of the solved "
-         "%.2e (relative to 1 + |q|); Siconos compared on %d, agreeing on the normal velocities on %d\n",
-         obs.count, obs.failed, box_failed, obs.worst, obs.sic_compared, obs.sic_agree);
-  ENSURE(obs.worst <= 1e-10);
+         "%.2e (relative to 1 + |q|; %d above 1e-10); Siconos compared on %d, agreeing on the normal "
+         "velocities on %d\n",
+         obs.count, obs.failed, box_failed, obs.worst, obs.above, obs.sic_compared, obs.sic_agree);
+  /* 1e-10 for Lemke's own solves, 1e-7 accepted on the regularised retries
+   * (lcp.c's solve()) */
+  ENSURE(obs.worst <= 1e-7);
   ENSURE(obs.sic_compared > 0 && obs.sic_agree == obs.sic_compared);
   return ensure_report();
 }

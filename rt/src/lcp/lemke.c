@@ -294,7 +294,8 @@ static khzLcpStatus lemke_core(khzLemke *lk, int n, const double *M, const doubl
     for (int j = 0; j < n; j++) s += M[(size_t)i * n + j] * z[j];
     w[i] = s;
   }
-  if (!(khz_lcpResidual(n, M, q, z) <= 1e-10)) return KHZ_LCP_INACCURATE;
+  lk->residual = khz_lcpResidual(n, M, q, z);
+  if (!(lk->residual <= (lk->tol > 0 ? lk->tol : 1e-10))) return KHZ_LCP_INACCURATE;
   return KHZ_LCP_SOLVED;
 }
 
@@ -302,6 +303,7 @@ khzLcpStatus khz_lemke(khzLemke *lk, int n, const double *M, const double *q, do
                        int max_pivots) {
   lk->pivots = 0;
   lk->polished = 0;
+  lk->residual = 0;
   if (n <= 0) return KHZ_LCP_SOLVED;
   memset(z, 0, (size_t)n * sizeof(double));
   memset(w, 0, (size_t)n * sizeof(double));

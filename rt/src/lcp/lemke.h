@@ -25,7 +25,8 @@ typedef enum khzLcpStatus {
   KHZ_LCP_RAY,        /* ray termination: no blocking row (the LCP may have no solution) */
   KHZ_LCP_TOOBIG,     /* n exceeds the workspace's capacity */
   KHZ_LCP_INACCURATE, /* z0 left the basis, but round-off in a degenerate basis left a
-                         residual above 1e-10 (1e-7 max |q| when max |q| < 1e-3) */
+                         residual above lk->tol (default 1e-10; times 1e3 max |q| when
+                         max |q| < 1e-3) */
   KHZ_LCP_NSTATUS
 } khzLcpStatus;
 
@@ -40,9 +41,14 @@ typedef struct khzLemke {
   int *basis;   /* nmax: variable basic in each row (w_i = i, z_j = n + j, z0 = 2n) */
   int *ties;    /* nmax: candidate rows of the lexicographic ratio test */
   int *perm;    /* nmax: the polish's row pivots and index set */
+  /* input: the natural residual max |min(z, w)| accepted as solved, on the
+   * q Lemke works with (q / max |q| * 1e-3 when max |q| < 1e-3, else q);
+   * 0, as khz_lemkeInit leaves it: 1e-10 */
+  double tol;
   /* outputs of the last solve */
   int pivots;      /* pivots taken */
   int polished;    /* 1 when the solution was recomputed from the final basis by LU */
+  double residual; /* the final basis' residual (scaled q), before the tol test */
 } khzLemke;
 
 /* Bytes a workspace for problems of size up to nmax needs. */
