@@ -372,6 +372,11 @@ def run_dask(todo, table, retries, log, scheduler=None, workers=None):
     if scheduler:
         client = Client(scheduler)
     else:
+        # Dask's statistical profiler takes the GIL 100 times a second in every
+        # worker: a run took 2.1 s with it, 1.0 s without (0.35 s serially) at
+        # load 20 (bench/campaign_dask.py); the worker processes read the
+        # setting from the environment they inherit
+        os.environ.setdefault("DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED", "False")
         cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
                                processes=True, dashboard_address=None)
         client = Client(cluster)
@@ -402,6 +407,7 @@ def run_dask(todo, table, retries, log, scheduler=None, workers=None):
                 continue
             table.add(row)
             log(f"campaign: run {run['run']} {row['status']} ({row.get('wall_time_s', 0):.2f} s)")
+        runs_s = time.perf_counter() - t0 - startup
     finally:
         # every row is written: a worker slow to stop (a loaded machine) is
         # killed by its nanny, which logs a timeout that means nothing here
@@ -417,13 +423,14 @@ def run_dask(todo, table, retries, log, scheduler=None, workers=None):
         finally:
             for q, lv in zip(quiet, levels):
                 q.setLevel(lv)
-    return startup
+    return startup, runs_s
 
 
 def run_campaign(spec_path, outdir=None, dask=False, scheduler=None, workers=None, plot=True,
                  retries=None, log=print, stats=None):
     """Runs (or resumes) the campaign; returns (rows in run order, wall time
-    of the runs in s). stats, a dict, receives dask_startup_s."""
+    of the runs in s). stats, a dict, receives dask_startup_s (the cluster's
+    start) and dask_runs_s (first submission to last row, without the stop)."""
     spec = load_spec(spec_path)
     runs = expand(spec)
     outdir = outdir or spec.get("output") or os.path.join(os.getcwd(), spec["name"])
@@ -436,9 +443,9 @@ def run_campaign(spec_path, outdir=None, dask=False, scheduler=None, workers=Non
     t0 = time.perf_counter()
     try:
         if dask or scheduler:
-            startup = run_dask(todo, table, retries, log, scheduler, workers)
+            startup, runs_s = run_dask(todo, table, retries, log, scheduler, workers)
             if stats is not None:
-                stats["dask_startup_s"] = startup
+                stats["dask_startup_s"], stats["dask_runs_s"] = startup, runs_s
         else:
             run_serial(todo, table, retries, log)
     finally:

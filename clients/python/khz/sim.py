@@ -24,6 +24,8 @@ import numpy as np
 __all__ = ["Sim", "SimError", "library", "METHODS"]
 
 METHODS = ("none", "penalty", "deepest", "lcp")
+#: step(n) holds the GIL for n up to this (a few ms at most), releases it above
+HOLD_GIL_STEPS = 16
 _ERR = 1024
 
 
@@ -109,9 +111,17 @@ def library():
         "khz_name2joint": (I, [V, P]),
         "khz_wake": (None, [V, V, I]),
     }
+    # the same functions called without releasing the GIL (ctypes.PyDLL), for
+    # calls of a few microseconds: releasing it lets any other Python thread
+    # (a Dask worker's event loop) take it, and on a loaded machine getting it
+    # back can cost an OS time slice per call (measured: a campaign run 4.5x
+    # slower in a Dask worker at load 25 with every call releasing it)
+    held = ctypes.PyDLL(path)
     for name, (res, args) in sig.items():
-        f = getattr(lib, name)
-        f.restype, f.argtypes = res, args
+        for handle in (lib, held):
+            f = getattr(handle, name)
+            f.restype, f.argtypes = res, args
+    lib.held = held
     if lib.khz_capi_version() != 1:
         raise SimError(f"libkhz.so at {path}: C API version {lib.khz_capi_version()}, this "
                        "module speaks version 1")
@@ -192,7 +202,7 @@ class Sim:
 
     def __init__(self, model, *, mass_scale=None, friction=None, method=None, quiet=False):
         lib = library()
-        self._lib = lib
+        self._lib, self._held = lib, lib.held
         self._h = None
         self.path = os.fspath(model)
         err = ctypes.create_string_buffer(_ERR)
@@ -360,16 +370,20 @@ class Sim:
 
     # ------------------------------------------------------------- actions --
     def step(self, n=1):
-        """n steps of the model's timestep, in C (one call)."""
-        self._lib.khz_capi_step(self._h, int(n))
+        """n steps of the model's timestep, in C (one call; up to HOLD_GIL_STEPS
+        steps with the GIL held, more with it released so that other Python
+        threads run meanwhile)."""
+        n = int(n)
+        (self._held if n <= HOLD_GIL_STEPS else self._lib).khz_capi_step(self._h, n)
 
     def step_figures(self, n, acc):
         """n steps keeping running figures in acc (a ctypes double[4], see khz/capi.h)."""
-        self._lib.khz_capi_stepFigures(self._h, int(n), acc)
+        n = int(n)
+        (self._held if n <= HOLD_GIL_STEPS else self._lib).khz_capi_stepFigures(self._h, n, acc)
 
     def forward(self):
         """After writing q or qd: friction anchors, sleeping islands and kinematics follow."""
-        self._lib.khz_capi_stateWritten(self._h)
+        self._held.khz_capi_stateWritten(self._h)
 
     def reset(self):
         """The model's initial state (q0, qd0), time 0, zero torques and wrenches."""
@@ -378,13 +392,13 @@ class Sim:
     def energy(self):
         """(kinetic, potential) in J at the current state."""
         out = (ctypes.c_double * 2)()
-        self._lib.khz_capi_energy(self._h, out)
+        self._held.khz_capi_energy(self._h, out)
         return out[0], out[1]
 
     def contact_figures(self):
         """(deepest depth in m, largest normal force of one pair in N) of the last step."""
         out = (ctypes.c_double * 2)()
-        self._lib.khz_capi_contactFigures(self._h, out)
+        self._held.khz_capi_contactFigures(self._h, out)
         return out[0], out[1]
 
     def save(self):
@@ -403,7 +417,7 @@ class Sim:
 
     def hash(self):
         """64-bit FNV-1a hash of the state (khz_hashState; the server's state hash)."""
-        return int(self._lib.khz_hashState(self._m, self._d))
+        return int(self._held.khz_hashState(self._m, self._d))
 
     def close(self):
         if getattr(self, "_h", None):
