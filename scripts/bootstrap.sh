@@ -11,6 +11,7 @@ packages=(
   rt-tests python3
   protobuf-compiler python3-zmq python3-protobuf python3-numpy python3-matplotlib
   python3-websockets nodejs chromium
+  python3-yaml python3-distributed python3-venv python3-pip python3-setuptools
 )
 # npm comes with some nodejs builds (NodeSource's); Debian's own nodejs needs the npm package
 if ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi

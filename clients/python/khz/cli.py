@@ -453,6 +453,12 @@ def cmd_view(args) -> int:
     return view.cmd_view(args, connect)
 
 
+# ---------------------------------------------------------------- campaign
+def cmd_campaign(args) -> int:
+    from . import campaign
+    return campaign.cmd_campaign(args)
+
+
 # -------------------------------------------------------------------- main
 def parser() -> argparse.ArgumentParser:
     state_ep, cmd_ep = default_endpoints()
@@ -539,6 +545,20 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--fps", type=float, default=60.0, help="states pushed per second at most")
     s.add_argument("--play", metavar="FILE", help="play a recording (.khzrec) instead")
     s.set_defaults(fn=cmd_view)
+    s = sub.add_parser("campaign", help="run a matrix of simulations in this process or on Dask "
+                       "(no server; docs/campaigns.md)")
+    s.add_argument("spec", metavar="SPEC.yaml", help="the campaign: scenes, parameters, seeds, "
+                   "controllers")
+    s.add_argument("--out", help="output directory (default: the spec's output, else ./NAME); "
+                   "a campaign resumes from the rows already in OUT/runs.csv")
+    s.add_argument("--dask", action="store_true", help="run on a Dask LocalCluster (all cores)")
+    s.add_argument("--workers", type=int, help="LocalCluster workers (default: the cores)")
+    s.add_argument("--scheduler", metavar="ADDRESS", help="run on this Dask scheduler "
+                   "(tcp://host:8786) instead")
+    s.add_argument("--retries", type=int, help="attempts after a failed run (default: the "
+                   "spec's retries, else 2)")
+    s.add_argument("--no-plot", action="store_true", help="no summary.png")
+    s.set_defaults(fn=cmd_campaign)
     return p
 
 

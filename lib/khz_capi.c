@@ -1,0 +1,219 @@
+/* khz_capi.c — the few entry points libkhz.so adds to rt/ and loader/ for
+ * callers that cannot read C headers (Python's ctypes, other FFIs).
+ *
+ * A khzCapi handle owns a loaded scene (its spec), the compiled model and one
+ * data. Everything else is read through the structs themselves: khz_capi_field
+ * gives the offset and size of every member a binding reads, so that a
+ * binding builds numpy views on the C buffers without copying and without
+ * restating the structs' layout (which follows the headers of the build it
+ * is linked with). Nothing here runs in a real-time tick.
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "khz/capi.h"
+#include "khz/khz.h"
+#include "khz/load.h"
+
+struct khzCapi {
+  khzScene scene; /* owns the spec the model was compiled from */
+  khzModel *m;
+  khzData *d;
+};
+
+static void capi_err(char *err, size_t errsz, const char *fmt, const char *a, const char *b) {
+  if (err && errsz) snprintf(err, errsz, fmt, a, b);
+}
+
+khzCapi *khz_capi_open(const char *path, char *err, size_t errsz) {
+  khzCapi *h = calloc(1, sizeof *h);
+  if (!h) {
+    capi_err(err, errsz, "%s: out of memory%s", path ? path : "(null)", "");
+    return NULL;
+  }
+  h->m = khz_loadModel(path, &h->scene, err, errsz);
+  if (!h->m) {
+    free(h);
+    return NULL;
+  }
+  h->d = khz_makeData(h->m, 0);
+  if (!h->d) {
+    capi_err(err, errsz, "%s: out of memory for the data%s", path, "");
+    khz_capi_close(h);
+    return NULL;
+  }
+  khz_kinematics(h->m, h->d);
+  return h;
+}
+
+void khz_capi_close(khzCapi *h) {
+  if (!h) return;
+  khz_deleteData(&h->d);
+  khz_deleteModel(&h->m);
+  khz_deleteScene(&h->scene);
+  free(h);
+}
+
+khzModel *khz_capi_model(khzCapi *h) { return h->m; }
+khzData *khz_capi_data(khzCapi *h) { return h->d; }
+double khz_capi_rateHz(const khzCapi *h) { return h->scene.rate_hz; }
+
+/* spec edits (campaign parameters): they take effect at khz_capi_recompile */
+int khz_capi_scaleMass(khzCapi *h, const char *body, double factor, char *err, size_t errsz) {
+  if (!(factor > 0) || !isfinite(factor)) {
+    capi_err(err, errsz, "mass scale for '%s': expected a positive finite factor%s",
+             body ? body : "*", "");
+    return -1;
+  }
+  int n = khz_spec_nbody(h->scene.spec), hit = 0;
+  for (int i = 1; i < n; i++) {
+    khzBodySpec *b = khz_spec_body(h->scene.spec, i);
+    if (body && body[0] && strcmp(b->name, body) != 0) continue;
+    b->mass *= factor; /* a uniform density change: inertia scales with the mass */
+    for (int k = 0; k < 6; k++) b->inertia[k] *= factor;
+    hit++;
+  }
+  if (!hit) {
+    capi_err(err, errsz, "mass scale: no body named '%s' in %s", body ? body : "",
+             h->scene.name);
+    return -1;
+  }
+  return hit;
+}
+
+int khz_capi_setFriction(khzCapi *h, double mu, char *err, size_t errsz) {
+  if (!(mu >= 0) || !isfinite(mu)) {
+    capi_err(err, errsz, "friction: expected a finite coefficient >= 0 %s%s", "", "");
+    return -1;
+  }
+  /* every geom's own coefficient and the scene's default */
+  int n = khz_spec_ngeom(h->scene.spec);
+  for (int i = 0; i < n; i++) khz_spec_geom(h->scene.spec, i)->friction = mu;
+  khzContactOptions c = h->scene.contact;
+  c.mu = mu;
+  h->scene.contact = c;
+  khz_spec_setContact(h->scene.spec, &c);
+  return n;
+}
+
+int khz_capi_recompile(khzCapi *h, char *err, size_t errsz) {
+  khzModel *m = khz_compile(h->scene.spec, err, errsz);
+  if (!m) return -1;
+  khzData *d = khz_makeData(m, 0);
+  if (!d) {
+    capi_err(err, errsz, "%s: out of memory for the data%s", h->scene.name, "");
+    khz_deleteModel(&m);
+    return -1;
+  }
+  khz_deleteData(&h->d);
+  khz_deleteModel(&h->m);
+  h->m = m;
+  h->d = d;
+  khz_kinematics(m, d);
+  return 0;
+}
+
+void khz_capi_reset(khzCapi *h) {
+  khz_resetData(h->m, h->d);
+  khz_kinematics(h->m, h->d);
+}
+
+/* after the caller wrote q or qd: friction anchors at the new positions,
+ * sleeping islands woken, kinematics recomputed */
+void khz_capi_stateWritten(khzCapi *h) {
+  khz_resetStick(h->m, h->d);
+  khz_wake(h->m, h->d, -1);
+  khz_kinematics(h->m, h->d);
+}
+
+void khz_capi_step(khzCapi *h, long n) {
+  for (long i = 0; i < n; i++) khz_step(h->m, h->d);
+}
+
+/* Figures of the contacts the last step found: out[0] the deepest point's
+ * depth (m), out[1] the largest normal force of one pair (N): the sum over
+ * its points of the explicit force along the normal and the implicit part. */
+void khz_capi_contactFigures(const khzCapi *h, double out[2]) {
+  const khzData *d = h->d;
+  double depth = 0, force = 0;
+  for (int i = 0; i < d->ncontact; i++) {
+    const khzContact *c = d->contact + i;
+    double fn = 0;
+    for (int k = 0; k < c->npoint; k++) {
+      const khzContactPoint *p = d->cpoint + c->point_adr + k;
+      if (p->depth > depth) depth = p->depth;
+      fn += p->force[0] * c->normal[0] + p->force[1] * c->normal[1] +
+            p->force[2] * c->normal[2] + p->force_implicit;
+    }
+    if (fn > force) force = fn;
+  }
+  out[0] = depth;
+  out[1] = force;
+}
+
+/* n steps, keeping running figures in acc (before a run the caller sets
+ * acc[0] = acc[1] = 0 and acc[2] = acc[3] = the energy at the start):
+ * acc[0] max depth, acc[1] max pair normal force, acc[2] max total energy,
+ * acc[3] the last total energy */
+void khz_capi_stepFigures(khzCapi *h, long n, double acc[4]) {
+  for (long i = 0; i < n; i++) {
+    double f[2], ke, pe;
+    khz_step(h->m, h->d);
+    khz_capi_contactFigures(h, f);
+    if (f[0] > acc[0]) acc[0] = f[0];
+    if (f[1] > acc[1]) acc[1] = f[1];
+    khz_energy(h->m, h->d, &ke, &pe);
+    if (ke + pe > acc[2]) acc[2] = ke + pe;
+    acc[3] = ke + pe;
+  }
+}
+
+void khz_capi_energy(khzCapi *h, double out[2]) { khz_energy(h->m, h->d, out, out + 1); }
+
+/* ---------------------------------------------------------------- layout -- */
+
+typedef struct capiField {
+  const char *name;
+  size_t offset, size;
+} capiField;
+
+#define CAPI_F(T, f) {#T "." #f, offsetof(T, f), sizeof(((T *)0)->f)}
+#define CAPI_T(T) {#T, 0, sizeof(T)}
+
+static const capiField capi_fields[] = {
+    CAPI_T(khzModel), CAPI_F(khzModel, nbody), CAPI_F(khzModel, nq), CAPI_F(khzModel, nv),
+    CAPI_F(khzModel, ngeom), CAPI_F(khzModel, timestep), CAPI_F(khzModel, gravity),
+    CAPI_F(khzModel, npair_max), CAPI_F(khzModel, max_points), CAPI_F(khzModel, body_parent),
+    CAPI_F(khzModel, body_mass), CAPI_F(khzModel, jnt_type), CAPI_F(khzModel, jnt_qadr),
+    CAPI_F(khzModel, jnt_dofadr), CAPI_F(khzModel, jnt_nq), CAPI_F(khzModel, jnt_nv),
+    CAPI_F(khzModel, jnt_limited), CAPI_F(khzModel, jnt_range), CAPI_F(khzModel, dof_effort),
+    CAPI_F(khzModel, q0), CAPI_F(khzModel, qd0), CAPI_F(khzModel, geom_body),
+    CAPI_F(khzModel, body_name), CAPI_F(khzModel, jnt_name),
+    CAPI_T(khzData), CAPI_F(khzData, time), CAPI_F(khzData, q), CAPI_F(khzData, qd),
+    CAPI_F(khzData, tau), CAPI_F(khzData, xfrc), CAPI_F(khzData, qdd),
+    CAPI_F(khzData, tau_applied), CAPI_F(khzData, xpos), CAPI_F(khzData, xrot),
+    CAPI_F(khzData, xcom), CAPI_F(khzData, cvel), CAPI_F(khzData, contact_method),
+    CAPI_F(khzData, ncontact), CAPI_F(khzData, contact), CAPI_F(khzData, ncpoint),
+    CAPI_F(khzData, cpoint), CAPI_F(khzData, warning), CAPI_F(khzData, sleep_enabled),
+    CAPI_T(khzContact), CAPI_F(khzContact, geom), CAPI_F(khzContact, body),
+    CAPI_F(khzContact, normal), CAPI_F(khzContact, point_adr), CAPI_F(khzContact, npoint),
+    CAPI_F(khzContact, deepest), CAPI_F(khzContact, mu),
+    CAPI_T(khzContactPoint), CAPI_F(khzContactPoint, pos), CAPI_F(khzContactPoint, depth),
+    CAPI_F(khzContactPoint, force), CAPI_F(khzContactPoint, force_implicit),
+    CAPI_F(khzContactPoint, bottom),
+};
+
+int khz_capi_field(const char *name, size_t *offset, size_t *size) {
+  for (size_t i = 0; i < sizeof capi_fields / sizeof capi_fields[0]; i++)
+    if (strcmp(capi_fields[i].name, name) == 0) {
+      *offset = capi_fields[i].offset;
+      *size = capi_fields[i].size;
+      return 0;
+    }
+  return -1;
+}
+
+int khz_capi_version(void) { return KHZ_CAPI_VERSION; }

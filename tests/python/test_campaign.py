@@ -1,0 +1,174 @@
+"""test_campaign.py — `khz campaign`: a 20-run matrix (2 scenes x 5
+parameter sets x 2 seeds) run serially and on a 2-worker Dask LocalCluster
+gives identical tables (wall time, overruns and attempts excepted); an
+interrupted campaign resumes from the rows already written; a run that fails
+once is retried, one that always fails is recorded and the campaign goes on;
+bad specs are named."""
+
+import csv
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import unittest
+
+from khz import campaign
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+HUMANOID = "/usr/share/mujoco/model/humanoid/humanoid.xml"
+
+SPEC = """
+name: t20
+duration: 0.3
+control_every: 2
+scenes: [box.yaml, {humanoid}]
+parameters:
+  mass_scale: [1.0, 2.0]
+  friction: [0.4, 1.0]
+cases:
+  - {{init_noise: 0.05, push: {{body: {body}, magnitude: 20, at: 0.1, duration: 0.05}}}}
+seeds: [1, 2]
+controllers:
+  - {{name: hold, python: "khz.campaign:pd_hold", gains: {{kp_per_effort: 1.0}}}}
+"""
+
+BOX = """khz_scene: 1
+name: box_rest
+rate_hz: 1000
+gravity: [0, 0, -9.81]
+ground: {height: 0}
+objects:
+  - {name: box, shape: box, size: [0.1, 0.1, 0.1], mass: 2, pos: [0, 0, 0.12]}
+"""
+
+
+def table(path):
+    with open(path, newline="") as f:
+        return campaign.comparable(list(csv.DictReader(f)))
+
+
+class Campaign(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="khz-campaign-")
+        with open(os.path.join(cls.tmp, "box.yaml"), "w") as f:
+            f.write(BOX)
+        # the seeded case pushes the body 'box', which the humanoid does not
+        # have: those 2 runs fail, named, in both tables alike
+        cls.spec = os.path.join(cls.tmp, "t20.yaml")
+        with open(cls.spec, "w") as f:
+            f.write(SPEC.format(humanoid=HUMANOID, body="box"))
+        cls.log = []
+
+    def run_campaign(self, out, **kw):
+        return campaign.run_campaign(self.spec, outdir=out, plot=False, log=self.log.append, **kw)
+
+    def test_serial_equals_dask_and_resume(self):
+        ser = os.path.join(self.tmp, "serial")
+        rows, t_serial = self.run_campaign(ser)
+        self.assertEqual(len(rows), 20)
+        status = {(r["scene"], r["status"]) for r in rows}
+        # the humanoid has no body 'box' to push: those runs fail, named
+        failed = [r for r in rows if r["status"] != "ok"]
+        self.assertTrue(all("humanoid" in r["scene"] and "no body named 'box'" in r["error"]
+                            for r in failed), status)
+        self.assertEqual(len(failed), 2)
+        ok = [r for r in rows if r["status"] == "ok"]
+        # figures that mean something: the resting box carries about its weight
+        box = [r for r in ok if r["scene"] == "box.yaml" and r["mass_scale"] and not r["push"]]
+        self.assertTrue(box)
+        for r in box:
+            self.assertGreater(float(r["peak_contact_force"]), 0.9 * 2 * 9.81 * float(r["mass_scale"]))
+            self.assertLess(float(r["max_penetration"]), 0.03)
+        # the seed drives the random draws only: the same parameters without
+        # noise give the same run whatever the seed, the seeded push differs
+        by = {}
+        for r in ok:
+            by.setdefault((r["scene"], r["mass_scale"], r["friction"], r["push"]), []).append(r)
+        for key, rs in by.items():
+            hashes = {r["state_hash"] for r in rs}
+            self.assertEqual(len(hashes), 2 if key[3] else 1, key)
+        # twice the mass, twice the force: the box's landing from 2 cm
+        force = {r["mass_scale"]: float(r["peak_contact_force"]) for r in box}
+        self.assertAlmostEqual(force["2.0"] / force["1.0"], 2.0, delta=0.1)
+
+        dsk = os.path.join(self.tmp, "dask")
+        t0 = time.perf_counter()
+        rows_d, t_dask = self.run_campaign(dsk, dask=True, workers=2)
+        self.assertEqual(table(os.path.join(ser, "runs.csv")), table(os.path.join(dsk, "runs.csv")))
+        print(f"serial {t_serial:.1f} s, Dask 2 workers {t_dask:.1f} s "
+              f"(with the cluster's start {time.perf_counter() - t0:.1f} s)")
+
+        # an interrupted campaign: the last 7 rows were never written
+        res = os.path.join(self.tmp, "resume")
+        os.makedirs(res)
+        with open(os.path.join(ser, "runs.csv")) as f:
+            lines = f.readlines()
+        with open(os.path.join(res, "runs.csv"), "w") as f:
+            f.writelines(lines[:-7])
+        self.log.clear()
+        rows_r, _ = self.run_campaign(res)
+        self.assertIn("13 already in", self.log[0])
+        self.assertEqual(sum(1 for m in self.log if m.startswith("campaign: run ")), 7)
+        self.assertEqual(table(os.path.join(ser, "runs.csv")), table(os.path.join(res, "runs.csv")))
+
+    def test_retry_and_failure(self):
+        markers = os.path.join(self.tmp, "markers")
+        os.makedirs(markers)
+        spec = os.path.join(self.tmp, "flaky.yaml")
+        with open(spec, "w") as f:
+            f.write(textwrap.dedent(f"""
+                duration: 0.05
+                scenes: [box.yaml]
+                path: [{HERE}]
+                seeds: [1]
+                controllers:
+                  - {{name: flaky, python: "campaign_ctl:flaky", markers: {markers}}}
+                  - {{name: broken, python: "campaign_ctl:broken"}}
+                retries: 1
+                """))
+        rows, _ = campaign.run_campaign(spec, outdir=os.path.join(self.tmp, "flaky"), plot=False,
+                                        log=self.log.append)
+        by = {r["controller"]: r for r in rows}
+        self.assertEqual((by["flaky"]["status"], by["flaky"]["attempts"]), ("ok", "2"))
+        self.assertEqual((by["broken"]["status"], by["broken"]["attempts"]), ("failed", "2"))
+        self.assertIn("ValueError: this controller never works", by["broken"]["error"])
+
+    def test_cli_and_bad_specs(self):
+        bad = os.path.join(self.tmp, "bad.yaml")
+        for text, word in (("scenes: [box.yaml]\nparameters: {mass: [1]}\n", "parameters.mass"),
+                           ("scenes: box.yaml\n", "scenes"),
+                           ("scenes: [box.yaml]\nduration: -1\n", "duration"),
+                           ("scenes: [box.yaml]\ncontrollers: [{name: c, python: nocolon}]\n",
+                            "controllers[0].python")):
+            with open(bad, "w") as f:
+                f.write(text)
+            p = subprocess.run([sys.executable, "-m", "khz", "campaign", bad, "--out",
+                                os.path.join(self.tmp, "badout")], capture_output=True, text=True)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn(word, p.stderr)
+        # the command line end to end, with the summary plot when matplotlib is there
+        good = os.path.join(self.tmp, "good.yaml")
+        with open(good, "w") as f:
+            f.write("duration: 0.05\nscenes: [box.yaml]\nseeds: 2\n")
+        out = os.path.join(self.tmp, "good")
+        p = subprocess.run([sys.executable, "-m", "khz", "campaign", good, "--out", out],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertEqual(len(table(os.path.join(out, "runs.csv"))), 2)
+        try:
+            import matplotlib  # noqa: F401
+            self.assertTrue(os.path.exists(os.path.join(out, "summary.png")))
+        except ImportError:
+            self.assertIn("no summary.png", p.stdout)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    unittest.main()
