@@ -26,7 +26,7 @@ static khzLpStatus lp_of_pair(const khzModel *m, const cu_pair *p, double plane_
   if (khz_lpPolytopeOfShape(&s0, plane_depth, f0, 512, &p0) < 0 ||
       khz_lpPolytopeOfShape(&s1, plane_depth, f1, 512, &p1) < 0)
     return KHZ_LP_BADINPUT;
-  return khz_lpDepth(&W, &p0, &p1, o);
+  return khz_lpDepth(&W, &p0, &p1, NULL, o);
 }
 
 enum { PAIR_PLANE, PAIR_BOX, PAIR_HULL, NPAIR };

@@ -48,7 +48,7 @@ static int columns(khzLpDepthWork *w, const khzPolytope *p, const double x1[3], 
 }
 
 khzLpStatus khz_lpDepth(khzLpDepthWork *w, const khzPolytope *p1, const khzPolytope *p2,
-                        khzLpDepth *out) {
+                        const int *warm, khzLpDepth *out) {
   int m1 = p1->nface, n = p1->nface + p2->nface;
   if (p1->nface < 1 || p2->nface < 1) return KHZ_LP_BADINPUT;
   if (n > w->maxface) return KHZ_LP_TOOBIG;
@@ -57,9 +57,11 @@ khzLpStatus khz_lpDepth(khzLpDepthWork *w, const khzPolytope *p1, const khzPolyt
   /* the dual: sum y_k a_k = 0, sum y_k c_k = 1, y >= 0, min cost^T y = -r */
   static const double rhs[4] = {0, 0, 0, 1};
   double mult[4], obj;
-  khzLpStatus st = khz_lpSolve(&w->lp, 4, n, w->A, rhs, w->cost, 0, w->y, mult, &obj);
+  khzLpStatus st = khz_lpSolveFrom(&w->lp, 4, n, w->A, rhs, w->cost, warm, 0, w->y, mult, &obj);
   out->pivots = w->lp.pivots;
+  out->warm = w->lp.warm;
   if (st != KHZ_LP_OPTIMAL) return st;
+  for (int i = 0; i < 4; i++) out->basis[i] = w->lp.basis[i];
 
   /* r and the witness from the multipliers (x relative to x1, -r) */
   double r = -obj;

@@ -63,6 +63,8 @@ typedef struct khzLpDepth {
   double grad[12];  /* d rho / d (v1, w1, v2, w2) as above */
   int nactive[2];   /* faces of each body with a positive multiplier */
   int pivots;       /* simplex pivots */
+  int basis[4];     /* the optimal basis: faces k (body 1's first, then body 2's) */
+  int warm;         /* 1 when the warm basis given was taken */
 } khzLpDepth;
 
 /* workspace of khz_lpDepth for pairs of at most maxface faces in all */
@@ -81,7 +83,9 @@ size_t khz_lpDepthBytes(int maxface);
  * aligned). */
 void khz_lpDepthInit(khzLpDepthWork *w, int maxface, void *mem);
 
-/* The ratio-metric depth of p1 and p2 into out. Returns KHZ_LP_OPTIMAL, or
+/* The ratio-metric depth of p1 and p2 into out, from the basis warm (4 face
+ * indices, e.g. out->basis of the same pair's previous step; NULL: cold) when
+ * it is still primal feasible. Returns KHZ_LP_OPTIMAL, or
  * KHZ_LP_BADINPUT when a face normal is zero or not finite or a centre is not
  * strictly inside its polytope (c_k <= 0), KHZ_LP_TOOBIG when the faces exceed
  * the workspace, or the solver's failure (budget, singular basis; the LP
@@ -89,7 +93,7 @@ void khz_lpDepthInit(khzLpDepthWork *w, int maxface, void *mem);
  * least one polytope is bounded). A half-space (one face) is accepted as one
  * body when the other is bounded. Never allocates. */
 khzLpStatus khz_lpDepth(khzLpDepthWork *w, const khzPolytope *p1, const khzPolytope *p2,
-                        khzLpDepth *out);
+                        const int *warm, khzLpDepth *out);
 
 /* The faces of a box, convex hull or plane shape in the world into face (4 per
  * face, room for maxface) and the polytope p that points at them, centred on

@@ -124,23 +124,22 @@ static void multipliers(khzLp *lp, const lpProblem *p, int phase) {
   }
 }
 
-/* reduced cost of real column j: c_j - y^T (S a_j) */
-static double reduced(const khzLp *lp, const lpProblem *p, int phase, int j) {
-  const double *a = p->A + (size_t)p->m * j;
-  double d = cost(p, phase, j);
-  for (int i = 0; i < p->m; i++) d -= lp->y[i] * lp->sgn[i] * a[i];
-  return d;
-}
-
-/* the entering column: Dantzig's most negative reduced cost, or under
- * Bland's rule the first negative one; -1 when none (optimal) */
+/* the entering column: Dantzig's most negative reduced cost
+ * c_j - y^T (S a_j), or under Bland's rule the first negative one; -1 when
+ * none (optimal) */
 static int price(khzLp *lp, const lpProblem *p, int phase) {
-  int best = -1;
-  double dbest = -p->tol_cost;
+  int best = -1, m = p->m;
+  double dbest = -p->tol_cost, *ys = lp->col; /* S y; col is free until the ratio test */
   multipliers(lp, p, phase);
+  for (int i = 0; i < m; i++) ys[i] = lp->y[i] * lp->sgn[i];
   for (int j = 0; j < p->n; j++) {
     if (lp->where[j] >= 0) continue;
-    double d = reduced(lp, p, phase, j);
+    const double *a = p->A + (size_t)m * j;
+    double d = cost(p, phase, j);
+    if (m == 4)
+      d -= ys[0] * a[0] + ys[1] * a[1] + ys[2] * a[2] + ys[3] * a[3];
+    else
+      for (int i = 0; i < m; i++) d -= ys[i] * a[i];
     if (d < dbest) {
       best = j, dbest = d;
       if (lp->bland) break;
@@ -296,9 +295,26 @@ static void refine(khzLp *lp, const lpProblem *p) {
   }
 }
 
-khzLpStatus khz_lpSolve(khzLp *lp, int m, int n, const double *A, const double *b,
-                        const double *c, int max_pivots, double *x, double *y, double *obj) {
-  lp->pivots = 0, lp->bland = 0, lp->infeas = 0;
+/* a warm basis of m distinct real columns that is regular and primal
+ * feasible becomes the start of phase 2; 0 when it does */
+static int warmStart(khzLp *lp, const lpProblem *p, const int *warm) {
+  int m = p->m, n = p->n;
+  for (int j = 0; j < n + m; j++) lp->where[j] = -1;
+  for (int i = 0; i < m; i++) {
+    int j = warm[i];
+    if (j < 0 || j >= n || lp->where[j] >= 0) return -1;
+    lp->basis[i] = j, lp->where[j] = i;
+  }
+  if (refactor(lp, p)) return -1;
+  for (int i = 0; i < m; i++)
+    if (lp->xb[i] < -p->tol_feas) return -1;
+  return 0;
+}
+
+khzLpStatus khz_lpSolveFrom(khzLp *lp, int m, int n, const double *A, const double *b,
+                            const double *c, const int *warm, int max_pivots, double *x,
+                            double *y, double *obj) {
+  lp->pivots = 0, lp->bland = 0, lp->infeas = 0, lp->warm = 0;
   if (m < 1 || n < 1 || m > lp->mmax || n > lp->nmax) return KHZ_LP_TOOBIG;
   if (max_pivots <= 0) max_pivots = 20 * (m + n) + 100;
 
@@ -307,20 +323,23 @@ khzLpStatus khz_lpSolve(khzLp *lp, int m, int n, const double *A, const double *
   for (int i = 0; i < m; i++) bmax = fmax(bmax, fabs(b[i]));
   for (int j = 0; j < n; j++) cmax = fmax(cmax, fabs(c[j]));
   lpProblem p = {m, n, A, b, c, 1e-9, 1e-11, 1e-11 * (1 + bmax)};
+  for (int i = 0; i < m; i++) lp->sgn[i] = b[i] < 0 ? -1 : 1;
 
-  /* phase 1 from the artificial basis on the sign-scaled rows */
-  for (int i = 0; i < m; i++) {
-    lp->sgn[i] = b[i] < 0 ? -1 : 1;
-    lp->basis[i] = n + i;
+  khzLpStatus st;
+  if (warm && warmStart(lp, &p, warm) == 0) {
+    lp->warm = 1;
+  } else {
+    /* phase 1 from the artificial basis on the sign-scaled rows */
+    for (int i = 0; i < m; i++) lp->basis[i] = n + i;
+    for (int j = 0; j < n + m; j++) lp->where[j] = j >= n ? j - n : -1;
+    if (refactor(lp, &p)) return KHZ_LP_SINGULAR;
+    st = iterate(lp, &p, 1, max_pivots);
+    if (st != KHZ_LP_OPTIMAL) return st;
+    for (int i = 0; i < m; i++)
+      if (lp->basis[i] >= n) lp->infeas += fmax(lp->xb[i], 0);
+    if (lp->infeas > 1e-9 * (1 + bmax)) return KHZ_LP_INFEASIBLE;
+    if (driveOut(lp, &p)) return KHZ_LP_SINGULAR;
   }
-  for (int j = 0; j < n + m; j++) lp->where[j] = j >= n ? j - n : -1;
-  if (refactor(lp, &p)) return KHZ_LP_SINGULAR;
-  khzLpStatus st = iterate(lp, &p, 1, max_pivots);
-  if (st != KHZ_LP_OPTIMAL) return st;
-  for (int i = 0; i < m; i++)
-    if (lp->basis[i] >= n) lp->infeas += fmax(lp->xb[i], 0);
-  if (lp->infeas > 1e-9 * (1 + bmax)) return KHZ_LP_INFEASIBLE;
-  if (driveOut(lp, &p)) return KHZ_LP_SINGULAR;
 
   /* phase 2 on the objective, the artificials never re-entering */
   p.tol_cost = 1e-11 * (1 + cmax);
@@ -343,4 +362,9 @@ khzLpStatus khz_lpSolve(khzLp *lp, int m, int n, const double *A, const double *
   if (y)
     for (int i = 0; i < m; i++) y[i] = lp->sgn[i] * lp->y[i];
   return KHZ_LP_OPTIMAL;
+}
+
+khzLpStatus khz_lpSolve(khzLp *lp, int m, int n, const double *A, const double *b,
+                        const double *c, int max_pivots, double *x, double *y, double *obj) {
+  return khz_lpSolveFrom(lp, m, n, A, b, c, NULL, max_pivots, x, y, obj);
 }

@@ -53,6 +53,7 @@ typedef struct khzLp {
   int pivots;    /* pivots of both phases */
   int bland;     /* 1 when the solve switched to Bland's rule */
   double infeas; /* phase 1's optimum (sum of artificials) */
+  int warm;      /* 1 when the warm basis was taken (phase 1 skipped) */
 } khzLp;
 
 /* Bytes a workspace for m <= mmax rows and n <= nmax columns needs. */
@@ -69,6 +70,15 @@ void khz_lpInit(khzLp *lp, int mmax, int nmax, void *mem);
  * *obj are left unspecified. Never allocates. */
 khzLpStatus khz_lpSolve(khzLp *lp, int m, int n, const double *A, const double *b,
                         const double *c, int max_pivots, double *x, double *y, double *obj);
+
+/* The same from a warm basis: warm (m column indices, e.g. lp->basis of an
+ * earlier solve of a nearby problem) starts phase 2 directly when its columns
+ * are distinct, regular and primal feasible for this b; otherwise (or when
+ * warm is NULL) the solve starts cold. After any solve lp->basis holds the
+ * final basis. */
+khzLpStatus khz_lpSolveFrom(khzLp *lp, int m, int n, const double *A, const double *b,
+                            const double *c, const int *warm, int max_pivots, double *x,
+                            double *y, double *obj);
 
 /* A short name of a status ("optimal", "infeasible", ...). */
 const char *khz_lpStatusName(khzLpStatus s);
