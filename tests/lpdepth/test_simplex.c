@@ -124,7 +124,12 @@ int main(void) {
   ENSURE(khz_lpBytes(MMAX, NMAX) <= sizeof mem);
   khz_lpInit(&lp, MMAX, NMAX, mem);
 
+  for (int pass = 0; pass < 2; pass++)
   for (int kind = 0; kind < NKIND; kind++) {
+    /* pass 1: Bland's rule from the first pivot (it otherwise takes over
+     * only after a run of degenerate pivots) */
+    lp.force_bland = pass;
+    if (pass && kind != KIND_DEGENERATE && kind != KIND_INTEGER) continue;
     int ncase = 150, agree = 0, nopt = 0, maxpiv = 0, nbland = 0;
     double worst_rel = 0, kkt[3] = {0, 0, 0};
     for (int t = 0; t < ncase; t++) {
@@ -150,28 +155,31 @@ int main(void) {
                  gobj);
       check_kkt(m, n, A, b, c, x, y, kkt);
     }
-    printf("%-13s %d LPs: status agrees %d, optima %d, worst relative objective error %.2e, "
+    printf("%s%-13s %d LPs: status agrees %d, optima %d, worst relative objective error %.2e, "
            "residual %.1e, dual infeasibility %.1e, complementarity %.1e, most pivots %d, "
            "Bland %d\n",
-           kind_name[kind], ncase, agree, nopt, worst_rel, kkt[0], kkt[1], kkt[2], maxpiv, nbland);
+           pass ? "Bland " : "", kind_name[kind], ncase, agree, nopt, worst_rel, kkt[0], kkt[1],
+           kkt[2], maxpiv, nbland);
     ENSURE(kkt[0] <= 1e-9 && kkt[1] <= 1e-9 && kkt[2] <= 1e-9);
     if (kind < KIND_INFEASIBLE) ENSURE(nopt == ncase);
   }
 
   /* Beale's cycling example (1955): degenerate at the start, cycles under
    * Dantzig's rule with the textbook tie-breaking; optimum -1/20 */
-  {
+  for (int pass = 0; pass < 2; pass++) {
     /* min -3/4 x4 + 150 x5 - 1/50 x6 + 6 x7, slacks x1..x3 */
     double A[3 * 7] = {1, 0, 0, 0, 1, 0, 0, 0, 1, 0.25, 0.5, 0, -60, -90, 0, -0.04, -0.02, 1,
                        9, 3, 0};
-    double b[3] = {0, 0, 1}, c[7] = {0, 0, 0, -0.75, 150, -0.02, 6}, x[7], y[3], obj, gobj;
+    double b[3] = {0, 0, 1}, c[7] = {0, 0, 0, -0.75, 150, -0.02, 6}, x[7], y[3], obj, gobj = 0;
+    lp.force_bland = pass;
     khzLpStatus st = khz_lpSolve(&lp, 3, 7, A, b, c, 0, x, y, &obj);
+    lp.force_bland = 0;
     ENSURE(st == KHZ_LP_OPTIMAL);
     ENSURE(glpk_solve(3, 7, A, b, c, &gobj) == GLP_OPT);
     ENSURE_NEAR(obj, -0.05, 1e-12);
     ENSURE_NEAR(gobj, -0.05, 1e-12);
-    printf("Beale's cycling LP: %s, objective %.15g (exact -0.05, GLPK %.15g), %d pivots\n",
-           khz_lpStatusName(st), obj, gobj, lp.pivots);
+    printf("Beale's cycling LP (%s): %s, objective %.15g (exact -0.05, GLPK %.15g), %d pivots\n",
+           pass ? "Bland's rule" : "Dantzig's", khz_lpStatusName(st), obj, gobj, lp.pivots);
   }
 
   /* failure codes: budget, size */

@@ -314,7 +314,7 @@ static int warmStart(khzLp *lp, const lpProblem *p, const int *warm) {
 khzLpStatus khz_lpSolveFrom(khzLp *lp, int m, int n, const double *A, const double *b,
                             const double *c, const int *warm, int max_pivots, double *x,
                             double *y, double *obj) {
-  lp->pivots = 0, lp->bland = 0, lp->infeas = 0, lp->warm = 0;
+  lp->pivots = 0, lp->bland = lp->force_bland, lp->infeas = 0, lp->warm = 0;
   if (m < 1 || n < 1 || m > lp->mmax || n > lp->nmax) return KHZ_LP_TOOBIG;
   if (max_pivots <= 0) max_pivots = 20 * (m + n) + 100;
 
@@ -343,7 +343,7 @@ khzLpStatus khz_lpSolveFrom(khzLp *lp, int m, int n, const double *A, const doub
 
   /* phase 2 on the objective, the artificials never re-entering */
   p.tol_cost = 1e-11 * (1 + cmax);
-  lp->bland = 0;
+  lp->bland = lp->force_bland;
   st = iterate(lp, &p, 2, max_pivots);
   if (st != KHZ_LP_OPTIMAL) return st;
   if (refactor(lp, &p)) return KHZ_LP_SINGULAR;

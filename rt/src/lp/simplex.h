@@ -41,6 +41,7 @@ typedef enum khzLpStatus {
 
 typedef struct khzLp {
   int mmax, nmax;
+  int force_bland; /* input, 0 after khz_lpInit: 1 prices by Bland's rule from the start */
   double *binv;  /* mmax x mmax: the basis inverse, row-major */
   double *xb;    /* mmax: basic values B^-1 b */
   double *y;     /* mmax: simplex multipliers c_B^T B^-1 */
