@@ -10,7 +10,8 @@ import subprocess
 import sys
 import unittest
 
-HEADERS = ["rt/include/khz/khz.h", "rt/include/khz/loop.h", "loader/include/khz/load.h",
+HEADERS = ["rt/include/khz/khz.h", "rt/include/khz/loop.h", "rt/include/khz/hil.h",
+           "loader/include/khz/load.h",
            "lib/include/khz/capi.h"]
 LIB = sys.argv.pop(1) if len(sys.argv) > 1 else "build/lib/libkhz.so"
 
