@@ -157,8 +157,14 @@ function frameCamera() {
 const contactGroup = new THREE.Group();
 scene.add(contactGroup);
 const pointGeo = new THREE.SphereGeometry(1, 10, 6);
-const pointMat = new THREE.MeshBasicMaterial({ color: 0xffd23f, depthTest: false });
-const normalMat = new THREE.LineBasicMaterial({ color: 0x3fc8ff, depthTest: false });
+// depth-tested: a contact behind a body (a bin wall, from outside) is not drawn
+// on top of it, which made it look outside; its ghost (faint, drawn only where
+// something is in front: GreaterDepth) still tells that it is there
+const pointMat = new THREE.MeshBasicMaterial({ color: 0xffd23f });
+const ghostMat = new THREE.MeshBasicMaterial({
+  color: 0xffd23f, transparent: true, opacity: 0.3, depthWrite: false, depthFunc: THREE.GreaterDepth,
+});
+const normalMat = new THREE.LineBasicMaterial({ color: 0x3fc8ff });
 const forceColor = 0xff5a3f;
 const contactPool = [];
 
@@ -169,15 +175,17 @@ function showContacts(c) {
   while (contactPool.length < n) {
     const dot = new THREE.Mesh(pointGeo, pointMat);
     dot.renderOrder = 10;
+    const ghost = new THREE.Mesh(pointGeo, ghostMat);
+    ghost.renderOrder = 13;
+    ghost.raycast = () => {};
     const nl = new THREE.Line(new THREE.BufferGeometry().setFromPoints(
       [new THREE.Vector3(), new THREE.Vector3(0, 0, 1)]), normalMat);
     nl.renderOrder = 10;
     const arrow = new THREE.ArrowHelper(new THREE.Vector3(0, 0, 1), new THREE.Vector3(), 1, forceColor);
-    arrow.line.material.depthTest = arrow.cone.material.depthTest = false;
     arrow.renderOrder = 12;
     const grp = new THREE.Group();
-    grp.add(dot, nl, arrow);
-    contactPool.push({ grp, dot, nl, arrow });
+    grp.add(dot, ghost, nl, arrow);
+    contactPool.push({ grp, dot, ghost, nl, arrow });
     contactGroup.add(grp);
   }
   for (let i = 0; i < contactPool.length; i++) {
@@ -194,6 +202,8 @@ function showContacts(c) {
     p.dot.position.copy(pos);
     p.dot.scale.setScalar(size);
     p.dot.userData.contact = i;
+    p.ghost.position.copy(pos);
+    p.ghost.scale.setScalar(size);
     p.nl.position.copy(pos);
     p.nl.quaternion.setFromUnitVectors(new THREE.Vector3(0, 0, 1), nrm);
     p.nl.scale.setScalar(5 * size);
@@ -376,6 +386,7 @@ function connect() {
       const nb = msg.bodies.length - 1;
       $('banner').textContent = `${msg.scene} · ${nb} ${nb === 1 ? 'body' : 'bodies'}`;
     } else if (msg.t === 'state') {
+      if (view.hold) return; // a test holds the scene as it is (its own changes drawn)
       view.state = msg;
       view.seq = msg.seq;
       view.frames++;

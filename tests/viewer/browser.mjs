@@ -34,12 +34,13 @@ const browser = await chromium.launch({
 });
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const result = { times: {} };
+let errors = [];
 const t0 = Date.now();
 const mark = (k) => { result.times[k] = (Date.now() - t0) / 1000; };
 try {
   const [w, h] = (process.env.KHZ_SHOT_SIZE || '1024x640').split('x').map(Number);
   const page = await browser.newPage({ viewport: { width: w, height: h } });
-  const errors = [];
+  errors = [];
   page.on('pageerror', (e) => errors.push(String(e)));
   page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
   mark('launched');
@@ -55,8 +56,7 @@ try {
     const { readFileSync, writeFileSync, existsSync } = await import('node:fs');
     await page.waitForFunction((n) => khz.seq >= n, Number(seq), { timeout: 30000 });
     const settle = async () => {
-      await page.evaluate(() => khz.redraw());
-      const r0 = await page.evaluate(() => khz.rendered);
+      const r0 = await page.evaluate(() => { const r = khz.rendered; khz.redraw(); return r; });
       await page.waitForFunction((r) => khz.rendered > r, r0, { timeout: 60000 });
     };
     await settle();
@@ -114,8 +114,10 @@ try {
       result.compare = r;
       // the comparison's own control: a body hidden, a body moved, must fail
       result.controls = [];
+      await page.evaluate(() => { khz.hold = true; });
       for (const name of bodies) {
         const i = await page.evaluate((n) => khz.model.bodies.indexOf(n), name);
+        if (i < 1) throw new Error(`no body '${name}' to hide`);
         await page.evaluate((k) => { khz.bodies[k].visible = false; }, i);
         await settle();
         const hid = await compare(false);
@@ -130,6 +132,7 @@ try {
       const again = await compare(false);
       delete again.diff;
       result.restored = again;
+      await page.evaluate(() => { khz.hold = false; });
     }
   };
   if (mode === 'compare') {
@@ -217,6 +220,9 @@ try {
   }
   mark('done');
   result.errors = errors;
+} catch (e) {
+  process.stderr.write(`page errors: ${JSON.stringify(errors)}\n`);
+  throw e;
 } finally {
   await browser.close();
 }

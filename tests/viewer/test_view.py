@@ -106,7 +106,7 @@ class ViewTest(unittest.TestCase):
             seq = c.reset()  # the scene's initial pose, published once; paused: no tick follows
         t0 = time.monotonic()
         r = subprocess.run([NODE, os.path.join(HERE, "browser.mjs"), VIEWER, self.viewer.url,
-                            "check", shot, "box1", out, EXPECTED, str(seq), "box1", "arm/link3"],
+                            "check", shot, "box1", out, EXPECTED, str(seq), "box1", "ball"],
                            capture_output=True, text=True, timeout=240,
                            env=dict(os.environ, KHZ_SHOT_SIZE="1024x640"))
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -190,7 +190,7 @@ class ViewTest(unittest.TestCase):
         self.assertLessEqual(cmp["differing"], MAX_DIFFERING, why)
         self.assertLessEqual(cmp["worst_tile"], MAX_TILE, why)
         # the comparison itself: a body missing or moved by 0.1 m fails it
-        self.assertEqual([k["body"] for k in res["controls"]], ["box1", "arm/link3"])
+        self.assertEqual([k["body"] for k in res["controls"]], ["box1", "ball"])
         for k in res["controls"]:
             for what in ("hidden", "moved"):
                 self.assertGreater(k[what]["worst_tile"], MAX_TILE, f"{k['body']} {what}: passed")
