@@ -138,6 +138,80 @@ static char *dup(const char *s) {
   return d ? d : calloc(1, 1);
 }
 
+static double *dup_doubles(const double *v, size_t n) {
+  double *d = malloc(n * sizeof *d);
+  if (d) memcpy(d, v, n * sizeof *d);
+  return d;
+}
+
+/* The geoms (shape, body, pose in the body frame, colour) and the meshes, so
+ * that a viewer draws the scene without its file. Meshes share a budget of
+ * KHZ_DESCRIBE_MESH_VERTICES / _FACES; one that does not fit in what is left
+ * goes without vertices and faces, with its counts and bounding box. */
+static int describe_geoms(Khz__V1__ModelDescription *d, const khzModel *m) {
+  static const char *const types[KHZ_GEOM_NTYPES] = {"plane",    "sphere",   "box",
+                                                     "capsule",  "cylinder", "mesh"};
+  d->geoms = calloc((size_t)m->ngeom + 1, sizeof *d->geoms);
+  d->meshes = calloc((size_t)m->nmesh + 1, sizeof *d->meshes);
+  if (!d->geoms || !d->meshes) return -1;
+  for (int g = 0; g < m->ngeom; g++) {
+    Khz__V1__GeomInfo *gi = calloc(1, sizeof *gi);
+    if (!gi) return -1;
+    khz__v1__geom_info__init(gi);
+    d->geoms[d->n_geoms++] = gi;
+    int t = m->geom_type[g];
+    gi->body = (uint32_t)m->geom_body[g];
+    gi->type = dup(t >= 0 && t < KHZ_GEOM_NTYPES ? types[t] : "unknown");
+    gi->size = dup_doubles(m->geom_size + 3 * g, 3);
+    gi->pos = dup_doubles(m->geom_pos + 3 * g, 3);
+    gi->quat = dup_doubles(m->geom_quat + 4 * g, 4);
+    gi->rgba = dup_doubles(m->geom_rgba + 4 * g, 4);
+    if (!gi->size || !gi->pos || !gi->quat || !gi->rgba) return -1;
+    gi->n_size = gi->n_pos = 3;
+    gi->n_quat = gi->n_rgba = 4;
+    gi->visual = m->geom_visual[g] != 0;
+    gi->mesh = m->geom_meshid[g];
+  }
+  long vleft = KHZ_DESCRIBE_MESH_VERTICES, fleft = KHZ_DESCRIBE_MESH_FACES;
+  for (int k = 0; k < m->nmesh; k++) {
+    Khz__V1__MeshInfo *mi = calloc(1, sizeof *mi);
+    if (!mi) return -1;
+    khz__v1__mesh_info__init(mi);
+    d->meshes[d->n_meshes++] = mi;
+    int nv = m->mesh_vertnum[k], nf = m->mesh_facenum[k];
+    const double *v = m->mesh_vert + 3 * m->mesh_vertadr[k];
+    const int *f = m->mesh_face + 3 * m->mesh_faceadr[k];
+    mi->name = dup(m->mesh_name[k]);
+    mi->nvertex = (uint32_t)nv;
+    mi->nface = (uint32_t)nf;
+    mi->lower = calloc(3, sizeof(double));
+    mi->upper = calloc(3, sizeof(double));
+    if (!mi->lower || !mi->upper) return -1;
+    mi->n_lower = mi->n_upper = 3;
+    for (int a = 0; a < 3 && nv > 0; a++) {
+      mi->lower[a] = mi->upper[a] = v[a];
+      for (int i = 1; i < nv; i++) {
+        if (v[3 * i + a] < mi->lower[a]) mi->lower[a] = v[3 * i + a];
+        if (v[3 * i + a] > mi->upper[a]) mi->upper[a] = v[3 * i + a];
+      }
+    }
+    if (nv > vleft || nf > fleft) {
+      mi->omitted = 1;
+      continue;
+    }
+    vleft -= nv;
+    fleft -= nf;
+    mi->vertices = malloc((size_t)(3 * nv + 1) * sizeof(float));
+    mi->faces = malloc((size_t)(3 * nf + 1) * sizeof(uint32_t));
+    if (!mi->vertices || !mi->faces) return -1;
+    for (int i = 0; i < 3 * nv; i++) mi->vertices[i] = (float)v[i];
+    for (int i = 0; i < 3 * nf; i++) mi->faces[i] = (uint32_t)f[i];
+    mi->n_vertices = (size_t)(3 * nv);
+    mi->n_faces = (size_t)(3 * nf);
+  }
+  return 0;
+}
+
 Khz__V1__ModelDescription *khz_codec_describe(const khzModel *m, const khzDescribeInfo *info) {
   Khz__V1__ModelDescription *d = calloc(1, sizeof *d);
   if (!d) return NULL;
@@ -287,6 +361,11 @@ Khz__V1__ModelDescription *khz_codec_describe(const khzModel *m, const khzDescri
       n->command_loss = info->net->command_loss;
       d->network = n;
     }
+  }
+
+  if (describe_geoms(d, m) != 0) {
+    khz_codec_freeDescription(&d);
+    return NULL;
   }
 
   /* contact methods this build knows */

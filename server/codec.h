@@ -52,7 +52,12 @@ typedef struct khzDescribeInfo {
   uint64_t hil_seed;
 } khzDescribeInfo;
 
-/* Builds a ModelDescription on the heap; free with khz_codec_freeDescription. */
+/* The most mesh vertices and triangles (all meshes together) a description
+ * carries (control.proto MeshInfo): about 6 MB at most. */
+#define KHZ_DESCRIBE_MESH_VERTICES 200000
+#define KHZ_DESCRIBE_MESH_FACES 400000
+
+/* Builds a ModelDescription on the heap (geoms and meshes included); free with khz_codec_freeDescription. */
 Khz__V1__ModelDescription *khz_codec_describe(const khzModel *m, const khzDescribeInfo *info);
 void khz_codec_freeDescription(Khz__V1__ModelDescription **d_p);
 

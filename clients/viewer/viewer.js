@@ -68,6 +68,13 @@ function geomObject(g, meshes) {
     case 'mesh': {
       const m = meshes[g.mesh];
       if (!m) return null;
+      if (m.omitted) {
+        // over Describe's mesh bound: its bounding box, scaled
+        const lo = m.lower, hi = m.upper;
+        geo = new THREE.BoxGeometry(...[0, 1, 2].map((k) => Math.max(1e-4, (hi[k] - lo[k]) * (g.size[k] || 1))));
+        geo.translate(...[0, 1, 2].map((k) => 0.5 * (hi[k] + lo[k]) * (g.size[k] || 1)));
+        break;
+      }
       geo = new THREE.BufferGeometry();
       const v = new Float32Array(m.vertices.length);
       for (let i = 0; i < v.length; i++) v[i] = m.vertices[i] * (g.size[i % 3] || 1);
@@ -150,8 +157,14 @@ function frameCamera() {
 const contactGroup = new THREE.Group();
 scene.add(contactGroup);
 const pointGeo = new THREE.SphereGeometry(1, 10, 6);
-const pointMat = new THREE.MeshBasicMaterial({ color: 0xffd23f, depthTest: false });
-const normalMat = new THREE.LineBasicMaterial({ color: 0x3fc8ff, depthTest: false });
+// depth-tested: a contact behind a body (a bin wall, from outside) is not drawn
+// on top of it, which made it look outside; its ghost (faint, drawn only where
+// something is in front: GreaterDepth) still tells that it is there
+const pointMat = new THREE.MeshBasicMaterial({ color: 0xffd23f });
+const ghostMat = new THREE.MeshBasicMaterial({
+  color: 0xffd23f, transparent: true, opacity: 0.3, depthWrite: false, depthFunc: THREE.GreaterDepth,
+});
+const normalMat = new THREE.LineBasicMaterial({ color: 0x3fc8ff });
 const forceColor = 0xff5a3f;
 const contactPool = [];
 
@@ -162,15 +175,17 @@ function showContacts(c) {
   while (contactPool.length < n) {
     const dot = new THREE.Mesh(pointGeo, pointMat);
     dot.renderOrder = 10;
+    const ghost = new THREE.Mesh(pointGeo, ghostMat);
+    ghost.renderOrder = 13;
+    ghost.raycast = () => {};
     const nl = new THREE.Line(new THREE.BufferGeometry().setFromPoints(
       [new THREE.Vector3(), new THREE.Vector3(0, 0, 1)]), normalMat);
     nl.renderOrder = 10;
     const arrow = new THREE.ArrowHelper(new THREE.Vector3(0, 0, 1), new THREE.Vector3(), 1, forceColor);
-    arrow.line.material.depthTest = arrow.cone.material.depthTest = false;
     arrow.renderOrder = 12;
     const grp = new THREE.Group();
-    grp.add(dot, nl, arrow);
-    contactPool.push({ grp, dot, nl, arrow });
+    grp.add(dot, ghost, nl, arrow);
+    contactPool.push({ grp, dot, ghost, nl, arrow });
     contactGroup.add(grp);
   }
   for (let i = 0; i < contactPool.length; i++) {
@@ -187,6 +202,8 @@ function showContacts(c) {
     p.dot.position.copy(pos);
     p.dot.scale.setScalar(size);
     p.dot.userData.contact = i;
+    p.ghost.position.copy(pos);
+    p.ghost.scale.setScalar(size);
     p.nl.position.copy(pos);
     p.nl.quaternion.setFromUnitVectors(new THREE.Vector3(0, 0, 1), nrm);
     p.nl.scale.setScalar(5 * size);
@@ -224,7 +241,7 @@ function showModel(m) {
     const cb = document.createElement('input');
     cb.type = 'checkbox';
     cb.checked = plotJoints.has(j.name);
-    cb.onchange = () => { cb.checked ? plotJoints.add(j.name) : plotJoints.delete(j.name); };
+    cb.onchange = () => { cb.checked ? plotJoints.add(j.name) : plotJoints.delete(j.name); sendPlot(); };
     l.append(cb, ' ' + j.name);
     $('joints').append(l);
   }
@@ -264,11 +281,38 @@ function showState(s) {
 
 // ------------------------------------------------------------------- plot
 const colors = ['#ff6b6b', '#4dabf7', '#51cf66', '#fcc419', '#cc5de8', '#ff922b', '#22b8cf', '#f06595'];
+// tells khz view which State.q / qd / tau indices to send for every state
+// (the chosen joints, all three quantities so that switching shows the past)
+function sendPlot() {
+  if (!view.plotSeries) return;
+  const sel = view.plotSeries.filter((j) => plotJoints.has(j.name));
+  send({ op: 'plot', q: sel.map((j) => j.q), qd: sel.map((j) => j.v), tau: sel.map((j) => j.v) });
+  view.history = [];
+}
+
+// every state's sample (s.series: the states since the last message) or,
+// without series, the state itself; 10 s kept
 function record(s) {
   const h = view.history;
-  if (h.length && s.sim_time < h[h.length - 1].t) h.length = 0; // reset or a seek back
-  h.push({ t: s.sim_time, q: s.q, qd: s.qd, tau: s.tau });
-  while (h.length > 2 && h[h.length - 1].t - h[0].t > 10) h.shift();
+  const time = s.timeline_t ?? s.sim_time;
+  if (h.length && time < h[h.length - 1].t) h.length = 0; // reset or a seek back
+  const sr = s.series;
+  if (sr) {
+    // (sr.t: simulated time, or a recording's timeline time)
+    for (let i = 0; i < sr.t.length; i++) {
+      const p = { seq: sr.seq[i], t: sr.t[i], q: {}, qd: {}, tau: {} };
+      for (const k of ['q', 'qd', 'tau']) for (const idx in sr[k]) p[k][idx] = sr[k][idx][i];
+      if (h.length && p.t < h[h.length - 1].t) h.length = 0;
+      h.push(p);
+    }
+  } else if (!h.length || s.seq !== h[h.length - 1].seq) { // (a message for new figures only: the same state)
+    h.push({ seq: s.seq, t: time, q: s.q, qd: s.qd, tau: s.tau });
+  }
+  // drop what is older than 10 s (in one splice: at 1 kHz that is many)
+  let k = 0;
+  const tEnd = h.length ? h[h.length - 1].t : 0;
+  while (k < h.length - 2 && tEnd - h[k].t > 10) k++;
+  if (k) h.splice(0, k);
 }
 
 function drawPlot() {
@@ -283,7 +327,7 @@ function drawPlot() {
     name: j.name, idx: qty === 'q' ? j.q : j.v,
   }));
   let lo = Infinity, hi = -Infinity;
-  for (const sr of series) for (const p of h) { const v = p[qty][sr.idx]; if (v < lo) lo = v; if (v > hi) hi = v; }
+  for (const sr of series) for (const p of h) { const v = p[qty][sr.idx]; if (v == null) continue; if (v < lo) lo = v; if (v > hi) hi = v; }
   if (!isFinite(lo)) return;
   if (hi - lo < 1e-9) { lo -= 0.5; hi += 0.5; }
   const t0 = h[0].t, t1 = h[h.length - 1].t;
@@ -296,7 +340,21 @@ function drawPlot() {
   series.forEach((sr, k) => {
     ctx.strokeStyle = colors[k % colors.length];
     ctx.beginPath();
-    h.forEach((p, i) => { const x = X(p.t), y = Y(p[qty][sr.idx]); i ? ctx.lineTo(x, y) : ctx.moveTo(x, y); });
+    // every sample; several per pixel column are one vertical stroke (min..max)
+    let col = null, cmin = 0, cmax = 0, first = true;
+    const flush = () => {
+      if (col == null) return;
+      const y0 = Y(cmin), y1 = Y(cmax);
+      if (first) { ctx.moveTo(col, y0); first = false; } else ctx.lineTo(col, y0);
+      if (y1 !== y0) ctx.lineTo(col, y1);
+    };
+    for (const p of h) {
+      const v = p[qty][sr.idx];
+      if (v == null) continue;
+      const x = Math.round(X(p.t));
+      if (x !== col) { flush(); col = x; cmin = cmax = v; } else { if (v < cmin) cmin = v; if (v > cmax) cmax = v; }
+    }
+    flush();
     ctx.stroke();
     ctx.fillStyle = colors[k % colors.length];
     ctx.fillText(sr.name, 40 + 70 * (k % 4), 12 + 11 * Math.floor(k / 4));
@@ -324,9 +382,11 @@ function connect() {
       view.history = [];
       buildScene(msg);
       showModel(msg);
+      sendPlot();
       const nb = msg.bodies.length - 1;
       $('banner').textContent = `${msg.scene} · ${nb} ${nb === 1 ? 'body' : 'bodies'}`;
     } else if (msg.t === 'state') {
+      if (view.hold) return; // a test holds the scene as it is (its own changes drawn)
       view.state = msg;
       view.seq = msg.seq;
       view.frames++;
@@ -466,6 +526,7 @@ view.project = (i) => {
   const r = renderer.domElement.getBoundingClientRect();
   return { x: r.left + (v.x + 1) / 2 * r.width, y: r.top + (1 - v.y) / 2 * r.height, inside: Math.abs(v.x) < 1 && Math.abs(v.y) < 1 && v.z < 1 };
 };
+view.redraw = () => { needRender = true; };
 view.pickAt = (x, y) => {
   const h = pick({ clientX: x, clientY: y });
   return h ? (h.object.userData.body ?? -1) : -1;

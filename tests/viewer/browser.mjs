@@ -2,9 +2,19 @@
 // npm registry's playwright-core against a running `khz view`, and prints
 // what it saw as JSON for tests/viewer/test_view.py to judge.
 //
-//   node browser.mjs VIEWER_DIR URL check OUT.png [BODY]   the test's walk-through
+//   node browser.mjs VIEWER_DIR URL check OUT.png BODY [PREFIX EXPECTED.png SEQ [BODY...]]
+//                                                          the test's walk-through
 //   node browser.mjs VIEWER_DIR URL shot OUT.png [SECONDS] [contacts]   a screenshot
+//   node browser.mjs VIEWER_DIR URL compare PREFIX EXPECTED.png SEQ [BODY...]
 // (the page is 1024 x 640 unless $KHZ_SHOT_SIZE says WxH)
+//
+// compare: waits for state SEQ (a paused server: the pose is fixed), takes
+// the scene canvas (PREFIX-actual.png) and compares it with EXPECTED.png in
+// the page: a pixel differs when a channel differs by more than 48 of 255; per
+// 16 x 16 tile the fraction of differing pixels; PREFIX-diff.png shows them
+// (red on the dimmed actual image). Then, as the comparison's own control,
+// each BODY is hidden, and then moved 0.1 m along x, and compared again (the
+// same figures for each; the test requires that they fail).
 //
 // check: waits for states; the screenshot of the scene and, per body, the
 // pixel at its projected origin; seq before/after pressing pause (and the page
@@ -24,31 +34,127 @@ const browser = await chromium.launch({
 });
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const result = { times: {} };
+let errors = [];
 const t0 = Date.now();
 const mark = (k) => { result.times[k] = (Date.now() - t0) / 1000; };
 try {
   const [w, h] = (process.env.KHZ_SHOT_SIZE || '1024x640').split('x').map(Number);
   const page = await browser.newPage({ viewport: { width: w, height: h } });
-  const errors = [];
+  errors = [];
   page.on('pageerror', (e) => errors.push(String(e)));
   page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
   mark('launched');
-  await page.goto(url);
-  await page.waitForFunction(() => window.khz && window.khz.frames > 5, null, { timeout: 30000 });
+  await page.goto(url, { timeout: 120000 });
+  await page.waitForFunction(() => window.khz && window.khz.frames >= 1, null, { timeout: 30000 });
   mark('states');
   result.model = await page.evaluate(() => ({ scene: khz.model.scene, bodies: khz.model.bodies, geoms: khz.model.geoms.length }));
   const seqNow = () => page.evaluate(() => khz.seq);
   const pausedNow = () => page.evaluate(() => khz.state.paused);
 
-  if (mode === 'shot') {
+  // the scene canvas against an expected image (see the head of this file)
+  const compareRun = async (prefix, expected, seq, bodies) => {
+    const { readFileSync, writeFileSync, existsSync } = await import('node:fs');
+    await page.waitForFunction((n) => khz.seq >= n, Number(seq), { timeout: 30000 });
+    const settle = async () => {
+      const r0 = await page.evaluate(() => { const r = khz.rendered; khz.redraw(); return r; });
+      await page.waitForFunction((r) => khz.rendered > r, r0, { timeout: 60000 });
+    };
+    await settle();
+    result.seq = await page.evaluate(() => khz.seq);
+    const png = await page.evaluate(() => document.querySelector('#scene canvas').toDataURL('image/png'));
+    writeFileSync(`${prefix}-actual.png`, Buffer.from(png.split(',')[1], 'base64'));
+    if (!existsSync(expected)) {
+      result.missing = expected;
+    } else {
+      const exp = 'data:image/png;base64,' + readFileSync(expected).toString('base64');
+      const compare = (withDiff) => page.evaluate(async ([src, withDiff]) => {
+        const img = new Image();
+        img.src = src;
+        await img.decode();
+        const c = document.querySelector('#scene canvas');
+        const w = c.width, h = c.height;
+        if (img.width !== w || img.height !== h) return { size: [w, h], expectedSize: [img.width, img.height] };
+        const grab = (source) => {
+          const t = document.createElement('canvas');
+          t.width = w; t.height = h;
+          const ctx = t.getContext('2d');
+          ctx.drawImage(source, 0, 0, w, h);
+          return [t, ctx, ctx.getImageData(0, 0, w, h)];
+        };
+        const [, , a] = grab(c);
+        const [, , e] = grab(img);
+        const T = 16, tw = Math.ceil(w / T), th = Math.ceil(h / T);
+        const tiles = new Float64Array(tw * th);
+        const [dc, dctx, d] = grab(c);
+        let n = 0, maxd = 0;
+        for (let y = 0; y < h; y++) for (let x = 0; x < w; x++) {
+          const o = 4 * (y * w + x);
+          const dd = Math.max(Math.abs(a.data[o] - e.data[o]), Math.abs(a.data[o + 1] - e.data[o + 1]), Math.abs(a.data[o + 2] - e.data[o + 2]));
+          if (dd > maxd) maxd = dd;
+          const bad = dd > 48;
+          if (bad) { n++; tiles[Math.floor(y / T) * tw + Math.floor(x / T)]++; }
+          if (bad) { d.data[o] = 255; d.data[o + 1] = 0; d.data[o + 2] = 0; } else { for (let k = 0; k < 3; k++) d.data[o + k] = a.data[o + k] >> 2; }
+          d.data[o + 3] = 255;
+        }
+        let worst = 0, badTiles = 0;
+        for (let i = 0; i < tiles.length; i++) {
+          const tx = i % tw, ty = Math.floor(i / tw);
+          const area = Math.min(T, w - tx * T) * Math.min(T, h - ty * T);
+          const f = tiles[i] / area;
+          if (f > worst) worst = f;
+          if (f > 0.25) badTiles++;
+        }
+        dctx.putImageData(d, 0, 0);
+        return { size: [w, h], differing: n / (w * h), worst_tile: worst, bad_tiles: badTiles, max_diff: maxd,
+          diff: withDiff ? dc.toDataURL('image/png') : null };
+      }, [exp, withDiff]);
+      const r = await compare(true);
+      if (r.diff) writeFileSync(`${prefix}-diff.png`, Buffer.from(r.diff.split(',')[1], 'base64'));
+      delete r.diff;
+      result.compare = r;
+      // the comparison's own control: a body hidden, a body moved, must fail
+      result.controls = [];
+      await page.evaluate(() => { khz.hold = true; });
+      for (const name of bodies) {
+        const i = await page.evaluate((n) => khz.model.bodies.indexOf(n), name);
+        if (i < 1) throw new Error(`no body '${name}' to hide`);
+        await page.evaluate((k) => { khz.bodies[k].visible = false; }, i);
+        await settle();
+        const hid = await compare(false);
+        await page.evaluate((k) => { khz.bodies[k].visible = true; khz.bodies[k].position.x += 0.1; }, i);
+        await settle();
+        const moved = await compare(false);
+        await page.evaluate((k) => { khz.bodies[k].position.x -= 0.1; }, i);
+        delete hid.diff; delete moved.diff;
+        result.controls.push({ body: name, hidden: hid, moved });
+      }
+      await settle();
+      const again = await compare(false);
+      delete again.diff;
+      result.restored = again;
+      await page.evaluate(() => { khz.hold = false; });
+    }
+  };
+  if (mode === 'compare') {
+    await compareRun(...process.argv.slice(5, 8), process.argv.slice(8));
+  } else if (mode === 'shot') {
     if (arg2 === 'contacts') await page.click('#show-contacts');
     await sleep(1000 * parseFloat(arg || '2'));
     await page.screenshot({ path: out });
   } else {
+    // with PREFIX EXPECTED SEQ [BODY...] after BODY: the paused server's scene
+    // against the expected image first, then resume
+    if (process.argv.length > 9) {
+      await compareRun(...process.argv.slice(7, 10), process.argv.slice(10));
+      await page.click('#resume');
+      mark('compared');
+    }
+    await page.waitForFunction(() => khz.frames > 5, null, { timeout: 60000 });
     // what is drawn: a screenshot of the page and, per body, the pixel under its origin
     await sleep(500);
-    const canvas = await page.$('#scene canvas');
-    await canvas.screenshot({ path: out });
+    const { writeFileSync } = await import('node:fs');
+    const png = await page.evaluate(() => document.querySelector('#scene canvas').toDataURL('image/png'));
+    writeFileSync(out, Buffer.from(png.split(',')[1], 'base64'));
     result.pixels = await page.evaluate(() => {
       const c = document.querySelector('#scene canvas');
       const r = c.getBoundingClientRect();
@@ -66,6 +172,17 @@ try {
     result.background = await page.evaluate(() => khz.backgroundRGB);
 
     mark('pixels');
+    // the plot's history: every state of the plotted joints, not one per frame
+    await sleep(1500);
+    result.history = await page.evaluate(() => {
+      const h = khz.history;
+      const seqs = h.map((p) => p.seq);
+      let dup = 0;
+      for (let i = 1; i < seqs.length; i++) if (seqs[i] <= seqs[i - 1]) dup++;
+      const j = khz.plotSeries[0];
+      return { n: h.length, seq0: seqs[0], seq1: seqs[seqs.length - 1], out_of_order: dup,
+        frames: khz.frames, with_value: h.filter((p) => p.q[j.q] != null).length };
+    });
     // pause: the sequence number stops and the state says PAUSED
     const s0 = await seqNow();
     await sleep(300);
@@ -103,6 +220,9 @@ try {
   }
   mark('done');
   result.errors = errors;
+} catch (e) {
+  process.stderr.write(`page errors: ${JSON.stringify(errors)}\n`);
+  throw e;
 } finally {
   await browser.close();
 }

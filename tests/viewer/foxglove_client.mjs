@@ -2,7 +2,8 @@
 // registry's @foxglove/ws-protocol client (over the `ws` package), subscribes
 // to every advertised channel for SECONDS and prints, as JSON, the server
 // info, the channels (schemas base64) and per topic the messages' count,
-// timestamps and the first and last payloads (base64).
+// timestamps, the first and last payloads (base64) and the last 20 payloads
+// by timestamp (to pair a state with its transforms and contacts).
 //
 //   node foxglove_client.mjs VIEWER_DIR ws://127.0.0.1:PORT/foxglove SECONDS
 import { createRequire } from 'node:module';
@@ -30,12 +31,14 @@ client.on('advertise', (chans) => {
 });
 client.on('message', ({ subscriptionId, timestamp, data }) => {
   const topic = subTopic.get(subscriptionId);
-  const t = (out.topics[topic] ??= { count: 0, timestamps: [], first: null, last: null });
+  const t = (out.topics[topic] ??= { count: 0, timestamps: [], first: null, last: null, recent: [] });
   const b64 = Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('base64');
   t.count++;
   t.timestamps.push(timestamp.toString());
   if (t.first === null) t.first = b64;
   t.last = b64;
+  t.recent.push([timestamp.toString(), b64]);
+  if (t.recent.length > 20) t.recent.shift();
 });
 await new Promise((r) => setTimeout(r, 1000 * parseFloat(seconds)));
 client.close();

@@ -22,6 +22,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 import urllib.error
@@ -75,10 +76,19 @@ class Viewer:
         self.proc.stderr.close()
 
 
+EXPECTED = os.path.join(HERE, "expected", "default.png")
+# the comparison's tolerance (browser.mjs compare): a pixel differs when a
+# channel differs by more than 48 / 255; at most 0.5 % of the pixels differ and
+# no 16 x 16 tile has more than a quarter of its pixels differing
+MAX_DIFFERING = 0.005
+MAX_TILE = 0.25
+
+
 class ViewTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.server = khztest.Server().start()
+        # paused from the start: the screenshot is of the initial pose
+        cls.server = khztest.Server(extra=["--paused", "true"]).start()
         cls.viewer = Viewer(cls.server)
 
     @classmethod
@@ -88,9 +98,17 @@ class ViewTest(unittest.TestCase):
 
     def test_browser(self):
         shot = os.path.join(self.server.dir, "default.png")
+        out = os.path.join(os.environ.get("KHZ_BUILD_ROOT", tempfile.gettempdir()), "meson-logs",
+                           "test_view-default")
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        with khz.Client(self.server.state, self.server.command) as c:
+            time.sleep(0.5)  # the viewer's subscription is in place
+            seq = c.reset()  # the scene's initial pose, published once; paused: no tick follows
         t0 = time.monotonic()
         r = subprocess.run([NODE, os.path.join(HERE, "browser.mjs"), VIEWER, self.viewer.url,
-                            "check", shot, "box1"], capture_output=True, text=True, timeout=240)
+                            "check", shot, "box1", out, EXPECTED, str(seq), "box1", "ball"],
+                           capture_output=True, text=True, timeout=240,
+                           env=dict(os.environ, KHZ_SHOT_SIZE="1024x640"))
         self.assertEqual(r.returncode, 0, r.stderr)
         res = json.loads(r.stdout)
         print(f"browser walk-through {time.monotonic() - t0:.1f} s, phases {res['times']}")
@@ -98,6 +116,7 @@ class ViewTest(unittest.TestCase):
         m = res["model"]
         self.assertEqual(m["scene"], "default")
         self.assertEqual(len(m["bodies"]), 16)
+        self.check_expected_image(res, out)
 
         # drawn: non-background pixels at every body that projects into the view
         bg = res["background"]
@@ -112,6 +131,18 @@ class ViewTest(unittest.TestCase):
         with open(shot, "rb") as f:
             self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
 
+        # the plot holds every state of its joints (the server's 1 kHz), not
+        # the page's frames (at most 60 a second)
+        h = res["history"]
+        span = h["seq1"] - h["seq0"] + 1
+        print(f"plot history: {h['n']} samples for seq {h['seq0']}..{h['seq1']} "
+              f"({h['frames']} frames drawn)")
+        self.assertEqual(h["out_of_order"], 0)
+        self.assertGreater(span, 500)
+        self.assertGreaterEqual(h["n"], 0.9 * span, "states missing from the plot's history")
+        self.assertGreater(h["n"], 3 * h["frames"])
+        self.assertEqual(h["with_value"], h["n"])
+
         # pause stops the sequence number; it ran before
         a, b = res["seq_running"]
         self.assertGreater(b, a)
@@ -119,7 +150,7 @@ class ViewTest(unittest.TestCase):
         self.assertEqual(a, b, "the sequence number moved while paused")
         self.assertTrue(res["paused_shown"])
         self.assertIn("paused", res["mode_text"])
-        self.assertEqual(res["replies"], [["pause", True], ["resume", True]])
+        self.assertEqual(res["replies"], [["resume", True], ["pause", True], ["resume", True]])
 
         # the drag hit box1 and pushed it: it moved in the page's states ...
         self.assertEqual(res["drag_pick"], res["drag_body"])
@@ -134,6 +165,36 @@ class ViewTest(unittest.TestCase):
         with khz.Client(self.server.state, self.server.command) as c:
             pose = c.latest_state(5).body_pose[c.model.body("box1")]
         self.assertGreater(sum((pose[k] - before[k]) ** 2 for k in range(3)) ** 0.5, 0.05)
+
+    def check_expected_image(self, res: dict, out: str) -> None:
+        """The default scene at its initial pose (the paused server, reset),
+        from the page's own camera at 1024 x 640, against tests/viewer/expected/
+        default.png (KHZ_UPDATE_EXPECTED=1 writes that file instead); on
+        failure the actual image and the diff are in the build's meson-logs."""
+        if os.environ.get("KHZ_UPDATE_EXPECTED"):
+            os.makedirs(os.path.dirname(EXPECTED), exist_ok=True)
+            shutil.copyfile(out + "-actual.png", EXPECTED)
+            print(f"wrote {EXPECTED}")
+            return
+        self.assertNotIn("missing", res, f"no {EXPECTED}: run with KHZ_UPDATE_EXPECTED=1")
+        cmp = res["compare"]
+        print(f"screenshot vs expected: {100 * cmp['differing']:.3f} % of the pixels differ, "
+              f"worst tile {100 * cmp['worst_tile']:.1f} %, largest channel difference "
+              f"{cmp['max_diff']}; controls: " + "; ".join(
+                  f"{k['body']} hidden {100 * k['hidden']['differing']:.2f} % / worst tile "
+                  f"{100 * k['hidden']['worst_tile']:.0f} %, moved 0.1 m "
+                  f"{100 * k['moved']['differing']:.2f} % / {100 * k['moved']['worst_tile']:.0f} %"
+                  for k in res["controls"]))
+        self.assertNotIn("expectedSize", cmp, f"image size {cmp} (see {out}-actual.png)")
+        why = f"see {out}-actual.png and {out}-diff.png (red: differing pixels)"
+        self.assertLessEqual(cmp["differing"], MAX_DIFFERING, why)
+        self.assertLessEqual(cmp["worst_tile"], MAX_TILE, why)
+        # the comparison itself: a body missing or moved by 0.1 m fails it
+        self.assertEqual([k["body"] for k in res["controls"]], ["box1", "ball"])
+        for k in res["controls"]:
+            for what in ("hidden", "moved"):
+                self.assertGreater(k[what]["worst_tile"], MAX_TILE, f"{k['body']} {what}: passed")
+        self.assertLessEqual(res["restored"]["worst_tile"], MAX_TILE)
 
     def test_serves_only_the_page(self):
         def get(path):
@@ -159,7 +220,7 @@ class FoxgloveTest(unittest.TestCase):
         import base64
 
         from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-        with khztest.Server() as s:
+        with khztest.Server(extra=["--publish-contacts", "true"]) as s:
             v = Viewer(s)
             try:
                 url = v.url.replace("http://", "ws://") + "foxglove"
@@ -174,7 +235,7 @@ class FoxgloveTest(unittest.TestCase):
         chans = {c["topic"]: c for c in res["channels"]}
         self.assertEqual({t: c["schemaName"] for t, c in chans.items()},
                          {"/khz/state": "khz.v1.State", "/tf": "foxglove.FrameTransforms",
-                          "/scene": "foxglove.SceneUpdate"})
+                          "/scene": "foxglove.SceneUpdate", "/contacts": "foxglove.SceneUpdate"})
 
         def decode(topic, b64):
             fds = descriptor_pb2.FileDescriptorSet.FromString(
@@ -189,7 +250,8 @@ class FoxgloveTest(unittest.TestCase):
 
         st = res["topics"]["/khz/state"]
         print(f"foxglove bridge: {st['count']} states, {res['topics']['/tf']['count']} "
-              f"transforms, {res['topics']['/scene']['count']} scene in 3 s")
+              f"transforms, {res['topics']['/scene']['count']} scene, "
+              f"{res['topics']['/contacts']['count']} contact updates in 3 s")
         self.assertGreater(st["count"], 20)  # the display's rate, not the server's
         self.assertLess(st["count"], 3 * 60 + 10)
         first, last = decode("/khz/state", st["first"]), decode("/khz/state", st["last"])
@@ -201,6 +263,27 @@ class FoxgloveTest(unittest.TestCase):
         tf = decode("/tf", res["topics"]["/tf"]["last"])
         self.assertEqual(len(tf.transforms), 15)
         self.assertEqual(tf.transforms[10].child_frame_id, "box1")
+        # timestamps: each state's at its wall_time_ns, rising; the scene's at a state's
+        ts = [int(x) for x in st["timestamps"]]
+        self.assertEqual(ts, sorted(ts))
+        self.assertEqual(len(set(ts)), len(ts), "a state sent twice")
+        self.assertIn(int(res["topics"]["/scene"]["timestamps"][0]),
+                      set(ts) | {int(x) for x in res["topics"]["/tf"]["timestamps"]})
+        # contacts: one update per state sent (the scene's objects rest on the
+        # ground), paired by timestamp with its state: a point and an arrow per contact
+        cs = res["topics"]["/contacts"]
+        self.assertGreater(cs["count"], 20)
+        states = {t: decode("/khz/state", b) for t, b in st["recent"]}
+        pairs = [(states[t], decode("/contacts", b)) for t, b in cs["recent"] if t in states]
+        self.assertGreater(len(pairs), 5)
+        for state, up in pairs:
+            (ent,) = up.entities
+            self.assertEqual(ent.frame_id, "world")
+            self.assertEqual(len(ent.spheres), len(state.contacts))
+            self.assertGreater(len(state.contacts), 0)
+            for sph, c in zip(ent.spheres, state.contacts):
+                self.assertEqual((sph.pose.position.x, sph.pose.position.y, sph.pose.position.z),
+                                 tuple(c.position))
 
 
 class PlaybackTest(unittest.TestCase):
@@ -278,12 +361,9 @@ class RefusalTest(unittest.TestCase):
             self.assertIn("is not the scene the server runs", r.stderr)
             self.assertIn("body 1 is 'wall_px' in the file, 'arm/base_link' on the server",
                           r.stderr)
-        with khztest.Server(scene="scenes/validation/v3_pile.yaml") as s:
-            # the server's scene name is not a file here: --scene is asked for by name
-            r = self.run_view(s)
+            r = self.run_view(s, "--scene", "no/such/scene.yaml")
             self.assertEqual(r.returncode, 1)
-            self.assertIn("runs the scene 'v3_pile': give the file it loaded with --scene",
-                          r.stderr)
+            self.assertIn("cannot read the shapes of no/such/scene.yaml", r.stderr)
 
 
 if __name__ == "__main__":

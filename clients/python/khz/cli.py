@@ -290,7 +290,7 @@ def _mcap_geometry(model, scene):
     """The shapes for an MCAP file's /scene, or None (said on stderr)."""
     from . import view
     try:
-        return view.load_geometry(model, view.scene_for(model, scene))
+        return view.geometry_for(model, scene)
     except KhzError as e:
         print(f"khz: no /scene in the MCAP file: {e}", file=sys.stderr)
         return None
@@ -515,7 +515,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--seconds", type=float, required=True)
     s.add_argument("--mcap", action="store_true", help="write MCAP (Foxglove) instead of .khzrec")
     s.add_argument("--scene", help="MCAP: the scene file the server loaded, for /scene "
-                   "(default: the server's scene when it is found here)")
+                   "(default: the shapes in the server's Describe)")
     s.add_argument("--tf-rate", type=float, default=100.0, metavar="HZ",
                    help="MCAP: /tf and /contacts per second of wall time (0 = every state; "
                    "/khz/state always has every state)")
@@ -531,14 +531,15 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--csv", action="store_true", help="CSV, one row per state")
     s.add_argument("--mcap", action="store_true", help="MCAP with protobuf schemas (Foxglove)")
     s.add_argument("--out", help="output file (default FILE with .csv / .mcap; CSV: - = stdout)")
-    s.add_argument("--scene", help="MCAP: the scene file of the recording, for /scene")
+    s.add_argument("--scene", help="MCAP: the scene file of the recording, for /scene "
+                   "(default: the shapes in the recording's model description)")
     s.add_argument("--tf-rate", type=float, default=100.0, metavar="HZ",
                    help="MCAP: /tf and /contacts per second (0 = every state)")
     s.set_defaults(fn=cmd_export)
     s = sub.add_parser("view", help="a live 3D view of the server in a browser, or a recording's "
                        "playback (--play)")
-    s.add_argument("--scene", help="the scene file the server loaded (default: the server's "
-                   "scene when it is 'default' or a file found here); the wire carries no shapes")
+    s.add_argument("--scene", help="draw the shapes of this scene file (the one the server "
+                   "loaded) instead of those in the server's Describe")
     s.add_argument("--bind", default="127.0.0.1", help="address to serve the page on (default "
                    "127.0.0.1; any other needs --server-key and --client-keys)")
     s.add_argument("--port", type=int, default=8600, help="port (default 8600; 0 = any free)")

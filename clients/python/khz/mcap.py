@@ -359,6 +359,16 @@ def scene_update(fox: Foxglove, geo: dict, bodies: list[str], ns: int):
             _pose(p.pose, [pos[k] + off[k] for k in range(3)], quat)
             _color(p.color, rgba)
             continue
+        elif t == "mesh" and 0 <= g["mesh"] < len(geo["meshes"]) and \
+                geo["meshes"][g["mesh"]].get("omitted"):
+            # over Describe's mesh bound: its bounding box, scaled
+            m, s = geo["meshes"][g["mesh"]], g["size"]
+            p = e.cubes.add()
+            p.size.x, p.size.y, p.size.z = ((m["upper"][k] - m["lower"][k]) * s[k] for k in range(3))
+            mid = _rotate(quat, [0.5 * (m["upper"][k] + m["lower"][k]) * s[k] for k in range(3)])
+            _pose(p.pose, [pos[k] + mid[k] for k in range(3)], quat)
+            _color(p.color, rgba)
+            continue
         elif t == "mesh" and 0 <= g["mesh"] < len(geo["meshes"]):
             m = geo["meshes"][g["mesh"]]
             v, s = m["vertices"], g["size"]
@@ -370,6 +380,29 @@ def scene_update(fox: Foxglove, geo: dict, bodies: list[str], ns: int):
             continue
         _pose(p.pose, pos, quat)
         _color(p.color, rgba)
+    return up
+
+
+def contacts_update(fox: Foxglove, msg, ns: int):
+    """A state's contacts as one world-frame entity: points (spheres) and
+    force arrows, 1 N draws 1 mm (an arrow points along its pose's +x); no
+    contacts gives the entity empty, which clears the previous ones."""
+    up = fox.SceneUpdate()
+    e = up.entities.add(frame_id="world", id="contacts")
+    _ts(e.timestamp, ns)
+    for c in msg.contacts:
+        s = e.spheres.add()
+        s.size.x = s.size.y = s.size.z = 0.01
+        _pose(s.pose, c.position, (1.0, 0.0, 0.0, 0.0))
+        _color(s.color, (1.0, 0.82, 0.25, 1.0))
+        f = list(c.force)
+        n = sum(x * x for x in f) ** 0.5
+        if n > 0:
+            a = e.arrows.add(shaft_diameter=0.004, head_diameter=0.01)
+            length = 0.001 * n
+            a.shaft_length, a.head_length = 0.7 * length, 0.3 * length
+            _pose(a.pose, c.position, _quat_from_x(f, n))
+            _color(a.color, (1.0, 0.35, 0.25, 1.0))
     return up
 
 
@@ -456,26 +489,8 @@ class Recorder:
     _had_contacts = False
 
     def _contacts(self, msg, ns: int) -> None:
-        """Contact points (spheres) and force arrows in the world frame: 1 N
-        draws 1 mm (an arrow points along its pose's +x)."""
-        up = self.fox.SceneUpdate()
-        e = up.entities.add(frame_id="world", id="contacts")
-        _ts(e.timestamp, ns)
-        for c in msg.contacts:
-            s = e.spheres.add()
-            s.size.x = s.size.y = s.size.z = 0.01
-            _pose(s.pose, c.position, (1.0, 0.0, 0.0, 0.0))
-            _color(s.color, (1.0, 0.82, 0.25, 1.0))
-            f = list(c.force)
-            n = sum(x * x for x in f) ** 0.5
-            if n > 0:
-                a = e.arrows.add(shaft_diameter=0.004, head_diameter=0.01)
-                length = 0.001 * n
-                a.shaft_length, a.head_length = 0.7 * length, 0.3 * length
-                _pose(a.pose, c.position, _quat_from_x(f, n))
-                _color(a.color, (1.0, 0.35, 0.25, 1.0))
         self._had_contacts = bool(msg.contacts)
-        self.w.message(self.ch_contacts, ns, up.SerializeToString())
+        self.w.message(self.ch_contacts, ns, contacts_update(self.fox, msg, ns).SerializeToString())
 
     def close(self) -> None:
         if not self._f.closed:

@@ -6,27 +6,33 @@ state stream and the control requests), an asyncio loop serves the page
 (clients/viewer: index.html, viewer.js, three.js from node_modules) and one
 WebSocket per browser. The browser gets the model and the geometry once, then
 the newest state at the display's rate (--fps, 60 by default) whatever the
-server's rate: states in between are skipped, never queued.
+server's rate, with every state's values of the plotted joints since the last
+one (the time plots show each state; the 3D view only the newest).
 
-The wire's ModelDescription names bodies and joints but has no shapes: the
-geometry comes from the scene file the server loaded, read by khz-geoms (the
-khz loader itself, so that body indices agree; checked against Describe's
-body names).
+The shapes come from the server's Describe (ModelDescription.geoms and
+.meshes), so any server's scene is drawn without its file. With --scene FILE
+(or a server older than those fields) they come from the scene file instead,
+read by khz-geoms (the khz loader itself, so that body indices agree; checked
+against Describe's body names).
 
 Messages to the browser (JSON text):
     {"t": "model", "scene", "bodies", "joints", "actuators", "contact_methods",
      "contact_method", "geoms", "meshes", "source": "live"|"recording", "endpoint"}
     {"t": "state", "seq", "sim_time", "mode", "rate_hz", "flags", "pose", "twist",
      "q", "qd", "tau", "contacts", "stats", "warnings", "contact_method",
-     "measured_hz", "paused", "server" (GetStats, twice a second), "index"?}    (pose: 7 per
-     body, twist: 6 per body, angular then linear; contacts: 12 numbers each:
-     position, normal, depth, force, body1, body2)
+     "measured_hz", "paused", "server" (GetStats, twice a second), "index"?,
+     "series"?}    (pose: 7 per body, twist: 6 per body, angular then linear;
+     contacts: 12 numbers each: position, normal, depth, force, body1, body2;
+     series: every state since the last message of the indices the page
+     plots, {"seq": [...], "t": [...], "q": {index: [...]}, "qd", "tau"})
     {"t": "reply", "op", "ok", "text"}
     {"t": "timeline", "n", "t0", "t1", "index", "playing", "speed"}   (playback)
 Foxglove (its app, or any foxglove.websocket.v1 client) connects to
-ws://HOST:PORT/foxglove with that subprotocol: /khz/state, /tf and /scene.
+ws://HOST:PORT/foxglove with that subprotocol: /khz/state, /tf, /scene and
+/contacts.
 
-From the browser: {"op": "pause"|"resume"|"reset"|"step" (n)|"method" (name)
+From the browser: {"op": "plot", "q": [indices], "qd": [...], "tau": [...]} (what
+    the series carry), {"op": "pause"|"resume"|"reset"|"step" (n)|"method" (name)
     |"contacts" (on)|"push" (body, force, torque, duration)
     |"play"|"stop"|"seek" (index)|"speed" (x)|"frame" (delta)}
 """
@@ -34,6 +40,7 @@ From the browser: {"op": "pause"|"resume"|"reset"|"step" (n)|"method" (name)
 from __future__ import annotations
 
 import asyncio
+import collections
 import ipaddress
 import json
 import mimetypes
@@ -78,8 +85,9 @@ def scene_for(model: Model, scene: str | None) -> str:
         return scene
     if model.scene == "default" or os.path.isfile(model.scene):
         return model.scene
-    raise KhzError(f"the server runs the scene '{model.scene}': give the file it loaded with "
-                   "--scene FILE (the wire carries no shapes; khz view reads them from the file)")
+    raise KhzError(f"the server runs the scene '{model.scene}' and its description carries no "
+                   "shapes (a server older than ModelDescription.geoms): give the file it "
+                   "loaded with --scene FILE")
 
 
 def load_geometry(model: Model | None, scene: str) -> dict:
@@ -89,6 +97,7 @@ def load_geometry(model: Model | None, scene: str) -> dict:
     if r.returncode != 0:
         raise KhzError(f"cannot read the shapes of {scene}: {r.stderr.strip()}")
     g = json.loads(r.stdout)
+    g["from"] = scene
     if model is not None and g["bodies"] != list(model.body_names):
         mine, theirs = g["bodies"], list(model.body_names)
         i = next((k for k in range(min(len(mine), len(theirs))) if mine[k] != theirs[k]),
@@ -101,6 +110,34 @@ def load_geometry(model: Model | None, scene: str) -> dict:
     return g
 
 
+def wire_geometry(model: Model) -> dict | None:
+    """The shapes the server sent in Describe (ModelDescription.geoms and
+    .meshes) in khz-geoms' form, or None when it sent none (a server from
+    before those fields, or a model without geoms)."""
+    msg = model.msg
+    if not len(msg.geoms):
+        return None
+    geoms = [{"body": g.body, "type": g.type, "size": list(g.size), "pos": list(g.pos),
+              "quat": list(g.quat), "rgba": list(g.rgba), "visual": 1 if g.visual else 0,
+              "mesh": g.mesh} for g in msg.geoms]
+    meshes = [{"name": m.name, "vertices": list(m.vertices), "faces": list(m.faces),
+               "omitted": m.omitted, "lower": list(m.lower), "upper": list(m.upper)}
+              for m in msg.meshes]
+    return {"scene": msg.scene, "bodies": list(model.body_names), "geoms": geoms,
+            "meshes": meshes, "from": "describe"}
+
+
+def geometry_for(model: Model, scene: str | None) -> dict:
+    """The shapes to draw: from the file given with --scene (checked against
+    the model), else from the server's Describe, else (an older server) from
+    the server's scene file when it is 'default' or a path that exists here."""
+    if not scene:
+        g = wire_geometry(model)
+        if g is not None:
+            return g
+    return load_geometry(model, scene_for(model, scene))
+
+
 def model_message(model: Model, geo: dict, source: str, endpoint: str) -> dict:
     msg = model.msg
     return {
@@ -111,7 +148,7 @@ def model_message(model: Model, geo: dict, source: str, endpoint: str) -> dict:
         "actuators": [a.name for a in msg.actuators],
         "masses": [b.mass for b in msg.bodies],
         "contact_methods": list(msg.contact_methods), "contact_method": msg.contact_method,
-        "geoms": geo["geoms"], "meshes": geo["meshes"],
+        "geoms": geo["geoms"], "meshes": geo["meshes"], "geometry_from": geo.get("from"),
     }
 
 
@@ -136,6 +173,60 @@ def state_message(st, measured_hz: float | None = None) -> dict:
     }
 
 
+# ------------------------------------------------------------ plot series
+SERIES_MAX = 20000  # samples held for the page between two frames (20 s at 1 kHz)
+
+
+class Series:
+    """Every state's values of the plotted joints, for the page's time plots:
+    the source adds one sample per state (the server's rate), the page takes
+    them in a batch with each frame (the display's rate). `select` holds the
+    State.q / .qd / .tau indices the pages plot (the union over the pages)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.select: dict[str, tuple[int, ...]] = {"q": (), "qd": (), "tau": ()}
+        self.seq: list[int] = []
+        self.t: list[float] = []
+        self.v: dict[str, list[list[float]]] = {"q": [], "qd": [], "tau": []}
+        self.dropped = 0
+
+    def set(self, select: dict[str, tuple[int, ...]]) -> None:
+        with self.lock:
+            self.select = select
+            self._clear()
+
+    def _clear(self) -> None:
+        self.seq, self.t = [], []
+        self.v = {k: [] for k in self.v}
+
+    def add(self, seq: int, t: float, msg) -> None:
+        sel = self.select
+        if not (sel["q"] or sel["qd"] or sel["tau"]):
+            return
+        with self.lock:
+            if len(self.t) >= SERIES_MAX:  # the page stopped taking them
+                self.dropped += len(self.t)
+                self._clear()
+            self.seq.append(seq)
+            self.t.append(t)
+            for k, arr in (("q", msg.q), ("qd", msg.qd), ("tau", msg.tau)):
+                n = len(arr)
+                self.v[k].append([arr[i] if i < n else None for i in sel[k]])
+
+    def take(self) -> dict | None:
+        """The samples since the last take, columns per index:
+        {"seq", "t", "q": {index: [...]}, "qd": ..., "tau": ...}."""
+        with self.lock:
+            if not self.t:
+                return None
+            out = {"seq": self.seq, "t": self.t}
+            for k, rows in self.v.items():
+                out[k] = {str(i): [r[j] for r in rows] for j, i in enumerate(self.select[k])}
+            self._clear()
+            return out
+
+
 # -------------------------------------------------------------- live source
 class LiveSource:
     """A thread that owns the client: keeps the newest state and carries out
@@ -143,7 +234,7 @@ class LiveSource:
 
     source = "live"
 
-    def __init__(self, client, geo: dict, scene: str):
+    def __init__(self, client, geo: dict, scene: str | None):
         self.c = client
         self.geo = geo
         self.scene = scene
@@ -160,6 +251,7 @@ class LiveSource:
         except KhzError:
             self.publish_contacts = False
         self.error: str | None = None
+        self.series = Series()
         self.thread = threading.Thread(target=self._run, name="khz-view-client", daemon=True)
 
     def model_json(self) -> dict:
@@ -182,7 +274,7 @@ class LiveSource:
         self.version += 1
 
     def _run(self) -> None:
-        window: list[tuple[float, int]] = []
+        window: collections.deque = collections.deque()
         next_stats = 0.0
         while not self.stop.is_set():
             if time.monotonic() >= next_stats:
@@ -197,7 +289,8 @@ class LiveSource:
                 if req.get("op") in ("pause", "resume", "step", "reset"):
                     next_stats = 0.0
             try:
-                st = self.c.latest_state(0.02)
+                # every state in order (the plots take each one), not only the newest
+                st = self.c.next_state(0.02)
             except Timeout:
                 continue
             except KhzError as e:
@@ -207,15 +300,16 @@ class LiveSource:
                 continue
             if self.c.model_changed():
                 try:
-                    self.geo = load_geometry(self.c.model, self.scene)
+                    self.geo = geometry_for(self.c.model, self.scene)
                 except KhzError as e:
                     self.error = str(e)
                 self.model = self.c.model
                 self.replies.put({"t": "model-changed"})
+            self.series.add(st.msg.seq, st.msg.sim_time, st.msg)
             now = time.monotonic()
             window.append((now, st.seq))
             while window and now - window[0][0] > 1.0:
-                window.pop(0)
+                window.popleft()
             if len(window) > 1 and window[-1][0] > window[0][0]:
                 self.measured = (window[-1][1] - window[0][1]) / (window[-1][0] - window[0][0])
             self.latest = st
@@ -262,6 +356,9 @@ class LiveSource:
         if st is None:
             return self.version, None
         msg = state_message(st.msg, self.measured)
+        series = self.series.take()
+        if series:
+            msg["series"] = series
         msg["server"] = self.server
         msg["paused"] = bool(self.server.get("paused"))
         if self.error:
@@ -305,6 +402,8 @@ class PlaybackSource:
         self._clock = time.monotonic()
         self._t = self.times[0]
         self.replies: queue.Queue = queue.Queue()
+        self.series = Series()
+        self._fed = -1  # the last state index given to the series
 
     def model_json(self) -> dict:
         return model_message(self.model, self.geo, self.source, self.path)
@@ -339,8 +438,19 @@ class PlaybackSource:
                 self.version += 1
             self._seek_time(self._t)
         self._clock = now
+        # the plots get every recorded state the timeline passed since the last
+        # frame (a jump -- seek, a step back -- gives the one state)
+        first = self._fed + 1 if 0 <= self.index - self._fed <= SERIES_MAX else self.index
+        for i in range(first, self.index + 1):
+            m = self.rec.states[i].msg
+            self.series.add(m.seq, self.times[i], m)
+        self._fed = self.index
         msg = state_message(self.rec.states[self.index].msg)
+        series = self.series.take()
+        if series:
+            msg["series"] = series
         msg["index"] = self.index
+        msg["timeline_t"] = self.times[self.index]
         return self.version, msg
 
     def current(self):
@@ -415,6 +525,7 @@ class Viewer:
         self.dir = os.path.realpath(page_dir)
         self.host, self.port, self.fps = host, port, fps
         self.clients: set = set()
+        self.selections: dict = {}  # page -> its plotted indices
         self.fox = None
 
     def _file(self, path: str):
@@ -437,8 +548,8 @@ class Viewer:
 
     async def _foxglove(self, ws) -> None:
         """Foxglove's WebSocket protocol (foxglove.websocket.v1): /khz/state,
-        /tf and /scene advertised with their protobuf schemas; the newest
-        state at most --fps times a second to each subscription."""
+        /tf, /scene and /contacts advertised with their protobuf schemas; the
+        newest state at most --fps times a second to each subscription."""
         import base64
         import struct
 
@@ -450,7 +561,8 @@ class Viewer:
         b64 = lambda b: base64.b64encode(b).decode()  # noqa: E731
         chans = {1: ("/khz/state", "khz.v1.State", mcap._file_set(state_pb2.DESCRIPTOR)),
                  2: ("/tf", "foxglove.FrameTransforms", fox.schema("FrameTransforms")),
-                 3: ("/scene", "foxglove.SceneUpdate", fox.schema("SceneUpdate"))}
+                 3: ("/scene", "foxglove.SceneUpdate", fox.schema("SceneUpdate")),
+                 4: ("/contacts", "foxglove.SceneUpdate", fox.schema("SceneUpdate"))}
         await ws.send(json.dumps({"op": "serverInfo", "name": "khz view", "capabilities": [],
                                   "supportedEncodings": [], "metadata": {},
                                   "sessionId": str(time.time_ns())}))
@@ -459,6 +571,7 @@ class Viewer:
              "schemaEncoding": "protobuf"} for i, (t, n, d) in chans.items()]}))
         subs: dict[int, int] = {}  # subscription id -> channel id
         new_scene: set[int] = set()
+        had_contacts: dict[int, bool] = {}  # /contacts subscription -> the last update had some
 
         async def read() -> None:
             async for text in ws:
@@ -498,6 +611,12 @@ class Viewer:
                         elif st is not sent and ch == 2:
                             tf = mcap.frame_transforms(fox, bodies, st.msg, ns)
                             await ws.send(frame(sub, ns, tf.SerializeToString()))
+                        elif st is not sent and ch == 4 and (st.msg.contacts
+                                                             or had_contacts.get(sub, True)):
+                            # points and force arrows; one empty update after the last
+                            up = mcap.contacts_update(fox, st.msg, ns)
+                            await ws.send(frame(sub, ns, up.SerializeToString()))
+                            had_contacts[sub] = bool(st.msg.contacts)
                     sent = st
                 await asyncio.sleep(1.0 / self.fps)
         finally:
@@ -523,12 +642,29 @@ class Viewer:
                     req = json.loads(text)
                 except ValueError:
                     continue
-                if isinstance(req, dict):
+                if isinstance(req, dict) and req.get("op") == "plot":
+                    self._select(ws, req)
+                elif isinstance(req, dict):
                     self.src.submit(req)
         except Exception:
             pass
         finally:
             self.clients.discard(ws)
+            self.selections.pop(ws, None)
+            self._select(None, None)
+
+    def _select(self, ws, req: dict | None) -> None:
+        """A page's plotted indices ({"op": "plot", "q": [...], "qd": [...],
+        "tau": [...]}): the series carry the union over the pages."""
+        if ws is not None:
+            try:
+                self.selections[ws] = {k: {int(i) for i in req.get(k, ())}
+                                       for k in ("q", "qd", "tau")}
+            except (TypeError, ValueError):
+                return
+        union = {k: tuple(sorted(set().union(*(s[k] for s in self.selections.values()))))
+                 for k in ("q", "qd", "tau")}
+        self.src.series.set(union)
 
     async def _broadcast(self, text: str) -> None:
         for ws in list(self.clients):
@@ -595,12 +731,10 @@ def cmd_view(args, connect) -> int:
         if rec.model is None:
             raise KhzError(f"{args.play} is a server recording without a model description: "
                            "play a recording made by `khz record`")
-        geo = load_geometry(rec.model, scene_for(rec.model, args.scene))
-        src = PlaybackSource(rec, geo, args.play)
+        src = PlaybackSource(rec, geometry_for(rec.model, args.scene), args.play)
     else:
         c = connect(args)
-        scene = scene_for(c.model, args.scene)
-        src = LiveSource(c, load_geometry(c.model, scene), scene)
+        src = LiveSource(c, geometry_for(c.model, args.scene), args.scene)
     src.start()
     try:
         asyncio.run(Viewer(src, page, args.bind, args.port, args.fps).run())
