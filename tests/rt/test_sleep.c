@@ -218,6 +218,32 @@ int main(void) {
   for (int k = 0; k < 3000; k++) khz_step(m, w);
   ENSURE(asleep(m, w, 1, NBODY - 1) == 0);
 
+  /* 9. the public khz_collide between steps while islands sleep: the list
+   * comes back whole (the sleeping pairs in front) at the same address, and
+   * the steps after it keep it there (a shift left pending made them write
+   * past the contact array); a sleeping pair still reports the force that
+   * holds its body up: the far box's ground contact its weight */
+  khz_step(m, d); /* d: asleep since 1 (a copy would list its sleeping pairs only once they wake) */
+  ENSURE(asleep(m, d, 1, NBODY - 1) == NBODY - 1 && d->ncontact == 5 && d->ncontact_asleep == 5);
+  khzContact *base = d->contact;
+  for (int k = 0; k < 3; k++) {
+    ENSURE(khz_collide(m, d) == 5 && d->contact == base && d->ncontact_asleep == 5);
+    khz_step(m, d);
+    ENSURE(d->contact == base && d->ncontact == 5 && d->ncontact_asleep == 5);
+  }
+  for (int k = 0; k < 100; k++) khz_step(m, d);
+  ENSURE(d->contact == base && d->ncontact == 5 && asleep(m, d, 1, NBODY - 1) == NBODY - 1);
+  double fz = 0;
+  for (int i = 0; i < d->ncontact; i++) {
+    const khzContact *c = &d->contact[i];
+    if (c->body[0] != FAR && c->body[1] != FAR) continue;
+    for (int k = 0; k < c->npoint; k++)
+      fz += (c->body[0] == FAR ? 1 : -1) * d->cpoint[c->point_adr + k].force[2];
+  }
+  printf("khz_collide between steps: the list stays whole; the sleeping far box's contact holds %.4f N "
+         "(weight %.4f N)\n", fz, 9.81);
+  ENSURE(fabs(fz - 9.81) < 0.01 * 9.81);
+
   free(before), free(after);
   khz_deleteData(&a), khz_deleteData(&b), khz_deleteData(&z), khz_deleteData(&w), khz_deleteData(&d);
   khz_deleteModel(&m0);

@@ -433,6 +433,10 @@ extern const khzCollideFn khz_collideTable[KHZ_SHAPE_N][KHZ_SHAPE_N];
 /* adds a candidate point (keeps the deepest by sd when the buffer is full) */
 void khz_col_addPoint(khzColOut *o, const double p[3], double sd, int side, int feature);
 
+/* khz_collide as the step runs it: d->contact is left advanced past the
+ * sleeping pairs (d->contact_shift of them) until khz_islandUpdate */
+int khz_collideStep(const khzModel *m, khzData *d);
+
 /* Bytes of scratch khz_collide takes from the data's stack at most (a bound
  * for data.c's default stack size). */
 size_t khz_collisionStackBytes(const khzModel *m);

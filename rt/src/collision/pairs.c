@@ -241,8 +241,10 @@ static void round_point(const khzModel *m, const khzContact *c, const double *xr
   p->round = side;
 }
 
-int khz_collide(const khzModel *m, khzData *d) {
+int khz_collideStep(const khzModel *m, khzData *d) {
   const khzColModel *cm = m->collision;
+  /* a shift left pending (a step cut short) is undone before the list is read */
+  d->contact -= d->contact_shift, d->ncontact += d->contact_shift, d->contact_shift = 0;
   int nkept = d->ncontact_kept; /* the last step's list, where the sleeping pairs are */
   d->ncontact_kept = d->ncontact_asleep = d->contact_shift = 0;
   d->ncontact = d->ncpoint = 0;
@@ -377,5 +379,16 @@ int khz_collide(const khzModel *m, khzData *d) {
   d->ncontact_asleep = d->contact_shift = frozen;
   d->contact += frozen;
   d->ncontact -= frozen;
+  return d->ncontact;
+}
+
+/* Between steps the list is left whole, the sleeping pairs in front: the
+ * shift above is for the contact stages of a step only (khz_islandUpdate
+ * undoes it there). Left shifted, the next step forgot it and wrote up to
+ * `frozen` pairs past the end of the contact array. */
+int khz_collide(const khzModel *m, khzData *d) {
+  khz_collideStep(m, d);
+  d->contact -= d->contact_shift, d->ncontact += d->contact_shift, d->contact_shift = 0;
+  d->ncontact_kept = khz_anyAsleep(d) ? d->ncontact : 0; /* the next call lists them again */
   return d->ncontact;
 }
