@@ -95,14 +95,14 @@ typedef struct pegWork {
   int *act, *loc, *dof, *tree_root, *tree_off, *tree_n, *tree_moff;
   double *Mb;
   double *Gc, *Gp, *Yp, *Kc, *Kp, *gvc, *gvp;
-  double *A, *b, *z, *w;
+  double *A, *b, *z, *w, *D;
   khzLemke lk;
   int ntree, na;
   double cur_mu; /* the pair being gathered */
 } pegWork;
 
 static int peg_model = KHZ_PEG_MODEL_PEG;
-static khzPegStats peg_stats = {0, 0, 0, 0, 0, -1, 0};
+static khzPegStats peg_stats = {0, 0, 0, 0, 0, -1, 0, 0};
 
 void khz_pegSetModel(int model) { peg_model = model; }
 const khzPegStats *khz_pegLastStats(void) { return &peg_stats; }
@@ -184,7 +184,8 @@ static void peg_sizes(const khzModel *m, pegWork *W) {
   X(W->A, double, (size_t)W->nmax *W->nmax)               \
   X(W->b, double, W->nmax)                                \
   X(W->z, double, W->nmax)                                \
-  X(W->w, double, W->nmax)
+  X(W->w, double, W->nmax)                                \
+  X(W->D, double, W->nmax)
 
 size_t khz_pegStackBytes(const khzModel *m) {
   if (!m->collision || khz_pegRefusal(m)) return 0;
@@ -715,23 +716,34 @@ static int assemble(pegWork *W, double h) {
   return n;
 }
 
-/* Lemke; on failure again with a compliance eps (1e-8 .. 1e-4 of the
- * largest diagonal entry) on the impulse rows, as the LCP path does */
+/* Lemke on the LCP scaled symmetrically, (D A D, D b) with D_i =
+ * A_ii^-1/2 where A_ii > 0 (z = D z'): the light bodies' large inverse
+ * masses otherwise leave the final basis' residual above Lemke's absolute
+ * tolerance. On failure again with a compliance eps (1e-8 .. 1e-4, of the
+ * unit diagonal after scaling) on the impulse rows, as the LCP path does */
 static khzLcpStatus solve(pegWork *W, int n) {
   static const double eps[] = {0, 1e-8, 1e-6, 1e-4};
   int ng = W->ng, nm = W->nm, nfk = W->nf * W->k;
-  double dmax = 0;
-  for (int r = 0; r < ng; r++) dmax = fmax(dmax, W->A[(size_t)r * n + r]);
+  double *D = W->D;
+  for (int i = 0; i < n; i++) {
+    double a = W->A[(size_t)i * n + i];
+    D[i] = a > 0 ? 1 / sqrt(a) : 1;
+  }
+  for (int i = 0; i < n; i++) {
+    for (int j = 0; j < n; j++) W->A[(size_t)i * n + j] *= D[i] * D[j];
+    W->b[i] *= D[i];
+  }
   khzLcpStatus st = KHZ_LCP_RAY;
   for (size_t t = 0; t < sizeof eps / sizeof eps[0]; t++) {
     if (t) {
-      double de = (eps[t] - eps[t - 1]) * dmax;
+      double de = eps[t] - eps[t - 1];
       for (int r = 0; r < ng; r++) W->A[(size_t)r * n + r] += de;
       for (int r = nm; r < nm + nfk; r++) W->A[(size_t)r * n + r] += de;
     }
     st = khz_lemke(&W->lk, n, W->A, W->b, W->z, W->w, 0);
     if (st == KHZ_LCP_SOLVED) break;
   }
+  for (int i = 0; i < n; i++) W->z[i] *= D[i];
   return st;
 }
 
@@ -845,6 +857,17 @@ int khz_pegStep(const khzModel *m, khzData *d, double h) {
           int n = assemble(W, h);
           peg_stats.n = n;
           khzLcpStatus st = solve(W, n);
+          if (st != KHZ_LCP_SOLVED && W->nf > 0) {
+            /* the faces resting on faces make degenerate frictional LCPs
+             * that Lemke can end inaccurately; the frictionless LCP (positive
+             * semi-definite) keeps the geometry exact for this step */
+            for (int gi = 0; gi < W->ng; gi++) W->g[gi].fric = -1;
+            W->nf = 0;
+            rows(m, d, W);
+            n = assemble(W, h);
+            st = solve(W, n);
+            peg_stats.frictionless = 1;
+          }
           peg_stats.status = st;
           ok = st == KHZ_LCP_SOLVED;
           if (!ok) break;

@@ -52,6 +52,8 @@ typedef struct khzPegStats {
   int n;          /* size of the LCP */
   int status;     /* khzLcpStatus of the last solve, -1 when none */
   int failed;     /* 1 when the step fell back */
+  int frictionless; /* 1 when the frictional LCP failed and the step was
+                       solved without friction */
 } khzPegStats;
 const khzPegStats *khz_pegLastStats(void);
 
