@@ -719,10 +719,14 @@ static int assemble(pegWork *W, double h) {
 /* Lemke on the LCP scaled symmetrically, (D A D, D b) with D_i =
  * A_ii^-1/2 where A_ii > 0 (z = D z'): the light bodies' large inverse
  * masses otherwise leave the final basis' residual above Lemke's absolute
- * tolerance. On failure again with a compliance eps (1e-8 .. 1e-4, of the
- * unit diagonal after scaling) on the impulse rows, as the LCP path does */
+ * tolerance. On failure again with a compliance eps (of the unit diagonal
+ * after scaling) on the impulse rows, as the LCP path does */
 static khzLcpStatus solve(pegWork *W, int n) {
-  static const double eps[] = {0, 1e-8, 1e-6, 1e-4};
+  /* compliances tried in turn; with friction only 0 and 1e-6 (a failure
+   * there is solved again without friction by the step) */
+  static const double ladder[] = {0, 1e-8, 1e-6, 1e-4}, friction_ladder[] = {0, 1e-6};
+  const double *eps = W->nf > 0 ? friction_ladder : ladder;
+  int ntry = W->nf > 0 ? 2 : 4;
   int ng = W->ng, nm = W->nm, nfk = W->nf * W->k;
   double *D = W->D;
   for (int i = 0; i < n; i++) {
@@ -734,7 +738,7 @@ static khzLcpStatus solve(pegWork *W, int n) {
     W->b[i] *= D[i];
   }
   khzLcpStatus st = KHZ_LCP_RAY;
-  for (size_t t = 0; t < sizeof eps / sizeof eps[0]; t++) {
+  for (int t = 0; t < ntry; t++) {
     if (t) {
       double de = eps[t] - eps[t - 1];
       for (int r = 0; r < ng; r++) W->A[(size_t)r * n + r] += de;
