@@ -86,7 +86,7 @@ typedef struct pegWork {
   int npoly, nc, ng, nm, nf;
   khzPegPoly *poly;
   int *geom_poly; /* per geom: its polytope index, -1 */
-  double *speed;  /* per polytope: largest point speed at q */
+  double *speed;  /* per polytope: velocity of its centre (3) and |omega| r (1) at q */
   pegContact *c;
   pegGroup *g;
   int *mem;
@@ -142,12 +142,12 @@ static void peg_sizes(const khzModel *m, pegWork *W) {
   W->nv = m->nv;
   W->k = khz_lcpDirections(m);
   W->npoly = np;
-  W->maxm = 48 * ndyn + 16;
+  W->maxm = 64 * ndyn + 16;
   if (W->maxm > 480) W->maxm = 480;
   W->maxc = W->maxm;
   W->maxg = W->maxm;
-  W->maxf = 12 * ndyn + 4;
-  if (W->maxf > 96) W->maxf = 96;
+  W->maxf = 24 * ndyn + 8;
+  if (W->maxf > 128) W->maxf = 128;
   W->nmax = W->maxm + W->maxf * (W->k + 1);
   W->npmax = W->maxg + W->maxf * W->k;
 }
@@ -155,7 +155,7 @@ static void peg_sizes(const khzModel *m, pegWork *W) {
 #define PEG_ARRAYS(X, W, m)                               \
   X(W->poly, khzPegPoly, W->npoly)                        \
   X(W->geom_poly, int, (m)->ngeom)                        \
-  X(W->speed, double, W->npoly)                           \
+  X(W->speed, double, 4 * (size_t)W->npoly)               \
   X(W->c, pegContact, W->maxc)                            \
   X(W->g, pegGroup, W->maxg)                              \
   X(W->mem, int, W->maxm)                                 \
@@ -434,9 +434,9 @@ static int edge_constraints(pegWork *W, int pa, int pb, double reach, double mu)
       khzu_sub3(r, A->v[va], B->v[vb]);
       if (khzu_norm3(r) > reach) continue;
       for (int fa = 0; fa < A->nf; fa++) {
-        if (fabs(khzu_dot3(A->n[fa], A->v[va]) - A->d[fa]) > 1e-9 * (1 + A->radius)) continue;
+        if (fabs(khzu_dot3(A->n[fa], A->v[va]) - A->d[fa]) > 1e-7 * (1 + A->radius)) continue;
         for (int fb = 0; fb < B->nf; fb++) {
-          if (fabs(khzu_dot3(B->n[fb], B->v[vb]) - B->d[fb]) > 1e-9 * (1 + B->radius)) continue;
+          if (fabs(khzu_dot3(B->n[fb], B->v[vb]) - B->d[fb]) > 1e-7 * (1 + B->radius)) continue;
           int ids[6], n = 0;
           if ((ids[n++] = add_vf(W, pa, va, pb, fb)) < 0) return -1;
           if ((ids[n++] = add_vf(W, pb, vb, pa, fa)) < 0) return -1;
@@ -458,15 +458,19 @@ static int edge_constraints(pegWork *W, int pa, int pb, double reach, double mu)
   return 0;
 }
 
-/* largest speed of a polytope's points at the current forward pass */
-static double poly_speed(const khzModel *m, const khzData *d, const khzPegPoly *P) {
-  if (khz_bodyStatic(m, P->body) || P->plane) return 0;
-  double sp = 0, vel[3];
+/* the velocity of a polytope's centre and the bound |omega| r of its points'
+ * speed about it, at the current forward pass */
+static void poly_speed(const khzModel *m, const khzData *d, const khzPegPoly *P, double out[4]) {
+  memset(out, 0, 4 * sizeof(double));
+  if (khz_bodyStatic(m, P->body) || P->plane) return;
+  khz_pointVelocity(m, d, P->body, P->center, out);
+  double vel[3], r[3], w = 0;
   for (int i = 0; i < P->nv; i++) {
     khz_pointVelocity(m, d, P->body, P->v[i], vel);
-    sp = fmax(sp, khzu_norm3(vel));
+    khzu_sub3(r, vel, out);
+    w = fmax(w, khzu_norm3(r));
   }
-  return sp;
+  out[3] = w;
 }
 
 /* every potential contact of the polytopes at the current kinematics */
@@ -477,7 +481,7 @@ static int gather(const khzModel *m, khzData *d, pegWork *W, double h) {
     W->geom_poly[g] = -1;
     if (cm->geom[g].shape < 0) continue;
     if (khz_pegPoly(m, d, g, W->poly + np) != 1) return -1;
-    W->speed[np] = poly_speed(m, d, W->poly + np);
+    poly_speed(m, d, W->poly + np, W->speed + 4 * np);
     W->geom_poly[g] = np++;
   }
   W->nc = W->ng = W->nm = 0;
@@ -486,8 +490,11 @@ static int gather(const khzModel *m, khzData *d, pegWork *W, double h) {
       khzPegPoly *A = W->poly + i, *B = W->poly + j;
       if (khz_bodyStatic(m, A->body) && khz_bodyStatic(m, B->body)) continue;
       if (!khz_collisionFilter(m, A->geom, B->geom)) continue;
-      /* the step's travel (both bodies, with gravity's share) and the reach */
-      double reach = PEG_EPS + 1.5 * h * (W->speed[i] + W->speed[j]) + 20 * h * h;
+      /* the step's relative travel (with gravity's share) and the reach */
+      const double *si = W->speed + 4 * i, *sj = W->speed + 4 * j;
+      double dv[3];
+      khzu_sub3(dv, si, sj);
+      double reach = PEG_EPS + 1.5 * h * (khzu_norm3(dv) + si[3] + sj[3]) + 20 * h * h;
       if (A->plane || B->plane) {
         const khzPegPoly *P = A->plane ? A : B, *Q = A->plane ? B : A;
         if (khzu_dot3(P->n[0], Q->center) - P->d[0] > Q->radius + reach) continue;

@@ -9,16 +9,23 @@
 #include "peg.h"
 #include "spatial.h"
 
-/* the faces of each edge, from the planes its two vertices lie on */
+/* the faces of each edge: the two planes its two vertices lie nearest to
+ * (a hull's faces are planar only to the mesh file's precision) */
 static int edge_faces(khzPegPoly *P, double tol) {
   for (int e = 0; e < P->ne; e++) {
     const double *a = P->v[P->e[e][0]], *b = P->v[P->e[e][1]];
-    int k = 0;
+    double best[2] = {INFINITY, INFINITY};
     P->ef[e][0] = P->ef[e][1] = -1;
-    for (int f = 0; f < P->nf && k < 2; f++)
-      if (fabs(khzu_dot3(P->n[f], a) - P->d[f]) < tol && fabs(khzu_dot3(P->n[f], b) - P->d[f]) < tol)
-        P->ef[e][k++] = f;
-    if (k < 2) return -1;
+    for (int f = 0; f < P->nf; f++) {
+      double err = fmax(fabs(khzu_dot3(P->n[f], a) - P->d[f]), fabs(khzu_dot3(P->n[f], b) - P->d[f]));
+      if (err < best[0]) {
+        best[1] = best[0], P->ef[e][1] = P->ef[e][0];
+        best[0] = err, P->ef[e][0] = f;
+      } else if (err < best[1]) {
+        best[1] = err, P->ef[e][1] = f;
+      }
+    }
+    if (!(best[1] < tol)) return -1;
   }
   return 0;
 }
@@ -87,7 +94,7 @@ int khz_pegPoly(const khzModel *m, const khzData *d, int g, khzPegPoly *P) {
     for (int i = 0; i < P->nv; i++) dm = fmax(dm, khzu_dot3(P->n[f], P->v[i]));
     P->d[f] = dm;
   }
-  return edge_faces(P, 1e-9 * (1 + r)) == 0 ? 1 : -1;
+  return edge_faces(P, 1e-4 * (1 + r)) == 0 ? 1 : -1;
 }
 
 /* ------------------------------------------------------------- overlap -- */
@@ -168,7 +175,7 @@ double khz_pegOverlap(const khzPegPoly *A, const khzPegPoly *B) {
     q->p = pts + (size_t)OV_MAXP * (ng - 1);
     khzu_copy3(q->n, A->n[f]);
     for (int i = 0; i < A->nv && q->np < OV_MAXP; i++)
-      if (fabs(khzu_dot3(A->n[f], A->v[i]) - A->d[f]) < 1e-9 * (1 + A->radius)) khzu_copy3(q->p[q->np++], A->v[i]);
+      if (fabs(khzu_dot3(A->n[f], A->v[i]) - A->d[f]) < 1e-7 * (1 + A->radius)) khzu_copy3(q->p[q->np++], A->v[i]);
     order_polygon(q);
   }
   /* clipped by B's half-spaces; each cut adds the polygon of its new points */
