@@ -54,7 +54,7 @@ const khzSetting khz_settings[] = {
     {DOUBLE(kd, 0, 1e9), .apply = khz_apply_gains, .def = "0",
      .help = "default PD damping for every actuator, N m s/rad"},
     {STRING(contact_method), .apply = khz_apply_contact, .def = "",
-     .help = "contact method (none, penalty, deepest, lcp; empty = the scene's)"},
+     .help = "contact method (none, penalty, deepest, lcp, peg; empty = the scene's)"},
     {BOOL(publish_contacts), .apply = khz_apply_publish, .def = "false",
      .help = "include contact points in every state"},
     {BOOL(publish_hash), .def = "false",

@@ -127,7 +127,8 @@ static void khz_sim_help_run(FILE *out) {
       "                   docs/trajectory-format.md)\n"
       "  --method M       contact method: none, penalty (Drumwright's multi-point method),\n"
       "                   deepest (one spring at the deepest point; the baseline) or lcp\n"
-      "                   (Stewart & Trinkle's LCP time-stepping; docs/lcp.md)\n"
+      "                   (Stewart & Trinkle's LCP time-stepping; docs/lcp.md) or peg\n"
+      "                   (Williams, Lu & Trinkle's polytope contact; docs/peg.md)\n"
       "                   (default: the scene's contact.method)\n"
       "  --sleep on|off   on: islands of free bodies at rest sleep as in khz-server (not\n"
       "                   integrated, not collided until touched, pushed or commanded;\n"
@@ -661,7 +662,7 @@ static int khz_sim_run(int argc, char **argv) {
   double dt = 0;
   int integrator = -1, method = -1;
   if (flags[4].given && (method = khz_contactMethodFromName(flags[4].value)) < 0) {
-    fprintf(stderr, "khz-sim run: --method: expected none, penalty, deepest or lcp, got '%s'\n",
+    fprintf(stderr, "khz-sim run: --method: expected none, penalty, deepest, lcp or peg, got '%s'\n",
             flags[4].value);
     return KHZ_SIM_USAGE;
   }

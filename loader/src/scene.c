@@ -445,7 +445,7 @@ static int khz_scene_contact(khzSceneReader *r, const yaml_node_t *n, khzContact
     int id = khz_contactMethodFromName(method);
     if (id < 0) {
       return khz_scene_fail(r, v, "contact.method",
-                            "unknown method '%s' (accepted: none, penalty, deepest, lcp)", method);
+                            "unknown method '%s' (accepted: none, penalty, deepest, lcp, peg)", method);
     }
     c->method = (khzContactMethod)id;
   }

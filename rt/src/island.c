@@ -71,10 +71,10 @@ static int nonzero(const double *x, int n) {
 void khz_islandWakeOnInputs(const khzModel *m, khzData *d) {
   d->ncontact_asleep = d->contact_shift = 0; /* khz_collide lists them again */
   if (!khz_anyAsleep(d)) return;
-  /* nothing sleeps without contact, nor under the LCP method, which finds
+  /* nothing sleeps without contact, nor under the LCP and PEG methods, which find
    * its contacts itself (lcp.c), past the pass that keeps sleeping pairs */
   if (!d->sleep_enabled || d->contact_method == KHZ_CONTACT_NONE ||
-      d->contact_method == KHZ_CONTACT_LCP) {
+      d->contact_method == KHZ_CONTACT_LCP || d->contact_method == KHZ_CONTACT_PEG) {
     khz_wake(m, d, -1);
     return;
   }
@@ -121,7 +121,7 @@ int khz_islandUpdate(const khzModel *m, khzData *d) {
   d->contact_shift = 0;
   d->ncontact_kept = 0;
   if (!d->sleep_enabled || d->contact_method == KHZ_CONTACT_NONE ||
-      d->contact_method == KHZ_CONTACT_LCP)
+      d->contact_method == KHZ_CONTACT_LCP || d->contact_method == KHZ_CONTACT_PEG)
     return 0;
   int nb = m->nbody, slept = 0;
   size_t mark = khz_stackMark(d);

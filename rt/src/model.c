@@ -12,6 +12,7 @@
 #include "constraint.h"
 #include "contact/contact.h"
 #include "dynamics.h"
+#include "peg/peg.h"
 #include "island.h"
 #include "khz/khz.h"
 #include "spatial.h"
@@ -731,6 +732,12 @@ khzModel *khz_compile(const khzSpec *s, char *err, size_t errsz) {
     return NULL;
   }
 
+  if (m->contact.method == KHZ_CONTACT_PEG && khz_pegRefusal(m)) {
+    fail(err, errsz, "contact method 'peg': %s", khz_pegRefusal(m));
+    khz_deleteModel(&m);
+    return NULL;
+  }
+
   if (compute_meff(m, err, errsz) < 0) {
     khz_deleteModel(&m);
     return NULL;
@@ -755,5 +762,6 @@ void khz_deleteModel(khzModel **m_p) {
 const char *khz_contactMethodRefusal(const khzModel *m, int method) {
   if (method == KHZ_CONTACT_LCP && m->neq > 0)
     return "the LCP method does not solve the model's equality constraints (use penalty or deepest)";
+  if (method == KHZ_CONTACT_PEG) return khz_pegRefusal(m);
   return NULL;
 }

@@ -17,6 +17,7 @@
 #include "island.h"
 #include "khz/khz.h"
 #include "lcp/lcp.h"
+#include "peg/peg.h"
 #include "spatial.h"
 
 /* the gentle release of a joint far past its limit (khz_passive): beyond
@@ -267,7 +268,8 @@ void khz_stepWith(const khzModel *m, khzData *d, double h) {
 
   /* the LCP method steps by itself (velocity-level, first order); when it
    * cannot solve a step it counts a warning and the penalty stages run */
-  int lcp = d->contact_method == KHZ_CONTACT_LCP && khz_lcpStep(m, d, h) == 0;
+  int lcp = (d->contact_method == KHZ_CONTACT_LCP && khz_lcpStep(m, d, h) == 0) ||
+            (d->contact_method == KHZ_CONTACT_PEG && khz_pegStep(m, d, h) == 0);
 
   if (!lcp) {
     /* contact: collision detection at the current state, the Fig. 2 phases

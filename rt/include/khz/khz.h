@@ -75,6 +75,7 @@ typedef enum khzContactMethod {
   KHZ_CONTACT_PENALTY,  /* Drumwright's multi-point penalty method with impacts (docs/contact.md) */
   KHZ_CONTACT_DEEPEST,  /* one penalty spring at the deepest point (the paper's baseline) */
   KHZ_CONTACT_LCP,      /* Stewart & Trinkle's LCP time-stepping, solved by Lemke (docs/lcp.md) */
+  KHZ_CONTACT_PEG,      /* Williams, Lu & Trinkle's PEG polytope contact in the same stepping (docs/peg.md) */
   KHZ_CONTACT_NMETHODS
 } khzContactMethod;
 

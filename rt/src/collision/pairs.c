@@ -32,7 +32,7 @@
 
 /* ------------------------------------------------------------- names -- */
 
-static const char *const method_names[KHZ_CONTACT_NMETHODS] = {"none", "penalty", "deepest", "lcp"};
+static const char *const method_names[KHZ_CONTACT_NMETHODS] = {"none", "penalty", "deepest", "lcp", "peg"};
 
 const char *khz_contactMethodName(khzContactMethod method) {
   return (method >= 0 && method < KHZ_CONTACT_NMETHODS) ? method_names[method] : "unknown";

@@ -15,6 +15,7 @@
 #include "dynamics.h"
 #include "impulse.h"
 #include "lcp/lcp.h"
+#include "peg/peg.h"
 #include "penalty.h"
 #include "phases.h"
 
@@ -98,6 +99,7 @@ size_t khz_contactStackBytes(const khzModel *m) {
                     khz_penaltyImplicitStackBytes(m);
   /* the LCP method runs instead of these stages (its step falls back to
    * them only after freeing its own scratch) */
-  size_t lcp = khz_lcpStackBytes(m), penalty = contact + khz_impulseStackBytes(m) + implicit;
+  size_t peg = khz_pegStackBytes(m);
+  size_t lcp = khz_lcpStackBytes(m) > peg ? khz_lcpStackBytes(m) : peg, penalty = contact + khz_impulseStackBytes(m) + implicit;
   return lcp > penalty ? lcp : penalty;
 }

@@ -1,0 +1,909 @@
+/* peg.c — Williams, Lu & Trinkle's polytopal exact geometry (PEG) contact
+ * model (J. Comput. Nonlinear Dyn. 12(2), 2016) in the velocity-level
+ * time-stepping of Stewart & Trinkle, solved by Lemke (lcp/lemke.c).
+ *
+ * Potential contacts are gathered at the step's start q, before they
+ * penetrate (sec. 4): feature pairs within reach of each other, the reach
+ * PEG_EPS plus what the bodies' points can travel in the step. Each gives a
+ * gap psi = n.(p_a - p_b) and a normal Jacobian row G (body a's point
+ * against body b's), linearised over the step (eq. 6):
+ *   r = psi/h + G v+   (r >= 0: no overlap of this feature pair at q+).
+ * The constraints (sec. 3, 5.2), each a group of contacts C_1 (the primary,
+ * carrying the impulse p along its normal) .. C_K with K - 1 slacks c:
+ *   U (eq. 18, K = 1):      0 <= r_1 _|_ p >= 0
+ *   I (eqs. 20, 24), X:     0 <= c_2 + .. + c_j + r_1 - r_j _|_ c_j >= 0  (j = 2..K)
+ *                           0 <= c_2 + .. + c_K + r_1       _|_ p   >= 0
+ * so that c_2 + .. + c_K + r_1 = max_j r_j: at least one gap of the group
+ * stays open, and p > 0 only when the largest is zero (eq. 11: the vertex
+ * may pass either side of a corner, never through it).
+ *   vertex-face (eq. 34):   U over the one face a vertex is near;
+ *   vertex-edge, -vertex:   I over the faces of the other body the vertex is
+ *                           near (eqs. 36, 37), the primary the face of the
+ *                           largest gap at q (ties: applicability, eq. 30);
+ *   edge-edge (eq. 35):     U when the closest points are inside both edges
+ *                           and the pair is applicable (eq. 31);
+ *   X (eqs. 36, 38):        an edge of the vertex against the edge it is
+ *                           near, OR the vertex above the face on that side;
+ *                           and for two vertices near each other, per face
+ *                           pair (f_a, f_b): C(v_a, f_b), C(v_b, f_a) and
+ *                           their applicable edge-edge pairs.
+ * The paper's eq. (48) has no rows for X constraints (they carry no
+ * impulse, so nothing enforces them); khz gives each X the impulse of its
+ * primary contact (the member with the largest gap at q), which makes it an
+ * I constraint of its own. Friction (Stewart & Trinkle's polyhedral cone,
+ * k directions) acts at the primary contact of every U and I constraint:
+ *   0 <= lambda e + D' v+ _|_ beta >= 0,  0 <= mu p - e' beta _|_ lambda >= 0.
+ * With v+ = v_free + M^-1 (G_p' p + D' beta) eliminated the unknowns
+ * z = (p, c, beta, lambda) make the pure LCP of eqs. (48)-(49), solved by
+ * Lemke with lexicographic degeneracy resolution, the regularised retries
+ * and the penalty fallback of the LCP path (docs/lcp.md).
+ */
+#include "peg.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "collision/collision.h"
+#include "dynamics.h"
+#include "lcp/lcp.h"
+#include "lcp/lemke.h"
+#include "spatial.h"
+
+/* reach (m) beyond the step's travel within which feature pairs are gathered */
+#define PEG_EPS 2e-3
+/* relaxed applicability: sin(theta) of eqs. (29)-(31) */
+#define PEG_SIN_THETA 0.25
+/* a penetration present at q is removed at this speed at most (m/s) */
+#define PEG_PUSHOUT 0.2
+/* solves per step: the first, then again with each gap's linearisation
+ * corrected by its exact value at q+ (while a group ends deeper than
+ * PEG_RECHECK_DEPTH) */
+#define PEG_PASSES 4
+#define PEG_RECHECK_DEPTH 1e-10
+
+enum { C_VF = 0, C_EE = 1 };
+enum { G_U = 0, G_I = 1, G_X = 2 };
+
+typedef struct pegContact {
+  int kind, poly[2], feat[2]; /* poly[0]'s feature feat[0] against poly[1]'s feat[1] */
+  int body[2];
+  double pa[3], pb[3], n[3]; /* n points from body[1] toward body[0] */
+  double psi;
+  double appl;
+  double mu;
+  int unil; /* an edge-edge pair inside both edges (a U constraint of its own) */
+  double corr; /* the gap's correction: exact gap at q+ minus its linearisation */
+} pegContact;
+
+typedef struct pegGroup {
+  int kind, first, count; /* members W->mem[first .. first + count), the primary first */
+  int fric;               /* friction index, -1 */
+  double mu;
+} pegGroup;
+
+typedef struct pegWork {
+  int nv, k, maxc, maxg, maxm, maxf, nmax, npmax;
+  int npoly, nc, ng, nm, nf;
+  khzPegPoly *poly;
+  int *geom_poly; /* per geom: its polytope index, -1 */
+  double *speed;  /* per polytope: velocity of its centre (3) and |omega| r (1) at q */
+  pegContact *c;
+  pegGroup *g;
+  int *mem;
+  /* dynamics */
+  double *vfree, *vplus, *qplus, *tau, *qdd, *jac0, *jac1;
+  int *act, *loc, *dof, *tree_root, *tree_off, *tree_n, *tree_moff;
+  double *Mb;
+  double *Gc, *Gp, *Yp, *Kc, *Kp, *gvc, *gvp;
+  double *A, *b, *z, *w, *D;
+  khzLemke lk;
+  int ntree, na;
+  double cur_mu; /* the pair being gathered */
+} pegWork;
+
+static int peg_model = KHZ_PEG_MODEL_PEG;
+static khzPegStats peg_stats = {0, 0, 0, 0, 0, -1, 0, 0};
+
+void khz_pegSetModel(int model) { peg_model = model; }
+const khzPegStats *khz_pegLastStats(void) { return &peg_stats; }
+
+/* ------------------------------------------------------------- sizes -- */
+
+const char *khz_pegRefusal(const khzModel *m) {
+  const khzColModel *cm = m->collision;
+  if (m->neq > 0) return "the PEG method does not solve the model's equality constraints (use penalty or deepest)";
+  for (int g = 0; g < m->ngeom; g++) {
+    int s = cm->geom[g].shape;
+    if (s < 0 || s == KHZ_SHAPE_PLANE || s == KHZ_SHAPE_BOX) continue;
+    if (s == KHZ_SHAPE_CONVEX) {
+      const khzColHull *h = &cm->hull[cm->geom[g].hull];
+      if (h->nvert <= KHZ_PEG_MAXV && h->nplane <= KHZ_PEG_MAXF && h->nedge <= KHZ_PEG_MAXE) continue;
+      return "the PEG method takes convex meshes of at most 64 vertices, 64 faces and 160 edges";
+    }
+    return "the PEG method takes boxes, convex meshes and planes only (a collidable geom is another shape)";
+  }
+  return NULL;
+}
+
+static int n_polys(const khzModel *m, int *ndyn) {
+  const khzColModel *cm = m->collision;
+  int n = 0;
+  *ndyn = 0;
+  for (int g = 0; g < m->ngeom; g++)
+    if (cm->geom[g].shape >= 0) {
+      n++;
+      if (!khz_bodyStatic(m, m->geom_body[g])) (*ndyn)++;
+    }
+  return n;
+}
+
+static void peg_sizes(const khzModel *m, pegWork *W) {
+  int ndyn, np = n_polys(m, &ndyn);
+  W->nv = m->nv;
+  W->k = khz_lcpDirections(m);
+  W->npoly = np;
+  W->maxm = 64 * ndyn + 16;
+  if (W->maxm > 480) W->maxm = 480;
+  W->maxc = W->maxm;
+  W->maxg = W->maxm;
+  W->maxf = 24 * ndyn + 8;
+  if (W->maxf > 128) W->maxf = 128;
+  W->nmax = W->maxm + W->maxf * (W->k + 1);
+  W->npmax = W->maxg + W->maxf * W->k;
+}
+
+#define PEG_ARRAYS(X, W, m)                               \
+  X(W->poly, khzPegPoly, W->npoly)                        \
+  X(W->geom_poly, int, (m)->ngeom)                        \
+  X(W->speed, double, 4 * (size_t)W->npoly)               \
+  X(W->c, pegContact, W->maxc)                            \
+  X(W->g, pegGroup, W->maxg)                              \
+  X(W->mem, int, W->maxm)                                 \
+  X(W->vfree, double, (m)->nv)                            \
+  X(W->vplus, double, (m)->nv)                            \
+  X(W->qplus, double, (m)->nq)                            \
+  X(W->tau, double, (m)->nv)                              \
+  X(W->qdd, double, (m)->nv)                              \
+  X(W->jac0, double, 3 * (size_t)(m)->nv)                 \
+  X(W->jac1, double, 3 * (size_t)(m)->nv)                 \
+  X(W->act, int, (m)->nv)                                 \
+  X(W->loc, int, (m)->nv)                                 \
+  X(W->dof, int, (m)->nv)                                 \
+  X(W->tree_root, int, (m)->nbody)                        \
+  X(W->tree_off, int, (m)->nbody)                         \
+  X(W->tree_n, int, (m)->nbody)                           \
+  X(W->tree_moff, int, (m)->nbody)                        \
+  X(W->Mb, double, (size_t)(m)->nv *(m)->nv)              \
+  X(W->Gc, double, (size_t)W->maxc *(m)->nv)              \
+  X(W->Gp, double, (size_t)W->npmax *(m)->nv)             \
+  X(W->Yp, double, (size_t)W->npmax *(m)->nv)             \
+  X(W->Kc, double, (size_t)W->maxc *W->npmax)             \
+  X(W->Kp, double, (size_t)W->npmax *W->npmax)            \
+  X(W->gvc, double, W->maxc)                              \
+  X(W->gvp, double, W->npmax)                             \
+  X(W->A, double, (size_t)W->nmax *W->nmax)               \
+  X(W->b, double, W->nmax)                                \
+  X(W->z, double, W->nmax)                                \
+  X(W->w, double, W->nmax)                                \
+  X(W->D, double, W->nmax)
+
+size_t khz_pegStackBytes(const khzModel *m) {
+  if (!m->collision || khz_pegRefusal(m)) return 0;
+  pegWork w, *W = &w;
+  peg_sizes(m, W);
+  size_t bytes = khz_lemkeBytes(W->nmax) + 64;
+#define PEG_SIZE(ptr, type, count) bytes += (size_t)(count) * sizeof(type) + 64;
+  PEG_ARRAYS(PEG_SIZE, W, m)
+#undef PEG_SIZE
+  return bytes;
+}
+
+static int peg_carve(const khzModel *m, khzData *d, pegWork *W) {
+  memset(W, 0, sizeof *W);
+  peg_sizes(m, W);
+  int ok = 1;
+#define PEG_TAKE(ptr, type, count)                             \
+  ptr = khz_stackAlloc(d, (size_t)(count) * sizeof(type) + 1); \
+  ok &= ptr != NULL;
+  PEG_ARRAYS(PEG_TAKE, W, m)
+#undef PEG_TAKE
+  void *lkmem = khz_stackAlloc(d, khz_lemkeBytes(W->nmax));
+  if (!ok || !lkmem) return 0;
+  khz_lemkeInit(&W->lk, W->nmax, lkmem);
+  return 1;
+}
+
+/* ---------------------------------------------------- feature pairs -- */
+
+/* the contact of this feature pair (found or added), -1 when full */
+static int contact_find(pegWork *W, int kind, int pa, int fa, int pb, int fb) {
+  for (int i = 0; i < W->nc; i++) {
+    const pegContact *c = W->c + i;
+    if (c->kind == kind && c->poly[0] == pa && c->feat[0] == fa && c->poly[1] == pb && c->feat[1] == fb) return i;
+  }
+  return -1;
+}
+
+/* vertex-face applicability (eq. 30): min over the edges at the vertex of
+ * n_f . (v_k - v) / |v_k - v| */
+static double appl_vf(const khzPegPoly *A, int v, const double n[3]) {
+  double a = INFINITY;
+  for (int e = 0; e < A->ne; e++) {
+    int o = A->e[e][0] == v ? A->e[e][1] : A->e[e][1] == v ? A->e[e][0] : -1;
+    if (o < 0) continue;
+    double r[3];
+    khzu_sub3(r, A->v[o], A->v[v]);
+    a = fmin(a, khzu_dot3(n, r) / khzu_norm3(r));
+  }
+  return a;
+}
+
+/* vertex v of polytope pa against face f of pb */
+static int add_vf(pegWork *W, int pa, int v, int pb, int f) {
+  int i = contact_find(W, C_VF, pa, v, pb, f);
+  if (i >= 0) return i;
+  if (W->nc >= W->maxc) return -1;
+  const khzPegPoly *A = W->poly + pa, *B = W->poly + pb;
+  pegContact *c = W->c + W->nc;
+  c->kind = C_VF, c->poly[0] = pa, c->poly[1] = pb, c->feat[0] = v, c->feat[1] = f;
+  c->body[0] = A->body, c->body[1] = B->body;
+  khzu_copy3(c->n, B->n[f]);
+  c->psi = khzu_dot3(B->n[f], A->v[v]) - B->d[f];
+  khzu_copy3(c->pa, A->v[v]);
+  khzu_addScl3(c->pb, c->pa, c->n, -c->psi);
+  c->appl = appl_vf(A, v, c->n);
+  c->mu = W->cur_mu, c->unil = 0, c->corr = 0;
+  return W->nc++;
+}
+
+/* the in-face direction of face f at edge e (perpendicular to the edge,
+ * pointing into the face) */
+static void face_dir(const khzPegPoly *P, int e, int f, double t[3]) {
+  double u[3];
+  khzu_sub3(u, P->v[P->e[e][1]], P->v[P->e[e][0]]);
+  khzu_cross(t, P->n[f], u);
+  khzu_normalize3(t);
+  int o = P->ef[e][0] == f ? P->ef[e][1] : P->ef[e][0];
+  if (khzu_dot3(t, P->n[o]) > 0) khzu_scl3(t, t, -1);
+}
+
+/* edge-edge applicability (eq. 31) for the normal n (from B toward A):
+ * how far the faces at both edges turn away from the other body */
+static double appl_ee(const khzPegPoly *A, int ea, const khzPegPoly *B, int eb, const double n[3]) {
+  double t[3], a = INFINITY;
+  for (int s = 0; s < 2; s++) {
+    face_dir(A, ea, A->ef[ea][s], t);
+    a = fmin(a, khzu_dot3(n, t));
+    face_dir(B, eb, B->ef[eb][s], t);
+    a = fmin(a, -khzu_dot3(n, t));
+  }
+  return a;
+}
+
+/* edge ea of pa against edge eb of pb, gap between the two lines along
+ * n = +-(ea x eb) with the sign of larger applicability; *s, *t the closest
+ * points' parameters on the segments; -1 when parallel, -2 when full */
+static int add_ee(pegWork *W, int pa, int ea, int pb, int eb, double *sp, double *tp) {
+  const khzPegPoly *A = W->poly + pa, *B = W->poly + pb;
+  const double *a0 = A->v[A->e[ea][0]], *a1 = A->v[A->e[ea][1]];
+  const double *b0 = B->v[B->e[eb][0]], *b1 = B->v[B->e[eb][1]];
+  double u[3], v[3], n[3], r[3];
+  khzu_sub3(u, a1, a0);
+  khzu_sub3(v, b1, b0);
+  khzu_cross(n, u, v);
+  double ln = khzu_norm3(n);
+  if (ln < 1e-6 * khzu_norm3(u) * khzu_norm3(v)) return -1;
+  khzu_scl3(n, n, 1 / ln);
+  /* closest points of the two lines */
+  khzu_sub3(r, a0, b0);
+  double uu = khzu_dot3(u, u), uv = khzu_dot3(u, v), vv = khzu_dot3(v, v), ur = khzu_dot3(u, r),
+         vr = khzu_dot3(v, r), den = uu * vv - uv * uv;
+  double s = (uv * vr - vv * ur) / den, t = (uu * vr - uv * ur) / den;
+  if (sp) *sp = s;
+  if (tp) *tp = t;
+  int i = contact_find(W, C_EE, pa, ea, pb, eb);
+  if (i >= 0) return i;
+  if (W->nc >= W->maxc) return -2;
+  double np[3];
+  khzu_scl3(np, n, -1);
+  double ap = appl_ee(A, ea, B, eb, n), am = appl_ee(A, ea, B, eb, np);
+  if (am > ap) khzu_copy3(n, np), ap = am;
+  pegContact *c = W->c + W->nc;
+  c->kind = C_EE, c->poly[0] = pa, c->poly[1] = pb, c->feat[0] = ea, c->feat[1] = eb;
+  c->body[0] = A->body, c->body[1] = B->body;
+  for (int k = 0; k < 3; k++) c->pa[k] = a0[k] + s * u[k], c->pb[k] = b0[k] + t * v[k];
+  khzu_copy3(c->n, n);
+  khzu_sub3(r, c->pa, c->pb);
+  c->psi = khzu_dot3(n, r);
+  c->appl = ap;
+  c->mu = W->cur_mu, c->unil = 0, c->corr = 0;
+  return W->nc++;
+}
+
+/* a group of contacts; the primary (largest gap, then applicability) first */
+static int add_group(pegWork *W, int kind, const int *ids, int n, double mu) {
+  if (n <= 0) return 0;
+  if (W->ng >= W->maxg || W->nm + n > W->maxm) return -1;
+  /* the same group twice (a vertex pair seen from both sides) is one */
+  for (int gi = 0; gi < W->ng; gi++) {
+    const pegGroup *g = W->g + gi;
+    if (g->count != n) continue;
+    int same = 1;
+    for (int a = 0; a < n && same; a++) {
+      int found = 0;
+      for (int b = 0; b < n; b++) found |= W->mem[g->first + b] == ids[a];
+      same = found;
+    }
+    if (same) return 0;
+  }
+  int best = 0;
+  for (int a = 1; a < n; a++) {
+    const pegContact *c = W->c + ids[a], *p = W->c + ids[best];
+    if (c->psi > p->psi + 1e-12 || (c->psi > p->psi - 1e-12 && c->appl > p->appl)) best = a;
+  }
+  pegGroup *g = W->g + W->ng++;
+  g->kind = n == 1 ? G_U : kind;
+  g->first = W->nm, g->count = n, g->fric = -1, g->mu = mu;
+  W->mem[W->nm++] = ids[best];
+  for (int a = 0; a < n; a++)
+    if (a != best) W->mem[W->nm++] = ids[a];
+  return 0;
+}
+
+/* the standard model (eq. 9): every vertex-face pair and every edge-edge
+ * pair inside both edges its own U constraint */
+static int standard_groups(pegWork *W) {
+  W->ng = W->nm = 0;
+  for (int i = 0; i < W->nc; i++) {
+    if (W->c[i].kind == C_EE && !W->c[i].unil) continue;
+    if (add_group(W, G_U, &i, 1, W->c[i].mu) < 0) return -1;
+  }
+  return 0;
+}
+
+/* vertices of pa against the faces of pb (eqs. 34, 36, 37) */
+static int vertex_constraints(pegWork *W, int pa, int pb, double reach, double mu) {
+  const khzPegPoly *A = W->poly + pa, *B = W->poly + pb;
+  for (int v = 0; v < A->nv; v++) {
+    double s[KHZ_PEG_MAXF], smax = -INFINITY;
+    for (int f = 0; f < B->nf; f++) s[f] = khzu_dot3(B->n[f], A->v[v]) - B->d[f], smax = fmax(smax, s[f]);
+    if (smax > reach) continue;
+    int ids[KHZ_PEG_MAXF], faces[KHZ_PEG_MAXF], n = 0;
+    for (int f = 0; f < B->nf; f++)
+      if (s[f] >= smax - 2 * reach) faces[n] = f, n++;
+    if (n == 1 && appl_vf(A, v, B->n[faces[0]]) < -PEG_SIN_THETA) continue; /* a neighbour meets it first */
+    for (int i = 0; i < n; i++)
+      if ((ids[i] = add_vf(W, pa, v, pb, faces[i])) < 0) return -1;
+    if (add_group(W, G_I, ids, n, mu) < 0) return -1;
+    if (n != 2 || B->ne == 0) continue;
+    /* vertex-edge X (eq. 36): the edge eb of the two faces; each edge of
+     * the vertex heading over face f_s either passes over eb or the vertex
+     * stays above f_s */
+    int eb = -1;
+    for (int e = 0; e < B->ne && eb < 0; e++)
+      if ((B->ef[e][0] == faces[0] && B->ef[e][1] == faces[1]) || (B->ef[e][0] == faces[1] && B->ef[e][1] == faces[0]))
+        eb = e;
+    if (eb < 0) continue;
+    double t[2][3];
+    face_dir(B, eb, faces[0], t[0]);
+    face_dir(B, eb, faces[1], t[1]);
+    for (int ea = 0; ea < A->ne; ea++) {
+      int o = A->e[ea][0] == v ? A->e[ea][1] : A->e[ea][1] == v ? A->e[ea][0] : -1;
+      if (o < 0) continue;
+      double u[3];
+      khzu_sub3(u, A->v[o], A->v[v]);
+      int side = khzu_dot3(u, t[0]) >= khzu_dot3(u, t[1]) ? 0 : 1;
+      int x[2];
+      x[0] = add_ee(W, pa, ea, pb, eb, NULL, NULL);
+      if (x[0] == -2) return -1;
+      if (x[0] < 0 || W->c[x[0]].appl < -PEG_SIN_THETA) continue;
+      x[1] = ids[side];
+      if (add_group(W, G_X, x, 2, mu) < 0) return -1;
+    }
+  }
+  return 0;
+}
+
+/* edge-edge U (eq. 35) and the vertex-vertex X constraints (eq. 38) */
+static int edge_constraints(pegWork *W, int pa, int pb, double reach, double mu) {
+  const khzPegPoly *A = W->poly + pa, *B = W->poly + pb;
+  if (A->ne == 0 || B->ne == 0) return 0;
+  for (int ea = 0; ea < A->ne; ea++)
+    for (int eb = 0; eb < B->ne; eb++) {
+      double c1[3], c2[3], s, t;
+      const double *a0 = A->v[A->e[ea][0]], *a1 = A->v[A->e[ea][1]];
+      const double *b0 = B->v[B->e[eb][0]], *b1 = B->v[B->e[eb][1]];
+      double dist = khzu_closestSegSeg(a0, a1, b0, b1, &s, &t, c1, c2);
+      if (dist > reach || s <= 0 || s >= 1 || t <= 0 || t >= 1) continue;
+      double la = 0, lb = 0, r[3];
+      khzu_sub3(r, a1, a0), la = khzu_norm3(r);
+      khzu_sub3(r, b1, b0), lb = khzu_norm3(r);
+      /* feasibility: the closest points inside both edges by the reach
+       * (nearer an end, the vertex-edge and vertex-vertex cases hold it) */
+      if (s * la < reach || (1 - s) * la < reach || t * lb < reach || (1 - t) * lb < reach) continue;
+      int i = add_ee(W, pa, ea, pb, eb, NULL, NULL);
+      if (i == -2) return -1;
+      if (i < 0 || W->c[i].appl < -PEG_SIN_THETA) continue;
+      W->c[i].unil = 1;
+      if (add_group(W, G_U, &i, 1, mu) < 0) return -1;
+    }
+  /* vertex-vertex: per face pair at the two vertices */
+  for (int va = 0; va < A->nv; va++)
+    for (int vb = 0; vb < B->nv; vb++) {
+      double r[3];
+      khzu_sub3(r, A->v[va], B->v[vb]);
+      if (khzu_norm3(r) > reach) continue;
+      for (int fa = 0; fa < A->nf; fa++) {
+        if (fabs(khzu_dot3(A->n[fa], A->v[va]) - A->d[fa]) > 1e-7 * (1 + A->radius)) continue;
+        for (int fb = 0; fb < B->nf; fb++) {
+          if (fabs(khzu_dot3(B->n[fb], B->v[vb]) - B->d[fb]) > 1e-7 * (1 + B->radius)) continue;
+          int ids[6], n = 0;
+          if ((ids[n++] = add_vf(W, pa, va, pb, fb)) < 0) return -1;
+          if ((ids[n++] = add_vf(W, pb, vb, pa, fa)) < 0) return -1;
+          for (int ea = 0; ea < A->ne; ea++) {
+            if (A->e[ea][0] != va && A->e[ea][1] != va) continue;
+            if (A->ef[ea][0] != fa && A->ef[ea][1] != fa) continue;
+            for (int eb = 0; eb < B->ne; eb++) {
+              if (B->e[eb][0] != vb && B->e[eb][1] != vb) continue;
+              if (B->ef[eb][0] != fb && B->ef[eb][1] != fb) continue;
+              int i = add_ee(W, pa, ea, pb, eb, NULL, NULL);
+              if (i == -2) return -1;
+              if (i >= 0 && W->c[i].appl >= -PEG_SIN_THETA && n < 6) ids[n++] = i;
+            }
+          }
+          if (add_group(W, G_X, ids, n, mu) < 0) return -1;
+        }
+      }
+    }
+  return 0;
+}
+
+/* the velocity of a polytope's centre and the bound |omega| r of its points'
+ * speed about it, at the current forward pass */
+static void poly_speed(const khzModel *m, const khzData *d, const khzPegPoly *P, double out[4]) {
+  memset(out, 0, 4 * sizeof(double));
+  if (khz_bodyStatic(m, P->body) || P->plane) return;
+  khz_pointVelocity(m, d, P->body, P->center, out);
+  double vel[3], r[3], w = 0;
+  for (int i = 0; i < P->nv; i++) {
+    khz_pointVelocity(m, d, P->body, P->v[i], vel);
+    khzu_sub3(r, vel, out);
+    w = fmax(w, khzu_norm3(r));
+  }
+  out[3] = w;
+}
+
+/* every potential contact of the polytopes at the current kinematics */
+static int gather(const khzModel *m, khzData *d, pegWork *W, double h) {
+  const khzColModel *cm = m->collision;
+  int np = 0;
+  for (int g = 0; g < m->ngeom; g++) {
+    W->geom_poly[g] = -1;
+    if (cm->geom[g].shape < 0) continue;
+    if (khz_pegPoly(m, d, g, W->poly + np) != 1) return -1;
+    poly_speed(m, d, W->poly + np, W->speed + 4 * np);
+    W->geom_poly[g] = np++;
+  }
+  W->nc = W->ng = W->nm = 0;
+  for (int i = 0; i < np; i++)
+    for (int j = i + 1; j < np; j++) {
+      khzPegPoly *A = W->poly + i, *B = W->poly + j;
+      if (khz_bodyStatic(m, A->body) && khz_bodyStatic(m, B->body)) continue;
+      if (!khz_collisionFilter(m, A->geom, B->geom)) continue;
+      /* the step's relative travel (with gravity's share) and the reach */
+      const double *si = W->speed + 4 * i, *sj = W->speed + 4 * j;
+      double dv[3];
+      khzu_sub3(dv, si, sj);
+      double reach = PEG_EPS + 1.5 * h * (khzu_norm3(dv) + si[3] + sj[3]) + 20 * h * h;
+      if (A->plane || B->plane) {
+        const khzPegPoly *P = A->plane ? A : B, *Q = A->plane ? B : A;
+        if (khzu_dot3(P->n[0], Q->center) - P->d[0] > Q->radius + reach) continue;
+      } else {
+        double r[3];
+        khzu_sub3(r, A->center, B->center);
+        if (khzu_norm3(r) > A->radius + B->radius + reach) continue;
+      }
+      double f0 = m->geom_friction[A->geom], f1 = m->geom_friction[B->geom];
+      double mu = sqrt((f0 > 0 ? f0 : m->contact.mu) * (f1 > 0 ? f1 : m->contact.mu));
+      W->cur_mu = mu;
+      if (vertex_constraints(W, i, j, reach, mu) < 0 || vertex_constraints(W, j, i, reach, mu) < 0 ||
+          edge_constraints(W, i, j, reach, mu) < 0)
+        return -1;
+    }
+  if (peg_model == KHZ_PEG_MODEL_STANDARD && standard_groups(W) < 0) return -1;
+  /* friction at the primary of every U and I constraint */
+  W->nf = 0;
+  for (int gi = 0; gi < W->ng; gi++) {
+    pegGroup *g = W->g + gi;
+    if (g->kind == G_X || g->mu <= 0) continue;
+    if (W->nf >= W->maxf) return -1;
+    g->fric = W->nf++;
+  }
+  return 0;
+}
+
+/* ---------------------------------------------------------- dynamics -- */
+
+/* v_free = v + h FD(q, v, tau_applied + passive) */
+static void free_velocity(const khzModel *m, khzData *d, pegWork *W, double h) {
+  khz_passive(m, d, d->q, d->qd, W->tau);
+  for (int k = 0; k < m->nv; k++) W->tau[k] += d->tau_applied[k];
+  khz_forwardPass(m, d, d->q, d->qd);
+  khz_externalForces(m, d);
+  khz_abaCore(m, d, W->tau, W->qdd);
+  for (int k = 0; k < m->nv; k++) W->vfree[k] = d->qd[k] + h * W->qdd[k];
+}
+
+/* the trees the contacts touch, their dofs, the Cholesky factors of their
+ * mass-matrix blocks (CRBA); 0 when a block is singular */
+static int mass_blocks(const khzModel *m, khzData *d, pegWork *W) {
+  W->ntree = W->na = 0;
+  for (int k = 0; k < m->nv; k++) W->act[k] = -1;
+  for (int i = 0; i < W->nc; i++)
+    for (int s = 0; s < 2; s++) {
+      int b = W->c[i].body[s];
+      if (khz_bodyStatic(m, b)) continue;
+      int root = m->body_root[b], t = 0;
+      while (t < W->ntree && W->tree_root[t] != root) t++;
+      if (t == W->ntree) W->tree_root[W->ntree++] = root;
+    }
+  khz_compositeInertia(m, d, d->q);
+  int moff = 0;
+  for (int t = 0; t < W->ntree; t++) {
+    int nt = 0;
+    W->tree_off[t] = W->na;
+    for (int k = 0; k < m->nv; k++)
+      if (m->body_root[m->dof_body[k]] == W->tree_root[t]) {
+        W->act[k] = W->na + nt, W->loc[k] = nt, W->dof[W->na + nt] = k;
+        nt++;
+      }
+    W->tree_n[t] = nt, W->tree_moff[t] = moff;
+    double *Mt = W->Mb + moff;
+    khz_crbaBlock(m, d, W->tree_root[t], W->loc, nt, Mt);
+    if (khzu_cholFactor(Mt, nt)) return 0;
+    W->na += nt, moff += nt * nt;
+  }
+  return 1;
+}
+
+/* the row dir^T (J_0(p0) - J_1(p1)) over the active dofs */
+static void jac_row(const khzModel *m, khzData *d, pegWork *W, const int body[2], const double p0[3],
+                    const double p1[3], const double dir[3], double *row) {
+  int nv = m->nv;
+  khz_jacobian(m, d, body[0], p0, W->jac0, NULL);
+  khz_jacobian(m, d, body[1], p1, W->jac1, NULL);
+  for (int a = 0; a < W->na; a++) {
+    int g = W->dof[a];
+    row[a] = dir[0] * (W->jac0[g] - W->jac1[g]) + dir[1] * (W->jac0[nv + g] - W->jac1[nv + g]) +
+             dir[2] * (W->jac0[2 * nv + g] - W->jac1[2 * nv + g]);
+  }
+}
+
+static void tangents(const double n[3], double t1[3], double t2[3]) {
+  double a[3] = {0, 0, 0};
+  int i = fabs(n[0]) <= fabs(n[1]) ? (fabs(n[0]) <= fabs(n[2]) ? 0 : 2) : (fabs(n[1]) <= fabs(n[2]) ? 1 : 2);
+  a[i] = 1;
+  khzu_cross(t1, n, a);
+  khzu_normalize3(t1);
+  khzu_cross(t2, n, t1);
+}
+
+static void direction(const double n[3], int j, int k, double dir[3]) {
+  double t1[3], t2[3], th = 2 * M_PI * j / k, c = cos(th), s = sin(th);
+  tangents(n, t1, t2);
+  for (int a = 0; a < 3; a++) dir[a] = c * t1[a] + s * t2[a];
+}
+
+/* x <- M^-1 x, block by block */
+static void apply_inverse(const pegWork *W, double *x) {
+  for (int t = 0; t < W->ntree; t++) khzu_cholSolve(W->Mb + W->tree_moff[t], W->tree_n[t], x + W->tree_off[t]);
+}
+
+/* the normal rows of every contact (Gc), the impulse rows (Gp: the
+ * primaries' normals, then the friction directions), Yp = M^-1 Gp', and
+ * their products */
+static void rows(const khzModel *m, khzData *d, pegWork *W) {
+  int na = W->na, nc = W->nc, ng = W->ng, k = W->k, npush = ng + W->nf * k;
+  for (int i = 0; i < nc; i++) {
+    const pegContact *c = W->c + i;
+    double *r = W->Gc + (size_t)i * na;
+    jac_row(m, d, W, c->body, c->pa, c->pb, c->n, r);
+    double s = 0;
+    for (int a = 0; a < na; a++) s += r[a] * W->vfree[W->dof[a]];
+    W->gvc[i] = s;
+  }
+  for (int gi = 0; gi < ng; gi++) {
+    const pegGroup *g = W->g + gi;
+    const pegContact *c = W->c + W->mem[g->first];
+    memcpy(W->Gp + (size_t)gi * na, W->Gc + (size_t)W->mem[g->first] * na, (size_t)na * sizeof(double));
+    if (g->fric < 0) continue;
+    for (int j = 0; j < k; j++) {
+      double dir[3];
+      direction(c->n, j, k, dir);
+      jac_row(m, d, W, c->body, c->pa, c->pb, dir, W->Gp + (size_t)(ng + g->fric * k + j) * na);
+    }
+  }
+  for (int r = 0; r < npush; r++) {
+    const double *G = W->Gp + (size_t)r * na;
+    double *Y = W->Yp + (size_t)r * na, s = 0;
+    memcpy(Y, G, (size_t)na * sizeof(double));
+    apply_inverse(W, Y);
+    for (int a = 0; a < na; a++) s += G[a] * W->vfree[W->dof[a]];
+    W->gvp[r] = s;
+  }
+  for (int i = 0; i < nc; i++)
+    for (int r = 0; r < npush; r++) {
+      const double *G = W->Gc + (size_t)i * na, *Y = W->Yp + (size_t)r * na;
+      double s = 0;
+      for (int a = 0; a < na; a++) s += G[a] * Y[a];
+      W->Kc[(size_t)i * npush + r] = s;
+    }
+  for (int q = ng; q < npush; q++)
+    for (int r = 0; r < npush; r++) {
+      const double *G = W->Gp + (size_t)q * na, *Y = W->Yp + (size_t)r * na;
+      double s = 0;
+      for (int a = 0; a < na; a++) s += G[a] * Y[a];
+      W->Kp[(size_t)q * npush + r] = s;
+    }
+}
+
+/* ----------------------------------------------------------- the LCP -- */
+
+/* the gap the LCP sees: a penetration present at q is released at
+ * PEG_PUSHOUT at most; plus the correction of the passes */
+static double psi_used(const pegContact *c, double h) { return fmax(c->psi, -PEG_PUSHOUT * h) + c->corr; }
+
+/* the exact gap of contact c's feature pair in the polytopes now in W->poly
+ * (the edge-edge normal keeps the side of c->n) */
+static double exact_gap(const pegWork *W, const pegContact *c) {
+  const khzPegPoly *A = W->poly + c->poly[0], *B = W->poly + c->poly[1];
+  if (c->kind == C_VF) return khzu_dot3(B->n[c->feat[1]], A->v[c->feat[0]]) - B->d[c->feat[1]];
+  const double *a0 = A->v[A->e[c->feat[0]][0]], *a1 = A->v[A->e[c->feat[0]][1]];
+  const double *b0 = B->v[B->e[c->feat[1]][0]], *b1 = B->v[B->e[c->feat[1]][1]];
+  double u[3], v[3], n[3], r[3];
+  khzu_sub3(u, a1, a0);
+  khzu_sub3(v, b1, b0);
+  khzu_cross(n, u, v);
+  if (khzu_normalize3(n) == 0) return c->psi;
+  if (khzu_dot3(n, c->n) < 0) khzu_scl3(n, n, -1);
+  khzu_sub3(r, a0, b0);
+  return khzu_dot3(n, r);
+}
+
+/* the unknowns z = (p: ng, c: nm - ng slacks, beta: nf k, lambda: nf); the
+ * rows w in the same order (eqs. 48-49 with friction) */
+static int assemble(pegWork *W, double h) {
+  int ng = W->ng, nm = W->nm, nf = W->nf, k = W->k, npush = ng + nf * k;
+  int ns = nm - ng, n = nm + nf * (k + 1), beta0 = nm, lam0 = nm + nf * k;
+  double *A = W->A, *b = W->b;
+  memset(A, 0, (size_t)n * n * sizeof(double));
+  /* the gap rate of contact i: r_i = psi_i/h + Gc_i v_free + Kc_i . (p, beta) */
+#define PUSHVAR(col) ((col) < ng ? (col) : beta0 + ((col) - ng))
+  int soff = ng;
+  for (int gi = 0; gi < ng; gi++) {
+    const pegGroup *g = W->g + gi;
+    const int *mem = W->mem + g->first;
+    int p = mem[0];
+    double psi1 = psi_used(W->c + p, h);
+    const double *K1 = W->Kc + (size_t)p * npush;
+    /* impulse row: c_2 + .. + c_K + r_1 */
+    double *row = A + (size_t)gi * n;
+    for (int col = 0; col < npush; col++) row[PUSHVAR(col)] += K1[col];
+    for (int j = 1; j < g->count; j++) row[soff + j - 1] += 1;
+    b[gi] = psi1 / h + W->gvc[p];
+    /* slack rows: c_2 + .. + c_j + r_1 - r_j */
+    for (int j = 1; j < g->count; j++) {
+      int cj = mem[j];
+      double psij = psi_used(W->c + cj, h);
+      const double *Kj = W->Kc + (size_t)cj * npush;
+      double *rs = A + (size_t)(soff + j - 1) * n;
+      for (int col = 0; col < npush; col++) rs[PUSHVAR(col)] += K1[col] - Kj[col];
+      for (int l = 1; l <= j; l++) rs[soff + l - 1] += 1;
+      b[soff + j - 1] = (psi1 - psij) / h + W->gvc[p] - W->gvc[cj];
+    }
+    soff += g->count - 1;
+    /* friction: D' v+ + lambda e _|_ beta; mu p - e' beta _|_ lambda */
+    if (g->fric >= 0) {
+      int f = g->fric;
+      for (int j = 0; j < k; j++) {
+        int r = ng + f * k + j;
+        double *rf = A + (size_t)(beta0 + f * k + j) * n;
+        const double *Kr = W->Kp + (size_t)r * npush;
+        for (int col = 0; col < npush; col++) rf[PUSHVAR(col)] += Kr[col];
+        rf[lam0 + f] = 1;
+        b[beta0 + f * k + j] = W->gvp[r];
+        A[(size_t)(lam0 + f) * n + beta0 + f * k + j] = -1;
+      }
+      A[(size_t)(lam0 + f) * n + gi] = g->mu;
+      b[lam0 + f] = 0;
+    }
+  }
+#undef PUSHVAR
+  (void)ns;
+  return n;
+}
+
+/* Lemke on the LCP scaled symmetrically, (D A D, D b) with D_i =
+ * A_ii^-1/2 where A_ii > 0 (z = D z'): the light bodies' large inverse
+ * masses otherwise leave the final basis' residual above Lemke's absolute
+ * tolerance. On failure again with a compliance eps (of the unit diagonal
+ * after scaling) on the impulse rows, as the LCP path does */
+static khzLcpStatus solve(pegWork *W, int n) {
+  /* compliances tried in turn; with friction only 0 and 1e-6 (a failure
+   * there is solved again without friction by the step) */
+  static const double ladder[] = {0, 1e-8, 1e-6, 1e-4}, friction_ladder[] = {0, 1e-6};
+  const double *eps = W->nf > 0 ? friction_ladder : ladder;
+  int ntry = W->nf > 0 ? 2 : 4;
+  int ng = W->ng, nm = W->nm, nfk = W->nf * W->k;
+  double *D = W->D;
+  for (int i = 0; i < n; i++) {
+    double a = W->A[(size_t)i * n + i];
+    D[i] = a > 0 ? 1 / sqrt(a) : 1;
+  }
+  for (int i = 0; i < n; i++) {
+    for (int j = 0; j < n; j++) W->A[(size_t)i * n + j] *= D[i] * D[j];
+    W->b[i] *= D[i];
+  }
+  khzLcpStatus st = KHZ_LCP_RAY;
+  for (int t = 0; t < ntry; t++) {
+    if (t) {
+      double de = eps[t] - eps[t - 1];
+      for (int r = 0; r < ng; r++) W->A[(size_t)r * n + r] += de;
+      for (int r = nm; r < nm + nfk; r++) W->A[(size_t)r * n + r] += de;
+    }
+    st = khz_lemke(&W->lk, n, W->A, W->b, W->z, W->w, 0);
+    if (st == KHZ_LCP_SOLVED) break;
+  }
+  for (int i = 0; i < n; i++) W->z[i] *= D[i];
+  return st;
+}
+
+/* v+ = v_free + M^-1 (Gp' (p, beta)) */
+static void velocity_update(const khzModel *m, pegWork *W) {
+  int ng = W->ng, npush = ng + W->nf * W->k, na = W->na;
+  memcpy(W->vplus, W->vfree, (size_t)m->nv * sizeof(double));
+  for (int r = 0; r < npush; r++) {
+    double zr = W->z[r < ng ? r : W->nm + (r - ng)];
+    if (zr == 0) continue;
+    const double *Y = W->Yp + (size_t)r * na;
+    for (int a = 0; a < na; a++) W->vplus[W->dof[a]] += zr * Y[a];
+  }
+}
+
+/* the contact list: per geom pair, a point per force-carrying constraint
+ * (the primary's point on body 1), its force (impulse / h) on body 0 */
+static void report(const khzModel *m, khzData *d, pegWork *W, double h) {
+  d->ncontact = d->ncpoint = 0;
+  int k = W->k;
+  for (int gi = 0; gi < W->ng; gi++) {
+    const pegGroup *g = W->g + gi;
+    const pegContact *c = W->c + W->mem[g->first];
+    int g0 = W->poly[c->poly[0]].geom, g1 = W->poly[c->poly[1]].geom, ci = -1;
+    for (int i = 0; i < d->ncontact && ci < 0; i++)
+      if (d->contact[i].geom[0] == g0 && d->contact[i].geom[1] == g1) ci = i;
+    if (ci < 0) {
+      if (d->ncontact >= m->npair_max) continue;
+      ci = d->ncontact++;
+      khzContact *ct = d->contact + ci;
+      memset(ct, 0, sizeof *ct);
+      ct->geom[0] = g0, ct->geom[1] = g1, ct->body[0] = c->body[0], ct->body[1] = c->body[1];
+      khzu_copy3(ct->normal, c->n);
+      ct->point_adr = d->ncpoint, ct->deepest = d->ncpoint, ct->slot = -1, ct->mu = g->mu;
+    }
+    khzContact *ct = d->contact + ci;
+    /* points of one pair stay contiguous: only the newest pair takes more */
+    if (ci != d->ncontact - 1 || ct->npoint >= m->max_points || d->ncpoint >= m->npair_max * m->max_points)
+      continue;
+    khzContactPoint *p = d->cpoint + d->ncpoint++;
+    memset(p, 0, sizeof *p);
+    ct->npoint++;
+    khzu_copy3(p->pos, c->pb);
+    p->depth = -c->psi;
+    double f[3];
+    khzu_scl3(f, c->n, W->z[gi] / h);
+    if (g->fric >= 0)
+      for (int j = 0; j < k; j++) {
+        double dir[3];
+        direction(c->n, j, k, dir);
+        khzu_addScl3(f, f, dir, W->z[W->nm + g->fric * k + j] / h);
+      }
+    khzu_copy3(p->force, f);
+    if (p->depth > d->cpoint[ct->deepest].depth) ct->deepest = d->ncpoint - 1;
+  }
+}
+
+/* the polytopes at q+ (W->qplus), each contact's exact gap there against
+ * the LCP's linear prediction psi + h G v+; the corrections updated. The
+ * number of groups left deeper than PEG_RECHECK_DEPTH (0: done). The
+ * kinematics are left at q+. */
+static int recheck(const khzModel *m, khzData *d, pegWork *W, double h) {
+  khz_forwardPass(m, d, W->qplus, NULL);
+  for (int i = 0; i < W->npoly; i++) {
+    int g = W->poly[i].geom;
+    if (khz_pegPoly(m, d, g, W->poly + i) != 1) return 0;
+  }
+  int deep = 0;
+  for (int gi = 0; gi < W->ng; gi++) {
+    const pegGroup *g = W->g + gi;
+    double best = -INFINITY;
+    for (int j = 0; j < g->count; j++) best = fmax(best, exact_gap(W, W->c + W->mem[g->first + j]));
+    /* a group whose largest gap was already closed at q only needs to open */
+    double start = -INFINITY;
+    for (int j = 0; j < g->count; j++) start = fmax(start, W->c[W->mem[g->first + j]].psi);
+    deep += best < -PEG_RECHECK_DEPTH && best < start;
+  }
+  if (!deep) return 0;
+  for (int i = 0; i < W->nc; i++) {
+    pegContact *c = W->c + i;
+    const double *G = W->Gc + (size_t)i * W->na;
+    double gv = 0;
+    for (int a = 0; a < W->na; a++) gv += G[a] * W->vplus[W->dof[a]];
+    c->corr += exact_gap(W, c) - (psi_used(c, h) + h * gv);
+  }
+  return deep;
+}
+
+int khz_pegStep(const khzModel *m, khzData *d, double h) {
+  size_t mark = khz_stackMark(d);
+  pegWork work, *W = &work;
+  memset(&peg_stats, 0, sizeof peg_stats);
+  peg_stats.status = -1;
+  int ok = khz_pegStackBytes(m) > 0 && peg_carve(m, d, W);
+  if (ok) {
+    free_velocity(m, d, W, h); /* leaves the kinematics at (q, v) */
+    ok = gather(m, d, W, h) == 0;
+  }
+  if (ok) {
+    peg_stats.contacts = W->nc;
+    for (int gi = 0; gi < W->ng; gi++) {
+      int kd = W->g[gi].kind;
+      peg_stats.nu += kd == G_U, peg_stats.ni += kd == G_I, peg_stats.nx += kd == G_X;
+    }
+    memcpy(W->vplus, W->vfree, (size_t)m->nv * sizeof(double));
+    if (W->ng > 0) {
+      ok = mass_blocks(m, d, W);
+      if (ok) {
+        rows(m, d, W);
+        for (int pass = 0; ok && pass < PEG_PASSES; pass++) {
+          int n = assemble(W, h);
+          peg_stats.n = n;
+          khzLcpStatus st = solve(W, n);
+          if (st != KHZ_LCP_SOLVED && W->nf > 0) {
+            /* the faces resting on faces make degenerate frictional LCPs
+             * that Lemke can end inaccurately; the frictionless LCP (positive
+             * semi-definite) keeps the geometry exact for this step */
+            for (int gi = 0; gi < W->ng; gi++) W->g[gi].fric = -1;
+            W->nf = 0;
+            rows(m, d, W);
+            n = assemble(W, h);
+            st = solve(W, n);
+            peg_stats.frictionless = 1;
+          }
+          peg_stats.status = st;
+          ok = st == KHZ_LCP_SOLVED;
+          if (!ok) break;
+          velocity_update(m, W);
+          if (pass == PEG_PASSES - 1) break;
+          /* the exact gaps at q+ against their linearisations (eq. 6):
+           * done when every group keeps a gap open to PEG_RECHECK_DEPTH */
+          khz_integratePos(m, W->qplus, d->q, W->vplus, h);
+          if (recheck(m, d, W, h) == 0) break;
+        }
+      }
+    }
+  }
+  if (ok) {
+    khz_integratePos(m, W->qplus, d->q, W->vplus, h);
+    for (int k = 0; k < m->nv; k++) d->qdd[k] = (W->vplus[k] - d->qd[k]) / h;
+    memcpy(d->qd, W->vplus, (size_t)m->nv * sizeof(double));
+    memcpy(d->q, W->qplus, (size_t)m->nq * sizeof(double));
+    if (W->ng > 0) report(m, d, W, h);
+    else d->ncontact = d->ncpoint = 0;
+  } else {
+    d->warning[KHZ_WARN_LCP]++;
+    d->ncontact = d->ncpoint = 0;
+    peg_stats.failed = 1;
+  }
+  khz_stackFree(d, mark);
+  return ok ? 0 : -1;
+}

@@ -1,0 +1,77 @@
+/* peg.h — the polytopal exact geometry (PEG) contact model of Williams, Lu &
+ * Trinkle, "A geometrically exact contact model for polytopes in multirigid-
+ * body simulation" (J. Comput. Nonlinear Dyn. 12(2), 2016), in Stewart &
+ * Trinkle's time-stepping (rt-private): the contact method KHZ_CONTACT_PEG
+ * (docs/peg.md). */
+#ifndef KHZ_PEG_H
+#define KHZ_PEG_H
+
+#include <stddef.h>
+
+#include "khz/khz.h"
+
+/* polytope capacities of one geom (hulls with more are refused) */
+#define KHZ_PEG_MAXV 64
+#define KHZ_PEG_MAXF 64
+#define KHZ_PEG_MAXE 160
+
+/* A box, a convex mesh's hull or a plane (a half-space: one face, no
+ * vertices) placed in the world at the current kinematics. Faces are
+ * half-spaces n.x <= d with n the outward unit normal. */
+typedef struct khzPegPoly {
+  int geom, body, plane;
+  int nv, nf, ne;
+  double v[KHZ_PEG_MAXV][3];
+  double n[KHZ_PEG_MAXF][3], d[KHZ_PEG_MAXF];
+  int e[KHZ_PEG_MAXE][2];  /* the edge's vertices */
+  int ef[KHZ_PEG_MAXE][2]; /* the two faces that meet at the edge */
+  double center[3], radius; /* bounding sphere (plane: radius 0) */
+} khzPegPoly;
+
+/* The polytope of geom g at d's current kinematics: 1, or 0 when g is not a
+ * box, convex mesh or plane, or -1 when its hull exceeds the capacities. */
+int khz_pegPoly(const khzModel *m, const khzData *d, int g, khzPegPoly *P);
+
+/* Volume of the intersection of two polytopes (m^3; a plane counts as its
+ * half-space): A's faces clipped by B's half-spaces one by one, the cut
+ * closed by the polygon of the new vertices, the volume from the divergence
+ * theorem. Exact up to round-off. Allocates (measurement, not for the tick). */
+double khz_pegOverlap(const khzPegPoly *A, const khzPegPoly *B);
+
+/* The model of the constraints: PEG (U, I and X constraints, the default)
+ * or the standard model (every feature pair of the same gathering its own
+ * unilateral constraint: eq. (9)), for the paper's comparison. Global
+ * (tests and benchmarks). */
+enum { KHZ_PEG_MODEL_PEG = 0, KHZ_PEG_MODEL_STANDARD = 1 };
+void khz_pegSetModel(int model);
+
+/* Counts of the last step (tests and benchmarks). */
+typedef struct khzPegStats {
+  int contacts;  /* feature pairs gathered */
+  int nu, ni, nx; /* U, I and X constraints */
+  int n;          /* size of the LCP */
+  int status;     /* khzLcpStatus of the last solve, -1 when none */
+  int failed;     /* 1 when the step fell back */
+  int frictionless; /* 1 when the frictional LCP failed and the step was
+                       solved without friction */
+} khzPegStats;
+const khzPegStats *khz_pegLastStats(void);
+
+/* One step of h seconds of PEG time-stepping at d's state (d->tau_applied
+ * clamped): the free velocity, the potential contacts gathered at q, the
+ * pure LCP of eqs. (48)-(49) with Stewart-Trinkle friction solved by Lemke;
+ * writes d->q, d->qd, d->qdd and the contact list. Returns 0, or -1 when
+ * the LCP could not be solved or a capacity was exceeded: then
+ * KHZ_WARN_LCP is counted, d->q and d->qd are untouched and the caller
+ * steps with the penalty method. Never allocates. */
+int khz_pegStep(const khzModel *m, khzData *d, double h);
+
+/* Scratch bytes khz_pegStep takes from d's stack (0 for a model PEG
+ * refuses). */
+size_t khz_pegStackBytes(const khzModel *m);
+
+/* NULL when every collidable geom is a box, a convex mesh or a plane (and
+ * the model has no equality constraints), else why PEG cannot run it. */
+const char *khz_pegRefusal(const khzModel *m);
+
+#endif

@@ -1,0 +1,138 @@
+/* test_peg.c — the PEG contact method (rt/src/peg, docs/peg.md):
+ *  - the overlap volume against closed forms (two boxes, a box tilted into
+ *    a plane: 0.2 delta^2 for an edge pressed delta deep);
+ *  - the PEG property on the paper's small case: a cube falling corner
+ *    first onto the edge of a fixed block, started either side of the edge
+ *    and moving across it: it may pass either side of the edge (rest on the
+ *    top face or slide off the side) but never through it: the overlap
+ *    volume of every step stays at most 1e-12 m^3 and no step falls back;
+ *  - the same runs with the standard model (every feature pair its own
+ *    unilateral constraint), printed next to it. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ensure.h"
+#include "khz/khz.h"
+#include "khz/load.h"
+#include "peg/peg.h"
+
+static khzModel *scene_model(const char *text) {
+  char err[512];
+  khzScene sc;
+  if (khz_loadSceneString(&sc, text, "peg", ".", err, sizeof err)) {
+    fprintf(stderr, "scene: %s\n", err);
+    return NULL;
+  }
+  khzModel *m = khz_compile(sc.spec, err, sizeof err);
+  if (!m) fprintf(stderr, "compile: %s\n", err);
+  khz_deleteScene(&sc);
+  return m;
+}
+
+/* the largest overlap volume between any two geoms at d's kinematics */
+static double max_overlap(const khzModel *m, khzData *d) {
+  static khzPegPoly P[8];
+  int n = 0;
+  for (int g = 0; g < m->ngeom && n < 8; g++)
+    if (khz_pegPoly(m, d, g, P + n) == 1) n++;
+  double v = 0;
+  for (int i = 0; i < n; i++)
+    for (int j = i + 1; j < n; j++)
+      if (P[i].body != P[j].body) v = fmax(v, khz_pegOverlap(P + i, P + j));
+  return v;
+}
+
+static void test_overlap(void) {
+  static const char two_boxes[] =
+      "khz_scene: 1\nrate_hz: 1000\ngravity: [0, 0, 0]\ncontact: {method: peg}\nobjects:\n"
+      "  - {name: a, shape: box, size: [0.1, 0.1, 0.1], mass: 1, pos: [0, 0, 0]}\n"
+      "  - {name: b, shape: box, size: [0.1, 0.1, 0.1], mass: 1, pos: [0.05, 0.03, 0.02]}\n";
+  khzModel *m = scene_model(two_boxes);
+  ENSURE(m != NULL);
+  if (!m) return;
+  khzData *d = khz_makeData(m, 0);
+  khz_kinematics(m, d);
+  double v = max_overlap(m, d), want = 0.15 * 0.17 * 0.18;
+  printf("overlap of two boxes: %.15g (closed form %.15g)\n", v, want);
+  ENSURE_NEAR(v, want, 1e-15);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+
+  /* a box tilted 45 degrees about x, its lower edge delta below the plane */
+  double delta = 0.01, z = 0.1 * sqrt(2.0) - delta;
+  char text[1024];
+  snprintf(text, sizeof text,
+           "khz_scene: 1\nrate_hz: 1000\ngravity: [0, 0, 0]\nground: {height: 0}\ncontact: {method: peg}\n"
+           "objects:\n  - {name: a, shape: box, size: [0.1, 0.1, 0.1], mass: 1, pos: [0, 0, %.17g], "
+           "rpy: [0.7853981633974483, 0, 0]}\n",
+           z);
+  m = scene_model(text);
+  ENSURE(m != NULL);
+  if (!m) return;
+  d = khz_makeData(m, 0);
+  khz_kinematics(m, d);
+  v = max_overlap(m, d), want = 0.2 * delta * delta;
+  printf("overlap of a tilted box and the plane: %.15g (closed form %.15g)\n", v, want);
+  ENSURE_NEAR(v, want, 1e-15);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+}
+
+/* a cube (half 0.05) corner down over the edge x = 0.2 of a fixed block
+ * (top z = 0.2), offset dx from the edge, moving at vx */
+static void corner_over_edge(int model, double dx, double vx, double h, double *overlap, int *fails,
+                             double end[3]) {
+  char text[2048];
+  snprintf(text, sizeof text,
+           "khz_scene: 1\nrate_hz: %.17g\ngravity: [0, 0, -9.81]\nground: {height: 0}\n"
+           "contact: {method: peg, mu: 0.3}\nobjects:\n"
+           "  - {name: block, shape: box, size: [0.2, 0.2, 0.1], mass: 10, pos: [0, 0, 0.1], fixed: true}\n"
+           "  - {name: cube, shape: box, size: [0.05, 0.05, 0.05], mass: 1, pos: [%.17g, 0.0, %.17g],"
+           " rpy: [0.7853981633974483, 0.6154797086703874, 0], vel: [%.17g, 0, 0]}\n",
+           1 / h, 0.2 + dx, 0.2 + 0.05 * sqrt(3.0) + 0.01, vx);
+  khzModel *m = scene_model(text);
+  ENSURE(m != NULL);
+  if (!m) return;
+  khzData *d = khz_makeData(m, 0);
+  khz_pegSetModel(model);
+  *overlap = 0;
+  int steps = (int)(0.6 / h + 0.5);
+  for (int s = 0; s < steps; s++) {
+    khz_step(m, d);
+    *overlap = fmax(*overlap, max_overlap(m, d));
+  }
+  khz_pegSetModel(KHZ_PEG_MODEL_PEG);
+  *fails = (int)d->warning[KHZ_WARN_LCP];
+  memcpy(end, d->q, 3 * sizeof(double));
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+}
+
+static void test_corner_over_edge(void) {
+  static const double dx[] = {-0.004, 0.004, -0.02, 0.02, 0};
+  static const double vx[] = {0.3, -0.3, 0.5, -0.5, 0};
+  static const double hs[] = {0.01, 0.002};
+  for (size_t ih = 0; ih < sizeof hs / sizeof hs[0]; ih++)
+    for (size_t k = 0; k < sizeof dx / sizeof dx[0]; k++) {
+      double ov, ovs, end[3], ends[3];
+      int fails, failss;
+      corner_over_edge(KHZ_PEG_MODEL_PEG, dx[k], vx[k], hs[ih], &ov, &fails, end);
+      corner_over_edge(KHZ_PEG_MODEL_STANDARD, dx[k], vx[k], hs[ih], &ovs, &failss, ends);
+      const char *side = end[2] > 0.2 ? "on the top face" : end[0] > 0.2 ? "off the side" : "THROUGH";
+      printf("h %.3f dx %+.3f vx %+.1f: PEG max overlap %.3g m^3, %d fallbacks, ends at x %.3f z %.3f (%s);"
+             " standard %.3g m^3, %d fallbacks\n",
+             hs[ih], dx[k], vx[k], ov, fails, end[0], end[2], side, ovs, failss);
+      ENSURE_MSG(ov <= 1e-12, "h %g dx %g: PEG overlap %g m^3", hs[ih], dx[k], ov);
+      ENSURE_MSG(fails == 0, "h %g dx %g: %d PEG steps fell back", hs[ih], dx[k], fails);
+      /* either side of the edge, never inside the block */
+      ENSURE_MSG(end[2] > 0.2 || end[0] > 0.2 + 0.04, "h %g dx %g: the cube ended at x %g z %g", hs[ih], dx[k],
+                 end[0], end[2]);
+    }
+}
+
+int main(void) {
+  test_overlap();
+  test_corner_over_edge();
+  return ensure_report();
+}
