@@ -94,7 +94,7 @@ size_t khz_contactStackBytes(const khzModel *m) {
   size_t contact = (size_t)m->npair_max * sizeof(double) + 6 * (size_t)m->max_points * sizeof(double) +
                    2 * (size_t)m->max_points * sizeof(int) + 64 * 8 +
                    (3 * (size_t)m->nv + 6 * (size_t)m->nbody) * sizeof(double) + 4 * 64 +
-                   khz_penaltyLimitsStackBytes(m) + khz_penaltyGainsStackBytes(m);
+                   khz_penaltyLimitsStackBytes(m);
   size_t implicit = (2 * (size_t)m->nv + 12 * (size_t)m->nbody) * sizeof(double) + 4 * 64 +
                     khz_penaltyImplicitStackBytes(m);
   /* the LCP method runs instead of these stages (its step falls back to

@@ -137,19 +137,6 @@ static double contact_mass(const khzModel *m, int b) {
 #define KHZ_AUTO_ZETA 1.0    /* damping ratio */
 #define KHZ_AUTO_KI 0.1      /* ki / kp: the integral term's share */
 #define KHZ_AUTO_RELEASE 0.1 /* s: time constant of the stiffness falling with its load */
-/* A pair releasing an overlap deeper than this (m) has its load bounded by
- * the weight and external forces of the bodies that touch through it. Its
- * spring's offset relaxes by dO per step, raising the force kp dO a step;
- * read back as load (kp = (f / g) omega^2) that multiplies the force by
- * omega^2 dO / g per step, which passes 1 from an offset of about 2 mm (at
- * 1 kHz, relaxing over 0.02 s). Below that the force the pair held is its
- * load, stopping forces included (a box's face slapping down, a robot's
- * torso landing on the floor are stopped by a stiffer spring). */
-/* Disabled (INFINITY) at the merge: the bound also caught impacts left
- * deeper than 2 mm, and the Stewart-Trinkle rod then bounced (its first
- * end touched 3 times, it slid 0.22 s longer) and the deepest-point
- * method's heavy-on-light stack blew up (bench/bitcheck.sh). */
-#define KHZ_LOAD_OFFSET INFINITY
 
 static int auto_gains(const khzModel *m, const khzContact *c) {
   return !(m->contact.kp > 0) && !(m->contact.kp_per_kg > 0) && !(m->geom_gain[3 * c->geom[0]] > 0) &&
@@ -171,24 +158,14 @@ static double tangent_scale(const khzModel *m, const khzContact *c) {
   return auto_gains(m, c) ? KHZ_AUTO_TANGENT_SCALE : KHZ_TANGENT_SCALE;
 }
 
-/* cap: the most a pair can carry (kg), from the weight and external forces
- * of the bodies it touches (khz_penaltyGains) */
-static void pair_gains_auto(const khzModel *m, khzContact *c, const khzPairState *ps, double h, double cap) {
+static void pair_gains_auto(const khzModel *m, khzContact *c, const khzPairState *ps, double h) {
   double ms[2], w = auto_omega(h);
   for (int s = 0; s < 2; s++) ms[s] = contact_mass(m, c->body[s]);
   double own = ms[0] > 0 && ms[1] > 0 ? ms[0] * ms[1] / (ms[0] + ms[1]) : ms[0] + ms[1];
   double g = sqrt(khzu_dot3(m->gravity, m->gravity));
-  /* the normal force the pair held is its load only up to what gravity and
-   * the external wrenches press on the bodies that touch through it: beyond
-   * that it is the force that stops a body (a face slapping down) or pushes
-   * an overlap out, and read back as load it raised the stiffness that made
-   * it (an arm reset into its table gained up to 68 J; a box landing on an
-   * edge rose 0.95 mm). A stiffness held from a load that has gone falls at
-   * once to the bound. */
-  if (!(ps->offset > KHZ_LOAD_OFFSET)) cap = INFINITY;
-  double carried = fmin(ps->fn > 0 ? ps->fn / (g > 0 ? g : 9.81) : 0, cap);
+  double carried = ps->fn > 0 ? ps->fn / (g > 0 ? g : 9.81) : 0;
   double mass = fmax(own, carried);
-  double kp = fmax(mass * w * w, fmin(ps->kp, cap * w * w) * exp(-h / KHZ_AUTO_RELEASE));
+  double kp = fmax(mass * w * w, ps->kp * exp(-h / KHZ_AUTO_RELEASE));
   c->kp = kp;
   c->kv = 2 * KHZ_AUTO_ZETA * kp / w;
   c->ki = KHZ_AUTO_KI * kp;
@@ -198,12 +175,12 @@ static void pair_gains_auto(const khzModel *m, khzContact *c, const khzPairState
  * else from the masses of the moving bodies (the paper: kp = 100 (m1+m2),
  * kv = 50 (m1+m2), ki = 2 (m1+m2); the coefficients and the mass rule are
  * scene options); and the pair's friction coefficient */
-static void pair_gains(const khzModel *m, khzContact *c, const khzPairState *ps, double h, double cap) {
+static void pair_gains(const khzModel *m, khzContact *c, const khzPairState *ps, double h) {
   double f0 = m->geom_friction[c->geom[0]], f1 = m->geom_friction[c->geom[1]];
   double mu0 = f0 > 0 ? f0 : m->contact.mu, mu1 = f1 > 0 ? f1 : m->contact.mu;
   c->mu = sqrt(mu0 * mu1);
   if (auto_gains(m, c)) {
-    pair_gains_auto(m, c, ps, h, cap);
+    pair_gains_auto(m, c, ps, h);
     return;
   }
   double mass = 0, ms[2], meff = ps->meff;
@@ -279,62 +256,8 @@ static double rotational_inertia(const khzModel *m, khzData *d, const khzContact
   return kww > 0 ? 1 / kww : 0;
 }
 
-/* find with path halving over the trees' roots */
-static int load_root(int *parent, int x) {
-  while (parent[x] != x) x = parent[x] = parent[parent[x]];
-  return x;
-}
-
-/* The most each pair can carry (kg): the bodies connected to its moving
- * bodies through contacts with moving bodies (a column of boxes, a robot and
- * what it holds; static bodies do not connect), with their trees' moving
- * bodies, weigh sum m |g| and are pressed by sum |f_ext| of the external forces on them;
- * that over |g| bounds the load of any pair among them. cap (ncontact);
- * NULL scratch leaves every cap infinite. */
-static void load_caps(const khzModel *m, khzData *d, double *cap) {
-  int nc = d->ncontact, nb = m->nbody;
-  size_t mark = khz_stackMark(d);
-  int *parent = khz_stackAlloc(d, (size_t)nb * sizeof(int));
-  double *sum = khz_stackAlloc(d, (size_t)nb * sizeof(double));
-  if (!parent || !sum) {
-    for (int i = 0; i < nc; i++) cap[i] = INFINITY;
-    khz_stackFree(d, mark);
-    return;
-  }
-  double g = sqrt(khzu_dot3(m->gravity, m->gravity)), gs = g > 0 ? g : 9.81;
-  for (int b = 0; b < nb; b++) parent[b] = b, sum[b] = 0;
-  for (int i = 0; i < nc; i++) {
-    const khzContact *c = d->contact + i;
-    if (khz_bodyStatic(m, c->body[0]) || khz_bodyStatic(m, c->body[1])) continue;
-    int a = load_root(parent, m->body_root[c->body[0]]), b = load_root(parent, m->body_root[c->body[1]]);
-    if (a < b) parent[b] = a;
-    else if (b < a) parent[a] = b;
-  }
-  for (int b = 1; b < nb; b++) {
-    if (khz_bodyStatic(m, b)) continue;
-    int r = load_root(parent, m->body_root[b]);
-    sum[r] += m->body_mass[b] * g + khzu_norm3(d->xfrc + 6 * b);
-  }
-  for (int i = 0; i < nc; i++) {
-    const khzContact *c = d->contact + i;
-    int b = khz_bodyStatic(m, c->body[0]) ? c->body[1] : c->body[0];
-    cap[i] = b > 0 ? sum[load_root(parent, m->body_root[b])] / gs : INFINITY;
-  }
-  khz_stackFree(d, mark);
-}
-
-size_t khz_penaltyGainsStackBytes(const khzModel *m) {
-  return ((size_t)m->npair_max + 1) * sizeof(double) + (size_t)m->nbody * (sizeof(int) + sizeof(double)) +
-         3 * 64;
-}
-
 void khz_penaltyGains(const khzModel *m, khzData *d, int inertias, double *dqd, double *dvel) {
   int rolling = m->contact.rolling > 0 || m->contact.torsional > 0;
-  size_t mark = khz_stackMark(d);
-  double *cap = isfinite(KHZ_LOAD_OFFSET)
-                    ? khz_stackAlloc(d, ((size_t)d->ncontact + 1) * sizeof(double))
-                    : NULL;
-  if (cap) load_caps(m, d, cap);
   for (int i = 0; i < d->ncontact; i++) {
     khzContact *c = d->contact + i;
     khzPairState *ps = d->pair + c->slot;
@@ -343,17 +266,8 @@ void khz_penaltyGains(const khzModel *m, khzData *d, int inertias, double *dqd, 
     if (inertias && !(ps->meff > 0)) ps->meff = effective_mass(m, d, c, dqd, dvel);
     if (inertias && rolling && !(ps->rot_inertia > 0))
       ps->rot_inertia = rotational_inertia(m, d, c, dqd, dvel);
-    pair_gains(m, c, ps, d->timestep, cap ? cap[i] : INFINITY);
-    /* the integral term (eqs. 2-3) pushes no harder than the most the pair
-     * can carry: wound up while a face slapped down it pushed on after the
-     * body had stopped (ki I reached 45 N under a 1 kg box landing on an
-     * edge, which left the ground at 0.3 m/s) */
-    if (cap && auto_gains(m, c) && c->ki > 0 && ps->offset > KHZ_LOAD_OFFSET) {
-      double g = sqrt(khzu_dot3(m->gravity, m->gravity));
-      ps->integral = fmin(ps->integral, cap[i] * (g > 0 ? g : 9.81) / c->ki);
-    }
+    pair_gains(m, c, ps, d->timestep);
   }
-  khz_stackFree(d, mark);
 }
 
 /* --------------------------------------------------- the implicit part -- */

@@ -28,9 +28,6 @@ int khz_penaltyNeedsInertias(const khzModel *m, const khzData *d);
  * dqd (nv) and dvel (6 nbody) as scratch. */
 void khz_penaltyGains(const khzModel *m, khzData *d, int inertias, double *dqd, double *dvel);
 
-/* scratch bytes khz_penaltyGains may take from d's stack */
-size_t khz_penaltyGainsStackBytes(const khzModel *m);
-
 /* 1 if a pair with automatic gains presses a robot's link: khz_penaltyLimits
  * then needs the articulated inertias at the current q */
 int khz_penaltyTreeLimits(const khzModel *m, const khzData *d);
