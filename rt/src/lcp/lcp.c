@@ -273,13 +273,14 @@ static void collide_at(const khzModel *m, khzData *d, const double *q) {
 /* ------------------------------------------------------------ dynamics -- */
 
 /* v_free = v + h FD(q, v, tau_applied + passive): the velocity without contact */
-static void free_velocity(const khzModel *m, khzData *d, lcpWork *W, double h) {
-  khz_passive(m, d, d->q, d->qd, W->tau);
-  for (int k = 0; k < m->nv; k++) W->tau[k] += d->tau_applied[k];
+void khz_lcpFreeVelocity(const khzModel *m, khzData *d, double *tau, double *qdd, double *vfree,
+                         double h) {
+  khz_passive(m, d, d->q, d->qd, tau);
+  for (int k = 0; k < m->nv; k++) tau[k] += d->tau_applied[k];
   khz_forwardPass(m, d, d->q, d->qd);
   khz_externalForces(m, d);
-  khz_abaCore(m, d, W->tau, W->qdd);
-  for (int k = 0; k < m->nv; k++) W->vfree[k] = d->qd[k] + h * W->qdd[k];
+  khz_abaCore(m, d, tau, qdd);
+  for (int k = 0; k < m->nv; k++) vfree[k] = d->qd[k] + h * qdd[k];
 }
 
 /* the trees the active points touch, their dofs, and the Cholesky factors
@@ -520,7 +521,7 @@ int khz_lcpStep(const khzModel *m, khzData *d, double h) {
      * rewrite it, and a step that falls back must start from it */
     memcpy(W->save_pair, d->pair, (size_t)m->npair_max * sizeof(khzPairState));
     /* the velocity without contact, the contacts violated at q + h v_free */
-    free_velocity(m, d, W, h);
+    khz_lcpFreeVelocity(m, d, W->tau, W->qdd, W->vfree, h);
     khz_integratePos(m, W->qplus, d->q, W->vfree, h);
     collide_at(m, d, W->qplus);
     W->save_nc = d->ncontact, W->save_np = d->ncpoint;

@@ -29,6 +29,13 @@ int khz_lcpStep(const khzModel *m, khzData *d, double h);
 
 /* Contact points the LCP holds at most, and the friction directions k. */
 int khz_lcpMaxPoints(const khzModel *m);
+
+/* the velocity without contact after a step h (eq. 29's M^-1 (h k) term):
+ * passive and applied torques through ABA at (q, qd); tau and qdd are
+ * scratch (nv), vfree (nv) the result; leaves the kinematics at (q, qd).
+ * Shared by the LCP and PEG time-stepping. */
+void khz_lcpFreeVelocity(const khzModel *m, khzData *d, double *tau, double *qdd, double *vfree,
+                         double h);
 int khz_lcpDirections(const khzModel *m);
 
 /* Scratch bytes khz_lcpStep takes from d's stack. */

@@ -525,15 +525,6 @@ static int gather(const khzModel *m, khzData *d, pegWork *W, double h) {
 /* ---------------------------------------------------------- dynamics -- */
 
 /* v_free = v + h FD(q, v, tau_applied + passive) */
-static void free_velocity(const khzModel *m, khzData *d, pegWork *W, double h) {
-  khz_passive(m, d, d->q, d->qd, W->tau);
-  for (int k = 0; k < m->nv; k++) W->tau[k] += d->tau_applied[k];
-  khz_forwardPass(m, d, d->q, d->qd);
-  khz_externalForces(m, d);
-  khz_abaCore(m, d, W->tau, W->qdd);
-  for (int k = 0; k < m->nv; k++) W->vfree[k] = d->qd[k] + h * W->qdd[k];
-}
-
 /* the trees the contacts touch, their dofs, the Cholesky factors of their
  * mass-matrix blocks (CRBA); 0 when a block is singular */
 static int mass_blocks(const khzModel *m, khzData *d, pegWork *W) {
@@ -850,7 +841,7 @@ int khz_pegStep(const khzModel *m, khzData *d, double h) {
   peg_stats.status = -1;
   int ok = khz_pegStackBytes(m) > 0 && peg_carve(m, d, W);
   if (ok) {
-    free_velocity(m, d, W, h); /* leaves the kinematics at (q, v) */
+    khz_lcpFreeVelocity(m, d, W->tau, W->qdd, W->vfree, h); /* kinematics at (q, v) */
     ok = gather(m, d, W, h) == 0;
   }
   if (ok) {
