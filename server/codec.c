@@ -318,7 +318,9 @@ Khz__V1__ModelDescription *khz_codec_describe(const khzModel *m, const khzDescri
     o->index = (uint32_t)i;
     o->name = dup(sp->name);
     o->type = dup(khz_sensorTypeName(sp->type));
-    o->object = dup(sp->type == KHZ_SENSOR_ENCODER ? m->jnt_name[sp->object] : m->body_name[sp->object]);
+    o->object = dup(sp->type == KHZ_SENSOR_ENCODER || sp->type == KHZ_SENSOR_JOINT_FT
+                        ? m->jnt_name[sp->object]
+                        : m->body_name[sp->object]);
     o->value_index = (uint32_t)khz_hilValueAdr(hil, i);
     o->dim = (uint32_t)khz_hilValueDim(hil, i);
     o->rate_divisor = (uint32_t)sp->divisor;

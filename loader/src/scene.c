@@ -1221,11 +1221,12 @@ static int khz_scene_sensor(khzSceneReader *r, const yaml_node_t *n, int index, 
   if ((o->type = khz_sensorTypeFind(type)) < 0)
     return khz_scene_fail(r, v, kp,
                           "unknown sensor type '%s' (accepted: encoder, gyro, accelerometer, "
-                          "force_torque, touch)",
+                          "force_torque, touch, joint_force_torque)",
                           type);
 
-  /* what it is on: an encoder's joint, another sensor's body */
-  int joint = o->type == KHZ_SENSOR_ENCODER;
+  /* what it is on: an encoder's or a joint force-torque sensor's joint,
+   * another sensor's body */
+  int joint = o->type == KHZ_SENSOR_ENCODER || o->type == KHZ_SENSOR_JOINT_FT;
   const char *on = joint ? "joint" : "body";
   char name[KHZ_NAME_MAX];
   khz_keypath(kp, path, on);
@@ -1233,7 +1234,10 @@ static int khz_scene_sensor(khzSceneReader *r, const yaml_node_t *n, int index, 
   if (khz_get_string(r, v, kp, name, sizeof name)) return -1;
   if ((o->object = khz_scene_findBody(s, name, joint)) < 0)
     return khz_scene_fail(r, v, kp, "no %s named '%s'", on, name);
-  if (joint) {
+  if (o->type == KHZ_SENSOR_JOINT_FT &&
+      khz_spec_body(s->spec, o->object)->joint_type == KHZ_JOINT_FLOATING)
+    return khz_scene_fail(r, v, kp, "joint '%s' is a free joint: it transmits no force", name);
+  if (o->type == KHZ_SENSOR_ENCODER) {
     int t = khz_spec_body(s->spec, o->object)->joint_type;
     if (t != KHZ_JOINT_REVOLUTE && t != KHZ_JOINT_CONTINUOUS && t != KHZ_JOINT_PRISMATIC)
       return khz_scene_fail(r, v, kp, "joint '%s' is not revolute or prismatic", name);

@@ -20,7 +20,7 @@ class KhzHil(unittest.TestCase):
         with Server(scene="scenes/hil_arm.yaml") as srv:
             env = srv.env()
             out = self.khz("model", env=env).stdout
-            self.assertIn("sensors (11; seed 7)", out)
+            self.assertIn("sensors (12; seed 7)", out)
             self.assertIn("wrist_accel      accelerometer arm/link7", out)
             self.assertIn("drives (7)", out)
             self.assertIn("fault freeze on 'enc3'", self.khz("fault", "enc3", "freeze", env=env).stdout)

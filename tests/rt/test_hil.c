@@ -3,7 +3,8 @@
  * determinism; encoder quantisation and finite-difference velocity; white
  * noise variance and the bias random walk's growth; sample rates and
  * latencies tick by tick; accelerometer, force-torque and touch readings of
- * a box at rest and in free fall; the drives' analytic step responses (lag,
+ * a box at rest and in free fall; joint force-torque on a hanging chain, a
+ * swinging pendulum and a driven wheel against Newton-Euler; the drives' analytic step responses (lag,
  * saturation, voltage limit, viscous gearbox, position PD); every fault
  * within one tick; bit-identical readings for a seed; zero heap calls while
  * driving and sampling (malloc & co. wrapped at link time). */
@@ -305,6 +306,110 @@ static void test_body_sensors(void) {
   }
 }
 
+/* ------------------------------------------------- joint force-torque -- */
+
+/* a two-link chain hanging straight down from a hinge about y at the
+ * origin (link 1: 2 kg, com 0.3 m below; link 2 at 0.6 m below it: 1.5 kg,
+ * com 0.2 m below): at rest, joint 1 carries both links' weight and joint 2
+ * the second's, with no torque about either */
+static khzModel *chain(void) {
+  khzSpec *s = khz_spec_new();
+  khzBodySpec b;
+  const double mass[2] = {2, 1.5}, com[2] = {-0.3, -0.2}, at[2] = {0, -0.6};
+  for (int i = 0; i < 2; i++) {
+    khz_spec_defaultBody(&b);
+    snprintf(b.name, sizeof b.name, "link%d", i + 1);
+    snprintf(b.joint_name, sizeof b.joint_name, "hinge%d", i + 1);
+    b.parent = i;
+    b.joint_type = KHZ_JOINT_REVOLUTE;
+    b.limited = 0;
+    b.pos[2] = at[i];
+    b.axis[0] = 0, b.axis[1] = 1, b.axis[2] = 0;
+    b.mass = mass[i];
+    b.com[2] = com[i];
+    b.inertia[0] = b.inertia[1] = b.inertia[2] = 0.01;
+    khz_spec_addBody(s, &b);
+  }
+  char err[256];
+  khzModel *m = khz_compile(s, err, sizeof err);
+  ENSURE_MSG(m, "%s", err);
+  khz_spec_destroy(&s);
+  return m;
+}
+
+static void test_joint_force_torque(void) {
+  const double g = 9.81;
+  /* the chain at rest: the weight of each subtree, upwards, and no torque */
+  {
+    khzModel *m = chain();
+    khzData *d = khz_makeData(m, 0);
+    khzSensorSpec s[2] = {sensor("ft1", KHZ_SENSOR_JOINT_FT, 1), sensor("ft2", KHZ_SENSOR_JOINT_FT, 2)};
+    khz_forward(m, d);
+    khzHil *hil = make(m, d, s, 2, NULL, 0, 1);
+    for (int k = 1; k <= 200; k++) {
+      khz_step(m, d);
+      khz_hilSample(hil, m, d, (uint64_t)k);
+    }
+    const double *v = khz_hilValues(hil);
+    ENSURE_MSG(fabs(v[2] - 3.5 * g) < 1e-9 * g, "joint 1 carries %g N, want %g", v[2], 3.5 * g);
+    ENSURE_MSG(fabs(v[8] - 1.5 * g) < 1e-9 * g, "joint 2 carries %g N, want %g", v[8], 1.5 * g);
+    for (int k = 0; k < 12; k++)
+      if (k != 2 && k != 8) ENSURE_MSG(fabs(v[k]) < 1e-9, "value %d is %g, want 0", k, v[k]);
+    khz_hilFree(&hil);
+    khz_deleteData(&d);
+    khz_deleteModel(&m);
+  }
+  /* the pendulum released from horizontal (1 kg, com 0.5 m out, hinge about
+   * y): the hinge's force is m (a_com - g) with the exact
+   * qdd = m g r cos q / I_pivot, and a hinge without friction passes no
+   * torque (the planar motion needs none about x or z either); the wheel
+   * (hinge about z) spun up by 0.5 N m reads that torque about its axis */
+  {
+    khzModel *m = model(1);
+    khzData *d = khz_makeData(m, 0);
+    khzSensorSpec s[2] = {sensor("ft_swing", KHZ_SENSOR_JOINT_FT, PEND),
+                          sensor("ft_spin", KHZ_SENSOR_JOINT_FT, WHEEL)};
+    khz_forward(m, d);
+    khzHil *hil = make(m, d, s, 2, NULL, 0, 1);
+    const double r = 0.5, Ip = 1e-3 + 1 * r * r, tau = 0.5;
+    double worst_f = 0, worst_t = 0, worst_w = 0;
+    for (int k = 1; k <= 600; k++) {
+      memset(d->tau, 0, (size_t)m->nv * sizeof(double));
+      d->tau[m->jnt_dofadr[WHEEL]] = tau;
+      khz_step(m, d);
+      khz_hilSample(hil, m, d, (uint64_t)k);
+      if (k < 2) continue;
+      /* the reading is the mean over the last step: the exact force at the
+       * state half a step back, in the body's axes at the step's end */
+      double q = d->q[m->jnt_qadr[PEND]], w = d->qd[m->jnt_dofadr[PEND]], qe = q;
+      double qdd = 1 * g * r * cos(q) / Ip;
+      q -= 0.5 * H * w, w -= 0.5 * H * qdd, qdd = 1 * g * r * cos(q) / Ip;
+      /* com at r (cos q, 0, -sin q) about the hinge; its acceleration */
+      double ax = r * (-sin(q) * qdd - cos(q) * w * w), az = r * (-cos(q) * qdd + sin(q) * w * w);
+      double F[3] = {ax, 0, az + g}; /* m = 1 */
+      /* into the body's axes (rotation by q about y) */
+      double Fb[3] = {cos(qe) * F[0] - sin(qe) * F[2], F[1], sin(qe) * F[0] + cos(qe) * F[2]};
+      const double *v = khz_hilValues(hil);
+      for (int a = 0; a < 3; a++) worst_f = fmax(worst_f, fabs(v[a] - Fb[a]));
+      for (int a = 3; a < 6; a++) worst_t = fmax(worst_t, fabs(v[a]));
+      worst_w = fmax(worst_w, fabs(v[11] - tau) + fabs(v[8] - g) + fabs(v[9]) + fabs(v[10]));
+    }
+    ENSURE_MSG(worst_f < 1e-4 * g, "pendulum hinge force off by %g N (of %g)", worst_f, g);
+    ENSURE_MSG(worst_t < 1e-5 * g * r, "pendulum hinge torque %g N m, want 0", worst_t);
+    ENSURE_MSG(worst_w < 1e-6, "wheel hinge reading off by %g", worst_w);
+    fprintf(stderr, "joint force-torque: pendulum force %.3g N, torque %.3g N m, wheel %.3g\n", worst_f, worst_t, worst_w);
+    khz_hilFree(&hil);
+    /* a free joint holds nothing: refused */
+    char err[256];
+    khzSensorSpec bad = sensor("ft_box", KHZ_SENSOR_JOINT_FT, BOX);
+    ENSURE(!khz_hilCreate(m, &bad, 1, NULL, 0, 1, H, err, sizeof err));
+    ENSURE_MSG(strstr(err, "'ft_box'") && strstr(err, "free joint"), "%s", err);
+    ENSURE(khz_sensorTypeFind("joint_force_torque") == KHZ_SENSOR_JOINT_FT);
+    khz_deleteData(&d);
+    khz_deleteModel(&m);
+  }
+}
+
 /* ------------------------------------------------------------- drives -- */
 
 static double spin_after(const khzModel *m, khzData *d, khzHil *hil, double cmd, double t) {
@@ -576,6 +681,7 @@ int main(void) {
   test_bias_walk();
   test_rate_latency();
   test_body_sensors();
+  test_joint_force_torque();
   test_drives();
   test_faults();
   test_determinism();

@@ -231,10 +231,14 @@ int main(void) {
   ENSURE(c != NULL);
   if (c) {
     const Khz__V1__ModelDescription *md = khz_client_describe(c, 5000);
-    ENSURE(md && md->n_sensors == 11 && md->n_drives == 7 && md->hil_seed == 7);
+    ENSURE(md && md->n_sensors == 12 && md->n_drives == 7 && md->hil_seed == 7);
     int enc = sensor_index(md, "enc2"), gyro = sensor_index(md, "wrist_gyro"),
-        ft = sensor_index(md, "box1_ft"), touch = sensor_index(md, "box1_touch");
-    ENSURE(enc >= 0 && gyro >= 0 && ft >= 0 && touch >= 0);
+        ft = sensor_index(md, "box1_ft"), touch = sensor_index(md, "box1_touch"),
+        wrist = sensor_index(md, "wrist_ft");
+    ENSURE(enc >= 0 && gyro >= 0 && ft >= 0 && touch >= 0 && wrist >= 0);
+    if (wrist >= 0)
+      ENSURE(!strcmp(md->sensors[wrist]->type, "joint_force_torque") &&
+             !strcmp(md->sensors[wrist]->object, "arm/joint7") && md->sensors[wrist]->dim == 6);
     ENSURE(md->n_drives == 7 && !strcmp(md->drives[0]->joint, "arm/joint1") &&
            md->drives[0]->actuator == 0 && md->drives[0]->lag == 0.002);
     if (enc >= 0 && gyro >= 0 && ft >= 0 && touch >= 0) {
@@ -246,8 +250,8 @@ int main(void) {
       while (st && st->sim_time < t_end) st = khz_client_nextState(c, 2000);
       ENSURE(st != NULL);
       if (st) {
-        ENSURE(st->n_sensor_values == 27 && st->n_sensor_sampled_tick == 11 &&
-               st->n_sensor_faults == 11 && st->n_drive_faults == 7);
+        ENSURE(st->n_sensor_values == 33 && st->n_sensor_sampled_tick == 12 &&
+               st->n_sensor_faults == 12 && st->n_drive_faults == 7);
         /* enc2: no noise, every tick, no latency: q rounded to 2 pi / 16384 */
         uint32_t vi = md->sensors[enc]->value_index;
         double res = 2 * M_PI / 16384, q = st->q[1];
@@ -262,7 +266,7 @@ int main(void) {
         double fn = st->sensor_values[md->sensors[touch]->value_index];
         ENSURE_MSG(fabs(fz - w) < 0.3 && fabs(fn - w) < 0.3, "box1 force z %g, touch %g, weight %g",
                    fz, fn, w);
-        for (int i = 0; i < 11; i++) ENSURE(st->sensor_faults[i] == 0);
+        for (int i = 0; i < 12; i++) ENSURE(st->sensor_faults[i] == 0);
       }
     }
     khz_client_destroy(&c);
@@ -273,7 +277,7 @@ int main(void) {
   double a[64], b[64];
   size_t na = 0, nb = 0;
   ENSURE(lockstep_run(a, 64, &na) == 0 && lockstep_run(b, 64, &nb) == 0);
-  ENSURE(na == 27 && nb == na && memcmp(a, b, na * sizeof(double)) == 0);
+  ENSURE(na == 33 && nb == na && memcmp(a, b, na * sizeof(double)) == 0);
 
   /* a bad sensor: refused, named */
   harness_config(&cfg);

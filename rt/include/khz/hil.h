@@ -52,6 +52,10 @@ typedef enum khzSensorType {
                              axes (what a force-torque sensor between the body and its contacts
                              reads) */
   KHZ_SENSOR_TOUCH,       /* body: sum of the contacts' normal forces on the body, N */
+  KHZ_SENSOR_JOINT_FT,    /* joint: [force; torque about pos] the parent exerts on the joint's
+                             child through the joint (constraint and actuator), child body axes,
+                             as a force-torque sensor between the joint and the link reads (and
+                             as MuJoCo's force / torque sensors on a site of the child) */
   KHZ_NSENSORTYPE
 } khzSensorType;
 
@@ -68,7 +72,8 @@ typedef struct khzNoiseSpec {
 typedef struct khzSensorSpec {
   char name[KHZ_NAME_MAX];
   int type;        /* khzSensorType */
-  int object;      /* encoder: the joint's body index (its joint); others: the body */
+  int object;      /* encoder, joint_force_torque: the joint's body index (its joint);
+                      others: the body */
   double pos[3];   /* body sensors: where on the body (body frame; IMU and force-torque) */
   int divisor;     /* sampled every divisor ticks (>= 1); held between samples */
   int latency;     /* ticks from sampling to output (0..KHZ_HIL_MAX_LATENCY) */

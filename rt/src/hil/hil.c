@@ -21,6 +21,12 @@ typedef struct hilSensor {
   double bias[KHZ_SENSOR_MAXDIM];
   double prev_q;          /* encoder: the last quantised position */
   double prev_v[3];       /* accelerometer: the point's world velocity at the last sample */
+  unsigned char *subtree; /* joint force-torque: per body, 1 if in the child's subtree */
+  int have_prev;          /* joint force-torque: prev_* hold the last sample */
+  double prev_p[3], prev_l[3]; /* joint force-torque at the last sample: the subtree's
+                                  momentum and angular momentum about the world origin, */
+  double prev_ext[6], prev_pw[3]; /* the wrench on it from outside (force, torque about the
+                                     origin) and the sensor point, world */
   int fault;
   double fault_value, fault_until;
   /* delay queue: samples waiting for their latency, oldest first */
@@ -53,9 +59,9 @@ struct khzHil {
   double h;
 };
 
-static const char *const sensor_names[KHZ_NSENSORTYPE] = {"encoder", "gyro", "accelerometer",
-                                                          "force_torque", "touch"};
-static const int sensor_dims[KHZ_NSENSORTYPE] = {2, 3, 3, 6, 1};
+static const char *const sensor_names[KHZ_NSENSORTYPE] = {
+    "encoder", "gyro", "accelerometer", "force_torque", "touch", "joint_force_torque"};
+static const int sensor_dims[KHZ_NSENSORTYPE] = {2, 3, 3, 6, 1, 6};
 static const char *const mode_names[] = {"torque", "position", "velocity"};
 static const char *const fault_names[KHZ_NFAULTTYPE] = {"none", "freeze", "dropout", "bias",
                                                         "limp", "torque_loss", "lock", "stall"};
@@ -120,6 +126,11 @@ static int check_sensor(const khzModel *m, const khzSensorSpec *s, char *err, si
     return fail(err, errsz,
                 "sensor '%s': an encoder needs a revolute or prismatic joint; the %s of body %g "
                 "is not one",
+                n, "joint", s->object);
+  if (s->type == KHZ_SENSOR_JOINT_FT && m->jnt_type[s->object] == KHZ_JOINT_FLOATING)
+    return fail(err, errsz,
+                "sensor '%s': a %s force-torque sensor needs a joint that holds its body; body "
+                "%g has a free joint",
                 n, "joint", s->object);
   if (s->divisor < 1 || s->divisor > 1000000)
     return fail(err, errsz, "sensor '%s': %s %g is outside 1..1000000 ticks", n, "divisor",
@@ -208,6 +219,13 @@ khzHil *khz_hilCreate(const khzModel *m, const khzSensorSpec *sensor, int nsenso
     s->qtick = calloc((size_t)s->qcap, sizeof *s->qtick);
     s->qval = calloc((size_t)s->qcap * (size_t)s->dim, sizeof *s->qval);
     if (!s->qtick || !s->qval) goto oom;
+    if (s->spec.type == KHZ_SENSOR_JOINT_FT) {
+      /* bodies come after their parents: one pass marks the subtree */
+      if (!(s->subtree = calloc((size_t)m->nbody, 1))) goto oom;
+      s->subtree[s->spec.object] = 1;
+      for (int b = s->spec.object + 1; b < m->nbody; b++)
+        s->subtree[b] = s->subtree[m->body_parent[b]];
+    }
   }
   hil->out = calloc((size_t)hil->nvalue + 1, sizeof *hil->out);
   if (!hil->out) goto oom;
@@ -233,6 +251,7 @@ void khz_hilFree(khzHil **hil_p) {
   for (int i = 0; hil->sensor && i < hil->nsensor; i++) {
     free(hil->sensor[i].qtick);
     free(hil->sensor[i].qval);
+    free(hil->sensor[i].subtree);
   }
   free(hil->sensor);
   free(hil->drive);
@@ -261,16 +280,19 @@ static void to_body(const khzData *d, int b, const double *x, double *y) {
   for (int k = 0; k < 3; k++) y[k] = R[k] * x[0] + R[3 + k] * x[1] + R[6 + k] * x[2];
 }
 
-/* the contacts' wrench on body b about its point p (world axes) and the sum
- * of their normal forces. A point's force is its explicit force at the last
- * evaluation plus the implicit part (normal, and tangential spread over the
- * bottom points), as the step applied them. */
-static void contact_wrench(const khzData *d, int b, const double *pw, double *f, double *t,
-                           double *fn) {
+/* the contacts' wrench on the bodies in a set (in: per body, 1 if in it;
+ * NULL: body b alone) about the point pw (world axes), and the sum of their
+ * normal forces. Contacts between two bodies of the set cancel. A point's
+ * force is its explicit force at the last evaluation plus the implicit part
+ * (normal, and tangential spread over the bottom points), as the step
+ * applied them. */
+static void contact_wrench(const khzData *d, const unsigned char *in, int b, const double *pw,
+                           double *f, double *t, double *fn) {
   f[0] = f[1] = f[2] = t[0] = t[1] = t[2] = *fn = 0;
   for (int c = 0; c < d->ncontact; c++) {
     const khzContact *ct = &d->contact[c];
-    double sign = ct->body[0] == b ? 1 : ct->body[1] == b ? -1 : 0;
+    double sign = in ? (double)(in[ct->body[0]] - in[ct->body[1]])
+                     : ct->body[0] == b ? 1 : ct->body[1] == b ? -1 : 0;
     if (sign == 0) continue;
     for (int k = 0; k < ct->npoint; k++) {
       const khzContactPoint *p = &d->cpoint[ct->point_adr + k];
@@ -290,9 +312,42 @@ static void contact_wrench(const khzData *d, int b, const double *pw, double *f,
   }
 }
 
+static void cross3(double *y, const double *a, const double *b) {
+  y[0] = a[1] * b[2] - a[2] * b[1];
+  y[1] = a[2] * b[0] - a[0] * b[2];
+  y[2] = a[0] * b[1] - a[1] * b[0];
+}
+
+/* the subtree's momentum p and angular momentum l about the world origin,
+ * and the wrench gravity and body wrenches put on it (f, t about the origin) */
+static void subtree_momentum(const khzModel *m, const khzData *d, const unsigned char *in,
+                             double *p, double *l, double *f, double *t) {
+  for (int k = 0; k < 3; k++) p[k] = l[k] = f[k] = t[k] = 0;
+  for (int b = 1; b < m->nbody; b++) {
+    if (!in[b]) continue;
+    const double *R = d->xrot + 9 * b, *I = m->body_inertia + 9 * b, *c = d->xcom + 3 * b;
+    const double *w = d->cvel + 6 * b, *o = d->xpos + 3 * b, *xf = d->xfrc + 6 * b;
+    double mass = m->body_mass[b], r[3], vc[3], wb[3], Iw[3], hw[3], x[3];
+    /* the com's velocity, and R I R^T w (the spin about the com) */
+    for (int k = 0; k < 3; k++) r[k] = c[k] - o[k];
+    cross3(vc, w, r);
+    for (int k = 0; k < 3; k++) vc[k] += w[3 + k];
+    for (int k = 0; k < 3; k++) wb[k] = R[k] * w[0] + R[3 + k] * w[1] + R[6 + k] * w[2];
+    for (int k = 0; k < 3; k++) Iw[k] = I[3 * k] * wb[0] + I[3 * k + 1] * wb[1] + I[3 * k + 2] * wb[2];
+    for (int k = 0; k < 3; k++) hw[k] = R[3 * k] * Iw[0] + R[3 * k + 1] * Iw[1] + R[3 * k + 2] * Iw[2];
+    cross3(x, c, vc);
+    for (int k = 0; k < 3; k++) p[k] += mass * vc[k], l[k] += hw[k] + mass * x[k];
+    /* gravity and the body wrench (force, torque) at the com */
+    double fb[3];
+    for (int k = 0; k < 3; k++) fb[k] = mass * m->gravity[k] + xf[k];
+    cross3(x, c, fb);
+    for (int k = 0; k < 3; k++) f[k] += fb[k], t[k] += x[k] + xf[3 + k];
+  }
+}
+
 /* the exact reading of sensor s (before noise), into x[dim] */
 static void exact(const hilSensor *s, const khzModel *m, const khzData *d, double period,
-                  double *x, double *v_world) {
+                  double *x, double *v_world /* kept: accel 3, joint_force_torque 15 */) {
   int b = s->spec.object;
   switch (s->spec.type) {
     case KHZ_SENSOR_ENCODER:
@@ -314,14 +369,46 @@ static void exact(const hilSensor *s, const khzModel *m, const khzData *d, doubl
       const double *R = d->xrot + 9 * b, *o = d->xpos + 3 * b, *p = s->spec.pos;
       double pw[3], f[3], t[3], fn;
       for (int k = 0; k < 3; k++) pw[k] = o[k] + R[3 * k] * p[0] + R[3 * k + 1] * p[1] + R[3 * k + 2] * p[2];
-      contact_wrench(d, b, pw, f, t, &fn);
+      contact_wrench(d, NULL, b, pw, f, t, &fn);
       to_body(d, b, f, x);
       to_body(d, b, t, x + 3);
       break;
     }
     case KHZ_SENSOR_TOUCH: {
       double f[3], t[3], zero[3] = {0, 0, 0};
-      contact_wrench(d, b, zero, f, t, x);
+      contact_wrench(d, NULL, b, zero, f, t, x);
+      break;
+    }
+    case KHZ_SENSOR_JOINT_FT: {
+      /* Newton-Euler on the child's subtree: what the joint transmits is the
+       * rate of change of the subtree's momentum minus what acts on it from
+       * outside (gravity, body wrenches, contacts). Over the sample period:
+       * the momentum's difference quotient less the outside wrench's
+       * trapezoidal mean, so the reading is the mean over the period
+       * (second order, no lag of half a period between the two terms).
+       * Torques about the world origin, then about the sensor point. */
+      const double *R = d->xrot + 9 * b, *o = d->xpos + 3 * b, *ps = s->spec.pos;
+      double *keep = v_world; /* p, l, ext[6], pw: kept for the next sample */
+      double *p = keep, *l = keep + 3, *ext = keep + 6, *pw = keep + 12;
+      double fc[3], tc[3], fn, zero[3] = {0, 0, 0}, F[3], T[3], pm[3], pxF[3];
+      subtree_momentum(m, d, s->subtree, p, l, ext, ext + 3);
+      contact_wrench(d, s->subtree, 0, zero, fc, tc, &fn);
+      for (int k = 0; k < 3; k++) {
+        ext[k] += fc[k], ext[3 + k] += tc[k];
+        pw[k] = o[k] + R[3 * k] * ps[0] + R[3 * k + 1] * ps[1] + R[3 * k + 2] * ps[2];
+      }
+      /* the first sample: as if the momentum held still */
+      const double *pp = s->have_prev ? s->prev_p : p, *pl = s->have_prev ? s->prev_l : l;
+      const double *pe = s->have_prev ? s->prev_ext : ext, *ppw = s->have_prev ? s->prev_pw : pw;
+      for (int k = 0; k < 3; k++) {
+        F[k] = (p[k] - pp[k]) / period - 0.5 * (ext[k] + pe[k]);
+        T[k] = (l[k] - pl[k]) / period - 0.5 * (ext[3 + k] + pe[3 + k]);
+        pm[k] = 0.5 * (pw[k] + ppw[k]);
+      }
+      cross3(pxF, pm, F);
+      for (int k = 0; k < 3; k++) T[k] -= pxF[k]; /* about the point: T_o - p x F */
+      to_body(d, b, F, x);
+      to_body(d, b, T, x + 3);
       break;
     }
   }
@@ -330,11 +417,18 @@ static void exact(const hilSensor *s, const khzModel *m, const khzData *d, doubl
 /* one sample of sensor s at tick k, pushed onto its delay queue */
 static void take_sample(hilSensor *s, const khzModel *m, const khzData *d, double period,
                         uint64_t tick, int first) {
-  double x[KHZ_SENSOR_MAXDIM], v[3] = {0, 0, 0};
+  double x[KHZ_SENSOR_MAXDIM], v[15] = {0};
   const khzNoiseSpec *n = &s->spec.noise;
+  /* the first sample of a differencing sensor differences the state with itself */
   if (first && s->spec.type == KHZ_SENSOR_ACCEL) point_velocity(d, s->spec.object, s->spec.pos, s->prev_v);
+  if (first) s->have_prev = 0;
   exact(s, m, d, period, x, v);
-  if (s->spec.type == KHZ_SENSOR_ACCEL) memcpy(s->prev_v, v, sizeof v);
+  if (s->spec.type == KHZ_SENSOR_ACCEL) memcpy(s->prev_v, v, 3 * sizeof(double));
+  if (s->spec.type == KHZ_SENSOR_JOINT_FT) {
+    memcpy(s->prev_p, v, 3 * sizeof(double)), memcpy(s->prev_l, v + 3, 3 * sizeof(double));
+    memcpy(s->prev_ext, v + 6, 6 * sizeof(double)), memcpy(s->prev_pw, v + 12, 3 * sizeof(double));
+    s->have_prev = 1;
+  }
   int nnoisy = s->spec.type == KHZ_SENSOR_ENCODER ? 1 : s->dim;
   double walk = n->bias_walk * sqrt(period);
   for (int k = 0; k < nnoisy; k++) {
