@@ -37,7 +37,10 @@ typedef struct khzRng {
 void khz_rngSeed(khzRng *r, uint64_t seed, uint64_t stream);
 uint64_t khz_rngNext(khzRng *r);
 double khz_rngUniform(khzRng *r); /* [0, 1), 53 bits */
-double khz_rngNormal(khzRng *r);  /* N(0, 1): Box-Muller, one draw per call */
+/* N(0, 1) by the ziggurat method; khz_rngInit (idempotent, thread-safe;
+ * khz_rngSeed and khz_hilCreate call it) builds its tables first */
+void khz_rngInit(void);
+double khz_rngNormal(khzRng *r);
 
 /* -------------------------------------------------------------- sensors -- */
 
