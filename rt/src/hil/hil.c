@@ -199,6 +199,7 @@ khzHil *khz_hilCreate(const khzModel *m, const khzSensorSpec *sensor, int nsenso
       }
   }
 
+  khz_rngInit(); /* the ziggurat's tables, before any tick */
   khzHil *hil = calloc(1, sizeof *hil);
   if (!hil) goto oom;
   hil->seed = seed;
