@@ -35,7 +35,7 @@ PROGRAM_KEYS = {"name", "program", "env", "mode", "startup_timeout", "lockstep_t
 NOT_ON_SERVER = ("mass_scale", "friction")
 #: State.warnings order (khzWarning order, state.proto)
 WARNING_NAMES = ("stack", "badstate", "effort", "badctrl", "contactfull", "impulse", "lcp")
-FLAG_CONTACTS_TRUNCATED = 512
+FLAG_LOCKSTEP_TIMEOUT, FLAG_CONTACTS_TRUNCATED = 2, 512
 
 
 class RunError(RuntimeError):
@@ -128,7 +128,7 @@ def simulate_program(run, sim_factory):
     """One run against a khz-server of its own; returns the row's figures
     (raises on failure: the caller records it)."""
     from . import Client, KhzError
-    from khz_msgs.v1 import control_pb2
+    from khz_msgs.v1 import control_pb2, messages_pb2
 
     ctl, p = run["controller"], run["params"]
     server = find_server(run.get("server"))
@@ -198,6 +198,9 @@ def simulate_program(run, sim_factory):
         env = dict(os.environ, KHZ_STATE_ENDPOINT=state_ep, KHZ_COMMAND_ENDPOINT=command_ep,
                    KHZ_RUN_SEED=str(run["seed"]), KHZ_RUN_DURATION=repr(run["duration"]),
                    KHZ_RUN_PARAMS=json.dumps(p, sort_keys=True))
+        # the program runs in the SPEC's directory: PYTHONPATH made absolute, then the SPEC's path
+        pp = [os.path.abspath(x) for x in os.environ.get("PYTHONPATH", "").split(os.pathsep) if x]
+        env["PYTHONPATH"] = os.pathsep.join(pp + list(run.get("path") or []))
         env.update({str(k): str(v) for k, v in (ctl.get("env") or {}).items()})
         with open(prog_log, "wb") as f:
             try:
@@ -222,14 +225,15 @@ def simulate_program(run, sim_factory):
         ref = None
         sq = emax = depth = force = 0.0
         e0 = emax_e = e_end = math.nan
-        n = overruns = truncated = 0
+        n = overruns = truncated = timeouts = 0
         last = None
         done = 0
         chunk = int(ctl.get("chunk", 250))
         seen = st0.seq if st0.seq == first else first - 1
 
         def take(st):
-            nonlocal ref, sq, emax, depth, force, e0, emax_e, e_end, n, overruns, truncated, last
+            nonlocal ref, sq, emax, depth, force, e0, emax_e, e_end, n, overruns, truncated
+            nonlocal timeouts, last
             if st.seq < first or (last is not None and st.seq <= last.seq):
                 return  # from before the reset, or a repeat (lockstep keep-alive, pause)
             if ref is None:  # the posture the run starts from
@@ -257,6 +261,7 @@ def simulate_program(run, sim_factory):
                 depth = max(depth, c.depth)
             force = max(force, _pair_forces(st.contacts))
             truncated += bool(st.flags & FLAG_CONTACTS_TRUNCATED)
+            timeouts += bool(st.flags & FLAG_LOCKSTEP_TIMEOUT)
             last = st
 
         chunk_ends = {first}  # the tick after waited for a Step request, not the controller
@@ -271,19 +276,48 @@ def simulate_program(run, sim_factory):
             left = budget - (time.monotonic() - t_start)
             if left <= 0:
                 raise RunError(f"the run took longer than its timeout ({budget:g} s)")
-            reply = client.request("step", control_pb2.Step(n=k), timeout=left)
+            # the Step request, watching the states and the program meanwhile:
+            # a program that died or stalls ends the run now, not after a
+            # lockstep timeout per remaining tick
+            client._next_id += 1
+            rq = control_pb2.Request(id=client._next_id)
+            rq.step.n = k
+            client._send(messages_pb2.ClientMessage(request=rq), wait=left)
+            end, reply = time.monotonic() + left, None
+            while reply is None:
+                while (raw := client._recv_state()) is not None:
+                    st = client._take(raw)
+                    if st is not None:
+                        take(st)
+                        seen = max(seen, st.seq)
+                if timeouts and mode == "lockstep":
+                    break
+                if client._wait(client._dealer, 0.02):
+                    sm = client._recv_server()
+                    if sm.WhichOneof("body") == "reply" and sm.reply.id == rq.id:
+                        reply = sm.reply
+                        if reply.code != control_pb2.OK:
+                            raise RunError(f"Step refused by khz-server: {reply.error}")
+                    continue
+                if prog.poll() is not None:
+                    raise RunError(f"the controller exited with status {prog.returncode} after "
+                                   f"{seen - first} of {steps} steps: {_tail(prog_log)}")
+                if srv.poll() is not None:
+                    raise RunError(f"khz-server exited with status {srv.returncode}: "
+                                   f"{_tail(srv_log)}")
+                if time.monotonic() > end:
+                    raise RunError(f"the run took longer than its timeout ({budget:g} s)")
+            if reply is None:
+                break  # the controller did not answer in time: failed below
             done += k
             chunk_ends.add(reply.state_seq)
             while seen < reply.state_seq:
                 st = client.next_state(min(left, 10.0))
                 take(st)
                 seen = max(seen, st.seq)
-            if prog.poll() is not None and done < steps:
-                raise RunError(f"the controller exited with status {prog.returncode} after "
-                               f"{done} of {steps} steps: {_tail(prog_log)}")
         stats = client.stats()
-        if mode == "lockstep" and stats.tick.lockstep_timeouts:
-            raise RunError(f"the controller missed {stats.tick.lockstep_timeouts} lockstep "
+        if mode == "lockstep" and (stats.tick.lockstep_timeouts or timeouts):
+            raise RunError(f"the controller missed {max(stats.tick.lockstep_timeouts, timeouts)} lockstep "
                            f"deadline(s) of {ctl.get('lockstep_timeout_ms', 10000)} ms (the "
                            "safe command was applied): not a deterministic run")
         warn = dict(zip(WARNING_NAMES, (int(w) for w in last.warnings)))
