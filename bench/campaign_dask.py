@@ -4,7 +4,12 @@ LocalCluster over the serial run, on this machine's cores: the same SPEC
 (MuJoCo's humanoid under khz.campaign:pd_hold, mass and friction x seeds,
 with seeded initial noise) serially and on N workers; prints both wall times,
 the speed-up with and without the cluster's start, and whether the two tables
-are identical (wall time, overruns and attempts excepted).
+are identical (wall time, overruns and attempts excepted). The serial run is
+measured before and after the Dask run (the machine's load drifts; both are
+printed with the load average at the time) and the speed-up is against their
+mean. On a machine shared with other work, N worker processes get N shares
+of the cores where the serial run gets one, so a speed-up measured under
+load says how the shares were split, not what the cores can do.
 
     bench/campaign_dask.py [--build build] [--runs 16] [--duration 2.0] [--workers CORES]
 """
@@ -45,22 +50,30 @@ controllers:
   - {{name: hold, python: "khz.campaign:pd_hold"}}
 """)
     quiet = lambda *_: None
-    _, t_serial = campaign.run_campaign(spec, outdir=os.path.join(tmp, "serial"), plot=False,
-                                        log=quiet)
+    loads = [os.getloadavg()[0]]
+    _, t_serial1 = campaign.run_campaign(spec, outdir=os.path.join(tmp, "serial"), plot=False,
+                                         log=quiet)
+    loads.append(os.getloadavg()[0])
     stats = {}
     _, t_runs = campaign.run_campaign(spec, outdir=os.path.join(tmp, "dask"), dask=True,
                                       workers=a.workers, plot=False, log=quiet, stats=stats)
+    loads.append(os.getloadavg()[0])
+    _, t_serial2 = campaign.run_campaign(spec, outdir=os.path.join(tmp, "serial2"), plot=False,
+                                         log=quiet)
+    loads.append(os.getloadavg()[0])
+    t_serial = 0.5 * (t_serial1 + t_serial2)
     start = stats["dask_startup_s"]
     tables, per_run = [], []
-    for d in ("serial", "dask"):
+    for d in ("serial", "dask", "serial2"):
         with open(os.path.join(tmp, d, "runs.csv"), newline="") as f:
             rows = list(csv.DictReader(f))
         tables.append(campaign.comparable(rows))
         per_run.append(sorted(float(r["wall_time_s"]) for r in rows)[len(rows) // 2])
-    same = tables[0] == tables[1]
+    same = tables[0] == tables[1] == tables[2]
     print(f"{a.runs} runs of {a.duration} s (MuJoCo's humanoid, pd_hold), {os.cpu_count()} cores, "
-          f"load {os.getloadavg()[0]:.1f}")
-    print(f"  serial                       {t_serial:7.1f} s")
+          f"1-minute load average {' -> '.join(f'{x:.1f}' for x in loads)} (start, after serial, "
+          f"after Dask, after serial again)")
+    print(f"  serial, before and after     {t_serial1:7.1f} s, {t_serial2:.1f} s (mean {t_serial:.1f} s)")
     print(f"  Dask LocalCluster, {a.workers} workers {t_runs:7.1f} s (its start {start:.1f} s and stop "
           f"included)  speed-up {t_serial / t_runs:.2f}x")
     runs = stats["dask_runs_s"]
