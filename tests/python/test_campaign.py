@@ -182,7 +182,8 @@ class Campaign(unittest.TestCase):
                 scenes: [default]
                 cases:
                   - {{init_noise: 0.05}}
-                  - {{init_q: {{arm/joint2: 0.3}}, push: {{body: box1, force: [0, 30, 0], at: 0.02, duration: 0.02}}}}
+                  - {{init_q: {{arm/joint2: 0.3}},
+                     push: {{body: box1, force: [0, 30, 0], at: 0.02, duration: 0.02}}}}
                 seeds: [1, 2]
                 controllers:
                   - {{name: wire, program: "{{python}} {ctl}"}}
@@ -203,7 +204,8 @@ class Campaign(unittest.TestCase):
                             "energy_end", "energy_max", "max_penetration", "final_time"):
                     self.assertEqual(w[col], h[col], (key, col))
             # the wire carries the explicit contact force only: at most the in-process figure
-            self.assertLessEqual(float(w["peak_contact_force"]), float(h["peak_contact_force"]) + 1e-9)
+            self.assertLessEqual(float(w["peak_contact_force"]),
+                                 float(h["peak_contact_force"]) + 1e-9)
             self.assertGreater(float(w["peak_contact_force"]), 0.0)
         base = [r for r in rows if r["controller"] == "wire" and not r["init_noise"] + r["push"]]
         self.assertEqual(base[0]["state_hash"], base[1]["state_hash"])  # no draw, no difference

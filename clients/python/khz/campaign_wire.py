@@ -142,7 +142,8 @@ def simulate_program(run, sim_factory):
             "--state-endpoint", state_ep, "--command-endpoint", command_ep,
             "--rt-priority", "0", "--io-priority", "0", "--lock-memory", "false",
             "--cpu-dma-latency-us", "-1", "--publish-contacts", "--pub-hwm", "1000000",
-            "--watchdog-ms", "0", "--lockstep-timeout-ms", str(int(ctl.get("lockstep_timeout_ms", 10000)))]
+            "--watchdog-ms", "0",
+            "--lockstep-timeout-ms", str(int(ctl.get("lockstep_timeout_ms", 10000)))]
     if p.get("method"):
         argv += ["--contact-method", str(p["method"])]
     srv = prog = client = sim = None
@@ -150,7 +151,8 @@ def simulate_program(run, sim_factory):
     t_start = time.monotonic()
     try:
         with open(srv_log, "wb") as f:
-            srv = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            srv = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL)
         # the observer: connects once the server answers Describe
         while True:
             if srv.poll() is not None:
@@ -190,11 +192,12 @@ def simulate_program(run, sim_factory):
             push_tick = int(round(float(push.get("at", 0.0)) * rate))
             push_len = float(push.get("duration", 0.1))
         # the controller program, told where the server is
-        subst = {"python": sys.executable, "state": state_ep, "command": command_ep, "seed": str(run["seed"]),
-                 "duration": repr(run["duration"])}
+        subst = {"{python}": sys.executable, "{state}": state_ep, "{command}": command_ep,
+                 "{seed}": str(run["seed"]), "{duration}": repr(run["duration"])}
         cmd = ctl["program"]
         cmd = shlex.split(cmd) if isinstance(cmd, str) else list(cmd)
-        cmd = [a.format(**subst) if "{" in a else a for a in cmd]
+        for key, value in subst.items():  # these words only: other braces stay as they are
+            cmd = [a.replace(key, value) for a in cmd]
         env = dict(os.environ, KHZ_STATE_ENDPOINT=state_ep, KHZ_COMMAND_ENDPOINT=command_ep,
                    KHZ_RUN_SEED=str(run["seed"]), KHZ_RUN_DURATION=repr(run["duration"]),
                    KHZ_RUN_PARAMS=json.dumps(p, sort_keys=True))
@@ -317,9 +320,10 @@ def simulate_program(run, sim_factory):
                 seen = max(seen, st.seq)
         stats = client.stats()
         if mode == "lockstep" and (stats.tick.lockstep_timeouts or timeouts):
-            raise RunError(f"the controller missed {max(stats.tick.lockstep_timeouts, timeouts)} lockstep "
-                           f"deadline(s) of {ctl.get('lockstep_timeout_ms', 10000)} ms (the "
-                           "safe command was applied): not a deterministic run")
+            missed = max(stats.tick.lockstep_timeouts, timeouts)
+            limit = ctl.get("lockstep_timeout_ms", 10000)
+            raise RunError(f"the controller missed {missed} lockstep deadline(s) of {limit} ms "
+                           "(the safe command was applied): not a deterministic run")
         warn = dict(zip(WARNING_NAMES, (int(w) for w in last.warnings)))
         if truncated:
             warn["contacts_truncated"] = truncated
