@@ -12,12 +12,58 @@ of the cores where the serial run gets one, so a speed-up measured under
 load says how the shares were split, not what the cores can do.
 
     bench/campaign_dask.py [--build build] [--runs 16] [--duration 2.0] [--workers CORES]
+    bench/campaign_dask.py --cpu [--duration 40]
+
+--cpu: where the time goes instead: one run alone in this process, then two
+at once in a ProcessPoolExecutor(2) and on a 2-worker LocalCluster, each
+printing its wall time and its thread's CPU time (time.thread_time): on a
+shared machine the difference between the two is the wait for a core.
 """
 import argparse
 import os
 import shutil
 import sys
 import tempfile
+import time
+
+HUMANOID = "/usr/share/mujoco/model/humanoid/humanoid.xml"
+
+
+def timed_run(duration):
+    """One humanoid run under pd_hold: (wall s, the thread's CPU s, status)."""
+    from khz import campaign
+    run = {"scene": HUMANOID, "scene_name": "humanoid", "params": {}, "seed": 1,
+           "controller": {"name": "hold", "python": "khz.campaign:pd_hold"},
+           "duration": duration, "control_every": 1, "mode": "fast", "path": [], "key": "cpu",
+           "run": 0}
+    t0, c0 = time.perf_counter(), time.thread_time()
+    row = campaign.run_one(run)
+    return time.perf_counter() - t0, time.thread_time() - c0, row["status"]
+
+
+def cpu_probe(duration):
+    from concurrent.futures import ProcessPoolExecutor
+    from distributed import Client, LocalCluster
+
+    def show(what, results, wall):
+        runs = ", ".join(f"{w:.2f} s wall / {c:.2f} s CPU ({s})" for w, c, s in results)
+        print(f"  {what:<28} {runs}; all {wall:.2f} s; load {os.getloadavg()[0]:.1f}")
+    print(f"runs of {duration} s of MuJoCo's humanoid under pd_hold, {os.cpu_count()} cores")
+    t0 = time.perf_counter()
+    show("one run alone", [timed_run(duration)], time.perf_counter() - t0)
+    with ProcessPoolExecutor(2) as ex:
+        t0 = time.perf_counter()
+        fs = [ex.submit(timed_run, duration) for _ in range(2)]
+        show("two in ProcessPoolExecutor", [f.result() for f in fs], time.perf_counter() - t0)
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                           dashboard_address=None)
+    client = Client(cluster)
+    t0 = time.perf_counter()
+    fs = [client.submit(timed_run, duration, pure=False) for _ in range(2)]
+    show("two on a 2-worker cluster", [f.result() for f in fs], time.perf_counter() - t0)
+    client.close()
+    cluster.close()
+    return 0
 
 
 def main():
@@ -26,12 +72,16 @@ def main():
     ap.add_argument("--runs", type=int, default=16, help="a multiple of 4")
     ap.add_argument("--duration", type=float, default=2.0, help="simulated s per run")
     ap.add_argument("--workers", type=int, default=os.cpu_count())
+    ap.add_argument("--cpu", action="store_true", help="wall and CPU time per run instead")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
     sys.path.insert(0, os.path.join(build, "clients", "python"))
     os.environ.setdefault("KHZ_LIBRARY", os.path.join(build, "lib", "libkhz.so"))
     os.environ["PYTHONPATH"] = os.path.join(build, "clients", "python") + os.pathsep + \
         os.environ.get("PYTHONPATH", "")  # the Dask workers import khz too
+    os.environ.setdefault("DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED", "False")
+    if a.cpu:
+        return cpu_probe(a.duration)
     import csv
     from khz import campaign
 
@@ -40,7 +90,7 @@ def main():
     with open(spec, "w") as f:
         f.write(f"""name: bench
 duration: {a.duration}
-scenes: [/usr/share/mujoco/model/humanoid/humanoid.xml]
+scenes: [{HUMANOID}]
 parameters:
   mass_scale: [1.0, 1.2]
   friction: [0.6, 1.0]
