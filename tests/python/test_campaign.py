@@ -173,7 +173,8 @@ class Campaign(unittest.TestCase):
         """External controller programs over the wire protocol, a khz-server
         per run in lockstep: the same PD as pd_hold in another process gives
         the in-process run's state bit for bit; a program that exits or
-        stalls is a failed run, named; the same table on Dask."""
+        stalls is a failed run, named; the same table on an existing Dask
+        scheduler."""
         spec = os.path.join(self.tmp, "wire.yaml")
         ctl = os.path.join(HERE, "wire_ctl.py")
         with open(spec, "w") as f:
@@ -215,10 +216,16 @@ class Campaign(unittest.TestCase):
         self.assertEqual(pushed[0]["state_hash"], pushed[1]["state_hash"])  # a fixed force: no draw
         self.assertNotIn(pushed[0]["state_hash"], {r["state_hash"] for r in noise})
 
-        # the same table on a 2-worker LocalCluster
-        rows_d, _ = campaign.run_campaign(spec, outdir=os.path.join(self.tmp, "wire-dask"),
-                                          plot=False, log=self.log.append, dask=True, workers=2)
+        # the same table on an existing Dask scheduler (--scheduler), 2 workers
+        from distributed import LocalCluster
+        os.environ.setdefault("DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED", "False")
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                          dashboard_address=None) as cluster:
+            rows_d, _ = campaign.run_campaign(spec, outdir=os.path.join(self.tmp, "wire-dask"),
+                                              plot=False, log=self.log.append,
+                                              scheduler=cluster.scheduler_address)
         self.assertEqual(campaign.comparable(rows), campaign.comparable(rows_d))
+        self.assertTrue(any("2 workers" in m for m in self.log))
 
         # programs that fail: exits early, never starts, stalls (a lockstep timeout)
         bad = os.path.join(self.tmp, "wire-bad.yaml")
