@@ -1,6 +1,7 @@
 """khz.campaign — `khz campaign SPEC.yaml`: one controller (or several)
 against a matrix of scenes x parameters x seeds, one row per run, serially or
-on Dask (docs/campaigns.md).
+on Dask (docs/campaigns.md). Python controllers run in process; controller
+programs against a khz-server of their own (khz.campaign_wire).
 
 A run is a pure function of its description (scene, parameters, seed,
 controller, duration): the simulator is deterministic, the seed drives every
