@@ -255,9 +255,12 @@ def simulate_program(run, sim_factory):
                     sq += float(np.dot(err, err)) / len(err)
                     emax = max(emax, float(np.max(np.abs(err))))
                 n += 1
-                # the controller's turn: state k complete -> tick k+1 started
-                # (lockstep waits for it); over one period a real-time tick was missed
-                if last is not None and st.seq == last.seq + 1 and st.seq - 1 not in chunk_ends \
+                if mode == "fast":  # the loop did not wait: a tick without the answer to
+                    overruns += st.command_state_seq + 1 != st.seq  # the state before it
+                # lockstep, the controller's turn: state k complete -> tick k+1
+                # started; over one period a real-time tick was missed
+                elif last is not None and st.seq == last.seq + 1 \
+                        and st.seq - 1 not in chunk_ends \
                         and st.tick_time_ns - last.mono_time_ns > period_ns:
                     overruns += 1
             for c in st.contacts:
