@@ -143,7 +143,11 @@ class Campaign(unittest.TestCase):
                            ("scenes: box.yaml\n", "scenes"),
                            ("scenes: [box.yaml]\nduration: -1\n", "duration"),
                            ("scenes: [box.yaml]\ncontrollers: [{name: c, python: nocolon}]\n",
-                            "controllers[0].python")):
+                            "controllers[0].python"),
+                           ("scenes: [box.yaml]\nparameters: {mass_scale: [1, 2]}\n"
+                            "controllers: [{name: c, program: ctl}]\n", "mass_scale cannot"),
+                           ("scenes: [box.yaml]\ncontrollers: [{name: c, program: [1]}]\n",
+                            "controllers[0].program")):
             with open(bad, "w") as f:
                 f.write(text)
             p = subprocess.run([sys.executable, "-m", "khz", "campaign", bad, "--out",
@@ -164,6 +168,87 @@ class Campaign(unittest.TestCase):
             self.assertTrue(os.path.exists(os.path.join(out, "summary.png")))
         except ImportError:
             self.assertIn("no summary.png", p.stdout)
+
+    def test_program_controllers(self):
+        """External controller programs over the wire protocol, a khz-server
+        per run in lockstep: the same PD as pd_hold in another process gives
+        the in-process run's state bit for bit; a program that exits or
+        stalls is a failed run, named; the same table on an existing Dask
+        scheduler."""
+        spec = os.path.join(self.tmp, "wire.yaml")
+        ctl = os.path.join(HERE, "wire_ctl.py")
+        with open(spec, "w") as f:
+            f.write(textwrap.dedent(f"""
+                duration: 0.08
+                scenes: [default]
+                cases:
+                  - {{init_noise: 0.05}}
+                  - {{init_q: {{arm/joint2: 0.3}},
+                     push: {{body: box1, force: [0, 30, 0], at: 0.02, duration: 0.02}}}}
+                seeds: [1, 2]
+                controllers:
+                  - {{name: wire, program: "{{python}} {ctl}"}}
+                  - {{name: hold, python: "khz.campaign:pd_hold"}}
+                """))
+        rows, _ = campaign.run_campaign(spec, outdir=os.path.join(self.tmp, "wire"), plot=False,
+                                        log=self.log.append)
+        # the baseline (no parameters), the two cases; two seeds; two controllers
+        self.assertEqual([r["status"] for r in rows], ["ok"] * 12, [r["error"] for r in rows])
+        by = {}
+        for r in rows:
+            by.setdefault((r["init_noise"], r["push"], r["seed"]), {})[r["controller"]] = r
+        for key, pair in by.items():
+            w, h = pair["wire"], pair["hold"]
+            self.assertEqual(w["steps"], "80")
+            if not key[1]:  # no push: the same torques from the same states, the same run
+                for col in ("state_hash", "tracking_rms", "tracking_max", "energy_start",
+                            "energy_end", "energy_max", "max_penetration", "final_time"):
+                    self.assertEqual(w[col], h[col], (key, col))
+            # the wire carries the explicit contact force only: at most the in-process figure
+            self.assertLessEqual(float(w["peak_contact_force"]),
+                                 float(h["peak_contact_force"]) + 1e-9)
+            self.assertGreater(float(w["peak_contact_force"]), 0.0)
+        base = [r for r in rows if r["controller"] == "wire" and not r["init_noise"] + r["push"]]
+        self.assertEqual(base[0]["state_hash"], base[1]["state_hash"])  # no draw, no difference
+        noise = [r for r in rows if r["controller"] == "wire" and r["init_noise"]]
+        self.assertNotEqual(noise[0]["state_hash"], noise[1]["state_hash"])  # the seed's noise
+        pushed = [r for r in rows if r["controller"] == "wire" and r["push"]]
+        self.assertEqual(pushed[0]["state_hash"], pushed[1]["state_hash"])  # a fixed force: no draw
+        self.assertNotIn(pushed[0]["state_hash"], {r["state_hash"] for r in noise})
+
+        # the same table on an existing Dask scheduler (--scheduler), 2 workers
+        from distributed import LocalCluster
+        os.environ.setdefault("DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED", "False")
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                          dashboard_address=None) as cluster:
+            rows_d, _ = campaign.run_campaign(spec, outdir=os.path.join(self.tmp, "wire-dask"),
+                                              plot=False, log=self.log.append,
+                                              scheduler=cluster.scheduler_address)
+        self.assertEqual(campaign.comparable(rows), campaign.comparable(rows_d))
+        self.assertTrue(any("2 workers" in m for m in self.log))
+
+        # programs that fail: exits early, never starts, stalls (a lockstep timeout)
+        bad = os.path.join(self.tmp, "wire-bad.yaml")
+        with open(bad, "w") as f:
+            f.write(textwrap.dedent(f"""
+                duration: 0.1
+                scenes: [default]
+                retries: 0
+                controllers:
+                  - {{name: exits, program: ["{{python}}", "{ctl}", "--exit-after", "30"]}}
+                  - {{name: missing, program: /nonexistent/controller}}
+                  - {{name: stalls, program: "{{python}} {ctl} --stall-after 30",
+                     lockstep_timeout_ms: 300, stop_timeout: 2}}
+                """))
+        t0 = time.monotonic()
+        rows, _ = campaign.run_campaign(bad, outdir=os.path.join(self.tmp, "wire-bad"),
+                                        plot=False, log=self.log.append)
+        by = {r["controller"]: r for r in rows}
+        self.assertEqual({r["status"] for r in rows}, {"failed"})
+        self.assertIn("exited with status 3", by["exits"]["error"])
+        self.assertIn("cannot start the controller", by["missing"]["error"])
+        self.assertIn("missed 1 lockstep deadline", by["stalls"]["error"])
+        self.assertLess(time.monotonic() - t0, 120)
 
     @classmethod
     def tearDownClass(cls):

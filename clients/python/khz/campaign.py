@@ -1,6 +1,7 @@
 """khz.campaign — `khz campaign SPEC.yaml`: one controller (or several)
 against a matrix of scenes x parameters x seeds, one row per run, serially or
-on Dask (docs/campaigns.md).
+on Dask (docs/campaigns.md). Python controllers run in process; controller
+programs against a khz-server of their own (khz.campaign_wire).
 
 A run is a pure function of its description (scene, parameters, seed,
 controller, duration): the simulator is deterministic, the seed drives every
@@ -20,6 +21,7 @@ import time
 
 import numpy as np
 
+from . import campaign_wire
 from .sim import Sim
 
 #: the columns every row has, in order; parameter columns come after `seed`
@@ -62,7 +64,7 @@ def expand(spec):
     combinations (the product of `parameters`' lists in the file's key
     order, then the `cases` list), then seeds, then controllers."""
     known = {"name", "scenes", "parameters", "cases", "seeds", "controllers", "duration",
-             "control_every", "mode", "retries", "path", "_base", "output"}
+             "control_every", "mode", "retries", "path", "_base", "output", "server"}
     extra = set(spec) - known
     if extra:
         raise SpecError(f"unknown key(s) {', '.join(sorted(extra))}; expected {', '.join(sorted(known - {'_base'}))}")
@@ -97,9 +99,10 @@ def expand(spec):
             raise SpecError(f"controllers[{i}]: expected a mapping with a name")
         if "python" in c and ":" not in str(c["python"]):
             raise SpecError(f"controllers[{i}].python: expected module:function, got {c['python']!r}")
+        if "python" in c and "program" in c:
+            raise SpecError(f"controllers[{i}]: give python or program, not both")
         if "program" in c:
-            raise SpecError(f"controllers[{i}].program: external programs are not run by "
-                            "campaigns yet (docs/campaigns.md); use a Python controller")
+            _check_program(c, f"controllers[{i}]", params, spec.get("cases") or [])
     duration = float(spec.get("duration", 1.0))
     if not duration > 0:
         raise SpecError("duration: expected a positive number of seconds")
@@ -118,6 +121,8 @@ def expand(spec):
                            "params": combo, "seed": seed, "controller": ctl,
                            "duration": duration, "control_every": every, "mode": mode,
                            "path": [base] + list(spec.get("path") or [])}
+                    if "program" in ctl:
+                        run["server"] = spec.get("server")
                     run["key"] = run_key(run)
                     run["run"] = len(runs)
                     runs.append(run)
@@ -152,6 +157,26 @@ def pd_hold(sim, params):
     return ctl
 
 
+def _check_program(c, where, params, cases):
+    try:
+        campaign_wire.check_program(c, where, params, cases)
+    except ValueError as e:
+        raise SpecError(str(e)) from None
+
+
+def _observer_sim(run):
+    """The run's scene loaded in this process, for the energy of the states a
+    khz-server publishes (None when it does not load here)."""
+    try:
+        return Sim(run["scene"], method=run["params"].get("method"), quiet=True)
+    except Exception:
+        return None
+
+
+def _simulate_program(run):
+    return campaign_wire.simulate_program(run, _observer_sim)
+
+
 def _controller(desc, sim, path):
     """The run's controller: `python: module:function` called as
     function(sim, controller_entry) -> callable(sim) -> torques (nv) or None."""
@@ -177,7 +202,7 @@ def run_one(run):
         if k in p:
             row[k] = json.dumps(p[k], sort_keys=True) if isinstance(p[k], (dict, list)) else p[k]
     try:
-        row.update(_simulate(run))
+        row.update(_simulate_program(run) if "program" in run["controller"] else _simulate(run))
         row["status"], row["error"] = "ok", ""
     except Exception as e:  # recorded, never lost: the campaign goes on
         row.update({"status": "failed", "error": f"{type(e).__name__}: {e}"})

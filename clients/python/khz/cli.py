@@ -547,7 +547,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--play", metavar="FILE", help="play a recording (.khzrec) instead")
     s.set_defaults(fn=cmd_view)
     s = sub.add_parser("campaign", help="run a matrix of simulations in this process or on Dask "
-                       "(no server; docs/campaigns.md)")
+                       "(Python controllers in process, controller programs against a "
+                       "khz-server per run; docs/campaigns.md)")
     s.add_argument("spec", metavar="SPEC.yaml", help="the campaign: scenes, parameters, seeds, "
                    "controllers")
     s.add_argument("--out", help="output directory (default: the spec's output, else ./NAME); "
