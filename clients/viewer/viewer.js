@@ -467,6 +467,8 @@ function connect() {
       const nb = msg.bodies.length - 1;
       $('banner').textContent = `${msg.scene} · ${nb} ${nb === 1 ? 'body' : 'bodies'}`;
     } else if (msg.t === 'state') {
+      // taken: khz view sends the next state only when this page keeps up
+      send({ op: 'ack' });
       if (view.hold) return; // a test holds the scene as it is (its own changes drawn)
       view.state = msg;
       view.seq = msg.seq;

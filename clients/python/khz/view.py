@@ -37,7 +37,9 @@ ws://HOST:PORT/foxglove with that subprotocol: /khz/state, /tf, /scene and
 From the browser: {"op": "plot", "q": [indices], "qd": [...], "tau": [...], "sensor": [...]} (what
     the series carry), {"op": "pause"|"resume"|"reset"|"step" (n)|"method" (name)
     |"contacts" (on)|"push" (body, force, torque, duration)
-    |"play"|"stop"|"seek" (index)|"speed" (x)|"frame" (delta)}
+    |"play"|"stop"|"seek" (index)|"speed" (x)|"frame" (delta)|"ack"}
+    ("ack": the page took a state; a page that acknowledges has at most two
+    unacknowledged, see Server._send_state)
 """
 
 from __future__ import annotations
@@ -263,6 +265,27 @@ class Series:
                 out[k] = {str(i): [r[j] for r in rows] for j, i in enumerate(self.select[k])}
             self._clear()
             return out
+
+
+INFLIGHT = 2  # states sent to a page and not yet acknowledged, at most
+
+
+def merge_series(chunks: list[dict]) -> dict:
+    """Series chunks (Series.take) in order as one; an index missing from a
+    chunk (the selection changed between them) is None there."""
+    if len(chunks) == 1:
+        return chunks[0]
+    out = {"seq": [], "t": []}
+    for k in ("q", "qd", "tau", "sensor"):
+        out[k] = {i: [] for i in sorted({i for c in chunks for i in c.get(k, {})}, key=int)}
+    for c in chunks:
+        n = len(c["t"])
+        out["seq"] += c["seq"]
+        out["t"] += c["t"]
+        for k in ("q", "qd", "tau", "sensor"):
+            for i, col in out[k].items():
+                col += c.get(k, {}).get(i, [None] * n)
+    return out
 
 
 # -------------------------------------------------------------- live source
@@ -564,6 +587,8 @@ class Viewer:
         self.host, self.port, self.fps = host, port, fps
         self.clients: set = set()
         self.selections: dict = {}  # page -> its plotted indices
+        self.inflight: dict = {}    # page -> states sent, not yet acknowledged
+        self.pending: dict = {}     # page -> plot series it has not been sent
         self.fox = None
 
     def _file(self, path: str):
@@ -673,6 +698,11 @@ class Viewer:
             if isinstance(self.src, PlaybackSource):
                 await ws.send(json.dumps(self.src.timeline()))
             _, msg = self.src.frame()  # the newest state at once (a paused server sends none)
+            series = msg.pop("series", None) if msg is not None else None
+            if series:  # (taken from the stream: the other pages get them with their next state)
+                for other in self.clients:
+                    if other is not ws:
+                        self.pending.setdefault(other, []).append(series)
             if msg is not None:
                 await ws.send(json.dumps(msg))
             async for text in ws:
@@ -680,7 +710,11 @@ class Viewer:
                     req = json.loads(text)
                 except ValueError:
                     continue
-                if isinstance(req, dict) and req.get("op") == "plot":
+                if isinstance(req, dict) and req.get("op") == "ack":
+                    # (a page that acknowledges is sent states as it takes them; a
+                    # client that never does gets every one)
+                    self.inflight[ws] = max(0, self.inflight.get(ws, 0) - 1)
+                elif isinstance(req, dict) and req.get("op") == "plot":
                     self._select(ws, req)
                 elif isinstance(req, dict):
                     self.src.submit(req)
@@ -688,6 +722,8 @@ class Viewer:
             pass
         finally:
             self.clients.discard(ws)
+            self.inflight.pop(ws, None)
+            self.pending.pop(ws, None)
             self.selections.pop(ws, None)
             self._select(None, None)
 
@@ -712,6 +748,33 @@ class Viewer:
             except Exception:
                 self.clients.discard(ws)
 
+    async def _send_state(self, msg: dict) -> None:
+        """The newest state to each page that has taken the ones before: a page
+        acknowledges every state ({"op": "ack"}) and has at most INFLIGHT
+        unacknowledged; a page that is behind (software WebGL under load draws a
+        frame a second) skips states instead of reading them from socket
+        buffers seconds late. The plot series it skipped come with the next
+        state it is sent (at most SERIES_MAX samples held per page)."""
+        series = msg.pop("series", None)
+        for ws in list(self.clients):
+            pend = self.pending.setdefault(ws, [])
+            if series:
+                pend.append(series)
+                while len(pend) > 1 and sum(len(p["t"]) for p in pend) > SERIES_MAX:
+                    pend.pop(0)  # a page that stopped reading: the oldest go (a gap)
+            if self.inflight.get(ws, 0) >= INFLIGHT:
+                continue
+            out = dict(msg)
+            if pend:
+                out["series"] = merge_series(pend)
+                pend.clear()
+            if ws in self.inflight:
+                self.inflight[ws] += 1
+            try:
+                await ws.send(json.dumps(out))
+            except Exception:
+                self.clients.discard(ws)
+
     async def _pump(self) -> None:
         """The newest state at the display's rate; replies as they come."""
         sent = -1
@@ -730,7 +793,7 @@ class Viewer:
                 version, msg = self.src.frame()
                 if msg is not None and version != sent:
                     sent = version
-                    await self._broadcast(json.dumps(msg))
+                    await self._send_state(msg)
             await asyncio.sleep(max(0.0, period - (time.monotonic() - t0)))
 
     async def run(self, ready=None) -> None:
