@@ -46,7 +46,7 @@ try {
   page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
   mark('launched');
   await page.goto(url, { timeout: 120000 });
-  await page.waitForFunction(() => window.khz && window.khz.frames >= 1, null, { timeout: 30000 });
+  await page.waitForFunction(() => window.khz && window.khz.frames >= 1, null, { timeout: 180000 });
   mark('states');
   result.model = await page.evaluate(() => ({ scene: khz.model.scene, bodies: khz.model.bodies, geoms: khz.model.geoms.length }));
   const seqNow = () => page.evaluate(() => khz.seq);
@@ -189,7 +189,7 @@ try {
   } else if (mode === 'compare') {
     await compareRun(...process.argv.slice(5, 8), process.argv.slice(8));
   } else if (mode === 'shot') {
-    if (arg2 === 'contacts') await page.click('#show-contacts');
+    if (arg2 === 'contacts') await page.click('#show-contacts', { timeout: 120000 });
     await sleep(1000 * parseFloat(arg || '2'));
     await page.screenshot({ path: out });
   } else {
