@@ -238,10 +238,12 @@ class Series:
         self.v = {k: [] for k in self.v}
 
     def add(self, seq: int, t: float, msg) -> None:
-        sel = self.select
-        if not (sel["q"] or sel["qd"] or sel["tau"] or sel["sensor"]):
+        if not any(self.select.values()):
             return
         with self.lock:
+            # (read under the lock: rows of an older selection would not match
+            # the columns take() builds from the new one)
+            sel = self.select
             if len(self.t) >= SERIES_MAX:  # the page stopped taking them
                 self.dropped += len(self.t)
                 self._clear()
