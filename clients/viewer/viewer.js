@@ -245,6 +245,7 @@ function showModel(m) {
     l.append(cb, ' ' + j.name);
     $('joints').append(l);
   }
+  showSensorModel(m);
   const rows = m.bodies.map((b, i) => {
     const j = m.joints.find((jj) => jj.body === i);
     return `${i} ${b}${j ? ` — ${j.name} (${j.type}, q[${j.q_index}])` : ''}`;
@@ -279,6 +280,85 @@ function showState(s) {
   }
 }
 
+// ---------------------------------------------------------------- sensors
+// the hardware-in-the-loop sensors (docs/hil.md): per sensor its reading (the
+// values as published: quantised, noisy, late, faulted), its age (ticks since
+// it was sampled) and its fault; a sensor's values can be plotted
+// ("sensor readings" in the plot's quantity)
+let plotSensors = new Set();
+const sensorCells = [];
+
+function showSensorModel(m) {
+  const sensors = m.sensors || [];
+  $('hil').style.display = sensors.length || (m.drives || []).length ? '' : 'none';
+  plotSensors = new Set(sensors.slice(0, 1).map((sn) => sn.name));
+  const tb = $('sensors');
+  tb.innerHTML = '';
+  sensorCells.length = 0;
+  if (sensors.length) {
+    const head = tb.insertRow();
+    for (const t of ['', 'sensor', 'reading', 'age', 'fault']) head.insertCell().textContent = t;
+  }
+  for (const sn of sensors) {
+    const row = tb.insertRow();
+    const cb = document.createElement('input');
+    cb.type = 'checkbox';
+    cb.title = 'plot (quantity: sensor readings)';
+    cb.checked = plotSensors.has(sn.name);
+    cb.onchange = () => {
+      cb.checked ? plotSensors.add(sn.name) : plotSensors.delete(sn.name);
+      $('quantity').value = 'sensor';
+      sendPlot();
+      needRender = true;
+    };
+    row.insertCell().append(cb);
+    const name = row.insertCell();
+    name.textContent = sn.name;
+    name.title = `${sn.type} on ${sn.object}, every ${sn.rate_divisor} tick(s), latency ${sn.latency_ticks}`;
+    const val = row.insertCell();
+    val.className = 'val';
+    const age = row.insertCell();
+    const fault = row.insertCell();
+    sensorCells.push({ sn, row, val, age, fault });
+  }
+  $('hil-note').textContent = sensors.length ? `${sensors.length} sensors (hover a name for its type and rate)` : '';
+  $('drive-faults').textContent = '';
+}
+
+// the values of sensor i: State.sensor_values[value_index ..+dim] (null: NaN, a dropout)
+const fmtReading = (x) => (x == null ? 'NaN' : Math.abs(x) >= 1e4 || (x !== 0 && Math.abs(x) < 1e-3) ? x.toExponential(2) : x.toFixed(4));
+
+function showSensors(s) {
+  const hil = s.hil;
+  if (!hil || !view.model) return;
+  const names = view.model.fault_names || [];
+  const period = s.rate_hz > 0 ? 1000 / s.rate_hz : 0;
+  sensorCells.forEach((c, i) => {
+    const v = hil.values.slice(c.sn.value_index, c.sn.value_index + c.sn.dim);
+    c.val.textContent = v.map(fmtReading).join(' ');
+    const a = hil.age[i];
+    c.age.textContent = a == null ? '–' : `${a} (${(a * period).toFixed(1)} ms)`;
+    const f = hil.faults[i] || 0;
+    c.fault.textContent = f ? (names[f] || String(f)) : '–';
+    c.row.className = f ? 'bad' : '';
+  });
+  const df = (view.model.drives || []).map((d, i) => [d, hil.drive_faults[i] || 0]).filter(([, f]) => f);
+  $('drive-faults').textContent = df.length ? 'drive faults: ' + df.map(([d, f]) => `${d.joint} ${names[f] || f}`).join(', ') : '';
+  $('drive-faults').className = df.length ? 'bad' : '';
+  const late = hil.shown_seq && hil.shown_seq !== s.seq ? hil.shown_seq - s.seq : 0;
+  $('hil-note').textContent = `${sensorCells.length} sensors` + (late ? `; this state was shown to the controllers at tick ${hil.shown_seq} (${late} ticks after it was computed)` : '');
+}
+
+// the plotted channels of the chosen sensors: one series per value
+function sensorSeries() {
+  const out = [];
+  for (const sn of (view.model && view.model.sensors) || []) {
+    if (!plotSensors.has(sn.name)) continue;
+    for (let k = 0; k < sn.dim; k++) out.push({ name: sn.dim > 1 ? `${sn.name}[${k}]` : sn.name, idx: sn.value_index + k });
+  }
+  return out;
+}
+
 // ------------------------------------------------------------------- plot
 const colors = ['#ff6b6b', '#4dabf7', '#51cf66', '#fcc419', '#cc5de8', '#ff922b', '#22b8cf', '#f06595'];
 // tells khz view which State.q / qd / tau indices to send for every state
@@ -286,7 +366,8 @@ const colors = ['#ff6b6b', '#4dabf7', '#51cf66', '#fcc419', '#cc5de8', '#ff922b'
 function sendPlot() {
   if (!view.plotSeries) return;
   const sel = view.plotSeries.filter((j) => plotJoints.has(j.name));
-  send({ op: 'plot', q: sel.map((j) => j.q), qd: sel.map((j) => j.v), tau: sel.map((j) => j.v) });
+  send({ op: 'plot', q: sel.map((j) => j.q), qd: sel.map((j) => j.v), tau: sel.map((j) => j.v),
+    sensor: sensorSeries().map((c) => c.idx) });
   view.history = [];
 }
 
@@ -300,13 +381,13 @@ function record(s) {
   if (sr) {
     // (sr.t: simulated time, or a recording's timeline time)
     for (let i = 0; i < sr.t.length; i++) {
-      const p = { seq: sr.seq[i], t: sr.t[i], q: {}, qd: {}, tau: {} };
-      for (const k of ['q', 'qd', 'tau']) for (const idx in sr[k]) p[k][idx] = sr[k][idx][i];
+      const p = { seq: sr.seq[i], t: sr.t[i], q: {}, qd: {}, tau: {}, sensor: {} };
+      for (const k of ['q', 'qd', 'tau', 'sensor']) for (const idx in sr[k] || {}) p[k][idx] = sr[k][idx][i];
       if (h.length && p.t < h[h.length - 1].t) h.length = 0;
       h.push(p);
     }
   } else if (!h.length || s.seq !== h[h.length - 1].seq) { // (a message for new figures only: the same state)
-    h.push({ seq: s.seq, t: time, q: s.q, qd: s.qd, tau: s.tau });
+    h.push({ seq: s.seq, t: time, q: s.q, qd: s.qd, tau: s.tau, sensor: s.hil ? s.hil.values : [] });
   }
   // drop what is older than 10 s (in one splice: at 1 kHz that is many)
   let k = 0;
@@ -323,7 +404,7 @@ function drawPlot() {
   const m = view.model;
   if (!m || h.length < 2) return;
   const qty = $('quantity').value;
-  const series = view.plotSeries.filter((j) => plotJoints.has(j.name)).map((j) => ({
+  const series = qty === 'sensor' ? sensorSeries() : view.plotSeries.filter((j) => plotJoints.has(j.name)).map((j) => ({
     name: j.name, idx: qty === 'q' ? j.q : j.v,
   }));
   let lo = Infinity, hi = -Infinity;
@@ -386,6 +467,8 @@ function connect() {
       const nb = msg.bodies.length - 1;
       $('banner').textContent = `${msg.scene} · ${nb} ${nb === 1 ? 'body' : 'bodies'}`;
     } else if (msg.t === 'state') {
+      // taken: khz view sends the next state only when this page keeps up
+      send({ op: 'ack' });
       if (view.hold) return; // a test holds the scene as it is (its own changes drawn)
       view.state = msg;
       view.seq = msg.seq;
@@ -394,6 +477,7 @@ function connect() {
       if (!view.framed) { frameCamera(); view.framed = true; }
       showContacts(msg.contacts);
       showState(msg);
+      showSensors(msg);
       record(msg);
       if (msg.error) { $('log').textContent = msg.error; $('log').className = 'bad'; }
       needRender = true;
@@ -415,6 +499,7 @@ $('resume').onclick = () => send({ op: 'resume' });
 $('step').onclick = () => send({ op: 'step', n: Math.max(1, parseInt($('stepn').value, 10) || 1) });
 $('reset').onclick = () => send({ op: 'reset' });
 $('show-collision').onchange = () => { for (const o of view.collision) o.visible = $('show-collision').checked; needRender = true; };
+$('quantity').onchange = () => { needRender = true; };
 $('method').onchange = () => send({ op: 'method', name: $('method').value });
 $('show-contacts').onchange = () => send({ op: 'contacts', on: $('show-contacts').checked });
 $('play').onclick = () => send({ op: 'play' });
@@ -448,7 +533,9 @@ dragLine.visible = false;
 dragLine.renderOrder = 11;
 scene.add(dragLine);
 
+// where the grabbed point is at the body's newest pose
 function grabPoint() {
+  view.bodies[drag.body].updateMatrixWorld();
   return drag.local.clone().applyMatrix4(view.bodies[drag.body].matrixWorld);
 }
 
@@ -473,7 +560,8 @@ renderer.domElement.addEventListener('pointerdown', (ev) => {
   const h = pick(ev);
   if (!h || h.object.userData.body == null || h.object.userData.body === 0) return;
   drag.body = h.object.userData.body;
-  view.bodies[drag.body].updateMatrixWorld();
+  // the grabbed point in the body's frame as drawn (the ray hit the drawn mesh;
+  // a newer pose may have arrived since the last frame)
   drag.local = view.bodies[drag.body].worldToLocal(h.point.clone());
   drag.plane.setFromNormalAndCoplanarPoint(camera.getWorldDirection(new THREE.Vector3()), h.point);
   drag.target.copy(h.point);
@@ -520,9 +608,15 @@ function endDrag() {
 renderer.domElement.addEventListener('pointerup', endDrag);
 renderer.domElement.addEventListener('pointercancel', endDrag);
 
-// test hooks: where a body's origin lands on the page, and which body a point hits
+// test hooks: where a body's origin lands on the page, and which body a point
+// hits, both in the last frame drawn. Picking (as a click does) tests the meshes
+// as drawn: their world matrices are updated when a frame is rendered, not when
+// a state arrives; under load (software WebGL, a frame every second or two) many
+// states come between two frames, so the origin must come from the drawn matrix
+// too (getWorldPosition would update the body to the newest pose, and its ray
+// would meet the links of a moving arm where they were a frame ago: nothing)
 view.project = (i) => {
-  const v = view.bodies[i].getWorldPosition(new THREE.Vector3()).project(camera);
+  const v = new THREE.Vector3().setFromMatrixPosition(view.bodies[i].matrixWorld).project(camera);
   const r = renderer.domElement.getBoundingClientRect();
   return { x: r.left + (v.x + 1) / 2 * r.width, y: r.top + (1 - v.y) / 2 * r.height, inside: Math.abs(v.x) < 1 && Math.abs(v.y) < 1 && v.z < 1 };
 };

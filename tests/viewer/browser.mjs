@@ -6,6 +6,7 @@
 //                                                          the test's walk-through
 //   node browser.mjs VIEWER_DIR URL shot OUT.png [SECONDS] [contacts]   a screenshot
 //   node browser.mjs VIEWER_DIR URL compare PREFIX EXPECTED.png SEQ [BODY...]
+//   node browser.mjs VIEWER_DIR URL hil    the HIL sensor panel and a sensor's plot
 // (the page is 1024 x 640 unless $KHZ_SHOT_SIZE says WxH)
 //
 // compare: waits for state SEQ (a paused server: the pose is fixed), takes
@@ -45,7 +46,7 @@ try {
   page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
   mark('launched');
   await page.goto(url, { timeout: 120000 });
-  await page.waitForFunction(() => window.khz && window.khz.frames >= 1, null, { timeout: 30000 });
+  await page.waitForFunction(() => window.khz && window.khz.frames >= 1, null, { timeout: 180000 });
   mark('states');
   result.model = await page.evaluate(() => ({ scene: khz.model.scene, bodies: khz.model.bodies, geoms: khz.model.geoms.length }));
   const seqNow = () => page.evaluate(() => khz.seq);
@@ -135,10 +136,60 @@ try {
       await page.evaluate(() => { khz.hold = false; });
     }
   };
-  if (mode === 'compare') {
+  if (mode === 'hil') {
+    // the sensor panel and a sensor's plot (a server running scenes/hil_arm.yaml)
+    await page.waitForFunction(() => khz.model.sensors && khz.model.sensors.length && khz.frames >= 3,
+      null, { timeout: 60000 });
+    await page.selectOption('#quantity', 'sensor');
+    await sleep(1500);
+    result.rows = await page.evaluate(() => Array.from(document.querySelectorAll('#sensors tr')).map(
+      (tr) => ({ cells: Array.from(tr.cells).map((td) => td.textContent), cls: tr.className,
+        plot: tr.querySelector('input') ? tr.querySelector('input').checked : null })));
+    result.drive_faults = await page.textContent('#drive-faults');
+    result.note = await page.textContent('#hil-note');
+    result.panel_shown = await page.evaluate(() => getComputedStyle(document.getElementById('hil')).display !== 'none');
+    // the plot's history: every state's encoder reading beside the joint's exact q
+    result.history = await page.evaluate(() => {
+      const h = khz.history;
+      const enc = khz.model.sensors.find((sn) => sn.name === 'enc1');
+      const j = khz.model.joints.find((jj) => jj.name === 'arm/joint1');
+      let both = 0, worst = 0;
+      for (const p of h) {
+        const r = p.sensor[enc.value_index], q = p.q[j.q_index];
+        if (r == null || q == null) continue;
+        both++;
+        worst = Math.max(worst, Math.abs(r - q));
+      }
+      return { n: h.length, seq0: h[0].seq, seq1: h[h.length - 1].seq, both, worst_enc1_minus_q: worst };
+    });
+    // the plot draws sensor series: pixels of the first colour in the plot canvas
+    result.plot_pixels = await page.evaluate(() => {
+      const c = document.getElementById('plot');
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      let n = 0;
+      for (let o = 0; o < d.length; o += 4) if (d[o] === 0xff && d[o + 1] === 0x6b && d[o + 2] === 0x6b) n++;
+      return n;
+    });
+    // plot the dropped-out sensor too: its values are gaps (null), not numbers
+    await page.evaluate(() => {
+      const i = khz.model.sensors.findIndex((sn) => sn.name === 'enc2');
+      document.querySelectorAll('#sensors tr')[i + 1].querySelector('input').click();
+    });
+    // (the states already sent with the old choice come first: a loaded page is behind)
+    await page.waitForFunction(() => {
+      const enc = khz.model.sensors.find((sn) => sn.name === 'enc2');
+      const h = khz.history;
+      return h.length > 100 && h.slice(-50).every((p) => p.sensor && String(enc.value_index) in p.sensor);
+    }, null, { timeout: 60000 });
+    result.enc2 = await page.evaluate(() => {
+      const enc = khz.model.sensors.find((sn) => sn.name === 'enc2');
+      const v = khz.history.filter((p) => String(enc.value_index) in p.sensor).map((p) => p.sensor[enc.value_index]);
+      return { n: v.length, nulls: v.filter((x) => x === null).length, numbers: v.filter((x) => typeof x === 'number').length };
+    });
+  } else if (mode === 'compare') {
     await compareRun(...process.argv.slice(5, 8), process.argv.slice(8));
   } else if (mode === 'shot') {
-    if (arg2 === 'contacts') await page.click('#show-contacts');
+    if (arg2 === 'contacts') await page.click('#show-contacts', { timeout: 120000 });
     await sleep(1000 * parseFloat(arg || '2'));
     await page.screenshot({ path: out });
   } else {
@@ -150,8 +201,12 @@ try {
       mark('compared');
     }
     await page.waitForFunction(() => khz.frames > 5, null, { timeout: 60000 });
-    // what is drawn: a screenshot of the page and, per body, the pixel under its origin
+    // what is drawn: a screenshot of the page and, per body, the pixel under its
+    // origin and what a click there picks, all of the last frame drawn (a frame
+    // drawn since the resume: under load software WebGL draws one every second or two)
     await sleep(500);
+    const drawn = await page.evaluate(() => khz.rendered);
+    await page.waitForFunction((r) => khz.rendered > r, drawn, { timeout: 60000 });
     const { writeFileSync } = await import('node:fs');
     const png = await page.evaluate(() => document.querySelector('#scene canvas').toDataURL('image/png'));
     writeFileSync(out, Buffer.from(png.split(',')[1], 'base64'));
@@ -195,6 +250,22 @@ try {
     result.seq_paused = [p0, await seqNow()];
     result.paused_shown = await pausedNow();
     result.mode_text = await page.textContent('#mode');
+    // picking between frames (paused: no state comes in): each body given a
+    // pose 0.3 m higher that no frame has drawn yet, as when states arrive
+    // faster than software WebGL draws; its origin as drawn must still pick it
+    const r1 = await page.evaluate(() => khz.rendered);
+    await page.evaluate(() => khz.redraw());
+    await page.waitForFunction((r) => khz.rendered > r, r1, { timeout: 60000 });
+    result.pick_between_frames = await page.evaluate(() => khz.bodies.map((b, i) => {
+      const before = khz.project(i);
+      if (i === 0 || !before.inside) return null;
+      b.position.z += 0.3;
+      const p = khz.project(i);
+      const hit = khz.pickAt(p.x, p.y);
+      b.position.z -= 0.3;
+      return { body: i, hit, moved_px: Math.hypot(p.x - before.x, p.y - before.y) };
+    }).filter((x) => x));
+    await page.evaluate(() => khz.redraw());
     await page.click('#resume');
     await page.waitForFunction(() => !khz.state.paused, null, { timeout: 10000 });
     result.replies = await page.evaluate(() => khz.replies.map((r) => [r.op, r.ok]));

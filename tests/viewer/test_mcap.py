@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import math
 import os
 import shutil
 import struct
@@ -32,7 +33,7 @@ import khztest  # noqa: E402
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory  # noqa: E402
 
-from khz import recording  # noqa: E402
+from khz import Client, recording  # noqa: E402
 
 VIEWER = os.path.join(khztest.SOURCE, "clients", "viewer")
 NODE = shutil.which("node")
@@ -102,11 +103,11 @@ class McapTest(unittest.TestCase):
     def tearDown(self):
         shutil.rmtree(self.work, ignore_errors=True)
 
-    def check_layout(self, info: dict) -> None:
+    def check_layout(self, info: dict, topics: dict = TOPICS) -> None:
         chans = {c["topic"]: c for c in info["channels"]}
         schemas = {s["id"]: s for s in info["schemas"]}
-        self.assertEqual(set(chans), set(TOPICS))
-        for topic, name in TOPICS.items():
+        self.assertEqual(set(chans), set(topics))
+        for topic, name in topics.items():
             c = chans[topic]
             self.assertEqual(c["messageEncoding"], "protobuf")
             self.assertEqual(schemas[c["schemaId"]]["name"], name)
@@ -221,6 +222,54 @@ class McapTest(unittest.TestCase):
         (md,) = [MD.FromString(b) for b in model_msgs]
         self.assertEqual(md.scene, "v3_pile")
         self.assertEqual([b.name for b in md.bodies], bodies)
+
+    def test_hil_sensors(self):
+        """/khz/sensors: every state's HIL readings by sensor name, with their
+        age and faults, equal to the state's own arrays (scenes/hil_arm.yaml)."""
+        with khztest.Server(scene="scenes/hil_arm.yaml") as s:
+            with Client(s.state, s.command) as c:
+                c.set_fault("enc2", "dropout")
+                c.set_fault("arm/joint4", "limp")
+                md = c.model.msg
+            out = os.path.join(self.work, "hil.mcap")
+            r = khz(s, "record", out, "--mcap", "--seconds", "1")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            dump = os.path.join(self.work, "dump")
+            info = read_mcap(out, dump)
+        self.check_layout(info, dict(TOPICS, **{"/khz/sensors": "khz.mcap.SensorReadings"}))
+        State = schema_class(info, "khz.v1.State")
+        Readings = schema_class(info, "khz.mcap.SensorReadings")  # the file's schema alone
+        states = [State.FromString(b) for b in dumped(dump, "/khz/state")]
+        readings = [Readings.FromString(b) for b in dumped(dump, "/khz/sensors")]
+        print(f"{len(readings)} sensor messages for {len(states)} states")
+        self.assertGreater(len(states), 300)
+        self.assertEqual(len(readings), len(states))
+        self.assertEqual(info["messages"]["/khz/sensors"]["log"],
+                         info["messages"]["/khz/state"]["log"])
+        names = [sn.name for sn in md.sensors]
+        self.assertEqual(len(names), 11)
+        for st, rd in zip(states, readings):
+            self.assertEqual((rd.seq, rd.shown_seq, rd.sim_time), (st.seq, st.shown_seq, st.sim_time))
+            self.assertEqual(rd.timestamp.seconds * 10**9 + rd.timestamp.nanos, st.wall_time_ns)
+            self.assertEqual([x.name for x in rd.sensors], names)
+            for i, (sn, x) in enumerate(zip(md.sensors, rd.sensors)):
+                want = list(st.sensor_values[sn.value_index:sn.value_index + sn.dim])
+                self.assertEqual(len(x.values), sn.dim)
+                self.assertEqual([math.isnan(v) for v in x.values], [math.isnan(v) for v in want])
+                self.assertEqual([v for v in x.values if not math.isnan(v)],
+                                 [v for v in want if not math.isnan(v)])
+                self.assertEqual(x.sampled_tick, st.sensor_sampled_tick[i])
+                self.assertEqual(x.age_ticks, st.seq - st.reset_seq - st.sensor_sampled_tick[i])
+                self.assertEqual(x.fault, st.sensor_faults[i])
+            self.assertEqual([(d.joint, d.fault) for d in rd.drives],
+                             [(d.joint, f) for d, f in zip(md.drives, st.drive_faults)])
+        last = {x.name: x for x in readings[-1].sensors}
+        self.assertEqual(last["enc2"].fault_name, "dropout")
+        self.assertTrue(all(math.isnan(v) for v in last["enc2"].values))
+        self.assertEqual(last["enc1"].fault_name, "none")
+        self.assertEqual(last["wrist_gyro"].age_ticks, 1)  # latency_ticks: 1
+        self.assertAlmostEqual(last["wrist_gyro"].age, 1e-3)
+        self.assertEqual({d.joint: d.fault_name for d in readings[-1].drives}["arm/joint4"], "limp")
 
     def test_mesh_scene(self):
         """A mesh object's /scene entity: a triangle list of its faces, scaled."""

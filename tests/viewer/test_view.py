@@ -125,14 +125,12 @@ class ViewTest(unittest.TestCase):
         for p in inside:
             diff = max(abs(p["rgba"][k] - bg[k]) for k in range(3))
             self.assertGreater(diff, 12, f"body {m['bodies'][p['body']]}: background pixel")
-        # a pick ray through a loose object's projected origin finds a body (the
-        # objects are what drag-to-push grabs). Not asserted for the arm's links:
-        # in clean-clone release runs the rays at arm/link3 and arm/link4 found
-        # nothing while their pixels were drawn (not explained yet; the ASan run
-        # and the helper's runs passed)
-        missed = [m["bodies"][p["body"]] for p in inside
-                  if p["hit"] <= 0 and not m["bodies"][p["body"]].startswith("arm/")]
-        self.assertEqual(missed, [], "nothing picked at these objects")
+        # a click at every body's origin as drawn picks a body (drag-to-push grabs
+        # what it picks). The arm's links, which move after the resume, once found
+        # nothing: the origin was projected at the newest state's pose while the
+        # meshes were tested where the last frame drew them (see view.project)
+        missed = [m["bodies"][p["body"]] for p in inside if p["hit"] <= 0]
+        self.assertEqual(missed, [], "nothing picked at these bodies")
         own = sum(p["hit"] == p["body"] for p in inside)
         self.assertGreaterEqual(own, len(inside) // 2, res["pixels"])
         with open(shot, "rb") as f:
@@ -158,6 +156,15 @@ class ViewTest(unittest.TestCase):
         self.assertTrue(res["paused_shown"])
         self.assertIn("paused", res["mode_text"])
         self.assertEqual(res["replies"], [["resume", True], ["pause", True], ["resume", True]])
+        # picking while poses newer than the last frame are in: the click at a
+        # body's drawn origin picks a body (it found nothing for the arm's
+        # links when the origin was projected at the undrawn pose)
+        between = res["pick_between_frames"]
+        self.assertGreaterEqual(len(between), 12)
+        self.assertEqual([p for p in between if p["hit"] <= 0], [],
+                         "nothing picked at a drawn origin while a newer pose was in")
+        self.assertEqual([p for p in between if p["moved_px"] > 0.5], [],
+                         "the origin followed the undrawn pose")
 
         # the drag hit box1 and pushed it: it moved in the page's states ...
         self.assertEqual(res["drag_pick"], res["drag_body"])
@@ -218,6 +225,67 @@ class ViewTest(unittest.TestCase):
                     "node_modules/three/../../package.json", "%2e%2e/%2e%2e/README.md",
                     "node_modules/three/build/../../../../../README.md"):
             self.assertEqual(get(bad)[0], 404, bad)
+
+
+class HilTest(unittest.TestCase):
+    """The hardware-in-the-loop readings in the page (scenes/hil_arm.yaml):
+    a row per sensor with its reading, age and fault, drive faults, and a
+    sensor's values in the plot at every state."""
+
+    def test_sensor_panel(self):
+        with khztest.Server(scene="scenes/hil_arm.yaml") as s:
+            with khz.Client(s.state, s.command) as c:
+                c.set_fault("enc2", "dropout")
+                c.set_fault("arm/joint4", "limp")
+                sensors = [(sn.name, sn.dim) for sn in c.model.msg.sensors]
+            v = Viewer(s)
+            try:
+                r = subprocess.run([NODE, os.path.join(HERE, "browser.mjs"), VIEWER, v.url, "hil"],
+                                   capture_output=True, text=True, timeout=240)
+            finally:
+                v.close()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        res = json.loads(r.stdout)
+        self.assertEqual(res["errors"], [], "the page logged errors")
+        self.assertTrue(res["panel_shown"])
+        head, *rows = res["rows"]
+        self.assertEqual(head["cells"], ["", "sensor", "reading", "age", "fault"])
+        by = {row["cells"][1]: row for row in rows}
+        self.assertEqual([row["cells"][1] for row in rows], [n for n, _ in sensors])
+        for name, dim in sensors:
+            _, _, reading, age, fault = by[name]["cells"]
+            self.assertEqual(len(reading.split()), dim, f"{name}: {reading}")
+            if name == "enc2":  # the dropout: NaN readings, the fault named, the row marked
+                self.assertEqual(reading.split(), ["NaN"] * dim)
+                self.assertEqual(fault, "dropout")
+                self.assertEqual(by[name]["cls"], "bad")
+            else:
+                self.assertNotIn("NaN", reading, name)
+                self.assertEqual(fault, "–", name)
+        # ages in ticks: the gyro's latency is 1 tick; the force-torque sensor is
+        # sampled every 4th tick (age 0..3); encoders are read at the tick itself
+        self.assertEqual(by["wrist_gyro"]["cells"][3].split()[0], "1")
+        self.assertIn(int(by["box1_ft"]["cells"][3].split()[0]), range(4))
+        self.assertEqual(by["enc1"]["cells"][3].split()[0], "0")
+        self.assertIn("arm/joint4 limp", res["drive_faults"])
+        self.assertEqual([row["plot"] for row in rows][:2], [True, False])  # enc1 plotted first
+        # the plot: every state's encoder reading, within half a count of the
+        # joint's exact position of the same state (16384 counts per turn)
+        h = res["history"]
+        span = h["seq1"] - h["seq0"] + 1
+        print(f"sensor plot: {h['n']} samples for seq {h['seq0']}..{h['seq1']}, "
+              f"|enc1 - q| <= {h['worst_enc1_minus_q']:.3g} rad; {res['plot_pixels']} plot pixels")
+        self.assertGreater(span, 200)
+        # (every state khz view reads; on a loaded machine the server's stream
+        # drops some for it, more with this scene's larger states: 82 % and 89 %
+        # of the seq range at load 16 and 17; ViewTest holds the 90 % figure)
+        self.assertGreaterEqual(h["n"], 0.7 * span, "states missing from the sensor plot")
+        self.assertEqual(h["both"], h["n"])
+        self.assertLessEqual(h["worst_enc1_minus_q"], 3.141592653589793 / 16384 * (1 + 1e-9))
+        self.assertGreater(res["plot_pixels"], 20, "no sensor series drawn")
+        # the dropped-out encoder plotted: gaps, no numbers
+        self.assertGreater(res["enc2"]["n"], 50)
+        self.assertEqual(res["enc2"]["nulls"], res["enc2"]["n"])
 
 
 class FoxgloveTest(unittest.TestCase):

@@ -15,6 +15,9 @@ Channels (all protobuf; the schemas are FileDescriptorSets):
     /scene       foxglove.SceneUpdate      the geoms, one entity per body, frame-locked
     /contacts    foxglove.SceneUpdate      contact points and force arrows (when the
                                            states carry contacts), at the tf rate
+    /khz/sensors khz.mcap.SensorReadings   when the model has HIL sensors or drives:
+                                           every state's readings by sensor name, their
+                                           age and faults, the drives' faults
 Message log and publish times are the state's wall_time_ns (when the server
 completed it); the model and scene messages take the first state's.
 
@@ -193,7 +196,7 @@ def _file_set(*files) -> bytes:
 
 _D = descriptor_pb2.FieldDescriptorProto
 _TYPES = {"double": _D.TYPE_DOUBLE, "string": _D.TYPE_STRING, "bool": _D.TYPE_BOOL,
-          "fixed32": _D.TYPE_FIXED32, "uint32": _D.TYPE_UINT32}
+          "fixed32": _D.TYPE_FIXED32, "uint32": _D.TYPE_UINT32, "uint64": _D.TYPE_UINT64}
 
 # Foxglove's message definitions (field name, type, number; "*" = repeated),
 # after the schemas Foxglove publishes for FrameTransforms and SceneUpdate.
@@ -251,12 +254,19 @@ def _foxglove_pool():
              "FrameTransform", "FrameTransforms", "ArrowPrimitive", "CubePrimitive",
              "SpherePrimitive", "CylinderPrimitive", "TriangleListPrimitive",
              "SceneEntityDeletion", "SceneEntity", "SceneUpdate"]
+    _add_messages(pool, "foxglove", _FOXGLOVE, order)
+    return pool
+
+
+def _add_messages(pool, package: str, defs: dict, order: list[str]) -> None:
+    """One .proto file per message of defs (package/Name.proto), in order
+    (a message after those it uses), added to pool."""
     for name in order:
-        fdp = descriptor_pb2.FileDescriptorProto(name=f"foxglove/{name}.proto",
-                                                 package="foxglove", syntax="proto3")
+        fdp = descriptor_pb2.FileDescriptorProto(name=f"{package}/{name}.proto",
+                                                 package=package, syntax="proto3")
         deps = set()
         m = fdp.message_type.add(name=name)
-        for fname, ftype, num in _FOXGLOVE[name]:
+        for fname, ftype, num in defs[name]:
             rep = ftype.startswith("*")
             t = ftype.lstrip("*")
             f = m.field.add(name=fname, number=num,
@@ -268,10 +278,74 @@ def _foxglove_pool():
                 f.type_name = t
                 deps.add("google/protobuf/timestamp.proto" if t.endswith("Timestamp") else
                          "google/protobuf/duration.proto" if t.endswith("Duration") else
-                         f"foxglove/{t.rsplit('.', 1)[1]}.proto")
+                         f"{package}/{t.rsplit('.', 1)[1]}.proto")
         fdp.dependency.extend(sorted(deps))
         pool.Add(fdp)
-    return pool
+
+
+# /khz/sensors: the hardware-in-the-loop readings of a state (docs/hil.md), one
+# entry per sensor with its name, so that Foxglove plots them by name
+# (/khz/sensors.sensors[:]{name=="wrist_gyro"}.values[0]) without looking up
+# where a sensor's values start in State.sensor_values. An MCAP-only message
+# of khz's (package khz.mcap), written here like Foxglove's.
+_KHZ_MCAP = {
+    "SensorReading": [("name", "string", 1), ("type", "string", 2), ("object", "string", 3),
+                      ("values", "*double", 4),       # NaN while a dropout is in effect
+                      ("sampled_tick", "uint64", 5),  # since the last reset
+                      ("age_ticks", "uint64", 6),     # the state's tick - sampled_tick
+                      ("age", "double", 7),           # s: age_ticks / rate
+                      ("fault", "uint32", 8),         # khz.v1.FaultType
+                      ("fault_name", "string", 9)],
+    "DriveStatus": [("joint", "string", 1), ("fault", "uint32", 2), ("fault_name", "string", 3)],
+    "SensorReadings": [("timestamp", ".google.protobuf.Timestamp", 1), ("seq", "uint64", 2),
+                       ("shown_seq", "uint64", 3), ("sim_time", "double", 4),
+                       ("sensors", "*.khz.mcap.SensorReading", 5),
+                       ("drives", "*.khz.mcap.DriveStatus", 6)],
+}
+
+FAULT_NAMES = {v.number: v.name[len("FAULT_"):].lower()
+               for v in state_pb2.FaultType.DESCRIPTOR.values}
+
+
+class KhzSensors:
+    """khz.mcap.SensorReadings: its class and schema."""
+
+    def __init__(self):
+        from google.protobuf import timestamp_pb2
+        self.pool = descriptor_pool.DescriptorPool()
+        fdp = descriptor_pb2.FileDescriptorProto()
+        timestamp_pb2.DESCRIPTOR.CopyToProto(fdp)
+        self.pool.Add(fdp)
+        _add_messages(self.pool, "khz.mcap", _KHZ_MCAP,
+                      ["SensorReading", "DriveStatus", "SensorReadings"])
+        d = self.pool.FindMessageTypeByName("khz.mcap.SensorReadings")
+        get = getattr(message_factory, "GetMessageClass", None)
+        self.SensorReadings = get(d) if get else message_factory.MessageFactory(
+            self.pool).GetPrototype(d)
+        self.schema = _file_set(d.file)
+
+
+def sensor_readings(ks: KhzSensors, md, msg, ns: int):
+    """A state's readings (msg: khz.v1.State) as khz.mcap.SensorReadings,
+    named after the model's sensors and drives (md: khz.v1.ModelDescription)."""
+    out = ks.SensorReadings()
+    _ts(out.timestamp, ns)
+    out.seq, out.shown_seq, out.sim_time = msg.seq, msg.shown_seq, msg.sim_time
+    tick = msg.seq - msg.reset_seq
+    nt, nf = len(msg.sensor_sampled_tick), len(msg.sensor_faults)
+    for i, sn in enumerate(md.sensors):
+        r = out.sensors.add(name=sn.name, type=sn.type, object=sn.object)
+        r.values.extend(msg.sensor_values[sn.value_index:sn.value_index + sn.dim])
+        if i < nt:
+            r.sampled_tick = msg.sensor_sampled_tick[i]
+            r.age_ticks = max(0, tick - r.sampled_tick)
+            r.age = r.age_ticks / msg.rate_hz if msg.rate_hz > 0 else 0.0
+        r.fault = msg.sensor_faults[i] if i < nf else 0
+        r.fault_name = FAULT_NAMES.get(r.fault, str(r.fault))
+    for i, dr in enumerate(md.drives):
+        f = msg.drive_faults[i] if i < len(msg.drive_faults) else 0
+        out.drives.add(joint=dr.joint, fault=f, fault_name=FAULT_NAMES.get(f, str(f)))
+    return out
 
 
 class Foxglove:
@@ -448,6 +522,10 @@ class Recorder:
         self.ch_tf = self.w.channel("/tf", tf_schema)
         self.ch_scene = self.w.channel("/scene", su_schema)
         self.ch_contacts = self.w.channel("/contacts", su_schema)
+        self.ks = KhzSensors()
+        self._sensor_schema = None
+        self.ch_sensors = None  # /khz/sensors: added with the first model that has sensors
+        self.md = None
         self._pending_model = None
 
     @property
@@ -460,6 +538,11 @@ class Recorder:
         if geometry is not None:
             self.geo = geometry
         self.bodies = list(model.body_names)
+        self.md = model.msg
+        if (model.msg.sensors or model.msg.drives) and self.ch_sensors is None:
+            self._sensor_schema = self.w.schema("khz.mcap.SensorReadings", "protobuf",
+                                                self.ks.schema)
+            self.ch_sensors = self.w.channel("/khz/sensors", self._sensor_schema)
         self._pending_model = model
         self.next_tf = None
 
@@ -475,6 +558,9 @@ class Recorder:
             self._pending_model = None
         self.w.message(self.ch_state, ns, st.raw or msg.SerializeToString())
         self.states += 1
+        if self.ch_sensors is not None and (self.md.sensors or self.md.drives):
+            self.w.message(self.ch_sensors, ns,
+                           sensor_readings(self.ks, self.md, msg, ns).SerializeToString())
         if self.bodies is None or (self.next_tf is not None and ns < self.next_tf):
             return
         # on a grid of tf_period from the first state (a late state does not shift it)

@@ -17,24 +17,29 @@ against Describe's body names).
 
 Messages to the browser (JSON text):
     {"t": "model", "scene", "bodies", "joints", "actuators", "contact_methods",
-     "contact_method", "geoms", "meshes", "source": "live"|"recording", "endpoint"}
+     "contact_method", "geoms", "meshes", "sensors", "drives",
+     "source": "live"|"recording", "endpoint"}
     {"t": "state", "seq", "sim_time", "mode", "rate_hz", "flags", "pose", "twist",
      "q", "qd", "tau", "contacts", "stats", "warnings", "contact_method",
      "measured_hz", "paused", "server" (GetStats, twice a second), "index"?,
      "series"?}    (pose: 7 per body, twist: 6 per body, angular then linear;
      contacts: 12 numbers each: position, normal, depth, force, body1, body2;
      series: every state since the last message of the indices the page
-     plots, {"seq": [...], "t": [...], "q": {index: [...]}, "qd", "tau"})
+     plots, {"seq": [...], "t": [...], "q": {index: [...]}, "qd", "tau", "sensor"};
+     hil: the HIL readings or null, {"values" (NaN -> null), "age" (ticks per
+     sensor), "faults" (FaultType per sensor), "drive_faults", "shown_seq"})
     {"t": "reply", "op", "ok", "text"}
     {"t": "timeline", "n", "t0", "t1", "index", "playing", "speed"}   (playback)
 Foxglove (its app, or any foxglove.websocket.v1 client) connects to
 ws://HOST:PORT/foxglove with that subprotocol: /khz/state, /tf, /scene and
 /contacts.
 
-From the browser: {"op": "plot", "q": [indices], "qd": [...], "tau": [...]} (what
+From the browser: {"op": "plot", "q": [indices], "qd": [...], "tau": [...], "sensor": [...]} (what
     the series carry), {"op": "pause"|"resume"|"reset"|"step" (n)|"method" (name)
     |"contacts" (on)|"push" (body, force, torque, duration)
-    |"play"|"stop"|"seek" (index)|"speed" (x)|"frame" (delta)}
+    |"play"|"stop"|"seek" (index)|"speed" (x)|"frame" (delta)|"ack"}
+    ("ack": the page took a state; a page that acknowledges has at most two
+    unacknowledged, see Server._send_state)
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ import asyncio
 import collections
 import ipaddress
 import json
+import math
 import mimetypes
 import os
 import queue
@@ -56,6 +62,7 @@ from http import HTTPStatus
 
 from .errors import KhzError, Timeout
 from .model import MODE_NAMES, WARNINGS, Model, State, flag_names
+from khz_msgs.v1 import state_pb2
 
 try:
     from . import _paths  # written by meson into the build tree
@@ -149,7 +156,36 @@ def model_message(model: Model, geo: dict, source: str, endpoint: str) -> dict:
         "masses": [b.mass for b in msg.bodies],
         "contact_methods": list(msg.contact_methods), "contact_method": msg.contact_method,
         "geoms": geo["geoms"], "meshes": geo["meshes"], "geometry_from": geo.get("from"),
+        # hardware-in-the-loop sensors and drives (docs/hil.md): their readings are
+        # State.sensor_values[value_index : value_index + dim]
+        "sensors": [{"name": sn.name, "type": sn.type, "object": sn.object,
+                     "value_index": sn.value_index, "dim": sn.dim,
+                     "rate_divisor": sn.rate_divisor, "latency_ticks": sn.latency_ticks}
+                    for sn in msg.sensors],
+        "drives": [{"joint": d.joint, "mode": d.mode} for d in msg.drives],
+        "fault_names": [FAULT_NAMES.get(i, str(i)) for i in range(max(FAULT_NAMES) + 1)],
     }
+
+
+# FaultType codes (state.proto) by name: "freeze", "dropout", ...
+FAULT_NAMES = {v.number: v.name[len("FAULT_"):].lower()
+               for v in state_pb2.FaultType.DESCRIPTOR.values}
+
+
+def finite_or_none(values) -> list:
+    """JSON has no NaN (a sensor's dropout reads NaN): null instead."""
+    return [x if math.isfinite(x) else None for x in values]
+
+
+def sensor_message(st) -> dict:
+    """The HIL readings of a state for the page: values (NaN -> null), each
+    sensor's age in ticks (its sampling tick against the state's tick since the
+    last reset), fault codes, drive faults, and the tick the state was shown at."""
+    tick = st.seq - st.reset_seq
+    return {"values": finite_or_none(st.sensor_values),
+            "age": [tick - t for t in st.sensor_sampled_tick],
+            "faults": list(st.sensor_faults), "drive_faults": list(st.drive_faults),
+            "shown_seq": st.shown_seq}
 
 
 def state_message(st, measured_hz: float | None = None) -> dict:
@@ -170,6 +206,7 @@ def state_message(st, measured_hz: float | None = None) -> dict:
         "warnings": {(WARNINGS[i] if i < len(WARNINGS) else str(i)): n
                      for i, n in enumerate(st.warnings) if n},
         "contact_method": st.contact_method, "measured_hz": measured_hz,
+        "hil": sensor_message(st) if (st.sensor_values or st.drive_faults) else None,
     }
 
 
@@ -185,10 +222,10 @@ class Series:
 
     def __init__(self):
         self.lock = threading.Lock()
-        self.select: dict[str, tuple[int, ...]] = {"q": (), "qd": (), "tau": ()}
+        self.select: dict[str, tuple[int, ...]] = {"q": (), "qd": (), "tau": (), "sensor": ()}
         self.seq: list[int] = []
         self.t: list[float] = []
-        self.v: dict[str, list[list[float]]] = {"q": [], "qd": [], "tau": []}
+        self.v: dict[str, list[list[float]]] = {"q": [], "qd": [], "tau": [], "sensor": []}
         self.dropped = 0
 
     def set(self, select: dict[str, tuple[int, ...]]) -> None:
@@ -201,18 +238,23 @@ class Series:
         self.v = {k: [] for k in self.v}
 
     def add(self, seq: int, t: float, msg) -> None:
-        sel = self.select
-        if not (sel["q"] or sel["qd"] or sel["tau"]):
+        if not any(self.select.values()):
             return
         with self.lock:
+            # (read under the lock: rows of an older selection would not match
+            # the columns take() builds from the new one)
+            sel = self.select
             if len(self.t) >= SERIES_MAX:  # the page stopped taking them
                 self.dropped += len(self.t)
                 self._clear()
             self.seq.append(seq)
             self.t.append(t)
-            for k, arr in (("q", msg.q), ("qd", msg.qd), ("tau", msg.tau)):
+            for k, arr in (("q", msg.q), ("qd", msg.qd), ("tau", msg.tau),
+                           ("sensor", msg.sensor_values)):
                 n = len(arr)
-                self.v[k].append([arr[i] if i < n else None for i in sel[k]])
+                # (None: no such value, or NaN, a sensor's dropout: a gap in the plot)
+                self.v[k].append([arr[i] if i < n and math.isfinite(arr[i]) else None
+                                  for i in sel[k]])
 
     def take(self) -> dict | None:
         """The samples since the last take, columns per index:
@@ -225,6 +267,27 @@ class Series:
                 out[k] = {str(i): [r[j] for r in rows] for j, i in enumerate(self.select[k])}
             self._clear()
             return out
+
+
+INFLIGHT = 2  # states sent to a page and not yet acknowledged, at most
+
+
+def merge_series(chunks: list[dict]) -> dict:
+    """Series chunks (Series.take) in order as one; an index missing from a
+    chunk (the selection changed between them) is None there."""
+    if len(chunks) == 1:
+        return chunks[0]
+    out = {"seq": [], "t": []}
+    for k in ("q", "qd", "tau", "sensor"):
+        out[k] = {i: [] for i in sorted({i for c in chunks for i in c.get(k, {})}, key=int)}
+    for c in chunks:
+        n = len(c["t"])
+        out["seq"] += c["seq"]
+        out["t"] += c["t"]
+        for k in ("q", "qd", "tau", "sensor"):
+            for i, col in out[k].items():
+                col += c.get(k, {}).get(i, [None] * n)
+    return out
 
 
 # -------------------------------------------------------------- live source
@@ -526,6 +589,8 @@ class Viewer:
         self.host, self.port, self.fps = host, port, fps
         self.clients: set = set()
         self.selections: dict = {}  # page -> its plotted indices
+        self.inflight: dict = {}    # page -> states sent, not yet acknowledged
+        self.pending: dict = {}     # page -> plot series it has not been sent
         self.fox = None
 
     def _file(self, path: str):
@@ -635,6 +700,11 @@ class Viewer:
             if isinstance(self.src, PlaybackSource):
                 await ws.send(json.dumps(self.src.timeline()))
             _, msg = self.src.frame()  # the newest state at once (a paused server sends none)
+            series = msg.pop("series", None) if msg is not None else None
+            if series:  # (taken from the stream: the other pages get them with their next state)
+                for other in self.clients:
+                    if other is not ws:
+                        self.pending.setdefault(other, []).append(series)
             if msg is not None:
                 await ws.send(json.dumps(msg))
             async for text in ws:
@@ -642,7 +712,11 @@ class Viewer:
                     req = json.loads(text)
                 except ValueError:
                     continue
-                if isinstance(req, dict) and req.get("op") == "plot":
+                if isinstance(req, dict) and req.get("op") == "ack":
+                    # (a page that acknowledges is sent states as it takes them; a
+                    # client that never does gets every one)
+                    self.inflight[ws] = max(0, self.inflight.get(ws, 0) - 1)
+                elif isinstance(req, dict) and req.get("op") == "plot":
                     self._select(ws, req)
                 elif isinstance(req, dict):
                     self.src.submit(req)
@@ -650,26 +724,56 @@ class Viewer:
             pass
         finally:
             self.clients.discard(ws)
+            self.inflight.pop(ws, None)
+            self.pending.pop(ws, None)
             self.selections.pop(ws, None)
             self._select(None, None)
 
     def _select(self, ws, req: dict | None) -> None:
         """A page's plotted indices ({"op": "plot", "q": [...], "qd": [...],
-        "tau": [...]}): the series carry the union over the pages."""
+        "tau": [...], "sensor": [State.sensor_values indices]}): the series carry
+        the union over the pages."""
         if ws is not None:
             try:
                 self.selections[ws] = {k: {int(i) for i in req.get(k, ())}
-                                       for k in ("q", "qd", "tau")}
+                                       for k in ("q", "qd", "tau", "sensor")}
             except (TypeError, ValueError):
                 return
         union = {k: tuple(sorted(set().union(*(s[k] for s in self.selections.values()))))
-                 for k in ("q", "qd", "tau")}
+                 for k in ("q", "qd", "tau", "sensor")}
         self.src.series.set(union)
 
     async def _broadcast(self, text: str) -> None:
         for ws in list(self.clients):
             try:
                 await ws.send(text)
+            except Exception:
+                self.clients.discard(ws)
+
+    async def _send_state(self, msg: dict) -> None:
+        """The newest state to each page that has taken the ones before: a page
+        acknowledges every state ({"op": "ack"}) and has at most INFLIGHT
+        unacknowledged; a page that is behind (software WebGL under load draws a
+        frame a second) skips states instead of reading them from socket
+        buffers seconds late. The plot series it skipped come with the next
+        state it is sent (at most SERIES_MAX samples held per page)."""
+        series = msg.pop("series", None)
+        for ws in list(self.clients):
+            pend = self.pending.setdefault(ws, [])
+            if series:
+                pend.append(series)
+                while len(pend) > 1 and sum(len(p["t"]) for p in pend) > SERIES_MAX:
+                    pend.pop(0)  # a page that stopped reading: the oldest go (a gap)
+            if self.inflight.get(ws, 0) >= INFLIGHT:
+                continue
+            out = dict(msg)
+            if pend:
+                out["series"] = merge_series(pend)
+                pend.clear()
+            if ws in self.inflight:
+                self.inflight[ws] += 1
+            try:
+                await ws.send(json.dumps(out))
             except Exception:
                 self.clients.discard(ws)
 
@@ -691,7 +795,7 @@ class Viewer:
                 version, msg = self.src.frame()
                 if msg is not None and version != sent:
                     sent = version
-                    await self._broadcast(json.dumps(msg))
+                    await self._send_state(msg)
             await asyncio.sleep(max(0.0, period - (time.monotonic() - t0)))
 
     async def run(self, ready=None) -> None:
