@@ -482,11 +482,8 @@ typedef struct khzContactPoint {
   int bottom;           /* 1 when on the bottom of the intersection volume */
   double share;         /* bottom: 1 / (bottom points within KHZ_CLUSTER of it): near-duplicates
                            count once together in eq. 1's count r (times the depth) */
-  double force[3];      /* world force on body[0] at the last evaluation (body[1]: minus), the
-                           implicit part's normal and tangential shares included */
-  double force_implicit; /* normal force of the implicit part, constant over the step (N): the
-                           share of force's normal component that came from it (not to be added
-                           to force again) */
+  double force[3];      /* world force on body[0] at the last evaluation (body[1]: minus) */
+  double force_implicit; /* normal force of the implicit part, constant over the step (N) */
 } khzContactPoint;
 
 /* One pair of geoms in contact this tick. */
