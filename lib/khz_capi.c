@@ -135,7 +135,8 @@ void khz_capi_step(khzCapi *h, long n) {
 
 /* Figures of the contacts the last step found: out[0] the deepest point's
  * depth (m), out[1] the largest normal force of one pair (N): the sum over
- * its points of the explicit force along the normal and the implicit part. */
+ * its points of the force along the normal (a point's force holds the
+ * implicit part too; force_implicit is its share, not added again). */
 void khz_capi_contactFigures(const khzCapi *h, double out[2]) {
   const khzData *d = h->d;
   double depth = 0, force = 0;
@@ -145,8 +146,7 @@ void khz_capi_contactFigures(const khzCapi *h, double out[2]) {
     for (int k = 0; k < c->npoint; k++) {
       const khzContactPoint *p = d->cpoint + c->point_adr + k;
       if (p->depth > depth) depth = p->depth;
-      fn += p->force[0] * c->normal[0] + p->force[1] * c->normal[1] +
-            p->force[2] * c->normal[2] + p->force_implicit;
+      fn += p->force[0] * c->normal[0] + p->force[1] * c->normal[1] + p->force[2] * c->normal[2];
     }
     if (fn > force) force = fn;
   }

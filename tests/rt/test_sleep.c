@@ -80,6 +80,40 @@ static khzModel *scene(int sleep) {
   return m;
 }
 
+/* a 50 g box under a 20 kg box on the ground (automatic gains): the light
+ * box's ground pair carries the column, most of it through the implicit part
+ * (the stiffness it needs is far outside RK4's region on 50 g) */
+static khzModel *light_column(void) {
+  khzSpec *s = khz_spec_new();
+  khzGeomSpec plane;
+  khz_spec_defaultGeom(&plane);
+  plane.type = KHZ_GEOM_PLANE;
+  khz_spec_addGeom(s, &plane);
+  add_free(s, "light", KHZ_GEOM_BOX, 0.05, 0.05, 0, 0.0501);
+  add_free(s, "heavy", KHZ_GEOM_BOX, 0.05, 20, 0, 0.1503);
+  add_free(s, "pushed", KHZ_GEOM_BOX, 0.05, 1, 3, 0.0501);
+  char err[256];
+  khzModel *m = khz_compile(s, err, sizeof err);
+  ENSURE_MSG(m, "%s", err);
+  khz_spec_destroy(&s);
+  return m;
+}
+
+/* the normal force of the light box's ground pair (each point's force along
+ * the normal, which includes the implicit part) and the implicit share */
+static void ground_force(const khzData *d, double *fn, double *fimp) {
+  *fn = *fimp = 0;
+  for (int i = 0; i < d->ncontact; i++) {
+    const khzContact *c = &d->contact[i];
+    if (!((c->body[0] == 0 && c->body[1] == 1) || (c->body[0] == 1 && c->body[1] == 0))) continue;
+    for (int k = 0; k < c->npoint; k++) {
+      const khzContactPoint *p = d->cpoint + c->point_adr + k;
+      *fn += p->force[0] * c->normal[0] + p->force[1] * c->normal[1] + p->force[2] * c->normal[2];
+      *fimp += p->force_implicit;
+    }
+  }
+}
+
 static int asleep(const khzModel *m, const khzData *d, int lo, int hi) {
   int n = 0;
   for (int b = lo; b <= hi; b++) n += khz_bodySleeping(m, d, b);
@@ -243,6 +277,37 @@ int main(void) {
   printf("khz_collide between steps: the list stays whole; the sleeping far box's contact holds %.4f N "
          "(weight %.4f N)\n", fz, 9.81);
   ENSURE(fabs(fz - 9.81) < 0.01 * 9.81);
+
+  /* 10. a sleeping pair keeps the forces it had when it fell asleep, its
+   * implicit part included. The light box's ground pair carries the column,
+   * most of it through the implicit part; a point's force holds the whole of
+   * it (explicit + implicit) and force_implicit tells the implicit share. The
+   * step used to zero every point's force_implicit, the sleeping pairs' too,
+   * and the share read 0 while the force still held it all. */
+  khzModel *mc = light_column();
+  if (!mc) return ensure_report();
+  khzData *dc = khz_makeData(mc, 0);
+  double fn_awake = 0, fi_awake = 0, fn = 0, fimp = 0, weight = 20.05 * 9.81;
+  while (dc->time < 5 && asleep(mc, dc, 1, 2) < 2) { /* the pushed box may sleep too */
+    khz_step(mc, dc);
+    if (asleep(mc, dc, 1, 2) == 0) ground_force(dc, &fn_awake, &fi_awake);
+  }
+  ENSURE(asleep(mc, dc, 1, 2) == 2);
+  /* a third box pushed along the ground stays awake: the contact stages run */
+  for (int k = 0; k < 50; k++) {
+    dc->xfrc[6 * 3 + 0] = 20; /* a push along x at the com */
+    khz_step(mc, dc);
+  }
+  ENSURE(asleep(mc, dc, 1, 2) == 2 && !khz_bodySleeping(mc, dc, 3) && dc->ncontact_asleep == 2 &&
+         dc->ncontact == 3);
+  ground_force(dc, &fn, &fimp);
+  printf("light box under 20 kg: ground pair holds %.3f N awake (%.3f N implicit), %.3f N asleep (%.3f N "
+         "implicit); weight %.3f N\n", fn_awake, fi_awake, fn, fimp, weight);
+  ENSURE(fabs(fn_awake - weight) < 0.01 * weight && fabs(fn - weight) < 0.01 * weight);
+  ENSURE(fi_awake > 0.5 * weight); /* the case needs the implicit part to show */
+  ENSURE(fabs(fimp - fi_awake) < 0.01 * weight);
+  khz_deleteData(&dc);
+  khz_deleteModel(&mc);
 
   free(before), free(after);
   khz_deleteData(&a), khz_deleteData(&b), khz_deleteData(&z), khz_deleteData(&w), khz_deleteData(&d);
