@@ -316,6 +316,63 @@ static void test_body_sensors(void) {
   }
 }
 
+/* a 50 g box under a 20 kg box on the ground, automatic gains: most of the
+ * ground pair's force comes from the implicit part (counted once: a point's
+ * force already holds it). The heavy box's force-torque sensor reads its
+ * weight; the light box's, the ground's push less the heavy box's, its own
+ * weight; its touch sensor, both pairs' normal forces (ground up, heavy
+ * box down, counted with their signs along each pair's normal) */
+static void test_light_under_heavy(void) {
+  khzSpec *sp = khz_spec_new();
+  khzGeomSpec plane;
+  khz_spec_defaultGeom(&plane);
+  plane.type = KHZ_GEOM_PLANE;
+  khz_spec_addGeom(sp, &plane);
+  const double mass[2] = {0.05, 20}, z[2] = {0.0501, 0.1503};
+  for (int i = 0; i < 2; i++) {
+    khzBodySpec b;
+    khz_spec_defaultBody(&b);
+    snprintf(b.name, sizeof b.name, i ? "heavy" : "light");
+    snprintf(b.joint_name, sizeof b.joint_name, "%s", b.name);
+    b.joint_type = KHZ_JOINT_FLOATING;
+    b.mass = mass[i];
+    b.inertia[0] = b.inertia[1] = b.inertia[2] = mass[i] * 8 * 0.05 * 0.05 / 12;
+    double q0[7] = {0, 0, z[i], 1, 0, 0, 0};
+    memcpy(b.q0, q0, sizeof q0);
+    khzGeomSpec g;
+    khz_spec_defaultGeom(&g);
+    g.body = khz_spec_addBody(sp, &b);
+    g.type = KHZ_GEOM_BOX;
+    g.size[0] = g.size[1] = g.size[2] = 0.05;
+    khz_spec_addGeom(sp, &g);
+  }
+  char err[256];
+  khzModel *m = khz_compile(sp, err, sizeof err);
+  khz_spec_destroy(&sp);
+  ENSURE_MSG(m, "%s", err);
+  if (!m) return;
+  khzData *d = khz_makeData(m, 0);
+  khzSensorSpec s[2] = {sensor("ft_light", KHZ_SENSOR_FORCE, 1), sensor("ft_heavy", KHZ_SENSOR_FORCE, 2)};
+  khz_forward(m, d);
+  khzHil *hil = make(m, d, s, 2, NULL, 0, 1);
+  for (int k = 1; k <= 1000; k++) {
+    khz_step(m, d);
+    khz_hilSample(hil, m, d, (uint64_t)k);
+  }
+  const double *v = khz_hilValues(hil), g = 9.81;
+  double implicit = 0;
+  for (int c = 0; c < d->ncontact; c++)
+    for (int k = 0; k < d->contact[c].npoint; k++) implicit += d->cpoint[d->contact[c].point_adr + k].force_implicit;
+  printf("light under heavy: light reads %.4f N (weight %.4f), heavy %.3f N (weight %.3f); %.1f N implicit\n",
+         v[2], 0.05 * g, v[8], 20 * g, implicit);
+  ENSURE_MSG(implicit > 100, "the implicit part carries %g N: the case does not test it", implicit);
+  ENSURE_MSG(fabs(v[8] - 20 * g) < 0.01 * 20 * g, "heavy box reads %g N, weight %g", v[8], 20 * g);
+  ENSURE_MSG(fabs(v[2] - 0.05 * g) < 0.05 * 20 * g * 0.01, "light box reads %g N net, weight %g", v[2], 0.05 * g);
+  khz_hilFree(&hil);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+}
+
 /* ------------------------------------------------- joint force-torque -- */
 
 /* a two-link chain hanging straight down from a hinge about y at the
@@ -691,6 +748,7 @@ int main(void) {
   test_bias_walk();
   test_rate_latency();
   test_body_sensors();
+  test_light_under_heavy();
   test_joint_force_torque();
   test_drives();
   test_faults();

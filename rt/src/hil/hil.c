@@ -284,9 +284,9 @@ static void to_body(const khzData *d, int b, const double *x, double *y) {
 /* the contacts' wrench on the bodies in a set (in: per body, 1 if in it;
  * NULL: body b alone) about the point pw (world axes), and the sum of their
  * normal forces. Contacts between two bodies of the set cancel. A point's
- * force is its explicit force at the last evaluation plus the implicit part
- * (normal, and tangential spread over the bottom points), as the step
- * applied them. */
+ * force holds the whole force of the last evaluation, the implicit part's
+ * normal and tangential shares included (docs/contact.md, "Reported
+ * forces"): nothing is added to it. */
 static void contact_wrench(const khzData *d, const unsigned char *in, int b, const double *pw,
                            double *f, double *t, double *fn) {
   f[0] = f[1] = f[2] = t[0] = t[1] = t[2] = *fn = 0;
@@ -299,9 +299,7 @@ static void contact_wrench(const khzData *d, const unsigned char *in, int b, con
       const khzContactPoint *p = &d->cpoint[ct->point_adr + k];
       double fp[3];
       for (int a = 0; a < 3; a++) {
-        fp[a] = p->force[a] + ct->normal[a] * p->force_implicit;
-        if (p->bottom && ct->nbottom > 0) fp[a] += ct->force_implicit[a] / ct->nbottom;
-        fp[a] *= sign;
+        fp[a] = sign * p->force[a];
         f[a] += fp[a];
       }
       double r[3] = {p->pos[0] - pw[0], p->pos[1] - pw[1], p->pos[2] - pw[2]};
