@@ -247,7 +247,7 @@ class McapTest(unittest.TestCase):
         self.assertEqual(info["messages"]["/khz/sensors"]["log"],
                          info["messages"]["/khz/state"]["log"])
         names = [sn.name for sn in md.sensors]
-        self.assertEqual(len(names), 11)
+        self.assertEqual(len(names), 12)
         for st, rd in zip(states, readings):
             self.assertEqual((rd.seq, rd.shown_seq, rd.sim_time), (st.seq, st.shown_seq, st.sim_time))
             self.assertEqual(rd.timestamp.seconds * 10**9 + rd.timestamp.nanos, st.wall_time_ns)
