@@ -75,6 +75,10 @@ static void *create_sleep(const benchScene *scene, char *err, int errsz) {
   return create_with(scene, KHZ_CONTACT_PENALTY, 1, err, errsz);
 }
 
+static void *create_lcp(const benchScene *scene, char *err, int errsz) {
+  return create_with(scene, KHZ_CONTACT_LCP, 0, err, errsz);
+}
+
 static void *create_deepest(const benchScene *scene, char *err, int errsz) {
   return create_with(scene, KHZ_CONTACT_DEEPEST, 0, err, errsz);
 }
@@ -125,3 +129,9 @@ const benchEngine bench_engine_khz_sleep = {
     "as khz, with sleeping on (khz's default: islands of free bodies at rest for 0.5 s below "
     "0.01 m/s are frozen until touched; docs/sleeping.md); the peers run without theirs",
     create_sleep, apply_force, step, get_state, destroy};
+
+const benchEngine bench_engine_khz_lcp = {
+    "khz-lcp",
+    "as khz, with Stewart & Trinkle's LCP time-stepping solved by Lemke (docs/lcp.md): "
+    "inelastic, the scene's friction_directions (4 unless set)",
+    create_lcp, apply_force, step, get_state, destroy};

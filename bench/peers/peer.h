@@ -93,6 +93,7 @@ typedef struct benchEngine {
 extern const benchEngine bench_engine_khz;         /* penalty (multi-point) method */
 extern const benchEngine bench_engine_khz_deepest; /* khz's deepest-point baseline */
 extern const benchEngine bench_engine_khz_sleep;   /* penalty method, sleeping bodies on */
+extern const benchEngine bench_engine_khz_lcp;     /* Stewart-Trinkle LCP method */
 extern const benchEngine bench_engine_mujoco;
 extern const benchEngine bench_engine_ode;
 extern const benchEngine bench_engine_bullet;

@@ -120,7 +120,7 @@ static void test_ball_drop(void) {
     if (t_seen < 0 && d->ncontact) t_seen = d->time - m->timestep;
   }
   ENSURE_MSG(fabs(t_seen - t_land) <= 1.5e-3, "ball lands at %.4f, analytic %.4f", t_seen, t_land);
-  ENSURE_NEAR(d->q[2], 0.1, 1e-9);
+  ENSURE_NEAR(d->q[2], 0.1 - KHZ_LCP_SKIN, 1e-9); /* at rest KHZ_LCP_SKIN deep */
   for (int k = 0; k < 6; k++) ENSURE_NEAR(d->qd[k], 0, 1e-9);
   ENSURE(d->warning[KHZ_WARN_LCP] == 0);
   khz_deleteData(&d);
@@ -144,7 +144,7 @@ static void test_box_friction(void) {
   double stop = v0 * v0 / (2 * mu * g);
   ENSURE_MSG(fabs(d->q[0] - stop) <= 2e-3, "box stopped at %.5f m, analytic %.5f", d->q[0], stop);
   ENSURE_NEAR(d->qd[0], 0, 1e-9);
-  ENSURE_NEAR(d->q[2], 0.1, 1e-6);
+  ENSURE_NEAR(d->q[2], 0.1 - KHZ_LCP_SKIN, 1e-6);
   /* pushed below the cone: stays; above it: a = F / m - mu g */
   double x0 = d->q[0];
   for (int s = 0; s < 200; s++) {
@@ -258,6 +258,34 @@ static void test_balls(void) {
   ENSURE_MSG(nmax2 % 6 == 0, "balls with 4 directions: largest LCP %d (6 per contact)", nmax2);
 }
 
+/* the realtime bound: a step whose solves pass d->lcp_time_limit falls
+ * back (counted in lcp_timeouts and KHZ_WARN_LCP), never a NaN; without a
+ * bound nothing times out */
+static void test_time_bound(void) {
+  khzModel *m = load_file("scenes/validation/st_four_balls.yaml");
+  ENSURE(m != NULL);
+  if (!m) return;
+  for (int bounded = 0; bounded < 2; bounded++) {
+    khzData *d = khz_makeData(m, 0);
+    d->contact_method = KHZ_CONTACT_LCP;
+    d->lcp_time_limit = bounded ? 1e-12 : 0;
+    for (int s = 0; s < 300; s++) khz_step(m, d);
+    int finite = 1;
+    for (int k = 0; k < m->nv; k++) finite &= isfinite(d->qd[k]);
+    ENSURE(finite);
+    if (bounded) {
+      ENSURE_MSG(d->lcp_timeouts == 300 && d->warning[KHZ_WARN_LCP] == 300,
+                 "1e-12 s bound: %ld timeouts, %d fallbacks in 300 steps", d->lcp_timeouts,
+                 d->warning[KHZ_WARN_LCP]);
+    } else {
+      ENSURE_MSG(d->lcp_timeouts == 0 && d->warning[KHZ_WARN_LCP] == 0, "no bound: %ld timeouts, %d fallbacks",
+                 d->lcp_timeouts, d->warning[KHZ_WARN_LCP]);
+    }
+    khz_deleteData(&d);
+  }
+  khz_deleteModel(&m);
+}
+
 int main(void) {
   khz_lcpSetObserver(observe, NULL);
   test_ball_drop();
@@ -278,5 +306,7 @@ int main(void) {
    * (lcp.c's solve()) */
   ENSURE(obs.worst <= 1e-7);
   ENSURE(obs.sic_compared > 0 && obs.sic_agree == obs.sic_compared);
+  khz_lcpSetObserver(NULL, NULL);
+  test_time_bound();
   return ensure_report();
 }

@@ -533,6 +533,13 @@ typedef struct khzData {
 
   /* contact (outputs of the collision pass, valid until the next step) */
   int contact_method;     /* khzContactMethod in use; switchable between ticks */
+  double lcp_time_limit;  /* LCP method: seconds of wall time one step may spend in its
+                             collision passes and Lemke solves before it gives up (the step
+                             falls back to the penalty method, or keeps its last solved
+                             re-check pass); 0 = no bound. The realtime loop sets half the
+                             period; lockstep and fast runs leave it 0 (docs/lcp.md) */
+  long lcp_timeouts;      /* LCP steps that reached lcp_time_limit (the first pass: also
+                             counted as KHZ_WARN_LCP) */
   int ncontact;
   khzContact *contact;    /* m->npair_max */
   int ncpoint;

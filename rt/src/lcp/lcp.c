@@ -48,7 +48,7 @@
 #include "spatial.h"
 
 /* a pair found at q+ joins the active set when deeper than this (m) */
-#define KHZ_LCP_RECHECK_DEPTH 1e-6
+#define KHZ_LCP_RECHECK_DEPTH (KHZ_LCP_SKIN + 1e-6)
 /* speed (m/s) at which a penetration present at the step's start is
  * removed (the paper's gap term removes it in one step: a body started
  * 0.1 m deep would leave at 100 m/s) */
@@ -78,6 +78,7 @@ typedef struct lcpWork {
   int *row_tree;  /* 2 per row: active tree index of body[0], body[1] (-1: none) */
   double *A, *b, *z, *w, *bp, *zp, *zlast;
   int np_last; /* points of the last pass solved (its solution in zlast) */
+  int timed_out; /* a solve stopped at d->lcp_time_limit */
   khzLemke lk;
   lcpPoint *pt;
   khzPairState *save_pair; /* d->pair at the step's start, put back when the step falls back */
@@ -402,7 +403,7 @@ static int assemble(const lcpWork *W, double h) {
       s += Jr[a] * (i >= 0 ? W->vfree[g] - vr[g] : W->vfree[g]);
       sfree += Jr[a] * W->vfree[g];
     }
-    W->b[r] = i >= 0 ? W->pt[i].phi / h + s : s;
+    W->b[r] = i >= 0 ? (W->pt[i].phi + KHZ_LCP_SKIN) / h + s : s;
     /* a penetration already there at q (phi/h - N' v_ref < 0) is pushed
      * out at KHZ_LCP_PUSHOUT at most, not in one step */
     if (i >= 0 && W->b[r] - sfree < -KHZ_LCP_PUSHOUT) W->b[r] = sfree - KHZ_LCP_PUSHOUT;
@@ -478,6 +479,11 @@ static void report(khzData *d, lcpWork *W, double h) {
 /* pivot budget of one Lemke call: the stack's LCPs (n <= 120) take 23
  * pivots on average; 50 n + 100 let a failing one run for seconds */
 #define KHZ_LCP_PIVOTS(n) (5 * (n) + 50)
+/* the step's time bound (d->lcp_time_limit) has passed */
+static int lcp_late(const lcpWork *W) {
+  return W->lk.deadline > 0 && khz_lemkeNow() > W->lk.deadline;
+}
+
 static khzLcpStatus solve(lcpWork *W, int n) {
   int budget = KHZ_LCP_PIVOTS(n), nr = W->np * (W->k + 1);
   double dmax = 0;
@@ -486,6 +492,7 @@ static khzLcpStatus solve(lcpWork *W, int n) {
    * that much; it cures most failures of spheres and rods) */
   khzLcpStatus st = KHZ_LCP_RAY;
   for (int t = 0; t < 2 && st != KHZ_LCP_SOLVED; t++) {
+    if (st == KHZ_LCP_TIMEOUT || lcp_late(W)) return KHZ_LCP_TIMEOUT;
     if (t)
       for (int r = 0; r < nr; r++) W->A[(size_t)r * n + r] += KHZ_LCP_EPS_SMALL * dmax;
     st = khz_lemke(&W->lk, n, W->A, W->b, W->z, W->w, budget);
@@ -497,10 +504,17 @@ static khzLcpStatus solve(lcpWork *W, int n) {
   memset(W->zp, 0, (size_t)n * sizeof(double));
   W->lk.tol = 1e-7;
   for (int it = 0; it < KHZ_LCP_PROX; it++) {
+    if (lcp_late(W)) {
+      if (st != KHZ_LCP_SOLVED) st = KHZ_LCP_TIMEOUT;
+      break;
+    }
     for (int r = 0; r < n; r++) W->bp[r] = W->b[r] - (r < nr ? eps * W->zp[r] : 0);
     khzLcpStatus s = khz_lemke(&W->lk, n, W->A, W->bp, W->z, W->w, budget);
     if (observer) observer(observer_user, n, W->A, W->bp, W->z, s);
-    if (s != KHZ_LCP_SOLVED) break;
+    if (s != KHZ_LCP_SOLVED) {
+      if (s == KHZ_LCP_TIMEOUT && st != KHZ_LCP_SOLVED) st = s;
+      break;
+    }
     st = s;
     double change = 0, size = 0;
     for (int r = 0; r < n; r++) change = fmax(change, fabs(W->z[r] - W->zp[r])), size = fmax(size, W->z[r]);
@@ -516,6 +530,7 @@ int khz_lcpStep(const khzModel *m, khzData *d, double h) {
   size_t mark = khz_stackMark(d);
   lcpWork work, *W = &work;
   int ok = lcp_carve(m, d, W), saved = ok;
+  if (ok && d->lcp_time_limit > 0) W->lk.deadline = khz_lemkeNow() + d->lcp_time_limit;
   if (ok) {
     /* the pair state as the step found it: the collision passes below
      * rewrite it, and a step that falls back must start from it */
@@ -537,6 +552,7 @@ int khz_lcpStep(const khzModel *m, khzData *d, double h) {
     contact_rows(m, d, W);
     int n = assemble(W, h);
     khzLcpStatus st = solve(W, n);
+    W->timed_out |= st == KHZ_LCP_TIMEOUT;
     if (st != KHZ_LCP_SOLVED) {
       /* a re-check pass that cannot be solved: the last pass solved stands
        * (the pairs it found at q+ wait for the next step's prediction,
@@ -552,13 +568,14 @@ int khz_lcpStep(const khzModel *m, khzData *d, double h) {
     velocity_update(m, d, W, h);
     W->np_last = W->np;
     memcpy(W->zlast, W->z, (size_t)n * sizeof(double));
-    if (pass == KHZ_LCP_PASSES - 1) break;
+    if (pass == KHZ_LCP_PASSES - 1 || lcp_late(W)) break;
     memcpy(W->vref + (size_t)pass * m->nv, W->vplus, (size_t)m->nv * sizeof(double));
     collide_at(m, d, W->qplus);
     int added = add_pairs(m, d, W, pass + 1, 1);
     if (added < 0) W->np = W->np_last; /* beyond the capacity: as above */
     if (added <= 0) break;
   }
+  d->lcp_timeouts += W->timed_out;
   if (ok) {
     for (int k = 0; k < m->nv; k++) d->qdd[k] = (W->vplus[k] - d->qd[k]) / h;
     memcpy(d->qd, W->vplus, (size_t)m->nv * sizeof(double));

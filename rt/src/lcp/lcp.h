@@ -15,6 +15,11 @@
 /* passes of the active-set re-check (the solve, then new violations at
  * q+ added and the LCP solved again) */
 #define KHZ_LCP_PASSES 6
+/* contacts come to rest this deep (m) rather than exactly touching: a
+ * resting pair then still overlaps at the next step's prediction and stays
+ * in the active set (exactly touching pairs came and went with round-off,
+ * and a stack's pairs joined one re-check pass at a time) */
+#define KHZ_LCP_SKIN 1e-5
 
 /* One step of h seconds of the LCP method at d's state with d->tau_applied
  * already clamped: the free velocity, collision at the predicted positions,
@@ -22,7 +27,8 @@
  * the active set re-checked at q+; writes d->q, d->qd, d->qdd and the
  * contact list (d->contact, d->cpoint with each point's force). Returns 0,
  * or -1 when the LCP could not be solved (pivot budget, ray termination,
- * more contact points than the capacity, scratch exhausted): then
+ * more contact points than the capacity, scratch exhausted, the first
+ * pass past d->lcp_time_limit, counted in d->lcp_timeouts): then
  * KHZ_WARN_LCP is counted, d->q and d->qd are untouched and the caller steps
  * with the penalty method instead. Never allocates. */
 int khz_lcpStep(const khzModel *m, khzData *d, double h);

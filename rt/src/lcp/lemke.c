@@ -18,6 +18,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 /* an entering column's entry blocks only above this fraction of the
  * column's largest; ratios within this relative distance tie */
@@ -56,9 +57,15 @@ void khz_lemkeInit(khzLemke *lk, int nmax, void *mem) {
   lk->perm = ip;
 }
 
+double khz_lemkeNow(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 const char *khz_lcpStatusName(khzLcpStatus s) {
   static const char *const names[KHZ_LCP_NSTATUS] = {"solved", "budget", "ray", "toobig",
-                                                          "inaccurate"};
+                                                          "inaccurate", "timeout"};
   return s >= 0 && s < KHZ_LCP_NSTATUS ? names[s] : "unknown";
 }
 
@@ -264,6 +271,8 @@ static khzLcpStatus lemke_core(khzLemke *lk, int n, const double *M, const doubl
   /* complementary pivots until z0 leaves */
   while (leaving != 2 * n) {
     if (lk->pivots >= max_pivots) return KHZ_LCP_BUDGET;
+    if (lk->deadline > 0 && (lk->pivots & 7) == 0 && khz_lemkeNow() > lk->deadline)
+      return KHZ_LCP_TIMEOUT;
     entering = leaving < n ? leaving + n : leaving - n;
     entering_column(lk, n, M, entering, d);
     double dmax = 0;

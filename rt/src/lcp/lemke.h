@@ -27,6 +27,7 @@ typedef enum khzLcpStatus {
   KHZ_LCP_INACCURATE, /* z0 left the basis, but round-off in a degenerate basis left a
                          residual above lk->tol (default 1e-10; times 1e3 max |q| when
                          max |q| < 1e-3) */
+  KHZ_LCP_TIMEOUT,    /* lk->deadline passed before z0 left the basis */
   KHZ_LCP_NSTATUS
 } khzLcpStatus;
 
@@ -45,6 +46,10 @@ typedef struct khzLemke {
    * q Lemke works with (q / max |q| * 1e-3 when max |q| < 1e-3, else q);
    * 0, as khz_lemkeInit leaves it: 1e-10 */
   double tol;
+  /* input: CLOCK_MONOTONIC time (s) after which the pivots stop with
+   * KHZ_LCP_TIMEOUT (checked every 8 pivots); 0, as khz_lemkeInit leaves
+   * it: no deadline */
+  double deadline;
   /* outputs of the last solve */
   int pivots;      /* pivots taken */
   int polished;    /* 1 when the solution was recomputed from the final basis by LU */
@@ -65,6 +70,9 @@ void khz_lemkeInit(khzLemke *lk, int nmax, void *mem);
  * complementarity residual is at round-off; a larger residual is reported
  * as KHZ_LCP_INACCURATE. On any other status z and w are
  * set to zero. Never allocates. */
+/* CLOCK_MONOTONIC now, in seconds (no allocation, no blocking) */
+double khz_lemkeNow(void);
+
 khzLcpStatus khz_lemke(khzLemke *lk, int n, const double *M, const double *q, double *z, double *w,
                        int max_pivots);
 
@@ -72,7 +80,8 @@ khzLcpStatus khz_lemke(khzLemke *lk, int n, const double *M, const double *q, do
  * w = M z + q recomputed (0 exactly at a solution). */
 double khz_lcpResidual(int n, const double *M, const double *q, const double *z);
 
-/* Short name of a status ("solved", "budget", "ray", "toobig", "inaccurate"). */
+/* Short name of a status ("solved", "budget", "ray", "toobig", "inaccurate",
+ * "timeout"). */
 const char *khz_lcpStatusName(khzLcpStatus s);
 
 #endif

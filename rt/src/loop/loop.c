@@ -994,6 +994,8 @@ static void tick(khzLoop *L, int64_t t_sched, int64_t t_wake, int timed_out) {
   /* step; warnings raised by it become flags */
   int effort = d->warning[KHZ_WARN_EFFORT] + d->warning[KHZ_WARN_BADCTRL];
   int bad = d->warning[KHZ_WARN_BADSTATE];
+  /* the LCP method's solves are bounded to half the period in realtime mode */
+  d->lcp_time_limit = L->cfg.mode == KHZ_MODE_REALTIME ? 0.5e-9 * (double)L->period_ns : 0;
   khz_stepWith(m, d, L->timestep);
   if (L->cfg.hil) khz_hilSample(L->cfg.hil, m, d, seq - L->reset_seq);
   if (stalled(L) || (L->cfg.hil && khz_hilAnyFault(L->cfg.hil))) flags |= KHZ_FLAG_FAULT;
