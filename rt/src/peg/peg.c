@@ -492,9 +492,22 @@ static int standard_groups(pegWork *W, double h) {
  * u the step allowance. The vertex can end inside pb only when every
  * face's interval reaches below zero (lo = max_f lo_f <= 0); the faces that
  * can be the largest gap at q+ (hi_f >= lo) form its constraint. */
+static int vertex_one(pegWork *W, int pa, int pb, int v, double h, double mu);
 static int vertex_constraints(pegWork *W, int pa, int pb, double h, double mu) {
-  const khzPegPoly *A = W->poly + pa, *B = W->poly + pb;
+  const khzPegPoly *A = W->poly + pa;
   for (int v = 0; v < A->nv; v++) {
+    /* the feature pairs of a vertex that end in no constraint are dropped */
+    int nc0 = W->nc, ng0 = W->ng;
+    if (vertex_one(W, pa, pb, v, h, mu) < 0) return -1;
+    if (W->ng == ng0) W->nc = nc0;
+  }
+  return 0;
+}
+
+/* vertex_constraints for the vertex v */
+static int vertex_one(pegWork *W, int pa, int pb, int v, double h, double mu) {
+  const khzPegPoly *A = W->poly + pa, *B = W->poly + pb;
+  {
     double s[KHZ_PEG_MAXF], hi[KHZ_PEG_MAXF], dv[3], lo = -INFINITY;
     rel_velocity(W, pa, pb, A->v[v], dv);
     double u = step_allowance(W, pa, pb, dv, h);
@@ -504,15 +517,16 @@ static int vertex_constraints(pegWork *W, int pa, int pb, double h, double mu) {
       hi[f] = s[f] + fmax(0, travel) + u;
       lo = fmax(lo, s[f] + fmin(0, travel) - u);
     }
-    if (lo > 0) continue;
+    if (lo > 0) return 0;
     int ids[KHZ_PEG_MAXF], faces[KHZ_PEG_MAXF], n = 0;
     for (int f = 0; f < B->nf; f++)
       if (hi[f] >= lo) faces[n] = f, n++;
-    if (n == 1 && appl_vf(A, v, B->n[faces[0]]) < -PEG_SIN_THETA) continue; /* a neighbour meets it first */
+    if (n == 0) return 0;
+    if (n == 1 && appl_vf(A, v, B->n[faces[0]]) < -PEG_SIN_THETA) return 0; /* a neighbour meets it first */
     for (int i = 0; i < n; i++)
       if ((ids[i] = add_vf(W, pa, v, pb, faces[i])) < 0) return -1;
     if (add_group(W, G_I, ids, n, mu, h) < 0) return -1;
-    if (n != 2 || B->ne == 0) continue;
+    if (n != 2 || B->ne == 0) return 0;
     /* vertex-edge X (eq. 36): the edge eb of the two faces; each edge of
      * the vertex heading over face f_s either passes over eb or the vertex
      * stays above f_s */
@@ -520,7 +534,7 @@ static int vertex_constraints(pegWork *W, int pa, int pb, double h, double mu) {
     for (int e = 0; e < B->ne && eb < 0; e++)
       if ((B->ef[e][0] == faces[0] && B->ef[e][1] == faces[1]) || (B->ef[e][0] == faces[1] && B->ef[e][1] == faces[0]))
         eb = e;
-    if (eb < 0) continue;
+    if (eb < 0) return 0;
     double t[2][3];
     face_dir(B, eb, faces[0], t[0]);
     face_dir(B, eb, faces[1], t[1]);
@@ -565,11 +579,14 @@ static int edge_constraints(pegWork *W, int pa, int pb, double h, double mu) {
       /* feasibility: the closest points inside both edges by the allowance
        * (nearer an end, the vertex-edge and vertex-vertex cases hold it) */
       if (s * la < u || (1 - s) * la < u || t * lb < u || (1 - t) * lb < u) continue;
+      int nc0 = W->nc, ng0 = W->ng;
       int i = add_ee(W, pa, ea, pb, eb, NULL, NULL);
       if (i == -2) return -1;
-      if (i < 0 || W->c[i].appl < -PEG_SIN_THETA) continue;
-      W->c[i].unil = 1;
-      if (add_group(W, G_U, &i, 1, mu, h) < 0) return -1;
+      if (i >= 0 && W->c[i].appl >= -PEG_SIN_THETA) {
+        W->c[i].unil = 1;
+        if (add_group(W, G_U, &i, 1, mu, h) < 0) return -1;
+      }
+      if (W->ng == ng0) W->nc = nc0;
     }
   /* vertex-vertex: per face pair at the two vertices */
   for (int va = 0; va < A->nv; va++)
@@ -586,7 +603,7 @@ static int edge_constraints(pegWork *W, int pa, int pb, double h, double mu) {
           /* the members that pass their relaxed applicability (eqs. 30,
            * 31): a vertex whose neighbour meets the face first is no
            * separation of the two */
-          int ids[6], n = 0;
+          int ids[6], n = 0, nc0 = W->nc, ng0 = W->ng;
           if (appl_vf(A, va, B->n[fb]) >= -PEG_SIN_THETA && (ids[n++] = add_vf(W, pa, va, pb, fb)) < 0) return -1;
           if (appl_vf(B, vb, A->n[fa]) >= -PEG_SIN_THETA && (ids[n++] = add_vf(W, pb, vb, pa, fa)) < 0) return -1;
           for (int ea = 0; ea < A->ne; ea++) {
@@ -601,6 +618,7 @@ static int edge_constraints(pegWork *W, int pa, int pb, double h, double mu) {
             }
           }
           if (add_group(W, G_X, ids, n, mu, h) < 0) return -1;
+          if (W->ng == ng0) W->nc = nc0;
         }
       }
     }
