@@ -8,13 +8,20 @@
  *   PEG       U, I and X constraints (khz_pegSetModel(KHZ_PEG_MODEL_PEG)),
  *   standard  the same time-stepping and gathering, every vertex-face and
  *             edge-edge pair its own unilateral constraint (eq. 9),
+ *   LP depth  the same time-stepping, one unilateral constraint per pair of
+ *             polytopes whose gap is the Anitescu-Hart LP penetration depth
+ *             (rho times the centres' distance along its normal), at the
+ *             LP's witness point,
  *   lcp       the LCP path (--method lcp: collision at the predicted
  *             positions, up to 4 points per pair),
  * with the steps that fell back (Lemke failed: the penalty method ran) and
  * PEG's steps solved without friction (the frictional LCP failed). Pairs of
  * two fixed bodies (the box's walls on its floor) are not counted.
  *
- *   build/bench/peg_figures [--seconds T] [--scene FILE] [--h H1,H2,...]
+ * PEG's fallbacks are split by cause: the gathering ran out of room, or
+ * Lemke failed. --trace prints every PEG step's counts to stderr.
+ *
+ *   build/bench/peg_figures [--seconds T] [--scene FILE] [--h H1,H2,...] [--no-lcp] [--trace]
  */
 #include <math.h>
 #include <stdio.h>
@@ -40,9 +47,11 @@ static int cmp_double(const void *a, const void *b) {
 
 typedef struct runResult {
   double max_overlap, median_us;
-  long fallbacks, steps, steps_ix, frictionless;
+  long fallbacks, steps, steps_ix, frictionless, full;
   double max_n;
 } runResult;
+
+static int trace;
 
 static int run(const char *path, double h, double seconds, int method, int model, runResult *r) {
   char err[512];
@@ -74,6 +83,10 @@ static int run(const char *path, double h, double seconds, int method, int model
       r->steps_ix += st->ni + st->nx > 0;
       r->frictionless += st->frictionless;
       r->max_n = fmax(r->max_n, st->n);
+      r->full += st->full > 0;
+      if (trace)
+        fprintf(stderr, "h %g model %d step %ld: pairs %d groups %d members %d U %d I %d X %d n %d status %d failed %d full %d\n", h, model, s,
+                st->contacts, st->groups, st->members, st->nu, st->ni, st->nx, st->n, st->status, st->failed, st->full);
     }
     int np = 0;
     for (int g = 0; g < m->ngeom; g++)
@@ -106,30 +119,34 @@ int main(int argc, char **argv) {
       seconds = atof(argv[++i]);
     } else if (!strcmp(argv[i], "--scene") && i + 1 < argc) {
       scene = argv[++i];
+    } else if (!strcmp(argv[i], "--trace")) {
+      trace = 1;
     } else if (!strcmp(argv[i], "--no-lcp")) {
       lcp = 0;
     } else if (!strcmp(argv[i], "--h") && i + 1 < argc) {
       nh = 0;
       for (char *t = strtok(argv[++i], ","); t && nh < 16; t = strtok(NULL, ",")) hs[nh++] = atof(t);
     } else {
-      fprintf(stderr, "usage: %s [--seconds T] [--scene FILE] [--h H1,H2,...] [--no-lcp]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--seconds T] [--scene FILE] [--h H1,H2,...] [--no-lcp] [--trace]\n", argv[0]);
       return 2;
     }
   }
   printf("# %s, %g s; overlap = the largest sum over body pairs of the intersection volume after a step\n",
          scene, seconds);
-  printf("| h (s) | PEG max overlap (m^3) | PEG fallbacks | PEG steps solved without friction | PEG steps with I/X | PEG largest LCP | PEG median us/step |"
-         " standard max overlap (m^3) | standard fallbacks | standard median us/step |%s\n",
+  printf("| h (s) | PEG max overlap (m^3) | PEG fallbacks (gathering full) | PEG steps solved without friction | PEG steps with I/X | PEG largest LCP | PEG median us/step |"
+         " standard max overlap (m^3) | standard fallbacks | standard median us/step | LP-depth max overlap (m^3) | LP-depth fallbacks | LP-depth median us/step |%s\n",
          lcp ? " lcp path max overlap (m^3) | lcp path fallbacks |" : "");
-  printf("|---|---|---|---|---|---|---|---|---|---|%s\n", lcp ? "---|---|" : "");
+  printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|%s\n", lcp ? "---|---|" : "");
   int bad = 0;
   for (int k = 0; k < nh; k++) {
-    runResult p, s, l;
+    runResult p, s, g, l;
     if (run(scene, hs[k], seconds, KHZ_CONTACT_PEG, KHZ_PEG_MODEL_PEG, &p) ||
-        run(scene, hs[k], seconds, KHZ_CONTACT_PEG, KHZ_PEG_MODEL_STANDARD, &s))
+        run(scene, hs[k], seconds, KHZ_CONTACT_PEG, KHZ_PEG_MODEL_STANDARD, &s) ||
+        run(scene, hs[k], seconds, KHZ_CONTACT_PEG, KHZ_PEG_MODEL_LPDEPTH, &g))
       return 1;
-    printf("| %g | %.3g | %ld of %ld | %ld | %ld | %.0f | %.0f | %.3g | %ld | %.0f |", hs[k], p.max_overlap, p.fallbacks,
-           p.steps, p.frictionless, p.steps_ix, p.max_n, p.median_us, s.max_overlap, s.fallbacks, s.median_us);
+    printf("| %g | %.3g | %ld of %ld (%ld) | %ld | %ld | %.0f | %.0f | %.3g | %ld | %.0f |", hs[k], p.max_overlap, p.fallbacks,
+           p.steps, p.full, p.frictionless, p.steps_ix, p.max_n, p.median_us, s.max_overlap, s.fallbacks, s.median_us);
+    printf(" %.3g | %ld | %.0f |", g.max_overlap, g.fallbacks, g.median_us);
     if (lcp) {
       if (run(scene, hs[k], seconds, KHZ_CONTACT_LCP, KHZ_PEG_MODEL_PEG, &l)) return 1;
       printf(" %.3g | %ld |", l.max_overlap, l.fallbacks);

@@ -7,7 +7,12 @@
  *    top face or slide off the side) but never through it: the overlap
  *    volume of every step stays at most 1e-12 m^3 and no step falls back;
  *  - the same runs with the standard model (every feature pair its own
- *    unilateral constraint), printed next to it. */
+ *    unilateral constraint), printed next to it;
+ *  - the LP-depth model (one constraint per pair, its gap the Anitescu-Hart
+ *    LP depth): for a cube falling corner first onto a face, the gap it
+ *    reports equals the corner's distance to the face (the closed form of
+ *    the ratio metric's supporting-plane gap there), and the corner never
+ *    enters the face. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +20,7 @@
 #include "ensure.h"
 #include "khz/khz.h"
 #include "khz/load.h"
+#include "dynamics.h"
 #include "peg/peg.h"
 
 static khzModel *scene_model(const char *text) {
@@ -131,8 +137,68 @@ static void test_corner_over_edge(void) {
     }
 }
 
+/* the LP-depth model on a cube (half 0.05) falling corner first onto the
+ * middle of a fixed block's top face (z = 0.2), h = 2 ms: the LP's optimal
+ * basis there is the block's top face against the cube's three faces at the
+ * corner, so its normal is +z and its gap rho dn is the corner's height
+ * above the face. Every step that reports the pair, its depth (-gap at the
+ * step's start) must equal the lowest corner's depth there; over the first
+ * 0.25 s (the cube still balanced on its corner) the overlap volume stays
+ * at round-off and nothing falls back. */
+static void test_lp_gap(void) {
+  char text[2048];
+  double h = 0.002;
+  snprintf(text, sizeof text,
+           "khz_scene: 1\nrate_hz: %.17g\ngravity: [0, 0, -9.81]\n"
+           "contact: {method: peg, mu: 0.3}\nobjects:\n"
+           "  - {name: block, shape: box, size: [0.2, 0.2, 0.1], mass: 10, pos: [0, 0, 0.1], fixed: true}\n"
+           "  - {name: cube, shape: box, size: [0.05, 0.05, 0.05], mass: 1, pos: [0.01, 0.02, %.17g],"
+           " rpy: [0.7853981633974483, 0.6154797086703874, 0.3]}\n",
+           1 / h, 0.2 + 0.05 * sqrt(3.0) + 0.01);
+  khzModel *m = scene_model(text);
+  ENSURE(m != NULL);
+  if (!m) return;
+  khzData *d = khz_makeData(m, 0);
+  khz_pegSetModel(KHZ_PEG_MODEL_LPDEPTH);
+  int cube = -1;
+  for (int g = 0; g < m->ngeom; g++)
+    if (!khz_bodyStatic(m, m->geom_body[g])) cube = g;
+  static khzPegPoly P;
+  double worst = 0, overlap = 0;
+  int reported = 0;
+  for (int s = 0; s < (int)(0.25 / h + 0.5); s++) {
+    khz_kinematics(m, d);
+    khz_pegPoly(m, d, cube, &P);
+    double low = INFINITY;
+    for (int i = 0; i < P.nv; i++) low = fmin(low, P.v[i][2]);
+    khz_step(m, d);
+    for (int c = 0; c < d->ncontact; c++) {
+      const khzContact *ct = d->contact + c;
+      for (int k = 0; k < ct->npoint; k++) {
+        const khzContactPoint *p = d->cpoint + ct->point_adr + k;
+        worst = fmax(worst, fabs(p->depth - (0.2 - low)));
+        reported++;
+        ENSURE_MSG(fabs(ct->normal[2]) > 1 - 1e-12, "step %d: LP normal (%g %g %g), not the face's", s,
+                   ct->normal[0], ct->normal[1], ct->normal[2]);
+      }
+    }
+    overlap = fmax(overlap, max_overlap(m, d));
+  }
+  khz_pegSetModel(KHZ_PEG_MODEL_PEG);
+  printf("LP-depth gap, cube corner on a face: %d contact reports, worst |depth - corner depth| %.3g m, "
+         "max overlap %.3g m^3, %d fallbacks, cube at z %.4f\n",
+         reported, worst, overlap, (int)d->warning[KHZ_WARN_LCP], d->q[2]);
+  ENSURE(reported > 50);
+  ENSURE_MSG(worst <= 1e-12, "LP gap off the corner's depth by %g m", worst);
+  ENSURE_MSG(overlap <= 1e-12, "LP-depth model: overlap %g m^3", overlap);
+  ENSURE(d->warning[KHZ_WARN_LCP] == 0);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+}
+
 int main(void) {
   test_overlap();
   test_corner_over_edge();
+  test_lp_gap();
   return ensure_report();
 }

@@ -50,8 +50,10 @@ static const char drop_scene[] =
     " inertia: [0.0005, 0.0005, 0.0005, 0, 0, 0], pos: [-0.05, 0.0, 0.5], rpy: [0.3, 0.7, 0.2]}\n";
 
 int main(void) {
-  const char *scenes[] = {corner_scene, drop_scene};
-  for (int k = 0; k < 2; k++) {
+  const char *scenes[] = {corner_scene, drop_scene, drop_scene};
+  /* the third run: the drop with the LP-depth model (khz_lpDepth in the step) */
+  for (int k = 0; k < 3; k++) {
+    khz_pegSetModel(k == 2 ? KHZ_PEG_MODEL_LPDEPTH : KHZ_PEG_MODEL_PEG);
     char err[512];
     khzModel *m = NULL;
     khzScene sc;
@@ -84,5 +86,6 @@ int main(void) {
     khz_deleteData(&d);
     khz_deleteModel(&m);
   }
+  khz_pegSetModel(KHZ_PEG_MODEL_PEG);
   return ensure_report();
 }

@@ -43,6 +43,7 @@
 #include <string.h>
 
 #include "collision/collision.h"
+#include "blocks.h"
 #include "dynamics.h"
 #include "lemke.h"
 #include "spatial.h"
@@ -284,36 +285,23 @@ void khz_lcpFreeVelocity(const khzModel *m, khzData *d, double *tau, double *qdd
   for (int k = 0; k < m->nv; k++) vfree[k] = d->qd[k] + h * qdd[k];
 }
 
+/* the shared blocks (blocks.h) over this work's arrays */
+static khzLcpBlocks blocks_view(const lcpWork *W) {
+  khzLcpBlocks B = {W->na, W->ntree, W->act, W->loc, W->dof, W->tree_root, W->tree_off,
+                    W->tree_n, W->tree_moff, W->Mb, W->jac0, W->jac1};
+  return B;
+}
+
 /* the trees the active points touch, their dofs, and the Cholesky factors
  * of their mass-matrix blocks at d->q (CRBA); 0 when a block is singular */
 static int mass_blocks(const khzModel *m, khzData *d, lcpWork *W) {
-  W->ntree = W->na = 0;
-  for (int k = 0; k < m->nv; k++) W->act[k] = -1;
+  khzLcpBlocks B = blocks_view(W);
+  khz_lcpBlocksBegin(m, &B);
   for (int i = 0; i < W->np; i++)
-    for (int s = 0; s < 2; s++) {
-      int b = W->pt[i].body[s];
-      if (khz_bodyStatic(m, b)) continue;
-      int root = m->body_root[b], t = 0;
-      while (t < W->ntree && W->tree_root[t] != root) t++;
-      if (t == W->ntree) W->tree_root[W->ntree++] = root;
-    }
-  khz_compositeInertia(m, d, d->q);
-  int moff = 0;
-  for (int t = 0; t < W->ntree; t++) {
-    int nt = 0;
-    W->tree_off[t] = W->na;
-    for (int k = 0; k < m->nv; k++)
-      if (m->body_root[m->dof_body[k]] == W->tree_root[t]) {
-        W->act[k] = W->na + nt, W->loc[k] = nt, W->dof[W->na + nt] = k;
-        nt++;
-      }
-    W->tree_n[t] = nt, W->tree_moff[t] = moff;
-    double *Mt = W->Mb + moff;
-    khz_crbaBlock(m, d, W->tree_root[t], W->loc, nt, Mt);
-    if (khzu_cholFactor(Mt, nt)) return 0;
-    W->na += nt, moff += nt * nt;
-  }
-  return 1;
+    for (int s = 0; s < 2; s++) khz_lcpBlocksTouch(m, &B, W->pt[i].body[s]);
+  int ok = khz_lcpBlocksFactor(m, d, &B);
+  W->na = B.na, W->ntree = B.ntree;
+  return ok;
 }
 
 static int tree_of(const khzModel *m, const lcpWork *W, int b) {
@@ -331,14 +319,14 @@ static void world_point(const khzData *d, int b, const double x[3], double p[3])
 
 /* rows of N' and D' at the current kinematics (active dofs), A times each */
 static void contact_rows(const khzModel *m, khzData *d, lcpWork *W) {
-  int nv = m->nv, na = W->na, k = W->k, nc = W->np;
+  int na = W->na, k = W->k, nc = W->np;
+  khzLcpBlocks B = blocks_view(W);
   for (int i = 0; i < nc; i++) {
     const lcpPoint *p = W->pt + i;
     double p0[3], p1[3];
     world_point(d, p->body[0], p->local[0], p0);
     world_point(d, p->body[1], p->local[1], p1);
-    khz_jacobian(m, d, p->body[0], p0, W->jac0, NULL);
-    khz_jacobian(m, d, p->body[1], p1, W->jac1, NULL);
+    khz_lcpBlocksJacobians(m, d, &B, p->body, p0, p1);
     int t0 = tree_of(m, W, p->body[0]), t1 = tree_of(m, W, p->body[1]);
     for (int j = -1; j < k; j++) {
       double dir[3];
@@ -346,11 +334,7 @@ static void contact_rows(const khzModel *m, khzData *d, lcpWork *W) {
       else direction(p, j, k, dir);
       int r = j < 0 ? i : nc + i * k + j;
       double *Jr = W->J + (size_t)r * na;
-      for (int a = 0; a < na; a++) {
-        int g = W->dof[a];
-        Jr[a] = dir[0] * (W->jac0[g] - W->jac1[g]) + dir[1] * (W->jac0[nv + g] - W->jac1[nv + g]) +
-                dir[2] * (W->jac0[2 * nv + g] - W->jac1[2 * nv + g]);
-      }
+      khz_lcpBlocksRow(m, &B, dir, Jr);
       W->row_tree[2 * r] = t0, W->row_tree[2 * r + 1] = t1 == t0 ? -1 : t1;
       /* Y_r = A J_r, block by block */
       double *Yr = W->Y + (size_t)r * na;

@@ -45,12 +45,18 @@
 
 #include "collision/collision.h"
 #include "dynamics.h"
+#include "lcp/blocks.h"
 #include "lcp/lcp.h"
 #include "lcp/lemke.h"
+#include "lp/lpdepth.h"
 #include "spatial.h"
 
 /* reach (m) beyond the step's travel within which feature pairs are gathered */
 #define PEG_EPS 2e-3
+/* the gathering's allowance for the velocity changing within the step (the
+ * contacts' impulses): this share of a feature's travel h |dv|, in any
+ * direction, beside its travel along the gap's normal */
+#define PEG_TURN 1.5
 /* relaxed applicability: sin(theta) of eqs. (29)-(31) */
 #define PEG_SIN_THETA 0.25
 /* a penetration present at q is removed at this speed at most (m/s) */
@@ -60,8 +66,12 @@
  * PEG_RECHECK_DEPTH) */
 #define PEG_PASSES 4
 #define PEG_RECHECK_DEPTH 1e-10
+/* Lemke's pivot budget per solve, as the LCP path's: a failing solve of a
+ * few hundred unknowns otherwise runs for 50 n + 100 pivots with O(n^3)
+ * reinversions (minutes for the pour's n = 250 at h = 0.025) */
+#define PEG_PIVOTS(n) (5 * (n) + 50)
 
-enum { C_VF = 0, C_EE = 1 };
+enum { C_VF = 0, C_EE = 1, C_LP = 2 };
 enum { G_U = 0, G_I = 1, G_X = 2 };
 
 typedef struct pegContact {
@@ -73,6 +83,7 @@ typedef struct pegContact {
   double mu;
   int unil; /* an edge-edge pair inside both edges (a U constraint of its own) */
   double corr; /* the gap's correction: exact gap at q+ minus its linearisation */
+  int basis[4]; /* C_LP: the LP's optimal basis (the warm start at q+) */
 } pegContact;
 
 typedef struct pegGroup {
@@ -91,18 +102,20 @@ typedef struct pegWork {
   pegGroup *g;
   int *mem;
   /* dynamics */
-  double *vfree, *vplus, *qplus, *tau, *qdd, *jac0, *jac1;
-  int *act, *loc, *dof, *tree_root, *tree_off, *tree_n, *tree_moff;
-  double *Mb;
+  double *vfree, *vplus, *qplus, *tau, *qdd;
+  khzLcpBlocks mb; /* the active trees' mass-matrix blocks (lcp/blocks.h) */
   double *Gc, *Gp, *Yp, *Kc, *Kp, *gvc, *gvp;
   double *A, *b, *z, *w, *D;
   khzLemke lk;
-  int ntree, na;
+  khzLpDepthWork lpw; /* the LP depth (KHZ_PEG_MODEL_LPDEPTH) */
+  double *lpface;     /* both polytopes' faces for it, 4 doubles each */
   double cur_mu; /* the pair being gathered */
+  const khzModel *m;
+  const khzData *d; /* the kinematics at (q, v) while gathering */
 } pegWork;
 
 static int peg_model = KHZ_PEG_MODEL_PEG;
-static khzPegStats peg_stats = {0, 0, 0, 0, 0, -1, 0, 0};
+static khzPegStats peg_stats = {.status = -1};
 
 void khz_pegSetModel(int model) { peg_model = model; }
 const khzPegStats *khz_pegLastStats(void) { return &peg_stats; }
@@ -164,16 +177,16 @@ static void peg_sizes(const khzModel *m, pegWork *W) {
   X(W->qplus, double, (m)->nq)                            \
   X(W->tau, double, (m)->nv)                              \
   X(W->qdd, double, (m)->nv)                              \
-  X(W->jac0, double, 3 * (size_t)(m)->nv)                 \
-  X(W->jac1, double, 3 * (size_t)(m)->nv)                 \
-  X(W->act, int, (m)->nv)                                 \
-  X(W->loc, int, (m)->nv)                                 \
-  X(W->dof, int, (m)->nv)                                 \
-  X(W->tree_root, int, (m)->nbody)                        \
-  X(W->tree_off, int, (m)->nbody)                         \
-  X(W->tree_n, int, (m)->nbody)                           \
-  X(W->tree_moff, int, (m)->nbody)                        \
-  X(W->Mb, double, (size_t)(m)->nv *(m)->nv)              \
+  X(W->mb.jac0, double, 3 * (size_t)(m)->nv)                 \
+  X(W->mb.jac1, double, 3 * (size_t)(m)->nv)                 \
+  X(W->mb.act, int, (m)->nv)                                 \
+  X(W->mb.loc, int, (m)->nv)                                 \
+  X(W->mb.dof, int, (m)->nv)                                 \
+  X(W->mb.tree_root, int, (m)->nbody)                        \
+  X(W->mb.tree_off, int, (m)->nbody)                         \
+  X(W->mb.tree_n, int, (m)->nbody)                           \
+  X(W->mb.tree_moff, int, (m)->nbody)                        \
+  X(W->mb.Mb, double, (size_t)(m)->nv *(m)->nv)              \
   X(W->Gc, double, (size_t)W->maxc *(m)->nv)              \
   X(W->Gp, double, (size_t)W->npmax *(m)->nv)             \
   X(W->Yp, double, (size_t)W->npmax *(m)->nv)             \
@@ -185,13 +198,14 @@ static void peg_sizes(const khzModel *m, pegWork *W) {
   X(W->b, double, W->nmax)                                \
   X(W->z, double, W->nmax)                                \
   X(W->w, double, W->nmax)                                \
-  X(W->D, double, W->nmax)
+  X(W->D, double, W->nmax)                                \
+  X(W->lpface, double, 8 * (size_t)KHZ_PEG_MAXF)
 
 size_t khz_pegStackBytes(const khzModel *m) {
   if (!m->collision || khz_pegRefusal(m)) return 0;
   pegWork w, *W = &w;
   peg_sizes(m, W);
-  size_t bytes = khz_lemkeBytes(W->nmax) + 64;
+  size_t bytes = khz_lemkeBytes(W->nmax) + 64 + khz_lpDepthBytes(2 * KHZ_PEG_MAXF) + 64;
 #define PEG_SIZE(ptr, type, count) bytes += (size_t)(count) * sizeof(type) + 64;
   PEG_ARRAYS(PEG_SIZE, W, m)
 #undef PEG_SIZE
@@ -208,8 +222,10 @@ static int peg_carve(const khzModel *m, khzData *d, pegWork *W) {
   PEG_ARRAYS(PEG_TAKE, W, m)
 #undef PEG_TAKE
   void *lkmem = khz_stackAlloc(d, khz_lemkeBytes(W->nmax));
-  if (!ok || !lkmem) return 0;
+  void *lpmem = khz_stackAlloc(d, khz_lpDepthBytes(2 * KHZ_PEG_MAXF));
+  if (!ok || !lkmem || !lpmem) return 0;
   khz_lemkeInit(&W->lk, W->nmax, lkmem);
+  khz_lpDepthInit(&W->lpw, 2 * KHZ_PEG_MAXF, lpmem);
   return 1;
 }
 
@@ -242,7 +258,7 @@ static double appl_vf(const khzPegPoly *A, int v, const double n[3]) {
 static int add_vf(pegWork *W, int pa, int v, int pb, int f) {
   int i = contact_find(W, C_VF, pa, v, pb, f);
   if (i >= 0) return i;
-  if (W->nc >= W->maxc) return -1;
+  if (W->nc >= W->maxc) return peg_stats.full = 1, -1;
   const khzPegPoly *A = W->poly + pa, *B = W->poly + pb;
   pegContact *c = W->c + W->nc;
   c->kind = C_VF, c->poly[0] = pa, c->poly[1] = pb, c->feat[0] = v, c->feat[1] = f;
@@ -303,7 +319,7 @@ static int add_ee(pegWork *W, int pa, int ea, int pb, int eb, double *sp, double
   if (tp) *tp = t;
   int i = contact_find(W, C_EE, pa, ea, pb, eb);
   if (i >= 0) return i;
-  if (W->nc >= W->maxc) return -2;
+  if (W->nc >= W->maxc) return peg_stats.full = 1, -2;
   double np[3];
   khzu_scl3(np, n, -1);
   double ap = appl_ee(A, ea, B, eb, n), am = appl_ee(A, ea, B, eb, np);
@@ -320,22 +336,81 @@ static int add_ee(pegWork *W, int pa, int ea, int pb, int eb, double *sp, double
   return W->nc++;
 }
 
-/* a group of contacts; the primary (largest gap, then applicability) first */
-static int add_group(pegWork *W, int kind, const int *ids, int n, double mu) {
-  if (n <= 0) return 0;
-  if (W->ng >= W->maxg || W->nm + n > W->maxm) return -1;
-  /* the same group twice (a vertex pair seen from both sides) is one */
+/* the velocity at the world point p of pa's body relative to pb's */
+static void rel_velocity(const pegWork *W, int pa, int pb, const double p[3], double dv[3]) {
+  double vb[3];
+  khz_pointVelocity(W->m, W->d, W->poly[pa].body, p, dv);
+  khz_pointVelocity(W->m, W->d, W->poly[pb].body, p, vb);
+  khzu_sub3(dv, dv, vb);
+}
+
+/* the allowance of a feature of pa moving at dv relative to pb for what
+ * the step can change beside the travel h dv (gathering, sec. 4): PEG_EPS,
+ * PEG_TURN of the travel in any direction, and the second-order motion
+ * h^2/2 (|g| + |w_a|^2 r_a + |w_b|^2 r_b) of gravity and rotation */
+static double step_allowance(const pegWork *W, int pa, int pb, const double dv[3], double h) {
+  double acc = khzu_norm3(W->m->gravity);
+  for (int s = 0; s < 2; s++) {
+    const double *sp = W->speed + 4 * (s ? pb : pa);
+    double r = W->poly[s ? pb : pa].radius;
+    if (r > 0) acc += sp[3] * sp[3] / r;
+  }
+  return PEG_EPS + PEG_TURN * h * khzu_norm3(dv) + 0.5 * h * h * acc;
+}
+
+/* whether contact i's gap can close within the step: its lower bound at
+ * q+, psi + min(0, h n . dv) - u, reaches zero (dv the velocity of its
+ * point on body[0] relative to body[1]) */
+static int may_close(const pegWork *W, int i, double h) {
+  const pegContact *c = W->c + i;
+  double dv[3];
+  rel_velocity(W, c->poly[0], c->poly[1], c->pa, dv);
+  return c->psi + fmin(0, h * khzu_dot3(c->n, dv)) - step_allowance(W, c->poly[0], c->poly[1], dv, h) <= 0;
+}
+
+/* whether every contact of a (na) is among b (nb) */
+static int group_within(const pegWork *W, const int *a, int na, const int *b, int nb) {
+  (void)W;
+  for (int i = 0; i < na; i++) {
+    int found = 0;
+    for (int j = 0; j < nb && !found; j++) found = a[i] == b[j];
+    if (!found) return 0;
+  }
+  return 1;
+}
+
+/* the groups that contain a later group's members dropped (implied by it),
+ * the members packed */
+static void drop_implied(pegWork *W) {
+  int ng = 0, nm = 0;
   for (int gi = 0; gi < W->ng; gi++) {
     const pegGroup *g = W->g + gi;
-    if (g->count != n) continue;
-    int same = 1;
-    for (int a = 0; a < n && same; a++) {
-      int found = 0;
-      for (int b = 0; b < n; b++) found |= W->mem[g->first + b] == ids[a];
-      same = found;
-    }
-    if (same) return 0;
+    int implied = 0;
+    for (int gj = gi + 1; gj < W->ng && !implied; gj++)
+      implied = W->g[gj].count <= g->count &&
+                group_within(W, W->mem + W->g[gj].first, W->g[gj].count, W->mem + g->first, g->count);
+    if (implied) continue;
+    pegGroup kept = *g;
+    memmove(W->mem + nm, W->mem + g->first, (size_t)g->count * sizeof(int));
+    kept.first = nm, nm += g->count;
+    W->g[ng++] = kept;
   }
+  W->ng = ng, W->nm = nm;
+}
+
+/* a group of contacts; the primary (largest gap, then applicability) first */
+static int add_group(pegWork *W, int kind, const int *ids, int n, double mu, double h) {
+  if (n <= 0) return 0;
+  /* the constraint (max over its members' gaps >= 0) holds whatever the
+   * step does when one member's gap cannot close */
+  for (int a = 0; a < n; a++)
+    if (!may_close(W, ids[a], h)) return 0;
+  /* a group that contains every member of one already gathered is implied
+   * by it (max over a superset >= max over the subset >= 0): the same group
+   * seen from both sides, a vertex-vertex X over a vertex's U */
+  for (int gi = 0; gi < W->ng; gi++)
+    if (W->g[gi].count <= n && group_within(W, W->mem + W->g[gi].first, W->g[gi].count, ids, n)) return 0;
+  if (W->ng >= W->maxg || W->nm + n > W->maxm) return peg_stats.full = 2, -1;
   int best = 0;
   for (int a = 1; a < n; a++) {
     const pegContact *c = W->c + ids[a], *p = W->c + ids[best];
@@ -350,32 +425,108 @@ static int add_group(pegWork *W, int kind, const int *ids, int n, double mu) {
   return 0;
 }
 
+/* the polytope P as the LP's faces (4 doubles each) about its centre; a
+ * plane (a half-space) about the point depth below its origin */
+static void lp_polytope(const khzPegPoly *P, double depth, double *face, khzPolytope *out) {
+  for (int f = 0; f < P->nf; f++) khzu_copy3(face + 4 * f, P->n[f]), face[4 * f + 3] = P->d[f];
+  out->nface = P->nf, out->face = face;
+  khzu_copy3(out->center, P->center);
+  if (P->plane) khzu_addScl3(out->center, P->center, P->n[0], -depth);
+}
+
+/* The Anitescu-Hart LP depth of polytopes pa and pb as a gap (docs/lpdepth.md):
+ * with r the ratio metric (eq. 2), n its unit normal from pb toward pa and
+ * dn = n . (x_a - x_b) the centres' distance along it,
+ *   psi = rho dn = (1 - 1/r) dn,   rho = (r - 1)/r (eq. 3),
+ * which is the distance between the two bodies' supporting planes normal to
+ * n (dn = r (h_a + h_b), h the support distances from the centres), so that
+ * its rate under the bodies' motion is n . (v_a(x) - v_b(x)) at the witness
+ * x: a contact at x with normal n. warm: the basis of the step before (or
+ * NULL); 0, or -1 when the LP fails. */
+static int lp_gap(pegWork *W, int pa, int pb, const int *warm, pegContact *c) {
+  const khzPegPoly *A = W->poly + pa, *B = W->poly + pb;
+  khzPolytope p1, p2;
+  double depth = fmax(0.01, fmax(A->radius, B->radius));
+  lp_polytope(B, depth, W->lpface, &p1);
+  lp_polytope(A, depth, W->lpface + 4 * B->nf, &p2);
+  khzLpDepth out;
+  if (khz_lpDepth(&W->lpw, &p1, &p2, warm, &out) != KHZ_LP_OPTIMAL) return -1;
+  c->psi = out.rho * out.dn;
+  khzu_copy3(c->n, out.normal);
+  khzu_copy3(c->pa, out.point);
+  khzu_copy3(c->pb, out.point);
+  memcpy(c->basis, out.basis, sizeof c->basis);
+  return 0;
+}
+
+/* the LP-depth model: one U constraint per pair of polytopes, its gap the
+ * LP depth, when the gap is within the pair's reach */
+static int add_lp(pegWork *W, int pa, int pb, double reach, double mu, double h) {
+  if (W->nc >= W->maxc) return peg_stats.full = 1, -1;
+  pegContact *c = W->c + W->nc;
+  memset(c, 0, sizeof *c);
+  c->kind = C_LP, c->poly[0] = pa, c->poly[1] = pb, c->feat[0] = c->feat[1] = -1;
+  c->body[0] = W->poly[pa].body, c->body[1] = W->poly[pb].body;
+  if (lp_gap(W, pa, pb, NULL, c) < 0) return peg_stats.full = 4, -1;
+  if (c->psi > reach) return 0;
+  c->appl = 1, c->mu = mu;
+  int i = W->nc++;
+  return add_group(W, G_U, &i, 1, mu, h);
+}
+
 /* the standard model (eq. 9): every vertex-face pair and every edge-edge
  * pair inside both edges its own U constraint */
-static int standard_groups(pegWork *W) {
+static int standard_groups(pegWork *W, double h) {
   W->ng = W->nm = 0;
   for (int i = 0; i < W->nc; i++) {
     if (W->c[i].kind == C_EE && !W->c[i].unil) continue;
-    if (add_group(W, G_U, &i, 1, W->c[i].mu) < 0) return -1;
+    if (add_group(W, G_U, &i, 1, W->c[i].mu, h) < 0) return -1;
   }
   return 0;
 }
 
-/* vertices of pa against the faces of pb (eqs. 34, 36, 37) */
-static int vertex_constraints(pegWork *W, int pa, int pb, double reach, double mu) {
-  const khzPegPoly *A = W->poly + pa, *B = W->poly + pb;
+/* vertices of pa against the faces of pb (eqs. 34, 36, 37). Each face's
+ * gap s_f = n_f . v - d_f changes over the step by about h n_f . dv (dv the
+ * vertex's velocity relative to pb's body: d s_f / dt = n_f . dv), so it
+ * ends in [s_f + min(0, h n_f . dv) - u, s_f + max(0, h n_f . dv) + u] with
+ * u the step allowance. The vertex can end inside pb only when every
+ * face's interval reaches below zero (lo = max_f lo_f <= 0); the faces that
+ * can be the largest gap at q+ (hi_f >= lo) form its constraint. */
+static int vertex_one(pegWork *W, int pa, int pb, int v, double h, double mu);
+static int vertex_constraints(pegWork *W, int pa, int pb, double h, double mu) {
+  const khzPegPoly *A = W->poly + pa;
   for (int v = 0; v < A->nv; v++) {
-    double s[KHZ_PEG_MAXF], smax = -INFINITY;
-    for (int f = 0; f < B->nf; f++) s[f] = khzu_dot3(B->n[f], A->v[v]) - B->d[f], smax = fmax(smax, s[f]);
-    if (smax > reach) continue;
+    /* the feature pairs of a vertex that end in no constraint are dropped */
+    int nc0 = W->nc, ng0 = W->ng;
+    if (vertex_one(W, pa, pb, v, h, mu) < 0) return -1;
+    if (W->ng == ng0) W->nc = nc0;
+  }
+  return 0;
+}
+
+/* vertex_constraints for the vertex v */
+static int vertex_one(pegWork *W, int pa, int pb, int v, double h, double mu) {
+  const khzPegPoly *A = W->poly + pa, *B = W->poly + pb;
+  {
+    double s[KHZ_PEG_MAXF], hi[KHZ_PEG_MAXF], dv[3], lo = -INFINITY;
+    rel_velocity(W, pa, pb, A->v[v], dv);
+    double u = step_allowance(W, pa, pb, dv, h);
+    for (int f = 0; f < B->nf; f++) {
+      double travel = h * khzu_dot3(B->n[f], dv);
+      s[f] = khzu_dot3(B->n[f], A->v[v]) - B->d[f];
+      hi[f] = s[f] + fmax(0, travel) + u;
+      lo = fmax(lo, s[f] + fmin(0, travel) - u);
+    }
+    if (lo > 0) return 0;
     int ids[KHZ_PEG_MAXF], faces[KHZ_PEG_MAXF], n = 0;
     for (int f = 0; f < B->nf; f++)
-      if (s[f] >= smax - 2 * reach) faces[n] = f, n++;
-    if (n == 1 && appl_vf(A, v, B->n[faces[0]]) < -PEG_SIN_THETA) continue; /* a neighbour meets it first */
+      if (hi[f] >= lo) faces[n] = f, n++;
+    if (n == 0) return 0;
+    if (n == 1 && appl_vf(A, v, B->n[faces[0]]) < -PEG_SIN_THETA) return 0; /* a neighbour meets it first */
     for (int i = 0; i < n; i++)
       if ((ids[i] = add_vf(W, pa, v, pb, faces[i])) < 0) return -1;
-    if (add_group(W, G_I, ids, n, mu) < 0) return -1;
-    if (n != 2 || B->ne == 0) continue;
+    if (add_group(W, G_I, ids, n, mu, h) < 0) return -1;
+    if (n != 2 || B->ne == 0) return 0;
     /* vertex-edge X (eq. 36): the edge eb of the two faces; each edge of
      * the vertex heading over face f_s either passes over eb or the vertex
      * stays above f_s */
@@ -383,7 +534,7 @@ static int vertex_constraints(pegWork *W, int pa, int pb, double reach, double m
     for (int e = 0; e < B->ne && eb < 0; e++)
       if ((B->ef[e][0] == faces[0] && B->ef[e][1] == faces[1]) || (B->ef[e][0] == faces[1] && B->ef[e][1] == faces[0]))
         eb = e;
-    if (eb < 0) continue;
+    if (eb < 0) return 0;
     double t[2][3];
     face_dir(B, eb, faces[0], t[0]);
     face_dir(B, eb, faces[1], t[1]);
@@ -398,48 +549,63 @@ static int vertex_constraints(pegWork *W, int pa, int pb, double reach, double m
       if (x[0] == -2) return -1;
       if (x[0] < 0 || W->c[x[0]].appl < -PEG_SIN_THETA) continue;
       x[1] = ids[side];
-      if (add_group(W, G_X, x, 2, mu) < 0) return -1;
+      if (add_group(W, G_X, x, 2, mu, h) < 0) return -1;
     }
   }
   return 0;
 }
 
-/* edge-edge U (eq. 35) and the vertex-vertex X constraints (eq. 38) */
-static int edge_constraints(pegWork *W, int pa, int pb, double reach, double mu) {
+/* edge-edge U (eq. 35) and the vertex-vertex X constraints (eq. 38); the
+ * closest points' distance against their travel h dv along the line
+ * joining them plus the step allowance, as for the vertices */
+static int edge_constraints(pegWork *W, int pa, int pb, double h, double mu) {
   const khzPegPoly *A = W->poly + pa, *B = W->poly + pb;
   if (A->ne == 0 || B->ne == 0) return 0;
   for (int ea = 0; ea < A->ne; ea++)
     for (int eb = 0; eb < B->ne; eb++) {
-      double c1[3], c2[3], s, t;
+      double c1[3], c2[3], s, t, dv[3], r[3];
       const double *a0 = A->v[A->e[ea][0]], *a1 = A->v[A->e[ea][1]];
       const double *b0 = B->v[B->e[eb][0]], *b1 = B->v[B->e[eb][1]];
       double dist = khzu_closestSegSeg(a0, a1, b0, b1, &s, &t, c1, c2);
-      if (dist > reach || s <= 0 || s >= 1 || t <= 0 || t >= 1) continue;
-      double la = 0, lb = 0, r[3];
+      if (s <= 0 || s >= 1 || t <= 0 || t >= 1) continue;
+      rel_velocity(W, pa, pb, c1, dv);
+      double u = step_allowance(W, pa, pb, dv, h), approach = 0;
+      khzu_sub3(r, c1, c2);
+      if (dist > 0) approach = fmax(0, -h * khzu_dot3(r, dv) / dist);
+      if (dist > approach + u) continue;
+      double la = 0, lb = 0;
       khzu_sub3(r, a1, a0), la = khzu_norm3(r);
       khzu_sub3(r, b1, b0), lb = khzu_norm3(r);
-      /* feasibility: the closest points inside both edges by the reach
+      /* feasibility: the closest points inside both edges by the allowance
        * (nearer an end, the vertex-edge and vertex-vertex cases hold it) */
-      if (s * la < reach || (1 - s) * la < reach || t * lb < reach || (1 - t) * lb < reach) continue;
+      if (s * la < u || (1 - s) * la < u || t * lb < u || (1 - t) * lb < u) continue;
+      int nc0 = W->nc, ng0 = W->ng;
       int i = add_ee(W, pa, ea, pb, eb, NULL, NULL);
       if (i == -2) return -1;
-      if (i < 0 || W->c[i].appl < -PEG_SIN_THETA) continue;
-      W->c[i].unil = 1;
-      if (add_group(W, G_U, &i, 1, mu) < 0) return -1;
+      if (i >= 0 && W->c[i].appl >= -PEG_SIN_THETA) {
+        W->c[i].unil = 1;
+        if (add_group(W, G_U, &i, 1, mu, h) < 0) return -1;
+      }
+      if (W->ng == ng0) W->nc = nc0;
     }
   /* vertex-vertex: per face pair at the two vertices */
   for (int va = 0; va < A->nv; va++)
     for (int vb = 0; vb < B->nv; vb++) {
-      double r[3];
+      double r[3], dv[3];
       khzu_sub3(r, A->v[va], B->v[vb]);
-      if (khzu_norm3(r) > reach) continue;
+      rel_velocity(W, pa, pb, A->v[va], dv);
+      double dist = khzu_norm3(r), approach = dist > 0 ? fmax(0, -h * khzu_dot3(r, dv) / dist) : 0;
+      if (dist > approach + step_allowance(W, pa, pb, dv, h)) continue;
       for (int fa = 0; fa < A->nf; fa++) {
         if (fabs(khzu_dot3(A->n[fa], A->v[va]) - A->d[fa]) > 1e-7 * (1 + A->radius)) continue;
         for (int fb = 0; fb < B->nf; fb++) {
           if (fabs(khzu_dot3(B->n[fb], B->v[vb]) - B->d[fb]) > 1e-7 * (1 + B->radius)) continue;
-          int ids[6], n = 0;
-          if ((ids[n++] = add_vf(W, pa, va, pb, fb)) < 0) return -1;
-          if ((ids[n++] = add_vf(W, pb, vb, pa, fa)) < 0) return -1;
+          /* the members that pass their relaxed applicability (eqs. 30,
+           * 31): a vertex whose neighbour meets the face first is no
+           * separation of the two */
+          int ids[6], n = 0, nc0 = W->nc, ng0 = W->ng;
+          if (appl_vf(A, va, B->n[fb]) >= -PEG_SIN_THETA && (ids[n++] = add_vf(W, pa, va, pb, fb)) < 0) return -1;
+          if (appl_vf(B, vb, A->n[fa]) >= -PEG_SIN_THETA && (ids[n++] = add_vf(W, pb, vb, pa, fa)) < 0) return -1;
           for (int ea = 0; ea < A->ne; ea++) {
             if (A->e[ea][0] != va && A->e[ea][1] != va) continue;
             if (A->ef[ea][0] != fa && A->ef[ea][1] != fa) continue;
@@ -451,7 +617,8 @@ static int edge_constraints(pegWork *W, int pa, int pb, double reach, double mu)
               if (i >= 0 && W->c[i].appl >= -PEG_SIN_THETA && n < 6) ids[n++] = i;
             }
           }
-          if (add_group(W, G_X, ids, n, mu) < 0) return -1;
+          if (add_group(W, G_X, ids, n, mu, h) < 0) return -1;
+          if (W->ng == ng0) W->nc = nc0;
         }
       }
     }
@@ -485,6 +652,7 @@ static int gather(const khzModel *m, khzData *d, pegWork *W, double h) {
     W->geom_poly[g] = np++;
   }
   W->nc = W->ng = W->nm = 0;
+  W->m = m, W->d = d;
   for (int i = 0; i < np; i++)
     for (int j = i + 1; j < np; j++) {
       khzPegPoly *A = W->poly + i, *B = W->poly + j;
@@ -506,17 +674,22 @@ static int gather(const khzModel *m, khzData *d, pegWork *W, double h) {
       double f0 = m->geom_friction[A->geom], f1 = m->geom_friction[B->geom];
       double mu = sqrt((f0 > 0 ? f0 : m->contact.mu) * (f1 > 0 ? f1 : m->contact.mu));
       W->cur_mu = mu;
-      if (vertex_constraints(W, i, j, reach, mu) < 0 || vertex_constraints(W, j, i, reach, mu) < 0 ||
-          edge_constraints(W, i, j, reach, mu) < 0)
+      if (peg_model == KHZ_PEG_MODEL_LPDEPTH) {
+        if (add_lp(W, i, j, reach, mu, h) < 0) return -1;
+        continue;
+      }
+      if (vertex_constraints(W, i, j, h, mu) < 0 || vertex_constraints(W, j, i, h, mu) < 0 ||
+          edge_constraints(W, i, j, h, mu) < 0)
         return -1;
     }
-  if (peg_model == KHZ_PEG_MODEL_STANDARD && standard_groups(W) < 0) return -1;
+  if (peg_model == KHZ_PEG_MODEL_STANDARD && standard_groups(W, h) < 0) return -1;
+  drop_implied(W);
   /* friction at the primary of every U and I constraint */
   W->nf = 0;
   for (int gi = 0; gi < W->ng; gi++) {
     pegGroup *g = W->g + gi;
     if (g->kind == G_X || g->mu <= 0) continue;
-    if (W->nf >= W->maxf) return -1;
+    if (W->nf >= W->maxf) return peg_stats.full = 3, -1;
     g->fric = W->nf++;
   }
   return 0;
@@ -524,50 +697,20 @@ static int gather(const khzModel *m, khzData *d, pegWork *W, double h) {
 
 /* ---------------------------------------------------------- dynamics -- */
 
-/* v_free = v + h FD(q, v, tau_applied + passive) */
 /* the trees the contacts touch, their dofs, the Cholesky factors of their
- * mass-matrix blocks (CRBA); 0 when a block is singular */
+ * mass-matrix blocks (CRBA, blocks.h); 0 when a block is singular */
 static int mass_blocks(const khzModel *m, khzData *d, pegWork *W) {
-  W->ntree = W->na = 0;
-  for (int k = 0; k < m->nv; k++) W->act[k] = -1;
+  khz_lcpBlocksBegin(m, &W->mb);
   for (int i = 0; i < W->nc; i++)
-    for (int s = 0; s < 2; s++) {
-      int b = W->c[i].body[s];
-      if (khz_bodyStatic(m, b)) continue;
-      int root = m->body_root[b], t = 0;
-      while (t < W->ntree && W->tree_root[t] != root) t++;
-      if (t == W->ntree) W->tree_root[W->ntree++] = root;
-    }
-  khz_compositeInertia(m, d, d->q);
-  int moff = 0;
-  for (int t = 0; t < W->ntree; t++) {
-    int nt = 0;
-    W->tree_off[t] = W->na;
-    for (int k = 0; k < m->nv; k++)
-      if (m->body_root[m->dof_body[k]] == W->tree_root[t]) {
-        W->act[k] = W->na + nt, W->loc[k] = nt, W->dof[W->na + nt] = k;
-        nt++;
-      }
-    W->tree_n[t] = nt, W->tree_moff[t] = moff;
-    double *Mt = W->Mb + moff;
-    khz_crbaBlock(m, d, W->tree_root[t], W->loc, nt, Mt);
-    if (khzu_cholFactor(Mt, nt)) return 0;
-    W->na += nt, moff += nt * nt;
-  }
-  return 1;
+    for (int s = 0; s < 2; s++) khz_lcpBlocksTouch(m, &W->mb, W->c[i].body[s]);
+  return khz_lcpBlocksFactor(m, d, &W->mb);
 }
 
 /* the row dir^T (J_0(p0) - J_1(p1)) over the active dofs */
 static void jac_row(const khzModel *m, khzData *d, pegWork *W, const int body[2], const double p0[3],
                     const double p1[3], const double dir[3], double *row) {
-  int nv = m->nv;
-  khz_jacobian(m, d, body[0], p0, W->jac0, NULL);
-  khz_jacobian(m, d, body[1], p1, W->jac1, NULL);
-  for (int a = 0; a < W->na; a++) {
-    int g = W->dof[a];
-    row[a] = dir[0] * (W->jac0[g] - W->jac1[g]) + dir[1] * (W->jac0[nv + g] - W->jac1[nv + g]) +
-             dir[2] * (W->jac0[2 * nv + g] - W->jac1[2 * nv + g]);
-  }
+  khz_lcpBlocksJacobians(m, d, &W->mb, body, p0, p1);
+  khz_lcpBlocksRow(m, &W->mb, dir, row);
 }
 
 static void tangents(const double n[3], double t1[3], double t2[3]) {
@@ -585,22 +728,17 @@ static void direction(const double n[3], int j, int k, double dir[3]) {
   for (int a = 0; a < 3; a++) dir[a] = c * t1[a] + s * t2[a];
 }
 
-/* x <- M^-1 x, block by block */
-static void apply_inverse(const pegWork *W, double *x) {
-  for (int t = 0; t < W->ntree; t++) khzu_cholSolve(W->Mb + W->tree_moff[t], W->tree_n[t], x + W->tree_off[t]);
-}
-
 /* the normal rows of every contact (Gc), the impulse rows (Gp: the
  * primaries' normals, then the friction directions), Yp = M^-1 Gp', and
  * their products */
 static void rows(const khzModel *m, khzData *d, pegWork *W) {
-  int na = W->na, nc = W->nc, ng = W->ng, k = W->k, npush = ng + W->nf * k;
+  int na = W->mb.na, nc = W->nc, ng = W->ng, k = W->k, npush = ng + W->nf * k;
   for (int i = 0; i < nc; i++) {
     const pegContact *c = W->c + i;
     double *r = W->Gc + (size_t)i * na;
     jac_row(m, d, W, c->body, c->pa, c->pb, c->n, r);
     double s = 0;
-    for (int a = 0; a < na; a++) s += r[a] * W->vfree[W->dof[a]];
+    for (int a = 0; a < na; a++) s += r[a] * W->vfree[W->mb.dof[a]];
     W->gvc[i] = s;
   }
   for (int gi = 0; gi < ng; gi++) {
@@ -618,8 +756,8 @@ static void rows(const khzModel *m, khzData *d, pegWork *W) {
     const double *G = W->Gp + (size_t)r * na;
     double *Y = W->Yp + (size_t)r * na, s = 0;
     memcpy(Y, G, (size_t)na * sizeof(double));
-    apply_inverse(W, Y);
-    for (int a = 0; a < na; a++) s += G[a] * W->vfree[W->dof[a]];
+    khz_lcpBlocksSolve(&W->mb, Y);
+    for (int a = 0; a < na; a++) s += G[a] * W->vfree[W->mb.dof[a]];
     W->gvp[r] = s;
   }
   for (int i = 0; i < nc; i++)
@@ -645,9 +783,14 @@ static void rows(const khzModel *m, khzData *d, pegWork *W) {
 static double psi_used(const pegContact *c, double h) { return fmax(c->psi, -PEG_PUSHOUT * h) + c->corr; }
 
 /* the exact gap of contact c's feature pair in the polytopes now in W->poly
- * (the edge-edge normal keeps the side of c->n) */
-static double exact_gap(const pegWork *W, const pegContact *c) {
+ * (the edge-edge normal keeps the side of c->n; the LP depth solved again,
+ * from its basis at q) */
+static double exact_gap(pegWork *W, const pegContact *c) {
   const khzPegPoly *A = W->poly + c->poly[0], *B = W->poly + c->poly[1];
+  if (c->kind == C_LP) {
+    pegContact t;
+    return lp_gap(W, c->poly[0], c->poly[1], c->basis, &t) == 0 ? t.psi : c->psi;
+  }
   if (c->kind == C_VF) return khzu_dot3(B->n[c->feat[1]], A->v[c->feat[0]]) - B->d[c->feat[1]];
   const double *a0 = A->v[A->e[c->feat[0]][0]], *a1 = A->v[A->e[c->feat[0]][1]];
   const double *b0 = B->v[B->e[c->feat[1]][0]], *b1 = B->v[B->e[c->feat[1]][1]];
@@ -742,7 +885,7 @@ static khzLcpStatus solve(pegWork *W, int n) {
       for (int r = 0; r < ng; r++) W->A[(size_t)r * n + r] += de;
       for (int r = nm; r < nm + nfk; r++) W->A[(size_t)r * n + r] += de;
     }
-    st = khz_lemke(&W->lk, n, W->A, W->b, W->z, W->w, 0);
+    st = khz_lemke(&W->lk, n, W->A, W->b, W->z, W->w, PEG_PIVOTS(n));
     if (st == KHZ_LCP_SOLVED) break;
   }
   for (int i = 0; i < n; i++) W->z[i] *= D[i];
@@ -751,13 +894,13 @@ static khzLcpStatus solve(pegWork *W, int n) {
 
 /* v+ = v_free + M^-1 (Gp' (p, beta)) */
 static void velocity_update(const khzModel *m, pegWork *W) {
-  int ng = W->ng, npush = ng + W->nf * W->k, na = W->na;
+  int ng = W->ng, npush = ng + W->nf * W->k, na = W->mb.na;
   memcpy(W->vplus, W->vfree, (size_t)m->nv * sizeof(double));
   for (int r = 0; r < npush; r++) {
     double zr = W->z[r < ng ? r : W->nm + (r - ng)];
     if (zr == 0) continue;
     const double *Y = W->Yp + (size_t)r * na;
-    for (int a = 0; a < na; a++) W->vplus[W->dof[a]] += zr * Y[a];
+    for (int a = 0; a < na; a++) W->vplus[W->mb.dof[a]] += zr * Y[a];
   }
 }
 
@@ -826,9 +969,9 @@ static int recheck(const khzModel *m, khzData *d, pegWork *W, double h) {
   if (!deep) return 0;
   for (int i = 0; i < W->nc; i++) {
     pegContact *c = W->c + i;
-    const double *G = W->Gc + (size_t)i * W->na;
+    const double *G = W->Gc + (size_t)i * W->mb.na;
     double gv = 0;
-    for (int a = 0; a < W->na; a++) gv += G[a] * W->vplus[W->dof[a]];
+    for (int a = 0; a < W->mb.na; a++) gv += G[a] * W->vplus[W->mb.dof[a]];
     c->corr += exact_gap(W, c) - (psi_used(c, h) + h * gv);
   }
   return deep;
@@ -843,6 +986,7 @@ int khz_pegStep(const khzModel *m, khzData *d, double h) {
   if (ok) {
     khz_lcpFreeVelocity(m, d, W->tau, W->qdd, W->vfree, h); /* kinematics at (q, v) */
     ok = gather(m, d, W, h) == 0;
+    peg_stats.contacts = W->nc, peg_stats.groups = W->ng, peg_stats.members = W->nm;
   }
   if (ok) {
     peg_stats.contacts = W->nc;

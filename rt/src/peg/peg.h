@@ -38,22 +38,29 @@ int khz_pegPoly(const khzModel *m, const khzData *d, int g, khzPegPoly *P);
  * theorem. Exact up to round-off. Allocates (measurement, not for the tick). */
 double khz_pegOverlap(const khzPegPoly *A, const khzPegPoly *B);
 
-/* The model of the constraints: PEG (U, I and X constraints, the default)
- * or the standard model (every feature pair of the same gathering its own
- * unilateral constraint: eq. (9)), for the paper's comparison. Global
- * (tests and benchmarks). */
-enum { KHZ_PEG_MODEL_PEG = 0, KHZ_PEG_MODEL_STANDARD = 1 };
+/* The model of the constraints: PEG (U, I and X constraints, the default),
+ * the standard model (every feature pair of the same gathering its own
+ * unilateral constraint: eq. (9)), for the paper's comparison, or the LP
+ * depth (one unilateral constraint per pair of polytopes, its gap the
+ * Anitescu-Hart LP penetration depth, rt/src/lp/lpdepth.h, with the LP's
+ * witness point and normal). Global (tests and benchmarks). */
+enum { KHZ_PEG_MODEL_PEG = 0, KHZ_PEG_MODEL_STANDARD = 1, KHZ_PEG_MODEL_LPDEPTH = 2 };
 void khz_pegSetModel(int model);
 
 /* Counts of the last step (tests and benchmarks). */
 typedef struct khzPegStats {
   int contacts;  /* feature pairs gathered */
+  int groups, members; /* constraints and their contacts (as far as the
+                          gathering got when it ran out of room) */
   int nu, ni, nx; /* U, I and X constraints */
   int n;          /* size of the LCP */
   int status;     /* khzLcpStatus of the last solve, -1 when none */
   int failed;     /* 1 when the step fell back */
   int frictionless; /* 1 when the frictional LCP failed and the step was
                        solved without friction */
+  int full;         /* the gathering ran out of room: 1 feature pairs,
+                       2 constraints or their members, 3 friction cones;
+                       4 the LP depth failed */
 } khzPegStats;
 const khzPegStats *khz_pegLastStats(void);
 
