@@ -659,14 +659,18 @@ static int khz_scene_q0(khzSceneReader *r, const yaml_node_t *n, const char *pat
 }
 
 /* the HIL sensors an MJCF model's <sensor> gives (khzMjcfInfo.hil) appended
- * to the scene's; -1 with a message in err when they do not fit or a name is
- * taken */
-static int khz_scene_mjcfSensors(khzScene *s, const khzMjcfInfo *info, char *err, size_t errsz) {
+ * to the scene's: as many as the scene holds (one warning on stderr for the
+ * rest, like the loaders' warnings without a callback); -1 with a message in
+ * err when a name is taken */
+static int khz_scene_mjcfSensors(khzScene *s, const khzMjcfInfo *info, const char *file, char *err,
+                                 size_t errsz) {
   for (int i = 0; i < info->nhil; i++) {
     if (s->hil.nsensor == KHZ_SCENE_MAX_SENSOR) {
-      snprintf(err, errsz, "its <sensor> gives %d HIL sensors, more than the %d a scene holds",
-               info->nhil, KHZ_SCENE_MAX_SENSOR);
-      return -1;
+      fprintf(stderr,
+              "khz: warning: %s: its <sensor> gives %d HIL sensors and a scene holds %d: the "
+              "last %d (from '%s') are left out\n",
+              file, info->nhil, KHZ_SCENE_MAX_SENSOR, info->nhil - i, info->hil[i].name);
+      return 0;
     }
     for (int k = 0; k < s->hil.nsensor; k++)
       if (!strcmp(s->hil.sensor[k].name, info->hil[i].name)) {
@@ -723,7 +727,7 @@ static int khz_scene_mjcf(khzSceneReader *r, const yaml_node_t *n, const char *p
   if (khz_loadMJCF(s->spec, file, &opt, merr, sizeof merr) < 0)
     return khz_scene_fail(r, mjcf_node, kp, "MJCF failed to load: %s", merr);
   /* its sensors that khz's HIL layer has: in State.sensor_values */
-  int bad = khz_scene_mjcfSensors(s, &info, merr, sizeof merr);
+  int bad = khz_scene_mjcfSensors(s, &info, file, merr, sizeof merr);
   khz_mjcf_freeInfo(&info);
   if (bad) return khz_scene_fail(r, mjcf_node, kp, "%s", merr);
 
@@ -1804,7 +1808,7 @@ khzModel *khz_loadModel(const char *path, khzScene *scene_out, char *err, size_t
     s.rate_hz = 1.0 / info.timestep;
     s.integrator = info.integrator;
     char herr[256];
-    int bad = khz_scene_mjcfSensors(&s, &info, herr, sizeof herr);
+    int bad = khz_scene_mjcfSensors(&s, &info, path, herr, sizeof herr);
     khz_mjcf_freeInfo(&info);
     if (bad) {
       khz_loadError(err, errsz, "%s: %s", path, herr);
