@@ -57,6 +57,7 @@
 #define KHZ_MJCF_MAX_SRC 256 /* default classes nested at most this deep */
 #define KHZ_MJCF_MINVAL 1e-10
 #define KHZ_MJCF_MAX_INCLUDE 16 /* <include> nested at most this deep */
+#define KHZ_MJCF_MAX_SUBSTEP 0.002 /* s: longer timesteps run in substeps (MuJoCo's default) */
 #define KHZ_MJCF_MAX_INCLUDES 256 /* and at most this many in all */
 
 /* one <default> element: a class; several top-level ones chain as "main" */
@@ -120,6 +121,15 @@ typedef struct mjcf_extra {
   xmlNodePtr jnode; /* its <joint>, NULL when none */
 } mjcf_extra;
 
+/* one named <site>: a frame on a body that sensors refer to */
+typedef struct mjcf_site {
+  char name[KHZ_NAME_MAX];
+  int body;          /* local khz body index + 1 (0 = the world) */
+  double pos[3];     /* in the khz body frame */
+  double quat[4];    /* orientation in the khz body frame */
+  xmlNodePtr node;
+} mjcf_site;
+
 /* one joint of the body being read */
 typedef struct mjcf_joint {
   xmlNodePtr node;
@@ -181,6 +191,11 @@ typedef struct mjcf_ctx {
   int neq, capeq;
   khzMjcfSensor *sens;
   int nsens, capsens;
+  mjcf_site *sites;
+  int nsite, capsite;
+  khzSensorSpec *hil; /* HIL sensors (object: local khz body index + 1) */
+  int nhil, caphil;
+  int mj_nsensor;     /* MuJoCo's sensor ids, for unnamed sensors' names */
 
   /* <option> and <mujoco model> */
   double timestep, gravity[3];
@@ -240,6 +255,9 @@ static const char *const joint_attrs[] = {"name",     "class",        "type",   
 static const char *const freejoint_attrs[] = {"name", NULL};
 static const char *const body_attrs[] = {"name",   "childclass", "pos",   "quat", "axisangle",
                                          "xyaxes", "zaxis",      "euler", NULL};
+static const char *const site_attrs[] = {"name",  "class",  "type",     "size",  "pos",
+                                         "quat",  "axisangle", "xyaxes", "zaxis", "euler",
+                                         "fromto", "group", "rgba",     "material", "user", NULL};
 static const char *const inertial_attrs[] = {"pos",   "quat", "axisangle",   "xyaxes",      "zaxis",
                                              "euler", "mass", "diaginertia", "fullinertia", NULL};
 static const char *const motor_attrs[] = {
@@ -643,7 +661,7 @@ static int read_default(mjcf_ctx *c, xmlNodePtr d, int parent, int top) {
   c->cls[k].node = d;
   if (top) c->main_cls = k;
 
-  /* what the class sets: joints, geoms and actuators are read, the rest warned about */
+  /* what the class sets: joints, geoms, sites and actuators are read, the rest warned about */
   for (xmlNodePtr e = d->children; e; e = e->next) {
     if (e->type != XML_ELEMENT_NODE) continue;
     const char *en = (const char *)e->name;
@@ -657,6 +675,8 @@ static int read_default(mjcf_ctx *c, xmlNodePtr d, int parent, int top) {
       if (check_attrs(c, e, "motor", motor_attrs)) return -1;
     } else if (is(e, "mesh")) {
       if (check_attrs(c, e, "mesh", mesh_attrs)) return -1;
+    } else if (is(e, "site")) {
+      if (check_attrs(c, e, "site", site_attrs)) return -1;
     } else if (is(e, "material")) {
       if (warn_element(c, e, "visual only, no effect on the simulation (ignored)")) return -1;
     } else if (warn_element(c, e, "element not supported by khz (ignored)")) {
@@ -1648,6 +1668,45 @@ static int other_child(mjcf_ctx *c, xmlNodePtr e) {
 static int read_body(mjcf_ctx *c, xmlNodePtr el, int parent, const double poff[3], int inherited,
                      int static_);
 
+/* one <site> of body self (local index + 1, 0 = the world) whose khz frame is
+ * offset off from its MJCF frame: its pose, kept for the sensors on it
+ * (unnamed sites cannot be referred to and are not kept) */
+static int read_site(mjcf_ctx *c, xmlNodePtr el, int inherited, int self, const double off[3]) {
+  int cls = -1;
+  xmlNodePtr src[KHZ_MJCF_MAX_SRC];
+  if (check_attrs(c, el, "site", site_attrs) || element_class(c, el, inherited, &cls)) return -1;
+  int n = sources(c, el, "site", cls, src);
+  if (n < 0) return -1;
+  double pos[3] = {0, 0, 0}, quat[4], fromto[6];
+  int has_fromto;
+  if (read_vec(c, src, n, "pos", pos, 3, 3, NULL) || read_orientation(c, src, n, quat, NULL) ||
+      read_vec(c, src, n, "fromto", fromto, 6, 6, &has_fromto))
+    return -1;
+  if (has_fromto) {
+    /* as a geom's: the midpoint, +z from `to` towards `from` */
+    double v[3] = {fromto[0] - fromto[3], fromto[1] - fromto[4], fromto[2] - fromto[5]};
+    if (norm3(v) < KHZ_MJCF_MINVAL) return fail(c, el, "fromto points coincide");
+    for (int k = 0; k < 3; k++) pos[k] = 0.5 * (fromto[k] + fromto[k + 3]);
+    z2quat(quat, v);
+  }
+  const char *name = attr(c, el, "name");
+  if (!name || !name[0]) return 0;
+  for (int i = 0; i < c->nsite; i++)
+    if (strcmp(c->sites[i].name, name) == 0) return fail(c, el, "repeated site name \"%s\"", name);
+  if (strlen(name) >= KHZ_NAME_MAX)
+    return fail(c, el, "site name \"%s\" is longer than %d characters", name, KHZ_NAME_MAX - 1);
+  if (grow(c, (void **)&c->sites, c->nsite, &c->capsite, sizeof *c->sites)) return -1;
+  mjcf_site *st = &c->sites[c->nsite++];
+  memset(st, 0, sizeof *st);
+  snprintf(st->name, sizeof st->name, "%s", name);
+  st->body = self;
+  st->node = el;
+  for (int k = 0; k < 3; k++) st->pos[k] = pos[k] - off[k];
+  memcpy(st->quat, quat, sizeof st->quat);
+  if (self == 0) khz_pose_compose(st->pos, st->quat, c->opt->base_pos, c->opt->base_quat, st->pos, st->quat);
+  return 0;
+}
+
 /* reads the geoms and child bodies of el (the world or a body, khz body index
  * self with frame offset off) */
 static int read_children(mjcf_ctx *c, xmlNodePtr el, int self, const double off[3], int cls,
@@ -1807,6 +1866,8 @@ static int read_body(mjcf_ctx *c, xmlNodePtr el, int parent, const double poff[3
       if (inertial) return fail(c, e, "a body has at most one <inertial>");
       if (check_attrs(c, e, "inertial", inertial_attrs)) return -1;
       inertial = e;
+    } else if (is(e, "site")) {
+      if (read_site(c, e, cls, self, off)) return -1;
     } else if (!is(e, "body") && !is(e, "joint") && !is(e, "freejoint") && other_child(c, e)) {
       return -1;
     }
@@ -1859,6 +1920,8 @@ static int read_worldbody(mjcf_ctx *c, xmlNodePtr wb) {
       return fail(c, e, "the world body cannot have joints");
     } else if (is(e, "inertial")) {
       return fail(c, e, "the world body cannot have an <inertial>");
+    } else if (is(e, "site")) {
+      if (read_site(c, e, c->main_cls, 0, zero)) return -1;
     } else if (!is(e, "body") && other_child(c, e)) {
       return -1;
     }
@@ -2203,34 +2266,116 @@ static int read_equality(mjcf_ctx *c, xmlNodePtr sec) {
   return 0;
 }
 
-/* <sensor>: the kinds that map onto khz's state (load.h); others warn */
+/* the site named name, or NULL */
+static const mjcf_site *site_by_name(const mjcf_ctx *c, const char *name) {
+  for (int i = 0; i < c->nsite; i++)
+    if (strcmp(c->sites[i].name, name) == 0) return &c->sites[i];
+  return NULL;
+}
+
+/* a HIL sensor (khz/hil.h) for MJCF sensor e: named as in the file (with the
+ * model's prefix; unnamed: "sensorID", MuJoCo's id), MuJoCo's `noise` as the
+ * white noise's standard deviation; object is the local body index + 1 */
+static int add_hil(mjcf_ctx *c, xmlNodePtr e, int id, int type, int object, const double pos[3]) {
+  khzSensorSpec h;
+  memset(&h, 0, sizeof h);
+  const char *name = attr(c, e, "name"), *prefix = c->opt->name_prefix ? c->opt->name_prefix : "";
+  char gen[32];
+  if (!name || !name[0]) snprintf(gen, sizeof gen, "sensor%d", id), name = gen;
+  size_t lp = strlen(prefix), ln = strlen(name);
+  if (lp + ln >= sizeof h.name)
+    return fail(c, e, "sensor name \"%s%s\" is longer than %d characters", prefix, name,
+                (int)sizeof h.name - 1);
+  memcpy(h.name, prefix, lp);
+  memcpy(h.name + lp, name, ln + 1);
+  for (int i = 0; i < c->nhil; i++)
+    if (strcmp(c->hil[i].name, h.name) == 0) return fail(c, e, "repeated sensor name \"%s\"", name);
+  h.type = type;
+  h.object = object;
+  if (pos) memcpy(h.pos, pos, sizeof h.pos);
+  h.divisor = 1;
+  xmlNodePtr src[1] = {e};
+  if (read_vec(c, src, 1, "noise", &h.noise.white, 1, 1, NULL)) return -1;
+  if (h.noise.white < 0) return fail(c, e, "negative noise %g", h.noise.white);
+  if (grow(c, (void **)&c->hil, c->nhil, &c->caphil, sizeof *c->hil)) return -1;
+  c->hil[c->nhil++] = h;
+  return 0;
+}
+
+/* <sensor>: the kinds that map onto khz's state (load.h) and, where khz's
+ * HIL layer has the same sensor, onto a HIL sensor (encoder, gyro,
+ * accelerometer, touch); others warn once per kind */
 static int read_sensors(mjcf_ctx *c, xmlNodePtr sec) {
   static const char *const kinds[] = {"jointpos",    "jointvel",    "framepos", "framequat",
                                       "framelinvel", "frameangvel", "ballquat", "ballangvel",
                                       NULL};
   static const char *const attrs[] = {"name",    "joint", "objtype", "objname", "noise",
                                       "cutoff",  "user",  "reftype", "refname", NULL};
+  static const char *const site_kinds[] = {"gyro", "accelerometer", "touch", NULL};
+  static const int site_types[] = {KHZ_SENSOR_GYRO, KHZ_SENSOR_ACCEL, KHZ_SENSOR_TOUCH};
+  static const char *const site_sensor_attrs[] = {"name", "site", "noise", "cutoff", "user", NULL};
   if (check_attrs(c, sec, "sensor", no_attrs)) return -1;
   for (xmlNodePtr e = sec->children; e; e = e->next) {
     if (e->type != XML_ELEMENT_NODE) continue;
+    int id = c->mj_nsensor++;
     int k;
+    for (k = 0; site_kinds[k] && !is(e, site_kinds[k]); k++) {
+    }
+    if (site_kinds[k]) {
+      /* a site sensor with a HIL counterpart: on the site's body, at the site */
+      if (check_attrs(c, e, (const char *)e->name, site_sensor_attrs)) return -1;
+      const char *sn = attr(c, e, "site");
+      if (!sn) return fail(c, e, "<%s> needs site", site_kinds[k]);
+      const mjcf_site *st = site_by_name(c, sn);
+      if (!st) return fail(c, e, "unknown site \"%s\"", sn);
+      if (st->body == 0) {
+        if (warn(c, e, "sensor on a world site",
+                 "a %s on a site of the world reads nothing that moves: left out", site_kinds[k]))
+          return -1;
+        continue;
+      }
+      const char *body = c->bodies[st->body - 1].name;
+      int turned = fabs(fabs(st->quat[0]) - 1) > 1e-12;
+      if (site_types[k] != KHZ_SENSOR_TOUCH && turned) {
+        char key[64];
+        snprintf(key, sizeof key, "sensor %s site axes", site_kinds[k]);
+        if (warn(c, e, key,
+                 "site \"%s\" is turned from body \"%s\": khz's %s reads in the body's axes, "
+                 "MuJoCo's in the site's",
+                 sn, body, site_kinds[k]))
+          return -1;
+      }
+      if (site_types[k] == KHZ_SENSOR_TOUCH &&
+          warn(c, e, "sensor touch volume",
+               "touch reads the normal forces of all contacts of body \"%s\" (MuJoCo: those "
+               "inside site \"%s\"'s volume)",
+               body, sn))
+        return -1;
+      if (add_hil(c, e, id, site_types[k], st->body, st->pos)) return -1;
+      continue;
+    }
     for (k = 0; kinds[k] && !is(e, kinds[k]); k++) {
     }
     if (!kinds[k]) {
-      if (warn_element(c, e, "this sensor type is not read by khz (left out); khz reads "
-                             "jointpos, jointvel and frame sensors of bodies"))
-        return -1;
+      const char *why = "this sensor type is not read by khz (left out); khz reads jointpos, "
+                        "jointvel, frame sensors of bodies and sites, gyro, accelerometer and "
+                        "touch";
+      if (is(e, "force") || is(e, "torque"))
+        why = "force and torque sensors (what the site's body's joint transmits) are not read "
+              "by khz (left out); khz's force_torque sensor reads contact forces only";
+      if (warn_element(c, e, why)) return -1;
       continue;
     }
     if (check_attrs(c, e, (const char *)e->name, attrs)) return -1;
     khzMjcfSensor sn;
     memset(&sn, 0, sizeof sn);
+    sn.quat[0] = 1;
     int ball = k >= 6;
     if (ball) k -= 6; /* ballquat, ballangvel: jointpos, jointvel of a ball joint */
     sn.type = (khzMjcfSensorType)k;
     const char *name = attr(c, e, "name");
-    const char *prefix = c->opt->name_prefix ? c->opt->name_prefix : "";
     snprintf(sn.name, sizeof sn.name, "%s", name ? name : "");
+    int encoder = 0; /* the local body of a hinge or slide: also a HIL encoder */
     if (k <= KHZ_MJCF_JOINTVEL) {
       const char *j = attr(c, e, "joint");
       if (!j) return fail(c, e, "<%s> needs joint", (const char *)e->name);
@@ -2242,33 +2387,48 @@ static int read_sensors(mjcf_ctx *c, xmlNodePtr sec) {
                     ball ? "ball" : "hinge or slide");
       snprintf(sn.object, sizeof sn.object, "%s", c->bodies[b - 1].joint_name);
       sn.dim = t == KHZ_JOINT_SPHERICAL ? (k == KHZ_MJCF_JOINTPOS ? 4 : 3) : 1;
+      if (!ball) encoder = b;
     } else {
       const char *ot = attr(c, e, "objtype"), *on = attr(c, e, "objname");
       if (!ot || !on) return fail(c, e, "<%s> needs objtype and objname", kinds[k]);
-      int xbody = strcmp(ot, "xbody") == 0;
-      if (!xbody && strcmp(ot, "body") != 0) {
+      int xbody = strcmp(ot, "xbody") == 0, site = strcmp(ot, "site") == 0;
+      if (!xbody && !site && strcmp(ot, "body") != 0) {
         char key[64];
         snprintf(key, sizeof key, "sensor objtype %s", ot);
-        if (warn(c, e, key, "frame sensors on objtype \"%s\" are not read by khz (sites, "
-                            "geoms and cameras are not kept): left out", ot))
+        if (warn(c, e, key, "frame sensors on objtype \"%s\" are not read by khz (geoms and "
+                            "cameras are not kept): left out", ot))
           return -1;
         continue;
       }
-      if (!xbody && k == KHZ_MJCF_FRAMEQUAT) {
+      if (!xbody && !site && k == KHZ_MJCF_FRAMEQUAT) {
         if (warn(c, e, "sensor framequat body",
                  "framequat of objtype \"body\" (the principal axes) is not read by khz: left "
                  "out; objtype \"xbody\" gives the body frame's"))
           return -1;
         continue;
       }
-      int b = body_by_name(c, on);
-      if (b <= 0) return fail(c, e, "unknown body \"%s\"", on);
-      snprintf(sn.object, sizeof sn.object, "%s", c->bodies[b - 1].name);
-      sn.com = !xbody;
-      for (int q = 0; q < 3; q++) sn.pos[q] = -c->extra[b - 1].off[q];
+      if (site) {
+        /* the site's frame: its pose on its body */
+        const mjcf_site *st = site_by_name(c, on);
+        if (!st) return fail(c, e, "unknown site \"%s\"", on);
+        if (st->body == 0) {
+          if (warn(c, e, "sensor on a world site",
+                   "a frame sensor on a site of the world reads a constant: left out"))
+            return -1;
+          continue;
+        }
+        snprintf(sn.object, sizeof sn.object, "%s", c->bodies[st->body - 1].name);
+        memcpy(sn.pos, st->pos, sizeof sn.pos);
+        memcpy(sn.quat, st->quat, sizeof sn.quat);
+      } else {
+        int b = body_by_name(c, on);
+        if (b <= 0) return fail(c, e, "unknown body \"%s\"", on);
+        snprintf(sn.object, sizeof sn.object, "%s", c->bodies[b - 1].name);
+        sn.com = !xbody;
+        for (int q = 0; q < 3; q++) sn.pos[q] = -c->extra[b - 1].off[q];
+      }
       sn.dim = k == KHZ_MJCF_FRAMEQUAT ? 4 : 3;
     }
-    (void)prefix;
     if (attr(c, e, "reftype") || attr(c, e, "refname")) {
       if (warn(c, e, "sensor reftype", "frame sensors relative to another frame (reftype, "
                                        "refname) are not read by khz: left out"))
@@ -2277,6 +2437,8 @@ static int read_sensors(mjcf_ctx *c, xmlNodePtr sec) {
     }
     if (grow(c, (void **)&c->sens, c->nsens, &c->capsens, sizeof *c->sens)) return -1;
     c->sens[c->nsens++] = sn;
+    /* jointpos / jointvel of a hinge or slide: an encoder (position and velocity) */
+    if (encoder && add_hil(c, e, id, KHZ_SENSOR_ENCODER, encoder, NULL)) return -1;
   }
   return 0;
 }
@@ -2778,6 +2940,9 @@ static int load(khzSpec *spec, const char *xml, size_t len, const char *name,
   /* the settings of <option>, and what the caller asked to know */
   if (opt->apply_options) {
     khz_spec_setTimestep(spec, c.timestep);
+    /* a long timestep (Gymnasium's and dm_control's 10 ms) is taken in substeps
+     * of MuJoCo's default 2 ms: contact then acts before a falling body is deep */
+    khz_spec_setMaxSubstep(spec, KHZ_MJCF_MAX_SUBSTEP);
     khz_spec_setGravity(spec, c.gravity);
     khz_spec_setIntegrator(spec, c.integrator);
   }
@@ -2800,6 +2965,14 @@ static int load(khzSpec *spec, const char *xml, size_t len, const char *name,
       if (info->sensor) {
         memcpy(info->sensor, c.sens, (size_t)c.nsens * sizeof *info->sensor);
         info->nsensor = c.nsens;
+      }
+    }
+    if (c.nhil > 0) {
+      info->hil = malloc((size_t)c.nhil * sizeof *info->hil);
+      if (info->hil) {
+        memcpy(info->hil, c.hil, (size_t)c.nhil * sizeof *info->hil);
+        for (int i = 0; i < c.nhil; i++) info->hil[i].object += c.nbody0 - 1; /* spec index */
+        info->nhil = c.nhil;
       }
     }
   }
@@ -2836,6 +3009,8 @@ done:
   free(c.joints);
   free(c.given_body);
   free(c.given_joint);
+  free(c.sites);
+  free(c.hil);
   for (int i = 0; i < c.ninc; i++) {
     free(c.incs[i].path);
     free(c.incs[i].real);
@@ -2876,6 +3051,7 @@ void khz_mjcf_freeInfo(khzMjcfInfo *info) {
   free(info->key);
   free(info->actuator);
   free(info->sensor);
+  free(info->hil);
   memset(info, 0, sizeof *info);
 }
 
@@ -2920,9 +3096,18 @@ int khz_mjcf_sensorRead(const khzModel *m, const khzData *d, const khzMjcfSensor
     case KHZ_MJCF_FRAMEPOS:
       for (int r = 0; r < 3; r++) out[r] = p[r];
       break;
-    case KHZ_MJCF_FRAMEQUAT:
-      mat2quat(out, R);
+    case KHZ_MJCF_FRAMEQUAT: {
+      /* the body's rotation times the frame's on it (a site's; identity for a body) */
+      double Rs[9], Rw[9];
+      quat2mat(Rs, s->quat[0] == 0 && s->quat[1] == 0 && s->quat[2] == 0 && s->quat[3] == 0
+                       ? (const double[4]){1, 0, 0, 0}
+                       : s->quat);
+      for (int r = 0; r < 3; r++)
+        for (int q = 0; q < 3; q++)
+          Rw[3 * r + q] = R[3 * r] * Rs[q] + R[3 * r + 1] * Rs[3 + q] + R[3 * r + 2] * Rs[6 + q];
+      mat2quat(out, Rw);
       break;
+    }
     case KHZ_MJCF_FRAMELINVEL: {
       /* v(p) = v(origin) + w x (p - origin) */
       double r[3] = {p[0] - x[0], p[1] - x[1], p[2] - x[2]};

@@ -658,6 +658,30 @@ static int khz_scene_q0(khzSceneReader *r, const yaml_node_t *n, const char *pat
   return 0;
 }
 
+/* the HIL sensors an MJCF model's <sensor> gives (khzMjcfInfo.hil) appended
+ * to the scene's: as many as the scene holds (one warning on stderr for the
+ * rest, like the loaders' warnings without a callback); -1 with a message in
+ * err when a name is taken */
+static int khz_scene_mjcfSensors(khzScene *s, const khzMjcfInfo *info, const char *file, char *err,
+                                 size_t errsz) {
+  for (int i = 0; i < info->nhil; i++) {
+    if (s->hil.nsensor == KHZ_SCENE_MAX_SENSOR) {
+      fprintf(stderr,
+              "khz: warning: %s: its <sensor> gives %d HIL sensors and a scene holds %d: the "
+              "last %d (from '%s') are left out\n",
+              file, info->nhil, KHZ_SCENE_MAX_SENSOR, info->nhil - i, info->hil[i].name);
+      return 0;
+    }
+    for (int k = 0; k < s->hil.nsensor; k++)
+      if (!strcmp(s->hil.sensor[k].name, info->hil[i].name)) {
+        snprintf(err, errsz, "sensor name '%s' is used twice", info->hil[i].name);
+        return -1;
+      }
+    s->hil.sensor[s->hil.nsensor++] = info->hil[i];
+  }
+  return 0;
+}
+
 /* an MJCF robot (robots[i].mjcf): the model's own joints and contact filters,
  * its <keyframe> by name, without its world geoms and <option> (the scene's) */
 static int khz_scene_mjcf(khzSceneReader *r, const yaml_node_t *n, const char *path, khzScene *s,
@@ -698,8 +722,14 @@ static int khz_scene_mjcf(khzSceneReader *r, const yaml_node_t *n, const char *p
   if (khz_resolve_path(file, sizeof file, given, r->basedir, NULL, tried, sizeof tried))
     return khz_scene_fail(r, mjcf_node, kp, "MJCF file '%s' not found (tried: %s)", given, tried);
   int nb0 = khz_spec_nbody(s->spec), ng0 = khz_spec_ngeom(s->spec);
+  khzMjcfInfo info;
+  opt.info = &info;
   if (khz_loadMJCF(s->spec, file, &opt, merr, sizeof merr) < 0)
     return khz_scene_fail(r, mjcf_node, kp, "MJCF failed to load: %s", merr);
+  /* its sensors that khz's HIL layer has: in State.sensor_values */
+  int bad = khz_scene_mjcfSensors(s, &info, file, merr, sizeof merr);
+  khz_mjcf_freeInfo(&info);
+  if (bad) return khz_scene_fail(r, mjcf_node, kp, "%s", merr);
 
   /* self_collision: false as for a URDF robot (geoms that never collide stay so) */
   if (!self_collision) {
@@ -1781,7 +1811,14 @@ khzModel *khz_loadModel(const char *path, khzScene *scene_out, char *err, size_t
     }
     s.rate_hz = 1.0 / info.timestep;
     s.integrator = info.integrator;
+    char herr[256];
+    int bad = khz_scene_mjcfSensors(&s, &info, path, herr, sizeof herr);
     khz_mjcf_freeInfo(&info);
+    if (bad) {
+      khz_loadError(err, errsz, "%s: %s", path, herr);
+      khz_spec_destroy(&s.spec);
+      return NULL;
+    }
   } else {
     khz_loadError(err, errsz,
                    "%s: unknown model type (expected a .urdf or .xml (MJCF) file, a .yaml/.yml "

@@ -808,6 +808,37 @@ static int build(urdf_ctx *c, xmlDocPtr doc, khzSpec *spec, int nbody0) {
           parse_geom(c, l->node, g, body, is(g, "visual")))
         goto fail;
   }
+
+  /* a floating base needs mass in its rigid part (the root and what is fixed
+   * to it): without it its articulated inertia is singular and the first
+   * step is not finite */
+  if (o->floating_base) {
+    int root = -1;
+    double rigid_mass = 0;
+    char *rigid = calloc((size_t)c->nbody + 1, 1);
+    if (!rigid) {
+      fail_oom(c);
+      goto fail;
+    }
+    for (int k = 0; k < c->nbody; k++) {
+      const khzBodySpec *b = &c->bodies[k];
+      int p = b->parent - nbody0; /* local index of the parent, < 0 for the world */
+      rigid[k] = b->joint_type == KHZ_JOINT_FLOATING ||
+                 (b->joint_type == KHZ_JOINT_FIXED && p >= 0 && p < k && rigid[p]);
+      if (b->joint_type == KHZ_JOINT_FLOATING) root = k;
+      if (rigid[k]) rigid_mass += b->mass;
+    }
+    free(rigid);
+    const urdf_link *rl = NULL;
+    for (int i = 0; i < c->nlink && !rl; i++)
+      if (c->links[i].parent_joint < 0 && strcmp(c->links[i].name, "world") != 0) rl = &c->links[i];
+    if (root >= 0 && rigid_mass <= 0 && c->nbody > 1 && rl) {
+      fail(c, rl->node, NULL,
+           "the root link and the links fixed to it have no mass: as a floating base it needs "
+           "a mass (or load the robot welded to the world)");
+      goto fail;
+    }
+  }
   free(order);
 
   /* geoms of the world link sit at the base pose */

@@ -39,6 +39,7 @@ struct khzSpec {
   khzSleepOptions sleep;
   double gravity[3];
   double timestep;
+  double max_substep;
   khzIntegrator integrator;
 };
 
@@ -228,6 +229,7 @@ int khz_spec_ngeom(const khzSpec *s) { return s->ngeom; }
 khzGeomSpec *khz_spec_geom(khzSpec *s, int i) { return (i >= 0 && i < s->ngeom) ? &s->geom[i] : NULL; }
 void khz_spec_setGravity(khzSpec *s, const double g[3]) { memcpy(s->gravity, g, sizeof s->gravity); }
 void khz_spec_setTimestep(khzSpec *s, double h) { s->timestep = h; }
+void khz_spec_setMaxSubstep(khzSpec *s, double h_max) { s->max_substep = h_max; }
 void khz_spec_setIntegrator(khzSpec *s, khzIntegrator integrator) { s->integrator = integrator; }
 
 /* ----------------------------------------------------------------- names -- */
@@ -550,6 +552,10 @@ khzModel *khz_compile(const khzSpec *s, char *err, size_t errsz) {
     fail(err, errsz, "gravity must be finite and the timestep positive");
     return NULL;
   }
+  if (!(s->max_substep >= 0) || !isfinite(s->max_substep)) {
+    fail(err, errsz, "max_substep %g must be finite and >= 0 (0: no substeps)", s->max_substep);
+    return NULL;
+  }
   if (s->contact.method == KHZ_CONTACT_LCP && s->neq > 0) {
     fail(err, errsz, "contact method 'lcp': the model has %d equality constraints, which the LCP "
          "method does not solve (use penalty or deepest)", s->neq);
@@ -595,6 +601,7 @@ khzModel *khz_compile(const khzSpec *s, char *err, size_t errsz) {
 
   memcpy(m->gravity, s->gravity, sizeof m->gravity);
   m->timestep = s->timestep;
+  m->max_substep = s->max_substep;
   m->integrator = s->integrator;
   m->limit_hz = 50;
   m->limit_zeta = 1;

@@ -109,15 +109,18 @@ void khz_passive(const khzModel *m, const khzData *d, const double *q, const dou
   /* joint limits: one-sided spring-damper that pushes, never pulls. A joint
    * far past its limit (a model that starts there: Gymnasium's ant, 30 deg)
    * is released gently: while it is not moving deeper, the spring's push is
-   * capped at max(k KHZ_LIMIT_DEEP, b KHZ_LIMIT_RELAX_SPEED), so it returns at
-   * a few rad/s instead of with the spring's stored energy; moving deeper it
-   * meets the full spring, so loads are held as before */
+   * capped at max(k_r KHZ_LIMIT_DEEP, b KHZ_LIMIT_RELAX_SPEED), so it
+   * returns at cap / b, a few rad/s, instead of with the spring's stored
+   * energy; moving deeper it meets the full spring, so loads are held. k_r is
+   * the spring's stiffness at the whole step's h (d->step_timestep): substeps
+   * of a long step release as slowly as the step would (0.3 rad/s at 10 ms) */
+  double wr = spring_omega(m, d->step_timestep > h ? d->step_timestep : h);
   for (int i = 1; i < m->nbody; i++) {
     if (!m->jnt_limited[i]) continue;
     int qa = m->jnt_qadr[i], da = m->jnt_dofadr[i];
     double meff = m->dof_meff[da], k = meff * w * w, b = 2 * m->limit_zeta * meff * w;
     double lo = m->jnt_range[2 * i], hi = m->jnt_range[2 * i + 1], x = q[qa], f = 0;
-    double cap = fmax(k * KHZ_LIMIT_DEEP, b * KHZ_LIMIT_RELAX_SPEED);
+    double cap = fmax(meff * wr * wr * KHZ_LIMIT_DEEP, b * KHZ_LIMIT_RELAX_SPEED);
     if (x > hi) {
       double push = k * (x - hi);
       if (qd[da] <= 0 && push > cap) push = cap;
@@ -247,7 +250,18 @@ static int finite_state(const khzModel *m, const khzData *d, int *bad_body) {
 
 void khz_step(const khzModel *m, khzData *d) { khz_stepWith(m, d, m->timestep); }
 
+static void step_once(const khzModel *m, khzData *d, double h);
+
 void khz_stepWith(const khzModel *m, khzData *d, double h) {
+  /* a step longer than max_substep: n equal substeps, each a full step */
+  int n = 1;
+  if (m->max_substep > 0 && h > m->max_substep * (1 + 1e-9)) n = (int)ceil(h / m->max_substep - 1e-9);
+  d->step_timestep = h;
+  for (int i = 0; i < n; i++) step_once(m, d, h / n);
+}
+
+/* one step of h: collision, contact, integration, the checks after it */
+static void step_once(const khzModel *m, khzData *d, double h) {
   size_t nq = (size_t)m->nq, nv = (size_t)m->nv, mark = khz_stackMark(d);
   d->timestep = h;
   double *q0 = khz_stackAlloc(d, nq * sizeof(double));
@@ -356,6 +370,7 @@ void khz_resetData(const khzModel *m, khzData *d) {
 #undef KHZ_X_ZERO
   memcpy(d->q, m->q0, (size_t)m->nq * sizeof(double));
   d->timestep = m->timestep;
+  d->step_timestep = m->timestep;
   memcpy(d->qd, m->qd0, (size_t)m->nv * sizeof(double));
   khz_resetStick(m, d);
   for (int k = 0; k < m->npair_max; k++) d->pair[k].geom[0] = d->pair[k].geom[1] = -1;

@@ -28,11 +28,15 @@
  * The last line counts: models, load OK, run OK (all three checks).
  * --table prints issue 19's coverage table instead (markdown): model, format,
  * loads, first error, forward dynamics against MuJoCo's (relative qdd error
- * at 20 random states, MJCF only, when built with libmujoco-dev), the run,
+ * at 20 random states, when built with libmujoco-dev; a URDF welded at its
+ * root, as MuJoCo's URDF import does, and read by MuJoCo without its
+ * <visual> and <collision>: MuJoCo 2.2 reads STL meshes only), the run,
  * khz's microseconds per step on the floor (with the survey's checks) and
  * MuJoCo's per mj_step on the model as its file defines it (2000 steps from
  * qpos0: with its own floor, or falling freely when it has none). With
- * --require-all the exit status is 1 unless every model loads and runs OK.
+ * --require-all the exit status is 1 unless every model loads and runs OK;
+ * with --qdd-max E (implies --table), unless every compared model without
+ * full inertia tensors (MuJoCo diagonalises those to about 1e-7) agrees to E.
  * Files may be given instead of folders.
  * Warnings of the loaders are counted, not printed (--verbose prints them);
  * --trace prints the energy and the deepest contact every 0.05 s.
@@ -53,6 +57,8 @@
 #endif
 
 static int verbose, trace, require_all, table;
+static double qdd_max; /* --qdd-max E: exit 1 when a compared model's qdd error exceeds E */
+static int qdd_fail;
 static int nwarn;
 
 static void on_warn(void *user, const char *msg) {
@@ -141,13 +147,15 @@ static double now_s(void) {
 /* ------------------------------------------------------ beside MuJoCo -- */
 
 /* forward dynamics against MuJoCo's (mj_forward's qacc with its constraints,
- * passive forces and actuation off) at 20 random states of the joints khz and
+ * passive forces and actuation off) at 20 random states and joint forces (in
+ * [-1, 1] N or N m, MuJoCo's qfrc_applied) of the joints khz and
  * MuJoCo share by name: the largest |qdd - qacc| over the largest |qacc|; and
  * MuJoCo's own microseconds per mj_step over 2000 steps from qpos0. Returns 0
  * when MuJoCo is not built in or cannot load the file (why in note). */
 typedef struct mujoco_figures {
   double qdd_rel;  /* relative qdd error */
   int unmatched;   /* MuJoCo joints khz has no joint of that name for */
+  int full_inertia; /* some body's inertia is not diagonal in its frame */
   double us_per_step;
   char note[160];
 } mujoco_figures;
@@ -158,25 +166,140 @@ static double uniform(double a, double b) {
   return a + (b - a) * (double)((rng * 2685821657736338717ULL) >> 11) / 9007199254740992.0;
 }
 
-static int beside_mujoco(const char *path, const khzModel *m, mujoco_figures *f) {
+#ifdef KHZ_WITH_MUJOCO
+/* a copy of URDF file path without its <visual> and <collision> elements, in
+ * a temporary file (name in tmp): what MuJoCo's URDF import needs for the
+ * dynamics (its <inertial>s, joints), without the meshes MuJoCo 2.2 cannot
+ * read (it takes STL only; Bullet's models use OBJ). 0 or -1. */
+static int urdf_without_geometry(const char *path, char *tmp, size_t tmpsz) {
+  FILE *in = fopen(path, "rb");
+  if (!in) return -1;
+  fseek(in, 0, SEEK_END);
+  long n = ftell(in);
+  fseek(in, 0, SEEK_SET);
+  char *buf = malloc((size_t)n + 1);
+  if (!buf || fread(buf, 1, (size_t)n, in) != (size_t)n) {
+    free(buf);
+    fclose(in);
+    return -1;
+  }
+  fclose(in);
+  buf[n] = 0;
+  snprintf(tmp, tmpsz, "/tmp/khz-survey-XXXXXX.urdf");
+  int fd = mkstemps(tmp, 5);
+  FILE *out = fd >= 0 ? fdopen(fd, "wb") : NULL;
+  if (!out) {
+    free(buf);
+    return -1;
+  }
+  static const char *const drop[] = {"visual", "collision"};
+  for (char *p = buf; *p;) {
+    /* the next <visual or <collision element (not <visual_...>) */
+    char *next = NULL;
+    int which = -1;
+    for (int k = 0; k < 2; k++) {
+      char open[32];
+      snprintf(open, sizeof open, "<%s", drop[k]);
+      for (char *q = strstr(p, open); q; q = strstr(q + 1, open)) {
+        char c = q[strlen(open)];
+        if (c == '>' || c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '/') {
+          if (!next || q < next) next = q, which = k;
+          break;
+        }
+      }
+    }
+    if (!next) {
+      fputs(p, out);
+      break;
+    }
+    fwrite(p, 1, (size_t)(next - p), out);
+    /* to the end of the element: "/>" of an empty one, else its closing tag */
+    char *gt = strchr(next, '>'), close[32];
+    if (!gt) break;
+    snprintf(close, sizeof close, "</%s>", drop[which]);
+    if (gt[-1] == '/') {
+      p = gt + 1;
+    } else {
+      char *end = strstr(gt, close);
+      if (!end) break;
+      p = end + strlen(close);
+    }
+  }
+  fclose(out);
+  free(buf);
+  return 0;
+}
+#endif
+
+/* whether the file gives an inertia tensor with products of inertia: a
+ * non-zero URDF ixy, ixz or iyz, or an MJCF fullinertia */
+static int file_has_full_inertia(const char *path) {
+  FILE *in = fopen(path, "rb");
+  if (!in) return 0;
+  char line[4096];
+  int full = 0;
+  while (!full && fgets(line, sizeof line, in)) {
+    if (strstr(line, "fullinertia")) full = 1;
+    static const char *const prod[] = {"ixy=\"", "ixz=\"", "iyz=\""};
+    for (int k = 0; k < 3; k++) {
+      const char *p = strstr(line, prod[k]);
+      if (p && strtod(p + 5, NULL) != 0) full = 1;
+    }
+  }
+  fclose(in);
+  return full;
+}
+
+static int beside_mujoco(const char *path, const khzModel *m_run, mujoco_figures *f) {
   memset(f, 0, sizeof *f);
 #ifndef KHZ_WITH_MUJOCO
-  (void)path, (void)m;
+  (void)path, (void)m_run;
   snprintf(f->note, sizeof f->note, "MuJoCo not built in");
   return 0;
 #else
   char err[512] = "";
+  const khzModel *m = m_run;
+  khzModel *m_fixed = NULL;
+  mjModel *mm;
   if (has_ext(path, ".urdf")) {
-    snprintf(f->note, sizeof f->note, "URDF: not compared");
-    return 0;
+    /* MuJoCo's URDF import welds the root to the world: khz's model the
+     * same way (the survey runs it on a floating base), with the survey's
+     * gravity; MuJoCo reads the file without its geometry (above) */
+    char tmp[64];
+    if (urdf_without_geometry(path, tmp, sizeof tmp) < 0) {
+      snprintf(f->note, sizeof f->note, "URDF: cannot write a copy without geometry");
+      return 0;
+    }
+    mm = mj_loadXML(tmp, NULL, err, sizeof err);
+    remove(tmp);
+    khzSpec *spec = khz_spec_new();
+    double gravity[3] = {0, 0, -9.81};
+    khz_spec_setGravity(spec, gravity);
+    khzUrdfOptions o;
+    khz_urdf_defaultOptions(&o);
+    o.floating_base = 0;
+    char kerr[512];
+    if (khz_loadURDF(spec, path, &o, kerr, sizeof kerr) >= 0) m_fixed = khz_compile(spec, kerr, sizeof kerr);
+    khz_spec_destroy(&spec);
+    if (!m_fixed) {
+      if (mm) mj_deleteModel(mm);
+      snprintf(f->note, sizeof f->note, "URDF welded: %.100s", kerr);
+      return 0;
+    }
+    m = m_fixed;
+  } else {
+    mm = mj_loadXML(path, NULL, err, sizeof err);
   }
-  mjModel *mm = mj_loadXML(path, NULL, err, sizeof err);
   if (!mm) {
     for (char *c = err; *c; c++)
       if (*c == '\n' || *c == '|') *c = ' ';
     snprintf(f->note, sizeof f->note, "MuJoCo 2.2 refuses it: %.100s", err);
+    khz_deleteModel(&m_fixed);
     return 0;
   }
+  /* full inertia tensors in the file (URDF ixy / ixz / iyz, MJCF fullinertia):
+   * MuJoCo diagonalises them, to about 1e-7 */
+  f->full_inertia = file_has_full_inertia(path);
   mjData *md = mj_makeData(mm);
   khzData *d = khz_makeData(m, 0);
   double *tau = calloc((size_t)m->nv + 1, sizeof *tau), *qdd = calloc((size_t)m->nv + 1, sizeof *qdd);
@@ -198,6 +321,7 @@ static int beside_mujoco(const char *path, const khzModel *m, mujoco_figures *f)
     mj_resetData(mm, md);
     memcpy(d->q, m->q0, (size_t)m->nq * sizeof(double));
     memset(d->qd, 0, (size_t)m->nv * sizeof(double));
+    memset(tau, 0, (size_t)m->nv * sizeof(double));
     for (int j = 0; j < mm->njnt; j++) {
       int b = map[j], qa = mm->jnt_qposadr[j], da = mm->jnt_dofadr[j], type = mm->jnt_type[j];
       int nq = type == mjJNT_FREE ? 7 : type == mjJNT_BALL ? 4 : 1, nv = nq == 7 ? 6 : nq == 4 ? 3 : 1;
@@ -221,6 +345,14 @@ static int beside_mujoco(const char *path, const khzModel *m, mujoco_figures *f)
         md->qvel[da + k] = v;
         if (b > 0) d->qd[m->jnt_dofadr[b] + k] = v;
       }
+      /* and random joint forces (MuJoCo's qfrc_applied): without them a model
+       * whose gravity and bias forces vanish (joints about vertical axes,
+       * spherical inertias) would compare zero with zero */
+      for (int k = 0; k < nv && b > 0; k++) {
+        double t = uniform(-1, 1);
+        md->qfrc_applied[da + k] = t;
+        tau[m->jnt_dofadr[b] + k] = t;
+      }
     }
     mj_forward(mm, md);
     khz_aba(m, d, d->q, d->qd, tau, qdd);
@@ -238,8 +370,10 @@ static int beside_mujoco(const char *path, const khzModel *m, mujoco_figures *f)
   f->qdd_rel = worst / fmax(scale, 1e-300);
   free(tau), free(qdd), free(map);
   khz_deleteData(&d);
+  khz_deleteModel(&m_fixed);
   mj_deleteData(md);
   mj_deleteModel(mm);
+  if (has_ext(path, ".urdf")) f->us_per_step = 0; /* no geometry: not the same model */
   return 1;
 #endif
 }
@@ -457,12 +591,15 @@ int main(int argc, char **argv) {
       verbose = 1;
     } else if (strcmp(argv[i], "--trace") == 0) {
       trace = 1;
+    } else if (strcmp(argv[i], "--qdd-max") == 0 && i + 1 < argc) {
+      qdd_max = atof(argv[++i]);
+      table = 1;
     } else if (strcmp(argv[i], "--require-all") == 0) {
       require_all = 1;
     } else if (strcmp(argv[i], "--table") == 0) {
       table = 1;
     } else if (strcmp(argv[i], "--help") == 0 || argv[i][0] == '-') {
-      fprintf(stderr, "usage: %s [--seconds S] [--verbose] [--trace] [--require-all] [--table] DIR|FILE...\n", argv[0]);
+      fprintf(stderr, "usage: %s [--seconds S] [--verbose] [--trace] [--require-all] [--table] [--qdd-max E] DIR|FILE...\n", argv[0]);
       return strcmp(argv[i], "--help") == 0 ? 0 : 2;
     } else {
       struct stat st;
@@ -506,8 +643,15 @@ int main(int argc, char **argv) {
       mujoco_figures mf;
       char qe[200], mus[32] = "";
       if (beside_mujoco(files[i], m, &mf)) {
-        snprintf(qe, sizeof qe, "%.2g%s", mf.qdd_rel, mf.unmatched ? " (joints unmatched)" : "");
-        snprintf(mus, sizeof mus, "%.1f", mf.us_per_step);
+        snprintf(qe, sizeof qe, "%.2g%s%s%s", mf.qdd_rel, mf.unmatched ? " (joints unmatched)" : "",
+                 mf.full_inertia ? " (full inertia)" : "", has_ext(files[i], ".urdf") ? " (welded)" : "");
+        if (mf.us_per_step > 0) snprintf(mus, sizeof mus, "%.1f", mf.us_per_step);
+        /* MuJoCo diagonalises full inertia tensors only to about 1e-7: not held to qdd_max */
+        if (qdd_max > 0 && !mf.full_inertia && (mf.unmatched || !(mf.qdd_rel <= qdd_max))) {
+          fprintf(stderr, "%s: qdd differs from MuJoCo's by %.3g (limit %.3g)%s\n", files[i],
+                  mf.qdd_rel, qdd_max, mf.unmatched ? ", joints unmatched" : "");
+          qdd_fail = 1;
+        }
       } else {
         snprintf(qe, sizeof qe, "%s", mf.note);
       }
@@ -515,10 +659,12 @@ int main(int argc, char **argv) {
       if (ok)
         snprintf(runs, sizeof runs, "OK");
       else
-        snprintf(runs, sizeof runs, "%s%s%s", r.finite ? "" : "non-finite; ",
-                 r.floor ? "" : "below the floor; ", r.energy ? "" : "energy gain ");
+        snprintf(runs, sizeof runs, "%s%s%s%s", r.finite ? "" : "non-finite",
+                 r.floor ? "" : r.finite ? "below the floor" : "; below the floor",
+                 r.energy ? "" : r.finite && r.floor ? "energy gain" : "; energy gain",
+                 "");
       if (!r.finite && r.t_fail >= 0) snprintf(runs, sizeof runs, "non-finite at %.3f s", r.t_fail);
-      else if (!ok && !r.energy) snprintf(runs + strlen(runs), sizeof runs - strlen(runs), "(+%.3g J)", r.gain);
+      else if (!ok && !r.energy) snprintf(runs + strlen(runs), sizeof runs - strlen(runs), " (+%.3g J)", r.gain);
       printf("| %s | %s | yes (%d warnings) | | %s | %s | %.1f | %s |\n", files[i], fmt, nwarn, qe,
              runs, r.us_per_step, mus);
       khz_deleteModel(&m);
@@ -536,5 +682,5 @@ int main(int argc, char **argv) {
          nload, nrun, seconds);
   for (int i = 0; i < nfiles; i++) free(files[i]);
   free(files);
-  return require_all && (nload < nfiles || nrun < nfiles) ? 1 : 0;
+  return (require_all && (nload < nfiles || nrun < nfiles)) || qdd_fail ? 1 : 0;
 }

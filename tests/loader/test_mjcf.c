@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "ensure.h"
+#include "khz/hil.h"
 #include "khz/khz.h"
 #include "khz/load.h"
 
@@ -390,18 +391,130 @@ static void test_warnings(void) {
       "w.xml:7: <geom>: attribute condim is not supported by khz (ignored)",
       "w.xml:7: <geom>: torsional and rolling friction are not supported by khz (ignored)",
       "w.xml:8: <geom>: sdf geoms are not supported by khz: left out, with their mass and inertia",
-      "w.xml:9: <site name=\"s\">: element not supported by khz (ignored) (2 occurrences)",
       "w.xml:13: <motor>: attribute tendon is not supported by khz (ignored)",
       "w.xml:13: <motor>: an actuator that does not drive a joint (tendon, site, body) is not "
       "supported by khz: the model has no such command",
-      "w.xml:14: <touch>: this sensor type is not read by khz (left out); khz reads jointpos, "
-      "jointvel and frame sensors of bodies",
+      "w.xml:14: <touch>: touch reads the normal forces of all contacts of body \"a\" (MuJoCo: "
+      "those inside site \"s\"'s volume)",
   };
   int n = (int)(sizeof expect / sizeof expect[0]);
   ENSURE_MSG(w.count == n, "%d warnings", w.count);
   for (int i = 0; i < n && i < w.count; i++)
     ENSURE_MSG(strcmp(w.msg[i], expect[i]) == 0, "warning %d: '%s', expected '%s'", i, w.msg[i],
                expect[i]);
+  khz_spec_destroy(&s);
+}
+
+/* ------------------------------------------------------------- sensors -- */
+
+/* site sensors (tests/loader/data/mjcf_sensors.xml): gyro, accelerometer,
+ * touch and jointpos / jointvel become HIL sensors on the site's body at the
+ * site, named as in the file with the prefix, noise as white noise; frame
+ * sensors of sites read the site's pose; force, velocimeter and a world
+ * site's gyro warn and are left out */
+static void test_sensors(void) {
+  khzSpec *s = khz_spec_new();
+  warnings w = {0};
+  khzMjcfOptions opt;
+  khzMjcfInfo info;
+  options(&opt, &w);
+  opt.name_prefix = "r/";
+  opt.info = &info;
+  char err[1024] = "";
+  ENSURE_MSG(khz_loadMJCF(s, DATA "mjcf_sensors.xml", &opt, err, sizeof err) >= 0, "%s", err);
+  int box = find_body(s, "r/box"), j2 = find_joint(s, "r/j2"), j1 = find_joint(s, "r/j1");
+  static const struct {
+    const char *name;
+    int type;
+    double pos[3], white;
+  } want[] = {{"r/acc", KHZ_SENSOR_ACCEL, {0.02, 0, 0.03}, 0.01},
+              {"r/sensor1", KHZ_SENSOR_GYRO, {0.02, 0, 0.03}, 0},
+              {"r/g2", KHZ_SENSOR_GYRO, {0, 0.01, 0}, 0},
+              {"r/t", KHZ_SENSOR_TOUCH, {0, 0, -0.1}, 0},
+              {"r/jp", KHZ_SENSOR_ENCODER, {0, 0, 0}, 0.001},
+              {"r/jv", KHZ_SENSOR_ENCODER, {0, 0, 0}, 0}};
+  int n = (int)(sizeof want / sizeof want[0]);
+  ENSURE_MSG(info.nhil == n, "%d HIL sensors", info.nhil);
+  for (int i = 0; i < n && i < info.nhil; i++) {
+    const khzSensorSpec *h = &info.hil[i];
+    int object = want[i].type != KHZ_SENSOR_ENCODER ? box : i == 4 ? j2 : j1;
+    ENSURE_MSG(!strcmp(h->name, want[i].name) && h->type == want[i].type && h->object == object &&
+                   h->divisor == 1 && h->noise.white == want[i].white,
+               "HIL sensor %d: %s type %d object %d white %g", i, h->name, h->type, h->object,
+               h->noise.white);
+    for (int k = 0; k < 3; k++) ENSURE_NEAR(h->pos[k], want[i].pos[k], 1e-15);
+  }
+  ENSURE(has_warning(&w, "<force name=\"f\">", "force and torque sensors"));
+  ENSURE(has_warning(&w, "<velocimeter>", "this sensor type is not read"));
+  ENSURE(has_warning(&w, "<gyro name=\"wg\">", "reads nothing that moves"));
+  ENSURE(has_warning(&w, "<gyro name=\"g2\">", "site \"tilted\" is turned from body \"r/box\""));
+  ENSURE(has_warning(&w, "<touch name=\"t\">", "all contacts of body \"r/box\""));
+  ENSURE(!has_warning(&w, "<site", NULL)); /* sites are read */
+
+  /* the site frame sensors: the tip through the arm's two joints (khz's frame
+   * at the last joint's anchor), the tilted site's orientation */
+  khzModel *m = compile(s);
+  int tp = -1, tq = -1;
+  for (int i = 0; i < info.nsensor; i++) {
+    if (!strcmp(info.sensor[i].name, "tp")) tp = i;
+    if (!strcmp(info.sensor[i].name, "tq")) tq = i;
+  }
+  ENSURE(tp >= 0 && tq >= 0);
+  if (m && tp >= 0 && tq >= 0) {
+    khzData *d = khz_makeData(m, 0);
+    double out[4];
+    khz_kinematics(m, d);
+    ENSURE(khz_mjcf_sensorRead(m, d, &info.sensor[tp], out) == 3);
+    ENSURE_NEAR(out[0], 0.2, 1e-15);
+    ENSURE_NEAR(out[1], 0, 1e-15);
+    ENSURE_NEAR(out[2], 0.5, 1e-15);
+    ENSURE(khz_mjcf_sensorRead(m, d, &info.sensor[tq], out) == 4);
+    ENSURE_NEAR(out[0], sqrt(0.5), 1e-15);
+    ENSURE_NEAR(out[3], sqrt(0.5), 1e-15);
+    ENSURE_NEAR(out[1], 0, 1e-15);
+    ENSURE_NEAR(out[2], 0, 1e-15);
+    /* j1 at +90 degrees about y, through its anchor (0.1, 0, 0.51): the tip
+     * (0.1, 0, -0.01) from it turns to (-0.01, 0, -0.1) */
+    d->q[m->jnt_qadr[j1]] = PI / 2;
+    khz_kinematics(m, d);
+    khz_mjcf_sensorRead(m, d, &info.sensor[tp], out);
+    ENSURE_NEAR(out[0], 0.09, 1e-15);
+    ENSURE_NEAR(out[1], 0, 1e-15);
+    ENSURE_NEAR(out[2], 0.41, 1e-15);
+
+    /* the HIL sensors run: spinning at 2 rad/s about the body's z in free
+     * fall, the gyros read (0, 0, 2) in the body's axes, the accelerometer
+     * the centripetal -w^2 r = -0.08 m/s^2 along x (its noise: 0.01) */
+    d->q[m->jnt_qadr[j1]] = 0;
+    d->qd[m->jnt_dofadr[box] + 5] = 2;
+    char herr[256] = "";
+    khzHil *hil = khz_hilCreate(m, info.hil, info.nhil, NULL, 0, 7, m->timestep, herr, sizeof herr);
+    ENSURE_MSG(hil != NULL, "%s", herr);
+    if (hil) {
+      khz_kinematics(m, d);
+      khz_hilReset(hil, m, d);
+      for (int t = 1; t <= 20; t++) {
+        khz_step(m, d);
+        khz_hilSample(hil, m, d, (uint64_t)t);
+      }
+      const double *v = khz_hilValues(hil);
+      for (int i = 1; i <= 2; i++) {
+        const double *g = v + khz_hilValueAdr(hil, i);
+        ENSURE_NEAR(g[0], 0, 0.01);
+        ENSURE_NEAR(g[1], 0, 0.01);
+        ENSURE_NEAR(g[2], 2, 0.01);
+      }
+      const double *a = v + khz_hilValueAdr(hil, 0);
+      ENSURE_NEAR(a[0], -0.08, 0.05);
+      ENSURE_NEAR(a[1], 0, 0.05);
+      ENSURE_NEAR(a[2], 0, 0.05);
+      ENSURE(khz_hilValueDim(hil, 4) == 2); /* an encoder: position, velocity */
+      khz_hilFree(&hil);
+    }
+    khz_deleteData(&d);
+  }
+  khz_deleteModel(&m);
+  khz_mjcf_freeInfo(&info);
   khz_spec_destroy(&s);
 }
 
@@ -952,6 +1065,7 @@ int main(void) {
   test_features();
   test_options();
   test_warnings();
+  test_sensors();
   test_bad_input();
   test_include();
   test_meshes();

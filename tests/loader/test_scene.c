@@ -682,6 +682,38 @@ static void test_mjcf_robot(void) {
   }
 }
 
+/* an MJCF model's <sensor>: the kinds khz's HIL layer has become the scene's
+ * HIL sensors (the robot's prefix on their names), before the scene's own;
+ * a model file alone gives them too; a name used twice is refused */
+static void test_mjcf_sensors(void) {
+  khzScene s;
+  char err[1024] = "";
+  const char *yaml = "khz_scene: 1\nrobots:\n  - {name: r, mjcf: mjcf_sensors.xml}\n"
+                     "hil:\n  sensors:\n    - {name: mine, type: gyro, body: r/arm}\n";
+  int rc = khz_loadSceneString(&s, yaml, "inline.yaml", DATA, err, sizeof err);
+  ENSURE_MSG(rc == 0, "%s", err);
+  if (rc == 0) {
+    static const char *const names[] = {"r/acc", "r/sensor1", "r/g2", "r/t", "r/jp", "r/jv", "mine"};
+    ENSURE_MSG(s.hil.nsensor == 7, "%d sensors", s.hil.nsensor);
+    for (int i = 0; i < 7 && i < s.hil.nsensor; i++)
+      ENSURE_MSG(!strcmp(s.hil.sensor[i].name, names[i]), "sensor %d: %s", i, s.hil.sensor[i].name);
+    khz_deleteScene(&s);
+  }
+  khzModel *m = khz_loadModel(DATA "mjcf_sensors.xml", &s, err, sizeof err);
+  ENSURE_MSG(m != NULL, "%s", err);
+  if (m) {
+    ENSURE(s.hil.nsensor == 6 && !strcmp(s.hil.sensor[0].name, "acc"));
+    khz_deleteModel(&m);
+    khz_deleteScene(&s);
+  }
+  const char *twice = "khz_scene: 1\nrobots:\n  - {name: r, mjcf: mjcf_sensors.xml}\n"
+                      "  - {name: q, mjcf: mjcf_sensors.xml}\n"
+                      "hil:\n  sensors:\n    - {name: r/acc, type: gyro, body: r/arm}\n";
+  khzScene t;
+  ENSURE(khz_loadSceneString(&t, twice, "inline.yaml", DATA, err, sizeof err) == -1);
+  ENSURE_MSG(strstr(err, "sensor name 'r/acc' is used twice") != NULL, "'%s'", err);
+}
+
 int main(void) {
   test_default();
   test_fixture();
@@ -691,5 +723,6 @@ int main(void) {
   test_tilted_ground();
   test_load_model();
   test_mjcf_robot();
+  test_mjcf_sensors();
   return ensure_report();
 }

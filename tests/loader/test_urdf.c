@@ -297,6 +297,17 @@ static void test_inertia_rotation(void) {
   khzModel *m = compile(s);
   khz_deleteModel(&m);
   khz_spec_destroy(&s);
+
+  /* as a floating base its massless root, with nothing fixed to it, would be
+   * singular (the first step was not finite): refused, saying what to do */
+  s = khz_spec_new();
+  opt.floating_base = 1;
+  ENSURE(khz_loadURDF(s, DATA "inertia_rotated.urdf", &opt, err, sizeof err) == -1);
+  ENSURE_MSG(strstr(err, "inertia_rotated.urdf:4: <link name=\"base\">: the root link and the "
+                         "links fixed to it have no mass: as a floating base it needs a mass") != NULL,
+             "%s", err);
+  ENSURE(khz_spec_nbody(s) == 1);
+  khz_spec_destroy(&s);
 }
 
 /* ---------------------------------------------------------- joint types -- */

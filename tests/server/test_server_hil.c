@@ -221,6 +221,33 @@ static void test_network(void) {
   ENSURE(memcmp(seq, seq2, sizeof seq) == 0 && memcmp(ans, ans2, sizeof ans) == 0);
 }
 
+/* an MJCF model served alone: its site and joint sensors are HIL sensors
+ * (docs/mjcf.md, "Sensors as hardware"): Describe names them and every state
+ * carries their 14 readings */
+static void test_mjcf_sensors(void) {
+  khzServerConfig cfg;
+  harness h;
+  harness_config(&cfg);
+  snprintf(cfg.scene, sizeof cfg.scene, "tests/loader/data/mjcf_sensors.xml");
+  ENSURE(harness_start(&h, &cfg, NULL) == 0);
+  khzClient *c = harness_client(&h);
+  ENSURE(c != NULL);
+  if (c) {
+    const Khz__V1__ModelDescription *md = khz_client_describe(c, 5000);
+    ENSURE(md && md->n_sensors == 6);
+    int acc = md ? sensor_index(md, "acc") : -1, jp = md ? sensor_index(md, "jp") : -1;
+    ENSURE(acc >= 0 && jp >= 0);
+    if (acc >= 0 && jp >= 0) {
+      ENSURE(!strcmp(md->sensors[acc]->type, "accelerometer") && !strcmp(md->sensors[acc]->object, "box"));
+      ENSURE(!strcmp(md->sensors[jp]->type, "encoder") && md->sensors[jp]->dim == 2);
+    }
+    const Khz__V1__State *st = khz_client_latestState(c, 2000);
+    ENSURE(st && st->n_sensor_values == 14);
+    khz_client_destroy(&c);
+  }
+  harness_stop(&h);
+}
+
 int main(void) {
   khzServerConfig cfg;
   harness h;
@@ -288,6 +315,7 @@ int main(void) {
   ENSURE_MSG(strstr(err, "hil.sensors[0].joint") && strstr(err, "nope"), "%s", err);
   if (bad) khz_server_destroy(&bad);
   test_faults();
+  test_mjcf_sensors();
   test_network();
   return ensure_report();
 }

@@ -121,9 +121,10 @@ typedef struct khzMjcfKey {
  * KHZ_MJCF_JOINTPOS / JOINTVEL with dim 4 / 3), framepos / framequat /
  * framelinvel / frameangvel of a body (objtype "xbody": the body frame;
  * "body": its centre of mass for position and linear velocity; world
- * coordinates, quaternion w x y z; framequat needs "xbody"). Other sensor
- * types (site-based, touch, force, accelerometer, ...) draw one warning each
- * and are left out. */
+ * coordinates, quaternion w x y z; framequat needs "xbody") or of a site
+ * (objtype "site": the site's frame). gyro, accelerometer and touch on sites
+ * become HIL sensors (khzMjcfInfo.hil); other sensor types (force, torque,
+ * velocimeter, subtree sensors, ...) draw one warning each and are left out. */
 typedef enum khzMjcfSensorType {
   KHZ_MJCF_JOINTPOS = 0,
   KHZ_MJCF_JOINTVEL,
@@ -138,7 +139,9 @@ typedef struct khzMjcfSensor {
   khzMjcfSensorType type;
   char object[KHZ_NAME_MAX]; /* the khz joint (joint sensors) or body (frame sensors) */
   int com;                   /* frame sensors on objtype "body": the centre of mass */
-  double pos[3];             /* the MJCF body frame's origin in the khz body frame */
+  double pos[3];             /* the MJCF body frame's origin (or the site's) in the khz body frame */
+  double quat[4];            /* frame sensors of a site: the site's orientation in the khz body
+                                frame (w x y z); identity (or all zero) for a body */
   int dim;                   /* number of values */
 } khzMjcfSensor;
 
@@ -161,6 +164,13 @@ typedef struct khzMjcfInfo {
   khzMjcfKey *key;          /* nkey entries, owned: free with khz_mjcf_freeInfo */
   int nsensor;
   khzMjcfSensor *sensor;    /* nsensor entries, owned: free with khz_mjcf_freeInfo */
+  int nhil;                 /* the sensors that khz's HIL layer has (khz/hil.h, docs/hil.md) */
+  khzSensorSpec *hil;       /* nhil entries, owned: jointpos / jointvel of a hinge or slide as an
+                               encoder, gyro, accelerometer and touch on a site as the HIL gyro,
+                               accelerometer (at the site) and touch of the site's body; object
+                               is the spec body index, name the sensor's (with name_prefix;
+                               unnamed: "sensorN", N MuJoCo's sensor id), MuJoCo's `noise` the
+                               white noise's standard deviation */
 } khzMjcfInfo;
 
 typedef struct khzMjcfOptions {

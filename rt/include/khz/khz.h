@@ -272,6 +272,11 @@ khzGeomSpec *khz_spec_geom(khzSpec *spec, int i);
 void khz_spec_setGravity(khzSpec *spec, const double g[3]);
 void khz_spec_setTimestep(khzSpec *spec, double h);
 void khz_spec_setIntegrator(khzSpec *spec, khzIntegrator integrator);
+/* The longest step the integrators take: khz_stepWith splits a longer h into
+ * the fewest equal substeps no longer than h_max (0, the default: never).
+ * Loaders set it for models whose own timestep is long (MJCF files at 10 ms:
+ * contact and joint limits then act every h_max). */
+void khz_spec_setMaxSubstep(khzSpec *spec, double h_max);
 
 /* Contact settings; khz_spec_defaultContact fills the defaults (penalty method,
  * derived gains, gamma 0.85, mu 0.8, restitution 0.2, eps 1e-4 m/s). */
@@ -303,6 +308,7 @@ typedef struct khzModel {
 
   double gravity[3];
   double timestep;
+  double max_substep; /* khz_stepWith splits a longer h into equal substeps (0: never) */
 
   /* contact */
   khzContactOptions contact; /* scene defaults (method, gains, gamma, mu, ...) */
@@ -514,6 +520,8 @@ typedef struct khzData {
   /* the step context: the step size of the current (or last) step; the
    * model's timestep after khz_makeData / khz_resetData */
   double timestep;
+  double step_timestep; /* the whole step's h when it runs in substeps (max_substep); else
+                           timestep */
   /* sleeping (state fields body_sleep, body_idle): body_sleep[b] is 0 while
    * b is awake, else 1 + the island's label (its smallest root body);
    * body_idle[b] the seconds b's tree has moved slower than the threshold.
@@ -670,7 +678,9 @@ void khz_forward(const khzModel *m, khzData *d);
  * (the step context: d->timestep = h for everything the step computes). A
  * non-finite result is rolled back and counted (KHZ_WARN_BADSTATE,
  * d->warning_body). h must be positive; the real-time loop passes its rate's
- * period, everything else the model's timestep (khz_step). */
+ * period, everything else the model's timestep (khz_step). An h longer than
+ * the model's max_substep is taken as that many equal substeps, each a full
+ * step (collision, contact, integration). */
 void khz_stepWith(const khzModel *m, khzData *d, double h);
 
 /* khz_stepWith(m, d, m->timestep): one step of the scene's timestep. */
