@@ -2304,15 +2304,17 @@ static int add_hil(mjcf_ctx *c, xmlNodePtr e, int id, int type, int object, cons
 
 /* <sensor>: the kinds that map onto khz's state (load.h) and, where khz's
  * HIL layer has the same sensor, onto a HIL sensor (encoder, gyro,
- * accelerometer, touch); others warn once per kind */
+ * accelerometer, touch, and force / torque as a joint force-torque sensor);
+ * others warn once per kind */
 static int read_sensors(mjcf_ctx *c, xmlNodePtr sec) {
   static const char *const kinds[] = {"jointpos",    "jointvel",    "framepos", "framequat",
                                       "framelinvel", "frameangvel", "ballquat", "ballangvel",
                                       NULL};
   static const char *const attrs[] = {"name",    "joint", "objtype", "objname", "noise",
                                       "cutoff",  "user",  "reftype", "refname", NULL};
-  static const char *const site_kinds[] = {"gyro", "accelerometer", "touch", NULL};
-  static const int site_types[] = {KHZ_SENSOR_GYRO, KHZ_SENSOR_ACCEL, KHZ_SENSOR_TOUCH};
+  static const char *const site_kinds[] = {"gyro", "accelerometer", "touch", "force", "torque", NULL};
+  static const int site_types[] = {KHZ_SENSOR_GYRO, KHZ_SENSOR_ACCEL, KHZ_SENSOR_TOUCH,
+                                   KHZ_SENSOR_JOINT_FT, KHZ_SENSOR_JOINT_FT};
   static const char *const site_sensor_attrs[] = {"name", "site", "noise", "cutoff", "user", NULL};
   if (check_attrs(c, sec, "sensor", no_attrs)) return -1;
   for (xmlNodePtr e = sec->children; e; e = e->next) {
@@ -2336,13 +2338,33 @@ static int read_sensors(mjcf_ctx *c, xmlNodePtr sec) {
       }
       const char *body = c->bodies[st->body - 1].name;
       int turned = fabs(fabs(st->quat[0]) - 1) > 1e-12;
-      if (site_types[k] != KHZ_SENSOR_TOUCH && turned) {
+      if (site_types[k] != KHZ_SENSOR_TOUCH && site_types[k] != KHZ_SENSOR_JOINT_FT && turned) {
         char key[64];
         snprintf(key, sizeof key, "sensor %s site axes", site_kinds[k]);
         if (warn(c, e, key,
                  "site \"%s\" is turned from body \"%s\": khz's %s reads in the body's axes, "
                  "MuJoCo's in the site's",
                  sn, body, site_kinds[k]))
+          return -1;
+      }
+      if (site_types[k] == KHZ_SENSOR_JOINT_FT) {
+        /* what the site's body's joint transmits (MuJoCo's cfrc_int, the
+         * same sign): khz's joint force-torque sensor, 6 values */
+        if (c->bodies[st->body - 1].joint_type == KHZ_JOINT_FLOATING) {
+          if (warn(c, e, "sensor force on a free body",
+                   "a %s sensor on a site of free body \"%s\" reads what no joint transmits "
+                   "(khz: left out)",
+                   site_kinds[k], body))
+            return -1;
+          continue;
+        }
+        char key[64];
+        snprintf(key, sizeof key, "sensor %s layout", site_kinds[k]);
+        if (warn(c, e, key,
+                 "khz's joint force-torque sensor for <%s> gives 6 values, force then torque "
+                 "about site \"%s\" in body \"%s\"'s axes (MuJoCo: the 3 of the %s, in the "
+                 "site's axes)",
+                 site_kinds[k], sn, body, site_kinds[k]))
           return -1;
       }
       if (site_types[k] == KHZ_SENSOR_TOUCH &&
@@ -2358,11 +2380,8 @@ static int read_sensors(mjcf_ctx *c, xmlNodePtr sec) {
     }
     if (!kinds[k]) {
       const char *why = "this sensor type is not read by khz (left out); khz reads jointpos, "
-                        "jointvel, frame sensors of bodies and sites, gyro, accelerometer and "
-                        "touch";
-      if (is(e, "force") || is(e, "torque"))
-        why = "force and torque sensors (what the site's body's joint transmits) are not read "
-              "by khz (left out); khz's force_torque sensor reads contact forces only";
+                        "jointvel, frame sensors of bodies and sites, gyro, accelerometer, "
+                        "touch, force and torque";
       if (warn_element(c, e, why)) return -1;
       continue;
     }

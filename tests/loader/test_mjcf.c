@@ -410,8 +410,10 @@ static void test_warnings(void) {
 /* site sensors (tests/loader/data/mjcf_sensors.xml): gyro, accelerometer,
  * touch and jointpos / jointvel become HIL sensors on the site's body at the
  * site, named as in the file with the prefix, noise as white noise; frame
- * sensors of sites read the site's pose; force, velocimeter and a world
- * site's gyro warn and are left out */
+ * sensors of sites read the site's pose; force and torque on a jointed
+ * body's site become a joint force-torque sensor (with a warning: 6 values);
+ * force on a free body, velocimeter and a world site's gyro warn and are
+ * left out */
 static void test_sensors(void) {
   khzSpec *s = khz_spec_new();
   warnings w = {0};
@@ -431,20 +433,25 @@ static void test_sensors(void) {
               {"r/sensor1", KHZ_SENSOR_GYRO, {0.02, 0, 0.03}, 0},
               {"r/g2", KHZ_SENSOR_GYRO, {0, 0.01, 0}, 0},
               {"r/t", KHZ_SENSOR_TOUCH, {0, 0, -0.1}, 0},
+              {"r/ftip", KHZ_SENSOR_JOINT_FT, {0.08, 0, 0}, 0},
               {"r/jp", KHZ_SENSOR_ENCODER, {0, 0, 0}, 0.001},
               {"r/jv", KHZ_SENSOR_ENCODER, {0, 0, 0}, 0}};
   int n = (int)(sizeof want / sizeof want[0]);
   ENSURE_MSG(info.nhil == n, "%d HIL sensors", info.nhil);
   for (int i = 0; i < n && i < info.nhil; i++) {
     const khzSensorSpec *h = &info.hil[i];
-    int object = want[i].type != KHZ_SENSOR_ENCODER ? box : i == 4 ? j2 : j1;
+    int object = want[i].type == KHZ_SENSOR_JOINT_FT ? j2
+                 : want[i].type != KHZ_SENSOR_ENCODER ? box
+                 : i == 5                             ? j2
+                                                      : j1;
     ENSURE_MSG(!strcmp(h->name, want[i].name) && h->type == want[i].type && h->object == object &&
                    h->divisor == 1 && h->noise.white == want[i].white,
                "HIL sensor %d: %s type %d object %d white %g", i, h->name, h->type, h->object,
                h->noise.white);
     for (int k = 0; k < 3; k++) ENSURE_NEAR(h->pos[k], want[i].pos[k], 1e-15);
   }
-  ENSURE(has_warning(&w, "<force name=\"f\">", "force and torque sensors"));
+  ENSURE(has_warning(&w, "<force name=\"f\">", "reads what no joint transmits"));
+  ENSURE(has_warning(&w, "<torque name=\"ftip\">", "gives 6 values, force then torque"));
   ENSURE(has_warning(&w, "<velocimeter>", "this sensor type is not read"));
   ENSURE(has_warning(&w, "<gyro name=\"wg\">", "reads nothing that moves"));
   ENSURE(has_warning(&w, "<gyro name=\"g2\">", "site \"tilted\" is turned from body \"r/box\""));
@@ -508,7 +515,9 @@ static void test_sensors(void) {
       ENSURE_NEAR(a[0], -0.08, 0.05);
       ENSURE_NEAR(a[1], 0, 0.05);
       ENSURE_NEAR(a[2], 0, 0.05);
-      ENSURE(khz_hilValueDim(hil, 4) == 2); /* an encoder: position, velocity */
+      ENSURE(khz_hilValueDim(hil, 4) == 6); /* a joint force-torque sensor */
+      for (int k = 0; k < 6; k++) ENSURE(isfinite(v[khz_hilValueAdr(hil, 4) + k]));
+      ENSURE(khz_hilValueDim(hil, 5) == 2); /* an encoder: position, velocity */
       khz_hilFree(&hil);
     }
     khz_deleteData(&d);

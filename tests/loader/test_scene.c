@@ -693,16 +693,16 @@ static void test_mjcf_sensors(void) {
   int rc = khz_loadSceneString(&s, yaml, "inline.yaml", DATA, err, sizeof err);
   ENSURE_MSG(rc == 0, "%s", err);
   if (rc == 0) {
-    static const char *const names[] = {"r/acc", "r/sensor1", "r/g2", "r/t", "r/jp", "r/jv", "mine"};
-    ENSURE_MSG(s.hil.nsensor == 7, "%d sensors", s.hil.nsensor);
-    for (int i = 0; i < 7 && i < s.hil.nsensor; i++)
+    static const char *const names[] = {"r/acc", "r/sensor1", "r/g2", "r/t", "r/ftip", "r/jp", "r/jv", "mine"};
+    ENSURE_MSG(s.hil.nsensor == 8, "%d sensors", s.hil.nsensor);
+    for (int i = 0; i < 8 && i < s.hil.nsensor; i++)
       ENSURE_MSG(!strcmp(s.hil.sensor[i].name, names[i]), "sensor %d: %s", i, s.hil.sensor[i].name);
     khz_deleteScene(&s);
   }
   khzModel *m = khz_loadModel(DATA "mjcf_sensors.xml", &s, err, sizeof err);
   ENSURE_MSG(m != NULL, "%s", err);
   if (m) {
-    ENSURE(s.hil.nsensor == 6 && !strcmp(s.hil.sensor[0].name, "acc"));
+    ENSURE(s.hil.nsensor == 7 && !strcmp(s.hil.sensor[0].name, "acc"));
     khz_deleteModel(&m);
     khz_deleteScene(&s);
   }

@@ -223,7 +223,7 @@ static void test_network(void) {
 
 /* an MJCF model served alone: its site and joint sensors are HIL sensors
  * (docs/mjcf.md, "Sensors as hardware"): Describe names them and every state
- * carries their 14 readings */
+ * carries their 20 readings (a joint force-torque sensor among them) */
 static void test_mjcf_sensors(void) {
   khzServerConfig cfg;
   harness h;
@@ -234,15 +234,19 @@ static void test_mjcf_sensors(void) {
   ENSURE(c != NULL);
   if (c) {
     const Khz__V1__ModelDescription *md = khz_client_describe(c, 5000);
-    ENSURE(md && md->n_sensors == 6);
+    ENSURE(md && md->n_sensors == 7);
     int acc = md ? sensor_index(md, "acc") : -1, jp = md ? sensor_index(md, "jp") : -1;
-    ENSURE(acc >= 0 && jp >= 0);
+    int ft = md ? sensor_index(md, "ftip") : -1;
+    ENSURE(acc >= 0 && jp >= 0 && ft >= 0);
+    if (ft >= 0)
+      ENSURE(!strcmp(md->sensors[ft]->type, "joint_force_torque") && md->sensors[ft]->dim == 6 &&
+             !strcmp(md->sensors[ft]->object, "j2"));
     if (acc >= 0 && jp >= 0) {
       ENSURE(!strcmp(md->sensors[acc]->type, "accelerometer") && !strcmp(md->sensors[acc]->object, "box"));
       ENSURE(!strcmp(md->sensors[jp]->type, "encoder") && md->sensors[jp]->dim == 2);
     }
     const Khz__V1__State *st = khz_client_latestState(c, 2000);
-    ENSURE(st && st->n_sensor_values == 14);
+    ENSURE(st && st->n_sensor_values == 20);
     khz_client_destroy(&c);
   }
   harness_stop(&h);
