@@ -92,10 +92,31 @@ static inline void body_velocity(const khzModel *m, khzData *d, const double *qd
   }
 }
 
+/* what the forward pass's fields now hold: (q, qd) for every body, unless a
+ * sleeping body was skipped (khz_kinematicsAt) */
+static void stamp(const khzModel *m, khzData *d, const double *q, const double *qd, int skipped) {
+  if (skipped || (!q && d->kin_valid < 1)) {
+    d->kin_valid = 0;
+    return;
+  }
+  if (q && q != d->kin_q) memcpy(d->kin_q, q, (size_t)m->nq * sizeof(double));
+  if (qd) memcpy(d->kin_qd, qd, (size_t)m->nv * sizeof(double));
+  d->kin_valid = qd ? 2 : 1;
+}
+
+int khz_kinematicsAt(const khzModel *m, const khzData *d, const double *q, const double *qd) {
+  return d->kin_valid == 2 && !memcmp(d->kin_q, q, (size_t)m->nq * sizeof(double)) &&
+         !memcmp(d->kin_qd, qd, (size_t)m->nv * sizeof(double));
+}
+
 void khz_velocityPass(const khzModel *m, khzData *d, const double *qd) {
+  int skipped = 0;
   memset(d->vtree, 0, 6 * sizeof(double));
-  for (int i = 1; i < m->nbody; i++)
+  for (int i = 1; i < m->nbody; i++) {
     if (!d->body_sleep[i]) body_velocity(m, d, qd, i);
+    else skipped = 1;
+  }
+  stamp(m, d, NULL, qd, skipped);
 }
 
 void khz_forwardPass(const khzModel *m, khzData *d, const double *q, const double *qd) {
@@ -104,8 +125,12 @@ void khz_forwardPass(const khzModel *m, khzData *d, const double *q, const doubl
   memcpy(d->xrot, I3, sizeof I3);
   memset(d->xcom, 0, 3 * sizeof(double));
   memset(d->vtree, 0, 6 * sizeof(double));
+  int skipped = 0;
   for (int i = 1; i < m->nbody; i++) {
-    if (d->body_sleep[i]) continue; /* frozen: its last pass holds (docs/sleeping.md) */
+    if (d->body_sleep[i]) { /* frozen: its last pass holds (docs/sleeping.md) */
+      skipped = 1;
+      continue;
+    }
     double R[9], r[3], t[3];
     joint_pose(m, i, q, R, r);
 
@@ -163,6 +188,7 @@ void khz_forwardPass(const khzModel *m, khzData *d, const double *q, const doubl
      * bias c = v x vJ for body-fixed columns */
     body_velocity(m, d, qd, i);
   }
+  stamp(m, d, q, qd, skipped);
 }
 
 void khz_kinematics(const khzModel *m, khzData *d) {

@@ -16,6 +16,11 @@ void khz_forwardPass(const khzModel *m, khzData *d, const double *q, const doubl
  * as khz_forwardPass(q, qd) */
 void khz_velocityPass(const khzModel *m, khzData *d, const double *qd);
 
+/* 1 when the forward pass's fields already hold khz_forwardPass(q, qd) for
+ * every body (the last pass was at these values, bit for bit, and skipped no
+ * sleeping body): the pass can be left out */
+int khz_kinematicsAt(const khzModel *m, const khzData *d, const double *q, const double *qd);
+
 /* d->fext from d->xfrc at the current forward pass (overwrites fext). */
 void khz_externalForces(const khzModel *m, khzData *d);
 

@@ -295,7 +295,8 @@ void khz_stepWith(const khzModel *m, khzData *d, double h) {
     /* contact: collision detection at the current state, the Fig. 2 phases
      * and impulses for impacts (which change qd before the integration) */
     if (d->contact_method != KHZ_CONTACT_NONE) {
-      khz_forwardPass(m, d, d->q, d->qd);
+      /* usually the last step's closing khz_kinematics is at this state */
+      if (!khz_kinematicsAt(m, d, d->q, d->qd)) khz_forwardPass(m, d, d->q, d->qd);
       first = ACCEL_POSITIONS;
       for (int i = 1; i < m->nbody; i++)
         if (d->body_sleep[i]) first = ACCEL_FULL;
