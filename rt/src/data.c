@@ -37,6 +37,8 @@ static void layout_data(const khzModel *m, khzData *d, carver *c) {
   d->fext = D(6 * nb);
   d->S = D(36 * nb);
   d->vJ = D(6 * nb);
+  d->kin_q = D((size_t)m->nq);
+  d->kin_qd = D(nv);
 #undef D
   d->contact = carve(c, (size_t)m->npair_max * sizeof(khzContact));
   d->cpoint = carve(c, (size_t)m->npair_max * (size_t)m->max_points * sizeof(khzContactPoint));

@@ -67,19 +67,75 @@ static inline void twist_revolute(double col[6], const double a[3], const double
  * poses, subspaces S, velocities v, bias accelerations c = v x vJ (the
  * floating joint's world-fixed translation columns add nothing) and the body
  * spatial inertias. qd may be NULL (positions only). */
+/* the velocity part of the first pass for body i, from its subspace S (set by
+ * the position part): vJ = S qd, v = v_parent + vJ, c = v x vJ */
+static inline void body_velocity(const khzModel *m, khzData *d, const double *qd, int i) {
+  int p = m->body_parent[i], nv = m->jnt_nv[i];
+  const double *S = d->S + 36 * i;
+  double *v = d->vtree + 6 * i, *c = d->cbias + 6 * i, *vJ = d->vJ + 6 * i;
+  memset(vJ, 0, 6 * sizeof(double));
+  if (qd) {
+    const double *qdi = qd + m->jnt_dofadr[i];
+    for (int k = 0; k < nv; k++)
+      for (int a = 0; a < 6; a++) vJ[a] += S[6 * k + a] * qdi[k];
+    const double *vp = p ? d->vtree + 6 * p : NULL;
+    for (int a = 0; a < 6; a++) v[a] = (vp ? vp[a] : 0) + vJ[a];
+    if (m->jnt_type[i] == KHZ_JOINT_FLOATING) {
+      double rot[6] = {vJ[0], vJ[1], vJ[2], 0, 0, 0};
+      khzu_crossMotion(c, v, rot);
+    } else {
+      khzu_crossMotion(c, v, vJ);
+    }
+  } else {
+    memset(v, 0, 6 * sizeof(double));
+    memset(c, 0, 6 * sizeof(double));
+  }
+}
+
+/* what the forward pass's fields now hold: (q, qd) for every body, unless a
+ * sleeping body was skipped (khz_kinematicsAt) */
+static void stamp(const khzModel *m, khzData *d, const double *q, const double *qd, int skipped) {
+  if (skipped || (!q && d->kin_valid < 1)) {
+    d->kin_valid = 0;
+    return;
+  }
+  if (q && q != d->kin_q) memcpy(d->kin_q, q, (size_t)m->nq * sizeof(double));
+  if (qd) memcpy(d->kin_qd, qd, (size_t)m->nv * sizeof(double));
+  d->kin_valid = qd ? 2 : 1;
+}
+
+int khz_kinematicsAt(const khzModel *m, const khzData *d, const double *q, const double *qd) {
+  return d->kin_valid == 2 && !memcmp(d->kin_q, q, (size_t)m->nq * sizeof(double)) &&
+         !memcmp(d->kin_qd, qd, (size_t)m->nv * sizeof(double));
+}
+
+void khz_velocityPass(const khzModel *m, khzData *d, const double *qd) {
+  int skipped = 0;
+  memset(d->vtree, 0, 6 * sizeof(double));
+  for (int i = 1; i < m->nbody; i++) {
+    if (!d->body_sleep[i]) body_velocity(m, d, qd, i);
+    else skipped = 1;
+  }
+  stamp(m, d, NULL, qd, skipped);
+}
+
 void khz_forwardPass(const khzModel *m, khzData *d, const double *q, const double *qd) {
   static const double I3[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
   memset(d->xpos, 0, 3 * sizeof(double));
   memcpy(d->xrot, I3, sizeof I3);
   memset(d->xcom, 0, 3 * sizeof(double));
   memset(d->vtree, 0, 6 * sizeof(double));
+  int skipped = 0;
   for (int i = 1; i < m->nbody; i++) {
-    if (d->body_sleep[i]) continue; /* frozen: its last pass holds (docs/sleeping.md) */
-    int p = m->body_parent[i], nv = m->jnt_nv[i];
+    if (d->body_sleep[i]) { /* frozen: its last pass holds (docs/sleeping.md) */
+      skipped = 1;
+      continue;
+    }
     double R[9], r[3], t[3];
     joint_pose(m, i, q, R, r);
 
     /* world pose */
+    int p = m->body_parent[i];
     const double *Rp = d->xrot + 9 * p, *pp = d->xpos + 3 * p;
     double *Rw = d->xrot + 9 * i, *pw = d->xpos + 3 * i, *xc = d->xcom + 3 * i;
     khzu_mulMat3(Rw, Rp, R);
@@ -130,25 +186,9 @@ void khz_forwardPass(const khzModel *m, khzData *d, const double *q, const doubl
 
     /* velocities: v = v_parent + S qd (the root's parent, the world, is still);
      * bias c = v x vJ for body-fixed columns */
-    double *v = d->vtree + 6 * i, *c = d->cbias + 6 * i, *vJ = d->vJ + 6 * i;
-    memset(vJ, 0, 6 * sizeof(double));
-    if (qd) {
-      const double *qdi = qd + m->jnt_dofadr[i];
-      for (int k = 0; k < nv; k++)
-        for (int a = 0; a < 6; a++) vJ[a] += S[6 * k + a] * qdi[k];
-      const double *vp = p ? d->vtree + 6 * p : NULL;
-      for (int a = 0; a < 6; a++) v[a] = (vp ? vp[a] : 0) + vJ[a];
-      if (m->jnt_type[i] == KHZ_JOINT_FLOATING) {
-        double rot[6] = {vJ[0], vJ[1], vJ[2], 0, 0, 0};
-        khzu_crossMotion(c, v, rot);
-      } else {
-        khzu_crossMotion(c, v, vJ);
-      }
-    } else {
-      memset(v, 0, 6 * sizeof(double));
-      memset(c, 0, 6 * sizeof(double));
-    }
+    body_velocity(m, d, qd, i);
   }
+  stamp(m, d, q, qd, skipped);
 }
 
 void khz_kinematics(const khzModel *m, khzData *d) {
@@ -201,15 +241,32 @@ static inline double implicit_damping(const khzModel *m, int dof, double Dk, dou
 
 void khz_abaCoreDamped(const khzModel *m, khzData *d, const double *tau, double *qdd, double h,
                        int stiff_only) {
+  khz_abaCoreKeep(m, d, tau, qdd, h, stiff_only, NULL, 0);
+}
+
+/* keep (12 per body, or NULL): with reuse 0 the velocity terms that depend on
+ * (q, qd) alone are written there, v x* I v and Ia c; with reuse 1 they are
+ * read back together with IA, U and Dinv, and only what f_ext and tau change
+ * is computed (the backward pass's bias forces and the forward pass): the
+ * same operations on the same numbers, so bit for bit khz_abaCoreDamped's
+ * result */
+void khz_abaCoreKeep(const khzModel *m, khzData *d, const double *tau, double *qdd, double h,
+                     int stiff_only, double *keep, int reuse) {
   /* articulated inertias and bias forces start as the rigid ones:
    * IA = I, pA = v x* I v - f_ext */
   for (int i = 1; i < m->nbody; i++) {
     if (d->body_sleep[i]) continue; /* sleeping trees: skipped, qdd = 0 below */
-    double *IA = d->IA + 36 * i, *pA = d->pA + 6 * i, Iv[6];
-    const double *v = d->vtree + 6 * i;
-    memcpy(IA, d->cinert + 36 * i, 36 * sizeof(double));
-    khzu_mulMatVec6(Iv, IA, v);
-    khzu_crossForce(pA, v, Iv);
+    double *pA = d->pA + 6 * i;
+    if (reuse) {
+      memcpy(pA, keep + 12 * i, 6 * sizeof(double));
+    } else {
+      double *IA = d->IA + 36 * i, Iv[6];
+      const double *v = d->vtree + 6 * i;
+      memcpy(IA, d->cinert + 36 * i, 36 * sizeof(double));
+      khzu_mulMatVec6(Iv, IA, v);
+      khzu_crossForce(pA, v, Iv);
+      if (keep) memcpy(keep + 12 * i, pA, 6 * sizeof(double));
+    }
     for (int k = 0; k < 6; k++) pA[k] -= d->fext[6 * i + k];
   }
 
@@ -224,6 +281,21 @@ void khz_abaCoreDamped(const khzModel *m, khzData *d, const double *tau, double 
     double *U = d->U + 36 * i, *Dinv = d->Dinv + 36 * i, *u = d->u + 6 * i;
     const double *c = d->cbias + 6 * i;
 
+    if (reuse) {
+      for (int a = 0; a < nv; a++) u[a] = tau[dof + a] - khzu_dot6(S + 6 * a, pA);
+      if (p == 0) continue;
+      double *pAp = d->pA + 6 * p;
+      const double *t = keep + 12 * i + 6;
+      for (int k = 0; k < 6; k++) pAp[k] += pA[k] + t[k];
+      if (nv) {
+        double Du[6] = {0};
+        for (int a = 0; a < nv; a++)
+          for (int b = 0; b < nv; b++) Du[a] += Dinv[nv * a + b] * u[b];
+        for (int a = 0; a < nv; a++)
+          for (int k = 0; k < 6; k++) pAp[k] += U[6 * a + k] * Du[a];
+      }
+      continue;
+    }
     if (nv == 1) {
       khzu_mulMatVec6(U, IA, S);
       double D = khzu_dot6(S, U) + m->dof_armature[dof];
@@ -271,6 +343,7 @@ void khz_abaCoreDamped(const khzModel *m, khzData *d, const double *tau, double 
         }
     }
     khzu_mulMatVec6(t, Ia, c);
+    if (keep) memcpy(keep + 12 * i + 6, t, 6 * sizeof(double));
     for (int k = 0; k < 6; k++) pAp[k] += pA[k] + t[k];
     if (nv) {
       double Du[6] = {0};

@@ -11,6 +11,16 @@
  * at rest; khz_abaCore skips them too and gives them qdd = 0. */
 void khz_forwardPass(const khzModel *m, khzData *d, const double *q, const double *qd);
 
+/* the velocity part of khz_forwardPass alone (vtree, vJ, cbias at qd), for a
+ * q whose position part (poses, S, cinert) is already in d: the same numbers
+ * as khz_forwardPass(q, qd) */
+void khz_velocityPass(const khzModel *m, khzData *d, const double *qd);
+
+/* 1 when the forward pass's fields already hold khz_forwardPass(q, qd) for
+ * every body (the last pass was at these values, bit for bit, and skipped no
+ * sleeping body): the pass can be left out */
+int khz_kinematicsAt(const khzModel *m, const khzData *d, const double *q, const double *qd);
+
 /* d->fext from d->xfrc at the current forward pass (overwrites fext). */
 void khz_externalForces(const khzModel *m, khzData *d);
 
@@ -29,6 +39,15 @@ void khz_abaCore(const khzModel *m, khzData *d, const double *tau, double *qdd);
  * (RK4: fourth order where it is stable). h = 0 is khz_abaCore. */
 void khz_abaCoreDamped(const khzModel *m, khzData *d, const double *tau, double *qdd, double h,
                        int stiff_only);
+
+/* khz_abaCoreDamped evaluated twice at the same (q, qd, h) with other f_ext
+ * or tau (the step's stage after the implicit contact forces): the first call
+ * (reuse 0) writes into keep (12 doubles per body) the terms that depend on
+ * (q, qd) alone; the second (reuse 1) takes them and IA, U, Dinv as the first
+ * left them and runs only the bias-force and acceleration passes. The result
+ * is bit for bit a full evaluation's. keep NULL: khz_abaCoreDamped. */
+void khz_abaCoreKeep(const khzModel *m, khzData *d, const double *tau, double *qdd, double h,
+                     int stiff_only, double *keep, int reuse);
 
 /* CRBA in two parts: composite inertias at q (in d->IA), then the joint-space
  * mass matrix block of one tree (root = its root body; 0 = every tree) into

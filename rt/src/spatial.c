@@ -120,7 +120,8 @@ void khzu_xformInertiaT(double res[36], const double X[12], const double I[36]) 
     }
 }
 
-int khzu_cholFactor(double *A, int n) {
+/* Cholesky factor in place (lower triangle); n a constant where inlined */
+static inline __attribute__((always_inline)) int chol_factor(double *A, int n) {
   for (int j = 0; j < n; j++) {
     double s = A[j * n + j];
     for (int k = 0; k < j; k++) s -= A[j * n + k] * A[j * n + k];
@@ -134,6 +135,11 @@ int khzu_cholFactor(double *A, int n) {
     }
   }
   return 0;
+}
+
+int khzu_cholFactor(double *A, int n) {
+  if (n == 6) return chol_factor(A, 6); /* a free joint's D (khz_abaCoreDamped): unrolled */
+  return chol_factor(A, n);
 }
 
 void khzu_cholSolve(const double *L, int n, double *x) {

@@ -204,20 +204,33 @@ static void clamp_controls(const khzModel *m, khzData *d) {
   }
 }
 
+/* what accel may take from the data instead of computing it again */
+enum {
+  ACCEL_FULL,      /* nothing */
+  ACCEL_POSITIONS, /* the forward pass's position part is at q (poses, S, inertias) */
+  ACCEL_AGAIN      /* the same (q, qd) as the last call, whose tau_tmp and keep hold:
+                    * only the contact forces changed (the implicit part) */
+};
+
 /* qdd = FD(q, qd) with the applied torques, passive forces, body wrenches and
  * the contact forces of the resting pairs at (q, qd); joint damping implicit
  * over h where the integrator asks for it (khz_abaCoreDamped: Euler every
- * dof, RK4 the dofs where explicit damping would diverge) */
+ * dof, RK4 the dofs where explicit damping would diverge). keep (12 doubles
+ * per body, or NULL) carries ABA's velocity terms to an ACCEL_AGAIN call;
+ * every mode gives the bits a full evaluation gives. */
 static void accel(const khzModel *m, khzData *d, const double *q, const double *qd,
-                  double *tau_tmp, double *qdd) {
+                  double *tau_tmp, double *qdd, int mode, double *keep) {
   double h = d->timestep;
   int stiff_only = m->integrator != KHZ_INT_EULER;
-  khz_passive(m, d, q, qd, tau_tmp);
-  for (int k = 0; k < m->nv; k++) tau_tmp[k] += d->tau_applied[k];
-  khz_forwardPass(m, d, q, qd);
+  if (mode != ACCEL_AGAIN || !keep) {
+    khz_passive(m, d, q, qd, tau_tmp);
+    for (int k = 0; k < m->nv; k++) tau_tmp[k] += d->tau_applied[k];
+  }
+  if (mode == ACCEL_FULL || (mode == ACCEL_AGAIN && !keep)) khz_forwardPass(m, d, q, qd);
+  else khz_velocityPass(m, d, qd); /* the implicit part's passes left other velocities */
   khz_externalForces(m, d);
   if (d->ncontact) khz_contactForces(m, d);
-  khz_abaCoreDamped(m, d, tau_tmp, qdd, h, stiff_only);
+  khz_abaCoreKeep(m, d, tau_tmp, qdd, h, stiff_only, keep, mode == ACCEL_AGAIN && keep);
   if (m->neq) khz_constraintAccel(m, d, q, qd, qdd);
 }
 
@@ -271,6 +284,9 @@ static void step_once(const khzModel *m, khzData *d, double h) {
   double *vs = khz_stackAlloc(d, nv * sizeof(double));
   double *ka = khz_stackAlloc(d, 4 * nv * sizeof(double));
   double *kq = khz_stackAlloc(d, 4 * nq * sizeof(double));
+  /* ABA's velocity terms of the first stage, for its second evaluation after
+   * the implicit contact part (optional: NULL evaluates it in full) */
+  double *keep = khz_stackAlloc(d, 12 * (size_t)m->nbody * sizeof(double));
   if (!q0 || !v0 || !tau || !qs || !vs || !ka || !kq) {
     khz_stackFree(d, mark);
     return; /* counted as KHZ_WARN_STACK by khz_stackAlloc */
@@ -285,10 +301,20 @@ static void step_once(const khzModel *m, khzData *d, double h) {
   int lcp = (d->contact_method == KHZ_CONTACT_LCP && khz_lcpStep(m, d, h) == 0) ||
             (d->contact_method == KHZ_CONTACT_PEG && khz_pegStep(m, d, h) == 0);
 
+  /* the first stage takes the position part of the forward pass below (the
+   * contact stages move qd only) unless a body sleeps: one woken by a contact
+   * was not in that pass */
+  int first = ACCEL_FULL;
   if (!lcp) {
     /* contact: collision detection at the current state, the Fig. 2 phases
      * and impulses for impacts (which change qd before the integration) */
-    if (d->contact_method != KHZ_CONTACT_NONE) khz_forwardPass(m, d, d->q, d->qd);
+    if (d->contact_method != KHZ_CONTACT_NONE) {
+      /* usually the last step's closing khz_kinematics is at this state */
+      if (!khz_kinematicsAt(m, d, d->q, d->qd)) khz_forwardPass(m, d, d->q, d->qd);
+      first = ACCEL_POSITIONS;
+      for (int i = 1; i < m->nbody; i++)
+        if (d->body_sleep[i]) first = ACCEL_FULL;
+    }
     khz_contactBegin(m, d);
     memcpy(q0, d->q, nq * sizeof(double));
     memcpy(v0, d->qd, nv * sizeof(double));
@@ -298,8 +324,9 @@ static void step_once(const khzModel *m, khzData *d, double h) {
     /* the state is already at the step's end */
   } else if (m->integrator == KHZ_INT_EULER) {
     /* semi-implicit Euler */
-    accel(m, d, q0, v0, tau, d->qdd);
-    if (d->ncontact && khz_contactImplicit(m, d, v0, d->qdd)) accel(m, d, q0, v0, tau, d->qdd);
+    accel(m, d, q0, v0, tau, d->qdd, first, keep);
+    if (d->ncontact && khz_contactImplicit(m, d, v0, d->qdd))
+      accel(m, d, q0, v0, tau, d->qdd, ACCEL_AGAIN, keep);
     for (size_t k = 0; k < nv; k++) d->qd[k] = v0[k] + h * d->qdd[k];
     khz_integratePos(m, d->q, q0, d->qd, h);
     if (m->neq) khz_constraintProject(m, d); /* closed loops stay closed (constraint.c) */
@@ -319,10 +346,11 @@ static void step_once(const khzModel *m, khzData *d, double h) {
         for (size_t k = 0; k < nv; k++) vs[k] = v0[k] + c[s] * h * kap[k];
       }
       position_derivative(m, qs, vs, kqs);
-      accel(m, d, qs, vs, tau, kas);
+      accel(m, d, qs, vs, tau, kas, s == 0 ? first : ACCEL_FULL, s == 0 ? keep : NULL);
       /* the implicit part of contact, solved from the first stage and held
        * constant over the step: the stage is evaluated again with it */
-      if (s == 0 && d->ncontact && khz_contactImplicit(m, d, v0, kas)) accel(m, d, qs, vs, tau, kas);
+      if (s == 0 && d->ncontact && khz_contactImplicit(m, d, v0, kas))
+        accel(m, d, qs, vs, tau, kas, ACCEL_AGAIN, keep);
     }
     memcpy(d->qdd, ka, nv * sizeof(double));
     /* combine: x = x0 + h/6 (k1 + 2 k2 + 2 k3 + k4) */

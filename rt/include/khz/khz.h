@@ -578,6 +578,10 @@ typedef struct khzData {
   double *fext;           /* 6 per body, body coordinates */
   double *S;              /* 36 per body: motion subspace at the tree origin, world axes */
   double *vJ;             /* 6 per body */
+  double *kin_q;          /* private (dynamics.c): nq, the q of the last forward pass */
+  double *kin_qd;         /* private: nv, its qd */
+  int kin_valid;          /* private: 2 when the forward pass's fields hold (kin_q, kin_qd)
+                             for every body, 1 positions only, 0 unknown */
 
   /* mark/free scratch stack for per-step temporaries */
   size_t stack_size;

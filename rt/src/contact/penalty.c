@@ -423,7 +423,8 @@ static double damping_rate(const khzModel *m, const khzData *d, int b, const dou
     for (int i = 0; i < 6; i++) nz += z[i] * z[i], nx += x[i] * x[i];
     if (!(nz > 0)) return 0;
     lam = sqrt(nz / nx);
-    for (int i = 0; i < 6; i++) x[i] = z[i] / sqrt(nz);
+    double norm = sqrt(nz);
+    for (int i = 0; i < 6; i++) x[i] = z[i] / norm;
   }
   return lam;
 }
