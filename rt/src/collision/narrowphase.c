@@ -93,6 +93,9 @@
 /* relative (pair): core distance below which the closest points give no normal (the
  * cores meet), and an end sphere this close to the closest point is that point */
 #define KHZ_CORES_MEET 1e-9
+/* relative (pair): a gap at least this wide along GJK's axis parts two shapes
+ * before their points are sought (GJK's own touching distance) */
+#define KHZ_GAP 1e-9
 /* relative (mesh): closest-point offset below which the triangle's pseudo-normal is the
  * direction */
 #define KHZ_MESH_NO_DIRECTION 1e-12
@@ -806,11 +809,27 @@ static void eq4_convex(const vcache *va_, const vcache *vb_, khzColOut *o, const
 
 /* ------------------------------------------------ polytopes, cylinders -- */
 
+/* Two bounded convex shapes with a gap between them: GJK's closest points
+ * (gjk.c, a few support evaluations) give the gap's axis c, and the test
+ * along it is the one that ends rims_convex's pattern search, no overlap of
+ * the projections, h_B(c) + h_A(-c) <= 0, here by at least the distance at
+ * which GJK calls them touching. No vertex of either lies inside the other
+ * and no edge crosses, so the full search below would find nothing either:
+ * the answer is the same (apart), without the vertices, the edges and the
+ * pattern search (up to KHZ_REFINE_EVALS evaluations from each start). */
+static int gap_between(const khzColShape *a, const khzColShape *b) {
+  double pa[3], pb[3], c[3], scale = a->scale + b->scale;
+  if (!(khz_gjk(a, khz_shape_supportFn, b, khz_shape_supportFn, scale, pa, pb) > 0)) return 0;
+  khzu_sub3(c, pa, pb);
+  return khzu_normalize3(c) >= KHZ_NO_DIRECTION && overlap(a, b, c) <= -KHZ_GAP * scale;
+}
+
 /* box, cylinder, hull against each other, or below a plane (A = plane) */
 static int poly_poly(const khzColShape *a, const khzColShape *b, khzColOut *o) {
   int ea[KHZ_MAXCROSS], eb[KHZ_MAXCROSS], nea = 0, neb = 0;
   double n[3];
   vcache va, vb;
+  if (a->shape != KHZ_SHAPE_PLANE && gap_between(a, b)) return 0;
   vcache_init(&va, a, b, vbuf(o, 0), o->maxvert);
   vcache_init(&vb, b, a, vbuf(o, 1), o->maxvert);
 
