@@ -360,7 +360,7 @@ static void agreement(const char *name, khzGeomType ta, const double *sa, khzGeo
   ccd.dist_tolerance = 1e-12;
 
   double worst = 0, sum = 0, worstn = 0, below = 0;
-  int n = 0, missed = 0;
+  int n = 0, missed = 0, phantom = 0;
   for (int k = 0; n < ncase && k < 20 * ncase; k++) {
     double qa[4], qb[4], u[3], pos[3] = {0, 0, 0}, want;
     if (mode == POSE_CROSSED) { /* a along x, b across it at 17-90 degrees, above it */
@@ -393,6 +393,11 @@ static void agreement(const char *name, khzGeomType ta, const double *sa, khzGeo
       else
         hi = mid;
     }
+    /* first a little apart (1 um to 0.1 x the depth below): no contact, the
+     * gap test of poly_poly and the full search agreeing */
+    double gap = 1e-6 + 0.1 * want, y[3] = {(hi + gap) * u[0], (hi + gap) * u[1], (hi + gap) * u[2]};
+    cu_pose(m, d, b, y, qb);
+    phantom += cu_collidePair(m, d, 0, 1, &p) != 0;
     double x[3] = {(hi - want) * u[0], (hi - want) * u[1], (hi - want) * u[2]};
     cu_pose(m, d, b, x, qb);
     int hit = cu_collidePair(m, d, 0, 1, &p);
@@ -433,6 +438,7 @@ static void agreement(const char *name, khzGeomType ta, const double *sa, khzGeo
          "%.1e; normals (EPA): max 1 - cos %.1e; missed %d\n",
          name, n, ref, ref, sum / n, worst, ref, below, worstn, missed);
   ENSURE_MSG(missed == 0, "%s: %d overlapping poses reported apart", name, missed);
+  ENSURE_MSG(phantom == 0, "%s: %d poses apart reported in contact", name, phantom);
   ENSURE(n >= ncase * 9 / 10);
   ENSURE_MSG(worst <= tol_rel, "%s: worst relative difference %g", name, worst);
   ENSURE_MSG(worstn <= 10 * tol_rel, "%s: normals differ by 1 - cos = %g", name, worstn);

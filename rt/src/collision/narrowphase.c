@@ -93,6 +93,10 @@
 /* relative (pair): core distance below which the closest points give no normal (the
  * cores meet), and an end sphere this close to the closest point is that point */
 #define KHZ_CORES_MEET 1e-9
+/* relative (pair): a gap at least this wide along a candidate axis parts two
+ * shapes before their points are sought (well above the round-off of their
+ * inside tests) */
+#define KHZ_GAP 1e-9
 /* relative (mesh): closest-point offset below which the triangle's pseudo-normal is the
  * direction */
 #define KHZ_MESH_NO_DIRECTION 1e-12
@@ -718,22 +722,35 @@ static void consider_common_perpendicular(nsearch *ns) {
  * of both, the line of the centres and two cylinders' common perpendicular);
  * no positive overlap: the shapes are apart. The contact is then the exact
  * deepest rim points and generator of each cylinder along it. */
-static int rims_convex(const khzColShape *a, const khzColShape *b, khzColOut *o) {
-  double scale = a->scale + b->scale, cand[64][3], c[3];
-  nsearch ns = {a, b, o, 0, {0, 0, 1}, KHZ_EQ4_TIE * scale, 0, 1, 0, {0, 0, 1}, 0, 0};
-  o->npt = 0; /* no points: consider() scores the overlap alone */
-  if (a->shape != KHZ_SHAPE_CYLINDER && b->shape != KHZ_SHAPE_CYLINDER) return 0;
+/* rims_convex's candidates: the facet normals of both, the line of the
+ * centres and two cylinders' common perpendicular, scored by the overlap of
+ * the projections alone (no points yet) */
+static void rim_candidates(nsearch *ns) {
+  const khzColShape *a = ns->a, *b = ns->b;
+  double cand[64][3], c[3];
   for (int side = 0; side < 2; side++) { /* n points towards A */
     const khzColShape *s = side ? a : b, *other = side ? b : a;
     int nc = facet_normals(s, other->pos, cand, 64);
     for (int i = 0; i < nc; i++) {
       khzu_scl3(c, cand[i], side ? -1 : 1);
-      consider(&ns, c);
+      consider(ns, c);
     }
   }
   khzu_sub3(c, a->pos, b->pos);
-  consider(&ns, c);
-  consider_common_perpendicular(&ns);
+  consider(ns, c);
+  consider_common_perpendicular(ns);
+}
+
+static int rims_convex(const khzColShape *a, const khzColShape *b, khzColOut *o,
+                       const nsearch *scored) {
+  double scale = a->scale + b->scale;
+  nsearch ns = {a, b, o, 0, {0, 0, 1}, KHZ_EQ4_TIE * scale, 0, 1, 0, {0, 0, 1}, 0, 0};
+  o->npt = 0; /* no points: consider() scores the overlap alone */
+  if (a->shape != KHZ_SHAPE_CYLINDER && b->shape != KHZ_SHAPE_CYLINDER) return 0;
+  if (scored)
+    ns = *scored;
+  else
+    rim_candidates(&ns);
   /* a separating axis among the candidates: apart (refining only lowers the
    * overlap; most pairs the broad phase passes here end at this line) */
   if (!ns.have || !(ns.best > 0)) return 0;
@@ -811,6 +828,19 @@ static int poly_poly(const khzColShape *a, const khzColShape *b, khzColOut *o) {
   int ea[KHZ_MAXCROSS], eb[KHZ_MAXCROSS], nea = 0, neb = 0;
   double n[3];
   vcache va, vb;
+  /* a pair with a cylinder that one of rim_candidates' axes parts by a gap:
+   * no vertex of either lies inside the other and no edge crosses (the
+   * search below would find nothing and rims_convex would stop at the same
+   * axis), so the answer is the same, apart, without the 32 rim samples and
+   * 48 edges of each cylinder */
+  double scale = a->scale + b->scale;
+  nsearch ns = {a, b, o, 0, {0, 0, 1}, KHZ_EQ4_TIE * scale, 0, 1, 0, {0, 0, 1}, 0, 0};
+  int scored = a->shape != KHZ_SHAPE_PLANE &&
+               (a->shape == KHZ_SHAPE_CYLINDER || b->shape == KHZ_SHAPE_CYLINDER);
+  if (scored) {
+    rim_candidates(&ns);
+    if (ns.have && ns.best <= -KHZ_GAP * scale) return 0;
+  }
   vcache_init(&va, a, b, vbuf(o, 0), o->maxvert);
   vcache_init(&vb, b, a, vbuf(o, 1), o->maxvert);
 
@@ -819,7 +849,7 @@ static int poly_poly(const khzColShape *a, const khzColShape *b, khzColOut *o) {
   vertices_inside(&vb, 1, o);
   edges_crossing(&va, 0, o, ea, &nea);
   edges_crossing(&vb, 1, o, eb, &neb);
-  if (!o->npt) return a->shape == KHZ_SHAPE_PLANE ? rims_plane(a, b, o) : rims_convex(a, b, o);
+  if (!o->npt) return a->shape == KHZ_SHAPE_PLANE ? rims_plane(a, b, o) : rims_convex(a, b, o, scored ? &ns : NULL);
 
   /* normal: the plane's, or eq. 4 */
   if (a->shape == KHZ_SHAPE_PLANE) {
