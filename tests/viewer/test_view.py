@@ -233,7 +233,11 @@ class HilTest(unittest.TestCase):
     sensor's values in the plot at every state."""
 
     def test_sensor_panel(self):
-        with khztest.Server(scene="scenes/hil_arm.yaml") as s:
+        # at 250 Hz: the panel and the plot are under test here, not the
+        # stream's throughput (ViewTest holds that at 1 kHz); at 1 kHz a
+        # sanitized server on a loaded machine lost a third of its states to
+        # the viewer's subscription (65 % of the seq range plotted)
+        with khztest.Server(scene="scenes/hil_arm.yaml", extra=["--rate-hz", "250"]) as s:
             with khz.Client(s.state, s.command) as c:
                 c.set_fault("enc2", "dropout")
                 c.set_fault("arm/joint4", "limp")
@@ -278,7 +282,8 @@ class HilTest(unittest.TestCase):
         self.assertGreater(span, 200)
         # (every state khz view reads; on a loaded machine the server's stream
         # drops some for it, more with this scene's larger states: 82 % and 89 %
-        # of the seq range at load 16 and 17; ViewTest holds the 90 % figure)
+        # of the seq range at 1 kHz and load 16 and 17; ViewTest holds the 90 %
+        # figure)
         self.assertGreaterEqual(h["n"], 0.7 * span, "states missing from the sensor plot")
         self.assertEqual(h["both"], h["n"])
         self.assertLessEqual(h["worst_enc1_minus_q"], 3.141592653589793 / 16384 * (1 + 1e-9))
