@@ -239,6 +239,17 @@ static inline double implicit_damping(const khzModel *m, int dof, double Dk, dou
   return bh > 0 && (!stiff_only || bh > Dk) ? bh : 0;
 }
 
+/* the parent's bias force receives U D^-1 u (RBDA Table 7.1) */
+static inline void add_bias_to_parent(double *pAp, const double *U, const double *Dinv,
+                                      const double *u, int nv) {
+  if (!nv) return;
+  double Du[6] = {0};
+  for (int a = 0; a < nv; a++)
+    for (int b = 0; b < nv; b++) Du[a] += Dinv[nv * a + b] * u[b];
+  for (int a = 0; a < nv; a++)
+    for (int k = 0; k < 6; k++) pAp[k] += U[6 * a + k] * Du[a];
+}
+
 void khz_abaCoreDamped(const khzModel *m, khzData *d, const double *tau, double *qdd, double h,
                        int stiff_only) {
   khz_abaCoreKeep(m, d, tau, qdd, h, stiff_only, NULL, 0);
@@ -287,13 +298,7 @@ void khz_abaCoreKeep(const khzModel *m, khzData *d, const double *tau, double *q
       double *pAp = d->pA + 6 * p;
       const double *t = keep + 12 * i + 6;
       for (int k = 0; k < 6; k++) pAp[k] += pA[k] + t[k];
-      if (nv) {
-        double Du[6] = {0};
-        for (int a = 0; a < nv; a++)
-          for (int b = 0; b < nv; b++) Du[a] += Dinv[nv * a + b] * u[b];
-        for (int a = 0; a < nv; a++)
-          for (int k = 0; k < 6; k++) pAp[k] += U[6 * a + k] * Du[a];
-      }
+      add_bias_to_parent(pAp, U, Dinv, u, nv);
       continue;
     }
     if (nv == 1) {
@@ -345,13 +350,7 @@ void khz_abaCoreKeep(const khzModel *m, khzData *d, const double *tau, double *q
     khzu_mulMatVec6(t, Ia, c);
     if (keep) memcpy(keep + 12 * i + 6, t, 6 * sizeof(double));
     for (int k = 0; k < 6; k++) pAp[k] += pA[k] + t[k];
-    if (nv) {
-      double Du[6] = {0};
-      for (int a = 0; a < nv; a++)
-        for (int b = 0; b < nv; b++) Du[a] += Dinv[nv * a + b] * u[b];
-      for (int a = 0; a < nv; a++)
-        for (int k = 0; k < 6; k++) pAp[k] += U[6 * a + k] * Du[a];
-    }
+    add_bias_to_parent(pAp, U, Dinv, u, nv);
     for (int k = 0; k < 36; k++) IAp[k] += Ia[k];
   }
 
