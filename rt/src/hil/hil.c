@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "khz/hil.h"
+#include "rng.h"
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
@@ -21,7 +22,6 @@ typedef struct hilSensor {
   double bias[KHZ_SENSOR_MAXDIM];
   double prev_q;          /* encoder: the last quantised position */
   double prev_v[3];       /* accelerometer: the point's world velocity at the last sample */
-  unsigned char *subtree; /* joint force-torque: per body, 1 if in the child's subtree */
   int have_prev;          /* joint force-torque: prev_* hold the last sample */
   double prev_p[3], prev_l[3]; /* joint force-torque at the last sample: the subtree's
                                   momentum and angular momentum about the world origin, */
@@ -31,6 +31,7 @@ typedef struct hilSensor {
   double fault_value, fault_until;
   /* delay queue: samples waiting for their latency, oldest first */
   int qcap, qhead, qlen;
+  double walk;            /* bias_walk * sqrt(sample period): the bias's step per sample */
   uint64_t *qtick;        /* qcap: the tick each sample was taken at */
   double *qval;           /* qcap * dim */
   double held[KHZ_SENSOR_MAXDIM]; /* the newest released reading (before faults) */
@@ -57,6 +58,16 @@ struct khzHil {
   double *out;            /* nvalue: the published readings */
   uint64_t seed;
   double h;
+  /* per tick, shared by the sensors that read them (khz_hilSample): */
+  int nbody;
+  unsigned char *in_subtree; /* per body: 1 if in some joint force-torque sensor's subtree */
+  unsigned char *reads_contact; /* per body: 1 if a sensor reads its contact wrench */
+  double *body_contact;      /* nbody * 7: the contacts' force and torque about the world
+                                origin on each body, and the sum of their normal forces */
+  double *subtree;           /* nbody * 12, for bodies in_subtree: the subtree's momentum p,
+                                angular momentum l about the origin, and the wrench from
+                                outside (gravity, body wrenches, contacts; f, t about the
+                                origin) */
 };
 
 static const char *const sensor_names[KHZ_NSENSORTYPE] = {
@@ -169,6 +180,14 @@ static int find_joint(const khzModel *m, const char *name) {
   return -1;
 }
 
+/* each sensor's bias step per sample, from the step and its divisor */
+static void set_walk(khzHil *hil) {
+  for (int i = 0; i < hil->nsensor; i++) {
+    hilSensor *s = &hil->sensor[i];
+    s->walk = s->spec.noise.bias_walk * sqrt(hil->h * s->spec.divisor);
+  }
+}
+
 khzHil *khz_hilCreate(const khzModel *m, const khzSensorSpec *sensor, int nsensor,
                       const khzDriveSpec *drive, int ndrive, uint64_t seed, double h, char *err,
                       size_t errsz) {
@@ -220,16 +239,25 @@ khzHil *khz_hilCreate(const khzModel *m, const khzSensorSpec *sensor, int nsenso
     s->qtick = calloc((size_t)s->qcap, sizeof *s->qtick);
     s->qval = calloc((size_t)s->qcap * (size_t)s->dim, sizeof *s->qval);
     if (!s->qtick || !s->qval) goto oom;
-    if (s->spec.type == KHZ_SENSOR_JOINT_FT) {
-      /* bodies come after their parents: one pass marks the subtree */
-      if (!(s->subtree = calloc((size_t)m->nbody, 1))) goto oom;
-      s->subtree[s->spec.object] = 1;
-      for (int b = s->spec.object + 1; b < m->nbody; b++)
-        s->subtree[b] = s->subtree[m->body_parent[b]];
-    }
   }
   hil->out = calloc((size_t)hil->nvalue + 1, sizeof *hil->out);
-  if (!hil->out) goto oom;
+  hil->nbody = m->nbody;
+  hil->in_subtree = calloc((size_t)m->nbody, 1);
+  hil->body_contact = calloc((size_t)m->nbody * 7, sizeof *hil->body_contact);
+  hil->subtree = calloc((size_t)m->nbody * 12, sizeof *hil->subtree);
+  hil->reads_contact = calloc((size_t)m->nbody, 1);
+  if (!hil->out || !hil->in_subtree || !hil->body_contact || !hil->subtree || !hil->reads_contact)
+    goto oom;
+  /* bodies come after their parents: one pass marks the subtrees */
+  for (int i = 0; i < nsensor; i++)
+    if (sensor[i].type == KHZ_SENSOR_JOINT_FT) hil->in_subtree[sensor[i].object] = 1;
+  for (int b = 1; b < m->nbody; b++)
+    if (hil->in_subtree[m->body_parent[b]]) hil->in_subtree[b] = 1;
+  for (int b = 0; b < m->nbody; b++) hil->reads_contact[b] = hil->in_subtree[b];
+  for (int i = 0; i < nsensor; i++)
+    if (sensor[i].type == KHZ_SENSOR_FORCE || sensor[i].type == KHZ_SENSOR_TOUCH)
+      hil->reads_contact[sensor[i].object] = 1;
+  set_walk(hil);
   for (int i = 0; i < ndrive; i++) {
     hilDrive *dv = &hil->drive[i];
     dv->spec = drive[i];
@@ -252,8 +280,11 @@ void khz_hilFree(khzHil **hil_p) {
   for (int i = 0; hil->sensor && i < hil->nsensor; i++) {
     free(hil->sensor[i].qtick);
     free(hil->sensor[i].qval);
-    free(hil->sensor[i].subtree);
   }
+  free(hil->in_subtree);
+  free(hil->reads_contact);
+  free(hil->body_contact);
+  free(hil->subtree);
   free(hil->sensor);
   free(hil->drive);
   free(hil->out);
@@ -281,52 +312,53 @@ static void to_body(const khzData *d, int b, const double *x, double *y) {
   for (int k = 0; k < 3; k++) y[k] = R[k] * x[0] + R[3 + k] * x[1] + R[6 + k] * x[2];
 }
 
-/* the contacts' wrench on the bodies in a set (in: per body, 1 if in it;
- * NULL: body b alone) about the point pw (world axes), and the sum of their
- * normal forces. Contacts between two bodies of the set cancel. A point's
- * force holds the whole force of the last evaluation, the implicit part's
- * normal and tangential shares included (docs/contact.md, "Reported
- * forces"): nothing is added to it. */
-static void contact_wrench(const khzData *d, const unsigned char *in, int b, const double *pw,
-                           double *f, double *t, double *fn) {
-  f[0] = f[1] = f[2] = t[0] = t[1] = t[2] = *fn = 0;
-  for (int c = 0; c < d->ncontact; c++) {
-    const khzContact *ct = &d->contact[c];
-    double sign = in ? (double)(in[ct->body[0]] - in[ct->body[1]])
-                     : ct->body[0] == b ? 1 : ct->body[1] == b ? -1 : 0;
-    if (sign == 0) continue;
-    for (int k = 0; k < ct->npoint; k++) {
-      const khzContactPoint *p = &d->cpoint[ct->point_adr + k];
-      double fp[3];
-      for (int a = 0; a < 3; a++) {
-        fp[a] = sign * p->force[a];
-        f[a] += fp[a];
-      }
-      double r[3] = {p->pos[0] - pw[0], p->pos[1] - pw[1], p->pos[2] - pw[2]};
-      t[0] += r[1] * fp[2] - r[2] * fp[1];
-      t[1] += r[2] * fp[0] - r[0] * fp[2];
-      t[2] += r[0] * fp[1] - r[1] * fp[0];
-      *fn += sign * (fp[0] * ct->normal[0] + fp[1] * ct->normal[1] + fp[2] * ct->normal[2]);
-    }
-  }
-}
-
 static void cross3(double *y, const double *a, const double *b) {
   y[0] = a[1] * b[2] - a[2] * b[1];
   y[1] = a[2] * b[0] - a[0] * b[2];
   y[2] = a[0] * b[1] - a[1] * b[0];
 }
 
-/* the subtree's momentum p and angular momentum l about the world origin,
- * and the wrench gravity and body wrenches put on it (f, t about the origin) */
-static void subtree_momentum(const khzModel *m, const khzData *d, const unsigned char *in,
-                             double *p, double *l, double *f, double *t) {
-  for (int k = 0; k < 3; k++) p[k] = l[k] = f[k] = t[k] = 0;
+/* every body's contact wrench, once per tick for all the sensors that read
+ * it: force, torque about the world origin, and the sum of the normal
+ * forces (each point's f.n counts for both its bodies). A point's force
+ * holds the whole force of the last evaluation, the implicit part's normal
+ * and tangential shares included (docs/contact.md, "Reported forces"):
+ * nothing is added to it. */
+static void body_contacts(khzHil *hil, const khzData *d) {
+  double *w = hil->body_contact;
+  memset(w, 0, (size_t)hil->nbody * 7 * sizeof *w);
+  for (int c = 0; c < d->ncontact; c++) {
+    const khzContact *ct = &d->contact[c];
+    if (!hil->reads_contact[ct->body[0]] && !hil->reads_contact[ct->body[1]]) continue;
+    double *w0 = w + 7 * ct->body[0], *w1 = w + 7 * ct->body[1];
+    for (int k = 0; k < ct->npoint; k++) {
+      const khzContactPoint *p = &d->cpoint[ct->point_adr + k];
+      const double *f = p->force;
+      double t[3], fn = f[0] * ct->normal[0] + f[1] * ct->normal[1] + f[2] * ct->normal[2];
+      cross3(t, p->pos, f);
+      for (int a = 0; a < 3; a++) {
+        w0[a] += f[a], w0[3 + a] += t[a];
+        w1[a] -= f[a], w1[3 + a] -= t[a];
+      }
+      w0[6] += fn, w1[6] += fn;
+    }
+  }
+}
+
+/* for the bodies in a joint force-torque sensor's subtree: the subtree's
+ * momentum p and angular momentum l about the world origin, and the wrench
+ * from outside it (gravity, body wrenches, contacts; f, t about the
+ * origin), as each body's own summed into its parent's from the leaves up
+ * (bodies come after their parents). A contact between two bodies of a
+ * subtree cancels in the sum. Needs body_contacts. */
+static void subtree_sums(khzHil *hil, const khzModel *m, const khzData *d) {
   for (int b = 1; b < m->nbody; b++) {
-    if (!in[b]) continue;
+    if (!hil->in_subtree[b]) continue;
     const double *R = d->xrot + 9 * b, *I = m->body_inertia + 9 * b, *c = d->xcom + 3 * b;
     const double *w = d->cvel + 6 * b, *o = d->xpos + 3 * b, *xf = d->xfrc + 6 * b;
-    double mass = m->body_mass[b], r[3], vc[3], wb[3], Iw[3], hw[3], x[3];
+    const double *cw = hil->body_contact + 7 * b;
+    double *p = hil->subtree + 12 * b, *l = p + 3, *f = p + 6, *t = p + 9;
+    double mass = m->body_mass[b], r[3], vc[3], wb[3], Iw[3], hw[3], x[3], fb[3];
     /* the com's velocity, and R I R^T w (the spin about the com) */
     for (int k = 0; k < 3; k++) r[k] = c[k] - o[k];
     cross3(vc, w, r);
@@ -335,18 +367,24 @@ static void subtree_momentum(const khzModel *m, const khzData *d, const unsigned
     for (int k = 0; k < 3; k++) Iw[k] = I[3 * k] * wb[0] + I[3 * k + 1] * wb[1] + I[3 * k + 2] * wb[2];
     for (int k = 0; k < 3; k++) hw[k] = R[3 * k] * Iw[0] + R[3 * k + 1] * Iw[1] + R[3 * k + 2] * Iw[2];
     cross3(x, c, vc);
-    for (int k = 0; k < 3; k++) p[k] += mass * vc[k], l[k] += hw[k] + mass * x[k];
-    /* gravity and the body wrench (force, torque) at the com */
-    double fb[3];
+    for (int k = 0; k < 3; k++) p[k] = mass * vc[k], l[k] = hw[k] + mass * x[k];
+    /* gravity and the body wrench (force, torque) at the com, and the contacts */
     for (int k = 0; k < 3; k++) fb[k] = mass * m->gravity[k] + xf[k];
     cross3(x, c, fb);
-    for (int k = 0; k < 3; k++) f[k] += fb[k], t[k] += x[k] + xf[3 + k];
+    for (int k = 0; k < 3; k++) f[k] = fb[k] + cw[k], t[k] = x[k] + xf[3 + k] + cw[3 + k];
+  }
+  for (int b = m->nbody - 1; b > 0; b--) {
+    int pa = m->body_parent[b];
+    if (!hil->in_subtree[b] || pa <= 0 || !hil->in_subtree[pa]) continue;
+    double *sb = hil->subtree + 12 * b, *sp = hil->subtree + 12 * pa;
+    for (int k = 0; k < 12; k++) sp[k] += sb[k];
   }
 }
 
 /* the exact reading of sensor s (before noise), into x[dim] */
-static void exact(const hilSensor *s, const khzModel *m, const khzData *d, double period,
-                  double *x, double *v_world /* kept: accel 3, joint_force_torque 15 */) {
+static void exact(const khzHil *hil, const hilSensor *s, const khzModel *m, const khzData *d,
+                  double period, double *x,
+                  double *v_world /* kept: accel 3, joint_force_torque 15 */) {
   int b = s->spec.object;
   switch (s->spec.type) {
     case KHZ_SENSOR_ENCODER:
@@ -365,19 +403,20 @@ static void exact(const hilSensor *s, const khzModel *m, const khzData *d, doubl
       break;
     }
     case KHZ_SENSOR_FORCE: {
+      /* the body's contact wrench, its torque moved from the origin to the point */
       const double *R = d->xrot + 9 * b, *o = d->xpos + 3 * b, *p = s->spec.pos;
-      double pw[3], f[3], t[3], fn;
+      const double *cw = hil->body_contact + 7 * b;
+      double pw[3], t[3];
       for (int k = 0; k < 3; k++) pw[k] = o[k] + R[3 * k] * p[0] + R[3 * k + 1] * p[1] + R[3 * k + 2] * p[2];
-      contact_wrench(d, NULL, b, pw, f, t, &fn);
-      to_body(d, b, f, x);
+      cross3(t, pw, cw);
+      for (int k = 0; k < 3; k++) t[k] = cw[3 + k] - t[k];
+      to_body(d, b, cw, x);
       to_body(d, b, t, x + 3);
       break;
     }
-    case KHZ_SENSOR_TOUCH: {
-      double f[3], t[3], zero[3] = {0, 0, 0};
-      contact_wrench(d, NULL, b, zero, f, t, x);
+    case KHZ_SENSOR_TOUCH:
+      x[0] = hil->body_contact[7 * b + 6];
       break;
-    }
     case KHZ_SENSOR_JOINT_FT: {
       /* Newton-Euler on the child's subtree: what the joint transmits is the
        * rate of change of the subtree's momentum minus what acts on it from
@@ -389,13 +428,10 @@ static void exact(const hilSensor *s, const khzModel *m, const khzData *d, doubl
       const double *R = d->xrot + 9 * b, *o = d->xpos + 3 * b, *ps = s->spec.pos;
       double *keep = v_world; /* p, l, ext[6], pw: kept for the next sample */
       double *p = keep, *l = keep + 3, *ext = keep + 6, *pw = keep + 12;
-      double fc[3], tc[3], fn, zero[3] = {0, 0, 0}, F[3], T[3], pm[3], pxF[3];
-      subtree_momentum(m, d, s->subtree, p, l, ext, ext + 3);
-      contact_wrench(d, s->subtree, 0, zero, fc, tc, &fn);
-      for (int k = 0; k < 3; k++) {
-        ext[k] += fc[k], ext[3 + k] += tc[k];
+      double F[3], T[3], pm[3], pxF[3];
+      memcpy(keep, hil->subtree + 12 * b, 12 * sizeof(double));
+      for (int k = 0; k < 3; k++)
         pw[k] = o[k] + R[3 * k] * ps[0] + R[3 * k + 1] * ps[1] + R[3 * k + 2] * ps[2];
-      }
       /* the first sample: as if the momentum held still */
       const double *pp = s->have_prev ? s->prev_p : p, *pl = s->have_prev ? s->prev_l : l;
       const double *pe = s->have_prev ? s->prev_ext : ext, *ppw = s->have_prev ? s->prev_pw : pw;
@@ -414,14 +450,14 @@ static void exact(const hilSensor *s, const khzModel *m, const khzData *d, doubl
 }
 
 /* one sample of sensor s at tick k, pushed onto its delay queue */
-static void take_sample(hilSensor *s, const khzModel *m, const khzData *d, double period,
-                        uint64_t tick, int first) {
-  double x[KHZ_SENSOR_MAXDIM], v[15] = {0};
+static void take_sample(const khzHil *hil, hilSensor *s, const khzModel *m, const khzData *d,
+                        double period, uint64_t tick, int first) {
+  double x[KHZ_SENSOR_MAXDIM], v[15]; /* v: written by exact for the types that keep it */
   const khzNoiseSpec *n = &s->spec.noise;
   /* the first sample of a differencing sensor differences the state with itself */
   if (first && s->spec.type == KHZ_SENSOR_ACCEL) point_velocity(d, s->spec.object, s->spec.pos, s->prev_v);
   if (first) s->have_prev = 0;
-  exact(s, m, d, period, x, v);
+  exact(hil, s, m, d, period, x, v);
   if (s->spec.type == KHZ_SENSOR_ACCEL) memcpy(s->prev_v, v, 3 * sizeof(double));
   if (s->spec.type == KHZ_SENSOR_JOINT_FT) {
     memcpy(s->prev_p, v, 3 * sizeof(double)), memcpy(s->prev_l, v + 3, 3 * sizeof(double));
@@ -429,11 +465,11 @@ static void take_sample(hilSensor *s, const khzModel *m, const khzData *d, doubl
     s->have_prev = 1;
   }
   int nnoisy = s->spec.type == KHZ_SENSOR_ENCODER ? 1 : s->dim;
-  double walk = n->bias_walk * sqrt(period);
+  double walk = first ? 0 : s->walk;
   for (int k = 0; k < nnoisy; k++) {
     double y = x[k] + s->bias[k];
-    if (n->white > 0) y += n->white * khz_rngNormal(&s->rng);
-    if (walk > 0 && !first) s->bias[k] += walk * khz_rngNormal(&s->rng);
+    if (n->white > 0) y += n->white * khz_rngNormalInline(&s->rng);
+    if (walk > 0) s->bias[k] += walk * khz_rngNormalInline(&s->rng);
     x[k] = quantise(y, n->resolution);
   }
   if (s->spec.type == KHZ_SENSOR_ENCODER) {
@@ -443,13 +479,15 @@ static void take_sample(hilSensor *s, const khzModel *m, const khzData *d, doubl
   }
   int slot;
   if (s->qlen == s->qcap) { /* cannot happen with qcap's bound; keep the newest */
-    s->qhead = (s->qhead + 1) % s->qcap;
+    s->qhead = s->qhead + 1 == s->qcap ? 0 : s->qhead + 1;
     s->qlen--;
   }
-  slot = (s->qhead + s->qlen) % s->qcap;
+  slot = s->qhead + s->qlen;
+  if (slot >= s->qcap) slot -= s->qcap;
   s->qlen++;
   s->qtick[slot] = tick;
-  memcpy(s->qval + (size_t)slot * (size_t)s->dim, x, (size_t)s->dim * sizeof(double));
+  double *q = s->qval + (size_t)slot * (size_t)s->dim;
+  for (int k = 0; k < s->dim; k++) q[k] = x[k];
 }
 
 /* the published reading: the held one, as the sensor's fault shows it */
@@ -462,30 +500,52 @@ static void show(khzHil *hil, const hilSensor *s) {
 }
 
 /* samples whose latency has passed replace the held reading (a frozen
- * sensor keeps its old one) */
+ * sensor keeps its old one); the published reading changes only then, or
+ * when a fault begins or ends (khz_hilSensorFault, khz_hilExpire) */
 static void release(khzHil *hil, hilSensor *s, uint64_t tick) {
+  if (!(s->qlen > 0 && s->qtick[s->qhead] + (uint64_t)s->spec.latency <= tick)) return;
   while (s->qlen > 0 && s->qtick[s->qhead] + (uint64_t)s->spec.latency <= tick) {
     const double *val = s->qval + (size_t)s->qhead * (size_t)s->dim;
     if (s->fault != KHZ_FAULT_FREEZE) {
-      memcpy(s->held, val, (size_t)s->dim * sizeof(double));
+      for (int k = 0; k < s->dim; k++) s->held[k] = val[k];
       s->sampled_at = s->qtick[s->qhead];
     }
-    s->qhead = (s->qhead + 1) % s->qcap;
+    s->qhead = s->qhead + 1 == s->qcap ? 0 : s->qhead + 1;
     s->qlen--;
   }
   show(hil, s);
 }
 
+static int due(const hilSensor *s, uint64_t tick) {
+  return s->spec.divisor == 1 || tick % (uint64_t)s->spec.divisor == 0;
+}
+
+/* what the sensors sampled at this tick share: the bodies' contact wrenches
+ * and the subtrees' sums, each computed once */
+static void shared_sums(khzHil *hil, const khzModel *m, const khzData *d, uint64_t tick, int all) {
+  int contacts = 0, subtrees = 0;
+  for (int i = 0; i < hil->nsensor; i++) {
+    const hilSensor *s = &hil->sensor[i];
+    int type = s->spec.type;
+    if (!all && !due(s, tick)) continue;
+    contacts |= type == KHZ_SENSOR_FORCE || type == KHZ_SENSOR_TOUCH || type == KHZ_SENSOR_JOINT_FT;
+    subtrees |= type == KHZ_SENSOR_JOINT_FT;
+  }
+  if (contacts) body_contacts(hil, d);
+  if (subtrees) subtree_sums(hil, m, d);
+}
+
 void khz_hilSample(khzHil *hil, const khzModel *m, const khzData *d, uint64_t tick) {
+  shared_sums(hil, m, d, tick, 0);
   for (int i = 0; i < hil->nsensor; i++) {
     hilSensor *s = &hil->sensor[i];
-    if (tick % (uint64_t)s->spec.divisor == 0)
-      take_sample(s, m, d, hil->h * s->spec.divisor, tick, 0);
+    if (due(s, tick)) take_sample(hil, s, m, d, hil->h * s->spec.divisor, tick, 0);
     release(hil, s, tick);
   }
 }
 
 void khz_hilReset(khzHil *hil, const khzModel *m, const khzData *d) {
+  shared_sums(hil, m, d, 0, 1);
   for (int i = 0; i < hil->nsensor; i++) {
     hilSensor *s = &hil->sensor[i];
     khz_rngSeed(&s->rng, hil->seed, (uint64_t)i + 1);
@@ -495,7 +555,7 @@ void khz_hilReset(khzHil *hil, const khzModel *m, const khzData *d) {
     s->qhead = s->qlen = 0;
     s->prev_q = 0;
     /* the reading at the reset is out at once: a controller starts from a value */
-    take_sample(s, m, d, hil->h * s->spec.divisor, 0, 1);
+    take_sample(hil, s, m, d, hil->h * s->spec.divisor, 0, 1);
     memcpy(s->held, s->qval + (size_t)s->qhead * (size_t)s->dim, (size_t)s->dim * sizeof(double));
     s->qlen = 0;
     s->sampled_at = 0;
@@ -566,6 +626,7 @@ void khz_hilSetStep(khzHil *hil, double h) {
     hilDrive *dv = &hil->drive[i];
     dv->alpha = dv->spec.lag > 0 ? 1 - exp(-h / dv->spec.lag) : 1;
   }
+  set_walk(hil);
 }
 
 void khz_hilDriveTorqueOnce(khzHil *hil, int i) {

@@ -7,7 +7,7 @@
 #include <math.h>
 #include <pthread.h>
 
-#include "khz/hil.h"
+#include "rng.h"
 
 static uint64_t splitmix64(uint64_t *x) {
   uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
@@ -16,24 +16,13 @@ static uint64_t splitmix64(uint64_t *x) {
   return z ^ (z >> 31);
 }
 
-static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
 void khz_rngSeed(khzRng *r, uint64_t seed, uint64_t stream) {
   khz_rngInit();
   uint64_t x = seed ^ (stream * 0xd1342543de82ef95ull);
   for (int k = 0; k < 4; k++) r->s[k] = splitmix64(&x);
 }
 
-uint64_t khz_rngNext(khzRng *r) {
-  uint64_t *s = r->s, out = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-  s[2] ^= s[0];
-  s[3] ^= s[1];
-  s[1] ^= s[2];
-  s[0] ^= s[3];
-  s[2] ^= t;
-  s[3] = rotl(s[3], 45);
-  return out;
-}
+uint64_t khz_rngNext(khzRng *r) { return khz_rngNextInline(r); }
 
 double khz_rngUniform(khzRng *r) { return (double)(khz_rngNext(r) >> 11) * 0x1.0p-53; }
 
@@ -47,30 +36,31 @@ double khz_rngUniform(khzRng *r) { return (double)(khz_rngNext(r) >> 11) * 0x1.0
  * draws) it is the result; otherwise the wedge is tested against f, or the
  * tail sampled by Marsaglia's exponential method. About 5x faster than
  * Box-Muller's log, sqrt and cos, which dominated the sensors' cost. */
-#define ZIG_N 128
+#define ZIG_N KHZ_ZIG_N
 #define ZIG_R 3.442619855899
 #define ZIG_V 9.91256303526217e-3
 
-static double zig_x[ZIG_N + 1], zig_f[ZIG_N + 1];
+double khz_zig_x[ZIG_N + 1], khz_zig_f[ZIG_N + 1]; /* rng.h */
 static pthread_once_t zig_once = PTHREAD_ONCE_INIT;
 
 static void zig_init(void) {
-  zig_x[0] = ZIG_V / exp(-0.5 * ZIG_R * ZIG_R);
-  zig_x[1] = ZIG_R;
+  khz_zig_x[0] = ZIG_V / exp(-0.5 * ZIG_R * ZIG_R);
+  khz_zig_x[1] = ZIG_R;
   for (int i = 1; i < ZIG_N - 1; i++)
-    zig_x[i + 1] = sqrt(-2 * log(ZIG_V / zig_x[i] + exp(-0.5 * zig_x[i] * zig_x[i])));
-  zig_x[ZIG_N] = 0;
-  for (int i = 0; i <= ZIG_N; i++) zig_f[i] = exp(-0.5 * zig_x[i] * zig_x[i]);
+    khz_zig_x[i + 1] = sqrt(-2 * log(ZIG_V / khz_zig_x[i] + exp(-0.5 * khz_zig_x[i] * khz_zig_x[i])));
+  khz_zig_x[ZIG_N] = 0;
+  for (int i = 0; i <= ZIG_N; i++) khz_zig_f[i] = exp(-0.5 * khz_zig_x[i] * khz_zig_x[i]);
 }
 
 void khz_rngInit(void) { pthread_once(&zig_once, zig_init); }
 
-double khz_rngNormal(khzRng *r) {
+double khz_rngNormal(khzRng *r) { return khz_rngNormalInline(r); }
+
+/* a draw outside the next strip's width: the tail beyond R (strip 0), or
+ * the wedge between strips i and i + 1 tested against f; a rejected draw
+ * starts over */
+double khz_rngNormalSlow(khzRng *r, int i, double u, double x) {
   for (;;) {
-    uint64_t b = khz_rngNext(r);
-    int i = (int)(b & (ZIG_N - 1));
-    double u = 2 * ((double)(b >> 11) * 0x1.0p-53) - 1, x = u * zig_x[i];
-    if (fabs(x) < zig_x[i + 1]) return x;
     if (i == 0) { /* the tail beyond R */
       double a, t;
       do {
@@ -79,7 +69,10 @@ double khz_rngNormal(khzRng *r) {
       } while (2 * t < a * a);
       return u < 0 ? -(ZIG_R + a) : ZIG_R + a;
     }
-    /* the wedge between strips i and i + 1 */
-    if (zig_f[i] + khz_rngUniform(r) * (zig_f[i + 1] - zig_f[i]) < exp(-0.5 * x * x)) return x;
+    if (khz_zig_f[i] + khz_rngUniform(r) * (khz_zig_f[i + 1] - khz_zig_f[i]) < exp(-0.5 * x * x)) return x;
+    uint64_t b = khz_rngNextInline(r);
+    i = (int)(b & (ZIG_N - 1));
+    u = 2 * ((double)(b >> 11) * 0x1.0p-53) - 1, x = u * khz_zig_x[i];
+    if (fabs(x) < khz_zig_x[i + 1]) return x;
   }
 }
