@@ -141,20 +141,32 @@ static void test_faults(void) {
   ENSURE(st && !(st->flags & KHZ__V1__STATE_FLAG__FLAG_WATCHDOG));
   r = set_fault(c, "commands", KHZ__V1__FAULT_TYPE__FAULT_STALL, 0, 0.3);
   ENSURE(r && r->code == KHZ__V1__ERROR_CODE__OK);
-  double t0 = st ? st->sim_time : 0;
-  int watchdog_in_stall = 0, watchdog_after = 0, flagged = 0;
-  while (st && st->sim_time < t0 + 0.6) {
+  /* Timed from the state the fault was applied at, in simulated time. A
+   * client on a loaded machine may itself be late by more than the
+   * watchdog's 30 ms now and then, and may skip states: so every state seen
+   * well inside the stall must be flagged and under the watchdog, and after
+   * the stall the watchdog must let go (a state with the controller's
+   * command again), within a generous bound. */
+  applied = r ? r->state_seq : 0;
+  double ta = -1;
+  int seen_in_stall = 0, watchdog_in_stall = 0, flagged = 0, released = 0;
+  while (st && !released && (ta < 0 || st->sim_time < ta + 3.0)) {
     khz_client_sendTorques(c, st, zero, md->na);
     st = khz_client_nextState(c, 2000);
     if (!st) break;
+    if (ta < 0 && st->seq >= applied) ta = st->sim_time;
+    if (ta < 0) continue;
     int wd = (st->flags & KHZ__V1__STATE_FLAG__FLAG_WATCHDOG) != 0;
-    if (st->sim_time > t0 + 0.1 && st->sim_time < t0 + 0.28) watchdog_in_stall += wd, flagged += (st->flags & KHZ__V1__STATE_FLAG__FLAG_FAULT) != 0;
-    if (st->sim_time > t0 + 0.5) watchdog_after += wd;
+    if (st->sim_time > ta + 0.1 && st->sim_time < ta + 0.28) {
+      seen_in_stall++;
+      watchdog_in_stall += wd, flagged += (st->flags & KHZ__V1__STATE_FLAG__FLAG_FAULT) != 0;
+    }
+    if (st->sim_time > ta + 0.35 && !wd) released = 1;
   }
-  ENSURE_MSG(watchdog_in_stall > 100 && flagged > 100, "stall: %d watchdog states, %d flagged",
+  ENSURE_MSG(seen_in_stall >= 10 && watchdog_in_stall == seen_in_stall && flagged == seen_in_stall,
+             "stall: %d states seen, %d under the watchdog, %d flagged", seen_in_stall,
              watchdog_in_stall, flagged);
-  ENSURE_MSG(watchdog_after == 0, "the watchdog still engaged after the stall: %d states",
-             watchdog_after);
+  ENSURE_MSG(released, "the watchdog still engaged 3 s after the stall began");
   khz_client_destroy(&c);
   harness_stop(&h);
 }
