@@ -329,19 +329,23 @@ static void body_contacts(khzHil *hil, const khzData *d) {
   memset(w, 0, (size_t)hil->nbody * 7 * sizeof *w);
   for (int c = 0; c < d->ncontact; c++) {
     const khzContact *ct = &d->contact[c];
-    if (!hil->reads_contact[ct->body[0]] && !hil->reads_contact[ct->body[1]]) continue;
+    int r0 = hil->reads_contact[ct->body[0]], r1 = hil->reads_contact[ct->body[1]];
+    if (!r0 && !r1) continue;
     double *w0 = w + 7 * ct->body[0], *w1 = w + 7 * ct->body[1];
+    double F[3] = {0, 0, 0}, T[3] = {0, 0, 0}, fn = 0;
     for (int k = 0; k < ct->npoint; k++) {
       const khzContactPoint *p = &d->cpoint[ct->point_adr + k];
       const double *f = p->force;
-      double t[3], fn = f[0] * ct->normal[0] + f[1] * ct->normal[1] + f[2] * ct->normal[2];
+      double t[3];
       cross3(t, p->pos, f);
-      for (int a = 0; a < 3; a++) {
-        w0[a] += f[a], w0[3 + a] += t[a];
-        w1[a] -= f[a], w1[3 + a] -= t[a];
-      }
-      w0[6] += fn, w1[6] += fn;
+      for (int a = 0; a < 3; a++) F[a] += f[a], T[a] += t[a];
+      fn += f[0] * ct->normal[0] + f[1] * ct->normal[1] + f[2] * ct->normal[2];
     }
+    if (r0)
+      for (int a = 0; a < 3; a++) w0[a] += F[a], w0[3 + a] += T[a];
+    if (r1)
+      for (int a = 0; a < 3; a++) w1[a] -= F[a], w1[3 + a] -= T[a];
+    w0[6] += fn, w1[6] += fn;
   }
 }
 
@@ -449,8 +453,18 @@ static void exact(const khzHil *hil, const hilSensor *s, const khzModel *m, cons
   }
 }
 
-/* one sample of sensor s at tick k, pushed onto its delay queue */
-static void take_sample(const khzHil *hil, hilSensor *s, const khzModel *m, const khzData *d,
+/* the published reading: the held one, as the sensor's fault shows it */
+static void show(khzHil *hil, const hilSensor *s) {
+  double *out = hil->out + s->adr;
+  for (int k = 0; k < s->dim; k++)
+    out[k] = s->fault == KHZ_FAULT_DROPOUT ? NAN
+             : s->fault == KHZ_FAULT_BIAS  ? s->held[k] + s->fault_value
+                                           : s->held[k];
+}
+
+/* one sample of sensor s at tick k, pushed onto its delay queue (held at once
+ * without latency) */
+static void take_sample(khzHil *hil, hilSensor *s, const khzModel *m, const khzData *d,
                         double period, uint64_t tick, int first) {
   double x[KHZ_SENSOR_MAXDIM], v[15]; /* v: written by exact for the types that keep it */
   const khzNoiseSpec *n = &s->spec.noise;
@@ -477,6 +491,14 @@ static void take_sample(const khzHil *hil, hilSensor *s, const khzModel *m, cons
     x[1] = first ? 0 : (x[0] - s->prev_q) / period;
     s->prev_q = x[0];
   }
+  if (s->spec.latency == 0 && !first) { /* out at once: no queue (it is empty) */
+    if (s->fault != KHZ_FAULT_FREEZE) {
+      for (int k = 0; k < s->dim; k++) s->held[k] = x[k];
+      s->sampled_at = tick;
+    }
+    show(hil, s);
+    return;
+  }
   int slot;
   if (s->qlen == s->qcap) { /* cannot happen with qcap's bound; keep the newest */
     s->qhead = s->qhead + 1 == s->qcap ? 0 : s->qhead + 1;
@@ -488,15 +510,6 @@ static void take_sample(const khzHil *hil, hilSensor *s, const khzModel *m, cons
   s->qtick[slot] = tick;
   double *q = s->qval + (size_t)slot * (size_t)s->dim;
   for (int k = 0; k < s->dim; k++) q[k] = x[k];
-}
-
-/* the published reading: the held one, as the sensor's fault shows it */
-static void show(khzHil *hil, const hilSensor *s) {
-  double *out = hil->out + s->adr;
-  for (int k = 0; k < s->dim; k++)
-    out[k] = s->fault == KHZ_FAULT_DROPOUT ? NAN
-             : s->fault == KHZ_FAULT_BIAS  ? s->held[k] + s->fault_value
-                                           : s->held[k];
 }
 
 /* samples whose latency has passed replace the held reading (a frozen
