@@ -8,7 +8,7 @@ packages=(
   libzmq3-dev libprotobuf-c-dev protobuf-c-compiler libev-dev
   libxml2-dev libyaml-dev libassimp-dev
   libmujoco-dev libmujoco-samples libccd-dev libode-dev libbullet-dev libsiconos-numerics-dev
-  libglpk-dev
+  libglpk-dev libdart-dev libdart-utils-urdf-dev
   rt-tests python3
   protobuf-compiler python3-zmq python3-protobuf python3-numpy python3-matplotlib
   python3-websockets nodejs chromium
