@@ -3,7 +3,8 @@ parameter sets x 2 seeds) run serially and on a 2-worker Dask LocalCluster
 gives identical tables (wall time, overruns and attempts excepted); an
 interrupted campaign resumes from the rows already written; a run that fails
 once is retried, one that always fails is recorded and the campaign goes on;
-bad specs are named."""
+bad specs are named; runs.parquet holds runs.csv's table (an independent
+reader, hyparquet); controller programs over the wire (test_program_controllers)."""
 
 import csv
 import json
@@ -165,9 +166,15 @@ class Campaign(unittest.TestCase):
         with open(good, "w") as f:
             f.write("duration: 0.05\nscenes: [box.yaml]\nseeds: 2\n")
         out = os.path.join(self.tmp, "good")
-        p = subprocess.run([sys.executable, "-m", "khz", "campaign", good, "--out", out],
-                           capture_output=True, text=True)
+        p = subprocess.run([sys.executable, "-m", "khz", "campaign", good, "--out", out,
+                            "--serial"], capture_output=True, text=True)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("2 to run serially", p.stdout)
+        # without --serial: a LocalCluster on all cores when there is more than one
+        # of each (the LocalCluster itself: test_serial_equals_dask_and_resume)
+        self.assertEqual(campaign.default_runner(20, cores=2)[0], True)
+        self.assertEqual(campaign.default_runner(1, cores=2)[0], False)
+        self.assertEqual(campaign.default_runner(20, cores=1)[0], False)
         self.assertEqual(len(table(os.path.join(out, "runs.csv"))), 2)
         try:
             import matplotlib  # noqa: F401
@@ -231,9 +238,11 @@ class Campaign(unittest.TestCase):
     def test_program_controllers(self):
         """External controller programs over the wire protocol, a khz-server
         per run in lockstep: the same PD as pd_hold in another process gives
-        the in-process run's state bit for bit; a program that exits or
-        stalls is a failed run, named; the same table on an existing Dask
-        scheduler."""
+        the in-process run's state and figures bit for bit, with the run's
+        mass_scale and friction made by the server; the run's seed seeds the
+        server's hil sensors, the same table on an existing Dask scheduler; a
+        worker killed mid-run costs a retry, not the run; fast mode; a
+        program that exits or stalls is a failed run, named."""
         spec = os.path.join(self.tmp, "wire.yaml")
         ctl = os.path.join(HERE, "wire_ctl.py")
         with open(spec, "w") as f:
@@ -281,37 +290,50 @@ class Campaign(unittest.TestCase):
         self.assertEqual(pushed[0]["state_hash"], pushed[1]["state_hash"])  # a fixed force: no draw
         self.assertNotIn(pushed[0]["state_hash"], {r["state_hash"] for r in noise})
 
-        # the same table on an existing Dask scheduler (--scheduler), 2 workers
+        # on an existing Dask scheduler (--scheduler), 2 workers: the run's seed
+        # seeds the server's hil sensors: a controller damping with a noisy gyro
+        # runs differently for another seed, the same for the same seed on any
+        # worker; a worker that dies mid-run: the run is done again
+        hil = os.path.join(self.tmp, "wire-hil.yaml")
+        with open(hil, "w") as f:
+            f.write(textwrap.dedent(f"""
+                duration: 0.05
+                scenes: [{os.path.join(ROOT, "scenes", "hil_arm.yaml")}]
+                seeds: [1, 2]
+                controllers:
+                  - {{name: gyro, program: "{{python}} {ctl} --gyro-damping 20", {WAIT}}}
+                """))
+        markers = os.path.join(self.tmp, "kill-markers")
+        os.makedirs(markers)
+        kill = os.path.join(self.tmp, "kill.yaml")
+        with open(kill, "w") as f:
+            f.write(textwrap.dedent(f"""
+                duration: 0.05
+                scenes: [default]
+                path: [{HERE}]
+                seeds: [1, 2]
+                controllers:
+                  - {{name: dies, python: "campaign_ctl:kills_worker", markers: {markers}}}
+                """))
+        rows_h = campaign.run_campaign(hil, outdir=os.path.join(self.tmp, "wire-hil"),
+                                       plot=False, log=self.log.append)[0]
         from distributed import LocalCluster
         os.environ.setdefault("DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED", "False")
         with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                           dashboard_address=None) as cluster:
-            rows_d, _ = campaign.run_campaign(spec, outdir=os.path.join(self.tmp, "wire-dask"),
-                                              plot=False, log=self.log.append,
-                                              scheduler=cluster.scheduler_address)
-            # the run's seed seeds the server's hil sensors: a controller damping
-            # with a noisy gyro runs differently for another seed, the same for
-            # the same seed on any worker
-            hil = os.path.join(self.tmp, "wire-hil.yaml")
-            with open(hil, "w") as f:
-                f.write(textwrap.dedent(f"""
-                    duration: 0.05
-                    scenes: [{os.path.join(ROOT, "scenes", "hil_arm.yaml")}]
-                    seeds: [1, 2]
-                    controllers:
-                      - {{name: gyro, program: "{{python}} {ctl} --gyro-damping 20", {WAIT}}}
-                    """))
-            rows_h = campaign.run_campaign(hil, outdir=os.path.join(self.tmp, "wire-hil"),
-                                           plot=False, log=self.log.append)[0]
             rows_hd = campaign.run_campaign(hil, outdir=os.path.join(self.tmp, "wire-hil-dask"),
                                             plot=False, log=self.log.append,
                                             scheduler=cluster.scheduler_address)[0]
-        self.assertEqual([r["status"] for r in rows_d], ["ok"] * 16, [r["error"] for r in rows_d])
-        self.assertEqual(campaign.comparable(rows), campaign.comparable(rows_d))
+            rows_k = campaign.run_campaign(kill, outdir=os.path.join(self.tmp, "kill"),
+                                           plot=False, log=self.log.append,
+                                           scheduler=cluster.scheduler_address)[0]
         self.assertTrue(any("2 workers" in m for m in self.log))
         self.assertEqual([r["status"] for r in rows_h], ["ok"] * 2, [r["error"] for r in rows_h])
         self.assertNotEqual(rows_h[0]["state_hash"], rows_h[1]["state_hash"])
         self.assertEqual(campaign.comparable(rows_h), campaign.comparable(rows_hd))
+        self.assertTrue(os.path.exists(os.path.join(markers, "killed")))
+        self.assertEqual([r["status"] for r in rows_k], ["ok", "ok"], [r["error"] for r in rows_k])
+        self.assertEqual(rows_k[0]["state_hash"], rows_k[1]["state_hash"])  # no draw
 
         # the humanoid's feet: two geoms of one body on the floor, two pairs with
         # the same bodies and normal; the wire's Contact.geoms keeps them apart,
@@ -331,6 +353,22 @@ class Campaign(unittest.TestCase):
         self.assertEqual((w["status"], h["status"]), ("ok", "ok"), (w["error"], h["error"]))
         for col in ("state_hash", "peak_contact_force", "max_penetration", "energy_end"):
             self.assertEqual(w[col], h[col], col)
+
+        # as fast as possible: the loop does not wait for the program, whose
+        # answers arrive ticks late (overruns counts the ticks without one)
+        fast = os.path.join(self.tmp, "wire-fast.yaml")
+        with open(fast, "w") as f:
+            f.write(textwrap.dedent(f"""
+                duration: 0.1
+                scenes: [default]
+                controllers:
+                  - {{name: fast, program: "{{python}} {ctl}", mode: fast, {WAIT}}}
+                """))
+        r = campaign.run_campaign(fast, outdir=os.path.join(self.tmp, "wire-fast"),
+                                  plot=False, log=self.log.append)[0][0]
+        self.assertEqual((r["status"], r["steps"]), ("ok", "100"), r["error"])
+        self.assertGreater(int(r["overruns"]), 0)
+        self.assertLessEqual(int(r["overruns"]), 100)
 
         # programs that fail: exits early, never starts, stalls (a lockstep timeout)
         bad = os.path.join(self.tmp, "wire-bad.yaml")

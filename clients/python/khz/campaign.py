@@ -489,6 +489,10 @@ def run_campaign(spec_path, outdir=None, dask=False, scheduler=None, workers=Non
     table = Table(outdir, cols)
     todo = [r for r in runs if r["key"] not in table.done]
     retries = int(spec.get("retries", 2) if retries is None else retries)
+    if dask == "auto" and not scheduler:
+        dask, why = default_runner(len(todo), workers)
+        log(f"campaign: {'on Dask' if dask else 'serially'} by default ({why}; --serial or "
+            "--dask to choose)")
     log(f"campaign {spec['name']}: {len(runs)} runs, {len(runs) - len(todo)} already in "
         f"{table.path}, {len(todo)} to run {'on Dask' if dask or scheduler else 'serially'}")
     t0 = time.perf_counter()
@@ -514,9 +518,27 @@ def comparable(rows):
     return [{k: v for k, v in r.items() if k not in MACHINE_COLUMNS} for r in rows]
 
 
-def cmd_campaign(args):
+def default_runner(ntodo, cores=None):
+    """`khz campaign` without --serial, --dask or --scheduler: a LocalCluster on
+    all cores when Dask imports, there is more than one core and more than one
+    run to do; else serially."""
+    cores = cores or os.cpu_count() or 1
     try:
-        rows, _ = run_campaign(args.spec, outdir=args.out, dask=args.dask,
+        import distributed  # noqa: F401
+    except ImportError:
+        return False, "python3-distributed is not importable"
+    if cores < 2 or ntodo < 2:
+        return False, f"{cores} core(s), {ntodo} run(s) to do"
+    return True, f"a LocalCluster on {cores} cores"
+
+
+def cmd_campaign(args):
+    if args.serial and (args.dask or args.scheduler):
+        print("khz campaign: --serial and --dask/--scheduler exclude each other", file=sys.stderr)
+        return 2
+    try:
+        rows, _ = run_campaign(args.spec, outdir=args.out,
+                               dask=False if args.serial else (args.dask or "auto"),
                                scheduler=args.scheduler, workers=args.workers,
                                plot=not args.no_plot, retries=args.retries)
     except (SpecError, OSError) as e:
