@@ -61,42 +61,14 @@ khzModel *khz_capi_model(khzCapi *h) { return h->m; }
 khzData *khz_capi_data(khzCapi *h) { return h->d; }
 double khz_capi_rateHz(const khzCapi *h) { return h->scene.rate_hz; }
 
-/* spec edits (campaign parameters): they take effect at khz_capi_recompile */
+/* spec edits (campaign parameters): the loader's (the server's mass_scale and
+ * friction settings make the same edits); they take effect at khz_capi_recompile */
 int khz_capi_scaleMass(khzCapi *h, const char *body, double factor, char *err, size_t errsz) {
-  if (!(factor > 0) || !isfinite(factor)) {
-    capi_err(err, errsz, "mass scale for '%s': expected a positive finite factor%s",
-             body ? body : "*", "");
-    return -1;
-  }
-  int n = khz_spec_nbody(h->scene.spec), hit = 0;
-  for (int i = 1; i < n; i++) {
-    khzBodySpec *b = khz_spec_body(h->scene.spec, i);
-    if (body && body[0] && strcmp(b->name, body) != 0) continue;
-    b->mass *= factor; /* a uniform density change: inertia scales with the mass */
-    for (int k = 0; k < 6; k++) b->inertia[k] *= factor;
-    hit++;
-  }
-  if (!hit) {
-    capi_err(err, errsz, "mass scale: no body named '%s' in %s", body ? body : "",
-             h->scene.name);
-    return -1;
-  }
-  return hit;
+  return khz_scene_scaleMass(&h->scene, body, factor, err, errsz);
 }
 
 int khz_capi_setFriction(khzCapi *h, double mu, char *err, size_t errsz) {
-  if (!(mu >= 0) || !isfinite(mu)) {
-    capi_err(err, errsz, "friction: expected a finite coefficient >= 0 %s%s", "", "");
-    return -1;
-  }
-  /* every geom's own coefficient and the scene's default */
-  int n = khz_spec_ngeom(h->scene.spec);
-  for (int i = 0; i < n; i++) khz_spec_geom(h->scene.spec, i)->friction = mu;
-  khzContactOptions c = h->scene.contact;
-  c.mu = mu;
-  h->scene.contact = c;
-  khz_spec_setContact(h->scene.spec, &c);
-  return n;
+  return khz_scene_setFriction(&h->scene, mu, err, errsz);
 }
 
 int khz_capi_recompile(khzCapi *h, char *err, size_t errsz) {

@@ -34,7 +34,7 @@ if [ ${#missing[@]} -ne 0 ]; then
 fi
 
 # the viewer's npm packages (three.js for the page; @mcap/core and playwright-core for
-# its tests), pinned by clients/viewer/package-lock.json: npm ci only when the lock
+# its tests; hyparquet, the campaign test's Parquet reader), pinned by clients/viewer/package-lock.json: npm ci only when the lock
 # file changed since the last install
 viewer="$(dirname "$0")/../clients/viewer"
 if [ -f "$viewer/package-lock.json" ] && command -v npm >/dev/null 2>&1 &&

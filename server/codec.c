@@ -18,6 +18,8 @@ int khz_codec_init(khzStateCodec *c, int nbody) {
     c->contact[i].position = c->contact_data[i];
     c->contact[i].normal = c->contact_data[i] + 3;
     c->contact[i].force = c->contact_data[i] + 6;
+    c->contact[i].n_geoms = 2;
+    c->contact[i].geoms = c->contact_geoms[i];
   }
   return c->pose && c->buf ? 0 : -1;
 }
@@ -85,6 +87,8 @@ int khz_codec_packState(khzStateCodec *c, const khzLoopState *s, uint32_t genera
     const khzLoopContact *k = &s->contact[i];
     c->contact[i].body1 = (uint32_t)k->body[0];
     c->contact[i].body2 = (uint32_t)k->body[1];
+    c->contact_geoms[i][0] = (uint32_t)k->geom[0];
+    c->contact_geoms[i][1] = (uint32_t)k->geom[1];
     memcpy(c->contact_data[i], k->pos, 3 * sizeof(double));
     memcpy(c->contact_data[i] + 3, k->normal, 3 * sizeof(double));
     memcpy(c->contact_data[i] + 6, k->force, 3 * sizeof(double));

@@ -21,6 +21,7 @@ typedef struct khzStateCodec {
   Khz__V1__Contact contact[KHZ_LOOP_MAX_CONTACTS];
   Khz__V1__Contact *contact_ptr[KHZ_LOOP_MAX_CONTACTS];
   double contact_data[KHZ_LOOP_MAX_CONTACTS][9];
+  uint32_t contact_geoms[KHZ_LOOP_MAX_CONTACTS][2];
   uint32_t warnings[KHZ_NWARNING];
   uint64_t sensor_tick[KHZ_SCENE_MAX_SENSOR];
   uint8_t *buf;

@@ -372,6 +372,60 @@ static int scene_haptics(khzServer *s, char *err, size_t errsz) {
   return 0;
 }
 
+/* The settings mass_scale, friction and hil_seed: edits of the loaded
+ * scene's spec (the loader's, as khz.sim makes them for a campaign run in
+ * process), then the model compiled again. An error stops the start. */
+static int scene_edits(khzServer *s, char *err, size_t errsz) {
+  const khzServerConfig *c = &s->cfg;
+  char msg[512], *end;
+  if (c->hil_seed[0]) {
+    errno = 0;
+    unsigned long long seed = strtoull(c->hil_seed, &end, 10);
+    if (*end || errno || c->hil_seed[0] == '-' || c->hil_seed[0] == '+')
+      return khz_server_fail(err, errsz, "setting 'hil_seed': '%s' is not an unsigned 64-bit "
+                             "integer", c->hil_seed);
+    khz_scene_setSeed(&s->scene, (uint64_t)seed);
+  }
+  if (!c->mass_scale[0] && !c->friction[0]) return 0;
+  if (c->friction[0]) {
+    double mu = strtod(c->friction, &end);
+    if (*end || end == c->friction)
+      return khz_server_fail(err, errsz, "setting 'friction': '%s' is not a number", c->friction);
+    if (khz_scene_setFriction(&s->scene, mu, msg, sizeof msg) < 0)
+      return khz_server_fail(err, errsz, "setting 'friction': %s", msg);
+  }
+  if (c->mass_scale[0]) {
+    /* "F" (every body) or "BODY=F,BODY=F,..." */
+    double all = strtod(c->mass_scale, &end);
+    if (!*end && end != c->mass_scale) {
+      if (khz_scene_scaleMass(&s->scene, NULL, all, msg, sizeof msg) < 0)
+        return khz_server_fail(err, errsz, "setting 'mass_scale': %s", msg);
+    } else {
+      char list[KHZ_SETTING_STR], *save = NULL;
+      snprintf(list, sizeof list, "%s", c->mass_scale);
+      for (char *item = strtok_r(list, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        char *eq = strrchr(item, '=');
+        double f = eq ? strtod(eq + 1, &end) : 0;
+        if (!eq || eq == item || *end || end == eq + 1)
+          return khz_server_fail(err, errsz, "setting 'mass_scale': '%s' is not a factor or "
+                                 "body=factor,... (item '%s')", c->mass_scale, item);
+        *eq = '\0';
+        if (khz_scene_scaleMass(&s->scene, item, f, msg, sizeof msg) < 0)
+          return khz_server_fail(err, errsz, "setting 'mass_scale': %s", msg);
+      }
+    }
+  }
+  khzModel *m = khz_compile(s->scene.spec, msg, sizeof msg);
+  if (!m)
+    return khz_server_fail(err, errsz, "scene '%s' with mass_scale '%s', friction '%s': %s",
+                           s->scene.name, c->mass_scale, c->friction, msg);
+  khz_deleteModel(&s->m);
+  s->m = m;
+  khz_log(KHZ_LOG_INFO, "scene '%s': mass_scale '%s', friction '%s'", s->scene.name,
+          c->mass_scale, c->friction);
+  return 0;
+}
+
 static int server_init(khzServer *s, char *err, size_t errsz) {
   char msg[1024];
   const khzServerConfig *c = &s->cfg;
@@ -384,6 +438,7 @@ static int server_init(khzServer *s, char *err, size_t errsz) {
   s->m = khz_loadModel(c->scene, &s->scene, msg, sizeof msg);
   if (!s->m) return khz_server_fail(err, errsz, "%s", msg);
   s->have_scene = 1;
+  if (scene_edits(s, err, errsz)) return -1;
   s->scene_method = s->m->contact.method;
   if (c->contact_method[0] && khz_contactMethodFromName(c->contact_method) < 0)
     return khz_server_fail(err, errsz, "setting 'contact_method': unknown method '%s'", c->contact_method);

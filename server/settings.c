@@ -29,6 +29,14 @@ const khzSetting khz_settings[] = {
     {STRING(state_endpoint), .def = "tcp://127.0.0.1:5600", .help = "PUB socket: one State per tick"},
     {STRING(command_endpoint), .def = "tcp://127.0.0.1:5601",
      .help = "ROUTER socket: commands, haptic inputs, control requests and their replies"},
+    {STRING(mass_scale), .def = "",
+     .help = "scale the scene's masses and inertias before it is compiled: a factor for every "
+             "body, or body=factor,... (empty = as loaded; campaigns)"},
+    {STRING(friction), .def = "",
+     .help = "every geom's Coulomb friction coefficient, >= 0 (empty = the scene's; campaigns)"},
+    {STRING(hil_seed), .def = "",
+     .help = "seed of the hil sensors' noise, the drives' and the network model's draws, an "
+             "unsigned 64-bit integer (empty = the scene's hil.seed; campaigns)"},
 
     /* the loop */
     {DOUBLE(rate_hz, KHZ_RATE_MIN_HZ, KHZ_RATE_MAX_HZ), .zero_means = "the scene's",

@@ -17,6 +17,9 @@ typedef struct khzServerConfig {
   char scene[KHZ_SETTING_STR];
   char state_endpoint[KHZ_SETTING_STR];
   char command_endpoint[KHZ_SETTING_STR];
+  char mass_scale[KHZ_SETTING_STR];
+  char friction[KHZ_SETTING_STR];
+  char hil_seed[KHZ_SETTING_STR];
   double rate_hz;
   int mode;
   int paused;

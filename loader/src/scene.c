@@ -1842,3 +1842,47 @@ khzModel *khz_loadModel(const char *path, khzScene *scene_out, char *err, size_t
   }
   return m;
 }
+
+/* ------------------------------------------------------------ spec edits -- */
+
+int khz_scene_scaleMass(khzScene *scene, const char *body, double factor, char *err,
+                        size_t errsz) {
+  const char *which = body && body[0] ? body : NULL;
+  if (!(factor > 0) || !isfinite(factor)) {
+    khz_loadError(err, errsz, "mass scale for '%s': expected a positive finite factor, got %g",
+                  which ? which : "*", factor);
+    return -1;
+  }
+  int n = khz_spec_nbody(scene->spec), hit = 0;
+  for (int i = 1; i < n; i++) {
+    khzBodySpec *b = khz_spec_body(scene->spec, i);
+    if (which && strcmp(b->name, which) != 0) continue;
+    b->mass *= factor; /* a uniform density change: the inertia scales with the mass */
+    for (int k = 0; k < 6; k++) b->inertia[k] *= factor;
+    hit++;
+  }
+  if (!hit) {
+    khz_loadError(err, errsz, "mass scale: no body named '%s' in %s", which ? which : "",
+                  scene->name);
+    return -1;
+  }
+  return hit;
+}
+
+int khz_scene_setFriction(khzScene *scene, double mu, char *err, size_t errsz) {
+  if (!(mu >= 0) || !isfinite(mu)) {
+    khz_loadError(err, errsz, "friction: expected a finite coefficient >= 0, got %g", mu);
+    return -1;
+  }
+  /* every geom's own coefficient and the scene's default */
+  int n = khz_spec_ngeom(scene->spec);
+  for (int i = 0; i < n; i++) khz_spec_geom(scene->spec, i)->friction = mu;
+  scene->contact.mu = mu;
+  khz_spec_setContact(scene->spec, &scene->contact);
+  return n;
+}
+
+void khz_scene_setSeed(khzScene *scene, uint64_t seed) {
+  scene->hil.seed = seed;
+  scene->hil.network.seed = seed; /* the network model draws from the hil seed too */
+}

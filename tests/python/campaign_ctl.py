@@ -17,3 +17,13 @@ def flaky(sim, entry):
 def broken(sim, entry):
     """Always fails: recorded as a failed run, the campaign goes on."""
     raise ValueError("this controller never works")
+
+
+def kills_worker(sim, entry):
+    """pd_hold, but the first attempt ends the process it runs in (a Dask
+    worker lost mid-run: out of memory, a crash) after writing its marker."""
+    marker = os.path.join(entry["markers"], "killed")
+    if not os.path.exists(marker):
+        open(marker, "w").close()
+        os._exit(9)
+    return pd_hold(sim, entry)

@@ -3,9 +3,11 @@ parameter sets x 2 seeds) run serially and on a 2-worker Dask LocalCluster
 gives identical tables (wall time, overruns and attempts excepted); an
 interrupted campaign resumes from the rows already written; a run that fails
 once is retried, one that always fails is recorded and the campaign goes on;
-bad specs are named."""
+bad specs are named; runs.parquet holds runs.csv's table (an independent
+reader, hyparquet); controller programs over the wire (test_program_controllers)."""
 
 import csv
+import json
 import os
 import shutil
 import subprocess
@@ -18,7 +20,11 @@ import unittest
 from khz import campaign
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
 HUMANOID = "/usr/share/mujoco/model/humanoid/humanoid.xml"
+#: a wire controller's start (Python, numpy, zmq) and its lockstep answers
+#: wait this long at most: minutes at a load of 30 on 2 cores, not seconds
+WAIT = "startup_timeout: 180, lockstep_timeout_ms: 120000"
 
 SPEC = """
 name: t20
@@ -144,8 +150,9 @@ class Campaign(unittest.TestCase):
                            ("scenes: [box.yaml]\nduration: -1\n", "duration"),
                            ("scenes: [box.yaml]\ncontrollers: [{name: c, python: nocolon}]\n",
                             "controllers[0].python"),
-                           ("scenes: [box.yaml]\nparameters: {mass_scale: [1, 2]}\n"
-                            "controllers: [{name: c, program: ctl}]\n", "mass_scale cannot"),
+                           ("scenes: [box.yaml]\n"
+                            "controllers: [{name: c, program: ctl, mode: slow}]\n",
+                            "controllers[0].mode"),
                            ("scenes: [box.yaml]\ncontrollers: [{name: c, program: [1]}]\n",
                             "controllers[0].program")):
             with open(bad, "w") as f:
@@ -159,9 +166,15 @@ class Campaign(unittest.TestCase):
         with open(good, "w") as f:
             f.write("duration: 0.05\nscenes: [box.yaml]\nseeds: 2\n")
         out = os.path.join(self.tmp, "good")
-        p = subprocess.run([sys.executable, "-m", "khz", "campaign", good, "--out", out],
-                           capture_output=True, text=True)
+        p = subprocess.run([sys.executable, "-m", "khz", "campaign", good, "--out", out,
+                            "--serial"], capture_output=True, text=True)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("2 to run serially", p.stdout)
+        # without --serial: a LocalCluster on all cores when there is more than one
+        # of each (the LocalCluster itself: test_serial_equals_dask_and_resume)
+        self.assertEqual(campaign.default_runner(20, cores=2)[0], True)
+        self.assertEqual(campaign.default_runner(1, cores=2)[0], False)
+        self.assertEqual(campaign.default_runner(20, cores=1)[0], False)
         self.assertEqual(len(table(os.path.join(out, "runs.csv"))), 2)
         try:
             import matplotlib  # noqa: F401
@@ -169,12 +182,67 @@ class Campaign(unittest.TestCase):
         except ImportError:
             self.assertIn("no summary.png", p.stdout)
 
+    def test_parquet(self):
+        """runs.parquet read back by an independent reader (hyparquet, npm)
+        holds runs.csv's table cell for cell, typed: integers, doubles bit
+        for bit, strings, and nulls where a failed run has no figures."""
+        node = shutil.which("node")
+        viewer = os.path.join(ROOT, "clients", "viewer")
+        if not node or not os.path.isdir(os.path.join(viewer, "node_modules", "hyparquet")):
+            self.skipTest("node or clients/viewer/node_modules/hyparquet is absent (npm ci in "
+                          "clients/viewer; scripts/bootstrap.sh does)")
+        spec = os.path.join(self.tmp, "pq.yaml")
+        with open(spec, "w") as f:
+            f.write(textwrap.dedent("""
+                duration: 0.03
+                scenes: [box.yaml]
+                parameters:
+                  mass_scale: [1, 2.5]
+                cases:
+                  - {method: deepest, init_noise: 0.01}
+                  - {push: {body: nobody, force: [0, 0, 5]}}
+                seeds: [3]
+                retries: 0
+                """))
+        out = os.path.join(self.tmp, "pq")
+        campaign.run_campaign(spec, outdir=out, plot=False, log=self.log.append)
+        with open(os.path.join(out, "runs.csv"), newline="") as f:
+            csv_rows = list(csv.DictReader(f))
+        p = subprocess.run([node, os.path.join(HERE, "parquet_read.mjs"),
+                            os.path.join(out, "runs.parquet"), viewer],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        got = json.loads(p.stdout)
+        self.assertEqual(got["num_rows"], "4")
+        self.assertEqual(got["key_value_metadata"]["khz.campaign"], "pq")
+        types = {s["name"]: s["type"] for s in got["schema"]}
+        self.assertEqual(list(types), list(csv_rows[0]))
+        want = {"run": "INT64", "seed": "INT64", "steps": "INT64", "key": "BYTE_ARRAY",
+                "state_hash": "BYTE_ARRAY", "push": "BYTE_ARRAY", "method": "BYTE_ARRAY",
+                "mass_scale": "DOUBLE", "init_noise": "DOUBLE", "energy_end": "DOUBLE"}
+        self.assertEqual({k: types[k] for k in want}, want)
+        self.assertEqual(len(got["rows"]), len(csv_rows))
+        self.assertEqual([r["status"] for r in csv_rows], ["ok", "ok", "ok", "failed"])
+        for i, (c, g) in enumerate(zip(csv_rows, got["rows"])):
+            for k, cell in c.items():
+                v = g[k]
+                if cell == "":
+                    self.assertIsNone(v, (i, k))
+                elif types[k] == "DOUBLE":
+                    self.assertEqual(float(cell), v, (i, k))  # the same double
+                else:  # int64 as text from the reader, strings as they are
+                    self.assertEqual(cell, v, (i, k))
+        self.assertIsNone(got["rows"][3]["steps"])  # the failed run: no figures
+        self.assertIn("no body named 'nobody'", got["rows"][3]["error"])
+
     def test_program_controllers(self):
         """External controller programs over the wire protocol, a khz-server
         per run in lockstep: the same PD as pd_hold in another process gives
-        the in-process run's state bit for bit; a program that exits or
-        stalls is a failed run, named; the same table on an existing Dask
-        scheduler."""
+        the in-process run's state and figures bit for bit, with the run's
+        mass_scale and friction made by the server; the run's seed seeds the
+        server's hil sensors, the same table on an existing Dask scheduler; a
+        worker killed mid-run costs a retry, not the run; fast mode; a
+        program that exits or stalls is a failed run, named."""
         spec = os.path.join(self.tmp, "wire.yaml")
         ctl = os.path.join(HERE, "wire_ctl.py")
         with open(spec, "w") as f:
@@ -185,30 +253,36 @@ class Campaign(unittest.TestCase):
                   - {{init_noise: 0.05}}
                   - {{init_q: {{arm/joint2: 0.3}},
                      push: {{body: box1, force: [0, 30, 0], at: 0.02, duration: 0.02}}}}
+                  - {{mass_scale: {{box1: 3.0, arm/link2: 1.2}}, friction: 0.3}}
                 seeds: [1, 2]
                 controllers:
-                  - {{name: wire, program: "{{python}} {ctl}"}}
+                  - {{name: wire, program: "{{python}} {ctl}", {WAIT}}}
                   - {{name: hold, python: "khz.campaign:pd_hold"}}
                 """))
         rows, _ = campaign.run_campaign(spec, outdir=os.path.join(self.tmp, "wire"), plot=False,
                                         log=self.log.append)
-        # the baseline (no parameters), the two cases; two seeds; two controllers
-        self.assertEqual([r["status"] for r in rows], ["ok"] * 12, [r["error"] for r in rows])
+        # the baseline (no parameters), the three cases; two seeds; two controllers
+        self.assertEqual([r["status"] for r in rows], ["ok"] * 16, [r["error"] for r in rows])
         by = {}
         for r in rows:
-            by.setdefault((r["init_noise"], r["push"], r["seed"]), {})[r["controller"]] = r
+            by.setdefault((r["init_noise"], r["push"], r["mass_scale"], r["seed"]),
+                          {})[r["controller"]] = r
         for key, pair in by.items():
             w, h = pair["wire"], pair["hold"]
             self.assertEqual(w["steps"], "80")
-            if not key[1]:  # no push: the same torques from the same states, the same run
+            if not key[1]:  # no push: the same torques from the same states, the same run;
+                # the server scaled the masses and set the friction as khz.sim does, and
+                # the wire's contacts (geoms, whole force) give the in-process pair force
                 for col in ("state_hash", "tracking_rms", "tracking_max", "energy_start",
-                            "energy_end", "energy_max", "max_penetration", "final_time"):
+                            "energy_end", "energy_max", "max_penetration", "final_time",
+                            "peak_contact_force"):
                     self.assertEqual(w[col], h[col], (key, col))
-            # the wire carries the explicit contact force only: at most the in-process figure
-            self.assertLessEqual(float(w["peak_contact_force"]),
-                                 float(h["peak_contact_force"]) + 1e-9)
             self.assertGreater(float(w["peak_contact_force"]), 0.0)
-        base = [r for r in rows if r["controller"] == "wire" and not r["init_noise"] + r["push"]]
+        edited = {r["state_hash"] for r in rows if r["mass_scale"]}
+        self.assertEqual(len(edited), 1)  # no draw: both seeds, both controllers alike
+        self.assertNotIn(edited.pop(), {r["state_hash"] for r in rows if not r["mass_scale"]})
+        base = [r for r in rows if r["controller"] == "wire"
+                and not r["init_noise"] + r["push"] + r["mass_scale"]]
         self.assertEqual(base[0]["state_hash"], base[1]["state_hash"])  # no draw, no difference
         noise = [r for r in rows if r["controller"] == "wire" and r["init_noise"]]
         self.assertNotEqual(noise[0]["state_hash"], noise[1]["state_hash"])  # the seed's noise
@@ -216,16 +290,85 @@ class Campaign(unittest.TestCase):
         self.assertEqual(pushed[0]["state_hash"], pushed[1]["state_hash"])  # a fixed force: no draw
         self.assertNotIn(pushed[0]["state_hash"], {r["state_hash"] for r in noise})
 
-        # the same table on an existing Dask scheduler (--scheduler), 2 workers
+        # on an existing Dask scheduler (--scheduler), 2 workers: the run's seed
+        # seeds the server's hil sensors: a controller damping with a noisy gyro
+        # runs differently for another seed, the same for the same seed on any
+        # worker; a worker that dies mid-run: the run is done again
+        hil = os.path.join(self.tmp, "wire-hil.yaml")
+        with open(hil, "w") as f:
+            f.write(textwrap.dedent(f"""
+                duration: 0.05
+                scenes: [{os.path.join(ROOT, "scenes", "hil_arm.yaml")}]
+                seeds: [1, 2]
+                controllers:
+                  - {{name: gyro, program: "{{python}} {ctl} --gyro-damping 20", {WAIT}}}
+                """))
+        markers = os.path.join(self.tmp, "kill-markers")
+        os.makedirs(markers)
+        kill = os.path.join(self.tmp, "kill.yaml")
+        with open(kill, "w") as f:
+            f.write(textwrap.dedent(f"""
+                duration: 0.05
+                scenes: [default]
+                path: [{HERE}]
+                seeds: [1, 2]
+                controllers:
+                  - {{name: dies, python: "campaign_ctl:kills_worker", markers: {markers}}}
+                """))
+        rows_h = campaign.run_campaign(hil, outdir=os.path.join(self.tmp, "wire-hil"),
+                                       plot=False, log=self.log.append)[0]
         from distributed import LocalCluster
         os.environ.setdefault("DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED", "False")
         with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                           dashboard_address=None) as cluster:
-            rows_d, _ = campaign.run_campaign(spec, outdir=os.path.join(self.tmp, "wire-dask"),
-                                              plot=False, log=self.log.append,
-                                              scheduler=cluster.scheduler_address)
-        self.assertEqual(campaign.comparable(rows), campaign.comparable(rows_d))
+            rows_hd = campaign.run_campaign(hil, outdir=os.path.join(self.tmp, "wire-hil-dask"),
+                                            plot=False, log=self.log.append,
+                                            scheduler=cluster.scheduler_address)[0]
+            rows_k = campaign.run_campaign(kill, outdir=os.path.join(self.tmp, "kill"),
+                                           plot=False, log=self.log.append,
+                                           scheduler=cluster.scheduler_address)[0]
         self.assertTrue(any("2 workers" in m for m in self.log))
+        self.assertEqual([r["status"] for r in rows_h], ["ok"] * 2, [r["error"] for r in rows_h])
+        self.assertNotEqual(rows_h[0]["state_hash"], rows_h[1]["state_hash"])
+        self.assertEqual(campaign.comparable(rows_h), campaign.comparable(rows_hd))
+        self.assertTrue(os.path.exists(os.path.join(markers, "killed")))
+        self.assertEqual([r["status"] for r in rows_k], ["ok", "ok"], [r["error"] for r in rows_k])
+        self.assertEqual(rows_k[0]["state_hash"], rows_k[1]["state_hash"])  # no draw
+
+        # the humanoid's feet: two geoms of one body on the floor, two pairs with
+        # the same bodies and normal; the wire's Contact.geoms keeps them apart,
+        # so the peak pair force is the in-process one (the feet land at about 0.2 s)
+        hum = os.path.join(self.tmp, "wire-humanoid.yaml")
+        with open(hum, "w") as f:
+            f.write(textwrap.dedent(f"""
+                duration: 0.25
+                scenes: [{HUMANOID}]
+                seeds: [1]
+                controllers:
+                  - {{name: wire, program: "{{python}} {ctl}", {WAIT}}}
+                  - {{name: hold, python: "khz.campaign:pd_hold"}}
+                """))
+        w, h = campaign.run_campaign(hum, outdir=os.path.join(self.tmp, "wire-humanoid"),
+                                     plot=False, log=self.log.append)[0]
+        self.assertEqual((w["status"], h["status"]), ("ok", "ok"), (w["error"], h["error"]))
+        for col in ("state_hash", "peak_contact_force", "max_penetration", "energy_end"):
+            self.assertEqual(w[col], h[col], col)
+
+        # as fast as possible: the loop does not wait for the program, whose
+        # answers arrive ticks late (overruns counts the ticks without one)
+        fast = os.path.join(self.tmp, "wire-fast.yaml")
+        with open(fast, "w") as f:
+            f.write(textwrap.dedent(f"""
+                duration: 0.1
+                scenes: [default]
+                controllers:
+                  - {{name: fast, program: "{{python}} {ctl}", mode: fast, {WAIT}}}
+                """))
+        r = campaign.run_campaign(fast, outdir=os.path.join(self.tmp, "wire-fast"),
+                                  plot=False, log=self.log.append)[0][0]
+        self.assertEqual((r["status"], r["steps"]), ("ok", "100"), r["error"])
+        self.assertGreater(int(r["overruns"]), 0)
+        self.assertLessEqual(int(r["overruns"]), 100)
 
         # programs that fail: exits early, never starts, stalls (a lockstep timeout)
         bad = os.path.join(self.tmp, "wire-bad.yaml")

@@ -43,6 +43,21 @@ printf 'colour blue\n' > "$tmp/unknown.conf"
 out=$("$srv" --config "$tmp/unknown.conf" 2>&1); rc=$?
 [[ $rc -eq 2 && $out == *"unknown.conf:1: unknown setting 'colour'"* ]] && ok "unknown config key" || bad "unknown key: $out"
 
+# the scene edits (campaigns): applied before the model is compiled, or refused, named, exit 1
+out=$("$srv" "${common[@]}" --log-level info --mass-scale "box1=2,arm/link2=1.5" --friction 0.3 \
+      --hil-seed 18446744073709551615 --duration-s 0.2 2>&1); rc=$?
+[[ $rc -eq 0 && $out == *"mass_scale 'box1=2,arm/link2=1.5', friction '0.3'"* ]] \
+  && ok "mass_scale, friction, hil_seed" || bad "scene edits: rc $rc $out"
+for bad_edit in "--mass-scale|nobody=2|no body named 'nobody'" "--mass-scale|1.5x|item '1.5x'" \
+                "--mass-scale|0|positive finite factor" "--friction|-1|coefficient >= 0" \
+                "--hil-seed|-3|unsigned 64-bit"; do
+  IFS='|' read -r flag value want <<< "$bad_edit"
+  name=${flag:2} && name=${name//-/_}
+  out=$("$srv" "${common[@]}" "$flag" "$value" 2>&1); rc=$?
+  [[ $rc -eq 1 && $out == *"setting '$name'"* ]] && [[ $out == *"$want"* ]] \
+    && ok "$flag $value refused" || bad "$flag $value: rc $rc $out"
+done
+
 # SIGTERM and SIGINT: clean stop, exit 0, final statistics on stdout
 for sig in TERM INT; do
   "$srv" "${common[@]}" --log-level info > "$tmp/out" 2> "$tmp/err" &

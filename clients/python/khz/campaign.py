@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from . import campaign_wire
+from . import campaign_wire, parquet
 from .sim import Sim
 
 #: the columns every row has, in order; parameter columns come after `seed`
@@ -32,6 +32,14 @@ FIXED_TAIL = ["status", "attempts", "error", "steps", "final_time", "tracking_rm
               "overruns", "wall_time_s"]
 #: measured on the machine, so left out when two tables are compared
 MACHINE_COLUMNS = ("wall_time_s", "overruns", "attempts")
+#: the Parquet types of the fixed columns (runs.parquet)
+COLUMN_TYPES = dict(
+    {c: "int64" for c in ("run", "seed", "attempts", "steps", "warnings", "overruns")},
+    **{c: "string" for c in ("key", "scene", "controller", "status", "error",
+                              "warnings_detail", "state_hash", "method", "init_q", "push")},
+    **{c: "double" for c in ("final_time", "tracking_rms", "tracking_max", "peak_contact_force",
+                              "max_penetration", "energy_start", "energy_end", "energy_max",
+                              "wall_time_s")})
 PARAMETERS = ("mass_scale", "friction", "method", "init_noise", "init_q", "push")
 
 
@@ -165,10 +173,13 @@ def _check_program(c, where, params, cases):
 
 
 def _observer_sim(run):
-    """The run's scene loaded in this process, for the energy of the states a
-    khz-server publishes (None when it does not load here)."""
+    """The run's scene loaded in this process with the run's model edits, for
+    the energy of the states a khz-server publishes (None when it does not
+    load here)."""
+    p = run["params"]
     try:
-        return Sim(run["scene"], method=run["params"].get("method"), quiet=True)
+        return Sim(run["scene"], mass_scale=p.get("mass_scale"), friction=p.get("friction"),
+                   method=p.get("method"), quiet=True)
     except Exception:
         return None
 
@@ -319,9 +330,27 @@ def _cell(v):
     return v
 
 
-def finish(outdir, cols, runs, plot=True, log=print):
-    """Rewrites runs.csv in run order, writes runs.parquet (pyarrow) and
-    summary.png (matplotlib) when those are importable."""
+def column_types(cols, rows):
+    """The Parquet type of each column: the fixed columns' own; a parameter
+    column is double when every cell is a number, else string (JSON)."""
+    types = {}
+    for c in cols:
+        if c in COLUMN_TYPES:
+            types[c] = COLUMN_TYPES[c]
+            continue
+        try:
+            for r in rows:
+                if r.get(c) not in (None, ""):
+                    float(r[c])
+            types[c] = "double"
+        except ValueError:
+            types[c] = "string"
+    return types
+
+
+def finish(outdir, cols, runs, plot=True, log=print, name=None):
+    """Rewrites runs.csv in run order, writes runs.parquet (khz.parquet: the
+    same table, typed) and summary.png (when matplotlib is importable)."""
     path = os.path.join(outdir, "runs.csv")
     rows = {r["key"]: r for r in read_rows(path)}
     order = [rows[r["key"]] for r in runs if r["key"] in rows]
@@ -332,14 +361,11 @@ def finish(outdir, cols, runs, plot=True, log=print):
         for r in order:
             w.writerow(r)
     os.replace(tmp, path)
-    try:
-        import pyarrow as pa
-        import pyarrow.csv as pacsv
-        import pyarrow.parquet as pq
-        pq.write_table(pacsv.read_csv(path), os.path.join(outdir, "runs.parquet"))
-        log(f"campaign: wrote {os.path.join(outdir, 'runs.parquet')}")
-    except ImportError:
-        log("campaign: pyarrow is not importable: no runs.parquet (runs.csv has the same table)")
+    pq_path = os.path.join(outdir, "runs.parquet")
+    parquet.write_table(pq_path, cols, column_types(cols, order), order,
+                        metadata={"khz.campaign": name or "", "khz.columns": "docs/campaigns.md"},
+                        created_by="khz campaign (khz.parquet)")
+    log(f"campaign: wrote {pq_path}")
     if plot:
         _plot(outdir, order, log)
     return order
@@ -463,6 +489,10 @@ def run_campaign(spec_path, outdir=None, dask=False, scheduler=None, workers=Non
     table = Table(outdir, cols)
     todo = [r for r in runs if r["key"] not in table.done]
     retries = int(spec.get("retries", 2) if retries is None else retries)
+    if dask == "auto" and not scheduler:
+        dask, why = default_runner(len(todo), workers)
+        log(f"campaign: {'on Dask' if dask else 'serially'} by default ({why}; --serial or "
+            "--dask to choose)")
     log(f"campaign {spec['name']}: {len(runs)} runs, {len(runs) - len(todo)} already in "
         f"{table.path}, {len(todo)} to run {'on Dask' if dask or scheduler else 'serially'}")
     t0 = time.perf_counter()
@@ -476,7 +506,7 @@ def run_campaign(spec_path, outdir=None, dask=False, scheduler=None, workers=Non
     finally:
         table.close()
     wall = time.perf_counter() - t0
-    rows = finish(outdir, cols, runs, plot=plot, log=log)
+    rows = finish(outdir, cols, runs, plot=plot, log=log, name=spec["name"])
     failed = sum(r["status"] != "ok" for r in rows)
     log(f"campaign {spec['name']}: {len(rows)} rows ({failed} failed) in {wall:.1f} s -> "
         f"{os.path.join(outdir, 'runs.csv')}")
@@ -488,9 +518,27 @@ def comparable(rows):
     return [{k: v for k, v in r.items() if k not in MACHINE_COLUMNS} for r in rows]
 
 
-def cmd_campaign(args):
+def default_runner(ntodo, cores=None):
+    """`khz campaign` without --serial, --dask or --scheduler: a LocalCluster on
+    all cores when Dask imports, there is more than one core and more than one
+    run to do; else serially."""
+    cores = cores or os.cpu_count() or 1
     try:
-        rows, _ = run_campaign(args.spec, outdir=args.out, dask=args.dask,
+        import distributed  # noqa: F401
+    except ImportError:
+        return False, "python3-distributed is not importable"
+    if cores < 2 or ntodo < 2:
+        return False, f"{cores} core(s), {ntodo} run(s) to do"
+    return True, f"a LocalCluster on {cores} cores"
+
+
+def cmd_campaign(args):
+    if args.serial and (args.dask or args.scheduler):
+        print("khz campaign: --serial and --dask/--scheduler exclude each other", file=sys.stderr)
+        return 2
+    try:
+        rows, _ = run_campaign(args.spec, outdir=args.out,
+                               dask=False if args.serial else (args.dask or "auto"),
                                scheduler=args.scheduler, workers=args.workers,
                                plot=not args.no_plot, retries=args.retries)
     except (SpecError, OSError) as e:

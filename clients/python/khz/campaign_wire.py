@@ -31,8 +31,6 @@ import numpy as np
 #: controller keys of a program controller (beside name and program)
 PROGRAM_KEYS = {"name", "program", "env", "mode", "startup_timeout", "lockstep_timeout_ms",
                 "stop_timeout", "timeout", "chunk"}
-#: parameters khz-server cannot take at start: it loads the scene file as it is
-NOT_ON_SERVER = ("mass_scale", "friction")
 #: State.warnings order (khzWarning order, state.proto)
 WARNING_NAMES = ("stack", "badstate", "effort", "badctrl", "contactfull", "impulse", "lcp")
 FLAG_LOCKSTEP_TIMEOUT, FLAG_CONTACTS_TRUNCATED = 2, 512
@@ -55,12 +53,6 @@ def check_program(c, where, params, cases):
                          "strings)")
     if c.get("mode", "lockstep") not in ("lockstep", "fast"):
         raise ValueError(f"{where}.mode: expected lockstep or fast, got {c['mode']!r}")
-    used = set(params) | {k for case in cases if isinstance(case, dict) for k in case}
-    bad = [k for k in NOT_ON_SERVER if k in used]
-    if bad:
-        raise ValueError(f"{where}: parameter(s) {', '.join(bad)} cannot be given to a "
-                         "khz-server (it loads the scene file as it is); run them with a Python "
-                         "controller, or give scenes that differ")
     for k in ("startup_timeout", "lockstep_timeout_ms", "stop_timeout", "timeout", "chunk"):
         if k in c and not (isinstance(c[k], (int, float)) and c[k] > 0):
             raise ValueError(f"{where}.{k}: expected a positive number")
@@ -112,12 +104,14 @@ def _tail(path, n=400):
 
 def _pair_forces(contacts):
     """The largest normal force of one contact pair in a state: the points of
-    a pair come one after another with the same bodies and normal (the
-    server's copy_contacts); their forces along the normal add up. The wire
-    carries the explicit force only (not the implicit normal part)."""
+    a pair come one after another (the server's copy_contacts) with the same
+    geoms (Contact.geoms; from a server before that field, the same bodies and
+    normal, which merges two pairs of one body pair that share a normal);
+    their forces along the normal add up. Contact.force is the point's whole
+    force, the penalty method's implicit part included, as in process."""
     best, cur, key = 0.0, 0.0, None
     for c in contacts:
-        k = (c.body1, c.body2, tuple(c.normal))
+        k = tuple(c.geoms) if len(c.geoms) == 2 else (c.body1, c.body2, tuple(c.normal))
         if k != key:
             best, cur, key = max(best, cur), 0.0, k
         cur += c.force[0] * c.normal[0] + c.force[1] * c.normal[1] + c.force[2] * c.normal[2]
@@ -146,6 +140,16 @@ def simulate_program(run, sim_factory):
             "--lockstep-timeout-ms", str(int(ctl.get("lockstep_timeout_ms", 10000)))]
     if p.get("method"):
         argv += ["--contact-method", str(p["method"])]
+    # the model edits khz.sim makes in process, made by the server before it
+    # compiles the scene (floats in their shortest round-trip form: the same
+    # doubles), and the run's seed for the hil sensors' noise
+    if p.get("mass_scale") is not None:
+        ms = p["mass_scale"]
+        argv += ["--mass-scale", ",".join(f"{b}={float(f)!r}" for b, f in ms.items())
+                 if isinstance(ms, dict) else repr(float(ms))]
+    if p.get("friction") is not None:
+        argv += ["--friction", repr(float(p["friction"]))]
+    argv += ["--hil-seed", str(run["seed"])]
     srv = prog = client = sim = None
     srv_log, prog_log = os.path.join(tmp, "server.log"), os.path.join(tmp, "program.log")
     t_start = time.monotonic()

@@ -553,7 +553,11 @@ def parser() -> argparse.ArgumentParser:
                    "controllers")
     s.add_argument("--out", help="output directory (default: the spec's output, else ./NAME); "
                    "a campaign resumes from the rows already in OUT/runs.csv")
-    s.add_argument("--dask", action="store_true", help="run on a Dask LocalCluster (all cores)")
+    s.add_argument("--dask", action="store_true", help="run on a Dask LocalCluster (all cores; "
+                   "the default when python3-distributed imports, the machine has more than one "
+                   "core and more than one run is to do)")
+    s.add_argument("--serial", action="store_true", help="run in this process, one run after "
+                   "the other")
     s.add_argument("--workers", type=int, help="LocalCluster workers (default: the cores)")
     s.add_argument("--scheduler", metavar="ADDRESS", help="run on this Dask scheduler "
                    "(tcp://host:8786) instead")

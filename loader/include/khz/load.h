@@ -318,6 +318,22 @@ void khz_deleteScene(khzScene *scene);
  * "default" for the embedded scene. Returns the compiled model or NULL with err. */
 khzModel *khz_loadModel(const char *path, khzScene *scene_out, char *err, size_t errsz);
 
+/* Edits of a loaded scene's spec for parameter studies (campaigns, the
+ * server's mass_scale and friction settings); they take effect when the spec
+ * is compiled again (khz_compile).
+ *
+ * khz_scene_scaleMass multiplies the mass and inertia of the body named
+ * `body` (every body but the world when body is NULL or "") by factor > 0, a
+ * uniform change of density; returns the number of bodies scaled, or -1 with
+ * err (a bad factor, no such body). khz_scene_setFriction sets every geom's
+ * Coulomb coefficient and the scene's default to mu >= 0; returns the number
+ * of geoms, or -1 with err. khz_scene_setSeed replaces the scene's hil seed
+ * (sensor noise, drive and network draws: docs/hil.md). */
+int khz_scene_scaleMass(khzScene *scene, const char *body, double factor, char *err,
+                        size_t errsz);
+int khz_scene_setFriction(khzScene *scene, double mu, char *err, size_t errsz);
+void khz_scene_setSeed(khzScene *scene, uint64_t seed);
+
 #ifdef __cplusplus
 }
 #endif

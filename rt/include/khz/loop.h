@@ -270,7 +270,7 @@ typedef struct khzReply {
 
 /* One contact point as published. */
 typedef struct khzLoopContact {
-  int body[2];
+  int body[2], geom[2]; /* the pair's bodies and geoms */
   double pos[3], normal[3], depth, force[3];
 } khzLoopContact;
 

@@ -330,6 +330,7 @@ static void copy_contacts(khzLoop *L, khzLoopState *s) {
       const khzContactPoint *p = &d->cpoint[ct->point_adr + k];
       khzLoopContact *o = &s->contact[n++];
       o->body[0] = ct->body[0], o->body[1] = ct->body[1];
+      o->geom[0] = ct->geom[0], o->geom[1] = ct->geom[1];
       memcpy(o->pos, p->pos, sizeof o->pos);
       memcpy(o->normal, ct->normal, sizeof o->normal);
       o->depth = p->depth;
