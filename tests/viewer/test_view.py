@@ -293,13 +293,29 @@ class HilTest(unittest.TestCase):
         self.assertEqual(res["enc2"]["nulls"], res["enc2"]["n"])
 
 
+def foxglove_decoder(channels: list[dict]):
+    """decode(topic, base64 payload) with only the schema the bridge advertised."""
+    import base64
+
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+    chans = {c["topic"]: c for c in channels}
+
+    def decode(topic, b64):
+        fds = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(chans[topic]["schema"]))
+        pool = descriptor_pool.DescriptorPool()
+        for fd in fds.file:
+            pool.Add(fd)
+        d = pool.FindMessageTypeByName(chans[topic]["schemaName"])
+        get = getattr(message_factory, "GetMessageClass", None)
+        cls = get(d) if get else message_factory.MessageFactory(pool).GetPrototype(d)
+        return cls.FromString(base64.b64decode(b64))
+    return decode
+
+
 class FoxgloveTest(unittest.TestCase):
     """The live Foxglove bridge read by @foxglove/ws-protocol's own client."""
 
     def test_bridge(self):
-        import base64
-
-        from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
         with khztest.Server(extra=["--publish-contacts", "true"]) as s:
             v = Viewer(s)
             try:
@@ -317,16 +333,7 @@ class FoxgloveTest(unittest.TestCase):
                          {"/khz/state": "khz.v1.State", "/tf": "foxglove.FrameTransforms",
                           "/scene": "foxglove.SceneUpdate", "/contacts": "foxglove.SceneUpdate"})
 
-        def decode(topic, b64):
-            fds = descriptor_pb2.FileDescriptorSet.FromString(
-                base64.b64decode(chans[topic]["schema"]))
-            pool = descriptor_pool.DescriptorPool()
-            for fd in fds.file:
-                pool.Add(fd)
-            d = pool.FindMessageTypeByName(chans[topic]["schemaName"])
-            get = getattr(message_factory, "GetMessageClass", None)
-            cls = get(d) if get else message_factory.MessageFactory(pool).GetPrototype(d)
-            return cls.FromString(base64.b64decode(b64))
+        decode = foxglove_decoder(res["channels"])
 
         st = res["topics"]["/khz/state"]
         print(f"foxglove bridge: {st['count']} states, {res['topics']['/tf']['count']} "
@@ -364,6 +371,72 @@ class FoxgloveTest(unittest.TestCase):
             for sph, c in zip(ent.spheres, state.contacts):
                 self.assertEqual((sph.pose.position.x, sph.pose.position.y, sph.pose.position.z),
                                  tuple(c.position))
+
+
+class FoxgloveHilTest(unittest.TestCase):
+    """/khz/sensors on the live Foxglove bridge (scenes/hil_arm.yaml, an
+    encoder dropout and a limp drive), read by @foxglove/ws-protocol's client:
+    each message, paired by timestamp with the /khz/state sent at the same
+    time, carries that state's readings by sensor name, their ages and faults."""
+
+    def test_sensors(self):
+        import math
+        with khztest.Server(scene="scenes/hil_arm.yaml", extra=["--rate-hz", "250"]) as s:
+            with khz.Client(s.state, s.command) as c:
+                c.set_fault("enc2", "dropout")
+                c.set_fault("arm/joint4", "limp")
+                md = c.model.msg
+            v = Viewer(s)
+            try:
+                url = v.url.replace("http://", "ws://") + "foxglove"
+                r = subprocess.run([NODE, os.path.join(HERE, "foxglove_client.mjs"), VIEWER, url,
+                                    "3"], capture_output=True, text=True, timeout=120)
+            finally:
+                v.close()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        res = json.loads(r.stdout)
+        self.assertNotIn("error", res)
+        chans = {c["topic"]: c for c in res["channels"]}
+        self.assertEqual(chans["/khz/sensors"]["schemaName"], "khz.mcap.SensorReadings")
+        self.assertEqual(chans["/khz/sensors"]["encoding"], "protobuf")
+        decode = foxglove_decoder(res["channels"])
+        sn = res["topics"].get("/khz/sensors")
+        self.assertIsNotNone(sn, "no /khz/sensors message")
+        st = res["topics"]["/khz/state"]
+        print(f"foxglove bridge, hil_arm: {sn['count']} sensor messages, {st['count']} states in 3 s")
+        self.assertGreater(sn["count"], 20)
+        # one /khz/sensors message per state sent, at its time (the two
+        # subscriptions begin, and the client stops, a state apart at most)
+        ts_st, ts_sn = [int(x) for x in st["timestamps"]], [int(x) for x in sn["timestamps"]]
+        self.assertEqual(ts_sn, sorted(set(ts_sn)))
+        lo, hi = max(ts_st[0], ts_sn[0]), min(ts_st[-1], ts_sn[-1])
+        self.assertEqual([t for t in ts_st if lo <= t <= hi], [t for t in ts_sn if lo <= t <= hi])
+        self.assertLessEqual(abs(len(ts_st) - len(ts_sn)), 2)
+        states = {t: decode("/khz/state", b) for t, b in st["recent"]}
+        pairs = [(states[t], decode("/khz/sensors", b)) for t, b in sn["recent"] if t in states]
+        self.assertGreater(len(pairs), 5)
+        names = [x.name for x in md.sensors]
+        for state, rd in pairs:
+            self.assertEqual(rd.seq, state.seq)
+            self.assertEqual(rd.sim_time, state.sim_time)
+            self.assertEqual([x.name for x in rd.sensors], names)
+            tick = state.seq - state.reset_seq
+            for i, (x, d) in enumerate(zip(rd.sensors, md.sensors)):
+                want = list(state.sensor_values[d.value_index:d.value_index + d.dim])
+                self.assertEqual(len(x.values), d.dim, x.name)
+                for a, b in zip(x.values, want):
+                    self.assertTrue(a == b or (math.isnan(a) and math.isnan(b)), (x.name, a, b))
+                self.assertEqual(x.sampled_tick, state.sensor_sampled_tick[i])
+                self.assertEqual(x.age_ticks, tick - state.sensor_sampled_tick[i])
+                self.assertEqual(x.fault, state.sensor_faults[i])
+            by = {x.name: x for x in rd.sensors}
+            self.assertEqual(by["enc2"].fault_name, "dropout")
+            self.assertTrue(all(math.isnan(a) for a in by["enc2"].values))
+            self.assertEqual(by["wrist_gyro"].age_ticks, 1)  # its latency
+            self.assertEqual(by["enc1"].fault_name, "none")
+            self.assertFalse(math.isnan(by["enc1"].values[0]))
+            drives = {d.joint: d.fault_name for d in rd.drives}
+            self.assertEqual(drives["arm/joint4"], "limp")
 
 
 class PlaybackTest(unittest.TestCase):

@@ -31,8 +31,8 @@ Messages to the browser (JSON text):
     {"t": "reply", "op", "ok", "text"}
     {"t": "timeline", "n", "t0", "t1", "index", "playing", "speed"}   (playback)
 Foxglove (its app, or any foxglove.websocket.v1 client) connects to
-ws://HOST:PORT/foxglove with that subprotocol: /khz/state, /tf, /scene and
-/contacts.
+ws://HOST:PORT/foxglove with that subprotocol: /khz/state, /tf, /scene,
+/contacts and, with HIL sensors or drives, /khz/sensors.
 
 From the browser: {"op": "plot", "q": [indices], "qd": [...], "tau": [...], "sensor": [...]} (what
     the series carry), {"op": "pause"|"resume"|"reset"|"step" (n)|"method" (name)
@@ -592,6 +592,7 @@ class Viewer:
         self.inflight: dict = {}    # page -> states sent, not yet acknowledged
         self.pending: dict = {}     # page -> plot series it has not been sent
         self.fox = None
+        self.sensors = None  # khz.mcap.SensorReadings (the Foxglove bridge's /khz/sensors)
 
     def _file(self, path: str):
         rel = path.split("?", 1)[0].lstrip("/") or "index.html"
@@ -613,8 +614,9 @@ class Viewer:
 
     async def _foxglove(self, ws) -> None:
         """Foxglove's WebSocket protocol (foxglove.websocket.v1): /khz/state,
-        /tf, /scene and /contacts advertised with their protobuf schemas; the
-        newest state at most --fps times a second to each subscription."""
+        /tf, /scene, /contacts and (a model with HIL sensors or drives)
+        /khz/sensors advertised with their protobuf schemas; the newest state
+        at most --fps times a second to each subscription."""
         import base64
         import struct
 
@@ -628,6 +630,13 @@ class Viewer:
                  2: ("/tf", "foxglove.FrameTransforms", fox.schema("FrameTransforms")),
                  3: ("/scene", "foxglove.SceneUpdate", fox.schema("SceneUpdate")),
                  4: ("/contacts", "foxglove.SceneUpdate", fox.schema("SceneUpdate"))}
+        # the HIL readings by sensor name, as in MCAP (khz.mcap.SensorReadings),
+        # when the model has sensors or drives
+        md = self.src.model.msg
+        if md.sensors or md.drives:
+            if self.sensors is None:
+                self.sensors = mcap.KhzSensors()
+            chans[5] = ("/khz/sensors", "khz.mcap.SensorReadings", self.sensors.schema)
         await ws.send(json.dumps({"op": "serverInfo", "name": "khz view", "capabilities": [],
                                   "supportedEncodings": [], "metadata": {},
                                   "sessionId": str(time.time_ns())}))
@@ -676,6 +685,10 @@ class Viewer:
                         elif st is not sent and ch == 2:
                             tf = mcap.frame_transforms(fox, bodies, st.msg, ns)
                             await ws.send(frame(sub, ns, tf.SerializeToString()))
+                        elif st is not sent and ch == 5:
+                            # (named after the model now: it may have changed since)
+                            up = mcap.sensor_readings(self.sensors, self.src.model.msg, st.msg, ns)
+                            await ws.send(frame(sub, ns, up.SerializeToString()))
                         elif st is not sent and ch == 4 and (st.msg.contacts
                                                              or had_contacts.get(sub, True)):
                             # points and force arrows; one empty update after the last
