@@ -7,6 +7,8 @@
 //   node browser.mjs VIEWER_DIR URL shot OUT.png [SECONDS] [contacts]   a screenshot
 //   node browser.mjs VIEWER_DIR URL compare PREFIX EXPECTED.png SEQ [BODY...]
 //   node browser.mjs VIEWER_DIR URL hil    the HIL sensor panel and a sensor's plot
+//   node browser.mjs VIEWER_DIR URL play BODY FIRST END   a recording's timeline (the
+//        page's scrub, frame, speed and play), BODY's pose not finite in states FIRST..END-1
 // (the page is 1024 x 640 unless $KHZ_SHOT_SIZE says WxH)
 //
 // compare: waits for state SEQ (a paused server: the pose is fixed), takes
@@ -186,6 +188,53 @@ try {
       const v = khz.history.filter((p) => String(enc.value_index) in p.sensor).map((p) => p.sensor[enc.value_index]);
       return { n: v.length, nulls: v.filter((x) => x === null).length, numbers: v.filter((x) => typeof x === 'number').length };
     });
+  } else if (mode === 'play') {
+    // a recording's timeline through the page's own controls (`khz view --play`),
+    // and the bodies whose pose is not finite in states arg..arg2-1 (BODY = out)
+    const [bad0, bad1] = [Number(arg), Number(arg2)];
+    const badBody = out;
+    await page.waitForFunction(() => khz.timeline && khz.state && khz.state.index != null, null, { timeout: 60000 });
+    result.n = await page.evaluate(() => khz.timeline.n);
+    await page.click('#stop');
+    await page.waitForFunction(() => !khz.timeline.playing, null, { timeout: 60000 });
+    // scrub: the slider moved to an index (its input event, as a drag gives)
+    const scrub = async (i) => {
+      await page.$eval('#scrub', (e, v) => { e.value = String(v); e.dispatchEvent(new Event('input')); }, i);
+      await page.waitForFunction((k) => khz.state.index === k, i, { timeout: 60000 });
+      // a frame drawn with that state (no page error on the way)
+      const r = await page.evaluate(() => { const r0 = khz.rendered; khz.redraw(); return r0; });
+      await page.waitForFunction((k) => khz.rendered > k, r, { timeout: 60000 });
+    };
+    const look = () => page.evaluate((name) => {
+      const b = khz.model.bodies.indexOf(name);
+      return { index: khz.state.index, seq: khz.state.seq, pos: document.getElementById('tl-pos').textContent,
+        visible: khz.bodies[b].visible, invalid: khz.invalid.map((i) => khz.model.bodies[i]),
+        banner: document.getElementById('banner').textContent, banner_cls: document.getElementById('banner').className,
+        warnings: document.getElementById('warnings').textContent, simtime: document.getElementById('simtime').textContent };
+    }, badBody);
+    const good = Math.max(0, bad0 - 30);
+    await scrub(good);
+    result.scrubbed = await look();
+    await page.click('#fwd');
+    await page.waitForFunction((k) => khz.state.index === k + 1, good, { timeout: 60000 });
+    result.forward = await look();
+    await page.click('#back');
+    await page.waitForFunction((k) => khz.state.index === k, good, { timeout: 60000 });
+    result.back = await look();
+    await page.selectOption('#speed', '2');
+    await page.waitForFunction(() => khz.timeline.speed === 2, null, { timeout: 60000 });
+    result.speed = await page.evaluate(() => khz.timeline.speed);
+    // a state whose pose of badBody is NaN: not drawn, said in the status line
+    await scrub(Math.floor((bad0 + bad1) / 2));
+    result.bad = await look();
+    await scrub(bad1 + 10);
+    result.after = await look();
+    // play: the index runs on from where it is (at 2x)
+    const from = await page.evaluate(() => khz.state.index);
+    await page.click('#play');
+    await page.waitForFunction((k) => khz.state.index > k + 20, from, { timeout: 60000 });
+    result.played = await look();
+    result.played_from = from;
   } else if (mode === 'compare') {
     await compareRun(...process.argv.slice(5, 8), process.argv.slice(8));
   } else if (mode === 'shot') {

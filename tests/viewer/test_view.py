@@ -496,6 +496,84 @@ class PlaybackTest(unittest.TestCase):
                 v.stderr.close()
 
 
+class PlaybackPageTest(unittest.TestCase):
+    """`khz view --play` in the browser: the page's timeline controls (scrub,
+    one state forward and back, speed, play), and a recording whose box1 pose
+    is NaN in some states (a blown-up body): the page gets valid JSON (null
+    for the non-finite numbers: Python's json writes NaN, which the browser's
+    JSON.parse refuses), does not draw box1 there and says so in its status
+    line, and draws it again after."""
+
+    def test_page_timeline_and_nan(self):
+        import math
+        with khztest.Server() as s:
+            rec = os.path.join(s.dir, "run.khzrec")
+            r = subprocess.run([khztest.PYTHON, "-m", "khz", "--state", s.state, "--command",
+                                s.command, "record", rec, "--seconds", "2"],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            src = khz.recording.read(rec)
+            self.assertGreater(len(src.states), 300)
+            # box1's pose and its free joint's q are NaN in states 200..239, its
+            # twist inf (the server itself never publishes this: it refuses
+            # absurd wrenches and resets, and rolls a non-finite step back)
+            b = src.model.body("box1")
+            j = next(jj for jj in src.model.msg.joints if jj.body == b)
+            bad = os.path.join(s.dir, "nan.khzrec")
+            with khz.recording.Recorder(bad) as w:
+                w.model(src.model)
+                for i, st in enumerate(src.states):
+                    if 200 <= i < 240:
+                        m = st.msg.__class__()
+                        m.CopyFrom(st.msg)
+                        for k in range(7):
+                            m.body_pose[7 * b + k] = math.nan
+                        for k in range(j.nq):
+                            m.q[j.q_index + k] = math.nan
+                        m.body_twist[6 * b] = math.inf
+                        st = khz.model.State(m, m.SerializeToString(), src.model)
+                    w.state(st)
+            v = subprocess.Popen([khztest.PYTHON, "-m", "khz", "view", "--port", "0", "--play",
+                                  bad], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                line = v.stdout.readline()
+                self.assertIn("recording 'default'", line, v.stderr.read() if not line else line)
+                url = line.split()[2]
+                r = subprocess.run([NODE, os.path.join(HERE, "browser.mjs"), VIEWER, url, "play",
+                                    "box1", "200", "240"], capture_output=True, text=True,
+                                   timeout=240)
+            finally:
+                v.terminate()
+                v.wait(10)
+                v.stdout.close()
+                v.stderr.close()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        res = json.loads(r.stdout)
+        print(f"page timeline: {json.dumps({k: res[k] for k in ('bad', 'played')})}")
+        self.assertEqual(res["errors"], [], "the page logged errors")
+        seqs = [st.msg.seq for st in src.states]
+        n = len(seqs)
+        self.assertEqual(res["n"], n)
+        self.assertEqual((res["scrubbed"]["index"], res["scrubbed"]["seq"]), (170, seqs[170]))
+        self.assertEqual(res["scrubbed"]["pos"], f"171 / {n}")
+        self.assertEqual((res["forward"]["index"], res["forward"]["seq"]), (171, seqs[171]))
+        self.assertEqual(res["back"]["index"], 170)
+        self.assertEqual(res["speed"], 2)
+        for k in ("scrubbed", "after"):
+            self.assertTrue(res[k]["visible"], k)
+            self.assertEqual(res[k]["invalid"], [], k)
+            self.assertNotIn("not drawn", res[k]["banner"], k)
+        bad_state = res["bad"]
+        self.assertEqual(bad_state["index"], 220)
+        self.assertFalse(bad_state["visible"], "box1 drawn at a NaN pose")
+        self.assertEqual(bad_state["invalid"], ["box1"])
+        self.assertIn("not drawn, pose not finite: box1", bad_state["banner"])
+        self.assertEqual(bad_state["banner_cls"], "bad")
+        self.assertIn("not drawn, pose not finite: box1", bad_state["warnings"])
+        self.assertEqual(res["after"]["index"], 250)
+        self.assertGreater(res["played"]["index"], res["played_from"] + 20)
+
+
 class RefusalTest(unittest.TestCase):
     def run_view(self, server, *args):
         return subprocess.run([khztest.PYTHON, "-m", "khz", "--state", server.state, "--command",
