@@ -107,10 +107,12 @@ function buildScene(model) {
   // bodies with visual geoms show those; their collision geoms are a toggle (wireframe)
   const hasVisual = new Set(model.geoms.filter((g) => g.visual).map((g) => g.body));
   view.collision = [];
+  view.geomObjects = []; // per model geom its three.js object (null: not drawn)
   const moving = new Set(model.joints.map((j) => j.body));
   for (const g of model.geoms) {
     if (moving.has(g.body)) g.tint = g.body;
     const obj = geomObject(g, model.meshes);
+    view.geomObjects.push(obj);
     if (!obj) continue;
     if (!g.visual && hasVisual.has(g.body)) {
       obj.traverse((o) => { if (o.material) { o.material.wireframe = true; o.material.color.set(0x7fffd4); } });
@@ -636,6 +638,17 @@ view.project = (i) => {
   const v = new THREE.Vector3().setFromMatrixPosition(view.bodies[i].matrixWorld).project(camera);
   const r = renderer.domElement.getBoundingClientRect();
   return { x: r.left + (v.x + 1) / 2 * r.width, y: r.top + (1 - v.y) / 2 * r.height, inside: Math.abs(v.x) < 1 && Math.abs(v.y) < 1 && v.z < 1 };
+};
+// a world point (a contact's position) on the page
+view.projectWorld = (x, y, z) => {
+  const v = new THREE.Vector3(x, y, z).project(camera);
+  const r = renderer.domElement.getBoundingClientRect();
+  return { x: r.left + (v.x + 1) / 2 * r.width, y: r.top + (1 - v.y) / 2 * r.height, inside: Math.abs(v.x) < 1 && Math.abs(v.y) < 1 && v.z < 1 };
+};
+// the contact point (its index in the state) a point of the page hits, or -1
+view.pickContactAt = (x, y) => {
+  const h = pick({ clientX: x, clientY: y });
+  return h && h.object.userData.contact != null ? h.object.userData.contact : -1;
 };
 view.redraw = () => { needRender = true; };
 view.pickAt = (x, y) => {

@@ -7,6 +7,7 @@
 //   node browser.mjs VIEWER_DIR URL shot OUT.png [SECONDS] [contacts]   a screenshot
 //   node browser.mjs VIEWER_DIR URL compare PREFIX EXPECTED.png SEQ [BODY...]
 //   node browser.mjs VIEWER_DIR URL hil    the HIL sensor panel and a sensor's plot
+//   node browser.mjs VIEWER_DIR URL shapes   every geom's object, each body drawn and picked
 //   node browser.mjs VIEWER_DIR URL play BODY FIRST END   a recording's timeline (the
 //        page's scrub, frame, speed and play), BODY's pose not finite in states FIRST..END-1
 // (the page is 1024 x 640 unless $KHZ_SHOT_SIZE says WxH)
@@ -50,7 +51,7 @@ try {
   await page.goto(url, { timeout: 120000 });
   await page.waitForFunction(() => window.khz && window.khz.frames >= 1, null, { timeout: 180000 });
   mark('states');
-  result.model = await page.evaluate(() => ({ scene: khz.model.scene, bodies: khz.model.bodies, geoms: khz.model.geoms.length }));
+  result.model = await page.evaluate(() => ({ scene: khz.model.scene, bodies: khz.model.bodies, geoms: khz.model.geoms.length, joints: khz.model.joints }));
   const seqNow = () => page.evaluate(() => khz.seq);
   const pausedNow = () => page.evaluate(() => khz.state.paused);
 
@@ -148,6 +149,9 @@ try {
       (tr) => ({ cells: Array.from(tr.cells).map((td) => td.textContent), cls: tr.className,
         plot: tr.querySelector('input') ? tr.querySelector('input').checked : null })));
     result.drive_faults = await page.textContent('#drive-faults');
+    result.warnings = await page.evaluate(() => ({ text: document.getElementById('warnings').textContent,
+      cls: document.getElementById('warnings').className, state: khz.state.warnings,
+      flags: document.getElementById('flags').textContent }));
     result.note = await page.textContent('#hil-note');
     result.panel_shown = await page.evaluate(() => getComputedStyle(document.getElementById('hil')).display !== 'none');
     // the plot's history: every state's encoder reading beside the joint's exact q
@@ -188,6 +192,45 @@ try {
       const v = khz.history.filter((p) => String(enc.value_index) in p.sensor).map((p) => p.sensor[enc.value_index]);
       return { n: v.length, nulls: v.filter((x) => x === null).length, numbers: v.filter((x) => typeof x === 'number').length };
     });
+  } else if (mode === 'shapes') {
+    // every geom's three.js object (its geometry's type, vertex count and
+    // bounding box in the body frame) and, per body, the pixel at its origin
+    // and what a click there picks; the ground's pixel at a world point
+    const r0 = await page.evaluate(() => { const r = khz.rendered; khz.redraw(); return r; });
+    await page.waitForFunction((k) => khz.rendered > k, r0, { timeout: 60000 });
+    result.geoms = await page.evaluate(() => khz.geomObjects.map((o, i) => {
+      if (!o) return null;
+      const m = o.isMesh ? o : null;
+      let bb = null;
+      if (m) { m.geometry.computeBoundingBox(); bb = [m.geometry.boundingBox.min.toArray(), m.geometry.boundingBox.max.toArray()]; }
+      return { body: khz.model.geoms[i].body, type: khz.model.geoms[i].type, object: o.type,
+        geometry: m ? m.geometry.type : null, vertices: m ? m.geometry.attributes.position.count : 0,
+        indices: m && m.geometry.index ? m.geometry.index.count : 0, bbox: bb, visible: o.visible,
+        children: o.children.map((c) => c.type) };
+    }));
+    const pixelAt = (p) => page.evaluate((q) => {
+      const c = document.querySelector('#scene canvas');
+      const r = c.getBoundingClientRect();
+      const t = document.createElement('canvas');
+      t.width = r.width; t.height = r.height;
+      const ctx = t.getContext('2d');
+      ctx.drawImage(c, 0, 0, r.width, r.height);
+      return Array.from(ctx.getImageData(Math.round(q.x - r.left), Math.round(q.y - r.top), 1, 1).data);
+    }, p);
+    result.bodies = [];
+    const nb = await page.evaluate(() => khz.bodies.length);
+    for (let i = 1; i < nb; i++) {
+      const p = await page.evaluate((k) => khz.project(k), i);
+      result.bodies.push({ body: i, inside: p.inside, rgba: p.inside ? await pixelAt(p) : null,
+        hit: p.inside ? await page.evaluate(([x, y]) => khz.pickAt(x, y), [p.x, p.y]) : -1 });
+    }
+    const g = await page.evaluate(() => {
+      // a ground point in view beside the objects: the camera's target moved down to z = 0 and out
+      const t = khz.projectWorld(0, -0.45, 0);
+      return t;
+    });
+    result.ground = { inside: g.inside, rgba: g.inside ? await pixelAt(g) : null };
+    result.background = await page.evaluate(() => khz.backgroundRGB);
   } else if (mode === 'play') {
     // a recording's timeline through the page's own controls (`khz view --play`),
     // and the bodies whose pose is not finite in states arg..arg2-1 (BODY = out)
@@ -337,6 +380,101 @@ try {
     result.drag_after = await poseOf();
     result.pushes = await page.evaluate(() => khz.replies.filter((r) => r.op === 'push').length);
     result.push_refused = await page.evaluate(() => khz.replies.filter((r) => r.op === 'push' && !r.ok).map((r) => r.text).slice(0, 3));
+    mark('dragged');
+
+    // the server's figures as the panel shows them
+    result.panel = await page.evaluate(() => Object.fromEntries(['mode', 'rate', 'lateness', 'compute', 'overruns',
+      'clients', 'ncontacts', 'warnings', 'flags'].map((k) => [k, document.getElementById(k).textContent])));
+    // bodies and joints: the names panel and hovering a body
+    result.names = await page.textContent('#names');
+    const bp = await page.evaluate((i) => khz.project(i), b);
+    await page.mouse.move(bp.x, bp.y);
+    await page.waitForFunction(() => document.getElementById('hover').style.display === 'block', null, { timeout: 60000 });
+    result.hover_body = await page.textContent('#hover');
+    // the time plots: position, velocity and torque of the chosen joints drawn
+    const plotPixels = () => page.evaluate(() => {
+      const c = document.getElementById('plot');
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      let n = 0;
+      for (let o = 0; o < d.length; o += 4) if (d[o] === 0xff && d[o + 1] === 0x6b && d[o + 2] === 0x6b) n++;
+      return n;
+    });
+    result.plot_pixels = {};
+    for (const q of ['qd', 'tau', 'q']) {
+      await page.selectOption('#quantity', q);
+      const r = await page.evaluate(() => { const r0 = khz.rendered; khz.redraw(); return r0; });
+      await page.waitForFunction((k) => khz.rendered > k, r, { timeout: 60000 });
+      result.plot_pixels[q] = await plotPixels();
+    }
+    result.plot_values = await page.evaluate(() => {
+      const j = khz.plotSeries[0];
+      const h = khz.history;
+      return { n: h.length, q: h.filter((p) => p.q[j.q] != null).length, qd: h.filter((p) => p.qd[j.v] != null).length,
+        tau: h.filter((p) => p.tau[j.v] != null).length };
+    });
+
+    // contacts on (the page's toggle sets the server's publish_contacts), then
+    // paused, stepped 3 ticks: the page's newest state is 3 after the pause's
+    await page.click('#show-contacts');
+    await page.waitForFunction(() => khz.replies.some((r) => r.op === 'contacts' && r.ok) && khz.state.contacts.length > 0,
+      null, { timeout: 60000 });
+    await page.click('#pause');
+    await page.waitForFunction(() => khz.replies.filter((r) => r.op === 'pause').length === 2, null, { timeout: 60000 });
+    const pausedAt = await page.evaluate(() => Number(khz.replies.filter((r) => r.op === 'pause').pop().text.match(/state (\d+)/)[1]));
+    await page.waitForFunction((s) => khz.seq >= s, pausedAt, { timeout: 60000 });
+    await page.fill('#stepn', '3');
+    await page.click('#step');
+    await page.waitForFunction(() => khz.replies.some((r) => r.op === 'step'), null, { timeout: 60000 });
+    await page.waitForFunction((s) => khz.seq >= s + 3, pausedAt, { timeout: 60000 });
+    await sleep(500);
+    result.step = { paused_at: pausedAt, seq: await seqNow(), reply: await page.evaluate(() => khz.replies.find((r) => r.op === 'step')) };
+    // hovering a contact point: its bodies, penetration depth and force
+    const r2 = await page.evaluate(() => { const r0 = khz.rendered; khz.redraw(); return r0; });
+    await page.waitForFunction((k) => khz.rendered > k, r2, { timeout: 60000 });
+    const target = await page.evaluate(() => {
+      const c = khz.state.contacts;
+      // the deepest contact that a pointer can reach (not behind a body)
+      const order = Array.from({ length: c.length / 12 }, (_, i) => i).sort((a, b) => c[12 * b + 6] - c[12 * a + 6]);
+      for (const i of order) {
+        const p = khz.projectWorld(c[12 * i], c[12 * i + 1], c[12 * i + 2]);
+        if (p.inside && khz.pickContactAt(p.x, p.y) === i) return { i, x: p.x, y: p.y };
+      }
+      return null;
+    });
+    result.contact_target = target;
+    if (target) {
+      await page.mouse.move(target.x + 40, target.y + 40);
+      await page.mouse.move(target.x, target.y);
+      await page.waitForFunction(() => document.getElementById('hover').textContent.startsWith('contact'), null, { timeout: 60000 });
+      result.hover_contact = await page.textContent('#hover');
+      result.contact = await page.evaluate((i) => ({ seq: khz.seq, c: khz.state.contacts.slice(12 * i, 12 * i + 12) }), target.i);
+    }
+    result.contacts_drawn = await page.evaluate(() => ({ n: khz.state.contacts.length / 12,
+      text: document.getElementById('ncontacts').textContent }));
+    // the contact method: another of the server's list, taken by the next tick
+    const methods = await page.evaluate(() => khz.model.contact_methods);
+    const was = await page.evaluate(() => khz.state.contact_method);
+    const other = methods.find((m) => m !== was);
+    result.method = { methods, was, other };
+    if (other) {
+      await page.selectOption('#method', other);
+      await page.waitForFunction(() => khz.replies.some((r) => r.op === 'method'), null, { timeout: 60000 });
+      const s1 = await seqNow();
+      await page.click('#step');
+      await page.waitForFunction((s) => khz.seq > s, s1, { timeout: 60000 });
+      result.method.reply = await page.evaluate(() => khz.replies.find((r) => r.op === 'method'));
+      result.method.state = await page.evaluate(() => khz.state.contact_method);
+      result.method.text = await page.textContent('#ncontacts');
+      await page.selectOption('#method', was);
+      await page.waitForFunction(() => khz.replies.filter((r) => r.op === 'method').length === 2, null, { timeout: 60000 });
+    }
+    // reset: simulated time starts again
+    result.before_reset = await page.evaluate(() => khz.state.sim_time);
+    await page.click('#reset');
+    await page.waitForFunction(() => khz.replies.some((r) => r.op === 'reset'), null, { timeout: 60000 });
+    await page.waitForFunction(() => khz.state.sim_time < 0.01, null, { timeout: 60000 });
+    result.reset = await page.evaluate(() => ({ reply: khz.replies.find((r) => r.op === 'reset'), sim_time: khz.state.sim_time,
+      simtime_text: document.getElementById('simtime').textContent }));
   }
   mark('done');
   result.errors = errors;

@@ -33,6 +33,10 @@ import khztest  # noqa: E402
 
 import khz  # noqa: E402
 import khz.recording  # noqa: E402
+from khz.model import WARNINGS  # noqa: E402
+from khz_msgs.v1 import command_pb2  # noqa: E402
+
+WARN_EFFORT = WARNINGS.index("effort")
 
 VIEWER = os.path.join(khztest.SOURCE, "clients", "viewer")
 CHROMIUM = os.environ.get("KHZ_CHROMIUM", "/usr/bin/chromium")
@@ -76,6 +80,39 @@ class Viewer:
         self.proc.stderr.close()
 
 
+class StreamWatch:
+    """The server's own state stream, read beside the page by a client of the
+    test's: per state its seq, sim_time, contact method and one body's
+    position (what the page's requests did, seen without the page)."""
+
+    def __init__(self, server: khztest.Server, body: str):
+        import threading
+        self.server, self.body = server, body
+        self.rows: list[tuple] = []
+        self.stop = threading.Event()
+        self.ready = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        self.ready.wait(30)
+
+    def _run(self) -> None:
+        with khz.Client(self.server.state, self.server.command) as c:
+            b = c.model.body(self.body)
+            self.ready.set()
+            while not self.stop.is_set():
+                try:
+                    st = c.next_state(0.2).msg
+                except khz.Timeout:
+                    continue
+                self.rows.append((st.seq, st.sim_time, st.contact_method,
+                                  tuple(st.body_pose[7 * b:7 * b + 3])))
+
+    def close(self) -> list[tuple]:
+        self.stop.set()
+        self.thread.join(10)
+        return self.rows
+
+
 EXPECTED = os.path.join(HERE, "expected", "default.png")
 # the comparison's tolerance (browser.mjs compare): a pixel differs when a
 # channel differs by more than 48 / 255; at most 0.5 % of the pixels differ and
@@ -105,10 +142,14 @@ class ViewTest(unittest.TestCase):
             time.sleep(0.5)  # the viewer's subscription is in place
             seq = c.reset()  # the scene's initial pose, published once; paused: no tick follows
         t0 = time.monotonic()
-        r = subprocess.run([NODE, os.path.join(HERE, "browser.mjs"), VIEWER, self.viewer.url,
-                            "check", shot, "box1", out, EXPECTED, str(seq), "box1", "ball"],
-                           capture_output=True, text=True, timeout=240,
-                           env=dict(os.environ, KHZ_SHOT_SIZE="1024x640"))
+        watch = StreamWatch(self.server, "box1")
+        try:
+            r = subprocess.run([NODE, os.path.join(HERE, "browser.mjs"), VIEWER, self.viewer.url,
+                                "check", shot, "box1", out, EXPECTED, str(seq), "box1", "ball"],
+                               capture_output=True, text=True, timeout=300,
+                               env=dict(os.environ, KHZ_SHOT_SIZE="1024x640"))
+        finally:
+            stream = watch.close()
         self.assertEqual(r.returncode, 0, r.stderr)
         res = json.loads(r.stdout)
         print(f"browser walk-through {time.monotonic() - t0:.1f} s, phases {res['times']}")
@@ -175,10 +216,75 @@ class ViewTest(unittest.TestCase):
         print(f"box1 dragged {moved:.3f} m: {before} -> {after}")
         self.assertGreater(moved, 0.05)
         self.assertLess(moved, 5.0, "the drag flung the body")
-        # ... and in the server's own stream
-        with khz.Client(self.server.state, self.server.command) as c:
-            pose = c.latest_state(5).body_pose[c.model.body("box1")]
-        self.assertGreater(sum((pose[k] - before[k]) ** 2 for k in range(3)) ** 0.5, 0.05)
+        # ... and in the server's own stream (read beside the page)
+        far = max(sum((p[k] - before[k]) ** 2 for k in range(3)) ** 0.5 for *_, p in stream)
+        self.assertGreater(far, 0.05, "box1 did not move in the server's stream")
+        self.check_panel_and_controls(res, stream)
+
+    def check_panel_and_controls(self, res: dict, stream: list[tuple]) -> None:
+        """What the page shows of the server, hovering, the plots, and the
+        controls step, contact method and reset, each also seen in the
+        server's own stream."""
+        import re
+        m = res["model"]
+        p = res["panel"]
+        print(f"panel: {p}")
+        self.assertRegex(p["rate"], r"^1000 Hz, measured \d+ Hz$")
+        self.assertRegex(p["lateness"], r"^-?[\d.]+ µs \(p50 -?[\d.]+ µs, p99 -?[\d.]+ µs, max -?[\d.]+ µs\)$")
+        self.assertRegex(p["compute"], r"^[\d.]+ µs \(p50 ")
+        self.assertRegex(p["overruns"], r"^\d+ \(\d+ missed\), \d+ states dropped$")
+        self.assertRegex(p["clients"], r"^\d+ seen, \d+ messages rejected$")
+        self.assertRegex(p["mode"], r"^realtime")
+        # names: every body with its index, and its joint
+        for i, name in enumerate(m["bodies"]):
+            self.assertIn(f"{i} {name}", res["names"])
+        for j in m["joints"]:
+            self.assertIn(f"{m['bodies'][j['body']]} — {j['name']} ({j['type']}", res["names"])
+        # hovering box1's origin names the body under it, its mass and joint
+        hv = re.match(r"^(.+) \(body (\d+), ([\d.]+) kg\)(?:\njoint (.+) \((\w+)\))?$",
+                      res["hover_body"])
+        self.assertIsNotNone(hv, res["hover_body"])
+        b = int(hv.group(2))
+        self.assertEqual(hv.group(1), m["bodies"][b])
+        joint = next((j for j in m["joints"] if j["body"] == b), None)
+        self.assertEqual(hv.group(4), joint and joint["name"])
+        # the plots: position, velocity and torque of the first joint, every sample
+        pv = res["plot_values"]
+        self.assertEqual((pv["q"], pv["qd"], pv["tau"]), (pv["n"], pv["n"], pv["n"]))
+        for q, n in res["plot_pixels"].items():
+            self.assertGreater(n, 20, f"nothing plotted for {q}")
+        # step 3 from the paused state: the page's newest state is 3 ticks on,
+        # and the server's stream has those three after the pause, then the
+        # method test's single step (a paused server repeats its last state)
+        st = res["step"]
+        print(f"step: {st}")
+        p0 = st["paused_at"]
+        self.assertEqual(st["seq"], p0 + 3)
+        self.assertIn(f"paused at state {p0 + 3}", st["reply"]["text"])
+        after = sorted({r[0] for r in stream if r[0] > p0})
+        self.assertEqual(after[:4], [p0 + 1, p0 + 2, p0 + 3, p0 + 4])
+        # hovering a contact point: its bodies, depth (mm) and force of that state
+        self.assertIsNotNone(res["contact_target"], "no contact point could be hovered")
+        c = res["contact"]["c"]
+        want = (f"contact {m['bodies'][int(c[10])]} – {m['bodies'][int(c[11])]}\n"
+                f"depth {c[6] * 1000:.3f} mm, |F| {(c[7] ** 2 + c[8] ** 2 + c[9] ** 2) ** 0.5:.2f} N")
+        print(f"hover: {res['hover_contact']!r}")
+        self.assertEqual(res["hover_contact"], want)
+        self.assertTrue(res["contacts_drawn"]["text"].startswith(f"{res['contacts_drawn']['n']} points"))
+        # the contact method: the next tick runs with it (the server's stream says so)
+        mt = res["method"]
+        self.assertGreaterEqual(len(mt["methods"]), 2, mt)
+        self.assertTrue(mt["reply"]["ok"], mt)
+        self.assertEqual(mt["state"], mt["other"])
+        self.assertIn(f"method {mt['other']}", mt["text"])
+        self.assertIn(mt["other"], [r[2] for r in stream if r[0] > st["paused_at"] + 3])
+        # reset: simulated time starts again, in the page and in the stream
+        rs = res["reset"]
+        self.assertTrue(rs["reply"]["ok"], rs)
+        self.assertGreater(res["before_reset"], 0.5)
+        self.assertLess(rs["sim_time"], 0.01)
+        self.assertEqual(rs["simtime_text"], f"{rs['sim_time']:.3f}")
+        self.assertLess(stream[-1][1], 0.01, "the server's stream has no reset state")
 
     def check_expected_image(self, res: dict, out: str) -> None:
         """The default scene at its initial pose (the paused server, reset),
@@ -242,6 +348,15 @@ class HilTest(unittest.TestCase):
                 c.set_fault("enc2", "dropout")
                 c.set_fault("arm/joint4", "limp")
                 sensors = [(sn.name, sn.dim) for sn in c.model.msg.sensors]
+                # a command over the effort limits: clamped, counted in the
+                # state's warnings ('effort'), which the page must show
+                st = c.latest_state(5).msg
+                c.command(command_pb2.Command(
+                    model_generation=st.model_generation, seq=1, state_seq=st.seq,
+                    tau=[1e6] * len(c.model.msg.actuators)))
+                deadline = time.monotonic() + 60
+                while not c.latest_state(5).msg.warnings[WARN_EFFORT]:
+                    self.assertLess(time.monotonic(), deadline, "no effort warning")
             v = Viewer(s)
             try:
                 r = subprocess.run([NODE, os.path.join(HERE, "browser.mjs"), VIEWER, v.url, "hil"],
@@ -272,6 +387,12 @@ class HilTest(unittest.TestCase):
         self.assertIn(int(by["box1_ft"]["cells"][3].split()[0]), range(4))
         self.assertEqual(by["enc1"]["cells"][3].split()[0], "0")
         self.assertIn("arm/joint4 limp", res["drive_faults"])
+        # the state's warnings: the clamped command's effort count, marked
+        w = res["warnings"]
+        print(f"warnings row: {w}")
+        self.assertGreater(w["state"].get("effort", 0), 0)
+        self.assertRegex(w["text"], r"(^|, )effort \d+")
+        self.assertEqual(w["cls"], "bad")
         self.assertEqual([row["plot"] for row in rows][:2], [True, False])  # enc1 plotted first
         # the plot: every state's encoder reading, within half a count of the
         # joint's exact position of the same state (16384 counts per turn)
@@ -371,6 +492,78 @@ class FoxgloveTest(unittest.TestCase):
             for sph, c in zip(ent.spheres, state.contacts):
                 self.assertEqual((sph.pose.position.x, sph.pose.position.y, sph.pose.position.z),
                                  tuple(c.position))
+
+
+OCTA_V = [(1, 0, 0), (-1, 0, 0), (0, 1, 0), (0, -1, 0), (0, 0, 1), (0, 0, -1)]
+OCTA_F = [(1, 3, 5), (3, 2, 5), (2, 4, 5), (4, 1, 5), (3, 1, 6), (2, 3, 6), (4, 2, 6), (1, 4, 6)]
+
+
+class ShapesTest(unittest.TestCase):
+    """Every geom type in the page: a scene of a box, a sphere, a cylinder, a
+    capsule and an OBJ mesh (an octahedron scaled 0.1, 0.2, 0.3) on a ground
+    plane. Each geom has its three.js object of its type and size; each body
+    has non-background pixels at its origin and a click there picks it; the
+    ground is drawn."""
+
+    def test_every_geom_type(self):
+        with tempfile.TemporaryDirectory(prefix="khz-shapes-") as d:
+            with open(os.path.join(d, "octa.obj"), "w") as o:
+                o.writelines([f"v {a} {b} {c}\n" for a, b, c in OCTA_V] +
+                             [f"f {a} {b} {c}\n" for a, b, c in OCTA_F])
+            scene = os.path.join(d, "shapes.yaml")
+            with open(scene, "w") as o:
+                o.write("khz_scene: 1\nname: shapes\nground: {height: 0}\nobjects:\n"
+                        "  - {name: a_box, shape: box, size: [0.06, 0.05, 0.04], mass: 1, pos: [-0.3, 0, 0.04]}\n"
+                        "  - {name: a_sphere, shape: sphere, size: [0.06], mass: 1, pos: [-0.15, 0, 0.06]}\n"
+                        "  - {name: a_cylinder, shape: cylinder, size: [0.05, 0.08], mass: 1, pos: [0, 0, 0.08]}\n"
+                        "  - {name: a_capsule, shape: capsule, size: [0.04, 0.05], mass: 1, pos: [0.15, 0, 0.04], "
+                        "rpy: [1.5707963, 0, 0]}\n"
+                        "  - {name: a_mesh, shape: mesh, file: octa.obj, scale: [0.1, 0.2, 0.3], "
+                        "mass: 1, inertia: [0.01, 0.01, 0.01, 0, 0, 0], pos: [0.3, 0, 0.3], fixed: true}\n")
+            # (every object at rest: on the ground, the capsule on its side, the mesh welded)
+            with khztest.Server(scene=scene) as s:
+                v = Viewer(s)
+                try:
+                    r = subprocess.run([NODE, os.path.join(HERE, "browser.mjs"), VIEWER, v.url,
+                                        "shapes"], capture_output=True, text=True, timeout=240)
+                finally:
+                    v.close()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        res = json.loads(r.stdout)
+        self.assertEqual(res["errors"], [], "the page logged errors")
+        bodies = res["model"]["bodies"]
+        by = {bodies[g["body"]]: g for g in res["geoms"] if g and g["body"] > 0}
+        print("shapes: " + "; ".join(f"{n} {g['geometry']} {g['vertices']} vertices" for n, g in by.items()))
+        want = {"a_box": "BoxGeometry", "a_sphere": "SphereGeometry",
+                "a_cylinder": "CylinderGeometry", "a_capsule": "CapsuleGeometry",
+                "a_mesh": "BufferGeometry"}
+        self.assertEqual({n: g["geometry"] for n, g in by.items()}, want)
+
+        def extent(g):
+            lo, hi = g["bbox"]
+            return [round(hi[k] - lo[k], 4) for k in range(3)]
+        self.assertEqual(extent(by["a_box"]), [0.12, 0.1, 0.08])
+        self.assertEqual(extent(by["a_sphere"]), [0.12, 0.12, 0.12])
+        self.assertEqual(extent(by["a_cylinder"]), [0.1, 0.1, 0.16])  # along the body's z
+        self.assertEqual(extent(by["a_capsule"]), [0.08, 0.08, 0.18])  # with its caps
+        # the mesh: the OBJ's 6 vertices and 8 triangles, scaled per axis
+        self.assertEqual((by["a_mesh"]["vertices"], by["a_mesh"]["indices"]), (6, 24))
+        self.assertEqual(extent(by["a_mesh"]), [0.2, 0.4, 0.6])
+        # the ground plane: the world's, a tile and a grid
+        (ground,) = [g for g in res["geoms"] if g and g["body"] == 0]
+        self.assertEqual((ground["type"], ground["object"], ground["children"]),
+                         ("plane", "Group", ["Mesh", "GridHelper"]))
+        bg = res["background"]
+        self.assertTrue(res["ground"]["inside"])
+        self.assertGreater(max(abs(res["ground"]["rgba"][k] - bg[k]) for k in range(3)), 12,
+                           "the ground is not drawn")
+        for b in res["bodies"]:
+            name = bodies[b["body"]]
+            self.assertTrue(b["inside"], f"{name} outside the view")
+            self.assertGreater(max(abs(b["rgba"][k] - bg[k]) for k in range(3)), 12,
+                               f"{name}: background pixel at its origin")
+            self.assertEqual(b["hit"], b["body"], f"{name}: the click at its origin picks "
+                             f"{bodies[b['hit']] if b['hit'] >= 0 else 'nothing'}")
 
 
 class FoxgloveHilTest(unittest.TestCase):
