@@ -46,9 +46,10 @@ TOPICS = {"/khz/model": "khz.v1.ModelDescription", "/khz/state": "khz.v1.State",
 def missing() -> str | None:
     if not NODE:
         return "node is absent (apt-get install nodejs; scripts/bootstrap.sh does)"
-    if not os.path.isdir(os.path.join(VIEWER, "node_modules", "@mcap", "core")):
-        return ("clients/viewer/node_modules/@mcap/core is absent (npm ci in clients/viewer; "
-                "scripts/bootstrap.sh does)")
+    for pkg in ("@mcap/core", "@foxglove/schemas"):
+        if not os.path.isdir(os.path.join(VIEWER, "node_modules", pkg)):
+            return (f"clients/viewer/node_modules/{pkg} is absent (npm ci in clients/viewer; "
+                    "scripts/bootstrap.sh does)")
     return None
 
 
@@ -314,6 +315,49 @@ class McapTest(unittest.TestCase):
                                capture_output=True, text=True)
             self.assertEqual(r.returncode, 1)
             self.assertIn("--csv or --mcap", r.stderr)
+
+
+class FoxgloveSchemaTest(unittest.TestCase):
+    """The Foxglove messages khz writes (mcap._FOXGLOVE: FrameTransforms,
+    SceneUpdate and what they use) against Foxglove's own definitions, the npm
+    registry's @foxglove/schemas (its generateProto's .proto text): every
+    field khz writes has Foxglove's name, number, type and repetition, so that
+    Foxglove's 3D panel reads /tf, /scene and /contacts as its own messages.
+    khz leaves out fields it never fills (lines, texts, models of SceneEntity,
+    ...); SceneEntityDeletion.type is an enum there, a uint32 here (the same
+    varint on the wire)."""
+
+    def test_fields_match_foxglove(self):
+        import re
+
+        from khz import mcap
+        names = list(mcap._FOXGLOVE)
+        r = subprocess.run([NODE, os.path.join(HERE, "foxglove_schemas.mjs"), VIEWER, *names],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        theirs = json.loads(r.stdout)
+        field = re.compile(r"^\s*(repeated\s+)?([\w.]+)\s+(\w+)\s*=\s*(\d+);", re.M)
+        enums = re.compile(r"^\s*enum\s+(\w+)", re.M)
+        left_out = {}
+        for name, fields in mcap._FOXGLOVE.items():
+            text = theirs[name]
+            self.assertIn(f"message {name} {{", text)
+            fox = {m.group(3): (bool(m.group(1)), m.group(2), int(m.group(4)))
+                   for m in field.finditer(text)}
+            nested = set(enums.findall(text))
+            for fname, ftype, num in fields:
+                self.assertIn(fname, fox, f"foxglove.{name} has no field {fname}")
+                rep, ftype_fox, num_fox = fox[fname]
+                mine = ftype.lstrip("*").lstrip(".")
+                self.assertEqual((num, ftype.startswith("*")), (num_fox, rep),
+                                 f"foxglove.{name}.{fname}: number / repeated")
+                if ftype_fox in nested:  # an enum of Foxglove's: a varint here
+                    self.assertEqual(mine, "uint32", f"foxglove.{name}.{fname}")
+                else:
+                    self.assertEqual(mine, ftype_fox, f"foxglove.{name}.{fname}: type")
+            left_out[name] = sorted(set(fox) - {f[0] for f in fields})
+        print("fields of Foxglove's left out: " +
+              "; ".join(f"{n}: {', '.join(v)}" for n, v in left_out.items() if v))
 
 
 if __name__ == "__main__":
