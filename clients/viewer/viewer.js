@@ -178,6 +178,7 @@ const ghostMat = new THREE.MeshBasicMaterial({
 const normalMat = new THREE.LineBasicMaterial({ color: 0x3fc8ff });
 const forceColor = 0xff5a3f;
 const contactPool = [];
+view.contactPool = contactPool; // (read by the tests)
 
 function showContacts(c) {
   const on = view.source === 'recording' ? $('show-contacts-rec').checked : $('show-contacts').checked;

@@ -449,8 +449,29 @@ try {
       result.hover_contact = await page.textContent('#hover');
       result.contact = await page.evaluate((i) => ({ seq: khz.seq, c: khz.state.contacts.slice(12 * i, 12 * i + 12) }), target.i);
     }
-    result.contacts_drawn = await page.evaluate(() => ({ n: khz.state.contacts.length / 12,
-      text: document.getElementById('ncontacts').textContent }));
+    // drawn: a point and a normal per contact, a force arrow per contact whose
+    // force draws longer than 0.1 mm, each arrow along its force (on body1, or
+    // on body2 when body1 is the world)
+    result.contacts_drawn = await page.evaluate(() => {
+      const c = khz.state.contacts, n = c.length / 12, pool = khz.contactPool;
+      let arrowsWanted = 0, arrowsAlong = 0;
+      for (let i = 0; i < n; i++) {
+        const o = 12 * i, sgn = c[o + 10] === 0 ? -1 : 1;
+        const f = [c[o + 7], c[o + 8], c[o + 9]].map((x) => sgn * x), fn = Math.hypot(...f);
+        if (fn * khz.forceScale <= 1e-4) continue;
+        arrowsWanted++;
+        const a = pool[i].arrow;
+        const e = a.matrixWorld.elements; // (an ArrowHelper points along its +y)
+        const y = [e[4], e[5], e[6]], yn = Math.hypot(...y);
+        const cos = (y[0] * f[0] + y[1] * f[1] + y[2] * f[2]) / (yn * fn);
+        if (a.visible && cos > 0.999) arrowsAlong++;
+      }
+      return { n, groups: pool.filter((p) => p.grp.visible).length,
+        dots: pool.filter((p) => p.grp.visible && p.dot.visible).length,
+        normals: pool.filter((p) => p.grp.visible && p.nl.visible).length,
+        arrows: pool.filter((p) => p.grp.visible && p.arrow.visible).length, arrowsWanted, arrowsAlong,
+        text: document.getElementById('ncontacts').textContent };
+    });
     // the contact method: another of the server's list, taken by the next tick
     const methods = await page.evaluate(() => khz.model.contact_methods);
     const was = await page.evaluate(() => khz.state.contact_method);

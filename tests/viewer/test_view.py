@@ -8,8 +8,14 @@ that projects into the view has non-background pixels at its origin, and a
 pick there hits a body (most of them the body itself: the rest are behind
 another); pressing pause stops the sequence number (and the server says
 paused); dragging box1 moves it in the next states, as the server's own
-stream shows. Also: the page's files only are served (no path escapes), a
-non-loopback bind without CURVE keys is refused, a wrong --scene is named.
+stream shows; the panel, hovering, plots, contacts, step, contact method and
+reset (ViewTest); every geom type drawn (ShapesTest); the HIL panel
+(HilTest); a recording's timeline through the protocol and the page's own
+controls, with NaN poses (PlaybackTest, PlaybackPageTest); the Foxglove
+bridge (FoxgloveTest, FoxgloveHilTest). Also: the page's files only are
+served (no path escapes), a non-loopback bind without CURVE keys is refused
+and with them serves, a wrong --scene is named. docs/viewer.md has the table
+of issue 23's requirements and the tests that show them.
 
 Skips (exit 77) only when chromium or clients/viewer/node_modules is absent:
 scripts/bootstrap.sh installs both.
@@ -60,9 +66,13 @@ class Viewer:
     """`khz view` on a free port against a server; .url once it serves."""
 
     def __init__(self, server: khztest.Server, *extra: str):
+        # (the khz command's own options, --server-key and --client-keys, go before 'view')
+        keys = [a for i, a in enumerate(extra) if a in ("--server-key", "--client-keys") or
+                (i and extra[i - 1] in ("--server-key", "--client-keys"))]
+        extra = tuple(a for a in extra if a not in keys)
         self.proc = subprocess.Popen(
             [khztest.PYTHON, "-m", "khz", "--state", server.state, "--command", server.command,
-             "view", "--port", "0", *extra],
+             *keys, "view", "--port", "0", *extra],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
         line = self.proc.stdout.readline()
         if "http://" not in line:
@@ -270,7 +280,14 @@ class ViewTest(unittest.TestCase):
                 f"depth {c[6] * 1000:.3f} mm, |F| {(c[7] ** 2 + c[8] ** 2 + c[9] ** 2) ** 0.5:.2f} N")
         print(f"hover: {res['hover_contact']!r}")
         self.assertEqual(res["hover_contact"], want)
-        self.assertTrue(res["contacts_drawn"]["text"].startswith(f"{res['contacts_drawn']['n']} points"))
+        cd = res["contacts_drawn"]
+        print(f"contacts drawn: {cd}")
+        self.assertGreater(cd["n"], 0)
+        self.assertEqual((cd["groups"], cd["dots"], cd["normals"]), (cd["n"],) * 3)
+        self.assertGreater(cd["arrowsWanted"], 0, "no contact force to draw")
+        self.assertEqual(cd["arrows"], cd["arrowsWanted"])
+        self.assertEqual(cd["arrowsAlong"], cd["arrowsWanted"], "a force arrow not along its force")
+        self.assertTrue(cd["text"].startswith(f"{cd['n']} points"))
         # the contact method: the next tick runs with it (the server's stream says so)
         mt = res["method"]
         self.assertGreaterEqual(len(mt["methods"]), 2, mt)
@@ -788,6 +805,39 @@ class RefusalTest(unittest.TestCase):
             r = self.run_view(s, "--scene", "no/such/scene.yaml")
             self.assertEqual(r.returncode, 1)
             self.assertIn("cannot read the shapes of no/such/scene.yaml", r.stderr)
+
+    def test_non_loopback_with_curve(self):
+        """A non-loopback bind follows khz-server's CURVE rule: with the
+        server's key and this client's keys (a CURVE server) the page is
+        served on every address; keys the server does not know are refused."""
+        def keygen():
+            out = subprocess.run([khztest.SERVER, "--curve-keygen"], capture_output=True,
+                                 text=True).stdout
+            keys = dict(line.split() for line in out.splitlines() if line.strip())
+            return keys["public"], keys["secret"]
+        spub, ssec = keygen()
+        cpub, csec = keygen()
+        opub, osec = keygen()  # a client the server was not told of
+        with khztest.Server(extra=["--curve-secret-key", ssec, "--curve-clients", cpub]) as s:
+            mine, other = os.path.join(s.dir, "client.keys"), os.path.join(s.dir, "other.keys")
+            for path, (pub, sec) in ((mine, (cpub, csec)), (other, (opub, osec))):
+                with open(path, "w") as f:
+                    f.write(f"public {pub}\nsecret {sec}\n")
+            v = Viewer(s, "--bind", "0.0.0.0", "--server-key", spub, "--client-keys", mine)
+            try:
+                self.assertTrue(v.url.startswith("http://0.0.0.0:"), v.url)
+                port = v.url.rsplit(":", 1)[1].strip("/")
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30) as r:
+                    self.assertEqual(r.status, 200)
+                    self.assertIn(b"viewer.js", r.read())
+            finally:
+                v.close()
+            r = subprocess.run([khztest.PYTHON, "-m", "khz", "--state", s.state, "--command",
+                                s.command, "--timeout", "2", "--server-key", spub,
+                                "--client-keys", other, "view", "--port", "0", "--bind", "0.0.0.0"],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 1, r.stdout)
+            self.assertIn("CURVE", r.stderr)
 
 
 if __name__ == "__main__":
