@@ -278,6 +278,129 @@ try {
     await page.waitForFunction((k) => khz.state.index > k + 20, from, { timeout: 60000 });
     result.played = await look();
     result.played_from = from;
+  } else if (mode === 'controls') {
+    // the panel, names, hovering, plots, contacts, step, contact method and
+    // reset against a running server (BODY = out: the body hovered)
+    await page.waitForFunction(() => khz.frames > 5 && khz.state.server && khz.state.server.lateness, null, { timeout: 120000 });
+    const b = result.model.bodies.indexOf(out || 'box1');
+    // the server's figures as the panel shows them
+    result.panel = await page.evaluate(() => Object.fromEntries(['mode', 'rate', 'lateness', 'compute', 'overruns',
+      'clients', 'ncontacts', 'warnings', 'flags'].map((k) => [k, document.getElementById(k).textContent])));
+    // bodies and joints: the names panel and hovering a body
+    result.names = await page.textContent('#names');
+    const bp = await page.evaluate((i) => khz.project(i), b);
+    result.hover_at = { ...bp, pick: await page.evaluate(([x, y]) => khz.pickAt(x, y), [bp.x, bp.y]) };
+    await page.mouse.move(bp.x - 30, bp.y - 30);
+    await page.mouse.move(bp.x, bp.y, { steps: 3 });
+    await page.waitForFunction(() => document.getElementById('hover').style.display === 'block', null, { timeout: 60000 })
+      .catch(() => {});
+    result.hover_body = await page.evaluate(() => { const t = document.getElementById('hover'); return t.style.display === 'block' ? t.textContent : null; });
+    // the time plots: position, velocity and torque of the chosen joints drawn
+    const plotPixels = () => page.evaluate(() => {
+      const c = document.getElementById('plot');
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      let n = 0;
+      for (let o = 0; o < d.length; o += 4) if (d[o] === 0xff && d[o + 1] === 0x6b && d[o + 2] === 0x6b) n++;
+      return n;
+    });
+    result.plot_pixels = {};
+    for (const q of ['qd', 'tau', 'q']) {
+      await page.selectOption('#quantity', q);
+      const r = await page.evaluate(() => { const r0 = khz.rendered; khz.redraw(); return r0; });
+      await page.waitForFunction((k) => khz.rendered > k, r, { timeout: 60000 });
+      result.plot_pixels[q] = await plotPixels();
+    }
+    result.plot_values = await page.evaluate(() => {
+      const j = khz.plotSeries[0];
+      const h = khz.history;
+      return { n: h.length, q: h.filter((p) => p.q[j.q] != null).length, qd: h.filter((p) => p.qd[j.v] != null).length,
+        tau: h.filter((p) => p.tau[j.v] != null).length };
+    });
+
+    // contacts on (the page's toggle sets the server's publish_contacts), then
+    // paused, stepped 3 ticks: the page's newest state is 3 after the pause's
+    await page.click('#show-contacts');
+    await page.waitForFunction(() => khz.replies.some((r) => r.op === 'contacts' && r.ok) && khz.state.contacts.length > 0,
+      null, { timeout: 60000 });
+    const pauses = await page.evaluate(() => khz.replies.filter((r) => r.op === 'pause').length);
+    await page.click('#pause');
+    await page.waitForFunction((k) => khz.replies.filter((r) => r.op === 'pause').length > k, pauses, { timeout: 60000 });
+    const pausedAt = await page.evaluate(() => Number(khz.replies.filter((r) => r.op === 'pause').pop().text.match(/state (\d+)/)[1]));
+    await page.waitForFunction((s) => khz.seq >= s, pausedAt, { timeout: 60000 });
+    await page.fill('#stepn', '3');
+    await page.click('#step');
+    await page.waitForFunction(() => khz.replies.some((r) => r.op === 'step'), null, { timeout: 60000 });
+    await page.waitForFunction((s) => khz.seq >= s + 3, pausedAt, { timeout: 60000 });
+    await sleep(500);
+    result.step = { paused_at: pausedAt, seq: await seqNow(), reply: await page.evaluate(() => khz.replies.find((r) => r.op === 'step')) };
+    // hovering a contact point: its bodies, penetration depth and force
+    const r2 = await page.evaluate(() => { const r0 = khz.rendered; khz.redraw(); return r0; });
+    await page.waitForFunction((k) => khz.rendered > k, r2, { timeout: 60000 });
+    const target = await page.evaluate(() => {
+      const c = khz.state.contacts;
+      // the deepest contact that a pointer can reach (not behind a body)
+      const order = Array.from({ length: c.length / 12 }, (_, i) => i).sort((a, b) => c[12 * b + 6] - c[12 * a + 6]);
+      for (const i of order) {
+        const p = khz.projectWorld(c[12 * i], c[12 * i + 1], c[12 * i + 2]);
+        if (p.inside && khz.pickContactAt(p.x, p.y) === i) return { i, x: p.x, y: p.y };
+      }
+      return null;
+    });
+    result.contact_target = target;
+    if (target) {
+      await page.mouse.move(target.x + 40, target.y + 40);
+      await page.mouse.move(target.x, target.y);
+      await page.waitForFunction(() => document.getElementById('hover').textContent.startsWith('contact'), null, { timeout: 60000 });
+      result.hover_contact = await page.textContent('#hover');
+      result.contact = await page.evaluate((i) => ({ seq: khz.seq, c: khz.state.contacts.slice(12 * i, 12 * i + 12) }), target.i);
+    }
+    // drawn: a point and a normal per contact, a force arrow per contact whose
+    // force draws longer than 0.1 mm, each arrow along its force (on body1, or
+    // on body2 when body1 is the world)
+    result.contacts_drawn = await page.evaluate(() => {
+      const c = khz.state.contacts, n = c.length / 12, pool = khz.contactPool;
+      let arrowsWanted = 0, arrowsAlong = 0;
+      for (let i = 0; i < n; i++) {
+        const o = 12 * i, sgn = c[o + 10] === 0 ? -1 : 1;
+        const f = [c[o + 7], c[o + 8], c[o + 9]].map((x) => sgn * x), fn = Math.hypot(...f);
+        if (fn * khz.forceScale <= 1e-4) continue;
+        arrowsWanted++;
+        const a = pool[i].arrow;
+        const e = a.matrixWorld.elements; // (an ArrowHelper points along its +y)
+        const y = [e[4], e[5], e[6]], yn = Math.hypot(...y);
+        const cos = (y[0] * f[0] + y[1] * f[1] + y[2] * f[2]) / (yn * fn);
+        if (a.visible && cos > 0.999) arrowsAlong++;
+      }
+      return { n, groups: pool.filter((p) => p.grp.visible).length,
+        dots: pool.filter((p) => p.grp.visible && p.dot.visible).length,
+        normals: pool.filter((p) => p.grp.visible && p.nl.visible).length,
+        arrows: pool.filter((p) => p.grp.visible && p.arrow.visible).length, arrowsWanted, arrowsAlong,
+        text: document.getElementById('ncontacts').textContent };
+    });
+    // the contact method: another of the server's list, taken by the next tick
+    const methods = await page.evaluate(() => khz.model.contact_methods);
+    const was = await page.evaluate(() => khz.state.contact_method);
+    const other = methods.find((m) => m !== was);
+    result.method = { methods, was, other };
+    if (other) {
+      await page.selectOption('#method', other);
+      await page.waitForFunction(() => khz.replies.some((r) => r.op === 'method'), null, { timeout: 60000 });
+      const s1 = await seqNow();
+      await page.click('#step');
+      await page.waitForFunction((s) => khz.seq > s, s1, { timeout: 60000 });
+      result.method.reply = await page.evaluate(() => khz.replies.find((r) => r.op === 'method'));
+      result.method.state = await page.evaluate(() => khz.state.contact_method);
+      result.method.text = await page.textContent('#ncontacts');
+      await page.selectOption('#method', was);
+      await page.waitForFunction(() => khz.replies.filter((r) => r.op === 'method').length === 2, null, { timeout: 60000 });
+    }
+    // reset: simulated time starts again
+    result.before_reset = await page.evaluate(() => khz.state.sim_time);
+    await page.click('#reset');
+    await page.waitForFunction(() => khz.replies.some((r) => r.op === 'reset'), null, { timeout: 60000 });
+    await page.waitForFunction(() => khz.state.sim_time < 0.01, null, { timeout: 60000 });
+    result.reset = await page.evaluate(() => ({ reply: khz.replies.find((r) => r.op === 'reset'), sim_time: khz.state.sim_time,
+      simtime_text: document.getElementById('simtime').textContent }));
   } else if (mode === 'compare') {
     await compareRun(...process.argv.slice(5, 8), process.argv.slice(8));
   } else if (mode === 'shot') {
@@ -382,120 +505,6 @@ try {
     result.push_refused = await page.evaluate(() => khz.replies.filter((r) => r.op === 'push' && !r.ok).map((r) => r.text).slice(0, 3));
     mark('dragged');
 
-    // the server's figures as the panel shows them
-    result.panel = await page.evaluate(() => Object.fromEntries(['mode', 'rate', 'lateness', 'compute', 'overruns',
-      'clients', 'ncontacts', 'warnings', 'flags'].map((k) => [k, document.getElementById(k).textContent])));
-    // bodies and joints: the names panel and hovering a body
-    result.names = await page.textContent('#names');
-    const bp = await page.evaluate((i) => khz.project(i), b);
-    await page.mouse.move(bp.x, bp.y);
-    await page.waitForFunction(() => document.getElementById('hover').style.display === 'block', null, { timeout: 60000 });
-    result.hover_body = await page.textContent('#hover');
-    // the time plots: position, velocity and torque of the chosen joints drawn
-    const plotPixels = () => page.evaluate(() => {
-      const c = document.getElementById('plot');
-      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-      let n = 0;
-      for (let o = 0; o < d.length; o += 4) if (d[o] === 0xff && d[o + 1] === 0x6b && d[o + 2] === 0x6b) n++;
-      return n;
-    });
-    result.plot_pixels = {};
-    for (const q of ['qd', 'tau', 'q']) {
-      await page.selectOption('#quantity', q);
-      const r = await page.evaluate(() => { const r0 = khz.rendered; khz.redraw(); return r0; });
-      await page.waitForFunction((k) => khz.rendered > k, r, { timeout: 60000 });
-      result.plot_pixels[q] = await plotPixels();
-    }
-    result.plot_values = await page.evaluate(() => {
-      const j = khz.plotSeries[0];
-      const h = khz.history;
-      return { n: h.length, q: h.filter((p) => p.q[j.q] != null).length, qd: h.filter((p) => p.qd[j.v] != null).length,
-        tau: h.filter((p) => p.tau[j.v] != null).length };
-    });
-
-    // contacts on (the page's toggle sets the server's publish_contacts), then
-    // paused, stepped 3 ticks: the page's newest state is 3 after the pause's
-    await page.click('#show-contacts');
-    await page.waitForFunction(() => khz.replies.some((r) => r.op === 'contacts' && r.ok) && khz.state.contacts.length > 0,
-      null, { timeout: 60000 });
-    await page.click('#pause');
-    await page.waitForFunction(() => khz.replies.filter((r) => r.op === 'pause').length === 2, null, { timeout: 60000 });
-    const pausedAt = await page.evaluate(() => Number(khz.replies.filter((r) => r.op === 'pause').pop().text.match(/state (\d+)/)[1]));
-    await page.waitForFunction((s) => khz.seq >= s, pausedAt, { timeout: 60000 });
-    await page.fill('#stepn', '3');
-    await page.click('#step');
-    await page.waitForFunction(() => khz.replies.some((r) => r.op === 'step'), null, { timeout: 60000 });
-    await page.waitForFunction((s) => khz.seq >= s + 3, pausedAt, { timeout: 60000 });
-    await sleep(500);
-    result.step = { paused_at: pausedAt, seq: await seqNow(), reply: await page.evaluate(() => khz.replies.find((r) => r.op === 'step')) };
-    // hovering a contact point: its bodies, penetration depth and force
-    const r2 = await page.evaluate(() => { const r0 = khz.rendered; khz.redraw(); return r0; });
-    await page.waitForFunction((k) => khz.rendered > k, r2, { timeout: 60000 });
-    const target = await page.evaluate(() => {
-      const c = khz.state.contacts;
-      // the deepest contact that a pointer can reach (not behind a body)
-      const order = Array.from({ length: c.length / 12 }, (_, i) => i).sort((a, b) => c[12 * b + 6] - c[12 * a + 6]);
-      for (const i of order) {
-        const p = khz.projectWorld(c[12 * i], c[12 * i + 1], c[12 * i + 2]);
-        if (p.inside && khz.pickContactAt(p.x, p.y) === i) return { i, x: p.x, y: p.y };
-      }
-      return null;
-    });
-    result.contact_target = target;
-    if (target) {
-      await page.mouse.move(target.x + 40, target.y + 40);
-      await page.mouse.move(target.x, target.y);
-      await page.waitForFunction(() => document.getElementById('hover').textContent.startsWith('contact'), null, { timeout: 60000 });
-      result.hover_contact = await page.textContent('#hover');
-      result.contact = await page.evaluate((i) => ({ seq: khz.seq, c: khz.state.contacts.slice(12 * i, 12 * i + 12) }), target.i);
-    }
-    // drawn: a point and a normal per contact, a force arrow per contact whose
-    // force draws longer than 0.1 mm, each arrow along its force (on body1, or
-    // on body2 when body1 is the world)
-    result.contacts_drawn = await page.evaluate(() => {
-      const c = khz.state.contacts, n = c.length / 12, pool = khz.contactPool;
-      let arrowsWanted = 0, arrowsAlong = 0;
-      for (let i = 0; i < n; i++) {
-        const o = 12 * i, sgn = c[o + 10] === 0 ? -1 : 1;
-        const f = [c[o + 7], c[o + 8], c[o + 9]].map((x) => sgn * x), fn = Math.hypot(...f);
-        if (fn * khz.forceScale <= 1e-4) continue;
-        arrowsWanted++;
-        const a = pool[i].arrow;
-        const e = a.matrixWorld.elements; // (an ArrowHelper points along its +y)
-        const y = [e[4], e[5], e[6]], yn = Math.hypot(...y);
-        const cos = (y[0] * f[0] + y[1] * f[1] + y[2] * f[2]) / (yn * fn);
-        if (a.visible && cos > 0.999) arrowsAlong++;
-      }
-      return { n, groups: pool.filter((p) => p.grp.visible).length,
-        dots: pool.filter((p) => p.grp.visible && p.dot.visible).length,
-        normals: pool.filter((p) => p.grp.visible && p.nl.visible).length,
-        arrows: pool.filter((p) => p.grp.visible && p.arrow.visible).length, arrowsWanted, arrowsAlong,
-        text: document.getElementById('ncontacts').textContent };
-    });
-    // the contact method: another of the server's list, taken by the next tick
-    const methods = await page.evaluate(() => khz.model.contact_methods);
-    const was = await page.evaluate(() => khz.state.contact_method);
-    const other = methods.find((m) => m !== was);
-    result.method = { methods, was, other };
-    if (other) {
-      await page.selectOption('#method', other);
-      await page.waitForFunction(() => khz.replies.some((r) => r.op === 'method'), null, { timeout: 60000 });
-      const s1 = await seqNow();
-      await page.click('#step');
-      await page.waitForFunction((s) => khz.seq > s, s1, { timeout: 60000 });
-      result.method.reply = await page.evaluate(() => khz.replies.find((r) => r.op === 'method'));
-      result.method.state = await page.evaluate(() => khz.state.contact_method);
-      result.method.text = await page.textContent('#ncontacts');
-      await page.selectOption('#method', was);
-      await page.waitForFunction(() => khz.replies.filter((r) => r.op === 'method').length === 2, null, { timeout: 60000 });
-    }
-    // reset: simulated time starts again
-    result.before_reset = await page.evaluate(() => khz.state.sim_time);
-    await page.click('#reset');
-    await page.waitForFunction(() => khz.replies.some((r) => r.op === 'reset'), null, { timeout: 60000 });
-    await page.waitForFunction(() => khz.state.sim_time < 0.01, null, { timeout: 60000 });
-    result.reset = await page.evaluate(() => ({ reply: khz.replies.find((r) => r.op === 'reset'), sim_time: khz.state.sim_time,
-      simtime_text: document.getElementById('simtime').textContent }));
   }
   mark('done');
   result.errors = errors;

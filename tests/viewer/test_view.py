@@ -229,79 +229,6 @@ class ViewTest(unittest.TestCase):
         # ... and in the server's own stream (read beside the page)
         far = max(sum((p[k] - before[k]) ** 2 for k in range(3)) ** 0.5 for *_, p in stream)
         self.assertGreater(far, 0.05, "box1 did not move in the server's stream")
-        self.check_panel_and_controls(res, stream)
-
-    def check_panel_and_controls(self, res: dict, stream: list[tuple]) -> None:
-        """What the page shows of the server, hovering, the plots, and the
-        controls step, contact method and reset, each also seen in the
-        server's own stream."""
-        import re
-        m = res["model"]
-        p = res["panel"]
-        print(f"panel: {p}")
-        self.assertRegex(p["rate"], r"^1000 Hz, measured \d+ Hz$")
-        self.assertRegex(p["lateness"], r"^-?[\d.]+ µs \(p50 -?[\d.]+ µs, p99 -?[\d.]+ µs, max -?[\d.]+ µs\)$")
-        self.assertRegex(p["compute"], r"^[\d.]+ µs \(p50 ")
-        self.assertRegex(p["overruns"], r"^\d+ \(\d+ missed\), \d+ states dropped$")
-        self.assertRegex(p["clients"], r"^\d+ seen, \d+ messages rejected$")
-        self.assertRegex(p["mode"], r"^realtime")
-        # names: every body with its index, and its joint
-        for i, name in enumerate(m["bodies"]):
-            self.assertIn(f"{i} {name}", res["names"])
-        for j in m["joints"]:
-            self.assertIn(f"{m['bodies'][j['body']]} — {j['name']} ({j['type']}", res["names"])
-        # hovering box1's origin names the body under it, its mass and joint
-        hv = re.match(r"^(.+) \(body (\d+), ([\d.]+) kg\)(?:\njoint (.+) \((\w+)\))?$",
-                      res["hover_body"])
-        self.assertIsNotNone(hv, res["hover_body"])
-        b = int(hv.group(2))
-        self.assertEqual(hv.group(1), m["bodies"][b])
-        joint = next((j for j in m["joints"] if j["body"] == b), None)
-        self.assertEqual(hv.group(4), joint and joint["name"])
-        # the plots: position, velocity and torque of the first joint, every sample
-        pv = res["plot_values"]
-        self.assertEqual((pv["q"], pv["qd"], pv["tau"]), (pv["n"], pv["n"], pv["n"]))
-        for q, n in res["plot_pixels"].items():
-            self.assertGreater(n, 20, f"nothing plotted for {q}")
-        # step 3 from the paused state: the page's newest state is 3 ticks on,
-        # and the server's stream has those three after the pause, then the
-        # method test's single step (a paused server repeats its last state)
-        st = res["step"]
-        print(f"step: {st}")
-        p0 = st["paused_at"]
-        self.assertEqual(st["seq"], p0 + 3)
-        self.assertIn(f"paused at state {p0 + 3}", st["reply"]["text"])
-        after = sorted({r[0] for r in stream if r[0] > p0})
-        self.assertEqual(after[:4], [p0 + 1, p0 + 2, p0 + 3, p0 + 4])
-        # hovering a contact point: its bodies, depth (mm) and force of that state
-        self.assertIsNotNone(res["contact_target"], "no contact point could be hovered")
-        c = res["contact"]["c"]
-        want = (f"contact {m['bodies'][int(c[10])]} – {m['bodies'][int(c[11])]}\n"
-                f"depth {c[6] * 1000:.3f} mm, |F| {(c[7] ** 2 + c[8] ** 2 + c[9] ** 2) ** 0.5:.2f} N")
-        print(f"hover: {res['hover_contact']!r}")
-        self.assertEqual(res["hover_contact"], want)
-        cd = res["contacts_drawn"]
-        print(f"contacts drawn: {cd}")
-        self.assertGreater(cd["n"], 0)
-        self.assertEqual((cd["groups"], cd["dots"], cd["normals"]), (cd["n"],) * 3)
-        self.assertGreater(cd["arrowsWanted"], 0, "no contact force to draw")
-        self.assertEqual(cd["arrows"], cd["arrowsWanted"])
-        self.assertEqual(cd["arrowsAlong"], cd["arrowsWanted"], "a force arrow not along its force")
-        self.assertTrue(cd["text"].startswith(f"{cd['n']} points"))
-        # the contact method: the next tick runs with it (the server's stream says so)
-        mt = res["method"]
-        self.assertGreaterEqual(len(mt["methods"]), 2, mt)
-        self.assertTrue(mt["reply"]["ok"], mt)
-        self.assertEqual(mt["state"], mt["other"])
-        self.assertIn(f"method {mt['other']}", mt["text"])
-        self.assertIn(mt["other"], [r[2] for r in stream if r[0] > st["paused_at"] + 3])
-        # reset: simulated time starts again, in the page and in the stream
-        rs = res["reset"]
-        self.assertTrue(rs["reply"]["ok"], rs)
-        self.assertGreater(res["before_reset"], 0.5)
-        self.assertLess(rs["sim_time"], 0.01)
-        self.assertEqual(rs["simtime_text"], f"{rs['sim_time']:.3f}")
-        self.assertLess(stream[-1][1], 0.01, "the server's stream has no reset state")
 
     def check_expected_image(self, res: dict, out: str) -> None:
         """The default scene at its initial pose (the paused server, reset),
@@ -509,6 +436,98 @@ class FoxgloveTest(unittest.TestCase):
             for sph, c in zip(ent.spheres, state.contacts):
                 self.assertEqual((sph.pose.position.x, sph.pose.position.y, sph.pose.position.z),
                                  tuple(c.position))
+
+
+class ControlsTest(unittest.TestCase):
+    """The page against a running default-scene server: what it shows of the
+    server, names and hovering, the plots, the contacts toggle and drawing,
+    step, contact method and reset, each control also seen in the server's
+    own stream (StreamWatch)."""
+
+    def test_panel_and_controls(self):
+        import re
+        with khztest.Server() as s:
+            v = Viewer(s)
+            watch = StreamWatch(s, "box1")
+            try:
+                r = subprocess.run([NODE, os.path.join(HERE, "browser.mjs"), VIEWER, v.url,
+                                    "controls", "box1"], capture_output=True, text=True,
+                                   timeout=300)
+            finally:
+                stream = watch.close()
+                v.close()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        res = json.loads(r.stdout)
+        print(f"controls walk-through: phases {res['times']}")
+        self.assertEqual(res["errors"], [], "the page logged errors")
+        m = res["model"]
+        p = res["panel"]
+        print(f"panel: {p}")
+        self.assertRegex(p["rate"], r"^1000 Hz, measured \d+ Hz$")
+        self.assertRegex(p["lateness"], r"^-?[\d.]+ µs \(p50 -?[\d.]+ µs, p99 -?[\d.]+ µs, max -?[\d.]+ µs\)$")
+        self.assertRegex(p["compute"], r"^[\d.]+ µs \(p50 ")
+        self.assertRegex(p["overruns"], r"^\d+ \(\d+ missed\), \d+ states dropped$")
+        self.assertRegex(p["clients"], r"^\d+ seen, \d+ messages rejected$")
+        self.assertRegex(p["mode"], r"^realtime")
+        # names: every body with its index, and its joint
+        for i, name in enumerate(m["bodies"]):
+            self.assertIn(f"{i} {name}", res["names"])
+        for j in m["joints"]:
+            self.assertIn(f"{m['bodies'][j['body']]} — {j['name']} ({j['type']}", res["names"])
+        # hovering box1's origin names the body under it, its mass and joint
+        self.assertIsNotNone(res["hover_body"], f"no hover text at box1's origin: {res['hover_at']}")
+        hv = re.match(r"^(.+) \(body (\d+), ([\d.]+) kg\)(?:\njoint (.+) \((\w+)\))?$",
+                      res["hover_body"])
+        self.assertIsNotNone(hv, res["hover_body"])
+        b = int(hv.group(2))
+        self.assertEqual(hv.group(1), m["bodies"][b])
+        joint = next((j for j in m["joints"] if j["body"] == b), None)
+        self.assertEqual(hv.group(4), joint and joint["name"])
+        # the plots: position, velocity and torque of the first joint, every sample
+        pv = res["plot_values"]
+        self.assertEqual((pv["q"], pv["qd"], pv["tau"]), (pv["n"], pv["n"], pv["n"]))
+        for q, n in res["plot_pixels"].items():
+            self.assertGreater(n, 20, f"nothing plotted for {q}")
+        # step 3 from the paused state: the page's newest state is 3 ticks on,
+        # and the server's stream has those three after the pause, then the
+        # method test's single step (a paused server repeats its last state)
+        st = res["step"]
+        print(f"step: {st}")
+        p0 = st["paused_at"]
+        self.assertEqual(st["seq"], p0 + 3)
+        self.assertIn(f"paused at state {p0 + 3}", st["reply"]["text"])
+        after = sorted({r[0] for r in stream if r[0] > p0})
+        self.assertEqual(after[:4], [p0 + 1, p0 + 2, p0 + 3, p0 + 4])
+        # hovering a contact point: its bodies, depth (mm) and force of that state
+        self.assertIsNotNone(res["contact_target"], "no contact point could be hovered")
+        c = res["contact"]["c"]
+        want = (f"contact {m['bodies'][int(c[10])]} – {m['bodies'][int(c[11])]}\n"
+                f"depth {c[6] * 1000:.3f} mm, |F| {(c[7] ** 2 + c[8] ** 2 + c[9] ** 2) ** 0.5:.2f} N")
+        print(f"hover: {res['hover_contact']!r}")
+        self.assertEqual(res["hover_contact"], want)
+        cd = res["contacts_drawn"]
+        print(f"contacts drawn: {cd}")
+        self.assertGreater(cd["n"], 0)
+        self.assertEqual((cd["groups"], cd["dots"], cd["normals"]), (cd["n"],) * 3)
+        self.assertGreater(cd["arrowsWanted"], 0, "no contact force to draw")
+        self.assertEqual(cd["arrows"], cd["arrowsWanted"])
+        self.assertEqual(cd["arrowsAlong"], cd["arrowsWanted"], "a force arrow not along its force")
+        self.assertTrue(cd["text"].startswith(f"{cd['n']} points"))
+        # the contact method: the next tick runs with it (the server's stream says so)
+        mt = res["method"]
+        self.assertGreaterEqual(len(mt["methods"]), 2, mt)
+        self.assertTrue(mt["reply"]["ok"], mt)
+        self.assertEqual(mt["state"], mt["other"])
+        self.assertIn(f"method {mt['other']}", mt["text"])
+        self.assertIn(mt["other"], [r[2] for r in stream if r[0] > st["paused_at"] + 3])
+        # reset: simulated time starts again, in the page and in the stream
+        rs = res["reset"]
+        self.assertTrue(rs["reply"]["ok"], rs)
+        self.assertGreater(res["before_reset"], 0.5)
+        self.assertLess(rs["sim_time"], 0.01)
+        self.assertEqual(rs["simtime_text"], f"{rs['sim_time']:.3f}")
+        self.assertLess(stream[-1][1], 0.01, "the server's stream has no reset state")
+
 
 
 OCTA_V = [(1, 0, 0), (-1, 0, 0), (0, 1, 0), (0, -1, 0), (0, 0, 1), (0, 0, -1)]
