@@ -454,8 +454,9 @@ try {
         frames: khz.frames, with_value: h.filter((p) => p.q[j.q] != null).length };
     });
     // pause: the sequence number stops and the state says PAUSED
+    // (running: a newer state comes; under load the page takes one a second or two)
     const s0 = await seqNow();
-    await sleep(300);
+    await page.waitForFunction((s) => khz.seq > s, s0, { timeout: 60000 }).catch(() => {});
     result.seq_running = [s0, await seqNow()];
     await page.click('#pause');
     await page.waitForFunction(() => khz.state.paused, null, { timeout: 10000 });
