@@ -46,10 +46,9 @@ TOPICS = {"/khz/model": "khz.v1.ModelDescription", "/khz/state": "khz.v1.State",
 def missing() -> str | None:
     if not NODE:
         return "node is absent (apt-get install nodejs; scripts/bootstrap.sh does)"
-    for pkg in ("@mcap/core", "@foxglove/schemas"):
-        if not os.path.isdir(os.path.join(VIEWER, "node_modules", pkg)):
-            return (f"clients/viewer/node_modules/{pkg} is absent (npm ci in clients/viewer; "
-                    "scripts/bootstrap.sh does)")
+    if not os.path.isdir(os.path.join(VIEWER, "node_modules", "@mcap", "core")):
+        return ("clients/viewer/node_modules/@mcap/core is absent (npm ci in clients/viewer; "
+                "scripts/bootstrap.sh does)")
     return None
 
 
@@ -331,6 +330,10 @@ class FoxgloveSchemaTest(unittest.TestCase):
         import re
 
         from khz import mcap
+        if not os.path.isdir(os.path.join(VIEWER, "node_modules", "@foxglove", "schemas")):
+            # (only this test: the MCAP tests above need @mcap/core alone)
+            self.skipTest("clients/viewer/node_modules/@foxglove/schemas is absent (npm ci in "
+                          "clients/viewer; scripts/bootstrap.sh does)")
         names = list(mcap._FOXGLOVE)
         r = subprocess.run([NODE, os.path.join(HERE, "foxglove_schemas.mjs"), VIEWER, *names],
                            capture_output=True, text=True, timeout=60)
