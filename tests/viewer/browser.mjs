@@ -286,6 +286,18 @@ try {
     // the server's figures as the panel shows them
     result.panel = await page.evaluate(() => Object.fromEntries(['mode', 'rate', 'lateness', 'compute', 'overruns',
       'clients', 'ncontacts', 'warnings', 'flags'].map((k) => [k, document.getElementById(k).textContent])));
+    // (paused early: a running server makes the page draw every state it takes,
+    // a second or two each under load; paused, it draws when asked)
+    // contacts on (the page's toggle sets the server's publish_contacts), then
+    // paused, stepped 3 ticks: the page's newest state is 3 after the pause's
+    await page.click('#show-contacts');
+    await page.waitForFunction(() => khz.replies.some((r) => r.op === 'contacts' && r.ok) && khz.state.contacts.length > 0,
+      null, { timeout: 60000 });
+    const pauses = await page.evaluate(() => khz.replies.filter((r) => r.op === 'pause').length);
+    await page.click('#pause');
+    await page.waitForFunction((k) => khz.replies.filter((r) => r.op === 'pause').length > k, pauses, { timeout: 60000 });
+    const pausedAt = await page.evaluate(() => Number(khz.replies.filter((r) => r.op === 'pause').pop().text.match(/state (\d+)/)[1]));
+    await page.waitForFunction((s) => khz.seq >= s, pausedAt, { timeout: 60000 });
     // bodies and joints: the names panel and hovering a body
     result.names = await page.textContent('#names');
     const bp = await page.evaluate((i) => khz.project(i), b);
@@ -317,16 +329,6 @@ try {
         tau: h.filter((p) => p.tau[j.v] != null).length };
     });
 
-    // contacts on (the page's toggle sets the server's publish_contacts), then
-    // paused, stepped 3 ticks: the page's newest state is 3 after the pause's
-    await page.click('#show-contacts');
-    await page.waitForFunction(() => khz.replies.some((r) => r.op === 'contacts' && r.ok) && khz.state.contacts.length > 0,
-      null, { timeout: 60000 });
-    const pauses = await page.evaluate(() => khz.replies.filter((r) => r.op === 'pause').length);
-    await page.click('#pause');
-    await page.waitForFunction((k) => khz.replies.filter((r) => r.op === 'pause').length > k, pauses, { timeout: 60000 });
-    const pausedAt = await page.evaluate(() => Number(khz.replies.filter((r) => r.op === 'pause').pop().text.match(/state (\d+)/)[1]));
-    await page.waitForFunction((s) => khz.seq >= s, pausedAt, { timeout: 60000 });
     await page.fill('#stepn', '3');
     await page.click('#step');
     await page.waitForFunction(() => khz.replies.some((r) => r.op === 'step'), null, { timeout: 60000 });

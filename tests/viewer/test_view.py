@@ -452,7 +452,7 @@ class ControlsTest(unittest.TestCase):
             try:
                 r = subprocess.run([NODE, os.path.join(HERE, "browser.mjs"), VIEWER, v.url,
                                     "controls", "box1"], capture_output=True, text=True,
-                                   timeout=300)
+                                   timeout=420)
             finally:
                 stream = watch.close()
                 v.close()
