@@ -33,8 +33,9 @@ if [ ${#missing[@]} -ne 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# the viewer's npm packages (three.js for the page; @mcap/core and playwright-core for
-# its tests; hyparquet, the campaign test's Parquet reader), pinned by clients/viewer/package-lock.json: npm ci only when the lock
+# the viewer's npm packages (three.js for the page; @mcap/core, playwright-core,
+# @foxglove/ws-protocol + ws and @foxglove/schemas for its tests; hyparquet, the
+# campaign test's Parquet reader), pinned by clients/viewer/package-lock.json: npm ci only when the lock
 # file changed since the last install
 viewer="$(dirname "$0")/../clients/viewer"
 if [ -f "$viewer/package-lock.json" ] && command -v npm >/dev/null 2>&1 &&

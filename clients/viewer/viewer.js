@@ -27,7 +27,7 @@ scene.add(sun);
 // the viewer's state, readable by tests (window.khz)
 const view = {
   model: null, state: null, source: null, bodies: [], frames: 0, rendered: 0, seq: -1,
-  history: [], ws: null, replies: [], timeline: null,
+  history: [], ws: null, replies: [], timeline: null, invalid: [], bannerText: '',
 };
 view.backgroundRGB = [0x30, 0x36, 0x3d];
 window.khz = view;
@@ -107,10 +107,12 @@ function buildScene(model) {
   // bodies with visual geoms show those; their collision geoms are a toggle (wireframe)
   const hasVisual = new Set(model.geoms.filter((g) => g.visual).map((g) => g.body));
   view.collision = [];
+  view.geomObjects = []; // per model geom its three.js object (null: not drawn)
   const moving = new Set(model.joints.map((j) => j.body));
   for (const g of model.geoms) {
     if (moving.has(g.body)) g.tint = g.body;
     const obj = geomObject(g, model.meshes);
+    view.geomObjects.push(obj);
     if (!obj) continue;
     if (!g.visual && hasVisual.has(g.body)) {
       obj.traverse((o) => { if (o.material) { o.material.wireframe = true; o.material.color.set(0x7fffd4); } });
@@ -129,11 +131,20 @@ function buildScene(model) {
   view.forceScale = 0.25 / (w.length ? w[Math.floor(w.length / 2)] : 10);
 }
 
+// a number the state carries: khz view sends non-finite ones (NaN, inf) as null
+const finite = (x) => typeof x === 'number' && Number.isFinite(x);
+
+// each body at its pose; a body whose pose is not finite (a blown-up body in a
+// recording: null in the message) is not drawn, and listed in view.invalid
 function applyPose(pose) {
+  view.invalid = [];
   for (let i = 0; i < view.bodies.length && 7 * i + 6 < pose.length; i++) {
     const b = view.bodies[i];
-    b.position.set(pose[7 * i], pose[7 * i + 1], pose[7 * i + 2]);
-    b.quaternion.set(pose[7 * i + 4], pose[7 * i + 5], pose[7 * i + 6], pose[7 * i + 3]);
+    const p = pose.slice(7 * i, 7 * i + 7);
+    b.visible = p.every(finite);
+    if (!b.visible) { view.invalid.push(i); continue; }
+    b.position.set(p[0], p[1], p[2]);
+    b.quaternion.set(p[4], p[5], p[6], p[3]);
   }
 }
 
@@ -167,6 +178,7 @@ const ghostMat = new THREE.MeshBasicMaterial({
 const normalMat = new THREE.LineBasicMaterial({ color: 0x3fc8ff });
 const forceColor = 0xff5a3f;
 const contactPool = [];
+view.contactPool = contactPool; // (read by the tests)
 
 function showContacts(c) {
   const on = view.source === 'recording' ? $('show-contacts-rec').checked : $('show-contacts').checked;
@@ -193,6 +205,8 @@ function showContacts(c) {
     p.grp.visible = i < n;
     if (i >= n) continue;
     const o = 12 * i;
+    // (a contact with a non-finite number is not drawn)
+    if (!c.slice(o, o + 10).every(finite)) { p.grp.visible = false; continue; }
     const pos = new THREE.Vector3(c[o], c[o + 1], c[o + 2]);
     // the normal (toward body1) and the force on body1; drawn on body2 (both
     // negated) when body1 is the world, so that arrows show what pushes an object
@@ -255,7 +269,7 @@ function showModel(m) {
 
 function showState(s) {
   $('seq').textContent = s.seq;
-  $('simtime').textContent = s.sim_time.toFixed(3);
+  $('simtime').textContent = finite(s.sim_time) ? s.sim_time.toFixed(3) : 'not finite';
   const paused = s.paused || s.flags.includes('PAUSED');
   $('mode').textContent = s.mode + (paused ? ' (paused)' : '');
   $('rate').textContent = `${s.rate_hz} Hz` + (s.measured_hz != null ? `, measured ${s.measured_hz.toFixed(0)} Hz` : '');
@@ -267,9 +281,14 @@ function showState(s) {
   $('overruns').textContent = `${s.stats.overruns} (${s.stats.missed} missed), ${s.stats.states_dropped} states dropped`;
   $('overruns').className = s.stats.overruns ? 'warn' : '';
   $('ncontacts').textContent = `${s.contacts.length / 12} points, method ${s.contact_method}`;
-  const w = Object.entries(s.warnings).map(([k, v]) => `${k} ${v}`).join(', ');
+  // bodies with a non-finite pose (not drawn) are said here and in the status line
+  const bad = (view.invalid || []).map((i) => (view.model ? view.model.bodies[i] : String(i)));
+  const invalid = bad.length ? `not drawn, pose not finite: ${bad.join(', ')}` : '';
+  const w = [...Object.entries(s.warnings).map(([k, v]) => `${k} ${v}`), ...(invalid ? [invalid] : [])].join(', ');
   $('warnings').textContent = w || 'none';
   $('warnings').className = w ? 'bad' : '';
+  $('banner').textContent = view.bannerText + (invalid ? ` · ⚠ ${invalid}` : '');
+  $('banner').className = invalid ? 'bad' : '';
   const fl = s.flags.filter((f) => f !== 'PAUSED');
   $('flags').textContent = fl.join(' ') || 'none';
   $('flags').className = fl.some((f) => ['WATCHDOG', 'BADSTATE', 'OVERRUN', 'CLAMPED'].includes(f)) ? 'warn' : '';
@@ -465,7 +484,8 @@ function connect() {
       showModel(msg);
       sendPlot();
       const nb = msg.bodies.length - 1;
-      $('banner').textContent = `${msg.scene} · ${nb} ${nb === 1 ? 'body' : 'bodies'}`;
+      view.bannerText = `${msg.scene} · ${nb} ${nb === 1 ? 'body' : 'bodies'}`;
+      $('banner').textContent = view.bannerText;
     } else if (msg.t === 'state') {
       // taken: khz view sends the next state only when this page keeps up
       send({ op: 'ack' });
@@ -619,6 +639,17 @@ view.project = (i) => {
   const v = new THREE.Vector3().setFromMatrixPosition(view.bodies[i].matrixWorld).project(camera);
   const r = renderer.domElement.getBoundingClientRect();
   return { x: r.left + (v.x + 1) / 2 * r.width, y: r.top + (1 - v.y) / 2 * r.height, inside: Math.abs(v.x) < 1 && Math.abs(v.y) < 1 && v.z < 1 };
+};
+// a world point (a contact's position) on the page
+view.projectWorld = (x, y, z) => {
+  const v = new THREE.Vector3(x, y, z).project(camera);
+  const r = renderer.domElement.getBoundingClientRect();
+  return { x: r.left + (v.x + 1) / 2 * r.width, y: r.top + (1 - v.y) / 2 * r.height, inside: Math.abs(v.x) < 1 && Math.abs(v.y) < 1 && v.z < 1 };
+};
+// the contact point (its index in the state) a point of the page hits, or -1
+view.pickContactAt = (x, y) => {
+  const h = pick({ clientX: x, clientY: y });
+  return h && h.object.userData.contact != null ? h.object.userData.contact : -1;
 };
 view.redraw = () => { needRender = true; };
 view.pickAt = (x, y) => {

@@ -8,8 +8,14 @@ that projects into the view has non-background pixels at its origin, and a
 pick there hits a body (most of them the body itself: the rest are behind
 another); pressing pause stops the sequence number (and the server says
 paused); dragging box1 moves it in the next states, as the server's own
-stream shows. Also: the page's files only are served (no path escapes), a
-non-loopback bind without CURVE keys is refused, a wrong --scene is named.
+stream shows; the panel, hovering, plots, contacts, step, contact method and
+reset (ViewTest); every geom type drawn (ShapesTest); the HIL panel
+(HilTest); a recording's timeline through the protocol and the page's own
+controls, with NaN poses (PlaybackTest, PlaybackPageTest); the Foxglove
+bridge (FoxgloveTest, FoxgloveHilTest). Also: the page's files only are
+served (no path escapes), a non-loopback bind without CURVE keys is refused
+and with them serves, a wrong --scene is named. docs/viewer.md has the table
+of issue 23's requirements and the tests that show them.
 
 Skips (exit 77) only when chromium or clients/viewer/node_modules is absent:
 scripts/bootstrap.sh installs both.
@@ -33,6 +39,10 @@ import khztest  # noqa: E402
 
 import khz  # noqa: E402
 import khz.recording  # noqa: E402
+from khz.model import WARNINGS  # noqa: E402
+from khz_msgs.v1 import command_pb2  # noqa: E402
+
+WARN_EFFORT = WARNINGS.index("effort")
 
 VIEWER = os.path.join(khztest.SOURCE, "clients", "viewer")
 CHROMIUM = os.environ.get("KHZ_CHROMIUM", "/usr/bin/chromium")
@@ -56,9 +66,13 @@ class Viewer:
     """`khz view` on a free port against a server; .url once it serves."""
 
     def __init__(self, server: khztest.Server, *extra: str):
+        # (the khz command's own options, --server-key and --client-keys, go before 'view')
+        keys = [a for i, a in enumerate(extra) if a in ("--server-key", "--client-keys") or
+                (i and extra[i - 1] in ("--server-key", "--client-keys"))]
+        extra = tuple(a for a in extra if a not in keys)
         self.proc = subprocess.Popen(
             [khztest.PYTHON, "-m", "khz", "--state", server.state, "--command", server.command,
-             "view", "--port", "0", *extra],
+             *keys, "view", "--port", "0", *extra],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
         line = self.proc.stdout.readline()
         if "http://" not in line:
@@ -74,6 +88,39 @@ class Viewer:
             self.proc.kill()
         self.proc.stdout.close()
         self.proc.stderr.close()
+
+
+class StreamWatch:
+    """The server's own state stream, read beside the page by a client of the
+    test's: per state its seq, sim_time, contact method and one body's
+    position (what the page's requests did, seen without the page)."""
+
+    def __init__(self, server: khztest.Server, body: str):
+        import threading
+        self.server, self.body = server, body
+        self.rows: list[tuple] = []
+        self.stop = threading.Event()
+        self.ready = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        self.ready.wait(30)
+
+    def _run(self) -> None:
+        with khz.Client(self.server.state, self.server.command) as c:
+            b = c.model.body(self.body)
+            self.ready.set()
+            while not self.stop.is_set():
+                try:
+                    st = c.next_state(0.2).msg
+                except khz.Timeout:
+                    continue
+                self.rows.append((st.seq, st.sim_time, st.contact_method,
+                                  tuple(st.body_pose[7 * b:7 * b + 3])))
+
+    def close(self) -> list[tuple]:
+        self.stop.set()
+        self.thread.join(10)
+        return self.rows
 
 
 EXPECTED = os.path.join(HERE, "expected", "default.png")
@@ -105,10 +152,14 @@ class ViewTest(unittest.TestCase):
             time.sleep(0.5)  # the viewer's subscription is in place
             seq = c.reset()  # the scene's initial pose, published once; paused: no tick follows
         t0 = time.monotonic()
-        r = subprocess.run([NODE, os.path.join(HERE, "browser.mjs"), VIEWER, self.viewer.url,
-                            "check", shot, "box1", out, EXPECTED, str(seq), "box1", "ball"],
-                           capture_output=True, text=True, timeout=240,
-                           env=dict(os.environ, KHZ_SHOT_SIZE="1024x640"))
+        watch = StreamWatch(self.server, "box1")
+        try:
+            r = subprocess.run([NODE, os.path.join(HERE, "browser.mjs"), VIEWER, self.viewer.url,
+                                "check", shot, "box1", out, EXPECTED, str(seq), "box1", "ball"],
+                               capture_output=True, text=True, timeout=300,
+                               env=dict(os.environ, KHZ_SHOT_SIZE="1024x640"))
+        finally:
+            stream = watch.close()
         self.assertEqual(r.returncode, 0, r.stderr)
         res = json.loads(r.stdout)
         print(f"browser walk-through {time.monotonic() - t0:.1f} s, phases {res['times']}")
@@ -175,10 +226,9 @@ class ViewTest(unittest.TestCase):
         print(f"box1 dragged {moved:.3f} m: {before} -> {after}")
         self.assertGreater(moved, 0.05)
         self.assertLess(moved, 5.0, "the drag flung the body")
-        # ... and in the server's own stream
-        with khz.Client(self.server.state, self.server.command) as c:
-            pose = c.latest_state(5).body_pose[c.model.body("box1")]
-        self.assertGreater(sum((pose[k] - before[k]) ** 2 for k in range(3)) ** 0.5, 0.05)
+        # ... and in the server's own stream (read beside the page)
+        far = max(sum((p[k] - before[k]) ** 2 for k in range(3)) ** 0.5 for *_, p in stream)
+        self.assertGreater(far, 0.05, "box1 did not move in the server's stream")
 
     def check_expected_image(self, res: dict, out: str) -> None:
         """The default scene at its initial pose (the paused server, reset),
@@ -242,6 +292,15 @@ class HilTest(unittest.TestCase):
                 c.set_fault("enc2", "dropout")
                 c.set_fault("arm/joint4", "limp")
                 sensors = [(sn.name, sn.dim) for sn in c.model.msg.sensors]
+                # a command over the effort limits: clamped, counted in the
+                # state's warnings ('effort'), which the page must show
+                st = c.latest_state(5).msg
+                c.command(command_pb2.Command(
+                    model_generation=st.model_generation, seq=1, state_seq=st.seq,
+                    tau=[1e6] * len(c.model.msg.actuators)))
+                deadline = time.monotonic() + 60
+                while not c.latest_state(5).msg.warnings[WARN_EFFORT]:
+                    self.assertLess(time.monotonic(), deadline, "no effort warning")
             v = Viewer(s)
             try:
                 r = subprocess.run([NODE, os.path.join(HERE, "browser.mjs"), VIEWER, v.url, "hil"],
@@ -272,6 +331,12 @@ class HilTest(unittest.TestCase):
         self.assertIn(int(by["box1_ft"]["cells"][3].split()[0]), range(4))
         self.assertEqual(by["enc1"]["cells"][3].split()[0], "0")
         self.assertIn("arm/joint4 limp", res["drive_faults"])
+        # the state's warnings: the clamped command's effort count, marked
+        w = res["warnings"]
+        print(f"warnings row: {w}")
+        self.assertGreater(w["state"].get("effort", 0), 0)
+        self.assertRegex(w["text"], r"(^|, )effort \d+")
+        self.assertEqual(w["cls"], "bad")
         self.assertEqual([row["plot"] for row in rows][:2], [True, False])  # enc1 plotted first
         # the plot: every state's encoder reading, within half a count of the
         # joint's exact position of the same state (16384 counts per turn)
@@ -293,13 +358,29 @@ class HilTest(unittest.TestCase):
         self.assertEqual(res["enc2"]["nulls"], res["enc2"]["n"])
 
 
+def foxglove_decoder(channels: list[dict]):
+    """decode(topic, base64 payload) with only the schema the bridge advertised."""
+    import base64
+
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+    chans = {c["topic"]: c for c in channels}
+
+    def decode(topic, b64):
+        fds = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(chans[topic]["schema"]))
+        pool = descriptor_pool.DescriptorPool()
+        for fd in fds.file:
+            pool.Add(fd)
+        d = pool.FindMessageTypeByName(chans[topic]["schemaName"])
+        get = getattr(message_factory, "GetMessageClass", None)
+        cls = get(d) if get else message_factory.MessageFactory(pool).GetPrototype(d)
+        return cls.FromString(base64.b64decode(b64))
+    return decode
+
+
 class FoxgloveTest(unittest.TestCase):
     """The live Foxglove bridge read by @foxglove/ws-protocol's own client."""
 
     def test_bridge(self):
-        import base64
-
-        from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
         with khztest.Server(extra=["--publish-contacts", "true"]) as s:
             v = Viewer(s)
             try:
@@ -317,16 +398,7 @@ class FoxgloveTest(unittest.TestCase):
                          {"/khz/state": "khz.v1.State", "/tf": "foxglove.FrameTransforms",
                           "/scene": "foxglove.SceneUpdate", "/contacts": "foxglove.SceneUpdate"})
 
-        def decode(topic, b64):
-            fds = descriptor_pb2.FileDescriptorSet.FromString(
-                base64.b64decode(chans[topic]["schema"]))
-            pool = descriptor_pool.DescriptorPool()
-            for fd in fds.file:
-                pool.Add(fd)
-            d = pool.FindMessageTypeByName(chans[topic]["schemaName"])
-            get = getattr(message_factory, "GetMessageClass", None)
-            cls = get(d) if get else message_factory.MessageFactory(pool).GetPrototype(d)
-            return cls.FromString(base64.b64decode(b64))
+        decode = foxglove_decoder(res["channels"])
 
         st = res["topics"]["/khz/state"]
         print(f"foxglove bridge: {st['count']} states, {res['topics']['/tf']['count']} "
@@ -364,6 +436,236 @@ class FoxgloveTest(unittest.TestCase):
             for sph, c in zip(ent.spheres, state.contacts):
                 self.assertEqual((sph.pose.position.x, sph.pose.position.y, sph.pose.position.z),
                                  tuple(c.position))
+
+
+class ControlsTest(unittest.TestCase):
+    """The page against a running default-scene server: what it shows of the
+    server, names and hovering, the plots, the contacts toggle and drawing,
+    step, contact method and reset, each control also seen in the server's
+    own stream (StreamWatch)."""
+
+    def test_panel_and_controls(self):
+        import re
+        with khztest.Server() as s:
+            v = Viewer(s)
+            watch = StreamWatch(s, "box1")
+            try:
+                r = subprocess.run([NODE, os.path.join(HERE, "browser.mjs"), VIEWER, v.url,
+                                    "controls", "box1"], capture_output=True, text=True,
+                                   timeout=420)
+            finally:
+                stream = watch.close()
+                v.close()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        res = json.loads(r.stdout)
+        print(f"controls walk-through: phases {res['times']}")
+        self.assertEqual(res["errors"], [], "the page logged errors")
+        m = res["model"]
+        p = res["panel"]
+        print(f"panel: {p}")
+        self.assertRegex(p["rate"], r"^1000 Hz, measured \d+ Hz$")
+        self.assertRegex(p["lateness"], r"^-?[\d.]+ µs \(p50 -?[\d.]+ µs, p99 -?[\d.]+ µs, max -?[\d.]+ µs\)$")
+        self.assertRegex(p["compute"], r"^[\d.]+ µs \(p50 ")
+        self.assertRegex(p["overruns"], r"^\d+ \(\d+ missed\), \d+ states dropped$")
+        self.assertRegex(p["clients"], r"^\d+ seen, \d+ messages rejected$")
+        self.assertRegex(p["mode"], r"^realtime")
+        # names: every body with its index, and its joint
+        for i, name in enumerate(m["bodies"]):
+            self.assertIn(f"{i} {name}", res["names"])
+        for j in m["joints"]:
+            self.assertIn(f"{m['bodies'][j['body']]} — {j['name']} ({j['type']}", res["names"])
+        # hovering box1's origin names the body under it, its mass and joint
+        self.assertIsNotNone(res["hover_body"], f"no hover text at box1's origin: {res['hover_at']}")
+        hv = re.match(r"^(.+) \(body (\d+), ([\d.]+) kg\)(?:\njoint (.+) \((\w+)\))?$",
+                      res["hover_body"])
+        self.assertIsNotNone(hv, res["hover_body"])
+        b = int(hv.group(2))
+        self.assertEqual(hv.group(1), m["bodies"][b])
+        joint = next((j for j in m["joints"] if j["body"] == b), None)
+        self.assertEqual(hv.group(4), joint and joint["name"])
+        # the plots: position, velocity and torque of the first joint, every sample
+        pv = res["plot_values"]
+        self.assertEqual((pv["q"], pv["qd"], pv["tau"]), (pv["n"], pv["n"], pv["n"]))
+        for q, n in res["plot_pixels"].items():
+            self.assertGreater(n, 20, f"nothing plotted for {q}")
+        # step 3 from the paused state: the page's newest state is 3 ticks on,
+        # and the server's stream has those three after the pause, then the
+        # method test's single step (a paused server repeats its last state)
+        st = res["step"]
+        print(f"step: {st}")
+        p0 = st["paused_at"]
+        self.assertEqual(st["seq"], p0 + 3)
+        self.assertIn(f"paused at state {p0 + 3}", st["reply"]["text"])
+        after = sorted({r[0] for r in stream if r[0] > p0})
+        self.assertEqual(after[:4], [p0 + 1, p0 + 2, p0 + 3, p0 + 4])
+        # hovering a contact point: its bodies, depth (mm) and force of that state
+        self.assertIsNotNone(res["contact_target"], "no contact point could be hovered")
+        c = res["contact"]["c"]
+        want = (f"contact {m['bodies'][int(c[10])]} – {m['bodies'][int(c[11])]}\n"
+                f"depth {c[6] * 1000:.3f} mm, |F| {(c[7] ** 2 + c[8] ** 2 + c[9] ** 2) ** 0.5:.2f} N")
+        print(f"hover: {res['hover_contact']!r}")
+        self.assertEqual(res["hover_contact"], want)
+        cd = res["contacts_drawn"]
+        print(f"contacts drawn: {cd}")
+        self.assertGreater(cd["n"], 0)
+        self.assertEqual((cd["groups"], cd["dots"], cd["normals"]), (cd["n"],) * 3)
+        self.assertGreater(cd["arrowsWanted"], 0, "no contact force to draw")
+        self.assertEqual(cd["arrows"], cd["arrowsWanted"])
+        self.assertEqual(cd["arrowsAlong"], cd["arrowsWanted"], "a force arrow not along its force")
+        self.assertTrue(cd["text"].startswith(f"{cd['n']} points"))
+        # the contact method: the next tick runs with it (the server's stream says so)
+        mt = res["method"]
+        self.assertGreaterEqual(len(mt["methods"]), 2, mt)
+        self.assertTrue(mt["reply"]["ok"], mt)
+        self.assertEqual(mt["state"], mt["other"])
+        self.assertIn(f"method {mt['other']}", mt["text"])
+        self.assertIn(mt["other"], [r[2] for r in stream if r[0] > st["paused_at"] + 3])
+        # reset: simulated time starts again, in the page and in the stream
+        rs = res["reset"]
+        self.assertTrue(rs["reply"]["ok"], rs)
+        self.assertGreater(res["before_reset"], 0.5)
+        self.assertLess(rs["sim_time"], 0.01)
+        self.assertEqual(rs["simtime_text"], f"{rs['sim_time']:.3f}")
+        self.assertLess(stream[-1][1], 0.01, "the server's stream has no reset state")
+
+
+
+OCTA_V = [(1, 0, 0), (-1, 0, 0), (0, 1, 0), (0, -1, 0), (0, 0, 1), (0, 0, -1)]
+OCTA_F = [(1, 3, 5), (3, 2, 5), (2, 4, 5), (4, 1, 5), (3, 1, 6), (2, 3, 6), (4, 2, 6), (1, 4, 6)]
+
+
+class ShapesTest(unittest.TestCase):
+    """Every geom type in the page: a scene of a box, a sphere, a cylinder, a
+    capsule and an OBJ mesh (an octahedron scaled 0.1, 0.2, 0.3) on a ground
+    plane. Each geom has its three.js object of its type and size; each body
+    has non-background pixels at its origin and a click there picks it; the
+    ground is drawn."""
+
+    def test_every_geom_type(self):
+        with tempfile.TemporaryDirectory(prefix="khz-shapes-") as d:
+            with open(os.path.join(d, "octa.obj"), "w") as o:
+                o.writelines([f"v {a} {b} {c}\n" for a, b, c in OCTA_V] +
+                             [f"f {a} {b} {c}\n" for a, b, c in OCTA_F])
+            scene = os.path.join(d, "shapes.yaml")
+            with open(scene, "w") as o:
+                o.write("khz_scene: 1\nname: shapes\nground: {height: 0}\nobjects:\n"
+                        "  - {name: a_box, shape: box, size: [0.06, 0.05, 0.04], mass: 1, pos: [-0.3, 0, 0.04]}\n"
+                        "  - {name: a_sphere, shape: sphere, size: [0.06], mass: 1, pos: [-0.15, 0, 0.06]}\n"
+                        "  - {name: a_cylinder, shape: cylinder, size: [0.05, 0.08], mass: 1, pos: [0, 0, 0.08]}\n"
+                        "  - {name: a_capsule, shape: capsule, size: [0.04, 0.05], mass: 1, pos: [0.15, 0, 0.04], "
+                        "rpy: [1.5707963, 0, 0]}\n"
+                        "  - {name: a_mesh, shape: mesh, file: octa.obj, scale: [0.1, 0.2, 0.3], "
+                        "mass: 1, inertia: [0.01, 0.01, 0.01, 0, 0, 0], pos: [0.3, 0, 0.3], fixed: true}\n")
+            # (every object at rest: on the ground, the capsule on its side, the mesh welded)
+            with khztest.Server(scene=scene) as s:
+                v = Viewer(s)
+                try:
+                    r = subprocess.run([NODE, os.path.join(HERE, "browser.mjs"), VIEWER, v.url,
+                                        "shapes"], capture_output=True, text=True, timeout=240)
+                finally:
+                    v.close()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        res = json.loads(r.stdout)
+        self.assertEqual(res["errors"], [], "the page logged errors")
+        bodies = res["model"]["bodies"]
+        by = {bodies[g["body"]]: g for g in res["geoms"] if g and g["body"] > 0}
+        print("shapes: " + "; ".join(f"{n} {g['geometry']} {g['vertices']} vertices" for n, g in by.items()))
+        want = {"a_box": "BoxGeometry", "a_sphere": "SphereGeometry",
+                "a_cylinder": "CylinderGeometry", "a_capsule": "CapsuleGeometry",
+                "a_mesh": "BufferGeometry"}
+        self.assertEqual({n: g["geometry"] for n, g in by.items()}, want)
+
+        def extent(g):
+            lo, hi = g["bbox"]
+            return [round(hi[k] - lo[k], 4) for k in range(3)]
+        self.assertEqual(extent(by["a_box"]), [0.12, 0.1, 0.08])
+        self.assertEqual(extent(by["a_sphere"]), [0.12, 0.12, 0.12])
+        self.assertEqual(extent(by["a_cylinder"]), [0.1, 0.1, 0.16])  # along the body's z
+        self.assertEqual(extent(by["a_capsule"]), [0.08, 0.08, 0.18])  # with its caps
+        # the mesh: the OBJ's 6 vertices and 8 triangles, scaled per axis
+        self.assertEqual((by["a_mesh"]["vertices"], by["a_mesh"]["indices"]), (6, 24))
+        self.assertEqual(extent(by["a_mesh"]), [0.2, 0.4, 0.6])
+        # the ground plane: the world's, a tile and a grid
+        (ground,) = [g for g in res["geoms"] if g and g["body"] == 0]
+        self.assertEqual((ground["type"], ground["object"], ground["children"]),
+                         ("plane", "Group", ["Mesh", "GridHelper"]))
+        bg = res["background"]
+        self.assertTrue(res["ground"]["inside"])
+        self.assertGreater(max(abs(res["ground"]["rgba"][k] - bg[k]) for k in range(3)), 12,
+                           "the ground is not drawn")
+        for b in res["bodies"]:
+            name = bodies[b["body"]]
+            self.assertTrue(b["inside"], f"{name} outside the view")
+            self.assertGreater(max(abs(b["rgba"][k] - bg[k]) for k in range(3)), 12,
+                               f"{name}: background pixel at its origin")
+            self.assertEqual(b["hit"], b["body"], f"{name}: the click at its origin picks "
+                             f"{bodies[b['hit']] if b['hit'] >= 0 else 'nothing'}")
+
+
+class FoxgloveHilTest(unittest.TestCase):
+    """/khz/sensors on the live Foxglove bridge (scenes/hil_arm.yaml, an
+    encoder dropout and a limp drive), read by @foxglove/ws-protocol's client:
+    each message, paired by timestamp with the /khz/state sent at the same
+    time, carries that state's readings by sensor name, their ages and faults."""
+
+    def test_sensors(self):
+        import math
+        with khztest.Server(scene="scenes/hil_arm.yaml", extra=["--rate-hz", "250"]) as s:
+            with khz.Client(s.state, s.command) as c:
+                c.set_fault("enc2", "dropout")
+                c.set_fault("arm/joint4", "limp")
+                md = c.model.msg
+            v = Viewer(s)
+            try:
+                url = v.url.replace("http://", "ws://") + "foxglove"
+                r = subprocess.run([NODE, os.path.join(HERE, "foxglove_client.mjs"), VIEWER, url,
+                                    "3"], capture_output=True, text=True, timeout=120)
+            finally:
+                v.close()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        res = json.loads(r.stdout)
+        self.assertNotIn("error", res)
+        chans = {c["topic"]: c for c in res["channels"]}
+        self.assertEqual(chans["/khz/sensors"]["schemaName"], "khz.mcap.SensorReadings")
+        self.assertEqual(chans["/khz/sensors"]["encoding"], "protobuf")
+        decode = foxglove_decoder(res["channels"])
+        sn = res["topics"].get("/khz/sensors")
+        self.assertIsNotNone(sn, "no /khz/sensors message")
+        st = res["topics"]["/khz/state"]
+        print(f"foxglove bridge, hil_arm: {sn['count']} sensor messages, {st['count']} states in 3 s")
+        self.assertGreater(sn["count"], 20)
+        # one /khz/sensors message per state sent, at its time (the two
+        # subscriptions begin, and the client stops, a state apart at most)
+        ts_st, ts_sn = [int(x) for x in st["timestamps"]], [int(x) for x in sn["timestamps"]]
+        self.assertEqual(ts_sn, sorted(set(ts_sn)))
+        lo, hi = max(ts_st[0], ts_sn[0]), min(ts_st[-1], ts_sn[-1])
+        self.assertEqual([t for t in ts_st if lo <= t <= hi], [t for t in ts_sn if lo <= t <= hi])
+        self.assertLessEqual(abs(len(ts_st) - len(ts_sn)), 2)
+        states = {t: decode("/khz/state", b) for t, b in st["recent"]}
+        pairs = [(states[t], decode("/khz/sensors", b)) for t, b in sn["recent"] if t in states]
+        self.assertGreater(len(pairs), 5)
+        names = [x.name for x in md.sensors]
+        for state, rd in pairs:
+            self.assertEqual(rd.seq, state.seq)
+            self.assertEqual(rd.sim_time, state.sim_time)
+            self.assertEqual([x.name for x in rd.sensors], names)
+            tick = state.seq - state.reset_seq
+            for i, (x, d) in enumerate(zip(rd.sensors, md.sensors)):
+                want = list(state.sensor_values[d.value_index:d.value_index + d.dim])
+                self.assertEqual(len(x.values), d.dim, x.name)
+                for a, b in zip(x.values, want):
+                    self.assertTrue(a == b or (math.isnan(a) and math.isnan(b)), (x.name, a, b))
+                self.assertEqual(x.sampled_tick, state.sensor_sampled_tick[i])
+                self.assertEqual(x.age_ticks, tick - state.sensor_sampled_tick[i])
+                self.assertEqual(x.fault, state.sensor_faults[i])
+            by = {x.name: x for x in rd.sensors}
+            self.assertEqual(by["enc2"].fault_name, "dropout")
+            self.assertTrue(all(math.isnan(a) for a in by["enc2"].values))
+            self.assertEqual(by["wrist_gyro"].age_ticks, 1)  # its latency
+            self.assertEqual(by["enc1"].fault_name, "none")
+            self.assertFalse(math.isnan(by["enc1"].values[0]))
+            drives = {d.joint: d.fault_name for d in rd.drives}
+            self.assertEqual(drives["arm/joint4"], "limp")
 
 
 class PlaybackTest(unittest.TestCase):
@@ -423,6 +725,88 @@ class PlaybackTest(unittest.TestCase):
                 v.stderr.close()
 
 
+class PlaybackPageTest(unittest.TestCase):
+    """`khz view --play` in the browser: the page's timeline controls (scrub,
+    one state forward and back, speed, play), and a recording whose box1 pose
+    is NaN in some states (a blown-up body): the page gets valid JSON (null
+    for the non-finite numbers: Python's json writes NaN, which the browser's
+    JSON.parse refuses), does not draw box1 there and says so in its status
+    line, and draws it again after."""
+
+    def test_page_timeline_and_nan(self):
+        import math
+        with khztest.Server() as s:
+            rec = os.path.join(s.dir, "run.khzrec")
+            r = subprocess.run([khztest.PYTHON, "-m", "khz", "--state", s.state, "--command",
+                                s.command, "record", rec, "--seconds", "2"],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            src = khz.recording.read(rec)
+            # (at 1 kHz; a loaded machine's server skips periods: 506 states in one run)
+            n = len(src.states)
+            self.assertGreater(n, 100)
+            # box1's pose and its free joint's q are NaN in states bad0..bad1-1,
+            # its twist inf (the server itself never publishes this: it refuses
+            # absurd wrenches and resets, and rolls a non-finite step back)
+            bad0 = 2 * n // 5
+            bad1 = bad0 + max(5, n // 10)
+            b = src.model.body("box1")
+            j = next(jj for jj in src.model.msg.joints if jj.body == b)
+            bad = os.path.join(s.dir, "nan.khzrec")
+            with khz.recording.Recorder(bad) as w:
+                w.model(src.model)
+                for i, st in enumerate(src.states):
+                    if bad0 <= i < bad1:
+                        m = st.msg.__class__()
+                        m.CopyFrom(st.msg)
+                        for k in range(7):
+                            m.body_pose[7 * b + k] = math.nan
+                        for k in range(j.nq):
+                            m.q[j.q_index + k] = math.nan
+                        m.body_twist[6 * b] = math.inf
+                        st = khz.model.State(m, m.SerializeToString(), src.model)
+                    w.state(st)
+            v = subprocess.Popen([khztest.PYTHON, "-m", "khz", "view", "--port", "0", "--play",
+                                  bad], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            try:
+                line = v.stdout.readline()
+                self.assertIn("recording 'default'", line, v.stderr.read() if not line else line)
+                url = line.split()[2]
+                r = subprocess.run([NODE, os.path.join(HERE, "browser.mjs"), VIEWER, url, "play",
+                                    "box1", str(bad0), str(bad1)], capture_output=True, text=True,
+                                   timeout=240)
+            finally:
+                v.terminate()
+                v.wait(10)
+                v.stdout.close()
+                v.stderr.close()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        res = json.loads(r.stdout)
+        print(f"page timeline: {json.dumps({k: res[k] for k in ('bad', 'played')})}")
+        self.assertEqual(res["errors"], [], "the page logged errors")
+        seqs = [st.msg.seq for st in src.states]
+        self.assertEqual(res["n"], n)
+        good = bad0 - 30 if bad0 >= 30 else 0  # browser.mjs: max(0, FIRST - 30)
+        self.assertEqual((res["scrubbed"]["index"], res["scrubbed"]["seq"]), (good, seqs[good]))
+        self.assertEqual(res["scrubbed"]["pos"], f"{good + 1} / {n}")
+        self.assertEqual((res["forward"]["index"], res["forward"]["seq"]), (good + 1, seqs[good + 1]))
+        self.assertEqual(res["back"]["index"], good)
+        self.assertEqual(res["speed"], 2)
+        for k in ("scrubbed", "after"):
+            self.assertTrue(res[k]["visible"], k)
+            self.assertEqual(res[k]["invalid"], [], k)
+            self.assertNotIn("not drawn", res[k]["banner"], k)
+        bad_state = res["bad"]
+        self.assertEqual(bad_state["index"], (bad0 + bad1) // 2)
+        self.assertFalse(bad_state["visible"], "box1 drawn at a NaN pose")
+        self.assertEqual(bad_state["invalid"], ["box1"])
+        self.assertIn("not drawn, pose not finite: box1", bad_state["banner"])
+        self.assertEqual(bad_state["banner_cls"], "bad")
+        self.assertIn("not drawn, pose not finite: box1", bad_state["warnings"])
+        self.assertEqual(res["after"]["index"], bad1 + 10)
+        self.assertGreater(res["played"]["index"], res["played_from"] + 20)
+
+
 class RefusalTest(unittest.TestCase):
     def run_view(self, server, *args):
         return subprocess.run([khztest.PYTHON, "-m", "khz", "--state", server.state, "--command",
@@ -444,6 +828,39 @@ class RefusalTest(unittest.TestCase):
             r = self.run_view(s, "--scene", "no/such/scene.yaml")
             self.assertEqual(r.returncode, 1)
             self.assertIn("cannot read the shapes of no/such/scene.yaml", r.stderr)
+
+    def test_non_loopback_with_curve(self):
+        """A non-loopback bind follows khz-server's CURVE rule: with the
+        server's key and this client's keys (a CURVE server) the page is
+        served on every address; keys the server does not know are refused."""
+        def keygen():
+            out = subprocess.run([khztest.SERVER, "--curve-keygen"], capture_output=True,
+                                 text=True).stdout
+            keys = dict(line.split() for line in out.splitlines() if line.strip())
+            return keys["public"], keys["secret"]
+        spub, ssec = keygen()
+        cpub, csec = keygen()
+        opub, osec = keygen()  # a client the server was not told of
+        with khztest.Server(extra=["--curve-secret-key", ssec, "--curve-clients", cpub]) as s:
+            mine, other = os.path.join(s.dir, "client.keys"), os.path.join(s.dir, "other.keys")
+            for path, (pub, sec) in ((mine, (cpub, csec)), (other, (opub, osec))):
+                with open(path, "w") as f:
+                    f.write(f"public {pub}\nsecret {sec}\n")
+            v = Viewer(s, "--bind", "0.0.0.0", "--server-key", spub, "--client-keys", mine)
+            try:
+                self.assertTrue(v.url.startswith("http://0.0.0.0:"), v.url)
+                port = v.url.rsplit(":", 1)[1].strip("/")
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30) as r:
+                    self.assertEqual(r.status, 200)
+                    self.assertIn(b"viewer.js", r.read())
+            finally:
+                v.close()
+            r = subprocess.run([khztest.PYTHON, "-m", "khz", "--state", s.state, "--command",
+                                s.command, "--timeout", "2", "--server-key", spub,
+                                "--client-keys", other, "view", "--port", "0", "--bind", "0.0.0.0"],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 1, r.stdout)
+            self.assertIn("CURVE", r.stderr)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ The shapes come from the server's Describe (ModelDescription.geoms and
 read by khz-geoms (the khz loader itself, so that body indices agree; checked
 against Describe's body names).
 
-Messages to the browser (JSON text):
+Messages to the browser (strict JSON text: a non-finite number is null, see page_json):
     {"t": "model", "scene", "bodies", "joints", "actuators", "contact_methods",
      "contact_method", "geoms", "meshes", "sensors", "drives",
      "source": "live"|"recording", "endpoint"}
@@ -31,8 +31,8 @@ Messages to the browser (JSON text):
     {"t": "reply", "op", "ok", "text"}
     {"t": "timeline", "n", "t0", "t1", "index", "playing", "speed"}   (playback)
 Foxglove (its app, or any foxglove.websocket.v1 client) connects to
-ws://HOST:PORT/foxglove with that subprotocol: /khz/state, /tf, /scene and
-/contacts.
+ws://HOST:PORT/foxglove with that subprotocol: /khz/state, /tf, /scene,
+/contacts and, with HIL sensors or drives, /khz/sensors.
 
 From the browser: {"op": "plot", "q": [indices], "qd": [...], "tau": [...], "sensor": [...]} (what
     the series carry), {"op": "pause"|"resume"|"reset"|"step" (n)|"method" (name)
@@ -175,6 +175,28 @@ FAULT_NAMES = {v.number: v.name[len("FAULT_"):].lower()
 def finite_or_none(values) -> list:
     """JSON has no NaN (a sensor's dropout reads NaN): null instead."""
     return [x if math.isfinite(x) else None for x in values]
+
+
+def _finite(x):
+    """x with every non-finite float (NaN, inf) replaced by None, in dicts and lists."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_finite(v) for v in x]
+    return x
+
+
+def page_json(msg: dict) -> str:
+    """A message for the page as strict JSON: JSON has no NaN or Infinity
+    (Python writes them, the browser's JSON.parse throws on them), so a
+    non-finite number (a blown-up body's pose in a recording, a sensor's
+    dropout) goes as null; the page shows such a body as not drawn."""
+    try:
+        return json.dumps(msg, allow_nan=False)
+    except ValueError:
+        return json.dumps(_finite(msg), allow_nan=False)
 
 
 def sensor_message(st) -> dict:
@@ -592,6 +614,7 @@ class Viewer:
         self.inflight: dict = {}    # page -> states sent, not yet acknowledged
         self.pending: dict = {}     # page -> plot series it has not been sent
         self.fox = None
+        self.sensors = None  # khz.mcap.SensorReadings (the Foxglove bridge's /khz/sensors)
 
     def _file(self, path: str):
         rel = path.split("?", 1)[0].lstrip("/") or "index.html"
@@ -613,8 +636,9 @@ class Viewer:
 
     async def _foxglove(self, ws) -> None:
         """Foxglove's WebSocket protocol (foxglove.websocket.v1): /khz/state,
-        /tf, /scene and /contacts advertised with their protobuf schemas; the
-        newest state at most --fps times a second to each subscription."""
+        /tf, /scene, /contacts and (a model with HIL sensors or drives)
+        /khz/sensors advertised with their protobuf schemas; the newest state
+        at most --fps times a second to each subscription."""
         import base64
         import struct
 
@@ -628,6 +652,13 @@ class Viewer:
                  2: ("/tf", "foxglove.FrameTransforms", fox.schema("FrameTransforms")),
                  3: ("/scene", "foxglove.SceneUpdate", fox.schema("SceneUpdate")),
                  4: ("/contacts", "foxglove.SceneUpdate", fox.schema("SceneUpdate"))}
+        # the HIL readings by sensor name, as in MCAP (khz.mcap.SensorReadings),
+        # when the model has sensors or drives
+        md = self.src.model.msg
+        if md.sensors or md.drives:
+            if self.sensors is None:
+                self.sensors = mcap.KhzSensors()
+            chans[5] = ("/khz/sensors", "khz.mcap.SensorReadings", self.sensors.schema)
         await ws.send(json.dumps({"op": "serverInfo", "name": "khz view", "capabilities": [],
                                   "supportedEncodings": [], "metadata": {},
                                   "sessionId": str(time.time_ns())}))
@@ -676,6 +707,10 @@ class Viewer:
                         elif st is not sent and ch == 2:
                             tf = mcap.frame_transforms(fox, bodies, st.msg, ns)
                             await ws.send(frame(sub, ns, tf.SerializeToString()))
+                        elif st is not sent and ch == 5:
+                            # (named after the model now: it may have changed since)
+                            up = mcap.sensor_readings(self.sensors, self.src.model.msg, st.msg, ns)
+                            await ws.send(frame(sub, ns, up.SerializeToString()))
                         elif st is not sent and ch == 4 and (st.msg.contacts
                                                              or had_contacts.get(sub, True)):
                             # points and force arrows; one empty update after the last
@@ -696,9 +731,9 @@ class Viewer:
             return
         self.clients.add(ws)
         try:
-            await ws.send(json.dumps(self.src.model_json()))
+            await ws.send(page_json(self.src.model_json()))
             if isinstance(self.src, PlaybackSource):
-                await ws.send(json.dumps(self.src.timeline()))
+                await ws.send(page_json(self.src.timeline()))
             _, msg = self.src.frame()  # the newest state at once (a paused server sends none)
             series = msg.pop("series", None) if msg is not None else None
             if series:  # (taken from the stream: the other pages get them with their next state)
@@ -706,7 +741,7 @@ class Viewer:
                     if other is not ws:
                         self.pending.setdefault(other, []).append(series)
             if msg is not None:
-                await ws.send(json.dumps(msg))
+                await ws.send(page_json(msg))
             async for text in ws:
                 try:
                     req = json.loads(text)
@@ -773,7 +808,7 @@ class Viewer:
             if ws in self.inflight:
                 self.inflight[ws] += 1
             try:
-                await ws.send(json.dumps(out))
+                await ws.send(page_json(out))
             except Exception:
                 self.clients.discard(ws)
 
@@ -790,7 +825,7 @@ class Viewer:
                     break
                 if r.get("t") == "model-changed":
                     r = self.src.model_json()
-                await self._broadcast(json.dumps(r))
+                await self._broadcast(page_json(r))
             if self.clients:
                 version, msg = self.src.frame()
                 if msg is not None and version != sent:
