@@ -356,7 +356,7 @@ static void observe_capture(void *user, int n, const double *M, const double *q,
 static void solve_timing(void) {
   printf("# time per Lemke solve: N balls resting apart on the table (N contacts), the LCP of "
          "step 20 solved again and again\n");
-  printf("| contacts | k | LCP size | pivots | us per solve |\n|---|---|---|---|---|\n");
+  printf("| contacts | k | LCP size | pivots | re-inversions | us per solve |\n|---|---|---|---|---|---|\n");
   cap_M = malloc(400 * 400 * sizeof(double)), cap_q = malloc(400 * sizeof(double));
   static const int counts[] = {1, 2, 4, 8, 16, 32};
   for (int dir = 4; dir <= 8; dir += 4)
@@ -394,7 +394,7 @@ static void solve_timing(void) {
         khz_lemke(&lk, n, cap_M, cap_q, z, w, 0);
         reps++;
       } while ((t = now_s() - t0) < 0.05);
-      printf("| %d | %d | %d | %d | %.2f |\n", N, dir, n, lk.pivots, 1e6 * t / reps);
+      printf("| %d | %d | %d | %d | %d | %.2f |\n", N, dir, n, lk.pivots, lk.reinverts, 1e6 * t / reps);
       free(mem), free(z), free(w);
       khz_deleteData(&d);
       khz_deleteModel(&m);

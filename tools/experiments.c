@@ -416,8 +416,7 @@ static int run_arm_push(const khzModel *m, khzData *d, const khzExperiment *e, F
   qsort(times, (size_t)steps, sizeof times[0], cmp_double);
   fprintf(out, "],\n");
   print_common(out, m, d, "arm_push", steps, total);
-  fprintf(out, "  \"nv\": %d,\n  \"median_us_per_step\": %.3f,\n  \"steps_per_second\": %.1f,\n", m->nv,
-          1e6 * times[steps / 2], total > 0 ? steps / total : 0.0);
+  fprintf(out, "  \"nv\": %d,\n  \"median_us_per_step\": %.3f,\n", m->nv, 1e6 * times[steps / 2]);
   fprintf(out, "  \"box_start\": [%.6g, %.6g, %.6g],\n  \"box_end\": [%.6g, %.6g, %.6g],\n", x0[0], x0[1],
           x0[2], bx[0], bx[1], bx[2]);
   fprintf(out, "  \"box_displacement\": %.6g,\n  \"box_path_length\": %.6g,\n", hypot(bx[0] - x0[0], bx[1] - x0[1]),
