@@ -16,6 +16,11 @@
  *   robot              V4: a robot on the ground with a PD controller holding
  *                      its initial posture; µs per step and contact figures.
  *   stack              a stack of blocks stands still for `seconds`.
+ *   arm_push           V4/issue 21: a fixed-base arm with gravity-compensated
+ *                      joint PD tracks a scripted trajectory (one joint swept
+ *                      by `sweep_angle` with a cosine profile) whose tool
+ *                      pushes a box (`body`) over the floor; the box's path,
+ *                      µs per step, tracking error, the box's tilt and height.
  *   st_rod             Stewart & Trinkle's spinning rod (1996, sec. 4): the time
  *                      each end lands, when the rod stops sliding and rests.
  *   st_balls           Stewart & Trinkle's four balls (1996, sec. 4): the time of
@@ -332,6 +337,98 @@ static int run_stack(const khzModel *m, khzData *d, const khzExperiment *e, FILE
   return 0;
 }
 
+/* An arm pushes a box: the arm's joints hold q0 by PD with gravity
+ * compensation (tau = g(q) + kp (q_ref - q) + kd (qd_ref - qd), g from RNEA at
+ * zero velocity and acceleration, kp and kd as run_robot's), except the
+ * sweep_joint-th 1-DoF joint, whose reference goes from q0 to q0 +
+ * sweep_angle over [sweep_start, sweep_start + sweep_seconds] with the
+ * profile (1 - cos(pi u)) / 2 and then holds. The figures: the box's
+ * position every 0.5 s, its path length and final displacement, its largest
+ * tilt and height change, the swept joint's largest tracking error, µs per
+ * step (median and mean). */
+static int run_arm_push(const khzModel *m, khzData *d, const khzExperiment *e, FILE *out, char *err,
+                        size_t errsz) {
+  double seconds = khz_experiment_param(e, "seconds", 4);
+  double hold = khz_experiment_param(e, "hold_angle", 0.1);
+  int sweep_joint = (int)khz_experiment_param(e, "sweep_joint", 1);
+  double sweep = khz_experiment_param(e, "sweep_angle", 0.8);
+  double t_start = khz_experiment_param(e, "sweep_start", 0.5);
+  double t_sweep = khz_experiment_param(e, "sweep_seconds", 2.5);
+  int box = khz_name2body(m, e->body);
+  if (box < 1 || m->jnt_type[box] != KHZ_JOINT_FLOATING) {
+    snprintf(err, errsz, "experiment.body: '%s' is not a free body", e->body);
+    return -1;
+  }
+  if (!(t_sweep > 0)) {
+    snprintf(err, errsz, "experiment.sweep_seconds: must be positive");
+    return -1;
+  }
+  /* the swept joint: the sweep_joint-th revolute or prismatic joint */
+  int swept = -1;
+  for (int i = 1, k = 0; i < m->nbody && swept < 0; i++)
+    if (m->jnt_type[i] == KHZ_JOINT_REVOLUTE || m->jnt_type[i] == KHZ_JOINT_CONTINUOUS ||
+        m->jnt_type[i] == KHZ_JOINT_PRISMATIC)
+      if (++k == sweep_joint) swept = i;
+  if (swept < 0) {
+    snprintf(err, errsz, "experiment.sweep_joint: the model has no 1-DoF joint number %d", sweep_joint);
+    return -1;
+  }
+  int steps = (int)(seconds / m->timestep + 0.5);
+  if (steps < 1) steps = 1;
+  double *times = calloc((size_t)steps, sizeof(double));
+  double *zero = calloc((size_t)m->nv, sizeof(double)), *grav = calloc((size_t)m->nv, sizeof(double));
+  if (!times || !zero || !grav) {
+    free(times), free(zero), free(grav);
+    return -1;
+  }
+  const double *bx = d->xpos + 3 * box;
+  double x0[3] = {bx[0], bx[1], bx[2]}, prev[2] = {bx[0], bx[1]}, path = 0, max_tilt = 0, dz_max = 0;
+  double track_max = 0;
+  fprintf(out, "{\n  \"box_path\": [[0, %.6g, %.6g]", x0[0], x0[1]);
+  int every = (int)(0.5 / m->timestep + 0.5);
+  for (int s = 0; s < steps; s++) {
+    double t = s * m->timestep, u = fmin(fmax((t - t_start) / t_sweep, 0), 1);
+    khz_rnea(m, d, d->q, zero, zero, grav);
+    for (int i = 1; i < m->nbody; i++) {
+      int ty = m->jnt_type[i], qa = m->jnt_qadr[i], da = m->jnt_dofadr[i];
+      if (ty != KHZ_JOINT_REVOLUTE && ty != KHZ_JOINT_CONTINUOUS && ty != KHZ_JOINT_PRISMATIC) continue;
+      double meff = m->dof_meff[da], eff = m->dof_effort[da] > 0 ? m->dof_effort[da] : 100;
+      double kp = eff / hold, kd = fmin(2 * sqrt(kp * meff), 0.5 * meff / m->timestep);
+      double qref = m->q0[qa], vref = 0;
+      if (i == swept) {
+        qref += sweep * 0.5 * (1 - cos(M_PI * u));
+        if (u > 0 && u < 1) vref = sweep * 0.5 * M_PI / t_sweep * sin(M_PI * u);
+        track_max = fmax(track_max, fabs(qref - d->q[qa]));
+      }
+      d->tau[da] = grav[da] + kp * (qref - d->q[qa]) + kd * (vref - d->qd[da]);
+    }
+    double t0 = now_s();
+    khz_step(m, d);
+    times[s] = now_s() - t0;
+    path += hypot(bx[0] - prev[0], bx[1] - prev[1]), prev[0] = bx[0], prev[1] = bx[1];
+    /* tilt: the angle of the box's z axis from the vertical */
+    max_tilt = fmax(max_tilt, acos(fmin(fmax(d->xrot[9 * box + 8], -1), 1)));
+    dz_max = fmax(dz_max, fabs(bx[2] - x0[2]));
+    if ((s + 1) % every == 0) fprintf(out, ", [%.4g, %.6g, %.6g]", (s + 1) * m->timestep, bx[0], bx[1]);
+  }
+  double total = 0;
+  for (int i = 0; i < steps; i++) total += times[i];
+  qsort(times, (size_t)steps, sizeof times[0], cmp_double);
+  fprintf(out, "],\n");
+  print_common(out, m, d, "arm_push", steps, total);
+  fprintf(out, "  \"nv\": %d,\n  \"median_us_per_step\": %.3f,\n", m->nv, 1e6 * times[steps / 2]);
+  fprintf(out, "  \"box_start\": [%.6g, %.6g, %.6g],\n  \"box_end\": [%.6g, %.6g, %.6g],\n", x0[0], x0[1],
+          x0[2], bx[0], bx[1], bx[2]);
+  fprintf(out, "  \"box_displacement\": %.6g,\n  \"box_path_length\": %.6g,\n", hypot(bx[0] - x0[0], bx[1] - x0[1]),
+          path);
+  fprintf(out, "  \"box_max_tilt_rad\": %.6g,\n  \"box_max_height_change\": %.6g,\n", max_tilt, dz_max);
+  fprintf(out, "  \"swept_joint\": \"%s\",\n  \"max_tracking_error_rad\": %.6g,\n", m->body_name[swept],
+          track_max);
+  fprintf(out, "  \"max_penetration_end\": %.6g\n}\n", max_penetration(d));
+  free(times), free(zero), free(grav);
+  return 0;
+}
+
 /* ------------------------------------------------- Stewart & Trinkle -- */
 
 /* the first collision geom of a body of the given type, or -1 */
@@ -617,6 +714,7 @@ int khz_experiment_run(const khzModel *m, khzData *d, const khzExperiment *e, FI
       {"pile", run_pile},
       {"robot", run_robot},
       {"stack", run_stack},
+      {"arm_push", run_arm_push},
       {"st_rod", run_st_rod},
       {"st_balls", run_st_balls},
   };

@@ -545,6 +545,9 @@ static int khz_scene_experiment(khzSceneReader *r, const yaml_node_t *n, khzExpe
       {"pile", 0, {"seconds", "rest_energy", "container_x", "container_y", "container_z", NULL}},
       {"robot", 0, {"seconds", "hold_angle", "wheel_speed", NULL}},
       {"stack", 0, {"seconds", NULL}},
+      {"arm_push",
+       1,
+       {"seconds", "hold_angle", "sweep_joint", "sweep_angle", "sweep_start", "sweep_seconds", NULL}},
       {"st_rod", 1, {"seconds", "rest_speed", NULL}},
       {"st_balls", 1, {"seconds", NULL}},
   };
@@ -558,7 +561,7 @@ static int khz_scene_experiment(khzSceneReader *r, const yaml_node_t *n, khzExpe
   if (k < 0) {
     return khz_scene_fail(r, v, "experiment.kind",
                           "unknown kind '%s' (accepted: block_penetration, block_forces, pile, "
-                          "robot, stack, st_rod, st_balls)",
+                          "robot, stack, arm_push, st_rod, st_balls)",
                           e->kind);
   }
   /* allowed keys: kind, body and the kind's parameters */

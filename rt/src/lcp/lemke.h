@@ -41,7 +41,7 @@ typedef struct khzLemke {
   double *qs;   /* nmax: q / max |q| */
   int *basis;   /* nmax: variable basic in each row (w_i = i, z_j = n + j, z0 = 2n) */
   int *ties;    /* nmax: candidate rows of the lexicographic ratio test */
-  int *perm;    /* nmax: the polish's row pivots and index set */
+  int *perm;    /* 2 nmax: the LU row pivots, then the polish's basic z's */
   /* input: the natural residual max |min(z, w)| accepted as solved, on the
    * q Lemke works with (q / max |q| * 1e-3 when max |q| < 1e-3, else q);
    * 0, as khz_lemkeInit leaves it: 1e-10 */
@@ -52,6 +52,7 @@ typedef struct khzLemke {
   double deadline;
   /* outputs of the last solve */
   int pivots;      /* pivots taken */
+  int reinverts;   /* times B^-1 was recomputed from the basis after a small pivot */
   int polished;    /* 1 when the solution was recomputed from the final basis by LU */
   double residual; /* the final basis' residual (scaled q), before the tol test */
 } khzLemke;
