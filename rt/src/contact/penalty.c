@@ -532,23 +532,49 @@ static void tree_springs(const khzModel *m, const khzData *d, const khzContact *
   }
 }
 
-/* largest eigenvalue of L K (n x n; L and K symmetric positive
+/* which 6 x 6 blocks of A (n = 6 nb) hold a non-zero: nz[i nb + j] */
+static void nonzero_blocks(const double *A, int nb, unsigned char *nz) {
+  int n = 6 * nb;
+  for (int i = 0; i < nb; i++)
+    for (int j = 0; j < nb; j++) {
+      int any = 0;
+      for (int p = 0; p < 6 && !any; p++)
+        for (int q = 0; q < 6 && !any; q++) any = A[(6 * i + p) * n + 6 * j + q] != 0;
+      nz[i * nb + j] = (unsigned char)any;
+    }
+}
+
+/* y = A x, the blocks that nz marks zero left out: their products are
+ * exactly +-0 (x finite) and a sum that starts at +0 never is -0, so y is
+ * bit for bit the full product's; K of pairs with the floor is block
+ * diagonal, L is zero between different trees */
+static void block_matvec(const double *A, const unsigned char *nz, int nb, const double *x, double *y) {
+  int n = 6 * nb;
+  for (int a = 0; a < n; a++) {
+    const unsigned char *row = nz + (a / 6) * nb;
+    double sum = 0;
+    for (int j = 0; j < nb; j++)
+      if (row[j])
+        for (int q = 6 * j; q < 6 * j + 6; q++) sum += A[a * n + q] * x[q];
+    y[a] = sum;
+  }
+}
+
+/* largest eigenvalue of L K (n = 6 nb; L and K symmetric positive
  * semi-definite, so L K is similar to a symmetric one): power iteration from
  * a fixed start; x, y, z (n) scratch */
-static double largest_rate(const double *L, const double *K, int n, double *x, double *y, double *z) {
+static double largest_rate(const double *L, const double *K, int nb, double *x, double *y, double *z) {
+  int n = 6 * nb;
+  unsigned char nzL[KHZ_TREE_BODIES * KHZ_TREE_BODIES], nzK[KHZ_TREE_BODIES * KHZ_TREE_BODIES];
+  nonzero_blocks(L, nb, nzL);
+  nonzero_blocks(K, nb, nzK);
   double lam = 0;
   for (int a = 0; a < n; a++) x[a] = 1.0 / (1 + a % 6);
   for (int it = 0; it < 40; it++) {
-    for (int a = 0; a < n; a++) {
-      y[a] = 0;
-      for (int b = 0; b < n; b++) y[a] += K[a * n + b] * x[b];
-    }
+    block_matvec(K, nzK, nb, x, y);
+    block_matvec(L, nzL, nb, y, z);
     double nz = 0, nx = 0;
-    for (int a = 0; a < n; a++) {
-      z[a] = 0;
-      for (int b = 0; b < n; b++) z[a] += L[a * n + b] * y[b];
-      nz += z[a] * z[a], nx += x[a] * x[a];
-    }
+    for (int a = 0; a < n; a++) nz += z[a] * z[a], nx += x[a] * x[a];
     if (!(nz > 0)) return 0;
     lam = sqrt(nz / nx);
     for (int a = 0; a < n; a++) x[a] = z[a] / sqrt(nz);
@@ -586,8 +612,8 @@ static void tree_rates(const khzModel *m, khzData *d, const int *pair, int np, c
     tree_springs(m, d, c, c->kv, slot, n, C);
   }
   double h = d->timestep;
-  rate[0] = h * sqrt(largest_rate(L, K, n, x, x + n, x + 2 * n));
-  rate[1] = h * largest_rate(L, C, n, x, x + n, x + 2 * n);
+  rate[0] = h * sqrt(largest_rate(L, K, nb, x, x + n, x + 2 * n));
+  rate[1] = h * largest_rate(L, C, nb, x, x + n, x + 2 * n);
 }
 
 /* The stiffness and damping limits for pairs with automatic gains that
