@@ -900,9 +900,11 @@ static void ground_contacts_only(khzSpec *spec) {
   }
 }
 
-/* MuJoCo's humanoid through khz's MJCF loader at h = 1e-3, the contact
- * settings of khz's own humanoid scene (v4_humanoid.yaml) */
-static khzModel *humanoid_khz(const char *path, char *err, size_t errsz) {
+/* MuJoCo's humanoid through khz's MJCF loader at timestep h, the contact
+ * settings of khz's own humanoid scene (v4_humanoid.yaml); rk4: RK4, else
+ * the file's own integrator (MuJoCo's default, semi-implicit Euler, when the
+ * file names none, as humanoid.xml) */
+static khzModel *humanoid_khz(const char *path, int rk4, double h, char *err, size_t errsz) {
   khzSpec *spec = khz_spec_new();
   khzMjcfOptions opt;
   int nwarn = 0;
@@ -920,8 +922,8 @@ static khzModel *humanoid_khz(const char *path, char *err, size_t errsz) {
   co.gain_mass = KHZ_GAIN_MASS_EFFECTIVE, co.gamma = 0.85, co.mu = 1, co.restitution = 0;
   co.max_points = 10;
   khz_spec_setContact(spec, &co);
-  khz_spec_setTimestep(spec, 1e-3);
-  khz_spec_setIntegrator(spec, KHZ_INT_RK4);
+  khz_spec_setTimestep(spec, h);
+  if (rk4) khz_spec_setIntegrator(spec, KHZ_INT_RK4);
   khzModel *m = khz_compile(spec, err, errsz);
   khz_spec_destroy(&spec);
   return m;
@@ -943,14 +945,23 @@ typedef struct humanoidRun {
   benchRow *row;
 } humanoidRun;
 
-static int khz_h_open(humanoidRun *r, const char *path, char *err, size_t errsz) {
-  khzModel *m = humanoid_khz(path, err, errsz);
+static int khz_h_open_with(humanoidRun *r, const char *path, int rk4, char *err, size_t errsz) {
+  khzModel *m = humanoid_khz(path, rk4, 1e-3, err, errsz);
   khzData *d = m ? khz_makeData(m, 0) : NULL;
   r->model = m, r->data = d;
   if (!d) return -1;
   d->contact_method = KHZ_CONTACT_PENALTY;
   r->torso = khz_name2body(m, "torso"), r->nv = m->nv, r->h = m->timestep;
   return 0;
+}
+
+static int khz_h_open(humanoidRun *r, const char *path, char *err, size_t errsz) {
+  return khz_h_open_with(r, path, 1, err, errsz);
+}
+
+/* like for like with MuJoCo: the file's integrator (Euler for humanoid.xml) */
+static int khz_h_open_file(humanoidRun *r, const char *path, char *err, size_t errsz) {
+  return khz_h_open_with(r, path, 0, err, errsz);
 }
 
 static void khz_h_step(humanoidRun *r) { khz_step(r->model, r->data); }
@@ -1005,9 +1016,20 @@ static void humanoid_block(humanoidRun *r, int steps) {
 
 /* 3 s from the file's initial pose (the fall, the impact and lying on the
  * floor), both engines interleaved by blocks as the scenes are */
+#define NHUMANOID_RUN 3
+
+/* khz-euler (khz with the file's integrator, as MuJoCo steps it) runs when
+ * both khz and mujoco are selected: it is the like-for-like row */
+static int humanoid_selected(const benchOptions *o, const char *engine) {
+  if (!strcmp(engine, "khz-euler")) return in_list_engine(o, "khz") && in_list_engine(o, "mujoco");
+  return in_list_engine(o, engine);
+}
+
 static void run_humanoid(const benchOptions *o, rowList *rows) {
-  humanoidRun runs[2] = {
+  humanoidRun runs[NHUMANOID_RUN] = {
       {.engine = "khz", .open = khz_h_open, .step = khz_h_step, .ncontact = khz_h_ncontact,
+       .torso_z = khz_h_torso, .close = khz_h_close},
+      {.engine = "khz-euler", .open = khz_h_open_file, .step = khz_h_step, .ncontact = khz_h_ncontact,
        .torso_z = khz_h_torso, .close = khz_h_close},
 #ifdef HAVE_MUJOCO
       {.engine = "mujoco", .open = mj_h_open, .step = mj_h_step, .ncontact = mj_h_ncontact,
@@ -1016,9 +1038,9 @@ static void run_humanoid(const benchOptions *o, rowList *rows) {
       {.engine = "mujoco"},
 #endif
   };
-  int steps = steps_for(o, 3000, 2000), first = rows->n, open[2] = {0, 0};
-  for (int k = 0; k < 2; k++) {
-    if (!in_list_engine(o, runs[k].engine)) continue;
+  int steps = steps_for(o, 3000, 2000), first = rows->n, open[NHUMANOID_RUN] = {0};
+  for (int k = 0; k < NHUMANOID_RUN; k++) {
+    if (!humanoid_selected(o, runs[k].engine)) continue;
     benchRow *row = new_row(rows, "humanoid", "humanoid", runs[k].engine);
     char err[1024] = "";
     runs[k].times = malloc((size_t)steps * sizeof(double));
@@ -1027,15 +1049,15 @@ static void run_humanoid(const benchOptions *o, rowList *rows) {
       set_status(row, "failed: %s", err[0] ? err : "out of memory");
     else open[k] = 1;
   }
-  for (int k = 0, i = first; k < 2; k++)
-    if (in_list_engine(o, runs[k].engine)) runs[k].row = rows->row + i++;
+  for (int k = 0, i = first; k < NHUMANOID_RUN; k++)
+    if (humanoid_selected(o, runs[k].engine)) runs[k].row = rows->row + i++;
   double t0 = now_s();
   for (int b = 0, n = 0; b < steps; b += SCENE_BLOCK, n++)
-    for (int j = 0; j < 2; j++) {
-      int k = (j + n) % 2;
+    for (int j = 0; j < NHUMANOID_RUN; j++) {
+      int k = (j + n) % NHUMANOID_RUN;
       if (open[k]) humanoid_block(runs + k, b + SCENE_BLOCK < steps ? SCENE_BLOCK : steps - b);
     }
-  for (int k = 0; k < 2; k++) {
+  for (int k = 0; k < NHUMANOID_RUN; k++) {
     benchRow *row = runs[k].row;
     if (open[k]) {
       row->contacts = runs[k].contacts / steps, row->height_end = runs[k].torso_z(runs + k);
@@ -1047,6 +1069,122 @@ static void run_humanoid(const benchOptions *o, rowList *rows) {
   }
   fill_ratios(rows->row + first, rows->n - first);
   progress("  %-22s %d steps each, %.1f s\n", "humanoid", steps, now_s() - t0);
+}
+
+/* Accuracy on the same run: each configuration from the file's initial
+ * pose for HUMANOID_ACC_S seconds (the fall and the first impact), then the
+ * torso's height and the centres of mass of the model's bodies (MuJoCo's
+ * bodies; in khz the body of each name, the last of an MJCF body's split
+ * chain, which carries its mass) against two references stepped with RK4 at
+ * h / 10: MuJoCo's (the issue's reference) and khz's own (what is integration
+ * error, apart from the two contact models' difference). Not timed. */
+#define HUMANOID_ACC_S 1.0
+#define HUMANOID_ACC_BODIES 64
+
+typedef struct humanoidPose {
+  char what[48];
+  double h, torso_z, com[3 * HUMANOID_ACC_BODIES];
+  int ok;
+} humanoidPose;
+
+/* the body names compared: khz's bodies without ':' (not a split link) */
+static int humanoid_names(const khzModel *m, char names[][KHZ_NAME_MAX]) {
+  int n = 0;
+  for (int b = 1; b < m->nbody && n < HUMANOID_ACC_BODIES; b++)
+    if (!strchr(m->body_name[b], ':')) snprintf(names[n++], KHZ_NAME_MAX, "%s", m->body_name[b]);
+  return n;
+}
+
+static void khz_pose(const char *path, int rk4, double h, char names[][KHZ_NAME_MAX], int n, humanoidPose *p) {
+  char err[1024] = "";
+  khzModel *m = humanoid_khz(path, rk4, h, err, sizeof err);
+  khzData *d = m ? khz_makeData(m, 0) : NULL;
+  snprintf(p->what, sizeof p->what, "khz %s", m && m->integrator == KHZ_INT_RK4 ? "RK4" : "Euler");
+  p->h = h, p->ok = 0;
+  if (d) {
+    d->contact_method = KHZ_CONTACT_PENALTY;
+    for (long s = lround(HUMANOID_ACC_S / h); s > 0; s--) khz_step(m, d);
+    p->ok = !d->warning[KHZ_WARN_BADSTATE];
+    for (int k = 0; k < n; k++) {
+      int b = khz_name2body(m, names[k]);
+      if (b < 0) p->ok = 0;
+      else memcpy(p->com + 3 * k, d->xcom + 3 * b, 3 * sizeof(double));
+    }
+    int torso = khz_name2body(m, "torso");
+    p->torso_z = torso > 0 ? d->xpos[3 * torso + 2] : NAN;
+  }
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+}
+
+#ifdef HAVE_MUJOCO
+static void mj_pose(const char *path, int rk4, double h, char names[][KHZ_NAME_MAX], int n, humanoidPose *p) {
+  char err[1024] = "";
+  mjModel *mm = mj_loadXML(path, NULL, err, (int)sizeof err);
+  mjData *md = mm ? mj_makeData(mm) : NULL;
+  p->h = h, p->ok = 0;
+  if (md) {
+    mm->opt.timestep = h;
+    if (rk4) mm->opt.integrator = mjINT_RK4;
+    snprintf(p->what, sizeof p->what, "MuJoCo %s", mm->opt.integrator == mjINT_RK4 ? "RK4" : "Euler");
+    for (long s = lround(HUMANOID_ACC_S / h); s > 0; s--) mj_step(mm, md);
+    mj_forward(mm, md); /* mj_step leaves the positions of the step's start in xipos */
+    p->ok = 1;
+    for (int k = 0; k < n; k++) {
+      int b = mj_name2id(mm, mjOBJ_BODY, names[k]);
+      if (b < 0) p->ok = 0;
+      else memcpy(p->com + 3 * k, md->xipos + 3 * b, 3 * sizeof(double));
+    }
+    int torso = mj_name2id(mm, mjOBJ_BODY, "torso");
+    p->torso_z = torso >= 0 ? md->xpos[3 * torso + 2] : NAN;
+    for (int k = 0; k < 3 * n; k++) p->ok &= isfinite(p->com[k]);
+  }
+  if (md) mj_deleteData(md);
+  if (mm) mj_deleteModel(mm);
+}
+#endif
+
+/* RMS over the bodies of the distance between their centres of mass */
+static double pose_error(const humanoidPose *a, const humanoidPose *b, int n) {
+  if (!a->ok || !b->ok || n < 1) return NAN;
+  double sum = 0;
+  for (int k = 0; k < 3 * n; k++) sum += (a->com[k] - b->com[k]) * (a->com[k] - b->com[k]);
+  return sqrt(sum / n);
+}
+
+static void humanoid_accuracy(const benchOptions *o) {
+  char err[1024] = "", names[HUMANOID_ACC_BODIES][KHZ_NAME_MAX];
+  khzModel *m = humanoid_khz(o->humanoid, 1, 1e-3, err, sizeof err);
+  if (!m) {
+    printf("\nhumanoid accuracy: %s\n", err);
+    return;
+  }
+  int n = humanoid_names(m, names);
+  khz_deleteModel(&m);
+  double t0 = now_s();
+  humanoidPose ref_khz, run[4];
+  int nrun = 0;
+  khz_pose(o->humanoid, 1, 1e-4, names, n, &ref_khz);
+  khz_pose(o->humanoid, 1, 1e-3, names, n, run + nrun++);
+  khz_pose(o->humanoid, 0, 1e-3, names, n, run + nrun++);
+#ifdef HAVE_MUJOCO
+  humanoidPose ref_mj;
+  mj_pose(o->humanoid, 1, 1e-4, names, n, &ref_mj);
+  mj_pose(o->humanoid, 0, 1e-3, names, n, run + nrun++);
+  mj_pose(o->humanoid, 1, 1e-3, names, n, run + nrun++);
+#else
+  humanoidPose ref_mj = {.what = "MuJoCo (not built)", .ok = 0, .torso_z = NAN};
+#endif
+  printf("\n| humanoid after %g s (%d bodies' com) | h | torso z (m) | com error vs MuJoCo RK4 h = 1e-4, "
+         "RMS (m) | vs khz RK4 h = 1e-4 (m) |\n|---|---|---|---|---|\n", HUMANOID_ACC_S, n);
+  const humanoidPose *refs[2] = {&ref_mj, &ref_khz};
+  for (int r = 0; r < 2; r++)
+    printf("| reference: %s | %g | %.4f | %.3g | %.3g |\n", refs[r]->what, refs[r]->h, refs[r]->torso_z,
+           pose_error(refs[r], &ref_mj, n), pose_error(refs[r], &ref_khz, n));
+  for (int k = 0; k < nrun; k++)
+    printf("| %s | %g | %.4f | %.3g | %.3g |\n", run[k].what, run[k].h, run[k].torso_z,
+           pose_error(run + k, &ref_mj, n), pose_error(run + k, &ref_khz, n));
+  progress("  %-22s %.1f s\n", "humanoid accuracy", now_s() - t0);
 }
 
 /* ------------------------------------------------------------- printing -- */
@@ -1246,6 +1384,8 @@ int main(int argc, char **argv) {
   print_scene_table(&rows);
   print_scaling_table(&rows);
   print_humanoid_table(&rows);
+  if (in_list(o.only, "humanoid") && o.mode != MODE_SMOKE && humanoid_selected(&o, "khz-euler"))
+    humanoid_accuracy(&o); /* with khz and mujoco both selected, as the khz-euler row */
   if (o.json) write_json(o.json, &rows);
   if (o.trace) fclose(o.trace);
   free(rows.row);

@@ -545,7 +545,8 @@ void khz_impulseResponse(const khzModel *m, khzData *d, int b, const double f[6]
   double *pA = d->pA, *u = d->u;
 
   /* clear the tree's bias forces, then put the impulse on b: pA = -f */
-  for (int i = root; i < m->nbody; i++)
+  int end = m->body_treeend[root];
+  for (int i = root; i < end; i++)
     if (m->body_root[i] == root) memset(pA + 6 * i, 0, 6 * sizeof(double));
   for (int k = 0; k < 6; k++) pA[6 * b + k] = -f[k];
 
@@ -566,7 +567,7 @@ void khz_impulseResponse(const khzModel *m, khzData *d, int b, const double f[6]
   }
 
   /* back out over the whole tree: dv = dv_parent, dqd = Dinv (u - U^T dv), dv += S dqd */
-  for (int i = root; i < m->nbody; i++) {
+  for (int i = root; i < end; i++) {
     if (m->body_root[i] != root) continue;
     int nv = m->jnt_nv[i], dof = m->jnt_dofadr[i], p = m->body_parent[i];
     double *dv = dvel + 6 * i;
@@ -582,7 +583,7 @@ void khz_impulseResponse(const khzModel *m, khzData *d, int b, const double f[6]
     for (int a = 0; a < nv; a++) {
       dq[a] = 0;
       for (int c = 0; c < nv; c++) dq[a] += Dinv[nv * a + c] * r[c];
-      dqd[dof + a] += dq[a];
+      if (dqd) dqd[dof + a] += dq[a];
     }
     for (int a = 0; a < nv; a++)
       for (int k = 0; k < 6; k++) dv[k] += S[6 * a + k] * dq[a];
@@ -612,7 +613,7 @@ void khz_pointResponse(const khzModel *m, khzData *d, int b, const double x[3], 
                        double *dvel) {
   double f[6];
   khz_spatialImpulse(m, d, b, x, J, f);
-  memset(dqd, 0, (size_t)m->nv * sizeof(double));
+  if (dqd) memset(dqd, 0, (size_t)m->nv * sizeof(double));
   khz_impulseResponse(m, d, b, f, dqd, dvel);
   /* read the velocity change of both bodies' points (same tree or not) */
   for (int s = 0; s < 2; s++) {

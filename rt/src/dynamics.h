@@ -71,7 +71,9 @@ void khz_pointVelocity(const khzModel *m, const khzData *d, int b, const double 
  * tree origin) on body b, with the articulated inertias left by khz_abaCore
  * at the current q (Mirtich's articulated impulse response: the impulse
  * propagates to the root, then the velocity change back out).
- * dqd is added to; dvel (6 per body) receives each body's velocity change. */
+ * dqd is added to (NULL: not wanted); dvel (6 per body) receives the velocity
+ * change of each body of b's tree, the other entries untouched. O(bodies of
+ * b's tree), not O(nbody). */
 void khz_impulseResponse(const khzModel *m, khzData *d, int b, const double f[6], double *dqd,
                          double *dvel);
 

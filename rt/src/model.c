@@ -375,6 +375,7 @@ static void layout_model(khzModel *m, carver *c) {
 #define I(n) carve(c, (n) * sizeof(int))
   m->body_parent = I(nb);
   m->body_root = I(nb);
+  m->body_treeend = I(nb);
   m->body_subtreemass = D(nb);
   m->body_mass = D(nb);
   m->body_com = D(3 * nb);
@@ -707,6 +708,10 @@ khzModel *khz_compile(const khzSpec *s, char *err, size_t errsz) {
   m->sleep = s->sleep;
   m->max_points = s->contact.max_points > 0 ? s->contact.max_points : 64;
   m->npair_max = s->contact.max_pairs > 0 ? s->contact.max_pairs : 4 * s->ngeom + 16;
+
+  /* each tree's extent in body order: the loops over one tree's bodies stop
+   * at its last instead of scanning every body after its root */
+  for (int i = 0; i < m->nbody; i++) m->body_treeend[m->body_root[i]] = i + 1;
 
   /* subtree masses, leaves to root */
   for (int i = 0; i < m->nbody; i++) m->body_subtreemass[i] = m->body_mass[i];

@@ -323,6 +323,8 @@ typedef struct khzModel {
   /* bodies (nbody) */
   int *body_parent;
   int *body_root;           /* the tree's root body (child of the world) */
+  int *body_treeend;        /* at a root: one past its tree's last body (a tree's bodies all lie
+                               in [root, treeend); other trees' may lie between them) */
   double *body_subtreemass; /* mass of the body and all its descendants */
   double *body_mass;        /* kg */
   double *body_com;         /* 3 per body, body frame */

@@ -226,8 +226,9 @@ static double effective_mass(const khzModel *m, khzData *d, const khzContact *c,
   const double *x = d->cpoint[c->deepest].pos;
   double a0[3], a1[3], b0v[3] = {0, 0, 0}, b1v[3] = {0, 0, 0};
   double nm[3] = {-c->normal[0], -c->normal[1], -c->normal[2]};
-  khz_pointResponse(m, d, c->body[0], x, c->normal, c->body[1], x, a0, a1, dqd, dvel);
-  if (c->body[1] > 0) khz_pointResponse(m, d, c->body[1], x, nm, c->body[0], x, b1v, b0v, dqd, dvel);
+  (void)dqd; /* the joint velocities are not wanted: NULL spares two nv-long clears */
+  khz_pointResponse(m, d, c->body[0], x, c->normal, c->body[1], x, a0, a1, NULL, dvel);
+  if (c->body[1] > 0) khz_pointResponse(m, d, c->body[1], x, nm, c->body[0], x, b1v, b0v, NULL, dvel);
   double knn = 0;
   for (int j = 0; j < 3; j++) knn += c->normal[j] * ((a0[j] + b0v[j]) - (a1[j] + b1v[j]));
   return knn > 0 ? 1 / knn : 0;
@@ -241,12 +242,12 @@ static double rotational_inertia(const khzModel *m, khzData *d, const khzContact
   if (fabs(c->normal[0]) > 0.6) a[0] = 0, a[1] = 1;
   khzu_cross(t, c->normal, a);
   double tn = sqrt(khzu_dot3(t, t));
+  (void)dqd; /* the response's joint velocities are not wanted */
   for (int s = 0; s < 2; s++) {
     int b = c->body[s];
     if (b <= 0) continue;
     for (int j = 0; j < 3; j++) f[j] = (s ? -t[j] : t[j]) / tn;
-    memset(dqd, 0, (size_t)m->nv * sizeof(double));
-    khz_impulseResponse(m, d, b, f, dqd, dvel);
+    khz_impulseResponse(m, d, b, f, NULL, dvel);
     for (int q = 0; q < 2; q++) { /* both bodies' rotation (same tree or not) */
       int bq = c->body[q];
       if (bq <= 0 || m->body_root[bq] != m->body_root[b]) continue;
@@ -299,7 +300,7 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
  * changes of both trees */
 static void row_response(const khzModel *m, khzData *d, const khzContact *c, const implicit_row *r,
                          double *dqd, double *dvel, double *tmp) {
-  memset(dqd, 0, (size_t)m->nv * sizeof(double));
+  (void)dqd; /* khz_impulseResponse writes tmp over b's whole tree, reads no qd */
   memset(dvel, 0, 6 * (size_t)m->nbody * sizeof(double));
   for (int s = 0; s < 2; s++) {
     int b = c->body[s];
@@ -307,10 +308,9 @@ static void row_response(const khzModel *m, khzData *d, const khzContact *c, con
     double J[3] = {s ? -r->dir[0] : r->dir[0], s ? -r->dir[1] : r->dir[1], s ? -r->dir[2] : r->dir[2]};
     double f[6];
     khz_spatialImpulse(m, d, b, r->x, J, f);
-    memset(tmp, 0, 6 * (size_t)m->nbody * sizeof(double));
-    khz_impulseResponse(m, d, b, f, dqd, tmp);
+    khz_impulseResponse(m, d, b, f, NULL, tmp);
     int root = m->body_root[b];
-    for (int i = root; i < m->nbody; i++)
+    for (int i = root; i < m->body_treeend[root]; i++)
       if (m->body_root[i] == root)
         for (int k = 0; k < 6; k++) dvel[6 * i + k] += tmp[6 * i + k];
   }
@@ -532,23 +532,49 @@ static void tree_springs(const khzModel *m, const khzData *d, const khzContact *
   }
 }
 
-/* largest eigenvalue of L K (n x n; L and K symmetric positive
+/* which 6 x 6 blocks of A (n = 6 nb) hold a non-zero: nz[i nb + j] */
+static void nonzero_blocks(const double *A, int nb, unsigned char *nz) {
+  int n = 6 * nb;
+  for (int i = 0; i < nb; i++)
+    for (int j = 0; j < nb; j++) {
+      int any = 0;
+      for (int p = 0; p < 6 && !any; p++)
+        for (int q = 0; q < 6 && !any; q++) any = A[(6 * i + p) * n + 6 * j + q] != 0;
+      nz[i * nb + j] = (unsigned char)any;
+    }
+}
+
+/* y = A x, the blocks that nz marks zero left out: their products are
+ * exactly +-0 (x finite) and a sum that starts at +0 never is -0, so y is
+ * bit for bit the full product's; K of pairs with the floor is block
+ * diagonal, L is zero between different trees */
+static void block_matvec(const double *A, const unsigned char *nz, int nb, const double *x, double *y) {
+  int n = 6 * nb;
+  for (int a = 0; a < n; a++) {
+    const unsigned char *row = nz + (a / 6) * nb;
+    double sum = 0;
+    for (int j = 0; j < nb; j++)
+      if (row[j])
+        for (int q = 6 * j; q < 6 * j + 6; q++) sum += A[a * n + q] * x[q];
+    y[a] = sum;
+  }
+}
+
+/* largest eigenvalue of L K (n = 6 nb; L and K symmetric positive
  * semi-definite, so L K is similar to a symmetric one): power iteration from
  * a fixed start; x, y, z (n) scratch */
-static double largest_rate(const double *L, const double *K, int n, double *x, double *y, double *z) {
+static double largest_rate(const double *L, const double *K, int nb, double *x, double *y, double *z) {
+  int n = 6 * nb;
+  unsigned char nzL[KHZ_TREE_BODIES * KHZ_TREE_BODIES], nzK[KHZ_TREE_BODIES * KHZ_TREE_BODIES];
+  nonzero_blocks(L, nb, nzL);
+  nonzero_blocks(K, nb, nzK);
   double lam = 0;
   for (int a = 0; a < n; a++) x[a] = 1.0 / (1 + a % 6);
   for (int it = 0; it < 40; it++) {
-    for (int a = 0; a < n; a++) {
-      y[a] = 0;
-      for (int b = 0; b < n; b++) y[a] += K[a * n + b] * x[b];
-    }
+    block_matvec(K, nzK, nb, x, y);
+    block_matvec(L, nzL, nb, y, z);
     double nz = 0, nx = 0;
-    for (int a = 0; a < n; a++) {
-      z[a] = 0;
-      for (int b = 0; b < n; b++) z[a] += L[a * n + b] * y[b];
-      nz += z[a] * z[a], nx += x[a] * x[a];
-    }
+    for (int a = 0; a < n; a++) nz += z[a] * z[a], nx += x[a] * x[a];
     if (!(nz > 0)) return 0;
     lam = sqrt(nz / nx);
     for (int a = 0; a < n; a++) x[a] = z[a] / sqrt(nz);
@@ -565,6 +591,7 @@ static double largest_rate(const double *L, const double *K, int n, double *x, d
  * or -1; mat holds 3 n^2 + 3 n doubles, n = 6 nb. */
 static void tree_rates(const khzModel *m, khzData *d, const int *pair, int np, const int *body, int nb,
                        const int *slot, double *mat, double *dqd, double *dvel, double rate[2]) {
+  (void)dqd; /* the responses' joint velocities are not wanted */
   int n = 6 * nb;
   double *L = mat, *K = L + n * n, *C = K + n * n, *x = C + n * n;
   memset(mat, 0, 3 * (size_t)n * n * sizeof(double));
@@ -572,8 +599,7 @@ static void tree_rates(const khzModel *m, khzData *d, const int *pair, int np, c
     for (int j = 0; j < 6; j++) {
       double f[6] = {0, 0, 0, 0, 0, 0};
       f[j] = 1;
-      memset(dqd, 0, (size_t)m->nv * sizeof(double));
-      khz_impulseResponse(m, d, body[a], f, dqd, dvel);
+      khz_impulseResponse(m, d, body[a], f, NULL, dvel);
       for (int c = 0; c < nb; c++)
         if (m->body_root[body[c]] == m->body_root[body[a]])
           for (int i = 0; i < 6; i++) L[(6 * c + i) * n + 6 * a + j] = dvel[6 * body[c] + i];
@@ -586,8 +612,8 @@ static void tree_rates(const khzModel *m, khzData *d, const int *pair, int np, c
     tree_springs(m, d, c, c->kv, slot, n, C);
   }
   double h = d->timestep;
-  rate[0] = h * sqrt(largest_rate(L, K, n, x, x + n, x + 2 * n));
-  rate[1] = h * largest_rate(L, C, n, x, x + n, x + 2 * n);
+  rate[0] = h * sqrt(largest_rate(L, K, nb, x, x + n, x + 2 * n));
+  rate[1] = h * largest_rate(L, C, nb, x, x + n, x + 2 * n);
 }
 
 /* The stiffness and damping limits for pairs with automatic gains that
@@ -849,6 +875,7 @@ static void implicit_forces(khzData *d, const implicit_row *row, const int *mem,
  * articulated impulse response per body that takes one */
 static void add_row_impulses(const khzModel *m, khzData *d, const implicit_row *row, const int *mem, int k,
                              const double *dP, double *vel, double *fb, double *dqd, double *tmp) {
+  (void)dqd; /* the responses' joint velocities are not wanted */
   for (int a = 0; a < k; a++) {
     const implicit_row *r = row + mem[a];
     const khzContact *c = d->contact + r->contact;
@@ -866,10 +893,9 @@ static void add_row_impulses(const khzModel *m, khzData *d, const implicit_row *
   for (int b = 1; b < m->nbody; b++) {
     double *f = fb + 6 * b;
     if (!(f[0] != 0 || f[1] != 0 || f[2] != 0 || f[3] != 0 || f[4] != 0 || f[5] != 0)) continue;
-    memset(dqd, 0, (size_t)m->nv * sizeof(double));
-    khz_impulseResponse(m, d, b, f, dqd, tmp);
+    khz_impulseResponse(m, d, b, f, NULL, tmp);
     int root = m->body_root[b];
-    for (int i = root; i < m->nbody; i++)
+    for (int i = root; i < m->body_treeend[root]; i++)
       if (m->body_root[i] == root)
         for (int q = 0; q < 6; q++) vel[6 * i + q] += tmp[6 * i + q];
     memset(f, 0, 6 * sizeof(double));
