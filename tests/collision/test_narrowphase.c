@@ -339,14 +339,18 @@ static void test_box_face_manifold(void) {
    * and rotations from round-off (1e-16) to 1e-4: the whole 0.16 m^2
    * footprint (to 1e-4 of it: ODE's polygon also has the nearly straight
    * vertices where two edges a small rotation apart cross) */
+  for (int hull = 0; hull < 2; hull++) { /* box on box, box on a convex mesh of the box */
   khzSpec *s = khz_spec_new();
   int b0 = cu_body(s, "b0"), b1 = cu_body(s, "b1");
   double eq[3] = {0.2, 0.2, 0.2};
   cu_geom(s, b0, KHZ_GEOM_BOX, 0.2, 0.2, 0.2);
-  cu_geom(s, b1, KHZ_GEOM_BOX, 0.2, 0.2, 0.2);
+  if (hull)
+    cu_meshGeom(s, b1, cu_boxMesh(s, "cube", 0.2, 0.2, 0.2), 1);
+  else
+    cu_geom(s, b1, KHZ_GEOM_BOX, 0.2, 0.2, 0.2);
   khzModel *m = cu_compile(s);
   khzData *d = khz_makeData(m, 0);
-  for (double j = 1e-16; j < 1e-3; j *= 10) {
+  for (double j = hull ? 1e-15 : 1e-16; j < 1e-3; j *= hull ? 100 : 10) {
     int bad = 0, lost = 0;
     for (int k = 0; k < 300; k++) {
       double q0[4], q1[4];
@@ -356,15 +360,17 @@ static void test_box_face_manifold(void) {
       cu_pose(m, d, b0 + (k & 1), (double[3]){cu_uniform(-j, j), cu_uniform(-j, j), z + 0.4 - 2e-4}, q0);
       cu_pose(m, d, b1 - (k & 1), (double[3]){cu_uniform(-j, j), cu_uniform(-j, j), z}, q1);
       int ok = face_pose(m, d, eq, eq, 1e-4, &dropped, why, sizeof why);
-      if (!ok && bad++ < 2) fprintf(stderr, "equal boxes, jitter %g, pose %d: %s\n", j, k, why);
+      if (!ok && bad++ < 2) fprintf(stderr, "equal boxes (hull %d), jitter %g, pose %d: %s\n", hull, j, k, why);
       lost += dropped;
     }
-    ENSURE_MSG(bad == 0 && lost == 0, "equal boxes, jitter %g: %d of 300 poses without the whole footprint, %d lost",
-               j, bad, lost);
+    ENSURE_MSG(bad == 0 && lost == 0,
+               "equal boxes (hull %d), jitter %g: %d of 300 poses without the whole footprint, %d lost", hull, j,
+               bad, lost);
   }
   khz_deleteData(&d);
   khz_deleteModel(&m);
   khz_spec_destroy(&s);
+  }
   dCloseODE();
   cu_rng = rng;
 }
