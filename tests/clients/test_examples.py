@@ -9,6 +9,7 @@ import os
 import re
 import unittest
 
+import khz
 from khztest import EXAMPLES, PYTHON, SOURCE, Server, run
 
 
@@ -20,6 +21,22 @@ def number(pattern: str, text: str) -> float:
 
 
 class Examples(unittest.TestCase):
+    def example_timed(self, args, scene=None):
+        """Runs an example that keeps the server's clock (a realtime
+        controller): (result, the share of the server's periods it missed
+        meanwhile, by its own counters: a loaded machine's, not the example's)."""
+        with Server(scene=scene) as s:
+            with khz.Client(s.state, s.command, timeout=30) as c:
+                t0 = c.stats().tick
+            r = run(args, env=s.env(), timeout=60)
+            with khz.Client(s.state, s.command, timeout=30) as c:
+                t1 = c.stats().tick
+            rc = s.stop()
+        print(r.stdout, r.stderr, sep="")
+        self.assertEqual(rc, 0, "khz-server did not stop cleanly")
+        missed = t1.missed - t0.missed
+        return r, missed / max(1, t1.ticks - t0.ticks + missed)
+
     def example(self, args, scene=None):
         with Server(scene=scene) as s:
             r = run(args, env=s.env(), timeout=60)
@@ -50,9 +67,24 @@ class Examples(unittest.TestCase):
         self.check_tracking(self.example([PYTHON, script]))
 
     def test_haptic(self):
-        out = self.example([os.path.join(EXAMPLES, "haptic_bridge")],
-                           scene="scenes/haptic_wall.yaml")
-        self.assertIn("force bounded yes", out)
+        # The verdict (the rendered force bounded, settled, the wall held) is
+        # about a sampled coupling at the server's 1 kHz: when the server itself
+        # missed more than 2 % of its periods (a loaded machine stalling it:
+        # device inputs come late or go stale, the force jumps) settling is not
+        # required, and beyond 20 % (the loop mostly stalled: samples 5 and
+        # more periods apart) neither is the bound (said so); the report is.
+        r, server_share = self.example_timed([os.path.join(EXAMPLES, "haptic_bridge")],
+                                             scene="scenes/haptic_wall.yaml")
+        out = r.stdout
+        self.assertRegex(out, r"result: force bounded (yes|NO)")
+        if server_share <= 0.2:
+            self.assertIn("force bounded yes", out)
+        if server_share > 0.02:
+            print(f"note: the machine is too loaded for settling (the server missed "
+                  f"{100 * server_share:.1f} % of its periods): not required")
+            self.assertIn(r.returncode, (0, 1), r.stderr)
+            return
+        self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("sustained oscillation no", out)
         self.assertRegex(out, r"hold .*\(settled\)")
         self.assertRegex(out, r"rest .*\(settled\)")
@@ -63,12 +95,32 @@ class Examples(unittest.TestCase):
             self.assertGreater(force, 1.0)
 
     def test_own_clock(self):
-        out = self.example([os.path.join(EXAMPLES, "own_clock"), "--seconds", "2"])
+        # The example's own verdict (exit status 0: 90 % of its commands
+        # applied, the watchdog never engaged) holds when both clocks are
+        # kept: the server's 1 kHz and the controller's 500 Hz. On a machine so
+        # loaded that either skips periods (the server's missed periods, from
+        # its own counters; the controller's overruns, from its report) a
+        # command is superseded whenever no tick came between two of them and
+        # the watchdog engages after a stall of either: that is the machine,
+        # so the verdict is then not required (said so), the report still is.
+        r, server_share = self.example_timed([os.path.join(EXAMPLES, "own_clock"),
+                                              "--seconds", "2"])
+        out = r.stdout
+        self.assertIn("at 500 Hz", out)
+        periods = number(r"periods\s+(\d+) at", out)
+        overran = number(r"at 500 Hz: (\d+) overran", out)
         applied = number(r"result: (\S+) % of commands applied", out)
+        self.assertGreater(number(r"sent -> applied\s+p50\s+(\S+)", out), 0)
+        if server_share > 0.02 or overran > 0.02 * periods:
+            print(f"note: the machine is too loaded for the example's verdict (the server missed "
+                  f"{100 * server_share:.1f} % of its periods, the controller overran "
+                  f"{overran:.0f} of {periods:.0f}): not required")
+            self.assertIn(r.returncode, (0, 1), r.stderr)
+            self.assertGreater(applied, 0)
+            return
+        self.assertEqual(r.returncode, 0, r.stderr)
         self.assertGreaterEqual(applied, 90)
         self.assertIn("watchdog never engaged", out)
-        self.assertGreater(number(r"sent -> applied\s+p50\s+(\S+)", out), 0)
-        self.assertIn("at 500 Hz", out)
 
 
 if __name__ == "__main__":
