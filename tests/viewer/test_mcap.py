@@ -135,7 +135,6 @@ class McapTest(unittest.TestCase):
             r = khz(s, "record", out, "--mcap", "--seconds", "10")
             self.assertEqual(r.returncode, 0, r.stderr)
             print(r.stdout.strip())
-            self.assertIn("(0 missed;", r.stdout)
             dump = os.path.join(self.work, "dump")
             info = read_mcap(out, dump)
         self.check_layout(info)
@@ -145,12 +144,22 @@ class McapTest(unittest.TestCase):
         State = schema_class(info, "khz.v1.State")
         msgs = [State.FromString(b) for b in states]
         seqs = [m.seq for m in msgs]
-        # every state from the first to the last: none dropped
-        self.assertEqual(seqs, list(range(seqs[0], seqs[0] + n)))
+        # every state from the first to the last, in order, none twice, but
+        # those the server never published: its loop drops (and counts,
+        # stats.states_dropped) what a starved I/O thread cannot take (an ASan
+        # server on a loaded machine); those are no states the recorder lost,
+        # and it reports each gap it saw
+        self.assertEqual(seqs, sorted(set(seqs)))
+        missing = seqs[-1] - seqs[0] + 1 - n
+        server_dropped = msgs[-1].stats.states_dropped - msgs[0].stats.states_dropped
+        if missing:
+            print(f"{missing} states missing, the server dropped {server_dropped}")
+        self.assertLessEqual(missing, server_dropped)
+        self.assertIn(f"({missing} missed;", r.stdout)
         # 10 s of a 1 kHz loop (the server itself may miss periods on a loaded machine)
         span = msgs[-1].sim_time - msgs[0].sim_time
         self.assertGreater(n, 5000)  # 10 s x 1 kHz, less the periods an overloaded server misses
-        self.assertAlmostEqual(span, (n - 1) * 1e-3, delta=1e-6)
+        self.assertAlmostEqual(span, (seqs[-1] - seqs[0]) * 1e-3, delta=1e-6)
         self.assertEqual([int(t) for t in info["messages"]["/khz/state"]["log"]],
                          [m.wall_time_ns for m in msgs])
         wall = (msgs[-1].wall_time_ns - msgs[0].wall_time_ns) / 1e9
@@ -158,7 +167,11 @@ class McapTest(unittest.TestCase):
         self.assertLess(wall, 10.5)
         # /tf at 100 Hz of log time
         ntf = len(info["messages"]["/tf"]["log"])
-        self.assertGreaterEqual(ntf, int(wall * 100 * 0.9))  # the server's stalls skip slots
+        # (the 10 ms slots that hold a state: a server stalled by a loaded
+        # machine publishes nothing in some, and those have no /tf)
+        t0 = msgs[0].wall_time_ns
+        slots = len({(m.wall_time_ns - t0) // 10_000_000 for m in msgs})
+        self.assertGreaterEqual(ntf, int(slots * 0.9))
         self.assertLessEqual(ntf, int(wall * 100) + 2)
         self.assertEqual(len(info["messages"]["/khz/model"]["log"]), 1)
         self.assertEqual(len(info["messages"]["/scene"]["log"]), 1)
