@@ -84,6 +84,21 @@ static inline khzClient *harness_client(harness *h) {
   return c;
 }
 
+/* How long a test waits for something that must happen (a state, a reply, a
+ * flag). It only bounds a hang: on a loaded machine (CI, ASan) states and
+ * replies come late, never not at all, so the tests wait for the event by its
+ * content (seq, flags, counters) rather than for a number of states or ms. */
+#define PATIENCE_MS 30000
+
+/* the next state within the test's patience (NULL only when none came at all) */
+static inline const Khz__V1__State *patient_state(khzClient *c, int64_t until_ns) {
+  const Khz__V1__State *st = NULL;
+  while (!st && khz_client_now() < until_ns) st = khz_client_nextState(c, 1000);
+  return st;
+}
+
+static inline int64_t patience_ends(void) { return khz_client_now() + (int64_t)PATIENCE_MS * 1000000; }
+
 /* requests */
 static inline const Khz__V1__Reply *req_setting(khzClient *c, const char *name, const char *value) {
   Khz__V1__Request rq;

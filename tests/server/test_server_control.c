@@ -93,13 +93,24 @@ static void test_describe_settings(khzClient *c) {
   /* rate at run time: 500 Hz, timestep 2 ms */
   r = req_setting(c, "rate_hz", "500");
   ENSURE(r && r->code == KHZ__V1__ERROR_CODE__OK && !strcmp(r->settings->settings[0]->value, "500"));
-  khz_client_latestState(c, 2000);
-  const Khz__V1__State *a = khz_client_nextState(c, 2000);
-  double ta = a ? a->sim_time : 0;
-  uint64_t sa = a ? a->seq : 0;
-  const Khz__V1__State *b = khz_client_nextState(c, 2000);
-  ENSURE(a && b && b->seq == sa + 1 && b->rate_hz == 500);
-  if (b) ENSURE_NEAR(b->sim_time - ta, 0.002, 1e-12);
+  /* a state at the new rate is 2 ms of simulated time after the one before
+   * it. Found by content: states ticked before the change may still be on
+   * their way (the reply carries the newest state published, not the loop's
+   * seq), and on a loaded machine a drop may part two states */
+  int64_t until = patience_ends();
+  const Khz__V1__State *b;
+  uint64_t sa = 0;
+  double ta = 0, dt = 0;
+  int have = 0, pair = 0;
+  while ((b = patient_state(c, until))) {
+    if (have && b->seq == sa + 1 && b->rate_hz == 500) {
+      pair = 1, dt = b->sim_time - ta;
+      break;
+    }
+    sa = b->seq, ta = b->sim_time, have = 1;
+  }
+  ENSURE(pair);
+  if (pair) ENSURE_NEAR(dt, 0.002, 1e-12);
   r = req_setting(c, "rate_hz", "1000");
   ENSURE(r && r->code == KHZ__V1__ERROR_CODE__OK);
 
@@ -115,8 +126,13 @@ static void test_describe_settings(khzClient *c) {
   scm.method = "none";
   r = khz_client_request(c, &rq, 5000);
   ENSURE(r && r->code == KHZ__V1__ERROR_CODE__OK);
-  khz_client_latestState(c, 2000);
-  st = khz_client_nextState(c, 2000);
+  /* the states take the new method, and keep it (states from before the
+   * switch may still be on their way: found by content) */
+  until = patience_ends();
+  while ((st = patient_state(c, until)) && strcmp(st->contact_method, "none")) {
+  }
+  ENSURE(st != NULL);
+  st = patient_state(c, until);
   ENSURE(st && !strcmp(st->contact_method, "none"));
   scm.method = "penalty";
   r = khz_client_request(c, &rq, 5000);
@@ -129,13 +145,19 @@ static void test_pause_step_wrench(khzClient *c) {
   const Khz__V1__Reply *r = req_simple(c, KHZ__V1__REQUEST__OP_PAUSE);
   ENSURE(r && r->code == KHZ__V1__ERROR_CODE__OK);
   uint64_t paused_at = r ? r->state_seq : 0;
-  /* the stream ends with the state the loop paused after, repeated and flagged */
-  const Khz__V1__State *ps, *plast = NULL;
-  while ((ps = khz_client_nextState(c, 200))) plast = ps;
-  ENSURE(plast && plast->seq == paused_at);
-  ENSURE(plast && (plast->flags & KHZ__V1__STATE_FLAG__FLAG_PAUSED) &&
-         (plast->flags & KHZ__V1__STATE_FLAG__FLAG_REPEATED));
-  ENSURE(khz_client_nextState(c, 100) == NULL);
+  /* the stream ends with the state the loop paused after, repeated and
+   * flagged: waited for by its flags (on a loaded machine the states before
+   * it may take longer than any fixed silence to arrive), none beyond it */
+  const Khz__V1__State *ps;
+  int64_t until = patience_ends();
+  int beyond = 0, flagged = 0;
+  while (!flagged && (ps = patient_state(c, until))) {
+    if (ps->seq > paused_at) beyond++;
+    flagged = ps->seq == paused_at && (ps->flags & KHZ__V1__STATE_FLAG__FLAG_PAUSED) &&
+              (ps->flags & KHZ__V1__STATE_FLAG__FLAG_REPEATED);
+  }
+  ENSURE(flagged && beyond == 0);
+  ENSURE(khz_client_nextState(c, 200) == NULL);
   Khz__V1__Request rq;
   Khz__V1__Step step;
   khz__v1__request__init(&rq);
@@ -145,14 +167,19 @@ static void test_pause_step_wrench(khzClient *c) {
   rq.step = &step;
   r = khz_client_request(c, &rq, 5000);
   ENSURE(r && r->code == KHZ__V1__ERROR_CODE__OK && r->state_seq == paused_at + 5);
+  /* the five states (however late they come), then nothing */
   int n = 0;
-  const Khz__V1__State *st, *last = NULL;
-  while ((st = khz_client_nextState(c, 100))) n++, last = st;
-  ENSURE(n == 5);
-  ENSURE(last && (last->flags & KHZ__V1__STATE_FLAG__FLAG_PAUSED));
+  uint64_t last_seq = 0;
+  uint32_t last_flags = 0;
+  const Khz__V1__State *st;
+  until = patience_ends();
+  while (n < 5 && (st = patient_state(c, until))) n++, last_seq = st->seq, last_flags = st->flags;
+  ENSURE(n == 5 && last_seq == paused_at + 5);
+  ENSURE(last_flags & KHZ__V1__STATE_FLAG__FLAG_PAUSED);
+  ENSURE(khz_client_nextState(c, 200) == NULL);
   r = req_simple(c, KHZ__V1__REQUEST__OP_RESUME);
   ENSURE(r && r->code == KHZ__V1__ERROR_CODE__OK);
-  ENSURE(khz_client_nextState(c, 1000) != NULL);
+  ENSURE(patient_state(c, patience_ends()) != NULL);
 
   /* a wrench lifts box1 (by name), then box2 by id; an id of another generation is refused */
   int box1 = body_index(md, "box1"), box2 = body_index(md, "box2");
@@ -187,6 +214,13 @@ static void test_clients(harness *h, khzClient *ctl) {
   khzClient *slow = khz_client_new(h->state_ep, h->cmd_ep, &slow_opt, err, sizeof err);
   khzClient *viewer = harness_client(h);
   ENSURE(slow && viewer);
+  /* at 250 Hz: what is under test is that nobody waits for the subscriber
+   * that never reads (a PUB that blocked on it would stall the I/O thread for
+   * good: the loop's ring drops, every client sees gaps), not the machine's
+   * throughput; at 1 kHz an unprivileged I/O thread starved for the ring's
+   * 256 ms on a loaded machine (ASan) loses states the same way */
+  const Khz__V1__Reply *rr = req_setting(ctl, "rate_hz", "250");
+  ENSURE(rr && rr->code == KHZ__V1__ERROR_CODE__OK);
   char name[64];
   snprintf(name, sizeof name, "khz-test-%d.rec", (int)getpid());
   snprintf(path, sizeof path, "/tmp/%s", name); /* the test's record_dir is /tmp */
@@ -212,9 +246,10 @@ static void test_clients(harness *h, khzClient *ctl) {
   pid_init(&p, md, target);
   uint64_t first = st->seq, last = st->seq;
   int gaps = 0, viewer_states = 0;
+  int64_t until = patience_ends();
   for (int k = 0; k < 600 && st; k++) {
     pid_answer(&p, ctl, md, st);
-    st = khz_client_nextState(ctl, 2000);
+    st = patient_state(ctl, until);
     if (st && st->seq != last + 1) gaps++;
     if (st) last = st->seq;
     while (khz_client_nextState(viewer, 0)) viewer_states++;
@@ -348,9 +383,13 @@ static void test_haptics(void) {
   r = khz_client_request(dev, &rq, 5000);
   ENSURE(r && r->code == KHZ__V1__ERROR_CODE__REFUSED);
 
-  /* the device goes quiet: coupling off after the haptic timeout */
+  /* the device goes quiet: coupling off after the haptic timeout. Waited for
+   * by the flag (a loaded machine may deliver states from before the timeout
+   * late), and the flagged state's wrench is zero */
   nap_ms(300);
-  st = khz_client_latestState(dev, 2000);
+  int64_t until = patience_ends();
+  while ((st = patient_state(dev, until)) && !(st->flags & KHZ__V1__STATE_FLAG__FLAG_HAPTIC_STALE)) {
+  }
   ENSURE(st && (st->flags & KHZ__V1__STATE_FLAG__FLAG_HAPTIC_STALE) && st->haptic_wrench[2] == 0);
   khz_client_destroy(&dev);
   harness_stop(&h);

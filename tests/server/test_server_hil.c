@@ -150,9 +150,10 @@ static void test_faults(void) {
   applied = r ? r->state_seq : 0;
   double ta = -1;
   int seen_in_stall = 0, watchdog_in_stall = 0, flagged = 0, released = 0;
+  int64_t until = patience_ends();
   while (st && !released && (ta < 0 || st->sim_time < ta + 3.0)) {
     khz_client_sendTorques(c, st, zero, md->na);
-    st = khz_client_nextState(c, 2000);
+    st = patient_state(c, until);
     if (!st) break;
     if (ta < 0 && st->seq >= applied) ta = st->sim_time;
     if (ta < 0) continue;

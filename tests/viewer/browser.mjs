@@ -452,8 +452,11 @@ try {
       let dup = 0;
       for (let i = 1; i < seqs.length; i++) if (seqs[i] <= seqs[i - 1]) dup++;
       const j = khz.plotSeries[0];
+      // (the server's own count of states it could not publish, since it started:
+      // a loaded machine's, not the viewer's)
       return { n: h.length, seq0: seqs[0], seq1: seqs[seqs.length - 1], out_of_order: dup,
-        frames: khz.frames, with_value: h.filter((p) => p.q[j.q] != null).length };
+        frames: khz.frames, with_value: h.filter((p) => p.q[j.q] != null).length,
+        server_dropped: khz.state.stats.states_dropped };
     });
     // pause: the sequence number stops and the state says PAUSED
     // (running: a newer state comes; under load the page takes one a second or two)
@@ -461,7 +464,7 @@ try {
     await page.waitForFunction((s) => khz.seq > s, s0, { timeout: 60000 }).catch(() => {});
     result.seq_running = [s0, await seqNow()];
     await page.click('#pause');
-    await page.waitForFunction(() => khz.state.paused, null, { timeout: 10000 });
+    await page.waitForFunction(() => khz.state.paused, null, { timeout: 60000 });
     await sleep(200);
     const p0 = await seqNow();
     await sleep(700);
@@ -485,7 +488,7 @@ try {
     }).filter((x) => x));
     await page.evaluate(() => khz.redraw());
     await page.click('#resume');
-    await page.waitForFunction(() => !khz.state.paused, null, { timeout: 10000 });
+    await page.waitForFunction(() => !khz.state.paused, null, { timeout: 60000 });
     result.replies = await page.evaluate(() => khz.replies.map((r) => [r.op, r.ok]));
 
     mark('paused');

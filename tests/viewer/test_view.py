@@ -156,7 +156,7 @@ class ViewTest(unittest.TestCase):
         try:
             r = subprocess.run([NODE, os.path.join(HERE, "browser.mjs"), VIEWER, self.viewer.url,
                                 "check", shot, "box1", out, EXPECTED, str(seq), "box1", "ball"],
-                               capture_output=True, text=True, timeout=300,
+                               capture_output=True, text=True, timeout=600,
                                env=dict(os.environ, KHZ_SHOT_SIZE="1024x640"))
         finally:
             stream = watch.close()
@@ -188,14 +188,19 @@ class ViewTest(unittest.TestCase):
             self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
 
         # the plot holds every state of its joints (the server's 1 kHz), not
-        # the page's frames (at most 60 a second)
+        # the page's frames (at most 60 a second). Of the states the server
+        # published: the ones its loop could not hand to a starved I/O thread
+        # (ASan on a loaded machine) are counted by the server itself
+        # (stats.states_dropped, since it started: the run before was paused)
+        # and are no states the viewer lost
         h = res["history"]
         span = h["seq1"] - h["seq0"] + 1
+        published = span - min(h["server_dropped"], span)
         print(f"plot history: {h['n']} samples for seq {h['seq0']}..{h['seq1']} "
-              f"({h['frames']} frames drawn)")
+              f"({h['frames']} frames drawn; the server dropped {h['server_dropped']} states)")
         self.assertEqual(h["out_of_order"], 0)
         self.assertGreater(span, 500)
-        self.assertGreaterEqual(h["n"], 0.9 * span, "states missing from the plot's history")
+        self.assertGreaterEqual(h["n"], 0.9 * published, "states missing from the plot's history")
         self.assertGreater(h["n"], 3 * h["frames"])
         self.assertEqual(h["with_value"], h["n"])
 
@@ -304,7 +309,7 @@ class HilTest(unittest.TestCase):
             v = Viewer(s)
             try:
                 r = subprocess.run([NODE, os.path.join(HERE, "browser.mjs"), VIEWER, v.url, "hil"],
-                                   capture_output=True, text=True, timeout=240)
+                                   capture_output=True, text=True, timeout=600)
             finally:
                 v.close()
         self.assertEqual(r.returncode, 0, r.stderr)
