@@ -393,7 +393,12 @@ static void case_j(void) {
   khzModel *m = compile(s);
   if (!m) return;
   khzData *d = khz_makeData(m, 0);
-  for (int k = 0; k < 1500; k++) khz_step(m, d);
+  int settled_warnings = 0; /* impulse warnings after the first 0.2 s */
+  for (int k = 0; k < 1500; k++) {
+    int w0 = d->warning[KHZ_WARN_IMPULSE];
+    khz_step(m, d);
+    if (k >= 200) settled_warnings += d->warning[KHZ_WARN_IMPULSE] - w0;
+  }
   double drift = 0, sink = 0;
   for (int i = 0; i < n; i++) {
     const double *q = d->q + 7 * i;
@@ -404,7 +409,10 @@ static void case_j(void) {
   printf("j. 24-box stack: drift %.3g mm, sink %.3g mm, KE %.3g J after 1.5 s, %d impulse warnings\n",
          1e3 * drift, 1e3 * sink, ke, d->warning[KHZ_WARN_IMPULSE]);
   ENSURE(drift <= 1e-3 && sink <= 3e-3 && ke <= 1e-4);
-  ENSURE(d->warning[KHZ_WARN_IMPULSE] <= 15); /* a few unconverged sweeps, not every step */
+  /* unconverged sweeps only while the column first compresses (steps 50-72
+   * since box faces report their four corners), none once it stands */
+  ENSURE(d->warning[KHZ_WARN_IMPULSE] <= 45);
+  ENSURE_MSG(settled_warnings == 0, "%d impulse warnings after 0.2 s\n", settled_warnings);
   ENSURE(d->warning[KHZ_WARN_BADSTATE] == 0);
   khz_deleteData(&d);
   khz_deleteModel(&m);
