@@ -122,6 +122,7 @@ def simulate_program(run, sim_factory):
     """One run against a khz-server of its own; returns the row's figures
     (raises on failure: the caller records it)."""
     from . import Client, KhzError
+    from .errors import Timeout
     from khz_msgs.v1 import control_pb2, messages_pb2
 
     ctl, p = run["controller"], run["params"]
@@ -177,7 +178,20 @@ def simulate_program(run, sim_factory):
         # the initial state: init_q, then init_noise on the actuators, drawn as
         # an in-process run draws them (the same seed, the same numbers)
         rng = np.random.default_rng(run["seed"])
-        st0 = client.latest_state(min(5.0, startup))
+        # The server is paused and published its state once, perhaps before
+        # this subscription was through (PUB/SUB drops a new subscriber's first
+        # messages; only lockstep repeats it by itself): a Pause request makes
+        # a paused server repeat its last state (FLAG_PAUSED), so ask until one
+        # arrives. A fast-mode run waited 5 s for it in CI.
+        while True:
+            try:
+                st0 = client.latest_state(0.5)
+                break
+            except Timeout:
+                if time.monotonic() - t_start > startup:
+                    raise RunError(f"khz-server published no state within {startup:g} s: "
+                                   f"{_tail(srv_log)}") from None
+                client.pause()
         q = st0.q.copy()
         for name, value in (p.get("init_q") or {}).items():
             q[m.joint(name).q_index] = float(value)
