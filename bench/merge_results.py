@@ -6,7 +6,9 @@ results.md and results.csv, and describes the machine (machine.md).
                      [--load-before "1.0 0.8 0.5"]
 
 DIR holds what scripts/bench.sh captured: peers.jsonl (bench_peers --json),
-dynamics.txt (bench_dynamics), loop.txt (bench_loop). With --previous, the
+dynamics.txt (bench_dynamics), loop.txt (bench_loop at 1 kHz), and when present
+loop_haptic.txt and loop_haptic_spin.txt (bench_loop at the haptic rate, the
+loop sleeping to each deadline and spinning its last microseconds). With --previous, the
 medians are compared with an earlier results.csv and the changes printed on
 stdout (not written to the results). docs/benchmarks.md explains every figure.
 """
@@ -283,6 +285,18 @@ def main():
         if r["section"] == "scaling":
             r["growth_exponent"] = fits.get(r["engine"])
     csv_rows = rows + dynamics_csv_rows(dyn_table) + loop_csv_rows(loop_rows)
+    haptic = []  # (title, rows, notes) of the haptic-rate runs that exist
+    for name, how in (("loop_haptic.txt", "the loop sleeps to each deadline"),
+                      ("loop_haptic_spin.txt", "the loop spins the last microseconds to each deadline")):
+        text = read_text(os.path.join(a.raw, name))
+        if not text:
+            continue
+        title = next((l for l in text.splitlines() if l.startswith("khz loop benchmark")), name)
+        h_rows, h_notes = read_loop(text)
+        haptic.append((f"{title}; {how}", h_rows, h_notes))
+        for r in loop_csv_rows(h_rows):
+            r["section"] = "loop_" + name[len("loop_"):-len(".txt")]
+            csv_rows.append(r)
 
     md = [f"# khz benchmarks ({a.mode} run)", "",
           f"`{a.command}` on {mach['date']}. What every figure is and how each engine is set up: "
@@ -301,6 +315,11 @@ def main():
     md += ["", "## Dynamics without contact (bench_dynamics)", "", dyn_title, ""] + dyn_table
     md += ["", "## Real-time loop (bench_loop)", ""] + md_loop_table(loop_rows) + [""]
     md += [f"- {n}" for n in loop_notes]
+    if haptic:
+        md += ["", "## Haptic rate (bench_loop --rate 10000)"]
+    for title, h_rows, h_notes in haptic:
+        md += ["", f"### {title}", ""] + md_loop_table(h_rows) + [""]
+        md += [f"- {n}" for n in h_notes]
     md.append("")
 
     os.makedirs(a.out, exist_ok=True)

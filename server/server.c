@@ -550,6 +550,7 @@ static int server_init(khzServer *s, char *err, size_t errsz) {
   lc.start_paused = c->paused;
   lc.rt_priority = c->rt_priority;
   lc.cpu = c->cpu;
+  lc.spin_us = c->spin_us;
   lc.lock_memory = c->lock_memory;
   lc.dma_latency_us = c->cpu_dma_latency_us;
   lc.watchdog_s = c->watchdog_ms / 1000;

@@ -81,6 +81,10 @@ const khzSetting khz_settings[] = {
     {INT(cpu_dma_latency_us, -1, 10000), .def = "0",
      .help = "hold /dev/cpu_dma_latency at this many us while running, as cyclictest does (-1 = "
              "leave alone)"},
+    {INT(spin_us, 0, 10000), .def = "0",
+     .help = "realtime mode: wake this many us before each deadline and busy-wait to it (for "
+             "haptic rates where the kernel's timer wake-ups are later than the period allows; "
+             "burns the loop's core for that long per tick; 0 = sleep to the deadline)"},
     {INT(state_ring, 2, 65536), .def = "256",
      .help = "states buffered between the loop and the I/O thread (dropped and counted when full)"},
     {INT(pub_hwm, 1, 1000000), .def = "1000",

@@ -37,6 +37,7 @@ typedef struct khzServerConfig {
   int cpu;
   int lock_memory;
   int cpu_dma_latency_us;
+  int spin_us;
   int state_ring;
   int pub_hwm;
   int log_level;

@@ -13,7 +13,14 @@
  * so that the server's own cost shows as a ratio. The three runs are
  * sequential so that they do not disturb each other.
  *
- *   bench_loop [--seconds S] [--transport tcp|ipc] [--cpu N] [--no-cyclictest]
+ * --rate HZ runs the server at HZ ticks per second (h = 1 / HZ; the issue's
+ * haptic rate is 10000) and cyclictest at the same interval; --spin-us US
+ * sets the server's spin_us (wake that much before each deadline and busy-wait
+ * to it; cyclictest, which always sleeps, is then the floor of a loop that
+ * does not spin).
+ *
+ *   bench_loop [--seconds S] [--rate HZ] [--spin-us US] [--transport tcp|ipc] [--cpu N]
+ *              [--no-cyclictest]
  */
 #include <math.h>
 #include <pthread.h>
@@ -25,6 +32,7 @@
 #include <zmq.h>
 
 #include "khz/client.h"
+#include "khz/khz.h"
 #include "khz_msgs/v1/control.pb-c.h"
 #include "server.h"
 #include "settings.h"
@@ -68,13 +76,13 @@ static int fifo(int prio) {
 
 /* ------------------------------------------------------------ cyclictest -- */
 
-/* cyclictest for `seconds` at a 1000 us interval; percentiles from its histogram */
-static pct run_cyclictest(int seconds, int prio, int cpu, char *note, size_t notesz) {
+/* cyclictest for `seconds` at `interval` us; percentiles from its histogram */
+static pct run_cyclictest(int seconds, int interval, int prio, int cpu, char *note, size_t notesz) {
   pct p = {0};
   char cmd[256], aff[32] = "";
   if (cpu >= 0) snprintf(aff, sizeof aff, " -a %d", cpu);
-  snprintf(cmd, sizeof cmd, "cyclictest -m -p %d -i 1000 -D %d -q -h 20000%s 2>&1", prio, seconds,
-           aff);
+  snprintf(cmd, sizeof cmd, "cyclictest -m -p %d -i %d -D %d -q -h 20000%s 2>&1", prio, interval,
+           seconds, aff);
   FILE *f = popen(cmd, "r");
   if (!f) {
     snprintf(note, notesz, "cannot run cyclictest");
@@ -242,24 +250,36 @@ static void row(const char *name, pct p, const char *what) {
 
 int main(int argc, char **argv) {
   int seconds = 60, cpu = -1, cyclic = 1;
+  double rate = 1000;
+  int spin_us = 0;
   const char *transport = "tcp";
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--transport") && i + 1 < argc) transport = argv[++i];
     else if (!strcmp(argv[i], "--cpu") && i + 1 < argc) cpu = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--rate") && i + 1 < argc) rate = atof(argv[++i]);
+    else if (!strcmp(argv[i], "--spin-us") && i + 1 < argc) spin_us = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--no-cyclictest")) cyclic = 0;
     else {
-      fprintf(stderr, "usage: bench_loop [--seconds S] [--transport tcp|ipc] [--cpu N] [--no-cyclictest]\n");
+      fprintf(stderr, "usage: bench_loop [--seconds S] [--rate HZ] [--spin-us US] [--transport tcp|ipc] "
+                      "[--cpu N] [--no-cyclictest]\n");
       return 2;
     }
   }
   if (seconds < 2) seconds = 2;
+  if (!(rate >= KHZ_RATE_MIN_HZ && rate <= KHZ_RATE_MAX_HZ)) {
+    fprintf(stderr, "bench_loop: --rate %g: expected %d to %d ticks per second\n", rate, KHZ_RATE_MIN_HZ,
+            KHZ_RATE_MAX_HZ);
+    return 2;
+  }
 
   /* the server, in this process, with its real-time settings */
   khzServerConfig cfg;
   char err[1024];
   khz_settings_defaults(&cfg);
   cfg.cpu = cpu;
+  cfg.rate_hz = rate;
+  cfg.spin_us = spin_us;
   cfg.log_level = 2;
   cfg.watchdog_ms = 100;
   if (!strcmp(transport, "ipc")) {
@@ -275,7 +295,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_loop: %s\n", err);
     return 1;
   }
-  printf("khz loop benchmark: default scene, realtime, 1000 Hz, %d s, transport %s\n", seconds,
+  printf("khz loop benchmark: default scene, realtime, %g Hz, %d s, transport %s\n", rate, seconds,
          transport);
   printf("%s\n", khz_server_report(sr.srv));
   int prio = strstr(khz_server_report(sr.srv), "SCHED_FIFO 80 granted") ? 80 : 0;
@@ -314,7 +334,7 @@ int main(int argc, char **argv) {
       const Khz__V1__Actuator *ac = md->actuators[a];
       double qt = q0[a] + 0.2 * sin(2 * M_PI * 0.25 * s->sim_time + 0.7 * a);
       double e = qt - s->q[ac->q_index], effort = ac->effort_limit > 0 ? ac->effort_limit : 50;
-      integ[a] = fmax(-0.03, fmin(0.03, integ[a] + e * 1e-3));
+      integ[a] = fmax(-0.03, fmin(0.03, integ[a] + e / rate));
       tau[a] = 4 * effort * e - 0.1 * effort * s->qd[ac->qd_index] + 8 * effort * integ[a];
     }
     cmd.seq = s->seq;
@@ -367,7 +387,7 @@ int main(int argc, char **argv) {
   /* the references, one after the other, for the same duration */
   char note[256] = "";
   pct cyc = {0};
-  if (cyclic) cyc = run_cyclictest(seconds, prio, cpu, note, sizeof note);
+  if (cyclic) cyc = run_cyclictest(seconds, (int)lround(1e6 / rate), prio, cpu, note, sizeof note);
   pct raw = run_pingpong(transport, state_bytes, cmd_bytes, seconds * 1000, prio);
 
   printf("\n  %-24s %8s %8s %8s %8s   (us)\n", "", "p50", "p99", "p99.9", "max");

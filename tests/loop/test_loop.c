@@ -588,6 +588,37 @@ static void test_fast_drops(const khzModel *m) {
   khz_loop_destroy(&L);
 }
 
+/* spin_us: the thread wakes early and polls the clock to the deadline; a
+ * tick still never starts before its deadline, and the rate is the rate */
+static void test_spin(const khzModel *m) {
+  khzLoopConfig cfg;
+  char err[256];
+  test_config(&cfg, KHZ_MODE_REALTIME);
+  cfg.watchdog_s = 0;
+  cfg.spin_us = 300;
+  khzLoop *L = khz_loop_new(m, &cfg, err, sizeof err);
+  ENSURE_MSG(L != NULL, "%s", err);
+  if (!L) return;
+  ENSURE_MSG(strstr(khz_loop_report(L), "spins the last 300 us to each deadline") != NULL, "%s",
+             khz_loop_report(L));
+  drain_states(L);
+  snap first = next_state(L, m, 30000), last = first;
+  int early = 0, n = 0;
+  for (; n < 100; n++) {
+    snap s = next_state(L, m, 30000);
+    if (!s.ok) break;
+    if (s.stats.lateness_ns < 0) early++;
+    last = s;
+  }
+  ENSURE(first.ok && n == 100);
+  ENSURE_MSG(early == 0, "%d of 100 ticks started before their deadline", early);
+  /* tick times are the schedule's: whole periods apart, never closer */
+  int64_t span = last.tick_time - first.tick_time;
+  ENSURE_MSG(span >= (int64_t)(last.seq - first.seq) * 1000000, "%lld ns for %llu ticks",
+             (long long)span, (unsigned long long)(last.seq - first.seq));
+  khz_loop_destroy(&L);
+}
+
 int main(void) {
   test_primitives();
   test_hist();
@@ -601,6 +632,7 @@ int main(void) {
     test_lockstep_requests_first(m);
     test_haptic_wrench_pd(m);
     test_fast_drops(m);
+    test_spin(m);
     khz_deleteModel(&m);
   }
   return ensure_report();

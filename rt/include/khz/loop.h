@@ -121,6 +121,10 @@ typedef struct khzLoopConfig {
   size_t prefault_stack;     /* bytes of stack touched before the first tick */
   int dma_latency_us;        /* hold /dev/cpu_dma_latency at this many us while running
                                 (shallow C-states, as cyclictest does); -1 = leave alone */
+  int spin_us;               /* realtime mode: sleep until this many us before each deadline,
+                                then busy-wait to it (haptic rates on a kernel whose timer
+                                wake-ups come later than the period allows; costs the core
+                                that long per tick); 0 = sleep to the deadline */
 
   /* watchdog and lockstep */
   double watchdog_s;         /* commands older than this are stale; 0 = off */
