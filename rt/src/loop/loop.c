@@ -1076,7 +1076,7 @@ static void run(khzLoop *L) {
         L->next = khz_loop_now() + L->period_ns;
         L->armed = 1;
       }
-      sleep_until(L->next);
+      wait_deadline(L, L->next);
       t_wake = khz_loop_now();
       t_sched = L->next;
     } else if (L->cfg.mode == KHZ_MODE_LOCKSTEP) {
