@@ -437,9 +437,10 @@ static void *hog(void *arg) {
   return NULL;
 }
 
-/* an overrun from the loop's own work (CPU burnt, or a block, in the loop
- * thread between two ticks) is khz's; one from the thread held off the CPU by
- * other threads is not, however long the wall time */
+/* an overrun from the loop's own work (CPU burnt in the loop thread between
+ * two ticks) is khz's; one from the thread held off the CPU by other threads
+ * is not, however long the wall time, nor is one from a block (the loop never
+ * blocks: a block shows as the thread off the CPU) */
 static void test_overrun_attribution(const khzModel *m) {
   khzLoopConfig cfg;
   char err[256];
@@ -451,16 +452,22 @@ static void test_overrun_attribution(const khzModel *m) {
   if (!L) return;
   for (int k = 0; k < 20; k++) next_state(L, m, 2000);
 
-  /* busy and blocked: the 3 ms are the loop's own */
-  for (int mode = 1; mode <= 2; mode++) {
-    snap before, t = after_stall(L, m, mode, &before);
-    ENSURE(t.ok);
-    ENSURE_MSG(t.stats.own_overruns > before.stats.own_overruns,
-               "a %s stall in the loop thread: own overruns %llu -> %llu (overruns %llu -> %llu)",
-               mode == 1 ? "CPU-bound" : "blocking", (unsigned long long)before.stats.own_overruns,
-               (unsigned long long)t.stats.own_overruns, (unsigned long long)before.stats.overruns,
-               (unsigned long long)t.stats.overruns);
-  }
+  /* busy: the 3 ms are the loop's own */
+  snap before, t = after_stall(L, m, 1, &before);
+  ENSURE(t.ok);
+  ENSURE_MSG(t.stats.own_overruns > before.stats.own_overruns,
+             "a CPU-bound stall in the loop thread: own overruns %llu -> %llu (overruns %llu -> %llu)",
+             (unsigned long long)before.stats.own_overruns, (unsigned long long)t.stats.own_overruns,
+             (unsigned long long)before.stats.overruns, (unsigned long long)t.stats.overruns);
+  ENSURE(t.stats.between_ns >= 0 && t.stats.cpu_ns > 0);
+
+  /* blocked: as long in wall time, off the CPU */
+  t = after_stall(L, m, 2, &before);
+  ENSURE(t.ok);
+  ENSURE(t.stats.overruns > before.stats.overruns);
+  ENSURE_MSG(t.stats.own_overruns == before.stats.own_overruns,
+             "a sleeping stall counted as khz's own: %llu -> %llu",
+             (unsigned long long)before.stats.own_overruns, (unsigned long long)t.stats.own_overruns);
 
   /* starved: the loop thread at nice 19 pinned with two hogs on its CPU */
   int tid = atomic_load(&loop_tid), cpu = atomic_load(&loop_cpu);
@@ -470,7 +477,7 @@ static void test_overrun_attribution(const khzModel *m) {
   ENSURE(sched_setaffinity(tid, sizeof set, &set) == 0);
   ENSURE(setpriority(PRIO_PROCESS, (id_t)tid, 19) == 0);
   drain_states(L);
-  snap before = next_state(L, m, 2000), t = before;
+  before = next_state(L, m, 2000), t = before;
   pthread_t hogs[2];
   atomic_store(&hog_stop, 0);
   for (int i = 0; i < 2; i++) pthread_create(&hogs[i], NULL, hog, &cpu);

@@ -25,10 +25,10 @@
  * gains), the watchdog, the haptic virtual couplings and the perturbation
  * wrenches, call khz_step(), publish the state. The tick never allocates, never
  * logs and never blocks on the I/O side: its only system calls are the sleep,
- * the futex wait of lockstep / pause, the wake callback, and two reads of the
- * thread's CPU clock per tick (CLOCK_THREAD_CPUTIME_ID at its start and end,
- * to tell the ticks that overran on their own work from those the machine
- * held off).
+ * the futex wait of lockstep / pause, the wake callback, and three reads of
+ * the thread's CPU clock per tick (CLOCK_THREAD_CPUTIME_ID before the sleep,
+ * at the tick's start and at its end, to tell the ticks that overran on their
+ * own work from those the machine held off).
  *
  * Modes (switchable at run time, KHZ_REQ_MODE):
  *   realtime  wall-clock paced at rate_hz;
@@ -294,9 +294,10 @@ typedef struct khzTickStats {
   uint64_t lockstep_timeouts;
   /* who caused an overrun. cpu_ns is this tick's CPU time, read from the
    * thread's CPU clock (CLOCK_THREAD_CPUTIME_ID) at the tick's start and where
-   * compute_ns ends; between_ns the wall time from the previous state's
-   * publication to the sleep before this tick (the wake callback and the
-   * requests applied: an upper bound on their CPU time; realtime only). Of the
+   * compute_ns ends; between_ns the CPU time from the previous tick's state to
+   * the sleep before this tick (the wake callback and the requests applied;
+   * realtime only). What is charged to the thread while it sleeps and wakes is
+   * in neither. Of the
    * overruns (realtime ticks whose state was complete after the next tick's
    * start) each is counted in exactly one of:
    *   own_overruns        between_ns + cpu_ns > the period: khz's own work

@@ -143,9 +143,10 @@ struct khzLoop {
   uint32_t pending_flags;
   int64_t stamps[KHZ_STAMPS];
   khzTickStats st;
-  int64_t t_done;        /* CLOCK_MONOTONIC when the latest state was complete */
-  int64_t t_sleep;       /* ... when the thread went to sleep before this tick (realtime) */
-  int64_t cpu_wake;      /* the thread's CPU clock when this tick started */
+  int64_t t_done;        /* CLOCK_MONOTONIC when the latest tick's state was complete */
+  int64_t cpu_done;      /* the thread's CPU clock then (or when the schedule was armed) */
+  int64_t cpu_sleep;     /* ... when it went to sleep before this tick (realtime) */
+  int64_t cpu_wake;      /* ... when this tick started */
   _Atomic int tid;       /* the loop thread's kernel id (0 until it runs) */
 
   /* state snapshots for KHZ_REQ_HASH: the loop copies the state (khz_saveState)
@@ -470,14 +471,17 @@ static void publish(khzLoop *L, uint32_t flags, int64_t t_sched, int64_t t_wake)
   int is_tick = L->seq > 0 && !(flags & KHZ_FLAG_RESET);
   int64_t t_done = khz_loop_now();
   L->st.compute_ns = t_done - t_wake;
-  /* the tick's own CPU time over the same window (the read costs a system call) */
-  L->st.cpu_ns = is_tick ? thread_cpu_now() - L->cpu_wake : 0;
-  /* the loop's work between the previous state and the sleep: the wake call
-   * and the requests (wall time: an upper bound on their CPU time) */
-  L->st.between_ns = is_tick && L->cfg.mode == KHZ_MODE_REALTIME && L->t_sleep > L->t_done
-                         ? L->t_sleep - L->t_done
-                         : 0;
-  if (is_tick) L->t_done = t_done;
+  L->st.cpu_ns = L->st.between_ns = 0;
+  if (is_tick) {
+    /* the tick's CPU time over the same window, and the loop's CPU time between
+     * the previous tick's state and the sleep (the wake call, the requests) */
+    int64_t cpu_done = thread_cpu_now();
+    L->st.cpu_ns = cpu_done - L->cpu_wake;
+    if (L->cfg.mode == KHZ_MODE_REALTIME && L->cpu_sleep > L->cpu_done)
+      L->st.between_ns = L->cpu_sleep - L->cpu_done;
+    L->t_done = t_done;
+    L->cpu_done = cpu_done;
+  }
   L->st.superseded = atomic_load_explicit(&L->cmd.overwritten, memory_order_relaxed) -
                      atomic_load_explicit(&L->superseded_base, memory_order_relaxed);
   L->stamps[L->seq % KHZ_STAMPS] = t_done;
@@ -1038,12 +1042,12 @@ static void tick(khzLoop *L, int64_t t_sched, int64_t t_wake, int timed_out) {
 
 /* realtime: the next deadline after a tick whose state was complete at t_end;
  * deadlines already past are skipped and counted. An overrun is khz's own when
- * the loop's work since the previous state (the wake call and the requests
- * before the sleep, in wall time, and the tick's CPU time) exceeds the period:
- * it would have overrun on an idle machine. Otherwise the thread lost the time
- * off the CPU, mid-tick (wall compute beyond its CPU time) or before waking
- * (lateness), and the larger of the two names it. What the kernel charges to
- * the thread between its sleep and its wake-up is not counted as its work. */
+ * the loop's CPU time since the previous state, less what was charged to it
+ * while it slept (the wake call and the requests before the sleep, and the
+ * tick), exceeds the period: it would have overrun on an idle machine.
+ * Otherwise the thread lost the time off the CPU, mid-tick (wall compute
+ * beyond its CPU time) or before waking (lateness), and the larger of the two
+ * names it. */
 static void schedule_next(khzLoop *L, int64_t t_end) {
   int64_t P = L->period_ns, n1 = L->next + P;
   if (t_end <= n1) {
@@ -1098,9 +1102,9 @@ static void run(khzLoop *L) {
       if (!L->armed) {
         L->next = khz_loop_now() + L->period_ns;
         L->armed = 1;
-        L->t_done = khz_loop_now(); /* no work before the first tick is counted to it */
+        L->cpu_done = thread_cpu_now(); /* no work before the first tick is counted to it */
       }
-      L->t_sleep = khz_loop_now();
+      L->cpu_sleep = thread_cpu_now();
       sleep_until(L->next);
       t_wake = khz_loop_now();
       t_sched = L->next;
