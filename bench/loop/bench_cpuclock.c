@@ -1,5 +1,5 @@
-/* bench_cpuclock.c — what the loop's one read of its CPU clock per state costs
- * (rt/src/loop/loop.c, publish(): CLOCK_THREAD_CPUTIME_ID, a system call on
+/* bench_cpuclock.c — what the loop's reads of its CPU clock cost (three per
+ * tick, rt/src/loop/loop.c: CLOCK_THREAD_CPUTIME_ID, a system call on
  * most kernels since the vDSO serves only the global clocks), next to the
  * CLOCK_MONOTONIC read the loop already makes there (vDSO). The two are timed
  * in alternating rounds so that the machine's load falls on both alike; the
@@ -71,8 +71,8 @@ int main(int argc, char **argv) {
   printf("                           wall ns            CPU ns (user + system)\n");
   printf("  CLOCK_MONOTONIC          %7.1f / %7.1f  %7.1f / %7.1f\n", mono[rounds / 2], mono[0],
          mono_c[rounds / 2], mono_c[0]);
-  printf("  CLOCK_THREAD_CPUTIME_ID  %7.1f / %7.1f  %7.1f / %7.1f  (the loop's one extra read "
-         "per state)\n", cpu[rounds / 2], cpu[0], cpu_c[rounds / 2], cpu_c[0]);
+  printf("  CLOCK_THREAD_CPUTIME_ID  %7.1f / %7.1f  %7.1f / %7.1f  (read three times per "
+         "tick)\n", cpu[rounds / 2], cpu[0], cpu_c[rounds / 2], cpu_c[0]);
   free(w);
   return 0;
 }

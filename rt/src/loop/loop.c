@@ -1140,7 +1140,7 @@ static void run(khzLoop *L) {
 
     /* the tick, the next deadline, a finished step request */
     int realtime = L->cfg.mode == KHZ_MODE_REALTIME;
-    L->cpu_wake = thread_cpu_now();
+    L->cpu_wake = thread_cpu_now(); /* after t_wake: the lateness stays cyclictest's */
     tick(L, t_sched, t_wake, timed_out);
     /* overruns are judged at the point where the state was complete, where
      * its CPU time was read: the wake callback's time counts to the next tick */
