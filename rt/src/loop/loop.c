@@ -1522,20 +1522,22 @@ const khzLoopState *khz_loop_peekState(khzLoop *L) { return khz_ring_peek(&L->st
 void khz_loop_releaseState(khzLoop *L) { khz_ring_release(&L->states); }
 
 /* the context switches of thread tid from /proc (the I/O side's cost, never
- * the loop thread's); -1 when unreadable */
+ * the loop thread's; no stdio, no allocation); -1 when unreadable */
 static void thread_switches(int tid, int64_t *vol, int64_t *invol) {
   *vol = *invol = -1;
   if (tid <= 0) return;
-  char path[64], buf[2048];
+  char path[64], buf[4096];
   snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
-  FILE *f = fopen(path, "re");
-  if (!f) return;
-  while (fgets(buf, sizeof buf, f)) {
-    long long v;
-    if (sscanf(buf, "voluntary_ctxt_switches: %lld", &v) == 1) *vol = v;
-    if (sscanf(buf, "nonvoluntary_ctxt_switches: %lld", &v) == 1) *invol = v;
-  }
-  fclose(f);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return;
+  buf[n] = 0;
+  const char *v = strstr(buf, "\nvoluntary_ctxt_switches:");
+  const char *nv = strstr(buf, "\nnonvoluntary_ctxt_switches:");
+  if (v) *vol = strtoll(v + strlen("\nvoluntary_ctxt_switches:"), NULL, 10);
+  if (nv) *invol = strtoll(nv + strlen("\nnonvoluntary_ctxt_switches:"), NULL, 10);
 }
 
 static void hist_stats(const khzHist *h, khzLoopHist *o) {
