@@ -12,9 +12,20 @@
   - a sampler: the server's resident memory every 10 s, and the statistics.
 
 At the end it prints a report (markdown): memory after warm-up and at the end,
-overruns and missed periods, how many of them khz caused (ticks whose own
-compute time exceeded the period) as against the machine (late wake-ups),
-requests sent and answered, recording drops, and the verdict.
+overruns and missed periods, how many of them khz caused as against the
+machine, requests sent and answered, recording drops, and the verdict. The
+server judges each overrun by the loop's own work (TickStats: the tick's CPU
+time cpu_ns, from the loop thread's CLOCK_THREAD_CPUTIME_ID, plus between_ns,
+its work between the ticks): khz's own when that exceeds the period, else the
+machine's (preempted mid-tick, or woke late); the watcher also counts the
+states whose wall compute time or tick CPU time exceeded the period, and the
+report gives the loop thread's involuntary context switches. As a
+control it runs bench/loop/cpu_probe beside the server (SCHED_FIFO one below the
+loop's): a fixed work of about 20 us per 1 ms period, timed by the same CPU
+clock. The probe never needs the period, so every period in which its CPU time
+exceeds it is time the machine charged to a thread that was not its work
+(interrupts, a virtual CPU the host descheduled): the server's "own" count is
+khz's only as far as the probe's stays at zero.
 
     PYTHONPATH=build/clients/python /usr/bin/python3 scripts/soak.py --seconds 3600 > docs/soak.md
 """
@@ -99,7 +110,8 @@ class Soak:
         self.churned = self.churn_failed = 0
         self.recordings = 0
         self.rss: list[tuple[float, int]] = []
-        self.compute_over = 0
+        self.compute_over = self.cpu_over = 0
+        self.load: list[float] = []
         self.states = 0
         self.errors: list[str] = []
 
@@ -118,6 +130,10 @@ class Soak:
             [f"{build}/server/khz-demo", "--state", self.state, "--command", self.command,
              "--seconds", str(self.args.seconds + 5)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        probe = f"{build}/bench/loop/cpu_probe"
+        self.probe = subprocess.Popen(
+            [probe, "--seconds", str(self.args.seconds), "--priority", "79", "--iters", "4000"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) if os.path.exists(probe) else None
         self.t0 = time.monotonic()
         time.sleep(0.5)
         self.sched = scheduling(self.server.pid)
@@ -127,7 +143,7 @@ class Soak:
 
     # ------------------------------------------------------------ workers
     def watcher(self):
-        """every state: ticks whose own compute exceeded the period"""
+        """every state: ticks whose wall compute time or CPU time exceeded the period"""
         c = khz.Client(self.state, self.command)
         while not self.stop.is_set():
             try:
@@ -137,8 +153,11 @@ class Soak:
             if st is None:
                 continue
             self.states += 1
-            if st.msg.stats.compute_ns > 1e9 / st.msg.rate_hz:
+            period = 1e9 / st.msg.rate_hz
+            if st.msg.stats.compute_ns > period:
                 self.compute_over += 1
+            if st.msg.stats.cpu_ns > period:
+                self.cpu_over += 1
         c.close()
 
     def churn(self):
@@ -203,6 +222,7 @@ class Soak:
     def sampler(self):
         while not self.stop.wait(10.0):
             self.rss.append((self.elapsed(), rss_kib(self.server.pid)))
+            self.load.append(os.getloadavg()[0])
 
     # -------------------------------------------------------------- run
     def run(self):
@@ -220,6 +240,13 @@ class Soak:
         self.demo.wait(15)
         self.server.terminate()
         self.server.wait(15)
+        self.probe_out = "not run (build/bench/loop/cpu_probe missing)"
+        if self.probe:
+            try:
+                self.probe_out = self.probe.communicate(timeout=60)[0].strip()
+            except subprocess.TimeoutExpired:
+                self.probe.kill()
+                self.probe_out = "did not finish"
         return stats
 
     def report(self, stats) -> str:
@@ -231,7 +258,9 @@ class Soak:
         t = stats.tick
         period_ns = 1e9 / stats.rate_hz
         flat = abs(growth) < 5
-        khz_overruns = self.compute_over
+        khz_overruns = t.own_overruns
+        load = (f"{min(self.load):.1f} / {sum(self.load) / len(self.load):.1f} / {max(self.load):.1f}"
+                if self.load else "n/a")
         all_answered = self.answered == self.sent and self.duplicates == 0
         lines = [
             f"# Soak run: {a.seconds:.0f} s at 1 kHz",
@@ -250,7 +279,15 @@ class Soak:
             f"{first / 1024:.1f} / {last / 1024:.1f} / {peak / 1024:.1f} MiB "
             f"({growth:+.2f} %: {'flat' if flat else 'GROWS'}) |",
             f"| overruns / missed periods (all causes) | {t.overruns} / {t.missed} |",
-            f"| ticks whose own compute exceeded the period (khz's) | {khz_overruns} |",
+            f"| overruns: khz's own (loop work > period) / preempted mid-tick / woke late | "
+            f"{t.own_overruns} / {t.preempted_overruns} / {t.late_overruns} |",
+            f"| states (watcher) whose wall compute / tick CPU time exceeded the period | "
+            f"{self.compute_over} / {self.cpu_over} |",
+            f"| tick CPU time p50 / p99 / p99.9 / max | {stats.cpu.p50 / 1e3:.1f} / "
+            f"{stats.cpu.p99 / 1e3:.1f} / {stats.cpu.p999 / 1e3:.1f} / {stats.cpu.max / 1e3:.1f} us |",
+            f"| loop thread context switches involuntary / voluntary | "
+            f"{stats.involuntary_switches} / {stats.voluntary_switches} |",
+            f"| machine load average (1 min) min / mean / max over the run | {load} |",
             f"| tick compute p50 / p99 / max | {stats.compute.p50 / 1e3:.1f} / "
             f"{stats.compute.p99 / 1e3:.1f} / {stats.compute.max / 1e3:.1f} us "
             f"(period {period_ns / 1e3:.0f} us) |",
@@ -268,12 +305,15 @@ class Soak:
             f"{stats.record_dropped} |",
             "",
             f"Verdict: memory {'flat' if flat else 'grows'} after warm-up; overruns "
-            f"attributable to khz: {khz_overruns} (ticks whose own compute, wall time from "
-            f"wake-up to publication, exceeded the period; on a shared machine "
-            f"that includes preemption mid-tick), the other {t.overruns - min(t.overruns, khz_overruns)} "
-            f"of the {t.overruns} overruns were late wake-ups; requests answered: "
+            f"attributable to khz: {'none' if khz_overruns == 0 else khz_overruns} (overruns whose "
+            f"loop work, tick CPU time and work between ticks, exceeded the period); of the "
+            f"{t.overruns} overruns "
+            f"{t.preempted_overruns} were preempted mid-tick and {t.late_overruns} woke late; "
+            f"requests answered: "
             f"{'all, each once' if all_answered else 'NOT all'}.",
         ]
+        lines += ["", "Control (bench/loop/cpu_probe, beside the server for the same time):", "",
+                  "    " + self.probe_out.replace("\n", "\n    ")]
         if self.errors:
             lines += ["", "Errors seen:", ""] + [f"- {e}" for e in self.errors[:20]]
         lines += ["", "Memory samples (s, MiB): " +

@@ -116,6 +116,11 @@ int khz_codec_packState(khzStateCodec *c, const khzLoopState *s, uint32_t genera
   t->states_dropped = s->stats.states_dropped;
   t->watchdog_engaged = s->stats.watchdog_engaged;
   t->lockstep_timeouts = s->stats.lockstep_timeouts;
+  t->cpu_ns = s->stats.cpu_ns;
+  t->between_ns = s->stats.between_ns;
+  t->own_overruns = s->stats.own_overruns;
+  t->preempted_overruns = s->stats.preempted_overruns;
+  t->late_overruns = s->stats.late_overruns;
   t->rejected = rejected;
   m->stats = t;
   for (int w = 0; w < KHZ_NWARNING; w++) c->warnings[w] = (uint32_t)s->warning[w];

@@ -212,7 +212,7 @@ static void reply_stats(khzServer *s, khzPending *q, const khzReply *r) {
   khz_loop_stats(s->loop, &ls);
   Khz__V1__Stats st;
   Khz__V1__TickStats t;
-  Khz__V1__Histogram hl, hc, hcl, hr;
+  Khz__V1__Histogram hl, hc, hcl, hr, hcpu;
   Khz__V1__RejectCount rc[KHZ_NCODES], *rcp[KHZ_NCODES];
   khz__v1__stats__init(&st);
   khz__v1__tick_stats__init(&t);
@@ -228,6 +228,11 @@ static void reply_stats(khzServer *s, khzPending *q, const khzReply *r) {
   t.states_dropped = ls.tick.states_dropped;
   t.watchdog_engaged = ls.tick.watchdog_engaged;
   t.lockstep_timeouts = ls.tick.lockstep_timeouts;
+  t.cpu_ns = ls.tick.cpu_ns;
+  t.between_ns = ls.tick.between_ns;
+  t.own_overruns = ls.tick.own_overruns;
+  t.preempted_overruns = ls.tick.preempted_overruns;
+  t.late_overruns = ls.tick.late_overruns;
   t.rejected = s->rejected;
   st.tick = &t;
   fill_hist(&hl, &ls.lateness);
@@ -238,6 +243,10 @@ static void reply_stats(khzServer *s, khzPending *q, const khzReply *r) {
   st.command_latency = &hcl;
   fill_hist(&hr, &ls.response);
   st.command_response = &hr;
+  fill_hist(&hcpu, &ls.cpu);
+  st.cpu = &hcpu;
+  st.voluntary_switches = ls.voluntary_switches;
+  st.involuntary_switches = ls.involuntary_switches;
   st.seq = r->seq;
   st.state_hash = r->hash;
   st.mode = (Khz__V1__Mode)ls.mode;

@@ -5,10 +5,15 @@
  * the timeout plus one tick, the safe torques, recovery), skipped and counted
  * periods after an overrun, a reset during a lockstep wait, pause / step,
  * rate changes against the haptic passivity bound, the haptic coupling,
- * perturbation wrenches, the in-tick PD controller and fast mode's drops.
+ * perturbation wrenches, the in-tick PD controller and fast mode's drops, and
+ * who an overrun is attributed to (the loop thread's CPU time, not wall time).
  * Behaviour is asserted, not timing figures: the machine may be noisy. */
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -351,7 +356,9 @@ static void test_overrun(const khzModel *m) {
   for (int attempt = 0; attempt < 5 && !found; attempt++) {
     drain_states(L);
     prev = next_state(L, m, 2000);
-    atomic_store(&stall_us, 3500);
+    /* the stall follows state k: tick k+1 wakes ~3.5 ms late and its state is
+     * complete after the next deadline but one, so that 3 periods are skipped */
+    atomic_store(&stall_us, 4500);
     for (int k = 0; k < 1000 && prev.ok; k++) {
       t = next_state(L, m, 2000);
       if (!t.ok) break;
@@ -370,6 +377,144 @@ static void test_overrun(const khzModel *m) {
   ENSURE(t.seq == prev.seq + 1);
   ENSURE(t.tick_time - prev.tick_time == (int64_t)(t.stats.missed - prev.stats.missed + 1) * 1000000);
   ENSURE(t.time - prev.time < 1.5e-3); /* one step of simulated time */
+  khz_loop_destroy(&L);
+}
+
+/* a wake callback that, once, either burns CPU (busy) or sleeps for 12 ms
+ * (2.4 periods at 200 Hz): the loop's work between two ticks, counted to the
+ * next tick */
+static atomic_int attrib_mode; /* 0 none, 1 busy, 2 sleep */
+static int64_t thread_cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+static void attrib_wake(void *user) {
+  (void)user;
+  int mode = atomic_exchange(&attrib_mode, 0);
+  if (mode == 1) { /* 12 ms of this thread's own CPU time, however loaded the machine */
+    int64_t c0 = thread_cpu_ns();
+    while (thread_cpu_ns() - c0 < 12000000) {
+    }
+  } else if (mode == 2) {
+    nap_us(12000);
+  }
+}
+
+/* arms attrib_mode and returns the state 10 states after the stall (ok = 0
+ * when the states stopped); *before is the state before it was armed */
+static snap after_stall(khzLoop *L, const khzModel *m, int mode, snap *before) {
+  snap t = {0};
+  drain_states(L);
+  *before = next_state(L, m, 2000);
+  atomic_store(&attrib_mode, mode);
+  int after = 0;
+  for (int k = 0; k < 1000 && before->ok && after < 10; k++) {
+    t = next_state(L, m, 2000);
+    if (!t.ok) return t;
+    if (atomic_load(&attrib_mode) == 0) after++;
+  }
+  if (after < 10) t.ok = 0;
+  return t;
+}
+
+/* the loop thread's kernel id (thread_init hook) and its CPU */
+static atomic_int loop_tid, loop_cpu;
+static void note_thread(void *user) {
+  (void)user;
+  atomic_store(&loop_tid, (int)syscall(SYS_gettid));
+  atomic_store(&loop_cpu, sched_getcpu());
+}
+
+/* a CPU hog pinned to the loop thread's CPU until hog_stop */
+static atomic_int hog_stop;
+static void *hog(void *arg) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(*(int *)arg, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+  volatile double x = 1;
+  while (!atomic_load_explicit(&hog_stop, memory_order_relaxed)) x = x * 1.0000001 + 1e-9;
+  return NULL;
+}
+
+/* an overrun from the loop's own work (CPU burnt in the loop thread between
+ * two ticks) is khz's; one from the thread held off the CPU by other threads
+ * is not, however long the wall time, nor is one from a block (the loop never
+ * blocks: a block shows as the thread off the CPU) */
+static void test_overrun_attribution(const khzModel *m) {
+  khzLoopConfig cfg;
+  char err[256];
+  test_config(&cfg, KHZ_MODE_REALTIME);
+  /* 200 Hz: a tick fits its period with room to spare even in a sanitizer
+   * build on a loaded machine, so that only the stalls below overrun on the
+   * loop's own account */
+  cfg.rate_hz = 200;
+  cfg.wake = attrib_wake;
+  cfg.thread_init = note_thread;
+  khzLoop *L = khz_loop_new(m, &cfg, err, sizeof err);
+  ENSURE_MSG(L != NULL, "%s", err);
+  if (!L) return;
+  for (int k = 0; k < 20; k++) next_state(L, m, 2000);
+
+  /* busy: the 3 ms are the loop's own */
+  snap before, t = after_stall(L, m, 1, &before);
+  ENSURE(t.ok);
+  ENSURE_MSG(t.stats.own_overruns > before.stats.own_overruns,
+             "a CPU-bound stall in the loop thread: own overruns %llu -> %llu (overruns %llu -> %llu)",
+             (unsigned long long)before.stats.own_overruns, (unsigned long long)t.stats.own_overruns,
+             (unsigned long long)before.stats.overruns, (unsigned long long)t.stats.overruns);
+  ENSURE(t.stats.between_ns >= 0 && t.stats.cpu_ns > 0);
+
+  /* blocked: as long in wall time, off the CPU */
+  t = after_stall(L, m, 2, &before);
+  ENSURE(t.ok);
+  ENSURE(t.stats.overruns > before.stats.overruns);
+  ENSURE_MSG(t.stats.own_overruns == before.stats.own_overruns,
+             "a sleeping stall counted as khz's own: %llu -> %llu",
+             (unsigned long long)before.stats.own_overruns, (unsigned long long)t.stats.own_overruns);
+
+  /* starved: the loop thread at nice 19 pinned with two hogs on its CPU */
+  int tid = atomic_load(&loop_tid), cpu = atomic_load(&loop_cpu);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  ENSURE(sched_setaffinity(tid, sizeof set, &set) == 0);
+  ENSURE(setpriority(PRIO_PROCESS, (id_t)tid, 19) == 0);
+  drain_states(L);
+  before = next_state(L, m, 2000), t = before;
+  pthread_t hogs[2];
+  atomic_store(&hog_stop, 0);
+  for (int i = 0; i < 2; i++) pthread_create(&hogs[i], NULL, hog, &cpu);
+  int64_t t0 = khz_loop_now();
+  while (khz_loop_now() - t0 < 600000000LL) {
+    snap n = next_state(L, m, 2000);
+    if (n.ok) t = n;
+  }
+  atomic_store(&hog_stop, 1);
+  for (int i = 0; i < 2; i++) pthread_join(hogs[i], NULL);
+  for (int k = 0; k < 5; k++) {
+    snap n = next_state(L, m, 2000);
+    if (n.ok) t = n;
+  }
+  ENSURE_MSG(t.stats.overruns > before.stats.overruns, "the starved loop did not overrun");
+  ENSURE_MSG(t.stats.own_overruns == before.stats.own_overruns,
+             "a starved loop thread's overruns counted as khz's own: %llu -> %llu of %llu -> %llu",
+             (unsigned long long)before.stats.own_overruns, (unsigned long long)t.stats.own_overruns,
+             (unsigned long long)before.stats.overruns, (unsigned long long)t.stats.overruns);
+  ENSURE(t.stats.late_overruns + t.stats.preempted_overruns >
+         before.stats.late_overruns + before.stats.preempted_overruns);
+
+  /* every overrun is in exactly one of the three; the CPU histogram and the
+   * context switches are there */
+  khzLoopStats st;
+  khz_loop_stats(L, &st);
+  ENSURE(st.tick.overruns ==
+         st.tick.own_overruns + st.tick.preempted_overruns + st.tick.late_overruns);
+  ENSURE(st.cpu.count > 20);
+  ENSURE(st.cpu.p50 > 0 && st.cpu.p50 < 5000000);
+  ENSURE(st.voluntary_switches > 20); /* the thread sleeps every period */
+  ENSURE(st.involuntary_switches > 0); /* the hogs preempted it */
   khz_loop_destroy(&L);
 }
 
@@ -628,6 +773,7 @@ int main(void) {
     test_lockstep(m);
     test_watchdog(m);
     test_overrun(m);
+    test_overrun_attribution(m);
     test_reset_pause(m);
     test_lockstep_requests_first(m);
     test_haptic_wrench_pd(m);

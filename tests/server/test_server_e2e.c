@@ -104,6 +104,11 @@ static double run(khzLoopMode mode, int in_server_pd, uint64_t *hash, double *ne
     *next_tick_share = all ? (double)t->on_time / (double)all : 0;
     if (mode == KHZ_MODE_LOCKSTEP) ENSURE(t->late == 0 && t->lockstep_timeouts == 0);
     missed_share = (double)t->missed / (double)(t->ticks + t->missed);
+    /* who caused the overruns: each in exactly one of the three; the ticks'
+     * CPU time and the loop thread's context switches are carried */
+    ENSURE(t->overruns == t->own_overruns + t->preempted_overruns + t->late_overruns);
+    ENSURE(r->stats->cpu && r->stats->cpu->count > TICKS / 2 && r->stats->cpu->p50 > 0);
+    ENSURE(r->stats->voluntary_switches > 0 && r->stats->involuntary_switches >= 0);
     /* in realtime a controller starved by a loaded machine answers fewer
      * states, late, and the watchdog may take over: required when the loop
      * itself kept its clock (the machine was not the limit) */

@@ -25,7 +25,10 @@
  * gains), the watchdog, the haptic virtual couplings and the perturbation
  * wrenches, call khz_step(), publish the state. The tick never allocates, never
  * logs and never blocks on the I/O side: its only system calls are the sleep,
- * the futex wait of lockstep / pause, and the wake callback.
+ * the futex wait of lockstep / pause, the wake callback, and three reads of
+ * the thread's CPU clock per tick (CLOCK_THREAD_CPUTIME_ID before the sleep,
+ * at the tick's start and at its end, to tell the ticks that overran on their
+ * own work from those the machine held off).
  *
  * Modes (switchable at run time, KHZ_REQ_MODE):
  *   realtime  wall-clock paced at rate_hz;
@@ -293,6 +296,24 @@ typedef struct khzTickStats {
   uint64_t states_dropped;  /* states the I/O side was too slow to take */
   uint64_t watchdog_engaged;/* transitions to the safe command after commands had flowed */
   uint64_t lockstep_timeouts;
+  /* who caused an overrun. cpu_ns is this tick's CPU time, read from the
+   * thread's CPU clock (CLOCK_THREAD_CPUTIME_ID) at the tick's start and where
+   * compute_ns ends; between_ns the CPU time from the previous tick's state to
+   * the sleep before this tick (the wake callback and the requests applied;
+   * realtime only). What is charged to the thread while it sleeps and wakes is
+   * in neither. Of the
+   * overruns (realtime ticks whose state was complete after the next tick's
+   * start) each is counted in exactly one of:
+   *   own_overruns        between_ns + cpu_ns > the period: khz's own work
+   *                       did not fit, it would overrun on an idle machine;
+   *   preempted_overruns  else, held off mid-tick longer than it woke late:
+   *                       compute_ns - cpu_ns > lateness_ns (the machine's);
+   *   late_overruns       else: the thread woke late (the machine's). */
+  int64_t cpu_ns;
+  int64_t between_ns;
+  uint64_t own_overruns;
+  uint64_t preempted_overruns;
+  uint64_t late_overruns;
 } khzTickStats;
 
 /* A state as handed to the I/O side; arrays belong to the ring slot and stay
@@ -351,6 +372,11 @@ typedef struct khzLoopStats {
   khzLoopHist compute;      /* tick compute time */
   khzLoopHist latency;      /* command latency: state k complete -> the tick that applied it */
   khzLoopHist response;     /* controller response: state k complete -> its command received */
+  khzLoopHist cpu;          /* the ticks' CPU time (khzTickStats.cpu_ns) */
+  /* context switches of the loop thread since it started (not reset by
+   * KHZ_REQ_RESET_STATS; read from /proc by khz_loop_stats, -1 when unreadable):
+   * involuntary ones are preemptions by other threads of equal or higher priority */
+  int64_t voluntary_switches, involuntary_switches;
   uint64_t requests;        /* requests applied */
   uint64_t seq;             /* latest state seq */
   int mode;

@@ -51,7 +51,8 @@
 /* counters shared with khz_loop_stats (written by the loop thread only) */
 enum {
   S_TICKS, S_OVERRUNS, S_MISSED, S_COMMANDS, S_ON_TIME, S_LATE, S_DROPPED, S_WATCHDOG,
-  S_LSTIMEOUT, S_REQUESTS, S_SEQ, S_MODE, S_PAUSED, S_LATENESS, S_COMPUTE, S_NSHARED
+  S_LSTIMEOUT, S_REQUESTS, S_SEQ, S_MODE, S_PAUSED, S_LATENESS, S_COMPUTE, S_CPU, S_OWN,
+  S_PREEMPTED, S_LATE_WAKE, S_BETWEEN, S_NSHARED
 };
 
 struct khzLoop {
@@ -142,6 +143,11 @@ struct khzLoop {
   uint32_t pending_flags;
   int64_t stamps[KHZ_STAMPS];
   khzTickStats st;
+  int64_t t_done;        /* CLOCK_MONOTONIC when the latest tick's state was complete */
+  int64_t cpu_done;      /* the thread's CPU clock then (or when the schedule was armed) */
+  int64_t cpu_sleep;     /* ... when it went to sleep before this tick (realtime) */
+  int64_t cpu_wake;      /* ... when this tick started */
+  _Atomic int tid;       /* the loop thread's kernel id (0 until it runs) */
 
   /* state snapshots for KHZ_REQ_HASH: the loop copies the state (khz_saveState)
    * into a snapshot no reply refers to any more, at most once per state; the
@@ -157,7 +163,7 @@ struct khzLoop {
 
   /* statistics shared with other threads */
   _Atomic uint64_t shared[S_NSHARED];
-  khzHist lat, comp, cmdlat, resp;
+  khzHist lat, comp, cmdlat, resp, cpu;
 };
 
 /* ------------------------------------------------------------- helpers -- */
@@ -165,6 +171,14 @@ struct khzLoop {
 int64_t khz_loop_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* the calling thread's CPU time in ns (a system call on most kernels: the vDSO
+ * serves only the global clocks) */
+static int64_t thread_cpu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
@@ -234,6 +248,11 @@ static void share_stats(khzLoop *L) {
   set_shared(L, S_PAUSED, (uint64_t)(L->paused && L->steps_left == 0));
   set_shared(L, S_LATENESS, (uint64_t)L->st.lateness_ns);
   set_shared(L, S_COMPUTE, (uint64_t)L->st.compute_ns);
+  set_shared(L, S_CPU, (uint64_t)L->st.cpu_ns);
+  set_shared(L, S_BETWEEN, (uint64_t)L->st.between_ns);
+  set_shared(L, S_OWN, L->st.own_overruns);
+  set_shared(L, S_PREEMPTED, L->st.preempted_overruns);
+  set_shared(L, S_LATE_WAKE, L->st.late_overruns);
 }
 
 int khz_loop_actuators(const khzModel *m, int *dof) {
@@ -449,8 +468,20 @@ static void net_reset(khzLoop *L) {
 static void publish(khzLoop *L, uint32_t flags, int64_t t_sched, int64_t t_wake) {
   const khzModel *m = L->m;
   khzData *d = L->d;
+  int is_tick = L->seq > 0 && !(flags & KHZ_FLAG_RESET);
   int64_t t_done = khz_loop_now();
   L->st.compute_ns = t_done - t_wake;
+  L->st.cpu_ns = L->st.between_ns = 0;
+  if (is_tick) {
+    /* the tick's CPU time over the same window, and the loop's CPU time between
+     * the previous tick's state and the sleep (the wake call, the requests) */
+    int64_t cpu_done = thread_cpu_now();
+    L->st.cpu_ns = cpu_done - L->cpu_wake;
+    if (L->cfg.mode == KHZ_MODE_REALTIME && L->cpu_sleep > L->cpu_done)
+      L->st.between_ns = L->cpu_sleep - L->cpu_done;
+    L->t_done = t_done;
+    L->cpu_done = cpu_done;
+  }
   L->st.superseded = atomic_load_explicit(&L->cmd.overwritten, memory_order_relaxed) -
                      atomic_load_explicit(&L->superseded_base, memory_order_relaxed);
   L->stamps[L->seq % KHZ_STAMPS] = t_done;
@@ -512,6 +543,7 @@ static void publish(khzLoop *L, uint32_t flags, int64_t t_sched, int64_t t_wake)
 
   /* histograms, shared counters, then wake the I/O side */
   khz_hist_add(&L->comp, L->st.compute_ns);
+  if (is_tick) khz_hist_add(&L->cpu, L->st.cpu_ns);
   if (L->cfg.mode == KHZ_MODE_REALTIME && !(flags & KHZ_FLAG_RESET))
     khz_hist_add(&L->lat, L->st.lateness_ns);
   share_stats(L);
@@ -811,6 +843,7 @@ static int apply_request(khzLoop *L, const khzRequest *rq, khzReply *r) {
       khz_hist_reset(&L->comp);
       khz_hist_reset(&L->cmdlat);
       khz_hist_reset(&L->resp);
+      khz_hist_reset(&L->cpu);
       share_stats(L);
       return 0;
     }
@@ -1007,8 +1040,14 @@ static void tick(khzLoop *L, int64_t t_sched, int64_t t_wake, int timed_out) {
   publish(L, flags, t_sched, t_wake);
 }
 
-/* realtime: the next deadline after a tick that ended at t_end; deadlines
- * already past are skipped and counted */
+/* realtime: the next deadline after a tick whose state was complete at t_end;
+ * deadlines already past are skipped and counted. An overrun is khz's own when
+ * the loop's CPU time since the previous state, less what was charged to it
+ * while it slept (the wake call and the requests before the sleep, and the
+ * tick), exceeds the period: it would have overrun on an idle machine.
+ * Otherwise the thread lost the time off the CPU, mid-tick (wall compute
+ * beyond its CPU time) or before waking (lateness), and the larger of the two
+ * names it. */
 static void schedule_next(khzLoop *L, int64_t t_end) {
   int64_t P = L->period_ns, n1 = L->next + P;
   if (t_end <= n1) {
@@ -1017,6 +1056,12 @@ static void schedule_next(khzLoop *L, int64_t t_end) {
   }
   int64_t j = (t_end - L->next) / P + 1;
   L->st.overruns++;
+  if (L->st.between_ns + L->st.cpu_ns > P)
+    L->st.own_overruns++;
+  else if (L->st.compute_ns - L->st.cpu_ns > L->st.lateness_ns)
+    L->st.preempted_overruns++;
+  else
+    L->st.late_overruns++;
   L->st.missed += (uint64_t)(j - 1);
   L->next += j * P;
   L->pending_flags |= KHZ_FLAG_OVERRUN;
@@ -1075,7 +1120,9 @@ static void run(khzLoop *L) {
       if (!L->armed) {
         L->next = khz_loop_now() + L->period_ns;
         L->armed = 1;
+        L->cpu_done = thread_cpu_now(); /* no work before the first tick is counted to it */
       }
+      L->cpu_sleep = thread_cpu_now(); /* a spin (spin_us) counts to neither window */
       wait_deadline(L, L->next);
       t_wake = khz_loop_now();
       t_sched = L->next;
@@ -1111,8 +1158,11 @@ static void run(khzLoop *L) {
 
     /* the tick, the next deadline, a finished step request */
     int realtime = L->cfg.mode == KHZ_MODE_REALTIME;
+    L->cpu_wake = thread_cpu_now(); /* after t_wake: the lateness stays cyclictest's */
     tick(L, t_sched, t_wake, timed_out);
-    if (realtime) schedule_next(L, khz_loop_now());
+    /* overruns are judged at the point where the state was complete, where
+     * its CPU time was read: the wake callback's time counts to the next tick */
+    if (realtime) schedule_next(L, L->t_done);
     if (L->steps_left > 0 && --L->steps_left == 0 && L->step_id) {
       khzReply r;
       memset(&r, 0, sizeof r);
@@ -1216,6 +1266,7 @@ static void *loop_main(void *arg) {
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, NULL);
   pthread_setname_np(pthread_self(), "khz-rt");
+  atomic_store(&L->tid, (int)syscall(SYS_gettid));
   setup_privileges(L);
   if (L->cfg.thread_init) L->cfg.thread_init(L->cfg.thread_init_user);
   pthread_mutex_lock(&L->mu);
@@ -1490,6 +1541,25 @@ const khzLoopState *khz_loop_peekState(khzLoop *L) { return khz_ring_peek(&L->st
 
 void khz_loop_releaseState(khzLoop *L) { khz_ring_release(&L->states); }
 
+/* the context switches of thread tid from /proc (the I/O side's cost, never
+ * the loop thread's; no stdio, no allocation); -1 when unreadable */
+static void thread_switches(int tid, int64_t *vol, int64_t *invol) {
+  *vol = *invol = -1;
+  if (tid <= 0) return;
+  char path[64], buf[4096];
+  snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return;
+  buf[n] = 0;
+  const char *v = strstr(buf, "\nvoluntary_ctxt_switches:");
+  const char *nv = strstr(buf, "\nnonvoluntary_ctxt_switches:");
+  if (v) *vol = strtoll(v + strlen("\nvoluntary_ctxt_switches:"), NULL, 10);
+  if (nv) *invol = strtoll(nv + strlen("\nnonvoluntary_ctxt_switches:"), NULL, 10);
+}
+
 static void hist_stats(const khzHist *h, khzLoopHist *o) {
   o->count = atomic_load_explicit(&h->count, memory_order_relaxed);
   o->p50 = khz_hist_quantile(h, 0.5);
@@ -1525,4 +1595,11 @@ void khz_loop_stats(khzLoop *L, khzLoopStats *o) {
   hist_stats(&L->comp, &o->compute);
   hist_stats(&L->cmdlat, &o->latency);
   hist_stats(&L->resp, &o->response);
+  hist_stats(&L->cpu, &o->cpu);
+  o->tick.cpu_ns = (int64_t)get_shared(L, S_CPU);
+  o->tick.between_ns = (int64_t)get_shared(L, S_BETWEEN);
+  o->tick.own_overruns = get_shared(L, S_OWN);
+  o->tick.preempted_overruns = get_shared(L, S_PREEMPTED);
+  o->tick.late_overruns = get_shared(L, S_LATE_WAKE);
+  thread_switches(atomic_load(&L->tid), &o->voluntary_switches, &o->involuntary_switches);
 }
