@@ -54,8 +54,9 @@
  * removed (the paper's gap term removes it in one step: a body started
  * 0.1 m deep would leave at 100 m/s) */
 #define KHZ_LCP_PUSHOUT 0.2
-/* capacity of contact points in one LCP */
-#define KHZ_LCP_POINTS_MAX 32
+/* capacity of contact points in one LCP: one contact island (the V3
+ * pile's largest holds up to 55 points at rest) */
+#define KHZ_LCP_POINTS_MAX 64
 
 typedef struct lcpPoint {
   int body[2], geom[2];
@@ -69,6 +70,7 @@ typedef struct lcpPoint {
 
 typedef struct lcpWork {
   int nv, k, npmax, nmax, nrowmax, np, na, ntree;
+  int ptmax, nall; /* points of the whole step (every pair's), and how many */
   double *vfree, *vref, *vplus, *qplus, *tau, *qdd, *jac0, *jac1;
   int *act;       /* nv: active index of a global dof, -1 */
   int *loc;       /* nv: index inside its tree's block */
@@ -77,8 +79,15 @@ typedef struct lcpWork {
   double *Mb;     /* the trees' mass-matrix blocks, then their Cholesky factors */
   double *J, *Y;  /* nrowmax x nv: rows of N' and D' (active dofs), A times them */
   int *row_tree;  /* 2 per row: active tree index of body[0], body[1] (-1: none) */
-  double *A, *b, *z, *w, *bp, *zp, *zlast;
-  int np_last; /* points of the last pass solved (its solution in zlast) */
+  double *A, *b, *z, *w, *bp, *zp;
+  int np_last; /* points of the last pass solved (their solution in zlast) */
+  lcpPoint *all;  /* ptmax: the step's points; pt (npmax) is one island's copy */
+  double *zall, *zlast; /* ptmax x (k + 2): each point's c_n, beta (k), lambda */
+  double *vtry;   /* nv: v+ of the pass being solved */
+  int *uf;        /* nbody: union-find over the trees (root body -> parent) */
+  int *isl_of_root; /* nbody: island index of a union-find root, -1 */
+  int *pisl;      /* ptmax: island index of each point */
+  int *iorder, *istart, nisl; /* the points island by island, each island's first */
   int timed_out; /* a solve stopped at d->lcp_time_limit */
   khzLemke lk;
   lcpPoint *pt;
@@ -132,8 +141,16 @@ int khz_lcpMaxPoints(const khzModel *m) {
   X(W->w, double, W->nmax)                                                          \
   X(W->bp, double, W->nmax)                                                         \
   X(W->zp, double, W->nmax)                                                         \
-  X(W->zlast, double, W->nmax)                                                      \
   X(W->pt, lcpPoint, W->npmax)                                                      \
+  X(W->all, lcpPoint, W->ptmax)                                                     \
+  X(W->zall, double, (size_t)W->ptmax *(W->k + 2))                                  \
+  X(W->zlast, double, (size_t)W->ptmax *(W->k + 2))                                 \
+  X(W->vtry, double, (m)->nv)                                                       \
+  X(W->uf, int, (m)->nbody)                                                         \
+  X(W->isl_of_root, int, (m)->nbody)                                                \
+  X(W->pisl, int, W->ptmax)                                                         \
+  X(W->iorder, int, W->ptmax)                                                       \
+  X(W->istart, int, (size_t)W->ptmax + 1)                                           \
   X(W->save_pair, khzPairState, (m)->npair_max)                                     \
   X(W->save_c, khzContact, (m)->npair_max)                                          \
   X(W->save_p, khzContactPoint, (size_t)(m)->npair_max *(m)->max_points)
@@ -142,6 +159,7 @@ static void lcp_sizes(const khzModel *m, lcpWork *W) {
   W->nv = m->nv;
   W->k = khz_lcpDirections(m);
   W->npmax = khz_lcpMaxPoints(m);
+  W->ptmax = KHZ_LCP_PAIR_POINTS * m->npair_max;
   W->nrowmax = W->npmax * (W->k + 1);
   W->nmax = W->npmax * (W->k + 2);
 }
@@ -192,34 +210,54 @@ static void direction(const lcpPoint *p, int j, int k, double dir[3]) {
 }
 
 static int pair_active(const lcpWork *W, int g0, int g1) {
-  for (int i = 0; i < W->np; i++)
-    if (W->pt[i].geom[0] == g0 && W->pt[i].geom[1] == g1) return 1;
+  for (int i = 0; i < W->nall; i++)
+    if (W->all[i].geom[0] == g0 && W->all[i].geom[1] == g1) return 1;
   return 0;
 }
 
+/* two points of a patch closer than this in its plane (m) are one point,
+ * and a third point must be this far (relative to the patch's length) off
+ * the line of the first two: coincident or collinear points give the LCP
+ * dependent normal rows, and Lemke's floating-point pivots on them end on
+ * a ray (a corner of each box of an edge-on-edge pair, 1e-8 m apart in the
+ * plane and 3.7e-5 m along the normal, were two points: 66 of the 82 failed
+ * first Lemke calls of the 5-box stack's first 300 steps had such a pair) */
+#define KHZ_LCP_POINT_SEP 1e-6
+#define KHZ_LCP_POINT_OFFLINE 1e-3
+
+/* r projected into the plane of the unit normal n */
+static void in_plane(double r[3], const double n[3]) {
+  khzu_addScl3(r, r, n, -khzu_dot3(r, n));
+}
+
 /* up to KHZ_LCP_PAIR_POINTS points of a pair that span its patch: the
- * deepest, the farthest from it, the farthest from that line on either side */
+ * deepest, the farthest from it, the farthest from that line on either side
+ * (distances in the contact plane) */
 static int spread_points(const khzData *d, const khzContact *c, int *sel) {
   const khzContactPoint *P = d->cpoint + c->point_adr;
   int n = 0, deep = c->deepest - c->point_adr;
   if (P[deep].depth <= 0) return 0;
   sel[n++] = deep;
-  double best = 0;
+  double best = KHZ_LCP_POINT_SEP * KHZ_LCP_POINT_SEP;
   int far = -1;
   for (int i = 0; i < c->npoint; i++) {
     double r[3];
     khzu_sub3(r, P[i].pos, P[deep].pos);
+    in_plane(r, c->normal);
     double l = khzu_dot3(r, r);
-    if (P[i].depth > 0 && l > best + 1e-12) best = l, far = i;
+    if (P[i].depth > 0 && l > best) best = l, far = i;
   }
   if (far < 0) return n;
   sel[n++] = far;
-  /* either side of the line deepest-far, in the contact plane */
+  /* either side of the line deepest-far, in the contact plane: s = |axis|
+   * times the distance from the line */
   double axis[3], side[3];
   khzu_sub3(axis, P[far].pos, P[deep].pos);
+  in_plane(axis, c->normal);
   khzu_cross(side, c->normal, axis);
   int lo = -1, hi = -1;
-  double dlo = -1e-12 * best, dhi = 1e-12 * best;
+  double off = fmax(KHZ_LCP_POINT_OFFLINE * best, KHZ_LCP_POINT_SEP * sqrt(best));
+  double dlo = -off, dhi = off;
   for (int i = 0; i < c->npoint; i++) {
     if (P[i].depth <= 0) continue;
     double r[3];
@@ -248,9 +286,9 @@ static int add_pairs(const khzModel *m, const khzData *d, lcpWork *W, int ref, i
     double f0 = m->geom_friction[ct->geom[0]], f1 = m->geom_friction[ct->geom[1]];
     double mu0 = f0 > 0 ? f0 : m->contact.mu, mu1 = f1 > 0 ? f1 : m->contact.mu;
     for (int s = 0; s < ns; s++) {
-      if (W->np >= W->npmax) return -1;
+      if (W->nall >= W->ptmax) return -1;
       const khzContactPoint *p = d->cpoint + ct->point_adr + sel[s];
-      lcpPoint *q = W->pt + W->np++;
+      lcpPoint *q = W->all + W->nall++;
       memcpy(q->body, ct->body, sizeof q->body);
       memcpy(q->geom, ct->geom, sizeof q->geom);
       memcpy(q->local, p->local, sizeof q->local);
@@ -396,17 +434,66 @@ static int assemble(const lcpWork *W, double h) {
   return n;
 }
 
-/* v+ = v_free + A J' z; q+ = q (+) h v+ */
-static void velocity_update(const khzModel *m, const khzData *d, lcpWork *W, double h) {
-  int nr = W->np * (W->k + 1), na = W->na;
-  memcpy(W->vplus, W->vfree, (size_t)m->nv * sizeof(double));
+/* v+ = v_free + A J' z on the island's dofs (W->vtry; its trees are no
+ * other island's), and each of its points' z into W->zall */
+static void island_update(lcpWork *W, const int *points) {
+  int nc = W->np, k = W->k, nr = nc * (k + 1), na = W->na;
+  for (int a = 0; a < na; a++) W->vtry[W->dof[a]] = W->vfree[W->dof[a]];
   for (int r = 0; r < nr; r++) {
     double zr = W->z[r];
     if (zr == 0) continue;
     const double *Yr = W->Y + (size_t)r * na;
-    for (int a = 0; a < na; a++) W->vplus[W->dof[a]] += zr * Yr[a];
+    for (int a = 0; a < na; a++) W->vtry[W->dof[a]] += zr * Yr[a];
   }
-  khz_integratePos(m, W->qplus, d->q, W->vplus, h);
+  for (int i = 0; i < nc; i++) {
+    double *zi = W->zall + (size_t)points[i] * (k + 2);
+    zi[0] = W->z[i];
+    for (int j = 0; j < k; j++) zi[1 + j] = W->z[nc + i * k + j];
+    zi[k + 1] = W->z[nr + i];
+  }
+}
+
+/* ------------------------------------------------------------- islands -- */
+
+/* union-find over the trees: uf[root body] leads to its island's root */
+static int uf_find(int *uf, int x) {
+  while (uf[x] != x) x = uf[x] = uf[uf[x]];
+  return x;
+}
+
+/* the island of point i: the root of its dynamic body's tree (a point
+ * between two trees joins them; static bodies join nothing) */
+static int point_tree(const khzModel *m, const lcpPoint *p) {
+  return khz_bodyStatic(m, p->body[0]) ? m->body_root[p->body[1]] : m->body_root[p->body[0]];
+}
+
+/* the contact islands (Stewart & Trinkle's LCP is block diagonal over the
+ * trees no contact joins, so each block is an independent LCP with the same
+ * solutions): W->iorder lists the points island by island from
+ * W->istart[i], W->nisl islands */
+static void islands(const khzModel *m, lcpWork *W) {
+  for (int b = 0; b < m->nbody; b++) W->uf[b] = b;
+  for (int i = 0; i < W->nall; i++) {
+    const lcpPoint *p = W->all + i;
+    if (khz_bodyStatic(m, p->body[0]) || khz_bodyStatic(m, p->body[1])) continue;
+    int a = uf_find(W->uf, m->body_root[p->body[0]]), b = uf_find(W->uf, m->body_root[p->body[1]]);
+    if (a != b) W->uf[a < b ? b : a] = a < b ? a : b;
+  }
+  /* islands numbered in the order of their first point; W->istart counts,
+   * then offsets, then the points placed in their order */
+  for (int b = 0; b < m->nbody; b++) W->isl_of_root[b] = -1;
+  W->nisl = 0;
+  for (int i = 0; i < W->nall; i++) {
+    int r = uf_find(W->uf, point_tree(m, W->all + i));
+    if (W->isl_of_root[r] < 0) W->isl_of_root[r] = W->nisl++;
+    W->pisl[i] = W->isl_of_root[r];
+  }
+  for (int j = 0; j <= W->nisl; j++) W->istart[j] = 0;
+  for (int i = 0; i < W->nall; i++) W->istart[W->pisl[i] + 1]++;
+  for (int j = 0; j < W->nisl; j++) W->istart[j + 1] += W->istart[j];
+  int *fill = W->isl_of_root; /* reused: the next free slot of each island */
+  for (int j = 0; j < W->nisl; j++) fill[j] = W->istart[j];
+  for (int i = 0; i < W->nall; i++) W->iorder[fill[W->pisl[i]]++] = i;
 }
 
 /* the contact list of the prediction again, each point's force (impulse / h) */
@@ -422,23 +509,24 @@ static void report(khzData *d, lcpWork *W, double h) {
     ct->mu = 0;
   }
   for (int p = 0; p < d->ncpoint; p++) memset(d->cpoint[p].force, 0, sizeof d->cpoint[p].force);
-  int nc = W->np, k = W->k;
+  int nc = W->nall, k = W->k;
   for (int i = 0; i < nc; i++) {
-    const lcpPoint *p = W->pt + i;
+    const lcpPoint *p = W->all + i;
+    const double *zi = W->zall + (size_t)i * (k + 2);
     if (p->cpoint < 0) continue;
     double f[3];
-    khzu_scl3(f, p->normal, W->z[i] / h);
+    khzu_scl3(f, p->normal, zi[0] / h);
     for (int j = 0; j < k; j++) {
       double dir[3];
       direction(p, j, k, dir);
-      khzu_addScl3(f, f, dir, W->z[nc + i * k + j] / h);
+      khzu_addScl3(f, f, dir, zi[1 + j] / h);
     }
     khzu_copy3(d->cpoint[p->cpoint].force, f);
   }
   for (int c = 0; c < d->ncontact; c++)
     for (int i = 0; i < nc; i++)
-      if (W->pt[i].geom[0] == d->contact[c].geom[0] && W->pt[i].geom[1] == d->contact[c].geom[1])
-        d->contact[c].mu = W->pt[i].mu;
+      if (W->all[i].geom[0] == d->contact[c].geom[0] && W->all[i].geom[1] == d->contact[c].geom[1])
+        d->contact[c].mu = W->all[i].mu;
 }
 
 /* Lemke on the assembled LCP (and with a compliance of 1e-8); when it
@@ -459,6 +547,13 @@ static void report(khzData *d, lcpWork *W, double h) {
  * 1e-4); 1e-2 solves all 282 (3 with residuals 4.5e-10..5e-8) */
 #define KHZ_LCP_EPS 1e-2
 #define KHZ_LCP_EPS_SMALL 1e-8
+/* Lemke's pivot tolerance of the second attempt (khzLemke.pivot_tol): of
+ * the 5-box stack's first 1,000 first-attempt LCPs, 916 solve at 1e-6
+ * against 706 at the default 1e-9 (rays 18 against 168); 1e-7 / 1e-5 solve
+ * 878 / 919; 758 when their residual is held to 1e-8 max |q| (as the
+ * attempt is). Not the default: one of test_lemke's random degenerate LCPs
+ * ends inaccurate at 1e-6 */
+#define KHZ_LCP_PIVOT_TOL 1e-6
 #define KHZ_LCP_PROX 4
 /* a first or compliant attempt is accepted at a residual
  * max |min(z, A z + b)| up to this fraction of max |b|: at h = 1e-4 a
@@ -484,16 +579,23 @@ static khzLcpStatus solve(lcpWork *W, int n) {
   /* Lemke's residual tolerance relative to the LCP's q (khz_lemke solves a q
    * below 1e-3 scaled up to 1e-3, so the tolerance is on that) */
   W->lk.tol = KHZ_LCP_ACCEPT * fmax(qmax, 1e-3);
-  /* as assembled, then with a compliance of 1e-8 dmax (moves the solution by
-   * that much; it cures most failures of spheres and rods) */
+  /* as assembled; again with Lemke's pivot tolerance at KHZ_LCP_PIVOT_TOL
+   * (round-off zeros of dependent rows not taken as pivots); then with a
+   * compliance of 1e-8 dmax (moves the solution by that much; it cures most
+   * failures of spheres and rods) */
   khzLcpStatus st = KHZ_LCP_RAY;
-  for (int t = 0; t < 2 && st != KHZ_LCP_SOLVED; t++) {
+  for (int t = 0; t < 3 && st != KHZ_LCP_SOLVED; t++) {
     if (st == KHZ_LCP_TIMEOUT || lcp_late(W)) return KHZ_LCP_TIMEOUT;
-    if (t)
+    W->lk.pivot_tol = t == 1 ? KHZ_LCP_PIVOT_TOL : 0;
+    /* the candidates it leaves out may end slightly negative: its solution
+     * is held to 1e-2 of the others' residual */
+    W->lk.tol = (t == 1 ? 1e-2 : 1) * KHZ_LCP_ACCEPT * fmax(qmax, 1e-3);
+    if (t == 2)
       for (int r = 0; r < nr; r++) W->A[(size_t)r * n + r] += KHZ_LCP_EPS_SMALL * dmax;
     st = khz_lemke(&W->lk, n, W->A, W->b, W->z, W->w, budget);
     if (observer) observer(observer_user, n, W->A, W->b, W->z, st);
   }
+  W->lk.pivot_tol = 0;
   if (st == KHZ_LCP_SOLVED) return st;
   double eps = KHZ_LCP_EPS * dmax;
   for (int r = 0; r < nr; r++) W->A[(size_t)r * n + r] += eps - KHZ_LCP_EPS_SMALL * dmax;
@@ -541,34 +643,55 @@ int khz_lcpStep(const khzModel *m, khzData *d, double h) {
     ok = add_pairs(m, d, W, 0, 0) >= 0;
     memcpy(W->vplus, W->vfree, (size_t)m->nv * sizeof(double));
   }
-  /* solve, re-check at q+, solve again with the new violations */
-  for (int pass = 0; ok && W->np > 0 && pass < KHZ_LCP_PASSES; pass++) {
-    ok = mass_blocks(m, d, W);
-    if (!ok) break;
-    contact_rows(m, d, W);
-    int n = assemble(W, h);
-    khzLcpStatus st = solve(W, n);
-    W->timed_out |= st == KHZ_LCP_TIMEOUT;
-    if (st != KHZ_LCP_SOLVED) {
+  /* solve island by island, re-check at q+, solve again the islands that
+   * the new violations join */
+  for (int pass = 0; ok && W->nall > 0 && pass < KHZ_LCP_PASSES; pass++) {
+    islands(m, W);
+    memcpy(W->vtry, W->vplus, (size_t)m->nv * sizeof(double));
+    int pass_ok = 1;
+    for (int isl = 0; isl < W->nisl && pass_ok; isl++) {
+      const int *points = W->iorder + W->istart[isl];
+      int np = W->istart[isl + 1] - W->istart[isl], fresh = pass == 0;
+      for (int i = 0; i < np && !fresh; i++) fresh = W->all[points[i]].ref == pass;
+      /* an island no new point joined is the last pass's: its z and its
+       * dofs' v+ stand */
+      if (!fresh) continue;
+      if (np > W->npmax) {
+        pass_ok = 0;
+        break;
+      }
+      W->np = np;
+      for (int i = 0; i < np; i++) W->pt[i] = W->all[points[i]];
+      pass_ok = mass_blocks(m, d, W);
+      if (!pass_ok) break;
+      contact_rows(m, d, W);
+      int n = assemble(W, h);
+      khzLcpStatus st = solve(W, n);
+      W->timed_out |= st == KHZ_LCP_TIMEOUT;
+      pass_ok = st == KHZ_LCP_SOLVED;
+      if (pass_ok) island_update(W, points);
+    }
+    if (!pass_ok) {
       /* a re-check pass that cannot be solved: the last pass solved stands
        * (the pairs it found at q+ wait for the next step's prediction,
        * which will hold them); the first pass failing fails the step */
       if (pass > 0) {
-        W->np = W->np_last;
-        memcpy(W->z, W->zlast, (size_t)W->np * (W->k + 2) * sizeof(double));
+        W->nall = W->np_last;
+        memcpy(W->zall, W->zlast, (size_t)W->nall * (W->k + 2) * sizeof(double));
       } else {
         ok = 0;
       }
       break;
     }
-    velocity_update(m, d, W, h);
-    W->np_last = W->np;
-    memcpy(W->zlast, W->z, (size_t)n * sizeof(double));
+    memcpy(W->vplus, W->vtry, (size_t)m->nv * sizeof(double));
+    khz_integratePos(m, W->qplus, d->q, W->vplus, h);
+    W->np_last = W->nall;
+    memcpy(W->zlast, W->zall, (size_t)W->nall * (W->k + 2) * sizeof(double));
     if (pass == KHZ_LCP_PASSES - 1 || lcp_late(W)) break;
     memcpy(W->vref + (size_t)pass * m->nv, W->vplus, (size_t)m->nv * sizeof(double));
     collide_at(m, d, W->qplus);
     int added = add_pairs(m, d, W, pass + 1, 1);
-    if (added < 0) W->np = W->np_last; /* beyond the capacity: as above */
+    if (added < 0) W->nall = W->np_last; /* beyond the capacity: as above */
     if (added <= 0) break;
   }
   d->lcp_timeouts += W->timed_out;

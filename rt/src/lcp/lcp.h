@@ -35,7 +35,8 @@
  * with the penalty method instead. Never allocates. */
 int khz_lcpStep(const khzModel *m, khzData *d, double h);
 
-/* Contact points the LCP holds at most, and the friction directions k. */
+/* Contact points one LCP (one contact island) holds at most, and the
+ * friction directions k. */
 int khz_lcpMaxPoints(const khzModel *m);
 
 /* the velocity without contact after a step h (eq. 29's M^-1 (h k) term):

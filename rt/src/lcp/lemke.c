@@ -346,7 +346,7 @@ static khzLcpStatus lemke_core(khzLemke *lk, int n, const double *M, const doubl
     entering_column(lk, n, M, entering, d);
     double dmax = 0;
     for (int i = 0; i < n; i++) dmax = fmax(dmax, fabs(d[i]));
-    double tol = KHZ_LEMKE_PIVOT_TOL * dmax;
+    double tol = (lk->pivot_tol > 0 ? lk->pivot_tol : KHZ_LEMKE_PIVOT_TOL) * dmax;
     int ntie = 0;
     for (int i = 0; i < n; i++)
       if (d[i] > tol) lk->ties[ntie++] = i;

@@ -50,6 +50,13 @@ typedef struct khzLemke {
    * KHZ_LCP_TIMEOUT (checked every 8 pivots); 0, as khz_lemkeInit leaves
    * it: no deadline */
   double deadline;
+  /* input: an entering column's entry blocks (is a pivot candidate) only
+   * above this fraction of the column's largest; 0, as khz_lemkeInit leaves
+   * it: 1e-9. Contact LCPs have exactly dependent rows (the four coplanar
+   * corners of a face), whose zeros in an entering column come out as
+   * round-off amplified by the basis' condition: 1e-6 leaves them out (a
+   * retry for the LCPs that fail at 1e-9; lcp.c) */
+  double pivot_tol;
   /* outputs of the last solve */
   int pivots;      /* pivots taken */
   int reinverts;   /* times B^-1 was recomputed from the basis after a small pivot */
