@@ -242,9 +242,16 @@ static void test_server(mjModel *mm) {
     ENSURE(khz_client_sendCtrl(c, st, byname, names, 7) == 0);
     answered = st->seq;
     mj_step(mm, d);
-    /* the state of the tick that applied it */
-    do st = khz_client_nextState(c, 5000);
-    while (st && st->seq <= answered);
+    /* the state of the tick that applied it (a refused command leaves lockstep
+     * repeating the old state: give up after 10 s) */
+    int64_t until = khz_client_now() + (int64_t)10000 * 1000000;
+    do st = khz_client_nextState(c, 1000);
+    while (st && st->seq <= answered && khz_client_now() < until);
+    if (st && st->seq <= answered) {
+      const Khz__V1__Error *e = khz_client_nextError(c, 0);
+      fprintf(stderr, "tick %d: no new state (%s)\n", ticks, e ? e->message : "no error");
+      st = NULL;
+    }
     ENSURE(st != NULL);
     if (!st) break;
     ticks++;
