@@ -298,6 +298,31 @@ Khz__V1__ModelDescription *khz_codec_describe(const khzModel *m, const khzDescri
     d->joints[d->n_joints++] = j;
   }
 
+  /* the model's own actuators: what Command.ctrl drives */
+  static const char *const act_type[] = {"motor", "position", "velocity", "general"};
+  d->model_actuators = calloc((size_t)info->nu + 1, sizeof *d->model_actuators);
+  for (int i = 0; d->model_actuators && i < info->nu; i++) {
+    const khzMjcfActuator *a = &info->ctrl_act[i];
+    Khz__V1__ModelActuator *o = calloc(1, sizeof *o);
+    if (!o) continue;
+    khz__v1__model_actuator__init(o);
+    o->name = dup(a->name);
+    o->type = dup(act_type[a->type <= KHZ_MJCF_GENERAL ? a->type : KHZ_MJCF_GENERAL]);
+    o->joint = dup(a->joint);
+    o->actuator = info->ctrl_slot[i];
+    o->gear = a->gear;
+    o->ctrllimited = a->ctrllimited != 0;
+    o->ctrl_lower = a->ctrlrange[0], o->ctrl_upper = a->ctrlrange[1];
+    o->forcelimited = a->forcelimited != 0;
+    o->force_lower = a->forcerange[0], o->force_upper = a->forcerange[1];
+    o->gain = a->gain;
+    o->bias = malloc(3 * sizeof(double));
+    if (o->bias) memcpy(o->bias, a->bias, 3 * sizeof(double)), o->n_bias = 3;
+    o->kv_implicit = a->kv_implicit != 0;
+    d->model_actuators[d->n_model_actuators++] = o;
+  }
+  d->nu = (uint32_t)d->n_model_actuators;
+
   /* haptic proxies */
   d->haptic_proxies = calloc((size_t)info->nhaptic + 1, sizeof *d->haptic_proxies);
   for (int p = 0; d->haptic_proxies && p < info->nhaptic; p++) {

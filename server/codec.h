@@ -51,6 +51,9 @@ typedef struct khzDescribeInfo {
   const khzHil *hil;    /* sensors and drives; NULL = none */
   const khzNetworkModel *net; /* NULL = none */
   uint64_t hil_seed;
+  int nu;               /* the model's own actuators (Command.ctrl) */
+  const khzMjcfActuator *ctrl_act;
+  const int *ctrl_slot; /* each one's index into Command arrays (-1: none) */
 } khzDescribeInfo;
 
 /* The most mesh vertices and triangles (all meshes together) a description

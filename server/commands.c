@@ -4,11 +4,162 @@
  * is rejected with an Error to its sender and nothing applied. No reply on
  * success: the states say what was applied. Torques over an effort limit are
  * applied clamped by the tick; the sender gets a CLAMPED warning.
+ *
+ * A command may instead carry controls for the model's own actuators
+ * (Command.ctrl: MJCF <actuator>s, URDF <ros2_control> interfaces; MuJoCo's
+ * data.ctrl). Each becomes the PD terms of its joint (khz_actuator_pd: MuJoCo's
+ * affine force gain ctrl + b0 + b1 gear q + b2 gear qd times gear, as
+ * tau_ff - kp q - kd qd), which the tick evaluates with the current state:
+ * a position or velocity actuator is a servo at the tick rate.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
+
+int khz_commands_init(khzServer *s) {
+  s->nu = s->scene.nactuator;
+  s->ctrl_slot = calloc((size_t)s->nu + 1, sizeof *s->ctrl_slot);
+  s->ctrl_ff = calloc((size_t)s->na + 1, sizeof(double));
+  s->ctrl_kp = calloc((size_t)s->na + 1, sizeof(double));
+  s->ctrl_kd = calloc((size_t)s->na + 1, sizeof(double));
+  if (!s->ctrl_slot || !s->ctrl_ff || !s->ctrl_kp || !s->ctrl_kd) return -1;
+  /* each actuator's joint as a slot of Command arrays */
+  for (int i = 0; i < s->nu; i++) {
+    int b = khz_name2joint(s->m, s->scene.actuator[i].joint);
+    s->ctrl_slot[i] = -1;
+    for (int a = 0; b > 0 && a < s->na; a++)
+      if (s->act_dof[a] == s->m->jnt_dofadr[b]) s->ctrl_slot[i] = a;
+  }
+  return 0;
+}
+
+void khz_commands_free(khzServer *s) {
+  free(s->ctrl_slot);
+  free(s->ctrl_ff);
+  free(s->ctrl_kp);
+  free(s->ctrl_kd);
+  s->ctrl_slot = NULL;
+  s->ctrl_ff = s->ctrl_kp = s->ctrl_kd = NULL;
+}
+
+/* the model's actuator of this name, -1 when none */
+static int ctrl_index(const khzServer *s, const char *name) {
+  for (int i = 0; name && i < s->nu; i++)
+    if (strcmp(s->scene.actuator[i].name, name) == 0) return i;
+  return -1;
+}
+
+/* Command.ctrl into the PD terms per slot (s->ctrl_ff / kp / kd), checked
+ * whole: 0, or -1 after an Error to the sender. *clamped is the first
+ * actuator whose control was clamped to its ctrlrange (-1: none). */
+static int ctrl_terms(khzServer *s, const khzPeer *p, const Khz__V1__Command *c, int *clamped,
+                      double *clamped_value) {
+  uint64_t seq = c->seq;
+  size_t na = (size_t)s->na, bad = 0;
+  *clamped = -1;
+  if (s->nu == 0) {
+    khz_send_error(s, p, KHZ__V1__ERROR_CODE__WRONG_SIZE, seq, 0,
+                   "command %llu: ctrl given, but the model has no actuators of its own "
+                   "(ModelDescription.model_actuators is empty): send tau or q_target per joint",
+                   (unsigned long long)seq);
+    return -1;
+  }
+  if (c->n_q_target || c->n_qd_target || c->n_kp || c->n_kd) {
+    khz_send_error(s, p, KHZ__V1__ERROR_CODE__OUT_OF_RANGE, seq, 0,
+                   "command %llu: ctrl drives the model's actuators, each with its own gains: "
+                   "leave q_target, qd_target, kp and kd empty (tau may add torques)",
+                   (unsigned long long)seq);
+    return -1;
+  }
+  const char *field = NULL;
+  size_t got = 0, want = 0;
+  if (c->n_ctrl_names == 0 && c->n_ctrl != (size_t)s->nu)
+    field = "ctrl", got = c->n_ctrl, want = (size_t)s->nu;
+  else if (c->n_ctrl_names && c->n_ctrl != c->n_ctrl_names)
+    field = "ctrl", got = c->n_ctrl, want = c->n_ctrl_names;
+  else if (c->n_tau && c->n_tau != na)
+    field = "tau", got = c->n_tau, want = na;
+  if (field) {
+    khz_send_error(s, p, KHZ__V1__ERROR_CODE__WRONG_SIZE, seq, 0,
+                   "command %llu: %s has %zu values, %zu expected (%s)", (unsigned long long)seq,
+                   field, got, want,
+                   !strcmp(field, "tau")         ? "one per joint actuator, or none"
+                   : c->n_ctrl_names ? "one per name in ctrl_names"
+                                     : "one per model actuator, or name them in ctrl_names");
+    return -1;
+  }
+  if (!check_finite(c->ctrl, c->n_ctrl, &bad) || !check_finite(c->tau, c->n_tau, &bad)) {
+    int in_ctrl = !check_finite(c->ctrl, c->n_ctrl, &bad);
+    khz_send_error(s, p, KHZ__V1__ERROR_CODE__NOT_FINITE, seq, 0,
+                   "command %llu: %s[%zu] is %g: nothing applied", (unsigned long long)seq,
+                   in_ctrl ? "ctrl" : "tau", bad, in_ctrl ? c->ctrl[bad] : c->tau[bad]);
+    return -1;
+  }
+
+  /* each control into its joint's terms (several actuators on one joint add up) */
+  for (size_t a = 0; a < na; a++) s->ctrl_ff[a] = s->ctrl_kp[a] = s->ctrl_kd[a] = 0;
+  for (size_t k = 0; k < c->n_ctrl; k++) {
+    int i = (int)k;
+    if (c->n_ctrl_names) {
+      i = ctrl_index(s, c->ctrl_names[k]);
+      if (i < 0) {
+        khz_send_error(s, p, KHZ__V1__ERROR_CODE__UNKNOWN_NAME, seq, 0,
+                       "command %llu: ctrl_names[%zu] '%s' is not one of the model's actuators "
+                       "(ModelDescription.model_actuators): nothing applied",
+                       (unsigned long long)seq, k, c->ctrl_names[k]);
+        return -1;
+      }
+      for (size_t j = 0; j < k; j++)
+        if (!strcmp(c->ctrl_names[j], c->ctrl_names[k])) {
+          khz_send_error(s, p, KHZ__V1__ERROR_CODE__OUT_OF_RANGE, seq, 0,
+                         "command %llu: actuator '%s' is named twice in ctrl_names: nothing "
+                         "applied",
+                         (unsigned long long)seq, c->ctrl_names[k]);
+          return -1;
+        }
+    }
+    int slot = s->ctrl_slot[i];
+    if (slot < 0) {
+      khz_send_error(s, p, KHZ__V1__ERROR_CODE__OUT_OF_RANGE, seq, 0,
+                     "command %llu: actuator '%s' drives joint '%s', which takes no command",
+                     (unsigned long long)seq, s->scene.actuator[i].name,
+                     s->scene.actuator[i].joint);
+      return -1;
+    }
+    double ff, kp, kd;
+    if (khz_actuator_pd(&s->scene.actuator[i], c->ctrl[k], &ff, &kp, &kd) == 1 && *clamped < 0)
+      *clamped = i, *clamped_value = c->ctrl[k];
+    s->ctrl_ff[slot] += ff;
+    s->ctrl_kp[slot] += kp;
+    s->ctrl_kd[slot] += kd;
+  }
+
+  /* the servos' stability at the loop's step: semi-implicit Euler with the
+   * joint's damping implicit (an actuator's kv under an implicit integrator is
+   * part of it) is stable for kp <= 4 m / h^2 + 2 b / h (the update's
+   * eigenvalues inside the unit circle), explicit kd for kd <= 2 m / h; RK4
+   * takes the damping implicitly only where h b >= m (khz_abaCoreDamped) */
+  double h;
+  khz_loop_rate(s->loop, &h);
+  for (size_t a = 0; a < na; a++) {
+    int dof = s->act_dof[a];
+    double meff = s->m->dof_meff[dof], b = s->m->dof_damping[dof];
+    if (s->m->integrator == KHZ_INT_RK4 && h * b < meff) b = 0;
+    double kpmax = 4 * meff / (h * h) + 2 * b / h, kdmax = 2 * meff / h;
+    if (s->ctrl_kp[a] <= kpmax && s->ctrl_kd[a] <= kdmax) continue;
+    khz_send_error(s, p, KHZ__V1__ERROR_CODE__OUT_OF_RANGE, seq, 0,
+                   "command %llu: the actuators on joint '%s' give it kp = %g, kd = %g: unstable "
+                   "at %g s steps (kp <= 4 m / h^2 + 2 b / h = %g and kd <= 2 m / h = %g with "
+                   "effective inertia m = %g and implicit damping b = %g): raise rate_hz, or "
+                   "command tau instead: nothing applied",
+                   (unsigned long long)seq, s->m->jnt_name[s->m->dof_body[dof]], s->ctrl_kp[a],
+                   s->ctrl_kd[a], h, kpmax, kdmax, meff, b);
+    return -1;
+  }
+  return 0;
+}
 
 void khz_commands_command(khzServer *s, const khzPeer *p, const Khz__V1__Command *c) {
   size_t na = (size_t)s->na, bad = 0;
@@ -48,6 +199,11 @@ void khz_commands_command(khzServer *s, const khzPeer *p, const Khz__V1__Command
     return;
   }
 
+  /* the model's own actuators by control (MuJoCo's ctrl), checked whole */
+  int ctrl = c->n_ctrl > 0 || c->n_ctrl_names > 0, clamped = -1;
+  double clamped_value = 0;
+  if (ctrl && ctrl_terms(s, p, c, &clamped, &clamped_value)) return;
+
   /* sizes: every array na long, or empty where optional */
   int pd = c->n_q_target > 0;
   const char *field = NULL;
@@ -64,7 +220,7 @@ void khz_commands_command(khzServer *s, const khzPeer *p, const Khz__V1__Command
       field = c->n_qd_target ? "qd_target" : c->n_kp ? "kp" : "kd",
       got = c->n_qd_target ? c->n_qd_target : c->n_kp ? c->n_kp : c->n_kd;
   }
-  if (field) {
+  if (field && !ctrl) {
     khz_send_error(s, p, KHZ__V1__ERROR_CODE__WRONG_SIZE, seq, 0,
                    "command %llu: %s has %zu values, the model has %zu actuators%s", (unsigned long long)seq,
                    field, got, na, !pd && strcmp(field, "tau") ? " (qd_target, kp, kd need q_target)" : "");
@@ -107,9 +263,16 @@ void khz_commands_command(khzServer *s, const khzPeer *p, const Khz__V1__Command
   slot->recv_ns = khz_loop_now();
   slot->client = client;
   s->peer_active[client - 1] = ev_now(s->ev);
-  slot->kind = pd ? KHZ_CMD_PD : KHZ_CMD_TORQUE;
-  slot->has_gains = c->n_kp > 0;
-  for (size_t i = 0; i < na; i++) {
+  slot->kind = pd || ctrl ? KHZ_CMD_PD : KHZ_CMD_TORQUE;
+  slot->has_gains = c->n_kp > 0 || ctrl;
+  for (size_t i = 0; ctrl && i < na; i++) {
+    /* the actuators' terms: tau_ff - kp q - kd qd (targets zero), plus tau */
+    slot->tau_ff[i] = s->ctrl_ff[i] + (c->n_tau ? c->tau[i] : 0);
+    slot->q_target[i] = slot->qd_target[i] = 0;
+    slot->kp[i] = s->ctrl_kp[i];
+    slot->kd[i] = s->ctrl_kd[i];
+  }
+  for (size_t i = 0; !ctrl && i < na; i++) {
     slot->tau_ff[i] = c->n_tau ? c->tau[i] : 0;
     slot->q_target[i] = pd ? c->q_target[i] : 0;
     slot->qd_target[i] = c->n_qd_target ? c->qd_target[i] : 0;
@@ -119,6 +282,15 @@ void khz_commands_command(khzServer *s, const khzPeer *p, const Khz__V1__Command
   khz_loop_commandCommit(s->loop);
   s->commands_in++;
 
+  /* a control outside its ctrlrange: applied clamped (MuJoCo clamps too); the client is told */
+  if (clamped >= 0) {
+    const khzMjcfActuator *a = &s->scene.actuator[clamped];
+    khz_send_error(s, p, KHZ__V1__ERROR_CODE__CLAMPED, seq, 1,
+                   "command %llu: ctrl %g of actuator '%s' is outside its ctrlrange [%g, %g]: "
+                   "clamped",
+                   (unsigned long long)seq, clamped_value, a->name, a->ctrlrange[0],
+                   a->ctrlrange[1]);
+  }
   /* over an effort limit: applied clamped by the tick (state flag CLAMPED); the client is told */
   for (size_t i = 0; i < c->n_tau; i++) {
     double lim = s->m->dof_effort[s->act_dof[i]];

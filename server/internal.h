@@ -75,6 +75,12 @@ struct khzServer {
   uint32_t generation;
   int na;
   int *act_dof;
+  /* the model's own actuators (scene.actuator, Command.ctrl): each one's slot in Command
+   * arrays (-1: its joint takes no command), and a ctrl command's PD terms before they are
+   * checked whole (na each, I/O thread) */
+  int nu;
+  int *ctrl_slot;
+  double *ctrl_ff, *ctrl_kp, *ctrl_kd;
   int64_t max_msg;                /* the ROUTER's ZMQ_MAXMSGSIZE: the largest message this model's
                                      requests and commands need (khz_server_maxMessage) */
   int nhaptic;
@@ -181,6 +187,9 @@ void khz_requests_loopReplies(khzServer *s);
 double khz_requests_rate(const khzServer *s, const khzServerConfig *c);
 
 /* commands.c: a Command or a HapticInput, checked, into the loop */
+/* the model's actuators' slots and scratch (after act_dof); 0, or -1 out of memory */
+int khz_commands_init(khzServer *s);
+void khz_commands_free(khzServer *s);
 void khz_commands_command(khzServer *s, const khzPeer *p, const Khz__V1__Command *c);
 void khz_commands_haptic(khzServer *s, const khzPeer *p, const Khz__V1__HapticInput *h);
 

@@ -181,7 +181,7 @@ static void reply_model(khzServer *s, khzPending *q, const khzReply *r) {
                           s->cfg.contact_method[0] ? khz_contactMethodFromName(s->cfg.contact_method)
                                                    : s->scene_method,
                           s->na, s->act_dof, s->nhaptic, s->haptic, s->hil, &s->scene.hil.network,
-                          s->scene.hil.seed};
+                          s->scene.hil.seed, s->nu, s->scene.actuator, s->ctrl_slot};
   (void)r;
   Khz__V1__ModelDescription *d = khz_codec_describe(s->m, &info);
   if (!d) {

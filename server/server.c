@@ -453,6 +453,7 @@ static int server_init(khzServer *s, char *err, size_t errsz) {
   s->act_dof = calloc((size_t)s->na + 1, sizeof(int));
   if (!s->act_dof || khz_codec_init(&s->codec, s->m->nbody)) return khz_server_fail(err, errsz, "out of memory");
   khz_loop_actuators(s->m, s->act_dof);
+  if (khz_commands_init(s)) return khz_server_fail(err, errsz, "out of memory");
 
   /* a generation that differs from run to run */
   s->generation = (uint32_t)((uint64_t)khz_loop_now() ^ ((uint64_t)getpid() << 16)) | 1u;
@@ -667,6 +668,7 @@ void khz_server_destroy(khzServer **s_p) {
   }
   khz_codec_free(&s->codec);
   free(s->last);
+  khz_commands_free(s);
   free(s->act_dof);
   free(s->owner);
   khz_deleteModel(&s->m);

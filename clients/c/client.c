@@ -888,6 +888,30 @@ int khz_client_sendTargets(khzClient *c, const Khz__V1__State *st, const double 
   return khz_client_command(c, m);
 }
 
+int khz_client_sendCtrl(khzClient *c, const Khz__V1__State *st, const double *ctrl,
+                        const char *const *names, size_t n) {
+  if (!ctrl) return fail(c, KHZ_CLIENT_BAD_ARGUMENT, "sendCtrl: ctrl is NULL");
+  if (!c->model)
+    return fail(c, KHZ_CLIENT_BAD_ARGUMENT, "no model yet: call khz_client_describe first");
+  if (!names && n != c->model->n_model_actuators)
+    return fail(c, KHZ_CLIENT_BAD_ARGUMENT,
+                "sendCtrl: %zu controls, the model '%s' has %zu actuators of its own (name them "
+                "to send fewer)",
+                n, c->model->scene, c->model->n_model_actuators);
+  if (command_header(c, st, c->model->na)) return -1;
+  c->cmd.n_ctrl = n;
+  c->cmd.ctrl = (double *)ctrl;
+  if (names) c->cmd.n_ctrl_names = n, c->cmd.ctrl_names = (char **)names;
+  return khz_client_command(c, &c->cmd);
+}
+
+int khz_client_ctrlIndex(khzClient *c, const char *name) {
+  if (!c->model || !name) return -1;
+  for (size_t i = 0; i < c->model->n_model_actuators; i++)
+    if (!strcmp(c->model->model_actuators[i]->name, name)) return (int)i;
+  return -1;
+}
+
 int khz_client_sendHaptic(khzClient *c, int proxy, const double position[3],
                           const double orientation[4], const double velocity[3],
                           const double angular_velocity[3]) {

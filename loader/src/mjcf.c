@@ -200,6 +200,7 @@ typedef struct mjcf_ctx {
   /* <option> and <mujoco model> */
   double timestep, gravity[3];
   khzIntegrator integrator;
+  int implicit_kv; /* integrator implicit / implicitfast: actuators' kv into joint damping */
   char model[KHZ_NAME_MAX];
 
   /* default classes */
@@ -638,7 +639,7 @@ static int element_class(mjcf_ctx *c, xmlNodePtr el, int inherited, int *cls) {
       *cls = k;
       return 0;
     }
-  return fail(c, el, "unknown default class \"%s\"", name);
+  return fail(c, el, "unknown default class \"%s\": define it with <default class=\"%s\"> (class names are case-sensitive)", name, name);
 }
 
 /* reads one <default> element (class k) and, recursively, those inside it */
@@ -647,7 +648,7 @@ static int read_default(mjcf_ctx *c, xmlNodePtr d, int parent, int top) {
   if (top) {
     name = "main";
   } else {
-    if (!name || !name[0]) return fail(c, d, "a nested <default> needs a class");
+    if (!name || !name[0]) return fail(c, d, "a nested <default> needs a class: add class=\"NAME\"");
     for (int k = 0; k < c->ncls; k++)
       if (strcmp(c->cls[k].name, name) == 0)
         return fail(c, d, "repeated default class name \"%s\" (first at line %ld)", name,
@@ -812,7 +813,7 @@ static int read_compiler(mjcf_ctx *c, xmlNodePtr el) {
   /* global coordinates would change the meaning of every pose */
   const char *coord = attr(c, el, "coordinate");
   if (coord && strcmp(coord, "local") != 0)
-    return fail(c, el, "coordinate=\"%s\" is not supported (only local)", coord);
+    return fail(c, el, "coordinate=\"%s\" is not supported (only local): convert the model to local coordinates (MuJoCo 2.x saves every model local: load it and mj_saveLastXML)", coord);
   return 0;
 }
 
@@ -920,11 +921,15 @@ static int read_option(mjcf_ctx *c, xmlNodePtr el) {
   if (read_keyword(c, src, 1, "integrator", int_words, &integ)) return -1;
   if (integ >= 2 &&
       warn(c, el, "integrator",
-           "integrator=\"%s\" is not supported by khz: semi-implicit Euler is used (joint "
-           "damping implicit, as in MuJoCo's Euler; other velocity-dependent forces such as "
-           "actuator kv explicit)",
-           int_words[integ]))
+           "integrator=\"%s\" is not supported by khz: semi-implicit Euler is used, with joint "
+           "damping and the actuators' velocity gains (kv, biasprm[2]) implicit as in MuJoCo's "
+           "implicitfast (they join the joint's damping); %s",
+           int_words[integ],
+           integ == 2 ? "MuJoCo's implicit also takes the Coriolis derivatives implicitly, khz "
+                        "keeps them explicit"
+                      : "the Coriolis derivatives stay explicit, as in implicitfast"))
     return -1;
+  c->implicit_kv = integ >= 2;
   c->integrator = integ == 1 ? KHZ_INT_RK4 : KHZ_INT_EULER;
 
   /* <flag>, and anything else */
@@ -1247,7 +1252,7 @@ static int read_assets(mjcf_ctx *c, xmlNodePtr sec) {
     mm->scale[0] = mm->scale[1] = mm->scale[2] = 1;
     if (read_vec(c, src, n, "scale", mm->scale, 3, 3, NULL)) return -1;
     for (int k = 0; k < 3; k++)
-      if (mm->scale[k] == 0) return fail(c, e, "scale[%d] is zero", k);
+      if (mm->scale[k] == 0) return fail(c, e, "scale[%d] is zero: give a non-zero scale (negative mirrors)", k);
     mm->name = attr(c, e, "name");
     if (!mm->name && mm->file) {
       /* MuJoCo's rule: the file name without directory and extension */
@@ -1268,7 +1273,7 @@ static int read_assets(mjcf_ctx *c, xmlNodePtr sec) {
       c->strings.strs[c->strings.n++] = (xmlChar *)nm;
       mm->name = nm;
     }
-    if (!mm->name) return fail(c, e, "a mesh needs a name or a file");
+    if (!mm->name) return fail(c, e, "a mesh needs a name or a file: add file=\"PATH\" (an STL or OBJ file)");
     for (int k = 0; k < c->nmeshes; k++)
       if (strcmp(c->meshes[k].name, mm->name) == 0)
         return fail(c, e, "repeated mesh name \"%s\"", mm->name);
@@ -1320,10 +1325,10 @@ static int read_geom(mjcf_ctx *c, xmlNodePtr el, int inherited, int body, const 
   xmlNodePtr mat;
   const char *mname = lookup(c, src, n, "mesh", &mat);
   if (type == G_MESH) {
-    if (!mname) return fail(c, el, "a mesh geom needs a mesh");
+    if (!mname) return fail(c, el, "a mesh geom needs a mesh: add mesh=\"NAME\" naming an <asset><mesh>");
     for (int k = 0; k < c->nmeshes && mesh < 0; k++)
       if (strcmp(c->meshes[k].name, mname) == 0) mesh = k;
-    if (mesh < 0) return fail(c, el, "unknown mesh \"%s\"", mname);
+    if (mesh < 0) return fail(c, el, "unknown mesh \"%s\": declare it in <asset> as <mesh name=\"%s\" file=...> (unnamed meshes are called by their file name without extension)", mname, mname);
     if ((collides || counts) && mesh_load(c, mesh)) return -1;
   } else if (mname && warn(c, el, "geom mesh fit",
                            "a mesh on a %s geom (MuJoCo fits the shape to the mesh) is not "
@@ -1335,7 +1340,7 @@ static int read_geom(mjcf_ctx *c, xmlNodePtr el, int inherited, int body, const 
   /* fromto: centre, z axis from `to` towards `from`, half-length */
   if (has_fromto) {
     if (type != G_CAPSULE && type != G_CYLINDER && type != G_BOX && type != G_ELLIPSOID)
-      return fail(c, el, "fromto requires a capsule, cylinder, box or ellipsoid");
+      return fail(c, el, "fromto requires a capsule, cylinder, box or ellipsoid: give this shape pos and size instead");
     double v[3] = {fromto[0] - fromto[3], fromto[1] - fromto[4], fromto[2] - fromto[5]};
     double len = norm3(v);
     if (len < KHZ_MJCF_MINVAL) return fail(c, el, "fromto points coincide");
@@ -1356,7 +1361,7 @@ static int read_geom(mjcf_ctx *c, xmlNodePtr el, int inherited, int body, const 
   for (int k = 0; k < need; k++)
     if (!(size[k] > 0)) return fail(c, el, "size[%d] = %g must be positive", k, size[k]);
   if (type == G_PLANE && !static_)
-    return fail(c, el, "a plane is only allowed in a body that does not move");
+    return fail(c, el, "a plane is only allowed in a body that does not move: put it in <worldbody> (or a body without joints), or use a thin box");
   if (type == G_PLANE && !(size[2] > 0))
     return fail(c, el, "size[2] = %g of a plane (its grid spacing) must be positive", size[2]);
 
@@ -1735,7 +1740,7 @@ static int read_body(mjcf_ctx *c, xmlNodePtr el, int parent, const double poff[3
     int k;
     for (k = c->ncls - 1; k >= 0 && strcmp(c->cls[k].name, cc) != 0; k--) {
     }
-    if (k < 0) return fail(c, el, "unknown childclass \"%s\"", cc);
+    if (k < 0) return fail(c, el, "unknown childclass \"%s\": define it with <default class=\"%s\">", cc, cc);
     cls = k;
   }
   xmlNodePtr src[1] = {el};
@@ -1761,7 +1766,7 @@ static int read_body(mjcf_ctx *c, xmlNodePtr el, int parent, const double poff[3
     after_ball |= j->type == KHZ_JOINT_SPHERICAL;
     ndof += j->type == KHZ_JOINT_FLOATING ? 6 : j->type == KHZ_JOINT_SPHERICAL ? 3 : 1;
   }
-  if (ndof > 6) return fail(c, el, "more than 6 degrees of freedom in one body");
+  if (ndof > 6) return fail(c, el, "more than 6 degrees of freedom in one body: put the extra joints in a nested child body");
 
   /* the chain: joint k at anchor k, relative to anchor k - 1 */
   double off[3] = {0, 0, 0};
@@ -1917,9 +1922,9 @@ static int read_worldbody(mjcf_ctx *c, xmlNodePtr wb) {
     if (is(e, "geom")) {
       if (read_geom(c, e, c->main_cls, 0, zero, 1, 0)) return -1;
     } else if (is(e, "joint") || is(e, "freejoint")) {
-      return fail(c, e, "the world body cannot have joints");
+      return fail(c, e, "the world body cannot have joints: put the joint and what it moves in a <body>");
     } else if (is(e, "inertial")) {
-      return fail(c, e, "the world body cannot have an <inertial>");
+      return fail(c, e, "the world body cannot have an <inertial>: remove it (the world does not move)");
     } else if (is(e, "site")) {
       if (read_site(c, e, c->main_cls, 0, zero)) return -1;
     } else if (!is(e, "body") && other_child(c, e)) {
@@ -1971,7 +1976,7 @@ static int read_actuator(mjcf_ctx *c, xmlNodePtr el) {
   int b = -1;
   for (int i = 0; i < c->nbody; i++)
     if (c->extra[i].named_joint && strcmp(c->bodies[i].joint_name, full) == 0) b = i;
-  if (b < 0) return fail(c, el, "unknown joint \"%s\"", joint);
+  if (b < 0) return fail(c, el, "unknown joint \"%s\": no <joint name=\"%s\"> in the model (names are case-sensitive)", joint, joint);
   khzJointType t = c->bodies[b].joint_type;
   if (t == KHZ_JOINT_SPHERICAL || t == KHZ_JOINT_FLOATING)
     return warn(c, el, "motor multidof",
@@ -2033,6 +2038,12 @@ static int read_actuator(mjcf_ctx *c, xmlNodePtr el) {
     return warn_element(c, el, "actuator not supported by khz: the model has no such command");
   }
 
+  /* under an implicit integrator the velocity feedback (kv) is joint damping,
+   * which the step integrates implicitly (MuJoCo's implicitfast: M + h D with
+   * D holding gear^2 kv); a force clamped to forcerange is not linear: explicit */
+  int kv_implicit = c->implicit_kv && !fl && bias[2] < 0;
+  if (kv_implicit) c->bodies[b].damping += gear[0] * gear[0] * -bias[2];
+
   /* the joint's effort limit: |gear| times the largest force; a force the
    * control bounds only without bias (motor, general without bias) */
   double g = fabs(gear[0]);
@@ -2060,6 +2071,7 @@ static int read_actuator(mjcf_ctx *c, xmlNodePtr el) {
   a->type = type;
   a->gain = gain;
   memcpy(a->bias, bias, sizeof bias);
+  a->kv_implicit = kv_implicit;
   return 0;
 }
 
@@ -2108,8 +2120,8 @@ static int read_contact(mjcf_ctx *c, xmlNodePtr sec) {
     const char *n1 = attr(c, e, "body1"), *n2 = attr(c, e, "body2");
     if (!n1 || !n2) return fail(c, e, "<exclude> needs body1 and body2");
     int b1 = body_by_name(c, n1), b2 = body_by_name(c, n2);
-    if (b1 < 0) return fail(c, e, "unknown body \"%s\"", n1);
-    if (b2 < 0) return fail(c, e, "unknown body \"%s\"", n2);
+    if (b1 < 0) return fail(c, e, "unknown body \"%s\": no <body name=\"%s\"> in the model (names are case-sensitive)", n1, n1);
+    if (b2 < 0) return fail(c, e, "unknown body \"%s\": no <body name=\"%s\"> in the model (names are case-sensitive)", n2, n2);
     if (grow(c, (void **)&c->excl, c->nexcl, &c->capexcl, 2 * sizeof *c->excl)) return -1;
     c->excl[2 * c->nexcl] = b1;
     c->excl[2 * c->nexcl + 1] = b2;
@@ -2147,8 +2159,8 @@ static int read_joint_equality(mjcf_ctx *c, xmlNodePtr e) {
   const char *n1 = attr(c, e, "joint1"), *n2 = attr(c, e, "joint2");
   if (!n1) return fail(c, e, "<joint> equality needs joint1");
   int b1 = body_by_joint(c, n1), b2 = n2 ? body_by_joint(c, n2) : 0;
-  if (b1 < 0) return fail(c, e, "unknown joint \"%s\"", n1);
-  if (b2 < 0) return fail(c, e, "unknown joint \"%s\"", n2);
+  if (b1 < 0) return fail(c, e, "unknown joint \"%s\": no <joint name=\"%s\"> in the model (names are case-sensitive)", n1, n1);
+  if (b2 < 0) return fail(c, e, "unknown joint \"%s\": no <joint name=\"%s\"> in the model (names are case-sensitive)", n2, n2);
   int ok1 = c->bodies[b1 - 1].joint_type, ok2 = b2 ? c->bodies[b2 - 1].joint_type : KHZ_JOINT_REVOLUTE;
   if (ok1 == KHZ_JOINT_SPHERICAL || ok1 == KHZ_JOINT_FLOATING || ok2 == KHZ_JOINT_SPHERICAL ||
       ok2 == KHZ_JOINT_FLOATING)
@@ -2219,8 +2231,8 @@ static int read_equality(mjcf_ctx *c, xmlNodePtr sec) {
       return fail(c, e, "<%s> needs body1 (khz reads body constraints; site1/site2 are not "
                         "supported)", weld ? "weld" : "connect");
     int b1 = body_by_name(c, n1), b2 = n2 ? body_by_name(c, n2) : 0;
-    if (b1 < 0) return fail(c, e, "unknown body \"%s\"", n1);
-    if (b2 < 0) return fail(c, e, "unknown body \"%s\"", n2);
+    if (b1 < 0) return fail(c, e, "unknown body \"%s\": no <body name=\"%s\"> in the model (names are case-sensitive)", n1, n1);
+    if (b2 < 0) return fail(c, e, "unknown body \"%s\": no <body name=\"%s\"> in the model (names are case-sensitive)", n2, n2);
     if (b1 == b2) return fail(c, e, "body1 and body2 are the same body \"%s\"", n1);
     double anchor[3] = {0, 0, 0}, relpose[7] = {0, 0, 0, 0, 0, 0, 0};
     int has_anchor = 0, has_relpose = 0;
@@ -2329,7 +2341,7 @@ static int read_sensors(mjcf_ctx *c, xmlNodePtr sec) {
       const char *sn = attr(c, e, "site");
       if (!sn) return fail(c, e, "<%s> needs site", site_kinds[k]);
       const mjcf_site *st = site_by_name(c, sn);
-      if (!st) return fail(c, e, "unknown site \"%s\"", sn);
+      if (!st) return fail(c, e, "unknown site \"%s\": no <site name=\"%s\"> in the model (names are case-sensitive)", sn, sn);
       if (st->body == 0) {
         if (warn(c, e, "sensor on a world site",
                  "a %s on a site of the world reads nothing that moves: left out", site_kinds[k]))
@@ -2399,7 +2411,7 @@ static int read_sensors(mjcf_ctx *c, xmlNodePtr sec) {
       const char *j = attr(c, e, "joint");
       if (!j) return fail(c, e, "<%s> needs joint", (const char *)e->name);
       int b = body_by_joint(c, j);
-      if (b < 0) return fail(c, e, "unknown joint \"%s\"", j);
+      if (b < 0) return fail(c, e, "unknown joint \"%s\": no <joint name=\"%s\"> in the model (names are case-sensitive)", j, j);
       int t = c->bodies[b - 1].joint_type;
       if (ball != (t == KHZ_JOINT_SPHERICAL))
         return fail(c, e, "<%s> needs a %s joint (MuJoCo's rule)", (const char *)e->name,
@@ -2429,7 +2441,7 @@ static int read_sensors(mjcf_ctx *c, xmlNodePtr sec) {
       if (site) {
         /* the site's frame: its pose on its body */
         const mjcf_site *st = site_by_name(c, on);
-        if (!st) return fail(c, e, "unknown site \"%s\"", on);
+        if (!st) return fail(c, e, "unknown site \"%s\": no <site name=\"%s\"> in the model (names are case-sensitive)", on, on);
         if (st->body == 0) {
           if (warn(c, e, "sensor on a world site",
                    "a frame sensor on a site of the world reads a constant: left out"))
@@ -2441,7 +2453,7 @@ static int read_sensors(mjcf_ctx *c, xmlNodePtr sec) {
         memcpy(sn.quat, st->quat, sizeof sn.quat);
       } else {
         int b = body_by_name(c, on);
-        if (b <= 0) return fail(c, e, "unknown body \"%s\"", on);
+        if (b <= 0) return fail(c, e, "unknown body \"%s\": no <body name=\"%s\"> in the model (names are case-sensitive)", on, on);
         snprintf(sn.object, sizeof sn.object, "%s", c->bodies[b - 1].name);
         sn.com = !xbody;
         for (int q = 0; q < 3; q++) sn.pos[q] = -c->extra[b - 1].off[q];
@@ -2803,7 +2815,7 @@ static int build(mjcf_ctx *c, xmlDocPtr doc) {
   if (c->settotalmass > 0) {
     double total = 0;
     for (int i = 0; i < c->nbody; i++) total += c->bodies[i].mass;
-    if (!(total > 0)) return fail(c, root, "settotalmass on a model without mass");
+    if (!(total > 0)) return fail(c, root, "settotalmass on a model without mass: give the bodies an <inertial> or geoms with density, or remove settotalmass");
     double s = c->settotalmass / total;
     for (int i = 0; i < c->nbody; i++) {
       c->bodies[i].mass *= s;
@@ -3062,6 +3074,23 @@ double khz_mjcf_actuatorTorque(const khzMjcfActuator *a, double ctrl, double q, 
   double f = a->gain * ctrl + a->bias[0] + a->bias[1] * a->gear * q + a->bias[2] * a->gear * qd;
   if (a->forcelimited) f = fmin(fmax(f, a->forcerange[0]), a->forcerange[1]);
   return a->gear * f;
+}
+
+int khz_actuator_pd(const khzMjcfActuator *a, double ctrl, double *tau_ff, double *kp,
+                    double *kd) {
+  *tau_ff = *kp = *kd = 0;
+  if (!a || !isfinite(ctrl)) return -1;
+  int clamped = 0;
+  if (a->ctrllimited && (ctrl < a->ctrlrange[0] || ctrl > a->ctrlrange[1])) {
+    ctrl = fmin(fmax(ctrl, a->ctrlrange[0]), a->ctrlrange[1]);
+    clamped = 1;
+  }
+  /* gear (gain ctrl + b0 + b1 gear q + b2 gear qd), MuJoCo's affine force on a joint */
+  double g = a->gear;
+  *tau_ff = g * (a->gain * ctrl + a->bias[0]);
+  *kp = -g * g * a->bias[1];
+  *kd = a->kv_implicit ? 0 : -g * g * a->bias[2];
+  return clamped;
 }
 
 void khz_mjcf_freeInfo(khzMjcfInfo *info) {

@@ -685,6 +685,42 @@ static int khz_scene_mjcfSensors(khzScene *s, const khzMjcfInfo *info, const cha
   return 0;
 }
 
+/* a model's own actuators (MJCF <actuator>, URDF <ros2_control>) appended to
+ * the scene's, named with the robot's prefix (MJCF: prefix + name, unnamed
+ * "actuatorN"; URDF names carry it already): as many as the scene holds (one
+ * warning on stderr for the rest); -1 with a message in err when a name is
+ * taken */
+static int khz_scene_addActuators(khzScene *s, const khzMjcfActuator *a, int n, const char *prefix,
+                                  const char *file, char *err, size_t errsz) {
+  for (int i = 0; i < n; i++) {
+    if (s->nactuator == KHZ_SCENE_MAX_ACTUATOR) {
+      fprintf(stderr,
+              "khz: warning: %s: it has %d actuators and a scene holds %d: the last %d (from "
+              "'%s') cannot be commanded by Command.ctrl (their joints still take torques)\n",
+              file, n, KHZ_SCENE_MAX_ACTUATOR, n - i, a[i].name);
+      return 0;
+    }
+    khzMjcfActuator *d = &s->actuator[s->nactuator];
+    *d = a[i];
+    char own[KHZ_NAME_MAX];
+    if (a[i].name[0]) snprintf(own, sizeof own, "%s", a[i].name);
+    else snprintf(own, sizeof own, "actuator%d", i);
+    if (prefix && snprintf(d->name, sizeof d->name, "%s%s", prefix, own) >= (int)sizeof d->name) {
+      snprintf(err, errsz, "actuator name '%s%s' is longer than %d characters", prefix, own,
+               KHZ_NAME_MAX - 1);
+      return -1;
+    }
+    if (!prefix) snprintf(d->name, sizeof d->name, "%s", own);
+    for (int k = 0; k < s->nactuator; k++)
+      if (!strcmp(s->actuator[k].name, d->name)) {
+        snprintf(err, errsz, "actuator name '%s' is used twice: name the robots apart", d->name);
+        return -1;
+      }
+    s->nactuator++;
+  }
+  return 0;
+}
+
 /* an MJCF robot (robots[i].mjcf): the model's own joints and contact filters,
  * its <keyframe> by name, without its world geoms and <option> (the scene's) */
 static int khz_scene_mjcf(khzSceneReader *r, const yaml_node_t *n, const char *path, khzScene *s,
@@ -729,8 +765,10 @@ static int khz_scene_mjcf(khzSceneReader *r, const yaml_node_t *n, const char *p
   opt.info = &info;
   if (khz_loadMJCF(s->spec, file, &opt, merr, sizeof merr) < 0)
     return khz_scene_fail(r, mjcf_node, kp, "MJCF failed to load: %s", merr);
-  /* its sensors that khz's HIL layer has: in State.sensor_values */
-  int bad = khz_scene_mjcfSensors(s, &info, file, merr, sizeof merr);
+  /* its sensors that khz's HIL layer has: in State.sensor_values; its actuators */
+  int bad = khz_scene_mjcfSensors(s, &info, file, merr, sizeof merr) ||
+            khz_scene_addActuators(s, info.actuator, info.nactuator, prefix, file, merr,
+                                   sizeof merr);
   khz_mjcf_freeInfo(&info);
   if (bad) return khz_scene_fail(r, mjcf_node, kp, "%s", merr);
 
@@ -833,6 +871,9 @@ static int khz_scene_robot(khzSceneReader *r, const yaml_node_t *n, int index, k
   /* load the URDF: the embedded copy or a file relative to the scene */
   char uerr[1024];
   int nb0 = khz_spec_nbody(s->spec), ng0 = khz_spec_ngeom(s->spec), root;
+  khzUrdfInfo uinfo;
+  memset(&uinfo, 0, sizeof uinfo);
+  opt.info = &uinfo;
   khz_keypath(kp, path, "urdf");
   if (strncmp(urdf, KHZ_EMBEDDED_PREFIX, strlen(KHZ_EMBEDDED_PREFIX)) == 0) {
     const char *text = khz_embedded_text(urdf + strlen(KHZ_EMBEDDED_PREFIX));
@@ -855,6 +896,11 @@ static int khz_scene_robot(khzSceneReader *r, const yaml_node_t *n, int index, k
     root = khz_loadURDF(s->spec, file, &opt, uerr, sizeof uerr);
   }
   if (root < 0) return khz_scene_fail(r, urdf_node, kp, "URDF failed to load: %s", uerr);
+  /* its <ros2_control> command interfaces: the robot's actuators */
+  int bad = khz_scene_addActuators(s, uinfo.actuator, uinfo.nactuator, NULL, urdf, uerr,
+                                   sizeof uerr);
+  khz_urdf_freeInfo(&uinfo);
+  if (bad) return khz_scene_fail(r, urdf_node, kp, "%s", uerr);
 
   /* without self-collision the robot's geoms share a collision bit of their
    * own that they do not accept: they still touch the world, objects and
@@ -1792,7 +1838,19 @@ khzModel *khz_loadModel(const char *path, khzScene *scene_out, char *err, size_t
     khz_spec_setTimestep(s.spec, 1.0 / s.rate_hz);
     khz_spec_setIntegrator(s.spec, s.integrator);
     khz_urdf_defaultOptions(&opt);
+    khzUrdfInfo uinfo;
+    memset(&uinfo, 0, sizeof uinfo);
+    opt.info = &uinfo;
     if (khz_loadURDF(s.spec, path, &opt, err, errsz) < 0) {
+      khz_spec_destroy(&s.spec);
+      return NULL;
+    }
+    char aerr[256];
+    int bad = khz_scene_addActuators(&s, uinfo.actuator, uinfo.nactuator, NULL, path, aerr,
+                                     sizeof aerr);
+    khz_urdf_freeInfo(&uinfo);
+    if (bad) {
+      khz_loadError(err, errsz, "%s: %s", path, aerr);
       khz_spec_destroy(&s.spec);
       return NULL;
     }
@@ -1815,7 +1873,9 @@ khzModel *khz_loadModel(const char *path, khzScene *scene_out, char *err, size_t
     s.rate_hz = 1.0 / info.timestep;
     s.integrator = info.integrator;
     char herr[256];
-    int bad = khz_scene_mjcfSensors(&s, &info, path, herr, sizeof herr);
+    int bad = khz_scene_mjcfSensors(&s, &info, path, herr, sizeof herr) ||
+              khz_scene_addActuators(&s, info.actuator, info.nactuator, "", path, herr,
+                                     sizeof herr);
     khz_mjcf_freeInfo(&info);
     if (bad) {
       khz_loadError(err, errsz, "%s: %s", path, herr);

@@ -374,7 +374,7 @@ static int parse_geom(urdf_ctx *c, xmlNodePtr link, xmlNodePtr el, int body, int
     g.type = KHZ_GEOM_MESH;
     g.size[0] = g.size[1] = g.size[2] = 1;
     const char *file = attr(c, s, "filename");
-    if (!file || !file[0]) return fail(c, s, link, "<mesh> needs a filename");
+    if (!file || !file[0]) return fail(c, s, link, "<mesh> needs a filename: add filename=\"package://PKG/PATH\" or a path relative to the URDF");
     if (attr_doubles(c, s, link, "scale", g.size, 3, 0)) return -1;
 
     /* a mesh that cannot be found drops this geom only, with a warning */
@@ -476,9 +476,9 @@ static int parse_joint(urdf_ctx *c, const urdf_joint *j, khzBodySpec *b) {
   else if (strcmp(t, "floating") == 0)
     b->joint_type = KHZ_JOINT_FLOATING;
   else if (strcmp(t, "planar") == 0)
-    return fail(c, n, n, "planar joints are not supported");
+    return fail(c, n, n, "planar joints are not supported: model the plane as two prismatic joints and a revolute one through two massless links");
   else
-    return fail(c, n, n, "unknown joint type \"%s\"", t);
+    return fail(c, n, n, "unknown joint type \"%s\": use revolute, continuous, prismatic, fixed or floating", t);
   int moving_1dof = b->joint_type == KHZ_JOINT_REVOLUTE ||
                     b->joint_type == KHZ_JOINT_CONTINUOUS ||
                     b->joint_type == KHZ_JOINT_PRISMATIC;
@@ -490,7 +490,7 @@ static int parse_joint(urdf_ctx *c, const urdf_joint *j, khzBodySpec *b) {
   if (ax && attr_doubles(c, ax, n, "xyz", b->axis, 3, 0)) return -1;
   if (moving_1dof) {
     double len = sqrt(b->axis[0] * b->axis[0] + b->axis[1] * b->axis[1] + b->axis[2] * b->axis[2]);
-    if (!(len > 1e-9)) return fail(c, ax ? ax : n, n, "the joint axis is zero");
+    if (!(len > 1e-9)) return fail(c, ax ? ax : n, n, "the joint axis is zero: give <axis xyz=\"...\"> a non-zero direction");
     for (int k = 0; k < 3; k++) b->axis[k] /= len;
   }
 
@@ -510,7 +510,7 @@ static int parse_joint(urdf_ctx *c, const urdf_joint *j, khzBodySpec *b) {
           attr_doubles(c, lim, n, "upper", &b->upper, 1, 0))
         return -1;
       if (b->lower > b->upper)
-        return fail(c, lim, n, "<limit>: lower %g is greater than upper %g", b->lower, b->upper);
+        return fail(c, lim, n, "<limit>: lower %g is greater than upper %g: swap them", b->lower, b->upper);
       b->limited = 1;
     }
   }
@@ -568,7 +568,7 @@ static int read_graph(urdf_ctx *c, xmlNodePtr robot) {
       j->node = k;
       j->name = name;
       j->type = attr(c, k, "type");
-      if (!j->type) return fail(c, k, NULL, "a joint needs a type");
+      if (!j->type) return fail(c, k, NULL, "a joint needs a type: add type=\"revolute\" (or continuous, prismatic, fixed, floating)");
       j->next_sibling = -1;
     } else if (is(k, "material")) {
       if (add_material(c, k, k)) return -1;
@@ -594,8 +594,8 @@ static int read_graph(urdf_ctx *c, xmlNodePtr robot) {
     if (!cname) return fail(c, cn, j->node, "<child> needs a link");
     j->parent = find_link(c, pname);
     j->child = find_link(c, cname);
-    if (j->parent < 0) return fail(c, pn, j->node, "unknown parent link \"%s\"", pname);
-    if (j->child < 0) return fail(c, cn, j->node, "unknown child link \"%s\"", cname);
+    if (j->parent < 0) return fail(c, pn, j->node, "unknown parent link \"%s\": no <link name=\"%s\"> in the robot (names are case-sensitive)", pname, pname);
+    if (j->child < 0) return fail(c, cn, j->node, "unknown child link \"%s\": no <link name=\"%s\"> in the robot (names are case-sensitive)", cname, cname);
     if (j->parent == j->child)
       return fail(c, j->node, NULL, "kinematic loop: link \"%s\" is its own parent", pname);
     urdf_link *cl = &c->links[j->child];
@@ -694,7 +694,7 @@ static int build(urdf_ctx *c, xmlDocPtr doc, khzSpec *spec, int nbody0) {
   xmlNodePtr robot = xmlDocGetRootElement(doc);
   if (!robot) return khz_loadError(c->err, c->errsz, "%s: missing <robot>", c->file);
   if (!is(robot, "robot"))
-    return fail(c, robot, NULL, "the root element must be <robot>");
+    return fail(c, robot, NULL, "the root element must be <robot>: is this a URDF file? (xacro files must be expanded first: xacro FILE > robot.urdf)");
 
   /* the tree */
   int root = read_graph(c, robot);

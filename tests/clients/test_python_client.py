@@ -361,6 +361,42 @@ class Fakes(unittest.TestCase):
             c.close()
 
 
+class Ctrl(unittest.TestCase):
+    """The model's own actuators (MJCF <actuator>) by name and by index."""
+
+    def test_ctrl(self):
+        with Server(scene="tests/loader/data/menagerie/kuka_iiwa_14/iiwa14.xml",
+                    extra=["--mode", "lockstep", "--contact-method", "none"]) as s:
+            with khz.Client(s.state, s.command) as c:
+                m = c.model
+                self.assertEqual(m.nu, 7)
+                self.assertEqual(m.ctrl_names[1], "actuator2")
+                a = m.model_actuators[1]
+                self.assertEqual((a.type, a.joint, a.actuator), ("general", "joint2", 1))
+                self.assertAlmostEqual(a.ctrlrange[1], 2.0944)
+                self.assertTrue(a.kv_implicit)
+                with self.assertRaises(ValueError):
+                    c.send_ctrl(np.zeros(6))
+                with self.assertRaises(khz.UnknownName):
+                    c.send_ctrl({"nope": 1.0})
+                # a servo to 0.3 rad on joint 2, by name: the joint gets there
+                st = c.next_state()
+                for _ in range(400):
+                    c.send_ctrl({"actuator2": 0.3}, state=st)
+                    st = c.next_state()
+                self.assertAlmostEqual(st.q[1], 0.3, delta=0.03)
+                # all seven by index; one outside its ctrlrange is clamped and said so
+                c.send_ctrl([0, 9.0, 0, 0, 0, 0, 0], state=st)
+                deadline = time.monotonic() + PATIENCE
+                errors = []
+                while not errors and time.monotonic() < deadline:
+                    errors = c.read_errors()
+                    time.sleep(0.01)
+                self.assertTrue(errors)
+                self.assertIn("actuator2", errors[0].message)
+                self.assertIn("clamped", errors[0].message)
+
+
 class Curve(unittest.TestCase):
     def test_curve(self):
         def keygen():

@@ -385,8 +385,9 @@ static void test_warnings(void) {
       "w.xml:2: <size>: element not supported by khz (ignored)",
       "w.xml:3: <option>: attribute wind: khz has no fluid forces; the model moves as in vacuum",
       "w.xml:3: <option>: integrator=\"implicit\" is not supported by khz: semi-implicit Euler is "
-      "used (joint damping implicit, as in MuJoCo's Euler; other velocity-dependent forces "
-      "such as actuator kv explicit)",
+      "used, with joint damping and the actuators' velocity gains (kv, biasprm[2]) implicit as "
+      "in MuJoCo's implicitfast (they join the joint's damping); MuJoCo's implicit also takes "
+      "the Coriolis derivatives implicitly, khz keeps them explicit",
       "w.xml:7: <plugin>: element not supported by khz (ignored)",
       "w.xml:7: <geom>: attribute condim is not supported by khz (ignored)",
       "w.xml:7: <geom>: torsional and rolling friction are not supported by khz (ignored)",
@@ -539,7 +540,7 @@ static void test_bad_input(void) {
        "bad.xml:2: <jointvel>: unknown joint \"k\""},
       {"<mujoco><worldbody><body name='a'><joint name='j'/></body></worldbody>\n"
        "<equality><connect body1='a' body2='b' anchor='0 0 0'/></equality></mujoco>",
-       "bad.xml:2: <connect>: unknown body \"b\""},
+       "bad.xml:2: <connect>: unknown body \"b\": no <body name=\"b\"> in the model"},
       {"<mujoco><worldbody><body name='a'><joint name='j'/></body></worldbody>\n"
        "<equality><connect body1='a'/></equality></mujoco>",
        "bad.xml:2: <connect>: <connect> needs anchor (a point in body1's frame)"},
@@ -553,13 +554,13 @@ static void test_bad_input(void) {
       {"<mujoco><worldbody><body><geom type='blob'/></body></worldbody></mujoco>",
        "<geom>: attribute type=\"blob\" is not one of plane, hfield, sphere"},
       {"<mujoco><worldbody><body><geom class='nope' size='.1'/></body></worldbody></mujoco>",
-       "<geom>: unknown default class \"nope\""},
+       "<geom>: unknown default class \"nope\": define it with <default class=\"nope\">"},
       {"<mujoco><worldbody><body name='x' childclass='nope'/></worldbody></mujoco>",
-       "<body name=\"x\">: unknown childclass \"nope\""},
+       "<body name=\"x\">: unknown childclass \"nope\": define it with <default class=\"nope\">"},
       {"<mujoco><default><default class='a'/><default class='a'/></default></mujoco>",
        "<default class=\"a\">: repeated default class name \"a\" (first at line 1)"},
       {"<mujoco><default><default/></default></mujoco>",
-       "<default>: a nested <default> needs a class"},
+       "<default>: a nested <default> needs a class: add class="},
       {"<mujoco>\n<default>\n<joint range='-1 1'/>\n</default>\n<worldbody><body><joint "
        "name='j'/><geom size='.1'/></body></worldbody></mujoco>",
        "bad.xml:5: <joint name=\"j\">: range without limited"},
@@ -580,7 +581,7 @@ static void test_bad_input(void) {
       {"<mujoco><worldbody><body name='b'><joint/><joint/><joint/><joint/><joint "
        "type='slide'/><joint type='slide'/><joint type='slide'/><geom "
        "size='.1'/></body></worldbody></mujoco>",
-       "<body name=\"b\">: more than 6 degrees of freedom in one body"},
+       "<body name=\"b\">: more than 6 degrees of freedom in one body: put the extra joints in a nested child body"},
       {"<mujoco><worldbody><body><joint name='j'/><geom "
        "size='.1'/></body></worldbody><actuator><motor "
        "joint='k'/></actuator></mujoco>",
@@ -591,7 +592,7 @@ static void test_bad_input(void) {
        "<motor name=\"m\">: ctrlrange without ctrllimited"},
       {"<mujoco><worldbody><body><geom type='sphere' size='.1' fromto='0 0 0 0 0 "
        "1'/></body></worldbody></mujoco>",
-       "<geom>: fromto requires a capsule, cylinder, box or ellipsoid"},
+       "<geom>: fromto requires a capsule, cylinder, box or ellipsoid: give this shape pos and size instead"},
       {"<mujoco><worldbody><body><geom type='capsule' size='.1' fromto='0 0 1 0 0 "
        "1'/></body></worldbody></mujoco>",
        "<geom>: fromto points coincide"},
@@ -599,7 +600,7 @@ static void test_bad_input(void) {
        "<geom>: size[2] = 0 must be positive"},
       {"<mujoco><worldbody><body><joint/><geom type='plane' size='1 1 "
        "1'/></body></worldbody></mujoco>",
-       "<geom>: a plane is only allowed in a body that does not move"},
+       "<geom>: a plane is only allowed in a body that does not move: put it in <worldbody>"},
       {"<mujoco><worldbody><body name='a'/><body name='a'/></worldbody></mujoco>",
        "<body name=\"a\">: repeated body name \"a\""},
       {"<mujoco><worldbody><body><joint name='j'/><geom size='.1'/></body><body><joint "
@@ -627,14 +628,14 @@ static void test_bad_input(void) {
        "pos='0 0 0' mass='1' diaginertia='1 1 1'/></body></worldbody></mujoco>",
        "<inertial>: a body has at most one <inertial>"},
       {"<mujoco><compiler coordinate='global'/></mujoco>",
-       "<compiler>: coordinate=\"global\" is not supported (only local)"},
+       "<compiler>: coordinate=\"global\" is not supported (only local): convert the model to local coordinates"},
       {"<mujoco>\n<include file='x.xml'/></mujoco>",
        "bad.xml:2: <include>: included file \"x.xml\" not found (looked for x.xml"},
       {"<mujoco><worldbody><body><composite type='grid' count='2 2 "
        "1'/></body></worldbody></mujoco>",
        "<composite>: <composite> is not supported by khz (it would change the body tree)"},
       {"<mujoco><worldbody><joint/></worldbody></mujoco>",
-       "<joint>: the world body cannot have joints"},
+       "<joint>: the world body cannot have joints: put the joint and what it moves in a <body>"},
       {"<mujoco><compiler eulerseq='xyw'/></mujoco>",
        "<compiler>: eulerseq=\"xyw\" must be three of x, y, z, X, Y, Z"},
       {"<mujoco><compiler angle='grad'/></mujoco>",
@@ -644,7 +645,7 @@ static void test_bad_input(void) {
       {"<mujoco><option><flag gravity='off'/></option></mujoco>",
        "bad.xml:1: <flag>: attribute gravity=\"off\" is not one of disable, enable"},
       {"<mujoco><worldbody><body><geom type='mesh' mesh='nope'/></body></worldbody></mujoco>",
-       "bad.xml:1: <geom>: unknown mesh \"nope\""},
+       "bad.xml:1: <geom>: unknown mesh \"nope\": declare it in <asset> as <mesh name=\"nope\""},
       {"<mujoco><asset><mesh file='missing.stl'/></asset><worldbody><body><geom type='mesh' "
        "mesh='missing'/></body></worldbody></mujoco>",
        "bad.xml:1: <mesh>: mesh file \"missing.stl\" not found (looked for missing.stl)"},
@@ -1064,6 +1065,74 @@ static void test_loop_drift_euler(void) {
   }
 }
 
+/* actuators as PD terms (khz_actuator_pd), their kv in the joint damping under
+ * MuJoCo's implicit integrators, and the scene's actuator list */
+static void test_actuator_pd(void) {
+  static const char *const fmt =
+      "<mujoco><compiler autolimits='true'/><option integrator='%s'/><worldbody><body name='b'>"
+      "<joint name='j' axis='0 0 1' damping='0.5'/><geom size='.1' mass='1'/>"
+      "<body name='c' pos='0 0 .3'><joint name='k' type='slide' axis='1 0 0'/>"
+      "<geom size='.1' mass='1'/></body></body></worldbody><actuator>"
+      "<position name='p' joint='j' kp='40' kv='3' gear='2' ctrlrange='-1 1'/>"
+      "<velocity name='v' joint='k' kv='5'/>"
+      "<position name='pf' joint='k' kp='7' kv='2' forcerange='-9 9'/>"
+      "</actuator></mujoco>";
+  const char *integ[] = {"Euler", "implicitfast"};
+  for (int mode = 0; mode < 2; mode++) {
+    char xml[1024], err[1024] = "";
+    snprintf(xml, sizeof xml, fmt, integ[mode]);
+    khzSpec *s = khz_spec_new();
+    khzMjcfInfo info;
+    khzMjcfOptions opt;
+    warnings w = {0};
+    options(&opt, &w);
+    opt.info = &info;
+    if (khz_loadMJCFString(s, xml, "a.xml", &opt, err, sizeof err) != 1) {
+      ENSURE_MSG(0, "%s", err);
+      khz_spec_destroy(&s);
+      continue;
+    }
+    ENSURE(info.nactuator == 3);
+    /* under implicitfast the position servo's kv (gear^2 kv = 12) and the
+     * velocity actuator's (5) join the damping; the one with a forcerange stays explicit */
+    ENSURE_NEAR(khz_spec_body(s, 1)->damping, mode ? 0.5 + 12 : 0.5, 1e-15);
+    ENSURE_NEAR(khz_spec_body(s, 2)->damping, mode ? 5 : 0, 1e-15);
+    ENSURE(info.actuator[0].kv_implicit == mode && info.actuator[1].kv_implicit == mode &&
+           !info.actuator[2].kv_implicit);
+    double ff, kp, kd;
+    /* gear 2, kp 40: tau = 2 (40 ctrl - 40 (2 q) - 3 (2 qd)) = 80 ctrl - 160 q - 12 qd */
+    ENSURE(khz_actuator_pd(&info.actuator[0], 0.25, &ff, &kp, &kd) == 0);
+    ENSURE(ff == 20 && kp == 160 && kd == (mode ? 0 : 12));
+    ENSURE(khz_actuator_pd(&info.actuator[0], 3, &ff, &kp, &kd) == 1 && ff == 80); /* clamped to 1 */
+    ENSURE(khz_actuator_pd(&info.actuator[0], NAN, &ff, &kp, &kd) == -1 && ff == 0);
+    ENSURE(khz_actuator_pd(&info.actuator[2], 0.5, &ff, &kp, &kd) == 0);
+    ENSURE(ff == 3.5 && kp == 7 && kd == 2);
+    /* the terms, with the damping, are MuJoCo's torque (khz_mjcf_actuatorTorque) */
+    for (int a = 0; a < 2; a++) {
+      double q = 0.3, qd = -0.7, ctrl = 0.4;
+      khz_actuator_pd(&info.actuator[a], ctrl, &ff, &kp, &kd);
+      double g = info.actuator[a].gear, folded = mode ? g * g * info.actuator[a].bias[2] * qd : 0;
+      ENSURE_NEAR(ff - kp * q - kd * qd + folded,
+                  khz_mjcf_actuatorTorque(&info.actuator[a], ctrl, q, qd), 1e-13);
+    }
+    khz_mjcf_freeInfo(&info);
+    khz_spec_destroy(&s);
+  }
+
+  /* a scene keeps the actuators of an MJCF file served alone (khz_loadModel) */
+  khzScene sc;
+  char err[1024] = "";
+  khzModel *m = khz_loadModel("tests/loader/data/menagerie/kuka_iiwa_14/iiwa14.xml", &sc, err,
+                              sizeof err);
+  ENSURE_MSG(m != NULL, "%s", err);
+  if (m) {
+    ENSURE(sc.nactuator == 7 && !strcmp(sc.actuator[6].name, "actuator7") &&
+           !strcmp(sc.actuator[6].joint, "joint7") && sc.actuator[6].kv_implicit);
+    khz_deleteModel(&m);
+    khz_deleteScene(&sc);
+  }
+}
+
 int main(void) {
   const char *root = getenv("KHZ_SOURCE_ROOT");
   if (root && chdir(root) != 0) {
@@ -1081,5 +1150,6 @@ int main(void) {
   test_flags();
   test_outside_range();
   test_loop_drift_euler();
+  test_actuator_pd();
   return ensure_report();
 }

@@ -714,7 +714,32 @@ static void test_mjcf_sensors(void) {
   ENSURE_MSG(strstr(err, "sensor name 'r/acc' is used twice") != NULL, "'%s'", err);
 }
 
+/* the robots' own actuators (Command.ctrl): a URDF's <ros2_control> interfaces
+ * and an MJCF model's <actuator>s, named with the robot's prefix */
+static void test_actuators(void) {
+  static const char *const yaml =
+      "khz_scene: 1\n"
+      "robots:\n"
+      "  - {name: r, urdf: ros2_control.urdf}\n"
+      "  - {name: arm, mjcf: menagerie/kuka_iiwa_14/iiwa14.xml}\n";
+  khzScene s;
+  char err[1024] = "";
+  int rc = khz_loadSceneString(&s, yaml, "inline.yaml", DATA, err, sizeof err);
+  ENSURE_MSG(rc == 0, "%s", err);
+  if (rc) return;
+  /* shoulder/position, shoulder/effort, rail/velocity (acceleration warns), 7 servos */
+  ENSURE_MSG(s.nactuator == 10, "%d actuators", s.nactuator);
+  ENSURE(!strcmp(s.actuator[0].name, "r/shoulder/position") &&
+         !strcmp(s.actuator[0].joint, "r/shoulder") && s.actuator[0].type == KHZ_MJCF_POSITION);
+  ENSURE(!strcmp(s.actuator[2].name, "r/rail/velocity") && s.actuator[2].type == KHZ_MJCF_VELOCITY);
+  ENSURE(!strcmp(s.actuator[3].name, "arm/actuator1") && !strcmp(s.actuator[3].joint, "arm/joint1"));
+  /* a scene's MJCF robot keeps the file's integrator choice for its servos' kv */
+  ENSURE(s.actuator[3].kv_implicit);
+  khz_deleteScene(&s);
+}
+
 int main(void) {
+  test_actuators();
   test_default();
   test_fixture();
   test_bad_inputs();

@@ -343,6 +343,27 @@ class Client:
                 getattr(cmd, name).extend(v)
         return self.command(cmd)
 
+    def send_ctrl(self, ctrl: ArrayLike | dict, tau: ArrayLike | None = None,
+                  state: State | None = None) -> int:
+        """Controls for the model's own actuators (Model.model_actuators: MJCF
+        <actuator>s, URDF <ros2_control> command interfaces), as MuJoCo's
+        data.ctrl: nu values in model_actuators order, or a dict
+        {name: value} (short names when unambiguous; the actuators not named
+        contribute nothing). The server clamps each to its ctrlrange (a CLAMPED
+        error, applied) and runs position / velocity actuators as servos at
+        the tick rate; tau (na values) adds joint torques."""
+        m = self.model
+        cmd = self._command_header(state)
+        if isinstance(ctrl, dict):
+            for name, value in ctrl.items():
+                cmd.ctrl_names.append(m.ctrl_names[m.ctrl_index(name)])
+                cmd.ctrl.append(float(value))
+        else:
+            cmd.ctrl.extend(_vector("ctrl", ctrl, m.nu))
+        if tau is not None:
+            cmd.tau.extend(_vector("tau", tau, m.na))
+        return self.command(cmd)
+
     def send_haptic(self, proxy: int | str, position: ArrayLike,
                     orientation: ArrayLike = (1.0, 0.0, 0.0, 0.0),
                     velocity: ArrayLike | None = None,

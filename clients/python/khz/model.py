@@ -55,6 +55,23 @@ class Joint:
 
 
 @dataclass(frozen=True)
+class ModelActuator:
+    """One of the model's own actuators (MJCF <actuator>, URDF <ros2_control>
+    command interface): what Client.send_ctrl drives. Joint torque
+    gear (gain ctrl + bias[0] + bias[1] gear q + bias[2] gear qd)."""
+    name: str
+    type: str  # motor, position, velocity, general
+    joint: str
+    actuator: int  # its joint's index into command arrays
+    gear: float
+    ctrlrange: tuple[float, float] | None  # None: not limited
+    forcerange: tuple[float, float] | None
+    gain: float
+    bias: tuple[float, float, float]
+    kv_implicit: bool
+
+
+@dataclass(frozen=True)
 class Body:
     index: int
     name: str
@@ -100,6 +117,14 @@ class Model:
                              j.lower, j.upper, j.velocity_limit, j.effort_limit, j.damping,
                              j.friction, j.actuator) for j in msg.joints]
         self.actuator_names = [a.name for a in msg.actuators]
+        self.model_actuators = [
+            ModelActuator(a.name, a.type, a.joint, a.actuator, a.gear,
+                          (a.ctrl_lower, a.ctrl_upper) if a.ctrllimited else None,
+                          (a.force_lower, a.force_upper) if a.forcelimited else None,
+                          a.gain, tuple(a.bias) if len(a.bias) == 3 else (0.0, 0.0, 0.0),
+                          a.kv_implicit) for a in msg.model_actuators]
+        self.nu = len(self.model_actuators)
+        self.ctrl_names = [a.name for a in self.model_actuators]
         self.body_names = [b.name for b in self.bodies]
         self.joint_names = [j.name for j in self.joints]
         self.proxy_names = [p.body_name for p in msg.haptic_proxies]
@@ -136,6 +161,14 @@ class Model:
                 raise UnknownName(f"actuator {name} is not in 0..{self.na - 1}")
             return int(name)
         return _lookup("actuated joint", name, self.actuator_names, self.scene)
+
+    def ctrl_index(self, name: str | int) -> int:
+        """Command.ctrl index of one of the model's own actuators (by name)."""
+        if isinstance(name, (int, np.integer)):
+            if not 0 <= name < self.nu:
+                raise UnknownName(f"model actuator {name} is not in 0..{self.nu - 1}")
+            return int(name)
+        return _lookup("model actuator", name, self.ctrl_names, self.scene)
 
     def joint(self, name: str) -> Joint:
         return self.joints[_lookup("joint", name, self.joint_names, self.scene)]

@@ -98,12 +98,29 @@ typedef struct khzMjcfActuator {
   double gain;              /* force = gain ctrl + bias[0] + bias[1] gear q + bias[2] gear qd */
   double bias[3];           /* (position: gain kp, bias 0 -kp -kv; velocity: gain kv, bias 0 0
                                -kv; motor: gain 1, no bias; general: gainprm[0], biasprm) */
+  int kv_implicit;          /* 1: its velocity feedback -gear^2 bias[2] qd is in the joint's
+                               damping (khzBodySpec.damping), integrated implicitly as MuJoCo's
+                               implicit / implicitfast integrators do (the file's <option
+                               integrator>; not with a forcerange); khz_actuator_pd leaves it out */
 } khzMjcfActuator;
 
 /* The joint torque of actuator a for control ctrl at joint position q and
  * velocity qd, MuJoCo's rule: ctrl clamped to ctrlrange (when limited), the
  * force gain ctrl + bias clamped to forcerange (when limited), times gear. */
 double khz_mjcf_actuatorTorque(const khzMjcfActuator *a, double ctrl, double q, double qd);
+
+/* Actuator a as the terms of khz's in-tick PD controller on its joint, for
+ * control ctrl (MuJoCo's data.ctrl): ctrl clamped to ctrlrange, the joint
+ * torque tau_ff - kp q - kd qd with
+ *   tau_ff = gear (gain ctrl + bias[0]),  kp = -gear^2 bias[1],
+ *   kd = -gear^2 bias[2]  (0 when kv_implicit: the joint's damping has it).
+ * Together with the joint damping the actuator adds this is MuJoCo's
+ * qfrc_actuator before forcerange (the server bounds the force through the
+ * joint's effort limit: exact for one actuator with a symmetric forcerange).
+ * Returns 1 when ctrl was clamped to ctrlrange, 0 when not, -1 when ctrl is
+ * not finite (outputs then zero). */
+int khz_actuator_pd(const khzMjcfActuator *a, double ctrl, double *tau_ff, double *kp,
+                    double *kd);
 
 /* One <key> of <keyframe>: a named state, laid out as khz's q and qd (which
  * equal MuJoCo's qpos and qvel for an MJCF model loaded alone). */
@@ -271,6 +288,7 @@ typedef struct khzHapticSettings {
 #define KHZ_SCENE_MAX_SENSOR 64
 #define KHZ_SCENE_MAX_DRIVE 64
 #define KHZ_SCENE_MAX_FAULT 64
+#define KHZ_SCENE_MAX_ACTUATOR 256
 typedef struct khzSceneHil {
   uint64_t seed;
   int nsensor;
@@ -298,6 +316,11 @@ typedef struct khzScene {
   khzHapticSettings haptic[KHZ_SCENE_MAX_HAPTIC];
   khzExperiment experiment;
   khzSceneHil hil;     /* key `hil`: sensors and drives (none by default) */
+  int nactuator;       /* the models' own actuators: MJCF <actuator>s and URDF <ros2_control>
+                          command interfaces of every robot, in load order, names and joints
+                          with the robot's prefix (unnamed MJCF actuators: "actuatorN", N
+                          their index in the file); the server's Command.ctrl addresses them */
+  khzMjcfActuator actuator[KHZ_SCENE_MAX_ACTUATOR];
 } khzScene;
 
 /* Loads a scene file. On error returns -1 with err set and *scene untouched. */

@@ -215,6 +215,16 @@ int khz_client_sendTargets(khzClient *c, const Khz__V1__State *st, const double 
                            const double *qd_target, const double *kp, const double *kd,
                            const double *tau_ff, size_t n);
 
+/* Controls for the model's own actuators (ModelDescription.model_actuators:
+ * MJCF <actuator>s, URDF <ros2_control> command interfaces), MuJoCo's
+ * data.ctrl: names NULL: n = nu values in model_actuators order; else n
+ * values for the n actuators named (the others contribute nothing). The
+ * server clamps each to its ctrlrange (a CLAMPED error comes back) and runs
+ * position / velocity actuators as servos at the tick rate. */
+int khz_client_sendCtrl(khzClient *c, const Khz__V1__State *st, const double *ctrl,
+                        const char *const *names, size_t n);
+int khz_client_ctrlIndex(khzClient *c, const char *name); /* Command.ctrl slot, -1: none */
+
 /* A haptic device's pose for a proxy (position 3, orientation w x y z, world
  * frame); velocity and angular_velocity may be NULL (zero). The force to
  * render comes back in State.haptic_wrench[6 * proxy ...]. */
