@@ -120,9 +120,9 @@ static int run(const char *path, double h, double seconds, int method, int model
       r->narrowed += st->narrowed > 0;
       r->added += st->added;
       if (trace)
-        fprintf(stderr, "h %g model %d step %ld: pairs %d groups %d members %d U %d I %d X %d n %d status %d failed %d full %d narrowed %d turn %g added %d\n", h, model, s,
+        fprintf(stderr, "h %g model %d step %ld: pairs %d groups %d members %d U %d I %d X %d n %d status %d failed %d full %d narrowed %d turn %g added %d speed %.3g spin %.3g\n", h, model, s,
                 st->contacts, st->groups, st->members, st->nu, st->ni, st->nx, st->n, st->status, st->failed, st->full,
-                st->narrowed, st->turn, st->added);
+                st->narrowed, st->turn, st->added, st->speed, st->spin);
     }
     /* the fastest spin: |omega| times the body's bounding radius */
     for (int g = 0; g < m->ngeom; g++) {

@@ -111,6 +111,7 @@ typedef struct pegWork {
   int *mem;
   /* dynamics */
   double *vfree, *vplus, *qplus, *tau, *qdd;
+  double *vbest, *zbest; /* the pass that violates least: v+ and the LCP's z */
   khzLcpBlocks mb; /* the active trees' mass-matrix blocks (lcp/blocks.h) */
   double *Gc, *Gp, *Yp, *Kc, *Kp, *gvc, *gvp;
   double *A, *b, *z, *w, *D;
@@ -188,6 +189,8 @@ static void peg_sizes(const khzModel *m, pegWork *W) {
   X(W->vfree, double, (m)->nv)                            \
   X(W->vplus, double, (m)->nv)                            \
   X(W->qplus, double, (m)->nq)                            \
+  X(W->vbest, double, (m)->nv)                            \
+  X(W->zbest, double, W->nmax)                            \
   X(W->tau, double, (m)->nv)                              \
   X(W->qdd, double, (m)->nv)                              \
   X(W->mb.jac0, double, 3 * (size_t)(m)->nv)                 \
@@ -706,6 +709,8 @@ static int gather(const khzModel *m, khzData *d, pegWork *W, double h) {
     if (cm->geom[g].shape < 0) continue;
     if (khz_pegPoly(m, d, g, W->poly + np) != 1) return -1;
     poly_speed(m, d, W->poly + np, W->speed + 4 * np);
+    peg_stats.spin = fmax(peg_stats.spin, W->speed[4 * np + 3]);
+    peg_stats.speed = fmax(peg_stats.speed, khzu_norm3(W->speed + 4 * np));
     W->geom_poly[g] = np++;
   }
   W->m = m, W->d = d;
@@ -964,6 +969,31 @@ static khzLcpStatus solve(pegWork *W, int n) {
   return st;
 }
 
+/* twice the kinetic energy of the velocity v over the active trees, v' M v =
+ * |L' v|^2 with their Cholesky factors L (blocks.h) */
+static double active_energy(const pegWork *W, const double *v) {
+  const khzLcpBlocks *B = &W->mb;
+  double e = 0;
+  for (int t = 0; t < B->ntree; t++) {
+    const double *L = B->Mb + B->tree_moff[t];
+    int n = B->tree_n[t], off = B->tree_off[t];
+    for (int k = 0; k < n; k++) {
+      double s = 0;
+      for (int i = k; i < n; i++) s += L[i * n + k] * v[B->dof[off + i]];
+      e += s * s;
+    }
+  }
+  return e;
+}
+
+/* the mass of the bodies whose dofs are active */
+static double active_mass(const khzModel *m, const pegWork *W) {
+  double mass = 0;
+  for (int b = 1; b < m->nbody; b++)
+    if (m->jnt_dofadr[b] >= 0 && m->jnt_dofadr[b] < m->nv && W->mb.act[m->jnt_dofadr[b]] >= 0) mass += m->body_mass[b];
+  return mass;
+}
+
 /* v+ = v_free + M^-1 (Gp' (p, beta)) */
 static void velocity_update(const khzModel *m, pegWork *W) {
   int ng = W->ng, npush = ng + W->nf * W->k, na = W->mb.na;
@@ -1080,7 +1110,7 @@ static double edge_inside(const khzPegPoly *A, int e, const khzPegPoly *B) {
  * that separate it now is its exact non-penetration, restricted to the
  * ways around B it could take), an edge pair a U constraint (eq. 35). The
  * number added, -1 when the lists are full. */
-static int add_missed(const khzModel *m, pegWork *W, double h) {
+static int add_missed(const khzModel *m, pegWork *W, double h, int may_add, double *worst) {
   int added = 0;
   for (int i = 0; i < W->npoly; i++)
     for (int j = i + 1; j < W->npoly; j++) {
@@ -1102,7 +1132,10 @@ static int add_missed(const khzModel *m, pegWork *W, double h) {
         int pa = dir ? j : i, pb = dir ? i : j;
         const khzPegPoly *Ap = W->polyp + pa, *Bp = W->polyp + pb, *A = W->poly + pa, *B = W->poly + pb;
         for (int v = 0; v < Ap->nv; v++) {
-          if (inside_depth(Bp, Ap->v[v]) <= PEG_RECHECK_DEPTH || vertex_held(W, pa, v, pb)) continue;
+          double depth = inside_depth(Bp, Ap->v[v]);
+          if (depth <= PEG_RECHECK_DEPTH || vertex_held(W, pa, v, pb)) continue;
+          *worst = fmax(*worst, depth);
+          if (!may_add) continue;
           double s[KHZ_PEG_MAXF], smax = -INFINITY;
           for (int f = 0; f < B->nf; f++) s[f] = khzu_dot3(B->n[f], A->v[v]) - B->d[f], smax = fmax(smax, s[f]);
           int ids[KHZ_PEG_MAXF], n = 0;
@@ -1119,8 +1152,11 @@ static int add_missed(const khzModel *m, pegWork *W, double h) {
         if (edge_inside(Ap, ea, Bp) <= PEG_RECHECK_DEPTH) continue;
         if (inside_depth(Bp, Ap->v[Ap->e[ea][0]]) > 0 || inside_depth(Bp, Ap->v[Ap->e[ea][1]]) > 0) continue;
         for (int eb = 0; eb < Bp->ne; eb++) {
-          if (edge_inside(Bp, eb, Ap) <= PEG_RECHECK_DEPTH || edges_held(W, i, ea, j, eb)) continue;
+          double depth = edge_inside(Bp, eb, Ap);
+          if (depth <= PEG_RECHECK_DEPTH || edges_held(W, i, ea, j, eb)) continue;
           if (inside_depth(Ap, Bp->v[Bp->e[eb][0]]) > 0 || inside_depth(Ap, Bp->v[Bp->e[eb][1]]) > 0) continue;
+          *worst = fmax(*worst, depth);
+          if (!may_add) continue;
           double sp, tp;
           int c = add_ee(W, i, ea, j, eb, &sp, &tp);
           if (c == -2) return -1;
@@ -1132,6 +1168,7 @@ static int add_missed(const khzModel *m, pegWork *W, double h) {
         }
       }
     }
+  if (!may_add) return 0;
   /* friction at the new groups' primaries, while the cones last */
   for (int gi = 0; gi < W->ng; gi++) {
     pegGroup *g = W->g + gi;
@@ -1143,11 +1180,14 @@ static int add_missed(const khzModel *m, pegWork *W, double h) {
 
 /* the polytopes at q+ (W->qplus, into W->polyp), each contact's exact gap
  * there against the LCP's linear prediction psi + h G v+; the corrections
- * updated, and the constraints the step lacks added (add_missed). The
- * number of groups left deeper than PEG_RECHECK_DEPTH plus those added
- * (0: done; -1: the lists are full). The kinematics are left at (q, v). */
-static int recheck(const khzModel *m, khzData *d, pegWork *W, double h, int *added) {
-  *added = 0;
+ * updated, and (may_add) the constraints the step lacks added (add_missed).
+ * *worst: the deepest violation at q+ (a group's largest gap below zero
+ * and below its start, a feature pair no constraint holds). The number of
+ * groups left deeper than PEG_RECHECK_DEPTH plus the pairs found without a
+ * constraint (0: done; -1: the lists are full). The kinematics are left at
+ * (q, v). */
+static int recheck(const khzModel *m, khzData *d, pegWork *W, double h, int may_add, int *added, double *worst) {
+  *added = 0, *worst = 0;
   khz_forwardPass(m, d, W->qplus, NULL);
   int placed = 1;
   for (int i = 0; i < W->npoly && placed; i++) placed = khz_pegPoly(m, d, W->poly[i].geom, W->polyp + i) == 1;
@@ -1159,7 +1199,7 @@ static int recheck(const khzModel *m, khzData *d, pegWork *W, double h, int *add
     /* a group whose largest gap was already closed at q only needs to open */
     double start = -INFINITY;
     for (int j = 0; j < g->count; j++) start = fmax(start, W->c[W->mem[g->first + j]].psi);
-    deep += best < -PEG_RECHECK_DEPTH && best < start;
+    if (best < -PEG_RECHECK_DEPTH && best < start) deep++, *worst = fmax(*worst, -best);
   }
   if (deep) {
     for (int i = 0; i < W->nc; i++) {
@@ -1169,10 +1209,27 @@ static int recheck(const khzModel *m, khzData *d, pegWork *W, double h, int *add
       for (int a = 0; a < W->mb.na; a++) gv += G[a] * W->vplus[W->mb.dof[a]];
       c->corr += exact_gap(W, W->polyp, c) - (psi_used(c, h) + h * gv);
     }
+    /* and a group still closed at q+ has its members' gaps lowered by what
+     * is left: a solve with a compliance on the diagonal (the ladder of
+     * solve()) ends short of its rows by eps z, which the linearisation's
+     * correction alone carries into every pass */
+    for (int gi = 0; gi < W->ng; gi++) {
+      const pegGroup *g = W->g + gi;
+      double best = -INFINITY, start = -INFINITY;
+      for (int j = 0; j < g->count; j++) {
+        const pegContact *c = W->c + W->mem[g->first + j];
+        best = fmax(best, exact_gap(W, W->polyp, c)), start = fmax(start, c->psi);
+      }
+      if (best < -PEG_RECHECK_DEPTH && best < start)
+        for (int j = 0; j < g->count; j++) W->c[W->mem[g->first + j]].corr += best;
+    }
   }
   if (placed && peg_model == KHZ_PEG_MODEL_PEG) {
     int nc = W->nc, ng = W->ng, nm = W->nm;
-    *added = add_missed(m, W, h);
+    double missed = 0;
+    *added = add_missed(m, W, h, may_add, &missed);
+    *worst = fmax(*worst, missed);
+    if (!may_add && missed > 0) deep++;
     if (*added < 0) {
       /* nothing half-added: the solve stands for the lists as they were */
       W->nc = nc, W->ng = ng, W->nm = nm;
@@ -1206,6 +1263,17 @@ int khz_pegStep(const khzModel *m, khzData *d, double h) {
       ok = mass_blocks(m, d, W);
       if (ok) {
         rows(m, d, W);
+        /* the pass whose q+ violates least is the step's (the passes are
+         * a fixed-point iteration on the gaps' linearisation, which can
+         * diverge for fast-turning bodies) */
+        double best_worst = INFINITY, last_worst = INFINITY;
+        /* the contacts' impulses do not add kinetic energy, the pushout of a
+         * penetration at q and the corrections of the passes only a little:
+         * a pass whose v+ has more than twice v_free's kinetic energy plus
+         * the pushout's over the bodies involved is the linearisation
+         * diverging (a fast-turning body), not a better answer */
+        double energy_cap = 2 * active_energy(W, W->vfree) + active_mass(m, W) * PEG_PUSHOUT * PEG_PUSHOUT;
+        int best_n = 0, best_ng = 0, best_nm = 0, best_nf = 0;
         for (int pass = 0; ok && pass < PEG_PASSES; pass++) {
           int n = assemble(W, h);
           peg_stats.n = n;
@@ -1222,27 +1290,52 @@ int khz_pegStep(const khzModel *m, khzData *d, double h) {
             peg_stats.frictionless = 1;
           }
           peg_stats.status = st;
-          ok = st == KHZ_LCP_SOLVED;
-          if (!ok) break;
+          if (st != KHZ_LCP_SOLVED) {
+            /* a later pass failed: the best earlier one stands */
+            ok = best_worst < INFINITY;
+            break;
+          }
           velocity_update(m, W);
-          if (pass == PEG_PASSES - 1) break;
           /* the exact gaps at q+ against their linearisations (eq. 6):
            * done when every group keeps a gap open to PEG_RECHECK_DEPTH
            * and no feature pair without a constraint penetrates */
           khz_integratePos(m, W->qplus, d->q, W->vplus, h);
-          int added, left = recheck(m, d, W, h, &added);
+          int ng = W->ng, nm = W->nm, nf = W->nf, added;
+          double worst;
+          int left = recheck(m, d, W, h, pass < PEG_PASSES - 1, &added, &worst);
+          peg_stats.passes = pass + 1;
+          int sane = active_energy(W, W->vplus) <= energy_cap;
+          if (sane && worst < best_worst) {
+            best_worst = worst, best_n = n, best_ng = ng, best_nm = nm, best_nf = nf;
+            memcpy(W->vbest, W->vplus, (size_t)m->nv * sizeof(double));
+            memcpy(W->zbest, W->z, (size_t)n * sizeof(double));
+          }
+          if (left == 0 || pass == PEG_PASSES - 1) break;
+          /* diverging: the velocity ran away or the violation doubled */
+          if (!sane || worst > 2 * last_worst) break;
+          last_worst = worst;
           if (left < 0) {
-            /* the lists are full: the step stands as solved */
+            /* the lists are full: the best pass stands */
             peg_stats.full = 5;
             break;
           }
-          if (left == 0) break;
           if (added > 0) {
             peg_stats.added += added;
             peg_stats.contacts = W->nc, peg_stats.groups = W->ng, peg_stats.members = W->nm;
             ok = mass_blocks(m, d, W);
             if (ok) rows(m, d, W);
           }
+        }
+        if (ok && best_worst < INFINITY) {
+          /* the groups added after the best pass are left out of the report */
+          memcpy(W->vplus, W->vbest, (size_t)m->nv * sizeof(double));
+          memcpy(W->z, W->zbest, (size_t)best_n * sizeof(double));
+          W->ng = best_ng, W->nm = best_nm, W->nf = best_nf;
+          /* a cone given after that pass (or friction dropped after it):
+           * the force's friction part is not reported */
+          for (int gi = 0; gi < W->ng; gi++)
+            if (W->g[gi].fric >= best_nf) W->g[gi].fric = -1;
+          peg_stats.worst = best_worst;
         }
       }
     }

@@ -71,6 +71,9 @@ typedef struct khzPegStats {
                        with a smaller allowance */
   double turn;      /* the allowance's share of the travel used */
   int added;        /* constraints added by the exact check at q+ */
+  double speed, spin; /* the fastest centre, the fastest |omega| r at q */
+  int passes;       /* solves of the step (re-linearisations, additions) */
+  double worst;     /* the deepest violation left at q+ (m; 0: none) */
 } khzPegStats;
 const khzPegStats *khz_pegLastStats(void);
 
