@@ -72,6 +72,10 @@
  * penetrating at q+ is added by the exact check after the solve */
 static const double peg_turn_scale[] = {1, 0.5, 0.25, 0.125, 0};
 #define PEG_NSCALE 5
+/* an LCP larger than this is gathered again narrower too: Lemke's pivots
+ * (each O(n^2), its reinversions O(n^3)) made single steps of n > 400 in
+ * the pour take minutes */
+#define PEG_NFAST 300
 /* Lemke's pivot budget per solve, as the LCP path's: a failing solve of a
  * few hundred unknowns otherwise runs for 50 n + 100 pivots with O(n^3)
  * reinversions (minutes for the pour's n = 250 at h = 0.025) */
@@ -719,8 +723,11 @@ static int gather(const khzModel *m, khzData *d, pegWork *W, double h) {
     W->turn = PEG_TURN * peg_turn_scale[k];
     peg_stats.turn = W->turn;
     peg_stats.full = 0;
-    if (gather_pairs(m, d, W, h) == 0) return 0;
-    if (peg_stats.full == 4) return -1;
+    if (gather_pairs(m, d, W, h) == 0) {
+      if (W->nm + W->nf * (W->k + 1) <= PEG_NFAST || k == PEG_NSCALE - 1) return 0;
+    } else if (peg_stats.full == 4) {
+      return -1;
+    }
     peg_stats.narrowed++;
   }
   return -1;
