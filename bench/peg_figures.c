@@ -58,7 +58,7 @@ static int cmp_double(const void *a, const void *b) {
 
 typedef struct runResult {
   double max_overlap, median_us;
-  long fallbacks, steps, steps_ix, frictionless, full, narrowed, added;
+  long fallbacks, steps, steps_ix, frictionless, full, narrowed, added, violating;
   double max_n, max_spin;
 } runResult;
 
@@ -119,10 +119,11 @@ static int run(const char *path, double h, double seconds, int method, int model
       r->full += st->failed && st->full > 0;
       r->narrowed += st->narrowed > 0;
       r->added += st->added;
+      r->violating += st->worst > 1e-10;
       if (trace)
-        fprintf(stderr, "h %g model %d step %ld: pairs %d groups %d members %d U %d I %d X %d n %d status %d failed %d full %d narrowed %d turn %g added %d speed %.3g spin %.3g\n", h, model, s,
+        fprintf(stderr, "h %g model %d step %ld: pairs %d groups %d members %d U %d I %d X %d n %d status %d failed %d full %d narrowed %d turn %g added %d speed %.3g spin %.3g passes %d worst %.3g\n", h, model, s,
                 st->contacts, st->groups, st->members, st->nu, st->ni, st->nx, st->n, st->status, st->failed, st->full,
-                st->narrowed, st->turn, st->added, st->speed, st->spin);
+                st->narrowed, st->turn, st->added, st->speed, st->spin, st->passes, st->worst);
     }
     /* the fastest spin: |omega| times the body's bounding radius */
     for (int g = 0; g < m->ngeom; g++) {
@@ -190,12 +191,12 @@ int main(int argc, char **argv) {
   if (release_dt > 0) printf("# one floating body released every %g s (at rest at its scene pose)\n", release_dt);
   printf("# %s, %g s; overlap = the largest sum over body pairs of the intersection volume after a step\n",
          scene, seconds);
-  printf("| h (s) | PEG max overlap (m^3) | PEG fallbacks (gathering full) | PEG steps gathered again narrower | PEG constraints added at q+ |"
+  printf("| h (s) | PEG max overlap (m^3) | PEG fallbacks (gathering full) | PEG steps gathered again narrower | PEG constraints added at q+ | PEG steps left deeper than 1e-10 m |"
          " PEG steps solved without friction | PEG steps with I/X | PEG largest LCP | PEG median us/step |"
          " standard max overlap (m^3) | standard fallbacks | standard median us/step | LP-depth max overlap (m^3) | LP-depth fallbacks |"
          " LP-depth largest LCP | LP-depth fastest spin (m/s) | LP-depth median us/step |%s\n",
          lcp ? " lcp path max overlap (m^3) | lcp path fallbacks |" : "");
-  printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|%s\n", lcp ? "---|---|" : "");
+  printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|%s\n", lcp ? "---|---|" : "");
   int bad = 0;
   for (int k = 0; k < nh; k++) {
     runResult p, s, g, l;
@@ -207,10 +208,10 @@ int main(int argc, char **argv) {
       return 1;
     printf("| %g |", hs[k]);
     if (only < 0 || only == KHZ_PEG_MODEL_PEG)
-      printf(" %.3g | %ld of %ld (%ld) | %ld | %ld | %ld | %ld | %.0f | %.0f |", p.max_overlap, p.fallbacks, p.steps, p.full,
-             p.narrowed, p.added, p.frictionless, p.steps_ix, p.max_n, p.median_us);
+      printf(" %.3g | %ld of %ld (%ld) | %ld | %ld | %ld | %ld | %ld | %.0f | %.0f |", p.max_overlap, p.fallbacks, p.steps,
+             p.full, p.narrowed, p.added, p.violating, p.frictionless, p.steps_ix, p.max_n, p.median_us);
     else
-      printf(" - | - | - | - | - | - | - | - |");
+      printf(" - | - | - | - | - | - | - | - | - |");
     if (only < 0 || only == KHZ_PEG_MODEL_STANDARD)
       printf(" %.3g | %ld | %.0f |", s.max_overlap, s.fallbacks, s.median_us);
     else

@@ -74,8 +74,9 @@ static const double peg_turn_scale[] = {1, 0.5, 0.25, 0.125, 0};
 #define PEG_NSCALE 5
 /* an LCP larger than this is gathered again narrower too: Lemke's pivots
  * (each O(n^2), its reinversions O(n^3)) made single steps of n > 400 in
- * the pour take minutes */
-#define PEG_NFAST 300
+ * the pour take minutes; 300 still let one step of the paper's pour at
+ * h = 0.02 run for minutes at load 20) */
+#define PEG_NFAST 200
 /* Lemke's pivot budget per solve, as the LCP path's: a failing solve of a
  * few hundred unknowns otherwise runs for 50 n + 100 pivots with O(n^3)
  * reinversions (minutes for the pour's n = 250 at h = 0.025) */
