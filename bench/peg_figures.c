@@ -23,11 +23,16 @@
  *
  *   build/bench/peg_figures [--seconds T] [--scene FILE] [--h H1,H2,...] [--no-lcp] [--trace]
  *                           [--only peg|standard|lpdepth] [--release DT]
+ *                           [--lp-one-point]
  * (--release DT: the k-th floating body (k = 0, 1, ..) is kept out of the
  * scene, parked at rest 3 + 0.5 k m beside its pose, until t = k DT, then
  * placed at its scene pose at rest: the paper drops one polyhedron every
  * 0.5 s, scenes/peg/pour_paper.yaml)
  * (--only: that model's columns alone; the others print as "-")
+ * (--lp-one-point: the LP-depth model with the LP's witness point alone,
+ * without its nearly active units)
+ * The fastest spin is the largest |omega| times the bounding radius of a
+ * floating body after any step.
  */
 #include <math.h>
 #include <stdio.h>
@@ -53,8 +58,8 @@ static int cmp_double(const void *a, const void *b) {
 
 typedef struct runResult {
   double max_overlap, median_us;
-  long fallbacks, steps, steps_ix, frictionless, full;
-  double max_n;
+  long fallbacks, steps, steps_ix, frictionless, full, narrowed, added, violating;
+  double max_n, max_spin;
 } runResult;
 
 static int trace;
@@ -111,10 +116,21 @@ static int run(const char *path, double h, double seconds, int method, int model
       r->steps_ix += st->ni + st->nx > 0;
       r->frictionless += st->frictionless;
       r->max_n = fmax(r->max_n, st->n);
-      r->full += st->full > 0;
+      r->full += st->failed && st->full > 0;
+      r->narrowed += st->narrowed > 0;
+      r->added += st->added;
+      r->violating += st->worst > 1e-10;
       if (trace)
-        fprintf(stderr, "h %g model %d step %ld: pairs %d groups %d members %d U %d I %d X %d n %d status %d failed %d full %d\n", h, model, s,
-                st->contacts, st->groups, st->members, st->nu, st->ni, st->nx, st->n, st->status, st->failed, st->full);
+        fprintf(stderr, "h %g model %d step %ld: pairs %d groups %d members %d U %d I %d X %d n %d status %d failed %d full %d narrowed %d turn %g added %d speed %.3g spin %.3g passes %d worst %.3g\n", h, model, s,
+                st->contacts, st->groups, st->members, st->nu, st->ni, st->nx, st->n, st->status, st->failed, st->full,
+                st->narrowed, st->turn, st->added, st->speed, st->spin, st->passes, st->worst);
+    }
+    /* the fastest spin: |omega| times the body's bounding radius */
+    for (int g = 0; g < m->ngeom; g++) {
+      int b = m->geom_body[g];
+      if (m->jnt_type[b] != KHZ_JOINT_FLOATING || khz_pegPoly(m, d, g, P) != 1) continue;
+      const double *w = d->qd + m->jnt_dofadr[b] + 3;
+      r->max_spin = fmax(r->max_spin, sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2]) * P->radius);
     }
     int np = 0;
     for (int g = 0; g < m->ngeom; g++)
@@ -160,23 +176,27 @@ int main(int argc, char **argv) {
       lcp = 0;
     } else if (!strcmp(argv[i], "--release") && i + 1 < argc) {
       release_dt = atof(argv[++i]);
+    } else if (!strcmp(argv[i], "--lp-one-point")) {
+      khz_pegSetLpUnits(0);
     } else if (!strcmp(argv[i], "--no-lcp")) {
       lcp = 0;
     } else if (!strcmp(argv[i], "--h") && i + 1 < argc) {
       nh = 0;
       for (char *t = strtok(argv[++i], ","); t && nh < 16; t = strtok(NULL, ",")) hs[nh++] = atof(t);
     } else {
-      fprintf(stderr, "usage: %s [--seconds T] [--scene FILE] [--h H1,H2,...] [--no-lcp] [--trace] [--only MODEL] [--release DT]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--seconds T] [--scene FILE] [--h H1,H2,...] [--no-lcp] [--trace] [--only MODEL] [--release DT] [--lp-one-point]\n", argv[0]);
       return 2;
     }
   }
   if (release_dt > 0) printf("# one floating body released every %g s (at rest at its scene pose)\n", release_dt);
   printf("# %s, %g s; overlap = the largest sum over body pairs of the intersection volume after a step\n",
          scene, seconds);
-  printf("| h (s) | PEG max overlap (m^3) | PEG fallbacks (gathering full) | PEG steps solved without friction | PEG steps with I/X | PEG largest LCP | PEG median us/step |"
-         " standard max overlap (m^3) | standard fallbacks | standard median us/step | LP-depth max overlap (m^3) | LP-depth fallbacks | LP-depth median us/step |%s\n",
+  printf("| h (s) | PEG max overlap (m^3) | PEG fallbacks (gathering full) | PEG steps gathered again narrower | PEG constraints added at q+ | PEG steps left deeper than 1e-10 m |"
+         " PEG steps solved without friction | PEG steps with I/X | PEG largest LCP | PEG median us/step |"
+         " standard max overlap (m^3) | standard fallbacks | standard median us/step | LP-depth max overlap (m^3) | LP-depth fallbacks |"
+         " LP-depth largest LCP | LP-depth fastest spin (m/s) | LP-depth median us/step |%s\n",
          lcp ? " lcp path max overlap (m^3) | lcp path fallbacks |" : "");
-  printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|%s\n", lcp ? "---|---|" : "");
+  printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|%s\n", lcp ? "---|---|" : "");
   int bad = 0;
   for (int k = 0; k < nh; k++) {
     runResult p, s, g, l;
@@ -188,18 +208,18 @@ int main(int argc, char **argv) {
       return 1;
     printf("| %g |", hs[k]);
     if (only < 0 || only == KHZ_PEG_MODEL_PEG)
-      printf(" %.3g | %ld of %ld (%ld) | %ld | %ld | %.0f | %.0f |", p.max_overlap, p.fallbacks, p.steps, p.full,
-             p.frictionless, p.steps_ix, p.max_n, p.median_us);
+      printf(" %.3g | %ld of %ld (%ld) | %ld | %ld | %ld | %ld | %ld | %.0f | %.0f |", p.max_overlap, p.fallbacks, p.steps,
+             p.full, p.narrowed, p.added, p.violating, p.frictionless, p.steps_ix, p.max_n, p.median_us);
     else
-      printf(" - | - | - | - | - | - |");
+      printf(" - | - | - | - | - | - | - | - | - |");
     if (only < 0 || only == KHZ_PEG_MODEL_STANDARD)
       printf(" %.3g | %ld | %.0f |", s.max_overlap, s.fallbacks, s.median_us);
     else
       printf(" - | - | - |");
     if (only < 0 || only == KHZ_PEG_MODEL_LPDEPTH)
-      printf(" %.3g | %ld | %.0f |", g.max_overlap, g.fallbacks, g.median_us);
+      printf(" %.3g | %ld | %.0f | %.2f | %.0f |", g.max_overlap, g.fallbacks, g.max_n, g.max_spin, g.median_us);
     else
-      printf(" - | - | - |");
+      printf(" - | - | - | - | - |");
     if (lcp) {
       if (run(scene, hs[k], seconds, KHZ_CONTACT_LCP, KHZ_PEG_MODEL_PEG, &l)) return 1;
       printf(" %.3g | %ld |", l.max_overlap, l.fallbacks);

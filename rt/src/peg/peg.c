@@ -64,8 +64,19 @@
 /* solves per step: the first, then again with each gap's linearisation
  * corrected by its exact value at q+ (while a group ends deeper than
  * PEG_RECHECK_DEPTH) */
-#define PEG_PASSES 4
+#define PEG_PASSES 6
 #define PEG_RECHECK_DEPTH 1e-10
+/* when the gathering runs out of room, it is done again with the allowance's
+ * share PEG_TURN of the travel multiplied by these in turn (the closest
+ * feature pairs kept first); what the smaller allowance misses and ends
+ * penetrating at q+ is added by the exact check after the solve */
+static const double peg_turn_scale[] = {1, 0.5, 0.25, 0.125, 0};
+#define PEG_NSCALE 5
+/* an LCP larger than this is gathered again narrower too: Lemke's pivots
+ * (each O(n^2), its reinversions O(n^3)) made single steps of n > 400 in
+ * the pour take minutes; 300 still let one step of the paper's pour at
+ * h = 0.02 run for minutes at load 20) */
+#define PEG_NFAST 200
 /* Lemke's pivot budget per solve, as the LCP path's: a failing solve of a
  * few hundred unknowns otherwise runs for 50 n + 100 pivots with O(n^3)
  * reinversions (minutes for the pour's n = 250 at h = 0.025) */
@@ -95,7 +106,9 @@ typedef struct pegGroup {
 typedef struct pegWork {
   int nv, k, maxc, maxg, maxm, maxf, nmax, npmax;
   int npoly, nc, ng, nm, nf;
-  khzPegPoly *poly;
+  khzPegPoly *poly;  /* the polytopes at q */
+  khzPegPoly *polyp; /* and at q+ (the passes' exact check) */
+  double turn;       /* the allowance's share of the travel (PEG_TURN, scaled) */
   int *geom_poly; /* per geom: its polytope index, -1 */
   double *speed;  /* per polytope: velocity of its centre (3) and |omega| r (1) at q */
   pegContact *c;
@@ -103,6 +116,7 @@ typedef struct pegWork {
   int *mem;
   /* dynamics */
   double *vfree, *vplus, *qplus, *tau, *qdd;
+  double *vbest, *zbest; /* the pass that violates least: v+ and the LCP's z */
   khzLcpBlocks mb; /* the active trees' mass-matrix blocks (lcp/blocks.h) */
   double *Gc, *Gp, *Yp, *Kc, *Kp, *gvc, *gvp;
   double *A, *b, *z, *w, *D;
@@ -115,9 +129,13 @@ typedef struct pegWork {
 } pegWork;
 
 static int peg_model = KHZ_PEG_MODEL_PEG;
+/* the LP-depth model's nearly active units (1, default) or its witness
+ * point alone (0: the one-point model, for comparison) */
+static int lp_units = 1;
 static khzPegStats peg_stats = {.status = -1};
 
 void khz_pegSetModel(int model) { peg_model = model; }
+void khz_pegSetLpUnits(int on) { lp_units = on; }
 const khzPegStats *khz_pegLastStats(void) { return &peg_stats; }
 
 /* ------------------------------------------------------------- sizes -- */
@@ -167,6 +185,7 @@ static void peg_sizes(const khzModel *m, pegWork *W) {
 
 #define PEG_ARRAYS(X, W, m)                               \
   X(W->poly, khzPegPoly, W->npoly)                        \
+  X(W->polyp, khzPegPoly, W->npoly)                       \
   X(W->geom_poly, int, (m)->ngeom)                        \
   X(W->speed, double, 4 * (size_t)W->npoly)               \
   X(W->c, pegContact, W->maxc)                            \
@@ -175,6 +194,8 @@ static void peg_sizes(const khzModel *m, pegWork *W) {
   X(W->vfree, double, (m)->nv)                            \
   X(W->vplus, double, (m)->nv)                            \
   X(W->qplus, double, (m)->nq)                            \
+  X(W->vbest, double, (m)->nv)                            \
+  X(W->zbest, double, W->nmax)                            \
   X(W->tau, double, (m)->nv)                              \
   X(W->qdd, double, (m)->nv)                              \
   X(W->mb.jac0, double, 3 * (size_t)(m)->nv)                 \
@@ -355,7 +376,7 @@ static double step_allowance(const pegWork *W, int pa, int pb, const double dv[3
     double r = W->poly[s ? pb : pa].radius;
     if (r > 0) acc += sp[3] * sp[3] / r;
   }
-  return PEG_EPS + PEG_TURN * h * khzu_norm3(dv) + 0.5 * h * h * acc;
+  return PEG_EPS + W->turn * h * khzu_norm3(dv) + 0.5 * h * h * acc;
 }
 
 /* whether contact i's gap can close within the step: its lower bound at
@@ -398,12 +419,13 @@ static void drop_implied(pegWork *W) {
   W->ng = ng, W->nm = nm;
 }
 
-/* a group of contacts; the primary (largest gap, then applicability) first */
-static int add_group(pegWork *W, int kind, const int *ids, int n, double mu, double h) {
+/* a group of contacts; the primary (largest gap, then applicability) first.
+ * force: a group the exact check at q+ found violated (no may_close test) */
+static int add_group_ex(pegWork *W, int kind, const int *ids, int n, double mu, double h, int force) {
   if (n <= 0) return 0;
   /* the constraint (max over its members' gaps >= 0) holds whatever the
    * step does when one member's gap cannot close */
-  for (int a = 0; a < n; a++)
+  for (int a = 0; a < n && !force; a++)
     if (!may_close(W, ids[a], h)) return 0;
   /* a group that contains every member of one already gathered is implied
    * by it (max over a superset >= max over the subset >= 0): the same group
@@ -425,6 +447,10 @@ static int add_group(pegWork *W, int kind, const int *ids, int n, double mu, dou
   return 0;
 }
 
+static int add_group(pegWork *W, int kind, const int *ids, int n, double mu, double h) {
+  return add_group_ex(W, kind, ids, n, mu, h, 0);
+}
+
 /* the polytope P as the LP's faces (4 doubles each) about its centre; a
  * plane (a half-space) about the point depth below its origin */
 static void lp_polytope(const khzPegPoly *P, double depth, double *face, khzPolytope *out) {
@@ -443,8 +469,8 @@ static void lp_polytope(const khzPegPoly *P, double depth, double *face, khzPoly
  * its rate under the bodies' motion is n . (v_a(x) - v_b(x)) at the witness
  * x: a contact at x with normal n. warm: the basis of the step before (or
  * NULL); 0, or -1 when the LP fails. */
-static int lp_gap(pegWork *W, int pa, int pb, const int *warm, pegContact *c) {
-  const khzPegPoly *A = W->poly + pa, *B = W->poly + pb;
+static int lp_gap(pegWork *W, const khzPegPoly *P, int pa, int pb, const int *warm, pegContact *c) {
+  const khzPegPoly *A = P + pa, *B = P + pb;
   khzPolytope p1, p2;
   double depth = fmax(0.01, fmax(A->radius, B->radius));
   lp_polytope(B, depth, W->lpface, &p1);
@@ -462,14 +488,51 @@ static int lp_gap(pegWork *W, int pa, int pb, const int *warm, pegContact *c) {
 /* the LP-depth model: one U constraint per pair of polytopes, its gap the
  * LP depth, when the gap is within the pair's reach */
 static int add_lp(pegWork *W, int pa, int pb, double reach, double mu, double h) {
+  pegContact lpc;
+  memset(&lpc, 0, sizeof lpc);
+  lpc.kind = C_LP, lpc.poly[0] = pa, lpc.poly[1] = pb, lpc.feat[0] = lpc.feat[1] = -1;
+  lpc.body[0] = W->poly[pa].body, lpc.body[1] = W->poly[pb].body;
+  if (lp_gap(W, W->poly, pa, pb, NULL, &lpc) < 0) return peg_stats.full = 4, -1;
+  if (lpc.psi > reach) return 0;
+  lpc.appl = 1, lpc.mu = mu;
+  /* the nearly active basic contact units (Anitescu & Hart, "Algorithm for
+   * nearly active BCUs", steps 2-4b): the faces of the optimal basis (the
+   * active hyperplanes of both bodies) against the other body's vertices
+   * near them, each a corner-on-face unit with its own U constraint (the
+   * component function of that BCU). A vertex is near a face when the face
+   * is within the allowance of being its largest gap (it lies over the face,
+   * not beside or behind it) and its gap can close within the step. One
+   * point per pair cannot hold a face resting on a face: the witness is one
+   * corner of the contact region and the others sink. The LP's own point
+   * (an edge-edge unit) is the constraint when no corner-on-face unit is. */
+  int units = 0;
+  for (int k = 0; k < 4 && lp_units; k++) {
+    int bk = lpc.basis[k], dup = 0;
+    if (bk < 0) continue;
+    for (int l = 0; l < k; l++) dup |= lpc.basis[l] == bk;
+    if (dup) continue;
+    /* p1 = pb's faces first, then pa's (lp_gap) */
+    int on_b = bk < W->poly[pb].nf, fp = on_b ? pb : pa, vp = on_b ? pa : pb, f = on_b ? bk : bk - W->poly[pb].nf;
+    const khzPegPoly *F = W->poly + fp, *V = W->poly + vp;
+    if (f < 0 || f >= F->nf) continue;
+    for (int v = 0; v < V->nv; v++) {
+      double dv[3], smax = -INFINITY;
+      for (int g = 0; g < F->nf; g++) smax = fmax(smax, khzu_dot3(F->n[g], V->v[v]) - F->d[g]);
+      double s = khzu_dot3(F->n[f], V->v[v]) - F->d[f];
+      rel_velocity(W, vp, fp, V->v[v], dv);
+      double u = step_allowance(W, vp, fp, dv, h);
+      if (s < smax - u || s + fmin(0, h * khzu_dot3(F->n[f], dv)) - u > 0) continue;
+      int nc0 = W->nc, ng0 = W->ng;
+      int i = add_vf(W, vp, v, fp, f);
+      if (i < 0) return -1;
+      if (add_group(W, G_U, &i, 1, mu, h) < 0) return -1;
+      if (W->ng > ng0) units++;
+      else W->nc = nc0;
+    }
+  }
+  if (units > 0) return 0;
   if (W->nc >= W->maxc) return peg_stats.full = 1, -1;
-  pegContact *c = W->c + W->nc;
-  memset(c, 0, sizeof *c);
-  c->kind = C_LP, c->poly[0] = pa, c->poly[1] = pb, c->feat[0] = c->feat[1] = -1;
-  c->body[0] = W->poly[pa].body, c->body[1] = W->poly[pb].body;
-  if (lp_gap(W, pa, pb, NULL, c) < 0) return peg_stats.full = 4, -1;
-  if (c->psi > reach) return 0;
-  c->appl = 1, c->mu = mu;
+  W->c[W->nc] = lpc;
   int i = W->nc++;
   return add_group(W, G_U, &i, 1, mu, h);
 }
@@ -640,7 +703,9 @@ static void poly_speed(const khzModel *m, const khzData *d, const khzPegPoly *P,
   out[3] = w;
 }
 
-/* every potential contact of the polytopes at the current kinematics */
+/* every potential contact of the polytopes at the current kinematics, with
+ * the allowance's share W->turn of the travel */
+static int gather_pairs(const khzModel *m, khzData *d, pegWork *W, double h);
 static int gather(const khzModel *m, khzData *d, pegWork *W, double h) {
   const khzColModel *cm = m->collision;
   int np = 0;
@@ -649,10 +714,30 @@ static int gather(const khzModel *m, khzData *d, pegWork *W, double h) {
     if (cm->geom[g].shape < 0) continue;
     if (khz_pegPoly(m, d, g, W->poly + np) != 1) return -1;
     poly_speed(m, d, W->poly + np, W->speed + 4 * np);
+    peg_stats.spin = fmax(peg_stats.spin, W->speed[4 * np + 3]);
+    peg_stats.speed = fmax(peg_stats.speed, khzu_norm3(W->speed + 4 * np));
     W->geom_poly[g] = np++;
   }
-  W->nc = W->ng = W->nm = 0;
   W->m = m, W->d = d;
+  /* out of room: again with a smaller allowance (the closest pairs first) */
+  for (int k = 0; k < PEG_NSCALE; k++) {
+    W->turn = PEG_TURN * peg_turn_scale[k];
+    peg_stats.turn = W->turn;
+    peg_stats.full = 0;
+    if (gather_pairs(m, d, W, h) == 0) {
+      if (W->nm + W->nf * (W->k + 1) <= PEG_NFAST || k == PEG_NSCALE - 1) return 0;
+    } else if (peg_stats.full == 4) {
+      return -1;
+    }
+    peg_stats.narrowed++;
+  }
+  return -1;
+}
+
+static int gather_pairs(const khzModel *m, khzData *d, pegWork *W, double h) {
+  int np = W->npoly;
+  (void)d;
+  W->nc = W->ng = W->nm = 0;
   for (int i = 0; i < np; i++)
     for (int j = i + 1; j < np; j++) {
       khzPegPoly *A = W->poly + i, *B = W->poly + j;
@@ -785,11 +870,11 @@ static double psi_used(const pegContact *c, double h) { return fmax(c->psi, -PEG
 /* the exact gap of contact c's feature pair in the polytopes now in W->poly
  * (the edge-edge normal keeps the side of c->n; the LP depth solved again,
  * from its basis at q) */
-static double exact_gap(pegWork *W, const pegContact *c) {
-  const khzPegPoly *A = W->poly + c->poly[0], *B = W->poly + c->poly[1];
+static double exact_gap(pegWork *W, const khzPegPoly *P, const pegContact *c) {
+  const khzPegPoly *A = P + c->poly[0], *B = P + c->poly[1];
   if (c->kind == C_LP) {
     pegContact t;
-    return lp_gap(W, c->poly[0], c->poly[1], c->basis, &t) == 0 ? t.psi : c->psi;
+    return lp_gap(W, P, c->poly[0], c->poly[1], c->basis, &t) == 0 ? t.psi : c->psi;
   }
   if (c->kind == C_VF) return khzu_dot3(B->n[c->feat[1]], A->v[c->feat[0]]) - B->d[c->feat[1]];
   const double *a0 = A->v[A->e[c->feat[0]][0]], *a1 = A->v[A->e[c->feat[0]][1]];
@@ -892,6 +977,31 @@ static khzLcpStatus solve(pegWork *W, int n) {
   return st;
 }
 
+/* twice the kinetic energy of the velocity v over the active trees, v' M v =
+ * |L' v|^2 with their Cholesky factors L (blocks.h) */
+static double active_energy(const pegWork *W, const double *v) {
+  const khzLcpBlocks *B = &W->mb;
+  double e = 0;
+  for (int t = 0; t < B->ntree; t++) {
+    const double *L = B->Mb + B->tree_moff[t];
+    int n = B->tree_n[t], off = B->tree_off[t];
+    for (int k = 0; k < n; k++) {
+      double s = 0;
+      for (int i = k; i < n; i++) s += L[i * n + k] * v[B->dof[off + i]];
+      e += s * s;
+    }
+  }
+  return e;
+}
+
+/* the mass of the bodies whose dofs are active */
+static double active_mass(const khzModel *m, const pegWork *W) {
+  double mass = 0;
+  for (int b = 1; b < m->nbody; b++)
+    if (m->jnt_dofadr[b] >= 0 && m->jnt_dofadr[b] < m->nv && W->mb.act[m->jnt_dofadr[b]] >= 0) mass += m->body_mass[b];
+  return mass;
+}
+
 /* v+ = v_free + M^-1 (Gp' (p, beta)) */
 static void velocity_update(const khzModel *m, pegWork *W) {
   int ng = W->ng, npush = ng + W->nf * W->k, na = W->mb.na;
@@ -946,35 +1056,197 @@ static void report(const khzModel *m, khzData *d, pegWork *W, double h) {
   }
 }
 
-/* the polytopes at q+ (W->qplus), each contact's exact gap there against
- * the LCP's linear prediction psi + h G v+; the corrections updated. The
- * number of groups left deeper than PEG_RECHECK_DEPTH (0: done). The
- * kinematics are left at q+. */
-static int recheck(const khzModel *m, khzData *d, pegWork *W, double h) {
-  khz_forwardPass(m, d, W->qplus, NULL);
-  for (int i = 0; i < W->npoly; i++) {
-    int g = W->poly[i].geom;
-    if (khz_pegPoly(m, d, g, W->poly + i) != 1) return 0;
-  }
-  int deep = 0;
+/* whether a U or I constraint holds vertex v of polytope pa against pb */
+static int vertex_held(const pegWork *W, int pa, int v, int pb) {
   for (int gi = 0; gi < W->ng; gi++) {
     const pegGroup *g = W->g + gi;
+    if (g->kind == G_X) continue;
+    for (int j = 0; j < g->count; j++) {
+      const pegContact *c = W->c + W->mem[g->first + j];
+      if (c->kind == C_VF && c->poly[0] == pa && c->feat[0] == v && c->poly[1] == pb) return 1;
+    }
+  }
+  return 0;
+}
+
+/* whether a U constraint holds the edge pair (ea of pa, eb of pb) */
+static int edges_held(const pegWork *W, int pa, int ea, int pb, int eb) {
+  for (int gi = 0; gi < W->ng; gi++) {
+    const pegGroup *g = W->g + gi;
+    if (g->kind != G_U) continue;
+    const pegContact *c = W->c + W->mem[g->first];
+    if (c->kind == C_EE && ((c->poly[0] == pa && c->feat[0] == ea && c->poly[1] == pb && c->feat[1] == eb) ||
+                            (c->poly[0] == pb && c->feat[0] == eb && c->poly[1] == pa && c->feat[1] == ea)))
+      return 1;
+  }
+  return 0;
+}
+
+/* how deep the point x lies inside polytope P (> 0 inside: the smallest
+ * distance to a face plane) */
+static double inside_depth(const khzPegPoly *P, const double x[3]) {
+  double d = INFINITY;
+  for (int f = 0; f < P->nf; f++) d = fmin(d, P->d[f] - khzu_dot3(P->n[f], x));
+  return d;
+}
+
+/* how deep the segment of edge e of A lies inside B at its deepest point
+ * (the clipped segment's midpoint; -1 when it misses B) */
+static double edge_inside(const khzPegPoly *A, int e, const khzPegPoly *B) {
+  const double *a0 = A->v[A->e[e][0]], *a1 = A->v[A->e[e][1]];
+  double t0 = 0, t1 = 1;
+  for (int f = 0; f < B->nf && t0 < t1; f++) {
+    double s0 = khzu_dot3(B->n[f], a0) - B->d[f], s1 = khzu_dot3(B->n[f], a1) - B->d[f];
+    if (s0 >= 0 && s1 >= 0) return -1;
+    if (s0 < 0 && s1 < 0) continue;
+    double t = s0 / (s0 - s1);
+    if (s0 >= 0) t0 = fmax(t0, t);
+    else t1 = fmin(t1, t);
+  }
+  if (t0 >= t1) return -1;
+  double x[3];
+  for (int k = 0; k < 3; k++) x[k] = a0[k] + 0.5 * (t0 + t1) * (a1[k] - a0[k]);
+  return inside_depth(B, x);
+}
+
+/* The exact check at q+ of the feature pairs no constraint holds: a vertex
+ * of one polytope deeper than PEG_RECHECK_DEPTH inside another, or two
+ * edges that cross (each inside the other polytope, their vertices not),
+ * gets the constraint it lacks, built at q (W->poly) without the allowance
+ * tests: a vertex an I constraint over the faces it is outside of at q (the
+ * least deep one when it is inside at q: max_f s_f(q+) >= 0 over faces
+ * that separate it now is its exact non-penetration, restricted to the
+ * ways around B it could take), an edge pair a U constraint (eq. 35). The
+ * number added, -1 when the lists are full. */
+static int add_missed(const khzModel *m, pegWork *W, double h, int may_add, double *worst) {
+  int added = 0;
+  for (int i = 0; i < W->npoly; i++)
+    for (int j = i + 1; j < W->npoly; j++) {
+      const khzPegPoly *Pi = W->polyp + i, *Pj = W->polyp + j;
+      if (khz_bodyStatic(m, Pi->body) && khz_bodyStatic(m, Pj->body)) continue;
+      if (!khz_collisionFilter(m, Pi->geom, Pj->geom)) continue;
+      if (Pi->plane || Pj->plane) {
+        const khzPegPoly *P = Pi->plane ? Pi : Pj, *Q = Pi->plane ? Pj : Pi;
+        if (khzu_dot3(P->n[0], Q->center) - P->d[0] > Q->radius) continue;
+      } else {
+        double r[3];
+        khzu_sub3(r, Pi->center, Pj->center);
+        if (khzu_norm3(r) > Pi->radius + Pj->radius) continue;
+      }
+      double f0 = W->m->geom_friction[Pi->geom], f1 = W->m->geom_friction[Pj->geom];
+      double mu = sqrt((f0 > 0 ? f0 : W->m->contact.mu) * (f1 > 0 ? f1 : W->m->contact.mu));
+      W->cur_mu = mu;
+      for (int dir = 0; dir < 2; dir++) {
+        int pa = dir ? j : i, pb = dir ? i : j;
+        const khzPegPoly *Ap = W->polyp + pa, *Bp = W->polyp + pb, *A = W->poly + pa, *B = W->poly + pb;
+        for (int v = 0; v < Ap->nv; v++) {
+          double depth = inside_depth(Bp, Ap->v[v]);
+          if (depth <= PEG_RECHECK_DEPTH || vertex_held(W, pa, v, pb)) continue;
+          *worst = fmax(*worst, depth);
+          if (!may_add) continue;
+          double s[KHZ_PEG_MAXF], smax = -INFINITY;
+          for (int f = 0; f < B->nf; f++) s[f] = khzu_dot3(B->n[f], A->v[v]) - B->d[f], smax = fmax(smax, s[f]);
+          int ids[KHZ_PEG_MAXF], n = 0;
+          for (int f = 0; f < B->nf; f++)
+            if (s[f] >= fmin(0, smax))
+              if ((ids[n++] = add_vf(W, pa, v, pb, f)) < 0) return -1;
+          int ng0 = W->ng;
+          if (add_group_ex(W, G_I, ids, n, mu, h, 1) < 0) return -1;
+          added += W->ng > ng0;
+        }
+      }
+      const khzPegPoly *Ap = W->polyp + i, *Bp = W->polyp + j;
+      for (int ea = 0; ea < Ap->ne; ea++) {
+        if (edge_inside(Ap, ea, Bp) <= PEG_RECHECK_DEPTH) continue;
+        if (inside_depth(Bp, Ap->v[Ap->e[ea][0]]) > 0 || inside_depth(Bp, Ap->v[Ap->e[ea][1]]) > 0) continue;
+        for (int eb = 0; eb < Bp->ne; eb++) {
+          double depth = edge_inside(Bp, eb, Ap);
+          if (depth <= PEG_RECHECK_DEPTH || edges_held(W, i, ea, j, eb)) continue;
+          if (inside_depth(Ap, Bp->v[Bp->e[eb][0]]) > 0 || inside_depth(Ap, Bp->v[Bp->e[eb][1]]) > 0) continue;
+          *worst = fmax(*worst, depth);
+          if (!may_add) continue;
+          double sp, tp;
+          int c = add_ee(W, i, ea, j, eb, &sp, &tp);
+          if (c == -2) return -1;
+          if (c < 0 || sp <= 0 || sp >= 1 || tp <= 0 || tp >= 1) continue;
+          W->c[c].unil = 1;
+          int ng0 = W->ng;
+          if (add_group_ex(W, G_U, &c, 1, W->cur_mu, h, 1) < 0) return -1;
+          added += W->ng > ng0;
+        }
+      }
+    }
+  if (!may_add) return 0;
+  /* friction at the new groups' primaries, while the cones last */
+  for (int gi = 0; gi < W->ng; gi++) {
+    pegGroup *g = W->g + gi;
+    if (g->fric >= 0 || g->kind == G_X || g->mu <= 0 || W->nf >= W->maxf) continue;
+    g->fric = W->nf++;
+  }
+  return added;
+}
+
+/* the polytopes at q+ (W->qplus, into W->polyp), each contact's exact gap
+ * there against the LCP's linear prediction psi + h G v+; the corrections
+ * updated, and (may_add) the constraints the step lacks added (add_missed).
+ * *worst: the deepest violation at q+ (a group's largest gap below zero
+ * and below its start, a feature pair no constraint holds). The number of
+ * groups left deeper than PEG_RECHECK_DEPTH plus the pairs found without a
+ * constraint (0: done; -1: the lists are full). The kinematics are left at
+ * (q, v). */
+static int recheck(const khzModel *m, khzData *d, pegWork *W, double h, int may_add, int *added, double *worst) {
+  *added = 0, *worst = 0;
+  khz_forwardPass(m, d, W->qplus, NULL);
+  int placed = 1;
+  for (int i = 0; i < W->npoly && placed; i++) placed = khz_pegPoly(m, d, W->poly[i].geom, W->polyp + i) == 1;
+  int deep = 0;
+  for (int gi = 0; gi < W->ng && placed; gi++) {
+    const pegGroup *g = W->g + gi;
     double best = -INFINITY;
-    for (int j = 0; j < g->count; j++) best = fmax(best, exact_gap(W, W->c + W->mem[g->first + j]));
+    for (int j = 0; j < g->count; j++) best = fmax(best, exact_gap(W, W->polyp, W->c + W->mem[g->first + j]));
     /* a group whose largest gap was already closed at q only needs to open */
     double start = -INFINITY;
     for (int j = 0; j < g->count; j++) start = fmax(start, W->c[W->mem[g->first + j]].psi);
-    deep += best < -PEG_RECHECK_DEPTH && best < start;
+    if (best < -PEG_RECHECK_DEPTH && best < start) deep++, *worst = fmax(*worst, -best);
   }
-  if (!deep) return 0;
-  for (int i = 0; i < W->nc; i++) {
-    pegContact *c = W->c + i;
-    const double *G = W->Gc + (size_t)i * W->mb.na;
-    double gv = 0;
-    for (int a = 0; a < W->mb.na; a++) gv += G[a] * W->vplus[W->mb.dof[a]];
-    c->corr += exact_gap(W, c) - (psi_used(c, h) + h * gv);
+  if (deep) {
+    for (int i = 0; i < W->nc; i++) {
+      pegContact *c = W->c + i;
+      const double *G = W->Gc + (size_t)i * W->mb.na;
+      double gv = 0;
+      for (int a = 0; a < W->mb.na; a++) gv += G[a] * W->vplus[W->mb.dof[a]];
+      c->corr += exact_gap(W, W->polyp, c) - (psi_used(c, h) + h * gv);
+    }
+    /* and a group still closed at q+ has its members' gaps lowered by what
+     * is left: a solve with a compliance on the diagonal (the ladder of
+     * solve()) ends short of its rows by eps z, which the linearisation's
+     * correction alone carries into every pass */
+    for (int gi = 0; gi < W->ng; gi++) {
+      const pegGroup *g = W->g + gi;
+      double best = -INFINITY, start = -INFINITY;
+      for (int j = 0; j < g->count; j++) {
+        const pegContact *c = W->c + W->mem[g->first + j];
+        best = fmax(best, exact_gap(W, W->polyp, c)), start = fmax(start, c->psi);
+      }
+      if (best < -PEG_RECHECK_DEPTH && best < start)
+        for (int j = 0; j < g->count; j++) W->c[W->mem[g->first + j]].corr += best;
+    }
   }
-  return deep;
+  if (placed && peg_model == KHZ_PEG_MODEL_PEG) {
+    int nc = W->nc, ng = W->ng, nm = W->nm;
+    double missed = 0;
+    *added = add_missed(m, W, h, may_add, &missed);
+    *worst = fmax(*worst, missed);
+    if (!may_add && missed > 0) deep++;
+    if (*added < 0) {
+      /* nothing half-added: the solve stands for the lists as they were */
+      W->nc = nc, W->ng = ng, W->nm = nm;
+      khz_forwardPass(m, d, d->q, d->qd);
+      return -1;
+    }
+  }
+  khz_forwardPass(m, d, d->q, d->qd);
+  return deep + *added;
 }
 
 int khz_pegStep(const khzModel *m, khzData *d, double h) {
@@ -999,6 +1271,17 @@ int khz_pegStep(const khzModel *m, khzData *d, double h) {
       ok = mass_blocks(m, d, W);
       if (ok) {
         rows(m, d, W);
+        /* the pass whose q+ violates least is the step's (the passes are
+         * a fixed-point iteration on the gaps' linearisation, which can
+         * diverge for fast-turning bodies) */
+        double best_worst = INFINITY, last_worst = INFINITY;
+        /* the contacts' impulses do not add kinetic energy, the pushout of a
+         * penetration at q and the corrections of the passes only a little:
+         * a pass whose v+ has more than twice v_free's kinetic energy plus
+         * the pushout's over the bodies involved is the linearisation
+         * diverging (a fast-turning body), not a better answer */
+        double energy_cap = 2 * active_energy(W, W->vfree) + active_mass(m, W) * PEG_PUSHOUT * PEG_PUSHOUT;
+        int best_n = 0, best_ng = 0, best_nm = 0, best_nf = 0;
         for (int pass = 0; ok && pass < PEG_PASSES; pass++) {
           int n = assemble(W, h);
           peg_stats.n = n;
@@ -1015,14 +1298,52 @@ int khz_pegStep(const khzModel *m, khzData *d, double h) {
             peg_stats.frictionless = 1;
           }
           peg_stats.status = st;
-          ok = st == KHZ_LCP_SOLVED;
-          if (!ok) break;
+          if (st != KHZ_LCP_SOLVED) {
+            /* a later pass failed: the best earlier one stands */
+            ok = best_worst < INFINITY;
+            break;
+          }
           velocity_update(m, W);
-          if (pass == PEG_PASSES - 1) break;
           /* the exact gaps at q+ against their linearisations (eq. 6):
-           * done when every group keeps a gap open to PEG_RECHECK_DEPTH */
+           * done when every group keeps a gap open to PEG_RECHECK_DEPTH
+           * and no feature pair without a constraint penetrates */
           khz_integratePos(m, W->qplus, d->q, W->vplus, h);
-          if (recheck(m, d, W, h) == 0) break;
+          int ng = W->ng, nm = W->nm, nf = W->nf, added;
+          double worst;
+          int left = recheck(m, d, W, h, pass < PEG_PASSES - 1, &added, &worst);
+          peg_stats.passes = pass + 1;
+          int sane = active_energy(W, W->vplus) <= energy_cap;
+          if (sane && worst < best_worst) {
+            best_worst = worst, best_n = n, best_ng = ng, best_nm = nm, best_nf = nf;
+            memcpy(W->vbest, W->vplus, (size_t)m->nv * sizeof(double));
+            memcpy(W->zbest, W->z, (size_t)n * sizeof(double));
+          }
+          if (left == 0 || pass == PEG_PASSES - 1) break;
+          /* diverging: the velocity ran away or the violation doubled */
+          if (!sane || worst > 2 * last_worst) break;
+          last_worst = worst;
+          if (left < 0) {
+            /* the lists are full: the best pass stands */
+            peg_stats.full = 5;
+            break;
+          }
+          if (added > 0) {
+            peg_stats.added += added;
+            peg_stats.contacts = W->nc, peg_stats.groups = W->ng, peg_stats.members = W->nm;
+            ok = mass_blocks(m, d, W);
+            if (ok) rows(m, d, W);
+          }
+        }
+        if (ok && best_worst < INFINITY) {
+          /* the groups added after the best pass are left out of the report */
+          memcpy(W->vplus, W->vbest, (size_t)m->nv * sizeof(double));
+          memcpy(W->z, W->zbest, (size_t)best_n * sizeof(double));
+          W->ng = best_ng, W->nm = best_nm, W->nf = best_nf;
+          /* a cone given after that pass (or friction dropped after it):
+           * the force's friction part is not reported */
+          for (int gi = 0; gi < W->ng; gi++)
+            if (W->g[gi].fric >= best_nf) W->g[gi].fric = -1;
+          peg_stats.worst = best_worst;
         }
       }
     }

@@ -46,6 +46,10 @@ double khz_pegOverlap(const khzPegPoly *A, const khzPegPoly *B);
  * witness point and normal). Global (tests and benchmarks). */
 enum { KHZ_PEG_MODEL_PEG = 0, KHZ_PEG_MODEL_STANDARD = 1, KHZ_PEG_MODEL_LPDEPTH = 2 };
 void khz_pegSetModel(int model);
+/* The LP-depth model's constraints: the nearly active basic contact units
+ * (corner-on-face units of the LP's active faces, 1, the default), or the
+ * LP's witness point alone (0). Global (tests and benchmarks). */
+void khz_pegSetLpUnits(int on);
 
 /* Counts of the last step (tests and benchmarks). */
 typedef struct khzPegStats {
@@ -60,7 +64,16 @@ typedef struct khzPegStats {
                        solved without friction */
   int full;         /* the gathering ran out of room: 1 feature pairs,
                        2 constraints or their members, 3 friction cones;
-                       4 the LP depth failed */
+                       4 the LP depth failed (the step fell back); 5 the
+                       exact check at q+ could not add what it found (the
+                       step stands as solved) */
+  int narrowed;     /* gatherings that ran out of room and were done again
+                       with a smaller allowance */
+  double turn;      /* the allowance's share of the travel used */
+  int added;        /* constraints added by the exact check at q+ */
+  double speed, spin; /* the fastest centre, the fastest |omega| r at q */
+  int passes;       /* solves of the step (re-linearisations, additions) */
+  double worst;     /* the deepest violation left at q+ (m; 0: none) */
 } khzPegStats;
 const khzPegStats *khz_pegLastStats(void);
 
