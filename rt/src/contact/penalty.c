@@ -804,8 +804,9 @@ static int pair_rows(const khzModel *m, khzData *d, int i, implicit_row *row) {
  * symmetric 2 x 2 block [a00, a01, a11], b2 their right-hand side with the
  * other rows' impulses held): the P in the disc |P| <= lim that minimises
  * 1/2 P^T A P - P^T b, the rows' kinetic energy plus their dampers' work.
- * On the disc's edge that is (A + lambda I) P = b with lambda >= 0, so the
- * rows' end velocity b - A P = lambda P' is opposite to the impulse:
+ * On the disc's edge that is (A + lambda I) P = b with lambda >= 0: the
+ * rows' residual b - A P, their end velocity with its sign turned (W P - rhs
+ * less the dampers' share), is lambda P, the slip opposite to the impulse:
  * maximal dissipation, Coulomb's sliding friction against the slip. Scaling
  * the unbounded solution A^-1 b back onto the disc instead braked a box
  * sliding on one corner (the deepest-point method) up to 25 degrees off its
