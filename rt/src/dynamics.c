@@ -647,16 +647,25 @@ void khz_pointVelocity(const khzModel *m, const khzData *d, int b, const double 
 
 /* ---------------------------------------- articulated impulse response -- */
 
+/* the depth of a path that khz_impulseResponse follows in a local array
+ * (deeper paths: each body is tested by walking up from b) */
+#define KHZ_PATH_MARK 64
+
 void khz_impulseResponse(const khzModel *m, khzData *d, int b, const double f[6], double *dqd,
                          double *dvel) {
   if (b <= 0) return;
   int root = m->body_root[b];
   double *pA = d->pA, *u = d->u;
 
-  /* clear the tree's bias forces, then put the impulse on b: pA = -f */
-  int end = m->body_treeend[root];
-  for (int i = root; i < end; i++)
-    if (m->body_root[i] == root) memset(pA + 6 * i, 0, 6 * sizeof(double));
+  /* b's path to the root, root first (a parent's index is below its
+   * child's); the bias forces of the path only are read below */
+  int path[KHZ_PATH_MARK], depth = 0;
+  for (int i = b; i > 0; i = m->body_parent[i], depth++)
+    if (depth < KHZ_PATH_MARK) path[KHZ_PATH_MARK - 1 - depth] = i;
+  const int *on = depth <= KHZ_PATH_MARK ? path + KHZ_PATH_MARK - depth : NULL;
+
+  /* clear the path's bias forces, then put the impulse on b: pA = -f */
+  for (int i = b; i > 0; i = m->body_parent[i]) memset(pA + 6 * i, 0, 6 * sizeof(double));
   for (int k = 0; k < 6; k++) pA[6 * b + k] = -f[k];
 
   /* to the root: u = -S^T pA, pa = pA + U Dinv u (no bias terms for impulses) */
@@ -666,27 +675,43 @@ void khz_impulseResponse(const khzModel *m, khzData *d, int b, const double f[6]
     double *pAi = pA + 6 * i, pa[6];
     memcpy(pa, pAi, sizeof pa);
     for (int a = 0; a < nv; a++) u[6 * i + a] = -khzu_dot6(S + 6 * a, pAi);
-    for (int a = 0; a < nv; a++) {
-      double Du = 0;
-      for (int c = 0; c < nv; c++) Du += Dinv[nv * a + c] * u[6 * i + c];
-      for (int k = 0; k < 6; k++) pa[k] += U[6 * a + k] * Du;
+    if (nv == 1) { /* one column */
+      double Du = Dinv[0] * u[6 * i];
+      for (int k = 0; k < 6; k++) pa[k] += U[k] * Du;
+    } else {
+      for (int a = 0; a < nv; a++) {
+        double Du = 0;
+        for (int c = 0; c < nv; c++) Du += Dinv[nv * a + c] * u[6 * i + c];
+        for (int k = 0; k < 6; k++) pa[k] += U[6 * a + k] * Du;
+      }
     }
     if (p > 0)
       for (int k = 0; k < 6; k++) pA[6 * p + k] += pa[k];
   }
 
   /* back out over the whole tree: dv = dv_parent, dqd = Dinv (u - U^T dv), dv += S dqd */
-  for (int i = root; i < end; i++) {
+  int next = 0; /* the next path body to meet, in on[] */
+  for (int i = root; i < m->body_treeend[root]; i++) {
     if (m->body_root[i] != root) continue;
     int nv = m->jnt_nv[i], dof = m->jnt_dofadr[i], p = m->body_parent[i];
     double *dv = dvel + 6 * i;
+    /* off the impulse's path pA is zero, so u is zero there */
+    int on_path = 0;
+    if (on) {
+      if (next < depth && on[next] == i) on_path = 1, next++;
+    } else {
+      for (int j = b; j > 0 && !on_path; j = m->body_parent[j]) on_path = j == i;
+    }
     if (p > 0) memcpy(dv, dvel + 6 * p, 6 * sizeof(double));
     else memset(dv, 0, 6 * sizeof(double));
     if (!nv) continue;
-    /* off the impulse's path pA is zero, so u is zero there */
-    int on_path = 0;
-    for (int j = b; j > 0 && !on_path; j = m->body_parent[j]) on_path = j == i;
     const double *S = d->S + 36 * i, *U = d->U + 36 * i, *Dinv = d->Dinv + 36 * i;
+    if (nv == 1) { /* one column */
+      double dq = Dinv[0] * ((on_path ? u[6 * i] : 0) - khzu_dot6(U, dv));
+      if (dqd) dqd[dof] += dq;
+      for (int k = 0; k < 6; k++) dv[k] += S[k] * dq;
+      continue;
+    }
     double r[6], dq[6];
     for (int a = 0; a < nv; a++) r[a] = (on_path ? u[6 * i + a] : 0) - khzu_dot6(U + 6 * a, dv);
     for (int a = 0; a < nv; a++) {
