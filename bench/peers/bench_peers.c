@@ -903,8 +903,11 @@ static void ground_contacts_only(khzSpec *spec) {
 /* MuJoCo's humanoid through khz's MJCF loader at timestep h, the contact
  * settings of khz's own humanoid scene (v4_humanoid.yaml); rk4: RK4, else
  * the file's own integrator (MuJoCo's default, semi-implicit Euler, when the
- * file names none, as humanoid.xml) */
-static khzModel *humanoid_khz(const char *path, int rk4, double h, char *err, size_t errsz) {
+ * file names none, as humanoid.xml); auto_gains: no gains given, khz's
+ * automatic gains instead (their stiffness and damping beyond the explicit
+ * integrator's limit integrated implicitly, docs/contact.md) */
+static khzModel *humanoid_khz(const char *path, int rk4, int auto_gains, double h, char *err,
+                              size_t errsz) {
   khzSpec *spec = khz_spec_new();
   khzMjcfOptions opt;
   int nwarn = 0;
@@ -918,8 +921,11 @@ static khzModel *humanoid_khz(const char *path, int rk4, double h, char *err, si
   khzContactOptions co;
   khz_spec_defaultContact(&co);
   co.method = KHZ_CONTACT_PENALTY;
-  co.kp_per_kg = 4e5, co.kv_per_kg = 800, co.ki_per_kg = 1e4;
-  co.gain_mass = KHZ_GAIN_MASS_EFFECTIVE, co.gamma = 0.85, co.mu = 1, co.restitution = 0;
+  if (!auto_gains) {
+    co.kp_per_kg = 4e5, co.kv_per_kg = 800, co.ki_per_kg = 1e4;
+    co.gain_mass = KHZ_GAIN_MASS_EFFECTIVE;
+  }
+  co.gamma = 0.85, co.mu = 1, co.restitution = 0;
   co.max_points = 10;
   khz_spec_setContact(spec, &co);
   khz_spec_setTimestep(spec, h);
@@ -945,8 +951,9 @@ typedef struct humanoidRun {
   benchRow *row;
 } humanoidRun;
 
-static int khz_h_open_with(humanoidRun *r, const char *path, int rk4, char *err, size_t errsz) {
-  khzModel *m = humanoid_khz(path, rk4, 1e-3, err, errsz);
+static int khz_h_open_with(humanoidRun *r, const char *path, int rk4, int auto_gains, char *err,
+                           size_t errsz) {
+  khzModel *m = humanoid_khz(path, rk4, auto_gains, 1e-3, err, errsz);
   khzData *d = m ? khz_makeData(m, 0) : NULL;
   r->model = m, r->data = d;
   if (!d) return -1;
@@ -956,12 +963,18 @@ static int khz_h_open_with(humanoidRun *r, const char *path, int rk4, char *err,
 }
 
 static int khz_h_open(humanoidRun *r, const char *path, char *err, size_t errsz) {
-  return khz_h_open_with(r, path, 1, err, errsz);
+  return khz_h_open_with(r, path, 1, 0, err, errsz);
 }
 
 /* like for like with MuJoCo: the file's integrator (Euler for humanoid.xml) */
 static int khz_h_open_file(humanoidRun *r, const char *path, char *err, size_t errsz) {
-  return khz_h_open_with(r, path, 0, err, errsz);
+  return khz_h_open_with(r, path, 0, 0, err, errsz);
+}
+
+/* the file's integrator with the contact's stiff part implicit: automatic
+ * gains instead of v4_humanoid.yaml's (a contact model of its own) */
+static int khz_h_open_auto(humanoidRun *r, const char *path, char *err, size_t errsz) {
+  return khz_h_open_with(r, path, 0, 1, err, errsz);
 }
 
 static void khz_h_step(humanoidRun *r) { khz_step(r->model, r->data); }
@@ -1016,12 +1029,13 @@ static void humanoid_block(humanoidRun *r, int steps) {
 
 /* 3 s from the file's initial pose (the fall, the impact and lying on the
  * floor), both engines interleaved by blocks as the scenes are */
-#define NHUMANOID_RUN 3
+#define NHUMANOID_RUN 4
 
-/* khz-euler (khz with the file's integrator, as MuJoCo steps it) runs when
- * both khz and mujoco are selected: it is the like-for-like row */
+/* khz-euler (khz with the file's integrator, as MuJoCo steps it) and
+ * khz-euler-auto (the same with automatic gains) run when both khz and
+ * mujoco are selected: they are the like-for-like rows */
 static int humanoid_selected(const benchOptions *o, const char *engine) {
-  if (!strcmp(engine, "khz-euler")) return in_list_engine(o, "khz") && in_list_engine(o, "mujoco");
+  if (!strncmp(engine, "khz-euler", 9)) return in_list_engine(o, "khz") && in_list_engine(o, "mujoco");
   return in_list_engine(o, engine);
 }
 
@@ -1031,6 +1045,8 @@ static void run_humanoid(const benchOptions *o, rowList *rows) {
        .torso_z = khz_h_torso, .close = khz_h_close},
       {.engine = "khz-euler", .open = khz_h_open_file, .step = khz_h_step, .ncontact = khz_h_ncontact,
        .torso_z = khz_h_torso, .close = khz_h_close},
+      {.engine = "khz-euler-auto", .open = khz_h_open_auto, .step = khz_h_step,
+       .ncontact = khz_h_ncontact, .torso_z = khz_h_torso, .close = khz_h_close},
 #ifdef HAVE_MUJOCO
       {.engine = "mujoco", .open = mj_h_open, .step = mj_h_step, .ncontact = mj_h_ncontact,
        .torso_z = mj_h_torso, .close = mj_h_close},
@@ -1095,11 +1111,13 @@ static int humanoid_names(const khzModel *m, char names[][KHZ_NAME_MAX]) {
   return n;
 }
 
-static void khz_pose(const char *path, int rk4, double h, char names[][KHZ_NAME_MAX], int n, humanoidPose *p) {
+static void khz_pose(const char *path, int rk4, int auto_gains, double h, char names[][KHZ_NAME_MAX],
+                     int n, humanoidPose *p) {
   char err[1024] = "";
-  khzModel *m = humanoid_khz(path, rk4, h, err, sizeof err);
+  khzModel *m = humanoid_khz(path, rk4, auto_gains, h, err, sizeof err);
   khzData *d = m ? khz_makeData(m, 0) : NULL;
-  snprintf(p->what, sizeof p->what, "khz %s", m && m->integrator == KHZ_INT_RK4 ? "RK4" : "Euler");
+  snprintf(p->what, sizeof p->what, "khz %s%s", m && m->integrator == KHZ_INT_RK4 ? "RK4" : "Euler",
+           auto_gains ? ", automatic gains" : "");
   p->h = h, p->ok = 0;
   if (d) {
     d->contact_method = KHZ_CONTACT_PENALTY;
@@ -1154,7 +1172,7 @@ static double pose_error(const humanoidPose *a, const humanoidPose *b, int n) {
 
 static void humanoid_accuracy(const benchOptions *o) {
   char err[1024] = "", names[HUMANOID_ACC_BODIES][KHZ_NAME_MAX];
-  khzModel *m = humanoid_khz(o->humanoid, 1, 1e-3, err, sizeof err);
+  khzModel *m = humanoid_khz(o->humanoid, 1, 0, 1e-3, err, sizeof err);
   if (!m) {
     printf("\nhumanoid accuracy: %s\n", err);
     return;
@@ -1162,11 +1180,14 @@ static void humanoid_accuracy(const benchOptions *o) {
   int n = humanoid_names(m, names);
   khz_deleteModel(&m);
   double t0 = now_s();
-  humanoidPose ref_khz, run[4];
+  humanoidPose ref_khz, ref_auto, run[5];
   int nrun = 0;
-  khz_pose(o->humanoid, 1, 1e-4, names, n, &ref_khz);
-  khz_pose(o->humanoid, 1, 1e-3, names, n, run + nrun++);
-  khz_pose(o->humanoid, 0, 1e-3, names, n, run + nrun++);
+  khz_pose(o->humanoid, 1, 0, 1e-4, names, n, &ref_khz);
+  khz_pose(o->humanoid, 1, 1, 1e-4, names, n, &ref_auto);
+  khz_pose(o->humanoid, 1, 0, 1e-3, names, n, run + nrun++);
+  khz_pose(o->humanoid, 0, 0, 1e-3, names, n, run + nrun++);
+  int auto_run = nrun;
+  khz_pose(o->humanoid, 0, 1, 1e-3, names, n, run + nrun++);
 #ifdef HAVE_MUJOCO
   humanoidPose ref_mj;
   mj_pose(o->humanoid, 1, 1e-4, names, n, &ref_mj);
@@ -1175,15 +1196,18 @@ static void humanoid_accuracy(const benchOptions *o) {
 #else
   humanoidPose ref_mj = {.what = "MuJoCo (not built)", .ok = 0, .torso_z = NAN};
 #endif
+  /* the last column: khz's own reference with the row's gains (automatic
+   * gains follow h: omega = 0.3 / h, so that reference's springs are 10 times
+   * stiffer, a contact model of its own) */
   printf("\n| humanoid after %g s (%d bodies' com) | h | torso z (m) | com error vs MuJoCo RK4 h = 1e-4, "
-         "RMS (m) | vs khz RK4 h = 1e-4 (m) |\n|---|---|---|---|---|\n", HUMANOID_ACC_S, n);
-  const humanoidPose *refs[2] = {&ref_mj, &ref_khz};
-  for (int r = 0; r < 2; r++)
+         "RMS (m) | vs khz RK4 h = 1e-4, same gains (m) |\n|---|---|---|---|---|\n", HUMANOID_ACC_S, n);
+  const humanoidPose *refs[3] = {&ref_mj, &ref_khz, &ref_auto};
+  for (int r = 0; r < 3; r++)
     printf("| reference: %s | %g | %.4f | %.3g | %.3g |\n", refs[r]->what, refs[r]->h, refs[r]->torso_z,
-           pose_error(refs[r], &ref_mj, n), pose_error(refs[r], &ref_khz, n));
+           pose_error(refs[r], &ref_mj, n), pose_error(refs[r], r == 2 ? &ref_auto : &ref_khz, n));
   for (int k = 0; k < nrun; k++)
     printf("| %s | %g | %.4f | %.3g | %.3g |\n", run[k].what, run[k].h, run[k].torso_z,
-           pose_error(run + k, &ref_mj, n), pose_error(run + k, &ref_khz, n));
+           pose_error(run + k, &ref_mj, n), pose_error(run + k, k == auto_run ? &ref_auto : &ref_khz, n));
   progress("  %-22s %.1f s\n", "humanoid accuracy", now_s() - t0);
 }
 

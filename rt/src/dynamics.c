@@ -19,6 +19,60 @@
 #include "dynamics.h"
 #include "spatial.h"
 
+/* ---------------------------------------------- structural zeros and ones --
+ * Products whose factors are structurally 0 or 1 are left out: a rotation that
+ * is exactly the identity, the world as parent, a body without mass or
+ * inertia, a free joint's subspace. The sums that remain keep their order, so
+ * a result differs from the dense product's at most in the sign of a zero
+ * (x + 0 * y = x, 1 * x = x for every finite x, x = -0 aside). */
+
+/* R is exactly the identity */
+static inline int is_identity3(const double R[9]) {
+  return R[0] == 1 && R[4] == 1 && R[8] == 1 && R[1] == 0 && R[2] == 0 && R[3] == 0 &&
+         R[5] == 0 && R[6] == 0 && R[7] == 0;
+}
+
+/* body i has no mass and no rotational inertia: its spatial inertia is zero
+ * (the massless links of an MJCF body with several joints, URDF's dummy links) */
+static inline int body_massless(const khzModel *m, int i) {
+  if (m->body_mass[i] != 0) return 0;
+  const double *Ic = m->body_inertia + 9 * i;
+  for (int k = 0; k < 9; k++)
+    if (Ic[k] != 0) return 0;
+  return 1;
+}
+
+/* A free joint's subspace (khz_forwardPass): the translation columns are
+ * S_k = [0; e_k] (k < 3), the rotation columns S_3+k = [R e_k; 0] with R the
+ * body's rotation. S_a . f: */
+static inline double free_dotS(const double S[36], int a, const double f[6]) {
+  if (a < 3) return f[3 + a];
+  const double *s = S + 6 * a;
+  return s[0] * f[0] + s[1] * f[1] + s[2] * f[2];
+}
+
+/* U = IA S for a free joint, column by column */
+static inline void free_mulIS(double U[36], const double IA[36], const double S[36]) {
+  for (int k = 0; k < 3; k++)
+    for (int r = 0; r < 6; r++) U[6 * k + r] = IA[6 * r + 3 + k];
+  for (int k = 3; k < 6; k++) {
+    const double *s = S + 6 * k;
+    for (int r = 0; r < 6; r++) {
+      const double *row = IA + 6 * r;
+      U[6 * k + r] = row[0] * s[0] + row[1] * s[1] + row[2] * s[2];
+    }
+  }
+}
+
+/* v += S x for a free joint (x: its 6 joint rates or accelerations) */
+static inline void free_addSx(double v[6], const double S[36], const double x[6]) {
+  for (int k = 0; k < 3; k++) {
+    const double *s = S + 6 * (3 + k);
+    v[0] += s[0] * x[3 + k], v[1] += s[1] * x[3 + k], v[2] += s[2] * x[3 + k];
+  }
+  v[3] += x[0], v[4] += x[1], v[5] += x[2];
+}
+
 /* ----------------------------------------------------- joint kinematics -- */
 
 /* Pose of body i in its parent: R_rel = Ro RJ(q), p_rel = po + Ro pJ(q). */
@@ -48,6 +102,12 @@ static void joint_pose(const khzModel *m, int i, const double *q, double R_rel[9
     default:
       break;
   }
+  /* an unrotated joint origin (most bodies): Ro = I, whose products are exact */
+  if (is_identity3(Ro)) {
+    memcpy(R_rel, RJ, sizeof RJ);
+    p_rel[0] = pJ[0] + po[0], p_rel[1] = pJ[1] + po[1], p_rel[2] = pJ[2] + po[2];
+    return;
+  }
   khzu_mulMat3(R_rel, Ro, RJ);
   khzu_mulMatVec3(p_rel, Ro, pJ);
   p_rel[0] += po[0], p_rel[1] += po[1], p_rel[2] += po[2];
@@ -76,8 +136,10 @@ static inline void body_velocity(const khzModel *m, khzData *d, const double *qd
   memset(vJ, 0, 6 * sizeof(double));
   if (qd) {
     const double *qdi = qd + m->jnt_dofadr[i];
-    for (int k = 0; k < nv; k++)
-      for (int a = 0; a < 6; a++) vJ[a] += S[6 * k + a] * qdi[k];
+    if (m->jnt_type[i] == KHZ_JOINT_FLOATING) free_addSx(vJ, S, qdi);
+    else
+      for (int k = 0; k < nv; k++)
+        for (int a = 0; a < 6; a++) vJ[a] += S[6 * k + a] * qdi[k];
     const double *vp = p ? d->vtree + 6 * p : NULL;
     for (int a = 0; a < 6; a++) v[a] = (vp ? vp[a] : 0) + vJ[a];
     if (m->jnt_type[i] == KHZ_JOINT_FLOATING) {
@@ -138,9 +200,14 @@ void khz_forwardPass(const khzModel *m, khzData *d, const double *q, const doubl
     int p = m->body_parent[i];
     const double *Rp = d->xrot + 9 * p, *pp = d->xpos + 3 * p;
     double *Rw = d->xrot + 9 * i, *pw = d->xpos + 3 * i, *xc = d->xcom + 3 * i;
-    khzu_mulMat3(Rw, Rp, R);
-    khzu_mulMatVec3(t, Rp, r);
-    pw[0] = pp[0] + t[0], pw[1] = pp[1] + t[1], pw[2] = pp[2] + t[2];
+    if (p == 0) { /* the world: identity, origin */
+      memcpy(Rw, R, sizeof R);
+      memcpy(pw, r, sizeof r);
+    } else {
+      khzu_mulMat3(Rw, Rp, R);
+      khzu_mulMatVec3(t, Rp, r);
+      pw[0] = pp[0] + t[0], pw[1] = pp[1] + t[1], pw[2] = pp[2] + t[2];
+    }
     khzu_mulMatVec3(t, Rw, m->body_com + 3 * i);
     xc[0] = pw[0] + t[0], xc[1] = pw[1] + t[1], xc[2] = pw[2] + t[2];
 
@@ -179,10 +246,20 @@ void khz_forwardPass(const khzModel *m, khzData *d, const double *q, const doubl
     }
 
     /* spatial inertia at o: mass, com relative to o, R Ic R^T */
-    double Icw[9], tmp[9], crel[3] = {xc[0] - o[0], xc[1] - o[1], xc[2] - o[2]};
-    khzu_mulMat3(tmp, Rw, m->body_inertia + 9 * i);
-    khzu_mulMatMatT3(Icw, tmp, Rw);
-    khzu_spatialInertia(d->cinert + 36 * i, m->body_mass[i], crel, Icw);
+    if (body_massless(m, i)) {
+      memset(d->cinert + 36 * i, 0, 36 * sizeof(double));
+    } else {
+      double Icw[9], tmp[9], crel[3] = {xc[0] - o[0], xc[1] - o[1], xc[2] - o[2]};
+      const double *Ic = m->body_inertia + 9 * i;
+      if (Ic[1] == 0 && Ic[2] == 0 && Ic[3] == 0 && Ic[5] == 0 && Ic[6] == 0 && Ic[7] == 0) {
+        /* principal axes: R Ic scales R's columns */
+        for (int r3 = 0; r3 < 9; r3++) tmp[r3] = Rw[r3] * Ic[4 * (r3 % 3)];
+      } else {
+        khzu_mulMat3(tmp, Rw, Ic);
+      }
+      khzu_mulMatMatT3(Icw, tmp, Rw);
+      khzu_spatialInertia(d->cinert + 36 * i, m->body_mass[i], crel, Icw);
+    }
 
     /* velocities: v = v_parent + S qd (the root's parent, the world, is still);
      * bias c = v x vJ for body-fixed columns */
@@ -243,6 +320,11 @@ static inline double implicit_damping(const khzModel *m, int dof, double Dk, dou
 static inline void add_bias_to_parent(double *pAp, const double *U, const double *Dinv,
                                       const double *u, int nv) {
   if (!nv) return;
+  if (nv == 1) { /* one column */
+    double Du = Dinv[0] * u[0];
+    for (int k = 0; k < 6; k++) pAp[k] += U[k] * Du;
+    return;
+  }
   double Du[6] = {0};
   for (int a = 0; a < nv; a++)
     for (int b = 0; b < nv; b++) Du[a] += Dinv[nv * a + b] * u[b];
@@ -274,8 +356,12 @@ void khz_abaCoreKeep(const khzModel *m, khzData *d, const double *tau, double *q
       double *IA = d->IA + 36 * i, Iv[6];
       const double *v = d->vtree + 6 * i;
       memcpy(IA, d->cinert + 36 * i, 36 * sizeof(double));
-      khzu_mulMatVec6(Iv, IA, v);
-      khzu_crossForce(pA, v, Iv);
+      if (body_massless(m, i)) { /* I = 0: no velocity-product force */
+        memset(pA, 0, 6 * sizeof(double));
+      } else {
+        khzu_mulMatVec6(Iv, IA, v);
+        khzu_crossForce(pA, v, Iv);
+      }
       if (keep) memcpy(keep + 12 * i, pA, 6 * sizeof(double));
     }
     for (int k = 0; k < 6; k++) pA[k] -= d->fext[6 * i + k];
@@ -292,8 +378,10 @@ void khz_abaCoreKeep(const khzModel *m, khzData *d, const double *tau, double *q
     double *U = d->U + 36 * i, *Dinv = d->Dinv + 36 * i, *u = d->u + 6 * i;
     const double *c = d->cbias + 6 * i;
 
+    int free_joint = m->jnt_type[i] == KHZ_JOINT_FLOATING;
     if (reuse) {
-      for (int a = 0; a < nv; a++) u[a] = tau[dof + a] - khzu_dot6(S + 6 * a, pA);
+      for (int a = 0; a < nv; a++)
+        u[a] = tau[dof + a] - (free_joint ? free_dotS(S, a, pA) : khzu_dot6(S + 6 * a, pA));
       if (p == 0) continue;
       double *pAp = d->pA + 6 * p;
       const double *t = keep + 12 * i + 6;
@@ -309,12 +397,23 @@ void khz_abaCoreKeep(const khzModel *m, khzData *d, const double *tau, double *q
       u[0] = tau[dof] - khzu_dot6(S, pA);
     } else if (nv > 1) {
       double Dm[36];
-      for (int k = 0; k < nv; k++) khzu_mulMatVec6(U + 6 * k, IA, S + 6 * k);
-      for (int a = 0; a < nv; a++) {
-        for (int b = a; b < nv; b++) Dm[nv * a + b] = Dm[nv * b + a] = khzu_dot6(S + 6 * a, U + 6 * b);
-        Dm[nv * a + a] += m->dof_armature[dof + a];
-        if (h > 0) Dm[nv * a + a] += implicit_damping(m, dof + a, Dm[nv * a + a], h, stiff_only);
-        u[a] = tau[dof + a] - khzu_dot6(S + 6 * a, pA);
+      if (free_joint) {
+        free_mulIS(U, IA, S);
+        for (int a = 0; a < nv; a++) {
+          for (int b = a; b < nv; b++) Dm[nv * a + b] = Dm[nv * b + a] = free_dotS(S, a, U + 6 * b);
+          Dm[nv * a + a] += m->dof_armature[dof + a];
+          if (h > 0) Dm[nv * a + a] += implicit_damping(m, dof + a, Dm[nv * a + a], h, stiff_only);
+          u[a] = tau[dof + a] - free_dotS(S, a, pA);
+        }
+      } else {
+        for (int k = 0; k < nv; k++) khzu_mulMatVec6(U + 6 * k, IA, S + 6 * k);
+        for (int a = 0; a < nv; a++) {
+          for (int b = a; b < nv; b++)
+            Dm[nv * a + b] = Dm[nv * b + a] = khzu_dot6(S + 6 * a, U + 6 * b);
+          Dm[nv * a + a] += m->dof_armature[dof + a];
+          if (h > 0) Dm[nv * a + a] += implicit_damping(m, dof + a, Dm[nv * a + a], h, stiff_only);
+          u[a] = tau[dof + a] - khzu_dot6(S + 6 * a, pA);
+        }
       }
       /* Dinv from a Cholesky factor */
       khzu_cholFactor(Dm, nv);
@@ -323,15 +422,17 @@ void khz_abaCoreKeep(const khzModel *m, khzData *d, const double *tau, double *q
     if (p == 0) continue;
 
     double *IAp = d->IA + 36 * p, *pAp = d->pA + 6 * p, Ia[36], t[6];
-    memcpy(Ia, IA, sizeof Ia);
     if (nv == 1) {
       /* Ia = IA - U U^T / D (symmetric) */
       for (int a = 0; a < 6; a++) {
         double ua = U[a] * Dinv[0];
-        for (int b = a; b < 6; b++) Ia[6 * a + b] -= ua * U[b];
+        for (int b = a; b < 6; b++) Ia[6 * a + b] = IA[6 * a + b] - ua * U[b];
         for (int b = 0; b < a; b++) Ia[6 * a + b] = Ia[6 * b + a];
       }
-    } else if (nv > 1) {
+    } else {
+      memcpy(Ia, IA, sizeof Ia);
+    }
+    if (nv > 1) {
       double UD[36];
       for (int r = 0; r < 6; r++)
         for (int b = 0; b < nv; b++) {
@@ -369,6 +470,12 @@ void khz_abaCoreKeep(const khzModel *m, khzData *d, const double *tau, double *q
     if (!nv) continue;
     const double *U = d->U + 36 * i, *Dinv = d->Dinv + 36 * i, *u = d->u + 6 * i,
                  *S = d->S + 36 * i;
+    if (nv == 1) { /* one column: qdd = (u - U . a) / D, a += S qdd */
+      double qk = Dinv[0] * (u[0] - khzu_dot6(U, a));
+      qdd[dof] = qk;
+      for (int r6 = 0; r6 < 6; r6++) a[r6] += S[r6] * qk;
+      continue;
+    }
     double r[6];
     for (int k = 0; k < nv; k++) r[k] = u[k] - khzu_dot6(U + 6 * k, a);
     for (int k = 0; k < nv; k++) {
@@ -376,8 +483,10 @@ void khz_abaCoreKeep(const khzModel *m, khzData *d, const double *tau, double *q
       for (int b = 0; b < nv; b++) sum += Dinv[nv * k + b] * r[b];
       qdd[dof + k] = sum;
     }
-    for (int k = 0; k < nv; k++)
-      for (int r6 = 0; r6 < 6; r6++) a[r6] += S[6 * k + r6] * qdd[dof + k];
+    if (m->jnt_type[i] == KHZ_JOINT_FLOATING) free_addSx(a, S, qdd + dof);
+    else
+      for (int k = 0; k < nv; k++)
+        for (int r6 = 0; r6 < 6; r6++) a[r6] += S[6 * k + r6] * qdd[dof + k];
   }
 }
 
@@ -538,16 +647,25 @@ void khz_pointVelocity(const khzModel *m, const khzData *d, int b, const double 
 
 /* ---------------------------------------- articulated impulse response -- */
 
+/* the depth of a path that khz_impulseResponse follows in a local array
+ * (deeper paths: each body is tested by walking up from b) */
+#define KHZ_PATH_MARK 64
+
 void khz_impulseResponse(const khzModel *m, khzData *d, int b, const double f[6], double *dqd,
                          double *dvel) {
   if (b <= 0) return;
   int root = m->body_root[b];
   double *pA = d->pA, *u = d->u;
 
-  /* clear the tree's bias forces, then put the impulse on b: pA = -f */
-  int end = m->body_treeend[root];
-  for (int i = root; i < end; i++)
-    if (m->body_root[i] == root) memset(pA + 6 * i, 0, 6 * sizeof(double));
+  /* b's path to the root, root first (a parent's index is below its
+   * child's); the bias forces of the path only are read below */
+  int path[KHZ_PATH_MARK], depth = 0;
+  for (int i = b; i > 0; i = m->body_parent[i], depth++)
+    if (depth < KHZ_PATH_MARK) path[KHZ_PATH_MARK - 1 - depth] = i;
+  const int *on = depth <= KHZ_PATH_MARK ? path + KHZ_PATH_MARK - depth : NULL;
+
+  /* clear the path's bias forces, then put the impulse on b: pA = -f */
+  for (int i = b; i > 0; i = m->body_parent[i]) memset(pA + 6 * i, 0, 6 * sizeof(double));
   for (int k = 0; k < 6; k++) pA[6 * b + k] = -f[k];
 
   /* to the root: u = -S^T pA, pa = pA + U Dinv u (no bias terms for impulses) */
@@ -557,27 +675,43 @@ void khz_impulseResponse(const khzModel *m, khzData *d, int b, const double f[6]
     double *pAi = pA + 6 * i, pa[6];
     memcpy(pa, pAi, sizeof pa);
     for (int a = 0; a < nv; a++) u[6 * i + a] = -khzu_dot6(S + 6 * a, pAi);
-    for (int a = 0; a < nv; a++) {
-      double Du = 0;
-      for (int c = 0; c < nv; c++) Du += Dinv[nv * a + c] * u[6 * i + c];
-      for (int k = 0; k < 6; k++) pa[k] += U[6 * a + k] * Du;
+    if (nv == 1) { /* one column */
+      double Du = Dinv[0] * u[6 * i];
+      for (int k = 0; k < 6; k++) pa[k] += U[k] * Du;
+    } else {
+      for (int a = 0; a < nv; a++) {
+        double Du = 0;
+        for (int c = 0; c < nv; c++) Du += Dinv[nv * a + c] * u[6 * i + c];
+        for (int k = 0; k < 6; k++) pa[k] += U[6 * a + k] * Du;
+      }
     }
     if (p > 0)
       for (int k = 0; k < 6; k++) pA[6 * p + k] += pa[k];
   }
 
   /* back out over the whole tree: dv = dv_parent, dqd = Dinv (u - U^T dv), dv += S dqd */
-  for (int i = root; i < end; i++) {
+  int next = 0; /* the next path body to meet, in on[] */
+  for (int i = root; i < m->body_treeend[root]; i++) {
     if (m->body_root[i] != root) continue;
     int nv = m->jnt_nv[i], dof = m->jnt_dofadr[i], p = m->body_parent[i];
     double *dv = dvel + 6 * i;
+    /* off the impulse's path pA is zero, so u is zero there */
+    int on_path = 0;
+    if (on) {
+      if (next < depth && on[next] == i) on_path = 1, next++;
+    } else {
+      for (int j = b; j > 0 && !on_path; j = m->body_parent[j]) on_path = j == i;
+    }
     if (p > 0) memcpy(dv, dvel + 6 * p, 6 * sizeof(double));
     else memset(dv, 0, 6 * sizeof(double));
     if (!nv) continue;
-    /* off the impulse's path pA is zero, so u is zero there */
-    int on_path = 0;
-    for (int j = b; j > 0 && !on_path; j = m->body_parent[j]) on_path = j == i;
     const double *S = d->S + 36 * i, *U = d->U + 36 * i, *Dinv = d->Dinv + 36 * i;
+    if (nv == 1) { /* one column */
+      double dq = Dinv[0] * ((on_path ? u[6 * i] : 0) - khzu_dot6(U, dv));
+      if (dqd) dqd[dof] += dq;
+      for (int k = 0; k < 6; k++) dv[k] += S[k] * dq;
+      continue;
+    }
     double r[6], dq[6];
     for (int a = 0; a < nv; a++) r[a] = (on_path ? u[6 * i + a] : 0) - khzu_dot6(U + 6 * a, dv);
     for (int a = 0; a < nv; a++) {

@@ -169,8 +169,18 @@ void khzu_xformInertiaT(double res[36], const double X[12], const double I[36]);
 static inline void khzu_spatialInertia(double res[36], double mass, const double c[3],
                                        const double Ic[9]) {
   double cx[9] = {0, -c[2], c[1], c[2], 0, -c[0], -c[1], c[0], 0};
+  /* cx cx^T without the products of cx's zero diagonal (the same sums in the
+   * same order otherwise) */
   double cxcxT[9];
-  khzu_mulMatMatT3(cxcxT, cx, cx);
+  cxcxT[0] = cx[1] * cx[1] + cx[2] * cx[2];
+  cxcxT[1] = cx[2] * cx[5];
+  cxcxT[2] = cx[1] * cx[7];
+  cxcxT[3] = cx[5] * cx[2];
+  cxcxT[4] = cx[3] * cx[3] + cx[5] * cx[5];
+  cxcxT[5] = cx[3] * cx[6];
+  cxcxT[6] = cx[7] * cx[1];
+  cxcxT[7] = cx[6] * cx[3];
+  cxcxT[8] = cx[6] * cx[6] + cx[7] * cx[7];
   for (int i = 0; i < 3; i++)
     for (int j = 0; j < 3; j++) {
       res[6 * i + j] = Ic[3 * i + j] + mass * cxcxT[3 * i + j];
