@@ -317,13 +317,26 @@ static int integral_implicit(const khzData *d, const khzContact *c) {
   return d->contact_method != KHZ_CONTACT_DEEPEST && c->kp_implicit > KHZ_HELD_IMPLICIT * c->kp;
 }
 
+/* zeroes dvel (6 nbody) over the trees of c's moving bodies */
+static void row_clear(const khzModel *m, const khzContact *c, double *dvel) {
+  for (int s = 0; s < 2; s++) {
+    int b = c->body[s];
+    if (b <= 0 || khz_bodyStatic(m, b)) continue;
+    int root = m->body_root[b];
+    for (int i = root; i < m->body_treeend[root]; i++)
+      if (m->body_root[i] == root) memset(dvel + 6 * i, 0, 6 * sizeof(double));
+  }
+}
+
 /* the response of the trees of c's bodies to a unit impulse along dir at x
- * (+dir on body 0, -dir on body 1): dqd, and dvel, the body velocity
- * changes of both trees */
+ * (+dir on body 0, -dir on body 1): dvel, the body velocity changes of both
+ * trees. dvel must be zero outside them (the caller clears it once, and
+ * with row_clear after reading each response: O(tree) per row, not
+ * O(nbody)); the values are those of a full clear and the same sums. */
 static void row_response(const khzModel *m, khzData *d, const khzContact *c, const implicit_row *r,
                          double *dqd, double *dvel, double *tmp) {
   (void)dqd; /* khz_impulseResponse writes tmp over b's whole tree, reads no qd */
-  memset(dvel, 0, 6 * (size_t)m->nbody * sizeof(double));
+  row_clear(m, c, dvel);
   for (int s = 0; s < 2; s++) {
     int b = c->body[s];
     if (b <= 0 || khz_bodyStatic(m, b)) continue;
@@ -990,6 +1003,7 @@ static int solve_blocks(const khzModel *m, khzData *d, const implicit_row *row, 
         const implicit_row *rp = row + mem[s0 + p];
         Ab[p * kb + q] = row_velocity(m, d, d->contact + rp->contact, rp, dvel);
       }
+      row_clear(m, d->contact + rq->contact, dvel);
     }
     for (int p = 0; p < kb; p++) {
       for (int q = 0; q < p; q++) Ab[p * kb + q] = Ab[q * kb + p] = 0.5 * (Ab[p * kb + q] + Ab[q * kb + p]);
@@ -1152,7 +1166,9 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
     int r = khz_movingTree(m, c, 0) >= 0 ? khz_movingTree(m, c, 0) : khz_movingTree(m, c, 1);
     cl[j] = r >= 0 ? khz_clusterFind(parent, r) : -1;
   }
-  /* each cluster: W column by column, one test impulse per row */
+  /* each cluster: W column by column, one test impulse per row (dvel zero
+   * between them: row_response) */
+  memset(dvel, 0, 6 * (size_t)m->nbody * sizeof(double));
   for (int j0 = 0; j0 < n; j0++) {
     if (cl[j0] < 0) continue;
     int id = cl[j0], k = 0;
@@ -1185,6 +1201,7 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
         const implicit_row *ra = row + mem[a];
         A[a * k + b] = row_velocity(m, d, d->contact + ra->contact, ra, dvel);
       }
+      row_clear(m, d->contact + rb->contact, dvel);
     }
     for (int a = 0; a < k; a++) {
       for (int b = 0; b < a; b++) A[a * k + b] = A[b * k + a] = 0.5 * (A[a * k + b] + A[b * k + a]);
