@@ -595,19 +595,9 @@ static void block_matvec(const double *A, const unsigned char *nz, int nb, const
   }
 }
 
-/* the power iteration of largest_rate stops once its estimate moves by
- * less than this share (or after KHZ_RATE_ITERATIONS): on the 22 humanoids
- * (150 steps, 14256 calls) it took 21 iterations on average, and the
- * estimate then differed from the fixed 40 iterations' by 1.4e-6 (median),
- * 2.4e-4 at most (the 40th iterate is itself not converged where the two
- * largest rates nearly coincide: 80 % of calls still moved by more than
- * 1e-9 then) */
-#define KHZ_RATE_TOL 1e-6
-#define KHZ_RATE_ITERATIONS 40
-
 /* largest eigenvalue of L K (n = 6 nb; L and K symmetric positive
  * semi-definite, so L K is similar to a symmetric one): power iteration from
- * a fixed start until the estimate settles (KHZ_RATE_TOL); x, y, z (n) scratch */
+ * a fixed start; x, y, z (n) scratch */
 static double largest_rate(const double *L, const double *K, int nb, double *x, double *y, double *z) {
   int n = 6 * nb;
   unsigned char nzL[KHZ_TREE_BODIES * KHZ_TREE_BODIES], nzK[KHZ_TREE_BODIES * KHZ_TREE_BODIES];
@@ -615,15 +605,13 @@ static double largest_rate(const double *L, const double *K, int nb, double *x, 
   nonzero_blocks(K, nb, nzK);
   double lam = 0;
   for (int a = 0; a < n; a++) x[a] = 1.0 / (1 + a % 6);
-  for (int it = 0; it < KHZ_RATE_ITERATIONS; it++) {
+  for (int it = 0; it < 40; it++) {
     block_matvec(K, nzK, nb, x, y);
     block_matvec(L, nzL, nb, y, z);
     double nz = 0, nx = 0;
     for (int a = 0; a < n; a++) nz += z[a] * z[a], nx += x[a] * x[a];
     if (!(nz > 0)) return 0;
-    double prev = lam;
     lam = sqrt(nz / nx);
-    if (fabs(lam - prev) <= KHZ_RATE_TOL * lam) break;
     for (int a = 0; a < n; a++) x[a] = z[a] / sqrt(nz);
   }
   return lam;
@@ -633,20 +621,15 @@ static double largest_rate(const double *L, const double *K, int nb, double *x, 
  * of the pairs listed in pair (np of them) through the articulated
  * inertias: the response L of every moving body of the pairs to unit
  * impulses on each of them (6 articulated impulse responses per body), the
- * pairs' springs and dampers K, C on those bodies' velocities. The
- * automatic gains put every pair's damper at the same multiple of its
- * spring (kv = 2 zeta kp / omega, pair_gains_auto), and tree_springs is
- * linear in the gain, so C = (kv / kp) K and the damping rate is that
- * multiple of the stiffness eigenvalue: C and its power iteration are
- * built only for a cluster whose pairs' ratios differ (by more than 1e-12).
- * body (nb <= KHZ_TREE_BODIES) lists the bodies, slot (nbody) maps a body
- * to its place or -1; mat holds 3 n^2 + 3 n doubles, n = 6 nb. */
+ * pairs' springs and dampers K, C on those bodies' velocities. body (nb <=
+ * KHZ_TREE_BODIES) lists the bodies, slot (nbody) maps a body to its place
+ * or -1; mat holds 3 n^2 + 3 n doubles, n = 6 nb. */
 static void tree_rates(const khzModel *m, khzData *d, const int *pair, int np, const int *body, int nb,
                        const int *slot, double *mat, double *dqd, double *dvel, double rate[2]) {
   (void)dqd; /* the responses' joint velocities are not wanted */
   int n = 6 * nb;
   double *L = mat, *K = L + n * n, *C = K + n * n, *x = C + n * n;
-  memset(mat, 0, 2 * (size_t)n * n * sizeof(double));
+  memset(mat, 0, 3 * (size_t)n * n * sizeof(double));
   for (int a = 0; a < nb; a++)
     for (int j = 0; j < 6; j++) {
       double f[6] = {0, 0, 0, 0, 0, 0};
@@ -658,21 +641,13 @@ static void tree_rates(const khzModel *m, khzData *d, const int *pair, int np, c
     }
   for (int a = 0; a < n; a++) /* symmetric up to round-off */
     for (int b = 0; b < a; b++) L[a * n + b] = L[b * n + a] = 0.5 * (L[a * n + b] + L[b * n + a]);
-  double ratio = np && d->contact[pair[0]].kp > 0 ? d->contact[pair[0]].kv / d->contact[pair[0]].kp : -1;
-  int same = ratio >= 0;
   for (int i = 0; i < np; i++) {
     const khzContact *c = d->contact + pair[i];
     tree_springs(m, d, c, c->kp, slot, n, K);
-    same &= fabs(c->kv - ratio * c->kp) <= 1e-12 * c->kv;
+    tree_springs(m, d, c, c->kv, slot, n, C);
   }
-  double h = d->timestep, lam = largest_rate(L, K, nb, x, x + n, x + 2 * n);
-  rate[0] = h * sqrt(lam);
-  if (same) {
-    rate[1] = h * ratio * lam;
-    return;
-  }
-  memset(C, 0, (size_t)n * n * sizeof(double));
-  for (int i = 0; i < np; i++) tree_springs(m, d, d->contact + pair[i], d->contact[pair[i]].kv, slot, n, C);
+  double h = d->timestep;
+  rate[0] = h * sqrt(largest_rate(L, K, nb, x, x + n, x + 2 * n));
   rate[1] = h * largest_rate(L, C, nb, x, x + n, x + 2 * n);
 }
 
