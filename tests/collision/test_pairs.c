@@ -2,8 +2,7 @@
  * contact outputs (order, body frames, deepest point), the persistent pair
  * slots across calls, full buffers that degrade with a warning, a stack too
  * small, the method names, determinism, and zero heap allocations in 1000
- * calls on a mixed pile (malloc & co. wrapped at link time), and the warm start
- * of the least-overlap search (khzPairState.normal). */
+ * calls on a mixed pile (malloc & co. wrapped at link time). */
 #include "col_util.h"
 #include "spatial.h"
 
@@ -309,99 +308,7 @@ static void test_alloc(void) {
   khz_deleteModel(&m);
 }
 
-
-/* ------------------------------------------------------- warm start -- */
-
-/* a tilted cylinder whose rim sinks into a box's corner (the least-overlap
- * normal is no facet's: the pattern search runs), turning a little per call */
-static void cylinder_on_corner(const khzModel *m, khzData *d, int call, double lower) {
-  double q[4], qa[4], qb[4];
-  cu_axisQuat(qa, 1, 0, 0, 0.6 + 0.002 * call);
-  cu_axisQuat(qb, 0, 0, 1, 0.4);
-  q[0] = qb[0] * qa[0] - qb[1] * qa[1] - qb[2] * qa[2] - qb[3] * qa[3];
-  q[1] = qb[0] * qa[1] + qb[1] * qa[0] + qb[2] * qa[3] - qb[3] * qa[2];
-  q[2] = qb[0] * qa[2] - qb[1] * qa[3] + qb[2] * qa[0] + qb[3] * qa[1];
-  q[3] = qb[0] * qa[3] + qb[1] * qa[2] - qb[2] * qa[1] + qb[3] * qa[0];
-  cu_pose(m, d, 1, (double[3]){0, 0, 0}, up);
-  cu_pose(m, d, 2, (double[3]){0.25, 0.25, 0.1 + 0.2 - lower}, q);
-  khz_kinematics(m, d);
-}
-
-/* The least-overlap search starts where the pair's last pass ended
- * (khzPairState.normal): the same contact as a search from scratch (a fresh
- * data) to the search's tolerance, and, being state, restored with it: a
- * restored state collides bit for bit alike, and one whose warm start was
- * not restored does not. */
-static void test_warm(void) {
-  khzSpec *s = khz_spec_new();
-  cu_geom(s, cu_body(s, "box"), KHZ_GEOM_BOX, 0.2, 0.2, 0.1);
-  cu_geom(s, cu_body(s, "wheel"), KHZ_GEOM_CYLINDER, 0.15, 0.05, 0);
-  khzModel *m = cu_compile(s);
-  khz_spec_destroy(&s);
-  khzData *d = khz_makeData(m, 0), *fresh = khz_makeData(m, 0);
-  /* lowered until the rim is 1-2 mm inside */
-  double lower = 0;
-  for (; lower < 0.3; lower += 0.0005) {
-    cylinder_on_corner(m, d, 0, lower);
-    if (khz_collide(m, d) == 1 && d->cpoint[d->contact[0].deepest].depth > 0.001) break;
-  }
-  ENSURE(d->ncontact == 1);
-  int searched = 0;
-  double worst_depth = -1, worst_angle = 0;
-  size_t n = khz_stateSize(m);
-  unsigned char *snap = malloc(n), *bits = malloc(60 * 4 * sizeof(double));
-  for (int call = 1; call <= 120; call++) {
-    if (call == 60) khz_saveState(m, d, snap);
-    cylinder_on_corner(m, d, call, lower);
-    cylinder_on_corner(m, fresh, call, lower);
-    memset(fresh->pair, 0, (size_t)m->npair_max * sizeof *fresh->pair);
-    fresh->pair[0].geom[0] = -1;
-    ENSURE(khz_collide(m, d) == 1 && khz_collide(m, fresh) == 1);
-    if (d->ncontact != 1 || fresh->ncontact != 1) break;
-    searched += d->pair[d->contact[0].slot].normal[0] != 0;
-    /* the depth along the normal is the overlap the search lowers: the warm
-     * start must not end higher than a search from scratch */
-    double dd = d->cpoint[d->contact[0].deepest].depth - fresh->cpoint[fresh->contact[0].deepest].depth;
-    double c = khzu_dot3(d->contact[0].normal, fresh->contact[0].normal);
-    worst_depth = fmax(worst_depth, dd);
-    worst_angle = fmax(worst_angle, acos(fmin(1, c)));
-    if (call >= 60 && call < 120) {
-      memcpy(bits + 32 * (call - 60), d->contact[0].normal, 3 * sizeof(double));
-      memcpy(bits + 32 * (call - 60) + 24, &d->cpoint[d->contact[0].deepest].depth, sizeof(double));
-    }
-  }
-  printf("warm start: %d of 120 calls searched; against a search from scratch, depth at most "
-         "%.2g m above it, normal within %.2g rad\n", searched, worst_depth, worst_angle);
-  ENSURE(searched >= 100);
-  ENSURE(worst_depth < 1e-7); /* the search's tolerance: 1e-6 rad on a 0.35 m pair */
-  ENSURE(worst_angle < 0.05);
-
-  /* restored: the same bits; restored but for the warm start: not */
-  double end_normal[3];
-  khzu_copy3(end_normal, d->pair[d->contact[0].slot].normal);
-  for (int pass = 0; pass < 2; pass++) {
-    khz_restoreState(m, d, snap);
-    if (pass == 1)
-      for (int k = 0; k < m->npair_max; k++)
-        if (d->pair[k].geom[0] >= 0) khzu_copy3(d->pair[k].normal, end_normal);
-    int same = 1;
-    for (int call = 60; call < 120; call++) {
-      cylinder_on_corner(m, d, call, lower);
-      khz_collide(m, d);
-      same &= d->ncontact == 1 && memcmp(bits + 32 * (call - 60), d->contact[0].normal, 3 * sizeof(double)) == 0 &&
-              memcmp(bits + 32 * (call - 60) + 24, &d->cpoint[d->contact[0].deepest].depth, sizeof(double)) == 0;
-    }
-    ENSURE(same == (pass == 0));
-  }
-  free(snap);
-  free(bits);
-  khz_deleteData(&d);
-  khz_deleteData(&fresh);
-  khz_deleteModel(&m);
-}
-
 int main(void) {
-  test_warm();
   test_outputs();
   test_slots();
   test_full();

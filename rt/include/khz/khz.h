@@ -466,10 +466,6 @@ typedef struct khzPairState {
                                        released gradually rather than by the spring */
   double fn;                        /* normal force the pair held at the end of the last step */
   double kp;                        /* stiffness of the last step (automatic gains) */
-  double normal[3];                 /* where the least-overlap search of the pair's normal
-                                       (cylinder pairs) ended at the last collision pass,
-                                       toward geom[0]: the next search's warm start; zero
-                                       when none ran */
   /* friction anchors, one per sticking point: the tangential spring's
    * stretch, the slip of body[0] against body[1] accumulated since the point
    * began sticking (clamped to the friction cone); body[1]'s frame */

@@ -418,10 +418,6 @@ typedef struct khzColOut {
   double *work;  /* scratch of KHZ_COL_WORK(cap, maxvert) doubles */
   int maxvert;   /* vertices of the largest box, cylinder or hull involved */
   double normal[3];
-  double warm[3];     /* input: where the least-overlap search of the pair's last pass
-                         ended (toward A), its warm start; zero = none */
-  double searched[3]; /* output: where this call's least-overlap search ended (toward A);
-                         zero when none ran */
 } khzColOut;
 
 /* doubles of scratch a narrow-phase call needs for a point buffer of cap and
@@ -447,10 +443,7 @@ size_t khz_collisionStackBytes(const khzModel *m);
 
 /* Narrow phase of geoms g0 < g1 at the given world frames (12 doubles per
  * geom: pos, rot): fills out with points whose feature carries the side
- * relative to (g0, g1) and the normal pointing toward g0. out->warm, when
- * not zero, is where the least-overlap search of cylinder pairs ended at the
- * pair's last pass (toward g0), and this search starts there; out->searched
- * is where it ended this time (zero when it did not run). Returns 1 on
+ * relative to (g0, g1) and the normal pointing toward g0. Returns 1 on
  * contact. */
 int khz_narrowphase(const khzModel *m, int g0, int g1, const double *frame, khzColOut *out);
 

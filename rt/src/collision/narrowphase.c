@@ -521,7 +521,7 @@ static int rims_plane(const khzColShape *a, const khzColShape *b, khzColOut *o) 
 
 typedef struct {
   const khzColShape *a, *b;
-  khzColOut *o; /* the points (read), the search's warm start and end (o->warm, o->searched) */
+  const khzColOut *o;
   double best, n[3], tie;
   int have;
   int sat; /* both bounded convex: score by the overlap of the projections */
@@ -645,8 +645,6 @@ static void facet_candidates(nsearch *ns, const khzColShape *s, double sign, con
 #define KHZ_REFINE_STEP 0.25  /* largest trial angle (rad) */
 #define KHZ_REFINE_TOL 1e-6   /* last trial angle (rad): depth error ~ size * tol^2 */
 #define KHZ_REFINE_EVALS 600  /* overlap evaluations at most */
-#define KHZ_WARM_STEP 1.6e-5  /* first trial angle (rad) from the last pass's normal: five
-                                 halvings to KHZ_REFINE_TOL when it is still the minimum */
 
 /* the axes whose normal great circles are creases of g (<= 6) */
 static int crease_axes(const khzColShape *s, double (*ax)[3], int n) {
@@ -657,63 +655,33 @@ static int crease_axes(const khzColShape *s, double (*ax)[3], int n) {
   return n;
 }
 
-static double refine_from(const nsearch *ns, double n[3], int warm);
+static double refine_from(const nsearch *ns, double n[3]);
 
-/* From the best candidate and from the best one in another direction (two
- * cylinders have minima in several basins).
- *
- * Warm start (temporal coherence, as GJK/EPA engines keep the last
- * separating axis): the pair's normal of the last pass (o->warm, kept in
- * khzPairState so that a restored state searches alike) lies near this
- * step's minimum when the bodies moved little. The search begins there with
- * a small step, doubled while it finds a way down and halved to the
- * tolerance otherwise, instead of climbing back from the candidates at
- * 0.25 rad. A candidate whose overlap is already below the warm result
- * (the pair has moved to another basin, or a facet is the minimum) is
- * searched from as before and the lower result kept. */
+/* from the best candidate and from the best one in another direction (two
+ * cylinders have minima in several basins) */
 static void refine_normal(nsearch *ns) {
   double n[3], f;
-  const double *w = ns->o->warm;
-  if (w[0] != 0 || w[1] != 0 || w[2] != 0) {
-    khzu_copy3(n, w);
-    khzu_normalize3(n);
-    f = refine_from(ns, n, 1);
-    for (int k = 0; k < 1 + ns->have2 && !(ns->until_apart && f <= 0); k++) {
-      double c[3];
-      khzu_copy3(c, k ? ns->n2 : ns->n);
-      if (!(overlap(ns->a, ns->b, c) < f)) continue;
-      double fc = refine_from(ns, c, 0);
-      if (fc < f) f = fc, khzu_copy3(n, c);
-    }
-    khzu_copy3(ns->n, n);
-    khzu_copy3(ns->o->searched, n);
-    ns->best = f;
-    return;
-  }
   khzu_copy3(n, ns->n);
-  f = refine_from(ns, n, 0);
+  f = refine_from(ns, n);
   if (ns->have2) {
     double n2[3];
     khzu_copy3(n2, ns->n2);
-    double f2 = refine_from(ns, n2, 0);
+    double f2 = refine_from(ns, n2);
     if (f2 < f) f = f2, khzu_copy3(n, n2);
   }
   khzu_copy3(ns->n, n);
-  khzu_copy3(ns->o->searched, n);
   ns->best = f;
 }
 
-/* warm: n is the last pass's normal, searched from step KHZ_WARM_STEP at once
- * (no first probe for a local minimum: it is one only to the tolerance) */
-static double refine_from(const nsearch *ns, double n[3], int warm) {
+static double refine_from(const nsearch *ns, double n[3]) {
   static const double ring[8][2] = {{1, 0},  {0.7071067811865476, 0.7071067811865476},
                                     {0, 1},  {-0.7071067811865476, 0.7071067811865476},
                                     {-1, 0}, {-0.7071067811865476, -0.7071067811865476},
                                     {0, -1}, {0.7071067811865476, -0.7071067811865476}};
   double ax[6][3];
   int nax = crease_axes(ns->b, ax, crease_axes(ns->a, ax, 0));
-  double f = overlap(ns->a, ns->b, n), step = warm ? KHZ_WARM_STEP : KHZ_REFINE_PROBE;
-  int evals = 0, descending = warm;
+  double f = overlap(ns->a, ns->b, n), step = KHZ_REFINE_PROBE;
+  int evals = 0, descending = 0;
   while (step >= KHZ_REFINE_TOL && evals < KHZ_REFINE_EVALS && !(ns->until_apart && f <= 0)) {
     /* the trial steps in order: the ring, then both ways along each crease
      * (those only when the ring found no way down) */
@@ -1388,11 +1356,7 @@ int khz_narrowphase(const khzModel *m, int g0, int g1, const double *frame, khzC
   int swap = s0.shape > s1.shape;
   const khzColShape *a = swap ? &s1 : &s0, *b = swap ? &s0 : &s1;
   khzCollideFn fn = khz_collideTable[a->shape][b->shape];
-  out->searched[0] = out->searched[1] = out->searched[2] = 0;
-  if (swap) khzu_scl3(out->warm, out->warm, -1); /* toward A */
-  int hit = fn && fn(a, b, out);
-  if (swap) khzu_scl3(out->warm, out->warm, -1), khzu_scl3(out->searched, out->searched, -1);
-  if (!hit) {
+  if (!fn || !fn(a, b, out)) {
     out->npt = 0;
     return 0;
   }

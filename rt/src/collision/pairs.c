@@ -199,7 +199,6 @@ size_t khz_collisionStackBytes(const khzModel *m) {
 
   /* what khz_collide holds throughout, then the larger of the broad phase and the slots */
   size_t base = (12 * ng + 1) * sizeof(double) + (6 * ng + 1) * sizeof(double) +
-                (3 * P + 3) * sizeof(double) + a +
                 cap * sizeof(uint64_t) + ptcap * sizeof(khzColPoint) +
                 (size_t)KHZ_COL_WORK(ptcap, cm->maxvert) * sizeof(double) + (cap + 1) + 6 * a;
   size_t broad = 2 * (nb + 1) * sizeof(uint64_t) + (nb + 1) * 48 + (cap + 1) * sizeof(uint64_t) + 4 * a;
@@ -292,7 +291,7 @@ int khz_collideStep(const khzModel *m, khzData *d) {
         int g0 = (int)(pairs[k] >> 32), g1 = (int)(pairs[k] & 0xffffffffu);
         int b0 = m->geom_body[g0], b1 = m->geom_body[g1];
         if (apart[k] || !khz_pairMixed(m, d, b0, b1)) continue;
-        khzColOut out = {pt, 0, ptcap, 0, work, cm->maxvert, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
+        khzColOut out = {pt, 0, ptcap, 0, work, cm->maxvert, {0, 0, 0}};
         if (khz_narrowphase(m, g0, g1, frame, &out)) {
           khz_wake(m, d, d->body_sleep[b0] ? b0 : b1);
           woke = 1;
@@ -325,31 +324,11 @@ int khz_collideStep(const khzModel *m, khzData *d) {
   }
   int frozen = d->ncontact;
 
-  /* the occupied slots sorted by pair, merged with the pairs below: a pair in
-   * contact at the last pass starts its normal's search from that normal
-   * (scratch freed before assign_slots, which takes as much) */
-  double *searched = khz_stackAlloc(d, (size_t)(3 * P + 3) * sizeof(double)); /* by contact */
-  size_t mark_warm = khz_stackMark(d);
-  uint64_t *wkey = khz_stackAlloc(d, (size_t)(2 * P + 2) * sizeof(uint64_t));
-  int *wslot = khz_stackAlloc(d, (size_t)(2 * P + 2) * sizeof(int));
-  int nw = 0, jw = 0;
-  if (wkey && wslot && searched) {
-    for (int s = 0; s < P; s++) {
-      const khzPairState *ps = &d->pair[s];
-      if (ps->geom[0] < 0) continue;
-      wkey[nw] = ((uint64_t)ps->geom[0] << 32) | (uint64_t)ps->geom[1];
-      wslot[nw++] = s;
-    }
-    khz_radixSort64(wkey, wslot, nw, wkey + P + 1, wslot + P + 1);
-  }
-
   /* narrow phase, pair by pair in (g0, g1) order */
   for (int k = 0; k < np; k++) {
     int g0 = (int)(pairs[k] >> 32), g1 = (int)(pairs[k] & 0xffffffffu);
     if (apart && (apart[k] || khz_pairAsleep(m, d, m->geom_body[g0], m->geom_body[g1]))) continue;
-    khzColOut out = {pt, 0, ptcap, 0, work, cm->maxvert, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
-    while (jw < nw && wkey[jw] < pairs[k]) jw++;
-    if (jw < nw && wkey[jw] == pairs[k]) khzu_copy3(out.warm, d->pair[wslot[jw]].normal);
+    khzColOut out = {pt, 0, ptcap, 0, work, cm->maxvert, {0, 0, 0}};
     if (!khz_narrowphase(m, g0, g1, frame, &out)) continue;
     full |= out.overflow > 0;
     if (d->ncontact >= room) {
@@ -387,18 +366,12 @@ int khz_collideStep(const khzModel *m, khzData *d) {
       round_point(m, c, d->xrot, d->xpos, p);
       if (p->depth > d->cpoint[c->deepest].depth) c->deepest = d->ncpoint + i;
     }
-    if (searched) khzu_copy3(searched + 3 * (d->ncontact - frozen), out.searched);
     d->ncpoint += out.npt;
     d->ncontact++;
   }
 
-  khz_stackFree(d, mark_warm);
-
-  /* persistent slots (slot -1 only when the stack is exhausted, counted as
-   * KHZ_WARN_STACK), each with where this pass's search ended for the next */
+  /* persistent slots (slot -1 only when the stack is exhausted, counted as KHZ_WARN_STACK) */
   assign_slots(m, d, frozen);
-  for (int c = frozen; c < d->ncontact && searched; c++)
-    if (d->contact[c].slot >= 0) khzu_copy3(d->pair[d->contact[c].slot].normal, searched + 3 * (c - frozen));
   if (full) d->warning[KHZ_WARN_CONTACTFULL]++;
   khz_stackFree(d, mark);
   /* the contact stages of this step see the awake pairs only; the step puts
