@@ -213,11 +213,11 @@ static void stats_line(khzServer *s) {
   double on = next_tick_share(&ls);
   khz_log(KHZ_LOG_INFO,
           "seq %llu %s%s: lateness p50 %.1f p99 %.1f max %.1f us, compute p50 %.1f us, overruns %llu "
-          "(missed %llu; khz's own %llu), commands %llu (%.2f%% next tick), latency p99 %.1f us, rejected %llu",
+          "(missed %llu; khz's own %llu%s), commands %llu (%.2f%% next tick), latency p99 %.1f us, rejected %llu",
           (unsigned long long)ls.seq, khz_loop_modeName(ls.mode), ls.paused ? " paused" : "",
           ls.lateness.p50 / 1e3, ls.lateness.p99 / 1e3, ls.lateness.max / 1e3, ls.compute.p50 / 1e3,
           (unsigned long long)ls.tick.overruns, (unsigned long long)ls.tick.missed,
-          (unsigned long long)ls.tick.own_overruns,
+          (unsigned long long)ls.tick.own_overruns, s->cfg.cpu_clock ? "" : ", not attributed",
           (unsigned long long)ls.tick.commands, on, ls.latency.p99 / 1e3,
           (unsigned long long)s->rejected);
 }
@@ -237,7 +237,7 @@ void khz_server_printStats(khzServer *s, FILE *out) {
           "  lateness           p50 %.1f  p99 %.1f  p99.9 %.1f  max %.1f us (%llu realtime ticks)\n"
           "  compute            p50 %.1f  p99 %.1f  p99.9 %.1f  max %.1f us\n"
           "  overruns           %llu (missed periods %llu): khz's own %llu (loop work > period), "
-          "preempted mid-tick %llu, woke late %llu\n"
+          "preempted mid-tick %llu, woke late %llu%s\n"
           "  tick CPU time      p50 %.1f  p99 %.1f  p99.9 %.1f  max %.1f us; loop thread context "
           "switches %lld involuntary, %lld voluntary\n"
           "  commands           %llu taken, %.3f%% applied at the next tick, %llu late, %llu superseded\n"
@@ -252,7 +252,8 @@ void khz_server_printStats(khzServer *s, FILE *out) {
           ls.compute.p99 / 1e3, ls.compute.p999 / 1e3, ls.compute.max / 1e3,
           (unsigned long long)ls.tick.overruns, (unsigned long long)ls.tick.missed,
           (unsigned long long)ls.tick.own_overruns, (unsigned long long)ls.tick.preempted_overruns,
-          (unsigned long long)ls.tick.late_overruns, ls.cpu.p50 / 1e3, ls.cpu.p99 / 1e3,
+          (unsigned long long)ls.tick.late_overruns,
+          s->cfg.cpu_clock ? "" : " (not attributed: cpu_clock false)", ls.cpu.p50 / 1e3, ls.cpu.p99 / 1e3,
           ls.cpu.p999 / 1e3, ls.cpu.max / 1e3, (long long)ls.involuntary_switches,
           (long long)ls.voluntary_switches,
           (unsigned long long)ls.tick.commands, on, (unsigned long long)ls.tick.late,

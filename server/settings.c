@@ -85,6 +85,11 @@ const khzSetting khz_settings[] = {
      .help = "realtime mode: wake this many us before each deadline and busy-wait to it (for "
              "haptic rates where the kernel's timer wake-ups are later than the period allows; "
              "burns the loop's core for that long per tick; 0 = sleep to the deadline)"},
+    {BOOL(cpu_clock), .def = "true",
+     .help = "read the loop thread's CPU clock three times per tick to tell khz's own overruns "
+             "from the machine's (own / preempted / late overruns, the CPU-time histogram); false "
+             "saves those three system calls per tick (haptic rates) and leaves overruns "
+             "unattributed"},
     {INT(state_ring, 2, 65536), .def = "256",
      .help = "states buffered between the loop and the I/O thread (dropped and counted when full)"},
     {INT(pub_hwm, 1, 1000000), .def = "1000",

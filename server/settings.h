@@ -38,6 +38,7 @@ typedef struct khzServerConfig {
   int lock_memory;
   int cpu_dma_latency_us;
   int spin_us;
+  int cpu_clock;
   int state_ring;
   int pub_hwm;
   int log_level;

@@ -17,10 +17,11 @@
  * haptic rate is 10000) and cyclictest at the same interval; --spin-us US
  * sets the server's spin_us (wake that much before each deadline and busy-wait
  * to it; cyclictest, which always sleeps, is then the floor of a loop that
- * does not spin).
+ * does not spin). --no-cpu-clock sets the server's cpu_clock to false (no
+ * CPU-clock reads in the tick; overruns counted but not attributed).
  *
  *   bench_loop [--seconds S] [--rate HZ] [--spin-us US] [--transport tcp|ipc] [--cpu N]
- *              [--no-cyclictest]
+ *              [--no-cyclictest] [--no-cpu-clock]
  */
 #include <math.h>
 #include <pthread.h>
@@ -251,7 +252,7 @@ static void row(const char *name, pct p, const char *what) {
 int main(int argc, char **argv) {
   int seconds = 60, cpu = -1, cyclic = 1;
   double rate = 1000;
-  int spin_us = 0;
+  int spin_us = 0, cpu_clock = 1;
   const char *transport = "tcp";
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = atoi(argv[++i]);
@@ -260,9 +261,10 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--rate") && i + 1 < argc) rate = atof(argv[++i]);
     else if (!strcmp(argv[i], "--spin-us") && i + 1 < argc) spin_us = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--no-cyclictest")) cyclic = 0;
+    else if (!strcmp(argv[i], "--no-cpu-clock")) cpu_clock = 0;
     else {
       fprintf(stderr, "usage: bench_loop [--seconds S] [--rate HZ] [--spin-us US] [--transport tcp|ipc] "
-                      "[--cpu N] [--no-cyclictest]\n");
+                      "[--cpu N] [--no-cyclictest] [--no-cpu-clock]\n");
       return 2;
     }
   }
@@ -280,6 +282,7 @@ int main(int argc, char **argv) {
   cfg.cpu = cpu;
   cfg.rate_hz = rate;
   cfg.spin_us = spin_us;
+  cfg.cpu_clock = cpu_clock;
   cfg.log_level = 2;
   cfg.watchdog_ms = 100;
   if (!strcmp(transport, "ipc")) {

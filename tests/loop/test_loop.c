@@ -733,6 +733,36 @@ static void test_fast_drops(const khzModel *m) {
   khz_loop_destroy(&L);
 }
 
+/* cpu_clock 0: the tick reads no CPU clock; the same CPU-bound stall is still
+ * an overrun, counted but in none of the three attributions, and the CPU
+ * histogram stays empty */
+static void test_no_cpu_clock(const khzModel *m) {
+  khzLoopConfig cfg;
+  char err[256];
+  test_config(&cfg, KHZ_MODE_REALTIME);
+  cfg.rate_hz = 200;
+  cfg.wake = attrib_wake;
+  cfg.cpu_clock = 0;
+  khzLoop *L = khz_loop_new(m, &cfg, err, sizeof err);
+  ENSURE_MSG(L != NULL, "%s", err);
+  if (!L) return;
+  ENSURE_MSG(strstr(khz_loop_report(L), "CPU clock not read") != NULL, "%s", khz_loop_report(L));
+  for (int k = 0; k < 20; k++) next_state(L, m, 2000);
+  snap before, t = after_stall(L, m, 1, &before);
+  ENSURE(t.ok);
+  ENSURE_MSG(t.stats.overruns > before.stats.overruns, "the stall did not overrun: %llu -> %llu",
+             (unsigned long long)before.stats.overruns, (unsigned long long)t.stats.overruns);
+  ENSURE(t.stats.cpu_ns == 0 && t.stats.between_ns == 0);
+  khzLoopStats st;
+  khz_loop_stats(L, &st);
+  ENSURE_MSG(st.tick.own_overruns + st.tick.preempted_overruns + st.tick.late_overruns == 0,
+             "unattributed overruns were attributed: own %llu preempted %llu late %llu",
+             (unsigned long long)st.tick.own_overruns, (unsigned long long)st.tick.preempted_overruns,
+             (unsigned long long)st.tick.late_overruns);
+  ENSURE(st.cpu.count == 0);
+  khz_loop_destroy(&L);
+}
+
 /* spin_us: the thread wakes early and polls the clock to the deadline; a
  * tick still never starts before its deadline, and the rate is the rate */
 static void test_spin(const khzModel *m) {
@@ -774,6 +804,7 @@ int main(void) {
     test_watchdog(m);
     test_overrun(m);
     test_overrun_attribution(m);
+    test_no_cpu_clock(m);
     test_reset_pause(m);
     test_lockstep_requests_first(m);
     test_haptic_wrench_pd(m);

@@ -25,10 +25,11 @@
  * gains), the watchdog, the haptic virtual couplings and the perturbation
  * wrenches, call khz_step(), publish the state. The tick never allocates, never
  * logs and never blocks on the I/O side: its only system calls are the sleep,
- * the futex wait of lockstep / pause, the wake callback, and three reads of
- * the thread's CPU clock per tick (CLOCK_THREAD_CPUTIME_ID before the sleep,
- * at the tick's start and at its end, to tell the ticks that overran on their
- * own work from those the machine held off).
+ * the futex wait of lockstep / pause, the wake callback, and (unless
+ * cpu_clock is 0) three reads of the thread's CPU clock per tick
+ * (CLOCK_THREAD_CPUTIME_ID before the sleep, at the tick's start and at its
+ * end, to tell the ticks that overran on their own work from those the
+ * machine held off).
  *
  * Modes (switchable at run time, KHZ_REQ_MODE):
  *   realtime  wall-clock paced at rate_hz;
@@ -128,6 +129,12 @@ typedef struct khzLoopConfig {
                                 then busy-wait to it (haptic rates on a kernel whose timer
                                 wake-ups come later than the period allows; costs the core
                                 that long per tick); 0 = sleep to the deadline */
+  int cpu_clock;             /* 1 (default): read the loop thread's CPU clock three times per
+                                tick to tell khz's own overruns from the machine's
+                                (own / preempted / late_overruns, the CPU-time histogram);
+                                0: skip those reads (three system calls per tick, 0.3-2.4 us
+                                each on a virtual machine: worth it at haptic rates); the
+                                overruns are then counted but not attributed */
 
   /* watchdog and lockstep */
   double watchdog_s;         /* commands older than this are stale; 0 = off */

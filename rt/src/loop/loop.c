@@ -175,8 +175,9 @@ int64_t khz_loop_now(void) {
 }
 
 /* the calling thread's CPU time in ns (a system call on most kernels: the vDSO
- * serves only the global clocks) */
-static int64_t thread_cpu_now(void) {
+ * serves only the global clocks); 0 when the loop is told not to read it */
+static int64_t thread_cpu_now(const khzLoop *L) {
+  if (!L->cfg.cpu_clock) return 0;
   struct timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
@@ -279,6 +280,7 @@ void khz_loop_defaultConfig(khzLoopConfig *c) {
   c->safe = KHZ_SAFE_ZERO;
   c->safe_damping = 1.0;
   c->lockstep_timeout_s = 1.0;
+  c->cpu_clock = 1;
   c->state_ring = 256;
   c->request_ring = 64;
   c->haptic_timeout_s = 0.1;
@@ -475,7 +477,7 @@ static void publish(khzLoop *L, uint32_t flags, int64_t t_sched, int64_t t_wake)
   if (is_tick) {
     /* the tick's CPU time over the same window, and the loop's CPU time between
      * the previous tick's state and the sleep (the wake call, the requests) */
-    int64_t cpu_done = thread_cpu_now();
+    int64_t cpu_done = thread_cpu_now(L);
     L->st.cpu_ns = cpu_done - L->cpu_wake;
     if (L->cfg.mode == KHZ_MODE_REALTIME && L->cpu_sleep > L->cpu_done)
       L->st.between_ns = L->cpu_sleep - L->cpu_done;
@@ -543,7 +545,7 @@ static void publish(khzLoop *L, uint32_t flags, int64_t t_sched, int64_t t_wake)
 
   /* histograms, shared counters, then wake the I/O side */
   khz_hist_add(&L->comp, L->st.compute_ns);
-  if (is_tick) khz_hist_add(&L->cpu, L->st.cpu_ns);
+  if (is_tick && L->cfg.cpu_clock) khz_hist_add(&L->cpu, L->st.cpu_ns);
   if (L->cfg.mode == KHZ_MODE_REALTIME && !(flags & KHZ_FLAG_RESET))
     khz_hist_add(&L->lat, L->st.lateness_ns);
   share_stats(L);
@@ -1056,7 +1058,9 @@ static void schedule_next(khzLoop *L, int64_t t_end) {
   }
   int64_t j = (t_end - L->next) / P + 1;
   L->st.overruns++;
-  if (L->st.between_ns + L->st.cpu_ns > P)
+  if (!L->cfg.cpu_clock) {
+    /* no CPU times (cpu_clock 0): counted, not attributed */
+  } else if (L->st.between_ns + L->st.cpu_ns > P)
     L->st.own_overruns++;
   else if (L->st.compute_ns - L->st.cpu_ns > L->st.lateness_ns)
     L->st.preempted_overruns++;
@@ -1120,9 +1124,9 @@ static void run(khzLoop *L) {
       if (!L->armed) {
         L->next = khz_loop_now() + L->period_ns;
         L->armed = 1;
-        L->cpu_done = thread_cpu_now(); /* no work before the first tick is counted to it */
+        L->cpu_done = thread_cpu_now(L); /* no work before the first tick is counted to it */
       }
-      L->cpu_sleep = thread_cpu_now(); /* a spin (spin_us) counts to neither window */
+      L->cpu_sleep = thread_cpu_now(L); /* a spin (spin_us) counts to neither window */
       wait_deadline(L, L->next);
       t_wake = khz_loop_now();
       t_sched = L->next;
@@ -1158,7 +1162,7 @@ static void run(khzLoop *L) {
 
     /* the tick, the next deadline, a finished step request */
     int realtime = L->cfg.mode == KHZ_MODE_REALTIME;
-    L->cpu_wake = thread_cpu_now(); /* after t_wake: the lateness stays cyclictest's */
+    L->cpu_wake = thread_cpu_now(L); /* after t_wake: the lateness stays cyclictest's */
     tick(L, t_sched, t_wake, timed_out);
     /* overruns are judged at the point where the state was complete, where
      * its CPU time was read: the wake callback's time counts to the next tick */
@@ -1255,8 +1259,9 @@ static void setup_privileges(khzLoop *L) {
   prefault_stack(c->prefault_stack);
   char spin[48] = "";
   if (c->spin_us > 0) snprintf(spin, sizeof spin, "; spins the last %d us to each deadline", c->spin_us);
-  snprintf(L->report, sizeof L->report, "rt thread: %s; %s; %s; %zu KiB stack pre-faulted%s%s",
-           fifo, cpu, mem, c->prefault_stack / 1024, dma, spin);
+  snprintf(L->report, sizeof L->report, "rt thread: %s; %s; %s; %zu KiB stack pre-faulted%s%s%s",
+           fifo, cpu, mem, c->prefault_stack / 1024, dma, spin,
+           c->cpu_clock ? "" : "; CPU clock not read (overruns not attributed)");
 }
 
 static void *loop_main(void *arg) {
