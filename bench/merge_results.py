@@ -7,8 +7,9 @@ results.md and results.csv, and describes the machine (machine.md).
 
 DIR holds what scripts/bench.sh captured: peers.jsonl (bench_peers --json),
 dynamics.txt (bench_dynamics), loop.txt (bench_loop at 1 kHz), and when present
-loop_haptic.txt and loop_haptic_spin.txt (bench_loop at the haptic rate, the
-loop sleeping to each deadline and spinning its last microseconds). With --previous, the
+loop_haptic.txt, loop_haptic_spin.txt and loop_haptic_spin_nocpu.txt (bench_loop at the haptic rate, the
+loop sleeping to each deadline, spinning its last microseconds, and spinning without the
+tick's CPU-clock reads). With --previous, the
 medians are compared with an earlier results.csv and the changes printed on
 stdout (not written to the results). docs/benchmarks.md explains every figure.
 """
@@ -287,7 +288,9 @@ def main():
     csv_rows = rows + dynamics_csv_rows(dyn_table) + loop_csv_rows(loop_rows)
     haptic = []  # (title, rows, notes) of the haptic-rate runs that exist
     for name, how in (("loop_haptic.txt", "the loop sleeps to each deadline"),
-                      ("loop_haptic_spin.txt", "the loop spins the last microseconds to each deadline")):
+                      ("loop_haptic_spin.txt", "the loop spins the last microseconds to each deadline"),
+                      ("loop_haptic_spin_nocpu.txt",
+                       "the loop spins, and the tick reads no CPU clock (cpu_clock false)")):
         text = read_text(os.path.join(a.raw, name))
         if not text:
             continue

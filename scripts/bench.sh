@@ -64,14 +64,18 @@ echo "bench.sh: bench_loop (${loop_seconds} s each for khz, cyclictest and raw Z
 "$dir/bench/loop/bench_loop" --seconds "$loop_seconds" >"$raw/loop.txt" 2>"$raw/loop.err" ||
   echo "bench.sh: bench_loop failed: $(tail -1 "$raw/loop.err")" >&2
 # the haptic rate (issue 26): 10 kHz, the loop sleeping to each deadline, then
-# waking KHZ_BENCH_SPIN_US (60) early and spinning to it; cyclictest at 100 us
+# waking KHZ_BENCH_SPIN_US (60) early and spinning to it, then the same without
+# the tick's CPU-clock reads (cpu_clock false); cyclictest at 100 us
 spin_us=${KHZ_BENCH_SPIN_US:-60}
-echo "bench.sh: bench_loop --rate 10000 (sleeping; then --spin-us $spin_us)" >&2
+echo "bench.sh: bench_loop --rate 10000 (sleeping; then --spin-us $spin_us; then also --no-cpu-clock)" >&2
 "$dir/bench/loop/bench_loop" --seconds "$loop_seconds" --rate 10000 >"$raw/loop_haptic.txt" \
   2>"$raw/loop_haptic.err" || echo "bench.sh: bench_loop --rate 10000 failed: $(tail -1 "$raw/loop_haptic.err")" >&2
 "$dir/bench/loop/bench_loop" --seconds "$loop_seconds" --rate 10000 --spin-us "$spin_us" \
   >"$raw/loop_haptic_spin.txt" 2>"$raw/loop_haptic_spin.err" ||
   echo "bench.sh: bench_loop --rate 10000 --spin-us failed: $(tail -1 "$raw/loop_haptic_spin.err")" >&2
+"$dir/bench/loop/bench_loop" --seconds "$loop_seconds" --rate 10000 --spin-us "$spin_us" --no-cpu-clock \
+  >"$raw/loop_haptic_spin_nocpu.txt" 2>"$raw/loop_haptic_spin_nocpu.err" ||
+  echo "bench.sh: bench_loop --rate 10000 --no-cpu-clock failed: $(tail -1 "$raw/loop_haptic_spin_nocpu.err")" >&2
 
 previous=()
 if [ -f "$raw/previous.csv" ]; then previous=(--previous "$raw/previous.csv"); fi
@@ -79,6 +83,6 @@ python3 bench/merge_results.py --raw "$raw" --out "$out" --mode "$mode" --load-b
   --command "scripts/bench.sh${flag:+ $flag}" "${previous[@]}"
 # the programs' own outputs next to the merged table
 mkdir -p "$out/raw" && cp "$raw/peers.md" "$raw/peers.jsonl" "$raw/dynamics.txt" "$raw/loop.txt" "$out/raw/"
-for f in loop_haptic.txt loop_haptic_spin.txt; do [ -f "$raw/$f" ] && cp "$raw/$f" "$out/raw/"; done
+for f in loop_haptic.txt loop_haptic_spin.txt loop_haptic_spin_nocpu.txt; do [ -f "$raw/$f" ] && cp "$raw/$f" "$out/raw/"; done
 cat "$out/results.md"
 echo "bench.sh: $mode run took $(( $(date +%s) - start )) s; results in $out/results.md and results.csv" >&2

@@ -380,6 +380,8 @@ int main(int argc, char **argv) {
   pct lat = from_hist(S->lateness), comp = from_hist(S->compute), cl = from_hist(S->command_latency),
       resp = from_hist(S->command_response);
   uint64_t ticks = S->tick->ticks, overruns = S->tick->overruns, missed = S->tick->missed;
+  uint64_t own = S->tick->own_overruns, preempted = S->tick->preempted_overruns,
+           woke_late = S->tick->late_overruns;
   uint64_t commands = S->tick->commands, on_time = S->tick->on_time, late = S->tick->late;
   uint64_t superseded = S->tick->superseded, dropped = S->tick->states_dropped;
   khz_client_destroy(&c);
@@ -404,6 +406,12 @@ int main(int argc, char **argv) {
          "%llu\n",
          lat.n, (unsigned long long)ticks, (unsigned long long)overruns, (unsigned long long)missed,
          (unsigned long long)dropped);
+  if (cpu_clock)
+    printf("  overruns by cause: khz's own %llu (loop work > period), preempted mid-tick %llu, woke "
+           "late %llu\n",
+           (unsigned long long)own, (unsigned long long)preempted, (unsigned long long)woke_late);
+  else
+    printf("  overruns by cause: not attributed (--no-cpu-clock: the tick reads no CPU clock)\n");
   uint64_t sent = commands + superseded;
   printf("  commands %llu: %.3f%% applied at the tick right after their state (target >= 99.9%%); "
          "%llu applied later, %llu superseded (never applied); %llu states unseen by the "
