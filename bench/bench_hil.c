@@ -123,6 +123,10 @@ static void run(variant *x, int n, int timed) {
   }
 }
 
+/* the ticks callgrind counts (--instr): valgrind --toggle-collect=counted_ticks */
+__attribute__((noipa)) void counted_ticks(variant *x, int n);
+__attribute__((noipa)) void counted_ticks(variant *x, int n) { run(x, n, 0); }
+
 /* the loop's tick compute of variant x: a khzLoop in realtime mode holding
  * the arm with one PD command (no watchdog), settle seconds of simulated
  * time skipped, then each state's compute_ns for seconds; appended to t */
@@ -171,6 +175,7 @@ static int loop_compute(variant *x, double rate, int mode, double settle, double
 
 int main(int argc, char **argv) {
   int rounds = 30, ticks = 1000, loop_rounds = 3, loop_mode = KHZ_MODE_REALTIME;
+  int instr = -1, instr_reset = 0;
   double loop_seconds = 3, settle = 2;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
@@ -179,6 +184,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--settle") && i + 1 < argc) settle = atof(argv[++i]);
     else if (!strcmp(argv[i], "--loop-rounds") && i + 1 < argc) loop_rounds = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--loop-fast")) loop_mode = KHZ_MODE_FAST;
+    else if (!strcmp(argv[i], "--instr") && i + 1 < argc) instr = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--instr-reset")) instr_reset = 1;
     else {
       fprintf(stderr, "usage: bench_hil [--rounds R] [--ticks T] [--loop-seconds S] [--settle S] "
                       "[--loop-rounds N] [--loop-fast]\n");
@@ -222,6 +229,19 @@ int main(int argc, char **argv) {
     v[k].t = malloc(sizeof(double) * (size_t)rounds * (size_t)ticks);
   }
   free(base);
+
+  /* one variant's ticks for callgrind: settled (or from the reset), then
+   * --ticks ticks inside counted_ticks */
+  if (instr >= 0 && instr < 3) {
+    variant *x = &v[instr];
+    khz_resetData(x->m, x->d);
+    khz_kinematics(x->m, x->d);
+    if (x->hil) khz_hilReset(x->hil, x->m, x->d);
+    if (!instr_reset) run(x, 2000, 0);
+    counted_ticks(x, ticks);
+    printf("bench_hil: %s, %d ticks %s\n", x->name, ticks, instr_reset ? "from the reset" : "settled");
+    return 0;
+  }
 
   /* from the reset (the objects awake and settling), then after 2 s of
    * settling: the loose objects asleep, as in a running khz-server */

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "ensure.h"
+#include "hil/rng.h"
 #include "khz/hil.h"
 #include "khz/khz.h"
 
@@ -162,6 +163,40 @@ static void test_rng(void) {
     ENSURE_MSG(fabs(beyond[k] / n - p) < 5 * se, "P(|x| > %g) = %g, want %g", edge[k],
                beyond[k] / n, p);
   }
+}
+
+/* the sensors' batched deviates (two from each 64-bit draw, hil/rng.h)
+ * against the normal distribution: Pearson's chi-square over 160 bins of
+ * width 0.05 on [-4, 4] and the two tails, 1e6 deviates drawn in batches
+ * of 3 and 6 (an odd batch leaves half a draw unused); the 1e-4 quantile
+ * of chi-square with 161 degrees of freedom is 236.5 (Wilson-Hilferty) */
+static void test_rng_batch(void) {
+  enum { NBIN = 162 };
+  static double count[NBIN];
+  const int n = 1000000;
+  khzRng r;
+  khz_rngSeed(&r, 5, 3);
+  double z[6], s2 = 0;
+  for (int i = 0; i < n;) {
+    int batch = (i / 6) % 2 ? 3 : 6;
+    khz_rngNormals(&r, z, batch);
+    for (int k = 0; k < batch && i < n; k++, i++) {
+      double x = z[k];
+      int bin = x < -4 ? 0 : x >= 4 ? NBIN - 1 : 1 + (int)floor((x + 4) / 0.05);
+      if (bin > NBIN - 2 && x < 4) bin = NBIN - 2;
+      count[bin]++;
+      s2 += x * x;
+    }
+  }
+  double chi2 = 0;
+  for (int b = 0; b < NBIN; b++) {
+    double lo = b == 0 ? -INFINITY : -4 + 0.05 * (b - 1), hi = b == NBIN - 1 ? INFINITY : -4 + 0.05 * b;
+    double p = 0.5 * (erfc(-hi / sqrt(2.0)) - erfc(-lo / sqrt(2.0))), e = n * p;
+    chi2 += (count[b] - e) * (count[b] - e) / e;
+  }
+  ENSURE_MSG(chi2 < 236.5, "batched deviates: chi-square %g over 161 degrees of freedom", chi2);
+  printf("batched deviates: chi-square %.1f over 161 degrees of freedom (1e-4 quantile 236.5)\n", chi2);
+  ENSURE_NEAR(s2 / n, 1, 7e-3);
 }
 
 /* ------------------------------------------------------------ sensors -- */
@@ -743,6 +778,7 @@ static void test_errors(void) {
 
 int main(void) {
   test_rng();
+  test_rng_batch();
   test_encoder();
   test_white_noise();
   test_bias_walk();
