@@ -351,6 +351,46 @@ static void test_body_sensors(void) {
   }
 }
 
+/* the sleeping pairs' contact sum, kept while the same pairs sleep: a box
+ * falls asleep on the plane, is pushed awake, and sleeps again; at every
+ * tick its touch sensor reads exactly the sum over its pairs in list order
+ * (a kept sum that outlived its pairs would read the old forces) */
+static void test_sleeping_contacts(void) {
+  khzModel *m = model(0);
+  khzData *d = khz_makeData(m, 0);
+  khzSensorSpec s = sensor("touch", KHZ_SENSOR_TOUCH, BOX);
+  khz_forward(m, d);
+  khzHil *hil = make(m, d, &s, 1, NULL, 0, 1);
+  int slept = 0, woke = 0, slept_again = 0, exact = 1, ticks_asleep = 0;
+  for (int k = 1; k <= 5000; k++) {
+    memset(d->xfrc + 6 * BOX, 0, 6 * sizeof(double));
+    if (k > 2000 && k <= 2030) d->xfrc[6 * BOX + 0] = 12, d->xfrc[6 * BOX + 2] = 30;
+    khz_step(m, d);
+    khz_hilSample(hil, m, d, (uint64_t)k);
+    int asleep = khz_bodySleeping(m, d, BOX);
+    ticks_asleep += asleep;
+    if (k <= 2000) slept |= asleep;
+    if (k > 2000 && slept && !asleep) woke = 1;
+    if (woke && asleep) slept_again = 1;
+    double want = 0;
+    for (int c = 0; c < d->ncontact; c++) {
+      const khzContact *ct = &d->contact[c];
+      if (ct->body[0] != BOX && ct->body[1] != BOX) continue;
+      double F[3] = {0, 0, 0};
+      for (int i = 0; i < ct->npoint; i++)
+        for (int a = 0; a < 3; a++) F[a] += d->cpoint[ct->point_adr + i].force[a];
+      want += F[0] * ct->normal[0] + F[1] * ct->normal[1] + F[2] * ct->normal[2];
+    }
+    exact &= khz_hilValues(hil)[0] == want;
+  }
+  ENSURE_MSG(slept && woke && slept_again, "box slept %d, woke %d, slept again %d", slept, woke,
+             slept_again);
+  ENSURE_MSG(exact, "touch sensor differs from its pairs' sum (%d ticks asleep)", ticks_asleep);
+  khz_hilFree(&hil);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+}
+
 /* a 50 g box under a 20 kg box on the ground, automatic gains: most of the
  * ground pair's force comes from the implicit part (counted once: a point's
  * force already holds it). The heavy box's force-torque sensor reads its
@@ -784,6 +824,7 @@ int main(void) {
   test_bias_walk();
   test_rate_latency();
   test_body_sensors();
+  test_sleeping_contacts();
   test_light_under_heavy();
   test_joint_force_torque();
   test_drives();

@@ -81,6 +81,13 @@ struct khzHil {
   unsigned char *reads_contact; /* per body: 1 if a sensor reads its contact wrench */
   double *body_contact;      /* nbody * 7: the contacts' force and torque about the world
                                 origin on each body, and the sum of their normal forces */
+  /* the sleeping pairs' share of body_contact (the first d->ncontact_asleep
+   * pairs, frozen with their forces while their islands sleep), summed once
+   * while the same pairs sleep: asleep_geom names them (2 per pair) */
+  int cache_asleep;          /* the model's islands cannot wake and sleep again within a tick */
+  int asleep_valid, nasleep;
+  int *asleep_geom;          /* m->npair_max * 2 */
+  double *asleep_contact;    /* nbody * 7 */
   double *subtree;           /* nbody * 12, for bodies in_subtree: the subtree's momentum p,
                                 angular momentum l about the origin, and the wrench from
                                 outside (gravity, body wrenches, contacts; f, t about the
@@ -300,8 +307,14 @@ khzHil *khz_hilCreate(const khzModel *m, const khzSensorSpec *sensor, int nsenso
   hil->body_contact = calloc((size_t)m->nbody * 7, sizeof *hil->body_contact);
   hil->subtree = calloc((size_t)m->nbody * 12, sizeof *hil->subtree);
   hil->reads_contact = calloc((size_t)m->nbody, 1);
-  if (!hil->out || !hil->in_subtree || !hil->body_contact || !hil->subtree || !hil->reads_contact)
+  hil->asleep_geom = calloc((size_t)m->npair_max * 2 + 1, sizeof *hil->asleep_geom);
+  hil->asleep_contact = calloc((size_t)m->nbody * 7, sizeof *hil->asleep_contact);
+  if (!hil->out || !hil->in_subtree || !hil->body_contact || !hil->subtree || !hil->reads_contact ||
+      !hil->asleep_geom || !hil->asleep_contact)
     goto oom;
+  /* an island wakes for at least one tick before it sleeps again unless its
+   * idle time can be reached within one tick (island.c) */
+  hil->cache_asleep = m->sleep.time > h;
   /* bodies come after their parents: one pass marks the subtrees */
   for (int i = 0; i < nsensor; i++)
     if (sensor[i].type == KHZ_SENSOR_JOINT_FT) hil->in_subtree[sensor[i].object] = 1;
@@ -335,6 +348,8 @@ void khz_hilFree(khzHil **hil_p) {
   free(hil->qval_pool);
   free(hil->in_subtree);
   free(hil->reads_contact);
+  free(hil->asleep_geom);
+  free(hil->asleep_contact);
   free(hil->body_contact);
   free(hil->subtree);
   free(hil->sensor);
@@ -371,16 +386,9 @@ static void cross3(double *y, const double *a, const double *b) {
   y[2] = a[0] * b[1] - a[1] * b[0];
 }
 
-/* every body's contact wrench, once per tick for all the sensors that read
- * it: force, torque about the world origin, and the sum of the normal
- * forces (each point's f.n counts for both its bodies). A point's force
- * holds the whole force of the last evaluation, the implicit part's normal
- * and tangential shares included (docs/contact.md, "Reported forces"):
- * nothing is added to it. */
-static void body_contacts(khzHil *hil, const khzData *d) {
-  double *w = hil->body_contact;
-  memset(w, 0, (size_t)hil->nbody * 7 * sizeof *w);
-  for (int c = 0; c < d->ncontact; c++) {
+/* pairs [c0, c1) of d->contact added into w (nbody * 7) */
+static void add_contacts(const khzHil *hil, const khzData *d, int c0, int c1, double *w) {
+  for (int c = c0; c < c1; c++) {
     const khzContact *ct = &d->contact[c];
     int r0 = hil->reads_contact[ct->body[0]], r1 = hil->reads_contact[ct->body[1]];
     if (!r0 && !r1) continue;
@@ -402,6 +410,51 @@ static void body_contacts(khzHil *hil, const khzData *d) {
       for (int a = 0; a < 3; a++) w1[a] -= F[a], w1[3 + a] -= T[a];
     w0[6] += fn, w1[6] += fn;
   }
+}
+
+/* every tick: the sleeping pairs' sum stays valid while the same pairs
+ * sleep. A pair leaves the sleeping ones when its island wakes and comes
+ * back, with new forces, no sooner than a tick later (cache_asleep), so a
+ * check at every tick sees every change */
+static void check_asleep(khzHil *hil, const khzData *d) {
+  int n = d->ncontact_asleep;
+  if (!hil->asleep_valid) return;
+  if (n != hil->nasleep || !hil->cache_asleep) {
+    hil->asleep_valid = 0;
+    return;
+  }
+  for (int c = 0; c < n; c++)
+    if (d->contact[c].geom[0] != hil->asleep_geom[2 * c] || d->contact[c].geom[1] != hil->asleep_geom[2 * c + 1]) {
+      hil->asleep_valid = 0;
+      return;
+    }
+}
+
+/* every body's contact wrench, once per tick for all the sensors that read
+ * it: force, torque about the world origin, and the sum of the normal
+ * forces (each point's f.n counts for both its bodies). A point's force
+ * holds the whole force of the last evaluation, the implicit part's normal
+ * and tangential shares included (docs/contact.md, "Reported forces"):
+ * nothing is added to it. The sleeping pairs come first in the list and
+ * their sum is kept (check_asleep), so the result is the same sum in the
+ * same order as a pass over every pair */
+static void body_contacts(khzHil *hil, const khzData *d) {
+  size_t bytes = (size_t)hil->nbody * 7 * sizeof(double);
+  int n = d->ncontact_asleep > 0 && d->ncontact_asleep <= d->ncontact ? d->ncontact_asleep : 0;
+  if (!hil->cache_asleep) n = 0;
+  if (n && !hil->asleep_valid) {
+    memset(hil->asleep_contact, 0, bytes);
+    add_contacts(hil, d, 0, n, hil->asleep_contact);
+    for (int c = 0; c < n; c++)
+      hil->asleep_geom[2 * c] = d->contact[c].geom[0], hil->asleep_geom[2 * c + 1] = d->contact[c].geom[1];
+    hil->nasleep = n;
+    hil->asleep_valid = 1;
+  }
+  if (n)
+    memcpy(hil->body_contact, hil->asleep_contact, bytes);
+  else
+    memset(hil->body_contact, 0, bytes);
+  add_contacts(hil, d, n, d->ncontact, hil->body_contact);
 }
 
 /* for the bodies in a joint force-torque sensor's subtree: the subtree's
@@ -607,6 +660,7 @@ static void shared_sums(khzHil *hil, const khzModel *m, const khzData *d, uint64
 }
 
 void khz_hilSample(khzHil *hil, const khzModel *m, const khzData *d, uint64_t tick) {
+  if (hil->contact_readers) check_asleep(hil, d);
   shared_sums(hil, m, d, tick, 0);
   for (int i = 0; i < hil->nsensor; i++) {
     hilSensor *s = &hil->sensor[i];
@@ -642,6 +696,7 @@ static void count_faults(khzHil *hil) {
 }
 
 void khz_hilReset(khzHil *hil, const khzModel *m, const khzData *d) {
+  hil->asleep_valid = 0; /* a new state: its sleeping pairs are summed again */
   shared_sums(hil, m, d, 0, 1);
   for (int i = 0; i < hil->nsensor; i++) {
     hilSensor *s = &hil->sensor[i];
