@@ -41,7 +41,8 @@ double khz_rngUniform(khzRng *r) { return (double)(khz_rngNext(r) >> 11) * 0x1.0
 #define ZIG_R 3.442619855899
 #define ZIG_V 9.91256303526217e-3
 
-double khz_zig_x[ZIG_N + 1], khz_zig_f[ZIG_N + 1], khz_zig_w[ZIG_N], khz_zig_w32[ZIG_N]; /* rng.h */
+double khz_zig_x[ZIG_N + 1], khz_zig_f[ZIG_N + 1], khz_zig_w[ZIG_N]; /* rng.h */
+khzZigStrip khz_zig_strip[ZIG_N];
 static pthread_once_t zig_once = PTHREAD_ONCE_INIT;
 
 static void zig_init(void) {
@@ -51,7 +52,11 @@ static void zig_init(void) {
     khz_zig_x[i + 1] = sqrt(-2 * log(ZIG_V / khz_zig_x[i] + exp(-0.5 * khz_zig_x[i] * khz_zig_x[i])));
   khz_zig_x[ZIG_N] = 0;
   for (int i = 0; i <= ZIG_N; i++) khz_zig_f[i] = exp(-0.5 * khz_zig_x[i] * khz_zig_x[i]);
-  for (int i = 0; i < ZIG_N; i++) khz_zig_w[i] = khz_zig_x[i] * 0x1.0p-55, khz_zig_w32[i] = khz_zig_x[i] * 0x1.0p-24;
+  for (int i = 0; i < ZIG_N; i++) {
+    khz_zig_w[i] = khz_zig_x[i] * 0x1.0p-55;
+    khz_zig_strip[i].w32 = khz_zig_x[i] * 0x1.0p-24;
+    khz_zig_strip[i].next = khz_zig_x[i + 1];
+  }
 }
 
 void khz_rngInit(void) { pthread_once(&zig_once, zig_init); }

@@ -10,10 +10,14 @@
 #include "khz/hil.h"
 
 #define KHZ_ZIG_N 128
-/* strip i's right edge x_i, f(x_i), and x_i 2^-55 and x_i 2^-24 (a
- * signed 56-bit or 25-bit integer times it is the candidate) */
-extern double khz_zig_x[KHZ_ZIG_N + 1], khz_zig_f[KHZ_ZIG_N + 1], khz_zig_w[KHZ_ZIG_N],
-    khz_zig_w32[KHZ_ZIG_N];
+/* strip i's right edge x_i, f(x_i), and x_i 2^-55 (a signed 56-bit
+ * integer times it is the candidate) */
+extern double khz_zig_x[KHZ_ZIG_N + 1], khz_zig_f[KHZ_ZIG_N + 1], khz_zig_w[KHZ_ZIG_N];
+/* the batched draws' fast path reads one entry: x_i 2^-24 and x_{i+1} */
+typedef struct khzZigStrip {
+  double w32, next;
+} khzZigStrip;
+extern khzZigStrip khz_zig_strip[KHZ_ZIG_N];
 
 /* the ziggurat's rare cases: the wedge test and the tail (rng.c) */
 double khz_rngNormalSlow(khzRng *r, int strip, double x);
@@ -57,7 +61,7 @@ static inline double khz_rngNormalInline(khzRng *r) {
 static inline double khz_zigCandidate32(uint32_t h, int *strip) {
   int i = (int)(h & (KHZ_ZIG_N - 1));
   *strip = i;
-  return (double)((int32_t)h >> 7) * khz_zig_w32[i];
+  return (double)((int32_t)h >> 7) * khz_zig_strip[i].w32;
 }
 
 /* n normal deviates into z, two from each 64-bit draw (its low half, then
@@ -69,7 +73,7 @@ static inline void khz_rngNormals(khzRng *r, double *z, int n) {
   do {                                                             \
     int i_;                                                        \
     double x_ = khz_zigCandidate32((h), &i_);                      \
-    if (fabs(x_) < khz_zig_x[i_ + 1]) {                            \
+    if (fabs(x_) < khz_zig_strip[i_].next) {                       \
       (out) = x_;                                                  \
     } else {                                                       \
       r->s[0] = s0, r->s[1] = s1, r->s[2] = s2, r->s[3] = s3;      \
