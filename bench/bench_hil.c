@@ -15,14 +15,19 @@
  *
  * Last, the figure item 5 names: the server's own tick compute (wake-up to
  * state published, khzTickStats.compute_ns) of a khzLoop in realtime mode at
- * the scene's rate, the arm held by one PD command, each variant settled for
- * --settle seconds and then measured for --loop-seconds, the variants
- * alternating over --loop-rounds (--loop-fast: ticks back to back, every
- * state's compute still measured; less exposed to a loaded machine's
- * scheduling, but with caches warmer than at 1 kHz).
+ * the scene's rate, the arm held by one PD command, each variant measured
+ * for --loop-seconds from the reset and then after --settle seconds, the
+ * variants alternating over --loop-rounds (--loop-fast: ticks back to back,
+ * every state's compute still measured; less exposed to a loaded machine's
+ * scheduling, but with caches warmer than at 1 kHz). The machine's load is
+ * printed at the start and the end.
+ *
+ * --instr K [--instr-reset]: only variant K's --ticks ticks (settled, or from
+ * the reset) inside counted_ticks, for callgrind's instruction counts
+ * (bench/hil_instr.sh prints them for the three variants).
  *
  *   bench_hil [--rounds R] [--ticks T] [--loop-seconds S] [--settle S] [--loop-rounds N]
- *             [--loop-fast]
+ *             [--loop-fast] [--instr K [--instr-reset]]
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -44,6 +49,21 @@ static double now_ns(void) {
 static int cmp(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
+}
+
+/* the machine's load beside the figures (timings under load are noisy) */
+static void print_load(const char *when) {
+  char buf[128] = "?";
+  FILE *f = fopen("/proc/loadavg", "r");
+  if (f) {
+    if (!fgets(buf, sizeof buf, f)) snprintf(buf, sizeof buf, "?");
+    fclose(f);
+  }
+  buf[strcspn(buf, "\n")] = 0;
+  time_t now = time(NULL);
+  char stamp[32];
+  strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M UTC", gmtime(&now));
+  printf("bench_hil: load at the %s (%s): %s\n", when, stamp, buf);
 }
 
 static const char *const objects[] = {"box1", "box2", "ball", "can", "capsule"};
@@ -123,6 +143,10 @@ static void run(variant *x, int n, int timed) {
   }
 }
 
+/* the ticks callgrind counts (--instr): valgrind --toggle-collect=counted_ticks */
+__attribute__((noipa)) void counted_ticks(variant *x, int n);
+__attribute__((noipa)) void counted_ticks(variant *x, int n) { run(x, n, 0); }
+
 /* the loop's tick compute of variant x: a khzLoop in realtime mode holding
  * the arm with one PD command (no watchdog), settle seconds of simulated
  * time skipped, then each state's compute_ns for seconds; appended to t */
@@ -171,6 +195,7 @@ static int loop_compute(variant *x, double rate, int mode, double settle, double
 
 int main(int argc, char **argv) {
   int rounds = 30, ticks = 1000, loop_rounds = 3, loop_mode = KHZ_MODE_REALTIME;
+  int instr = -1, instr_reset = 0;
   double loop_seconds = 3, settle = 2;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
@@ -179,9 +204,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--settle") && i + 1 < argc) settle = atof(argv[++i]);
     else if (!strcmp(argv[i], "--loop-rounds") && i + 1 < argc) loop_rounds = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--loop-fast")) loop_mode = KHZ_MODE_FAST;
+    else if (!strcmp(argv[i], "--instr") && i + 1 < argc) instr = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--instr-reset")) instr_reset = 1;
     else {
       fprintf(stderr, "usage: bench_hil [--rounds R] [--ticks T] [--loop-seconds S] [--settle S] "
-                      "[--loop-rounds N] [--loop-fast]\n");
+                      "[--loop-rounds N] [--loop-fast] [--instr K [--instr-reset]]\n");
       return 2;
     }
   }
@@ -223,6 +250,20 @@ int main(int argc, char **argv) {
   }
   free(base);
 
+  /* one variant's ticks for callgrind: settled (or from the reset), then
+   * --ticks ticks inside counted_ticks */
+  if (instr >= 0 && instr < 3) {
+    variant *x = &v[instr];
+    khz_resetData(x->m, x->d);
+    khz_kinematics(x->m, x->d);
+    if (x->hil) khz_hilReset(x->hil, x->m, x->d);
+    if (!instr_reset) run(x, 2000, 0);
+    counted_ticks(x, ticks);
+    printf("bench_hil: %s, %d ticks %s\n", x->name, ticks, instr_reset ? "from the reset" : "settled");
+    return 0;
+  }
+
+  print_load("start");
   /* from the reset (the objects awake and settling), then after 2 s of
    * settling: the loose objects asleep, as in a running khz-server */
   for (int settled = 0; settled <= 1; settled++) {
@@ -258,8 +299,11 @@ int main(int argc, char **argv) {
       printf("%-26s %10.2f %10.2f %10.3f %10.3f\n", v[k].name, p50, p99, p50 / p50_0, p99 / p99_0);
     }
   }
-  /* the server's tick compute, the variants alternating */
-  if (loop_seconds > 0) {
+  /* the server's tick compute, the variants alternating: from the reset
+   * (the first --loop-seconds, the objects awake), then settled */
+  for (int phase = 0; loop_seconds > 0 && phase < 2; phase++) {
+    double skip = phase ? settle : 0;
+    if (phase && !(settle > 0)) break;
     long cap = (long)((loop_seconds + 1) * rate * loop_rounds) + 16;
     for (int k = 0; k < 3; k++) {
       free(v[k].t);
@@ -270,11 +314,12 @@ int main(int argc, char **argv) {
     for (int r = 0; r < loop_rounds; r++)
       for (int kk = 0; kk < 3; kk++) {
         variant *x = &v[(r + kk) % 3];
-        if (loop_compute(x, rate, loop_mode, settle, loop_seconds, x->t, &x->n, cap)) return 1;
+        if (loop_compute(x, rate, loop_mode, skip, loop_seconds, x->t, &x->n, cap)) return 1;
       }
-    printf("bench_hil: khzLoop %s at %g Hz, %d rounds of %g s after %g s of settling; "
+    printf("bench_hil: khzLoop %s at %g Hz, %d rounds of %g s after %g s (%s); "
            "tick compute = wake-up to state published, as khz-server reports it\n",
-           khz_loop_modeName(loop_mode), rate, loop_rounds, loop_seconds, settle);
+           khz_loop_modeName(loop_mode), rate, loop_rounds, loop_seconds, skip,
+           phase ? "settled, the loose objects asleep" : "from the reset, the objects awake");
     printf("%-26s %10s %10s %10s %10s\n", "variant", "p50 us", "p99 us", "p50 ratio", "p99 ratio");
     double p50_0 = 0, p99_0 = 0;
     for (int k = 0; k < 3; k++) {
@@ -285,6 +330,8 @@ int main(int argc, char **argv) {
       printf("%-26s %10.2f %10.2f %10.3f %10.3f\n", v[k].name, p50, p99, p50 / p50_0, p99 / p99_0);
     }
   }
+  print_load("end");
+  printf("bench_hil: instructions per tick (independent of the load): bench/hil_instr.sh\n");
   for (int k = 0; k < 3; k++) {
     khz_hilFree(&v[k].hil);
     khz_deleteData(&v[k].d);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "ensure.h"
+#include "hil/rng.h"
 #include "khz/hil.h"
 #include "khz/khz.h"
 
@@ -164,6 +165,40 @@ static void test_rng(void) {
   }
 }
 
+/* the sensors' batched deviates (two from each 64-bit draw, hil/rng.h)
+ * against the normal distribution: Pearson's chi-square over 160 bins of
+ * width 0.05 on [-4, 4] and the two tails, 1e6 deviates drawn in batches
+ * of 3 and 6 (an odd batch leaves half a draw unused); the 1e-4 quantile
+ * of chi-square with 161 degrees of freedom is 236.5 (Wilson-Hilferty) */
+static void test_rng_batch(void) {
+  enum { NBIN = 162 };
+  static double count[NBIN];
+  const int n = 1000000;
+  khzRng r;
+  khz_rngSeed(&r, 5, 3);
+  double z[6], s2 = 0;
+  for (int i = 0; i < n;) {
+    int batch = (i / 6) % 2 ? 3 : 6;
+    khz_rngNormals(&r, z, batch);
+    for (int k = 0; k < batch && i < n; k++, i++) {
+      double x = z[k];
+      int bin = x < -4 ? 0 : x >= 4 ? NBIN - 1 : 1 + (int)floor((x + 4) / 0.05);
+      if (bin > NBIN - 2 && x < 4) bin = NBIN - 2;
+      count[bin]++;
+      s2 += x * x;
+    }
+  }
+  double chi2 = 0;
+  for (int b = 0; b < NBIN; b++) {
+    double lo = b == 0 ? -INFINITY : -4 + 0.05 * (b - 1), hi = b == NBIN - 1 ? INFINITY : -4 + 0.05 * b;
+    double p = 0.5 * (erfc(-hi / sqrt(2.0)) - erfc(-lo / sqrt(2.0))), e = n * p;
+    chi2 += (count[b] - e) * (count[b] - e) / e;
+  }
+  ENSURE_MSG(chi2 < 236.5, "batched deviates: chi-square %g over 161 degrees of freedom", chi2);
+  printf("batched deviates: chi-square %.1f over 161 degrees of freedom (1e-4 quantile 236.5)\n", chi2);
+  ENSURE_NEAR(s2 / n, 1, 7e-3);
+}
+
 /* ------------------------------------------------------------ sensors -- */
 
 /* encoder: readings are q rounded to the count; the velocity is the
@@ -314,6 +349,46 @@ static void test_body_sensors(void) {
     khz_deleteData(&d);
     khz_deleteModel(&m);
   }
+}
+
+/* the sleeping pairs' contact sum, kept while the same pairs sleep: a box
+ * falls asleep on the plane, is pushed awake, and sleeps again; at every
+ * tick its touch sensor reads exactly the sum over its pairs in list order
+ * (a kept sum that outlived its pairs would read the old forces) */
+static void test_sleeping_contacts(void) {
+  khzModel *m = model(0);
+  khzData *d = khz_makeData(m, 0);
+  khzSensorSpec s = sensor("touch", KHZ_SENSOR_TOUCH, BOX);
+  khz_forward(m, d);
+  khzHil *hil = make(m, d, &s, 1, NULL, 0, 1);
+  int slept = 0, woke = 0, slept_again = 0, exact = 1, ticks_asleep = 0;
+  for (int k = 1; k <= 5000; k++) {
+    memset(d->xfrc + 6 * BOX, 0, 6 * sizeof(double));
+    if (k > 2000 && k <= 2030) d->xfrc[6 * BOX + 0] = 12, d->xfrc[6 * BOX + 2] = 30;
+    khz_step(m, d);
+    khz_hilSample(hil, m, d, (uint64_t)k);
+    int asleep = khz_bodySleeping(m, d, BOX);
+    ticks_asleep += asleep;
+    if (k <= 2000) slept |= asleep;
+    if (k > 2000 && slept && !asleep) woke = 1;
+    if (woke && asleep) slept_again = 1;
+    double want = 0;
+    for (int c = 0; c < d->ncontact; c++) {
+      const khzContact *ct = &d->contact[c];
+      if (ct->body[0] != BOX && ct->body[1] != BOX) continue;
+      double F[3] = {0, 0, 0};
+      for (int i = 0; i < ct->npoint; i++)
+        for (int a = 0; a < 3; a++) F[a] += d->cpoint[ct->point_adr + i].force[a];
+      want += F[0] * ct->normal[0] + F[1] * ct->normal[1] + F[2] * ct->normal[2];
+    }
+    exact &= khz_hilValues(hil)[0] == want;
+  }
+  ENSURE_MSG(slept && woke && slept_again, "box slept %d, woke %d, slept again %d", slept, woke,
+             slept_again);
+  ENSURE_MSG(exact, "touch sensor differs from its pairs' sum (%d ticks asleep)", ticks_asleep);
+  khz_hilFree(&hil);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
 }
 
 /* a 50 g box under a 20 kg box on the ground, automatic gains: most of the
@@ -743,11 +818,13 @@ static void test_errors(void) {
 
 int main(void) {
   test_rng();
+  test_rng_batch();
   test_encoder();
   test_white_noise();
   test_bias_walk();
   test_rate_latency();
   test_body_sensors();
+  test_sleeping_contacts();
   test_light_under_heavy();
   test_joint_force_torque();
   test_drives();

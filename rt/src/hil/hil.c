@@ -15,27 +15,35 @@
 #define M_PI 3.14159265358979323846
 #endif
 
+/* one sensor: what each sample reads first (the hot part), then its
+ * history, its delay queue and its fault */
 typedef struct hilSensor {
-  khzSensorSpec spec;
-  int dim, adr;           /* values and their first index in out */
+  int type, object, dim, adr; /* spec type and object; values and their first index in out */
+  int divisor, latency;
+  int nnoisy;             /* values that take noise (the encoder: its position only) */
+  int fault;              /* khzFaultType */
+  int have_prev;          /* prev holds the last sample (differencing sensors) */
+  double white, resolution;
+  double walk;            /* bias_walk * sqrt(sample period): the bias's step per sample */
+  double rate;            /* 1 / the sample period (h * divisor) */
+  double pos[3];
   khzRng rng;
   double bias[KHZ_SENSOR_MAXDIM];
-  double prev_q;          /* encoder: the last quantised position */
-  double prev_v[3];       /* accelerometer: the point's world velocity at the last sample */
-  int have_prev;          /* joint force-torque: prev_* hold the last sample */
-  double prev_p[3], prev_l[3]; /* joint force-torque at the last sample: the subtree's
-                                  momentum and angular momentum about the world origin, */
-  double prev_ext[6], prev_pw[3]; /* the wrench on it from outside (force, torque about the
-                                     origin) and the sensor point, world */
-  int fault;
-  double fault_value, fault_until;
-  /* delay queue: samples waiting for their latency, oldest first */
+  /* the last sample of a differencing sensor: the encoder's quantised
+   * position (prev[0]); the accelerometer point's world velocity (3); the
+   * joint force-torque sensor's subtree momentum p, angular momentum l
+   * about the world origin, the wrench on it from outside (force, torque
+   * about the origin) and the sensor point, world (3 + 3 + 6 + 3) */
+  double prev[15];
+  uint64_t sampled_at;    /* the tick the published reading was sampled at */
+  /* delay queue (latency > 0): samples waiting for their latency, oldest first */
   int qcap, qhead, qlen;
-  double walk;            /* bias_walk * sqrt(sample period): the bias's step per sample */
   uint64_t *qtick;        /* qcap: the tick each sample was taken at */
   double *qval;           /* qcap * dim */
-  double held[KHZ_SENSOR_MAXDIM]; /* the newest released reading (before faults) */
-  uint64_t sampled_at;    /* the tick the held reading was sampled at */
+  /* while a fault is in effect: the newest released reading, which the
+   * published values show through the fault (a frozen sensor's stays) */
+  double held[KHZ_SENSOR_MAXDIM];
+  double fault_value, fault_until;
 } hilSensor;
 
 typedef struct hilDrive {
@@ -54,16 +62,32 @@ typedef struct hilDrive {
 struct khzHil {
   int nsensor, ndrive, nvalue;
   hilSensor *sensor;
+  khzSensorSpec *spec;    /* nsensor: as given (khz_hilSensor) */
   hilDrive *drive;
   double *out;            /* nvalue: the published readings */
+  uint64_t *qtick_pool;   /* the sensors' delay queues */
+  double *qval_pool;
   uint64_t seed;
   double h;
+  /* faults: how many sensors and drives have one, and the earliest end of a timed one */
+  int nfault;
+  double next_until;
   /* per tick, shared by the sensors that read them (khz_hilSample): */
+  int contact_readers, subtree_readers; /* sensors that read the contact wrenches (force,
+                                           touch, joint force-torque) / the subtree sums */
+  int contact_each_tick, subtree_each_tick; /* one of them samples every tick */
   int nbody;
   unsigned char *in_subtree; /* per body: 1 if in some joint force-torque sensor's subtree */
   unsigned char *reads_contact; /* per body: 1 if a sensor reads its contact wrench */
   double *body_contact;      /* nbody * 7: the contacts' force and torque about the world
                                 origin on each body, and the sum of their normal forces */
+  /* the sleeping pairs' share of body_contact (the first d->ncontact_asleep
+   * pairs, frozen with their forces while their islands sleep), summed once
+   * while the same pairs sleep: asleep_geom names them (2 per pair) */
+  int cache_asleep;          /* the model's islands cannot wake and sleep again within a tick */
+  int asleep_valid, nasleep;
+  int *asleep_geom;          /* m->npair_max * 2 */
+  double *asleep_contact;    /* nbody * 7 */
   double *subtree;           /* nbody * 12, for bodies in_subtree: the subtree's momentum p,
                                 angular momentum l about the origin, and the wrench from
                                 outside (gravity, body wrenches, contacts; f, t about the
@@ -180,12 +204,18 @@ static int find_joint(const khzModel *m, const char *name) {
   return -1;
 }
 
-/* each sensor's bias step per sample, from the step and its divisor */
-static void set_walk(khzHil *hil) {
+/* each sensor's sample rate and bias step per sample, from the step and its divisor */
+static void set_period(khzHil *hil) {
   for (int i = 0; i < hil->nsensor; i++) {
     hilSensor *s = &hil->sensor[i];
-    s->walk = s->spec.noise.bias_walk * sqrt(hil->h * s->spec.divisor);
+    double period = hil->h * s->divisor;
+    s->rate = 1 / period;
+    s->walk = hil->spec[i].noise.bias_walk * sqrt(period);
   }
+}
+
+static int reads_contacts(int type) {
+  return type == KHZ_SENSOR_FORCE || type == KHZ_SENSOR_TOUCH || type == KHZ_SENSOR_JOINT_FT;
 }
 
 khzHil *khz_hilCreate(const khzModel *m, const khzSensorSpec *sensor, int nsensor,
@@ -225,20 +255,51 @@ khzHil *khz_hilCreate(const khzModel *m, const khzSensorSpec *sensor, int nsenso
   hil->h = h;
   hil->nsensor = nsensor;
   hil->ndrive = ndrive;
+  hil->next_until = INFINITY;
   hil->sensor = calloc((size_t)nsensor + 1, sizeof *hil->sensor);
+  hil->spec = calloc((size_t)nsensor + 1, sizeof *hil->spec);
   hil->drive = calloc((size_t)ndrive + 1, sizeof *hil->drive);
-  if (!hil->sensor || !hil->drive) goto oom;
+  if (!hil->sensor || !hil->spec || !hil->drive) goto oom;
+  /* the delay queues in one block: samples in flight, one every divisor
+   * ticks over latency ticks, plus the newest */
+  size_t nq = 0, nqval = 0;
   for (int i = 0; i < nsensor; i++) {
     hilSensor *s = &hil->sensor[i];
-    s->spec = sensor[i];
-    s->dim = sensor_dims[s->spec.type];
+    const khzSensorSpec *sp = &sensor[i];
+    hil->spec[i] = *sp;
+    s->type = sp->type;
+    s->object = sp->object;
+    s->dim = sensor_dims[sp->type];
     s->adr = hil->nvalue;
     hil->nvalue += s->dim;
-    /* samples in flight: one every divisor ticks over latency ticks, plus the newest */
-    s->qcap = s->spec.latency / s->spec.divisor + 2;
-    s->qtick = calloc((size_t)s->qcap, sizeof *s->qtick);
-    s->qval = calloc((size_t)s->qcap * (size_t)s->dim, sizeof *s->qval);
-    if (!s->qtick || !s->qval) goto oom;
+    s->divisor = sp->divisor;
+    s->latency = sp->latency;
+    s->nnoisy = sp->type == KHZ_SENSOR_ENCODER ? 1 : s->dim;
+    s->white = sp->noise.white;
+    s->resolution = sp->noise.resolution;
+    memcpy(s->pos, sp->pos, sizeof s->pos);
+    s->qcap = sp->latency > 0 ? sp->latency / sp->divisor + 2 : 0;
+    nq += (size_t)s->qcap;
+    nqval += (size_t)s->qcap * (size_t)s->dim;
+    if (reads_contacts(sp->type)) {
+      hil->contact_readers++;
+      hil->contact_each_tick |= sp->divisor == 1;
+    }
+    if (sp->type == KHZ_SENSOR_JOINT_FT) {
+      hil->subtree_readers++;
+      hil->subtree_each_tick |= sp->divisor == 1;
+    }
+  }
+  hil->qtick_pool = calloc(nq + 1, sizeof *hil->qtick_pool);
+  hil->qval_pool = calloc(nqval + 1, sizeof *hil->qval_pool);
+  if (!hil->qtick_pool || !hil->qval_pool) goto oom;
+  nq = nqval = 0;
+  for (int i = 0; i < nsensor; i++) {
+    hilSensor *s = &hil->sensor[i];
+    s->qtick = hil->qtick_pool + nq;
+    s->qval = hil->qval_pool + nqval;
+    nq += (size_t)s->qcap;
+    nqval += (size_t)s->qcap * (size_t)s->dim;
   }
   hil->out = calloc((size_t)hil->nvalue + 1, sizeof *hil->out);
   hil->nbody = m->nbody;
@@ -246,8 +307,14 @@ khzHil *khz_hilCreate(const khzModel *m, const khzSensorSpec *sensor, int nsenso
   hil->body_contact = calloc((size_t)m->nbody * 7, sizeof *hil->body_contact);
   hil->subtree = calloc((size_t)m->nbody * 12, sizeof *hil->subtree);
   hil->reads_contact = calloc((size_t)m->nbody, 1);
-  if (!hil->out || !hil->in_subtree || !hil->body_contact || !hil->subtree || !hil->reads_contact)
+  hil->asleep_geom = calloc((size_t)m->npair_max * 2 + 1, sizeof *hil->asleep_geom);
+  hil->asleep_contact = calloc((size_t)m->nbody * 7, sizeof *hil->asleep_contact);
+  if (!hil->out || !hil->in_subtree || !hil->body_contact || !hil->subtree || !hil->reads_contact ||
+      !hil->asleep_geom || !hil->asleep_contact)
     goto oom;
+  /* an island wakes for at least one tick before it sleeps again unless its
+   * idle time can be reached within one tick (island.c) */
+  hil->cache_asleep = m->sleep.time > h;
   /* bodies come after their parents: one pass marks the subtrees */
   for (int i = 0; i < nsensor; i++)
     if (sensor[i].type == KHZ_SENSOR_JOINT_FT) hil->in_subtree[sensor[i].object] = 1;
@@ -257,7 +324,7 @@ khzHil *khz_hilCreate(const khzModel *m, const khzSensorSpec *sensor, int nsenso
   for (int i = 0; i < nsensor; i++)
     if (sensor[i].type == KHZ_SENSOR_FORCE || sensor[i].type == KHZ_SENSOR_TOUCH)
       hil->reads_contact[sensor[i].object] = 1;
-  set_walk(hil);
+  set_period(hil);
   for (int i = 0; i < ndrive; i++) {
     hilDrive *dv = &hil->drive[i];
     dv->spec = drive[i];
@@ -277,15 +344,16 @@ oom:
 void khz_hilFree(khzHil **hil_p) {
   khzHil *hil = *hil_p;
   if (!hil) return;
-  for (int i = 0; hil->sensor && i < hil->nsensor; i++) {
-    free(hil->sensor[i].qtick);
-    free(hil->sensor[i].qval);
-  }
+  free(hil->qtick_pool);
+  free(hil->qval_pool);
   free(hil->in_subtree);
   free(hil->reads_contact);
+  free(hil->asleep_geom);
+  free(hil->asleep_contact);
   free(hil->body_contact);
   free(hil->subtree);
   free(hil->sensor);
+  free(hil->spec);
   free(hil->drive);
   free(hil->out);
   free(hil);
@@ -318,35 +386,75 @@ static void cross3(double *y, const double *a, const double *b) {
   y[2] = a[0] * b[1] - a[1] * b[0];
 }
 
-/* every body's contact wrench, once per tick for all the sensors that read
- * it: force, torque about the world origin, and the sum of the normal
- * forces (each point's f.n counts for both its bodies). A point's force
- * holds the whole force of the last evaluation, the implicit part's normal
- * and tangential shares included (docs/contact.md, "Reported forces"):
- * nothing is added to it. */
-static void body_contacts(khzHil *hil, const khzData *d) {
-  double *w = hil->body_contact;
-  memset(w, 0, (size_t)hil->nbody * 7 * sizeof *w);
-  for (int c = 0; c < d->ncontact; c++) {
+/* pairs [c0, c1) of d->contact added into w (nbody * 7) */
+static void add_contacts(const khzHil *hil, const khzData *d, int c0, int c1, double *w) {
+  for (int c = c0; c < c1; c++) {
     const khzContact *ct = &d->contact[c];
     int r0 = hil->reads_contact[ct->body[0]], r1 = hil->reads_contact[ct->body[1]];
     if (!r0 && !r1) continue;
     double *w0 = w + 7 * ct->body[0], *w1 = w + 7 * ct->body[1];
-    double F[3] = {0, 0, 0}, T[3] = {0, 0, 0}, fn = 0;
-    for (int k = 0; k < ct->npoint; k++) {
-      const khzContactPoint *p = &d->cpoint[ct->point_adr + k];
-      const double *f = p->force;
-      double t[3];
-      cross3(t, p->pos, f);
-      for (int a = 0; a < 3; a++) F[a] += f[a], T[a] += t[a];
-      fn += f[0] * ct->normal[0] + f[1] * ct->normal[1] + f[2] * ct->normal[2];
+    double F[3] = {0, 0, 0}, T[3] = {0, 0, 0};
+    const khzContactPoint *p = &d->cpoint[ct->point_adr], *end = p + ct->npoint;
+    for (; p < end; p++) {
+      const double *f = p->force, *x = p->pos;
+      F[0] += f[0], F[1] += f[1], F[2] += f[2];
+      T[0] += x[1] * f[2] - x[2] * f[1];
+      T[1] += x[2] * f[0] - x[0] * f[2];
+      T[2] += x[0] * f[1] - x[1] * f[0];
     }
+    /* the pair's normal is one for all its points: the sum of f.n is F.n */
+    double fn = F[0] * ct->normal[0] + F[1] * ct->normal[1] + F[2] * ct->normal[2];
     if (r0)
       for (int a = 0; a < 3; a++) w0[a] += F[a], w0[3 + a] += T[a];
     if (r1)
       for (int a = 0; a < 3; a++) w1[a] -= F[a], w1[3 + a] -= T[a];
     w0[6] += fn, w1[6] += fn;
   }
+}
+
+/* every tick: the sleeping pairs' sum stays valid while the same pairs
+ * sleep. A pair leaves the sleeping ones when its island wakes and comes
+ * back, with new forces, no sooner than a tick later (cache_asleep), so a
+ * check at every tick sees every change */
+static void check_asleep(khzHil *hil, const khzData *d) {
+  int n = d->ncontact_asleep;
+  if (!hil->asleep_valid) return;
+  if (n != hil->nasleep || !hil->cache_asleep) {
+    hil->asleep_valid = 0;
+    return;
+  }
+  for (int c = 0; c < n; c++)
+    if (d->contact[c].geom[0] != hil->asleep_geom[2 * c] || d->contact[c].geom[1] != hil->asleep_geom[2 * c + 1]) {
+      hil->asleep_valid = 0;
+      return;
+    }
+}
+
+/* every body's contact wrench, once per tick for all the sensors that read
+ * it: force, torque about the world origin, and the sum of the normal
+ * forces (each point's f.n counts for both its bodies). A point's force
+ * holds the whole force of the last evaluation, the implicit part's normal
+ * and tangential shares included (docs/contact.md, "Reported forces"):
+ * nothing is added to it. The sleeping pairs come first in the list and
+ * their sum is kept (check_asleep), so the result is the same sum in the
+ * same order as a pass over every pair */
+static void body_contacts(khzHil *hil, const khzData *d) {
+  size_t bytes = (size_t)hil->nbody * 7 * sizeof(double);
+  int n = d->ncontact_asleep > 0 && d->ncontact_asleep <= d->ncontact ? d->ncontact_asleep : 0;
+  if (!hil->cache_asleep) n = 0;
+  if (n && !hil->asleep_valid) {
+    memset(hil->asleep_contact, 0, bytes);
+    add_contacts(hil, d, 0, n, hil->asleep_contact);
+    for (int c = 0; c < n; c++)
+      hil->asleep_geom[2 * c] = d->contact[c].geom[0], hil->asleep_geom[2 * c + 1] = d->contact[c].geom[1];
+    hil->nasleep = n;
+    hil->asleep_valid = 1;
+  }
+  if (n)
+    memcpy(hil->body_contact, hil->asleep_contact, bytes);
+  else
+    memset(hil->body_contact, 0, bytes);
+  add_contacts(hil, d, n, d->ncontact, hil->body_contact);
 }
 
 /* for the bodies in a joint force-torque sensor's subtree: the subtree's
@@ -385,30 +493,32 @@ static void subtree_sums(khzHil *hil, const khzModel *m, const khzData *d) {
   }
 }
 
-/* the exact reading of sensor s (before noise), into x[dim] */
-static void exact(const khzHil *hil, const hilSensor *s, const khzModel *m, const khzData *d,
-                  double period, double *x,
-                  double *v_world /* kept: accel 3, joint_force_torque 15 */) {
-  int b = s->spec.object;
-  switch (s->spec.type) {
+/* the exact reading of sensor s (before noise), into x[dim]; a
+ * differencing sensor differences with s->prev (with the state itself at
+ * its first sample) and keeps the state the next sample needs there */
+static void exact(const khzHil *hil, hilSensor *s, const khzModel *m, const khzData *d, double *x) {
+  int b = s->object;
+  switch (s->type) {
     case KHZ_SENSOR_ENCODER:
       x[0] = d->q[m->jnt_qadr[b]];
-      x[1] = d->qd[m->jnt_dofadr[b]];
+      x[1] = 0; /* the velocity follows from the quantised positions (take_sample) */
       break;
     case KHZ_SENSOR_GYRO:
       to_body(d, b, d->cvel + 6 * b, x);
       break;
     case KHZ_SENSOR_ACCEL: {
       /* specific force: the point's acceleration over the sample period minus gravity */
-      double a[3];
-      point_velocity(d, b, s->spec.pos, v_world);
-      for (int k = 0; k < 3; k++) a[k] = (v_world[k] - s->prev_v[k]) / period - m->gravity[k];
+      double v[3], a[3];
+      point_velocity(d, b, s->pos, v);
+      const double *pv = s->have_prev ? s->prev : v;
+      for (int k = 0; k < 3; k++) a[k] = (v[k] - pv[k]) * s->rate - m->gravity[k];
+      memcpy(s->prev, v, sizeof v);
       to_body(d, b, a, x);
       break;
     }
     case KHZ_SENSOR_FORCE: {
       /* the body's contact wrench, its torque moved from the origin to the point */
-      const double *R = d->xrot + 9 * b, *o = d->xpos + 3 * b, *p = s->spec.pos;
+      const double *R = d->xrot + 9 * b, *o = d->xpos + 3 * b, *p = s->pos;
       const double *cw = hil->body_contact + 7 * b;
       double pw[3], t[3];
       for (int k = 0; k < 3; k++) pw[k] = o[k] + R[3 * k] * p[0] + R[3 * k + 1] * p[1] + R[3 * k + 2] * p[2];
@@ -429,27 +539,53 @@ static void exact(const khzHil *hil, const hilSensor *s, const khzModel *m, cons
        * trapezoidal mean, so the reading is the mean over the period
        * (second order, no lag of half a period between the two terms).
        * Torques about the world origin, then about the sensor point. */
-      const double *R = d->xrot + 9 * b, *o = d->xpos + 3 * b, *ps = s->spec.pos;
-      double *keep = v_world; /* p, l, ext[6], pw: kept for the next sample */
-      double *p = keep, *l = keep + 3, *ext = keep + 6, *pw = keep + 12;
+      const double *R = d->xrot + 9 * b, *o = d->xpos + 3 * b, *ps = s->pos;
+      double now[15]; /* p, l, ext[6], pw: kept for the next sample */
+      double *p = now, *l = now + 3, *ext = now + 6, *pw = now + 12;
       double F[3], T[3], pm[3], pxF[3];
-      memcpy(keep, hil->subtree + 12 * b, 12 * sizeof(double));
+      memcpy(now, hil->subtree + 12 * b, 12 * sizeof(double));
       for (int k = 0; k < 3; k++)
         pw[k] = o[k] + R[3 * k] * ps[0] + R[3 * k + 1] * ps[1] + R[3 * k + 2] * ps[2];
       /* the first sample: as if the momentum held still */
-      const double *pp = s->have_prev ? s->prev_p : p, *pl = s->have_prev ? s->prev_l : l;
-      const double *pe = s->have_prev ? s->prev_ext : ext, *ppw = s->have_prev ? s->prev_pw : pw;
+      const double *prev = s->have_prev ? s->prev : now;
+      const double *pp = prev, *pl = prev + 3, *pe = prev + 6, *ppw = prev + 12;
       for (int k = 0; k < 3; k++) {
-        F[k] = (p[k] - pp[k]) / period - 0.5 * (ext[k] + pe[k]);
-        T[k] = (l[k] - pl[k]) / period - 0.5 * (ext[3 + k] + pe[3 + k]);
+        F[k] = (p[k] - pp[k]) * s->rate - 0.5 * (ext[k] + pe[k]);
+        T[k] = (l[k] - pl[k]) * s->rate - 0.5 * (ext[3 + k] + pe[3 + k]);
         pm[k] = 0.5 * (pw[k] + ppw[k]);
       }
       cross3(pxF, pm, F);
       for (int k = 0; k < 3; k++) T[k] -= pxF[k]; /* about the point: T_o - p x F */
+      memcpy(s->prev, now, sizeof now);
       to_body(d, b, F, x);
       to_body(d, b, T, x + 3);
       break;
     }
+  }
+}
+
+/* one sample of sensor s into x[dim]: the exact reading, then per noisy
+ * value out = quantise(x + bias + white N(0,1)) and the bias's random-walk
+ * step walk N(0,1) (none at the first sample, the reset's); the deviates of
+ * a sample are drawn together, the white ones first */
+static void take_sample(const khzHil *hil, hilSensor *s, const khzModel *m, const khzData *d,
+                        int first, double *x) {
+  double z[2 * KHZ_SENSOR_MAXDIM];
+  if (first) s->have_prev = 0;
+  exact(hil, s, m, d, x);
+  s->have_prev = 1;
+  int nn = s->nnoisy, nwhite = s->white > 0 ? nn : 0, nwalk = s->walk > 0 && !first ? nn : 0;
+  if (nwhite + nwalk) khz_rngNormals(&s->rng, z, nwhite + nwalk);
+  for (int k = 0; k < nn; k++) {
+    double y = x[k] + s->bias[k];
+    if (nwhite) y += s->white * z[k];
+    x[k] = quantise(y, s->resolution);
+  }
+  for (int k = 0; k < nwalk; k++) s->bias[k] += s->walk * z[nwhite + k];
+  if (s->type == KHZ_SENSOR_ENCODER) {
+    /* the drive's velocity: two readings over the sample period */
+    x[1] = first ? 0 : (x[0] - s->prev[0]) * s->rate;
+    s->prev[0] = x[0];
   }
 }
 
@@ -462,49 +598,31 @@ static void show(khzHil *hil, const hilSensor *s) {
                                            : s->held[k];
 }
 
-/* one sample of sensor s at tick k, pushed onto its delay queue (held at once
- * without latency) */
-static void take_sample(khzHil *hil, hilSensor *s, const khzModel *m, const khzData *d,
-                        double period, uint64_t tick, int first) {
-  double x[KHZ_SENSOR_MAXDIM], v[15]; /* v: written by exact for the types that keep it */
-  const khzNoiseSpec *n = &s->spec.noise;
-  /* the first sample of a differencing sensor differences the state with itself */
-  if (first && s->spec.type == KHZ_SENSOR_ACCEL) point_velocity(d, s->spec.object, s->spec.pos, s->prev_v);
-  if (first) s->have_prev = 0;
-  exact(hil, s, m, d, period, x, v);
-  if (s->spec.type == KHZ_SENSOR_ACCEL) memcpy(s->prev_v, v, 3 * sizeof(double));
-  if (s->spec.type == KHZ_SENSOR_JOINT_FT) {
-    memcpy(s->prev_p, v, 3 * sizeof(double)), memcpy(s->prev_l, v + 3, 3 * sizeof(double));
-    memcpy(s->prev_ext, v + 6, 6 * sizeof(double)), memcpy(s->prev_pw, v + 12, 3 * sizeof(double));
-    s->have_prev = 1;
-  }
-  int nnoisy = s->spec.type == KHZ_SENSOR_ENCODER ? 1 : s->dim;
-  double walk = first ? 0 : s->walk;
-  for (int k = 0; k < nnoisy; k++) {
-    double y = x[k] + s->bias[k];
-    if (n->white > 0) y += n->white * khz_rngNormalInline(&s->rng);
-    if (walk > 0) s->bias[k] += walk * khz_rngNormalInline(&s->rng);
-    x[k] = quantise(y, n->resolution);
-  }
-  if (s->spec.type == KHZ_SENSOR_ENCODER) {
-    /* the drive's velocity: two readings over the sample period */
-    x[1] = first ? 0 : (x[0] - s->prev_q) / period;
-    s->prev_q = x[0];
-  }
-  if (s->spec.latency == 0 && !first) { /* out at once: no queue (it is empty) */
-    if (s->fault != KHZ_FAULT_FREEZE) {
-      for (int k = 0; k < s->dim; k++) s->held[k] = x[k];
-      s->sampled_at = tick;
-    }
-    show(hil, s);
+/* a reading taken at tick goes out: without a fault straight into the
+ * published values (written once), under one into the held reading, which
+ * a frozen sensor keeps */
+static void release(khzHil *hil, hilSensor *s, const double *x, uint64_t tick) {
+  if (s->fault == KHZ_FAULT_NONE) {
+    double *out = hil->out + s->adr;
+    for (int k = 0; k < s->dim; k++) out[k] = x[k];
+    s->sampled_at = tick;
     return;
   }
-  int slot;
-  if (s->qlen == s->qcap) { /* cannot happen with qcap's bound; keep the newest */
+  if (s->fault != KHZ_FAULT_FREEZE) {
+    for (int k = 0; k < s->dim; k++) s->held[k] = x[k];
+    s->sampled_at = tick;
+  }
+  show(hil, s);
+}
+
+/* a sample onto the delay queue (the newest kept should it be full, which
+ * qcap's bound rules out) */
+static void enqueue(hilSensor *s, const double *x, uint64_t tick) {
+  if (s->qlen == s->qcap) {
     s->qhead = s->qhead + 1 == s->qcap ? 0 : s->qhead + 1;
     s->qlen--;
   }
-  slot = s->qhead + s->qlen;
+  int slot = s->qhead + s->qlen;
   if (slot >= s->qcap) slot -= s->qcap;
   s->qlen++;
   s->qtick[slot] = tick;
@@ -512,67 +630,85 @@ static void take_sample(khzHil *hil, hilSensor *s, const khzModel *m, const khzD
   for (int k = 0; k < s->dim; k++) q[k] = x[k];
 }
 
-/* samples whose latency has passed replace the held reading (a frozen
- * sensor keeps its old one); the published reading changes only then, or
- * when a fault begins or ends (khz_hilSensorFault, khz_hilExpire) */
-static void release(khzHil *hil, hilSensor *s, uint64_t tick) {
-  if (!(s->qlen > 0 && s->qtick[s->qhead] + (uint64_t)s->spec.latency <= tick)) return;
-  while (s->qlen > 0 && s->qtick[s->qhead] + (uint64_t)s->spec.latency <= tick) {
-    const double *val = s->qval + (size_t)s->qhead * (size_t)s->dim;
-    if (s->fault != KHZ_FAULT_FREEZE) {
-      for (int k = 0; k < s->dim; k++) s->held[k] = val[k];
-      s->sampled_at = s->qtick[s->qhead];
-    }
+/* the queued samples whose latency has passed go out, oldest first */
+static void release_due(khzHil *hil, hilSensor *s, uint64_t tick) {
+  while (s->qlen > 0 && s->qtick[s->qhead] + (uint64_t)s->latency <= tick) {
+    release(hil, s, s->qval + (size_t)s->qhead * (size_t)s->dim, s->qtick[s->qhead]);
     s->qhead = s->qhead + 1 == s->qcap ? 0 : s->qhead + 1;
     s->qlen--;
   }
-  show(hil, s);
 }
 
 static int due(const hilSensor *s, uint64_t tick) {
-  return s->spec.divisor == 1 || tick % (uint64_t)s->spec.divisor == 0;
+  return s->divisor == 1 || tick % (uint64_t)s->divisor == 0;
 }
 
 /* what the sensors sampled at this tick share: the bodies' contact wrenches
- * and the subtrees' sums, each computed once */
+ * and the subtrees' sums, each computed once (all: at the reset, every sensor) */
 static void shared_sums(khzHil *hil, const khzModel *m, const khzData *d, uint64_t tick, int all) {
-  int contacts = 0, subtrees = 0;
-  for (int i = 0; i < hil->nsensor; i++) {
-    const hilSensor *s = &hil->sensor[i];
-    int type = s->spec.type;
-    if (!all && !due(s, tick)) continue;
-    contacts |= type == KHZ_SENSOR_FORCE || type == KHZ_SENSOR_TOUCH || type == KHZ_SENSOR_JOINT_FT;
-    subtrees |= type == KHZ_SENSOR_JOINT_FT;
-  }
+  int contacts = hil->contact_readers && (all || hil->contact_each_tick);
+  int subtrees = hil->subtree_readers && (all || hil->subtree_each_tick);
+  if ((hil->contact_readers && !contacts) || (hil->subtree_readers && !subtrees))
+    for (int i = 0; i < hil->nsensor; i++) {
+      const hilSensor *s = &hil->sensor[i];
+      if (!due(s, tick)) continue;
+      contacts |= reads_contacts(s->type);
+      subtrees |= s->type == KHZ_SENSOR_JOINT_FT;
+    }
   if (contacts) body_contacts(hil, d);
   if (subtrees) subtree_sums(hil, m, d);
 }
 
 void khz_hilSample(khzHil *hil, const khzModel *m, const khzData *d, uint64_t tick) {
+  if (hil->contact_readers) check_asleep(hil, d);
   shared_sums(hil, m, d, tick, 0);
   for (int i = 0; i < hil->nsensor; i++) {
     hilSensor *s = &hil->sensor[i];
-    if (due(s, tick)) take_sample(hil, s, m, d, hil->h * s->spec.divisor, tick, 0);
-    release(hil, s, tick);
+    double x[KHZ_SENSOR_MAXDIM];
+    if (due(s, tick)) {
+      take_sample(hil, s, m, d, 0, x);
+      if (s->latency == 0) {
+        release(hil, s, x, tick);
+        continue;
+      }
+      enqueue(s, x, tick);
+    }
+    if (s->latency) release_due(hil, s, tick);
   }
 }
 
+/* how many sensors and drives have a fault, and when the first timed one ends */
+static void count_faults(khzHil *hil) {
+  int n = 0;
+  double next = INFINITY;
+  for (int i = 0; i < hil->nsensor; i++) {
+    const hilSensor *s = &hil->sensor[i];
+    if (s->fault) n++;
+    if (s->fault && s->fault_until > 0) next = fmin(next, s->fault_until);
+  }
+  for (int i = 0; i < hil->ndrive; i++) {
+    const hilDrive *dv = &hil->drive[i];
+    if (dv->fault) n++;
+    if (dv->fault && dv->fault_until > 0) next = fmin(next, dv->fault_until);
+  }
+  hil->nfault = n;
+  hil->next_until = next;
+}
+
 void khz_hilReset(khzHil *hil, const khzModel *m, const khzData *d) {
+  hil->asleep_valid = 0; /* a new state: its sleeping pairs are summed again */
   shared_sums(hil, m, d, 0, 1);
   for (int i = 0; i < hil->nsensor; i++) {
     hilSensor *s = &hil->sensor[i];
+    double x[KHZ_SENSOR_MAXDIM];
     khz_rngSeed(&s->rng, hil->seed, (uint64_t)i + 1);
     s->fault = KHZ_FAULT_NONE;
     s->fault_until = 0;
-    for (int k = 0; k < KHZ_SENSOR_MAXDIM; k++) s->bias[k] = s->spec.noise.bias;
+    for (int k = 0; k < KHZ_SENSOR_MAXDIM; k++) s->bias[k] = hil->spec[i].noise.bias;
     s->qhead = s->qlen = 0;
-    s->prev_q = 0;
     /* the reading at the reset is out at once: a controller starts from a value */
-    take_sample(hil, s, m, d, hil->h * s->spec.divisor, 0, 1);
-    memcpy(s->held, s->qval + (size_t)s->qhead * (size_t)s->dim, (size_t)s->dim * sizeof(double));
-    s->qlen = 0;
-    s->sampled_at = 0;
-    show(hil, s);
+    take_sample(hil, s, m, d, 1, x);
+    release(hil, s, x, 0);
   }
   for (int i = 0; i < hil->ndrive; i++) {
     hilDrive *dv = &hil->drive[i];
@@ -582,6 +718,7 @@ void khz_hilReset(khzHil *hil, const khzModel *m, const khzData *d) {
     dv->fault_until = 0;
     dv->lock_q = d->q[dv->qadr];
   }
+  count_faults(hil);
 }
 
 /* ------------------------------------------------------------- drives -- */
@@ -639,7 +776,7 @@ void khz_hilSetStep(khzHil *hil, double h) {
     hilDrive *dv = &hil->drive[i];
     dv->alpha = dv->spec.lag > 0 ? 1 - exp(-h / dv->spec.lag) : 1;
   }
-  set_walk(hil);
+  set_period(hil);
 }
 
 void khz_hilDriveTorqueOnce(khzHil *hil, int i) {
@@ -672,10 +809,13 @@ int khz_hilSensorFault(khzHil *hil, int i, int type, double value, double until)
       type != KHZ_FAULT_BIAS)
     return -1;
   hilSensor *s = &hil->sensor[i];
+  /* a fault begins: the published reading becomes the held one it shows */
+  if (s->fault == KHZ_FAULT_NONE) memcpy(s->held, hil->out + s->adr, (size_t)s->dim * sizeof(double));
   s->fault = type;
   s->fault_value = value;
   s->fault_until = type == KHZ_FAULT_NONE ? 0 : until;
   show(hil, s);
+  count_faults(hil);
   return 0;
 }
 
@@ -690,10 +830,13 @@ int khz_hilDriveFault(khzHil *hil, int i, int type, double value, double until) 
   dv->fault_value = value;
   dv->fault_until = type == KHZ_FAULT_NONE ? 0 : until;
   dv->lock_pending = type == KHZ_FAULT_LOCK;
+  count_faults(hil);
   return 0;
 }
 
+/* every tick: nothing to do until the first timed fault's end */
 void khz_hilExpire(khzHil *hil, double time) {
+  if (!(time >= hil->next_until)) return;
   for (int i = 0; i < hil->nsensor; i++) {
     hilSensor *s = &hil->sensor[i];
     if (s->fault && s->fault_until > 0 && time >= s->fault_until) {
@@ -709,15 +852,10 @@ void khz_hilExpire(khzHil *hil, double time) {
       dv->fault_until = 0;
     }
   }
+  count_faults(hil);
 }
 
-int khz_hilAnyFault(const khzHil *hil) {
-  for (int i = 0; i < hil->nsensor; i++)
-    if (hil->sensor[i].fault) return 1;
-  for (int i = 0; i < hil->ndrive; i++)
-    if (hil->drive[i].fault) return 1;
-  return 0;
-}
+int khz_hilAnyFault(const khzHil *hil) { return hil->nfault > 0; }
 
 /* ---------------------------------------------------------- accessors -- */
 
@@ -728,7 +866,7 @@ const double *khz_hilValues(const khzHil *hil) { return hil->out; }
 int khz_hilValueAdr(const khzHil *hil, int i) { return hil->sensor[i].adr; }
 int khz_hilValueDim(const khzHil *hil, int i) { return hil->sensor[i].dim; }
 uint64_t khz_hilSampledAt(const khzHil *hil, int i) { return hil->sensor[i].sampled_at; }
-const khzSensorSpec *khz_hilSensor(const khzHil *hil, int i) { return &hil->sensor[i].spec; }
+const khzSensorSpec *khz_hilSensor(const khzHil *hil, int i) { return &hil->spec[i]; }
 const khzDriveSpec *khz_hilDriveSpec(const khzHil *hil, int i) { return &hil->drive[i].spec; }
 int khz_hilSensorFaultType(const khzHil *hil, int i) { return hil->sensor[i].fault; }
 int khz_hilDriveFaultType(const khzHil *hil, int i) { return hil->drive[i].fault; }

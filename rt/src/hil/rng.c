@@ -32,15 +32,17 @@ double khz_rngUniform(khzRng *r) { return (double)(khz_rngNext(r) >> 11) * 0x1.0
  * sqrt(-2 ln(V / x_i + f(x_i))), x_128 = 0, and the base strip (the
  * rectangle under f(R) and the tail beyond R) as a rectangle of width
  * V / f(R). One 64-bit draw picks the strip (7 low bits) and a signed
- * uniform (53 high bits): inside the next strip's width (about 99 % of
- * draws) it is the result; otherwise the wedge is tested against f, or the
- * tail sampled by Marsaglia's exponential method. About 5x faster than
- * Box-Muller's log, sqrt and cos, which dominated the sensors' cost. */
+ * uniform (56 high bits, disjoint from the strip's): inside the next strip's
+ * width (about 99 % of draws) it is the result; otherwise the wedge is
+ * tested against f, or the tail sampled by Marsaglia's exponential method.
+ * About 5x faster than Box-Muller's log, sqrt and cos, which dominated the
+ * sensors' cost. */
 #define ZIG_N KHZ_ZIG_N
 #define ZIG_R 3.442619855899
 #define ZIG_V 9.91256303526217e-3
 
-double khz_zig_x[ZIG_N + 1], khz_zig_f[ZIG_N + 1]; /* rng.h */
+double khz_zig_x[ZIG_N + 1], khz_zig_f[ZIG_N + 1], khz_zig_w[ZIG_N]; /* rng.h */
+khzZigStrip khz_zig_strip[ZIG_N];
 static pthread_once_t zig_once = PTHREAD_ONCE_INIT;
 
 static void zig_init(void) {
@@ -50,6 +52,11 @@ static void zig_init(void) {
     khz_zig_x[i + 1] = sqrt(-2 * log(ZIG_V / khz_zig_x[i] + exp(-0.5 * khz_zig_x[i] * khz_zig_x[i])));
   khz_zig_x[ZIG_N] = 0;
   for (int i = 0; i <= ZIG_N; i++) khz_zig_f[i] = exp(-0.5 * khz_zig_x[i] * khz_zig_x[i]);
+  for (int i = 0; i < ZIG_N; i++) {
+    khz_zig_w[i] = khz_zig_x[i] * 0x1.0p-55;
+    khz_zig_strip[i].w32 = khz_zig_x[i] * 0x1.0p-24;
+    khz_zig_strip[i].next = khz_zig_x[i + 1];
+  }
 }
 
 void khz_rngInit(void) { pthread_once(&zig_once, zig_init); }
@@ -59,7 +66,7 @@ double khz_rngNormal(khzRng *r) { return khz_rngNormalInline(r); }
 /* a draw outside the next strip's width: the tail beyond R (strip 0), or
  * the wedge between strips i and i + 1 tested against f; a rejected draw
  * starts over */
-double khz_rngNormalSlow(khzRng *r, int i, double u, double x) {
+double khz_rngNormalSlow(khzRng *r, int i, double x) {
   for (;;) {
     if (i == 0) { /* the tail beyond R */
       double a, t;
@@ -67,12 +74,10 @@ double khz_rngNormalSlow(khzRng *r, int i, double u, double x) {
         a = -log(1.0 - khz_rngUniform(r)) / ZIG_R;
         t = -log(1.0 - khz_rngUniform(r));
       } while (2 * t < a * a);
-      return u < 0 ? -(ZIG_R + a) : ZIG_R + a;
+      return x < 0 ? -(ZIG_R + a) : ZIG_R + a;
     }
     if (khz_zig_f[i] + khz_rngUniform(r) * (khz_zig_f[i + 1] - khz_zig_f[i]) < exp(-0.5 * x * x)) return x;
-    uint64_t b = khz_rngNextInline(r);
-    i = (int)(b & (ZIG_N - 1));
-    u = 2 * ((double)(b >> 11) * 0x1.0p-53) - 1, x = u * khz_zig_x[i];
+    x = khz_zigCandidate(khz_rngNextInline(r), &i);
     if (fabs(x) < khz_zig_x[i + 1]) return x;
   }
 }
