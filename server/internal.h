@@ -76,11 +76,14 @@ struct khzServer {
   int na;
   int *act_dof;
   /* the model's own actuators (scene.actuator, Command.ctrl): each one's slot in Command
-   * arrays (-1: its joint takes no command), and a ctrl command's PD terms before they are
-   * checked whole (na each, I/O thread) */
+   * arrays (-1: its joint takes no command), its terms as the loop evaluates them
+   * (loop_act: gains, torque range, initial feed-forward), a ctrl command's feed-forward
+   * and inclusion per actuator (ctrl_ff, ctrl_on: nu each) and its gains summed per slot
+   * (ctrl_kp, ctrl_kd: na each) before they are checked whole (I/O thread) */
   int nu;
   int *ctrl_slot;
-  double *ctrl_ff, *ctrl_kp, *ctrl_kd;
+  khzLoopActuator *loop_act;
+  double *ctrl_ff, *ctrl_on, *ctrl_kp, *ctrl_kd;
   int64_t max_msg;                /* the ROUTER's ZMQ_MAXMSGSIZE: the largest message this model's
                                      requests and commands need (khz_server_maxMessage) */
   int nhaptic;

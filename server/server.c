@@ -587,6 +587,8 @@ static int server_init(khzServer *s, char *err, size_t errsz) {
     khz_log(KHZ_LOG_WARN, "scene '%s': %s", s->scene.name, msg);
   lc.kp = gains;
   lc.kd = gains + s->na;
+  lc.nactuator = s->nu;
+  lc.actuator = s->loop_act;
   lc.wake = loop_wake;
   lc.wake_user = s;
   lc.thread_init = s->hooks.rt_thread_init;

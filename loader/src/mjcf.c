@@ -2922,6 +2922,8 @@ static int load(khzSpec *spec, const char *xml, size_t len, const char *name,
       goto undo_keys;
     }
     memcpy(acts, c.acts, (size_t)c.nact * sizeof *acts);
+    /* the controls before any command: MuJoCo's data.ctrl, zero or the chosen key's */
+    for (int i = 0; chosen >= 0 && i < c.nact; i++) acts[i].ctrl0 = keys[chosen].ctrl[i];
   }
 
   /* append: meshes, bodies, geoms, exclusions */
@@ -3091,6 +3093,22 @@ int khz_actuator_pd(const khzMjcfActuator *a, double ctrl, double *tau_ff, doubl
   *kp = -g * g * a->bias[1];
   *kd = a->kv_implicit ? 0 : -g * g * a->bias[2];
   return clamped;
+}
+
+void khz_actuator_range(const khzMjcfActuator *a, double range[2]) {
+  range[0] = -INFINITY, range[1] = INFINITY;
+  if (!a || !a->forcelimited) return;
+  /* gear times the force bounds, in order (a negative gear swaps them) */
+  double t0 = a->gear * a->forcerange[0], t1 = a->gear * a->forcerange[1];
+  range[0] = fmin(t0, t1), range[1] = fmax(t0, t1);
+}
+
+double khz_actuator_torque(const khzMjcfActuator *a, double ctrl, double q, double qd) {
+  double ff, kp, kd, r[2];
+  if (khz_actuator_pd(a, ctrl, &ff, &kp, &kd) < 0) return 0;
+  khz_actuator_range(a, r);
+  double t = ff - kp * q - kd * qd;
+  return t < r[0] ? r[0] : t > r[1] ? r[1] : t;
 }
 
 void khz_mjcf_freeInfo(khzMjcfInfo *info) {

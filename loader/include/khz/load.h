@@ -98,6 +98,8 @@ typedef struct khzMjcfActuator {
   double gain;              /* force = gain ctrl + bias[0] + bias[1] gear q + bias[2] gear qd */
   double bias[3];           /* (position: gain kp, bias 0 -kp -kv; velocity: gain kv, bias 0 0
                                -kv; motor: gain 1, no bias; general: gainprm[0], biasprm) */
+  double ctrl0;             /* its control before any command (MuJoCo's data.ctrl at the start):
+                               0, or the ctrl of the <key> made the initial state */
   int kv_implicit;          /* 1: its velocity feedback -gear^2 bias[2] qd is in the joint's
                                damping (khzBodySpec.damping), integrated implicitly as MuJoCo's
                                implicit / implicitfast integrators do (the file's <option
@@ -115,12 +117,25 @@ double khz_mjcf_actuatorTorque(const khzMjcfActuator *a, double ctrl, double q, 
  *   tau_ff = gear (gain ctrl + bias[0]),  kp = -gear^2 bias[1],
  *   kd = -gear^2 bias[2]  (0 when kv_implicit: the joint's damping has it).
  * Together with the joint damping the actuator adds this is MuJoCo's
- * qfrc_actuator before forcerange (the server bounds the force through the
- * joint's effort limit: exact for one actuator with a symmetric forcerange).
- * Returns 1 when ctrl was clamped to ctrlrange, 0 when not, -1 when ctrl is
- * not finite (outputs then zero). */
+ * actuator force times gear before forcerange, which khz_actuator_range
+ * bounds (the server's loop clamps each actuator's torque to it before
+ * summing the actuators of one joint: khzLoopActuator). Returns 1 when ctrl
+ * was clamped to ctrlrange, 0 when not, -1 when ctrl is not finite (outputs
+ * then zero). */
 int khz_actuator_pd(const khzMjcfActuator *a, double ctrl, double *tau_ff, double *kp,
                     double *kd);
+
+/* Actuator a's joint torque bounds: forcerange times gear, ordered (a
+ * negative gear swaps them); -inf, inf when a is not force-limited. */
+void khz_actuator_range(const khzMjcfActuator *a, double range[2]);
+
+/* The joint torque actuator a adds for control ctrl at joint position q and
+ * velocity qd beside what the model has of it (a kv_implicit actuator's kv is
+ * the joint's damping): clamp(tau_ff - kp q - kd qd, khz_actuator_range) of
+ * khz_actuator_pd, 0 for a control that is not finite. Summed over the
+ * actuators of a joint, MuJoCo's qfrc_actuator (khz-sim run --ctrl,
+ * khz_capi_setCtrl and the server's loop apply it so). */
+double khz_actuator_torque(const khzMjcfActuator *a, double ctrl, double q, double qd);
 
 /* One <key> of <keyframe>: a named state, laid out as khz's q and qd (which
  * equal MuJoCo's qpos and qvel for an MJCF model loaded alone). */
