@@ -322,7 +322,8 @@ static khzModel *khz_sim_load(const char *cmd, const char *path, khzScene *scene
 
 static const char *const khz_sim_eq_types[] = {"connect", "weld", "joint"};
 static const char *const khz_sim_sensor_types[] = {"jointpos",    "jointvel",   "framepos",
-                                                   "framequat",   "framelinvel", "frameangvel"};
+                                                   "framequat",   "framelinvel", "frameangvel",
+                                                   "velocimeter"};
 
 static void khz_sim_quiet(void *user, const char *msg) { (void)user, (void)msg; }
 

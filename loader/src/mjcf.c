@@ -2412,12 +2412,38 @@ static int read_sensors(mjcf_ctx *c, xmlNodePtr sec) {
       if (add_hil(c, e, id, site_types[k], st->body, st->pos)) return -1;
       continue;
     }
+    if (is(e, "velocimeter")) {
+      /* a site's linear velocity in its own axes: read from the state */
+      if (check_attrs(c, e, "velocimeter", site_sensor_attrs)) return -1;
+      const char *sn = attr(c, e, "site");
+      if (!sn) return fail(c, e, "<velocimeter> needs site: name the <site> it reads");
+      const mjcf_site *st = site_by_name(c, sn);
+      if (!st) return fail(c, e, "unknown site \"%s\": no <site name=\"%s\"> in the model (names are case-sensitive)", sn, sn);
+      if (st->body == 0) {
+        if (warn(c, e, "sensor on a world site",
+                 "a velocimeter on a site of the world reads zero: left out"))
+          return -1;
+        continue;
+      }
+      khzMjcfSensor v;
+      memset(&v, 0, sizeof v);
+      const char *name = attr(c, e, "name");
+      snprintf(v.name, sizeof v.name, "%s", name ? name : "");
+      v.type = KHZ_MJCF_VELOCIMETER;
+      snprintf(v.object, sizeof v.object, "%s", c->bodies[st->body - 1].name);
+      memcpy(v.pos, st->pos, sizeof v.pos);
+      memcpy(v.quat, st->quat, sizeof v.quat);
+      v.dim = 3;
+      if (grow(c, (void **)&c->sens, c->nsens, &c->capsens, sizeof *c->sens)) return -1;
+      c->sens[c->nsens++] = v;
+      continue;
+    }
     for (k = 0; kinds[k] && !is(e, kinds[k]); k++) {
     }
     if (!kinds[k]) {
       const char *why = "this sensor type is not read by khz (left out); khz reads jointpos, "
-                        "jointvel, frame sensors of bodies and sites, gyro, accelerometer, "
-                        "touch, force and torque";
+                        "jointvel, frame sensors of bodies and sites, velocimeter, gyro, "
+                        "accelerometer, touch, force and torque";
       if (warn_element(c, e, why)) return -1;
       continue;
     }
@@ -3206,6 +3232,19 @@ int khz_mjcf_sensorRead(const khzModel *m, const khzData *d, const khzMjcfSensor
       out[0] = cv[3] + cv[1] * r[2] - cv[2] * r[1];
       out[1] = cv[4] + cv[2] * r[0] - cv[0] * r[2];
       out[2] = cv[5] + cv[0] * r[1] - cv[1] * r[0];
+      break;
+    }
+    case KHZ_MJCF_VELOCIMETER: {
+      /* v(p) = v(origin) + w x (p - origin), in the site's axes: (R_body R_site)^T v */
+      double r[3] = {p[0] - x[0], p[1] - x[1], p[2] - x[2]}, v[3], Rs[9], vb[3];
+      v[0] = cv[3] + cv[1] * r[2] - cv[2] * r[1];
+      v[1] = cv[4] + cv[2] * r[0] - cv[0] * r[2];
+      v[2] = cv[5] + cv[0] * r[1] - cv[1] * r[0];
+      quat2mat(Rs, s->quat[0] == 0 && s->quat[1] == 0 && s->quat[2] == 0 && s->quat[3] == 0
+                       ? (const double[4]){1, 0, 0, 0}
+                       : s->quat);
+      for (int q = 0; q < 3; q++) vb[q] = R[q] * v[0] + R[3 + q] * v[1] + R[6 + q] * v[2];
+      for (int q = 0; q < 3; q++) out[q] = Rs[q] * vb[0] + Rs[3 + q] * vb[1] + Rs[6 + q] * vb[2];
       break;
     }
     default: /* FRAMEANGVEL */

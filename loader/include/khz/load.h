@@ -154,16 +154,19 @@ typedef struct khzMjcfKey {
  * framelinvel / frameangvel of a body (objtype "xbody": the body frame;
  * "body": its centre of mass for position and linear velocity; world
  * coordinates, quaternion w x y z; framequat needs "xbody") or of a site
- * (objtype "site": the site's frame). gyro, accelerometer and touch on sites
- * become HIL sensors (khzMjcfInfo.hil); other sensor types (force, torque,
- * velocimeter, subtree sensors, ...) draw one warning each and are left out. */
+ * (objtype "site": the site's frame), and velocimeter (a site's linear
+ * velocity in the site's axes). gyro, accelerometer and touch on sites
+ * become HIL sensors (khzMjcfInfo.hil), force and torque joint force-torque
+ * HIL sensors; other sensor types (subtree sensors, ...) draw one warning
+ * each and are left out. */
 typedef enum khzMjcfSensorType {
   KHZ_MJCF_JOINTPOS = 0,
   KHZ_MJCF_JOINTVEL,
   KHZ_MJCF_FRAMEPOS,
   KHZ_MJCF_FRAMEQUAT,
   KHZ_MJCF_FRAMELINVEL,
-  KHZ_MJCF_FRAMEANGVEL
+  KHZ_MJCF_FRAMEANGVEL,
+  KHZ_MJCF_VELOCIMETER     /* a site's linear velocity in the site's own axes (3 values) */
 } khzMjcfSensorType;
 
 typedef struct khzMjcfSensor {
