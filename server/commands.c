@@ -16,6 +16,7 @@
  * initial control (ctrl0: zero, or the keyframe's), as MuJoCo starts.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,6 +59,27 @@ void khz_commands_free(khzServer *s) {
   s->ctrl_slot = NULL;
   s->loop_act = NULL;
   s->ctrl_ff = s->ctrl_on = s->ctrl_kp = s->ctrl_kd = NULL;
+}
+
+int khz_commands_startStable(const khzServer *s, double h, char *msg, size_t msgsz) {
+  for (int a = 0; a < s->na; a++) {
+    /* the servos' gains summed on the joint, against ctrl_terms' bound */
+    double kp = 0, kd = 0;
+    for (int i = 0; i < s->nu; i++)
+      if (s->loop_act[i].slot == a) kp += s->loop_act[i].kp, kd += s->loop_act[i].kd;
+    int dof = s->act_dof[a];
+    double meff = s->m->dof_meff[dof], b = s->m->dof_damping[dof];
+    if (s->m->integrator == KHZ_INT_RK4 && h * b < meff) b = 0;
+    double kpmax = 4 * meff / (h * h) + 2 * b / h, kdmax = 2 * meff / h;
+    if (kp <= kpmax && kd <= kdmax) continue;
+    snprintf(msg, msgsz,
+             "the actuators on joint '%s' give it kp = %g, kd = %g, unstable at %g s steps "
+             "(kp <= %g, kd <= %g): they act only once commanded (ctrl), not from the start; "
+             "raise rate_hz",
+             s->m->jnt_name[s->m->dof_body[dof]], kp, kd, h, kpmax, kdmax);
+    return 0;
+  }
+  return 1;
 }
 
 /* the model's actuator of this name, -1 when none */

@@ -192,6 +192,9 @@ double khz_requests_rate(const khzServer *s, const khzServerConfig *c);
 /* commands.c: a Command or a HapticInput, checked, into the loop */
 /* the model's actuators' slots and scratch (after act_dof); 0, or -1 out of memory */
 int khz_commands_init(khzServer *s);
+/* 1 when the model's actuators at their initial controls are stable at step h (the
+ * loop may apply them before the first command), else 0 with why in msg */
+int khz_commands_startStable(const khzServer *s, double h, char *msg, size_t msgsz);
 void khz_commands_free(khzServer *s);
 void khz_commands_command(khzServer *s, const khzPeer *p, const Khz__V1__Command *c);
 void khz_commands_haptic(khzServer *s, const khzPeer *p, const Khz__V1__HapticInput *h);

@@ -155,6 +155,8 @@ typedef struct khzLoopConfig {
    * that flowed go stale. */
   int nactuator;
   const struct khzLoopActuator *actuator;
+  int actuator_start;        /* 1: apply the actuators' ff0 before the first command (0: the
+                                safe command, as for a model without actuators) */
 
   /* sensors and drives (khz/hil.h; not owned, NULL = none): the loop resets
    * it with the data, drives the driven joints before each step, samples

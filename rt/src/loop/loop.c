@@ -1032,7 +1032,7 @@ static void tick(khzLoop *L, int64_t t_sched, int64_t t_wake, int timed_out) {
   if (!have_cmd) flags |= KHZ_FLAG_NO_COMMAND;
 
   /* actuator torques, then what the drives make of them */
-  if (safe && !have_cmd && !timed_out && L->nu > 0) {
+  if (safe && !have_cmd && !timed_out && L->nu > 0 && L->cfg.actuator_start) {
     /* no command since the start or reset: the model's actuators at their initial controls */
     c = &L->initial;
     safe = 0;
