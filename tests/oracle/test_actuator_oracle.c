@@ -399,14 +399,14 @@ static void test_range_forces(mjModel *mm) {
 }
 
 /* 5b: the server with force ranges, driven by name in lockstep, then with no
- * command at all (fast mode), each tick against mj_step */
+ * command at all (paused, stepped by request), each tick against mj_step */
 static void test_range_server(mjModel *mm, int commanded) {
   khzServerConfig cfg;
   harness h;
   harness_config(&cfg);
   snprintf(cfg.scene, sizeof cfg.scene, "%s", RANGES);
   snprintf(cfg.contact_method, sizeof cfg.contact_method, "none");
-  cfg.mode = commanded ? KHZ_MODE_LOCKSTEP : KHZ_MODE_FAST;
+  cfg.mode = commanded ? KHZ_MODE_LOCKSTEP : KHZ_MODE_REALTIME;
   cfg.lockstep_timeout_ms = 0;
   cfg.watchdog_ms = 0;
   if (harness_start(&h, &cfg, NULL)) {
@@ -448,15 +448,37 @@ static void test_range_server(mjModel *mm, int commanded) {
            "rel. %.2e\n", ticks, worst);
   } else {
     /* no command: MuJoCo's ctrl stays 0, the servos pull to 0 and the velocity
-     * actuator brakes; every state the fast loop publishes against it */
-    int64_t until = patience_ends();
+     * actuator brakes; paused, reset (no command since), stepped 10 ticks
+     * per request, every state against it */
+    const Khz__V1__Reply *r = req_simple(c, KHZ__V1__REQUEST__OP_PAUSE);
+    ENSURE(r && r->code == KHZ__V1__ERROR_CODE__OK);
+    r = req_reset(c);
+    ENSURE(r && r->code == KHZ__V1__ERROR_CODE__OK);
+    uint64_t base = r ? r->state_seq : 0;
     int steps = 0;
-    const Khz__V1__State *st;
-    while (steps < 400 && (st = patient_state(c, until))) {
-      ENSURE(st->flags & KHZ_FLAG_NO_COMMAND);
-      ENSURE(!(st->flags & KHZ_FLAG_WATCHDOG));
-      while (steps < (int)st->seq) mj_step(mm, d), steps++;
-      if (steps == (int)st->seq) worst = fmax(worst, state_diff(d, st->q, st->qd)), ticks++;
+    for (int round = 0; r && round < 20; round++) {
+      Khz__V1__Request rq;
+      Khz__V1__Step step;
+      khz__v1__request__init(&rq);
+      khz__v1__step__init(&step);
+      step.n = 10;
+      rq.op_case = KHZ__V1__REQUEST__OP_STEP;
+      rq.step = &step;
+      r = khz_client_request(c, &rq, 5000);
+      ENSURE(r && r->code == KHZ__V1__ERROR_CODE__OK);
+      if (!r) break;
+      uint64_t target = r->state_seq;
+      int64_t until = patience_ends();
+      const Khz__V1__State *st;
+      while ((st = patient_state(c, until))) {
+        if (st->seq <= base) continue; /* before the reset, or the reset's own state */
+        ENSURE(st->flags & KHZ_FLAG_NO_COMMAND);
+        ENSURE(!(st->flags & KHZ_FLAG_WATCHDOG));
+        while (steps < (int)(st->seq - base)) mj_step(mm, d), steps++;
+        if (steps == (int)(st->seq - base))
+          worst = fmax(worst, state_diff(d, st->q, st->qd)), ticks++;
+        if (st->seq >= target) break;
+      }
     }
     printf("force ranges through khz-server with no command (ctrl 0), %d states up to step %d "
            "vs mj_step: q, qd rel. %.2e (hinge at %.4f rad)\n", ticks, steps, worst, d->qpos[0]);
