@@ -69,10 +69,10 @@ int khz_loadURDFString(khzSpec *spec, const char *xml, const char *name,
  * children. The khz body frame of an MJCF body sits at its last joint's
  * anchor (MJCF joint pos), with the MJCF body's orientation; geoms, the
  * centre of mass and child bodies are re-expressed there. Bodies with no joint
- * or a free joint keep the MJCF body frame exactly. khz takes joint torques,
- * not actuator controls: an actuator bounds its joint's effort limit, and is
- * reported in khzMjcfInfo so that a controller can apply its torque
- * (khz_mjcf_actuatorTorque). Unnamed bodies and joints are called "bodyN" and
+ * or a free joint keep the MJCF body frame exactly. The actuators are
+ * reported in khzMjcfInfo (with their initial controls): the server's
+ * Command.ctrl, khz-sim run --ctrl and khz_capi_setCtrl drive them
+ * (khz_actuator_torque), and each bounds its joint's effort limit. Unnamed bodies and joints are called "bodyN" and
  * "jointN" with MuJoCo's ids. */
 
 /* Actuator kinds (khzMjcfActuator.type). */

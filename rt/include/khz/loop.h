@@ -21,8 +21,8 @@
  *     tick calls the wake callback (the server's ev_async_send).
  *
  * Per tick: take the latest command (a command computed from state k is meant
- * for tick k+1), evaluate the in-tick controller (torques, or PD targets with
- * gains), the watchdog, the haptic virtual couplings and the perturbation
+ * for tick k+1), evaluate the in-tick controller (torques, PD targets with
+ * gains, or the model's own actuators: khzLoopActuator), the watchdog, the haptic virtual couplings and the perturbation
  * wrenches, call khz_step(), publish the state. The tick never allocates, never
  * logs and never blocks on the I/O side: its only system calls are the sleep,
  * the futex wait of lockstep / pause, the wake callback, and three reads of
