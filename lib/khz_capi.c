@@ -22,7 +22,38 @@ struct khzCapi {
   khzScene scene; /* owns the spec the model was compiled from */
   khzModel *m;
   khzData *d;
+  int *act_dof;   /* scene.nactuator: each actuator's dof (-1: none), */
+  double *ctrl;   /* its control, */
+  double *tau;    /* and the caller's d->tau kept across a step (nv) */
 };
+
+/* each actuator's dof in the model h->m (after a compile) */
+static void capi_actuatorDofs(khzCapi *h) {
+  for (int i = 0; i < h->scene.nactuator; i++) {
+    int b = khz_name2joint(h->m, h->scene.actuator[i].joint);
+    h->act_dof[i] = b > 0 && h->m->jnt_nv[b] == 1 ? h->m->jnt_dofadr[b] : -1;
+  }
+}
+
+/* one step with the actuators' torques added to the caller's tau */
+static void capi_step1(khzCapi *h) {
+  const khzModel *m = h->m;
+  khzData *d = h->d;
+  int n = h->scene.nactuator;
+  if (n == 0) {
+    khz_step(m, d);
+    return;
+  }
+  memcpy(h->tau, d->tau, (size_t)m->nv * sizeof(double));
+  for (int i = 0; i < n; i++) {
+    int k = h->act_dof[i];
+    if (k < 0) continue;
+    double q = d->q[m->jnt_qadr[m->dof_body[k]]];
+    d->tau[k] += khz_actuator_torque(&h->scene.actuator[i], h->ctrl[i], q, d->qd[k]);
+  }
+  khz_step(m, d);
+  memcpy(d->tau, h->tau, (size_t)m->nv * sizeof(double));
+}
 
 static void capi_err(char *err, size_t errsz, const char *fmt, const char *a, const char *b) {
   if (err && errsz) snprintf(err, errsz, fmt, a, b);
@@ -40,11 +71,16 @@ khzCapi *khz_capi_open(const char *path, char *err, size_t errsz) {
     return NULL;
   }
   h->d = khz_makeData(h->m, 0);
-  if (!h->d) {
+  h->act_dof = calloc((size_t)h->scene.nactuator + 1, sizeof *h->act_dof);
+  h->ctrl = calloc((size_t)h->scene.nactuator + 1, sizeof *h->ctrl);
+  h->tau = calloc((size_t)h->m->nv + 1, sizeof *h->tau);
+  if (!h->d || !h->act_dof || !h->ctrl || !h->tau) {
     capi_err(err, errsz, "%s: out of memory for the data%s", path, "");
     khz_capi_close(h);
     return NULL;
   }
+  capi_actuatorDofs(h);
+  for (int i = 0; i < h->scene.nactuator; i++) h->ctrl[i] = h->scene.actuator[i].ctrl0;
   khz_kinematics(h->m, h->d);
   return h;
 }
@@ -54,7 +90,41 @@ void khz_capi_close(khzCapi *h) {
   khz_deleteData(&h->d);
   khz_deleteModel(&h->m);
   khz_deleteScene(&h->scene);
+  free(h->act_dof);
+  free(h->ctrl);
+  free(h->tau);
   free(h);
+}
+
+int khz_capi_nActuator(const khzCapi *h) { return h->scene.nactuator; }
+
+const char *khz_capi_actuatorName(const khzCapi *h, int i) {
+  return i >= 0 && i < h->scene.nactuator ? h->scene.actuator[i].name : NULL;
+}
+
+int khz_capi_setCtrl(khzCapi *h, const char *name, double value, char *err, size_t errsz) {
+  int i = -1;
+  for (int k = 0; name && k < h->scene.nactuator; k++)
+    if (strcmp(h->scene.actuator[k].name, name) == 0) i = k;
+  if (i < 0) {
+    if (err && errsz)
+      snprintf(err, errsz, "%s: '%s' is not one of the model's %d actuators%s%s", h->scene.name,
+               name ? name : "(null)", h->scene.nactuator, h->scene.nactuator ? ", e.g. " : "",
+               h->scene.nactuator ? h->scene.actuator[0].name : "");
+    return -1;
+  }
+  if (!isfinite(value)) {
+    if (err && errsz)
+      snprintf(err, errsz, "%s: control %g of actuator '%s' is not finite: not set",
+               h->scene.name, value, name);
+    return -1;
+  }
+  h->ctrl[i] = value;
+  return i;
+}
+
+double khz_capi_getCtrl(const khzCapi *h, int i) {
+  return i >= 0 && i < h->scene.nactuator ? h->ctrl[i] : NAN;
 }
 
 khzModel *khz_capi_model(khzCapi *h) { return h->m; }
@@ -80,15 +150,25 @@ int khz_capi_recompile(khzCapi *h, char *err, size_t errsz) {
     khz_deleteModel(&m);
     return -1;
   }
+  double *tau = realloc(h->tau, ((size_t)m->nv + 1) * sizeof *tau);
+  if (!tau) {
+    capi_err(err, errsz, "%s: out of memory for the data%s", h->scene.name, "");
+    khz_deleteData(&d);
+    khz_deleteModel(&m);
+    return -1;
+  }
+  h->tau = tau;
   khz_deleteData(&h->d);
   khz_deleteModel(&h->m);
   h->m = m;
   h->d = d;
+  capi_actuatorDofs(h);
   khz_kinematics(m, d);
   return 0;
 }
 
 void khz_capi_reset(khzCapi *h) {
+  for (int i = 0; i < h->scene.nactuator; i++) h->ctrl[i] = h->scene.actuator[i].ctrl0;
   khz_resetData(h->m, h->d);
   khz_kinematics(h->m, h->d);
 }
@@ -102,7 +182,7 @@ void khz_capi_stateWritten(khzCapi *h) {
 }
 
 void khz_capi_step(khzCapi *h, long n) {
-  for (long i = 0; i < n; i++) khz_step(h->m, h->d);
+  for (long i = 0; i < n; i++) capi_step1(h);
 }
 
 /* Figures of the contacts the last step found: out[0] the deepest point's
@@ -133,7 +213,7 @@ void khz_capi_contactFigures(const khzCapi *h, double out[2]) {
 void khz_capi_stepFigures(khzCapi *h, long n, double acc[4]) {
   for (long i = 0; i < n; i++) {
     double f[2], ke, pe;
-    khz_step(h->m, h->d);
+    capi_step1(h);
     khz_capi_contactFigures(h, f);
     if (f[0] > acc[0]) acc[0] = f[0];
     if (f[1] > acc[1]) acc[1] = f[1];

@@ -7,12 +7,16 @@
  *
  * A command may instead carry controls for the model's own actuators
  * (Command.ctrl: MJCF <actuator>s, URDF <ros2_control> interfaces; MuJoCo's
- * data.ctrl). Each becomes the PD terms of its joint (khz_actuator_pd: MuJoCo's
+ * data.ctrl). Each becomes its actuator's feed-forward (khz_actuator_pd: MuJoCo's
  * affine force gain ctrl + b0 + b1 gear q + b2 gear qd times gear, as
- * tau_ff - kp q - kd qd), which the tick evaluates with the current state:
- * a position or velocity actuator is a servo at the tick rate.
+ * tau_ff - kp q - kd qd), which the tick evaluates with the current state and
+ * clamps to the actuator's forcerange times gear before summing the actuators
+ * of a joint (khzLoopActuator): a position or velocity actuator is a servo at
+ * the tick rate. Before the first command the loop applies each actuator's
+ * initial control (ctrl0: zero, or the keyframe's), as MuJoCo starts.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,27 +25,61 @@
 int khz_commands_init(khzServer *s) {
   s->nu = s->scene.nactuator;
   s->ctrl_slot = calloc((size_t)s->nu + 1, sizeof *s->ctrl_slot);
-  s->ctrl_ff = calloc((size_t)s->na + 1, sizeof(double));
+  s->loop_act = calloc((size_t)s->nu + 1, sizeof *s->loop_act);
+  s->ctrl_ff = calloc((size_t)s->nu + 1, sizeof(double));
+  s->ctrl_on = calloc((size_t)s->nu + 1, sizeof(double));
   s->ctrl_kp = calloc((size_t)s->na + 1, sizeof(double));
   s->ctrl_kd = calloc((size_t)s->na + 1, sizeof(double));
-  if (!s->ctrl_slot || !s->ctrl_ff || !s->ctrl_kp || !s->ctrl_kd) return -1;
-  /* each actuator's joint as a slot of Command arrays */
+  if (!s->ctrl_slot || !s->loop_act || !s->ctrl_ff || !s->ctrl_on || !s->ctrl_kp || !s->ctrl_kd)
+    return -1;
+  /* each actuator's joint as a slot of Command arrays; its gains, range and initial control */
   for (int i = 0; i < s->nu; i++) {
-    int b = khz_name2joint(s->m, s->scene.actuator[i].joint);
+    const khzMjcfActuator *a = &s->scene.actuator[i];
+    int b = khz_name2joint(s->m, a->joint);
     s->ctrl_slot[i] = -1;
-    for (int a = 0; b > 0 && a < s->na; a++)
-      if (s->act_dof[a] == s->m->jnt_dofadr[b]) s->ctrl_slot[i] = a;
+    for (int k = 0; b > 0 && k < s->na; k++)
+      if (s->act_dof[k] == s->m->jnt_dofadr[b]) s->ctrl_slot[i] = k;
+    khzLoopActuator *la = &s->loop_act[i];
+    double range[2];
+    la->slot = s->ctrl_slot[i];
+    khz_actuator_pd(a, a->ctrl0, &la->ff0, &la->kp, &la->kd);
+    khz_actuator_range(a, range);
+    la->lo = range[0], la->hi = range[1];
   }
   return 0;
 }
 
 void khz_commands_free(khzServer *s) {
   free(s->ctrl_slot);
+  free(s->loop_act);
   free(s->ctrl_ff);
+  free(s->ctrl_on);
   free(s->ctrl_kp);
   free(s->ctrl_kd);
   s->ctrl_slot = NULL;
-  s->ctrl_ff = s->ctrl_kp = s->ctrl_kd = NULL;
+  s->loop_act = NULL;
+  s->ctrl_ff = s->ctrl_on = s->ctrl_kp = s->ctrl_kd = NULL;
+}
+
+int khz_commands_startStable(const khzServer *s, double h, char *msg, size_t msgsz) {
+  for (int a = 0; a < s->na; a++) {
+    /* the servos' gains summed on the joint, against ctrl_terms' bound */
+    double kp = 0, kd = 0;
+    for (int i = 0; i < s->nu; i++)
+      if (s->loop_act[i].slot == a) kp += s->loop_act[i].kp, kd += s->loop_act[i].kd;
+    int dof = s->act_dof[a];
+    double meff = s->m->dof_meff[dof], b = s->m->dof_damping[dof];
+    if (s->m->integrator == KHZ_INT_RK4 && h * b < meff) b = 0;
+    double kpmax = 4 * meff / (h * h) + 2 * b / h, kdmax = 2 * meff / h;
+    if (kp <= kpmax && kd <= kdmax) continue;
+    snprintf(msg, msgsz,
+             "the actuators on joint '%s' give it kp = %g, kd = %g, unstable at %g s steps "
+             "(kp <= %g, kd <= %g): they act only once commanded (ctrl), not from the start; "
+             "raise rate_hz",
+             s->m->jnt_name[s->m->dof_body[dof]], kp, kd, h, kpmax, kdmax);
+    return 0;
+  }
+  return 1;
 }
 
 /* the model's actuator of this name, -1 when none */
@@ -51,9 +89,10 @@ static int ctrl_index(const khzServer *s, const char *name) {
   return -1;
 }
 
-/* Command.ctrl into the PD terms per slot (s->ctrl_ff / kp / kd), checked
- * whole: 0, or -1 after an Error to the sender. *clamped is the first
- * actuator whose control was clamped to its ctrlrange (-1: none). */
+/* Command.ctrl into each actuator's feed-forward and inclusion (s->ctrl_ff,
+ * ctrl_on) and the gains summed per slot (ctrl_kp / kd), checked whole: 0, or
+ * -1 after an Error to the sender. *clamped is the first actuator whose
+ * control was clamped to its ctrlrange (-1: none). */
 static int ctrl_terms(khzServer *s, const khzPeer *p, const Khz__V1__Command *c, int *clamped,
                       double *clamped_value) {
   uint64_t seq = c->seq;
@@ -98,8 +137,9 @@ static int ctrl_terms(khzServer *s, const khzPeer *p, const Khz__V1__Command *c,
     return -1;
   }
 
-  /* each control into its joint's terms (several actuators on one joint add up) */
-  for (size_t a = 0; a < na; a++) s->ctrl_ff[a] = s->ctrl_kp[a] = s->ctrl_kd[a] = 0;
+  /* each control into its actuator's feed-forward; the gains of a joint's actuators add up */
+  for (size_t a = 0; a < na; a++) s->ctrl_kp[a] = s->ctrl_kd[a] = 0;
+  for (int i = 0; i < s->nu; i++) s->ctrl_ff[i] = s->ctrl_on[i] = 0;
   for (size_t k = 0; k < c->n_ctrl; k++) {
     int i = (int)k;
     if (c->n_ctrl_names) {
@@ -131,7 +171,8 @@ static int ctrl_terms(khzServer *s, const khzPeer *p, const Khz__V1__Command *c,
     double ff, kp, kd;
     if (khz_actuator_pd(&s->scene.actuator[i], c->ctrl[k], &ff, &kp, &kd) == 1 && *clamped < 0)
       *clamped = i, *clamped_value = c->ctrl[k];
-    s->ctrl_ff[slot] += ff;
+    s->ctrl_ff[i] = ff;
+    s->ctrl_on[i] = 1;
     s->ctrl_kp[slot] += kp;
     s->ctrl_kd[slot] += kd;
   }
@@ -263,15 +304,14 @@ void khz_commands_command(khzServer *s, const khzPeer *p, const Khz__V1__Command
   slot->recv_ns = khz_loop_now();
   slot->client = client;
   s->peer_active[client - 1] = ev_now(s->ev);
-  slot->kind = pd || ctrl ? KHZ_CMD_PD : KHZ_CMD_TORQUE;
-  slot->has_gains = c->n_kp > 0 || ctrl;
+  slot->kind = ctrl ? KHZ_CMD_ACTUATORS : pd ? KHZ_CMD_PD : KHZ_CMD_TORQUE;
+  slot->has_gains = c->n_kp > 0;
   for (size_t i = 0; ctrl && i < na; i++) {
-    /* the actuators' terms: tau_ff - kp q - kd qd (targets zero), plus tau */
-    slot->tau_ff[i] = s->ctrl_ff[i] + (c->n_tau ? c->tau[i] : 0);
-    slot->q_target[i] = slot->qd_target[i] = 0;
-    slot->kp[i] = s->ctrl_kp[i];
-    slot->kd[i] = s->ctrl_kd[i];
+    /* tau beside the actuators, whose terms the tick evaluates and clamps */
+    slot->tau_ff[i] = c->n_tau ? c->tau[i] : 0;
+    slot->q_target[i] = slot->qd_target[i] = slot->kp[i] = slot->kd[i] = 0;
   }
+  for (int i = 0; ctrl && i < s->nu; i++) slot->act_ff[i] = s->ctrl_ff[i], slot->act_on[i] = s->ctrl_on[i];
   for (size_t i = 0; !ctrl && i < na; i++) {
     slot->tau_ff[i] = c->n_tau ? c->tau[i] : 0;
     slot->q_target[i] = pd ? c->q_target[i] : 0;

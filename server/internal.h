@@ -76,11 +76,14 @@ struct khzServer {
   int na;
   int *act_dof;
   /* the model's own actuators (scene.actuator, Command.ctrl): each one's slot in Command
-   * arrays (-1: its joint takes no command), and a ctrl command's PD terms before they are
-   * checked whole (na each, I/O thread) */
+   * arrays (-1: its joint takes no command), its terms as the loop evaluates them
+   * (loop_act: gains, torque range, initial feed-forward), a ctrl command's feed-forward
+   * and inclusion per actuator (ctrl_ff, ctrl_on: nu each) and its gains summed per slot
+   * (ctrl_kp, ctrl_kd: na each) before they are checked whole (I/O thread) */
   int nu;
   int *ctrl_slot;
-  double *ctrl_ff, *ctrl_kp, *ctrl_kd;
+  khzLoopActuator *loop_act;
+  double *ctrl_ff, *ctrl_on, *ctrl_kp, *ctrl_kd;
   int64_t max_msg;                /* the ROUTER's ZMQ_MAXMSGSIZE: the largest message this model's
                                      requests and commands need (khz_server_maxMessage) */
   int nhaptic;
@@ -189,6 +192,9 @@ double khz_requests_rate(const khzServer *s, const khzServerConfig *c);
 /* commands.c: a Command or a HapticInput, checked, into the loop */
 /* the model's actuators' slots and scratch (after act_dof); 0, or -1 out of memory */
 int khz_commands_init(khzServer *s);
+/* 1 when the model's actuators at their initial controls are stable at step h (the
+ * loop may apply them before the first command), else 0 with why in msg */
+int khz_commands_startStable(const khzServer *s, double h, char *msg, size_t msgsz);
 void khz_commands_free(khzServer *s);
 void khz_commands_command(khzServer *s, const khzPeer *p, const Khz__V1__Command *c);
 void khz_commands_haptic(khzServer *s, const khzPeer *p, const Khz__V1__HapticInput *h);

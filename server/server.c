@@ -588,6 +588,10 @@ static int server_init(khzServer *s, char *err, size_t errsz) {
     khz_log(KHZ_LOG_WARN, "scene '%s': %s", s->scene.name, msg);
   lc.kp = gains;
   lc.kd = gains + s->na;
+  lc.nactuator = s->nu;
+  lc.actuator = s->loop_act;
+  lc.actuator_start = s->nu > 0 && khz_commands_startStable(s, 1.0 / lc.rate_hz, msg, sizeof msg);
+  if (s->nu > 0 && !lc.actuator_start) khz_log(KHZ_LOG_WARN, "scene '%s': %s", s->scene.name, msg);
   lc.wake = loop_wake;
   lc.wake_user = s;
   lc.thread_init = s->hooks.rt_thread_init;

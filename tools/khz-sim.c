@@ -104,9 +104,12 @@ static void khz_sim_help_run(FILE *out) {
       out,
       "usage: khz-sim run SCENE --steps N [--dt H] [--integrator rk4|euler] [--out FILE]\n"
       "                         [--contacts FILE] [--method none|penalty|deepest] [--sleep on|off]\n"
+      "                         [--ctrl NAME=VALUE,...]\n"
       "\n"
       "Simulates N steps from the initial state with zero commanded torque (gravity, the\n"
-      "passive joint forces and contact act) and prints a JSON summary: steps, dt,\n"
+      "passive joint forces and contact act; a model's own actuators, MJCF <actuator>s and\n"
+      "URDF <ros2_control> interfaces, at their initial controls: zero, or the keyframe's,\n"
+      "as MuJoCo starts, so a position servo pulls its joint to 0) and prints a JSON summary: steps, dt,\n"
       "integrator, wall time and microseconds per step, final time, kinetic and potential\n"
       "energy at the start and the end, warning counts, the final state hash, the contact\n"
       "method, the number of pairs in contact and of sleeping bodies at the end.\n"
@@ -135,6 +138,11 @@ static void khz_sim_help_run(FILE *out) {
       "                   docs/sleeping.md) unless the scene says `sleep: false`; off\n"
       "                   (default): every body stays awake, so that the figures measure\n"
       "                   the contact method\n"
+      "  --ctrl LIST      controls of the model's own actuators, NAME=VALUE comma-separated\n"
+      "                   (the names `khz-sim info` lists; the others keep their initial\n"
+      "                   control), held for the whole run: MuJoCo's data.ctrl. Each is\n"
+      "                   clamped to its ctrlrange, its force to its forcerange, and the\n"
+      "                   actuators of a joint are summed, evaluated at every step's start\n"
       "\n%s\n%s",
       khz_sim_models_help, khz_sim_layout_help);
 }
@@ -314,7 +322,8 @@ static khzModel *khz_sim_load(const char *cmd, const char *path, khzScene *scene
 
 static const char *const khz_sim_eq_types[] = {"connect", "weld", "joint"};
 static const char *const khz_sim_sensor_types[] = {"jointpos",    "jointvel",   "framepos",
-                                                   "framequat",   "framelinvel", "frameangvel"};
+                                                   "framequat",   "framelinvel", "frameangvel",
+                                                   "velocimeter"};
 
 static void khz_sim_quiet(void *user, const char *msg) { (void)user, (void)msg; }
 
@@ -374,6 +383,19 @@ static void khz_sim_info_text(const khzModel *m, const khzScene *s, const char *
       printf("  %-3d %-20s %-8s %s - %s\n", i, m->eq_name[i][0] ? m->eq_name[i] : "-",
              khz_sim_eq_types[m->eq_type[i]], m->body_name[m->eq_body[2 * i]],
              m->eq_body[2 * i + 1] ? m->body_name[m->eq_body[2 * i + 1]] : "world");
+  }
+  if (s->nactuator) {
+    static const char *const kinds[] = {"motor", "position", "velocity", "general"};
+    printf("\nactuators (khz-sim run --ctrl NAME=VALUE; ranges: - when unlimited):\n");
+    for (int i = 0; i < s->nactuator; i++) {
+      const khzMjcfActuator *a = &s->actuator[i];
+      char cr[48] = "-", fr[48] = "-";
+      if (a->ctrllimited) snprintf(cr, sizeof cr, "[%.4g, %.4g]", a->ctrlrange[0], a->ctrlrange[1]);
+      if (a->forcelimited)
+        snprintf(fr, sizeof fr, "[%.4g, %.4g]", a->forcerange[0], a->forcerange[1]);
+      printf("  %-3d %-24s %-8s joint %-20s gear %-6.4g ctrlrange %-18s forcerange %-18s ctrl0 %g\n",
+             i, a->name, kinds[a->type], a->joint, a->gear, cr, fr, a->ctrl0);
+    }
   }
   khzMjcfInfo info;
   khz_sim_sensors(path, &info);
@@ -649,12 +671,81 @@ static void khz_sim_energy_json(const char *key, double ke, double pe) {
   printf("},\n");
 }
 
+/* a model's own actuators as khz-sim run drives them: each one's dof (-1: not
+ * a joint of the model) and its control, held for the run */
+typedef struct khzSimActuators {
+  int n;
+  const khzMjcfActuator *a;
+  int *dof;
+  double *ctrl;
+} khzSimActuators;
+
+/* the scene's actuators at their initial controls, then --ctrl NAME=VALUE,...
+ * over them; 0, or -1 after a message (an unknown name, a bad number) */
+static int khz_sim_actuators(khzSimActuators *act, const khzModel *m, const khzScene *scene,
+                             const char *list) {
+  act->n = scene->nactuator;
+  act->a = scene->actuator;
+  act->dof = calloc((size_t)act->n + 1, sizeof *act->dof);
+  act->ctrl = calloc((size_t)act->n + 1, sizeof *act->ctrl);
+  if (!act->dof || !act->ctrl) {
+    fprintf(stderr, "khz-sim run: out of memory\n");
+    return -1;
+  }
+  for (int i = 0; i < act->n; i++) {
+    int b = khz_name2joint(m, act->a[i].joint);
+    act->dof[i] = b > 0 && m->jnt_nv[b] == 1 ? m->jnt_dofadr[b] : -1;
+    act->ctrl[i] = act->a[i].ctrl0;
+  }
+  for (const char *p = list; p && *p;) {
+    size_t len = strcspn(p, ","), nl = strcspn(p, "=");
+    if (nl >= len) {
+      fprintf(stderr, "khz-sim run: --ctrl: '%.*s' is not NAME=VALUE (e.g. --ctrl "
+              "elbow=0.5,wrist=-1)\n", (int)len, p);
+      return -1;
+    }
+    int i = -1;
+    for (int k = 0; k < act->n; k++)
+      if (strlen(act->a[k].name) == nl && strncmp(act->a[k].name, p, nl) == 0) i = k;
+    if (i < 0) {
+      fprintf(stderr, "khz-sim run: --ctrl: '%.*s' is not one of the model's %d actuators%s%s "
+              "(khz-sim info lists them)\n", (int)nl, p, act->n, act->n ? ", e.g. " : "",
+              act->n ? act->a[0].name : "");
+      return -1;
+    }
+    char num[64], *end;
+    snprintf(num, sizeof num, "%.*s", (int)(len - nl - 1), p + nl + 1);
+    errno = 0;
+    double v = strtod(num, &end);
+    if (end == num || *end || errno || !isfinite(v)) {
+      fprintf(stderr, "khz-sim run: --ctrl: the value of '%.*s' ('%s') is not a finite number\n",
+              (int)nl, p, num);
+      return -1;
+    }
+    act->ctrl[i] = v;
+    p += len + (p[len] == ',');
+  }
+  return 0;
+}
+
+/* d->tau from the actuators at the state of d: MuJoCo's qfrc_actuator
+ * (khz_actuator_torque: each force clamped to its forcerange, summed per joint) */
+static void khz_sim_actuate(const khzSimActuators *act, const khzModel *m, khzData *d) {
+  memset(d->tau, 0, (size_t)m->nv * sizeof *d->tau);
+  for (int i = 0; i < act->n; i++) {
+    int k = act->dof[i];
+    if (k < 0) continue;
+    double q = d->q[m->jnt_qadr[m->dof_body[k]]];
+    d->tau[k] += khz_actuator_torque(&act->a[i], act->ctrl[i], q, d->qd[k]);
+  }
+}
+
 static int khz_sim_run(int argc, char **argv) {
   khzSimFlag flags[] = {{"steps", 1, NULL, 0},      {"dt", 1, NULL, 0}, {"integrator", 1, NULL, 0},
                         {"out", 1, NULL, 0},        {"method", 1, NULL, 0}, {"contacts", 1, NULL, 0},
-                        {"sleep", 1, NULL, 0}};
+                        {"sleep", 1, NULL, 0},      {"ctrl", 1, NULL, 0}};
   const char *path;
-  int rc = khz_sim_parse("run", argc, argv, flags, 7, &path, khz_sim_help_run);
+  int rc = khz_sim_parse("run", argc, argv, flags, 8, &path, khz_sim_help_run);
   if (rc) return rc == 1 ? 0 : KHZ_SIM_USAGE;
 
   /* flags first: a bad flag is reported before the model is read */
@@ -740,7 +831,12 @@ static int khz_sim_run(int argc, char **argv) {
   khzData *d = khz_makeData(m, 0);
   FILE *csv = NULL, *ccsv = NULL;
   long long crows = 0;
+  khzSimActuators act = {0};
   rc = 0;
+  if (d && khz_sim_actuators(&act, m, &scene, flags[7].given ? flags[7].value : NULL)) {
+    rc = KHZ_SIM_USAGE;
+    goto done;
+  }
   if (!d) {
     fprintf(stderr, "khz-sim run: out of memory\n");
     rc = KHZ_SIM_FAIL;
@@ -809,6 +905,7 @@ static int khz_sim_run(int argc, char **argv) {
   double wall = 0;
   for (long long s = 0; s < steps; s++) {
     double t0 = khz_sim_now();
+    if (act.n) khz_sim_actuate(&act, m, d);
     khz_step(m, d);
     wall += khz_sim_now() - t0;
     if (csv) khz_sim_csv_row(csv, m, d);
@@ -854,7 +951,18 @@ static int khz_sim_run(int argc, char **argv) {
   khz_sim_json_string(stdout, khz_contactMethodName((khzContactMethod)d->contact_method));
   int nsleep = 0;
   for (int i = 1; i < m->nbody; i++) nsleep += m->body_parent[i] == 0 && khz_bodySleeping(m, d, i);
-  printf(",\n  \"contacts_at_end\": %d,\n  \"sleeping_at_end\": %d\n}\n", d->ncontact, nsleep);
+  printf(",\n  \"contacts_at_end\": %d,\n  \"sleeping_at_end\": %d", d->ncontact, nsleep);
+  if (act.n) {
+    printf(",\n  \"ctrl\": {");
+    for (int i = 0; i < act.n; i++) {
+      printf("%s", i ? ", " : "");
+      khz_sim_json_string(stdout, act.a[i].name);
+      printf(": ");
+      khz_sim_json_number(stdout, act.ctrl[i]);
+    }
+    printf("}");
+  }
+  printf("\n}\n");
   if (flags[3].given && rc == 0) {
     fprintf(stderr, "khz-sim run: wrote %lld rows to %s\n", steps + 1, flags[3].value);
   }
@@ -865,6 +973,8 @@ static int khz_sim_run(int argc, char **argv) {
 done:
   if (csv) fclose(csv);
   if (ccsv) fclose(ccsv);
+  free(act.ctrl);
+  free(act.dof);
   khz_deleteData(&d);
   khz_deleteModel(&m);
   khz_deleteScene(&scene);

@@ -581,11 +581,13 @@ static int read_vec(mjcf_ctx *c, xmlNodePtr *src, int n, const char *name, doubl
     if (k >= 0) memcpy(out, tmp, (size_t)k * sizeof(double));
     if (tmp != small) free(tmp);
     if (k < 0) {
+      const char *how = strchr(v, ',') ? "MJCF separates numbers with spaces, not commas"
+                                       : "separated by spaces, no nan or inf";
       if (min == max)
-        return fail(c, src[i], "attribute %s=\"%s\" is not %d finite number%s", name, v, min,
-                    min > 1 ? "s" : "");
-      return fail(c, src[i], "attribute %s=\"%s\" is not %d to %d finite numbers", name, v, min,
-                  max);
+        return fail(c, src[i], "attribute %s=\"%s\" is not %d finite number%s: write %d number%s "
+                    "(%s)", name, v, min, min > 1 ? "s" : "", min, min > 1 ? "s" : "", how);
+      return fail(c, src[i], "attribute %s=\"%s\" is not %d to %d finite numbers: write %d to %d "
+                  "numbers (%s)", name, v, min, max, min, max, how);
     }
     if (found) *found = 1;
   }
@@ -606,7 +608,8 @@ static int read_keyword(mjcf_ctx *c, xmlNodePtr *src, int n, const char *name,
   char list[256] = "";
   for (int i = 0; words[i]; i++)
     snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", words[i]);
-  return fail(c, at, "attribute %s=\"%s\" is not one of %s", name, v, list);
+  return fail(c, at, "attribute %s=\"%s\" is not one of %s: use one of these (keywords are "
+              "case-sensitive)", name, v, list);
 }
 
 /* reads a non-negative integer attribute (unchanged when absent) */
@@ -619,7 +622,8 @@ static int read_int(mjcf_ctx *c, xmlNodePtr *src, int n, const char *name, long 
   long x = strtol(v, &end, 10);
   while (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n') end++;
   if (end == v || *end || errno || x < 0 || x > (long)INT_MAX)
-    return fail(c, at, "attribute %s=\"%s\" is not a non-negative integer", name, v);
+    return fail(c, at, "attribute %s=\"%s\" is not a non-negative integer: write a whole "
+                "number from 0 to %d", name, v, INT_MAX);
   *out = x;
   return 0;
 }
@@ -702,14 +706,15 @@ static int read_orientation(mjcf_ctx *c, xmlNodePtr *src, int n, double q[4], in
       if (xmlHasProp(src[i], (const xmlChar *)names[k])) which = k, count++;
     if (count == 0) continue;
     if (count > 1)
-      return fail(c, src[i], "more than one orientation (quat, axisangle, xyaxes, zaxis, euler)");
+      return fail(c, src[i], "more than one orientation (quat, axisangle, xyaxes, zaxis, euler): "
+                  "keep one of them");
     if (found) *found = 1;
     const char *v = attr(c, src[i], names[which]);
     double a[6];
     static const int len[] = {4, 4, 6, 3, 3};
     if (!v || parse_nums(v, a, len[which], len[which]) < 0)
-      return fail(c, src[i], "attribute %s=\"%s\" is not %d finite numbers", names[which],
-                  v ? v : "", len[which]);
+      return fail(c, src[i], "attribute %s=\"%s\" is not %d finite numbers: write %d numbers "
+                  "separated by spaces", names[which], v ? v : "", len[which], len[which]);
     double deg = c->degree ? KHZ_MJCF_PI / 180 : 1;
     switch (which) {
       case 0: { /* quat: normalised */
@@ -1359,7 +1364,10 @@ static int read_geom(mjcf_ctx *c, xmlNodePtr el, int inherited, int body, const 
              : type == G_CAPSULE || type == G_CYLINDER       ? 2
                                                              : 3;
   for (int k = 0; k < need; k++)
-    if (!(size[k] > 0)) return fail(c, el, "size[%d] = %g must be positive", k, size[k]);
+    if (!(size[k] > 0))
+      return fail(c, el, "size[%d] = %g must be positive: give the geom's %d size number%s (sphere: "
+                  "radius; capsule, cylinder: radius, half-length; box, ellipsoid: half-extents)",
+                  k, size[k], need, need > 1 ? "s" : "");
   if (type == G_PLANE && !static_)
     return fail(c, el, "a plane is only allowed in a body that does not move: put it in <worldbody> (or a body without joints), or use a thin box");
   if (type == G_PLANE && !(size[2] > 0))
@@ -1370,7 +1378,10 @@ static int read_geom(mjcf_ctx *c, xmlNodePtr el, int inherited, int body, const 
   if (read_vec(c, src, n, "density", &density, 1, 1, NULL) ||
       read_vec(c, src, n, "mass", &mass, 1, 1, &has_mass))
     return -1;
-  if (density < 0 || mass < 0) return fail(c, el, "negative density or mass");
+  if (density < 0 || mass < 0)
+    return fail(c, el, "%s=%g is negative: give a %s >= 0 (0 makes the geom weightless)",
+                density < 0 ? "density" : "mass", density < 0 ? density : mass,
+                density < 0 ? "density in kg/m^3" : "mass in kg");
   if (counts) {
     if (grow(c, (void **)&c->masses, c->nmass, &c->capmass, sizeof *c->masses)) return -1;
     mjcf_mass *mm = &c->masses[c->nmass];
@@ -1456,7 +1467,9 @@ static int read_geom(mjcf_ctx *c, xmlNodePtr el, int inherited, int body, const 
   if (nfric > 1 && warn(c, fat, "geom friction torsional",
                         "torsional and rolling friction are not supported by khz (ignored)"))
     return -1;
-  if (friction[0] < 0) return fail(c, el, "negative friction");
+  if (friction[0] < 0)
+    return fail(c, el, "friction[0] = %g is negative: the sliding friction coefficient must be "
+                ">= 0 (MuJoCo's default is 1)", friction[0]);
   memcpy(g.rgba, rgba, sizeof rgba);
   g.friction = friction[0];
   g.contype = collides ? (unsigned)contype : 0;
@@ -1520,7 +1533,7 @@ static int read_inertial(mjcf_ctx *c, xmlNodePtr el, double *mass, double com[3]
   if (read_vec(c, src, 1, "pos", com, 3, 3, NULL) ||
       read_vec(c, src, 1, "mass", mass, 1, 1, NULL) || read_orientation(c, src, 1, q, &oriented))
     return -1;
-  if (*mass < 0) return fail(c, el, "negative mass");
+  if (*mass < 0) return fail(c, el, "mass=%g is negative: give the body's mass in kg (> 0)", *mass);
   double I[9] = {0};
   if (has_full) {
     /* the full matrix is given in the body frame */
@@ -1585,14 +1598,19 @@ static int read_joint(mjcf_ctx *c, xmlNodePtr el, int inherited) {
       read_vec(c, src, n, "springref", &j->springref, 1, 1, NULL))
     return -1;
   j->type = types[t];
-  if (j->stiffness < 0) return fail(c, el, "negative stiffness");
+  if (j->stiffness < 0)
+    return fail(c, el, "stiffness=%g is negative: a joint spring's stiffness must be >= 0 (0: no "
+                "spring)", j->stiffness);
   double na = norm3(j->axis);
   if (j->type != KHZ_JOINT_FLOATING && j->type != KHZ_JOINT_SPHERICAL && na < KHZ_MJCF_MINVAL)
-    return fail(c, el, "axis is zero");
+    return fail(c, el, "axis is zero: give the joint's direction, e.g. axis=\"0 0 1\"");
   if (na >= KHZ_MJCF_MINVAL)
     for (int k = 0; k < 3; k++) j->axis[k] /= na;
-  if (j->damping < 0 || j->armature < 0 || j->frictionloss < 0)
-    return fail(c, el, "negative damping, armature or frictionloss");
+  if (j->damping < 0 || j->armature < 0 || j->frictionloss < 0) {
+    const char *what = j->damping < 0 ? "damping" : j->armature < 0 ? "armature" : "frictionloss";
+    double v = j->damping < 0 ? j->damping : j->armature < 0 ? j->armature : j->frictionloss;
+    return fail(c, el, "%s=%g is negative: it must be >= 0 (0: none)", what, v);
+  }
 
   /* limits: explicit, or from the range with autolimits (MuJoCo 2.2's rule) */
   int hasrange = j->range[0] != 0 || j->range[1] != 0;
@@ -1609,7 +1627,9 @@ static int read_joint(mjcf_ctx *c, xmlNodePtr el, int inherited) {
                 "range[0] = %g of a limited ball joint must be 0 (range[1] is the cone angle)",
                 j->range[0]);
   if (lim && !(j->range[0] < j->range[1]))
-    return fail(c, el, "range[0] = %g must be below range[1] = %g", j->range[0], j->range[1]);
+    return fail(c, el, "range[0] = %g must be below range[1] = %g: give range=\"lower upper\" "
+                "(swap them%s)", j->range[0], j->range[1],
+                c->degree ? "; <compiler angle=\"degree\">, MuJoCo's default, reads degrees" : "");
   j->limited = lim;
 
   /* angles in the compiler's unit */
@@ -1949,8 +1969,8 @@ static int range_limited(mjcf_ctx *c, xmlNodePtr el, const char *what, int lim,
     lim = hasrange;
   }
   if (lim && !(range[0] < range[1]))
-    return fail(c, el, "%srange[0] = %g must be below %srange[1] = %g", what, range[0], what,
-                range[1]);
+    return fail(c, el, "%srange[0] = %g must be below %srange[1] = %g: give %srange=\"lower upper\"",
+                what, range[0], what, range[1], what);
   return lim;
 }
 
@@ -2005,7 +2025,9 @@ static int read_actuator(mjcf_ctx *c, xmlNodePtr el) {
     xmlNodePtr self[1] = {el};
     if (read_vec(c, self, 1, "kp", &kp, 1, 1, NULL) || read_vec(c, self, 1, "kv", &kv, 1, 1, NULL))
       return -1;
-    if (kp < 0 || kv < 0) return fail(c, el, "negative kp or kv");
+    if (kp < 0 || kv < 0)
+      return fail(c, el, "%s=%g is negative: a servo gain must be >= 0", kp < 0 ? "kp" : "kv",
+                  kp < 0 ? kp : kv);
     if (strcmp(kind, "position") == 0) {
       type = KHZ_MJCF_POSITION, gain = kp, bias[1] = -kp, bias[2] = -kv;
     } else {
@@ -2308,7 +2330,9 @@ static int add_hil(mjcf_ctx *c, xmlNodePtr e, int id, int type, int object, cons
   h.divisor = 1;
   xmlNodePtr src[1] = {e};
   if (read_vec(c, src, 1, "noise", &h.noise.white, 1, 1, NULL)) return -1;
-  if (h.noise.white < 0) return fail(c, e, "negative noise %g", h.noise.white);
+  if (h.noise.white < 0)
+    return fail(c, e, "noise=%g is negative: it is the noise's standard deviation, >= 0 (0: none)",
+                h.noise.white);
   if (grow(c, (void **)&c->hil, c->nhil, &c->caphil, sizeof *c->hil)) return -1;
   c->hil[c->nhil++] = h;
   return 0;
@@ -2388,12 +2412,38 @@ static int read_sensors(mjcf_ctx *c, xmlNodePtr sec) {
       if (add_hil(c, e, id, site_types[k], st->body, st->pos)) return -1;
       continue;
     }
+    if (is(e, "velocimeter")) {
+      /* a site's linear velocity in its own axes: read from the state */
+      if (check_attrs(c, e, "velocimeter", site_sensor_attrs)) return -1;
+      const char *sn = attr(c, e, "site");
+      if (!sn) return fail(c, e, "<velocimeter> needs site: name the <site> it reads");
+      const mjcf_site *st = site_by_name(c, sn);
+      if (!st) return fail(c, e, "unknown site \"%s\": no <site name=\"%s\"> in the model (names are case-sensitive)", sn, sn);
+      if (st->body == 0) {
+        if (warn(c, e, "sensor on a world site",
+                 "a velocimeter on a site of the world reads zero: left out"))
+          return -1;
+        continue;
+      }
+      khzMjcfSensor v;
+      memset(&v, 0, sizeof v);
+      const char *name = attr(c, e, "name");
+      snprintf(v.name, sizeof v.name, "%s", name ? name : "");
+      v.type = KHZ_MJCF_VELOCIMETER;
+      snprintf(v.object, sizeof v.object, "%s", c->bodies[st->body - 1].name);
+      memcpy(v.pos, st->pos, sizeof v.pos);
+      memcpy(v.quat, st->quat, sizeof v.quat);
+      v.dim = 3;
+      if (grow(c, (void **)&c->sens, c->nsens, &c->capsens, sizeof *c->sens)) return -1;
+      c->sens[c->nsens++] = v;
+      continue;
+    }
     for (k = 0; kinds[k] && !is(e, kinds[k]); k++) {
     }
     if (!kinds[k]) {
       const char *why = "this sensor type is not read by khz (left out); khz reads jointpos, "
-                        "jointvel, frame sensors of bodies and sites, gyro, accelerometer, "
-                        "touch, force and torque";
+                        "jointvel, frame sensors of bodies and sites, velocimeter, gyro, "
+                        "accelerometer, touch, force and torque";
       if (warn_element(c, e, why)) return -1;
       continue;
     }
@@ -2540,10 +2590,12 @@ static int key_values(mjcf_ctx *c, int k, khzMjcfKey *out) {
     int got = parse_nums(val, tmp, 0, vecs[v].n + 1);
     free(tmp);
     if (got < 0)
-      return fail(c, e, "%s=\"%.40s%s\" is not a list of finite numbers", vecs[v].name, val,
-                  strlen(val) > 40 ? "..." : "");
+      return fail(c, e, "%s=\"%.40s%s\" is not a list of finite numbers: write numbers separated "
+                  "by spaces", vecs[v].name, val, strlen(val) > 40 ? "..." : "");
     if (got != vecs[v].n)
-      return fail(c, e, "%s has %d numbers; the model needs %d", vecs[v].name, got, vecs[v].n);
+      return fail(c, e, "%s has %d numbers; the model needs %d: give one per %s of the model "
+                  "(or leave %s out for its default)", vecs[v].name, got, vecs[v].n,
+                  !strcmp(vecs[v].name, "ctrl") ? "actuator" : "coordinate", vecs[v].name);
     if (vecs[v].n > 0 && read_vec(c, src, 1, vecs[v].name, vecs[v].out, vecs[v].n, vecs[v].n, NULL))
       return -1;
   }
@@ -2922,6 +2974,8 @@ static int load(khzSpec *spec, const char *xml, size_t len, const char *name,
       goto undo_keys;
     }
     memcpy(acts, c.acts, (size_t)c.nact * sizeof *acts);
+    /* the controls before any command: MuJoCo's data.ctrl, zero or the chosen key's */
+    for (int i = 0; chosen >= 0 && i < c.nact; i++) acts[i].ctrl0 = keys[chosen].ctrl[i];
   }
 
   /* append: meshes, bodies, geoms, exclusions */
@@ -3093,6 +3147,22 @@ int khz_actuator_pd(const khzMjcfActuator *a, double ctrl, double *tau_ff, doubl
   return clamped;
 }
 
+void khz_actuator_range(const khzMjcfActuator *a, double range[2]) {
+  range[0] = -INFINITY, range[1] = INFINITY;
+  if (!a || !a->forcelimited) return;
+  /* gear times the force bounds, in order (a negative gear swaps them) */
+  double t0 = a->gear * a->forcerange[0], t1 = a->gear * a->forcerange[1];
+  range[0] = fmin(t0, t1), range[1] = fmax(t0, t1);
+}
+
+double khz_actuator_torque(const khzMjcfActuator *a, double ctrl, double q, double qd) {
+  double ff, kp, kd, r[2];
+  if (khz_actuator_pd(a, ctrl, &ff, &kp, &kd) < 0) return 0;
+  khz_actuator_range(a, r);
+  double t = ff - kp * q - kd * qd;
+  return t < r[0] ? r[0] : t > r[1] ? r[1] : t;
+}
+
 void khz_mjcf_freeInfo(khzMjcfInfo *info) {
   if (!info) return;
   for (int i = 0; i < info->nkey; i++) free_key(&info->key[i]);
@@ -3162,6 +3232,19 @@ int khz_mjcf_sensorRead(const khzModel *m, const khzData *d, const khzMjcfSensor
       out[0] = cv[3] + cv[1] * r[2] - cv[2] * r[1];
       out[1] = cv[4] + cv[2] * r[0] - cv[0] * r[2];
       out[2] = cv[5] + cv[0] * r[1] - cv[1] * r[0];
+      break;
+    }
+    case KHZ_MJCF_VELOCIMETER: {
+      /* v(p) = v(origin) + w x (p - origin), in the site's axes: (R_body R_site)^T v */
+      double r[3] = {p[0] - x[0], p[1] - x[1], p[2] - x[2]}, v[3], Rs[9], vb[3];
+      v[0] = cv[3] + cv[1] * r[2] - cv[2] * r[1];
+      v[1] = cv[4] + cv[2] * r[0] - cv[0] * r[2];
+      v[2] = cv[5] + cv[0] * r[1] - cv[1] * r[0];
+      quat2mat(Rs, s->quat[0] == 0 && s->quat[1] == 0 && s->quat[2] == 0 && s->quat[3] == 0
+                       ? (const double[4]){1, 0, 0, 0}
+                       : s->quat);
+      for (int q = 0; q < 3; q++) vb[q] = R[q] * v[0] + R[3 + q] * v[1] + R[6 + q] * v[2];
+      for (int q = 0; q < 3; q++) out[q] = Rs[q] * vb[0] + Rs[3 + q] * vb[1] + Rs[6 + q] * vb[2];
       break;
     }
     default: /* FRAMEANGVEL */

@@ -144,7 +144,8 @@ static int khz_check_keys(khzSceneReader *r, const yaml_node_t *n, const char *p
     for (yaml_node_pair_t *q = n->data.mapping.pairs.start; q < p; q++) {
       yaml_node_t *k2 = khz_node(r, q->key);
       if (k2->type == YAML_SCALAR_NODE && strcmp(khz_scalar(k2), khz_scalar(k)) == 0) {
-        return khz_scene_fail(r, k, kp, "given twice (first at line %zu)", k2->start_mark.line + 1);
+        return khz_scene_fail(r, k, kp, "given twice (first at line %zu): keep one",
+                              k2->start_mark.line + 1);
       }
     }
   }
@@ -174,7 +175,7 @@ static int khz_get_number(khzSceneReader *r, const yaml_node_t *n, const char *k
   double v = strtod(s, &end);
   if (end == s || *end != 0) return khz_expected(r, n, key, "a number");
   if (!isfinite(v) || errno == ERANGE) {
-    return khz_scene_fail(r, n, key, "number '%s' is out of range", s);
+    return khz_scene_fail(r, n, key, "number '%s' is out of range: write a finite number", s);
   }
   *out = v;
   return 0;
@@ -186,7 +187,8 @@ static int khz_get_range(khzSceneReader *r, const yaml_node_t *n, const char *ke
   double v = 0;
   if (khz_get_number(r, n, key, &v)) return -1;
   if (v < lo || v > hi || (open_lo && v == lo) || (open_hi && v == hi)) {
-    return khz_scene_fail(r, n, key, "%.17g is out of range (%s)", v, what);
+    return khz_scene_fail(r, n, key, "%.17g is out of range (%s): give a value in that range", v,
+                          what);
   }
   *out = v;
   return 0;
@@ -244,14 +246,17 @@ static int khz_get_name(khzSceneReader *r, const yaml_node_t *n, const char *key
   if (khz_get_string(r, n, key, out, outsz)) return -1;
   for (const char *c = out; *c; c++) {
     if (*c == '/' || *c == ' ' || *c == '\t' || *c == ',' || *c == '"') {
-      return khz_scene_fail(r, n, key, "name '%s' may not contain '/', ',', '\"' or spaces", out);
+      return khz_scene_fail(r, n, key,
+                            "name '%s' may not contain '/', ',', '\"' or spaces: use letters, "
+                            "digits, '_', '-' or '.'", out);
     }
   }
   if (names) {
     for (int i = 0; i < names->n; i++) {
       if (strcmp(names->name[i], out) == 0) {
-        return khz_scene_fail(r, n, key, "name '%s' is already used by another robot or object",
-                              out);
+        return khz_scene_fail(r, n, key,
+                              "name '%s' is already used by another robot or object: give each "
+                              "a name of its own", out);
       }
     }
     if (names->n == names->cap) {
@@ -288,7 +293,9 @@ static int khz_get_orientation(khzSceneReader *r, const yaml_node_t *n, const ch
     if (khz_get_vec(r, q, kp, quat, 4)) return -1;
     double norm =
         sqrt(quat[0] * quat[0] + quat[1] * quat[1] + quat[2] * quat[2] + quat[3] * quat[3]);
-    if (!(norm > 1e-9)) return khz_scene_fail(r, q, kp, "quaternion [w, x, y, z] of zero length");
+    if (!(norm > 1e-9))
+      return khz_scene_fail(r, q, kp, "quaternion [w, x, y, z] of zero length: give a rotation, "
+                            "e.g. [1, 0, 0, 0] for none");
     for (int i = 0; i < 4; i++) quat[i] /= norm;
   }
   return 0;
@@ -504,7 +511,7 @@ static int khz_scene_contact(khzSceneReader *r, const yaml_node_t *n, khzContact
     khz_keypath(kp, "contact", caps[i].key);
     if ((v = khz_find(r, n, caps[i].key))) {
       if (khz_get_range(r, v, kp, &x, 1, 0, 1e6, 0, "1 to 1000000")) return -1;
-      if (x != floor(x)) return khz_scene_fail(r, v, kp, "must be a whole number");
+      if (x != floor(x)) return khz_scene_fail(r, v, kp, "must be a whole number: drop the fraction");
       *caps[i].out = (int)x;
     }
   }
@@ -553,7 +560,7 @@ static int khz_scene_experiment(khzSceneReader *r, const yaml_node_t *n, khzExpe
   };
   if (n->type != YAML_MAPPING_NODE) return khz_expected(r, n, "experiment", "a mapping");
   yaml_node_t *v = khz_find(r, n, "kind");
-  if (!v) return khz_scene_fail(r, n, "experiment.kind", "required key missing");
+  if (!v) return khz_scene_fail(r, n, "experiment.kind", "required key missing: add it to this entry");
   if (khz_get_string(r, v, "experiment.kind", e->kind, sizeof e->kind)) return -1;
   int k = -1;
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
@@ -575,7 +582,7 @@ static int khz_scene_experiment(khzSceneReader *r, const yaml_node_t *n, khzExpe
   if ((v = khz_find(r, n, "body"))) {
     if (khz_get_string(r, v, "experiment.body", e->body, sizeof e->body)) return -1;
   } else if (kinds[k].needs_body) {
-    return khz_scene_fail(r, n, "experiment.body", "required key missing (the body to act on)");
+    return khz_scene_fail(r, n, "experiment.body", "required key missing: add it to this entry (the body to act on)");
   }
   e->nparam = 0;
   for (int i = 0; kinds[k].params[i]; i++) {
@@ -606,7 +613,8 @@ static int khz_scene_q0(khzSceneReader *r, const yaml_node_t *n, const char *pat
     for (yaml_node_pair_t *q = n->data.mapping.pairs.start; q < p; q++) {
       yaml_node_t *k2 = khz_node(r, q->key);
       if (k2->type == YAML_SCALAR_NODE && strcmp(khz_scalar(k2), khz_scalar(k)) == 0) {
-        return khz_scene_fail(r, k, kp, "given twice (first at line %zu)", k2->start_mark.line + 1);
+        return khz_scene_fail(r, k, kp, "given twice (first at line %zu): keep one",
+                              k2->start_mark.line + 1);
       }
     }
 
@@ -645,7 +653,8 @@ static int khz_scene_q0(khzSceneReader *r, const yaml_node_t *n, const char *pat
     if (khz_get_number(r, v, kp, &value)) return -1;
     if (velocity) {
       if (b->velocity_limit > 0 && fabs(value) > b->velocity_limit) {
-        return khz_scene_fail(r, v, kp, "%.17g is beyond the joint's velocity limit %g", value,
+        return khz_scene_fail(r, v, kp, "%.17g is beyond the joint's velocity limit %g: give a "
+                              "smaller speed", value,
                               b->velocity_limit);
       }
       b->qd0[0] = value;
@@ -653,7 +662,8 @@ static int khz_scene_q0(khzSceneReader *r, const yaml_node_t *n, const char *pat
     }
     if (b->limited && b->joint_type != KHZ_JOINT_CONTINUOUS &&
         (value < b->lower || value > b->upper)) {
-      return khz_scene_fail(r, v, kp, "%.17g is outside the joint limits [%g, %g]", value, b->lower,
+      return khz_scene_fail(r, v, kp, "%.17g is outside the joint limits [%g, %g]: give a "
+                              "position within them", value, b->lower,
                             b->upper);
     }
     b->q0[0] = value;
@@ -812,7 +822,7 @@ static int khz_scene_robot(khzSceneReader *r, const yaml_node_t *n, int index, k
 
   /* required: name and urdf */
   khz_keypath(kp, path, "name");
-  if (!(v = khz_find(r, n, "name"))) return khz_scene_fail(r, n, kp, "required key missing");
+  if (!(v = khz_find(r, n, "name"))) return khz_scene_fail(r, n, kp, "required key missing: add it to this entry");
   if (khz_get_name(r, v, kp, name, KHZ_NAME_MAX - 16, names)) return -1;
   size_t nlen = strlen(name); /* < KHZ_NAME_MAX - 16 */
   memcpy(prefix, name, nlen);
@@ -827,7 +837,7 @@ static int khz_scene_robot(khzSceneReader *r, const yaml_node_t *n, int index, k
   }
   khz_keypath(kp, path, "urdf");
   if (!(v = khz_find(r, n, "urdf")))
-    return khz_scene_fail(r, n, kp, "required key missing (or mjcf: an MJCF model)");
+    return khz_scene_fail(r, n, kp, "required key missing: add it to this entry (or mjcf: an MJCF model)");
   if (khz_get_string(r, v, kp, urdf, sizeof urdf)) return -1;
   yaml_node_t *urdf_node = v;
   khz_keypath(kp, path, "keyframe");
@@ -1069,10 +1079,10 @@ static int khz_scene_object(khzSceneReader *r, const yaml_node_t *n, int index, 
 
   /* name and shape */
   khz_keypath(kp, path, "name");
-  if (!(v = khz_find(r, n, "name"))) return khz_scene_fail(r, n, kp, "required key missing");
+  if (!(v = khz_find(r, n, "name"))) return khz_scene_fail(r, n, kp, "required key missing: add it to this entry");
   if (khz_get_name(r, v, kp, name, KHZ_NAME_MAX, names)) return -1;
   khz_keypath(kp, path, "shape");
-  if (!(v = khz_find(r, n, "shape"))) return khz_scene_fail(r, n, kp, "required key missing");
+  if (!(v = khz_find(r, n, "shape"))) return khz_scene_fail(r, n, kp, "required key missing: add it to this entry");
   if (khz_get_string(r, v, kp, shape, sizeof shape)) return -1;
   for (int i = 0; i < (int)(sizeof shapes / sizeof shapes[0]); i++) {
     if (strcmp(shapes[i].name, shape) == 0) si = i;
@@ -1093,7 +1103,7 @@ static int khz_scene_object(khzSceneReader *r, const yaml_node_t *n, int index, 
   if (g.type != KHZ_GEOM_MESH) {
     khz_keypath(kp, path, "size");
     if (!(v = khz_find(r, n, "size"))) {
-      return khz_scene_fail(r, n, kp, "required key missing (%s: %s)", shape, shapes[si].size_doc);
+      return khz_scene_fail(r, n, kp, "required key missing: add it to this entry (%s: %s)", shape, shapes[si].size_doc);
     }
     g.size[0] = g.size[1] = g.size[2] = 0;
     if (khz_get_vec(r, v, kp, g.size, shapes[si].nsize)) return -1;
@@ -1118,7 +1128,7 @@ static int khz_scene_object(khzSceneReader *r, const yaml_node_t *n, int index, 
       return khz_scene_fail(r, v, kp, "not used by shape mesh (use file and scale)");
     }
     khz_keypath(kp, path, "file");
-    if (!(v = khz_find(r, n, "file"))) return khz_scene_fail(r, n, kp, "required key missing");
+    if (!(v = khz_find(r, n, "file"))) return khz_scene_fail(r, n, kp, "required key missing: add it to this entry");
     if (khz_get_string(r, v, kp, file, sizeof file)) return -1;
     if (khz_resolve_path(g.meshfile, sizeof g.meshfile, file, r->basedir, NULL, tried, sizeof tried)) {
       return khz_scene_fail(r, v, kp, "mesh file '%s' not found (tried: %s)", file, tried);
@@ -1146,7 +1156,7 @@ static int khz_scene_object(khzSceneReader *r, const yaml_node_t *n, int index, 
 
   /* mass and inertia */
   khz_keypath(kp, path, "mass");
-  if (!(v = khz_find(r, n, "mass"))) return khz_scene_fail(r, n, kp, "required key missing");
+  if (!(v = khz_find(r, n, "mass"))) return khz_scene_fail(r, n, kp, "required key missing: add it to this entry");
   if (khz_get_range(r, v, kp, &b.mass, 0, 1, 1e9, 0, "> 0 kg")) return -1;
   khz_keypath(kp, path, "inertia");
   if ((v = khz_find(r, n, "inertia"))) {
@@ -1158,7 +1168,7 @@ static int khz_scene_object(khzSceneReader *r, const yaml_node_t *n, int index, 
     }
   } else if (g.type == KHZ_GEOM_MESH) {
     return khz_scene_fail(r, n, kp,
-                          "required key missing (a mesh needs inertia: [xx, yy, zz, xy, xz, yz])");
+                          "required key missing: add it to this entry (a mesh needs inertia: [xx, yy, zz, xy, xz, yz])");
   } else {
     khz_shape_inertia(g.type, g.size, b.mass, b.inertia);
   }
@@ -1223,15 +1233,18 @@ static int khz_scene_haptic(khzSceneReader *r, const yaml_node_t *n, int index, 
 
   /* the body: an existing floating body */
   khz_keypath(kp, path, "body");
-  if (!(v = khz_find(r, n, "body"))) return khz_scene_fail(r, n, kp, "required key missing");
+  if (!(v = khz_find(r, n, "body"))) return khz_scene_fail(r, n, kp, "required key missing: add it to this entry");
   if (khz_get_string(r, v, kp, h.body, sizeof h.body)) return -1;
   int found = -1;
   for (int i = 1; i < khz_spec_nbody(s->spec); i++) {
     if (strcmp(khz_spec_body(s->spec, i)->name, h.body) == 0) found = i;
   }
-  if (found < 0) return khz_scene_fail(r, v, kp, "no body named '%s'", h.body);
+  if (found < 0)
+    return khz_scene_fail(r, v, kp, "no body named '%s': name one of the scene's objects (a "
+                          "robot's bodies are ROBOT/LINK)", h.body);
   if (khz_spec_body(s->spec, found)->joint_type != KHZ_JOINT_FLOATING) {
-    return khz_scene_fail(r, v, kp, "body '%s' is not a free (floating) object", h.body);
+    return khz_scene_fail(r, v, kp, "body '%s' is not a free (floating) object: a haptic proxy "
+                          "must be an object without 'fixed: true'", h.body);
   }
 
   /* gains: stiffness and damping required, rotational ones optional; passive at the rate */
@@ -1240,7 +1253,7 @@ static int khz_scene_haptic(khzSceneReader *r, const yaml_node_t *n, int index, 
   for (int k = 0; k < 4; k++) {
     khz_keypath(kp, path, gain[k]);
     if (!(v = khz_find(r, n, gain[k]))) {
-      if (k < 2) return khz_scene_fail(r, n, kp, "required key missing");
+      if (k < 2) return khz_scene_fail(r, n, kp, "required key missing: add it to this entry");
       continue;
     }
     if (khz_get_range(r, v, kp, out[k], 0, 0, 1e9, 0, ">= 0")) return -1;
@@ -1289,13 +1302,14 @@ static int khz_scene_sensor(khzSceneReader *r, const yaml_node_t *n, int index, 
   o->divisor = 1;
 
   khz_keypath(kp, path, "name");
-  if (!(v = khz_find(r, n, "name"))) return khz_scene_fail(r, n, kp, "required key missing");
+  if (!(v = khz_find(r, n, "name"))) return khz_scene_fail(r, n, kp, "required key missing: add it to this entry");
   if (khz_get_string(r, v, kp, o->name, sizeof o->name)) return -1;
   for (int i = 0; i < s->hil.nsensor; i++)
     if (!strcmp(s->hil.sensor[i].name, o->name))
-      return khz_scene_fail(r, v, kp, "sensor name '%s' is used twice", o->name);
+      return khz_scene_fail(r, v, kp, "sensor name '%s' is used twice: rename one of them",
+                            o->name);
   khz_keypath(kp, path, "type");
-  if (!(v = khz_find(r, n, "type"))) return khz_scene_fail(r, n, kp, "required key missing");
+  if (!(v = khz_find(r, n, "type"))) return khz_scene_fail(r, n, kp, "required key missing: add it to this entry");
   if (khz_get_string(r, v, kp, type, sizeof type)) return -1;
   if ((o->type = khz_sensorTypeFind(type)) < 0)
     return khz_scene_fail(r, v, kp,
@@ -1309,17 +1323,19 @@ static int khz_scene_sensor(khzSceneReader *r, const yaml_node_t *n, int index, 
   const char *on = joint ? "joint" : "body";
   char name[KHZ_NAME_MAX];
   khz_keypath(kp, path, on);
-  if (!(v = khz_find(r, n, on))) return khz_scene_fail(r, n, kp, "required key missing");
+  if (!(v = khz_find(r, n, on))) return khz_scene_fail(r, n, kp, "required key missing: add it to this entry");
   if (khz_get_string(r, v, kp, name, sizeof name)) return -1;
   if ((o->object = khz_scene_findBody(s, name, joint)) < 0)
-    return khz_scene_fail(r, v, kp, "no %s named '%s'", on, name);
+    return khz_scene_fail(r, v, kp, "no %s named '%s' (a robot's are ROBOT/NAME: khz-sim info "
+                          "lists them)", on, name);
   if (o->type == KHZ_SENSOR_JOINT_FT &&
       khz_spec_body(s->spec, o->object)->joint_type == KHZ_JOINT_FLOATING)
     return khz_scene_fail(r, v, kp, "joint '%s' is a free joint: it transmits no force", name);
   if (o->type == KHZ_SENSOR_ENCODER) {
     int t = khz_spec_body(s->spec, o->object)->joint_type;
     if (t != KHZ_JOINT_REVOLUTE && t != KHZ_JOINT_CONTINUOUS && t != KHZ_JOINT_PRISMATIC)
-      return khz_scene_fail(r, v, kp, "joint '%s' is not revolute or prismatic", name);
+      return khz_scene_fail(r, v, kp, "joint '%s' is not revolute or prismatic: an encoder reads "
+                            "a 1-dof joint", name);
   }
   if ((v = khz_find(r, n, joint ? "body" : "joint")))
     return khz_scene_fail(r, v, path, "an %s sensor takes '%s', not '%s'", type, on,
@@ -1331,13 +1347,13 @@ static int khz_scene_sensor(khzSceneReader *r, const yaml_node_t *n, int index, 
   khz_keypath(kp, path, "rate_divisor");
   if ((v = khz_find(r, n, "rate_divisor"))) {
     if (khz_get_range(r, v, kp, &x, 1, 0, 1e6, 0, "1 to 1e6 ticks")) return -1;
-    if (x != floor(x)) return khz_scene_fail(r, v, kp, "%g is not a whole number of ticks", x);
+    if (x != floor(x)) return khz_scene_fail(r, v, kp, "%g is not a whole number of ticks: give an integer", x);
     o->divisor = (int)x;
   }
   khz_keypath(kp, path, "latency_ticks");
   if ((v = khz_find(r, n, "latency_ticks"))) {
     if (khz_get_range(r, v, kp, &x, 0, 0, KHZ_HIL_MAX_LATENCY, 0, "0 to 1000 ticks")) return -1;
-    if (x != floor(x)) return khz_scene_fail(r, v, kp, "%g is not a whole number of ticks", x);
+    if (x != floor(x)) return khz_scene_fail(r, v, kp, "%g is not a whole number of ticks: give an integer", x);
     o->latency = (int)x;
   }
   yaml_node_t *cpr = khz_find(r, n, "counts_per_rev"), *res = khz_find(r, n, "resolution");
@@ -1381,16 +1397,17 @@ static int khz_scene_drive(khzSceneReader *r, const yaml_node_t *n, int index, k
   khzDriveSpec *o = &s->hil.drive[s->hil.ndrive];
   memset(o, 0, sizeof *o);
   khz_keypath(kp, path, "joint");
-  if (!(v = khz_find(r, n, "joint"))) return khz_scene_fail(r, n, kp, "required key missing");
+  if (!(v = khz_find(r, n, "joint"))) return khz_scene_fail(r, n, kp, "required key missing: add it to this entry");
   if (khz_get_string(r, v, kp, o->joint, sizeof o->joint)) return -1;
   if ((o->body = khz_scene_findBody(s, o->joint, 1)) < 0)
-    return khz_scene_fail(r, v, kp, "no joint named '%s'", o->joint);
+    return khz_scene_fail(r, v, kp, "no joint named '%s' (a robot's are ROBOT/JOINT: khz-sim info "
+                          "lists them)", o->joint);
   int t = khz_spec_body(s->spec, o->body)->joint_type;
   if (t != KHZ_JOINT_REVOLUTE && t != KHZ_JOINT_CONTINUOUS && t != KHZ_JOINT_PRISMATIC)
     return khz_scene_fail(r, v, kp, "joint '%s' is not revolute or prismatic", o->joint);
   for (int i = 0; i < s->hil.ndrive; i++)
     if (!strcmp(s->hil.drive[i].joint, o->joint))
-      return khz_scene_fail(r, v, kp, "joint '%s' has two drives", o->joint);
+      return khz_scene_fail(r, v, kp, "joint '%s' has two drives: keep one", o->joint);
   khz_keypath(kp, path, "mode");
   if ((v = khz_find(r, n, "mode"))) {
     if (khz_get_string(r, v, kp, mode, sizeof mode)) return -1;
@@ -1440,7 +1457,7 @@ static int khz_scene_fault(khzSceneReader *r, const yaml_node_t *n, int index, k
   khzFaultEvent *e = &s->hil.fault[s->hil.nfault];
   memset(e, 0, sizeof *e);
   khz_keypath(kp, path, "at");
-  if (!(v = khz_find(r, n, "at"))) return khz_scene_fail(r, n, kp, "required key missing");
+  if (!(v = khz_find(r, n, "at"))) return khz_scene_fail(r, n, kp, "required key missing: add it to this entry");
   if (khz_get_range(r, v, kp, &e->at, 0, 0, 1e9, 0, ">= 0 s")) return -1;
   khz_keypath(kp, path, "duration");
   if ((v = khz_find(r, n, "duration")) && khz_get_range(r, v, kp, &e->duration, 0, 0, 1e9, 0, ">= 0 s"))
@@ -1472,7 +1489,7 @@ static int khz_scene_fault(khzSceneReader *r, const yaml_node_t *n, int index, k
     if (khz_get_string(r, target, kp, name, sizeof name)) return -1;
     char fp[KHZ_KEY_MAX];
     khz_keypath(fp, path, "fault");
-    if (!(v = khz_find(r, n, "fault"))) return khz_scene_fail(r, n, fp, "required key missing");
+    if (!(v = khz_find(r, n, "fault"))) return khz_scene_fail(r, n, fp, "required key missing: add it to this entry");
     if (khz_get_string(r, v, fp, type, sizeof type)) return -1;
     if ((e->type = khz_faultTypeFind(type)) < 0)
       return khz_scene_fail(r, v, fp,
@@ -1557,7 +1574,7 @@ static int khz_scene_hil(khzSceneReader *r, const yaml_node_t *n, khzScene *s) {
       khz_keypath(kp, "hil.network", tk[k]);
       if (!x) continue;
       if (khz_get_range(r, x, kp, &t, 0, 0, KHZ_NET_MAX_DELAY, 0, "0 to 100 ticks")) return -1;
-      if (t != floor(t)) return khz_scene_fail(r, x, kp, "%g is not a whole number of ticks", t);
+      if (t != floor(t)) return khz_scene_fail(r, x, kp, "%g is not a whole number of ticks: give an integer", t);
       *ticks[k] = (int)t;
     }
     yaml_node_t *x;
@@ -1607,7 +1624,7 @@ static int khz_scene_root(khzSceneReader *r, const yaml_node_t *root, khzScene *
 
   /* format version */
   if (!(v = khz_find(r, root, "khz_scene"))) {
-    return khz_scene_fail(r, root, "khz_scene", "required key missing (the format version, 1)");
+    return khz_scene_fail(r, root, "khz_scene", "required key missing: add it to this entry (the format version, 1)");
   }
   if (khz_get_number(r, v, "khz_scene", &version)) return -1;
   if (version != KHZ_SCENE_VERSION) {

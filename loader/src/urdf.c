@@ -1017,6 +1017,16 @@ static int read_ros2_control(urdf_ctx *c, xmlNodePtr robot, khzUrdfInfo *info) {
       }
     }
   }
+  /* a position interface starts at its joint's initial position (a state's
+   * initial_value, read in any order): with no command yet its servo holds
+   * the joint where it starts, as ros2_control starts a position command from
+   * the state it reads */
+  for (int i = 0; info && i < info->nactuator; i++) {
+    khzMjcfActuator *a = &info->actuator[i];
+    if (a->type != KHZ_MJCF_POSITION) continue;
+    for (int k = 0; k < c->nbody; k++)
+      if (strcmp(c->bodies[k].joint_name, a->joint) == 0) a->ctrl0 = c->bodies[k].q0[0];
+  }
   return 0;
 }
 

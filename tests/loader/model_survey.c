@@ -40,6 +40,13 @@
  * Files may be given instead of folders.
  * Warnings of the loaders are counted, not printed (--verbose prints them);
  * --trace prints the energy and the deepest contact every 0.05 s.
+ * MJCF models whose bodies weigh meshes are compared with MuJoCo on a copy
+ * with exactmeshinertia="true" (khz computes the solid mesh's inertia; MuJoCo
+ * 2.2's default is a legacy formula), marked "(exactmeshinertia)"; a model
+ * with a mesh file MuJoCo cannot open on a copy without its <mesh> assets
+ * and mesh geoms, marked "(without its mesh geoms)" (right only where the
+ * meshes are visual: every body with an <inertial>). The copies are written
+ * beside the model (meshdir, includes) as .khz-survey-*.xml and removed.
  */
 #define _XOPEN_SOURCE 700
 #define _POSIX_C_SOURCE 200809L
@@ -156,6 +163,8 @@ typedef struct mujoco_figures {
   double qdd_rel;  /* relative qdd error */
   int unmatched;   /* MuJoCo joints khz has no joint of that name for */
   int full_inertia; /* some body's inertia is not diagonal in its frame */
+  int exact_mesh;  /* compared on a copy with exactmeshinertia="true" (its meshes weigh) */
+  int no_meshes;   /* compared on a copy without its mesh geoms (MuJoCo cannot open one) */
   double us_per_step;
   char note[160];
 } mujoco_figures;
@@ -231,6 +240,111 @@ static int urdf_without_geometry(const char *path, char *tmp, size_t tmpsz) {
 }
 #endif
 
+#ifdef KHZ_WITH_MUJOCO
+/* the text of a file (malloc'd, NUL-terminated), NULL when unreadable */
+static char *read_text(const char *path) {
+  FILE *in = fopen(path, "rb");
+  if (!in) return NULL;
+  fseek(in, 0, SEEK_END);
+  long n = ftell(in);
+  fseek(in, 0, SEEK_SET);
+  char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
+  if (buf && fread(buf, 1, (size_t)n, in) != (size_t)n) free(buf), buf = NULL;
+  fclose(in);
+  if (buf) buf[n] = 0;
+  return buf;
+}
+
+/* text with [at, at + len) replaced by what (a new string; text freed) */
+static char *splice(char *text, size_t at, size_t len, const char *what) {
+  size_t n = strlen(text), w = strlen(what);
+  char *out = malloc(n - len + w + 1);
+  if (!out) exit(3);
+  memcpy(out, text, at);
+  memcpy(out + at, what, w);
+  memcpy(out + at + w, text + at + len, n - at - len + 1);
+  free(text);
+  return out;
+}
+
+/* MJCF text with every <include file="F"/> replaced by F's content inside its
+ * <mujoco> element (F relative to dir; nested includes too, 16 deep) */
+static char *expand_includes(char *text, const char *dir, int depth) {
+  char *at;
+  while (depth < 16 && (at = strstr(text, "<include"))) {
+    char *end = strstr(at, "/>"), *f = strstr(at, "file=\"");
+    if (!end || !f || f > end) return text;
+    f += 6;
+    char name[1024], path[8192];
+    snprintf(name, sizeof name, "%.*s", (int)(strchr(f, '"') - f), f);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    char *inc = read_text(path);
+    if (!inc) return text;
+    char *open = strstr(inc, "<mujoco"), *close = strstr(inc, "</mujoco>");
+    const char *body = "";
+    if (open && close && strchr(open, '>') < close) {
+      *close = 0;
+      body = strchr(open, '>') + 1;
+    }
+    char *sub = expand_includes(strdup(body), dir, depth + 1);
+    free(inc);
+    text = splice(text, (size_t)(at - text), (size_t)(end + 2 - at), sub);
+    free(sub);
+  }
+  return text;
+}
+
+/* drops every line of text that contains a and b (b NULL: a alone) */
+static void drop_lines_with(char *text, const char *a, const char *b) {
+  char *line = text;
+  while (*line) {
+    char *nl = strchr(line, '\n'), *end = nl ? nl + 1 : line + strlen(line);
+    char save = *end;
+    *end = 0;
+    int hit = strstr(line, a) && (!b || strstr(line, b));
+    *end = save;
+    if (hit) memmove(line, end, strlen(end) + 1);
+    else line = end;
+  }
+}
+
+/* A copy of MJCF file path for MuJoCo 2.2, beside it (its meshdir and includes
+ * resolve there; name in tmp), with its includes expanded and
+ *   exact: <compiler exactmeshinertia="true"/> first, the solid meshes' inertia
+ *          that khz computes (MuJoCo 2.2's default is a legacy formula);
+ *   no_meshes: without its <mesh> assets and mesh geoms (for files whose mesh
+ *          files are not all there: only right where the meshes are visual,
+ *          every body with an <inertial>, as the qdd column then shows).
+ * 0 or -1 (the folder not writable, ...). */
+static int mjcf_copy(const char *path, int exact, int no_meshes, char *tmp, size_t tmpsz) {
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (slash) *slash = 0;
+  else snprintf(dir, sizeof dir, ".");
+  char *text = read_text(path);
+  if (!text) return -1;
+  text = expand_includes(text, dir, 0);
+  if (no_meshes) {
+    drop_lines_with(text, "<mesh ", NULL);
+    drop_lines_with(text, "<geom", "mesh=\"");
+  }
+  char *root = strstr(text, "<mujoco");
+  if (exact && root && strchr(root, '>')) {
+    size_t at = (size_t)(strchr(root, '>') + 1 - text);
+    text = splice(text, at, 0, "\n  <compiler exactmeshinertia=\"true\"/>");
+  }
+  snprintf(tmp, tmpsz, "%s/.khz-survey-XXXXXX.xml", dir);
+  int fd = mkstemps(tmp, 4);
+  FILE *out = fd >= 0 ? fdopen(fd, "wb") : NULL;
+  int ok = out && fputs(text, out) >= 0;
+  if (out) ok &= fclose(out) == 0;
+  free(text);
+  if (!ok && fd >= 0) remove(tmp);
+  return ok ? 0 : -1;
+}
+#endif
+
 /* whether the file gives an inertia tensor with products of inertia: a
  * non-zero URDF ixy, ixz or iyz, or an MJCF fullinertia */
 static int file_has_full_inertia(const char *path) {
@@ -289,6 +403,16 @@ static int beside_mujoco(const char *path, const khzModel *m_run, mujoco_figures
     m = m_fixed;
   } else {
     mm = mj_loadXML(path, NULL, err, sizeof err);
+    /* a mesh file MuJoCo cannot open (a sample without its visual STLs):
+     * the dynamics on a copy without the mesh geoms */
+    if (!mm && strstr(err, "could not open STL file")) {
+      char tmp[4200], err2[512];
+      if (mjcf_copy(path, 0, 1, tmp, sizeof tmp) == 0) {
+        mm = mj_loadXML(tmp, NULL, err2, sizeof err2);
+        remove(tmp);
+        f->no_meshes = mm != NULL;
+      }
+    }
   }
   if (!mm) {
     for (char *c = err; *c; c++)
@@ -315,6 +439,25 @@ static int beside_mujoco(const char *path, const khzModel *m_run, mujoco_figures
   double t0 = now_s();
   for (int k = 0; k < 2000; k++) mj_step(mm, md);
   f->us_per_step = 1e6 * (now_s() - t0) / 2000;
+  /* bodies that weigh meshes: the dynamics against MuJoCo's exact solid-mesh
+   * inertia (exactmeshinertia, which khz computes), on a copy */
+  if (!has_ext(path, ".urdf") && mm->nmesh > 0) {
+    char tmp[4200], err2[512];
+    mjModel *exact = NULL;
+    if (mjcf_copy(path, 1, f->no_meshes, tmp, sizeof tmp) == 0) {
+      exact = mj_loadXML(tmp, NULL, err2, sizeof err2);
+      remove(tmp);
+    }
+    if (exact && exact->nv == mm->nv && exact->njnt == mm->njnt) {
+      mj_deleteData(md);
+      mj_deleteModel(mm);
+      mm = exact;
+      md = mj_makeData(mm);
+      f->exact_mesh = 1;
+    } else if (exact) {
+      mj_deleteModel(exact);
+    }
+  }
   mm->opt.disableflags |= mjDSBL_CONSTRAINT | mjDSBL_PASSIVE | mjDSBL_ACTUATION;
   double worst = 0, scale = 0;
   for (int t = 0; t < 20; t++) {
@@ -643,8 +786,11 @@ int main(int argc, char **argv) {
       mujoco_figures mf;
       char qe[200], mus[32] = "";
       if (beside_mujoco(files[i], m, &mf)) {
-        snprintf(qe, sizeof qe, "%.2g%s%s%s", mf.qdd_rel, mf.unmatched ? " (joints unmatched)" : "",
-                 mf.full_inertia ? " (full inertia)" : "", has_ext(files[i], ".urdf") ? " (welded)" : "");
+        snprintf(qe, sizeof qe, "%.2g%s%s%s%s%s", mf.qdd_rel,
+                 mf.unmatched ? " (joints unmatched)" : "", mf.full_inertia ? " (full inertia)" : "",
+                 has_ext(files[i], ".urdf") ? " (welded)" : "",
+                 mf.exact_mesh ? " (exactmeshinertia)" : "",
+                 mf.no_meshes ? " (without its mesh geoms)" : "");
         if (mf.us_per_step > 0) snprintf(mus, sizeof mus, "%.1f", mf.us_per_step);
         /* MuJoCo diagonalises full inertia tensors only to about 1e-7: not held to qdd_max */
         if (qdd_max > 0 && !mf.full_inertia && (mf.unmatched || !(mf.qdd_rel <= qdd_max))) {

@@ -222,6 +222,33 @@ expect_usage "run: empty --contacts" "--contacts: expected a file name" \
 expect_usage "run: --contacts with an experiment" "drop --steps/--out/--contacts" \
   run scenes/validation/stack.yaml --contacts "$TMP/c.csv"
 
+# ----------------------------------------------------- actuators (--ctrl) --
+# a model's own actuators: listed by info, at ctrl 0 by default (the servos
+# pull to 0), --ctrl by name held for the run (test_actuator_oracle compares
+# the same with MuJoCo)
+ACT=tests/loader/data/mjcf_actuator_ranges.xml
+expect 0 "info lists actuators" -- "$SIM" info "$ACT" && {
+  checks=$((checks + 1))
+  grep -q "hinge_motor *motor *joint hinge" "$TMP/out" || fail "info: no actuator lines"
+}
+expect 0 "run at ctrl 0" -- "$SIM" run "$ACT" --steps 200 && {
+  py "ctrl 0" 'assert j["ctrl"] == {"hinge_motor": 0, "hinge_servo": 0, "slide_vel": 0, "slide_servo": 0}, j["ctrl"]'
+  cp "$TMP/out" "$TMP/ctrl0.json"
+}
+expect 0 "run with --ctrl" -- "$SIM" run "$ACT" --steps 200 --ctrl hinge_servo=0.5,slide_vel=-0.25 && \
+  py "--ctrl held and changes the run" '
+c = json.load(open("'"$TMP/ctrl0.json"'"))
+assert j["ctrl"]["hinge_servo"] == 0.5 and j["ctrl"]["slide_vel"] == -0.25 and j["ctrl"]["hinge_motor"] == 0
+assert j["state_hash"] != c["state_hash"]'
+expect_usage "run: --ctrl unknown" "'nope' is not one of the model's 4 actuators" \
+  run "$ACT" --steps 1 --ctrl nope=1
+expect_usage "run: --ctrl no value" "'hinge_motor' is not NAME=VALUE" \
+  run "$ACT" --steps 1 --ctrl hinge_motor
+expect_usage "run: --ctrl not a number" "('x') is not a finite number" \
+  run "$ACT" --steps 1 --ctrl hinge_motor=x
+expect_usage "run: --ctrl without actuators" "is not one of the model's 0 actuators" \
+  run default --steps 1 --ctrl a=1
+
 # ------------------------------------------------------------- bad flags --
 expect_usage "no command" "usage: khz-sim info|fd|run"
 expect_usage "unknown command" "unknown command 'jump'" jump default

@@ -413,8 +413,8 @@ static void test_warnings(void) {
  * site, named as in the file with the prefix, noise as white noise; frame
  * sensors of sites read the site's pose; force and torque on a jointed
  * body's site become a joint force-torque sensor (with a warning: 6 values);
- * force on a free body, velocimeter and a world site's gyro warn and are
- * left out */
+ * force on a free body and a world site's gyro warn and are left out; a
+ * velocimeter is read from the state */
 static void test_sensors(void) {
   khzSpec *s = khz_spec_new();
   warnings w = {0};
@@ -453,7 +453,12 @@ static void test_sensors(void) {
   }
   ENSURE(has_warning(&w, "<force name=\"f\">", "reads what no joint transmits"));
   ENSURE(has_warning(&w, "<torque name=\"ftip\">", "gives 6 values, force then torque"));
-  ENSURE(has_warning(&w, "<velocimeter>", "this sensor type is not read"));
+  ENSURE(!has_warning(&w, "<velocimeter>", NULL)); /* read from the state (vs MuJoCo: test_mjcf_oracle) */
+  int nvel = 0;
+  for (int i = 0; i < info.nsensor; i++)
+    nvel += info.sensor[i].type == KHZ_MJCF_VELOCIMETER && !strcmp(info.sensor[i].object, "r/box") &&
+            info.sensor[i].dim == 3;
+  ENSURE(nvel == 1);
   ENSURE(has_warning(&w, "<gyro name=\"wg\">", "reads nothing that moves"));
   ENSURE(has_warning(&w, "<gyro name=\"g2\">", "site \"tilted\" is turned from body \"r/box\""));
   ENSURE(has_warning(&w, "<touch name=\"t\">", "all contacts of body \"r/box\""));
@@ -613,10 +618,32 @@ static void test_bad_input(void) {
        "size='.1'/></body></worldbody></mujoco>",
        "<joint>: axis is zero"},
       {"<mujoco><worldbody><body><geom size='.1' density='-1'/></body></worldbody></mujoco>",
-       "<geom>: negative density or mass"},
+       "<geom>: density=-1 is negative: give a density in kg/m^3 >= 0"},
       {"<mujoco><worldbody><body><joint damping='-1'/><geom "
        "size='.1'/></body></worldbody></mujoco>",
-       "<joint>: negative damping, armature or frictionloss"},
+       "<joint>: damping=-1 is negative: it must be >= 0 (0: none)"},
+      /* issue 19 item 6: number-format and range refusals say what to write */
+      {"<mujoco><worldbody><body pos='1,2,3'/></worldbody></mujoco>",
+       "<body>: attribute pos=\"1,2,3\" is not 3 finite numbers: write 3 numbers (MJCF separates "
+       "numbers with spaces, not commas)"},
+      {"<mujoco><worldbody><body><joint armature='-0.5'/><geom "
+       "size='.1'/></body></worldbody></mujoco>",
+       "<joint>: armature=-0.5 is negative: it must be >= 0"},
+      {"<mujoco><worldbody><body><joint range='1 -1' limited='true'/><geom "
+       "size='.1'/></body></worldbody></mujoco>",
+       "range[0] = 1 must be below range[1] = -1: give range=\"lower upper\" (swap them; <compiler "
+       "angle=\"degree\">, MuJoCo's default, reads degrees)"},
+      {"<mujoco><worldbody><body><geom type='box' size='.1 0 .1'/></body></worldbody></mujoco>",
+       "<geom>: size[1] = 0 must be positive: give the geom's 3 size numbers"},
+      {"<mujoco><worldbody><body><geom size='.1' friction='-1'/></body></worldbody></mujoco>",
+       "<geom>: friction[0] = -1 is negative: the sliding friction coefficient must be >= 0"},
+      {"<mujoco><worldbody><body><joint name='j'/><geom size='.1'/></body></worldbody><actuator>"
+       "<position joint='j' kp='-3'/></actuator></mujoco>",
+       "<position>: kp=-3 is negative: a servo gain must be >= 0"},
+      {"<mujoco><worldbody><body><joint/><geom size='1'/></body></worldbody><keyframe><key "
+       "ctrl='1'/></keyframe></mujoco>",
+       "<key>: ctrl has 1 numbers; the model needs 0: give one per actuator of the model (or leave "
+       "ctrl out for its default)"},
       {"<mujoco><worldbody><body><inertial pos='0 0 0' diaginertia='1 1 "
        "1'/></body></worldbody></mujoco>",
        "<inertial>: <inertial> needs pos and mass"},
@@ -639,7 +666,7 @@ static void test_bad_input(void) {
       {"<mujoco><compiler eulerseq='xyw'/></mujoco>",
        "<compiler>: eulerseq=\"xyw\" must be three of x, y, z, X, Y, Z"},
       {"<mujoco><compiler angle='grad'/></mujoco>",
-       "<compiler>: attribute angle=\"grad\" is not one of radian, degree"},
+       "<compiler>: attribute angle=\"grad\" is not one of radian, degree: use one of these"},
       {"<mujoco><option timestep='-1'/></mujoco>", "<option>: timestep must be positive"},
       {"<mujoco><option timestep='0.5'/></mujoco>", "<option>: timestep 0.5 s is outside 0.0001..0.01 s"},
       {"<mujoco><option><flag gravity='off'/></option></mujoco>",
@@ -666,7 +693,7 @@ static void test_bad_input(void) {
       {"<mujoco><include/></mujoco>", "bad.xml:1: <include>: <include> needs a file"},
       {"<mujoco><worldbody><body><joint stiffness='-1'/><geom size='1'/></body></worldbody>"
        "</mujoco>",
-       "bad.xml:1: <joint>: negative stiffness"},
+       "bad.xml:1: <joint>: stiffness=-1 is negative: a joint spring's stiffness must be >= 0"},
       {"<mujoco><worldbody><body "
        "name='a_name_that_is_much_too_long_to_fit_in_sixty_three_characters_xx'/>"
        "</worldbody></mujoco>",

@@ -666,6 +666,10 @@ static void test_ros2_control(void) {
   /* initial_value is the joint's initial position */
   int sh = find_joint(s, "r/shoulder");
   ENSURE(sh > 0 && khz_spec_body(s, sh)->q0[0] == 0.3);
+  /* before any command the position servo holds the joint where it starts
+   * (its state's initial_value, given after the command interface); the
+   * others start at 0 */
+  ENSURE(pos && pos->ctrl0 == 0.3 && eff && eff->ctrl0 == 0 && vel && vel->ctrl0 == 0);
 
   /* the position servo on the model (gravity on): from 0.3 to the command 1.0 */
   khzModel *m = compile(s);

@@ -24,6 +24,13 @@
  *    the same ctrl (rel. 1e-9).
  * 4. The command's checks: unknown names, wrong counts, ctrl with q_target,
  *    a control outside ctrlrange (applied clamped, CLAMPED warning).
+ * 5. Force ranges (tests/loader/data/mjcf_actuator_ranges.xml: asymmetric
+ *    forceranges, a negative gear, two actuators on each joint): MuJoCo clamps
+ *    each actuator's force to its forcerange before summing them through
+ *    gear. qfrc_actuator at random states and controls (khz_actuator_torque
+ *    summed per joint), then the server driven by name in lockstep, then the
+ *    server and khz_capi with no command at all (MuJoCo's ctrl = 0: the
+ *    servos pull to 0), each against mj_step; the key's ctrl as ctrl0.
  */
 #include <math.h>
 #include <stdio.h>
@@ -32,10 +39,12 @@
 
 #include <mujoco/mujoco.h>
 
+#include "khz/capi.h"
 #include "khz/load.h"
 #include "../server/harness.h"
 
 #define IIWA "tests/loader/data/menagerie/kuka_iiwa_14/iiwa14.xml"
+#define RANGES "tests/loader/data/mjcf_actuator_ranges.xml"
 #define TICKS 300
 
 static double urand(unsigned *s) {
@@ -313,11 +322,223 @@ done:
   harness_stop(&h);
 }
 
+/* the largest relative difference of khz's (q, qd) from MuJoCo's (2 dofs) */
+static double state_diff(const mjData *d, const double *q, const double *qd) {
+  double qs = 1e-300, vs = 1e-300, qe = 0, ve = 0;
+  for (int k = 0; k < 2; k++) {
+    qs = fmax(qs, fabs(d->qpos[k])), vs = fmax(vs, fabs(d->qvel[k]));
+    qe = fmax(qe, fabs(d->qpos[k] - q[k])), ve = fmax(ve, fabs(d->qvel[k] - qd[k]));
+  }
+  return fmax(qe / qs, ve / vs);
+}
+
+/* 5a: qfrc_actuator with force ranges at random states and controls */
+static void test_range_forces(mjModel *mm) {
+  khzScene sc;
+  char err[1024];
+  khzModel *m = khz_loadModel(RANGES, &sc, err, sizeof err);
+  ENSURE(m != NULL);
+  if (!m) return;
+  ENSURE(sc.nactuator == 4 && mm->nu == 4 && m->nv == 2);
+  mjData *md = mj_makeData(mm);
+  unsigned seed = 25;
+  double worst = 0;
+  int clamped = 0, one_clamp_wrong = 0;
+  for (int trial = 0; trial < 200; trial++) {
+    double q[2], qd[2], tau[2] = {0, 0}, sum[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+      q[k] = md->qpos[k] = 2 * urand(&seed) - 1;
+      qd[k] = md->qvel[k] = 4 * urand(&seed) - 2;
+    }
+    for (int i = 0; i < 4; i++) md->ctrl[i] = 3 * urand(&seed) - 1.5;
+    mj_forward(mm, md);
+    for (int i = 0; i < 4; i++) {
+      const khzMjcfActuator *a = &sc.actuator[i];
+      int b = khz_name2joint(m, a->joint), k = m->jnt_dofadr[b];
+      double ff, kp, kd, r[2];
+      khz_actuator_pd(a, md->ctrl[i], &ff, &kp, &kd);
+      khz_actuator_range(a, r);
+      double t = ff - kp * q[k] - kd * qd[k];
+      clamped += t < r[0] || t > r[1];
+      sum[k] += t;
+      tau[k] += khz_actuator_torque(a, md->ctrl[i], q[k], qd[k]);
+    }
+    double big = 1e-300, e = 0;
+    for (int k = 0; k < 2; k++) {
+      big = fmax(big, fabs(md->qfrc_actuator[k]));
+      e = fmax(e, fabs(md->qfrc_actuator[k] - tau[k]));
+      /* the joint's symmetric effort limit on the sum instead (the rule before) */
+      double lim = m->dof_effort[k], one = lim > 0 ? fmin(fmax(sum[k], -lim), lim) : sum[k];
+      one_clamp_wrong += fabs(one - md->qfrc_actuator[k]) > 1e-9;
+    }
+    worst = fmax(worst, e / big);
+  }
+  printf("force ranges, 200 random states and controls (%d actuator forces clamped to their "
+         "forcerange): qfrc_actuator rel. error %.2e; one symmetric clamp per joint would be wrong "
+         "in %d of 400\n",
+         clamped, worst, one_clamp_wrong);
+  ENSURE(clamped > 100 && one_clamp_wrong > 100);
+  ENSURE(worst < 1e-14);
+
+  /* the key's ctrl is the actuators' control before any command when the key is the start */
+  khzSpec *spec = khz_spec_new();
+  khzMjcfInfo info;
+  khzMjcfOptions opt;
+  khz_mjcf_defaultOptions(&opt);
+  opt.info = &info;
+  opt.keyframe = "held";
+  ENSURE(khz_loadMJCF(spec, RANGES, &opt, err, sizeof err) >= 0);
+  ENSURE(info.nactuator == 4 && info.actuator[0].ctrl0 == 0.5 && info.actuator[1].ctrl0 == 0.4 &&
+         info.actuator[2].ctrl0 == -0.2 && info.actuator[3].ctrl0 == 0.1);
+  ENSURE(sc.actuator[0].ctrl0 == 0 && sc.actuator[3].ctrl0 == 0); /* no key chosen: zero */
+  khz_mjcf_freeInfo(&info);
+  khz_spec_destroy(&spec);
+  mj_deleteData(md);
+  khz_deleteModel(&m);
+  khz_deleteScene(&sc);
+}
+
+/* 5b: the server with force ranges, driven by name in lockstep, then with no
+ * command at all (paused, stepped by request), each tick against mj_step */
+static void test_range_server(mjModel *mm, int commanded) {
+  khzServerConfig cfg;
+  harness h;
+  harness_config(&cfg);
+  snprintf(cfg.scene, sizeof cfg.scene, "%s", RANGES);
+  snprintf(cfg.contact_method, sizeof cfg.contact_method, "none");
+  cfg.mode = commanded ? KHZ_MODE_LOCKSTEP : KHZ_MODE_REALTIME;
+  cfg.lockstep_timeout_ms = 0;
+  cfg.watchdog_ms = 0;
+  if (harness_start(&h, &cfg, NULL)) {
+    ENSURE(0);
+    return;
+  }
+  khzClient *c = harness_client(&h);
+  ENSURE(c != NULL);
+  if (!c) {
+    harness_stop(&h);
+    return;
+  }
+  mjData *d = mj_makeData(mm);
+  double worst = 0;
+  int ticks = 0;
+  if (commanded) {
+    const char *names[4] = {"slide_servo", "hinge_servo", "slide_vel", "hinge_motor"};
+    const Khz__V1__State *st = khz_client_nextState(c, 5000);
+    while (st && st->seq != 0) st = khz_client_nextState(c, 5000);
+    unsigned seed = 7;
+    while (st && ticks < 200) {
+      /* new controls every 20 ticks, some outside their ctrlrange */
+      double byname[4];
+      if (ticks % 20 == 0)
+        for (int i = 0; i < 4; i++) d->ctrl[i] = 3 * urand(&seed) - 1.5;
+      byname[0] = d->ctrl[3], byname[1] = d->ctrl[1], byname[2] = d->ctrl[2],
+      byname[3] = d->ctrl[0];
+      ENSURE(khz_client_sendCtrl(c, st, byname, names, 4) == 0);
+      uint64_t answered = st->seq;
+      mj_step(mm, d);
+      int64_t until = patience_ends();
+      do st = khz_client_nextState(c, 1000);
+      while (st && st->seq <= answered && khz_client_now() < until);
+      if (!st || st->seq <= answered) break;
+      ticks++;
+      worst = fmax(worst, state_diff(d, st->q, st->qd));
+    }
+    printf("force ranges through khz-server, %d ticks of controls by name vs mj_step: q, qd "
+           "rel. %.2e\n", ticks, worst);
+  } else {
+    /* no command: MuJoCo's ctrl stays 0, the servos pull to 0 and the velocity
+     * actuator brakes; paused, reset (no command since), stepped 10 ticks
+     * per request, every state against it */
+    const Khz__V1__Reply *r = req_simple(c, KHZ__V1__REQUEST__OP_PAUSE);
+    ENSURE(r && r->code == KHZ__V1__ERROR_CODE__OK);
+    r = req_reset(c);
+    ENSURE(r && r->code == KHZ__V1__ERROR_CODE__OK);
+    uint64_t base = r ? r->state_seq : 0;
+    int steps = 0;
+    for (int round = 0; r && round < 20; round++) {
+      Khz__V1__Request rq;
+      Khz__V1__Step step;
+      khz__v1__request__init(&rq);
+      khz__v1__step__init(&step);
+      step.n = 10;
+      rq.op_case = KHZ__V1__REQUEST__OP_STEP;
+      rq.step = &step;
+      r = khz_client_request(c, &rq, 5000);
+      ENSURE(r && r->code == KHZ__V1__ERROR_CODE__OK);
+      if (!r) break;
+      uint64_t target = r->state_seq;
+      int64_t until = patience_ends();
+      const Khz__V1__State *st;
+      while ((st = patient_state(c, until))) {
+        if (st->seq <= base) continue; /* before the reset, or the reset's own state */
+        ENSURE(st->flags & KHZ_FLAG_NO_COMMAND);
+        ENSURE(!(st->flags & KHZ_FLAG_WATCHDOG));
+        while (steps < (int)(st->seq - base)) mj_step(mm, d), steps++;
+        if (steps == (int)(st->seq - base))
+          worst = fmax(worst, state_diff(d, st->q, st->qd)), ticks++;
+        if (st->seq >= target) break;
+      }
+    }
+    printf("force ranges through khz-server with no command (ctrl 0), %d states up to step %d "
+           "vs mj_step: q, qd rel. %.2e (hinge at %.4f rad)\n", ticks, steps, worst, d->qpos[0]);
+  }
+  ENSURE(ticks >= (commanded ? 200 : 20));
+  ENSURE(worst < 1e-9);
+  mj_deleteData(d);
+  khz_client_destroy(&c);
+  harness_stop(&h);
+}
+
+/* 5c: khz_capi with no control set (ctrl 0), then with controls set by name */
+static void test_range_capi(mjModel *mm) {
+  char err[1024];
+  khzCapi *h = khz_capi_open(RANGES, err, sizeof err);
+  ENSURE(h != NULL);
+  if (!h) return;
+  khzData *kd = khz_capi_data(h);
+  mjData *d = mj_makeData(mm);
+  double worst = 0;
+  ENSURE(khz_capi_nActuator(h) == 4 && !strcmp(khz_capi_actuatorName(h, 2), "slide_vel"));
+  for (int s = 0; s < 600; s++) {
+    if (s == 300) {
+      /* controls by name from here on, one outside its ctrlrange */
+      ENSURE(khz_capi_setCtrl(h, "hinge_motor", 1.4, err, sizeof err) == 0);
+      ENSURE(khz_capi_setCtrl(h, "slide_servo", 0.25, err, sizeof err) == 3);
+      d->ctrl[0] = 1.4, d->ctrl[3] = 0.25;
+    }
+    khz_capi_step(h, 1);
+    mj_step(mm, d);
+    worst = fmax(worst, state_diff(d, kd->q, kd->qd));
+  }
+  ENSURE(khz_capi_setCtrl(h, "nope", 1, err, sizeof err) == -1 && strstr(err, "'nope'"));
+  ENSURE(khz_capi_setCtrl(h, "slide_vel", NAN, err, sizeof err) == -1 && strstr(err, "finite"));
+  ENSURE(khz_capi_getCtrl(h, 0) == 1.4 && isnan(khz_capi_getCtrl(h, 4)));
+  khz_capi_reset(h);
+  ENSURE(khz_capi_getCtrl(h, 0) == 0);
+  printf("force ranges through khz_capi, 300 steps at ctrl 0 then 300 with controls set by name "
+         "vs mj_step: q, qd rel. %.2e\n", worst);
+  ENSURE(worst < 1e-9);
+  mj_deleteData(d);
+  khz_capi_close(h);
+}
+
 int main(void) {
   mjModel *mm = mujoco_copy();
   if (!mm) return 1;
   test_forces(mm);
   test_server(mm);
   mj_deleteModel(mm);
+  char err[1024];
+  mjModel *rm = mj_loadXML(RANGES, NULL, err, sizeof err);
+  if (!rm) fprintf(stderr, "MuJoCo: %s\n", err);
+  ENSURE(rm != NULL);
+  if (rm) {
+    test_range_forces(rm);
+    test_range_server(rm, 1);
+    test_range_server(rm, 0);
+    test_range_capi(rm);
+    mj_deleteModel(rm);
+  }
   return ensure_report();
 }

@@ -73,6 +73,24 @@ class SimTest(unittest.TestCase):
                 self.assertEqual(b.tau_applied[vi], eff)
                 self.assertGreater(b.warnings["effort"], 0)
 
+    def test_actuator_controls(self):
+        """A model's own actuators: MuJoCo's ctrl (zero at the start: the servos
+        pull to 0), set by name all or nothing, applied beside tau, reset."""
+        ranges = "tests/loader/data/mjcf_actuator_ranges.xml"
+        with Sim(ranges, quiet=True) as a, Sim(ranges, quiet=True) as b:
+            self.assertEqual(a.actuators, ["hinge_motor", "hinge_servo", "slide_vel", "slide_servo"])
+            self.assertEqual(a.ctrl["hinge_servo"], 0.0)
+            b.set_ctrl({"hinge_servo": 0.5, "slide_vel": -0.25})
+            a.step(100)
+            b.step(100)
+            self.assertGreater(abs(b.q[0] - a.q[0]), 1e-3, "a control changed nothing")
+            with self.assertRaisesRegex(SimError, "'nope' is not one of the model's 4 actuators"):
+                b.set_ctrl({"hinge_motor": 0.3, "nope": 1})
+            self.assertEqual(b.ctrl["hinge_motor"], 0.0)  # all or nothing
+            self.assertEqual(b.tau[0], 0.0)  # the caller's tau is left as written
+            b.reset()
+            self.assertEqual(b.ctrl["hinge_servo"], 0.0)
+
     def test_resting_box_contact(self):
         with Sim(self.box) as s:
             s.step(1000)

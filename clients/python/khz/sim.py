@@ -99,6 +99,10 @@ def library():
         "khz_capi_stepFigures": (None, [V, L, DP]),
         "khz_capi_energy": (None, [V, DP]),
         "khz_capi_field": (I, [P, ctypes.POINTER(S), ctypes.POINTER(S)]),
+        "khz_capi_nActuator": (I, [V]),
+        "khz_capi_actuatorName": (P, [V, I]),
+        "khz_capi_setCtrl": (I, [V, P, D, P, S]),
+        "khz_capi_getCtrl": (D, [V, I]),
         "khz_stateSize": (S, [V]),
         "khz_saveState": (None, [V, V, V]),
         "khz_restoreState": (None, [V, V, V]),
@@ -122,9 +126,9 @@ def library():
             f = getattr(handle, name)
             f.restype, f.argtypes = res, args
     lib.held = held
-    if lib.khz_capi_version() != 1:
+    if lib.khz_capi_version() != 2:
         raise SimError(f"libkhz.so at {path}: C API version {lib.khz_capi_version()}, this "
-                       "module speaks version 1")
+                       "module speaks version 2")
     lib.path = path
     _LIB = lib
     return lib
@@ -198,6 +202,12 @@ class Sim:
     (nbody x 3), xrot (nbody x 3 x 3), xcom (nbody x 3), contacts (the pairs
     of the last step: geom, body, normal, point_adr, npoint, deepest, mu),
     contact_points (pos, depth, force, force_implicit, bottom), warning_counts.
+
+    The model's own actuators (MJCF <actuator>s, URDF <ros2_control>
+    interfaces) are in actuators (names); set_ctrl({name: value}) sets their
+    controls (MuJoCo's data.ctrl), which every step applies beside tau
+    (each clamped to its ctrlrange, its force to its forcerange); they start at
+    zero or the keyframe's, as in MuJoCo, and reset() restores that.
     """
 
     def __init__(self, model, *, mass_scale=None, friction=None, method=None, quiet=False):
@@ -239,6 +249,8 @@ class Sim:
         self.nbody, self.nq, self.nv, self.ngeom = mi("nbody"), mi("nq"), mi("nv"), mi("ngeom")
         self.timestep = ctypes.c_double.from_address(self._m + _field("khzModel.timestep")[0]).value
         self.rate_hz = lib.khz_capi_rateHz(h)
+        self.actuators = [lib.khz_capi_actuatorName(h, i).decode()
+                          for i in range(lib.khz_capi_nActuator(h))]
         nb, nq, nv = self.nbody, self.nq, self.nv
         self.q, self.qd = self._darray("q", nq), self._darray("qd", nv)
         self.qdd, self.tau = self._darray("qdd", nv), self._darray("tau", nv)
@@ -375,6 +387,23 @@ class Sim:
         threads run meanwhile)."""
         n = int(n)
         (self._held if n <= HOLD_GIL_STEPS else self._lib).khz_capi_step(self._h, n)
+
+    def set_ctrl(self, ctrl):
+        """Sets actuator controls from {name: value}, all or nothing (SimError
+        names an unknown actuator or a value that is not finite)."""
+        err = ctypes.create_string_buffer(_ERR)
+        before = self.ctrl
+        for name, value in ctrl.items():
+            if self._lib.khz_capi_setCtrl(self._h, str(name).encode(), float(value), err,
+                                          _ERR) < 0:
+                for n, v in before.items():
+                    self._lib.khz_capi_setCtrl(self._h, n.encode(), v, err, _ERR)
+                raise SimError(err.value.decode(errors="replace"))
+
+    @property
+    def ctrl(self):
+        """The actuators' controls as {name: value}."""
+        return {n: self._lib.khz_capi_getCtrl(self._h, i) for i, n in enumerate(self.actuators)}
 
     def step_figures(self, n, acc):
         """n steps keeping running figures in acc (a ctypes double[4], see khz/capi.h)."""

@@ -16,7 +16,7 @@ extern "C" {
 #endif
 
 /* bumped whenever a function here changes */
-#define KHZ_CAPI_VERSION 1
+#define KHZ_CAPI_VERSION 2
 int khz_capi_version(void);
 
 typedef struct khzCapi khzCapi;
@@ -40,11 +40,28 @@ int khz_capi_scaleMass(khzCapi *h, const char *body, double factor, char *err, s
 int khz_capi_setFriction(khzCapi *h, double mu, char *err, size_t errsz);
 int khz_capi_recompile(khzCapi *h, char *err, size_t errsz);
 
-/* khz_resetData plus kinematics */
+/* The model's own actuators (MJCF <actuator>s, URDF <ros2_control>
+ * interfaces; khz/load.h): every step adds their torques at the step's start
+ * to the caller's d->tau (which the step leaves as it was), MuJoCo's
+ * qfrc_actuator (khz_actuator_torque: each control clamped to its ctrlrange,
+ * each force to its forcerange, summed per joint). Their controls start at
+ * their initial values (zero, or a keyframe's: a position servo pulls its
+ * joint to 0 from the first step, as in MuJoCo) and stay until set again or
+ * the handle is reset. nActuator gives their number, actuatorName(i) the
+ * name of actuator i (NULL out of range); setCtrl sets the control of the
+ * actuator named `name` and returns its index, or -1 with err (no such
+ * actuator, a value that is not finite); getCtrl returns actuator i's
+ * control (NaN out of range). */
+int khz_capi_nActuator(const khzCapi *h);
+const char *khz_capi_actuatorName(const khzCapi *h, int i);
+int khz_capi_setCtrl(khzCapi *h, const char *name, double value, char *err, size_t errsz);
+double khz_capi_getCtrl(const khzCapi *h, int i);
+
+/* khz_resetData plus kinematics (and the actuators' controls back to their initial values) */
 void khz_capi_reset(khzCapi *h);
 /* call after writing q or qd: friction anchors, sleeping islands, kinematics */
 void khz_capi_stateWritten(khzCapi *h);
-/* n steps of the model's timestep */
+/* n steps of the model's timestep (the actuators' torques added at each) */
 void khz_capi_step(khzCapi *h, long n);
 /* the last step's contacts: out[0] deepest depth (m), out[1] the largest
  * normal force of one pair (N) */

@@ -69,10 +69,10 @@ int khz_loadURDFString(khzSpec *spec, const char *xml, const char *name,
  * children. The khz body frame of an MJCF body sits at its last joint's
  * anchor (MJCF joint pos), with the MJCF body's orientation; geoms, the
  * centre of mass and child bodies are re-expressed there. Bodies with no joint
- * or a free joint keep the MJCF body frame exactly. khz takes joint torques,
- * not actuator controls: an actuator bounds its joint's effort limit, and is
- * reported in khzMjcfInfo so that a controller can apply its torque
- * (khz_mjcf_actuatorTorque). Unnamed bodies and joints are called "bodyN" and
+ * or a free joint keep the MJCF body frame exactly. The actuators are
+ * reported in khzMjcfInfo (with their initial controls): the server's
+ * Command.ctrl, khz-sim run --ctrl and khz_capi_setCtrl drive them
+ * (khz_actuator_torque), and each bounds its joint's effort limit. Unnamed bodies and joints are called "bodyN" and
  * "jointN" with MuJoCo's ids. */
 
 /* Actuator kinds (khzMjcfActuator.type). */
@@ -98,6 +98,8 @@ typedef struct khzMjcfActuator {
   double gain;              /* force = gain ctrl + bias[0] + bias[1] gear q + bias[2] gear qd */
   double bias[3];           /* (position: gain kp, bias 0 -kp -kv; velocity: gain kv, bias 0 0
                                -kv; motor: gain 1, no bias; general: gainprm[0], biasprm) */
+  double ctrl0;             /* its control before any command (MuJoCo's data.ctrl at the start):
+                               0, or the ctrl of the <key> made the initial state */
   int kv_implicit;          /* 1: its velocity feedback -gear^2 bias[2] qd is in the joint's
                                damping (khzBodySpec.damping), integrated implicitly as MuJoCo's
                                implicit / implicitfast integrators do (the file's <option
@@ -115,12 +117,25 @@ double khz_mjcf_actuatorTorque(const khzMjcfActuator *a, double ctrl, double q, 
  *   tau_ff = gear (gain ctrl + bias[0]),  kp = -gear^2 bias[1],
  *   kd = -gear^2 bias[2]  (0 when kv_implicit: the joint's damping has it).
  * Together with the joint damping the actuator adds this is MuJoCo's
- * qfrc_actuator before forcerange (the server bounds the force through the
- * joint's effort limit: exact for one actuator with a symmetric forcerange).
- * Returns 1 when ctrl was clamped to ctrlrange, 0 when not, -1 when ctrl is
- * not finite (outputs then zero). */
+ * actuator force times gear before forcerange, which khz_actuator_range
+ * bounds (the server's loop clamps each actuator's torque to it before
+ * summing the actuators of one joint: khzLoopActuator). Returns 1 when ctrl
+ * was clamped to ctrlrange, 0 when not, -1 when ctrl is not finite (outputs
+ * then zero). */
 int khz_actuator_pd(const khzMjcfActuator *a, double ctrl, double *tau_ff, double *kp,
                     double *kd);
+
+/* Actuator a's joint torque bounds: forcerange times gear, ordered (a
+ * negative gear swaps them); -inf, inf when a is not force-limited. */
+void khz_actuator_range(const khzMjcfActuator *a, double range[2]);
+
+/* The joint torque actuator a adds for control ctrl at joint position q and
+ * velocity qd beside what the model has of it (a kv_implicit actuator's kv is
+ * the joint's damping): clamp(tau_ff - kp q - kd qd, khz_actuator_range) of
+ * khz_actuator_pd, 0 for a control that is not finite. Summed over the
+ * actuators of a joint, MuJoCo's qfrc_actuator (khz-sim run --ctrl,
+ * khz_capi_setCtrl and the server's loop apply it so). */
+double khz_actuator_torque(const khzMjcfActuator *a, double ctrl, double q, double qd);
 
 /* One <key> of <keyframe>: a named state, laid out as khz's q and qd (which
  * equal MuJoCo's qpos and qvel for an MJCF model loaded alone). */
@@ -139,16 +154,19 @@ typedef struct khzMjcfKey {
  * framelinvel / frameangvel of a body (objtype "xbody": the body frame;
  * "body": its centre of mass for position and linear velocity; world
  * coordinates, quaternion w x y z; framequat needs "xbody") or of a site
- * (objtype "site": the site's frame). gyro, accelerometer and touch on sites
- * become HIL sensors (khzMjcfInfo.hil); other sensor types (force, torque,
- * velocimeter, subtree sensors, ...) draw one warning each and are left out. */
+ * (objtype "site": the site's frame), and velocimeter (a site's linear
+ * velocity in the site's axes). gyro, accelerometer and touch on sites
+ * become HIL sensors (khzMjcfInfo.hil), force and torque joint force-torque
+ * HIL sensors; other sensor types (subtree sensors, ...) draw one warning
+ * each and are left out. */
 typedef enum khzMjcfSensorType {
   KHZ_MJCF_JOINTPOS = 0,
   KHZ_MJCF_JOINTVEL,
   KHZ_MJCF_FRAMEPOS,
   KHZ_MJCF_FRAMEQUAT,
   KHZ_MJCF_FRAMELINVEL,
-  KHZ_MJCF_FRAMEANGVEL
+  KHZ_MJCF_FRAMEANGVEL,
+  KHZ_MJCF_VELOCIMETER     /* a site's linear velocity in the site's own axes (3 values) */
 } khzMjcfSensorType;
 
 typedef struct khzMjcfSensor {

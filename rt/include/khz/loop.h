@@ -21,8 +21,8 @@
  *     tick calls the wake callback (the server's ev_async_send).
  *
  * Per tick: take the latest command (a command computed from state k is meant
- * for tick k+1), evaluate the in-tick controller (torques, or PD targets with
- * gains), the watchdog, the haptic virtual couplings and the perturbation
+ * for tick k+1), evaluate the in-tick controller (torques, PD targets with
+ * gains, or the model's own actuators: khzLoopActuator), the watchdog, the haptic virtual couplings and the perturbation
  * wrenches, call khz_step(), publish the state. The tick never allocates, never
  * logs and never blocks on the I/O side: its only system calls are the sleep,
  * the futex wait of lockstep / pause, the wake callback, and (unless
@@ -153,6 +153,18 @@ typedef struct khzLoopConfig {
   /* default PD gains per actuator (copied; NULL = zero) */
   const double *kp, *kd;
 
+  /* the model's own actuators (MJCF <actuator>s, URDF <ros2_control>
+   * interfaces; copied, NULL = none): what KHZ_CMD_ACTUATORS commands drive,
+   * and what the loop applies before the first command since the start or a
+   * reset (each actuator's ff0: MuJoCo's data.ctrl starts at zero, or at a
+   * keyframe's ctrl, so a position servo holds its target from the first
+   * step). The watchdog's safe command still replaces them once commands
+   * that flowed go stale. */
+  int nactuator;
+  const struct khzLoopActuator *actuator;
+  int actuator_start;        /* 1: apply the actuators' ff0 before the first command (0: the
+                                safe command, as for a model without actuators) */
+
   /* sensors and drives (khz/hil.h; not owned, NULL = none): the loop resets
    * it with the data, drives the driven joints before each step, samples
    * after it, and publishes the readings in every state. A drive in position
@@ -194,8 +206,25 @@ int khz_loop_actuators(const khzModel *m, int *dof);
 
 typedef enum khzCommandKind {
   KHZ_CMD_TORQUE = 0, /* tau = tau_ff */
-  KHZ_CMD_PD          /* tau = kp (q_target - q) + kd (qd_target - qd) + tau_ff */
+  KHZ_CMD_PD,         /* tau = kp (q_target - q) + kd (qd_target - qd) + tau_ff */
+  KHZ_CMD_ACTUATORS   /* tau = tau_ff + the sum over the model's actuators on the joint
+                         (khzLoopConfig.actuator) that act_on includes of
+                         clamp(act_ff - kp q - kd qd, lo, hi) */
 } khzCommandKind;
+
+/* One of the model's own actuators as the tick evaluates it, MuJoCo's rule
+ * (each actuator's force clamped to its forcerange before the forces on one
+ * joint are summed): on actuator slot `slot` the torque
+ *   clamp(ff - kp q - kd qd, lo, hi)
+ * where ff is the command's act_ff (gear (gain ctrl + bias0)), kp and kd the
+ * actuator's position and velocity feedback (-gear^2 bias1, -gear^2 bias2)
+ * and [lo, hi] its forcerange times gear (-inf, inf when unlimited). */
+typedef struct khzLoopActuator {
+  int slot;      /* index into the command arrays (the joint), -1: drives nothing */
+  double kp, kd; /* N m/rad, N m s/rad (N/m, N s/m on slides) */
+  double lo, hi; /* torque bounds */
+  double ff0;    /* ff before the first command (the initial control's) */
+} khzLoopActuator;
 
 /* A command slot. Arrays hold na values each and belong to the loop. */
 typedef struct khzCommand {
@@ -208,6 +237,8 @@ typedef struct khzCommand {
   int has_gains;            /* PD: kp / kd below are set; else the loop's gains */
   double *tau_ff;           /* torque (TORQUE) or feed-forward (PD) */
   double *q_target, *qd_target, *kp, *kd;
+  double *act_ff;           /* KHZ_CMD_ACTUATORS: one per khzLoopConfig.actuator ... */
+  double *act_on;           /* ... and 1 where it drives, 0 where this command leaves it out */
 } khzCommand;
 
 /* One haptic device input (latest wins, per proxy). */

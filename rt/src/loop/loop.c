@@ -86,6 +86,10 @@ struct khzLoop {
   double stall_until;    /* command channel stalled until this simulated time (0 = not; <0 =
                             until cleared) */
   double *kp, *kd;       /* na default gains */
+  int nu;                /* the model's own actuators (cfg.actuator, copied into act) */
+  khzLoopActuator *act;
+  khzCommand initial;    /* what they get before the first command: act_ff = each ff0 */
+  size_t cmd_stride;     /* doubles per command: 5 na + 2 nu */
 
   /* the step size: this loop is its one owner. set_rate() alone writes these
    * (loop thread; before the thread starts, khz_loop_new) */
@@ -413,16 +417,28 @@ static void emit_due(khzLoop *L) {
   }
 }
 
-static void copy_command(khzCommand *dst, const khzCommand *src, int na) {
+static void copy_command(khzCommand *dst, const khzCommand *src, int na, int nu) {
   double *tau = dst->tau_ff, *q = dst->q_target, *qd = dst->qd_target, *kp = dst->kp, *kd = dst->kd;
+  double *act = dst->act_ff, *on = dst->act_on;
   *dst = *src;
   dst->tau_ff = tau, dst->q_target = q, dst->qd_target = qd, dst->kp = kp, dst->kd = kd;
+  dst->act_ff = act, dst->act_on = on;
   size_t n = (size_t)na * sizeof(double);
   memcpy(tau, src->tau_ff, n);
   memcpy(q, src->q_target, n);
   memcpy(qd, src->qd_target, n);
   memcpy(kp, src->kp, n);
   memcpy(kd, src->kd, n);
+  if (nu) memcpy(act, src->act_ff, (size_t)nu * sizeof(double));
+  if (nu) memcpy(on, src->act_on, (size_t)nu * sizeof(double));
+}
+
+/* the five per-actuator arrays and the model actuators' act_ff, act_on of a
+ * command at p (nu follows them) */
+static void command_layout(khzCommand *c, double *p, size_t na, size_t nu) {
+  c->tau_ff = p, c->q_target = p + na, c->qd_target = p + 2 * na;
+  c->kp = p + 3 * na, c->kd = p + 4 * na;
+  c->act_ff = p + 5 * na, c->act_on = p + 5 * na + nu;
 }
 
 /* a command the tick took goes on the wire (lost, or due later, in order);
@@ -442,13 +458,13 @@ static const khzCommand *net_commands(khzLoop *L, uint64_t seq) {
       L->cmd_last_due = due;
       if (L->cq_len == L->cq_cap) L->cq_head = (L->cq_head + 1) % L->cq_cap, L->cq_len--;
       int i = (L->cq_head + L->cq_len) % L->cq_cap;
-      copy_command(&L->cq[i], &L->cmd_slot[L->cmd.front], L->na);
+      copy_command(&L->cq[i], &L->cmd_slot[L->cmd.front], L->na, L->nu);
       L->cq_due[i] = due;
       L->cq_len++;
     }
   }
   while (L->cq_len > 0 && L->cq_due[L->cq_head] <= (int64_t)seq) {
-    copy_command(&L->applied, &L->cq[L->cq_head], L->na);
+    copy_command(&L->applied, &L->cq[L->cq_head], L->na, L->nu);
     L->have_applied = 1;
     L->fresh = 1;
     L->cq_head = (L->cq_head + 1) % L->cq_cap;
@@ -1018,11 +1034,16 @@ static void tick(khzLoop *L, int64_t t_sched, int64_t t_wake, int timed_out) {
   if (!have_cmd) flags |= KHZ_FLAG_NO_COMMAND;
 
   /* actuator torques, then what the drives make of them */
-  if (safe) {
+  if (safe && !have_cmd && !timed_out && L->nu > 0 && L->cfg.actuator_start) {
+    /* no command since the start or reset: the model's actuators at their initial controls */
+    c = &L->initial;
+    safe = 0;
+    khz_tick_command(m, d, L->na, L->dof, c, L->kp, L->kd, L->nu, L->act);
+  } else if (safe) {
     flags |= KHZ_FLAG_WATCHDOG;
     khz_tick_safe(m, d, L->na, L->dof, L->cfg.safe, L->cfg.safe_damping);
   } else {
-    khz_tick_command(m, d, L->na, L->dof, c, L->kp, L->kd);
+    khz_tick_command(m, d, L->na, L->dof, c, L->kp, L->kd, L->nu, L->act);
   }
   if (L->cfg.hil) drive_targets(L, c, safe);
   flags |= external_wrenches(L, t_wake);
@@ -1354,7 +1375,11 @@ khzLoop *khz_loop_new(const khzModel *m, const khzLoopConfig *cfg, char *err, si
   L->dof = calloc(na, sizeof(int));
   L->kp = calloc(na, sizeof(double));
   L->kd = calloc(na, sizeof(double));
-  L->cmd_data = calloc(15 * na, sizeof(double));
+  L->nu = cfg->actuator ? cfg->nactuator : 0;
+  L->cmd_stride = 5 * na + 2 * (size_t)L->nu;
+  L->act = calloc((size_t)L->nu + 1, sizeof *L->act);
+  L->initial.tau_ff = calloc(L->cmd_stride, sizeof(double));
+  L->cmd_data = calloc(3 * L->cmd_stride, sizeof(double));
   L->req_data = (size_t)(m->nq > 2 * L->na ? m->nq : 2 * L->na) + 8;
   L->snap_size = khz_stateSize(m);
   for (int i = 0; i < KHZ_NSNAP; i++) L->snap[i] = calloc(1, L->snap_size);
@@ -1378,17 +1403,16 @@ khzLoop *khz_loop_new(const khzModel *m, const khzLoopConfig *cfg, char *err, si
   }
   if (L->net_cmd) {
     L->cq_cap = net->command_delay + net->command_jitter + 2;
-    L->net_cmd_data = calloc(5 * na * (size_t)(L->cq_cap + 1), sizeof(double));
+    L->net_cmd_data = calloc(L->cmd_stride * (size_t)(L->cq_cap + 1), sizeof(double));
     net_ok &= L->net_cmd_data != NULL;
     for (int i = 0; L->net_cmd_data && i <= L->cq_cap; i++) {
-      double *p = L->net_cmd_data + (size_t)i * 5 * na;
-      khzCommand *c = i < L->cq_cap ? &L->cq[i] : &L->applied;
-      c->tau_ff = p, c->q_target = p + na, c->qd_target = p + 2 * na;
-      c->kp = p + 3 * na, c->kd = p + 4 * na;
+      double *p = L->net_cmd_data + (size_t)i * L->cmd_stride;
+      command_layout(i < L->cq_cap ? &L->cq[i] : &L->applied, p, na, (size_t)L->nu);
     }
   }
   if (L->net_state || L->net_cmd) net_reset(L);
-  int ok = L->d && L->dof && L->kp && L->kd && L->cmd_data && L->snap[0] && L->snap[1] && net_ok &&
+  int ok = L->d && L->dof && L->kp && L->kd && L->cmd_data && L->act && L->initial.tau_ff &&
+           L->snap[0] && L->snap[1] && net_ok &&
            khz_ring_init(&L->states, (size_t)cfg->state_ring, slot) == 0 &&
            khz_ring_init(&L->requests, (size_t)cfg->request_ring,
                          sizeof(khzRequest) + L->req_data * sizeof(double)) == 0 &&
@@ -1411,12 +1435,18 @@ khzLoop *khz_loop_new(const khzModel *m, const khzLoopConfig *cfg, char *err, si
   }
   if (cfg->kp) memcpy(L->kp, cfg->kp, (size_t)L->na * sizeof(double));
   if (cfg->kd) memcpy(L->kd, cfg->kd, (size_t)L->na * sizeof(double));
-  for (int s = 0; s < 3; s++) {
-    double *p = L->cmd_data + (size_t)s * 5 * na;
-    khzCommand *c = &L->cmd_slot[s];
-    c->tau_ff = p, c->q_target = p + na, c->qd_target = p + 2 * na;
-    c->kp = p + 3 * na, c->kd = p + 4 * na;
+  for (int s = 0; s < 3; s++)
+    command_layout(&L->cmd_slot[s], L->cmd_data + (size_t)s * L->cmd_stride, na, (size_t)L->nu);
+  /* the model's actuators and their initial command (ff0 each, no torque beside) */
+  command_layout(&L->initial, L->initial.tau_ff, na, (size_t)L->nu);
+  L->initial.kind = KHZ_CMD_ACTUATORS;
+  for (int j = 0; j < L->nu; j++) {
+    L->act[j] = cfg->actuator[j];
+    if (L->act[j].slot >= L->na) L->act[j].slot = -1;
+    L->initial.act_ff[j] = L->act[j].ff0;
+    L->initial.act_on[j] = 1;
   }
+  L->cfg.actuator = NULL; /* not kept: L->act is the copy */
   for (size_t i = 0; i < khz_ring_capacity(&L->states); i++)
     state_layout(L, khz_ring_slot(&L->states, i));
   for (size_t i = 0; i < khz_ring_capacity(&L->requests); i++) {
@@ -1469,6 +1499,8 @@ void khz_loop_destroy(khzLoop **loop_p) {
   free(L->kp);
   free(L->kd);
   free(L->cmd_data);
+  free(L->act);
+  free(L->initial.tau_ff);
   pthread_mutex_destroy(&L->mu);
   pthread_cond_destroy(&L->cv);
   free(L);

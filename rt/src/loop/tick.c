@@ -15,10 +15,23 @@
 #include "tick.h"
 
 void khz_tick_command(const khzModel *m, khzData *d, int na, const int *dof,
-                      const khzCommand *c, const double *kp, const double *kd) {
+                      const khzCommand *c, const double *kp, const double *kd, int nu,
+                      const khzLoopActuator *act) {
   memset(d->tau, 0, (size_t)m->nv * sizeof(double));
   if (c->kind == KHZ_CMD_TORQUE) {
     for (int i = 0; i < na; i++) d->tau[dof[i]] = c->tau_ff[i];
+    return;
+  }
+  if (c->kind == KHZ_CMD_ACTUATORS) {
+    /* the model's actuators: each force clamped to its range, then summed on its joint */
+    for (int i = 0; i < na; i++) d->tau[dof[i]] = c->tau_ff[i];
+    for (int j = 0; j < nu; j++) {
+      const khzLoopActuator *a = &act[j];
+      if (a->slot < 0 || c->act_on[j] == 0) continue;
+      int k = dof[a->slot], b = m->dof_body[k];
+      double f = c->act_ff[j] - a->kp * d->q[m->jnt_qadr[b]] - a->kd * d->qd[k];
+      d->tau[k] += f < a->lo ? a->lo : f > a->hi ? a->hi : f;
+    }
     return;
   }
   /* pd on each actuator: q of a 1-dof joint is at its qadr, qd at its dof */

@@ -18,9 +18,11 @@ typedef struct khzWrench {
 
 /* Writes d->tau from a command: zero on every dof, then on each actuator
  * (dof[i], i < na) the torque of the command kind. kp / kd are the loop's
- * default gains for PD commands without gains. */
+ * default gains for PD commands without gains; act (nu entries) the model's
+ * own actuators that KHZ_CMD_ACTUATORS commands drive. */
 void khz_tick_command(const khzModel *m, khzData *d, int na, const int *dof,
-                      const khzCommand *c, const double *kp, const double *kd);
+                      const khzCommand *c, const double *kp, const double *kd, int nu,
+                      const khzLoopActuator *act);
 
 /* Writes d->tau with the safe command (zero, or -damping * qd on the actuators). */
 void khz_tick_safe(const khzModel *m, khzData *d, int na, const int *dof, int safe,
