@@ -472,6 +472,11 @@ typedef struct khzPairState {
   int anchor_feature[KHZ_PAIR_ANCHORS];  /* feature id of the sticking point */
   double anchor_pos[KHZ_PAIR_ANCHORS][3];  /* the point at the last step, body[1]'s frame */
   double anchor[KHZ_PAIR_ANCHORS][3];    /* stretch at the start of the step, body[1]'s frame */
+  /* deepest-point method: 1 when the anchor's corner was not the deepest
+   * point at the last step (its spring kept, anchor_pos where the corner
+   * was when it last was); -1 when it was and its stretch was cut back to
+   * the friction cone (sliding), 0 when it stuck */
+  int anchor_idle[KHZ_PAIR_ANCHORS];
 } khzPairState;
 
 /* One contact point of a pair (outputs of the collision pass). */

@@ -1355,7 +1355,15 @@ static void friction_stretch(const khzData *d, const khzContact *c, const khzPai
   const double *n = c->normal;
   int a = find_anchor(d, c, ps, pt->feature, pt->pos);
   double s[3] = {0, 0, 0};
-  if (a >= 0) khzu_mulMatVec3(s, d->xrot + 9 * c->body[1], ps->anchor[a]);
+  if (a >= 0) {
+    /* an idle corner's spring (the deepest-point method, khz_penaltyEnd) is
+     * stretched further by the corner's slip since it was last the deepest
+     * point: from where it was then to where it is at this step's start */
+    double sl[3] = {ps->anchor[a][0], ps->anchor[a][1], ps->anchor[a][2]};
+    if (ps->anchor_idle[a] == 1 && ps->anchor_feature[a] == pt->feature)
+      for (int j = 0; j < 3; j++) sl[j] += pt->local[1][j] - ps->anchor_pos[a][j];
+    khzu_mulMatVec3(s, d->xrot + 9 * c->body[1], sl);
+  }
   for (int j = 0; j < 3; j++) delta[j] = s[j] + p0[j] - p1[j];
   double dn = khzu_dot3(delta, n);
   for (int j = 0; j < 3; j++) delta[j] -= dn * n[j];
@@ -1535,6 +1543,7 @@ void khz_penaltyEnd(const khzModel *m, khzData *d) {
       continue;
     }
     ps->fn = pair_forces(m, d, c, 0, slip_limit, NULL, NULL);
+    int deepest = d->contact_method == KHZ_CONTACT_DEEPEST;
 
     khzPairState next = *ps;
     next.nanchor = 0;
@@ -1552,9 +1561,34 @@ void khz_penaltyEnd(const khzModel *m, khzData *d) {
       }
       const double *R1 = d->xrot + 9 * c->body[1], *x1 = d->xpos + 3 * c->body[1];
       khzu_mulMatTVec3(next.anchor[next.nanchor], R1, delta);
-      for (int j = 0; j < 3; j++) rel[j] = p1[j] - x1[j];
+      /* the deepest-point method's corners: where the corner is now (below) */
+      const double *at = deepest && pts[k].round < 0 ? p0 : p1;
+      for (int j = 0; j < 3; j++) rel[j] = at[j] - x1[j];
       khzu_mulMatTVec3(next.anchor_pos[next.nanchor], R1, rel);
       next.anchor_feature[next.nanchor] = pts[k].feature;
+      next.anchor_idle[next.nanchor] = dl > lim ? -1 : 0;
+      next.nanchor++;
+    }
+    /* The deepest-point method puts a box on one corner at a time, and the
+     * deepest corner goes round the four every few steps while the box
+     * rocks. A corner that is no longer the deepest keeps its spring while
+     * it stays inside the other body (a vertex, a material point: a point
+     * on a curved surface travels as the body rolls), so that when it is
+     * the deepest again its spring pulls it back to where it stuck; started
+     * afresh at every change of corner, nothing remembered where the box
+     * stopped, and it walked. A corner that was sliding when it was last the
+     * deepest starts afresh: its stretch at the cone's edge, kept, pulled
+     * the box back after it stopped. */
+    for (int a = 0; deepest && a < ps->nanchor && next.nanchor < KHZ_PAIR_ANCHORS; a++) {
+      int f = ps->anchor_feature[a], keep = 0;
+      if (ps->anchor_idle[a] < 0) continue; /* it was sliding: nothing to remember */
+      for (int k = 0; k < c->npoint && !keep; k++) keep = pts[k].feature == f && pts[k].round < 0;
+      for (int q = 0; q < next.nanchor && keep; q++) keep = next.anchor_feature[q] != f;
+      if (!keep) continue;
+      memcpy(next.anchor[next.nanchor], ps->anchor[a], sizeof next.anchor[0]);
+      memcpy(next.anchor_pos[next.nanchor], ps->anchor_pos[a], sizeof next.anchor_pos[0]);
+      next.anchor_feature[next.nanchor] = f;
+      next.anchor_idle[next.nanchor] = 1;
       next.nanchor++;
     }
     *ps = next;
