@@ -38,18 +38,6 @@
 #ifndef KHZ_LEMKE_TIE_TOL
 #define KHZ_LEMKE_TIE_TOL 1e-8
 #endif
-/* minimum ratios within KHZ_LEMKE_RATIO_TIE (KHZ_LEMKE_RATIO_ABS + |ratio|)
- * tie: relative to the ratio, so that a row 1e-8 m/s behind at a ratio of
- * 1e-2 does not tie and leave the basis that much infeasible (the stacked
- * boxes' LCPs ended `inaccurate` so), with an absolute floor for the zero
- * ratios of degenerate rows (exactly opposite friction directions) */
-#ifndef KHZ_LEMKE_RATIO_TIE
-#define KHZ_LEMKE_RATIO_TIE 1e-8
-#endif
-#ifndef KHZ_LEMKE_RATIO_ABS
-#define KHZ_LEMKE_RATIO_ABS 1e-3
-#endif
-
 size_t khz_lemkeBytes(int nmax) {
   size_t n = nmax > 0 ? (size_t)nmax : 0;
   return (2 * n * n + 4 * n) * sizeof(double) + 4 * n * sizeof(int) + 16;
@@ -125,7 +113,7 @@ static int lexico_min(const khzLemke *lk, int n, const double *d, int *ties, int
   /* the ratio itself */
   double best = INFINITY;
   for (int t = 0; t < ntie; t++) best = fmin(best, lk->qbar[ties[t]] / d[ties[t]]);
-  double tol = KHZ_LEMKE_RATIO_TIE * (KHZ_LEMKE_RATIO_ABS + fabs(best));
+  double tol = KHZ_LEMKE_TIE_TOL * ((lk->tie_abs > 0 ? lk->tie_abs : 1) + fabs(best));
   int m = 0;
   double dbig = 0;
   for (int t = 0; t < ntie; t++)
