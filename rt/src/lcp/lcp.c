@@ -189,10 +189,13 @@ int khz_lcpMaxPoints(const khzModel *m) {
 static void lcp_sizes(const khzModel *m, lcpWork *W) {
   W->nv = m->nv;
   W->k = khz_lcpDirections(m);
-  W->npmax = khz_lcpMaxPoints(m);
   W->ptmax = KHZ_LCP_PAIR_POINTS * m->npair_max;
-  W->nrowmax = W->npmax * (W->k + 1);
-  W->nmax = W->npmax * (W->k + 2);
+  /* an island's LCP: as large as khz_lcpMaxPoints one-point pairs make it;
+   * pairs of several points share a cone (p + k + 3 per pair), so more of
+   * their points fit: any number up to one row each */
+  W->nrowmax = khz_lcpMaxPoints(m) * (W->k + 1);
+  W->nmax = khz_lcpMaxPoints(m) * (W->k + 2);
+  W->npmax = W->ptmax < W->nmax ? W->ptmax : W->nmax;
 }
 
 size_t khz_lcpStackBytes(const khzModel *m) {
@@ -676,6 +679,9 @@ static void report(khzData *d, lcpWork *W, double h) {
  * stack's first 1,000 first-attempt LCPs (skin, patches), 22 ended
  * inaccurate with the default 1, 4 with 1e-3 (0 after the second attempt) */
 #define KHZ_LCP_TIE_ABS 1e-3
+#ifndef KHZ_LCP_REINVERT
+#define KHZ_LCP_REINVERT 1e-6
+#endif
 /* a first or compliant attempt is accepted at a residual
  * max |min(z, A z + b)| up to this fraction of max |b|: at h = 1e-4 a
  * rolling ball's LCPs end at 2.45e-8 with |b| 0.2 (a tangential speed of
@@ -750,6 +756,7 @@ int khz_lcpStep(const khzModel *m, khzData *d, double h) {
   lcpWork work, *W = &work;
   int ok = lcp_carve(m, d, W), saved = ok;
   W->lk.tie_abs = KHZ_LCP_TIE_ABS;
+  W->lk.reinvert = KHZ_LCP_REINVERT;
   if (ok && d->lcp_time_limit > 0) W->lk.deadline = khz_lemkeNow() + d->lcp_time_limit;
   if (ok) {
     /* the pair state as the step found it: the collision passes below
@@ -784,9 +791,13 @@ int khz_lcpStep(const khzModel *m, khzData *d, double h) {
       }
       W->np = np;
       for (int i = 0; i < np; i++) W->pt[i] = W->all[points[i]];
+      patches(W);
+      if (W->n > W->nmax || W->nr > W->nrowmax) {
+        pass_ok = 0;
+        break;
+      }
       pass_ok = mass_blocks(m, d, W);
       if (!pass_ok) break;
-      patches(W);
       contact_rows(m, d, W);
       int n = assemble(W, h);
       khzLcpStatus st = solve(W, n);

@@ -32,8 +32,9 @@
  * with the penalty method instead. Never allocates. */
 int khz_lcpStep(const khzModel *m, khzData *d, double h);
 
-/* Contact points one LCP (one contact island) holds at most, and the
- * friction directions k. */
+/* Contact points of one-point pairs one LCP (one contact island) holds
+ * at most (pairs of several points share a cone, and more of their points
+ * fit in the same LCP size); khz_lcpDirections: the friction directions k. */
 int khz_lcpMaxPoints(const khzModel *m);
 
 /* the velocity without contact after a step h (eq. 29's M^-1 (h k) term):

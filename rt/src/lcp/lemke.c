@@ -357,7 +357,7 @@ static khzLcpStatus lemke_core(khzLemke *lk, int n, const double *M, const doubl
     leaving = lk->basis[r];
     pivot(lk, n, r, d, entering);
     lk->pivots++;
-    if (d[r] < KHZ_LEMKE_REINVERT * dmax) reinvert(lk, n, M, q), lk->reinverts++;
+    if (d[r] < (lk->reinvert > 0 ? lk->reinvert : KHZ_LEMKE_REINVERT) * dmax) reinvert(lk, n, M, q), lk->reinverts++;
   }
 
   /* read the basic z's, then the same basis solved directly */

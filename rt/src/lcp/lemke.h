@@ -65,6 +65,10 @@ typedef struct khzLemke {
    * floor keeps the zero ratios of degenerate rows (exactly opposite
    * friction directions) tied */
   double tie_abs;
+  /* input: a pivot below this fraction of its column's largest entry has
+   * B^-1 recomputed from the basis by LU (O(n^3)); 0, as khz_lemkeInit
+   * leaves it: 1e-3 */
+  double reinvert;
   /* outputs of the last solve */
   int pivots;      /* pivots taken */
   int reinverts;   /* times B^-1 was recomputed from the basis after a small pivot */
