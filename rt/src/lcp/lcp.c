@@ -706,6 +706,17 @@ static khzLcpStatus solve(lcpWork *W, int n) {
   /* Lemke's residual tolerance relative to the LCP's q (khz_lemke solves a q
    * below 1e-3 scaled up to 1e-3, so the tolerance is on that) */
   W->lk.tol = KHZ_LCP_ACCEPT * fmax(qmax, 1e-3);
+  /* q >= 0 up to round-off (the friction rows' D' v_free of a body at rest
+   * come out as +-1e-22): z = 0 solves it. Lemke takes -3e-22 as negative,
+   * and the humanoid's first LCP ended on a ray in all four attempts */
+  double qlow = 0;
+  for (int r = 0; r < n; r++) qlow = fmin(qlow, W->b[r]);
+  if (lcp_late(W)) return KHZ_LCP_TIMEOUT;
+  if (qlow >= -1e-14 * qmax) {
+    memset(W->z, 0, (size_t)n * sizeof(double));
+    if (observer) observer(observer_user, n, W->A, W->b, W->z, KHZ_LCP_SOLVED);
+    return KHZ_LCP_SOLVED;
+  }
   /* as assembled; again with Lemke's pivot tolerance at KHZ_LCP_PIVOT_TOL
    * (round-off zeros of dependent rows not taken as pivots); then with a
    * compliance of 1e-8 dmax (moves the solution by that much; it cures most
