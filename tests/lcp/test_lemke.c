@@ -155,8 +155,8 @@ int main(void) {
   khz_lemkeInit(&lk, NMAX, mem);
   int total = 0;
   for (int f = 0; f < 5; f++) {
-    int solved = 0, sic_solved = 0, compared = 0, agree = 0, pivmax = 0, polished = 0;
-    double worst = 0, worst_diff = 0;
+    int solved = 0, sic_solved = 0, compared = 0, agree = 0, pivmax = 0, polished = 0, solved2 = 0;
+    double worst = 0, worst_diff = 0, worst2 = 0;
     for (int t = 0; t < 2000; t++) {
       int n = irand(1, NMAX);
       if (f == 0 || f == 3) {
@@ -195,6 +195,18 @@ int main(void) {
       if (st == KHZ_LCP_SOLVED) worst = fmax(worst, res);
       ENSURE_MSG(st == KHZ_LCP_SOLVED && res <= 1e-10, "%s #%d n=%d: status %s, residual %.3g", fam[f],
                  t, n, khz_lcpStatusName(st), res);
+      /* again with the contact stepper's tie test and re-inversion
+       * threshold (lcp.c): solved, and the same z where it is unique */
+      lk.tie_abs = 1e-3, lk.reinvert = 1e-6;
+      khzLcpStatus st2 = khz_lemke(&lk, n, M, q, zs, ws, 0);
+      double res2 = khz_lcpResidual(n, M, q, zs), d2 = 0, s2 = 1;
+      lk.tie_abs = 0, lk.reinvert = 0;
+      solved2 += st2 == KHZ_LCP_SOLVED;
+      if (st2 == KHZ_LCP_SOLVED) worst2 = fmax(worst2, res2);
+      ENSURE_MSG(st2 == KHZ_LCP_SOLVED && res2 <= 1e-10, "%s #%d n=%d, stepper's settings: status %s, residual %.3g",
+                 fam[f], t, n, khz_lcpStatusName(st2), res2);
+      for (int i = 0; (f == 0 || f == 3) && i < n; i++) d2 = fmax(d2, fabs(z[i] - zs[i])), s2 = fmax(s2, fabs(z[i]));
+      ENSURE_MSG(d2 <= 1e-7 * s2, "%s #%d n=%d: the stepper's settings differ by %.3g", fam[f], t, n, d2);
       int info = siconos_lemke(n, M, q, zs, ws);
       if (info == 0 && khz_lcpResidual(n, M, q, zs) <= 1e-8) {
         sic_solved++;
@@ -219,8 +231,9 @@ int main(void) {
       total++;
     }
     printf("%-10s khz solved %4d/2000 (worst residual %.2e, %d polished, max pivots %d); Siconos "
-           "solved %4d; compared %4d, agree %4d (worst relative difference %.2e)\n",
-           fam[f], solved, worst, polished, pivmax, sic_solved, compared, agree, worst_diff);
+           "solved %4d; compared %4d, agree %4d (worst relative difference %.2e); with the stepper's "
+           "settings solved %4d (worst residual %.2e)\n",
+           fam[f], solved, worst, polished, pivmax, sic_solved, compared, agree, worst_diff, solved2, worst2);
   }
   printf("%d LCPs\n", total);
   free(mem);

@@ -15,13 +15,10 @@
 /* passes of the active-set re-check (the solve, then new violations at
  * q+ added and the LCP solved again) */
 #define KHZ_LCP_PASSES 6
-/* the depth (m) contacts come to rest at rather than exactly touching. A
- * skin of 1e-5 m kept resting pairs in the active set at the next step's
- * prediction (the 10 s five-box stack drifted 0.029 m instead of 0.0446 m,
- * still not standing) but made every step's LCP larger: V4's differential
- * drive 620 us per step instead of 93, the humanoid 414 instead of 236, the
- * 60 s stack not finished in 300 s; so it is off */
-#define KHZ_LCP_SKIN 0.0
+/* the depth (m) contacts come to rest at rather than exactly touching, so
+ * that a resting pair (a box on a box: both fall alike in the free motion)
+ * is still found at the next step's prediction q + h v_free */
+#define KHZ_LCP_SKIN 1e-5
 
 /* One step of h seconds of the LCP method at d's state with d->tau_applied
  * already clamped: the free velocity, collision at the predicted positions,
@@ -35,8 +32,9 @@
  * with the penalty method instead. Never allocates. */
 int khz_lcpStep(const khzModel *m, khzData *d, double h);
 
-/* Contact points one LCP (one contact island) holds at most, and the
- * friction directions k. */
+/* Contact points of one-point pairs one LCP (one contact island) holds
+ * at most (pairs of several points share a cone, and more of their points
+ * fit in the same LCP size); khz_lcpDirections: the friction directions k. */
 int khz_lcpMaxPoints(const khzModel *m);
 
 /* the velocity without contact after a step h (eq. 29's M^-1 (h k) term):

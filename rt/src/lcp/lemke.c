@@ -38,7 +38,6 @@
 #ifndef KHZ_LEMKE_TIE_TOL
 #define KHZ_LEMKE_TIE_TOL 1e-8
 #endif
-
 size_t khz_lemkeBytes(int nmax) {
   size_t n = nmax > 0 ? (size_t)nmax : 0;
   return (2 * n * n + 4 * n) * sizeof(double) + 4 * n * sizeof(int) + 16;
@@ -114,7 +113,7 @@ static int lexico_min(const khzLemke *lk, int n, const double *d, int *ties, int
   /* the ratio itself */
   double best = INFINITY;
   for (int t = 0; t < ntie; t++) best = fmin(best, lk->qbar[ties[t]] / d[ties[t]]);
-  double tol = KHZ_LEMKE_TIE_TOL * (1 + fabs(best));
+  double tol = KHZ_LEMKE_TIE_TOL * ((lk->tie_abs > 0 ? lk->tie_abs : 1) + fabs(best));
   int m = 0;
   double dbig = 0;
   for (int t = 0; t < ntie; t++)
@@ -358,7 +357,7 @@ static khzLcpStatus lemke_core(khzLemke *lk, int n, const double *M, const doubl
     leaving = lk->basis[r];
     pivot(lk, n, r, d, entering);
     lk->pivots++;
-    if (d[r] < KHZ_LEMKE_REINVERT * dmax) reinvert(lk, n, M, q), lk->reinverts++;
+    if (d[r] < (lk->reinvert > 0 ? lk->reinvert : KHZ_LEMKE_REINVERT) * dmax) reinvert(lk, n, M, q), lk->reinverts++;
   }
 
   /* read the basic z's, then the same basis solved directly */

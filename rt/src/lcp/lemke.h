@@ -57,6 +57,18 @@ typedef struct khzLemke {
    * round-off amplified by the basis' condition: 1e-6 leaves them out (a
    * retry for the LCPs that fail at 1e-9; lcp.c) */
   double pivot_tol;
+  /* input: minimum ratios of the ratio test within 1e-8 (tie_abs + |ratio|)
+   * tie (and are broken lexicographically); 0, as khz_lemkeInit leaves it:
+   * 1. The contact stepper (lcp.c) sets 1e-3: relative to the ratio, a row
+   * 1e-8 m/s behind at a ratio of 1e-2 no longer ties, which left the
+   * stacked boxes' bases that much infeasible (status inaccurate); the
+   * floor keeps the zero ratios of degenerate rows (exactly opposite
+   * friction directions) tied */
+  double tie_abs;
+  /* input: a pivot below this fraction of its column's largest entry has
+   * B^-1 recomputed from the basis by LU (O(n^3)); 0, as khz_lemkeInit
+   * leaves it: 1e-3 */
+  double reinvert;
   /* outputs of the last solve */
   int pivots;      /* pivots taken */
   int reinverts;   /* times B^-1 was recomputed from the basis after a small pivot */
