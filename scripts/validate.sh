@@ -22,9 +22,10 @@ done
 # contact island since lcp21, slowly (bounded like the stack)
 for name in v1_block_penetration v2_block_forces v3_pile stack v4_diffdrive v4_humanoid v4_arm_push st_rod st_four_balls; do
   echo "running $name (lcp)" >&2
-  # bounded: the 60 s stack ran for more than 10 minutes when it fell back on
-  # a third of its steps; since the regularised retry (docs/lcp.md) 10 s of
-  # it take 46 s of CPU, so it may still reach the bound on a loaded machine
+  # bounded: the 60 s stack once ran for more than 10 minutes when it fell
+  # back on a third of its steps (since lcp21's patches it takes about 9 s of
+  # CPU); the pile's 10 s take about 105 s of CPU (lcp21, docs/lcp.md), so on
+  # a loaded machine they may still reach the bound
   timeout 300 "$dir/tools/khz-sim" run "scenes/validation/$name.yaml" --method lcp >"$out/$name.lcp.json" ||
     echo '{"timeout": 300}' >"$out/$name.lcp.json"
 done
