@@ -863,9 +863,23 @@ static void rows(const khzModel *m, khzData *d, pegWork *W) {
 
 /* ----------------------------------------------------------- the LCP -- */
 
-/* the gap the LCP sees: a penetration present at q is released at
- * PEG_PUSHOUT at most; plus the correction of the passes */
-static double psi_used(const pegContact *c, double h) { return fmax(c->psi, -PEG_PUSHOUT * h) + c->corr; }
+/* the model of contact c's exact gap at q+ (eq. 6): psi + h G v+ plus the
+ * correction of the passes, without the G v+ term */
+static double psi_model(const pegContact *c) { return c->psi + c->corr; }
+
+/* what group g's gaps are raised by in the LCP: a constraint already
+ * violated at q (its largest gap at q below -PEG_PUSHOUT h) is released at
+ * PEG_PUSHOUT at most. The whole group is raised alike, so that which
+ * member is the largest stays as the geometry has it: a member of an I or
+ * X constraint lies deep behind its face by design (the vertex is outside
+ * B through another face), and raising it alone (a clamp per contact, as
+ * before) let the LCP take the vertex out through a face it was 2 cm
+ * behind (the pour at h = 0.02, step 23: 16 mm deep after the first pass) */
+static double group_shift(const pegWork *W, const pegGroup *g, double h) {
+  double start = -INFINITY;
+  for (int j = 0; j < g->count; j++) start = fmax(start, W->c[W->mem[g->first + j]].psi);
+  return fmax(0, -PEG_PUSHOUT * h - start);
+}
 
 /* the exact gap of contact c's feature pair in the polytopes now in W->poly
  * (the edge-edge normal keeps the side of c->n; the LP depth solved again,
@@ -886,7 +900,20 @@ static double exact_gap(pegWork *W, const khzPegPoly *P, const pegContact *c) {
   if (khzu_normalize3(n) == 0) return c->psi;
   if (khzu_dot3(n, c->n) < 0) khzu_scl3(n, n, -1);
   khzu_sub3(r, a0, b0);
-  return khzu_dot3(n, r);
+  double gap = khzu_dot3(n, r);
+  /* eq. (35) is the distance of the two lines, which is the edges' only
+   * while the lines' closest points lie on both edges; past an end the
+   * edges are apart (by at least their segments' distance) or meet at a
+   * vertex, which the vertex's own constraints and the exact check hold.
+   * The lines' distance there is no gap of the bodies: in the pour at
+   * h = 0.02 (step 36) a turning pair's lines crossed 3 cm "deep" beside
+   * the edges and the passes' corrections chased it (-0.07, -0.14 m) */
+  double uu = khzu_dot3(u, u), uv = khzu_dot3(u, v), vv = khzu_dot3(v, v), ur = khzu_dot3(u, r),
+         vr = khzu_dot3(v, r), den = uu * vv - uv * uv;
+  double s = (uv * vr - vv * ur) / den, t = (uu * vr - uv * ur) / den;
+  if (s >= 0 && s <= 1 && t >= 0 && t <= 1) return gap;
+  double p1[3], p2[3];
+  return fmax(gap, sqrt(khzu_closestSegSeg(a0, a1, b0, b1, &s, &t, p1, p2)));
 }
 
 /* the unknowns z = (p: ng, c: nm - ng slacks, beta: nf k, lambda: nf); the
@@ -903,7 +930,7 @@ static int assemble(pegWork *W, double h) {
     const pegGroup *g = W->g + gi;
     const int *mem = W->mem + g->first;
     int p = mem[0];
-    double psi1 = psi_used(W->c + p, h);
+    double shift = group_shift(W, g, h), psi1 = psi_model(W->c + p) + shift;
     const double *K1 = W->Kc + (size_t)p * npush;
     /* impulse row: c_2 + .. + c_K + r_1 */
     double *row = A + (size_t)gi * n;
@@ -913,7 +940,7 @@ static int assemble(pegWork *W, double h) {
     /* slack rows: c_2 + .. + c_j + r_1 - r_j */
     for (int j = 1; j < g->count; j++) {
       int cj = mem[j];
-      double psij = psi_used(W->c + cj, h);
+      double psij = psi_model(W->c + cj) + shift;
       const double *Kj = W->Kc + (size_t)cj * npush;
       double *rs = A + (size_t)(soff + j - 1) * n;
       for (int col = 0; col < npush; col++) rs[PUSHVAR(col)] += K1[col] - Kj[col];
@@ -948,11 +975,15 @@ static int assemble(pegWork *W, double h) {
  * tolerance. On failure again with a compliance eps (of the unit diagonal
  * after scaling) on the impulse rows, as the LCP path does */
 static khzLcpStatus solve(pegWork *W, int n) {
-  /* compliances tried in turn; with friction only 0 and 1e-6 (a failure
-   * there is solved again without friction by the step) */
-  static const double ladder[] = {0, 1e-8, 1e-6, 1e-4}, friction_ladder[] = {0, 1e-6};
+  /* compliances tried in turn, the second try with Lemke's pivot tolerance
+   * at 1e-6 (the LCP path's KHZ_LCP_PIVOT_TOL: round-off zeros of the
+   * dependent rows of coplanar corners not taken as pivots; it solves the
+   * pour's frictional six-contact LCPs at h = 0.005 that ended on a ray or
+   * inaccurate); with friction only up to 1e-6 (a failure there is solved
+   * again without friction by the step) */
+  static const double ladder[] = {0, 0, 1e-8, 1e-6, 1e-4}, friction_ladder[] = {0, 0, 1e-6};
   const double *eps = W->nf > 0 ? friction_ladder : ladder;
-  int ntry = W->nf > 0 ? 2 : 4;
+  int ntry = W->nf > 0 ? 3 : 5;
   int ng = W->ng, nm = W->nm, nfk = W->nf * W->k;
   double *D = W->D;
   for (int i = 0; i < n; i++) {
@@ -963,6 +994,14 @@ static khzLcpStatus solve(pegWork *W, int n) {
     for (int j = 0; j < n; j++) W->A[(size_t)i * n + j] *= D[i] * D[j];
     W->b[i] *= D[i];
   }
+  /* the residual accepted, relative to the scaled q as the LCP path's
+   * (khz_lemke works on a q below 1e-3 scaled up to 1e-3): 1e-7 of it is a
+   * gap rate of about 1e-9 m/s for the pour's bodies, far below what the
+   * exact check at q+ sees; the absolute default 1e-10 failed a
+   * frictionless six-contact LCP of a face resting on the floor (h = 0.005,
+   * a residual of 3.4e-10; Siconos' lexicographic Lemke solves it) */
+  double qmax = 0;
+  for (int i = 0; i < n; i++) qmax = fmax(qmax, fabs(W->b[i]));
   khzLcpStatus st = KHZ_LCP_RAY;
   for (int t = 0; t < ntry; t++) {
     if (t) {
@@ -970,9 +1009,14 @@ static khzLcpStatus solve(pegWork *W, int n) {
       for (int r = 0; r < ng; r++) W->A[(size_t)r * n + r] += de;
       for (int r = nm; r < nm + nfk; r++) W->A[(size_t)r * n + r] += de;
     }
+    W->lk.pivot_tol = t == 1 ? 1e-6 : 0;
+    /* the candidates the larger pivot tolerance leaves out may end slightly
+     * negative: that try is held to 1e-1 of the others' residual */
+    W->lk.tol = (t == 1 ? 1e-8 : 1e-7) * fmax(qmax, 1e-3);
     st = khz_lemke(&W->lk, n, W->A, W->b, W->z, W->w, PEG_PIVOTS(n));
     if (st == KHZ_LCP_SOLVED) break;
   }
+  W->lk.pivot_tol = 0, W->lk.tol = 0;
   for (int i = 0; i < n; i++) W->z[i] *= D[i];
   return st;
 }
@@ -1215,7 +1259,7 @@ static int recheck(const khzModel *m, khzData *d, pegWork *W, double h, int may_
       const double *G = W->Gc + (size_t)i * W->mb.na;
       double gv = 0;
       for (int a = 0; a < W->mb.na; a++) gv += G[a] * W->vplus[W->mb.dof[a]];
-      c->corr += exact_gap(W, W->polyp, c) - (psi_used(c, h) + h * gv);
+      c->corr = exact_gap(W, W->polyp, c) - (c->psi + h * gv);
     }
     /* and a group still closed at q+ has its members' gaps lowered by what
      * is left: a solve with a compliance on the diagonal (the ladder of
@@ -1228,8 +1272,10 @@ static int recheck(const khzModel *m, khzData *d, pegWork *W, double h, int may_
         const pegContact *c = W->c + W->mem[g->first + j];
         best = fmax(best, exact_gap(W, W->polyp, c)), start = fmax(start, c->psi);
       }
+      /* what is left short of the group's goal, max >= -shift */
+      double shortfall = fmin(0, best + group_shift(W, g, h));
       if (best < -PEG_RECHECK_DEPTH && best < start)
-        for (int j = 0; j < g->count; j++) W->c[W->mem[g->first + j]].corr += best;
+        for (int j = 0; j < g->count; j++) W->c[W->mem[g->first + j]].corr += shortfall;
     }
   }
   if (placed && peg_model == KHZ_PEG_MODEL_PEG) {
@@ -1308,7 +1354,7 @@ int khz_pegStep(const khzModel *m, khzData *d, double h) {
            * done when every group keeps a gap open to PEG_RECHECK_DEPTH
            * and no feature pair without a constraint penetrates */
           khz_integratePos(m, W->qplus, d->q, W->vplus, h);
-          int ng = W->ng, nm = W->nm, nf = W->nf, added;
+          int ng = W->ng, nm = W->nm, nf = W->nf, nc = W->nc, added;
           double worst;
           int left = recheck(m, d, W, h, pass < PEG_PASSES - 1, &added, &worst);
           peg_stats.passes = pass + 1;
@@ -1331,7 +1377,20 @@ int khz_pegStep(const khzModel *m, khzData *d, double h) {
             peg_stats.added += added;
             peg_stats.contacts = W->nc, peg_stats.groups = W->ng, peg_stats.members = W->nm;
             ok = mass_blocks(m, d, W);
-            if (ok) rows(m, d, W);
+            if (ok) {
+              rows(m, d, W);
+              /* the added contacts start with the correction this pass
+               * measured (their exact gap at its q+, W->polyp, against
+               * their linearisation at q), as the others have it: else
+               * the next solve sees them linearised at q alone, which is
+               * what missed them */
+              for (int i = nc; i < W->nc; i++) {
+                const double *G = W->Gc + (size_t)i * W->mb.na;
+                double gv = 0;
+                for (int a = 0; a < W->mb.na; a++) gv += G[a] * W->vplus[W->mb.dof[a]];
+                W->c[i].corr = exact_gap(W, W->polyp, W->c + i) - (W->c[i].psi + h * gv);
+              }
+            }
           }
         }
         if (ok && best_worst < INFINITY) {
