@@ -615,7 +615,8 @@ static void test_libccd(void) {
   agreement("capsule-capsule", KHZ_GEOM_CAPSULE, cap, KHZ_GEOM_CAPSULE, cap2, 0, POSE_RANDOM, 300, 1e-2, 1e-9);
   agreement("box-convex mesh", KHZ_GEOM_BOX, box, KHZ_GEOM_MESH, box2, 1, POSE_RANDOM, 300, 1e-9, 1e-9);
   /* cylinders: the rim and the side are curved edges and faces; the normal
-   * comes from a search on the sphere (narrowphase.c, refine_normal) */
+   * comes from the closed form for a box (narrowphase.c, exact_normal) and
+   * from a search on the sphere for two cylinders (refine_normal) */
   double cyl[3] = {0.08, 0.1, 0}, cyl2[3] = {0.1, 0.06, 0};
   agreement("box-cylinder", KHZ_GEOM_BOX, box, KHZ_GEOM_CYLINDER, cyl, 0, POSE_RANDOM, 300, 1e-2, 1e-5);
   agreement("cylinder-cylinder", KHZ_GEOM_CYLINDER, cyl2, KHZ_GEOM_CYLINDER, cyl, 0, POSE_RANDOM, 300,

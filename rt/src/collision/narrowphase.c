@@ -641,7 +641,9 @@ static void facet_candidates(nsearch *ns, const khzColShape *s, double sign, con
  * circles normal to a box's axes and to a cylinder's axis (h_box(n) =
  * sum_k a_k |n.e_k|, h_cyl(n) = h |n.z| + r |n - (n.z) z|); a minimum on a
  * crease is found by trial steps along it, e x n, besides the ring of eight.
- * A local minimum (a resting face) is recognised by the first ring. */
+ * A local minimum (a resting face) is recognised by the first ring. A box
+ * against a cylinder takes the closed form instead (exact_normal, below);
+ * the search stays for cylinder-cylinder and cylinder-hull pairs. */
 #define KHZ_REFINE_STEP 0.25  /* largest trial angle (rad) */
 #define KHZ_REFINE_TOL 1e-6   /* last trial angle (rad): depth error ~ size * tol^2 */
 #define KHZ_REFINE_EVALS 600  /* overlap evaluations at most */
