@@ -433,6 +433,12 @@ extern const khzCollideFn khz_collideTable[KHZ_SHAPE_N][KHZ_SHAPE_N];
 /* adds a candidate point (keeps the deepest by sd when the buffer is full) */
 void khz_col_addPoint(khzColOut *o, const double p[3], double sd, int side, int feature);
 
+/* The least overlap h_B(n) + h_A(-n) of two bounded convex shapes over unit n
+ * (n towards A), from the best of the candidate axes: by the closed form of a
+ * box against a cylinder when exact != 0, otherwise (and for other pairs) by
+ * the pattern search; the direction into n. For tests. */
+double khz_col_leastOverlap(const khzColShape *a, const khzColShape *b, int exact, double n[3]);
+
 /* khz_collide as the step runs it: d->contact is left advanced past the
  * sleeping pairs (d->contact_shift of them) until khz_islandUpdate */
 int khz_collideStep(const khzModel *m, khzData *d);

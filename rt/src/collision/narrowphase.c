@@ -641,7 +641,9 @@ static void facet_candidates(nsearch *ns, const khzColShape *s, double sign, con
  * circles normal to a box's axes and to a cylinder's axis (h_box(n) =
  * sum_k a_k |n.e_k|, h_cyl(n) = h |n.z| + r |n - (n.z) z|); a minimum on a
  * crease is found by trial steps along it, e x n, besides the ring of eight.
- * A local minimum (a resting face) is recognised by the first ring. */
+ * A local minimum (a resting face) is recognised by the first ring. A box
+ * against a cylinder takes the closed form instead (exact_normal, below);
+ * the search stays for cylinder-cylinder and cylinder-hull pairs. */
 #define KHZ_REFINE_STEP 0.25  /* largest trial angle (rad) */
 #define KHZ_REFINE_TOL 1e-6   /* last trial angle (rad): depth error ~ size * tol^2 */
 #define KHZ_REFINE_EVALS 600  /* overlap evaluations at most */
@@ -657,9 +659,222 @@ static int crease_axes(const khzColShape *s, double (*ax)[3], int n) {
 
 static double refine_from(const nsearch *ns, double n[3]);
 
+/* ------------------------------------- exact least overlap, box-cylinder -- */
+
+/* The least overlap g(n) = h_B(n) + h_A(-n) of a box and a cylinder, in
+ * closed form up to one root per arc (Minkowski-difference argument):
+ * where n crosses no crease (n.e_k != 0 for the box's axes e_k, n.z != 0
+ * and n != +-z for the cylinder's axis z) the supports are a box vertex v
+ * and a point of one rim, and g(n) = d.n + r |n - (n.z) z| with
+ * d = v - (the rim's centre): for a fixed direction u of n's part across z,
+ * g = A cos(a) + B sin(a) along the meridian n = cos(a) u + sin(a) z, whose
+ * only interior minimum is -sqrt(A^2 + B^2) <= 0. So a positive minimum of g
+ * (the penetration depth, the distance from the origin to the boundary of
+ * the Minkowski difference B - A) lies on a crease or at a pole: on one of
+ * the four great circles normal to e_0, e_1, e_2 and z (a box edge against
+ * a rim or a generator, a box vertex or edge against the side), or at +-z
+ * (the caps). On a circle n(phi) = cos(phi) p + sin(phi) q the creases of
+ * the other axes cut arcs on which g is smooth; its slope there is
+ * g'(phi) = n'.(s_B(n) - s_A(-n)) (the gradient of a support function is
+ * the support point), and each change of sign from - to + is a local
+ * minimum, found by the Illinois method. Face normals, edge-generator
+ * normals (e_k x z) are the arcs' ends, evaluated too. A negative minimum
+ * (apart) can also lie inside a region: a box vertex against a rim, whose
+ * direction is from the rim's closest point to the vertex. Every candidate
+ * is scored by g itself, an upper bound on the depth: the least of them is
+ * exact when the true minimiser is among them, and never above a search's
+ * result started from any of them. */
+#define KHZ_EXACT_ITERS 48      /* Illinois steps per root at most */
+#define KHZ_EXACT_TOL 1e-11     /* rad: a root's bracket this narrow is the root */
+#define KHZ_EXACT_INSIDE 1e-9   /* fraction of an arc inside its ends where g' is taken */
+
+typedef struct {
+  const nsearch *ns;
+  double f, n[3]; /* the least overlap so far and its direction */
+} exact_best;
+
+/* g(n) and the support difference s_B(n) - s_A(-n) */
+static double overlap_pt(const khzColShape *a, const khzColShape *b, const double n[3], double d[3]) {
+  double m[3] = {-n[0], -n[1], -n[2]}, pa[3], pb[3];
+  khz_shape_support(b, n, pb);
+  khz_shape_support(a, m, pa);
+  khzu_sub3(d, pb, pa);
+  return khzu_dot3(n, d);
+}
+
+static void exact_try(exact_best *e, const double cand[3]) {
+  double n[3], d[3];
+  khzu_copy3(n, cand);
+  if (khzu_normalize3(n) < KHZ_NO_DIRECTION) return;
+  double f = overlap_pt(e->ns->a, e->ns->b, n, d);
+  if (f < e->f) e->f = f, khzu_copy3(e->n, n);
+}
+
+static void circle_at(const double p[3], const double q[3], double phi, double n[3], double t[3]) {
+  double c = cos(phi), s = sin(phi);
+  for (int j = 0; j < 3; j++) n[j] = c * p[j] + s * q[j], t[j] = c * q[j] - s * p[j];
+}
+
+static double slope_at(const exact_best *e, const double p[3], const double q[3], double phi) {
+  double n[3], t[3], d[3];
+  circle_at(p, q, phi, n, t);
+  overlap_pt(e->ns->a, e->ns->b, n, d);
+  return khzu_dot3(t, d);
+}
+
+/* a local minimum of g on the circle between x0 and x1, where its slope
+ * goes from s0 < 0 to s1 > 0: Illinois (regula falsi halving the value at
+ * the end that stays) on g' */
+static void exact_root(exact_best *e, const double p[3], const double q[3], double x0, double s0,
+                       double x1, double s1) {
+  double a = x0, fa = s0, b = x1, fb = s1, x = 0.5 * (a + b), n[3], t[3];
+  int last = 0;
+  for (int it = 0; it < KHZ_EXACT_ITERS && b - a > KHZ_EXACT_TOL; it++) {
+    double xn = (a * fb - b * fa) / (fb - fa);
+    if (!(xn > a && xn < b)) xn = 0.5 * (a + b);
+    if (fabs(xn - x) < KHZ_EXACT_TOL && it) { x = xn; break; }
+    x = xn;
+    double fx = slope_at(e, p, q, x);
+    if (fx < 0) {
+      a = x, fa = fx;
+      if (last < 0) fb *= 0.5;
+      last = -1;
+    } else if (fx > 0) {
+      b = x, fb = fx;
+      if (last > 0) fa *= 0.5;
+      last = 1;
+    } else {
+      break;
+    }
+  }
+  circle_at(p, q, x, n, t);
+  exact_try(e, n);
+}
+
+/* the local minima of g on the great circle normal to w, away from its
+ * creases (those points are exact_normal's own candidates); ax[nax] the
+ * crease axes, cyl[ncyl] the cylinders' axes */
+static void exact_circle(exact_best *e, const double w[3], const double (*ax)[3], int nax,
+                         const double (*cyl)[3], int ncyl) {
+  double p[3], q[3], brk[6 * 8], lo_x[6 * 8], lo_s[6 * 8], hi_x[6 * 8], hi_s[6 * 8];
+  int kink[6 * 8], nb = 0;
+  khzu_orthogonal(p, w);
+  khzu_cross(q, w, p);
+  /* arc ends: the other creases (n.x = 0, kinks of g), and the points
+   * nearest a cylinder's poles (smooth unless the circle passes through the
+   * pole; they split the arc where g may have two minima) */
+  for (int j = 0; j < nax + ncyl; j++) {
+    const double *x = j < nax ? ax[j] : cyl[j - nax];
+    double cp = khzu_dot3(p, x), cq = khzu_dot3(q, x);
+    if (hypot(cp, cq) < KHZ_CREASE_SIN) continue; /* this circle's own axis */
+    double phi = j < nax ? atan2(-cp, cq) : atan2(cq, cp);
+    if (phi < 0) phi += M_PI;
+    if (phi >= M_PI) phi -= M_PI;
+    kink[nb] = kink[nb + 1] = j < nax;
+    brk[nb++] = phi, brk[nb++] = phi + M_PI;
+    if (j < nax) continue;
+    /* the circle passes the pole at the angle c = |w.z| (small c: g's
+     * cylinder term r sqrt(sin^2 + c^2 cos^2) of the angle from the nearest
+     * point turns from a slope -r to +r within about c of it, where the
+     * minimum next to the pole lies, and the rest of g bends only over angles
+     * of order 1): splits at sqrt(c) on either side part the two */
+    double sc = fmin(sqrt(fabs(khzu_dot3(w, x))), 0.25 * M_PI);
+    for (int side = 0; side < 4; side++) {
+      double v = (side < 2 ? phi : phi + M_PI) + (side & 1 ? sc : -sc);
+      kink[nb] = 0, brk[nb++] = v < 0 ? v + 2 * M_PI : v >= 2 * M_PI ? v - 2 * M_PI : v;
+    }
+  }
+  if (!nb) kink[nb] = 0, brk[nb++] = 0;
+  for (int i = 1; i < nb; i++) /* insertion sort */
+    for (int k = i; k > 0 && brk[k] < brk[k - 1]; k--) {
+      double tb = brk[k];
+      int tk = kink[k];
+      brk[k] = brk[k - 1], kink[k] = kink[k - 1];
+      brk[k - 1] = tb, kink[k - 1] = tk;
+    }
+  /* g's slope at both ends of each arc: at a smooth end the slope there
+   * (shared with the next arc), at a kink just inside; a change of sign from
+   * - to + brackets a minimum */
+  for (int i = 0; i < nb; i++) {
+    int k = i ? i - 1 : nb - 1;
+    if (kink[i]) {
+      double before = i ? brk[i] - brk[k] : brk[0] + 2 * M_PI - brk[k];
+      double after = (i + 1 < nb ? brk[i + 1] : brk[0] + 2 * M_PI) - brk[i];
+      lo_x[i] = brk[i] + KHZ_EXACT_INSIDE * after, hi_x[k] = brk[i] - KHZ_EXACT_INSIDE * before;
+      lo_s[i] = slope_at(e, p, q, lo_x[i]);
+      hi_s[k] = slope_at(e, p, q, hi_x[k]);
+    } else {
+      lo_x[i] = hi_x[k] = brk[i];
+      lo_s[i] = hi_s[k] = slope_at(e, p, q, brk[i]);
+    }
+  }
+  for (int i = 0; i < nb; i++) {
+    double hi = hi_x[i] < lo_x[i] ? hi_x[i] + 2 * M_PI : hi_x[i];
+    if (lo_s[i] < 0 && hi_s[i] > 0 && hi - lo_x[i] > KHZ_EXACT_TOL) exact_root(e, p, q, lo_x[i], lo_s[i], hi, hi_s[i]);
+  }
+}
+
+/* a box against a cylinder (either way round): the least overlap over the
+ * candidates above and the searches' own starts; 0 for other pairs */
+static int exact_normal(nsearch *ns) {
+  const khzColShape *a = ns->a, *b = ns->b;
+  const khzColShape *box = a->shape == KHZ_SHAPE_BOX ? a : b, *cyl = box == a ? b : a;
+  if (box->shape != KHZ_SHAPE_BOX || cyl->shape != KHZ_SHAPE_CYLINDER) return 0;
+  exact_best e = {ns, DBL_MAX, {0, 0, 1}};
+  double ax[4][3], z[1][3];
+  crease_axes(box, ax, 0);
+  axis_z(cyl, z[0]);
+  exact_try(&e, ns->n);
+  if (ns->have2) exact_try(&e, ns->n2);
+  exact_try(&e, z[0]);
+  double mz[3] = {-z[0][0], -z[0][1], -z[0][2]};
+  exact_try(&e, mz);
+  /* the creases' crossings: the box's face normals, and a box edge against
+   * a generator (e_k x z) */
+  for (int k = 0; k < 3; k++) {
+    double c[3];
+    exact_try(&e, ax[k]);
+    khzu_scl3(c, ax[k], -1);
+    exact_try(&e, c);
+    khzu_cross(c, ax[k], z[0]);
+    if (khzu_normalize3(c) < KHZ_CREASE_SIN) continue;
+    exact_try(&e, c);
+    khzu_scl3(c, c, -1);
+    exact_try(&e, c);
+  }
+  khzu_copy3(ax[3], z[0]);
+  for (int k = 0; k < 4; k++) exact_circle(&e, ax[k], ax, 3, z, k < 3 ? 1 : 0);
+  if (ns->until_apart && e.f > 0) {
+    /* apart along the line from a rim's closest point to a box vertex (n
+     * points towards A) */
+    double sgn = box == a ? 1 : -1;
+    for (int i = 0; i < 8 && e.f > 0; i++) {
+      double lv[3] = {i & 1 ? box->size[0] : -box->size[0], i & 2 ? box->size[1] : -box->size[1],
+                      i & 4 ? box->size[2] : -box->size[2]}, v[3];
+      khz_shape_toWorld(box, lv, v);
+      for (int rim = 0; rim < 2; rim++) {
+        double c[3], r[3], cand[3];
+        khzu_addScl3(c, cyl->pos, z[0], rim ? cyl->size[1] : -cyl->size[1]);
+        khzu_sub3(r, v, c);
+        khzu_addScl3(r, r, z[0], -khzu_dot3(r, z[0]));
+        if (khzu_normalize3(r) < KHZ_NO_DIRECTION) continue;
+        khzu_addScl3(c, c, r, cyl->size[0]);
+        khzu_sub3(cand, v, c);
+        khzu_scl3(cand, cand, sgn);
+        exact_try(&e, cand);
+      }
+    }
+  }
+  khzu_copy3(ns->n, e.n);
+  ns->best = e.f;
+  return 1;
+}
+
+
 /* from the best candidate and from the best one in another direction (two
  * cylinders have minima in several basins) */
 static void refine_normal(nsearch *ns) {
+  if (exact_normal(ns)) return;
   double n[3], f;
   khzu_copy3(n, ns->n);
   f = refine_from(ns, n);
@@ -779,6 +994,32 @@ static int rims_convex(const khzColShape *a, const khzColShape *b, khzColOut *o,
   rim_points(a, b, 0, ns.n, o);
   rim_points(b, a, 1, ns.n, o);
   return set_depths(a, b, o, ns.n) > 0;
+}
+
+/* the least overlap of a bounded convex pair from rim_candidates' best
+ * axes, by the exact form where there is one (exact != 0) or by the pattern
+ * search (tests compare the two) */
+double khz_col_leastOverlap(const khzColShape *a, const khzColShape *b, int exact, double n[3]) {
+  double scale = a->scale + b->scale;
+  khzColOut o = {0};
+  nsearch ns = {a, b, &o, 0, {0, 0, 1}, KHZ_EQ4_TIE * scale, 0, 1, 0, {0, 0, 1}, 0, 0};
+  rim_candidates(&ns);
+  ns.until_apart = 1;
+  if (!exact || !exact_normal(&ns)) {
+    double n1[3], f = 0;
+    khzu_copy3(n1, ns.n);
+    f = refine_from(&ns, n1);
+    if (ns.have2) {
+      double n2[3];
+      khzu_copy3(n2, ns.n2);
+      double f2 = refine_from(&ns, n2);
+      if (f2 < f) f = f2, khzu_copy3(n1, n2);
+    }
+    khzu_copy3(ns.n, n1);
+    ns.best = f;
+  }
+  khzu_copy3(n, ns.n);
+  return ns.best;
 }
 
 /* eq. 4 for two convex shapes without a plane: fast path, then the facets
