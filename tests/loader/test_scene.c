@@ -730,7 +730,7 @@ static void test_mjcf_robot(void) {
        "key 'objects[0].shape': unknown shape 'cone': it must be one of box, sphere, cylinder, "
        "capsule, mesh, plane"},
       {"khz_scene: 1\nintegrator: rk2\n",
-       "key 'integrator': unknown integrator rk2: it must be one of rk4, euler"},
+       "key 'integrator': unknown integrator 'rk2': it must be one of rk4, euler"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     khzScene t;
