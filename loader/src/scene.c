@@ -397,7 +397,10 @@ static int khz_get_plane_orientation(khzSceneReader *r, const yaml_node_t *n, co
     }
     if (khz_get_vec(r, v, kp, normal, 3)) return -1;
     double len = sqrt(normal[0] * normal[0] + normal[1] * normal[1] + normal[2] * normal[2]);
-    if (!(len > 1e-9)) return khz_scene_fail(r, v, kp, "normal of zero length: give the plane's up direction, e.g. [0, 0, 1]");
+    if (!(len > 1e-9)) {
+      return khz_scene_fail(r, v, kp,
+                            "normal of zero length: give the plane's up direction, e.g. [0, 0, 1]");
+    }
     for (int k = 0; k < 3; k++) normal[k] /= len;
     khz_normal2quat(normal, quat);
     return 0;
@@ -505,7 +508,8 @@ static int khz_scene_contact(khzSceneReader *r, const yaml_node_t *n, khzContact
     if (strcmp(rule, "sum") == 0) c->gain_mass = KHZ_GAIN_MASS_SUM;
     else if (strcmp(rule, "reduced") == 0) c->gain_mass = KHZ_GAIN_MASS_REDUCED;
     else if (strcmp(rule, "effective") == 0) c->gain_mass = KHZ_GAIN_MASS_EFFECTIVE;
-    else return khz_scene_fail(r, v, "contact.gain_mass", "unknown rule '%s': it must be one of sum, reduced, effective", rule);
+    else return khz_scene_fail(r, v, "contact.gain_mass",
+                               "unknown rule '%s': it must be one of sum, reduced, effective", rule);
   }
   /* the LCP method's friction cone */
   if ((v = khz_find(r, n, "friction_directions"))) {
@@ -1042,7 +1046,10 @@ static int khz_scene_plane(khzSceneReader *r, const yaml_node_t *n, const char *
   khz_keypath(kp, path, "fixed");
   if ((v = khz_find(r, n, "fixed"))) {
     if (khz_get_bool(r, v, kp, &fixed)) return -1;
-    if (!fixed) return khz_scene_fail(r, v, kp, "a plane is always fixed (static): remove fixed or set it true");
+    if (!fixed) {
+      return khz_scene_fail(r, v, kp,
+                            "a plane is always fixed (static): remove fixed or set it true");
+    }
   }
   khz_spec_defaultBody(&b);
   khz_spec_defaultGeom(&g);
@@ -1390,7 +1397,10 @@ static int khz_scene_sensor(khzSceneReader *r, const yaml_node_t *n, int index, 
     return khz_scene_fail(r, res, path, "give counts_per_rev or resolution, not both: remove one");
   if (cpr) {
     khz_keypath(kp, path, "counts_per_rev");
-    if (!joint) return khz_scene_fail(r, cpr, kp, "only an encoder has counts per revolution: use resolution");
+    if (!joint) {
+      return khz_scene_fail(r, cpr, kp,
+                            "only an encoder has counts per revolution: use resolution");
+    }
     if (khz_get_range(r, cpr, kp, &x, 1, 0, 1e12, 0, "1 to 1e12")) return -1;
     o->noise.resolution = 2 * M_PI / x;
   }
@@ -1501,7 +1511,7 @@ static int khz_scene_fault(khzSceneReader *r, const yaml_node_t *n, int index, k
   yaml_node_t *push = khz_find(r, n, "push"), *target = khz_find(r, n, "target");
   if (!push == !target)
     return khz_scene_fail(r, n, path, "give either target and fault, or push (a body) and force: "
-                          "not both, and not neither");
+                          "exactly one of target and push");
   if (push) {
     khz_keypath(kp, path, "push");
     if (khz_get_string(r, push, kp, name, sizeof name)) return -1;
@@ -1584,7 +1594,9 @@ static int khz_scene_hil(khzSceneReader *r, const yaml_node_t *n, khzScene *s) {
   if ((v = khz_find(r, n, "seed"))) {
     double x = 0;
     if (khz_get_range(r, v, "hil.seed", &x, 0, 0, 9007199254740992.0, 0, "0 to 2^53")) return -1;
-    if (x != floor(x)) return khz_scene_fail(r, v, "hil.seed", "%g is not a whole number: give an integer", x);
+    if (x != floor(x)) {
+      return khz_scene_fail(r, v, "hil.seed", "%g is not a whole number: give an integer", x);
+    }
     s->hil.seed = (uint64_t)x;
   }
   if ((v = khz_find(r, n, "sensors")) &&
