@@ -102,7 +102,7 @@ static int khz_expected(khzSceneReader *r, const yaml_node_t *n, const char *key
                         const char *what) {
   char got[64];
   khz_describe(n, got, sizeof got);
-  return khz_scene_fail(r, n, key, "expected %s, got %s", what, got);
+  return khz_scene_fail(r, n, key, "expected %s, got %s: write %s", what, got, what);
 }
 
 /* child key path: "parent.key" or "key" */
@@ -123,7 +123,7 @@ static int khz_check_keys(khzSceneReader *r, const yaml_node_t *n, const char *p
     yaml_node_t *k = khz_node(r, p->key);
     char kp[KHZ_KEY_MAX];
     if (k->type != YAML_SCALAR_NODE) {
-      return khz_scene_fail(r, k, path, "a key must be a plain name, got %s",
+      return khz_scene_fail(r, k, path, "a key must be a plain name, got %s: write 'name: value'",
                             k->type == YAML_MAPPING_NODE ? "a mapping" : "a list");
     }
     khz_keypath(kp, path, khz_scalar(k));
@@ -137,7 +137,7 @@ static int khz_check_keys(khzSceneReader *r, const yaml_node_t *n, const char *p
       for (int i = 0; allowed[i] && len < sizeof list; i++) {
         len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", allowed[i]);
       }
-      return khz_scene_fail(r, k, kp, "unknown key (expected one of: %s)", list);
+      return khz_scene_fail(r, k, kp, "unknown key: use one of %s, or remove it", list);
     }
 
     /* given once? */
@@ -165,8 +165,13 @@ static yaml_node_t *khz_find(khzSceneReader *r, const yaml_node_t *n, const char
 
 /* a finite number written as a plain (unquoted) scalar */
 static int khz_get_number(khzSceneReader *r, const yaml_node_t *n, const char *key, double *out) {
-  if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE ||
-      n->data.scalar.length == 0) {
+  if (n->type == YAML_SCALAR_NODE && n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE) {
+    char got[64];
+    khz_describe(n, got, sizeof got);
+    return khz_scene_fail(r, n, key, "expected a number, got the quoted string %s: write the "
+                          "number without quotes", got);
+  }
+  if (n->type != YAML_SCALAR_NODE || n->data.scalar.length == 0) {
     return khz_expected(r, n, key, "a number");
   }
   const char *s = khz_scalar(n);
@@ -215,7 +220,8 @@ static int khz_get_string(khzSceneReader *r, const yaml_node_t *n, const char *k
     return khz_expected(r, n, key, "a non-empty string");
   }
   if (n->data.scalar.length >= outsz || strlen(khz_scalar(n)) != n->data.scalar.length) {
-    return khz_scene_fail(r, n, key, "string too long (at most %zu characters)", outsz - 1);
+    return khz_scene_fail(r, n, key, "string too long: shorten it to at most %zu characters",
+                          outsz - 1);
   }
   memcpy(out, khz_scalar(n), n->data.scalar.length + 1);
   return 0;
@@ -229,12 +235,17 @@ static int khz_get_vec(khzSceneReader *r, const yaml_node_t *n, const char *key,
   if (n->type != YAML_SEQUENCE_NODE) return khz_expected(r, n, key, what);
   long count = n->data.sequence.items.top - n->data.sequence.items.start;
   if (count != len) {
-    return khz_scene_fail(r, n, key, "expected %s, got %ld", what, count);
+    char form[64] = "[";
+    for (int i = 0; i < len && i < 8; i++) {
+      snprintf(form + strlen(form), sizeof form - strlen(form), "%sx%d", i ? ", " : "", i + 1);
+    }
+    strcat(form, "]");
+    return khz_scene_fail(r, n, key, "expected %s, got %ld: write it as %s", what, count, form);
   }
   for (int i = 0; i < len; i++) {
     yaml_node_t *e = khz_node(r, n->data.sequence.items.start[i]);
     char kp[KHZ_KEY_MAX];
-    snprintf(kp, sizeof kp, "%s[%d]", key, i);
+    if (snprintf(kp, sizeof kp, "%s[%d]", key, i) >= (int)sizeof kp) kp[sizeof kp - 1] = 0;
     if (khz_get_number(r, e, kp, &out[i])) return -1;
   }
   return 0;
@@ -280,7 +291,7 @@ static int khz_get_orientation(khzSceneReader *r, const yaml_node_t *n, const ch
   quat[1] = quat[2] = quat[3] = 0;
   if (rpy && q) {
     khz_keypath(kp, path, "quat");
-    return khz_scene_fail(r, q, kp, "give either rpy or quat, not both");
+    return khz_scene_fail(r, q, kp, "give either rpy or quat, not both: remove one");
   }
   if (rpy) {
     double v[3];
@@ -319,7 +330,8 @@ static int khz_get_rgba(khzSceneReader *r, const yaml_node_t *n, const char *key
   if (khz_get_vec(r, n, key, rgba, 4)) return -1;
   for (int i = 0; i < 4; i++) {
     if (rgba[i] < 0 || rgba[i] > 1) {
-      return khz_scene_fail(r, n, key, "component %d = %g is outside [0, 1]", i, rgba[i]);
+      return khz_scene_fail(r, n, key, "component %d = %g is outside [0, 1]: give red, green, blue, "
+                            "alpha each from 0 to 1", i, rgba[i]);
     }
   }
   return 0;
@@ -381,11 +393,14 @@ static int khz_get_plane_orientation(khzSceneReader *r, const yaml_node_t *n, co
   if (v) {
     yaml_node_t *other = khz_find(r, n, "rpy") ? khz_find(r, n, "rpy") : khz_find(r, n, "quat");
     if (other) {
-      return khz_scene_fail(r, v, kp, "give either normal or rpy / quat, not both");
+      return khz_scene_fail(r, v, kp, "give either normal or rpy / quat, not both: remove one");
     }
     if (khz_get_vec(r, v, kp, normal, 3)) return -1;
     double len = sqrt(normal[0] * normal[0] + normal[1] * normal[1] + normal[2] * normal[2]);
-    if (!(len > 1e-9)) return khz_scene_fail(r, v, kp, "normal of zero length");
+    if (!(len > 1e-9)) {
+      return khz_scene_fail(r, v, kp,
+                            "normal of zero length: give the plane's up direction, e.g. [0, 0, 1]");
+    }
     for (int k = 0; k < 3; k++) normal[k] /= len;
     khz_normal2quat(normal, quat);
     return 0;
@@ -418,7 +433,7 @@ static int khz_scene_ground(khzSceneReader *r, const yaml_node_t *n, khzScene *s
   }
   if ((v = khz_find(r, n, "pos"))) {
     if (khz_find(r, n, "height")) {
-      return khz_scene_fail(r, v, "ground.pos", "give either height or pos, not both");
+      return khz_scene_fail(r, v, "ground.pos", "give either height or pos, not both: remove one");
     }
     if (khz_get_vec(r, v, "ground.pos", pos, 3)) return -1;
   }
@@ -452,7 +467,8 @@ static int khz_scene_contact(khzSceneReader *r, const yaml_node_t *n, khzContact
     int id = khz_contactMethodFromName(method);
     if (id < 0) {
       return khz_scene_fail(r, v, "contact.method",
-                            "unknown method '%s' (accepted: none, penalty, deepest, lcp, peg)", method);
+                            "unknown method '%s': it must be one of none, penalty, deepest, lcp, peg",
+                            method);
     }
     c->method = (khzContactMethod)id;
   }
@@ -492,13 +508,15 @@ static int khz_scene_contact(khzSceneReader *r, const yaml_node_t *n, khzContact
     if (strcmp(rule, "sum") == 0) c->gain_mass = KHZ_GAIN_MASS_SUM;
     else if (strcmp(rule, "reduced") == 0) c->gain_mass = KHZ_GAIN_MASS_REDUCED;
     else if (strcmp(rule, "effective") == 0) c->gain_mass = KHZ_GAIN_MASS_EFFECTIVE;
-    else return khz_scene_fail(r, v, "contact.gain_mass", "unknown rule '%s' (accepted: sum, reduced, effective)", rule);
+    else return khz_scene_fail(r, v, "contact.gain_mass",
+                               "unknown rule '%s': it must be one of sum, reduced, effective", rule);
   }
   /* the LCP method's friction cone */
   if ((v = khz_find(r, n, "friction_directions"))) {
-    double x;
+    double x = 0;
     if (khz_get_range(r, v, "contact.friction_directions", &x, 4, 0, 8, 0, "4 or 8")) return -1;
-    if (x != 4 && x != 8) return khz_scene_fail(r, v, "contact.friction_directions", "must be 4 or 8");
+    if (x != 4 && x != 8) return khz_scene_fail(r, v, "contact.friction_directions",
+                                         "%g is neither 4 nor 8: give 4 or 8", x);
     c->friction_directions = (int)x;
   }
   /* capacities */
@@ -507,7 +525,7 @@ static int khz_scene_contact(khzSceneReader *r, const yaml_node_t *n, khzContact
     int *out;
   } caps[] = {{"max_pairs", &c->max_pairs}, {"max_points", &c->max_points}};
   for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
-    double x;
+    double x = 0;
     khz_keypath(kp, "contact", caps[i].key);
     if ((v = khz_find(r, n, caps[i].key))) {
       if (khz_get_range(r, v, kp, &x, 1, 0, 1e6, 0, "1 to 1000000")) return -1;
@@ -567,8 +585,8 @@ static int khz_scene_experiment(khzSceneReader *r, const yaml_node_t *n, khzExpe
     if (strcmp(kinds[i].kind, e->kind) == 0) k = (int)i;
   if (k < 0) {
     return khz_scene_fail(r, v, "experiment.kind",
-                          "unknown kind '%s' (accepted: block_penetration, block_forces, pile, "
-                          "robot, stack, arm_push, st_rod, st_balls)",
+                          "unknown kind '%s': it must be one of block_penetration, block_forces, "
+                          "pile, robot, stack, arm_push, st_rod, st_balls",
                           e->kind);
   }
   /* allowed keys: kind, body and the kind's parameters */
@@ -582,7 +600,8 @@ static int khz_scene_experiment(khzSceneReader *r, const yaml_node_t *n, khzExpe
   if ((v = khz_find(r, n, "body"))) {
     if (khz_get_string(r, v, "experiment.body", e->body, sizeof e->body)) return -1;
   } else if (kinds[k].needs_body) {
-    return khz_scene_fail(r, n, "experiment.body", "required key missing: add it to this entry (the body to act on)");
+    return khz_scene_fail(r, n, "experiment.body", "required key missing: add it to this entry (the body to act on, one "
+                          "declared under objects:)");
   }
   e->nparam = 0;
   for (int i = 0; kinds[k].params[i]; i++) {
@@ -637,14 +656,15 @@ static int khz_scene_q0(khzSceneReader *r, const yaml_node_t *n, const char *pat
         len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", len ? ", " : "",
                                 c->joint_name + plen);
       }
-      return khz_scene_fail(r, k, kp, "no joint '%s' in this robot (joints: %s)", khz_scalar(k),
-                            list[0] ? list : "none");
+      return khz_scene_fail(r, k, kp, "no joint '%s' in this robot: %s%s", khz_scalar(k),
+                            list[0] ? "use one of " : "it has no movable joints; remove it",
+                            list);
     }
     if (b->joint_type != KHZ_JOINT_REVOLUTE && b->joint_type != KHZ_JOINT_CONTINUOUS &&
         b->joint_type != KHZ_JOINT_PRISMATIC) {
       return khz_scene_fail(r, k, kp,
                             "joint '%s' is %s; %s sets only revolute, continuous and prismatic "
-                            "joints",
+                            "joints: remove it",
                             khz_scalar(k), khz_jointTypeName(b->joint_type), what);
     }
 
@@ -749,7 +769,8 @@ static int khz_scene_mjcf(khzSceneReader *r, const yaml_node_t *n, const char *p
     if ((v = khz_find(r, n, not_mjcf[i]))) {
       khz_keypath(kp, path, not_mjcf[i]);
       return khz_scene_fail(r, v, kp,
-                            "only for a URDF robot (an MJCF model has its own joints and files)");
+                            "only for a URDF robot (an MJCF model has its own joints and files): "
+                            "remove it");
     }
   if ((v = khz_find(r, n, "base"))) {
     static const char *const base_keys[] = {"pos", "rpy", "quat", NULL};
@@ -769,7 +790,7 @@ static int khz_scene_mjcf(khzSceneReader *r, const yaml_node_t *n, const char *p
   char tried[1024], merr[1024];
   khz_keypath(kp, path, "mjcf");
   if (khz_resolve_path(file, sizeof file, given, r->basedir, NULL, tried, sizeof tried))
-    return khz_scene_fail(r, mjcf_node, kp, "MJCF file '%s' not found (tried: %s)", given, tried);
+    return khz_scene_fail(r, mjcf_node, kp, "MJCF file '%s' not found (tried: %s): check the path", given, tried);
   int nb0 = khz_spec_nbody(s->spec), ng0 = khz_spec_ngeom(s->spec);
   khzMjcfInfo info;
   opt.info = &info;
@@ -831,7 +852,7 @@ static int khz_scene_robot(khzSceneReader *r, const yaml_node_t *n, int index, k
   if (khz_find(r, n, "mjcf")) {
     if (khz_find(r, n, "urdf")) {
       khz_keypath(kp, path, "mjcf");
-      return khz_scene_fail(r, khz_find(r, n, "mjcf"), kp, "give urdf or mjcf, not both");
+      return khz_scene_fail(r, khz_find(r, n, "mjcf"), kp, "give urdf or mjcf, not both: remove one");
     }
     return khz_scene_mjcf(r, n, path, s, index, prefix);
   }
@@ -842,7 +863,7 @@ static int khz_scene_robot(khzSceneReader *r, const yaml_node_t *n, int index, k
   yaml_node_t *urdf_node = v;
   khz_keypath(kp, path, "keyframe");
   if ((v = khz_find(r, n, "keyframe")))
-    return khz_scene_fail(r, v, kp, "only for an MJCF model (mjcf:)");
+    return khz_scene_fail(r, v, kp, "only for an MJCF model (mjcf:): remove it");
 
   /* optional: package_path, base, floating_base */
   khz_keypath(kp, path, "package_path");
@@ -864,8 +885,8 @@ static int khz_scene_robot(khzSceneReader *r, const yaml_node_t *n, int index, k
     char bp[KHZ_KEY_MAX];
     khz_keypath(bp, path, "base");
     if (khz_get_velocity(r, v, bp, opt.floating_base,
-                         "only for a floating base (floating_base: true); a welded base does not "
-                         "move",
+                         "only for a floating base: a welded base does not move; remove it or "
+                         "set floating_base: true",
                          opt.base_quat, base_qd0)) {
       return -1;
     }
@@ -894,14 +915,15 @@ static int khz_scene_robot(khzSceneReader *r, const yaml_node_t *n, int index, k
         len += (size_t)snprintf(list + len, sizeof list - len, "%s%s%s", i ? ", " : "",
                                 KHZ_EMBEDDED_PREFIX, khz_embedded_files[i].name);
       }
-      return khz_scene_fail(r, urdf_node, kp, "no embedded file '%s' (embedded: %s)", urdf, list);
+      return khz_scene_fail(r, urdf_node, kp, "no embedded file '%s': use one of %s", urdf, list);
     }
     root = khz_loadURDFString(s->spec, text, urdf, NULL, &opt, uerr, sizeof uerr);
   } else {
     char file[KHZ_PATH_MAX], tried[1024];
     if (khz_resolve_path(file, sizeof file, urdf, r->basedir, opt.package_path, tried,
                          sizeof tried)) {
-      return khz_scene_fail(r, urdf_node, kp, "URDF file '%s' not found (tried: %s)", urdf, tried);
+      return khz_scene_fail(r, urdf_node, kp, "URDF file '%s' not found (tried: %s): check the path, or "
+                            "set package_path for package:// names", urdf, tried);
     }
     root = khz_loadURDF(s->spec, file, &opt, uerr, sizeof uerr);
   }
@@ -1017,14 +1039,17 @@ static int khz_scene_plane(khzSceneReader *r, const yaml_node_t *n, const char *
   for (int i = 0; not_for_plane[i]; i++) {
     if ((v = khz_find(r, n, not_for_plane[i]))) {
       khz_keypath(kp, path, not_for_plane[i]);
-      return khz_scene_fail(r, v, kp, "not used by shape plane (a static half-space)");
+      return khz_scene_fail(r, v, kp, "not used by shape plane (a static half-space): remove it");
     }
   }
   int fixed = 1;
   khz_keypath(kp, path, "fixed");
   if ((v = khz_find(r, n, "fixed"))) {
     if (khz_get_bool(r, v, kp, &fixed)) return -1;
-    if (!fixed) return khz_scene_fail(r, v, kp, "a plane is always fixed (static)");
+    if (!fixed) {
+      return khz_scene_fail(r, v, kp,
+                            "a plane is always fixed (static): remove fixed or set it true");
+    }
   }
   khz_spec_defaultBody(&b);
   khz_spec_defaultGeom(&g);
@@ -1089,14 +1114,14 @@ static int khz_scene_object(khzSceneReader *r, const yaml_node_t *n, int index, 
   }
   if (si < 0) {
     return khz_scene_fail(
-        r, v, kp, "unknown shape '%s' (accepted: box, sphere, cylinder, capsule, mesh, plane)",
+        r, v, kp, "unknown shape '%s': it must be one of box, sphere, cylinder, capsule, mesh, plane",
         shape);
   }
   g.type = shapes[si].type;
   if (g.type == KHZ_GEOM_PLANE) return khz_scene_plane(r, n, path, name, s);
   if ((v = khz_find(r, n, "normal"))) {
     khz_keypath(kp, path, "normal");
-    return khz_scene_fail(r, v, kp, "only for shape plane (use rpy or quat)");
+    return khz_scene_fail(r, v, kp, "only for shape plane: use rpy or quat instead");
   }
 
   /* size of a primitive: every entry > 0 */
@@ -1109,15 +1134,15 @@ static int khz_scene_object(khzSceneReader *r, const yaml_node_t *n, int index, 
     if (khz_get_vec(r, v, kp, g.size, shapes[si].nsize)) return -1;
     for (int i = 0; i < shapes[si].nsize; i++) {
       if (!(g.size[i] > 0)) {
-        return khz_scene_fail(r, v, kp, "every entry must be > 0 (%s: %s), got %g", shape,
-                              shapes[si].size_doc, g.size[i]);
+        return khz_scene_fail(r, v, kp, "entry %d = %g: every entry must be > 0 (%s: %s)", i,
+                              g.size[i], shape, shapes[si].size_doc);
       }
     }
     const char *mesh_only[] = {"file", "scale", "convex"};
     for (int i = 0; i < 3; i++) {
       if ((v = khz_find(r, n, mesh_only[i]))) {
         khz_keypath(kp, path, mesh_only[i]);
-        return khz_scene_fail(r, v, kp, "only for shape mesh");
+        return khz_scene_fail(r, v, kp, "only for shape mesh: remove it");
       }
     }
   } else {
@@ -1125,20 +1150,22 @@ static int khz_scene_object(khzSceneReader *r, const yaml_node_t *n, int index, 
     char file[KHZ_PATH_MAX], tried[1024];
     if ((v = khz_find(r, n, "size"))) {
       khz_keypath(kp, path, "size");
-      return khz_scene_fail(r, v, kp, "not used by shape mesh (use file and scale)");
+      return khz_scene_fail(r, v, kp, "not used by shape mesh: remove it (use file and scale)");
     }
     khz_keypath(kp, path, "file");
     if (!(v = khz_find(r, n, "file"))) return khz_scene_fail(r, n, kp, "required key missing: add it to this entry");
     if (khz_get_string(r, v, kp, file, sizeof file)) return -1;
     if (khz_resolve_path(g.meshfile, sizeof g.meshfile, file, r->basedir, NULL, tried, sizeof tried)) {
-      return khz_scene_fail(r, v, kp, "mesh file '%s' not found (tried: %s)", file, tried);
+      return khz_scene_fail(r, v, kp, "mesh file '%s' not found (tried: %s): check the path (relative "
+                            "paths start at the scene file's folder)", file, tried);
     }
     g.size[0] = g.size[1] = g.size[2] = 1;
     khz_keypath(kp, path, "scale");
     if ((v = khz_find(r, n, "scale"))) {
       if (khz_get_vec(r, v, kp, g.size, 3)) return -1;
       for (int i = 0; i < 3; i++) {
-        if (!(g.size[i] > 0)) return khz_scene_fail(r, v, kp, "every entry must be > 0");
+        if (!(g.size[i] > 0))
+          return khz_scene_fail(r, v, kp, "got %g: every scale factor must be > 0", g.size[i]);
       }
     }
 
@@ -1164,7 +1191,9 @@ static int khz_scene_object(khzSceneReader *r, const yaml_node_t *n, int index, 
     if (!khz_inertia_ok(b.inertia)) {
       return khz_scene_fail(r, v, kp,
                             "[xx, yy, zz, xy, xz, yz] is not positive definite or breaks the "
-                            "triangle inequality");
+                            "triangle inequality: give a physical inertia (each of xx, yy, zz "
+                            "at most the sum of the other two), or leave it out on a primitive "
+                            "shape to get the solid's");
     }
   } else if (g.type == KHZ_GEOM_MESH) {
     return khz_scene_fail(r, n, kp,
@@ -1181,7 +1210,8 @@ static int khz_scene_object(khzSceneReader *r, const yaml_node_t *n, int index, 
   if ((v = khz_find(r, n, "fixed")) && khz_get_bool(r, v, kp, &fixed)) return -1;
   double qd0[6];
   if (khz_get_velocity(r, n, path, !fixed,
-                       "only for a free object (fixed: false); a welded object does not move",
+                       "only for a free object: a welded object does not move; remove it or "
+                       "set fixed: false",
                        quat, qd0)) {
     return -1;
   }
@@ -1227,7 +1257,8 @@ static int khz_scene_haptic(khzSceneReader *r, const yaml_node_t *n, int index, 
   snprintf(path, sizeof path, "haptics[%d]", index);
   if (khz_check_keys(r, n, path, keys)) return -1;
   if (s->nhaptic == KHZ_SCENE_MAX_HAPTIC) {
-    return khz_scene_fail(r, n, path, "at most %d haptic proxies", KHZ_SCENE_MAX_HAPTIC);
+    return khz_scene_fail(r, n, path, "at most %d haptic proxies: remove the extra ones",
+                          KHZ_SCENE_MAX_HAPTIC);
   }
   memset(&h, 0, sizeof h);
 
@@ -1263,9 +1294,10 @@ static int khz_scene_haptic(khzSceneReader *r, const yaml_node_t *n, int index, 
     if (*out[k] > 0 && !(*out[k + 1] > *out[k] * T / 2)) {
       khz_keypath(kp, path, gain[k + 1]);
       return khz_scene_fail(r, n, kp,
-                            "%g violates the passivity bound: %s must exceed %s * T / 2 = %g "
-                            "at rate_hz %g",
-                            *out[k + 1], gain[k + 1], gain[k], *out[k] * T / 2, s->rate_hz);
+                            "%g violates the passivity bound: raise %s above %s * T / 2 = %g "
+                            "at rate_hz %g, or lower %s",
+                            *out[k + 1], gain[k + 1], gain[k], *out[k] * T / 2, s->rate_hz,
+                            gain[k]);
     }
   }
   s->haptic[s->nhaptic++] = h;
@@ -1296,7 +1328,8 @@ static int khz_scene_sensor(khzSceneReader *r, const yaml_node_t *n, int index, 
   snprintf(path, sizeof path, "hil.sensors[%d]", index);
   if (khz_check_keys(r, n, path, keys)) return -1;
   if (s->hil.nsensor == KHZ_SCENE_MAX_SENSOR)
-    return khz_scene_fail(r, n, path, "at most %d sensors", KHZ_SCENE_MAX_SENSOR);
+    return khz_scene_fail(r, n, path, "at most %d sensors: remove the extra ones",
+                          KHZ_SCENE_MAX_SENSOR);
   khzSensorSpec *o = &s->hil.sensor[s->hil.nsensor];
   memset(o, 0, sizeof *o);
   o->divisor = 1;
@@ -1313,8 +1346,8 @@ static int khz_scene_sensor(khzSceneReader *r, const yaml_node_t *n, int index, 
   if (khz_get_string(r, v, kp, type, sizeof type)) return -1;
   if ((o->type = khz_sensorTypeFind(type)) < 0)
     return khz_scene_fail(r, v, kp,
-                          "unknown sensor type '%s' (accepted: encoder, gyro, accelerometer, "
-                          "force_torque, touch, joint_force_torque)",
+                          "unknown sensor type '%s': it must be one of encoder, gyro, "
+                          "accelerometer, force_torque, touch, joint_force_torque",
                           type);
 
   /* what it is on: an encoder's or a joint force-torque sensor's joint,
@@ -1326,24 +1359,27 @@ static int khz_scene_sensor(khzSceneReader *r, const yaml_node_t *n, int index, 
   if (!(v = khz_find(r, n, on))) return khz_scene_fail(r, n, kp, "required key missing: add it to this entry");
   if (khz_get_string(r, v, kp, name, sizeof name)) return -1;
   if ((o->object = khz_scene_findBody(s, name, joint)) < 0)
-    return khz_scene_fail(r, v, kp, "no %s named '%s' (a robot's are ROBOT/NAME: khz-sim info "
-                          "lists them)", on, name);
+    return khz_scene_fail(r, v, kp, "no %s named '%s': name %s (khz-sim info lists them)", on,
+                          name,
+                          joint ? "a robot's joint as ROBOT/JOINT"
+                                : "one of the scene's objects, or a robot's link as ROBOT/LINK");
   if (o->type == KHZ_SENSOR_JOINT_FT &&
       khz_spec_body(s->spec, o->object)->joint_type == KHZ_JOINT_FLOATING)
-    return khz_scene_fail(r, v, kp, "joint '%s' is a free joint: it transmits no force", name);
+    return khz_scene_fail(r, v, kp, "joint '%s' is a free joint: it transmits no force; name a "
+                          "joint between two bodies", name);
   if (o->type == KHZ_SENSOR_ENCODER) {
     int t = khz_spec_body(s->spec, o->object)->joint_type;
     if (t != KHZ_JOINT_REVOLUTE && t != KHZ_JOINT_CONTINUOUS && t != KHZ_JOINT_PRISMATIC)
       return khz_scene_fail(r, v, kp, "joint '%s' is not revolute or prismatic: an encoder reads "
-                            "a 1-dof joint", name);
+                            "a 1-dof joint; name a revolute or prismatic one", name);
   }
   if ((v = khz_find(r, n, joint ? "body" : "joint")))
-    return khz_scene_fail(r, v, path, "an %s sensor takes '%s', not '%s'", type, on,
+    return khz_scene_fail(r, v, path, "an %s sensor takes '%s', not '%s': rename the key", type, on,
                           joint ? "body" : "joint");
   khz_keypath(kp, path, "pos");
   if ((v = khz_find(r, n, "pos")) && khz_get_vec(r, v, kp, o->pos, 3)) return -1;
 
-  double x;
+  double x = 0;
   khz_keypath(kp, path, "rate_divisor");
   if ((v = khz_find(r, n, "rate_divisor"))) {
     if (khz_get_range(r, v, kp, &x, 1, 0, 1e6, 0, "1 to 1e6 ticks")) return -1;
@@ -1358,10 +1394,13 @@ static int khz_scene_sensor(khzSceneReader *r, const yaml_node_t *n, int index, 
   }
   yaml_node_t *cpr = khz_find(r, n, "counts_per_rev"), *res = khz_find(r, n, "resolution");
   if (cpr && res)
-    return khz_scene_fail(r, res, path, "give counts_per_rev or resolution, not both");
+    return khz_scene_fail(r, res, path, "give counts_per_rev or resolution, not both: remove one");
   if (cpr) {
     khz_keypath(kp, path, "counts_per_rev");
-    if (!joint) return khz_scene_fail(r, cpr, kp, "only an encoder has counts per revolution");
+    if (!joint) {
+      return khz_scene_fail(r, cpr, kp,
+                            "only an encoder has counts per revolution: use resolution");
+    }
     if (khz_get_range(r, cpr, kp, &x, 1, 0, 1e12, 0, "1 to 1e12")) return -1;
     o->noise.resolution = 2 * M_PI / x;
   }
@@ -1393,18 +1432,19 @@ static int khz_scene_drive(khzSceneReader *r, const yaml_node_t *n, int index, k
   snprintf(path, sizeof path, "hil.drives[%d]", index);
   if (khz_check_keys(r, n, path, keys)) return -1;
   if (s->hil.ndrive == KHZ_SCENE_MAX_DRIVE)
-    return khz_scene_fail(r, n, path, "at most %d drives", KHZ_SCENE_MAX_DRIVE);
+    return khz_scene_fail(r, n, path, "at most %d drives: remove the extra ones", KHZ_SCENE_MAX_DRIVE);
   khzDriveSpec *o = &s->hil.drive[s->hil.ndrive];
   memset(o, 0, sizeof *o);
   khz_keypath(kp, path, "joint");
   if (!(v = khz_find(r, n, "joint"))) return khz_scene_fail(r, n, kp, "required key missing: add it to this entry");
   if (khz_get_string(r, v, kp, o->joint, sizeof o->joint)) return -1;
   if ((o->body = khz_scene_findBody(s, o->joint, 1)) < 0)
-    return khz_scene_fail(r, v, kp, "no joint named '%s' (a robot's are ROBOT/JOINT: khz-sim info "
-                          "lists them)", o->joint);
+    return khz_scene_fail(r, v, kp, "no joint named '%s': name a robot's joint as ROBOT/JOINT "
+                          "(khz-sim info lists them)", o->joint);
   int t = khz_spec_body(s->spec, o->body)->joint_type;
   if (t != KHZ_JOINT_REVOLUTE && t != KHZ_JOINT_CONTINUOUS && t != KHZ_JOINT_PRISMATIC)
-    return khz_scene_fail(r, v, kp, "joint '%s' is not revolute or prismatic", o->joint);
+    return khz_scene_fail(r, v, kp, "joint '%s' is not revolute or prismatic: a drive moves a "
+                          "1-dof joint; name one", o->joint);
   for (int i = 0; i < s->hil.ndrive; i++)
     if (!strcmp(s->hil.drive[i].joint, o->joint))
       return khz_scene_fail(r, v, kp, "joint '%s' has two drives: keep one", o->joint);
@@ -1412,7 +1452,7 @@ static int khz_scene_drive(khzSceneReader *r, const yaml_node_t *n, int index, k
   if ((v = khz_find(r, n, "mode"))) {
     if (khz_get_string(r, v, kp, mode, sizeof mode)) return -1;
     if ((o->mode = khz_driveModeFind(mode)) < 0)
-      return khz_scene_fail(r, v, kp, "unknown drive mode '%s' (accepted: torque, position, velocity)",
+      return khz_scene_fail(r, v, kp, "unknown drive mode '%s': it must be one of torque, position, velocity",
                             mode);
   }
   static const char *const dk[] = {"kp", "kd", "max_torque", "stall_torque", "no_load_speed",
@@ -1427,15 +1467,18 @@ static int khz_scene_drive(khzSceneReader *r, const yaml_node_t *n, int index, k
   if (o->gear != 0 && o->gear < 1) {
     khz_keypath(kp, path, "gear");
     return khz_scene_fail(r, khz_find(r, n, "gear"), kp,
-                          "%g is below 1 (motor turns per joint turn)", o->gear);
+                          "%g is below 1 (motor turns per joint turn): give a ratio >= 1, "
+                          "or leave it out for a direct drive", o->gear);
   }
   if (o->stall_torque > 0 && !(o->no_load_speed > 0)) {
     khz_keypath(kp, path, "no_load_speed");
-    return khz_scene_fail(r, n, kp, "required with stall_torque (the motor's speed at no load)");
+    return khz_scene_fail(r, n, kp, "required with stall_torque (the motor's speed at no load): add it, "
+                          "or remove stall_torque");
   }
   if (o->mode != KHZ_DRIVE_TORQUE && o->kp == 0 && o->kd == 0) {
     khz_keypath(kp, path, "kp");
-    return khz_scene_fail(r, n, kp, "a %s drive needs its gains (kp, kd)", khz_driveModeName(o->mode));
+    return khz_scene_fail(r, n, kp, "a %s drive needs its gains: set kp and/or kd > 0, or use mode: torque",
+                          khz_driveModeName(o->mode));
   }
   s->hil.ndrive++;
   return 0;
@@ -1453,7 +1496,7 @@ static int khz_scene_fault(khzSceneReader *r, const yaml_node_t *n, int index, k
   snprintf(path, sizeof path, "hil.faults[%d]", index);
   if (khz_check_keys(r, n, path, keys)) return -1;
   if (s->hil.nfault == KHZ_SCENE_MAX_FAULT)
-    return khz_scene_fail(r, n, path, "at most %d fault events", KHZ_SCENE_MAX_FAULT);
+    return khz_scene_fail(r, n, path, "at most %d fault events: remove the extra ones", KHZ_SCENE_MAX_FAULT);
   khzFaultEvent *e = &s->hil.fault[s->hil.nfault];
   memset(e, 0, sizeof *e);
   khz_keypath(kp, path, "at");
@@ -1467,23 +1510,24 @@ static int khz_scene_fault(khzSceneReader *r, const yaml_node_t *n, int index, k
 
   yaml_node_t *push = khz_find(r, n, "push"), *target = khz_find(r, n, "target");
   if (!push == !target)
-    return khz_scene_fail(r, n, path, "give either target and fault, or push (a body) and force");
+    return khz_scene_fail(r, n, path, "give either target and fault, or push (a body) and force: "
+                          "exactly one of target and push");
   if (push) {
     khz_keypath(kp, path, "push");
     if (khz_get_string(r, push, kp, name, sizeof name)) return -1;
     e->target = KHZ_FAULT_ON_BODY;
     if ((e->index = khz_scene_findBody(s, name, 0)) < 0)
-      return khz_scene_fail(r, push, kp, "no body named '%s'", name);
+      return khz_scene_fail(r, push, kp, "no body named '%s': name an object or a robot's ROBOT/LINK", name);
     khz_keypath(kp, path, "force");
     if ((v = khz_find(r, n, "force")) && khz_get_vec(r, v, kp, e->wrench, 3)) return -1;
     khz_keypath(kp, path, "torque");
     if ((v = khz_find(r, n, "torque")) && khz_get_vec(r, v, kp, e->wrench + 3, 3)) return -1;
     if (!(e->duration > 0)) {
       khz_keypath(kp, path, "duration");
-      return khz_scene_fail(r, n, kp, "a push needs a duration > 0 s");
+      return khz_scene_fail(r, n, kp, "a push needs a duration > 0 s: add it");
     }
     if ((v = khz_find(r, n, "fault")))
-      return khz_scene_fail(r, v, path, "a push takes force and torque, not a fault");
+      return khz_scene_fail(r, v, path, "a push takes force and torque, not a fault: remove fault");
   } else {
     khz_keypath(kp, path, "target");
     if (khz_get_string(r, target, kp, name, sizeof name)) return -1;
@@ -1493,8 +1537,8 @@ static int khz_scene_fault(khzSceneReader *r, const yaml_node_t *n, int index, k
     if (khz_get_string(r, v, fp, type, sizeof type)) return -1;
     if ((e->type = khz_faultTypeFind(type)) < 0)
       return khz_scene_fail(r, v, fp,
-                            "unknown fault '%s' (accepted: none, freeze, dropout, bias, limp, "
-                            "torque_loss, lock, stall)",
+                            "unknown fault '%s': it must be one of none, freeze, dropout, bias, "
+                            "limp, torque_loss, lock, stall",
                             type);
     int ok;
     e->index = -1;
@@ -1508,17 +1552,20 @@ static int khz_scene_fault(khzSceneReader *r, const yaml_node_t *n, int index, k
         if (!strcmp(s->hil.drive[i].joint, name)) e->target = KHZ_FAULT_ON_DRIVE, e->index = i;
       if (e->index < 0)
         return khz_scene_fail(r, target, kp,
-                              "no sensor or drive named '%s' (hil.sensors names, hil.drives "
-                              "joints, or commands)",
+                              "no sensor or drive named '%s': name a sensor of hil.sensors, "
+                              "the joint of a drive in hil.drives, or commands",
                               name);
       ok = e->target == KHZ_FAULT_ON_SENSOR
                ? e->type <= KHZ_FAULT_BIAS
                : e->type == KHZ_FAULT_NONE || (e->type >= KHZ_FAULT_LIMP && e->type <= KHZ_FAULT_LOCK);
     }
-    if (!ok) return khz_scene_fail(r, v, fp, "'%s' cannot take the fault %s", name, type);
+    if (!ok) return khz_scene_fail(r, v, fp, "'%s' cannot take the fault %s: a sensor takes none, freeze, dropout "
+                          "or bias; a drive none, limp, torque_loss or lock; commands none or "
+                          "stall", name, type);
     if (e->type == KHZ_FAULT_TORQUE_LOSS && !(e->value >= 0 && e->value <= 1)) {
       khz_keypath(kp, path, "value");
-      return khz_scene_fail(r, n, kp, "torque_loss keeps a share of the torque: %g is not in 0..1",
+      return khz_scene_fail(r, n, kp, "torque_loss keeps a share of the torque: %g is not in 0..1; give "
+                            "a value from 0 to 1",
                             e->value);
     }
   }
@@ -1545,9 +1592,11 @@ static int khz_scene_hil(khzSceneReader *r, const yaml_node_t *n, khzScene *s) {
   if (n->type != YAML_MAPPING_NODE) return khz_expected(r, n, "hil", "a mapping");
   if (khz_check_keys(r, n, "hil", keys)) return -1;
   if ((v = khz_find(r, n, "seed"))) {
-    double x;
+    double x = 0;
     if (khz_get_range(r, v, "hil.seed", &x, 0, 0, 9007199254740992.0, 0, "0 to 2^53")) return -1;
-    if (x != floor(x)) return khz_scene_fail(r, v, "hil.seed", "%g is not a whole number", x);
+    if (x != floor(x)) {
+      return khz_scene_fail(r, v, "hil.seed", "%g is not a whole number: give an integer", x);
+    }
     s->hil.seed = (uint64_t)x;
   }
   if ((v = khz_find(r, n, "sensors")) &&
@@ -1570,7 +1619,7 @@ static int khz_scene_hil(khzSceneReader *r, const yaml_node_t *n, khzScene *s) {
     if (khz_check_keys(r, v, "hil.network", nk)) return -1;
     for (int k = 0; k < 4; k++) {
       yaml_node_t *x = khz_find(r, v, tk[k]);
-      double t;
+      double t = 0;
       khz_keypath(kp, "hil.network", tk[k]);
       if (!x) continue;
       if (khz_get_range(r, x, kp, &t, 0, 0, KHZ_NET_MAX_DELAY, 0, "0 to 100 ticks")) return -1;
@@ -1629,7 +1678,7 @@ static int khz_scene_root(khzSceneReader *r, const yaml_node_t *root, khzScene *
   if (khz_get_number(r, v, "khz_scene", &version)) return -1;
   if (version != KHZ_SCENE_VERSION) {
     return khz_scene_fail(r, v, "khz_scene",
-                          "format version %g is not supported (this build reads %d)", version,
+                          "format version %g is not supported: write khz_scene: %d", version,
                           KHZ_SCENE_VERSION);
   }
 
@@ -1650,7 +1699,7 @@ static int khz_scene_root(khzSceneReader *r, const yaml_node_t *root, khzScene *
     } else {
       char got[64];
       khz_describe(v, got, sizeof got);
-      return khz_scene_fail(r, v, "integrator", "unknown integrator %s (accepted: rk4, euler)",
+      return khz_scene_fail(r, v, "integrator", "unknown integrator %s: it must be one of rk4, euler",
                             got);
     }
   }
@@ -1742,7 +1791,7 @@ int khz_loadSceneString(khzScene *scene, const char *yaml, const char *name, con
   yaml_node_t *root = yaml_document_get_root_node(&r.doc);
   if (!root) {
     khz_loadError(err, errsz,
-                   "%s:1:1: empty scene (expected a mapping starting with khz_scene: 1)", r.file);
+                   "%s:1:1: empty scene: write a mapping starting with khz_scene: 1", r.file);
     goto out_doc;
   }
 
@@ -1758,7 +1807,8 @@ int khz_loadSceneString(khzScene *scene, const char *yaml, const char *name, con
     }
     yaml_node_t *extra = yaml_document_get_root_node(&next);
     if (extra) {
-      khz_loadError(err, errsz, "%s:%zu:%zu: a second YAML document; a scene is one document",
+      khz_loadError(err, errsz, "%s:%zu:%zu: a second YAML document: a scene is one document; "
+                     "remove the '---' and what follows, or move it to a file of its own",
                      r.file, extra->start_mark.line + 1, extra->start_mark.column + 1);
       yaml_document_delete(&next);
       goto out_doc;
@@ -1791,7 +1841,8 @@ static char *khz_read_text(const char *path, char *err, size_t errsz) {
   size_t len;
   if (khz_read_file(path, &buf, &len, err, errsz) < 0) return NULL;
   if (strlen(buf) != len) {
-    khz_loadError(err, errsz, "%s: holds a NUL byte; not a text file", path);
+    khz_loadError(err, errsz, "%s: holds a NUL byte, so it is not a text file: give a YAML scene",
+                  path);
     free(buf);
     return NULL;
   }
@@ -1942,8 +1993,8 @@ int khz_scene_scaleMass(khzScene *scene, const char *body, double factor, char *
     hit++;
   }
   if (!hit) {
-    khz_loadError(err, errsz, "mass scale: no body named '%s' in %s", which ? which : "",
-                  scene->name);
+    khz_loadError(err, errsz, "mass scale: no body named '%s' in %s: name one of its bodies "
+                  "(khz-sim info lists them)", which ? which : "", scene->name);
     return -1;
   }
   return hit;

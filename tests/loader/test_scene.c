@@ -671,7 +671,66 @@ static void test_mjcf_robot(void) {
       {"khz_scene: 1\nrobots:\n  - {name: a, mjcf: nothere.xml}\n",
        "key 'robots[0].mjcf': MJCF file 'nothere.xml' not found"},
       {"khz_scene: 1\nrobots:\n  - {name: a, urdf: x.urdf, keyframe: home}\n",
-       "key 'robots[0].keyframe': only for an MJCF model"},
+       "key 'robots[0].keyframe': only for an MJCF model (mjcf:): remove it"},
+      /* item 6 of issue 19: every refusal says what to do (hil, haptics,
+       * experiment, contact, objects, helpers) */
+      {"khz_scene: 1\nobjects:\n  - {name: b, shape: box, size: [1, 1, 1], mass: 1}\n"
+       "hil:\n  sensors:\n    - {name: s, type: gyroscope, body: b}\n",
+       "inline.yaml:6:23: key 'hil.sensors[0].type': unknown sensor type 'gyroscope': it must be "
+       "one of encoder, gyro, accelerometer, force_torque, touch, joint_force_torque"},
+      {"khz_scene: 1\nrobots:\n  - {name: r, urdf: scene_robot.urdf}\n"
+       "hil:\n  drives:\n    - {joint: r/shoulder, mode: position, max_torque: 5}\n",
+       "key 'hil.drives[0].kp': a position drive needs its gains: set kp and/or kd > 0, or use "
+       "mode: torque"},
+      {"khz_scene: 1\nrobots:\n  - {name: r, urdf: scene_robot.urdf}\n"
+       "hil:\n  drives:\n    - {joint: r/shoulder, mode: torque, gear: 0.5}\n",
+       "key 'hil.drives[0].gear': 0.5 is below 1 (motor turns per joint turn): give a ratio >= 1, "
+       "or leave it out for a direct drive"},
+      {"khz_scene: 1\nobjects:\n  - {name: b, shape: box, size: [1, 1, 1], mass: 1}\n"
+       "hil:\n  sensors:\n    - {name: g, type: gyro, body: b}\n"
+       "  faults:\n    - {at: 0.1, target: g, fault: limp}\n",
+       "key 'hil.faults[0].fault': 'g' cannot take the fault limp: a sensor takes none, freeze, "
+       "dropout or bias"},
+      {"khz_scene: 1\nobjects:\n  - {name: b, shape: box, size: [1, 1, 1], mass: 1}\n"
+       "hil:\n  faults:\n    - {at: 0.1, push: b, force: [0, 0, 1]}\n",
+       "key 'hil.faults[0].duration': a push needs a duration > 0 s: add it"},
+      {"khz_scene: 1\nhil:\n  seed: 1.5\n",
+       "key 'hil.seed': 1.5 is not a whole number: give an integer"},
+      {"khz_scene: 1\nrate_hz: 100\nobjects:\n  - {name: p, shape: sphere, size: [0.05], mass: 1}\n"
+       "haptics:\n  - {body: p, stiffness: 500, damping: 2}\n",
+       "key 'haptics[0].damping': 2 violates the passivity bound: raise damping above stiffness * "
+       "T / 2 = 2.5 at rate_hz 100, or lower stiffness"},
+      {"khz_scene: 1\nobjects:\n  - {name: p, shape: sphere, size: [0.05], mass: 1, fixed: true}\n"
+       "haptics:\n  - {body: p, stiffness: 5, damping: 2}\n",
+       "key 'haptics[0].body': body 'p' is not a free (floating) object: a haptic proxy must be an "
+       "object without 'fixed: true'"},
+      {"khz_scene: 1\nexperiment: {kind: piles}\n",
+       "key 'experiment.kind': unknown kind 'piles': it must be one of block_penetration, "
+       "block_forces, pile, robot, stack, arm_push, st_rod, st_balls"},
+      {"khz_scene: 1\nexperiment: {kind: block_forces}\n",
+       "key 'experiment.body': required key missing: add it to this entry (the body to act on, one "
+       "declared under objects:)"},
+      {"khz_scene: 1\ncontact: {method: lcp, friction_directions: 6}\n",
+       "key 'contact.friction_directions': 6 is neither 4 nor 8: give 4 or 8"},
+      {"khz_scene: 1\ncontact: {method: lemke}\n",
+       "key 'contact.method': unknown method 'lemke': it must be one of none, penalty, deepest, "
+       "lcp, peg"},
+      {"khz_scene: 1\ncontact: {max_pairs: 2.5}\n",
+       "key 'contact.max_pairs': must be a whole number: drop the fraction"},
+      {"khz_scene: 1\ncontact: {stiffness: 1}\n",
+       "key 'contact.stiffness': unknown key: use one of method, kp, kv, ki,"},
+      {"khz_scene: 1\ngravity: [0, -9.81]\n",
+       "key 'gravity': expected a list of 3 numbers, got 2: write it as [x1, x2, x3]"},
+      {"khz_scene: 1\nrate_hz: \"1000\"\n",
+       "key 'rate_hz': expected a number, got the quoted string '1000': write the number without "
+       "quotes"},
+      {"khz_scene: 1\nobjects:\n  - {name: b, shape: box, size: [1, 1, 1], mass: 1, fixed: yes}\n",
+       "key 'objects[0].fixed': expected true or false, got 'yes': write true or false"},
+      {"khz_scene: 1\nobjects:\n  - {name: b, shape: cone, size: [1], mass: 1}\n",
+       "key 'objects[0].shape': unknown shape 'cone': it must be one of box, sphere, cylinder, "
+       "capsule, mesh, plane"},
+      {"khz_scene: 1\nintegrator: rk2\n",
+       "key 'integrator': unknown integrator 'rk2': it must be one of rk4, euler"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     khzScene t;
