@@ -398,20 +398,28 @@ static figures compare_file(const char *path, int trials, int expect_warnings, d
 
 /* joint springs and damping: khz_passive against MuJoCo's mj_passive (qfrc_passive)
  * at random positions inside the limits and random velocities */
-static void compare_passive(const char *path, int trials) {
+/* path loaded by khz (options o, NULL = defaults) and by MuJoCo: 1 when both
+ * loaded, else 0 with the failure reported and both freed */
+static int load_both(const char *path, const khzMjcfOptions *o, khzModel **m, mjModel **mm) {
   char err[1024];
   khzSpec *s = khz_spec_new();
-  int rc = khz_loadMJCF(s, path, NULL, err, sizeof err);
+  int rc = khz_loadMJCF(s, path, o, err, sizeof err);
   ENSURE_MSG(rc >= 0, "%s", err);
-  khzModel *m = rc >= 0 ? khz_compile(s, err, sizeof err) : NULL;
+  *m = rc >= 0 ? khz_compile(s, err, sizeof err) : NULL;
   khz_spec_destroy(&s);
-  mjModel *mm = mj_loadXML(path, NULL, err, sizeof err);
-  ENSURE_MSG(m && mm, "%s: %s", path, err);
-  if (!m || !mm) {
-    khz_deleteModel(&m);
-    if (mm) mj_deleteModel(mm);
-    return;
-  }
+  *mm = mj_loadXML(path, NULL, err, sizeof err);
+  ENSURE_MSG(*m && *mm, "%s: %s", path, err);
+  if (*m && *mm) return 1;
+  khz_deleteModel(m);
+  if (*mm) mj_deleteModel(*mm);
+  *mm = NULL;
+  return 0;
+}
+
+static void compare_passive(const char *path, int trials) {
+  khzModel *m;
+  mjModel *mm;
+  if (!load_both(path, NULL, &m, &mm)) return;
   khzData *d = khz_makeData(m, 0);
   mjData *md = mj_makeData(mm);
   double *tau = calloc((size_t)m->nv + 1, sizeof *tau), worst = 0, scale = 0;
@@ -462,23 +470,13 @@ static int dims(const mjModel *mm, int j, int *nv) {
 
 static int compare_run(const char *path, double seconds, int random_start, double *dq, double *dv,
                        double *v0, double *residual) {
-  char err[1024];
   *dq = *dv = *v0 = *residual = INFINITY;
-  khzSpec *s = khz_spec_new();
   khzMjcfOptions o;
   khz_mjcf_defaultOptions(&o);
   o.warn = count_warning;
-  int rc = khz_loadMJCF(s, path, &o, err, sizeof err);
-  ENSURE_MSG(rc >= 0, "%s", err);
-  khzModel *m = rc >= 0 ? khz_compile(s, err, sizeof err) : NULL;
-  khz_spec_destroy(&s);
-  mjModel *mm = mj_loadXML(path, NULL, err, sizeof err);
-  ENSURE_MSG(m && mm, "%s: %s", path, err);
-  if (!m || !mm) {
-    khz_deleteModel(&m);
-    if (mm) mj_deleteModel(mm);
-    return 0;
-  }
+  khzModel *m;
+  mjModel *mm;
+  if (!load_both(path, &o, &m, &mm)) return 0;
   ENSURE(m->timestep == mm->opt.timestep);
   khzData *d = khz_makeData(m, 0);
   mjData *md = mj_makeData(mm);
@@ -542,19 +540,15 @@ static int compare_run(const char *path, double seconds, int random_start, doubl
  * the step's two ends, relative to the largest */
 static void compare_force_torque(double h, double *held, double *swing) {
   const char *path = DATA "mjcf_ft.xml";
-  char err[1024];
-  khzSpec *s = khz_spec_new();
+  char err[1024] = "";
   khzMjcfInfo info;
   khzMjcfOptions o;
   khz_mjcf_defaultOptions(&o);
   o.info = &info;
   *held = *swing = INFINITY;
-  int rc = khz_loadMJCF(s, path, &o, err, sizeof err);
-  ENSURE_MSG(rc >= 0, "%s", err);
-  khzModel *m = rc >= 0 ? khz_compile(s, err, sizeof err) : NULL;
-  khz_spec_destroy(&s);
-  mjModel *mm = mj_loadXML(path, NULL, err, sizeof err);
-  ENSURE_MSG(m && mm, "%s: %s", path, err);
+  khzModel *m;
+  mjModel *mm;
+  load_both(path, &o, &m, &mm);
   ENSURE(info.nhil == 2 && info.hil[0].type == KHZ_SENSOR_JOINT_FT);
   khzHil *hil = m && info.nhil == 2 ? khz_hilCreate(m, info.hil, 1, NULL, 0, 1, h, err, sizeof err)
                                     : NULL;
@@ -633,23 +627,13 @@ static void compare_force_torque(double h, double *held, double *swing) {
  * random states, sensor by sensor in file order (every sensor of the file is
  * one khz reads); quaternions up to sign */
 static void compare_sensors(const char *path, int trials) {
-  char err[1024];
-  khzSpec *s = khz_spec_new();
   khzMjcfInfo info;
   khzMjcfOptions o;
   khz_mjcf_defaultOptions(&o);
   o.info = &info;
-  int rc = khz_loadMJCF(s, path, &o, err, sizeof err);
-  ENSURE_MSG(rc >= 0, "%s", err);
-  khzModel *m = rc >= 0 ? khz_compile(s, err, sizeof err) : NULL;
-  khz_spec_destroy(&s);
-  mjModel *mm = mj_loadXML(path, NULL, err, sizeof err);
-  ENSURE_MSG(m && mm, "%s: %s", path, err);
-  if (!m || !mm) {
-    khz_deleteModel(&m);
-    if (mm) mj_deleteModel(mm);
-    return;
-  }
+  khzModel *m;
+  mjModel *mm;
+  if (!load_both(path, &o, &m, &mm)) return;
   ENSURE(info.nsensor == mm->nsensor);
   khzData *d = khz_makeData(m, 0);
   mjData *md = mj_makeData(mm);
