@@ -197,27 +197,32 @@ static void test_forces(mjModel *mm) {
   khz_deleteScene(&sc);
 }
 
-/* 3 and 4: through the server, against mj_step */
-static void test_server(mjModel *mm) {
+/* an in-process server on scene, without contact, watchdog or lockstep
+ * timeout, and its client; NULL (reported, stopped) when either failed */
+static khzClient *start_server(harness *h, const char *scene, khzLoopMode mode) {
   khzServerConfig cfg;
-  harness h;
   harness_config(&cfg);
-  snprintf(cfg.scene, sizeof cfg.scene, "%s", IIWA);
+  snprintf(cfg.scene, sizeof cfg.scene, "%s", scene);
   snprintf(cfg.contact_method, sizeof cfg.contact_method, "none");
-  cfg.mode = KHZ_MODE_LOCKSTEP;
+  cfg.mode = mode;
   cfg.lockstep_timeout_ms = 0;
   cfg.watchdog_ms = 0;
-  mm->opt.disableflags |= mjDSBL_CONTACT;
-  if (harness_start(&h, &cfg, NULL)) {
+  if (harness_start(h, &cfg, NULL)) {
     ENSURE(0);
-    return;
+    return NULL;
   }
-  khzClient *c = harness_client(&h);
+  khzClient *c = harness_client(h);
   ENSURE(c != NULL);
-  if (!c) {
-    harness_stop(&h);
-    return;
-  }
+  if (!c) harness_stop(h);
+  return c;
+}
+
+/* 3 and 4: through the server, against mj_step */
+static void test_server(mjModel *mm) {
+  harness h;
+  mm->opt.disableflags |= mjDSBL_CONTACT;
+  khzClient *c = start_server(&h, IIWA, KHZ_MODE_LOCKSTEP);
+  if (!c) return;
   const Khz__V1__ModelDescription *md = khz_client_model(c);
   ENSURE(md->nu == 7 && md->n_model_actuators == 7);
   const Khz__V1__ModelActuator *a0 = md->model_actuators[0];
@@ -401,24 +406,9 @@ static void test_range_forces(mjModel *mm) {
 /* 5b: the server with force ranges, driven by name in lockstep, then with no
  * command at all (paused, stepped by request), each tick against mj_step */
 static void test_range_server(mjModel *mm, int commanded) {
-  khzServerConfig cfg;
   harness h;
-  harness_config(&cfg);
-  snprintf(cfg.scene, sizeof cfg.scene, "%s", RANGES);
-  snprintf(cfg.contact_method, sizeof cfg.contact_method, "none");
-  cfg.mode = commanded ? KHZ_MODE_LOCKSTEP : KHZ_MODE_REALTIME;
-  cfg.lockstep_timeout_ms = 0;
-  cfg.watchdog_ms = 0;
-  if (harness_start(&h, &cfg, NULL)) {
-    ENSURE(0);
-    return;
-  }
-  khzClient *c = harness_client(&h);
-  ENSURE(c != NULL);
-  if (!c) {
-    harness_stop(&h);
-    return;
-  }
+  khzClient *c = start_server(&h, RANGES, commanded ? KHZ_MODE_LOCKSTEP : KHZ_MODE_REALTIME);
+  if (!c) return;
   mjData *d = mj_makeData(mm);
   double worst = 0;
   int ticks = 0;
