@@ -65,13 +65,17 @@ static const engineSlot engines[] = {
 #endif
 #ifdef HAVE_ODE
     {"ode", &bench_engine_ode, NULL},
+    {"ode-sleep", &bench_engine_ode_sleep, NULL},
 #else
     {"ode", NULL, "not built: ODE not found"},
+    {"ode-sleep", NULL, "not built: ODE not found"},
 #endif
 #ifdef HAVE_BULLET
     {"bullet", &bench_engine_bullet, NULL},
+    {"bullet-sleep", &bench_engine_bullet_sleep, NULL},
 #else
     {"bullet", NULL, "not built: Bullet (or a C++ compiler) not found"},
+    {"bullet-sleep", NULL, "not built: Bullet (or a C++ compiler) not found"},
 #endif
 };
 #define NENGINE ((int)(sizeof engines / sizeof engines[0]))
@@ -120,7 +124,7 @@ static void usage(FILE *f) {
           "                   [--source DIR] [--piles DIR] [--humanoid FILE] [--trace FILE]\n"
           "  --quick      shorter runs (the whole benchmark in well under a minute)\n"
           "  --smoke      a few steps of everything (a test that it runs)\n"
-          "  --engines    comma-separated: khz,khz-deepest,khz-sleep,mujoco,ode,bullet (default all built)\n"
+          "  --engines    comma-separated: khz,khz-deepest,khz-sleep,mujoco,ode,ode-sleep,bullet,bullet-sleep (default all built)\n"
           "  --only       comma-separated sections or scenes: v1_block_penetration,\n"
           "               v2_block_forces,v3_pile,stack,stack_mixed,stack_heavy_on_light,\n"
           "               passive_chain,scaling,humanoid\n"
@@ -140,7 +144,7 @@ static int parse_engines(benchOptions *o, const char *list) {
     for (int e = 0; e < NENGINE; e++)
       known |= strlen(engines[e].name) == len && strncmp(p, engines[e].name, len) == 0;
     if (!known) {
-      fprintf(stderr, "bench_peers: --engines: unknown engine '%.*s' (known: khz, khz-deepest, khz-sleep, mujoco, ode, bullet)\n",
+      fprintf(stderr, "bench_peers: --engines: unknown engine '%.*s' (known: khz, khz-deepest, khz-sleep, mujoco, ode, ode-sleep, bullet, bullet-sleep)\n",
               (int)len, p);
       return -1;
     }

@@ -69,6 +69,9 @@ struct World {
   /* Per-object friction and restitution: Bullet multiplies the two objects'
    * values at a contact, so every object gets the square roots. */
   btScalar friction, restitution;
+  /* bullet-sleep: Bullet's own deactivation, as it ships (a body below
+   * 0.8 m/s and 1 rad/s for 2 s sleeps with its island until touched). */
+  bool sleep;
 };
 
 __attribute__((format(printf, 3, 4))) void set_err(char *err, int errsz, const char *fmt, ...) {
@@ -178,7 +181,7 @@ void set_material(World *W, btCollisionObject *o) {
  * (Static objects keep Bullet's own state: they never move.) */
 void set_moving(World *W, btCollisionObject *o) {
   set_material(W, o);
-  o->setActivationState(DISABLE_DEACTIVATION);
+  if (!W->sleep) o->setActivationState(DISABLE_DEACTIVATION);
 }
 
 /* Static shapes are mass-0 rigid bodies placed at the shape pose. */
@@ -397,12 +400,13 @@ bool build(World *W, const benchScene *sc, char *err, int errsz) {
   return ok;
 }
 
-void *create(const benchScene *scene, char *err, int errsz) {
+void *create_with(const benchScene *scene, bool sleep, char *err, int errsz) {
   if (!scene || !check_scene(scene, err, errsz)) return nullptr;
   World *W = nullptr;
   bool ok;
   try {
     W = new World();
+    W->sleep = sleep;
     ok = build(W, scene, err, errsz);
   } catch (...) { /* nothing may cross into the C driver */
     set_err(err, errsz, "bullet: out of memory building the world");
@@ -414,6 +418,10 @@ void *create(const benchScene *scene, char *err, int errsz) {
   }
   return W;
 }
+
+void *create(const benchScene *scene, char *err, int errsz) { return create_with(scene, false, err, errsz); }
+
+void *create_sleep(const benchScene *scene, char *err, int errsz) { return create_with(scene, true, err, errsz); }
 
 /* Applied for the next step only: Bullet clears rigid-body forces at the end
  * of stepSimulation and multibody forces once they are integrated. */
@@ -520,4 +528,11 @@ const char settings[] =
 
 extern "C" const benchEngine bench_engine_bullet = {
     "bullet", settings, create, apply_force, step, get_state, destroy,
+};
+
+extern "C" const benchEngine bench_engine_bullet_sleep = {
+    "bullet-sleep",
+    "as bullet, with Bullet's deactivation on as it ships (a body below 0.8 m/s and 1 rad/s for "
+    "2 s sleeps with its island until touched)",
+    create_sleep, apply_force, step, get_state, destroy,
 };

@@ -253,7 +253,7 @@ static void add_static_shape(dSpaceID space, const benchShape *s) {
 
 /* ------------------------------------------------------------- bodies -- */
 
-static dBodyID create_body(dWorldID world, const benchBody *bd) {
+static dBodyID create_body(dWorldID world, const benchBody *bd, int sleep) {
   dBodyID body = dBodyCreate(world);
   dMass mass;
   /* the body frame is the principal frame at the centre of mass: no offset,
@@ -267,7 +267,7 @@ static dBodyID create_body(dWorldID world, const benchBody *bd) {
   dBodySetQuaternion(body, q);
   dBodySetLinearVel(body, bd->vel[0], bd->vel[1], bd->vel[2]);
   dBodySetAngularVel(body, bd->angvel[0], bd->angvel[1], bd->angvel[2]);
-  dBodySetAutoDisableFlag(body, 0);
+  dBodySetAutoDisableFlag(body, sleep);
   return body;
 }
 
@@ -316,7 +316,7 @@ static void ode_destroy(void *handle) {
   ode_library_release();
 }
 
-static void *ode_create(const benchScene *sc, char *err, int errsz) {
+static void *ode_create_with(const benchScene *sc, int sleep, char *err, int errsz) {
   if (!check_scene(sc, err, errsz)) return NULL;
   if (!ode_library_acquire(err, errsz)) return NULL;
   /* QuickStep reorders its constraints with ODE's library-wide random
@@ -339,7 +339,7 @@ static void *ode_create(const benchScene *sc, char *err, int errsz) {
 
   for (int b = 0; b < sc->nbody; b++) {
     const benchBody *bd = &sc->body[b];
-    w->body[b] = create_body(w->world, bd);
+    w->body[b] = create_body(w->world, bd, sleep);
     for (int s = bd->shape0; s < bd->shape0 + bd->nshape; s++)
       add_body_shape(w->space, w->body[b], &sc->shape[s]);
   }
@@ -349,6 +349,16 @@ static void *ode_create(const benchScene *sc, char *err, int errsz) {
       create_hinge(w->world, w->body[sc->body[b].parent], w->body[b], &sc->body[b]);
   for (int s = 0; s < sc->nstatic; s++) add_static_shape(w->space, &sc->static_shape[s]);
   return w;
+}
+
+static void *ode_create(const benchScene *sc, char *err, int errsz) {
+  return ode_create_with(sc, 0, err, errsz);
+}
+
+/* ODE's auto-disable with its default thresholds (10 steps below 0.01 m/s
+ * and 0.01 rad/s, the whole island at once); a contact re-enables a body. */
+static void *ode_create_sleep(const benchScene *sc, char *err, int errsz) {
+  return ode_create_with(sc, 1, err, errsz);
 }
 
 /* --------------------------------------------------------------- step -- */
@@ -403,6 +413,17 @@ const benchEngine bench_engine_ode = {
                 "0.1 m/s, surface layer 1 mm, max correcting vel 0.1 m/s; hash space; "
                 "no auto-disable, no damping",
     .create = ode_create,
+    .apply_force = ode_apply_force,
+    .step = ode_step,
+    .get_state = ode_get_state,
+    .destroy = ode_destroy,
+};
+
+const benchEngine bench_engine_ode_sleep = {
+    .name = "ode-sleep",
+    .settings = "as ode, with ODE's auto-disable on at its default thresholds (a whole island "
+                "below 0.01 m/s and 0.01 rad/s for 10 steps is disabled until touched)",
+    .create = ode_create_sleep,
     .apply_force = ode_apply_force,
     .step = ode_step,
     .get_state = ode_get_state,

@@ -96,7 +96,9 @@ extern const benchEngine bench_engine_khz_sleep;   /* penalty method, sleeping b
 extern const benchEngine bench_engine_khz_lcp;     /* Stewart-Trinkle LCP method */
 extern const benchEngine bench_engine_mujoco;
 extern const benchEngine bench_engine_ode;
+extern const benchEngine bench_engine_ode_sleep;    /* ODE's auto-disable on */
 extern const benchEngine bench_engine_bullet;
+extern const benchEngine bench_engine_bullet_sleep; /* Bullet's deactivation on */
 
 #ifdef __cplusplus
 }
