@@ -289,7 +289,7 @@ static int by_compute_desc(const void *a, const void *b) {
 /* percentiles of each phase, then the slowest 1 % of ticks by compute time
  * against the middle ones (p40..p60), then the `top` slowest ticks; the ticks
  * from state from_seq on */
-static void print_trace(const khzLoopTrace *t, uint64_t from_seq, int top) {
+static void print_trace(const khzLoopTrace *t, uint64_t from_seq, int top, double rate) {
   size_t n = atomic_load(&t->n), first = 0;
   const khzLoopTraceTick *e = t->tick;
   while (first < n && e[first].seq < from_seq) first++;
@@ -349,6 +349,30 @@ static void print_trace(const khzLoopTrace *t, uint64_t from_seq, int top) {
     printf("  %-28s %14.2f %14.2f\n", k < NPHASE ? phase_name[k] : extra[k - NPHASE],
            cnt[0] ? sum[0][k] / (double)cnt[0] : 0, cnt[1] ? sum[1][k] / (double)cnt[1] : 0);
   printf("  %-28s %14ld %14ld\n", "ticks", cnt[0], cnt[1]);
+
+  /* khz's own overruns (the state after the next deadline, the loop's CPU time
+   * since the previous state over the period: schedule_next's rule), each
+   * counted in the phase that took the most of it; "the wake call before" is
+   * the previous tick's wake of the I/O thread (in between_ns) */
+  double period = 1e9 / rate;
+  long own = 0, where[NPHASE + 1] = {0};
+  for (size_t i = first; i < n; i++) {
+    const khzLoopTraceTick *x = &e[i];
+    if (x->late_ns + x->done_ns <= period || x->cpu_ns + x->between_ns <= period) continue;
+    double ph[NPHASE], best = -1;
+    int at = 0;
+    phases(x, ph);
+    for (int k = 0; k <= PH_DONE; k++)
+      if (ph[k] > best) best = ph[k], at = k;
+    if (i > 0 && e[i - 1].seq + 1 == x->seq && (e[i - 1].wake_ns - e[i - 1].stats_ns) / 1e3 > best)
+      at = NPHASE;
+    where[at]++;
+    own++;
+  }
+  printf("\n  khz's own overruns in the trace: %ld; where most of each one's time went:", own);
+  for (int k = 0; k <= NPHASE; k++)
+    if (where[k]) printf(" %s %ld,", k < NPHASE ? phase_name[k] : "the wake call before", where[k]);
+  printf("\n");
 
   if (top > 0) {
     printf("\n  slowest ticks: seq, compute, CPU time | each phase (us) | CPU at wake/end, awake pairs\n");
@@ -585,7 +609,7 @@ int main(int argc, char **argv) {
   if (raw.ok && raw.p50 > 0)
     printf("  ratio command response khz / raw zmq: p50 %.2f, p99 %.2f\n", resp.p50 / raw.p50,
            resp.p99 / raw.p99);
-  if (trace.tick) print_trace(&trace, from_seq, trace_top);
+  if (trace.tick) print_trace(&trace, from_seq, trace_top, rate);
   if (trace.tick && trace_csv) write_trace(&trace, trace_csv);
   free(trace.tick);
   return 0;
