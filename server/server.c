@@ -596,6 +596,7 @@ static int server_init(khzServer *s, char *err, size_t errsz) {
   lc.wake_user = s;
   lc.thread_init = s->hooks.rt_thread_init;
   lc.thread_init_user = s->hooks.rt_thread_init_user;
+  lc.trace = s->hooks.trace;
   s->loop = khz_loop_new(s->m, &lc, msg, sizeof msg);
   free(gains);
   if (!s->loop) return khz_server_fail(err, errsz, "%s", msg);

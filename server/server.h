@@ -19,6 +19,7 @@ typedef struct khzServerHooks {
   int install_signals;              /* SIGINT / SIGTERM stop the server (khz-server) */
   void (*rt_thread_init)(void *);   /* called in the loop thread before its first tick */
   void *rt_thread_init_user;
+  struct khzLoopTrace *trace;       /* the loop's per-tick record (benchmarks; NULL = none) */
 } khzServerHooks;
 
 /* Loads the scene, checks the security rule (non-loopback binds need CURVE

@@ -20,11 +20,23 @@
  * does not spin). --no-cpu-clock sets the server's cpu_clock to false (no
  * CPU-clock reads in the tick; overruns counted but not attributed).
  *
+ * --controller none leaves the server without commands, as khz-server runs
+ * alone (bench/realtime_scenes.sh): the watchdog's zero torque, so the
+ * default scene's arm falls onto the table and rests there; the client only
+ * reads the states. --trace N records every tick's phases in the loop
+ * (khzLoopConfig.trace: CLOCK_MONOTONIC after each phase, the CPU it ran on,
+ * the contacts) and prints their percentiles, what the slowest 1 % of ticks
+ * (by compute time) spent where against the middle ones, and the N slowest
+ * ticks. --trace-csv FILE also writes every traced tick (one line each, the
+ * fields of khzLoopTraceTick) for analysis elsewhere.
+ *
  *   bench_loop [--seconds S] [--rate HZ] [--spin-us US] [--transport tcp|ipc] [--cpu N]
- *              [--no-cyclictest] [--no-cpu-clock]
+ *              [--no-cyclictest] [--no-cpu-clock] [--controller pid|none] [--trace N]
+ *              [--trace-csv FILE]
  */
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +46,7 @@
 
 #include "khz/client.h"
 #include "khz/khz.h"
+#include "khz/loop.h"
 #include "khz_msgs/v1/control.pb-c.h"
 #include "server.h"
 #include "settings.h"
@@ -249,11 +262,161 @@ static void row(const char *name, pct p, const char *what) {
   printf("  %-24s %8.1f %8.1f %8.1f %8.1f   %s\n", name, p.p50, p.p99, p.p999, p.max, what);
 }
 
+/* ---------------------------------------------------------- the trace -- */
+
+/* the phases of a traced tick, in order: each one's own length (us) */
+enum { PH_CLOCK, PH_COMMAND, PH_STEP, PH_DONE, PH_COPY, PH_STATS, PH_WAKE, NPHASE };
+static const char *const phase_name[NPHASE] = {"CPU clock read", "command, wrenches", "step",
+                                               "to state complete", "copy into the ring",
+                                               "statistics", "wake the I/O thread"};
+
+static void phases(const khzLoopTraceTick *e, double out[NPHASE]) {
+  int32_t mark[NPHASE] = {e->clock_ns, e->command_ns, e->step_ns, e->done_ns,
+                          e->copy_ns,  e->stats_ns,   e->wake_ns};
+  int32_t prev = 0;
+  for (int k = 0; k < NPHASE; k++) {
+    out[k] = (mark[k] - prev) / 1e3;
+    prev = mark[k];
+  }
+}
+
+static const khzLoopTraceTick *sort_ticks;
+static int by_compute_desc(const void *a, const void *b) {
+  int32_t x = sort_ticks[*(const size_t *)a].done_ns, y = sort_ticks[*(const size_t *)b].done_ns;
+  return x > y ? -1 : x < y;
+}
+
+/* percentiles of each phase, then the slowest 1 % of ticks by compute time
+ * against the middle ones (p40..p60), then the `top` slowest ticks; the ticks
+ * from state from_seq on */
+static void print_trace(const khzLoopTrace *t, uint64_t from_seq, int top, double rate) {
+  size_t n = atomic_load(&t->n), first = 0;
+  const khzLoopTraceTick *e = t->tick;
+  while (first < n && e[first].seq < from_seq) first++;
+  size_t m = n - first;
+  if (m < 100) {
+    printf("\n  trace: %zu ticks recorded, too few\n", m);
+    return;
+  }
+  double *v = malloc(m * sizeof(double));
+  size_t *order = malloc(m * sizeof(size_t));
+  if (!v || !order) return;
+  printf("\n  trace of %zu ticks (from state %llu), each phase's own time (us)\n", m,
+         (unsigned long long)from_seq);
+  printf("  %-24s %8s %8s %8s %8s\n", "", "p50", "p99", "p99.9", "max");
+  for (int k = 0; k < NPHASE + 2; k++) {
+    for (size_t i = 0; i < m; i++) {
+      double ph[NPHASE];
+      phases(&e[first + i], ph);
+      v[i] = k < NPHASE ? ph[k] : k == NPHASE ? e[first + i].done_ns / 1e3 : e[first + i].cpu_ns / 1e3;
+    }
+    row(k < NPHASE ? phase_name[k] : k == NPHASE ? "compute (wake->complete)" : "its CPU time",
+        percentiles(v, (long)m), "");
+  }
+
+  /* the slowest 1 % by compute time against the middle (p40..p60) */
+  for (size_t i = 0; i < m; i++) order[i] = first + i;
+  sort_ticks = e;
+  qsort(order, m, sizeof *order, by_compute_desc);
+  size_t n99 = m / 100 ? m / 100 : 1, mid0 = (size_t)(0.4 * (double)m), mid1 = (size_t)(0.6 * (double)m);
+  enum { NCOL = NPHASE + 7 };
+  static const char *const extra[7] = {"compute", "its CPU time", "lateness", "idle before it",
+                                       "woke on another CPU", "moved CPU mid-tick", "awake contact pairs"};
+  double sum[2][NCOL] = {{0}};
+  long cnt[2] = {0};
+  for (size_t r = 0; r < m; r++) {
+    int g = r < n99 ? 1 : (r >= mid0 && r < mid1) ? 0 : -1;
+    if (g < 0) continue;
+    size_t i = order[r];
+    const khzLoopTraceTick *x = &e[i], *prev = i > 0 ? &e[i - 1] : NULL;
+    if (prev && prev->seq + 1 != x->seq) prev = NULL; /* ticks missed between them */
+    double ph[NPHASE];
+    phases(x, ph);
+    for (int k = 0; k < NPHASE; k++) sum[g][k] += ph[k];
+    sum[g][NPHASE] += x->done_ns / 1e3;
+    sum[g][NPHASE + 1] += x->cpu_ns / 1e3;
+    sum[g][NPHASE + 2] += x->late_ns / 1e3;
+    if (prev) /* from the previous tick's end to this wake-up */
+      sum[g][NPHASE + 3] +=
+          (double)(x->sched_ns + x->late_ns - (prev->sched_ns + prev->late_ns + prev->wake_ns)) / 1e3;
+    sum[g][NPHASE + 4] += prev && prev->cpu_done != x->cpu_wake;
+    sum[g][NPHASE + 5] += x->cpu_wake != x->cpu_done;
+    sum[g][NPHASE + 6] += x->pairs;
+    cnt[g]++;
+  }
+  printf("\n  %-28s %14s %14s\n", "ticks, means (us; shares)", "middle p40-60", "slowest 1 %");
+  for (int k = 0; k < NCOL; k++)
+    printf("  %-28s %14.2f %14.2f\n", k < NPHASE ? phase_name[k] : extra[k - NPHASE],
+           cnt[0] ? sum[0][k] / (double)cnt[0] : 0, cnt[1] ? sum[1][k] / (double)cnt[1] : 0);
+  printf("  %-28s %14ld %14ld\n", "ticks", cnt[0], cnt[1]);
+
+  /* khz's own overruns (the state after the next deadline, the loop's CPU time
+   * since the previous state over the period: schedule_next's rule), each
+   * counted in the phase that took the most of it; "the wake call before" is
+   * the previous tick's wake of the I/O thread (in between_ns) */
+  double period = 1e9 / rate;
+  long own = 0, where[NPHASE + 1] = {0};
+  for (size_t i = first; i < n; i++) {
+    const khzLoopTraceTick *x = &e[i];
+    if (x->late_ns + x->done_ns <= period || x->cpu_ns + x->between_ns <= period) continue;
+    double ph[NPHASE], best = -1;
+    int at = 0;
+    phases(x, ph);
+    for (int k = 0; k <= PH_DONE; k++)
+      if (ph[k] > best) best = ph[k], at = k;
+    if (i > 0 && e[i - 1].seq + 1 == x->seq && (e[i - 1].wake_ns - e[i - 1].stats_ns) / 1e3 > best)
+      at = NPHASE;
+    where[at]++;
+    own++;
+  }
+  printf("\n  khz's own overruns in the trace: %ld; where most of each one's time went:", own);
+  for (int k = 0; k <= NPHASE; k++)
+    if (where[k]) printf(" %s %ld,", k < NPHASE ? phase_name[k] : "the wake call before", where[k]);
+  printf("\n");
+
+  if (top > 0) {
+    printf("\n  slowest ticks: seq, compute, CPU time | each phase (us) | CPU at wake/end, awake pairs\n");
+    for (int r = 0; r < top && (size_t)r < m; r++) {
+      const khzLoopTraceTick *x = &e[order[r]];
+      double ph[NPHASE];
+      phases(x, ph);
+      printf("  %8llu %8.1f %8.1f |", (unsigned long long)x->seq, x->done_ns / 1e3, x->cpu_ns / 1e3);
+      for (int k = 0; k < NPHASE; k++) printf(" %7.1f", ph[k]);
+      printf(" | %d/%d %d\n", x->cpu_wake, x->cpu_done, x->pairs);
+    }
+  }
+  free(v);
+  free(order);
+}
+
+
+/* every traced tick, one CSV line each */
+static void write_trace(const khzLoopTrace *t, const char *path) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    fprintf(stderr, "bench_loop: --trace-csv: cannot write %s\n", path);
+    return;
+  }
+  fprintf(f, "seq,sched_ns,late_ns,clock_ns,command_ns,step_ns,done_ns,copy_ns,stats_ns,wake_ns,cpu_ns,"
+             "between_ns,cpu_wake,cpu_done,pairs,points\n");
+  size_t n = atomic_load(&t->n);
+  for (size_t i = 0; i < n; i++) {
+    const khzLoopTraceTick *e = &t->tick[i];
+    fprintf(f, "%llu,%lld,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d\n", (unsigned long long)e->seq,
+            (long long)e->sched_ns, e->late_ns, e->clock_ns, e->command_ns, e->step_ns, e->done_ns,
+            e->copy_ns, e->stats_ns, e->wake_ns, e->cpu_ns, e->between_ns, e->cpu_wake, e->cpu_done,
+            e->pairs, e->points);
+  }
+  fclose(f);
+}
+
 int main(int argc, char **argv) {
   int seconds = 60, cpu = -1, cyclic = 1;
   double rate = 1000;
   int spin_us = 0, cpu_clock = 1;
-  const char *transport = "tcp";
+  const char *transport = "tcp", *controller = "pid";
+  int trace_top = -1; /* -1: no trace */
+  const char *trace_csv = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--transport") && i + 1 < argc) transport = argv[++i];
@@ -262,11 +425,20 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--spin-us") && i + 1 < argc) spin_us = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--no-cyclictest")) cyclic = 0;
     else if (!strcmp(argv[i], "--no-cpu-clock")) cpu_clock = 0;
+    else if (!strcmp(argv[i], "--controller") && i + 1 < argc) controller = argv[++i];
+    else if (!strcmp(argv[i], "--trace") && i + 1 < argc) trace_top = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--trace-csv") && i + 1 < argc) trace_csv = argv[++i];
     else {
       fprintf(stderr, "usage: bench_loop [--seconds S] [--rate HZ] [--spin-us US] [--transport tcp|ipc] "
-                      "[--cpu N] [--no-cyclictest] [--no-cpu-clock]\n");
+                      "[--cpu N] [--no-cyclictest] [--no-cpu-clock] [--controller pid|none] [--trace N] "
+                      "[--trace-csv FILE]\n");
       return 2;
     }
+  }
+  int commanding = !strcmp(controller, "pid");
+  if (!commanding && strcmp(controller, "none")) {
+    fprintf(stderr, "bench_loop: --controller: expected pid or none, got '%s'\n", controller);
+    return 2;
   }
   if (seconds < 2) seconds = 2;
   if (!(rate >= KHZ_RATE_MIN_HZ && rate <= KHZ_RATE_MAX_HZ)) {
@@ -293,13 +465,22 @@ int main(int argc, char **argv) {
     snprintf(cfg.command_endpoint, sizeof cfg.command_endpoint, "tcp://127.0.0.1:5611");
   }
   srv_run sr;
-  sr.srv = khz_server_new(&cfg, NULL, err, sizeof err);
+  khzServerHooks hooks = {0};
+  khzLoopTrace trace = {0};
+  if (trace_csv && trace_top < 0) trace_top = 0;
+  if (trace_top >= 0) { /* every tick of the run, and a second to spare */
+    trace.cap = (size_t)((seconds + 3) * rate);
+    trace.tick = calloc(trace.cap, sizeof *trace.tick);
+    if (!trace.tick) return 1;
+    hooks.trace = &trace;
+  }
+  sr.srv = khz_server_new(&cfg, &hooks, err, sizeof err);
   if (!sr.srv) {
     fprintf(stderr, "bench_loop: %s\n", err);
     return 1;
   }
-  printf("khz loop benchmark: default scene, realtime, %g Hz, %d s, transport %s\n", rate, seconds,
-         transport);
+  printf("khz loop benchmark: default scene, realtime, %g Hz, %d s, transport %s, controller %s\n", rate,
+         seconds, transport, commanding ? "PID (torques through the wire)" : "none (zero torque)");
   printf("%s\n", khz_server_report(sr.srv));
   int prio = strstr(khz_server_report(sr.srv), "SCHED_FIFO 80 granted") ? 80 : 0;
   int ctl_fifo = prio ? fifo(70) : 0;
@@ -308,7 +489,8 @@ int main(int argc, char **argv) {
   pthread_t st;
   pthread_create(&st, NULL, serve, &sr);
 
-  /* the controller: a PID on every actuator, answering every state in order */
+  /* the controller: a PID on every actuator, answering every state in order
+   * (--controller none: the states are read, nothing is sent) */
   khzClient *c = khz_client_new(cfg.state_endpoint, cfg.command_endpoint, NULL, err, sizeof err);
   const Khz__V1__ModelDescription *md = c ? khz_client_describe(c, 5000) : NULL;
   const Khz__V1__State *s = md ? khz_client_nextState(c, 5000) : NULL;
@@ -327,13 +509,14 @@ int main(int argc, char **argv) {
   size_t state_bytes = 0, cmd_bytes = 0;
   int reset_done = 0;
   double t_end = now_s() + seconds + 1, t_reset = now_s() + 1;
-  uint64_t gaps = 0, last = s->seq;
+  uint64_t gaps = 0, last = s->seq, from_seq = 0;
   while (now_s() < t_end) {
     s = khz_client_nextState(c, 1000);
     if (!s) continue;
     if (s->seq > last + 1) gaps += s->seq - last - 1;
     last = s->seq;
-    for (int a = 0; a < na; a++) {
+    if (!state_bytes) state_bytes = khz__v1__state__get_packed_size(s);
+    for (int a = 0; commanding && a < na; a++) {
       const Khz__V1__Actuator *ac = md->actuators[a];
       double qt = q0[a] + 0.2 * sin(2 * M_PI * 0.25 * s->sim_time + 0.7 * a);
       double e = qt - s->q[ac->q_index], effort = ac->effort_limit > 0 ? ac->effort_limit : 50;
@@ -343,9 +526,8 @@ int main(int argc, char **argv) {
     cmd.seq = s->seq;
     cmd.state_seq = s->seq;
     cmd.client_time_ns = khz_client_now();
-    khz_client_command(c, &cmd);
-    if (!state_bytes) {
-      state_bytes = khz__v1__state__get_packed_size(s);
+    if (commanding) khz_client_command(c, &cmd);
+    if (!cmd_bytes) {
       Khz__V1__ClientMessage m;
       khz__v1__client_message__init(&m);
       m.body_case = KHZ__V1__CLIENT_MESSAGE__BODY_COMMAND;
@@ -363,6 +545,7 @@ int main(int argc, char **argv) {
       khz_client_request(c, &rq, 1000);
       reset_done = 1;
       gaps = 0;
+      from_seq = s->seq + 2; /* the first tick surely after the reset */
     }
   }
   Khz__V1__Request rq;
@@ -393,12 +576,13 @@ int main(int argc, char **argv) {
   char note[256] = "";
   pct cyc = {0};
   if (cyclic) cyc = run_cyclictest(seconds, (int)lround(1e6 / rate), prio, cpu, note, sizeof note);
-  pct raw = run_pingpong(transport, state_bytes, cmd_bytes, seconds * 1000, prio);
+  pct raw = {0};
+  if (commanding) raw = run_pingpong(transport, state_bytes, cmd_bytes, seconds * 1000, prio);
 
   printf("\n  %-24s %8s %8s %8s %8s   (us)\n", "", "p50", "p99", "p99.9", "max");
   row("lateness, khz loop", lat, "wake-up - scheduled tick start");
   row("lateness, cyclictest", cyc, cyclic ? (note[0] ? note : "same interval and priority") : "not run");
-  row("tick compute", comp, "command, controller, step, copy-out");
+  row("tick compute", comp, "wake-up -> state complete: command, wrenches, step");
   row("command response", resp, "state complete -> its command received (khz)");
   row("zmq ping-pong, raw", raw, "state-sized PUB -> command-sized DEALER reply");
   row("command latency", cl, "state complete -> start of the tick applying it");
@@ -425,5 +609,8 @@ int main(int argc, char **argv) {
   if (raw.ok && raw.p50 > 0)
     printf("  ratio command response khz / raw zmq: p50 %.2f, p99 %.2f\n", resp.p50 / raw.p50,
            resp.p99 / raw.p99);
+  if (trace.tick) print_trace(&trace, from_seq, trace_top, rate);
+  if (trace.tick && trace_csv) write_trace(&trace, trace_csv);
+  free(trace.tick);
   return 0;
 }

@@ -794,6 +794,45 @@ static void test_spin(const khzModel *m) {
   khz_loop_destroy(&L);
 }
 
+/* cfg.trace: every realtime tick's phases, in order, in the caller's record
+ * until it is full; the marks follow the tick's order and its compute time is
+ * the state's compute_ns */
+static void test_trace(const khzModel *m) {
+  khzLoopConfig cfg;
+  char err[256];
+  enum { CAP = 40 };
+  static khzLoopTraceTick ticks[CAP + 1];
+  khzLoopTrace trace = {ticks, CAP, 0};
+  memset(ticks, 0xA5, sizeof ticks); /* the entry past the end must stay untouched */
+  test_config(&cfg, KHZ_MODE_REALTIME);
+  cfg.trace = &trace;
+  khzLoop *L = khz_loop_new(m, &cfg, err, sizeof err);
+  ENSURE_MSG(L != NULL, "%s", err);
+  if (!L) return;
+  int64_t compute[CAP + 2] = {0};
+  for (int k = 0; k < CAP + 20; k++) {
+    snap s = next_state(L, m, 2000);
+    ENSURE(s.ok);
+    if (s.ok && s.seq >= 1 && s.seq <= CAP + 1) compute[s.seq] = s.stats.compute_ns;
+  }
+  khz_loop_destroy(&L);
+  ENSURE_MSG(atomic_load(&trace.n) == CAP, "%zu ticks traced, capacity %d", atomic_load(&trace.n), CAP);
+  unsigned char past[sizeof ticks[CAP]];
+  memset(past, 0xA5, sizeof past);
+  ENSURE_MSG(memcmp(&ticks[CAP], past, sizeof past) == 0, "the trace wrote past its capacity");
+  int order = 1, seqs = 1, same = 1;
+  for (int i = 0; i < CAP; i++) {
+    const khzLoopTraceTick *e = &ticks[i];
+    int32_t mark[7] = {e->clock_ns, e->command_ns, e->step_ns, e->done_ns, e->copy_ns, e->stats_ns, e->wake_ns};
+    for (int k = 0; k < 7; k++) order &= mark[k] >= (k ? mark[k - 1] : 0);
+    seqs &= e->seq == (uint64_t)i + 1 && (i == 0 || e->sched_ns > ticks[i - 1].sched_ns);
+    same &= e->seq <= CAP + 1 && e->done_ns == compute[e->seq] && e->cpu_wake >= 0 && e->cpu_done >= 0;
+  }
+  ENSURE_MSG(order, "a traced tick's marks are out of order");
+  ENSURE_MSG(seqs, "the traced ticks are not states 1..%d in schedule order", CAP);
+  ENSURE_MSG(same, "a traced tick's compute time is not its state's compute_ns");
+}
+
 int main(void) {
   test_primitives();
   test_hist();
@@ -810,6 +849,7 @@ int main(void) {
     test_haptic_wrench_pd(m);
     test_fast_drops(m);
     test_spin(m);
+    test_trace(m);
     khz_deleteModel(&m);
   }
   return ensure_report();

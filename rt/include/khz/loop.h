@@ -47,6 +47,7 @@
 #ifndef KHZ_LOOP_H
 #define KHZ_LOOP_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -189,7 +190,39 @@ typedef struct khzLoopConfig {
   /* called once in the loop thread before the first tick (tests mark the thread) */
   void (*thread_init)(void *user);
   void *thread_init_user;
+  /* a record of every realtime tick's phases for benchmarks (not owned; NULL =
+   * none, and nothing is read or written for it) */
+  struct khzLoopTrace *trace;
 } khzLoopConfig;
+
+/* What one realtime tick spent where (bench_loop --trace, issue 26): times in
+ * ns from the wake-up, each read with CLOCK_MONOTONIC (vDSO) right after the
+ * phase it ends. compute_ns of TickStats is done_ns. */
+typedef struct khzLoopTraceTick {
+  uint64_t seq;
+  int64_t sched_ns;     /* the tick's deadline (CLOCK_MONOTONIC) */
+  int32_t late_ns;      /* wake-up - deadline */
+  int32_t clock_ns;     /* the CPU clock read at the wake-up done (cpu_clock) */
+  int32_t command_ns;   /* faults, the command, watchdog, torques, drives, wrenches done */
+  int32_t step_ns;      /* khz_stepWith (and the hil sensors' sampling) done */
+  int32_t done_ns;      /* the state complete: compute_ns */
+  int32_t copy_ns;      /* the state copied into the ring (or a history slot) */
+  int32_t stats_ns;     /* histograms and the shared counters updated */
+  int32_t wake_ns;      /* the I/O side woken (khzLoopConfig.wake): the tick's end */
+  int32_t cpu_ns;       /* the tick's CPU time (TickStats.cpu_ns; 0 without cpu_clock) */
+  int32_t between_ns;   /* TickStats.between_ns */
+  int16_t cpu_wake, cpu_done; /* the CPU the thread ran on at the wake-up / at the end */
+  int32_t pairs;        /* awake contact pairs after the step (d->ncontact - ncontact_asleep) */
+  int32_t points;       /* contact points after the step (awake and asleep) */
+} khzLoopTraceTick;
+
+/* The caller's preallocated record: the loop thread fills tick[0..cap) in
+ * order and then stores n (release); it stops when full. */
+typedef struct khzLoopTrace {
+  khzLoopTraceTick *tick;
+  size_t cap;
+  _Atomic size_t n;
+} khzLoopTrace;
 
 /* Fills the defaults: 1000 Hz realtime, SCHED_FIFO 80 when permitted, no CPU
  * pinning, memory locked, 256 KiB stack pre-faulted, cpu_dma_latency left

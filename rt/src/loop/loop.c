@@ -152,6 +152,7 @@ struct khzLoop {
   int64_t cpu_sleep;     /* ... when it went to sleep before this tick (realtime) */
   int64_t cpu_wake;      /* ... when this tick started */
   _Atomic int tid;       /* the loop thread's kernel id (0 until it runs) */
+  khzLoopTraceTick *tr;  /* cfg.trace: this tick's entry while it runs, else NULL */
 
   /* state snapshots for KHZ_REQ_HASH: the loop copies the state (khz_saveState)
    * into a snapshot no reply refers to any more, at most once per state; the
@@ -191,6 +192,26 @@ static int64_t wall_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* cfg.trace: the entry of the realtime tick that starts (NULL when not
+ * tracing or the record is full) */
+static khzLoopTraceTick *trace_begin(khzLoop *L, int64_t t_sched, int64_t t_wake) {
+  khzLoopTrace *t = L->cfg.trace;
+  if (!t) return NULL;
+  size_t n = atomic_load_explicit(&t->n, memory_order_relaxed);
+  if (n >= t->cap) return NULL;
+  khzLoopTraceTick *e = &t->tick[n];
+  e->seq = L->seq + 1;
+  e->sched_ns = t_sched;
+  e->late_ns = (int32_t)(t_wake - t_sched);
+  e->cpu_wake = (int16_t)sched_getcpu();
+  return e;
+}
+
+/* ns since the traced tick's wake-up */
+static int32_t trace_since(const khzLoopTraceTick *e) {
+  return (int32_t)(khz_loop_now() - e->sched_ns - e->late_ns);
 }
 
 static const char *const mode_names[KHZ_NMODES] = {"realtime", "lockstep", "fast"};
@@ -558,6 +579,7 @@ static void publish(khzLoop *L, uint32_t flags, int64_t t_sched, int64_t t_wake)
     }
   }
   if (L->net_state) emit_due(L);
+  if (L->tr) L->tr->copy_ns = trace_since(L->tr);
 
   /* histograms, shared counters, then wake the I/O side */
   khz_hist_add(&L->comp, L->st.compute_ns);
@@ -565,7 +587,20 @@ static void publish(khzLoop *L, uint32_t flags, int64_t t_sched, int64_t t_wake)
   if (L->cfg.mode == KHZ_MODE_REALTIME && !(flags & KHZ_FLAG_RESET))
     khz_hist_add(&L->lat, L->st.lateness_ns);
   share_stats(L);
+  if (L->tr) L->tr->stats_ns = trace_since(L->tr);
   wake_io(L);
+  if (L->tr) { /* the traced tick's end: its entry is complete */
+    khzLoopTraceTick *e = L->tr;
+    e->wake_ns = trace_since(e);
+    e->done_ns = (int32_t)L->st.compute_ns;
+    e->cpu_ns = (int32_t)L->st.cpu_ns;
+    e->between_ns = (int32_t)L->st.between_ns;
+    e->cpu_done = (int16_t)sched_getcpu();
+    e->pairs = d->ncontact - d->ncontact_asleep;
+    e->points = d->ncpoint;
+    atomic_store_explicit(&L->cfg.trace->n, (size_t)(e - L->cfg.trace->tick) + 1, memory_order_release);
+    L->tr = NULL;
+  }
 }
 
 /* ------------------------------------------------------------- requests -- */
@@ -1047,6 +1082,7 @@ static void tick(khzLoop *L, int64_t t_sched, int64_t t_wake, int timed_out) {
   }
   if (L->cfg.hil) drive_targets(L, c, safe);
   flags |= external_wrenches(L, t_wake);
+  if (L->tr) L->tr->command_ns = trace_since(L->tr);
 
   /* step; warnings raised by it become flags */
   int effort = d->warning[KHZ_WARN_EFFORT] + d->warning[KHZ_WARN_BADCTRL];
@@ -1055,6 +1091,7 @@ static void tick(khzLoop *L, int64_t t_sched, int64_t t_wake, int timed_out) {
   d->lcp_time_limit = L->cfg.mode == KHZ_MODE_REALTIME ? 0.5e-9 * (double)L->period_ns : 0;
   khz_stepWith(m, d, L->timestep);
   if (L->cfg.hil) khz_hilSample(L->cfg.hil, m, d, seq - L->reset_seq);
+  if (L->tr) L->tr->step_ns = trace_since(L->tr);
   if (stalled(L) || (L->cfg.hil && khz_hilAnyFault(L->cfg.hil))) flags |= KHZ_FLAG_FAULT;
   if (d->warning[KHZ_WARN_EFFORT] + d->warning[KHZ_WARN_BADCTRL] != effort) flags |= KHZ_FLAG_CLAMPED;
   if (d->warning[KHZ_WARN_BADSTATE] != bad) flags |= KHZ_FLAG_BADSTATE;
@@ -1184,6 +1221,8 @@ static void run(khzLoop *L) {
     /* the tick, the next deadline, a finished step request */
     int realtime = L->cfg.mode == KHZ_MODE_REALTIME;
     L->cpu_wake = thread_cpu_now(L); /* after t_wake: the lateness stays cyclictest's */
+    if (realtime && L->cfg.trace && (L->tr = trace_begin(L, t_sched, t_wake)))
+      L->tr->clock_ns = trace_since(L->tr);
     tick(L, t_sched, t_wake, timed_out);
     /* overruns are judged at the point where the state was complete, where
      * its CPU time was read: the wake callback's time counts to the next tick */
