@@ -20,7 +20,6 @@
 typedef struct hilSensor {
   int type, object, dim, adr; /* spec type and object; values and their first index in out */
   int divisor, latency;
-  int nnoisy;             /* values that take noise (the encoder: its position only) */
   int fault;              /* khzFaultType */
   int have_prev;          /* prev holds the last sample (differencing sensors) */
   double white, resolution;
@@ -274,7 +273,6 @@ khzHil *khz_hilCreate(const khzModel *m, const khzSensorSpec *sensor, int nsenso
     hil->nvalue += s->dim;
     s->divisor = sp->divisor;
     s->latency = sp->latency;
-    s->nnoisy = sp->type == KHZ_SENSOR_ENCODER ? 1 : s->dim;
     s->white = sp->noise.white;
     s->resolution = sp->noise.resolution;
     memcpy(s->pos, sp->pos, sizeof s->pos);
@@ -361,8 +359,6 @@ void khz_hilFree(khzHil **hil_p) {
 }
 
 /* ------------------------------------------------------------ sensing -- */
-
-static double quantise(double x, double res) { return res > 0 ? res * floor(x / res + 0.5) : x; }
 
 /* world velocity of body b's point p (body frame) */
 static void point_velocity(const khzData *d, int b, const double *p, double *v) {
@@ -493,99 +489,138 @@ static void subtree_sums(khzHil *hil, const khzModel *m, const khzData *d) {
   }
 }
 
-/* the exact reading of sensor s (before noise), into x[dim]; a
- * differencing sensor differences with s->prev (with the state itself at
- * its first sample) and keeps the state the next sample needs there */
-static void exact(const khzHil *hil, hilSensor *s, const khzModel *m, const khzData *d, double *x) {
+/* The exact readings (before noise) of the differencing and force
+ * sensors, into x; a differencing sensor differences with s->prev (with
+ * the state itself at its first sample) and keeps there the state the
+ * next sample needs. */
+
+/* accelerometer: specific force, the point's acceleration over the sample
+ * period minus gravity */
+static inline void exact_accel(hilSensor *s, const khzModel *m, const khzData *d, double *x) {
+  double v[3], a[3];
   int b = s->object;
-  switch (s->type) {
-    case KHZ_SENSOR_ENCODER:
-      x[0] = d->q[m->jnt_qadr[b]];
-      x[1] = 0; /* the velocity follows from the quantised positions (take_sample) */
-      break;
-    case KHZ_SENSOR_GYRO:
-      to_body(d, b, d->cvel + 6 * b, x);
-      break;
-    case KHZ_SENSOR_ACCEL: {
-      /* specific force: the point's acceleration over the sample period minus gravity */
-      double v[3], a[3];
-      point_velocity(d, b, s->pos, v);
-      const double *pv = s->have_prev ? s->prev : v;
-      for (int k = 0; k < 3; k++) a[k] = (v[k] - pv[k]) * s->rate - m->gravity[k];
-      memcpy(s->prev, v, sizeof v);
-      to_body(d, b, a, x);
-      break;
-    }
-    case KHZ_SENSOR_FORCE: {
-      /* the body's contact wrench, its torque moved from the origin to the point */
-      const double *R = d->xrot + 9 * b, *o = d->xpos + 3 * b, *p = s->pos;
-      const double *cw = hil->body_contact + 7 * b;
-      double pw[3], t[3];
-      for (int k = 0; k < 3; k++) pw[k] = o[k] + R[3 * k] * p[0] + R[3 * k + 1] * p[1] + R[3 * k + 2] * p[2];
-      cross3(t, pw, cw);
-      for (int k = 0; k < 3; k++) t[k] = cw[3 + k] - t[k];
-      to_body(d, b, cw, x);
-      to_body(d, b, t, x + 3);
-      break;
-    }
-    case KHZ_SENSOR_TOUCH:
-      x[0] = hil->body_contact[7 * b + 6];
-      break;
-    case KHZ_SENSOR_JOINT_FT: {
-      /* Newton-Euler on the child's subtree: what the joint transmits is the
-       * rate of change of the subtree's momentum minus what acts on it from
-       * outside (gravity, body wrenches, contacts). Over the sample period:
-       * the momentum's difference quotient less the outside wrench's
-       * trapezoidal mean, so the reading is the mean over the period
-       * (second order, no lag of half a period between the two terms).
-       * Torques about the world origin, then about the sensor point. */
-      const double *R = d->xrot + 9 * b, *o = d->xpos + 3 * b, *ps = s->pos;
-      double now[15]; /* p, l, ext[6], pw: kept for the next sample */
-      double *p = now, *l = now + 3, *ext = now + 6, *pw = now + 12;
-      double F[3], T[3], pm[3], pxF[3];
-      memcpy(now, hil->subtree + 12 * b, 12 * sizeof(double));
-      for (int k = 0; k < 3; k++)
-        pw[k] = o[k] + R[3 * k] * ps[0] + R[3 * k + 1] * ps[1] + R[3 * k + 2] * ps[2];
-      /* the first sample: as if the momentum held still */
-      const double *prev = s->have_prev ? s->prev : now;
-      const double *pp = prev, *pl = prev + 3, *pe = prev + 6, *ppw = prev + 12;
-      for (int k = 0; k < 3; k++) {
-        F[k] = (p[k] - pp[k]) * s->rate - 0.5 * (ext[k] + pe[k]);
-        T[k] = (l[k] - pl[k]) * s->rate - 0.5 * (ext[3 + k] + pe[3 + k]);
-        pm[k] = 0.5 * (pw[k] + ppw[k]);
-      }
-      cross3(pxF, pm, F);
-      for (int k = 0; k < 3; k++) T[k] -= pxF[k]; /* about the point: T_o - p x F */
-      memcpy(s->prev, now, sizeof now);
-      to_body(d, b, F, x);
-      to_body(d, b, T, x + 3);
-      break;
-    }
+  point_velocity(d, b, s->pos, v);
+  const double *pv = s->have_prev ? s->prev : v;
+  for (int k = 0; k < 3; k++) a[k] = (v[k] - pv[k]) * s->rate - m->gravity[k];
+  memcpy(s->prev, v, sizeof v);
+  to_body(d, b, a, x);
+}
+
+/* force-torque: the body's contact wrench, its torque moved from the
+ * origin to the point */
+static inline void exact_force(const khzHil *hil, const hilSensor *s, const khzData *d, double *x) {
+  int b = s->object;
+  const double *R = d->xrot + 9 * b, *o = d->xpos + 3 * b, *p = s->pos;
+  const double *cw = hil->body_contact + 7 * b;
+  double pw[3], t[3];
+  for (int k = 0; k < 3; k++) pw[k] = o[k] + R[3 * k] * p[0] + R[3 * k + 1] * p[1] + R[3 * k + 2] * p[2];
+  cross3(t, pw, cw);
+  for (int k = 0; k < 3; k++) t[k] = cw[3 + k] - t[k];
+  to_body(d, b, cw, x);
+  to_body(d, b, t, x + 3);
+}
+
+/* joint force-torque: Newton-Euler on the child's subtree. What the joint
+ * transmits is the rate of change of the subtree's momentum minus what
+ * acts on it from outside (gravity, body wrenches, contacts). Over the
+ * sample period: the momentum's difference quotient less the outside
+ * wrench's trapezoidal mean, so the reading is the mean over the period
+ * (second order, no lag of half a period between the two terms). Torques
+ * about the world origin, then about the sensor point. */
+static inline void exact_joint_ft(const khzHil *hil, hilSensor *s, const khzData *d, double *x) {
+  int b = s->object;
+  const double *R = d->xrot + 9 * b, *o = d->xpos + 3 * b, *ps = s->pos;
+  double now[15]; /* p, l, ext[6], pw: kept for the next sample */
+  double *p = now, *l = now + 3, *ext = now + 6, *pw = now + 12;
+  double F[3], T[3], pm[3], pxF[3];
+  memcpy(now, hil->subtree + 12 * b, 12 * sizeof(double));
+  for (int k = 0; k < 3; k++)
+    pw[k] = o[k] + R[3 * k] * ps[0] + R[3 * k + 1] * ps[1] + R[3 * k + 2] * ps[2];
+  /* the first sample: as if the momentum held still */
+  const double *prev = s->have_prev ? s->prev : now;
+  const double *pp = prev, *pl = prev + 3, *pe = prev + 6, *ppw = prev + 12;
+  for (int k = 0; k < 3; k++) {
+    F[k] = (p[k] - pp[k]) * s->rate - 0.5 * (ext[k] + pe[k]);
+    T[k] = (l[k] - pl[k]) * s->rate - 0.5 * (ext[3 + k] + pe[3 + k]);
+    pm[k] = 0.5 * (pw[k] + ppw[k]);
+  }
+  cross3(pxF, pm, F);
+  for (int k = 0; k < 3; k++) T[k] -= pxF[k]; /* about the point: T_o - p x F */
+  memcpy(s->prev, now, sizeof now);
+  to_body(d, b, F, x);
+  to_body(d, b, T, x + 3);
+}
+
+/* the noise on the n noisy values of a sample: out = quantise(x + bias +
+ * white N(0,1)), then the bias's random-walk step walk N(0,1) (none at the
+ * first sample, the reset's); the deviates of a sample are drawn together,
+ * the white ones first. Inlined with n a constant per sensor type */
+static inline __attribute__((always_inline)) void add_noise(hilSensor *s, double *x, int n,
+                                                            int first) {
+  double z[2 * KHZ_SENSOR_MAXDIM];
+  int nwhite = s->white > 0 ? n : 0, nwalk = s->walk > 0 && !first ? n : 0;
+  if (nwhite + nwalk) khz_rngNormals(&s->rng, z, nwhite + nwalk);
+  const double *bias = s->bias;
+  if (nwhite) {
+    double white = s->white;
+    for (int k = 0; k < n; k++) x[k] = x[k] + bias[k] + white * z[k];
+  } else {
+    for (int k = 0; k < n; k++) x[k] += bias[k];
+  }
+  if (s->resolution > 0) {
+    double res = s->resolution;
+    for (int k = 0; k < n; k++) x[k] = res * floor(x[k] / res + 0.5);
+  }
+  if (nwalk) {
+    double walk = s->walk;
+    for (int k = 0; k < n; k++) s->bias[k] += walk * z[nwhite + k];
   }
 }
 
-/* one sample of sensor s into x[dim]: the exact reading, then per noisy
- * value out = quantise(x + bias + white N(0,1)) and the bias's random-walk
- * step walk N(0,1) (none at the first sample, the reset's); the deviates of
- * a sample are drawn together, the white ones first */
+/* one sample of sensor s into x[dim]: the exact reading, then its noise */
 static void take_sample(const khzHil *hil, hilSensor *s, const khzModel *m, const khzData *d,
                         int first, double *x) {
-  double z[2 * KHZ_SENSOR_MAXDIM];
+  int b = s->object;
   if (first) s->have_prev = 0;
-  exact(hil, s, m, d, x);
-  s->have_prev = 1;
-  int nn = s->nnoisy, nwhite = s->white > 0 ? nn : 0, nwalk = s->walk > 0 && !first ? nn : 0;
-  if (nwhite + nwalk) khz_rngNormals(&s->rng, z, nwhite + nwalk);
-  for (int k = 0; k < nn; k++) {
-    double y = x[k] + s->bias[k];
-    if (nwhite) y += s->white * z[k];
-    x[k] = quantise(y, s->resolution);
+  switch (s->type) {
+    case KHZ_SENSOR_ENCODER:
+      x[0] = d->q[m->jnt_qadr[b]];
+      add_noise(s, x, 1, first);
+      /* the drive's velocity: two readings over the sample period */
+      x[1] = first ? 0 : (x[0] - s->prev[0]) * s->rate;
+      s->prev[0] = x[0];
+      break;
+    case KHZ_SENSOR_GYRO:
+      to_body(d, b, d->cvel + 6 * b, x);
+      add_noise(s, x, 3, first);
+      break;
+    case KHZ_SENSOR_ACCEL:
+      exact_accel(s, m, d, x);
+      add_noise(s, x, 3, first);
+      break;
+    case KHZ_SENSOR_FORCE:
+      exact_force(hil, s, d, x);
+      add_noise(s, x, 6, first);
+      break;
+    case KHZ_SENSOR_TOUCH:
+      x[0] = hil->body_contact[7 * b + 6];
+      add_noise(s, x, 1, first);
+      break;
+    case KHZ_SENSOR_JOINT_FT:
+      exact_joint_ft(hil, s, d, x);
+      add_noise(s, x, 6, first);
+      break;
   }
-  for (int k = 0; k < nwalk; k++) s->bias[k] += s->walk * z[nwhite + k];
-  if (s->type == KHZ_SENSOR_ENCODER) {
-    /* the drive's velocity: two readings over the sample period */
-    x[1] = first ? 0 : (x[0] - s->prev[0]) * s->rate;
-    s->prev[0] = x[0];
+  s->have_prev = 1;
+}
+
+/* dim (1, 2, 3 or 6) values from x to y, each size a fixed copy */
+static inline void copy_values(double *y, const double *x, int dim) {
+  switch (dim) {
+    case 6: y[3] = x[3], y[4] = x[4], y[5] = x[5]; /* fall through */
+    case 3: y[2] = x[2]; /* fall through */
+    case 2: y[1] = x[1]; /* fall through */
+    default: y[0] = x[0];
   }
 }
 
@@ -603,8 +638,7 @@ static void show(khzHil *hil, const hilSensor *s) {
  * a frozen sensor keeps */
 static void release(khzHil *hil, hilSensor *s, const double *x, uint64_t tick) {
   if (s->fault == KHZ_FAULT_NONE) {
-    double *out = hil->out + s->adr;
-    for (int k = 0; k < s->dim; k++) out[k] = x[k];
+    copy_values(hil->out + s->adr, x, s->dim);
     s->sampled_at = tick;
     return;
   }
@@ -615,9 +649,10 @@ static void release(khzHil *hil, hilSensor *s, const double *x, uint64_t tick) {
   show(hil, s);
 }
 
-/* a sample onto the delay queue (the newest kept should it be full, which
- * qcap's bound rules out) */
-static void enqueue(hilSensor *s, const double *x, uint64_t tick) {
+/* a new slot at the delay queue's end for a sample taken at tick, which
+ * the sample is written into (the oldest dropped should the queue be
+ * full, which qcap's bound rules out) */
+static double *enqueue(hilSensor *s, uint64_t tick) {
   if (s->qlen == s->qcap) {
     s->qhead = s->qhead + 1 == s->qcap ? 0 : s->qhead + 1;
     s->qlen--;
@@ -626,8 +661,7 @@ static void enqueue(hilSensor *s, const double *x, uint64_t tick) {
   if (slot >= s->qcap) slot -= s->qcap;
   s->qlen++;
   s->qtick[slot] = tick;
-  double *q = s->qval + (size_t)slot * (size_t)s->dim;
-  for (int k = 0; k < s->dim; k++) q[k] = x[k];
+  return s->qval + (size_t)slot * (size_t)s->dim;
 }
 
 /* the queued samples whose latency has passed go out, oldest first */
@@ -659,19 +693,24 @@ static void shared_sums(khzHil *hil, const khzModel *m, const khzData *d, uint64
   if (subtrees) subtree_sums(hil, m, d);
 }
 
+/* each sensor due samples straight where its reading waits: its delay
+ * queue's new slot, or (no latency, no fault) the published values */
 void khz_hilSample(khzHil *hil, const khzModel *m, const khzData *d, uint64_t tick) {
   if (hil->contact_readers) check_asleep(hil, d);
   shared_sums(hil, m, d, tick, 0);
   for (int i = 0; i < hil->nsensor; i++) {
     hilSensor *s = &hil->sensor[i];
-    double x[KHZ_SENSOR_MAXDIM];
     if (due(s, tick)) {
+      double held[KHZ_SENSOR_MAXDIM];
+      double *x = s->latency ? enqueue(s, tick) : s->fault ? held : hil->out + s->adr;
       take_sample(hil, s, m, d, 0, x);
-      if (s->latency == 0) {
-        release(hil, s, x, tick);
+      if (!s->latency) {
+        if (s->fault)
+          release(hil, s, x, tick);
+        else
+          s->sampled_at = tick;
         continue;
       }
-      enqueue(s, x, tick);
     }
     if (s->latency) release_due(hil, s, tick);
   }
