@@ -42,7 +42,8 @@ double khz_rngUniform(khzRng *r) { return (double)(khz_rngNext(r) >> 11) * 0x1.0
 #define ZIG_V 0.00492867323399
 
 double khz_zig_x[ZIG_N + 1], khz_zig_f[ZIG_N + 1], khz_zig_w[ZIG_N]; /* rng.h */
-khzZigStrip khz_zig_strip[ZIG_N];
+khzZigBound khz_zig_bound[ZIG_N];
+double khz_zig_w23[ZIG_N];
 static pthread_once_t zig_once = PTHREAD_ONCE_INIT;
 
 static void zig_init(void) {
@@ -56,9 +57,9 @@ static void zig_init(void) {
     khz_zig_w[i] = khz_zig_x[i] * 0x1.0p-55;
     /* |j| 2^-23 x_i < x_{i+1} for every j the fast path takes (floor) */
     int32_t k = (int32_t)floor(0x1.0p23 * khz_zig_x[i + 1] / khz_zig_x[i]);
-    khz_zig_strip[i].k = k;
-    khz_zig_strip[i].k2 = 2 * k;
-    khz_zig_strip[i].w = khz_zig_x[i] * 0x1.0p-23;
+    khz_zig_bound[i].k = k;
+    khz_zig_bound[i].k2 = 2 * k;
+    khz_zig_w23[i] = khz_zig_x[i] * 0x1.0p-23;
   }
 }
 
@@ -79,7 +80,10 @@ double khz_rngNormalSlow(khzRng *r, int i, double x) {
       } while (2 * t < a * a);
       return x < 0 ? -(ZIG_R + a) : ZIG_R + a;
     }
-    if (khz_zig_f[i] + khz_rngUniform(r) * (khz_zig_f[i + 1] - khz_zig_f[i]) < exp(-0.5 * x * x)) return x;
+    /* y under f(x) = exp(-x^2/2) >= 1 - x^2/2: most of the top strips'
+     * wedges (the most rejected) need no exp */
+    double y = khz_zig_f[i] + (double)(khz_rngNextInline(r) >> 11) * 0x1.0p-53 * (khz_zig_f[i + 1] - khz_zig_f[i]);
+    if (y < 1 - 0.5 * x * x || y < exp(-0.5 * x * x)) return x;
     x = khz_zigCandidate(khz_rngNextInline(r), &i);
     if (fabs(x) < khz_zig_x[i + 1]) return x;
   }
@@ -90,7 +94,7 @@ double khz_rngNormalSlow(khzRng *r, int i, double x) {
  * then the wedge test or the tail as for any draw */
 double khz_rngNormalRetry(khzRng *r, uint32_t h) {
   int i = (int)(h & (ZIG_N - 1));
-  double x = (double)((int32_t)h >> 8) * khz_zig_strip[i].w;
+  double x = (double)((int32_t)h >> 8) * khz_zig_w23[i];
   if (fabs(x) < khz_zig_x[i + 1]) return x;
   return khz_rngNormalSlow(r, i, x);
 }

@@ -13,15 +13,15 @@
 /* strip i's right edge x_i, f(x_i), and x_i 2^-55 (a signed 56-bit
  * integer times it is the candidate) */
 extern double khz_zig_x[KHZ_ZIG_N + 1], khz_zig_f[KHZ_ZIG_N + 1], khz_zig_w[KHZ_ZIG_N];
-/* the batched draws' fast path reads one entry: a signed 24-bit j is
- * inside the next strip when -k <= j < k (one unsigned compare against
- * k2 = 2k, k = floor(2^23 x_{i+1} / x_i)), and then j x_i 2^-23 is the
- * deviate */
-typedef struct khzZigStrip {
+/* the batched draws' fast path reads two 8-byte entries (indexed without
+ * a shift): a signed 24-bit j is inside the next strip when -k <= j < k
+ * (one unsigned compare against k2 = 2k, k = floor(2^23 x_{i+1} / x_i)),
+ * and then j khz_zig_w23[i] = j x_i 2^-23 is the deviate */
+typedef struct khzZigBound {
   int32_t k, k2;
-  double w;
-} khzZigStrip;
-extern khzZigStrip khz_zig_strip[KHZ_ZIG_N];
+} khzZigBound;
+extern khzZigBound khz_zig_bound[KHZ_ZIG_N];
+extern double khz_zig_w23[KHZ_ZIG_N];
 
 /* the ziggurat's rare cases: the wedge test and the tail (rng.c); the
  * batch's from the 32 bits h it rejected */
@@ -72,11 +72,10 @@ static inline uint64_t khz_zigBatch(khzRng *r, double *z, int n) {
   uint64_t s0 = r->s[0], s1 = r->s[1], s2 = r->s[2], s3 = r->s[3], miss = 0;
 #define KHZ_ZIG_ONE(h, k)                                              \
   do {                                                                 \
-    uint32_t h_ = (h);                                                 \
+    uint32_t h_ = (h), i_ = h_ & (KHZ_ZIG_N - 1);                      \
     int32_t j_ = (int32_t)h_ >> 8;                                     \
-    const khzZigStrip *st_ = &khz_zig_strip[h_ & (KHZ_ZIG_N - 1)];     \
-    if ((uint32_t)(j_ + st_->k) < (uint32_t)st_->k2)                   \
-      z[k] = (double)j_ * st_->w;                                      \
+    if ((uint32_t)(j_ + khz_zig_bound[i_].k) < (uint32_t)khz_zig_bound[i_].k2) \
+      z[k] = (double)j_ * khz_zig_w23[i_];                             \
     else                                                               \
       z[k] = (double)h_, miss |= (uint64_t)1 << (k);                   \
   } while (0)
