@@ -27,23 +27,26 @@ uint64_t khz_rngNext(khzRng *r) { return khz_rngNextInline(r); }
 double khz_rngUniform(khzRng *r) { return (double)(khz_rngNext(r) >> 11) * 0x1.0p-53; }
 
 /* The ziggurat method (Marsaglia and Tsang, "The Ziggurat Method for
- * Generating Random Variables", J. Stat. Software 5(8), 2000), 256 strips of
+ * Generating Random Variables", J. Stat. Software 5(8), 2000), 512 strips of
  * equal area V under f(x) = exp(-x^2/2): x_1 = R, x_{i+1} =
- * sqrt(-2 ln(V / x_i + f(x_i))), x_256 = 0, and the base strip (the
+ * sqrt(-2 ln(V / x_i + f(x_i))), x_512 = 0, and the base strip (the
  * rectangle under f(R) and the tail beyond R) as a rectangle of width
- * V / f(R) (R and V: the paper's 256-strip constants). One draw picks the
- * strip (8 low bits) and a signed uniform (the high bits, disjoint from the
- * strip's): inside the next strip's width (98.5 % of draws) it is the
+ * V / f(R); R solves the paper's condition for 512 strips (the recursion
+ * ends at f(x_511) + V / x_511 = 1, V = R f(R) + the tail's area; the same
+ * bisection gives the paper's 128- and 256-strip constants). One draw
+ * picks the strip (9 low bits) and a signed uniform (the high bits,
+ * disjoint from the strip's): inside the next strip's width (99.25 % of
+ * draws) it is the
  * result; otherwise the wedge is tested against f, or the tail sampled by
  * Marsaglia's exponential method. About 5x faster than Box-Muller's log,
  * sqrt and cos, which dominated the sensors' cost. */
 #define ZIG_N KHZ_ZIG_N
-#define ZIG_R 3.6541528853610088
-#define ZIG_V 0.00492867323399
+#define ZIG_R 3.852046150368391
+#define ZIG_V 0.002456766351541357
 
 double khz_zig_x[ZIG_N + 1], khz_zig_f[ZIG_N + 1], khz_zig_w[ZIG_N]; /* rng.h */
 khzZigBound khz_zig_bound[ZIG_N];
-double khz_zig_w23[ZIG_N];
+double khz_zig_w22[ZIG_N];
 static pthread_once_t zig_once = PTHREAD_ONCE_INIT;
 
 static void zig_init(void) {
@@ -54,12 +57,12 @@ static void zig_init(void) {
   khz_zig_x[ZIG_N] = 0;
   for (int i = 0; i <= ZIG_N; i++) khz_zig_f[i] = exp(-0.5 * khz_zig_x[i] * khz_zig_x[i]);
   for (int i = 0; i < ZIG_N; i++) {
-    khz_zig_w[i] = khz_zig_x[i] * 0x1.0p-55;
-    /* |j| 2^-23 x_i < x_{i+1} for every j the fast path takes (floor) */
-    int32_t k = (int32_t)floor(0x1.0p23 * khz_zig_x[i + 1] / khz_zig_x[i]);
+    khz_zig_w[i] = khz_zig_x[i] * 0x1.0p-54;
+    /* |j| 2^-22 x_i < x_{i+1} for every j the fast path takes (floor) */
+    int32_t k = (int32_t)floor(0x1.0p22 * khz_zig_x[i + 1] / khz_zig_x[i]);
     khz_zig_bound[i].k = k;
     khz_zig_bound[i].k2 = 2 * k;
-    khz_zig_w23[i] = khz_zig_x[i] * 0x1.0p-23;
+    khz_zig_w22[i] = khz_zig_x[i] * 0x1.0p-22;
   }
 }
 
@@ -94,7 +97,7 @@ double khz_rngNormalSlow(khzRng *r, int i, double x) {
  * then the wedge test or the tail as for any draw */
 double khz_rngNormalRetry(khzRng *r, uint32_t h) {
   int i = (int)(h & (ZIG_N - 1));
-  double x = (double)((int32_t)h >> 8) * khz_zig_w23[i];
+  double x = (double)((int32_t)h >> 9) * khz_zig_w22[i];
   if (fabs(x) < khz_zig_x[i + 1]) return x;
   return khz_rngNormalSlow(r, i, x);
 }

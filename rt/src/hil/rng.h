@@ -9,19 +9,19 @@
 
 #include "khz/hil.h"
 
-#define KHZ_ZIG_N 256
-/* strip i's right edge x_i, f(x_i), and x_i 2^-55 (a signed 56-bit
+#define KHZ_ZIG_N 512
+/* strip i's right edge x_i, f(x_i), and x_i 2^-54 (a signed 55-bit
  * integer times it is the candidate) */
 extern double khz_zig_x[KHZ_ZIG_N + 1], khz_zig_f[KHZ_ZIG_N + 1], khz_zig_w[KHZ_ZIG_N];
 /* the batched draws' fast path reads two 8-byte entries (indexed without
- * a shift): a signed 24-bit j is inside the next strip when -k <= j < k
- * (one unsigned compare against k2 = 2k, k = floor(2^23 x_{i+1} / x_i)),
- * and then j khz_zig_w23[i] = j x_i 2^-23 is the deviate */
+ * a shift): a signed 23-bit j is inside the next strip when -k <= j < k
+ * (one unsigned compare against k2 = 2k, k = floor(2^22 x_{i+1} / x_i)),
+ * and then j khz_zig_w22[i] = j x_i 2^-22 is the deviate */
 typedef struct khzZigBound {
   int32_t k, k2;
 } khzZigBound;
 extern khzZigBound khz_zig_bound[KHZ_ZIG_N];
-extern double khz_zig_w23[KHZ_ZIG_N];
+extern double khz_zig_w22[KHZ_ZIG_N];
 
 /* the ziggurat's rare cases: the wedge test and the tail (rng.c); the
  * batch's from the 32 bits h it rejected */
@@ -46,13 +46,13 @@ static inline uint64_t khz_rngNextInline(khzRng *r) {
   return out;
 }
 
-/* one 64-bit draw b: the strip from its 8 low bits, a signed uniform from
- * its 56 high bits (an arithmetic shift and one conversion); inside the
- * next strip's width (about 98.5 % of draws) the candidate is the result */
+/* one 64-bit draw b: the strip from its 9 low bits, a signed uniform from
+ * its 55 high bits (an arithmetic shift and one conversion); inside the
+ * next strip's width (99.25 % of draws) the candidate is the result */
 static inline double khz_zigCandidate(uint64_t b, int *strip) {
   int i = (int)(b & (KHZ_ZIG_N - 1));
   *strip = i;
-  return (double)((int64_t)b >> 8) * khz_zig_w[i];
+  return (double)((int64_t)b >> 9) * khz_zig_w[i];
 }
 
 static inline double khz_rngNormalInline(khzRng *r) {
@@ -63,8 +63,8 @@ static inline double khz_rngNormalInline(khzRng *r) {
 }
 
 /* n (<= 64) deviates into z, two from each 64-bit draw (its low half, then
- * its high half; 32 bits h each: the strip from its 8 low bits, a signed
- * 24-bit uniform j from the rest, steps of 2^-23 of the strip's width),
+ * its high half; 32 bits h each: the strip from its 9 low bits, a signed
+ * 23-bit uniform j from the rest, steps of 2^-22 of the strip's width),
  * the generator's state in registers and no call in the loop: a draw
  * outside its strip's inner part leaves h in z and its bit in the mask
  * returned, for khz_rngNormalRetry after the batch */
@@ -73,9 +73,9 @@ static inline uint64_t khz_zigBatch(khzRng *r, double *z, int n) {
 #define KHZ_ZIG_ONE(h, k)                                              \
   do {                                                                 \
     uint32_t h_ = (h), i_ = h_ & (KHZ_ZIG_N - 1);                      \
-    int32_t j_ = (int32_t)h_ >> 8;                                     \
+    int32_t j_ = (int32_t)h_ >> 9;                                     \
     if ((uint32_t)(j_ + khz_zig_bound[i_].k) < (uint32_t)khz_zig_bound[i_].k2) \
-      z[k] = (double)j_ * khz_zig_w23[i_];                             \
+      z[k] = (double)j_ * khz_zig_w22[i_];                             \
     else                                                               \
       z[k] = (double)h_, miss |= (uint64_t)1 << (k);                   \
   } while (0)
