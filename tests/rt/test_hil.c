@@ -165,6 +165,37 @@ static void test_rng(void) {
   }
 }
 
+/* the ziggurat's table (hil/rng.c) against its construction: the base
+ * strip (the rectangle under f(R) and the tail beyond R) and every strip
+ * have the area V, the top strip ends at f(0) = 1, and the batched fast
+ * path's bounds and widths are its strips'. A table from wrong constants
+ * (256-strip R and V in 512 strips) passes the sampling tests below with
+ * 1e6 deviates (KS 1.25e-3, chi-square 209) but fails here */
+static void test_zig_table(void) {
+  khz_rngInit();
+  const int n = KHZ_ZIG_N;
+  const double *x = khz_zig_x, *f = khz_zig_f;
+  double R = x[1], V = x[0] * f[1];
+  double tail = sqrt(M_PI / 2) * erfc(R / sqrt(2.0));
+  ENSURE_MSG(fabs(R * f[1] + tail - V) < 1e-12 * V, "base strip: R f(R) + tail %.17g, V %.17g",
+             R * f[1] + tail, V);
+  int bad = -1;
+  for (int i = 1; i < n; i++) {
+    double next = i + 1 < n ? f[i + 1] : 1; /* the top strip reaches f(0) */
+    if (!(fabs(x[i] * (next - f[i]) - V) < 1e-9 * V)) bad = bad < 0 ? i : bad;
+  }
+  ENSURE_MSG(bad < 0, "strip %d's area %.17g, want V %.17g", bad,
+             bad < 0 ? 0 : x[bad] * ((bad + 1 < n ? f[bad + 1] : 1) - f[bad]), V);
+  ENSURE(x[n] == 0 && f[n] == 1);
+  for (int i = 0; i < n; i++) {
+    double k = 0x1.0p22 * x[i + 1] / x[i];
+    if (!(khz_zig_bound[i].k <= k && k < khz_zig_bound[i].k + 1 &&
+          khz_zig_bound[i].k2 == 2 * khz_zig_bound[i].k && khz_zig_w22[i] == x[i] * 0x1.0p-22))
+      bad = bad < 0 ? i : bad;
+  }
+  ENSURE_MSG(bad < 0, "strip %d: the batched fast path's bound or width", bad);
+}
+
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -177,8 +208,7 @@ static int cmp_double(const void *a, const void *b) {
  *   two tails; the 1e-4 quantile of chi-square with 161 degrees of freedom
  *   is 236.5 (Wilson-Hilferty);
  * - Kolmogorov-Smirnov: sup |F_n - Phi| against its 1e-4 quantile
- *   sqrt(ln(2 / 1e-4) / 2) / sqrt(n) = 2.22e-3 (a strip's bound or width
- *   1 % off moves F_n by more);
+ *   sqrt(ln(2 / 1e-4) / 2) / sqrt(n) = 2.22e-3;
  * - the tails: P(|x| > t) for t = 3, the ziggurat's R = 3.852 (beyond it
  *   only the tail method draws) and 4.5, each within 5 binomial standard
  *   errors of erfc(t / sqrt 2) */
@@ -848,6 +878,7 @@ static void test_errors(void) {
 
 int main(void) {
   test_rng();
+  test_zig_table();
   test_rng_batch();
   test_encoder();
   test_white_noise();
