@@ -636,8 +636,9 @@ static inline void exact_force_kept(const khzHil *hil, hilSensor *s, const khzDa
 
 /* one sample of sensor s into x[dim]: the exact reading, then its noise
  * (inlined: in khz_hilSample's loop a sensor costs no call) */
-static inline __attribute__((always_inline)) void take_sample(const khzHil *hil, hilSensor *s, const khzModel *m, const khzData *d,
-                        int first, uint64_t tick, double *x) {
+static inline __attribute__((always_inline)) void take_sample(const khzHil *hil, hilSensor *s,
+                                                              const khzModel *m, const khzData *d,
+                                                              int first, uint64_t tick, double *x) {
   int b = s->object;
   if (first) s->have_prev = 0;
   switch (s->type) {

@@ -85,7 +85,8 @@ double khz_rngNormalSlow(khzRng *r, int i, double x) {
     }
     /* y under f(x) = exp(-x^2/2) >= 1 - x^2/2: most of the top strips'
      * wedges (the most rejected) need no exp */
-    double y = khz_zig_f[i] + (double)(khz_rngNextInline(r) >> 11) * 0x1.0p-53 * (khz_zig_f[i + 1] - khz_zig_f[i]);
+    double u = (double)(khz_rngNextInline(r) >> 11) * 0x1.0p-53; /* khz_rngUniform */
+    double y = khz_zig_f[i] + u * (khz_zig_f[i + 1] - khz_zig_f[i]);
     if (y < 1 - 0.5 * x * x || y < exp(-0.5 * x * x)) return x;
     x = khz_zigCandidate(khz_rngNextInline(r), &i);
     if (fabs(x) < khz_zig_x[i + 1]) return x;
