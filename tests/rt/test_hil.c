@@ -165,38 +165,98 @@ static void test_rng(void) {
   }
 }
 
+/* the ziggurat's table (hil/rng.c) against its construction: the base
+ * strip (the rectangle under f(R) and the tail beyond R) and every strip
+ * have the area V, the top strip ends at f(0) = 1, and the batched fast
+ * path's bounds and widths are its strips'. A table from wrong constants
+ * (256-strip R and V in 512 strips) passes the sampling tests below with
+ * 1e6 deviates (KS 1.25e-3, chi-square 209) but fails here */
+static void test_zig_table(void) {
+  khz_rngInit();
+  const int n = KHZ_ZIG_N;
+  const double *x = khz_zig_x, *f = khz_zig_f;
+  double R = x[1], V = x[0] * f[1];
+  double tail = sqrt(M_PI / 2) * erfc(R / sqrt(2.0));
+  ENSURE_MSG(fabs(R * f[1] + tail - V) < 1e-12 * V, "base strip: R f(R) + tail %.17g, V %.17g",
+             R * f[1] + tail, V);
+  int bad = -1;
+  for (int i = 1; i < n; i++) {
+    double next = i + 1 < n ? f[i + 1] : 1; /* the top strip reaches f(0) */
+    if (!(fabs(x[i] * (next - f[i]) - V) < 1e-9 * V)) bad = bad < 0 ? i : bad;
+  }
+  ENSURE_MSG(bad < 0, "strip %d's area %.17g, want V %.17g", bad,
+             bad < 0 ? 0 : x[bad] * ((bad + 1 < n ? f[bad + 1] : 1) - f[bad]), V);
+  ENSURE(x[n] == 0 && f[n] == 1);
+  for (int i = 0; i < n; i++) {
+    double k = 0x1.0p22 * x[i + 1] / x[i];
+    if (!(khz_zig_bound[i].k <= k && k < khz_zig_bound[i].k + 1 &&
+          khz_zig_bound[i].k2 == 2 * khz_zig_bound[i].k && khz_zig_w22[i] == x[i] * 0x1.0p-22))
+      bad = bad < 0 ? i : bad;
+  }
+  ENSURE_MSG(bad < 0, "strip %d: the batched fast path's bound or width", bad);
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
 /* the sensors' batched deviates (two from each 64-bit draw, hil/rng.h)
- * against the normal distribution: Pearson's chi-square over 160 bins of
- * width 0.05 on [-4, 4] and the two tails, 1e6 deviates drawn in batches
- * of 3 and 6 (an odd batch leaves half a draw unused); the 1e-4 quantile
- * of chi-square with 161 degrees of freedom is 236.5 (Wilson-Hilferty) */
+ * against the normal distribution, 1e6 deviates drawn in batches of 3 and
+ * 6 (an odd batch leaves half a draw unused):
+ * - Pearson's chi-square over 160 bins of width 0.05 on [-4, 4] and the
+ *   two tails; the 1e-4 quantile of chi-square with 161 degrees of freedom
+ *   is 236.5 (Wilson-Hilferty);
+ * - Kolmogorov-Smirnov: sup |F_n - Phi| against its 1e-4 quantile
+ *   sqrt(ln(2 / 1e-4) / 2) / sqrt(n) = 2.22e-3;
+ * - the tails: P(|x| > t) for t = 3, the ziggurat's R = 3.852 (beyond it
+ *   only the tail method draws) and 4.5, each within 5 binomial standard
+ *   errors of erfc(t / sqrt 2) */
 static void test_rng_batch(void) {
-  enum { NBIN = 162 };
-  static double count[NBIN];
-  const int n = 1000000;
+  enum { NBIN = 162, N = 1000000 };
+  static double count[NBIN], all[N];
+  static const double edge[3] = {3, 3.852046150368391, 4.5};
+  double beyond[3] = {0};
   khzRng r;
   khz_rngSeed(&r, 5, 3);
   double z[6], s2 = 0;
-  for (int i = 0; i < n;) {
+  for (int i = 0; i < N;) {
     int batch = (i / 6) % 2 ? 3 : 6;
     khz_rngNormals(&r, z, batch);
-    for (int k = 0; k < batch && i < n; k++, i++) {
+    for (int k = 0; k < batch && i < N; k++, i++) {
       double x = z[k];
       int bin = x < -4 ? 0 : x >= 4 ? NBIN - 1 : 1 + (int)floor((x + 4) / 0.05);
       if (bin > NBIN - 2 && x < 4) bin = NBIN - 2;
       count[bin]++;
       s2 += x * x;
+      all[i] = x;
+      for (int e = 0; e < 3; e++) beyond[e] += fabs(x) > edge[e];
     }
   }
   double chi2 = 0;
   for (int b = 0; b < NBIN; b++) {
     double lo = b == 0 ? -INFINITY : -4 + 0.05 * (b - 1), hi = b == NBIN - 1 ? INFINITY : -4 + 0.05 * b;
-    double p = 0.5 * (erfc(-hi / sqrt(2.0)) - erfc(-lo / sqrt(2.0))), e = n * p;
+    double p = 0.5 * (erfc(-hi / sqrt(2.0)) - erfc(-lo / sqrt(2.0))), e = N * p;
     chi2 += (count[b] - e) * (count[b] - e) / e;
   }
   ENSURE_MSG(chi2 < 236.5, "batched deviates: chi-square %g over 161 degrees of freedom", chi2);
   printf("batched deviates: chi-square %.1f over 161 degrees of freedom (1e-4 quantile 236.5)\n", chi2);
-  ENSURE_NEAR(s2 / n, 1, 7e-3);
+  ENSURE_NEAR(s2 / N, 1, 7e-3);
+  qsort(all, N, sizeof *all, cmp_double);
+  double ks = 0;
+  for (int i = 0; i < N; i++) {
+    double F = 0.5 * erfc(-all[i] / sqrt(2.0));
+    ks = fmax(ks, fmax(fabs((i + 1.0) / N - F), fabs((double)i / N - F)));
+  }
+  double ks_max = sqrt(log(2 / 1e-4) / 2) / sqrt((double)N);
+  ENSURE_MSG(ks < ks_max, "batched deviates: Kolmogorov-Smirnov %g (1e-4 quantile %g)", ks, ks_max);
+  printf("batched deviates: Kolmogorov-Smirnov %.2e (1e-4 quantile %.2e)\n", ks, ks_max);
+  for (int e = 0; e < 3; e++) {
+    double p = erfc(edge[e] / sqrt(2.0)), se = sqrt(p * (1 - p) / N);
+    ENSURE_MSG(fabs(beyond[e] / N - p) < 5 * se, "batched deviates: P(|x| > %g) = %g, want %g",
+               edge[e], beyond[e] / N, p);
+    printf("batched deviates: P(|x| > %g) = %.3g (want %.3g +- %.2g)\n", edge[e], beyond[e] / N, p, 5 * se);
+  }
 }
 
 /* ------------------------------------------------------------ sensors -- */
@@ -818,6 +878,7 @@ static void test_errors(void) {
 
 int main(void) {
   test_rng();
+  test_zig_table();
   test_rng_batch();
   test_encoder();
   test_white_noise();

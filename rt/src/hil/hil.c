@@ -20,9 +20,9 @@
 typedef struct hilSensor {
   int type, object, dim, adr; /* spec type and object; values and their first index in out */
   int divisor, latency;
-  int nnoisy;             /* values that take noise (the encoder: its position only) */
   int fault;              /* khzFaultType */
   int have_prev;          /* prev holds the last sample (differencing sensors) */
+  int has_white, has_walk, has_resolution; /* white > 0, walk > 0, resolution > 0 */
   double white, resolution;
   double walk;            /* bias_walk * sqrt(sample period): the bias's step per sample */
   double rate;            /* 1 / the sample period (h * divisor) */
@@ -35,9 +35,13 @@ typedef struct hilSensor {
    * about the world origin, the wrench on it from outside (force, torque
    * about the origin) and the sensor point, world (3 + 3 + 6 + 3) */
   double prev[15];
+  /* a force-torque sensor on a sleeping body: its exact reading, and the
+   * body's position and contact wrench it came from, at tick kept_tick */
+  uint64_t kept_tick;     /* 0: none */
+  double kept_in[9], kept[6];
   uint64_t sampled_at;    /* the tick the published reading was sampled at */
   /* delay queue (latency > 0): samples waiting for their latency, oldest first */
-  int qcap, qhead, qlen;
+  int qcap, qhead, qlen, qtail; /* qtail: the slot after the newest */
   uint64_t *qtick;        /* qcap: the tick each sample was taken at */
   double *qval;           /* qcap * dim */
   /* while a fault is in effect: the newest released reading, which the
@@ -78,6 +82,8 @@ struct khzHil {
   int contact_each_tick, subtree_each_tick; /* one of them samples every tick */
   int nbody;
   unsigned char *in_subtree; /* per body: 1 if in some joint force-torque sensor's subtree */
+  int nsub;                  /* those bodies, in order (parents first), and each one's */
+  int *sub_body, *sub_parent; /* parent when that is in a subtree too, else -1 */
   unsigned char *reads_contact; /* per body: 1 if a sensor reads its contact wrench */
   double *body_contact;      /* nbody * 7: the contacts' force and torque about the world
                                 origin on each body, and the sum of their normal forces */
@@ -211,6 +217,7 @@ static void set_period(khzHil *hil) {
     double period = hil->h * s->divisor;
     s->rate = 1 / period;
     s->walk = hil->spec[i].noise.bias_walk * sqrt(period);
+    s->has_walk = s->walk > 0;
   }
 }
 
@@ -274,9 +281,10 @@ khzHil *khz_hilCreate(const khzModel *m, const khzSensorSpec *sensor, int nsenso
     hil->nvalue += s->dim;
     s->divisor = sp->divisor;
     s->latency = sp->latency;
-    s->nnoisy = sp->type == KHZ_SENSOR_ENCODER ? 1 : s->dim;
     s->white = sp->noise.white;
     s->resolution = sp->noise.resolution;
+    s->has_white = s->white > 0;
+    s->has_resolution = s->resolution > 0;
     memcpy(s->pos, sp->pos, sizeof s->pos);
     s->qcap = sp->latency > 0 ? sp->latency / sp->divisor + 2 : 0;
     nq += (size_t)s->qcap;
@@ -304,12 +312,14 @@ khzHil *khz_hilCreate(const khzModel *m, const khzSensorSpec *sensor, int nsenso
   hil->out = calloc((size_t)hil->nvalue + 1, sizeof *hil->out);
   hil->nbody = m->nbody;
   hil->in_subtree = calloc((size_t)m->nbody, 1);
+  hil->sub_body = calloc((size_t)m->nbody, sizeof *hil->sub_body);
+  hil->sub_parent = calloc((size_t)m->nbody, sizeof *hil->sub_parent);
   hil->body_contact = calloc((size_t)m->nbody * 7, sizeof *hil->body_contact);
   hil->subtree = calloc((size_t)m->nbody * 12, sizeof *hil->subtree);
   hil->reads_contact = calloc((size_t)m->nbody, 1);
   hil->asleep_geom = calloc((size_t)m->npair_max * 2 + 1, sizeof *hil->asleep_geom);
   hil->asleep_contact = calloc((size_t)m->nbody * 7, sizeof *hil->asleep_contact);
-  if (!hil->out || !hil->in_subtree || !hil->body_contact || !hil->subtree || !hil->reads_contact ||
+  if (!hil->out || !hil->in_subtree || !hil->sub_body || !hil->sub_parent || !hil->body_contact || !hil->subtree || !hil->reads_contact ||
       !hil->asleep_geom || !hil->asleep_contact)
     goto oom;
   /* an island wakes for at least one tick before it sleeps again unless its
@@ -320,6 +330,12 @@ khzHil *khz_hilCreate(const khzModel *m, const khzSensorSpec *sensor, int nsenso
     if (sensor[i].type == KHZ_SENSOR_JOINT_FT) hil->in_subtree[sensor[i].object] = 1;
   for (int b = 1; b < m->nbody; b++)
     if (hil->in_subtree[m->body_parent[b]]) hil->in_subtree[b] = 1;
+  for (int b = 1; b < m->nbody; b++)
+    if (hil->in_subtree[b]) {
+      int pa = m->body_parent[b];
+      hil->sub_body[hil->nsub] = b;
+      hil->sub_parent[hil->nsub++] = pa > 0 && hil->in_subtree[pa] ? pa : -1;
+    }
   for (int b = 0; b < m->nbody; b++) hil->reads_contact[b] = hil->in_subtree[b];
   for (int i = 0; i < nsensor; i++)
     if (sensor[i].type == KHZ_SENSOR_FORCE || sensor[i].type == KHZ_SENSOR_TOUCH)
@@ -347,6 +363,8 @@ void khz_hilFree(khzHil **hil_p) {
   free(hil->qtick_pool);
   free(hil->qval_pool);
   free(hil->in_subtree);
+  free(hil->sub_body);
+  free(hil->sub_parent);
   free(hil->reads_contact);
   free(hil->asleep_geom);
   free(hil->asleep_contact);
@@ -361,8 +379,6 @@ void khz_hilFree(khzHil **hil_p) {
 }
 
 /* ------------------------------------------------------------ sensing -- */
-
-static double quantise(double x, double res) { return res > 0 ? res * floor(x / res + 0.5) : x; }
 
 /* world velocity of body b's point p (body frame) */
 static void point_velocity(const khzData *d, int b, const double *p, double *v) {
@@ -464,8 +480,8 @@ static void body_contacts(khzHil *hil, const khzData *d) {
  * (bodies come after their parents). A contact between two bodies of a
  * subtree cancels in the sum. Needs body_contacts. */
 static void subtree_sums(khzHil *hil, const khzModel *m, const khzData *d) {
-  for (int b = 1; b < m->nbody; b++) {
-    if (!hil->in_subtree[b]) continue;
+  for (int j = 0; j < hil->nsub; j++) {
+    int b = hil->sub_body[j];
     const double *R = d->xrot + 9 * b, *I = m->body_inertia + 9 * b, *c = d->xcom + 3 * b;
     const double *w = d->cvel + 6 * b, *o = d->xpos + 3 * b, *xf = d->xfrc + 6 * b;
     const double *cw = hil->body_contact + 7 * b;
@@ -485,108 +501,177 @@ static void subtree_sums(khzHil *hil, const khzModel *m, const khzData *d) {
     cross3(x, c, fb);
     for (int k = 0; k < 3; k++) f[k] = fb[k] + cw[k], t[k] = x[k] + xf[3 + k] + cw[3 + k];
   }
-  for (int b = m->nbody - 1; b > 0; b--) {
-    int pa = m->body_parent[b];
-    if (!hil->in_subtree[b] || pa <= 0 || !hil->in_subtree[pa]) continue;
+  for (int j = hil->nsub - 1; j >= 0; j--) {
+    int b = hil->sub_body[j], pa = hil->sub_parent[j];
+    if (pa < 0) continue;
     double *sb = hil->subtree + 12 * b, *sp = hil->subtree + 12 * pa;
     for (int k = 0; k < 12; k++) sp[k] += sb[k];
   }
 }
 
-/* the exact reading of sensor s (before noise), into x[dim]; a
- * differencing sensor differences with s->prev (with the state itself at
- * its first sample) and keeps the state the next sample needs there */
-static void exact(const khzHil *hil, hilSensor *s, const khzModel *m, const khzData *d, double *x) {
-  int b = s->object;
-  switch (s->type) {
-    case KHZ_SENSOR_ENCODER:
-      x[0] = d->q[m->jnt_qadr[b]];
-      x[1] = 0; /* the velocity follows from the quantised positions (take_sample) */
-      break;
-    case KHZ_SENSOR_GYRO:
-      to_body(d, b, d->cvel + 6 * b, x);
-      break;
-    case KHZ_SENSOR_ACCEL: {
-      /* specific force: the point's acceleration over the sample period minus gravity */
-      double v[3], a[3];
-      point_velocity(d, b, s->pos, v);
-      const double *pv = s->have_prev ? s->prev : v;
-      for (int k = 0; k < 3; k++) a[k] = (v[k] - pv[k]) * s->rate - m->gravity[k];
-      memcpy(s->prev, v, sizeof v);
-      to_body(d, b, a, x);
-      break;
-    }
-    case KHZ_SENSOR_FORCE: {
-      /* the body's contact wrench, its torque moved from the origin to the point */
-      const double *R = d->xrot + 9 * b, *o = d->xpos + 3 * b, *p = s->pos;
-      const double *cw = hil->body_contact + 7 * b;
-      double pw[3], t[3];
-      for (int k = 0; k < 3; k++) pw[k] = o[k] + R[3 * k] * p[0] + R[3 * k + 1] * p[1] + R[3 * k + 2] * p[2];
-      cross3(t, pw, cw);
-      for (int k = 0; k < 3; k++) t[k] = cw[3 + k] - t[k];
-      to_body(d, b, cw, x);
-      to_body(d, b, t, x + 3);
-      break;
-    }
-    case KHZ_SENSOR_TOUCH:
-      x[0] = hil->body_contact[7 * b + 6];
-      break;
-    case KHZ_SENSOR_JOINT_FT: {
-      /* Newton-Euler on the child's subtree: what the joint transmits is the
-       * rate of change of the subtree's momentum minus what acts on it from
-       * outside (gravity, body wrenches, contacts). Over the sample period:
-       * the momentum's difference quotient less the outside wrench's
-       * trapezoidal mean, so the reading is the mean over the period
-       * (second order, no lag of half a period between the two terms).
-       * Torques about the world origin, then about the sensor point. */
-      const double *R = d->xrot + 9 * b, *o = d->xpos + 3 * b, *ps = s->pos;
-      double now[15]; /* p, l, ext[6], pw: kept for the next sample */
-      double *p = now, *l = now + 3, *ext = now + 6, *pw = now + 12;
-      double F[3], T[3], pm[3], pxF[3];
-      memcpy(now, hil->subtree + 12 * b, 12 * sizeof(double));
-      for (int k = 0; k < 3; k++)
-        pw[k] = o[k] + R[3 * k] * ps[0] + R[3 * k + 1] * ps[1] + R[3 * k + 2] * ps[2];
-      /* the first sample: as if the momentum held still */
-      const double *prev = s->have_prev ? s->prev : now;
-      const double *pp = prev, *pl = prev + 3, *pe = prev + 6, *ppw = prev + 12;
-      for (int k = 0; k < 3; k++) {
-        F[k] = (p[k] - pp[k]) * s->rate - 0.5 * (ext[k] + pe[k]);
-        T[k] = (l[k] - pl[k]) * s->rate - 0.5 * (ext[3 + k] + pe[3 + k]);
-        pm[k] = 0.5 * (pw[k] + ppw[k]);
-      }
-      cross3(pxF, pm, F);
-      for (int k = 0; k < 3; k++) T[k] -= pxF[k]; /* about the point: T_o - p x F */
-      memcpy(s->prev, now, sizeof now);
-      to_body(d, b, F, x);
-      to_body(d, b, T, x + 3);
-      break;
-    }
+/* dim (1, 2, 3 or 6) values from x to y, each size a fixed copy */
+static inline void copy_values(double *y, const double *x, int dim) {
+  switch (dim) {
+    case 6: y[3] = x[3], y[4] = x[4], y[5] = x[5]; /* fall through */
+    case 3: y[2] = x[2]; /* fall through */
+    case 2: y[1] = x[1]; /* fall through */
+    default: y[0] = x[0];
   }
 }
 
-/* one sample of sensor s into x[dim]: the exact reading, then per noisy
- * value out = quantise(x + bias + white N(0,1)) and the bias's random-walk
- * step walk N(0,1) (none at the first sample, the reset's); the deviates of
- * a sample are drawn together, the white ones first */
-static void take_sample(const khzHil *hil, hilSensor *s, const khzModel *m, const khzData *d,
-                        int first, double *x) {
+/* The exact readings (before noise) of the differencing and force
+ * sensors, into x; a differencing sensor differences with s->prev (with
+ * the state itself at its first sample) and keeps there the state the
+ * next sample needs. */
+
+/* accelerometer: specific force, the point's acceleration over the sample
+ * period minus gravity */
+static inline void exact_accel(hilSensor *s, const khzModel *m, const khzData *d, double *x) {
+  double v[3], a[3];
+  int b = s->object;
+  point_velocity(d, b, s->pos, v);
+  const double *pv = s->have_prev ? s->prev : v;
+  for (int k = 0; k < 3; k++) a[k] = (v[k] - pv[k]) * s->rate - m->gravity[k];
+  memcpy(s->prev, v, sizeof v);
+  to_body(d, b, a, x);
+}
+
+/* force-torque: the body's contact wrench, its torque moved from the
+ * origin to the point */
+static inline void exact_force(const khzHil *hil, const hilSensor *s, const khzData *d, double *x) {
+  int b = s->object;
+  const double *R = d->xrot + 9 * b, *o = d->xpos + 3 * b, *p = s->pos;
+  const double *cw = hil->body_contact + 7 * b;
+  double pw[3], t[3];
+  for (int k = 0; k < 3; k++) pw[k] = o[k] + R[3 * k] * p[0] + R[3 * k + 1] * p[1] + R[3 * k + 2] * p[2];
+  cross3(t, pw, cw);
+  for (int k = 0; k < 3; k++) t[k] = cw[3 + k] - t[k];
+  to_body(d, b, cw, x);
+  to_body(d, b, t, x + 3);
+}
+
+/* joint force-torque: Newton-Euler on the child's subtree. What the joint
+ * transmits is the rate of change of the subtree's momentum minus what
+ * acts on it from outside (gravity, body wrenches, contacts). Over the
+ * sample period: the momentum's difference quotient less the outside
+ * wrench's trapezoidal mean, so the reading is the mean over the period
+ * (second order, no lag of half a period between the two terms). Torques
+ * about the world origin, then about the sensor point. */
+static inline void exact_joint_ft(const khzHil *hil, hilSensor *s, const khzData *d, double *x) {
+  int b = s->object;
+  const double *R = d->xrot + 9 * b, *o = d->xpos + 3 * b, *ps = s->pos;
+  double now[15]; /* p, l, ext[6], pw: kept for the next sample */
+  double *p = now, *l = now + 3, *ext = now + 6, *pw = now + 12;
+  double F[3], T[3], pm[3], pxF[3];
+  memcpy(now, hil->subtree + 12 * b, 12 * sizeof(double));
+  for (int k = 0; k < 3; k++)
+    pw[k] = o[k] + R[3 * k] * ps[0] + R[3 * k + 1] * ps[1] + R[3 * k + 2] * ps[2];
+  /* the first sample: as if the momentum held still */
+  const double *prev = s->have_prev ? s->prev : now;
+  const double *pp = prev, *pl = prev + 3, *pe = prev + 6, *ppw = prev + 12;
+  for (int k = 0; k < 3; k++) {
+    F[k] = (p[k] - pp[k]) * s->rate - 0.5 * (ext[k] + pe[k]);
+    T[k] = (l[k] - pl[k]) * s->rate - 0.5 * (ext[3 + k] + pe[3 + k]);
+    pm[k] = 0.5 * (pw[k] + ppw[k]);
+  }
+  cross3(pxF, pm, F);
+  for (int k = 0; k < 3; k++) T[k] -= pxF[k]; /* about the point: T_o - p x F */
+  memcpy(s->prev, now, sizeof now);
+  to_body(d, b, F, x);
+  to_body(d, b, T, x + 3);
+}
+
+/* the noise on the n noisy values of a sample: out = quantise(x + bias +
+ * white N(0,1)), then the bias's random-walk step walk N(0,1) (none at the
+ * first sample, the reset's); the deviates of a sample are drawn together,
+ * the white ones first. Inlined with n a constant per sensor type */
+static inline __attribute__((always_inline)) void add_noise(hilSensor *s, double *x, int n,
+                                                            int first) {
   double z[2 * KHZ_SENSOR_MAXDIM];
-  if (first) s->have_prev = 0;
-  exact(hil, s, m, d, x);
-  s->have_prev = 1;
-  int nn = s->nnoisy, nwhite = s->white > 0 ? nn : 0, nwalk = s->walk > 0 && !first ? nn : 0;
+  int nwhite = s->has_white ? n : 0, nwalk = s->has_walk && !first ? n : 0;
   if (nwhite + nwalk) khz_rngNormals(&s->rng, z, nwhite + nwalk);
-  for (int k = 0; k < nn; k++) {
-    double y = x[k] + s->bias[k];
-    if (nwhite) y += s->white * z[k];
-    x[k] = quantise(y, s->resolution);
+  const double *bias = s->bias;
+  if (nwhite) {
+    double white = s->white;
+    for (int k = 0; k < n; k++) x[k] = x[k] + bias[k] + white * z[k];
+  } else {
+    for (int k = 0; k < n; k++) x[k] += bias[k];
   }
-  for (int k = 0; k < nwalk; k++) s->bias[k] += s->walk * z[nwhite + k];
-  if (s->type == KHZ_SENSOR_ENCODER) {
-    /* the drive's velocity: two readings over the sample period */
-    x[1] = first ? 0 : (x[0] - s->prev[0]) * s->rate;
-    s->prev[0] = x[0];
+  if (s->has_resolution) {
+    double res = s->resolution;
+    for (int k = 0; k < n; k++) x[k] = res * floor(x[k] / res + 0.5);
   }
+  if (nwalk) {
+    double walk = s->walk;
+    for (int k = 0; k < n; k++) s->bias[k] += walk * z[nwhite + k];
+  }
+}
+
+/* force-torque on a body that slept at the last tick and sleeps now: frozen
+ * with its contacts, so its exact reading is the last one when its
+ * position and contact wrench are those it came from (islands cannot wake
+ * and sleep again within a tick: cache_asleep). The same bits as
+ * computing it again; otherwise computed, and kept while the body sleeps */
+static inline void exact_force_kept(const khzHil *hil, hilSensor *s, const khzData *d,
+                                    uint64_t tick, double *x) {
+  int b = s->object;
+  const double *o = d->xpos + 3 * b, *cw = hil->body_contact + 7 * b, *in = s->kept_in;
+  if (!d->body_sleep[b] || !hil->cache_asleep) {
+    s->kept_tick = 0;
+    exact_force(hil, s, d, x);
+    return;
+  }
+  if (s->kept_tick && s->kept_tick + 1 == tick && o[0] == in[0] && o[1] == in[1] &&
+      o[2] == in[2] && cw[0] == in[3] && cw[1] == in[4] && cw[2] == in[5] && cw[3] == in[6] &&
+      cw[4] == in[7] && cw[5] == in[8]) {
+    copy_values(x, s->kept, 6);
+  } else {
+    exact_force(hil, s, d, x);
+    memcpy(s->kept_in, o, 3 * sizeof(double));
+    memcpy(s->kept_in + 3, cw, 6 * sizeof(double));
+    copy_values(s->kept, x, 6);
+  }
+  s->kept_tick = tick;
+}
+
+/* one sample of sensor s into x[dim]: the exact reading, then its noise
+ * (inlined: in khz_hilSample's loop a sensor costs no call) */
+static inline __attribute__((always_inline)) void take_sample(const khzHil *hil, hilSensor *s,
+                                                              const khzModel *m, const khzData *d,
+                                                              int first, uint64_t tick, double *x) {
+  int b = s->object;
+  if (first) s->have_prev = 0;
+  switch (s->type) {
+    case KHZ_SENSOR_ENCODER:
+      x[0] = d->q[m->jnt_qadr[b]];
+      add_noise(s, x, 1, first);
+      /* the drive's velocity: two readings over the sample period */
+      x[1] = first ? 0 : (x[0] - s->prev[0]) * s->rate;
+      s->prev[0] = x[0];
+      break;
+    case KHZ_SENSOR_GYRO:
+      to_body(d, b, d->cvel + 6 * b, x);
+      add_noise(s, x, 3, first);
+      break;
+    case KHZ_SENSOR_ACCEL:
+      exact_accel(s, m, d, x);
+      add_noise(s, x, 3, first);
+      break;
+    case KHZ_SENSOR_FORCE:
+      if (first) s->kept_tick = 0;
+      exact_force_kept(hil, s, d, tick, x);
+      add_noise(s, x, 6, first);
+      break;
+    case KHZ_SENSOR_TOUCH:
+      x[0] = hil->body_contact[7 * b + 6];
+      add_noise(s, x, 1, first);
+      break;
+    case KHZ_SENSOR_JOINT_FT:
+      exact_joint_ft(hil, s, d, x);
+      add_noise(s, x, 6, first);
+      break;
+  }
+  s->have_prev = 1;
 }
 
 /* the published reading: the held one, as the sensor's fault shows it */
@@ -603,8 +688,7 @@ static void show(khzHil *hil, const hilSensor *s) {
  * a frozen sensor keeps */
 static void release(khzHil *hil, hilSensor *s, const double *x, uint64_t tick) {
   if (s->fault == KHZ_FAULT_NONE) {
-    double *out = hil->out + s->adr;
-    for (int k = 0; k < s->dim; k++) out[k] = x[k];
+    copy_values(hil->out + s->adr, x, s->dim);
     s->sampled_at = tick;
     return;
   }
@@ -615,26 +699,35 @@ static void release(khzHil *hil, hilSensor *s, const double *x, uint64_t tick) {
   show(hil, s);
 }
 
-/* a sample onto the delay queue (the newest kept should it be full, which
- * qcap's bound rules out) */
-static void enqueue(hilSensor *s, const double *x, uint64_t tick) {
-  if (s->qlen == s->qcap) {
-    s->qhead = s->qhead + 1 == s->qcap ? 0 : s->qhead + 1;
-    s->qlen--;
-  }
-  int slot = s->qhead + s->qlen;
-  if (slot >= s->qcap) slot -= s->qcap;
-  s->qlen++;
+/* a new slot at the delay queue's end for a sample taken at tick, which
+ * the sample is written into (the oldest dropped should the queue be
+ * full, which qcap's bound rules out) */
+static inline double *enqueue(hilSensor *s, uint64_t tick) {
+  int slot = s->qtail;
+  s->qtail = slot + 1 == s->qcap ? 0 : slot + 1;
+  if (s->qlen == s->qcap)
+    s->qhead = s->qtail;
+  else
+    s->qlen++;
   s->qtick[slot] = tick;
-  double *q = s->qval + (size_t)slot * (size_t)s->dim;
-  for (int k = 0; k < s->dim; k++) q[k] = x[k];
+  return s->qval + (size_t)slot * (size_t)s->dim;
 }
 
-/* the queued samples whose latency has passed go out, oldest first */
-static void release_due(khzHil *hil, hilSensor *s, uint64_t tick) {
-  while (s->qlen > 0 && s->qtick[s->qhead] + (uint64_t)s->latency <= tick) {
-    release(hil, s, s->qval + (size_t)s->qhead * (size_t)s->dim, s->qtick[s->qhead]);
-    s->qhead = s->qhead + 1 == s->qcap ? 0 : s->qhead + 1;
+/* the queued samples whose latency has passed go out, oldest first (without
+ * a fault: copied into the published values here, no call) */
+static inline void release_due(khzHil *hil, hilSensor *s, uint64_t tick) {
+  while (s->qlen > 0) {
+    int head = s->qhead;
+    uint64_t taken = s->qtick[head];
+    if (taken + (uint64_t)s->latency > tick) break;
+    const double *x = s->qval + (size_t)head * (size_t)s->dim;
+    if (s->fault == KHZ_FAULT_NONE) {
+      copy_values(hil->out + s->adr, x, s->dim);
+      s->sampled_at = taken;
+    } else {
+      release(hil, s, x, taken);
+    }
+    s->qhead = head + 1 == s->qcap ? 0 : head + 1;
     s->qlen--;
   }
 }
@@ -659,19 +752,24 @@ static void shared_sums(khzHil *hil, const khzModel *m, const khzData *d, uint64
   if (subtrees) subtree_sums(hil, m, d);
 }
 
+/* each sensor due samples straight where its reading waits: its delay
+ * queue's new slot, or (no latency, no fault) the published values */
 void khz_hilSample(khzHil *hil, const khzModel *m, const khzData *d, uint64_t tick) {
   if (hil->contact_readers) check_asleep(hil, d);
   shared_sums(hil, m, d, tick, 0);
   for (int i = 0; i < hil->nsensor; i++) {
     hilSensor *s = &hil->sensor[i];
-    double x[KHZ_SENSOR_MAXDIM];
     if (due(s, tick)) {
-      take_sample(hil, s, m, d, 0, x);
-      if (s->latency == 0) {
-        release(hil, s, x, tick);
+      double held[KHZ_SENSOR_MAXDIM];
+      double *x = s->latency ? enqueue(s, tick) : s->fault ? held : hil->out + s->adr;
+      take_sample(hil, s, m, d, 0, tick, x);
+      if (!s->latency) {
+        if (s->fault)
+          release(hil, s, x, tick);
+        else
+          s->sampled_at = tick;
         continue;
       }
-      enqueue(s, x, tick);
     }
     if (s->latency) release_due(hil, s, tick);
   }
@@ -705,9 +803,9 @@ void khz_hilReset(khzHil *hil, const khzModel *m, const khzData *d) {
     s->fault = KHZ_FAULT_NONE;
     s->fault_until = 0;
     for (int k = 0; k < KHZ_SENSOR_MAXDIM; k++) s->bias[k] = hil->spec[i].noise.bias;
-    s->qhead = s->qlen = 0;
+    s->qhead = s->qlen = s->qtail = 0;
     /* the reading at the reset is out at once: a controller starts from a value */
-    take_sample(hil, s, m, d, 1, x);
+    take_sample(hil, s, m, d, 1, 0, x);
     release(hil, s, x, 0);
   }
   for (int i = 0; i < hil->ndrive; i++) {

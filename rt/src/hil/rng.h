@@ -9,18 +9,24 @@
 
 #include "khz/hil.h"
 
-#define KHZ_ZIG_N 128
-/* strip i's right edge x_i, f(x_i), and x_i 2^-55 (a signed 56-bit
+#define KHZ_ZIG_N 512
+/* strip i's right edge x_i, f(x_i), and x_i 2^-54 (a signed 55-bit
  * integer times it is the candidate) */
 extern double khz_zig_x[KHZ_ZIG_N + 1], khz_zig_f[KHZ_ZIG_N + 1], khz_zig_w[KHZ_ZIG_N];
-/* the batched draws' fast path reads one entry: x_i 2^-24 and x_{i+1} */
-typedef struct khzZigStrip {
-  double w32, next;
-} khzZigStrip;
-extern khzZigStrip khz_zig_strip[KHZ_ZIG_N];
+/* the batched draws' fast path reads two 8-byte entries (indexed without
+ * a shift): a signed 23-bit j is inside the next strip when -k <= j < k
+ * (one unsigned compare against k2 = 2k, k = floor(2^22 x_{i+1} / x_i)),
+ * and then j khz_zig_w22[i] = j x_i 2^-22 is the deviate */
+typedef struct khzZigBound {
+  int32_t k, k2;
+} khzZigBound;
+extern khzZigBound khz_zig_bound[KHZ_ZIG_N];
+extern double khz_zig_w22[KHZ_ZIG_N];
 
-/* the ziggurat's rare cases: the wedge test and the tail (rng.c) */
+/* the ziggurat's rare cases: the wedge test and the tail (rng.c); the
+ * batch's from the 32 bits h it rejected */
 double khz_rngNormalSlow(khzRng *r, int strip, double x);
+double khz_rngNormalRetry(khzRng *r, uint32_t h);
 
 static inline uint64_t khz_rotl64(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
@@ -40,13 +46,13 @@ static inline uint64_t khz_rngNextInline(khzRng *r) {
   return out;
 }
 
-/* one 64-bit draw b: the strip from its 7 low bits, a signed uniform from
- * its 56 high bits (an arithmetic shift and one conversion); inside the
- * next strip's width (about 99 % of draws) the candidate is the result */
+/* one 64-bit draw b: the strip from its 9 low bits, a signed uniform from
+ * its 55 high bits (an arithmetic shift and one conversion); inside the
+ * next strip's width (99.25 % of draws) the candidate is the result */
 static inline double khz_zigCandidate(uint64_t b, int *strip) {
   int i = (int)(b & (KHZ_ZIG_N - 1));
   *strip = i;
-  return (double)((int64_t)b >> 8) * khz_zig_w[i];
+  return (double)((int64_t)b >> 9) * khz_zig_w[i];
 }
 
 static inline double khz_rngNormalInline(khzRng *r) {
@@ -56,39 +62,52 @@ static inline double khz_rngNormalInline(khzRng *r) {
   return khz_rngNormalSlow(r, i, x);
 }
 
-/* the same from 32 bits h: the strip from its 7 low bits, a signed
- * uniform from its 25 high bits (steps of 2^-24 of the strip's width) */
-static inline double khz_zigCandidate32(uint32_t h, int *strip) {
-  int i = (int)(h & (KHZ_ZIG_N - 1));
-  *strip = i;
-  return (double)((int32_t)h >> 7) * khz_zig_strip[i].w32;
-}
-
-/* n normal deviates into z, two from each 64-bit draw (its low half, then
- * its high half), the generator's state in registers between draws */
-static inline void khz_rngNormals(khzRng *r, double *z, int n) {
-  uint64_t s0 = r->s[0], s1 = r->s[1], s2 = r->s[2], s3 = r->s[3];
-  /* one deviate from 32 bits; the rare case draws from the stored state */
-#define KHZ_ZIG_ONE(h, out)                                        \
-  do {                                                             \
-    int i_;                                                        \
-    double x_ = khz_zigCandidate32((h), &i_);                      \
-    if (fabs(x_) < khz_zig_strip[i_].next) {                       \
-      (out) = x_;                                                  \
-    } else {                                                       \
-      r->s[0] = s0, r->s[1] = s1, r->s[2] = s2, r->s[3] = s3;      \
-      (out) = khz_rngNormalSlow(r, i_, x_);                        \
-      s0 = r->s[0], s1 = r->s[1], s2 = r->s[2], s3 = r->s[3];      \
-    }                                                              \
+/* n (<= 64) deviates into z, two from each 64-bit draw (its low half, then
+ * its high half; 32 bits h each: the strip from its 9 low bits, a signed
+ * 23-bit uniform j from the rest, steps of 2^-22 of the strip's width),
+ * the generator's state in registers and no call in the loop: a draw
+ * outside its strip's inner part leaves h in z and its bit in the mask
+ * returned, for khz_rngNormalRetry after the batch */
+static inline uint64_t khz_zigBatch(khzRng *r, double *z, int n) {
+  uint64_t s0 = r->s[0], s1 = r->s[1], s2 = r->s[2], s3 = r->s[3], miss = 0;
+#define KHZ_ZIG_ONE(h, k)                                              \
+  do {                                                                 \
+    uint32_t h_ = (h), i_ = h_ & (KHZ_ZIG_N - 1);                      \
+    int32_t j_ = (int32_t)h_ >> 9;                                     \
+    if ((uint32_t)(j_ + khz_zig_bound[i_].k) < (uint32_t)khz_zig_bound[i_].k2) \
+      z[k] = (double)j_ * khz_zig_w22[i_];                             \
+    else                                                               \
+      z[k] = (double)h_, miss |= (uint64_t)1 << (k);                   \
   } while (0)
-  for (int k = 0; k < n; k += 2) {
+  int k = 0;
+  for (; k + 1 < n; k += 2) {
     uint64_t b;
     KHZ_XOSHIRO_NEXT(b, s0, s1, s2, s3);
-    KHZ_ZIG_ONE((uint32_t)b, z[k]);
-    if (k + 1 < n) KHZ_ZIG_ONE((uint32_t)(b >> 32), z[k + 1]);
+    KHZ_ZIG_ONE((uint32_t)b, k);
+    KHZ_ZIG_ONE((uint32_t)(b >> 32), k + 1);
+  }
+  if (k < n) {
+    uint64_t b;
+    KHZ_XOSHIRO_NEXT(b, s0, s1, s2, s3);
+    KHZ_ZIG_ONE((uint32_t)b, k);
   }
 #undef KHZ_ZIG_ONE
   r->s[0] = s0, r->s[1] = s1, r->s[2] = s2, r->s[3] = s3;
+  return miss;
+}
+
+/* n normal deviates into z: batches of up to 64, then the rejected draws
+ * of each again from the stream that follows (rng.c) */
+static inline void khz_rngNormals(khzRng *r, double *z, int n) {
+  for (int c = 0; c < n; c += 64) {
+    int m = n - c < 64 ? n - c : 64;
+    uint64_t miss = khz_zigBatch(r, z + c, m);
+    while (miss) {
+      int k = __builtin_ctzll(miss);
+      miss &= miss - 1;
+      z[c + k] = khz_rngNormalRetry(r, (uint32_t)z[c + k]);
+    }
+  }
 }
 
 #endif
