@@ -555,6 +555,8 @@ typedef struct khzData {
                              period; lockstep and fast runs leave it 0 (docs/lcp.md) */
   long lcp_timeouts;      /* LCP steps that reached lcp_time_limit (the first pass: also
                              counted as KHZ_WARN_LCP) */
+  void *lcp_warm;         /* private (rt/src/lcp): the bases the last LCP step's pairs ended
+                             in, for Lemke's warm start (docs/lcp.md) */
   int ncontact;
   khzContact *contact;    /* m->npair_max */
   int ncpoint;
