@@ -135,6 +135,11 @@ typedef struct lcpWork {
   int *pisl;      /* ptmax: island index of each point */
   int *iorder, *istart, nisl; /* the points island by island, each island's first */
   int timed_out; /* a solve stopped at d->lcp_time_limit */
+  /* restitution (contact.lcp_restitution): the coefficient (0: inelastic),
+   * the approach speed above which a contact impacts, the velocity at the
+   * step's start */
+  double restitution, impact_speed;
+  const double *v0;
   khzLemke lk;
   /* warm start: the last step's record (NULL: none that fits this step),
    * this step's record being written (npair_max pairs), a patch's entry in
@@ -578,6 +583,14 @@ static int assemble(const lcpWork *W, double h) {
     /* a penetration already there at q (phi/h - N' v_ref < 0) is pushed
      * out at KHZ_LCP_PUSHOUT at most, not in one step */
     if (i >= 0 && W->b[r] - sfree < -KHZ_LCP_PUSHOUT) W->b[r] = sfree - KHZ_LCP_PUSHOUT;
+    /* Newton's restitution (beyond the paper, contact.lcp_restitution): a
+     * point approaching at v0n < -impact_speed at the step's start must
+     * leave at n'v+ >= -e v0n, the stricter of that and the gap's bound */
+    if (i >= 0 && W->restitution > 0) {
+      double v0n = 0;
+      for (int a = 0; a < na; a++) v0n += Jr[a] * W->v0[W->dof[a]];
+      if (v0n < -W->impact_speed) W->b[r] = fmin(W->b[r], sfree + W->restitution * v0n);
+    }
   }
   for (int g = 0; g < W->npatch; g++) W->b[nr + g] = 0;
   return n;
@@ -893,6 +906,9 @@ int khz_lcpStep(const khzModel *m, khzData *d, double h) {
   lcpWork work, *W = &work;
   int ok = lcp_carve(m, d, W), saved = ok;
   W->lk.tie_abs = KHZ_LCP_TIE_ABS;
+  W->restitution = m->contact.lcp_restitution ? m->contact.restitution : 0;
+  W->impact_speed = m->contact.impact_velocity;
+  W->v0 = d->qd;
   W->lk.reinvert = KHZ_LCP_REINVERT;
   if (ok && d->lcp_time_limit > 0) W->lk.deadline = khz_lemkeNow() + d->lcp_time_limit;
   lcpWarm *warm = d->lcp_warm;
