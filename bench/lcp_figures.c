@@ -17,7 +17,13 @@
  *           10 s (LCP_FIGURES_STACK_SECONDS overrides it): fallbacks,
  *           Lemke's statuses, time per step, drift, sink.
  *
- *   build/bench/lcp_figures [rod] [balls] [table1] [solve] [stack]   (all by default)
+ *   warm    the warm start: the stack (LCP_FIGURES_STACK_SECONDS, 10 s)
+ *           and the V3 pile's first LCP_FIGURES_V3_STEPS (300) steps, each
+ *           run cold (khz_lcpSetWarmStart(0)) then warm in one process:
+ *           LCPs, warm hits, Lemke calls, pivots, CPU time per step, the
+ *           worst residual of a solved LCP, and how far the runs part.
+ *
+ *   build/bench/lcp_figures [rod] [balls] [table1] [solve] [stack] [warm]   (all by default)
  */
 #include <math.h>
 #include <stdio.h>
@@ -220,7 +226,7 @@ static void table1_against(khzModel *m, double href, const double *hs, int nh, d
   printf("| h (s) | velocity error | position error | velocity variation | velocity error t < %g | t >= %g | "
          "steps falling back |\n|---|---|---|---|---|---|---|\n",
          tsplit, tsplit);
-  double ev[16], ex[16];
+  double ev[16], ex[16], eb[16], ea[16];
   for (int i = 0; i < nh; i++) {
     int ratio = (int)(hs[i] / href + 0.5);
     if (fabs(ratio * href - hs[i]) > 1e-9 * hs[i]) {
@@ -238,18 +244,21 @@ static void table1_against(khzModel *m, double href, const double *hs, int nh, d
       verr += (s ? hs[i] : 0) * dv, xerr = fmax(xerr, dx), var += dd;
       if (s && s * hs[i] < tsplit + 1e-12) verr_before += hs[i] * dv;
     }
-    ev[i] = verr, ex[i] = xerr;
+    ev[i] = verr, ex[i] = xerr, eb[i] = verr_before, ea[i] = verr - verr_before;
     printf("| %g | %.4g | %.4g | %.4g | %.4g | %.4g | %d |\n", hs[i], verr, xerr, var, verr_before,
            verr - verr_before, fb);
   }
   printf("log-log slope (least squares over these h): velocity error %.2f, position error %.2f "
-         "(first order: 1)\n\n",
-         slope(hs, ev, nh), slope(hs, ex, nh));
+         "(first order: 1); velocity error before t = %g: %.2f, after: %.2f\n\n",
+         slope(hs, ev, nh), slope(hs, ex, nh), tsplit, slope(hs, eb, nh), slope(hs, ea, nh));
   free(vr), free(xr), free(vh), free(xh);
 }
 
 static void table1(void) {
-  khzModel *m = load("scenes/validation/st_four_balls.yaml", 8);
+  /* LCP_FIGURES_T1_SCENE: another scene of four balls (e.g. the line's
+   * gaps changed), LCP_FIGURES_T1_REF: the fine table's reference step */
+  const char *scene = getenv("LCP_FIGURES_T1_SCENE");
+  khzModel *m = load(scene && *scene ? scene : "scenes/validation/st_four_balls.yaml", 8);
   const char *te = getenv("LCP_FIGURES_T1_END");
   if (te && atof(te) > 0) t1_end = atof(te);
   if (m->max_substep > 0) printf("(the scene substeps at %g s: steps above it are split)\n", m->max_substep);
@@ -267,7 +276,11 @@ static void table1(void) {
   const char *fine = getenv("LCP_FIGURES_T1_FINE");
   if (fine && atoi(fine)) {
     static const double hs[] = {1e-2, 5e-3, 2e-3, 1e-3, 5e-4, 2e-4, 1e-4};
-    table1_against(m, 1e-5, hs, 7, 0.58, "h = 1e-2 .. 1e-4 against h = 1e-5");
+    const char *ref = getenv("LCP_FIGURES_T1_REF");
+    double href = ref && atof(ref) > 0 ? atof(ref) : 1e-5;
+    char title[96];
+    snprintf(title, sizeof title, "h = 1e-2 .. 1e-4 against h = %g", href);
+    table1_against(m, href, hs, 7, 0.58, title);
   }
   khz_deleteModel(&m);
 }
@@ -340,6 +353,76 @@ static void stack(void) {
   khz_deleteModel(&m);
 }
 
+/* ----------------------------------------------------------------- warm -- */
+
+static double worst_residual;
+static void observe_residual(void *user, int n, const double *M, const double *q, const double *z, int st) {
+  (void)user;
+  if (st == KHZ_LCP_SOLVED) {
+    /* on q scaled as Lemke scales it (max |q| at least 1e-3) */
+    double qmax = 0;
+    for (int i = 0; i < n; i++) qmax = fmax(qmax, fabs(q[i]));
+    double r = khz_lcpResidual(n, M, q, z) / (qmax < 1e-3 && qmax > 0 ? qmax / 1e-3 : 1);
+    worst_residual = fmax(worst_residual, r);
+  }
+}
+
+static double cpu_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* steps the scene under LCP, warm start on or off; its final q into qend */
+static void warm_run(const char *path, int steps, int warm, double *qend) {
+  khzModel *m = load(path, 0);
+  khzData *d = khz_makeData(m, 0);
+  d->contact_method = KHZ_CONTACT_LCP;
+  khz_lcpSetWarmStart(warm);
+  khz_lcpResetCounters();
+  worst_residual = 0;
+  khz_lcpSetObserver(observe_residual, NULL);
+  double t0 = cpu_s();
+  for (int s = 0; s < steps; s++) khz_step(m, d);
+  double cpu = cpu_s() - t0;
+  khz_lcpSetObserver(NULL, NULL);
+  khz_lcpSetWarmStart(1);
+  khzLcpCounters c = khz_lcpGetCounters();
+  printf("| %s | %s | %ld (%.1f rows) | %ld / %ld | %ld | %ld (%.2f per LCP) | %.3f | %.2g | %d |\n", path,
+         warm ? "warm" : "cold", c.solves, c.solves ? (double)c.rows / c.solves : 0, c.warm_hits, c.warm_tries,
+         c.lemke_calls, c.pivots, c.solves ? (double)c.pivots / c.solves : 0, 1e3 * cpu / steps, worst_residual,
+         d->warning[KHZ_WARN_LCP]);
+  memcpy(qend, d->q, (size_t)m->nq * sizeof(double));
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+}
+
+static void warm_figures(void) {
+  const char *env = getenv("LCP_FIGURES_STACK_SECONDS"), *v3 = getenv("LCP_FIGURES_V3_STEPS");
+  struct {
+    const char *path;
+    int steps;
+  } runs[] = {{"scenes/validation/stack.yaml", (int)((env ? atof(env) : 10) * 1000 + 0.5)},
+              {"scenes/validation/v3_pile.yaml", v3 ? atoi(v3) : 300}};
+  printf("# warm start: each scene cold (every LCP by Lemke from scratch), then warm (the last step's "
+         "basis tried first); CPU time, this process\n");
+  printf("| scene (steps) | start | LCPs solved (mean size) | warm hits / tries | Lemke calls | pivots | "
+         "CPU ms per step | worst residual (scaled q) | steps falling back |\n|---|---|---|---|---|---|---|---|---|\n");
+  for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+    khzModel *m = load(runs[r].path, 0);
+    int nq = m->nq;
+    khz_deleteModel(&m);
+    double *qc = malloc((size_t)nq * sizeof(double)), *qw = malloc((size_t)nq * sizeof(double));
+    warm_run(runs[r].path, runs[r].steps, 0, qc);
+    warm_run(runs[r].path, runs[r].steps, 1, qw);
+    double dq = 0;
+    for (int i = 0; i < nq; i++) dq = fmax(dq, fabs(qc[i] - qw[i]));
+    printf("| (%d steps: final q warm - cold, max abs: %.3g) |\n", runs[r].steps, dq);
+    free(qc), free(qw);
+  }
+  printf("\n");
+}
+
 /* ---------------------------------------------------------------- solve -- */
 
 /* the LCP of the last step, captured to be solved again under the clock */
@@ -407,12 +490,12 @@ int main(int argc, char **argv) {
   int all = argc < 2;
   for (int i = 1; i < argc; i++)
     if (strcmp(argv[i], "rod") && strcmp(argv[i], "balls") && strcmp(argv[i], "table1") &&
-        strcmp(argv[i], "solve") && strcmp(argv[i], "stack")) {
-      fprintf(stderr, "lcp_figures: unknown section '%s' (rod, balls, table1, solve, stack)\n", argv[i]);
+        strcmp(argv[i], "solve") && strcmp(argv[i], "stack") && strcmp(argv[i], "warm")) {
+      fprintf(stderr, "lcp_figures: unknown section '%s' (rod, balls, table1, solve, stack, warm)\n", argv[i]);
       return 2;
     }
-  for (int s = 0; s < 5; s++) {
-    static const char *const names[] = {"rod", "balls", "table1", "solve", "stack"};
+  for (int s = 0; s < 6; s++) {
+    static const char *const names[] = {"rod", "balls", "table1", "solve", "stack", "warm"};
     int want = all;
     for (int i = 1; i < argc; i++) want |= !strcmp(argv[i], names[s]);
     if (!want) continue;
@@ -421,6 +504,7 @@ int main(int argc, char **argv) {
     if (s == 2) table1();
     if (s == 3) solve_timing();
     if (s == 4) stack();
+    if (s == 5) warm_figures();
   }
   return 0;
 }

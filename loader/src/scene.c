@@ -458,7 +458,8 @@ static int khz_scene_contact(khzSceneReader *r, const yaml_node_t *n, khzContact
                                      "kp_per_kg",   "kv_per_kg",  "ki_per_kg",   "gain_mass",
                                      "gamma",       "mu",         "restitution", "impact_velocity",
                                      "reimpact_velocity", "max_pairs",   "max_points", "rolling_friction",
-                                     "torsional_friction", "friction_directions", NULL};
+                                     "torsional_friction", "friction_directions", "lcp_restitution",
+                                     NULL};
   yaml_node_t *v;
   if (khz_check_keys(r, n, "contact", keys)) return -1;
   if ((v = khz_find(r, n, "method"))) {
@@ -519,6 +520,10 @@ static int khz_scene_contact(khzSceneReader *r, const yaml_node_t *n, khzContact
                                          "%g is neither 4 nor 8: give 4 or 8", x);
     c->friction_directions = (int)x;
   }
+  /* the LCP method's restitution phase (off: inelastic, the paper's) */
+  if ((v = khz_find(r, n, "lcp_restitution")) &&
+      khz_get_bool(r, v, "contact.lcp_restitution", &c->lcp_restitution))
+    return -1;
   /* capacities */
   const struct {
     const char *key;

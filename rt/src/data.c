@@ -10,6 +10,7 @@
 #include "carve.h"
 #include "island.h"
 #include "khz/khz.h"
+#include "lcp/lcp.h"
 
 
 static void layout_data(const khzModel *m, khzData *d, carver *c) {
@@ -42,6 +43,7 @@ static void layout_data(const khzModel *m, khzData *d, carver *c) {
 #undef D
   d->contact = carve(c, (size_t)m->npair_max * sizeof(khzContact));
   d->cpoint = carve(c, (size_t)m->npair_max * (size_t)m->max_points * sizeof(khzContactPoint));
+  d->lcp_warm = carve(c, khz_lcpWarmBytes(m));
   d->stack = carve(c, d->stack_size);
 }
 

@@ -156,7 +156,8 @@ int main(void) {
   int total = 0;
   for (int f = 0; f < 5; f++) {
     int solved = 0, sic_solved = 0, compared = 0, agree = 0, pivmax = 0, polished = 0, solved2 = 0;
-    double worst = 0, worst_diff = 0, worst2 = 0;
+    int warm_own = 0, warm_tried = 0, warm_trivial = 0, warm_flip_solved = 0;
+    double worst = 0, worst_diff = 0, worst2 = 0, worstw = 0;
     for (int t = 0; t < 2000; t++) {
       int n = irand(1, NMAX);
       if (f == 0 || f == 3) {
@@ -195,6 +196,36 @@ int main(void) {
       if (st == KHZ_LCP_SOLVED) worst = fmax(worst, res);
       ENSURE_MSG(st == KHZ_LCP_SOLVED && res <= 1e-10, "%s #%d n=%d: status %s, residual %.3g", fam[f],
                  t, n, khz_lcpStatusName(st), res);
+      /* warm start from the basis it ended in: solved with no pivot, the
+       * same z where it is unique; from that basis with one variable
+       * swapped: refused, or a solution (residual <= 1e-10) */
+      if (st == KHZ_LCP_SOLVED) {
+        static unsigned char zb[NMAX];
+        khz_lemkeBasis(&lk, n, zb);
+        khzLcpStatus sw = khz_lemkeWarm(&lk, n, M, q, zb, zs, ws);
+        double resw = khz_lcpResidual(n, M, q, zs), dw = 0, sw_ = 1;
+        int own = sw == KHZ_LCP_SOLVED && resw <= 1e-10 && lk.pivots == 0;
+        warm_own += own, warm_tried++;
+        if (own) worstw = fmax(worstw, resw);
+        for (int i = 0; own && (f == 0 || f == 3) && i < n; i++)
+          dw = fmax(dw, fabs(z[i] - zs[i])), sw_ = fmax(sw_, fabs(z[i]));
+        ENSURE_MSG(dw <= 1e-7 * sw_, "%s #%d n=%d: warm z differs by %.3g", fam[f], t, n, dw);
+        /* q >= 0 has no basis to start from: khz_lemke's z = 0 */
+        int trivial = 1;
+        for (int i = 0; i < n; i++) trivial &= q[i] >= 0;
+        /* the degenerate family's final bases may be solved only by the
+         * whole basis' LU or kept from the pivots (polish): cold then */
+        ENSURE_MSG(own || trivial || f == 2, "%s #%d n=%d: its own basis, warm: %s, residual %.3g", fam[f], t, n,
+                   khz_lcpStatusName(sw), resw);
+        warm_trivial += trivial;
+        int flip = irand(0, n - 1);
+        zb[flip] = !zb[flip];
+        sw = khz_lemkeWarm(&lk, n, M, q, zb, zs, ws);
+        resw = khz_lcpResidual(n, M, q, zs);
+        warm_flip_solved += sw == KHZ_LCP_SOLVED;
+        ENSURE_MSG(sw != KHZ_LCP_SOLVED || resw <= 1e-10, "%s #%d n=%d: a wrong basis accepted, residual %.3g",
+                   fam[f], t, n, resw);
+      }
       /* again with the contact stepper's tie test and re-inversion
        * threshold (lcp.c): solved, and the same z where it is unique */
       lk.tie_abs = 1e-3, lk.reinvert = 1e-6;
@@ -234,6 +265,9 @@ int main(void) {
            "solved %4d; compared %4d, agree %4d (worst relative difference %.2e); with the stepper's "
            "settings solved %4d (worst residual %.2e)\n",
            fam[f], solved, worst, polished, pivmax, sic_solved, compared, agree, worst_diff, solved2, worst2);
+    printf("%-10s warm start from its own basis: solved %4d of %4d (%d with q >= 0: no basis), worst "
+           "residual %.2e; from that basis with one variable swapped: %4d solved, the rest refused\n",
+           fam[f], warm_own, warm_tried, warm_trivial, worstw, warm_flip_solved);
   }
   printf("%d LCPs\n", total);
   free(mem);

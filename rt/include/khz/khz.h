@@ -181,6 +181,9 @@ typedef struct khzContactOptions {
   int max_points;           /* capacity of contact points per pair; 0 = 64 */
   int friction_directions;  /* LCP method: directions of the polyhedral friction cone, 4 or 8
                                (0 = 4) */
+  int lcp_restitution;      /* LCP method: 1 = Newton's restitution at impacts (a contact
+                               approaching faster than impact_velocity leaves at restitution
+                               times that speed); 0 (default) = inelastic, the paper's model */
 } khzContactOptions;
 
 /* Sleeping bodies (khz_spec_setSleep; docs/sleeping.md): free bodies (a floating root with nothing but fixed joints below)
@@ -555,6 +558,8 @@ typedef struct khzData {
                              period; lockstep and fast runs leave it 0 (docs/lcp.md) */
   long lcp_timeouts;      /* LCP steps that reached lcp_time_limit (the first pass: also
                              counted as KHZ_WARN_LCP) */
+  void *lcp_warm;         /* private (rt/src/lcp): the bases the last LCP step's pairs ended
+                             in, for Lemke's warm start (docs/lcp.md) */
   int ncontact;
   khzContact *contact;    /* m->npair_max */
   int ncpoint;

@@ -48,6 +48,7 @@
 #include "lcp.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "collision/collision.h"
@@ -85,6 +86,25 @@ typedef struct lcpPoint {
   double rho[3];      /* offset from its patch's centre in the contact plane (world) */
 } lcpPoint;
 
+/* Warm start (beyond the paper): the complementary basis each pair's rows
+ * ended in, kept in d->lcp_warm from one LCP step to the next. Bits of
+ * `basic`: z basic for normal i (bit i, i < KHZ_LCP_PAIR_POINTS), friction
+ * column j (bit 4 + j: the k directions, then the two torsion columns), the
+ * cone's lambda (bit 15). */
+typedef struct lcpWarmPair {
+  int geom[2], np;
+  uint32_t basic;
+  float local[KHZ_LCP_PAIR_POINTS][3]; /* the points in body[0]'s frame: a pair's points
+                                          come in depth order, which flips at rest */
+} lcpWarmPair;
+#define LCP_WARM_CONE (1u << 15)
+
+typedef struct lcpWarm {
+  double next_time; /* d->time at which the next step may use it (the record's step's end) */
+  int npair;
+  lcpWarmPair pair[];
+} lcpWarm;
+
 typedef struct lcpWork {
   int nv, k, npmax, nmax, nrowmax, np, na, ntree;
   int ptmax, nall; /* points of the whole step (every pair's), and how many */
@@ -115,7 +135,19 @@ typedef struct lcpWork {
   int *pisl;      /* ptmax: island index of each point */
   int *iorder, *istart, nisl; /* the points island by island, each island's first */
   int timed_out; /* a solve stopped at d->lcp_time_limit */
+  /* restitution (contact.lcp_restitution): the coefficient (0: inelastic),
+   * the approach speed above which a contact impacts, the velocity at the
+   * step's start */
+  double restitution, impact_speed;
+  const double *v0;
   khzLemke lk;
+  /* warm start: the last step's record (NULL: none that fits this step),
+   * this step's record being written (npair_max pairs), a patch's entry in
+   * the old one, the guessed and final bases of an island */
+  const lcpWarm *warm_old;
+  lcpWarmPair *warm_new;
+  int warm_nnew;
+  unsigned char *zbasic;
   lcpPoint *pt;
   khzPairState *save_pair; /* d->pair at the step's start, put back when the step falls back */
   khzContact *save_c;
@@ -130,6 +162,17 @@ void khz_lcpSetObserver(khzLcpObserver fn, void *user) {
   observer = fn;
   observer_user = user;
 }
+
+/* warm start on (default) or off, and the counters benchmarks read; the
+ * counters move only while an observer is set (a bench's, not the loop's) */
+static int warm_enabled = 1;
+static khzLcpCounters counters;
+
+void khz_lcpSetWarmStart(int on) { warm_enabled = on != 0; }
+
+khzLcpCounters khz_lcpGetCounters(void) { return counters; }
+
+void khz_lcpResetCounters(void) { memset(&counters, 0, sizeof counters); }
 
 int khz_lcpDirections(const khzModel *m) {
   return m->contact.friction_directions == 8 ? 8 : 4;
@@ -182,6 +225,8 @@ int khz_lcpMaxPoints(const khzModel *m) {
   X(W->pisl, int, W->ptmax)                                                         \
   X(W->iorder, int, W->ptmax)                                                       \
   X(W->istart, int, (size_t)W->ptmax + 1)                                           \
+  X(W->warm_new, lcpWarmPair, (m)->npair_max)                                      \
+  X(W->zbasic, unsigned char, W->nmax)                                              \
   X(W->save_pair, khzPairState, (m)->npair_max)                                     \
   X(W->save_c, khzContact, (m)->npair_max)                                          \
   X(W->save_p, khzContactPoint, (size_t)(m)->npair_max *(m)->max_points)
@@ -206,6 +251,10 @@ size_t khz_lcpStackBytes(const khzModel *m) {
   LCP_ARRAYS(LCP_SIZE, W, m)
 #undef LCP_SIZE
   return bytes;
+}
+
+size_t khz_lcpWarmBytes(const khzModel *m) {
+  return sizeof(lcpWarm) + (size_t)m->npair_max * sizeof(lcpWarmPair);
 }
 
 /* the workspace from d's stack; 0 when it is full (counted there) */
@@ -534,6 +583,14 @@ static int assemble(const lcpWork *W, double h) {
     /* a penetration already there at q (phi/h - N' v_ref < 0) is pushed
      * out at KHZ_LCP_PUSHOUT at most, not in one step */
     if (i >= 0 && W->b[r] - sfree < -KHZ_LCP_PUSHOUT) W->b[r] = sfree - KHZ_LCP_PUSHOUT;
+    /* Newton's restitution (beyond the paper, contact.lcp_restitution): a
+     * point approaching at v0n < -impact_speed at the step's start must
+     * leave at n'v+ >= -e v0n, the stricter of that and the gap's bound */
+    if (i >= 0 && W->restitution > 0) {
+      double v0n = 0;
+      for (int a = 0; a < na; a++) v0n += Jr[a] * W->v0[W->dof[a]];
+      if (v0n < -W->impact_speed) W->b[r] = fmin(W->b[r], sfree + W->restitution * v0n);
+    }
   }
   for (int g = 0; g < W->npatch; g++) W->b[nr + g] = 0;
   return n;
@@ -698,8 +755,61 @@ static int lcp_late(const lcpWork *W) {
   return W->lk.deadline > 0 && khz_lemkeNow() > W->lk.deadline;
 }
 
-static khzLcpStatus solve(lcpWork *W, int n) {
+/* the guess for this island's LCP from the last step's record: every patch
+ * (pair) found there with as many points; 0 (solve cold) when one is not */
+static int warm_guess(lcpWork *W) {
+  const lcpWarm *old = W->warm_old;
+  if (!old || !warm_enabled) return 0;
+  memset(W->zbasic, 0, (size_t)W->n);
+  for (int g = 0; g < W->npatch; g++) {
+    const lcpPoint *p = W->pt + W->pstart[g];
+    int np = W->pstart[g + 1] - W->pstart[g], e = old->npair - 1;
+    while (e >= 0 && (old->pair[e].geom[0] != p->geom[0] || old->pair[e].geom[1] != p->geom[1])) e--;
+    if (e < 0 || old->pair[e].np != np) return 0;
+    uint32_t bits = old->pair[e].basic;
+    /* each point takes the bit of the old point nearest to it on body[0] */
+    for (int i = 0; i < np; i++) {
+      const double *x = W->pt[W->pstart[g] + i].local[0];
+      int best = 0;
+      double dbest = INFINITY;
+      for (int j = 0; j < np; j++) {
+        const float *y = old->pair[e].local[j];
+        double dd = (x[0] - y[0]) * (x[0] - y[0]) + (x[1] - y[1]) * (x[1] - y[1]) + (x[2] - y[2]) * (x[2] - y[2]);
+        if (dd < dbest) dbest = dd, best = j;
+      }
+      W->zbasic[W->pstart[g] + i] = (bits >> best) & 1;
+    }
+    for (int j = 0; j < W->pfk[g]; j++) W->zbasic[W->pfoff[g] + j] = (bits >> (4 + j)) & 1;
+    W->zbasic[W->nr + g] = (bits & LCP_WARM_CONE) != 0;
+  }
+  return 1;
+}
+
+/* this island's final basis into the step's record, one entry per patch
+ * (a later entry of the same pair, from a re-check pass, supersedes it);
+ * np = -1 when the basis is not the LCP's own (a regularised solve) */
+static void warm_record(lcpWork *W, const khzModel *m, int basis_ok) {
+  for (int g = 0; g < W->npatch && W->warm_nnew < m->npair_max; g++) {
+    const lcpPoint *p = W->pt + W->pstart[g];
+    lcpWarmPair *e = W->warm_new + W->warm_nnew++;
+    int np = W->pstart[g + 1] - W->pstart[g];
+    e->geom[0] = p->geom[0], e->geom[1] = p->geom[1];
+    e->np = basis_ok ? np : -1;
+    e->basic = 0;
+    for (int i = 0; i < np && basis_ok; i++) {
+      e->basic |= (uint32_t)W->zbasic[W->pstart[g] + i] << i;
+      for (int c = 0; c < 3; c++) e->local[i][c] = (float)W->pt[W->pstart[g] + i].local[0][c];
+    }
+    for (int j = 0; j < W->pfk[g] && basis_ok; j++) e->basic |= (uint32_t)W->zbasic[W->pfoff[g] + j] << (4 + j);
+    if (basis_ok && W->zbasic[W->nr + g]) e->basic |= LCP_WARM_CONE;
+  }
+}
+
+/* solve() sets it: 1 when W->zbasic holds the final basis of the LCP as
+ * assembled (not a regularised one), for the next step's warm start */
+static khzLcpStatus solve(lcpWork *W, int n, int guess, int *basis_ok) {
   int budget = KHZ_LCP_PIVOTS(n), nr = W->nr;
+  *basis_ok = 0;
   double dmax = 0, qmax = 0;
   for (int r = 0; r < nr; r++) dmax = fmax(dmax, W->A[(size_t)r * n + r]);
   for (int r = 0; r < n; r++) qmax = fmax(qmax, fabs(W->b[r]));
@@ -714,8 +824,32 @@ static khzLcpStatus solve(lcpWork *W, int n) {
   if (lcp_late(W)) return KHZ_LCP_TIMEOUT;
   if (qlow >= -1e-14 * qmax) {
     memset(W->z, 0, (size_t)n * sizeof(double));
+    memset(W->zbasic, 0, (size_t)n);
+    *basis_ok = 1;
     if (observer) observer(observer_user, n, W->A, W->b, W->z, KHZ_LCP_SOLVED);
     return KHZ_LCP_SOLVED;
+  }
+  /* warm start: the last step's basis of these pairs, one factorisation and
+   * a feasibility check (khz_lemkeWarm, natural residual <= 1e-10 on the
+   * scaled q); else cold */
+  if (guess) {
+    /* held to Lemke's own 1e-10 (the tolerance unset), not to the stepper's
+     * acceptance: accepted there, the 60 s stack rocked (docs/lcp.md) */
+    double tol_cold = W->lk.tol;
+    W->lk.tol = 0;
+    khzLcpStatus ws = khz_lemkeWarm(&W->lk, n, W->A, W->b, W->zbasic, W->z, W->w);
+    W->lk.tol = tol_cold;
+    if (observer) {
+      counters.warm_tries++;
+      counters.warm_hits += ws == KHZ_LCP_SOLVED;
+      counters.solves++;
+      counters.rows += n;
+      if (ws == KHZ_LCP_SOLVED) observer(observer_user, n, W->A, W->b, W->z, ws);
+    }
+    if (ws == KHZ_LCP_SOLVED) {
+      *basis_ok = 1;
+      return ws;
+    }
   }
   /* as assembled; again with Lemke's pivot tolerance at KHZ_LCP_PIVOT_TOL
    * (round-off zeros of dependent rows not taken as pivots); then with a
@@ -731,7 +865,13 @@ static khzLcpStatus solve(lcpWork *W, int n) {
     if (t == 2)
       for (int r = 0; r < nr; r++) W->A[(size_t)r * n + r] += KHZ_LCP_EPS_SMALL * dmax;
     st = khz_lemke(&W->lk, n, W->A, W->b, W->z, W->w, budget);
-    if (observer) observer(observer_user, n, W->A, W->b, W->z, st);
+    if (observer) {
+      counters.pivots += W->lk.pivots;
+      counters.lemke_calls++;
+      if (t == 0 && !guess) counters.solves++, counters.rows += n;
+      observer(observer_user, n, W->A, W->b, W->z, st);
+    }
+    if (st == KHZ_LCP_SOLVED && t < 2) khz_lemkeBasis(&W->lk, n, W->zbasic), *basis_ok = 1;
   }
   W->lk.pivot_tol = 0;
   if (st == KHZ_LCP_SOLVED) return st;
@@ -746,7 +886,11 @@ static khzLcpStatus solve(lcpWork *W, int n) {
     }
     for (int r = 0; r < n; r++) W->bp[r] = W->b[r] - (r < nr ? eps * W->zp[r] : 0);
     khzLcpStatus s = khz_lemke(&W->lk, n, W->A, W->bp, W->z, W->w, budget);
-    if (observer) observer(observer_user, n, W->A, W->bp, W->z, s);
+    if (observer) {
+      counters.pivots += W->lk.pivots;
+      counters.lemke_calls++;
+      observer(observer_user, n, W->A, W->bp, W->z, s);
+    }
     if (s != KHZ_LCP_SOLVED) {
       if (s == KHZ_LCP_TIMEOUT && st != KHZ_LCP_SOLVED) st = s;
       break;
@@ -767,8 +911,14 @@ int khz_lcpStep(const khzModel *m, khzData *d, double h) {
   lcpWork work, *W = &work;
   int ok = lcp_carve(m, d, W), saved = ok;
   W->lk.tie_abs = KHZ_LCP_TIE_ABS;
+  W->restitution = m->contact.lcp_restitution ? m->contact.restitution : 0;
+  W->impact_speed = m->contact.impact_velocity;
+  W->v0 = d->qd;
   W->lk.reinvert = KHZ_LCP_REINVERT;
   if (ok && d->lcp_time_limit > 0) W->lk.deadline = khz_lemkeNow() + d->lcp_time_limit;
+  lcpWarm *warm = d->lcp_warm;
+  /* the record is the last step's only when this step starts where it ended */
+  W->warm_old = warm && warm->next_time == d->time ? warm : NULL;
   if (ok) {
     /* the pair state as the step found it: the collision passes below
      * rewrite it, and a step that falls back must start from it */
@@ -810,11 +960,11 @@ int khz_lcpStep(const khzModel *m, khzData *d, double h) {
       pass_ok = mass_blocks(m, d, W);
       if (!pass_ok) break;
       contact_rows(m, d, W);
-      int n = assemble(W, h);
-      khzLcpStatus st = solve(W, n);
+      int n = assemble(W, h), basis_ok;
+      khzLcpStatus st = solve(W, n, warm_guess(W), &basis_ok);
       W->timed_out |= st == KHZ_LCP_TIMEOUT;
       pass_ok = st == KHZ_LCP_SOLVED;
-      if (pass_ok) island_update(W, points);
+      if (pass_ok) island_update(W, points), warm_record(W, m, basis_ok);
     }
     if (!pass_ok) {
       /* a re-check pass that cannot be solved: the last pass solved stands
@@ -845,7 +995,13 @@ int khz_lcpStep(const khzModel *m, khzData *d, double h) {
     memcpy(d->qd, W->vplus, (size_t)m->nv * sizeof(double));
     memcpy(d->q, W->qplus, (size_t)m->nq * sizeof(double));
     report(d, W, h);
+    if (warm) {
+      memcpy(warm->pair, W->warm_new, (size_t)W->warm_nnew * sizeof(lcpWarmPair));
+      warm->npair = W->warm_nnew;
+      warm->next_time = d->time + h; /* as the step advances d->time */
+    }
   } else {
+    if (warm) warm->npair = 0, warm->next_time = -1;
     d->warning[KHZ_WARN_LCP]++;
     d->ncontact = d->ncpoint = 0;
     if (saved) memcpy(d->pair, W->save_pair, (size_t)m->npair_max * sizeof(khzPairState));

@@ -54,4 +54,22 @@ typedef void (*khzLcpObserver)(void *user, int n, const double *M, const double 
                                const double *z, int status);
 void khz_lcpSetObserver(khzLcpObserver fn, void *user);
 
+/* Warm start (on by default): each island's LCP is first tried with the
+ * complementary basis its pairs ended in at the last step (one
+ * factorisation and a feasibility check, khz_lemkeWarm), then cold. Off:
+ * every LCP is solved by Lemke from scratch (benchmarks, tests). Process-wide. */
+void khz_lcpSetWarmStart(int on);
+
+/* Bytes of the warm-start record khzData keeps (d->lcp_warm). */
+size_t khz_lcpWarmBytes(const khzModel *m);
+
+/* What the LCPs took, counted while an observer is set (benchmarks):
+ * LCPs that needed a solve (q >= 0 excluded) and their rows, warm tries and
+ * those that solved, Lemke calls (retries included) and their pivots. */
+typedef struct khzLcpCounters {
+  long solves, rows, warm_tries, warm_hits, lemke_calls, pivots;
+} khzLcpCounters;
+khzLcpCounters khz_lcpGetCounters(void);
+void khz_lcpResetCounters(void);
+
 #endif

@@ -382,6 +382,7 @@ khzLcpStatus khz_lemke(khzLemke *lk, int n, const double *M, const double *q, do
   lk->reinverts = 0;
   lk->polished = 0;
   lk->residual = 0;
+  lk->nbasis = 0;
   if (n <= 0) return KHZ_LCP_SOLVED;
   memset(z, 0, (size_t)n * sizeof(double));
   memset(w, 0, (size_t)n * sizeof(double));
@@ -408,11 +409,68 @@ khzLcpStatus khz_lemke(khzLemke *lk, int n, const double *M, const double *q, do
   qmax = qmax < 1e-3 ? qmax / 1e-3 : 1;
   for (int i = 0; i < n; i++) lk->qs[i] = q[i] / qmax;
   khzLcpStatus st = lemke_core(lk, n, M, lk->qs, z, w, max_pivots);
+  lk->nbasis = st == KHZ_LCP_SOLVED ? n : 0;
   if (st != KHZ_LCP_SOLVED) {
     memset(z, 0, (size_t)n * sizeof(double));
     memset(w, 0, (size_t)n * sizeof(double));
     return st;
   }
+  for (int i = 0; i < n; i++) z[i] *= qmax;
+  for (int i = 0; i < n; i++) {
+    double s = q[i];
+    for (int j = 0; j < n; j++) s += M[(size_t)i * n + j] * z[j];
+    w[i] = s;
+  }
+  return KHZ_LCP_SOLVED;
+}
+
+void khz_lemkeBasis(const khzLemke *lk, int n, unsigned char *zbasic) {
+  memset(zbasic, 0, (size_t)n);
+  if (lk->nbasis != n) return;
+  for (int i = 0; i < n; i++)
+    if (lk->basis[i] >= n && lk->basis[i] < 2 * n) zbasic[lk->basis[i] - n] = 1;
+}
+
+/* the guessed complementary basis (z_i basic where zbasic[i], w_i
+ * elsewhere), solved by the polish's reduced system; accepted when its
+ * natural residual, which also measures infeasibility (a negative basic z
+ * is clamped to 0 and leaves its row's w off zero; a negative nonbasic w is
+ * the residual itself), is within lk->tol on the scaled q, as khz_lemke
+ * accepts its own (1e-10 when tol is 0) */
+khzLcpStatus khz_lemkeWarm(khzLemke *lk, int n, const double *M, const double *q,
+                           const unsigned char *zbasic, double *z, double *w) {
+  lk->pivots = 0;
+  lk->reinverts = 0;
+  lk->polished = 0;
+  lk->residual = 0;
+  lk->nbasis = 0;
+  if (n <= 0) return KHZ_LCP_SOLVED;
+  memset(z, 0, (size_t)n * sizeof(double));
+  memset(w, 0, (size_t)n * sizeof(double));
+  if (n > lk->nmax) return KHZ_LCP_TOOBIG;
+  double qmax = 0;
+  int any_negative = 0;
+  for (int i = 0; i < n; i++) {
+    if (!isfinite(q[i])) return KHZ_LCP_INACCURATE;
+    any_negative |= q[i] < 0, qmax = fmax(qmax, fabs(q[i]));
+  }
+  if (!any_negative) return KHZ_LCP_INACCURATE; /* khz_lemke's own shortcut: no basis to guess */
+  qmax = qmax < 1e-3 ? qmax / 1e-3 : 1;
+  for (int i = 0; i < n; i++) lk->qs[i] = q[i] / qmax;
+  for (int i = 0; i < n; i++) lk->basis[i] = zbasic[i] ? n + i : i;
+  /* polish_reduced keeps its candidate when it is no worse than z = 0;
+   * its tolerance test is done here */
+  double tol = lk->tol;
+  lk->tol = INFINITY;
+  int ok = polish_reduced(lk, n, M, lk->qs, z, w) && lk->polished;
+  lk->tol = tol;
+  lk->residual = ok ? khz_lcpResidual(n, M, lk->qs, z) : INFINITY;
+  if (!ok || !(lk->residual <= (tol > 0 ? tol : 1e-10))) {
+    memset(z, 0, (size_t)n * sizeof(double));
+    memset(w, 0, (size_t)n * sizeof(double));
+    return KHZ_LCP_INACCURATE;
+  }
+  lk->nbasis = n;
   for (int i = 0; i < n; i++) z[i] *= qmax;
   for (int i = 0; i < n; i++) {
     double s = q[i];

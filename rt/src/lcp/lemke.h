@@ -74,6 +74,7 @@ typedef struct khzLemke {
   int reinverts;   /* times B^-1 was recomputed from the basis after a small pivot */
   int polished;    /* 1 when the solution was recomputed from the final basis by LU */
   double residual; /* the final basis' residual (scaled q), before the tol test */
+  int nbasis;      /* n when basis[] holds the last solve's final basis (khz_lemkeBasis), else 0 */
 } khzLemke;
 
 /* Bytes a workspace for problems of size up to nmax needs. */
@@ -95,6 +96,25 @@ double khz_lemkeNow(void);
 
 khzLcpStatus khz_lemke(khzLemke *lk, int n, const double *M, const double *q, double *z, double *w,
                        int max_pivots);
+
+/* Warm start: the complementary basis that has z_i basic where zbasic[i] is
+ * non-zero (w_i basic elsewhere), solved directly as Lemke's polish solves
+ * its final basis (the k x k system of the basic z's, LU, three steps of
+ * iterative refinement; q scaled as khz_lemke scales it). KHZ_LCP_SOLVED
+ * when that basis is feasible: z >= 0, w = M z + q >= 0 to within the
+ * tolerance khz_lemke accepts (natural residual at most lk->tol on the
+ * scaled q, 1e-10 when tol is 0); then z and w are the solution and
+ * lk->pivots is 0. Otherwise
+ * KHZ_LCP_INACCURATE (the basis is singular or infeasible: solve cold) with
+ * z and w set to zero. One factorisation of k^3/3, no pivots. Never
+ * allocates. */
+khzLcpStatus khz_lemkeWarm(khzLemke *lk, int n, const double *M, const double *q,
+                           const unsigned char *zbasic, double *z, double *w);
+
+/* After a khz_lemke or khz_lemkeWarm that solved: zbasic[j] = 1 where z_j
+ * is basic in the final basis, else 0 (all 0 when q >= 0 was solved by
+ * z = 0 without a basis). */
+void khz_lemkeBasis(const khzLemke *lk, int n, unsigned char *zbasic);
 
 /* The natural residual of a candidate solution: max_i |min(z_i, w_i)| with
  * w = M z + q recomputed (0 exactly at a solution). */

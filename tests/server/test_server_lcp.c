@@ -1,0 +1,264 @@
+/* test_server_lcp.c — the server's run-time switch to the LCP method (issue 21):
+ * a client switches a running server (the default scene: the arm and five
+ * loose objects resting on the table, realtime at 1 kHz) from the scene's
+ * penalty method to `lcp` and back. States keep coming (consecutive seqs, no
+ * bad state), every state after the switch names the method, so do Describe
+ * and the setting, the objects stay where they rest and their contacts carry
+ * their weight; most LCP steps are solved by Lemke (a step that falls back to
+ * penalty is counted in the state's `lcp` warning). A switch the model cannot
+ * take (LCP with equality constraints) is refused with the reason, at run
+ * time by SetContactMethod and SetSetting and at start, and nothing of it is
+ * applied: the method, the setting and the warnings stay as they were. */
+#include "harness.h"
+
+#define NOBJ 5
+static const char *const objects[NOBJ] = {"box1", "box2", "ball", "can", "capsule"};
+
+static const Khz__V1__Reply *set_method(khzClient *c, const char *name) {
+  Khz__V1__Request rq;
+  Khz__V1__SetContactMethod scm;
+  khz__v1__request__init(&rq);
+  khz__v1__set_contact_method__init(&scm);
+  scm.method = (char *)name;
+  rq.op_case = KHZ__V1__REQUEST__OP_SET_CONTACT_METHOD;
+  rq.set_contact_method = &scm;
+  return khz_client_request(c, &rq, 5000);
+}
+
+static const char *setting_value(khzClient *c, const char *name) {
+  Khz__V1__Request rq;
+  Khz__V1__GetSetting gs;
+  khz__v1__request__init(&rq);
+  khz__v1__get_setting__init(&gs);
+  gs.name = (char *)name;
+  rq.op_case = KHZ__V1__REQUEST__OP_GET_SETTING;
+  rq.get_setting = &gs;
+  const Khz__V1__Reply *r = khz_client_request(c, &rq, 5000);
+  return r && r->settings && r->settings->n_settings == 1 ? r->settings->settings[0]->value : "?";
+}
+
+/* the method Describe names, asked anew (khz_client_describe keeps the
+ * description it fetched while the model's generation stays) */
+static const char *described_method(khzClient *c) {
+  Khz__V1__Request rq;
+  Khz__V1__Describe d;
+  khz__v1__request__init(&rq);
+  khz__v1__describe__init(&d);
+  rq.op_case = KHZ__V1__REQUEST__OP_DESCRIBE;
+  rq.describe = &d;
+  const Khz__V1__Reply *r = khz_client_request(c, &rq, 5000);
+  return r && r->model ? r->model->contact_method : "?";
+}
+
+static int body_index(const Khz__V1__ModelDescription *md, const char *name) {
+  for (size_t b = 0; b < md->n_bodies; b++)
+    if (!strcmp(md->bodies[b]->name, name)) return (int)md->bodies[b]->index;
+  return -1;
+}
+
+static uint32_t lcp_warnings(const Khz__V1__State *st) {
+  return st->n_warnings > KHZ_WARN_LCP ? st->warnings[KHZ_WARN_LCP] : 0;
+}
+
+/* what a run of states under one method showed */
+typedef struct run {
+  int states, gaps, bad, wrong_method, with_contacts;
+  uint64_t first_seq, last_seq;
+  uint32_t lcp_first, lcp_last;
+  double z_err, load_err; /* worst |z - rest| (m); worst |mean contact force z / (m g) - 1| */
+} run;
+
+/* waits for the first state that names `method` (states ticked before the
+ * switch may still be on their way), then reads n states */
+static run observe(khzClient *c, const char *method, int n, const int *body, const double *mass,
+                   const double *rest_z) {
+  run R = {0};
+  int64_t until = patience_ends();
+  const Khz__V1__State *st;
+  while ((st = patient_state(c, until)) && strcmp(st->contact_method, method)) {
+  }
+  ENSURE_MSG(st != NULL, "no state names '%s'", method);
+  if (!st) return R;
+  double fz[NOBJ] = {0};
+  uint64_t prev = 0;
+  for (; st && R.states < n; st = patient_state(c, until)) {
+    if (R.states == 0) R.first_seq = st->seq, R.lcp_first = lcp_warnings(st);
+    else if (st->seq != prev + 1) R.gaps++;
+    prev = R.last_seq = st->seq;
+    R.lcp_last = lcp_warnings(st);
+    R.states++;
+    R.bad += (st->flags & KHZ__V1__STATE_FLAG__FLAG_BADSTATE) != 0;
+    R.wrong_method += strcmp(st->contact_method, method) != 0;
+    R.with_contacts += st->n_contacts > 0;
+    for (int o = 0; o < NOBJ; o++) {
+      double e = fabs(st->body_pose[7 * body[o] + 2] - rest_z[o]);
+      if (e > R.z_err) R.z_err = e;
+    }
+    for (size_t k = 0; k < st->n_contacts; k++) {
+      const Khz__V1__Contact *ct = st->contacts[k];
+      for (int o = 0; o < NOBJ; o++) {
+        if ((int)ct->body1 == body[o]) fz[o] += ct->force[2];
+        if ((int)ct->body2 == body[o]) fz[o] -= ct->force[2];
+      }
+    }
+  }
+  for (int o = 0; o < NOBJ && R.states; o++) {
+    double e = fabs(fz[o] / R.states / (mass[o] * 9.81) - 1);
+    if (e > R.load_err) R.load_err = e;
+  }
+  printf("%-8s %d states (seq %llu..%llu, %d gaps), %d bad, %d naming another method, %d with "
+         "contacts; worst |z - rest| %.3g m, worst |mean Fz / mg - 1| %.3g; steps falling back "
+         "to penalty %u\n",
+         method, R.states, (unsigned long long)R.first_seq, (unsigned long long)R.last_seq, R.gaps,
+         R.bad, R.wrong_method, R.with_contacts, R.z_err, R.load_err, R.lcp_last - R.lcp_first);
+  return R;
+}
+
+static void check_run(const run *R, int n, const char *what) {
+  /* states keep coming: a loaded machine may drop a state on its way (a gap),
+   * never stop the stream */
+  ENSURE_MSG(R->states == n, "%s: %d of %d states", what, R->states, n);
+  ENSURE_MSG(R->gaps <= n / 10, "%s: %d gaps in the seqs", what, R->gaps);
+  ENSURE_MSG(R->bad == 0 && R->wrong_method == 0, "%s: %d bad states, %d naming another method",
+             what, R->bad, R->wrong_method);
+  ENSURE_MSG(R->with_contacts == R->states, "%s: %d of %d states with contacts", what,
+             R->with_contacts, R->states);
+  /* contacts hold: every object stays within 1 mm of where it rested, and
+   * its contacts carry its weight (mean over the states) */
+  ENSURE_MSG(R->z_err < 1e-3, "%s: an object moved %g m", what, R->z_err);
+  ENSURE_MSG(R->load_err < 0.05, "%s: contact force off the weight by %g", what, R->load_err);
+}
+
+static void test_switch(void) {
+  khzServerConfig cfg;
+  harness h;
+  harness_config(&cfg);
+  cfg.publish_contacts = 1;
+  ENSURE(harness_start(&h, &cfg, NULL) == 0);
+  khzClient *c = harness_client(&h);
+  ENSURE(c != NULL);
+  if (!c) {
+    harness_stop(&h);
+    return;
+  }
+  const Khz__V1__ModelDescription *md = khz_client_describe(c, 5000);
+  ENSURE(md && !strcmp(md->contact_method, "penalty"));
+  int body[NOBJ];
+  double mass[NOBJ], rest_z[NOBJ];
+  for (int o = 0; o < NOBJ; o++) {
+    body[o] = body_index(md, objects[o]);
+    ENSURE_MSG(body[o] > 0, "no body '%s'", objects[o]);
+    if (body[o] <= 0) return;
+    mass[o] = md->bodies[body[o]]->mass;
+  }
+  /* the objects settle on the table under the scene's method */
+  const Khz__V1__State *st = NULL;
+  int64_t until = patience_ends();
+  while ((st = patient_state(c, until)) && st->sim_time < 0.5) {
+  }
+  ENSURE(st != NULL);
+  if (!st) return;
+  for (int o = 0; o < NOBJ; o++) rest_z[o] = st->body_pose[7 * body[o] + 2];
+  run R = observe(c, "penalty", 200, body, mass, rest_z);
+  check_run(&R, 200, "penalty");
+
+  /* to lcp */
+  const Khz__V1__Reply *r = set_method(c, "lcp");
+  ENSURE_MSG(r && r->code == KHZ__V1__ERROR_CODE__OK, "switch to lcp: %s", r ? r->error : "no reply");
+  R = observe(c, "lcp", 500, body, mass, rest_z);
+  check_run(&R, 500, "lcp");
+  /* Lemke solves the steps: a step that falls back to penalty (pivot budget,
+   * ray, or half the period spent, realtime) is counted; on a loaded machine
+   * many may (52 of 500 at load 14, release), not nearly all */
+  ENSURE_MSG(R.lcp_last - R.lcp_first < (uint32_t)(R.last_seq - R.first_seq) * 9 / 10,
+             "%u of %llu LCP steps fell back", R.lcp_last - R.lcp_first,
+             (unsigned long long)(R.last_seq - R.first_seq));
+  ENSURE(!strcmp(described_method(c), "lcp"));
+  ENSURE(!strcmp(setting_value(c, "contact_method"), "lcp"));
+
+  /* and back: through the setting this time */
+  r = req_setting(c, "contact_method", "penalty");
+  ENSURE_MSG(r && r->code == KHZ__V1__ERROR_CODE__OK, "back to penalty: %s", r ? r->error : "no reply");
+  uint32_t lcp_before = R.lcp_last;
+  R = observe(c, "penalty", 300, body, mass, rest_z);
+  check_run(&R, 300, "penalty again");
+  ENSURE(R.lcp_first >= lcp_before && R.lcp_last == R.lcp_first); /* no LCP step any more */
+  ENSURE(!strcmp(described_method(c), "penalty"));
+
+  /* a name that is no method: refused, nothing changes */
+  r = set_method(c, "lcp2");
+  ENSURE(r && r->code == KHZ__V1__ERROR_CODE__UNKNOWN_NAME && strstr(r->error, "'lcp2'"));
+  if (r) printf("set_contact_method lcp2 -> %d %s\n", r->code, r->error);
+  ENSURE(!strcmp(setting_value(c, "contact_method"), "penalty"));
+  khz_client_destroy(&c);
+  harness_stop(&h);
+}
+
+/* a model with equality constraints (a four-bar closed by <equality>): the
+ * LCP has no rows for them, so the switch is refused, whichever way it comes */
+static void test_refused(void) {
+  static const char *const scene = "tests/loader/data/mjcf_fourbar.xml";
+  khzServerConfig cfg;
+  harness h;
+  char err[1024];
+
+  /* at start */
+  harness_config(&cfg);
+  snprintf(cfg.scene, sizeof cfg.scene, "%s", scene);
+  snprintf(cfg.contact_method, sizeof cfg.contact_method, "lcp");
+  khzServer *s = khz_server_new(&cfg, NULL, err, sizeof err);
+  ENSURE_MSG(s == NULL && strstr(err, "contact_method") && strstr(err, "equality constraints"),
+             "start with lcp: %s", s ? "accepted" : err);
+  if (s) khz_server_destroy(&s);
+  else printf("start with contact_method lcp -> %s\n", err);
+
+  /* at run time */
+  harness_config(&cfg);
+  snprintf(cfg.scene, sizeof cfg.scene, "%s", scene);
+  ENSURE(harness_start(&h, &cfg, NULL) == 0);
+  khzClient *c = harness_client(&h);
+  ENSURE(c != NULL);
+  if (!c) {
+    harness_stop(&h);
+    return;
+  }
+  const Khz__V1__ModelDescription *md = khz_client_describe(c, 5000);
+  const char *scene_method = md ? md->contact_method : "?";
+  char before[64];
+  snprintf(before, sizeof before, "%s", scene_method);
+  ENSURE(strcmp(before, "lcp") != 0);
+  const Khz__V1__Reply *r = set_method(c, "lcp");
+  ENSURE_MSG(r && r->code != KHZ__V1__ERROR_CODE__OK && strstr(r->error, "LCP") &&
+                 strstr(r->error, "equality constraints"),
+             "set_contact_method lcp: %d %s", r ? (int)r->code : -1, r ? r->error : "no reply");
+  if (r) printf("set_contact_method lcp -> %d %s\n", r->code, r->error);
+  r = req_setting(c, "contact_method", "lcp");
+  ENSURE_MSG(r && r->code != KHZ__V1__ERROR_CODE__OK && strstr(r->error, "equality constraints"),
+             "set_setting contact_method lcp: %d %s", r ? (int)r->code : -1, r ? r->error : "no reply");
+  if (r) printf("set_setting contact_method lcp -> %d %s\n", r->code, r->error);
+
+  /* nothing of it applied: the setting, Describe and every state keep the
+   * method; no LCP step was tried (no lcp warning) */
+  ENSURE(strcmp(setting_value(c, "contact_method"), "lcp") != 0);
+  ENSURE(!strcmp(described_method(c), before));
+  int n = 0, other = 0;
+  uint32_t warned = 0;
+  int64_t until = patience_ends();
+  const Khz__V1__State *st;
+  khz_client_latestState(c, 2000);
+  while (n < 200 && (st = patient_state(c, until))) {
+    n++;
+    other += strcmp(st->contact_method, before) != 0;
+    warned += lcp_warnings(st);
+  }
+  ENSURE_MSG(n == 200 && other == 0 && warned == 0, "%d states, %d with another method, lcp warnings %u",
+             n, other, warned);
+  khz_client_destroy(&c);
+  harness_stop(&h);
+}
+
+int main(void) {
+  test_switch();
+  test_refused();
+  return ensure_report();
+}
