@@ -7,8 +7,12 @@
  * insertion sort, which gives the same order without the radix sort's fixed
  * cost of 8 x 512 counter updates) and swept, each box meeting the
  * boxes whose lower bound lies below its upper bound; the other two axes and
- * the filters decide. Planes (unbounded) are tested against every box with
- * their half-space. O(n + k) after the sort for n geoms and k overlaps.
+ * the filters decide. From KHZ_STRIP_MIN_BOXES boxes on, the sweep runs strip
+ * by strip across the axis of second largest spread, so that a box meets the
+ * boxes of its strips only, not a band across the whole scene. Planes
+ * (unbounded) are tested against every box with their half-space. O(n + k)
+ * after the sort for n geoms and k overlaps at a bounded density of boxes
+ * per strip area (one axis alone: O(n^1.5) for boxes spread over a floor).
  *
  * Filters: visual geoms and geoms with contype = conaffinity = 0 never collide;
  * two geoms do not collide when their bodies are the same or rigidly welded
