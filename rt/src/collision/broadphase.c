@@ -7,8 +7,12 @@
  * insertion sort, which gives the same order without the radix sort's fixed
  * cost of 8 x 512 counter updates) and swept, each box meeting the
  * boxes whose lower bound lies below its upper bound; the other two axes and
- * the filters decide. Planes (unbounded) are tested against every box with
- * their half-space. O(n + k) after the sort for n geoms and k overlaps.
+ * the filters decide. From KHZ_STRIP_MIN_BOXES boxes on, the sweep runs strip
+ * by strip across the axis of second largest spread, so that a box meets the
+ * boxes of its strips only, not a band across the whole scene. Planes
+ * (unbounded) are tested against every box with their half-space. O(n + k)
+ * after the sort for n geoms and k overlaps at a bounded density of boxes
+ * per strip area (one axis alone: O(n^1.5) for boxes spread over a floor).
  *
  * Filters: visual geoms and geoms with contype = conaffinity = 0 never collide;
  * two geoms do not collide when their bodies are the same or rigidly welded
@@ -26,6 +30,13 @@
 #include "spatial.h"
 
 #define KHZ_SORT_SMALL 48 /* keys up to which insertion sort beats the radix passes */
+/* the strips of the sweep (below): used from this many boxes on, at most
+ * KHZ_STRIP_MAX of them, KHZ_STRIP_WIDTH mean box extents wide, at most
+ * KHZ_STRIP_ENTRIES strip entries per box (khz_collisionStackBytes counts them) */
+#define KHZ_STRIP_MIN_BOXES 64
+#define KHZ_STRIP_MAX 1024
+#define KHZ_STRIP_WIDTH 4.0
+#define KHZ_STRIP_ENTRIES 3
 
 /* ------------------------------------------------------------ filters -- */
 
@@ -163,6 +174,59 @@ static float round_up(double x) {
   return (double)f < x ? nextafterf(f, INFINITY) : f;
 }
 
+/* two boxes that the sweep brought together: the float bounds are
+ * conservative, the doubles and the filters decide */
+static inline void sweep_pair(const khzModel *m, const double *aabb, const sweep_box *bi,
+                              const sweep_box *bj, khz_v4f c, uint64_t *pairs, int cap, int *np,
+                              int *overflow) {
+  khz_v4i apart = bj->b > c;
+  if (apart[0] | apart[1] | apart[2] | apart[3]) return;
+  const double *x = aabb + 6 * bi->geom, *y = aabb + 6 * bj->geom;
+  if (y[0] > x[3] || y[3] < x[0] || y[1] > x[4] || y[4] < x[1] || y[2] > x[5] || y[5] < x[2]) return;
+  if (khz_collisionFilter(m, bi->geom, bj->geom)) emit(pairs, cap, np, overflow, bi->geom, bj->geom);
+}
+
+/* the strip of coordinate x: floor((x - origin) / width), clamped to the
+ * strips (NaN to the first); monotone in x, so that two boxes that overlap
+ * along the strip axis share a strip */
+static int strip_at(double x, double origin, double inv_width, int nstrip) {
+  double t = (x - origin) * inv_width;
+  if (!(t >= 1)) return 0;
+  if (!(t < nstrip - 1)) return nstrip - 1;
+  return (int)t;
+}
+
+/* How many strips across axis sa: KHZ_STRIP_WIDTH mean box extents wide
+ * (between the lowest bound and the highest), at most KHZ_STRIP_MAX, and
+ * fewer while the boxes' strip entries exceed KHZ_STRIP_ENTRIES per box
+ * (large boxes span many). 1 when strips do not pay (a narrow scene). */
+static int plan_strips(const double *aabb, const int *bounded, int n, int sa, double *origin,
+                       double *inv_width) {
+  double lo = INFINITY, hi = -INFINITY, extent = 0;
+  for (int i = 0; i < n; i++) {
+    const double *b = aabb + 6 * bounded[i];
+    lo = fmin(lo, b[sa]), hi = fmax(hi, b[3 + sa]);
+    extent += b[3 + sa] - b[sa];
+  }
+  double width = KHZ_STRIP_WIDTH * extent / n;
+  if (!(isfinite(lo) && isfinite(hi) && width > 0 && isfinite(width))) return 1;
+  double span = (hi - lo) / width;
+  int nstrip = span < KHZ_STRIP_MAX ? (int)span : KHZ_STRIP_MAX;
+  for (; nstrip >= 3; nstrip /= 2) {
+    double inv = nstrip / (hi - lo);
+    long entries = 0;
+    for (int i = 0; i < n && entries <= (long)KHZ_STRIP_ENTRIES * n; i++) {
+      const double *b = aabb + 6 * bounded[i];
+      entries += strip_at(b[3 + sa], lo, inv, nstrip) - strip_at(b[sa], lo, inv, nstrip) + 1;
+    }
+    if (entries <= (long)KHZ_STRIP_ENTRIES * n) {
+      *origin = lo, *inv_width = inv;
+      return nstrip;
+    }
+  }
+  return 1;
+}
+
 int khz_broadphase(const khzModel *m, khzData *d, const double *frame, const double *aabb,
                    uint64_t *pairs, int cap, int *overflow) {
   const khzColModel *cm = m->collision;
@@ -213,20 +277,57 @@ int khz_broadphase(const khzModel *m, khzData *d, const double *frame, const dou
     sb[i].geom = g;
   }
 
-  /* sweep: each box against the boxes that start before it ends; the float
-   * bounds are conservative, the doubles decide */
-  for (int i = 0; i < n; i++) {
-    const sweep_box *bi = &sb[i];
-    const khz_v4f c = bi->c;
-    for (int j = i + 1; j < n && sb[j].lo <= bi->hi; j++) {
-      const sweep_box *bj = &sb[j];
-      khz_v4i apart = bj->b > c;
-      if (apart[0] | apart[1] | apart[2] | apart[3]) continue;
-      const double *x = aabb + 6 * bi->geom, *y = aabb + 6 * bj->geom;
-      if (y[0] > x[3] || y[3] < x[0] || y[1] > x[4] || y[4] < x[1] || y[2] > x[5] || y[5] < x[2])
-        continue;
-      if (khz_collisionFilter(m, bi->geom, bj->geom))
-        emit(pairs, cap, &np, overflow, bi->geom, bj->geom);
+  /* strips across the second axis: one sweep along ax meets every box whose
+   * ax-interval overlaps, a band across the whole scene when the boxes
+   * spread over a floor (about sqrt(n) of them each: O(n^1.5)); swept strip by
+   * strip, each meets those of its strips only (O(n + k) at constant density) */
+  int nstrip = 1, *strip_first = NULL, *strip_of = NULL, *order = NULL;
+  double origin = 0, inv_width = 0;
+  if (n >= KHZ_STRIP_MIN_BOXES) {
+    strip_of = khz_stackAlloc(d, (size_t)(n + 1) * sizeof(int));
+    order = khz_stackAlloc(d, (size_t)(KHZ_STRIP_ENTRIES * n + 1) * sizeof(int));
+    strip_first = khz_stackAlloc(d, (size_t)(KHZ_STRIP_MAX + 2) * sizeof(int));
+    if (strip_of && order && strip_first)
+      nstrip = plan_strips(aabb, cm->bounded, n, var[a1] >= var[a2] ? a1 : a2, &origin, &inv_width);
+  }
+  if (nstrip > 1) {
+    int sa = var[a1] >= var[a2] ? a1 : a2;
+    /* each box in the strips its interval along sa spans, in sweep order
+     * within a strip (a stable counting sort of the sorted boxes) */
+    memset(strip_first, 0, (size_t)(nstrip + 2) * sizeof(int));
+    for (int i = 0; i < n; i++) {
+      const double *b = aabb + 6 * sb[i].geom;
+      int s0 = strip_at(b[sa], origin, inv_width, nstrip), s1 = strip_at(b[3 + sa], origin, inv_width, nstrip);
+      strip_of[i] = s0;
+      for (int s = s0; s <= s1; s++) strip_first[s + 2]++;
+    }
+    for (int s = 0; s < nstrip; s++) strip_first[s + 2] += strip_first[s + 1];
+    for (int i = 0; i < n; i++) {
+      const double *b = aabb + 6 * sb[i].geom;
+      int s1 = strip_at(b[3 + sa], origin, inv_width, nstrip);
+      for (int s = strip_of[i]; s <= s1; s++) order[strip_first[s + 1]++] = i;
+    }
+    /* strip s holds order[strip_first[s] .. strip_first[s + 1]) */
+    for (int s = 0; s < nstrip; s++) {
+      int end = strip_first[s + 1];
+      for (int p = strip_first[s]; p < end; p++) {
+        int i = order[p];
+        const sweep_box *bi = &sb[i];
+        const khz_v4f c = bi->c;
+        for (int q = p + 1; q < end && sb[order[q]].lo <= bi->hi; q++) {
+          int j = order[q];
+          /* a pair sharing several strips is met in the first of them only */
+          if ((strip_of[i] > strip_of[j] ? strip_of[i] : strip_of[j]) != s) continue;
+          sweep_pair(m, aabb, bi, &sb[j], c, pairs, cap, &np, overflow);
+        }
+      }
+    }
+  } else {
+    /* sweep: each box against the boxes that start before it ends */
+    for (int i = 0; i < n; i++) {
+      const sweep_box *bi = &sb[i];
+      const khz_v4f c = bi->c;
+      for (int j = i + 1; j < n && sb[j].lo <= bi->hi; j++) sweep_pair(m, aabb, bi, &sb[j], c, pairs, cap, &np, overflow);
     }
   }
 

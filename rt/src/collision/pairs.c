@@ -201,7 +201,9 @@ size_t khz_collisionStackBytes(const khzModel *m) {
   size_t base = (12 * ng + 1) * sizeof(double) + (6 * ng + 1) * sizeof(double) +
                 cap * sizeof(uint64_t) + ptcap * sizeof(khzColPoint) +
                 (size_t)KHZ_COL_WORK(ptcap, cm->maxvert) * sizeof(double) + (cap + 1) + 6 * a;
-  size_t broad = 2 * (nb + 1) * sizeof(uint64_t) + (nb + 1) * 48 + (cap + 1) * sizeof(uint64_t) + 4 * a;
+  /* the sweep's keys, boxes and strips (broadphase.c: 1 + 3 ints per box, 1026 per call) */
+  size_t broad = 2 * (nb + 1) * sizeof(uint64_t) + (nb + 1) * 48 + (cap + 1) * sizeof(uint64_t) +
+                 (4 * nb + 2 + 1026) * sizeof(int) + 7 * a;
   size_t slots = (2 * P + 2) * (sizeof(uint64_t) + sizeof(int)) + P + 1 + 3 * a;
   return base + (broad > slots ? broad : slots);
 }
