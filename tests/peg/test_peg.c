@@ -278,8 +278,54 @@ static void test_lp_rest(void) {
   ENSURE_MSG(ov1 <= 1e-12, "the box overlaps the block by %g m^3", ov1);
 }
 
+/* The gathering of an edge-edge pair (eq. 35) by its distance against its
+ * approach over the step: two bars (12 m long, 0.2 m square, each turned
+ * 45 degrees about its long axis so that an edge faces the other) cross at
+ * right angles, the moving one's lower edge 2.5 m above the fixed one's
+ * upper edge and closing at 300 m/s, h = 0.01 s (3 m of travel). Only the
+ * two edges meet, so the pair must be gathered at q as a U constraint and
+ * the step must end with the edges touching (v+ = -gap / h, eq. 6): nothing
+ * for the exact check at q+ to add, no overlap, no fallback. The distance
+ * is metres so that a squared distance taken for a distance (6.25 against a
+ * reach of about 5.7) misses the pair: the bar then passes 0.5 m, through
+ * the whole fixed bar, and the check at q+ finds the far edges crossing and
+ * holds it on the wrong side. */
+static void test_edge_gather(void) {
+  const double h = 0.01, gap = 2.5, half_diag = 0.1 * sqrt(2.0);
+  char text[2048];
+  snprintf(text, sizeof text,
+           "khz_scene: 1\nrate_hz: %.17g\ngravity: [0, 0, 0]\ncontact: {method: peg, mu: 0}\nobjects:\n"
+           "  - {name: fixed_bar, shape: box, size: [0.1, 6, 0.1], mass: 10, pos: [0, 0, 0],"
+           " rpy: [0, 0.7853981633974483, 0], fixed: true}\n"
+           "  - {name: bar, shape: box, size: [6, 0.1, 0.1], mass: 10, pos: [0, 0, %.17g],"
+           " rpy: [0.7853981633974483, 0, 0], vel: [0, 0, -300]}\n",
+           1 / h, 2 * half_diag + gap);
+  khzModel *m = scene_model(text);
+  ENSURE(m != NULL);
+  if (!m) return;
+  khzData *d = khz_makeData(m, 0);
+  khz_step(m, d);
+  const khzPegStats *st = khz_pegLastStats();
+  int bar = -1;
+  for (int g = 0; g < m->ngeom; g++)
+    if (!khz_bodyStatic(m, m->geom_body[g])) bar = m->jnt_dofadr[m->geom_body[g]];
+  double vz = d->qd[bar + 2], overlap = max_overlap(m, d), want = -gap / h;
+  printf("edge on edge from 2.5 m at 300 m/s, h = 0.01: U %d I %d X %d gathered, %d added at q+, bar's vz after "
+         "%.6g m/s (-gap / h: %.6g), overlap %.3g m^3, %d fallbacks\n",
+         st->nu, st->ni, st->nx, st->added, vz, want, overlap, (int)d->warning[KHZ_WARN_LCP]);
+  ENSURE_MSG(st->added == 0, "the edge pair was not gathered at q (%d constraints added at q+)", st->added);
+  ENSURE(st->nu >= 1);
+  ENSURE(d->warning[KHZ_WARN_LCP] == 0);
+  ENSURE_MSG(overlap <= 1e-12, "the bars overlap by %g m^3", overlap);
+  ENSURE_MSG(fabs(vz - want) <= 1e-9 * fabs(want), "the bar does not end on the edge: vz %.17g m/s, not %g", vz,
+             want);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+}
+
 int main(void) {
   test_overlap();
+  test_edge_gather();
   test_corner_over_edge();
   test_lp_gap(0);
   test_lp_gap(1);

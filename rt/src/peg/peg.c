@@ -629,7 +629,8 @@ static int edge_constraints(pegWork *W, int pa, int pb, double h, double mu) {
       double c1[3], c2[3], s, t, dv[3], r[3];
       const double *a0 = A->v[A->e[ea][0]], *a1 = A->v[A->e[ea][1]];
       const double *b0 = B->v[B->e[eb][0]], *b1 = B->v[B->e[eb][1]];
-      double dist = khzu_closestSegSeg(a0, a1, b0, b1, &s, &t, c1, c2);
+      /* khzu_closestSegSeg returns the squared distance */
+      double dist = sqrt(khzu_closestSegSeg(a0, a1, b0, b1, &s, &t, c1, c2));
       if (s <= 0 || s >= 1 || t <= 0 || t >= 1) continue;
       rel_velocity(W, pa, pb, c1, dv);
       double u = step_allowance(W, pa, pb, dv, h), approach = 0;
