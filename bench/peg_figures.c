@@ -23,7 +23,7 @@
  *
  *   build/bench/peg_figures [--seconds T] [--scene FILE] [--h H1,H2,...] [--no-lcp] [--trace]
  *                           [--only peg|standard|lpdepth] [--release DT]
- *                           [--lp-one-point]
+ *                           [--lp-one-point] [--dump-step N]
  * (--release DT: the k-th floating body (k = 0, 1, ..) is kept out of the
  * scene, parked at rest 3 + 0.5 k m beside its pose, until t = k DT, then
  * placed at its scene pose at rest: the paper drops one polyhedron every
@@ -31,6 +31,8 @@
  * (--only: that model's columns alone; the others print as "-")
  * (--lp-one-point: the LP-depth model with the LP's witness point alone,
  * without its nearly active units)
+ * (--dump-step N: prints the state q and qd at the start of step N of every
+ * run to stderr, 17 digits: the start of a one-step regression test)
  * The fastest spin is the largest |omega| times the bounding radius of a
  * floating body after any step.
  */
@@ -64,6 +66,7 @@ typedef struct runResult {
 
 static int trace;
 static double release_dt; /* --release */
+static long dump_step = -1; /* --dump-step */
 
 /* --release: before the step at time t, every floating body whose turn
  * (k release_dt) has not come is parked at rest beside its scene pose; at
@@ -108,6 +111,13 @@ static int run(const char *path, double h, double seconds, int method, int model
   long released = 0;
   for (long s = 0; s < steps; s++) {
     if (release_dt > 0) hold_unreleased(m, d, s * h, h, &released);
+    if (s == dump_step) {
+      fprintf(stderr, "h %.17g step %ld q", h, s);
+      for (int i = 0; i < m->nq; i++) fprintf(stderr, " %.17g", d->q[i]);
+      fprintf(stderr, "\nh %.17g step %ld qd", h, s);
+      for (int i = 0; i < m->nv; i++) fprintf(stderr, " %.17g", d->qd[i]);
+      fprintf(stderr, "\n");
+    }
     double t0 = now_s();
     khz_step(m, d);
     us[s] = 1e6 * (now_s() - t0);
@@ -176,6 +186,8 @@ int main(int argc, char **argv) {
       lcp = 0;
     } else if (!strcmp(argv[i], "--release") && i + 1 < argc) {
       release_dt = atof(argv[++i]);
+    } else if (!strcmp(argv[i], "--dump-step") && i + 1 < argc) {
+      dump_step = atol(argv[++i]);
     } else if (!strcmp(argv[i], "--lp-one-point")) {
       khz_pegSetLpUnits(0);
     } else if (!strcmp(argv[i], "--no-lcp")) {
@@ -184,7 +196,7 @@ int main(int argc, char **argv) {
       nh = 0;
       for (char *t = strtok(argv[++i], ","); t && nh < 16; t = strtok(NULL, ",")) hs[nh++] = atof(t);
     } else {
-      fprintf(stderr, "usage: %s [--seconds T] [--scene FILE] [--h H1,H2,...] [--no-lcp] [--trace] [--only MODEL] [--release DT] [--lp-one-point]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--seconds T] [--scene FILE] [--h H1,H2,...] [--no-lcp] [--trace] [--only MODEL] [--release DT] [--lp-one-point] [--dump-step N]\n", argv[0]);
       return 2;
     }
   }

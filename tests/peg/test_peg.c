@@ -15,6 +15,7 @@
  *    enters the face. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ensure.h"
@@ -323,9 +324,92 @@ static void test_edge_gather(void) {
   khz_deleteModel(&m);
 }
 
+/* One step of the paper's pour (scenes/peg/pour_paper.yaml, seed 1) from
+ * states recorded on its trajectory (tests/peg/pour_states.txt, written by
+ * bench/peg_figures --dump-step: "h STEP q ..." and "h STEP qd ..." lines,
+ * a comment line before each case naming the step's difficulty): the step
+ * must not fall back and must leave no feature pair deeper than 1e-10 m
+ * (khz_pegLastStats()->worst) and at most 1e-12 m^3 of overlap. */
+#define POUR_STEPS 4
+static void test_pour_states(void) {
+  FILE *f = fopen("tests/peg/pour_states.txt", "r");
+  ENSURE_MSG(f != NULL, "tests/peg/pour_states.txt: cannot open");
+  if (!f) return;
+  static char line[16384], what[512];
+  static double q[256], qd[256];
+  int cases = 0;
+  what[0] = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (line[0] == '#') {
+      size_t n = strcspn(line + 1, "\n");
+      if (n >= sizeof what) n = sizeof what - 1;
+      memcpy(what, line + 1, n);
+      what[n] = 0;
+      continue;
+    }
+    double h;
+    long step;
+    int off, nq = 0, nv = 0;
+    if (sscanf(line, "h %lf step %ld q%n", &h, &step, &off) < 2) continue;
+    for (char *p = line + off, *e; nq < 256; p = e, nq++) {
+      q[nq] = strtod(p, &e);
+      if (e == p) break;
+    }
+    if (!fgets(line, sizeof line, f) || sscanf(line, "h %*f step %*d qd%n", &off) < 0) break;
+    for (char *p = line + off, *e; nv < 256; p = e, nv++) {
+      qd[nv] = strtod(p, &e);
+      if (e == p) break;
+    }
+    char err[512];
+    khzScene sc;
+    khzModel *m = NULL;
+    if (!khz_loadScene(&sc, "scenes/peg/pour_paper.yaml", err, sizeof err)) {
+      khz_spec_setTimestep(sc.spec, h);
+      m = khz_compile(sc.spec, err, sizeof err);
+      khz_deleteScene(&sc);
+    }
+    ENSURE_MSG(m != NULL, "pour_paper.yaml: %s", err);
+    if (!m) break;
+    ENSURE_MSG(nq == m->nq && nv == m->nv, "step %ld: %d q and %d qd for a model of %d and %d", step, nq, nv, m->nq,
+               m->nv);
+    if (nq == m->nq && nv == m->nv) {
+      khzData *d = khz_makeData(m, 0);
+      memcpy(d->q, q, (size_t)nq * sizeof(double));
+      memcpy(d->qd, qd, (size_t)nv * sizeof(double));
+      double worst = 0, overlap = 0;
+      int passes = 0;
+      for (int k = 0; k < POUR_STEPS; k++) {
+        khz_step(m, d);
+        const khzPegStats *st = khz_pegLastStats();
+        static khzPegPoly P[16];
+        int np = 0;
+        for (int g = 0; g < m->ngeom && np < 16; g++)
+          if (khz_pegPoly(m, d, g, P + np) == 1) np++;
+        double v = 0;
+        for (int i = 0; i < np; i++)
+          for (int j = i + 1; j < np; j++)
+            if (!(khz_bodyStatic(m, P[i].body) && khz_bodyStatic(m, P[j].body))) v += khz_pegOverlap(P + i, P + j);
+        worst = fmax(worst, st->worst), overlap = fmax(overlap, v), passes = passes > st->passes ? passes : st->passes;
+      }
+      printf("pour seed 1, h %g, steps %ld-%ld (%s): at most %d passes, deepest left %.3g m, overlap %.3g m^3, "
+             "%d fallbacks\n",
+             h, step, step + POUR_STEPS - 1, what, passes, worst, overlap, (int)d->warning[KHZ_WARN_LCP]);
+      ENSURE_MSG(d->warning[KHZ_WARN_LCP] == 0, "h %g step %ld: %d fell back", h, step, (int)d->warning[KHZ_WARN_LCP]);
+      ENSURE_MSG(worst <= 1e-10, "h %g step %ld: a feature pair left %g m deep", h, step, worst);
+      ENSURE_MSG(overlap <= 1e-12, "h %g step %ld: overlap %g m^3", h, step, overlap);
+      khz_deleteData(&d);
+      cases++;
+    }
+    khz_deleteModel(&m);
+  }
+  fclose(f);
+  ENSURE(cases > 0);
+}
+
 int main(void) {
   test_overlap();
   test_edge_gather();
+  test_pour_states();
   test_corner_over_edge();
   test_lp_gap(0);
   test_lp_gap(1);
