@@ -330,6 +330,47 @@ static void test_edge_gather(void) {
  * a comment line before each case naming the step's difficulty): the step
  * must not fall back and must leave no feature pair deeper than 1e-10 m
  * (khz_pegLastStats()->worst) and at most 1e-12 m^3 of overlap. */
+/* A penetration present at q is released at PEG_PUSHOUT (0.2 m/s) at most,
+ * in every pass of the step: a box placed 2 cm into the ground rises at
+ * 0.2 m/s while, beside it, a cube falling corner first onto a block's edge
+ * (moving across it) makes the step re-linearise its gaps at q+ (more than
+ * one pass). The passes' corrections are each gap's linearisation error
+ * alone; were they measured against the gap the LCP used (raised by the
+ * release), the second pass would undo the release and push the box out at
+ * 2 cm / h. */
+static void test_pushout_passes(void) {
+  const double h = 0.01;
+  char text[2048];
+  snprintf(text, sizeof text,
+           "khz_scene: 1\nrate_hz: %.17g\ngravity: [0, 0, -9.81]\nground: {height: 0}\n"
+           "contact: {method: peg, mu: 0.3}\nsleep: false\nobjects:\n"
+           "  - {name: block, shape: box, size: [0.2, 0.2, 0.1], mass: 10, pos: [0, 0, 0.1], fixed: true}\n"
+           "  - {name: cube, shape: box, size: [0.05, 0.05, 0.05], mass: 1, pos: [0.196, 0.0, %.17g],"
+           " rpy: [0.7853981633974483, 0.6154797086703874, 0], vel: [0.3, 0, -0.5]}\n"
+           "  - {name: sunk, shape: box, size: [0.05, 0.05, 0.05], mass: 1, pos: [0.6, 0, 0.03]}\n",
+           1 / h, 0.2 + 0.05 * sqrt(3.0) + 0.002);
+  khzModel *m = scene_model(text);
+  ENSURE(m != NULL);
+  if (!m) return;
+  khzData *d = khz_makeData(m, 0);
+  int sunk = m->jnt_dofadr[m->nbody - 1];
+  double rise = 0;
+  int multi = 0;
+  for (int s = 0; s < 8; s++) {
+    khz_step(m, d);
+    const khzPegStats *st = khz_pegLastStats();
+    if (st->passes > 1) multi++;
+    rise = fmax(rise, d->qd[sunk + 2]);
+  }
+  printf("a box 2 cm in the ground beside a cube on an edge, h = 0.01: %d steps of several passes, fastest rise "
+         "%.6g m/s\n",
+         multi, rise);
+  ENSURE(multi > 0);
+  ENSURE_MSG(rise <= 0.2 + 1e-9, "the box rose at %g m/s", rise);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+}
+
 #define POUR_STEPS 4
 static void test_pour_states(void) {
   FILE *f = fopen("tests/peg/pour_states.txt", "r");
@@ -410,6 +451,7 @@ int main(void) {
   test_overlap();
   test_edge_gather();
   test_pour_states();
+  test_pushout_passes();
   test_corner_over_edge();
   test_lp_gap(0);
   test_lp_gap(1);
