@@ -327,9 +327,11 @@ static void test_edge_gather(void) {
 /* One step of the paper's pour (scenes/peg/pour_paper.yaml, seed 1) from
  * states recorded on its trajectory (tests/peg/pour_states.txt, written by
  * bench/peg_figures --dump-step: "h STEP q ..." and "h STEP qd ..." lines,
- * a comment line before each case naming the step's difficulty): the step
- * must not fall back and must leave no feature pair deeper than 1e-10 m
- * (khz_pegLastStats()->worst) and at most 1e-12 m^3 of overlap. */
+ * a comment line before each case naming the step's difficulty): the steps,
+ * not split (khz_pegSetSplits(0): their own passes; a "split" case with
+ * the halving of steps whose passes fail, and it must halve), must not fall back and
+ * must leave no feature pair deeper than 1e-10 m (khz_pegLastStats()->worst)
+ * and at most 1e-12 m^3 of overlap. */
 /* A penetration present at q is released at PEG_PUSHOUT (0.2 m/s) at most,
  * in every pass of the step: a box placed 2 cm into the ground rises at
  * 0.2 m/s while, beside it, a cube falling corner first onto a block's edge
@@ -419,6 +421,9 @@ static void test_pour_states(void) {
       memcpy(d->qd, qd, (size_t)nv * sizeof(double));
       double worst = 0, overlap = 0;
       int passes = 0;
+      /* "# split ..." cases: with the step's halving (the default) */
+      int split = !strncmp(what, " split", 6), splits = 0;
+      khz_pegSetSplits(split ? 2 : 0);
       for (int k = 0; k < POUR_STEPS; k++) {
         khz_step(m, d);
         const khzPegStats *st = khz_pegLastStats();
@@ -431,10 +436,13 @@ static void test_pour_states(void) {
           for (int j = i + 1; j < np; j++)
             if (!(khz_bodyStatic(m, P[i].body) && khz_bodyStatic(m, P[j].body))) v += khz_pegOverlap(P + i, P + j);
         worst = fmax(worst, st->worst), overlap = fmax(overlap, v), passes = passes > st->passes ? passes : st->passes;
+        splits += st->splits;
       }
-      printf("pour seed 1, h %g, steps %ld-%ld (%s): at most %d passes, deepest left %.3g m, overlap %.3g m^3, "
-             "%d fallbacks\n",
-             h, step, step + POUR_STEPS - 1, what, passes, worst, overlap, (int)d->warning[KHZ_WARN_LCP]);
+      khz_pegSetSplits(2);
+      printf("pour seed 1, h %g, steps %ld-%ld (%s): at most %d passes, %d halvings, deepest left %.3g m, overlap "
+             "%.3g m^3, %d fallbacks\n",
+             h, step, step + POUR_STEPS - 1, what, passes, splits, worst, overlap, (int)d->warning[KHZ_WARN_LCP]);
+      if (split) ENSURE_MSG(splits > 0, "h %g step %ld: no step was halved", h, step);
       ENSURE_MSG(d->warning[KHZ_WARN_LCP] == 0, "h %g step %ld: %d fell back", h, step, (int)d->warning[KHZ_WARN_LCP]);
       ENSURE_MSG(worst <= 1e-10, "h %g step %ld: a feature pair left %g m deep", h, step, worst);
       ENSURE_MSG(overlap <= 1e-12, "h %g step %ld: overlap %g m^3", h, step, overlap);
