@@ -60,7 +60,7 @@ static int cmp_double(const void *a, const void *b) {
 
 typedef struct runResult {
   double max_overlap, median_us;
-  long fallbacks, steps, steps_ix, frictionless, full, narrowed, added, violating;
+  long fallbacks, steps, steps_ix, frictionless, full, narrowed, added, violating, halved;
   double max_n, max_spin;
 } runResult;
 
@@ -130,10 +130,11 @@ static int run(const char *path, double h, double seconds, int method, int model
       r->narrowed += st->narrowed > 0;
       r->added += st->added;
       r->violating += st->worst > 1e-10;
+      r->halved += st->splits > 0;
       if (trace)
-        fprintf(stderr, "h %g model %d step %ld: pairs %d groups %d members %d U %d I %d X %d n %d status %d failed %d full %d narrowed %d turn %g added %d speed %.3g spin %.3g passes %d worst %.3g\n", h, model, s,
+        fprintf(stderr, "h %g model %d step %ld: pairs %d groups %d members %d U %d I %d X %d n %d status %d failed %d full %d narrowed %d turn %g added %d speed %.3g spin %.3g passes %d worst %.3g splits %d\n", h, model, s,
                 st->contacts, st->groups, st->members, st->nu, st->ni, st->nx, st->n, st->status, st->failed, st->full,
-                st->narrowed, st->turn, st->added, st->speed, st->spin, st->passes, st->worst);
+                st->narrowed, st->turn, st->added, st->speed, st->spin, st->passes, st->worst, st->splits);
     }
     /* the fastest spin: |omega| times the body's bounding radius */
     for (int g = 0; g < m->ngeom; g++) {
@@ -206,9 +207,9 @@ int main(int argc, char **argv) {
   printf("| h (s) | PEG max overlap (m^3) | PEG fallbacks (gathering full) | PEG steps gathered again narrower | PEG constraints added at q+ | PEG steps left deeper than 1e-10 m |"
          " PEG steps solved without friction | PEG steps with I/X | PEG largest LCP | PEG median us/step |"
          " standard max overlap (m^3) | standard fallbacks | standard median us/step | LP-depth max overlap (m^3) | LP-depth fallbacks |"
-         " LP-depth largest LCP | LP-depth fastest spin (m/s) | LP-depth median us/step |%s\n",
+         " LP-depth largest LCP | LP-depth fastest spin (m/s) | LP-depth median us/step | PEG steps halved | standard steps halved |%s\n",
          lcp ? " lcp path max overlap (m^3) | lcp path fallbacks |" : "");
-  printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|%s\n", lcp ? "---|---|" : "");
+  printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|%s\n", lcp ? "---|---|" : "");
   int bad = 0;
   for (int k = 0; k < nh; k++) {
     runResult p, s, g, l;
@@ -232,6 +233,11 @@ int main(int argc, char **argv) {
       printf(" %.3g | %ld | %.0f | %.2f | %.0f |", g.max_overlap, g.fallbacks, g.max_n, g.max_spin, g.median_us);
     else
       printf(" - | - | - | - | - |");
+    for (int i = 0; i < 2; i++) {
+      int mdl = i ? KHZ_PEG_MODEL_STANDARD : KHZ_PEG_MODEL_PEG;
+      if (only < 0 || only == mdl) printf(" %ld |", i ? s.halved : p.halved);
+      else printf(" - |");
+    }
     if (lcp) {
       if (run(scene, hs[k], seconds, KHZ_CONTACT_LCP, KHZ_PEG_MODEL_PEG, &l)) return 1;
       printf(" %.3g | %ld |", l.max_overlap, l.fallbacks);

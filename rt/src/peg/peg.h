@@ -71,7 +71,8 @@ typedef struct khzPegStats {
                        2 constraints or their members, 3 friction cones;
                        4 the LP depth failed (the step fell back); 5 the
                        exact check at q+ could not add what it found (the
-                       step stands as solved) */
+                       step stands as solved); 6 every pass's kinetic
+                       energy exceeded the bound (the step failed) */
   int narrowed;     /* gatherings that ran out of room and were done again
                        with a smaller allowance */
   double turn;      /* the allowance's share of the travel used */
