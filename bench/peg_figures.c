@@ -152,6 +152,7 @@ static int run(const char *path, double h, double seconds, int method, int model
         if (P[i].body != P[j].body && !(khz_bodyStatic(m, P[i].body) && khz_bodyStatic(m, P[j].body)))
           v += khz_pegOverlap(P + i, P + j);
     r->max_overlap = fmax(r->max_overlap, v);
+    if (trace && v > 1e-12) fprintf(stderr, "h %g model %d step %ld: overlap %.3g m^3\n", h, model, s, v);
   }
   qsort(us, (size_t)steps, sizeof *us, cmp_double);
   r->median_us = us[steps / 2];
