@@ -23,7 +23,7 @@
  *
  *   build/bench/peg_figures [--seconds T] [--scene FILE] [--h H1,H2,...] [--no-lcp] [--trace]
  *                           [--only peg|standard|lpdepth] [--release DT]
- *                           [--lp-one-point]
+ *                           [--lp-one-point] [--dump-step N]
  * (--release DT: the k-th floating body (k = 0, 1, ..) is kept out of the
  * scene, parked at rest 3 + 0.5 k m beside its pose, until t = k DT, then
  * placed at its scene pose at rest: the paper drops one polyhedron every
@@ -31,6 +31,8 @@
  * (--only: that model's columns alone; the others print as "-")
  * (--lp-one-point: the LP-depth model with the LP's witness point alone,
  * without its nearly active units)
+ * (--dump-step N: prints the state q and qd at the start of step N of every
+ * run to stderr, 17 digits: the start of a one-step regression test)
  * The fastest spin is the largest |omega| times the bounding radius of a
  * floating body after any step.
  */
@@ -58,12 +60,13 @@ static int cmp_double(const void *a, const void *b) {
 
 typedef struct runResult {
   double max_overlap, median_us;
-  long fallbacks, steps, steps_ix, frictionless, full, narrowed, added, violating;
+  long fallbacks, steps, steps_ix, frictionless, full, narrowed, added, violating, halved;
   double max_n, max_spin;
 } runResult;
 
 static int trace;
 static double release_dt; /* --release */
+static long dump_step = -1; /* --dump-step */
 
 /* --release: before the step at time t, every floating body whose turn
  * (k release_dt) has not come is parked at rest beside its scene pose; at
@@ -108,6 +111,13 @@ static int run(const char *path, double h, double seconds, int method, int model
   long released = 0;
   for (long s = 0; s < steps; s++) {
     if (release_dt > 0) hold_unreleased(m, d, s * h, h, &released);
+    if (s == dump_step) {
+      fprintf(stderr, "h %.17g step %ld q", h, s);
+      for (int i = 0; i < m->nq; i++) fprintf(stderr, " %.17g", d->q[i]);
+      fprintf(stderr, "\nh %.17g step %ld qd", h, s);
+      for (int i = 0; i < m->nv; i++) fprintf(stderr, " %.17g", d->qd[i]);
+      fprintf(stderr, "\n");
+    }
     double t0 = now_s();
     khz_step(m, d);
     us[s] = 1e6 * (now_s() - t0);
@@ -120,10 +130,11 @@ static int run(const char *path, double h, double seconds, int method, int model
       r->narrowed += st->narrowed > 0;
       r->added += st->added;
       r->violating += st->worst > 1e-10;
+      r->halved += st->splits > 0;
       if (trace)
-        fprintf(stderr, "h %g model %d step %ld: pairs %d groups %d members %d U %d I %d X %d n %d status %d failed %d full %d narrowed %d turn %g added %d speed %.3g spin %.3g passes %d worst %.3g\n", h, model, s,
+        fprintf(stderr, "h %g model %d step %ld: pairs %d groups %d members %d U %d I %d X %d n %d status %d failed %d full %d narrowed %d turn %g added %d speed %.3g spin %.3g passes %d worst %.3g splits %d\n", h, model, s,
                 st->contacts, st->groups, st->members, st->nu, st->ni, st->nx, st->n, st->status, st->failed, st->full,
-                st->narrowed, st->turn, st->added, st->speed, st->spin, st->passes, st->worst);
+                st->narrowed, st->turn, st->added, st->speed, st->spin, st->passes, st->worst, st->splits);
     }
     /* the fastest spin: |omega| times the body's bounding radius */
     for (int g = 0; g < m->ngeom; g++) {
@@ -141,6 +152,7 @@ static int run(const char *path, double h, double seconds, int method, int model
         if (P[i].body != P[j].body && !(khz_bodyStatic(m, P[i].body) && khz_bodyStatic(m, P[j].body)))
           v += khz_pegOverlap(P + i, P + j);
     r->max_overlap = fmax(r->max_overlap, v);
+    if (trace && v > 1e-12) fprintf(stderr, "h %g model %d step %ld: overlap %.3g m^3\n", h, model, s, v);
   }
   qsort(us, (size_t)steps, sizeof *us, cmp_double);
   r->median_us = us[steps / 2];
@@ -176,6 +188,8 @@ int main(int argc, char **argv) {
       lcp = 0;
     } else if (!strcmp(argv[i], "--release") && i + 1 < argc) {
       release_dt = atof(argv[++i]);
+    } else if (!strcmp(argv[i], "--dump-step") && i + 1 < argc) {
+      dump_step = atol(argv[++i]);
     } else if (!strcmp(argv[i], "--lp-one-point")) {
       khz_pegSetLpUnits(0);
     } else if (!strcmp(argv[i], "--no-lcp")) {
@@ -184,7 +198,7 @@ int main(int argc, char **argv) {
       nh = 0;
       for (char *t = strtok(argv[++i], ","); t && nh < 16; t = strtok(NULL, ",")) hs[nh++] = atof(t);
     } else {
-      fprintf(stderr, "usage: %s [--seconds T] [--scene FILE] [--h H1,H2,...] [--no-lcp] [--trace] [--only MODEL] [--release DT] [--lp-one-point]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--seconds T] [--scene FILE] [--h H1,H2,...] [--no-lcp] [--trace] [--only MODEL] [--release DT] [--lp-one-point] [--dump-step N]\n", argv[0]);
       return 2;
     }
   }
@@ -194,9 +208,9 @@ int main(int argc, char **argv) {
   printf("| h (s) | PEG max overlap (m^3) | PEG fallbacks (gathering full) | PEG steps gathered again narrower | PEG constraints added at q+ | PEG steps left deeper than 1e-10 m |"
          " PEG steps solved without friction | PEG steps with I/X | PEG largest LCP | PEG median us/step |"
          " standard max overlap (m^3) | standard fallbacks | standard median us/step | LP-depth max overlap (m^3) | LP-depth fallbacks |"
-         " LP-depth largest LCP | LP-depth fastest spin (m/s) | LP-depth median us/step |%s\n",
+         " LP-depth largest LCP | LP-depth fastest spin (m/s) | LP-depth median us/step | PEG steps halved | standard steps halved |%s\n",
          lcp ? " lcp path max overlap (m^3) | lcp path fallbacks |" : "");
-  printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|%s\n", lcp ? "---|---|" : "");
+  printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|%s\n", lcp ? "---|---|" : "");
   int bad = 0;
   for (int k = 0; k < nh; k++) {
     runResult p, s, g, l;
@@ -220,6 +234,11 @@ int main(int argc, char **argv) {
       printf(" %.3g | %ld | %.0f | %.2f | %.0f |", g.max_overlap, g.fallbacks, g.max_n, g.max_spin, g.median_us);
     else
       printf(" - | - | - | - | - |");
+    for (int i = 0; i < 2; i++) {
+      int mdl = i ? KHZ_PEG_MODEL_STANDARD : KHZ_PEG_MODEL_PEG;
+      if (only < 0 || only == mdl) printf(" %ld |", i ? s.halved : p.halved);
+      else printf(" - |");
+    }
     if (lcp) {
       if (run(scene, hs[k], seconds, KHZ_CONTACT_LCP, KHZ_PEG_MODEL_PEG, &l)) return 1;
       printf(" %.3g | %ld |", l.max_overlap, l.fallbacks);

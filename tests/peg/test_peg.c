@@ -15,6 +15,7 @@
  *    enters the face. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ensure.h"
@@ -278,8 +279,187 @@ static void test_lp_rest(void) {
   ENSURE_MSG(ov1 <= 1e-12, "the box overlaps the block by %g m^3", ov1);
 }
 
+/* The gathering of an edge-edge pair (eq. 35) by its distance against its
+ * approach over the step: two bars (12 m long, 0.2 m square, each turned
+ * 45 degrees about its long axis so that an edge faces the other) cross at
+ * right angles, the moving one's lower edge 2.5 m above the fixed one's
+ * upper edge and closing at 300 m/s, h = 0.01 s (3 m of travel). Only the
+ * two edges meet, so the pair must be gathered at q as a U constraint and
+ * the step must end with the edges touching (v+ = -gap / h, eq. 6): nothing
+ * for the exact check at q+ to add, no overlap, no fallback. The distance
+ * is metres so that a squared distance taken for a distance (6.25 against a
+ * reach of about 5.7) misses the pair: the bar then passes 0.5 m, through
+ * the whole fixed bar, and the check at q+ finds the far edges crossing and
+ * holds it on the wrong side. */
+static void test_edge_gather(void) {
+  const double h = 0.01, gap = 2.5, half_diag = 0.1 * sqrt(2.0);
+  char text[2048];
+  snprintf(text, sizeof text,
+           "khz_scene: 1\nrate_hz: %.17g\ngravity: [0, 0, 0]\ncontact: {method: peg, mu: 0}\nobjects:\n"
+           "  - {name: fixed_bar, shape: box, size: [0.1, 6, 0.1], mass: 10, pos: [0, 0, 0],"
+           " rpy: [0, 0.7853981633974483, 0], fixed: true}\n"
+           "  - {name: bar, shape: box, size: [6, 0.1, 0.1], mass: 10, pos: [0, 0, %.17g],"
+           " rpy: [0.7853981633974483, 0, 0], vel: [0, 0, -300]}\n",
+           1 / h, 2 * half_diag + gap);
+  khzModel *m = scene_model(text);
+  ENSURE(m != NULL);
+  if (!m) return;
+  khzData *d = khz_makeData(m, 0);
+  khz_step(m, d);
+  const khzPegStats *st = khz_pegLastStats();
+  int bar = -1;
+  for (int g = 0; g < m->ngeom; g++)
+    if (!khz_bodyStatic(m, m->geom_body[g])) bar = m->jnt_dofadr[m->geom_body[g]];
+  double vz = d->qd[bar + 2], overlap = max_overlap(m, d), want = -gap / h;
+  printf("edge on edge from 2.5 m at 300 m/s, h = 0.01: U %d I %d X %d gathered, %d added at q+, bar's vz after "
+         "%.6g m/s (-gap / h: %.6g), overlap %.3g m^3, %d fallbacks\n",
+         st->nu, st->ni, st->nx, st->added, vz, want, overlap, (int)d->warning[KHZ_WARN_LCP]);
+  ENSURE_MSG(st->added == 0, "the edge pair was not gathered at q (%d constraints added at q+)", st->added);
+  ENSURE(st->nu >= 1);
+  ENSURE(d->warning[KHZ_WARN_LCP] == 0);
+  ENSURE_MSG(overlap <= 1e-12, "the bars overlap by %g m^3", overlap);
+  ENSURE_MSG(fabs(vz - want) <= 1e-9 * fabs(want), "the bar does not end on the edge: vz %.17g m/s, not %g", vz,
+             want);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+}
+
+/* One step of the paper's pour (scenes/peg/pour_paper.yaml, seed 1) from
+ * states recorded on its trajectory (tests/peg/pour_states.txt, written by
+ * bench/peg_figures --dump-step: "h STEP q ..." and "h STEP qd ..." lines,
+ * a comment line before each case naming the step's difficulty): the steps,
+ * not split (khz_pegSetSplits(0): their own passes; a "split" case with
+ * the halving of steps whose passes fail, and it must halve), must not fall back and
+ * must leave no feature pair deeper than 1e-10 m (khz_pegLastStats()->worst)
+ * and at most 1e-12 m^3 of overlap. */
+/* A penetration present at q is released at PEG_PUSHOUT (0.2 m/s) at most,
+ * in every pass of the step: a box placed 2 cm into the ground rises at
+ * 0.2 m/s while, beside it, a cube falling corner first onto a block's edge
+ * (moving across it) makes the step re-linearise its gaps at q+ (more than
+ * one pass). The passes' corrections are each gap's linearisation error
+ * alone; were they measured against the gap the LCP used (raised by the
+ * release), the second pass would undo the release and push the box out at
+ * 2 cm / h. */
+static void test_pushout_passes(void) {
+  const double h = 0.01;
+  char text[2048];
+  snprintf(text, sizeof text,
+           "khz_scene: 1\nrate_hz: %.17g\ngravity: [0, 0, -9.81]\nground: {height: 0}\n"
+           "contact: {method: peg, mu: 0.3}\nsleep: false\nobjects:\n"
+           "  - {name: block, shape: box, size: [0.2, 0.2, 0.1], mass: 10, pos: [0, 0, 0.1], fixed: true}\n"
+           "  - {name: cube, shape: box, size: [0.05, 0.05, 0.05], mass: 1, pos: [0.196, 0.0, %.17g],"
+           " rpy: [0.7853981633974483, 0.6154797086703874, 0], vel: [0.3, 0, -0.5]}\n"
+           "  - {name: sunk, shape: box, size: [0.05, 0.05, 0.05], mass: 1, pos: [0.6, 0, 0.03]}\n",
+           1 / h, 0.2 + 0.05 * sqrt(3.0) + 0.002);
+  khzModel *m = scene_model(text);
+  ENSURE(m != NULL);
+  if (!m) return;
+  khzData *d = khz_makeData(m, 0);
+  int sunk = m->jnt_dofadr[m->nbody - 1];
+  double rise = 0;
+  int multi = 0;
+  for (int s = 0; s < 8; s++) {
+    khz_step(m, d);
+    const khzPegStats *st = khz_pegLastStats();
+    if (st->passes > 1) multi++;
+    rise = fmax(rise, d->qd[sunk + 2]);
+  }
+  printf("a box 2 cm in the ground beside a cube on an edge, h = 0.01: %d steps of several passes, fastest rise "
+         "%.6g m/s\n",
+         multi, rise);
+  ENSURE(multi > 0);
+  ENSURE_MSG(rise <= 0.2 + 1e-9, "the box rose at %g m/s", rise);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+}
+
+#define POUR_STEPS 4
+static void test_pour_states(void) {
+  FILE *f = fopen("tests/peg/pour_states.txt", "r");
+  ENSURE_MSG(f != NULL, "tests/peg/pour_states.txt: cannot open");
+  if (!f) return;
+  static char line[16384], what[512];
+  static double q[256], qd[256];
+  int cases = 0;
+  what[0] = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (line[0] == '#') {
+      size_t n = strcspn(line + 1, "\n");
+      if (n >= sizeof what) n = sizeof what - 1;
+      memcpy(what, line + 1, n);
+      what[n] = 0;
+      continue;
+    }
+    double h;
+    long step;
+    int off, nq = 0, nv = 0;
+    if (sscanf(line, "h %lf step %ld q%n", &h, &step, &off) < 2) continue;
+    for (char *p = line + off, *e; nq < 256; p = e, nq++) {
+      q[nq] = strtod(p, &e);
+      if (e == p) break;
+    }
+    if (!fgets(line, sizeof line, f) || sscanf(line, "h %*f step %*d qd%n", &off) < 0) break;
+    for (char *p = line + off, *e; nv < 256; p = e, nv++) {
+      qd[nv] = strtod(p, &e);
+      if (e == p) break;
+    }
+    char err[512];
+    khzScene sc;
+    khzModel *m = NULL;
+    if (!khz_loadScene(&sc, "scenes/peg/pour_paper.yaml", err, sizeof err)) {
+      khz_spec_setTimestep(sc.spec, h);
+      m = khz_compile(sc.spec, err, sizeof err);
+      khz_deleteScene(&sc);
+    }
+    ENSURE_MSG(m != NULL, "pour_paper.yaml: %s", err);
+    if (!m) break;
+    ENSURE_MSG(nq == m->nq && nv == m->nv, "step %ld: %d q and %d qd for a model of %d and %d", step, nq, nv, m->nq,
+               m->nv);
+    if (nq == m->nq && nv == m->nv) {
+      khzData *d = khz_makeData(m, 0);
+      memcpy(d->q, q, (size_t)nq * sizeof(double));
+      memcpy(d->qd, qd, (size_t)nv * sizeof(double));
+      double worst = 0, overlap = 0;
+      int passes = 0;
+      /* "# split ..." cases: with the step's halving (the default) */
+      int split = !strncmp(what, " split", 6), splits = 0;
+      khz_pegSetSplits(split ? 2 : 0);
+      for (int k = 0; k < POUR_STEPS; k++) {
+        khz_step(m, d);
+        const khzPegStats *st = khz_pegLastStats();
+        static khzPegPoly P[16];
+        int np = 0;
+        for (int g = 0; g < m->ngeom && np < 16; g++)
+          if (khz_pegPoly(m, d, g, P + np) == 1) np++;
+        double v = 0;
+        for (int i = 0; i < np; i++)
+          for (int j = i + 1; j < np; j++)
+            if (!(khz_bodyStatic(m, P[i].body) && khz_bodyStatic(m, P[j].body))) v += khz_pegOverlap(P + i, P + j);
+        worst = fmax(worst, st->worst), overlap = fmax(overlap, v), passes = passes > st->passes ? passes : st->passes;
+        splits += st->splits;
+      }
+      khz_pegSetSplits(2);
+      printf("pour seed 1, h %g, steps %ld-%ld (%s): at most %d passes, %d halvings, deepest left %.3g m, overlap "
+             "%.3g m^3, %d fallbacks\n",
+             h, step, step + POUR_STEPS - 1, what, passes, splits, worst, overlap, (int)d->warning[KHZ_WARN_LCP]);
+      if (split) ENSURE_MSG(splits > 0, "h %g step %ld: no step was halved", h, step);
+      ENSURE_MSG(d->warning[KHZ_WARN_LCP] == 0, "h %g step %ld: %d fell back", h, step, (int)d->warning[KHZ_WARN_LCP]);
+      ENSURE_MSG(worst <= 1e-10, "h %g step %ld: a feature pair left %g m deep", h, step, worst);
+      ENSURE_MSG(overlap <= 1e-12, "h %g step %ld: overlap %g m^3", h, step, overlap);
+      khz_deleteData(&d);
+      cases++;
+    }
+    khz_deleteModel(&m);
+  }
+  fclose(f);
+  ENSURE(cases > 0);
+}
+
 int main(void) {
   test_overlap();
+  test_edge_gather();
+  test_pour_states();
+  test_pushout_passes();
   test_corner_over_edge();
   test_lp_gap(0);
   test_lp_gap(1);

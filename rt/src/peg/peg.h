@@ -51,6 +51,11 @@ void khz_pegSetModel(int model);
  * LP's witness point alone (0). Global (tests and benchmarks). */
 void khz_pegSetLpUnits(int on);
 
+/* How many times a step whose passes leave a violation may be halved: 0
+ * (never: the step's own passes, for tests of them) to 2 (the default).
+ * Global (tests and benchmarks). */
+void khz_pegSetSplits(int depth);
+
 /* Counts of the last step (tests and benchmarks). */
 typedef struct khzPegStats {
   int contacts;  /* feature pairs gathered */
@@ -66,7 +71,8 @@ typedef struct khzPegStats {
                        2 constraints or their members, 3 friction cones;
                        4 the LP depth failed (the step fell back); 5 the
                        exact check at q+ could not add what it found (the
-                       step stands as solved) */
+                       step stands as solved); 6 every pass's kinetic
+                       energy exceeded the bound (the step failed) */
   int narrowed;     /* gatherings that ran out of room and were done again
                        with a smaller allowance */
   double turn;      /* the allowance's share of the travel used */
@@ -74,13 +80,17 @@ typedef struct khzPegStats {
   double speed, spin; /* the fastest centre, the fastest |omega| r at q */
   int passes;       /* solves of the step (re-linearisations, additions) */
   double worst;     /* the deepest violation left at q+ (m; 0: none) */
+  int splits;       /* the step was done as two half steps (each perhaps
+                       split again): the halves taken, counted over them */
 } khzPegStats;
 const khzPegStats *khz_pegLastStats(void);
 
 /* One step of h seconds of PEG time-stepping at d's state (d->tau_applied
  * clamped): the free velocity, the potential contacts gathered at q, the
  * pure LCP of eqs. (48)-(49) with Stewart-Trinkle friction solved by Lemke;
- * writes d->q, d->qd, d->qdd and the contact list. Returns 0, or -1 when
+ * writes d->q, d->qd, d->qdd and the contact list. A step whose
+ * re-linearisation passes leave a violation, or that cannot be solved, is
+ * done as two steps of h/2 (twice at most: quarters). Returns 0, or -1 when
  * the LCP could not be solved or a capacity was exceeded: then
  * KHZ_WARN_LCP is counted, d->q and d->qd are untouched and the caller
  * steps with the penalty method. Never allocates. */
