@@ -386,7 +386,8 @@ static void test_bias_walk(void) {
 }
 
 /* rate and latency, tick by tick: divisor 4 and latency 3 show at tick k the
- * sample of tick 4 floor((k - 3) / 4) */
+ * sample of tick 4 floor((k - 3) / 4), latency 3 alone that of tick k - 3;
+ * after skipped ticks, the newest sample that is due */
 static void test_rate_latency(void) {
   khzModel *m = model(0);
   khzData *d = khz_makeData(m, 0);
@@ -394,20 +395,33 @@ static void test_rate_latency(void) {
   s.divisor = 4;
   s.latency = 3;
   khzSensorSpec fast = sensor("enc0", KHZ_SENSOR_ENCODER, WHEEL);
-  khzSensorSpec both[2] = {s, fast};
+  khzSensorSpec late = sensor("enc1", KHZ_SENSOR_ENCODER, WHEEL);
+  late.latency = 3;
+  khzSensorSpec all[3] = {s, fast, late};
   int qa = m->jnt_qadr[WHEEL];
   d->q[qa] = 0;
-  khzHil *hil = make(m, d, both, 2, NULL, 0, 1);
-  int ok = 1, ok0 = 1;
+  khzHil *hil = make(m, d, all, 3, NULL, 0, 1);
+  int ok = 1, ok0 = 1, ok1 = 1;
   for (int k = 1; k <= 100; k++) {
     d->q[qa] = k; /* the reading names the tick it was taken at */
     khz_hilSample(hil, m, d, (uint64_t)k);
-    int want = k < 7 ? 0 : 4 * ((k - 3) / 4);
+    int want = k < 7 ? 0 : 4 * ((k - 3) / 4), want1 = k < 4 ? 0 : k - 3;
     ok &= khz_hilValues(hil)[0] == want && khz_hilSampledAt(hil, 0) == (uint64_t)want;
     ok0 &= khz_hilValues(hil)[2] == k;
+    ok1 &= khz_hilValues(hil)[4] == want1 && khz_hilSampledAt(hil, 2) == (uint64_t)want1;
   }
   ENSURE_MSG(ok, "divisor 4 / latency 3 readings are not those of tick 4 floor((k - 3) / 4)");
   ENSURE(ok0);
+  ENSURE_MSG(ok1, "latency 3 readings are not those of tick k - 3");
+  /* ticks 101..109 skipped: at 110 every sample in flight is due and the
+   * newest of them shows (100 for both); 110's own shows at 113 */
+  d->q[qa] = 110;
+  khz_hilSample(hil, m, d, 110);
+  ENSURE(khz_hilValues(hil)[0] == 100 && khz_hilSampledAt(hil, 0) == 100);
+  ENSURE(khz_hilValues(hil)[4] == 100 && khz_hilSampledAt(hil, 2) == 100);
+  d->q[qa] = 113;
+  khz_hilSample(hil, m, d, 113);
+  ENSURE(khz_hilValues(hil)[4] == 110 && khz_hilSampledAt(hil, 2) == 110);
   khz_hilFree(&hil);
   khz_deleteData(&d);
   khz_deleteModel(&m);
