@@ -165,6 +165,45 @@ static void test_rng(void) {
   }
 }
 
+/* the generator against published values: khz_rngSeed(0, 0) fills the
+ * state from splitmix64(0) as Bitcoin Core's XoRoShiRo128PlusPlus(0) does,
+ * whose test lists the reference implementation's first four outputs
+ * (src/test/xoroshiro128plusplus_tests.cpp); and the batched draws
+ * (hil/rng.h's own copy of the step, with the state in registers) against
+ * khz_rngNext: a batch of 64 deviates takes 32 draws, each fast-path
+ * deviate is its half-draw's strip and 23-bit uniform, a rejected one
+ * leaves its 32 bits. A wrong shift or rotation in either copy fails it */
+static void test_rng_reference(void) {
+  static const uint64_t want[4] = {0x6f68e1e7e2646ee1ull, 0xbf971b7f454094adull,
+                                   0x48f2de556f30de38ull, 0x6ea7c59f89bbfc75ull};
+  khzRng r, ref;
+  khz_rngSeed(&r, 0, 0);
+  for (int k = 0; k < 4; k++) {
+    uint64_t x = khz_rngNext(&r);
+    ENSURE_MSG(x == want[k], "draw %d: %016llx, want %016llx", k, (unsigned long long)x,
+               (unsigned long long)want[k]);
+  }
+  khz_rngSeed(&r, 9, 4);
+  ref = r;
+  int bad = -1;
+  for (int rep = 0; rep < 100; rep++) {
+    double z[64];
+    uint64_t miss = khz_zigBatch(&r, z, 64);
+    for (int k = 0; k < 64; k += 2) {
+      uint64_t b = khz_rngNext(&ref);
+      for (int half = 0; half < 2; half++) {
+        uint32_t h = (uint32_t)(b >> (32 * half));
+        int i = (int)(h & (KHZ_ZIG_N - 1));
+        double fast = (double)((int32_t)h >> 9) * khz_zig_w22[i];
+        double expect = (miss >> (k + half)) & 1 ? (double)h : fast;
+        if (z[k + half] != expect && bad < 0) bad = 64 * rep + k + half;
+      }
+    }
+  }
+  ENSURE_MSG(bad < 0, "batched deviate %d differs from the generator's draw", bad);
+  ENSURE(r.s[0] == ref.s[0] && r.s[1] == ref.s[1]);
+}
+
 /* the ziggurat's table (hil/rng.c) against its construction: the base
  * strip (the rectangle under f(R) and the tail beyond R) and every strip
  * have the area V, the top strip ends at f(0) = 1, and the batched fast
@@ -347,7 +386,8 @@ static void test_bias_walk(void) {
 }
 
 /* rate and latency, tick by tick: divisor 4 and latency 3 show at tick k the
- * sample of tick 4 floor((k - 3) / 4) */
+ * sample of tick 4 floor((k - 3) / 4), latency 3 alone that of tick k - 3;
+ * after skipped ticks, the newest sample that is due */
 static void test_rate_latency(void) {
   khzModel *m = model(0);
   khzData *d = khz_makeData(m, 0);
@@ -355,20 +395,33 @@ static void test_rate_latency(void) {
   s.divisor = 4;
   s.latency = 3;
   khzSensorSpec fast = sensor("enc0", KHZ_SENSOR_ENCODER, WHEEL);
-  khzSensorSpec both[2] = {s, fast};
+  khzSensorSpec late = sensor("enc1", KHZ_SENSOR_ENCODER, WHEEL);
+  late.latency = 3;
+  khzSensorSpec all[3] = {s, fast, late};
   int qa = m->jnt_qadr[WHEEL];
   d->q[qa] = 0;
-  khzHil *hil = make(m, d, both, 2, NULL, 0, 1);
-  int ok = 1, ok0 = 1;
+  khzHil *hil = make(m, d, all, 3, NULL, 0, 1);
+  int ok = 1, ok0 = 1, ok1 = 1;
   for (int k = 1; k <= 100; k++) {
     d->q[qa] = k; /* the reading names the tick it was taken at */
     khz_hilSample(hil, m, d, (uint64_t)k);
-    int want = k < 7 ? 0 : 4 * ((k - 3) / 4);
+    int want = k < 7 ? 0 : 4 * ((k - 3) / 4), want1 = k < 4 ? 0 : k - 3;
     ok &= khz_hilValues(hil)[0] == want && khz_hilSampledAt(hil, 0) == (uint64_t)want;
     ok0 &= khz_hilValues(hil)[2] == k;
+    ok1 &= khz_hilValues(hil)[4] == want1 && khz_hilSampledAt(hil, 2) == (uint64_t)want1;
   }
   ENSURE_MSG(ok, "divisor 4 / latency 3 readings are not those of tick 4 floor((k - 3) / 4)");
   ENSURE(ok0);
+  ENSURE_MSG(ok1, "latency 3 readings are not those of tick k - 3");
+  /* ticks 101..109 skipped: at 110 every sample in flight is due and the
+   * newest of them shows (100 for both); 110's own shows at 113 */
+  d->q[qa] = 110;
+  khz_hilSample(hil, m, d, 110);
+  ENSURE(khz_hilValues(hil)[0] == 100 && khz_hilSampledAt(hil, 0) == 100);
+  ENSURE(khz_hilValues(hil)[4] == 100 && khz_hilSampledAt(hil, 2) == 100);
+  d->q[qa] = 113;
+  khz_hilSample(hil, m, d, 113);
+  ENSURE(khz_hilValues(hil)[4] == 110 && khz_hilSampledAt(hil, 2) == 110);
   khz_hilFree(&hil);
   khz_deleteData(&d);
   khz_deleteModel(&m);
@@ -878,6 +931,7 @@ static void test_errors(void) {
 
 int main(void) {
   test_rng();
+  test_rng_reference();
   test_zig_table();
   test_rng_batch();
   test_encoder();

@@ -28,10 +28,10 @@ extern "C" {
 
 /* ------------------------------------------------------------------ rng -- */
 
-/* xoshiro256** (Blackman and Vigna), seeded through splitmix64 from a seed
+/* xoroshiro128++ (Blackman and Vigna), seeded through splitmix64 from a seed
  * and a stream number: streams of one seed are independent sequences. */
 typedef struct khzRng {
-  uint64_t s[4];
+  uint64_t s[2];
 } khzRng;
 
 void khz_rngSeed(khzRng *r, uint64_t seed, uint64_t stream);

@@ -41,7 +41,7 @@ typedef struct hilSensor {
   double kept_in[9], kept[6];
   uint64_t sampled_at;    /* the tick the published reading was sampled at */
   /* delay queue (latency > 0): samples waiting for their latency, oldest first */
-  int qcap, qhead, qlen, qtail; /* qtail: the slot after the newest */
+  int qcap, qhead, qtail; /* qtail: the slot after the newest; empty when qhead == qtail */
   uint64_t *qtick;        /* qcap: the tick each sample was taken at */
   double *qval;           /* qcap * dim */
   /* while a fault is in effect: the newest released reading, which the
@@ -638,10 +638,11 @@ static inline void exact_force_kept(const khzHil *hil, hilSensor *s, const khzDa
  * (inlined: in khz_hilSample's loop a sensor costs no call) */
 static inline __attribute__((always_inline)) void take_sample(const khzHil *hil, hilSensor *s,
                                                               const khzModel *m, const khzData *d,
-                                                              int first, uint64_t tick, double *x) {
+                                                              int type, int first, uint64_t tick,
+                                                              double *x) {
   int b = s->object;
   if (first) s->have_prev = 0;
-  switch (s->type) {
+  switch (type) {
     case KHZ_SENSOR_ENCODER:
       x[0] = d->q[m->jnt_qadr[b]];
       add_noise(s, x, 1, first);
@@ -699,36 +700,44 @@ static void release(khzHil *hil, hilSensor *s, const double *x, uint64_t tick) {
   show(hil, s);
 }
 
-/* a new slot at the delay queue's end for a sample taken at tick, which
- * the sample is written into (the oldest dropped should the queue be
- * full, which qcap's bound rules out) */
-static inline double *enqueue(hilSensor *s, uint64_t tick) {
+/* The delay queue: a ring of qcap slots from qhead (the oldest sample)
+ * to qtail (the slot after the newest), empty when they meet. It is never
+ * full: the samples in flight after one is queued at tick t were taken in
+ * (t - latency, t], at most latency / divisor + 1 of them, one fewer than
+ * qcap. */
+
+/* a new slot at the queue's end for a sample of dim values taken at tick,
+ * which the sample is written into */
+static inline __attribute__((always_inline)) double *enqueue(hilSensor *s, uint64_t tick,
+                                                             int dim) {
   int slot = s->qtail;
   s->qtail = slot + 1 == s->qcap ? 0 : slot + 1;
-  if (s->qlen == s->qcap)
-    s->qhead = s->qtail;
-  else
-    s->qlen++;
   s->qtick[slot] = tick;
-  return s->qval + (size_t)slot * (size_t)s->dim;
+  return s->qval + (size_t)slot * (size_t)dim;
 }
 
-/* the queued samples whose latency has passed go out, oldest first (without
- * a fault: copied into the published values here, no call) */
-static inline void release_due(khzHil *hil, hilSensor *s, uint64_t tick) {
-  while (s->qlen > 0) {
-    int head = s->qhead;
-    uint64_t taken = s->qtick[head];
-    if (taken + (uint64_t)s->latency > tick) break;
-    const double *x = s->qval + (size_t)head * (size_t)s->dim;
-    if (s->fault == KHZ_FAULT_NONE) {
-      copy_values(hil->out + s->adr, x, s->dim);
-      s->sampled_at = taken;
-    } else {
-      release(hil, s, x, taken);
-    }
-    s->qhead = head + 1 == s->qcap ? 0 : head + 1;
-    s->qlen--;
+/* the queued samples whose latency has passed leave the queue; the newest
+ * of them is released (without a fault: copied into the published
+ * values here, no call). Releasing the older ones first would leave the
+ * same published and held readings: each release replaces the last (a
+ * frozen sensor keeps its held reading through all of them) */
+static inline __attribute__((always_inline)) void release_due(khzHil *hil, hilSensor *s,
+                                                              uint64_t tick, int dim) {
+  int head = s->qhead, tail = s->qtail, newest;
+  uint64_t latency = (uint64_t)s->latency;
+  if (head == tail || s->qtick[head] + latency > tick) return;
+  do {
+    newest = head;
+    head = head + 1 == s->qcap ? 0 : head + 1;
+  } while (head != tail && s->qtick[head] + latency <= tick);
+  s->qhead = head;
+  const double *x = s->qval + (size_t)newest * (size_t)dim;
+  uint64_t taken = s->qtick[newest];
+  if (s->fault == KHZ_FAULT_NONE) {
+    copy_values(hil->out + s->adr, x, dim);
+    s->sampled_at = taken;
+  } else {
+    release(hil, s, x, taken);
   }
 }
 
@@ -752,26 +761,42 @@ static void shared_sums(khzHil *hil, const khzModel *m, const khzData *d, uint64
   if (subtrees) subtree_sums(hil, m, d);
 }
 
-/* each sensor due samples straight where its reading waits: its delay
- * queue's new slot, or (no latency, no fault) the published values */
+/* one sensor of a type and size known at compile time: due, it samples
+ * straight where its reading waits (its delay queue's new slot, or, no
+ * latency and no fault, the published values); then its queue releases
+ * what is due */
+static inline __attribute__((always_inline)) void sense(khzHil *hil, hilSensor *s,
+                                                        const khzModel *m, const khzData *d,
+                                                        uint64_t tick, int type, int dim) {
+  if (due(s, tick)) {
+    double held[KHZ_SENSOR_MAXDIM];
+    double *x = s->latency ? enqueue(s, tick, dim) : s->fault ? held : hil->out + s->adr;
+    take_sample(hil, s, m, d, type, 0, tick, x);
+    if (!s->latency) {
+      if (s->fault)
+        release(hil, s, x, tick);
+      else
+        s->sampled_at = tick;
+      return;
+    }
+  }
+  if (s->latency) release_due(hil, s, tick, dim);
+}
+
 void khz_hilSample(khzHil *hil, const khzModel *m, const khzData *d, uint64_t tick) {
   if (hil->contact_readers) check_asleep(hil, d);
   shared_sums(hil, m, d, tick, 0);
   for (int i = 0; i < hil->nsensor; i++) {
     hilSensor *s = &hil->sensor[i];
-    if (due(s, tick)) {
-      double held[KHZ_SENSOR_MAXDIM];
-      double *x = s->latency ? enqueue(s, tick) : s->fault ? held : hil->out + s->adr;
-      take_sample(hil, s, m, d, 0, tick, x);
-      if (!s->latency) {
-        if (s->fault)
-          release(hil, s, x, tick);
-        else
-          s->sampled_at = tick;
-        continue;
-      }
+    /* one copy of sense per type: take_sample's switch and the sizes fold */
+    switch (s->type) {
+      case KHZ_SENSOR_ENCODER: sense(hil, s, m, d, tick, KHZ_SENSOR_ENCODER, 2); break;
+      case KHZ_SENSOR_GYRO: sense(hil, s, m, d, tick, KHZ_SENSOR_GYRO, 3); break;
+      case KHZ_SENSOR_ACCEL: sense(hil, s, m, d, tick, KHZ_SENSOR_ACCEL, 3); break;
+      case KHZ_SENSOR_FORCE: sense(hil, s, m, d, tick, KHZ_SENSOR_FORCE, 6); break;
+      case KHZ_SENSOR_TOUCH: sense(hil, s, m, d, tick, KHZ_SENSOR_TOUCH, 1); break;
+      case KHZ_SENSOR_JOINT_FT: sense(hil, s, m, d, tick, KHZ_SENSOR_JOINT_FT, 6); break;
     }
-    if (s->latency) release_due(hil, s, tick);
   }
 }
 
@@ -803,9 +828,9 @@ void khz_hilReset(khzHil *hil, const khzModel *m, const khzData *d) {
     s->fault = KHZ_FAULT_NONE;
     s->fault_until = 0;
     for (int k = 0; k < KHZ_SENSOR_MAXDIM; k++) s->bias[k] = hil->spec[i].noise.bias;
-    s->qhead = s->qlen = s->qtail = 0;
+    s->qhead = s->qtail = 0;
     /* the reading at the reset is out at once: a controller starts from a value */
-    take_sample(hil, s, m, d, 1, 0, x);
+    take_sample(hil, s, m, d, s->type, 1, 0, x);
     release(hil, s, x, 0);
   }
   for (int i = 0; i < hil->ndrive; i++) {

@@ -1,7 +1,9 @@
 /* rng.c — the seeded generator of every HIL noise source (khz/hil.h):
- * xoshiro256** (Blackman and Vigna, "Scrambled linear pseudorandom number
- * generators", 2021), its 256-bit state filled by splitmix64 from (seed,
- * stream), so that each sensor draws its own reproducible sequence; normal
+ * xoroshiro128++ (Blackman and Vigna, "Scrambled linear pseudorandom number
+ * generators", ACM TOMS 47(4), 2021), its 128-bit state filled by
+ * splitmix64 from (seed, stream), so that each sensor draws its own
+ * reproducible sequence (period 2^128 - 1; splitmix64 never gives two zero
+ * words in a row, so the state is never the all-zero one); normal
  * deviates by the ziggurat method.
  */
 #include <math.h>
@@ -19,7 +21,7 @@ static uint64_t splitmix64(uint64_t *x) {
 void khz_rngSeed(khzRng *r, uint64_t seed, uint64_t stream) {
   khz_rngInit();
   uint64_t x = seed ^ (stream * 0xd1342543de82ef95ull);
-  for (int k = 0; k < 4; k++) r->s[k] = splitmix64(&x);
+  for (int k = 0; k < 2; k++) r->s[k] = splitmix64(&x);
 }
 
 uint64_t khz_rngNext(khzRng *r) { return khz_rngNextInline(r); }

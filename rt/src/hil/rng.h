@@ -30,19 +30,22 @@ double khz_rngNormalRetry(khzRng *r, uint32_t h);
 
 static inline uint64_t khz_rotl64(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
-/* xoshiro256** on a state held in four variables */
-#define KHZ_XOSHIRO_NEXT(out, s0, s1, s2, s3)      \
-  do {                                             \
-    uint64_t t_ = (s1) << 17;                      \
-    (out) = khz_rotl64((s1) * 5, 7) * 9;           \
-    (s2) ^= (s0), (s3) ^= (s1), (s1) ^= (s2), (s0) ^= (s3); \
-    (s2) ^= t_, (s3) = khz_rotl64((s3), 45);       \
+/* xoroshiro128++ (Blackman and Vigna 2021, the "++" scrambler: rotl(s0 +
+ * s1, 17) + s0; then s1 ^= s0, s0 = rotl(s0, 49) ^ s1 ^ (s1 << 21), s1 =
+ * rotl(s1, 28)) on a state held in two variables: two words to load and
+ * store per sensor and a shorter chain than xoshiro256**'s */
+#define KHZ_XOROSHIRO_NEXT(out, s0, s1)                               \
+  do {                                                                \
+    (out) = khz_rotl64((s0) + (s1), 17) + (s0);                       \
+    (s1) ^= (s0);                                                     \
+    (s0) = khz_rotl64((s0), 49) ^ (s1) ^ ((s1) << 21);                \
+    (s1) = khz_rotl64((s1), 28);                                      \
   } while (0)
 
 static inline uint64_t khz_rngNextInline(khzRng *r) {
-  uint64_t out, s0 = r->s[0], s1 = r->s[1], s2 = r->s[2], s3 = r->s[3];
-  KHZ_XOSHIRO_NEXT(out, s0, s1, s2, s3);
-  r->s[0] = s0, r->s[1] = s1, r->s[2] = s2, r->s[3] = s3;
+  uint64_t out, s0 = r->s[0], s1 = r->s[1];
+  KHZ_XOROSHIRO_NEXT(out, s0, s1);
+  r->s[0] = s0, r->s[1] = s1;
   return out;
 }
 
@@ -69,7 +72,7 @@ static inline double khz_rngNormalInline(khzRng *r) {
  * outside its strip's inner part leaves h in z and its bit in the mask
  * returned, for khz_rngNormalRetry after the batch */
 static inline uint64_t khz_zigBatch(khzRng *r, double *z, int n) {
-  uint64_t s0 = r->s[0], s1 = r->s[1], s2 = r->s[2], s3 = r->s[3], miss = 0;
+  uint64_t s0 = r->s[0], s1 = r->s[1], miss = 0;
 #define KHZ_ZIG_ONE(h, k)                                              \
   do {                                                                 \
     uint32_t h_ = (h), i_ = h_ & (KHZ_ZIG_N - 1);                      \
@@ -82,17 +85,17 @@ static inline uint64_t khz_zigBatch(khzRng *r, double *z, int n) {
   int k = 0;
   for (; k + 1 < n; k += 2) {
     uint64_t b;
-    KHZ_XOSHIRO_NEXT(b, s0, s1, s2, s3);
+    KHZ_XOROSHIRO_NEXT(b, s0, s1);
     KHZ_ZIG_ONE((uint32_t)b, k);
     KHZ_ZIG_ONE((uint32_t)(b >> 32), k + 1);
   }
   if (k < n) {
     uint64_t b;
-    KHZ_XOSHIRO_NEXT(b, s0, s1, s2, s3);
+    KHZ_XOROSHIRO_NEXT(b, s0, s1);
     KHZ_ZIG_ONE((uint32_t)b, k);
   }
 #undef KHZ_ZIG_ONE
-  r->s[0] = s0, r->s[1] = s1, r->s[2] = s2, r->s[3] = s3;
+  r->s[0] = s0, r->s[1] = s1;
   return miss;
 }
 
