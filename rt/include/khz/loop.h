@@ -593,6 +593,8 @@ typedef struct khzOverrunCheck {
   int64_t between_ns;     /* TickStats.between_ns */
   int64_t step_cpu_ns;    /* the loop thread's CPU time in khz_stepWith at that tick */
   int64_t other_ns;       /* between_ns + tick_cpu_ns - step_cpu_ns: the tick's other work */
+  int64_t other_prev_ns;  /* the same of the tick before (for the record: other work that
+                             jumped charged its time outside the step, where no re-run checks) */
   int64_t rerun_ns[3];    /* the verifier's CPU time of each re-run of the step */
   int64_t rerun_min_ns;
   uint64_t hash, rerun_hash; /* the loop's post-step state hash, the re-run's */

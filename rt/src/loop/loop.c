@@ -188,6 +188,8 @@ struct khzLoop {
   int vcur;
   int vsaved;                         /* vjob[vcur].pre holds this tick's pre-step state */
   int64_t step_cpu;                   /* the loop thread's CPU time in this tick's step */
+  int64_t other_prev;                 /* the previous realtime tick's other work (its CPU time
+                                         outside the step, and between_ns): for the record */
   _Atomic int vbusy;                  /* the job being verified, or -1 */
   _Atomic uint32_t vbell;             /* futex word the verifier sleeps on */
   pthread_t vthread;
@@ -1243,6 +1245,7 @@ static void verify_handoff(khzLoop *L) {
   c->between_ns = L->st.between_ns;
   c->step_cpu_ns = L->step_cpu;
   c->other_ns = L->st.between_ns + L->st.cpu_ns - L->step_cpu;
+  c->other_prev_ns = L->other_prev;
   atomic_store_explicit(&L->vbusy, L->vcur, memory_order_release);
   atomic_fetch_add_explicit(&L->vbell, 1, memory_order_release);
   syscall(SYS_futex, (uint32_t *)&L->vbell, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
@@ -1330,6 +1333,7 @@ static void schedule_next(khzLoop *L, int64_t t_end) {
   int64_t P = L->period_ns, n1 = L->next + P;
   if (t_end <= n1) {
     L->next = n1;
+    if (L->vsaved) L->other_prev = L->st.between_ns + L->st.cpu_ns - L->step_cpu;
     return;
   }
   int64_t j = (t_end - L->next) / P + 1;
@@ -1343,6 +1347,7 @@ static void schedule_next(khzLoop *L, int64_t t_end) {
     L->st.preempted_overruns++;
   else
     L->st.late_overruns++;
+  if (L->vsaved) L->other_prev = L->st.between_ns + L->st.cpu_ns - L->step_cpu;
   L->st.missed += (uint64_t)(j - 1);
   L->next += j * P;
   L->pending_flags |= KHZ_FLAG_OVERRUN;
