@@ -595,6 +595,12 @@ typedef struct khzOverrunCheck {
   int64_t other_ns;       /* between_ns + tick_cpu_ns - step_cpu_ns: the tick's other work */
   int64_t other_prev_ns;  /* the same of the tick before (for the record: other work that
                              jumped charged its time outside the step, where no re-run checks) */
+  int64_t before_step_ns, step_wall_ns, after_step_ns; /* the tick's wall time (CLOCK_MONOTONIC)
+                             from the wake-up to the step (the command phase and the save), in
+                             the step (and its two CPU clock reads), and from it to the state */
+  int requests;           /* requests the loop applied between the tick before and this one */
+  int64_t requests_ns;    /* their wall time (CLOCK_MONOTONIC): between_ns less this was spent
+                             publishing the tick before, waking the I/O side and sleeping */
   int64_t rerun_ns[3];    /* the verifier's CPU time of each re-run of the step */
   int64_t rerun_min_ns;
   uint64_t hash, rerun_hash; /* the loop's post-step state hash, the re-run's */

@@ -188,6 +188,10 @@ struct khzLoop {
   int vcur;
   int vsaved;                         /* vjob[vcur].pre holds this tick's pre-step state */
   int64_t step_cpu;                   /* the loop thread's CPU time in this tick's step */
+  int64_t step_t0, step_t1;           /* CLOCK_MONOTONIC around it (with the clock reads) */
+  int64_t t_wake;                     /* this tick's wake-up */
+  int req_count;                      /* requests applied since the last tick's state, */
+  int64_t req_ns;                     /* ... and the wall time of those rounds */
   int64_t other_prev;                 /* the previous realtime tick's other work (its CPU time
                                          outside the step, and between_ns): for the record */
   _Atomic int vbusy;                  /* the job being verified, or -1 */
@@ -970,11 +974,14 @@ static void process_requests(khzLoop *L) {
       if (!r.snap) r.seq = L->seq; /* a hash reply names its snapshot's state */
       post_reply(L, &r);
     }
-    any = 1;
+    any++;
   }
   if (any) {
     share_stats(L);
     wake_io(L);
+    /* for the overrun record (verify_overruns): what the round applied, and its wall time */
+    L->req_count += any;
+    L->req_ns += khz_loop_now() - t0;
   }
 }
 
@@ -1142,6 +1149,7 @@ static void tick(khzLoop *L, int64_t t_sched, int64_t t_wake, int timed_out) {
   uint32_t flags = L->pending_flags;
   L->pending_flags = 0;
   L->st.lateness_ns = L->cfg.mode == KHZ_MODE_REALTIME ? t_wake - t_sched : 0;
+  L->t_wake = t_wake;
 
   /* scripted and timed faults, then the newest command, its age and latency */
   if (L->cfg.hil || L->cfg.nfault_event || L->stall_until != 0) run_faults(L);
@@ -1204,11 +1212,15 @@ static void tick(khzLoop *L, int64_t t_sched, int64_t t_wake, int timed_out) {
   int64_t step_cpu0 = 0;
   if (L->vsaved) {
     compact_save(m, d, L->vjob[L->vcur].pre, L->vhead);
+    L->step_t0 = khz_loop_now(); /* vDSO: the wall phases, for the record */
     step_cpu0 = thread_cpu_now(L);
   }
   khz_stepWith(m, d, L->timestep);
   if (L->cfg.step_hook) L->cfg.step_hook(L->cfg.step_hook_user, d, 0);
-  if (L->vsaved) L->step_cpu = thread_cpu_now(L) - step_cpu0;
+  if (L->vsaved) {
+    L->step_cpu = thread_cpu_now(L) - step_cpu0;
+    L->step_t1 = khz_loop_now();
+  }
   if (L->cfg.hil) khz_hilSample(L->cfg.hil, m, d, seq - L->reset_seq);
   if (L->tr) L->tr->step_ns = trace_since(L->tr);
   if (stalled(L) || (L->cfg.hil && khz_hilAnyFault(L->cfg.hil))) flags |= KHZ_FLAG_FAULT;
@@ -1246,6 +1258,11 @@ static void verify_handoff(khzLoop *L) {
   c->step_cpu_ns = L->step_cpu;
   c->other_ns = L->st.between_ns + L->st.cpu_ns - L->step_cpu;
   c->other_prev_ns = L->other_prev;
+  c->before_step_ns = L->step_t0 - L->t_wake;
+  c->step_wall_ns = L->step_t1 - L->step_t0;
+  c->after_step_ns = L->t_done - L->step_t1;
+  c->requests = L->req_count;
+  c->requests_ns = L->req_ns;
   atomic_store_explicit(&L->vbusy, L->vcur, memory_order_release);
   atomic_fetch_add_explicit(&L->vbell, 1, memory_order_release);
   syscall(SYS_futex, (uint32_t *)&L->vbell, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
@@ -1334,6 +1351,7 @@ static void schedule_next(khzLoop *L, int64_t t_end) {
   if (t_end <= n1) {
     L->next = n1;
     if (L->vsaved) L->other_prev = L->st.between_ns + L->st.cpu_ns - L->step_cpu;
+    L->req_count = 0, L->req_ns = 0;
     return;
   }
   int64_t j = (t_end - L->next) / P + 1;
@@ -1348,6 +1366,7 @@ static void schedule_next(khzLoop *L, int64_t t_end) {
   else
     L->st.late_overruns++;
   if (L->vsaved) L->other_prev = L->st.between_ns + L->st.cpu_ns - L->step_cpu;
+  L->req_count = 0, L->req_ns = 0;
   L->st.missed += (uint64_t)(j - 1);
   L->next += j * P;
   L->pending_flags |= KHZ_FLAG_OVERRUN;
