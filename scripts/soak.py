@@ -25,13 +25,19 @@ loop's): a fixed work of about 20 us per 1 ms period, timed by the same CPU
 clock. The probe never needs the period, so every period in which its CPU time
 exceeds it is time the machine charged to a thread that was not its work
 (interrupts, a virtual CPU the host descheduled): the server's "own" count is
-khz's only as far as the probe's stays at zero.
+khz's only as far as the probe's stays at zero. With --verify-overruns (the
+default here) the server re-runs the step of each overrun it counts as own from
+the state saved before it (docs/server.md, "Proving an overrun khz's") and the
+report gives the verdicts: confirmed own (the same work needs the period),
+host (it does not: the time was the machine's), unverified (the verifier was
+busy), mismatch (the re-run did not reproduce the state: a finding).
 
     PYTHONPATH=build/clients/python /usr/bin/python3 scripts/soak.py --seconds 3600 > docs/soak.md
 """
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -119,8 +125,9 @@ class Soak:
         build = self.args.build
         self.server = subprocess.Popen(
             [f"{build}/server/khz-server", "--state-endpoint", self.state, "--command-endpoint",
-             self.command, "--record-dir", self.dir, "--log-level", "warn"],
-            stdout=subprocess.DEVNULL, stderr=open(f"{self.dir}/server.log", "w"))
+             self.command, "--record-dir", self.dir, "--log-level", "warn"] +
+            (["--verify-overruns", "true"] if self.args.verify else []),
+            stdout=open(f"{self.dir}/server.out", "w"), stderr=open(f"{self.dir}/server.log", "w"))
         for _ in range(200):
             if os.path.exists(self.state[6:]) and os.path.exists(self.command[6:]):
                 break
@@ -240,6 +247,7 @@ class Soak:
         self.demo.wait(15)
         self.server.terminate()
         self.server.wait(15)
+        self.server_out = open(f"{self.dir}/server.out").read()
         self.probe_out = "not run (build/bench/loop/cpu_probe missing)"
         if self.probe:
             try:
@@ -312,6 +320,24 @@ class Soak:
             f"requests answered: "
             f"{'all, each once' if all_answered else 'NOT all'}.",
         ]
+        if a.verify:
+            m = re.search(r"overrun re-runs\s+confirmed own (\d+), host (\d+), unverified (\d+), "
+                          r"mismatch (\d+)", self.server_out)
+            checks = [ln.strip() for ln in self.server_out.splitlines() if ln.strip().startswith("re-run ")]
+            if m:
+                own, host, unver, mism = (int(g) for g in m.groups())
+                lines += ["", f"Overruns counted own, re-run by the verifier (--verify-overruns): "
+                          f"confirmed own {own} / host {host} / unverified {unver} / mismatch {mism} "
+                          f"(of {t.own_overruns} own).",
+                          "",
+                          f"Verdict on the own overruns: {'own: 0 confirmed' if own == 0 else f'own: {own} CONFIRMED'}"
+                          f"{f', {unver} unverified' if unver else ''}"
+                          f"{f', {mism} MISMATCHED (not the same work)' if mism else ''}."]
+                if checks:
+                    lines += ["", "Each re-run (the server's final statistics; times in us):", ""] + \
+                             ["    " + c for c in checks]
+            else:
+                lines += ["", "Overrun verdicts: not found in the server's output."]
         lines += ["", "Control (bench/loop/cpu_probe, beside the server for the same time):", "",
                   "    " + self.probe_out.replace("\n", "\n    ")]
         if self.errors:
@@ -325,6 +351,8 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seconds", type=float, default=3600)
     p.add_argument("--warmup", type=float, default=60)
+    p.add_argument("--no-verify", dest="verify", action="store_false",
+                   help="run the server without --verify-overruns")
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
     args = p.parse_args()
     s = Soak(args)

@@ -262,4 +262,30 @@ void khz_server_printStats(khzServer *s, FILE *out) {
           ls.response.p999 / 1e3, ls.response.max / 1e3, (unsigned long long)ls.tick.watchdog_engaged,
           (unsigned long long)ls.tick.lockstep_timeouts, (unsigned long long)s->published,
           (unsigned long long)ls.tick.states_dropped, (unsigned long long)s->rejected);
+  if (!s->cfg.verify_overruns) return;
+  /* the verifier's verdicts on the own overruns, and each one it kept */
+  fprintf(out,
+          "  overrun re-runs    confirmed own %llu, host %llu, unverified %llu, mismatch %llu "
+          "(of %llu own)\n",
+          (unsigned long long)ls.tick.verified_own, (unsigned long long)ls.tick.verified_host,
+          (unsigned long long)ls.tick.unverified, (unsigned long long)ls.tick.verify_mismatch,
+          (unsigned long long)ls.tick.own_overruns);
+  khzOverrunCheck chk[KHZ_LOOP_MAX_CHECKS];
+  int n = khz_loop_overrunChecks(s->loop, chk, KHZ_LOOP_MAX_CHECKS);
+  static const char *const verdict[] = {"?", "own", "host", "mismatch"};
+  for (int i = 0; i < n; i++) {
+    const khzOverrunCheck *c = &chk[i];
+    fprintf(out,
+            "  re-run             seq %llu %s: tick CPU %.1f us (step %.1f, other %.1f incl. "
+            "between %.1f with %d requests in %.1f wall; other at the tick before %.1f), wall %.1f, "
+            "late %.1f; step re-run %.1f / "
+            "%.1f / %.1f us (least %.1f, room %.1f); hash %s; wall before / in / after the step %.1f / "
+            "%.1f / %.1f us\n",
+            (unsigned long long)c->seq, verdict[c->verdict < 4 ? c->verdict : 0], c->tick_cpu_ns / 1e3,
+            c->step_cpu_ns / 1e3, c->other_ns / 1e3, c->between_ns / 1e3, c->requests,
+            c->requests_ns / 1e3, c->other_prev_ns / 1e3, c->compute_ns / 1e3, c->lateness_ns / 1e3, c->rerun_ns[0] / 1e3, c->rerun_ns[1] / 1e3, c->rerun_ns[2] / 1e3,
+            c->rerun_min_ns / 1e3, (c->period_ns - c->other_ns) / 1e3,
+            c->hash == c->rerun_hash ? "equal" : "DIFFERS", c->before_step_ns / 1e3,
+            c->step_wall_ns / 1e3, c->after_step_ns / 1e3);
+  }
 }

@@ -553,6 +553,7 @@ static int server_init(khzServer *s, char *err, size_t errsz) {
   lc.cpu = c->cpu;
   lc.spin_us = c->spin_us;
   lc.cpu_clock = c->cpu_clock;
+  lc.verify_overruns = c->verify_overruns;
   lc.lock_memory = c->lock_memory;
   lc.dma_latency_us = c->cpu_dma_latency_us;
   lc.watchdog_s = c->watchdog_ms / 1000;

@@ -90,6 +90,11 @@ const khzSetting khz_settings[] = {
              "from the machine's (own / preempted / late overruns, the CPU-time histogram); false "
              "saves those three system calls per tick (haptic rates) and leaves overruns "
              "unattributed"},
+    {BOOL(verify_overruns), .def = "false",
+     .help = "re-run the step of every overrun counted as khz's own on a verifier thread (the "
+             "state saved before each step: a copy and two CPU clock reads per tick) and say "
+             "whether the same work needs the period (confirmed own) or not (host); needs "
+             "cpu_clock"},
     {INT(state_ring, 2, 65536), .def = "256",
      .help = "states buffered between the loop and the I/O thread (dropped and counted when full)"},
     {INT(pub_hwm, 1, 1000000), .def = "1000",

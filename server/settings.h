@@ -39,6 +39,7 @@ typedef struct khzServerConfig {
   int cpu_dma_latency_us;
   int spin_us;
   int cpu_clock;
+  int verify_overruns;
   int state_ring;
   int pub_hwm;
   int log_level;

@@ -833,6 +833,115 @@ static void test_trace(const khzModel *m) {
   ENSURE_MSG(same, "a traced tick's compute time is not its state's compute_ns");
 }
 
+/* verify_overruns: a step hook that, once armed, burns 7 ms of CPU (1.4
+ * periods at 200 Hz) after the loop's step and after each of the verifier's
+ * re-runs (1: work that is the step's, khz's own), after the loop's step only
+ * (2: time charged to the step that the same work re-run does not need, as a
+ * host that holds the virtual CPU would charge it), or after the loop's step
+ * only and nudging the state (3: not the same work) */
+static atomic_int vhook_mode, vhook_reruns;
+static void burn_cpu_ns(int64_t ns) {
+  int64_t c0 = thread_cpu_ns();
+  while (thread_cpu_ns() - c0 < ns) {
+  }
+}
+static void verify_hook(void *user, khzData *d, int rerun) {
+  (void)user;
+  if (rerun) {
+    if (atomic_load(&vhook_reruns) > 0) {
+      atomic_fetch_sub(&vhook_reruns, 1);
+      burn_cpu_ns(7000000);
+    }
+    return;
+  }
+  int mode = atomic_exchange(&vhook_mode, 0);
+  if (!mode) return;
+  if (mode == 1) atomic_store(&vhook_reruns, 3);
+  if (mode == 3) d->qd[0] += 1e-9;
+  burn_cpu_ns(7000000);
+}
+
+/* arms the hook and waits (at most 10 s) until the verifier has a verdict on
+ * one more overrun; returns the check whose loop step took the burn, or
+ * verdict 0 */
+static khzOverrunCheck verify_once(khzLoop *L, const khzModel *m, int mode) {
+  khzOverrunCheck none = {0}, chk[KHZ_LOOP_MAX_CHECKS];
+  khzLoopStats st;
+  khz_loop_stats(L, &st);
+  uint64_t before = st.tick.verified_own + st.tick.verified_host + st.tick.verify_mismatch;
+  int n0 = khz_loop_overrunChecks(L, chk, KHZ_LOOP_MAX_CHECKS);
+  atomic_store(&vhook_mode, mode);
+  for (int k = 0; k < 1000; k++) {
+    drain_states(L);
+    nap_us(10000);
+    khz_loop_stats(L, &st);
+    if (atomic_load(&vhook_mode) == 0 &&
+        st.tick.verified_own + st.tick.verified_host + st.tick.verify_mismatch > before) {
+      int n = khz_loop_overrunChecks(L, chk, KHZ_LOOP_MAX_CHECKS);
+      for (int i = n0; i < n; i++)
+        if (chk[i].step_cpu_ns >= 7000000) return chk[i];
+      if (n == KHZ_LOOP_MAX_CHECKS) break;
+    }
+  }
+  (void)m;
+  return none;
+}
+
+/* the verifier tells a step that needs more than the period (own) from a
+ * step charged with time its work does not need (host), and a re-run that
+ * is not the same work (mismatch) */
+static void test_verify_overruns(const khzModel *m) {
+  khzLoopConfig cfg;
+  char err[256];
+  test_config(&cfg, KHZ_MODE_REALTIME);
+  cfg.rate_hz = 200;
+  cfg.verify_overruns = 1;
+  cfg.cpu_clock = 0;
+  ENSURE(khz_loop_new(m, &cfg, err, sizeof err) == NULL && strstr(err, "cpu_clock"));
+  cfg.cpu_clock = 1;
+  cfg.step_hook = verify_hook;
+  khzLoop *L = khz_loop_new(m, &cfg, err, sizeof err);
+  ENSURE_MSG(L != NULL, "%s", err);
+  if (!L) return;
+  for (int k = 0; k < 20; k++) next_state(L, m, 2000);
+
+  khzOverrunCheck c = verify_once(L, m, 1);
+  ENSURE_MSG(c.verdict == KHZ_VERIFY_OWN,
+             "a step whose work needs 7 ms at 200 Hz: verdict %d, re-run %.1f us, other %.1f us",
+             c.verdict, c.rerun_min_ns / 1e3, c.other_ns / 1e3);
+  ENSURE(c.hash == c.rerun_hash && c.hash != 0);
+  ENSURE(c.rerun_min_ns >= 7000000 && c.period_ns == 5000000);
+  ENSURE(c.tick_cpu_ns >= c.step_cpu_ns && c.other_ns >= 0);
+
+  c = verify_once(L, m, 2);
+  ENSURE_MSG(c.verdict == KHZ_VERIFY_HOST,
+             "7 ms charged to a step whose work re-runs fast: verdict %d, re-run %.1f us",
+             c.verdict, c.rerun_min_ns / 1e3);
+  ENSURE(c.hash == c.rerun_hash);
+  ENSURE(c.rerun_min_ns < c.period_ns - c.other_ns);
+
+  c = verify_once(L, m, 3);
+  ENSURE_MSG(c.verdict == KHZ_VERIFY_MISMATCH, "a nudged state: verdict %d", c.verdict);
+  ENSURE(c.hash != c.rerun_hash);
+
+  /* the counters carried in the states and khz_loop_stats agree; every own
+   * overrun has one verdict or is unverified once the verifier is idle */
+  nap_us(200000);
+  drain_states(L); /* states published after the verdicts */
+  snap t = next_state(L, m, 2000);
+  khzLoopStats st;
+  khz_loop_stats(L, &st);
+  ENSURE(t.ok && t.stats.verified_own >= 1 && t.stats.verified_host >= 1 &&
+         t.stats.verify_mismatch >= 1);
+  ENSURE(st.tick.verified_own >= 1 && st.tick.verified_host >= 1 && st.tick.verify_mismatch >= 1);
+  ENSURE_MSG(st.tick.own_overruns == st.tick.verified_own + st.tick.verified_host +
+                                         st.tick.verify_mismatch + st.tick.unverified,
+             "own %llu != %llu + %llu + %llu + %llu", (unsigned long long)st.tick.own_overruns,
+             (unsigned long long)st.tick.verified_own, (unsigned long long)st.tick.verified_host,
+             (unsigned long long)st.tick.verify_mismatch, (unsigned long long)st.tick.unverified);
+  khz_loop_destroy(&L);
+}
+
 int main(void) {
   test_primitives();
   test_hist();
@@ -844,6 +953,7 @@ int main(void) {
     test_overrun(m);
     test_overrun_attribution(m);
     test_no_cpu_clock(m);
+    test_verify_overruns(m);
     test_reset_pause(m);
     test_lockstep_requests_first(m);
     test_haptic_wrench_pd(m);

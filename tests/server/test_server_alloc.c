@@ -63,6 +63,7 @@ static void run(const char *scene, int ticks) {
   cfg.mode = KHZ_MODE_LOCKSTEP;
   cfg.lockstep_timeout_ms = 5000;
   cfg.publish_contacts = 1;
+  cfg.verify_overruns = 1; /* its verifier thread beside the loop: still no heap call on the loop */
   khzServerHooks hooks = {.rt_thread_init = mark_rt};
   atomic_store(&rt_seen, 0);
   atomic_store(&rt_calls, 0);

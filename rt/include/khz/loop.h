@@ -29,7 +29,8 @@
  * cpu_clock is 0) three reads of the thread's CPU clock per tick
  * (CLOCK_THREAD_CPUTIME_ID before the sleep, at the tick's start and at its
  * end, to tell the ticks that overran on their own work from those the
- * machine held off).
+ * machine held off), and with verify_overruns two more around the step and a
+ * futex wake of the verifier after an own overrun.
  *
  * Modes (switchable at run time, KHZ_REQ_MODE):
  *   realtime  wall-clock paced at rate_hz;
@@ -136,6 +137,19 @@ typedef struct khzLoopConfig {
                                 0: skip those reads (three system calls per tick, 0.3-2.4 us
                                 each on a virtual machine: worth it at haptic rates); the
                                 overruns are then counted but not attributed */
+  int verify_overruns;       /* 1: prove which own overruns are khz's by re-running their step
+                                (realtime mode; needs cpu_clock). Before each step the loop saves
+                                the state (khz_saveState) into one of two preallocated slots and
+                                reads the CPU clock around the step (two more reads); after an
+                                overrun counted as own it hands the slot, with the post-step
+                                state, to a verifier thread (normal priority, its own khzData,
+                                both made by khz_loop_new) through an atomic, never waiting.
+                                The verifier restores the state, steps it 3 times (CPU time of
+                                each, the least kept), checks the result's hash against the
+                                loop's, and says whether the step's re-run work plus the tick's
+                                other work exceeds the period: TickStats.verified_own /
+                                verified_host / unverified (verifier busy) / verify_mismatch,
+                                each overrun in khz_loop_overrunChecks() */
 
   /* watchdog and lockstep */
   double watchdog_s;         /* commands older than this are stale; 0 = off */
@@ -190,6 +204,11 @@ typedef struct khzLoopConfig {
   /* called once in the loop thread before the first tick (tests mark the thread) */
   void (*thread_init)(void *user);
   void *thread_init_user;
+  /* test hook (NULL = none): called right after each khz_stepWith, inside the
+   * step's timed window, by the loop thread (rerun 0) and by the overrun
+   * verifier after each re-run (rerun 1); d is the data just stepped */
+  void (*step_hook)(void *user, khzData *d, int rerun);
+  void *step_hook_user;
   /* a record of every realtime tick's phases for benchmarks (not owned; NULL =
    * none, and nothing is read or written for it) */
   struct khzLoopTrace *trace;
@@ -385,6 +404,19 @@ typedef struct khzTickStats {
   uint64_t own_overruns;
   uint64_t preempted_overruns;
   uint64_t late_overruns;
+  /* verify_overruns: the own overruns re-run by the verifier thread (each in
+   * one of the four; counted when the verdict is in, a tick or more later):
+   *   verified_own     the re-run step's CPU time (least of 3) exceeds the
+   *                    period minus the tick's other work (its CPU time outside
+   *                    the step, and between_ns): khz's own, confirmed;
+   *   verified_host    else: the same work re-run fits; the time was not khz's;
+   *   unverified       the verifier was still busy with an earlier one;
+   *   verify_mismatch  the re-run's state hash differs from the loop's: not the
+   *                    same work (a finding, not a verdict). */
+  uint64_t verified_own;
+  uint64_t verified_host;
+  uint64_t unverified;
+  uint64_t verify_mismatch;
 } khzTickStats;
 
 /* A state as handed to the I/O side; arrays belong to the ring slot and stay
@@ -548,6 +580,36 @@ void khz_loop_releaseState(khzLoop *loop);
 
 /* Statistics from the histograms and counters (safe from any one thread). */
 void khz_loop_stats(khzLoop *loop, khzLoopStats *out);
+
+/* One own overrun as the verifier judged it (verify_overruns). Times in ns. */
+enum { KHZ_VERIFY_OWN = 1, KHZ_VERIFY_HOST, KHZ_VERIFY_MISMATCH };
+typedef struct khzOverrunCheck {
+  uint64_t seq;           /* the state the overrunning tick published */
+  int verdict;            /* KHZ_VERIFY_* */
+  int64_t period_ns;
+  int64_t lateness_ns;    /* the tick's wake-up lateness */
+  int64_t compute_ns;     /* its wall compute time */
+  int64_t tick_cpu_ns;    /* TickStats.cpu_ns */
+  int64_t between_ns;     /* TickStats.between_ns */
+  int64_t step_cpu_ns;    /* the loop thread's CPU time in khz_stepWith at that tick */
+  int64_t other_ns;       /* between_ns + tick_cpu_ns - step_cpu_ns: the tick's other work */
+  int64_t other_prev_ns;  /* the same of the tick before (for the record: other work that
+                             jumped charged its time outside the step, where no re-run checks) */
+  int64_t before_step_ns, step_wall_ns, after_step_ns; /* the tick's wall time (CLOCK_MONOTONIC)
+                             from the wake-up to the step (the command phase and the save), in
+                             the step (and its two CPU clock reads), and from it to the state */
+  int requests;           /* requests the loop applied between the tick before and this one */
+  int64_t requests_ns;    /* their wall time (CLOCK_MONOTONIC): between_ns less this was spent
+                             publishing the tick before, waking the I/O side and sleeping */
+  int64_t rerun_ns[3];    /* the verifier's CPU time of each re-run of the step */
+  int64_t rerun_min_ns;
+  uint64_t hash, rerun_hash; /* the loop's post-step state hash, the re-run's */
+} khzOverrunCheck;
+
+/* Copies the first checks (at most max; the loop keeps the first
+ * KHZ_LOOP_MAX_CHECKS since it started) into out and returns how many. */
+#define KHZ_LOOP_MAX_CHECKS 64
+int khz_loop_overrunChecks(khzLoop *loop, khzOverrunCheck *out, int max);
 
 /* CLOCK_MONOTONIC in ns (the clock of every *_ns field above except wall_ns). */
 int64_t khz_loop_now(void);

@@ -47,12 +47,23 @@
 #define KHZ_IDLE_WAIT_NS 100000000LL /* paused / lockstep: re-check at least every 100 ms */
 #define KHZ_NSNAP 2                  /* state snapshots for hashes computed off the loop thread */
 #define KHZ_SNAP_TICKS 10            /* realtime: a snapshot this many ticks old still serves */
+#define KHZ_VERIFY_RUNS 3            /* re-runs of an overrunning tick's step (least CPU time kept) */
+
+/* one overrunning tick handed to the verifier (verify_overruns): the state
+ * before its step, the state after it, and what the verdict needs */
+typedef struct verifyJob {
+  unsigned char *pre;          /* compact_save's image of the state before the step */
+  unsigned char *post;         /* khz_saveState's image after it (khz_stateSize bytes) */
+  double h;
+  int contact_method, sleep_enabled;
+  khzOverrunCheck check;       /* filled by the loop; completed by the verifier */
+} verifyJob;
 
 /* counters shared with khz_loop_stats (written by the loop thread only) */
 enum {
   S_TICKS, S_OVERRUNS, S_MISSED, S_COMMANDS, S_ON_TIME, S_LATE, S_DROPPED, S_WATCHDOG,
   S_LSTIMEOUT, S_REQUESTS, S_SEQ, S_MODE, S_PAUSED, S_LATENESS, S_COMPUTE, S_CPU, S_OWN,
-  S_PREEMPTED, S_LATE_WAKE, S_BETWEEN, S_NSHARED
+  S_PREEMPTED, S_LATE_WAKE, S_BETWEEN, S_UNVERIFIED, S_NSHARED
 };
 
 struct khzLoop {
@@ -165,6 +176,32 @@ struct khzLoop {
   uint64_t hash_seq;                  /* I/O side: the cached hash's state (seq + 1) */
   uint64_t hash_val;
   _Atomic uint64_t replies_lost;      /* replies the reply ring could not take */
+
+  /* the overrun verifier (cfg.verify_overruns): the loop saves the state into
+   * vjob[vcur].pre before every realtime step; on an own overrun it hands that
+   * job over by storing its index in vbusy (release) and moves to the other
+   * slot; the verifier thread stores -1 when done. */
+  khzData *vd;                        /* the verifier's own data */
+  unsigned char *vfull;               /* the verifier's khz_saveState image of a job's pre state */
+  size_t vhead;                       /* compact_save: bytes before its list of pair slots */
+  verifyJob vjob[2];
+  int vcur;
+  int vsaved;                         /* vjob[vcur].pre holds this tick's pre-step state */
+  int64_t step_cpu;                   /* the loop thread's CPU time in this tick's step */
+  int64_t step_t0, step_t1;           /* CLOCK_MONOTONIC around it (with the clock reads) */
+  int64_t t_wake;                     /* this tick's wake-up */
+  int req_count;                      /* requests applied since the last tick's state, */
+  int64_t req_ns;                     /* ... and the wall time of those rounds */
+  int64_t other_prev;                 /* the previous realtime tick's other work (its CPU time
+                                         outside the step, and between_ns): for the record */
+  _Atomic int vbusy;                  /* the job being verified, or -1 */
+  _Atomic uint32_t vbell;             /* futex word the verifier sleeps on */
+  pthread_t vthread;
+  int vthread_started;
+  _Atomic uint64_t vcount[3];         /* verdicts: own, host, mismatch (since start) */
+  _Atomic uint64_t vbase[3];          /* vcount at the last statistics reset (loop thread) */
+  khzOverrunCheck vlog[KHZ_LOOP_MAX_CHECKS];
+  _Atomic int vlog_n;
 
   /* statistics shared with other threads */
   _Atomic uint64_t shared[S_NSHARED];
@@ -279,6 +316,7 @@ static void share_stats(khzLoop *L) {
   set_shared(L, S_OWN, L->st.own_overruns);
   set_shared(L, S_PREEMPTED, L->st.preempted_overruns);
   set_shared(L, S_LATE_WAKE, L->st.late_overruns);
+  set_shared(L, S_UNVERIFIED, L->st.unverified);
 }
 
 int khz_loop_actuators(const khzModel *m, int *dof) {
@@ -523,6 +561,11 @@ static void publish(khzLoop *L, uint32_t flags, int64_t t_sched, int64_t t_wake)
   }
   L->st.superseded = atomic_load_explicit(&L->cmd.overwritten, memory_order_relaxed) -
                      atomic_load_explicit(&L->superseded_base, memory_order_relaxed);
+  if (L->vd) {
+    L->st.verified_own = atomic_load_explicit(&L->vcount[0], memory_order_relaxed) - L->vbase[0];
+    L->st.verified_host = atomic_load_explicit(&L->vcount[1], memory_order_relaxed) - L->vbase[1];
+    L->st.verify_mismatch = atomic_load_explicit(&L->vcount[2], memory_order_relaxed) - L->vbase[2];
+  }
   L->stamps[L->seq % KHZ_STAMPS] = t_done;
   if (L->paused && L->steps_left <= 1) flags |= KHZ_FLAG_PAUSED;
 
@@ -892,6 +935,7 @@ static int apply_request(khzLoop *L, const khzRequest *rq, khzReply *r) {
       memset(&L->st, 0, sizeof L->st);
       L->st.ticks = ticks;
       atomic_store(&L->superseded_base, atomic_load(&L->cmd.overwritten));
+      for (int v = 0; v < 3; v++) L->vbase[v] = atomic_load(&L->vcount[v]);
       khz_hist_reset(&L->lat);
       khz_hist_reset(&L->comp);
       khz_hist_reset(&L->cmdlat);
@@ -930,11 +974,14 @@ static void process_requests(khzLoop *L) {
       if (!r.snap) r.seq = L->seq; /* a hash reply names its snapshot's state */
       post_reply(L, &r);
     }
-    any = 1;
+    any++;
   }
   if (any) {
     share_stats(L);
     wake_io(L);
+    /* for the overrun record (verify_overruns): what the round applied, and its wall time */
+    L->req_count += any;
+    L->req_ns += khz_loop_now() - t0;
   }
 }
 
@@ -1024,6 +1071,76 @@ static void drive_targets(khzLoop *L, const khzCommand *c, int safe) {
   khz_hilDrive(hil, L->m, d);
 }
 
+/* verify_overruns: the state before every realtime step, saved cheaply.
+ * khz_saveState copies every pair slot (the default scene: 321 kB, 3 us warm
+ * but about 30 us from memory at 1 kHz on a shared machine); a slot is
+ * either in use by a contact of the last step's list (d->contact[i].slot) or
+ * free, and a free slot is all zero with geom -1, -1 (free_slot, khz_resetData).
+ * So the image here is time and every state field but pair, in
+ * KHZ_STATE_FIELDS order (vhead bytes), then the number of slots in use and
+ * each as (index, khzPairState); compact_expand rebuilds khz_saveState's
+ * image from it, byte for byte. A slot missed here would change the re-run
+ * and show as a hash mismatch, not as a verdict. */
+static void compact_save(const khzModel *m, const khzData *d, unsigned char *out, size_t head) {
+  unsigned char *p = out;
+  memcpy(p, &d->time, sizeof d->time);
+  p += sizeof d->time;
+#define KHZ_X_COMPACT(type, name, count)                                         \
+  if (strcmp(#name, "pair") != 0) {                                              \
+    memcpy(p, d->name, (size_t)(count) * sizeof(type));                          \
+    p += (size_t)(count) * sizeof(type);                                         \
+  }
+  KHZ_STATE_FIELDS(KHZ_X_COMPACT)
+#undef KHZ_X_COMPACT
+  p = out + head;
+  unsigned char *count = p;
+  int n = 0;
+  p += sizeof n;
+  for (int i = 0; i < d->ncontact; i++) {
+    int slot = d->contact[i].slot;
+    if (slot < 0 || slot >= m->npair_max || d->pair[slot].geom[0] < 0) continue;
+    memcpy(p, &slot, sizeof slot);
+    memcpy(p + sizeof slot, &d->pair[slot], sizeof(khzPairState));
+    p += sizeof slot + sizeof(khzPairState);
+    n++;
+  }
+  memcpy(count, &n, sizeof n);
+}
+
+static void compact_expand(const khzModel *m, const unsigned char *in, unsigned char *full,
+                           size_t head) {
+  const unsigned char *p = in;
+  unsigned char *o = full;
+  memcpy(o, p, sizeof(double));
+  p += sizeof(double);
+  o += sizeof(double);
+#define KHZ_X_EXPAND(type, name, count)                                          \
+  if (strcmp(#name, "pair") != 0) {                                              \
+    memcpy(o, p, (size_t)(count) * sizeof(type));                                \
+    p += (size_t)(count) * sizeof(type);                                         \
+  } else {                                                                       \
+    unsigned char *pairs = o;                                                    \
+    khzPairState freed;                                                          \
+    memset(&freed, 0, sizeof freed);                                             \
+    freed.geom[0] = freed.geom[1] = -1;                                          \
+    for (int s = 0; s < m->npair_max; s++)                                       \
+      memcpy(pairs + (size_t)s * sizeof freed, &freed, sizeof freed);            \
+    const unsigned char *q = in + head;                                          \
+    int n;                                                                       \
+    memcpy(&n, q, sizeof n);                                                     \
+    q += sizeof n;                                                               \
+    for (int k = 0; k < n; k++) {                                                \
+      int slot;                                                                  \
+      memcpy(&slot, q, sizeof slot);                                             \
+      memcpy(pairs + (size_t)slot * sizeof freed, q + sizeof slot, sizeof freed); \
+      q += sizeof slot + sizeof freed;                                           \
+    }                                                                            \
+  }                                                                              \
+  o += (size_t)(count) * sizeof(type);
+  KHZ_STATE_FIELDS(KHZ_X_EXPAND)
+#undef KHZ_X_EXPAND
+}
+
 /* one tick: command, watchdog, controller, wrenches, step, publish */
 static void tick(khzLoop *L, int64_t t_sched, int64_t t_wake, int timed_out) {
   const khzModel *m = L->m;
@@ -1032,6 +1149,7 @@ static void tick(khzLoop *L, int64_t t_sched, int64_t t_wake, int timed_out) {
   uint32_t flags = L->pending_flags;
   L->pending_flags = 0;
   L->st.lateness_ns = L->cfg.mode == KHZ_MODE_REALTIME ? t_wake - t_sched : 0;
+  L->t_wake = t_wake;
 
   /* scripted and timed faults, then the newest command, its age and latency */
   if (L->cfg.hil || L->cfg.nfault_event || L->stall_until != 0) run_faults(L);
@@ -1089,7 +1207,20 @@ static void tick(khzLoop *L, int64_t t_sched, int64_t t_wake, int timed_out) {
   int bad = d->warning[KHZ_WARN_BADSTATE];
   /* the LCP method's solves are bounded to half the period in realtime mode */
   d->lcp_time_limit = L->cfg.mode == KHZ_MODE_REALTIME ? 0.5e-9 * (double)L->period_ns : 0;
+  /* verify_overruns: the state the step starts from, and the step's CPU time */
+  L->vsaved = L->vd && L->cfg.mode == KHZ_MODE_REALTIME;
+  int64_t step_cpu0 = 0;
+  if (L->vsaved) {
+    compact_save(m, d, L->vjob[L->vcur].pre, L->vhead);
+    L->step_t0 = khz_loop_now(); /* vDSO: the wall phases, for the record */
+    step_cpu0 = thread_cpu_now(L);
+  }
   khz_stepWith(m, d, L->timestep);
+  if (L->cfg.step_hook) L->cfg.step_hook(L->cfg.step_hook_user, d, 0);
+  if (L->vsaved) {
+    L->step_cpu = thread_cpu_now(L) - step_cpu0;
+    L->step_t1 = khz_loop_now();
+  }
   if (L->cfg.hil) khz_hilSample(L->cfg.hil, m, d, seq - L->reset_seq);
   if (L->tr) L->tr->step_ns = trace_since(L->tr);
   if (stalled(L) || (L->cfg.hil && khz_hilAnyFault(L->cfg.hil))) flags |= KHZ_FLAG_FAULT;
@@ -1098,6 +1229,113 @@ static void tick(khzLoop *L, int64_t t_sched, int64_t t_wake, int timed_out) {
   L->st.ticks++;
   L->seq = seq;
   publish(L, flags, t_sched, t_wake);
+}
+
+/* verify_overruns: hands this tick's saved pre-step state, its post-step
+ * state (still in L->d: publishing does not change it) and its times to the
+ * verifier thread, or counts the overrun unverified when the verifier is
+ * still busy. Never waits: one atomic load, a copy, one atomic store and a
+ * futex wake (a system call that does not block). */
+static void verify_handoff(khzLoop *L) {
+  if (!L->vd || !L->vsaved) return;
+  if (atomic_load_explicit(&L->vbusy, memory_order_acquire) >= 0) {
+    L->st.unverified++;
+    return;
+  }
+  verifyJob *j = &L->vjob[L->vcur];
+  khz_saveState(L->m, L->d, j->post);
+  j->h = L->timestep;
+  j->contact_method = L->d->contact_method;
+  j->sleep_enabled = L->d->sleep_enabled;
+  khzOverrunCheck *c = &j->check;
+  memset(c, 0, sizeof *c);
+  c->seq = L->seq;
+  c->period_ns = L->period_ns;
+  c->lateness_ns = L->st.lateness_ns;
+  c->compute_ns = L->st.compute_ns;
+  c->tick_cpu_ns = L->st.cpu_ns;
+  c->between_ns = L->st.between_ns;
+  c->step_cpu_ns = L->step_cpu;
+  c->other_ns = L->st.between_ns + L->st.cpu_ns - L->step_cpu;
+  c->other_prev_ns = L->other_prev;
+  c->before_step_ns = L->step_t0 - L->t_wake;
+  c->step_wall_ns = L->step_t1 - L->step_t0;
+  c->after_step_ns = L->t_done - L->step_t1;
+  c->requests = L->req_count;
+  c->requests_ns = L->req_ns;
+  atomic_store_explicit(&L->vbusy, L->vcur, memory_order_release);
+  atomic_fetch_add_explicit(&L->vbell, 1, memory_order_release);
+  syscall(SYS_futex, (uint32_t *)&L->vbell, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+  L->vcur ^= 1; /* the other slot is free: the verifier holds one job at a time */
+  L->vsaved = 0;
+}
+
+/* the verifier thread: restores each job's pre-step state into its own data,
+ * steps it KHZ_VERIFY_RUNS times with the loop's step size, contact method
+ * and sleeping switch (no LCP time bound), each timed by this thread's CPU clock, and judges the
+ * least: khz's own when it does not fit the period less the tick's other
+ * work. The first re-run's state hash must equal the loop's post-step hash
+ * (same work), else the overrun is a mismatch. */
+static int64_t cpu_clock_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void *verifier_main(void *arg) {
+  khzLoop *L = arg;
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL);
+  pthread_setname_np(pthread_self(), "khz-verify");
+  const khzModel *m = L->m;
+  khzData *vd = L->vd;
+  while (!atomic_load(&L->stop)) {
+    uint32_t seen = atomic_load_explicit(&L->vbell, memory_order_acquire);
+    int k = atomic_load_explicit(&L->vbusy, memory_order_acquire);
+    if (k < 0) {
+      futex_wait(&L->vbell, seen, KHZ_IDLE_WAIT_NS);
+      continue;
+    }
+    verifyJob *j = &L->vjob[k];
+    khzOverrunCheck *c = &j->check;
+    c->rerun_min_ns = INT64_MAX;
+    compact_expand(m, j->pre, L->vfull, L->vhead);
+    for (int r = 0; r < KHZ_VERIFY_RUNS; r++) {
+      khz_restoreState(m, vd, L->vfull);
+      vd->contact_method = j->contact_method;
+      vd->sleep_enabled = j->sleep_enabled;
+      vd->lcp_time_limit = 0; /* unbounded: a bound hit in the loop's step shows as a mismatch */
+      int64_t c0 = cpu_clock_ns();
+      khz_stepWith(m, vd, j->h);
+      if (L->cfg.step_hook) L->cfg.step_hook(L->cfg.step_hook_user, vd, 1);
+      c->rerun_ns[r] = cpu_clock_ns() - c0;
+      if (c->rerun_ns[r] < c->rerun_min_ns) c->rerun_min_ns = c->rerun_ns[r];
+      if (r == 0) c->rerun_hash = khz_hashState(m, vd);
+    }
+    c->hash = khz_hashSavedState(m, j->post);
+    if (c->rerun_hash != c->hash)
+      c->verdict = KHZ_VERIFY_MISMATCH;
+    else if (c->rerun_min_ns > c->period_ns - c->other_ns)
+      c->verdict = KHZ_VERIFY_OWN;
+    else
+      c->verdict = KHZ_VERIFY_HOST;
+    int n = atomic_load_explicit(&L->vlog_n, memory_order_relaxed);
+    if (n < KHZ_LOOP_MAX_CHECKS) {
+      L->vlog[n] = *c;
+      atomic_store_explicit(&L->vlog_n, n + 1, memory_order_release);
+    }
+    atomic_fetch_add(&L->vcount[c->verdict - 1], 1);
+    atomic_store_explicit(&L->vbusy, -1, memory_order_release);
+  }
+  return NULL;
+}
+
+int khz_loop_overrunChecks(khzLoop *L, khzOverrunCheck *out, int max) {
+  int n = atomic_load_explicit(&L->vlog_n, memory_order_acquire);
+  if (n > max) n = max;
+  for (int i = 0; i < n; i++) out[i] = L->vlog[i];
+  return n < 0 ? 0 : n;
 }
 
 /* realtime: the next deadline after a tick whose state was complete at t_end;
@@ -1112,18 +1350,23 @@ static void schedule_next(khzLoop *L, int64_t t_end) {
   int64_t P = L->period_ns, n1 = L->next + P;
   if (t_end <= n1) {
     L->next = n1;
+    if (L->vsaved) L->other_prev = L->st.between_ns + L->st.cpu_ns - L->step_cpu;
+    L->req_count = 0, L->req_ns = 0;
     return;
   }
   int64_t j = (t_end - L->next) / P + 1;
   L->st.overruns++;
   if (!L->cfg.cpu_clock) {
     /* no CPU times (cpu_clock 0): counted, not attributed */
-  } else if (L->st.between_ns + L->st.cpu_ns > P)
+  } else if (L->st.between_ns + L->st.cpu_ns > P) {
     L->st.own_overruns++;
-  else if (L->st.compute_ns - L->st.cpu_ns > L->st.lateness_ns)
+    verify_handoff(L);
+  } else if (L->st.compute_ns - L->st.cpu_ns > L->st.lateness_ns)
     L->st.preempted_overruns++;
   else
     L->st.late_overruns++;
+  if (L->vsaved) L->other_prev = L->st.between_ns + L->st.cpu_ns - L->step_cpu;
+  L->req_count = 0, L->req_ns = 0;
   L->st.missed += (uint64_t)(j - 1);
   L->next += j * P;
   L->pending_flags |= KHZ_FLAG_OVERRUN;
@@ -1358,6 +1601,9 @@ static int check_config(const khzModel *m, const khzLoopConfig *c, char *err, si
     return fail(err, errsz, "loop: watchdog, lockstep and haptic timeouts and damping must be >= 0");
   if (c->rt_priority < 0 || c->rt_priority > 99)
     return fail(err, errsz, "loop: rt_priority must be within 0 to 99");
+  if (c->verify_overruns && !c->cpu_clock)
+    return fail(err, errsz, "loop: verify_overruns needs cpu_clock (it re-runs the overruns that the "
+                            "CPU clock counts as khz's own)");
   if (c->state_ring < 2 || c->request_ring < 2)
     return fail(err, errsz, "loop: rings need at least 2 slots");
   if (c->nhaptic < 0 || c->nhaptic > KHZ_LOOP_MAX_HAPTIC)
@@ -1450,7 +1696,21 @@ khzLoop *khz_loop_new(const khzModel *m, const khzLoopConfig *cfg, char *err, si
     }
   }
   if (L->net_state || L->net_cmd) net_reset(L);
-  int ok = L->d && L->dof && L->kp && L->kd && L->cmd_data && L->act && L->initial.tau_ff &&
+  atomic_store(&L->vbusy, -1);
+  int verify_ok = 1;
+  if (cfg->verify_overruns) {
+    L->vd = khz_makeData(m, 0);
+    L->vhead = L->snap_size - (size_t)m->npair_max * sizeof(khzPairState);
+    size_t compact = L->vhead + sizeof(int) + (size_t)m->npair_max * (sizeof(int) + sizeof(khzPairState));
+    for (int i = 0; i < 2; i++) {
+      L->vjob[i].pre = calloc(1, compact);
+      L->vjob[i].post = calloc(1, L->snap_size);
+      verify_ok &= L->vjob[i].pre && L->vjob[i].post;
+    }
+    L->vfull = calloc(1, L->snap_size);
+    verify_ok &= L->vd != NULL && L->vfull != NULL;
+  }
+  int ok = verify_ok && L->d && L->dof && L->kp && L->kd && L->cmd_data && L->act && L->initial.tau_ff &&
            L->snap[0] && L->snap[1] && net_ok &&
            khz_ring_init(&L->states, (size_t)cfg->state_ring, slot) == 0 &&
            khz_ring_init(&L->requests, (size_t)cfg->request_ring,
@@ -1506,6 +1766,21 @@ khzLoop *khz_loop_new(const khzModel *m, const khzLoopConfig *cfg, char *err, si
     khz_deleteData(&warm);
   }
 
+  /* the verifier (normal priority: created before the loop thread asks for SCHED_FIFO) */
+  if (L->vd) {
+    for (int i = 0; i < 2; i++) { /* touch the slots' pages */
+      memset(L->vjob[i].pre, 0, L->vhead + sizeof(int) +
+                                    (size_t)m->npair_max * (sizeof(int) + sizeof(khzPairState)));
+      memset(L->vjob[i].post, 0, L->snap_size);
+    }
+    if (pthread_create(&L->vthread, NULL, verifier_main, L) != 0) {
+      fail(err, errsz, "loop: cannot create the overrun verifier thread");
+      khz_loop_destroy(&L);
+      return NULL;
+    }
+    L->vthread_started = 1;
+  }
+
   /* the thread; returns when it is ready */
   if (pthread_create(&L->thread, NULL, loop_main, L) != 0) {
     fail(err, errsz, "loop: cannot create the loop thread");
@@ -1526,6 +1801,18 @@ void khz_loop_destroy(khzLoop **loop_p) {
     ring_doorbell(L);
     pthread_join(L->thread, NULL);
   }
+  if (L->vthread_started) {
+    atomic_store(&L->stop, 1);
+    atomic_fetch_add(&L->vbell, 1);
+    syscall(SYS_futex, (uint32_t *)&L->vbell, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    pthread_join(L->vthread, NULL);
+  }
+  for (int i = 0; i < 2; i++) {
+    free(L->vjob[i].pre);
+    free(L->vjob[i].post);
+  }
+  khz_deleteData(&L->vd);
+  free(L->vfull);
   if (L->dma_fd >= 0) close(L->dma_fd);
   khz_ring_free(&L->states);
   free(L->hist);
@@ -1677,5 +1964,13 @@ void khz_loop_stats(khzLoop *L, khzLoopStats *o) {
   o->tick.own_overruns = get_shared(L, S_OWN);
   o->tick.preempted_overruns = get_shared(L, S_PREEMPTED);
   o->tick.late_overruns = get_shared(L, S_LATE_WAKE);
+  o->tick.unverified = get_shared(L, S_UNVERIFIED);
+  if (L->vd) { /* the verdicts since start less those at the last reset (read by the loop) */
+    uint64_t all[3];
+    for (int v = 0; v < 3; v++) all[v] = atomic_load(&L->vcount[v]);
+    o->tick.verified_own = all[0] - L->vbase[0];
+    o->tick.verified_host = all[1] - L->vbase[1];
+    o->tick.verify_mismatch = all[2] - L->vbase[2];
+  }
   thread_switches(atomic_load(&L->tid), &o->voluntary_switches, &o->involuntary_switches);
 }
