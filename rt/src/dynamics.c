@@ -653,7 +653,13 @@ void khz_pointVelocity(const khzModel *m, const khzData *d, int b, const double 
 
 void khz_impulseResponse(const khzModel *m, khzData *d, int b, const double f[6], double *dqd,
                          double *dvel) {
+  khz_impulseResponseNeed(m, d, b, f, dqd, dvel, NULL);
+}
+
+void khz_impulseResponseNeed(const khzModel *m, khzData *d, int b, const double f[6], double *dqd,
+                             double *dvel, const unsigned char *need) {
   if (b <= 0) return;
+  if (dqd) need = NULL; /* every joint's change wanted */
   int root = m->body_root[b];
   double *pA = d->pA, *u = d->u;
 
@@ -699,9 +705,10 @@ void khz_impulseResponse(const khzModel *m, khzData *d, int b, const double f[6]
     int on_path = 0;
     if (on) {
       if (next < depth && on[next] == i) on_path = 1, next++;
-    } else {
+    } else if (!need || need[i]) {
       for (int j = b; j > 0 && !on_path; j = m->body_parent[j]) on_path = j == i;
     }
+    if (need && !need[i]) continue;
     if (p > 0) memcpy(dv, dvel + 6 * p, 6 * sizeof(double));
     else memset(dv, 0, 6 * sizeof(double));
     if (!nv) continue;

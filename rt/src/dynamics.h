@@ -76,6 +76,11 @@ void khz_pointVelocity(const khzModel *m, const khzData *d, int b, const double 
  * b's tree), not O(nbody). */
 void khz_impulseResponse(const khzModel *m, khzData *d, int b, const double f[6], double *dqd,
                          double *dvel);
+/* khz_impulseResponse with dqd NULL, bit for bit, for the bodies need
+ * (nbody) marks only: need must mark every ancestor of a marked body; the
+ * other bodies' dvel are left untouched (the way back out skips them) */
+void khz_impulseResponseNeed(const khzModel *m, khzData *d, int b, const double f[6], double *dqd,
+                             double *dvel, const unsigned char *need);
 
 /* The spatial impulse f (about the tree's origin) of the world impulse J at x on b. */
 void khz_spatialImpulse(const khzModel *m, const khzData *d, int b, const double x[3],

@@ -318,35 +318,49 @@ static int integral_implicit(const khzData *d, const khzContact *c) {
 }
 
 /* zeroes dvel (6 nbody) over the trees of c's moving bodies */
-static void row_clear(const khzModel *m, const khzContact *c, double *dvel) {
+static void row_clear(const khzModel *m, const khzContact *c, double *dvel, const unsigned char *need) {
   for (int s = 0; s < 2; s++) {
     int b = c->body[s];
     if (b <= 0 || khz_bodyStatic(m, b)) continue;
     int root = m->body_root[b];
     for (int i = root; i < m->body_treeend[root]; i++)
-      if (m->body_root[i] == root) memset(dvel + 6 * i, 0, 6 * sizeof(double));
+      if (m->body_root[i] == root && need[i]) memset(dvel + 6 * i, 0, 6 * sizeof(double));
+  }
+}
+
+/* marks in need (val 1) or clears (val 0) the moving bodies of the pairs of
+ * rows mem[0..k) and their ancestors: the bodies whose velocity changes
+ * row_velocity reads there, and the path to each (khz_impulseResponseNeed) */
+static void rows_need(const khzModel *m, const khzData *d, const implicit_row *row, const int *mem, int k,
+                      unsigned char *need, unsigned char val) {
+  for (int a = 0; a < k; a++) {
+    const khzContact *c = d->contact + row[mem[a]].contact;
+    for (int s = 0; s < 2; s++)
+      if (c->body[s] > 0 && !khz_bodyStatic(m, c->body[s]))
+        for (int i = c->body[s]; i > 0 && need[i] != val; i = m->body_parent[i]) need[i] = val;
   }
 }
 
 /* the response of the trees of c's bodies to a unit impulse along dir at x
- * (+dir on body 0, -dir on body 1): dvel, the body velocity changes of both
- * trees. dvel must be zero outside them (the caller clears it once, and
- * with row_clear after reading each response: O(tree) per row, not
- * O(nbody)); the values are those of a full clear and the same sums. */
+ * (+dir on body 0, -dir on body 1): dvel, the body velocity changes of the
+ * bodies need marks (rows_need), the others left zero. dvel must be zero
+ * there (the caller clears it once, and with row_clear after reading each
+ * response: O(tree) per row, not O(nbody)); the values are those of a full
+ * clear and the same sums. */
 static void row_response(const khzModel *m, khzData *d, const khzContact *c, const implicit_row *r,
-                         double *dqd, double *dvel, double *tmp) {
-  (void)dqd; /* khz_impulseResponse writes tmp over b's whole tree, reads no qd */
-  row_clear(m, c, dvel);
+                         double *dqd, double *dvel, double *tmp, const unsigned char *need) {
+  (void)dqd; /* khz_impulseResponseNeed writes tmp over b's marked bodies, reads no qd */
+  row_clear(m, c, dvel, need);
   for (int s = 0; s < 2; s++) {
     int b = c->body[s];
     if (b <= 0 || khz_bodyStatic(m, b)) continue;
     double J[3] = {s ? -r->dir[0] : r->dir[0], s ? -r->dir[1] : r->dir[1], s ? -r->dir[2] : r->dir[2]};
     double f[6];
     khz_spatialImpulse(m, d, b, r->x, J, f);
-    khz_impulseResponse(m, d, b, f, NULL, tmp);
+    khz_impulseResponseNeed(m, d, b, f, NULL, tmp, need);
     int root = m->body_root[b];
     for (int i = root; i < m->body_treeend[root]; i++)
-      if (m->body_root[i] == root)
+      if (m->body_root[i] == root && need[i])
         for (int k = 0; k < 6; k++) dvel[6 * i + k] += tmp[6 * i + k];
   }
 }
@@ -1049,7 +1063,7 @@ static void add_row_impulses(const khzModel *m, khzData *d, const implicit_row *
 static int solve_blocks(const khzModel *m, khzData *d, const implicit_row *row, const int *mem, int k,
                         const double *rhs, double *lo, const double *diag, const int *held,
                         const double *los, const double *lof, const double *v0s, const double *vfs,
-                        double *P, double *dqd, double *dvel, double *tmp) {
+                        double *P, double *dqd, double *dvel, double *tmp, const unsigned char *need) {
   size_t mk = khz_stackMark(d);
   int kd = KHZ_IMPLICIT_DIRECT; /* the largest block: one pair of more than KHZ_BLOCK_ROWS rows */
   int *start = khz_stackAlloc(d, ((size_t)k + 1) * sizeof(int));
@@ -1096,12 +1110,12 @@ static int solve_blocks(const khzModel *m, khzData *d, const implicit_row *row, 
     double *Ab = A + aoff[b];
     for (int q = 0; q < kb; q++) {
       const implicit_row *rq = row + mem[s0 + q];
-      row_response(m, d, d->contact + rq->contact, rq, dqd, dvel, tmp);
+      row_response(m, d, d->contact + rq->contact, rq, dqd, dvel, tmp, need);
       for (int p = 0; p < kb; p++) {
         const implicit_row *rp = row + mem[s0 + p];
         Ab[p * kb + q] = row_velocity(m, d, d->contact + rp->contact, rp, dvel);
       }
-      row_clear(m, d->contact + rq->contact, dvel);
+      row_clear(m, d->contact + rq->contact, dvel, need);
     }
     for (int p = 0; p < kb; p++) {
       for (int q = 0; q < p; q++) Ab[p * kb + q] = Ab[q * kb + p] = 0.5 * (Ab[p * kb + q] + Ab[q * kb + p]);
@@ -1198,12 +1212,13 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
   double *lof = khz_stackAlloc(d, (size_t)cap * sizeof(double));
   double *v0s = khz_stackAlloc(d, (size_t)cap * sizeof(double));
   double *vfs = khz_stackAlloc(d, (size_t)cap * sizeof(double));
-  if (!(row && cl && mem && parent && rhs && lo && diag && P && tmpr && held && los && lof && v0s && vfs)) {
+  unsigned char *need = khz_stackAlloc(d, (size_t)m->nbody); /* rows_need */
+  if (!(row && cl && mem && parent && rhs && lo && diag && P && tmpr && held && los && lof && v0s && vfs && need)) {
     khz_forwardPass(m, d, d->q, vfree);
     khz_stackFree(d, mark);
     return;
   }
-  for (int b = 0; b < m->nbody; b++) parent[b] = b;
+  for (int b = 0; b < m->nbody; b++) parent[b] = b, need[b] = 0;
   /* A normal row's bound is the explicit force at its point (lo = -h fn),
    * taken at the velocity the step would end with (the forward pass at
    * (q, vfree), pass 1). A pair whose stiffness is mostly implicit
@@ -1272,14 +1287,17 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
     int id = cl[j0], k = 0;
     for (int j = j0; j < n; j++)
       if (cl[j] == id) mem[k++] = j, cl[j] = -1;
+    rows_need(m, d, row, mem, k, need, 1); /* cleared again at each way out below */
     if (k > KHZ_IMPLICIT_DIRECT) { /* in blocks, or too large: counted, not applied */
       for (int a = 0; a < k; a++) P[mem[a]] = 0;
       if (k > KHZ_IMPLICIT_ROWS ||
-          solve_blocks(m, d, row, mem, k, rhs, lo, diag, held, los, lof, v0s, vfs, P, dqd, dvel, tmp) != 0) {
+          solve_blocks(m, d, row, mem, k, rhs, lo, diag, held, los, lof, v0s, vfs, P, dqd, dvel, tmp, need) != 0) {
         d->warning[KHZ_WARN_IMPULSE]++;
+        rows_need(m, d, row, mem, k, need, 0);
         continue;
       }
       implicit_forces(d, row, mem, k, P);
+      rows_need(m, d, row, mem, k, need, 0);
       continue;
     }
     size_t mk = khz_stackMark(d);
@@ -1290,17 +1308,19 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
     if (!A || !L || !sol || !fixed) { /* no scratch: counted, not applied */
       d->warning[KHZ_WARN_IMPULSE]++;
       khz_stackFree(d, mk);
+      rows_need(m, d, row, mem, k, need, 0);
       continue;
     }
     for (int b = 0; b < k; b++) {
       const implicit_row *rb = row + mem[b];
-      row_response(m, d, d->contact + rb->contact, rb, dqd, dvel, tmp);
+      row_response(m, d, d->contact + rb->contact, rb, dqd, dvel, tmp, need);
       for (int a = 0; a < k; a++) {
         const implicit_row *ra = row + mem[a];
         A[a * k + b] = row_velocity(m, d, d->contact + ra->contact, ra, dvel);
       }
-      row_clear(m, d->contact + rb->contact, dvel);
+      row_clear(m, d->contact + rb->contact, dvel, need);
     }
+    rows_need(m, d, row, mem, k, need, 0); /* A holds what the rows need */
     for (int a = 0; a < k; a++) {
       for (int b = 0; b < a; b++) A[a * k + b] = A[b * k + a] = 0.5 * (A[a * k + b] + A[b * k + a]);
       A[a * k + a] += diag[mem[a]];
@@ -1347,8 +1367,8 @@ size_t khz_penaltyImplicitStackBytes(const khzModel *m) {
                       ? kb * (5 * sizeof(double) + 2 * sizeof(int) + sizeof(size_t) + 2 * KHZ_IMPLICIT_DIRECT * sizeof(double)) +
                             12 * (size_t)m->nbody * sizeof(double) + direct + 14 * 64
                       : 0;
-  return (size_t)m->nbody * sizeof(int) + np * (sizeof(implicit_row) + 3 * sizeof(int) + 8 * sizeof(double)) +
-         (size_t)m->max_points * sizeof(implicit_row) + (direct > blocks ? direct : blocks) + 20 * 64;
+  return (size_t)m->nbody * (sizeof(int) + 1) + np * (sizeof(implicit_row) + 3 * sizeof(int) + 8 * sizeof(double)) +
+         (size_t)m->max_points * sizeof(implicit_row) + (direct > blocks ? direct : blocks) + 21 * 64;
 }
 
 /* ------------------------------------------------- forces and friction -- */
