@@ -139,6 +139,7 @@ static inline __attribute__((always_inline)) int chol_factor(double *A, int n) {
 
 int khzu_cholFactor(double *A, int n) {
   if (n == 6) return chol_factor(A, 6); /* a free joint's D (khz_abaCoreDamped): unrolled */
+  if (n == 12) return chol_factor(A, 12); /* the tree limits' two-body clusters (penalty.c): unrolled */
   return chol_factor(A, n);
 }
 
