@@ -693,20 +693,24 @@ typedef struct {
   double f, n[3]; /* the least overlap so far and its direction */
 } exact_best;
 
-/* g(n) and the support difference s_B(n) - s_A(-n) */
-static double overlap_pt(const khzColShape *a, const khzColShape *b, const double n[3], double d[3]) {
-  double m[3] = {-n[0], -n[1], -n[2]}, pa[3], pb[3];
-  khz_shape_support(b, n, pb);
-  khz_shape_support(a, m, pa);
-  khzu_sub3(d, pb, pa);
-  return khzu_dot3(n, d);
+/* g(n) = h_B(n) + h_A(-n) = n.(pos_B - pos_A) + n_B.l_B - n_A.l_A with n_X
+ * = n in X's frame and l_X the local support points (no rotation back) */
+static double overlap_local(const khzColShape *a, const khzColShape *b, const double n[3]) {
+  double na[3], nb[3], la[3], lb[3], d[3];
+  khz_shape_toLocalDir(b, n, nb);
+  khz_shape_toLocalDir(a, n, na);
+  khzu_scl3(na, na, -1);
+  khz_shape_supportLocal(b, nb, lb);
+  khz_shape_supportLocal(a, na, la);
+  khzu_sub3(d, b->pos, a->pos);
+  return khzu_dot3(n, d) + khzu_dot3(nb, lb) + khzu_dot3(na, la);
 }
 
 static void exact_try(exact_best *e, const double cand[3]) {
-  double n[3], d[3];
+  double n[3];
   khzu_copy3(n, cand);
   if (khzu_normalize3(n) < KHZ_NO_DIRECTION) return;
-  double f = overlap_pt(e->ns->a, e->ns->b, n, d);
+  double f = overlap_local(e->ns->a, e->ns->b, n);
   if (f < e->f) e->f = f, khzu_copy3(e->n, n);
 }
 
@@ -715,18 +719,45 @@ static void circle_at(const double p[3], const double q[3], double phi, double n
   for (int j = 0; j < 3; j++) n[j] = c * p[j] + s * q[j], t[j] = c * q[j] - s * p[j];
 }
 
-static double slope_at(const exact_best *e, const double p[3], const double q[3], double phi) {
-  double n[3], t[3], d[3];
-  circle_at(p, q, phi, n, t);
-  overlap_pt(e->ns->a, e->ns->b, n, d);
-  return khzu_dot3(t, d);
+/* a great circle n(phi) = cos(phi) p + sin(phi) q, with p and q turned once
+ * into each shape's frame, so that g's slope costs no rotation */
+typedef struct {
+  double p[3], q[3];
+  double pa[3], qa[3], pb[3], qb[3]; /* p, q in A's and B's frames */
+  double pd, qd;                     /* p, q dotted with pos_B - pos_A */
+} exact_gc;
+
+static void gc_make(exact_gc *gc, const exact_best *e, const double p[3], const double q[3]) {
+  const khzColShape *a = e->ns->a, *b = e->ns->b;
+  double d[3];
+  khzu_copy3(gc->p, p);
+  khzu_copy3(gc->q, q);
+  khz_shape_toLocalDir(a, p, gc->pa);
+  khz_shape_toLocalDir(a, q, gc->qa);
+  khz_shape_toLocalDir(b, p, gc->pb);
+  khz_shape_toLocalDir(b, q, gc->qb);
+  khzu_sub3(d, b->pos, a->pos);
+  gc->pd = khzu_dot3(p, d), gc->qd = khzu_dot3(q, d);
+}
+
+/* g'(phi) = t.(s_B(n) - s_A(-n)), t = n'(phi): t.pos + (t in the shape's
+ * frame).(the local support point) for each shape */
+static double slope_at(const exact_best *e, const exact_gc *gc, double phi) {
+  double c = cos(phi), s = sin(phi), na[3], nb[3], la[3], lb[3], ta[3], tb[3];
+  for (int j = 0; j < 3; j++) {
+    na[j] = -(c * gc->pa[j] + s * gc->qa[j]), nb[j] = c * gc->pb[j] + s * gc->qb[j];
+    ta[j] = c * gc->qa[j] - s * gc->pa[j], tb[j] = c * gc->qb[j] - s * gc->pb[j];
+  }
+  khz_shape_supportLocal(e->ns->a, na, la);
+  khz_shape_supportLocal(e->ns->b, nb, lb);
+  return c * gc->qd - s * gc->pd + khzu_dot3(tb, lb) - khzu_dot3(ta, la);
 }
 
 /* a local minimum of g on the circle between x0 and x1, where its slope
  * goes from s0 < 0 to s1 > 0: Illinois (regula falsi halving the value at
  * the end that stays) on g' */
-static void exact_root(exact_best *e, const double p[3], const double q[3], double x0, double s0,
-                       double x1, double s1) {
+static void exact_root(exact_best *e, const exact_gc *gc, double x0, double s0, double x1,
+                       double s1) {
   double a = x0, fa = s0, b = x1, fb = s1, x = 0.5 * (a + b), n[3], t[3];
   int last = 0;
   for (int it = 0; it < KHZ_EXACT_ITERS && b - a > KHZ_EXACT_TOL; it++) {
@@ -734,7 +765,7 @@ static void exact_root(exact_best *e, const double p[3], const double q[3], doub
     if (!(xn > a && xn < b)) xn = 0.5 * (a + b);
     if (fabs(xn - x) < KHZ_EXACT_TOL && it) { x = xn; break; }
     x = xn;
-    double fx = slope_at(e, p, q, x);
+    double fx = slope_at(e, gc, x);
     if (fx < 0) {
       a = x, fa = fx;
       if (last < 0) fb *= 0.5;
@@ -747,7 +778,7 @@ static void exact_root(exact_best *e, const double p[3], const double q[3], doub
       break;
     }
   }
-  circle_at(p, q, x, n, t);
+  circle_at(gc->p, gc->q, x, n, t);
   exact_try(e, n);
 }
 
@@ -785,6 +816,8 @@ static void exact_circle(exact_best *e, const double w[3], const double (*ax)[3]
     }
   }
   if (!nb) kink[nb] = 0, brk[nb++] = 0;
+  exact_gc gc;
+  gc_make(&gc, e, p, q);
   for (int i = 1; i < nb; i++) /* insertion sort */
     for (int k = i; k > 0 && brk[k] < brk[k - 1]; k--) {
       double tb = brk[k];
@@ -801,16 +834,16 @@ static void exact_circle(exact_best *e, const double w[3], const double (*ax)[3]
       double before = i ? brk[i] - brk[k] : brk[0] + 2 * M_PI - brk[k];
       double after = (i + 1 < nb ? brk[i + 1] : brk[0] + 2 * M_PI) - brk[i];
       lo_x[i] = brk[i] + KHZ_EXACT_INSIDE * after, hi_x[k] = brk[i] - KHZ_EXACT_INSIDE * before;
-      lo_s[i] = slope_at(e, p, q, lo_x[i]);
-      hi_s[k] = slope_at(e, p, q, hi_x[k]);
+      lo_s[i] = slope_at(e, &gc, lo_x[i]);
+      hi_s[k] = slope_at(e, &gc, hi_x[k]);
     } else {
       lo_x[i] = hi_x[k] = brk[i];
-      lo_s[i] = hi_s[k] = slope_at(e, p, q, brk[i]);
+      lo_s[i] = hi_s[k] = slope_at(e, &gc, brk[i]);
     }
   }
   for (int i = 0; i < nb; i++) {
     double hi = hi_x[i] < lo_x[i] ? hi_x[i] + 2 * M_PI : hi_x[i];
-    if (lo_s[i] < 0 && hi_s[i] > 0 && hi - lo_x[i] > KHZ_EXACT_TOL) exact_root(e, p, q, lo_x[i], lo_s[i], hi, hi_s[i]);
+    if (lo_s[i] < 0 && hi_s[i] > 0 && hi - lo_x[i] > KHZ_EXACT_TOL) exact_root(e, &gc, lo_x[i], lo_s[i], hi, hi_s[i]);
   }
 }
 
@@ -917,9 +950,9 @@ static int cc_roots(const double p[KHZ_CC_DEG + 1], double *out) {
 }
 
 /* the critical pairs of the distance between rim circle (ca, a, ra) of A and
- * (cb, b, rb) of B, scored as +-(Q - P) */
+ * (cb, b, rb) of B, scored as Q - P, and as P - Q when apart is 1 */
 static void cc_rims(exact_best *e, const double ca[3], const double a[3], double ra,
-                    const double cb[3], const double b[3], double rb) {
+                    const double cb[3], const double b[3], double rb, int apart) {
   double U[3], V[3], E[3];
   khzu_orthogonal(U, a);
   khzu_cross(V, a, U);
@@ -955,6 +988,7 @@ static void cc_rims(exact_best *e, const double ca[3], const double a[3], double
         double n[3];
         for (int j = 0; j < 3; j++) n[j] = cb[j] + sq * rb * D[j] - P[j];
         exact_try(e, n);
+        if (!apart) continue;
         khzu_scl3(n, n, -1);
         exact_try(e, n);
       }
@@ -982,12 +1016,22 @@ static void exact_cyl_cyl(nsearch *ns, exact_best *e) {
   }
   for (int k = 0; k < 2; k++) exact_circle(e, ax[k], (const double(*)[3])ax, 2, (const double(*)[3])ax, 2);
   if (ns->until_apart && !(e->f > 0)) return;
+  /* Shapes that hold each other's points (eq. 4's pairs, until_apart 0)
+   * overlap, so g > 0 at its minimum, and an interior minimum is n = (Q - P)
+   * / |Q - P| with g = |Q - P|: only that sign is scored, and a pair of rims
+   * whose circles lie farther apart (|C_A - C_B| - r_a - r_b) than the least
+   * overlap so far has no candidate below it. Pairs that may be apart keep
+   * both signs and every pair of rims. */
+  int apart = ns->until_apart;
+  double tie = KHZ_EQ4_TIE * (A->scale + B->scale);
   for (int ra = 0; ra < 2; ra++)
     for (int rb = 0; rb < 2; rb++) {
-      double pa[3], pb[3];
+      double pa[3], pb[3], ab[3];
       khzu_addScl3(pa, A->pos, ax[0], ra ? A->size[1] : -A->size[1]);
       khzu_addScl3(pb, B->pos, ax[1], rb ? B->size[1] : -B->size[1]);
-      cc_rims(e, pa, ax[0], A->size[0], pb, ax[1], B->size[0]);
+      khzu_sub3(ab, pb, pa);
+      if (!apart && khzu_norm3(ab) - A->size[0] - B->size[0] > e->f + tie) continue;
+      cc_rims(e, pa, ax[0], A->size[0], pb, ax[1], B->size[0], apart);
     }
 }
 
@@ -1184,14 +1228,15 @@ static int rims_convex(const khzColShape *a, const khzColShape *b, khzColOut *o,
 }
 
 /* the least overlap of a bounded convex pair from rim_candidates' best
- * axes, by the exact form where there is one (exact != 0) or by the pattern
- * search (tests compare the two) */
+ * axes, by the exact form where there is one (exact != 0; 2: for shapes
+ * known to overlap, as eq. 4's pairs) or by the pattern search (tests
+ * compare them) */
 double khz_col_leastOverlap(const khzColShape *a, const khzColShape *b, int exact, double n[3]) {
   double scale = a->scale + b->scale;
   khzColOut o = {0};
   nsearch ns = {a, b, &o, 0, {0, 0, 1}, KHZ_EQ4_TIE * scale, 0, 1, 0, {0, 0, 1}, 0, 0};
   rim_candidates(&ns);
-  ns.until_apart = 1;
+  ns.until_apart = exact != 2;
   if (!exact || !exact_normal(&ns)) {
     double n1[3], f = 0;
     khzu_copy3(n1, ns.n);
