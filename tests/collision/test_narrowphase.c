@@ -615,8 +615,8 @@ static void test_libccd(void) {
   agreement("capsule-capsule", KHZ_GEOM_CAPSULE, cap, KHZ_GEOM_CAPSULE, cap2, 0, POSE_RANDOM, 300, 1e-2, 1e-9);
   agreement("box-convex mesh", KHZ_GEOM_BOX, box, KHZ_GEOM_MESH, box2, 1, POSE_RANDOM, 300, 1e-9, 1e-9);
   /* cylinders: the rim and the side are curved edges and faces; the normal
-   * comes from the closed form for a box (narrowphase.c, exact_normal) and
-   * from a search on the sphere for two cylinders (refine_normal) */
+   * comes from the exact least overlap for a box and for two cylinders
+   * (narrowphase.c, exact_normal) */
   double cyl[3] = {0.08, 0.1, 0}, cyl2[3] = {0.1, 0.06, 0};
   agreement("box-cylinder", KHZ_GEOM_BOX, box, KHZ_GEOM_CYLINDER, cyl, 0, POSE_RANDOM, 300, 1e-2, 1e-5);
   agreement("cylinder-cylinder", KHZ_GEOM_CYLINDER, cyl2, KHZ_GEOM_CYLINDER, cyl, 0, POSE_RANDOM, 300,
@@ -629,19 +629,19 @@ static void test_libccd(void) {
             300, 1e-6, 1e-6);
 }
 
-/* The closed form of a box against a cylinder (narrowphase.c, exact_normal)
- * against the pattern search it replaced, both from the same candidate axes,
- * over random poses and the poses where the search crawled (a cylinder
- * standing tilted on a box's face or rim on an edge, its normal near the
- * axis): never above the search's overlap, and never below libccd's EPA
- * (which refines a polytope inside the Minkowski difference, so it can only
- * fall short of the exact depth). */
-static void test_exact_box_cylinder(void) {
+/* The exact least overlap (narrowphase.c, exact_normal: a box against a
+ * cylinder, two cylinders) against the pattern search it replaced, both from
+ * the same candidate axes, over random poses and the poses where the search
+ * crawled (a cylinder standing tilted on the top face or cap of A near its
+ * edge or rim, its normal near the axis): never above the search's overlap,
+ * and never below libccd's EPA (which refines a polytope inside the
+ * Minkowski difference, so it can only fall short of the exact depth). */
+static void exact_vs_search(const char *name, int ga, const double sa[3], int gb, const double sb[3],
+                            double far) {
   khzSpec *s = khz_spec_new();
   int ba = cu_body(s, "a"), bb = cu_body(s, "b");
-  double box[3] = {0.5, 0.3, 0.2}, cyl[3] = {0.08, 0.1, 0};
-  cu_geom(s, ba, KHZ_GEOM_BOX, box[0], box[1], box[2]);
-  cu_geom(s, bb, KHZ_GEOM_CYLINDER, cyl[0], cyl[1], cyl[2]);
+  cu_geom(s, ba, ga, sa[0], sa[1], sa[2]);
+  cu_geom(s, bb, gb, sb[0], sb[1], sb[2]);
   khzModel *m = cu_compile(s);
   khzData *d = khz_makeData(m, 0);
   ccd_t ccd;
@@ -651,22 +651,27 @@ static void test_exact_box_cylinder(void) {
   ccd.max_iterations = 1000;
   ccd.epa_tolerance = 1e-10;
   ccd.dist_tolerance = 1e-12;
+  /* A's top (a box's face, a cylinder's cap) and its half-extents across */
+  double top = ga == KHZ_GEOM_BOX ? sa[2] : sa[1], wx = sa[0], wy = ga == KHZ_GEOM_BOX ? sa[1] : sa[0];
+  /* B standing tilted: its centre's height above its lowest point */
+  double bh = gb == KHZ_GEOM_BOX ? sb[2] : sb[1], br = gb == KHZ_GEOM_BOX ? sb[0] : sb[0];
   int n = 0, better = 0, apart_agree = 0, napart = 0;
   double worse = 0, gain = 0, epa_over = 0, epa_short = 0, epa_dir = -1, ts = 0, te = 0;
+  double overlapping_diff = 0;
   for (int k = 0; k < 3000; k++) {
     double qa[4] = {1, 0, 0, 0}, qb[4], pos[3];
     int mode = k % 3;
     if (mode == 0) { /* random */
       cu_randQuat(qa), cu_randQuat(qb), cu_randDir(pos);
-      double r = cu_uniform(0.1, 0.75);
+      double r = cu_uniform(0.1, far);
       for (int j = 0; j < 3; j++) pos[j] *= r;
-    } else { /* on the box's top face, the axis tilted from its normal, near an edge or corner */
+    } else { /* on A's top, the axis tilted from its normal, near an edge, corner or rim */
       double tilt = mode == 1 ? cu_uniform(0, 0.05) : cu_uniform(0.3, 1.4), az = cu_uniform(0, 2 * M_PI);
       cu_axisQuat(qb, cos(az), sin(az), 0, tilt);
       double sunk = cu_uniform(1e-4, 5e-3);
-      pos[0] = cu_uniform(-box[0] - 0.05, box[0] + 0.05);
-      pos[1] = cu_uniform(-box[1] - 0.05, box[1] + 0.05);
-      pos[2] = box[2] + cyl[1] * cos(tilt) + cyl[0] * sin(tilt) - sunk;
+      pos[0] = cu_uniform(-wx - 0.05, wx + 0.05);
+      pos[1] = cu_uniform(-wy - 0.05, wy + 0.05);
+      pos[2] = top + bh * cos(tilt) + br * sin(tilt) - sunk;
     }
     cu_pose(m, d, ba, (double[3]){0, 0, 0}, qa);
     cu_pose(m, d, bb, pos, qb);
@@ -676,7 +681,7 @@ static void test_exact_box_cylinder(void) {
     khz_collisionFrames(m, d, p.frame, p.aabb);
     khz_shape_make(m, 0, p.frame, &sh0);
     khz_shape_make(m, 1, p.frame + 12, &sh1);
-    for (int side = 0; side < 2; side++) { /* both orders: the box as A, then as B */
+    for (int side = 0; side < 2; side++) { /* both orders: geom 0 as A, then as B */
       const khzColShape *A = side ? &sh1 : &sh0, *B = side ? &sh0 : &sh1;
       double ns_[3], ne[3], t0 = cu_now();
       double fs = khz_col_leastOverlap(A, B, 0, ns_);
@@ -692,6 +697,10 @@ static void test_exact_box_cylinder(void) {
       }
       if (!(fs > 0)) continue;
       n++;
+      /* as eq. 4 calls it for shapes that hold each other's points: the
+       * same least overlap, found with fewer candidates */
+      double no[3];
+      overlapping_diff = fmax(overlapping_diff, fabs(khz_col_leastOverlap(A, B, 2, no) - fe));
       worse = fmax(worse, fe - fs);
       if (fe < fs - 1e-9) better++, gain = fmax(gain, fs - fe);
       ccd_real_t depth;
@@ -707,21 +716,33 @@ static void test_exact_box_cylinder(void) {
       epa_dir = fmax(epa_dir, fe - g_epa);
     }
   }
-  printf("box-cylinder exact: %d overlapping poses, exact above the search by at most %.1e m, below it "
+  printf("%s exact: %d overlapping poses, exact above the search by at most %.1e m, below it "
          "by > 1 nm in %d (up to %.2e m); EPA's depth above exact by at most %.1e m, below by "
          "%.1e m; the overlap along EPA's direction below exact by at most %.1e m; %d of %d "
-         "apart poses apart; time search %.1f ms, exact %.1f ms\n",
-         n, worse, better, gain, epa_over, epa_short, epa_dir, apart_agree, napart, 1e3 * ts,
-         1e3 * te);
+         "apart poses apart; time search %.1f ms, exact %.1f ms; as for overlapping shapes: "
+         "differs by at most %.1e m\n",
+         name, n, worse, better, gain, epa_over, epa_short, epa_dir, apart_agree, napart, 1e3 * ts,
+         1e3 * te, overlapping_diff);
   ENSURE(n >= 1000);
-  ENSURE_MSG(apart_agree == napart, "%d of %d poses apart found overlapping", napart - apart_agree, napart);
-  ENSURE_MSG(worse <= 1e-12, "the closed form is above the search by %g m", worse);
-  ENSURE_MSG(epa_over <= 1e-9, "EPA deeper than the closed form by %g m", epa_over);
-  ENSURE_MSG(epa_dir <= 1e-12, "the overlap along EPA's direction is below the closed form's by %g m", epa_dir);
-  ENSURE_MSG(epa_short <= 1e-4, "EPA short of the closed form by %g m", epa_short);
+  ENSURE_MSG(apart_agree == napart, "%s: %d of %d poses apart found overlapping", name,
+             napart - apart_agree, napart);
+  ENSURE_MSG(worse <= 1e-12, "%s: the exact form is above the search by %g m", name, worse);
+  ENSURE_MSG(epa_over <= 1e-9, "%s: EPA deeper than the exact form by %g m", name, epa_over);
+  ENSURE_MSG(epa_dir <= 1e-12, "%s: the overlap along EPA's direction is below the exact form's by %g m",
+             name, epa_dir);
+  ENSURE_MSG(epa_short <= 1e-4, "%s: EPA short of the exact form by %g m", name, epa_short);
+  ENSURE_MSG(overlapping_diff <= 1e-15, "%s: the overlapping shapes' exact form differs by %g m", name,
+             overlapping_diff);
   khz_deleteData(&d);
   khz_deleteModel(&m);
   khz_spec_destroy(&s);
+}
+
+static void test_exact_least_overlap(void) {
+  double box[3] = {0.5, 0.3, 0.2}, cyl[3] = {0.08, 0.1, 0}, wheel[3] = {0.11, 0.06, 0};
+  exact_vs_search("box-cylinder", KHZ_GEOM_BOX, box, KHZ_GEOM_CYLINDER, cyl, 0.75);
+  /* two of the pile's sizes: a wheel (r > h) and a can (r < h) */
+  exact_vs_search("cylinder-cylinder", KHZ_GEOM_CYLINDER, wheel, KHZ_GEOM_CYLINDER, cyl, 0.3);
 }
 
 int main(void) {
@@ -734,6 +755,6 @@ int main(void) {
   test_box_face_manifold();
   test_every_pair();
   test_libccd();
-  test_exact_box_cylinder();
+  test_exact_least_overlap();
   return ensure_report();
 }

@@ -240,10 +240,10 @@ void khz_shape_supportVertex(const double *vert, int n, const double d[3], doubl
 
 /* support point of a bounded convex shape (not plane, not trimesh) in world
  * direction dir, and the support value h(dir) = dir . support */
-static inline void khz_shape_support(const khzColShape *s, const double dir[3], double out[3]) {
-  double d[3], l[3] = {0, 0, 0};
+/* the same in the geom frame: support point l of local direction d */
+static inline void khz_shape_supportLocal(const khzColShape *s, const double d[3], double l[3]) {
   const double *sz = s->size;
-  khz_shape_toLocalDir(s, dir, d);
+  l[0] = l[1] = l[2] = 0;
   switch (s->shape) {
     case KHZ_SHAPE_SPHERE:
     case KHZ_SHAPE_CAPSULE: {
@@ -274,6 +274,11 @@ static inline void khz_shape_support(const khzColShape *s, const double dir[3], 
     default: /* plane: its origin (unbounded; never asked for) */
       break;
   }
+}
+static inline void khz_shape_support(const khzColShape *s, const double dir[3], double out[3]) {
+  double d[3], l[3];
+  khz_shape_toLocalDir(s, dir, d);
+  khz_shape_supportLocal(s, d, l);
   khz_shape_toWorld(s, l, out);
 }
 static inline double khz_shape_h(const khzColShape *s, const double dir[3]) {
@@ -434,8 +439,9 @@ extern const khzCollideFn khz_collideTable[KHZ_SHAPE_N][KHZ_SHAPE_N];
 void khz_col_addPoint(khzColOut *o, const double p[3], double sd, int side, int feature);
 
 /* The least overlap h_B(n) + h_A(-n) of two bounded convex shapes over unit n
- * (n towards A), from the best of the candidate axes: by the closed form of a
- * box against a cylinder when exact != 0, otherwise (and for other pairs) by
+ * (n towards A), from the best of the candidate axes: by the exact form of a
+ * box against a cylinder or of two cylinders when exact != 0 (2: for shapes
+ * known to overlap, as eq. 4 calls it), otherwise (and for other pairs) by
  * the pattern search; the direction into n. For tests. */
 double khz_col_leastOverlap(const khzColShape *a, const khzColShape *b, int exact, double n[3]);
 

@@ -642,8 +642,8 @@ static void facet_candidates(nsearch *ns, const khzColShape *s, double sign, con
  * sum_k a_k |n.e_k|, h_cyl(n) = h |n.z| + r |n - (n.z) z|); a minimum on a
  * crease is found by trial steps along it, e x n, besides the ring of eight.
  * A local minimum (a resting face) is recognised by the first ring. A box
- * against a cylinder takes the closed form instead (exact_normal, below);
- * the search stays for cylinder-cylinder and cylinder-hull pairs. */
+ * against a cylinder and two cylinders take the exact form instead
+ * (exact_normal, below); the search stays for cylinder-hull pairs. */
 #define KHZ_REFINE_STEP 0.25  /* largest trial angle (rad) */
 #define KHZ_REFINE_TOL 1e-6   /* last trial angle (rad): depth error ~ size * tol^2 */
 #define KHZ_REFINE_EVALS 600  /* overlap evaluations at most */
@@ -693,20 +693,24 @@ typedef struct {
   double f, n[3]; /* the least overlap so far and its direction */
 } exact_best;
 
-/* g(n) and the support difference s_B(n) - s_A(-n) */
-static double overlap_pt(const khzColShape *a, const khzColShape *b, const double n[3], double d[3]) {
-  double m[3] = {-n[0], -n[1], -n[2]}, pa[3], pb[3];
-  khz_shape_support(b, n, pb);
-  khz_shape_support(a, m, pa);
-  khzu_sub3(d, pb, pa);
-  return khzu_dot3(n, d);
+/* g(n) = h_B(n) + h_A(-n) = n.(pos_B - pos_A) + n_B.l_B - n_A.l_A with n_X
+ * = n in X's frame and l_X the local support points (no rotation back) */
+static double overlap_local(const khzColShape *a, const khzColShape *b, const double n[3]) {
+  double na[3], nb[3], la[3], lb[3], d[3];
+  khz_shape_toLocalDir(b, n, nb);
+  khz_shape_toLocalDir(a, n, na);
+  khzu_scl3(na, na, -1);
+  khz_shape_supportLocal(b, nb, lb);
+  khz_shape_supportLocal(a, na, la);
+  khzu_sub3(d, b->pos, a->pos);
+  return khzu_dot3(n, d) + khzu_dot3(nb, lb) + khzu_dot3(na, la);
 }
 
 static void exact_try(exact_best *e, const double cand[3]) {
-  double n[3], d[3];
+  double n[3];
   khzu_copy3(n, cand);
   if (khzu_normalize3(n) < KHZ_NO_DIRECTION) return;
-  double f = overlap_pt(e->ns->a, e->ns->b, n, d);
+  double f = overlap_local(e->ns->a, e->ns->b, n);
   if (f < e->f) e->f = f, khzu_copy3(e->n, n);
 }
 
@@ -715,18 +719,45 @@ static void circle_at(const double p[3], const double q[3], double phi, double n
   for (int j = 0; j < 3; j++) n[j] = c * p[j] + s * q[j], t[j] = c * q[j] - s * p[j];
 }
 
-static double slope_at(const exact_best *e, const double p[3], const double q[3], double phi) {
-  double n[3], t[3], d[3];
-  circle_at(p, q, phi, n, t);
-  overlap_pt(e->ns->a, e->ns->b, n, d);
-  return khzu_dot3(t, d);
+/* a great circle n(phi) = cos(phi) p + sin(phi) q, with p and q turned once
+ * into each shape's frame, so that g's slope costs no rotation */
+typedef struct {
+  double p[3], q[3];
+  double pa[3], qa[3], pb[3], qb[3]; /* p, q in A's and B's frames */
+  double pd, qd;                     /* p, q dotted with pos_B - pos_A */
+} exact_gc;
+
+static void gc_make(exact_gc *gc, const exact_best *e, const double p[3], const double q[3]) {
+  const khzColShape *a = e->ns->a, *b = e->ns->b;
+  double d[3];
+  khzu_copy3(gc->p, p);
+  khzu_copy3(gc->q, q);
+  khz_shape_toLocalDir(a, p, gc->pa);
+  khz_shape_toLocalDir(a, q, gc->qa);
+  khz_shape_toLocalDir(b, p, gc->pb);
+  khz_shape_toLocalDir(b, q, gc->qb);
+  khzu_sub3(d, b->pos, a->pos);
+  gc->pd = khzu_dot3(p, d), gc->qd = khzu_dot3(q, d);
+}
+
+/* g'(phi) = t.(s_B(n) - s_A(-n)), t = n'(phi): t.pos + (t in the shape's
+ * frame).(the local support point) for each shape */
+static double slope_at(const exact_best *e, const exact_gc *gc, double phi) {
+  double c = cos(phi), s = sin(phi), na[3], nb[3], la[3], lb[3], ta[3], tb[3];
+  for (int j = 0; j < 3; j++) {
+    na[j] = -(c * gc->pa[j] + s * gc->qa[j]), nb[j] = c * gc->pb[j] + s * gc->qb[j];
+    ta[j] = c * gc->qa[j] - s * gc->pa[j], tb[j] = c * gc->qb[j] - s * gc->pb[j];
+  }
+  khz_shape_supportLocal(e->ns->a, na, la);
+  khz_shape_supportLocal(e->ns->b, nb, lb);
+  return c * gc->qd - s * gc->pd + khzu_dot3(tb, lb) - khzu_dot3(ta, la);
 }
 
 /* a local minimum of g on the circle between x0 and x1, where its slope
  * goes from s0 < 0 to s1 > 0: Illinois (regula falsi halving the value at
  * the end that stays) on g' */
-static void exact_root(exact_best *e, const double p[3], const double q[3], double x0, double s0,
-                       double x1, double s1) {
+static void exact_root(exact_best *e, const exact_gc *gc, double x0, double s0, double x1,
+                       double s1) {
   double a = x0, fa = s0, b = x1, fb = s1, x = 0.5 * (a + b), n[3], t[3];
   int last = 0;
   for (int it = 0; it < KHZ_EXACT_ITERS && b - a > KHZ_EXACT_TOL; it++) {
@@ -734,7 +765,7 @@ static void exact_root(exact_best *e, const double p[3], const double q[3], doub
     if (!(xn > a && xn < b)) xn = 0.5 * (a + b);
     if (fabs(xn - x) < KHZ_EXACT_TOL && it) { x = xn; break; }
     x = xn;
-    double fx = slope_at(e, p, q, x);
+    double fx = slope_at(e, gc, x);
     if (fx < 0) {
       a = x, fa = fx;
       if (last < 0) fb *= 0.5;
@@ -747,7 +778,7 @@ static void exact_root(exact_best *e, const double p[3], const double q[3], doub
       break;
     }
   }
-  circle_at(p, q, x, n, t);
+  circle_at(gc->p, gc->q, x, n, t);
   exact_try(e, n);
 }
 
@@ -785,6 +816,8 @@ static void exact_circle(exact_best *e, const double w[3], const double (*ax)[3]
     }
   }
   if (!nb) kink[nb] = 0, brk[nb++] = 0;
+  exact_gc gc;
+  gc_make(&gc, e, p, q);
   for (int i = 1; i < nb; i++) /* insertion sort */
     for (int k = i; k > 0 && brk[k] < brk[k - 1]; k--) {
       double tb = brk[k];
@@ -801,23 +834,221 @@ static void exact_circle(exact_best *e, const double w[3], const double (*ax)[3]
       double before = i ? brk[i] - brk[k] : brk[0] + 2 * M_PI - brk[k];
       double after = (i + 1 < nb ? brk[i + 1] : brk[0] + 2 * M_PI) - brk[i];
       lo_x[i] = brk[i] + KHZ_EXACT_INSIDE * after, hi_x[k] = brk[i] - KHZ_EXACT_INSIDE * before;
-      lo_s[i] = slope_at(e, p, q, lo_x[i]);
-      hi_s[k] = slope_at(e, p, q, hi_x[k]);
+      lo_s[i] = slope_at(e, &gc, lo_x[i]);
+      hi_s[k] = slope_at(e, &gc, hi_x[k]);
     } else {
       lo_x[i] = hi_x[k] = brk[i];
-      lo_s[i] = hi_s[k] = slope_at(e, p, q, brk[i]);
+      lo_s[i] = hi_s[k] = slope_at(e, &gc, brk[i]);
     }
   }
   for (int i = 0; i < nb; i++) {
     double hi = hi_x[i] < lo_x[i] ? hi_x[i] + 2 * M_PI : hi_x[i];
-    if (lo_s[i] < 0 && hi_s[i] > 0 && hi - lo_x[i] > KHZ_EXACT_TOL) exact_root(e, p, q, lo_x[i], lo_s[i], hi, hi_s[i]);
+    if (lo_s[i] < 0 && hi_s[i] > 0 && hi - lo_x[i] > KHZ_EXACT_TOL) exact_root(e, &gc, lo_x[i], lo_s[i], hi, hi_s[i]);
   }
 }
 
+/* ---------------------------------- exact least overlap, cylinder-cylinder -- */
+
+/* Two cylinders A, B (axes a, b, half-heights h, radii r, centres c):
+ * g(n) = d.n + h_a |n.a| + h_b |n.b| + r_a |P_a n| + r_b |P_b n| with
+ * d = c_B - c_A and P_x the projection across x. Its creases are the great
+ * circles normal to a and to b (a generator's side: the same arcs as a box's
+ * crease against a cylinder, exact_circle), their crossings +-(a x b) (a
+ * generator against a generator) and the poles +-a, +-b (the caps). Away
+ * from them the supports are a point of one rim of each, and g is smooth, so
+ * a minimum can lie inside a region (rim against rim is a two-dimensional
+ * surface of the Minkowski difference): there g's gradient on the sphere
+ * vanishes, s_B(n) - s_A(-n) is parallel to n, and the rims' support points
+ * P (on A's rim) and Q (on B's) are a critical pair of the distance between
+ * the two rim circles: Q - P is normal to both circles' tangents. For P(th)
+ * = C_A + r_a (cos th U + sin th V), the critical Q of the distance to P
+ * are C_B +- r_b w / |w| (w = P - C_B across b), and P is critical when
+ * (Q - P).P'(th) = 0: (E.P') |w| = r_b (E.P' - (D.b)(b.P')) with E = C_A -
+ * C_B, D = P - C_B. Squared, and with t = tan(th / 2), this is a polynomial
+ * of degree 8 in t (Eberly, "Distance to circles in 3D", 2015: the same
+ * degree), whose real roots on t in [-1, 1] (th in [-pi/2, pi/2], and again
+ * with U, V turned by pi) are isolated exactly between the roots of its
+ * derivatives (each derivative's roots part monotone pieces of the one
+ * above). Every critical pair gives the candidates +-(Q - P), scored by g
+ * like every other: the least is the exact minimum when the minimiser is
+ * among them (squaring adds the far points of B's circle, which only cost a
+ * score). */
+#define KHZ_CC_DEG 8          /* degree of the critical-pair polynomial */
+#define KHZ_CC_ROOT_TOL 1e-15 /* t: a bracket this narrow is the root */
+#define KHZ_CC_ROOT_ITERS 80  /* Illinois steps per root at most */
+#define KHZ_CC_FLAT 1e-7      /* |R| at a turning point below this x max |R|: a double root */
+
+static double poly_at(const double *c, int deg, double t) {
+  double v = c[deg];
+  for (int k = deg - 1; k >= 0; k--) v = v * t + c[k];
+  return v;
+}
+
+/* res = x * y (degrees nx, ny; res may alias neither) */
+static void poly_mul(double *res, const double *x, int nx, const double *y, int ny) {
+  for (int k = 0; k <= nx + ny; k++) res[k] = 0;
+  for (int i = 0; i <= nx; i++)
+    for (int j = 0; j <= ny; j++) res[i + j] += x[i] * y[j];
+}
+
+/* (1 + t^2) (x0 + xc cos th + xs sin th) with t = tan(th / 2) */
+static void trig_poly(double res[3], double x0, double xc, double xs) {
+  res[0] = x0 + xc, res[1] = 2 * xs, res[2] = x0 - xc;
+}
+
+/* the root of c (degree deg) between x0 and x1 whose values differ in sign */
+static double poly_root(const double *c, int deg, double x0, double f0, double x1, double f1) {
+  double a = x0, fa = f0, b = x1, fb = f1, x = 0.5 * (a + b);
+  int last = 0;
+  for (int it = 0; it < KHZ_CC_ROOT_ITERS && b - a > KHZ_CC_ROOT_TOL; it++) {
+    x = (a * fb - b * fa) / (fb - fa);
+    if (!(x > a && x < b)) x = 0.5 * (a + b);
+    double fx = poly_at(c, deg, x);
+    if (fx == 0) return x;
+    if ((fx < 0) == (fa < 0)) {
+      a = x, fa = fx;
+      if (last < 0) fb *= 0.5;
+      last = -1;
+    } else {
+      b = x, fb = fx;
+      if (last > 0) fa *= 0.5;
+      last = 1;
+    }
+  }
+  return x;
+}
+
+/* the real roots of p (degree KHZ_CC_DEG) in [-1, 1], and its turning
+ * points where it nearly touches 0 (double roots); returns their count */
+static int cc_roots(const double p[KHZ_CC_DEG + 1], double *out) {
+  double der[KHZ_CC_DEG + 1][KHZ_CC_DEG + 1], pts[2 * KHZ_CC_DEG + 2], nxt[2 * KHZ_CC_DEG + 2];
+  int npts = 0;
+  for (int k = 0; k <= KHZ_CC_DEG; k++) der[0][k] = p[k];
+  for (int l = 1; l < KHZ_CC_DEG; l++) /* der[l]: the l-th derivative, degree 8 - l */
+    for (int k = 0; k <= KHZ_CC_DEG - l; k++) der[l][k] = (k + 1) * der[l - 1][k + 1];
+  double big = 0;
+  for (int k = 0; k <= KHZ_CC_DEG; k++) big = fmax(big, fabs(p[k]));
+  if (!(big > 0)) return 0;
+  /* from the linear derivative up: between consecutive turning points each
+   * derivative is monotone, so a change of sign brackets its only root there */
+  for (int l = KHZ_CC_DEG - 1; l >= 0; l--) {
+    int deg = KHZ_CC_DEG - l, nn = 0;
+    double x0 = -1, f0 = poly_at(der[l], deg, -1);
+    for (int i = 0; i <= npts; i++) {
+      double x1 = i < npts ? pts[i] : 1, f1 = poly_at(der[l], deg, x1);
+      if (f0 == 0) nxt[nn++] = x0;
+      else if ((f0 < 0) != (f1 < 0) && f1 != 0) nxt[nn++] = poly_root(der[l], deg, x0, f0, x1, f1);
+      if (l == 0 && i < npts && f1 != 0 && fabs(f1) <= KHZ_CC_FLAT * big) nxt[nn++] = x1;
+      x0 = x1, f0 = f1;
+    }
+    if (f0 == 0) nxt[nn++] = 1;
+    for (int i = 0; i < nn; i++) pts[i] = nxt[i];
+    npts = nn;
+  }
+  for (int i = 0; i < npts; i++) out[i] = pts[i];
+  return npts;
+}
+
+/* the critical pairs of the distance between rim circle (ca, a, ra) of A and
+ * (cb, b, rb) of B, scored as Q - P, and as P - Q when apart is 1 */
+static void cc_rims(exact_best *e, const double ca[3], const double a[3], double ra,
+                    const double cb[3], const double b[3], double rb, int apart) {
+  double U[3], V[3], E[3];
+  khzu_orthogonal(U, a);
+  khzu_cross(V, a, U);
+  khzu_sub3(E, ca, cb);
+  for (int half = 0; half < 2; half++) {
+    if (half) khzu_scl3(U, U, -1), khzu_scl3(V, V, -1); /* th + pi */
+    double eu = khzu_dot3(E, U), ev = khzu_dot3(E, V), ub = khzu_dot3(U, b), vb = khzu_dot3(V, b);
+    double L[3], M[3], N[3], S[3], one[3] = {1, 0, 1};
+    trig_poly(L, 0, ra * ev, -ra * eu);                     /* E.P' */
+    trig_poly(M, khzu_dot3(E, b), ra * ub, ra * vb);         /* D.b */
+    trig_poly(N, 0, ra * vb, -ra * ub);                      /* b.P' */
+    trig_poly(S, khzu_dot3(E, E) + ra * ra, 2 * ra * eu, 2 * ra * ev); /* |D|^2 */
+    double W[5], MM[5], L2[5], LO[5], MN[5], K[5], R[9], T[9];
+    poly_mul(W, S, 2, one, 2); /* |w|^2 (1 + t^2)^2 = |D|^2 - (D.b)^2 */
+    poly_mul(MM, M, 2, M, 2);
+    for (int k = 0; k < 5; k++) W[k] -= MM[k];
+    poly_mul(L2, L, 2, L, 2);
+    poly_mul(LO, L, 2, one, 2);
+    poly_mul(MN, M, 2, N, 2);
+    for (int k = 0; k < 5; k++) K[k] = LO[k] - MN[k]; /* (E.P' - (D.b)(b.P')) (1 + t^2)^2 */
+    poly_mul(R, L2, 4, W, 4);
+    poly_mul(T, K, 4, K, 4);
+    for (int k = 0; k <= KHZ_CC_DEG; k++) R[k] -= rb * rb * T[k];
+    double t[2 * KHZ_CC_DEG + 2];
+    int nt = cc_roots(R, t);
+    for (int i = 0; i < nt; i++) {
+      double den = 1 + t[i] * t[i], c = (1 - t[i] * t[i]) / den, s = 2 * t[i] / den, P[3], D[3];
+      for (int j = 0; j < 3; j++) P[j] = ca[j] + ra * (c * U[j] + s * V[j]);
+      khzu_sub3(D, P, cb);
+      khzu_addScl3(D, D, b, -khzu_dot3(D, b));
+      if (khzu_normalize3(D) < KHZ_NO_DIRECTION) continue; /* P on B's axis: every Q */
+      for (int sq = -1; sq <= 1; sq += 2) {
+        double n[3];
+        for (int j = 0; j < 3; j++) n[j] = cb[j] + sq * rb * D[j] - P[j];
+        exact_try(e, n);
+        if (!apart) continue;
+        khzu_scl3(n, n, -1);
+        exact_try(e, n);
+      }
+    }
+  }
+}
+
+/* two cylinders: the poles, the creases' crossings, the crease circles'
+ * minima and the rims' critical pairs */
+static void exact_cyl_cyl(nsearch *ns, exact_best *e) {
+  const khzColShape *A = ns->a, *B = ns->b;
+  double ax[2][3], c[3];
+  axis_z(A, ax[0]);
+  axis_z(B, ax[1]);
+  for (int k = 0; k < 2; k++) {
+    exact_try(e, ax[k]);
+    khzu_scl3(c, ax[k], -1);
+    exact_try(e, c);
+  }
+  khzu_cross(c, ax[0], ax[1]);
+  if (khzu_normalize3(c) >= KHZ_CREASE_SIN) {
+    exact_try(e, c);
+    khzu_scl3(c, c, -1);
+    exact_try(e, c);
+  }
+  for (int k = 0; k < 2; k++) exact_circle(e, ax[k], (const double(*)[3])ax, 2, (const double(*)[3])ax, 2);
+  if (ns->until_apart && !(e->f > 0)) return;
+  /* Shapes that hold each other's points (eq. 4's pairs, until_apart 0)
+   * overlap, so g > 0 at its minimum, and an interior minimum is n = (Q - P)
+   * / |Q - P| with g = |Q - P|: only that sign is scored, and a pair of rims
+   * whose circles lie farther apart (|C_A - C_B| - r_a - r_b) than the least
+   * overlap so far has no candidate below it. Pairs that may be apart keep
+   * both signs and every pair of rims. */
+  int apart = ns->until_apart;
+  double tie = KHZ_EQ4_TIE * (A->scale + B->scale);
+  for (int ra = 0; ra < 2; ra++)
+    for (int rb = 0; rb < 2; rb++) {
+      double pa[3], pb[3], ab[3];
+      khzu_addScl3(pa, A->pos, ax[0], ra ? A->size[1] : -A->size[1]);
+      khzu_addScl3(pb, B->pos, ax[1], rb ? B->size[1] : -B->size[1]);
+      khzu_sub3(ab, pb, pa);
+      if (!apart && khzu_norm3(ab) - A->size[0] - B->size[0] > e->f + tie) continue;
+      cc_rims(e, pa, ax[0], A->size[0], pb, ax[1], B->size[0], apart);
+    }
+}
+
 /* a box against a cylinder (either way round): the least overlap over the
- * candidates above and the searches' own starts; 0 for other pairs */
+ * candidates above and the searches' own starts; two cylinders
+ * (exact_cyl_cyl); 0 for other pairs */
 static int exact_normal(nsearch *ns) {
   const khzColShape *a = ns->a, *b = ns->b;
+  if (a->shape == KHZ_SHAPE_CYLINDER && b->shape == KHZ_SHAPE_CYLINDER) {
+    exact_best e = {ns, DBL_MAX, {0, 0, 1}};
+    exact_try(&e, ns->n);
+    if (ns->have2) exact_try(&e, ns->n2);
+    exact_cyl_cyl(ns, &e);
+    khzu_copy3(ns->n, e.n);
+    ns->best = e.f;
+    return 1;
+  }
   const khzColShape *box = a->shape == KHZ_SHAPE_BOX ? a : b, *cyl = box == a ? b : a;
   if (box->shape != KHZ_SHAPE_BOX || cyl->shape != KHZ_SHAPE_CYLINDER) return 0;
   exact_best e = {ns, DBL_MAX, {0, 0, 1}};
@@ -997,14 +1228,15 @@ static int rims_convex(const khzColShape *a, const khzColShape *b, khzColOut *o,
 }
 
 /* the least overlap of a bounded convex pair from rim_candidates' best
- * axes, by the exact form where there is one (exact != 0) or by the pattern
- * search (tests compare the two) */
+ * axes, by the exact form where there is one (exact != 0; 2: for shapes
+ * known to overlap, as eq. 4's pairs) or by the pattern search (tests
+ * compare them) */
 double khz_col_leastOverlap(const khzColShape *a, const khzColShape *b, int exact, double n[3]) {
   double scale = a->scale + b->scale;
   khzColOut o = {0};
   nsearch ns = {a, b, &o, 0, {0, 0, 1}, KHZ_EQ4_TIE * scale, 0, 1, 0, {0, 0, 1}, 0, 0};
   rim_candidates(&ns);
-  ns.until_apart = 1;
+  ns.until_apart = exact != 2;
   if (!exact || !exact_normal(&ns)) {
     double n1[3], f = 0;
     khzu_copy3(n1, ns.n);
