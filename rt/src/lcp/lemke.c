@@ -376,17 +376,25 @@ static khzLcpStatus lemke_core(khzLemke *lk, int n, const double *M, const doubl
   return KHZ_LCP_SOLVED;
 }
 
-khzLcpStatus khz_lemke(khzLemke *lk, int n, const double *M, const double *q, double *z, double *w,
-                       int max_pivots) {
+/* What every solve does first: clears the counters, z and w; returns 1 with
+ * *st set when there is nothing to pivot (n <= 0: solved; n > nmax: too big) */
+static int solve_begin(khzLemke *lk, int n, double *z, double *w, khzLcpStatus *st) {
   lk->pivots = 0;
   lk->reinverts = 0;
   lk->polished = 0;
   lk->residual = 0;
   lk->nbasis = 0;
-  if (n <= 0) return KHZ_LCP_SOLVED;
+  *st = n <= 0 ? KHZ_LCP_SOLVED : KHZ_LCP_TOOBIG;
+  if (n <= 0) return 1;
   memset(z, 0, (size_t)n * sizeof(double));
   memset(w, 0, (size_t)n * sizeof(double));
-  if (n > lk->nmax) return KHZ_LCP_TOOBIG;
+  return n > lk->nmax;
+}
+
+khzLcpStatus khz_lemke(khzLemke *lk, int n, const double *M, const double *q, double *z, double *w,
+                       int max_pivots) {
+  khzLcpStatus st;
+  if (solve_begin(lk, n, z, w, &st)) return st;
   if (max_pivots <= 0) max_pivots = 50 * n + 100;
   for (int i = 0; i < n; i++) {
     if (!isfinite(q[i])) return KHZ_LCP_RAY;
@@ -408,7 +416,7 @@ khzLcpStatus khz_lemke(khzLemke *lk, int n, const double *M, const double *q, do
    * tolerances, absolute at |q| ~ 1, do not swallow it; z is scaled back */
   qmax = qmax < 1e-3 ? qmax / 1e-3 : 1;
   for (int i = 0; i < n; i++) lk->qs[i] = q[i] / qmax;
-  khzLcpStatus st = lemke_core(lk, n, M, lk->qs, z, w, max_pivots);
+  st = lemke_core(lk, n, M, lk->qs, z, w, max_pivots);
   lk->nbasis = st == KHZ_LCP_SOLVED ? n : 0;
   if (st != KHZ_LCP_SOLVED) {
     memset(z, 0, (size_t)n * sizeof(double));
@@ -439,15 +447,8 @@ void khz_lemkeBasis(const khzLemke *lk, int n, unsigned char *zbasic) {
  * accepts its own (1e-10 when tol is 0) */
 khzLcpStatus khz_lemkeWarm(khzLemke *lk, int n, const double *M, const double *q,
                            const unsigned char *zbasic, double *z, double *w) {
-  lk->pivots = 0;
-  lk->reinverts = 0;
-  lk->polished = 0;
-  lk->residual = 0;
-  lk->nbasis = 0;
-  if (n <= 0) return KHZ_LCP_SOLVED;
-  memset(z, 0, (size_t)n * sizeof(double));
-  memset(w, 0, (size_t)n * sizeof(double));
-  if (n > lk->nmax) return KHZ_LCP_TOOBIG;
+  khzLcpStatus st;
+  if (solve_begin(lk, n, z, w, &st)) return st;
   double qmax = 0;
   int any_negative = 0;
   for (int i = 0; i < n; i++) {
