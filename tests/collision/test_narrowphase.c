@@ -472,6 +472,18 @@ static void ccd_center(const void *obj, ccd_vec3_t *out) {
   out->v[0] = s->bcenter[0], out->v[1] = s->bcenter[1], out->v[2] = s->bcenter[2];
 }
 
+/* libccd's GJK / EPA on two of our shapes, tight tolerances: the oracle */
+static ccd_t ccd_oracle(void) {
+  ccd_t ccd;
+  CCD_INIT(&ccd);
+  ccd.support1 = ccd.support2 = ccd_support;
+  ccd.center1 = ccd.center2 = ccd_center;
+  ccd.max_iterations = 1000;
+  ccd.epa_tolerance = 1e-10;
+  ccd.dist_tolerance = 1e-12;
+  return ccd;
+}
+
 /* how agreement() poses the pair */
 typedef enum {
   POSE_RANDOM,  /* random orientations, approach from a random direction, 2-50 mm deep */
@@ -503,13 +515,7 @@ static void agreement(const char *name, khzGeomType ta, const double *sa, khzGeo
     cu_geom(s, b, tb, sb[0], sb[1], sb[2]);
   khzModel *m = cu_compile(s);
   khzData *d = khz_makeData(m, 0);
-  ccd_t ccd;
-  CCD_INIT(&ccd);
-  ccd.support1 = ccd.support2 = ccd_support;
-  ccd.center1 = ccd.center2 = ccd_center;
-  ccd.max_iterations = 1000;
-  ccd.epa_tolerance = 1e-10;
-  ccd.dist_tolerance = 1e-12;
+  ccd_t ccd = ccd_oracle();
 
   double worst = 0, sum = 0, worstn = 0, below = 0;
   int n = 0, missed = 0, phantom = 0;
@@ -644,13 +650,7 @@ static void exact_vs_search(const char *name, int ga, const double sa[3], int gb
   cu_geom(s, bb, gb, sb[0], sb[1], sb[2]);
   khzModel *m = cu_compile(s);
   khzData *d = khz_makeData(m, 0);
-  ccd_t ccd;
-  CCD_INIT(&ccd);
-  ccd.support1 = ccd.support2 = ccd_support;
-  ccd.center1 = ccd.center2 = ccd_center;
-  ccd.max_iterations = 1000;
-  ccd.epa_tolerance = 1e-10;
-  ccd.dist_tolerance = 1e-12;
+  ccd_t ccd = ccd_oracle();
   /* A's top (a box's face, a cylinder's cap) and its half-extents across */
   double top = ga == KHZ_GEOM_BOX ? sa[2] : sa[1], wx = sa[0], wy = ga == KHZ_GEOM_BOX ? sa[1] : sa[0];
   /* B standing tilted: its centre's height above its lowest point */
