@@ -192,67 +192,15 @@ static void contact_frame(const double n[3], double fr[9]) {
   khzu_cross(fr + 6, fr, fr + 3);
 }
 
-/* A re-impact of a pair already in contact (phases.c, per_point) takes its
- * impulses at up to this many of its points rather than at their centroid */
-#define KHZ_REIMPACT_SITES 8
-
-/* The points of a re-impacting pair where its impulses act: the fastest
- * approaching point, then the farthest point in each of 8 directions of
- * the contact plane about the centroid (the corners of the region, which
- * every distribution of impulse over it can be moved to). A body tipping
- * onto its second edge must turn about the edge it rests on and be stopped
- * at the one that lands; one impulse at the centroid of both (the paper's
- * impact, tried as a re-impact) does neither. Returns the count. */
-static int reimpact_points(const khzModel *m, const khzData *d, const khzContact *c, int *pick) {
-  const khzContactPoint *pts = d->cpoint + c->point_adr;
-  double x[3], fr[9], best = INFINITY;
-  pair_centroid(d, c, x);
-  contact_frame(c->normal, fr);
-  int n = 0, fastest = -1;
-  for (int k = 0; k < c->npoint; k++) {
-    double v0[3], v1[3];
-    khz_pointVelocity(m, d, c->body[0], pts[k].pos, v0);
-    khz_pointVelocity(m, d, c->body[1], pts[k].pos, v1);
-    double sn = (v0[0] - v1[0]) * c->normal[0] + (v0[1] - v1[1]) * c->normal[1] + (v0[2] - v1[2]) * c->normal[2];
-    if (sn < best) best = sn, fastest = k;
-  }
-  if (fastest < 0) return 0;
-  pick[n++] = fastest;
-  for (int dir = 0; dir < 8 && n < KHZ_REIMPACT_SITES; dir++) {
-    double a = dir * M_PI / 4, u[3], far = -INFINITY;
-    int at = -1;
-    for (int j = 0; j < 3; j++) u[j] = cos(a) * fr[3 + j] + sin(a) * fr[6 + j];
-    for (int k = 0; k < c->npoint; k++) {
-      double r = (pts[k].pos[0] - x[0]) * u[0] + (pts[k].pos[1] - x[1]) * u[1] + (pts[k].pos[2] - x[2]) * u[2];
-      if (r > far) far = r, at = k;
-    }
-    int seen = 0;
-    for (int q = 0; q < n; q++) seen |= pick[q] == at;
-    if (at >= 0 && !seen) pick[n++] = at;
-  }
-  return n;
-}
-
 /* One cluster of k impacting pairs (contact indices idx) solved together.
- * Unknowns: each site's impulse in its pair's frame, lam = (normal, t1, t2),
- * +lam on body 0 and -lam on body 1 at the site: the pair's centroid, or
- * for a re-impacting pair (per_point, may be NULL) each of its points from
- * reimpact_points, whose target is Newton's on the point's own approach (0
- * for a point that does not approach). v = u + W lam is the relative
- * velocity after the impulses (u before). Returns the sweeps taken, or -1
- * when the scratch stack is short (nothing is applied). */
-static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int npair, const int *per_point,
-                         double *dvel, double *dqd) {
+ * Unknowns: each pair's impulse in its frame, lam = (normal, t1, t2), +lam on
+ * body 0 and -lam on body 1 at the pair's centroid. v = u + W lam is the
+ * relative velocity after the impulses (u before). Returns the sweeps taken,
+ * or -1 when the scratch stack is short (nothing is applied). */
+static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int k, double *dvel,
+                         double *dqd) {
   size_t mark = khz_stackMark(d);
-  /* the sites: one per pair, or the points of a re-impacting pair while
-   * the cluster stays within KHZ_CLUSTER_PAIRS sites (the stack reserved) */
-  int k = 0, pick[KHZ_REIMPACT_SITES], split = 0;
-  for (int i = 0; i < npair; i++)
-    k += per_point && per_point[idx[i]] ? reimpact_points(m, d, d->contact + idx[i], pick) : 1;
-  if (k > npair && k <= KHZ_CLUSTER_PAIRS) split = 1;
-  else k = npair;
   int n3 = 3 * k;
-  int *site = khz_stackAlloc(d, 2 * (size_t)k * sizeof(int)), *own = site + k;
   double *x = khz_stackAlloc(d, 3 * (size_t)k * sizeof(double));
   double *fr = khz_stackAlloc(d, 9 * (size_t)k * sizeof(double));
   double *W = khz_stackAlloc(d, (size_t)n3 * (size_t)n3 * sizeof(double));
@@ -262,37 +210,30 @@ static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int npai
   double *N = khz_stackAlloc(d, (size_t)k * (size_t)k * sizeof(double));
   double *ln = khz_stackAlloc(d, (size_t)k * sizeof(double));
   int *act = khz_stackAlloc(d, 2 * (size_t)k * sizeof(int));
-  if (!(site && x && fr && W && v && lam && tgt && N && ln && act)) {
+  if (!(x && fr && W && v && lam && tgt && N && ln && act)) {
     khz_stackFree(d, mark);
     return -1;
   }
-  for (int i = 0, s = 0; i < npair; i++) {
+  for (int i = 0; i < k; i++) {
     const khzContact *c = d->contact + idx[i];
-    int np = split && per_point[idx[i]] ? reimpact_points(m, d, c, pick) : 0;
-    for (int q = 0; q < (np ? np : 1); q++, s++) {
-      double *xi = x + 3 * s, v0[3], v1[3], u[3];
-      site[s] = idx[i], own[s] = np > 0;
-      if (np) memcpy(xi, d->cpoint[c->point_adr + pick[q]].pos, 3 * sizeof(double));
-      else pair_centroid(d, c, xi);
-      contact_frame(c->normal, fr + 9 * s);
-      khz_pointVelocity(m, d, c->body[0], xi, v0);
-      khz_pointVelocity(m, d, c->body[1], xi, v1);
-      for (int j = 0; j < 3; j++) u[j] = v0[j] - v1[j];
-      for (int r = 0; r < 3; r++) v[3 * s + r] = khzu_dot3(u, fr + 9 * s + 3 * r);
-      /* Newton's restitution on the centroid's own approach: the fastest
-       * point of a body landing on one edge moves twice as fast as the
-       * centroid, and a target from it would add energy. A re-impact's
-       * points each take their own (the impulses then turn the body about
-       * the points it rests on). */
-      tgt[s] = np ? (v[3 * s] < 0 ? -m->contact.restitution * v[3 * s] : 0) : restitution_target(m, d, c, v[3 * s]);
-    }
+    double *xi = x + 3 * i, v0[3], v1[3], u[3];
+    pair_centroid(d, c, xi);
+    contact_frame(c->normal, fr + 9 * i);
+    khz_pointVelocity(m, d, c->body[0], xi, v0);
+    khz_pointVelocity(m, d, c->body[1], xi, v1);
+    for (int j = 0; j < 3; j++) u[j] = v0[j] - v1[j];
+    for (int r = 0; r < 3; r++) v[3 * i + r] = khzu_dot3(u, fr + 9 * i + 3 * r);
+    /* Newton's restitution on the centroid's own approach: the fastest
+     * point of a body landing on one edge moves twice as fast as the
+     * centroid, and a target from it would add energy */
+    tgt[i] = restitution_target(m, d, c, v[3 * i]);
   }
 
   /* W, column by column: a unit impulse along direction e of pair j */
   memset(W, 0, (size_t)n3 * (size_t)n3 * sizeof(double));
   memset(dqd, 0, (size_t)m->nv * sizeof(double));
   for (int j = 0; j < k; j++) {
-    const khzContact *cj = d->contact + site[j];
+    const khzContact *cj = d->contact + idx[j];
     for (int e = 0; e < 3; e++) {
       for (int s = 0; s < 2; s++) {
         int b = cj->body[s];
@@ -302,7 +243,7 @@ static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int npai
         khz_spatialImpulse(m, d, b, x + 3 * j, J, f);
         khz_impulseResponse(m, d, b, f, dqd, dvel);
         for (int i = 0; i < k; i++) {
-          const khzContact *ci = d->contact + site[i];
+          const khzContact *ci = d->contact + idx[i];
           for (int s2 = 0; s2 < 2; s2++) {
             int bi = ci->body[s2];
             if (bi <= 0 || m->body_root[bi] != m->body_root[b]) continue;
@@ -325,9 +266,7 @@ static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int npai
    * converge as m_light / m_heavy per sweep, is solved here. */
   memset(lam, 0, (size_t)n3 * sizeof(double));
   int *map = act + k;
-  /* a re-impact's points start from zero: their normal block is singular
-   * (more points than the body has ways to move) */
-  for (int i = 0; i < k; i++) act[i] = !own[i];
+  for (int i = 0; i < k; i++) act[i] = 1;
   for (int pass = 0; pass < k; pass++) {
     int na = 0;
     for (int i = 0; i < k; i++)
@@ -362,7 +301,7 @@ static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int npai
   for (sweep = 0; sweep < max_sweeps; sweep++) {
     moved = 0;
     for (int i = 0; i < k; i++) {
-      const khzContact *ci = d->contact + site[i];
+      const khzContact *ci = d->contact + idx[i];
       double *li = lam + 3 * i, *vi = v + 3 * i, dl[3];
       const double *Wi = W + (size_t)(3 * i) * n3 + 3 * i; /* the pair's 3 x 3 block, rows n3 apart */
       double wnn = Wi[0];
@@ -400,7 +339,7 @@ static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int npai
   /* apply: one impulse response per pair and body */
   memset(dqd, 0, (size_t)m->nv * sizeof(double));
   for (int i = 0; i < k; i++) {
-    const khzContact *ci = d->contact + site[i];
+    const khzContact *ci = d->contact + idx[i];
     const double *li = lam + 3 * i, *f3 = fr + 9 * i;
     if (li[0] == 0 && li[1] == 0 && li[2] == 0) continue;
     for (int s = 0; s < 2; s++) {
@@ -417,7 +356,7 @@ static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int npai
   return sweep;
 }
 
-void khz_resolveImpacts(const khzModel *m, khzData *d, const int *per_point) {
+void khz_resolveImpacts(const khzModel *m, khzData *d) {
   size_t mark = khz_stackMark(d);
   int *parent = khz_stackAlloc(d, (size_t)m->nbody * sizeof(int));
   int *cluster = khz_stackAlloc(d, (size_t)d->ncontact * sizeof(int));
@@ -459,7 +398,7 @@ void khz_resolveImpacts(const khzModel *m, khzData *d, const int *per_point) {
       for (int j = 0; j < k; j++) cluster[idx[j]] = -3;
       continue;
     }
-    if (solve_cluster(m, d, idx, k, per_point, dvel, dqd) < 0) {
+    if (solve_cluster(m, d, idx, k, dvel, dqd) < 0) {
       for (int j = 0; j < k; j++) cluster[idx[j]] = -3;
       continue;
     }
@@ -497,6 +436,6 @@ size_t khz_impulseStackBytes(const khzModel *m) {
   /* the phase marks of khz_contactBegin, then khz_resolveImpacts, then one cluster */
   size_t outer = 3 * nb * sizeof(int) + 2 * (size_t)m->npair_max * sizeof(int) +
                  (2 * nv + 2 + 6 * nb + (size_t)m->npair_max) * sizeof(double);
-  size_t cluster = (n3 * n3 + k * k + 2 * n3 + 14 * k) * sizeof(double) + 4 * k * sizeof(int);
-  return outer + cluster + 25 * 64; /* 64-byte alignment of each of the 18 blocks */
+  size_t cluster = (n3 * n3 + k * k + 2 * n3 + 14 * k) * sizeof(double) + 2 * k * sizeof(int);
+  return outer + cluster + 24 * 64; /* 64-byte alignment of each of the 17 blocks */
 }

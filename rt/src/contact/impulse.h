@@ -12,10 +12,9 @@
 
 /* Impulses for the pairs in KHZ_PHASE_IMPACT, with the articulated inertias
  * of khz_abaCore at the current q (Newton's restitution on each pair's
- * centroid's approach speed before them; a re-impact, per_point[i] = 1
- * (ncontact, may be NULL), at its points, each on its own approach).
- * Updates d->qd and the forward pass. */
-void khz_resolveImpacts(const khzModel *m, khzData *d, const int *per_point);
+ * centroid's approach speed before them). Updates d->qd and the forward
+ * pass. */
+void khz_resolveImpacts(const khzModel *m, khzData *d);
 
 /* scratch bytes the impulses may take from d's stack (khz_resolveImpacts
  * and one cluster) */

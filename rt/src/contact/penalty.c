@@ -153,19 +153,6 @@ double khz_penaltyAutoDepth(const khzData *d, double accel) {
   return accel / (w * w);
 }
 
-/* The automatic re-impact speed (phases.c): a point of a resting pair that
- * approaches faster than KHZ_REIMPACT_AUTO |g| / omega re-impacts. A
- * critically damped spring of frequency omega stops a point arriving at v
- * within about v / omega, and holds a body up g / omega^2 deep: faster than
- * g / omega (3.3 cm/s at 1 kHz) the stop is deeper than the rest depth, and
- * its force, read back as load, stiffens the spring that then pushes the
- * body back up. With no gravity, Fig. 2's eps. */
-#define KHZ_REIMPACT_AUTO 2.0
-double khz_penaltyReimpactVelocity(const khzModel *m, const khzData *d) {
-  double g = sqrt(khzu_dot3(m->gravity, m->gravity));
-  return fmax(KHZ_REIMPACT_AUTO * g / auto_omega(d->timestep), m->contact.impact_velocity);
-}
-
 /* the sticking spring-damper's gains relative to the normal ones */
 static double tangent_scale(const khzModel *m, const khzContact *c) {
   return auto_gains(m, c) ? KHZ_AUTO_TANGENT_SCALE : KHZ_TANGENT_SCALE;

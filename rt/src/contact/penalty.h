@@ -18,10 +18,6 @@ int khz_penaltyAutoGains(const khzModel *m, const khzContact *c);
  * an acceleration accel (m/s^2): accel (h / KHZ_AUTO_OMEGA)^2 */
 double khz_penaltyAutoDepth(const khzData *d, double accel);
 
-/* the speed (m/s) at which a point of a resting pair with automatic gains
- * re-impacts when the scene sets no contact.reimpact_velocity (phases.c) */
-double khz_penaltyReimpactVelocity(const khzModel *m, const khzData *d);
-
 /* 1 if a pair found this tick still needs its effective mass or rotational
  * inertia, which take the articulated inertias at the current q */
 int khz_penaltyNeedsInertias(const khzModel *m, const khzData *d);

@@ -11,7 +11,6 @@
 
 #include "dynamics.h"
 #include "impulse.h"
-#include "penalty.h"
 
 /* minimum relative normal velocity over a pair's points (negative = approaching) */
 static double approach_speed(const khzModel *m, const khzData *d, const khzContact *c) {
@@ -28,37 +27,24 @@ static double approach_speed(const khzModel *m, const khzData *d, const khzConta
   return smin;
 }
 
-int khz_phaseClassify(const khzModel *m, khzData *d, int *per_point) {
+int khz_phaseClassify(const khzModel *m, khzData *d) {
   /* Beyond the paper (opt-in, contact.reimpact_velocity): a pair in contact
    * whose points approach faster than that impacts again, e.g. a tumbling
    * body's second edge landing on the body it already touches. Its overlap
    * is not released gradually like a new pair's: it carries load. */
   double eps = m->contact.impact_velocity;
   double reimpact = m->contact.reimpact_velocity > 0 ? m->contact.reimpact_velocity : INFINITY;
-  /* Also beyond the paper, when the scene sets no re-impact speed, for pairs
-   * with automatic gains under the multi-point method: a point approaching
-   * faster than the automatic spring can stop within its rest depth
-   * (khz_penaltyReimpactVelocity) re-impacts, with impulses at the pair's
-   * points (impulse.c). The springs stopped such a landing with a force
-   * read back as load (the stiffness rose with it and the offset held the
-   * overlap), and pushed the body back up: a capsule whose second end landed
-   * at 0.8 m/s hopped 18 mm. */
-  double automatic = INFINITY;
-  if (per_point && !(m->contact.reimpact_velocity > 0) && d->contact_method == KHZ_CONTACT_PENALTY)
-    automatic = khz_penaltyReimpactVelocity(m, d);
   int any_impact = 0;
   for (int i = 0; i < d->ncontact; i++) {
     khzContact *c = d->contact + i;
     khzPairState *ps = d->pair + c->slot;
     double sn = approach_speed(m, d, c);
     int fresh = ps->phase == KHZ_PHASE_NONE;
-    if (per_point) per_point[i] = 0;
     /* a new pair: the overlap it starts with is released gradually (a
      * step's travel, an initial overlap, or a contact found late) */
     if (fresh && c->npoint) ps->offset = fmax(ps->offset, d->cpoint[c->deepest].depth);
     if (fresh) ps->phase = sn < -eps ? KHZ_PHASE_IMPACT : KHZ_PHASE_RESTING;
     else if (sn < -reimpact) ps->phase = KHZ_PHASE_IMPACT;
-    else if (sn < -automatic && khz_penaltyAutoGains(m, c)) ps->phase = KHZ_PHASE_IMPACT, per_point[i] = 1;
     any_impact |= ps->phase == KHZ_PHASE_IMPACT;
   }
   return any_impact;

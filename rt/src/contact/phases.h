@@ -9,13 +9,9 @@
 /* Every pair found this tick: a new pair approaching faster than
  * contact.impact_velocity impacts, another new pair rests; a pair already in
  * contact impacts again only when it approaches faster than
- * contact.reimpact_velocity (opt-in), or, when the scene sets none, a pair
- * with automatic gains under the multi-point method whose point approaches
- * faster than khz_penaltyReimpactVelocity: per_point[i] (ncontact; NULL: no
- * such re-impacts) is then 1, and its impulses act at its points. A new
- * pair's initial overlap becomes its spring offset. Returns 1 if any pair
- * impacts. */
-int khz_phaseClassify(const khzModel *m, khzData *d, int *per_point);
+ * contact.reimpact_velocity (opt-in). A new pair's initial overlap becomes
+ * its spring offset. Returns 1 if any pair impacts. */
+int khz_phaseClassify(const khzModel *m, khzData *d);
 
 /* A third body's impact sends the resting pairs of the trees it hit to
  * impulses too, level by level while the impacting pairs fit one cluster.
