@@ -46,7 +46,13 @@
  *      touching the ground, rest after 2 s with penetration at most 0.5 mm
  *      and kinetic energy at most 1e-6 J per kg (a as for round shapes;
  *      bench/untuned_general.py runs them at 0.01-1000 kg too, and a convex
- *      hull: the mass does not change the figures). */
+ *      hull: the mass does not change the figures);
+ *   m. a 1 cm and a 1 m cube, a wide slab and a wide cylinder tipping from
+ *      rest on one edge onto the other with e = 0 rise within 1 mm of the
+ *      rigid answer (Housner's rocking block: a cube rises 1/16 of its
+ *      fall, 7.8 mm for the 1 m one; the slab and the cylinder stop). The
+ *      issue's "at most 1 mm above rest" is this answer only for bodies whose
+ *      ratio is <= 0 (bench/untuned_general.py section 5, docs/validation.md). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -502,6 +508,67 @@ static void case_l(void) {
     }
 }
 
+/* m. a body tipping from rest on one edge onto the opposite one, e = 0,
+ * mu 1 (sticking): Housner's rocking block (1963). Angular momentum about
+ * the landing edge is conserved through the impact, so the body turns on
+ * about it with w' = w (I + m (b^2 - a^2)) / (I + m (a^2 + b^2)) (a the half
+ * width, b the centre's height, I about the centre; 1/4 for a cube) and
+ * rises ratio^2 times its fall (I_A = I_B); when the ratio is <= 0 (a wide
+ * slab or disc) it stops on both edges and does not rise. */
+static void case_m(void) {
+  const struct {
+    const char *name;
+    khzGeomType type;
+    double a, b, mass;
+  } body[] = {{"cube 1 cm", KHZ_GEOM_BOX, 0.005, 0.005, 0.01},
+              {"cube 1 m", KHZ_GEOM_BOX, 0.5, 0.5, 1000},
+              {"slab 40 x 10 cm", KHZ_GEOM_BOX, 0.2, 0.05, 2},
+              {"cylinder r = 2h = 10 cm", KHZ_GEOM_CYLINDER, 0.1, 0.05, 1}};
+  const double th0 = 0.3;
+  for (int t = 0; t < 4; t++) {
+    double a = body[t].a, b = body[t].b, m = body[t].mass, R2 = a * a + b * b;
+    double I = body[t].type == KHZ_GEOM_BOX ? m * R2 / 3 : m * (3 * a * a + 4 * b * b) / 12;
+    double ratio = fmax((I + m * (b * b - a * a)) / (I + m * R2), 0);
+    double z0 = a * sin(th0) + b * cos(th0), fall = z0 - b, want = ratio * ratio * fall;
+    khzSpec *s = ground_spec_with(1.0, 0);
+    khzBodySpec bs;
+    khz_spec_defaultBody(&bs);
+    snprintf(bs.name, sizeof bs.name, "obj");
+    snprintf(bs.joint_name, sizeof bs.joint_name, "obj");
+    bs.joint_type = KHZ_JOINT_FLOATING;
+    bs.mass = m;
+    bs.inertia[0] = bs.inertia[1] = I; /* about the tipping axis (x) and y */
+    bs.inertia[2] = body[t].type == KHZ_GEOM_BOX ? m * 2 * a * a / 3 : m * a * a / 2;
+    double q0[7] = {0, 0, z0, cos(th0 / 2), sin(th0 / 2), 0, 0}; /* turned th0 about x */
+    memcpy(bs.q0, q0, sizeof q0);
+    khzGeomSpec g;
+    khz_spec_defaultGeom(&g);
+    g.body = khz_spec_addBody(s, &bs);
+    g.type = body[t].type;
+    if (g.type == KHZ_GEOM_BOX) g.size[0] = g.size[1] = a, g.size[2] = b;
+    else g.size[0] = a, g.size[1] = b;
+    khz_spec_addGeom(s, &g);
+    khzModel *mdl = compile(s);
+    if (!mdl) continue;
+    khzData *d = khz_makeData(mdl, 0);
+    double top = 0;
+    int landed = 0;
+    for (int k = 0; k < 2000; k++) {
+      khz_step(mdl, d);
+      landed |= d->q[2] < b + 0.02 * fall;
+      if (landed) top = fmax(top, d->q[2] - b);
+    }
+    printf("m. %s tipping from %.1f rad: rise %.3f mm after the landing, rigid e = 0 answer %.3f mm\n",
+           body[t].name, th0, 1e3 * top, 1e3 * want);
+    ENSURE_MSG(landed, "%s never landed on its second edge", body[t].name);
+    ENSURE_MSG(fabs(top - want) <= 1e-3, "%s rises %.3f mm, the rigid answer %.3f mm", body[t].name, 1e3 * top,
+               1e3 * want);
+    ENSURE(d->warning[KHZ_WARN_BADSTATE] == 0);
+    khz_deleteData(&d);
+    khz_deleteModel(&mdl);
+  }
+}
+
 int main(void) {
   case_a();
   case_bc();
@@ -514,5 +581,6 @@ int main(void) {
   case_j();
   case_k();
   case_l();
+  case_m();
   return ensure_report();
 }
