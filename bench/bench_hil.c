@@ -26,8 +26,13 @@
  * the reset) inside counted_ticks, for callgrind's instruction counts
  * (bench/hil_instr.sh prints them for the three variants).
  *
+ * --hash: one FNV-1a hash over every published reading and its sample tick
+ * after each of --ticks ticks from the reset, and then --ticks ticks after
+ * 2 s, for the sensor variants: equal hashes mean a change to rt/src/hil
+ * left every reading bit-identical (for the bench's seed and scene).
+ *
  *   bench_hil [--rounds R] [--ticks T] [--loop-seconds S] [--settle S] [--loop-rounds N]
- *             [--loop-fast] [--instr K [--instr-reset]]
+ *             [--loop-fast] [--instr K [--instr-reset]] [--hash]
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -143,6 +148,26 @@ static void run(variant *x, int n, int timed) {
   }
 }
 
+/* FNV-1a over n bytes, continuing from h */
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+  const unsigned char *c = p;
+  for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * 0x100000001b3ull;
+  return h;
+}
+
+/* --hash: every reading and sample tick of variant x after each of n ticks */
+static uint64_t readings_hash(variant *x, int n, uint64_t h) {
+  for (int i = 0; i < n; i++) {
+    run(x, 1, 0);
+    h = fnv(h, khz_hilValues(x->hil), (size_t)khz_hilNValue(x->hil) * sizeof(double));
+    for (int k = 0; k < khz_hilNSensor(x->hil); k++) {
+      uint64_t t = khz_hilSampledAt(x->hil, k);
+      h = fnv(h, &t, sizeof t);
+    }
+  }
+  return h;
+}
+
 /* the ticks callgrind counts (--instr): valgrind --toggle-collect=counted_ticks */
 __attribute__((noipa)) void counted_ticks(variant *x, int n);
 __attribute__((noipa)) void counted_ticks(variant *x, int n) { run(x, n, 0); }
@@ -195,7 +220,7 @@ static int loop_compute(variant *x, double rate, int mode, double settle, double
 
 int main(int argc, char **argv) {
   int rounds = 30, ticks = 1000, loop_rounds = 3, loop_mode = KHZ_MODE_REALTIME;
-  int instr = -1, instr_reset = 0;
+  int instr = -1, instr_reset = 0, hash = 0;
   double loop_seconds = 3, settle = 2;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
@@ -206,9 +231,10 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--loop-fast")) loop_mode = KHZ_MODE_FAST;
     else if (!strcmp(argv[i], "--instr") && i + 1 < argc) instr = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--instr-reset")) instr_reset = 1;
+    else if (!strcmp(argv[i], "--hash")) hash = 1;
     else {
       fprintf(stderr, "usage: bench_hil [--rounds R] [--ticks T] [--loop-seconds S] [--settle S] "
-                      "[--loop-rounds N] [--loop-fast] [--instr K [--instr-reset]]\n");
+                      "[--loop-rounds N] [--loop-fast] [--instr K [--instr-reset]] [--hash]\n");
       return 2;
     }
   }
@@ -260,6 +286,23 @@ int main(int argc, char **argv) {
     if (!instr_reset) run(x, 2000, 0);
     counted_ticks(x, ticks);
     printf("bench_hil: %s, %d ticks %s\n", x->name, ticks, instr_reset ? "from the reset" : "settled");
+    return 0;
+  }
+
+  if (hash) {
+    for (int k = 1; k < 3; k++) {
+      variant *x = &v[k];
+      khz_resetData(x->m, x->d);
+      khz_kinematics(x->m, x->d);
+      khz_hilReset(x->hil, x->m, x->d);
+      x->tick = 0;
+      uint64_t h0 = readings_hash(x, ticks, 0xcbf29ce484222325ull);
+      run(x, 2000 - ticks > 0 ? 2000 - ticks : 0, 0);
+      uint64_t h1 = readings_hash(x, ticks, h0);
+      printf("bench_hil: %s: readings hash %016llx after %d ticks from the reset, %016llx after "
+             "%d more from 2 s\n",
+             x->name, (unsigned long long)h0, ticks, (unsigned long long)h1, ticks);
+    }
     return 0;
   }
 
