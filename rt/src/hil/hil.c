@@ -639,14 +639,13 @@ static inline void exact_force(const khzHil *hil, const hilSensor *s, const khzD
 static inline void exact_joint_ft(const khzHil *hil, hilSensor *s, const khzData *d, double *x) {
   int b = s->object;
   const double *R = d->xrot + 9 * b, *o = d->xpos + 3 * b, *ps = s->pos;
-  double now[15]; /* p, l, ext[6], pw: kept for the next sample */
-  double *p = now, *l = now + 3, *ext = now + 6, *pw = now + 12;
-  double F[3], T[3], pm[3], pxF[3];
-  memcpy(now, hil->subtree + 12 * b, 12 * sizeof(double));
+  /* p, l, ext[6] (the subtree's sums) and pw: kept for the next sample */
+  const double *p = hil->subtree + 12 * b, *l = p + 3, *ext = p + 6;
+  double pw[3], F[3], T[3], pm[3], pxF[3];
   add_mul3(o, R, ps, pw);
   /* the first sample: as if the momentum held still */
-  const double *prev = s->have_prev ? s->prev : now;
-  const double *pp = prev, *pl = prev + 3, *pe = prev + 6, *ppw = prev + 12;
+  const double *pp = p, *pl = l, *pe = ext, *ppw = pw;
+  if (s->have_prev) pp = s->prev, pl = s->prev + 3, pe = s->prev + 6, ppw = s->prev + 12;
   double rate = s->rate;
   v2d rate2 = dup2(rate), half = dup2(0.5);
   st2(F, (ld2(p) - ld2(pp)) * rate2 - half * (ld2(ext) + ld2(pe)));
@@ -656,9 +655,20 @@ static inline void exact_joint_ft(const khzHil *hil, hilSensor *s, const khzData
   st2(pm, half * (ld2(pw) + ld2(ppw))), pm[2] = 0.5 * (pw[2] + ppw[2]);
   cross3(pxF, pm, F);
   st2(T, ld2(T) - ld2(pxF)), T[2] -= pxF[2]; /* about the point: T_o - p x F */
-  memcpy(s->prev, now, sizeof now);
+  memcpy(s->prev, p, 12 * sizeof(double));
+  memcpy(s->prev + 12, pw, sizeof pw);
   to_body(d, b, F, x);
   to_body(d, b, T, x + 3);
+}
+
+/* floor(v), inline: below 2^52 in size the truncation is exact and one
+ * less when it rounded a negative up; larger values, infinities and NaN
+ * are their own floor. Equal to floor(v) except for v = -0 (+0 here),
+ * which x / res + 0.5 never is (a sum is -0 only when both terms are) */
+static inline double floor_exact(double v) {
+  if (!(fabs(v) < 0x1p52)) return v;
+  double t = (double)(int64_t)v;
+  return t > v ? t - 1 : t;
 }
 
 /* the noise on the n noisy values of a sample: out = quantise(x + bias +
@@ -686,7 +696,7 @@ static inline __attribute__((always_inline)) void add_noise(hilSensor *s, double
   }
   if (s->has_resolution) {
     double res = s->resolution;
-    for (int k = 0; k < n; k++) x[k] = res * floor(x[k] / res + 0.5);
+    for (int k = 0; k < n; k++) x[k] = res * floor_exact(x[k] / res + 0.5);
   }
   if (nwalk) {
     double walk = s->walk, *zw = z + nwhite;
