@@ -20,7 +20,8 @@
  * variants alternating over --loop-rounds (--loop-fast: ticks back to back,
  * every state's compute still measured; less exposed to a loaded machine's
  * scheduling, but with caches warmer than at 1 kHz). The machine's load is
- * printed at the start and the end.
+ * printed at the start and the end, and the process's minor page faults
+ * while each variant's loops ran (first touches of memory in the ticks).
  *
  * --instr K [--instr-reset]: only variant K's --ticks ticks (settled, or from
  * the reset) inside counted_ticks, for callgrind's instruction counts
@@ -38,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "khz/hil.h"
@@ -132,6 +134,7 @@ typedef struct variant {
   khzHil *hil;
   double *t;   /* rounds * ticks tick times, ns */
   long n;
+  long faults; /* the process's minor page faults while its loops ran */
   uint64_t tick;
 } variant;
 
@@ -175,6 +178,11 @@ __attribute__((noipa)) void counted_ticks(variant *x, int n) { run(x, n, 0); }
 /* the loop's tick compute of variant x: a khzLoop in realtime mode holding
  * the arm with one PD command (no watchdog), settle seconds of simulated
  * time skipped, then each state's compute_ns for seconds; appended to t */
+static long minor_faults(void) {
+  struct rusage ru;
+  return getrusage(RUSAGE_SELF, &ru) ? 0 : ru.ru_minflt;
+}
+
 static int loop_compute(variant *x, double rate, int mode, double settle, double seconds,
                         double *t, long *n, long cap) {
   khzLoopConfig cfg;
@@ -202,6 +210,7 @@ static int loop_compute(variant *x, double rate, int mode, double settle, double
     c->kp[i] = 20, c->kd[i] = 2;
   }
   khz_loop_commandCommit(L);
+  long faults0 = minor_faults(); /* the loop's own setup is behind this */
   for (;;) {
     const khzLoopState *st = khz_loop_peekState(L);
     if (!st) {
@@ -214,6 +223,7 @@ static int loop_compute(variant *x, double rate, int mode, double settle, double
     khz_loop_releaseState(L);
     if (time >= settle + seconds) break;
   }
+  x->faults += minor_faults() - faults0;
   khz_loop_destroy(&L);
   return 0;
 }
@@ -352,6 +362,7 @@ int main(int argc, char **argv) {
       free(v[k].t);
       v[k].t = malloc(sizeof(double) * (size_t)cap);
       v[k].n = 0;
+      v[k].faults = 0;
       if (!v[k].t) return 1;
     }
     for (int r = 0; r < loop_rounds; r++)
@@ -363,14 +374,16 @@ int main(int argc, char **argv) {
            "tick compute = wake-up to state published, as khz-server reports it\n",
            khz_loop_modeName(loop_mode), rate, loop_rounds, loop_seconds, skip,
            phase ? "settled, the loose objects asleep" : "from the reset, the objects awake");
-    printf("%-26s %10s %10s %10s %10s\n", "variant", "p50 us", "p99 us", "p50 ratio", "p99 ratio");
+    printf("%-26s %10s %10s %10s %10s %14s\n", "variant", "p50 us", "p99 us", "p50 ratio",
+           "p99 ratio", "faults/round");
     double p50_0 = 0, p99_0 = 0;
     for (int k = 0; k < 3; k++) {
       if (v[k].n == 0) continue;
       qsort(v[k].t, (size_t)v[k].n, sizeof(double), cmp);
       double p50 = v[k].t[v[k].n / 2] / 1e3, p99 = v[k].t[(long)(0.99 * (double)(v[k].n - 1))] / 1e3;
       if (k == 0) p50_0 = p50, p99_0 = p99;
-      printf("%-26s %10.2f %10.2f %10.3f %10.3f\n", v[k].name, p50, p99, p50 / p50_0, p99 / p99_0);
+      printf("%-26s %10.2f %10.2f %10.3f %10.3f %14.1f\n", v[k].name, p50, p99, p50 / p50_0,
+             p99 / p99_0, (double)v[k].faults / loop_rounds);
     }
   }
   print_load("end");

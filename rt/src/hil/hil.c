@@ -15,20 +15,28 @@
 #define M_PI 3.14159265358979323846
 #endif
 
-/* one sensor: what each sample reads first (the hot part), then its
- * history, its delay queue and its fault */
+/* one sensor: what every sample reads first, in the order of the cache
+ * lines a tick touches (at 1 kHz the loop meets them cold): the flags,
+ * queue indices and sample tick; the noise's scales, the generator and the
+ * queue; the bias and the point; then what only some types read (the last
+ * sample, the kept force-torque reading) and what only a fault does */
 typedef struct hilSensor {
   int type, object, dim, adr; /* spec type and object; values and their first index in out */
   int divisor, latency;
   int fault;              /* khzFaultType */
   int have_prev;          /* prev holds the last sample (differencing sensors) */
   int has_white, has_walk, has_resolution; /* white > 0, walk > 0, resolution > 0 */
+  /* delay queue (latency > 0): samples waiting for their latency, oldest first */
+  int qcap, qhead, qtail; /* qtail: the slot after the newest; empty when qhead == qtail */
+  uint64_t sampled_at;    /* the tick the published reading was sampled at */
   double white, resolution;
   double walk;            /* bias_walk * sqrt(sample period): the bias's step per sample */
   double rate;            /* 1 / the sample period (h * divisor) */
-  double pos[3];
   khzRng rng;
+  uint64_t *qtick;        /* qcap: the tick each sample was taken at */
+  double *qval;           /* qcap * dim */
   double bias[KHZ_SENSOR_MAXDIM];
+  double pos[3];
   /* the last sample of a differencing sensor: the encoder's quantised
    * position (prev[0]); the accelerometer point's world velocity (3); the
    * joint force-torque sensor's subtree momentum p, angular momentum l
@@ -39,11 +47,6 @@ typedef struct hilSensor {
    * body's position and contact wrench it came from, at tick kept_tick */
   uint64_t kept_tick;     /* 0: none */
   double kept_in[9], kept[6];
-  uint64_t sampled_at;    /* the tick the published reading was sampled at */
-  /* delay queue (latency > 0): samples waiting for their latency, oldest first */
-  int qcap, qhead, qtail; /* qtail: the slot after the newest; empty when qhead == qtail */
-  uint64_t *qtick;        /* qcap: the tick each sample was taken at */
-  double *qval;           /* qcap * dim */
   /* while a fault is in effect: the newest released reading, which the
    * published values show through the fault (a frozen sensor's stays) */
   double held[KHZ_SENSOR_MAXDIM];
