@@ -20,19 +20,26 @@
  * variants alternating over --loop-rounds (--loop-fast: ticks back to back,
  * every state's compute still measured; less exposed to a loaded machine's
  * scheduling, but with caches warmer than at 1 kHz). The machine's load is
- * printed at the start and the end.
+ * printed at the start and the end, and the process's minor page faults
+ * while each variant's loops ran (first touches of memory in the ticks).
  *
  * --instr K [--instr-reset]: only variant K's --ticks ticks (settled, or from
  * the reset) inside counted_ticks, for callgrind's instruction counts
  * (bench/hil_instr.sh prints them for the three variants).
  *
+ * --hash: one FNV-1a hash over every published reading and its sample tick
+ * after each of --ticks ticks from the reset, and then --ticks ticks after
+ * 2 s, for the sensor variants: equal hashes mean a change to rt/src/hil
+ * left every reading bit-identical (for the bench's seed and scene).
+ *
  *   bench_hil [--rounds R] [--ticks T] [--loop-seconds S] [--settle S] [--loop-rounds N]
- *             [--loop-fast] [--instr K [--instr-reset]]
+ *             [--loop-fast] [--instr K [--instr-reset]] [--hash]
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "khz/hil.h"
@@ -127,6 +134,7 @@ typedef struct variant {
   khzHil *hil;
   double *t;   /* rounds * ticks tick times, ns */
   long n;
+  long faults; /* the process's minor page faults while its loops ran */
   uint64_t tick;
 } variant;
 
@@ -143,6 +151,26 @@ static void run(variant *x, int n, int timed) {
   }
 }
 
+/* FNV-1a over n bytes, continuing from h */
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+  const unsigned char *c = p;
+  for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * 0x100000001b3ull;
+  return h;
+}
+
+/* --hash: every reading and sample tick of variant x after each of n ticks */
+static uint64_t readings_hash(variant *x, int n, uint64_t h) {
+  for (int i = 0; i < n; i++) {
+    run(x, 1, 0);
+    h = fnv(h, khz_hilValues(x->hil), (size_t)khz_hilNValue(x->hil) * sizeof(double));
+    for (int k = 0; k < khz_hilNSensor(x->hil); k++) {
+      uint64_t t = khz_hilSampledAt(x->hil, k);
+      h = fnv(h, &t, sizeof t);
+    }
+  }
+  return h;
+}
+
 /* the ticks callgrind counts (--instr): valgrind --toggle-collect=counted_ticks */
 __attribute__((noipa)) void counted_ticks(variant *x, int n);
 __attribute__((noipa)) void counted_ticks(variant *x, int n) { run(x, n, 0); }
@@ -150,6 +178,11 @@ __attribute__((noipa)) void counted_ticks(variant *x, int n) { run(x, n, 0); }
 /* the loop's tick compute of variant x: a khzLoop in realtime mode holding
  * the arm with one PD command (no watchdog), settle seconds of simulated
  * time skipped, then each state's compute_ns for seconds; appended to t */
+static long minor_faults(void) {
+  struct rusage ru;
+  return getrusage(RUSAGE_SELF, &ru) ? 0 : ru.ru_minflt;
+}
+
 static int loop_compute(variant *x, double rate, int mode, double settle, double seconds,
                         double *t, long *n, long cap) {
   khzLoopConfig cfg;
@@ -177,6 +210,7 @@ static int loop_compute(variant *x, double rate, int mode, double settle, double
     c->kp[i] = 20, c->kd[i] = 2;
   }
   khz_loop_commandCommit(L);
+  long faults0 = minor_faults(); /* the loop's own setup is behind this */
   for (;;) {
     const khzLoopState *st = khz_loop_peekState(L);
     if (!st) {
@@ -189,13 +223,14 @@ static int loop_compute(variant *x, double rate, int mode, double settle, double
     khz_loop_releaseState(L);
     if (time >= settle + seconds) break;
   }
+  x->faults += minor_faults() - faults0;
   khz_loop_destroy(&L);
   return 0;
 }
 
 int main(int argc, char **argv) {
   int rounds = 30, ticks = 1000, loop_rounds = 3, loop_mode = KHZ_MODE_REALTIME;
-  int instr = -1, instr_reset = 0;
+  int instr = -1, instr_reset = 0, hash = 0;
   double loop_seconds = 3, settle = 2;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--rounds") && i + 1 < argc) rounds = atoi(argv[++i]);
@@ -206,9 +241,10 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--loop-fast")) loop_mode = KHZ_MODE_FAST;
     else if (!strcmp(argv[i], "--instr") && i + 1 < argc) instr = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--instr-reset")) instr_reset = 1;
+    else if (!strcmp(argv[i], "--hash")) hash = 1;
     else {
       fprintf(stderr, "usage: bench_hil [--rounds R] [--ticks T] [--loop-seconds S] [--settle S] "
-                      "[--loop-rounds N] [--loop-fast] [--instr K [--instr-reset]]\n");
+                      "[--loop-rounds N] [--loop-fast] [--instr K [--instr-reset]] [--hash]\n");
       return 2;
     }
   }
@@ -263,6 +299,23 @@ int main(int argc, char **argv) {
     return 0;
   }
 
+  if (hash) {
+    for (int k = 1; k < 3; k++) {
+      variant *x = &v[k];
+      khz_resetData(x->m, x->d);
+      khz_kinematics(x->m, x->d);
+      khz_hilReset(x->hil, x->m, x->d);
+      x->tick = 0;
+      uint64_t h0 = readings_hash(x, ticks, 0xcbf29ce484222325ull);
+      run(x, 2000 - ticks > 0 ? 2000 - ticks : 0, 0);
+      uint64_t h1 = readings_hash(x, ticks, h0);
+      printf("bench_hil: %s: readings hash %016llx after %d ticks from the reset, %016llx after "
+             "%d more from 2 s\n",
+             x->name, (unsigned long long)h0, ticks, (unsigned long long)h1, ticks);
+    }
+    return 0;
+  }
+
   print_load("start");
   /* from the reset (the objects awake and settling), then after 2 s of
    * settling: the loose objects asleep, as in a running khz-server */
@@ -309,6 +362,7 @@ int main(int argc, char **argv) {
       free(v[k].t);
       v[k].t = malloc(sizeof(double) * (size_t)cap);
       v[k].n = 0;
+      v[k].faults = 0;
       if (!v[k].t) return 1;
     }
     for (int r = 0; r < loop_rounds; r++)
@@ -320,14 +374,16 @@ int main(int argc, char **argv) {
            "tick compute = wake-up to state published, as khz-server reports it\n",
            khz_loop_modeName(loop_mode), rate, loop_rounds, loop_seconds, skip,
            phase ? "settled, the loose objects asleep" : "from the reset, the objects awake");
-    printf("%-26s %10s %10s %10s %10s\n", "variant", "p50 us", "p99 us", "p50 ratio", "p99 ratio");
+    printf("%-26s %10s %10s %10s %10s %14s\n", "variant", "p50 us", "p99 us", "p50 ratio",
+           "p99 ratio", "faults/round");
     double p50_0 = 0, p99_0 = 0;
     for (int k = 0; k < 3; k++) {
       if (v[k].n == 0) continue;
       qsort(v[k].t, (size_t)v[k].n, sizeof(double), cmp);
       double p50 = v[k].t[v[k].n / 2] / 1e3, p99 = v[k].t[(long)(0.99 * (double)(v[k].n - 1))] / 1e3;
       if (k == 0) p50_0 = p50, p99_0 = p99;
-      printf("%-26s %10.2f %10.2f %10.3f %10.3f\n", v[k].name, p50, p99, p50 / p50_0, p99 / p99_0);
+      printf("%-26s %10.2f %10.2f %10.3f %10.3f %14.1f\n", v[k].name, p50, p99, p50 / p50_0,
+             p99 / p99_0, (double)v[k].faults / loop_rounds);
     }
   }
   print_load("end");

@@ -15,20 +15,28 @@
 #define M_PI 3.14159265358979323846
 #endif
 
-/* one sensor: what each sample reads first (the hot part), then its
- * history, its delay queue and its fault */
+/* one sensor: what every sample reads first, in the order of the cache
+ * lines a tick touches (at 1 kHz the loop meets them cold): the flags,
+ * queue indices and sample tick; the noise's scales, the generator and the
+ * queue; the bias and the point; then what only some types read (the last
+ * sample, the kept force-torque reading) and what only a fault does */
 typedef struct hilSensor {
   int type, object, dim, adr; /* spec type and object; values and their first index in out */
   int divisor, latency;
   int fault;              /* khzFaultType */
   int have_prev;          /* prev holds the last sample (differencing sensors) */
   int has_white, has_walk, has_resolution; /* white > 0, walk > 0, resolution > 0 */
+  /* delay queue (latency > 0): samples waiting for their latency, oldest first */
+  int qcap, qhead, qtail; /* qtail: the slot after the newest; empty when qhead == qtail */
+  uint64_t sampled_at;    /* the tick the published reading was sampled at */
   double white, resolution;
   double walk;            /* bias_walk * sqrt(sample period): the bias's step per sample */
   double rate;            /* 1 / the sample period (h * divisor) */
-  double pos[3];
   khzRng rng;
+  uint64_t *qtick;        /* qcap: the tick each sample was taken at */
+  double *qval;           /* qcap * dim */
   double bias[KHZ_SENSOR_MAXDIM];
+  double pos[3];
   /* the last sample of a differencing sensor: the encoder's quantised
    * position (prev[0]); the accelerometer point's world velocity (3); the
    * joint force-torque sensor's subtree momentum p, angular momentum l
@@ -39,11 +47,6 @@ typedef struct hilSensor {
    * body's position and contact wrench it came from, at tick kept_tick */
   uint64_t kept_tick;     /* 0: none */
   double kept_in[9], kept[6];
-  uint64_t sampled_at;    /* the tick the published reading was sampled at */
-  /* delay queue (latency > 0): samples waiting for their latency, oldest first */
-  int qcap, qhead, qtail; /* qtail: the slot after the newest; empty when qhead == qtail */
-  uint64_t *qtick;        /* qcap: the tick each sample was taken at */
-  double *qval;           /* qcap * dim */
   /* while a fault is in effect: the newest released reading, which the
    * published values show through the fault (a frozen sensor's stays) */
   double held[KHZ_SENSOR_MAXDIM];
@@ -63,6 +66,10 @@ typedef struct hilDrive {
   int lock_pending;       /* a lock began: the next khz_hilDrive holds the joint where it is */
 } hilDrive;
 
+/* a sensor's group: its type and whether it has white noise and a bias walk */
+#define GROUP_KEY(type, white_on, walk_on) (4 * (type) + 2 * (white_on) + (walk_on))
+#define HIL_NGROUP (4 * KHZ_NSENSORTYPE)
+
 struct khzHil {
   int nsensor, ndrive, nvalue;
   hilSensor *sensor;
@@ -73,6 +80,13 @@ struct khzHil {
   double *qval_pool;
   uint64_t seed;
   double h;
+  /* the sensors by group (type, white noise on, bias walk on), each group a
+   * range of order[] (group_sensors); khz_hilSample runs a loop per group */
+  int *order;
+  int ngroup;
+  struct {
+    int key, begin, end;
+  } group[HIL_NGROUP];
   /* faults: how many sensors and drives have one, and the earliest end of a timed one */
   int nfault;
   double next_until;
@@ -210,7 +224,26 @@ static int find_joint(const khzModel *m, const char *name) {
   return -1;
 }
 
-/* each sensor's sample rate and bias step per sample, from the step and its divisor */
+/* the sensors in order of their group's key (a counting pass per key) */
+static void group_sensors(khzHil *hil) {
+  int n = 0;
+  hil->ngroup = 0;
+  for (int key = 0; key < HIL_NGROUP; key++) {
+    int begin = n;
+    for (int i = 0; i < hil->nsensor; i++) {
+      const hilSensor *s = &hil->sensor[i];
+      if (GROUP_KEY(s->type, s->has_white, s->has_walk) == key) hil->order[n++] = i;
+    }
+    if (n > begin) {
+      hil->group[hil->ngroup].key = key;
+      hil->group[hil->ngroup].begin = begin;
+      hil->group[hil->ngroup++].end = n;
+    }
+  }
+}
+
+/* each sensor's sample rate and bias step per sample, from the step and its
+ * divisor; then the groups (has_walk may change) */
 static void set_period(khzHil *hil) {
   for (int i = 0; i < hil->nsensor; i++) {
     hilSensor *s = &hil->sensor[i];
@@ -219,6 +252,7 @@ static void set_period(khzHil *hil) {
     s->walk = hil->spec[i].noise.bias_walk * sqrt(period);
     s->has_walk = s->walk > 0;
   }
+  group_sensors(hil);
 }
 
 static int reads_contacts(int type) {
@@ -265,8 +299,9 @@ khzHil *khz_hilCreate(const khzModel *m, const khzSensorSpec *sensor, int nsenso
   hil->next_until = INFINITY;
   hil->sensor = calloc((size_t)nsensor + 1, sizeof *hil->sensor);
   hil->spec = calloc((size_t)nsensor + 1, sizeof *hil->spec);
+  hil->order = calloc((size_t)nsensor + 1, sizeof *hil->order);
   hil->drive = calloc((size_t)ndrive + 1, sizeof *hil->drive);
-  if (!hil->sensor || !hil->spec || !hil->drive) goto oom;
+  if (!hil->sensor || !hil->spec || !hil->order || !hil->drive) goto oom;
   /* the delay queues in one block: samples in flight, one every divisor
    * ticks over latency ticks, plus the newest */
   size_t nq = 0, nqval = 0;
@@ -372,6 +407,7 @@ void khz_hilFree(khzHil **hil_p) {
   free(hil->subtree);
   free(hil->sensor);
   free(hil->spec);
+  free(hil->order);
   free(hil->drive);
   free(hil->out);
   free(hil);
@@ -380,20 +416,62 @@ void khz_hilFree(khzHil **hil_p) {
 
 /* ------------------------------------------------------------ sensing -- */
 
+/* Two doubles at a time (SSE2 on x86-64): each lane does the scalar
+ * code's operations in its order, so every reading keeps its bits; the
+ * sensors' 3- and 6-vectors take half the arithmetic instructions. */
+typedef double v2d __attribute__((vector_size(16)));
+static inline v2d ld2(const double *p) {
+  v2d v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+static inline void st2(double *p, v2d v) { memcpy(p, &v, sizeof v); }
+static inline v2d dup2(double x) { return (v2d){x, x}; }
+
+/* y = M x, M 3x3 row-major: ((M[3k] x0 + M[3k+1] x1) + M[3k+2] x2) for
+ * rows 0 and 1 as one pair, (M0, M3), (M1, M4), (M2, M5) the columns */
+static inline void mul3(const double *M, const double *x, double *y) {
+  v2d a = ld2(M), b = ld2(M + 3), c = ld2(M + 1), e = ld2(M + 4);
+  v2d y01 = __builtin_shufflevector(a, b, 0, 2) * dup2(x[0]) +
+            __builtin_shufflevector(a, b, 1, 3) * dup2(x[1]) +
+            __builtin_shufflevector(c, e, 1, 3) * dup2(x[2]);
+  double y2 = M[6] * x[0] + M[7] * x[1] + M[8] * x[2];
+  st2(y, y01);
+  y[2] = y2;
+}
+
+/* y = o + M x in the order (((o + M[3k] x0) + M[3k+1] x1) + M[3k+2] x2) */
+static inline void add_mul3(const double *o, const double *M, const double *x, double *y) {
+  v2d a = ld2(M), b = ld2(M + 3), c = ld2(M + 1), e = ld2(M + 4);
+  v2d y01 = ld2(o) + __builtin_shufflevector(a, b, 0, 2) * dup2(x[0]) +
+            __builtin_shufflevector(a, b, 1, 3) * dup2(x[1]) +
+            __builtin_shufflevector(c, e, 1, 3) * dup2(x[2]);
+  double y2 = o[2] + M[6] * x[0] + M[7] * x[1] + M[8] * x[2];
+  st2(y, y01);
+  y[2] = y2;
+}
+
+/* y = M^T x: ((M[k] x0 + M[3+k] x1) + M[6+k] x2), rows 0..1 of M a pair */
+static inline void mul3t(const double *M, const double *x, double *y) {
+  v2d y01 = ld2(M) * dup2(x[0]) + ld2(M + 3) * dup2(x[1]) + ld2(M + 6) * dup2(x[2]);
+  double y2 = M[2] * x[0] + M[5] * x[1] + M[8] * x[2];
+  st2(y, y01);
+  y[2] = y2;
+}
+
 /* world velocity of body b's point p (body frame) */
 static void point_velocity(const khzData *d, int b, const double *p, double *v) {
   const double *R = d->xrot + 9 * b, *w = d->cvel + 6 * b, *v0 = d->cvel + 6 * b + 3;
   double r[3];
-  for (int k = 0; k < 3; k++) r[k] = R[3 * k] * p[0] + R[3 * k + 1] * p[1] + R[3 * k + 2] * p[2];
+  mul3(R, p, r);
   v[0] = v0[0] + w[1] * r[2] - w[2] * r[1];
   v[1] = v0[1] + w[2] * r[0] - w[0] * r[2];
   v[2] = v0[2] + w[0] * r[1] - w[1] * r[0];
 }
 
 /* world vector into body b's axes */
-static void to_body(const khzData *d, int b, const double *x, double *y) {
-  const double *R = d->xrot + 9 * b;
-  for (int k = 0; k < 3; k++) y[k] = R[k] * x[0] + R[3 + k] * x[1] + R[6 + k] * x[2];
+static inline void to_body(const khzData *d, int b, const double *x, double *y) {
+  mul3t(d->xrot + 9 * b, x, y);
 }
 
 static void cross3(double *y, const double *a, const double *b) {
@@ -488,24 +566,28 @@ static void subtree_sums(khzHil *hil, const khzModel *m, const khzData *d) {
     double *p = hil->subtree + 12 * b, *l = p + 3, *f = p + 6, *t = p + 9;
     double mass = m->body_mass[b], r[3], vc[3], wb[3], Iw[3], hw[3], x[3], fb[3];
     /* the com's velocity, and R I R^T w (the spin about the com) */
-    for (int k = 0; k < 3; k++) r[k] = c[k] - o[k];
+    /* (pairs of lanes: the same operations as the scalar loops over k) */
+    v2d m2 = dup2(mass);
+    st2(r, ld2(c) - ld2(o)), r[2] = c[2] - o[2];
     cross3(vc, w, r);
-    for (int k = 0; k < 3; k++) vc[k] += w[3 + k];
-    for (int k = 0; k < 3; k++) wb[k] = R[k] * w[0] + R[3 + k] * w[1] + R[6 + k] * w[2];
-    for (int k = 0; k < 3; k++) Iw[k] = I[3 * k] * wb[0] + I[3 * k + 1] * wb[1] + I[3 * k + 2] * wb[2];
-    for (int k = 0; k < 3; k++) hw[k] = R[3 * k] * Iw[0] + R[3 * k + 1] * Iw[1] + R[3 * k + 2] * Iw[2];
+    st2(vc, ld2(vc) + ld2(w + 3)), vc[2] += w[5];
+    mul3t(R, w, wb);
+    mul3(I, wb, Iw);
+    mul3(R, Iw, hw);
     cross3(x, c, vc);
-    for (int k = 0; k < 3; k++) p[k] = mass * vc[k], l[k] = hw[k] + mass * x[k];
+    st2(p, m2 * ld2(vc)), p[2] = mass * vc[2];
+    st2(l, ld2(hw) + m2 * ld2(x)), l[2] = hw[2] + mass * x[2];
     /* gravity and the body wrench (force, torque) at the com, and the contacts */
-    for (int k = 0; k < 3; k++) fb[k] = mass * m->gravity[k] + xf[k];
+    st2(fb, m2 * ld2(m->gravity) + ld2(xf)), fb[2] = mass * m->gravity[2] + xf[2];
     cross3(x, c, fb);
-    for (int k = 0; k < 3; k++) f[k] = fb[k] + cw[k], t[k] = x[k] + xf[3 + k] + cw[3 + k];
+    st2(f, ld2(fb) + ld2(cw)), f[2] = fb[2] + cw[2];
+    st2(t, ld2(x) + ld2(xf + 3) + ld2(cw + 3)), t[2] = x[2] + xf[5] + cw[5];
   }
   for (int j = hil->nsub - 1; j >= 0; j--) {
     int b = hil->sub_body[j], pa = hil->sub_parent[j];
     if (pa < 0) continue;
     double *sb = hil->subtree + 12 * b, *sp = hil->subtree + 12 * pa;
-    for (int k = 0; k < 12; k++) sp[k] += sb[k];
+    for (int k = 0; k < 12; k += 2) st2(sp + k, ld2(sp + k) + ld2(sb + k));
   }
 }
 
@@ -543,9 +625,9 @@ static inline void exact_force(const khzHil *hil, const hilSensor *s, const khzD
   const double *R = d->xrot + 9 * b, *o = d->xpos + 3 * b, *p = s->pos;
   const double *cw = hil->body_contact + 7 * b;
   double pw[3], t[3];
-  for (int k = 0; k < 3; k++) pw[k] = o[k] + R[3 * k] * p[0] + R[3 * k + 1] * p[1] + R[3 * k + 2] * p[2];
+  add_mul3(o, R, p, pw);
   cross3(t, pw, cw);
-  for (int k = 0; k < 3; k++) t[k] = cw[3 + k] - t[k];
+  st2(t, ld2(cw + 3) - ld2(t)), t[2] = cw[5] - t[2];
   to_body(d, b, cw, x);
   to_body(d, b, t, x + 3);
 }
@@ -560,50 +642,70 @@ static inline void exact_force(const khzHil *hil, const hilSensor *s, const khzD
 static inline void exact_joint_ft(const khzHil *hil, hilSensor *s, const khzData *d, double *x) {
   int b = s->object;
   const double *R = d->xrot + 9 * b, *o = d->xpos + 3 * b, *ps = s->pos;
-  double now[15]; /* p, l, ext[6], pw: kept for the next sample */
-  double *p = now, *l = now + 3, *ext = now + 6, *pw = now + 12;
-  double F[3], T[3], pm[3], pxF[3];
-  memcpy(now, hil->subtree + 12 * b, 12 * sizeof(double));
-  for (int k = 0; k < 3; k++)
-    pw[k] = o[k] + R[3 * k] * ps[0] + R[3 * k + 1] * ps[1] + R[3 * k + 2] * ps[2];
+  /* p, l, ext[6] (the subtree's sums) and pw: kept for the next sample */
+  const double *p = hil->subtree + 12 * b, *l = p + 3, *ext = p + 6;
+  double pw[3], F[3], T[3], pm[3], pxF[3];
+  add_mul3(o, R, ps, pw);
   /* the first sample: as if the momentum held still */
-  const double *prev = s->have_prev ? s->prev : now;
-  const double *pp = prev, *pl = prev + 3, *pe = prev + 6, *ppw = prev + 12;
-  for (int k = 0; k < 3; k++) {
-    F[k] = (p[k] - pp[k]) * s->rate - 0.5 * (ext[k] + pe[k]);
-    T[k] = (l[k] - pl[k]) * s->rate - 0.5 * (ext[3 + k] + pe[3 + k]);
-    pm[k] = 0.5 * (pw[k] + ppw[k]);
-  }
+  const double *pp = p, *pl = l, *pe = ext, *ppw = pw;
+  if (s->have_prev) pp = s->prev, pl = s->prev + 3, pe = s->prev + 6, ppw = s->prev + 12;
+  double rate = s->rate;
+  v2d rate2 = dup2(rate), half = dup2(0.5);
+  st2(F, (ld2(p) - ld2(pp)) * rate2 - half * (ld2(ext) + ld2(pe)));
+  F[2] = (p[2] - pp[2]) * rate - 0.5 * (ext[2] + pe[2]);
+  st2(T, (ld2(l) - ld2(pl)) * rate2 - half * (ld2(ext + 3) + ld2(pe + 3)));
+  T[2] = (l[2] - pl[2]) * rate - 0.5 * (ext[5] + pe[5]);
+  st2(pm, half * (ld2(pw) + ld2(ppw))), pm[2] = 0.5 * (pw[2] + ppw[2]);
   cross3(pxF, pm, F);
-  for (int k = 0; k < 3; k++) T[k] -= pxF[k]; /* about the point: T_o - p x F */
-  memcpy(s->prev, now, sizeof now);
+  st2(T, ld2(T) - ld2(pxF)), T[2] -= pxF[2]; /* about the point: T_o - p x F */
+  memcpy(s->prev, p, 12 * sizeof(double));
+  memcpy(s->prev + 12, pw, sizeof pw);
   to_body(d, b, F, x);
   to_body(d, b, T, x + 3);
+}
+
+/* floor(v), inline: below 2^52 in size the truncation is exact and one
+ * less when it rounded a negative up; larger values, infinities and NaN
+ * are their own floor. Equal to floor(v) except for v = -0 (+0 here),
+ * which x / res + 0.5 never is (a sum is -0 only when both terms are) */
+static inline double floor_exact(double v) {
+  if (!(fabs(v) < 0x1p52)) return v;
+  double t = (double)(int64_t)v;
+  return t > v ? t - 1 : t;
 }
 
 /* the noise on the n noisy values of a sample: out = quantise(x + bias +
  * white N(0,1)), then the bias's random-walk step walk N(0,1) (none at the
  * first sample, the reset's); the deviates of a sample are drawn together,
- * the white ones first. Inlined with n a constant per sensor type */
+ * the white ones first. Inlined with n a constant per sensor type, and in
+ * the ticks' sampling white_on (s->has_white) and walk_on (s->has_walk)
+ * constants per group of sensors (khz_hilSample) */
 static inline __attribute__((always_inline)) void add_noise(hilSensor *s, double *x, int n,
-                                                            int first) {
+                                                            int first, int white_on,
+                                                            int walk_on) {
   double z[2 * KHZ_SENSOR_MAXDIM];
-  int nwhite = s->has_white ? n : 0, nwalk = s->has_walk && !first ? n : 0;
+  int nwhite = white_on ? n : 0, nwalk = walk_on && !first ? n : 0;
   if (nwhite + nwalk) khz_rngNormals(&s->rng, z, nwhite + nwalk);
   const double *bias = s->bias;
+  int k2 = n & ~1; /* lanes in pairs, then the odd one */
   if (nwhite) {
     double white = s->white;
-    for (int k = 0; k < n; k++) x[k] = x[k] + bias[k] + white * z[k];
+    v2d w2 = dup2(white);
+    for (int k = 0; k < k2; k += 2) st2(x + k, ld2(x + k) + ld2(bias + k) + w2 * ld2(z + k));
+    if (n & 1) x[n - 1] = x[n - 1] + bias[n - 1] + white * z[n - 1];
   } else {
-    for (int k = 0; k < n; k++) x[k] += bias[k];
+    for (int k = 0; k < k2; k += 2) st2(x + k, ld2(x + k) + ld2(bias + k));
+    if (n & 1) x[n - 1] += bias[n - 1];
   }
   if (s->has_resolution) {
     double res = s->resolution;
-    for (int k = 0; k < n; k++) x[k] = res * floor(x[k] / res + 0.5);
+    for (int k = 0; k < n; k++) x[k] = res * floor_exact(x[k] / res + 0.5);
   }
   if (nwalk) {
-    double walk = s->walk;
-    for (int k = 0; k < n; k++) s->bias[k] += walk * z[nwhite + k];
+    double walk = s->walk, *zw = z + nwhite;
+    v2d walk2 = dup2(walk);
+    for (int k = 0; k < k2; k += 2) st2(s->bias + k, ld2(s->bias + k) + walk2 * ld2(zw + k));
+    if (n & 1) s->bias[n - 1] += walk * zw[n - 1];
   }
 }
 
@@ -639,37 +741,38 @@ static inline void exact_force_kept(const khzHil *hil, hilSensor *s, const khzDa
 static inline __attribute__((always_inline)) void take_sample(const khzHil *hil, hilSensor *s,
                                                               const khzModel *m, const khzData *d,
                                                               int type, int first, uint64_t tick,
+                                                              int white_on, int walk_on,
                                                               double *x) {
   int b = s->object;
   if (first) s->have_prev = 0;
   switch (type) {
     case KHZ_SENSOR_ENCODER:
       x[0] = d->q[m->jnt_qadr[b]];
-      add_noise(s, x, 1, first);
+      add_noise(s, x, 1, first, white_on, walk_on);
       /* the drive's velocity: two readings over the sample period */
       x[1] = first ? 0 : (x[0] - s->prev[0]) * s->rate;
       s->prev[0] = x[0];
       break;
     case KHZ_SENSOR_GYRO:
       to_body(d, b, d->cvel + 6 * b, x);
-      add_noise(s, x, 3, first);
+      add_noise(s, x, 3, first, white_on, walk_on);
       break;
     case KHZ_SENSOR_ACCEL:
       exact_accel(s, m, d, x);
-      add_noise(s, x, 3, first);
+      add_noise(s, x, 3, first, white_on, walk_on);
       break;
     case KHZ_SENSOR_FORCE:
       if (first) s->kept_tick = 0;
       exact_force_kept(hil, s, d, tick, x);
-      add_noise(s, x, 6, first);
+      add_noise(s, x, 6, first, white_on, walk_on);
       break;
     case KHZ_SENSOR_TOUCH:
       x[0] = hil->body_contact[7 * b + 6];
-      add_noise(s, x, 1, first);
+      add_noise(s, x, 1, first, white_on, walk_on);
       break;
     case KHZ_SENSOR_JOINT_FT:
       exact_joint_ft(hil, s, d, x);
-      add_noise(s, x, 6, first);
+      add_noise(s, x, 6, first, white_on, walk_on);
       break;
   }
   s->have_prev = 1;
@@ -767,11 +870,12 @@ static void shared_sums(khzHil *hil, const khzModel *m, const khzData *d, uint64
  * what is due */
 static inline __attribute__((always_inline)) void sense(khzHil *hil, hilSensor *s,
                                                         const khzModel *m, const khzData *d,
-                                                        uint64_t tick, int type, int dim) {
+                                                        uint64_t tick, int type, int dim,
+                                                        int white_on, int walk_on) {
   if (due(s, tick)) {
     double held[KHZ_SENSOR_MAXDIM];
     double *x = s->latency ? enqueue(s, tick, dim) : s->fault ? held : hil->out + s->adr;
-    take_sample(hil, s, m, d, type, 0, tick, x);
+    take_sample(hil, s, m, d, type, 0, tick, white_on, walk_on, x);
     if (!s->latency) {
       if (s->fault)
         release(hil, s, x, tick);
@@ -783,20 +887,40 @@ static inline __attribute__((always_inline)) void sense(khzHil *hil, hilSensor *
   if (s->latency) release_due(hil, s, tick, dim);
 }
 
+/* the sensors of one group (group_sensors): a loop with the type, the
+ * size and the noise's flags constants, so that take_sample's switch, the
+ * batch's size and the noise's branches fold */
+static inline __attribute__((always_inline)) void sense_group(khzHil *hil, const khzModel *m,
+                                                              const khzData *d, uint64_t tick,
+                                                              const int *idx, int n, int type,
+                                                              int dim, int white_on,
+                                                              int walk_on) {
+  for (int j = 0; j < n; j++)
+    sense(hil, &hil->sensor[idx[j]], m, d, tick, type, dim, white_on, walk_on);
+}
+
 void khz_hilSample(khzHil *hil, const khzModel *m, const khzData *d, uint64_t tick) {
   if (hil->contact_readers) check_asleep(hil, d);
   shared_sums(hil, m, d, tick, 0);
-  for (int i = 0; i < hil->nsensor; i++) {
-    hilSensor *s = &hil->sensor[i];
-    /* one copy of sense per type: take_sample's switch and the sizes fold */
-    switch (s->type) {
-      case KHZ_SENSOR_ENCODER: sense(hil, s, m, d, tick, KHZ_SENSOR_ENCODER, 2); break;
-      case KHZ_SENSOR_GYRO: sense(hil, s, m, d, tick, KHZ_SENSOR_GYRO, 3); break;
-      case KHZ_SENSOR_ACCEL: sense(hil, s, m, d, tick, KHZ_SENSOR_ACCEL, 3); break;
-      case KHZ_SENSOR_FORCE: sense(hil, s, m, d, tick, KHZ_SENSOR_FORCE, 6); break;
-      case KHZ_SENSOR_TOUCH: sense(hil, s, m, d, tick, KHZ_SENSOR_TOUCH, 1); break;
-      case KHZ_SENSOR_JOINT_FT: sense(hil, s, m, d, tick, KHZ_SENSOR_JOINT_FT, 6); break;
+  /* group by group: a sensor's reading depends on its own generator and
+   * history only, so the order the sensors are sampled in changes nothing */
+  for (int g = 0; g < hil->ngroup; g++) {
+    const int *idx = hil->order + hil->group[g].begin;
+    int n = hil->group[g].end - hil->group[g].begin;
+#define HIL_GROUP_CASES(type, dim)                                          \
+  case GROUP_KEY(type, 0, 0): sense_group(hil, m, d, tick, idx, n, type, dim, 0, 0); break; \
+  case GROUP_KEY(type, 0, 1): sense_group(hil, m, d, tick, idx, n, type, dim, 0, 1); break; \
+  case GROUP_KEY(type, 1, 0): sense_group(hil, m, d, tick, idx, n, type, dim, 1, 0); break; \
+  case GROUP_KEY(type, 1, 1): sense_group(hil, m, d, tick, idx, n, type, dim, 1, 1); break;
+    switch (hil->group[g].key) {
+      HIL_GROUP_CASES(KHZ_SENSOR_ENCODER, 2)
+      HIL_GROUP_CASES(KHZ_SENSOR_GYRO, 3)
+      HIL_GROUP_CASES(KHZ_SENSOR_ACCEL, 3)
+      HIL_GROUP_CASES(KHZ_SENSOR_FORCE, 6)
+      HIL_GROUP_CASES(KHZ_SENSOR_TOUCH, 1)
+      HIL_GROUP_CASES(KHZ_SENSOR_JOINT_FT, 6)
     }
+#undef HIL_GROUP_CASES
   }
 }
 
@@ -830,7 +954,7 @@ void khz_hilReset(khzHil *hil, const khzModel *m, const khzData *d) {
     for (int k = 0; k < KHZ_SENSOR_MAXDIM; k++) s->bias[k] = hil->spec[i].noise.bias;
     s->qhead = s->qtail = 0;
     /* the reading at the reset is out at once: a controller starts from a value */
-    take_sample(hil, s, m, d, s->type, 1, 0, x);
+    take_sample(hil, s, m, d, s->type, 1, 0, s->has_white, s->has_walk, x);
     release(hil, s, x, 0);
   }
   for (int i = 0; i < hil->ndrive; i++) {

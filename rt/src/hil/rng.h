@@ -10,9 +10,14 @@
 #include "khz/hil.h"
 
 #define KHZ_ZIG_N 512
+/* the tables are the library's own (hidden): the library is built as
+ * position-independent code, where a default-visibility table is reached
+ * through the GOT, an extra load in every draw */
+#define KHZ_ZIG_TABLE __attribute__((visibility("hidden")))
 /* strip i's right edge x_i, f(x_i), and x_i 2^-54 (a signed 55-bit
  * integer times it is the candidate) */
-extern double khz_zig_x[KHZ_ZIG_N + 1], khz_zig_f[KHZ_ZIG_N + 1], khz_zig_w[KHZ_ZIG_N];
+extern KHZ_ZIG_TABLE double khz_zig_x[KHZ_ZIG_N + 1], khz_zig_f[KHZ_ZIG_N + 1],
+    khz_zig_w[KHZ_ZIG_N];
 /* the batched draws' fast path reads two 8-byte entries (indexed without
  * a shift): a signed 23-bit j is inside the next strip when -k <= j < k
  * (one unsigned compare against k2 = 2k, k = floor(2^22 x_{i+1} / x_i)),
@@ -20,8 +25,8 @@ extern double khz_zig_x[KHZ_ZIG_N + 1], khz_zig_f[KHZ_ZIG_N + 1], khz_zig_w[KHZ_
 typedef struct khzZigBound {
   int32_t k, k2;
 } khzZigBound;
-extern khzZigBound khz_zig_bound[KHZ_ZIG_N];
-extern double khz_zig_w22[KHZ_ZIG_N];
+extern KHZ_ZIG_TABLE khzZigBound khz_zig_bound[KHZ_ZIG_N];
+extern KHZ_ZIG_TABLE double khz_zig_w22[KHZ_ZIG_N];
 
 /* the ziggurat's rare cases: the wedge test and the tail (rng.c); the
  * batch's from the 32 bits h it rejected */
@@ -70,14 +75,16 @@ static inline double khz_rngNormalInline(khzRng *r) {
  * 23-bit uniform j from the rest, steps of 2^-22 of the strip's width),
  * the generator's state in registers and no call in the loop: a draw
  * outside its strip's inner part leaves h in z and its bit in the mask
- * returned, for khz_rngNormalRetry after the batch */
+ * returned, for khz_rngNormalRetry after the batch (the fast path marked
+ * likely: GCC otherwise lays it out of line, two jumps a deviate) */
 static inline uint64_t khz_zigBatch(khzRng *r, double *z, int n) {
   uint64_t s0 = r->s[0], s1 = r->s[1], miss = 0;
 #define KHZ_ZIG_ONE(h, k)                                              \
   do {                                                                 \
     uint32_t h_ = (h), i_ = h_ & (KHZ_ZIG_N - 1);                      \
     int32_t j_ = (int32_t)h_ >> 9;                                     \
-    if ((uint32_t)(j_ + khz_zig_bound[i_].k) < (uint32_t)khz_zig_bound[i_].k2) \
+    if (__builtin_expect((uint32_t)(j_ + khz_zig_bound[i_].k) <         \
+                         (uint32_t)khz_zig_bound[i_].k2, 1))           \
       z[k] = (double)j_ * khz_zig_w22[i_];                             \
     else                                                               \
       z[k] = (double)h_, miss |= (uint64_t)1 << (k);                   \
