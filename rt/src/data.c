@@ -10,7 +10,6 @@
 #include "carve.h"
 #include "island.h"
 #include "khz/khz.h"
-#include "lcp/lcp.h"
 
 
 static void layout_data(const khzModel *m, khzData *d, carver *c) {
@@ -43,7 +42,6 @@ static void layout_data(const khzModel *m, khzData *d, carver *c) {
 #undef D
   d->contact = carve(c, (size_t)m->npair_max * sizeof(khzContact));
   d->cpoint = carve(c, (size_t)m->npair_max * (size_t)m->max_points * sizeof(khzContactPoint));
-  d->lcp_warm = carve(c, khz_lcpWarmBytes(m));
   d->stack = carve(c, d->stack_size);
 }
 
@@ -109,10 +107,12 @@ static uint64_t fnv1a(uint64_t h, const void *p, size_t n) {
   return h;
 }
 
-/* the sleep fields count only when some entry is non-zero, so that a run
- * without sleeping hashes as it did before the fields existed */
+/* the sleep fields and the LCP's warm-start record count only when some
+ * entry is non-zero, so that a run without sleeping (or without the LCP
+ * method) hashes as it did before the fields existed */
 static int hashed(const char *name, const void *p, size_t n) {
-  if (strcmp(name, "body_sleep") != 0 && strcmp(name, "body_idle") != 0) return 1;
+  if (strcmp(name, "body_sleep") != 0 && strcmp(name, "body_idle") != 0 && strcmp(name, "lcp_warm") != 0)
+    return 1;
   const unsigned char *b = p;
   for (size_t i = 0; i < n; i++)
     if (b[i]) return 1;

@@ -15,7 +15,9 @@
  *     has a residual <= 1e-10 (1 + |q|); none fails on the ball, rod and
  *     balls; Siconos' lexicographic Lemke, where it solves the same LCP,
  *     agrees on w = M z + q's normal rows (the normal velocities);
- *   - determinism: two runs give the same state hash; no LCP warnings.
+ *   - determinism: two runs give the same state hash; no LCP warnings; a
+ *     state saved and restored (or copied) into a fresh data steps bit for
+ *     bit as the uninterrupted run (the warm start's record is state).
  * The zero-allocation check of the method is test_lcp_alloc.c. */
 #include <math.h>
 #include <stdio.h>
@@ -311,11 +313,30 @@ static void test_time_bound(void) {
   khzModel *m = load_file("scenes/validation/st_four_balls.yaml");
   ENSURE(m != NULL);
   if (!m) return;
+  /* the penalty method alone: a step that falls back is its step, the pair
+   * slots (the penalty's state) put back as the LCP step found them
+   * (lcp21b: only the slots in use are saved) */
+  khzData *pen = khz_makeData(m, 0);
+  pen->contact_method = KHZ_CONTACT_PENALTY;
+  for (int s = 0; s < 300; s++) khz_step(m, pen);
   for (int bounded = 0; bounded < 2; bounded++) {
     khzData *d = khz_makeData(m, 0);
     d->contact_method = KHZ_CONTACT_LCP;
     d->lcp_time_limit = bounded ? 1e-12 : 0;
     for (int s = 0; s < 300; s++) khz_step(m, d);
+    if (bounded) {
+      /* every state field but body_idle (the step counts idle time only
+       * where sleeping runs: not under LCP), and the warm record is zero */
+      int same = 1;
+      const unsigned char *rec = d->lcp_warm;
+#define SAME_FIELD(type, name, count)                                                     \
+  if (strcmp(#name, "body_idle") && memcmp(d->name, pen->name, (size_t)(count) * sizeof(type))) \
+    same = 0, printf("every step fell back: %s differs from the penalty method's\n", #name);
+      KHZ_STATE_FIELDS(SAME_FIELD)
+#undef SAME_FIELD
+      for (size_t b = 0; b < KHZ_LCP_WARM_BYTES(m); b++) same &= rec[b] == 0;
+      ENSURE_MSG(same, "every step fell back: the state is not the penalty method's");
+    }
     int finite = 1;
     for (int k = 0; k < m->nv; k++) finite &= isfinite(d->qd[k]);
     ENSURE(finite);
@@ -329,6 +350,58 @@ static void test_time_bound(void) {
     }
     khz_deleteData(&d);
   }
+  khz_deleteData(&pen);
+  khz_deleteModel(&m);
+}
+
+/* ------------------------------------------------------- save / restore -- */
+
+/* the warm start's record is part of the state: the 5-box stack (warm
+ * tries pass and fail) saved at step k and restored into a fresh data
+ * (khz_restoreState), or copied into one (khz_copyState), steps the next
+ * 100 steps bit for bit as the uninterrupted run (q, qd and the state
+ * hash). Printed, not checked: the step at which a restored state whose
+ * record is cleared (what a restore did before the record was a state
+ * field) leaves the uninterrupted run */
+static void test_save_restore(void) {
+  khzModel *m = load_file("scenes/validation/stack.yaml");
+  ENSURE(m != NULL);
+  if (!m) return;
+  enum { K = 150, N = 100 };
+  khzData *d[4];
+  for (int i = 0; i < 4; i++) {
+    d[i] = khz_makeData(m, 0);
+    d[i]->contact_method = KHZ_CONTACT_LCP;
+  }
+  for (int s = 0; s < K; s++) khz_step(m, d[0]);
+  unsigned char *image = malloc(khz_stateSize(m));
+  khz_saveState(m, d[0], image);
+  for (int i = 1; i < 4; i++) {
+    for (int s = 0; s < 3 * i; s++) khz_step(m, d[i]); /* histories of their own */
+    if (i == 2) khz_copyState(m, d[i], d[0]);
+    else khz_restoreState(m, d[i], image);
+  }
+  memset(d[3]->lcp_warm, 0, KHZ_LCP_WARM_BYTES(m));
+  int same[3] = {N, N, N}, warm_bytes = 0;
+  const unsigned char *rec = d[0]->lcp_warm;
+  for (size_t b = 0; b < KHZ_LCP_WARM_BYTES(m); b++) warm_bytes += rec[b] != 0;
+  for (int s = 0; s < N; s++) {
+    for (int i = 0; i < 4; i++) khz_step(m, d[i]);
+    for (int i = 1; i < 4; i++) {
+      int eq = !memcmp(d[i]->q, d[0]->q, (size_t)m->nq * sizeof(double)) &&
+               !memcmp(d[i]->qd, d[0]->qd, (size_t)m->nv * sizeof(double)) &&
+               khz_hashState(m, d[i]) == khz_hashState(m, d[0]);
+      if (!eq && same[i - 1] == N) same[i - 1] = s;
+    }
+  }
+  ENSURE_MSG(warm_bytes > 0, "stack at step %d: no warm-start record to carry", K);
+  ENSURE_MSG(same[0] == N, "restored at step %d: left the uninterrupted run at step %d of %d", K, same[0], N);
+  ENSURE_MSG(same[1] == N, "copied at step %d: left the uninterrupted run at step %d of %d", K, same[1], N);
+  ENSURE(d[0]->warning[KHZ_WARN_LCP] == 0);
+  printf("save / restore at step %d: restored and copied states identical for %d steps; with the warm "
+         "record cleared: %s at step %d\n", K, N, same[2] < N ? "apart" : "still identical", same[2]);
+  free(image);
+  for (int i = 0; i < 4; i++) khz_deleteData(&d[i]);
   khz_deleteModel(&m);
 }
 
@@ -427,6 +500,7 @@ int main(void) {
   ENSURE(obs.sic_compared > 0 && obs.sic_agree == obs.sic_compared);
   khz_lcpSetObserver(NULL, NULL);
   test_time_bound();
+  test_save_restore();
   test_islands();
   test_stack();
   return ensure_report();

@@ -53,12 +53,15 @@ static int siconos_lemke(int n, const double *M, const double *q, double *z, dou
   memcpy(qq, q, (size_t)n * sizeof(double));
   NumericsMatrix *NM = NM_create_from_data(NM_DENSE, n, n, cm);
   LinearComplementarityProblem prob = {n, NM, qq};
-  SolverOptions *opt = solver_options_create(SICONOS_LCP_LEMKE);
+  /* one options object for every call (created once, never freed: the
+   * process ends): creating and deleting it per call was half of Siconos'
+   * time under ASan (5.3 -> 3.4 s of CPU, sys 4.3 -> 1.3 s) */
+  static SolverOptions *opt;
+  if (!opt) opt = solver_options_create(SICONOS_LCP_LEMKE);
   opt->iparam[SICONOS_IPARAM_MAX_ITER] = 100 * n + 100;
   int info = -1;
   memset(z, 0, (size_t)n * sizeof(double));
   lcp_lexicolemke(&prob, z, w, &info, opt);
-  solver_options_delete(opt);
   NM->matrix0 = NULL; /* ours to free */
   NM_free(NM);
   free(cm), free(qq);

@@ -451,7 +451,15 @@ const char *khz_jointTypeName(khzJointType t);
   X(double, stick, m->nv)         \
   X(khzPairState, pair, m->npair_max) \
   X(int, body_sleep, m->nbody)    \
-  X(double, body_idle, m->nbody)
+  X(double, body_idle, m->nbody)  \
+  X(unsigned char, lcp_warm, KHZ_LCP_WARM_BYTES(m))
+
+/* Bytes of the LCP method's warm-start record (state field lcp_warm; its
+ * layout is private to rt/src/lcp/lcp.c, which checks it against this): the
+ * complementary bases the last LCP step's pairs ended in, which the next
+ * LCP step tries first (docs/lcp.md). All zero when there is none: the
+ * penalty methods never write it. */
+#define KHZ_LCP_WARM_BYTES(m) (16 + 64 * (size_t)(m)->npair_max)
 
 /* Per-pair contact state that persists from tick to tick (part of the state:
  * the integral term, the Fig. 2 phase and the friction anchors). A slot is
@@ -558,8 +566,6 @@ typedef struct khzData {
                              period; lockstep and fast runs leave it 0 (docs/lcp.md) */
   long lcp_timeouts;      /* LCP steps that reached lcp_time_limit (the first pass: also
                              counted as KHZ_WARN_LCP) */
-  void *lcp_warm;         /* private (rt/src/lcp): the bases the last LCP step's pairs ended
-                             in, for Lemke's warm start (docs/lcp.md) */
   int ncontact;
   khzContact *contact;    /* m->npair_max */
   int ncpoint;
@@ -618,9 +624,9 @@ void khz_resetData(const khzModel *m, khzData *d);
  * also dst's kinematics (a step does not recompute a sleeping body's pose). */
 void khz_copyState(const khzModel *m, khzData *dst, const khzData *src);
 
-/* 64-bit FNV-1a hash of the state fields and time (body_sleep and body_idle
- * only when some entry is non-zero: without sleeping, the hash of before
- * those fields). */
+/* 64-bit FNV-1a hash of the state fields and time (body_sleep, body_idle
+ * and lcp_warm only when some entry is non-zero: without sleeping or the LCP
+ * method, the hash of before those fields). */
 uint64_t khz_hashState(const khzModel *m, const khzData *d);
 /* The same hash of a state that khz_saveState wrote (khz_stateSize bytes). */
 uint64_t khz_hashSavedState(const khzModel *m, const void *saved);

@@ -104,6 +104,12 @@ typedef struct lcpWarm {
   int npair;
   lcpWarmPair pair[];
 } lcpWarm;
+/* the record is a state field of KHZ_LCP_WARM_BYTES(m) bytes (khz.h): saved,
+ * restored, copied and hashed with the state, so that a state restored into
+ * another data steps as the original does. Entries past npair are zero, and
+ * no record is all zero (the hash leaves an all-zero field out) */
+_Static_assert(sizeof(lcpWarmPair) == 64 && sizeof(lcpWarm) <= 16,
+               "lcpWarm's layout against KHZ_LCP_WARM_BYTES");
 
 typedef struct lcpWork {
   int nv, k, npmax, nmax, nrowmax, np, na, ntree;
@@ -149,7 +155,10 @@ typedef struct lcpWork {
   int warm_nnew;
   unsigned char *zbasic;
   lcpPoint *pt;
-  khzPairState *save_pair; /* d->pair at the step's start, put back when the step falls back */
+  /* the pair slots in use at the step's start (save_slot[i] holds save_pair[i]), put back
+   * when the step falls back; a free slot is all zero with geom -1, -1 (pairs.c) */
+  khzPairState *save_pair;
+  int *save_slot, save_n;
   khzContact *save_c;
   khzContactPoint *save_p;
   int save_nc, save_np;
@@ -228,6 +237,7 @@ int khz_lcpMaxPoints(const khzModel *m) {
   X(W->warm_new, lcpWarmPair, (m)->npair_max)                                      \
   X(W->zbasic, unsigned char, W->nmax)                                              \
   X(W->save_pair, khzPairState, (m)->npair_max)                                     \
+  X(W->save_slot, int, (m)->npair_max)                                              \
   X(W->save_c, khzContact, (m)->npair_max)                                          \
   X(W->save_p, khzContactPoint, (size_t)(m)->npair_max *(m)->max_points)
 
@@ -253,9 +263,7 @@ size_t khz_lcpStackBytes(const khzModel *m) {
   return bytes;
 }
 
-size_t khz_lcpWarmBytes(const khzModel *m) {
-  return sizeof(lcpWarm) + (size_t)m->npair_max * sizeof(lcpWarmPair);
-}
+size_t khz_lcpWarmBytes(const khzModel *m) { return KHZ_LCP_WARM_BYTES(m); }
 
 /* the workspace from d's stack; 0 when it is full (counted there) */
 static int lcp_carve(const khzModel *m, khzData *d, lcpWork *W) {
@@ -906,6 +914,27 @@ static khzLcpStatus solve(lcpWork *W, int n, int guess, int *basis_ok) {
   return st;
 }
 
+/* the pair slots in use, and back: every slot in use now freed as
+ * pairs.c frees it, those saved copied in */
+static void save_pairs(const khzModel *m, const khzData *d, lcpWork *W) {
+  W->save_n = 0;
+  for (int s = 0; s < m->npair_max; s++) {
+    if (d->pair[s].geom[0] < 0) continue;
+    memcpy(W->save_pair + W->save_n, d->pair + s, sizeof(khzPairState));
+    W->save_slot[W->save_n++] = s;
+  }
+}
+
+static void restore_pairs(const khzModel *m, khzData *d, const lcpWork *W) {
+  for (int s = 0; s < m->npair_max; s++) {
+    if (d->pair[s].geom[0] < 0) continue;
+    memset(d->pair + s, 0, sizeof(khzPairState));
+    d->pair[s].geom[0] = d->pair[s].geom[1] = -1;
+  }
+  for (int i = 0; i < W->save_n; i++)
+    memcpy(d->pair + W->save_slot[i], W->save_pair + i, sizeof(khzPairState));
+}
+
 int khz_lcpStep(const khzModel *m, khzData *d, double h) {
   size_t mark = khz_stackMark(d);
   lcpWork work, *W = &work;
@@ -916,13 +945,17 @@ int khz_lcpStep(const khzModel *m, khzData *d, double h) {
   W->v0 = d->qd;
   W->lk.reinvert = KHZ_LCP_REINVERT;
   if (ok && d->lcp_time_limit > 0) W->lk.deadline = khz_lemkeNow() + d->lcp_time_limit;
-  lcpWarm *warm = d->lcp_warm;
+  lcpWarm *warm = (lcpWarm *)d->lcp_warm;
+  /* entries in use (a restored image is not trusted beyond the capacity) */
+  int warm_n = warm->npair < 0 || warm->npair > m->npair_max ? m->npair_max : warm->npair;
   /* the record is the last step's only when this step starts where it ended */
-  W->warm_old = warm && warm->next_time == d->time ? warm : NULL;
+  W->warm_old = warm_n > 0 && warm_n == warm->npair && warm->next_time == d->time ? warm : NULL;
   if (ok) {
     /* the pair state as the step found it: the collision passes below
-     * rewrite it, and a step that falls back must start from it */
-    memcpy(W->save_pair, d->pair, (size_t)m->npair_max * sizeof(khzPairState));
+     * rewrite it, and a step that falls back must start from it. Only the
+     * slots in use: all of them (the humanoid's 372 x 1.8 kB) were half the
+     * instructions of its LCP step */
+    save_pairs(m, d, W);
     /* the velocity without contact, the contacts violated at q + h v_free */
     khz_lcpFreeVelocity(m, d, W->tau, W->qdd, W->vfree, h);
     khz_integratePos(m, W->qplus, d->q, W->vfree, h);
@@ -995,16 +1028,19 @@ int khz_lcpStep(const khzModel *m, khzData *d, double h) {
     memcpy(d->qd, W->vplus, (size_t)m->nv * sizeof(double));
     memcpy(d->q, W->qplus, (size_t)m->nq * sizeof(double));
     report(d, W, h);
-    if (warm) {
-      memcpy(warm->pair, W->warm_new, (size_t)W->warm_nnew * sizeof(lcpWarmPair));
-      warm->npair = W->warm_nnew;
-      warm->next_time = d->time + h; /* as the step advances d->time */
-    }
+    memcpy(warm->pair, W->warm_new, (size_t)W->warm_nnew * sizeof(lcpWarmPair));
+    if (warm_n > W->warm_nnew)
+      memset(warm->pair + W->warm_nnew, 0, (size_t)(warm_n - W->warm_nnew) * sizeof(lcpWarmPair));
+    warm->npair = W->warm_nnew;
+    /* as the step advances d->time; no pairs, no record (all zero) */
+    warm->next_time = W->warm_nnew > 0 ? d->time + h : 0;
   } else {
-    if (warm) warm->npair = 0, warm->next_time = -1;
+    /* no record (all zero): the next step starts cold */
+    memset(warm->pair, 0, (size_t)warm_n * sizeof(lcpWarmPair));
+    warm->npair = 0, warm->next_time = 0;
     d->warning[KHZ_WARN_LCP]++;
     d->ncontact = d->ncpoint = 0;
-    if (saved) memcpy(d->pair, W->save_pair, (size_t)m->npair_max * sizeof(khzPairState));
+    if (saved) restore_pairs(m, d, W);
   }
   khz_stackFree(d, mark);
   return ok ? 0 : -1;
