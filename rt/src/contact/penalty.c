@@ -439,12 +439,12 @@ static void damping_add(const khzModel *m, const khzData *d, const khzContact *c
   }
 }
 
-/* largest eigenvalue of M^-1 C for free body b (power iteration; M^-1 C is
- * similar to a symmetric positive semi-definite matrix) */
-static double damping_rate(const khzModel *m, const khzData *d, int b, const double *C, double *Iinv_cache,
-                           int *cached) {
+/* free body b's world inverse inertia, once per body per step (Iinv_cache
+ * + 9 b, cached[b] 1), or NULL if the inertia is singular (cached[b] -1) */
+static const double *inverse_inertia(const khzModel *m, const khzData *d, int b, double *Iinv_cache,
+                                     int *cached) {
   double *Iinv = Iinv_cache + 9 * b;
-  if (!cached[b]) { /* the world inverse inertia, once per body per step */
+  if (!cached[b]) {
     double Iw[9], tmp[9];
     const double *R = d->xrot + 9 * b;
     khzu_mulMat3(tmp, R, m->body_inertia + 9 * b);
@@ -458,7 +458,42 @@ static double damping_rate(const khzModel *m, const khzData *d, int b, const dou
       for (int i = 0; i < 3; i++) Iinv[3 * i + j] = e[i];
     }
   }
-  if (cached[b] < 0) return 0;
+  return cached[b] > 0 ? Iinv : NULL;
+}
+
+/* An upper bound on every power-iteration estimate damping_rate can return
+ * for free body b: the estimate is |M^-1 C x| / |x| for some x, and
+ * |A x| <= |A|_F |x| (the 2-norm is at most the Frobenius norm). The
+ * products' rounding is bounded with the absolute values' Frobenius norm:
+ * |fl(A x) - A x| <= gamma |M^-1| |C| |x| (Higham, Accuracy and Stability,
+ * eq. 3.13), so 1e-12 of it (far above gamma's few n eps) covers it. 0 if
+ * the inertia is singular (damping_rate returns 0 then too). */
+static double damping_rate_bound(const khzModel *m, const khzData *d, int b, const double *C, double *Iinv_cache,
+                                 int *cached) {
+  const double *Iinv = inverse_inertia(m, d, b, Iinv_cache, cached);
+  if (!Iinv) return 0;
+  double f = 0, g = 0, im = 1 / m->body_mass[b];
+  for (int j = 0; j < 6; j++) {
+    for (int i = 0; i < 3; i++) {
+      double a = Iinv[3 * i] * C[j] + Iinv[3 * i + 1] * C[6 + j] + Iinv[3 * i + 2] * C[12 + j];
+      double e = fabs(Iinv[3 * i]) * fabs(C[j]) + fabs(Iinv[3 * i + 1]) * fabs(C[6 + j]) +
+                 fabs(Iinv[3 * i + 2]) * fabs(C[12 + j]);
+      f += a * a, g += e * e;
+    }
+    for (int i = 3; i < 6; i++) {
+      double a = fabs(C[6 * i + j]) * im;
+      f += a * a, g += a * a;
+    }
+  }
+  return (sqrt(f) + 1e-12 * sqrt(g)) * (1 + 1e-12);
+}
+
+/* largest eigenvalue of M^-1 C for free body b (power iteration; M^-1 C is
+ * similar to a symmetric positive semi-definite matrix) */
+static double damping_rate(const khzModel *m, const khzData *d, int b, const double *C, double *Iinv_cache,
+                           int *cached) {
+  const double *Iinv = inverse_inertia(m, d, b, Iinv_cache, cached);
+  if (!Iinv) return 0;
   double x[6] = {1, 0.7, 0.5, 0.3, 0.2, 0.1}, lam = 0;
   for (int it = 0; it < 30; it++) {
     double y[6], z[6];
@@ -514,6 +549,10 @@ static void body_limits(const khzModel *m, khzData *d, int stiffness, double lim
     int any = 0; /* no pair pressed it: nothing to limit */
     for (int k = 0; k < 36 && !any; k++) any = C[36 * b + k] != 0;
     if (!any) continue;
+    /* a rate that cannot pass the limit leaves the factor at 1 whatever
+     * the iteration would return: the bound alone decides it */
+    double bound = damping_rate_bound(m, d, b, C + 36 * b, Iinv, cached);
+    if ((stiffness ? sqrt(bound) : bound) * d->timestep <= limit) continue;
     double lam = damping_rate(m, d, b, C + 36 * b, Iinv, cached);
     double rate = (stiffness ? sqrt(lam) : lam) * d->timestep;
     if (rate > limit) scale[b] = stiffness ? (limit / rate) * (limit / rate) : limit / rate;
@@ -1446,6 +1485,11 @@ static void rolling_torque(const khzModel *m, khzData *d, const khzContact *c, d
     for (int j = 0; j < 3; j++) d->fext[6 * b1 + j] -= T[j];
 }
 
+/* the bottom points per pair whose surface points and velocities
+ * pair_forces keeps from its first pass (1.5 kB of stack); the rest are
+ * computed again */
+#define KHZ_FORCE_KEEP 16
+
 /* penalty and friction forces of one resting pair at the current forward
  * pass; apply = 1 adds them to d->fext. slip_limit (npoint, may be NULL):
  * the largest stretch the friction spring of each bottom point may keep. */
@@ -1468,6 +1512,9 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
    * the thick end of a tilted contact and levels it. */
   double raw[KHZ_PAIR_ANCHORS * 16], wt[KHZ_PAIR_ANCHORS * 16], fn_sum = 0, r = 0, r_plain = 0;
   double tscale = tangent_scale(m, c), ki = integral_implicit(d, c) ? 0 : c->ki; /* the explicit integral */
+  /* the first KHZ_FORCE_KEEP bottom points' surface points and velocities
+   * (p0, p1, v0, v1), kept from the first pass for the forces' pass */
+  double keep[KHZ_FORCE_KEEP][4][3];
   int cap = (int)(sizeof raw / sizeof raw[0]), nb = 0;
   for (int k = 0; k < c->npoint && nb < cap; k++) {
     if (!pts[k].bottom) continue;
@@ -1476,6 +1523,10 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
     surface_point(m, d, c, pts + k, 1, p1);
     khz_pointVelocity(m, d, b0, p0, v0);
     khz_pointVelocity(m, d, b1, p1, v1);
+    if (nb < KHZ_FORCE_KEEP) {
+      memcpy(keep[nb][0], p0, sizeof p0), memcpy(keep[nb][1], p1, sizeof p1);
+      memcpy(keep[nb][2], v0, sizeof v0), memcpy(keep[nb][3], v1, sizeof v1);
+    }
     double depth = pts[k].depth - ps->offset + (p1[0] - p0[0]) * n[0] + (p1[1] - p0[1]) * n[1] +
                    (p1[2] - p0[2]) * n[2];
     double vn = (v0[0] - v1[0]) * n[0] + (v0[1] - v1[1]) * n[1] + (v0[2] - v1[2]) * n[2];
@@ -1526,14 +1577,27 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
     khzu_scl3(ti, c->force_implicit, nsum > 0 ? (fn + fi) / nsum : c->nbottom ? 1.0 / c->nbottom : 0);
     fn_sum += fi;
     if (slip_limit) slip_limit[k] = c->mu * (raw[nb] + fiw) / (tscale * c->kp);
-    nb++;
     double p0[3], p1[3], v0[3], v1[3], vt[3], F[3], m0[3], m1[3];
-    surface_point(m, d, c, pts + k, 0, p0);
-    surface_point(m, d, c, pts + k, 1, p1);
-    body_point(d, b0, pts[k].local[0], m0); /* the material points, for the slip */
-    body_point(d, b1, pts[k].local[1], m1);
-    khz_pointVelocity(m, d, b0, p0, v0);
-    khz_pointVelocity(m, d, b1, p1, v1);
+    if (nb < KHZ_FORCE_KEEP) {
+      memcpy(p0, keep[nb][0], sizeof p0), memcpy(p1, keep[nb][1], sizeof p1);
+      memcpy(v0, keep[nb][2], sizeof v0), memcpy(v1, keep[nb][3], sizeof v1);
+    } else {
+      surface_point(m, d, c, pts + k, 0, p0);
+      surface_point(m, d, c, pts + k, 1, p1);
+      khz_pointVelocity(m, d, b0, p0, v0);
+      khz_pointVelocity(m, d, b1, p1, v1);
+    }
+    nb++;
+    /* the material points, for the slip: a side's surface point is its
+     * material point (the same body_point) unless that side is round */
+    if (pts[k].round == 0)
+      body_point(d, b0, pts[k].local[0], m0);
+    else
+      memcpy(m0, p0, sizeof m0);
+    if (pts[k].round == 1)
+      body_point(d, b1, pts[k].local[1], m1);
+    else
+      memcpy(m1, p1, sizeof m1);
     double vn = 0;
     for (int j = 0; j < 3; j++) vt[j] = v0[j] - v1[j], vn += vt[j] * n[j];
     for (int j = 0; j < 3; j++) vt[j] -= vn * n[j];
