@@ -634,47 +634,50 @@ static void tree_springs(const khzModel *m, const khzData *d, const khzContact *
   }
 }
 
-/* which 6 x 6 blocks of A (n = 6 nb) hold a non-zero: nz[i nb + j] */
-static void nonzero_blocks(const double *A, int nb, unsigned char *nz) {
-  int n = 6 * nb;
-  for (int i = 0; i < nb; i++)
-    for (int j = 0; j < nb; j++) {
-      int any = 0;
-      for (int p = 0; p < 6 && !any; p++)
-        for (int q = 0; q < 6 && !any; q++) any = A[(6 * i + p) * n + 6 * j + q] != 0;
-      nz[i * nb + j] = (unsigned char)any;
-    }
+/* y = A x as axpys over A's columns, At = A^T (row-major: At + q n is
+ * column q): y_a sums A_aq x_q over q in order from +0, as the dot product
+ * with row a does, so y is that product's bit for bit; the inner loop
+ * vectorises. The structural zeros (K of pairs with the floor is block
+ * diagonal, L zero between different trees) are not skipped: their
+ * products are exactly +-0 (x finite) and a sum that starts at +0 never is
+ * -0, so adding them leaves every bit as it is. n a constant where inlined. */
+static inline __attribute__((always_inline)) void matvec_columns(double *y, const double *At, const double *x,
+                                                                 int n) {
+  for (int a = 0; a < n; a++) y[a] = 0;
+  for (int q = 0; q < n; q++) {
+    const double xq = x[q], *col = At + q * n;
+    for (int a = 0; a < n; a++) y[a] += col[a] * xq;
+  }
 }
 
-/* y = A x, the blocks that nz marks zero left out: their products are
- * exactly +-0 (x finite) and a sum that starts at +0 never is -0, so y is
- * bit for bit the full product's; K of pairs with the floor is block
- * diagonal, L is zero between different trees */
-static void block_matvec(const double *A, const unsigned char *nz, int nb, const double *x, double *y) {
-  int n = 6 * nb;
-  for (int a = 0; a < n; a++) {
-    const unsigned char *row = nz + (a / 6) * nb;
-    double sum = 0;
-    for (int j = 0; j < nb; j++)
-      if (row[j])
-        for (int q = 6 * j; q < 6 * j + 6; q++) sum += A[a * n + q] * x[q];
-    y[a] = sum;
+/* z = L (K x) with K^T in Kt and L exactly symmetric (tree_rates mirrors it),
+ * so L is its own transpose; the two-body clusters (n = 12, most calls)
+ * with n a constant */
+static void rate_product(double *z, double *y, const double *L, const double *Kt, const double *x, int n) {
+  if (n == 12) {
+    matvec_columns(y, Kt, x, 12);
+    matvec_columns(z, L, y, 12);
+  } else {
+    matvec_columns(y, Kt, x, n);
+    matvec_columns(z, L, y, n);
   }
 }
 
 /* largest eigenvalue of L K (n = 6 nb; L and K symmetric positive
  * semi-definite, so L K is similar to a symmetric one): power iteration from
- * a fixed start; x, y, z (n) scratch */
-static double largest_rate(const double *L, const double *K, int nb, double *x, double *y, double *z) {
+ * a fixed start; K is transposed in place (tree_rates reads it no more);
+ * x, y, z (n) scratch */
+static double largest_rate(const double *L, double *K, int nb, double *x, double *y, double *z) {
   int n = 6 * nb;
-  unsigned char nzL[KHZ_TREE_BODIES * KHZ_TREE_BODIES], nzK[KHZ_TREE_BODIES * KHZ_TREE_BODIES];
-  nonzero_blocks(L, nb, nzL);
-  nonzero_blocks(K, nb, nzK);
+  for (int a = 0; a < n; a++) /* K's rounding makes it not exactly symmetric */
+    for (int b = 0; b < a; b++) {
+      double t = K[a * n + b];
+      K[a * n + b] = K[b * n + a], K[b * n + a] = t;
+    }
   double lam = 0;
   for (int a = 0; a < n; a++) x[a] = 1.0 / (1 + a % 6);
   for (int it = 0; it < 40; it++) {
-    block_matvec(K, nzK, nb, x, y);
-    block_matvec(L, nzL, nb, y, z);
+    rate_product(z, y, L, K, x, n);
     double nz = 0, nx = 0;
     for (int a = 0; a < n; a++) nz += z[a] * z[a], nx += x[a] * x[a];
     if (!(nz > 0)) return 0;
