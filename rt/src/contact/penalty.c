@@ -461,31 +461,40 @@ static const double *inverse_inertia(const khzModel *m, const khzData *d, int b,
   return cached[b] > 0 ? Iinv : NULL;
 }
 
-/* An upper bound on every power-iteration estimate damping_rate can return
- * for free body b: the estimate is |M^-1 C x| / |x| for some x, and
- * |A x| <= |A|_F |x| (the 2-norm is at most the Frobenius norm). The
- * products' rounding is bounded with the absolute values' Frobenius norm:
- * |fl(A x) - A x| <= gamma |M^-1| |C| |x| (Higham, Accuracy and Stability,
- * eq. 3.13), so 1e-12 of it (far above gamma's few n eps) covers it. 0 if
- * the inertia is singular (damping_rate returns 0 then too). */
-static double damping_rate_bound(const khzModel *m, const khzData *d, int b, const double *C, double *Iinv_cache,
-                                 int *cached) {
+/* 1 if every power-iteration estimate damping_rate can return for free
+ * body b, as a rate (h lam, or h sqrt(lam) for the springs), is within
+ * limit: the estimate is |M^-1 C x| / |x| for some x, and |A x| <= |A|_F |x|
+ * (the 2-norm is at most the Frobenius norm). The products' rounding is
+ * bounded with the absolute values' Frobenius norm, |fl(A x) - A x| <=
+ * gamma |M^-1| |C| |x| (Higham, Accuracy and Stability, eq. 3.13), so 1e-12
+ * of it (far above gamma's few n eps) covers it; that sum is formed only
+ * once |M^-1 C|_F alone passes. A singular inertia: 1 (damping_rate
+ * returns 0). */
+static int damping_rate_within(const khzModel *m, const khzData *d, int b, const double *C, int stiffness,
+                               double limit, double *Iinv_cache, int *cached) {
   const double *Iinv = inverse_inertia(m, d, b, Iinv_cache, cached);
-  if (!Iinv) return 0;
-  double f = 0, g = 0, im = 1 / m->body_mass[b];
+  if (!Iinv) return 1;
+  double f = 0, g = 0, im = 1 / m->body_mass[b], h = d->timestep;
   for (int j = 0; j < 6; j++) {
     for (int i = 0; i < 3; i++) {
       double a = Iinv[3 * i] * C[j] + Iinv[3 * i + 1] * C[6 + j] + Iinv[3 * i + 2] * C[12 + j];
-      double e = fabs(Iinv[3 * i]) * fabs(C[j]) + fabs(Iinv[3 * i + 1]) * fabs(C[6 + j]) +
-                 fabs(Iinv[3 * i + 2]) * fabs(C[12 + j]);
-      f += a * a, g += e * e;
+      f += a * a;
     }
     for (int i = 3; i < 6; i++) {
       double a = fabs(C[6 * i + j]) * im;
       f += a * a, g += a * a;
     }
   }
-  return (sqrt(f) + 1e-12 * sqrt(g)) * (1 + 1e-12);
+  double rate = stiffness ? sqrt(sqrt(f)) * h : sqrt(f) * h;
+  if (!(rate * (1 + 1e-9) <= limit)) return 0;
+  for (int j = 0; j < 6; j++)
+    for (int i = 0; i < 3; i++) {
+      double e = fabs(Iinv[3 * i]) * fabs(C[j]) + fabs(Iinv[3 * i + 1]) * fabs(C[6 + j]) +
+                 fabs(Iinv[3 * i + 2]) * fabs(C[12 + j]);
+      g += e * e;
+    }
+  double bound = (sqrt(f) + 1e-12 * sqrt(g)) * (1 + 1e-12);
+  return (stiffness ? sqrt(bound) : bound) * h <= limit;
 }
 
 /* largest eigenvalue of M^-1 C for free body b (power iteration; M^-1 C is
@@ -551,8 +560,7 @@ static void body_limits(const khzModel *m, khzData *d, int stiffness, double lim
     if (!any) continue;
     /* a rate that cannot pass the limit leaves the factor at 1 whatever
      * the iteration would return: the bound alone decides it */
-    double bound = damping_rate_bound(m, d, b, C + 36 * b, Iinv, cached);
-    if ((stiffness ? sqrt(bound) : bound) * d->timestep <= limit) continue;
+    if (damping_rate_within(m, d, b, C + 36 * b, stiffness, limit, Iinv, cached)) continue;
     double lam = damping_rate(m, d, b, C + 36 * b, Iinv, cached);
     double rate = (stiffness ? sqrt(lam) : lam) * d->timestep;
     if (rate > limit) scale[b] = stiffness ? (limit / rate) * (limit / rate) : limit / rate;
