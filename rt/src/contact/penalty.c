@@ -439,12 +439,12 @@ static void damping_add(const khzModel *m, const khzData *d, const khzContact *c
   }
 }
 
-/* largest eigenvalue of M^-1 C for free body b (power iteration; M^-1 C is
- * similar to a symmetric positive semi-definite matrix) */
-static double damping_rate(const khzModel *m, const khzData *d, int b, const double *C, double *Iinv_cache,
-                           int *cached) {
+/* free body b's world inverse inertia, once per body per step (Iinv_cache
+ * + 9 b, cached[b] 1), or NULL if the inertia is singular (cached[b] -1) */
+static const double *inverse_inertia(const khzModel *m, const khzData *d, int b, double *Iinv_cache,
+                                     int *cached) {
   double *Iinv = Iinv_cache + 9 * b;
-  if (!cached[b]) { /* the world inverse inertia, once per body per step */
+  if (!cached[b]) {
     double Iw[9], tmp[9];
     const double *R = d->xrot + 9 * b;
     khzu_mulMat3(tmp, R, m->body_inertia + 9 * b);
@@ -458,7 +458,51 @@ static double damping_rate(const khzModel *m, const khzData *d, int b, const dou
       for (int i = 0; i < 3; i++) Iinv[3 * i + j] = e[i];
     }
   }
-  if (cached[b] < 0) return 0;
+  return cached[b] > 0 ? Iinv : NULL;
+}
+
+/* 1 if every power-iteration estimate damping_rate can return for free
+ * body b, as a rate (h lam, or h sqrt(lam) for the springs), is within
+ * limit: the estimate is |M^-1 C x| / |x| for some x, and |A x| <= |A|_F |x|
+ * (the 2-norm is at most the Frobenius norm). The products' rounding is
+ * bounded with the absolute values' Frobenius norm, |fl(A x) - A x| <=
+ * gamma |M^-1| |C| |x| (Higham, Accuracy and Stability, eq. 3.13), so 1e-12
+ * of it (far above gamma's few n eps) covers it; that sum is formed only
+ * once |M^-1 C|_F alone passes. A singular inertia: 1 (damping_rate
+ * returns 0). */
+static int damping_rate_within(const khzModel *m, const khzData *d, int b, const double *C, int stiffness,
+                               double limit, double *Iinv_cache, int *cached) {
+  const double *Iinv = inverse_inertia(m, d, b, Iinv_cache, cached);
+  if (!Iinv) return 1;
+  double f = 0, g = 0, im = 1 / m->body_mass[b], h = d->timestep;
+  for (int j = 0; j < 6; j++) {
+    for (int i = 0; i < 3; i++) {
+      double a = Iinv[3 * i] * C[j] + Iinv[3 * i + 1] * C[6 + j] + Iinv[3 * i + 2] * C[12 + j];
+      f += a * a;
+    }
+    for (int i = 3; i < 6; i++) {
+      double a = fabs(C[6 * i + j]) * im;
+      f += a * a, g += a * a;
+    }
+  }
+  double rate = stiffness ? sqrt(sqrt(f)) * h : sqrt(f) * h;
+  if (!(rate * (1 + 1e-9) <= limit)) return 0;
+  for (int j = 0; j < 6; j++)
+    for (int i = 0; i < 3; i++) {
+      double e = fabs(Iinv[3 * i]) * fabs(C[j]) + fabs(Iinv[3 * i + 1]) * fabs(C[6 + j]) +
+                 fabs(Iinv[3 * i + 2]) * fabs(C[12 + j]);
+      g += e * e;
+    }
+  double bound = (sqrt(f) + 1e-12 * sqrt(g)) * (1 + 1e-12);
+  return (stiffness ? sqrt(bound) : bound) * h <= limit;
+}
+
+/* largest eigenvalue of M^-1 C for free body b (power iteration; M^-1 C is
+ * similar to a symmetric positive semi-definite matrix) */
+static double damping_rate(const khzModel *m, const khzData *d, int b, const double *C, double *Iinv_cache,
+                           int *cached) {
+  const double *Iinv = inverse_inertia(m, d, b, Iinv_cache, cached);
+  if (!Iinv) return 0;
   double x[6] = {1, 0.7, 0.5, 0.3, 0.2, 0.1}, lam = 0;
   for (int it = 0; it < 30; it++) {
     double y[6], z[6];
@@ -514,6 +558,9 @@ static void body_limits(const khzModel *m, khzData *d, int stiffness, double lim
     int any = 0; /* no pair pressed it: nothing to limit */
     for (int k = 0; k < 36 && !any; k++) any = C[36 * b + k] != 0;
     if (!any) continue;
+    /* a rate that cannot pass the limit leaves the factor at 1 whatever
+     * the iteration would return: the bound alone decides it */
+    if (damping_rate_within(m, d, b, C + 36 * b, stiffness, limit, Iinv, cached)) continue;
     double lam = damping_rate(m, d, b, C + 36 * b, Iinv, cached);
     double rate = (stiffness ? sqrt(lam) : lam) * d->timestep;
     if (rate > limit) scale[b] = stiffness ? (limit / rate) * (limit / rate) : limit / rate;
@@ -595,47 +642,50 @@ static void tree_springs(const khzModel *m, const khzData *d, const khzContact *
   }
 }
 
-/* which 6 x 6 blocks of A (n = 6 nb) hold a non-zero: nz[i nb + j] */
-static void nonzero_blocks(const double *A, int nb, unsigned char *nz) {
-  int n = 6 * nb;
-  for (int i = 0; i < nb; i++)
-    for (int j = 0; j < nb; j++) {
-      int any = 0;
-      for (int p = 0; p < 6 && !any; p++)
-        for (int q = 0; q < 6 && !any; q++) any = A[(6 * i + p) * n + 6 * j + q] != 0;
-      nz[i * nb + j] = (unsigned char)any;
-    }
+/* y = A x as axpys over A's columns, At = A^T (row-major: At + q n is
+ * column q): y_a sums A_aq x_q over q in order from +0, as the dot product
+ * with row a does, so y is that product's bit for bit; the inner loop
+ * vectorises. The structural zeros (K of pairs with the floor is block
+ * diagonal, L zero between different trees) are not skipped: their
+ * products are exactly +-0 (x finite) and a sum that starts at +0 never is
+ * -0, so adding them leaves every bit as it is. n a constant where inlined. */
+static inline __attribute__((always_inline)) void matvec_columns(double *y, const double *At, const double *x,
+                                                                 int n) {
+  for (int a = 0; a < n; a++) y[a] = 0;
+  for (int q = 0; q < n; q++) {
+    const double xq = x[q], *col = At + q * n;
+    for (int a = 0; a < n; a++) y[a] += col[a] * xq;
+  }
 }
 
-/* y = A x, the blocks that nz marks zero left out: their products are
- * exactly +-0 (x finite) and a sum that starts at +0 never is -0, so y is
- * bit for bit the full product's; K of pairs with the floor is block
- * diagonal, L is zero between different trees */
-static void block_matvec(const double *A, const unsigned char *nz, int nb, const double *x, double *y) {
-  int n = 6 * nb;
-  for (int a = 0; a < n; a++) {
-    const unsigned char *row = nz + (a / 6) * nb;
-    double sum = 0;
-    for (int j = 0; j < nb; j++)
-      if (row[j])
-        for (int q = 6 * j; q < 6 * j + 6; q++) sum += A[a * n + q] * x[q];
-    y[a] = sum;
+/* z = L (K x) with K^T in Kt and L exactly symmetric (tree_rates mirrors it),
+ * so L is its own transpose; the two-body clusters (n = 12, most calls)
+ * with n a constant */
+static void rate_product(double *z, double *y, const double *L, const double *Kt, const double *x, int n) {
+  if (n == 12) {
+    matvec_columns(y, Kt, x, 12);
+    matvec_columns(z, L, y, 12);
+  } else {
+    matvec_columns(y, Kt, x, n);
+    matvec_columns(z, L, y, n);
   }
 }
 
 /* largest eigenvalue of L K (n = 6 nb; L and K symmetric positive
  * semi-definite, so L K is similar to a symmetric one): power iteration from
- * a fixed start; x, y, z (n) scratch */
-static double largest_rate(const double *L, const double *K, int nb, double *x, double *y, double *z) {
+ * a fixed start; K is transposed in place (tree_rates reads it no more);
+ * x, y, z (n) scratch */
+static double largest_rate(const double *L, double *K, int nb, double *x, double *y, double *z) {
   int n = 6 * nb;
-  unsigned char nzL[KHZ_TREE_BODIES * KHZ_TREE_BODIES], nzK[KHZ_TREE_BODIES * KHZ_TREE_BODIES];
-  nonzero_blocks(L, nb, nzL);
-  nonzero_blocks(K, nb, nzK);
+  for (int a = 0; a < n; a++) /* K's rounding makes it not exactly symmetric */
+    for (int b = 0; b < a; b++) {
+      double t = K[a * n + b];
+      K[a * n + b] = K[b * n + a], K[b * n + a] = t;
+    }
   double lam = 0;
   for (int a = 0; a < n; a++) x[a] = 1.0 / (1 + a % 6);
   for (int it = 0; it < 40; it++) {
-    block_matvec(K, nzK, nb, x, y);
-    block_matvec(L, nzL, nb, y, z);
+    rate_product(z, y, L, K, x, n);
     double nz = 0, nx = 0;
     for (int a = 0; a < n; a++) nz += z[a] * z[a], nx += x[a] * x[a];
     if (!(nz > 0)) return 0;
@@ -1446,6 +1496,11 @@ static void rolling_torque(const khzModel *m, khzData *d, const khzContact *c, d
     for (int j = 0; j < 3; j++) d->fext[6 * b1 + j] -= T[j];
 }
 
+/* the bottom points per pair whose surface points and velocities
+ * pair_forces keeps from its first pass (1.5 kB of stack); the rest are
+ * computed again */
+#define KHZ_FORCE_KEEP 16
+
 /* penalty and friction forces of one resting pair at the current forward
  * pass; apply = 1 adds them to d->fext. slip_limit (npoint, may be NULL):
  * the largest stretch the friction spring of each bottom point may keep. */
@@ -1468,6 +1523,9 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
    * the thick end of a tilted contact and levels it. */
   double raw[KHZ_PAIR_ANCHORS * 16], wt[KHZ_PAIR_ANCHORS * 16], fn_sum = 0, r = 0, r_plain = 0;
   double tscale = tangent_scale(m, c), ki = integral_implicit(d, c) ? 0 : c->ki; /* the explicit integral */
+  /* the first KHZ_FORCE_KEEP bottom points' surface points and velocities
+   * (p0, p1, v0, v1), kept from the first pass for the forces' pass */
+  double keep[KHZ_FORCE_KEEP][4][3];
   int cap = (int)(sizeof raw / sizeof raw[0]), nb = 0;
   for (int k = 0; k < c->npoint && nb < cap; k++) {
     if (!pts[k].bottom) continue;
@@ -1476,6 +1534,10 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
     surface_point(m, d, c, pts + k, 1, p1);
     khz_pointVelocity(m, d, b0, p0, v0);
     khz_pointVelocity(m, d, b1, p1, v1);
+    if (nb < KHZ_FORCE_KEEP) {
+      memcpy(keep[nb][0], p0, sizeof p0), memcpy(keep[nb][1], p1, sizeof p1);
+      memcpy(keep[nb][2], v0, sizeof v0), memcpy(keep[nb][3], v1, sizeof v1);
+    }
     double depth = pts[k].depth - ps->offset + (p1[0] - p0[0]) * n[0] + (p1[1] - p0[1]) * n[1] +
                    (p1[2] - p0[2]) * n[2];
     double vn = (v0[0] - v1[0]) * n[0] + (v0[1] - v1[1]) * n[1] + (v0[2] - v1[2]) * n[2];
@@ -1526,14 +1588,27 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
     khzu_scl3(ti, c->force_implicit, nsum > 0 ? (fn + fi) / nsum : c->nbottom ? 1.0 / c->nbottom : 0);
     fn_sum += fi;
     if (slip_limit) slip_limit[k] = c->mu * (raw[nb] + fiw) / (tscale * c->kp);
-    nb++;
     double p0[3], p1[3], v0[3], v1[3], vt[3], F[3], m0[3], m1[3];
-    surface_point(m, d, c, pts + k, 0, p0);
-    surface_point(m, d, c, pts + k, 1, p1);
-    body_point(d, b0, pts[k].local[0], m0); /* the material points, for the slip */
-    body_point(d, b1, pts[k].local[1], m1);
-    khz_pointVelocity(m, d, b0, p0, v0);
-    khz_pointVelocity(m, d, b1, p1, v1);
+    if (nb < KHZ_FORCE_KEEP) {
+      memcpy(p0, keep[nb][0], sizeof p0), memcpy(p1, keep[nb][1], sizeof p1);
+      memcpy(v0, keep[nb][2], sizeof v0), memcpy(v1, keep[nb][3], sizeof v1);
+    } else {
+      surface_point(m, d, c, pts + k, 0, p0);
+      surface_point(m, d, c, pts + k, 1, p1);
+      khz_pointVelocity(m, d, b0, p0, v0);
+      khz_pointVelocity(m, d, b1, p1, v1);
+    }
+    nb++;
+    /* the material points, for the slip: a side's surface point is its
+     * material point (the same body_point) unless that side is round */
+    if (pts[k].round == 0)
+      body_point(d, b0, pts[k].local[0], m0);
+    else
+      memcpy(m0, p0, sizeof m0);
+    if (pts[k].round == 1)
+      body_point(d, b1, pts[k].local[1], m1);
+    else
+      memcpy(m1, p1, sizeof m1);
     double vn = 0;
     for (int j = 0; j < 3; j++) vt[j] = v0[j] - v1[j], vn += vt[j] * n[j];
     for (int j = 0; j < 3; j++) vt[j] -= vn * n[j];
