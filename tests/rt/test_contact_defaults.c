@@ -54,7 +54,13 @@
  *      has moved at most 0.01 mm sideways and its kinetic energy is at most
  *      1e-12 J. A rim sample carrying the rim as a material point drove
  *      the rolling (narrowphase.c, rim_points): at 5 mm it spun up from
- *      round-off, e-folding in sqrt(1.5 r / g) = 28 ms, to 2.7 rad/s. */
+ *      round-off, e-folding in sqrt(1.5 r / g) = 28 ms, to 2.7 rad/s;
+ *   n. the same 5 mm cylinder (inertia m r^2 / 2 about its axis) released
+ *      lying across a 20 deg slope with mu 0.5 rolls down: from 0.2 s to
+ *      1 s its speed is (2/3) g sin(20 deg) t within 0.5 % and r times its
+ *      spin within 1 % (rolling, not sliding). On rim samples it rolled
+ *      over a 16-sided polygon: its speed off by up to 3.8 %, r times its
+ *      spin off it by 1.9 %. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -551,6 +557,59 @@ static void case_m(void) {
   }
 }
 
+static void case_n(void) {
+  const double a = 0.005, mass = 1, slope = 20 * M_PI / 180, g = 9.81;
+  khzSpec *s = khz_spec_new();
+  khzGeomSpec plane;
+  khz_spec_defaultGeom(&plane);
+  plane.type = KHZ_GEOM_PLANE;
+  /* the plane's normal (0, -sin, cos): turned about x by the slope */
+  plane.quat[0] = cos(0.5 * slope), plane.quat[1] = sin(0.5 * slope), plane.quat[2] = plane.quat[3] = 0;
+  khz_spec_addGeom(s, &plane);
+  khzContactOptions c;
+  khz_spec_defaultContact(&c);
+  c.mu = 0.5;
+  khz_spec_setContact(s, &c);
+  khzBodySpec b;
+  khz_spec_defaultBody(&b);
+  snprintf(b.name, sizeof b.name, "cyl");
+  snprintf(b.joint_name, sizeof b.joint_name, "cyl");
+  b.joint_type = KHZ_JOINT_FLOATING;
+  b.mass = mass;
+  b.inertia[0] = b.inertia[1] = mass * (3 * a * a + 4 * a * a) / 12, b.inertia[2] = 0.5 * mass * a * a;
+  /* the axis (z) turned onto x, across the slope; the centre r along the normal */
+  double q0[7] = {0, -a * sin(slope), a * cos(slope), sqrt(0.5), 0, sqrt(0.5), 0};
+  memcpy(b.q0, q0, sizeof q0);
+  khzGeomSpec cyl;
+  khz_spec_defaultGeom(&cyl);
+  cyl.body = khz_spec_addBody(s, &b);
+  cyl.type = KHZ_GEOM_CYLINDER;
+  cyl.size[0] = cyl.size[1] = a;
+  khz_spec_addGeom(s, &cyl);
+  char err[256];
+  khzModel *m = khz_compile(s, err, sizeof err);
+  ENSURE_MSG(m, "%s", err);
+  khzData *d = khz_makeData(m, 0);
+  /* rolling: a = g sin / (1 + I / (m r^2)) = (2/3) g sin; the speed's
+   * worst relative error from 0.2 s (it has rolled 4.5 cm, 1.4 turns) */
+  double worst = 0, worst_roll = 0;
+  for (int k = 0; k < 1000; k++) {
+    khz_step(m, d);
+    double want = 2.0 / 3.0 * g * sin(slope) * d->time, v = sqrt(d->qd[0] * d->qd[0] + d->qd[1] * d->qd[1] + d->qd[2] * d->qd[2]);
+    double spin = sqrt(d->qd[3] * d->qd[3] + d->qd[4] * d->qd[4] + d->qd[5] * d->qd[5]);
+    if (d->time < 0.2) continue;
+    worst = fmax(worst, fabs(v / want - 1)), worst_roll = fmax(worst_roll, fabs(a * spin / v - 1));
+  }
+  printf("n. cylinder rolling down 20 deg, 0.2-1 s: speed off (2/3) g sin t by at most %.3g %%, r x spin off it by %.3g %%\n",
+         100 * worst, 100 * worst_roll);
+  ENSURE_MSG(worst <= 0.005, "speed off the analytic by %.3g %%", 100 * worst);
+  ENSURE_MSG(worst_roll <= 0.01, "r x spin off the speed by %.3g %%", 100 * worst_roll);
+  ENSURE(d->warning[KHZ_WARN_BADSTATE] == 0);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+  khz_spec_destroy(&s);
+}
+
 int main(void) {
   case_a();
   case_bc();
@@ -564,5 +623,6 @@ int main(void) {
   case_k();
   case_l();
   case_m();
+  case_n();
   return ensure_report();
 }
