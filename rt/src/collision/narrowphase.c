@@ -493,21 +493,35 @@ static void rim_points(const khzColShape *s, const khzColShape *other, int side,
   int near[2], nnear = 0;
   if (!on1) near[nnear++] = k0;
   if (!on0) near[nnear++] = k1;
-  double p[2][3];
+  double p[2][3], sd[2];
   for (int rim = 0; rim < 2; rim++) {
     khzu_addScl3(p[rim], s->pos, z, rim ? s->size[1] : -s->size[1]);
     khzu_addScl3(p[rim], p[rim], u, sgn * s->size[0]);
-    double sd = khz_shape_sd(other, p[rim], NULL);
-    if (!(sd >= 0)) continue;
-    int v[2] = {rim * N + near[0], rim * N + (nnear > 1 ? near[1] : near[0])};
-    drop_points(o, side, KHZ_FEAT_VERTEX, v, 2);
-    khz_col_addPoint(o, p[rim], sd, side, KHZ_FEATURE(KHZ_FEAT_RIM, rim));
+    sd[rim] = khz_shape_sd(other, p[rim], NULL);
   }
-  /* the generator edges 2N + k through those samples: their crossings */
-  int e[4] = {2 * (2 * N + near[0]), 2 * (2 * N + near[0]) + 1, 2 * (2 * N + near[nnear - 1]),
-              2 * (2 * N + near[nnear - 1]) + 1};
-  drop_points(o, side, KHZ_FEAT_EDGE, e, 4);
-  generator_points(s, other, side, n, p[0], p[1], 1, o);
+  /* lying on its side (both rims' points inside): the exact points carry the
+   * side, and the samples next to them go (above). Tilted onto one rim, the
+   * samples near its point carry the cylinder's tilt as before and the exact
+   * point is added only between samples (on one, to 0.1 um, it would be a
+   * second point in the same place). */
+  int lying = sd[0] >= 0 && sd[1] >= 0;
+  for (int rim = 0; rim < 2; rim++) {
+    if (!(sd[rim] >= 0)) continue;
+    if (lying) {
+      int v[2] = {rim * N + near[0], rim * N + near[nnear - 1]};
+      drop_points(o, side, KHZ_FEAT_VERTEX, v, 2);
+    } else if (nnear < 2)
+      continue;
+    khz_col_addPoint(o, p[rim], sd[rim], side, KHZ_FEATURE(KHZ_FEAT_RIM, rim));
+  }
+  if (lying) { /* the generator edges 2N + k through those samples: their crossings */
+    int e[4] = {2 * (2 * N + near[0]), 2 * (2 * N + near[0]) + 1, 2 * (2 * N + near[nnear - 1]),
+                2 * (2 * N + near[nnear - 1]) + 1};
+    drop_points(o, side, KHZ_FEAT_EDGE, e, 4);
+  }
+  /* on a sample and not lying, the generator is an edge: its crossings are
+   * points already, but not its deepest point inside a cylinder */
+  generator_points(s, other, side, n, p[0], p[1], lying || nnear == 2, o);
 }
 
 /* the outward facet normals of s that a cylinder may rest on: a box's faces,
