@@ -459,15 +459,19 @@ static void drop_points(khzColOut *o, int side, int kind, const int *idx, int ni
  * (side 1), when it lies inside other, and the points of the generator
  * between them.
  * The rim samples next to that point (within one sample spacing) are
- * material points: where one of them carries the rim, rolling the cylinder
- * by phi moves it r sin(phi) ahead of the centre, and its normal force
- * (the weight) drives the rolling further, a torque m g r phi against the
- * rolling inertia 3/2 m r^2: the resting cylinder was unstable, e-folding in
- * sqrt(1.5 r / g) (28 ms at r = 5 mm), until the sample rose out (phi =
- * sqrt(2 d / r)) and it rocked with that amplitude. The exact point, kept
- * where the surface faces the other body (contact/penalty.c, surface_point),
- * stands for them: they and the crossings of the generator edge through them
- * are dropped, and that generator's crossings are the exact generator's. */
+ * material points: where one of them carries the side of a cylinder lying
+ * on it, rolling the cylinder by phi moves it r sin(phi) ahead of the
+ * centre, and its normal force (the weight) drives the rolling further, a
+ * torque m g r phi against the rolling inertia 3/2 m r^2: the resting
+ * cylinder was unstable, e-folding in sqrt(1.5 r / g) (28 ms at r = 5 mm),
+ * until the sample rose out (phi = sqrt(2 d / r)) and it rocked with that
+ * amplitude; rolling down a slope it ran over a 16-sided polygon. So for a
+ * cylinder lying on its side (both rims' points inside) the exact points,
+ * kept where the surface faces the other body (contact/penalty.c,
+ * surface_point), stand for those samples: they and the crossings of the
+ * generator edges through them are dropped, and the generator's crossings
+ * are the exact generator's. Tilted onto one rim, the samples stay (dropping
+ * them there too moved the piles; docs/validation.md). */
 static void rim_points(const khzColShape *s, const khzColShape *other, int side,
                        const double n[3], khzColOut *o) {
   if (s->shape != KHZ_SHAPE_CYLINDER) return;
