@@ -442,9 +442,36 @@ static void generator_points(const khzColShape *s, const khzColShape *other, int
   if (sd > 0) khz_col_addPoint(o, q, sd, side, KHZ_FEATURE(KHZ_FEAT_RIM, 4));
 }
 
+/* drops the points of side `side` with feature kind and index among idx[0..nidx) */
+static void drop_points(khzColOut *o, int side, int kind, const int *idx, int nidx) {
+  int w = 0;
+  for (int i = 0; i < o->npt; i++) {
+    const khzColPoint *pt = o->pt + i;
+    int drop = 0;
+    if (pt->side == side && ((pt->feature >> 24) & 0xf) == kind)
+      for (int j = 0; j < nidx; j++) drop |= (pt->feature & 0xffffff) == idx[j];
+    if (!drop) o->pt[w++] = *pt;
+  }
+  o->npt = w;
+}
+
 /* the exact deepest point of each rim of cylinder s along -n (side 0) or +n
  * (side 1), when it lies inside other, and the points of the generator
- * between them */
+ * between them.
+ * The rim samples next to that point (within one sample spacing) are
+ * material points: where one of them carries the side of a cylinder lying
+ * on it, rolling the cylinder by phi moves it r sin(phi) ahead of the
+ * centre, and its normal force (the weight) drives the rolling further, a
+ * torque m g r phi against the rolling inertia 3/2 m r^2: the resting
+ * cylinder was unstable, e-folding in sqrt(1.5 r / g) (28 ms at r = 5 mm),
+ * until the sample rose out (phi = sqrt(2 d / r)) and it rocked with that
+ * amplitude; rolling down a slope it ran over a 16-sided polygon. So for a
+ * cylinder lying on its side (both rims' points inside) the exact points,
+ * kept where the surface faces the other body (contact/penalty.c,
+ * surface_point), stand for those samples: they and the crossings of the
+ * generator edges through them are dropped, and the generator's crossings
+ * are the exact generator's. Tilted onto one rim, the samples stay (dropping
+ * them there too moved the piles; docs/validation.md). */
 static void rim_points(const khzColShape *s, const khzColShape *other, int side,
                        const double n[3], khzColOut *o) {
   if (s->shape != KHZ_SHAPE_CYLINDER) return;
@@ -456,23 +483,49 @@ static void rim_points(const khzColShape *s, const khzColShape *other, int side,
    * place along the rim is ill-conditioned (it swings round with the tilt) */
   if (khzu_normalize3(u) < KHZ_RIM_TILT) return;
   double sgn = side == 0 ? -1 : 1;
-  /* on a rim sample already (to 0.1 um): the sample, a material point, is
-   * the contact; a second point in the same place would only flicker */
   const double *R = s->rot; /* the rim point's direction sgn u in the cylinder's frame */
   double ang = atan2(sgn * (R[1] * u[0] + R[4] * u[1] + R[7] * u[2]),
                      sgn * (R[0] * u[0] + R[3] * u[1] + R[6] * u[2]));
-  double step = 2 * M_PI / KHZ_CYL_RIM, off = ang - step * nearbyint(ang / step);
-  int on_sample = s->size[0] * (1 - cos(off)) < KHZ_ON_SAMPLE;
-  double p[2][3];
+  const int N = KHZ_CYL_RIM;
+  double step = 2 * M_PI / N;
+  /* the samples bracketing the rim point (one when it is on a sample, to
+   * 0.1 um): k0 = floor(ang / step) and k0 + 1 */
+  double fk = floor(ang / step), off = ang - step * fk;
+  int k0 = ((int)fk % N + N) % N, k1 = (k0 + 1) % N;
+  int on0 = s->size[0] * (1 - cos(off)) < KHZ_ON_SAMPLE;
+  int on1 = s->size[0] * (1 - cos(step - off)) < KHZ_ON_SAMPLE;
+  int near[2], nnear = 0;
+  if (!on1) near[nnear++] = k0;
+  if (!on0) near[nnear++] = k1;
+  double p[2][3], sd[2];
   for (int rim = 0; rim < 2; rim++) {
     khzu_addScl3(p[rim], s->pos, z, rim ? s->size[1] : -s->size[1]);
     khzu_addScl3(p[rim], p[rim], u, sgn * s->size[0]);
-    double sd = khz_shape_sd(other, p[rim], NULL);
-    if (sd >= 0 && !on_sample) khz_col_addPoint(o, p[rim], sd, side, KHZ_FEATURE(KHZ_FEAT_RIM, rim));
+    sd[rim] = khz_shape_sd(other, p[rim], NULL);
   }
-  /* on a sample, the generator is an edge: its crossings are points already,
-   * but not its deepest point inside a cylinder */
-  generator_points(s, other, side, n, p[0], p[1], !on_sample, o);
+  /* lying on its side (both rims' points inside): the exact points carry the
+   * side, and the samples next to them go (above). Tilted onto one rim, the
+   * samples near its point carry the cylinder's tilt as before and the exact
+   * point is added only between samples (on one, to 0.1 um, it would be a
+   * second point in the same place). */
+  int lying = sd[0] >= 0 && sd[1] >= 0;
+  for (int rim = 0; rim < 2; rim++) {
+    if (!(sd[rim] >= 0)) continue;
+    if (lying) {
+      int v[2] = {rim * N + near[0], rim * N + near[nnear - 1]};
+      drop_points(o, side, KHZ_FEAT_VERTEX, v, 2);
+    } else if (nnear < 2)
+      continue;
+    khz_col_addPoint(o, p[rim], sd[rim], side, KHZ_FEATURE(KHZ_FEAT_RIM, rim));
+  }
+  if (lying) { /* the generator edges 2N + k through those samples: their crossings */
+    int e[4] = {2 * (2 * N + near[0]), 2 * (2 * N + near[0]) + 1, 2 * (2 * N + near[nnear - 1]),
+                2 * (2 * N + near[nnear - 1]) + 1};
+    drop_points(o, side, KHZ_FEAT_EDGE, e, 4);
+  }
+  /* on a sample and not lying, the generator is an edge: its crossings are
+   * points already, but not its deepest point inside a cylinder */
+  generator_points(s, other, side, n, p[0], p[1], lying || nnear == 2, o);
 }
 
 /* the outward facet normals of s that a cylinder may rest on: a box's faces,
