@@ -311,9 +311,9 @@ static void test_edge_gather(void) {
   for (int g = 0; g < m->ngeom; g++)
     if (!khz_bodyStatic(m, m->geom_body[g])) bar = m->jnt_dofadr[m->geom_body[g]];
   double vz = d->qd[bar + 2], overlap = max_overlap(m, d), want = -gap / h;
-  printf("edge on edge from 2.5 m at 300 m/s, h = 0.01: U %d I %d X %d gathered, %d added at q+, bar's vz after "
-         "%.6g m/s (-gap / h: %.6g), overlap %.3g m^3, %d fallbacks\n",
-         st->nu, st->ni, st->nx, st->added, vz, want, overlap, (int)d->warning[KHZ_WARN_LCP]);
+  printf("edge on edge from 2.5 m at 300 m/s, h = 0.01: U %d I %d X %d gathered (narrowed %d, allowance share %g), "
+         "%d added at q+, bar's vz after %.6g m/s (-gap / h: %.6g), overlap %.3g m^3, %d fallbacks\n",
+         st->nu, st->ni, st->nx, st->narrowed, st->turn, st->added, vz, want, overlap, (int)d->warning[KHZ_WARN_LCP]);
   ENSURE_MSG(st->added == 0, "the edge pair was not gathered at q (%d constraints added at q+)", st->added);
   ENSURE(st->nu >= 1);
   ENSURE(d->warning[KHZ_WARN_LCP] == 0);
