@@ -311,9 +311,9 @@ static void test_edge_gather(void) {
   for (int g = 0; g < m->ngeom; g++)
     if (!khz_bodyStatic(m, m->geom_body[g])) bar = m->jnt_dofadr[m->geom_body[g]];
   double vz = d->qd[bar + 2], overlap = max_overlap(m, d), want = -gap / h;
-  printf("edge on edge from 2.5 m at 300 m/s, h = 0.01: U %d I %d X %d gathered, %d added at q+, bar's vz after "
-         "%.6g m/s (-gap / h: %.6g), overlap %.3g m^3, %d fallbacks\n",
-         st->nu, st->ni, st->nx, st->added, vz, want, overlap, (int)d->warning[KHZ_WARN_LCP]);
+  printf("edge on edge from 2.5 m at 300 m/s, h = 0.01: U %d I %d X %d gathered (narrowed %d, allowance share %g), "
+         "%d added at q+, bar's vz after %.6g m/s (-gap / h: %.6g), overlap %.3g m^3, %d fallbacks\n",
+         st->nu, st->ni, st->nx, st->narrowed, st->turn, st->added, vz, want, overlap, (int)d->warning[KHZ_WARN_LCP]);
   ENSURE_MSG(st->added == 0, "the edge pair was not gathered at q (%d constraints added at q+)", st->added);
   ENSURE(st->nu >= 1);
   ENSURE(d->warning[KHZ_WARN_LCP] == 0);
@@ -324,10 +324,11 @@ static void test_edge_gather(void) {
   khz_deleteModel(&m);
 }
 
-/* One step of the paper's pour (scenes/peg/pour_paper.yaml, seed 1) from
- * states recorded on its trajectory (tests/peg/pour_states.txt, written by
- * bench/peg_figures --dump-step: "h STEP q ..." and "h STEP qd ..." lines,
- * a comment line before each case naming the step's difficulty): the steps,
+/* One step of the paper's pour (scenes/peg/pour_paper.yaml, seed 1, or the
+ * scene of a "scene PATH" line before the case: another seed of gen_pour.py
+ * --paper) from states recorded on its trajectory (tests/peg/pour_states.txt,
+ * written by bench/peg_figures --dump-step: "h STEP q ..." and "h STEP qd
+ * ..." lines, a comment line before each case naming the step's difficulty): the steps,
  * not split (khz_pegSetSplits(0): their own passes; a "split" case with
  * the halving of steps whose passes fail, and it must halve), must not fall back and
  * must leave no feature pair deeper than 1e-10 m (khz_pegLastStats()->worst)
@@ -378,11 +379,19 @@ static void test_pour_states(void) {
   FILE *f = fopen("tests/peg/pour_states.txt", "r");
   ENSURE_MSG(f != NULL, "tests/peg/pour_states.txt: cannot open");
   if (!f) return;
-  static char line[16384], what[512];
+  static char line[16384], what[512], scene[512] = "scenes/peg/pour_paper.yaml";
   static double q[256], qd[256];
   int cases = 0;
   what[0] = 0;
   while (fgets(line, sizeof line, f)) {
+    /* "scene PATH": the cases below are of that scene (another seed) */
+    if (!strncmp(line, "scene ", 6)) {
+      size_t n = strcspn(line + 6, "\n");
+      if (n >= sizeof scene) n = sizeof scene - 1;
+      memcpy(scene, line + 6, n);
+      scene[n] = 0;
+      continue;
+    }
     if (line[0] == '#') {
       size_t n = strcspn(line + 1, "\n");
       if (n >= sizeof what) n = sizeof what - 1;
@@ -406,12 +415,12 @@ static void test_pour_states(void) {
     char err[512];
     khzScene sc;
     khzModel *m = NULL;
-    if (!khz_loadScene(&sc, "scenes/peg/pour_paper.yaml", err, sizeof err)) {
+    if (!khz_loadScene(&sc, scene, err, sizeof err)) {
       khz_spec_setTimestep(sc.spec, h);
       m = khz_compile(sc.spec, err, sizeof err);
       khz_deleteScene(&sc);
     }
-    ENSURE_MSG(m != NULL, "pour_paper.yaml: %s", err);
+    ENSURE_MSG(m != NULL, "%s: %s", scene, err);
     if (!m) break;
     ENSURE_MSG(nq == m->nq && nv == m->nv, "step %ld: %d q and %d qd for a model of %d and %d", step, nq, nv, m->nq,
                m->nv);
@@ -439,9 +448,9 @@ static void test_pour_states(void) {
         splits += st->splits;
       }
       khz_pegSetSplits(2);
-      printf("pour seed 1, h %g, steps %ld-%ld (%s): at most %d passes, %d halvings, deepest left %.3g m, overlap "
+      printf("pour %s, h %g, steps %ld-%ld (%s): at most %d passes, %d halvings, deepest left %.3g m, overlap "
              "%.3g m^3, %d fallbacks\n",
-             h, step, step + POUR_STEPS - 1, what, passes, splits, worst, overlap, (int)d->warning[KHZ_WARN_LCP]);
+             scene, h, step, step + POUR_STEPS - 1, what, passes, splits, worst, overlap, (int)d->warning[KHZ_WARN_LCP]);
       if (split) ENSURE_MSG(splits > 0, "h %g step %ld: no step was halved", h, step);
       ENSURE_MSG(d->warning[KHZ_WARN_LCP] == 0, "h %g step %ld: %d fell back", h, step, (int)d->warning[KHZ_WARN_LCP]);
       ENSURE_MSG(worst <= 1e-10, "h %g step %ld: a feature pair left %g m deep", h, step, worst);

@@ -562,6 +562,60 @@ static int standard_groups(pegWork *W, double h) {
   return 0;
 }
 
+/* vertex-edge X (eq. 36) of vertex v of pa whose I constraint is over the
+ * faces faces[0..n) of pb (its contacts ids), for every edge eb of pb between
+ * two of those faces: each edge ea of the vertex (only_ea, or all when -1)
+ * heading over face f_s either passes over eb or the vertex stays above
+ * f_s. With more than two faces (the allowance reaching a third face, or a
+ * corner), only the edges the vertex lies beside (its projection inside
+ * eb): a vertex sliding in the plane of one face (a face of pb coplanar
+ * with a floor both rest on) keeps that face's gap at 0 and so passes its
+ * I constraint while its edges dive into pb past eb (seed 3 of the pour).
+ * force: built by the exact check at q+ (add_group_ex). -1 when full. */
+static int vertex_edge_x(pegWork *W, int pa, int v, int pb, const int *faces, const int *ids, int n, int only_ea,
+                         double mu, double h, int force) {
+  const khzPegPoly *A = W->poly + pa, *B = W->poly + pb;
+  if (n < 2 || B->ne == 0) return 0;
+  for (int eb = 0; eb < B->ne; eb++) {
+    int k0 = -1, k1 = -1;
+    for (int i = 0; i < n; i++) {
+      if (faces[i] == B->ef[eb][0]) k0 = i;
+      if (faces[i] == B->ef[eb][1]) k1 = i;
+    }
+    if (k0 < 0 || k1 < 0) continue;
+    if (k0 > k1) {
+      int k = k0;
+      k0 = k1, k1 = k;
+    }
+    if (n > 2) {
+      const double *b0 = B->v[B->e[eb][0]], *b1 = B->v[B->e[eb][1]];
+      double w[3], r[3];
+      khzu_sub3(w, b1, b0);
+      khzu_sub3(r, A->v[v], b0);
+      double t = khzu_dot3(r, w) / khzu_dot3(w, w);
+      if (t <= 0 || t >= 1) continue;
+    }
+    double t[2][3];
+    face_dir(B, eb, faces[k0], t[0]);
+    face_dir(B, eb, faces[k1], t[1]);
+    for (int ea = 0; ea < A->ne; ea++) {
+      if (only_ea >= 0 && ea != only_ea) continue;
+      int o = A->e[ea][0] == v ? A->e[ea][1] : A->e[ea][1] == v ? A->e[ea][0] : -1;
+      if (o < 0) continue;
+      double u[3];
+      khzu_sub3(u, A->v[o], A->v[v]);
+      int side = khzu_dot3(u, t[0]) >= khzu_dot3(u, t[1]) ? k0 : k1;
+      int x[2];
+      x[0] = add_ee(W, pa, ea, pb, eb, NULL, NULL);
+      if (x[0] == -2) return -1;
+      if (x[0] < 0 || W->c[x[0]].appl < -PEG_SIN_THETA) continue;
+      x[1] = ids[side];
+      if (add_group_ex(W, G_X, x, 2, mu, h, force) < 0) return -1;
+    }
+  }
+  return 0;
+}
+
 /* vertices of pa against the faces of pb (eqs. 34, 36, 37). Each face's
  * gap s_f = n_f . v - d_f changes over the step by about h n_f . dv (dv the
  * vertex's velocity relative to pb's body: d s_f / dt = n_f . dv), so it
@@ -603,31 +657,7 @@ static int vertex_one(pegWork *W, int pa, int pb, int v, double h, double mu) {
     for (int i = 0; i < n; i++)
       if ((ids[i] = add_vf(W, pa, v, pb, faces[i])) < 0) return -1;
     if (add_group(W, G_I, ids, n, mu, h) < 0) return -1;
-    if (n != 2 || B->ne == 0) return 0;
-    /* vertex-edge X (eq. 36): the edge eb of the two faces; each edge of
-     * the vertex heading over face f_s either passes over eb or the vertex
-     * stays above f_s */
-    int eb = -1;
-    for (int e = 0; e < B->ne && eb < 0; e++)
-      if ((B->ef[e][0] == faces[0] && B->ef[e][1] == faces[1]) || (B->ef[e][0] == faces[1] && B->ef[e][1] == faces[0]))
-        eb = e;
-    if (eb < 0) return 0;
-    double t[2][3];
-    face_dir(B, eb, faces[0], t[0]);
-    face_dir(B, eb, faces[1], t[1]);
-    for (int ea = 0; ea < A->ne; ea++) {
-      int o = A->e[ea][0] == v ? A->e[ea][1] : A->e[ea][1] == v ? A->e[ea][0] : -1;
-      if (o < 0) continue;
-      double u[3];
-      khzu_sub3(u, A->v[o], A->v[v]);
-      int side = khzu_dot3(u, t[0]) >= khzu_dot3(u, t[1]) ? 0 : 1;
-      int x[2];
-      x[0] = add_ee(W, pa, ea, pb, eb, NULL, NULL);
-      if (x[0] == -2) return -1;
-      if (x[0] < 0 || W->c[x[0]].appl < -PEG_SIN_THETA) continue;
-      x[1] = ids[side];
-      if (add_group(W, G_X, x, 2, mu, h) < 0) return -1;
-    }
+    if (vertex_edge_x(W, pa, v, pb, faces, ids, n, -1, mu, h, 0) < 0) return -1;
   }
   return 0;
 }
@@ -1212,6 +1242,42 @@ static int add_missed(const khzModel *m, pegWork *W, double h, int may_add, doub
           int ng0 = W->ng;
           if (add_group_ex(W, G_I, ids, n, mu, h, 1) < 0) return -1;
           added += W->ng > ng0;
+        }
+        /* an edge of A that dives deeper than PEG_RECHECK_DEPTH into B from
+         * an end vertex lying on B's surface (within PEG_RECHECK_DEPTH: the
+         * vertex test above and the crossing test below both miss it, and
+         * the vertex's I constraint holds by the zero gap of the face it
+         * lies on, e.g. a face of B coplanar with a floor both rest on):
+         * the vertex-edge X constraints (eq. 36) of that vertex and edge,
+         * built at q over the faces the vertex is outside of at q, with its
+         * I constraint */
+        for (int ea = 0; ea < Ap->ne; ea++) {
+          double depth = edge_inside(Ap, ea, Bp);
+          if (depth <= PEG_RECHECK_DEPTH || depth <= edge_inside(A, ea, B)) continue;
+          if (inside_depth(Bp, Ap->v[Ap->e[ea][0]]) > PEG_RECHECK_DEPTH ||
+              inside_depth(Bp, Ap->v[Ap->e[ea][1]]) > PEG_RECHECK_DEPTH)
+            continue; /* the vertex test's */
+          /* an edge deeper in B than at q is a violation whatever holds it
+           * (an edge through B with no edge of B inside A, seed 4 of the pour
+           * at h = 0.0106, is one no test below adds a constraint for: the
+           * step is then halved) */
+          *worst = fmax(*worst, depth);
+          for (int end = 0; end < 2 && may_add; end++) {
+            int v = Ap->e[ea][end];
+            if (fabs(inside_depth(Bp, Ap->v[v])) > PEG_RECHECK_DEPTH) continue;
+            double s[KHZ_PEG_MAXF], smax = -INFINITY;
+            for (int f = 0; f < B->nf; f++) s[f] = khzu_dot3(B->n[f], A->v[v]) - B->d[f], smax = fmax(smax, s[f]);
+            int ids[KHZ_PEG_MAXF], faces[KHZ_PEG_MAXF], n = 0;
+            for (int f = 0; f < B->nf; f++)
+              if (s[f] >= fmin(0, smax)) {
+                faces[n] = f;
+                if ((ids[n++] = add_vf(W, pa, v, pb, f)) < 0) return -1;
+              }
+            int ng0 = W->ng;
+            if (add_group_ex(W, G_I, ids, n, mu, h, 1) < 0) return -1;
+            if (vertex_edge_x(W, pa, v, pb, faces, ids, n, ea, mu, h, 1) < 0) return -1;
+            added += W->ng > ng0;
+          }
         }
       }
       const khzPegPoly *Ap = W->polyp + i, *Bp = W->polyp + j;
