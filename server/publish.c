@@ -298,14 +298,15 @@ void khz_server_printStats(khzServer *s, FILE *out) {
             "  re-run             seq %llu %s: tick CPU %.1f us (step %.1f, other %.1f incl. "
             "between %.1f with %d requests in %.1f wall; other at the tick before %.1f), wall %.1f, "
             "late %.1f; step re-run %.1f / %.1f / %.1f us (least %.1f); hash %s; wall before / in / "
-            "after the step %.1f / %.1f / %.1f us; phases CPU (measured -> counted) %s; work "
-            "counted %.1f us of %.1f\n",
+            "after the step %.1f / %.1f / %.1f us; wake re-called %.1f us; phases CPU (measured -> "
+            "counted) %s; work counted %.1f us of %.1f\n",
             (unsigned long long)c->seq, verdict[c->verdict <= KHZ_NVERDICTS ? c->verdict : 0],
             c->tick_cpu_ns / 1e3, c->step_cpu_ns / 1e3, c->other_ns / 1e3, c->between_ns / 1e3,
             c->requests, c->requests_ns / 1e3, c->other_prev_ns / 1e3, c->compute_ns / 1e3,
             c->lateness_ns / 1e3, c->rerun_ns[0] / 1e3, c->rerun_ns[1] / 1e3, c->rerun_ns[2] / 1e3,
             c->rerun_min_ns / 1e3, c->hash == c->rerun_hash ? "equal" : "DIFFERS",
-            c->before_step_ns / 1e3, c->step_wall_ns / 1e3, c->after_step_ns / 1e3, ph,
+            c->before_step_ns / 1e3, c->step_wall_ns / 1e3, c->after_step_ns / 1e3,
+            c->wake_rerun_ns / 1e3, ph,
             c->work_ns / 1e3, c->period_ns / 1e3);
   }
 }

@@ -152,7 +152,9 @@ typedef struct khzLoopConfig {
                                 and the fixed phases around the step (each bounded by its p99)
                                 exceed the period: TickStats.verified_own / verified_around /
                                 verified_requests / verified_host / unverified (verifier busy) /
-                                verify_mismatch, each overrun in khz_loop_overrunChecks() */
+                                verify_mismatch, each overrun in khz_loop_overrunChecks(). The
+                                verifier also calls wake (3 times per own overrun, to time it):
+                                wake must then be safe to call from any thread */
 
   /* watchdog and lockstep */
   double watchdog_s;         /* commands older than this are stale; 0 = off */
@@ -411,10 +413,12 @@ typedef struct khzTickStats {
    * of the six; counted when the verdict is in, a tick or more later). The
    * loop's CPU time from the previous state to this one is split into phases
    * (khzOverrunCheck.phase_ns): the step, re-run by the verifier (least CPU
-   * time of 3); the requests applied, taken as measured (khz's work on a
-   * client's behalf); and the fixed work around the step (command phase, save,
-   * sampling, the state's copy and statistics, the I/O wake, the rest), each
-   * bounded by its own p99 over the run: a phase charged more than
+   * time of 3); the I/O wake, called again by the verifier (3 times: the
+   * least, or the loop's time if less); the requests applied, taken as
+   * measured (khz's work on a client's behalf); and the other fixed work
+   * around the step (command phase, save, sampling, the state's copy and
+   * statistics, the rest), each bounded by its own p99 over the run: a phase
+   * charged more than
    * KHZ_VERIFY_HOST_FACTOR times its p99 is taken at its p99 (the rest was the
    * host's). When the step's re-run, the requests and the fixed phases so
    * taken together exceed the period, the overrun is khz's, named after the
@@ -637,8 +641,13 @@ typedef struct khzOverrunCheck {
   int64_t phase_p99_ns[KHZ_NPHASES]; /* each fixed phase's p99 over the run when judged (0 for
                                         the step and the requests: re-run / taken as measured) */
   int64_t accepted_ns[KHZ_NPHASES];  /* what the verdict counts: the step's least re-run, the
-                                        requests as measured, a fixed phase as measured or, when
-                                        charged over KHZ_VERIFY_HOST_FACTOR times its p99, its p99 */
+                                        wake's measured time or least re-call if less, the
+                                        requests as measured, another fixed phase as measured or,
+                                        when charged over KHZ_VERIFY_HOST_FACTOR times its p99,
+                                        its p99 */
+  int64_t wake_rerun_ns;  /* the verifier's least CPU time of 3 calls of the wake callback
+                             (khzLoopConfig.wake, each after a 1 ms sleep so that the I/O side
+                             is idle as the loop finds it); -1 without a wake callback */
   int64_t work_ns;        /* the sum of accepted_ns: over period_ns = khz's own */
   uint64_t hash, rerun_hash; /* the loop's post-step state hash, the re-run's */
 } khzOverrunCheck;
