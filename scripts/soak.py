@@ -28,9 +28,14 @@ exceeds it is time the machine charged to a thread that was not its work
 khz's only as far as the probe's stays at zero. With --verify-overruns (the
 default here) the server re-runs the step of each overrun it counts as own from
 the state saved before it (docs/server.md, "Proving an overrun khz's") and the
-report gives the verdicts: confirmed own (the same work needs the period),
-host (it does not: the time was the machine's), unverified (the verifier was
-busy), mismatch (the re-run did not reproduce the state: a finding).
+report gives the verdicts. The loop's CPU time is split into phases: the
+step, re-run; the requests, taken as measured; the fixed work around the step
+(the state's copy, statistics, the I/O wake, the command phase...), each
+bounded by its p99 over the run (a phase charged over 100 times its p99 counts
+at its p99). Confirmed own when that work exceeds the period, by class (the
+step, the work around the step, the requests); host (it does not: the time was
+the machine's), unverified (the verifier was busy), mismatch (the re-run did
+not reproduce the state: a finding).
 
     PYTHONPATH=build/clients/python /usr/bin/python3 scripts/soak.py --seconds 3600 > docs/soak.md
 """
@@ -324,11 +329,15 @@ class Soak:
             m = re.search(r"overrun re-runs\s+confirmed own (\d+), host (\d+), unverified (\d+), "
                           r"mismatch (\d+)", self.server_out)
             checks = [ln.strip() for ln in self.server_out.splitlines() if ln.strip().startswith("re-run ")]
+            mc = re.search(r"own by class: step (\d+), around the step (\d+), requests (\d+)",
+                           self.server_out)
             if m:
                 own, host, unver, mism = (int(g) for g in m.groups())
+                cls = (f" By class: the step {mc.group(1)}, the work around the step {mc.group(2)}, "
+                       f"the requests {mc.group(3)}.") if mc else ""
                 lines += ["", f"Overruns counted own, re-run by the verifier (--verify-overruns): "
                           f"confirmed own {own} / host {host} / unverified {unver} / mismatch {mism} "
-                          f"(of {t.own_overruns} own).",
+                          f"(of {t.own_overruns} own).{cls}",
                           "",
                           f"Verdict on the own overruns: {'own: 0 confirmed' if own == 0 else f'own: {own} CONFIRMED'}"
                           f"{f', {unver} unverified' if unver else ''}"

@@ -266,26 +266,47 @@ void khz_server_printStats(khzServer *s, FILE *out) {
   /* the verifier's verdicts on the own overruns, and each one it kept */
   fprintf(out,
           "  overrun re-runs    confirmed own %llu, host %llu, unverified %llu, mismatch %llu "
-          "(of %llu own)\n",
-          (unsigned long long)ls.tick.verified_own, (unsigned long long)ls.tick.verified_host,
-          (unsigned long long)ls.tick.unverified, (unsigned long long)ls.tick.verify_mismatch,
-          (unsigned long long)ls.tick.own_overruns);
+          "(of %llu own); own by class: step %llu, around the step %llu, requests %llu\n",
+          (unsigned long long)(ls.tick.verified_own + ls.tick.verified_around +
+                               ls.tick.verified_requests),
+          (unsigned long long)ls.tick.verified_host, (unsigned long long)ls.tick.unverified,
+          (unsigned long long)ls.tick.verify_mismatch, (unsigned long long)ls.tick.own_overruns,
+          (unsigned long long)ls.tick.verified_own, (unsigned long long)ls.tick.verified_around,
+          (unsigned long long)ls.tick.verified_requests);
   khzOverrunCheck chk[KHZ_LOOP_MAX_CHECKS];
   int n = khz_loop_overrunChecks(s->loop, chk, KHZ_LOOP_MAX_CHECKS);
-  static const char *const verdict[] = {"?", "own", "host", "mismatch"};
+  static const char *const verdict[] = {"?", "own (step)", "host", "mismatch", "own (around the step)",
+                                        "own (requests)"};
+  /* KHZ_PHASE_* order */
+  static const char *const phase[KHZ_NPHASES] = {"pre", "step", "post", "copy", "wake", "requests",
+                                                 "rest"};
   for (int i = 0; i < n; i++) {
     const khzOverrunCheck *c = &chk[i];
+    char ph[512];
+    size_t len = 0;
+    for (int p = 0; p < KHZ_NPHASES && len < sizeof ph; p++) {
+      int w = c->phase_p99_ns[p] > 0
+                  ? snprintf(ph + len, sizeof ph - len, "%s%s %.1f (p99 %.1f) -> %.1f", p ? ", " : "",
+                             phase[p], c->phase_ns[p] / 1e3, c->phase_p99_ns[p] / 1e3,
+                             c->accepted_ns[p] / 1e3)
+                  : snprintf(ph + len, sizeof ph - len, "%s%s %.1f -> %.1f", p ? ", " : "", phase[p],
+                             c->phase_ns[p] / 1e3, c->accepted_ns[p] / 1e3);
+      if (w < 0) break;
+      len += (size_t)w;
+    }
     fprintf(out,
             "  re-run             seq %llu %s: tick CPU %.1f us (step %.1f, other %.1f incl. "
             "between %.1f with %d requests in %.1f wall; other at the tick before %.1f), wall %.1f, "
-            "late %.1f; step re-run %.1f / "
-            "%.1f / %.1f us (least %.1f, room %.1f); hash %s; wall before / in / after the step %.1f / "
-            "%.1f / %.1f us\n",
-            (unsigned long long)c->seq, verdict[c->verdict < 4 ? c->verdict : 0], c->tick_cpu_ns / 1e3,
-            c->step_cpu_ns / 1e3, c->other_ns / 1e3, c->between_ns / 1e3, c->requests,
-            c->requests_ns / 1e3, c->other_prev_ns / 1e3, c->compute_ns / 1e3, c->lateness_ns / 1e3, c->rerun_ns[0] / 1e3, c->rerun_ns[1] / 1e3, c->rerun_ns[2] / 1e3,
-            c->rerun_min_ns / 1e3, (c->period_ns - c->other_ns) / 1e3,
-            c->hash == c->rerun_hash ? "equal" : "DIFFERS", c->before_step_ns / 1e3,
-            c->step_wall_ns / 1e3, c->after_step_ns / 1e3);
+            "late %.1f; step re-run %.1f / %.1f / %.1f us (least %.1f); hash %s; wall before / in / "
+            "after the step %.1f / %.1f / %.1f us; wake re-called %.1f us; phases CPU (measured -> "
+            "counted) %s; work counted %.1f us of %.1f\n",
+            (unsigned long long)c->seq, verdict[c->verdict <= KHZ_NVERDICTS ? c->verdict : 0],
+            c->tick_cpu_ns / 1e3, c->step_cpu_ns / 1e3, c->other_ns / 1e3, c->between_ns / 1e3,
+            c->requests, c->requests_ns / 1e3, c->other_prev_ns / 1e3, c->compute_ns / 1e3,
+            c->lateness_ns / 1e3, c->rerun_ns[0] / 1e3, c->rerun_ns[1] / 1e3, c->rerun_ns[2] / 1e3,
+            c->rerun_min_ns / 1e3, c->hash == c->rerun_hash ? "equal" : "DIFFERS",
+            c->before_step_ns / 1e3, c->step_wall_ns / 1e3, c->after_step_ns / 1e3,
+            c->wake_rerun_ns / 1e3, ph,
+            c->work_ns / 1e3, c->period_ns / 1e3);
   }
 }

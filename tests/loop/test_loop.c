@@ -935,11 +935,94 @@ static void test_verify_overruns(const khzModel *m) {
          t.stats.verify_mismatch >= 1);
   ENSURE(st.tick.verified_own >= 1 && st.tick.verified_host >= 1 && st.tick.verify_mismatch >= 1);
   ENSURE_MSG(st.tick.own_overruns == st.tick.verified_own + st.tick.verified_host +
-                                         st.tick.verify_mismatch + st.tick.unverified,
-             "own %llu != %llu + %llu + %llu + %llu", (unsigned long long)st.tick.own_overruns,
-             (unsigned long long)st.tick.verified_own, (unsigned long long)st.tick.verified_host,
-             (unsigned long long)st.tick.verify_mismatch, (unsigned long long)st.tick.unverified);
+                                         st.tick.verify_mismatch + st.tick.unverified +
+                                         st.tick.verified_around + st.tick.verified_requests,
+             "own %llu != %llu + %llu + %llu + %llu + %llu + %llu",
+             (unsigned long long)st.tick.own_overruns, (unsigned long long)st.tick.verified_own,
+             (unsigned long long)st.tick.verified_host, (unsigned long long)st.tick.verify_mismatch,
+             (unsigned long long)st.tick.unverified, (unsigned long long)st.tick.verified_around,
+             (unsigned long long)st.tick.verified_requests);
   khz_loop_destroy(&L);
+}
+
+/* verify_overruns, the work around the step: a wake callback (the I/O wake,
+ * a between-tick phase, which the verifier calls again) that burns 7 ms of
+ * CPU at every call (1: khz's work between ticks; it overruns every period at
+ * 200 Hz) or 12 ms at the loop's one call only (2: time charged to the wake
+ * that the same call does not need, as a host that holds the virtual CPU
+ * would charge it; more than two periods, so that the next tick cannot end
+ * inside its own period) */
+static atomic_int vwake_mode;
+static void verify_wake(void *user) {
+  (void)user;
+  int mode = atomic_load(&vwake_mode);
+  if (mode == 2) atomic_store(&vwake_mode, 0);
+  if (mode) burn_cpu_ns(mode == 2 ? 12000000 : 7000000);
+}
+
+/* waits (at most 10 s) for a verdict `want` on an overrun whose wake phase
+ * took the burn and returns it; else the last such overrun's (verdict 0 when
+ * none came) */
+static khzOverrunCheck verify_wake_once(khzLoop *L, int want) {
+  khzOverrunCheck other = {0}, chk[KHZ_LOOP_MAX_CHECKS];
+  for (int k = 0; k < 1000; k++) {
+    drain_states(L);
+    nap_us(10000);
+    int n = khz_loop_overrunChecks(L, chk, KHZ_LOOP_MAX_CHECKS);
+    for (int i = 0; i < n; i++)
+      if (chk[i].phase_ns[KHZ_PHASE_WAKE] >= 7000000) {
+        if (chk[i].verdict == want) return chk[i];
+        other = chk[i];
+      }
+    if (n == KHZ_LOOP_MAX_CHECKS) break;
+  }
+  return other;
+}
+
+static void test_verify_around(const khzModel *m) {
+  khzLoopConfig cfg;
+  char err[256];
+  test_config(&cfg, KHZ_MODE_REALTIME);
+  cfg.rate_hz = 200;
+  cfg.verify_overruns = 1;
+  cfg.wake = verify_wake;
+  for (int mode = 2; mode >= 1; mode--) {
+    atomic_store(&vwake_mode, 0);
+    khzLoop *L = khz_loop_new(m, &cfg, err, sizeof err);
+    ENSURE_MSG(L != NULL, "%s", err);
+    if (!L) return;
+    /* the phases' p99 over more than 100 ticks: one stall is not their p99 */
+    for (int k = 0; k < 150; k++) next_state(L, m, 2000);
+    atomic_store(&vwake_mode, mode);
+    int want = mode == 1 ? KHZ_VERIFY_AROUND : KHZ_VERIFY_HOST;
+    khzOverrunCheck c = verify_wake_once(L, want);
+    atomic_store(&vwake_mode, 0);
+    const int64_t *ph = c.phase_ns, *acc = c.accepted_ns;
+    ENSURE_MSG(c.verdict == want,
+               "a wake phase of 7 ms %s: verdict %d (wanted %d); wake %.1f us (p99 %.1f, counted "
+               "%.1f), step re-run %.1f us, work %.1f us",
+               mode == 1 ? "at every tick" : "(12 ms) at one tick", c.verdict, want, ph[KHZ_PHASE_WAKE] / 1e3,
+               c.phase_p99_ns[KHZ_PHASE_WAKE] / 1e3, acc[KHZ_PHASE_WAKE] / 1e3, c.rerun_min_ns / 1e3,
+               c.work_ns / 1e3);
+    /* the phases split the loop's CPU time from the previous state to this one */
+    int64_t sum = 0, counted = 0;
+    for (int p = 0; p < KHZ_NPHASES; p++) sum += ph[p], counted += acc[p];
+    ENSURE_MSG(llabs(sum - (c.between_ns + c.tick_cpu_ns)) <= 1000,
+               "phases %.1f us != between %.1f + tick %.1f us", sum / 1e3, c.between_ns / 1e3,
+               c.tick_cpu_ns / 1e3);
+    ENSURE(counted == c.work_ns && acc[KHZ_PHASE_STEP] == c.rerun_min_ns);
+    /* the verifier called the wake again: 7 ms each time (1), fast (2) */
+    if (mode == 1)
+      ENSURE(c.wake_rerun_ns >= 7000000 && acc[KHZ_PHASE_WAKE] >= 7000000 && c.work_ns > c.period_ns);
+    if (mode == 2)
+      ENSURE(c.wake_rerun_ns >= 0 && c.wake_rerun_ns < 1000000 &&
+             acc[KHZ_PHASE_WAKE] == c.wake_rerun_ns && c.work_ns <= c.period_ns);
+    khzLoopStats st;
+    nap_us(100000);
+    khz_loop_stats(L, &st);
+    ENSURE(mode == 1 ? st.tick.verified_around >= 1 : st.tick.verified_host >= 1);
+    khz_loop_destroy(&L);
+  }
 }
 
 int main(void) {
@@ -954,6 +1037,7 @@ int main(void) {
     test_overrun_attribution(m);
     test_no_cpu_clock(m);
     test_verify_overruns(m);
+    test_verify_around(m);
     test_reset_pause(m);
     test_lockstep_requests_first(m);
     test_haptic_wrench_pd(m);

@@ -29,8 +29,9 @@
  * cpu_clock is 0) three reads of the thread's CPU clock per tick
  * (CLOCK_THREAD_CPUTIME_ID before the sleep, at the tick's start and at its
  * end, to tell the ticks that overran on their own work from those the
- * machine held off), and with verify_overruns two more around the step and a
- * futex wake of the verifier after an own overrun.
+ * machine held off), and with verify_overruns two more around the step, two
+ * around the I/O wake, one around each round of requests, and a futex wake
+ * of the verifier after an own overrun.
  *
  * Modes (switchable at run time, KHZ_REQ_MODE):
  *   realtime  wall-clock paced at rate_hz;
@@ -140,16 +141,20 @@ typedef struct khzLoopConfig {
   int verify_overruns;       /* 1: prove which own overruns are khz's by re-running their step
                                 (realtime mode; needs cpu_clock). Before each step the loop saves
                                 the state (khz_saveState) into one of two preallocated slots and
-                                reads the CPU clock around the step (two more reads); after an
+                                reads the CPU clock around the step and the I/O wake (four more
+                                reads: the phases, khzTickStats); after an
                                 overrun counted as own it hands the slot, with the post-step
                                 state, to a verifier thread (normal priority, its own khzData,
                                 both made by khz_loop_new) through an atomic, never waiting.
                                 The verifier restores the state, steps it 3 times (CPU time of
                                 each, the least kept), checks the result's hash against the
-                                loop's, and says whether the step's re-run work plus the tick's
-                                other work exceeds the period: TickStats.verified_own /
-                                verified_host / unverified (verifier busy) / verify_mismatch,
-                                each overrun in khz_loop_overrunChecks() */
+                                loop's, and says whether the step's re-run work, the requests
+                                and the fixed phases around the step (each bounded by its p99)
+                                exceed the period: TickStats.verified_own / verified_around /
+                                verified_requests / verified_host / unverified (verifier busy) /
+                                verify_mismatch, each overrun in khz_loop_overrunChecks(). The
+                                verifier also calls wake (3 times per own overrun, to time it):
+                                wake must then be safe to call from any thread */
 
   /* watchdog and lockstep */
   double watchdog_s;         /* commands older than this are stale; 0 = off */
@@ -404,19 +409,33 @@ typedef struct khzTickStats {
   uint64_t own_overruns;
   uint64_t preempted_overruns;
   uint64_t late_overruns;
-  /* verify_overruns: the own overruns re-run by the verifier thread (each in
-   * one of the four; counted when the verdict is in, a tick or more later):
-   *   verified_own     the re-run step's CPU time (least of 3) exceeds the
-   *                    period minus the tick's other work (its CPU time outside
-   *                    the step, and between_ns): khz's own, confirmed;
-   *   verified_host    else: the same work re-run fits; the time was not khz's;
-   *   unverified       the verifier was still busy with an earlier one;
-   *   verify_mismatch  the re-run's state hash differs from the loop's: not the
-   *                    same work (a finding, not a verdict). */
+  /* verify_overruns: the own overruns checked by the verifier (each in one
+   * of the six; counted when the verdict is in, a tick or more later). The
+   * loop's CPU time from the previous state to this one is split into phases
+   * (khzOverrunCheck.phase_ns): the step, re-run by the verifier (least CPU
+   * time of 3); the I/O wake, called again by the verifier (3 times: the
+   * least, or the loop's time if less); the requests applied, taken as
+   * measured (khz's work on a client's behalf); and the other fixed work
+   * around the step (command phase, save, sampling, the state's copy and
+   * statistics, the rest), each bounded by its own p99 over the run: a phase
+   * charged more than
+   * KHZ_VERIFY_HOST_FACTOR times its p99 is taken at its p99 (the rest was the
+   * host's). When the step's re-run, the requests and the fixed phases so
+   * taken together exceed the period, the overrun is khz's, named after the
+   * largest of the three:
+   *   verified_own      the step's work;
+   *   verified_around   the fixed work around the step (between ticks or in the tick);
+   *   verified_requests the requests applied before the tick;
+   *   verified_host     else: the same work fits the period; the time was the host's;
+   *   unverified        the verifier was still busy with an earlier one;
+   *   verify_mismatch   the re-run's state hash differs from the loop's: not the
+   *                     same work (a finding, not a verdict). */
   uint64_t verified_own;
   uint64_t verified_host;
   uint64_t unverified;
   uint64_t verify_mismatch;
+  uint64_t verified_around;
+  uint64_t verified_requests;
 } khzTickStats;
 
 /* A state as handed to the I/O side; arrays belong to the ring slot and stay
@@ -581,8 +600,23 @@ void khz_loop_releaseState(khzLoop *loop);
 /* Statistics from the histograms and counters (safe from any one thread). */
 void khz_loop_stats(khzLoop *loop, khzLoopStats *out);
 
-/* One own overrun as the verifier judged it (verify_overruns). Times in ns. */
-enum { KHZ_VERIFY_OWN = 1, KHZ_VERIFY_HOST, KHZ_VERIFY_MISMATCH };
+/* One own overrun as the verifier judged it (verify_overruns). Times in ns.
+ * Verdicts: the step's work (OWN), the host's time (HOST), not the same work
+ * (MISMATCH), the fixed work around the step (AROUND), the requests applied
+ * (REQUESTS); khzTickStats gives the rule. */
+enum { KHZ_VERIFY_OWN = 1, KHZ_VERIFY_HOST, KHZ_VERIFY_MISMATCH, KHZ_VERIFY_AROUND, KHZ_VERIFY_REQUESTS };
+#define KHZ_NVERDICTS 5
+/* the phases of the loop's CPU time from one state to the next, with
+ * verify_overruns (khzOverrunCheck.phase_ns). In the tick: before the step
+ * (faults, command, watchdog, torques, wrenches, the state's save), the step,
+ * after it (sensors, flags, the state's timing). Between the previous tick's
+ * state and this tick: that state's copy into the ring and the statistics,
+ * the I/O wake (khzLoopConfig.wake), the requests applied, and the rest (the
+ * schedule, the verifier's hand-off, the clock reads up to the sleep). */
+enum { KHZ_PHASE_PRE = 0, KHZ_PHASE_STEP, KHZ_PHASE_POST, KHZ_PHASE_COPY, KHZ_PHASE_WAKE,
+       KHZ_PHASE_REQUESTS, KHZ_PHASE_REST };
+#define KHZ_NPHASES 7
+#define KHZ_VERIFY_HOST_FACTOR 100 /* a fixed phase charged more than this times its p99 */
 typedef struct khzOverrunCheck {
   uint64_t seq;           /* the state the overrunning tick published */
   int verdict;            /* KHZ_VERIFY_* */
@@ -603,6 +637,18 @@ typedef struct khzOverrunCheck {
                              publishing the tick before, waking the I/O side and sleeping */
   int64_t rerun_ns[3];    /* the verifier's CPU time of each re-run of the step */
   int64_t rerun_min_ns;
+  int64_t phase_ns[KHZ_NPHASES];     /* the loop's CPU time in each phase (KHZ_PHASE_*) */
+  int64_t phase_p99_ns[KHZ_NPHASES]; /* each fixed phase's p99 over the run when judged (0 for
+                                        the step and the requests: re-run / taken as measured) */
+  int64_t accepted_ns[KHZ_NPHASES];  /* what the verdict counts: the step's least re-run, the
+                                        wake's measured time or least re-call if less, the
+                                        requests as measured, another fixed phase as measured or,
+                                        when charged over KHZ_VERIFY_HOST_FACTOR times its p99,
+                                        its p99 */
+  int64_t wake_rerun_ns;  /* the verifier's least CPU time of 3 calls of the wake callback
+                             (khzLoopConfig.wake, each after a 1 ms sleep so that the I/O side
+                             is idle as the loop finds it); -1 without a wake callback */
+  int64_t work_ns;        /* the sum of accepted_ns: over period_ns = khz's own */
   uint64_t hash, rerun_hash; /* the loop's post-step state hash, the re-run's */
 } khzOverrunCheck;
 

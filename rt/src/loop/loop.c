@@ -188,6 +188,13 @@ struct khzLoop {
   int vcur;
   int vsaved;                         /* vjob[vcur].pre holds this tick's pre-step state */
   int64_t step_cpu;                   /* the loop thread's CPU time in this tick's step */
+  int64_t step_c0, step_c1;           /* the CPU clock at the step's start and end */
+  int64_t ph[KHZ_NPHASES];            /* this tick's CPU time by phase (KHZ_PHASE_*) */
+  int64_t copy_next, wake_next;       /* the copy and wake phases of the state just published */
+  int64_t copy_prev, wake_prev;       /* ... of the one before: this tick's between-tick phases */
+  int64_t req_cpu;                    /* CPU time of the requests applied since the last state */
+  khzHist *phist;                     /* KHZ_NPHASES histograms of the phases (the fixed ones'
+                                         p99 bounds them: verifier_main) */
   int64_t step_t0, step_t1;           /* CLOCK_MONOTONIC around it (with the clock reads) */
   int64_t t_wake;                     /* this tick's wake-up */
   int req_count;                      /* requests applied since the last tick's state, */
@@ -198,8 +205,8 @@ struct khzLoop {
   _Atomic uint32_t vbell;             /* futex word the verifier sleeps on */
   pthread_t vthread;
   int vthread_started;
-  _Atomic uint64_t vcount[3];         /* verdicts: own, host, mismatch (since start) */
-  _Atomic uint64_t vbase[3];          /* vcount at the last statistics reset (loop thread) */
+  _Atomic uint64_t vcount[KHZ_NVERDICTS]; /* verdicts by KHZ_VERIFY_* - 1 (since start) */
+  _Atomic uint64_t vbase[KHZ_NVERDICTS];  /* vcount at the last statistics reset (loop thread) */
   khzOverrunCheck vlog[KHZ_LOOP_MAX_CHECKS];
   _Atomic int vlog_n;
 
@@ -565,6 +572,8 @@ static void publish(khzLoop *L, uint32_t flags, int64_t t_sched, int64_t t_wake)
     L->st.verified_own = atomic_load_explicit(&L->vcount[0], memory_order_relaxed) - L->vbase[0];
     L->st.verified_host = atomic_load_explicit(&L->vcount[1], memory_order_relaxed) - L->vbase[1];
     L->st.verify_mismatch = atomic_load_explicit(&L->vcount[2], memory_order_relaxed) - L->vbase[2];
+    L->st.verified_around = atomic_load_explicit(&L->vcount[3], memory_order_relaxed) - L->vbase[3];
+    L->st.verified_requests = atomic_load_explicit(&L->vcount[4], memory_order_relaxed) - L->vbase[4];
   }
   L->stamps[L->seq % KHZ_STAMPS] = t_done;
   if (L->paused && L->steps_left <= 1) flags |= KHZ_FLAG_PAUSED;
@@ -631,7 +640,14 @@ static void publish(khzLoop *L, uint32_t flags, int64_t t_sched, int64_t t_wake)
     khz_hist_add(&L->lat, L->st.lateness_ns);
   share_stats(L);
   if (L->tr) L->tr->stats_ns = trace_since(L->tr);
-  wake_io(L);
+  if (L->vsaved && is_tick) { /* verify_overruns: the copy and the wake, for the next tick */
+    int64_t c_copy = thread_cpu_now(L);
+    wake_io(L);
+    L->wake_next = thread_cpu_now(L) - c_copy;
+    L->copy_next = c_copy - L->cpu_done;
+  } else {
+    wake_io(L);
+  }
   if (L->tr) { /* the traced tick's end: its entry is complete */
     khzLoopTraceTick *e = L->tr;
     e->wake_ns = trace_since(e);
@@ -935,7 +951,7 @@ static int apply_request(khzLoop *L, const khzRequest *rq, khzReply *r) {
       memset(&L->st, 0, sizeof L->st);
       L->st.ticks = ticks;
       atomic_store(&L->superseded_base, atomic_load(&L->cmd.overwritten));
-      for (int v = 0; v < 3; v++) L->vbase[v] = atomic_load(&L->vcount[v]);
+      for (int v = 0; v < KHZ_NVERDICTS; v++) L->vbase[v] = atomic_load(&L->vcount[v]);
       khz_hist_reset(&L->lat);
       khz_hist_reset(&L->comp);
       khz_hist_reset(&L->cmdlat);
@@ -960,6 +976,7 @@ static void process_requests(khzLoop *L) {
   khzRequest *rq;
   int any = 0, bounded = L->cfg.mode == KHZ_MODE_REALTIME;
   int64_t t0 = khz_loop_now(), budget = L->period_ns / 8;
+  int64_t c0 = L->phist && bounded && khz_ring_peek(&L->requests) ? thread_cpu_now(L) : 0;
   if (budget > KHZ_LOOP_REQUEST_BUDGET_NS) budget = KHZ_LOOP_REQUEST_BUDGET_NS;
   while ((rq = khz_ring_peek(&L->requests))) {
     if (bounded && any && khz_loop_now() - t0 >= budget) break;
@@ -982,6 +999,7 @@ static void process_requests(khzLoop *L) {
     /* for the overrun record (verify_overruns): what the round applied, and its wall time */
     L->req_count += any;
     L->req_ns += khz_loop_now() - t0;
+    if (c0) L->req_cpu += thread_cpu_now(L) - c0;
   }
 }
 
@@ -1213,12 +1231,13 @@ static void tick(khzLoop *L, int64_t t_sched, int64_t t_wake, int timed_out) {
   if (L->vsaved) {
     compact_save(m, d, L->vjob[L->vcur].pre, L->vhead);
     L->step_t0 = khz_loop_now(); /* vDSO: the wall phases, for the record */
-    step_cpu0 = thread_cpu_now(L);
+    step_cpu0 = L->step_c0 = thread_cpu_now(L);
   }
   khz_stepWith(m, d, L->timestep);
   if (L->cfg.step_hook) L->cfg.step_hook(L->cfg.step_hook_user, d, 0);
   if (L->vsaved) {
-    L->step_cpu = thread_cpu_now(L) - step_cpu0;
+    L->step_c1 = thread_cpu_now(L);
+    L->step_cpu = L->step_c1 - step_cpu0;
     L->step_t1 = khz_loop_now();
   }
   if (L->cfg.hil) khz_hilSample(L->cfg.hil, m, d, seq - L->reset_seq);
@@ -1263,6 +1282,7 @@ static void verify_handoff(khzLoop *L) {
   c->after_step_ns = L->t_done - L->step_t1;
   c->requests = L->req_count;
   c->requests_ns = L->req_ns;
+  memcpy(c->phase_ns, L->ph, sizeof c->phase_ns);
   atomic_store_explicit(&L->vbusy, L->vcur, memory_order_release);
   atomic_fetch_add_explicit(&L->vbell, 1, memory_order_release);
   syscall(SYS_futex, (uint32_t *)&L->vbell, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
@@ -1280,6 +1300,48 @@ static int64_t cpu_clock_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* the verdict on a re-run overrun (khzTickStats gives the rule): the step at
+ * its least re-run, the wake at its least re-call (or as measured if less: its
+ * kernel work depends on whether the I/O thread sleeps), the requests as
+ * measured, each other fixed phase as measured
+ * unless charged more than KHZ_VERIFY_HOST_FACTOR times its p99 over the run
+ * (the same code on the same sizes of data: what exceeds that was the host's),
+ * then at its p99 (at least 1 us, so that a phase whose p99 rounds to nothing
+ * is not judged on the clock's resolution) */
+static void judge(khzLoop *L, khzOverrunCheck *c) {
+  int64_t fixed = 0;
+  c->work_ns = 0;
+  for (int p = 0; p < KHZ_NPHASES; p++) {
+    int64_t a = c->phase_ns[p];
+    c->phase_p99_ns[p] = 0;
+    if (p == KHZ_PHASE_STEP) {
+      a = c->rerun_min_ns;
+    } else if (p == KHZ_PHASE_WAKE && c->wake_rerun_ns >= 0) {
+      if (c->wake_rerun_ns < a) a = c->wake_rerun_ns;
+      fixed += a;
+    } else if (p != KHZ_PHASE_REQUESTS) {
+      int64_t b = khz_hist_quantile(&L->phist[p], 0.99);
+      if (b < 1000) b = 1000;
+      c->phase_p99_ns[p] = b;
+      if (a > KHZ_VERIFY_HOST_FACTOR * b) a = b;
+      fixed += a;
+    }
+    c->accepted_ns[p] = a;
+    c->work_ns += a;
+  }
+  int64_t step = c->accepted_ns[KHZ_PHASE_STEP], req = c->accepted_ns[KHZ_PHASE_REQUESTS];
+  if (c->rerun_hash != c->hash)
+    c->verdict = KHZ_VERIFY_MISMATCH;
+  else if (c->work_ns <= c->period_ns)
+    c->verdict = KHZ_VERIFY_HOST;
+  else if (step >= fixed && step >= req)
+    c->verdict = KHZ_VERIFY_OWN;
+  else if (fixed >= req)
+    c->verdict = KHZ_VERIFY_AROUND;
+  else
+    c->verdict = KHZ_VERIFY_REQUESTS;
 }
 
 static void *verifier_main(void *arg) {
@@ -1314,12 +1376,18 @@ static void *verifier_main(void *arg) {
       if (r == 0) c->rerun_hash = khz_hashState(m, vd);
     }
     c->hash = khz_hashSavedState(m, j->post);
-    if (c->rerun_hash != c->hash)
-      c->verdict = KHZ_VERIFY_MISMATCH;
-    else if (c->rerun_min_ns > c->period_ns - c->other_ns)
-      c->verdict = KHZ_VERIFY_OWN;
-    else
-      c->verdict = KHZ_VERIFY_HOST;
+    /* the wake: the same call (ev_async_send in the server), each after 1 ms
+     * asleep so that the I/O thread has gone back to waiting, as at a tick */
+    c->wake_rerun_ns = L->cfg.wake ? INT64_MAX : -1;
+    for (int r = 0; L->cfg.wake && r < KHZ_VERIFY_RUNS; r++) {
+      struct timespec ms = {0, 1000000};
+      nanosleep(&ms, NULL);
+      int64_t c0 = cpu_clock_ns();
+      L->cfg.wake(L->cfg.wake_user);
+      int64_t t = cpu_clock_ns() - c0;
+      if (t < c->wake_rerun_ns) c->wake_rerun_ns = t;
+    }
+    judge(L, c);
     int n = atomic_load_explicit(&L->vlog_n, memory_order_relaxed);
     if (n < KHZ_LOOP_MAX_CHECKS) {
       L->vlog[n] = *c;
@@ -1338,6 +1406,39 @@ int khz_loop_overrunChecks(khzLoop *L, khzOverrunCheck *out, int max) {
   return n < 0 ? 0 : n;
 }
 
+/* verify_overruns: this tick's CPU time by phase (KHZ_PHASE_*); the fixed
+ * phases go into their histograms (whose p99 bounds them, judge()). The copy
+ * and the wake are those of the previous tick's state (between_ns starts at
+ * it); the rest of between_ns is the schedule, the hand-off and the clock
+ * reads. */
+static void record_phases(khzLoop *L) {
+  int64_t *ph = L->ph;
+  ph[KHZ_PHASE_PRE] = L->step_c0 - L->cpu_wake;
+  ph[KHZ_PHASE_STEP] = L->step_cpu;
+  ph[KHZ_PHASE_POST] = L->cpu_done - L->step_c1;
+  ph[KHZ_PHASE_REQUESTS] = L->req_cpu;
+  int64_t between = L->st.between_ns, copy = L->copy_prev, wake = L->wake_prev;
+  /* a phase the between window does not hold (the first tick after a pause
+   * or a reset): none */
+  if (copy + wake + L->req_cpu > between) copy = wake = 0;
+  ph[KHZ_PHASE_COPY] = copy;
+  ph[KHZ_PHASE_WAKE] = wake;
+  int64_t rest = between - copy - wake - L->req_cpu;
+  ph[KHZ_PHASE_REST] = rest > 0 ? rest : 0;
+  static const int fixed[] = {KHZ_PHASE_PRE, KHZ_PHASE_POST, KHZ_PHASE_COPY, KHZ_PHASE_WAKE,
+                              KHZ_PHASE_REST};
+  for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+    khz_hist_add(&L->phist[fixed[i]], ph[fixed[i]]);
+}
+
+/* after a tick is judged: what the next tick's between window starts with */
+static void next_phases(khzLoop *L) {
+  if (L->vsaved) L->other_prev = L->st.between_ns + L->st.cpu_ns - L->step_cpu;
+  L->req_count = 0, L->req_ns = 0, L->req_cpu = 0;
+  L->copy_prev = L->copy_next, L->wake_prev = L->wake_next;
+  L->copy_next = L->wake_next = 0;
+}
+
 /* realtime: the next deadline after a tick whose state was complete at t_end;
  * deadlines already past are skipped and counted. An overrun is khz's own when
  * the loop's CPU time since the previous state, less what was charged to it
@@ -1348,10 +1449,10 @@ int khz_loop_overrunChecks(khzLoop *L, khzOverrunCheck *out, int max) {
  * names it. */
 static void schedule_next(khzLoop *L, int64_t t_end) {
   int64_t P = L->period_ns, n1 = L->next + P;
+  if (L->vsaved) record_phases(L);
   if (t_end <= n1) {
     L->next = n1;
-    if (L->vsaved) L->other_prev = L->st.between_ns + L->st.cpu_ns - L->step_cpu;
-    L->req_count = 0, L->req_ns = 0;
+    next_phases(L);
     return;
   }
   int64_t j = (t_end - L->next) / P + 1;
@@ -1365,8 +1466,7 @@ static void schedule_next(khzLoop *L, int64_t t_end) {
     L->st.preempted_overruns++;
   else
     L->st.late_overruns++;
-  if (L->vsaved) L->other_prev = L->st.between_ns + L->st.cpu_ns - L->step_cpu;
-  L->req_count = 0, L->req_ns = 0;
+  next_phases(L);
   L->st.missed += (uint64_t)(j - 1);
   L->next += j * P;
   L->pending_flags |= KHZ_FLAG_OVERRUN;
@@ -1708,7 +1808,8 @@ khzLoop *khz_loop_new(const khzModel *m, const khzLoopConfig *cfg, char *err, si
       verify_ok &= L->vjob[i].pre && L->vjob[i].post;
     }
     L->vfull = calloc(1, L->snap_size);
-    verify_ok &= L->vd != NULL && L->vfull != NULL;
+    L->phist = calloc(KHZ_NPHASES, sizeof(khzHist));
+    verify_ok &= L->vd != NULL && L->vfull != NULL && L->phist != NULL;
   }
   int ok = verify_ok && L->d && L->dof && L->kp && L->kd && L->cmd_data && L->act && L->initial.tau_ff &&
            L->snap[0] && L->snap[1] && net_ok &&
@@ -1773,6 +1874,7 @@ khzLoop *khz_loop_new(const khzModel *m, const khzLoopConfig *cfg, char *err, si
                                     (size_t)m->npair_max * (sizeof(int) + sizeof(khzPairState)));
       memset(L->vjob[i].post, 0, L->snap_size);
     }
+    memset(L->phist, 0, KHZ_NPHASES * sizeof(khzHist));
     if (pthread_create(&L->vthread, NULL, verifier_main, L) != 0) {
       fail(err, errsz, "loop: cannot create the overrun verifier thread");
       khz_loop_destroy(&L);
@@ -1813,6 +1915,7 @@ void khz_loop_destroy(khzLoop **loop_p) {
   }
   khz_deleteData(&L->vd);
   free(L->vfull);
+  free(L->phist);
   if (L->dma_fd >= 0) close(L->dma_fd);
   khz_ring_free(&L->states);
   free(L->hist);
@@ -1966,11 +2069,13 @@ void khz_loop_stats(khzLoop *L, khzLoopStats *o) {
   o->tick.late_overruns = get_shared(L, S_LATE_WAKE);
   o->tick.unverified = get_shared(L, S_UNVERIFIED);
   if (L->vd) { /* the verdicts since start less those at the last reset (read by the loop) */
-    uint64_t all[3];
-    for (int v = 0; v < 3; v++) all[v] = atomic_load(&L->vcount[v]);
+    uint64_t all[KHZ_NVERDICTS];
+    for (int v = 0; v < KHZ_NVERDICTS; v++) all[v] = atomic_load(&L->vcount[v]);
     o->tick.verified_own = all[0] - L->vbase[0];
     o->tick.verified_host = all[1] - L->vbase[1];
     o->tick.verify_mismatch = all[2] - L->vbase[2];
+    o->tick.verified_around = all[3] - L->vbase[3];
+    o->tick.verified_requests = all[4] - L->vbase[4];
   }
   thread_switches(atomic_load(&L->tid), &o->voluntary_switches, &o->involuntary_switches);
 }
