@@ -18,6 +18,7 @@
 #include "peg/peg.h"
 #include "penalty.h"
 #include "phases.h"
+#include "sweep.h"
 
 /* the articulated inertias at the current q (velocity terms do not matter):
  * the impulse response and the effective masses need them */
@@ -101,5 +102,7 @@ size_t khz_contactStackBytes(const khzModel *m) {
    * them only after freeing its own scratch) */
   size_t peg = khz_pegStackBytes(m);
   size_t lcp = khz_lcpStackBytes(m) > peg ? khz_lcpStackBytes(m) : peg, penalty = contact + khz_impulseStackBytes(m) + implicit;
-  return lcp > penalty ? lcp : penalty;
+  /* the sweep runs after the stages have freed theirs */
+  size_t most = lcp > penalty ? lcp : penalty, sweep = khz_sweepStackBytes(m);
+  return most > sweep ? most : sweep;
 }

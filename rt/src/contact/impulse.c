@@ -192,13 +192,33 @@ static void contact_frame(const double n[3], double fr[9]) {
   khzu_cross(fr + 6, fr, fr + 3);
 }
 
+/* the dofs of tree root (its bodies lie in [root, treeend), other trees'
+ * may lie between them): dqd = 0 there */
+static void tree_clear(const khzModel *m, int root, double *dqd) {
+  for (int b = root; b < m->body_treeend[root]; b++)
+    if (m->body_root[b] == root)
+      for (int a = 0; a < m->jnt_nv[b]; a++) dqd[m->jnt_dofadr[b] + a] = 0;
+}
+
+/* qd += dqd over the dofs of tree root; after_zero: qd += 0.0 first (see
+ * khz_resolveImpacts: the signed zeros of the whole-vector sums) */
+static void tree_add(const khzModel *m, int root, double *qd, const double *dqd, int after_zero) {
+  for (int b = root; b < m->body_treeend[root]; b++)
+    if (m->body_root[b] == root)
+      for (int a = 0, q = m->jnt_dofadr[b]; a < m->jnt_nv[b]; a++, q++)
+        qd[q] = (after_zero ? qd[q] + 0.0 : qd[q]) + dqd[q];
+}
+
 /* One cluster of k impacting pairs (contact indices idx) solved together.
  * Unknowns: each pair's impulse in its frame, lam = (normal, t1, t2), +lam on
  * body 0 and -lam on body 1 at the pair's centroid. v = u + W lam is the
- * relative velocity after the impulses (u before). Returns the sweeps taken,
- * or -1 when the scratch stack is short (nothing is applied). */
+ * relative velocity after the impulses (u before). The velocity change is
+ * gathered in dqd over the dofs of the trees the impulses move only (each
+ * tree marked in tree_mark with `order` + 1 when met): O(the cluster), not
+ * O(nv). order: the clusters applied before this one in the step. Returns the
+ * sweeps taken, or -1 when the scratch stack is short (nothing is applied). */
 static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int k, double *dvel,
-                         double *dqd) {
+                         double *dqd, int *tree_mark, int order) {
   size_t mark = khz_stackMark(d);
   int n3 = 3 * k;
   double *x = khz_stackAlloc(d, 3 * (size_t)k * sizeof(double));
@@ -210,7 +230,8 @@ static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int k, d
   double *N = khz_stackAlloc(d, (size_t)k * (size_t)k * sizeof(double));
   double *ln = khz_stackAlloc(d, (size_t)k * sizeof(double));
   int *act = khz_stackAlloc(d, 2 * (size_t)k * sizeof(int));
-  if (!(x && fr && W && v && lam && tgt && N && ln && act)) {
+  int *trees = khz_stackAlloc(d, 2 * (size_t)k * sizeof(int)); /* the trees moved, at most 2 per pair */
+  if (!(x && fr && W && v && lam && tgt && N && ln && act && trees)) {
     khz_stackFree(d, mark);
     return -1;
   }
@@ -229,9 +250,9 @@ static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int k, d
     tgt[i] = restitution_target(m, d, c, v[3 * i]);
   }
 
-  /* W, column by column: a unit impulse along direction e of pair j */
+  /* W, column by column: a unit impulse along direction e of pair j (the
+   * bodies' velocity changes in dvel are all it reads) */
   memset(W, 0, (size_t)n3 * (size_t)n3 * sizeof(double));
-  memset(dqd, 0, (size_t)m->nv * sizeof(double));
   for (int j = 0; j < k; j++) {
     const khzContact *cj = d->contact + idx[j];
     for (int e = 0; e < 3; e++) {
@@ -241,7 +262,7 @@ static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int k, d
         double J[3], f[6];
         for (int q = 0; q < 3; q++) J[q] = (s ? -1 : 1) * fr[9 * j + 3 * e + q];
         khz_spatialImpulse(m, d, b, x + 3 * j, J, f);
-        khz_impulseResponse(m, d, b, f, dqd, dvel);
+        khz_impulseResponse(m, d, b, f, NULL, dvel);
         for (int i = 0; i < k; i++) {
           const khzContact *ci = d->contact + idx[i];
           for (int s2 = 0; s2 < 2; s2++) {
@@ -336,8 +357,9 @@ static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int k, d
    * Fig. 2's eps: the impulses are short of converged */
   if (sweep == max_sweeps && moved > m->contact.impact_velocity) d->warning[KHZ_WARN_IMPULSE]++;
 
-  /* apply: one impulse response per pair and body */
-  memset(dqd, 0, (size_t)m->nv * sizeof(double));
+  /* apply: one impulse response per pair and body, summed in dqd over the
+   * dofs of the trees moved (cleared when first met), then added to qd */
+  int ntree = 0;
   for (int i = 0; i < k; i++) {
     const khzContact *ci = d->contact + idx[i];
     const double *li = lam + 3 * i, *f3 = fr + 9 * i;
@@ -347,11 +369,16 @@ static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int k, d
       if (b <= 0 || khz_bodyStatic(m, b)) continue;
       double J[3], f[6];
       for (int q = 0; q < 3; q++) J[q] = (s ? -1 : 1) * (li[0] * f3[q] + li[1] * f3[3 + q] + li[2] * f3[6 + q]);
+      int root = m->body_root[b];
+      if (tree_mark[root] != order + 1) {
+        tree_mark[root] = order + 1, trees[ntree++] = root;
+        tree_clear(m, root, dqd);
+      }
       khz_spatialImpulse(m, d, b, x + 3 * i, J, f);
       khz_impulseResponse(m, d, b, f, dqd, dvel);
     }
   }
-  for (int q = 0; q < m->nv; q++) d->qd[q] += dqd[q];
+  for (int t = 0; t < ntree; t++) tree_add(m, trees[t], d->qd, dqd, order > 0);
   khz_stackFree(d, mark);
   return sweep;
 }
@@ -361,11 +388,14 @@ void khz_resolveImpacts(const khzModel *m, khzData *d) {
   int *parent = khz_stackAlloc(d, (size_t)m->nbody * sizeof(int));
   int *cluster = khz_stackAlloc(d, (size_t)d->ncontact * sizeof(int));
   int *idx = khz_stackAlloc(d, (size_t)d->ncontact * sizeof(int));
+  int *next = khz_stackAlloc(d, (size_t)d->ncontact * sizeof(int));
+  int *head = khz_stackAlloc(d, (size_t)m->nbody * sizeof(int));
+  int *tree_mark = khz_stackAlloc(d, (size_t)m->nbody * sizeof(int));
   double *dqd = khz_stackAlloc(d, (size_t)m->nv * sizeof(double));
   double *dsum = khz_stackAlloc(d, (size_t)m->nv * sizeof(double));
   double *dvel = khz_stackAlloc(d, 6 * (size_t)m->nbody * sizeof(double));
   double *target = khz_stackAlloc(d, (size_t)d->ncontact * sizeof(double));
-  if (!(parent && cluster && idx && dqd && dsum && dvel && target)) {
+  if (!(parent && cluster && idx && next && head && tree_mark && dqd && dsum && dvel && target)) {
     khz_stackFree(d, mark);
     return;
   }
@@ -386,26 +416,44 @@ void khz_resolveImpacts(const khzModel *m, khzData *d) {
     if (a >= 0 || b >= 0) cluster[i] = khz_clusterFind(parent, a >= 0 ? a : b);
   }
 
-  /* each cluster together; -2 marks a pair done */
+  /* each cluster's pairs in contact order, from one pass: a list from
+   * head[cluster] through next[] */
+  for (int i = 0; i < d->ncontact; i++)
+    if (cluster[i] >= 0) head[cluster[i]] = -1;
+  for (int i = d->ncontact - 1; i >= 0; i--)
+    if (cluster[i] >= 0) next[i] = head[cluster[i]], head[cluster[i]] = i;
+  memset(tree_mark, 0, (size_t)m->nbody * sizeof(int));
+
+  /* each cluster together, in the order of its first pair; -2 marks a pair
+   * done. solved: the clusters applied. */
   int solved = 0;
   for (int i = 0; i < d->ncontact; i++) {
     if (cluster[i] < 0) continue;
-    int k = 0, id = cluster[i];
-    for (int j = i; j < d->ncontact; j++)
-      if (cluster[j] == id) idx[k++] = j;
+    int k = 0;
+    for (int j = i; j >= 0; j = next[j]) idx[k++] = j; /* i is its cluster's first pair */
     if (k > KHZ_CLUSTER_PAIRS) { /* sequential below */
       d->warning[KHZ_WARN_IMPULSE]++;
       for (int j = 0; j < k; j++) cluster[idx[j]] = -3;
       continue;
     }
-    if (solve_cluster(m, d, idx, k, dvel, dqd) < 0) {
+    if (solve_cluster(m, d, idx, k, dvel, dqd, tree_mark, solved) < 0) {
       for (int j = 0; j < k; j++) cluster[idx[j]] = -3;
       continue;
     }
     for (int j = 0; j < k; j++) cluster[idx[j]] = -2;
-    solved = 1;
+    solved++;
   }
-  if (solved) khz_forwardPass(m, d, d->q, d->qd);
+  /* Each cluster used to add a whole nv-vector to qd, +0.0 outside its
+   * trees, which turned a velocity of -0.0 into +0.0. The same zeros, so that
+   * the step is bit for bit what it was: +0.0 once to every dof but those of
+   * the last cluster applied (the earlier clusters' trees took theirs before
+   * their sum, tree_add's after_zero). O(nv) once per step, not per cluster. */
+  if (solved) {
+    for (int b = 1; b < m->nbody; b++)
+      if (tree_mark[m->body_root[b]] != solved)
+        for (int a = 0, q = m->jnt_dofadr[b]; a < m->jnt_nv[b]; a++, q++) d->qd[q] += 0.0;
+    khz_forwardPass(m, d, d->q, d->qd);
+  }
 
   /* the others: sequential impulses, Newton's restitution on the centroid's
    * approach before them */
@@ -434,8 +482,8 @@ void khz_resolveImpacts(const khzModel *m, khzData *d) {
 size_t khz_impulseStackBytes(const khzModel *m) {
   size_t k = KHZ_CLUSTER_PAIRS, n3 = 3 * k, nb = (size_t)m->nbody, nv = (size_t)m->nv;
   /* the phase marks of khz_contactBegin, then khz_resolveImpacts, then one cluster */
-  size_t outer = 3 * nb * sizeof(int) + 2 * (size_t)m->npair_max * sizeof(int) +
+  size_t outer = 5 * nb * sizeof(int) + 3 * (size_t)m->npair_max * sizeof(int) +
                  (2 * nv + 2 + 6 * nb + (size_t)m->npair_max) * sizeof(double);
-  size_t cluster = (n3 * n3 + k * k + 2 * n3 + 14 * k) * sizeof(double) + 2 * k * sizeof(int);
-  return outer + cluster + 24 * 64; /* 64-byte alignment of each of the 17 blocks */
+  size_t cluster = (n3 * n3 + k * k + 2 * n3 + 14 * k) * sizeof(double) + 4 * k * sizeof(int);
+  return outer + cluster + 24 * 64; /* 64-byte alignment of each of the 21 blocks */
 }

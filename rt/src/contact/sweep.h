@@ -11,4 +11,7 @@
  * Returns 1 when it moved a body (the kinematics must then be recomputed). */
 int khz_contactSweep(const khzModel *m, khzData *d, const double *q0);
 
+/* Bytes of scratch khz_contactSweep takes from the data's stack at most. */
+size_t khz_sweepStackBytes(const khzModel *m);
+
 #endif
