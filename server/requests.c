@@ -566,6 +566,19 @@ static int check_set_haptic_gains(khzServer *s, khzPending *q, const Khz__V1__Re
                   s->nhaptic);
   if (!check_finite(v, 4, &bad))
     return refuse(s, q, KHZ__V1__ERROR_CODE__NOT_FINITE, "set_haptic_gains: a gain is NaN or inf");
+  /* the coupling's passivity bound at the loop's step T (damping > stiffness
+   * T / 2, translational and rotational): REFUSED here with the figures; the
+   * loop checks again before it applies */
+  khzHapticProxy hp = s->haptic[g->proxy];
+  hp.stiffness = v[0], hp.damping = v[1], hp.rot_stiffness = v[2], hp.rot_damping = v[3];
+  double T;
+  khz_loop_rate(s->loop, &T);
+  if (!khz_loop_hapticPassive(&hp, T))
+    return refuse(s, q, KHZ__V1__ERROR_CODE__REFUSED,
+                  "set_haptic_gains: proxy %u: stiffness %g, damping %g (rotational %g, %g) violate "
+                  "the passivity bound at %g s steps: stiffness >= 0 and damping > stiffness * T / "
+                  "2 = %g (rotational > %g)",
+                  g->proxy, v[0], v[1], v[2], v[3], T, v[0] * T / 2, v[2] * T / 2);
   return 0;
 }
 
