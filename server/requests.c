@@ -290,14 +290,74 @@ static int start_only(khzServer *s, khzPending *q, const khzSetting *st) {
   return -1;
 }
 
+/* why a run-time setting change is refused, as one message naming the
+ * request, the setting, the value and the reason, the way the refusal at
+ * start does ("set_contact_method: setting 'contact_method' 'lcp': the LCP
+ * method does not solve ...") */
+static void setting_refusal(const khzPending *q, const khzSetting *st, const khzSettingValue *v,
+                            const char *why, char *out, size_t outsz) {
+  char val[KHZ_SETTING_STR + 2];
+  switch (st->type) {
+    case KHZ_SET_BOOL:
+      snprintf(val, sizeof val, "%s", v->i ? "true" : "false");
+      break;
+    case KHZ_SET_INT:
+      snprintf(val, sizeof val, "%d", v->i);
+      break;
+    case KHZ_SET_DOUBLE:
+      snprintf(val, sizeof val, "%g", v->d);
+      break;
+    case KHZ_SET_STRING:
+      snprintf(val, sizeof val, "'%.*s'", KHZ_SETTING_STR - 1, v->s);
+      break;
+    case KHZ_SET_ENUM:
+      snprintf(val, sizeof val, "'%s'", st->names[v->i]);
+      break;
+  }
+  if (snprintf(out, outsz, "%s: setting '%s' %s: %s", q->row->name, st->name, val, why) < 0)
+    out[0] = 0;
+}
+
+static int setting_refuse(khzServer *s, khzPending *q, int code, const khzSetting *st,
+                          const khzSettingValue *v, const char *why) {
+  char msg[KHZ_ERROR_MAX];
+  setting_refusal(q, st, v, why, msg, sizeof msg);
+  khz_reply_error(s, &q->peer, q->req_id, code, "%s", msg);
+  return -1;
+}
+
 static int setting_change(khzServer *s, khzPending *q, const khzSetting *st,
                           const khzSettingValue *v) {
   if (!st->apply) return start_only(s, q, st);
-  if (st->offset == offsetof(khzServerConfig, contact_method) && v->s[0] &&
-      khz_contactMethodFromName(v->s) < 0) {
-    khz_reply_error(s, &q->peer, q->req_id, KHZ__V1__ERROR_CODE__UNKNOWN_NAME,
-                    "setting 'contact_method': unknown method '%s'", v->s);
-    return -1;
+  if (st->offset == offsetof(khzServerConfig, contact_method) && v->s[0]) {
+    int method = khz_contactMethodFromName(v->s);
+    if (method < 0) {
+      khz_reply_error(s, &q->peer, q->req_id, KHZ__V1__ERROR_CODE__UNKNOWN_NAME,
+                      "setting 'contact_method': unknown method '%s'", v->s);
+      return -1;
+    }
+    /* a method this model cannot run (LCP or PEG with equality constraints,
+     * PEG with shapes it has no model of): REFUSED here, as at start; the
+     * loop checks again before it switches */
+    const char *why = khz_contactMethodRefusal(s->m, method);
+    if (why) return setting_refuse(s, q, KHZ__V1__ERROR_CODE__REFUSED, st, v, why);
+  }
+  if (st->offset == offsetof(khzServerConfig, kp) || st->offset == offsetof(khzServerConfig, kd)) {
+    /* the default gains go to every actuator: within the sampled PD's bound
+     * at the loop's step, as at start (settings 'kp', 'kd') and SetGains */
+    khzServerConfig next = s->cfg;
+    char why[KHZ_ERROR_MAX];
+    double h, *gains = calloc(2 * (size_t)s->na + 1, sizeof(double));
+    if (!gains) {
+      khz_reply_error(s, &q->peer, q->req_id, KHZ__V1__ERROR_CODE__INTERNAL, "out of memory");
+      return -1;
+    }
+    khz_setting_put(st, v, &next);
+    khz_loop_rate(s->loop, &h);
+    for (int a = 0; a < s->na; a++) gains[a] = next.kp, gains[s->na + a] = next.kd;
+    int bad = khz_loop_checkGains(s->m, s->act_dof, s->na, gains, gains + s->na, h, why, sizeof why);
+    free(gains);
+    if (bad) return setting_refuse(s, q, KHZ__V1__ERROR_CODE__OUT_OF_RANGE, st, v, why);
   }
   q->setting = st;
   q->value = *v;
@@ -506,6 +566,19 @@ static int check_set_haptic_gains(khzServer *s, khzPending *q, const Khz__V1__Re
                   s->nhaptic);
   if (!check_finite(v, 4, &bad))
     return refuse(s, q, KHZ__V1__ERROR_CODE__NOT_FINITE, "set_haptic_gains: a gain is NaN or inf");
+  /* the coupling's passivity bound at the loop's step T (damping > stiffness
+   * T / 2, translational and rotational): REFUSED here with the figures; the
+   * loop checks again before it applies */
+  khzHapticProxy hp = s->haptic[g->proxy];
+  hp.stiffness = v[0], hp.damping = v[1], hp.rot_stiffness = v[2], hp.rot_damping = v[3];
+  double T;
+  khz_loop_rate(s->loop, &T);
+  if (!khz_loop_hapticPassive(&hp, T))
+    return refuse(s, q, KHZ__V1__ERROR_CODE__REFUSED,
+                  "set_haptic_gains: proxy %u: stiffness %g, damping %g (rotational %g, %g) violate "
+                  "the passivity bound at %g s steps: stiffness >= 0 and damping > stiffness * T / "
+                  "2 = %g (rotational > %g)",
+                  g->proxy, v[0], v[1], v[2], v[3], T, v[0] * T / 2, v[2] * T / 2);
   return 0;
 }
 
@@ -1028,7 +1101,12 @@ static void loop_reply(khzServer *s, const khzReply *r) {
     q->failed = r->status == KHZ_REPLY_REFUSED ? KHZ__V1__ERROR_CODE__REFUSED
                 : r->status == KHZ_REPLY_BUSY  ? KHZ__V1__ERROR_CODE__BUSY
                                                : KHZ__V1__ERROR_CODE__OUT_OF_RANGE;
-    snprintf(q->error, sizeof q->error, "%s", r->message);
+    /* a setting change the loop refused (a rate the gains in force or a
+     * haptic proxy's passivity cannot take): named as the checks above do */
+    if (q->set && q->row->apply == apply_setting)
+      setting_refusal(q, q->setting, &q->value, r->message, q->error, sizeof q->error);
+    else
+      snprintf(q->error, sizeof q->error, "%s", r->message);
   }
   if (r->type == KHZ_REQ_PAUSE && r->status == KHZ_REPLY_DONE) khz_publish_paused(s, r->seq);
   if (--q->remaining > 0) return;

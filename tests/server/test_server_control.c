@@ -376,7 +376,10 @@ static void test_haptics(void) {
   rq.op_case = KHZ__V1__REQUEST__OP_SET_HAPTIC_GAINS;
   rq.set_haptic_gains = &g;
   const Khz__V1__Reply *r = khz_client_request(dev, &rq, 5000);
-  ENSURE(r && r->code == KHZ__V1__ERROR_CODE__REFUSED && strstr(r->error, "passivity"));
+  ENSURE_MSG(r && r->code == KHZ__V1__ERROR_CODE__REFUSED &&
+                 strstr(r->error, "set_haptic_gains: proxy 0: stiffness 20000, damping 5") &&
+                 strstr(r->error, "passivity bound") && strstr(r->error, "= 10"),
+             "set_haptic_gains 20000 / 5: %d %s", r ? (int)r->code : -1, r ? r->error : "no reply");
   r = req_setting(dev, "rate_hz", "100"); /* 500 * 0.01 / 2 = 2.5 < 5: still passive */
   ENSURE(r && r->code == KHZ__V1__ERROR_CODE__OK);
   g.stiffness = 1500, g.damping = 5; /* 1500 * 0.01 / 2 = 7.5 > 5 */

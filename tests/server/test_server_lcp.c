@@ -227,13 +227,18 @@ static void test_refused(void) {
   char before[64];
   snprintf(before, sizeof before, "%s", scene_method);
   ENSURE(strcmp(before, "lcp") != 0);
+  /* REFUSED (a valid method this model cannot run), one message naming the
+   * request, the setting, the value and why, as the refusal at start does */
   const Khz__V1__Reply *r = set_method(c, "lcp");
-  ENSURE_MSG(r && r->code != KHZ__V1__ERROR_CODE__OK && strstr(r->error, "LCP") &&
-                 strstr(r->error, "equality constraints"),
+  ENSURE_MSG(r && r->code == KHZ__V1__ERROR_CODE__REFUSED &&
+                 strstr(r->error, "set_contact_method: setting 'contact_method' 'lcp': the LCP "
+                                  "method does not solve the model's equality constraints"),
              "set_contact_method lcp: %d %s", r ? (int)r->code : -1, r ? r->error : "no reply");
   if (r) printf("set_contact_method lcp -> %d %s\n", r->code, r->error);
   r = req_setting(c, "contact_method", "lcp");
-  ENSURE_MSG(r && r->code != KHZ__V1__ERROR_CODE__OK && strstr(r->error, "equality constraints"),
+  ENSURE_MSG(r && r->code == KHZ__V1__ERROR_CODE__REFUSED &&
+                 strstr(r->error, "set_setting: setting 'contact_method' 'lcp': the LCP method "
+                                  "does not solve the model's equality constraints"),
              "set_setting contact_method lcp: %d %s", r ? (int)r->code : -1, r ? r->error : "no reply");
   if (r) printf("set_setting contact_method lcp -> %d %s\n", r->code, r->error);
 

@@ -64,7 +64,7 @@ extern "C" {
 #define KHZ_LOOP_MAX_DRIVE 64
 #define KHZ_LOOP_MAX_WRENCH 16      /* simultaneous perturbation wrenches */
 #define KHZ_LOOP_MAX_CONTACTS 128   /* contact points copied into one state */
-#define KHZ_LOOP_MSG_MAX 160        /* reply messages */
+#define KHZ_LOOP_MSG_MAX 320        /* reply messages (a refused rate names the joint, gain and bound) */
 #define KHZ_LOOP_REQUEST_BUDGET_NS 100000 /* requests applied between two ticks: at least one,
                                              then more while the round has spent less than this
                                              (or an eighth of the period, whichever is less) */

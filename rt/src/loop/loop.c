@@ -844,7 +844,7 @@ static int apply_request(khzLoop *L, const khzRequest *rq, khzReply *r) {
       if (rq->ival < 0 || rq->ival >= KHZ_CONTACT_NMETHODS)
         return refuse(r, "contact: unknown contact method");
       if (khz_contactMethodRefusal(m, (int)rq->ival))
-        return refuse(r, khz_contactMethodRefusal(m, (int)rq->ival));
+        return refuse_as(r, KHZ_REPLY_REFUSED, khz_contactMethodRefusal(m, (int)rq->ival));
       d->contact_method = rq->ival;
       return 0;
     case KHZ_REQ_GAINS:
