@@ -671,21 +671,12 @@ static void rate_product(double *z, double *y, const double *L, const double *Kt
   }
 }
 
-/* largest eigenvalue of L K (n = 6 nb; L and K symmetric positive
- * semi-definite, so L K is similar to a symmetric one): power iteration from
- * a fixed start; K is transposed in place (tree_rates reads it no more);
- * x, y, z (n) scratch */
-static double largest_rate(const double *L, double *K, int nb, double *x, double *y, double *z) {
-  int n = 6 * nb;
-  for (int a = 0; a < n; a++) /* K's rounding makes it not exactly symmetric */
-    for (int b = 0; b < a; b++) {
-      double t = K[a * n + b];
-      K[a * n + b] = K[b * n + a], K[b * n + a] = t;
-    }
+/* 40 power iterations on L K (Kt = K^T) from x: the last |L K x| / |x|,
+ * or 0 if an iterate vanishes */
+static double power_rate(const double *L, const double *Kt, int n, double *x, double *y, double *z) {
   double lam = 0;
-  for (int a = 0; a < n; a++) x[a] = 1.0 / (1 + a % 6);
   for (int it = 0; it < 40; it++) {
-    rate_product(z, y, L, K, x, n);
+    rate_product(z, y, L, Kt, x, n);
     double nz = 0, nx = 0;
     for (int a = 0; a < n; a++) nz += z[a] * z[a], nx += x[a] * x[a];
     if (!(nz > 0)) return 0;
@@ -693,6 +684,42 @@ static double largest_rate(const double *L, double *K, int nb, double *x, double
     for (int a = 0; a < n; a++) x[a] = z[a] / sqrt(nz);
   }
   return lam;
+}
+
+/* largest eigenvalue of L K (n = 6 nb; L and K symmetric positive
+ * semi-definite, so L K is similar to a symmetric one): power iteration from
+ * a fixed start; K is transposed in place (tree_rates reads it no more);
+ * x, y, z (n) scratch. The fixed start gives every body the same [w; v], so
+ * it is in K's null space when every pair joins two links of one tree (their
+ * points' velocities about the common origin are equal): then the iteration
+ * restarts from L K e_j, the column of L K of largest norm, and returns 0
+ * only when every column is 0 (L K = 0). */
+static double largest_rate(const double *L, double *K, int nb, double *x, double *y, double *z) {
+  int n = 6 * nb;
+  for (int a = 0; a < n; a++) /* K's rounding makes it not exactly symmetric */
+    for (int b = 0; b < a; b++) {
+      double t = K[a * n + b];
+      K[a * n + b] = K[b * n + a], K[b * n + a] = t;
+    }
+  for (int a = 0; a < n; a++) x[a] = 1.0 / (1 + a % 6);
+  double lam = power_rate(L, K, n, x, y, z);
+  if (lam > 0) return lam;
+  int best = -1;
+  double most = 0;
+  for (int j = 0; j < n; j++) { /* column j of L K: L times K's column j, row j of K^T */
+    matvec_columns(z, L, K + (size_t)j * n, n);
+    double nz = 0;
+    for (int a = 0; a < n; a++) nz += z[a] * z[a];
+    if (nz > most) most = nz, best = j;
+  }
+  if (best < 0) return 0;
+  matvec_columns(x, L, K + (size_t)best * n, n);
+  lam = power_rate(L, K, n, x, y, z);
+  return lam > 0 ? lam : sqrt(most); /* |L K e_j|: the iterate vanished again */
+}
+
+double khz_penaltyLargestRate(const double *L, double *K, int nb, double *scratch) {
+  return largest_rate(L, K, nb, scratch, scratch + 6 * nb, scratch + 12 * nb);
 }
 
 /* h times the largest stiffness (sqrt of M^-1 K) and damping (M^-1 C) rates

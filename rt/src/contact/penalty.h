@@ -41,6 +41,11 @@ int khz_penaltyTreeLimits(const khzModel *m, const khzData *d);
  * current q; dqd NULL leaves robots' pairs alone. */
 void khz_penaltyLimits(const khzModel *m, khzData *d, double *dqd, double *dvel);
 
+/* The largest eigenvalue of L K (n = 6 nb, both n x n row-major, symmetric
+ * positive semi-definite) by the power iteration of the tree limits; K is
+ * transposed in place, scratch holds 3 n doubles. For tests. */
+double khz_penaltyLargestRate(const double *L, double *K, int nb, double *scratch);
+
 /* scratch bytes khz_penaltyLimits may take from d's stack */
 size_t khz_penaltyLimitsStackBytes(const khzModel *m);
 
