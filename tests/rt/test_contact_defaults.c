@@ -583,30 +583,35 @@ static void case_m(void) {
   }
 }
 
+/* a floating solid cylinder "cyl" of radius and half length a at pose q0 */
+static void add_lying_cylinder(khzSpec *s, double a, double mass, const double q0[7]) {
+  khzBodySpec b;
+  khz_spec_defaultBody(&b);
+  snprintf(b.name, sizeof b.name, "cyl");
+  snprintf(b.joint_name, sizeof b.joint_name, "cyl");
+  b.joint_type = KHZ_JOINT_FLOATING;
+  b.mass = mass;
+  b.inertia[0] = b.inertia[1] = mass * (3 * a * a + 4 * a * a) / 12, b.inertia[2] = 0.5 * mass * a * a;
+  memcpy(b.q0, q0, 7 * sizeof *q0);
+  khzGeomSpec g;
+  khz_spec_defaultGeom(&g);
+  g.body = khz_spec_addBody(s, &b);
+  g.type = KHZ_GEOM_CYLINDER;
+  g.size[0] = g.size[1] = a;
+  khz_spec_addGeom(s, &g);
+}
+
 static void case_n(void) {
   const double radius[] = {0.005, 0.005, 0.05}, turn[] = {0, 0.1, 0.03};
   for (int i = 0; i < 3; i++) {
     double a = radius[i], mass = 1;
     khzSpec *s = ground_spec();
-    khzBodySpec b;
-    khz_spec_defaultBody(&b);
-    snprintf(b.name, sizeof b.name, "cyl");
-    snprintf(b.joint_name, sizeof b.joint_name, "cyl");
-    b.joint_type = KHZ_JOINT_FLOATING;
-    b.mass = mass;
-    b.inertia[0] = b.inertia[1] = mass * (3 * a * a + 4 * a * a) / 12, b.inertia[2] = 0.5 * mass * a * a;
     /* the axis (z) turned onto y (about x by 90 deg), then about y by turn:
      * q = (cos t/2, 0, sin t/2, 0) (c, c, 0, 0); the samples are at k pi / 8
      * about the axis, one of them at the bottom for turn 0 */
     double c = sqrt(0.5), C = cos(0.5 * turn[i]), S = sin(0.5 * turn[i]);
     double q0[7] = {0, 0, a, C * c, C * c, c * S, -c * S};
-    memcpy(b.q0, q0, sizeof q0);
-    khzGeomSpec g;
-    khz_spec_defaultGeom(&g);
-    g.body = khz_spec_addBody(s, &b);
-    g.type = KHZ_GEOM_CYLINDER;
-    g.size[0] = g.size[1] = a;
-    khz_spec_addGeom(s, &g);
+    add_lying_cylinder(s, a, mass, q0);
     char err[256];
     khzModel *m = khz_compile(s, err, sizeof err);
     ENSURE_MSG(m, "%s", err);
@@ -637,22 +642,9 @@ static void case_o(void) {
   khz_spec_defaultContact(&c);
   c.mu = 0.5;
   khz_spec_setContact(s, &c);
-  khzBodySpec b;
-  khz_spec_defaultBody(&b);
-  snprintf(b.name, sizeof b.name, "cyl");
-  snprintf(b.joint_name, sizeof b.joint_name, "cyl");
-  b.joint_type = KHZ_JOINT_FLOATING;
-  b.mass = mass;
-  b.inertia[0] = b.inertia[1] = mass * (3 * a * a + 4 * a * a) / 12, b.inertia[2] = 0.5 * mass * a * a;
   /* the axis (z) turned onto x, across the slope; the centre r along the normal */
   double q0[7] = {0, -a * sin(slope), a * cos(slope), sqrt(0.5), 0, sqrt(0.5), 0};
-  memcpy(b.q0, q0, sizeof q0);
-  khzGeomSpec cyl;
-  khz_spec_defaultGeom(&cyl);
-  cyl.body = khz_spec_addBody(s, &b);
-  cyl.type = KHZ_GEOM_CYLINDER;
-  cyl.size[0] = cyl.size[1] = a;
-  khz_spec_addGeom(s, &cyl);
+  add_lying_cylinder(s, a, mass, q0);
   char err[256];
   khzModel *m = khz_compile(s, err, sizeof err);
   ENSURE_MSG(m, "%s", err);
