@@ -91,16 +91,18 @@ static void test_faults(void) {
   /* the schedule (simulated time since the start): enc2 drops out over
    * [0.2, 0.3), the box is pushed up from 0.3 for 0.05 s */
   const Khz__V1__State *st = khz_client_latestState(c, 2000);
-  int seen_dropout = 0, dropout_ok = 1, after_ok = 1, pushed = 0;
+  int seen_dropout = 0, dropout_ok = 1, after_ok = 1, pushed = 0, push_states = 0, push_flag = 1;
   while (st && st->sim_time < 0.45) {
     int in = st->sim_time > 0.2005 && st->sim_time < 0.2995;
+    int flagged = (st->flags & KHZ__V1__STATE_FLAG__FLAG_FAULT) != 0;
     if (in) {
       seen_dropout++;
-      dropout_ok &= isnan(st->sensor_values[2]) && st->sensor_faults[1] == 2 &&
-                    (st->flags & KHZ__V1__STATE_FLAG__FLAG_FAULT);
+      dropout_ok &= isnan(st->sensor_values[2]) && st->sensor_faults[1] == 2 && flagged;
     } else if (st->sim_time > 0.3005) {
-      after_ok &= !isnan(st->sensor_values[2]) && st->sensor_faults[1] == 0 &&
-                  !(st->flags & KHZ__V1__STATE_FLAG__FLAG_FAULT);
+      after_ok &= !isnan(st->sensor_values[2]) && st->sensor_faults[1] == 0;
+      /* the push (a tick from 0.3 on, for 0.05 s) is flagged while it acts, then nothing */
+      if (st->sim_time > 0.3005 && st->sim_time < 0.3495) push_states++, push_flag &= flagged;
+      if (st->sim_time > 0.3515) after_ok &= !flagged;
     }
     if (box > 0 && st->sim_time > 0.33 && st->body_twist[6 * box + 5] > 0.5) pushed = 1;
     st = khz_client_nextState(c, 2000);
@@ -108,6 +110,8 @@ static void test_faults(void) {
   ENSURE_MSG(seen_dropout > 10 && dropout_ok, "scheduled dropout: %d states, ok %d", seen_dropout,
              dropout_ok);
   ENSURE(after_ok);
+  ENSURE_MSG(push_states > 10 && push_flag, "scheduled push: %d states, flagged %d", push_states,
+             push_flag);
   ENSURE_MSG(pushed, "the scheduled push did not lift the box");
 
   /* on demand: freeze enc1, shown in the next state */
