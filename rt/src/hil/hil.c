@@ -856,8 +856,10 @@ static inline __attribute__((always_inline)) double *enqueue(hilSensor *s, uint6
 static inline __attribute__((always_inline)) void release_due(khzHil *hil, hilSensor *s,
                                                               uint64_t tick, int dim) {
   int head = s->qhead, tail = s->qtail, newest = head;
-  uint64_t latency = (uint64_t)s->latency, due_at;
-  if (head == tail || (due_at = s->qtick[head] + latency) > tick) return;
+  uint64_t latency = (uint64_t)s->latency;
+  if (head == tail) return;
+  uint64_t due_at = s->qtick[head] + latency;
+  if (due_at > tick) return;
   head = head + 1 == s->qcap ? 0 : head + 1;
   /* the queue's ticks increase: when the oldest is due just now (ticks
    * called one after another), the next is not yet; after skipped ticks
