@@ -19,7 +19,11 @@
  * for --loop-seconds from the reset and then after --settle seconds, the
  * variants alternating over --loop-rounds (--loop-fast: ticks back to back,
  * every state's compute still measured; less exposed to a loaded machine's
- * scheduling, but with caches warmer than at 1 kHz). The machine's load is
+ * scheduling, but with caches warmer than at 1 kHz); beside it the same
+ * ticks' CPU time (khzTickStats.cpu_ns, the loop thread's CPU clock over
+ * the same window: time the thread was preempted is not in it, which on a
+ * loaded machine moves the wall-clock p50 by more than the sensors do).
+ * The machine's load is
  * printed at the start and the end, and the process's minor page faults
  * while each variant's loops ran (first touches of memory in the ticks).
  *
@@ -133,6 +137,7 @@ typedef struct variant {
   khzData *d;
   khzHil *hil;
   double *t;   /* rounds * ticks tick times, ns */
+  double *c;   /* the loop's ticks' CPU time (khzTickStats.cpu_ns), ns */
   long n;
   long faults; /* the process's minor page faults while its loops ran */
   uint64_t tick;
@@ -184,7 +189,7 @@ static long minor_faults(void) {
 }
 
 static int loop_compute(variant *x, double rate, int mode, double settle, double seconds,
-                        double *t, long *n, long cap) {
+                        double *t, double *cpu, long *n, long cap) {
   khzLoopConfig cfg;
   char err[256];
   khz_loop_defaultConfig(&cfg);
@@ -219,7 +224,10 @@ static int loop_compute(variant *x, double rate, int mode, double settle, double
       continue;
     }
     double time = st->sim_time;
-    if (time >= settle && *n < cap && st->seq > 0) t[(*n)++] = (double)st->stats.compute_ns;
+    if (time >= settle && *n < cap && st->seq > 0) {
+      cpu[*n] = (double)st->stats.cpu_ns;
+      t[(*n)++] = (double)st->stats.compute_ns;
+    }
     khz_loop_releaseState(L);
     if (time >= settle + seconds) break;
   }
@@ -360,30 +368,34 @@ int main(int argc, char **argv) {
     long cap = (long)((loop_seconds + 1) * rate * loop_rounds) + 16;
     for (int k = 0; k < 3; k++) {
       free(v[k].t);
+      free(v[k].c);
       v[k].t = malloc(sizeof(double) * (size_t)cap);
+      v[k].c = malloc(sizeof(double) * (size_t)cap);
       v[k].n = 0;
       v[k].faults = 0;
-      if (!v[k].t) return 1;
+      if (!v[k].t || !v[k].c) return 1;
     }
     for (int r = 0; r < loop_rounds; r++)
       for (int kk = 0; kk < 3; kk++) {
         variant *x = &v[(r + kk) % 3];
-        if (loop_compute(x, rate, loop_mode, skip, loop_seconds, x->t, &x->n, cap)) return 1;
+        if (loop_compute(x, rate, loop_mode, skip, loop_seconds, x->t, x->c, &x->n, cap)) return 1;
       }
     printf("bench_hil: khzLoop %s at %g Hz, %d rounds of %g s after %g s (%s); "
            "tick compute = wake-up to state published, as khz-server reports it\n",
            khz_loop_modeName(loop_mode), rate, loop_rounds, loop_seconds, skip,
            phase ? "settled, the loose objects asleep" : "from the reset, the objects awake");
-    printf("%-26s %10s %10s %10s %10s %14s\n", "variant", "p50 us", "p99 us", "p50 ratio",
-           "p99 ratio", "faults/round");
-    double p50_0 = 0, p99_0 = 0;
+    printf("%-26s %10s %10s %10s %10s %14s %10s %10s\n", "variant", "p50 us", "p99 us",
+           "p50 ratio", "p99 ratio", "faults/round", "cpu p50", "cpu ratio");
+    double p50_0 = 0, p99_0 = 0, c50_0 = 0;
     for (int k = 0; k < 3; k++) {
       if (v[k].n == 0) continue;
       qsort(v[k].t, (size_t)v[k].n, sizeof(double), cmp);
+      qsort(v[k].c, (size_t)v[k].n, sizeof(double), cmp);
       double p50 = v[k].t[v[k].n / 2] / 1e3, p99 = v[k].t[(long)(0.99 * (double)(v[k].n - 1))] / 1e3;
-      if (k == 0) p50_0 = p50, p99_0 = p99;
-      printf("%-26s %10.2f %10.2f %10.3f %10.3f %14.1f\n", v[k].name, p50, p99, p50 / p50_0,
-             p99 / p99_0, (double)v[k].faults / loop_rounds);
+      double c50 = v[k].c[v[k].n / 2] / 1e3;
+      if (k == 0) p50_0 = p50, p99_0 = p99, c50_0 = c50;
+      printf("%-26s %10.2f %10.2f %10.3f %10.3f %14.1f %10.2f %10.3f\n", v[k].name, p50, p99,
+             p50 / p50_0, p99 / p99_0, (double)v[k].faults / loop_rounds, c50, c50 / c50_0);
     }
   }
   print_load("end");
@@ -393,6 +405,7 @@ int main(int argc, char **argv) {
     khz_deleteData(&v[k].d);
     khz_deleteModel(&v[k].m);
     free(v[k].t);
+    free(v[k].c);
   }
   return 0;
 }

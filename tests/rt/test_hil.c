@@ -5,7 +5,8 @@
  * latencies tick by tick; accelerometer, force-torque and touch readings of
  * a box at rest and in free fall; joint force-torque on a hanging chain, a
  * swinging pendulum and a driven wheel against Newton-Euler; the drives' analytic step responses (lag,
- * saturation, voltage limit, viscous gearbox, position PD); every fault
+ * saturation, voltage limit, viscous gearbox, the velocity mode's exponential,
+ * the position mode's damped oscillator and its equilibrium); every fault
  * within one tick; bit-identical readings for a seed; zero heap calls while
  * driving and sampling (malloc & co. wrapped at link time). */
 #include <stdlib.h>
@@ -763,6 +764,48 @@ static void test_drives(void) {
     d->tau[dof] = 0;
     khz_hilDrive(hil, m, d);
     ENSURE_NEAR(d->tau[dof], 0, 1e-15);
+    khz_hilFree(&hil);
+    khz_deleteData(&d);
+  }
+  /* velocity mode, the drive's own D at the tick rate on the free wheel:
+   * I w' = kd (w* - w), w(t) = w* (1 - exp(-kd t / I)) */
+  {
+    khzData *d = khz_makeData(m, 0);
+    khzDriveSpec dr = drive("spin", KHZ_DRIVE_VELOCITY);
+    dr.kd = 0.1;
+    khzHil *hil = make(m, d, NULL, 0, &dr, 1, 1);
+    double worst = 0, tau = I_WHEEL / dr.kd;
+    for (int k = 1; k <= 4; k++) {
+      double t = k * 0.5 * tau, w = spin_after(m, d, hil, 5, 0.5 * tau);
+      worst = fmax(worst, fabs(w / (5 * (1 - exp(-t / tau))) - 1));
+    }
+    ENSURE_MSG(worst < 0.005, "velocity mode: step response off its exponential by %g", worst);
+    khz_hilFree(&hil);
+    khz_deleteData(&d);
+  }
+  /* position mode, the drive's PD on the free wheel: a damped oscillator,
+   * w_n = sqrt(kp / I), zeta = kd / (2 sqrt(kp I)); from rest at 0 to q* = 1,
+   * q(t) = 1 - exp(-zeta w_n t) (cos w_d t + zeta / sqrt(1 - zeta^2) sin w_d t) */
+  {
+    khzData *d = khz_makeData(m, 0);
+    khzDriveSpec dr = drive("spin", KHZ_DRIVE_POSITION);
+    dr.kp = 2, dr.kd = 0.1;
+    khzHil *hil = make(m, d, NULL, 0, &dr, 1, 1);
+    double wn = sqrt(dr.kp / I_WHEEL), zeta = dr.kd / (2 * sqrt(dr.kp * I_WHEEL));
+    double wd = wn * sqrt(1 - zeta * zeta), worst = 0, peak = 0;
+    int qa = m->jnt_qadr[WHEEL];
+    double q0 = d->q[qa];
+    for (int k = 1; k <= 1000; k++) {
+      double t = k * H;
+      spin_after(m, d, hil, q0 + 1, H);
+      double want = 1 - exp(-zeta * wn * t) * (cos(wd * t) + zeta / sqrt(1 - zeta * zeta) * sin(wd * t));
+      worst = fmax(worst, fabs(d->q[qa] - q0 - want));
+      peak = fmax(peak, d->q[qa] - q0);
+    }
+    /* the overshoot exp(-pi zeta / sqrt(1 - zeta^2)) = 44.4 % */
+    ENSURE_MSG(worst < 0.01 && fabs(peak - 1 - exp(-M_PI * zeta / sqrt(1 - zeta * zeta))) < 0.01,
+               "position mode: step response off the damped oscillator by %g (peak %g)", worst,
+               peak);
     khz_hilFree(&hil);
     khz_deleteData(&d);
   }

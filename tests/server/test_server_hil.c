@@ -7,7 +7,9 @@
  * lockstep; a scene with a bad sensor is refused with a message naming it;
  * faults on demand (SetFault) and from the scene's schedule show in the next
  * state, a stalled command channel hands over to the watchdog, and a
- * scheduled push moves its body. */
+ * scheduled push moves its body; behind a network model states and
+ * commands arrive as late as configured, the jittered states' delays with
+ * the distribution the model gives, lost ones in order. */
 #include <math.h>
 #include <string.h>
 
@@ -89,16 +91,18 @@ static void test_faults(void) {
   /* the schedule (simulated time since the start): enc2 drops out over
    * [0.2, 0.3), the box is pushed up from 0.3 for 0.05 s */
   const Khz__V1__State *st = khz_client_latestState(c, 2000);
-  int seen_dropout = 0, dropout_ok = 1, after_ok = 1, pushed = 0;
+  int seen_dropout = 0, dropout_ok = 1, after_ok = 1, pushed = 0, push_states = 0, push_flag = 1;
   while (st && st->sim_time < 0.45) {
     int in = st->sim_time > 0.2005 && st->sim_time < 0.2995;
+    int flagged = (st->flags & KHZ__V1__STATE_FLAG__FLAG_FAULT) != 0;
     if (in) {
       seen_dropout++;
-      dropout_ok &= isnan(st->sensor_values[2]) && st->sensor_faults[1] == 2 &&
-                    (st->flags & KHZ__V1__STATE_FLAG__FLAG_FAULT);
+      dropout_ok &= isnan(st->sensor_values[2]) && st->sensor_faults[1] == 2 && flagged;
     } else if (st->sim_time > 0.3005) {
-      after_ok &= !isnan(st->sensor_values[2]) && st->sensor_faults[1] == 0 &&
-                  !(st->flags & KHZ__V1__STATE_FLAG__FLAG_FAULT);
+      after_ok &= !isnan(st->sensor_values[2]) && st->sensor_faults[1] == 0;
+      /* the push (a tick from 0.3 on, for 0.05 s) is flagged while it acts, then nothing */
+      if (st->sim_time > 0.3005 && st->sim_time < 0.3495) push_states++, push_flag &= flagged;
+      if (st->sim_time > 0.3515) after_ok &= !flagged;
     }
     if (box > 0 && st->sim_time > 0.33 && st->body_twist[6 * box + 5] > 0.5) pushed = 1;
     st = khz_client_nextState(c, 2000);
@@ -106,6 +110,8 @@ static void test_faults(void) {
   ENSURE_MSG(seen_dropout > 10 && dropout_ok, "scheduled dropout: %d states, ok %d", seen_dropout,
              dropout_ok);
   ENSURE(after_ok);
+  ENSURE_MSG(push_states > 10 && push_flag, "scheduled push: %d states, flagged %d", push_states,
+             push_flag);
   ENSURE_MSG(pushed, "the scheduled push did not lift the box");
 
   /* on demand: freeze enc1, shown in the next state */
@@ -232,6 +238,30 @@ static void test_network(void) {
   ENSURE_MSG(fabs(seen - 0.8) < 0.1, "states seen: %.3f of those computed (loss 0.2)", seen);
   ENSURE(order && late);
   ENSURE(memcmp(seq, seq2, sizeof seq) == 0 && memcmp(ans, ans2, sizeof ans) == 0);
+
+  /* the delay distribution: state i is due at i + D + U_i (U uniform on
+   * 0..J), shown in order, so its delay is X_i = max(D + U_i, X_{i-1} - 1):
+   * P(X <= D + k) = F_k = (k + 1) / (J + 1) F_{k+1}, F_J = 1 (0.094, 0.281,
+   * 0.375, 0.25 for J = 3; the plain uniform 0.25 each fails at D and D + 2) */
+  enum { D = 2, J = 3, NJ = 1000 };
+  static uint64_t jseq[NJ], jshown[NJ], jans[NJ];
+  n = net_run("tests/server/data/hil_jitter.yaml", NJ, jseq, jshown, jans);
+  ENSURE(n == NJ);
+  double count[J + 1] = {0}, F[J + 2], samples = 0;
+  int range_ok = 1;
+  for (int i = 20; i < n; i++) {
+    long long delay = (long long)jshown[i] - (long long)jseq[i];
+    range_ok &= delay >= D && delay <= D + J;
+    if (delay >= D && delay <= D + J) count[delay - D]++, samples++;
+  }
+  F[J] = 1;
+  for (int k = J - 1; k >= 0; k--) F[k] = (double)(k + 1) / (J + 1) * F[k + 1];
+  double worst = 0;
+  for (int k = 0; k <= J; k++)
+    worst = fmax(worst, fabs(count[k] / samples - (F[k] - (k ? F[k - 1] : 0))));
+  ENSURE_MSG(range_ok && worst < 0.06,
+             "state delays %g %g %g %g of %g at %d..%d ticks: %.3f off the model", count[0],
+             count[1], count[2], count[3], samples, D, D + J, worst);
 }
 
 /* an MJCF model served alone: its site and joint sensors are HIL sensors

@@ -95,7 +95,8 @@ enum {
   KHZ_FLAG_OVERRUN = 1u << 7,          /* the previous tick ended after this tick's start */
   KHZ_FLAG_NO_COMMAND = 1u << 8,       /* no command has been received since start/reset */
   KHZ_FLAG_CONTACTS_TRUNCATED = 1u << 9, /* more contact points than a state holds */
-  KHZ_FLAG_FAULT = 1u << 11            /* a sensor, drive or command-channel fault is in effect
+  KHZ_FLAG_FAULT = 1u << 11            /* a sensor, drive or command-channel fault, or a scheduled
+                                          push, is in effect
                                           (bit 10 is the I/O side's FLAG_REPEATED) */
 };
 

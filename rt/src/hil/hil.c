@@ -108,6 +108,8 @@ struct khzHil {
   int asleep_valid, nasleep;
   int *asleep_geom;          /* m->npair_max * 2 */
   double *asleep_contact;    /* nbody * 7 */
+  const double *contact_sum; /* this tick's contact wrenches: body_contact, or asleep_contact
+                                when every pair sleeps (the same values) */
   double *subtree;           /* nbody * 12, for bodies in_subtree: the subtree's momentum p,
                                 angular momentum l about the origin, and the wrench from
                                 outside (gravity, body wrenches, contacts; f, t about the
@@ -354,6 +356,7 @@ khzHil *khz_hilCreate(const khzModel *m, const khzSensorSpec *sensor, int nsenso
   hil->reads_contact = calloc((size_t)m->nbody, 1);
   hil->asleep_geom = calloc((size_t)m->npair_max * 2 + 1, sizeof *hil->asleep_geom);
   hil->asleep_contact = calloc((size_t)m->nbody * 7, sizeof *hil->asleep_contact);
+  hil->contact_sum = hil->body_contact;
   if (!hil->out || !hil->in_subtree || !hil->sub_body || !hil->sub_parent || !hil->body_contact || !hil->subtree || !hil->reads_contact ||
       !hil->asleep_geom || !hil->asleep_contact)
     goto oom;
@@ -544,11 +547,14 @@ static void body_contacts(khzHil *hil, const khzData *d) {
     hil->nasleep = n;
     hil->asleep_valid = 1;
   }
-  if (n)
+  hil->contact_sum = hil->body_contact;
+  if (n && n == d->ncontact) /* no pair awake: the sleeping ones' sum is the sum */
+    hil->contact_sum = hil->asleep_contact;
+  else if (n)
     memcpy(hil->body_contact, hil->asleep_contact, bytes);
   else
     memset(hil->body_contact, 0, bytes);
-  add_contacts(hil, d, n, d->ncontact, hil->body_contact);
+  if (n < d->ncontact) add_contacts(hil, d, n, d->ncontact, hil->body_contact);
 }
 
 /* for the bodies in a joint force-torque sensor's subtree: the subtree's
@@ -562,7 +568,7 @@ static void subtree_sums(khzHil *hil, const khzModel *m, const khzData *d) {
     int b = hil->sub_body[j];
     const double *R = d->xrot + 9 * b, *I = m->body_inertia + 9 * b, *c = d->xcom + 3 * b;
     const double *w = d->cvel + 6 * b, *o = d->xpos + 3 * b, *xf = d->xfrc + 6 * b;
-    const double *cw = hil->body_contact + 7 * b;
+    const double *cw = hil->contact_sum + 7 * b;
     double *p = hil->subtree + 12 * b, *l = p + 3, *f = p + 6, *t = p + 9;
     double mass = m->body_mass[b], r[3], vc[3], wb[3], Iw[3], hw[3], x[3], fb[3];
     /* the com's velocity, and R I R^T w (the spin about the com) */
@@ -623,7 +629,7 @@ static inline void exact_accel(hilSensor *s, const khzModel *m, const khzData *d
 static inline void exact_force(const khzHil *hil, const hilSensor *s, const khzData *d, double *x) {
   int b = s->object;
   const double *R = d->xrot + 9 * b, *o = d->xpos + 3 * b, *p = s->pos;
-  const double *cw = hil->body_contact + 7 * b;
+  const double *cw = hil->contact_sum + 7 * b;
   double pw[3], t[3];
   add_mul3(o, R, p, pw);
   cross3(t, pw, cw);
@@ -709,6 +715,31 @@ static inline __attribute__((always_inline)) void add_noise(hilSensor *s, double
   }
 }
 
+/* x[0..n) and y[0..n) the same bits (n = 3 or 6: pairs of 64-bit words,
+ * two lanes at a time, the differences or-ed together). Stricter than ==
+ * (-0 and +0 differ, a NaN equals itself): equal inputs give the same
+ * reading, bit for bit, so a reading kept under it is the one computing
+ * again would give */
+typedef long long v2i __attribute__((vector_size(16)));
+static inline int same_bits(const double *x, const double *y, int n) {
+  v2i acc = {0, 0};
+  int k = 0;
+  for (; k + 1 < n; k += 2) {
+    v2i a, b;
+    memcpy(&a, x + k, sizeof a);
+    memcpy(&b, y + k, sizeof b);
+    acc |= a ^ b;
+  }
+  uint64_t diff = (uint64_t)(acc[0] | acc[1]);
+  if (k < n) {
+    uint64_t a, b;
+    memcpy(&a, x + k, sizeof a);
+    memcpy(&b, y + k, sizeof b);
+    diff |= a ^ b;
+  }
+  return diff == 0;
+}
+
 /* force-torque on a body that slept at the last tick and sleeps now: frozen
  * with its contacts, so its exact reading is the last one when its
  * position and contact wrench are those it came from (islands cannot wake
@@ -717,15 +748,13 @@ static inline __attribute__((always_inline)) void add_noise(hilSensor *s, double
 static inline void exact_force_kept(const khzHil *hil, hilSensor *s, const khzData *d,
                                     uint64_t tick, double *x) {
   int b = s->object;
-  const double *o = d->xpos + 3 * b, *cw = hil->body_contact + 7 * b, *in = s->kept_in;
+  const double *o = d->xpos + 3 * b, *cw = hil->contact_sum + 7 * b, *in = s->kept_in;
   if (!d->body_sleep[b] || !hil->cache_asleep) {
     s->kept_tick = 0;
     exact_force(hil, s, d, x);
     return;
   }
-  if (s->kept_tick && s->kept_tick + 1 == tick && o[0] == in[0] && o[1] == in[1] &&
-      o[2] == in[2] && cw[0] == in[3] && cw[1] == in[4] && cw[2] == in[5] && cw[3] == in[6] &&
-      cw[4] == in[7] && cw[5] == in[8]) {
+  if (s->kept_tick && s->kept_tick + 1 == tick && same_bits(o, in, 3) && same_bits(cw, in + 3, 6)) {
     copy_values(x, s->kept, 6);
   } else {
     exact_force(hil, s, d, x);
@@ -767,7 +796,7 @@ static inline __attribute__((always_inline)) void take_sample(const khzHil *hil,
       add_noise(s, x, 6, first, white_on, walk_on);
       break;
     case KHZ_SENSOR_TOUCH:
-      x[0] = hil->body_contact[7 * b + 6];
+      x[0] = hil->contact_sum[7 * b + 6];
       add_noise(s, x, 1, first, white_on, walk_on);
       break;
     case KHZ_SENSOR_JOINT_FT:
@@ -826,13 +855,20 @@ static inline __attribute__((always_inline)) double *enqueue(hilSensor *s, uint6
  * frozen sensor keeps its held reading through all of them) */
 static inline __attribute__((always_inline)) void release_due(khzHil *hil, hilSensor *s,
                                                               uint64_t tick, int dim) {
-  int head = s->qhead, tail = s->qtail, newest;
+  int head = s->qhead, tail = s->qtail, newest = head;
   uint64_t latency = (uint64_t)s->latency;
-  if (head == tail || s->qtick[head] + latency > tick) return;
-  do {
-    newest = head;
-    head = head + 1 == s->qcap ? 0 : head + 1;
-  } while (head != tail && s->qtick[head] + latency <= tick);
+  if (head == tail) return;
+  uint64_t due_at = s->qtick[head] + latency;
+  if (due_at > tick) return;
+  head = head + 1 == s->qcap ? 0 : head + 1;
+  /* the queue's ticks increase: when the oldest is due just now (ticks
+   * called one after another), the next is not yet; after skipped ticks
+   * more may be, and the newest of them goes out */
+  if (due_at < tick)
+    while (head != tail && s->qtick[head] + latency <= tick) {
+      newest = head;
+      head = head + 1 == s->qcap ? 0 : head + 1;
+    }
   s->qhead = head;
   const double *x = s->qval + (size_t)newest * (size_t)dim;
   uint64_t taken = s->qtick[newest];

@@ -47,8 +47,7 @@ double khz_rngUniform(khzRng *r) { return (double)(khz_rngNext(r) >> 11) * 0x1.0
 #define ZIG_V 0.002456766351541357
 
 double khz_zig_x[ZIG_N + 1], khz_zig_f[ZIG_N + 1], khz_zig_w[ZIG_N]; /* rng.h */
-khzZigBound khz_zig_bound[ZIG_N];
-double khz_zig_w22[ZIG_N];
+khzZigFast khz_zig_fast;
 static pthread_once_t zig_once = PTHREAD_ONCE_INIT;
 
 static void zig_init(void) {

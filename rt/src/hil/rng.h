@@ -25,8 +25,16 @@ extern KHZ_ZIG_TABLE double khz_zig_x[KHZ_ZIG_N + 1], khz_zig_f[KHZ_ZIG_N + 1],
 typedef struct khzZigBound {
   int32_t k, k2;
 } khzZigBound;
-extern KHZ_ZIG_TABLE khzZigBound khz_zig_bound[KHZ_ZIG_N];
-extern KHZ_ZIG_TABLE double khz_zig_w22[KHZ_ZIG_N];
+/* both fast-path tables in one object: one base address serves both (as
+ * two arrays, GCC kept reloading each one's address in the batch loop, a
+ * lea per deviate) */
+typedef struct khzZigFast {
+  khzZigBound bound[KHZ_ZIG_N];
+  double w22[KHZ_ZIG_N];
+} khzZigFast;
+extern KHZ_ZIG_TABLE khzZigFast khz_zig_fast;
+#define khz_zig_bound (khz_zig_fast.bound)
+#define khz_zig_w22 (khz_zig_fast.w22)
 
 /* the ziggurat's rare cases: the wedge test and the tail (rng.c); the
  * batch's from the 32 bits h it rejected */

@@ -721,6 +721,7 @@ static int apply_fault(khzLoop *L, const khzFaultEvent *e) {
       L->wrench[L->nwrench].body = e->index;
       memcpy(L->wrench[L->nwrench].wrench, e->wrench, 6 * sizeof(double));
       L->wrench[L->nwrench].until = until;
+      L->wrench[L->nwrench].fault = 1;
       L->nwrench++;
       return 0;
   }
@@ -883,6 +884,7 @@ static int apply_request(khzLoop *L, const khzRequest *rq, khzReply *r) {
       L->wrench[L->nwrench].body = rq->ival;
       memcpy(L->wrench[L->nwrench].wrench, rq->data, 6 * sizeof(double));
       L->wrench[L->nwrench].until = d->time + rq->dval;
+      L->wrench[L->nwrench].fault = 0;
       L->nwrench++;
       return 0;
     case KHZ_REQ_CLEAR_WRENCHES:
@@ -1046,6 +1048,7 @@ static uint32_t external_wrenches(khzLoop *L, int64_t now) {
       continue;
     }
     for (int k = 0; k < 6; k++) d->xfrc[6 * w->body + k] += w->wrench[k];
+    if (w->fault) flags |= KHZ_FLAG_FAULT; /* a scheduled push is a fault, flagged while it acts */
     i++;
   }
 

@@ -14,6 +14,7 @@ typedef struct khzWrench {
   int body;
   double wrench[6]; /* force, torque; world frame, at the com */
   double until;     /* s of simulated time */
+  int fault;        /* a push of the scene's fault schedule: FLAG_FAULT while it acts */
 } khzWrench;
 
 /* Writes d->tau from a command: zero on every dof, then on each actuator
