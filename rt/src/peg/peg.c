@@ -1198,33 +1198,18 @@ static double edge_inside(const khzPegPoly *A, int e, const khzPegPoly *B) {
   return inside_depth(B, x);
 }
 
-/* whether edge ea of A and edge eb of B cross each other: the closest
- * points of the two segments inside both, each inside (within
- * PEG_RECHECK_DEPTH) the other polytope. Each edge lying inside the other
- * polytope is not enough: in seed 3 of the pour an edge of each body dived
- * into the other from a vertex on its surface, 6.3 cm apart, and the
- * edge-edge U built for them (eq. 35, the lines' distance -6.3 cm at q)
- * pushed the bodies out of a "penetration" that was none */
-static int edges_cross(const khzPegPoly *A, int ea, const khzPegPoly *B, int eb) {
-  double s, t, pa[3], pb[3];
-  khzu_closestSegSeg(A->v[A->e[ea][0]], A->v[A->e[ea][1]], B->v[B->e[eb][0]], B->v[B->e[eb][1]], &s, &t, pa, pb);
-  return s > 0 && s < 1 && t > 0 && t < 1 && inside_depth(B, pa) >= -PEG_RECHECK_DEPTH &&
-         inside_depth(A, pb) >= -PEG_RECHECK_DEPTH;
-}
-
 /* The exact check at q+ of the feature pairs no constraint holds: a vertex
  * of one polytope deeper than PEG_RECHECK_DEPTH inside another, or two
- * edges that cross (each inside the other polytope, their vertices not,
- * edges_cross), gets the constraint it lacks, built at q (W->poly) without
- * the allowance tests: a vertex an I constraint over the faces it is
- * outside of at q (the least deep one when it is inside at q: max_f
- * s_f(q+) >= 0 over faces that separate it now is its exact
- * non-penetration, restricted to the ways around B it could take), an edge
- * pair a U constraint (eq. 35). A vertex within PEG_RECHECK_DEPTH of a face
- * plane counts as on it, on either side: which side is rounding (seed 3 of
- * the pour: a vertex on the floor in the plane of B's bottom face, 1e-17 m
- * either side of it with a state moved by one ulp). The number added, -1
- * when the lists are full. */
+ * edges that cross (each inside the other polytope, their vertices not),
+ * gets the constraint it lacks, built at q (W->poly) without the allowance
+ * tests: a vertex an I constraint over the faces it is outside of at q (the
+ * least deep one when it is inside at q: max_f s_f(q+) >= 0 over faces
+ * that separate it now is its exact non-penetration, restricted to the
+ * ways around B it could take), an edge pair a U constraint (eq. 35). A
+ * vertex within PEG_RECHECK_DEPTH of a face plane counts as on it, on
+ * either side: which side is rounding (seed 3 of the pour: a vertex on the
+ * floor in the plane of B's bottom face, 1e-17 m either side of it with a
+ * state moved by one ulp). The number added, -1 when the lists are full. */
 static int add_missed(const khzModel *m, pegWork *W, double h, int may_add, double *worst) {
   int added = 0;
   for (int i = 0; i < W->npoly; i++)
@@ -1313,7 +1298,7 @@ static int add_missed(const khzModel *m, pegWork *W, double h, int may_add, doub
               inside_depth(Ap, Bp->v[Bp->e[eb][1]]) > -PEG_RECHECK_DEPTH)
             continue;
           *worst = fmax(*worst, depth);
-          if (!may_add || !edges_cross(Ap, ea, Bp, eb)) continue;
+          if (!may_add) continue;
           double sp, tp;
           int c = add_ee(W, i, ea, j, eb, &sp, &tp);
           if (c == -2) return -1;
