@@ -177,6 +177,9 @@ static double t1_end = 1.5;
  * the line resting against each other as the LCP rests contacts), so that
  * no length but h is left in the line's impact (LCP_FIGURES_T1_FINE) */
 static int t1_closed;
+/* the line (ball2 .. ball4) moved along x by this (m): the line's impact
+ * at another phase of the step (table1_phase) */
+static double t1_shift;
 
 /* the 24 velocities (per ball: linear, angular in the world) and 12 positions */
 static void ball_state(const khzModel *m, const khzData *d, double *v, double *x) {
@@ -206,6 +209,11 @@ static int run_table1(khzModel *m, double h, double *v, double *x, int *fallback
       int b = b2 + i;
       d->q[m->jnt_qadr[b]] = d->q[m->jnt_qadr[b2]] + i * (0.2 - KHZ_LCP_SKIN);
     }
+    khz_kinematics(m, d);
+  }
+  if (t1_shift != 0) {
+    int b2 = khz_name2body(m, "ball2");
+    for (int i = 0; i <= 2; i++) d->q[m->jnt_qadr[b2 + i]] += t1_shift;
     khz_kinematics(m, d);
   }
   int steps = (int)(t1_end / h + 0.5), thrown = khz_name2body(m, "ball1");
@@ -290,6 +298,46 @@ static void table1_against(khzModel *m, double href, const double *hs, int nh, d
   free(vr), free(xr), free(vh), free(xh);
 }
 
+/* the line's impact at 8 phases of the step: the line moved by s v h,
+ * s = 0, 1/8 .. 7/8, v = 5/7 of 1.5 m/s (the thrown ball rolls from its
+ * landing on); the spread over the phases of the final spins about the
+ * vertical, of the other angular velocities and of the linear ones (the
+ * largest over the balls), for h = 1e-2, 1e-3, 1e-4 */
+static void table1_phase(khzModel *m) {
+  static const double hs[] = {1e-2, 1e-3, 1e-4};
+  printf("# the line's impact at 8 phases of the step (the line moved by s v h, s = 0 .. 7/8): spread of the "
+         "velocities at t = %g s over the phases\n",
+         t1_end);
+  printf("| h (s) | spin about the vertical (rad/s) | other angular (rad/s) | linear (m/s) | steps falling back |\n"
+         "|---|---|---|---|---|\n");
+  for (int i = 0; i < 3; i++) {
+    int n = (int)(t1_end / hs[i] + 0.5) + 1, fb_all = 0;
+    double *v = malloc((size_t)n * 24 * sizeof(double)), *x = malloc((size_t)n * 12 * sizeof(double));
+    double lo[24], hi[24], ev[2];
+    for (int s = 0; s < 8; s++) {
+      int fb;
+      t1_shift = s / 8.0 * (5.0 / 7.0 * 1.5) * hs[i];
+      int steps = run_table1(m, hs[i], v, x, &fb, ev);
+      fb_all += fb;
+      for (int k = 0; k < 24; k++) {
+        double e = v[24 * steps + k];
+        lo[k] = s ? fmin(lo[k], e) : e, hi[k] = s ? fmax(hi[k], e) : e;
+      }
+    }
+    t1_shift = 0;
+    double spin = 0, ang = 0, lin = 0;
+    for (int k = 0; k < 24; k++) {
+      double r = hi[k] - lo[k];
+      if (k % 6 == 5) spin = fmax(spin, r);
+      else if (k % 6 >= 3) ang = fmax(ang, r);
+      else lin = fmax(lin, r);
+    }
+    printf("| %g | %.3g | %.3g | %.3g | %d |\n", hs[i], spin, ang, lin, fb_all);
+    free(v), free(x);
+  }
+  printf("\n");
+}
+
 static void table1(void) {
   /* LCP_FIGURES_T1_SCENE: another scene of four balls (e.g. the line's
    * gaps changed), LCP_FIGURES_T1_REF: the fine table's reference step */
@@ -322,6 +370,9 @@ static void table1(void) {
     table1_against(m, href, hs, 7, 0.58, title);
     t1_closed = 0;
   }
+  /* the impact's phase in the step (LCP_FIGURES_T1_PHASE=1) */
+  const char *phase = getenv("LCP_FIGURES_T1_PHASE");
+  if (phase && atoi(phase)) table1_phase(m);
   khz_deleteModel(&m);
 }
 
