@@ -24,7 +24,11 @@
  *           LCPs, warm hits, Lemke calls, pivots, CPU time per step, the
  *           worst residual of a solved LCP, and how far the runs part.
  *
- *   build/bench/lcp_figures [rod] [balls] [table1] [solve] [stack] [warm]   (all by default)
+ *   pile    the V3 pile under LCP (LCP_FIGURES_V3_STEPS, 10,000 steps): every
+ *           500 steps its kinetic energy, fallbacks, CPU time per step and
+ *           its fastest body.
+ *
+ *   build/bench/lcp_figures [rod] [balls] [table1] [solve] [stack] [warm] [pile]   (all but pile by default)
  */
 #include <math.h>
 #include <stdio.h>
@@ -262,7 +266,7 @@ static void table1_against(khzModel *m, double href, const double *hs, int nh, d
          "of it linear / angular | landing / line time error (s) | steps falling back |\n"
          "|---|---|---|---|---|---|---|---|---|\n",
          tsplit, tsplit);
-  double ev[16], ex[16], eb[16], ea[16], el[16], ew[16], et[16];
+  double ev[16], ex[16], eb[16], ea[16], el[16], ew[16], et[16], eland[16];
   for (int i = 0; i < nh; i++) {
     int ratio = (int)(hs[i] / href + 0.5);
     if (fabs(ratio * href - hs[i]) > 1e-9 * hs[i]) {
@@ -287,14 +291,18 @@ static void table1_against(khzModel *m, double href, const double *hs, int nh, d
       else if (s) lin += hs[i] * dl, ang += hs[i] * dw;
     }
     ev[i] = verr, ex[i] = xerr, eb[i] = verr_before, ea[i] = verr - verr_before, el[i] = lin, ew[i] = ang;
-    et[i] = fabs(evh[1] - evr[1]);
+    et[i] = fabs(evh[1] - evr[1]), eland[i] = fabs(evh[0] - evr[0]);
     printf("| %g | %.4g | %.4g | %.4g | %.4g | %.4g | %.4g / %.4g | %.3g / %.3g | %d |\n", hs[i], verr, xerr, var,
            verr_before, verr - verr_before, lin, ang, fabs(evh[0] - evr[0]), et[i], fb);
   }
+  /* an event time's error is 0 when both runs find it in steps ending at the same time */
+  int nz = 0;
+  for (int i = 0; i < nh; i++) nz += eland[i] > 0 && et[i] > 0;
   printf("log-log slope (least squares over these h): velocity error %.2f, position error %.2f "
-         "(first order: 1); velocity error before t = %g: %.2f, after: %.2f (linear %.2f, angular %.2f)\n\n",
+         "(first order: 1); velocity error before t = %g: %.2f, after: %.2f (linear %.2f, angular %.2f); "
+         "event times: landing %.2f, the line %.2f\n\n",
          slope(hs, ev, nh), slope(hs, ex, nh), tsplit, slope(hs, eb, nh), slope(hs, ea, nh), slope(hs, el, nh),
-         slope(hs, ew, nh));
+         slope(hs, ew, nh), nz == nh ? slope(hs, eland, nh) : NAN, nz == nh ? slope(hs, et, nh) : NAN);
   free(vr), free(xr), free(vh), free(xh);
 }
 
@@ -514,6 +522,46 @@ static void warm_figures(void) {
   printf("\n");
 }
 
+/* ----------------------------------------------------------------- pile -- */
+
+/* the V3 pile (scenes/validation/v3_pile.yaml: rolling and torsional
+ * friction 0.002 m) under LCP for LCP_FIGURES_V3_STEPS (10,000) steps:
+ * every 500 steps the kinetic energy, the steps fallen back so far, the CPU
+ * time per step over those 500, and the body of the largest speed (linear
+ * speed plus angular speed times a 0.1 m lever) */
+static void pile(void) {
+  const char *env = getenv("LCP_FIGURES_V3_STEPS");
+  int steps = env && atoi(env) > 0 ? atoi(env) : 10000;
+  khzModel *m = load("scenes/validation/v3_pile.yaml", 0);
+  khzData *d = khz_makeData(m, 0);
+  d->contact_method = KHZ_CONTACT_LCP;
+  printf("# V3 pile under LCP (rolling friction %g m, torsional %g m, k = %d), h = %g s\n", m->contact.rolling,
+         m->contact.torsional, khz_lcpDirections(m), m->timestep);
+  printf("| t (s) | kinetic energy (J) | steps fallen back | CPU ms per step | fastest body: speed (m/s), spin (rad/s) |\n"
+         "|---|---|---|---|---|\n");
+  double t0 = cpu_s();
+  for (int s = 1; s <= steps; s++) {
+    khz_step(m, d);
+    if (s % 500) continue;
+    double ke, best = -1, bv = 0, bw = 0, t1 = cpu_s();
+    int bb = -1;
+    khz_energy(m, d, &ke, NULL);
+    for (int b = 1; b < m->nbody; b++) {
+      if (m->jnt_type[b] != KHZ_JOINT_FLOATING) continue;
+      const double *qd = d->qd + m->jnt_dofadr[b];
+      double v = sqrt(qd[0] * qd[0] + qd[1] * qd[1] + qd[2] * qd[2]), w = sqrt(qd[3] * qd[3] + qd[4] * qd[4] + qd[5] * qd[5]);
+      if (v + 0.1 * w > best) best = v + 0.1 * w, bb = b, bv = v, bw = w;
+    }
+    printf("| %.1f | %.3g | %d | %.2f | %s: %.3g, %.3g |\n", d->time, ke, d->warning[KHZ_WARN_LCP],
+           1e3 * (t1 - t0) / 500, bb > 0 ? m->body_name[bb] : "-", bv, bw);
+    fflush(stdout);
+    t0 = cpu_s();
+  }
+  printf("\n");
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+}
+
 /* ---------------------------------------------------------------- solve -- */
 
 /* the LCP of the last step, captured to be solved again under the clock */
@@ -529,7 +577,8 @@ static void observe_capture(void *user, int n, const double *M, const double *q,
 
 static void solve_timing(void) {
   printf("# time per Lemke solve: N balls in a line on the table, each against the next (one contact "
-         "island of 2 N - 1 contacts), sliding at 0.3 m/s; the LCP of step 20 solved again and again\n");
+         "island of 2 N - 1 contacts), sliding at 0.3 m/s; the LCP of step 20 solved again and again by Lemke with "
+         "the stepper's tie and re-inversion settings\n");
   printf("| balls | contacts | k | spin and rolling rows | LCP size | pivots | re-inversions | CPU us per solve | "
          "steps falling back |\n|---|---|---|---|---|---|---|---|---|\n");
   /* the largest: 63 one-point pairs with k = 8 (10 rows each) or k = 4 and
@@ -568,6 +617,7 @@ static void solve_timing(void) {
       khzLemke lk;
       void *mem = malloc(khz_lemkeBytes(n));
       khz_lemkeInit(&lk, n, mem);
+      khz_lcpLemkeSettings(&lk); /* as the stepper's first attempt */
       double *z = malloc((size_t)n * sizeof(double)), *w = malloc((size_t)n * sizeof(double));
       int reps = 0, st;
       double t0 = cpu_s(), t;
@@ -591,13 +641,13 @@ int main(int argc, char **argv) {
   int all = argc < 2;
   for (int i = 1; i < argc; i++)
     if (strcmp(argv[i], "rod") && strcmp(argv[i], "balls") && strcmp(argv[i], "table1") &&
-        strcmp(argv[i], "solve") && strcmp(argv[i], "stack") && strcmp(argv[i], "warm")) {
-      fprintf(stderr, "lcp_figures: unknown section '%s' (rod, balls, table1, solve, stack, warm)\n", argv[i]);
+        strcmp(argv[i], "solve") && strcmp(argv[i], "stack") && strcmp(argv[i], "warm") && strcmp(argv[i], "pile")) {
+      fprintf(stderr, "lcp_figures: unknown section '%s' (rod, balls, table1, solve, stack, warm, pile)\n", argv[i]);
       return 2;
     }
-  for (int s = 0; s < 6; s++) {
-    static const char *const names[] = {"rod", "balls", "table1", "solve", "stack", "warm"};
-    int want = all;
+  for (int s = 0; s < 7; s++) {
+    static const char *const names[] = {"rod", "balls", "table1", "solve", "stack", "warm", "pile"};
+    int want = all && s < 6; /* the pile only when named */
     for (int i = 1; i < argc; i++) want |= !strcmp(argv[i], names[s]);
     if (!want) continue;
     if (s == 0) rod();
@@ -606,6 +656,7 @@ int main(int argc, char **argv) {
     if (s == 3) solve_timing();
     if (s == 4) stack();
     if (s == 5) warm_figures();
+    if (s == 6) pile();
   }
   return 0;
 }

@@ -999,15 +999,19 @@ static void restore_pairs(const khzModel *m, khzData *d, const lcpWork *W) {
     memcpy(d->pair + W->save_slot[i], W->save_pair + i, sizeof(khzPairState));
 }
 
+void khz_lcpLemkeSettings(khzLemke *lk) {
+  lk->tie_abs = KHZ_LCP_TIE_ABS;
+  lk->reinvert = KHZ_LCP_REINVERT;
+}
+
 int khz_lcpStep(const khzModel *m, khzData *d, double h) {
   size_t mark = khz_stackMark(d);
   lcpWork work, *W = &work;
   int ok = lcp_carve(m, d, W), saved = ok;
-  W->lk.tie_abs = KHZ_LCP_TIE_ABS;
+  khz_lcpLemkeSettings(&W->lk);
   W->restitution = m->contact.lcp_restitution ? m->contact.restitution : 0;
   W->impact_speed = m->contact.impact_velocity;
   W->v0 = d->qd;
-  W->lk.reinvert = KHZ_LCP_REINVERT;
   if (ok && d->lcp_time_limit > 0) W->lk.deadline = khz_lemkeNow() + d->lcp_time_limit;
   lcpWarm *warm = (lcpWarm *)d->lcp_warm;
   /* entries in use (a restored image is not trusted beyond the capacity) */
