@@ -12,7 +12,8 @@
  *           |v_h - v|_inf dt), the position error (sup |x_h - x|_inf) against
  *           h = 1e-5, the velocity variation, and the log-log slopes.
  *   solve   time per Lemke solve against the number of contacts: N balls
- *           resting apart on the table (N contacts, k = 4 and 8).
+ *           resting apart on the table (N contacts, k = 4 and 8; k = 4 with the
+ *           spin and rolling rows of torsional and rolling friction).
  *   stack   the 5-box stack (scenes/validation/stack.yaml) under LCP for
  *           10 s (LCP_FIGURES_STACK_SECONDS overrides it): fallbacks,
  *           Lemke's statuses, time per step, drift, sink.
@@ -23,7 +24,11 @@
  *           LCPs, warm hits, Lemke calls, pivots, CPU time per step, the
  *           worst residual of a solved LCP, and how far the runs part.
  *
- *   build/bench/lcp_figures [rod] [balls] [table1] [solve] [stack] [warm]   (all by default)
+ *   pile    the V3 pile under LCP (LCP_FIGURES_V3_STEPS, 10,000 steps): every
+ *           500 steps its kinetic energy, fallbacks, CPU time per step and
+ *           its fastest body.
+ *
+ *   build/bench/lcp_figures [rod] [balls] [table1] [solve] [stack] [warm] [pile]   (all but pile by default)
  */
 #include <math.h>
 #include <stdio.h>
@@ -172,6 +177,13 @@ static void balls(void) {
  * coordinates). Both solutions are compared at the coarse run's step ends. */
 
 static double t1_end = 1.5;
+/* the line's two gaps of 1e-5 m closed to the skin's depth (the balls of
+ * the line resting against each other as the LCP rests contacts), so that
+ * no length but h is left in the line's impact (LCP_FIGURES_T1_FINE) */
+static int t1_closed;
+/* the line (ball2 .. ball4) moved along x by this (m): the line's impact
+ * at another phase of the step (table1_phase) */
+static double t1_shift;
 
 /* the 24 velocities (per ball: linear, angular in the world) and 12 positions */
 static void ball_state(const khzModel *m, const khzData *d, double *v, double *x) {
@@ -188,15 +200,38 @@ static void ball_state(const khzModel *m, const khzData *d, double *v, double *x
 }
 
 /* runs the balls with step h to t1_end; the state after every step into v, x
- * (step 0: the start); the fallbacks counted in *fallbacks */
-static int run_table1(khzModel *m, double h, double *v, double *x, int *fallbacks) {
+ * (step 0: the start); the fallbacks counted in *fallbacks; ev[0] the end of
+ * the step in which the thrown ball first touches the table, ev[1] the ball
+ * of the line */
+static int run_table1(khzModel *m, double h, double *v, double *x, int *fallbacks, double ev[2]) {
   khzData *d = khz_makeData(m, 0);
   d->contact_method = KHZ_CONTACT_LCP;
-  int steps = (int)(t1_end / h + 0.5);
+  if (t1_closed) {
+    /* ball3 and ball4 against ball2 and ball3, KHZ_LCP_SKIN deep */
+    int b2 = khz_name2body(m, "ball2");
+    for (int i = 1; i <= 2; i++) {
+      int b = b2 + i;
+      d->q[m->jnt_qadr[b]] = d->q[m->jnt_qadr[b2]] + i * (0.2 - KHZ_LCP_SKIN);
+    }
+    khz_kinematics(m, d);
+  }
+  if (t1_shift != 0) {
+    int b2 = khz_name2body(m, "ball2");
+    for (int i = 0; i <= 2; i++) d->q[m->jnt_qadr[b2 + i]] += t1_shift;
+    khz_kinematics(m, d);
+  }
+  int steps = (int)(t1_end / h + 0.5), thrown = khz_name2body(m, "ball1");
+  ev[0] = ev[1] = -1;
   ball_state(m, d, v, x);
   for (int s = 1; s <= steps; s++) {
     khz_stepWith(m, d, h);
     ball_state(m, d, v + 24 * s, x + 12 * s);
+    for (int c = 0; c < d->ncontact; c++) {
+      const khzContact *ct = d->contact + c;
+      if (ct->body[0] != thrown && ct->body[1] != thrown) continue;
+      int other = ct->body[0] ^ ct->body[1] ^ thrown;
+      if (ev[other != 0] < 0) ev[other != 0] = s * h;
+    }
   }
   *fallbacks = d->warning[KHZ_WARN_LCP];
   khz_deleteData(&d);
@@ -214,44 +249,101 @@ static double slope(const double *h, const double *e, int n) {
 
 /* one table: the rows hs[0..nh) against the reference href; tsplit splits
  * the velocity error at that time (before: flight, landing and rolling of
- * the thrown ball; after: the collision with the line and what follows) */
+ * the thrown ball; after: the collision with the line and what follows),
+ * and the part after it into the linear and the angular velocities; the
+ * event times' errors (landing, the line) against the reference's */
 static void table1_against(khzModel *m, double href, const double *hs, int nh, double tsplit,
                            const char *title) {
   int nref = (int)(t1_end / href + 0.5) + 1, fbref, fb;
   double *vr = malloc((size_t)nref * 24 * sizeof(double)), *xr = malloc((size_t)nref * 12 * sizeof(double));
   double *vh = malloc((size_t)nref * 24 * sizeof(double)), *xh = malloc((size_t)nref * 12 * sizeof(double));
-  run_table1(m, href, vr, xr, &fbref);
-  printf("# %s: four balls, 8 directions, t in [0, %g] s, reference h = %g (%d of %d steps fall back)\n",
-         title, t1_end, href, fbref, nref - 1);
+  double evr[2], evh[2];
+  run_table1(m, href, vr, xr, &fbref, evr);
+  printf("# %s: four balls, 8 directions, t in [0, %g] s, reference h = %g (%d of %d steps fall back; "
+         "lands %.6f s, meets the line %.6f s)\n",
+         title, t1_end, href, fbref, nref - 1, evr[0], evr[1]);
   printf("| h (s) | velocity error | position error | velocity variation | velocity error t < %g | t >= %g | "
-         "steps falling back |\n|---|---|---|---|---|---|---|\n",
+         "of it linear / angular | landing / line time error (s) | steps falling back |\n"
+         "|---|---|---|---|---|---|---|---|---|\n",
          tsplit, tsplit);
-  double ev[16], ex[16], eb[16], ea[16];
+  double ev[16], ex[16], eb[16], ea[16], el[16], ew[16], et[16], eland[16];
   for (int i = 0; i < nh; i++) {
     int ratio = (int)(hs[i] / href + 0.5);
     if (fabs(ratio * href - hs[i]) > 1e-9 * hs[i]) {
       printf("| %g | (not a multiple of the reference step) |\n", hs[i]);
       continue;
     }
-    int n = run_table1(m, hs[i], vh, xh, &fb) + 1;
-    double verr = 0, verr_before = 0, xerr = 0, var = 0;
+    int n = run_table1(m, hs[i], vh, xh, &fb, evh) + 1;
+    double verr = 0, verr_before = 0, xerr = 0, var = 0, lin = 0, ang = 0;
     for (int s = 0; s < n; s++) {
-      double dv = 0, dx = 0, dd = 0;
-      for (int k = 0; k < 24; k++) dv = fmax(dv, fabs(vh[24 * s + k] - vr[24 * (s * ratio) + k]));
+      double dv = 0, dx = 0, dd = 0, dl = 0, dw = 0;
+      for (int k = 0; k < 24; k++) {
+        double e = fabs(vh[24 * s + k] - vr[24 * (s * ratio) + k]);
+        dv = fmax(dv, e);
+        if (k % 6 < 3) dl = fmax(dl, e);
+        else dw = fmax(dw, e);
+      }
       for (int k = 0; k < 12; k++) dx = fmax(dx, fabs(xh[12 * s + k] - xr[12 * (s * ratio) + k]));
       if (s)
         for (int k = 0; k < 24; k++) dd = fmax(dd, fabs(vh[24 * s + k] - vh[24 * (s - 1) + k]));
       verr += (s ? hs[i] : 0) * dv, xerr = fmax(xerr, dx), var += dd;
       if (s && s * hs[i] < tsplit + 1e-12) verr_before += hs[i] * dv;
+      else if (s) lin += hs[i] * dl, ang += hs[i] * dw;
     }
-    ev[i] = verr, ex[i] = xerr, eb[i] = verr_before, ea[i] = verr - verr_before;
-    printf("| %g | %.4g | %.4g | %.4g | %.4g | %.4g | %d |\n", hs[i], verr, xerr, var, verr_before,
-           verr - verr_before, fb);
+    ev[i] = verr, ex[i] = xerr, eb[i] = verr_before, ea[i] = verr - verr_before, el[i] = lin, ew[i] = ang;
+    et[i] = fabs(evh[1] - evr[1]), eland[i] = fabs(evh[0] - evr[0]);
+    printf("| %g | %.4g | %.4g | %.4g | %.4g | %.4g | %.4g / %.4g | %.3g / %.3g | %d |\n", hs[i], verr, xerr, var,
+           verr_before, verr - verr_before, lin, ang, fabs(evh[0] - evr[0]), et[i], fb);
   }
+  /* an event time's error is 0 when both runs find it in steps ending at the same time */
+  int nz = 0;
+  for (int i = 0; i < nh; i++) nz += eland[i] > 0 && et[i] > 0;
   printf("log-log slope (least squares over these h): velocity error %.2f, position error %.2f "
-         "(first order: 1); velocity error before t = %g: %.2f, after: %.2f\n\n",
-         slope(hs, ev, nh), slope(hs, ex, nh), tsplit, slope(hs, eb, nh), slope(hs, ea, nh));
+         "(first order: 1); velocity error before t = %g: %.2f, after: %.2f (linear %.2f, angular %.2f); "
+         "event times: landing %.2f, the line %.2f\n\n",
+         slope(hs, ev, nh), slope(hs, ex, nh), tsplit, slope(hs, eb, nh), slope(hs, ea, nh), slope(hs, el, nh),
+         slope(hs, ew, nh), nz == nh ? slope(hs, eland, nh) : NAN, nz == nh ? slope(hs, et, nh) : NAN);
   free(vr), free(xr), free(vh), free(xh);
+}
+
+/* the line's impact at 8 phases of the step: the line moved by s v h,
+ * s = 0, 1/8 .. 7/8, v = 5/7 of 1.5 m/s (the thrown ball rolls from its
+ * landing on); the spread over the phases of the final spins about the
+ * vertical, of the other angular velocities and of the linear ones (the
+ * largest over the balls), for h = 1e-2, 1e-3, 1e-4 */
+static void table1_phase(khzModel *m) {
+  static const double hs[] = {1e-2, 1e-3, 1e-4};
+  printf("# the line's impact at 8 phases of the step (the line moved by s v h, s = 0 .. 7/8): spread of the "
+         "velocities at t = %g s over the phases\n",
+         t1_end);
+  printf("| h (s) | spin about the vertical (rad/s) | other angular (rad/s) | linear (m/s) | steps falling back |\n"
+         "|---|---|---|---|---|\n");
+  for (int i = 0; i < 3; i++) {
+    int n = (int)(t1_end / hs[i] + 0.5) + 1, fb_all = 0;
+    double *v = malloc((size_t)n * 24 * sizeof(double)), *x = malloc((size_t)n * 12 * sizeof(double));
+    double lo[24], hi[24], ev[2];
+    for (int s = 0; s < 8; s++) {
+      int fb;
+      t1_shift = s / 8.0 * (5.0 / 7.0 * 1.5) * hs[i];
+      int steps = run_table1(m, hs[i], v, x, &fb, ev);
+      fb_all += fb;
+      for (int k = 0; k < 24; k++) {
+        double e = v[24 * steps + k];
+        lo[k] = s ? fmin(lo[k], e) : e, hi[k] = s ? fmax(hi[k], e) : e;
+      }
+    }
+    t1_shift = 0;
+    double spin = 0, ang = 0, lin = 0;
+    for (int k = 0; k < 24; k++) {
+      double r = hi[k] - lo[k];
+      if (k % 6 == 5) spin = fmax(spin, r);
+      else if (k % 6 >= 3) ang = fmax(ang, r);
+      else lin = fmax(lin, r);
+    }
+    printf("| %g | %.3g | %.3g | %.3g | %d |\n", hs[i], spin, ang, lin, fb_all);
+    free(v), free(x);
+  }
+  printf("\n");
 }
 
 static void table1(void) {
@@ -273,15 +365,22 @@ static void table1(void) {
   /* the same h against a reference 25x finer than the finest of them */
   table1_against(m, 1e-4, paper_h, 4, 0.58, "the paper's h against a finer reference");
   /* smaller steps against a far finer reference (LCP_FIGURES_T1_FINE=1: slow) */
-  const char *fine = getenv("LCP_FIGURES_T1_FINE");
+  const char *fine = getenv("LCP_FIGURES_T1_FINE"); /* 1: both tables, 2: the closed line's only */
   if (fine && atoi(fine)) {
     static const double hs[] = {1e-2, 5e-3, 2e-3, 1e-3, 5e-4, 2e-4, 1e-4};
     const char *ref = getenv("LCP_FIGURES_T1_REF");
     double href = ref && atof(ref) > 0 ? atof(ref) : 1e-5;
     char title[96];
     snprintf(title, sizeof title, "h = 1e-2 .. 1e-4 against h = %g", href);
+    if (atoi(fine) != 2) table1_against(m, href, hs, 7, 0.58, title);
+    t1_closed = 1;
+    snprintf(title, sizeof title, "the line closed to the skin, h = 1e-2 .. 1e-4 against h = %g", href);
     table1_against(m, href, hs, 7, 0.58, title);
+    t1_closed = 0;
   }
+  /* the impact's phase in the step (LCP_FIGURES_T1_PHASE=1) */
+  const char *phase = getenv("LCP_FIGURES_T1_PHASE");
+  if (phase && atoi(phase)) table1_phase(m);
   khz_deleteModel(&m);
 }
 
@@ -423,6 +522,46 @@ static void warm_figures(void) {
   printf("\n");
 }
 
+/* ----------------------------------------------------------------- pile -- */
+
+/* the V3 pile (scenes/validation/v3_pile.yaml: rolling and torsional
+ * friction 0.002 m) under LCP for LCP_FIGURES_V3_STEPS (10,000) steps:
+ * every 500 steps the kinetic energy, the steps fallen back so far, the CPU
+ * time per step over those 500, and the body of the largest speed (linear
+ * speed plus angular speed times a 0.1 m lever) */
+static void pile(void) {
+  const char *env = getenv("LCP_FIGURES_V3_STEPS");
+  int steps = env && atoi(env) > 0 ? atoi(env) : 10000;
+  khzModel *m = load("scenes/validation/v3_pile.yaml", 0);
+  khzData *d = khz_makeData(m, 0);
+  d->contact_method = KHZ_CONTACT_LCP;
+  printf("# V3 pile under LCP (rolling friction %g m, torsional %g m, k = %d), h = %g s\n", m->contact.rolling,
+         m->contact.torsional, khz_lcpDirections(m), m->timestep);
+  printf("| t (s) | kinetic energy (J) | steps fallen back | CPU ms per step | fastest body: speed (m/s), spin (rad/s) |\n"
+         "|---|---|---|---|---|\n");
+  double t0 = cpu_s();
+  for (int s = 1; s <= steps; s++) {
+    khz_step(m, d);
+    if (s % 500) continue;
+    double ke, best = -1, bv = 0, bw = 0, t1 = cpu_s();
+    int bb = -1;
+    khz_energy(m, d, &ke, NULL);
+    for (int b = 1; b < m->nbody; b++) {
+      if (m->jnt_type[b] != KHZ_JOINT_FLOATING) continue;
+      const double *qd = d->qd + m->jnt_dofadr[b];
+      double v = sqrt(qd[0] * qd[0] + qd[1] * qd[1] + qd[2] * qd[2]), w = sqrt(qd[3] * qd[3] + qd[4] * qd[4] + qd[5] * qd[5]);
+      if (v + 0.1 * w > best) best = v + 0.1 * w, bb = b, bv = v, bw = w;
+    }
+    printf("| %.1f | %.3g | %d | %.2f | %s: %.3g, %.3g |\n", d->time, ke, d->warning[KHZ_WARN_LCP],
+           1e3 * (t1 - t0) / 500, bb > 0 ? m->body_name[bb] : "-", bv, bw);
+    fflush(stdout);
+    t0 = cpu_s();
+  }
+  printf("\n");
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+}
+
 /* ---------------------------------------------------------------- solve -- */
 
 /* the LCP of the last step, captured to be solved again under the clock */
@@ -437,21 +576,29 @@ static void observe_capture(void *user, int n, const double *M, const double *q,
 }
 
 static void solve_timing(void) {
-  printf("# time per Lemke solve: N balls resting apart on the table (N contacts), the LCP of "
-         "step 20 solved again and again\n");
-  printf("| contacts | k | LCP size | pivots | re-inversions | us per solve |\n|---|---|---|---|---|---|\n");
-  cap_M = malloc(400 * 400 * sizeof(double)), cap_q = malloc(400 * sizeof(double));
+  printf("# time per Lemke solve: N balls in a line on the table, each against the next (one contact "
+         "island of 2 N - 1 contacts), sliding at 0.3 m/s; the LCP of step 20 solved again and again by Lemke with "
+         "the stepper's tie and re-inversion settings\n");
+  printf("| balls | contacts | k | spin and rolling rows | LCP size | pivots | re-inversions | CPU us per solve | "
+         "steps falling back |\n|---|---|---|---|---|---|---|---|---|\n");
+  /* the largest: 63 one-point pairs with k = 8 (10 rows each) or k = 4 and
+   * the extra rows (14) */
+  cap_M = malloc(900 * 900 * sizeof(double)), cap_q = malloc(900 * sizeof(double));
   static const int counts[] = {1, 2, 4, 8, 16, 32};
-  for (int dir = 4; dir <= 8; dir += 4)
+  /* k = 4, 8 without, then k = 4 with the spin and rolling rows (the
+   * scene's torsional and rolling friction) */
+  for (int run = 0; run < 3; run++)
     for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
-      int N = counts[c];
+      int N = counts[c], dir = run == 1 ? 8 : 4, extra = run == 2;
       char *yaml = malloc(200 + 120 * (size_t)N), *p = yaml;
       p += sprintf(p, "khz_scene: 1\nrate_hz: 1000\nground: {height: 0}\n"
-                      "contact: {method: lcp, mu: 0.5, max_pairs: %d, friction_directions: %d}\nobjects:\n",
-                   N + 4, dir);
+                      "contact: {method: lcp, mu: 0.5, max_pairs: %d, friction_directions: %d%s}\nobjects:\n",
+                   2 * N + 4, dir, extra ? ", torsional_friction: 0.002, rolling_friction: 0.002" : "");
+      /* resting KHZ_LCP_SKIN deep in the table and in each other: one island
+       * (balls apart are an island each, and the LCP one ball's) */
       for (int i = 0; i < N; i++)
-        p += sprintf(p, "  - {name: b%d, shape: sphere, size: [0.1], mass: 1, pos: [%g, %g, 0.1], vel: [0.3, 0, 0]}\n", i,
-                     0.3 * (i % 8), 0.3 * (i / 8));
+        p += sprintf(p, "  - {name: b%d, shape: sphere, size: [0.1], mass: 1, pos: [%.17g, 0, %.17g], vel: [0.3, 0, 0]}\n",
+                     i, i * (0.2 - KHZ_LCP_SKIN), 0.1 - KHZ_LCP_SKIN);
       khzScene sc;
       char err[512];
       if (khz_loadSceneString(&sc, yaml, "balls", ".", err, sizeof err)) {
@@ -470,14 +617,18 @@ static void solve_timing(void) {
       khzLemke lk;
       void *mem = malloc(khz_lemkeBytes(n));
       khz_lemkeInit(&lk, n, mem);
+      khz_lcpLemkeSettings(&lk); /* as the stepper's first attempt */
       double *z = malloc((size_t)n * sizeof(double)), *w = malloc((size_t)n * sizeof(double));
-      int reps = 0;
-      double t0 = now_s(), t;
+      int reps = 0, st;
+      double t0 = cpu_s(), t;
       do {
-        khz_lemke(&lk, n, cap_M, cap_q, z, w, 0);
+        st = khz_lemke(&lk, n, cap_M, cap_q, z, w, 0);
         reps++;
-      } while ((t = now_s() - t0) < 0.05);
-      printf("| %d | %d | %d | %d | %d | %.2f |\n", N, dir, n, lk.pivots, lk.reinverts, 1e6 * t / reps);
+      } while ((t = cpu_s() - t0) < 0.05);
+      char note[64] = "";
+      if (st != KHZ_LCP_SOLVED) snprintf(note, sizeof note, " (status %d, residual %.2g)", st, lk.residual);
+      printf("| %d | %d | %d | %s | %d | %d%s | %d | %.2f | %d |\n", N, d->ncontact, dir, extra ? "yes" : "no", n,
+             lk.pivots, note, lk.reinverts, 1e6 * t / reps, d->warning[KHZ_WARN_LCP]);
       free(mem), free(z), free(w);
       khz_deleteData(&d);
       khz_deleteModel(&m);
@@ -490,13 +641,13 @@ int main(int argc, char **argv) {
   int all = argc < 2;
   for (int i = 1; i < argc; i++)
     if (strcmp(argv[i], "rod") && strcmp(argv[i], "balls") && strcmp(argv[i], "table1") &&
-        strcmp(argv[i], "solve") && strcmp(argv[i], "stack") && strcmp(argv[i], "warm")) {
-      fprintf(stderr, "lcp_figures: unknown section '%s' (rod, balls, table1, solve, stack, warm)\n", argv[i]);
+        strcmp(argv[i], "solve") && strcmp(argv[i], "stack") && strcmp(argv[i], "warm") && strcmp(argv[i], "pile")) {
+      fprintf(stderr, "lcp_figures: unknown section '%s' (rod, balls, table1, solve, stack, warm, pile)\n", argv[i]);
       return 2;
     }
-  for (int s = 0; s < 6; s++) {
-    static const char *const names[] = {"rod", "balls", "table1", "solve", "stack", "warm"};
-    int want = all;
+  for (int s = 0; s < 7; s++) {
+    static const char *const names[] = {"rod", "balls", "table1", "solve", "stack", "warm", "pile"};
+    int want = all && s < 6; /* the pile only when named */
     for (int i = 1; i < argc; i++) want |= !strcmp(argv[i], names[s]);
     if (!want) continue;
     if (s == 0) rod();
@@ -505,6 +656,7 @@ int main(int argc, char **argv) {
     if (s == 3) solve_timing();
     if (s == 4) stack();
     if (s == 5) warm_figures();
+    if (s == 6) pile();
   }
   return 0;
 }

@@ -15,6 +15,10 @@
  *     has a residual <= 1e-10 (1 + |q|); none fails on the ball, rod and
  *     balls; Siconos' lexicographic Lemke, where it solves the same LCP,
  *     agrees on w = M z + q's normal rows (the normal velocities);
+ *   - torsional friction: a ball spinning on the table slows linearly at
+ *     mu_t m g / I and stops at I w0 / (mu_t m g); rolling friction: a ball
+ *     rolling without slip decelerates at 5 mu_r g / (7 r) and stops after
+ *     v0^2 / (2 a) (k = 4 along an axis, k = 8 along the diagonal);
  *   - determinism: two runs give the same state hash; no LCP warnings; a
  *     state saved and restored (or copied) into a fresh data steps bit for
  *     bit as the uninterrupted run (the warm start's record is state).
@@ -219,6 +223,125 @@ static void test_box_friction(void) {
   ENSURE_MSG(d->warning[KHZ_WARN_LCP] <= 0.01 * 1900, "box: %d steps fell back", d->warning[KHZ_WARN_LCP]);
   khz_deleteData(&d);
   khz_deleteModel(&m);
+}
+
+/* the world angular velocity of free body 1 (qd's angular part is in the
+ * body frame) */
+static void world_omega(const khzData *d, double w[3]) {
+  const double *R = d->xrot + 9;
+  for (int k = 0; k < 3; k++) w[k] = R[3 * k] * d->qd[3] + R[3 * k + 1] * d->qd[4] + R[3 * k + 2] * d->qd[5];
+}
+
+/* torsional friction (contact.torsional_friction mu_t): a ball spinning on
+ * the table at w0 about the vertical feels the torque mu_t m g against the
+ * spin, so its spin falls linearly, w(t) = w0 - mu_t m g t / I, and stops
+ * at t = I w0 / (mu_t m g) (I = 2/5 m r^2), then stays stopped. Without the
+ * spin rows (mu_t 0) a point contact cannot resist the spin at all */
+static void test_spin_torsion(void) {
+  const double r = 0.1, mass = 2, g = 9.81, mu_t = 0.01, w0 = 5, I = 0.4 * mass * r * r;
+  char yaml[512];
+  snprintf(yaml, sizeof yaml,
+           "khz_scene: 1\nrate_hz: 1000\ngravity: [0, 0, -9.81]\nground: {height: 0}\n"
+           "contact: {method: lcp, mu: 0.5, torsional_friction: %g}\n"
+           "objects:\n  - {name: ball, shape: sphere, size: [%g], mass: %g, pos: [0, 0, %.17g], "
+           "angvel: [0, 0, %g]}\n",
+           mu_t, r, mass, r - KHZ_LCP_SKIN, w0);
+  khzModel *m = load_string(yaml);
+  ENSURE(m != NULL);
+  if (!m) return;
+  khzData *d = khz_makeData(m, 0);
+  double t_stop = I * w0 / (mu_t * mass * g), worst = 0, w[3] = {0, 0, w0};
+  int steps = (int)(1.5 * t_stop / m->timestep);
+  for (int s = 1; s <= steps; s++) {
+    khz_step(m, d);
+    world_omega(d, w);
+    double t = s * m->timestep, want = fmax(w0 - mu_t * mass * g * t / I, 0);
+    worst = fmax(worst, fabs(w[2] - want));
+  }
+  printf("spin: w0 %g rad/s, torsional friction %g m: stops at %.4f s (analytic); largest |w - w(t)| %.3g rad/s "
+         "(the decay per step %.3g); final spin %.3g rad/s, x %.3g m\n",
+         w0, mu_t, t_stop, worst, mu_t * mass * g * m->timestep / I, w[2], d->q[0]);
+  /* within two steps' decay of the analytic line (the step's inelastic
+   * contact: the spin rows act from the first step that holds the ball) */
+  ENSURE_MSG(worst <= 2 * mu_t * mass * g * m->timestep / I, "spin off its analytic decay by %.3g rad/s", worst);
+  ENSURE_MSG(fabs(w[2]) <= 1e-9, "spin after the stop %.3g rad/s", w[2]);
+  ENSURE_MSG(fabs(d->q[0]) + fabs(d->q[1]) <= 1e-9, "spinning ball moved %.3g, %.3g m", d->q[0], d->q[1]);
+  ENSURE(d->warning[KHZ_WARN_LCP] == 0);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+}
+
+/* rolling friction (contact.rolling_friction mu_r): a ball rolling without
+ * slip at v0 loses its energy (m + I / r^2) v^2 / 2 to the rolling torque
+ * mu_r m g at the rate mu_r m g v / r, so it decelerates at
+ * a = mu_r g / (r (1 + I / (m r^2))) = 5 mu_r g / (7 r), stops after
+ * v0^2 / (2 a) and stays. The time-stepping adds its own O(h) resistance:
+ * the point found at the prediction q + h v is ahead of the bottom at q by
+ * the angle w h, and the normal impulse there is a lever of r w h = v h
+ * (an extra rolling coefficient of 5e-4 m at v = 0.5 m/s, h = 1 ms, 5 % of
+ * mu_r). So: within 6 % at h = 1 ms, and the error a quarter of that at
+ * h = 0.25 ms (first order); k = 4 along a friction direction, k = 8 along
+ * the diagonal (also one of its 8) */
+static void rolling_run(int dirs, int rate, double mu_r, double v0, double *rolled, double *verr,
+                        double *slip, double *vend, int *fallbacks) {
+  const double r = 0.1, mass = 2, g = 9.81;
+  /* along x (k = 4) or along (1, 1) / sqrt 2 (k = 8); w = n x v / r */
+  double ux = dirs == 4 ? 1 : M_SQRT1_2, uy = dirs == 4 ? 0 : M_SQRT1_2;
+  char yaml[640];
+  snprintf(yaml, sizeof yaml,
+           "khz_scene: 1\nrate_hz: %d\ngravity: [0, 0, -9.81]\nground: {height: 0}\n"
+           "contact: {method: lcp, mu: 0.5, rolling_friction: %g, friction_directions: %d}\n"
+           "objects:\n  - {name: ball, shape: sphere, size: [%g], mass: %g, pos: [0, 0, %.17g], "
+           "vel: [%.17g, %.17g, 0], angvel: [%.17g, %.17g, 0]}\n",
+           rate, mu_r, dirs, r, mass, r - KHZ_LCP_SKIN, v0 * ux, v0 * uy, -v0 * uy / r, v0 * ux / r);
+  khzModel *m = load_string(yaml);
+  ENSURE(m != NULL);
+  if (!m) return;
+  khzData *d = khz_makeData(m, 0);
+  double a = 5 * mu_r * g / (7 * r), t_stop = v0 / a;
+  int steps = (int)(1.3 * t_stop / m->timestep);
+  *verr = *slip = 0;
+  for (int s = 1; s <= steps; s++) {
+    khz_step(m, d);
+    double t = s * m->timestep, v = d->qd[0] * ux + d->qd[1] * uy, w[3];
+    *verr = fmax(*verr, fabs(v - fmax(v0 - a * t, 0)));
+    /* the bottom point's speed: v + w x (-r n) */
+    world_omega(d, w);
+    *slip = fmax(*slip, hypot(d->qd[0] + w[1] * -r, d->qd[1] - w[0] * -r));
+  }
+  *rolled = d->q[0] * ux + d->q[1] * uy;
+  *vend = hypot(d->qd[0], d->qd[1]);
+  *fallbacks = d->warning[KHZ_WARN_LCP];
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+}
+
+static void test_rolling_friction(void) {
+  const double r = 0.1, g = 9.81, mu_r = 0.01, v0 = 0.5, a = 5 * mu_r * g / (7 * r), dist = v0 * v0 / (2 * a);
+  static const int runs[3][2] = {{4, 1000}, {4, 4000}, {8, 1000}};
+  double err[3];
+  for (int i = 0; i < 3; i++) {
+    double x, verr, slip, vend;
+    int fb = -1;
+    rolling_run(runs[i][0], runs[i][1], mu_r, v0, &x, &verr, &slip, &vend, &fb);
+    err[i] = fabs(x - dist);
+    printf("rolling (k = %d, h = %g s): v0 %g m/s, rolling friction %g m: a = %.4f m/s^2, stops at %.4f s "
+           "after %.5f m (analytic); rolled %.5f m (%+.2f %%), largest |v - v(t)| %.3g m/s, largest slip "
+           "%.3g m/s, final speed %.3g\n",
+           runs[i][0], 1.0 / runs[i][1], v0, mu_r, a, v0 / a, dist, x, 100 * (x / dist - 1), verr, slip, vend);
+    ENSURE_MSG(err[i] <= 0.06 * dist, "k = %d, %d Hz: rolled %.5f m, analytic %.5f", runs[i][0], runs[i][1], x,
+               dist);
+    ENSURE_MSG(verr <= 0.06 * v0, "k = %d, %d Hz: speed off its analytic decay by %.3g m/s", runs[i][0],
+               runs[i][1], verr);
+    ENSURE_MSG(vend <= 1e-9, "k = %d, %d Hz: still rolling at %.3g m/s", runs[i][0], runs[i][1], vend);
+    ENSURE_MSG(slip <= 1e-4, "k = %d, %d Hz: the ball slipped at %.3g m/s", runs[i][0], runs[i][1], slip);
+    ENSURE(fb == 0);
+  }
+  /* first order: a quarter of the step, a quarter of the error (3 to 5 x) */
+  ENSURE_MSG(err[0] >= 3 * err[1] && err[0] <= 5 * err[1], "rolled distance error %.3g at 1 ms, %.3g at 0.25 ms",
+             err[0], err[1]);
+  /* the diagonal with 8 directions as the axis with 4 */
+  ENSURE_NEAR(err[2], err[0], 1e-9);
 }
 
 /* ---------------------------------------------------- the paper's events -- */
@@ -499,6 +622,8 @@ int main(void) {
   ENSURE(obs.worst <= 1e-7);
   ENSURE(obs.sic_compared > 0 && obs.sic_agree == obs.sic_compared);
   khz_lcpSetObserver(NULL, NULL);
+  test_spin_torsion();
+  test_rolling_friction();
   test_time_bound();
   test_save_restore();
   test_islands();

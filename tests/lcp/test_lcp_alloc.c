@@ -3,7 +3,8 @@
  * (-Wl,--wrap) and counted while the four balls (collisions, rolling, the
  * active-set re-check) and the rod (impacts, sliding, rest) run 1,500 steps
  * each, including steps that fall back to the penalty method (a box pushed
- * sideways). */
+ * sideways), and the spin and rolling rows (a ball and a cylinder rolling
+ * beside the box). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,9 +37,15 @@ void __wrap_free(void *p) {
   __real_free(p);
 }
 
+/* with the spin and rolling rows: a ball spinning and rolling (one point),
+ * a cylinder rolling on its side (a line of two points) */
 static const char box_scene[] =
-    "khz_scene: 1\nrate_hz: 1000\nground: {height: 0}\ncontact: {method: lcp, mu: 0.5}\n"
-    "objects:\n  - {name: box, shape: box, size: [0.1, 0.1, 0.1], mass: 3, pos: [0, 0, 0.1], vel: [2, 0, 0]}\n";
+    "khz_scene: 1\nrate_hz: 1000\nground: {height: 0}\n"
+    "contact: {method: lcp, mu: 0.5, torsional_friction: 0.01, rolling_friction: 0.01}\n"
+    "objects:\n  - {name: box, shape: box, size: [0.1, 0.1, 0.1], mass: 3, pos: [0, 0, 0.1], vel: [2, 0, 0]}\n"
+    "  - {name: ball, shape: sphere, size: [0.1], mass: 1, pos: [0, 1, 0.1], vel: [0.5, 0, 0], angvel: [0, 5, 3]}\n"
+    "  - {name: can, shape: cylinder, size: [0.05, 0.1], mass: 1, pos: [0, -1, 0.05], rpy: [1.5707963267948966, 0, 0], "
+    "vel: [0.5, 0, 0], angvel: [0, 10, 0]}\n";
 
 int main(void) {
   const char *scenes[] = {"scenes/validation/st_four_balls.yaml", "scenes/validation/st_rod.yaml", NULL};

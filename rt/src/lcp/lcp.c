@@ -18,6 +18,15 @@
  * E' beta + spin <= mu sum c_n (a pyramid over force and torsion, as
  * MuJoCo's pyramidal cone with torsional friction). One point is the
  * paper's cone exactly.
+ * Rolling and torsional friction (the scene's rolling_friction mu_r and
+ * torsional_friction mu_t, as MuJoCo's condim 6 with a pyramidal cone): a
+ * pair of one point gets the spin about its normal both ways, a pair of one
+ * or two points the rolling about its tangents (one point: the k directions;
+ * two: the line's axis both ways), each set with its own cone row
+ *   0 <= mu_t sum c_n - sum beta_t  _|_  lambda_t >= 0   (torque impulses)
+ *   0 <= mu_r sum c_n - sum beta_r  _|_  lambda_r >= 0
+ * and rows a'(w_0 - w_1) (a the axis, w the bodies' angular velocities);
+ * a patch of 3 or more points resists spin and rolling through its points.
  * v+ = v_free + M^-1 (N c_n + D beta) with v_free = v + h M^-1 k (one ABA
  * pass) eliminates v+: the Schur complement of eq. (29),
  *
@@ -90,7 +99,8 @@ typedef struct lcpPoint {
  * ended in, kept in d->lcp_warm from one LCP step to the next. Bits of
  * `basic`: z basic for normal i (bit i, i < KHZ_LCP_PAIR_POINTS), friction
  * column j (bit 4 + j: the k directions, then the two torsion columns), the
- * cone's lambda (bit 15). */
+ * cone's lambda (bit 15), the spin and rolling columns (bit 16 + j, up to
+ * k + 2 of them), the spin cone's and the rolling cone's lambda (26, 27). */
 typedef struct lcpWarmPair {
   int geom[2], np;
   uint32_t basic;
@@ -98,6 +108,9 @@ typedef struct lcpWarmPair {
                                           come in depth order, which flips at rest */
 } lcpWarmPair;
 #define LCP_WARM_CONE (1u << 15)
+#define LCP_WARM_EXTRA 16
+#define LCP_WARM_TCONE (1u << 26)
+#define LCP_WARM_RCONE (1u << 27)
 
 typedef struct lcpWarm {
   double next_time; /* d->time at which the next step may use it (the record's step's end) */
@@ -130,6 +143,11 @@ typedef struct lcpWork {
    * torsion lever pradius[g]; nr rows with a Jacobian, n in the LCP */
   int npatch, nr, n;
   int *pstart, *pfoff, *pfk;
+  /* each patch's spin columns (2 or 0) and rolling columns (k, 2 or 0) after
+   * its pfk, and its first cone row (from nr: the Coulomb cone's, then the
+   * spin cone's and the rolling cone's where it has those columns) */
+  int *ptk, *prk, *pcone;
+  double mu_t, mu_r; /* the scene's torsional and rolling friction (m) */
   double *pradius;
   double *trow; /* nv: a Jacobian row (the torsion's) */
   lcpPoint *all;  /* ptmax: the step's points; pt (npmax) is one island's copy */
@@ -223,6 +241,9 @@ int khz_lcpMaxPoints(const khzModel *m) {
   X(W->pstart, int, (size_t)W->npmax + 1)                                           \
   X(W->pfoff, int, W->npmax)                                                        \
   X(W->pfk, int, W->npmax)                                                          \
+  X(W->ptk, int, W->npmax)                                                          \
+  X(W->prk, int, W->npmax)                                                          \
+  X(W->pcone, int, W->npmax)                                                        \
   X(W->pradius, double, W->npmax)                                                   \
   X(W->trow, double, (m)->nv)                                                       \
   X(W->all, lcpPoint, W->ptmax)                                                     \
@@ -245,11 +266,15 @@ static void lcp_sizes(const khzModel *m, lcpWork *W) {
   W->nv = m->nv;
   W->k = khz_lcpDirections(m);
   W->ptmax = KHZ_LCP_PAIR_POINTS * m->npair_max;
-  /* an island's LCP: as large as khz_lcpMaxPoints one-point pairs make it;
-   * pairs of several points share a cone (p + k + 3 per pair), so more of
-   * their points fit: any number up to one row each */
-  W->nrowmax = khz_lcpMaxPoints(m) * (W->k + 1);
-  W->nmax = khz_lcpMaxPoints(m) * (W->k + 2);
+  W->mu_t = m->contact.torsional > 0 ? m->contact.torsional : 0;
+  W->mu_r = m->contact.rolling > 0 ? m->contact.rolling : 0;
+  /* an island's LCP: as large as khz_lcpMaxPoints one-point pairs make it
+   * (k + 2 rows each, 3 more for spin, k + 1 more for rolling); pairs of
+   * several points share a cone (p + k + 3 per pair), so more of their
+   * points fit: any number up to one row each */
+  int spin = W->mu_t > 0, roll = W->mu_r > 0;
+  W->nrowmax = khz_lcpMaxPoints(m) * (W->k + 1 + 2 * spin + W->k * roll);
+  W->nmax = khz_lcpMaxPoints(m) * (W->k + 2 + 3 * spin + (W->k + 1) * roll);
   W->npmax = W->ptmax < W->nmax ? W->ptmax : W->nmax;
 }
 
@@ -448,11 +473,14 @@ static void world_point(const khzData *d, int b, const double x[3], double p[3])
 
 /* the island's patches: the points of one pair (consecutive in W->pt)
  * share one friction cone at their centre; a patch of 2 or more points
- * adds two torsion columns (spin about the normal either way). Sets the
- * LCP's layout: W->nr rows with a Jacobian (the points' normal rows, then
- * the patches' friction rows), then one cone row per patch, W->n in all */
+ * adds two torsion columns (spin about the normal either way). With the
+ * scene's torsional friction a one-point patch adds two spin columns, with
+ * its rolling friction a patch of one or two points adds rolling columns,
+ * each set with a cone row of its own. Sets the LCP's layout: W->nr rows
+ * with a Jacobian (the points' normal rows, then the patches' friction
+ * rows), then the patches' cone rows, W->n in all */
 static void patches(lcpWork *W) {
-  int nc = W->np, g = 0, col = nc;
+  int nc = W->np, g = 0, col = nc, cone = 0;
   for (int i = 0; i < nc; i++) {
     const lcpPoint *p = W->pt + i, *q = i > 0 ? W->pt + i - 1 : NULL;
     if (q && q->geom[0] == p->geom[0] && q->geom[1] == p->geom[1]) continue;
@@ -461,12 +489,17 @@ static void patches(lcpWork *W) {
   W->pstart[g] = nc;
   W->npatch = g;
   for (int j = 0; j < g; j++) {
+    int np = W->pstart[j + 1] - W->pstart[j];
     W->pfoff[j] = col;
-    W->pfk[j] = W->k + (W->pstart[j + 1] - W->pstart[j] > 1 ? 2 : 0);
-    col += W->pfk[j];
+    W->pfk[j] = W->k + (np > 1 ? 2 : 0);
+    W->ptk[j] = W->mu_t > 0 && np == 1 ? 2 : 0;
+    W->prk[j] = W->mu_r > 0 && np <= 2 ? (np == 1 ? W->k : 2) : 0;
+    col += W->pfk[j] + W->ptk[j] + W->prk[j];
+    W->pcone[j] = cone;
+    cone += 1 + (W->ptk[j] > 0) + (W->prk[j] > 0);
   }
   W->nr = col;
-  W->n = col + g;
+  W->n = col + cone;
 }
 
 /* Y_r = A J_r for the row r just written, block by block, and its trees */
@@ -527,20 +560,36 @@ static void contact_rows(const khzModel *m, khzData *d, lcpWork *W) {
       khz_lcpBlocksRow(m, &B, dir, W->J + (size_t)r * na);
       finish_row(W, r, t0, t1);
     }
-    if (W->pfk[g] == k) continue;
-    /* the torsion: n'(w_0 - w_1) = t2'((v_0 - v_1)(c + t1) - (v_0 - v_1)(c)),
-     * t1, t2 the tangents (t1 x t2 = n); times the lever */
-    double ta[3], tb[3], s0[3], s1[3];
-    tangents(p->normal, ta, tb);
-    khz_lcpBlocksRow(m, &B, tb, W->trow);
-    khzu_add3(s0, c0, ta), khzu_add3(s1, c1, ta);
-    khz_lcpBlocksJacobians(m, d, &B, p->body, s0, s1);
-    int r = W->pfoff[g] + k;
-    double *Jp = W->J + (size_t)r * na, *Jm = Jp + na;
-    khz_lcpBlocksRow(m, &B, tb, Jp);
-    for (int a = 0; a < na; a++) Jp[a] = radius * (Jp[a] - W->trow[a]), Jm[a] = -Jp[a];
-    finish_row(W, r, t0, t1);
-    finish_row(W, r + 1, t0, t1);
+    if (W->pfk[g] > k) {
+      /* the torsion: n'(w_0 - w_1) = t2'((v_0 - v_1)(c + t1) - (v_0 - v_1)(c)),
+       * t1, t2 the tangents (t1 x t2 = n); times the lever */
+      double ta[3], tb[3], s0[3], s1[3];
+      tangents(p->normal, ta, tb);
+      khz_lcpBlocksRow(m, &B, tb, W->trow);
+      khzu_add3(s0, c0, ta), khzu_add3(s1, c1, ta);
+      khz_lcpBlocksJacobians(m, d, &B, p->body, s0, s1);
+      int r = W->pfoff[g] + k;
+      double *Jp = W->J + (size_t)r * na, *Jm = Jp + na;
+      khz_lcpBlocksRow(m, &B, tb, Jp);
+      for (int a = 0; a < na; a++) Jp[a] = radius * (Jp[a] - W->trow[a]), Jm[a] = -Jp[a];
+      finish_row(W, r, t0, t1);
+      finish_row(W, r + 1, t0, t1);
+    }
+    if (W->ptk[g] == 0 && W->prk[g] == 0) continue;
+    /* spin and rolling: a'(w_0 - w_1) from the bodies' rotation Jacobians,
+     * a the normal (both ways), then the rolling axes: the k directions of
+     * a one-point patch, the line of a two-point patch (both ways) */
+    khz_jacobian(m, d, p->body[0], c0, NULL, W->jac0);
+    khz_jacobian(m, d, p->body[1], c1, NULL, W->jac1);
+    int r = W->pfoff[g] + W->pfk[g];
+    for (int j = 0; j < W->ptk[g] + W->prk[g]; j++, r++) {
+      double axis[3];
+      if (j < W->ptk[g]) khzu_scl3(axis, p->normal, j == 0 ? 1 : -1);
+      else if (W->prk[g] == 2) khzu_scl3(axis, W->pt[i0].rho, (j == W->ptk[g] ? 1 : -1) / khzu_norm3(W->pt[i0].rho));
+      else direction(p, j - W->ptk[g], k, axis);
+      khz_lcpBlocksRow(m, &B, axis, W->J + (size_t)r * na);
+      finish_row(W, r, t0, t1);
+    }
   }
 }
 
@@ -563,14 +612,20 @@ static int assemble(const lcpWork *W, double h) {
     }
   }
   /* E (directions against the slip speed) and the cone row
-   * mu sum(c_n) - E' beta of each patch */
+   * mu sum(c_n) - E' beta of each patch; the spin's and the rolling's cone
+   * rows mu_t sum(c_n) - E' beta_t, mu_r sum(c_n) - E' beta_r */
   for (int g = 0; g < W->npatch; g++) {
-    int l = nr + g;
-    for (int j = W->pfoff[g]; j < W->pfoff[g] + W->pfk[g]; j++) {
-      W->A[(size_t)j * n + l] = 1;
-      W->A[(size_t)l * n + j] = -1;
+    int cols[3] = {W->pfk[g], W->ptk[g], W->prk[g]}, j0 = W->pfoff[g], l = nr + W->pcone[g];
+    for (int set = 0; set < 3; set++) {
+      if (cols[set] == 0) continue;
+      for (int j = j0; j < j0 + cols[set]; j++) {
+        W->A[(size_t)j * n + l] = 1;
+        W->A[(size_t)l * n + j] = -1;
+      }
+      for (int i = W->pstart[g]; i < W->pstart[g + 1]; i++)
+        W->A[(size_t)l * n + i] = set == 0 ? W->pt[i].mu : set == 1 ? W->mu_t : W->mu_r;
+      j0 += cols[set], l++;
     }
-    for (int i = W->pstart[g]; i < W->pstart[g + 1]; i++) W->A[(size_t)l * n + i] = W->pt[i].mu;
   }
   /* q: gaps at the reference positions, tangential free velocities, 0 */
   for (int r = 0; r < nr; r++) {
@@ -600,7 +655,7 @@ static int assemble(const lcpWork *W, double h) {
       if (v0n < -W->impact_speed) W->b[r] = fmin(W->b[r], sfree + W->restitution * v0n);
     }
   }
-  for (int g = 0; g < W->npatch; g++) W->b[nr + g] = 0;
+  for (int r = nr; r < n; r++) W->b[r] = 0;
   return n;
 }
 
@@ -787,8 +842,12 @@ static int warm_guess(lcpWork *W) {
       }
       W->zbasic[W->pstart[g] + i] = (bits >> best) & 1;
     }
-    for (int j = 0; j < W->pfk[g]; j++) W->zbasic[W->pfoff[g] + j] = (bits >> (4 + j)) & 1;
-    W->zbasic[W->nr + g] = (bits & LCP_WARM_CONE) != 0;
+    int fk = W->pfk[g], xk = W->ptk[g] + W->prk[g], l = W->nr + W->pcone[g];
+    for (int j = 0; j < fk; j++) W->zbasic[W->pfoff[g] + j] = (bits >> (4 + j)) & 1;
+    for (int j = 0; j < xk; j++) W->zbasic[W->pfoff[g] + fk + j] = (bits >> (LCP_WARM_EXTRA + j)) & 1;
+    W->zbasic[l++] = (bits & LCP_WARM_CONE) != 0;
+    if (W->ptk[g]) W->zbasic[l++] = (bits & LCP_WARM_TCONE) != 0;
+    if (W->prk[g]) W->zbasic[l++] = (bits & LCP_WARM_RCONE) != 0;
   }
   return 1;
 }
@@ -808,8 +867,13 @@ static void warm_record(lcpWork *W, const khzModel *m, int basis_ok) {
       e->basic |= (uint32_t)W->zbasic[W->pstart[g] + i] << i;
       for (int c = 0; c < 3; c++) e->local[i][c] = (float)W->pt[W->pstart[g] + i].local[0][c];
     }
-    for (int j = 0; j < W->pfk[g] && basis_ok; j++) e->basic |= (uint32_t)W->zbasic[W->pfoff[g] + j] << (4 + j);
-    if (basis_ok && W->zbasic[W->nr + g]) e->basic |= LCP_WARM_CONE;
+    if (!basis_ok) continue;
+    int fk = W->pfk[g], xk = W->ptk[g] + W->prk[g], l = W->nr + W->pcone[g];
+    for (int j = 0; j < fk; j++) e->basic |= (uint32_t)W->zbasic[W->pfoff[g] + j] << (4 + j);
+    for (int j = 0; j < xk; j++) e->basic |= (uint32_t)W->zbasic[W->pfoff[g] + fk + j] << (LCP_WARM_EXTRA + j);
+    if (W->zbasic[l++]) e->basic |= LCP_WARM_CONE;
+    if (W->ptk[g] && W->zbasic[l++]) e->basic |= LCP_WARM_TCONE;
+    if (W->prk[g] && W->zbasic[l++]) e->basic |= LCP_WARM_RCONE;
   }
 }
 
@@ -935,15 +999,19 @@ static void restore_pairs(const khzModel *m, khzData *d, const lcpWork *W) {
     memcpy(d->pair + W->save_slot[i], W->save_pair + i, sizeof(khzPairState));
 }
 
+void khz_lcpLemkeSettings(khzLemke *lk) {
+  lk->tie_abs = KHZ_LCP_TIE_ABS;
+  lk->reinvert = KHZ_LCP_REINVERT;
+}
+
 int khz_lcpStep(const khzModel *m, khzData *d, double h) {
   size_t mark = khz_stackMark(d);
   lcpWork work, *W = &work;
   int ok = lcp_carve(m, d, W), saved = ok;
-  W->lk.tie_abs = KHZ_LCP_TIE_ABS;
+  khz_lcpLemkeSettings(&W->lk);
   W->restitution = m->contact.lcp_restitution ? m->contact.restitution : 0;
   W->impact_speed = m->contact.impact_velocity;
   W->v0 = d->qd;
-  W->lk.reinvert = KHZ_LCP_REINVERT;
   if (ok && d->lcp_time_limit > 0) W->lk.deadline = khz_lemkeNow() + d->lcp_time_limit;
   lcpWarm *warm = (lcpWarm *)d->lcp_warm;
   /* entries in use (a restored image is not trusted beyond the capacity) */

@@ -45,6 +45,11 @@ void khz_lcpFreeVelocity(const khzModel *m, khzData *d, double *tau, double *qdd
                          double h);
 int khz_lcpDirections(const khzModel *m);
 
+/* The settings of the stepper's first Lemke attempt on lk (made by
+ * khz_lemkeInit): its tie and re-inversion tolerances (benchmarks). */
+struct khzLemke;
+void khz_lcpLemkeSettings(struct khzLemke *lk);
+
 /* Scratch bytes khz_lcpStep takes from d's stack. */
 size_t khz_lcpStackBytes(const khzModel *m);
 
