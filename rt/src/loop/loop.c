@@ -1482,13 +1482,14 @@ static void record_phases(khzLoop *L) {
 static void next_phases(khzLoop *L) {
   if (L->vsaved) L->other_prev = L->st.between_ns + L->st.cpu_ns - L->step_cpu;
   L->req_count = 0, L->req_ns = 0, L->req_cpu = 0;
+  L->copy_prev = L->copy_next, L->wake_prev = L->wake_next;
+  L->copy_next = L->wake_next = 0;
   if (L->phist) { /* verify_overruns only */
     memset(L->req_kind_n, 0, sizeof L->req_kind_n);
     memset(L->req_kind_ns, 0, sizeof L->req_kind_ns);
     L->wake_rounds = 0, L->wake_rounds_n = 0;
+    L->wake_prev_n = L->wake_next_n, L->wake_next_n = 0;
   }
-  L->copy_prev = L->copy_next, L->wake_prev = L->wake_next, L->wake_prev_n = L->wake_next_n;
-  L->copy_next = L->wake_next = 0, L->wake_next_n = 0;
 }
 
 /* realtime: the next deadline after a tick whose state was complete at t_end;
