@@ -29,13 +29,16 @@ khz's only as far as the probe's stays at zero. With --verify-overruns (the
 default here) the server re-runs the step of each overrun it counts as own from
 the state saved before it (docs/server.md, "Proving an overrun khz's") and the
 report gives the verdicts. The loop's CPU time is split into phases: the
-step, re-run; the requests, taken as measured; the fixed work around the step
-(the state's copy, statistics, the I/O wake, the command phase...), each
-bounded by its p99 over the run (a phase charged over 100 times its p99 counts
-at its p99). Confirmed own when that work exceeds the period, by class (the
-step, the work around the step, the requests); host (it does not: the time was
-the machine's), unverified (the verifier was busy), mismatch (the re-run did
-not reproduce the state: a finding).
+step, re-run; the I/O wake, called again; the requests, each kind bounded by
+its p99 over the run; the other fixed work around the step (the state's copy,
+statistics, the command phase...), each bounded by its p99 over the run (a
+phase charged over 100 times its p99 counts at its p99). Confirmed own when
+that work exceeds the period, by class (the step, the work around the step,
+the requests); host (it does not: the time was the machine's), unverified
+(7 earlier own overruns were still queued to the verifier), mismatch (the
+re-run did not reproduce the state: a finding). The report also says how many
+of the kept re-runs had requests applied before them (the requests class
+judged on real requests).
 
     PYTHONPATH=build/clients/python /usr/bin/python3 scripts/soak.py --seconds 3600 > docs/soak.md
 """
@@ -342,6 +345,10 @@ class Soak:
                           f"Verdict on the own overruns: {'own: 0 confirmed' if own == 0 else f'own: {own} CONFIRMED'}"
                           f"{f', {unver} unverified' if unver else ''}"
                           f"{f', {mism} MISMATCHED (not the same work)' if mism else ''}."]
+                with_req = [int(n) for n in re.findall(r"with (\d+) requests", "\n".join(checks))]
+                lines += ["", f"Of the {len(checks)} re-runs the server kept (the first "
+                          f"64), {sum(1 for n in with_req if n > 0)} had requests applied "
+                          f"before the tick ({sum(with_req)} requests in all), judged by kind."]
                 if checks:
                     lines += ["", "Each re-run (the server's final statistics; times in us):", ""] + \
                              ["    " + c for c in checks]

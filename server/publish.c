@@ -280,14 +280,30 @@ void khz_server_printStats(khzServer *s, FILE *out) {
   /* KHZ_PHASE_* order */
   static const char *const phase[KHZ_NPHASES] = {"pre", "step", "post", "copy", "wake", "requests",
                                                  "rest"};
+  /* the loop's request kinds (khzRequestType order; the last: unknown) */
+  static const char *const kind[KHZ_NREQUEST + 1] = {
+      "reset", "pause", "resume", "step", "mode", "rate", "contact", "gains", "haptic_gains",
+      "wrench", "clear_wrenches", "watchdog", "lockstep_timeout", "publish", "hash", "reset_stats",
+      "fault", "unknown"};
+  _Static_assert(KHZ_NREQUEST == 17, "a loop request kind without a name here");
   for (int i = 0; i < n; i++) {
     const khzOverrunCheck *c = &chk[i];
-    char ph[512];
-    size_t len = 0;
+    char ph[512], rq[512] = "";
+    size_t len = 0, rlen = 0;
+    for (int k = 0; k <= KHZ_NREQUEST && rlen < sizeof rq; k++) {
+      if (!c->req_n[k]) continue;
+      int w = snprintf(rq + rlen, sizeof rq - rlen, "%s%s x%d %.1f (p99 %.1f each) -> %.1f",
+                       rlen ? ", " : "; requests by kind (CPU measured -> counted) ", kind[k],
+                       c->req_n[k], c->req_ns[k] / 1e3, c->req_p99_ns[k] / 1e3,
+                       c->req_accepted_ns[k] / 1e3);
+      if (w < 0) break;
+      rlen += (size_t)w;
+    }
     for (int p = 0; p < KHZ_NPHASES && len < sizeof ph; p++) {
       int w = c->phase_p99_ns[p] > 0
-                  ? snprintf(ph + len, sizeof ph - len, "%s%s %.1f (p99 %.1f) -> %.1f", p ? ", " : "",
-                             phase[p], c->phase_ns[p] / 1e3, c->phase_p99_ns[p] / 1e3,
+                  ? snprintf(ph + len, sizeof ph - len, "%s%s %.1f (%s %.1f) -> %.1f", p ? ", " : "",
+                             phase[p], c->phase_ns[p] / 1e3,
+                             p == KHZ_PHASE_REQUESTS ? "n p99" : "p99", c->phase_p99_ns[p] / 1e3,
                              c->accepted_ns[p] / 1e3)
                   : snprintf(ph + len, sizeof ph - len, "%s%s %.1f -> %.1f", p ? ", " : "", phase[p],
                              c->phase_ns[p] / 1e3, c->accepted_ns[p] / 1e3);
@@ -298,15 +314,14 @@ void khz_server_printStats(khzServer *s, FILE *out) {
             "  re-run             seq %llu %s: tick CPU %.1f us (step %.1f, other %.1f incl. "
             "between %.1f with %d requests in %.1f wall; other at the tick before %.1f), wall %.1f, "
             "late %.1f; step re-run %.1f / %.1f / %.1f us (least %.1f); hash %s; wall before / in / "
-            "after the step %.1f / %.1f / %.1f us; wake re-called %.1f us; phases CPU (measured -> "
-            "counted) %s; work counted %.1f us of %.1f\n",
+            "after the step %.1f / %.1f / %.1f us; wake re-called %.1f us (%d calls); phases CPU "
+            "(measured -> counted) %s%s; work counted %.1f us of %.1f\n",
             (unsigned long long)c->seq, verdict[c->verdict <= KHZ_NVERDICTS ? c->verdict : 0],
             c->tick_cpu_ns / 1e3, c->step_cpu_ns / 1e3, c->other_ns / 1e3, c->between_ns / 1e3,
             c->requests, c->requests_ns / 1e3, c->other_prev_ns / 1e3, c->compute_ns / 1e3,
             c->lateness_ns / 1e3, c->rerun_ns[0] / 1e3, c->rerun_ns[1] / 1e3, c->rerun_ns[2] / 1e3,
             c->rerun_min_ns / 1e3, c->hash == c->rerun_hash ? "equal" : "DIFFERS",
             c->before_step_ns / 1e3, c->step_wall_ns / 1e3, c->after_step_ns / 1e3,
-            c->wake_rerun_ns / 1e3, ph,
-            c->work_ns / 1e3, c->period_ns / 1e3);
+            c->wake_rerun_ns / 1e3, c->wake_calls, ph, rq, c->work_ns / 1e3, c->period_ns / 1e3);
   }
 }

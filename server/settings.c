@@ -92,9 +92,9 @@ const khzSetting khz_settings[] = {
              "unattributed"},
     {BOOL(verify_overruns), .def = "false",
      .help = "re-run the step of every overrun counted as khz's own on a verifier thread (the "
-             "state saved before each step: a copy and two CPU clock reads per tick) and say "
-             "whether the same work needs the period (confirmed own) or not (host); needs "
-             "cpu_clock"},
+             "state saved before each step: a copy and CPU clock reads per tick and per request; "
+             "up to 7 own overruns queued) and say whether the same work needs the period "
+             "(confirmed own) or not (host); needs cpu_clock"},
     {INT(state_ring, 2, 65536), .def = "256",
      .help = "states buffered between the loop and the I/O thread (dropped and counted when full)"},
     {INT(pub_hwm, 1, 1000000), .def = "1000",

@@ -839,7 +839,9 @@ static void test_trace(const khzModel *m) {
  * (2: time charged to the step that the same work re-run does not need, as a
  * host that holds the virtual CPU would charge it), or after the loop's step
  * only and nudging the state (3: not the same work) */
-static atomic_int vhook_mode, vhook_reruns;
+static atomic_int vhook_mode;
+static _Atomic double vhook_time; /* the burnt step's end time: its re-runs end there too (the
+                                     verifier may re-run other overruns' steps first) */
 static void burn_cpu_ns(int64_t ns) {
   int64_t c0 = thread_cpu_ns();
   while (thread_cpu_ns() - c0 < ns) {
@@ -848,15 +850,12 @@ static void burn_cpu_ns(int64_t ns) {
 static void verify_hook(void *user, khzData *d, int rerun) {
   (void)user;
   if (rerun) {
-    if (atomic_load(&vhook_reruns) > 0) {
-      atomic_fetch_sub(&vhook_reruns, 1);
-      burn_cpu_ns(7000000);
-    }
+    if (d->time == atomic_load(&vhook_time)) burn_cpu_ns(7000000);
     return;
   }
   int mode = atomic_exchange(&vhook_mode, 0);
   if (!mode) return;
-  if (mode == 1) atomic_store(&vhook_reruns, 3);
+  atomic_store(&vhook_time, mode == 1 ? d->time : -1.0);
   if (mode == 3) d->qd[0] += 1e-9;
   burn_cpu_ns(7000000);
 }
@@ -1025,6 +1024,142 @@ static void test_verify_around(const khzModel *m) {
   }
 }
 
+/* verify_overruns, the queue: a burst of own overruns, each of whose steps
+ * and re-runs burns 3 ms (1.5 periods at 500 Hz), so that the verifier
+ * takes over 12 ms per overrun (3 re-runs, 3 wake calls after 1 ms asleep)
+ * while the loop overruns every 4 ms. With one job at a time
+ * (KHZ_VERIFY_QUEUE 2, as before soak20c) all but the first few are
+ * unverified; with the queue every one is judged. */
+static atomic_int vburst_left;
+static _Atomic double vburst_time[8]; /* the burnt steps' end times: their re-runs burn too */
+static void burst_hook(void *user, khzData *d, int rerun) {
+  (void)user;
+  if (rerun) {
+    for (int i = 0; i < 8; i++)
+      if (d->time == atomic_load(&vburst_time[i])) burn_cpu_ns(3000000);
+    return;
+  }
+  int left = atomic_load(&vburst_left);
+  if (left > 0) {
+    atomic_store(&vburst_time[left % 8], d->time);
+    atomic_store(&vburst_left, left - 1);
+    burn_cpu_ns(3000000);
+  }
+}
+
+static void test_verify_queue(const khzModel *m) {
+  khzLoopConfig cfg;
+  char err[256];
+  test_config(&cfg, KHZ_MODE_REALTIME);
+  cfg.rate_hz = 500;
+  cfg.verify_overruns = 1;
+  cfg.step_hook = burst_hook;
+  khzLoop *L = khz_loop_new(m, &cfg, err, sizeof err);
+  ENSURE_MSG(L != NULL, "%s", err);
+  if (!L) return;
+  for (int k = 0; k < 20; k++) next_state(L, m, 2000);
+  khzLoopStats st;
+  khz_loop_stats(L, &st);
+  uint64_t own0 = st.tick.verified_own, unv0 = st.tick.unverified, all0 = st.tick.own_overruns;
+  const int burst = 6; /* fewer than KHZ_VERIFY_QUEUE - 1: none need wait for a free job */
+  for (int i = 0; i < 8; i++) atomic_store(&vburst_time[i], -1.0);
+  atomic_store(&vburst_left, burst);
+  for (int k = 0; k < 1000; k++) { /* the burst, then every verdict (at most 10 s) */
+    drain_states(L);
+    nap_us(10000);
+    khz_loop_stats(L, &st);
+    if (atomic_load(&vburst_left) == 0 && st.tick.verified_own - own0 + st.tick.unverified - unv0 >= (uint64_t)burst)
+      break;
+  }
+  ENSURE_MSG(st.tick.unverified == unv0 && st.tick.verified_own - own0 >= (uint64_t)burst,
+             "a burst of %d own overruns (3 ms steps and re-runs at 500 Hz): %llu verified own, "
+             "%llu unverified, of %llu own overruns in all, %llu host", burst,
+             (unsigned long long)(st.tick.verified_own - own0),
+             (unsigned long long)(st.tick.unverified - unv0),
+             (unsigned long long)(st.tick.own_overruns - all0), (unsigned long long)st.tick.verified_host);
+  khz_loop_destroy(&L);
+}
+
+/* verify_overruns, the requests: a request hook that burns 7 ms of CPU at
+ * every request of one kind (1: khz's work on a client's behalf; a round
+ * applies at least one request, so it overruns the 5 ms period) or 20 ms at
+ * one request of a kind that has run fast a hundred times (2: time charged to
+ * a request that the same kind does not need) */
+static atomic_int vreq_mode;
+static void verify_request_hook(void *user, int type) {
+  (void)user;
+  if (type != KHZ_REQ_CLEAR_WRENCHES) return;
+  int mode = atomic_load(&vreq_mode);
+  if (mode == 2) atomic_store(&vreq_mode, 0);
+  if (mode) burn_cpu_ns(mode == 2 ? 20000000 : 7000000);
+}
+
+static void test_verify_requests(const khzModel *m) {
+  khzLoopConfig cfg;
+  char err[256];
+  test_config(&cfg, KHZ_MODE_REALTIME);
+  cfg.rate_hz = 200;
+  cfg.verify_overruns = 1;
+  cfg.request_hook = verify_request_hook;
+  const int kind = KHZ_REQ_CLEAR_WRENCHES;
+  for (int mode = 2; mode >= 1; mode--) {
+    atomic_store(&vreq_mode, 0);
+    khzLoop *L = khz_loop_new(m, &cfg, err, sizeof err);
+    ENSURE_MSG(L != NULL, "%s", err);
+    if (!L) return;
+    for (int k = 0; k < 20; k++) next_state(L, m, 2000);
+    if (mode == 2) /* the kind's p99 over more than 100 requests: one stall is not its p99 */
+      for (int b = 0; b < 15; b++) {
+        uint64_t id = 0;
+        for (int i = 0; i < 8; i++) id = request(L, kind, 0, 0, NULL, 0);
+        khzReply r;
+        ENSURE(id && wait_reply(L, id, &r, 2000));
+        drain_states(L);
+      }
+    atomic_store(&vreq_mode, mode);
+    int want = mode == 1 ? KHZ_VERIFY_REQUESTS : KHZ_VERIFY_HOST;
+    khzOverrunCheck c = {0}, chk[KHZ_LOOP_MAX_CHECKS];
+    for (int k = 0; k < 500 && c.verdict != want; k++) { /* at most 5 s */
+      if (k % 10 == 0 && (mode == 1 || atomic_load(&vreq_mode))) request(L, kind, 0, 0, NULL, 0);
+      khzReply r;
+      while (khz_loop_pollReply(L, &r)) {
+      }
+      drain_states(L);
+      nap_us(10000);
+      int n = khz_loop_overrunChecks(L, chk, KHZ_LOOP_MAX_CHECKS);
+      for (int i = 0; i < n; i++)
+        if (chk[i].phase_ns[KHZ_PHASE_REQUESTS] >= 7000000 && c.verdict != want) c = chk[i];
+    }
+    atomic_store(&vreq_mode, 0);
+    const int64_t *ph = c.phase_ns, *acc = c.accepted_ns;
+    ENSURE_MSG(c.verdict == want,
+               "a request burning %s: verdict %d (wanted %d); requests %.1f us of CPU (%d of the "
+               "kind, p99 %.1f us each, counted %.1f), step re-run %.1f us, work %.1f us",
+               mode == 1 ? "7 ms every time" : "20 ms once", c.verdict, want,
+               ph[KHZ_PHASE_REQUESTS] / 1e3, c.req_n[kind], c.req_p99_ns[kind] / 1e3,
+               c.req_accepted_ns[kind] / 1e3, c.rerun_min_ns / 1e3, c.work_ns / 1e3);
+    int64_t sum = 0, counted = 0, reqs = 0;
+    for (int p = 0; p < KHZ_NPHASES; p++) sum += ph[p], counted += acc[p];
+    for (int k = 0; k <= KHZ_NREQUEST; k++) reqs += c.req_accepted_ns[k];
+    ENSURE_MSG(llabs(sum - (c.between_ns + c.tick_cpu_ns)) <= 1000,
+               "phases %.1f us != between %.1f + tick %.1f us", sum / 1e3, c.between_ns / 1e3,
+               c.tick_cpu_ns / 1e3);
+    ENSURE(counted == c.work_ns && reqs == acc[KHZ_PHASE_REQUESTS] && c.req_n[kind] >= 1 &&
+           c.requests >= c.req_n[kind] && c.wake_calls >= 1);
+    if (mode == 1)
+      ENSURE(c.req_accepted_ns[kind] == c.req_ns[kind] && c.req_p99_ns[kind] >= 7000000 &&
+             c.work_ns > c.period_ns);
+    if (mode == 2)
+      ENSURE(c.req_ns[kind] >= 20000000 && c.req_accepted_ns[kind] == c.req_n[kind] * c.req_p99_ns[kind] &&
+             c.req_p99_ns[kind] < 1000000 && c.work_ns <= c.period_ns);
+    khzLoopStats st;
+    nap_us(100000);
+    khz_loop_stats(L, &st);
+    ENSURE(mode == 1 ? st.tick.verified_requests >= 1 : st.tick.verified_host >= 1);
+    khz_loop_destroy(&L);
+  }
+}
+
 int main(void) {
   test_primitives();
   test_hist();
@@ -1038,6 +1173,8 @@ int main(void) {
     test_no_cpu_clock(m);
     test_verify_overruns(m);
     test_verify_around(m);
+    test_verify_queue(m);
+    test_verify_requests(m);
     test_reset_pause(m);
     test_lockstep_requests_first(m);
     test_haptic_wrench_pd(m);

@@ -31,6 +31,52 @@ static Khz__V1__ServerMessage *recv_msg(void *sock, int ms) {
   return sm;
 }
 
+/* the state socket's limit (KHZ_PUB_MAXMSG): an XSUB subscribes to every
+ * state, then sends a subscription of `len` bytes; returns 1 when the server
+ * dropped the connection (the XSUB's monitor reports it) within 1 s, and
+ * counts in *states the states it received over that time */
+static int subscription_dropped(void *ctx, const char *ep, size_t len, int id, int *states) {
+  void *x = zmq_socket(ctx, ZMQ_XSUB);
+  int zero = 0;
+  zmq_setsockopt(x, ZMQ_LINGER, &zero, sizeof zero);
+  char mon_ep[64];
+  snprintf(mon_ep, sizeof mon_ep, "inproc://limits-monitor-%d", id);
+  zmq_socket_monitor(x, mon_ep, ZMQ_EVENT_DISCONNECTED);
+  void *mon = zmq_socket(ctx, ZMQ_PAIR);
+  zmq_setsockopt(mon, ZMQ_LINGER, &zero, sizeof zero);
+  zmq_connect(mon, mon_ep);
+  zmq_connect(x, ep);
+  uint8_t all = 1; /* subscribe to everything */
+  zmq_send(x, &all, 1, 0);
+  char *sub = malloc(len);
+  sub[0] = 1;
+  memset(sub + 1, 'a', len - 1);
+  zmq_send(x, sub, len, 0);
+  free(sub);
+  int dropped = 0;
+  *states = 0;
+  int64_t end = khz_loop_now() + 1000000000LL;
+  while (khz_loop_now() < end && !dropped) {
+    zmq_pollitem_t it[2] = {{x, 0, ZMQ_POLLIN, 0}, {mon, 0, ZMQ_POLLIN, 0}};
+    if (zmq_poll(it, 2, 50) <= 0) continue;
+    zmq_msg_t m;
+    zmq_msg_init(&m);
+    if (it[0].revents & ZMQ_POLLIN && zmq_msg_recv(&m, x, ZMQ_DONTWAIT) >= 0) (*states)++;
+    if (it[1].revents & ZMQ_POLLIN && zmq_msg_recv(&m, mon, ZMQ_DONTWAIT) >= 0) {
+      uint16_t ev = 0;
+      if (zmq_msg_size(&m) >= 2) memcpy(&ev, zmq_msg_data(&m), 2);
+      if (ev == ZMQ_EVENT_DISCONNECTED) dropped = 1;
+      while (zmq_msg_more(&m) && zmq_msg_recv(&m, mon, 0) >= 0) {
+      }
+    }
+    zmq_msg_close(&m);
+  }
+  zmq_socket_monitor(x, NULL, 0);
+  zmq_close(mon);
+  zmq_close(x);
+  return dropped;
+}
+
 static size_t pack_command(uint8_t **out, size_t ntau, uint32_t gen, uint64_t state_seq) {
   Khz__V1__ClientMessage m;
   Khz__V1__Command c;
@@ -112,6 +158,17 @@ int main(void) {
          sm->error->code == KHZ__V1__ERROR_CODE__WRONG_SIZE);
   if (sm) printf("%zu-byte command: %s\n", n, sm->error ? sm->error->message : "?");
   if (sm) khz__v1__server_message__free_unpacked(sm, NULL);
+
+  /* the state socket: a subscription over KHZ_PUB_MAXMSG (1024 bytes) drops
+   * its connection; one under it is kept and served */
+  int n_small = 0, n_big = 0;
+  int small_dropped = subscription_dropped(ctx, h.state_ep, 1000, 1, &n_small);
+  int big_dropped = subscription_dropped(ctx, h.state_ep, 4096, 2, &n_big);
+  printf("state socket: a 1000-byte subscription %s (%d states in 1 s), a 4096-byte one %s\n",
+         small_dropped ? "DROPPED" : "kept", n_small, big_dropped ? "dropped" : "NOT dropped");
+  ENSURE(!small_dropped && n_small > 0);
+  ENSURE(big_dropped);
+  ENSURE(khz_client_nextState(viewer, 2000) != NULL);
 
   /* strings in requests: bounded */
   char *longs = malloc(5001);

@@ -5,7 +5,8 @@
  * used to say "(field 0)"); ResetStats zeroes the rejections by code (it left
  * them); a key file written by --curve-keygen ("public ..." / "secret ..."
  * lines) is taken as curve_secret_key and, by its public line, in
- * curve_clients (it was refused). */
+ * curve_clients (it was refused); Step's range and an unknown SetMode value
+ * are refused as control.proto says (OUT_OF_RANGE). */
 #include <stdatomic.h>
 #include <zmq.h>
 
@@ -103,6 +104,38 @@ static void test_unknown_field(harness *h) {
   zmq_ctx_term(ctx);
 }
 
+/* the ranges control.proto writes down: Step's n is 1..1e9 and a SetMode
+ * value this server does not know is OUT_OF_RANGE, each refused with a text
+ * naming it, and nothing applied (the loop keeps ticking, not paused) */
+static void test_documented_ranges(khzClient *c) {
+  Khz__V1__Request rq;
+  Khz__V1__Step step;
+  Khz__V1__SetMode sm;
+  const uint32_t bad_n[2] = {0, 1000000001u};
+  for (int i = 0; i < 2; i++) {
+    khz__v1__request__init(&rq);
+    khz__v1__step__init(&step);
+    step.n = bad_n[i];
+    rq.op_case = KHZ__V1__REQUEST__OP_STEP;
+    rq.step = &step;
+    const Khz__V1__Reply *r = khz_client_request(c, &rq, 5000);
+    ENSURE_MSG(r && r->code == KHZ__V1__ERROR_CODE__OUT_OF_RANGE && strstr(r->error, "1..1e9"),
+               "Step n = %u: code %d, %s", bad_n[i], r ? (int)r->code : -1, r ? r->error : "no reply");
+  }
+  khz__v1__request__init(&rq);
+  khz__v1__set_mode__init(&sm);
+  sm.mode = (Khz__V1__Mode)99;
+  rq.op_case = KHZ__V1__REQUEST__OP_SET_MODE;
+  rq.set_mode = &sm;
+  const Khz__V1__Reply *r = khz_client_request(c, &rq, 5000);
+  ENSURE_MSG(r && r->code == KHZ__V1__ERROR_CODE__OUT_OF_RANGE && strstr(r->error, "unknown mode 99"),
+             "SetMode 99: code %d, %s", r ? (int)r->code : -1, r ? r->error : "no reply");
+  const Khz__V1__State *a = khz_client_nextState(c, 2000), *b = NULL;
+  uint64_t seq_a = a ? a->seq : 0;
+  for (int k = 0; k < 5; k++) b = khz_client_nextState(c, 2000);
+  ENSURE(a && b && b->seq > seq_a && !(b->flags & KHZ__V1__STATE_FLAG__FLAG_PAUSED));
+}
+
 static void test_curve_keyfile(void) {
   char pub[41], sec[41], cpub[41], csec[41];
   char sfile[128], cfile[128], err[512];
@@ -147,6 +180,7 @@ int main(void) {
   ENSURE(n == 50 && good == 50);
 
   test_unknown_field(&h);
+  test_documented_ranges(c);
 
   /* ResetStats zeroes the rejections by code */
   ENSURE(rejected_count(c, KHZ__V1__ERROR_CODE__UNKNOWN_TYPE) >= 1);

@@ -141,18 +141,20 @@ typedef struct khzLoopConfig {
                                 overruns are then counted but not attributed */
   int verify_overruns;       /* 1: prove which own overruns are khz's by re-running their step
                                 (realtime mode; needs cpu_clock). Before each step the loop saves
-                                the state (khz_saveState) into one of two preallocated slots and
-                                reads the CPU clock around the step and the I/O wake (four more
-                                reads: the phases, khzTickStats); after an
-                                overrun counted as own it hands the slot, with the post-step
-                                state, to a verifier thread (normal priority, its own khzData,
-                                both made by khz_loop_new) through an atomic, never waiting.
+                                the state (compactly: the pair slots in use) into a free one of
+                                KHZ_VERIFY_QUEUE preallocated jobs and reads the CPU clock around
+                                the step, the I/O wake and each request applied (the phases,
+                                khzTickStats); after an overrun counted as own it queues the job,
+                                with the post-step state, to a verifier thread (normal priority,
+                                its own khzData, all made by khz_loop_new), never waiting; with
+                                every job queued it counts the overrun unverified.
                                 The verifier restores the state, steps it 3 times (CPU time of
                                 each, the least kept), checks the result's hash against the
                                 loop's, and says whether the step's re-run work, the requests
-                                and the fixed phases around the step (each bounded by its p99)
+                                (each kind bounded by its p99) and the fixed phases around the
+                                step (each bounded by its p99)
                                 exceed the period: TickStats.verified_own / verified_around /
-                                verified_requests / verified_host / unverified (verifier busy) /
+                                verified_requests / verified_host / unverified (queue full) /
                                 verify_mismatch, each overrun in khz_loop_overrunChecks(). The
                                 verifier also calls wake (3 times per own overrun, to time it):
                                 wake must then be safe to call from any thread */
@@ -215,6 +217,10 @@ typedef struct khzLoopConfig {
    * verifier after each re-run (rerun 1); d is the data just stepped */
   void (*step_hook)(void *user, khzData *d, int rerun);
   void *step_hook_user;
+  /* test hook (NULL = none): called by the loop thread right after it applied
+   * a request of kind type (khzRequestType), inside the request's timed window */
+  void (*request_hook)(void *user, int type);
+  void *request_hook_user;
   /* a record of every realtime tick's phases for benchmarks (not owned; NULL =
    * none, and nothing is read or written for it) */
   struct khzLoopTrace *trace;
@@ -415,8 +421,10 @@ typedef struct khzTickStats {
    * loop's CPU time from the previous state to this one is split into phases
    * (khzOverrunCheck.phase_ns): the step, re-run by the verifier (least CPU
    * time of 3); the I/O wake, called again by the verifier (3 times: the
-   * least, or the loop's time if less); the requests applied, taken as
-   * measured (khz's work on a client's behalf); and the other fixed work
+   * least per call, or the loop's time if less); the requests applied (khz's
+   * work on a client's behalf), each kind bounded by its own p99 over the run
+   * as the fixed phases are (a kind's n requests charged more than
+   * KHZ_VERIFY_HOST_FACTOR times n p99 are taken at n p99); and the other fixed work
    * around the step (command phase, save, sampling, the state's copy and
    * statistics, the rest), each bounded by its own p99 over the run: a phase
    * charged more than
@@ -428,7 +436,8 @@ typedef struct khzTickStats {
    *   verified_around   the fixed work around the step (between ticks or in the tick);
    *   verified_requests the requests applied before the tick;
    *   verified_host     else: the same work fits the period; the time was the host's;
-   *   unverified        the verifier was still busy with an earlier one;
+   *   unverified        every one of the verifier's KHZ_VERIFY_QUEUE - 1 queued jobs was
+   *                     still waiting (a burst of own overruns faster than it re-runs);
    *   verify_mismatch   the re-run's state hash differs from the loop's: not the
    *                     same work (a finding, not a verdict). */
   uint64_t verified_own;
@@ -618,6 +627,7 @@ enum { KHZ_PHASE_PRE = 0, KHZ_PHASE_STEP, KHZ_PHASE_POST, KHZ_PHASE_COPY, KHZ_PH
        KHZ_PHASE_REQUESTS, KHZ_PHASE_REST };
 #define KHZ_NPHASES 7
 #define KHZ_VERIFY_HOST_FACTOR 100 /* a fixed phase charged more than this times its p99 */
+#define KHZ_VERIFY_QUEUE 8 /* jobs: one saving the tick being stepped, up to 7 queued to the verifier */
 typedef struct khzOverrunCheck {
   uint64_t seq;           /* the state the overrunning tick published */
   int verdict;            /* KHZ_VERIFY_* */
@@ -639,16 +649,28 @@ typedef struct khzOverrunCheck {
   int64_t rerun_ns[3];    /* the verifier's CPU time of each re-run of the step */
   int64_t rerun_min_ns;
   int64_t phase_ns[KHZ_NPHASES];     /* the loop's CPU time in each phase (KHZ_PHASE_*) */
-  int64_t phase_p99_ns[KHZ_NPHASES]; /* each fixed phase's p99 over the run when judged (0 for
-                                        the step and the requests: re-run / taken as measured) */
+  int64_t phase_p99_ns[KHZ_NPHASES]; /* each fixed phase's p99 over the run when judged; for
+                                        the requests the sum of n p99 over their kinds (req_*);
+                                        0 for the step and the wake (re-run, re-called) */
   int64_t accepted_ns[KHZ_NPHASES];  /* what the verdict counts: the step's least re-run, the
-                                        wake's measured time or least re-call if less, the
-                                        requests as measured, another fixed phase as measured or,
-                                        when charged over KHZ_VERIFY_HOST_FACTOR times its p99,
-                                        its p99 */
+                                        wake's measured time or wake_calls least re-calls if less,
+                                        the requests' req_accepted_ns summed, another fixed phase
+                                        as measured or, when charged over KHZ_VERIFY_HOST_FACTOR
+                                        times its p99, its p99 */
   int64_t wake_rerun_ns;  /* the verifier's least CPU time of 3 calls of the wake callback
                              (khzLoopConfig.wake, each after a 1 ms sleep so that the I/O side
                              is idle as the loop finds it); -1 without a wake callback */
+  int wake_calls;         /* wake calls in phase_ns[KHZ_PHASE_WAKE]: the previous state's, and
+                             one after each round of requests (statistics and the wake) */
+  /* the requests applied before the tick, by kind (khzRequestType; the last
+   * entry: a kind the loop does not know): how many, their CPU time (the
+   * loop's clock read after each), the kind's p99 per request over the run
+   * when judged, and what the verdict counts (n p99 when charged more than
+   * KHZ_VERIFY_HOST_FACTOR times that, else as measured) */
+  int req_n[KHZ_NREQUEST + 1];
+  int64_t req_ns[KHZ_NREQUEST + 1];
+  int64_t req_p99_ns[KHZ_NREQUEST + 1];
+  int64_t req_accepted_ns[KHZ_NREQUEST + 1];
   int64_t work_ns;        /* the sum of accepted_ns: over period_ns = khz's own */
   uint64_t hash, rerun_hash; /* the loop's post-step state hash, the re-run's */
 } khzOverrunCheck;

@@ -53,7 +53,7 @@
  * before its step, the state after it, and what the verdict needs */
 typedef struct verifyJob {
   unsigned char *pre;          /* compact_save's image of the state before the step */
-  unsigned char *post;         /* khz_saveState's image after it (khz_stateSize bytes) */
+  unsigned char *post;         /* compact_save's image after it */
   double h;
   int contact_method, sleep_enabled;
   khzOverrunCheck check;       /* filled by the loop; completed by the verifier */
@@ -177,31 +177,40 @@ struct khzLoop {
   uint64_t hash_val;
   _Atomic uint64_t replies_lost;      /* replies the reply ring could not take */
 
-  /* the overrun verifier (cfg.verify_overruns): the loop saves the state into
-   * vjob[vcur].pre before every realtime step; on an own overrun it hands that
-   * job over by storing its index in vbusy (release) and moves to the other
-   * slot; the verifier thread stores -1 when done. */
+  /* the overrun verifier (cfg.verify_overruns): a single-producer
+   * single-consumer queue of KHZ_VERIFY_QUEUE jobs. The loop saves the state
+   * into vjob[vq_head % KHZ_VERIFY_QUEUE].pre before every realtime step (a
+   * job the verifier does not hold: vq_head - vq_tail < KHZ_VERIFY_QUEUE); on
+   * an own overrun it queues that job by advancing vq_head (release) when a
+   * free job remains for the next tick's save, else counts it unverified; the
+   * verifier advances vq_tail when it is done with the oldest. */
   khzData *vd;                        /* the verifier's own data */
-  unsigned char *vfull;               /* the verifier's khz_saveState image of a job's pre state */
+  unsigned char *vfull;               /* the verifier's khz_saveState image of a job's state */
   size_t vhead;                       /* compact_save: bytes before its list of pair slots */
-  verifyJob vjob[2];
-  int vcur;
-  int vsaved;                         /* vjob[vcur].pre holds this tick's pre-step state */
+  size_t vcompact;                    /* compact_save: an image's largest size */
+  verifyJob vjob[KHZ_VERIFY_QUEUE];
+  _Atomic uint64_t vq_head, vq_tail;  /* jobs queued (loop) and done (verifier) since start */
+  int vsaved;                         /* the loop's current job holds this tick's pre-step state */
   int64_t step_cpu;                   /* the loop thread's CPU time in this tick's step */
   int64_t step_c0, step_c1;           /* the CPU clock at the step's start and end */
   int64_t ph[KHZ_NPHASES];            /* this tick's CPU time by phase (KHZ_PHASE_*) */
   int64_t copy_next, wake_next;       /* the copy and wake phases of the state just published */
   int64_t copy_prev, wake_prev;       /* ... of the one before: this tick's between-tick phases */
   int64_t req_cpu;                    /* CPU time of the requests applied since the last state */
+  int req_kind_n[KHZ_NREQUEST + 1];   /* ... by kind (the last: unknown): how many, */
+  int64_t req_kind_ns[KHZ_NREQUEST + 1]; /* ... and their CPU time */
+  int64_t wake_rounds;                /* CPU time of the rounds' statistics and wake since then */
+  int wake_rounds_n, wake_next_n, wake_prev_n; /* wake calls: the rounds', the publications' */
   khzHist *phist;                     /* KHZ_NPHASES histograms of the phases (the fixed ones'
                                          p99 bounds them: verifier_main) */
+  khzHist *rhist;                     /* KHZ_NREQUEST + 1 histograms of one request's CPU time,
+                                         by kind (the kind's p99 bounds it: judge) */
   int64_t step_t0, step_t1;           /* CLOCK_MONOTONIC around it (with the clock reads) */
   int64_t t_wake;                     /* this tick's wake-up */
   int req_count;                      /* requests applied since the last tick's state, */
   int64_t req_ns;                     /* ... and the wall time of those rounds */
   int64_t other_prev;                 /* the previous realtime tick's other work (its CPU time
                                          outside the step, and between_ns): for the record */
-  _Atomic int vbusy;                  /* the job being verified, or -1 */
   _Atomic uint32_t vbell;             /* futex word the verifier sleeps on */
   pthread_t vthread;
   int vthread_started;
@@ -644,6 +653,7 @@ static void publish(khzLoop *L, uint32_t flags, int64_t t_sched, int64_t t_wake)
     int64_t c_copy = thread_cpu_now(L);
     wake_io(L);
     L->wake_next = thread_cpu_now(L) - c_copy;
+    L->wake_next_n = 1;
     L->copy_next = c_copy - L->cpu_done;
   } else {
     wake_io(L);
@@ -978,7 +988,9 @@ static void process_requests(khzLoop *L) {
   khzRequest *rq;
   int any = 0, bounded = L->cfg.mode == KHZ_MODE_REALTIME;
   int64_t t0 = khz_loop_now(), budget = L->period_ns / 8;
-  int64_t c0 = L->phist && bounded && khz_ring_peek(&L->requests) ? thread_cpu_now(L) : 0;
+  /* verify_overruns: the CPU clock after each request (its cost, by kind)
+   * and after the round's statistics and wake */
+  int64_t c = L->phist && bounded && khz_ring_peek(&L->requests) ? thread_cpu_now(L) : 0;
   if (budget > KHZ_LOOP_REQUEST_BUDGET_NS) budget = KHZ_LOOP_REQUEST_BUDGET_NS;
   while ((rq = khz_ring_peek(&L->requests))) {
     if (bounded && any && khz_loop_now() - t0 >= budget) break;
@@ -987,6 +999,7 @@ static void process_requests(khzLoop *L) {
     r.id = rq->id;
     r.type = rq->type;
     int rc = apply_request(L, rq, &r);
+    if (L->cfg.request_hook) L->cfg.request_hook(L->cfg.request_hook_user, r.type);
     khz_ring_release(&L->requests);
     set_shared(L, S_REQUESTS, get_shared(L, S_REQUESTS) + 1);
     if (rc != 1) {
@@ -994,6 +1007,15 @@ static void process_requests(khzLoop *L) {
       post_reply(L, &r);
     }
     any++;
+    if (c) {
+      int kind = r.type >= 0 && r.type < KHZ_NREQUEST ? r.type : KHZ_NREQUEST;
+      int64_t c1 = thread_cpu_now(L);
+      khz_hist_add(&L->rhist[kind], c1 - c);
+      L->req_kind_n[kind]++;
+      L->req_kind_ns[kind] += c1 - c;
+      L->req_cpu += c1 - c;
+      c = c1;
+    }
   }
   if (any) {
     share_stats(L);
@@ -1001,7 +1023,10 @@ static void process_requests(khzLoop *L) {
     /* for the overrun record (verify_overruns): what the round applied, and its wall time */
     L->req_count += any;
     L->req_ns += khz_loop_now() - t0;
-    if (c0) L->req_cpu += thread_cpu_now(L) - c0;
+    if (c) {
+      L->wake_rounds += thread_cpu_now(L) - c;
+      L->wake_rounds_n++;
+    }
   }
 }
 
@@ -1232,7 +1257,8 @@ static void tick(khzLoop *L, int64_t t_sched, int64_t t_wake, int timed_out) {
   L->vsaved = L->vd && L->cfg.mode == KHZ_MODE_REALTIME;
   int64_t step_cpu0 = 0;
   if (L->vsaved) {
-    compact_save(m, d, L->vjob[L->vcur].pre, L->vhead);
+    uint64_t job = atomic_load_explicit(&L->vq_head, memory_order_relaxed) % KHZ_VERIFY_QUEUE;
+    compact_save(m, d, L->vjob[job].pre, L->vhead);
     L->step_t0 = khz_loop_now(); /* vDSO: the wall phases, for the record */
     step_cpu0 = L->step_c0 = thread_cpu_now(L);
   }
@@ -1253,19 +1279,21 @@ static void tick(khzLoop *L, int64_t t_sched, int64_t t_wake, int timed_out) {
   publish(L, flags, t_sched, t_wake);
 }
 
-/* verify_overruns: hands this tick's saved pre-step state, its post-step
+/* verify_overruns: queues this tick's saved pre-step state, its post-step
  * state (still in L->d: publishing does not change it) and its times to the
- * verifier thread, or counts the overrun unverified when the verifier is
- * still busy. Never waits: one atomic load, a copy, one atomic store and a
- * futex wake (a system call that does not block). */
+ * verifier thread, or counts the overrun unverified when no job would be
+ * left for the next tick's save (KHZ_VERIFY_QUEUE - 1 queued). Never waits:
+ * one atomic load, two compact copies, one atomic store and a futex wake (a
+ * system call that does not block). */
 static void verify_handoff(khzLoop *L) {
   if (!L->vd || !L->vsaved) return;
-  if (atomic_load_explicit(&L->vbusy, memory_order_acquire) >= 0) {
+  uint64_t head = atomic_load_explicit(&L->vq_head, memory_order_relaxed);
+  if (head + 1 - atomic_load_explicit(&L->vq_tail, memory_order_acquire) >= KHZ_VERIFY_QUEUE) {
     L->st.unverified++;
     return;
   }
-  verifyJob *j = &L->vjob[L->vcur];
-  khz_saveState(L->m, L->d, j->post);
+  verifyJob *j = &L->vjob[head % KHZ_VERIFY_QUEUE];
+  compact_save(L->m, L->d, j->post, L->vhead);
   j->h = L->timestep;
   j->contact_method = L->d->contact_method;
   j->sleep_enabled = L->d->sleep_enabled;
@@ -1286,10 +1314,12 @@ static void verify_handoff(khzLoop *L) {
   c->requests = L->req_count;
   c->requests_ns = L->req_ns;
   memcpy(c->phase_ns, L->ph, sizeof c->phase_ns);
-  atomic_store_explicit(&L->vbusy, L->vcur, memory_order_release);
+  c->wake_calls = L->wake_prev_n + L->wake_rounds_n;
+  memcpy(c->req_n, L->req_kind_n, sizeof c->req_n);
+  memcpy(c->req_ns, L->req_kind_ns, sizeof c->req_ns);
+  atomic_store_explicit(&L->vq_head, head + 1, memory_order_release);
   atomic_fetch_add_explicit(&L->vbell, 1, memory_order_release);
   syscall(SYS_futex, (uint32_t *)&L->vbell, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-  L->vcur ^= 1; /* the other slot is free: the verifier holds one job at a time */
   L->vsaved = 0;
 }
 
@@ -1305,14 +1335,20 @@ static int64_t cpu_clock_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* a phase's p99 over the run, at least 1 us (so that a phase whose p99
+ * rounds to nothing is not judged on the clock's resolution) */
+static int64_t p99_floor(const khzHist *h) {
+  int64_t b = khz_hist_quantile(h, 0.99);
+  return b < 1000 ? 1000 : b;
+}
+
 /* the verdict on a re-run overrun (khzTickStats gives the rule): the step at
- * its least re-run, the wake at its least re-call (or as measured if less: its
- * kernel work depends on whether the I/O thread sleeps), the requests as
- * measured, each other fixed phase as measured
- * unless charged more than KHZ_VERIFY_HOST_FACTOR times its p99 over the run
- * (the same code on the same sizes of data: what exceeds that was the host's),
- * then at its p99 (at least 1 us, so that a phase whose p99 rounds to nothing
- * is not judged on the clock's resolution) */
+ * its least re-run, the wake at its least re-call per call (or as measured
+ * if less: its kernel work depends on whether the I/O thread sleeps), each
+ * kind of request and each other fixed phase as measured unless charged more
+ * than KHZ_VERIFY_HOST_FACTOR times its p99 over the run (the same code on
+ * the same sizes of data: what exceeds that was the host's), then at its p99
+ * (n times the kind's p99 for n requests of a kind) */
 static void judge(khzLoop *L, khzOverrunCheck *c) {
   int64_t fixed = 0;
   c->work_ns = 0;
@@ -1322,11 +1358,21 @@ static void judge(khzLoop *L, khzOverrunCheck *c) {
     if (p == KHZ_PHASE_STEP) {
       a = c->rerun_min_ns;
     } else if (p == KHZ_PHASE_WAKE && c->wake_rerun_ns >= 0) {
-      if (c->wake_rerun_ns < a) a = c->wake_rerun_ns;
+      int64_t again = c->wake_rerun_ns * (c->wake_calls > 1 ? c->wake_calls : 1);
+      if (again < a) a = again;
       fixed += a;
-    } else if (p != KHZ_PHASE_REQUESTS) {
-      int64_t b = khz_hist_quantile(&L->phist[p], 0.99);
-      if (b < 1000) b = 1000;
+    } else if (p == KHZ_PHASE_REQUESTS) {
+      a = 0;
+      for (int k = 0; k <= KHZ_NREQUEST; k++) {
+        int64_t r = c->req_ns[k], b = c->req_n[k] ? c->req_n[k] * p99_floor(&L->rhist[k]) : 0;
+        c->req_p99_ns[k] = c->req_n[k] ? b / c->req_n[k] : 0;
+        if (r > KHZ_VERIFY_HOST_FACTOR * b) r = b;
+        c->req_accepted_ns[k] = r;
+        c->phase_p99_ns[p] += b;
+        a += r;
+      }
+    } else {
+      int64_t b = p99_floor(&L->phist[p]);
       c->phase_p99_ns[p] = b;
       if (a > KHZ_VERIFY_HOST_FACTOR * b) a = b;
       fixed += a;
@@ -1357,12 +1403,12 @@ static void *verifier_main(void *arg) {
   khzData *vd = L->vd;
   while (!atomic_load(&L->stop)) {
     uint32_t seen = atomic_load_explicit(&L->vbell, memory_order_acquire);
-    int k = atomic_load_explicit(&L->vbusy, memory_order_acquire);
-    if (k < 0) {
+    uint64_t tail = atomic_load_explicit(&L->vq_tail, memory_order_relaxed);
+    if (tail == atomic_load_explicit(&L->vq_head, memory_order_acquire)) {
       futex_wait(&L->vbell, seen, KHZ_IDLE_WAIT_NS);
       continue;
     }
-    verifyJob *j = &L->vjob[k];
+    verifyJob *j = &L->vjob[tail % KHZ_VERIFY_QUEUE];
     khzOverrunCheck *c = &j->check;
     c->rerun_min_ns = INT64_MAX;
     compact_expand(m, j->pre, L->vfull, L->vhead);
@@ -1378,7 +1424,8 @@ static void *verifier_main(void *arg) {
       if (c->rerun_ns[r] < c->rerun_min_ns) c->rerun_min_ns = c->rerun_ns[r];
       if (r == 0) c->rerun_hash = khz_hashState(m, vd);
     }
-    c->hash = khz_hashSavedState(m, j->post);
+    compact_expand(m, j->post, L->vfull, L->vhead);
+    c->hash = khz_hashSavedState(m, L->vfull);
     /* the wake: the same call (ev_async_send in the server), each after 1 ms
      * asleep so that the I/O thread has gone back to waiting, as at a tick */
     c->wake_rerun_ns = L->cfg.wake ? INT64_MAX : -1;
@@ -1397,7 +1444,7 @@ static void *verifier_main(void *arg) {
       atomic_store_explicit(&L->vlog_n, n + 1, memory_order_release);
     }
     atomic_fetch_add(&L->vcount[c->verdict - 1], 1);
-    atomic_store_explicit(&L->vbusy, -1, memory_order_release);
+    atomic_store_explicit(&L->vq_tail, tail + 1, memory_order_release);
   }
   return NULL;
 }
@@ -1420,10 +1467,10 @@ static void record_phases(khzLoop *L) {
   ph[KHZ_PHASE_STEP] = L->step_cpu;
   ph[KHZ_PHASE_POST] = L->cpu_done - L->step_c1;
   ph[KHZ_PHASE_REQUESTS] = L->req_cpu;
-  int64_t between = L->st.between_ns, copy = L->copy_prev, wake = L->wake_prev;
+  int64_t between = L->st.between_ns, copy = L->copy_prev, wake = L->wake_prev + L->wake_rounds;
   /* a phase the between window does not hold (the first tick after a pause
    * or a reset): none */
-  if (copy + wake + L->req_cpu > between) copy = wake = 0;
+  if (copy + wake + L->req_cpu > between) copy = wake = 0, L->wake_prev_n = L->wake_rounds_n = 0;
   ph[KHZ_PHASE_COPY] = copy;
   ph[KHZ_PHASE_WAKE] = wake;
   int64_t rest = between - copy - wake - L->req_cpu;
@@ -1440,6 +1487,12 @@ static void next_phases(khzLoop *L) {
   L->req_count = 0, L->req_ns = 0, L->req_cpu = 0;
   L->copy_prev = L->copy_next, L->wake_prev = L->wake_next;
   L->copy_next = L->wake_next = 0;
+  if (L->phist) { /* verify_overruns only */
+    memset(L->req_kind_n, 0, sizeof L->req_kind_n);
+    memset(L->req_kind_ns, 0, sizeof L->req_kind_ns);
+    L->wake_rounds = 0, L->wake_rounds_n = 0;
+    L->wake_prev_n = L->wake_next_n, L->wake_next_n = 0;
+  }
 }
 
 /* realtime: the next deadline after a tick whose state was complete at t_end;
@@ -1799,20 +1852,20 @@ khzLoop *khz_loop_new(const khzModel *m, const khzLoopConfig *cfg, char *err, si
     }
   }
   if (L->net_state || L->net_cmd) net_reset(L);
-  atomic_store(&L->vbusy, -1);
   int verify_ok = 1;
   if (cfg->verify_overruns) {
     L->vd = khz_makeData(m, 0);
     L->vhead = L->snap_size - (size_t)m->npair_max * sizeof(khzPairState);
-    size_t compact = L->vhead + sizeof(int) + (size_t)m->npair_max * (sizeof(int) + sizeof(khzPairState));
-    for (int i = 0; i < 2; i++) {
-      L->vjob[i].pre = calloc(1, compact);
-      L->vjob[i].post = calloc(1, L->snap_size);
+    L->vcompact = L->vhead + sizeof(int) + (size_t)m->npair_max * (sizeof(int) + sizeof(khzPairState));
+    for (int i = 0; i < KHZ_VERIFY_QUEUE; i++) {
+      L->vjob[i].pre = calloc(1, L->vcompact);
+      L->vjob[i].post = calloc(1, L->vcompact);
       verify_ok &= L->vjob[i].pre && L->vjob[i].post;
     }
     L->vfull = calloc(1, L->snap_size);
     L->phist = calloc(KHZ_NPHASES, sizeof(khzHist));
-    verify_ok &= L->vd != NULL && L->vfull != NULL && L->phist != NULL;
+    L->rhist = calloc(KHZ_NREQUEST + 1, sizeof(khzHist));
+    verify_ok &= L->vd != NULL && L->vfull != NULL && L->phist != NULL && L->rhist != NULL;
   }
   int ok = verify_ok && L->d && L->dof && L->kp && L->kd && L->cmd_data && L->act && L->initial.tau_ff &&
            L->snap[0] && L->snap[1] && net_ok &&
@@ -1872,12 +1925,12 @@ khzLoop *khz_loop_new(const khzModel *m, const khzLoopConfig *cfg, char *err, si
 
   /* the verifier (normal priority: created before the loop thread asks for SCHED_FIFO) */
   if (L->vd) {
-    for (int i = 0; i < 2; i++) { /* touch the slots' pages */
-      memset(L->vjob[i].pre, 0, L->vhead + sizeof(int) +
-                                    (size_t)m->npair_max * (sizeof(int) + sizeof(khzPairState)));
-      memset(L->vjob[i].post, 0, L->snap_size);
+    for (int i = 0; i < KHZ_VERIFY_QUEUE; i++) { /* touch the jobs' pages */
+      memset(L->vjob[i].pre, 0, L->vcompact);
+      memset(L->vjob[i].post, 0, L->vcompact);
     }
     memset(L->phist, 0, KHZ_NPHASES * sizeof(khzHist));
+    memset(L->rhist, 0, (KHZ_NREQUEST + 1) * sizeof(khzHist));
     if (pthread_create(&L->vthread, NULL, verifier_main, L) != 0) {
       fail(err, errsz, "loop: cannot create the overrun verifier thread");
       khz_loop_destroy(&L);
@@ -1912,13 +1965,14 @@ void khz_loop_destroy(khzLoop **loop_p) {
     syscall(SYS_futex, (uint32_t *)&L->vbell, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
     pthread_join(L->vthread, NULL);
   }
-  for (int i = 0; i < 2; i++) {
+  for (int i = 0; i < KHZ_VERIFY_QUEUE; i++) {
     free(L->vjob[i].pre);
     free(L->vjob[i].post);
   }
   khz_deleteData(&L->vd);
   free(L->vfull);
   free(L->phist);
+  free(L->rhist);
   if (L->dma_fd >= 0) close(L->dma_fd);
   khz_ring_free(&L->states);
   free(L->hist);
