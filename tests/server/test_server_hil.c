@@ -8,8 +8,9 @@
  * faults on demand (SetFault) and from the scene's schedule show in the next
  * state, a stalled command channel hands over to the watchdog, and a
  * scheduled push moves its body; behind a network model states and
- * commands arrive as late as configured, the jittered states' delays with
- * the distribution the model gives, lost ones in order. */
+ * commands arrive as late as configured, the jittered states' and commands'
+ * delays with the distribution the model gives, lost ones in order, and the
+ * share of commands lost as configured. */
 #include <math.h>
 #include <string.h>
 
@@ -264,6 +265,72 @@ static void test_network(void) {
              count[1], count[2], count[3], samples, D, D + J, worst);
 }
 
+/* the commands' side of the network (states shown at once, so in lockstep
+ * the command answering state i is taken at tick i + 1): each takes effect
+ * D + U_i ticks later (U uniform on 0..J), in order, so its delay is, as the
+ * states', X_i = max(D + U_i, X_{i-1} - 1), with P(X <= D + k) = F_k =
+ * (k + 1) / (J + 1) F_{k+1}, F_J = 1 (docs/hil.md). A state carries the
+ * command in effect at its tick (cmd_state_seq); a command whose successor
+ * takes effect at the same tick is never in effect, so without loss command i
+ * takes effect at E_i = the first tick whose command answers i or a newer state. */
+static void test_network_commands(void) {
+  enum { D = 2, J = 3, NJ = 1000, SKIP = 20 };
+  static uint64_t seq[NJ], shown[NJ], ans[NJ];
+  int n = net_run("tests/server/data/hil_cmd_jitter.yaml", NJ, seq, shown, ans);
+  ENSURE(n == NJ);
+  if (n != NJ) return;
+  int steps_ok = 1, order_ok = 1, range_ok = 1;
+  for (int k = 1; k < n; k++) {
+    steps_ok &= seq[k] == seq[k - 1] + 1 && shown[k] == seq[k];
+    order_ok &= ans[k] >= ans[k - 1];
+  }
+  double count[J + 1] = {0}, samples = 0, sum = 0;
+  int k = SKIP;
+  /* commands answering states seq[SKIP] ..: each one's effect is inside the run */
+  for (uint64_t i = seq[SKIP]; i + 1 + D + J <= seq[n - 1]; i++) {
+    while (k < n && ans[k] < i) k++;
+    long long delay = k < n ? (long long)seq[k] - (long long)(i + 1) : -1;
+    range_ok &= delay >= D && delay <= D + J;
+    if (delay >= D && delay <= D + J) count[delay - D]++, samples++, sum += (double)delay;
+  }
+  double F[J + 1], mean_model = D, worst = 0;
+  F[J] = 1;
+  for (int j = J - 1; j >= 0; j--) F[j] = (double)(j + 1) / (J + 1) * F[j + 1];
+  for (int j = 0; j <= J; j++) {
+    double p = F[j] - (j ? F[j - 1] : 0);
+    mean_model += j * p;
+    worst = fmax(worst, fabs(count[j] / samples - p));
+  }
+  double mean = samples > 0 ? sum / samples : 0;
+  ENSURE_MSG(steps_ok && order_ok, "command network: states consecutive %d, commands in order %d",
+             steps_ok, order_ok);
+  ENSURE_MSG(range_ok && worst < 0.06 && fabs(mean - mean_model) < 0.1,
+             "command delays %g %g %g %g of %g at %d..%d ticks: %.3f off the model, mean %.3f "
+             "(model %.3f)",
+             count[0], count[1], count[2], count[3], samples, D, D + J, worst, mean, mean_model);
+
+  /* loss without jitter: a command answering state i is in effect from tick
+   * i + 1 + D exactly, or never (lost, probability 0.2: the previous one
+   * stays); the fraction lost within 4 standard deviations of the binomial's */
+  static uint64_t lseq[NJ], lshown[NJ], lans[NJ];
+  const double loss = 0.2;
+  n = net_run("tests/server/data/hil_cmd_loss.yaml", NJ, lseq, lshown, lans);
+  ENSURE(n == NJ);
+  if (n != NJ) return;
+  int exact = 1;
+  double lost = 0, sent = 0;
+  for (int s = SKIP + 1 + D; s < n; s++) {
+    uint64_t i = lseq[s] - 1 - D; /* the command that would take effect at this tick */
+    int arrived = lans[s] == i;
+    exact &= arrived || lans[s] == lans[s - 1];
+    lost += !arrived, sent++;
+  }
+  double frac = lost / sent, bound = 4 * sqrt(loss * (1 - loss) / sent);
+  ENSURE_MSG(exact && fabs(frac - loss) < bound,
+             "commands lost: %.0f of %.0f (%.3f, configured %.2f, bound %.3f); delays exact %d", lost,
+             sent, frac, loss, bound, exact);
+}
+
 /* an MJCF model served alone: its site and joint sensors are HIL sensors
  * (docs/mjcf.md, "Sensors as hardware"): Describe names them and every state
  * carries their 20 readings (a joint force-torque sensor among them) */
@@ -364,5 +431,6 @@ int main(void) {
   test_faults();
   test_mjcf_sensors();
   test_network();
+  test_network_commands();
   return ensure_report();
 }
