@@ -692,12 +692,53 @@ static void rate_product(double *z, double *y, const double *L, const double *Kt
   }
 }
 
+/* which 6 x 6 blocks of A (n = 6 nb, nb <= 32) hold a nonzero: bit R of
+ * mask[Q] for block (R, Q), read from At = A^T (column block Q of A) */
+static void block_mask(const double *At, int n, unsigned *mask) {
+  for (int Q = 0; Q < n / 6; Q++) {
+    mask[Q] = 0;
+    for (int R = 0; R < n / 6; R++) {
+      int any = 0;
+      for (int q = 6 * Q; q < 6 * Q + 6 && !any; q++)
+        for (int a = 6 * R; a < 6 * R + 6; a++) any |= At[q * n + a] != 0;
+      if (any) mask[Q] |= 1u << R;
+    }
+  }
+}
+
+/* matvec_columns without the blocks mask marks zero: their products are
+ * exactly +-0 (x finite), and leaving them out leaves every sum's bits as
+ * they are (matvec_columns: a sum that starts at +0 never is -0, and adding
+ * +-0 to it changes nothing). The clusters of more than two bodies: L is
+ * zero between different trees and K between bodies no pair joins, so most
+ * blocks are zero (22 humanoids piled up: clusters of up to 16 bodies) */
+static void matvec_blocks(double *y, const double *At, const double *x, int n, const unsigned *mask) {
+  for (int a = 0; a < n; a++) y[a] = 0;
+  for (int q = 0; q < n; q++) {
+    const double xq = x[q], *col = At + q * n;
+    for (unsigned bits = mask[q / 6]; bits; bits &= bits - 1) {
+      const double *c = col + 6 * __builtin_ctz(bits);
+      double *ya = y + 6 * __builtin_ctz(bits);
+      for (int a = 0; a < 6; a++) ya[a] += c[a] * xq;
+    }
+  }
+}
+
 /* 40 power iterations on L K (Kt = K^T) from x: the last |L K x| / |x|,
- * or 0 if an iterate vanishes */
+ * or 0 if an iterate vanishes. Above two bodies, the products skip the
+ * zero blocks (matvec_blocks). */
 static double power_rate(const double *L, const double *Kt, int n, double *x, double *y, double *z) {
   double lam = 0;
+  unsigned mk[KHZ_TREE_BODIES], ml[KHZ_TREE_BODIES];
+  int sparse = n > 12 && n <= 6 * KHZ_TREE_BODIES;
+  if (sparse) block_mask(Kt, n, mk), block_mask(L, n, ml);
   for (int it = 0; it < 40; it++) {
-    rate_product(z, y, L, Kt, x, n);
+    if (sparse) {
+      matvec_blocks(y, Kt, x, n, mk);
+      matvec_blocks(z, L, y, n, ml);
+    } else {
+      rate_product(z, y, L, Kt, x, n);
+    }
     double nz = 0, nx = 0;
     for (int a = 0; a < n; a++) nz += z[a] * z[a], nx += x[a] * x[a];
     if (!(nz > 0)) return 0;
