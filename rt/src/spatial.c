@@ -139,6 +139,7 @@ static inline __attribute__((always_inline)) int chol_factor(double *A, int n) {
 
 int khzu_cholFactor(double *A, int n) {
   if (n == 6) return chol_factor(A, 6); /* a free joint's D (khz_abaCoreDamped): unrolled */
+  if (n == 3) return chol_factor(A, 3); /* a free body's world inertia (penalty.c's limits): unrolled */
   if (n == 12) return chol_factor(A, 12); /* the tree limits' two-body clusters (penalty.c): unrolled */
   return chol_factor(A, n);
 }
@@ -186,6 +187,7 @@ static inline __attribute__((always_inline)) void chol_inverse(const double *L, 
 
 void khzu_cholInverse(const double *L, int n, double *X) {
   if (n == 6) chol_inverse(L, 6, X); /* a free joint: unrolled */
+  else if (n == 3) chol_inverse(L, 3, X); /* a free body's world inertia (penalty.c): unrolled */
   else chol_inverse(L, n, X);
 }
 

@@ -440,23 +440,20 @@ static void damping_add(const khzModel *m, const khzData *d, const khzContact *c
 }
 
 /* free body b's world inverse inertia, once per body per step (Iinv_cache
- * + 9 b, cached[b] 1), or NULL if the inertia is singular (cached[b] -1) */
+ * + 9 b, cached[b] 1), or NULL if the inertia is singular (cached[b] -1):
+ * the Cholesky factor of R I R^T and its inverse column by column
+ * (khzu_cholInverse: khzu_cholSolve's operations on each column of the
+ * identity, side by side) */
 static const double *inverse_inertia(const khzModel *m, const khzData *d, int b, double *Iinv_cache,
                                      int *cached) {
   double *Iinv = Iinv_cache + 9 * b;
   if (!cached[b]) {
-    double Iw[9], tmp[9];
+    double L[9], tmp[9];
     const double *R = d->xrot + 9 * b;
     khzu_mulMat3(tmp, R, m->body_inertia + 9 * b);
-    khzu_mulMatMatT3(Iw, tmp, R);
-    double L[9];
-    memcpy(L, Iw, sizeof L);
+    khzu_mulMatMatT3(L, tmp, R);
     cached[b] = khzu_cholFactor(L, 3) != 0 ? -1 : 1;
-    for (int j = 0; j < 3 && cached[b] > 0; j++) {
-      double e[3] = {j == 0, j == 1, j == 2};
-      khzu_cholSolve(L, 3, e);
-      for (int i = 0; i < 3; i++) Iinv[3 * i + j] = e[i];
-    }
+    if (cached[b] > 0) khzu_cholInverse(L, 3, Iinv);
   }
   return cached[b] > 0 ? Iinv : NULL;
 }
@@ -497,29 +494,69 @@ static int damping_rate_within(const khzModel *m, const khzData *d, int b, const
   return (stiffness ? sqrt(bound) : bound) * h <= limit;
 }
 
+/* y = A x as axpys over A's columns, At = A^T (row-major: At + q n is
+ * column q): y_a sums A_aq x_q over q in order from +0, as the dot product
+ * with row a does, so y is that product's bit for bit; the inner loop
+ * vectorises. The structural zeros (K of pairs with the floor is block
+ * diagonal, L zero between different trees) are not skipped: their
+ * products are exactly +-0 (x finite) and a sum that starts at +0 never is
+ * -0, so adding them leaves every bit as it is. n a constant where inlined. */
+static inline __attribute__((always_inline)) void matvec_columns(double *y, const double *At, const double *x,
+                                                                 int n) {
+  for (int a = 0; a < n; a++) y[a] = 0;
+  for (int q = 0; q < n; q++) {
+    const double xq = x[q], *col = At + q * n;
+    for (int a = 0; a < n; a++) y[a] += col[a] * xq;
+  }
+}
+
+/* two doubles at a time (SSE2 on x86-64): each lane does the scalar code's
+ * operations in its order, so the results keep their bits */
+typedef double v2d __attribute__((vector_size(16)));
+static inline v2d dup2(double x) { return (v2d){x, x}; }
+
 /* largest eigenvalue of M^-1 C for free body b (power iteration; M^-1 C is
- * similar to a symmetric positive semi-definite matrix) */
+ * similar to a symmetric positive semi-definite matrix). The start x is a
+ * screw of pitch w.v / |w|^2 != 0, which moves every point, so J x != 0 at
+ * each bottom point and x^T C x > 0 (each point's D is positive definite:
+ * its tangential gain is a positive multiple of its normal gain): C x never
+ * vanishes for a C with a pair in it, and no later iterate does (C M^-1 C x
+ * is 0 only if M^-1/2 C x is). Only the last iterate's |M^-1 C x| / |x| is
+ * returned, so |x| is summed there alone. C x as axpys over C's columns,
+ * two rows per lane pair, and I^-1 y likewise: each y_i, z_i the same sum
+ * in the same order as the row-by-row products (matvec_columns). */
 static double damping_rate(const khzModel *m, const khzData *d, int b, const double *C, double *Iinv_cache,
                            int *cached) {
   const double *Iinv = inverse_inertia(m, d, b, Iinv_cache, cached);
   if (!Iinv) return 0;
-  double x[6] = {1, 0.7, 0.5, 0.3, 0.2, 0.1}, lam = 0;
+  v2d col[6][3], x[3] = {{1, 0.7}, {0.5, 0.3}, {0.2, 0.1}};
+  for (int q = 0; q < 6; q++) /* rows 2k, 2k + 1 of C's column q */
+    for (int k = 0; k < 3; k++) col[q][k] = (v2d){C[6 * (2 * k) + q], C[6 * (2 * k + 1) + q]};
+  const v2d i0 = {Iinv[0], Iinv[3]}, i1 = {Iinv[1], Iinv[4]}, i2 = {Iinv[2], Iinv[5]}, im = dup2(m->body_mass[b]);
+  double nz = 0;
   for (int it = 0; it < 30; it++) {
-    double y[6], z[6];
-    for (int i = 0; i < 6; i++) {
-      y[i] = 0;
-      for (int j = 0; j < 6; j++) y[i] += C[6 * i + j] * x[j];
+    v2d y[3] = {{0, 0}, {0, 0}, {0, 0}};
+    for (int q = 0; q < 6; q++) {
+      v2d xq = dup2(x[q / 2][q % 2]);
+      for (int k = 0; k < 3; k++) y[k] += col[q][k] * xq;
     }
-    khzu_mulMatVec3(z, Iinv, y);
-    for (int i = 3; i < 6; i++) z[i] = y[i] / m->body_mass[b];
-    double nz = 0, nx = 0;
-    for (int i = 0; i < 6; i++) nz += z[i] * z[i], nx += x[i] * x[i];
+    double y0 = y[0][0], y1 = y[0][1], y2 = y[1][0];
+    v2d z01 = i0 * dup2(y0) + i1 * dup2(y1) + i2 * dup2(y2);
+    double z2 = Iinv[6] * y0 + Iinv[7] * y1 + Iinv[8] * y2;
+    v2d z23 = {z2, y[1][1]}, z45 = y[2] / im;
+    z23[1] /= im[1];
+    v2d z01s = z01 * z01, z23s = z23 * z23, z45s = z45 * z45;
+    nz = 0;
+    nz += z01s[0], nz += z01s[1], nz += z23s[0], nz += z23s[1], nz += z45s[0], nz += z45s[1];
     if (!(nz > 0)) return 0;
-    lam = sqrt(nz / nx);
-    double norm = sqrt(nz);
-    for (int i = 0; i < 6; i++) x[i] = z[i] / norm;
+    if (it == 29) break;
+    v2d norm = dup2(sqrt(nz));
+    x[0] = z01 / norm, x[1] = z23 / norm, x[2] = z45 / norm;
   }
-  return lam;
+  v2d x01s = x[0] * x[0], x23s = x[1] * x[1], x45s = x[2] * x[2];
+  double nx = 0;
+  nx += x01s[0], nx += x01s[1], nx += x23s[0], nx += x23s[1], nx += x45s[0], nx += x45s[1];
+  return sqrt(nz / nx);
 }
 
 /* The stiffness limit of the automatic gains: h sqrt(largest eigenvalue of
@@ -598,7 +635,7 @@ static int tree_bodies(const khzModel *m) { return m->nbody < KHZ_TREE_BODIES ? 
 size_t khz_penaltyLimitsStackBytes(const khzModel *m) {
   size_t n = 6 * (size_t)tree_bodies(m), nc = (size_t)m->npair_max;
   return (47 * (size_t)m->nbody + 2 * nc + 3 * n * n + 3 * n) * sizeof(double) +
-         (2 * (size_t)m->nbody + 2 * nc + (size_t)tree_bodies(m)) * sizeof(int) + 12 * 64;
+         (3 * (size_t)m->nbody + 3 * nc + (size_t)tree_bodies(m)) * sizeof(int) + 14 * 64;
 }
 
 /* adds pair c's contact springs (gain = kp) or dampers (kv) to K (n x n, n
@@ -642,22 +679,6 @@ static void tree_springs(const khzModel *m, const khzData *d, const khzContact *
   }
 }
 
-/* y = A x as axpys over A's columns, At = A^T (row-major: At + q n is
- * column q): y_a sums A_aq x_q over q in order from +0, as the dot product
- * with row a does, so y is that product's bit for bit; the inner loop
- * vectorises. The structural zeros (K of pairs with the floor is block
- * diagonal, L zero between different trees) are not skipped: their
- * products are exactly +-0 (x finite) and a sum that starts at +0 never is
- * -0, so adding them leaves every bit as it is. n a constant where inlined. */
-static inline __attribute__((always_inline)) void matvec_columns(double *y, const double *At, const double *x,
-                                                                 int n) {
-  for (int a = 0; a < n; a++) y[a] = 0;
-  for (int q = 0; q < n; q++) {
-    const double xq = x[q], *col = At + q * n;
-    for (int a = 0; a < n; a++) y[a] += col[a] * xq;
-  }
-}
-
 /* z = L (K x) with K^T in Kt and L exactly symmetric (tree_rates mirrors it),
  * so L is its own transpose; the two-body clusters (n = 12, most calls)
  * with n a constant */
@@ -671,12 +692,53 @@ static void rate_product(double *z, double *y, const double *L, const double *Kt
   }
 }
 
+/* which 6 x 6 blocks of A (n = 6 nb, nb <= 32) hold a nonzero: bit R of
+ * mask[Q] for block (R, Q), read from At = A^T (column block Q of A) */
+static void block_mask(const double *At, int n, unsigned *mask) {
+  for (int Q = 0; Q < n / 6; Q++) {
+    mask[Q] = 0;
+    for (int R = 0; R < n / 6; R++) {
+      int any = 0;
+      for (int q = 6 * Q; q < 6 * Q + 6 && !any; q++)
+        for (int a = 6 * R; a < 6 * R + 6; a++) any |= At[q * n + a] != 0;
+      if (any) mask[Q] |= 1u << R;
+    }
+  }
+}
+
+/* matvec_columns without the blocks mask marks zero: their products are
+ * exactly +-0 (x finite), and leaving them out leaves every sum's bits as
+ * they are (matvec_columns: a sum that starts at +0 never is -0, and adding
+ * +-0 to it changes nothing). The clusters of more than two bodies: L is
+ * zero between different trees and K between bodies no pair joins, so most
+ * blocks are zero (22 humanoids piled up: clusters of up to 16 bodies) */
+static void matvec_blocks(double *y, const double *At, const double *x, int n, const unsigned *mask) {
+  for (int a = 0; a < n; a++) y[a] = 0;
+  for (int q = 0; q < n; q++) {
+    const double xq = x[q], *col = At + q * n;
+    for (unsigned bits = mask[q / 6]; bits; bits &= bits - 1) {
+      const double *c = col + 6 * __builtin_ctz(bits);
+      double *ya = y + 6 * __builtin_ctz(bits);
+      for (int a = 0; a < 6; a++) ya[a] += c[a] * xq;
+    }
+  }
+}
+
 /* 40 power iterations on L K (Kt = K^T) from x: the last |L K x| / |x|,
- * or 0 if an iterate vanishes */
+ * or 0 if an iterate vanishes. Above two bodies, the products skip the
+ * zero blocks (matvec_blocks). */
 static double power_rate(const double *L, const double *Kt, int n, double *x, double *y, double *z) {
   double lam = 0;
+  unsigned mk[KHZ_TREE_BODIES], ml[KHZ_TREE_BODIES];
+  int sparse = n > 12 && n <= 6 * KHZ_TREE_BODIES;
+  if (sparse) block_mask(Kt, n, mk), block_mask(L, n, ml);
   for (int it = 0; it < 40; it++) {
-    rate_product(z, y, L, Kt, x, n);
+    if (sparse) {
+      matvec_blocks(y, Kt, x, n, mk);
+      matvec_blocks(z, L, y, n, ml);
+    } else {
+      rate_product(z, y, L, Kt, x, n);
+    }
     double nz = 0, nx = 0;
     for (int a = 0; a < n; a++) nz += z[a] * z[a], nx += x[a] * x[a];
     if (!(nz > 0)) return 0;
@@ -772,6 +834,18 @@ static void tree_rates(const khzModel *m, khzData *d, const int *pair, int np, c
   rate[1] = h * largest_rate(L, C, nb, x, x + n, x + 2 * n);
 }
 
+/* each cluster's members in index order, from one pass over cl (n of them:
+ * a member's cluster id, a body index, or -1): a list from head[id] through
+ * next[], -1 at its end, so the first member i0 of a cluster has head[cl[i0]]
+ * == i0. O(n + clusters), where a scan of every later member per cluster was
+ * O(clusters x n) (as impulse.c's impacts, impulse26). */
+static __attribute__((noinline)) void cluster_lists(const int *cl, int n, int *head, int *next) {
+  for (int i = 0; i < n; i++)
+    if (cl[i] >= 0) head[cl[i]] = -1;
+  for (int i = n - 1; i >= 0; i--)
+    if (cl[i] >= 0) next[i] = head[cl[i]], head[cl[i]] = i;
+}
+
 /* The stiffness and damping limits for pairs with automatic gains that
  * press a robot's links. A link's motion along a contact normal is not its
  * own mass's: a foot moves with the inertia of the leg and the robot behind
@@ -796,9 +870,11 @@ static void tree_limits(const khzModel *m, khzData *d, double *sk, double *sv, d
   int *slot = khz_stackAlloc(d, (size_t)m->nbody * sizeof(int));
   int *cl = khz_stackAlloc(d, (size_t)nc * sizeof(int));
   int *mem = khz_stackAlloc(d, (size_t)nc * sizeof(int));
+  int *next = khz_stackAlloc(d, (size_t)nc * sizeof(int));
+  int *head = khz_stackAlloc(d, (size_t)m->nbody * sizeof(int));
   int *body = khz_stackAlloc(d, (size_t)cap * sizeof(int));
   double *mat = khz_stackAlloc(d, (3 * (size_t)nmax * nmax + 3 * (size_t)nmax) * sizeof(double));
-  if (!parent || !slot || !cl || !mem || !body || !mat) {
+  if (!parent || !slot || !cl || !mem || !next || !head || !body || !mat) {
     khz_stackFree(d, mark);
     return;
   }
@@ -813,19 +889,19 @@ static void tree_limits(const khzModel *m, khzData *d, double *sk, double *sv, d
     int r = khz_movingTree(m, c, 0) >= 0 ? khz_movingTree(m, c, 0) : khz_movingTree(m, c, 1);
     cl[i] = pair_on_tree(m, c) && r >= 0 ? khz_clusterFind(parent, r) : -1;
   }
-  for (int i0 = 0; i0 < nc; i0++) {
-    if (cl[i0] < 0) continue;
-    int id = cl[i0], np = 0, nb = 0, over = 0;
-    for (int i = i0; i < nc; i++) /* the cluster's pairs and moving bodies */
-      if (cl[i] == id) {
-        mem[np++] = i, cl[i] = -1;
-        for (int s = 0; s < 2; s++) {
-          int b = d->contact[i].body[s];
-          if (b <= 0 || khz_bodyStatic(m, b) || slot[b] >= 0) continue;
-          if (nb < cap) slot[b] = nb, body[nb] = b;
-          over |= nb == cap, nb += nb < cap;
-        }
+  cluster_lists(cl, nc, head, next);
+  for (int i0 = 0; i0 < nc; i0++) { /* each cluster, in the order of its first pair */
+    if (cl[i0] < 0 || head[cl[i0]] != i0) continue;
+    int np = 0, nb = 0, over = 0;
+    for (int i = i0; i >= 0; i = next[i]) { /* the cluster's pairs and moving bodies */
+      mem[np++] = i;
+      for (int s = 0; s < 2; s++) {
+        int b = d->contact[i].body[s];
+        if (b <= 0 || khz_bodyStatic(m, b) || slot[b] >= 0) continue;
+        if (nb < cap) slot[b] = nb, body[nb] = b;
+        over |= nb == cap, nb += nb < cap;
       }
+    }
     double rate[2] = {0, 0};
     if (!over) {
       tree_rates(m, d, mem, np, body, nb, slot, mat, dqd, dvel, rate);
@@ -995,9 +1071,11 @@ static void disc_dissipation(const double A2[3], const double b2[2], double lim,
  * scratch. rhs, lo and P are read through mem (the rows' indices), or with
  * local = 1 as k consecutive values. Lfull (may be NULL): A's Cholesky
  * factor, for the first pass. Returns 0, or -1 when a factorisation fails. */
-static int solve_rows(const khzData *d, const implicit_row *row, const int *mem, int k, const double *A,
-                      const double *rhs, const double *lo, double *P, double *L, double *sol, int *fixed,
-                      int local, const double *Lfull) {
+static inline __attribute__((always_inline)) int solve_rows_with(const khzData *d, const implicit_row *row,
+                                                                  const int *mem, int k, const double *A,
+                                                                  const double *rhs, const double *lo, double *P,
+                                                                  double *L, double *sol, int *fixed, int local,
+                                                                  const double *Lfull) {
 #define IX(a) (local ? (a) : mem[a])
   for (int a = 0; a < k; a++) fixed[a] = 0;
   for (int pass = 0; pass <= k; pass++) {
@@ -1067,6 +1145,20 @@ static int solve_rows(const khzData *d, const implicit_row *row, const int *mem,
   }
   return 0;
 #undef IX
+}
+
+/* solve_rows_with for a whole cluster (values indexed through mem, no
+ * factor given) and for one block of solve_blocks: two copies, each with
+ * its constants folded */
+static int solve_rows(const khzData *d, const implicit_row *row, const int *mem, int k, const double *A,
+                      const double *rhs, const double *lo, double *P, double *L, double *sol, int *fixed) {
+  return solve_rows_with(d, row, mem, k, A, rhs, lo, P, L, sol, fixed, 0, NULL);
+}
+
+static int solve_rows_block(const khzData *d, const implicit_row *row, const int *mem, int k, const double *A,
+                            const double *rhs, const double *lo, double *P, double *L, double *sol, int *fixed,
+                            const double *Lfull) {
+  return solve_rows_with(d, row, mem, k, A, rhs, lo, P, L, sol, fixed, 1, Lfull);
 }
 
 /* the forces for the stages from the impulses P of the k rows in mem */
@@ -1222,7 +1314,7 @@ static int solve_blocks(const khzModel *m, khzData *d, const implicit_row *row, 
           rhs2[a] = rhs[mem[a]] - v;
         }
         for (int p = 0; p < kb; p++) rb[p] = P2[s0 + p];
-        ok = solve_rows(d, row, mem + s0, kb, Ab, rhs2 + s0, lo2 + s0, P2 + s0, L, sol, fixed, 1, A + asize + aoff[b]);
+        ok = solve_rows_block(d, row, mem + s0, kb, Ab, rhs2 + s0, lo2 + s0, P2 + s0, L, sol, fixed, A + asize + aoff[b]);
         for (int p = 0; p < kb; p++) {
           dP[s0 + p] = P2[s0 + p] - rb[p];
           dmax = fmax(dmax, fabs(dP[s0 + p])), pmax = fmax(pmax, fabs(P2[s0 + p]));
@@ -1278,7 +1370,9 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
   implicit_row *row = khz_stackAlloc(d, (size_t)cap * sizeof(implicit_row));
   int *cl = khz_stackAlloc(d, (size_t)cap * sizeof(int));
   int *mem = khz_stackAlloc(d, (size_t)cap * sizeof(int));
+  int *next = khz_stackAlloc(d, (size_t)cap * sizeof(int));
   int *parent = khz_stackAlloc(d, (size_t)m->nbody * sizeof(int));
+  int *head = khz_stackAlloc(d, (size_t)m->nbody * sizeof(int));
   double *rhs = khz_stackAlloc(d, (size_t)cap * sizeof(double));
   double *lo = khz_stackAlloc(d, (size_t)cap * sizeof(double));
   double *diag = khz_stackAlloc(d, (size_t)cap * sizeof(double));
@@ -1290,7 +1384,7 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
   double *v0s = khz_stackAlloc(d, (size_t)cap * sizeof(double));
   double *vfs = khz_stackAlloc(d, (size_t)cap * sizeof(double));
   unsigned char *need = khz_stackAlloc(d, (size_t)m->nbody); /* rows_need */
-  if (!(row && cl && mem && parent && rhs && lo && diag && P && tmpr && held && los && lof && v0s && vfs && need)) {
+  if (!(row && cl && mem && next && parent && head && rhs && lo && diag && P && tmpr && held && los && lof && v0s && vfs && need)) {
     khz_forwardPass(m, d, d->q, vfree);
     khz_stackFree(d, mark);
     return;
@@ -1356,14 +1450,14 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
     int r = khz_movingTree(m, c, 0) >= 0 ? khz_movingTree(m, c, 0) : khz_movingTree(m, c, 1);
     cl[j] = r >= 0 ? khz_clusterFind(parent, r) : -1;
   }
-  /* each cluster: W column by column, one test impulse per row (dvel zero
-   * between them: row_response) */
+  cluster_lists(cl, n, head, next);
+  /* each cluster, in the order of its first row: W column by column, one
+   * test impulse per row (dvel zero between them: row_response) */
   memset(dvel, 0, 6 * (size_t)m->nbody * sizeof(double));
   for (int j0 = 0; j0 < n; j0++) {
-    if (cl[j0] < 0) continue;
-    int id = cl[j0], k = 0;
-    for (int j = j0; j < n; j++)
-      if (cl[j] == id) mem[k++] = j, cl[j] = -1;
+    if (cl[j0] < 0 || head[cl[j0]] != j0) continue;
+    int k = 0;
+    for (int j = j0; j >= 0; j = next[j]) mem[k++] = j;
     rows_need(m, d, row, mem, k, need, 1); /* cleared again at each way out below */
     if (k > KHZ_IMPLICIT_DIRECT) { /* in blocks, or too large: counted, not applied */
       for (int a = 0; a < k; a++) P[mem[a]] = 0;
@@ -1402,7 +1496,7 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
       for (int b = 0; b < a; b++) A[a * k + b] = A[b * k + a] = 0.5 * (A[a * k + b] + A[b * k + a]);
       A[a * k + a] += diag[mem[a]];
     }
-    int ok = solve_rows(d, row, mem, k, A, rhs, lo, P, L, sol, fixed, 0, NULL) == 0;
+    int ok = solve_rows(d, row, mem, k, A, rhs, lo, P, L, sol, fixed) == 0;
     /* pass 0's rows: the bound at the velocity the solution ends with, v'
      * = vfree + W P, interpolated between the bounds at vfree and at the
      * start (the explicit bracket is linear in the velocity), v' clamped
@@ -1420,7 +1514,7 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
         lo[j] = nlo;
       }
       if (!again) break;
-      ok = solve_rows(d, row, mem, k, A, rhs, lo, P, L, sol, fixed, 0, NULL) == 0;
+      ok = solve_rows(d, row, mem, k, A, rhs, lo, P, L, sol, fixed) == 0;
     }
     khz_stackFree(d, mk);
     if (!ok) {
@@ -1444,8 +1538,8 @@ size_t khz_penaltyImplicitStackBytes(const khzModel *m) {
                       ? kb * (5 * sizeof(double) + 2 * sizeof(int) + sizeof(size_t) + 2 * KHZ_IMPLICIT_DIRECT * sizeof(double)) +
                             12 * (size_t)m->nbody * sizeof(double) + direct + 14 * 64
                       : 0;
-  return (size_t)m->nbody * (sizeof(int) + 1) + np * (sizeof(implicit_row) + 3 * sizeof(int) + 8 * sizeof(double)) +
-         (size_t)m->max_points * sizeof(implicit_row) + (direct > blocks ? direct : blocks) + 21 * 64;
+  return (size_t)m->nbody * (2 * sizeof(int) + 1) + np * (sizeof(implicit_row) + 4 * sizeof(int) + 8 * sizeof(double)) +
+         (size_t)m->max_points * sizeof(implicit_row) + (direct > blocks ? direct : blocks) + 23 * 64;
 }
 
 /* ------------------------------------------------- forces and friction -- */
