@@ -156,10 +156,15 @@ int khz_islandUpdate(const khzModel *m, khzData *d) {
   }
 
   /* trees that move (free bodies and robots), and the islands of this step's
-   * contacts; a tree welded whole to the world is not one */
+   * contacts; a tree welded whole to the world is not one. capable: 1 a free
+   * body, 2 a robot (a moving joint below its root, or a root that is not
+   * floating), | 4 once a robot touches something this step */
   for (int b = 0; b < nb; b++) parent[b] = b, capable[b] = 0, least[b] = INFINITY;
-  for (int b = 1; b < nb; b++)
-    if (m->jnt_type[b] != KHZ_JOINT_FIXED) capable[m->body_root[b]] = 1;
+  for (int b = 1; b < nb; b++) {
+    int r = m->body_root[b];
+    if (m->jnt_type[b] == KHZ_JOINT_FIXED) continue;
+    capable[r] = b == r && m->jnt_type[b] == KHZ_JOINT_FLOATING && capable[r] != 2 ? 1 : 2;
+  }
   /* a body held by an equality constraint (constraint.c) never sleeps: its
    * partner would pull on a frozen body, and nothing would wake it */
   for (int e = 0; e < m->neq; e++)
@@ -168,6 +173,10 @@ int khz_islandUpdate(const khzModel *m, khzData *d) {
   for (int i = frozen; i < d->ncontact; i++) {
     const khzContact *c = d->contact + i;
     int b0 = c->body[0], b1 = c->body[1];
+    for (int s = 0; s < 2; s++) { /* a robot held up by a contact, not only by its joints */
+      int r = m->body_root[c->body[s]];
+      if (c->body[s] > 0 && capable[r] == 2) capable[r] |= 4;
+    }
     if (khz_bodyStatic(m, b0) || khz_bodyStatic(m, b1)) continue;
     unite(parent, m->body_root[b0], m->body_root[b1]);
   }
@@ -196,7 +205,10 @@ int khz_islandUpdate(const khzModel *m, khzData *d) {
   for (int r = 1; r < nb; r++) {
     if (!is_root(m, r) || d->body_sleep[r] || !tree_moves(m, r)) continue;
     int rep = find(parent, r);
-    double t = capable[r] ? d->body_idle[r] : -1;
+    /* a robot touching nothing is held by its joints alone (damping, springs,
+     * friction) and may be creeping (a heavily damped link sinking under
+     * gravity): it does not sleep, nor does its island */
+    double t = capable[r] == 1 || capable[r] == 6 ? d->body_idle[r] : -1;
     if (t < least[rep]) least[rep] = t;
   }
   for (int r = 1; r < nb; r++) {
