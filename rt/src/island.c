@@ -2,8 +2,9 @@
  *
  * The unit is a tree (a root body and what hangs below it). A tree may sleep
  * when some joint of it moves: free bodies and robots alike (a robot's
- * fixed base sleeps with its links; a tree held by an equality constraint
- * never sleeps). Trees that touch through this step's contacts
+ * fixed base sleeps with its links; a robot only while it touches
+ * something; a tree held by an equality constraint never sleeps). Trees
+ * that touch through this step's contacts
  * form islands (union-find, the smaller root the representative, so the
  * labels do not depend on the order of the contacts). Each awake tree keeps
  * an idle time: the seconds every point of it has moved slower than
