@@ -620,7 +620,7 @@ static void khz_sim_csv_header(FILE *out, const khzModel *m, const khzData *d) {
       }
     }
   }
-  /* with sleeping on: one column per free body, 1 while it sleeps */
+  /* with sleeping on: one column per tree that may sleep (its root), 1 while it sleeps */
   for (int i = 1; d->sleep_enabled && i < m->nbody; i++) {
     if (!khz_bodyCanSleep(m, i)) continue;
     snprintf(col, sizeof col, "sleep:%s", m->body_name[i]);

@@ -1,14 +1,16 @@
 /* island.c — islands and sleeping bodies (docs/sleeping.md).
  *
  * The unit is a tree (a root body and what hangs below it). A tree may sleep
- * when it is a free body: a floating root with nothing but fixed joints
- * below (robots never sleep). Trees that touch through this step's contacts
+ * when some joint of it moves: free bodies and robots alike (a robot's
+ * fixed base sleeps with its links; a robot only while it touches
+ * something; a tree held by an equality constraint never sleeps). Trees
+ * that touch through this step's contacts
  * form islands (union-find, the smaller root the representative, so the
  * labels do not depend on the order of the contacts). Each awake tree keeps
  * an idle time: the seconds every point of it has moved slower than
  * m->sleep.velocity, bounded by |v_origin| + |w| r with r the reach of the
  * body's geoms from its origin (Box2D's sleep test, with the body's extent).
- * An island of free trees all idle for m->sleep.time falls asleep together:
+ * An island of trees all idle for m->sleep.time falls asleep together:
  * velocities set to zero, then not integrated and not collided (their pairs
  * keep their persistent state, so waking is seamless) until a contact with
  * an awake moving body (collision/pairs.c), a torque, a wrench, a velocity
@@ -43,12 +45,14 @@ int khz_bodySleeping(const khzModel *m, const khzData *d, int b) {
   return b > 0 && b < m->nbody && d->body_sleep[b] != 0;
 }
 
-int khz_bodyCanSleep(const khzModel *m, int b) {
-  if (!is_root(m, b) || m->jnt_type[b] != KHZ_JOINT_FLOATING) return 0;
-  for (int i = b + 1; i < m->nbody; i++)
-    if (m->body_root[i] == b && m->jnt_type[i] != KHZ_JOINT_FIXED) return 0;
-  return 1;
+/* 1 when a joint of root r's tree moves (bodies r .. body_treeend[r] - 1) */
+static int tree_moves(const khzModel *m, int r) {
+  for (int i = r; i < m->body_treeend[r]; i++)
+    if (m->jnt_type[i] != KHZ_JOINT_FIXED) return 1;
+  return 0;
 }
+
+int khz_bodyCanSleep(const khzModel *m, int b) { return is_root(m, b) && tree_moves(m, b); }
 
 void khz_wake(const khzModel *m, khzData *d, int b) {
   if (!khz_anyAsleep(d) || b >= m->nbody || b == 0) return;
@@ -152,12 +156,15 @@ int khz_islandUpdate(const khzModel *m, khzData *d) {
     if (r > reach[b]) reach[b] = r;
   }
 
-  /* free trees, and the islands of this step's contacts */
+  /* trees that move (free bodies and robots), and the islands of this step's
+   * contacts; a tree welded whole to the world is not one. capable: 1 a free
+   * body, 2 a robot (a moving joint below its root, or a root that is not
+   * floating), | 4 once a robot touches something this step */
   for (int b = 0; b < nb; b++) parent[b] = b, capable[b] = 0, least[b] = INFINITY;
   for (int b = 1; b < nb; b++) {
     int r = m->body_root[b];
-    if (b == r) capable[r] = m->jnt_type[r] == KHZ_JOINT_FLOATING;
-    else if (m->jnt_type[b] != KHZ_JOINT_FIXED) capable[r] = 0;
+    if (m->jnt_type[b] == KHZ_JOINT_FIXED) continue;
+    capable[r] = b == r && m->jnt_type[b] == KHZ_JOINT_FLOATING && capable[r] != 2 ? 1 : 2;
   }
   /* a body held by an equality constraint (constraint.c) never sleeps: its
    * partner would pull on a frozen body, and nothing would wake it */
@@ -167,6 +174,10 @@ int khz_islandUpdate(const khzModel *m, khzData *d) {
   for (int i = frozen; i < d->ncontact; i++) {
     const khzContact *c = d->contact + i;
     int b0 = c->body[0], b1 = c->body[1];
+    for (int s = 0; s < 2; s++) { /* a robot held up by a contact, not only by its joints */
+      int r = m->body_root[c->body[s]];
+      if (c->body[s] > 0 && capable[r] == 2) capable[r] |= 4;
+    }
     if (khz_bodyStatic(m, b0) || khz_bodyStatic(m, b1)) continue;
     unite(parent, m->body_root[b0], m->body_root[b1]);
   }
@@ -189,19 +200,25 @@ int khz_islandUpdate(const khzModel *m, khzData *d) {
   }
 
   /* an island sleeps when its least idle tree has been idle long enough;
-   * a tree that cannot sleep (a robot, idle 0) keeps its island awake */
+   * a tree that cannot sleep (held by an equality constraint, idle 0) keeps
+   * its island awake. A robot's root is welded to the world (static) but its
+   * tree moves: the tree, not the root, decides */
   for (int r = 1; r < nb; r++) {
-    if (!is_root(m, r) || d->body_sleep[r] || khz_bodyStatic(m, r)) continue;
+    if (!is_root(m, r) || d->body_sleep[r] || !tree_moves(m, r)) continue;
     int rep = find(parent, r);
-    double t = capable[r] ? d->body_idle[r] : -1;
+    /* a robot touching nothing is held by its joints alone (damping, springs,
+     * friction) and may be creeping (a heavily damped link sinking under
+     * gravity): it does not sleep, nor does its island */
+    double t = capable[r] == 1 || capable[r] == 6 ? d->body_idle[r] : -1;
     if (t < least[rep]) least[rep] = t;
   }
   for (int r = 1; r < nb; r++) {
     capable[r] = 0; /* from here: 1 + the label of a tree falling asleep, else 0 */
-    if (!is_root(m, r) || d->body_sleep[r] || khz_bodyStatic(m, r)) continue;
+    if (!is_root(m, r) || d->body_sleep[r] || !tree_moves(m, r)) continue;
     int rep = find(parent, r);
     if (!(least[rep] >= m->sleep.time)) continue;
-    memset(d->qd + m->jnt_dofadr[r], 0, (size_t)m->jnt_nv[r] * sizeof(double));
+    for (int b = r; b < m->body_treeend[r]; b++) /* every dof of the tree at rest */
+      memset(d->qd + m->jnt_dofadr[b], 0, (size_t)m->jnt_nv[b] * sizeof(double));
     capable[r] = 1 + rep;
     slept = 1;
   }

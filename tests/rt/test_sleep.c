@@ -2,6 +2,8 @@
  * docs/sleeping.md): a settled scene falls asleep island by island; sleeping
  * bodies are frozen bit for bit and their contacts stay listed; a wrench, a
  * torque, a velocity and a box dropped on them wake exactly their island;
+ * a robot (links hinged to a welded base) sleeps as one tree and wakes on a
+ * torque;
  * sleeping off (scene option and run-time switch) keeps everything awake;
  * determinism through sleep and wake; zero heap calls while islands sleep
  * and wake (malloc & co. wrapped at link time). */
@@ -112,6 +114,50 @@ static void ground_force(const khzData *d, double *fn, double *fimp) {
       *fimp += p->force_implicit;
     }
   }
+}
+
+/* a robot: a base welded to the world 0.1 m above the ground, two links
+ * hinged about y (shoulder at the base, elbow 0.3 m out), held horizontal at
+ * the start; with no torque they fall onto the ground and lie there */
+enum { RBASE = 1, LINK1, LINK2, NROBOT };
+static khzModel *robot(void) {
+  khzSpec *s = khz_spec_new();
+  khzGeomSpec g;
+  khz_spec_defaultGeom(&g);
+  g.type = KHZ_GEOM_PLANE;
+  khz_spec_addGeom(s, &g);
+  khzBodySpec b;
+  khz_spec_defaultBody(&b);
+  snprintf(b.name, sizeof b.name, "base");
+  b.joint_type = KHZ_JOINT_FIXED;
+  b.pos[2] = 0.1;
+  b.mass = 1;
+  b.inertia[0] = b.inertia[1] = b.inertia[2] = 1e-3;
+  int parent = khz_spec_addBody(s, &b);
+  for (int k = 0; k < 2; k++) {
+    khz_spec_defaultBody(&b);
+    snprintf(b.name, sizeof b.name, "link%d", k + 1);
+    snprintf(b.joint_name, sizeof b.joint_name, "joint%d", k + 1);
+    b.parent = parent;
+    b.pos[0] = k ? 0.3 : 0;
+    b.joint_type = KHZ_JOINT_CONTINUOUS;
+    b.axis[1] = 1;
+    b.mass = 1;
+    b.com[0] = 0.15;
+    b.inertia[0] = 1e-3, b.inertia[1] = b.inertia[2] = 0.3 * 0.3 / 12;
+    parent = khz_spec_addBody(s, &b);
+    khz_spec_defaultGeom(&g);
+    g.body = parent;
+    g.type = KHZ_GEOM_BOX;
+    g.size[0] = 0.15, g.size[1] = g.size[2] = 0.03;
+    g.pos[0] = 0.15;
+    khz_spec_addGeom(s, &g);
+  }
+  char err[256];
+  khzModel *m = khz_compile(s, err, sizeof err);
+  ENSURE_MSG(m, "%s", err);
+  khz_spec_destroy(&s);
+  return m;
 }
 
 static int asleep(const khzModel *m, const khzData *d, int lo, int hi) {
@@ -308,6 +354,47 @@ int main(void) {
   ENSURE(fabs(fimp - fi_awake) < 0.01 * weight);
   khz_deleteData(&dc);
   khz_deleteModel(&mc);
+
+  /* 11. a robot sleeps as a tree: lying on the ground with no torque, its
+   * links and its welded base fall asleep together (one label), frozen bit
+   * for bit; a torque on the elbow wakes the whole tree, shoulder included;
+   * held against the ground by a constant torque it never sleeps */
+  khzModel *mr = robot();
+  if (!mr) return ensure_report();
+  ENSURE(khz_bodyCanSleep(mr, RBASE) && !khz_bodyCanSleep(mr, LINK1) && !khz_bodyCanSleep(mr, LINK2));
+  khzData *r = khz_makeData(mr, 0), *rh = khz_makeData(mr, 0);
+  while (r->time < 5 && asleep(mr, r, RBASE, LINK2) < 3) khz_step(mr, r);
+  double t_robot = r->time;
+  ENSURE(asleep(mr, r, RBASE, LINK2) == 3 && r->body_sleep[LINK1] == r->body_sleep[LINK2] &&
+         r->body_sleep[RBASE] == r->body_sleep[LINK1] && r->body_sleep[0] == 1);
+  printf("the robot lying on the ground sleeps at %.3f s (shoulder %.4f rad, elbow %.4f rad)\n", t_robot,
+         r->q[mr->jnt_qadr[LINK1]], r->q[mr->jnt_qadr[LINK2]]);
+  ENSURE(r->q[mr->jnt_qadr[LINK1]] > 0.1); /* it fell: the shoulder turned down */
+  size_t nr = khz_stateSize(mr);
+  unsigned char *rb = malloc(nr), *ra = malloc(nr);
+  khz_saveState(mr, r, rb);
+  counting = 1;
+  for (int k = 0; k < 500; k++) khz_step(mr, r);
+  khz_saveState(mr, r, ra);
+  ENSURE(memcmp(rb + sizeof(double), ra + sizeof(double), nr - sizeof(double)) == 0);
+  ENSURE(r->qd[0] == 0 && r->qd[1] == 0 && r->ncontact_asleep == r->ncontact && r->ncontact > 0);
+  r->tau[mr->jnt_dofadr[LINK2]] = -2; /* lifts the forearm */
+  khz_step(mr, r);
+  r->tau[mr->jnt_dofadr[LINK2]] = 0;
+  ENSURE(asleep(mr, r, RBASE, LINK2) == 0 && r->qd[mr->jnt_dofadr[LINK2]] < 0);
+  while (r->time < t_robot + 6 && asleep(mr, r, RBASE, LINK2) < 3) khz_step(mr, r);
+  ENSURE(asleep(mr, r, RBASE, LINK2) == 3);
+  counting = 0;
+  printf("a torque on the elbow woke the whole robot; asleep again at %.3f s\n", r->time);
+  for (int k = 0; k < 4000; k++) {
+    rh->tau[mr->jnt_dofadr[LINK1]] = 0.5; /* pushes the arm into the ground */
+    khz_step(mr, rh);
+  }
+  ENSURE(asleep(mr, rh, RBASE, LINK2) == 0);
+  ENSURE(allocations == 0);
+  free(rb), free(ra);
+  khz_deleteData(&r), khz_deleteData(&rh);
+  khz_deleteModel(&mr);
 
   free(before), free(after);
   khz_deleteData(&a), khz_deleteData(&b), khz_deleteData(&z), khz_deleteData(&w), khz_deleteData(&d);

@@ -186,13 +186,13 @@ typedef struct khzContactOptions {
                                times that speed); 0 (default) = inelastic, the paper's model */
 } khzContactOptions;
 
-/* Sleeping bodies (khz_spec_setSleep; docs/sleeping.md): free bodies (a floating root with nothing but fixed joints below)
- * that touch one another form islands; an island whose every point moves
+/* Sleeping bodies (khz_spec_setSleep; docs/sleeping.md): trees with a moving joint (free
+ * bodies, robots and their welded bases) that touch one another form islands; an island whose every point moves
  * slower than `velocity` for `time` seconds sleeps: its bodies are frozen
  * (not integrated, their pairs not collided, their pair state kept) until a
  * contact with an awake body, a torque, a wrench or a velocity wakes them. */
 typedef struct khzSleepOptions {
-  int enabled;      /* 1 (default): free bodies may sleep; 0: never */
+  int enabled;      /* 1 (default): trees may sleep; 0: never */
   double velocity;  /* m/s: bound on the speed of every point of the body (default 0.01) */
   double time;      /* s the island stays below it before it sleeps (default 0.5) */
 } khzSleepOptions;
@@ -643,8 +643,8 @@ void khz_restoreState(const khzModel *m, khzData *d, const void *in);
  * every island). Call khz_wake after writing q of a sleeping body (a written
  * velocity, torque or wrench wakes it by itself at the next step). */
 int khz_bodySleeping(const khzModel *m, const khzData *d, int b);
-/* 1 when b is the root of a tree that may sleep: a floating joint to the
- * world with nothing but fixed joints below */
+/* 1 when b is the root of a tree that may sleep: some joint of the tree
+ * moves (a free body; a robot, its root welded to the world or not) */
 int khz_bodyCanSleep(const khzModel *m, int b);
 void khz_wake(const khzModel *m, khzData *d, int b);
 
