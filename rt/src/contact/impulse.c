@@ -265,10 +265,7 @@ static int reimpact_points(const khzModel *m, const khzData *d, const khzContact
  * velocity that moves the body as the impact at f h would over the step,
  * and the landing point arrives where the pair rests; the rest, f of the
  * impulses, comes at the next step, when it has landed (the same solve on
- * the same points). A speculative contact's target (-gap / h, tried)
- * instead let the resting edge take an impulse that a rigid impact does
- * not give it: the 1 m cube turned on about its new edge at 0.88 rad/s, not
- * Housner's 0.77. v = u + W lam is the relative
+ * the same points). v = u + W lam is the relative
  * velocity after the impulses (u before). The velocity change is
  * gathered in dqd over the dofs of the trees the impulses move only (each
  * tree marked in tree_mark with `order` + 1 when met): O(the cluster), not
