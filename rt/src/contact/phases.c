@@ -101,6 +101,11 @@ static double find_landing(const khzModel *m, const khzData *d, const khzContact
       w[j] = d->cvel[6 * b + j] - (o > 0 ? d->cvel[6 * o + j] : 0);
     }
     turn(dir, w, -h, rd);
+    /* the geom's size: its centre to its farthest point along the normal */
+    double far[3], spread;
+    khz_geomSupport(m, d, c->geom[s], rd, far);
+    spread = sqrt((far[0] - d->xpos[3 * b]) * (far[0] - d->xpos[3 * b]) + (far[1] - d->xpos[3 * b + 1]) * (far[1] - d->xpos[3 * b + 1]) +
+                  (far[2] - d->xpos[3 * b + 2]) * (far[2] - d->xpos[3 * b + 2]));
     khzu_orthogonal(t, rd);
     khzu_cross(t + 3, rd, t);
     for (int q = 0; q < 5 && L->nspec < 5; q++) {
@@ -112,9 +117,15 @@ static double find_landing(const khzModel *m, const khzData *d, const khzContact
                      (p[2] - deep->pos[2]) * dir[2];
       double sn = normal_speed(m, d, c, p);
       if (!(sn < -vth && depth < resting && depth - sn * h >= resting)) continue;
+      /* one point per corner: a tilted direction on a round surface (a
+       * sphere, capsule end or rim) moves the point by about the tilt times
+       * its radius, a near-duplicate whose impulse would only be split
+       * unevenly with the first (and set a capsule rolling) */
       int seen = 0;
-      for (int r = 0; r < L->nspec; r++)
-        seen |= p[0] == L->spec_pos[r][0] && p[1] == L->spec_pos[r][1] && p[2] == L->spec_pos[r][2];
+      for (int r = 0; r < L->nspec; r++) {
+        double dx = p[0] - L->spec_pos[r][0], dy = p[1] - L->spec_pos[r][1], dz = p[2] - L->spec_pos[r][2];
+        seen |= sqrt(dx * dx + dy * dy + dz * dz) <= 10 * KHZ_LANDING_TILT * spread;
+      }
       if (seen) continue;
       khzu_copy3(L->spec_pos[L->nspec], p);
       L->spec_depth[L->nspec++] = depth;
