@@ -101,7 +101,7 @@ static double find_landing(const khzModel *m, const khzData *d, const khzContact
       w[j] = d->cvel[6 * b + j] - (o > 0 ? d->cvel[6 * o + j] : 0);
     }
     turn(dir, w, -h, rd);
-    /* the geom's size: its centre to its farthest point along the normal */
+    /* the body's size: its origin to its farthest point along the normal */
     double far[3], spread;
     khz_geomSupport(m, d, c->geom[s], rd, far);
     spread = sqrt((far[0] - d->xpos[3 * b]) * (far[0] - d->xpos[3 * b]) + (far[1] - d->xpos[3 * b + 1]) * (far[1] - d->xpos[3 * b + 1]) +
