@@ -171,7 +171,7 @@ int khz_phaseClassify(const khzModel *m, khzData *d, khzLanding *landing) {
     else if (sn < -reimpact) ps->phase = KHZ_PHASE_IMPACT;
     else if (landing_speed < INFINITY && c->npoint && khz_penaltyAutoGains(m, c)) {
       double excess = find_landing(m, d, c, landing_speed, landing + i);
-      if (excess >= 0) ps->phase = KHZ_PHASE_IMPACT, ps->offset += excess, landing[i].on = 1;
+      if (excess >= 0) ps->phase = KHZ_PHASE_IMPACT, landing[i].on = 1;
     }
     any_impact |= ps->phase == KHZ_PHASE_IMPACT;
   }
