@@ -149,7 +149,25 @@ if section(4):
         # after the first time it reaches within 1 mm of its rest height
         first = next(i for i, v in enumerate(z) if v < rest + 1e-3)
         rise = max(z[first:]) - rest
-        report(f'4. box landing {name}, restitution 0: rise above rest after landing', 1e3 * rise, '<= 1 mm', rise <= 1e-3, 'mm')
+        if name == 'flat':
+            report(f'4. box landing {name}, restitution 0: rise above rest after landing', 1e3 * rise, '<= 1 mm', rise <= 1e-3, 'mm')
+            continue
+        # On an edge it turns about that edge and lands on the opposite one;
+        # a rigid body does not stop there but turns on about it (Housner's
+        # rocking block, 1963: angular momentum about the new edge is kept
+        # through the e = 0 impact, w' = w I / (I + 2 m a^2) for a cube of
+        # half size a), rising I_B w'^2 / (2 m g): 4.2 mm from the 7.0 rad/s
+        # it lands with (docs/validation.md, "The target is not the rigid
+        # answer"). The issue's "<= 1 mm above rest" holds only for bodies
+        # that stop on both edges (wider than about 1.4 times their height).
+        a, m = 0.1, 1.0
+        I = m * 2 * a * a / 3; IB = I + 2 * m * a * a
+        iw = col(hdr, 'b', 3, 'qd'); w = max(abs(data[i][iw]) for i in range(first + 1))
+        want = 0.5 * IB * (w * I / IB) ** 2 / (m * G)
+        report(f'4. box landing {name}, restitution 0: rise above rest after landing', 1e3 * rise, '<= 1 mm', rise <= 1e-3, 'mm',
+               na=f'a rigid body rises {1e3 * want:.3g} mm here (Housner, from its {w:.3g} rad/s at the landing); next line')
+        report(f'4. box landing {name}, restitution 0: rise - rigid e = 0 answer ({1e3 * want:.3g} mm)', 1e3 * (rise - want),
+               'within 1 mm', abs(rise - want) <= 1e-3, 'mm')
 
 # 5. friction: a box sliding at 2 m/s, mu 0.3: stop distance and slide-back
 if section(5):

@@ -459,6 +459,11 @@ size_t khz_collisionStackBytes(const khzModel *m);
  * contact. */
 int khz_narrowphase(const khzModel *m, int g0, int g1, const double *frame, khzColOut *out);
 
+/* The point of geom g farthest along world direction dir (its support
+ * point), at its body's pose in d (world). A point a contact will reach
+ * before the narrow phase finds it (contact/phases.c, landings). */
+void khz_geomSupport(const khzModel *m, const khzData *d, int g, const double dir[3], double out[3]);
+
 /* --------------------------------------------------------- broad phase -- */
 
 /* 1 when geoms g1 and g2 may collide: both collidable, not on the same body or

@@ -1896,3 +1896,17 @@ int khz_narrowphase(const khzModel *m, int g0, int g1, const double *frame, khzC
   }
   return 1;
 }
+
+void khz_geomSupport(const khzModel *m, const khzData *d, int g, const double dir[3], double out[3]) {
+  /* geom frame = body frame * geom offset (as khz_collisionFrames) */
+  int b = m->geom_body[g];
+  const double *xp = d->xpos + 3 * b, *xr = d->xrot + 9 * b;
+  double frame[12], lr[9];
+  khzu_quat2mat(lr, m->geom_quat + 4 * g);
+  khzu_mulMatVec3(frame, xr, m->geom_pos + 3 * g);
+  khzu_add3(frame, frame, xp);
+  khzu_mulMat3(frame + 3, xr, lr);
+  khzColShape s;
+  khz_shape_make(m, g, frame, &s);
+  khz_shape_support(&s, dir, out);
+}

@@ -42,16 +42,17 @@ void khz_contactBegin(const khzModel *m, khzData *d) {
   double *dvel = khz_stackAlloc(d, 6 * (size_t)m->nbody * sizeof(double));
   double *tau = khz_stackAlloc(d, (size_t)m->nv * sizeof(double));
   double *qdd = khz_stackAlloc(d, (size_t)m->nv * sizeof(double));
+  khzLanding *landing = khz_stackAlloc(d, (size_t)d->ncontact * sizeof(khzLanding)); /* re-impacts at points */
   int scratch = dqd && dvel && tau && qdd, inertias = 0;
   if (scratch && khz_penaltyNeedsInertias(m, d)) {
     articulated_inertias(m, d, tau, qdd);
     inertias = 1;
   }
   khz_penaltyGains(m, d, inertias, dqd, dvel);
-  if (khz_phaseClassify(m, d) && khz_phaseSpread(m, d) && scratch) {
+  if (khz_phaseClassify(m, d, landing) && khz_phaseSpread(m, d) && scratch) {
     if (!inertias) articulated_inertias(m, d, tau, qdd);
     inertias = 1;
-    khz_resolveImpacts(m, d);
+    khz_resolveImpacts(m, d, landing);
   }
   khz_phaseSettle(d);
   khz_selectPoints(m, d);
@@ -94,7 +95,8 @@ size_t khz_contactStackBytes(const khzModel *m) {
    * matrices; then the impulses and the implicit part */
   size_t contact = (size_t)m->npair_max * sizeof(double) + 6 * (size_t)m->max_points * sizeof(double) +
                    2 * (size_t)m->max_points * sizeof(int) + 64 * 8 +
-                   (3 * (size_t)m->nv + 6 * (size_t)m->nbody) * sizeof(double) + 4 * 64 +
+                   (3 * (size_t)m->nv + 6 * (size_t)m->nbody) * sizeof(double) +
+                   (size_t)m->npair_max * sizeof(khzLanding) + 5 * 64 +
                    khz_penaltyLimitsStackBytes(m);
   size_t implicit = (2 * (size_t)m->nv + 12 * (size_t)m->nbody) * sizeof(double) + 4 * 64 +
                     khz_penaltyImplicitStackBytes(m);

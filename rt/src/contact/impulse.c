@@ -209,18 +209,80 @@ static void tree_add(const khzModel *m, int root, double *qd, const double *dqd,
         qd[q] = (after_zero ? qd[q] + 0.0 : qd[q]) + dqd[q];
 }
 
+/* A landing (phases.c) takes its impulses at up to this many of its points
+ * rather than at their centroid, and at the point not yet in contact that
+ * lands within the step */
+#define KHZ_REIMPACT_SITES 8
+
+/* The points of a landing pair where its impulses act: the fastest
+ * approaching point, then the farthest point in each of 8 directions of
+ * the contact plane about the centroid (the corners of the region, which
+ * every distribution of impulse over it can be moved to), then -1 for the
+ * landing's speculative points (-1 - their index). A body tipping onto its second
+ * edge must turn about the edge it rests on and be stopped at the one that
+ * lands; one impulse at the centroid of both (the paper's impact, tried as
+ * a re-impact) does neither. Returns the count. */
+static int reimpact_points(const khzModel *m, const khzData *d, const khzContact *c, const khzLanding *L,
+                           int *pick) {
+  const khzContactPoint *pts = d->cpoint + c->point_adr;
+  double x[3], fr[9], best = INFINITY;
+  pair_centroid(d, c, x);
+  contact_frame(c->normal, fr);
+  int n = 0, fastest = -1;
+  for (int k = 0; k < c->npoint; k++) {
+    double v0[3], v1[3];
+    khz_pointVelocity(m, d, c->body[0], pts[k].pos, v0);
+    khz_pointVelocity(m, d, c->body[1], pts[k].pos, v1);
+    double sn = (v0[0] - v1[0]) * c->normal[0] + (v0[1] - v1[1]) * c->normal[1] + (v0[2] - v1[2]) * c->normal[2];
+    if (sn < best) best = sn, fastest = k;
+  }
+  if (fastest < 0) return 0;
+  pick[n++] = fastest;
+  for (int dir = 0; dir < 8 && n < KHZ_REIMPACT_SITES; dir++) {
+    double a = dir * M_PI / 4, u[3], far = -INFINITY;
+    int at = -1;
+    for (int j = 0; j < 3; j++) u[j] = cos(a) * fr[3 + j] + sin(a) * fr[6 + j];
+    for (int k = 0; k < c->npoint; k++) {
+      double r = (pts[k].pos[0] - x[0]) * u[0] + (pts[k].pos[1] - x[1]) * u[1] + (pts[k].pos[2] - x[2]) * u[2];
+      if (r > far) far = r, at = k;
+    }
+    int seen = 0;
+    for (int q = 0; q < n; q++) seen |= pick[q] == at;
+    if (at >= 0 && !seen) pick[n++] = at;
+  }
+  for (int q = 0; q < L->nspec; q++) pick[n++] = -1 - q;
+  return n;
+}
+
 /* One cluster of k impacting pairs (contact indices idx) solved together.
- * Unknowns: each pair's impulse in its frame, lam = (normal, t1, t2), +lam on
- * body 0 and -lam on body 1 at the pair's centroid. v = u + W lam is the
- * relative velocity after the impulses (u before). The velocity change is
+ * Unknowns: each site's impulse in its pair's frame, lam = (normal, t1, t2),
+ * +lam on body 0 and -lam on body 1 at the site: the pair's centroid, or
+ * for a landing pair (landing, may be NULL) each of its points from
+ * reimpact_points, each with Newton's target on its own approach (0 when it
+ * does not approach). A landing that comes a part f of the way through the
+ * step (a point not yet in contact, phases.c) takes (1 - f) of its
+ * impulses: the step's velocity is then f v_before + (1 - f) v_after, the
+ * velocity that moves the body as the impact at f h would over the step,
+ * and the landing point arrives where the pair rests; the rest, f of the
+ * impulses, comes at the next step, when it has landed (the same solve on
+ * the same points). v = u + W lam is the relative
+ * velocity after the impulses (u before). The velocity change is
  * gathered in dqd over the dofs of the trees the impulses move only (each
  * tree marked in tree_mark with `order` + 1 when met): O(the cluster), not
  * O(nv). order: the clusters applied before this one in the step. Returns the
  * sweeps taken, or -1 when the scratch stack is short (nothing is applied). */
-static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int k, double *dvel,
-                         double *dqd, int *tree_mark, int order) {
+static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int npair, const khzLanding *landing,
+                         double *dvel, double *dqd, int *tree_mark, int order) {
   size_t mark = khz_stackMark(d);
+  /* the sites: one per pair, or the points of a landing pair while the
+   * cluster stays within KHZ_CLUSTER_PAIRS sites (the stack reserved) */
+  int k = 0, pick[KHZ_REIMPACT_SITES + 5], split = 0;
+  for (int i = 0; i < npair; i++)
+    k += landing && landing[idx[i]].on ? reimpact_points(m, d, d->contact + idx[i], landing + idx[i], pick) : 1;
+  if (k > npair && k <= KHZ_CLUSTER_PAIRS) split = 1;
+  else k = npair;
   int n3 = 3 * k;
+  int *site = khz_stackAlloc(d, 2 * (size_t)k * sizeof(int)), *own = site + k;
   double *x = khz_stackAlloc(d, 3 * (size_t)k * sizeof(double));
   double *fr = khz_stackAlloc(d, 9 * (size_t)k * sizeof(double));
   double *W = khz_stackAlloc(d, (size_t)n3 * (size_t)n3 * sizeof(double));
@@ -231,30 +293,44 @@ static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int k, d
   double *ln = khz_stackAlloc(d, (size_t)k * sizeof(double));
   int *act = khz_stackAlloc(d, 2 * (size_t)k * sizeof(int));
   int *trees = khz_stackAlloc(d, 2 * (size_t)k * sizeof(int)); /* the trees moved, at most 2 per pair */
-  if (!(x && fr && W && v && lam && tgt && N && ln && act && trees)) {
+  if (!(site && x && fr && W && v && lam && tgt && N && ln && act && trees)) {
     khz_stackFree(d, mark);
     return -1;
   }
-  for (int i = 0; i < k; i++) {
+  double frac = 1;
+  for (int i = 0, s = 0; i < npair; i++) {
     const khzContact *c = d->contact + idx[i];
-    double *xi = x + 3 * i, v0[3], v1[3], u[3];
-    pair_centroid(d, c, xi);
-    contact_frame(c->normal, fr + 9 * i);
-    khz_pointVelocity(m, d, c->body[0], xi, v0);
-    khz_pointVelocity(m, d, c->body[1], xi, v1);
-    for (int j = 0; j < 3; j++) u[j] = v0[j] - v1[j];
-    for (int r = 0; r < 3; r++) v[3 * i + r] = khzu_dot3(u, fr + 9 * i + 3 * r);
-    /* Newton's restitution on the centroid's own approach: the fastest
-     * point of a body landing on one edge moves twice as fast as the
-     * centroid, and a target from it would add energy */
-    tgt[i] = restitution_target(m, d, c, v[3 * i]);
+    const khzLanding *L = split && landing[idx[i]].on ? landing + idx[i] : NULL;
+    int np = L ? reimpact_points(m, d, c, L, pick) : 0;
+    for (int q = 0; q < (np ? np : 1); q++, s++) {
+      double *xi = x + 3 * s, v0[3], v1[3], u[3];
+      site[s] = idx[i], own[s] = np > 0;
+      if (np && pick[q] >= 0) {
+        memcpy(xi, d->cpoint[c->point_adr + pick[q]].pos, 3 * sizeof(double));
+      } else if (np) {
+        memcpy(xi, L->spec_pos[-1 - pick[q]], 3 * sizeof(double));
+      } else pair_centroid(d, c, xi);
+      contact_frame(c->normal, fr + 9 * s);
+      khz_pointVelocity(m, d, c->body[0], xi, v0);
+      khz_pointVelocity(m, d, c->body[1], xi, v1);
+      for (int j = 0; j < 3; j++) u[j] = v0[j] - v1[j];
+      for (int r = 0; r < 3; r++) v[3 * s + r] = khzu_dot3(u, fr + 9 * s + 3 * r);
+      /* Newton's restitution on the centroid's own approach: the fastest
+       * point of a body landing on one edge moves twice as fast as the
+       * centroid, and a target from it would add energy. A landing's points
+       * each take their own (the impulses then turn the body about the
+       * points it rests on), as above. */
+      tgt[s] = !np ? restitution_target(m, d, c, v[3 * s]) : (v[3 * s] < 0 ? -m->contact.restitution * v[3 * s] : 0);
+    }
+    /* the part of the step before the cluster's first impact */
+    frac = fmin(frac, L ? L->frac : 0);
   }
 
   /* W, column by column: a unit impulse along direction e of pair j (the
    * bodies' velocity changes in dvel are all it reads) */
   memset(W, 0, (size_t)n3 * (size_t)n3 * sizeof(double));
   for (int j = 0; j < k; j++) {
-    const khzContact *cj = d->contact + idx[j];
+    const khzContact *cj = d->contact + site[j];
     for (int e = 0; e < 3; e++) {
       for (int s = 0; s < 2; s++) {
         int b = cj->body[s];
@@ -264,7 +340,7 @@ static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int k, d
         khz_spatialImpulse(m, d, b, x + 3 * j, J, f);
         khz_impulseResponse(m, d, b, f, NULL, dvel);
         for (int i = 0; i < k; i++) {
-          const khzContact *ci = d->contact + idx[i];
+          const khzContact *ci = d->contact + site[i];
           for (int s2 = 0; s2 < 2; s2++) {
             int bi = ci->body[s2];
             if (bi <= 0 || m->body_root[bi] != m->body_root[b]) continue;
@@ -287,7 +363,9 @@ static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int k, d
    * converge as m_light / m_heavy per sweep, is solved here. */
   memset(lam, 0, (size_t)n3 * sizeof(double));
   int *map = act + k;
-  for (int i = 0; i < k; i++) act[i] = 1;
+  /* a re-impact's points start from zero: their normal block is singular
+   * (more points than the body has ways to move) */
+  for (int i = 0; i < k; i++) act[i] = !own[i];
   for (int pass = 0; pass < k; pass++) {
     int na = 0;
     for (int i = 0; i < k; i++)
@@ -322,7 +400,7 @@ static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int k, d
   for (sweep = 0; sweep < max_sweeps; sweep++) {
     moved = 0;
     for (int i = 0; i < k; i++) {
-      const khzContact *ci = d->contact + idx[i];
+      const khzContact *ci = d->contact + site[i];
       double *li = lam + 3 * i, *vi = v + 3 * i, dl[3];
       const double *Wi = W + (size_t)(3 * i) * n3 + 3 * i; /* the pair's 3 x 3 block, rows n3 apart */
       double wnn = Wi[0];
@@ -361,7 +439,7 @@ static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int k, d
    * dofs of the trees moved (cleared when first met), then added to qd */
   int ntree = 0;
   for (int i = 0; i < k; i++) {
-    const khzContact *ci = d->contact + idx[i];
+    const khzContact *ci = d->contact + site[i];
     const double *li = lam + 3 * i, *f3 = fr + 9 * i;
     if (li[0] == 0 && li[1] == 0 && li[2] == 0) continue;
     for (int s = 0; s < 2; s++) {
@@ -369,6 +447,8 @@ static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int k, d
       if (b <= 0 || khz_bodyStatic(m, b)) continue;
       double J[3], f[6];
       for (int q = 0; q < 3; q++) J[q] = (s ? -1 : 1) * (li[0] * f3[q] + li[1] * f3[3 + q] + li[2] * f3[6 + q]);
+      if (frac > 0)
+        for (int q = 0; q < 3; q++) J[q] *= 1 - frac;
       int root = m->body_root[b];
       if (tree_mark[root] != order + 1) {
         tree_mark[root] = order + 1, trees[ntree++] = root;
@@ -383,7 +463,7 @@ static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int k, d
   return sweep;
 }
 
-void khz_resolveImpacts(const khzModel *m, khzData *d) {
+void khz_resolveImpacts(const khzModel *m, khzData *d, const khzLanding *landing) {
   size_t mark = khz_stackMark(d);
   int *parent = khz_stackAlloc(d, (size_t)m->nbody * sizeof(int));
   int *cluster = khz_stackAlloc(d, (size_t)d->ncontact * sizeof(int));
@@ -436,7 +516,7 @@ void khz_resolveImpacts(const khzModel *m, khzData *d) {
       for (int j = 0; j < k; j++) cluster[idx[j]] = -3;
       continue;
     }
-    if (solve_cluster(m, d, idx, k, dvel, dqd, tree_mark, solved) < 0) {
+    if (solve_cluster(m, d, idx, k, landing, dvel, dqd, tree_mark, solved) < 0) {
       for (int j = 0; j < k; j++) cluster[idx[j]] = -3;
       continue;
     }
@@ -484,6 +564,6 @@ size_t khz_impulseStackBytes(const khzModel *m) {
   /* the phase marks of khz_contactBegin, then khz_resolveImpacts, then one cluster */
   size_t outer = 5 * nb * sizeof(int) + 3 * (size_t)m->npair_max * sizeof(int) +
                  (2 * nv + 2 + 6 * nb + (size_t)m->npair_max) * sizeof(double);
-  size_t cluster = (n3 * n3 + k * k + 2 * n3 + 14 * k) * sizeof(double) + 4 * k * sizeof(int);
-  return outer + cluster + 24 * 64; /* 64-byte alignment of each of the 21 blocks */
+  size_t cluster = (n3 * n3 + k * k + 2 * n3 + 14 * k) * sizeof(double) + 6 * k * sizeof(int);
+  return outer + cluster + 25 * 64; /* 64-byte alignment of each of the 22 blocks */
 }
