@@ -215,7 +215,8 @@ double khz_loop_stableTimestep(const khzModel *m, char *what, size_t wsz) {
           const double *v = m->mesh_vert + 3 * m->mesh_vertadr[id];
           for (int k = 0; k < 3; k++) {
             double lo = INFINITY, hi = -INFINITY, s = sz[k] != 0 ? fabs(sz[k]) : 1;
-            for (int i = 0; i < m->mesh_vertnum[id]; i++) lo = fmin(lo, v[3 * i + k]), hi = fmax(hi, v[3 * i + k]);
+            for (int i = 0; i < m->mesh_vertnum[id]; i++)
+              lo = fmin(lo, v[3 * i + k]), hi = fmax(hi, v[3 * i + k]);
             if (hi >= lo) r = fmin(r, 0.5 * (hi - lo) * s);
           }
           break;
