@@ -180,6 +180,61 @@ double khz_loop_stableTimestep(const khzModel *m, char *what, size_t wsz) {
       }
     }
   }
+
+  /* contact with automatic gains: their springs follow the step (docs/contact.md), so no stiffness
+   * limits h; what does is collision at discrete steps. A body resting on a contact falls g h^2
+   * in a step before the contact force of the next answers it; once that reaches the thickness
+   * of the body's thinnest collision geom (its smallest half-extent) the contact is found on the
+   * wrong feature or not at all, and the body is thrown. The limit: g h^2 <= r_min / 4, the
+   * factor measured, not derived: the default scene (box2, r 2 cm) runs at 0.05 s and diverges
+   * at 0.06 s (g h^2 = 1.8 r); a floating humanoid with automatic gains (l_foot, r 2.5 cm) runs
+   * at 0.03 s and diverges at 0.035 s (g h^2 = 0.48 r); a lone cube of half-size 1 cm comes to
+   * rest up to 0.015 s (0.22 r) and keeps bouncing from 0.02 s (0.39 r) (docs/server.md). */
+  double g = norm3(m->gravity);
+  int penalty = c->method == KHZ_CONTACT_PENALTY || c->method == KHZ_CONTACT_DEEPEST;
+  if (penalty && !(c->kp > 0) && !(c->kp_per_kg > 0) && g > 0) {
+    for (int gi = 0; gi < m->ngeom; gi++) {
+      int b = m->geom_body[gi];
+      if (b < 1 || m->geom_visual[gi] || !(m->body_subtreemass[b] > 0) || m->geom_gain[3 * gi] > 0) continue;
+      if (!(m->geom_contype[gi] | m->geom_conaffinity[gi])) continue;
+      /* only a body that can rest on contact: one carried by a floating joint (a fixed-base
+       * arm's links are held by their joints) */
+      int free = 0;
+      for (int a = b; a >= 1 && !free; a = m->body_parent[a]) free = m->jnt_type[a] == KHZ_JOINT_FLOATING;
+      if (!free) continue;
+      const double *sz = m->geom_size + 3 * gi;
+      double r = INFINITY;
+      switch (m->geom_type[gi]) {
+        case KHZ_GEOM_SPHERE:
+        case KHZ_GEOM_CAPSULE: r = sz[0]; break;
+        case KHZ_GEOM_CYLINDER: r = fmin(sz[0], sz[1]); break;
+        case KHZ_GEOM_BOX: r = fmin(sz[0], fmin(sz[1], sz[2])); break;
+        case KHZ_GEOM_MESH: { /* half the smallest side of its scaled box */
+          int id = m->geom_meshid[gi];
+          if (id < 0) break;
+          const double *v = m->mesh_vert + 3 * m->mesh_vertadr[id];
+          for (int k = 0; k < 3; k++) {
+            double lo = INFINITY, hi = -INFINITY, s = sz[k] != 0 ? fabs(sz[k]) : 1;
+            for (int i = 0; i < m->mesh_vertnum[id]; i++)
+              lo = fmin(lo, v[3 * i + k]), hi = fmax(hi, v[3 * i + k]);
+            if (hi >= lo) r = fmin(r, 0.5 * (hi - lo) * s);
+          }
+          break;
+        }
+        default: break;
+      }
+      if (!(r > 0) || !isfinite(r)) continue;
+      double hi = sqrt(r / (4 * g));
+      if (hi < hmax) {
+        hmax = hi;
+        if (what && wsz)
+          snprintf(what, wsz,
+                   "contact with automatic gains on '%s': a resting body falls g h^2 a step, %g m at "
+                   "this limit, a quarter of the half-thickness of its thinnest geom",
+                   m->body_name[b], r / 4);
+      }
+    }
+  }
   return hmax;
 }
 
