@@ -1528,6 +1528,22 @@ static void rolling_torque(const khzModel *m, khzData *d, const khzContact *c, d
  * computed again */
 #define KHZ_FORCE_KEEP 16
 
+/* The implicit normal force fi of a point at an integrator stage, where the
+ * explicit bracket of eq. 1 gives fn there. P / h is constant over the step
+ * and may pull (the row's bound is the explicit push at one velocity);
+ * where the explicit force has fallen below that pull at a later stage the
+ * point would pull on the other body while its friction cone, max{mu (fn +
+ * fi), 0}, stays closed, so that over a step the friction impulse exceeded
+ * mu times the normal impulse. Under the deepest-point method a hull
+ * sliding on one rocking corner stopped at 0.990 of v0^2 / (2 mu g) this way
+ * (1.0001 with the tangential force bounded by the same normal force, below).
+ * There no point pulls at a stage: the implicit pull is cut to the explicit
+ * push. The multi-point method keeps the constant force (see docs/contact.md,
+ * friction). */
+static double stage_implicit(const khzData *d, double fi, double fn) {
+  return d->contact_method == KHZ_CONTACT_DEEPEST && fi < -fn ? -fn : fi;
+}
+
 /* penalty and friction forces of one resting pair at the current forward
  * pass; apply = 1 adds them to d->fext. slip_limit (npoint, may be NULL):
  * the largest stretch the friction spring of each bottom point may keep. */
@@ -1602,7 +1618,10 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
    * when it fits the pair's */
   double nsum = 0;
   for (int k = 0, j = 0; k < c->npoint && j < cap; k++)
-    if (pts[k].bottom) nsum += raw[j] * (r > 0 ? wt[j] * (wedge ? pts[k].weight : 1) / r : 0) + pts[k].force_implicit, j++;
+    if (pts[k].bottom) {
+      double fn = raw[j] * (r > 0 ? wt[j] * (wedge ? pts[k].weight : 1) / r : 0);
+      nsum += fn + stage_implicit(d, pts[k].force_implicit, fn), j++;
+    }
   nb = 0;
   for (int k = 0; k < c->npoint && nb < cap; k++) {
     if (!pts[k].bottom) continue;
@@ -1611,7 +1630,7 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
     /* |kt delta| <= mu fn with kt = scale kp w: the weight cancels; the
      * implicit part's normal force counts in the cone, per unit of the
      * point's weight as raw does */
-    double fi = pts[k].force_implicit, fiw = w > 0 ? fi / w : 0, ti[3];
+    double fi = stage_implicit(d, pts[k].force_implicit, fn), fiw = w > 0 ? fi / w : 0, ti[3];
     khzu_scl3(ti, c->force_implicit, nsum > 0 ? (fn + fi) / nsum : c->nbottom ? 1.0 / c->nbottom : 0);
     fn_sum += fi;
     if (slip_limit) slip_limit[k] = c->mu * (raw[nb] + fiw) / (tscale * c->kp);
