@@ -1622,6 +1622,22 @@ static void rolling_torque(const khzModel *m, khzData *d, const khzContact *c, d
  * computed again */
 #define KHZ_FORCE_KEEP 16
 
+/* The implicit normal force fi of a point at an integrator stage, where the
+ * explicit bracket of eq. 1 gives fn there. P / h is constant over the step
+ * and may pull (the row's bound is the explicit push at one velocity);
+ * where the explicit force has fallen below that pull at a later stage the
+ * point would pull on the other body while its friction cone, max{mu (fn +
+ * fi), 0}, stays closed, so that over a step the friction impulse exceeded
+ * mu times the normal impulse. Under the deepest-point method a hull
+ * sliding on one rocking corner stopped at 0.990 of v0^2 / (2 mu g) this way
+ * (1.0001 with the tangential force bounded by the same normal force, below).
+ * There no point pulls at a stage: the implicit pull is cut to the explicit
+ * push. The multi-point method keeps the constant force (see docs/contact.md,
+ * friction). */
+static double stage_implicit(const khzData *d, double fi, double fn) {
+  return d->contact_method == KHZ_CONTACT_DEEPEST && fi < -fn ? -fn : fi;
+}
+
 /* penalty and friction forces of one resting pair at the current forward
  * pass; apply = 1 adds them to d->fext. slip_limit (npoint, may be NULL):
  * the largest stretch the friction spring of each bottom point may keep. */
@@ -1696,7 +1712,10 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
    * when it fits the pair's */
   double nsum = 0;
   for (int k = 0, j = 0; k < c->npoint && j < cap; k++)
-    if (pts[k].bottom) nsum += raw[j] * (r > 0 ? wt[j] * (wedge ? pts[k].weight : 1) / r : 0) + pts[k].force_implicit, j++;
+    if (pts[k].bottom) {
+      double fn = raw[j] * (r > 0 ? wt[j] * (wedge ? pts[k].weight : 1) / r : 0);
+      nsum += fn + stage_implicit(d, pts[k].force_implicit, fn), j++;
+    }
   nb = 0;
   for (int k = 0; k < c->npoint && nb < cap; k++) {
     if (!pts[k].bottom) continue;
@@ -1705,7 +1724,7 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
     /* |kt delta| <= mu fn with kt = scale kp w: the weight cancels; the
      * implicit part's normal force counts in the cone, per unit of the
      * point's weight as raw does */
-    double fi = pts[k].force_implicit, fiw = w > 0 ? fi / w : 0, ti[3];
+    double fi = stage_implicit(d, pts[k].force_implicit, fn), fiw = w > 0 ? fi / w : 0, ti[3];
     khzu_scl3(ti, c->force_implicit, nsum > 0 ? (fn + fi) / nsum : c->nbottom ? 1.0 / c->nbottom : 0);
     fn_sum += fi;
     if (slip_limit) slip_limit[k] = c->mu * (raw[nb] + fiw) / (tscale * c->kp);
@@ -1747,7 +1766,31 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
     }
     for (int j = 0; j < 3; j++) F[j] = (fn + fi) * n[j] + Ft[j] + ti[j];
     memcpy(pts[k].force, F, sizeof F);
-    if (apply) {
+    if (apply && fi != 0 && pts[k].round < 0) {
+      /* The implicit force of a vertex or an edge crossing (its normal
+       * force and its share of the pair's tangential one) acts where the
+       * solve put it (the row's Delassus column was taken there):
+       * at the point as it was at the step's start, not at the material
+       * points, which turn with the bodies over the stages. At those a
+       * constant compressive force F on a body of half height a turned
+       * with it, a torque 2 a F per radian of tilt that grows the tilt (a
+       * follower load), explicit and unseen by the solve: a 10 g cylinder
+       * under 100 kg (F ~ 4 kN, I = 1.5e-5 kg m^2: h sqrt(2 a F / I) ~ 5)
+       * tilted 10-40 times faster every step until it was thrown out. A
+       * point on a curved surface does not turn with its body (it stays
+       * facing the other body, surface_point) and keeps it. The normal
+       * force alone moved (tried) left the tangential share at the material
+       * point, and V2's 10 g block under off-centre loads then left the
+       * ground for 219 unforced steps (bench/untuned.py; 0 before). */
+      double Fe[3], Fm[3], Fi[3];
+      for (int j = 0; j < 3; j++) Fe[j] = fn * n[j] + Ft[j], Fi[j] = fi * n[j] + ti[j];
+      for (int j = 0; j < 3; j++) Fm[j] = -Fe[j];
+      add_force(m, d, b0, p0, Fe);
+      add_force(m, d, b1, p1, Fm);
+      for (int j = 0; j < 3; j++) Fm[j] = -Fi[j];
+      add_force(m, d, b0, pts[k].pos, Fi);
+      add_force(m, d, b1, pts[k].pos, Fm);
+    } else if (apply) {
       double Fm[3] = {-F[0], -F[1], -F[2]};
       add_force(m, d, b0, p0, F);
       add_force(m, d, b1, p1, Fm);
