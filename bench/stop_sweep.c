@@ -8,8 +8,9 @@
  * distribution and the stops (the rounding of a change elsewhere moves each
  * run as the ulp does).
  *
- *   stop_sweep [--step CENTI] [--method deepest|penalty] [--runs]
+ *   stop_sweep [--step CENTI] [--after S] [--method deepest|penalty] [--runs]
  *     --step: v0's step in cm/s (1: the 804 runs; default 1)
+ *     --after: how long after the stop the slide-back is taken (s; 0.8)
  *     --runs: print every run
  */
 #include <math.h>
@@ -67,17 +68,20 @@ static int cmp(const void *a, const void *b) {
 
 int main(int argc, char **argv) {
   int step = 1, runs = 0;
+  double after = 0.8;
   khzContactMethod method = KHZ_CONTACT_DEEPEST;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--step") && i + 1 < argc)
       step = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--after") && i + 1 < argc)
+      after = atof(argv[++i]);
     else if (!strcmp(argv[i], "--runs"))
       runs = 1;
     else if (!strcmp(argv[i], "--method") && i + 1 < argc) {
       i++;
       method = !strcmp(argv[i], "penalty") ? KHZ_CONTACT_PENALTY : KHZ_CONTACT_DEEPEST;
     } else {
-      fprintf(stderr, "usage: stop_sweep [--step CENTI] [--method deepest|penalty] [--runs]\n");
+      fprintf(stderr, "usage: stop_sweep [--step CENTI] [--after S] [--method deepest|penalty] [--runs]\n");
       return 2;
     }
   }
@@ -94,7 +98,7 @@ int main(int argc, char **argv) {
         khzData *d = khz_makeData(m, 0);
         d->contact_method = method;
         d->qd[0] = v0;
-        int steps = (int)(v0 / (mu * G) / m->timestep) + 800; /* the stop, then 0.8 s */
+        int steps = (int)(v0 / (mu * G) / m->timestep) + (int)(after / m->timestep + 0.5); /* the stop, then after */
         for (int k = 0; k < steps; k++) {
           khz_step(m, d);
           xmax = fmax(xmax, d->q[0]);
@@ -115,8 +119,8 @@ int main(int argc, char **argv) {
   qsort(back, (size_t)n, sizeof *back, cmp);
   printf("%s method, %d runs (v0 1.00-3.00 m/s by %.2f, mu 0.3 / 0.6, h and h + 1 ulp)\n",
          method == KHZ_CONTACT_DEEPEST ? "deepest-point" : "multi-point", n, step / 100.0);
-  printf("slide-back 0.8 s after the stop: median %.4f mm, p95 %.4f, p99 %.4f, max %.4f mm (v0 %.2f mu %.1f%s)\n",
-         1e3 * back[n / 2], 1e3 * back[(int)(0.95 * (n - 1))], 1e3 * back[(int)(0.99 * (n - 1))],
+  printf("slide-back %g s after the stop: median %.4f mm, p95 %.4f, p99 %.4f, max %.4f mm (v0 %.2f mu %.1f%s)\n",
+         after, 1e3 * back[n / 2], 1e3 * back[(int)(0.95 * (n - 1))], 1e3 * back[(int)(0.99 * (n - 1))],
          1e3 * back[n - 1], (worst_i % 1000) / 100.0, worst_i >= 1000 ? 0.6 : 0.3, worst_u ? " h+ulp" : "");
   printf("over 0.1 mm: %d of %d\n", over, n);
   for (int im = 0; im < 2; im++)
