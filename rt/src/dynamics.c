@@ -13,6 +13,7 @@
  * body axes.
  */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "khz/khz.h"
@@ -27,20 +28,34 @@
  * (x + 0 * y = x, 1 * x = x for every finite x, x = -0 aside). */
 
 /* R is exactly the identity */
-static inline int is_identity3(const double R[9]) {
+static int is_identity3(const double R[9]) {
   return R[0] == 1 && R[4] == 1 && R[8] == 1 && R[1] == 0 && R[2] == 0 && R[3] == 0 &&
          R[5] == 0 && R[6] == 0 && R[7] == 0;
 }
 
-/* body i has no mass and no rotational inertia: its spatial inertia is zero
- * (the massless links of an MJCF body with several joints, URDF's dummy links) */
-static inline int body_massless(const khzModel *m, int i) {
-  if (m->body_mass[i] != 0) return 0;
-  const double *Ic = m->body_inertia + 9 * i;
-  for (int k = 0; k < 9; k++)
-    if (Ic[k] != 0) return 0;
-  return 1;
+/* The tests above hold for the model's lifetime (nothing writes a compiled
+ * model's bodies), so khz_compile takes them once into m->body_zeros and the
+ * passes read one flag per body: */
+enum {
+  ZERO_MASSLESS = 1,  /* no mass and no rotational inertia: its spatial inertia is zero
+                       * (the massless links of an MJCF body with several joints, URDF's
+                       * dummy links) */
+  ZERO_ORIGIN = 2,    /* the joint origin's rotation is exactly the identity */
+  ZERO_PRINCIPAL = 4  /* the inertia about the com is diagonal in the body frame */
+};
+
+void khz_dynamicsZeros(khzModel *m) {
+  for (int i = 0; i < m->nbody; i++) {
+    const double *Ic = m->body_inertia + 9 * i;
+    int massless = m->body_mass[i] == 0, principal = 1;
+    for (int k = 0; k < 9; k++) massless = massless && Ic[k] == 0;
+    for (int k = 0; k < 9; k++) principal = principal && (k % 4 == 0 || Ic[k] == 0);
+    m->body_zeros[i] = (massless ? ZERO_MASSLESS : 0) | (is_identity3(m->body_rot + 9 * i) ? ZERO_ORIGIN : 0) |
+                       (principal ? ZERO_PRINCIPAL : 0);
+  }
 }
+
+static inline int body_massless(const khzModel *m, int i) { return m->body_zeros[i] & ZERO_MASSLESS; }
 
 /* A free joint's subspace (khz_forwardPass): the translation columns are
  * S_k = [0; e_k] (k < 3), the rotation columns S_3+k = [R e_k; 0] with R the
@@ -103,7 +118,7 @@ static void joint_pose(const khzModel *m, int i, const double *q, double R_rel[9
       break;
   }
   /* an unrotated joint origin (most bodies): Ro = I, whose products are exact */
-  if (is_identity3(Ro)) {
+  if (m->body_zeros[i] & ZERO_ORIGIN) {
     memcpy(R_rel, RJ, sizeof RJ);
     p_rel[0] = pJ[0] + po[0], p_rel[1] = pJ[1] + po[1], p_rel[2] = pJ[2] + po[2];
     return;
@@ -251,7 +266,7 @@ void khz_forwardPass(const khzModel *m, khzData *d, const double *q, const doubl
     } else {
       double Icw[9], tmp[9], crel[3] = {xc[0] - o[0], xc[1] - o[1], xc[2] - o[2]};
       const double *Ic = m->body_inertia + 9 * i;
-      if (Ic[1] == 0 && Ic[2] == 0 && Ic[3] == 0 && Ic[5] == 0 && Ic[6] == 0 && Ic[7] == 0) {
+      if (m->body_zeros[i] & ZERO_PRINCIPAL) {
         /* principal axes: R Ic scales R's columns */
         for (int r3 = 0; r3 < 9; r3++) tmp[r3] = Rw[r3] * Ic[4 * (r3 % 3)];
       } else {
@@ -282,11 +297,28 @@ void khz_kinematics(const khzModel *m, khzData *d) {
   }
 }
 
+/* every bit of x[0..n) is zero (each entry +0) */
+static inline int all_plus_zero(const double *x, int n) {
+  uint64_t bits = 0;
+  for (int k = 0; k < n; k++) {
+    uint64_t u;
+    memcpy(&u, x + k, sizeof u);
+    bits |= u;
+  }
+  return bits == 0;
+}
+
 /* external wrenches: world force F, torque T at the com -> spatial force at o */
 void khz_externalForces(const khzModel *m, khzData *d) {
   for (int i = 1; i < m->nbody; i++) {
     const double *w = d->xfrc + 6 * i;
     double *f = d->fext + 6 * i;
+    /* no wrench (+0 throughout): arm x 0 is +-0 and +-0 + (+0) is +0, so the
+     * product below gives +0 everywhere for a finite arm */
+    if (all_plus_zero(w, 6)) {
+      memset(f, 0, 6 * sizeof(double));
+      continue;
+    }
     const double *o = d->xpos + 3 * m->body_root[i], *xc = d->xcom + 3 * i;
     double arm[3] = {xc[0] - o[0], xc[1] - o[1], xc[2] - o[2]}, n[3];
     khzu_cross(n, arm, w);
@@ -423,12 +455,15 @@ void khz_abaCoreKeep(const khzModel *m, khzData *d, const double *tau, double *q
 
     double *IAp = d->IA + 36 * p, *pAp = d->pA + 6 * p, Ia[36], t[6];
     if (nv == 1) {
-      /* Ia = IA - U U^T / D (symmetric) */
+      /* Ia = IA - U U^T / D (symmetric): every row in full (fixed bounds: it
+       * unrolls and vectorises), then the lower triangle mirrored from the
+       * upper, which holds the same numbers as before */
       for (int a = 0; a < 6; a++) {
         double ua = U[a] * Dinv[0];
-        for (int b = a; b < 6; b++) Ia[6 * a + b] = IA[6 * a + b] - ua * U[b];
-        for (int b = 0; b < a; b++) Ia[6 * a + b] = Ia[6 * b + a];
+        for (int b = 0; b < 6; b++) Ia[6 * a + b] = IA[6 * a + b] - ua * U[b];
       }
+      for (int a = 1; a < 6; a++)
+        for (int b = 0; b < a; b++) Ia[6 * a + b] = Ia[6 * b + a];
     } else {
       memcpy(Ia, IA, sizeof Ia);
     }

@@ -11,6 +11,9 @@
  * at rest; khz_abaCore skips them too and gives them qdd = 0. */
 void khz_forwardPass(const khzModel *m, khzData *d, const double *q, const double *qd);
 
+/* m->body_zeros from the bodies' mass, inertia and joint origin (khz_compile) */
+void khz_dynamicsZeros(khzModel *m);
+
 /* the velocity part of khz_forwardPass alone (vtree, vJ, cbias at qd), for a
  * q whose position part (poses, S, cinert) is already in d: the same numbers
  * as khz_forwardPass(q, qd) */

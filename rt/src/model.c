@@ -383,6 +383,7 @@ static void layout_model(khzModel *m, carver *c) {
   m->body_pos = D(3 * nb);
   m->body_quat = D(4 * nb);
   m->body_rot = D(9 * nb);
+  m->body_zeros = I(nb);
   m->jnt_type = I(nb);
   m->jnt_qadr = I(nb);
   m->jnt_dofadr = I(nb);
@@ -716,6 +717,7 @@ khzModel *khz_compile(const khzSpec *s, char *err, size_t errsz) {
   /* subtree masses, leaves to root */
   for (int i = 0; i < m->nbody; i++) m->body_subtreemass[i] = m->body_mass[i];
   for (int i = m->nbody - 1; i > 0; i--) m->body_subtreemass[m->body_parent[i]] += m->body_subtreemass[i];
+  khz_dynamicsZeros(m);
 
   /* geoms */
   for (int i = 0; i < s->ngeom; i++) {

@@ -82,28 +82,28 @@ void khz_passive(const khzModel *m, const khzData *d, const double *q, const dou
                  double *tau) {
   double h = d->timestep, w = spring_omega(m, h);
   for (int k = 0; k < m->nv; k++) tau[k] = -m->dof_damping[k] * qd[k];
-  /* joint springs (1-dof joints only; dof_stiffness is 0 elsewhere) */
-  for (int i = 1; i < m->nbody; i++) {
-    int da = m->jnt_dofadr[i];
-    if (m->jnt_nv[i] == 1 && m->dof_stiffness[da] > 0)
+  /* joint springs (1-dof joints only; dof_stiffness is 0 elsewhere). This
+   * loop and the next visit the dofs, each touching its own tau only, so
+   * their order is free: the dofs in a row, the few that act looked up */
+  for (int da = 0; da < m->nv; da++) {
+    int i = m->dof_body[da];
+    if (m->dof_stiffness[da] > 0 && m->jnt_nv[i] == 1)
       tau[da] -= m->dof_stiffness[da] * (q[m->jnt_qadr[i]] - m->dof_springref[da]);
   }
-  for (int i = 1; i < m->nbody; i++) {
-    int qa = m->jnt_qadr[i], da = m->jnt_dofadr[i];
-    for (int k = 0; k < m->jnt_nv[i]; k++) {
-      int dof = da + k;
-      double F = m->dof_friction[dof], meff = m->dof_meff[dof];
-      if (F <= 0) continue;
-      if (is_scalar(m, i)) {
-        /* stick: spring-damper to the anchor, saturated at the friction torque */
-        double ks = meff * w * w, bs = 2 * meff * w;
-        double f = -ks * (q[qa] - d->stick[dof]) - bs * qd[dof];
-        tau[dof] += f > F ? F : (f < -F ? -F : f);
-      } else {
-        /* tanh-regularised Coulomb, slope F / vs <= meff / (2 h) */
-        double vs = fmax(2 * F * h / meff, 1e-6);
-        tau[dof] -= F * tanh(qd[dof] / vs);
-      }
+  for (int dof = 0; dof < m->nv; dof++) {
+    double F = m->dof_friction[dof];
+    if (F <= 0) continue;
+    int i = m->dof_body[dof], qa = m->jnt_qadr[i];
+    double meff = m->dof_meff[dof];
+    if (is_scalar(m, i)) {
+      /* stick: spring-damper to the anchor, saturated at the friction torque */
+      double ks = meff * w * w, bs = 2 * meff * w;
+      double f = -ks * (q[qa] - d->stick[dof]) - bs * qd[dof];
+      tau[dof] += f > F ? F : (f < -F ? -F : f);
+    } else {
+      /* tanh-regularised Coulomb, slope F / vs <= meff / (2 h) */
+      double vs = fmax(2 * F * h / meff, 1e-6);
+      tau[dof] -= F * tanh(qd[dof] / vs);
     }
   }
   /* joint limits: one-sided spring-damper that pushes, never pulls. A joint
@@ -118,21 +118,23 @@ void khz_passive(const khzModel *m, const khzData *d, const double *q, const dou
   for (int i = 1; i < m->nbody; i++) {
     if (!m->jnt_limited[i]) continue;
     int qa = m->jnt_qadr[i], da = m->jnt_dofadr[i];
-    double meff = m->dof_meff[da], k = meff * w * w, b = 2 * m->limit_zeta * meff * w;
     double lo = m->jnt_range[2 * i], hi = m->jnt_range[2 * i + 1], x = q[qa], f = 0;
-    double cap = fmax(meff * wr * wr * KHZ_LIMIT_DEEP, b * KHZ_LIMIT_RELAX_SPEED);
-    if (x > hi) {
-      double push = k * (x - hi);
-      if (qd[da] <= 0 && push > cap) push = cap;
-      f = -push - b * qd[da];
-      if (f > 0) f = 0;
-    } else if (x < lo) {
-      double push = k * (lo - x);
-      if (qd[da] >= 0 && push > cap) push = cap;
-      f = push - b * qd[da];
-      if (f < 0) f = 0;
+    if (x > hi || x < lo) { /* the spring's constants only past a limit */
+      double meff = m->dof_meff[da], k = meff * w * w, b = 2 * m->limit_zeta * meff * w;
+      double cap = fmax(meff * wr * wr * KHZ_LIMIT_DEEP, b * KHZ_LIMIT_RELAX_SPEED);
+      if (x > hi) {
+        double push = k * (x - hi);
+        if (qd[da] <= 0 && push > cap) push = cap;
+        f = -push - b * qd[da];
+        if (f > 0) f = 0;
+      } else {
+        double push = k * (lo - x);
+        if (qd[da] >= 0 && push > cap) push = cap;
+        f = push - b * qd[da];
+        if (f < 0) f = 0;
+      }
     }
-    tau[da] += f;
+    tau[da] += f; /* + 0 within the range, as before (it turns a -0 into +0) */
   }
 }
 

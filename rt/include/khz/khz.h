@@ -335,6 +335,8 @@ typedef struct khzModel {
   double *body_pos;         /* 3 per body: joint origin in the parent frame */
   double *body_quat;        /* 4 per body */
   double *body_rot;         /* 9 per body: the same origin as a rotation matrix */
+  int *body_zeros;          /* the dynamics' structural zeros of each body, fixed at compile
+                               (dynamics.c: massless, unrotated origin, principal inertia) */
 
   /* joints, one per body (entry 0 unused) */
   int *jnt_type;            /* khzJointType */
