@@ -48,7 +48,7 @@
  * impulse acts under the bodies' centres of mass instead: the projection on
  * the contact plane of their centres weighted by their inverse masses (the
  * lighter turns the more easily), moved onto the patch (the convex hull of
- * the projected points) when it lies outside. A body landing flat with one
+ * the projected points inside) when it lies outside. A body landing flat with one
  * face then takes no torque from the landing, as a rigid one does, and a
  * body landing on an edge or a corner still takes its impulse there. The
  * hull is walked by gift wrapping (Jarvis, O(points x hull vertices), no
@@ -76,12 +76,22 @@ static void pair_centroid(const khzModel *m, const khzData *d, const khzContact 
   pu /= wsum, pv /= wsum;
 #define KHZ_PU(k) ((pts[k].pos[0] - x[0]) * t0[0] + (pts[k].pos[1] - x[1]) * t0[1] + (pts[k].pos[2] - x[2]) * t0[2])
 #define KHZ_PV(k) ((pts[k].pos[0] - x[0]) * t1[0] + (pts[k].pos[1] - x[1]) * t1[1] + (pts[k].pos[2] - x[2]) * t1[2])
-  int start = 0;
+  /* the patch: the points inside, as the bottom of the volume takes them
+   * (deeper than 1e-3 of the deepest; bottom.c). The volume's vertices on
+   * the contact plane would widen a body's landing edge into a strip, and
+   * the impulse, moved onto the strip's side nearest the centres of mass,
+   * would leave the edge. */
+  double dmin = 1e-3 * pts[c->deepest - c->point_adr].depth;
+#define KHZ_IN(k) (pts[k].depth > dmin)
+  int start = -1;
   for (int k = 0; k < n; k++) {
+    if (!KHZ_IN(k)) continue;
+    if (start < 0) start = k;
     double u = KHZ_PU(k), v = KHZ_PV(k), us = KHZ_PU(start), vs = KHZ_PV(start);
     ext = fmax(ext, fmax(fabs(u), fabs(v)));
     if (u < us || (u == us && v < vs)) start = k;
   }
+  if (start < 0) return; /* nothing inside: the centroid */
   double tol = 1e-9 * ext, us = KHZ_PU(start), vs = KHZ_PV(start);
   /* the hull's edges, anticlockwise: p is inside when it lies left of
    * every one; else the nearest point of the hull's edges */
@@ -91,6 +101,7 @@ static void pair_centroid(const khzModel *m, const khzData *d, const khzContact 
     double uc = KHZ_PU(cur), vc = KHZ_PV(cur), un = 0, vn = 0;
     int next = -1;
     for (int k = 0; k < n; k++) {
+      if (!KHZ_IN(k)) continue;
       double uk = KHZ_PU(k) - uc, vk = KHZ_PV(k) - vc;
       if (fabs(uk) <= tol && fabs(vk) <= tol) continue; /* cur itself, or a duplicate */
       if (next < 0) {
@@ -112,6 +123,7 @@ static void pair_centroid(const khzModel *m, const khzData *d, const khzContact 
   }
 #undef KHZ_PU
 #undef KHZ_PV
+#undef KHZ_IN
   if (ext > 0 && !closed) return; /* the walk did not close: the centroid */
   /* a single spot: there; a segment (two edges there and back): its nearest
    * point; a polygon: p, or its nearest point when outside */
@@ -302,8 +314,9 @@ static void tree_add(const khzModel *m, int root, double *qd, const double *dqd,
 static int reimpact_points(const khzModel *m, const khzData *d, const khzContact *c, const khzLanding *L,
                            int *pick) {
   const khzContactPoint *pts = d->cpoint + c->point_adr;
-  double x[3], fr[9], best = INFINITY;
-  pair_centroid(m, d, c, x);
+  double x[3] = {0, 0, 0}, fr[9], best = INFINITY;
+  for (int k = 0; k < c->npoint; k++) /* the directions' centre: the points' mean */
+    for (int j = 0; j < 3; j++) x[j] += pts[k].pos[j] / c->npoint;
   contact_frame(c->normal, fr);
   int n = 0, fastest = -1;
   for (int k = 0; k < c->npoint; k++) {
