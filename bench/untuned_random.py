@@ -25,6 +25,11 @@ and a FLAG line when one fails:
   deep   a contact point deeper than 1 mm in the last 0.2 s while the scene
          is at rest (kinetic energy under 1e-3 J per kg at the end);
   slow   (printed, not a flag) microseconds per step.
+--squeeze runs instead the fixed squeezes of docs/contact.md (*Where the
+impulse acts*): a 10 g body (cylinder, box, sphere, capsule lying; half
+size 4 cm) released 1 cm above the ground under two 5 cm bodies of M =
+0.1, 1, 10 kg (cylinders on the cylinder, boxes on the others), 1 s: the
+kinetic energy at the end and the farthest a body lies off the axis.
 The scene files are kept in --keep DIR (default: a temporary directory) so
 that a flagged one can be rerun: khz-sim run FILE --steps N --contacts C.
 """
@@ -246,7 +251,35 @@ def judge(idx, kind, bodies):
             f'KE end {ke_end:8.2e} J  {js["us_per_step"]:7.0f} us/step  [{desc}]')
     return path, flags, line
 
+def squeeze():
+    print(f'# bench/untuned_random.py {build} --squeeze: 10 g under two bodies of M kg, dropped 1 cm, 1 s')
+    print(f'{"light":>9s} {"heavy":>9s} {"M kg":>6s} {"KE end J":>10s} {"off axis mm":>12s} {"badstate":>8s}')
+    for light in ('cylinder', 'box', 'sphere', 'capsule'):
+        heavy = 'cylinder' if light == 'cylinder' else 'box'
+        for M in (0.1, 1, 10):
+            bodies = []
+            for shape, s, m in ((light, 0.04, 0.01), (heavy, 0.05, M), (heavy, 0.05, M)):
+                size = {'box': [s] * 3, 'sphere': [s]}.get(shape, [s, s])
+                bodies.append({'shape': shape, 'size': size, 'mass': m, 'fixed': False,
+                               'rpy': [math.pi / 2, 0, 0] if shape == 'capsule' else [0, 0, 0]})
+            z = 0.01
+            for b in bodies:
+                z = place_on(b, rpy_matrix(*b['rpy']), z)
+            path = os.path.join(tmp, f'squeeze_{light}_{M}.yaml')
+            with open(path, 'w') as f:
+                f.write('khz_scene: 1\nname: squeeze\nrate_hz: 1000\nintegrator: rk4\nground: {height: 0}\nobjects:\n')
+                f.write('\n'.join(yaml_obj(i, b) for i, b in enumerate(bodies)) + '\n')
+            out = path + '.csv'
+            r = subprocess.run([sim, 'run', path, '--steps', '1000', '--out', out], capture_output=True, text=True)
+            if r.returncode: print('ERROR', path, r.stderr[-200:]); continue
+            js = json.loads(r.stdout)
+            rows = list(csv.reader(open(out))); hdr = rows[0]; last = list(map(float, rows[-1]))
+            off = max(math.hypot(last[hdr.index(f'q:b{i}[0]')], last[hdr.index(f'q:b{i}[1]')]) for i in range(3))
+            ke = js['energy_end']['kinetic']
+            print(f'{light:>9s} {heavy:>9s} {M:6g} {ke if ke is not None else float("nan"):10.3g} {1e3 * off:12.3g} {js["warnings"]["badstate"]:8d}', flush=True)
+
 def main():
+    if '--squeeze' in args: return squeeze()
     rng = random.Random(SEED)
     nflag = 0
     print(f'# bench/untuned_random.py {build} --n {N} --seed {SEED} --seconds {T}: scenes in {tmp}', flush=True)
