@@ -45,10 +45,10 @@
  * 0.45 mm off. 80 N s through such a pair (100 kg landing on 1 kg on 10 g)
  * turned the 1 kg cylinder at up to 30 rad/s and the 10 g one squeezed
  * below was thrown out (bench/untuned_random.py). With automatic gains the
- * impulse acts under the bodies' centres of mass instead: the projection on
- * the contact plane of their centres weighted by their inverse masses (the
- * lighter turns the more easily), moved onto the patch (the convex hull of
- * the projected points inside) when it lies outside. A body landing flat with one
+ * impulse acts under the bodies' centres of mass instead: at the point of
+ * the contact plane where it turns them least (below), moved onto the
+ * patch (the convex hull of the projected points inside) when it lies
+ * outside. A body landing flat with one
  * face then takes no torque from the landing, as a rigid one does, and a
  * body landing on an edge or a corner still takes its impulse there. The
  * hull is walked by gift wrapping (Jarvis, O(points x hull vertices), no
@@ -62,18 +62,36 @@ static void pair_centroid(const khzModel *m, const khzData *d, const khzContact 
   for (int p = 0; p < n; p++)
     for (int j = 0; j < 3; j++) x[j] += pts[p].pos[j] / n;
   if (!n || !khz_penaltyAutoGains(m, c)) return;
-  double t0[3], t1[3], ext = 0, wsum = 0, pu = 0, pv = 0;
+  double t0[3], t1[3], ext = 0, pu = 0, pv = 0, A[3] = {0, 0, 0}, b[2] = {0, 0};
   khzu_orthogonal(t0, c->normal);
   khzu_cross(t1, c->normal, t0);
+  /* x minimises the rotational energy the impulse P n gives the bodies,
+   * sum_i 1/2 |(x - com_i) x n P|^2 over the inverse world inertia G_i:
+   * with u = x - c_i in the plane's coordinates (c_i the centre's
+   * projection) that is u^T A_i u, A_i = [[t1.G t1, -t1.G t0], [-t0.G t1,
+   * t0.G t0]] ((u0 t0 + u1 t1) x n = u1 t0 - u0 t1), so x = (sum A_i)^-1
+   * sum A_i c_i: the body that turns more easily about the plane's axes (a
+   * light cylinder, not a light but long box under a small heavy capsule)
+   * decides. A robot's link counts with its own inertia. */
   for (int s = 0; s < 2; s++) {
-    int b = c->body[s];
-    if (b <= 0 || khz_bodyStatic(m, b) || !(m->body_mass[b] > 0)) continue;
-    const double *cm = d->xcom + 3 * b, w = 1 / m->body_mass[b];
-    double r[3] = {cm[0] - x[0], cm[1] - x[1], cm[2] - x[2]};
-    pu += w * khzu_dot3(r, t0), pv += w * khzu_dot3(r, t1), wsum += w;
+    int bb = c->body[s];
+    if (bb <= 0 || khz_bodyStatic(m, bb)) continue;
+    double L[9], tmp[9], G[9], g0[3], g1[3];
+    const double *R = d->xrot + 9 * bb, *cm = d->xcom + 3 * bb;
+    khzu_mulMat3(tmp, R, m->body_inertia + 9 * bb);
+    khzu_mulMatMatT3(L, tmp, R);
+    if (khzu_cholFactor(L, 3) != 0) continue;
+    khzu_cholInverse(L, 3, G);
+    for (int j = 0; j < 3; j++) g0[j] = G[3 * j] * t0[0] + G[3 * j + 1] * t0[1] + G[3 * j + 2] * t0[2];
+    for (int j = 0; j < 3; j++) g1[j] = G[3 * j] * t1[0] + G[3 * j + 1] * t1[1] + G[3 * j + 2] * t1[2];
+    double a00 = khzu_dot3(t1, g1), a01 = -khzu_dot3(t1, g0), a11 = khzu_dot3(t0, g0);
+    double r[3] = {cm[0] - x[0], cm[1] - x[1], cm[2] - x[2]}, cu = khzu_dot3(r, t0), cv = khzu_dot3(r, t1);
+    A[0] += a00, A[1] += a01, A[2] += a11;
+    b[0] += a00 * cu + a01 * cv, b[1] += a01 * cu + a11 * cv;
   }
-  if (!(wsum > 0)) return;
-  pu /= wsum, pv /= wsum;
+  double det = A[0] * A[2] - A[1] * A[1];
+  if (!(det > 1e-12 * A[0] * A[2]) || !(A[0] > 0)) return;
+  pu = (A[2] * b[0] - A[1] * b[1]) / det, pv = (A[0] * b[1] - A[1] * b[0]) / det;
 #define KHZ_PU(k) ((pts[k].pos[0] - x[0]) * t0[0] + (pts[k].pos[1] - x[1]) * t0[1] + (pts[k].pos[2] - x[2]) * t0[2])
 #define KHZ_PV(k) ((pts[k].pos[0] - x[0]) * t1[0] + (pts[k].pos[1] - x[1]) * t1[1] + (pts[k].pos[2] - x[2]) * t1[2])
   /* the patch: the points inside, as the bottom of the volume takes them
