@@ -19,7 +19,8 @@ and a FLAG line when one fails:
   gain   the total energy (kinetic + gravity's) rises above its start by more
          than 1e-4 J + sum(m g) x 0.5 mm (the springs store at most about
          that); or a step was rolled back as non-finite;
-  sink   a body's lowest point more than 2 mm below the ground, or a body
+  sink   a body's lowest point more than 2 mm below the ground beyond its
+         speed's travel in a step (a landing is found up to that deep), or a body
          that began above another in a column ending below it while their
          footprints still overlap (passed through);
   deep   a contact point deeper than 1 mm in the last 0.2 s while the scene
@@ -221,12 +222,15 @@ def judge(idx, kind, bodies):
     if not finite or js['warnings']['badstate'] > 0 or gain > tol:
         flags.append(f'gain {gain:.3g} J at {k / 1000:.3f} s (tol {tol:.2g}), badstate {js["warnings"]["badstate"]}')
     # sink: lowest point below the ground; order reversed in a column
-    worst = 0.0
-    for row in data[::10] + [data[-1]]:
+    worst = 0.0  # below the ground beyond the step's travel (a landing is found up to that deep)
+    for row in data[::5] + [data[-1]]:
         for i, b in moving:
-            qi = cols[i][0]
+            qi, vi = cols[i]
             R = quat_matrix(*row[qi + 3:qi + 7])
-            worst = max(worst, -(row[qi + 2] + support(b, R, [0, 0, -1])[2]))
+            w = row[vi + 3:vi + 6]; lo = support(b, R, [0, 0, -1])
+            wl = mv(R, w)  # the lowest point's speed: v + w x r
+            vz = row[vi + 2] + wl[0] * lo[1] - wl[1] * lo[0]
+            worst = max(worst, -(row[qi + 2] + lo[2]) - abs(vz) * 1e-3)
     passed = []
     if kind in ('stack', 'offset', 'squeezed'):
         for (i, a), (j, b) in zip(moving, moving[1:]):
@@ -247,7 +251,7 @@ def judge(idx, kind, bodies):
     if rest and deepest > 1e-3: flags.append(f'deep {1e3 * deepest:.3g} mm at rest')
     for p in (out, con): os.remove(p)
     desc = '; '.join(f'{b["shape"]} {"x".join(f"{2 * x * 100:.3g}" for x in b["size"])} cm {b["mass"]:.3g} kg' + (' fixed' if b['fixed'] else '') for b in bodies)
-    line = (f'{idx:4d} {kind:8s} gain {gain:9.2e} J  lowest {-1e3 * worst:7.2f} mm  deepest(last 0.2 s) {1e3 * deepest:6.3f} mm  '
+    line = (f'{idx:4d} {kind:8s} gain {gain:9.2e} J  sunk {1e3 * worst:7.2f} mm  deepest(last 0.2 s) {1e3 * deepest:6.3f} mm  '
             f'KE end {ke_end:8.2e} J  {js["us_per_step"]:7.0f} us/step  [{desc}]')
     return path, flags, line
 
