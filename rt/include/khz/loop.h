@@ -556,6 +556,10 @@ double khz_loop_stableTimestep(const khzModel *m, char *what, size_t wsz);
 /* 1 with a warning in msg when h (in the model's substeps when longer than
  * its max_substep) is beyond that limit, else 0 */
 int khz_loop_stabilityWarning(const khzModel *m, double h, char *msg, size_t msz);
+/* the same with the limit and its element from an earlier khz_loop_stableTimestep
+ * (which scans every pair of geoms: a server keeps its model's) */
+int khz_loop_stabilityWarningFor(const khzModel *m, double hmax, const char *what, double h,
+                                  char *msg, size_t msz);
 
 /* ------------------------------------------------------------------- loop -- */
 

@@ -273,6 +273,8 @@ double khz_loop_stableTimestep(const khzModel *m, char *what, size_t wsz) {
     if (m->jnt_nv[b] != 1) continue;
     int dof = m->jnt_dofadr[b];
     double k = m->dof_stiffness[dof], damp = m->dof_damping[dof], inertia = m->dof_meff[dof];
+    /* stable at the least limit so far: not the stiffest (the stable steps are an interval) */
+    if (!(k > 0) || (hmax < INFINITY && oscillator_stable(rk4, DAMP_JOINT, k, damp, inertia, hmax))) continue;
     double hi = oscillator_hmax(rk4, DAMP_JOINT, k, damp, inertia);
     if (hi < hmax) {
       hmax = hi;
@@ -300,6 +302,7 @@ double khz_loop_stableTimestep(const khzModel *m, char *what, size_t wsz) {
         pair_gains(m, g1, g2, m1, m2, &kp, &kv);
         if (!(kp > 0)) continue; /* automatic gains: below */
         double mu = m2 > 0 ? m1 * m2 / (m1 + m2) : m1;
+        if (hmax < INFINITY && oscillator_stable(rk4, DAMP_EXPLICIT, kp, kv, mu, hmax)) continue;
         double hi = oscillator_hmax(rk4, DAMP_EXPLICIT, kp, kv, mu);
         if (hi < hmax) {
           hmax = hi;
@@ -371,9 +374,8 @@ double khz_loop_stableTimestep(const khzModel *m, char *what, size_t wsz) {
   return hmax;
 }
 
-int khz_loop_stabilityWarning(const khzModel *m, double h, char *msg, size_t msz) {
-  char what[256];
-  double hmax = khz_loop_stableTimestep(m, what, sizeof what);
+int khz_loop_stabilityWarningFor(const khzModel *m, double hmax, const char *what, double h,
+                                  char *msg, size_t msz) {
   /* a step longer than the model's max_substep runs as equal substeps (khz_stepWith) */
   double sub = h;
   if (m->max_substep > 0 && h > m->max_substep * (1 + 1e-9)) sub = h / ceil(h / m->max_substep - 1e-9);
@@ -386,4 +388,10 @@ int khz_loop_stabilityWarning(const khzModel *m, double h, char *msg, size_t msz
              "the simulation may diverge",
              h, in, hmax, m->integrator == KHZ_INT_RK4 ? "RK4" : "Euler", what);
   return 1;
+}
+
+int khz_loop_stabilityWarning(const khzModel *m, double h, char *msg, size_t msz) {
+  char what[256];
+  double hmax = khz_loop_stableTimestep(m, what, sizeof what);
+  return khz_loop_stabilityWarningFor(m, hmax, what, h, msg, msz);
 }
