@@ -1,6 +1,7 @@
 /* limits.c — the physical inputs a loop accepts, checked against the model
  * (khz/loop.h): perturbation wrenches, reset states, PD gains, and the step
- * size the model's stiffest joint damping and contact gains allow. The I/O
+ * size the model's stiffest joint spring and contact gains allow (each a
+ * damped oscillator held to the integrator's stability region). The I/O
  * side calls the same functions to refuse a request with a message naming the
  * value and its limit; the loop checks again before it applies anything.
  */
