@@ -71,6 +71,8 @@ struct khzServer {
   khzHil *hil;                    /* the scene's sensors and drives (NULL = none) */
   int have_scene;
   khzModel *m;
+  double stable_h;        /* khz_loop_stableTimestep of m, and what limits it (SetRate's warning) */
+  char stable_what[256];
   khzLoop *loop;
   uint32_t generation;
   int na;

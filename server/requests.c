@@ -378,7 +378,7 @@ int khz_apply_rate(khzServer *s, khzPending *q, const khzServerConfig *next) {
   if (!rq) return -1;
   rq->dval = khz_requests_rate(s, next);
   char msg[KHZ_ERROR_MAX];
-  if (khz_loop_stabilityWarning(s->m, 1.0 / rq->dval, msg, sizeof msg))
+  if (khz_loop_stabilityWarningFor(s->m, s->stable_h, s->stable_what, 1.0 / rq->dval, msg, sizeof msg))
     khz_log(KHZ_LOG_WARN, "rate %g Hz: %s", rq->dval, msg);
   khz_loop_requestCommit(s->loop);
   return 0;

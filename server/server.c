@@ -585,7 +585,8 @@ static int server_init(khzServer *s, char *err, size_t errsz) {
     free(gains);
     return khz_server_fail(err, errsz, "settings 'kp', 'kd': %s", msg);
   }
-  if (khz_loop_stabilityWarning(s->m, 1.0 / lc.rate_hz, msg, sizeof msg))
+  s->stable_h = khz_loop_stableTimestep(s->m, s->stable_what, sizeof s->stable_what);
+  if (khz_loop_stabilityWarningFor(s->m, s->stable_h, s->stable_what, 1.0 / lc.rate_hz, msg, sizeof msg))
     khz_log(KHZ_LOG_WARN, "scene '%s': %s", s->scene.name, msg);
   lc.kp = gains;
   lc.kd = gains + s->na;

@@ -1080,18 +1080,25 @@ static void test_verify_queue(const khzModel *m) {
   khz_loop_destroy(&L);
 }
 
-/* verify_overruns, the requests: a request hook that burns 7 ms of CPU at
- * every request of one kind (1: khz's work on a client's behalf; a round
- * applies at least one request, so it overruns the 5 ms period) or 20 ms at
+/* verify_overruns, the requests: a request hook that burns 12 ms of CPU at
+ * every request of one kind (1: khz's work on a client's behalf) or 20 ms at
  * one request of a kind that has run fast a hundred times (2: time charged to
- * a request that the same kind does not need) */
+ * a request that the same kind does not need). Both burn more than two 5 ms
+ * periods, so that the tick after the request overruns wherever in the period
+ * the loop applied it: requests are applied after a tick, before the sleep to
+ * the next deadline, and a request of 7 ms (as here before) applied early in
+ * a period made the next tick 2 ms late but complete before the deadline
+ * after it, no overrun; only a late wake-up (a loaded machine) made one:
+ * with prompt wake-ups (the loop at SCHED_FIFO, or the sanitizer build in
+ * CI) 50 such requests made no overrun at all. */
+#define VREQ_OWN_NS 12000000
 static atomic_int vreq_mode;
 static void verify_request_hook(void *user, int type) {
   (void)user;
   if (type != KHZ_REQ_CLEAR_WRENCHES) return;
   int mode = atomic_load(&vreq_mode);
   if (mode == 2) atomic_store(&vreq_mode, 0);
-  if (mode) burn_cpu_ns(mode == 2 ? 20000000 : 7000000);
+  if (mode) burn_cpu_ns(mode == 2 ? 20000000 : VREQ_OWN_NS);
 }
 
 static void test_verify_requests(const khzModel *m) {
@@ -1102,15 +1109,7 @@ static void test_verify_requests(const khzModel *m) {
   cfg.verify_overruns = 1;
   cfg.request_hook = verify_request_hook;
   const int kind = KHZ_REQ_CLEAR_WRENCHES;
-  /* Under the sanitizers mode 1 records no overrun at all (0 in the loop's
-   * statistics while the hook should burn 7 ms a request); the cause is not
-   * found yet (session 10 closing note), so only mode 2 runs there. */
-#if defined(__SANITIZE_ADDRESS__)
-  const int last_mode = 2;
-#else
-  const int last_mode = 1;
-#endif
-  for (int mode = 2; mode >= last_mode; mode--) {
+  for (int mode = 2; mode >= 1; mode--) {
     atomic_store(&vreq_mode, 0);
     khzLoop *L = khz_loop_new(m, &cfg, err, sizeof err);
     ENSURE_MSG(L != NULL, "%s", err);
@@ -1136,14 +1135,16 @@ static void test_verify_requests(const khzModel *m) {
       nap_us(10000);
       int n = khz_loop_overrunChecks(L, chk, KHZ_LOOP_MAX_CHECKS);
       for (int i = 0; i < n; i++)
-        if (chk[i].phase_ns[KHZ_PHASE_REQUESTS] >= 7000000 && c.verdict != want) c = chk[i];
+        if (chk[i].phase_ns[KHZ_PHASE_REQUESTS] >= (mode == 1 ? VREQ_OWN_NS : 20000000) &&
+            c.verdict != want)
+          c = chk[i];
     }
     atomic_store(&vreq_mode, 0);
     const int64_t *ph = c.phase_ns, *acc = c.accepted_ns;
     ENSURE_MSG(c.verdict == want,
                "a request burning %s: verdict %d (wanted %d); requests %.1f us of CPU (%d of the "
                "kind, p99 %.1f us each, counted %.1f), step re-run %.1f us, work %.1f us",
-               mode == 1 ? "7 ms every time" : "20 ms once", c.verdict, want,
+               mode == 1 ? "12 ms every time" : "20 ms once", c.verdict, want,
                ph[KHZ_PHASE_REQUESTS] / 1e3, c.req_n[kind], c.req_p99_ns[kind] / 1e3,
                c.req_accepted_ns[kind] / 1e3, c.rerun_min_ns / 1e3, c.work_ns / 1e3);
     int64_t sum = 0, counted = 0, reqs = 0;
@@ -1155,7 +1156,7 @@ static void test_verify_requests(const khzModel *m) {
     ENSURE(counted == c.work_ns && reqs == acc[KHZ_PHASE_REQUESTS] && c.req_n[kind] >= 1 &&
            c.requests >= c.req_n[kind] && c.wake_calls >= 1);
     if (mode == 1)
-      ENSURE(c.req_accepted_ns[kind] == c.req_ns[kind] && c.req_p99_ns[kind] >= 7000000 &&
+      ENSURE(c.req_accepted_ns[kind] == c.req_ns[kind] && c.req_p99_ns[kind] >= VREQ_OWN_NS &&
              c.work_ns > c.period_ns);
     if (mode == 2)
       ENSURE(c.req_ns[kind] >= 20000000 && c.req_accepted_ns[kind] == c.req_n[kind] * c.req_p99_ns[kind] &&

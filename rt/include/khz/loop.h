@@ -544,12 +544,22 @@ int khz_loop_checkGains(const khzModel *m, const int *dof, int na, const double 
                         const double *kd, double h, char *msg, size_t msz);
 
 /* The largest step the model's integrator keeps stable against its stiffest
- * element: joint damping on the effective inertia, and contact gains given in
- * the scene (automatic gains follow the step); INFINITY when nothing limits
- * it. what (when not NULL) names the element. */
+ * element, each taken as a damped oscillator and held to the integrator's
+ * stability region: a joint's spring with its damping on its effective
+ * inertia at q0 (armature included; damping alone sets no limit, being
+ * implicit where it could diverge), the contact spring-damper of every pair
+ * of geoms that can touch with gains given in the scene, on the pair's
+ * reduced mass, and, for automatic contact gains, the step's fall against the
+ * thinnest floating body (g h^2 <= r / 4, measured); INFINITY when nothing
+ * limits it. what (when not NULL) names the element. */
 double khz_loop_stableTimestep(const khzModel *m, char *what, size_t wsz);
-/* 1 with a warning in msg when h is beyond that limit, else 0 */
+/* 1 with a warning in msg when h (in the model's substeps when longer than
+ * its max_substep) is beyond that limit, else 0 */
 int khz_loop_stabilityWarning(const khzModel *m, double h, char *msg, size_t msz);
+/* the same with the limit and its element from an earlier khz_loop_stableTimestep
+ * (which scans every pair of geoms: a server keeps its model's) */
+int khz_loop_stabilityWarningFor(const khzModel *m, double hmax, const char *what, double h,
+                                  char *msg, size_t msz);
 
 /* ------------------------------------------------------------------- loop -- */
 

@@ -1,6 +1,7 @@
 /* limits.c — the physical inputs a loop accepts, checked against the model
  * (khz/loop.h): perturbation wrenches, reset states, PD gains, and the step
- * size the model's stiffest joint damping and contact gains allow. The I/O
+ * size the model's stiffest joint spring and contact gains allow (each a
+ * damped oscillator held to the integrator's stability region). The I/O
  * side calls the same functions to refuse a request with a message naming the
  * value and its limit; the loop checks again before it applies anything.
  */
@@ -8,6 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "collision/collision.h"
+#include "dynamics.h"
 #include "khz/loop.h"
 
 /* the message for the first value out of its range (name: a body); -1 */
@@ -17,9 +20,9 @@ static int fail(char *msg, size_t msz, const char *fmt, const char *name, double
 }
 
 /* largest principal moment of a 3x3 inertia about the com */
-static double inertia_max(const double *I) {
+static double inertia_max(const double *inertia) {
   double ev[3];
-  khz_eig3(I, ev, NULL);
+  khz_eig3(inertia, ev, NULL);
   double m = ev[0];
   if (ev[1] > m) m = ev[1];
   if (ev[2] > m) m = ev[2];
@@ -145,38 +148,172 @@ int khz_loop_checkGains(const khzModel *m, const int *dof, int na, const double 
   return 0;
 }
 
-/* the stability limits of the explicit integrators: RK4 reaches 2.78 on the
- * negative real axis and 2.83 on the imaginary one; semi-implicit Euler 2.
- * Joint damping sets no limit: the step integrates it implicitly wherever
- * explicit integration could diverge (khz_abaCoreDamped: every dof under
- * semi-implicit Euler, the dofs with h b >= D under RK4) */
+/* ------------------------------------------------------ the step size -- */
+
+/* Each element the step integrates explicitly is, linearised, a damped
+ * oscillator x'' = -(k x + b x') / m. With s = h^2 k / m and beta = h b / m:
+ *  - semi-implicit Euler (v' = v + h a, x' = x + h v') maps (x, h v) by
+ *    [[1 - s, 1 - beta], [-s, 1 - beta]] with explicit damping, trace
+ *    2 - s - beta and determinant 1 - beta; Jury's conditions (|det| < 1,
+ *    |trace| < 1 + det) give s + 2 beta <= 4. With the damping implicit
+ *    ((m + h b) a = -k x - b v) the map has determinant 1 / (1 + beta) and
+ *    trace 1 + (1 - s) / (1 + beta), stable for s <= 4 + 2 beta. Undamped,
+ *    both are h omega <= 2.
+ *  - classical RK4 multiplies each eigenmode by R(z) = 1 + z + z^2/2 + z^3/6
+ *    + z^4/24 at z = h mu, mu the roots of mu^2 + (b/m) mu + k/m; stable while
+ *    |R(z)| <= 1 for both (Hairer & Wanner, Solving ODEs II, sec. IV.2: the
+ *    region meets the imaginary axis at 2 sqrt(2), the real one at -2.785).
+ * A joint's damping is implicit under Euler always, under RK4 where
+ * h b > m (khz_abaCoreDamped; its articulated inertia D is taken as the
+ * effective inertia m here): there RK4 integrates x'' = -(k x + b x') / (m + h b).
+ * Contact damping is explicit, its rate held to KHZ_CONTACT_DAMPING_LIMIT / h
+ * at run time (the contact models' damping limit). */
+#define KHZ_CONTACT_DAMPING_LIMIT 1.8
+
+enum { DAMP_EXPLICIT, DAMP_JOINT };
+
+/* |R(z)| for RK4's stability function at z = x + i y (Horner in complex) */
+static double rk4_gain(double x, double y) {
+  static const double coef[5] = {1.0 / 24, 1.0 / 6, 0.5, 1, 1};
+  double re = coef[0], im = 0;
+  for (int k = 1; k < 5; k++) {
+    double r = re * x - im * y + coef[k], i = re * y + im * x;
+    re = r, im = i;
+  }
+  return hypot(re, im);
+}
+
+static int rk4_stable(double w2, double lam, double h) {
+  /* the roots of mu^2 + lam mu + w2, times h */
+  double disc = 0.25 * lam * lam - w2;
+  double x[2], y[2];
+  if (disc >= 0) {
+    x[0] = h * (-0.5 * lam + sqrt(disc)), x[1] = h * (-0.5 * lam - sqrt(disc));
+    y[0] = y[1] = 0;
+  } else {
+    x[0] = x[1] = -0.5 * h * lam;
+    y[0] = h * sqrt(-disc), y[1] = -y[0];
+  }
+  return rk4_gain(x[0], y[0]) <= 1 + 1e-12 && rk4_gain(x[1], y[1]) <= 1 + 1e-12;
+}
+
+/* 1 when the integrator keeps the oscillator (k, b on mass mass) bounded at step h */
+static int oscillator_stable(int rk4, int damping, double k, double b, double mass, double h) {
+  if (damping == DAMP_EXPLICIT && h * b / mass > KHZ_CONTACT_DAMPING_LIMIT)
+    b = KHZ_CONTACT_DAMPING_LIMIT * mass / h;
+  double s = h * h * k / mass, beta = h * b / mass;
+  if (!rk4) return damping == DAMP_JOINT ? s <= 4 + 2 * beta : s + 2 * beta <= 4;
+  if (damping == DAMP_JOINT && beta > 1) mass += h * b;
+  return rk4_stable(k / mass, b / mass, h);
+}
+
+/* the largest h at which the oscillator is stable (INFINITY when every h up to
+ * 100 s is): doubling to the first unstable step, then bisection */
+static double oscillator_hmax(int rk4, int damping, double k, double b, double mass) {
+  if (!(k > 0) || !(mass > 0)) return INFINITY;
+  double lo = 0, hi = 1e-7;
+  while (oscillator_stable(rk4, damping, k, b, mass, hi)) {
+    lo = hi, hi *= 2;
+    if (hi > 100) return INFINITY;
+  }
+  for (int it = 0; it < 60; it++) {
+    double mid = 0.5 * (lo + hi);
+    if (oscillator_stable(rk4, damping, k, b, mass, mid)) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* the mass a contact moves on body b: 0 for a static body (infinite), a
+ * robot's link carries its floating robot (the contact models' rule) */
+static double contact_mass(const khzModel *m, int b) {
+  if (b < 1 || khz_bodyStatic(m, b)) return 0;
+  int root = m->body_root[b];
+  return m->jnt_type[root] == KHZ_JOINT_FLOATING ? m->body_subtreemass[root] : m->body_subtreemass[b];
+}
+
+/* a pair's contact gains as the penalty model chooses them when the scene
+ * gives stiffness (penalty.c pair_gains): a geom's override, else the
+ * scene's value, else per kg of the mass gain_mass names (the pair's
+ * effective mass counts as its reduced mass here) */
+static void pair_gains(const khzModel *m, int g1, int g2, double m1, double m2, double *kp,
+                       double *kv) {
+  const khzContactOptions *c = &m->contact;
+  double mass = c->gain_mass == KHZ_GAIN_MASS_SUM || !(m1 > 0 && m2 > 0)
+                    ? m1 + m2
+                    : m1 * m2 / (m1 + m2);
+  const double scene[2] = {c->kp, c->kv}, base[2] = {c->kp_per_kg, c->kv_per_kg};
+  double g[2];
+  for (int k = 0; k < 2; k++) {
+    double o1 = m->geom_gain[3 * g1 + k], o2 = m->geom_gain[3 * g2 + k];
+    g[k] = o1 > 0 && o2 > 0 ? fmax(o1, o2) : o1 > 0 ? o1 : o2 > 0 ? o2 : scene[k] > 0 ? scene[k] : base[k] * mass;
+  }
+  *kp = g[0], *kv = g[1];
+}
+
+static int can_collide(const khzModel *m, int g1, int g2) {
+  if (m->geom_visual[g1] || m->geom_visual[g2]) return 0;
+  if (m->collision) return khz_collisionFilter(m, g1, g2);
+  return m->geom_body[g1] != m->geom_body[g2] &&
+         ((m->geom_contype[g1] & m->geom_conaffinity[g2]) || (m->geom_contype[g2] & m->geom_conaffinity[g1]));
+}
+
+static const char *joint_name(const khzModel *m, int b) {
+  return m->jnt_name[b][0] ? m->jnt_name[b] : m->body_name[b];
+}
+
 double khz_loop_stableTimestep(const khzModel *m, char *what, size_t wsz) {
   int rk4 = m->integrator == KHZ_INT_RK4;
-  double c_real = rk4 ? 2.78 : 2.0, c_imag = rk4 ? 2.83 : 2.0;
   double hmax = INFINITY;
   if (what && wsz) what[0] = 0;
 
+  /* joint springs (MJCF stiffness) with the joint's damping on its effective
+   * inertia at q0 (armature included): damping alone sets no limit, being
+   * implicit wherever explicit integration could diverge */
+  for (int b = 1; b < m->nbody; b++) {
+    if (m->jnt_nv[b] != 1) continue;
+    int dof = m->jnt_dofadr[b];
+    double k = m->dof_stiffness[dof], damp = m->dof_damping[dof], inertia = m->dof_meff[dof];
+    /* stable at the least limit so far: not the stiffest (the stable steps are an interval) */
+    if (!(k > 0) || (hmax < INFINITY && oscillator_stable(rk4, DAMP_JOINT, k, damp, inertia, hmax))) continue;
+    double hi = oscillator_hmax(rk4, DAMP_JOINT, k, damp, inertia);
+    if (hi < hmax) {
+      hmax = hi;
+      if (what && wsz)
+        snprintf(what, wsz,
+                 "joint '%s': stiffness %g, damping %g on its effective inertia %g (omega %g rad/s)",
+                 joint_name(m, b), k, damp, inertia, sqrt(k / inertia));
+    }
+  }
+
   /* contact with gains given in the scene (automatic gains follow the step):
-   * stiffness and damping on the lightest body that can touch something */
+   * the normal spring-damper of every pair of geoms that can touch, on the
+   * pair's reduced mass (a static body counts as infinite) */
   const khzContactOptions *c = &m->contact;
-  if (c->method != KHZ_CONTACT_NONE) {
-    for (int g = 0; g < m->ngeom; g++) {
-      int b = m->geom_body[g];
-      if (b < 1 || m->geom_visual[g] || !(m->body_subtreemass[b] > 0)) continue;
-      double mass = m->body_subtreemass[b];
-      double kp = m->geom_gain[3 * g] > 0 ? m->geom_gain[3 * g] : c->kp;
-      double kv = m->geom_gain[3 * g + 1] > 0 ? m->geom_gain[3 * g + 1] : c->kv;
-      double w2 = kp > 0 ? kp / mass : c->kp_per_kg;
-      double lambda = kv > 0 ? kv / mass : (kp > 0 || c->kp_per_kg > 0 ? c->kv_per_kg : 0);
-      double hi = INFINITY;
-      const char *which = "";
-      if (w2 > 0 && c_imag / sqrt(w2) < hi) hi = c_imag / sqrt(w2), which = "stiffness";
-      if (lambda > 0 && c_real / lambda < hi) hi = c_real / lambda, which = "damping";
-      if (hi < hmax) {
-        hmax = hi;
-        if (what && wsz)
-          snprintf(what, wsz, "contact %s of '%s' (%g kg): kp %g, kv %g", which, m->body_name[b],
-                   mass, kp > 0 ? kp : c->kp_per_kg * mass, kv > 0 ? kv : lambda * mass);
+  int given = c->kp > 0 || c->kp_per_kg > 0;
+  for (int g = 0; g < m->ngeom && !given; g++) given = m->geom_gain[3 * g] > 0;
+  if (c->method != KHZ_CONTACT_NONE && given) {
+    for (int g1 = 0; g1 < m->ngeom; g1++) {
+      double m1 = contact_mass(m, m->geom_body[g1]);
+      if (!(m1 > 0)) continue; /* g1: the moving side */
+      for (int g2 = 0; g2 < m->ngeom; g2++) {
+        double m2 = contact_mass(m, m->geom_body[g2]);
+        if (g2 == g1 || (m2 > 0 && g2 < g1) || !can_collide(m, g1, g2)) continue;
+        double kp, kv;
+        pair_gains(m, g1, g2, m1, m2, &kp, &kv);
+        if (!(kp > 0)) continue; /* automatic gains: below */
+        double mu = m2 > 0 ? m1 * m2 / (m1 + m2) : m1;
+        if (hmax < INFINITY && oscillator_stable(rk4, DAMP_EXPLICIT, kp, kv, mu, hmax)) continue;
+        double hi = oscillator_hmax(rk4, DAMP_EXPLICIT, kp, kv, mu);
+        if (hi < hmax) {
+          hmax = hi;
+          int b1 = m->geom_body[g1], b2 = m->geom_body[g2];
+          if (what && wsz)
+            snprintf(what, wsz,
+                     "contact between '%s' and '%s': kp %g, kv %g on the pair's mass %g kg (omega "
+                     "%g rad/s)",
+                     m->body_name[b1], b2 > 0 ? m->body_name[b2] : "world", kp, kv, mu, sqrt(kp / mu));
+        }
       }
     }
   }
@@ -238,14 +375,24 @@ double khz_loop_stableTimestep(const khzModel *m, char *what, size_t wsz) {
   return hmax;
 }
 
+int khz_loop_stabilityWarningFor(const khzModel *m, double hmax, const char *what, double h,
+                                  char *msg, size_t msz) {
+  /* a step longer than the model's max_substep runs as equal substeps (khz_stepWith) */
+  double sub = h;
+  if (m->max_substep > 0 && h > m->max_substep * (1 + 1e-9)) sub = h / ceil(h / m->max_substep - 1e-9);
+  if (!(sub > hmax)) return 0;
+  char in[64] = "";
+  if (sub < h) snprintf(in, sizeof in, " (in substeps of %g s)", sub);
+  if (msg && msz)
+    snprintf(msg, msz,
+             "timestep %g s%s is beyond the stability limit %g s of this model's %s integrator (%s): "
+             "the simulation may diverge",
+             h, in, hmax, m->integrator == KHZ_INT_RK4 ? "RK4" : "Euler", what);
+  return 1;
+}
+
 int khz_loop_stabilityWarning(const khzModel *m, double h, char *msg, size_t msz) {
   char what[256];
   double hmax = khz_loop_stableTimestep(m, what, sizeof what);
-  if (!(h > hmax)) return 0;
-  if (msg && msz)
-    snprintf(msg, msz,
-             "timestep %g s is beyond the stability limit %g s of this model's %s integrator (%s): "
-             "the simulation may diverge",
-             h, hmax, m->integrator == KHZ_INT_RK4 ? "RK4" : "Euler", what);
-  return 1;
+  return khz_loop_stabilityWarningFor(m, hmax, what, h, msg, msz);
 }

@@ -801,9 +801,12 @@ static int apply_request(khzLoop *L, const khzRequest *rq, khzReply *r) {
       L->steps_left = 0;
       return 0;
     case KHZ_REQ_RESUME:
+      /* the schedule starts afresh only when the loop was held: a Resume,
+       * SetMode or SetRate that changes nothing leaves every client's ticks
+       * where they were (a flood of them used to shift the schedule) */
+      if (L->paused || L->steps_left) L->armed = 0;
       L->paused = 0;
       L->steps_left = 0;
-      L->armed = 0;
       return 0;
     case KHZ_REQ_STEP:
       if (rq->ival < 1) return refuse(r, "step: the number of ticks must be at least 1");
@@ -820,9 +823,11 @@ static int apply_request(khzLoop *L, const khzRequest *rq, khzReply *r) {
       return 1; /* replied when the ticks are done */
     case KHZ_REQ_MODE:
       if (rq->ival < 0 || rq->ival >= KHZ_NMODES) return refuse(r, "mode: unknown mode");
-      if (rq->ival != (int)c->mode) fast_policy(L, rq->ival == KHZ_MODE_FAST);
+      if (rq->ival != (int)c->mode) {
+        fast_policy(L, rq->ival == KHZ_MODE_FAST);
+        L->armed = 0;
+      }
       c->mode = rq->ival;
-      L->armed = 0;
       L->lockstep_waiting = 0;
       return 0;
     case KHZ_REQ_RATE: {
@@ -847,8 +852,10 @@ static int apply_request(khzLoop *L, const khzRequest *rq, khzReply *r) {
         r->status = KHZ_REPLY_INVALID;
         return -1;
       }
-      set_rate(L, hz);
-      L->armed = 0;
+      if (hz != L->rate_hz) {
+        set_rate(L, hz);
+        L->armed = 0;
+      }
       return 0;
     }
     case KHZ_REQ_CONTACT:
