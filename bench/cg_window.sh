@@ -6,12 +6,19 @@
 # window of a large pile costs only its own steps under callgrind. Sleeping
 # off, as khz-sim run. Prints Ir per step, the state hash after TO steps and
 # keeps the profile as cg.out.* in the current directory when -k is given.
+# -c adds callgrind's cache simulation (32 kB 8-way L1s, a 1 MB 8-way last
+# level: one core's L2 of the AMD EPYC this runs on) and prints the misses
+# per step; read them per function with callgrind_annotate on the kept file.
 # Needs valgrind (its callgrind.h) and a C compiler.
-# Usage: bench/cg_window.sh [-k] BUILDDIR SCENE.yaml FROM TO
+# Usage: bench/cg_window.sh [-k] [-c] BUILDDIR SCENE.yaml FROM TO
 set -euo pipefail
-keep=0
-[ "${1:-}" = -k ] && keep=1 && shift
-[ $# -eq 4 ] || { echo "usage: bench/cg_window.sh [-k] BUILDDIR SCENE.yaml FROM TO" >&2; exit 2; }
+keep=0 cache=()
+while [ "${1:-}" = -k ] || [ "${1:-}" = -c ]; do
+  [ "$1" = -k ] && keep=1
+  [ "$1" = -c ] && cache=(--cache-sim=yes --I1=32768,8,64 --D1=32768,8,64 --LL=1048576,8,64)
+  shift
+done
+[ $# -eq 4 ] || { echo "usage: bench/cg_window.sh [-k] [-c] BUILDDIR SCENE.yaml FROM TO" >&2; exit 2; }
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "$1" && pwd) scene=$2 from=$3 to=$4
 tmp=$(mktemp -d)
@@ -41,10 +48,14 @@ int main(int argc, char **argv) {
 C
 cc -O2 -o "$tmp/window" "$tmp/window.c" -I"$src/rt/include" -I"$src/loader/include" \
   -L"$build/lib" -lkhz -Wl,-rpath,"$build/lib"
-valgrind --tool=callgrind --instr-atstart=no --toggle-collect=khz_stepWith \
+valgrind --tool=callgrind --instr-atstart=no --toggle-collect=khz_stepWith ${cache[@]+"${cache[@]}"} \
   --callgrind-out-file="$tmp/cg.out" "$tmp/window" "$scene" "$from" "$to" > "$tmp/hash" 2> "$tmp/err"
 ir=$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$tmp/err")
 printf "%s steps %d-%d: %.1f k Ir per step, state hash %s\n" "$scene" "$from" "$to" \
   "$(echo "$ir / ($to - $from) / 1000" | bc -l)" "$(cat "$tmp/hash")"
+if [ ${#cache[@]} -gt 0 ]; then
+  callgrind_annotate "$tmp/cg.out" 2> /dev/null | awk -v n="$((to - from))" '
+    / PROGRAM TOTALS/ { gsub(",", ""); printf "per step: D1 misses %.1f k, LL (1 MB) misses %.1f k\n", ($9 + $11) / n / 1000, ($15 + $17) / n / 1000 }'
+fi
 [ "$keep" = 1 ] && cp "$tmp/cg.out" "cg.out.$(basename "$scene" .yaml).$from-$to"
 exit 0

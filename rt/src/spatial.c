@@ -165,14 +165,26 @@ static inline __attribute__((always_inline)) void chol_inverse(const double *L, 
                                                                double *X) {
   for (int i = 0; i < n; i++)
     for (int b = 0; b < n; b++) X[i * n + b] = i == b;
+  /* forward solve L Y = 1, Y lower triangular: in khzu_cholSolve's order,
+   * column b's terms with k < b come first and subtract l * (+0) = +-0 from
+   * the entry's start (+0, or 1 on the diagonal), which leaves it as it was,
+   * and its entries above the diagonal end as +0 / l = +0. Those terms and
+   * divisions are skipped, but for the one next to the diagonal when that
+   * pairs the columns for SSE2 (b < k + 1 rounded up to even: the term
+   * kept is one of those no-ops): the same bits for a factor with l_ii > 0
+   * (a failed factor, l_ii <= 0 or NaN, gives a meaningless inverse either way) */
+#pragma GCC unroll 12
   for (int i = 0; i < n; i++) {
     double *xi = X + i * n, ld = L[i * n + i];
+#pragma GCC unroll 12
     for (int k = 0; k < i; k++) {
       double lik = L[i * n + k];
       const double *xk = X + k * n;
-      for (int b = 0; b < n; b++) xi[b] -= lik * xk[b];
+#pragma GCC unroll 12
+      for (int b = 0; b < ((k + 2) & ~1); b++) xi[b] -= lik * xk[b];
     }
-    for (int b = 0; b < n; b++) xi[b] /= ld;
+#pragma GCC unroll 12
+    for (int b = 0; b < ((i + 2) & ~1); b++) xi[b] /= ld;
   }
   for (int i = n - 1; i >= 0; i--) {
     double *xi = X + i * n, ld = L[i * n + i];
