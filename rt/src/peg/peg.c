@@ -1198,6 +1198,38 @@ static double edge_inside(const khzPegPoly *A, int e, const khzPegPoly *B) {
   return inside_depth(B, x);
 }
 
+/* whether edge ea of polytope i and edge eb of j cross each other over the
+ * step, not each through the other body somewhere else (the crossing rule
+ * of add_missed, eq. 35): at q+ the segments' closest points lie inside
+ * both edges and each inside the other polytope (within
+ * PEG_RECHECK_DEPTH), and at q the segments were within the applicability
+ * distance of each other, PEG_EPS beyond what those points travelled
+ * relative to each other over the step (the gathering's reach, measured).
+ * Without it two edges each diving into the other body 6.3 cm apart (seed
+ * 3 of the pour, two bodies resting on the floor) were paired into an
+ * edge-edge U whose gap was the 6.3 cm between their lines. */
+static int edges_cross(const pegWork *W, int i, int ea, int j, int eb) {
+  const khzPegPoly *A = W->poly + i, *B = W->poly + j, *Ap = W->polyp + i, *Bp = W->polyp + j;
+  double s, t, ca[3], cb[3];
+  khzu_closestSegSeg(Ap->v[Ap->e[ea][0]], Ap->v[Ap->e[ea][1]], Bp->v[Bp->e[eb][0]], Bp->v[Bp->e[eb][1]], &s, &t,
+                     ca, cb);
+  if (s <= 0 || s >= 1 || t <= 0 || t >= 1) return 0;
+  if (inside_depth(Bp, ca) < -PEG_RECHECK_DEPTH || inside_depth(Ap, cb) < -PEG_RECHECK_DEPTH) return 0;
+  double dq2 = khzu_closestSegSeg(A->v[A->e[ea][0]], A->v[A->e[ea][1]], B->v[B->e[eb][0]], B->v[B->e[eb][1]], &s,
+                                  &t, ca, cb);
+  /* the closest points at q carried rigidly to q+ (the same edge
+   * parameters on the edges at q+) */
+  double r0[3], r1[3], pa[3], pb[3];
+  khzu_sub3(r0, ca, cb);
+  for (int k = 0; k < 3; k++) {
+    pa[k] = Ap->v[Ap->e[ea][0]][k] + s * (Ap->v[Ap->e[ea][1]][k] - Ap->v[Ap->e[ea][0]][k]);
+    pb[k] = Bp->v[Bp->e[eb][0]][k] + t * (Bp->v[Bp->e[eb][1]][k] - Bp->v[Bp->e[eb][0]][k]);
+  }
+  khzu_sub3(r1, pa, pb);
+  khzu_sub3(r1, r1, r0);
+  return sqrt(dq2) <= PEG_EPS + khzu_norm3(r1);
+}
+
 /* The exact check at q+ of the feature pairs no constraint holds: a vertex
  * of one polytope deeper than PEG_RECHECK_DEPTH inside another, or two
  * edges that cross (each inside the other polytope, their vertices not),
@@ -1300,6 +1332,7 @@ static int add_missed(const khzModel *m, pegWork *W, double h, int may_add, doub
           if (inside_depth(Ap, Bp->v[Bp->e[eb][0]]) > -PEG_RECHECK_DEPTH ||
               inside_depth(Ap, Bp->v[Bp->e[eb][1]]) > -PEG_RECHECK_DEPTH)
             continue;
+          if (!edges_cross(W, i, ea, j, eb)) continue;
           *worst = fmax(*worst, depth);
           if (!may_add) continue;
           double sp, tp;
