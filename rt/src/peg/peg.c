@@ -1433,6 +1433,7 @@ static int peg_solve(const khzModel *m, khzData *d, double h) {
     khz_lcpFreeVelocity(m, d, W->tau, W->qdd, W->vfree, h); /* kinematics at (q, v) */
     ok = gather(m, d, W, h) == 0;
     peg_stats.contacts = W->nc, peg_stats.groups = W->ng, peg_stats.members = W->nm;
+    peg_stats.cones = W->nf;
   }
   if (ok) {
     peg_stats.contacts = W->nc;

@@ -67,6 +67,9 @@ typedef struct khzPegStats {
   int failed;     /* 1 when the step fell back */
   int frictionless; /* 1 when the frictional LCP failed and the step was
                        solved without friction */
+  int cones;        /* friction cones the step's gathering gave (one per U
+                       and I constraint with mu > 0): every step starts
+                       with them, whatever the step before fell back to */
   int full;         /* the gathering ran out of room: 1 feature pairs,
                        2 constraints or their members, 3 friction cones;
                        4 the LP depth failed (the step fell back); 5 the
