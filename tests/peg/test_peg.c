@@ -325,13 +325,13 @@ static void test_edge_gather(void) {
 }
 
 /* The exact check at q+ pairs two edges into an edge-edge U only when they
- * cross each other (their closest points inside both edges and each inside
- * the other body at q+, within the applicability distance at q): a square
+ * can have crossed each other over the step (their segments within the
+ * applicability distance, 2 mm, beyond their travel, at q and at q+): a square
  * column turned 45 degrees about z stands on the floor through a fixed
  * plate. Its vertical edges at x = +-0.141 pass through the plate, the
  * plate's long edges (y = +-0.05) through the column, both with their ends
- * outside, but each pair's closest points are 5 cm apart and the plate's
- * point is 3.5 cm outside the column: no edge crosses another, and a U
+ * outside, but each pair's closest points are 5 cm apart, at rest: no
+ * edge crosses another, and a U
  * over such a pair would push the column along its lines' 5 cm "gap". */
 static void test_crossing_local(void) {
   static const char text[] =
