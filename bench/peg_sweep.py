@@ -43,20 +43,30 @@ def table(res, models, hs, nseeds, seconds, out):
           'seeds; fallbacks summed over the seeds; runs with overlap above 1e-12 m^3', file=out)
     head = '| h (s) |'
     for model in models:
-        head += ' %s median (m^3) | %s quartiles | %s fallbacks | %s runs > 1e-12 |' % ((model,) * 4)
+        head += (' %s median (m^3) | %s quartiles | %s fallbacks | %s runs > 1e-12 | %s steps halved |'
+                 ' %s steps left deeper than 1e-10 m | %s constraints added at q+ |' % ((model,) * 7))
     print(head, file=out)
-    print('|---|' + '---|---|---|---|' * len(models), file=out)
+    print('|---|' + '---|---|---|---|---|---|---|' * len(models), file=out)
     for h in sorted({h for (_, h) in res}):
         line = '| %.3g |' % h
         for model in models:
             r = res.get((model, h), [])
             if not r:
-                line += ' - | - | - | - |'
+                line += ' - | - | - | - | - | - | - |'
                 continue
             q1, med, q3 = quartiles([x[0] for x in r])
-            line += ' %.3g | [%.3g, %.3g] | %d of %d steps | %d of %d |' % (
-                med, q1, q3, sum(x[1] for x in r), sum(x[2] for x in r), sum(x[0] > 1e-12 for x in r), len(r))
+            line += ' %.3g | [%.3g, %.3g] | %d of %d steps | %d of %d | %d | %s | %s |' % (
+                med, q1, q3, sum(x[1] for x in r), sum(x[2] for x in r), sum(x[0] > 1e-12 for x in r), len(r),
+                sum(x[3] for x in r), '-' if model != 'peg' else sum(x[4] for x in r),
+                '-' if model != 'peg' else sum(x[5] for x in r))
         print(line, file=out)
+    tot = '| all |'
+    for model in models:
+        r = [x for (mdl, _), xs in res.items() if mdl == model for x in xs]
+        tot += ' | | %d | %d of %d | %d | %s | %s |' % (
+            sum(x[1] for x in r), sum(x[0] > 1e-12 for x in r), len(r), sum(x[3] for x in r),
+            '-' if model != 'peg' else sum(x[4] for x in r), '-' if model != 'peg' else sum(x[5] for x in r))
+    print(tot, file=out)
     out.flush()
 
 
@@ -89,9 +99,11 @@ def main():
                 if model == 'peg':
                     ov, fb = float(col[1]), col[2].split()
                     fallbacks, steps = int(fb[0]), int(fb[2])
+                    halved, deeper, added = int(col[18]), int(col[5]), int(col[4])
                 else:
                     ov, fallbacks, steps = float(col[10]), int(col[11]), round(a.seconds / h)
-                res.setdefault((model, h), []).append((ov, fallbacks, steps))
+                    halved, deeper, added = int(col[19]), 0, 0
+                res.setdefault((model, h), []).append((ov, fallbacks, steps, halved, deeper, added))
             print('# seed %d %s: %.0f s wall' % (seed, model, time.time() - t0), file=sys.stderr, flush=True)
         with open(os.path.join(a.work, 'table.md'), 'w') as f:
             table(res, models, hs, seed, a.seconds, f)

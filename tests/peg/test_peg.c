@@ -324,6 +324,45 @@ static void test_edge_gather(void) {
   khz_deleteModel(&m);
 }
 
+/* The exact check at q+ pairs two edges into an edge-edge U only when they
+ * can have crossed each other over the step (their segments within the
+ * applicability distance, 2 mm, beyond their travel, at q and at q+): a square
+ * column turned 45 degrees about z stands on the floor through a fixed
+ * plate. Its vertical edges at x = +-0.141 pass through the plate, the
+ * plate's long edges (y = +-0.05) through the column, both with their ends
+ * outside, but each pair's closest points are 5 cm apart, at rest: no
+ * edge crosses another, and a U
+ * over such a pair would push the column along its lines' 5 cm "gap". */
+static void test_crossing_local(void) {
+  static const char text[] =
+      "khz_scene: 1\nrate_hz: 100\ngravity: [0, 0, -9.81]\ncontact: {method: peg}\nobjects:\n"
+      "  - {name: floor, shape: box, size: [1, 1, 0.1], mass: 10, pos: [0, 0, -0.1], fixed: true}\n"
+      "  - {name: plate, shape: box, size: [0.3, 0.05, 0.01], mass: 1, pos: [0, 0, 0.3], fixed: true}\n"
+      "  - {name: column, shape: box, size: [0.1, 0.1, 0.25], mass: 1, pos: [0, 0, 0.25],"
+      " rpy: [0, 0, 0.7853981633974483]}\n";
+  khzModel *m = scene_model(text);
+  ENSURE(m != NULL);
+  if (!m) return;
+  khzData *d = khz_makeData(m, 0);
+  int added = 0, col = -1;
+  for (int g = 0; g < m->ngeom; g++)
+    if (!khz_bodyStatic(m, m->geom_body[g])) col = m->jnt_dofadr[m->geom_body[g]];
+  double vmax = 0;
+  for (int s = 0; s < 5; s++) {
+    khz_step(m, d);
+    added += khz_pegLastStats()->added;
+    for (int k = 0; k < 6; k++) vmax = fmax(vmax, fabs(d->qd[col + k]));
+  }
+  printf("column through a plate, 5 steps of 0.01 s: %d constraints added at q+, fastest velocity component "
+         "%.3g, %d fallbacks\n",
+         added, vmax, (int)d->warning[KHZ_WARN_LCP]);
+  ENSURE_MSG(added == 0, "the check at q+ paired edges 5 cm apart (%d constraints added)", added);
+  ENSURE_MSG(vmax < 1e-6, "the column moved (%g)", vmax);
+  ENSURE(d->warning[KHZ_WARN_LCP] == 0);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+}
+
 /* One step of the paper's pour (scenes/peg/pour_paper.yaml, seed 1, or the
  * scene of a "scene PATH" line before the case: another seed of gen_pour.py
  * --paper) from states recorded on its trajectory (tests/peg/pour_states.txt,
@@ -506,6 +545,7 @@ static void test_pour_states(void) {
 int main(void) {
   test_overlap();
   test_edge_gather();
+  test_crossing_local();
   test_pour_states();
   test_pushout_passes();
   test_corner_over_edge();

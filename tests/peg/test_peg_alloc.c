@@ -81,11 +81,18 @@ int main(void) {
     ENSURE(d->contact_method == KHZ_CONTACT_PEG);
     allocations = 0;
     counting = 1;
-    int contacts = 0, groups = 0, frictionless = 0, passes = 0;
+    int contacts = 0, groups = 0, frictionless = 0, passes = 0, given_back = 0, withheld = 0, last_frictionless = 0;
     for (int s = 0; s < nsteps[k]; s++) {
       khz_step(m, d);
       contacts += d->ncontact > 0;
       const khzPegStats *st = khz_pegLastStats();
+      /* a step after one solved without friction gathers its cones again
+       * (one per U and I constraint: the scenes' mu > 0) */
+      if (last_frictionless && k < 2 && st->nu + st->ni > 0) {
+        given_back += st->cones > 0;
+        withheld += st->cones == 0;
+      }
+      last_frictionless = st->frictionless;
       groups += st->ni + st->nx > 0;
       frictionless += st->frictionless;
       passes += st->passes > 1;
@@ -97,9 +104,12 @@ int main(void) {
     ENSURE_MSG(passes > 0, "scene %d: no step took a second pass", k);
     if (k < 2) ENSURE_MSG(groups > 0, "scene %d: no step with I or X constraints", k);
     if (k == 1) ENSURE_MSG(frictionless > 0, "scene %d: no step solved without friction", k);
-    printf("scene %d: %d of %d steps with contacts, %d with I or X constraints, %d with passes, %d without friction, "
-           "%ld fallbacks\n",
-           k, contacts, nsteps[k], groups, passes, frictionless, (long)d->warning[KHZ_WARN_LCP]);
+    if (k == 1) ENSURE_MSG(given_back > 0, "scene %d: no step after a frictionless one", k);
+    ENSURE_MSG(withheld == 0, "scene %d: %d steps after a frictionless one started without friction cones", k,
+               withheld);
+    printf("scene %d: %d of %d steps with contacts, %d with I or X constraints, %d with passes, %d without friction "
+           "(the next step with its friction cones again: %d, without: %d), %ld fallbacks\n",
+           k, contacts, nsteps[k], groups, passes, frictionless, given_back, withheld, (long)d->warning[KHZ_WARN_LCP]);
     khz_deleteData(&d);
     khz_deleteModel(&m);
   }

@@ -67,6 +67,9 @@ typedef struct khzPegStats {
   int failed;     /* 1 when the step fell back */
   int frictionless; /* 1 when the frictional LCP failed and the step was
                        solved without friction */
+  int cones;        /* friction cones the step's gathering gave (one per U
+                       and I constraint with mu > 0): every step starts
+                       with them, whatever the step before fell back to */
   int full;         /* the gathering ran out of room: 1 feature pairs,
                        2 constraints or their members, 3 friction cones;
                        4 the LP depth failed (the step fell back); 5 the
@@ -79,6 +82,11 @@ typedef struct khzPegStats {
   int added;        /* constraints added by the exact check at q+ */
   double speed, spin; /* the fastest centre, the fastest |omega| r at q */
   int passes;       /* solves of the step (re-linearisations, additions) */
+  int stop;         /* why the passes ended: 0 nothing left deeper than
+                       1e-10 m, 1 the last of PEG_PASSES, 2 the violation
+                       doubled, 3 the kinetic-energy bound, 4 the lists
+                       full, 5 a later pass's LCP not solved */
+  int split_stop;   /* a step done as halves: the whole step's stop, -1 */
   double worst;     /* the deepest violation left at q+ (m; 0: none) */
   int splits;       /* the step was done as two half steps (each perhaps
                        split again): the halves taken, counted over them */
