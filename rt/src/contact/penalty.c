@@ -1,4 +1,3 @@
-
 /* penalty.c — Drumwright's penalty forces on the resting pairs:
  *   - gains per pair: automatic when the scene sets none (a critically damped
  *     spring of frequency 0.3 / h on the load the pair carries), else geom
@@ -209,16 +208,8 @@ static void pair_gains(const khzModel *m, khzContact *c, const khzPairState *ps,
 
 /* ------------------------------------------------------------- the gains -- */
 
-/* the pairs need a rotational effective inertia: rolling or torsional
- * friction was asked for, or the deepest-point method's spin friction
- * (spin_radius) */
-static int wants_rot_inertia(const khzModel *m, const khzData *d) {
-  return m->contact.rolling > 0 || m->contact.torsional > 0 ||
-         d->contact_method == KHZ_CONTACT_DEEPEST;
-}
-
 int khz_penaltyNeedsInertias(const khzModel *m, const khzData *d) {
-  int need = 0, rolling = wants_rot_inertia(m, d);
+  int need = 0, rolling = m->contact.rolling > 0 || m->contact.torsional > 0;
   for (int i = 0; i < d->ncontact; i++) {
     const khzPairState *ps = d->pair + d->contact[i].slot;
     need |= (m->contact.gain_mass == KHZ_GAIN_MASS_EFFECTIVE && !(ps->meff > 0)) ||
@@ -244,16 +235,12 @@ static double effective_mass(const khzModel *m, khzData *d, const khzContact *c,
 }
 
 /* the relative angular velocity change along a tangent per unit couple
- * about it, from one test couple on each body: the rolling damper's inertia.
- * Without rolling friction under the deepest-point method the damper acts
- * about the normal only (spin_radius) and the couple is taken about it. */
+ * about it, from one test couple on each body: the rolling damper's inertia */
 static double rotational_inertia(const khzModel *m, khzData *d, const khzContact *c, double *dqd,
                                  double *dvel) {
   double t[3], a[3] = {1, 0, 0}, f[6] = {0, 0, 0, 0, 0, 0}, kww = 0;
   if (fabs(c->normal[0]) > 0.6) a[0] = 0, a[1] = 1;
   khzu_cross(t, c->normal, a);
-  if (!(m->contact.rolling > 0) && d->contact_method == KHZ_CONTACT_DEEPEST)
-    memcpy(t, c->normal, sizeof t);
   double tn = sqrt(khzu_dot3(t, t));
   (void)dqd; /* the response's joint velocities are not wanted */
   for (int s = 0; s < 2; s++) {
@@ -271,7 +258,7 @@ static double rotational_inertia(const khzModel *m, khzData *d, const khzContact
 }
 
 void khz_penaltyGains(const khzModel *m, khzData *d, int inertias, double *dqd, double *dvel) {
-  int rolling = wants_rot_inertia(m, d);
+  int rolling = m->contact.rolling > 0 || m->contact.torsional > 0;
   for (int i = 0; i < d->ncontact; i++) {
     khzContact *c = d->contact + i;
     khzPairState *ps = d->pair + c->slot;
@@ -1603,44 +1590,6 @@ static void friction_stretch(const khzData *d, const khzContact *c, const khzPai
   for (int j = 0; j < 3; j++) delta[j] -= dn * n[j];
 }
 
-/* points shallower than this fraction of the deepest are round-off (as in
- * khz_selectPoints) */
-#define KHZ_SPIN_DEPTH_FLOOR 1e-3
-
-/* The deepest-point method's spin friction radius. One point carries no
- * couple about the normal, so a box stopped on a face kept turning at
- * 0.1-0.2 rad/s while its deepest corner went round, and walked back with
- * it (docs/contact.md, friction). Coulomb friction spread over a patch
- * resists a spin with mu fn times the mean distance of the patch from its
- * centre (a soft finger); the patch here is the pair's penetrating points
- * (those the multi-point method would choose from), projected onto the
- * contact plane, each carrying an equal share: r = mean |p_k - centroid|.
- * One point, or a sphere's or a capsule's tip, gives 0: a point contact
- * has no torsional friction. */
-static double spin_radius(const khzData *d, const khzContact *c) {
-  const khzContactPoint *pts = d->cpoint + c->point_adr;
-  const double *n = c->normal;
-  double floor_depth = KHZ_SPIN_DEPTH_FLOOR * d->cpoint[c->deepest].depth, cen[3] = {0, 0, 0};
-  int np = 0;
-  for (int k = 0; k < c->npoint; k++)
-    if (pts[k].depth > floor_depth) {
-      for (int j = 0; j < 3; j++) cen[j] += pts[k].pos[j];
-      np++;
-    }
-  if (np < 2) return 0;
-  for (int j = 0; j < 3; j++) cen[j] /= np;
-  double sum = 0;
-  for (int k = 0; k < c->npoint; k++)
-    if (pts[k].depth > floor_depth) {
-      double e[3];
-      for (int j = 0; j < 3; j++) e[j] = pts[k].pos[j] - cen[j];
-      double en = khzu_dot3(e, n);
-      for (int j = 0; j < 3; j++) e[j] -= en * n[j];
-      sum += sqrt(khzu_dot3(e, e));
-    }
-  return sum / np;
-}
-
 /* Rolling and torsional friction of a pair (MuJoCo's condim 6, opt-in): a
  * couple against the relative angular velocity, its tangential part (rolling)
  * saturated at rolling * fn, its normal part (spin) at torsional * fn. Below
@@ -1650,7 +1599,6 @@ static double spin_radius(const khzData *d, const khzContact *c) {
 static void rolling_torque(const khzModel *m, khzData *d, const khzContact *c, double fn) {
   const khzPairState *ps = d->pair + c->slot;
   double mr = m->contact.rolling, ms = m->contact.torsional;
-  if (!(ms > 0) && d->contact_method == KHZ_CONTACT_DEEPEST) ms = c->mu * spin_radius(d, c);
   if (!(mr > 0 || ms > 0) || !(fn > 0) || !(ps->rot_inertia > 0)) return;
   const double *n = c->normal;
   int b0 = c->body[0], b1 = c->body[1];
