@@ -52,7 +52,10 @@
  * Departures from the paper: contacts come to rest KHZ_LCP_SKIN deep, not
  * exactly touching; a contact deeper than that at the step's start is
  * pushed back at KHZ_LCP_DEEP_GAIN of its excess per step and at
- * KHZ_LCP_PUSHOUT at most, not within one step; friction per patch (above).
+ * KHZ_LCP_PUSHOUT at most, not within one step; friction per patch (above);
+ * a step in which an impact's contact closes is cut at that time and run as
+ * two substeps of the scheme, so that the impact is taken whole in one LCP
+ * (closing_time, substep: Table I's velocities after an impact converge).
  */
 #include "lcp.h"
 
