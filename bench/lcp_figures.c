@@ -350,6 +350,10 @@ static void table1(void) {
    * gaps changed), LCP_FIGURES_T1_REF: the fine table's reference step */
   const char *scene = getenv("LCP_FIGURES_T1_SCENE");
   khzModel *m = load(scene && *scene ? scene : "scenes/validation/st_four_balls.yaml", 8);
+  /* the steps split at impacts (contact.lcp_split_impacts): first order through
+   * them; LCP_FIGURES_T1_SPLIT=0 gives the paper's steps */
+  const char *split = getenv("LCP_FIGURES_T1_SPLIT");
+  m->contact.lcp_split_impacts = !(split && atoi(split) == 0);
   const char *te = getenv("LCP_FIGURES_T1_END");
   if (te && atof(te) > 0) t1_end = atof(te);
   if (m->max_substep > 0) printf("(the scene substeps at %g s: steps above it are split)\n", m->max_substep);

@@ -440,7 +440,7 @@ static void test_balls(void) {
  * the last of (1 - offset) h): the impacts at other phases of their steps */
 static khzModel *impact_model(void) {
   return load_string("khz_scene: 1\nrate_hz: 1000\ngravity: [0, 0, -9.81]\nground: {height: 0}\n"
-                     "contact: {method: lcp, mu: 0.4, friction_directions: 8}\n"
+                     "contact: {method: lcp, mu: 0.4, friction_directions: 8, lcp_split_impacts: true}\n"
                      "objects:\n"
                      "  - {name: ball1, shape: sphere, size: [0.1], mass: 1, pos: [0.75, 0, 0.09999], "
                      "vel: [1, 0.1, 0], angvel: [-1, 10, 0]}\n"

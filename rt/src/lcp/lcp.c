@@ -1243,9 +1243,10 @@ int khz_lcpStep(const khzModel *m, khzData *d, double h) {
   /* substeps: up to the closing of an impact's contact (closing_time),
    * then the rest, which may split again; the last takes what is left */
   double t = 0;
+  const int maxsub = m->contact.lcp_split_impacts ? KHZ_LCP_SUBSTEPS : 1;
   for (int sub = 0; ok; sub++) {
     double tc = 0;
-    int r = substep(m, d, W, h - t, d->time + t, d->time + h, sub < KHZ_LCP_SUBSTEPS - 1, &tc);
+    int r = substep(m, d, W, h - t, d->time + t, d->time + h, sub < maxsub - 1, &tc);
     if (r == 1) {
       double tn = t + tc;
       r = substep(m, d, W, tc, d->time + t, d->time + tn, 0, NULL);
