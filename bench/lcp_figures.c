@@ -181,9 +181,10 @@ static double t1_end = 1.5;
  * the line resting against each other as the LCP rests contacts), so that
  * no length but h is left in the line's impact (LCP_FIGURES_T1_FINE) */
 static int t1_closed;
-/* the line (ball2 .. ball4) moved along x by this (m): the line's impact
- * at another phase of the step (table1_phase) */
-static double t1_shift;
+/* the step grid shifted by this fraction of h (a first step of t1_offset h,
+ * the last of (1 - t1_offset) h, the same end): every event, the line's
+ * impact among them, at another phase of its step (table1_phase) */
+static double t1_offset;
 
 /* the 24 velocities (per ball: linear, angular in the world) and 12 positions */
 static void ball_state(const khzModel *m, const khzData *d, double *v, double *x) {
@@ -215,16 +216,12 @@ static int run_table1(khzModel *m, double h, double *v, double *x, int *fallback
     }
     khz_kinematics(m, d);
   }
-  if (t1_shift != 0) {
-    int b2 = khz_name2body(m, "ball2");
-    for (int i = 0; i <= 2; i++) d->q[m->jnt_qadr[b2 + i]] += t1_shift;
-    khz_kinematics(m, d);
-  }
   int steps = (int)(t1_end / h + 0.5), thrown = khz_name2body(m, "ball1");
   ev[0] = ev[1] = -1;
   ball_state(m, d, v, x);
+  if (t1_offset > 0) khz_stepWith(m, d, t1_offset * h);
   for (int s = 1; s <= steps; s++) {
-    khz_stepWith(m, d, h);
+    khz_stepWith(m, d, t1_offset > 0 && s == steps ? (1 - t1_offset) * h : h);
     ball_state(m, d, v + 24 * s, x + 12 * s);
     for (int c = 0; c < d->ncontact; c++) {
       const khzContact *ct = d->contact + c;
@@ -306,14 +303,16 @@ static void table1_against(khzModel *m, double href, const double *hs, int nh, d
   free(vr), free(xr), free(vh), free(xh);
 }
 
-/* the line's impact at 8 phases of the step: the line moved by s v h,
- * s = 0, 1/8 .. 7/8, v = 5/7 of 1.5 m/s (the thrown ball rolls from its
- * landing on); the spread over the phases of the final spins about the
- * vertical, of the other angular velocities and of the linear ones (the
- * largest over the balls), for h = 1e-2, 1e-3, 1e-4 */
+/* the events at 8 phases of the step: the step grid shifted by s h,
+ * s = 0, 1/8 .. 7/8 (a first step of s h, the last of (1 - s) h; the same
+ * scene, the same end); the spread over the phases of the final spins about
+ * the vertical, of the other angular velocities and of the linear ones (the
+ * largest over the balls), for h = 1e-2, 1e-3, 1e-4. (Before lcp21d the
+ * line was moved by s v h instead, which also moved the impact in time by
+ * up to h and the end state with it.) */
 static void table1_phase(khzModel *m) {
   static const double hs[] = {1e-2, 1e-3, 1e-4};
-  printf("# the line's impact at 8 phases of the step (the line moved by s v h, s = 0 .. 7/8): spread of the "
+  printf("# the events at 8 phases of the step (the step grid shifted by s h, s = 0 .. 7/8): spread of the "
          "velocities at t = %g s over the phases\n",
          t1_end);
   printf("| h (s) | spin about the vertical (rad/s) | other angular (rad/s) | linear (m/s) | steps falling back |\n"
@@ -324,7 +323,7 @@ static void table1_phase(khzModel *m) {
     double lo[24], hi[24], ev[2];
     for (int s = 0; s < 8; s++) {
       int fb;
-      t1_shift = s / 8.0 * (5.0 / 7.0 * 1.5) * hs[i];
+      t1_offset = s / 8.0;
       int steps = run_table1(m, hs[i], v, x, &fb, ev);
       fb_all += fb;
       for (int k = 0; k < 24; k++) {
@@ -332,7 +331,7 @@ static void table1_phase(khzModel *m) {
         lo[k] = s ? fmin(lo[k], e) : e, hi[k] = s ? fmax(hi[k], e) : e;
       }
     }
-    t1_shift = 0;
+    t1_offset = 0;
     double spin = 0, ang = 0, lin = 0;
     for (int k = 0; k < 24; k++) {
       double r = hi[k] - lo[k];
@@ -351,6 +350,10 @@ static void table1(void) {
    * gaps changed), LCP_FIGURES_T1_REF: the fine table's reference step */
   const char *scene = getenv("LCP_FIGURES_T1_SCENE");
   khzModel *m = load(scene && *scene ? scene : "scenes/validation/st_four_balls.yaml", 8);
+  /* the steps split at impacts (contact.lcp_split_impacts): first order through
+   * them; LCP_FIGURES_T1_SPLIT=0 gives the paper's steps */
+  const char *split = getenv("LCP_FIGURES_T1_SPLIT");
+  m->contact.lcp_split_impacts = !(split && atoi(split) == 0);
   const char *te = getenv("LCP_FIGURES_T1_END");
   if (te && atof(te) > 0) t1_end = atof(te);
   if (m->max_substep > 0) printf("(the scene substeps at %g s: steps above it are split)\n", m->max_substep);

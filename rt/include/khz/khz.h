@@ -184,6 +184,10 @@ typedef struct khzContactOptions {
   int lcp_restitution;      /* LCP method: 1 = Newton's restitution at impacts (a contact
                                approaching faster than impact_velocity leaves at restitution
                                times that speed); 0 (default) = inelastic, the paper's model */
+  int lcp_split_impacts;    /* LCP method: 1 = a step in which a contact closes is split at
+                               the closing time, so each impact is taken whole in one LCP
+                               (first order through impacts; docs/lcp.md); 0 (default) =
+                               the paper's steps, the gap term spreading an impact over two */
 } khzContactOptions;
 
 /* Sleeping bodies (khz_spec_setSleep; docs/sleeping.md): trees with a moving joint (free

@@ -52,7 +52,10 @@
  * Departures from the paper: contacts come to rest KHZ_LCP_SKIN deep, not
  * exactly touching; a contact deeper than that at the step's start is
  * pushed back at KHZ_LCP_DEEP_GAIN of its excess per step and at
- * KHZ_LCP_PUSHOUT at most, not within one step; friction per patch (above).
+ * KHZ_LCP_PUSHOUT at most, not within one step; friction per patch (above);
+ * a step in which an impact's contact closes is cut at that time and run as
+ * two substeps of the scheme, so that the impact is taken whole in one LCP
+ * (closing_time, substep: Table I's velocities after an impact converge).
  */
 #include "lcp.h"
 
@@ -163,6 +166,7 @@ typedef struct lcpWork {
    * the approach speed above which a contact impacts, the velocity at the
    * step's start */
   double restitution, impact_speed;
+  double h_step; /* the whole step's h (substeps: closing_time) */
   const double *v0;
   khzLemke lk;
   /* warm start: the last step's record (NULL: none that fits this step),
@@ -177,6 +181,13 @@ typedef struct lcpWork {
    * when the step falls back; a free slot is all zero with geom -1, -1 (pairs.c) */
   khzPairState *save_pair;
   int *save_slot, save_n;
+  /* the same at a substep's start (put back when it splits), and q, qd at
+   * the step's start (put back when a later substep fails) */
+  khzPairState *sub_pair;
+  int *sub_slot, sub_n;
+  double *q_start, *qd_start;
+  double *vn; /* 3 ptmax: each point's normal velocity at the substep's start, in the
+               * free motion and in the pass's v+ (closing_time) */
   khzContact *save_c;
   khzContactPoint *save_p;
   int save_nc, save_np;
@@ -259,6 +270,11 @@ int khz_lcpMaxPoints(const khzModel *m) {
   X(W->zbasic, unsigned char, W->nmax)                                              \
   X(W->save_pair, khzPairState, (m)->npair_max)                                     \
   X(W->save_slot, int, (m)->npair_max)                                              \
+  X(W->sub_pair, khzPairState, (m)->npair_max)                                      \
+  X(W->sub_slot, int, (m)->npair_max)                                               \
+  X(W->q_start, double, (m)->nq)                                                    \
+  X(W->qd_start, double, (m)->nv)                                                   \
+  X(W->vn, double, 3 * (size_t)W->ptmax)                                            \
   X(W->save_c, khzContact, (m)->npair_max)                                          \
   X(W->save_p, khzContactPoint, (size_t)(m)->npair_max *(m)->max_points)
 
@@ -642,7 +658,10 @@ static int assemble(const lcpWork *W, double h) {
      * that is to close must close within the step (the paper's phi/h), one
      * deeper than the skin opens at KHZ_LCP_DEEP_GAIN of it */
     double g0 = i >= 0 ? (W->pt[i].phi + KHZ_LCP_SKIN) / h + s - sfree : 0;
-    W->b[r] = (g0 < 0 ? KHZ_LCP_DEEP_GAIN * g0 : g0) + sfree;
+    /* the push-out a rate over the whole step, not over a substep: over a
+     * substep of 1e-6 s a contact 1e-6 m too deep left at 0.1 m/s, and
+     * the V3 pile never came to rest */
+    W->b[r] = (g0 < 0 ? KHZ_LCP_DEEP_GAIN * g0 * (h / W->h_step) : g0) + sfree;
     /* a penetration already there at q (phi/h - N' v_ref < 0) is pushed
      * out at KHZ_LCP_PUSHOUT at most, not in one step */
     if (i >= 0 && W->b[r] - sfree < -KHZ_LCP_PUSHOUT) W->b[r] = sfree - KHZ_LCP_PUSHOUT;
@@ -978,25 +997,25 @@ static khzLcpStatus solve(lcpWork *W, int n, int guess, int *basis_ok) {
   return st;
 }
 
-/* the pair slots in use, and back: every slot in use now freed as
- * pairs.c frees it, those saved copied in */
-static void save_pairs(const khzModel *m, const khzData *d, lcpWork *W) {
-  W->save_n = 0;
+/* the pair slots in use into pairs / slots (*n of them), and back: every
+ * slot in use now freed as pairs.c frees it, those saved copied in */
+static void save_pairs(const khzModel *m, const khzData *d, khzPairState *pairs, int *slots, int *n) {
+  *n = 0;
   for (int s = 0; s < m->npair_max; s++) {
     if (d->pair[s].geom[0] < 0) continue;
-    memcpy(W->save_pair + W->save_n, d->pair + s, sizeof(khzPairState));
-    W->save_slot[W->save_n++] = s;
+    memcpy(pairs + *n, d->pair + s, sizeof(khzPairState));
+    slots[(*n)++] = s;
   }
 }
 
-static void restore_pairs(const khzModel *m, khzData *d, const lcpWork *W) {
+static void restore_pairs(const khzModel *m, khzData *d, const khzPairState *pairs, const int *slots,
+                          int n) {
   for (int s = 0; s < m->npair_max; s++) {
     if (d->pair[s].geom[0] < 0) continue;
     memset(d->pair + s, 0, sizeof(khzPairState));
     d->pair[s].geom[0] = d->pair[s].geom[1] = -1;
   }
-  for (int i = 0; i < W->save_n; i++)
-    memcpy(d->pair + W->save_slot[i], W->save_pair + i, sizeof(khzPairState));
+  for (int i = 0; i < n; i++) memcpy(d->pair + slots[i], pairs + i, sizeof(khzPairState));
 }
 
 void khz_lcpLemkeSettings(khzLemke *lk) {
@@ -1004,36 +1023,126 @@ void khz_lcpLemkeSettings(khzLemke *lk) {
   lk->reinvert = KHZ_LCP_REINVERT;
 }
 
-int khz_lcpStep(const khzModel *m, khzData *d, double h) {
-  size_t mark = khz_stackMark(d);
-  lcpWork work, *W = &work;
-  int ok = lcp_carve(m, d, W), saved = ok;
-  khz_lcpLemkeSettings(&W->lk);
-  W->restitution = m->contact.lcp_restitution ? m->contact.restitution : 0;
-  W->impact_speed = m->contact.impact_velocity;
-  W->v0 = d->qd;
-  if (ok && d->lcp_time_limit > 0) W->lk.deadline = khz_lemkeNow() + d->lcp_time_limit;
+/* ------------------------------------------------- impacts within a step -- */
+
+/* Beyond the paper: the step split at the time an impact's contact closes.
+ * A contact found at the prediction whose gap phi + skin is still open at
+ * the step's start closes inside the step, and the paper's gap term
+ * phi/h + n'v+ >= 0 lets it approach at phi/h after the step's impulse:
+ * the impact is taken in two steps, in a ratio set by where in the step the
+ * contact closes (its phase), whatever h is, and a frictional impact (the
+ * four balls' line) taken in two parts is not the impulse of one (Table I's
+ * velocities after the line's impact did not converge below h = 5e-4).
+ * So the step is cut there: a substep of the paper's scheme up to the
+ * closing time t_c (the contact just touching at its end), then the rest of
+ * the step, whose LCP has the contact at phi + skin = 0 and takes the impact
+ * whole. Each substep is the paper's eq. (29) with its own h. */
+/* substeps of one step at most (the last one takes what is left with the
+ * paper's gap term) */
+#ifndef KHZ_LCP_SUBSTEPS
+#define KHZ_LCP_SUBSTEPS 8
+#endif
+/* a closing within this fraction of the step's start or end is not split
+ * off: the gap term then defers at most this share of the impact */
+#define KHZ_LCP_PHASE_MIN 1e-3
+
+/* the earliest time in (0, h) at which a contact closes at an impact's
+ * speed, 0 when none does; the points of W->all with ref == ref: those of
+ * the prediction (0), or those the re-check pass ref found at q+.
+ *
+ * The prediction's: the gap over the substep t under the free motion
+ * (q + t v_free(t), v_free(t) = v + t a) is
+ *   G(t) = G0 + t v_n + t^2 a_n,   G(h) = phi + skin at the prediction,
+ * v_n, a_n the normal velocity at the start and its rate (v_free(h) - v)/h
+ * at the contact's two points. The re-check's: under the pass's v+ (the
+ * impulses of the contacts closed at the start), G(t) = G0 + t v+_n, G(h)
+ * at q+. A contact counts when G0 > 0 > G(h) and it approaches at t_c
+ * faster than contact.impact_velocity and than twice the change of v_n the
+ * free motion makes over the step (a resting contact, which gravity
+ * presses by g h per step, is never split) */
+static double closing_time(const khzModel *m, khzData *d, lcpWork *W, double h, int ref) {
+  int any = 0;
+  for (int i = 0; i < W->nall && !any; i++) any = W->all[i].ref == ref && W->all[i].phi + KHZ_LCP_SKIN < 0;
+  if (!any) return 0;
+  double tmin = INFINITY, *vn[3] = {W->vn, W->vn + W->ptmax, W->vn + 2 * (size_t)W->ptmax};
+  /* the normal velocities at the points at the current positions (the
+   * prediction's or q+; to first order those at q): at the start, in the
+   * free motion, in the pass's v+ */
+  const double *vel[3] = {d->qd, W->vfree, W->vplus};
+  for (int pass = 0; pass < (ref ? 3 : 2); pass++) {
+    khz_velocityPass(m, d, vel[pass]);
+    for (int i = 0; i < W->nall; i++) {
+      const lcpPoint *p = W->all + i;
+      if (p->ref != ref || !(p->phi + KHZ_LCP_SKIN < 0)) continue;
+      double x0[3], x1[3], v0[3], v1[3];
+      world_point(d, p->body[0], p->local[0], x0);
+      world_point(d, p->body[1], p->local[1], x1);
+      khz_pointVelocity(m, d, p->body[0], x0, v0);
+      khz_pointVelocity(m, d, p->body[1], x1, v1);
+      vn[pass][i] = khzu_dot3(p->normal, v0) - khzu_dot3(p->normal, v1);
+    }
+  }
+  for (int i = 0; i < W->nall; i++) {
+    const lcpPoint *p = W->all + i;
+    if (p->ref != ref || !(p->phi + KHZ_LCP_SKIN < 0)) continue;
+    double G = p->phi + KHZ_LCP_SKIN, free_change = fabs(vn[1][i] - vn[0][i]), t, vc;
+    if (ref == 0) {
+      double vn0 = vn[0][i], an = (vn[1][i] - vn0) / h, G0 = G - h * vn[1][i];
+      if (!(G0 > 0)) continue;
+      /* the root of G nearest 0 (the stable form of the quadratic formula) */
+      double den = -vn0 + sqrt(fmax(vn0 * vn0 - 4 * an * G0, 0));
+      if (!(den > 0)) continue;
+      t = 2 * G0 / den, vc = -(vn0 + t * an);
+    } else {
+      double G0 = G - h * vn[2][i];
+      vc = -vn[2][i];
+      if (!(G0 > 0) || !(vc > 0)) continue;
+      t = G0 / vc;
+    }
+    if (t < KHZ_LCP_PHASE_MIN * h || t > (1 - KHZ_LCP_PHASE_MIN) * h) continue;
+    if (vc > m->contact.impact_velocity && vc > 2 * free_change) tmin = fmin(tmin, t);
+  }
+  return tmin < h ? tmin : 0;
+}
+
+/* one substep of h from d's state, from time t0 to t1 (d->time-based: the
+ * warm record's clock): the free velocity, collision at the predicted
+ * positions, the LCP island by island, the re-check at q+. Returns 0 with
+ * d->q, d->qd, the contact list and the warm record at its end; -1 when its
+ * first pass cannot be solved (d->q, d->qd untouched); 1 when may_split and
+ * a contact closes inside it at an impact's speed: *split is the time, and
+ * nothing but the kinematics is changed */
+static int substep(const khzModel *m, khzData *d, lcpWork *W, double h, double t0, double t1,
+                   int may_split, double *split) {
   lcpWarm *warm = (lcpWarm *)d->lcp_warm;
   /* entries in use (a restored image is not trusted beyond the capacity) */
   int warm_n = warm->npair < 0 || warm->npair > m->npair_max ? m->npair_max : warm->npair;
-  /* the record is the last step's only when this step starts where it ended */
-  W->warm_old = warm_n > 0 && warm_n == warm->npair && warm->next_time == d->time ? warm : NULL;
-  if (ok) {
-    /* the pair state as the step found it: the collision passes below
-     * rewrite it, and a step that falls back must start from it. Only the
-     * slots in use: all of them (the humanoid's 372 x 1.8 kB) were half the
-     * instructions of its LCP step */
-    save_pairs(m, d, W);
-    /* the velocity without contact, the contacts violated at q + h v_free */
-    khz_lcpFreeVelocity(m, d, W->tau, W->qdd, W->vfree, h);
-    khz_integratePos(m, W->qplus, d->q, W->vfree, h);
-    collide_at(m, d, W->qplus);
-    W->save_nc = d->ncontact, W->save_np = d->ncpoint;
-    memcpy(W->save_c, d->contact, (size_t)d->ncontact * sizeof(khzContact));
-    memcpy(W->save_p, d->cpoint, (size_t)d->ncpoint * sizeof(khzContactPoint));
-    ok = add_pairs(m, d, W, 0, 0) >= 0;
-    memcpy(W->vplus, W->vfree, (size_t)m->nv * sizeof(double));
+  /* the record is the last (sub)step's only when this one starts where it ended */
+  W->warm_old = warm_n > 0 && warm_n == warm->npair && warm->next_time == t0 ? warm : NULL;
+  W->nall = W->np_last = W->warm_nnew = 0;
+  /* the pair state as the substep found it: the collision passes below
+   * rewrite it, and a split substep starts again from it. Only the slots
+   * in use: all of them (the humanoid's 372 x 1.8 kB) were half the
+   * instructions of its LCP step */
+  save_pairs(m, d, W->sub_pair, W->sub_slot, &W->sub_n);
+  /* the velocity without contact, the contacts violated at q + h v_free */
+  khz_lcpFreeVelocity(m, d, W->tau, W->qdd, W->vfree, h);
+  khz_integratePos(m, W->qplus, d->q, W->vfree, h);
+  collide_at(m, d, W->qplus);
+  W->save_nc = d->ncontact, W->save_np = d->ncpoint;
+  memcpy(W->save_c, d->contact, (size_t)d->ncontact * sizeof(khzContact));
+  memcpy(W->save_p, d->cpoint, (size_t)d->ncpoint * sizeof(khzContactPoint));
+  int ok = add_pairs(m, d, W, 0, 0) >= 0;
+  if (ok && may_split) {
+    double tc = closing_time(m, d, W, h, 0);
+    if (tc > 0) {
+      if (observer) counters.splits++;
+      restore_pairs(m, d, W->sub_pair, W->sub_slot, W->sub_n);
+      *split = tc;
+      return 1;
+    }
   }
+  memcpy(W->vplus, W->vfree, (size_t)m->nv * sizeof(double));
   /* solve island by island, re-check at q+, solve again the islands that
    * the new violations join */
   for (int pass = 0; ok && W->nall > 0 && pass < KHZ_LCP_PASSES; pass++) {
@@ -1089,26 +1198,88 @@ int khz_lcpStep(const khzModel *m, khzData *d, double h) {
     int added = add_pairs(m, d, W, pass + 1, 1);
     if (added < 0) W->nall = W->np_last; /* beyond the capacity: as above */
     if (added <= 0) break;
+    /* a contact that the impulses of this pass close inside the substep (a
+     * ball struck into the next): cut the substep there too */
+    double tc = may_split ? closing_time(m, d, W, h, pass + 1) : 0;
+    if (tc > 0) {
+      if (observer) counters.splits++;
+      restore_pairs(m, d, W->sub_pair, W->sub_slot, W->sub_n);
+      *split = tc;
+      return 1;
+    }
+  }
+  if (!ok) {
+    restore_pairs(m, d, W->sub_pair, W->sub_slot, W->sub_n);
+    return -1;
+  }
+  memcpy(d->qd, W->vplus, (size_t)m->nv * sizeof(double));
+  memcpy(d->q, W->qplus, (size_t)m->nq * sizeof(double));
+  report(d, W, h);
+  memcpy(warm->pair, W->warm_new, (size_t)W->warm_nnew * sizeof(lcpWarmPair));
+  if (warm_n > W->warm_nnew)
+    memset(warm->pair + W->warm_nnew, 0, (size_t)(warm_n - W->warm_nnew) * sizeof(lcpWarmPair));
+  warm->npair = W->warm_nnew;
+  /* where the next (sub)step starts; no pairs, no record (all zero) */
+  warm->next_time = W->warm_nnew > 0 ? t1 : 0;
+  return 0;
+}
+
+int khz_lcpStep(const khzModel *m, khzData *d, double h) {
+  size_t mark = khz_stackMark(d);
+  lcpWork work, *W = &work;
+  int ok = lcp_carve(m, d, W), saved = ok;
+  khz_lcpLemkeSettings(&W->lk);
+  W->restitution = m->contact.lcp_restitution ? m->contact.restitution : 0;
+  W->impact_speed = m->contact.impact_velocity;
+  W->v0 = d->qd;
+  W->h_step = h;
+  if (ok && d->lcp_time_limit > 0) W->lk.deadline = khz_lemkeNow() + d->lcp_time_limit;
+  if (ok) {
+    /* the state as the step found it, put back when a substep fails */
+    save_pairs(m, d, W->save_pair, W->save_slot, &W->save_n);
+    memcpy(W->q_start, d->q, (size_t)m->nq * sizeof(double));
+    memcpy(W->qd_start, d->qd, (size_t)m->nv * sizeof(double));
+  }
+  /* substeps: up to the closing of an impact's contact (closing_time),
+   * then the rest, which may split again; the last takes what is left */
+  double t = 0;
+  const int maxsub = m->contact.lcp_split_impacts ? KHZ_LCP_SUBSTEPS : 1;
+  for (int sub = 0; ok; sub++) {
+    double tc = 0;
+    int r = substep(m, d, W, h - t, d->time + t, d->time + h, sub < maxsub - 1, &tc);
+    if (r == 1) {
+      double tn = t + tc;
+      r = substep(m, d, W, tc, d->time + t, d->time + tn, 0, NULL);
+      if (r == 0) {
+        t = tn;
+        continue;
+      }
+      /* a short substep's LCP (gaps over a small h: q of metres per second
+       * beside micrometres per second) that Lemke cannot solve: the rest of
+       * the step unsplit, with the paper's gap term, before the penalty
+       * method (the four balls at h = 1e-4: a substep of 1.3e-6 s ended on
+       * a ray in every attempt) */
+      if (!W->timed_out) r = substep(m, d, W, h - t, d->time + t, d->time + h, 0, NULL);
+    }
+    ok = r == 0;
+    break;
   }
   d->lcp_timeouts += W->timed_out;
   if (ok) {
-    for (int k = 0; k < m->nv; k++) d->qdd[k] = (W->vplus[k] - d->qd[k]) / h;
-    memcpy(d->qd, W->vplus, (size_t)m->nv * sizeof(double));
-    memcpy(d->q, W->qplus, (size_t)m->nq * sizeof(double));
-    report(d, W, h);
-    memcpy(warm->pair, W->warm_new, (size_t)W->warm_nnew * sizeof(lcpWarmPair));
-    if (warm_n > W->warm_nnew)
-      memset(warm->pair + W->warm_nnew, 0, (size_t)(warm_n - W->warm_nnew) * sizeof(lcpWarmPair));
-    warm->npair = W->warm_nnew;
-    /* as the step advances d->time; no pairs, no record (all zero) */
-    warm->next_time = W->warm_nnew > 0 ? d->time + h : 0;
+    for (int k = 0; k < m->nv; k++) d->qdd[k] = (d->qd[k] - W->qd_start[k]) / h;
   } else {
+    lcpWarm *warm = (lcpWarm *)d->lcp_warm;
+    int warm_n = warm->npair < 0 || warm->npair > m->npair_max ? m->npair_max : warm->npair;
     /* no record (all zero): the next step starts cold */
     memset(warm->pair, 0, (size_t)warm_n * sizeof(lcpWarmPair));
     warm->npair = 0, warm->next_time = 0;
     d->warning[KHZ_WARN_LCP]++;
     d->ncontact = d->ncpoint = 0;
-    if (saved) restore_pairs(m, d, W);
+    if (saved) {
+      restore_pairs(m, d, W->save_pair, W->save_slot, W->save_n);
+      memcpy(d->q, W->q_start, (size_t)m->nq * sizeof(double));
+      memcpy(d->qd, W->qd_start, (size_t)m->nv * sizeof(double));
+    }
   }
   khz_stackFree(d, mark);
   return ok ? 0 : -1;

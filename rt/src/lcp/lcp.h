@@ -23,12 +23,14 @@
 /* One step of h seconds of the LCP method at d's state with d->tau_applied
  * already clamped: the free velocity, collision at the predicted positions,
  * the LCP of the paper's eq. (29) over the active contacts solved by Lemke,
- * the active set re-checked at q+; writes d->q, d->qd, d->qdd and the
- * contact list (d->contact, d->cpoint with each point's force). Returns 0,
+ * the active set re-checked at q+, the step cut into substeps at the time
+ * an impact's contact closes (up to 8); writes d->q, d->qd, d->qdd and the
+ * contact list (d->contact, d->cpoint with each point's force: the last
+ * substep's). Returns 0,
  * or -1 when the LCP could not be solved (pivot budget, ray termination,
  * more contact points than the capacity, scratch exhausted, the first
  * pass past d->lcp_time_limit, counted in d->lcp_timeouts): then
- * KHZ_WARN_LCP is counted, d->q and d->qd are untouched and the caller steps
+ * KHZ_WARN_LCP is counted, d->q and d->qd are as the step found them and the caller steps
  * with the penalty method instead. Never allocates. */
 int khz_lcpStep(const khzModel *m, khzData *d, double h);
 
@@ -70,9 +72,10 @@ size_t khz_lcpWarmBytes(const khzModel *m);
 
 /* What the LCPs took, counted while an observer is set (benchmarks):
  * LCPs that needed a solve (q >= 0 excluded) and their rows, warm tries and
- * those that solved, Lemke calls (retries included) and their pivots. */
+ * those that solved, Lemke calls (retries included) and their pivots, steps
+ * cut at an impact's closing time (substeps split off). */
 typedef struct khzLcpCounters {
-  long solves, rows, warm_tries, warm_hits, lemke_calls, pivots;
+  long solves, rows, warm_tries, warm_hits, lemke_calls, pivots, splits;
 } khzLcpCounters;
 khzLcpCounters khz_lcpGetCounters(void);
 void khz_lcpResetCounters(void);
