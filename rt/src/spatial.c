@@ -183,8 +183,10 @@ static inline __attribute__((always_inline)) void chol_inverse(const double *L, 
 #pragma GCC unroll 12
       for (int b = 0; b < ((k + 2) & ~1); b++) xi[b] -= lik * xk[b];
     }
+    int pair_end = (i + 2) & ~1; /* the row's last column pair, inside the row */
+    if (pair_end > n) pair_end = n;
 #pragma GCC unroll 12
-    for (int b = 0; b < ((i + 2) & ~1); b++) xi[b] /= ld;
+    for (int b = 0; b < pair_end; b++) xi[b] /= ld;
   }
   for (int i = n - 1; i >= 0; i--) {
     double *xi = X + i * n, ld = L[i * n + i];
