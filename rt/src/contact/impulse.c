@@ -55,12 +55,17 @@
  * scratch); a walk that does not close within the point count (round-off on
  * near-collinear points) keeps the centroid. Scenes with their own gains
  * keep the centroid (the paper's). */
-static void pair_centroid(const khzModel *m, const khzData *d, const khzContact *c, double x[3]) {
-  const khzContactPoint *pts = d->cpoint + c->point_adr;
-  int n = c->npoint;
+/* the mean of a pair's contact points */
+static void points_mean(const khzContactPoint *pts, int n, double x[3]) {
   x[0] = x[1] = x[2] = 0;
   for (int p = 0; p < n; p++)
     for (int j = 0; j < 3; j++) x[j] += pts[p].pos[j] / n;
+}
+
+static void impulse_point(const khzModel *m, const khzData *d, const khzContact *c, double x[3]) {
+  const khzContactPoint *pts = d->cpoint + c->point_adr;
+  int n = c->npoint;
+  points_mean(pts, n, x);
   if (!n || !khz_penaltyAutoGains(m, c)) return;
   double t0[3], t1[3], ext = 0, pu = 0, pv = 0, A[3] = {0, 0, 0}, b[2] = {0, 0};
   khzu_orthogonal(t0, c->normal);
@@ -217,7 +222,7 @@ static int impulse_pair(const khzModel *m, khzData *d, khzContact *c, double tar
   int b0 = c->body[0], b1 = c->body[1];
   const double *n = c->normal;
   double x[3];
-  pair_centroid(m, d, c, x);
+  impulse_point(m, d, c, x);
 
   double v0[3], v1[3], u[3];
   khz_pointVelocity(m, d, b0, x, v0);
@@ -281,11 +286,11 @@ static int impulse_pair(const khzModel *m, khzData *d, khzContact *c, double tar
 
 /* ---------------------------------------------------- clusters together -- */
 
-/* the normal relative velocity at the centroid x of a pair's contact points */
-static double centroid_approach(const khzModel *m, const khzData *d, const khzContact *c,
-                                double x[3]) {
+/* the normal relative velocity at the point x where the pair's impulse acts */
+static double impulse_approach(const khzModel *m, const khzData *d, const khzContact *c,
+                              double x[3]) {
   double v0[3], v1[3];
-  pair_centroid(m, d, c, x);
+  impulse_point(m, d, c, x);
   khz_pointVelocity(m, d, c->body[0], x, v0);
   khz_pointVelocity(m, d, c->body[1], x, v1);
   return (v0[0] - v1[0]) * c->normal[0] + (v0[1] - v1[1]) * c->normal[1] +
@@ -332,9 +337,8 @@ static void tree_add(const khzModel *m, int root, double *qd, const double *dqd,
 static int reimpact_points(const khzModel *m, const khzData *d, const khzContact *c, const khzLanding *L,
                            int *pick) {
   const khzContactPoint *pts = d->cpoint + c->point_adr;
-  double x[3] = {0, 0, 0}, fr[9], best = INFINITY;
-  for (int k = 0; k < c->npoint; k++) /* the directions' centre: the points' mean */
-    for (int j = 0; j < 3; j++) x[j] += pts[k].pos[j] / c->npoint;
+  double x[3], fr[9], best = INFINITY;
+  points_mean(pts, c->npoint, x); /* the directions' centre */
   contact_frame(c->normal, fr);
   int n = 0, fastest = -1;
   for (int k = 0; k < c->npoint; k++) {
@@ -417,7 +421,7 @@ static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int npai
         memcpy(xi, d->cpoint[c->point_adr + pick[q]].pos, 3 * sizeof(double));
       } else if (np) {
         memcpy(xi, L->spec_pos[-1 - pick[q]], 3 * sizeof(double));
-      } else pair_centroid(m, d, c, xi);
+      } else impulse_point(m, d, c, xi);
       contact_frame(c->normal, fr + 9 * s);
       khz_pointVelocity(m, d, c->body[0], xi, v0);
       khz_pointVelocity(m, d, c->body[1], xi, v1);
@@ -646,7 +650,7 @@ void khz_resolveImpacts(const khzModel *m, khzData *d, const khzLanding *landing
   /* the others: sequential impulses, Newton's restitution on the centroid's
    * approach before them */
   for (int i = 0; i < d->ncontact; i++) {
-    double x[3], un = cluster[i] == -3 ? centroid_approach(m, d, d->contact + i, x) : 0;
+    double x[3], un = cluster[i] == -3 ? impulse_approach(m, d, d->contact + i, x) : 0;
     target[i] = restitution_target(m, d, d->contact + i, un);
   }
   int applied = 0;
