@@ -110,8 +110,8 @@ static void add_force(const khzModel *m, khzData *d, int b, const double x[3], c
 /* The mass a contact on body b may have to carry: a floating tree's whole
  * mass (a foot carries the robot), else the body with its descendants; 0
  * for a static body. */
-static double contact_mass(const khzModel *m, int b) {
-  if (khz_bodyStatic(m, b)) return 0;
+double khz_penaltyContactMass(const khzModel *m, int b) {
+  if (b < 1 || khz_bodyStatic(m, b)) return 0;
   int root = m->body_root[b];
   return m->jnt_type[root] == KHZ_JOINT_FLOATING ? m->body_subtreemass[root] : m->body_subtreemass[b];
 }
@@ -160,7 +160,7 @@ static double tangent_scale(const khzModel *m, const khzContact *c) {
 
 static void pair_gains_auto(const khzModel *m, khzContact *c, const khzPairState *ps, double h) {
   double ms[2], w = auto_omega(h);
-  for (int s = 0; s < 2; s++) ms[s] = contact_mass(m, c->body[s]);
+  for (int s = 0; s < 2; s++) ms[s] = khz_penaltyContactMass(m, c->body[s]);
   double own = ms[0] > 0 && ms[1] > 0 ? ms[0] * ms[1] / (ms[0] + ms[1]) : ms[0] + ms[1];
   double g = sqrt(khzu_dot3(m->gravity, m->gravity));
   double carried = ps->fn > 0 ? ps->fn / (g > 0 ? g : 9.81) : 0;
@@ -186,7 +186,7 @@ static void pair_gains(const khzModel *m, khzContact *c, const khzPairState *ps,
   double mass = 0, ms[2], meff = ps->meff;
   int moving = 0;
   for (int s = 0; s < 2; s++) {
-    ms[s] = contact_mass(m, c->body[s]);
+    ms[s] = khz_penaltyContactMass(m, c->body[s]);
     moving += ms[s] > 0;
   }
   if (m->contact.gain_mass == KHZ_GAIN_MASS_EFFECTIVE && meff > 0)
@@ -195,15 +195,19 @@ static void pair_gains(const khzModel *m, khzContact *c, const khzPairState *ps,
     mass = ms[0] * ms[1] / (ms[0] + ms[1]);
   else
     mass = ms[0] + ms[1];
+  double g[3];
+  khz_penaltySceneGains(m, c->geom[0], c->geom[1], mass, g);
+  c->kp = g[0], c->kv = g[1], c->ki = g[2];
+}
+
+void khz_penaltySceneGains(const khzModel *m, int g0, int g1, double mass, double g[3]) {
   const double base[3] = {m->contact.kp_per_kg, m->contact.kv_per_kg, m->contact.ki_per_kg};
   const double scene[3] = {m->contact.kp, m->contact.kv, m->contact.ki};
-  double g[3];
   for (int k = 0; k < 3; k++) {
-    double o0 = m->geom_gain[3 * c->geom[0] + k], o1 = m->geom_gain[3 * c->geom[1] + k];
+    double o0 = m->geom_gain[3 * g0 + k], o1 = m->geom_gain[3 * g1 + k];
     g[k] = o0 > 0 && o1 > 0 ? fmax(o0, o1) : o0 > 0 ? o0 : o1 > 0 ? o1 : scene[k] > 0 ? scene[k]
                                                                                       : base[k] * mass;
   }
-  c->kp = g[0], c->kv = g[1], c->ki = g[2];
 }
 
 /* ------------------------------------------------------------- the gains -- */

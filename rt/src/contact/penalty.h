@@ -11,6 +11,15 @@
 /* the largest cluster of pairs whose implicit impulses are solved together */
 #define KHZ_IMPLICIT_DIRECT 128
 
+/* the mass a contact moves on body b: 0 for the world or a static body
+ * (infinite); a robot's link carries its floating robot */
+double khz_penaltyContactMass(const khzModel *m, int b);
+
+/* the gains kp, kv, ki (g) of the pair of geoms g0, g1 when the scene gives
+ * stiffness: a geom's override (the larger of two), else the scene's value,
+ * else per kg of mass (the mass the scene's gain_mass rule names) */
+void khz_penaltySceneGains(const khzModel *m, int g0, int g1, double mass, double g[3]);
+
 /* 1 if pair c has automatic gains (the scene sets no stiffness) */
 int khz_penaltyAutoGains(const khzModel *m, const khzContact *c);
 

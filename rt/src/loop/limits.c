@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "collision/collision.h"
+#include "contact/penalty.h"
 #include "dynamics.h"
 #include "khz/loop.h"
 
@@ -224,33 +225,6 @@ static double oscillator_hmax(int rk4, int damping, double k, double b, double m
   return lo;
 }
 
-/* the mass a contact moves on body b: 0 for a static body (infinite), a
- * robot's link carries its floating robot (the contact models' rule) */
-static double contact_mass(const khzModel *m, int b) {
-  if (b < 1 || khz_bodyStatic(m, b)) return 0;
-  int root = m->body_root[b];
-  return m->jnt_type[root] == KHZ_JOINT_FLOATING ? m->body_subtreemass[root] : m->body_subtreemass[b];
-}
-
-/* a pair's contact gains as the penalty model chooses them when the scene
- * gives stiffness (penalty.c pair_gains): a geom's override, else the
- * scene's value, else per kg of the mass gain_mass names (the pair's
- * effective mass counts as its reduced mass here) */
-static void pair_gains(const khzModel *m, int g1, int g2, double m1, double m2, double *kp,
-                       double *kv) {
-  const khzContactOptions *c = &m->contact;
-  double mass = c->gain_mass == KHZ_GAIN_MASS_SUM || !(m1 > 0 && m2 > 0)
-                    ? m1 + m2
-                    : m1 * m2 / (m1 + m2);
-  const double scene[2] = {c->kp, c->kv}, base[2] = {c->kp_per_kg, c->kv_per_kg};
-  double g[2];
-  for (int k = 0; k < 2; k++) {
-    double o1 = m->geom_gain[3 * g1 + k], o2 = m->geom_gain[3 * g2 + k];
-    g[k] = o1 > 0 && o2 > 0 ? fmax(o1, o2) : o1 > 0 ? o1 : o2 > 0 ? o2 : scene[k] > 0 ? scene[k] : base[k] * mass;
-  }
-  *kp = g[0], *kv = g[1];
-}
-
 static int can_collide(const khzModel *m, int g1, int g2) {
   if (m->geom_visual[g1] || m->geom_visual[g2]) return 0;
   if (m->collision) return khz_collisionFilter(m, g1, g2);
@@ -294,13 +268,18 @@ double khz_loop_stableTimestep(const khzModel *m, char *what, size_t wsz) {
   for (int g = 0; g < m->ngeom && !given; g++) given = m->geom_gain[3 * g] > 0;
   if (c->method != KHZ_CONTACT_NONE && given) {
     for (int g1 = 0; g1 < m->ngeom; g1++) {
-      double m1 = contact_mass(m, m->geom_body[g1]);
+      double m1 = khz_penaltyContactMass(m, m->geom_body[g1]);
       if (!(m1 > 0)) continue; /* g1: the moving side */
       for (int g2 = 0; g2 < m->ngeom; g2++) {
-        double m2 = contact_mass(m, m->geom_body[g2]);
+        double m2 = khz_penaltyContactMass(m, m->geom_body[g2]);
         if (g2 == g1 || (m2 > 0 && g2 < g1) || !can_collide(m, g1, g2)) continue;
-        double kp, kv;
-        pair_gains(m, g1, g2, m1, m2, &kp, &kv);
+        /* the gains penalty.c gives the pair (its effective mass counts as
+         * the reduced mass here: the configuration is not known at load) */
+        double gains[3];
+        khz_penaltySceneGains(m, g1, g2,
+                              c->gain_mass == KHZ_GAIN_MASS_SUM || !(m2 > 0) ? m1 + m2 : m1 * m2 / (m1 + m2),
+                              gains);
+        double kp = gains[0], kv = gains[1];
         if (!(kp > 0)) continue; /* automatic gains: below */
         double mu = m2 > 0 ? m1 * m2 / (m1 + m2) : m1;
         if (hmax < INFINITY && oscillator_stable(rk4, DAMP_EXPLICIT, kp, kv, mu, hmax)) continue;
