@@ -53,7 +53,7 @@
  * exactly touching; a contact deeper than that at the step's start is
  * pushed back at KHZ_LCP_DEEP_GAIN of its excess per step and at
  * KHZ_LCP_PUSHOUT at most, not within one step; friction per patch (above);
- * a step in which an impact's contact closes is cut at that time and run as
+ * with contact.lcp_split_impacts, a step in which an impact's contact closes is cut at that time and run as
  * two substeps of the scheme, so that the impact is taken whole in one LCP
  * (closing_time, substep: Table I's velocities after an impact converge).
  */
@@ -1123,8 +1123,10 @@ static int substep(const khzModel *m, khzData *d, lcpWork *W, double h, double t
   /* the pair state as the substep found it: the collision passes below
    * rewrite it, and a split substep starts again from it. Only the slots
    * in use: all of them (the humanoid's 372 x 1.8 kB) were half the
-   * instructions of its LCP step */
-  save_pairs(m, d, W->sub_pair, W->sub_slot, &W->sub_n);
+   * instructions of its LCP step. Without the split (contact.lcp_split_impacts
+   * off) there is one substep, and the step's own copy (khz_lcpStep) serves */
+  const int split_on = m->contact.lcp_split_impacts;
+  if (split_on) save_pairs(m, d, W->sub_pair, W->sub_slot, &W->sub_n);
   /* the velocity without contact, the contacts violated at q + h v_free */
   khz_lcpFreeVelocity(m, d, W->tau, W->qdd, W->vfree, h);
   khz_integratePos(m, W->qplus, d->q, W->vfree, h);
@@ -1209,7 +1211,7 @@ static int substep(const khzModel *m, khzData *d, lcpWork *W, double h, double t
     }
   }
   if (!ok) {
-    restore_pairs(m, d, W->sub_pair, W->sub_slot, W->sub_n);
+    if (split_on) restore_pairs(m, d, W->sub_pair, W->sub_slot, W->sub_n);
     return -1;
   }
   memcpy(d->qd, W->vplus, (size_t)m->nv * sizeof(double));
