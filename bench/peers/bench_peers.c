@@ -962,6 +962,7 @@ static int khz_h_open_with(humanoidRun *r, const char *path, int rk4, int auto_g
   r->model = m, r->data = d;
   if (!d) return -1;
   d->contact_method = KHZ_CONTACT_PENALTY;
+  d->sleep_enabled = 0; /* as the peers: no deactivation (engine_khz.c's khz row) */
   r->torso = khz_name2body(m, "torso"), r->nv = m->nv, r->h = m->timestep;
   return 0;
 }
