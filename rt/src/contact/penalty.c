@@ -1796,8 +1796,21 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
       add_force(m, d, b1, pts[k].pos, Fm);
     } else if (apply) {
       double Fm[3] = {-F[0], -F[1], -F[2]};
-      add_force(m, d, b0, p0, F);
-      add_force(m, d, b1, p1, Fm);
+      /* A point on a curved surface: the force acts on both bodies where
+       * that surface faces the other one (its line of action through the
+       * centre of curvature, as between rigid bodies), not at the flat
+       * side's material point, which turns with its body over the stages:
+       * a compressive force F there is a follower load, a torque F a per
+       * radian of tilt (a the point's height over the flat body's centre)
+       * that grows the tilt, explicit and unseen by the implicit solve.
+       * A 23.5 g box pressed by 940 N between two spheres (I = 2.3e-5 kg
+       * m^2, h sqrt(2 a F / I) = 1.9) tilted 5.8 times faster each step
+       * and went non-finite within 20 ms. Automatic gains only (the
+       * scenes with their own gains keep the paper's points). */
+      const double *q0 = p0, *q1 = p1;
+      if (pts[k].round >= 0 && auto_gains(m, c)) q0 = q1 = pts[k].round ? p1 : p0;
+      add_force(m, d, b0, q0, F);
+      add_force(m, d, b1, q1, Fm);
     }
   }
   if (apply) rolling_torque(m, d, c, fn_sum);
