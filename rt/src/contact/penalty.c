@@ -1785,13 +1785,13 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
     const double *q0 = auto_pair ? (pts[k].round ? p1 : p0) : p0, *q1 = auto_pair ? q0 : p1;
     /* A cylinder's rim point slides along the rim as the cylinder tilts
      * its axis (its u is the normal across the axis): a lying cylinder
-     * rocking by psi moves its contact points r psi along the axis, and
-     * the load F on them (both pairs of a squeezed one) turns into a
-     * torque r F per radian that grows the rocking, explicit and unseen by
-     * the solve (a 12.6 g cylinder under a 65 kg box: 2 x 1.6 kN, h
-     * sqrt(r F / I) = 4.6, thrown at 46 m/s within 70 ms). Its implicit
-     * force, as a vertex's, acts where the row's Delassus column was
-     * taken. */
+     * rocking by psi moves its contact points r psi along the axis (the
+     * ground's one way, the load's the other), and the loads F1, F2 of a
+     * squeezed one turn into a torque r (F1 + F2) per radian that grows
+     * the rocking, explicit and unseen by the solve (a 12.6 g cylinder
+     * under a 65 kg box, 1.6 kN on each line: h sqrt(r (F1 + F2) / I) =
+     * 4.6, non-finite within 20 ms). Its implicit force, as a vertex's,
+     * acts where the row's Delassus column was taken. */
     int rim = auto_pair && m->geom_type[c->geom[pts[k].round]] == KHZ_GEOM_CYLINDER;
     if (apply && fi != 0 && (pts[k].round < 0 || rim)) {
       /* The implicit force of a vertex or an edge crossing (its normal
