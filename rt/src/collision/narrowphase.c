@@ -1445,6 +1445,12 @@ static int plane_poly(const khzColShape *a, const khzColShape *b, khzColOut *o) 
   /* edges_crossing: the part of edge v0-v1 below the plane, clip_half with
    * n.a = height of v0, n.d = its change along the edge, offset 0 */
   int ne = nv ? khz_shape_nedge(b) : 0;
+  /* the graze test's normal: khz_shape_sd's for a plane, the same at every
+   * point (its local normal (0, 0, 1) turned into the world) */
+  const double zl[3] = {0, 0, 1};
+  double nrm[3];
+  khz_shape_toWorldDir(a, zl, nrm);
+  double nrm_len = sqrt(khzu_dot3(nrm, nrm));
   for (int e = 0; e < ne; e++) {
     int v[2];
     khz_shape_edge(b, e, v);
@@ -1462,14 +1468,13 @@ static int plane_poly(const khzColShape *a, const khzColShape *b, khzColOut *o) 
     }
     if (!(t[0] > KHZ_SEG_END) && !(t[1] < 1 - KHZ_SEG_END)) continue; /* wholly below */
     const double *p0 = w + 3 * v[0], *p1 = w + 3 * v[1];
-    double dir[3], c[3], nrm[3];
+    double dir[3], c[3];
     khzu_sub3(dir, p1, p0);
     double dl = sqrt(khzu_dot3(dir, dir));
     for (int end = 0; end < 2; end++) {
       if (end == 0 ? !(t[0] > KHZ_SEG_END) : !(t[1] < 1 - KHZ_SEG_END)) continue;
       khzu_addScl3(c, p0, dir, t[end]);
-      khz_shape_sd(a, c, nrm);
-      if (dl > 0 && fabs(khzu_dot3(dir, nrm)) < KHZ_GRAZE * dl * sqrt(khzu_dot3(nrm, nrm))) continue;
+      if (dl > 0 && fabs(khzu_dot3(dir, nrm)) < KHZ_GRAZE * dl * nrm_len) continue;
       khz_col_addPoint(o, c, 0, 1, KHZ_FEATURE(KHZ_FEAT_EDGE, 2 * e + end));
     }
   }

@@ -96,6 +96,22 @@ static void surface_point(const khzModel *m, const khzData *d, const khzContact 
   for (int j = 0; j < 3; j++) p[j] += r * u[j];
 }
 
+/* surface_point and its velocity. On the world (body 0, never round:
+ * round_point) body_point is R l + x with R the identity and x +0
+ * (khz_forwardPass sets them so): that is l with a -0 made +0 (l finite:
+ * a point found at the step's start), and the world does not move
+ * (khz_pointVelocity's +0) */
+static void side_point(const khzModel *m, const khzData *d, const khzContact *c, const khzContactPoint *pt,
+                       int s, double p[3], double v[3]) {
+  int b = c->body[s];
+  if (b == 0) {
+    for (int q = 0; q < 3; q++) p[q] = pt->local[s][q] + 0.0, v[q] = 0;
+    return;
+  }
+  surface_point(m, d, c, pt, s, p);
+  khz_pointVelocity(m, d, b, p, v);
+}
+
 /* adds the world force F acting at x on body b to d->fext */
 static void add_force(const khzModel *m, khzData *d, int b, const double x[3], const double F[3]) {
   if (b <= 0) return;
@@ -1675,10 +1691,8 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
   for (int k = 0; k < c->npoint && nb < cap; k++) {
     if (!pts[k].bottom) continue;
     double spare[4][3], (*x)[3] = nb < KHZ_FORCE_KEEP ? keep[nb] : spare; /* p0, p1, v0, v1 */
-    surface_point(m, d, c, pts + k, 0, x[0]);
-    surface_point(m, d, c, pts + k, 1, x[1]);
-    khz_pointVelocity(m, d, b0, x[0], x[2]);
-    khz_pointVelocity(m, d, b1, x[1], x[3]);
+    side_point(m, d, c, pts + k, 0, x[0], x[2]);
+    side_point(m, d, c, pts + k, 1, x[1], x[3]);
     const double *p0 = x[0], *p1 = x[1], *v0 = x[2], *v1 = x[3];
     double depth = pts[k].depth - ps->offset + (p1[0] - p0[0]) * n[0] + (p1[1] - p0[1]) * n[1] +
                    (p1[2] - p0[2]) * n[2];
@@ -1736,10 +1750,8 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
     double again[4][3], vt[3], F[3], m0[3], m1[3];
     const double(*x)[3] = keep[j];
     if (j >= KHZ_FORCE_KEEP) {
-      surface_point(m, d, c, pts + k, 0, again[0]);
-      surface_point(m, d, c, pts + k, 1, again[1]);
-      khz_pointVelocity(m, d, b0, again[0], again[2]);
-      khz_pointVelocity(m, d, b1, again[1], again[3]);
+      side_point(m, d, c, pts + k, 0, again[0], again[2]);
+      side_point(m, d, c, pts + k, 1, again[1], again[3]);
       x = again;
     }
     const double *p0 = x[0], *p1 = x[1], *v0 = x[2], *v1 = x[3];
