@@ -1499,6 +1499,8 @@ static int plane_poly(const khzColShape *a, const khzColShape *b, khzColOut *o) 
   return best > 0;
 }
 
+int khz_col_polyPoly(const khzColShape *a, const khzColShape *b, khzColOut *o) { return poly_poly(a, b, o); }
+
 /* ----------------------------------------------------- rounded shapes -- */
 
 /* normal when the core of A (sphere, capsule) touches B: the direction of
