@@ -745,6 +745,77 @@ static void test_exact_least_overlap(void) {
   exact_vs_search("cylinder-cylinder", KHZ_GEOM_CYLINDER, wheel, KHZ_GEOM_CYLINDER, cyl, 0.3);
 }
 
+/* plane_poly (the table's plane-box, plane-cylinder and plane-hull) against
+ * the general poly_poly it stands in for: the same return, points (position,
+ * sd, depth, weight, side, feature, in order) and normal, bit for bit, over
+ * random poses of the plane and of the shape: straddling it, lying on a face
+ * or an edge at exactly the height of its half size (vertices and edges on
+ * the plane, where the inside tests and the clips are decided by their
+ * operations to the last bit) and a little below or above. */
+static void test_plane_fast_path(void) {
+  khzSpec *s = khz_spec_new();
+  cu_geom(s, 0, KHZ_GEOM_PLANE, 0, 0, 0);
+  cu_geom(s, 0, KHZ_GEOM_BOX, 0.5, 0.3, 0.2);
+  cu_geom(s, 0, KHZ_GEOM_CYLINDER, 0.11, 0.06, 0);
+  cu_meshGeom(s, 0, cu_sphereMesh(s, "ball", 0.3, 5, 7), 1);
+  khzModel *m = cu_compile(s);
+  static cu_pair pa, pb;
+  int ncase = 0, ncontact = 0, npoint = 0, bad = 0;
+  for (int g = 1; g <= 3; g++)
+    for (int k = 0; k < 3000; k++) {
+      double fr[2][12], qp[4], qs[4], R[9];
+      /* the plane: at the origin or anywhere, level or turned */
+      cu_randQuat(qp);
+      if (k % 3 == 0) qp[0] = 1, qp[1] = qp[2] = qp[3] = 0;
+      khzu_quat2mat(fr[0] + 3, qp);
+      for (int j = 0; j < 3; j++) fr[0][j] = k % 2 ? cu_uniform(-1, 1) : 0;
+      /* the shape: any orientation, or a quarter turn about a plane axis
+       * (lying on a face or, for a cylinder, its side) */
+      cu_randQuat(qs);
+      if (k % 4 == 1) cu_axisQuat(qs, 1, 0, 0, M_PI / 2 * (k / 4 % 4));
+      if (k % 4 == 2) cu_axisQuat(qs, 0, 1, 0, M_PI / 2 * (k / 4 % 4));
+      khzu_quat2mat(R, qs);
+      khzu_mulMat3(fr[1] + 3, fr[0] + 3, R);
+      /* its lowest point at -0.05 .. 0.01 along the plane's normal, or exactly on it */
+      double z[3] = {fr[0][5], fr[0][8], fr[0][11]}, off[3] = {cu_uniform(-1, 1), cu_uniform(-1, 1), 0};
+      khzColShape probe;
+      khz_shape_make(m, g, fr[1], &probe);
+      double lowest[3], mz[3] = {-z[0], -z[1], -z[2]};
+      khz_shape_support(&probe, mz, lowest);
+      double half = khzu_dot3(z, fr[1]) - khzu_dot3(z, lowest); /* centre above the lowest point */
+      double h = k % 5 == 0 ? 0 : cu_uniform(-0.05, 0.01);
+      for (int j = 0; j < 3; j++)
+        fr[1][j] = fr[0][j] + (fr[0][3 + 3 * j] * off[0] + fr[0][4 + 3 * j] * off[1]) + z[j] * (half + h);
+      khzColShape a, b;
+      khz_shape_make(m, 0, fr[0], &a);
+      khz_shape_make(m, g, fr[1], &b);
+      pa.out = (khzColOut){pa.pt, 0, CU_CAP, 0, pa.work, KHZ_HULL_MAXVERT, {0, 0, 0}};
+      pb.out = (khzColOut){pb.pt, 0, CU_CAP, 0, pb.work, KHZ_HULL_MAXVERT, {0, 0, 0}};
+      int ra = khz_collideTable[KHZ_SHAPE_PLANE][b.shape](&a, &b, &pa.out);
+      int rb = khz_col_polyPoly(&a, &b, &pb.out);
+      int same = ra == rb && pa.out.npt == pb.out.npt && pa.out.overflow == pb.out.overflow &&
+                 (!ra || !memcmp(pa.out.normal, pb.out.normal, sizeof pa.out.normal));
+      for (int i = 0; same && i < pa.out.npt; i++) {
+        const khzColPoint *x = pa.out.pt + i, *y = pb.out.pt + i;
+        same = !memcmp(x->pos, y->pos, sizeof x->pos) && !memcmp(&x->sd, &y->sd, sizeof x->sd) &&
+               !memcmp(&x->depth, &y->depth, sizeof x->depth) && !memcmp(&x->weight, &y->weight, sizeof x->weight) &&
+               x->side == y->side && x->feature == y->feature;
+      }
+      if (!same && bad++ < 5)
+        fprintf(stderr, "plane_poly != poly_poly: geom %d case %d (rc %d/%d, %d/%d points)\n", g, k, ra, rb,
+                pa.out.npt, pb.out.npt);
+      ncase++, ncontact += ra, npoint += pa.out.npt;
+    }
+  printf("plane_poly against poly_poly: %d poses, %d in contact, %d points, %d differ\n", ncase, ncontact, npoint,
+         bad);
+  ENSURE_MSG(bad == 0, "%d of %d plane cases differ from the general path", bad, ncase);
+  /* the poses exercise contact: most cases touch, with points */
+  ENSURE_MSG(ncontact > ncase / 2 && npoint > 4 * ncase / 2, "%d contacts, %d points in %d cases", ncontact,
+             npoint, ncase);
+  khz_deleteModel(&m);
+  khz_spec_destroy(&s);
+}
+
 int main(void) {
   test_box_on_plane();
   test_box_tilted();
@@ -756,5 +827,6 @@ int main(void) {
   test_every_pair();
   test_libccd();
   test_exact_least_overlap();
+  test_plane_fast_path();
   return ensure_report();
 }

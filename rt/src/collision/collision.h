@@ -445,6 +445,10 @@ void khz_col_addPoint(khzColOut *o, const double p[3], double sd, int side, int 
  * the pattern search; the direction into n. For tests. */
 double khz_col_leastOverlap(const khzColShape *a, const khzColShape *b, int exact, double n[3]);
 
+/* The general path (poly_poly) of a plane A and a box, cylinder or hull B,
+ * for which the table's plane_poly stands in bit for bit. For tests. */
+int khz_col_polyPoly(const khzColShape *a, const khzColShape *b, khzColOut *o);
+
 /* khz_collide as the step runs it: d->contact is left advanced past the
  * sleeping pairs (d->contact_shift of them) until khz_islandUpdate */
 int khz_collideStep(const khzModel *m, khzData *d);

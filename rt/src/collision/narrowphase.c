@@ -1410,6 +1410,97 @@ static int poly_poly(const khzColShape *a, const khzColShape *b, khzColOut *o) {
   return set_depths(a, b, o, n) > 0;
 }
 
+/* A box, cylinder or hull below a plane (A = plane): poly_poly's answer --
+ * the same points in the same order, features, sd, depths and normal, bit
+ * for bit -- from each vertex's height above the plane alone. poly_poly
+ * turns every vertex into the plane's frame (all three coordinates), tests
+ * it against the plane's infinite bounds and clips all 12 (box) or 48
+ * (cylinder) edges through khz_shape_clipLocal; against a plane the inside
+ * test is -height >= 0 and the clip is one half-space (clip_half in
+ * shapes.c, written out here with its operations in the same order), so
+ * the world positions and one local coordinate are all it needs. An edge
+ * is sought only when the clip keeps a part of it. */
+static int plane_poly(const khzColShape *a, const khzColShape *b, khzColOut *o) {
+  int nv = khz_shape_nvert(b);
+  if (nv > o->maxvert) return poly_poly(a, b, o); /* vcache would find no vertices: its answer */
+  double *w = vbuf(o, 1), *hgt = w + 3 * o->maxvert;
+  /* the third row of vcache_init's relative rotation and offset (the plane's
+   * z in B's frame, B's origin above the plane), as vcache_init forms them */
+  const double *Rs = b->rot, *Ro = a->rot;
+  double R2[3], dp[3];
+  for (int j = 0; j < 3; j++) R2[j] = Ro[2] * Rs[j] + Ro[5] * Rs[3 + j] + Ro[8] * Rs[6 + j];
+  khzu_sub3(dp, b->pos, a->pos);
+  double t2 = Ro[2] * dp[0] + Ro[5] * dp[1] + Ro[8] * dp[2];
+  for (int i = 0; i < nv; i++) {
+    double x[3];
+    khz_shape_vertLocal(b, i, x);
+    khz_shape_toWorld(b, x, w + 3 * i);
+    hgt[i] = R2[0] * x[0] + R2[1] * x[1] + R2[2] * x[2] + t2;
+  }
+  /* vertices_inside: a plane's sd is -height (no polytope slack) */
+  for (int i = 0; i < nv; i++) {
+    double sd = -hgt[i];
+    if (sd >= 0) khz_col_addPoint(o, w + 3 * i, fmax(sd, 0), 1, KHZ_FEATURE(KHZ_FEAT_VERTEX, i));
+  }
+  /* edges_crossing: the part of edge v0-v1 below the plane, clip_half with
+   * n.a = height of v0, n.d = its change along the edge, offset 0 */
+  int ne = nv ? khz_shape_nedge(b) : 0;
+  /* the graze test's normal: khz_shape_sd's for a plane, the same at every
+   * point (its local normal (0, 0, 1) turned into the world) */
+  const double zl[3] = {0, 0, 1};
+  double nrm[3];
+  khz_shape_toWorldDir(a, zl, nrm);
+  double nrm_len = sqrt(khzu_dot3(nrm, nrm));
+  for (int e = 0; e < ne; e++) {
+    int v[2];
+    khz_shape_edge(b, e, v);
+    double ha = hgt[v[0]], nd = hgt[v[1]] - ha, num = 0 - ha, t[2] = {0, 1};
+    if (fabs(nd) < KHZ_DIV_ZERO) {
+      if (!(num >= 0)) continue;
+    } else {
+      double tc = num / nd;
+      if (nd < 0) {
+        if (tc > t[0]) t[0] = tc;
+      } else if (tc < t[1]) {
+        t[1] = tc;
+      }
+      if (!(t[0] <= t[1])) continue;
+    }
+    if (!(t[0] > KHZ_SEG_END) && !(t[1] < 1 - KHZ_SEG_END)) continue; /* wholly below */
+    const double *p0 = w + 3 * v[0], *p1 = w + 3 * v[1];
+    double dir[3], c[3];
+    khzu_sub3(dir, p1, p0);
+    double dl = sqrt(khzu_dot3(dir, dir));
+    for (int end = 0; end < 2; end++) {
+      if (end == 0 ? !(t[0] > KHZ_SEG_END) : !(t[1] < 1 - KHZ_SEG_END)) continue;
+      khzu_addScl3(c, p0, dir, t[end]);
+      if (dl > 0 && fabs(khzu_dot3(dir, nrm)) < KHZ_GRAZE * dl * nrm_len) continue;
+      khz_col_addPoint(o, c, 0, 1, KHZ_FEATURE(KHZ_FEAT_EDGE, 2 * e + end));
+    }
+  }
+  if (!o->npt) return rims_plane(a, b, o);
+
+  double n[3], m[3];
+  axis_z(a, n);
+  khzu_scl3(n, n, -1);
+  rim_points(b, a, 1, n, o);
+  /* set_depths with every point on B (side 1) and A a plane: the depth
+   * above A's supporting plane, weight 1 (no wedge, no cylinder to leave) */
+  m[0] = -n[0], m[1] = -n[1], m[2] = -n[2];
+  double ha = support_h(a, m), best = 0;
+  for (int i = 0; i < o->npt; i++) {
+    double v = khzu_dot3(n, o->pt[i].pos) + ha;
+    if (!(v > 0)) v = 0;
+    o->pt[i].weight = 1;
+    o->pt[i].depth = v;
+    if (v > best) best = v;
+  }
+  khzu_copy3(o->normal, n);
+  return best > 0;
+}
+
+int khz_col_polyPoly(const khzColShape *a, const khzColShape *b, khzColOut *o) { return poly_poly(a, b, o); }
+
 /* ----------------------------------------------------- rounded shapes -- */
 
 /* normal when the core of A (sphere, capsule) touches B: the direction of
@@ -1812,9 +1903,6 @@ static int trimesh_trimesh(const khzColShape *a, const khzColShape *b, khzColOut
     return convex_trimesh(a, b, o);                                        \
   }
 
-POLY(plane_box)
-POLY(plane_cylinder)
-POLY(plane_convex)
 ROUND(sphere_sphere)
 ROUND(sphere_capsule)
 ROUND(sphere_box)
@@ -1835,8 +1923,8 @@ MESH(cylinder_trimesh)
 MESH(convex_trimesh_)
 
 const khzCollideFn khz_collideTable[KHZ_SHAPE_N][KHZ_SHAPE_N] = {
-    [KHZ_SHAPE_PLANE] = {NULL, plane_sphere, plane_capsule, plane_box, plane_cylinder,
-                         plane_convex, plane_trimesh},
+    [KHZ_SHAPE_PLANE] = {NULL, plane_sphere, plane_capsule, plane_poly, plane_poly, plane_poly,
+                         plane_trimesh},
     [KHZ_SHAPE_SPHERE] = {NULL, sphere_sphere, sphere_capsule, sphere_box, sphere_cylinder,
                           sphere_convex, sphere_trimesh},
     [KHZ_SHAPE_CAPSULE] = {NULL, NULL, capsule_capsule, capsule_box, capsule_cylinder,

@@ -96,6 +96,22 @@ static void surface_point(const khzModel *m, const khzData *d, const khzContact 
   for (int j = 0; j < 3; j++) p[j] += r * u[j];
 }
 
+/* surface_point and its velocity. On the world (body 0, never round:
+ * round_point) body_point is R l + x with R the identity and x +0
+ * (khz_forwardPass sets them so): that is l with a -0 made +0 (l finite:
+ * a point found at the step's start), and the world does not move
+ * (khz_pointVelocity's +0) */
+static void side_point(const khzModel *m, const khzData *d, const khzContact *c, const khzContactPoint *pt,
+                       int s, double p[3], double v[3]) {
+  int b = c->body[s];
+  if (b == 0) {
+    for (int q = 0; q < 3; q++) p[q] = pt->local[s][q] + 0.0, v[q] = 0;
+    return;
+  }
+  surface_point(m, d, c, pt, s, p);
+  khz_pointVelocity(m, d, b, p, v);
+}
+
 /* adds the world force F acting at x on body b to d->fext */
 static void add_force(const khzModel *m, khzData *d, int b, const double x[3], const double F[3]) {
   if (b <= 0) return;
@@ -297,7 +313,7 @@ typedef struct {
 } implicit_row;
 
 static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int apply,
-                          double *slip_limit, implicit_row *rows, int *nrows);
+                          double *slip_limit, double (*slip)[3][3], implicit_row *rows, int *nrows);
 
 /* The integral term ki I of eq. 1 is constant over a step (I moves on at
  * its end). For a pair whose spring is mostly implicit (the held pairs of
@@ -994,7 +1010,7 @@ void khz_penaltyLimits(const khzModel *m, khzData *d, double *dqd, double *dvel)
 static int pair_rows(const khzModel *m, khzData *d, int i, implicit_row *row) {
   khzContact *c = d->contact + i;
   int n = 0;
-  pair_forces(m, d, c, 0, NULL, row, &n);
+  pair_forces(m, d, c, 0, NULL, NULL, row, &n);
   double x[3] = {0, 0, 0};
   for (int j = 0; j < n; j++) {
     row[j].contact = i;
@@ -1443,7 +1459,7 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
     if (row[j].point < 0) continue;
     if (row[j].contact != last) {
       last = row[j].contact, nt = 0;
-      pair_forces(m, d, d->contact + last, 0, NULL, tmpr, &nt);
+      pair_forces(m, d, d->contact + last, 0, NULL, NULL, tmpr, &nt);
     }
     los[j] = lof[j] = lo[j];
     for (int t = 0; t < nt; t++)
@@ -1644,9 +1660,12 @@ static double stage_implicit(const khzData *d, double fi, double fn) {
 
 /* penalty and friction forces of one resting pair at the current forward
  * pass; apply = 1 adds them to d->fext. slip_limit (npoint, may be NULL):
- * the largest stretch the friction spring of each bottom point may keep. */
+ * the largest stretch the friction spring of each bottom point may keep;
+ * slip (KHZ_PAIR_ANCHORS, may be NULL): the first bottom points' material
+ * points m0, m1 (body_point of local[0], local[1]) and their friction
+ * stretch, which khz_penaltyEnd's anchors take from here. */
 static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int apply,
-                          double *slip_limit, implicit_row *rows, int *nrows) {
+                          double *slip_limit, double (*slip)[3][3], implicit_row *rows, int *nrows) {
   khzPairState *ps = d->pair + c->slot;
   khzContactPoint *pts = d->cpoint + c->point_adr;
   const double *n = c->normal;
@@ -1665,20 +1684,16 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
   double raw[KHZ_PAIR_ANCHORS * 16], wt[KHZ_PAIR_ANCHORS * 16], fn_sum = 0, r = 0, r_plain = 0;
   double tscale = tangent_scale(m, c), ki = integral_implicit(d, c) ? 0 : c->ki; /* the explicit integral */
   /* the first KHZ_FORCE_KEEP bottom points' surface points and velocities
-   * (p0, p1, v0, v1), kept from the first pass for the forces' pass */
+   * (p0, p1, v0, v1), kept from the first pass for the forces' pass, and
+   * every bottom point's index (the later passes visit only those) */
   double keep[KHZ_FORCE_KEEP][4][3];
-  int cap = (int)(sizeof raw / sizeof raw[0]), nb = 0;
+  int cap = (int)(sizeof raw / sizeof raw[0]), nb = 0, bottom[KHZ_PAIR_ANCHORS * 16];
   for (int k = 0; k < c->npoint && nb < cap; k++) {
     if (!pts[k].bottom) continue;
-    double p0[3], p1[3], v0[3], v1[3];
-    surface_point(m, d, c, pts + k, 0, p0);
-    surface_point(m, d, c, pts + k, 1, p1);
-    khz_pointVelocity(m, d, b0, p0, v0);
-    khz_pointVelocity(m, d, b1, p1, v1);
-    if (nb < KHZ_FORCE_KEEP) {
-      memcpy(keep[nb][0], p0, sizeof p0), memcpy(keep[nb][1], p1, sizeof p1);
-      memcpy(keep[nb][2], v0, sizeof v0), memcpy(keep[nb][3], v1, sizeof v1);
-    }
+    double spare[4][3], (*x)[3] = nb < KHZ_FORCE_KEEP ? keep[nb] : spare; /* p0, p1, v0, v1 */
+    side_point(m, d, c, pts + k, 0, x[0], x[2]);
+    side_point(m, d, c, pts + k, 1, x[1], x[3]);
+    const double *p0 = x[0], *p1 = x[1], *v0 = x[2], *v1 = x[3];
     double depth = pts[k].depth - ps->offset + (p1[0] - p0[0]) * n[0] + (p1[1] - p0[1]) * n[1] +
                    (p1[2] - p0[2]) * n[2];
     double vn = (v0[0] - v1[0]) * n[0] + (v0[1] - v1[1]) * n[1] + (v0[2] - v1[2]) * n[2];
@@ -1688,15 +1703,15 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
     wt[nb] = depth > 0 ? pts[k].share * depth : 0;
     r += wt[nb] * pts[k].weight;
     r_plain += wt[nb];
-    nb++;
+    bottom[nb++] = k;
   }
   /* every point with a spring lies on the face above it (weight 0): count
    * them by depth alone rather than drop the pair's force */
   int wedge = r > 0;
   if (!wedge) r = r_plain;
   if (rows) { /* the bottom points' springs, for the implicit part */
-    for (int k = 0, j = 0; k < c->npoint && j < cap; k++) {
-      if (!pts[k].bottom) continue;
+    for (int j = 0; j < nb; j++) {
+      int k = bottom[j];
       implicit_row *row = rows + (*nrows)++;
       row->point = k;
       double p0[3], p1[3];
@@ -1707,23 +1722,23 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
                    (p1[2] - p0[2]) * n[2];
       row->w = r > 0 ? wt[j] * (wedge ? pts[k].weight : 1) / r : 0;
       row->fn = raw[j] * row->w;
-      j++;
     }
     return 0;
   }
-  /* the pair's implicit tangential force is spread over the points in
-   * proportion to their normal forces, so that it fits every point's cone
-   * when it fits the pair's */
+  /* each point's share w of the pair's force (into wt) and the pair's
+   * implicit tangential force, spread over the points in proportion to
+   * their normal forces, so that it fits every point's cone when it fits
+   * the pair's */
   double nsum = 0;
-  for (int k = 0, j = 0; k < c->npoint && j < cap; k++)
-    if (pts[k].bottom) {
-      double fn = raw[j] * (r > 0 ? wt[j] * (wedge ? pts[k].weight : 1) / r : 0);
-      nsum += fn + stage_implicit(d, pts[k].force_implicit, fn), j++;
-    }
-  nb = 0;
-  for (int k = 0; k < c->npoint && nb < cap; k++) {
-    if (!pts[k].bottom) continue;
-    double w = r > 0 ? wt[nb] * (wedge ? pts[k].weight : 1) / r : 0, fn = raw[nb] * w;
+  for (int j = 0; j < nb; j++) {
+    int k = bottom[j];
+    wt[j] = r > 0 ? wt[j] * (wedge ? pts[k].weight : 1) / r : 0;
+    double fn = raw[j] * wt[j];
+    nsum += fn + stage_implicit(d, pts[k].force_implicit, fn);
+  }
+  for (int j = 0; j < nb; j++) {
+    int k = bottom[j];
+    double w = wt[j], fn = raw[j] * w;
     fn_sum += fn;
     /* |kt delta| <= mu fn with kt = scale kp w: the weight cancels; the
      * implicit part's normal force counts in the cone, per unit of the
@@ -1731,18 +1746,15 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
     double fi = stage_implicit(d, pts[k].force_implicit, fn), fiw = w > 0 ? fi / w : 0, ti[3];
     khzu_scl3(ti, c->force_implicit, nsum > 0 ? (fn + fi) / nsum : c->nbottom ? 1.0 / c->nbottom : 0);
     fn_sum += fi;
-    if (slip_limit) slip_limit[k] = c->mu * (raw[nb] + fiw) / (tscale * c->kp);
-    double p0[3], p1[3], v0[3], v1[3], vt[3], F[3], m0[3], m1[3];
-    if (nb < KHZ_FORCE_KEEP) {
-      memcpy(p0, keep[nb][0], sizeof p0), memcpy(p1, keep[nb][1], sizeof p1);
-      memcpy(v0, keep[nb][2], sizeof v0), memcpy(v1, keep[nb][3], sizeof v1);
-    } else {
-      surface_point(m, d, c, pts + k, 0, p0);
-      surface_point(m, d, c, pts + k, 1, p1);
-      khz_pointVelocity(m, d, b0, p0, v0);
-      khz_pointVelocity(m, d, b1, p1, v1);
+    if (slip_limit) slip_limit[k] = c->mu * (raw[j] + fiw) / (tscale * c->kp);
+    double again[4][3], vt[3], F[3], m0[3], m1[3];
+    const double(*x)[3] = keep[j];
+    if (j >= KHZ_FORCE_KEEP) {
+      side_point(m, d, c, pts + k, 0, again[0], again[2]);
+      side_point(m, d, c, pts + k, 1, again[1], again[3]);
+      x = again;
     }
-    nb++;
+    const double *p0 = x[0], *p1 = x[1], *v0 = x[2], *v1 = x[3];
     /* the material points, for the slip: a side's surface point is its
      * material point (the same body_point) unless that side is round */
     if (pts[k].round == 0)
@@ -1754,21 +1766,25 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
     else
       memcpy(m1, p1, sizeof m1);
     double vn = 0;
-    for (int j = 0; j < 3; j++) vt[j] = v0[j] - v1[j], vn += vt[j] * n[j];
-    for (int j = 0; j < 3; j++) vt[j] -= vn * n[j];
+    for (int q = 0; q < 3; q++) vt[q] = v0[q] - v1[q], vn += vt[q] * n[q];
+    for (int q = 0; q < 3; q++) vt[q] -= vn * n[q];
 
     /* friction: spring-damper to the sticking anchor, saturated at mu fn */
     double kt = tscale * c->kp * w, bt = tscale * c->kv * w;
     double Ft[3], delta[3];
     friction_stretch(d, c, ps, pts + k, m0, m1, delta);
-    for (int j = 0; j < 3; j++) Ft[j] = -kt * delta[j] - bt * vt[j];
+    if (slip && j < KHZ_PAIR_ANCHORS) {
+      memcpy(slip[j][0], m0, sizeof m0), memcpy(slip[j][1], m1, sizeof m1);
+      memcpy(slip[j][2], delta, sizeof delta);
+    }
+    for (int q = 0; q < 3; q++) Ft[q] = -kt * delta[q] - bt * vt[q];
     /* the cone holds the implicit tangential force too */
     double ftn = sqrt(khzu_dot3(Ft, Ft)), fmaxt = fmax(c->mu * (fn + fi) - khzu_norm3(ti), 0);
     if (ftn > fmaxt) {
       double s = ftn > 0 ? fmaxt / ftn : 0;
-      for (int j = 0; j < 3; j++) Ft[j] *= s;
+      for (int q = 0; q < 3; q++) Ft[q] *= s;
     }
-    for (int j = 0; j < 3; j++) F[j] = (fn + fi) * n[j] + Ft[j] + ti[j];
+    for (int q = 0; q < 3; q++) F[q] = (fn + fi) * n[q] + Ft[q] + ti[q];
     memcpy(pts[k].force, F, sizeof F);
     /* With automatic gains a point on a curved surface takes its force on
      * both bodies where that surface faces the other one (its line of
@@ -1810,11 +1826,11 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
        * point, and V2's 10 g block under off-centre loads then left the
        * ground for 219 unforced steps (bench/untuned.py; 0 before). */
       double Fe[3], Fm[3], Fi[3];
-      for (int j = 0; j < 3; j++) Fe[j] = fn * n[j] + Ft[j], Fi[j] = fi * n[j] + ti[j];
-      for (int j = 0; j < 3; j++) Fm[j] = -Fe[j];
+      for (int q = 0; q < 3; q++) Fe[q] = fn * n[q] + Ft[q], Fi[q] = fi * n[q] + ti[q];
+      for (int q = 0; q < 3; q++) Fm[q] = -Fe[q];
       add_force(m, d, b0, q0, Fe);
       add_force(m, d, b1, q1, Fm);
-      for (int j = 0; j < 3; j++) Fm[j] = -Fi[j];
+      for (int q = 0; q < 3; q++) Fm[q] = -Fi[q];
       add_force(m, d, b0, pts[k].pos, Fi);
       add_force(m, d, b1, pts[k].pos, Fm);
     } else if (apply) {
@@ -1830,7 +1846,7 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
 void khz_penaltyForces(const khzModel *m, khzData *d) {
   for (int i = 0; i < d->ncontact; i++) {
     khzContact *c = d->contact + i;
-    if (d->pair[c->slot].phase == KHZ_PHASE_RESTING && c->nbottom) pair_forces(m, d, c, 1, NULL, NULL, NULL);
+    if (d->pair[c->slot].phase == KHZ_PHASE_RESTING && c->nbottom) pair_forces(m, d, c, 1, NULL, NULL, NULL, NULL);
   }
 }
 
@@ -1858,17 +1874,20 @@ void khz_penaltyEnd(const khzModel *m, khzData *d) {
       ps->nanchor = 0;
       continue;
     }
-    ps->fn = pair_forces(m, d, c, 0, slip_limit, NULL, NULL);
+    /* the bottom points' material points and friction stretch at the final
+     * state, as pair_forces has just formed them (its m0, m1: the same
+     * body_point whether or not a side is round) */
+    double slip[KHZ_PAIR_ANCHORS][3][3];
+    ps->fn = pair_forces(m, d, c, 0, slip_limit, slip, NULL, NULL);
     int deepest = d->contact_method == KHZ_CONTACT_DEEPEST;
 
     khzPairState next = *ps;
     next.nanchor = 0;
-    for (int k = 0; k < c->npoint && next.nanchor < KHZ_PAIR_ANCHORS; k++) {
+    for (int k = 0, jb = 0; k < c->npoint && next.nanchor < KHZ_PAIR_ANCHORS; k++) {
       if (!pts[k].bottom) continue;
-      double p0[3], p1[3], delta[3], rel[3];
-      body_point(d, c->body[0], pts[k].local[0], p0);
-      body_point(d, c->body[1], pts[k].local[1], p1);
-      friction_stretch(d, c, ps, pts + k, p0, p1, delta);
+      const double *p0 = slip[jb][0], *p1 = slip[jb][1];
+      double *delta = slip[jb][2], rel[3];
+      jb++;
       double lim = slip_limit[k];
       double dl = sqrt(khzu_dot3(delta, delta));
       if (dl > lim) { /* the spring exceeds the cone: the anchor slides to its edge */
