@@ -1673,6 +1673,25 @@ static void rocking_slip(const khzData *d, const khzContact *c, const double x0[
   }
 }
 
+/* 1 if no other resting pair touches the trees that pair c moves: a lone
+ * body (or robot) held by this one pair, the case rocking_slip was measured
+ * on. Elsewhere (a stack, a robot on two feet) the damper at a contact also
+ * damps the sway of what stands on it, and keeps the whole slip. */
+static int lone_pair(const khzModel *m, const khzData *d, const khzContact *c) {
+  for (int s = 0; s < 2; s++) {
+    int b = c->body[s];
+    if (b <= 0 || khz_bodyStatic(m, b)) continue;
+    int root = m->body_root[b];
+    for (int i = 0; i < d->ncontact; i++) {
+      const khzContact *o = d->contact + i;
+      if (o == c || !o->nbottom || d->pair[o->slot].phase != KHZ_PHASE_RESTING) continue;
+      for (int t = 0; t < 2; t++)
+        if (o->body[t] > 0 && m->body_root[o->body[t]] == root) return 0;
+    }
+  }
+  return 1;
+}
+
 /* penalty and friction forces of one resting pair at the current forward
  * pass; apply = 1 adds them to d->fext. slip_limit (npoint, may be NULL):
  * the largest stretch the friction spring of each bottom point may keep. */
@@ -1787,10 +1806,10 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
     double vn = 0;
     for (int j = 0; j < 3; j++) vt[j] = v0[j] - v1[j], vn += vt[j] * n[j];
     for (int j = 0; j < 3; j++) vt[j] -= vn * n[j];
-    if (d->contact_method == KHZ_CONTACT_DEEPEST && pts[k].round < 0) {
-      /* the deepest-point method's corner: its damper takes the slip
-       * without the bodies' rocking (rocking_slip); the spring's stretch
-       * still follows the material points */
+    if (d->contact_method == KHZ_CONTACT_DEEPEST && pts[k].round < 0 && lone_pair(m, d, c)) {
+      /* the deepest-point method's corner of a lone body: its damper
+       * takes the slip without the bodies' rocking (rocking_slip); the
+       * spring's stretch still follows the material points */
       double rock[3];
       rocking_slip(d, c, p0, p1, rock);
       for (int j = 0; j < 3; j++) vt[j] -= rock[j];
