@@ -38,9 +38,9 @@
  *   j. a 24-box stack of 1 kg boxes (one cluster of up to 144 implicit rows, more
  *      than one direct solve takes: block Gauss-Seidel) stands 1.5 s with
  *      drift at most 1 mm and kinetic energy at most 1e-4 J;
- *   k. the deepest-point method's box sliding at 1.5-2.5 m/s with mu 0.3
- *      stops after v0^2 / (2 mu g) within 0.5 %; with mu 0.3 and 0.6 it
- *      slides back at most 0.1 mm in the 0.8 s after it stops;
+ *   k. the deepest-point method's box sliding at 1.03-2.80 m/s stops after
+ *      v0^2 / (2 mu g) within 0.1 % with mu 0.3 and within 1 % with mu 0.6,
+ *      and slides back at most 0.1 mm in the 0.8 s after it stops;
  *   l. a capsule lying on its side and a cylinder standing on its cap, half
  *      sizes 5 mm to 0.5 m (radius and half length alike), 1 kg, released
  *      touching the ground, rest after 2 s with penetration at most 0.5 mm
@@ -301,33 +301,43 @@ static void case_e(void) {
 }
 
 /* k. the deepest-point method (one point, a box's corner) sliding at 1.5, 2
- * and 2.5 m/s with mu 0.3 stops after v0^2 / (2 mu g) within 0.5 %: the
- * implicit friction impulse opposes the slip (penalty.c, disc_dissipation);
- * scaled back onto the friction disc it braked up to 25 degrees off it
- * (1.006, 1.012, 1.020). 0.8 s after it stops it lies at most 0.1 mm behind
- * the farthest point it reached (mu 0.3 and 0.6): the box rocks from corner
- * to corner, and each corner keeps its sticking spring while another is the
- * deepest (penalty.c, khz_penaltyEnd; started afresh, the box at 2 m/s
- * with mu 0.3 walked back 0.11 mm). */
+ * and 2.5 m/s stops after v0^2 / (2 mu g) within 0.1 % with mu 0.3 and
+ * within 1 % with mu 0.6 (the issue's 0.5 % is not met there for every
+ * speed: docs/contact.md, friction): the implicit friction impulse opposes
+ * the slip (penalty.c, disc_dissipation), and so does a landing impulse
+ * (impulse.c, solve_cluster: scaled onto the disc, the landings of a box
+ * hopping on its corners braked at 0.93-0.96 of mu, and it stopped at
+ * 1.0011-1.0020 (mu 0.3) and up to 1.0145 (mu 0.6)). 0.8 s after it stops
+ * it lies at most 0.1 mm behind the farthest point it reached: each corner
+ * keeps its sticking spring while another is the deepest (khz_penaltyEnd),
+ * and the corner's damper takes the slip without the box's rocking
+ * (rocking_slip: with it, the damper turned the rocking into a spin about
+ * the normal and the box walked). The last four slides, with the timestep
+ * h or h + 1 ulp, are bench/stop_sweep's runs that walked back 0.10-0.14
+ * mm before. */
 static void case_k(void) {
-  const double v0s[6] = {1.5, 2, 2.5, 1.5, 2, 2.5}, mus[6] = {0.3, 0.3, 0.3, 0.6, 0.6, 0.6};
-  for (int i = 0; i < 6; i++) {
+  const double v0s[10] = {1.5, 2, 2.5, 1.5, 2, 2.5, 2.80, 2.37, 1.03, 2.66};
+  const double mus[10] = {0.3, 0.3, 0.3, 0.6, 0.6, 0.6, 0.3, 0.3, 0.3, 0.6};
+  const int ulps[10] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1};
+  for (int i = 0; i < 10; i++) {
     double mu = mus[i];
     khzSpec *s = ground_spec_with(mu, 0);
     add_box(s, "b", KHZ_GEOM_BOX, 0.1, 1, 0.1);
     khzModel *m = compile(s);
     if (!m) return;
+    if (ulps[i]) m->timestep = nextafter(m->timestep, 1);
     khzData *d = khz_makeData(m, 0);
     d->contact_method = KHZ_CONTACT_DEEPEST;
     d->qd[0] = v0s[i];
     double xmax = 0, want = v0s[i] * v0s[i] / (2 * mu * G);
-    for (int k = 0; k < (int)(1000 * v0s[i] / (mu * G)) + 800; k++) {
+    int steps = (int)(v0s[i] / (mu * G) / m->timestep) + (int)(0.8 / m->timestep + 0.5);
+    for (int k = 0; k < steps; k++) {
       khz_step(m, d);
       xmax = fmax(xmax, d->q[0]);
     }
-    printf("k. deepest point, sliding at %g m/s, mu %g: stops at %.5g of v0^2 / (2 mu g), slides back %.3g mm\n",
-           v0s[i], mu, xmax / want, 1e3 * (xmax - d->q[0]));
-    if (mu == 0.3) ENSURE(fabs(xmax / want - 1) <= 0.005);
+    printf("k. deepest point, sliding at %g m/s, mu %g%s: stops at %.5g of v0^2 / (2 mu g), slides back %.3g mm\n",
+           v0s[i], mu, ulps[i] ? ", h + 1 ulp" : "", xmax / want, 1e3 * (xmax - d->q[0]));
+    ENSURE(fabs(xmax / want - 1) <= (mu == 0.3 ? 0.001 : 0.01));
     ENSURE(xmax - d->q[0] <= 1e-4);
     ENSURE(d->warning[KHZ_WARN_BADSTATE] == 0);
     khz_deleteData(&d);

@@ -1082,6 +1082,10 @@ static void disc_dissipation(const double A2[3], const double b2[2], double lim,
   if (norm > lim) P[0] *= lim / norm, P[1] *= lim / norm;
 }
 
+void khz_discDissipation(const double A2[3], const double b2[2], double lim, double P[2]) {
+  disc_dissipation(A2, b2, lim, P);
+}
+
 /* Solves A P = rhs for one cluster of k rows (A k x k: the rows' Delassus
  * matrix plus the rows' diagonal, symmetric positive definite) with the unilateral
  * and friction bounds: a normal row's P no lower than lo; a pair's two
@@ -1658,6 +1662,52 @@ static double stage_implicit(const khzData *d, double fi, double fn) {
   return d->contact_method == KHZ_CONTACT_DEEPEST && fi < -fn ? -fn : fi;
 }
 
+/* The rocking part of a point's slip velocity (body 0 less body 1): each
+ * body's turning about axes in the contact plane, w_t x (x_s - com_s), at
+ * its own centre of mass, from the current velocity pass. A body put on one
+ * corner (the deepest-point method) rocks about its centre from corner to
+ * corner, which swings the corner sideways by the half height times the
+ * tilt; a box resting on a face does not. The friction damper against that
+ * swing turned the wobble into spin: the deepest corner goes round with the
+ * rocking axis, so the damper's moment about the normal kept its sign (as
+ * on Euler's disk). Over 3.7 s after a stop it did +1.8e-4 J of work on the
+ * spin, against -1.5e-4 J from the corners' springs (docs/contact.md,
+ * friction). */
+static void rocking_slip(const khzData *d, const khzContact *c, const double x0[3], const double x1[3],
+                         double out[3]) {
+  const double *n = c->normal;
+  out[0] = out[1] = out[2] = 0;
+  for (int s = 0; s < 2; s++) {
+    int b = c->body[s];
+    if (b <= 0) continue;
+    const double *w = d->vtree + 6 * b, *x = s ? x1 : x0, *o = d->xcom + 3 * b;
+    double wn = khzu_dot3(w, n), wt[3], r[3], v[3];
+    for (int j = 0; j < 3; j++) wt[j] = w[j] - wn * n[j], r[j] = x[j] - o[j];
+    khzu_cross(v, wt, r);
+    double vn = khzu_dot3(v, n);
+    for (int j = 0; j < 3; j++) out[j] += (s ? -1 : 1) * (v[j] - vn * n[j]);
+  }
+}
+
+/* 1 if no other resting pair touches the trees that pair c moves: a lone
+ * body (or robot) held by this one pair, the case rocking_slip was measured
+ * on. Elsewhere (a stack, a robot on two feet) the damper at a contact also
+ * damps the sway of what stands on it, and keeps the whole slip. */
+static int lone_pair(const khzModel *m, const khzData *d, const khzContact *c) {
+  for (int s = 0; s < 2; s++) {
+    int b = c->body[s];
+    if (b <= 0 || khz_bodyStatic(m, b)) continue;
+    int root = m->body_root[b];
+    for (int i = 0; i < d->ncontact; i++) {
+      const khzContact *o = d->contact + i;
+      if (o == c || !o->nbottom || d->pair[o->slot].phase != KHZ_PHASE_RESTING) continue;
+      for (int t = 0; t < 2; t++)
+        if (o->body[t] > 0 && m->body_root[o->body[t]] == root) return 0;
+    }
+  }
+  return 1;
+}
+
 /* penalty and friction forces of one resting pair at the current forward
  * pass; apply = 1 adds them to d->fext. slip_limit (npoint, may be NULL):
  * the largest stretch the friction spring of each bottom point may keep;
@@ -1768,6 +1818,14 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
     double vn = 0;
     for (int q = 0; q < 3; q++) vt[q] = v0[q] - v1[q], vn += vt[q] * n[q];
     for (int q = 0; q < 3; q++) vt[q] -= vn * n[q];
+    if (d->contact_method == KHZ_CONTACT_DEEPEST && pts[k].round < 0 && lone_pair(m, d, c)) {
+      /* the deepest-point method's corner of a lone body: its damper
+       * takes the slip without the bodies' rocking (rocking_slip); the
+       * spring's stretch still follows the material points */
+      double rock[3];
+      rocking_slip(d, c, p0, p1, rock);
+      for (int q = 0; q < 3; q++) vt[q] -= rock[q];
+    }
 
     /* friction: spring-damper to the sticking anchor, saturated at mu fn */
     double kt = tscale * c->kp * w, bt = tscale * c->kv * w;

@@ -76,6 +76,12 @@ size_t khz_penaltyImplicitStackBytes(const khzModel *m);
  * (after khz_forwardPass at the stage state): added to d->fext. */
 void khz_penaltyForces(const khzModel *m, khzData *d);
 
+/* The point P of the disc |P| <= lim that minimises 1/2 P^T A P - P^T b,
+ * A = [A2[0] A2[1]; A2[1] A2[2]] positive definite: a pair's tangential
+ * impulse under Coulomb's maximal dissipation (Moré and Sorensen's secular
+ * equation; penalty.c, disc_dissipation) */
+void khz_discDissipation(const double A2[3], const double b2[2], double lim, double P[2]);
+
 /* End of a step at the final state: the integral terms and the friction
  * anchors move on. */
 void khz_penaltyEnd(const khzModel *m, khzData *d);
