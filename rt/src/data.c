@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "carve.h"
+#include "dynamics.h"
 #include "island.h"
 #include "khz/khz.h"
 
@@ -60,6 +61,7 @@ khzData *khz_makeData(const khzModel *m, size_t stack_bytes) {
   c.base = (unsigned char *)(((uintptr_t)d->buffer + 63) & ~(uintptr_t)63);
   c.used = 0;
   layout_data(m, d, &c);
+  khz_dynamicsInitData(m, d);
   khz_resetData(m, d);
   return d;
 }

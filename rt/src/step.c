@@ -219,9 +219,11 @@ enum {
  * over h where the integrator asks for it (khz_abaCoreDamped: Euler every
  * dof, RK4 the dofs where explicit damping would diverge). keep (12 doubles
  * per body, or NULL) carries ABA's velocity terms to an ACCEL_AGAIN call;
- * every mode gives the bits a full evaluation gives. */
+ * every mode gives the bits a full evaluation gives. store: ABA's factors
+ * are read after the call (the implicit contact part after the first
+ * stage); 0 leaves a free object's out of d (khz_abaCoreKeep). */
 static void accel(const khzModel *m, khzData *d, const double *q, const double *qd,
-                  double *tau_tmp, double *qdd, int mode, double *keep) {
+                  double *tau_tmp, double *qdd, int mode, double *keep, int store) {
   double h = d->timestep;
   int stiff_only = m->integrator != KHZ_INT_EULER;
   if (mode != ACCEL_AGAIN || !keep) {
@@ -232,7 +234,8 @@ static void accel(const khzModel *m, khzData *d, const double *q, const double *
   else khz_velocityPass(m, d, qd); /* the implicit part's passes left other velocities */
   khz_externalForces(m, d);
   if (d->ncontact) khz_contactForces(m, d);
-  khz_abaCoreKeep(m, d, tau_tmp, qdd, h, stiff_only, keep, mode == ACCEL_AGAIN && keep);
+  khz_abaCoreKeep(m, d, tau_tmp, qdd, h, stiff_only, keep, mode == ACCEL_AGAIN && keep,
+                  store || m->neq); /* khz_constraintAccel takes the impulse response */
   if (m->neq) khz_constraintAccel(m, d, q, qd, qdd);
 }
 
@@ -326,9 +329,9 @@ static void step_once(const khzModel *m, khzData *d, double h) {
     /* the state is already at the step's end */
   } else if (m->integrator == KHZ_INT_EULER) {
     /* semi-implicit Euler */
-    accel(m, d, q0, v0, tau, d->qdd, first, keep);
+    accel(m, d, q0, v0, tau, d->qdd, first, keep, 1);
     if (d->ncontact && khz_contactImplicit(m, d, v0, d->qdd))
-      accel(m, d, q0, v0, tau, d->qdd, ACCEL_AGAIN, keep);
+      accel(m, d, q0, v0, tau, d->qdd, ACCEL_AGAIN, keep, 1);
     for (size_t k = 0; k < nv; k++) d->qd[k] = v0[k] + h * d->qdd[k];
     khz_integratePos(m, d->q, q0, d->qd, h);
     if (m->neq) khz_constraintProject(m, d); /* closed loops stay closed (constraint.c) */
@@ -348,11 +351,13 @@ static void step_once(const khzModel *m, khzData *d, double h) {
         for (size_t k = 0; k < nv; k++) vs[k] = v0[k] + c[s] * h * kap[k];
       }
       position_derivative(m, qs, vs, kqs);
-      accel(m, d, qs, vs, tau, kas, s == 0 ? first : ACCEL_FULL, s == 0 ? keep : NULL);
+      /* stages 2-4: nothing reads ABA's factors before the next step's
+       * contact stage computes them again */
+      accel(m, d, qs, vs, tau, kas, s == 0 ? first : ACCEL_FULL, s == 0 ? keep : NULL, s == 0);
       /* the implicit part of contact, solved from the first stage and held
        * constant over the step: the stage is evaluated again with it */
       if (s == 0 && d->ncontact && khz_contactImplicit(m, d, v0, kas))
-        accel(m, d, qs, vs, tau, kas, ACCEL_AGAIN, keep);
+        accel(m, d, qs, vs, tau, kas, ACCEL_AGAIN, keep, 1);
     }
     memcpy(d->qdd, ka, nv * sizeof(double));
     /* combine: x = x0 + h/6 (k1 + 2 k2 + 2 k3 + k4) */
