@@ -187,9 +187,13 @@ static inline void body_velocity(const khzModel *m, khzData *d, const double *qd
 }
 
 /* what the forward pass's fields now hold: (q, qd) for every body, unless a
- * sleeping body was skipped (khz_kinematicsAt) */
+ * sleeping body was skipped (khz_kinematicsAt). Only a pass at the state's
+ * own arrays (d->q, d->qd) is recorded, which is what a step looks up at its
+ * start; a pass at other arrays (an integrator stage's) forgets the record
+ * rather than copy two state vectors (98 kB at 960 free bodies) that nobody
+ * compares */
 static void stamp(const khzModel *m, khzData *d, const double *q, const double *qd, int skipped) {
-  if (skipped || (!q && d->kin_valid < 1)) {
+  if (skipped || (!q && d->kin_valid < 1) || (q && q != d->q) || (qd && qd != d->qd)) {
     d->kin_valid = 0;
     return;
   }

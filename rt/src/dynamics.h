@@ -25,7 +25,8 @@ void khz_velocityPass(const khzModel *m, khzData *d, const double *qd);
 
 /* 1 when the forward pass's fields already hold khz_forwardPass(q, qd) for
  * every body (the last pass was at these values, bit for bit, and skipped no
- * sleeping body): the pass can be left out */
+ * sleeping body): the pass can be left out. Only passes at d->q and d->qd
+ * are recorded: for other arrays the answer is 0. */
 int khz_kinematicsAt(const khzModel *m, const khzData *d, const double *q, const double *qd);
 
 /* d->fext from d->xfrc at the current forward pass (overwrites fext). */

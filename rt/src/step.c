@@ -287,8 +287,8 @@ static void step_once(const khzModel *m, khzData *d, double h) {
   double *tau = khz_stackAlloc(d, nv * sizeof(double));
   double *qs = khz_stackAlloc(d, nq * sizeof(double));
   double *vs = khz_stackAlloc(d, nv * sizeof(double));
-  double *ka = khz_stackAlloc(d, 4 * nv * sizeof(double));
-  double *kq = khz_stackAlloc(d, 4 * nq * sizeof(double));
+  double *ka = khz_stackAlloc(d, 2 * nv * sizeof(double)); /* a stage's qdd, the weighted sum */
+  double *kq = khz_stackAlloc(d, 2 * nq * sizeof(double)); /* its q', the weighted sum */
   /* ABA's velocity terms of the first stage, for its second evaluation after
    * the implicit contact part (optional: NULL evaluates it in full) */
   double *keep = khz_stackAlloc(d, 12 * (size_t)m->nbody * sizeof(double));
@@ -340,13 +340,18 @@ static void step_once(const khzModel *m, khzData *d, double h) {
      * and renormalised at the end: fourth order on the rotation group too.
      * stage s evaluates at (q0 + c_s h kq_{s-1}, v0 + c_s h ka_{s-1}) */
     static const double c[4] = {0, 0.5, 0.5, 1}, wgt[4] = {1, 2, 2, 1};
+    /* one stage's derivatives at a time (the first stage's qdd is d->qdd's):
+     * the next stage needs only the last one's, and the weighted sums
+     * sum_s wgt_s k_s are taken as the stages go, in stage order from 0: the
+     * sums of all four at the end gave the same bits from twice the memory */
+    double *kqs = kq, *sq = kq + nq, *sv = ka + nv;
     for (int s = 0; s < 4; s++) {
-      double *kqs = kq + s * nq, *kas = ka + s * nv;
+      double *kas = s == 0 ? d->qdd : ka;
       if (s == 0) {
         memcpy(qs, q0, nq * sizeof(double));
         memcpy(vs, v0, nv * sizeof(double));
       } else {
-        const double *kqp = kq + (s - 1) * nq, *kap = ka + (s - 1) * nv;
+        const double *kqp = kqs, *kap = s == 1 ? d->qdd : ka;
         for (size_t k = 0; k < nq; k++) qs[k] = q0[k] + c[s] * h * kqp[k];
         for (size_t k = 0; k < nv; k++) vs[k] = v0[k] + c[s] * h * kap[k];
       }
@@ -358,19 +363,12 @@ static void step_once(const khzModel *m, khzData *d, double h) {
        * constant over the step: the stage is evaluated again with it */
       if (s == 0 && d->ncontact && khz_contactImplicit(m, d, v0, kas))
         accel(m, d, qs, vs, tau, kas, ACCEL_AGAIN, keep, 1);
+      for (size_t k = 0; k < nv; k++) sv[k] = (s ? sv[k] : 0) + wgt[s] * kas[k];
+      for (size_t k = 0; k < nq; k++) sq[k] = (s ? sq[k] : 0) + wgt[s] * kqs[k];
     }
-    memcpy(d->qdd, ka, nv * sizeof(double));
     /* combine: x = x0 + h/6 (k1 + 2 k2 + 2 k3 + k4) */
-    for (size_t k = 0; k < nv; k++) {
-      double sa = 0;
-      for (int s = 0; s < 4; s++) sa += wgt[s] * ka[s * nv + k];
-      d->qd[k] = v0[k] + h / 6 * sa;
-    }
-    for (size_t k = 0; k < nq; k++) {
-      double sq = 0;
-      for (int s = 0; s < 4; s++) sq += wgt[s] * kq[s * nq + k];
-      d->q[k] = q0[k] + h / 6 * sq;
-    }
+    for (size_t k = 0; k < nv; k++) d->qd[k] = v0[k] + h / 6 * sv[k];
+    for (size_t k = 0; k < nq; k++) d->q[k] = q0[k] + h / 6 * sq[k];
     normalize_quats(m, d->q);
   }
   khz_islandFreeze(m, d, q0, v0); /* sleeping bodies stay exactly where they were */
