@@ -27,7 +27,7 @@ static void layout_data(const khzModel *m, khzData *d, carver *c) {
   d->xcom = D(3 * nb);
   d->cvel = D(6 * nb);
   d->vtree = D(6 * nb);
-  d->cinert = D(36 * nb);
+  d->cinert = D(KHZ_CINERT * nb);
   d->cbias = D(6 * nb);
   d->IA = D(36 * nb);
   d->pA = D(6 * nb);

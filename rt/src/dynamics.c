@@ -69,6 +69,22 @@ void khz_dynamicsInitData(const khzModel *m, khzData *d) {
 
 static inline int body_massless(const khzModel *m, int i) { return m->body_zeros[i] & ZERO_MASSLESS; }
 
+/* Body i's spatial inertia at its tree origin, world axes (36), from what
+ * the forward pass keeps of it in d->cinert: the com relative to the origin
+ * (3) and the rotational inertia about the com (9); the mass is the
+ * model's. The same function on the same numbers as when the pass wrote the
+ * 36 itself, so the same bits; at 960 bodies the 24 constant or repeated
+ * entries were 2.6 of the 4.5 cache lines that every pass wrote and every
+ * ABA call read back per body. */
+static inline void body_inertia(const khzModel *m, const khzData *d, int i, double I[36]) {
+  if (body_massless(m, i)) {
+    memset(I, 0, 36 * sizeof(double));
+    return;
+  }
+  const double *ci = d->cinert + KHZ_CINERT * i;
+  khzu_spatialInertia(I, m->body_mass[i], ci, ci + 3);
+}
+
 /* body i is the only body of its tree (the world's child, no children): its
  * articulated inertia is its rigid one */
 static inline int body_alone(const khzModel *m, int i) {
@@ -281,11 +297,12 @@ void khz_forwardPass(const khzModel *m, khzData *d, const double *q, const doubl
         break;
     }
 
-    /* spatial inertia at o: mass, com relative to o, R Ic R^T */
+    /* spatial inertia at o: mass, com relative to o, R Ic R^T; kept as
+     * its 12 varying numbers (body_inertia) */
     if (body_massless(m, i)) {
-      memset(d->cinert + 36 * i, 0, 36 * sizeof(double));
+      memset(d->cinert + KHZ_CINERT * i, 0, KHZ_CINERT * sizeof(double));
     } else {
-      double Icw[9], tmp[9], crel[3] = {xc[0] - o[0], xc[1] - o[1], xc[2] - o[2]};
+      double tmp[9], crel[3] = {xc[0] - o[0], xc[1] - o[1], xc[2] - o[2]};
       const double *Ic = m->body_inertia + 9 * i;
       if (m->body_zeros[i] & ZERO_PRINCIPAL) {
         /* principal axes: R Ic scales R's columns */
@@ -293,8 +310,9 @@ void khz_forwardPass(const khzModel *m, khzData *d, const double *q, const doubl
       } else {
         khzu_mulMat3(tmp, Rw, Ic);
       }
-      khzu_mulMatMatT3(Icw, tmp, Rw);
-      khzu_spatialInertia(d->cinert + 36 * i, m->body_mass[i], crel, Icw);
+      double *ci = d->cinert + KHZ_CINERT * i;
+      khzu_mulMatMatT3(ci + 3, tmp, Rw);
+      ci[0] = crel[0], ci[1] = crel[1], ci[2] = crel[2];
     }
 
     /* velocities: v = v_parent + S qd (the root's parent, the world, is still);
@@ -474,16 +492,16 @@ static inline void joint_accel(const khzModel *m, int i, const double *U, const 
  * and reading them back in a second and third sweep cost about 12 cache
  * lines per body and call. The same operations on the same numbers as the
  * three passes: the same bits. */
-static void aba_alone(const khzModel *m, khzData *d, int i, const double *pA, const double *tau,
-                      double *qdd, double h, int stiff_only, int reuse, int store,
-                      const double a0[6]) {
+static void aba_alone(const khzModel *m, khzData *d, int i, const double *I, const double *pA,
+                      const double *tau, double *qdd, double h, int stiff_only, int reuse,
+                      int store, const double a0[6]) {
   int nv = m->jnt_nv[i], dof = m->jnt_dofadr[i];
   double U_own[36], Dinv_own[36], u_own[6], a_own[6];
   double *U = store ? d->U + 36 * i : U_own, *Dinv = store ? d->Dinv + 36 * i : Dinv_own;
   double *u = store ? d->u + 6 * i : u_own, *a = store ? d->acc + 6 * i : a_own;
   const double *S = d->S + 36 * i, *c = d->cbias + 6 * i;
   if (reuse) joint_bias(m, i, S, pA, tau + dof, u); /* U, Dinv stored by the first call */
-  else joint_factors(m, i, d->cinert + 36 * i, S, pA, tau + dof, h, stiff_only, U, Dinv, u);
+  else joint_factors(m, i, I, S, pA, tau + dof, h, stiff_only, U, Dinv, u);
   for (int k = 0; k < 6; k++) a[k] = a0[k] + c[k];
   if (nv) joint_accel(m, i, U, Dinv, u, S, a, qdd + dof, store);
 }
@@ -502,20 +520,19 @@ void khz_abaCoreKeep(const khzModel *m, khzData *d, const double *tau, double *q
   double a0[6] = {0, 0, 0, -m->gravity[0], -m->gravity[1], -m->gravity[2]};
   /* articulated inertias and bias forces start as the rigid ones:
    * IA = I, pA = v x* I v - f_ext. A body alone in its tree (a free object)
-   * keeps IA = I: the backward pass reads its cinert, and its IA is not
-   * written (1.7 kB fewer per body and call to stream through the cache in
-   * a large pile; nothing reads d->IA after ABA); its passes run here
-   * (aba_alone) */
+   * keeps IA = I in a local, and its IA is not written (1.7 kB fewer per
+   * body and call to stream through the cache in a large pile; nothing
+   * reads d->IA after ABA); its passes run here (aba_alone) */
   for (int i = 1; i < m->nbody; i++) {
     if (d->body_sleep[i]) continue; /* sleeping trees: skipped, qdd = 0 below */
     int alone = body_alone(m, i);
-    double pA_own[6], *pA = alone && !store ? pA_own : d->pA + 6 * i;
+    double pA_own[6], *pA = alone && !store ? pA_own : d->pA + 6 * i, I_own[36];
     if (reuse) {
       memcpy(pA, keep + 12 * i, 6 * sizeof(double));
     } else {
-      const double *I = d->cinert + 36 * i, *v = d->vtree + 6 * i;
-      double Iv[6];
-      if (!alone) memcpy(d->IA + 36 * i, I, 36 * sizeof(double));
+      const double *v = d->vtree + 6 * i;
+      double Iv[6], *I = alone ? I_own : d->IA + 36 * i;
+      body_inertia(m, d, i, I);
       if (body_massless(m, i)) { /* I = 0: no velocity-product force */
         memset(pA, 0, 6 * sizeof(double));
       } else {
@@ -525,7 +542,7 @@ void khz_abaCoreKeep(const khzModel *m, khzData *d, const double *tau, double *q
       if (keep) memcpy(keep + 12 * i, pA, 6 * sizeof(double));
     }
     for (int k = 0; k < 6; k++) pA[k] -= d->fext[6 * i + k];
-    if (alone) aba_alone(m, d, i, pA, tau, qdd, h, stiff_only, reuse, store, a0);
+    if (alone) aba_alone(m, d, i, I_own, pA, tau, qdd, h, stiff_only, reuse, store, a0);
   }
 
   /* backward pass (RBDA Table 7.1, joint_factors); the parent receives
@@ -616,7 +633,9 @@ void khz_rnea(const khzModel *m, khzData *d, const double *q, const double *qd,
   for (int i = 1; i < m->nbody; i++) {
     int nv = m->jnt_nv[i], dof = m->jnt_dofadr[i], p = m->body_parent[i];
     double *a = d->acc + 6 * i, *f = d->pA + 6 * i, Iv[6], Ia[6], vxIv[6];
-    const double *S = d->S + 36 * i, *v = d->vtree + 6 * i, *I = d->cinert + 36 * i;
+    const double *S = d->S + 36 * i, *v = d->vtree + 6 * i;
+    double I[36];
+    body_inertia(m, d, i, I);
     const double *ap = p ? d->acc + 6 * p : a0;
     for (int k = 0; k < 6; k++) a[k] = ap[k] + d->cbias[6 * i + k];
     for (int k = 0; k < nv; k++)
@@ -644,7 +663,7 @@ void khz_compositeInertia(const khzModel *m, khzData *d, const double *q) {
   khz_forwardPass(m, d, q, NULL);
   /* composite inertias, leaves to root (IA holds Ic) */
   for (int i = 1; i < m->nbody; i++)
-    memcpy(d->IA + 36 * i, d->cinert + 36 * i, 36 * sizeof(double));
+    body_inertia(m, d, i, d->IA + 36 * i);
   for (int i = m->nbody - 1; i >= 1; i--) {
     int p = m->body_parent[i];
     if (p)
@@ -723,7 +742,9 @@ void khz_energy(const khzModel *m, khzData *d, double *kinetic, double *potentia
   for (int i = 1; i < m->nbody; i++) {
     double Iv[6];
     const double *v = d->vtree + 6 * i;
-    khzu_mulMatVec6(Iv, d->cinert + 36 * i, v);
+    double I[36];
+    body_inertia(m, d, i, I);
+    khzu_mulMatVec6(Iv, I, v);
     ke += 0.5 * khzu_dot6(v, Iv);
     pe -= m->body_mass[i] * khzu_dot3(m->gravity, d->xcom + 3 * i);
   }

@@ -534,6 +534,9 @@ typedef struct khzContact {
   double mu;            /* Coulomb coefficient used for this pair */
 } khzContact;
 
+/* doubles per body of khzData.cinert */
+#define KHZ_CINERT 12
+
 typedef struct khzData {
   /* state: what a snapshot holds (plus time); `stick` holds the friction anchors */
   double time;
@@ -591,7 +594,9 @@ typedef struct khzData {
 
   /* scratch for the dynamics algorithms (body-indexed) */
   double *vtree;          /* 6 per body: spatial velocity at the tree origin, world axes */
-  double *cinert;         /* 36 per body: spatial inertia at the tree origin, world axes */
+  double *cinert;         /* KHZ_CINERT (12) per body: the spatial inertia at the tree
+                             origin, world axes, as the com relative to that origin (3)
+                             and the rotational inertia about the com (9, row-major) */
   double *cbias;          /* 6 per body */
   double *IA;             /* 36 per body */
   double *pA;             /* 6 per body */
