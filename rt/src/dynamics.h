@@ -18,6 +18,10 @@ void khz_dynamicsInitData(const khzModel *m, khzData *d);
 /* m->body_zeros from the bodies' mass, inertia and joint origin (khz_compile) */
 void khz_dynamicsZeros(khzModel *m);
 
+/* m->passive_terms: which of khz_passive's loops have work (khz_compile;
+ * step.c) */
+void khz_passiveTerms(khzModel *m);
+
 /* the velocity part of khz_forwardPass alone (vtree, cbias at qd), for a
  * q whose position part (poses, S, cinert) is already in d: the same numbers
  * as khz_forwardPass(q, qd) */

@@ -363,6 +363,8 @@ typedef struct khzModel {
   double *dof_effort;       /* 0 = unlimited */
   double *dof_stiffness;    /* joint spring of 1-dof joints, 0 = none */
   double *dof_springref;    /* its rest position */
+  int passive_terms;        /* private (step.c): which of khz_passive's terms some joint has
+                               (springs, Coulomb friction, limits), fixed at compile */
 
   /* initial state */
   double *q0;               /* nq */
