@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "carve.h"
+#include "dynamics.h"
 #include "island.h"
 #include "khz/khz.h"
 
@@ -26,7 +27,7 @@ static void layout_data(const khzModel *m, khzData *d, carver *c) {
   d->xcom = D(3 * nb);
   d->cvel = D(6 * nb);
   d->vtree = D(6 * nb);
-  d->cinert = D(36 * nb);
+  d->cinert = D(KHZ_CINERT * nb);
   d->cbias = D(6 * nb);
   d->IA = D(36 * nb);
   d->pA = D(6 * nb);
@@ -60,6 +61,7 @@ khzData *khz_makeData(const khzModel *m, size_t stack_bytes) {
   c.base = (unsigned char *)(((uintptr_t)d->buffer + 63) & ~(uintptr_t)63);
   c.used = 0;
   layout_data(m, d, &c);
+  khz_dynamicsInitData(m, d);
   khz_resetData(m, d);
   return d;
 }

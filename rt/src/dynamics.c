@@ -55,7 +55,35 @@ void khz_dynamicsZeros(khzModel *m) {
   }
 }
 
+/* the constant entries of a free joint's S (khz_forwardPass writes the
+ * rest): [0; e_k] for the translation columns, 0 in the rotation columns'
+ * lower halves */
+void khz_dynamicsInitData(const khzModel *m, khzData *d) {
+  for (int i = 1; i < m->nbody; i++) {
+    if (m->jnt_type[i] != KHZ_JOINT_FLOATING) continue;
+    double *S = d->S + 36 * i;
+    memset(S, 0, 36 * sizeof(double));
+    for (int k = 0; k < 3; k++) S[6 * k + 3 + k] = 1;
+  }
+}
+
 static inline int body_massless(const khzModel *m, int i) { return m->body_zeros[i] & ZERO_MASSLESS; }
+
+/* Body i's spatial inertia at its tree origin, world axes (36), from what
+ * the forward pass keeps of it in d->cinert: the com relative to the origin
+ * (3) and the rotational inertia about the com (9); the mass is the
+ * model's. The same function on the same numbers as when the pass wrote the
+ * 36 itself, so the same bits; at 960 bodies the 24 constant or repeated
+ * entries were 2.6 of the 4.5 cache lines that every pass wrote and every
+ * ABA call read back per body. */
+static inline void body_inertia(const khzModel *m, const khzData *d, int i, double I[36]) {
+  if (body_massless(m, i)) {
+    memset(I, 0, 36 * sizeof(double));
+    return;
+  }
+  const double *ci = d->cinert + KHZ_CINERT * i;
+  khzu_spatialInertia(I, m->body_mass[i], ci, ci + 3);
+}
 
 /* body i is the only body of its tree (the world's child, no children): its
  * articulated inertia is its rigid one */
@@ -153,8 +181,7 @@ static inline void twist_revolute(double col[6], const double a[3], const double
 static inline void body_velocity(const khzModel *m, khzData *d, const double *qd, int i) {
   int p = m->body_parent[i], nv = m->jnt_nv[i];
   const double *S = d->S + 36 * i;
-  double *v = d->vtree + 6 * i, *c = d->cbias + 6 * i, *vJ = d->vJ + 6 * i;
-  memset(vJ, 0, 6 * sizeof(double));
+  double *v = d->vtree + 6 * i, *c = d->cbias + 6 * i, vJ[6] = {0, 0, 0, 0, 0, 0};
   if (qd) {
     const double *qdi = qd + m->jnt_dofadr[i];
     if (m->jnt_type[i] == KHZ_JOINT_FLOATING) free_addSx(vJ, S, qdi);
@@ -176,9 +203,13 @@ static inline void body_velocity(const khzModel *m, khzData *d, const double *qd
 }
 
 /* what the forward pass's fields now hold: (q, qd) for every body, unless a
- * sleeping body was skipped (khz_kinematicsAt) */
+ * sleeping body was skipped (khz_kinematicsAt). Only a pass at the state's
+ * own arrays (d->q, d->qd) is recorded, which is what a step looks up at its
+ * start; a pass at other arrays (an integrator stage's) forgets the record
+ * rather than copy two state vectors (98 kB at 960 free bodies) that nobody
+ * compares */
 static void stamp(const khzModel *m, khzData *d, const double *q, const double *qd, int skipped) {
-  if (skipped || (!q && d->kin_valid < 1)) {
+  if (skipped || (!q && d->kin_valid < 1) || (q && q != d->q) || (qd && qd != d->qd)) {
     d->kin_valid = 0;
     return;
   }
@@ -255,22 +286,23 @@ void khz_forwardPass(const khzModel *m, khzData *d, const double *q, const doubl
         break;
       case KHZ_JOINT_FLOATING:
         /* qd = [v_world (3), w_body (3)]: translations along world axes,
-         * rotations about the body axes through the body origin (= o) */
-        memset(S, 0, 36 * sizeof(double));
-        for (int k = 0; k < 3; k++) {
-          S[6 * k + 3 + k] = 1;
+         * rotations about the body axes through the body origin (= o).
+         * Only R's 9 entries vary: the constant 0s and 1s are in S since
+         * khz_makeData (khz_dynamicsInitData), and the pass writes 2 of
+         * S's 5 cache lines */
+        for (int k = 0; k < 3; k++)
           S[6 * (3 + k) + 0] = Rw[k], S[6 * (3 + k) + 1] = Rw[3 + k], S[6 * (3 + k) + 2] = Rw[6 + k];
-        }
         break;
       default:
         break;
     }
 
-    /* spatial inertia at o: mass, com relative to o, R Ic R^T */
+    /* spatial inertia at o: mass, com relative to o, R Ic R^T; kept as
+     * its 12 varying numbers (body_inertia) */
     if (body_massless(m, i)) {
-      memset(d->cinert + 36 * i, 0, 36 * sizeof(double));
+      memset(d->cinert + KHZ_CINERT * i, 0, KHZ_CINERT * sizeof(double));
     } else {
-      double Icw[9], tmp[9], crel[3] = {xc[0] - o[0], xc[1] - o[1], xc[2] - o[2]};
+      double tmp[9], crel[3] = {xc[0] - o[0], xc[1] - o[1], xc[2] - o[2]};
       const double *Ic = m->body_inertia + 9 * i;
       if (m->body_zeros[i] & ZERO_PRINCIPAL) {
         /* principal axes: R Ic scales R's columns */
@@ -278,8 +310,9 @@ void khz_forwardPass(const khzModel *m, khzData *d, const double *q, const doubl
       } else {
         khzu_mulMat3(tmp, Rw, Ic);
       }
-      khzu_mulMatMatT3(Icw, tmp, Rw);
-      khzu_spatialInertia(d->cinert + 36 * i, m->body_mass[i], crel, Icw);
+      double *ci = d->cinert + KHZ_CINERT * i;
+      khzu_mulMatMatT3(ci + 3, tmp, Rw);
+      ci[0] = crel[0], ci[1] = crel[1], ci[2] = crel[2];
     }
 
     /* velocities: v = v_parent + S qd (the root's parent, the world, is still);
@@ -372,7 +405,105 @@ static inline void add_bias_to_parent(double *pAp, const double *U, const double
 
 void khz_abaCoreDamped(const khzModel *m, khzData *d, const double *tau, double *qdd, double h,
                        int stiff_only) {
-  khz_abaCoreKeep(m, d, tau, qdd, h, stiff_only, NULL, 0);
+  khz_abaCoreKeep(m, d, tau, qdd, h, stiff_only, NULL, 0, 1);
+}
+
+/* The backward pass at body i (RBDA Table 7.1): U = IA S, D = S^T U +
+ * armature (+ h b for implicit damping: (M + h B) qdd = tau - B qd - ...,
+ * exact for diagonal B), Dinv = D^-1 and u = tau - S^T pA (tau: the joint's
+ * own entries) */
+static inline void joint_factors(const khzModel *m, int i, const double *IA, const double *S,
+                                 const double *pA, const double *tau, double h, int stiff_only,
+                                 double *U, double *Dinv, double *u) {
+  int nv = m->jnt_nv[i], dof = m->jnt_dofadr[i];
+  if (nv == 1) {
+    khzu_mulMatVec6(U, IA, S);
+    double D = khzu_dot6(S, U) + m->dof_armature[dof];
+    if (h > 0) D += implicit_damping(m, dof, D, h, stiff_only);
+    Dinv[0] = 1 / D;
+    u[0] = tau[0] - khzu_dot6(S, pA);
+  } else if (nv > 1) {
+    double Dm[36];
+    if (m->jnt_type[i] == KHZ_JOINT_FLOATING) {
+      free_mulIS(U, IA, S);
+      for (int a = 0; a < nv; a++) {
+        for (int b = a; b < nv; b++) Dm[nv * a + b] = Dm[nv * b + a] = free_dotS(S, a, U + 6 * b);
+        Dm[nv * a + a] += m->dof_armature[dof + a];
+        if (h > 0) Dm[nv * a + a] += implicit_damping(m, dof + a, Dm[nv * a + a], h, stiff_only);
+        u[a] = tau[a] - free_dotS(S, a, pA);
+      }
+    } else {
+      for (int k = 0; k < nv; k++) khzu_mulMatVec6(U + 6 * k, IA, S + 6 * k);
+      for (int a = 0; a < nv; a++) {
+        for (int b = a; b < nv; b++)
+          Dm[nv * a + b] = Dm[nv * b + a] = khzu_dot6(S + 6 * a, U + 6 * b);
+        Dm[nv * a + a] += m->dof_armature[dof + a];
+        if (h > 0) Dm[nv * a + a] += implicit_damping(m, dof + a, Dm[nv * a + a], h, stiff_only);
+        u[a] = tau[a] - khzu_dot6(S + 6 * a, pA);
+      }
+    }
+    /* Dinv from a Cholesky factor */
+    khzu_cholFactor(Dm, nv);
+    khzu_cholInverse(Dm, nv, Dinv);
+  }
+}
+
+/* u = tau - S^T pA alone (the factors kept from an earlier call) */
+static inline void joint_bias(const khzModel *m, int i, const double *S, const double *pA,
+                              const double *tau, double *u) {
+  int nv = m->jnt_nv[i], free_joint = m->jnt_type[i] == KHZ_JOINT_FLOATING;
+  for (int a = 0; a < nv; a++)
+    u[a] = tau[a] - (free_joint ? free_dotS(S, a, pA) : khzu_dot6(S + 6 * a, pA));
+}
+
+/* The forward pass at body i (RBDA Table 7.1), a = a_parent + c on entry:
+ * qdd = Dinv (u - U^T a) into the joint's entries of qdd; then a += S qdd
+ * unless move_a is 0 (nothing reads a) */
+static inline void joint_accel(const khzModel *m, int i, const double *U, const double *Dinv,
+                               const double *u, const double *S, double *a, double *qddi,
+                               int move_a) {
+  int nv = m->jnt_nv[i];
+  if (nv == 1) { /* one column: qdd = (u - U . a) / D, a += S qdd */
+    double qk = Dinv[0] * (u[0] - khzu_dot6(U, a));
+    qddi[0] = qk;
+    if (move_a)
+      for (int r6 = 0; r6 < 6; r6++) a[r6] += S[r6] * qk;
+    return;
+  }
+  double r[6];
+  for (int k = 0; k < nv; k++) r[k] = u[k] - khzu_dot6(U + 6 * k, a);
+  for (int k = 0; k < nv; k++) {
+    double sum = 0;
+    for (int b = 0; b < nv; b++) sum += Dinv[nv * k + b] * r[b];
+    qddi[k] = sum;
+  }
+  if (!move_a) return;
+  if (m->jnt_type[i] == KHZ_JOINT_FLOATING) free_addSx(a, S, qddi);
+  else
+    for (int k = 0; k < nv; k++)
+      for (int r6 = 0; r6 < 6; r6++) a[r6] += S[6 * k + r6] * qddi[k];
+}
+
+/* A body alone in its tree (a free object): its backward pass needs only
+ * its own bias force pA and its forward pass only the world's acceleration,
+ * so both run at once, with the body's lines still in the L1 cache. Unless
+ * store is set, U, Dinv, u and the acceleration stay in locals: at 960
+ * bodies these arrays (1.6 MB) no longer fit the cache, and writing them
+ * and reading them back in a second and third sweep cost about 12 cache
+ * lines per body and call. The same operations on the same numbers as the
+ * three passes: the same bits. */
+static void aba_alone(const khzModel *m, khzData *d, int i, const double *I, const double *pA,
+                      const double *tau, double *qdd, double h, int stiff_only, int reuse,
+                      int store, const double a0[6]) {
+  int nv = m->jnt_nv[i], dof = m->jnt_dofadr[i];
+  double U_own[36], Dinv_own[36], u_own[6], a_own[6];
+  double *U = store ? d->U + 36 * i : U_own, *Dinv = store ? d->Dinv + 36 * i : Dinv_own;
+  double *u = store ? d->u + 6 * i : u_own, *a = store ? d->acc + 6 * i : a_own;
+  const double *S = d->S + 36 * i, *c = d->cbias + 6 * i;
+  if (reuse) joint_bias(m, i, S, pA, tau + dof, u); /* U, Dinv stored by the first call */
+  else joint_factors(m, i, I, S, pA, tau + dof, h, stiff_only, U, Dinv, u);
+  for (int k = 0; k < 6; k++) a[k] = a0[k] + c[k];
+  if (nv) joint_accel(m, i, U, Dinv, u, S, a, qdd + dof, store);
 }
 
 /* keep (12 per body, or NULL): with reuse 0 the velocity terms that depend on
@@ -380,23 +511,28 @@ void khz_abaCoreDamped(const khzModel *m, khzData *d, const double *tau, double 
  * read back together with IA, U and Dinv, and only what f_ext and tau change
  * is computed (the backward pass's bias forces and the forward pass): the
  * same operations on the same numbers, so bit for bit khz_abaCoreDamped's
- * result */
+ * result. store 0: the factors of bodies alone in their trees (pA, U, Dinv,
+ * u, acc) are not written to d (a call with keep stores them all). */
 void khz_abaCoreKeep(const khzModel *m, khzData *d, const double *tau, double *qdd, double h,
-                     int stiff_only, double *keep, int reuse) {
+                     int stiff_only, double *keep, int reuse, int store) {
+  if (keep) store = 1;
+  /* the world's acceleration is -g (gravity as a fictitious base acceleration) */
+  double a0[6] = {0, 0, 0, -m->gravity[0], -m->gravity[1], -m->gravity[2]};
   /* articulated inertias and bias forces start as the rigid ones:
    * IA = I, pA = v x* I v - f_ext. A body alone in its tree (a free object)
-   * keeps IA = I: the backward pass reads its cinert, and its IA is not
-   * written (1.7 kB fewer per body and call to stream through the cache in
-   * a large pile; nothing reads d->IA after ABA) */
+   * keeps IA = I in a local, and its IA is not written (1.7 kB fewer per
+   * body and call to stream through the cache in a large pile; nothing
+   * reads d->IA after ABA); its passes run here (aba_alone) */
   for (int i = 1; i < m->nbody; i++) {
     if (d->body_sleep[i]) continue; /* sleeping trees: skipped, qdd = 0 below */
-    double *pA = d->pA + 6 * i;
+    int alone = body_alone(m, i);
+    double pA_own[6], *pA = alone && !store ? pA_own : d->pA + 6 * i, I_own[36];
     if (reuse) {
       memcpy(pA, keep + 12 * i, 6 * sizeof(double));
     } else {
-      const double *I = d->cinert + 36 * i, *v = d->vtree + 6 * i;
-      double Iv[6];
-      if (!body_alone(m, i)) memcpy(d->IA + 36 * i, I, 36 * sizeof(double));
+      const double *v = d->vtree + 6 * i;
+      double Iv[6], *I = alone ? I_own : d->IA + 36 * i;
+      body_inertia(m, d, i, I);
       if (body_massless(m, i)) { /* I = 0: no velocity-product force */
         memset(pA, 0, 6 * sizeof(double));
       } else {
@@ -406,24 +542,22 @@ void khz_abaCoreKeep(const khzModel *m, khzData *d, const double *tau, double *q
       if (keep) memcpy(keep + 12 * i, pA, 6 * sizeof(double));
     }
     for (int k = 0; k < 6; k++) pA[k] -= d->fext[6 * i + k];
+    if (alone) aba_alone(m, d, i, I_own, pA, tau, qdd, h, stiff_only, reuse, store, a0);
   }
 
-  /* backward pass (RBDA Table 7.1): U = IA S, D = S^T U + armature (+ h b for
-   * implicit damping: (M + h B) qdd = tau - B qd - ..., exact for diagonal B),
-   * u = tau - S^T pA; the parent receives Ia = IA - U D^-1 U^T and
-   * pa = pA + Ia c + U D^-1 u (no transform: one frame per tree) */
+  /* backward pass (RBDA Table 7.1, joint_factors); the parent receives
+   * Ia = IA - U D^-1 U^T and pa = pA + Ia c + U D^-1 u (no transform: one
+   * frame per tree) */
   for (int i = m->nbody - 1; i >= 1; i--) {
-    if (d->body_sleep[i]) continue;
+    if (d->body_sleep[i] || body_alone(m, i)) continue;
     int nv = m->jnt_nv[i], dof = m->jnt_dofadr[i], p = m->body_parent[i];
-    const double *IA = (body_alone(m, i) ? d->cinert : d->IA) + 36 * i;
+    const double *IA = d->IA + 36 * i;
     double *pA = d->pA + 6 * i;
     double *S = d->S + 36 * i, *U = d->U + 36 * i, *Dinv = d->Dinv + 36 * i, *u = d->u + 6 * i;
     const double *c = d->cbias + 6 * i;
 
-    int free_joint = m->jnt_type[i] == KHZ_JOINT_FLOATING;
     if (reuse) {
-      for (int a = 0; a < nv; a++)
-        u[a] = tau[dof + a] - (free_joint ? free_dotS(S, a, pA) : khzu_dot6(S + 6 * a, pA));
+      joint_bias(m, i, S, pA, tau + dof, u);
       if (p == 0) continue;
       double *pAp = d->pA + 6 * p;
       const double *t = keep + 12 * i + 6;
@@ -431,36 +565,7 @@ void khz_abaCoreKeep(const khzModel *m, khzData *d, const double *tau, double *q
       add_bias_to_parent(pAp, U, Dinv, u, nv);
       continue;
     }
-    if (nv == 1) {
-      khzu_mulMatVec6(U, IA, S);
-      double D = khzu_dot6(S, U) + m->dof_armature[dof];
-      if (h > 0) D += implicit_damping(m, dof, D, h, stiff_only);
-      Dinv[0] = 1 / D;
-      u[0] = tau[dof] - khzu_dot6(S, pA);
-    } else if (nv > 1) {
-      double Dm[36];
-      if (free_joint) {
-        free_mulIS(U, IA, S);
-        for (int a = 0; a < nv; a++) {
-          for (int b = a; b < nv; b++) Dm[nv * a + b] = Dm[nv * b + a] = free_dotS(S, a, U + 6 * b);
-          Dm[nv * a + a] += m->dof_armature[dof + a];
-          if (h > 0) Dm[nv * a + a] += implicit_damping(m, dof + a, Dm[nv * a + a], h, stiff_only);
-          u[a] = tau[dof + a] - free_dotS(S, a, pA);
-        }
-      } else {
-        for (int k = 0; k < nv; k++) khzu_mulMatVec6(U + 6 * k, IA, S + 6 * k);
-        for (int a = 0; a < nv; a++) {
-          for (int b = a; b < nv; b++)
-            Dm[nv * a + b] = Dm[nv * b + a] = khzu_dot6(S + 6 * a, U + 6 * b);
-          Dm[nv * a + a] += m->dof_armature[dof + a];
-          if (h > 0) Dm[nv * a + a] += implicit_damping(m, dof + a, Dm[nv * a + a], h, stiff_only);
-          u[a] = tau[dof + a] - khzu_dot6(S + 6 * a, pA);
-        }
-      }
-      /* Dinv from a Cholesky factor */
-      khzu_cholFactor(Dm, nv);
-      khzu_cholInverse(Dm, nv, Dinv);
-    }
+    joint_factors(m, i, IA, S, pA, tau + dof, h, stiff_only, U, Dinv, u);
     if (p == 0) continue;
 
     double *IAp = d->IA + 36 * p, *pAp = d->pA + 6 * p, Ia[36], t[6];
@@ -500,38 +605,19 @@ void khz_abaCoreKeep(const khzModel *m, khzData *d, const double *tau, double *q
     for (int k = 0; k < 36; k++) IAp[k] += Ia[k];
   }
 
-  /* forward pass: a = a_parent + c, qdd = Dinv (u - U^T a), a += S qdd;
-   * the world's acceleration is -g (gravity as a fictitious base acceleration) */
-  double a0[6] = {0, 0, 0, -m->gravity[0], -m->gravity[1], -m->gravity[2]};
+  /* forward pass: a = a_parent + c, then joint_accel */
   for (int i = 1; i < m->nbody; i++) {
     int nv = m->jnt_nv[i], dof = m->jnt_dofadr[i], p = m->body_parent[i];
     if (d->body_sleep[i]) {
       for (int k = 0; k < nv; k++) qdd[dof + k] = 0;
       continue;
     }
+    if (body_alone(m, i)) continue; /* done by aba_alone */
     double *a = d->acc + 6 * i;
     const double *ap = p ? d->acc + 6 * p : a0;
     for (int k = 0; k < 6; k++) a[k] = ap[k] + d->cbias[6 * i + k];
     if (!nv) continue;
-    const double *U = d->U + 36 * i, *Dinv = d->Dinv + 36 * i, *u = d->u + 6 * i,
-                 *S = d->S + 36 * i;
-    if (nv == 1) { /* one column: qdd = (u - U . a) / D, a += S qdd */
-      double qk = Dinv[0] * (u[0] - khzu_dot6(U, a));
-      qdd[dof] = qk;
-      for (int r6 = 0; r6 < 6; r6++) a[r6] += S[r6] * qk;
-      continue;
-    }
-    double r[6];
-    for (int k = 0; k < nv; k++) r[k] = u[k] - khzu_dot6(U + 6 * k, a);
-    for (int k = 0; k < nv; k++) {
-      double sum = 0;
-      for (int b = 0; b < nv; b++) sum += Dinv[nv * k + b] * r[b];
-      qdd[dof + k] = sum;
-    }
-    if (m->jnt_type[i] == KHZ_JOINT_FLOATING) free_addSx(a, S, qdd + dof);
-    else
-      for (int k = 0; k < nv; k++)
-        for (int r6 = 0; r6 < 6; r6++) a[r6] += S[6 * k + r6] * qdd[dof + k];
+    joint_accel(m, i, d->U + 36 * i, d->Dinv + 36 * i, d->u + 6 * i, d->S + 36 * i, a, qdd + dof, 1);
   }
 }
 
@@ -547,7 +633,9 @@ void khz_rnea(const khzModel *m, khzData *d, const double *q, const double *qd,
   for (int i = 1; i < m->nbody; i++) {
     int nv = m->jnt_nv[i], dof = m->jnt_dofadr[i], p = m->body_parent[i];
     double *a = d->acc + 6 * i, *f = d->pA + 6 * i, Iv[6], Ia[6], vxIv[6];
-    const double *S = d->S + 36 * i, *v = d->vtree + 6 * i, *I = d->cinert + 36 * i;
+    const double *S = d->S + 36 * i, *v = d->vtree + 6 * i;
+    double I[36];
+    body_inertia(m, d, i, I);
     const double *ap = p ? d->acc + 6 * p : a0;
     for (int k = 0; k < 6; k++) a[k] = ap[k] + d->cbias[6 * i + k];
     for (int k = 0; k < nv; k++)
@@ -575,7 +663,7 @@ void khz_compositeInertia(const khzModel *m, khzData *d, const double *q) {
   khz_forwardPass(m, d, q, NULL);
   /* composite inertias, leaves to root (IA holds Ic) */
   for (int i = 1; i < m->nbody; i++)
-    memcpy(d->IA + 36 * i, d->cinert + 36 * i, 36 * sizeof(double));
+    body_inertia(m, d, i, d->IA + 36 * i);
   for (int i = m->nbody - 1; i >= 1; i--) {
     int p = m->body_parent[i];
     if (p)
@@ -654,7 +742,9 @@ void khz_energy(const khzModel *m, khzData *d, double *kinetic, double *potentia
   for (int i = 1; i < m->nbody; i++) {
     double Iv[6];
     const double *v = d->vtree + 6 * i;
-    khzu_mulMatVec6(Iv, d->cinert + 36 * i, v);
+    double I[36];
+    body_inertia(m, d, i, I);
+    khzu_mulMatVec6(Iv, I, v);
     ke += 0.5 * khzu_dot6(v, Iv);
     pe -= m->body_mass[i] * khzu_dot3(m->gravity, d->xcom + 3 * i);
   }

@@ -11,17 +11,26 @@
  * at rest; khz_abaCore skips them too and gives them qdd = 0. */
 void khz_forwardPass(const khzModel *m, khzData *d, const double *q, const double *qd);
 
+/* writes the constant entries of the free joints' S (khz_makeData; the
+ * forward pass writes only their rotation) */
+void khz_dynamicsInitData(const khzModel *m, khzData *d);
+
 /* m->body_zeros from the bodies' mass, inertia and joint origin (khz_compile) */
 void khz_dynamicsZeros(khzModel *m);
 
-/* the velocity part of khz_forwardPass alone (vtree, vJ, cbias at qd), for a
+/* m->passive_terms: which of khz_passive's loops have work (khz_compile;
+ * step.c) */
+void khz_passiveTerms(khzModel *m);
+
+/* the velocity part of khz_forwardPass alone (vtree, cbias at qd), for a
  * q whose position part (poses, S, cinert) is already in d: the same numbers
  * as khz_forwardPass(q, qd) */
 void khz_velocityPass(const khzModel *m, khzData *d, const double *qd);
 
 /* 1 when the forward pass's fields already hold khz_forwardPass(q, qd) for
  * every body (the last pass was at these values, bit for bit, and skipped no
- * sleeping body): the pass can be left out */
+ * sleeping body): the pass can be left out. Only passes at d->q and d->qd
+ * are recorded: for other arrays the answer is 0. */
 int khz_kinematicsAt(const khzModel *m, const khzData *d, const double *q, const double *qd);
 
 /* d->fext from d->xfrc at the current forward pass (overwrites fext). */
@@ -48,9 +57,13 @@ void khz_abaCoreDamped(const khzModel *m, khzData *d, const double *tau, double 
  * (reuse 0) writes into keep (12 doubles per body) the terms that depend on
  * (q, qd) alone; the second (reuse 1) takes them and IA, U, Dinv as the first
  * left them and runs only the bias-force and acceleration passes. The result
- * is bit for bit a full evaluation's. keep NULL: khz_abaCoreDamped. */
+ * is bit for bit a full evaluation's. keep NULL: khz_abaCoreDamped.
+ * store 0 (only with keep NULL): nothing after the call reads the factors,
+ * and those of bodies alone in their trees (free objects) are not written
+ * to d (pA, U, Dinv, u, acc): the impulse response may not follow such a
+ * call. qdd is the same. */
 void khz_abaCoreKeep(const khzModel *m, khzData *d, const double *tau, double *qdd, double h,
-                     int stiff_only, double *keep, int reuse);
+                     int stiff_only, double *keep, int reuse, int store);
 
 /* CRBA in two parts: composite inertias at q (in d->IA), then the joint-space
  * mass matrix block of one tree (root = its root body; 0 = every tree) into

@@ -718,6 +718,7 @@ khzModel *khz_compile(const khzSpec *s, char *err, size_t errsz) {
   for (int i = 0; i < m->nbody; i++) m->body_subtreemass[i] = m->body_mass[i];
   for (int i = m->nbody - 1; i > 0; i--) m->body_subtreemass[m->body_parent[i]] += m->body_subtreemass[i];
   khz_dynamicsZeros(m);
+  khz_passiveTerms(m);
 
   /* geoms */
   for (int i = 0; i < s->ngeom; i++) {

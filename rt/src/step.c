@@ -78,19 +78,36 @@ void khz_resetStick(const khzModel *m, khzData *d) {
     if (is_scalar(m, i)) d->stick[m->jnt_dofadr[i]] = d->q[m->jnt_qadr[i]];
 }
 
+/* the terms of khz_passive that some joint of the model has: a loop over
+ * every dof or joint for a term nobody has (a pile of free bodies has
+ * none) reads 200 kB of the model at 960 bodies, five times a step, to do
+ * nothing. The tests are the loops' own. */
+enum { PASSIVE_SPRINGS = 1, PASSIVE_FRICTION = 2, PASSIVE_LIMITS = 4 };
+
+void khz_passiveTerms(khzModel *m) {
+  m->passive_terms = 0;
+  for (int da = 0; da < m->nv; da++) {
+    if (m->dof_stiffness[da] > 0 && m->jnt_nv[m->dof_body[da]] == 1) m->passive_terms |= PASSIVE_SPRINGS;
+    if (!(m->dof_friction[da] <= 0)) m->passive_terms |= PASSIVE_FRICTION;
+  }
+  for (int i = 1; i < m->nbody; i++)
+    if (m->jnt_limited[i]) m->passive_terms |= PASSIVE_LIMITS;
+}
+
 void khz_passive(const khzModel *m, const khzData *d, const double *q, const double *qd,
                  double *tau) {
   double h = d->timestep, w = spring_omega(m, h);
   for (int k = 0; k < m->nv; k++) tau[k] = -m->dof_damping[k] * qd[k];
+  int terms = m->passive_terms;
   /* joint springs (1-dof joints only; dof_stiffness is 0 elsewhere). This
    * loop and the next visit the dofs, each touching its own tau only, so
    * their order is free: the dofs in a row, the few that act looked up */
-  for (int da = 0; da < m->nv; da++) {
+  for (int da = 0; da < m->nv && (terms & PASSIVE_SPRINGS); da++) {
     int i = m->dof_body[da];
     if (m->dof_stiffness[da] > 0 && m->jnt_nv[i] == 1)
       tau[da] -= m->dof_stiffness[da] * (q[m->jnt_qadr[i]] - m->dof_springref[da]);
   }
-  for (int dof = 0; dof < m->nv; dof++) {
+  for (int dof = 0; dof < m->nv && (terms & PASSIVE_FRICTION); dof++) {
     double F = m->dof_friction[dof];
     if (F <= 0) continue;
     int i = m->dof_body[dof], qa = m->jnt_qadr[i];
@@ -115,7 +132,7 @@ void khz_passive(const khzModel *m, const khzData *d, const double *q, const dou
    * the spring's stiffness at the whole step's h (d->step_timestep): substeps
    * of a long step release as slowly as the step would (0.3 rad/s at 10 ms) */
   double wr = spring_omega(m, d->step_timestep > h ? d->step_timestep : h);
-  for (int i = 1; i < m->nbody; i++) {
+  for (int i = 1; i < m->nbody && (terms & PASSIVE_LIMITS); i++) {
     if (!m->jnt_limited[i]) continue;
     int qa = m->jnt_qadr[i], da = m->jnt_dofadr[i];
     double lo = m->jnt_range[2 * i], hi = m->jnt_range[2 * i + 1], x = q[qa], f = 0;
@@ -219,9 +236,11 @@ enum {
  * over h where the integrator asks for it (khz_abaCoreDamped: Euler every
  * dof, RK4 the dofs where explicit damping would diverge). keep (12 doubles
  * per body, or NULL) carries ABA's velocity terms to an ACCEL_AGAIN call;
- * every mode gives the bits a full evaluation gives. */
+ * every mode gives the bits a full evaluation gives. store: ABA's factors
+ * are read after the call (the implicit contact part after the first
+ * stage); 0 leaves a free object's out of d (khz_abaCoreKeep). */
 static void accel(const khzModel *m, khzData *d, const double *q, const double *qd,
-                  double *tau_tmp, double *qdd, int mode, double *keep) {
+                  double *tau_tmp, double *qdd, int mode, double *keep, int store) {
   double h = d->timestep;
   int stiff_only = m->integrator != KHZ_INT_EULER;
   if (mode != ACCEL_AGAIN || !keep) {
@@ -232,7 +251,8 @@ static void accel(const khzModel *m, khzData *d, const double *q, const double *
   else khz_velocityPass(m, d, qd); /* the implicit part's passes left other velocities */
   khz_externalForces(m, d);
   if (d->ncontact) khz_contactForces(m, d);
-  khz_abaCoreKeep(m, d, tau_tmp, qdd, h, stiff_only, keep, mode == ACCEL_AGAIN && keep);
+  khz_abaCoreKeep(m, d, tau_tmp, qdd, h, stiff_only, keep, mode == ACCEL_AGAIN && keep,
+                  store || m->neq); /* khz_constraintAccel takes the impulse response */
   if (m->neq) khz_constraintAccel(m, d, q, qd, qdd);
 }
 
@@ -284,8 +304,8 @@ static void step_once(const khzModel *m, khzData *d, double h) {
   double *tau = khz_stackAlloc(d, nv * sizeof(double));
   double *qs = khz_stackAlloc(d, nq * sizeof(double));
   double *vs = khz_stackAlloc(d, nv * sizeof(double));
-  double *ka = khz_stackAlloc(d, 4 * nv * sizeof(double));
-  double *kq = khz_stackAlloc(d, 4 * nq * sizeof(double));
+  double *ka = khz_stackAlloc(d, 2 * nv * sizeof(double)); /* a stage's qdd, the weighted sum */
+  double *kq = khz_stackAlloc(d, 2 * nq * sizeof(double)); /* its q', the weighted sum */
   /* ABA's velocity terms of the first stage, for its second evaluation after
    * the implicit contact part (optional: NULL evaluates it in full) */
   double *keep = khz_stackAlloc(d, 12 * (size_t)m->nbody * sizeof(double));
@@ -326,9 +346,9 @@ static void step_once(const khzModel *m, khzData *d, double h) {
     /* the state is already at the step's end */
   } else if (m->integrator == KHZ_INT_EULER) {
     /* semi-implicit Euler */
-    accel(m, d, q0, v0, tau, d->qdd, first, keep);
+    accel(m, d, q0, v0, tau, d->qdd, first, keep, 1);
     if (d->ncontact && khz_contactImplicit(m, d, v0, d->qdd))
-      accel(m, d, q0, v0, tau, d->qdd, ACCEL_AGAIN, keep);
+      accel(m, d, q0, v0, tau, d->qdd, ACCEL_AGAIN, keep, 1);
     for (size_t k = 0; k < nv; k++) d->qd[k] = v0[k] + h * d->qdd[k];
     khz_integratePos(m, d->q, q0, d->qd, h);
     if (m->neq) khz_constraintProject(m, d); /* closed loops stay closed (constraint.c) */
@@ -337,35 +357,35 @@ static void step_once(const khzModel *m, khzData *d, double h) {
      * and renormalised at the end: fourth order on the rotation group too.
      * stage s evaluates at (q0 + c_s h kq_{s-1}, v0 + c_s h ka_{s-1}) */
     static const double c[4] = {0, 0.5, 0.5, 1}, wgt[4] = {1, 2, 2, 1};
+    /* one stage's derivatives at a time (the first stage's qdd is d->qdd's):
+     * the next stage needs only the last one's, and the weighted sums
+     * sum_s wgt_s k_s are taken as the stages go, in stage order from 0: the
+     * sums of all four at the end gave the same bits from twice the memory */
+    double *kqs = kq, *sq = kq + nq, *sv = ka + nv;
     for (int s = 0; s < 4; s++) {
-      double *kqs = kq + s * nq, *kas = ka + s * nv;
+      double *kas = s == 0 ? d->qdd : ka;
       if (s == 0) {
         memcpy(qs, q0, nq * sizeof(double));
         memcpy(vs, v0, nv * sizeof(double));
       } else {
-        const double *kqp = kq + (s - 1) * nq, *kap = ka + (s - 1) * nv;
+        const double *kqp = kqs, *kap = s == 1 ? d->qdd : ka;
         for (size_t k = 0; k < nq; k++) qs[k] = q0[k] + c[s] * h * kqp[k];
         for (size_t k = 0; k < nv; k++) vs[k] = v0[k] + c[s] * h * kap[k];
       }
       position_derivative(m, qs, vs, kqs);
-      accel(m, d, qs, vs, tau, kas, s == 0 ? first : ACCEL_FULL, s == 0 ? keep : NULL);
+      /* stages 2-4: nothing reads ABA's factors before the next step's
+       * contact stage computes them again */
+      accel(m, d, qs, vs, tau, kas, s == 0 ? first : ACCEL_FULL, s == 0 ? keep : NULL, s == 0);
       /* the implicit part of contact, solved from the first stage and held
        * constant over the step: the stage is evaluated again with it */
       if (s == 0 && d->ncontact && khz_contactImplicit(m, d, v0, kas))
-        accel(m, d, qs, vs, tau, kas, ACCEL_AGAIN, keep);
+        accel(m, d, qs, vs, tau, kas, ACCEL_AGAIN, keep, 1);
+      for (size_t k = 0; k < nv; k++) sv[k] = (s ? sv[k] : 0) + wgt[s] * kas[k];
+      for (size_t k = 0; k < nq; k++) sq[k] = (s ? sq[k] : 0) + wgt[s] * kqs[k];
     }
-    memcpy(d->qdd, ka, nv * sizeof(double));
     /* combine: x = x0 + h/6 (k1 + 2 k2 + 2 k3 + k4) */
-    for (size_t k = 0; k < nv; k++) {
-      double sa = 0;
-      for (int s = 0; s < 4; s++) sa += wgt[s] * ka[s * nv + k];
-      d->qd[k] = v0[k] + h / 6 * sa;
-    }
-    for (size_t k = 0; k < nq; k++) {
-      double sq = 0;
-      for (int s = 0; s < 4; s++) sq += wgt[s] * kq[s * nq + k];
-      d->q[k] = q0[k] + h / 6 * sq;
-    }
+    for (size_t k = 0; k < nv; k++) d->qd[k] = v0[k] + h / 6 * sv[k];
+    for (size_t k = 0; k < nq; k++) d->q[k] = q0[k] + h / 6 * sq[k];
     normalize_quats(m, d->q);
   }
   khz_islandFreeze(m, d, q0, v0); /* sleeping bodies stay exactly where they were */

@@ -363,6 +363,8 @@ typedef struct khzModel {
   double *dof_effort;       /* 0 = unlimited */
   double *dof_stiffness;    /* joint spring of 1-dof joints, 0 = none */
   double *dof_springref;    /* its rest position */
+  int passive_terms;        /* private (step.c): which of khz_passive's terms some joint has
+                               (springs, Coulomb friction, limits), fixed at compile */
 
   /* initial state */
   double *q0;               /* nq */
@@ -534,6 +536,9 @@ typedef struct khzContact {
   double mu;            /* Coulomb coefficient used for this pair */
 } khzContact;
 
+/* doubles per body of khzData.cinert */
+#define KHZ_CINERT 12
+
 typedef struct khzData {
   /* state: what a snapshot holds (plus time); `stick` holds the friction anchors */
   double time;
@@ -591,7 +596,9 @@ typedef struct khzData {
 
   /* scratch for the dynamics algorithms (body-indexed) */
   double *vtree;          /* 6 per body: spatial velocity at the tree origin, world axes */
-  double *cinert;         /* 36 per body: spatial inertia at the tree origin, world axes */
+  double *cinert;         /* KHZ_CINERT (12) per body: the spatial inertia at the tree
+                             origin, world axes, as the com relative to that origin (3)
+                             and the rotational inertia about the com (9, row-major) */
   double *cbias;          /* 6 per body */
   double *IA;             /* 36 per body */
   double *pA;             /* 6 per body */
@@ -601,7 +608,7 @@ typedef struct khzData {
   double *acc;            /* 6 per body */
   double *fext;           /* 6 per body, body coordinates */
   double *S;              /* 36 per body: motion subspace at the tree origin, world axes */
-  double *vJ;             /* 6 per body */
+  double *vJ;             /* 6 per body; unused (the forward pass keeps vJ in a local) */
   double *kin_q;          /* private (dynamics.c): nq, the q of the last forward pass */
   double *kin_qd;         /* private: nv, its qd */
   int kin_valid;          /* private: 2 when the forward pass's fields hold (kin_q, kin_qd)

@@ -1908,6 +1908,16 @@ void khz_penaltyForces(const khzModel *m, khzData *d) {
   }
 }
 
+/* a pair's friction anchors as khz_penaltyEnd builds them (the fields of
+ * khzPairState it rewrites) */
+typedef struct {
+  int nanchor;
+  int anchor_feature[KHZ_PAIR_ANCHORS];
+  double anchor_pos[KHZ_PAIR_ANCHORS][3];
+  double anchor[KHZ_PAIR_ANCHORS][3];
+  int anchor_idle[KHZ_PAIR_ANCHORS];
+} pair_anchors;
+
 void khz_penaltyEnd(const khzModel *m, khzData *d) {
   for (int i = 0; i < d->ncontact; i++) {
     khzContact *c = d->contact + i;
@@ -1939,7 +1949,11 @@ void khz_penaltyEnd(const khzModel *m, khzData *d) {
     ps->fn = pair_forces(m, d, c, 0, slip_limit, slip, NULL, NULL);
     int deepest = d->contact_method == KHZ_CONTACT_DEEPEST;
 
-    khzPairState next = *ps;
+    /* the new anchors are built apart (ps is read while they are) and
+     * written back over the first next.nanchor entries only: the rest of
+     * the 1.9 kB state keeps its bytes, as a copy of the whole would, but
+     * only the lines in use are read and written */
+    pair_anchors next;
     next.nanchor = 0;
     for (int k = 0, jb = 0; k < c->npoint && next.nanchor < KHZ_PAIR_ANCHORS; k++) {
       if (!pts[k].bottom) continue;
@@ -1984,7 +1998,12 @@ void khz_penaltyEnd(const khzModel *m, khzData *d) {
       next.anchor_idle[next.nanchor] = 1;
       next.nanchor++;
     }
-    *ps = next;
+    int na = next.nanchor;
+    ps->nanchor = na;
+    memcpy(ps->anchor_feature, next.anchor_feature, (size_t)na * sizeof next.anchor_feature[0]);
+    memcpy(ps->anchor_pos, next.anchor_pos, (size_t)na * sizeof next.anchor_pos[0]);
+    memcpy(ps->anchor, next.anchor, (size_t)na * sizeof next.anchor[0]);
+    memcpy(ps->anchor_idle, next.anchor_idle, (size_t)na * sizeof next.anchor_idle[0]);
     khz_stackFree(d, mark);
   }
 }
