@@ -59,7 +59,7 @@ def parse_trace(path):
 
 def table(res, models, out, note):
     print(note, file=out)
-    print('| h (s) | model | seeds run | max overlap median (m^3) | quartiles | runs > 1e-12 m^3 | fallbacks '
+    print('| h (s) | model | seeds run (stopped early: their steps to then) | max overlap median (m^3) | quartiles | runs > 1e-12 m^3 | fallbacks '
           '(steps) | steps halved | steps with a block solved without friction | largest LCP / block | wall '
           'per step median (ms) | wall per step largest (s) | user CPU per run, median (s) | load |', file=out)
     print('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|', file=out)
@@ -72,9 +72,10 @@ def table(res, models, out, note):
             us = sorted(u for x in r for u in x['us'])
             cpu = sorted(x['cpu'] for x in r)
             loads = [x['load'] for x in r]
-            print('| %.3g | %s | %d | %.3g | [%.3g, %.3g] | %d of %d | %d of %d | %d | %d | %d / %d | %.1f | %.2f |'
+            npart = sum(x.get('partial', 0) for x in r)
+            print('| %.3g | %s | %s | %.3g | [%.3g, %.3g] | %d of %d | %d of %d | %d | %d | %d / %d | %.1f | %.2f |'
                   ' %.1f | %.1f-%.1f |' % (
-                      h, model, len(r), med, q1, q3, sum(x['overlap'] > 1e-12 for x in r), len(r),
+                      h, model, '%d (%d)' % (len(r), npart) if npart else str(len(r)), med, q1, q3, sum(x['overlap'] > 1e-12 for x in r), len(r),
                       sum(x['fallbacks'] for x in r), sum(x['steps'] for x in r), sum(x['halved'] for x in r),
                       sum(x['frictionless'] for x in r), max(x['maxn'] for x in r), max(x['maxblock'] for x in r),
                       us[len(us) // 2] / 1e3 if us else 0, us[-1] / 1e6 if us else 0, cpu[len(cpu) // 2],
@@ -93,6 +94,9 @@ def main():
     ap.add_argument('--budget', type=float, default=1e9, help='no run is started after this many seconds')
     ap.add_argument('--out', default=None, help='the table, rewritten after every run')
     ap.add_argument('--timeout', type=float, default=900, help='a run is stopped after this many seconds')
+    ap.add_argument('--timeout-standard', type=float, default=None,
+                    help="the standard model's runs are stopped after this many seconds (default --timeout); a "
+                         "stopped run counts up to the step it reached (its overlaps above 1e-12 m^3 from the trace)")
     a = ap.parse_args()
     hs = [float(x) for x in a.h.split(',')]
     models = a.models.split(',')
@@ -109,6 +113,7 @@ def main():
                     stopped = (h, seed, model)
                     break
                 log = os.path.join(a.work, 'logs', 'h%g_seed%d_%s.log' % (h, seed, model))
+                limit = a.timeout_standard if model == 'standard' and a.timeout_standard else a.timeout
                 load = os.getloadavg()[0]
                 c0 = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime
                 with open(log, 'w') as err:
@@ -117,15 +122,25 @@ def main():
                                                                              'pour_paper.yaml'),
                                               '--release', '0.5', '--seconds', str(a.seconds), '--h', str(h),
                                               '--only', model, '--trace'], check=True, stdout=subprocess.PIPE,
-                                             stderr=err, text=True, timeout=a.timeout).stdout
+                                             stderr=err, text=True, timeout=limit).stdout
                     except subprocess.TimeoutExpired:
                         out = None
                 cpu = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime - c0
                 if out is None:
-                    us = parse_trace(log)[0]
-                    unfinished.append('h %g seed %d %s (%d steps in %.0f s)' % (h, seed, model, len(us), a.timeout))
-                    print('# h %g seed %d %s: stopped after %.0f s, %d steps' % (h, seed, model, a.timeout, len(us)),
-                          file=sys.stderr, flush=True)
+                    us, halved, fr, dropped, maxn, maxblock = parse_trace(log)
+                    over = [float(l.split()[-2]) for l in open(log) if ': overlap ' in l]
+                    unfinished.append('h %g seed %d %s (%d of %d steps in %.0f s)' % (
+                        h, seed, model, len(us), round(a.seconds / h), limit))
+                    print('# h %g seed %d %s: stopped after %.0f s, %d steps, largest overlap above 1e-12: %s'
+                          % (h, seed, model, limit, len(us), max(over) if over else '-'), file=sys.stderr, flush=True)
+                    res.setdefault((h, model), []).append(dict(
+                        overlap=max(over) if over else 0, fallbacks=sum(
+                            1 for l in open(log) if ' us ' in l and ' failed 1 ' in l), steps=len(us), us=us,
+                        halved=halved, frictionless=fr, maxn=maxn, maxblock=maxblock, cpu=cpu, load=load,
+                        partial=1))
+                    if a.out:
+                        with open(a.out, 'w') as f:
+                            table(res, models, f, '# runs so far (%.0f s wall)' % (time.time() - start))
                     continue
                 load = max(load, os.getloadavg()[0])
                 for line in out.splitlines():
@@ -155,7 +170,7 @@ def main():
     if stopped:
         note += '; stopped by --budget before h %g seed %d %s' % stopped
     if unfinished:
-        note += '\n# runs stopped by --timeout (not in the table): ' + ', '.join(unfinished)
+        note += '\n# runs stopped by --timeout (in the table up to the step each reached): ' + ', '.join(unfinished)
     table(res, models, sys.stdout, note)
     if a.out:
         with open(a.out, 'w') as f:
