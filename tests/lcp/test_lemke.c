@@ -233,18 +233,21 @@ int main(void) {
       }
       /* again with B^-1 recomputed after every pivot from the basis' non-unit
        * columns alone (lk.reduced, PEG's setting): solved, the same z where
-       * it is unique */
-      lk.reduced = 1, lk.reinvert = 2;
-      khzLcpStatus str = khz_lemke(&lk, n, M, q, zs, ws, 0);
-      double resr = khz_lcpResidual(n, M, q, zs), dr = 0, sr = 1;
-      reduced_inv += lk.reinverts;
-      lk.reduced = 0, lk.reinvert = 0;
-      reduced_solved += str == KHZ_LCP_SOLVED;
-      ENSURE_MSG(str == KHZ_LCP_SOLVED && resr <= 1e-10, "%s #%d n=%d, reduced re-inversion at every pivot: status %s, residual %.3g",
-                 fam[f], t, n, khz_lcpStatusName(str), resr);
-      for (int i = 0; st == KHZ_LCP_SOLVED && (f == 0 || f == 3) && i < n; i++)
-        dr = fmax(dr, fabs(z[i] - zs[i])), sr = fmax(sr, fabs(z[i]));
-      ENSURE_MSG(dr <= 1e-7 * sr, "%s #%d n=%d: reduced re-inversion's z differs by %.3g", fam[f], t, n, dr);
+       * it is unique (every fourth LCP: the test's time) */
+      if (t % 4 == 0) {
+        lk.reduced = 1, lk.reinvert = 2;
+        khzLcpStatus str = khz_lemke(&lk, n, M, q, zs, ws, 0);
+        double resr = khz_lcpResidual(n, M, q, zs), dr = 0, sr = 1;
+        reduced_inv += lk.reinverts;
+        lk.reduced = 0, lk.reinvert = 0;
+        reduced_solved += str == KHZ_LCP_SOLVED;
+        ENSURE_MSG(str == KHZ_LCP_SOLVED && resr <= 1e-10,
+                   "%s #%d n=%d, reduced re-inversion at every pivot: status %s, residual %.3g", fam[f], t, n,
+                   khz_lcpStatusName(str), resr);
+        for (int i = 0; st == KHZ_LCP_SOLVED && (f == 0 || f == 3) && i < n; i++)
+          dr = fmax(dr, fabs(z[i] - zs[i])), sr = fmax(sr, fabs(z[i]));
+        ENSURE_MSG(dr <= 1e-7 * sr, "%s #%d n=%d: reduced re-inversion's z differs by %.3g", fam[f], t, n, dr);
+      }
       /* again with the contact stepper's tie test and re-inversion
        * threshold (lcp.c): solved, and the same z where it is unique */
       lk.tie_abs = 1e-3, lk.reinvert = 1e-6;
@@ -284,7 +287,7 @@ int main(void) {
            "solved %4d; compared %4d, agree %4d (worst relative difference %.2e); with the stepper's "
            "settings solved %4d (worst residual %.2e)\n",
            fam[f], solved, worst, polished, pivmax, sic_solved, compared, agree, worst_diff, solved2, worst2);
-    printf("%-10s re-inverted after every pivot from the non-unit columns (reduced): solved %4d/2000 (%ld "
+    printf("%-10s re-inverted after every pivot from the non-unit columns (reduced): solved %4d/500 (%ld "
            "re-inversions)\n", fam[f], reduced_solved, reduced_inv);
     printf("%-10s warm start from its own basis: solved %4d of %4d (%d with q >= 0: no basis), worst "
            "residual %.2e; from that basis with one variable swapped: %4d solved, the rest refused\n",
