@@ -160,6 +160,8 @@ int main(void) {
   for (int f = 0; f < 5; f++) {
     int solved = 0, sic_solved = 0, compared = 0, agree = 0, pivmax = 0, polished = 0, solved2 = 0;
     int warm_own = 0, warm_tried = 0, warm_trivial = 0, warm_flip_solved = 0;
+    int reduced_solved = 0;
+    long reduced_inv = 0;
     double worst = 0, worst_diff = 0, worst2 = 0, worstw = 0;
     for (int t = 0; t < 2000; t++) {
       int n = irand(1, NMAX);
@@ -229,6 +231,23 @@ int main(void) {
         ENSURE_MSG(sw != KHZ_LCP_SOLVED || resw <= 1e-10, "%s #%d n=%d: a wrong basis accepted, residual %.3g",
                    fam[f], t, n, resw);
       }
+      /* again with B^-1 recomputed after every pivot from the basis' non-unit
+       * columns alone (lk.reduced, PEG's setting): solved, the same z where
+       * it is unique (every fourth LCP: the test's time) */
+      if (t % 4 == 0) {
+        lk.reduced = 1, lk.reinvert = 2;
+        khzLcpStatus str = khz_lemke(&lk, n, M, q, zs, ws, 0);
+        double resr = khz_lcpResidual(n, M, q, zs), dr = 0, sr = 1;
+        reduced_inv += lk.reinverts;
+        lk.reduced = 0, lk.reinvert = 0;
+        reduced_solved += str == KHZ_LCP_SOLVED;
+        ENSURE_MSG(str == KHZ_LCP_SOLVED && resr <= 1e-10,
+                   "%s #%d n=%d, reduced re-inversion at every pivot: status %s, residual %.3g", fam[f], t, n,
+                   khz_lcpStatusName(str), resr);
+        for (int i = 0; st == KHZ_LCP_SOLVED && (f == 0 || f == 3) && i < n; i++)
+          dr = fmax(dr, fabs(z[i] - zs[i])), sr = fmax(sr, fabs(z[i]));
+        ENSURE_MSG(dr <= 1e-7 * sr, "%s #%d n=%d: reduced re-inversion's z differs by %.3g", fam[f], t, n, dr);
+      }
       /* again with the contact stepper's tie test and re-inversion
        * threshold (lcp.c): solved, and the same z where it is unique */
       lk.tie_abs = 1e-3, lk.reinvert = 1e-6;
@@ -268,11 +287,81 @@ int main(void) {
            "solved %4d; compared %4d, agree %4d (worst relative difference %.2e); with the stepper's "
            "settings solved %4d (worst residual %.2e)\n",
            fam[f], solved, worst, polished, pivmax, sic_solved, compared, agree, worst_diff, solved2, worst2);
+    printf("%-10s re-inverted after every pivot from the non-unit columns (reduced): solved %4d/500 (%ld "
+           "re-inversions)\n", fam[f], reduced_solved, reduced_inv);
     printf("%-10s warm start from its own basis: solved %4d of %4d (%d with q >= 0: no basis), worst "
            "residual %.2e; from that basis with one variable swapped: %4d solved, the rest refused\n",
            fam[f], warm_own, warm_tried, warm_trivial, worstw, warm_flip_solved);
   }
   printf("%d LCPs\n", total);
+
+  /* khz_lcpSplit: LCPs of 1-5 positive definite blocks (dense, so each is
+   * one block), their unknowns shuffled; the split must find the blocks,
+   * pack each block's matrix, and the blocks solved alone must solve the
+   * whole (its solution is unique: the same z as one solve of the whole) */
+  {
+    static double Mp[NMAX * NMAX], Mfull[NMAX * NMAX], S[NMAX * NMAX], qb[NMAX], zb[NMAX], wb[NMAX], buf[NMAX];
+    static int blk[NMAX], perm[NMAX], order[NMAX], start[NMAX + 1], scratch[NMAX];
+    int split_ok = 0, worst_blocks = 0;
+    double split_diff = 0;
+    for (int t = 0; t < 300; t++) {
+      int nblk = irand(1, 5), n = 0;
+      memset(M, 0, sizeof M);
+      for (int b = 0; b < nblk; b++) {
+        int k = irand(1, NMAX / 5);
+        mat_aat(k, k, A, S); /* k x k into A: positive definite plus skew, as the pd family */
+        for (int i = 0; i < k; i++)
+          for (int j = 0; j < k; j++) M[(n + i) * NMAX + n + j] = A[i * k + j] + (i == j ? 0.05 : 0);
+        for (int i = 0; i < k; i++)
+          for (int j = 0; j < i; j++) {
+            double b = srand1();
+            M[(n + i) * NMAX + n + j] += b, M[(n + j) * NMAX + n + i] -= b;
+          }
+        for (int i = 0; i < k; i++) blk[n + i] = b;
+        n += k;
+      }
+      /* shuffle: unknown i of the problem is unknown perm[i] of the blocks */
+      for (int i = 0; i < n; i++) perm[i] = i;
+      for (int i = n - 1; i > 0; i--) {
+        int j = irand(0, i), x = perm[i];
+        perm[i] = perm[j], perm[j] = x;
+      }
+      for (int i = 0; i < n; i++) {
+        for (int j = 0; j < n; j++) Mfull[i * n + j] = M[perm[i] * NMAX + perm[j]];
+        q[i] = srand1() * 5;
+      }
+      ENSURE(khz_lemke(&lk, n, Mfull, q, z, w, 0) == KHZ_LCP_SOLVED);
+      memcpy(Mp, Mfull, sizeof(double) * (size_t)n * n);
+      int nb = khz_lcpSplit(n, Mp, order, start, scratch, buf);
+      ENSURE_MSG(nb == nblk, "split #%d: %d blocks found, %d built\n", t, nb, nblk);
+      int ok = nb == nblk;
+      double *Mb = Mp, diff = 0;
+      for (int c = 0; c < nb && ok; c++) {
+        int k = start[c + 1] - start[c];
+        const int *var = order + start[c];
+        for (int a = 0; a < k; a++) {
+          ok &= blk[perm[var[a]]] == blk[perm[var[0]]] && (a == 0 || var[a] > var[a - 1]);
+          for (int b = 0; b < k; b++) ok &= Mb[a * k + b] == Mfull[var[a] * n + var[b]];
+          qb[a] = q[var[a]];
+        }
+        ok &= khz_lemke(&lk, k, Mb, qb, zb, wb, 0) == KHZ_LCP_SOLVED;
+        for (int a = 0; a < k; a++) zs[var[a]] = zb[a];
+        Mb += k * k;
+      }
+      if (ok) {
+        double scale = 1e-300;
+        for (int i = 0; i < n; i++) diff = fmax(diff, fabs(zs[i] - z[i])), scale = fmax(scale, fabs(z[i]));
+        ok = khz_lcpResidual(n, Mfull, q, zs) <= 1e-10 && diff <= 1e-9 * fmax(scale, 1);
+        split_diff = fmax(split_diff, diff);
+      }
+      ENSURE_MSG(ok, "split #%d (n = %d, %d blocks): blocks or their solution wrong (z differs by %.3g)\n", t, n,
+                 nblk, diff);
+      split_ok += ok;
+      worst_blocks = nblk > worst_blocks ? nblk : worst_blocks;
+    }
+    printf("split: %d of 300 shuffled block-diagonal LCPs split into their blocks and solved block by block "
+           "(largest z difference to the whole solve %.2e)\n", split_ok, split_diff);
+  }
   free(mem);
   return ensure_report();
 }

@@ -83,6 +83,76 @@ double khz_lcpResidual(int n, const double *M, const double *q, const double *z)
   return r;
 }
 
+static int split_find(int *uf, int x) {
+  while (uf[x] != x) x = uf[x] = uf[uf[x]];
+  return x;
+}
+
+int khz_lcpSplit(int n, double *M, int *order, int *start, int *scratch, double *buf) {
+  if (n <= 0) {
+    start[0] = 0;
+    return 0;
+  }
+  int *uf = scratch;
+  for (int i = 0; i < n; i++) uf[i] = i;
+  for (int i = 0; i < n; i++)
+    for (int j = i + 1; j < n; j++)
+      if (M[(size_t)i * n + j] != 0 || M[(size_t)j * n + i] != 0) {
+        int a = split_find(uf, i), b = split_find(uf, j);
+        if (a != b) uf[a < b ? b : a] = a < b ? a : b;
+      }
+  /* the blocks numbered by their first variable: the root of a set is its
+   * smallest member; order[] first holds each variable's block */
+  int nb = 0;
+  for (int i = 0; i < n; i++) {
+    int r = split_find(uf, i);
+    order[i] = r == i ? nb++ : order[r];
+  }
+  for (int c = 0; c <= nb; c++) start[c] = 0;
+  for (int i = 0; i < n; i++) start[order[i] + 1]++;
+  for (int c = 0; c < nb; c++) start[c + 1] += start[c];
+  int *fill = uf; /* the next slot of each block (the roots are no longer needed) */
+  for (int c = 0; c < nb; c++) fill[c] = start[c];
+  for (int i = 0; i < n; i++) buf[i] = order[i]; /* blocks, exact in a double */
+  for (int i = 0; i < n; i++) order[fill[(int)buf[i]]++] = i;
+  if (nb == 1) return 1; /* order is the identity: nothing to move */
+  /* rows: row a <- row order[a], by cycles (scratch marks the rows done) */
+  int *done = scratch;
+  for (int a = 0; a < n; a++) done[a] = 0;
+  size_t rowb = (size_t)n * sizeof(double);
+  for (int a0 = 0; a0 < n; a0++) {
+    if (done[a0] || order[a0] == a0) continue;
+    memcpy(buf, M + (size_t)a0 * n, rowb);
+    int a = a0;
+    for (;;) {
+      done[a] = 1;
+      int src = order[a];
+      if (src == a0) {
+        memcpy(M + (size_t)a * n, buf, rowb);
+        break;
+      }
+      memcpy(M + (size_t)a * n, M + (size_t)src * n, rowb);
+      a = src;
+    }
+  }
+  /* columns, row by row */
+  for (int a = 0; a < n; a++) {
+    double *row = M + (size_t)a * n;
+    for (int b = 0; b < n; b++) buf[b] = row[order[b]];
+    memcpy(row, buf, rowb);
+  }
+  /* pack: block c's row i moves from (s + i) n + s to P + i k (P the earlier
+   * blocks' k^2 <= s n, so every row moves down and no row not yet moved
+   * is overwritten) */
+  size_t P = 0;
+  for (int c = 0; c < nb; c++) {
+    int s = start[c], k = start[c + 1] - s;
+    for (int i = 0; i < k; i++) memmove(M + P + (size_t)i * k, M + (size_t)(s + i) * n + s, (size_t)k * sizeof(double));
+    P += (size_t)k * k;
+  }
+  return nb;
+}
+
 /* the entering column d = B^-1 a of variable v (w_j: e_j; z_j: -M_.j; z0: -e).
  * M's column j is first copied to contiguous scratch (lk->rhs, free during
  * the pivots): B^-1's rows and the column are then read in order (the
@@ -297,7 +367,7 @@ static void polish(khzLemke *lk, int n, const double *M, const double *q, double
 /* B^-1 and qbar afresh from the basis (LU of B, then B^-1 column by column):
  * after a small pivot the product-form updates carry its round-off into
  * every later ratio test; 0 when B is numerically singular */
-static int reinvert(khzLemke *lk, int n, const double *M, const double *q) {
+static int reinvert_full(khzLemke *lk, int n, const double *M, const double *q) {
   for (int i = 0; i < n; i++)
     for (int r = 0; r < n; r++) lk->lu[(size_t)r * n + i] = basic_entry(n, M, lk->basis[i], r);
   if (!lu_factor(lk->lu, n, lk->perm, 0)) return 0;
@@ -312,6 +382,76 @@ static int reinvert(khzLemke *lk, int n, const double *M, const double *q) {
   lu_solve(lk->lu, n, lk->perm, lk->qbar);
   for (int i = 0; i < n; i++) lk->qbar[i] = fmax(lk->qbar[i], 0);
   return 1;
+}
+
+/* the same from the k non-unit columns alone (lk->reduced): a basic w_r's
+ * column is e_r, so with R the k rows no basic w covers and S the k other
+ * basic columns, B x = y reads K x_S = y_R (K = B[R, S]) and x_i = y_rho(i) -
+ * B[rho(i), S] x_S for the basic w_rho(i). So B^-1's rows S are K^-1 on the
+ * columns R (zero elsewhere) and a basic w's row is e_rho - B[rho, S] times
+ * them: an LU of k^3/3 and k solves of k^2 instead of n^3/3 and n solves of
+ * n^2 (the contact LCPs' final bases hold a third to a half of z's), and
+ * the products skip the zeros of M. Singular as reinvert_full judges: a K
+ * pivot at most 1e-13 of the whole basis' largest entry */
+static int reinvert_reduced(khzLemke *lk, int n, const double *M, const double *q) {
+  int *R = lk->ties, *S = lk->perm + n, *piv = lk->perm, k = 0;
+  for (int r = 0; r < n; r++) R[r] = 0;
+  for (int i = 0; i < n; i++)
+    if (lk->basis[i] < n) R[lk->basis[i]] = 1;
+    else S[k++] = i;
+  int nr = 0;
+  for (int r = 0; r < n; r++)
+    if (!R[r]) R[nr++] = r;
+  if (nr != k) return 0;
+  double scale = k < n ? 1 : 0;
+  for (int b = 0; b < k; b++) {
+    int v = lk->basis[S[b]];
+    if (v == 2 * n) scale = fmax(scale, 1);
+    else
+      for (int a = 0; a < n; a++) scale = fmax(scale, fabs(M[(size_t)a * n + (v - n)]));
+  }
+  double *K = lk->lu, *e = lk->rhs, *Binv = lk->binv;
+  for (int a = 0; a < k; a++)
+    for (int b = 0; b < k; b++) K[(size_t)a * k + b] = basic_entry(n, M, lk->basis[S[b]], R[a]);
+  if (k > 0 && !lu_factor(K, k, piv, scale)) return 0;
+  memset(Binv, 0, (size_t)n * n * sizeof(double));
+  /* rows S: column R[a] of K^-1 */
+  for (int a = 0; a < k; a++) {
+    memset(e, 0, (size_t)k * sizeof(double));
+    e[a] = 1;
+    lu_solve(K, k, piv, e);
+    for (int b = 0; b < k; b++) Binv[(size_t)S[b] * n + R[a]] = e[b];
+  }
+  /* rows of the basic w's: e_rho - sum_b B[rho, S_b] (row S_b) */
+  for (int i = 0; i < n; i++) {
+    int rho = lk->basis[i];
+    if (rho >= n) continue;
+    double *Bi = Binv + (size_t)i * n;
+    Bi[rho] = 1;
+    for (int b = 0; b < k; b++) {
+      double c = basic_entry(n, M, lk->basis[S[b]], rho);
+      if (c == 0) continue;
+      const double *Bs = Binv + (size_t)S[b] * n;
+      for (int a = 0; a < k; a++) Bi[R[a]] -= c * Bs[R[a]];
+    }
+  }
+  /* qbar = B^-1 q the same way */
+  for (int a = 0; a < k; a++) e[a] = q[R[a]];
+  if (k > 0) lu_solve(K, k, piv, e);
+  for (int b = 0; b < k; b++) lk->qbar[S[b]] = e[b];
+  for (int i = 0; i < n; i++) {
+    int rho = lk->basis[i];
+    if (rho >= n) continue;
+    double s = q[rho];
+    for (int b = 0; b < k; b++) s -= basic_entry(n, M, lk->basis[S[b]], rho) * e[b];
+    lk->qbar[i] = s;
+  }
+  for (int i = 0; i < n; i++) lk->qbar[i] = fmax(lk->qbar[i], 0);
+  return 1;
+}
+
+static int reinvert(khzLemke *lk, int n, const double *M, const double *q) {
+  return lk->reduced ? reinvert_reduced(lk, n, M, q) : reinvert_full(lk, n, M, q);
 }
 
 /* Lemke on (M, q), max |q| >= 1e-3 */

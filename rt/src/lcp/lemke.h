@@ -69,6 +69,11 @@ typedef struct khzLemke {
    * B^-1 recomputed from the basis by LU (O(n^3)); 0, as khz_lemkeInit
    * leaves it: 1e-3 */
   double reinvert;
+  /* input: 1 has B^-1 recomputed from the basis' k non-unit columns alone
+   * (a k x k LU: the basic w's columns are unit vectors), the same inverse
+   * at about (k/n)^3 of the cost; 0, as khz_lemkeInit leaves it: from the
+   * whole n x n basis (the LCP path's, kept bit for bit). PEG sets 1 */
+  int reduced;
   /* outputs of the last solve */
   int pivots;      /* pivots taken */
   int reinverts;   /* times B^-1 was recomputed from the basis after a small pivot */
@@ -115,6 +120,19 @@ khzLcpStatus khz_lemkeWarm(khzLemke *lk, int n, const double *M, const double *q
  * is basic in the final basis, else 0 (all 0 when q >= 0 was solved by
  * z = 0 without a basis). */
 void khz_lemkeBasis(const khzLemke *lk, int n, unsigned char *zbasic);
+
+/* The LCP's independent blocks: variables i and j share a block when M_ij
+ * or M_ji is non-zero (union-find over the pattern). Under the symmetric
+ * permutation that lists the blocks one after the other M is block
+ * diagonal, and (M, q) is that many independent LCPs with the same
+ * solutions. Writes order[] (the variables block by block, ascending within
+ * a block), start[] (block c is order[start[c] .. start[c + 1]), nblocks + 1
+ * entries) and returns the number of blocks. Then permutes M in place
+ * (M'[a][b] = M[order[a]][order[b]]) and packs each block's k x k matrix
+ * row-major one after the other from M[0]: block c's starts at the sum of
+ * the earlier blocks' k^2. scratch: n ints, buf: n doubles. O(n^2), no
+ * allocation. */
+int khz_lcpSplit(int n, double *M, int *order, int *start, int *scratch, double *buf);
 
 /* The natural residual of a candidate solution: max_i |min(z_i, w_i)| with
  * w = M z + q recomputed (0 exactly at a solution). */

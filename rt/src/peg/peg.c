@@ -132,6 +132,13 @@ typedef struct pegWork {
   khzLcpBlocks mb; /* the active trees' mass-matrix blocks (lcp/blocks.h) */
   double *Gc, *Gp, *Yp, *Kc, *Kp, *gvc, *gvp;
   double *A, *b, *z, *w, *D;
+  /* the LCP's independent blocks (solve): the unknowns block by block,
+   * each block's first, scratch, a block's q and z, the unknowns of the
+   * blocks no try solved */
+  int *order, *bstart, *bscratch;
+  double *bbuf, *bq, *bz;
+  unsigned char *bfail;
+  int *fbest, *fpass; /* each group's friction index in the best pass, in this one */
   khzLemke lk;
   khzLpDepthWork lpw; /* the LP depth (KHZ_PEG_MODEL_LPDEPTH) */
   double *lpface;     /* both polytopes' faces for it, 4 doubles each */
@@ -239,6 +246,15 @@ static void peg_sizes(const khzModel *m, pegWork *W) {
   X(W->z, double, W->nmax)                                \
   X(W->w, double, W->nmax)                                \
   X(W->D, double, W->nmax)                                \
+  X(W->order, int, W->nmax)                               \
+  X(W->bstart, int, W->nmax + 1)                          \
+  X(W->bscratch, int, W->nmax)                            \
+  X(W->bbuf, double, W->nmax)                             \
+  X(W->bq, double, W->nmax)                               \
+  X(W->bz, double, W->nmax)                               \
+  X(W->bfail, unsigned char, W->nmax)                     \
+  X(W->fbest, int, W->maxg)                               \
+  X(W->fpass, int, W->maxg)                               \
   X(W->lpface, double, 8 * (size_t)KHZ_PEG_MAXF)
 
 size_t khz_pegStackBytes(const khzModel *m) {
@@ -267,6 +283,7 @@ static int peg_carve(const khzModel *m, khzData *d, pegWork *W) {
   void *lpmem = khz_stackAlloc(d, khz_lpDepthBytes(2 * KHZ_PEG_MAXF));
   if (!ok || !lkmem || !lpmem) return 0;
   khz_lemkeInit(&W->lk, W->nmax, lkmem);
+  W->lk.reduced = 1; /* B^-1 re-inverted from the basis' non-unit columns (lemke.h) */
   khz_lpDepthInit(&W->lpw, 2 * KHZ_PEG_MAXF, lpmem);
   return 1;
 }
@@ -1025,7 +1042,14 @@ static int assemble(pegWork *W, double h) {
  * A_ii^-1/2 where A_ii > 0 (z = D z'): the light bodies' large inverse
  * masses otherwise leave the final basis' residual above Lemke's absolute
  * tolerance. On failure again with a compliance eps (of the unit diagonal
- * after scaling) on the impulse rows, as the LCP path does */
+ * after scaling) on the impulse rows, as the LCP path does.
+ *
+ * The LCP is split into its independent blocks first (khz_lcpSplit: the
+ * bodies that constraints join; the fixed container joins none) and each
+ * block is solved alone, with its own tries: Lemke's cost is cubic in the
+ * size (its re-inversions), and one block that fails no longer fails the
+ * others. W->bfail[i] = 1 for the unknowns of a block that no try solved.
+ * A problem of one block is solved exactly as before the split */
 static khzLcpStatus solve(pegWork *W, int n) {
   /* compliances tried in turn, the second try with Lemke's pivot tolerance
    * at 1e-6 (the LCP path's KHZ_LCP_PIVOT_TOL: round-off zeros of the
@@ -1046,31 +1070,46 @@ static khzLcpStatus solve(pegWork *W, int n) {
     for (int j = 0; j < n; j++) W->A[(size_t)i * n + j] *= D[i] * D[j];
     W->b[i] *= D[i];
   }
-  /* the residual accepted, relative to the scaled q as the LCP path's
-   * (khz_lemke works on a q below 1e-3 scaled up to 1e-3): 1e-7 of it is a
-   * gap rate of about 1e-9 m/s for the pour's bodies, far below what the
-   * exact check at q+ sees; the absolute default 1e-10 failed a
-   * frictionless six-contact LCP of a face resting on the floor (h = 0.005,
-   * a residual of 3.4e-10; Siconos' lexicographic Lemke solves it) */
-  double qmax = 0;
-  for (int i = 0; i < n; i++) qmax = fmax(qmax, fabs(W->b[i]));
-  khzLcpStatus st = KHZ_LCP_RAY;
-  for (int t = 0; t < ntry; t++) {
-    if (t) {
-      double de = eps[t] - eps[t - 1];
-      for (int r = 0; r < ng; r++) W->A[(size_t)r * n + r] += de;
-      for (int r = nm; r < nm + nfk; r++) W->A[(size_t)r * n + r] += de;
+  int nb = khz_lcpSplit(n, W->A, W->order, W->bstart, W->bscratch, W->bbuf);
+  peg_stats.blocks = nb;
+  khzLcpStatus worst = KHZ_LCP_SOLVED;
+  double *Mb = W->A;
+  for (int c = 0; c < nb; c++) {
+    const int *var = W->order + W->bstart[c];
+    int k = W->bstart[c + 1] - W->bstart[c];
+    if (k > peg_stats.nblock) peg_stats.nblock = k;
+    double *qb = W->bq, *zb = W->bz, *wb = W->w;
+    for (int a = 0; a < k; a++) qb[a] = W->b[var[a]];
+    /* the residual accepted, relative to the scaled q as the LCP path's
+     * (khz_lemke works on a q below 1e-3 scaled up to 1e-3): 1e-7 of it is
+     * a gap rate of about 1e-9 m/s for the pour's bodies, far below what
+     * the exact check at q+ sees; the absolute default 1e-10 failed a
+     * frictionless six-contact LCP of a face resting on the floor (h =
+     * 0.005, a residual of 3.4e-10; Siconos' lexicographic Lemke solves it) */
+    double qmax = 0;
+    for (int a = 0; a < k; a++) qmax = fmax(qmax, fabs(qb[a]));
+    khzLcpStatus st = KHZ_LCP_RAY;
+    for (int t = 0; t < ntry; t++) {
+      if (t) {
+        /* the compliance on the impulse rows: normals, then friction */
+        double de = eps[t] - eps[t - 1];
+        for (int a = 0; a < k; a++)
+          if (var[a] < ng || (var[a] >= nm && var[a] < nm + nfk)) Mb[(size_t)a * k + a] += de;
+      }
+      W->lk.pivot_tol = t == 1 ? 1e-6 : 0;
+      /* the candidates the larger pivot tolerance leaves out may end
+       * slightly negative: that try is held to 1e-1 of the others' residual */
+      W->lk.tol = (t == 1 ? 1e-8 : 1e-7) * fmax(qmax, 1e-3);
+      st = khz_lemke(&W->lk, k, Mb, qb, zb, wb, PEG_PIVOTS(k));
+      peg_stats.pivots += W->lk.pivots, peg_stats.reinverts += W->lk.reinverts;
+      if (st == KHZ_LCP_SOLVED) break;
     }
-    W->lk.pivot_tol = t == 1 ? 1e-6 : 0;
-    /* the candidates the larger pivot tolerance leaves out may end slightly
-     * negative: that try is held to 1e-1 of the others' residual */
-    W->lk.tol = (t == 1 ? 1e-8 : 1e-7) * fmax(qmax, 1e-3);
-    st = khz_lemke(&W->lk, n, W->A, W->b, W->z, W->w, PEG_PIVOTS(n));
-    if (st == KHZ_LCP_SOLVED) break;
+    for (int a = 0; a < k; a++) W->z[var[a]] = zb[a] * D[var[a]], W->bfail[var[a]] = st != KHZ_LCP_SOLVED;
+    if (st != KHZ_LCP_SOLVED) worst = st;
+    Mb += (size_t)k * k;
   }
   W->lk.pivot_tol = 0, W->lk.tol = 0;
-  for (int i = 0; i < n; i++) W->z[i] *= D[i];
-  return st;
+  return worst;
 }
 
 /* twice the kinetic energy of the velocity v over the active trees, v' M v =
@@ -1488,9 +1527,18 @@ static int peg_solve(const khzModel *m, khzData *d, double h) {
           if (st != KHZ_LCP_SOLVED && W->nf > 0) {
             /* the faces resting on faces make degenerate frictional LCPs
              * that Lemke can end inaccurately; the frictionless LCP (positive
-             * semi-definite) keeps the geometry exact for this step */
-            for (int gi = 0; gi < W->ng; gi++) W->g[gi].fric = -1;
-            W->nf = 0;
+             * semi-definite) keeps the geometry exact for this step. Only the
+             * blocks that failed lose their cones (the others' LCPs are
+             * unchanged, their cones renumbered in the same order, and are
+             * solved as before) */
+            int lam0 = W->nm + W->nf * W->k, nf = 0;
+            for (int gi = 0; gi < W->ng; gi++) {
+              pegGroup *g = W->g + gi;
+              if (g->fric < 0) continue;
+              if (W->bfail[gi] || W->bfail[lam0 + g->fric]) g->fric = -1, peg_stats.dropped++;
+              else g->fric = nf++;
+            }
+            W->nf = nf;
             rows(m, d, W);
             n = assemble(W, h);
             st = solve(W, n);
@@ -1504,6 +1552,8 @@ static int peg_solve(const khzModel *m, khzData *d, double h) {
             break;
           }
           velocity_update(m, W);
+          /* the cones of this solve (the check at q+ may give new ones) */
+          for (int gi = 0; gi < W->ng; gi++) W->fpass[gi] = W->g[gi].fric;
           /* the exact gaps at q+ against their linearisations (eq. 6):
            * done when every group keeps a gap open to PEG_RECHECK_DEPTH
            * and no feature pair without a constraint penetrates */
@@ -1517,6 +1567,7 @@ static int peg_solve(const khzModel *m, khzData *d, double h) {
             best_worst = worst, best_n = n, best_ng = ng, best_nm = nm, best_nf = nf;
             memcpy(W->vbest, W->vplus, (size_t)m->nv * sizeof(double));
             memcpy(W->zbest, W->z, (size_t)n * sizeof(double));
+            memcpy(W->fbest, W->fpass, (size_t)ng * sizeof(int));
           }
           if (left == 0 || pass == PEG_PASSES - 1) {
             peg_stats.stop = left == 0 ? 0 : 1;
@@ -1571,10 +1622,9 @@ static int peg_solve(const khzModel *m, khzData *d, double h) {
           memcpy(W->vplus, W->vbest, (size_t)m->nv * sizeof(double));
           memcpy(W->z, W->zbest, (size_t)best_n * sizeof(double));
           W->ng = best_ng, W->nm = best_nm, W->nf = best_nf;
-          /* a cone given after that pass (or friction dropped after it):
-           * the force's friction part is not reported */
-          for (int gi = 0; gi < W->ng; gi++)
-            if (W->g[gi].fric >= best_nf) W->g[gi].fric = -1;
+          /* the cones as that pass had them (a later pass may have added
+           * cones or dropped a failed block's) */
+          for (int gi = 0; gi < W->ng; gi++) W->g[gi].fric = W->fbest[gi];
           peg_stats.worst = best_worst;
         }
       }
@@ -1600,7 +1650,9 @@ static khzPegStats stats_join(const khzPegStats *a, const khzPegStats *b) {
 #define PEG_MAXOF(f) s.f = a->f > b->f ? a->f : b->f;
   PEG_MAXOF(contacts) PEG_MAXOF(groups) PEG_MAXOF(members) PEG_MAXOF(nu) PEG_MAXOF(ni) PEG_MAXOF(nx) PEG_MAXOF(n)
   PEG_MAXOF(frictionless) PEG_MAXOF(full) PEG_MAXOF(speed) PEG_MAXOF(spin) PEG_MAXOF(worst)
+  PEG_MAXOF(blocks) PEG_MAXOF(nblock)
 #undef PEG_MAXOF
+  s.dropped = a->dropped + b->dropped, s.pivots = a->pivots + b->pivots, s.reinverts = a->reinverts + b->reinverts;
   s.narrowed = a->narrowed + b->narrowed, s.added = a->added + b->added, s.passes = a->passes + b->passes;
   s.turn = fmin(a->turn, b->turn);
   s.splits = a->splits + b->splits + 1;
@@ -1641,6 +1693,7 @@ static int peg_split(const khzModel *m, khzData *d, double h, int depth, khzPegS
     for (int k = 0; k < m->nv; k++) d->qdd[k] = (d->qd[k] - v0[k]) / h;
     *out = stats_join(&a, &b);
     out->split_stop = w.stop;
+    out->pivots += w.pivots, out->reinverts += w.reinverts; /* the whole step's solves too */
     khz_stackFree(d, mark);
     return 0;
   }

@@ -90,6 +90,12 @@ typedef struct khzPegStats {
   double worst;     /* the deepest violation left at q+ (m; 0: none) */
   int splits;       /* the step was done as two half steps (each perhaps
                        split again): the halves taken, counted over them */
+  int blocks;       /* independent blocks of the last solve's LCP */
+  int nblock;       /* the largest block of any solve (unknowns) */
+  int dropped;      /* friction cones dropped from the blocks whose
+                       frictional LCP failed (their cones only) */
+  long pivots, reinverts; /* Lemke's pivots and re-inversions of B^-1
+                       over the step's solves (of the halves taken) */
 } khzPegStats;
 const khzPegStats *khz_pegLastStats(void);
 
