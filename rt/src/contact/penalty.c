@@ -638,8 +638,8 @@ static int tree_bodies(const khzModel *m) { return m->nbody < KHZ_TREE_BODIES ? 
 
 size_t khz_penaltyLimitsStackBytes(const khzModel *m) {
   size_t n = 6 * (size_t)tree_bodies(m), nc = (size_t)m->npair_max;
-  return (47 * (size_t)m->nbody + 2 * nc + 3 * n * n + 3 * n) * sizeof(double) +
-         (3 * (size_t)m->nbody + 3 * nc + (size_t)tree_bodies(m)) * sizeof(int) + 14 * 64;
+  return (119 * (size_t)m->nbody + 2 * nc + 3 * n * n + 3 * n) * sizeof(double) +
+         (3 * (size_t)m->nbody + 3 * nc + (size_t)tree_bodies(m)) * sizeof(int) + (size_t)m->nbody + 17 * 64;
 }
 
 /* adds pair c's contact springs (gain = kp) or dampers (kv) to K (n x n, n
@@ -718,12 +718,21 @@ static void block_mask(const double *At, int n, unsigned *mask) {
  * blocks are zero (22 humanoids piled up: clusters of up to 16 bodies) */
 static void matvec_blocks(double *y, const double *At, const double *x, int n, const unsigned *mask) {
   for (int a = 0; a < n; a++) y[a] = 0;
-  for (int q = 0; q < n; q++) {
-    const double xq = x[q], *col = At + q * n;
-    for (unsigned bits = mask[q / 6]; bits; bits &= bits - 1) {
-      const double *c = col + 6 * __builtin_ctz(bits);
-      double *ya = y + 6 * __builtin_ctz(bits);
-      for (int a = 0; a < 6; a++) ya[a] += c[a] * xq;
+  /* block by block (column block Q outer, its 6 columns in order inside):
+   * each y_a still sums over q in increasing order, so the bits are the
+   * column-at-a-time loop's; the block's 6 sums stay in registers */
+  for (int Q = 0; Q < n / 6; Q++) {
+    const double *xQ = x + 6 * Q, *colQ = At + 6 * Q * n;
+    for (unsigned bits = mask[Q]; bits; bits &= bits - 1) {
+      int R = __builtin_ctz(bits);
+      double *ya = y + 6 * R;
+      const double *c = colQ + 6 * R;
+      v2d y0 = {ya[0], ya[1]}, y1 = {ya[2], ya[3]}, y2 = {ya[4], ya[5]};
+      for (int q = 0; q < 6; q++, c += n) {
+        v2d xq = dup2(xQ[q]);
+        y0 += (v2d){c[0], c[1]} * xq, y1 += (v2d){c[2], c[3]} * xq, y2 += (v2d){c[4], c[5]} * xq;
+      }
+      ya[0] = y0[0], ya[1] = y0[1], ya[2] = y1[0], ya[3] = y1[1], ya[4] = y2[0], ya[5] = y2[1];
     }
   }
 }
@@ -801,22 +810,29 @@ double khz_penaltyLargestRate(const double *L, double *K, int nb, double *scratc
  * (up to rounding), so C and its iteration are built only for a cluster
  * whose pairs' ratios differ. body (nb <= KHZ_TREE_BODIES) lists the
  * bodies, slot (nbody) maps a body to its place or -1; mat holds 3 n^2 + 3 n
- * doubles, n = 6 nb. */
+ * doubles, n = 6 nb. need (nbody, all 0) is scratch: the responses go out
+ * only to the listed bodies and their paths to the root
+ * (khz_impulseResponseNeed: the same values there, O(path) per body instead
+ * of O(tree)), and it is all 0 again on return. A body's six unit impulses
+ * go out in one walk (khz_impulseResponseUnits: the six responses' bits);
+ * u6 and dv6 (36 nbody each) are its scratch. */
 static void tree_rates(const khzModel *m, khzData *d, const int *pair, int np, const int *body, int nb,
-                       const int *slot, double *mat, double *dqd, double *dvel, double rate[2]) {
-  (void)dqd; /* the responses' joint velocities are not wanted */
+                       const int *slot, double *mat, double *u6, double *dv6, unsigned char *need,
+                       double rate[2]) {
   int n = 6 * nb;
   double *L = mat, *K = L + n * n, *C = K + n * n, *x = C + n * n;
   memset(mat, 0, 2 * (size_t)n * n * sizeof(double));
   for (int a = 0; a < nb; a++)
-    for (int j = 0; j < 6; j++) {
-      double f[6] = {0, 0, 0, 0, 0, 0};
-      f[j] = 1;
-      khz_impulseResponse(m, d, body[a], f, NULL, dvel);
-      for (int c = 0; c < nb; c++)
-        if (m->body_root[body[c]] == m->body_root[body[a]])
-          for (int i = 0; i < 6; i++) L[(6 * c + i) * n + 6 * a + j] = dvel[6 * body[c] + i];
-    }
+    for (int i = body[a]; i > 0 && !need[i]; i = m->body_parent[i]) need[i] = 1;
+  for (int a = 0; a < nb; a++) {
+    khz_impulseResponseUnits(m, d, body[a], need, u6, dv6);
+    for (int c = 0; c < nb; c++)
+      if (m->body_root[body[c]] == m->body_root[body[a]])
+        for (int i = 0; i < 6; i++)
+          for (int j = 0; j < 6; j++) L[(6 * c + i) * n + 6 * a + j] = dv6[36 * body[c] + 6 * i + j];
+  }
+  for (int a = 0; a < nb; a++)
+    for (int i = body[a]; i > 0 && need[i]; i = m->body_parent[i]) need[i] = 0;
   for (int a = 0; a < n; a++) /* symmetric up to round-off */
     for (int b = 0; b < a; b++) L[a * n + b] = L[b * n + a] = 0.5 * (L[a * n + b] + L[b * n + a]);
   const khzContact *c0 = d->contact + pair[0];
@@ -865,9 +881,9 @@ static __attribute__((noinline)) void cluster_lists(const int *cl, int n, int *h
  * of more than KHZ_TREE_BODIES bodies takes the sum of its pairs' rates,
  * each pair's taken alone (an upper bound: the largest eigenvalue of a sum
  * of positive semi-definite terms is at most the sum of theirs). sk and sv
- * (ncontact) receive the factors on kp and kv. dqd (nv) and dvel (6 nbody):
- * scratch; the articulated inertias must be valid at the current q. */
-static void tree_limits(const khzModel *m, khzData *d, double *sk, double *sv, double *dqd, double *dvel) {
+ * (ncontact) receive the factors on kp and kv; the articulated inertias
+ * must be valid at the current q. */
+static void tree_limits(const khzModel *m, khzData *d, double *sk, double *sv) {
   int nc = d->ncontact, cap = tree_bodies(m), nmax = 6 * cap;
   size_t mark = khz_stackMark(d);
   int *parent = khz_stackAlloc(d, (size_t)m->nbody * sizeof(int));
@@ -878,11 +894,14 @@ static void tree_limits(const khzModel *m, khzData *d, double *sk, double *sv, d
   int *head = khz_stackAlloc(d, (size_t)m->nbody * sizeof(int));
   int *body = khz_stackAlloc(d, (size_t)cap * sizeof(int));
   double *mat = khz_stackAlloc(d, (3 * (size_t)nmax * nmax + 3 * (size_t)nmax) * sizeof(double));
-  if (!parent || !slot || !cl || !mem || !next || !head || !body || !mat) {
+  unsigned char *need = khz_stackAlloc(d, (size_t)m->nbody); /* tree_rates */
+  double *u6 = khz_stackAlloc(d, 36 * (size_t)m->nbody * sizeof(double));
+  double *dv6 = khz_stackAlloc(d, 36 * (size_t)m->nbody * sizeof(double));
+  if (!parent || !slot || !cl || !mem || !next || !head || !body || !mat || !need || !u6 || !dv6) {
     khz_stackFree(d, mark);
     return;
   }
-  for (int b = 0; b < m->nbody; b++) parent[b] = b, slot[b] = -1;
+  for (int b = 0; b < m->nbody; b++) parent[b] = b, slot[b] = -1, need[b] = 0;
   for (int i = 0; i < nc; i++) {
     const khzContact *c = d->contact + i;
     int r0 = khz_movingTree(m, c, 0), r1 = khz_movingTree(m, c, 1);
@@ -908,7 +927,7 @@ static void tree_limits(const khzModel *m, khzData *d, double *sk, double *sv, d
     }
     double rate[2] = {0, 0};
     if (!over) {
-      tree_rates(m, d, mem, np, body, nb, slot, mat, dqd, dvel, rate);
+      tree_rates(m, d, mem, np, body, nb, slot, mat, u6, dv6, need, rate);
     } else { /* too many bodies: pair by pair, summed */
       for (int a = 0; a < nb; a++) slot[body[a]] = -1;
       for (int p = 0; p < np; p++) {
@@ -918,7 +937,7 @@ static void tree_limits(const khzModel *m, khzData *d, double *sk, double *sv, d
           if (c->body[s] > 0 && !khz_bodyStatic(m, c->body[s]) && slot[c->body[s]] < 0)
             slot[c->body[s]] = n2, body[n2++] = c->body[s];
         double r[2];
-        tree_rates(m, d, mem + p, 1, body, n2, slot, mat, dqd, dvel, r);
+        tree_rates(m, d, mem + p, 1, body, n2, slot, mat, u6, dv6, need, r);
         for (int a = 0; a < n2; a++) slot[body[a]] = -1;
         /* stiffness rates add as squares (h^2 eig), damping rates as they are */
         rate[0] = sqrt(rate[0] * rate[0] + r[0] * r[0]), rate[1] += r[1];
@@ -934,6 +953,7 @@ static void tree_limits(const khzModel *m, khzData *d, double *sk, double *sv, d
 }
 
 void khz_penaltyLimits(const khzModel *m, khzData *d, double *dqd, double *dvel) {
+  (void)dvel; /* tree_limits' responses take their own scratch (tree_rates) */
   for (int i = 0; i < d->ncontact; i++) {
     khzContact *c = d->contact + i;
     c->kp_implicit = c->kv_implicit = 0;
@@ -958,7 +978,7 @@ void khz_penaltyLimits(const khzModel *m, khzData *d, double *dqd, double *dvel)
   }
   /* pairs on robots' links: the factors through the articulated inertias */
   for (int i = 0; i < d->ncontact; i++) sk[i] = sv[i] = 1;
-  if (dqd && khz_penaltyTreeLimits(m, d)) tree_limits(m, d, sk, sv, dqd, dvel);
+  if (dqd && khz_penaltyTreeLimits(m, d)) tree_limits(m, d, sk, sv);
   /* automatic gains: the stiffness beyond the limit goes to the implicit
    * part; the spring's offset takes up a rise in the pair's whole stiffness
    * so that the force of the deepest point does not jump */
