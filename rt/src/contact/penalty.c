@@ -1175,8 +1175,9 @@ static inline __attribute__((always_inline)) int solve_rows_with(const khzData *
  * factor given) and for one block of solve_blocks: two copies, each with
  * its constants folded */
 static int solve_rows(const khzData *d, const implicit_row *row, const int *mem, int k, const double *A,
-                      const double *rhs, const double *lo, double *P, double *L, double *sol, int *fixed) {
-  return solve_rows_with(d, row, mem, k, A, rhs, lo, P, L, sol, fixed, 0, NULL);
+                      const double *rhs, const double *lo, double *P, double *L, double *sol, int *fixed,
+                      const double *Lfull) {
+  return solve_rows_with(d, row, mem, k, A, rhs, lo, P, L, sol, fixed, 0, Lfull);
 }
 
 static int solve_rows_block(const khzData *d, const implicit_row *row, const int *mem, int k, const double *A,
@@ -1498,9 +1499,10 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
     size_t mk = khz_stackMark(d);
     double *A = khz_stackAlloc(d, (size_t)k * k * sizeof(double));
     double *L = A ? khz_stackAlloc(d, (size_t)k * k * sizeof(double)) : NULL;
+    double *Lf = L ? khz_stackAlloc(d, (size_t)k * k * sizeof(double)) : NULL;
     double *sol = khz_stackAlloc(d, (size_t)k * sizeof(double));
     int *fixed = khz_stackAlloc(d, (size_t)k * sizeof(int));
-    if (!A || !L || !sol || !fixed) { /* no scratch: counted, not applied */
+    if (!A || !L || !Lf || !sol || !fixed) { /* no scratch: counted, not applied */
       d->warning[KHZ_WARN_IMPULSE]++;
       khz_stackFree(d, mk);
       rows_need(m, d, row, mem, k, need, 0);
@@ -1520,7 +1522,11 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
       for (int b = 0; b < a; b++) A[a * k + b] = A[b * k + a] = 0.5 * (A[a * k + b] + A[b * k + a]);
       A[a * k + a] += diag[mem[a]];
     }
-    int ok = solve_rows(d, row, mem, k, A, rhs, lo, P, L, sol, fixed) == 0;
+    /* A's factor, once: every solve_rows call below starts with no row held,
+     * so its first pass factors the same A (the same bits); a failed factor
+     * fails that pass, as it did there */
+    memcpy(Lf, A, (size_t)k * k * sizeof(double));
+    int ok = khzu_cholFactor(Lf, k) == 0 && solve_rows(d, row, mem, k, A, rhs, lo, P, L, sol, fixed, Lf) == 0;
     /* pass 0's rows: the bound at the velocity the solution ends with, v'
      * = vfree + W P, interpolated between the bounds at vfree and at the
      * start (the explicit bracket is linear in the velocity), v' clamped
@@ -1538,7 +1544,7 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
         lo[j] = nlo;
       }
       if (!again) break;
-      ok = solve_rows(d, row, mem, k, A, rhs, lo, P, L, sol, fixed) == 0;
+      ok = solve_rows(d, row, mem, k, A, rhs, lo, P, L, sol, fixed, Lf) == 0;
     }
     khz_stackFree(d, mk);
     if (!ok) {
@@ -1553,7 +1559,7 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
 size_t khz_penaltyImplicitStackBytes(const khzModel *m) {
   size_t np = (size_t)m->npair_max * ((size_t)m->max_points + 2);
   size_t k = np < KHZ_IMPLICIT_DIRECT ? np : KHZ_IMPLICIT_DIRECT;
-  size_t direct = (2 * k * k + k) * sizeof(double) + k * sizeof(int);
+  size_t direct = (3 * k * k + k) * sizeof(double) + k * sizeof(int);
   /* solve_blocks: per row 5 values, and a row of its block's matrix and
    * factor; per block a start and an offset; per body 12 values; one
    * block's scratch factor */
@@ -1563,7 +1569,7 @@ size_t khz_penaltyImplicitStackBytes(const khzModel *m) {
                             12 * (size_t)m->nbody * sizeof(double) + direct + 14 * 64
                       : 0;
   return (size_t)m->nbody * (2 * sizeof(int) + 1) + np * (sizeof(implicit_row) + 4 * sizeof(int) + 8 * sizeof(double)) +
-         (size_t)m->max_points * sizeof(implicit_row) + (direct > blocks ? direct : blocks) + 23 * 64;
+         (size_t)m->max_points * sizeof(implicit_row) + (direct > blocks ? direct : blocks) + 24 * 64;
 }
 
 /* ------------------------------------------------- forces and friction -- */
