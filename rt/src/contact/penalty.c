@@ -1101,30 +1101,33 @@ static inline __attribute__((always_inline)) int solve_rows_with(const khzData *
                                                                   double *L, double *sol, int *fixed, int local,
                                                                   const double *Lfull) {
 #define IX(a) (local ? (a) : mem[a])
+  /* the free and the held rows of a pass, each in increasing order: the
+   * loops below visit them as the scans of all k rows with a test did
+   * (the same sums in the same order), in O(free x held) */
+  int fl[KHZ_IMPLICIT_DIRECT], xl[KHZ_IMPLICIT_DIRECT];
+  if (k > KHZ_IMPLICIT_DIRECT) return -1; /* the callers' bound (solve_blocks' kd) */
   for (int a = 0; a < k; a++) fixed[a] = 0;
   for (int pass = 0; pass <= k; pass++) {
-    int nf = 0;
-    for (int a = 0; a < k; a++) { /* the free rows' right-hand sides, packed */
-      if (fixed[a]) continue;
+    int nf = 0, nx = 0;
+    for (int a = 0; a < k; a++) {
+      if (fixed[a]) xl[nx++] = a;
+      else fl[nf++] = a;
+    }
+    for (int i = 0; i < nf; i++) { /* the free rows' right-hand sides, packed */
+      int a = fl[i];
       double r = rhs[IX(a)];
-      for (int b = 0; b < k; b++)
-        if (fixed[b]) r -= A[a * k + b] * P[IX(b)];
-      sol[nf++] = r;
+      for (int t = 0; t < nx; t++) r -= A[a * k + xl[t]] * P[IX(xl[t])];
+      sol[i] = r;
     }
     if (pass == 0 && Lfull) { /* no row held yet: A's factor, given */
       khzu_cholSolve(Lfull, k, sol);
     } else {
-      for (int a = 0, ra = 0; a < k; a++) {
-        if (fixed[a]) continue;
-        for (int b = 0, rb = 0; b < k; b++)
-          if (!fixed[b]) L[ra * nf + rb++] = A[a * k + b];
-        ra++;
-      }
+      for (int i = 0; i < nf; i++)
+        for (int t = 0; t < nf; t++) L[i * nf + t] = A[fl[i] * k + fl[t]];
       if (nf && khzu_cholFactor(L, nf) != 0) return -1;
       if (nf) khzu_cholSolve(L, nf, sol);
     }
-    for (int a = 0, ra = 0; a < k; a++)
-      if (!fixed[a]) P[IX(a)] = sol[ra++];
+    for (int i = 0; i < nf; i++) P[IX(fl[i])] = sol[i];
     int changed = 0;
     for (int a = 0; a < k; a++) { /* normal rows: no pull past lo */
       const implicit_row *r = row + mem[a];
