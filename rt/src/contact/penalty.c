@@ -1140,9 +1140,14 @@ static inline __attribute__((always_inline)) int solve_rows_with(const khzData *
       const implicit_row *r = row + mem[a];
       if (r->point >= 0) continue;
       const khzContact *c = d->contact + r->contact;
+      /* the pair's normal impulse: its rows are consecutive (pair_rows adds
+       * them together; clusters and blocks hold whole pairs), so the sum over
+       * its run in order is the sum over all k rows' */
+      int s0 = a;
+      while (s0 > 0 && row[mem[s0 - 1]].contact == r->contact) s0--;
       double pn = 0;
-      for (int b = 0; b < k; b++)
-        if (row[mem[b]].contact == r->contact && row[mem[b]].point >= 0) pn += P[IX(b)];
+      for (int b = s0; b < k && row[mem[b]].contact == r->contact; b++)
+        if (row[mem[b]].point >= 0) pn += P[IX(b)];
       double lim = c->mu * fmax(pn, 0), pt = hypot(P[IX(a)], P[IX(a + 1)]);
       if ((fixed[a] || pt > lim * (1 + 1e-9)) && d->contact_method != KHZ_CONTACT_DEEPEST) {
         /* the multi-point method: scaled back onto the disc (maximal
