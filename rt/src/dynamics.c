@@ -866,6 +866,90 @@ void khz_impulseResponseNeed(const khzModel *m, khzData *d, int b, const double 
   }
 }
 
+void khz_impulseResponseUnits(const khzModel *m, khzData *d, int b, const unsigned char *need, double *u6,
+                              double *dv6) {
+  if (b <= 0) return;
+  int root = m->body_root[b];
+  int path[KHZ_PATH_MARK], depth = 0;
+  for (int i = b; i > 0; i = m->body_parent[i], depth++)
+    if (depth < KHZ_PATH_MARK) path[KHZ_PATH_MARK - 1 - depth] = i;
+  const int *on = depth <= KHZ_PATH_MARK ? path + KHZ_PATH_MARK - depth : NULL;
+
+  /* pA[k][j]: body i's bias force under e_j; on b it is -e_j (-1 and -0) */
+  double pA[6][6];
+  for (int k = 0; k < 6; k++)
+    for (int j = 0; j < 6; j++) pA[k][j] = -(k == j ? 1.0 : 0.0);
+  /* to the root: u = -S^T pA, pa = pA + U Dinv u; the parent's pA is the
+   * cleared +0 plus pa, as khz_impulseResponseNeed adds it */
+  for (int i = b; i > 0; i = m->body_parent[i]) {
+    int nv = m->jnt_nv[i], p = m->body_parent[i];
+    const double *S = d->S + 36 * i, *U = d->U + 36 * i, *Dinv = d->Dinv + 36 * i;
+    double *u = u6 + 36 * i, pa[6][6];
+    memcpy(pa, pA, sizeof pa);
+    for (int a = 0; a < nv; a++)
+      for (int j = 0; j < 6; j++)
+        u[6 * a + j] = -(S[6 * a] * pA[0][j] + S[6 * a + 1] * pA[1][j] + S[6 * a + 2] * pA[2][j] +
+                         S[6 * a + 3] * pA[3][j] + S[6 * a + 4] * pA[4][j] + S[6 * a + 5] * pA[5][j]);
+    if (nv == 1) {
+      for (int j = 0; j < 6; j++) {
+        double Du = Dinv[0] * u[j];
+        for (int k = 0; k < 6; k++) pa[k][j] += U[k] * Du;
+      }
+    } else {
+      for (int a = 0; a < nv; a++)
+        for (int j = 0; j < 6; j++) {
+          double Du = 0;
+          for (int c = 0; c < nv; c++) Du += Dinv[nv * a + c] * u[6 * c + j];
+          for (int k = 0; k < 6; k++) pa[k][j] += U[6 * a + k] * Du;
+        }
+    }
+    if (p > 0)
+      for (int k = 0; k < 6; k++)
+        for (int j = 0; j < 6; j++) pA[k][j] = 0.0 + pa[k][j];
+  }
+
+  /* back out over the tree: dv = dv_parent, dqd = Dinv (u - U^T dv), dv += S dqd */
+  int next = 0;
+  for (int i = root; i < m->body_treeend[root]; i++) {
+    if (m->body_root[i] != root) continue;
+    int nv = m->jnt_nv[i], p = m->body_parent[i];
+    double *dv = dv6 + 36 * i;
+    int on_path = 0;
+    if (on) {
+      if (next < depth && on[next] == i) on_path = 1, next++;
+    } else if (!need || need[i]) {
+      for (int j = b; j > 0 && !on_path; j = m->body_parent[j]) on_path = j == i;
+    }
+    if (need && !need[i]) continue;
+    if (p > 0) memcpy(dv, dv6 + 36 * p, 36 * sizeof(double));
+    else memset(dv, 0, 36 * sizeof(double));
+    if (!nv) continue;
+    const double *S = d->S + 36 * i, *U = d->U + 36 * i, *Dinv = d->Dinv + 36 * i, *u = u6 + 36 * i;
+    if (nv == 1) {
+      for (int j = 0; j < 6; j++) {
+        double dq = Dinv[0] * ((on_path ? u[j] : 0) - (U[0] * dv[j] + U[1] * dv[6 + j] + U[2] * dv[12 + j] +
+                                                     U[3] * dv[18 + j] + U[4] * dv[24 + j] + U[5] * dv[30 + j]));
+        for (int k = 0; k < 6; k++) dv[6 * k + j] += S[k] * dq;
+      }
+      continue;
+    }
+    for (int j = 0; j < 6; j++) {
+      double r[6], dq[6];
+      for (int a = 0; a < nv; a++) {
+        const double *Ua = U + 6 * a;
+        r[a] = (on_path ? u[6 * a + j] : 0) - (Ua[0] * dv[j] + Ua[1] * dv[6 + j] + Ua[2] * dv[12 + j] +
+                                               Ua[3] * dv[18 + j] + Ua[4] * dv[24 + j] + Ua[5] * dv[30 + j]);
+      }
+      for (int a = 0; a < nv; a++) {
+        dq[a] = 0;
+        for (int c = 0; c < nv; c++) dq[a] += Dinv[nv * a + c] * r[c];
+      }
+      for (int a = 0; a < nv; a++)
+        for (int k = 0; k < 6; k++) dv[6 * k + j] += S[6 * a + k] * dq[a];
+    }
+  }
+}
+
 /* the spatial impulse (about the tree's origin) of the world impulse J at x on b */
 void khz_spatialImpulse(const khzModel *m, const khzData *d, int b, const double x[3],
                             const double J[3], double f[6]) {

@@ -97,6 +97,13 @@ void khz_impulseResponse(const khzModel *m, khzData *d, int b, const double f[6]
  * other bodies' dvel are left untouched (the way back out skips them) */
 void khz_impulseResponseNeed(const khzModel *m, khzData *d, int b, const double f[6], double *dqd,
                              double *dvel, const unsigned char *need);
+/* khz_impulseResponseNeed (dqd NULL) for the six unit impulses f = e_j
+ * (j = 0..5) on b in one walk: dv6[36 i + 6 k + j] receives component k of
+ * body i's velocity change under e_j, bit for bit what the six calls leave
+ * in dvel[6 i + k] (each column's operations in the same order). need
+ * (NULL: every body of b's tree) as there; u6 (36 nbody) is scratch. */
+void khz_impulseResponseUnits(const khzModel *m, khzData *d, int b, const unsigned char *need, double *u6,
+                              double *dv6);
 
 /* The spatial impulse f (about the tree's origin) of the world impulse J at x on b. */
 void khz_spatialImpulse(const khzModel *m, const khzData *d, int b, const double x[3],

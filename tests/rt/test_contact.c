@@ -133,6 +133,49 @@ static void test_impulse_response(void) {
   khz_deleteModel(&m);
 }
 
+/* khz_impulseResponseUnits (the six unit impulses on a body in one walk,
+ * penalty.c's tree limits) against six khz_impulseResponse calls: the same
+ * bits in every body of b's tree, and with a need mask (b's path and a
+ * second body's) in the marked bodies */
+static void test_impulse_units(void) {
+  khzModel *m = rm_random_model(12, 1, 1, 1);
+  khzData *d = khz_makeData(m, 0);
+  int nb = m->nbody;
+  double *dvel = calloc(6 * (size_t)nb, sizeof(double)), *tau = calloc((size_t)m->nv, sizeof(double));
+  double *qdd = calloc((size_t)m->nv, sizeof(double)), *u6 = calloc(36 * (size_t)nb, sizeof(double));
+  double *dv6 = calloc(36 * (size_t)nb, sizeof(double)), *ref = calloc(36 * (size_t)nb, sizeof(double));
+  unsigned char *need = calloc((size_t)nb, 1);
+  int differ = 0, compared = 0;
+  for (int t = 0; t < 40; t++) {
+    rm_random_state(m, d->q, d->qd);
+    khz_forwardPass(m, d, d->q, d->qd);
+    khz_externalForces(m, d);
+    khz_abaCore(m, d, tau, qdd);
+    int b = 1 + t % (nb - 1), other = 1 + (7 * t + 3) % (nb - 1), masked = t % 2;
+    memset(need, 0, (size_t)nb);
+    for (int i = b; i > 0; i = m->body_parent[i]) need[i] = 1;
+    for (int i = other; i > 0; i = m->body_parent[i]) need[i] = 1;
+    for (int j = 0; j < 6; j++) {
+      double f[6] = {0, 0, 0, 0, 0, 0};
+      f[j] = 1;
+      khz_impulseResponseNeed(m, d, b, f, NULL, dvel, masked ? need : NULL);
+      for (int i = 0; i < nb; i++)
+        for (int k = 0; k < 6; k++) ref[36 * i + 6 * k + j] = dvel[6 * i + k];
+    }
+    khz_impulseResponseUnits(m, d, b, masked ? need : NULL, u6, dv6);
+    for (int i = 1; i < nb; i++) {
+      if (m->body_root[i] != m->body_root[b] || (masked && !need[i])) continue;
+      compared++;
+      differ += memcmp(ref + 36 * i, dv6 + 36 * i, 36 * sizeof(double)) != 0;
+    }
+  }
+  printf("six unit impulse responses in one walk: %d of %d bodies differ in any bit\n", differ, compared);
+  ENSURE(compared > 40 && differ == 0);
+  free(dvel), free(tau), free(qdd), free(u6), free(dv6), free(ref), free(need);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+}
+
 /* largest eigenvalue of symmetric A (n <= 12, overwritten) by cyclic Jacobi
  * rotations (Golub & Van Loan, Alg. 8.5.3) */
 static double jacobi_largest(double *A, int n) {
@@ -313,6 +356,7 @@ int main(void) {
   khz_deleteData(&d);
   khz_deleteModel(&m);
   test_impulse_response();
+  test_impulse_units();
   test_largest_rate_null_start();
   test_damping_limit();
   return ensure_report();

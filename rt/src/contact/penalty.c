@@ -654,8 +654,8 @@ static int tree_bodies(const khzModel *m) { return m->nbody < KHZ_TREE_BODIES ? 
 
 size_t khz_penaltyLimitsStackBytes(const khzModel *m) {
   size_t n = 6 * (size_t)tree_bodies(m), nc = (size_t)m->npair_max;
-  return (47 * (size_t)m->nbody + 2 * nc + 3 * n * n + 3 * n) * sizeof(double) +
-         (3 * (size_t)m->nbody + 3 * nc + (size_t)tree_bodies(m)) * sizeof(int) + 14 * 64;
+  return (119 * (size_t)m->nbody + 2 * nc + 3 * n * n + 3 * n) * sizeof(double) +
+         (3 * (size_t)m->nbody + 3 * nc + (size_t)tree_bodies(m)) * sizeof(int) + (size_t)m->nbody + 17 * 64;
 }
 
 /* adds pair c's contact springs (gain = kp) or dampers (kv) to K (n x n, n
@@ -734,12 +734,21 @@ static void block_mask(const double *At, int n, unsigned *mask) {
  * blocks are zero (22 humanoids piled up: clusters of up to 16 bodies) */
 static void matvec_blocks(double *y, const double *At, const double *x, int n, const unsigned *mask) {
   for (int a = 0; a < n; a++) y[a] = 0;
-  for (int q = 0; q < n; q++) {
-    const double xq = x[q], *col = At + q * n;
-    for (unsigned bits = mask[q / 6]; bits; bits &= bits - 1) {
-      const double *c = col + 6 * __builtin_ctz(bits);
-      double *ya = y + 6 * __builtin_ctz(bits);
-      for (int a = 0; a < 6; a++) ya[a] += c[a] * xq;
+  /* block by block (column block Q outer, its 6 columns in order inside):
+   * each y_a still sums over q in increasing order, so the bits are the
+   * column-at-a-time loop's; the block's 6 sums stay in registers */
+  for (int Q = 0; Q < n / 6; Q++) {
+    const double *xQ = x + 6 * Q, *colQ = At + 6 * Q * n;
+    for (unsigned bits = mask[Q]; bits; bits &= bits - 1) {
+      int R = __builtin_ctz(bits);
+      double *ya = y + 6 * R;
+      const double *c = colQ + 6 * R;
+      v2d y0 = {ya[0], ya[1]}, y1 = {ya[2], ya[3]}, y2 = {ya[4], ya[5]};
+      for (int q = 0; q < 6; q++, c += n) {
+        v2d xq = dup2(xQ[q]);
+        y0 += (v2d){c[0], c[1]} * xq, y1 += (v2d){c[2], c[3]} * xq, y2 += (v2d){c[4], c[5]} * xq;
+      }
+      ya[0] = y0[0], ya[1] = y0[1], ya[2] = y1[0], ya[3] = y1[1], ya[4] = y2[0], ya[5] = y2[1];
     }
   }
 }
@@ -817,22 +826,29 @@ double khz_penaltyLargestRate(const double *L, double *K, int nb, double *scratc
  * (up to rounding), so C and its iteration are built only for a cluster
  * whose pairs' ratios differ. body (nb <= KHZ_TREE_BODIES) lists the
  * bodies, slot (nbody) maps a body to its place or -1; mat holds 3 n^2 + 3 n
- * doubles, n = 6 nb. */
+ * doubles, n = 6 nb. need (nbody, all 0) is scratch: the responses go out
+ * only to the listed bodies and their paths to the root
+ * (khz_impulseResponseNeed: the same values there, O(path) per body instead
+ * of O(tree)), and it is all 0 again on return. A body's six unit impulses
+ * go out in one walk (khz_impulseResponseUnits: the six responses' bits);
+ * u6 and dv6 (36 nbody each) are its scratch. */
 static void tree_rates(const khzModel *m, khzData *d, const int *pair, int np, const int *body, int nb,
-                       const int *slot, double *mat, double *dqd, double *dvel, double rate[2]) {
-  (void)dqd; /* the responses' joint velocities are not wanted */
+                       const int *slot, double *mat, double *u6, double *dv6, unsigned char *need,
+                       double rate[2]) {
   int n = 6 * nb;
   double *L = mat, *K = L + n * n, *C = K + n * n, *x = C + n * n;
   memset(mat, 0, 2 * (size_t)n * n * sizeof(double));
   for (int a = 0; a < nb; a++)
-    for (int j = 0; j < 6; j++) {
-      double f[6] = {0, 0, 0, 0, 0, 0};
-      f[j] = 1;
-      khz_impulseResponse(m, d, body[a], f, NULL, dvel);
-      for (int c = 0; c < nb; c++)
-        if (m->body_root[body[c]] == m->body_root[body[a]])
-          for (int i = 0; i < 6; i++) L[(6 * c + i) * n + 6 * a + j] = dvel[6 * body[c] + i];
-    }
+    for (int i = body[a]; i > 0 && !need[i]; i = m->body_parent[i]) need[i] = 1;
+  for (int a = 0; a < nb; a++) {
+    khz_impulseResponseUnits(m, d, body[a], need, u6, dv6);
+    for (int c = 0; c < nb; c++)
+      if (m->body_root[body[c]] == m->body_root[body[a]])
+        for (int i = 0; i < 6; i++)
+          for (int j = 0; j < 6; j++) L[(6 * c + i) * n + 6 * a + j] = dv6[36 * body[c] + 6 * i + j];
+  }
+  for (int a = 0; a < nb; a++)
+    for (int i = body[a]; i > 0 && need[i]; i = m->body_parent[i]) need[i] = 0;
   for (int a = 0; a < n; a++) /* symmetric up to round-off */
     for (int b = 0; b < a; b++) L[a * n + b] = L[b * n + a] = 0.5 * (L[a * n + b] + L[b * n + a]);
   const khzContact *c0 = d->contact + pair[0];
@@ -881,9 +897,9 @@ static __attribute__((noinline)) void cluster_lists(const int *cl, int n, int *h
  * of more than KHZ_TREE_BODIES bodies takes the sum of its pairs' rates,
  * each pair's taken alone (an upper bound: the largest eigenvalue of a sum
  * of positive semi-definite terms is at most the sum of theirs). sk and sv
- * (ncontact) receive the factors on kp and kv. dqd (nv) and dvel (6 nbody):
- * scratch; the articulated inertias must be valid at the current q. */
-static void tree_limits(const khzModel *m, khzData *d, double *sk, double *sv, double *dqd, double *dvel) {
+ * (ncontact) receive the factors on kp and kv; the articulated inertias
+ * must be valid at the current q. */
+static void tree_limits(const khzModel *m, khzData *d, double *sk, double *sv) {
   int nc = d->ncontact, cap = tree_bodies(m), nmax = 6 * cap;
   size_t mark = khz_stackMark(d);
   int *parent = khz_stackAlloc(d, (size_t)m->nbody * sizeof(int));
@@ -894,11 +910,14 @@ static void tree_limits(const khzModel *m, khzData *d, double *sk, double *sv, d
   int *head = khz_stackAlloc(d, (size_t)m->nbody * sizeof(int));
   int *body = khz_stackAlloc(d, (size_t)cap * sizeof(int));
   double *mat = khz_stackAlloc(d, (3 * (size_t)nmax * nmax + 3 * (size_t)nmax) * sizeof(double));
-  if (!parent || !slot || !cl || !mem || !next || !head || !body || !mat) {
+  unsigned char *need = khz_stackAlloc(d, (size_t)m->nbody); /* tree_rates */
+  double *u6 = khz_stackAlloc(d, 36 * (size_t)m->nbody * sizeof(double));
+  double *dv6 = khz_stackAlloc(d, 36 * (size_t)m->nbody * sizeof(double));
+  if (!parent || !slot || !cl || !mem || !next || !head || !body || !mat || !need || !u6 || !dv6) {
     khz_stackFree(d, mark);
     return;
   }
-  for (int b = 0; b < m->nbody; b++) parent[b] = b, slot[b] = -1;
+  for (int b = 0; b < m->nbody; b++) parent[b] = b, slot[b] = -1, need[b] = 0;
   for (int i = 0; i < nc; i++) {
     const khzContact *c = d->contact + i;
     int r0 = khz_movingTree(m, c, 0), r1 = khz_movingTree(m, c, 1);
@@ -924,7 +943,7 @@ static void tree_limits(const khzModel *m, khzData *d, double *sk, double *sv, d
     }
     double rate[2] = {0, 0};
     if (!over) {
-      tree_rates(m, d, mem, np, body, nb, slot, mat, dqd, dvel, rate);
+      tree_rates(m, d, mem, np, body, nb, slot, mat, u6, dv6, need, rate);
     } else { /* too many bodies: pair by pair, summed */
       for (int a = 0; a < nb; a++) slot[body[a]] = -1;
       for (int p = 0; p < np; p++) {
@@ -934,7 +953,7 @@ static void tree_limits(const khzModel *m, khzData *d, double *sk, double *sv, d
           if (c->body[s] > 0 && !khz_bodyStatic(m, c->body[s]) && slot[c->body[s]] < 0)
             slot[c->body[s]] = n2, body[n2++] = c->body[s];
         double r[2];
-        tree_rates(m, d, mem + p, 1, body, n2, slot, mat, dqd, dvel, r);
+        tree_rates(m, d, mem + p, 1, body, n2, slot, mat, u6, dv6, need, r);
         for (int a = 0; a < n2; a++) slot[body[a]] = -1;
         /* stiffness rates add as squares (h^2 eig), damping rates as they are */
         rate[0] = sqrt(rate[0] * rate[0] + r[0] * r[0]), rate[1] += r[1];
@@ -950,6 +969,7 @@ static void tree_limits(const khzModel *m, khzData *d, double *sk, double *sv, d
 }
 
 void khz_penaltyLimits(const khzModel *m, khzData *d, double *dqd, double *dvel) {
+  (void)dvel; /* tree_limits' responses take their own scratch (tree_rates) */
   for (int i = 0; i < d->ncontact; i++) {
     khzContact *c = d->contact + i;
     c->kp_implicit = c->kv_implicit = 0;
@@ -974,7 +994,7 @@ void khz_penaltyLimits(const khzModel *m, khzData *d, double *dqd, double *dvel)
   }
   /* pairs on robots' links: the factors through the articulated inertias */
   for (int i = 0; i < d->ncontact; i++) sk[i] = sv[i] = 1;
-  if (dqd && khz_penaltyTreeLimits(m, d)) tree_limits(m, d, sk, sv, dqd, dvel);
+  if (dqd && khz_penaltyTreeLimits(m, d)) tree_limits(m, d, sk, sv);
   /* automatic gains: the stiffness beyond the limit goes to the implicit
    * part; the spring's offset takes up a rise in the pair's whole stiffness
    * so that the force of the deepest point does not jump */
@@ -1101,30 +1121,33 @@ static inline __attribute__((always_inline)) int solve_rows_with(const khzData *
                                                                   double *L, double *sol, int *fixed, int local,
                                                                   const double *Lfull) {
 #define IX(a) (local ? (a) : mem[a])
+  /* the free and the held rows of a pass, each in increasing order: the
+   * loops below visit them as the scans of all k rows with a test did
+   * (the same sums in the same order), in O(free x held) */
+  int fl[KHZ_IMPLICIT_DIRECT], xl[KHZ_IMPLICIT_DIRECT];
+  if (k > KHZ_IMPLICIT_DIRECT) return -1; /* the callers' bound (solve_blocks' kd) */
   for (int a = 0; a < k; a++) fixed[a] = 0;
   for (int pass = 0; pass <= k; pass++) {
-    int nf = 0;
-    for (int a = 0; a < k; a++) { /* the free rows' right-hand sides, packed */
-      if (fixed[a]) continue;
+    int nf = 0, nx = 0;
+    for (int a = 0; a < k; a++) {
+      if (fixed[a]) xl[nx++] = a;
+      else fl[nf++] = a;
+    }
+    for (int i = 0; i < nf; i++) { /* the free rows' right-hand sides, packed */
+      int a = fl[i];
       double r = rhs[IX(a)];
-      for (int b = 0; b < k; b++)
-        if (fixed[b]) r -= A[a * k + b] * P[IX(b)];
-      sol[nf++] = r;
+      for (int t = 0; t < nx; t++) r -= A[a * k + xl[t]] * P[IX(xl[t])];
+      sol[i] = r;
     }
     if (pass == 0 && Lfull) { /* no row held yet: A's factor, given */
       khzu_cholSolve(Lfull, k, sol);
     } else {
-      for (int a = 0, ra = 0; a < k; a++) {
-        if (fixed[a]) continue;
-        for (int b = 0, rb = 0; b < k; b++)
-          if (!fixed[b]) L[ra * nf + rb++] = A[a * k + b];
-        ra++;
-      }
+      for (int i = 0; i < nf; i++)
+        for (int t = 0; t < nf; t++) L[i * nf + t] = A[fl[i] * k + fl[t]];
       if (nf && khzu_cholFactor(L, nf) != 0) return -1;
       if (nf) khzu_cholSolve(L, nf, sol);
     }
-    for (int a = 0, ra = 0; a < k; a++)
-      if (!fixed[a]) P[IX(a)] = sol[ra++];
+    for (int i = 0; i < nf; i++) P[IX(fl[i])] = sol[i];
     int changed = 0;
     for (int a = 0; a < k; a++) { /* normal rows: no pull past lo */
       const implicit_row *r = row + mem[a];
@@ -1137,9 +1160,14 @@ static inline __attribute__((always_inline)) int solve_rows_with(const khzData *
       const implicit_row *r = row + mem[a];
       if (r->point >= 0) continue;
       const khzContact *c = d->contact + r->contact;
+      /* the pair's normal impulse: its rows are consecutive (pair_rows adds
+       * them together; clusters and blocks hold whole pairs), so the sum over
+       * its run in order is the sum over all k rows' */
+      int s0 = a;
+      while (s0 > 0 && row[mem[s0 - 1]].contact == r->contact) s0--;
       double pn = 0;
-      for (int b = 0; b < k; b++)
-        if (row[mem[b]].contact == r->contact && row[mem[b]].point >= 0) pn += P[IX(b)];
+      for (int b = s0; b < k && row[mem[b]].contact == r->contact; b++)
+        if (row[mem[b]].point >= 0) pn += P[IX(b)];
       double lim = c->mu * fmax(pn, 0), pt = hypot(P[IX(a)], P[IX(a + 1)]);
       if ((fixed[a] || pt > lim * (1 + 1e-9)) && d->contact_method != KHZ_CONTACT_DEEPEST) {
         /* the multi-point method: scaled back onto the disc (maximal
@@ -1175,8 +1203,9 @@ static inline __attribute__((always_inline)) int solve_rows_with(const khzData *
  * factor given) and for one block of solve_blocks: two copies, each with
  * its constants folded */
 static int solve_rows(const khzData *d, const implicit_row *row, const int *mem, int k, const double *A,
-                      const double *rhs, const double *lo, double *P, double *L, double *sol, int *fixed) {
-  return solve_rows_with(d, row, mem, k, A, rhs, lo, P, L, sol, fixed, 0, NULL);
+                      const double *rhs, const double *lo, double *P, double *L, double *sol, int *fixed,
+                      const double *Lfull) {
+  return solve_rows_with(d, row, mem, k, A, rhs, lo, P, L, sol, fixed, 0, Lfull);
 }
 
 static int solve_rows_block(const khzData *d, const implicit_row *row, const int *mem, int k, const double *A,
@@ -1498,9 +1527,10 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
     size_t mk = khz_stackMark(d);
     double *A = khz_stackAlloc(d, (size_t)k * k * sizeof(double));
     double *L = A ? khz_stackAlloc(d, (size_t)k * k * sizeof(double)) : NULL;
+    double *Lf = L ? khz_stackAlloc(d, (size_t)k * k * sizeof(double)) : NULL;
     double *sol = khz_stackAlloc(d, (size_t)k * sizeof(double));
     int *fixed = khz_stackAlloc(d, (size_t)k * sizeof(int));
-    if (!A || !L || !sol || !fixed) { /* no scratch: counted, not applied */
+    if (!A || !L || !Lf || !sol || !fixed) { /* no scratch: counted, not applied */
       d->warning[KHZ_WARN_IMPULSE]++;
       khz_stackFree(d, mk);
       rows_need(m, d, row, mem, k, need, 0);
@@ -1520,7 +1550,11 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
       for (int b = 0; b < a; b++) A[a * k + b] = A[b * k + a] = 0.5 * (A[a * k + b] + A[b * k + a]);
       A[a * k + a] += diag[mem[a]];
     }
-    int ok = solve_rows(d, row, mem, k, A, rhs, lo, P, L, sol, fixed) == 0;
+    /* A's factor, once: every solve_rows call below starts with no row held,
+     * so its first pass factors the same A (the same bits); a failed factor
+     * fails that pass, as it did there */
+    memcpy(Lf, A, (size_t)k * k * sizeof(double));
+    int ok = khzu_cholFactor(Lf, k) == 0 && solve_rows(d, row, mem, k, A, rhs, lo, P, L, sol, fixed, Lf) == 0;
     /* pass 0's rows: the bound at the velocity the solution ends with, v'
      * = vfree + W P, interpolated between the bounds at vfree and at the
      * start (the explicit bracket is linear in the velocity), v' clamped
@@ -1538,7 +1572,7 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
         lo[j] = nlo;
       }
       if (!again) break;
-      ok = solve_rows(d, row, mem, k, A, rhs, lo, P, L, sol, fixed) == 0;
+      ok = solve_rows(d, row, mem, k, A, rhs, lo, P, L, sol, fixed, Lf) == 0;
     }
     khz_stackFree(d, mk);
     if (!ok) {
@@ -1553,7 +1587,7 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
 size_t khz_penaltyImplicitStackBytes(const khzModel *m) {
   size_t np = (size_t)m->npair_max * ((size_t)m->max_points + 2);
   size_t k = np < KHZ_IMPLICIT_DIRECT ? np : KHZ_IMPLICIT_DIRECT;
-  size_t direct = (2 * k * k + k) * sizeof(double) + k * sizeof(int);
+  size_t direct = (3 * k * k + k) * sizeof(double) + k * sizeof(int);
   /* solve_blocks: per row 5 values, and a row of its block's matrix and
    * factor; per block a start and an offset; per body 12 values; one
    * block's scratch factor */
@@ -1563,7 +1597,7 @@ size_t khz_penaltyImplicitStackBytes(const khzModel *m) {
                             12 * (size_t)m->nbody * sizeof(double) + direct + 14 * 64
                       : 0;
   return (size_t)m->nbody * (2 * sizeof(int) + 1) + np * (sizeof(implicit_row) + 4 * sizeof(int) + 8 * sizeof(double)) +
-         (size_t)m->max_points * sizeof(implicit_row) + (direct > blocks ? direct : blocks) + 23 * 64;
+         (size_t)m->max_points * sizeof(implicit_row) + (direct > blocks ? direct : blocks) + 24 * 64;
 }
 
 /* ------------------------------------------------- forces and friction -- */
