@@ -67,6 +67,7 @@
 #include "blocks.h"
 #include "dynamics.h"
 #include "lemke.h"
+#include "lpgap.h"
 #include "spatial.h"
 
 /* a pair found at q+ joins the active set when deeper than this (m) */
@@ -92,6 +93,9 @@ typedef struct lcpPoint {
   double local[2][3]; /* the point in body[0]'s and body[1]'s frames */
   double normal[3];   /* world, toward body[0] */
   double phi;         /* gap at the reference positions (-depth) */
+  double skin;        /* the depth it comes to rest at: KHZ_LCP_SKIN, 0 for the LP-depth gap's */
+  int lp;             /* 1: a unit of the LP-depth gap (lp_pairs) */
+  double pos[3];      /* where it was found (world): the LP-depth gap's report */
   double mu;
   int ref;            /* reference velocity: 0 = v_free, p = the v+ of pass p */
   int cpoint;         /* the point in the saved contact list, -1 for re-check points */
@@ -191,6 +195,12 @@ typedef struct lcpWork {
   khzContact *save_c;
   khzContactPoint *save_p;
   int save_nc, save_np;
+  /* the LP-depth gap (contact.lcp_gap = KHZ_LCP_GAP_LPDEPTH): its LP and
+   * units, the geom frames and reach-widened bounds, the candidate pairs */
+  int lp_on, lp_cap;
+  khzLpGapWork lpg;
+  double *lp_frame, *lp_aabb;
+  uint64_t *lp_keys;
 } lcpWork;
 
 static khzLcpObserver observer;
@@ -284,6 +294,8 @@ static void lcp_sizes(const khzModel *m, lcpWork *W) {
   W->ptmax = KHZ_LCP_PAIR_POINTS * m->npair_max;
   W->mu_t = m->contact.torsional > 0 ? m->contact.torsional : 0;
   W->mu_r = m->contact.rolling > 0 ? m->contact.rolling : 0;
+  W->lp_on = m->contact.lcp_gap == KHZ_LCP_GAP_LPDEPTH && m->collision != NULL;
+  W->lp_cap = W->lp_on ? khz_collisionPairCap(m) : 0;
   /* an island's LCP: as large as khz_lcpMaxPoints one-point pairs make it
    * (k + 2 rows each, 3 more for spin, k + 1 more for rolling); pairs of
    * several points share a cone (p + k + 3 per pair), so more of their
@@ -301,6 +313,9 @@ size_t khz_lcpStackBytes(const khzModel *m) {
 #define LCP_SIZE(ptr, type, count) bytes += (size_t)(count) * sizeof(type) + 64;
   LCP_ARRAYS(LCP_SIZE, W, m)
 #undef LCP_SIZE
+  if (W->lp_on)
+    bytes += khz_lpGapBytes(m) + 18 * (size_t)m->ngeom * sizeof(double) +
+             (size_t)W->lp_cap * sizeof(uint64_t) + 4 * 64;
   return bytes;
 }
 
@@ -319,6 +334,14 @@ static int lcp_carve(const khzModel *m, khzData *d, lcpWork *W) {
   void *lkmem = khz_stackAlloc(d, khz_lemkeBytes(W->nmax));
   if (!ok || !lkmem) return 0;
   khz_lemkeInit(&W->lk, W->nmax, lkmem);
+  if (W->lp_on) {
+    void *lpmem = khz_stackAlloc(d, khz_lpGapBytes(m));
+    W->lp_frame = khz_stackAlloc(d, 12 * (size_t)m->ngeom * sizeof(double) + 1);
+    W->lp_aabb = khz_stackAlloc(d, 6 * (size_t)m->ngeom * sizeof(double) + 1);
+    W->lp_keys = khz_stackAlloc(d, (size_t)W->lp_cap * sizeof(uint64_t) + 1);
+    if (!lpmem || !W->lp_frame || !W->lp_aabb || !W->lp_keys) return 0;
+    khz_lpGapInit(&W->lpg, m, lpmem);
+  }
   return 1;
 }
 
@@ -341,21 +364,18 @@ static void direction(const lcpPoint *p, int j, int k, double dir[3]) {
   for (int a = 0; a < 3; a++) dir[a] = c * t1[a] + s * t2[a];
 }
 
+/* a pair the LP-depth gap takes (both geoms polytopes, not two planes) */
+static int lp_pair(const khzModel *m, const lcpWork *W, int g0, int g1) {
+  if (!W->lp_on || !khz_lpGapShape(m, g0) || !khz_lpGapShape(m, g1)) return 0;
+  const khzColGeom *cg = ((const khzColModel *)m->collision)->geom;
+  return !(cg[g0].shape == KHZ_SHAPE_PLANE && cg[g1].shape == KHZ_SHAPE_PLANE);
+}
+
 static int pair_active(const lcpWork *W, int g0, int g1) {
   for (int i = 0; i < W->nall; i++)
     if (W->all[i].geom[0] == g0 && W->all[i].geom[1] == g1) return 1;
   return 0;
 }
-
-/* two points of a patch closer than this in its plane (m) are one point,
- * and a third point must be this far (relative to the patch's length) off
- * the line of the first two: coincident or collinear points give the LCP
- * dependent normal rows, and Lemke's floating-point pivots on them end on
- * a ray (a corner of each box of an edge-on-edge pair, 1e-8 m apart in the
- * plane and 3.7e-5 m along the normal, were two points: 66 of the 82 failed
- * first Lemke calls of the 5-box stack's first 300 steps had such a pair) */
-#define KHZ_LCP_POINT_SEP 1e-6
-#define KHZ_LCP_POINT_OFFLINE 1e-3
 
 /* r projected into the plane of the unit normal n */
 static void in_plane(double r[3], const double n[3]) {
@@ -411,6 +431,7 @@ static int add_pairs(const khzModel *m, const khzData *d, lcpWork *W, int ref, i
   for (int c = 0; c < d->ncontact; c++) {
     const khzContact *ct = d->contact + c;
     if (khz_bodyStatic(m, ct->body[0]) && khz_bodyStatic(m, ct->body[1])) continue;
+    if (lp_pair(m, W, ct->geom[0], ct->geom[1])) continue; /* lp_pairs' */
     if (only_new && (pair_active(W, ct->geom[0], ct->geom[1]) ||
                      !(d->cpoint[ct->deepest].depth > KHZ_LCP_RECHECK_DEPTH)))
       continue;
@@ -426,9 +447,73 @@ static int add_pairs(const khzModel *m, const khzData *d, lcpWork *W, int ref, i
       memcpy(q->local, p->local, sizeof q->local);
       khzu_copy3(q->normal, ct->normal);
       q->phi = -p->depth;
+      q->skin = KHZ_LCP_SKIN;
+      q->lp = 0;
+      khzu_copy3(q->pos, p->pos);
       q->mu = sqrt(mu0 * mu1);
       q->ref = ref;
       q->cpoint = only_new ? -1 : ct->point_adr + sel[s];
+      added++;
+    }
+  }
+  return added;
+}
+
+/* The LP-depth gap (contact.lcp_gap = KHZ_LCP_GAP_LPDEPTH; lpgap.h): every
+ * pair of polytopes whose bounds, widened by KHZ_LCP_LP_REACH, overlap at the
+ * current kinematics and whose LP depth rho dn is at most KHZ_LCP_LP_REACH
+ * gives the points of its nearly active units, each with its own gap (no
+ * skin: the gap is signed, so a pair resting at 0 is found at the next
+ * prediction). only_new: the pairs not active yet, joined when their gap is
+ * below -KHZ_LCP_LP_RECHECK. The number of points added; -1 when the
+ * capacity is exceeded (points or candidate pairs), -2 when an LP fails */
+static int lp_pairs(const khzModel *m, khzData *d, lcpWork *W, int ref, int only_new) {
+  const khzColModel *cm = m->collision;
+  khz_collisionFrames(m, d, W->lp_frame, W->lp_aabb);
+  for (int g = 0; g < m->ngeom; g++) {
+    if (cm->geom[g].shape < 0) continue;
+    double *b = W->lp_aabb + 6 * g;
+    for (int k = 0; k < 3; k++) b[k] -= KHZ_LCP_LP_REACH, b[3 + k] += KHZ_LCP_LP_REACH;
+  }
+  int overflow = 0;
+  int npair = khz_broadphase(m, d, W->lp_frame, W->lp_aabb, W->lp_keys, W->lp_cap, &overflow);
+  if (npair < 0 || overflow > 0) return -1;
+  int added = 0;
+  for (int k = 0; k < npair; k++) {
+    int g0 = (int)(W->lp_keys[k] >> 32), g1 = (int)(W->lp_keys[k] & 0xffffffffu);
+    int b0 = m->geom_body[g0], b1 = m->geom_body[g1];
+    if (!lp_pair(m, W, g0, g1) || (khz_bodyStatic(m, b0) && khz_bodyStatic(m, b1))) continue;
+    if (only_new && pair_active(W, g0, g1)) continue;
+    khzLpGapUnit unit[KHZ_LCP_PAIR_POINTS];
+    double psi = 0;
+    int nu = khz_lpGapPair(&W->lpg, m, W->lp_frame, g0, g1, KHZ_LCP_LP_REACH, unit,
+                           KHZ_LCP_PAIR_POINTS, &psi);
+    if (nu < 0) return -2;
+    if (nu == 0 || (only_new && !(psi < -KHZ_LCP_LP_RECHECK))) continue;
+    double f0 = m->geom_friction[g0], f1 = m->geom_friction[g1];
+    double mu0 = f0 > 0 ? f0 : m->contact.mu, mu1 = f1 > 0 ? f1 : m->contact.mu;
+    for (int s = 0; s < nu; s++) {
+      if (W->nall >= W->ptmax) return -1;
+      const khzLpGapUnit *u = unit + s;
+      lcpPoint *q = W->all + W->nall++;
+      q->body[0] = b0, q->body[1] = b1;
+      q->geom[0] = g0, q->geom[1] = g1;
+      /* each end in its body's frame: local = R^T (p - x) */
+      const double *ends[2] = {u->p0, u->p1};
+      for (int e = 0; e < 2; e++) {
+        double rel[3];
+        khzu_sub3(rel, ends[e], d->xpos + 3 * q->body[e]);
+        khzu_mulMatTVec3(q->local[e], d->xrot + 9 * q->body[e], rel);
+      }
+      khzu_copy3(q->normal, u->normal);
+      khzu_add3(q->pos, u->p0, u->p1);
+      khzu_scl3(q->pos, q->pos, 0.5);
+      q->phi = u->gap;
+      q->skin = 0;
+      q->lp = 1;
+      q->mu = sqrt(mu0 * mu1);
+      q->ref = ref;
+      q->cpoint = -1;
       added++;
     }
   }
@@ -657,7 +742,7 @@ static int assemble(const lcpWork *W, double h) {
     /* the gap at the step's start over h (to first order); a contact
      * that is to close must close within the step (the paper's phi/h), one
      * deeper than the skin opens at KHZ_LCP_DEEP_GAIN of it */
-    double g0 = i >= 0 ? (W->pt[i].phi + KHZ_LCP_SKIN) / h + s - sfree : 0;
+    double g0 = i >= 0 ? (W->pt[i].phi + W->pt[i].skin) / h + s - sfree : 0;
     /* the push-out a rate over the whole step, not over a substep: over a
      * substep of 1e-6 s a contact 1e-6 m too deep left at 0.1 m/s, and
      * the V3 pile never came to rest */
@@ -759,8 +844,60 @@ static void islands(const khzModel *m, lcpWork *W) {
   for (int i = 0; i < W->nall; i++) W->iorder[fill[W->pisl[i]]++] = i;
 }
 
+/* The LP-depth gap's pairs in the contact list: the narrow phase's entries
+ * of polytope pairs (none of their points was in the LCP) give way to one
+ * entry per LP pair with its points: position midway between the gap's
+ * ends, depth -gap where it was measured (the prediction, or q+ for a pair
+ * the re-check added), force impulse / h as the others' */
+static void report_lp(const khzModel *m, khzData *d, lcpWork *W, double h) {
+  int nc = 0, np = 0, k = W->k;
+  for (int c = 0; c < d->ncontact; c++) {
+    khzContact ct = d->contact[c];
+    if (lp_pair(m, W, ct.geom[0], ct.geom[1])) continue;
+    memmove(d->cpoint + np, d->cpoint + ct.point_adr, (size_t)ct.npoint * sizeof(khzContactPoint));
+    ct.deepest += np - ct.point_adr;
+    ct.point_adr = np;
+    d->contact[nc++] = ct;
+    np += ct.npoint;
+  }
+  int maxpt = m->npair_max * m->max_points;
+  for (int i = 0, j; i < W->nall; i = j) {
+    const lcpPoint *p = W->all + i;
+    for (j = i + 1; j < W->nall && W->all[j].geom[0] == p->geom[0] && W->all[j].geom[1] == p->geom[1];) j++;
+    if (!p->lp || nc >= m->npair_max || np + (j - i) > maxpt) continue;
+    khzContact *ct = d->contact + nc++;
+    memset(ct, 0, sizeof *ct);
+    memcpy(ct->geom, p->geom, sizeof ct->geom);
+    memcpy(ct->body, p->body, sizeof ct->body);
+    khzu_copy3(ct->normal, p->normal);
+    ct->point_adr = ct->deepest = np;
+    ct->npoint = j - i;
+    ct->slot = -1;
+    ct->mu = p->mu;
+    for (int e = i; e < j; e++) {
+      const lcpPoint *q = W->all + e;
+      const double *ze = W->zall + (size_t)e * (k + 2);
+      khzContactPoint *cp = d->cpoint + np;
+      memset(cp, 0, sizeof *cp);
+      khzu_copy3(cp->pos, q->pos);
+      cp->depth = -q->phi;
+      cp->weight = 1;
+      memcpy(cp->local, q->local, sizeof cp->local);
+      cp->feature = -1;
+      cp->round = -1;
+      khzu_scl3(cp->force, q->normal, ze[0] / h);
+      khzu_addScl3(cp->force, cp->force, ze + 1, 1 / h);
+      if (cp->depth > d->cpoint[ct->deepest].depth) ct->deepest = np;
+      np++;
+    }
+  }
+  d->ncontact = nc, d->ncpoint = np;
+  /* a list khz_collide keeps for sleeping pairs is at most this one */
+  if (d->ncontact_kept > nc) d->ncontact_kept = nc;
+}
+
 /* the contact list of the prediction again, each point's force (impulse / h) */
-static void report(khzData *d, lcpWork *W, double h) {
+static void report(const khzModel *m, khzData *d, lcpWork *W, double h) {
   memcpy(d->contact, W->save_c, (size_t)W->save_nc * sizeof(khzContact));
   memcpy(d->cpoint, W->save_p, (size_t)W->save_np * sizeof(khzContactPoint));
   d->ncontact = W->save_nc, d->ncpoint = W->save_np;
@@ -786,6 +923,7 @@ static void report(khzData *d, lcpWork *W, double h) {
     for (int i = 0; i < nc; i++)
       if (W->all[i].geom[0] == d->contact[c].geom[0] && W->all[i].geom[1] == d->contact[c].geom[1])
         d->contact[c].mu = W->all[i].mu;
+  if (W->lp_on) report_lp(m, d, W, h);
 }
 
 /* Lemke on the assembled LCP (and with a compliance of 1e-8); when it
@@ -1062,7 +1200,7 @@ void khz_lcpLemkeSettings(khzLemke *lk) {
  * presses by g h per step, is never split) */
 static double closing_time(const khzModel *m, khzData *d, lcpWork *W, double h, int ref) {
   int any = 0;
-  for (int i = 0; i < W->nall && !any; i++) any = W->all[i].ref == ref && W->all[i].phi + KHZ_LCP_SKIN < 0;
+  for (int i = 0; i < W->nall && !any; i++) any = W->all[i].ref == ref && W->all[i].phi + W->all[i].skin < 0;
   if (!any) return 0;
   double tmin = INFINITY, *vn[3] = {W->vn, W->vn + W->ptmax, W->vn + 2 * (size_t)W->ptmax};
   /* the normal velocities at the points at the current positions (the
@@ -1073,7 +1211,7 @@ static double closing_time(const khzModel *m, khzData *d, lcpWork *W, double h, 
     khz_velocityPass(m, d, vel[pass]);
     for (int i = 0; i < W->nall; i++) {
       const lcpPoint *p = W->all + i;
-      if (p->ref != ref || !(p->phi + KHZ_LCP_SKIN < 0)) continue;
+      if (p->ref != ref || !(p->phi + p->skin < 0)) continue;
       double x0[3], x1[3], v0[3], v1[3];
       world_point(d, p->body[0], p->local[0], x0);
       world_point(d, p->body[1], p->local[1], x1);
@@ -1084,8 +1222,8 @@ static double closing_time(const khzModel *m, khzData *d, lcpWork *W, double h, 
   }
   for (int i = 0; i < W->nall; i++) {
     const lcpPoint *p = W->all + i;
-    if (p->ref != ref || !(p->phi + KHZ_LCP_SKIN < 0)) continue;
-    double G = p->phi + KHZ_LCP_SKIN, free_change = fabs(vn[1][i] - vn[0][i]), t, vc;
+    if (p->ref != ref || !(p->phi + p->skin < 0)) continue;
+    double G = p->phi + p->skin, free_change = fabs(vn[1][i] - vn[0][i]), t, vc;
     if (ref == 0) {
       double vn0 = vn[0][i], an = (vn[1][i] - vn0) / h, G0 = G - h * vn[1][i];
       if (!(G0 > 0)) continue;
@@ -1134,7 +1272,7 @@ static int substep(const khzModel *m, khzData *d, lcpWork *W, double h, double t
   W->save_nc = d->ncontact, W->save_np = d->ncpoint;
   memcpy(W->save_c, d->contact, (size_t)d->ncontact * sizeof(khzContact));
   memcpy(W->save_p, d->cpoint, (size_t)d->ncpoint * sizeof(khzContactPoint));
-  int ok = add_pairs(m, d, W, 0, 0) >= 0;
+  int ok = add_pairs(m, d, W, 0, 0) >= 0 && (!W->lp_on || lp_pairs(m, d, W, 0, 0) >= 0);
   if (ok && may_split) {
     double tc = closing_time(m, d, W, h, 0);
     if (tc > 0) {
@@ -1198,6 +1336,10 @@ static int substep(const khzModel *m, khzData *d, lcpWork *W, double h, double t
     memcpy(W->vref + (size_t)pass * m->nv, W->vplus, (size_t)m->nv * sizeof(double));
     collide_at(m, d, W->qplus);
     int added = add_pairs(m, d, W, pass + 1, 1);
+    if (added >= 0 && W->lp_on) {
+      int lp_added = lp_pairs(m, d, W, pass + 1, 1);
+      added = lp_added < 0 ? -1 : added + lp_added;
+    }
     if (added < 0) W->nall = W->np_last; /* beyond the capacity: as above */
     if (added <= 0) break;
     /* a contact that the impulses of this pass close inside the substep (a
@@ -1216,7 +1358,7 @@ static int substep(const khzModel *m, khzData *d, lcpWork *W, double h, double t
   }
   memcpy(d->qd, W->vplus, (size_t)m->nv * sizeof(double));
   memcpy(d->q, W->qplus, (size_t)m->nq * sizeof(double));
-  report(d, W, h);
+  report(m, d, W, h);
   memcpy(warm->pair, W->warm_new, (size_t)W->warm_nnew * sizeof(lcpWarmPair));
   if (warm_n > W->warm_nnew)
     memset(warm->pair + W->warm_nnew, 0, (size_t)(warm_n - W->warm_nnew) * sizeof(lcpWarmPair));
