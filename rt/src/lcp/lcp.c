@@ -95,7 +95,9 @@ typedef struct lcpPoint {
   double phi;         /* gap at the reference positions (-depth) */
   double skin;        /* the depth it comes to rest at: KHZ_LCP_SKIN, 0 for the LP-depth gap's */
   int lp;             /* 1: a unit of the LP-depth gap (lp_pairs) */
-  double pos[3];      /* where it was found (world): the LP-depth gap's report */
+  double pos[3];      /* where it was found (world), its depth and normal there: the */
+  double depth_found; /* LP-depth gap's report (a later pass may linearise phi and the */
+  double normal_found[3]; /* normal again) */
   double mu;
   int ref;            /* reference velocity: 0 = v_free, p = the v+ of pass p */
   int cpoint;         /* the point in the saved contact list, -1 for re-check points */
@@ -450,6 +452,8 @@ static int add_pairs(const khzModel *m, const khzData *d, lcpWork *W, int ref, i
       q->skin = KHZ_LCP_SKIN;
       q->lp = 0;
       khzu_copy3(q->pos, p->pos);
+      q->depth_found = p->depth;
+      khzu_copy3(q->normal_found, ct->normal);
       q->mu = sqrt(mu0 * mu1);
       q->ref = ref;
       q->cpoint = only_new ? -1 : ct->point_adr + sel[s];
@@ -464,9 +468,29 @@ static int add_pairs(const khzModel *m, const khzData *d, lcpWork *W, int ref, i
  * current kinematics and whose LP depth rho dn is at most KHZ_LCP_LP_REACH
  * gives the points of its nearly active units, each with its own gap (no
  * skin: the gap is signed, so a pair resting at 0 is found at the next
- * prediction). only_new: the pairs not active yet, joined when their gap is
- * below -KHZ_LCP_LP_RECHECK. The number of points added; -1 when the
+ * prediction). only_new (the re-check at q+): the pairs not active yet,
+ * joined when their gap is below -KHZ_LCP_LP_RECHECK, and the units of active
+ * pairs that are below it: new ones join (a corner that the step's impulses
+ * turned into the face), those in the LCP are linearised again at q+ (their
+ * gap there, about the pass's v+: the rotation's second-order error of the
+ * linearisation at the prediction). The number of points added or
+ * linearised again; -1 when the
  * capacity is exceeded (points or candidate pairs), -2 when an LP fails */
+/* the point of pair (g0, g1) with either end within 1e-9 m of local's in
+ * the same body's frame (the same vertex), -1 when none */
+static int lp_known(const lcpWork *W, int g0, int g1, const double local[2][3]) {
+  for (int i = 0; i < W->nall; i++) {
+    const lcpPoint *p = W->all + i;
+    if (p->geom[0] != g0 || p->geom[1] != g1) continue;
+    for (int e = 0; e < 2; e++) {
+      double r[3];
+      khzu_sub3(r, p->local[e], local[e]);
+      if (khzu_dot3(r, r) < 1e-18) return i;
+    }
+  }
+  return -1;
+}
+
 static int lp_pairs(const khzModel *m, khzData *d, lcpWork *W, int ref, int only_new) {
   const khzColModel *cm = m->collision;
   khz_collisionFrames(m, d, W->lp_frame, W->lp_aabb);
@@ -483,7 +507,7 @@ static int lp_pairs(const khzModel *m, khzData *d, lcpWork *W, int ref, int only
     int g0 = (int)(W->lp_keys[k] >> 32), g1 = (int)(W->lp_keys[k] & 0xffffffffu);
     int b0 = m->geom_body[g0], b1 = m->geom_body[g1];
     if (!lp_pair(m, W, g0, g1) || (khz_bodyStatic(m, b0) && khz_bodyStatic(m, b1))) continue;
-    if (only_new && pair_active(W, g0, g1)) continue;
+    int active = only_new && pair_active(W, g0, g1);
     khzLpGapUnit unit[KHZ_LCP_PAIR_POINTS];
     double psi = 0;
     int nu = khz_lpGapPair(&W->lpg, m, W->lp_frame, g0, g1, KHZ_LCP_LP_REACH, unit,
@@ -493,22 +517,44 @@ static int lp_pairs(const khzModel *m, khzData *d, lcpWork *W, int ref, int only
     double f0 = m->geom_friction[g0], f1 = m->geom_friction[g1];
     double mu0 = f0 > 0 ? f0 : m->contact.mu, mu1 = f1 > 0 ? f1 : m->contact.mu;
     for (int s = 0; s < nu; s++) {
-      if (W->nall >= W->ptmax) return -1;
       const khzLpGapUnit *u = unit + s;
-      lcpPoint *q = W->all + W->nall++;
-      q->body[0] = b0, q->body[1] = b1;
-      q->geom[0] = g0, q->geom[1] = g1;
       /* each end in its body's frame: local = R^T (p - x) */
+      double local[2][3];
       const double *ends[2] = {u->p0, u->p1};
+      const int body[2] = {b0, b1};
       for (int e = 0; e < 2; e++) {
         double rel[3];
-        khzu_sub3(rel, ends[e], d->xpos + 3 * q->body[e]);
-        khzu_mulMatTVec3(q->local[e], d->xrot + 9 * q->body[e], rel);
+        khzu_sub3(rel, ends[e], d->xpos + 3 * body[e]);
+        khzu_mulMatTVec3(local[e], d->xrot + 9 * body[e], rel);
       }
+      /* an active pair's unit counts when violated; it joins when new (no
+       * point of the pair has the same vertex: the same end in its body's
+       * frame), else that point takes its gap at q+ */
+      lcpPoint *q;
+      if (active) {
+        if (!(u->gap < -KHZ_LCP_LP_RECHECK)) continue;
+        int known = lp_known(W, g0, g1, local);
+        if (known >= 0) {
+          q = W->all + known;
+          memcpy(q->local, local, sizeof q->local);
+          khzu_copy3(q->normal, u->normal);
+          q->phi = u->gap;
+          q->ref = ref;
+          added++;
+          continue;
+        }
+      }
+      if (W->nall >= W->ptmax) return -1;
+      q = W->all + W->nall++;
+      q->body[0] = b0, q->body[1] = b1;
+      q->geom[0] = g0, q->geom[1] = g1;
+      memcpy(q->local, local, sizeof q->local);
       khzu_copy3(q->normal, u->normal);
       khzu_add3(q->pos, u->p0, u->p1);
       khzu_scl3(q->pos, q->pos, 0.5);
       q->phi = u->gap;
+      q->depth_found = -u->gap;
+      khzu_copy3(q->normal_found, u->normal);
       q->skin = 0;
       q->lp = 1;
       q->mu = sqrt(mu0 * mu1);
@@ -861,26 +907,33 @@ static void report_lp(const khzModel *m, khzData *d, lcpWork *W, double h) {
     np += ct.npoint;
   }
   int maxpt = m->npair_max * m->max_points;
-  for (int i = 0, j; i < W->nall; i = j) {
+  for (int i = 0; i < W->nall; i++) {
     const lcpPoint *p = W->all + i;
-    for (j = i + 1; j < W->nall && W->all[j].geom[0] == p->geom[0] && W->all[j].geom[1] == p->geom[1];) j++;
-    if (!p->lp || nc >= m->npair_max || np + (j - i) > maxpt) continue;
+    /* a pair's points (a re-check may have added more after others') */
+    int first = p->lp, count = 0;
+    for (int e = 0; e < W->nall && first; e++) {
+      int same = W->all[e].geom[0] == p->geom[0] && W->all[e].geom[1] == p->geom[1];
+      if (same && e < i) first = 0;
+      count += same;
+    }
+    if (!first || nc >= m->npair_max || np + count > maxpt) continue;
     khzContact *ct = d->contact + nc++;
     memset(ct, 0, sizeof *ct);
     memcpy(ct->geom, p->geom, sizeof ct->geom);
     memcpy(ct->body, p->body, sizeof ct->body);
-    khzu_copy3(ct->normal, p->normal);
+    khzu_copy3(ct->normal, p->normal_found);
     ct->point_adr = ct->deepest = np;
-    ct->npoint = j - i;
+    ct->npoint = count;
     ct->slot = -1;
     ct->mu = p->mu;
-    for (int e = i; e < j; e++) {
+    for (int e = i; e < W->nall; e++) {
       const lcpPoint *q = W->all + e;
+      if (q->geom[0] != p->geom[0] || q->geom[1] != p->geom[1]) continue;
       const double *ze = W->zall + (size_t)e * (k + 2);
       khzContactPoint *cp = d->cpoint + np;
       memset(cp, 0, sizeof *cp);
       khzu_copy3(cp->pos, q->pos);
-      cp->depth = -q->phi;
+      cp->depth = q->depth_found;
       cp->weight = 1;
       memcpy(cp->local, q->local, sizeof cp->local);
       cp->feature = -1;
