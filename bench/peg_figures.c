@@ -51,6 +51,7 @@
 #include "khz/khz.h"
 #include "khz/load.h"
 #include "dynamics.h"
+#include "lcp/lcp.h"
 #include "peg/peg.h"
 
 static double now_s(void) {
@@ -188,20 +189,33 @@ static int run(const char *path, double h, double seconds, int method, int model
   return 0;
 }
 
+/* the LCP path's counters move while an observer is set */
+static int lcp_nmax; /* the largest LCP of a run */
+static void no_observer(void *user, int n, const double *M, const double *q, const double *z, int status) {
+  (void)user, (void)M, (void)q, (void)z, (void)status;
+  if (n > lcp_nmax) lcp_nmax = n;
+}
+
 /* --lcp-gaps: the LCP path with each gap function of polytope pairs */
 static int lcp_gaps(const char *scene, double seconds, const double *hs, int nh) {
+  khz_lcpSetObserver(no_observer, NULL);
   if (release_dt > 0) printf("# one floating body released every %g s (at rest at its scene pose)\n", release_dt);
   printf("# %s, %g s, the LCP path (--method lcp); overlap = the sum over body pairs of the intersection volume after "
          "a step\n", scene, seconds);
-  printf("| h (s) | gap | max overlap (m^3) | median overlap (m^3) | steps over 1e-12 m^3 | fallbacks | median us/step |\n");
-  printf("|---|---|---|---|---|---|---|\n");
+  printf("| h (s) | gap | max overlap (m^3) | median overlap (m^3) | steps over 1e-12 m^3 | fallbacks | pairs whose LP failed |"
+         " largest LCP | median us/step | wall s |\n");
+  printf("|---|---|---|---|---|---|---|---|---|---|\n");
   for (int k = 0; k < nh; k++)
     for (int g = 0; g < 2; g++) {
       runResult r;
       lcp_gap = g ? KHZ_LCP_GAP_LPDEPTH : KHZ_LCP_GAP_NARROWPHASE;
+      khz_lcpResetCounters();
+      lcp_nmax = 0;
+      double t0 = now_s();
       if (run(scene, hs[k], seconds, KHZ_CONTACT_LCP, KHZ_PEG_MODEL_PEG, &r)) return 1;
-      printf("| %g | %s | %.3g | %.3g | %ld of %ld | %ld | %.0f |\n", hs[k], g ? "lpdepth" : "narrowphase",
-             r.max_overlap, r.median_overlap, r.over, r.steps, r.fallbacks, r.median_us);
+      printf("| %g | %s | %.3g | %.3g | %ld of %ld | %ld | %ld | %d | %.0f | %.1f |\n", hs[k], g ? "lpdepth" : "narrowphase",
+             r.max_overlap, r.median_overlap, r.over, r.steps, r.fallbacks, khz_lcpGetCounters().lp_failures, lcp_nmax,
+             r.median_us, now_s() - t0);
       fflush(stdout);
     }
   if (per_step) fclose(per_step);

@@ -15,9 +15,12 @@
  *     overlapping by delta = 1e-3, 1e-4, 1e-5 m along libccd's EPA
  *     direction (an oracle nobody here wrote), one LCP step each way: where
  *     the pair's normals agree the reported depths are delta to 1e-9
- *     relative, and over all pairs |depth_lp / delta - 1| shrinks with delta
- *     (the reported depth is the one at the predicted positions).
- * The zero-allocation check of the option is in test_lcp_alloc.c. */
+ *     relative, and so over all pairs with the LP gap (its own unit, the
+ *     deepest, measures along its normal: rho dn, equal to the Minkowski
+ *     depth when the normals agree; the reported depth is the one at the
+ *     predicted positions).
+ * An unknown lcp_gap is refused with its key and the accepted values. The
+ * zero-allocation check of the option is in test_lcp_alloc.c. */
 #include <ccd/ccd.h>
 #include <math.h>
 #include <stdio.h>
@@ -319,10 +322,22 @@ static void test_first_order(void) {
   printf("first order, all pairs: max |depth / delta - 1| = %.3g / %.3g / %.3g (LP gap), %.3g / %.3g / %.3g (narrow phase) "
          "at delta = 1e-3 / 1e-4 / 1e-5\n",
          all_rel[0], all_rel[1], all_rel[2], all_np[0], all_np[1], all_np[2]);
-  ENSURE_MSG(all_rel[2] < all_rel[0], "the pairs whose normals differ do not agree better at small delta");
+  for (int j = 0; j < 3; j++) ENSURE_MSG(all_rel[j] <= 1e-9, "delta %g, all pairs: %.3g", deltas[j], all_rel[j]);
+}
+
+/* a gap the scene does not know is refused, named with its place */
+static void test_bad_key(void) {
+  khzScene sc;
+  char err[512] = "";
+  int rc = khz_loadSceneString(&sc, "khz_scene: 1\ncontact: {method: lcp, lcp_gap: ratio}\n", "test", ".", err,
+                               sizeof err);
+  ENSURE(rc != 0);
+  if (rc == 0) khz_deleteScene(&sc);
+  ENSURE_MSG(strstr(err, "contact.lcp_gap") && strstr(err, "ratio") && strstr(err, "lpdepth"), "%s", err);
 }
 
 int main(void) {
+  test_bad_key();
   test_box_on_box();
   test_corner_held();
   test_first_order();

@@ -56,6 +56,13 @@
  * with contact.lcp_split_impacts, a step in which an impact's contact closes is cut at that time and run as
  * two substeps of the scheme, so that the impact is taken whole in one LCP
  * (closing_time, substep: Table I's velocities after an impact converge).
+ *
+ * Gap function of polytope pairs (contact.lcp_gap): the narrow phase's
+ * points at their depths (the default), or Anitescu & Hart's LP penetration
+ * depth with its nearly active corner-on-face units (lpgap.h, lp_pairs): a
+ * signed gap, so such pairs join within KHZ_LCP_LP_REACH of touching, come
+ * to rest at a gap of 0 (no skin), and the re-check at q+ also adds and
+ * linearises again the units of pairs already in the LCP.
  */
 #include "lcp.h"
 
@@ -428,12 +435,14 @@ static int spread_points(const khzData *d, const khzContact *c, int *sel) {
 /* the pairs of the current collision output as contact points (only_new:
  * those not active yet and deeper than KHZ_LCP_RECHECK_DEPTH); the number
  * added, or -1 when the capacity is exceeded */
-static int add_pairs(const khzModel *m, const khzData *d, lcpWork *W, int ref, int only_new) {
+static int add_pairs_of(const khzModel *m, const khzData *d, lcpWork *W, int ref, int only_new, int g0,
+                        int g1) {
   int added = 0;
   for (int c = 0; c < d->ncontact; c++) {
     const khzContact *ct = d->contact + c;
     if (khz_bodyStatic(m, ct->body[0]) && khz_bodyStatic(m, ct->body[1])) continue;
-    if (lp_pair(m, W, ct->geom[0], ct->geom[1])) continue; /* lp_pairs' */
+    /* all pairs but lp_pairs' (g0 < 0), or the pair (g0, g1) alone */
+    if (g0 < 0 ? lp_pair(m, W, ct->geom[0], ct->geom[1]) : ct->geom[0] != g0 || ct->geom[1] != g1) continue;
     if (only_new && (pair_active(W, ct->geom[0], ct->geom[1]) ||
                      !(d->cpoint[ct->deepest].depth > KHZ_LCP_RECHECK_DEPTH)))
       continue;
@@ -463,6 +472,10 @@ static int add_pairs(const khzModel *m, const khzData *d, lcpWork *W, int ref, i
   return added;
 }
 
+static int add_pairs(const khzModel *m, const khzData *d, lcpWork *W, int ref, int only_new) {
+  return add_pairs_of(m, d, W, ref, only_new, -1, -1);
+}
+
 /* The LP-depth gap (contact.lcp_gap = KHZ_LCP_GAP_LPDEPTH; lpgap.h): every
  * pair of polytopes whose bounds, widened by KHZ_LCP_LP_REACH, overlap at the
  * current kinematics and whose LP depth rho dn is at most KHZ_LCP_LP_REACH
@@ -474,8 +487,9 @@ static int add_pairs(const khzModel *m, const khzData *d, lcpWork *W, int ref, i
  * turned into the face), those in the LCP are linearised again at q+ (their
  * gap there, about the pass's v+: the rotation's second-order error of the
  * linearisation at the prediction). The number of points added or
- * linearised again; -1 when the
- * capacity is exceeded (points or candidate pairs), -2 when an LP fails */
+ * linearised again; -1 when the capacity is exceeded (points or candidate
+ * pairs). A pair whose LP fails takes the narrow phase's points (counted in
+ * khzLcpCounters.lp_failures while an observer is set) */
 /* the point of pair (g0, g1) with either end within 1e-9 m of local's in
  * the same body's frame (the same vertex), -1 when none */
 static int lp_known(const lcpWork *W, int g0, int g1, const double local[2][3]) {
@@ -512,7 +526,15 @@ static int lp_pairs(const khzModel *m, khzData *d, lcpWork *W, int ref, int only
     double psi = 0;
     int nu = khz_lpGapPair(&W->lpg, m, W->lp_frame, g0, g1, KHZ_LCP_LP_REACH, unit,
                            KHZ_LCP_PAIR_POINTS, &psi);
-    if (nu < 0) return -2;
+    if (nu < 0) {
+      /* an LP that fails (a singular basis of a degenerate face-on-face
+       * pair): the narrow phase's points of this pair, this pass */
+      if (observer) counters.lp_failures++;
+      int got = add_pairs_of(m, d, W, ref, only_new, g0, g1);
+      if (got < 0) return -1;
+      added += got;
+      continue;
+    }
     if (nu == 0 || (only_new && !(psi < -KHZ_LCP_LP_RECHECK))) continue;
     double f0 = m->geom_friction[g0], f1 = m->geom_friction[g1];
     double mu0 = f0 > 0 ? f0 : m->contact.mu, mu1 = f1 > 0 ? f1 : m->contact.mu;
@@ -892,14 +914,18 @@ static void islands(const khzModel *m, lcpWork *W) {
 
 /* The LP-depth gap's pairs in the contact list: the narrow phase's entries
  * of polytope pairs (none of their points was in the LCP) give way to one
- * entry per LP pair with its points: position midway between the gap's
+ * entry per LP pair with its points (a pair whose LP failed keeps its own
+ * entry: its points were the narrow phase's): position midway between the gap's
  * ends, depth -gap where it was measured (the prediction, or q+ for a pair
  * the re-check added), force impulse / h as the others' */
 static void report_lp(const khzModel *m, khzData *d, lcpWork *W, double h) {
   int nc = 0, np = 0, k = W->k;
   for (int c = 0; c < d->ncontact; c++) {
     khzContact ct = d->contact[c];
-    if (lp_pair(m, W, ct.geom[0], ct.geom[1])) continue;
+    int narrow = !lp_pair(m, W, ct.geom[0], ct.geom[1]);
+    for (int i = 0; i < W->nall && !narrow; i++)
+      narrow = !W->all[i].lp && W->all[i].geom[0] == ct.geom[0] && W->all[i].geom[1] == ct.geom[1];
+    if (!narrow) continue;
     memmove(d->cpoint + np, d->cpoint + ct.point_adr, (size_t)ct.npoint * sizeof(khzContactPoint));
     ct.deepest += np - ct.point_adr;
     ct.point_adr = np;

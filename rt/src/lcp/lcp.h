@@ -90,9 +90,10 @@ size_t khz_lcpWarmBytes(const khzModel *m);
 /* What the LCPs took, counted while an observer is set (benchmarks):
  * LCPs that needed a solve (q >= 0 excluded) and their rows, warm tries and
  * those that solved, Lemke calls (retries included) and their pivots, steps
- * cut at an impact's closing time (substeps split off). */
+ * cut at an impact's closing time (substeps split off), LPs of the LP-depth
+ * gap that failed (the pair took the narrow phase's points). */
 typedef struct khzLcpCounters {
-  long solves, rows, warm_tries, warm_hits, lemke_calls, pivots, splits;
+  long solves, rows, warm_tries, warm_hits, lemke_calls, pivots, splits, lp_failures;
 } khzLcpCounters;
 khzLcpCounters khz_lcpGetCounters(void);
 void khz_lcpResetCounters(void);

@@ -184,12 +184,15 @@ int khz_lpGapPair(khzLpGapWork *w, const khzModel *m, const double *frame, int g
    * vertices, g0's against g1's */
   int n = face_units(w, m, frame, p1.face, m1, 0, g0, 1, reach, 0);
   n = face_units(w, m, frame, p2.face, m2, m1, g1, 0, reach, n);
-  if (n > 0) return spread_units(w->unit, n, o->normal, out, maxout);
+  double lowest = INFINITY;
+  for (int i = 0; i < n; i++) lowest = fmin(lowest, w->unit[i].gap);
+  if (n > 0 && lowest <= *psi + reach) return spread_units(w->unit, n, o->normal, out, maxout);
 
-  /* none (an edge on an edge): the LP's own unit at the bodies' support
-   * points x_i + (x - x_i) / r, gap rho dn */
-  if (maxout <= 0) return 0;
-  khzLpGapUnit *u = out;
+  /* none as deep as the pair (an edge on an edge): the LP's own unit at the
+   * bodies' support points x_i + (x - x_i) / r, gap rho dn, beside the
+   * corners found (it is the deepest, so it is kept) */
+  if (maxout <= 0 || n >= w->maxunit) return 0;
+  khzLpGapUnit *u = w->unit + n++;
   double rel[3];
   khzu_sub3(rel, o->point, p2.center);
   khzu_addScl3(u->p0, p2.center, rel, 1 / o->r);
@@ -197,5 +200,5 @@ int khz_lpGapPair(khzLpGapWork *w, const khzModel *m, const double *frame, int g
   khzu_addScl3(u->p1, p1.center, rel, 1 / o->r);
   khzu_copy3(u->normal, o->normal);
   u->gap = *psi;
-  return 1;
+  return spread_units(w->unit, n, o->normal, out, maxout);
 }
