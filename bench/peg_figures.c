@@ -23,7 +23,13 @@
  *
  *   build/bench/peg_figures [--seconds T] [--scene FILE] [--h H1,H2,...] [--no-lcp] [--trace]
  *                           [--only peg|standard|lpdepth] [--release DT]
- *                           [--lp-one-point] [--dump-step N]
+ *                           [--lp-one-point] [--dump-step N] [--lcp-gaps [--per-step FILE]]
+ * (--lcp-gaps: the LCP path alone, side by side with its two gap functions
+ * of polytope pairs, contact.lcp_gap narrowphase (the default) and lpdepth
+ * (the Anitescu-Hart LP depth, rt/src/lcp/lpgap.h): per h the largest and
+ * the median overlap after a step, the steps over 1e-12 m^3, the fallbacks
+ * and the median time per step; --per-step FILE writes every step's overlap
+ * and time as CSV: h, gap, step, t, overlap_m3, us)
  * (--release DT: the k-th floating body (k = 0, 1, ..) is kept out of the
  * scene, parked at rest 3 + 0.5 k m beside its pose, until t = k DT, then
  * placed at its scene pose at rest: the paper drops one polyhedron every
@@ -45,6 +51,7 @@
 #include "khz/khz.h"
 #include "khz/load.h"
 #include "dynamics.h"
+#include "lcp/lcp.h"
 #include "peg/peg.h"
 
 static double now_s(void) {
@@ -59,12 +66,15 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 typedef struct runResult {
-  double max_overlap, median_us;
+  double max_overlap, median_us, median_overlap;
+  long over;
   long fallbacks, steps, steps_ix, frictionless, full, narrowed, added, violating, halved;
   double max_n, max_spin;
 } runResult;
 
 static int trace;
+static int lcp_gap = -1;         /* --lcp-gaps: the scene's contact.lcp_gap set to this */
+static FILE *per_step;           /* --per-step */
 static double release_dt; /* --release */
 static long dump_step = -1; /* --dump-step */
 
@@ -95,6 +105,10 @@ static int run(const char *path, double h, double seconds, int method, int model
     return -1;
   }
   khz_spec_setTimestep(sc.spec, h);
+  if (lcp_gap >= 0) {
+    sc.contact.lcp_gap = lcp_gap;
+    khz_spec_setContact(sc.spec, &sc.contact);
+  }
   khzModel *m = khz_compile(sc.spec, err, sizeof err);
   khz_deleteScene(&sc);
   if (!m) {
@@ -106,7 +120,7 @@ static int run(const char *path, double h, double seconds, int method, int model
   khz_pegSetModel(model);
   khzPegPoly *P = malloc(sizeof *P * (size_t)m->ngeom);
   long steps = (long)(seconds / h + 0.5);
-  double *us = malloc(sizeof(double) * (size_t)steps);
+  double *us = malloc(sizeof(double) * (size_t)steps), *ov = malloc(sizeof(double) * (size_t)steps);
   memset(r, 0, sizeof *r);
   long released = 0;
   for (long s = 0; s < steps; s++) {
@@ -153,10 +167,18 @@ static int run(const char *path, double h, double seconds, int method, int model
         if (P[i].body != P[j].body && !(khz_bodyStatic(m, P[i].body) && khz_bodyStatic(m, P[j].body)))
           v += khz_pegOverlap(P + i, P + j);
     r->max_overlap = fmax(r->max_overlap, v);
+    ov[s] = v;
+    r->over += v > 1e-12;
+    if (per_step)
+      fprintf(per_step, "%g,%s,%ld,%.6f,%.6g,%.1f\n", h, lcp_gap == KHZ_LCP_GAP_LPDEPTH ? "lpdepth" : "narrowphase", s,
+              (s + 1) * h, v, us[s]);
     if (trace && v > 1e-12) fprintf(stderr, "h %g model %d step %ld: overlap %.3g m^3\n", h, model, s, v);
   }
   qsort(us, (size_t)steps, sizeof *us, cmp_double);
   r->median_us = us[steps / 2];
+  qsort(ov, (size_t)steps, sizeof *ov, cmp_double);
+  r->median_overlap = ov[steps / 2];
+  free(ov);
   r->fallbacks = (long)d->warning[KHZ_WARN_LCP];
   r->steps = steps;
   khz_pegSetModel(KHZ_PEG_MODEL_PEG);
@@ -164,6 +186,39 @@ static int run(const char *path, double h, double seconds, int method, int model
   free(P);
   khz_deleteData(&d);
   khz_deleteModel(&m);
+  return 0;
+}
+
+/* the LCP path's counters move while an observer is set */
+static int lcp_nmax; /* the largest LCP of a run */
+static void no_observer(void *user, int n, const double *M, const double *q, const double *z, int status) {
+  (void)user, (void)M, (void)q, (void)z, (void)status;
+  if (n > lcp_nmax) lcp_nmax = n;
+}
+
+/* --lcp-gaps: the LCP path with each gap function of polytope pairs */
+static int lcp_gaps(const char *scene, double seconds, const double *hs, int nh) {
+  khz_lcpSetObserver(no_observer, NULL);
+  if (release_dt > 0) printf("# one floating body released every %g s (at rest at its scene pose)\n", release_dt);
+  printf("# %s, %g s, the LCP path (--method lcp); overlap = the sum over body pairs of the intersection volume after "
+         "a step\n", scene, seconds);
+  printf("| h (s) | gap | max overlap (m^3) | median overlap (m^3) | steps over 1e-12 m^3 | fallbacks | pairs whose LP failed |"
+         " largest LCP | median us/step | wall s |\n");
+  printf("|---|---|---|---|---|---|---|---|---|---|\n");
+  for (int k = 0; k < nh; k++)
+    for (int g = 0; g < 2; g++) {
+      runResult r;
+      lcp_gap = g ? KHZ_LCP_GAP_LPDEPTH : KHZ_LCP_GAP_NARROWPHASE;
+      khz_lcpResetCounters();
+      lcp_nmax = 0;
+      double t0 = now_s();
+      if (run(scene, hs[k], seconds, KHZ_CONTACT_LCP, KHZ_PEG_MODEL_PEG, &r)) return 1;
+      printf("| %g | %s | %.3g | %.3g | %ld of %ld | %ld | %ld | %d | %.0f | %.1f |\n", hs[k], g ? "lpdepth" : "narrowphase",
+             r.max_overlap, r.median_overlap, r.over, r.steps, r.fallbacks, khz_lcpGetCounters().lp_failures, lcp_nmax,
+             r.median_us, now_s() - t0);
+      fflush(stdout);
+    }
+  if (per_step) fclose(per_step);
   return 0;
 }
 
@@ -193,16 +248,26 @@ int main(int argc, char **argv) {
       dump_step = atol(argv[++i]);
     } else if (!strcmp(argv[i], "--lp-one-point")) {
       khz_pegSetLpUnits(0);
+    } else if (!strcmp(argv[i], "--lcp-gaps")) {
+      lcp_gap = KHZ_LCP_GAP_NARROWPHASE;
+    } else if (!strcmp(argv[i], "--per-step") && i + 1 < argc) {
+      per_step = fopen(argv[++i], "w");
+      if (!per_step) {
+        perror(argv[i]);
+        return 2;
+      }
+      fprintf(per_step, "h,gap,step,t,overlap_m3,us\n");
     } else if (!strcmp(argv[i], "--no-lcp")) {
       lcp = 0;
     } else if (!strcmp(argv[i], "--h") && i + 1 < argc) {
       nh = 0;
       for (char *t = strtok(argv[++i], ","); t && nh < 16; t = strtok(NULL, ",")) hs[nh++] = atof(t);
     } else {
-      fprintf(stderr, "usage: %s [--seconds T] [--scene FILE] [--h H1,H2,...] [--no-lcp] [--trace] [--only MODEL] [--release DT] [--lp-one-point] [--dump-step N]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--seconds T] [--scene FILE] [--h H1,H2,...] [--no-lcp] [--trace] [--only MODEL] [--release DT] [--lp-one-point] [--dump-step N] [--lcp-gaps [--per-step FILE]]\n", argv[0]);
       return 2;
     }
   }
+  if (lcp_gap >= 0) return lcp_gaps(scene, seconds, hs, nh);
   if (release_dt > 0) printf("# one floating body released every %g s (at rest at its scene pose)\n", release_dt);
   printf("# %s, %g s; overlap = the largest sum over body pairs of the intersection volume after a step\n",
          scene, seconds);

@@ -459,7 +459,7 @@ static int khz_scene_contact(khzSceneReader *r, const yaml_node_t *n, khzContact
                                      "gamma",       "mu",         "restitution", "impact_velocity",
                                      "reimpact_velocity", "max_pairs",   "max_points", "rolling_friction",
                                      "torsional_friction", "friction_directions", "lcp_restitution",
-                                     "lcp_split_impacts", NULL};
+                                     "lcp_split_impacts", "lcp_gap", NULL};
   yaml_node_t *v;
   if (khz_check_keys(r, n, "contact", keys)) return -1;
   if ((v = khz_find(r, n, "method"))) {
@@ -528,6 +528,15 @@ static int khz_scene_contact(khzSceneReader *r, const yaml_node_t *n, khzContact
   if ((v = khz_find(r, n, "lcp_split_impacts")) &&
       khz_get_bool(r, v, "contact.lcp_split_impacts", &c->lcp_split_impacts))
     return -1;
+  /* the LCP method's gap function of pairs of polytopes */
+  if ((v = khz_find(r, n, "lcp_gap"))) {
+    char gap[32];
+    if (khz_get_string(r, v, "contact.lcp_gap", gap, sizeof gap)) return -1;
+    if (strcmp(gap, "narrowphase") == 0) c->lcp_gap = KHZ_LCP_GAP_NARROWPHASE;
+    else if (strcmp(gap, "lpdepth") == 0) c->lcp_gap = KHZ_LCP_GAP_LPDEPTH;
+    else return khz_scene_fail(r, v, "contact.lcp_gap",
+                               "unknown gap '%s': it must be one of narrowphase, lpdepth", gap);
+  }
   /* capacities */
   const struct {
     const char *key;

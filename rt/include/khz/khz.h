@@ -188,7 +188,16 @@ typedef struct khzContactOptions {
                                the closing time, so each impact is taken whole in one LCP
                                (first order through impacts; docs/lcp.md); 0 (default) =
                                the paper's steps, the gap term spreading an impact over two */
+  int lcp_gap;              /* LCP method: the gap function of pairs of convex polyhedra (boxes,
+                               convex meshes, planes): KHZ_LCP_GAP_NARROWPHASE (0, default),
+                               the narrow phase's points at their depths, resting
+                               KHZ_LCP_SKIN deep; KHZ_LCP_GAP_LPDEPTH, Anitescu & Hart's LP
+                               penetration depth and its nearly active units, resting at a
+                               gap of 0 (docs/lcp.md) */
 } khzContactOptions;
+
+/* khzContactOptions.lcp_gap */
+enum { KHZ_LCP_GAP_NARROWPHASE = 0, KHZ_LCP_GAP_LPDEPTH = 1 };
 
 /* Sleeping bodies (khz_spec_setSleep; docs/sleeping.md): trees with a moving joint (free
  * bodies, robots and their welded bases) that touch one another form islands; an island whose every point moves

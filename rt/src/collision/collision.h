@@ -480,6 +480,10 @@ int khz_collisionFilter(const khzModel *m, int g1, int g2);
  * lo, hi) of every geom at the current kinematics; planes get infinite bounds. */
 void khz_collisionFrames(const khzModel *m, const khzData *d, double *frame, double *aabb);
 
+/* The candidate pairs one khz_broadphase call of khz_collide may return
+ * (the capacity it is given). */
+int khz_collisionPairCap(const khzModel *m);
+
 /* Candidate pairs of bounded geoms whose AABBs overlap (sweep-and-prune on the
  * axis of largest spread, a radix sort of the lower bounds) plus plane pairs,
  * filtered; written as keys (g0 << 32 | g1, g0 < g1) sorted ascending. Scratch

@@ -191,6 +191,8 @@ static int assign_slots(const khzModel *m, khzData *d, int frozen) {
 static int point_cap(const khzModel *m) { return 2 * m->max_points > 320 ? 2 * m->max_points : 320; }
 static int pair_cap(const khzColModel *cm) { return (8 + cm->nplane) * cm->nbounded + 64; }
 
+int khz_collisionPairCap(const khzModel *m) { return m->collision ? pair_cap(m->collision) : 0; }
+
 size_t khz_collisionStackBytes(const khzModel *m) {
   const khzColModel *cm = m->collision;
   if (!cm) return 0;

@@ -1938,7 +1938,9 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
 void khz_penaltyForces(const khzModel *m, khzData *d) {
   for (int i = 0; i < d->ncontact; i++) {
     khzContact *c = d->contact + i;
-    if (d->pair[c->slot].phase == KHZ_PHASE_RESTING && c->nbottom) pair_forces(m, d, c, 1, NULL, NULL, NULL, NULL);
+    /* nbottom first: the LCP method's contact lists have none, and the LP-depth
+     * gap's pairs no pair slot (slot -1) */
+    if (c->nbottom && d->pair[c->slot].phase == KHZ_PHASE_RESTING) pair_forces(m, d, c, 1, NULL, NULL, NULL, NULL);
   }
 }
 

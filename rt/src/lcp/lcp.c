@@ -56,6 +56,13 @@
  * with contact.lcp_split_impacts, a step in which an impact's contact closes is cut at that time and run as
  * two substeps of the scheme, so that the impact is taken whole in one LCP
  * (closing_time, substep: Table I's velocities after an impact converge).
+ *
+ * Gap function of polytope pairs (contact.lcp_gap): the narrow phase's
+ * points at their depths (the default), or Anitescu & Hart's LP penetration
+ * depth with its nearly active corner-on-face units (lpgap.h, lp_pairs): a
+ * signed gap, so such pairs join within KHZ_LCP_LP_REACH of touching, come
+ * to rest at a gap of 0 (no skin), and the re-check at q+ also adds and
+ * linearises again the units of pairs already in the LCP.
  */
 #include "lcp.h"
 
@@ -67,6 +74,7 @@
 #include "blocks.h"
 #include "dynamics.h"
 #include "lemke.h"
+#include "lpgap.h"
 #include "spatial.h"
 
 /* a pair found at q+ joins the active set when deeper than this (m) */
@@ -92,6 +100,11 @@ typedef struct lcpPoint {
   double local[2][3]; /* the point in body[0]'s and body[1]'s frames */
   double normal[3];   /* world, toward body[0] */
   double phi;         /* gap at the reference positions (-depth) */
+  double skin;        /* the depth it comes to rest at: KHZ_LCP_SKIN, 0 for the LP-depth gap's */
+  int lp;             /* 1: a unit of the LP-depth gap (lp_pairs) */
+  double pos[3];      /* where it was found (world), its depth and normal there: the */
+  double depth_found; /* LP-depth gap's report (a later pass may linearise phi and the */
+  double normal_found[3]; /* normal again) */
   double mu;
   int ref;            /* reference velocity: 0 = v_free, p = the v+ of pass p */
   int cpoint;         /* the point in the saved contact list, -1 for re-check points */
@@ -191,6 +204,12 @@ typedef struct lcpWork {
   khzContact *save_c;
   khzContactPoint *save_p;
   int save_nc, save_np;
+  /* the LP-depth gap (contact.lcp_gap = KHZ_LCP_GAP_LPDEPTH): its LP and
+   * units, the geom frames and reach-widened bounds, the candidate pairs */
+  int lp_on, lp_cap;
+  khzLpGapWork lpg;
+  double *lp_frame, *lp_aabb;
+  uint64_t *lp_keys;
 } lcpWork;
 
 static khzLcpObserver observer;
@@ -284,6 +303,8 @@ static void lcp_sizes(const khzModel *m, lcpWork *W) {
   W->ptmax = KHZ_LCP_PAIR_POINTS * m->npair_max;
   W->mu_t = m->contact.torsional > 0 ? m->contact.torsional : 0;
   W->mu_r = m->contact.rolling > 0 ? m->contact.rolling : 0;
+  W->lp_on = m->contact.lcp_gap == KHZ_LCP_GAP_LPDEPTH && m->collision != NULL;
+  W->lp_cap = W->lp_on ? khz_collisionPairCap(m) : 0;
   /* an island's LCP: as large as khz_lcpMaxPoints one-point pairs make it
    * (k + 2 rows each, 3 more for spin, k + 1 more for rolling); pairs of
    * several points share a cone (p + k + 3 per pair), so more of their
@@ -301,6 +322,9 @@ size_t khz_lcpStackBytes(const khzModel *m) {
 #define LCP_SIZE(ptr, type, count) bytes += (size_t)(count) * sizeof(type) + 64;
   LCP_ARRAYS(LCP_SIZE, W, m)
 #undef LCP_SIZE
+  if (W->lp_on)
+    bytes += khz_lpGapBytes(m) + 18 * (size_t)m->ngeom * sizeof(double) +
+             (size_t)W->lp_cap * sizeof(uint64_t) + 4 * 64;
   return bytes;
 }
 
@@ -319,6 +343,14 @@ static int lcp_carve(const khzModel *m, khzData *d, lcpWork *W) {
   void *lkmem = khz_stackAlloc(d, khz_lemkeBytes(W->nmax));
   if (!ok || !lkmem) return 0;
   khz_lemkeInit(&W->lk, W->nmax, lkmem);
+  if (W->lp_on) {
+    void *lpmem = khz_stackAlloc(d, khz_lpGapBytes(m));
+    W->lp_frame = khz_stackAlloc(d, 12 * (size_t)m->ngeom * sizeof(double) + 1);
+    W->lp_aabb = khz_stackAlloc(d, 6 * (size_t)m->ngeom * sizeof(double) + 1);
+    W->lp_keys = khz_stackAlloc(d, (size_t)W->lp_cap * sizeof(uint64_t) + 1);
+    if (!lpmem || !W->lp_frame || !W->lp_aabb || !W->lp_keys) return 0;
+    khz_lpGapInit(&W->lpg, m, lpmem);
+  }
   return 1;
 }
 
@@ -341,21 +373,18 @@ static void direction(const lcpPoint *p, int j, int k, double dir[3]) {
   for (int a = 0; a < 3; a++) dir[a] = c * t1[a] + s * t2[a];
 }
 
+/* a pair the LP-depth gap takes (both geoms polytopes, not two planes) */
+static int lp_pair(const khzModel *m, const lcpWork *W, int g0, int g1) {
+  if (!W->lp_on || !khz_lpGapShape(m, g0) || !khz_lpGapShape(m, g1)) return 0;
+  const khzColGeom *cg = ((const khzColModel *)m->collision)->geom;
+  return !(cg[g0].shape == KHZ_SHAPE_PLANE && cg[g1].shape == KHZ_SHAPE_PLANE);
+}
+
 static int pair_active(const lcpWork *W, int g0, int g1) {
   for (int i = 0; i < W->nall; i++)
     if (W->all[i].geom[0] == g0 && W->all[i].geom[1] == g1) return 1;
   return 0;
 }
-
-/* two points of a patch closer than this in its plane (m) are one point,
- * and a third point must be this far (relative to the patch's length) off
- * the line of the first two: coincident or collinear points give the LCP
- * dependent normal rows, and Lemke's floating-point pivots on them end on
- * a ray (a corner of each box of an edge-on-edge pair, 1e-8 m apart in the
- * plane and 3.7e-5 m along the normal, were two points: 66 of the 82 failed
- * first Lemke calls of the 5-box stack's first 300 steps had such a pair) */
-#define KHZ_LCP_POINT_SEP 1e-6
-#define KHZ_LCP_POINT_OFFLINE 1e-3
 
 /* r projected into the plane of the unit normal n */
 static void in_plane(double r[3], const double n[3]) {
@@ -406,11 +435,14 @@ static int spread_points(const khzData *d, const khzContact *c, int *sel) {
 /* the pairs of the current collision output as contact points (only_new:
  * those not active yet and deeper than KHZ_LCP_RECHECK_DEPTH); the number
  * added, or -1 when the capacity is exceeded */
-static int add_pairs(const khzModel *m, const khzData *d, lcpWork *W, int ref, int only_new) {
+static int add_pairs_of(const khzModel *m, const khzData *d, lcpWork *W, int ref, int only_new, int g0,
+                        int g1) {
   int added = 0;
   for (int c = 0; c < d->ncontact; c++) {
     const khzContact *ct = d->contact + c;
     if (khz_bodyStatic(m, ct->body[0]) && khz_bodyStatic(m, ct->body[1])) continue;
+    /* all pairs but lp_pairs' (g0 < 0), or the pair (g0, g1) alone */
+    if (g0 < 0 ? lp_pair(m, W, ct->geom[0], ct->geom[1]) : ct->geom[0] != g0 || ct->geom[1] != g1) continue;
     if (only_new && (pair_active(W, ct->geom[0], ct->geom[1]) ||
                      !(d->cpoint[ct->deepest].depth > KHZ_LCP_RECHECK_DEPTH)))
       continue;
@@ -426,9 +458,130 @@ static int add_pairs(const khzModel *m, const khzData *d, lcpWork *W, int ref, i
       memcpy(q->local, p->local, sizeof q->local);
       khzu_copy3(q->normal, ct->normal);
       q->phi = -p->depth;
+      q->skin = KHZ_LCP_SKIN;
+      q->lp = 0;
+      khzu_copy3(q->pos, p->pos);
+      q->depth_found = p->depth;
+      khzu_copy3(q->normal_found, ct->normal);
       q->mu = sqrt(mu0 * mu1);
       q->ref = ref;
       q->cpoint = only_new ? -1 : ct->point_adr + sel[s];
+      added++;
+    }
+  }
+  return added;
+}
+
+static int add_pairs(const khzModel *m, const khzData *d, lcpWork *W, int ref, int only_new) {
+  return add_pairs_of(m, d, W, ref, only_new, -1, -1);
+}
+
+/* The LP-depth gap (contact.lcp_gap = KHZ_LCP_GAP_LPDEPTH; lpgap.h): every
+ * pair of polytopes whose bounds, widened by KHZ_LCP_LP_REACH, overlap at the
+ * current kinematics and whose LP depth rho dn is at most KHZ_LCP_LP_REACH
+ * gives the points of its nearly active units, each with its own gap (no
+ * skin: the gap is signed, so a pair resting at 0 is found at the next
+ * prediction). only_new (the re-check at q+): the pairs not active yet,
+ * joined when their gap is below -KHZ_LCP_LP_RECHECK, and the units of active
+ * pairs that are below it: new ones join (a corner that the step's impulses
+ * turned into the face), those in the LCP are linearised again at q+ (their
+ * gap there, about the pass's v+: the rotation's second-order error of the
+ * linearisation at the prediction). The number of points added or
+ * linearised again; -1 when the capacity is exceeded (points or candidate
+ * pairs). A pair whose LP fails takes the narrow phase's points (counted in
+ * khzLcpCounters.lp_failures while an observer is set) */
+/* the point of pair (g0, g1) with either end within 1e-9 m of local's in
+ * the same body's frame (the same vertex), -1 when none */
+static int lp_known(const lcpWork *W, int g0, int g1, const double local[2][3]) {
+  for (int i = 0; i < W->nall; i++) {
+    const lcpPoint *p = W->all + i;
+    if (p->geom[0] != g0 || p->geom[1] != g1) continue;
+    for (int e = 0; e < 2; e++) {
+      double r[3];
+      khzu_sub3(r, p->local[e], local[e]);
+      if (khzu_dot3(r, r) < 1e-18) return i;
+    }
+  }
+  return -1;
+}
+
+static int lp_pairs(const khzModel *m, khzData *d, lcpWork *W, int ref, int only_new) {
+  const khzColModel *cm = m->collision;
+  khz_collisionFrames(m, d, W->lp_frame, W->lp_aabb);
+  for (int g = 0; g < m->ngeom; g++) {
+    if (cm->geom[g].shape < 0) continue;
+    double *b = W->lp_aabb + 6 * g;
+    for (int k = 0; k < 3; k++) b[k] -= KHZ_LCP_LP_REACH, b[3 + k] += KHZ_LCP_LP_REACH;
+  }
+  int overflow = 0;
+  int npair = khz_broadphase(m, d, W->lp_frame, W->lp_aabb, W->lp_keys, W->lp_cap, &overflow);
+  if (npair < 0 || overflow > 0) return -1;
+  int added = 0;
+  for (int k = 0; k < npair; k++) {
+    int g0 = (int)(W->lp_keys[k] >> 32), g1 = (int)(W->lp_keys[k] & 0xffffffffu);
+    int b0 = m->geom_body[g0], b1 = m->geom_body[g1];
+    if (!lp_pair(m, W, g0, g1) || (khz_bodyStatic(m, b0) && khz_bodyStatic(m, b1))) continue;
+    int active = only_new && pair_active(W, g0, g1);
+    khzLpGapUnit unit[KHZ_LCP_PAIR_POINTS];
+    double psi = 0;
+    int nu = khz_lpGapPair(&W->lpg, m, W->lp_frame, g0, g1, KHZ_LCP_LP_REACH, unit,
+                           KHZ_LCP_PAIR_POINTS, &psi);
+    if (nu < 0) {
+      /* an LP that fails (a singular basis of a degenerate face-on-face
+       * pair): the narrow phase's points of this pair, this pass */
+      if (observer) counters.lp_failures++;
+      int got = add_pairs_of(m, d, W, ref, only_new, g0, g1);
+      if (got < 0) return -1;
+      added += got;
+      continue;
+    }
+    if (nu == 0 || (only_new && !(psi < -KHZ_LCP_LP_RECHECK))) continue;
+    double f0 = m->geom_friction[g0], f1 = m->geom_friction[g1];
+    double mu0 = f0 > 0 ? f0 : m->contact.mu, mu1 = f1 > 0 ? f1 : m->contact.mu;
+    for (int s = 0; s < nu; s++) {
+      const khzLpGapUnit *u = unit + s;
+      /* each end in its body's frame: local = R^T (p - x) */
+      double local[2][3];
+      const double *ends[2] = {u->p0, u->p1};
+      const int body[2] = {b0, b1};
+      for (int e = 0; e < 2; e++) {
+        double rel[3];
+        khzu_sub3(rel, ends[e], d->xpos + 3 * body[e]);
+        khzu_mulMatTVec3(local[e], d->xrot + 9 * body[e], rel);
+      }
+      /* an active pair's unit counts when violated; it joins when new (no
+       * point of the pair has the same vertex: the same end in its body's
+       * frame), else that point takes its gap at q+ */
+      lcpPoint *q;
+      if (active) {
+        if (!(u->gap < -KHZ_LCP_LP_RECHECK)) continue;
+        int known = lp_known(W, g0, g1, local);
+        if (known >= 0) {
+          q = W->all + known;
+          memcpy(q->local, local, sizeof q->local);
+          khzu_copy3(q->normal, u->normal);
+          q->phi = u->gap;
+          q->ref = ref;
+          added++;
+          continue;
+        }
+      }
+      if (W->nall >= W->ptmax) return -1;
+      q = W->all + W->nall++;
+      q->body[0] = b0, q->body[1] = b1;
+      q->geom[0] = g0, q->geom[1] = g1;
+      memcpy(q->local, local, sizeof q->local);
+      khzu_copy3(q->normal, u->normal);
+      khzu_add3(q->pos, u->p0, u->p1);
+      khzu_scl3(q->pos, q->pos, 0.5);
+      q->phi = u->gap;
+      q->depth_found = -u->gap;
+      khzu_copy3(q->normal_found, u->normal);
+      q->skin = 0;
+      q->lp = 1;
+      q->mu = sqrt(mu0 * mu1);
+      q->ref = ref;
+      q->cpoint = -1;
       added++;
     }
   }
@@ -657,7 +810,7 @@ static int assemble(const lcpWork *W, double h) {
     /* the gap at the step's start over h (to first order); a contact
      * that is to close must close within the step (the paper's phi/h), one
      * deeper than the skin opens at KHZ_LCP_DEEP_GAIN of it */
-    double g0 = i >= 0 ? (W->pt[i].phi + KHZ_LCP_SKIN) / h + s - sfree : 0;
+    double g0 = i >= 0 ? (W->pt[i].phi + W->pt[i].skin) / h + s - sfree : 0;
     /* the push-out a rate over the whole step, not over a substep: over a
      * substep of 1e-6 s a contact 1e-6 m too deep left at 0.1 m/s, and
      * the V3 pile never came to rest */
@@ -759,8 +912,71 @@ static void islands(const khzModel *m, lcpWork *W) {
   for (int i = 0; i < W->nall; i++) W->iorder[fill[W->pisl[i]]++] = i;
 }
 
+/* The LP-depth gap's pairs in the contact list: the narrow phase's entries
+ * of polytope pairs (none of their points was in the LCP) give way to one
+ * entry per LP pair with its points (a pair whose LP failed keeps its own
+ * entry: its points were the narrow phase's): position midway between the gap's
+ * ends, depth -gap where it was measured (the prediction, or q+ for a pair
+ * the re-check added), force impulse / h as the others' */
+static void report_lp(const khzModel *m, khzData *d, lcpWork *W, double h) {
+  int nc = 0, np = 0, k = W->k;
+  for (int c = 0; c < d->ncontact; c++) {
+    khzContact ct = d->contact[c];
+    int narrow = !lp_pair(m, W, ct.geom[0], ct.geom[1]);
+    for (int i = 0; i < W->nall && !narrow; i++)
+      narrow = !W->all[i].lp && W->all[i].geom[0] == ct.geom[0] && W->all[i].geom[1] == ct.geom[1];
+    if (!narrow) continue;
+    memmove(d->cpoint + np, d->cpoint + ct.point_adr, (size_t)ct.npoint * sizeof(khzContactPoint));
+    ct.deepest += np - ct.point_adr;
+    ct.point_adr = np;
+    d->contact[nc++] = ct;
+    np += ct.npoint;
+  }
+  int maxpt = m->npair_max * m->max_points;
+  for (int i = 0; i < W->nall; i++) {
+    const lcpPoint *p = W->all + i;
+    /* a pair's points (a re-check may have added more after others') */
+    int first = p->lp, count = 0;
+    for (int e = 0; e < W->nall && first; e++) {
+      int same = W->all[e].geom[0] == p->geom[0] && W->all[e].geom[1] == p->geom[1];
+      if (same && e < i) first = 0;
+      count += same;
+    }
+    if (!first || nc >= m->npair_max || np + count > maxpt) continue;
+    khzContact *ct = d->contact + nc++;
+    memset(ct, 0, sizeof *ct);
+    memcpy(ct->geom, p->geom, sizeof ct->geom);
+    memcpy(ct->body, p->body, sizeof ct->body);
+    khzu_copy3(ct->normal, p->normal_found);
+    ct->point_adr = ct->deepest = np;
+    ct->npoint = count;
+    ct->slot = -1;
+    ct->mu = p->mu;
+    for (int e = i; e < W->nall; e++) {
+      const lcpPoint *q = W->all + e;
+      if (q->geom[0] != p->geom[0] || q->geom[1] != p->geom[1]) continue;
+      const double *ze = W->zall + (size_t)e * (k + 2);
+      khzContactPoint *cp = d->cpoint + np;
+      memset(cp, 0, sizeof *cp);
+      khzu_copy3(cp->pos, q->pos);
+      cp->depth = q->depth_found;
+      cp->weight = 1;
+      memcpy(cp->local, q->local, sizeof cp->local);
+      cp->feature = -1;
+      cp->round = -1;
+      khzu_scl3(cp->force, q->normal, ze[0] / h);
+      khzu_addScl3(cp->force, cp->force, ze + 1, 1 / h);
+      if (cp->depth > d->cpoint[ct->deepest].depth) ct->deepest = np;
+      np++;
+    }
+  }
+  d->ncontact = nc, d->ncpoint = np;
+  /* a list khz_collide keeps for sleeping pairs is at most this one */
+  if (d->ncontact_kept > nc) d->ncontact_kept = nc;
+}
+
 /* the contact list of the prediction again, each point's force (impulse / h) */
-static void report(khzData *d, lcpWork *W, double h) {
+static void report(const khzModel *m, khzData *d, lcpWork *W, double h) {
   memcpy(d->contact, W->save_c, (size_t)W->save_nc * sizeof(khzContact));
   memcpy(d->cpoint, W->save_p, (size_t)W->save_np * sizeof(khzContactPoint));
   d->ncontact = W->save_nc, d->ncpoint = W->save_np;
@@ -786,6 +1002,7 @@ static void report(khzData *d, lcpWork *W, double h) {
     for (int i = 0; i < nc; i++)
       if (W->all[i].geom[0] == d->contact[c].geom[0] && W->all[i].geom[1] == d->contact[c].geom[1])
         d->contact[c].mu = W->all[i].mu;
+  if (W->lp_on) report_lp(m, d, W, h);
 }
 
 /* Lemke on the assembled LCP (and with a compliance of 1e-8); when it
@@ -1062,7 +1279,7 @@ void khz_lcpLemkeSettings(khzLemke *lk) {
  * presses by g h per step, is never split) */
 static double closing_time(const khzModel *m, khzData *d, lcpWork *W, double h, int ref) {
   int any = 0;
-  for (int i = 0; i < W->nall && !any; i++) any = W->all[i].ref == ref && W->all[i].phi + KHZ_LCP_SKIN < 0;
+  for (int i = 0; i < W->nall && !any; i++) any = W->all[i].ref == ref && W->all[i].phi + W->all[i].skin < 0;
   if (!any) return 0;
   double tmin = INFINITY, *vn[3] = {W->vn, W->vn + W->ptmax, W->vn + 2 * (size_t)W->ptmax};
   /* the normal velocities at the points at the current positions (the
@@ -1073,7 +1290,7 @@ static double closing_time(const khzModel *m, khzData *d, lcpWork *W, double h, 
     khz_velocityPass(m, d, vel[pass]);
     for (int i = 0; i < W->nall; i++) {
       const lcpPoint *p = W->all + i;
-      if (p->ref != ref || !(p->phi + KHZ_LCP_SKIN < 0)) continue;
+      if (p->ref != ref || !(p->phi + p->skin < 0)) continue;
       double x0[3], x1[3], v0[3], v1[3];
       world_point(d, p->body[0], p->local[0], x0);
       world_point(d, p->body[1], p->local[1], x1);
@@ -1084,8 +1301,8 @@ static double closing_time(const khzModel *m, khzData *d, lcpWork *W, double h, 
   }
   for (int i = 0; i < W->nall; i++) {
     const lcpPoint *p = W->all + i;
-    if (p->ref != ref || !(p->phi + KHZ_LCP_SKIN < 0)) continue;
-    double G = p->phi + KHZ_LCP_SKIN, free_change = fabs(vn[1][i] - vn[0][i]), t, vc;
+    if (p->ref != ref || !(p->phi + p->skin < 0)) continue;
+    double G = p->phi + p->skin, free_change = fabs(vn[1][i] - vn[0][i]), t, vc;
     if (ref == 0) {
       double vn0 = vn[0][i], an = (vn[1][i] - vn0) / h, G0 = G - h * vn[1][i];
       if (!(G0 > 0)) continue;
@@ -1134,7 +1351,7 @@ static int substep(const khzModel *m, khzData *d, lcpWork *W, double h, double t
   W->save_nc = d->ncontact, W->save_np = d->ncpoint;
   memcpy(W->save_c, d->contact, (size_t)d->ncontact * sizeof(khzContact));
   memcpy(W->save_p, d->cpoint, (size_t)d->ncpoint * sizeof(khzContactPoint));
-  int ok = add_pairs(m, d, W, 0, 0) >= 0;
+  int ok = add_pairs(m, d, W, 0, 0) >= 0 && (!W->lp_on || lp_pairs(m, d, W, 0, 0) >= 0);
   if (ok && may_split) {
     double tc = closing_time(m, d, W, h, 0);
     if (tc > 0) {
@@ -1198,6 +1415,10 @@ static int substep(const khzModel *m, khzData *d, lcpWork *W, double h, double t
     memcpy(W->vref + (size_t)pass * m->nv, W->vplus, (size_t)m->nv * sizeof(double));
     collide_at(m, d, W->qplus);
     int added = add_pairs(m, d, W, pass + 1, 1);
+    if (added >= 0 && W->lp_on) {
+      int lp_added = lp_pairs(m, d, W, pass + 1, 1);
+      added = lp_added < 0 ? -1 : added + lp_added;
+    }
     if (added < 0) W->nall = W->np_last; /* beyond the capacity: as above */
     if (added <= 0) break;
     /* a contact that the impulses of this pass close inside the substep (a
@@ -1216,7 +1437,7 @@ static int substep(const khzModel *m, khzData *d, lcpWork *W, double h, double t
   }
   memcpy(d->qd, W->vplus, (size_t)m->nv * sizeof(double));
   memcpy(d->q, W->qplus, (size_t)m->nq * sizeof(double));
-  report(d, W, h);
+  report(m, d, W, h);
   memcpy(warm->pair, W->warm_new, (size_t)W->warm_nnew * sizeof(lcpWarmPair));
   if (warm_n > W->warm_nnew)
     memset(warm->pair + W->warm_nnew, 0, (size_t)(warm_n - W->warm_nnew) * sizeof(lcpWarmPair));

@@ -19,6 +19,23 @@
  * that a resting pair (a box on a box: both fall alike in the free motion)
  * is still found at the next step's prediction q + h v_free */
 #define KHZ_LCP_SKIN 1e-5
+/* the LP-depth gap (contact.lcp_gap = KHZ_LCP_GAP_LPDEPTH, lpgap.h): a pair
+ * of polytopes joins the LCP when its gap at the predicted positions is at
+ * most KHZ_LCP_LP_REACH (as the narrow phase's pairs join when their depth
+ * reaches 0 with KHZ_LCP_SKIN: contacts within 1e-5 m), and at the re-check
+ * when it is below -KHZ_LCP_LP_RECHECK (the skin's 1e-6 beyond rest) */
+#define KHZ_LCP_LP_REACH 1e-5
+#define KHZ_LCP_LP_RECHECK 1e-6
+
+/* two points of a patch closer than this in its plane (m) are one point,
+ * and a third point must be this far (relative to the patch's length) off
+ * the line of the first two: coincident or collinear points give the LCP
+ * dependent normal rows, and Lemke's floating-point pivots on them end on
+ * a ray (a corner of each box of an edge-on-edge pair, 1e-8 m apart in the
+ * plane and 3.7e-5 m along the normal, were two points: 66 of the 82 failed
+ * first Lemke calls of the 5-box stack's first 300 steps had such a pair) */
+#define KHZ_LCP_POINT_SEP 1e-6
+#define KHZ_LCP_POINT_OFFLINE 1e-3
 
 /* One step of h seconds of the LCP method at d's state with d->tau_applied
  * already clamped: the free velocity, collision at the predicted positions,
@@ -73,9 +90,10 @@ size_t khz_lcpWarmBytes(const khzModel *m);
 /* What the LCPs took, counted while an observer is set (benchmarks):
  * LCPs that needed a solve (q >= 0 excluded) and their rows, warm tries and
  * those that solved, Lemke calls (retries included) and their pivots, steps
- * cut at an impact's closing time (substeps split off). */
+ * cut at an impact's closing time (substeps split off), LPs of the LP-depth
+ * gap that failed (the pair took the narrow phase's points). */
 typedef struct khzLcpCounters {
-  long solves, rows, warm_tries, warm_hits, lemke_calls, pivots, splits;
+  long solves, rows, warm_tries, warm_hits, lemke_calls, pivots, splits, lp_failures;
 } khzLcpCounters;
 khzLcpCounters khz_lcpGetCounters(void);
 void khz_lcpResetCounters(void);
