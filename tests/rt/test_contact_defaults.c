@@ -964,7 +964,7 @@ static void case_t(void) {
     khzSpec *s = ground_spec();
     double weight = 0;
     for (int i = 0; i < scene[t].n; i++) {
-      char name[8];
+      char name[16];
       snprintf(name, sizeof name, "b%d", i);
       add_shape(s, name, scene[t].type[i], scene[t].size[i], scene[t].mass[i], scene[t].pos[i], scene[t].rpy[i]);
       weight += scene[t].mass[i] * G;
