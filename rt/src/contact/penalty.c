@@ -1832,11 +1832,12 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
     fn_sum += fi;
     if (slip_limit) slip_limit[k] = c->mu * (raw[j] + fiw) / (tscale * c->kp);
     double again[4][3], vt[3], F[3], m0[3], m1[3];
-    const double(*x)[3] = keep[j];
-    if (j >= KHZ_FORCE_KEEP) {
+    const double(*x)[3] = again;
+    if (j < KHZ_FORCE_KEEP) {
+      x = keep[j];
+    } else {
       side_point(m, d, c, pts + k, 0, again[0], again[2]);
       side_point(m, d, c, pts + k, 1, again[1], again[3]);
-      x = again;
     }
     const double *p0 = x[0], *p1 = x[1], *v0 = x[2], *v1 = x[3];
     /* the material points, for the slip: a side's surface point is its
