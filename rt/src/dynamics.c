@@ -122,65 +122,6 @@ static inline void free_addSx(double v[6], const double S[36], const double x[6]
   v[3] += x[0], v[4] += x[1], v[5] += x[2];
 }
 
-/* ------------------------------------------------ a one-body free tree --
- * A free body with nothing attached has IA = I, its own spatial inertia, so
- * ABA's D = S^T I S + armature is the free body's mass matrix in the free
- * joint's coordinates (world translation, body-axis rotation). With R the
- * body's rotation, X = diag(R, R) (body axes -> world) and P = diag(R, 1):
- * I = X I_b X^T, S = X S_b P^T with S_b = [0 1; 1 0] (translation columns
- * [0; e_k], rotation columns [e_k; 0]), so D = P D_b P^T where
- * D_b = S_b^T I_b S_b + armature is constant (I_b: RBDA eq. 2.63 in body
- * axes). An armature equal on the three translations commutes with R, hence
- * D^-1 = P D_b^-1 P^T: D_b^-1 is factorised once here and only rotated per
- * call (khz_abaCoreKeep), instead of a 6 x 6 Cholesky factor and inverse. */
-void khz_dynamicsCompile(khzModel *m) {
-  for (int i = 1; i < m->nbody; i++) {
-    int dof = m->jnt_dofadr[i];
-    double *Xb = m->body_freeDinv + 36 * i;
-    m->body_freeconst[i] = 0;
-    memset(Xb, 0, 36 * sizeof(double));
-    if (m->jnt_type[i] != KHZ_JOINT_FLOATING || m->body_parent[i] != 0 ||
-        m->body_treeend[i] != i + 1)
-      continue; /* a joint or a child beside the body: IA is not I */
-    const double *arm = m->dof_armature + dof;
-    if (arm[0] != arm[1] || arm[0] != arm[2]) continue; /* R^T diag(a) R is not diag(a) */
-    double Ib[36], Db[36];
-    khzu_spatialInertia(Ib, m->body_mass[i], m->body_com + 3 * i, m->body_inertia + 9 * i);
-    for (int a = 0; a < 6; a++) /* D_b = S_b^T I_b S_b: the two halves swapped */
-      for (int b = 0; b < 6; b++) Db[6 * a + b] = Ib[6 * ((a + 3) % 6) + (b + 3) % 6];
-    for (int a = 0; a < 6; a++) Db[6 * a + a] += arm[a];
-    if (khzu_cholFactor(Db, 6) != 0) continue; /* singular: the general path's (failing) factor */
-    khzu_cholInverse(Db, 6, Xb);
-    m->body_freeconst[i] = 1;
-  }
-}
-
-/* Dinv = P Xb P^T (P = diag(R, 1), see khz_dynamicsCompile): the translation
- * rows and columns rotated by R, the rotation block as it is */
-static void free_rotateDinv(double Dinv[36], const double Xb[36], const double R[9]) {
-  double RX[9]; /* R Xb_tt */
-  for (int a = 0; a < 3; a++)
-    for (int k = 0; k < 3; k++)
-      RX[3 * a + k] = R[3 * a] * Xb[k] + R[3 * a + 1] * Xb[6 + k] + R[3 * a + 2] * Xb[12 + k];
-  for (int a = 0; a < 3; a++)
-    for (int b = 0; b < 3; b++) {
-      const double *ra = RX + 3 * a, *rb = R + 3 * b, *xa = Xb + 6 * (3 + a);
-      Dinv[6 * a + b] = ra[0] * rb[0] + ra[1] * rb[1] + ra[2] * rb[2];
-      Dinv[6 * a + 3 + b] = R[3 * a] * Xb[3 + b] + R[3 * a + 1] * Xb[9 + b] +
-                            R[3 * a + 2] * Xb[15 + b];
-      Dinv[6 * (3 + a) + b] = xa[0] * rb[0] + xa[1] * rb[1] + xa[2] * rb[2];
-      Dinv[6 * (3 + a) + 3 + b] = xa[3 + b];
-    }
-}
-
-/* a joint that takes implicit damping in a step of h (khz_abaCoreDamped) */
-static inline int joint_damped(const khzModel *m, int dof, int nv, double h) {
-  if (!(h > 0)) return 0;
-  for (int k = 0; k < nv; k++)
-    if (m->dof_damping[dof + k] > 0) return 1;
-  return 0;
-}
-
 /* ----------------------------------------------------- joint kinematics -- */
 
 /* Pose of body i in its parent: R_rel = Ro RJ(q), p_rel = po + Ro pJ(q). */
@@ -559,16 +500,8 @@ static void aba_alone(const khzModel *m, khzData *d, int i, const double *I, con
   double *U = store ? d->U + 36 * i : U_own, *Dinv = store ? d->Dinv + 36 * i : Dinv_own;
   double *u = store ? d->u + 6 * i : u_own, *a = store ? d->acc + 6 * i : a_own;
   const double *S = d->S + 36 * i, *c = d->cbias + 6 * i;
-  if (reuse) { /* U, Dinv stored by the first call */
-    joint_bias(m, i, S, pA, tau + dof, u);
-  } else if (m->body_freeconst[i] && !joint_damped(m, dof, 6, h)) {
-    /* a free body alone: D^-1 rotated from body axes (khz_dynamicsCompile) */
-    free_mulIS(U, I, S);
-    for (int a = 0; a < 6; a++) u[a] = tau[dof + a] - free_dotS(S, a, pA);
-    free_rotateDinv(Dinv, m->body_freeDinv + 36 * i, d->xrot + 9 * i);
-  } else {
-    joint_factors(m, i, I, S, pA, tau + dof, h, stiff_only, U, Dinv, u);
-  }
+  if (reuse) joint_bias(m, i, S, pA, tau + dof, u); /* U, Dinv stored by the first call */
+  else joint_factors(m, i, I, S, pA, tau + dof, h, stiff_only, U, Dinv, u);
   for (int k = 0; k < 6; k++) a[k] = a0[k] + c[k];
   if (nv) joint_accel(m, i, U, Dinv, u, S, a, qdd + dof, store);
 }

@@ -5,11 +5,6 @@
 
 #include "khz/khz.h"
 
-/* At compile (khz_compile): the constant body-axis D^-1 of each free body
- * with nothing attached (m->body_freeconst, m->body_freeDinv), which ABA
- * rotates instead of factorising D. */
-void khz_dynamicsCompile(khzModel *m);
-
 /* Kinematics at (q, qd) in each tree's world-aligned frame at its root:
  * xpos, xrot, xcom, S, vtree, cbias, cinert (qd may be NULL). Sleeping
  * bodies (d->body_sleep) are skipped: they keep the pass of their frozen q

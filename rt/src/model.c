@@ -384,8 +384,6 @@ static void layout_model(khzModel *m, carver *c) {
   m->body_quat = D(4 * nb);
   m->body_rot = D(9 * nb);
   m->body_zeros = I(nb);
-  m->body_freeconst = I(nb);
-  m->body_freeDinv = D(36 * nb);
   m->jnt_type = I(nb);
   m->jnt_qadr = I(nb);
   m->jnt_dofadr = I(nb);
@@ -759,7 +757,6 @@ khzModel *khz_compile(const khzSpec *s, char *err, size_t errsz) {
     khz_deleteModel(&m);
     return NULL;
   }
-  khz_dynamicsCompile(m); /* the one-body free trees' constant D^-1 */
   m->stack_bytes = scratch_bytes(m);
   /* equality constraints: copied, then those to hold at q0 completed there */
   if (khz_constraintCompile(m, s->eq, err, errsz) < 0) {

@@ -350,9 +350,6 @@ typedef struct khzModel {
   double *body_rot;         /* 9 per body: the same origin as a rotation matrix */
   int *body_zeros;          /* the dynamics' structural zeros of each body, fixed at compile
                                (dynamics.c: massless, unrotated origin, principal inertia) */
-  int *body_freeconst;      /* 1: a free body with nothing attached whose ABA D^-1 is
-                               constant in body axes (body_freeDinv holds it) */
-  double *body_freeDinv;    /* 36 per body: that D^-1 in body axes (dynamics.c) */
 
   /* joints, one per body (entry 0 unused) */
   int *jnt_type;            /* khzJointType */
