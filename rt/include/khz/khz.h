@@ -194,6 +194,11 @@ typedef struct khzContactOptions {
                                KHZ_LCP_SKIN deep; KHZ_LCP_GAP_LPDEPTH, Anitescu & Hart's LP
                                penetration depth and its nearly active units, resting at a
                                gap of 0 (docs/lcp.md) */
+  int deepest_stage;        /* deepest-point method, pairs with the scene's gains: 1 = the
+                               deepest point chosen again at every integrator stage and the
+                               integral term taken at its steady state, ki / (1 - gamma) on the
+                               depth (docs/contact.md); 0 (default) = the point of the step's
+                               collision pass and eq. 2's integral */
 } khzContactOptions;
 
 /* khzContactOptions.lcp_gap */
