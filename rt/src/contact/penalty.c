@@ -712,16 +712,16 @@ static void rate_product(double *z, double *y, const double *L, const double *Kt
   }
 }
 
-/* which 6 x 6 blocks of A (n = 6 nb, nb <= 32) hold a nonzero: bit R of
- * mask[Q] for block (R, Q), read from At = A^T (column block Q of A) */
+/* which 6 x 6 blocks of A (n = 6 nb, nb <= 32) hold a nonzero: bit Q of
+ * mask[R] for block (R, Q), read from At = A^T (column block Q of A) */
 static void block_mask(const double *At, int n, unsigned *mask) {
+  for (int R = 0; R < n / 6; R++) mask[R] = 0;
   for (int Q = 0; Q < n / 6; Q++) {
-    mask[Q] = 0;
     for (int R = 0; R < n / 6; R++) {
       int any = 0;
       for (int q = 6 * Q; q < 6 * Q + 6 && !any; q++)
         for (int a = 6 * R; a < 6 * R + 6; a++) any |= At[q * n + a] != 0;
-      if (any) mask[Q] |= 1u << R;
+      if (any) mask[R] |= 1u << Q;
     }
   }
 }
@@ -733,23 +733,22 @@ static void block_mask(const double *At, int n, unsigned *mask) {
  * zero between different trees and K between bodies no pair joins, so most
  * blocks are zero (22 humanoids piled up: clusters of up to 16 bodies) */
 static void matvec_blocks(double *y, const double *At, const double *x, int n, const unsigned *mask) {
-  for (int a = 0; a < n; a++) y[a] = 0;
-  /* block by block (column block Q outer, its 6 columns in order inside):
-   * each y_a still sums over q in increasing order, so the bits are the
-   * column-at-a-time loop's; the block's 6 sums stay in registers */
-  for (int Q = 0; Q < n / 6; Q++) {
-    const double *xQ = x + 6 * Q, *colQ = At + 6 * Q * n;
-    for (unsigned bits = mask[Q]; bits; bits &= bits - 1) {
-      int R = __builtin_ctz(bits);
-      double *ya = y + 6 * R;
-      const double *c = colQ + 6 * R;
-      v2d y0 = {ya[0], ya[1]}, y1 = {ya[2], ya[3]}, y2 = {ya[4], ya[5]};
+  /* row block R outer, its nonzero column blocks Q in increasing order
+   * inside and each block's 6 columns in order: each y_a still sums over q
+   * in increasing order from +0, so the bits are the column loop's; the
+   * row block's 6 sums stay in registers over the whole row */
+  for (int R = 0; R < n / 6; R++) {
+    v2d y0 = {0, 0}, y1 = {0, 0}, y2 = {0, 0};
+    for (unsigned bits = mask[R]; bits; bits &= bits - 1) {
+      int Q = __builtin_ctz(bits);
+      const double *xQ = x + 6 * Q, *c = At + 6 * Q * n + 6 * R;
       for (int q = 0; q < 6; q++, c += n) {
         v2d xq = dup2(xQ[q]);
         y0 += (v2d){c[0], c[1]} * xq, y1 += (v2d){c[2], c[3]} * xq, y2 += (v2d){c[4], c[5]} * xq;
       }
-      ya[0] = y0[0], ya[1] = y0[1], ya[2] = y1[0], ya[3] = y1[1], ya[4] = y2[0], ya[5] = y2[1];
     }
+    double *ya = y + 6 * R;
+    ya[0] = y0[0], ya[1] = y0[1], ya[2] = y1[0], ya[3] = y1[1], ya[4] = y2[0], ya[5] = y2[1];
   }
 }
 
