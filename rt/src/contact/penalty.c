@@ -385,6 +385,62 @@ static void row_response(const khzModel *m, khzData *d, const khzContact *c, con
   }
 }
 
+/* the responses of the trees of c's bodies to unit impulses along the
+ * directions of rows mem[0..n) (n <= KHZ_RESPONSE_COLS, all c's), in one
+ * walk per body (khz_impulseResponseCols): column j of dvc (6
+ * KHZ_RESPONSE_COLS per body) receives what row_response leaves in dvel for
+ * row mem[j], bit for bit, over the bodies need marks. dvc must be zero
+ * there (rows_clear after reading them); uc and tmpc as dvc, scratch. */
+static void rows_response(const khzModel *m, khzData *d, const khzContact *c, const implicit_row *row,
+                          const int *mem, int n, double *uc, double *tmpc, double *dvc,
+                          const unsigned char *need) {
+  enum { W = 6 * KHZ_RESPONSE_COLS };
+  for (int s = 0; s < 2; s++) {
+    int b = c->body[s];
+    if (b <= 0 || khz_bodyStatic(m, b)) continue;
+    double f[W];
+    for (int j = 0; j < n; j++) {
+      const implicit_row *r = row + mem[j];
+      double J[3] = {s ? -r->dir[0] : r->dir[0], s ? -r->dir[1] : r->dir[1], s ? -r->dir[2] : r->dir[2]};
+      khz_spatialImpulse(m, d, b, r->x, J, f + 6 * j);
+    }
+    khz_impulseResponseCols(m, d, b, n, f, need, uc, tmpc);
+    int root = m->body_root[b];
+    for (int i = root; i < m->body_treeend[root]; i++)
+      if (m->body_root[i] == root && need[i])
+        for (int k = 0; k < 6 * n; k++) dvc[W * i + k] += tmpc[W * i + k];
+  }
+}
+
+/* zeroes dvc (rows_response) over the trees of c's moving bodies */
+static void rows_clear(const khzModel *m, const khzContact *c, double *dvc, const unsigned char *need) {
+  enum { W = 6 * KHZ_RESPONSE_COLS };
+  for (int s = 0; s < 2; s++) {
+    int b = c->body[s];
+    if (b <= 0 || khz_bodyStatic(m, b)) continue;
+    int root = m->body_root[b];
+    for (int i = root; i < m->body_treeend[root]; i++)
+      if (m->body_root[i] == root && need[i]) memset(dvc + W * i, 0, W * sizeof(double));
+  }
+}
+
+/* row_velocity of row r from column j of rows_response's dvc: the same
+ * operations as khz_pointVelocityChange on that column */
+static double row_velocity_col(const khzModel *m, const khzData *d, const khzContact *c,
+                               const implicit_row *r, const double *dvc, int j) {
+  double out = 0;
+  for (int s = 0; s < 2; s++) {
+    int b = c->body[s];
+    if (b <= 0) continue;
+    const double *w = dvc + 6 * KHZ_RESPONSE_COLS * b + 6 * j, *o = d->xpos + 3 * m->body_root[b];
+    double x[3] = {r->x[0] - o[0], r->x[1] - o[1], r->x[2] - o[2]}, v[3];
+    khzu_cross(v, w, x);
+    for (int a = 0; a < 3; a++) v[a] += w[3 + a];
+    out += (s ? -1 : 1) * khzu_dot3(v, r->dir);
+  }
+  return out;
+}
+
 /* row r's relative velocity along its direction, from the body velocities
  * vel (d->vtree, or velocity changes) */
 static double row_velocity(const khzModel *m, const khzData *d, const khzContact *c,
@@ -1436,7 +1492,10 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
   double *v0s = khz_stackAlloc(d, (size_t)cap * sizeof(double));
   double *vfs = khz_stackAlloc(d, (size_t)cap * sizeof(double));
   unsigned char *need = khz_stackAlloc(d, (size_t)m->nbody); /* rows_need */
-  if (!(row && cl && mem && next && parent && head && rhs && lo && diag && P && tmpr && held && los && lof && v0s && vfs && need)) {
+  size_t wbody = 6 * KHZ_RESPONSE_COLS * (size_t)m->nbody * sizeof(double); /* rows_response */
+  double *uc = khz_stackAlloc(d, wbody), *tmpc = khz_stackAlloc(d, wbody), *dvc = khz_stackAlloc(d, wbody);
+  if (!(row && cl && mem && next && parent && head && rhs && lo && diag && P && tmpr && held && los && lof && v0s && vfs && need &&
+        uc && tmpc && dvc)) {
     khz_forwardPass(m, d, d->q, vfree);
     khz_stackFree(d, mark);
     return;
@@ -1506,6 +1565,7 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
   /* each cluster, in the order of its first row: W column by column, one
    * test impulse per row (dvel zero between them: row_response) */
   memset(dvel, 0, 6 * (size_t)m->nbody * sizeof(double));
+  if (n) memset(dvc, 0, wbody);
   for (int j0 = 0; j0 < n; j0++) {
     if (cl[j0] < 0 || head[cl[j0]] != j0) continue;
     int k = 0;
@@ -1535,14 +1595,17 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
       rows_need(m, d, row, mem, k, need, 0);
       continue;
     }
-    for (int b = 0; b < k; b++) {
-      const implicit_row *rb = row + mem[b];
-      row_response(m, d, d->contact + rb->contact, rb, dqd, dvel, tmp, need);
-      for (int a = 0; a < k; a++) {
-        const implicit_row *ra = row + mem[a];
-        A[a * k + b] = row_velocity(m, d, d->contact + ra->contact, ra, dvel);
-      }
-      row_clear(m, d->contact + rb->contact, dvel, need);
+    /* a pair's consecutive rows (up to KHZ_RESPONSE_COLS) in one walk */
+    for (int b = 0, e; b < k; b = e) {
+      int pair = row[mem[b]].contact;
+      for (e = b + 1; e < k && e - b < KHZ_RESPONSE_COLS && row[mem[e]].contact == pair; e++) continue;
+      rows_response(m, d, d->contact + pair, row, mem + b, e - b, uc, tmpc, dvc, need);
+      for (int j = b; j < e; j++)
+        for (int a = 0; a < k; a++) {
+          const implicit_row *ra = row + mem[a];
+          A[a * k + j] = row_velocity_col(m, d, d->contact + ra->contact, ra, dvc, j - b);
+        }
+      rows_clear(m, d->contact + pair, dvc, need);
     }
     rows_need(m, d, row, mem, k, need, 0); /* A holds what the rows need */
     for (int a = 0; a < k; a++) {
@@ -1595,8 +1658,9 @@ size_t khz_penaltyImplicitStackBytes(const khzModel *m) {
                       ? kb * (5 * sizeof(double) + 2 * sizeof(int) + sizeof(size_t) + 2 * KHZ_IMPLICIT_DIRECT * sizeof(double)) +
                             12 * (size_t)m->nbody * sizeof(double) + direct + 14 * 64
                       : 0;
-  return (size_t)m->nbody * (2 * sizeof(int) + 1) + np * (sizeof(implicit_row) + 4 * sizeof(int) + 8 * sizeof(double)) +
-         (size_t)m->max_points * sizeof(implicit_row) + (direct > blocks ? direct : blocks) + 24 * 64;
+  return (size_t)m->nbody * (2 * sizeof(int) + 1 + 3 * 6 * KHZ_RESPONSE_COLS * sizeof(double)) +
+         np * (sizeof(implicit_row) + 4 * sizeof(int) + 8 * sizeof(double)) +
+         (size_t)m->max_points * sizeof(implicit_row) + (direct > blocks ? direct : blocks) + 27 * 64;
 }
 
 /* ------------------------------------------------- forces and friction -- */
