@@ -29,6 +29,10 @@
 #include "dynamics.h"
 #include "spatial.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
+
 /* The penetration a pair already has when it is first found, or when an
  * impact's impulses have stopped its approach (up to a step's travel, an
  * initial overlap, a contact found late) is not a compressed spring: pushed
@@ -788,7 +792,35 @@ static void block_mask(const double *At, int n, unsigned *mask) {
  * +-0 to it changes nothing). The clusters of more than two bodies: L is
  * zero between different trees and K between bodies no pair joins, so most
  * blocks are zero (22 humanoids piled up: clusters of up to 16 bodies) */
+#if defined(__x86_64__) && defined(__GNUC__)
+/* matvec_blocks with a row block's first four sums in one AVX register and
+ * the last two in an SSE one: AVX without FMA, so each lane still rounds
+ * its product and then its sum, as the two-lane code does: the same bits */
+__attribute__((target("avx"))) static void matvec_blocks_avx(double *y, const double *At, const double *x, int n,
+                                                             const unsigned *mask) {
+  for (int R = 0; R < n / 6; R++) {
+    __m256d y0 = _mm256_setzero_pd();
+    __m128d y1 = _mm_setzero_pd();
+    for (unsigned bits = mask[R]; bits; bits &= bits - 1) {
+      int Q = __builtin_ctz(bits);
+      const double *xQ = x + 6 * Q, *c = At + 6 * Q * n + 6 * R;
+      for (int q = 0; q < 6; q++, c += n) {
+        y0 = _mm256_add_pd(y0, _mm256_mul_pd(_mm256_loadu_pd(c), _mm256_broadcast_sd(xQ + q)));
+        y1 = _mm_add_pd(y1, _mm_mul_pd(_mm_loadu_pd(c + 4), _mm_loaddup_pd(xQ + q)));
+      }
+    }
+    _mm256_storeu_pd(y + 6 * R, y0), _mm_storeu_pd(y + 6 * R + 4, y1);
+  }
+}
+#endif
+
 static void matvec_blocks(double *y, const double *At, const double *x, int n, const unsigned *mask) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx")) {
+    matvec_blocks_avx(y, At, x, n, mask);
+    return;
+  }
+#endif
   /* row block R outer, its nonzero column blocks Q in increasing order
    * inside and each block's 6 columns in order: each y_a still sums over q
    * in increasing order from +0, so the bits are the column loop's; the
@@ -1565,7 +1597,6 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
   /* each cluster, in the order of its first row: W column by column, one
    * test impulse per row (dvel zero between them: row_response) */
   memset(dvel, 0, 6 * (size_t)m->nbody * sizeof(double));
-  if (n) memset(dvc, 0, wbody);
   for (int j0 = 0; j0 < n; j0++) {
     if (cl[j0] < 0 || head[cl[j0]] != j0) continue;
     int k = 0;
@@ -1594,6 +1625,20 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
       khz_stackFree(d, mk);
       rows_need(m, d, row, mem, k, need, 0);
       continue;
+    }
+    /* dvc zero where rows_response adds and row_velocity_col reads: the
+     * bodies need marks (their marks turned to 2 as they are cleared) and
+     * the rows' static bodies */
+    for (int a = 0; a < k; a++) {
+      const khzContact *c = d->contact + row[mem[a]].contact;
+      for (int s = 0; s < 2; s++) {
+        int b = c->body[s];
+        if (b > 0 && !need[b]) memset(dvc + 6 * KHZ_RESPONSE_COLS * b, 0, 6 * KHZ_RESPONSE_COLS * sizeof(double));
+        for (int i = b; i > 0 && need[i] == 1; i = m->body_parent[i]) {
+          memset(dvc + 6 * KHZ_RESPONSE_COLS * i, 0, 6 * KHZ_RESPONSE_COLS * sizeof(double));
+          need[i] = 2;
+        }
+      }
     }
     /* a pair's consecutive rows (up to KHZ_RESPONSE_COLS) in one walk */
     for (int b = 0, e; b < k; b = e) {
