@@ -105,6 +105,17 @@ void khz_impulseResponseNeed(const khzModel *m, khzData *d, int b, const double 
 void khz_impulseResponseUnits(const khzModel *m, khzData *d, int b, const unsigned char *need, double *u6,
                               double *dv6);
 
+/* the most impulses khz_impulseResponseCols takes in one walk */
+#define KHZ_RESPONSE_COLS 8
+/* khz_impulseResponseNeed (dqd NULL) for ncol (<= KHZ_RESPONSE_COLS)
+ * impulses f (6 per column) on b in one walk: dvc[6 KHZ_RESPONSE_COLS i +
+ * 6 j + k] receives component k of body i's velocity change under f_j, bit
+ * for bit what the call with f_j leaves in dvel[6 i + k] (each column's
+ * operations in the same order). need (NULL: every body of b's tree) as
+ * there; uc (6 KHZ_RESPONSE_COLS nbody) is scratch. */
+void khz_impulseResponseCols(const khzModel *m, khzData *d, int b, int ncol, const double *f,
+                             const unsigned char *need, double *uc, double *dvc);
+
 /* The spatial impulse f (about the tree's origin) of the world impulse J at x on b. */
 void khz_spatialImpulse(const khzModel *m, const khzData *d, int b, const double x[3],
                         const double J[3], double f[6]);

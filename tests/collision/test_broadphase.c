@@ -2,7 +2,8 @@
  * sweep-and-prune pairs equal the brute-force O(n^2) set of overlapping,
  * filtered boxes on 300 random bodies (several densities and sweep axes), the
  * filters one by one (same body, welded bodies, parent and child, two bodies
- * welded to the world, contype / conaffinity, visual geoms), the radix sort,
+ * welded to the world, contype / conaffinity, visual geoms, the model's
+ * excluded body pairs), the radix sort,
  * and the time per call for 15 / 60 / 240 / 960 bodies (information only). */
 #include "col_util.h"
 
@@ -200,6 +201,55 @@ static void test_filters(void) {
   khz_deleteModel(&m);
 }
 
+/* MJCF <exclude> pairs: the filter's per-body runs (cm->exclude_adr /
+ * exclude_with) give for every geom pair what a scan of the model's whole
+ * list says, on 40 free bodies with 150 random exclusions (repeats, both
+ * orders, a body with itself, many on one body), and each body's run holds
+ * exactly its own exclusions, so that a pair costs O(its bodies'
+ * exclusions), not O(all of them) */
+static void test_exclusions(void) {
+  enum { NB = 40, NX = 150 };
+  khzSpec *s = khz_spec_new();
+  int body[NB], geom[NB];
+  for (int i = 0; i < NB; i++) {
+    char name[16];
+    snprintf(name, sizeof name, "x%d", i);
+    body[i] = cu_body(s, name);
+    geom[i] = cu_geom(s, body[i], KHZ_GEOM_SPHERE, 1, 0, 0);
+  }
+  for (int i = 0; i < NX; i++) {
+    int a = body[(int)(cu_rand() * NB)], b = body[(int)(cu_rand() * NB)];
+    if (i % 5 == 0) a = body[3]; /* one body in many pairs */
+    ENSURE(khz_spec_addExclude(s, a, b) == i);
+  }
+  khzModel *m = cu_compile(s);
+  khz_spec_destroy(&s);
+  ENSURE(m->nexclude == NX);
+  int wrong = 0, self = 0;
+  for (int i = 0; i < NB; i++)
+    for (int j = 0; j < NB; j++) {
+      int excluded = 0;
+      for (int x = 0; x < m->nexclude; x++) {
+        int e1 = m->exclude_body[2 * x], e2 = m->exclude_body[2 * x + 1];
+        excluded |= (e1 == body[i] && e2 == body[j]) || (e1 == body[j] && e2 == body[i]);
+        self += i == 0 && j == 0 && e1 == e2;
+      }
+      wrong += khz_collisionFilter(m, geom[i], geom[j]) != (i != j && !excluded);
+    }
+  ENSURE(wrong == 0);
+  ENSURE(self > 0); /* the draw holds a body excluded from itself */
+  const khzColModel *cm = m->collision;
+  int runs = 0;
+  for (int b = 0; b < m->nbody; b++) {
+    int own = 0;
+    for (int x = 0; x < m->nexclude; x++) own += (m->exclude_body[2 * x] == b) + (m->exclude_body[2 * x + 1] == b);
+    runs += cm->exclude_adr[b + 1] - cm->exclude_adr[b] == own;
+  }
+  ENSURE(runs == m->nbody);
+  ENSURE(cm->exclude_adr[m->nbody] == 2 * m->nexclude);
+  khz_deleteModel(&m);
+}
+
 /* sorted, a permutation, and stable (equal keys keep their order), on both
  * sides of the size below which an insertion sort replaces the radix passes */
 static void test_radix(void) {
@@ -225,6 +275,7 @@ static void test_radix(void) {
 
 int main(void) {
   test_filters();
+  test_exclusions();
   test_radix();
   test_brute_force();
   test_timing();

@@ -176,6 +176,51 @@ static void test_impulse_units(void) {
   khz_deleteModel(&m);
 }
 
+/* khz_impulseResponseCols (the implicit rows' responses, a pair's rows in
+ * one walk) against one khz_impulseResponseNeed call per column, bit for
+ * bit, on random models, states and impulses, 1 to KHZ_RESPONSE_COLS
+ * columns, with and without a need mask */
+static void test_impulse_cols(void) {
+  enum { W = 6 * KHZ_RESPONSE_COLS };
+  khzModel *m = rm_random_model(12, 1, 1, 1);
+  khzData *d = khz_makeData(m, 0);
+  int nb = m->nbody;
+  double *dvel = calloc(6 * (size_t)nb, sizeof(double)), *tau = calloc((size_t)m->nv, sizeof(double));
+  double *qdd = calloc((size_t)m->nv, sizeof(double)), *uc = calloc(W * (size_t)nb, sizeof(double));
+  double *dvc = calloc(W * (size_t)nb, sizeof(double)), *ref = calloc(W * (size_t)nb, sizeof(double));
+  unsigned char *need = calloc((size_t)nb, 1);
+  int differ = 0, compared = 0;
+  for (int t = 0; t < 40; t++) {
+    rm_random_state(m, d->q, d->qd);
+    khz_forwardPass(m, d, d->q, d->qd);
+    khz_externalForces(m, d);
+    khz_abaCore(m, d, tau, qdd);
+    int b = 1 + t % (nb - 1), other = 1 + (7 * t + 3) % (nb - 1), masked = t % 2;
+    int ncol = 1 + t % KHZ_RESPONSE_COLS;
+    memset(need, 0, (size_t)nb);
+    for (int i = b; i > 0; i = m->body_parent[i]) need[i] = 1;
+    for (int i = other; i > 0; i = m->body_parent[i]) need[i] = 1;
+    double f[W];
+    for (int j = 0; j < 6 * ncol; j++) f[j] = rm_uniform(-2, 2);
+    for (int j = 0; j < ncol; j++) {
+      khz_impulseResponseNeed(m, d, b, f + 6 * j, NULL, dvel, masked ? need : NULL);
+      for (int i = 0; i < nb; i++) memcpy(ref + W * i + 6 * j, dvel + 6 * i, 6 * sizeof(double));
+    }
+    khz_impulseResponseCols(m, d, b, ncol, f, masked ? need : NULL, uc, dvc);
+    for (int i = 1; i < nb; i++) {
+      if (m->body_root[i] != m->body_root[b] || (masked && !need[i])) continue;
+      compared++;
+      differ += memcmp(ref + W * i, dvc + W * i, 6 * (size_t)ncol * sizeof(double)) != 0;
+    }
+  }
+  printf("1 to %d impulse responses in one walk: %d of %d bodies differ in any bit\n", KHZ_RESPONSE_COLS, differ,
+         compared);
+  ENSURE(compared > 40 && differ == 0);
+  free(dvel), free(tau), free(qdd), free(uc), free(dvc), free(ref), free(need);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+}
+
 /* largest eigenvalue of symmetric A (n <= 12, overwritten) by cyclic Jacobi
  * rotations (Golub & Van Loan, Alg. 8.5.3) */
 static double jacobi_largest(double *A, int n) {
@@ -357,6 +402,7 @@ int main(void) {
   khz_deleteModel(&m);
   test_impulse_response();
   test_impulse_units();
+  test_impulse_cols();
   test_largest_rate_null_start();
   test_damping_limit();
   return ensure_report();

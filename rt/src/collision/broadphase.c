@@ -19,7 +19,8 @@
  * (fixed joints), which includes two bodies both welded to the world; when
  * one body is the parent of the other (through fixed joints too), unless the
  * parent is the world (MuJoCo's rule: a floating base still meets the
- * ground); when the model excludes their pair of bodies (m->exclude_body);
+ * ground); when the model excludes their pair of bodies (m->exclude_body,
+ * kept per body: O(the body's exclusions) per pair, not O(all of them));
  * or when neither's contype meets the other's conaffinity.
  */
 #include <float.h>
@@ -46,11 +47,10 @@ int khz_collisionFilter(const khzModel *m, int g1, int g2) {
   int w1 = cm->weld[m->geom_body[g1]], w2 = cm->weld[m->geom_body[g2]];
   if (w1 == w2) return 0;
   if (cm->weld_parent[w1] == w2 || cm->weld_parent[w2] == w1) return 0;
-  for (int i = 0; i < m->nexclude; i++) { /* body pairs excluded by the model (MJCF <exclude>) */
-    int e1 = m->exclude_body[2 * i], e2 = m->exclude_body[2 * i + 1];
-    int b1 = m->geom_body[g1], b2 = m->geom_body[g2];
-    if ((b1 == e1 && b2 == e2) || (b1 == e2 && b2 == e1)) return 0;
-  }
+  /* body pairs excluded by the model (MJCF <exclude>): b1's own run */
+  int b1 = m->geom_body[g1], b2 = m->geom_body[g2];
+  for (int i = cm->exclude_adr[b1]; i < cm->exclude_adr[b1 + 1]; i++)
+    if (cm->exclude_with[i] == b2) return 0;
   return (m->geom_contype[g1] & m->geom_conaffinity[g2]) ||
          (m->geom_contype[g2] & m->geom_conaffinity[g1]);
 }

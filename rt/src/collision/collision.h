@@ -135,6 +135,9 @@ typedef struct khzColModel {
   int *weld;          /* per body: nearest ancestor-or-self with a moving joint
                          (0 = welded to the world) */
   int *weld_parent;   /* per body: weld of the parent of weld; -1 when that is the world */
+  int *exclude_adr;   /* per body and one more: where its run of exclude_with starts */
+  int *exclude_with;  /* per body, the bodies the model excludes it from (m->exclude_body),
+                         each pair listed under both of its bodies */
   int nbounded, nplane;
   int maxvert;        /* vertices of the largest box, cylinder or hull (scratch size) */
   int *bounded;       /* collidable geoms with finite bounds */

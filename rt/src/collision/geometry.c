@@ -294,7 +294,7 @@ static void *put(carver *c, const void *src, size_t bytes) {
 
 typedef struct {
   khzColGeom *geom;
-  int *weld, *weld_parent, *bounded, *planes, *ndeg;
+  int *weld, *weld_parent, *bounded, *planes, *ndeg, *exclude_adr, *exclude_with;
   int nbounded, nplane;
   khzColHull *hull;
   int nhull;
@@ -308,6 +308,8 @@ static khzColModel *layout(const khzModel *m, const temps *t, carver *c) {
   khzColGeom *geom = put(c, t->geom, ng * sizeof(khzColGeom));
   int *weld = put(c, t->weld, nb * sizeof(int));
   int *weld_parent = put(c, t->weld_parent, nb * sizeof(int));
+  int *exclude_adr = put(c, t->exclude_adr, (nb + 1) * sizeof(int));
+  int *exclude_with = put(c, t->exclude_with, 2 * (size_t)m->nexclude * sizeof(int));
   int *bounded = put(c, t->bounded, (size_t)t->nbounded * sizeof(int));
   int *planes = put(c, t->planes, (size_t)t->nplane * sizeof(int));
   int *ndeg = put(c, t->ndeg, (size_t)m->nmesh * sizeof(int));
@@ -347,6 +349,7 @@ static khzColModel *layout(const khzModel *m, const temps *t, carver *c) {
   cm->ngeom = m->ngeom, cm->nbody = m->nbody;
   cm->nhull = t->nhull, cm->ntrimesh = t->ntm;
   cm->geom = geom, cm->weld = weld, cm->weld_parent = weld_parent;
+  cm->exclude_adr = exclude_adr, cm->exclude_with = exclude_with;
   cm->nbounded = t->nbounded, cm->nplane = t->nplane;
   cm->maxvert = 8;
   for (int g = 0; g < m->ngeom; g++) {
@@ -385,8 +388,10 @@ int khz_collisionCompile(khzModel *m, char *err, size_t errsz) {
   t.hull = calloc((size_t)ng + 1, sizeof(khzColHull));
   t.tm = calloc((size_t)ng + 1, sizeof(khzColTrimesh));
   cache = calloc((size_t)ng + 1, sizeof(cache_entry));
+  t.exclude_adr = calloc((size_t)nb + 1, sizeof(int));
+  t.exclude_with = calloc(2 * (size_t)m->nexclude + 1, sizeof(int));
   if (!t.geom || !t.weld || !t.weld_parent || !t.bounded || !t.planes || !t.ndeg || !t.hull ||
-      !t.tm || !cache) {
+      !t.tm || !cache || !t.exclude_adr || !t.exclude_with) {
     fail(err, errsz, "out of memory");
     goto done;
   }
@@ -402,6 +407,18 @@ int khz_collisionCompile(khzModel *m, char *err, size_t errsz) {
     int w = t.weld[b];
     t.weld_parent[b] = w > 0 && t.weld[m->body_parent[w]] > 0 ? t.weld[m->body_parent[w]] : -1;
   }
+
+  /* excluded body pairs as a run per body (counting sort by body): the
+   * filter scans one body's run, not the model's whole list */
+  for (int i = 0; i < 2 * m->nexclude; i++) t.exclude_adr[m->exclude_body[i] + 1]++;
+  for (int b = 0; b < nb; b++) t.exclude_adr[b + 1] += t.exclude_adr[b];
+  for (int i = 0; i < m->nexclude; i++) {
+    int e1 = m->exclude_body[2 * i], e2 = m->exclude_body[2 * i + 1];
+    t.exclude_with[t.exclude_adr[e1]++] = e2;
+    t.exclude_with[t.exclude_adr[e2]++] = e1;
+  }
+  for (int b = nb; b > 0; b--) t.exclude_adr[b] = t.exclude_adr[b - 1]; /* back to the starts */
+  t.exclude_adr[0] = 0;
 
   /* geoms: shape class, bounds, hulls and triangle meshes */
   for (int g = 0; g < ng; g++) {
@@ -526,6 +543,7 @@ done:
   for (int i = 0; i < t.nhull; i++) khz_hull_free(&t.hull[i]);
   for (int i = 0; i < t.ntm; i++) khz_trimesh_free(&t.tm[i]);
   free(t.geom), free(t.weld), free(t.weld_parent), free(t.bounded), free(t.planes), free(t.ndeg);
+  free(t.exclude_adr), free(t.exclude_with);
   free(t.hull), free(t.tm), free(cache);
   return rc;
 }

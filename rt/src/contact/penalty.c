@@ -29,6 +29,10 @@
 #include "dynamics.h"
 #include "spatial.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
+
 /* The penetration a pair already has when it is first found, or when an
  * impact's impulses have stopped its approach (up to a step's travel, an
  * initial overlap, a contact found late) is not a compressed spring: pushed
@@ -385,6 +389,62 @@ static void row_response(const khzModel *m, khzData *d, const khzContact *c, con
   }
 }
 
+/* the responses of the trees of c's bodies to unit impulses along the
+ * directions of rows mem[0..n) (n <= KHZ_RESPONSE_COLS, all c's), in one
+ * walk per body (khz_impulseResponseCols): column j of dvc (6
+ * KHZ_RESPONSE_COLS per body) receives what row_response leaves in dvel for
+ * row mem[j], bit for bit, over the bodies need marks. dvc must be zero
+ * there (rows_clear after reading them); uc and tmpc as dvc, scratch. */
+static void rows_response(const khzModel *m, khzData *d, const khzContact *c, const implicit_row *row,
+                          const int *mem, int n, double *uc, double *tmpc, double *dvc,
+                          const unsigned char *need) {
+  enum { W = 6 * KHZ_RESPONSE_COLS };
+  for (int s = 0; s < 2; s++) {
+    int b = c->body[s];
+    if (b <= 0 || khz_bodyStatic(m, b)) continue;
+    double f[W];
+    for (int j = 0; j < n; j++) {
+      const implicit_row *r = row + mem[j];
+      double J[3] = {s ? -r->dir[0] : r->dir[0], s ? -r->dir[1] : r->dir[1], s ? -r->dir[2] : r->dir[2]};
+      khz_spatialImpulse(m, d, b, r->x, J, f + 6 * j);
+    }
+    khz_impulseResponseCols(m, d, b, n, f, need, uc, tmpc);
+    int root = m->body_root[b];
+    for (int i = root; i < m->body_treeend[root]; i++)
+      if (m->body_root[i] == root && need[i])
+        for (int k = 0; k < 6 * n; k++) dvc[W * i + k] += tmpc[W * i + k];
+  }
+}
+
+/* zeroes dvc (rows_response) over the trees of c's moving bodies */
+static void rows_clear(const khzModel *m, const khzContact *c, double *dvc, const unsigned char *need) {
+  enum { W = 6 * KHZ_RESPONSE_COLS };
+  for (int s = 0; s < 2; s++) {
+    int b = c->body[s];
+    if (b <= 0 || khz_bodyStatic(m, b)) continue;
+    int root = m->body_root[b];
+    for (int i = root; i < m->body_treeend[root]; i++)
+      if (m->body_root[i] == root && need[i]) memset(dvc + W * i, 0, W * sizeof(double));
+  }
+}
+
+/* row_velocity of row r from column j of rows_response's dvc: the same
+ * operations as khz_pointVelocityChange on that column */
+static double row_velocity_col(const khzModel *m, const khzData *d, const khzContact *c,
+                               const implicit_row *r, const double *dvc, int j) {
+  double out = 0;
+  for (int s = 0; s < 2; s++) {
+    int b = c->body[s];
+    if (b <= 0) continue;
+    const double *w = dvc + 6 * KHZ_RESPONSE_COLS * b + 6 * j, *o = d->xpos + 3 * m->body_root[b];
+    double x[3] = {r->x[0] - o[0], r->x[1] - o[1], r->x[2] - o[2]}, v[3];
+    khzu_cross(v, w, x);
+    for (int a = 0; a < 3; a++) v[a] += w[3 + a];
+    out += (s ? -1 : 1) * khzu_dot3(v, r->dir);
+  }
+  return out;
+}
+
 /* row r's relative velocity along its direction, from the body velocities
  * vel (d->vtree, or velocity changes) */
 static double row_velocity(const khzModel *m, const khzData *d, const khzContact *c,
@@ -712,16 +772,16 @@ static void rate_product(double *z, double *y, const double *L, const double *Kt
   }
 }
 
-/* which 6 x 6 blocks of A (n = 6 nb, nb <= 32) hold a nonzero: bit R of
- * mask[Q] for block (R, Q), read from At = A^T (column block Q of A) */
+/* which 6 x 6 blocks of A (n = 6 nb, nb <= 32) hold a nonzero: bit Q of
+ * mask[R] for block (R, Q), read from At = A^T (column block Q of A) */
 static void block_mask(const double *At, int n, unsigned *mask) {
+  for (int R = 0; R < n / 6; R++) mask[R] = 0;
   for (int Q = 0; Q < n / 6; Q++) {
-    mask[Q] = 0;
     for (int R = 0; R < n / 6; R++) {
       int any = 0;
       for (int q = 6 * Q; q < 6 * Q + 6 && !any; q++)
         for (int a = 6 * R; a < 6 * R + 6; a++) any |= At[q * n + a] != 0;
-      if (any) mask[Q] |= 1u << R;
+      if (any) mask[R] |= 1u << Q;
     }
   }
 }
@@ -732,24 +792,51 @@ static void block_mask(const double *At, int n, unsigned *mask) {
  * +-0 to it changes nothing). The clusters of more than two bodies: L is
  * zero between different trees and K between bodies no pair joins, so most
  * blocks are zero (22 humanoids piled up: clusters of up to 16 bodies) */
+#if defined(__x86_64__) && defined(__GNUC__)
+/* matvec_blocks with a row block's first four sums in one AVX register and
+ * the last two in an SSE one: AVX without FMA, so each lane still rounds
+ * its product and then its sum, as the two-lane code does: the same bits */
+__attribute__((target("avx"))) static void matvec_blocks_avx(double *y, const double *At, const double *x, int n,
+                                                             const unsigned *mask) {
+  for (int R = 0; R < n / 6; R++) {
+    __m256d y0 = _mm256_setzero_pd();
+    __m128d y1 = _mm_setzero_pd();
+    for (unsigned bits = mask[R]; bits; bits &= bits - 1) {
+      int Q = __builtin_ctz(bits);
+      const double *xQ = x + 6 * Q, *c = At + 6 * Q * n + 6 * R;
+      for (int q = 0; q < 6; q++, c += n) {
+        y0 = _mm256_add_pd(y0, _mm256_mul_pd(_mm256_loadu_pd(c), _mm256_broadcast_sd(xQ + q)));
+        y1 = _mm_add_pd(y1, _mm_mul_pd(_mm_loadu_pd(c + 4), _mm_loaddup_pd(xQ + q)));
+      }
+    }
+    _mm256_storeu_pd(y + 6 * R, y0), _mm_storeu_pd(y + 6 * R + 4, y1);
+  }
+}
+#endif
+
 static void matvec_blocks(double *y, const double *At, const double *x, int n, const unsigned *mask) {
-  for (int a = 0; a < n; a++) y[a] = 0;
-  /* block by block (column block Q outer, its 6 columns in order inside):
-   * each y_a still sums over q in increasing order, so the bits are the
-   * column-at-a-time loop's; the block's 6 sums stay in registers */
-  for (int Q = 0; Q < n / 6; Q++) {
-    const double *xQ = x + 6 * Q, *colQ = At + 6 * Q * n;
-    for (unsigned bits = mask[Q]; bits; bits &= bits - 1) {
-      int R = __builtin_ctz(bits);
-      double *ya = y + 6 * R;
-      const double *c = colQ + 6 * R;
-      v2d y0 = {ya[0], ya[1]}, y1 = {ya[2], ya[3]}, y2 = {ya[4], ya[5]};
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx")) {
+    matvec_blocks_avx(y, At, x, n, mask);
+    return;
+  }
+#endif
+  /* row block R outer, its nonzero column blocks Q in increasing order
+   * inside and each block's 6 columns in order: each y_a still sums over q
+   * in increasing order from +0, so the bits are the column loop's; the
+   * row block's 6 sums stay in registers over the whole row */
+  for (int R = 0; R < n / 6; R++) {
+    v2d y0 = {0, 0}, y1 = {0, 0}, y2 = {0, 0};
+    for (unsigned bits = mask[R]; bits; bits &= bits - 1) {
+      int Q = __builtin_ctz(bits);
+      const double *xQ = x + 6 * Q, *c = At + 6 * Q * n + 6 * R;
       for (int q = 0; q < 6; q++, c += n) {
         v2d xq = dup2(xQ[q]);
         y0 += (v2d){c[0], c[1]} * xq, y1 += (v2d){c[2], c[3]} * xq, y2 += (v2d){c[4], c[5]} * xq;
       }
-      ya[0] = y0[0], ya[1] = y0[1], ya[2] = y1[0], ya[3] = y1[1], ya[4] = y2[0], ya[5] = y2[1];
     }
+    double *ya = y + 6 * R;
+    ya[0] = y0[0], ya[1] = y0[1], ya[2] = y1[0], ya[3] = y1[1], ya[4] = y2[0], ya[5] = y2[1];
   }
 }
 
@@ -1437,7 +1524,10 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
   double *v0s = khz_stackAlloc(d, (size_t)cap * sizeof(double));
   double *vfs = khz_stackAlloc(d, (size_t)cap * sizeof(double));
   unsigned char *need = khz_stackAlloc(d, (size_t)m->nbody); /* rows_need */
-  if (!(row && cl && mem && next && parent && head && rhs && lo && diag && P && tmpr && held && los && lof && v0s && vfs && need)) {
+  size_t wbody = 6 * KHZ_RESPONSE_COLS * (size_t)m->nbody * sizeof(double); /* rows_response */
+  double *uc = khz_stackAlloc(d, wbody), *tmpc = khz_stackAlloc(d, wbody), *dvc = khz_stackAlloc(d, wbody);
+  if (!(row && cl && mem && next && parent && head && rhs && lo && diag && P && tmpr && held && los && lof && v0s && vfs && need &&
+        uc && tmpc && dvc)) {
     khz_forwardPass(m, d, d->q, vfree);
     khz_stackFree(d, mark);
     return;
@@ -1536,14 +1626,31 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
       rows_need(m, d, row, mem, k, need, 0);
       continue;
     }
-    for (int b = 0; b < k; b++) {
-      const implicit_row *rb = row + mem[b];
-      row_response(m, d, d->contact + rb->contact, rb, dqd, dvel, tmp, need);
-      for (int a = 0; a < k; a++) {
-        const implicit_row *ra = row + mem[a];
-        A[a * k + b] = row_velocity(m, d, d->contact + ra->contact, ra, dvel);
+    /* dvc zero where rows_response adds and row_velocity_col reads: the
+     * bodies need marks (their marks turned to 2 as they are cleared) and
+     * the rows' static bodies */
+    for (int a = 0; a < k; a++) {
+      const khzContact *c = d->contact + row[mem[a]].contact;
+      for (int s = 0; s < 2; s++) {
+        int b = c->body[s];
+        if (b > 0 && !need[b]) memset(dvc + 6 * KHZ_RESPONSE_COLS * b, 0, 6 * KHZ_RESPONSE_COLS * sizeof(double));
+        for (int i = b; i > 0 && need[i] == 1; i = m->body_parent[i]) {
+          memset(dvc + 6 * KHZ_RESPONSE_COLS * i, 0, 6 * KHZ_RESPONSE_COLS * sizeof(double));
+          need[i] = 2;
+        }
       }
-      row_clear(m, d->contact + rb->contact, dvel, need);
+    }
+    /* a pair's consecutive rows (up to KHZ_RESPONSE_COLS) in one walk */
+    for (int b = 0, e; b < k; b = e) {
+      int pair = row[mem[b]].contact;
+      for (e = b + 1; e < k && e - b < KHZ_RESPONSE_COLS && row[mem[e]].contact == pair; e++) continue;
+      rows_response(m, d, d->contact + pair, row, mem + b, e - b, uc, tmpc, dvc, need);
+      for (int j = b; j < e; j++)
+        for (int a = 0; a < k; a++) {
+          const implicit_row *ra = row + mem[a];
+          A[a * k + j] = row_velocity_col(m, d, d->contact + ra->contact, ra, dvc, j - b);
+        }
+      rows_clear(m, d->contact + pair, dvc, need);
     }
     rows_need(m, d, row, mem, k, need, 0); /* A holds what the rows need */
     for (int a = 0; a < k; a++) {
@@ -1596,8 +1703,9 @@ size_t khz_penaltyImplicitStackBytes(const khzModel *m) {
                       ? kb * (5 * sizeof(double) + 2 * sizeof(int) + sizeof(size_t) + 2 * KHZ_IMPLICIT_DIRECT * sizeof(double)) +
                             12 * (size_t)m->nbody * sizeof(double) + direct + 14 * 64
                       : 0;
-  return (size_t)m->nbody * (2 * sizeof(int) + 1) + np * (sizeof(implicit_row) + 4 * sizeof(int) + 8 * sizeof(double)) +
-         (size_t)m->max_points * sizeof(implicit_row) + (direct > blocks ? direct : blocks) + 24 * 64;
+  return (size_t)m->nbody * (2 * sizeof(int) + 1 + 3 * 6 * KHZ_RESPONSE_COLS * sizeof(double)) +
+         np * (sizeof(implicit_row) + 4 * sizeof(int) + 8 * sizeof(double)) +
+         (size_t)m->max_points * sizeof(implicit_row) + (direct > blocks ? direct : blocks) + 27 * 64;
 }
 
 /* ------------------------------------------------- forces and friction -- */
