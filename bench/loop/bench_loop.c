@@ -487,11 +487,6 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_loop: %s\n", err);
     return 1;
   }
-  printf("khz loop benchmark: default scene, realtime, %g Hz, %d s, transport %s, controller %s\n", rate,
-         seconds, transport, commanding ? "PID (torques through the wire)" : "none (zero torque)");
-  printf("%s\n", khz_server_report(sr.srv));
-  int prio = strstr(khz_server_report(sr.srv), "SCHED_FIFO 80 granted") ? 80 : 0;
-  int ctl_fifo = prio ? fifo(70) : 0;
   /* --cpu: the controller (this thread and its client's libzmq threads, made
    * below) keeps off the loop's CPU, as the server's I/O side does */
   int ctl_off = 0;
@@ -502,6 +497,14 @@ int main(int argc, char **argv) {
       ctl_off = CPU_COUNT(&set) > 0 && sched_setaffinity(0, sizeof set, &set) == 0;
     }
   }
+  char pin[96] = "";
+  if (cpu >= 0)
+    snprintf(pin, sizeof pin, ", loop on CPU %d (I/O side%s off it)", cpu, ctl_off ? " and controller" : "");
+  printf("khz loop benchmark: default scene, realtime, %g Hz, %d s, transport %s, controller %s%s\n", rate,
+         seconds, transport, commanding ? "PID (torques through the wire)" : "none (zero torque)", pin);
+  printf("%s\n", khz_server_report(sr.srv));
+  int prio = strstr(khz_server_report(sr.srv), "SCHED_FIFO 80 granted") ? 80 : 0;
+  int ctl_fifo = prio ? fifo(70) : 0;
   printf("controller thread: %s%s\n", ctl_fifo ? "SCHED_FIFO 70" : "SCHED_OTHER",
          ctl_off ? ", kept off the loop's CPU" : cpu >= 0 ? ", may share the loop's CPU" : "");
   fflush(stdout);
