@@ -508,9 +508,9 @@ static int server_init(khzServer *s, char *err, size_t errsz) {
     snprintf(s->io_report, sizeof s->io_report, "SCHED_FIFO not requested");
   }
   /* ... and off the loop's CPU when the loop is pinned (cpu): the timer that
-   * wakes the loop comes later to a CPU busy with this side's system calls
-   * (docs/server.md, "Haptic rate: what the loop's CPU runs"); libzmq's
-   * threads take the set when the first socket starts them */
+   * wakes the loop comes tens of us later to a CPU that runs this side
+   * (measured at 10 kHz: docs/server.md, "Haptic rate: what the loop's CPU
+   * runs"); libzmq's threads take the set when the first socket starts them */
   io_keep_off(s, c->cpu);
   for (int k = 0; s->io_pinned && k < CPU_SETSIZE; k++)
     if (CPU_ISSET(k, &s->io_cpus)) zmq_ctx_set(s->ctx, ZMQ_THREAD_AFFINITY_CPU_ADD, k);

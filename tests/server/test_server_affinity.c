@@ -1,8 +1,8 @@
 /* test_server_affinity.c — with the loop pinned (setting cpu), the server's
  * I/O thread and libzmq's threads keep off the loop's CPU (issue 26, the
- * haptic rate: a CPU busy with the I/O side's system calls takes the loop's
- * timer interrupt tens of us later, docs/server.md "Haptic rate: what the
- * loop's CPU runs"); unpinned, nobody is pinned.
+ * haptic rate: a CPU that runs the I/O side takes the loop's timer
+ * interrupt tens of us later, docs/server.md "Haptic rate: what the loop's
+ * CPU runs"); unpinned, nobody is pinned.
  *
  * Each thread of this process is read from /proc/self/task and its affinity
  * asked with sched_getaffinity: the loop thread (khz-rt) must run on the
