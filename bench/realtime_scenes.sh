@@ -19,26 +19,32 @@
 # overruns and compute p99 within the period (within 50 us for the default
 # scene).
 #
-# Usage: bench/realtime_scenes.sh [--seconds S] [--sleep on|off] [--no-control] [--out FILE] [BUILDDIR]
+# Usage: bench/realtime_scenes.sh [--seconds S] [--sleep on|off] [--cpu N] [--no-control] [--out FILE] [BUILDDIR]
 #   --seconds S    per scene (default 60; 5 for a quick look)
 #   --sleep off    scene bodies never sleep (docs/sleeping.md); default: the scenes' own (on)
+#   --cpu N        the loop pinned to CPU N (the server's I/O side and bench_loop's
+#                  controller kept off it), cyclictest too (-a N); default: nothing pinned
 #   --no-control   no cyclictest runs (half the time)
 #   --out FILE     also write the table (markdown) to FILE
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds=60 out="" dir=build sleep="" control=1
+seconds=60 out="" dir=build sleep="" control=1 cpu=-1
 while [ $# -gt 0 ]; do
   case $1 in
     --seconds) seconds=$2; shift 2 ;;
     --sleep) sleep=$2; shift 2 ;;
     --no-control) control=0; shift ;;
+    --cpu) cpu=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "realtime_scenes.sh: unknown option '$1'" >&2; exit 2 ;;
     *) dir=$1; shift ;;
   esac
 done
 case "$sleep" in ""|on|off) ;; *) echo "realtime_scenes.sh: --sleep: expected on or off, got '$sleep'" >&2; exit 2 ;; esac
+case "$cpu" in -1|[0-9]|[0-9][0-9]) ;; *) echo "realtime_scenes.sh: --cpu: expected a CPU number, got '$cpu'" >&2; exit 2 ;; esac
+pin=() aff=()
+if [ "$cpu" -ge 0 ]; then pin=(--cpu "$cpu") aff=(-a "$cpu"); fi
 server=$dir/server/khz-server bench_loop=$dir/bench/loop/bench_loop
 [ -x "$server" ] || { echo "realtime_scenes.sh: $server not built" >&2; exit 2; }
 if [ "$control" = 1 ] && ! command -v cyclictest > /dev/null; then
@@ -65,7 +71,7 @@ fi
 
 # cyclictest for $seconds at interval $1 us: its histogram into $2
 control_run() {
-  cyclictest -q -m -p 80 -i "$1" -D "$seconds" -h 20000 > "$2" 2>&1 || true
+  cyclictest -q -m -p 80 -i "$1" -D "$seconds" -h 20000 "${aff[@]}" > "$2" 2>&1 || true
 }
 
 table="| scene | rate Hz | ticks | overruns (missed periods) | own / preempted / woke late | compute p50 us | p99 us | max us | lateness p99 us | cyclictest lateness p99 / max us | cyclictest wake-ups past period - compute p50 | held |
@@ -74,10 +80,10 @@ for s in "${scenes[@]}"; do
   name=${s%%|*} file=${s#*|}
   echo "realtime_scenes.sh: $name, ${seconds} s" >&2
   if [ "$file" = bench_loop ]; then
-    "$bench_loop" --seconds "$seconds" --no-cyclictest --transport ipc > "$tmp/out.txt" 2>&1 || true
+    "$bench_loop" --seconds "$seconds" --no-cyclictest --transport ipc "${pin[@]}" > "$tmp/out.txt" 2>&1 || true
     kind=bench_loop
   else
-    "$server" --scene "$file" --mode realtime --duration-s "$seconds" \
+    "$server" --scene "$file" --mode realtime --duration-s "$seconds" "${pin[@]}" \
       --state-endpoint "ipc://$tmp/state" --command-endpoint "ipc://$tmp/cmd" > "$tmp/out.txt" 2>&1 || true
     kind=server
   fi
@@ -151,7 +157,9 @@ EOF
   table+=$'\n'"$row"
 done
 load=$(cut -d' ' -f1-3 /proc/loadavg)
-result="khz-server realtime, ${seconds} s per scene, sleeping ${sleep:-as the scenes say (on)}; no controller but the last row; each run followed by cyclictest (same interval, SCHED_FIFO 80, ${seconds} s); load average after: $load
+where="nothing pinned"
+if [ "$cpu" -ge 0 ]; then where="the loop on CPU $cpu (the I/O side and the controller off it), cyclictest -a $cpu"; fi
+result="khz-server realtime, ${seconds} s per scene, sleeping ${sleep:-as the scenes say (on)}; no controller but the last row; each run followed by cyclictest (same interval, SCHED_FIFO 80, ${seconds} s); $where; load average after: $load
 $table"
 echo "$result"
 if [ -n "$out" ]; then echo "$result" > "$out"; fi

@@ -65,15 +65,21 @@ echo "bench.sh: bench_loop (${loop_seconds} s each for khz, cyclictest and raw Z
   echo "bench.sh: bench_loop failed: $(tail -1 "$raw/loop.err")" >&2
 # the haptic rate (issue 26): 10 kHz, the loop sleeping to each deadline, then
 # waking KHZ_BENCH_SPIN_US (60) early and spinning to it, then the same without
-# the tick's CPU-clock reads (cpu_clock false); cyclictest at 100 us
+# the tick's CPU-clock reads (cpu_clock false); cyclictest at 100 us. The loop
+# on the last CPU, the server's I/O side and the controller off it, cyclictest
+# on the same CPU (-a); KHZ_BENCH_HAPTIC_CPU=-1 pins nothing (docs/server.md,
+# "Haptic rate: what the loop's CPU runs")
 spin_us=${KHZ_BENCH_SPIN_US:-60}
-echo "bench.sh: bench_loop --rate 10000 (sleeping; then --spin-us $spin_us; then also --no-cpu-clock)" >&2
-"$dir/bench/loop/bench_loop" --seconds "$loop_seconds" --rate 10000 >"$raw/loop_haptic.txt" \
+haptic_cpu=${KHZ_BENCH_HAPTIC_CPU:-$(( $(nproc) - 1 ))}
+pin=()
+if [ "$haptic_cpu" -ge 0 ] && [ "$(nproc)" -ge 2 ]; then pin=(--cpu "$haptic_cpu"); fi
+echo "bench.sh: bench_loop --rate 10000 ${pin[*]} (sleeping; then --spin-us $spin_us; then also --no-cpu-clock)" >&2
+"$dir/bench/loop/bench_loop" --seconds "$loop_seconds" --rate 10000 "${pin[@]}" >"$raw/loop_haptic.txt" \
   2>"$raw/loop_haptic.err" || echo "bench.sh: bench_loop --rate 10000 failed: $(tail -1 "$raw/loop_haptic.err")" >&2
-"$dir/bench/loop/bench_loop" --seconds "$loop_seconds" --rate 10000 --spin-us "$spin_us" \
+"$dir/bench/loop/bench_loop" --seconds "$loop_seconds" --rate 10000 "${pin[@]}" --spin-us "$spin_us" \
   >"$raw/loop_haptic_spin.txt" 2>"$raw/loop_haptic_spin.err" ||
   echo "bench.sh: bench_loop --rate 10000 --spin-us failed: $(tail -1 "$raw/loop_haptic_spin.err")" >&2
-"$dir/bench/loop/bench_loop" --seconds "$loop_seconds" --rate 10000 --spin-us "$spin_us" --no-cpu-clock \
+"$dir/bench/loop/bench_loop" --seconds "$loop_seconds" --rate 10000 "${pin[@]}" --spin-us "$spin_us" --no-cpu-clock \
   >"$raw/loop_haptic_spin_nocpu.txt" 2>"$raw/loop_haptic_spin_nocpu.err" ||
   echo "bench.sh: bench_loop --rate 10000 --no-cpu-clock failed: $(tail -1 "$raw/loop_haptic_spin_nocpu.err")" >&2
 

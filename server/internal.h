@@ -10,6 +10,7 @@
 
 #include <ev.h>
 #include <math.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <zmq.h>
@@ -140,9 +141,13 @@ struct khzServer {
   uint64_t replies_dropped;       /* replies / errors a peer's queue could not take (or peer gone) */
   double last_drop_log;
 
-  /* the I/O thread's scheduling: SCHED_FIFO io_priority when permitted */
+  /* the I/O thread's scheduling: SCHED_FIFO io_priority when permitted, and
+   * kept off the loop's CPU when the loop is pinned (io_cpus: the process's
+   * CPUs less the loop's; io_pinned 0 when it is not done) */
   int io_fifo;
-  char io_report[160];
+  int io_pinned;
+  cpu_set_t io_cpus;
+  char io_report[256];
 
   /* CURVE */
   int curve;

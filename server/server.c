@@ -426,6 +426,31 @@ static int scene_edits(khzServer *s, char *err, size_t errsz) {
   return 0;
 }
 
+/* io_cpus: the CPUs this thread may run on less the loop's (cpu >= 0), when
+ * any are left; the I/O thread and libzmq's threads run there. Appends what
+ * was done to io_report. */
+static void io_keep_off(khzServer *s, int cpu) {
+  size_t n = strlen(s->io_report);
+  s->io_pinned = 0;
+  if (cpu < 0) return;
+  if (sched_getaffinity(0, sizeof s->io_cpus, &s->io_cpus) != 0) {
+    snprintf(s->io_report + n, sizeof s->io_report - n, "; not kept off CPU %d (%s)", cpu, strerror(errno));
+    return;
+  }
+  if (cpu < CPU_SETSIZE) CPU_CLR(cpu, &s->io_cpus);
+  if (CPU_COUNT(&s->io_cpus) == 0) {
+    snprintf(s->io_report + n, sizeof s->io_report - n, "; share CPU %d with the loop (no other CPU)", cpu);
+    return;
+  }
+  s->io_pinned = 1;
+  int len = snprintf(s->io_report + n, sizeof s->io_report - n, "; kept off the loop's CPU %d (on", cpu);
+  for (int k = 0; k < CPU_SETSIZE && len > 0 && (size_t)len < sizeof s->io_report - n; k++)
+    if (CPU_ISSET(k, &s->io_cpus))
+      len += snprintf(s->io_report + n + len, sizeof s->io_report - n - (size_t)len, " %d", k);
+  if (len > 0 && (size_t)len < sizeof s->io_report - n)
+    snprintf(s->io_report + n + len, sizeof s->io_report - n - (size_t)len, ")");
+}
+
 static int server_init(khzServer *s, char *err, size_t errsz) {
   char msg[1024];
   const khzServerConfig *c = &s->cfg;
@@ -482,6 +507,13 @@ static int server_init(khzServer *s, char *err, size_t errsz) {
   } else {
     snprintf(s->io_report, sizeof s->io_report, "SCHED_FIFO not requested");
   }
+  /* ... and off the loop's CPU when the loop is pinned (cpu): the timer that
+   * wakes the loop comes tens of us later to a CPU that runs this side
+   * (measured at 10 kHz: docs/server.md, "Haptic rate: what the loop's CPU
+   * runs"); libzmq's threads take the set when the first socket starts them */
+  io_keep_off(s, c->cpu);
+  for (int k = 0; s->io_pinned && k < CPU_SETSIZE; k++)
+    if (CPU_ISSET(k, &s->io_cpus)) zmq_ctx_set(s->ctx, ZMQ_THREAD_AFFINITY_CPU_ADD, k);
   if (s->curve) {
     s->zap = zmq_socket(s->ctx, ZMQ_REP);
     if (!s->zap || zmq_bind(s->zap, "inproc://zeromq.zap.01"))
@@ -637,6 +669,7 @@ int khz_server_run(khzServer *s) {
     struct sched_param sp = {.sched_priority = s->cfg.io_priority};
     pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
   }
+  if (s->io_pinned) pthread_setaffinity_np(pthread_self(), sizeof s->io_cpus, &s->io_cpus);
   khz_log(KHZ_LOG_INFO, "%s", khz_loop_report(s->loop));
   khz_log(KHZ_LOG_INFO, "I/O thread and libzmq threads: %s", s->io_report);
   khz_log(KHZ_LOG_INFO,

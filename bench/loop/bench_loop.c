@@ -30,9 +30,16 @@
  * ticks. --trace-csv FILE also writes every traced tick (one line each, the
  * fields of khzLoopTraceTick) for analysis elsewhere.
  *
+ * --cpu N pins the loop thread to CPU N (cyclictest then runs with -a N); the
+ * server keeps its I/O thread and libzmq's threads off that CPU, and so does
+ * the controller here (this thread and its libzmq threads) unless
+ * --controller-anywhere: a busy I/O side on the loop's CPU delays the
+ * loop's own timer interrupt (docs/server.md, "Haptic rate: what the loop's
+ * CPU runs").
+ *
  *   bench_loop [--seconds S] [--rate HZ] [--spin-us US] [--transport tcp|ipc] [--cpu N]
- *              [--no-cyclictest] [--no-cpu-clock] [--controller pid|none] [--trace N]
- *              [--trace-csv FILE]
+ *              [--controller-anywhere] [--no-cyclictest] [--no-cpu-clock]
+ *              [--controller pid|none] [--trace N] [--trace-csv FILE]
  */
 #include <math.h>
 #include <pthread.h>
@@ -413,7 +420,7 @@ static void write_trace(const khzLoopTrace *t, const char *path) {
 int main(int argc, char **argv) {
   int seconds = 60, cpu = -1, cyclic = 1;
   double rate = 1000;
-  int spin_us = 0, cpu_clock = 1;
+  int spin_us = 0, cpu_clock = 1, ctl_anywhere = 0;
   const char *transport = "tcp", *controller = "pid";
   int trace_top = -1; /* -1: no trace */
   const char *trace_csv = NULL;
@@ -425,13 +432,14 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--spin-us") && i + 1 < argc) spin_us = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--no-cyclictest")) cyclic = 0;
     else if (!strcmp(argv[i], "--no-cpu-clock")) cpu_clock = 0;
+    else if (!strcmp(argv[i], "--controller-anywhere")) ctl_anywhere = 1;
     else if (!strcmp(argv[i], "--controller") && i + 1 < argc) controller = argv[++i];
     else if (!strcmp(argv[i], "--trace") && i + 1 < argc) trace_top = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--trace-csv") && i + 1 < argc) trace_csv = argv[++i];
     else {
       fprintf(stderr, "usage: bench_loop [--seconds S] [--rate HZ] [--spin-us US] [--transport tcp|ipc] "
-                      "[--cpu N] [--no-cyclictest] [--no-cpu-clock] [--controller pid|none] [--trace N] "
-                      "[--trace-csv FILE]\n");
+                      "[--cpu N] [--controller-anywhere] [--no-cyclictest] [--no-cpu-clock] "
+                      "[--controller pid|none] [--trace N] [--trace-csv FILE]\n");
       return 2;
     }
   }
@@ -479,12 +487,26 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_loop: %s\n", err);
     return 1;
   }
-  printf("khz loop benchmark: default scene, realtime, %g Hz, %d s, transport %s, controller %s\n", rate,
-         seconds, transport, commanding ? "PID (torques through the wire)" : "none (zero torque)");
+  /* --cpu: the controller (this thread and its client's libzmq threads, made
+   * below) keeps off the loop's CPU, as the server's I/O side does */
+  int ctl_off = 0;
+  if (cpu >= 0 && !ctl_anywhere) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && cpu < CPU_SETSIZE) {
+      CPU_CLR(cpu, &set);
+      ctl_off = CPU_COUNT(&set) > 0 && sched_setaffinity(0, sizeof set, &set) == 0;
+    }
+  }
+  char pin[96] = "";
+  if (cpu >= 0)
+    snprintf(pin, sizeof pin, ", loop on CPU %d (I/O side%s off it)", cpu, ctl_off ? " and controller" : "");
+  printf("khz loop benchmark: default scene, realtime, %g Hz, %d s, transport %s, controller %s%s\n", rate,
+         seconds, transport, commanding ? "PID (torques through the wire)" : "none (zero torque)", pin);
   printf("%s\n", khz_server_report(sr.srv));
   int prio = strstr(khz_server_report(sr.srv), "SCHED_FIFO 80 granted") ? 80 : 0;
   int ctl_fifo = prio ? fifo(70) : 0;
-  printf("controller thread: %s\n", ctl_fifo ? "SCHED_FIFO 70" : "SCHED_OTHER");
+  printf("controller thread: %s%s\n", ctl_fifo ? "SCHED_FIFO 70" : "SCHED_OTHER",
+         ctl_off ? ", kept off the loop's CPU" : cpu >= 0 ? ", may share the loop's CPU" : "");
   fflush(stdout);
   pthread_t st;
   pthread_create(&st, NULL, serve, &sr);
