@@ -1060,12 +1060,6 @@ static khzLcpStatus solve(pegWork *W, int n) {
   static const double ladder[] = {0, 0, 1e-8, 1e-6, 1e-4}, friction_ladder[] = {0, 0, 1e-6};
   const double *eps = W->nf > 0 ? friction_ladder : ladder;
   int ntry = W->nf > 0 ? 3 : 5;
-  /* with friction, B^-1 is re-inverted only when it has drifted (lemke.h:
-   * those blocks are the large ones, and a failure is solved again without
-   * friction); without friction at every small pivot, as before: with the
-   * drift test the pour's frictionless solves ended inaccurate and fell
-   * back (h = 0.00857 step 516, 0.00557 step 800; ninth round in peg.md) */
-  W->lk.recheck = W->nf > 0 ? 1e-13 : 0;
   int ng = W->ng, nm = W->nm, nfk = W->nf * W->k;
   double *D = W->D;
   for (int i = 0; i < n; i++) {
@@ -1094,6 +1088,15 @@ static khzLcpStatus solve(pegWork *W, int n) {
      * 0.005, a residual of 3.4e-10; Siconos' lexicographic Lemke solves it) */
     double qmax = 0;
     for (int a = 0; a < k; a++) qmax = fmax(qmax, fabs(qb[a]));
+    /* a block with friction re-inverts B^-1 only when it has drifted
+     * (lemke.h: these blocks are the large ones, and a failure is solved
+     * again without friction); one without at every small pivot, as
+     * before: with the drift test on every block the pour's frictionless
+     * blocks ended inaccurate and fell back (seed 1, h = 0.00857 step 516,
+     * 0.00557 step 800; ninth round in peg.md) */
+    int fric = 0;
+    for (int a = 0; a < k; a++) fric |= var[a] >= nm;
+    W->lk.recheck = fric ? 1e-13 : 0;
     khzLcpStatus st = KHZ_LCP_RAY;
     for (int t = 0; t < ntry; t++) {
       if (t) {
