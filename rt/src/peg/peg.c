@@ -284,6 +284,7 @@ static int peg_carve(const khzModel *m, khzData *d, pegWork *W) {
   if (!ok || !lkmem || !lpmem) return 0;
   khz_lemkeInit(&W->lk, W->nmax, lkmem);
   W->lk.reduced = 1; /* B^-1 re-inverted from the basis' non-unit columns (lemke.h) */
+  W->lk.recheck = 1e-13; /* and only when it has drifted (lemke.h) */
   khz_lpDepthInit(&W->lpw, 2 * KHZ_PEG_MAXF, lpmem);
   return 1;
 }
@@ -1088,15 +1089,6 @@ static khzLcpStatus solve(pegWork *W, int n) {
      * 0.005, a residual of 3.4e-10; Siconos' lexicographic Lemke solves it) */
     double qmax = 0;
     for (int a = 0; a < k; a++) qmax = fmax(qmax, fabs(qb[a]));
-    /* a block with friction re-inverts B^-1 only when it has drifted
-     * (lemke.h: these blocks are the large ones, and a failure is solved
-     * again without friction); one without at every small pivot, as
-     * before: with the drift test on every block the pour's frictionless
-     * blocks ended inaccurate and fell back (seed 1, h = 0.00857 step 516,
-     * 0.00557 step 800; ninth round in peg.md) */
-    int fric = 0;
-    for (int a = 0; a < k; a++) fric |= var[a] >= nm;
-    W->lk.recheck = fric ? 1e-13 : 0;
     khzLcpStatus st = KHZ_LCP_RAY;
     for (int t = 0; t < ntry; t++) {
       if (t) {
@@ -1121,7 +1113,7 @@ static khzLcpStatus solve(pegWork *W, int n) {
     if (st != KHZ_LCP_SOLVED) worst = st;
     Mb += (size_t)k * k;
   }
-  W->lk.pivot_tol = 0, W->lk.tol = 0, W->lk.recheck = 0;
+  W->lk.pivot_tol = 0, W->lk.tol = 0;
   return worst;
 }
 
