@@ -35,6 +35,12 @@
 #ifndef KHZ_LEMKE_SMALL_PIVOT
 #define KHZ_LEMKE_SMALL_PIVOT 0
 #endif
+#ifndef KHZ_LEMKE_RECHECK_EVERY
+#define KHZ_LEMKE_RECHECK_EVERY 32 /* lk->recheck: B^-1's drift measured every this many pivots */
+#endif
+#ifndef KHZ_LEMKE_RECHECK_FLOOR
+#define KHZ_LEMKE_RECHECK_FLOOR 100 /* lk->recheck: drift tolerated relative to a fresh inverse's */
+#endif
 #ifndef KHZ_LEMKE_TIE_TOL
 #define KHZ_LEMKE_TIE_TOL 1e-8
 #endif
@@ -156,19 +162,26 @@ int khz_lcpSplit(int n, double *M, int *order, int *start, int *scratch, double 
 /* the entering column d = B^-1 a of variable v (w_j: e_j; z_j: -M_.j; z0: -e).
  * M's column j is first copied to contiguous scratch (lk->rhs, free during
  * the pivots): B^-1's rows and the column are then read in order (the
- * strided reads of M took half of a 192 x 192 solve); same sums, same order */
+ * strided reads of M took half of a 192 x 192 solve); same sums, same order.
+ * Only the column's non-zeros are visited (their indices in lk->perm, free
+ * during the pivots): a contact LCP's column couples the constraints of two
+ * bodies alone, and a skipped term is an exact 0, so the sums are the same */
 static void entering_column(khzLemke *lk, int n, const double *M, int v, double *d) {
   const double *B = lk->binv;
   double *a = lk->rhs;
+  int *nz = lk->perm, nnz = 0;
   if (v >= n && v < 2 * n)
-    for (int k = 0; k < n; k++) a[k] = M[(size_t)k * n + (v - n)];
+    for (int k = 0; k < n; k++) {
+      a[k] = M[(size_t)k * n + (v - n)];
+      if (a[k] != 0) nz[nnz++] = k;
+    }
   for (int i = 0; i < n; i++) {
     const double *Bi = B + (size_t)i * n;
     double s = 0;
     if (v < n) {
       s = Bi[v];
     } else if (v < 2 * n) {
-      for (int k = 0; k < n; k++) s -= Bi[k] * a[k];
+      for (int t = 0; t < nnz; t++) s -= Bi[nz[t]] * a[nz[t]];
     } else {
       for (int k = 0; k < n; k++) s -= Bi[k];
     }
@@ -208,16 +221,23 @@ static int lexico_min(const khzLemke *lk, int n, const double *d, int *ties, int
   return ties[0];
 }
 
-/* pivot on row r with entering column d: B^-1 and qbar updated in place */
+/* pivot on row r with entering column d: B^-1 and qbar updated in place.
+ * The rank-one update visits the pivot row's non-zeros alone (B^-1's rows
+ * of basic z's are zero outside the k rows no basic w covers; indices in
+ * lk->perm): the same values, a skipped term being an exact 0 */
 static void pivot(khzLemke *lk, int n, int r, const double *d, int entering) {
   double *Br = lk->binv + (size_t)r * n, inv = 1 / d[r];
-  for (int k = 0; k < n; k++) Br[k] *= inv;
+  int *nz = lk->perm, nnz = 0;
+  for (int k = 0; k < n; k++) {
+    Br[k] *= inv;
+    if (Br[k] != 0) nz[nnz++] = k;
+  }
   lk->qbar[r] *= inv;
   for (int i = 0; i < n; i++) {
     double f = d[i];
     if (i == r || f == 0) continue;
     double *Bi = lk->binv + (size_t)i * n;
-    for (int k = 0; k < n; k++) Bi[k] -= f * Br[k];
+    for (int t = 0; t < nnz; t++) Bi[nz[t]] -= f * Br[nz[t]];
     lk->qbar[i] -= f * lk->qbar[r];
     /* the basic values stay >= 0 (feasible bases); round-off below 0 is 0 */
     if (lk->qbar[i] < 0) lk->qbar[i] = 0;
@@ -454,6 +474,38 @@ static int reinvert(khzLemke *lk, int n, const double *M, const double *q) {
   return lk->reduced ? reinvert_reduced(lk, n, M, q) : reinvert_full(lk, n, M, q);
 }
 
+/* how far the updated B^-1 is from the basis' inverse, measured on one
+ * vector: max_i |(B^-1 (B x))_i - x_i| for x_i = 1 + (i mod 4) / 4 (B x
+ * from the basic columns, O(n k); B^-1 times it, O(n^2) like an entering
+ * column). Round-off that a small pivot amplifies shows here first: the
+ * test is whether a re-inversion (O(k^3)) is needed */
+static double binv_error(khzLemke *lk, int n, const double *M) {
+  if (n < 2) return INFINITY; /* lk->lu has room for 2 n from n = 2 */
+  double *x = lk->lu, *y = lk->lu + n;
+  memset(y, 0, (size_t)n * sizeof(double));
+  for (int i = 0; i < n; i++) {
+    int v = lk->basis[i];
+    x[i] = 1 + 0.25 * (i & 3);
+    if (v < n) y[v] += x[i];
+    else if (v < 2 * n)
+      for (int r = 0; r < n; r++) y[r] -= M[(size_t)r * n + (v - n)] * x[i];
+    else
+      for (int r = 0; r < n; r++) y[r] -= x[i];
+  }
+  int *nz = lk->perm, nnz = 0;
+  for (int r = 0; r < n; r++)
+    if (y[r] != 0) nz[nnz++] = r;
+  double err = 0;
+  for (int i = 0; i < n; i++) {
+    const double *Bi = lk->binv + (size_t)i * n;
+    double s = 0;
+    for (int t = 0; t < nnz; t++) s += Bi[nz[t]] * y[nz[t]];
+    double e = fabs(s - x[i]);
+    if (!(e <= err)) err = e; /* NaN propagates */
+  }
+  return err;
+}
+
 /* Lemke on (M, q), max |q| >= 1e-3 */
 static khzLcpStatus lemke_core(khzLemke *lk, int n, const double *M, const double *q, double *z,
                                double *w, int max_pivots) {
@@ -475,6 +527,8 @@ static khzLcpStatus lemke_core(khzLemke *lk, int n, const double *M, const doubl
   int entering = 2 * n, leaving = lk->basis[r];
   pivot(lk, n, r, d, entering);
   lk->pivots = 1;
+  double floor = 0; /* binv_error after the last re-inversion (lk->recheck) */
+  double least = INFINITY; /* lk->least_candidate */
 
   /* complementary pivots until z0 leaves */
   while (leaving != 2 * n) {
@@ -488,7 +542,11 @@ static khzLcpStatus lemke_core(khzLemke *lk, int n, const double *M, const doubl
     double tol = (lk->pivot_tol > 0 ? lk->pivot_tol : KHZ_LEMKE_PIVOT_TOL) * dmax;
     int ntie = 0;
     for (int i = 0; i < n; i++)
-      if (d[i] > tol) lk->ties[ntie++] = i;
+      if (d[i] > tol) {
+        lk->ties[ntie++] = i;
+        if (d[i] < least * dmax) least = d[i] / dmax;
+      }
+    lk->least_candidate = least;
     if (!ntie || !(dmax > 0)) {
       memset(z, 0, (size_t)n * sizeof(double));
       return KHZ_LCP_RAY;
@@ -497,7 +555,17 @@ static khzLcpStatus lemke_core(khzLemke *lk, int n, const double *M, const doubl
     leaving = lk->basis[r];
     pivot(lk, n, r, d, entering);
     lk->pivots++;
-    if (d[r] < (lk->reinvert > 0 ? lk->reinvert : KHZ_LEMKE_REINVERT) * dmax) reinvert(lk, n, M, q), lk->reinverts++;
+    int small = d[r] < (lk->reinvert > 0 ? lk->reinvert : KHZ_LEMKE_REINVERT) * dmax;
+    /* lk->recheck: a small pivot (and every KHZ_LEMKE_RECHECK_EVERY-th
+     * pivot) re-inverts only when B^-1 has drifted from the basis' inverse */
+    if (lk->recheck > 0 ? (small || lk->pivots % KHZ_LEMKE_RECHECK_EVERY == 0) &&
+                              !(binv_error(lk, n, M) <= fmax(lk->recheck, KHZ_LEMKE_RECHECK_FLOOR * floor))
+                        : small) {
+      reinvert(lk, n, M, q), lk->reinverts++;
+      /* the drift a re-inversion leaves (the basis' conditioning): no
+       * re-inversion does better, so the test is relative to it */
+      if (lk->recheck > 0) floor = binv_error(lk, n, M);
+    }
   }
 
   /* read the basic z's, then the same basis solved directly */
@@ -520,6 +588,7 @@ static khzLcpStatus lemke_core(khzLemke *lk, int n, const double *M, const doubl
  * *st set when there is nothing to pivot (n <= 0: solved; n > nmax: too big) */
 static int solve_begin(khzLemke *lk, int n, double *z, double *w, khzLcpStatus *st) {
   lk->pivots = 0;
+  lk->least_candidate = INFINITY;
   lk->reinverts = 0;
   lk->polished = 0;
   lk->residual = 0;

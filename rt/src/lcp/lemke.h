@@ -74,12 +74,25 @@ typedef struct khzLemke {
    * at about (k/n)^3 of the cost; 0, as khz_lemkeInit leaves it: from the
    * whole n x n basis (the LCP path's, kept bit for bit). PEG sets 1 */
   int reduced;
+  /* input: above 0, a small pivot (see reinvert) re-inverts only when the
+   * updated B^-1 has drifted: max_i |(B^-1 B x - x)_i| above recheck on a
+   * fixed x of entries 1 .. 1.75 (O(n^2), an entering column's cost,
+   * instead of the O(k^3) re-inversion); the drift is also measured every
+   * 32 pivots. 0, as khz_lemkeInit leaves it: every small pivot re-inverts
+   * (the LCP path's, kept bit for bit). PEG sets it */
+  double recheck;
   /* outputs of the last solve */
   int pivots;      /* pivots taken */
   int reinverts;   /* times B^-1 was recomputed from the basis after a small pivot */
   int polished;    /* 1 when the solution was recomputed from the final basis by LU */
   double residual; /* the final basis' residual (scaled q), before the tol test */
   int nbasis;      /* n when basis[] holds the last solve's final basis (khz_lemkeBasis), else 0 */
+  /* the least d_i / max |d| over the entries of the entering columns that
+   * were pivot candidates (above pivot_tol); INFINITY when no ratio test
+   * was made. A solve again of the same (M, q) with a larger pivot_tol p
+   * that stays below it sees the same candidates at every pivot, so takes
+   * the same pivots and ends as this one did (a ray or the budget alike) */
+  double least_candidate;
 } khzLemke;
 
 /* Bytes a workspace for problems of size up to nmax needs. */

@@ -284,6 +284,7 @@ static int peg_carve(const khzModel *m, khzData *d, pegWork *W) {
   if (!ok || !lkmem || !lpmem) return 0;
   khz_lemkeInit(&W->lk, W->nmax, lkmem);
   W->lk.reduced = 1; /* B^-1 re-inverted from the basis' non-unit columns (lemke.h) */
+  W->lk.recheck = 1e-13; /* and only when it has drifted (lemke.h) */
   khz_lpDepthInit(&W->lpw, 2 * KHZ_PEG_MAXF, lpmem);
   return 1;
 }
@@ -1096,6 +1097,10 @@ static khzLcpStatus solve(pegWork *W, int n) {
         for (int a = 0; a < k; a++)
           if (var[a] < ng || (var[a] >= nm && var[a] < nm + nfk)) Mb[(size_t)a * k + a] += de;
       }
+      /* the second try differs from the first by its pivot tolerance alone:
+       * when no candidate of the first was at or below 1e-6 of its column,
+       * it would take the same pivots to the same ray or budget */
+      if (t == 1 && (st == KHZ_LCP_RAY || st == KHZ_LCP_BUDGET) && W->lk.least_candidate > 1e-6) continue;
       W->lk.pivot_tol = t == 1 ? 1e-6 : 0;
       /* the candidates the larger pivot tolerance leaves out may end
        * slightly negative: that try is held to 1e-1 of the others' residual */
