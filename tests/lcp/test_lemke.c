@@ -387,6 +387,40 @@ int main(void) {
     printf("split: %d of 300 shuffled block-diagonal LCPs split into their blocks and solved block by block "
            "(largest z difference to the whole solve %.2e)\n", split_ok, split_diff);
   }
+  /* A separating contact whose least q is round-off (lcpv3): one point's
+   * normal row q_n = 7.55e-3 > 0 (the V3 pile's lone sphere with free26,
+   * step 190), its four friction rows D' v_free = +-1.1e-16 and 0 (a body
+   * at rest along them), the cone row 0. The normal row forces c_n = 0
+   * (w_n = a c_n + q_n > 0), the cone then beta = 0 (w = mu c_n - sum beta
+   * >= 0), and lambda >= 1.1e-16 makes the friction rows' w >= 0: z = 0 up
+   * to that lambda, residual 1.1e-16. The least q ties with the cone row's
+   * 0, which the lexicographic rule picked for z0: the path began at
+   * z0 = 0 and lambda's column ended it on a ray after one pivot (in all
+   * four of the stepper's attempts: the step fell back to penalty). */
+  {
+    double Mc[36] = {0}, qc[6] = {7.55e-3, 1.1013e-16, 6.7e-33, -1.1013e-16, -2.0e-32, 0}, zc[6], wc[6];
+    const double a = 1.1469e-2, dd = 4.0141e-2, mu = 0.6;
+    Mc[0] = a;
+    for (int i = 0; i < 4; i++) {
+      Mc[(1 + i) * 6 + 1 + i] = dd;
+      Mc[(1 + i) * 6 + 1 + (i + 2) % 4] = -dd; /* the opposite direction */
+      Mc[(1 + i) * 6 + 5] = 1;
+      Mc[5 * 6 + 1 + i] = -1;
+    }
+    Mc[5 * 6] = mu;
+    for (int set = 0; set < 2; set++) {
+      khz_lemkeInit(&lk, NMAX, mem);
+      if (set) lk.tie_abs = 1e-3; /* the contact stepper's tie (khz_lcpLemkeSettings) */
+      khzLcpStatus st = khz_lemke(&lk, 6, Mc, qc, zc, wc, 0);
+      double res = khz_lcpResidual(6, Mc, qc, zc);
+      ENSURE_MSG(st == KHZ_LCP_SOLVED && res <= 1e-15, "separating contact, round-off q (tie %s): %s, residual %.3g\n",
+                 set ? "1e-3" : "1", khz_lcpStatusName(st), res);
+      for (int i = 0; i < 5; i++)
+        ENSURE_MSG(zc[i] == 0, "separating contact: impulse %d = %.3g, 0 expected\n", i, zc[i]);
+      printf("separating contact with round-off q (tie %s): %s, %d pivots, residual %.2e\n", set ? "1e-3" : "1",
+             khz_lcpStatusName(st), lk.pivots, res);
+    }
+  }
   free(mem);
   return ensure_report();
 }

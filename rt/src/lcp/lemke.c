@@ -523,6 +523,23 @@ static khzLcpStatus lemke_core(khzLemke *lk, int n, const double *M, const doubl
   double *d = lk->col;
   for (int i = 0; i < n; i++) d[i] = 1, lk->ties[i] = i;
   int r = lexico_min(lk, n, d, lk->ties, n);
+  /* the least q_i ties with a row whose q_r >= 0 (a friction row's -1e-16
+   * beside a cone row's 0): z0 would enter at -q_r <= 0, so under the
+   * perturbation the tie stands for q >= 0, and z = 0 solves it. Entering
+   * anyway started the path at z0 = 0 with the negative q_i clamped, where
+   * a cone's lambda column with no positive entry ended it on a ray after
+   * one pivot (the V3 pile with free26: a lone sphere's 14-row LCP, then
+   * every retry, fell back to the penalty method). Taken when z = 0 meets
+   * the tolerance (its residual is -q_i) */
+  if (q[r] >= 0) {
+    memset(z, 0, (size_t)n * sizeof(double));
+    lk->residual = khz_lcpResidual(n, M, q, z);
+    if (lk->residual <= (lk->tol > 0 ? lk->tol : 1e-10)) {
+      memcpy(w, q, (size_t)n * sizeof(double));
+      lk->pivots = 0;
+      return KHZ_LCP_SOLVED;
+    }
+  }
   for (int i = 0; i < n; i++) d[i] = -1;
   int entering = 2 * n, leaving = lk->basis[r];
   pivot(lk, n, r, d, entering);
