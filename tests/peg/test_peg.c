@@ -413,6 +413,47 @@ static void test_pushout_passes(void) {
   khz_deleteModel(&m);
 }
 
+/* Lemke lets z0 leave when its row ties the ratio test (lemke.h z0_ties,
+ * set by PEG): two boxes and a convex mesh dropped on each other and on the
+ * floor (test_peg_alloc's drop, h = 2 ms, 240 steps) make degenerate
+ * frictional LCPs (faces resting on faces). With the lexicographic rule
+ * alone 32 of the 240 steps had a block whose frictional LCP failed every
+ * try and was solved without friction (cf5fd16): 35 of the 42 failed
+ * first tries ended on a secondary ray with z0 basic at round-off (1e-19 ..
+ * 6e-16), i.e. at a basis that already solves the LCP; an independent
+ * Lemke in numpy with the same rule also ends on those rays, and with z0
+ * leaving at ties solves 39 of 42 (residual at most 3e-12). Now 1 step. */
+static void test_z0_ties(void) {
+  static const char drop[] =
+      "khz_scene: 1\nrate_hz: 500\nground: {height: 0}\ncontact: {method: peg, mu: 0.5}\nsleep: false\nobjects:\n"
+      "  - {name: a, shape: box, size: [0.1, 0.08, 0.05], mass: 2, pos: [0, 0, 0.1], rpy: [0.1, 0.2, 0.3]}\n"
+      "  - {name: b, shape: box, size: [0.05, 0.05, 0.05], mass: 1, pos: [0.03, 0.02, 0.3], rpy: [0.5, 0.1, 0.9]}\n"
+      "  - {name: c, shape: mesh, file: scenes/peg/meshes/poly0.obj, mass: 0.5,"
+      " inertia: [0.0005, 0.0005, 0.0005, 0, 0, 0], pos: [-0.05, 0.0, 0.5], rpy: [0.3, 0.7, 0.2]}\n";
+  khzModel *m = scene_model(drop);
+  ENSURE(m != NULL);
+  if (!m) return;
+  khzData *d = khz_makeData(m, 0);
+  int frictionless = 0, contacts = 0;
+  double overlap = 0;
+  for (int s = 0; s < 240; s++) {
+    khz_step(m, d);
+    const khzPegStats *st = khz_pegLastStats();
+    frictionless += st->frictionless;
+    contacts += st->cones > 0;
+    overlap = fmax(overlap, max_overlap(m, d));
+  }
+  printf("three bodies dropped (h = 2 ms, 240 steps): %d steps with friction cones, %d solved without friction in "
+         "a block, largest overlap %.3g m^3, %d fallbacks\n",
+         contacts, frictionless, overlap, (int)d->warning[KHZ_WARN_LCP]);
+  ENSURE(contacts > 150);
+  ENSURE_MSG(frictionless <= 2, "%d steps solved without friction", frictionless);
+  ENSURE(d->warning[KHZ_WARN_LCP] == 0);
+  ENSURE(overlap <= 1e-12);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+}
+
 #define POUR_STEPS 4
 /* the state x moved by k units in its last place */
 static double ulps(double x, int k) {
@@ -547,6 +588,7 @@ int main(void) {
   test_edge_gather();
   test_crossing_local();
   test_pour_states();
+  test_z0_ties();
   test_pushout_passes();
   test_corner_over_edge();
   test_lp_gap(0);

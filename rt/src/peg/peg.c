@@ -284,6 +284,10 @@ static int peg_carve(const khzModel *m, khzData *d, pegWork *W) {
   if (!ok || !lkmem || !lpmem) return 0;
   khz_lemkeInit(&W->lk, W->nmax, lkmem);
   W->lk.reduced = 1; /* B^-1 re-inverted from the basis' non-unit columns (lemke.h) */
+  /* z0 leaves when it ties the ratio test: the frictional LCPs of faces
+   * resting on faces are degenerate, and with the lexicographic rule alone
+   * most of those that failed ended on a ray with z0 at round-off */
+  W->lk.z0_ties = 1;
   khz_lpDepthInit(&W->lpw, 2 * KHZ_PEG_MAXF, lpmem);
   return 1;
 }
