@@ -434,22 +434,88 @@ static void test_z0_ties(void) {
   ENSURE(m != NULL);
   if (!m) return;
   khzData *d = khz_makeData(m, 0);
-  int frictionless = 0, contacts = 0;
+  int frictionless = 0, contacts = 0, regained = 0;
   double overlap = 0;
   for (int s = 0; s < 240; s++) {
     khz_step(m, d);
     const khzPegStats *st = khz_pegLastStats();
     frictionless += st->frictionless;
     contacts += st->cones > 0;
+    /* a cone dropped by a failed block stays dropped for the step: every
+     * LCP is assembled from rows made for its groups and cones */
+    regained += st->stale;
     overlap = fmax(overlap, max_overlap(m, d));
   }
   printf("three bodies dropped (h = 2 ms, 240 steps): %d steps with friction cones, %d solved without friction in "
-         "a block, largest overlap %.3g m^3, %d fallbacks\n",
-         contacts, frictionless, overlap, (int)d->warning[KHZ_WARN_LCP]);
+         "a block, %d LCPs assembled from stale rows, largest overlap %.3g m^3, %d fallbacks\n",
+         contacts, frictionless, regained, overlap, (int)d->warning[KHZ_WARN_LCP]);
+  ENSURE_MSG(regained == 0, "%d LCPs assembled from stale rows", regained);
   ENSURE(contacts > 150);
-  ENSURE_MSG(frictionless <= 2, "%d steps solved without friction", frictionless);
+  ENSURE_MSG(frictionless <= 4, "%d steps solved without friction", frictionless);
   ENSURE(d->warning[KHZ_WARN_LCP] == 0);
   ENSURE(overlap <= 1e-12);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+}
+
+/* A pass after one that dropped a failed block's cones: the check at q+
+ * gives them back (add_missed) and the rows are made again for the new
+ * cone count. At cf5fd16 they were made again only when a constraint was
+ * added, so such a pass assembled its LCP from Kc and Kp with the old
+ * stride. Seed 5 of the paper's pour (h = 0.025, 5 s), step 175, unhalved:
+ * with the stale rows 1 LCP assembled so (stats.stale) and 1.0e-15 m^3;
+ * with the cones kept dropped instead (tried) 2.1e-5 m left and 6.5e-12 m^3 */
+static void test_stale_rows(void) {
+  FILE *f = fopen("tests/peg/pour_seed5/step175.txt", "r");
+  ENSURE(f != NULL);
+  if (!f) return;
+  static char line[16384];
+  static double q[256], qd[256];
+  double h = 0;
+  int nq = 0, nv = 0, off;
+  if (fgets(line, sizeof line, f) && sscanf(line, "h %lf step %*d q%n", &h, &off) == 1)
+    for (char *p = line + off, *e; nq < 256; p = e, nq++)
+      if (q[nq] = strtod(p, &e), e == p) break;
+  if (fgets(line, sizeof line, f) && sscanf(line, "h %*f step %*d qd%n", &off) >= 0)
+    for (char *p = line + off, *e; nv < 256; p = e, nv++)
+      if (qd[nv] = strtod(p, &e), e == p) break;
+  fclose(f);
+  char err[512];
+  khzScene sc;
+  khzModel *m = NULL;
+  if (!khz_loadScene(&sc, "tests/peg/pour_seed5/pour_paper.yaml", err, sizeof err)) {
+    khz_spec_setTimestep(sc.spec, h);
+    m = khz_compile(sc.spec, err, sizeof err);
+    khz_deleteScene(&sc);
+  }
+  ENSURE_MSG(m != NULL && nq == m->nq && nv == m->nv, "seed 5 step 175: %s", m ? "state size" : err);
+  if (!m || nq != m->nq || nv != m->nv) {
+    if (m) khz_deleteModel(&m);
+    return;
+  }
+  khzData *d = khz_makeData(m, 0);
+  memcpy(d->q, q, sizeof(double) * (size_t)nq);
+  memcpy(d->qd, qd, sizeof(double) * (size_t)nv);
+  khz_pegSetSplits(0);
+  khz_step(m, d);
+  khz_pegSetSplits(2);
+  const khzPegStats *st = khz_pegLastStats();
+  static khzPegPoly P[16];
+  int np = 0;
+  for (int g = 0; g < m->ngeom && np < 16; g++)
+    if (khz_pegPoly(m, d, g, P + np) == 1) np++;
+  double v = 0;
+  for (int i = 0; i < np; i++)
+    for (int j = i + 1; j < np; j++)
+      if (!(khz_bodyStatic(m, P[i].body) && khz_bodyStatic(m, P[j].body))) v += khz_pegOverlap(P + i, P + j);
+  printf("pour seed 5, h 0.025, step 175 unhalved: %d passes, cones dropped %d, LCPs from stale rows %d, deepest "
+         "left %.3g m, overlap %.3g m^3, %d fallbacks\n",
+         st->passes, st->dropped, st->stale, st->worst, v, (int)d->warning[KHZ_WARN_LCP]);
+  ENSURE(st->dropped > 0); /* the case: a block's cones dropped in a pass */
+  ENSURE_MSG(st->stale == 0, "%d LCPs assembled from stale rows", st->stale);
+  ENSURE(d->warning[KHZ_WARN_LCP] == 0);
+  ENSURE_MSG(st->worst <= 1e-10, "%g m left", st->worst);
+  ENSURE_MSG(v <= 1e-12, "overlap %g m^3", v);
   khz_deleteData(&d);
   khz_deleteModel(&m);
 }
@@ -589,6 +655,7 @@ int main(void) {
   test_crossing_local();
   test_pour_states();
   test_z0_ties();
+  test_stale_rows();
   test_pushout_passes();
   test_corner_over_edge();
   test_lp_gap(0);
