@@ -37,7 +37,7 @@
  * (--only: that model's columns alone; the others print as "-")
  * (--lp-one-point: the LP-depth model with the LP's witness point alone,
  * without its nearly active units)
- * (--dump-step N: prints the state q and qd at the start of step N of every
+ * (--dump-step N1,N2,..: prints the state q and qd at the start of steps N1, N2, .. of every
  * run to stderr, 17 digits: the start of a one-step regression test)
  * The fastest spin is the largest |omega| times the bounding radius of a
  * floating body after any step.
@@ -76,7 +76,8 @@ static int trace;
 static int lcp_gap = -1;         /* --lcp-gaps: the scene's contact.lcp_gap set to this */
 static FILE *per_step;           /* --per-step */
 static double release_dt; /* --release */
-static long dump_step = -1; /* --dump-step */
+static long dump_step[64]; /* --dump-step N1,N2,.. */
+static int ndump;
 
 /* --release: before the step at time t, every floating body whose turn
  * (k release_dt) has not come is parked at rest beside its scene pose; at
@@ -125,7 +126,9 @@ static int run(const char *path, double h, double seconds, int method, int model
   long released = 0;
   for (long s = 0; s < steps; s++) {
     if (release_dt > 0) hold_unreleased(m, d, s * h, h, &released);
-    if (s == dump_step) {
+    int dump = 0;
+    for (int k = 0; k < ndump; k++) dump |= s == dump_step[k];
+    if (dump) {
       fprintf(stderr, "h %.17g step %ld q", h, s);
       for (int i = 0; i < m->nq; i++) fprintf(stderr, " %.17g", d->q[i]);
       fprintf(stderr, "\nh %.17g step %ld qd", h, s);
@@ -245,7 +248,7 @@ int main(int argc, char **argv) {
     } else if (!strcmp(argv[i], "--release") && i + 1 < argc) {
       release_dt = atof(argv[++i]);
     } else if (!strcmp(argv[i], "--dump-step") && i + 1 < argc) {
-      dump_step = atol(argv[++i]);
+      for (char *t = strtok(argv[++i], ","); t && ndump < 64; t = strtok(NULL, ",")) dump_step[ndump++] = atol(t);
     } else if (!strcmp(argv[i], "--lp-one-point")) {
       khz_pegSetLpUnits(0);
     } else if (!strcmp(argv[i], "--lcp-gaps")) {

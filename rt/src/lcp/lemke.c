@@ -221,6 +221,20 @@ static int lexico_min(const khzLemke *lk, int n, const double *d, int *ties, int
   return ties[0];
 }
 
+/* z0's row when it is among the ntie candidate rows at the least ratio
+ * (lexico_min's first tolerance), else -1 (lk->z0_ties) */
+static int z0_tied(const khzLemke *lk, int n, const double *d, const int *ties, int ntie) {
+  double best = INFINITY;
+  int rz = -1;
+  for (int t = 0; t < ntie; t++) {
+    best = fmin(best, lk->qbar[ties[t]] / d[ties[t]]);
+    if (lk->basis[ties[t]] == 2 * n) rz = ties[t];
+  }
+  if (rz < 0) return -1;
+  double tol = KHZ_LEMKE_TIE_TOL * ((lk->tie_abs > 0 ? lk->tie_abs : 1) + fabs(best));
+  return lk->qbar[rz] / d[rz] <= best + tol ? rz : -1;
+}
+
 /* pivot on row r with entering column d: B^-1 and qbar updated in place.
  * The rank-one update visits the pivot row's non-zeros alone (B^-1's rows
  * of basic z's are zero outside the k rows no basic w covers; indices in
@@ -568,7 +582,8 @@ static khzLcpStatus lemke_core(khzLemke *lk, int n, const double *M, const doubl
       memset(z, 0, (size_t)n * sizeof(double));
       return KHZ_LCP_RAY;
     }
-    r = lexico_min(lk, n, d, lk->ties, ntie);
+    r = lk->z0_ties ? z0_tied(lk, n, d, lk->ties, ntie) : -1;
+    if (r < 0) r = lexico_min(lk, n, d, lk->ties, ntie);
     leaving = lk->basis[r];
     pivot(lk, n, r, d, entering);
     lk->pivots++;

@@ -81,6 +81,17 @@ typedef struct khzLemke {
    * 32 pivots. 0, as khz_lemkeInit leaves it: every small pivot re-inverts
    * (the LCP path's, kept bit for bit). PEG sets it */
   double recheck;
+  /* input: 1 lets z0 leave whenever its row is among the least ratios of
+   * the ratio test (within the ties' tolerance), before the lexicographic
+   * rule: the basis reached is then complementary and feasible for q, a
+   * solution (Cottle, Pang & Stone, sec. 4.4: z0 is chosen when it is a
+   * blocking variable). Without it a degenerate LCP can keep z0 basic at 0
+   * (the lexicographic rule picks another tied row) and then end on a
+   * secondary ray with z0 at round-off: 35 of the 42 frictional PEG LCPs
+   * that failed in test_peg_alloc's drop (docs/peg.md). 0, as
+   * khz_lemkeInit leaves it: the lexicographic rule alone (the LCP path's,
+   * kept bit for bit). PEG sets 1 */
+  int z0_ties;
   /* outputs of the last solve */
   int pivots;      /* pivots taken */
   int reinverts;   /* times B^-1 was recomputed from the basis after a small pivot */

@@ -142,6 +142,7 @@ typedef struct pegWork {
   khzLemke lk;
   khzLpDepthWork lpw; /* the LP depth (KHZ_PEG_MODEL_LPDEPTH) */
   double *lpface;     /* both polytopes' faces for it, 4 doubles each */
+  int rows_nf, rows_ng; /* the cones and groups rows() made the rows of */
   double cur_mu; /* the pair being gathered */
   const khzModel *m;
   const khzData *d; /* the kinematics at (q, v) while gathering */
@@ -285,6 +286,10 @@ static int peg_carve(const khzModel *m, khzData *d, pegWork *W) {
   khz_lemkeInit(&W->lk, W->nmax, lkmem);
   W->lk.reduced = 1; /* B^-1 re-inverted from the basis' non-unit columns (lemke.h) */
   W->lk.recheck = 1e-13; /* and only when it has drifted (lemke.h) */
+  /* z0 leaves when it ties the ratio test: the frictional LCPs of faces
+   * resting on faces are degenerate, and with the lexicographic rule alone
+   * most of those that failed ended on a ray with z0 at round-off */
+  W->lk.z0_ties = 1;
   khz_lpDepthInit(&W->lpw, 2 * KHZ_PEG_MAXF, lpmem);
   return 1;
 }
@@ -888,6 +893,7 @@ static void direction(const double n[3], int j, int k, double dir[3]) {
  * their products */
 static void rows(const khzModel *m, khzData *d, pegWork *W) {
   int na = W->mb.na, nc = W->nc, ng = W->ng, k = W->k, npush = ng + W->nf * k;
+  W->rows_nf = W->nf, W->rows_ng = ng;
   for (int i = 0; i < nc; i++) {
     const pegContact *c = W->c + i;
     double *r = W->Gc + (size_t)i * na;
@@ -990,6 +996,8 @@ static double exact_gap(pegWork *W, const khzPegPoly *P, const pegContact *c) {
  * rows w in the same order (eqs. 48-49 with friction) */
 static int assemble(pegWork *W, double h) {
   int ng = W->ng, nm = W->nm, nf = W->nf, k = W->k, npush = ng + nf * k;
+  /* the rows' layout (Kc's stride) must be this LCP's */
+  peg_stats.stale += nf != W->rows_nf || ng != W->rows_ng;
   int ns = nm - ng, n = nm + nf * (k + 1), beta0 = nm, lam0 = nm + nf * k;
   double *A = W->A, *b = W->b;
   memset(A, 0, (size_t)n * n * sizeof(double));
@@ -1405,7 +1413,9 @@ static int add_missed(const khzModel *m, pegWork *W, double h, int may_add, doub
       }
     }
   if (!may_add) return 0;
-  /* friction at the new groups' primaries, while the cones last */
+  /* friction at the new groups' primaries, while the cones last, and back
+   * at those whose cone a failed block dropped in this pass (the next pass
+   * tries them again; peg_solve makes the rows again) */
   for (int gi = 0; gi < W->ng; gi++) {
     pegGroup *g = W->g + gi;
     if (g->fric >= 0 || g->kind == G_X || g->mu <= 0 || W->nf >= W->maxf) continue;
@@ -1598,6 +1608,14 @@ static int peg_solve(const khzModel *m, khzData *d, double h) {
             peg_stats.stop = 4;
             break;
           }
+          if (added == 0 && (W->nf != W->rows_nf || W->ng != W->rows_ng)) {
+            /* the check gave dropped cones back (add_missed) and added no
+             * constraint: the rows again for the new cone count. Without
+             * this, assemble read Kc and Kp with the stride of the old
+             * count, an LCP of garbage whose impulse diagonals came out
+             * negative (-2.14 in test_peg_alloc's drop, cf5fd16) */
+            rows(m, d, W);
+          }
           if (added > 0) {
             peg_stats.added += added;
             peg_stats.contacts = W->nc, peg_stats.groups = W->ng, peg_stats.members = W->nm;
@@ -1657,7 +1675,7 @@ static khzPegStats stats_join(const khzPegStats *a, const khzPegStats *b) {
   PEG_MAXOF(frictionless) PEG_MAXOF(full) PEG_MAXOF(speed) PEG_MAXOF(spin) PEG_MAXOF(worst)
   PEG_MAXOF(blocks) PEG_MAXOF(nblock)
 #undef PEG_MAXOF
-  s.dropped = a->dropped + b->dropped, s.pivots = a->pivots + b->pivots, s.reinverts = a->reinverts + b->reinverts;
+  s.dropped = a->dropped + b->dropped, s.stale = a->stale + b->stale, s.pivots = a->pivots + b->pivots, s.reinverts = a->reinverts + b->reinverts;
   s.narrowed = a->narrowed + b->narrowed, s.added = a->added + b->added, s.passes = a->passes + b->passes;
   s.turn = fmin(a->turn, b->turn);
   s.splits = a->splits + b->splits + 1;
@@ -1699,6 +1717,7 @@ static int peg_split(const khzModel *m, khzData *d, double h, int depth, khzPegS
     *out = stats_join(&a, &b);
     out->split_stop = w.stop;
     out->pivots += w.pivots, out->reinverts += w.reinverts; /* the whole step's solves too */
+    out->stale += w.stale;
     khz_stackFree(d, mark);
     return 0;
   }

@@ -94,6 +94,9 @@ typedef struct khzPegStats {
   int nblock;       /* the largest block of any solve (unknowns) */
   int dropped;      /* friction cones dropped from the blocks whose
                        frictional LCP failed (their cones only) */
+  int stale;        /* LCPs assembled from rows made for another count of
+                       groups or cones (0: a cone given back without the
+                       rows made again was the bug of cf5fd16) */
   long pivots, reinverts; /* Lemke's pivots and re-inversions of B^-1
                        over the step's solves (of the halves taken) */
 } khzPegStats;
