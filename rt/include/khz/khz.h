@@ -542,6 +542,8 @@ typedef struct khzContact {
   double kv_implicit;   /* (an automatic pair's gains beyond the explicit integrator's limit) */
   double force_implicit[3]; /* tangential force of the implicit part on body[0] (world, N),
                                constant over the step, spread over the bottom points */
+  double implicit_at[3]; /* where the implicit part's tangential rows were taken (world): the
+                            centroid of the bottom points at the step's start */
   double mu;            /* Coulomb coefficient used for this pair */
 } khzContact;
 

@@ -1038,6 +1038,7 @@ static int pair_rows(const khzModel *m, khzData *d, int i, implicit_row *row) {
     khzu_addScl3(x, x, row[j].x, 1.0 / n);
   }
   if (!n) return 0;
+  memcpy(c->implicit_at, x, sizeof x);
   double t[2][3];
   khzu_orthogonal(t[0], c->normal);
   khzu_cross(t[1], c->normal, t[0]);
@@ -2078,6 +2079,23 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
      * 4.6, non-finite within 20 ms). Its implicit force, as a vertex's,
      * acts where the row's Delassus column was taken. */
     int rim = auto_pair && m->geom_type[c->geom[pts[k].round]] == KHZ_GEOM_CYLINDER;
+    /* The implicit tangential force acts where the solve took its rows
+     * (c->implicit_at, their centroid at the step's start), not spread over
+     * the points: there its moment about a light body's centre differed
+     * from the solve's by the share-weighted mean of the points less their
+     * centroid, and a 12.6 g cylinder under 65 kg (bench/untuned_random.py
+     * seed 2, 13), whose implicit normal and tangential moments were 74 and
+     * -88 N m, took the 14 N m left over unseen (I = 1.9e-6 kg m^2: 7e3 rad/s
+     * in a step). Under the multi-point method; the share still counts in
+     * each point's cone and its reported force. */
+    double tk[3] = {ti[0], ti[1], ti[2]};
+    int apart = apply && d->contact_method != KHZ_CONTACT_DEEPEST && (ti[0] != 0 || ti[1] != 0 || ti[2] != 0);
+    if (apart) {
+      double tm[3] = {-ti[0], -ti[1], -ti[2]};
+      add_force(m, d, b0, c->implicit_at, ti);
+      add_force(m, d, b1, c->implicit_at, tm);
+      tk[0] = tk[1] = tk[2] = 0;
+    }
     if (apply && fi != 0 && (pts[k].round < 0 || rim)) {
       /* The implicit force of a vertex or an edge crossing (its normal
        * force and its share of the pair's tangential one) acts where the
@@ -2095,7 +2113,7 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
        * point, and V2's 10 g block under off-centre loads then left the
        * ground for 219 unforced steps (bench/untuned.py; 0 before). */
       double Fe[3], Fm[3], Fi[3];
-      for (int q = 0; q < 3; q++) Fe[q] = fn * n[q] + Ft[q], Fi[q] = fi * n[q] + ti[q];
+      for (int q = 0; q < 3; q++) Fe[q] = fn * n[q] + Ft[q], Fi[q] = fi * n[q] + tk[q];
       for (int q = 0; q < 3; q++) Fm[q] = -Fe[q];
       add_force(m, d, b0, q0, Fe);
       add_force(m, d, b1, q1, Fm);
@@ -2103,8 +2121,11 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
       add_force(m, d, b0, pts[k].pos, Fi);
       add_force(m, d, b1, pts[k].pos, Fm);
     } else if (apply) {
-      double Fm[3] = {-F[0], -F[1], -F[2]};
-      add_force(m, d, b0, q0, F);
+      /* the force less the tangential share applied apart */
+      double Fa[3] = {(fn + fi) * n[0] + Ft[0], (fn + fi) * n[1] + Ft[1], (fn + fi) * n[2] + Ft[2]};
+      const double *Fp = apart ? Fa : F;
+      double Fm[3] = {-Fp[0], -Fp[1], -Fp[2]};
+      add_force(m, d, b0, q0, Fp);
       add_force(m, d, b1, q1, Fm);
     }
   }
