@@ -104,8 +104,8 @@
  *   t. light bodies pressed through curved surfaces (bench/untuned_random.py
  *      seed 1, scene 4, and seed 2, scene 13), released touching: a 23.5 g
  *      box between spheres of 44 and 96 kg (0.2 s, before the top sphere
- *      rolls off) and a 12.6 g cylinder lying under a 65 kg box (0.2 s,
- *      before the box tips over it): the total energy never rises above its
+ *      rolls off) and a 12.6 g cylinder lying under a 65 kg box (0.285 s,
+ *      while the box tips over it): the total energy never rises above its
  *      start by more than the springs can store (1e-4 J + sum m g 0.5 mm)
  *      and no state is rolled back. The flat side's force acted at its
  *      material point, which turns with the light body over the stages: a
@@ -113,7 +113,20 @@
  *      it went non-finite at 15 ms; and the rim points' implicit force slid
  *      along the rim as the cylinder rocked, which grew the rocking 7-75
  *      times a step (non-finite at 20 ms; 78 J gained with the first fix
- *      alone). penalty.c, pair_forces. */
+ *      alone). penalty.c, pair_forces. The cylinder's pairs then spun it to
+ *      4.4e3 rad/s in one step at 0.27 s (21 J gained on cf5fd16): the
+ *      implicit tangential force, spread over the points, turned it with a
+ *      moment 14 N m off the one the solve had taken at the rows' centroid;
+ *      it acts there now (khzContact.implicit_at);
+ *   u. light capsules pinched by sliding pairs (bench/untuned_random.py
+ *      seed 2, scenes 4 and 8), released touching: a 19 g capsule standing
+ *      under a 46 kg capsule and a 37 kg prism, and a 10.7 g one under an
+ *      80 kg capsule, 0.8 s (the heavy capsule rolls off, falls onto the
+ *      light one and slides over it): no energy gained beyond the springs'
+ *      store, no state rolled back. Each pair's friction impulse scaled onto
+ *      its own disc left the light body the difference of the two (1.5 kN
+ *      on 19 g); on cf5fd16 they gained 94 J and 101 J. penalty.c,
+ *      solve_joint: the cluster's discs solved together. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
