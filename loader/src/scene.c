@@ -459,7 +459,7 @@ static int khz_scene_contact(khzSceneReader *r, const yaml_node_t *n, khzContact
                                      "gamma",       "mu",         "restitution", "impact_velocity",
                                      "reimpact_velocity", "max_pairs",   "max_points", "rolling_friction",
                                      "torsional_friction", "friction_directions", "lcp_restitution",
-                                     "lcp_split_impacts", "lcp_gap", NULL};
+                                     "lcp_split_impacts", "lcp_gap", "joint_friction", NULL};
   yaml_node_t *v;
   if (khz_check_keys(r, n, "contact", keys)) return -1;
   if ((v = khz_find(r, n, "method"))) {
@@ -527,6 +527,8 @@ static int khz_scene_contact(khzSceneReader *r, const yaml_node_t *n, khzContact
   /* the LCP method's steps split at impacts (off: the paper's steps) */
   if ((v = khz_find(r, n, "lcp_split_impacts")) &&
       khz_get_bool(r, v, "contact.lcp_split_impacts", &c->lcp_split_impacts))
+    return -1;
+  if ((v = khz_find(r, n, "joint_friction")) && khz_get_bool(r, v, "contact.joint_friction", &c->joint_friction))
     return -1;
   /* the LCP method's gap function of pairs of polytopes */
   if ((v = khz_find(r, n, "lcp_gap"))) {

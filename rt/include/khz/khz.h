@@ -194,6 +194,12 @@ typedef struct khzContactOptions {
                                KHZ_LCP_SKIN deep; KHZ_LCP_GAP_LPDEPTH, Anitescu & Hart's LP
                                penetration depth and its nearly active units, resting at a
                                gap of 0 (docs/lcp.md) */
+  int joint_friction;       /* multi-point method, automatic gains: 1 = a sliding pair that shares
+                               a free body with another pair solves its cluster's implicit
+                               rows with every friction disc at once, and the implicit
+                               tangential force acts where its rows were taken (docs/contact.md,
+                               session 13); 0 (default) = each pair's friction scaled onto its
+                               own disc, as before. Not ready: it moves other random scenes */
 } khzContactOptions;
 
 /* khzContactOptions.lcp_gap */
