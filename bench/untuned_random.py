@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/untuned_random.py [BUILDDIR] [--n N] [--seed S] [--seconds T] [--only I,J] [--keep DIR]:
+"""bench/untuned_random.py [BUILDDIR] [--n N] [--seed S] [--seconds T] [--only I,J] [--keep DIR] [--joint]:
 untuned scenes a user might build, drawn at random (issue 18): no gains in the
 scene (khz's automatic gains), RK4 at 1 kHz, the penalty method. Shapes of the
 scene loader's kinds (box, sphere, cylinder, capsule, and a convex mesh: a
@@ -26,6 +26,9 @@ and a FLAG line when one fails:
   deep   a contact point deeper than 1 mm in the last 0.2 s while the scene
          is at rest (kinetic energy under 1e-3 J per kg at the end);
   slow   (printed, not a flag) microseconds per step.
+--joint sets contact.joint_friction (off by default: the implicit friction
+of a cluster whose sliding pairs share a free body solved with all its
+discs at once; docs/contact.md, session 13).
 --squeeze runs instead the fixed squeezes of docs/contact.md (*Where the
 impulse acts*): a 10 g body (cylinder, box, sphere, capsule lying; half
 size 4 cm) released 1 cm above the ground under two 5 cm bodies of M =
@@ -42,6 +45,7 @@ def opt(name, default):
     return type(default)(args[args.index(name) + 1]) if name in args else default
 N, SEED, T = opt('--n', 200), opt('--seed', 1), opt('--seconds', 2.0)
 ONLY = [int(x) for x in opt('--only', '').split(',') if x]
+JOINT = '--joint' in args  # contact.joint_friction on (docs/contact.md, session 13)
 build = next((a for i, a in enumerate(args) if not a.startswith('--') and (i == 0 or not args[i - 1].startswith('--'))), 'build')
 sim = os.path.join(build, 'tools', 'khz-sim')
 tmp = opt('--keep', '') or tempfile.mkdtemp(prefix='khz_untuned_random_')
@@ -188,7 +192,9 @@ def yaml_obj(i, b):
 def judge(idx, kind, bodies):
     path = os.path.join(tmp, f'random_{SEED}_{idx:04d}.yaml')
     with open(path, 'w') as f:
-        f.write(f'khz_scene: 1\nname: random_{idx}\nrate_hz: 1000\nintegrator: rk4\nground: {{height: 0}}\nobjects:\n')
+        f.write(f'khz_scene: 1\nname: random_{idx}\nrate_hz: 1000\nintegrator: rk4\nground: {{height: 0}}\n')
+        if JOINT: f.write('contact: {joint_friction: true}\n')
+        f.write('objects:\n')
         f.write('\n'.join(yaml_obj(i, b) for i, b in enumerate(bodies)) + '\n')
     out, con = path + '.csv', path + '.contacts.csv'
     steps = int(round(T * 1000))

@@ -459,7 +459,7 @@ static int khz_scene_contact(khzSceneReader *r, const yaml_node_t *n, khzContact
                                      "gamma",       "mu",         "restitution", "impact_velocity",
                                      "reimpact_velocity", "max_pairs",   "max_points", "rolling_friction",
                                      "torsional_friction", "friction_directions", "lcp_restitution",
-                                     "lcp_split_impacts", "lcp_gap", "deepest_stage", NULL};
+                                     "lcp_split_impacts", "lcp_gap", "deepest_stage", "joint_friction", NULL};
   yaml_node_t *v;
   if (khz_check_keys(r, n, "contact", keys)) return -1;
   if ((v = khz_find(r, n, "method"))) {
@@ -531,6 +531,9 @@ static int khz_scene_contact(khzSceneReader *r, const yaml_node_t *n, khzContact
   /* the deepest-point method's stage choice (off: the collision pass's point) */
   if ((v = khz_find(r, n, "deepest_stage")) &&
       khz_get_bool(r, v, "contact.deepest_stage", &c->deepest_stage))
+    return -1;
+  /* the multi-point method's joint friction discs (off: each pair's own disc) */
+  if ((v = khz_find(r, n, "joint_friction")) && khz_get_bool(r, v, "contact.joint_friction", &c->joint_friction))
     return -1;
   /* the LCP method's gap function of pairs of polytopes */
   if ((v = khz_find(r, n, "lcp_gap"))) {

@@ -199,6 +199,12 @@ typedef struct khzContactOptions {
                                integral term taken at its steady state, ki / (1 - gamma) on the
                                depth (docs/contact.md); 0 (default) = the point of the step's
                                collision pass and eq. 2's integral */
+  int joint_friction;       /* multi-point method, automatic gains: 1 = a sliding pair that shares
+                               a free body with another pair solves its cluster's implicit
+                               rows with every friction disc at once, and the implicit
+                               tangential force acts where its rows were taken (docs/contact.md,
+                               session 13); 0 (default) = each pair's friction scaled onto its
+                               own disc, as before. Not ready: it moves other random scenes */
 } khzContactOptions;
 
 /* khzContactOptions.lcp_gap */
@@ -547,6 +553,8 @@ typedef struct khzContact {
   double kv_implicit;   /* (an automatic pair's gains beyond the explicit integrator's limit) */
   double force_implicit[3]; /* tangential force of the implicit part on body[0] (world, N),
                                constant over the step, spread over the bottom points */
+  double implicit_at[3]; /* where the implicit part's tangential rows were taken (world): the
+                            centroid of the bottom points at the step's start */
   double mu;            /* Coulomb coefficient used for this pair */
 } khzContact;
 
