@@ -36,6 +36,18 @@
 
 #include "harness.h"
 
+/* the lateness comparison is the release server's claim: under ASan the
+ * I/O side handles each request several times slower, and on two CPUs the
+ * loop's CPU runs it more often, which delays the loop's timer (docs/server.md,
+ * "Haptic rate: what the loop's CPU runs"): a fresh-clone run at c22418e
+ * found the flood worse in 60 of 64 window pairs, and reruns gave 48-64,
+ * against 31-47 in release. khz's own overruns are compared in both */
+#if defined(__SANITIZE_ADDRESS__)
+static const int sanitized = 1;
+#else
+static const int sanitized = 0;
+#endif
+
 #define NWIN 16      /* windows: even control, odd flood */
 #define WINDOW_MS 200 /* each: 200 periods at 1 kHz */
 #define ROUND 48
@@ -377,10 +389,13 @@ int main(void) {
     printf("note: the machine is too loaded for the timing comparison (the control windows made "
            "%d ticks in %d periods): skipped\n", npool[0] - (int)ovr[0][3], NWIN / 2 * WINDOW_MS);
   } else {
-    if (fifo)
+    if (fifo && !sanitized)
       ENSURE_MSG(u_lat <= 2 * WORSE_MAX, "flood windows' lateness p99 beyond the control's: worse "
                  "in %.1f of %d window pairs (pooled p99 %.1f us, control %.1f us)", u_lat / 2.0,
                  NWIN * NWIN / 4, f99 / 1e3, c99 / 1e3);
+    else if (fifo)
+      printf("note: a sanitized build: its I/O side takes several times the CPU per request, "
+             "so the flood's lateness is not the release server's; not compared\n");
     else
       printf("note: SCHED_FIFO not granted: the loop competes with the flooders for the CPU, "
              "lateness not compared\n");
