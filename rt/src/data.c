@@ -37,7 +37,6 @@ static void layout_data(const khzModel *m, khzData *d, carver *c) {
   d->acc = D(6 * nb);
   d->fext = D(6 * nb);
   d->S = D(36 * nb);
-  d->vJ = D(6 * nb);
   d->kin_q = D((size_t)m->nq);
   d->kin_qd = D(nv);
 #undef D

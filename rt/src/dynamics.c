@@ -786,6 +786,32 @@ void khz_pointVelocity(const khzModel *m, const khzData *d, int b, const double 
  * (deeper paths: each body is tested by walking up from b) */
 #define KHZ_PATH_MARK 64
 
+/* b's path to the root, root first (a parent's index is below its
+ * child's), in the end of path[]; NULL when deeper than KHZ_PATH_MARK */
+static inline const int *impulse_path(const khzModel *m, int b, int path[KHZ_PATH_MARK], int *depth) {
+  int n = 0;
+  for (int i = b; i > 0; i = m->body_parent[i], n++)
+    if (n < KHZ_PATH_MARK) path[KHZ_PATH_MARK - 1 - n] = i;
+  *depth = n;
+  return n <= KHZ_PATH_MARK ? path + KHZ_PATH_MARK - n : NULL;
+}
+
+/* Whether body i (met in the back-out's tree order) is on b's path to the
+ * root, where the impulse's u is non-zero: read from the path in on[]
+ * (root first, *next the next one to meet) or, for deeper paths, by
+ * walking up from b; bodies not in need (when given) are not tested. */
+static inline int impulse_on_path(const khzModel *m, int b, int i, const int *on, int depth, int *next,
+                                  const unsigned char *need) {
+  if (on) {
+    if (*next < depth && on[*next] == i) return ++*next, 1;
+    return 0;
+  }
+  if (need && !need[i]) return 0;
+  for (int j = b; j > 0; j = m->body_parent[j])
+    if (j == i) return 1;
+  return 0;
+}
+
 void khz_impulseResponse(const khzModel *m, khzData *d, int b, const double f[6], double *dqd,
                          double *dvel) {
   khz_impulseResponseNeed(m, d, b, f, dqd, dvel, NULL);
@@ -798,12 +824,9 @@ void khz_impulseResponseNeed(const khzModel *m, khzData *d, int b, const double 
   int root = m->body_root[b];
   double *pA = d->pA, *u = d->u;
 
-  /* b's path to the root, root first (a parent's index is below its
-   * child's); the bias forces of the path only are read below */
-  int path[KHZ_PATH_MARK], depth = 0;
-  for (int i = b; i > 0; i = m->body_parent[i], depth++)
-    if (depth < KHZ_PATH_MARK) path[KHZ_PATH_MARK - 1 - depth] = i;
-  const int *on = depth <= KHZ_PATH_MARK ? path + KHZ_PATH_MARK - depth : NULL;
+  /* b's path to the root; the bias forces of the path only are read below */
+  int path[KHZ_PATH_MARK], depth;
+  const int *on = impulse_path(m, b, path, &depth);
 
   /* clear the path's bias forces, then put the impulse on b: pA = -f */
   for (int i = b; i > 0; i = m->body_parent[i]) memset(pA + 6 * i, 0, 6 * sizeof(double));
@@ -837,12 +860,7 @@ void khz_impulseResponseNeed(const khzModel *m, khzData *d, int b, const double 
     int nv = m->jnt_nv[i], dof = m->jnt_dofadr[i], p = m->body_parent[i];
     double *dv = dvel + 6 * i;
     /* off the impulse's path pA is zero, so u is zero there */
-    int on_path = 0;
-    if (on) {
-      if (next < depth && on[next] == i) on_path = 1, next++;
-    } else if (!need || need[i]) {
-      for (int j = b; j > 0 && !on_path; j = m->body_parent[j]) on_path = j == i;
-    }
+    int on_path = impulse_on_path(m, b, i, on, depth, &next, need);
     if (need && !need[i]) continue;
     if (p > 0) memcpy(dv, dvel + 6 * p, 6 * sizeof(double));
     else memset(dv, 0, 6 * sizeof(double));
@@ -871,10 +889,8 @@ static inline __attribute__((always_inline)) void response_units(const khzModel 
                                                                   double *dv6) {
   if (b <= 0) return;
   int root = m->body_root[b];
-  int path[KHZ_PATH_MARK], depth = 0;
-  for (int i = b; i > 0; i = m->body_parent[i], depth++)
-    if (depth < KHZ_PATH_MARK) path[KHZ_PATH_MARK - 1 - depth] = i;
-  const int *on = depth <= KHZ_PATH_MARK ? path + KHZ_PATH_MARK - depth : NULL;
+  int path[KHZ_PATH_MARK], depth;
+  const int *on = impulse_path(m, b, path, &depth);
 
   /* pA[k][j]: body i's bias force under e_j; on b it is -e_j (-1 and -0) */
   double pA[6][6];
@@ -915,12 +931,7 @@ static inline __attribute__((always_inline)) void response_units(const khzModel 
     if (m->body_root[i] != root) continue;
     int nv = m->jnt_nv[i], p = m->body_parent[i];
     double *dv = dv6 + 36 * i;
-    int on_path = 0;
-    if (on) {
-      if (next < depth && on[next] == i) on_path = 1, next++;
-    } else if (!need || need[i]) {
-      for (int j = b; j > 0 && !on_path; j = m->body_parent[j]) on_path = j == i;
-    }
+    int on_path = impulse_on_path(m, b, i, on, depth, &next, need);
     if (need && !need[i]) continue;
     if (p > 0) memcpy(dv, dv6 + 36 * p, 36 * sizeof(double));
     else memset(dv, 0, 36 * sizeof(double));
@@ -978,10 +989,8 @@ void khz_impulseResponseCols(const khzModel *m, khzData *d, int b, int ncol, con
   if (b <= 0 || ncol <= 0) return;
   enum { W = 6 * KHZ_RESPONSE_COLS };
   int root = m->body_root[b];
-  int path[KHZ_PATH_MARK], depth = 0;
-  for (int i = b; i > 0; i = m->body_parent[i], depth++)
-    if (depth < KHZ_PATH_MARK) path[KHZ_PATH_MARK - 1 - depth] = i;
-  const int *on = depth <= KHZ_PATH_MARK ? path + KHZ_PATH_MARK - depth : NULL;
+  int path[KHZ_PATH_MARK], depth;
+  const int *on = impulse_path(m, b, path, &depth);
 
   /* pA[j]: column j's bias force on the body the walk is at; on b it is -f_j */
   double pA[KHZ_RESPONSE_COLS][6];
@@ -1016,12 +1025,7 @@ void khz_impulseResponseCols(const khzModel *m, khzData *d, int b, int ncol, con
   for (int i = root; i < m->body_treeend[root]; i++) {
     if (m->body_root[i] != root) continue;
     int nv = m->jnt_nv[i], p = m->body_parent[i];
-    int on_path = 0;
-    if (on) {
-      if (next < depth && on[next] == i) on_path = 1, next++;
-    } else if (!need || need[i]) {
-      for (int j = b; j > 0 && !on_path; j = m->body_parent[j]) on_path = j == i;
-    }
+    int on_path = impulse_on_path(m, b, i, on, depth, &next, need);
     if (need && !need[i]) continue;
     const double *S = d->S + 36 * i, *U = d->U + 36 * i, *Dinv = d->Dinv + 36 * i;
     for (int j = 0; j < ncol; j++) {

@@ -630,7 +630,6 @@ typedef struct khzData {
   double *acc;            /* 6 per body */
   double *fext;           /* 6 per body, body coordinates */
   double *S;              /* 36 per body: motion subspace at the tree origin, world axes */
-  double *vJ;             /* 6 per body; unused (the forward pass keeps vJ in a local) */
   double *kin_q;          /* private (dynamics.c): nq, the q of the last forward pass */
   double *kin_qd;         /* private: nv, its qd */
   int kin_valid;          /* private: 2 when the forward pass's fields hold (kin_q, kin_qd)

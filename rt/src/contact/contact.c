@@ -60,7 +60,7 @@ void khz_contactBegin(const khzModel *m, khzData *d) {
    * moved: the impulses changed only qd) */
   int trees = scratch && khz_penaltyTreeLimits(m, d);
   if (trees && !inertias) articulated_inertias(m, d, tau, qdd);
-  khz_penaltyLimits(m, d, trees ? dqd : NULL, dvel);
+  khz_penaltyLimits(m, d, trees ? dqd : NULL);
   khz_stackFree(d, mark);
 }
 

@@ -1055,8 +1055,7 @@ static void tree_limits(const khzModel *m, khzData *d, double *sk, double *sv) {
   khz_stackFree(d, mark);
 }
 
-void khz_penaltyLimits(const khzModel *m, khzData *d, double *dqd, double *dvel) {
-  (void)dvel; /* tree_limits' responses take their own scratch (tree_rates) */
+void khz_penaltyLimits(const khzModel *m, khzData *d, double *dqd) {
   for (int i = 0; i < d->ncontact; i++) {
     khzContact *c = d->contact + i;
     c->kp_implicit = c->kv_implicit = 0;

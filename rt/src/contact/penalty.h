@@ -45,10 +45,10 @@ int khz_penaltyTreeLimits(const khzModel *m, const khzData *d);
  * automatic gains, stiffness) so that no free body it presses, and no robot
  * pressed by a pair with automatic gains, leaves RK4's stability region;
  * with automatic gains what is cut becomes the pair's implicit part
- * (c->kp_implicit, c->kv_implicit). With dqd (nv) and dvel (6 nbody) as
- * scratch the articulated inertias of khz_abaCore must be valid at the
- * current q; dqd NULL leaves robots' pairs alone. */
-void khz_penaltyLimits(const khzModel *m, khzData *d, double *dqd, double *dvel);
+ * (c->kp_implicit, c->kv_implicit). With dqd non-NULL the articulated
+ * inertias of khz_abaCore must be valid at the current q (robots' pairs are
+ * limited too); dqd NULL leaves robots' pairs alone. */
+void khz_penaltyLimits(const khzModel *m, khzData *d, double *dqd);
 
 /* The largest eigenvalue of L K (n = 6 nb, both n x n row-major, symmetric
  * positive semi-definite) by the power iteration of the tree limits; K is
