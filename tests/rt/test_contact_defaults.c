@@ -41,10 +41,10 @@
  *   k. the deepest-point method's box sliding at 1.03-2.80 m/s stops after
  *      v0^2 / (2 mu g) within 0.1 % with mu 0.3 and within 0.5 % with mu
  *      0.6, and slides back at most 0.1 mm in the 0.8 s after it stops;
- *   v. the same box with mu 0.6 at five speeds (1.46-3.0 m/s) among the ten
- *      of bench/stop_sweep that stopped farthest beyond v0^2 / (2 mu g) at
- *      8054160 (1.0075-1.0083) stops within 0.5 % of it, and turns about the normal at most 0.8
- *      rad/s while it slides (0.95-2.0 rad/s there);
+ *   v. the same box with mu 0.6 at five speeds (1.46-3.0 m/s) among the
+ *      ten of bench/stop_sweep that stopped farthest beyond v0^2 / (2 mu g)
+ *      at 8054160 (1.0075-1.0083) stops within 0.5 % of it, and turns
+ *      about the normal at most 0.8 rad/s while it slides (0.95-2.0 there);
  *   l. a capsule lying on its side and a cylinder standing on its cap, half
  *      sizes 5 mm to 0.5 m (radius and half length alike), 1 kg, released
  *      touching the ground, rest after 2 s with penetration at most 0.5 mm
@@ -319,8 +319,10 @@ static void case_e(void) {
 
 /* k. the deepest-point method (one point, a box's corner) sliding at 1.5, 2
  * and 2.5 m/s stops after v0^2 / (2 mu g) within 0.1 % with mu 0.3 and
- * within 0.5 % with mu 0.6 (the issue's bound; case v): the implicit friction impulse opposes
- * the slip (penalty.c, disc_dissipation), and so does a landing impulse
+ * within 0.5 % with mu 0.6 (the issue's bound; case v): the implicit
+ * friction impulse opposes the slip (penalty.c, disc_dissipation, with
+ * the normal impulse solved again until it agrees, solve_rows_with), and
+ * so does a landing impulse
  * (impulse.c, solve_cluster: scaled onto the disc, the landings of a box
  * hopping on its corners braked at 0.93-0.96 of mu, and it stopped at
  * 1.0011-1.0020 (mu 0.3) and up to 1.0145 (mu 0.6)). 0.8 s after it stops
@@ -1084,8 +1086,8 @@ static void case_u(void) {
 
 /* v. the deepest-point method's box with mu 0.6 at five speeds among the
  * ten that stopped farthest beyond v0^2 / (2 mu g) in bench/stop_sweep at
- * 8054160 (1.0075-1.0083) stops within 0.5 % of it. There the implicit part's
- * normal impulse at the box's corner was solved against the tangential
+ * 8054160 (1.0075-1.0083) stops within 0.5 % of it. There the implicit
+ * part's normal impulse at the box's corner was solved against the tangential
  * rows' impulse of the pass before, not the disc's (penalty.c,
  * solve_rows_with): at a front corner the friction turns the box onto the
  * corner, so the normal impulse came out too large, kicked the corner off
