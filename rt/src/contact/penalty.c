@@ -1386,8 +1386,8 @@ static int solve_joint(const khzData *d, const implicit_row *row, const int *mem
  * corner's slip, braked it at 0.993 of mu N along the slide: it stopped at
  * 1.006 of v0^2 / (2 mu g) (docs/contact.md, friction). The passes are a
  * fixed point with rate about mu |A_nt| / A_nn (0.2 at a box's corner with
- * mu 0.6); where they do not settle the last pass's disc impulse, inside
- * the disc of the last normal impulse, is kept. */
+ * mu 0.6); where they do not settle, or stop contracting, the last
+ * pass's disc impulse, inside the disc of the last normal impulse, is kept. */
 #define KHZ_DISC_PASSES 40
 #define KHZ_DISC_TOL 1e-9
 static inline __attribute__((always_inline)) int solve_rows_with(const khzModel *m, const khzData *d,
@@ -1404,8 +1404,10 @@ static inline __attribute__((always_inline)) int solve_rows_with(const khzModel 
   if (k > KHZ_IMPLICIT_DIRECT) return -1; /* the callers' bound (solve_blocks' kd) */
   for (int a = 0; a < k; a++) fixed[a] = 0;
   int passes = k + (d->contact_method == KHZ_CONTACT_DEEPEST ? KHZ_DISC_PASSES : 0);
+  double moved_before = INFINITY; /* the largest move of a disc impulse at the pass before */
   for (int pass = 0; pass <= passes; pass++) {
     int nf = 0, nx = 0, again = 0;
+    double moved = 0;
     for (int a = 0; a < k; a++) {
       if (fixed[a]) xl[nx++] = a;
       else fl[nf++] = a;
@@ -1485,12 +1487,23 @@ static inline __attribute__((always_inline)) int solve_rows_with(const khzModel 
         disc_dissipation(A2, b2, lim, Pt);
         /* the pair's normal rows were solved with the friction impulse of
          * the pass before: solved again until the two agree */
-        if (fixed[a] && hypot(Pt[0] - P[IX(a)], Pt[1] - P[IX(a + 1)]) > KHZ_DISC_TOL * lim) again = 1;
+        if (fixed[a]) {
+          double mv = hypot(Pt[0] - P[IX(a)], Pt[1] - P[IX(a + 1)]);
+          moved = fmax(moved, mv);
+          again |= mv > KHZ_DISC_TOL * lim;
+        }
         P[IX(a)] = Pt[0], P[IX(a + 1)] = Pt[1];
         if (!fixed[a]) changed = 1;
         fixed[a] = fixed[a + 1] = 1;
       }
       a++;
+    }
+    /* the passes go on only while they contract: where friction pushed
+     * the contact into the other body harder than its normal impulse
+     * lifts it (mu |A_nt| > A_nn, Painleve's case) each pass would grow */
+    if (moved > 0) {
+      if (!(moved < moved_before)) again = 0;
+      moved_before = moved;
     }
     if (!changed && !again) return 0;
   }
