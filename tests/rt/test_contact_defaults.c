@@ -39,8 +39,12 @@
  *      than one direct solve takes: block Gauss-Seidel) stands 1.5 s with
  *      drift at most 1 mm and kinetic energy at most 1e-4 J;
  *   k. the deepest-point method's box sliding at 1.03-2.80 m/s stops after
- *      v0^2 / (2 mu g) within 0.1 % with mu 0.3 and within 1 % with mu 0.6,
- *      and slides back at most 0.1 mm in the 0.8 s after it stops;
+ *      v0^2 / (2 mu g) within 0.1 % with mu 0.3 and within 0.5 % with mu
+ *      0.6, and slides back at most 0.1 mm in the 0.8 s after it stops;
+ *   v. the same box with mu 0.6 at five speeds (1.46-3.0 m/s) among the
+ *      ten of bench/stop_sweep that stopped farthest beyond v0^2 / (2 mu g)
+ *      at 8054160 (1.0075-1.0083) stops within 0.5 % of it, and turns
+ *      about the normal at most 0.8 rad/s while it slides (0.95-2.0 there);
  *   l. a capsule lying on its side and a cylinder standing on its cap, half
  *      sizes 5 mm to 0.5 m (radius and half length alike), 1 kg, released
  *      touching the ground, rest after 2 s with penetration at most 0.5 mm
@@ -315,9 +319,10 @@ static void case_e(void) {
 
 /* k. the deepest-point method (one point, a box's corner) sliding at 1.5, 2
  * and 2.5 m/s stops after v0^2 / (2 mu g) within 0.1 % with mu 0.3 and
- * within 1 % with mu 0.6 (the issue's 0.5 % is not met there for every
- * speed: docs/contact.md, friction): the implicit friction impulse opposes
- * the slip (penalty.c, disc_dissipation), and so does a landing impulse
+ * within 0.5 % with mu 0.6 (the issue's bound; case v): the implicit
+ * friction impulse opposes the slip (penalty.c, disc_dissipation, with
+ * the normal impulse solved again until it agrees, solve_rows_with), and
+ * so does a landing impulse
  * (impulse.c, solve_cluster: scaled onto the disc, the landings of a box
  * hopping on its corners braked at 0.93-0.96 of mu, and it stopped at
  * 1.0011-1.0020 (mu 0.3) and up to 1.0145 (mu 0.6)). 0.8 s after it stops
@@ -350,7 +355,7 @@ static void case_k(void) {
     }
     printf("k. deepest point, sliding at %g m/s, mu %g%s: stops at %.5g of v0^2 / (2 mu g), slides back %.3g mm\n",
            v0s[i], mu, ulps[i] ? ", h + 1 ulp" : "", xmax / want, 1e3 * (xmax - d->q[0]));
-    ENSURE(fabs(xmax / want - 1) <= (mu == 0.3 ? 0.001 : 0.01));
+    ENSURE(fabs(xmax / want - 1) <= (mu == 0.3 ? 0.001 : 0.005));
     ENSURE(xmax - d->q[0] <= 1e-4);
     ENSURE(d->warning[KHZ_WARN_BADSTATE] == 0);
     khz_deleteData(&d);
@@ -1079,6 +1084,44 @@ static void case_u(void) {
   }
 }
 
+/* v. the deepest-point method's box with mu 0.6 at five speeds among the
+ * ten that stopped farthest beyond v0^2 / (2 mu g) in bench/stop_sweep at
+ * 8054160 (1.0075-1.0083) stops within 0.5 % of it. There the implicit
+ * part's normal impulse at the box's corner was solved against the tangential
+ * rows' impulse of the pass before, not the disc's (penalty.c,
+ * solve_rows_with): at a front corner the friction turns the box onto the
+ * corner, so the normal impulse came out too large, kicked the corner off
+ * the ground, and the box hopped and turned about the normal at up to 2
+ * rad/s; its corner's friction, against the corner's slip, then braked it
+ * off the slide. The turning rate while it slides is bounded too (0.8
+ * rad/s; 0.95-2.0 at 8054160). */
+static void case_v(void) {
+  const double v0s[5] = {1.46, 2.21, 2.32, 2.36, 3.0}, mu = 0.6;
+  for (int i = 0; i < 5; i++) {
+    khzSpec *s = ground_spec_with(mu, 0);
+    add_box(s, "b", KHZ_GEOM_BOX, 0.1, 1, 0.1);
+    khzModel *m = compile(s);
+    if (!m) return;
+    khzData *d = khz_makeData(m, 0);
+    d->contact_method = KHZ_CONTACT_DEEPEST;
+    d->qd[0] = v0s[i];
+    double xmax = 0, want = v0s[i] * v0s[i] / (2 * mu * G), yaw = 0;
+    int steps = (int)(v0s[i] / (mu * G) / m->timestep) + (int)(0.2 / m->timestep + 0.5);
+    for (int k = 0; k < steps; k++) {
+      if (hypot(d->qd[0], d->qd[1]) > 0.05 * v0s[i]) yaw = fmax(yaw, fabs(d->qd[5]));
+      khz_step(m, d);
+      xmax = fmax(xmax, d->q[0]);
+    }
+    printf("v. deepest point, sliding at %g m/s, mu %g: stops at %.5g of v0^2 / (2 mu g), turns at most %.3g rad/s\n",
+           v0s[i], mu, xmax / want, yaw);
+    ENSURE(fabs(xmax / want - 1) <= 0.005);
+    ENSURE(yaw <= 0.8);
+    ENSURE(d->warning[KHZ_WARN_BADSTATE] == 0);
+    khz_deleteData(&d);
+    khz_deleteModel(&m);
+  }
+}
+
 int main(void) {
   case_a();
   case_bc();
@@ -1100,5 +1143,6 @@ int main(void) {
   case_s();
   case_t();
   case_u();
+  case_v();
   return ensure_report();
 }
