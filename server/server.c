@@ -105,6 +105,7 @@ static void send_to(khzServer *s, const khzPeer *p, const Khz__V1__ServerMessage
     return;
   }
   khz__v1__server_message__pack(msg, buf);
+  s->router_sent = 1;
   if (zmq_send(s->router, p->id, p->idlen, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
     count_dropped(s, zmq_errno() == EAGAIN ? "the client's queue is full" : "the client is gone");
   } else {
@@ -284,13 +285,24 @@ static void router_cb(struct ev_loop *ev, ev_io *w, int revents) {
   router_drain(w->data);
 }
 
-/* the loop's wake-up: publish every state, answer every reply */
+/* the loop's wake-up: publish every state, answer every reply. A send on the
+ * ROUTER may take the edge of its ZMQ_FD (libzmq processes its commands), so
+ * the ROUTER is drained after one (here, or at the next wake for the sends of
+ * other callbacks); with nothing sent, a drain would only cost ZMQ_EVENTS'
+ * two system calls per state (getpid, poll) on the I/O side's CPU. */
 static void wake_cb(struct ev_loop *ev, ev_async *w, int revents) {
   khzServer *s = w->data;
   (void)ev, (void)revents;
+  int64_t now = khz_loop_now();
+  if (s->io.wakes && now - s->io_last_wake > s->io.gap_max_ns) s->io.gap_max_ns = now - s->io_last_wake;
+  s->io_last_wake = now;
+  s->io.wakes++;
   khz_publish_states(s);
   khz_requests_loopReplies(s);
-  router_drain(s);
+  if (s->router_sent) {
+    s->router_sent = 0;
+    router_drain(s);
+  }
 }
 
 /* ------------------------------------------------------------ lifecycle -- */
@@ -595,7 +607,8 @@ static int server_init(khzServer *s, char *err, size_t errsz) {
   lc.haptic_timeout_s = c->haptic_timeout_ms / 1000;
   lc.publish_contacts = c->publish_contacts;
   lc.publish_hash = c->publish_hash;
-  lc.state_ring = c->state_ring;
+  lc.state_ring = c->state_ring ? c->state_ring : khz_server_stateRing(lc.rate_hz);
+  s->io.state_ring = lc.state_ring;
   lc.request_ring = KHZ_MAX_PENDING; /* every request in flight fits */
   lc.nhaptic = s->nhaptic;
   memcpy(lc.haptic, s->haptic, sizeof lc.haptic);
@@ -719,5 +732,13 @@ void khz_server_destroy(khzServer **s_p) {
 }
 
 const char *khz_server_report(const khzServer *s) { return khz_loop_report(s->loop); }
+
+int khz_server_stateRing(double rate_hz) {
+  int n = KHZ_STATE_RING_MIN;
+  while (n < rate_hz * KHZ_STATE_RING_S) n *= 2;
+  return n;
+}
+
+void khz_server_ioStats(const khzServer *s, khzServerIoStats *out) { *out = s->io; }
 
 uint32_t khz_server_generation(const khzServer *s) { return s->generation; }
