@@ -332,7 +332,9 @@ static void duration_cb(struct ev_loop *ev, ev_timer *w, int revents) {
 
 static void *make_socket(khzServer *s, int type, const char *ep, char *err, size_t errsz) {
   void *sock = zmq_socket(s->ctx, type);
-  int zero = 0, hwm = s->cfg.pub_hwm, one = 1;
+  int zero = 0, one = 1;
+  int ring = s->cfg.state_ring ? s->cfg.state_ring : khz_server_stateRing(khz_requests_rate(s, &s->cfg));
+  int hwm = s->cfg.pub_hwm ? s->cfg.pub_hwm : khz_server_pubHwm(ring);
   if (!sock) {
     khz_server_fail(err, errsz, "cannot create a socket: %s", zmq_strerror(zmq_errno()));
     return NULL;
@@ -737,6 +739,10 @@ int khz_server_stateRing(double rate_hz) {
   int n = KHZ_STATE_RING_MIN;
   while (n < rate_hz * KHZ_STATE_RING_S) n *= 2;
   return n;
+}
+
+int khz_server_pubHwm(int state_ring) {
+  return 4 * state_ring > KHZ_PUB_HWM_MIN ? 4 * state_ring : KHZ_PUB_HWM_MIN;
 }
 
 void khz_server_ioStats(const khzServer *s, khzServerIoStats *out) { *out = s->io; }

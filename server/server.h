@@ -57,6 +57,15 @@ const char *khz_server_report(const khzServer *s);
 #define KHZ_STATE_RING_MIN 256
 int khz_server_stateRing(double rate_hz);
 
+/* The PUB socket's SNDHWM when the setting pub_hwm is 0 (auto): four times
+ * the state ring, at least KHZ_PUB_HWM_MIN. After a stall the I/O thread
+ * sends the ring's backlog at once, and libzmq's writer learns of the
+ * reader's progress only every hwm / 2 messages: with 1000 (the ring's 1024
+ * at 10 kHz) pinned runs lost 4-14 states past the ring in 4 of 12 runs, with
+ * 4000 none in 9 (docs/server.md, "States dropped when pinned"). */
+#define KHZ_PUB_HWM_MIN 1000
+int khz_server_pubHwm(int state_ring);
+
 /* What the I/O thread saw of the loop's hand-off (its own counters, read
  * without synchronisation: exact once khz_server_run has returned). */
 typedef struct khzServerIoStats {

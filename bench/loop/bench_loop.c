@@ -31,7 +31,7 @@
  * fields of khzLoopTraceTick) for analysis elsewhere.
  *
  * --state-ring N sets the server's state_ring (0: its default, 100 ms of
- * states); the I/O thread's line says how full the ring got (the most states
+ * states), --pub-hwm N its pub_hwm; the I/O thread's line says how full the ring got (the most states
  * taken at one wake-up) and its longest gap between wake-ups.
  *
  * --cpu N pins the loop thread to CPU N (cyclictest then runs with -a N); the
@@ -44,7 +44,7 @@
  *   bench_loop [--seconds S] [--rate HZ] [--spin-us US] [--transport tcp|ipc] [--cpu N]
  *              [--controller-anywhere] [--no-cyclictest] [--no-cpu-clock]
  *              [--controller pid|none] [--trace N] [--trace-csv FILE]
- *              [--state-ring N]
+ *              [--state-ring N] [--pub-hwm N]
  */
 #include <math.h>
 #include <pthread.h>
@@ -428,7 +428,7 @@ int main(int argc, char **argv) {
   int spin_us = 0, cpu_clock = 1, ctl_anywhere = 0;
   const char *transport = "tcp", *controller = "pid";
   int trace_top = -1; /* -1: no trace */
-  int state_ring = -1; /* -1: the server's default */
+  int state_ring = -1, pub_hwm = -1; /* -1: the server's defaults */
   const char *trace_csv = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = atoi(argv[++i]);
@@ -443,10 +443,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--trace") && i + 1 < argc) trace_top = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--trace-csv") && i + 1 < argc) trace_csv = argv[++i];
     else if (!strcmp(argv[i], "--state-ring") && i + 1 < argc) state_ring = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--pub-hwm") && i + 1 < argc) pub_hwm = atoi(argv[++i]);
     else {
       fprintf(stderr, "usage: bench_loop [--seconds S] [--rate HZ] [--spin-us US] [--transport tcp|ipc] "
                       "[--cpu N] [--controller-anywhere] [--no-cyclictest] [--no-cpu-clock] "
-                      "[--controller pid|none] [--trace N] [--trace-csv FILE] [--state-ring N]\n");
+                      "[--controller pid|none] [--trace N] [--trace-csv FILE] [--state-ring N] [--pub-hwm N]\n");
       return 2;
     }
   }
@@ -473,6 +474,7 @@ int main(int argc, char **argv) {
   cfg.log_level = 2;
   cfg.watchdog_ms = 100;
   if (state_ring >= 0) cfg.state_ring = state_ring;
+  if (pub_hwm > 0) cfg.pub_hwm = pub_hwm;
   if (!strcmp(transport, "ipc")) {
     snprintf(cfg.state_endpoint, sizeof cfg.state_endpoint, "ipc:///tmp/khz-bench-%d-state", (int)getpid());
     snprintf(cfg.command_endpoint, sizeof cfg.command_endpoint, "ipc:///tmp/khz-bench-%d-cmd", (int)getpid());
