@@ -61,8 +61,8 @@ int khz_server_stateRing(double rate_hz);
  * the state ring, at least KHZ_PUB_HWM_MIN. After a stall the I/O thread
  * sends the ring's backlog at once, and libzmq's writer learns of the
  * reader's progress only every hwm / 2 messages: with 1000 (the ring's 1024
- * at 10 kHz) pinned runs lost 4-14 states past the ring in 4 of 12 runs, with
- * 4000 none in 9 (docs/server.md, "States dropped when pinned"). */
+ * at 10 kHz) pinned runs lost 4-32 states past the ring in 5 of 15 runs, with
+ * 4000 none in 6 (docs/server.md, "States dropped when pinned"). */
 #define KHZ_PUB_HWM_MIN 1000
 int khz_server_pubHwm(int state_ring);
 
