@@ -27,6 +27,7 @@
 #include "log.h"
 
 #define KHZ_DRAIN_BATCH 256
+#define KHZ_DRAIN_EVERY_NS 1000000 /* wake_cb drains the ROUTER at least this often */
 
 int khz_server_fail(char *err, size_t errsz, const char *fmt, ...) {
   va_list ap;
@@ -288,7 +289,8 @@ static void router_cb(struct ev_loop *ev, ev_io *w, int revents) {
 /* the loop's wake-up: publish every state, answer every reply. A send on the
  * ROUTER may take the edge of its ZMQ_FD (libzmq processes its commands), so
  * the ROUTER is drained after one (here, or at the next wake for the sends of
- * other callbacks); with nothing sent, a drain would only cost ZMQ_EVENTS'
+ * other callbacks), and at least every KHZ_DRAIN_EVERY_NS as before (every
+ * wake up to 1 kHz); at haptic rates a drain at every wake cost ZMQ_EVENTS'
  * two system calls per state (getpid, poll) on the I/O side's CPU. */
 static void wake_cb(struct ev_loop *ev, ev_async *w, int revents) {
   khzServer *s = w->data;
@@ -299,8 +301,9 @@ static void wake_cb(struct ev_loop *ev, ev_async *w, int revents) {
   s->io.wakes++;
   khz_publish_states(s);
   khz_requests_loopReplies(s);
-  if (s->router_sent) {
+  if (s->router_sent || now - s->io_last_drain >= KHZ_DRAIN_EVERY_NS) {
     s->router_sent = 0;
+    s->io_last_drain = now;
     router_drain(s);
   }
 }
