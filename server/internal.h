@@ -111,6 +111,10 @@ struct khzServer {
   uint64_t latest_seq, reset_seq;
   uint64_t pause_seq;             /* the loop paused after this state: announce it (0 = none) */
   uint64_t published;
+  khzServerIoStats io;            /* the hand-off as the I/O thread saw it (server.h) */
+  int64_t io_last_wake;           /* khz_loop_now() at the last wake served */
+  int router_sent;                /* sent on the ROUTER since its last drain (wake_cb) */
+  int64_t io_last_drain;          /* khz_loop_now() at wake_cb's last drain */
   khzRecorder *rec;               /* the recording, NULL = none (record.h) */
   int rec_stopping;               /* stop asked, the writer is finishing */
   int rec_dirfd;                  /* record_dir, -1 = clients may not record */

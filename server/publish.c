@@ -134,7 +134,9 @@ static void log_transitions(khzServer *s, const khzLoopState *st) {
 /* every state in the loop's ring: published, recorded, kept for the keep-alive */
 void khz_publish_states(khzServer *s) {
   const khzLoopState *st;
+  uint64_t taken = 0;
   while ((st = khz_loop_peekState(s->loop))) {
+    taken++;
     uint8_t *buf;
     size_t len;
     if (khz_codec_packState(&s->codec, st, s->generation, s->rejected, &buf, &len) == 0) {
@@ -156,6 +158,7 @@ void khz_publish_states(khzServer *s) {
     khz_loop_releaseState(s->loop);
     if (s->pause_seq && s->latest_seq >= s->pause_seq) khz_publish_paused(s, s->pause_seq);
   }
+  if (taken > s->io.states_max) s->io.states_max = taken;
 }
 
 /* the last published state once more, with extra flags and the same seq */
@@ -244,7 +247,8 @@ void khz_server_printStats(khzServer *s, FILE *out) {
           "  command latency    p50 %.1f  p99 %.1f  p99.9 %.1f  max %.1f us (state -> applying tick)\n"
           "  command response   p50 %.1f  p99 %.1f  p99.9 %.1f  max %.1f us (state -> command in)\n"
           "  watchdog           engaged %llu times; lockstep timeouts %llu\n"
-          "  states             %llu published, %llu dropped\n"
+          "  states             %llu published, %llu dropped; I/O thread: %llu wake-ups, at most "
+          "%llu states taken at one (ring %d), longest gap %.1f ms\n"
           "  rejected messages  %llu\n",
           (unsigned long long)ls.tick.ticks, (unsigned long long)ls.seq, khz_loop_modeName(ls.mode),
           ls.rate_hz, ls.lateness.p50 / 1e3, ls.lateness.p99 / 1e3, ls.lateness.p999 / 1e3,
@@ -261,7 +265,9 @@ void khz_server_printStats(khzServer *s, FILE *out) {
           ls.latency.p999 / 1e3, ls.latency.max / 1e3, ls.response.p50 / 1e3, ls.response.p99 / 1e3,
           ls.response.p999 / 1e3, ls.response.max / 1e3, (unsigned long long)ls.tick.watchdog_engaged,
           (unsigned long long)ls.tick.lockstep_timeouts, (unsigned long long)s->published,
-          (unsigned long long)ls.tick.states_dropped, (unsigned long long)s->rejected);
+          (unsigned long long)ls.tick.states_dropped, (unsigned long long)s->io.wakes,
+          (unsigned long long)s->io.states_max, s->io.state_ring, s->io.gap_max_ns / 1e6,
+          (unsigned long long)s->rejected);
   if (!s->cfg.verify_overruns) return;
   /* the verifier's verdicts on the own overruns, and each one it kept */
   fprintf(out,

@@ -380,6 +380,12 @@ int khz_apply_rate(khzServer *s, khzPending *q, const khzServerConfig *next) {
   char msg[KHZ_ERROR_MAX];
   if (khz_loop_stabilityWarningFor(s->m, s->stable_h, s->stable_what, 1.0 / rq->dval, msg, sizeof msg))
     khz_log(KHZ_LOG_WARN, "rate %g Hz: %s", rq->dval, msg);
+  /* the ring was sized at the starting rate (server.h, khz_server_stateRing) */
+  if (s->io.state_ring < khz_server_stateRing(rq->dval))
+    khz_log(KHZ_LOG_WARN,
+            "rate %g Hz: the state ring's %d states last %.1f ms at this rate (%g ms wanted): a "
+            "stalled I/O side loses states sooner; start at this rate or set state_ring",
+            rq->dval, s->io.state_ring, 1e3 * s->io.state_ring / rq->dval, 1e3 * KHZ_STATE_RING_S);
   khz_loop_requestCommit(s->loop);
   return 0;
 }
@@ -827,13 +833,15 @@ static int do_clear_wrenches(khzServer *s, khzPending *q, const Khz__V1__Request
 }
 
 /* the loop's histograms and counters, and the server's: rejections (all and
- * by code) and undelivered replies */
+ * by code), undelivered replies and the I/O thread's hand-off counters */
 static int do_reset_stats(khzServer *s, khzPending *q, const Khz__V1__Request *rq) {
   (void)rq;
   if (loop_plain(s, q, KHZ_REQ_RESET_STATS)) return -1;
   s->rejected = 0;
   memset(s->by_code, 0, sizeof s->by_code);
   s->replies_dropped = 0;
+  s->io.wakes = s->io.states_max = 0;
+  s->io.gap_max_ns = 0;
   return 0;
 }
 

@@ -27,6 +27,7 @@
 #include "log.h"
 
 #define KHZ_DRAIN_BATCH 256
+#define KHZ_DRAIN_EVERY_NS 1000000 /* wake_cb drains the ROUTER at least this often */
 
 int khz_server_fail(char *err, size_t errsz, const char *fmt, ...) {
   va_list ap;
@@ -105,6 +106,7 @@ static void send_to(khzServer *s, const khzPeer *p, const Khz__V1__ServerMessage
     return;
   }
   khz__v1__server_message__pack(msg, buf);
+  s->router_sent = 1;
   if (zmq_send(s->router, p->id, p->idlen, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
     count_dropped(s, zmq_errno() == EAGAIN ? "the client's queue is full" : "the client is gone");
   } else {
@@ -284,13 +286,26 @@ static void router_cb(struct ev_loop *ev, ev_io *w, int revents) {
   router_drain(w->data);
 }
 
-/* the loop's wake-up: publish every state, answer every reply */
+/* the loop's wake-up: publish every state, answer every reply. A send on the
+ * ROUTER may take the edge of its ZMQ_FD (libzmq processes its commands), so
+ * the ROUTER is drained after one (here, or at the next wake for the sends of
+ * other callbacks), and at least every KHZ_DRAIN_EVERY_NS as before (every
+ * wake up to 1 kHz); at haptic rates a drain at every wake cost ZMQ_EVENTS'
+ * two system calls per state (getpid, poll) on the I/O side's CPU. */
 static void wake_cb(struct ev_loop *ev, ev_async *w, int revents) {
   khzServer *s = w->data;
   (void)ev, (void)revents;
+  int64_t now = khz_loop_now();
+  if (s->io.wakes && now - s->io_last_wake > s->io.gap_max_ns) s->io.gap_max_ns = now - s->io_last_wake;
+  s->io_last_wake = now;
+  s->io.wakes++;
   khz_publish_states(s);
   khz_requests_loopReplies(s);
-  router_drain(s);
+  if (s->router_sent || now - s->io_last_drain >= KHZ_DRAIN_EVERY_NS) {
+    s->router_sent = 0;
+    s->io_last_drain = now;
+    router_drain(s);
+  }
 }
 
 /* ------------------------------------------------------------ lifecycle -- */
@@ -320,7 +335,9 @@ static void duration_cb(struct ev_loop *ev, ev_timer *w, int revents) {
 
 static void *make_socket(khzServer *s, int type, const char *ep, char *err, size_t errsz) {
   void *sock = zmq_socket(s->ctx, type);
-  int zero = 0, hwm = s->cfg.pub_hwm, one = 1;
+  int zero = 0, one = 1;
+  int ring = s->cfg.state_ring ? s->cfg.state_ring : khz_server_stateRing(khz_requests_rate(s, &s->cfg));
+  int hwm = s->cfg.pub_hwm ? s->cfg.pub_hwm : khz_server_pubHwm(ring);
   if (!sock) {
     khz_server_fail(err, errsz, "cannot create a socket: %s", zmq_strerror(zmq_errno()));
     return NULL;
@@ -595,7 +612,8 @@ static int server_init(khzServer *s, char *err, size_t errsz) {
   lc.haptic_timeout_s = c->haptic_timeout_ms / 1000;
   lc.publish_contacts = c->publish_contacts;
   lc.publish_hash = c->publish_hash;
-  lc.state_ring = c->state_ring;
+  lc.state_ring = c->state_ring ? c->state_ring : khz_server_stateRing(lc.rate_hz);
+  s->io.state_ring = lc.state_ring;
   lc.request_ring = KHZ_MAX_PENDING; /* every request in flight fits */
   lc.nhaptic = s->nhaptic;
   memcpy(lc.haptic, s->haptic, sizeof lc.haptic);
@@ -719,5 +737,17 @@ void khz_server_destroy(khzServer **s_p) {
 }
 
 const char *khz_server_report(const khzServer *s) { return khz_loop_report(s->loop); }
+
+int khz_server_stateRing(double rate_hz) {
+  int n = KHZ_STATE_RING_MIN;
+  while (n < rate_hz * KHZ_STATE_RING_S) n *= 2;
+  return n;
+}
+
+int khz_server_pubHwm(int state_ring) {
+  return 4 * state_ring > KHZ_PUB_HWM_MIN ? 4 * state_ring : KHZ_PUB_HWM_MIN;
+}
+
+void khz_server_ioStats(const khzServer *s, khzServerIoStats *out) { *out = s->io; }
 
 uint32_t khz_server_generation(const khzServer *s) { return s->generation; }

@@ -46,6 +46,36 @@ void khz_server_printStats(khzServer *s, FILE *out);
 /* What the real-time thread was granted (one line). */
 const char *khz_server_report(const khzServer *s);
 
+/* The state ring's length when the setting state_ring is 0 (auto): the
+ * states of KHZ_STATE_RING_S at rate_hz, rounded up to a power of two, at
+ * least KHZ_STATE_RING_MIN. The kernel lets real-time threads have 95 % of a
+ * CPU (sched_rt_runtime_us 950000 of sched_rt_period_us 1000000): when the
+ * I/O side needs more of its CPU and other work waits there, that work gets
+ * up to 50 ms at once (docs/server.md, "States dropped when pinned"); the
+ * ring holds twice that. */
+#define KHZ_STATE_RING_S 0.1
+#define KHZ_STATE_RING_MIN 256
+int khz_server_stateRing(double rate_hz);
+
+/* The PUB socket's SNDHWM when the setting pub_hwm is 0 (auto): four times
+ * the state ring, at least KHZ_PUB_HWM_MIN. After a stall the I/O thread
+ * sends the ring's backlog at once, and libzmq's writer learns of the
+ * reader's progress only every hwm / 2 messages: with 1000 (the ring's 1024
+ * at 10 kHz) pinned runs lost 4-32 states past the ring in 5 of 15 runs, with
+ * 4000 none in 6 (docs/server.md, "States dropped when pinned"). */
+#define KHZ_PUB_HWM_MIN 1000
+int khz_server_pubHwm(int state_ring);
+
+/* What the I/O thread saw of the loop's hand-off (its own counters, read
+ * without synchronisation: exact once khz_server_run has returned). */
+typedef struct khzServerIoStats {
+  uint64_t wakes;         /* the loop's wake-ups served */
+  uint64_t states_max;    /* the most states taken from the ring at one wake */
+  int64_t gap_max_ns;     /* the longest time between two wake-ups served */
+  int state_ring;         /* the ring's length */
+} khzServerIoStats;
+void khz_server_ioStats(const khzServer *s, khzServerIoStats *out);
+
 /* The model generation this server stamps on states and ids. */
 uint32_t khz_server_generation(const khzServer *s);
 

@@ -95,10 +95,12 @@ const khzSetting khz_settings[] = {
              "state saved before each step: a copy and CPU clock reads per tick and per request; "
              "up to 7 own overruns queued) and say whether the same work needs the period "
              "(confirmed own) or not (host); needs cpu_clock"},
-    {INT(state_ring, 2, 65536), .def = "256",
-     .help = "states buffered between the loop and the I/O thread (dropped and counted when full)"},
-    {INT(pub_hwm, 1, 1000000), .def = "1000",
-     .help = "messages queued per subscriber before a slow subscriber loses states"},
+    {INT(state_ring, 0, 65536), .def = "0",
+     .help = "states buffered between the loop and the I/O thread (dropped and counted when full); "
+             "0: 100 ms of states at the starting rate, at least 256"},
+    {INT(pub_hwm, 0, 1000000), .def = "0",
+     .help = "messages queued per subscriber before a slow subscriber loses states; 0: four "
+             "times the state ring, at least 1000"},
 
     /* logging, statistics, recording */
     {ENUM(log_level, log_names), .apply = khz_apply_logLevel, .def = "info",

@@ -30,6 +30,10 @@
  * ticks. --trace-csv FILE also writes every traced tick (one line each, the
  * fields of khzLoopTraceTick) for analysis elsewhere.
  *
+ * --state-ring N sets the server's state_ring (0: its default, 100 ms of
+ * states), --pub-hwm N its pub_hwm; the I/O thread's line says how full the ring got (the most states
+ * taken at one wake-up) and its longest gap between wake-ups.
+ *
  * --cpu N pins the loop thread to CPU N (cyclictest then runs with -a N); the
  * server keeps its I/O thread and libzmq's threads off that CPU, and so does
  * the controller here (this thread and its libzmq threads) unless
@@ -40,6 +44,7 @@
  *   bench_loop [--seconds S] [--rate HZ] [--spin-us US] [--transport tcp|ipc] [--cpu N]
  *              [--controller-anywhere] [--no-cyclictest] [--no-cpu-clock]
  *              [--controller pid|none] [--trace N] [--trace-csv FILE]
+ *              [--state-ring N] [--pub-hwm N]
  */
 #include <math.h>
 #include <pthread.h>
@@ -423,6 +428,7 @@ int main(int argc, char **argv) {
   int spin_us = 0, cpu_clock = 1, ctl_anywhere = 0;
   const char *transport = "tcp", *controller = "pid";
   int trace_top = -1; /* -1: no trace */
+  int state_ring = -1, pub_hwm = -1; /* -1: the server's defaults */
   const char *trace_csv = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = atoi(argv[++i]);
@@ -436,10 +442,12 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--controller") && i + 1 < argc) controller = argv[++i];
     else if (!strcmp(argv[i], "--trace") && i + 1 < argc) trace_top = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--trace-csv") && i + 1 < argc) trace_csv = argv[++i];
+    else if (!strcmp(argv[i], "--state-ring") && i + 1 < argc) state_ring = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--pub-hwm") && i + 1 < argc) pub_hwm = atoi(argv[++i]);
     else {
       fprintf(stderr, "usage: bench_loop [--seconds S] [--rate HZ] [--spin-us US] [--transport tcp|ipc] "
                       "[--cpu N] [--controller-anywhere] [--no-cyclictest] [--no-cpu-clock] "
-                      "[--controller pid|none] [--trace N] [--trace-csv FILE]\n");
+                      "[--controller pid|none] [--trace N] [--trace-csv FILE] [--state-ring N] [--pub-hwm N]\n");
       return 2;
     }
   }
@@ -465,6 +473,8 @@ int main(int argc, char **argv) {
   cfg.cpu_clock = cpu_clock;
   cfg.log_level = 2;
   cfg.watchdog_ms = 100;
+  if (state_ring >= 0) cfg.state_ring = state_ring;
+  if (pub_hwm > 0) cfg.pub_hwm = pub_hwm;
   if (!strcmp(transport, "ipc")) {
     snprintf(cfg.state_endpoint, sizeof cfg.state_endpoint, "ipc:///tmp/khz-bench-%d-state", (int)getpid());
     snprintf(cfg.command_endpoint, sizeof cfg.command_endpoint, "ipc:///tmp/khz-bench-%d-cmd", (int)getpid());
@@ -592,6 +602,8 @@ int main(int argc, char **argv) {
   khz_client_destroy(&c);
   khz_server_stop(sr.srv);
   pthread_join(st, NULL);
+  khzServerIoStats io;
+  khz_server_ioStats(sr.srv, &io);
   khz_server_destroy(&sr.srv);
 
   /* the references, one after the other, for the same duration */
@@ -612,6 +624,10 @@ int main(int argc, char **argv) {
          "%llu\n",
          lat.n, (unsigned long long)ticks, (unsigned long long)overruns, (unsigned long long)missed,
          (unsigned long long)dropped);
+  printf("  I/O thread: %llu wake-ups, at most %llu states taken at one (state ring %d = %.1f ms), "
+         "longest gap between wake-ups %.1f ms\n",
+         (unsigned long long)io.wakes, (unsigned long long)io.states_max, io.state_ring,
+         1e3 * io.state_ring / rate, io.gap_max_ns / 1e6);
   if (cpu_clock)
     printf("  overruns by cause: khz's own %llu (loop work > period), preempted mid-tick %llu, woke "
            "late %llu\n",
