@@ -528,10 +528,17 @@ static int khz_scene_contact(khzSceneReader *r, const yaml_node_t *n, khzContact
   if ((v = khz_find(r, n, "lcp_split_impacts")) &&
       khz_get_bool(r, v, "contact.lcp_split_impacts", &c->lcp_split_impacts))
     return -1;
-  /* the deepest-point method's stage choice (off: the collision pass's point) */
-  if ((v = khz_find(r, n, "deepest_stage")) &&
-      khz_get_bool(r, v, "contact.deepest_stage", &c->deepest_stage))
-    return -1;
+  /* the deepest-point method's stage choice: stacked (default), all (true) or
+   * off (false: the collision pass's point everywhere) */
+  if ((v = khz_find(r, n, "deepest_stage"))) {
+    char stage[32];
+    if (khz_get_string(r, v, "contact.deepest_stage", stage, sizeof stage)) return -1;
+    if (strcmp(stage, "stacked") == 0) c->deepest_stage = KHZ_DEEPEST_STAGE_STACKED;
+    else if (strcmp(stage, "all") == 0 || strcmp(stage, "true") == 0) c->deepest_stage = KHZ_DEEPEST_STAGE_ALL;
+    else if (strcmp(stage, "off") == 0 || strcmp(stage, "false") == 0) c->deepest_stage = KHZ_DEEPEST_STAGE_OFF;
+    else return khz_scene_fail(r, v, "contact.deepest_stage",
+                               "unknown choice '%s': it must be one of stacked, all, off (or true, false)", stage);
+  }
   /* the multi-point method's joint friction discs (off: each pair's own disc) */
   if ((v = khz_find(r, n, "joint_friction")) && khz_get_bool(r, v, "contact.joint_friction", &c->joint_friction))
     return -1;

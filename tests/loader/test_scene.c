@@ -438,6 +438,30 @@ static void test_strings(void) {
   rc = khz_loadSceneString(&s, "khz_scene: 1\nfoo: 1\n", NULL, NULL, err, sizeof err);
   ENSURE(rc == -1 && starts_with(err, "<string>:2:1: key 'foo': unknown key"));
 
+  /* contact.deepest_stage: stacked by default, all / off (true / false) */
+  const struct {
+    const char *value;
+    int mode;
+  } stages[] = {{NULL, KHZ_DEEPEST_STAGE_STACKED}, {"stacked", KHZ_DEEPEST_STAGE_STACKED},
+                {"all", KHZ_DEEPEST_STAGE_ALL},     {"true", KHZ_DEEPEST_STAGE_ALL},
+                {"off", KHZ_DEEPEST_STAGE_OFF},     {"false", KHZ_DEEPEST_STAGE_OFF}};
+  for (size_t i = 0; i < sizeof stages / sizeof stages[0]; i++) {
+    char yaml[128];
+    if (stages[i].value)
+      snprintf(yaml, sizeof yaml, "khz_scene: 1\ncontact: {method: deepest, deepest_stage: %s}\n", stages[i].value);
+    else
+      snprintf(yaml, sizeof yaml, "khz_scene: 1\ncontact: {method: deepest}\n");
+    rc = khz_loadSceneString(&s, yaml, "stage.yaml", NULL, err, sizeof err);
+    ENSURE_MSG(rc == 0, "%s", err);
+    if (rc == 0) {
+      ENSURE(s.contact.deepest_stage == stages[i].mode);
+      khz_deleteScene(&s);
+    }
+  }
+  rc = khz_loadSceneString(&s, "khz_scene: 1\ncontact: {deepest_stage: some}\n", "stage.yaml", NULL, err,
+                           sizeof err);
+  ENSURE(rc == -1 && starts_with(err, "stage.yaml:2:26: key 'contact.deepest_stage': unknown choice 'some'"));
+
   /* anchors and aliases are plain YAML and work */
   const char *alias =
       "khz_scene: 1\n"

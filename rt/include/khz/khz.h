@@ -194,11 +194,14 @@ typedef struct khzContactOptions {
                                KHZ_LCP_SKIN deep; KHZ_LCP_GAP_LPDEPTH, Anitescu & Hart's LP
                                penetration depth and its nearly active units, resting at a
                                gap of 0 (docs/lcp.md) */
-  int deepest_stage;        /* deepest-point method, pairs with the scene's gains: 1 = the
-                               deepest point chosen again at every integrator stage and the
-                               integral term taken at its steady state, ki / (1 - gamma) on the
-                               depth (docs/contact.md); 0 (default) = the point of the step's
-                               collision pass and eq. 2's integral */
+  int deepest_stage;        /* deepest-point method, pairs with the scene's gains: where the
+                               deepest point is chosen again at every integrator stage, with
+                               the integral term at its steady state, ki / (1 - gamma) on the
+                               depth, instead of the step's collision pass's point and eq. 2's
+                               integral (docs/contact.md): KHZ_DEEPEST_STAGE_STACKED (0,
+                               default) at pairs whose bodies other resting pairs hold too (a
+                               stack, a robot on two feet), KHZ_DEEPEST_STAGE_ALL at every
+                               pair, KHZ_DEEPEST_STAGE_OFF at none */
   int joint_friction;       /* multi-point method, automatic gains: 1 = a sliding pair that shares
                                a free body with another pair solves its cluster's implicit
                                rows with every friction disc at once, and the implicit
@@ -209,6 +212,8 @@ typedef struct khzContactOptions {
 
 /* khzContactOptions.lcp_gap */
 enum { KHZ_LCP_GAP_NARROWPHASE = 0, KHZ_LCP_GAP_LPDEPTH = 1 };
+/* khzContactOptions.deepest_stage */
+enum { KHZ_DEEPEST_STAGE_STACKED = 0, KHZ_DEEPEST_STAGE_ALL = 1, KHZ_DEEPEST_STAGE_OFF = 2 };
 
 /* Sleeping bodies (khz_spec_setSleep; docs/sleeping.md): trees with a moving joint (free
  * bodies, robots and their welded bases) that touch one another form islands; an island whose every point moves
