@@ -130,7 +130,16 @@
  *      store, no state rolled back. Each pair's friction impulse scaled onto
  *      its own disc left the light body the difference of the two (1.5 kN
  *      on 19 g); on cf5fd16 they gained 94 J and 101 J. penalty.c,
- *      solve_joint: the cluster's discs solved together. */
+ *      solve_joint: the cluster's discs solved together;
+ *   w. the joint solve's normal rows released (bench/untuned_random.py
+ *      seed 1, scenes 51 and 55, with contact.joint_friction), released
+ *      touching: a 0.29 kg box under a 49 kg capsule under a 93 kg box,
+ *      tilted (0.4 s), and an 11.9 g prism between an 11 kg capsule and a
+ *      50 kg box (1.85 s): no energy gained beyond the springs' store, no
+ *      state rolled back. Session 13's joint solve held a normal row that
+ *      reached its bound for good and could end with a disc's residual
+ *      2.6 times the rows' right-hand side: 1.16e3 J and 67 J gained
+ *      (8054160). penalty.c, joint_qp and discs_solve. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -1122,6 +1131,62 @@ static void case_v(void) {
   }
 }
 
+static void case_w(void) {
+  static const struct {
+    const char *what;
+    int n, steps;
+    khzGeomType type[3];
+    double size[3][3], mass[3], pos[3][3], rpy[3][3];
+  } scene[2] = {
+      {"0.29 kg box under a 49 kg capsule under a 93 kg box, tilted", 3, 400,
+       {KHZ_GEOM_BOX, KHZ_GEOM_CAPSULE, KHZ_GEOM_BOX},
+       {{0.029506, 0.0375827, 0.0400495}, {0.213909, 0.385808}, {0.00960303, 0.0103193, 0.0092925}},
+       {0.286195, 48.8829, 93.3233},
+       {{0, 0, 0.048636068}, {0, 0, 0.537016822}, {0, 0, 0.989906923}},
+       {{1.78410136, 1.27496019, 1.5497416}, {2.77913805, 0.901642681, -0.612141788}, {3.01438911, 0.201868675, -2.08728964}}},
+      {"11.9 g prism between an 11 kg capsule and a 50 kg box", 3, 1850,
+       {KHZ_GEOM_CAPSULE, KHZ_GEOM_MESH, KHZ_GEOM_BOX},
+       {{0.00514959, 0.00975067}, {0.291316}, {0.0942534, 0.0613813, 0.0603274}},
+       {10.9678, 0.0119238, 49.6587},
+       {{0, 0, 0.0149002555}, {0, 0, 0.321116194}, {0, 0, 0.672759317}},
+       {{0, 0, 0.911362412}, {0, 0, 3.10258459}, {0, 0, -1.36654972}}},
+  };
+  for (int t = 0; t < 2; t++) {
+    khzSpec *s = joint_spec();
+    double weight = 0;
+    for (int i = 0; i < scene[t].n; i++) {
+      char name[16];
+      snprintf(name, sizeof name, "b%d", i);
+      if (scene[t].type[i] == KHZ_GEOM_MESH) { /* the bench's prism: yaw only, its inertia as the scene gives it */
+        double y = scene[t].rpy[i][2], q0[7] = {scene[t].pos[i][0], scene[t].pos[i][1], scene[t].pos[i][2], cos(y / 2), 0, 0, sin(y / 2)};
+        const double inertia[3] = {0.000546512, 0.000546512, 0.00041842};
+        add_hex_prism_at(s, scene[t].size[i][0], scene[t].mass[i], q0, inertia);
+      } else {
+        add_shape(s, name, scene[t].type[i], scene[t].size[i], scene[t].mass[i], scene[t].pos[i], scene[t].rpy[i]);
+      }
+      weight += scene[t].mass[i] * G;
+    }
+    khzModel *m = compile(s);
+    if (!m) return;
+    khzData *d = khz_makeData(m, 0);
+    double ke, pe, e0, gain = 0;
+    khz_energy(m, d, &ke, &pe);
+    e0 = ke + pe;
+    for (int k = 0; k < scene[t].steps; k++) {
+      khz_step(m, d);
+      khz_energy(m, d, &ke, &pe);
+      gain = isfinite(ke + pe) && isfinite(gain) ? fmax(gain, ke + pe - e0) : INFINITY;
+    }
+    double tol = 1e-4 + weight * 5e-4;
+    printf("w. %s, %.2f s: energy gained %.3g J (bound %.3g), %d states rolled back\n", scene[t].what,
+           1e-3 * scene[t].steps, gain, tol, d->warning[KHZ_WARN_BADSTATE]);
+    ENSURE_MSG(gain <= tol, "%s: gained %.3g J", scene[t].what, gain);
+    ENSURE(d->warning[KHZ_WARN_BADSTATE] == 0);
+    khz_deleteData(&d);
+    khz_deleteModel(&m);
+  }
+}
+
 int main(void) {
   case_a();
   case_bc();
@@ -1144,5 +1209,6 @@ int main(void) {
   case_t();
   case_u();
   case_v();
+  case_w();
   return ensure_report();
 }

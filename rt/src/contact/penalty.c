@@ -1198,7 +1198,7 @@ void khz_discDissipation(const double A2[3], const double b2[2], double lim, dou
 #define KHZ_JOINT_ROWS 32
 #define KHZ_JOINT_PAIRS 10
 /* the joint solve's passes: the discs' radii follow the normal impulses */
-#define KHZ_JOINT_PASSES 16
+#define KHZ_JOINT_PASSES 40
 
 /* 1 if contacts c and o share a free rigid body (a moving body that is
  * not a robot's link) */
@@ -1210,62 +1210,204 @@ static int share_free_body(const khzModel *m, const khzContact *c, const khzCont
   return 0;
 }
 
+/* P(lambda) = (A_FF + Lambda)^-1 b for discs_solve (F: the factor of
+ * A_FF + Lambda, out) and the dual function there,
+ * q = -1/2 b^T P - 1/2 sum_i lambda_i lim_i^2. Returns 0, or -1 when the
+ * factorisation fails. */
+static int discs_eval(const double *A, int k, const int *fl, int nf, const double *b, const int *dt,
+                      const double *lim, int g, const double *lam, double *P, double *F, double *q) {
+  for (int r = 0; r < nf; r++)
+    for (int c = 0; c < nf; c++) F[r * nf + c] = A[fl[r] * k + fl[c]];
+  for (int i = 0; i < g; i++) F[dt[i] * nf + dt[i]] += lam[i], F[(dt[i] + 1) * nf + dt[i] + 1] += lam[i];
+  if (khzu_cholFactor(F, nf) != 0) return -1;
+  memcpy(P, b, (size_t)nf * sizeof(double));
+  khzu_cholSolve(F, nf, P);
+  double v = 0;
+  for (int r = 0; r < nf; r++) v -= 0.5 * b[r] * P[r];
+  for (int i = 0; i < g; i++) v -= 0.5 * lam[i] * lim[i] * lim[i];
+  *q = v;
+  return 0;
+}
+
 /* The rows fl[0..nf) of a cluster solved with g friction discs at once:
  * the P_F that minimises 1/2 P^T A P - P^T rhs with the other rows held
  * (b: rhs less the held rows' part, packed) and each disc's two rows
- * (positions dt[i], dt[i] + 1 in fl) within |P_i| <= lim_i. Its conditions
- * are (A_FF + Lambda) P_F = b, Lambda = lambda_i on disc i's two rows,
- * lambda_i >= 0 and zero unless P_i lies on the disc's edge: Coulomb's
- * maximal dissipation over all the discs together. lambda by Newton's
- * method on phi_i = 1 / lim_i - 1 / |P_i| over the discs on their edge
- * (disc_dissipation's secular equation, one per disc; More & Sorensen):
- * d phi_i / d lambda_j = -P_i^T M_ij P_j / |P_i|^3, M = (A_FF + Lambda)^-1,
- * so each step solves H dlambda = |P|^3 phi, H_ij = P_i^T M_ij P_j; a
- * lambda that turns negative is 0 (its disc off the edge), a disc passed
- * joins. F (nf x nf) and y (nf) scratch; P (packed, nf) out. */
+ * (positions dt[i], dt[i] + 1 in fl) within |P_i| <= lim_i (lim_i > 0).
+ * Its conditions are (A_FF + Lambda) P_F = b, Lambda = lambda_i on disc
+ * i's two rows, lambda_i >= 0 and zero unless P_i lies on the disc's
+ * edge: Coulomb's maximal dissipation over all the discs together. The
+ * problem is convex with a strictly feasible point (P_i = 0), so lambda
+ * maximises the concave dual q(lambda) = min_P L(P, lambda) =
+ * -1/2 b^T P(lambda) - 1/2 sum lambda_i lim_i^2 over lambda >= 0 (Boyd &
+ * Vandenberghe, Convex Optimization, 2004, 5.2), whose gradient is
+ * (|P_i|^2 - lim_i^2) / 2 and whose Hessian is -H, H_ij = P_i^T M_ij P_j,
+ * M = (A_FF + Lambda)^-1: Bertsekas' projected Newton method (1982) with
+ * an Armijo search along the projection arc, which rises at every step
+ * and converges to the maximiser. Session 13's version took Newton steps
+ * on the secular equations 1 / |P_i| = 1 / lim_i with no search, and could
+ * stop with a disc's residual 2.6 times the rows' right-hand side (seed 1,
+ * 55). F (nf x nf) and y (nf) scratch; P (packed, nf) and lam (g) out. */
 static int discs_solve(const double *A, int k, const int *fl, int nf, const double *b, const int *dt,
                        const double *lim, int g, double *P, double *lam, double *F, double *y) {
-  double H[KHZ_JOINT_PAIRS * KHZ_JOINT_PAIRS], rh[KHZ_JOINT_PAIRS], nrm[KHZ_JOINT_PAIRS];
+  double H[KHZ_JOINT_PAIRS * KHZ_JOINT_PAIRS], dl[KHZ_JOINT_PAIRS], grad[KHZ_JOINT_PAIRS];
+  double ln[KHZ_JOINT_PAIRS], Pn[KHZ_JOINT_ROWS], q;
   int act[KHZ_JOINT_PAIRS];
   for (int i = 0; i < g; i++) lam[i] = 0;
+  if (discs_eval(A, k, fl, nf, b, dt, lim, g, lam, P, F, &q) != 0) return -1;
   for (int it = 0; it < 60; it++) {
-    for (int r = 0; r < nf; r++)
-      for (int c = 0; c < nf; c++) F[r * nf + c] = A[fl[r] * k + fl[c]];
-    for (int i = 0; i < g; i++) F[dt[i] * nf + dt[i]] += lam[i], F[(dt[i] + 1) * nf + dt[i] + 1] += lam[i];
-    if (khzu_cholFactor(F, nf) != 0) return -1;
-    memcpy(P, b, (size_t)nf * sizeof(double));
-    khzu_cholSolve(F, nf, P);
-    int na = 0;
-    double worst = 0;
+    int na = 0, done = 1;
     for (int i = 0; i < g; i++) {
-      nrm[i] = hypot(P[dt[i]], P[dt[i] + 1]);
-      if (!(lim[i] > 0)) continue; /* no disc: scaled to 0 by the caller */
-      if (lam[i] > 0 || nrm[i] > lim[i] * (1 + 1e-12)) {
-        act[na++] = i;
-        worst = fmax(worst, fabs(nrm[i] / lim[i] - 1));
-      }
+      double n2 = P[dt[i]] * P[dt[i]] + P[dt[i] + 1] * P[dt[i] + 1], l2 = lim[i] * lim[i];
+      grad[i] = 0.5 * (n2 - l2);
+      if (lam[i] > 0 || n2 > l2) act[na++] = i; /* the others stay at 0 (inside their disc) */
+      if (lam[i] > 0 ? fabs(n2 - l2) > 2e-10 * l2 : n2 > l2 * (1 + 2e-10)) done = 0;
     }
-    if (!na || worst < 1e-10) return 0;
-    for (int q = 0; q < na; q++) { /* H's column q: M E_j P_j */
-      int j = act[q];
+    if (done) return 0;
+    for (int a = 0; a < na; a++) { /* H's column a: M E_j P_j */
+      int j = act[a];
       memset(y, 0, (size_t)nf * sizeof(double));
       y[dt[j]] = P[dt[j]], y[dt[j] + 1] = P[dt[j] + 1];
       khzu_cholSolve(F, nf, y);
       for (int p = 0; p < na; p++) {
         int i = dt[act[p]];
-        H[p * na + q] = P[i] * y[i] + P[i + 1] * y[i + 1];
+        H[p * na + a] = P[i] * y[i] + P[i + 1] * y[i + 1];
       }
     }
     for (int p = 0; p < na; p++) {
-      int i = act[p];
-      rh[p] = (1 / lim[i] - 1 / nrm[i]) * nrm[i] * nrm[i] * nrm[i];
-      for (int q = 0; q < p; q++) H[p * na + q] = H[q * na + p] = 0.5 * (H[p * na + q] + H[q * na + p]);
+      dl[p] = grad[act[p]];
+      for (int a = 0; a < p; a++) H[p * na + a] = H[a * na + p] = 0.5 * (H[p * na + a] + H[a * na + p]);
     }
-    if (khzu_cholFactor(H, na) != 0) return 0;
-    khzu_cholSolve(H, na, rh);
-    for (int p = 0; p < na; p++) lam[act[p]] = fmax(lam[act[p]] + rh[p], 0);
+    if (khzu_cholFactor(H, na) == 0) {
+      khzu_cholSolve(H, na, dl); /* the Newton step: H dlambda = grad q */
+    } else { /* a gradient step, scaled by the diagonal */
+      for (int p = 0; p < na; p++) dl[p] = grad[act[p]] / fmax(H[p * na + p], 1e-300);
+    }
+    int ok = 0;
+    double qn = q;
+    for (double t = 1; t > 1e-12 && !ok; t *= 0.5) {
+      double rise = 0;
+      memcpy(ln, lam, (size_t)g * sizeof(double));
+      for (int p = 0; p < na; p++) {
+        int i = act[p];
+        ln[i] = fmax(lam[i] + t * dl[p], 0);
+        rise += grad[i] * (ln[i] - lam[i]);
+      }
+      if (!(rise > 0)) break;
+      if (discs_eval(A, k, fl, nf, b, dt, lim, g, ln, Pn, F, &qn) != 0) return -1;
+      ok = qn >= q + 1e-4 * rise;
+    }
+    if (!ok) { /* no rise left at round-off: the last evaluated factor is restored */
+      if (discs_eval(A, k, fl, nf, b, dt, lim, g, lam, P, F, &q) != 0) return -1;
+      return 0;
+    }
+    memcpy(lam, ln, (size_t)g * sizeof(double));
+    memcpy(P, Pn, (size_t)nf * sizeof(double));
+    q = qn;
   }
   return 0;
+}
+
+/* the normal impulse of the pair of the disc whose first tangential row
+ * is a (pair_rows: a pair's normal rows lie just before its two
+ * tangential rows, all consecutive in a cluster) */
+static double joint_normal(const implicit_row *row, const int *mem, int a, const double *P) {
+  double pn = 0;
+  for (int q = a - 1; q >= 0 && row[mem[q]].contact == row[mem[a]].contact; q--)
+    if (row[mem[q]].point >= 0) pn += P[q];
+  return pn;
+}
+
+/* The cluster's quadratic with the discs' radii held: the P that
+ * minimises 1/2 P^T A P - P^T rhs over P_n >= lo (normal rows) and
+ * |P_i| <= lim_i (disc i's two tangential rows), a strictly convex problem
+ * (A positive definite, the constraints convex), by a primal active set
+ * over the normal rows (Nocedal & Wright, Numerical Optimization, 2006,
+ * alg. 16.3) whose subproblem holds the discs exactly: the rows not held
+ * at their bound solved with every disc at once (discs_solve); a step
+ * toward that minimiser stops at the first normal row it would take past
+ * its bound, which is held (the step is feasible for the discs too, both
+ * ends lying in them); at the minimiser, a held row whose residual
+ * (A P - rhs)_a is negative (the objective falls as it rises: its
+ * multiplier is negative, the row would pull apart less than its bound
+ * allows) is released. The objective falls at every step, so no set of
+ * held rows comes back and it ends at the minimum, where the conditions
+ * hold: each normal row at its bound with a residual >= 0 or free with
+ * residual 0 (complementarity), each disc's friction inside with residual
+ * 0 or on its edge against its residual (maximal dissipation). P (k) in: a
+ * point inside every bound; out: the minimiser. hold (k) in/out: the
+ * normal rows held; a disc of radius 0 holds its rows at 0. lam (g) out:
+ * the discs' multipliers. Returns 0, or -1 (a factorisation failed, or
+ * KHZ_JOINT_STEPS steps ran out). */
+#define KHZ_JOINT_STEPS 100
+static int joint_qp(const implicit_row *row, const int *mem, int k, const double *A, const double *rhs,
+                    const double *lo, const int *tp, const double *lim, int g, double *P, int *hold,
+                    double *lam, double *F, double *y) {
+  int fl[KHZ_JOINT_ROWS], dt[KHZ_JOINT_PAIRS], fixt[KHZ_JOINT_ROWS] = {0};
+  double b[KHZ_JOINT_ROWS], PF[KHZ_JOINT_ROWS], scale = 0;
+  int released = -1;
+  for (int i = 0; i < g; i++)
+    if (!(lim[i] > 0)) fixt[tp[i]] = fixt[tp[i] + 1] = 1, P[tp[i]] = P[tp[i] + 1] = 0;
+  for (int a = 0; a < k; a++) scale = fmax(scale, fabs(rhs[a]));
+  double tol = 1e-9 * scale;
+  for (int step = 0; step < KHZ_JOINT_STEPS; step++) {
+    int nf = 0, gf = 0;
+    for (int a = 0; a < k; a++)
+      if (!hold[a] && !fixt[a]) fl[nf++] = a;
+    double limf[KHZ_JOINT_PAIRS];
+    for (int i = 0, f = 0; i < g; i++) { /* the discs of radius > 0: their rows in fl */
+      if (fixt[tp[i]]) continue;
+      while (fl[f] != tp[i]) f++;
+      dt[gf] = f, limf[gf++] = lim[i];
+    }
+    for (int f = 0; f < nf; f++) {
+      double v = rhs[fl[f]];
+      for (int a = 0; a < k; a++)
+        if (hold[a] || fixt[a]) v -= A[fl[f] * k + a] * P[a];
+      b[f] = v;
+    }
+    double lf[KHZ_JOINT_PAIRS];
+    if (nf && discs_solve(A, k, fl, nf, b, dt, limf, gf, PF, lf, F, y) != 0) return -1;
+    for (int i = 0, q = 0; i < g; i++) lam[i] = fixt[tp[i]] ? 0 : lf[q++];
+    /* the step toward the minimiser: its length stops at the first normal
+     * row that would pass its bound */
+    double alpha = 1;
+    int block = -1;
+    for (int f = 0; f < nf; f++) {
+      int a = fl[f];
+      if (row[mem[a]].point < 0 || !(PF[f] < lo[a])) continue;
+      double t = P[a] > lo[a] ? (P[a] - lo[a]) / (P[a] - PF[f]) : 0;
+      if (t < alpha) alpha = t, block = a;
+    }
+    for (int f = 0; f < nf; f++) P[fl[f]] += alpha * (PF[f] - P[fl[f]]);
+    if (block >= 0 && block == released && alpha == 0) {
+      /* the row just released would be taken past its bound at once: the
+       * discs turned active or inactive with it (a row released from a
+       * face whose constraints are linear leaves its bound; Nocedal &
+       * Wright, thm. 16.5). It alone moves to the minimum along itself,
+       * -r_a / A_aa above its bound, which lowers the objective and stays
+       * inside every bound, and the search goes on from there */
+      double r = -rhs[block];
+      for (int c = 0; c < k; c++) r += A[block * k + c] * P[c];
+      P[block] = lo[block] - r / A[block * k + block], released = -1;
+      continue;
+    }
+    if (block >= 0) {
+      P[block] = lo[block], hold[block] = 1, released = -1;
+      continue;
+    }
+    /* at the minimiser: release the held row of the most negative residual */
+    int rel = -1;
+    double worst = -tol;
+    for (int a = 0; a < k; a++) {
+      if (!hold[a]) continue;
+      double r = -rhs[a];
+      for (int c = 0; c < k; c++) r += A[a * k + c] * P[c];
+      if (r < worst) worst = r, rel = a;
+    }
+    if (rel < 0) return 0;
+    hold[rel] = 0, released = rel;
+  }
+  return -1;
 }
 
 /* A cluster whose sliding pairs share a free body, solved with all its
@@ -1273,80 +1415,61 @@ static int discs_solve(const double *A, int k, const int *fl, int nf, const doub
  * two sliding pairs took the difference of their impulses, each scaled
  * onto its own disc: a 19 g capsule pinched between the ground and 46 kg
  * (bench/untuned_random.py seed 2, 4) was left 1.5 kN by its pairs'
- * friction and went non-finite. Here every normal row not held at its
- * bound and every tangential row are solved together with discs_solve
- * (discs of the normal impulses of the pass before: the radii are taken
- * again from the solution, at most KHZ_JOINT_PASSES times, until they
- * stand); a normal row below its bound is held there (the active set of
- * solve_rows_with). At the end each pair's friction is scaled into the disc
- * of its final normal impulse and held when it lies on the edge. All
+ * friction and went non-finite. Here the whole cluster is one problem:
+ * with the discs' radii held, the convex quadratic of joint_qp (normal
+ * rows that reach their bound are held and released again by their
+ * multipliers' signs, every disc at once); the radii then follow the
+ * normal impulses, lim_i = mu_i max(P_n,i, 0), a fixed point taken to
+ * 1e-9 of the largest radius (relaxed by half after KHZ_JOINT_PASSES / 2
+ * passes, which leaves its fixed points where they were). A solve whose
+ * radii have not settled after KHZ_JOINT_PASSES passes is not used (-1:
+ * the caller goes on pair by pair). Session 13's version held a normal row
+ * that reached its bound for good and solved the rest without it: seed 1,
+ * 55 ended with a held row approaching at 23 m/s and gained 67 J. All
  * values packed (k of them, k <= KHZ_JOINT_ROWS); L (k x k), sol (k)
- * scratch. Returns 0, or -1 (a factorisation failed: the caller goes on
- * pair by pair). */
+ * scratch; fixed (k) out: the normal rows held at their bound, the
+ * tangential rows on their disc's edge. Returns 0, or -1. */
 static int solve_joint(const khzData *d, const implicit_row *row, const int *mem, int k, const double *A,
                        const double *rhs, const double *lo, double *P, int *fixed, double *L, double *sol) {
-  int fl[KHZ_JOINT_ROWS], dt[KHZ_JOINT_PAIRS], tp[KHZ_JOINT_PAIRS], g = 0;
-  double b[KHZ_JOINT_ROWS], PF[KHZ_JOINT_ROWS], lim[KHZ_JOINT_PAIRS], lam[KHZ_JOINT_PAIRS];
-  int hold[KHZ_JOINT_ROWS];
-  for (int a = 0; a < k; a++) { /* the held rows (normal rows at their bound), the discs' first rows */
+  int tp[KHZ_JOINT_PAIRS], hold[KHZ_JOINT_ROWS], g = 0;
+  double lim[KHZ_JOINT_PAIRS], lam[KHZ_JOINT_PAIRS];
+  for (int a = 0; a < k; a++) { /* the discs' first rows */
     const implicit_row *r = row + mem[a], *before = a > 0 ? row + mem[a - 1] : NULL;
-    hold[a] = r->point >= 0 && fixed[a];
     if (r->point < 0 && a + 1 < k && (!before || before->point >= 0 || before->contact != r->contact)) {
       if (g == KHZ_JOINT_PAIRS) return -1;
       tp[g++] = a;
     }
   }
-  int settled = 0;
-  for (int pass = 0; pass < KHZ_JOINT_PASSES + k && !settled; pass++) {
-    int nf = 0;
-    for (int a = 0; a < k; a++)
-      if (!hold[a]) fl[nf++] = a;
-    for (int i = 0, f = 0; i < g; i++) { /* each disc's rows in fl, and its radius */
-      while (fl[f] != tp[i]) f++;
-      dt[i] = f;
-      const implicit_row *r = row + mem[tp[i]];
-      double pn = 0;
-      for (int q = 0; q < k; q++)
-        if (row[mem[q]].contact == r->contact && row[mem[q]].point >= 0) pn += P[q];
-      lim[i] = d->contact[r->contact].mu * fmax(pn, 0);
-    }
-    for (int f = 0; f < nf; f++) {
-      double v = rhs[fl[f]];
-      for (int a = 0; a < k; a++)
-        if (hold[a]) v -= A[fl[f] * k + a] * P[a];
-      b[f] = v;
-    }
-    if (discs_solve(A, k, fl, nf, b, dt, lim, g, PF, lam, L, sol) != 0) return -1;
-    for (int f = 0; f < nf; f++) P[fl[f]] = PF[f];
-    int changed = 0;
-    for (int f = 0; f < nf; f++) { /* normal rows: no pull past lo */
-      int a = fl[f];
-      if (row[mem[a]].point >= 0 && P[a] < lo[a]) P[a] = lo[a], hold[a] = 1, changed = 1;
-    }
-    double moved = 0, lmax = 0;
-    for (int i = 0; i < g; i++) { /* the radii at the new normal impulses */
-      const implicit_row *r = row + mem[tp[i]];
-      double pn = 0;
-      for (int q = 0; q < k; q++)
-        if (row[mem[q]].contact == r->contact && row[mem[q]].point >= 0) pn += P[q];
-      double l = d->contact[r->contact].mu * fmax(pn, 0);
-      moved = fmax(moved, fabs(l - lim[i])), lmax = fmax(lmax, l);
-    }
-    settled = !changed && !(moved > 1e-9 * lmax);
+  /* the start: the normal rows inside their bounds, the radii theirs, the
+   * friction inside its discs */
+  for (int a = 0; a < k; a++) {
+    hold[a] = row[mem[a]].point >= 0 && !(P[a] > lo[a]);
+    if (hold[a]) P[a] = lo[a];
   }
-  /* radii that did not settle (a pair's normal impulse driven to its bound
-   * and back): the pair-by-pair scaling instead. Kept, such a solution
-   * scaled the friction of a pair whose normal impulse had gone to zero
-   * after the other rows were solved with it, and left rows separating at
-   * 300 m/s (seed 1, 55: an 11.9 g prism under 50 kg gained 3.2e4 J) */
+  for (int i = 0; i < g; i++) lim[i] = d->contact[row[mem[tp[i]]].contact].mu * fmax(joint_normal(row, mem, tp[i], P), 0);
+  int settled = 0, pass = 0;
+  for (; pass < KHZ_JOINT_PASSES && !settled; pass++) {
+    for (int i = 0; i < g; i++) { /* the friction inside the discs of this pass */
+      double pt = hypot(P[tp[i]], P[tp[i] + 1]);
+      if (pt > lim[i]) {
+        double sc = pt > 0 ? lim[i] / pt : 0;
+        P[tp[i]] *= sc, P[tp[i] + 1] *= sc;
+      }
+    }
+    if (joint_qp(row, mem, k, A, rhs, lo, tp, lim, g, P, hold, lam, L, sol) != 0) return -1;
+    double moved = 0, lmax = 0, relax = pass < KHZ_JOINT_PASSES / 2 ? 1 : 0.5;
+    for (int i = 0; i < g; i++) { /* the radii at the new normal impulses */
+      double l = d->contact[row[mem[tp[i]]].contact].mu * fmax(joint_normal(row, mem, tp[i], P), 0);
+      moved = fmax(moved, fabs(l - lim[i])), lmax = fmax(lmax, fmax(l, lim[i]));
+      lim[i] += relax * (l - lim[i]);
+    }
+    settled = !(moved > 1e-9 * lmax);
+  }
   if (!settled) return -1;
   for (int a = 0; a < k; a++) fixed[a] = hold[a];
-  for (int i = 0; i < g; i++) { /* each pair's friction inside its final disc */
-    const implicit_row *r = row + mem[tp[i]];
-    double pn = 0;
-    for (int q = 0; q < k; q++)
-      if (row[mem[q]].contact == r->contact && row[mem[q]].point >= 0) pn += P[q];
-    double l = d->contact[r->contact].mu * fmax(pn, 0), pt = hypot(P[tp[i]], P[tp[i] + 1]);
+  for (int i = 0; i < g; i++) { /* each pair's friction inside the disc of its final normal impulse */
+    double l = d->contact[row[mem[tp[i]]].contact].mu * fmax(joint_normal(row, mem, tp[i], P), 0);
+    double pt = hypot(P[tp[i]], P[tp[i] + 1]);
     if (!(pt <= l)) {
       double sc = pt > 0 ? l / pt : 0;
       P[tp[i]] *= sc, P[tp[i] + 1] *= sc;
