@@ -1,0 +1,103 @@
+/* peg_probe: a dumped pour state (peg_figures --dump-step), its pairs'
+ * overlaps and deepest vertices; with --step K, K PEG steps from it with
+ * the stats of each (diagnosis, session 14). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "khz/khz.h"
+#include "khz/load.h"
+#include "dynamics.h"
+#include "peg/peg.h"
+
+static double q[512], qd[512];
+static int ndumped;
+/* every block whose try failed (status != 0) and the solved try after one,
+ * as text: "k friction attempt status" then M row by row, then q */
+static void dump_block(void *user, int k, const double *M, const double *qb, const double *z, int friction,
+                       int attempt, int status) {
+  (void)user, (void)z;
+  if (status == 0 && attempt == 0) return;
+  char path[256];
+  snprintf(path, sizeof path, "/tmp/p22g/block_%03d_k%d_f%d_t%d_s%d.txt", ndumped++, k, friction, attempt, status);
+  FILE *f = fopen(path, "w");
+  if (!f) return;
+  fprintf(f, "%d %d %d %d\n", k, friction, attempt, status);
+  for (int i = 0; i < k; i++) {
+    for (int j = 0; j < k; j++) fprintf(f, "%.17g ", M[(size_t)i * k + j]);
+    fprintf(f, "\n");
+  }
+  for (int i = 0; i < k; i++) fprintf(f, "%.17g ", qb[i]);
+  fprintf(f, "\n");
+  fclose(f);
+  printf("  dumped %s\n", path);
+}
+
+static void overlaps(const khzModel *m, const khzData *d) {
+  static khzPegPoly P[32];
+  int np = 0;
+  for (int g = 0; g < m->ngeom && np < 32; g++)
+    if (khz_pegPoly(m, d, g, P + np) == 1) np++;
+  for (int i = 0; i < np; i++)
+    for (int j = i + 1; j < np; j++) {
+      if (khz_bodyStatic(m, P[i].body) && khz_bodyStatic(m, P[j].body)) continue;
+      double v = khz_pegOverlap(P + i, P + j);
+      if (v <= 1e-15) continue;
+      printf("  pair geom %d (body %d) - geom %d (body %d): overlap %.3g m^3\n", P[i].geom, P[i].body, P[j].geom,
+             P[j].body, v);
+      for (int s = 0; s < 2; s++) {
+        const khzPegPoly *A = P + (s ? j : i), *B = P + (s ? i : j);
+        for (int k = 0; k < A->nv; k++) {
+          double dd = INFINITY;
+          int fmin = -1;
+          for (int f = 0; f < B->nf; f++) {
+            double x = B->d[f] - (B->n[f][0] * A->v[k][0] + B->n[f][1] * A->v[k][1] + B->n[f][2] * A->v[k][2]);
+            if (x < dd) dd = x, fmin = f;
+          }
+          if (dd > 0) printf("    vertex %d of geom %d inside geom %d by %.3g m (face %d)\n", k, A->geom, B->geom, dd, fmin);
+        }
+      }
+    }
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3) return fprintf(stderr, "usage: %s SCENE STATEFILE [steps]\n", argv[0]), 2;
+  int steps = argc > 3 ? atoi(argv[3]) : 0;
+  FILE *f = fopen(argv[2], "r");
+  static char line[65536];
+  double h = 0;
+  int nq = 0, nv = 0, off;
+  if (fgets(line, sizeof line, f) && sscanf(line, "h %lf step %*d q%n", &h, &off) == 1)
+    for (char *p = line + off, *e; nq < 512; p = e, nq++)
+      if (q[nq] = strtod(p, &e), e == p) break;
+  if (fgets(line, sizeof line, f) && sscanf(line, "h %*f step %*d qd%n", &off) >= 0)
+    for (char *p = line + off, *e; nv < 512; p = e, nv++)
+      if (qd[nv] = strtod(p, &e), e == p) break;
+  fclose(f);
+  char err[512];
+  khzScene sc;
+  if (khz_loadScene(&sc, argv[1], err, sizeof err)) return fprintf(stderr, "%s\n", err), 1;
+  khz_spec_setTimestep(sc.spec, h);
+  khzModel *m = khz_compile(sc.spec, err, sizeof err);
+  khz_deleteScene(&sc);
+  if (!m || nq != m->nq || nv != m->nv) return fprintf(stderr, "model/state mismatch %d %d\n", nq, nv), 1;
+  khzData *d = khz_makeData(m, 0);
+  memcpy(d->q, q, sizeof(double) * nq);
+  memcpy(d->qd, qd, sizeof(double) * nv);
+  khz_forwardPass(m, d, d->q, d->qd);
+  if (getenv("PEG_PROBE_DUMP")) khz_pegSetBlockObserver(dump_block, NULL);
+  printf("state at the start (h %g):\n", h);
+  overlaps(m, d);
+  for (int s = 0; s < steps; s++) {
+    khz_step(m, d);
+    const khzPegStats *st = khz_pegLastStats();
+    printf("step %d: pairs %d groups %d U %d I %d X %d n %d status %d failed %d narrowed %d turn %g added %d passes %d worst %.3g splits %d frictionless %d stop %d\n",
+           s, st->contacts, st->groups, st->nu, st->ni, st->nx, st->n, st->status, st->failed, st->narrowed, st->turn,
+           st->added, st->passes, st->worst, st->splits, st->frictionless, st->stop);
+    overlaps(m, d);
+  }
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+  return 0;
+}
