@@ -1,6 +1,9 @@
 /* peg_probe: a dumped pour state (peg_figures --dump-step), its pairs'
- * overlaps and deepest vertices; with --step K, K PEG steps from it with
- * the stats of each (diagnosis, session 14). */
+ * overlaps and the vertices inside another body; with a step count K, K PEG
+ * steps from it with the counts of each (diagnosis, session 14; docs/peg.md,
+ * tenth round). PEG_PROBE_DUMP=DIR writes every Lemke try of a block that
+ * did not solve (and a solving retry) to DIR/block_*.txt for
+ * bench/lemke_block and an independent solver. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,10 +20,11 @@ static int ndumped;
  * as text: "k friction attempt status" then M row by row, then q */
 static void dump_block(void *user, int k, const double *M, const double *qb, const double *z, int friction,
                        int attempt, int status) {
-  (void)user, (void)z;
+  (void)z;
   if (status == 0 && attempt == 0) return;
   char path[256];
-  snprintf(path, sizeof path, "/tmp/p22g/block_%03d_k%d_f%d_t%d_s%d.txt", ndumped++, k, friction, attempt, status);
+  snprintf(path, sizeof path, "%s/block_%03d_k%d_f%d_t%d_s%d.txt", (const char *)user, ndumped++, k, friction, attempt,
+           status);
   FILE *f = fopen(path, "w");
   if (!f) return;
   fprintf(f, "%d %d %d %d\n", k, friction, attempt, status);
@@ -63,6 +67,7 @@ static void overlaps(const khzModel *m, const khzData *d) {
 
 int main(int argc, char **argv) {
   if (argc < 3) return fprintf(stderr, "usage: %s SCENE STATEFILE [steps]\n", argv[0]), 2;
+  /* the state file: peg_figures --dump-step's two lines (q, qd) */
   int steps = argc > 3 ? atoi(argv[3]) : 0;
   FILE *f = fopen(argv[2], "r");
   static char line[65536];
@@ -86,7 +91,9 @@ int main(int argc, char **argv) {
   memcpy(d->q, q, sizeof(double) * nq);
   memcpy(d->qd, qd, sizeof(double) * nv);
   khz_forwardPass(m, d, d->q, d->qd);
-  if (getenv("PEG_PROBE_DUMP")) khz_pegSetBlockObserver(dump_block, NULL);
+  if (getenv("PEG_PROBE_DUMP")) khz_pegSetBlockObserver(dump_block, getenv("PEG_PROBE_DUMP"));
+  /* PEG_PROBE_TIES=1: lemke.c's default ratio ties (PEG's before session 14) */
+  if (getenv("PEG_PROBE_TIES")) khz_pegSetLemkeTies(atof(getenv("PEG_PROBE_TIES")));
   printf("state at the start (h %g):\n", h);
   overlaps(m, d);
   for (int s = 0; s < steps; s++) {
