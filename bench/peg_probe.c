@@ -61,6 +61,26 @@ static void overlaps(const khzModel *m, const khzData *d) {
           }
           if (dd > 0) printf("    vertex %d of geom %d inside geom %d by %.3g m (face %d)\n", k, A->geom, B->geom, dd, fmin);
         }
+        /* edges through B: the clipped segment's midpoint depth */
+        for (int e = 0; e < A->ne; e++) {
+          const double *a0 = A->v[A->e[e][0]], *a1 = A->v[A->e[e][1]];
+          double t0 = 0, t1 = 1;
+          for (int f = 0; f < B->nf && t0 < t1; f++) {
+            double s0 = B->n[f][0] * a0[0] + B->n[f][1] * a0[1] + B->n[f][2] * a0[2] - B->d[f];
+            double s1 = B->n[f][0] * a1[0] + B->n[f][1] * a1[1] + B->n[f][2] * a1[2] - B->d[f];
+            if (s0 >= 0 && s1 >= 0) t0 = 2;
+            else if (s0 < 0 && s1 < 0) continue;
+            else if (s0 >= 0) t0 = fmax(t0, s0 / (s0 - s1));
+            else t1 = fmin(t1, s0 / (s0 - s1));
+          }
+          if (t0 >= t1) continue;
+          double x[3], dd = INFINITY;
+          for (int c = 0; c < 3; c++) x[c] = a0[c] + 0.5 * (t0 + t1) * (a1[c] - a0[c]);
+          for (int f = 0; f < B->nf; f++) dd = fmin(dd, B->d[f] - (B->n[f][0] * x[0] + B->n[f][1] * x[1] + B->n[f][2] * x[2]));
+          if (dd > 1e-10)
+            printf("    edge %d (vertices %d %d) of geom %d through geom %d: %.3g m deep, inside over [%.3g, %.3g]\n", e,
+                   A->e[e][0], A->e[e][1], A->geom, B->geom, dd, t0, t1);
+        }
       }
     }
 }
@@ -92,6 +112,8 @@ int main(int argc, char **argv) {
   memcpy(d->qd, qd, sizeof(double) * nv);
   khz_forwardPass(m, d, d->q, d->qd);
   if (getenv("PEG_PROBE_DUMP")) khz_pegSetBlockObserver(dump_block, getenv("PEG_PROBE_DUMP"));
+  /* PEG_SPLITS=0: the step's passes alone (no halving) */
+  if (getenv("PEG_SPLITS")) khz_pegSetSplits(atoi(getenv("PEG_SPLITS")));
   /* PEG_PROBE_TIES=1: lemke.c's default ratio ties (PEG's before session 14) */
   if (getenv("PEG_PROBE_TIES")) khz_pegSetLemkeTies(atof(getenv("PEG_PROBE_TIES")));
   printf("state at the start (h %g):\n", h);
