@@ -23,17 +23,20 @@
  *
  *   build/bench/peg_figures [--seconds T] [--scene FILE] [--h H1,H2,...] [--no-lcp] [--trace]
  *                           [--only peg|standard|lpdepth] [--release DT]
- *                           [--lp-one-point] [--dump-step N] [--lcp-gaps [--per-step FILE]]
+ *                           [--lp-one-point] [--dump-step N] [--lcp-gaps [--per-step FILE]] [--check]
  * (--lcp-gaps: the LCP path alone, side by side with its two gap functions
  * of polytope pairs, contact.lcp_gap narrowphase (the default) and lpdepth
  * (the Anitescu-Hart LP depth, rt/src/lcp/lpgap.h): per h the largest and
  * the median overlap after a step, the steps over 1e-12 m^3, the fallbacks
  * and the median time per step; --per-step FILE writes every step's overlap
  * and time as CSV: h, gap, step, t, overlap_m3, us)
+ * (--check: exit status 1 when PEG misses the goal, for tests)
  * (--release DT: the k-th floating body (k = 0, 1, ..) is kept out of the
  * scene, parked at rest 3 + 0.5 k m beside its pose, until t = k DT, then
  * placed at its scene pose at rest: the paper drops one polyhedron every
- * 0.5 s, scenes/peg/pour_paper.yaml)
+ * 0.5 s, scenes/peg/pour_paper.yaml; a body whose pose overlaps a body
+ * already in the box, a pile grown to the drop height, is placed higher,
+ * by 1 cm at a time until it overlaps nothing)
  * (--only: that model's columns alone; the others print as "-")
  * (--lp-one-point: the LP-depth model with the LP's witness point alone,
  * without its nearly active units)
@@ -82,8 +85,25 @@ static int ndump;
 /* --release: before the step at time t, every floating body whose turn
  * (k release_dt) has not come is parked at rest beside its scene pose; at
  * its turn it is placed at its scene pose at rest */
+/* the overlap volume of body b's polytopes with every other body's at d's
+ * state (the forward pass made at d->q) */
+static double body_overlap(const khzModel *m, khzData *d, int b) {
+  static khzPegPoly P, Q;
+  khz_forwardPass(m, d, d->q, d->qd);
+  double v = 0;
+  for (int g = 0; g < m->ngeom; g++) {
+    if (m->geom_body[g] != b || khz_pegPoly(m, d, g, &P) != 1) continue;
+    for (int o = 0; o < m->ngeom; o++)
+      if (m->geom_body[o] != b && khz_pegPoly(m, d, o, &Q) == 1) v += khz_pegOverlap(&P, &Q);
+  }
+  return v;
+}
+
+static long lifted; /* releases whose drop pose overlapped a body (--release) */
+
 static void hold_unreleased(const khzModel *m, khzData *d, double t, double h, long *released) {
   int k = 0;
+  long now = 0; /* the bodies released at this step */
   for (int b = 1; b < m->nbody; b++) {
     if (m->jnt_type[b] != KHZ_JOINT_FLOATING || k >= 62) continue;
     double turn = k * release_dt;
@@ -91,8 +111,29 @@ static void hold_unreleased(const khzModel *m, khzData *d, double t, double h, l
     if (t < turn - 0.5 * h || !(*released & (1L << k))) {
       memcpy(d->q + qa, m->q0 + qa, 7 * sizeof(double));
       memset(d->qd + va, 0, 6 * sizeof(double));
-      if (t < turn - 0.5 * h) d->q[qa] += 3 + 0.5 * k;
-      else *released |= 1L << k;
+      if (t < turn - 0.5 * h) {
+        d->q[qa] += 3 + 0.5 * k;
+      } else {
+        *released |= 1L << k;
+        now |= 1L << k;
+      }
+    }
+    k++;
+  }
+  /* a pile that reached the drop height (seed 10 at h = 0.001: the ninth
+   * body placed 8.7 mm into the seventh, 1.5e-5 m^3, which no contact model
+   * is asked to resolve) gets the body from higher up: raised by 1 cm until
+   * it overlaps nothing (the bodies not yet released are parked by then) */
+  k = 0;
+  for (int b = 1; b < m->nbody && now; b++) {
+    if (m->jnt_type[b] != KHZ_JOINT_FLOATING || k >= 62) continue;
+    if (now & (1L << k)) {
+      double *z = d->q + m->jnt_qadr[b] + 2, z0 = *z;
+      while (body_overlap(m, d, b) > 0 && *z < z0 + 1) *z += 0.01;
+      if (*z > z0) {
+        lifted++;
+        fprintf(stderr, "# t %.4f: body %d released %.2f m higher (its drop pose overlapped a body)\n", t, b, *z - z0);
+      }
     }
     k++;
   }
@@ -124,6 +165,7 @@ static int run(const char *path, double h, double seconds, int method, int model
   double *us = malloc(sizeof(double) * (size_t)steps), *ov = malloc(sizeof(double) * (size_t)steps);
   memset(r, 0, sizeof *r);
   long released = 0;
+  lifted = 0;
   for (long s = 0; s < steps; s++) {
     if (release_dt > 0) hold_unreleased(m, d, s * h, h, &released);
     int dump = 0;
@@ -182,6 +224,7 @@ static int run(const char *path, double h, double seconds, int method, int model
   qsort(ov, (size_t)steps, sizeof *ov, cmp_double);
   r->median_overlap = ov[steps / 2];
   free(ov);
+  if (lifted) fprintf(stderr, "# h %g model %d: %ld releases raised above a body\n", h, model, lifted);
   r->fallbacks = (long)d->warning[KHZ_WARN_LCP];
   r->steps = steps;
   khz_pegSetModel(KHZ_PEG_MODEL_PEG);
@@ -228,7 +271,7 @@ static int lcp_gaps(const char *scene, double seconds, const double *hs, int nh)
 int main(int argc, char **argv) {
   const char *scene = "scenes/peg/pour.yaml";
   double seconds = 2.0, hs[16] = {1e-3, 2e-3, 5e-3, 1e-2, 2e-2, 2.5e-2};
-  int nh = 6, lcp = 1, only = -1;
+  int nh = 6, lcp = 1, only = -1, check = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--seconds") && i + 1 < argc) {
       seconds = atof(argv[++i]);
@@ -262,11 +305,13 @@ int main(int argc, char **argv) {
       fprintf(per_step, "h,gap,step,t,overlap_m3,us\n");
     } else if (!strcmp(argv[i], "--no-lcp")) {
       lcp = 0;
+    } else if (!strcmp(argv[i], "--check")) {
+      check = 1;
     } else if (!strcmp(argv[i], "--h") && i + 1 < argc) {
       nh = 0;
       for (char *t = strtok(argv[++i], ","); t && nh < 16; t = strtok(NULL, ",")) hs[nh++] = atof(t);
     } else {
-      fprintf(stderr, "usage: %s [--seconds T] [--scene FILE] [--h H1,H2,...] [--no-lcp] [--trace] [--only MODEL] [--release DT] [--lp-one-point] [--dump-step N] [--lcp-gaps [--per-step FILE]]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--seconds T] [--scene FILE] [--h H1,H2,...] [--no-lcp] [--trace] [--only MODEL] [--release DT] [--lp-one-point] [--dump-step N] [--lcp-gaps [--per-step FILE]] [--check]\n", argv[0]);
       return 2;
     }
   }
@@ -318,5 +363,5 @@ int main(int argc, char **argv) {
   }
   printf("# goal (PEG at most 1e-12 m^3 at every h, no fallback): %s\n",
          only >= 0 && only != KHZ_PEG_MODEL_PEG ? "not checked (PEG not run)" : bad ? "not met" : "met");
-  return 0;
+  return check && bad ? 1 : 0;
 }

@@ -88,6 +88,8 @@ def main():
     ap.add_argument('--bin', default=os.path.join(ROOT, 'build', 'bench', 'peg_figures'))
     ap.add_argument('--seconds', type=float, default=5.0)
     ap.add_argument('--seeds', type=int, default=10)
+    ap.add_argument('--seed-list', default=None,
+                    help='the seeds to run, in this order (e.g. 10,2,3: the failing ones first); default 1..--seeds')
     ap.add_argument('--h', default=','.join('%.3g' % (1e-3 * 25 ** (k / 15)) for k in range(15, -1, -1)))
     ap.add_argument('--models', default='peg,standard')
     ap.add_argument('--work', default='/tmp/peg_pour5s')
@@ -101,13 +103,14 @@ def main():
     hs = [float(x) for x in a.h.split(',')]
     models = a.models.split(',')
     os.makedirs(os.path.join(a.work, 'logs'), exist_ok=True)
-    for seed in range(1, a.seeds + 1):
+    seeds = [int(x) for x in a.seed_list.split(',')] if a.seed_list else list(range(1, a.seeds + 1))
+    for seed in seeds:
         d = os.path.join(a.work, 'seed%d' % seed)
         subprocess.run([sys.executable, os.path.join(ROOT, 'scenes', 'peg', 'gen_pour.py'), '--paper',
                         '--seed', str(seed), '--out', d], check=True, capture_output=True)
     res, start, stopped, unfinished = {}, time.time(), None, []
     for h in hs:
-        for seed in range(1, a.seeds + 1):
+        for seed in seeds:
             for model in models:
                 if time.time() - start > a.budget:
                     stopped = (h, seed, model)
@@ -160,13 +163,13 @@ def main():
                 if a.out:
                     with open(a.out, 'w') as f:
                         table(res, models, f, '# bench/peg_pour5s.py: %d seeds x %s s, runs so far (%.0f s wall)'
-                              % (a.seeds, a.seconds, time.time() - start))
+                              % (len(seeds), a.seconds, time.time() - start))
             if stopped:
                 break
         if stopped:
             break
-    note = '# bench/peg_pour5s.py: seeds 1..%d of gen_pour.py --paper, %g s each, %.0f s of wall time' % (
-        a.seeds, a.seconds, time.time() - start)
+    note = '# bench/peg_pour5s.py: seeds %s of gen_pour.py --paper, %g s each, %.0f s of wall time' % (
+        ','.join(map(str, seeds)), a.seconds, time.time() - start)
     if stopped:
         note += '; stopped by --budget before h %g seed %d %s' % stopped
     if unfinished:

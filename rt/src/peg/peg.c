@@ -93,6 +93,18 @@ static const double peg_turn_scale[] = {1, 0.5, 0.25, 0.125, 0};
  * passes that failed were iterations that stopped converging (the
  * violation doubled after a correction: 29 steps; six passes not enough: 7) */
 #define PEG_SPLITS 2
+/* Lemke's ratio test takes ratios within 1e-8 (PEG_TIE_ABS + |ratio|) of
+ * the least as tied (khzLemke.tie_abs; the LCP path's KHZ_LCP_TIE_ABS).
+ * With lemke.c's default, an absolute 1e-8, the lexicographic rule took
+ * rows up to 1e-8 above the least ratio as tied and chose one of them,
+ * which left the least row's basic value up to 1e-8 times its entry below
+ * zero. The scaled PEG LCPs' solutions hold values of 1e-7 (a slack of
+ * 5.5e-8 m/s): every frictional block of the pour's fallbacks, and then
+ * its frictionless LCP, ended inaccurate at residuals of 5e-8 .. 7e-7
+ * against a tolerance of 2e-8 .. 4e-8 (seed 9 at h = 0.0069, step 618:
+ * four blocks of 32 .. 190; an exact rational Lemke solves each, and so
+ * does lemke.c with 1e-3, at residuals of 1e-17) */
+#define PEG_TIE_ABS 1e-3
 
 enum { C_VF = 0, C_EE = 1, C_LP = 2 };
 enum { G_U = 0, G_I = 1, G_X = 2 };
@@ -155,6 +167,7 @@ static int lp_units = 1;
 static khzPegStats peg_stats = {.status = -1};
 /* how many times a step may be halved (peg_split) */
 static int peg_splits = PEG_SPLITS;
+static double peg_tie_abs = PEG_TIE_ABS;
 
 void khz_pegSetModel(int model) { peg_model = model; }
 
@@ -162,6 +175,7 @@ void khz_pegSetModel(int model) { peg_model = model; }
  * model (its witness moves between passes; it does not halve) */
 static int monotone(void) { return PEG_MONOTONE && peg_model != KHZ_PEG_MODEL_LPDEPTH; }
 void khz_pegSetLpUnits(int on) { lp_units = on; }
+void khz_pegSetLemkeTies(double tie_abs) { peg_tie_abs = tie_abs > 0 ? tie_abs : PEG_TIE_ABS; }
 void khz_pegSetSplits(int depth) { peg_splits = depth < 0 ? 0 : depth > PEG_SPLITS ? PEG_SPLITS : depth; }
 const khzPegStats *khz_pegLastStats(void) { return &peg_stats; }
 
@@ -290,6 +304,8 @@ static int peg_carve(const khzModel *m, khzData *d, pegWork *W) {
    * resting on faces are degenerate, and with the lexicographic rule alone
    * most of those that failed ended on a ray with z0 at round-off */
   W->lk.z0_ties = 1;
+  /* Lemke's ratio ties relative to the ratio (PEG_TIE_ABS) */
+  W->lk.tie_abs = peg_tie_abs;
   khz_lpDepthInit(&W->lpw, 2 * KHZ_PEG_MAXF, lpmem);
   return 1;
 }
@@ -1059,6 +1075,13 @@ static int assemble(pegWork *W, double h) {
  * size (its re-inversions), and one block that fails no longer fails the
  * others. W->bfail[i] = 1 for the unknowns of a block that no try solved.
  * A problem of one block is solved exactly as before the split */
+static khzPegBlockObserver block_observer;
+static void *block_observer_user;
+void khz_pegSetBlockObserver(khzPegBlockObserver fn, void *user) {
+  block_observer = fn;
+  block_observer_user = user;
+}
+
 static khzLcpStatus solve(pegWork *W, int n) {
   /* compliances tried in turn, the second try with Lemke's pivot tolerance
    * at 1e-6 (the LCP path's KHZ_LCP_PIVOT_TOL: round-off zeros of the
@@ -1115,6 +1138,7 @@ static khzLcpStatus solve(pegWork *W, int n) {
       W->lk.tol = (t == 1 ? 1e-8 : 1e-7) * fmax(qmax, 1e-3);
       st = khz_lemke(&W->lk, k, Mb, qb, zb, wb, PEG_PIVOTS(k));
       peg_stats.pivots += W->lk.pivots, peg_stats.reinverts += W->lk.reinverts;
+      if (block_observer) block_observer(block_observer_user, k, Mb, qb, zb, W->nf > 0, t, st);
       if (st == KHZ_LCP_SOLVED) break;
     }
     for (int a = 0; a < k; a++) W->z[var[a]] = zb[a] * D[var[a]], W->bfail[var[a]] = st != KHZ_LCP_SOLVED;

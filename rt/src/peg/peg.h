@@ -56,6 +56,19 @@ void khz_pegSetLpUnits(int on);
  * Global (tests and benchmarks). */
 void khz_pegSetSplits(int depth);
 
+/* Observer of every Lemke solve of a block (tests and benchmarks only;
+ * NULL by default): the block's scaled LCP (M k x k row-major, with the
+ * try's compliance on its diagonal, and q), Lemke's z, whether the step's
+ * LCP had friction, the try (0 ..) and its status. */
+typedef void (*khzPegBlockObserver)(void *user, int k, const double *M, const double *q, const double *z,
+                                    int friction, int attempt, int status);
+void khz_pegSetBlockObserver(khzPegBlockObserver fn, void *user);
+
+/* Lemke's ratio-tie tolerance (khzLemke.tie_abs) for PEG's LCPs; 0 restores
+ * the default, PEG_TIE_ABS = 1e-3 (peg.c). Global (tests: 1 is lemke.c's
+ * own default, the rule before session 14). */
+void khz_pegSetLemkeTies(double tie_abs);
+
 /* Counts of the last step (tests and benchmarks). */
 typedef struct khzPegStats {
   int contacts;  /* feature pairs gathered */
