@@ -973,9 +973,10 @@ void khz_impulseResponseUnits(const khzModel *m, khzData *d, int b, const unsign
   response_units(m, d, b, need, u6, dv6);
 }
 
-void khz_impulseResponseCols(const khzModel *m, khzData *d, int b, int ncol, const double *f,
-                             const unsigned char *need, double *uc, double *dvc) {
-  if (b <= 0 || ncol <= 0) return;
+static inline __attribute__((always_inline)) void response_cols(const khzModel *m, khzData *d, int b,
+                                                                 int ncol, const double *f,
+                                                                 const unsigned char *need, double *uc,
+                                                                 double *dvc) {
   enum { W = 6 * KHZ_RESPONSE_COLS };
   int root = m->body_root[b];
   int path[KHZ_PATH_MARK], depth = 0;
@@ -1045,6 +1046,29 @@ void khz_impulseResponseCols(const khzModel *m, khzData *d, int b, int ncol, con
         for (int k = 0; k < 6; k++) dv[k] += S[6 * a + k] * dq[a];
     }
   }
+}
+
+/* response_cols compiled for AVX too, as response_units: a column's six
+ * sums vectorise, each lane its own element's operations (no FMA, no
+ * reassociation), so both builds give the same bits */
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx"))) static void response_cols_avx(const khzModel *m, khzData *d, int b, int ncol,
+                                                             const double *f, const unsigned char *need,
+                                                             double *uc, double *dvc) {
+  response_cols(m, d, b, ncol, f, need, uc, dvc);
+}
+#endif
+
+void khz_impulseResponseCols(const khzModel *m, khzData *d, int b, int ncol, const double *f,
+                             const unsigned char *need, double *uc, double *dvc) {
+  if (b <= 0 || ncol <= 0) return;
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx")) {
+    response_cols_avx(m, d, b, ncol, f, need, uc, dvc);
+    return;
+  }
+#endif
+  response_cols(m, d, b, ncol, f, need, uc, dvc);
 }
 
 /* the spatial impulse (about the tree's origin) of the world impulse J at x on b */
