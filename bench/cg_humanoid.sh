@@ -2,18 +2,21 @@
 # Callgrind instructions (Ir) per step inside khz_stepWith over steps
 # [FROM, TO) of MuJoCo's humanoid.xml built as bench_peers' humanoid_khz
 # builds it (floor contacts only, v4_humanoid.yaml's given gains, mu 1, at
-# most 10 points per pair, h = 1e-3; RK4 or the file's Euler), as
-# bench/cg_window.sh does for a scene file. Prints Ir per step and the state
+# most 10 points per pair, h = 1e-3; RK4 or the file's Euler; euler-auto:
+# the file's Euler with automatic gains, bench_peers' khz-euler-auto row),
+# as bench/cg_window.sh does for a scene file. Prints Ir per step and the state
 # hash after TO steps; -k keeps the profile as cg.out.humanoid-INTEGRATOR.FROM-TO.
-# Usage: bench/cg_humanoid.sh [-k] BUILDDIR rk4|euler FROM TO [MODEL.xml]
+# Usage: bench/cg_humanoid.sh [-k] BUILDDIR rk4|euler|euler-auto FROM TO [MODEL.xml]
 set -euo pipefail
 keep=0
 [ "${1:-}" = -k ] && keep=1 && shift
-[ $# -ge 4 ] || { echo "usage: bench/cg_humanoid.sh [-k] BUILDDIR rk4|euler FROM TO [MODEL.xml]" >&2; exit 2; }
+[ $# -ge 4 ] || { echo "usage: bench/cg_humanoid.sh [-k] BUILDDIR rk4|euler|euler-auto FROM TO [MODEL.xml]" >&2; exit 2; }
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "$1" && pwd) integ=$2 from=$3 to=$4
 model=${5:-/usr/share/mujoco/model/humanoid/humanoid.xml}
-case $integ in rk4) rk4=1 ;; euler) rk4=0 ;; *) echo "cg_humanoid.sh: rk4 or euler, not '$integ'" >&2; exit 2 ;; esac
+auto=0
+case $integ in rk4) rk4=1 ;; euler) rk4=0 ;; euler-auto) rk4=0 auto=1 ;;
+  *) echo "cg_humanoid.sh: rk4, euler or euler-auto, not '$integ'" >&2; exit 2 ;; esac
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cat > "$tmp/window.c" <<'C'
@@ -23,7 +26,7 @@ cat > "$tmp/window.c" <<'C'
 #include "khz/khz.h"
 #include "khz/load.h"
 int main(int argc, char **argv) {
-  int rk4 = atoi(argv[2]), from = atoi(argv[3]), to = atoi(argv[4]);
+  int rk4 = atoi(argv[2]), from = atoi(argv[3]), to = atoi(argv[4]), auto_gains = atoi(argv[5]);
   char err[1024];
   khzSpec *spec = khz_spec_new();
   khzMjcfOptions opt;
@@ -37,8 +40,10 @@ int main(int argc, char **argv) {
   khzContactOptions co;
   khz_spec_defaultContact(&co);
   co.method = KHZ_CONTACT_PENALTY;
-  co.kp_per_kg = 4e5, co.kv_per_kg = 800, co.ki_per_kg = 1e4;
-  co.gain_mass = KHZ_GAIN_MASS_EFFECTIVE;
+  if (!auto_gains) {
+    co.kp_per_kg = 4e5, co.kv_per_kg = 800, co.ki_per_kg = 1e4;
+    co.gain_mass = KHZ_GAIN_MASS_EFFECTIVE;
+  }
   co.gamma = 0.85, co.mu = 1, co.restitution = 0;
   co.max_points = 10;
   khz_spec_setContact(spec, &co);
@@ -60,7 +65,7 @@ C
 cc -O2 -o "$tmp/window" "$tmp/window.c" -I"$src/rt/include" -I"$src/loader/include" \
   -L"$build/lib" -lkhz -Wl,-rpath,"$build/lib"
 valgrind --tool=callgrind --instr-atstart=no --toggle-collect=khz_stepWith \
-  --callgrind-out-file="$tmp/cg.out" "$tmp/window" "$model" "$rk4" "$from" "$to" > "$tmp/hash" 2> "$tmp/err"
+  --callgrind-out-file="$tmp/cg.out" "$tmp/window" "$model" "$rk4" "$from" "$to" "$auto" > "$tmp/hash" 2> "$tmp/err"
 ir=$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$tmp/err")
 printf "%s %s steps %d-%d: %.1f k Ir per step, state hash %s\n" "$(basename "$model")" "$integ" "$from" "$to" \
   "$(echo "$ir / ($to - $from) / 1000" | bc -l)" "$(cat "$tmp/hash")"

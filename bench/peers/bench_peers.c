@@ -58,6 +58,7 @@ static const engineSlot engines[] = {
     {"khz", &bench_engine_khz, NULL},
     {"khz-deepest", &bench_engine_khz_deepest, NULL},
     {"khz-sleep", &bench_engine_khz_sleep, NULL},
+    {"khz-euler", &bench_engine_khz_euler, NULL},
 #ifdef HAVE_MUJOCO
     {"mujoco", &bench_engine_mujoco, NULL},
 #else
@@ -473,7 +474,7 @@ static void fill_ratios(benchRow *rows, int n) {
 typedef struct sceneCase {
   char name[64];
   khzScene ks;
-  khzModel *m;
+  khzModel *m, *m_euler; /* the scene as loaded, and with semi-implicit Euler */
   benchScene bs;
 } sceneCase;
 
@@ -802,6 +803,7 @@ static void prepare_chain(const khzModel *m, khzData *d) {
 static void case_free(sceneCase *c) {
   bench_scene_free(&c->bs);
   khz_deleteModel(&c->m);
+  khz_deleteModel(&c->m_euler);
   if (c->ks.spec) khz_deleteScene(&c->ks);
   memset(c, 0, sizeof *c);
 }
@@ -822,6 +824,12 @@ static int case_load(sceneCase *c, const char *path, char *err, int errsz) {
   }
   if (!rc && !e->kind[0]) prepare_chain(c->m, d);
   if (!rc) rc = bench_scene_from_khz(c->m, d, c->name, &c->bs, err, errsz);
+  if (!rc && c->ks.spec) { /* khz-euler's model: only the integrator differs */
+    khz_spec_setIntegrator(c->ks.spec, KHZ_INT_EULER);
+    c->m_euler = khz_compile(c->ks.spec, err, (size_t)errsz);
+    rc = c->m_euler ? 0 : -1;
+    c->bs.khz_model_euler = c->m_euler;
+  }
   khz_deleteData(&d);
   if (rc) case_free(c);
   return rc;

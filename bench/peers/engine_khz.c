@@ -26,15 +26,15 @@ static void destroy(void *world) {
   free(w);
 }
 
-static void *create_with(const benchScene *scene, khzContactMethod method, int sleep, char *err,
-                         int errsz) {
-  if (!scene->khz_model) {
+static void *create_model(const benchScene *scene, const khzModel *m, khzContactMethod method, int sleep,
+                          char *err, int errsz) {
+  if (!m) {
     snprintf(err, (size_t)errsz, "the scene carries no khz model");
     return NULL;
   }
   khzWorld *w = calloc(1, sizeof *w);
   if (!w) return NULL;
-  w->m = scene->khz_model;
+  w->m = m;
   w->d = khz_makeData(w->m, 0);
   if (!w->d || bench_khz_map_init(&w->map, scene)) {
     snprintf(err, (size_t)errsz, "out of memory");
@@ -65,6 +65,15 @@ static void *create_with(const benchScene *scene, khzContactMethod method, int s
   w->d->contact_method = method;
   w->d->sleep_enabled = sleep;
   return w;
+}
+
+static void *create_with(const benchScene *scene, khzContactMethod method, int sleep, char *err,
+                         int errsz) {
+  return create_model(scene, scene->khz_model, method, sleep, err, errsz);
+}
+
+static void *create_euler(const benchScene *scene, char *err, int errsz) {
+  return create_model(scene, scene->khz_model_euler, KHZ_CONTACT_PENALTY, 0, err, errsz);
 }
 
 static void *create_penalty(const benchScene *scene, char *err, int errsz) {
@@ -117,6 +126,12 @@ const benchEngine bench_engine_khz = {
     "Drumwright's multi-point penalty method with impulses at impacts, the scene file's gains; "
     "no sleeping (as the peers: no deactivation, no auto-disable)",
     create_penalty, apply_force, step, get_state, destroy};
+
+const benchEngine bench_engine_khz_euler = {
+    "khz-euler",
+    "as khz, with semi-implicit Euler instead of the scene file's RK4 (MuJoCo's and ODE's "
+    "integrator family): one contact and dynamics evaluation per step instead of four",
+    create_euler, apply_force, step, get_state, destroy};
 
 const benchEngine bench_engine_khz_deepest = {
     "khz-deepest",

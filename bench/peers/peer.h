@@ -71,6 +71,9 @@ typedef struct benchScene {
   /* The khz model the scene was converted from: engine_khz steps it as loaded
    * (with the scene file's contact settings); the peers ignore it. */
   const struct khzModel *khz_model;
+  /* the same scene compiled with semi-implicit Euler (engine khz-euler: the
+   * integrator MuJoCo and ODE step with), or NULL */
+  const struct khzModel *khz_model_euler;
 } benchScene;
 
 /* An engine adapter. create() returns NULL and writes err on failure (an
@@ -93,6 +96,7 @@ typedef struct benchEngine {
 extern const benchEngine bench_engine_khz;         /* penalty (multi-point) method */
 extern const benchEngine bench_engine_khz_deepest; /* khz's deepest-point baseline */
 extern const benchEngine bench_engine_khz_sleep;   /* penalty method, sleeping bodies on */
+extern const benchEngine bench_engine_khz_euler;   /* penalty method, semi-implicit Euler */
 extern const benchEngine bench_engine_khz_lcp;     /* Stewart-Trinkle LCP method */
 extern const benchEngine bench_engine_mujoco;
 extern const benchEngine bench_engine_ode;

@@ -233,7 +233,8 @@ void khz_velocityPass(const khzModel *m, khzData *d, const double *qd) {
   stamp(m, d, NULL, qd, skipped);
 }
 
-void khz_forwardPass(const khzModel *m, khzData *d, const double *q, const double *qd) {
+static inline __attribute__((always_inline)) void forward_pass(const khzModel *m, khzData *d, const double *q,
+                                                                const double *qd) {
   static const double I3[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
   memset(d->xpos, 0, 3 * sizeof(double));
   memcpy(d->xrot, I3, sizeof I3);
@@ -320,6 +321,24 @@ void khz_forwardPass(const khzModel *m, khzData *d, const double *q, const doubl
     body_velocity(m, d, qd, i);
   }
   stamp(m, d, q, qd, skipped);
+}
+
+/* forward_pass compiled for AVX too, as aba_core_keep: the same bits */
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx"))) static void forward_pass_avx(const khzModel *m, khzData *d, const double *q,
+                                                            const double *qd) {
+  forward_pass(m, d, q, qd);
+}
+#endif
+
+void khz_forwardPass(const khzModel *m, khzData *d, const double *q, const double *qd) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx")) {
+    forward_pass_avx(m, d, q, qd);
+    return;
+  }
+#endif
+  forward_pass(m, d, q, qd);
 }
 
 void khz_kinematics(const khzModel *m, khzData *d) {
@@ -513,8 +532,9 @@ static void aba_alone(const khzModel *m, khzData *d, int i, const double *I, con
  * same operations on the same numbers, so bit for bit khz_abaCoreDamped's
  * result. store 0: the factors of bodies alone in their trees (pA, U, Dinv,
  * u, acc) are not written to d (a call with keep stores them all). */
-void khz_abaCoreKeep(const khzModel *m, khzData *d, const double *tau, double *qdd, double h,
-                     int stiff_only, double *keep, int reuse, int store) {
+static inline __attribute__((always_inline)) void aba_core_keep(const khzModel *m, khzData *d, const double *tau,
+                                                                 double *qdd, double h, int stiff_only, double *keep,
+                                                                 int reuse, int store) {
   if (keep) store = 1;
   /* the world's acceleration is -g (gravity as a fictitious base acceleration) */
   double a0[6] = {0, 0, 0, -m->gravity[0], -m->gravity[1], -m->gravity[2]};
@@ -619,6 +639,27 @@ void khz_abaCoreKeep(const khzModel *m, khzData *d, const double *tau, double *q
     if (!nv) continue;
     joint_accel(m, i, d->U + 36 * i, d->Dinv + 36 * i, d->u + 6 * i, d->S + 36 * i, a, qdd + dof, 1);
   }
+}
+
+/* aba_core_keep compiled for AVX too, as response_units: no FMA, no
+ * reassociation, so both builds give the same bits */
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx"))) static void aba_core_keep_avx(const khzModel *m, khzData *d, const double *tau,
+                                                             double *qdd, double h, int stiff_only, double *keep,
+                                                             int reuse, int store) {
+  aba_core_keep(m, d, tau, qdd, h, stiff_only, keep, reuse, store);
+}
+#endif
+
+void khz_abaCoreKeep(const khzModel *m, khzData *d, const double *tau, double *qdd, double h,
+                     int stiff_only, double *keep, int reuse, int store) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx")) {
+    aba_core_keep_avx(m, d, tau, qdd, h, stiff_only, keep, reuse, store);
+    return;
+  }
+#endif
+  aba_core_keep(m, d, tau, qdd, h, stiff_only, keep, reuse, store);
 }
 
 /* ----------------------------------------------------------------- RNEA -- */
@@ -984,9 +1025,10 @@ void khz_impulseResponseUnits(const khzModel *m, khzData *d, int b, const unsign
   response_units(m, d, b, need, u6, dv6);
 }
 
-void khz_impulseResponseCols(const khzModel *m, khzData *d, int b, int ncol, const double *f,
-                             const unsigned char *need, double *uc, double *dvc) {
-  if (b <= 0 || ncol <= 0) return;
+static inline __attribute__((always_inline)) void response_cols(const khzModel *m, khzData *d, int b,
+                                                                 int ncol, const double *f,
+                                                                 const unsigned char *need, double *uc,
+                                                                 double *dvc) {
   enum { W = 6 * KHZ_RESPONSE_COLS };
   int root = m->body_root[b];
   int path[KHZ_PATH_MARK], depth;
@@ -1049,6 +1091,29 @@ void khz_impulseResponseCols(const khzModel *m, khzData *d, int b, int ncol, con
         for (int k = 0; k < 6; k++) dv[k] += S[6 * a + k] * dq[a];
     }
   }
+}
+
+/* response_cols compiled for AVX too, as response_units: a column's six
+ * sums vectorise, each lane its own element's operations (no FMA, no
+ * reassociation), so both builds give the same bits */
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx"))) static void response_cols_avx(const khzModel *m, khzData *d, int b, int ncol,
+                                                             const double *f, const unsigned char *need,
+                                                             double *uc, double *dvc) {
+  response_cols(m, d, b, ncol, f, need, uc, dvc);
+}
+#endif
+
+void khz_impulseResponseCols(const khzModel *m, khzData *d, int b, int ncol, const double *f,
+                             const unsigned char *need, double *uc, double *dvc) {
+  if (b <= 0 || ncol <= 0) return;
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx")) {
+    response_cols_avx(m, d, b, ncol, f, need, uc, dvc);
+    return;
+  }
+#endif
+  response_cols(m, d, b, ncol, f, need, uc, dvc);
 }
 
 /* the spatial impulse (about the tree's origin) of the world impulse J at x on b */
