@@ -71,6 +71,9 @@ typedef struct benchScene {
   /* The khz model the scene was converted from: engine_khz steps it as loaded
    * (with the scene file's contact settings); the peers ignore it. */
   const struct khzModel *khz_model;
+  /* The spec it was compiled from (or NULL): engine_khz's Euler rows compile
+   * their own model from it with another integrator or gains. */
+  struct khzSpec *khz_spec;
 } benchScene;
 
 /* An engine adapter. create() returns NULL and writes err on failure (an
@@ -94,6 +97,8 @@ extern const benchEngine bench_engine_khz;         /* penalty (multi-point) meth
 extern const benchEngine bench_engine_khz_deepest; /* khz's deepest-point baseline */
 extern const benchEngine bench_engine_khz_sleep;   /* penalty method, sleeping bodies on */
 extern const benchEngine bench_engine_khz_lcp;     /* Stewart-Trinkle LCP method */
+extern const benchEngine bench_engine_khz_euler;   /* semi-implicit Euler, the scene's gains */
+extern const benchEngine bench_engine_khz_euler_auto; /* semi-implicit Euler, automatic gains */
 extern const benchEngine bench_engine_mujoco;
 extern const benchEngine bench_engine_ode;
 extern const benchEngine bench_engine_ode_sleep;    /* ODE's auto-disable on */
