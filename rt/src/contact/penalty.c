@@ -476,6 +476,18 @@ static double row_velocity(const khzModel *m, const khzData *d, const khzContact
  * integrated implicitly (khz_penaltyImplicit). */
 #define KHZ_DAMPING_LIMIT 1.8
 
+/* Semi-implicit Euler's region is smaller. One step of x'' = -w^2 x - c x'
+ * maps (x, v) by a matrix of trace 2 - ch - (wh)^2 and determinant 1 - ch,
+ * stable (Jury's conditions) while ch < 2 and (wh)^2 + 2 ch < 4: with the
+ * springs at KHZ_STIFFNESS_LIMIT (wh = 1.2) the damping must stay below
+ * 1.28 / h, where RK4's 1.8 pumps energy in. A free body's explicit damping
+ * under Euler stays below 1.0 / h (the rest implicit with automatic gains). */
+#define KHZ_DAMPING_LIMIT_EULER 1.0
+
+static double damping_limit(const khzModel *m) {
+  return m->integrator == KHZ_INT_EULER ? KHZ_DAMPING_LIMIT_EULER : KHZ_DAMPING_LIMIT;
+}
+
 
 /* adds the dampers (gain kv) or springs (gain kp) of contact c's bottom
  * points to C (6x6, [w; v] at the centre of mass) of side s's body. The
@@ -1101,7 +1113,7 @@ void khz_penaltyLimits(const khzModel *m, khzData *d, double *dqd, double *dvel)
     ps->kp = c->kp;
     c->kp *= sc, c->ki *= sc;
   }
-  body_limits(m, d, 0, KHZ_DAMPING_LIMIT, C, scale, Iinv, cached);
+  body_limits(m, d, 0, damping_limit(m), C, scale, Iinv, cached);
   for (int i = 0; i < d->ncontact; i++) {
     khzContact *c = d->contact + i;
     double kv = c->kv * fmin(pair_scale(c, scale), sv[i]);
