@@ -1842,11 +1842,27 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
       int pair = row[mem[b]].contact;
       for (e = b + 1; e < k && e - b < KHZ_RESPONSE_COLS && row[mem[e]].contact == pair; e++) continue;
       rows_response(m, d, d->contact + pair, row, mem + b, e - b, uc, tmpc, dvc, need);
-      for (int j = b; j < e; j++)
-        for (int a = 0; a < k; a++) {
-          const implicit_row *ra = row + mem[a];
-          A[a * k + j] = row_velocity_col(m, d, d->contact + ra->contact, ra, dvc, j - b);
+      /* the response moves the trees of the pair's moving bodies only: a
+       * row on none of them reads zeros there, and row_velocity_col's sums
+       * of zero products give +0, written directly (in a pile most rows of
+       * a cluster touch none of a pair's two bodies) */
+      int root[2];
+      for (int s = 0; s < 2; s++) {
+        int bs = d->contact[pair].body[s];
+        root[s] = bs > 0 && !khz_bodyStatic(m, bs) ? m->body_root[bs] : -1;
+      }
+      for (int a = 0, last = -1, moved = 0; a < k; a++) {
+        const implicit_row *ra = row + mem[a];
+        const khzContact *ca = d->contact + ra->contact;
+        if (ra->contact != last) {
+          last = ra->contact, moved = 0;
+          for (int s = 0; s < 2; s++) {
+            int bs = ca->body[s];
+            moved |= bs > 0 && (m->body_root[bs] == root[0] || m->body_root[bs] == root[1]);
+          }
         }
+        for (int j = b; j < e; j++) A[a * k + j] = moved ? row_velocity_col(m, d, ca, ra, dvc, j - b) : 0;
+      }
       rows_clear(m, d->contact + pair, dvc, need);
     }
     rows_need(m, d, row, mem, k, need, 0); /* A holds what the rows need */
