@@ -191,8 +191,8 @@ const benchEngine bench_engine_khz_lcp = {
 
 const benchEngine bench_engine_khz_euler = {
     "khz-euler",
-    "as khz, with semi-implicit Euler (as the peers step: one collision and one contact force "
-    "evaluation per step, RK4 four) and the scene file's gains",
+    "as khz, with semi-implicit Euler as the peers step (one contact force and dynamics evaluation "
+    "per step, RK4 four; one collision pass either way) and the scene file's gains",
     create_euler, apply_force, step, get_state, destroy};
 
 const benchEngine bench_engine_khz_euler_auto = {
