@@ -52,31 +52,37 @@ typedef struct engineSlot {
   const char *name;
   const benchEngine *engine; /* NULL: not built */
   const char *missing;       /* why not */
+  const char *only;          /* the scenes and sections it runs in (NULL: all) */
 } engineSlot;
 
+/* khz-euler runs in every scene (V1's block and the chain too); khz-euler-auto
+ * on the free-body piles and stacks only (the humanoid has its own rows) */
+#define FREE_BODY_SCENES "v3_pile,stack,stack_mixed,stack_heavy_on_light,scaling"
+
 static const engineSlot engines[] = {
-    {"khz", &bench_engine_khz, NULL},
-    {"khz-deepest", &bench_engine_khz_deepest, NULL},
-    {"khz-sleep", &bench_engine_khz_sleep, NULL},
-    {"khz-euler", &bench_engine_khz_euler, NULL},
+    {"khz", &bench_engine_khz, NULL, NULL},
+    {"khz-deepest", &bench_engine_khz_deepest, NULL, NULL},
+    {"khz-sleep", &bench_engine_khz_sleep, NULL, NULL},
+    {"khz-euler", &bench_engine_khz_euler, NULL, NULL},
+    {"khz-euler-auto", &bench_engine_khz_euler_auto, NULL, FREE_BODY_SCENES},
 #ifdef HAVE_MUJOCO
-    {"mujoco", &bench_engine_mujoco, NULL},
+    {"mujoco", &bench_engine_mujoco, NULL, NULL},
 #else
-    {"mujoco", NULL, "not built: libmujoco not found"},
+    {"mujoco", NULL, "not built: libmujoco not found", NULL},
 #endif
 #ifdef HAVE_ODE
-    {"ode", &bench_engine_ode, NULL},
-    {"ode-sleep", &bench_engine_ode_sleep, NULL},
+    {"ode", &bench_engine_ode, NULL, NULL},
+    {"ode-sleep", &bench_engine_ode_sleep, NULL, NULL},
 #else
-    {"ode", NULL, "not built: ODE not found"},
-    {"ode-sleep", NULL, "not built: ODE not found"},
+    {"ode", NULL, "not built: ODE not found", NULL},
+    {"ode-sleep", NULL, "not built: ODE not found", NULL},
 #endif
 #ifdef HAVE_BULLET
-    {"bullet", &bench_engine_bullet, NULL},
-    {"bullet-sleep", &bench_engine_bullet_sleep, NULL},
+    {"bullet", &bench_engine_bullet, NULL, NULL},
+    {"bullet-sleep", &bench_engine_bullet_sleep, NULL, NULL},
 #else
-    {"bullet", NULL, "not built: Bullet (or a C++ compiler) not found"},
-    {"bullet-sleep", NULL, "not built: Bullet (or a C++ compiler) not found"},
+    {"bullet", NULL, "not built: Bullet (or a C++ compiler) not found", NULL},
+    {"bullet-sleep", NULL, "not built: Bullet (or a C++ compiler) not found", NULL},
 #endif
 };
 #define NENGINE ((int)(sizeof engines / sizeof engines[0]))
@@ -119,13 +125,20 @@ static int in_list_engine(const benchOptions *o, const char *name) {
   return 0;
 }
 
+/* whether engine e runs in this section and scene (engineSlot.only) */
+static int engine_runs_in(int e, const char *section, const char *scene) {
+  return !engines[e].only || in_list(engines[e].only, section) || in_list(engines[e].only, scene);
+}
+
 static void usage(FILE *f) {
   fprintf(f,
           "usage: bench_peers [--quick | --smoke] [--engines LIST] [--only LIST] [--json FILE]\n"
           "                   [--source DIR] [--piles DIR] [--humanoid FILE] [--trace FILE]\n"
           "  --quick      shorter runs (the whole benchmark in well under a minute)\n"
           "  --smoke      a few steps of everything (a test that it runs)\n"
-          "  --engines    comma-separated: khz,khz-deepest,khz-sleep,mujoco,ode,ode-sleep,bullet,bullet-sleep (default all built)\n"
+          "  --engines    comma-separated: khz,khz-deepest,khz-sleep,khz-euler,khz-euler-auto,\n"
+          "               mujoco,ode,ode-sleep,bullet,bullet-sleep (default all built; the khz-euler\n"
+          "               rows on the piles and stacks only)\n"
           "  --only       comma-separated sections or scenes: v1_block_penetration,\n"
           "               v2_block_forces,v3_pile,stack,stack_mixed,stack_heavy_on_light,\n"
           "               passive_chain,scaling,humanoid\n"
@@ -145,7 +158,7 @@ static int parse_engines(benchOptions *o, const char *list) {
     for (int e = 0; e < NENGINE; e++)
       known |= strlen(engines[e].name) == len && strncmp(p, engines[e].name, len) == 0;
     if (!known) {
-      fprintf(stderr, "bench_peers: --engines: unknown engine '%.*s' (known: khz, khz-deepest, khz-sleep, mujoco, ode, ode-sleep, bullet, bullet-sleep)\n",
+      fprintf(stderr, "bench_peers: --engines: unknown engine '%.*s' (known: khz, khz-deepest, khz-sleep, khz-euler, khz-euler-auto, mujoco, ode, ode-sleep, bullet, bullet-sleep)\n",
               (int)len, p);
       return -1;
     }
@@ -474,7 +487,7 @@ static void fill_ratios(benchRow *rows, int n) {
 typedef struct sceneCase {
   char name[64];
   khzScene ks;
-  khzModel *m, *m_euler; /* the scene as loaded, and with semi-implicit Euler */
+  khzModel *m;
   benchScene bs;
 } sceneCase;
 
@@ -722,7 +735,7 @@ static void run_experiment(const benchOptions *o, const sceneCase *c, const benc
   int n = 0, first = rows->n;
   memset(er, 0, sizeof er);
   for (int e = 0; e < NENGINE; e++) {
-    if (!o->use_engine[e]) continue;
+    if (!o->use_engine[e] || !engine_runs_in(e, section, c->name)) continue;
     benchRow *row = new_row(rows, section, c->name, engines[e].name);
     row->nbody = c->bs.nbody;
     if (!engines[e].engine) {
@@ -803,7 +816,6 @@ static void prepare_chain(const khzModel *m, khzData *d) {
 static void case_free(sceneCase *c) {
   bench_scene_free(&c->bs);
   khz_deleteModel(&c->m);
-  khz_deleteModel(&c->m_euler);
   if (c->ks.spec) khz_deleteScene(&c->ks);
   memset(c, 0, sizeof *c);
 }
@@ -824,12 +836,7 @@ static int case_load(sceneCase *c, const char *path, char *err, int errsz) {
   }
   if (!rc && !e->kind[0]) prepare_chain(c->m, d);
   if (!rc) rc = bench_scene_from_khz(c->m, d, c->name, &c->bs, err, errsz);
-  if (!rc && c->ks.spec) { /* khz-euler's model: only the integrator differs */
-    khz_spec_setIntegrator(c->ks.spec, KHZ_INT_EULER);
-    c->m_euler = khz_compile(c->ks.spec, err, (size_t)errsz);
-    rc = c->m_euler ? 0 : -1;
-    c->bs.khz_model_euler = c->m_euler;
-  }
+  if (!rc) c->bs.khz_spec = c->ks.spec; /* the Euler rows compile their own model from it */
   khz_deleteData(&d);
   if (rc) case_free(c);
   return rc;
@@ -838,7 +845,8 @@ static int case_load(sceneCase *c, const char *path, char *err, int errsz) {
 /* ---------------------------------------------------------- the sections -- */
 
 static void skipped_rows(rowList *rows, const char *section, const char *scene, const char *why) {
-  for (int e = 0; e < NENGINE; e++) set_status(new_row(rows, section, scene, engines[e].name), "%s", why);
+  for (int e = 0; e < NENGINE; e++)
+    if (engine_runs_in(e, section, scene)) set_status(new_row(rows, section, scene, engines[e].name), "%s", why);
 }
 
 static void run_scene(const benchOptions *o, const char *path, rowList *rows) {

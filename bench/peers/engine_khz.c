@@ -1,7 +1,11 @@
 /* engine_khz.c — khz as a benchmark engine: the scene's own khz model (as
  * loaded from the scene file, with its integrator, timestep and contact
  * gains) stepped by khz_step, with the penalty method or the deepest-point
- * baseline, with sleeping off (khz) or on (khz-sleep). The initial state comes from the benchScene (the driver may have
+ * baseline, with sleeping off (khz) or on (khz-sleep); khz-euler and
+ * khz-euler-auto compile the scene's spec again with semi-implicit Euler, as
+ * the peers step (one collision and one contact force evaluation per step
+ * instead of RK4's four evaluations), with the scene's gains or with
+ * automatic gains. The initial state comes from the benchScene (the driver may have
  * moved bodies, V1's random orientation), mapped back to khz coordinates. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +17,7 @@
 
 typedef struct khzWorld {
   const khzModel *m;
+  khzModel *own; /* the Euler rows' model, compiled here (else NULL) */
   khzData *d;
   benchKhzMap map;
   int forced; /* xfrc holds forces to clear after the next step */
@@ -22,19 +27,58 @@ static void destroy(void *world) {
   khzWorld *w = world;
   if (!w) return;
   khz_deleteData(&w->d);
+  khz_deleteModel(&w->own);
   bench_khz_map_free(&w->map);
   free(w);
 }
 
-static void *create_model(const benchScene *scene, const khzModel *m, khzContactMethod method, int sleep,
-                          char *err, int errsz) {
-  if (!m) {
+/* The Euler rows' model: the scene's spec compiled with semi-implicit Euler;
+ * auto_gains: without the scene's gains (kp, kv, ki and their per-kg rules
+ * 0), so that khz derives them from the step and the load and integrates
+ * the stiffness and damping beyond Euler's limit implicitly
+ * (docs/contact.md). The spec is restored after. */
+static khzModel *compile_euler(const benchScene *scene, int auto_gains, char *err, int errsz) {
+  khzSpec *spec = scene->khz_spec;
+  const khzModel *m = scene->khz_model;
+  if (!spec) {
+    snprintf(err, (size_t)errsz, "the scene carries no khz spec");
+    return NULL;
+  }
+  khzContactOptions co = m->contact;
+  if (auto_gains) {
+    co.kp = co.kv = co.ki = 0;
+    co.kp_per_kg = co.kv_per_kg = co.ki_per_kg = 0;
+  }
+  khz_spec_setIntegrator(spec, KHZ_INT_EULER);
+  khz_spec_setContact(spec, &co);
+  khzModel *euler = khz_compile(spec, err, (size_t)errsz);
+  khz_spec_setIntegrator(spec, m->integrator);
+  khz_spec_setContact(spec, &m->contact);
+  if (euler && auto_gains)
+    for (int g = 0; g < euler->ngeom; g++)
+      if (euler->geom_gain[3 * g] > 0 || euler->geom_gain[3 * g + 1] > 0 || euler->geom_gain[3 * g + 2] > 0) {
+        snprintf(err, (size_t)errsz, "geom %d has gains of its own (no automatic gains)", g);
+        khz_deleteModel(&euler);
+      }
+  return euler;
+}
+
+static void *create_with(const benchScene *scene, khzContactMethod method, int sleep, int euler,
+                         char *err, int errsz) {
+  if (!scene->khz_model) {
     snprintf(err, (size_t)errsz, "the scene carries no khz model");
     return NULL;
   }
   khzWorld *w = calloc(1, sizeof *w);
   if (!w) return NULL;
-  w->m = m;
+  w->m = scene->khz_model;
+  if (euler) {
+    if (!(w->own = compile_euler(scene, euler == 2, err, errsz))) {
+      destroy(w);
+      return NULL;
+    }
+    w->m = w->own;
+  }
   w->d = khz_makeData(w->m, 0);
   if (!w->d || bench_khz_map_init(&w->map, scene)) {
     snprintf(err, (size_t)errsz, "out of memory");
@@ -61,35 +105,35 @@ static void *create_model(const benchScene *scene, const khzModel *m, khzContact
     destroy(w);
     return NULL;
   }
+  if (w->own) khz_kinematics(w->m, w->d); /* (bench_khz_set_state's was the scene model's) */
   khz_resetStick(w->m, w->d);
   w->d->contact_method = method;
   w->d->sleep_enabled = sleep;
   return w;
 }
 
-static void *create_with(const benchScene *scene, khzContactMethod method, int sleep, char *err,
-                         int errsz) {
-  return create_model(scene, scene->khz_model, method, sleep, err, errsz);
-}
-
-static void *create_euler(const benchScene *scene, char *err, int errsz) {
-  return create_model(scene, scene->khz_model_euler, KHZ_CONTACT_PENALTY, 0, err, errsz);
-}
-
 static void *create_penalty(const benchScene *scene, char *err, int errsz) {
-  return create_with(scene, KHZ_CONTACT_PENALTY, 0, err, errsz);
+  return create_with(scene, KHZ_CONTACT_PENALTY, 0, 0, err, errsz);
 }
 
 static void *create_sleep(const benchScene *scene, char *err, int errsz) {
-  return create_with(scene, KHZ_CONTACT_PENALTY, 1, err, errsz);
+  return create_with(scene, KHZ_CONTACT_PENALTY, 1, 0, err, errsz);
 }
 
 static void *create_lcp(const benchScene *scene, char *err, int errsz) {
-  return create_with(scene, KHZ_CONTACT_LCP, 0, err, errsz);
+  return create_with(scene, KHZ_CONTACT_LCP, 0, 0, err, errsz);
+}
+
+static void *create_euler(const benchScene *scene, char *err, int errsz) {
+  return create_with(scene, KHZ_CONTACT_PENALTY, 0, 1, err, errsz);
+}
+
+static void *create_euler_auto(const benchScene *scene, char *err, int errsz) {
+  return create_with(scene, KHZ_CONTACT_PENALTY, 0, 2, err, errsz);
 }
 
 static void *create_deepest(const benchScene *scene, char *err, int errsz) {
-  return create_with(scene, KHZ_CONTACT_DEEPEST, 0, err, errsz);
+  return create_with(scene, KHZ_CONTACT_DEEPEST, 0, 0, err, errsz);
 }
 
 /* xfrc is a wrench at the centre of mass: the force plus its moment about it */
@@ -127,12 +171,6 @@ const benchEngine bench_engine_khz = {
     "no sleeping (as the peers: no deactivation, no auto-disable)",
     create_penalty, apply_force, step, get_state, destroy};
 
-const benchEngine bench_engine_khz_euler = {
-    "khz-euler",
-    "as khz, with semi-implicit Euler instead of the scene file's RK4 (MuJoCo's and ODE's "
-    "integrator family): one contact and dynamics evaluation per step instead of four",
-    create_euler, apply_force, step, get_state, destroy};
-
 const benchEngine bench_engine_khz_deepest = {
     "khz-deepest",
     "as khz, with one penalty spring at the deepest point of each pair (the paper's baseline), "
@@ -150,3 +188,15 @@ const benchEngine bench_engine_khz_lcp = {
     "as khz, with Stewart & Trinkle's LCP time-stepping solved by Lemke (docs/lcp.md): "
     "inelastic, the scene's friction_directions (4 unless set)",
     create_lcp, apply_force, step, get_state, destroy};
+
+const benchEngine bench_engine_khz_euler = {
+    "khz-euler",
+    "as khz, with semi-implicit Euler as the peers step (one contact force and dynamics evaluation "
+    "per step, RK4 four; one collision pass either way) and the scene file's gains",
+    create_euler, apply_force, step, get_state, destroy};
+
+const benchEngine bench_engine_khz_euler_auto = {
+    "khz-euler-auto",
+    "as khz-euler, with khz's automatic gains instead of the scene file's (from the step and the "
+    "load each pair carries; the stiffness and damping beyond Euler's limit in implicit rows)",
+    create_euler_auto, apply_force, step, get_state, destroy};

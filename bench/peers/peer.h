@@ -71,9 +71,9 @@ typedef struct benchScene {
   /* The khz model the scene was converted from: engine_khz steps it as loaded
    * (with the scene file's contact settings); the peers ignore it. */
   const struct khzModel *khz_model;
-  /* the same scene compiled with semi-implicit Euler (engine khz-euler: the
-   * integrator MuJoCo and ODE step with), or NULL */
-  const struct khzModel *khz_model_euler;
+  /* The spec it was compiled from (or NULL): engine_khz's Euler rows compile
+   * their own model from it with another integrator or gains. */
+  struct khzSpec *khz_spec;
 } benchScene;
 
 /* An engine adapter. create() returns NULL and writes err on failure (an
@@ -96,8 +96,9 @@ typedef struct benchEngine {
 extern const benchEngine bench_engine_khz;         /* penalty (multi-point) method */
 extern const benchEngine bench_engine_khz_deepest; /* khz's deepest-point baseline */
 extern const benchEngine bench_engine_khz_sleep;   /* penalty method, sleeping bodies on */
-extern const benchEngine bench_engine_khz_euler;   /* penalty method, semi-implicit Euler */
 extern const benchEngine bench_engine_khz_lcp;     /* Stewart-Trinkle LCP method */
+extern const benchEngine bench_engine_khz_euler;   /* semi-implicit Euler, the scene's gains */
+extern const benchEngine bench_engine_khz_euler_auto; /* semi-implicit Euler, automatic gains */
 extern const benchEngine bench_engine_mujoco;
 extern const benchEngine bench_engine_ode;
 extern const benchEngine bench_engine_ode_sleep;    /* ODE's auto-disable on */

@@ -476,6 +476,18 @@ static double row_velocity(const khzModel *m, const khzData *d, const khzContact
  * integrated implicitly (khz_penaltyImplicit). */
 #define KHZ_DAMPING_LIMIT 1.8
 
+/* Semi-implicit Euler's region is smaller. One step of x'' = -w^2 x - c x'
+ * maps (x, v) by a matrix of trace 2 - ch - (wh)^2 and determinant 1 - ch,
+ * stable (Jury's conditions) while ch < 2 and (wh)^2 + 2 ch < 4: with the
+ * springs at KHZ_STIFFNESS_LIMIT (wh = 1.2) the damping must stay below
+ * 1.28 / h, where RK4's 1.8 pumps energy in. A free body's explicit damping
+ * under Euler stays below 1.0 / h (the rest implicit with automatic gains). */
+#define KHZ_DAMPING_LIMIT_EULER 1.0
+
+static double damping_limit(const khzModel *m) {
+  return m->integrator == KHZ_INT_EULER ? KHZ_DAMPING_LIMIT_EULER : KHZ_DAMPING_LIMIT;
+}
+
 
 /* adds the dampers (gain kv) or springs (gain kp) of contact c's bottom
  * points to C (6x6, [w; v] at the centre of mass) of side s's body. The
@@ -1100,7 +1112,7 @@ void khz_penaltyLimits(const khzModel *m, khzData *d, double *dqd) {
     ps->kp = c->kp;
     c->kp *= sc, c->ki *= sc;
   }
-  body_limits(m, d, 0, KHZ_DAMPING_LIMIT, C, scale, Iinv, cached);
+  body_limits(m, d, 0, damping_limit(m), C, scale, Iinv, cached);
   for (int i = 0; i < d->ncontact; i++) {
     khzContact *c = d->contact + i;
     double kv = c->kv * fmin(pair_scale(c, scale), sv[i]);
@@ -1993,11 +2005,27 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
       int pair = row[mem[b]].contact;
       for (e = b + 1; e < k && e - b < KHZ_RESPONSE_COLS && row[mem[e]].contact == pair; e++) continue;
       rows_response(m, d, d->contact + pair, row, mem + b, e - b, uc, tmpc, dvc, need);
-      for (int j = b; j < e; j++)
-        for (int a = 0; a < k; a++) {
-          const implicit_row *ra = row + mem[a];
-          A[a * k + j] = row_velocity_col(m, d, d->contact + ra->contact, ra, dvc, j - b);
+      /* the response moves the trees of the pair's moving bodies only: a
+       * row on none of them reads zeros there, and row_velocity_col's sums
+       * of zero products give +0, written directly (in a pile most rows of
+       * a cluster touch none of a pair's two bodies) */
+      int root[2];
+      for (int s = 0; s < 2; s++) {
+        int bs = d->contact[pair].body[s];
+        root[s] = bs > 0 && !khz_bodyStatic(m, bs) ? m->body_root[bs] : -1;
+      }
+      for (int a = 0, last = -1, moved = 0; a < k; a++) {
+        const implicit_row *ra = row + mem[a];
+        const khzContact *ca = d->contact + ra->contact;
+        if (ra->contact != last) {
+          last = ra->contact, moved = 0;
+          for (int s = 0; s < 2; s++) {
+            int bs = ca->body[s];
+            moved |= bs > 0 && (m->body_root[bs] == root[0] || m->body_root[bs] == root[1]);
+          }
         }
+        for (int j = b; j < e; j++) A[a * k + j] = moved ? row_velocity_col(m, d, ca, ra, dvc, j - b) : 0;
+      }
       rows_clear(m, d->contact + pair, dvc, need);
     }
     rows_need(m, d, row, mem, k, need, 0); /* A holds what the rows need */
