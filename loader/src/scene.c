@@ -459,7 +459,7 @@ static int khz_scene_contact(khzSceneReader *r, const yaml_node_t *n, khzContact
                                      "gamma",       "mu",         "restitution", "impact_velocity",
                                      "reimpact_velocity", "max_pairs",   "max_points", "rolling_friction",
                                      "torsional_friction", "friction_directions", "lcp_restitution",
-                                     "lcp_split_impacts", "lcp_gap", "deepest_stage", "joint_friction", NULL};
+                                     "lcp_split_impacts", "lcp_gap", "deepest_stage", "deepest_ties", "joint_friction", NULL};
   yaml_node_t *v;
   if (khz_check_keys(r, n, "contact", keys)) return -1;
   if ((v = khz_find(r, n, "method"))) {
@@ -538,6 +538,13 @@ static int khz_scene_contact(khzSceneReader *r, const yaml_node_t *n, khzContact
     else if (strcmp(stage, "off") == 0 || strcmp(stage, "false") == 0) c->deepest_stage = KHZ_DEEPEST_STAGE_OFF;
     else return khz_scene_fail(r, v, "contact.deepest_stage",
                                "unknown choice '%s': it must be one of stacked, all, off (or true, false)", stage);
+  }
+  /* the deepest-point method's ties under automatic gains (on: a smooth
+   * maximum of the depths; off: the collision pass's deepest vertex) */
+  if ((v = khz_find(r, n, "deepest_ties"))) {
+    int on = 1;
+    if (khz_get_bool(r, v, "contact.deepest_ties", &on)) return -1;
+    c->deepest_ties = on ? KHZ_DEEPEST_TIES_ON : KHZ_DEEPEST_TIES_OFF;
   }
   /* the multi-point method's joint friction discs (off: each pair's own disc) */
   if ((v = khz_find(r, n, "joint_friction")) && khz_get_bool(r, v, "contact.joint_friction", &c->joint_friction))

@@ -202,6 +202,11 @@ typedef struct khzContactOptions {
                                default) at pairs whose bodies other resting pairs hold too (a
                                stack, a robot on two feet), KHZ_DEEPEST_STAGE_ALL at every
                                pair, KHZ_DEEPEST_STAGE_OFF at none */
+  int deepest_ties;         /* deepest-point method, pairs with automatic gains:
+                               KHZ_DEEPEST_TIES_ON (0, default) = the one point is the
+                               smooth maximum of the pair's depths over a window (a face
+                               lying flat: its centre; docs/contact.md, friction),
+                               KHZ_DEEPEST_TIES_OFF = the collision pass's deepest vertex */
   int joint_friction;       /* multi-point method, automatic gains: 1 = a sliding pair that shares
                                a free body with another pair solves its cluster's implicit
                                rows with every friction disc at once, and the implicit
@@ -214,6 +219,8 @@ typedef struct khzContactOptions {
 enum { KHZ_LCP_GAP_NARROWPHASE = 0, KHZ_LCP_GAP_LPDEPTH = 1 };
 /* khzContactOptions.deepest_stage */
 enum { KHZ_DEEPEST_STAGE_STACKED = 0, KHZ_DEEPEST_STAGE_ALL = 1, KHZ_DEEPEST_STAGE_OFF = 2 };
+/* khzContactOptions.deepest_ties */
+enum { KHZ_DEEPEST_TIES_ON = 0, KHZ_DEEPEST_TIES_OFF = 1 };
 
 /* Sleeping bodies (khz_spec_setSleep; docs/sleeping.md): trees with a moving joint (free
  * bodies, robots and their welded bases) that touch one another form islands; an island whose every point moves

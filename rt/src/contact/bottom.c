@@ -11,6 +11,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "penalty.h"
 #include "spatial.h"
 
 /* points shallower than this fraction of a pair's deepest are not bottom
@@ -261,7 +262,6 @@ static void cluster_shares(const khzContact *c, khzContactPoint *pts) {
 /* ------------------------------------------------------ point selection -- */
 
 void khz_selectPoints(const khzModel *m, khzData *d) {
-  (void)m;
   for (int i = 0; i < d->ncontact; i++) {
     khzContact *c = d->contact + i;
     khzContactPoint *pts = d->cpoint + c->point_adr;
@@ -269,9 +269,7 @@ void khz_selectPoints(const khzModel *m, khzData *d) {
     for (int k = 0; k < c->npoint; k++) pts[k].bottom = 0;
     if (d->pair[c->slot].phase != KHZ_PHASE_RESTING || c->npoint == 0) continue;
     if (d->contact_method == KHZ_CONTACT_DEEPEST) {
-      pts[c->deepest - c->point_adr].bottom = 1;
-      pts[c->deepest - c->point_adr].share = 1;
-      c->nbottom = 1;
+      khz_penaltyDeepestPoints(m, d, c);
       continue;
     }
     size_t mk = khz_stackMark(d);

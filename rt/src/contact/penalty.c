@@ -1668,7 +1668,12 @@ static void implicit_forces(khzData *d, const implicit_row *row, const int *mem,
     khzContact *c = d->contact + r->contact;
     double Pa = P[mem[a]];
     if (!isfinite(Pa) || Pa == 0) continue;
-    if (r->point >= 0) d->cpoint[c->point_adr + r->point].force_implicit = Pa / h;
+    if (r->point >= 0 && d->contact_method == KHZ_CONTACT_DEEPEST && c->nbottom > 1) {
+      /* a deepest-point tie pair's one row: spread by the pass's shares */
+      khzContactPoint *pts = d->cpoint + c->point_adr;
+      for (int q = 0; q < c->npoint; q++)
+        if (pts[q].bottom) pts[q].force_implicit = pts[q].share * Pa / h;
+    } else if (r->point >= 0) d->cpoint[c->point_adr + r->point].force_implicit = Pa / h;
     else khzu_addScl3(c->force_implicit, c->force_implicit, r->dir, Pa / h);
   }
 }
@@ -2268,6 +2273,172 @@ static void stage_deepest(const khzModel *m, const khzData *d, const khzContact 
   pts[best].share = 1;
 }
 
+/* The deepest-point method's ties (contact.deepest_ties, automatic gains;
+ * docs/contact.md, friction, "A face lying flat"). The paper's point is the
+ * vertex of least signed distance; a face lying flat has several, equally
+ * deep, and the choice among them is round-off's: a single force at a corner
+ * has a moment about the centre of mass, the box turns until another corner
+ * is the deepest, and it rocked from corner to corner and walked down a 20
+ * degree slope (152-242 mm in 10 s with mu 0.5). Here the maximum is taken
+ * smoothly over a window eps of depth: D = max over the simplex of p . d -
+ * eps/2 |p|^2 + eps/2, whose maximiser p (the depths' sparsemax: p_k = (d_k -
+ * t)_+ / eps, sum p = 1) is the gradient dD/dd. The pair's one force, the PID
+ * bracket on D, acts at the p-weighted centroid of its points, which is the
+ * gradient of 1/2 kp D^2: conservative, continuous, and exactly the deepest
+ * point (D = d_max) wherever one point is deeper than the others by eps. A
+ * face lying flat gets its centre; tilted by a few eps it leans to the
+ * deeper side, so that the force can act where the weight's line meets the
+ * face. eps is KHZ_DEEPEST_TIE times the automatic gains' depth g / omega^2
+ * (54 um at 1 kHz): the face's turning stiffness is about 6 m g / eps per
+ * unit of moment of inertia over m, omega h about 1 at h = 1 ms; at 2 and 4
+ * times that window the tilt the slope asks for lifted the upper corners out
+ * of the pair's points and the box walked again (25-113 mm). */
+#define KHZ_DEEPEST_TIE 0.5
+static double tie_window(const khzModel *m, const khzData *d, const khzContact *c) {
+  if (d->contact_method != KHZ_CONTACT_DEEPEST || m->contact.deepest_ties != KHZ_DEEPEST_TIES_ON ||
+      !auto_gains(m, c))
+    return 0;
+  double g = sqrt(khzu_dot3(m->gravity, m->gravity));
+  return KHZ_DEEPEST_TIE * khz_penaltyAutoDepth(d, g > 0 ? g : 9.81);
+}
+
+/* the sparsemax of the depths x (n) with window eps: p_k = (x_k - t)_+ /
+ * eps with t such that sum p = 1 (Martins & Astudillo 2016: the projection
+ * of x / eps onto the simplex); t by the fixed point over the points above
+ * it, which only shrinks, from the deepest alone */
+static void tie_shares(const double *x, int n, double eps, double *p) {
+  double xmax = -INFINITY;
+  for (int k = 0; k < n; k++) xmax = fmax(xmax, x[k]);
+  double t = xmax - eps;
+  for (int it = 0; it <= n; it++) {
+    double s = 0;
+    int cnt = 0;
+    for (int k = 0; k < n; k++)
+      if (x[k] > t) s += x[k], cnt++;
+    double tn = (s - eps) / cnt;
+    if (tn == t) break;
+    t = tn;
+  }
+  for (int k = 0; k < n; k++) p[k] = fmax((x[k] - t) / eps, 0);
+}
+
+/* the most points of a tie pair (the narrow phase's boxes and hulls give
+ * far fewer); a pair with more keeps the paper's one point */
+#define KHZ_TIE_POINTS 64
+
+void khz_penaltyDeepestPoints(const khzModel *m, khzData *d, khzContact *c) {
+  khzContactPoint *pts = d->cpoint + c->point_adr;
+  int kd = (int)(c->deepest - c->point_adr);
+  for (int k = 0; k < c->npoint; k++) pts[k].bottom = 0;
+  pts[kd].bottom = 1, pts[kd].share = 1, c->nbottom = 1;
+  double eps = tie_window(m, d, c);
+  if (!(eps > 0) || c->npoint > KHZ_TIE_POINTS) return;
+  double x[KHZ_TIE_POINTS] = {0}, p[KHZ_TIE_POINTS];
+  for (int k = 0; k < c->npoint; k++) x[k] = pts[k].depth;
+  tie_shares(x, c->npoint, eps, p);
+  c->nbottom = c->npoint;
+  for (int k = 0; k < c->npoint; k++) pts[k].bottom = 1, pts[k].share = p[k];
+}
+
+/* pair_forces of a tie pair (tie_window): the shares p again at every
+ * stage from the stage's depths (held at the pass's shares over the step,
+ * the lever lagged the tilt by half a step and pumped it: the box walked
+ * 115-251 mm), one PID force on D and one tangential spring-damper, the
+ * shares' means of the points' stretches and slips, at the shares'
+ * centroid (spread over the points by p: no couple about the normal, as one
+ * point has none). The implicit part is one normal row at the pass's
+ * centroid (rows), its force spread by the pass's shares (implicit_forces)
+ * and acting at the points as they were at the step's start. */
+static double tie_pair_forces(const khzModel *m, khzData *d, khzContact *c, int apply, double *slip_limit,
+                              double (*slip)[3][3], implicit_row *rows, int *nrows, double eps) {
+  khzPairState *ps = d->pair + c->slot;
+  khzContactPoint *pts = d->cpoint + c->point_adr;
+  const double *n = c->normal;
+  int b0 = c->body[0], b1 = c->body[1], np = c->npoint < KHZ_TIE_POINTS ? c->npoint : KHZ_TIE_POINTS;
+  double x[KHZ_TIE_POINTS][4][3] = {{{0}}}, dep[KHZ_TIE_POINTS] = {0}, vn[KHZ_TIE_POINTS], p[KHZ_TIE_POINTS];
+  if (np < 1) return 0;
+  for (int k = 0; k < np; k++) {
+    side_point(m, d, c, pts + k, 0, x[k][0], x[k][2]);
+    side_point(m, d, c, pts + k, 1, x[k][1], x[k][3]);
+    dep[k] = pts[k].depth - ps->offset + (x[k][1][0] - x[k][0][0]) * n[0] + (x[k][1][1] - x[k][0][1]) * n[1] +
+             (x[k][1][2] - x[k][0][2]) * n[2];
+    vn[k] = (x[k][2][0] - x[k][3][0]) * n[0] + (x[k][2][1] - x[k][3][1]) * n[1] + (x[k][2][2] - x[k][3][2]) * n[2];
+  }
+  tie_shares(dep, np, eps, p);
+  /* D and its rate dD/dt = sum p_k dd_k/dt (the shares are its gradient) */
+  double D = 0.5 * eps, v = 0;
+  for (int k = 0; k < np; k++) D += p[k] * dep[k] - 0.5 * eps * p[k] * p[k], v += p[k] * vn[k];
+  double rc = D > 0 ? fmax(c->kp * D - c->kv * v + c->ki * ps->integral, 0) : 0;
+  if (rows) {
+    implicit_row *row = rows + (*nrows)++;
+    row->point = (int)(c->deepest - c->point_adr);
+    memset(row->x, 0, sizeof row->x);
+    for (int k = 0; k < np; k++) {
+      double p0[3], p1[3];
+      surface_point(m, d, c, pts + k, 0, p0);
+      surface_point(m, d, c, pts + k, 1, p1);
+      for (int q = 0; q < 3; q++) row->x[q] += p[k] * 0.5 * (p0[q] + p1[q]);
+    }
+    row->depth = D, row->w = 1, row->fn = rc;
+    return 0;
+  }
+  double Fimp = 0;
+  for (int k = 0; k < np; k++) Fimp += pts[k].force_implicit;
+  double Fi = stage_implicit(d, Fimp, rc);
+  double delta_m[3] = {0, 0, 0}, vt_m[3] = {0, 0, 0};
+  int lone = lone_pair(m, d, c);
+  for (int k = 0; k < np; k++) {
+    double m0[3], m1[3], vt[3], delta[3], vnk = 0;
+    if (pts[k].round == 0) body_point(d, b0, pts[k].local[0], m0);
+    else memcpy(m0, x[k][0], sizeof m0);
+    if (pts[k].round == 1) body_point(d, b1, pts[k].local[1], m1);
+    else memcpy(m1, x[k][1], sizeof m1);
+    for (int q = 0; q < 3; q++) vt[q] = x[k][2][q] - x[k][3][q], vnk += vt[q] * n[q];
+    for (int q = 0; q < 3; q++) vt[q] -= vnk * n[q];
+    if (pts[k].round < 0 && lone) {
+      double rock[3];
+      rocking_slip(d, c, x[k][0], x[k][1], rock);
+      for (int q = 0; q < 3; q++) vt[q] -= rock[q];
+    }
+    friction_stretch(d, c, ps, pts + k, m0, m1, delta);
+    if (slip && k < KHZ_PAIR_ANCHORS) {
+      memcpy(slip[k][0], m0, sizeof m0), memcpy(slip[k][1], m1, sizeof m1);
+      memcpy(slip[k][2], delta, sizeof delta);
+    }
+    for (int q = 0; q < 3; q++) delta_m[q] += p[k] * delta[q], vt_m[q] += p[k] * vt[q];
+  }
+  double tscale = tangent_scale(m, c), kt = tscale * c->kp, bt = tscale * c->kv, Ft[3];
+  if (slip_limit)
+    for (int k = 0; k < np; k++) slip_limit[k] = c->mu * (rc + Fi) / kt;
+  for (int q = 0; q < 3; q++) Ft[q] = -kt * delta_m[q] - bt * vt_m[q];
+  const double *ti = c->force_implicit;
+  double ftn = sqrt(khzu_dot3(Ft, Ft)), fmaxt = fmax(c->mu * (rc + Fi) - khzu_norm3(ti), 0);
+  if (ftn > fmaxt) {
+    double s = ftn > 0 ? fmaxt / ftn : 0;
+    for (int q = 0; q < 3; q++) Ft[q] *= s;
+  }
+  for (int k = 0; k < np; k++) {
+    /* the implicit part where the solve put it: the pass's shares at the
+     * points' positions at the step's start */
+    double pi = Fimp != 0 ? pts[k].force_implicit / Fimp : 0, Fe[3], Fm[3], Fk[3];
+    for (int q = 0; q < 3; q++) Fe[q] = p[k] * (rc * n[q] + Ft[q]), Fk[q] = pi * (Fi * n[q] + ti[q]);
+    for (int q = 0; q < 3; q++) pts[k].force[q] = Fe[q] + Fk[q];
+    if (!apply) continue;
+    if (p[k] > 0) {
+      for (int q = 0; q < 3; q++) Fm[q] = -Fe[q];
+      add_force(m, d, b0, x[k][0], Fe);
+      add_force(m, d, b1, x[k][1], Fm);
+    }
+    if (pi != 0) {
+      for (int q = 0; q < 3; q++) Fm[q] = -Fk[q];
+      add_force(m, d, b0, pts[k].pos, Fk);
+      add_force(m, d, b1, pts[k].pos, Fm);
+    }
+  }
+  if (apply) rolling_torque(m, d, c, rc + Fi);
+  return rc + Fi;
+}
+
 /* penalty and friction forces of one resting pair at the current forward
  * pass; apply = 1 adds them to d->fext. slip_limit (npoint, may be NULL):
  * the largest stretch the friction spring of each bottom point may keep;
@@ -2276,6 +2447,8 @@ static void stage_deepest(const khzModel *m, const khzData *d, const khzContact 
  * stretch, which khz_penaltyEnd's anchors take from here. */
 static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int apply,
                           double *slip_limit, double (*slip)[3][3], implicit_row *rows, int *nrows) {
+  double eps = c->nbottom > 1 ? tie_window(m, d, c) : 0; /* the deepest-point method's ties */
+  if (eps > 0) return tie_pair_forces(m, d, c, apply, slip_limit, slip, rows, nrows, eps);
   khzPairState *ps = d->pair + c->slot;
   khzContactPoint *pts = d->cpoint + c->point_adr;
   const double *n = c->normal;
