@@ -462,6 +462,25 @@ static void test_strings(void) {
                            sizeof err);
   ENSURE(rc == -1 && starts_with(err, "stage.yaml:2:26: key 'contact.deepest_stage': unknown choice 'some'"));
 
+  /* contact.deepest_ties: on by default, false turns it off */
+  const struct {
+    const char *value;
+    int mode;
+  } ties[] = {{NULL, KHZ_DEEPEST_TIES_ON}, {"true", KHZ_DEEPEST_TIES_ON}, {"false", KHZ_DEEPEST_TIES_OFF}};
+  for (size_t i = 0; i < sizeof ties / sizeof ties[0]; i++) {
+    char yaml[128];
+    snprintf(yaml, sizeof yaml, "khz_scene: 1\ncontact: {method: deepest%s%s}\n", ties[i].value ? ", deepest_ties: " : "",
+             ties[i].value ? ties[i].value : "");
+    rc = khz_loadSceneString(&s, yaml, "ties.yaml", NULL, err, sizeof err);
+    ENSURE_MSG(rc == 0, "%s", err);
+    if (rc == 0) {
+      ENSURE(s.contact.deepest_ties == ties[i].mode);
+      khz_deleteScene(&s);
+    }
+  }
+  rc = khz_loadSceneString(&s, "khz_scene: 1\ncontact: {deepest_ties: some}\n", "ties.yaml", NULL, err, sizeof err);
+  ENSURE(rc == -1 && starts_with(err, "ties.yaml:2:25: key 'contact.deepest_ties'"));
+
   /* anchors and aliases are plain YAML and work */
   const char *alias =
       "khz_scene: 1\n"
