@@ -2289,10 +2289,12 @@ static void stage_deepest(const khzModel *m, const khzData *d, const khzContact 
  * face lying flat gets its centre; tilted by a few eps it leans to the
  * deeper side, so that the force can act where the weight's line meets the
  * face. eps is KHZ_DEEPEST_TIE times the automatic gains' depth g / omega^2
- * (54 um at 1 kHz): the face's turning stiffness is about 6 m g / eps per
- * unit of moment of inertia over m, omega h about 1 at h = 1 ms; at 2 and 4
- * times that window the tilt the slope asks for lifted the upper corners out
- * of the pair's points and the box walked again (25-113 mm). */
+ * (54 um at 1 kHz): a cube's turning stiffness is then about 6 m g / eps
+ * per unit of I / m, h times its frequency about 1 at h = 1 ms. The box on
+ * the slope holds at twice that window too (0.047 mm in 10 s) but walks at
+ * 4 and 8 times it (43 and 134 mm), and at h = 5 ms (36 mm). Pairs with the
+ * scene's gains keep the paper's vertex (V1, V2 and its gain sweep, the
+ * stack). */
 #define KHZ_DEEPEST_TIE 0.5
 static double tie_window(const khzModel *m, const khzData *d, const khzContact *c) {
   if (d->contact_method != KHZ_CONTACT_DEEPEST || m->contact.deepest_ties != KHZ_DEEPEST_TIES_ON ||
