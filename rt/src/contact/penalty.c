@@ -2292,7 +2292,9 @@ static void stage_deepest(const khzModel *m, const khzData *d, const khzContact 
  * (54 um at 1 kHz): a cube's turning stiffness is then about 6 m g / eps
  * per unit of I / m, h times its frequency about 1 at h = 1 ms. The box on
  * the slope holds at twice that window too (0.047 mm in 10 s) but walks at
- * 4 and 8 times it (43 and 134 mm), and at h = 5 ms (36 mm). Pairs with the
+ * 4 and 8 times it (43 and 134 mm: it rocks, its upper corners leave the
+ * ground, and a corner above it is not among the pair's points), and at
+ * h = 5 ms (36 mm). Pairs with the
  * scene's gains keep the paper's vertex (V1, V2 and its gain sweep, the
  * stack). */
 #define KHZ_DEEPEST_TIE 0.5
