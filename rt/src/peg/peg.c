@@ -1398,6 +1398,7 @@ static int add_missed(const khzModel *m, pegWork *W, double h, int may_add, doub
            * at h = 0.0106, is one no test below adds a constraint for: the
            * step is then halved) */
           *worst = fmax(*worst, depth);
+          int dive_added = 0;
           for (int end = 0; end < 2 && may_add; end++) {
             int v = Ap->e[ea][end];
             double vd = inside_depth(Bp, Ap->v[v]);
@@ -1413,6 +1414,27 @@ static int add_missed(const khzModel *m, pegWork *W, double h, int may_add, doub
             int ng0 = W->ng;
             if (add_group_ex(W, G_I, ids, n, mu, h, 1) < 0) return -1;
             if (vertex_edge_x(W, pa, v, pb, faces, ids, n, ea, mu, h, 1) < 0) return -1;
+            added += W->ng > ng0;
+            dive_added += W->ng > ng0;
+          }
+          /* no new vertex constraint for it (the end vertices outside B
+           * over one face each, their I and X already there, or farther than
+           * PEG_EPS): the edge-edge U (eq. 35) of the diving edge and each
+           * edge of B it crossed (the crossing rule below, edges_cross),
+           * built at q. Seed 2 of the pour at h = 0.025, step 140 (a912c27's
+           * state): three edges of one body dove 0.23 mm into another from
+           * vertices 0.1-0.2 mm outside it, the check added nothing, the
+           * passes counted as converged and the halves left 1.1e-11 m^3 */
+          if (dive_added || !may_add) continue;
+          for (int eb = 0; eb < B->ne; eb++) {
+            if (edges_held(W, pa, ea, pb, eb) || !edges_cross(W, pa, ea, pb, eb)) continue;
+            double sp, tp;
+            int c = add_ee(W, pa, ea, pb, eb, &sp, &tp);
+            if (c == -2) return -1;
+            if (c < 0 || sp <= 0 || sp >= 1 || tp <= 0 || tp >= 1) continue;
+            W->c[c].unil = 1;
+            int ng0 = W->ng;
+            if (add_group_ex(W, G_U, &c, 1, mu, h, 1) < 0) return -1;
             added += W->ng > ng0;
           }
         }
