@@ -72,19 +72,20 @@
 /* when the gathering runs out of room, it is done again with the allowance's
  * share PEG_TURN of the travel multiplied by these in turn (the closest
  * feature pairs kept first); what the smaller allowance misses and ends
- * penetrating at q+ is added by the exact check after the solve. Never below
- * a quarter: at 0 the gathering assumes that no impulse of the step turns a
- * feature's velocity, the pile of the paper's pour (ten bodies, 35 cones)
- * is over PEG_NFAST at every allowance and so is gathered at 0 on every
- * step, and the pairs the contacts turn toward each other are left to the
- * exact check at q+, which cannot build every constraint (an edge diving
- * from a vertex outside one face of B only has no vertex-edge X): seed 2 at
- * h = 0.025 ended 1.29e-11 m^3 (a quarter: 2.85e-15), seed 4 at 0.00292
- * 2.92e-12 (1.11e-14), for 1.5x the CPU at 0.025 (docs/peg.md, session 15) */
-static const double peg_turn_scale[] = {1, 0.5, 0.25};
-#define PEG_NSCALE 3
-/* an LCP larger than this is gathered again narrower too (down to the last
- * of peg_turn_scale, whatever its size then): Lemke's pivots
+ * penetrating at q+ is added by the exact check after the solve */
+static const double peg_turn_scale[] = {1, 0.5, 0.25, 0.125, 0};
+#define PEG_NSCALE 5
+/* an LCP over PEG_NFAST is gathered narrower down to this share of PEG_TURN
+ * only (the lists filling still goes on to 0). At 0 the gathering assumes
+ * that no impulse of the step turns a feature's velocity; the pile of the
+ * paper's pour (ten bodies, 35 cones) is over PEG_NFAST at every allowance,
+ * so it was gathered at 0 on every step, and the pairs the contacts turn
+ * toward each other were left to the exact check at q+: seed 2 at h = 0.025
+ * (5 s) ended at 1.29e-11 m^3, at a quarter 2.85e-15 (2.5 s of CPU, 1.9 at
+ * 0); seed 4 at 0.00292 2.92e-12, at a quarter 1.11e-14 (docs/peg.md) */
+#define PEG_NFAST_TURN 0.25
+/* an LCP larger than this is gathered again narrower too (down to
+ * PEG_NFAST_TURN, whatever its size then): Lemke's pivots
  * (each O(n^2), its reinversions O(n^3)) made single steps of n > 400 in
  * the pour take minutes; 300 still let one step of the paper's pour at
  * h = 0.02 run for minutes at load 20) */
@@ -825,7 +826,8 @@ static int gather(const khzModel *m, khzData *d, pegWork *W, double h) {
     peg_stats.turn = W->turn;
     peg_stats.full = 0;
     if (gather_pairs(m, d, W, h) == 0) {
-      if (W->nm + W->nf * (W->k + 1) <= PEG_NFAST || k == PEG_NSCALE - 1) return 0;
+      if (W->nm + W->nf * (W->k + 1) <= PEG_NFAST || peg_turn_scale[k] <= PEG_NFAST_TURN || k == PEG_NSCALE - 1)
+        return 0;
     } else if (peg_stats.full == 4) {
       return -1;
     }
