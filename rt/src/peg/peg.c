@@ -75,7 +75,17 @@
  * penetrating at q+ is added by the exact check after the solve */
 static const double peg_turn_scale[] = {1, 0.5, 0.25, 0.125, 0};
 #define PEG_NSCALE 5
-/* an LCP larger than this is gathered again narrower too: Lemke's pivots
+/* an LCP over PEG_NFAST is gathered narrower down to this share of PEG_TURN
+ * only (the lists filling still goes on to 0). At 0 the gathering assumes
+ * that no impulse of the step turns a feature's velocity; the pile of the
+ * paper's pour (ten bodies, 35 cones) is over PEG_NFAST at every allowance,
+ * so it was gathered at 0 on every step, and the pairs the contacts turn
+ * toward each other were left to the exact check at q+: seed 2 at h = 0.025
+ * (5 s) ended at 1.29e-11 m^3, at a quarter 2.85e-15 (2.5 s of CPU, 1.9 at
+ * 0); seed 4 at 0.00292 2.92e-12, at a quarter 1.11e-14 (docs/peg.md) */
+#define PEG_NFAST_TURN 0.25
+/* an LCP larger than this is gathered again narrower too (down to
+ * PEG_NFAST_TURN, whatever its size then): Lemke's pivots
  * (each O(n^2), its reinversions O(n^3)) made single steps of n > 400 in
  * the pour take minutes; 300 still let one step of the paper's pour at
  * h = 0.02 run for minutes at load 20) */
@@ -816,7 +826,8 @@ static int gather(const khzModel *m, khzData *d, pegWork *W, double h) {
     peg_stats.turn = W->turn;
     peg_stats.full = 0;
     if (gather_pairs(m, d, W, h) == 0) {
-      if (W->nm + W->nf * (W->k + 1) <= PEG_NFAST || k == PEG_NSCALE - 1) return 0;
+      if (W->nm + W->nf * (W->k + 1) <= PEG_NFAST || peg_turn_scale[k] <= PEG_NFAST_TURN || k == PEG_NSCALE - 1)
+        return 0;
     } else if (peg_stats.full == 4) {
       return -1;
     }
@@ -1389,6 +1400,7 @@ static int add_missed(const khzModel *m, pegWork *W, double h, int may_add, doub
            * at h = 0.0106, is one no test below adds a constraint for: the
            * step is then halved) */
           *worst = fmax(*worst, depth);
+          int dive_added = 0;
           for (int end = 0; end < 2 && may_add; end++) {
             int v = Ap->e[ea][end];
             double vd = inside_depth(Bp, Ap->v[v]);
@@ -1404,6 +1416,27 @@ static int add_missed(const khzModel *m, pegWork *W, double h, int may_add, doub
             int ng0 = W->ng;
             if (add_group_ex(W, G_I, ids, n, mu, h, 1) < 0) return -1;
             if (vertex_edge_x(W, pa, v, pb, faces, ids, n, ea, mu, h, 1) < 0) return -1;
+            added += W->ng > ng0;
+            dive_added += W->ng > ng0;
+          }
+          /* no new vertex constraint for it (the end vertices outside B
+           * over one face each, their I and X already there, or farther than
+           * PEG_EPS): the edge-edge U (eq. 35) of the diving edge and each
+           * edge of B it crossed (the crossing rule below, edges_cross),
+           * built at q. Seed 2 of the pour at h = 0.025, step 140 (a912c27's
+           * state): three edges of one body dove 0.23 mm into another from
+           * vertices 0.1-0.2 mm outside it, the check added nothing, the
+           * passes counted as converged and the halves left 1.1e-11 m^3 */
+          if (dive_added || !may_add) continue;
+          for (int eb = 0; eb < B->ne; eb++) {
+            if (edges_held(W, pa, ea, pb, eb) || !edges_cross(W, pa, ea, pb, eb)) continue;
+            double sp, tp;
+            int c = add_ee(W, pa, ea, pb, eb, &sp, &tp);
+            if (c == -2) return -1;
+            if (c < 0 || sp <= 0 || sp >= 1 || tp <= 0 || tp >= 1) continue;
+            W->c[c].unil = 1;
+            int ng0 = W->ng;
+            if (add_group_ex(W, G_U, &c, 1, mu, h, 1) < 0) return -1;
             added += W->ng > ng0;
           }
         }
