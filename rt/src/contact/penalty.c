@@ -1524,19 +1524,41 @@ static int solve_joint(const khzData *d, const implicit_row *row, const int *mem
  * pass's disc impulse, inside the disc of the last normal impulse, is kept. */
 #define KHZ_DISC_PASSES 40
 #define KHZ_DISC_TOL 1e-9
-/* The factors of the free rows' matrix that the last KHZ_FACTORS_KEPT
- * passes with rows held made, and which rows each held (held[e], k flags;
- * valid[e] 0 before its first): a pass that holds the same rows of the same
- * A factors the same numbers, so it reads the kept one (the same bits)
- * instead of factoring again. solve_blocks' block Gauss-Seidel solves each
- * block again at every sweep, and the sweeps often hold the same rows (a
- * 22-humanoid pile-up: 3147 factors of up to 64 rows in one 5 ms tick, 35 %
- * of its instructions). L[e] holds k x k; the oldest is replaced. */
-#define KHZ_FACTORS_KEPT 4
-typedef struct factor_cache {
-  double *L[KHZ_FACTORS_KEPT];
-  int *held[KHZ_FACTORS_KEPT], valid[KHZ_FACTORS_KEPT], oldest;
-} factor_cache;
+typedef khzFactorsKept factor_cache;
+
+/* sol (nf) = the free rows' block of A (k x k) solved for sol, the free
+ * rows fl (nf of them) those that fixed (k flags) does not hold. The
+ * factor of that block is the same numbers whenever the same rows are held
+ * (A does not change while fc is kept), so it is read from fc when one of
+ * its kept factors held the same rows, and made otherwise (into fc's
+ * oldest, which it replaces; into L when fc is NULL). Returns 1 when it
+ * factored, 0 when it read a kept factor, -1 when the factor failed. */
+static inline __attribute__((always_inline)) int held_solve(const double *A, int k, const int *fixed,
+                                                             const int *fl, int nf, double *sol, double *L,
+                                                             factor_cache *fc) {
+  for (int e = 0; fc && e < KHZ_FACTORS_KEPT; e++)
+    if (fc->valid[e] && !memcmp(fc->held[e], fixed, (size_t)k * sizeof(int))) {
+      if (nf) khzu_cholSolve(fc->L[e], nf, sol);
+      return 0;
+    }
+  double *Lp = L;
+  int e = -1;
+  if (fc) e = fc->oldest, fc->oldest = (e + 1) % KHZ_FACTORS_KEPT, fc->valid[e] = 0, Lp = fc->L[e];
+  for (int i = 0; i < nf; i++)
+    for (int t = 0; t < nf; t++) Lp[i * nf + t] = A[fl[i] * k + fl[t]];
+  if (nf && khzu_cholFactor(Lp, nf) != 0) return -1;
+  if (fc) memcpy(fc->held[e], fixed, (size_t)k * sizeof(int)), fc->valid[e] = 1;
+  if (nf) khzu_cholSolve(Lp, nf, sol);
+  return 1;
+}
+
+int khz_penaltyHeldSolve(const double *A, int k, const int *fixed, double *sol, double *L, khzFactorsKept *fc) {
+  int fl[KHZ_IMPLICIT_DIRECT], nf = 0;
+  if (k > KHZ_IMPLICIT_DIRECT) return -1;
+  for (int a = 0; a < k; a++)
+    if (!fixed[a]) fl[nf++] = a;
+  return held_solve(A, k, fixed, fl, nf, sol, L, fc);
+}
 
 static inline __attribute__((always_inline)) int solve_rows_with(const khzModel *m, const khzData *d,
                                                                   const implicit_row *row,
@@ -1568,21 +1590,8 @@ static inline __attribute__((always_inline)) int solve_rows_with(const khzModel 
     }
     if (pass == 0 && Lfull) { /* no row held yet: A's factor, given */
       khzu_cholSolve(Lfull, k, sol);
-    } else {
-      int e = -1;
-      for (int f = 0; fc && f < KHZ_FACTORS_KEPT && e < 0; f++)
-        if (fc->valid[f] && !memcmp(fc->held[f], fixed, (size_t)k * sizeof(int))) e = f;
-      if (e >= 0) {
-        if (nf) khzu_cholSolve(fc->L[e], nf, sol); /* the same rows held as a kept factor's */
-      } else {
-        double *Lp = L;
-        if (fc) e = fc->oldest, fc->oldest = (e + 1) % KHZ_FACTORS_KEPT, fc->valid[e] = 0, Lp = fc->L[e];
-        for (int i = 0; i < nf; i++)
-          for (int t = 0; t < nf; t++) Lp[i * nf + t] = A[fl[i] * k + fl[t]];
-        if (nf && khzu_cholFactor(Lp, nf) != 0) return -1;
-        if (fc) memcpy(fc->held[e], fixed, (size_t)k * sizeof(int)), fc->valid[e] = 1;
-        if (nf) khzu_cholSolve(Lp, nf, sol);
-      }
+    } else if (held_solve(A, k, fixed, fl, nf, sol, L, fc) < 0) {
+      return -1;
     }
     for (int i = 0; i < nf; i++) P[IX(fl[i])] = sol[i];
     int changed = 0;
