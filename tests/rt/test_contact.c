@@ -15,6 +15,7 @@
 #include "dynamics.h"
 #include "ensure.h"
 #include "random_model.h"
+#include "spatial.h"
 
 static void test_flat_face(khzData *d) {
   /* four corners at depth 0.02, four points straight above them at depth 0,
@@ -291,6 +292,56 @@ static void test_largest_rate_null_start(void) {
   ENSURE(khz_penaltyLargestRate(L, Z, NB, scratch) == 0); /* L K = 0 */
 }
 
+/* khz_penaltyHeldSolve: a block of A with some rows held, solved with the
+ * factors kept across the solves (the implicit rows' passes and block
+ * Gauss-Seidel sweeps, penalty.c's held_solve). Against a fresh Cholesky
+ * factor and solve of the same block for each of 40 solves of 7 held-row
+ * sets (each twice in a row, then at random): the same bits every time, and a factor made only when
+ * none of the last KHZ_FACTORS_KEPT made held the same rows (the oldest
+ * replaced); without the kept factors every solve factors. */
+static void test_held_factors(void) {
+  enum { K = 40, SETS = 7, SOLVES = 40 };
+  static double A[K * K], B[K * K], Lkept[KHZ_FACTORS_KEPT][K * K], L[K * K], F[K * K];
+  static int held[SETS][K], kept_held[KHZ_FACTORS_KEPT][K];
+  for (int i = 0; i < K * K; i++) B[i] = rm_uniform(-1, 1);
+  for (int i = 0; i < K; i++) /* A = B B^T + K I: symmetric positive definite */
+    for (int j = 0; j < K; j++) {
+      double t = i == j ? K : 0;
+      for (int q = 0; q < K; q++) t += B[i * K + q] * B[j * K + q];
+      A[i * K + j] = t;
+    }
+  for (int s = 0; s < SETS; s++)
+    for (int a = 0; a < K; a++) held[s][a] = s > 0 && rm_uniform(0, 1) < 0.3; /* set 0: none held */
+  khzFactorsKept fc = {.oldest = 0};
+  for (int e = 0; e < KHZ_FACTORS_KEPT; e++) fc.L[e] = Lkept[e], fc.held[e] = kept_held[e], fc.valid[e] = 0;
+  int model[KHZ_FACTORS_KEPT] = {-1, -1, -1, -1}, oldest = 0, made = 0, bits_differ = 0, count_differ = 0;
+  for (int n = 0; n < SOLVES; n++) {
+    int s = n < 2 * SETS ? n / 2 : (int)rm_uniform(0, SETS - 1e-9); /* each set twice in a row, then at random */
+    const int *h = held[s];
+    int fl[K], nf = 0;
+    for (int a = 0; a < K; a++)
+      if (!h[a]) fl[nf++] = a;
+    double want[K], got[K];
+    for (int i = 0; i < nf; i++) want[i] = got[i] = rm_uniform(-1, 1);
+    for (int i = 0; i < nf; i++)
+      for (int t = 0; t < nf; t++) F[i * nf + t] = A[fl[i] * K + fl[t]];
+    ENSURE(khzu_cholFactor(F, nf) == 0);
+    khzu_cholSolve(F, nf, want);
+    int r = khz_penaltyHeldSolve(A, K, h, got, L, &fc), expect = 1;
+    for (int e = 0; e < KHZ_FACTORS_KEPT; e++) expect &= model[e] != s;
+    if (expect) model[oldest] = s, oldest = (oldest + 1) % KHZ_FACTORS_KEPT;
+    made += r == 1, count_differ += r != expect, bits_differ += memcmp(want, got, (size_t)nf * sizeof(double)) != 0;
+  }
+  printf("held_solve: %d factors made for %d solves of %d held-row sets, %d solves differ from a fresh factor's bits, "
+         "%d from the kept factors' count\n", made, SOLVES, SETS, bits_differ, count_differ);
+  ENSURE(bits_differ == 0);
+  ENSURE(count_differ == 0);
+  ENSURE(made <= SOLVES - SETS); /* at least each set's second solve read its kept factor */
+  double x[K];
+  for (int a = 0; a < K; a++) x[a] = 1;
+  ENSURE(khz_penaltyHeldSolve(A, K, held[0], x, L, NULL) == 1); /* nothing kept: a factor every time */
+}
+
 /* the box of test_damping_limit: half sizes, mass */
 static const double box_half[3] = {0.1, 0.2, 0.05}, box_mass = 0.5;
 
@@ -404,6 +455,7 @@ int main(void) {
   test_impulse_units();
   test_impulse_cols();
   test_largest_rate_null_start();
+  test_held_factors();
   test_damping_limit();
   return ensure_report();
 }

@@ -1524,12 +1524,48 @@ static int solve_joint(const khzData *d, const implicit_row *row, const int *mem
  * pass's disc impulse, inside the disc of the last normal impulse, is kept. */
 #define KHZ_DISC_PASSES 40
 #define KHZ_DISC_TOL 1e-9
+typedef khzFactorsKept factor_cache;
+
+/* sol (nf) = the free rows' block of A (k x k) solved for sol, the free
+ * rows fl (nf of them) those that fixed (k flags) does not hold. The
+ * factor of that block is the same numbers whenever the same rows are held
+ * (A does not change while fc is kept), so it is read from fc when one of
+ * its kept factors held the same rows, and made otherwise (into fc's
+ * oldest, which it replaces; into L when fc is NULL). Returns 1 when it
+ * factored, 0 when it read a kept factor, -1 when the factor failed. */
+static inline __attribute__((always_inline)) int held_solve(const double *A, int k, const int *fixed,
+                                                             const int *fl, int nf, double *sol, double *L,
+                                                             factor_cache *fc) {
+  for (int e = 0; fc && e < KHZ_FACTORS_KEPT; e++)
+    if (fc->valid[e] && !memcmp(fc->held[e], fixed, (size_t)k * sizeof(int))) {
+      if (nf) khzu_cholSolve(fc->L[e], nf, sol);
+      return 0;
+    }
+  double *Lp = L;
+  int e = -1;
+  if (fc) e = fc->oldest, fc->oldest = (e + 1) % KHZ_FACTORS_KEPT, fc->valid[e] = 0, Lp = fc->L[e];
+  for (int i = 0; i < nf; i++)
+    for (int t = 0; t < nf; t++) Lp[i * nf + t] = A[fl[i] * k + fl[t]];
+  if (nf && khzu_cholFactor(Lp, nf) != 0) return -1;
+  if (fc) memcpy(fc->held[e], fixed, (size_t)k * sizeof(int)), fc->valid[e] = 1;
+  if (nf) khzu_cholSolve(Lp, nf, sol);
+  return 1;
+}
+
+int khz_penaltyHeldSolve(const double *A, int k, const int *fixed, double *sol, double *L, khzFactorsKept *fc) {
+  int fl[KHZ_IMPLICIT_DIRECT], nf = 0;
+  if (k > KHZ_IMPLICIT_DIRECT) return -1;
+  for (int a = 0; a < k; a++)
+    if (!fixed[a]) fl[nf++] = a;
+  return held_solve(A, k, fixed, fl, nf, sol, L, fc);
+}
+
 static inline __attribute__((always_inline)) int solve_rows_with(const khzModel *m, const khzData *d,
                                                                   const implicit_row *row,
                                                                   const int *mem, int k, const double *A,
                                                                   const double *rhs, const double *lo, double *P,
                                                                   double *L, double *sol, int *fixed, int local,
-                                                                  const double *Lfull) {
+                                                                  const double *Lfull, factor_cache *fc) {
 #define IX(a) (local ? (a) : mem[a])
   /* the free and the held rows of a pass, each in increasing order: the
    * loops below visit them as the scans of all k rows with a test did
@@ -1554,11 +1590,8 @@ static inline __attribute__((always_inline)) int solve_rows_with(const khzModel 
     }
     if (pass == 0 && Lfull) { /* no row held yet: A's factor, given */
       khzu_cholSolve(Lfull, k, sol);
-    } else {
-      for (int i = 0; i < nf; i++)
-        for (int t = 0; t < nf; t++) L[i * nf + t] = A[fl[i] * k + fl[t]];
-      if (nf && khzu_cholFactor(L, nf) != 0) return -1;
-      if (nf) khzu_cholSolve(L, nf, sol);
+    } else if (held_solve(A, k, fixed, fl, nf, sol, L, fc) < 0) {
+      return -1;
     }
     for (int i = 0; i < nf; i++) P[IX(fl[i])] = sol[i];
     int changed = 0;
@@ -1650,14 +1683,14 @@ static inline __attribute__((always_inline)) int solve_rows_with(const khzModel 
  * its constants folded */
 static int solve_rows(const khzModel *m, const khzData *d, const implicit_row *row, const int *mem, int k,
                       const double *A, const double *rhs, const double *lo, double *P, double *L, double *sol,
-                      int *fixed, const double *Lfull) {
-  return solve_rows_with(m, d, row, mem, k, A, rhs, lo, P, L, sol, fixed, 0, Lfull);
+                      int *fixed, const double *Lfull, factor_cache *fc) {
+  return solve_rows_with(m, d, row, mem, k, A, rhs, lo, P, L, sol, fixed, 0, Lfull, fc);
 }
 
 static int solve_rows_block(const khzModel *m, const khzData *d, const implicit_row *row, const int *mem, int k,
                             const double *A, const double *rhs, const double *lo, double *P, double *L, double *sol,
-                            int *fixed, const double *Lfull) {
-  return solve_rows_with(m, d, row, mem, k, A, rhs, lo, P, L, sol, fixed, 1, Lfull);
+                            int *fixed, const double *Lfull, factor_cache *fc) {
+  return solve_rows_with(m, d, row, mem, k, A, rhs, lo, P, L, sol, fixed, 1, Lfull, fc);
 }
 
 /* the forces for the stages from the impulses P of the k rows in mem */
@@ -1772,7 +1805,11 @@ static int solve_blocks(const khzModel *m, khzData *d, const implicit_row *row, 
     aoff[b] = asize, asize += (size_t)kb * kb;
   }
   double *A = khz_stackAlloc(d, 2 * asize * sizeof(double)); /* the blocks' matrices, then their factors */
-  if (!A) {
+  /* each block's factor with rows held, kept across the sweeps (factor_cache) */
+  double *Lheld = khz_stackAlloc(d, KHZ_FACTORS_KEPT * asize * sizeof(double));
+  int *heldset = khz_stackAlloc(d, KHZ_FACTORS_KEPT * (size_t)k * sizeof(int));
+  factor_cache *fcs = khz_stackAlloc(d, (size_t)nblk * sizeof(factor_cache));
+  if (!A || !Lheld || !heldset || !fcs) {
     khz_stackFree(d, mk);
     return -1;
   }
@@ -1800,6 +1837,11 @@ static int solve_blocks(const khzModel *m, khzData *d, const implicit_row *row, 
       return -1;
     }
   }
+  for (int b = 0; b < nblk; b++) {
+    fcs[b].oldest = 0;
+    for (int e = 0; e < KHZ_FACTORS_KEPT; e++)
+      fcs[b].L[e] = Lheld + e * asize + aoff[b], fcs[b].held[e] = heldset + (size_t)e * k + start[b], fcs[b].valid[e] = 0;
+  }
   memset(vel, 0, 12 * (size_t)m->nbody * sizeof(double));
   int ok = 0;
   for (int pass = 0; pass <= KHZ_HELD_PASSES && ok == 0; pass++) {
@@ -1819,7 +1861,7 @@ static int solve_blocks(const khzModel *m, khzData *d, const implicit_row *row, 
         }
         for (int p = 0; p < kb; p++) rb[p] = P2[s0 + p];
         ok = solve_rows_block(m, d, row, mem + s0, kb, Ab, rhs2 + s0, lo2 + s0, P2 + s0, L, sol, fixed,
-                              A + asize + aoff[b]);
+                              A + asize + aoff[b], fcs + b);
         for (int p = 0; p < kb; p++) {
           dP[s0 + p] = P2[s0 + p] - rb[p];
           dmax = fmax(dmax, fabs(dP[s0 + p])), pmax = fmax(pmax, fabs(P2[s0 + p]));
@@ -1985,7 +2027,10 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
     double *Lf = L ? khz_stackAlloc(d, (size_t)k * k * sizeof(double)) : NULL;
     double *sol = khz_stackAlloc(d, (size_t)k * sizeof(double));
     int *fixed = khz_stackAlloc(d, (size_t)k * sizeof(int));
-    if (!A || !L || !Lf || !sol || !fixed) { /* no scratch: counted, not applied */
+    /* the factors with rows held, kept across the held rows' solves below */
+    double *Lkept = khz_stackAlloc(d, KHZ_FACTORS_KEPT * (size_t)k * k * sizeof(double));
+    int *heldkept = khz_stackAlloc(d, KHZ_FACTORS_KEPT * (size_t)k * sizeof(int));
+    if (!A || !L || !Lf || !sol || !fixed || !Lkept || !heldkept) { /* no scratch: counted, not applied */
       d->warning[KHZ_WARN_IMPULSE]++;
       khz_stackFree(d, mk);
       rows_need(m, d, row, mem, k, need, 0);
@@ -2042,7 +2087,10 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
      * so its first pass factors the same A (the same bits); a failed factor
      * fails that pass, as it did there */
     memcpy(Lf, A, (size_t)k * k * sizeof(double));
-    int ok = khzu_cholFactor(Lf, k) == 0 && solve_rows(m, d, row, mem, k, A, rhs, lo, P, L, sol, fixed, Lf) == 0;
+    factor_cache fc = {.oldest = 0};
+    for (int e = 0; e < KHZ_FACTORS_KEPT; e++)
+      fc.L[e] = Lkept + (size_t)e * k * k, fc.held[e] = heldkept + (size_t)e * k, fc.valid[e] = 0;
+    int ok = khzu_cholFactor(Lf, k) == 0 && solve_rows(m, d, row, mem, k, A, rhs, lo, P, L, sol, fixed, Lf, &fc) == 0;
     /* pass 0's rows: the bound at the velocity the solution ends with, v'
      * = vfree + W P, interpolated between the bounds at vfree and at the
      * start (the explicit bracket is linear in the velocity), v' clamped
@@ -2060,7 +2108,7 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
         lo[j] = nlo;
       }
       if (!again) break;
-      ok = solve_rows(m, d, row, mem, k, A, rhs, lo, P, L, sol, fixed, Lf) == 0;
+      ok = solve_rows(m, d, row, mem, k, A, rhs, lo, P, L, sol, fixed, Lf, &fc) == 0;
     }
     khz_stackFree(d, mk);
     if (!ok) {
@@ -2075,14 +2123,17 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
 size_t khz_penaltyImplicitStackBytes(const khzModel *m) {
   size_t np = (size_t)m->npair_max * ((size_t)m->max_points + 2);
   size_t k = np < KHZ_IMPLICIT_DIRECT ? np : KHZ_IMPLICIT_DIRECT;
-  size_t direct = (3 * k * k + k) * sizeof(double) + k * sizeof(int);
-  /* solve_blocks: per row 5 values, and a row of its block's matrix and
-   * factor; per block a start and an offset; per body 12 values; one
-   * block's scratch factor */
+  size_t scratch = (3 * k * k + k) * sizeof(double) + k * sizeof(int);
+  /* and the kept factors (factor_cache) */
+  size_t direct = scratch + KHZ_FACTORS_KEPT * k * (k * sizeof(double) + sizeof(int)) + 2 * 64;
+  /* solve_blocks: per row 5 values, and a row of its block's matrix, its
+   * factor and the kept factors; per block a start, an offset and a
+   * factor_cache; per body 12 values; one block's scratch factor */
   size_t kb = np < KHZ_IMPLICIT_ROWS ? np : KHZ_IMPLICIT_ROWS;
   size_t blocks = np > KHZ_IMPLICIT_DIRECT
-                      ? kb * (5 * sizeof(double) + 2 * sizeof(int) + sizeof(size_t) + 2 * KHZ_IMPLICIT_DIRECT * sizeof(double)) +
-                            12 * (size_t)m->nbody * sizeof(double) + direct + 14 * 64
+                      ? kb * (5 * sizeof(double) + (2 + KHZ_FACTORS_KEPT) * sizeof(int) + sizeof(size_t) +
+                              sizeof(factor_cache) + (2 + KHZ_FACTORS_KEPT) * KHZ_IMPLICIT_DIRECT * sizeof(double)) +
+                            12 * (size_t)m->nbody * sizeof(double) + scratch + 17 * 64
                       : 0;
   return (size_t)m->nbody * (2 * sizeof(int) + 1 + 3 * 6 * KHZ_RESPONSE_COLS * sizeof(double)) +
          np * (sizeof(implicit_row) + 4 * sizeof(int) + 8 * sizeof(double)) +

@@ -14,6 +14,26 @@ void khz_penaltyDeepestPoints(const khzModel *m, khzData *d, khzContact *c);
 /* the largest cluster of pairs whose implicit impulses are solved together */
 #define KHZ_IMPLICIT_DIRECT 128
 
+/* The Cholesky factors of the implicit rows' matrix A with some rows held
+ * that a solve keeps while A does not change: the last KHZ_FACTORS_KEPT
+ * made, each with the k flags of the rows it held (held[e]; valid[e] 0
+ * until made; L[e] holds k x k; oldest: the next one replaced). The held
+ * rows' passes of the implicit part and its block Gauss-Seidel sweeps hold
+ * the same rows again and again (penalty.c, held_solve). */
+#define KHZ_FACTORS_KEPT 4
+typedef struct khzFactorsKept {
+  double *L[KHZ_FACTORS_KEPT];
+  int *held[KHZ_FACTORS_KEPT], valid[KHZ_FACTORS_KEPT], oldest;
+} khzFactorsKept;
+
+/* sol = the rows of A (k x k, k <= KHZ_IMPLICIT_DIRECT) that fixed does
+ * not hold, solved on their block (sol packed: those rows' right-hand
+ * side in, their solution out), with the factor kept in fc when one held
+ * the same rows (fc may be NULL; L, k x k, is then the scratch). Returns 1
+ * when it factored, 0 when it read a kept factor, -1 when the factor
+ * failed (tests) */
+int khz_penaltyHeldSolve(const double *A, int k, const int *fixed, double *sol, double *L, khzFactorsKept *fc);
+
 /* the mass a contact moves on body b: 0 for the world or a static body
  * (infinite); a robot's link carries its floating robot */
 double khz_penaltyContactMass(const khzModel *m, int b);
