@@ -120,16 +120,21 @@ void khzu_xformInertiaT(double res[36], const double X[12], const double I[36]) 
     }
 }
 
-/* Cholesky factor in place (lower triangle); n a constant where inlined */
+/* Cholesky factor in place (lower triangle); n a constant where inlined
+ * (unrolled there: the same operations in the same order) */
 static inline __attribute__((always_inline)) int chol_factor(double *A, int n) {
+#pragma GCC unroll 12
   for (int j = 0; j < n; j++) {
     double s = A[j * n + j];
+#pragma GCC unroll 12
     for (int k = 0; k < j; k++) s -= A[j * n + k] * A[j * n + k];
     if (!(s > 0)) return -1;
     double ljj = sqrt(s);
     A[j * n + j] = ljj;
+#pragma GCC unroll 12
     for (int i = j + 1; i < n; i++) {
       double t = A[i * n + j];
+#pragma GCC unroll 12
       for (int k = 0; k < j; k++) t -= A[i * n + k] * A[j * n + k];
       A[i * n + j] = t / ljj;
     }
@@ -188,13 +193,19 @@ static inline __attribute__((always_inline)) void chol_inverse(const double *L, 
 #pragma GCC unroll 12
     for (int b = 0; b < pair_end; b++) xi[b] /= ld;
   }
+  /* backward solve L^T X = Y, unrolled as the forward one (the same
+   * operations in the same order: the same bits) */
+#pragma GCC unroll 12
   for (int i = n - 1; i >= 0; i--) {
     double *xi = X + i * n, ld = L[i * n + i];
+#pragma GCC unroll 12
     for (int k = i + 1; k < n; k++) {
       double lki = L[k * n + i];
       const double *xk = X + k * n;
+#pragma GCC unroll 12
       for (int b = 0; b < n; b++) xi[b] -= lki * xk[b];
     }
+#pragma GCC unroll 12
     for (int b = 0; b < n; b++) xi[b] /= ld;
   }
 }
