@@ -444,11 +444,15 @@ static inline void joint_factors(const khzModel *m, int i, const double *IA, con
   } else if (nv > 1) {
     double Dm[36];
     if (m->jnt_type[i] == KHZ_JOINT_FLOATING) {
+      /* nv is 6: the loops' bounds as constants unroll (the same operations
+       * in the same order as with nv, so the same bits) */
       free_mulIS(U, IA, S);
-      for (int a = 0; a < nv; a++) {
-        for (int b = a; b < nv; b++) Dm[nv * a + b] = Dm[nv * b + a] = free_dotS(S, a, U + 6 * b);
-        Dm[nv * a + a] += m->dof_armature[dof + a];
-        if (h > 0) Dm[nv * a + a] += implicit_damping(m, dof + a, Dm[nv * a + a], h, stiff_only);
+#pragma GCC unroll 6
+      for (int a = 0; a < 6; a++) {
+#pragma GCC unroll 6
+        for (int b = a; b < 6; b++) Dm[6 * a + b] = Dm[6 * b + a] = free_dotS(S, a, U + 6 * b);
+        Dm[6 * a + a] += m->dof_armature[dof + a];
+        if (h > 0) Dm[6 * a + a] += implicit_damping(m, dof + a, Dm[6 * a + a], h, stiff_only);
         u[a] = tau[a] - free_dotS(S, a, pA);
       }
     } else {
@@ -470,9 +474,13 @@ static inline void joint_factors(const khzModel *m, int i, const double *IA, con
 /* u = tau - S^T pA alone (the factors kept from an earlier call) */
 static inline void joint_bias(const khzModel *m, int i, const double *S, const double *pA,
                               const double *tau, double *u) {
-  int nv = m->jnt_nv[i], free_joint = m->jnt_type[i] == KHZ_JOINT_FLOATING;
-  for (int a = 0; a < nv; a++)
-    u[a] = tau[a] - (free_joint ? free_dotS(S, a, pA) : khzu_dot6(S + 6 * a, pA));
+  if (m->jnt_type[i] == KHZ_JOINT_FLOATING) { /* nv 6, unrolled */
+#pragma GCC unroll 6
+    for (int a = 0; a < 6; a++) u[a] = tau[a] - free_dotS(S, a, pA);
+    return;
+  }
+  int nv = m->jnt_nv[i];
+  for (int a = 0; a < nv; a++) u[a] = tau[a] - khzu_dot6(S + 6 * a, pA);
 }
 
 /* The forward pass at body i (RBDA Table 7.1), a = a_parent + c on entry:
@@ -490,6 +498,19 @@ static inline void joint_accel(const khzModel *m, int i, const double *U, const 
     return;
   }
   double r[6];
+  if (m->jnt_type[i] == KHZ_JOINT_FLOATING) { /* nv 6, as joint_factors: the same bits, unrolled */
+#pragma GCC unroll 6
+    for (int k = 0; k < 6; k++) r[k] = u[k] - khzu_dot6(U + 6 * k, a);
+#pragma GCC unroll 6
+    for (int k = 0; k < 6; k++) {
+      double sum = 0;
+#pragma GCC unroll 6
+      for (int b = 0; b < 6; b++) sum += Dinv[6 * k + b] * r[b];
+      qddi[k] = sum;
+    }
+    if (move_a) free_addSx(a, S, qddi);
+    return;
+  }
   for (int k = 0; k < nv; k++) r[k] = u[k] - khzu_dot6(U + 6 * k, a);
   for (int k = 0; k < nv; k++) {
     double sum = 0;
@@ -497,10 +518,8 @@ static inline void joint_accel(const khzModel *m, int i, const double *U, const 
     qddi[k] = sum;
   }
   if (!move_a) return;
-  if (m->jnt_type[i] == KHZ_JOINT_FLOATING) free_addSx(a, S, qddi);
-  else
-    for (int k = 0; k < nv; k++)
-      for (int r6 = 0; r6 < 6; r6++) a[r6] += S[6 * k + r6] * qddi[k];
+  for (int k = 0; k < nv; k++)
+    for (int r6 = 0; r6 < 6; r6++) a[r6] += S[6 * k + r6] * qddi[k];
 }
 
 /* A body alone in its tree (a free object): its backward pass needs only

@@ -20,7 +20,48 @@ static void plucker6(double X6[36], const double X[12]) {
     }
 }
 
+/* khzu_cholInverse against its contract: column b of the inverse is, bit for
+ * bit, khzu_cholSolve of the identity's column b (n = 6 takes the lane-pair
+ * path of a free joint's D^-1, n = 3 and others the scalar loops), and
+ * A X = 1 to rounding. A = B B^T + s 1 with s from 1e-6 (ill-conditioned)
+ * to 1 */
+static void test_chol_inverse(void) {
+  static const int sizes[] = {1, 2, 3, 4, 5, 6, 7, 8, 12};
+  for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+    int n = sizes[si];
+    for (int t = 0; t < 200; t++) {
+      double B[144], A[144], L[144], X[144], x[12];
+      for (int k = 0; k < n * n; k++) B[k] = rm_uniform(-1, 1);
+      double shift = t % 2 ? 1 : 1e-6;
+      for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+          double s = i == j ? shift : 0;
+          for (int k = 0; k < n; k++) s += B[n * i + k] * B[n * j + k];
+          A[n * i + j] = s;
+        }
+      memcpy(L, A, (size_t)(n * n) * sizeof(double));
+      ENSURE(khzu_cholFactor(L, n) == 0);
+      khzu_cholInverse(L, n, X);
+      int same = 1;
+      for (int b = 0; b < n; b++) {
+        for (int i = 0; i < n; i++) x[i] = i == b;
+        khzu_cholSolve(L, n, x);
+        for (int i = 0; i < n; i++) same &= memcmp(&x[i], &X[n * i + b], sizeof(double)) == 0;
+      }
+      ENSURE_MSG(same, "n %d trial %d: khzu_cholInverse differs from khzu_cholSolve's columns", n, t);
+      if (shift == 1)
+        for (int i = 0; i < n; i++)
+          for (int j = 0; j < n; j++) {
+            double s = 0;
+            for (int k = 0; k < n; k++) s += A[n * i + k] * X[n * k + j];
+            ENSURE_NEAR(s, i == j, 1e-11);
+          }
+    }
+  }
+}
+
 int main(void) {
+  test_chol_inverse();
   for (int t = 0; t < 100; t++) {
     double q[4], X[12], X6[36], m6[6], f6[6], res[6], ref[6];
     rm_random_quat(q);
