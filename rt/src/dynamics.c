@@ -125,8 +125,8 @@ static inline void free_addSx(double v[6], const double S[36], const double x[6]
 /* ----------------------------------------------------- joint kinematics -- */
 
 /* Pose of body i in its parent: R_rel = Ro RJ(q), p_rel = po + Ro pJ(q). */
-static void joint_pose(const khzModel *m, int i, const double *q, double R_rel[9],
-                       double p_rel[3]) {
+static inline __attribute__((always_inline)) void joint_pose(const khzModel *m, int i, const double *q, double R_rel[9],
+                                                             double p_rel[3]) {
   const double *Ro = m->body_rot + 9 * i, *po = m->body_pos + 3 * i, *axis = m->jnt_axis + 3 * i;
   const double *qi = q + m->jnt_qadr[i];
   double RJ[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, pJ[3] = {0, 0, 0};
@@ -431,7 +431,7 @@ void khz_abaCoreDamped(const khzModel *m, khzData *d, const double *tau, double 
  * armature (+ h b for implicit damping: (M + h B) qdd = tau - B qd - ...,
  * exact for diagonal B), Dinv = D^-1 and u = tau - S^T pA (tau: the joint's
  * own entries) */
-static inline void joint_factors(const khzModel *m, int i, const double *IA, const double *S,
+static inline __attribute__((always_inline)) void joint_factors(const khzModel *m, int i, const double *IA, const double *S,
                                  const double *pA, const double *tau, double h, int stiff_only,
                                  double *U, double *Dinv, double *u) {
   int nv = m->jnt_nv[i], dof = m->jnt_dofadr[i];
@@ -511,7 +511,7 @@ static inline void joint_accel(const khzModel *m, int i, const double *U, const 
  * and reading them back in a second and third sweep cost about 12 cache
  * lines per body and call. The same operations on the same numbers as the
  * three passes: the same bits. */
-static void aba_alone(const khzModel *m, khzData *d, int i, const double *I, const double *pA,
+static inline __attribute__((always_inline)) void aba_alone(const khzModel *m, khzData *d, int i, const double *I, const double *pA,
                       const double *tau, double *qdd, double h, int stiff_only, int reuse,
                       int store, const double a0[6]) {
   int nv = m->jnt_nv[i], dof = m->jnt_dofadr[i];
