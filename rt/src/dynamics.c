@@ -85,6 +85,33 @@ static inline void body_inertia(const khzModel *m, const khzData *d, int i, doub
   khzu_spatialInertia(I, m->body_mass[i], ci, ci + 3);
 }
 
+/* ABA keeps its 6x6 inertias (the rigid I, the articulated IA and Ia, in
+ * d->IA and locals) transposed, column by column: a product M v is then the
+ * sum of M's columns scaled by v's entries, each entry's terms in the row
+ * product's order (M_r0 v_0 + M_r1 v_1 + ... from the left), so the same
+ * bits, while the six rows go four and two to a vector instead of one
+ * horizontal sum each. The rank-1 updates and the sums into the parent are
+ * entry by entry and do not mind the layout. */
+
+/* body_inertia's 36, transposed (I^T: entry (r, k) of I at 6 k + r) */
+static inline void body_inertia_T(const khzModel *m, const khzData *d, int i, double IT[36]) {
+  if (body_massless(m, i)) {
+    memset(IT, 0, 36 * sizeof(double));
+    return;
+  }
+  const double *ci = d->cinert + KHZ_CINERT * i;
+  khzu_spatialInertiaStrided(IT, m->body_mass[i], ci, ci + 3, 1, 6);
+}
+
+/* res = M v for M given transposed (MT = M^T, khzu_mulMatVec6's bits) */
+static inline void mul_T_vec6(double res[6], const double MT[36], const double v[6]) {
+  double acc[6];
+  for (int r = 0; r < 6; r++) acc[r] = MT[r] * v[0];
+  for (int k = 1; k < 6; k++)
+    for (int r = 0; r < 6; r++) acc[r] += MT[6 * k + r] * v[k];
+  memcpy(res, acc, sizeof acc);
+}
+
 /* body i is the only body of its tree (the world's child, no children): its
  * articulated inertia is its rigid one */
 static inline int body_alone(const khzModel *m, int i) {
@@ -100,16 +127,13 @@ static inline double free_dotS(const double S[36], int a, const double f[6]) {
   return s[0] * f[0] + s[1] * f[1] + s[2] * f[2];
 }
 
-/* U = IA S for a free joint, column by column */
-static inline void free_mulIS(double U[36], const double IA[36], const double S[36]) {
+/* U = IA S for a free joint, column by column (IAT = IA^T, as ABA keeps it) */
+static inline void free_mulIS(double U[36], const double IAT[36], const double S[36]) {
   for (int k = 0; k < 3; k++)
-    for (int r = 0; r < 6; r++) U[6 * k + r] = IA[6 * r + 3 + k];
+    for (int r = 0; r < 6; r++) U[6 * k + r] = IAT[6 * (3 + k) + r];
   for (int k = 3; k < 6; k++) {
     const double *s = S + 6 * k;
-    for (int r = 0; r < 6; r++) {
-      const double *row = IA + 6 * r;
-      U[6 * k + r] = row[0] * s[0] + row[1] * s[1] + row[2] * s[2];
-    }
+    for (int r = 0; r < 6; r++) U[6 * k + r] = IAT[r] * s[0] + IAT[6 + r] * s[1] + IAT[12 + r] * s[2];
   }
 }
 
@@ -431,12 +455,12 @@ void khz_abaCoreDamped(const khzModel *m, khzData *d, const double *tau, double 
  * armature (+ h b for implicit damping: (M + h B) qdd = tau - B qd - ...,
  * exact for diagonal B), Dinv = D^-1 and u = tau - S^T pA (tau: the joint's
  * own entries) */
-static inline __attribute__((always_inline)) void joint_factors(const khzModel *m, int i, const double *IA, const double *S,
+static inline __attribute__((always_inline)) void joint_factors(const khzModel *m, int i, const double *IAT, const double *S,
                                  const double *pA, const double *tau, double h, int stiff_only,
                                  double *U, double *Dinv, double *u) {
   int nv = m->jnt_nv[i], dof = m->jnt_dofadr[i];
   if (nv == 1) {
-    khzu_mulMatVec6(U, IA, S);
+    mul_T_vec6(U, IAT, S);
     double D = khzu_dot6(S, U) + m->dof_armature[dof];
     if (h > 0) D += implicit_damping(m, dof, D, h, stiff_only);
     Dinv[0] = 1 / D;
@@ -444,7 +468,7 @@ static inline __attribute__((always_inline)) void joint_factors(const khzModel *
   } else if (nv > 1) {
     double Dm[36];
     if (m->jnt_type[i] == KHZ_JOINT_FLOATING) {
-      free_mulIS(U, IA, S);
+      free_mulIS(U, IAT, S);
       for (int a = 0; a < nv; a++) {
         for (int b = a; b < nv; b++) Dm[nv * a + b] = Dm[nv * b + a] = free_dotS(S, a, U + 6 * b);
         Dm[nv * a + a] += m->dof_armature[dof + a];
@@ -452,7 +476,7 @@ static inline __attribute__((always_inline)) void joint_factors(const khzModel *
         u[a] = tau[a] - free_dotS(S, a, pA);
       }
     } else {
-      for (int k = 0; k < nv; k++) khzu_mulMatVec6(U + 6 * k, IA, S + 6 * k);
+      for (int k = 0; k < nv; k++) mul_T_vec6(U + 6 * k, IAT, S + 6 * k);
       for (int a = 0; a < nv; a++) {
         for (int b = a; b < nv; b++)
           Dm[nv * a + b] = Dm[nv * b + a] = khzu_dot6(S + 6 * a, U + 6 * b);
@@ -551,12 +575,12 @@ static inline __attribute__((always_inline)) void aba_core_keep(const khzModel *
       memcpy(pA, keep + 12 * i, 6 * sizeof(double));
     } else {
       const double *v = d->vtree + 6 * i;
-      double Iv[6], *I = alone ? I_own : d->IA + 36 * i;
-      body_inertia(m, d, i, I);
+      double Iv[6], *I = alone ? I_own : d->IA + 36 * i; /* transposed */
+      body_inertia_T(m, d, i, I);
       if (body_massless(m, i)) { /* I = 0: no velocity-product force */
         memset(pA, 0, 6 * sizeof(double));
       } else {
-        khzu_mulMatVec6(Iv, I, v);
+        mul_T_vec6(Iv, I, v);
         khzu_crossForce(pA, v, Iv);
       }
       if (keep) memcpy(keep + 12 * i, pA, 6 * sizeof(double));
@@ -588,17 +612,18 @@ static inline __attribute__((always_inline)) void aba_core_keep(const khzModel *
     joint_factors(m, i, IA, S, pA, tau + dof, h, stiff_only, U, Dinv, u);
     if (p == 0) continue;
 
+    /* IA, Ia and IAp transposed: entry (a, b) at 6 b + a */
     double *IAp = d->IA + 36 * p, *pAp = d->pA + 6 * p, Ia[36], t[6];
     if (nv == 1) {
-      /* Ia = IA - U U^T / D (symmetric): every row in full (fixed bounds: it
+      /* Ia = IA - U U^T / D (symmetric): every entry (fixed bounds: it
        * unrolls and vectorises), then the lower triangle mirrored from the
        * upper, which holds the same numbers as before */
-      for (int a = 0; a < 6; a++) {
-        double ua = U[a] * Dinv[0];
-        for (int b = 0; b < 6; b++) Ia[6 * a + b] = IA[6 * a + b] - ua * U[b];
-      }
+      double ua[6];
+      for (int a = 0; a < 6; a++) ua[a] = U[a] * Dinv[0];
+      for (int b = 0; b < 6; b++)
+        for (int a = 0; a < 6; a++) Ia[6 * b + a] = IA[6 * b + a] - ua[a] * U[b];
       for (int a = 1; a < 6; a++)
-        for (int b = 0; b < a; b++) Ia[6 * a + b] = Ia[6 * b + a];
+        for (int b = 0; b < a; b++) Ia[6 * b + a] = Ia[6 * a + b];
     } else {
       memcpy(Ia, IA, sizeof Ia);
     }
@@ -614,11 +639,11 @@ static inline __attribute__((always_inline)) void aba_core_keep(const khzModel *
         for (int cc = r; cc < 6; cc++) {
           double sum = 0;
           for (int b = 0; b < nv; b++) sum += UD[6 * b + r] * U[6 * b + cc];
-          Ia[6 * r + cc] -= sum;
-          Ia[6 * cc + r] = Ia[6 * r + cc];
+          Ia[6 * cc + r] -= sum;
+          Ia[6 * r + cc] = Ia[6 * cc + r];
         }
     }
-    khzu_mulMatVec6(t, Ia, c);
+    mul_T_vec6(t, Ia, c);
     if (keep) memcpy(keep + 12 * i + 6, t, 6 * sizeof(double));
     for (int k = 0; k < 6; k++) pAp[k] += pA[k] + t[k];
     add_bias_to_parent(pAp, U, Dinv, u, nv);
