@@ -112,6 +112,23 @@ static inline void mul_T_vec6(double res[6], const double MT[36], const double v
   memcpy(res, acc, sizeof acc);
 }
 
+/* six-entry steps on arrays that do not overlap: with restrict GCC does
+ * them as vectors, not entry by entry in case they alias (the same
+ * operations per entry) */
+static inline void vec6_sub(double *restrict r, const double *restrict x) {
+  for (int k = 0; k < 6; k++) r[k] -= x[k];
+}
+static inline void vec6_sum(double *restrict r, const double *restrict x, const double *restrict y) {
+  for (int k = 0; k < 6; k++) r[k] = x[k] + y[k];
+}
+/* r += x + y (x + y first) */
+static inline void vec6_addSum(double *restrict r, const double *restrict x, const double *restrict y) {
+  for (int k = 0; k < 6; k++) r[k] += x[k] + y[k];
+}
+static inline void vec6_addScaled(double *restrict r, const double *restrict x, double s) {
+  for (int k = 0; k < 6; k++) r[k] += x[k] * s;
+}
+
 /* body i is the only body of its tree (the world's child, no children): its
  * articulated inertia is its rigid one */
 static inline int body_alone(const khzModel *m, int i) {
@@ -213,7 +230,9 @@ static inline void body_velocity(const khzModel *m, khzData *d, const double *qd
       for (int k = 0; k < nv; k++)
         for (int a = 0; a < 6; a++) vJ[a] += S[6 * k + a] * qdi[k];
     const double *vp = p ? d->vtree + 6 * p : NULL;
-    for (int a = 0; a < 6; a++) v[a] = (vp ? vp[a] : 0) + vJ[a];
+    if (vp) vec6_sum(v, vp, vJ);
+    else
+      for (int a = 0; a < 6; a++) v[a] = 0 + vJ[a];
     if (m->jnt_type[i] == KHZ_JOINT_FLOATING) {
       double rot[6] = {vJ[0], vJ[1], vJ[2], 0, 0, 0};
       khzu_crossMotion(c, v, rot);
@@ -436,7 +455,7 @@ static inline void add_bias_to_parent(double *pAp, const double *U, const double
   if (!nv) return;
   if (nv == 1) { /* one column */
     double Du = Dinv[0] * u[0];
-    for (int k = 0; k < 6; k++) pAp[k] += U[k] * Du;
+    vec6_addScaled(pAp, U, Du);
     return;
   }
   double Du[6] = {0};
@@ -510,7 +529,7 @@ static inline void joint_accel(const khzModel *m, int i, const double *U, const 
     double qk = Dinv[0] * (u[0] - khzu_dot6(U, a));
     qddi[0] = qk;
     if (move_a)
-      for (int r6 = 0; r6 < 6; r6++) a[r6] += S[r6] * qk;
+      vec6_addScaled(a, S, qk);
     return;
   }
   double r[6];
@@ -545,7 +564,7 @@ static inline __attribute__((always_inline)) void aba_alone(const khzModel *m, k
   const double *S = d->S + 36 * i, *c = d->cbias + 6 * i;
   if (reuse) joint_bias(m, i, S, pA, tau + dof, u); /* U, Dinv stored by the first call */
   else joint_factors(m, i, I, S, pA, tau + dof, h, stiff_only, U, Dinv, u);
-  for (int k = 0; k < 6; k++) a[k] = a0[k] + c[k];
+  vec6_sum(a, a0, c);
   if (nv) joint_accel(m, i, U, Dinv, u, S, a, qdd + dof, store);
 }
 
@@ -585,7 +604,7 @@ static inline __attribute__((always_inline)) void aba_core_keep(const khzModel *
       }
       if (keep) memcpy(keep + 12 * i, pA, 6 * sizeof(double));
     }
-    for (int k = 0; k < 6; k++) pA[k] -= d->fext[6 * i + k];
+    vec6_sub(pA, d->fext + 6 * i);
     if (alone) aba_alone(m, d, i, I_own, pA, tau, qdd, h, stiff_only, reuse, store, a0);
   }
 
@@ -605,7 +624,7 @@ static inline __attribute__((always_inline)) void aba_core_keep(const khzModel *
       if (p == 0) continue;
       double *pAp = d->pA + 6 * p;
       const double *t = keep + 12 * i + 6;
-      for (int k = 0; k < 6; k++) pAp[k] += pA[k] + t[k];
+      vec6_addSum(pAp, pA, t);
       add_bias_to_parent(pAp, U, Dinv, u, nv);
       continue;
     }
@@ -645,7 +664,7 @@ static inline __attribute__((always_inline)) void aba_core_keep(const khzModel *
     }
     mul_T_vec6(t, Ia, c);
     if (keep) memcpy(keep + 12 * i + 6, t, 6 * sizeof(double));
-    for (int k = 0; k < 6; k++) pAp[k] += pA[k] + t[k];
+    vec6_addSum(pAp, pA, t);
     add_bias_to_parent(pAp, U, Dinv, u, nv);
     for (int k = 0; k < 36; k++) IAp[k] += Ia[k];
   }
@@ -660,7 +679,7 @@ static inline __attribute__((always_inline)) void aba_core_keep(const khzModel *
     if (body_alone(m, i)) continue; /* done by aba_alone */
     double *a = d->acc + 6 * i;
     const double *ap = p ? d->acc + 6 * p : a0;
-    for (int k = 0; k < 6; k++) a[k] = ap[k] + d->cbias[6 * i + k];
+    vec6_sum(a, ap, d->cbias + 6 * i);
     if (!nv) continue;
     joint_accel(m, i, d->U + 36 * i, d->Dinv + 36 * i, d->u + 6 * i, d->S + 36 * i, a, qdd + dof, 1);
   }
@@ -703,7 +722,7 @@ void khz_rnea(const khzModel *m, khzData *d, const double *q, const double *qd,
     double I[36];
     body_inertia(m, d, i, I);
     const double *ap = p ? d->acc + 6 * p : a0;
-    for (int k = 0; k < 6; k++) a[k] = ap[k] + d->cbias[6 * i + k];
+    vec6_sum(a, ap, d->cbias + 6 * i);
     for (int k = 0; k < nv; k++)
       for (int r = 0; r < 6; r++) a[r] += S[6 * k + r] * qdd[dof + k];
     khzu_mulMatVec6(Ia, I, a);
