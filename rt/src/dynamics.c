@@ -219,7 +219,8 @@ static inline void twist_revolute(double col[6], const double a[3], const double
  * spatial inertias. qd may be NULL (positions only). */
 /* the velocity part of the first pass for body i, from its subspace S (set by
  * the position part): vJ = S qd, v = v_parent + vJ, c = v x vJ */
-static inline void body_velocity(const khzModel *m, khzData *d, const double *qd, int i) {
+static inline __attribute__((always_inline)) void body_velocity(const khzModel *m, khzData *d, const double *qd,
+                                                                int i) {
   int p = m->body_parent[i], nv = m->jnt_nv[i];
   const double *S = d->S + 36 * i;
   double *v = d->vtree + 6 * i, *c = d->cbias + 6 * i, vJ[6] = {0, 0, 0, 0, 0, 0};
@@ -266,7 +267,7 @@ int khz_kinematicsAt(const khzModel *m, const khzData *d, const double *q, const
          !memcmp(d->kin_qd, qd, (size_t)m->nv * sizeof(double));
 }
 
-void khz_velocityPass(const khzModel *m, khzData *d, const double *qd) {
+static inline __attribute__((always_inline)) void velocity_pass(const khzModel *m, khzData *d, const double *qd) {
   int skipped = 0;
   memset(d->vtree, 0, 6 * sizeof(double));
   for (int i = 1; i < m->nbody; i++) {
@@ -274,6 +275,23 @@ void khz_velocityPass(const khzModel *m, khzData *d, const double *qd) {
     else skipped = 1;
   }
   stamp(m, d, NULL, qd, skipped);
+}
+
+/* velocity_pass compiled for AVX too, as forward_pass: the same bits */
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx"))) static void velocity_pass_avx(const khzModel *m, khzData *d, const double *qd) {
+  velocity_pass(m, d, qd);
+}
+#endif
+
+void khz_velocityPass(const khzModel *m, khzData *d, const double *qd) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx")) {
+    velocity_pass_avx(m, d, qd);
+    return;
+  }
+#endif
+  velocity_pass(m, d, qd);
 }
 
 static inline __attribute__((always_inline)) void forward_pass(const khzModel *m, khzData *d, const double *q,
