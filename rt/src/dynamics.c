@@ -85,6 +85,50 @@ static inline void body_inertia(const khzModel *m, const khzData *d, int i, doub
   khzu_spatialInertia(I, m->body_mass[i], ci, ci + 3);
 }
 
+/* ABA keeps its 6x6 inertias (the rigid I, the articulated IA and Ia, in
+ * d->IA and locals) transposed, column by column: a product M v is then the
+ * sum of M's columns scaled by v's entries, each entry's terms in the row
+ * product's order (M_r0 v_0 + M_r1 v_1 + ... from the left), so the same
+ * bits, while the six rows go four and two to a vector instead of one
+ * horizontal sum each. The rank-1 updates and the sums into the parent are
+ * entry by entry and do not mind the layout. */
+
+/* body_inertia's 36, transposed (I^T: entry (r, k) of I at 6 k + r) */
+static inline void body_inertia_T(const khzModel *m, const khzData *d, int i, double IT[36]) {
+  if (body_massless(m, i)) {
+    memset(IT, 0, 36 * sizeof(double));
+    return;
+  }
+  const double *ci = d->cinert + KHZ_CINERT * i;
+  khzu_spatialInertiaStrided(IT, m->body_mass[i], ci, ci + 3, 1, 6);
+}
+
+/* res = M v for M given transposed (MT = M^T, khzu_mulMatVec6's bits) */
+static inline void mul_T_vec6(double res[6], const double MT[36], const double v[6]) {
+  double acc[6];
+  for (int r = 0; r < 6; r++) acc[r] = MT[r] * v[0];
+  for (int k = 1; k < 6; k++)
+    for (int r = 0; r < 6; r++) acc[r] += MT[6 * k + r] * v[k];
+  memcpy(res, acc, sizeof acc);
+}
+
+/* six-entry steps on arrays that do not overlap: with restrict GCC does
+ * them as vectors, not entry by entry in case they alias (the same
+ * operations per entry) */
+static inline void vec6_sub(double *restrict r, const double *restrict x) {
+  for (int k = 0; k < 6; k++) r[k] -= x[k];
+}
+static inline void vec6_sum(double *restrict r, const double *restrict x, const double *restrict y) {
+  for (int k = 0; k < 6; k++) r[k] = x[k] + y[k];
+}
+/* r += x + y (x + y first) */
+static inline void vec6_addSum(double *restrict r, const double *restrict x, const double *restrict y) {
+  for (int k = 0; k < 6; k++) r[k] += x[k] + y[k];
+}
+static inline void vec6_addScaled(double *restrict r, const double *restrict x, double s) {
+  for (int k = 0; k < 6; k++) r[k] += x[k] * s;
+}
+
 /* body i is the only body of its tree (the world's child, no children): its
  * articulated inertia is its rigid one */
 static inline int body_alone(const khzModel *m, int i) {
@@ -100,16 +144,13 @@ static inline double free_dotS(const double S[36], int a, const double f[6]) {
   return s[0] * f[0] + s[1] * f[1] + s[2] * f[2];
 }
 
-/* U = IA S for a free joint, column by column */
-static inline void free_mulIS(double U[36], const double IA[36], const double S[36]) {
+/* U = IA S for a free joint, column by column (IAT = IA^T, as ABA keeps it) */
+static inline void free_mulIS(double U[36], const double IAT[36], const double S[36]) {
   for (int k = 0; k < 3; k++)
-    for (int r = 0; r < 6; r++) U[6 * k + r] = IA[6 * r + 3 + k];
+    for (int r = 0; r < 6; r++) U[6 * k + r] = IAT[6 * (3 + k) + r];
   for (int k = 3; k < 6; k++) {
     const double *s = S + 6 * k;
-    for (int r = 0; r < 6; r++) {
-      const double *row = IA + 6 * r;
-      U[6 * k + r] = row[0] * s[0] + row[1] * s[1] + row[2] * s[2];
-    }
+    for (int r = 0; r < 6; r++) U[6 * k + r] = IAT[r] * s[0] + IAT[6 + r] * s[1] + IAT[12 + r] * s[2];
   }
 }
 
@@ -125,8 +166,8 @@ static inline void free_addSx(double v[6], const double S[36], const double x[6]
 /* ----------------------------------------------------- joint kinematics -- */
 
 /* Pose of body i in its parent: R_rel = Ro RJ(q), p_rel = po + Ro pJ(q). */
-static void joint_pose(const khzModel *m, int i, const double *q, double R_rel[9],
-                       double p_rel[3]) {
+static inline __attribute__((always_inline)) void joint_pose(const khzModel *m, int i, const double *q, double R_rel[9],
+                                                             double p_rel[3]) {
   const double *Ro = m->body_rot + 9 * i, *po = m->body_pos + 3 * i, *axis = m->jnt_axis + 3 * i;
   const double *qi = q + m->jnt_qadr[i];
   double RJ[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, pJ[3] = {0, 0, 0};
@@ -178,7 +219,8 @@ static inline void twist_revolute(double col[6], const double a[3], const double
  * spatial inertias. qd may be NULL (positions only). */
 /* the velocity part of the first pass for body i, from its subspace S (set by
  * the position part): vJ = S qd, v = v_parent + vJ, c = v x vJ */
-static inline void body_velocity(const khzModel *m, khzData *d, const double *qd, int i) {
+static inline __attribute__((always_inline)) void body_velocity(const khzModel *m, khzData *d, const double *qd,
+                                                                int i) {
   int p = m->body_parent[i], nv = m->jnt_nv[i];
   const double *S = d->S + 36 * i;
   double *v = d->vtree + 6 * i, *c = d->cbias + 6 * i, vJ[6] = {0, 0, 0, 0, 0, 0};
@@ -189,7 +231,9 @@ static inline void body_velocity(const khzModel *m, khzData *d, const double *qd
       for (int k = 0; k < nv; k++)
         for (int a = 0; a < 6; a++) vJ[a] += S[6 * k + a] * qdi[k];
     const double *vp = p ? d->vtree + 6 * p : NULL;
-    for (int a = 0; a < 6; a++) v[a] = (vp ? vp[a] : 0) + vJ[a];
+    if (vp) vec6_sum(v, vp, vJ);
+    else
+      for (int a = 0; a < 6; a++) v[a] = 0 + vJ[a];
     if (m->jnt_type[i] == KHZ_JOINT_FLOATING) {
       double rot[6] = {vJ[0], vJ[1], vJ[2], 0, 0, 0};
       khzu_crossMotion(c, v, rot);
@@ -223,7 +267,7 @@ int khz_kinematicsAt(const khzModel *m, const khzData *d, const double *q, const
          !memcmp(d->kin_qd, qd, (size_t)m->nv * sizeof(double));
 }
 
-void khz_velocityPass(const khzModel *m, khzData *d, const double *qd) {
+static inline __attribute__((always_inline)) void velocity_pass(const khzModel *m, khzData *d, const double *qd) {
   int skipped = 0;
   memset(d->vtree, 0, 6 * sizeof(double));
   for (int i = 1; i < m->nbody; i++) {
@@ -231,6 +275,23 @@ void khz_velocityPass(const khzModel *m, khzData *d, const double *qd) {
     else skipped = 1;
   }
   stamp(m, d, NULL, qd, skipped);
+}
+
+/* velocity_pass compiled for AVX too, as forward_pass: the same bits */
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx"))) static void velocity_pass_avx(const khzModel *m, khzData *d, const double *qd) {
+  velocity_pass(m, d, qd);
+}
+#endif
+
+void khz_velocityPass(const khzModel *m, khzData *d, const double *qd) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx")) {
+    velocity_pass_avx(m, d, qd);
+    return;
+  }
+#endif
+  velocity_pass(m, d, qd);
 }
 
 static inline __attribute__((always_inline)) void forward_pass(const khzModel *m, khzData *d, const double *q,
@@ -412,7 +473,7 @@ static inline void add_bias_to_parent(double *pAp, const double *U, const double
   if (!nv) return;
   if (nv == 1) { /* one column */
     double Du = Dinv[0] * u[0];
-    for (int k = 0; k < 6; k++) pAp[k] += U[k] * Du;
+    vec6_addScaled(pAp, U, Du);
     return;
   }
   double Du[6] = {0};
@@ -431,12 +492,12 @@ void khz_abaCoreDamped(const khzModel *m, khzData *d, const double *tau, double 
  * armature (+ h b for implicit damping: (M + h B) qdd = tau - B qd - ...,
  * exact for diagonal B), Dinv = D^-1 and u = tau - S^T pA (tau: the joint's
  * own entries) */
-static inline void joint_factors(const khzModel *m, int i, const double *IA, const double *S,
+static inline __attribute__((always_inline)) void joint_factors(const khzModel *m, int i, const double *IAT, const double *S,
                                  const double *pA, const double *tau, double h, int stiff_only,
                                  double *U, double *Dinv, double *u) {
   int nv = m->jnt_nv[i], dof = m->jnt_dofadr[i];
   if (nv == 1) {
-    khzu_mulMatVec6(U, IA, S);
+    mul_T_vec6(U, IAT, S);
     double D = khzu_dot6(S, U) + m->dof_armature[dof];
     if (h > 0) D += implicit_damping(m, dof, D, h, stiff_only);
     Dinv[0] = 1 / D;
@@ -446,7 +507,7 @@ static inline void joint_factors(const khzModel *m, int i, const double *IA, con
     if (m->jnt_type[i] == KHZ_JOINT_FLOATING) {
       /* nv is 6: the loops' bounds as constants unroll (the same operations
        * in the same order as with nv, so the same bits) */
-      free_mulIS(U, IA, S);
+      free_mulIS(U, IAT, S);
 #pragma GCC unroll 6
       for (int a = 0; a < 6; a++) {
 #pragma GCC unroll 6
@@ -456,7 +517,7 @@ static inline void joint_factors(const khzModel *m, int i, const double *IA, con
         u[a] = tau[a] - free_dotS(S, a, pA);
       }
     } else {
-      for (int k = 0; k < nv; k++) khzu_mulMatVec6(U + 6 * k, IA, S + 6 * k);
+      for (int k = 0; k < nv; k++) mul_T_vec6(U + 6 * k, IAT, S + 6 * k);
       for (int a = 0; a < nv; a++) {
         for (int b = a; b < nv; b++)
           Dm[nv * a + b] = Dm[nv * b + a] = khzu_dot6(S + 6 * a, U + 6 * b);
@@ -494,7 +555,7 @@ static inline void joint_accel(const khzModel *m, int i, const double *U, const 
     double qk = Dinv[0] * (u[0] - khzu_dot6(U, a));
     qddi[0] = qk;
     if (move_a)
-      for (int r6 = 0; r6 < 6; r6++) a[r6] += S[r6] * qk;
+      vec6_addScaled(a, S, qk);
     return;
   }
   double r[6];
@@ -530,7 +591,7 @@ static inline void joint_accel(const khzModel *m, int i, const double *U, const 
  * and reading them back in a second and third sweep cost about 12 cache
  * lines per body and call. The same operations on the same numbers as the
  * three passes: the same bits. */
-static void aba_alone(const khzModel *m, khzData *d, int i, const double *I, const double *pA,
+static inline __attribute__((always_inline)) void aba_alone(const khzModel *m, khzData *d, int i, const double *I, const double *pA,
                       const double *tau, double *qdd, double h, int stiff_only, int reuse,
                       int store, const double a0[6]) {
   int nv = m->jnt_nv[i], dof = m->jnt_dofadr[i];
@@ -540,7 +601,7 @@ static void aba_alone(const khzModel *m, khzData *d, int i, const double *I, con
   const double *S = d->S + 36 * i, *c = d->cbias + 6 * i;
   if (reuse) joint_bias(m, i, S, pA, tau + dof, u); /* U, Dinv stored by the first call */
   else joint_factors(m, i, I, S, pA, tau + dof, h, stiff_only, U, Dinv, u);
-  for (int k = 0; k < 6; k++) a[k] = a0[k] + c[k];
+  vec6_sum(a, a0, c);
   if (nv) joint_accel(m, i, U, Dinv, u, S, a, qdd + dof, store);
 }
 
@@ -570,17 +631,17 @@ static inline __attribute__((always_inline)) void aba_core_keep(const khzModel *
       memcpy(pA, keep + 12 * i, 6 * sizeof(double));
     } else {
       const double *v = d->vtree + 6 * i;
-      double Iv[6], *I = alone ? I_own : d->IA + 36 * i;
-      body_inertia(m, d, i, I);
+      double Iv[6], *I = alone ? I_own : d->IA + 36 * i; /* transposed */
+      body_inertia_T(m, d, i, I);
       if (body_massless(m, i)) { /* I = 0: no velocity-product force */
         memset(pA, 0, 6 * sizeof(double));
       } else {
-        khzu_mulMatVec6(Iv, I, v);
+        mul_T_vec6(Iv, I, v);
         khzu_crossForce(pA, v, Iv);
       }
       if (keep) memcpy(keep + 12 * i, pA, 6 * sizeof(double));
     }
-    for (int k = 0; k < 6; k++) pA[k] -= d->fext[6 * i + k];
+    vec6_sub(pA, d->fext + 6 * i);
     if (alone) aba_alone(m, d, i, I_own, pA, tau, qdd, h, stiff_only, reuse, store, a0);
   }
 
@@ -600,24 +661,25 @@ static inline __attribute__((always_inline)) void aba_core_keep(const khzModel *
       if (p == 0) continue;
       double *pAp = d->pA + 6 * p;
       const double *t = keep + 12 * i + 6;
-      for (int k = 0; k < 6; k++) pAp[k] += pA[k] + t[k];
+      vec6_addSum(pAp, pA, t);
       add_bias_to_parent(pAp, U, Dinv, u, nv);
       continue;
     }
     joint_factors(m, i, IA, S, pA, tau + dof, h, stiff_only, U, Dinv, u);
     if (p == 0) continue;
 
+    /* IA, Ia and IAp transposed: entry (a, b) at 6 b + a */
     double *IAp = d->IA + 36 * p, *pAp = d->pA + 6 * p, Ia[36], t[6];
     if (nv == 1) {
-      /* Ia = IA - U U^T / D (symmetric): every row in full (fixed bounds: it
+      /* Ia = IA - U U^T / D (symmetric): every entry (fixed bounds: it
        * unrolls and vectorises), then the lower triangle mirrored from the
        * upper, which holds the same numbers as before */
-      for (int a = 0; a < 6; a++) {
-        double ua = U[a] * Dinv[0];
-        for (int b = 0; b < 6; b++) Ia[6 * a + b] = IA[6 * a + b] - ua * U[b];
-      }
+      double ua[6];
+      for (int a = 0; a < 6; a++) ua[a] = U[a] * Dinv[0];
+      for (int b = 0; b < 6; b++)
+        for (int a = 0; a < 6; a++) Ia[6 * b + a] = IA[6 * b + a] - ua[a] * U[b];
       for (int a = 1; a < 6; a++)
-        for (int b = 0; b < a; b++) Ia[6 * a + b] = Ia[6 * b + a];
+        for (int b = 0; b < a; b++) Ia[6 * b + a] = Ia[6 * a + b];
     } else {
       memcpy(Ia, IA, sizeof Ia);
     }
@@ -633,13 +695,13 @@ static inline __attribute__((always_inline)) void aba_core_keep(const khzModel *
         for (int cc = r; cc < 6; cc++) {
           double sum = 0;
           for (int b = 0; b < nv; b++) sum += UD[6 * b + r] * U[6 * b + cc];
-          Ia[6 * r + cc] -= sum;
-          Ia[6 * cc + r] = Ia[6 * r + cc];
+          Ia[6 * cc + r] -= sum;
+          Ia[6 * r + cc] = Ia[6 * cc + r];
         }
     }
-    khzu_mulMatVec6(t, Ia, c);
+    mul_T_vec6(t, Ia, c);
     if (keep) memcpy(keep + 12 * i + 6, t, 6 * sizeof(double));
-    for (int k = 0; k < 6; k++) pAp[k] += pA[k] + t[k];
+    vec6_addSum(pAp, pA, t);
     add_bias_to_parent(pAp, U, Dinv, u, nv);
     for (int k = 0; k < 36; k++) IAp[k] += Ia[k];
   }
@@ -654,7 +716,7 @@ static inline __attribute__((always_inline)) void aba_core_keep(const khzModel *
     if (body_alone(m, i)) continue; /* done by aba_alone */
     double *a = d->acc + 6 * i;
     const double *ap = p ? d->acc + 6 * p : a0;
-    for (int k = 0; k < 6; k++) a[k] = ap[k] + d->cbias[6 * i + k];
+    vec6_sum(a, ap, d->cbias + 6 * i);
     if (!nv) continue;
     joint_accel(m, i, d->U + 36 * i, d->Dinv + 36 * i, d->u + 6 * i, d->S + 36 * i, a, qdd + dof, 1);
   }
@@ -697,7 +759,7 @@ void khz_rnea(const khzModel *m, khzData *d, const double *q, const double *qd,
     double I[36];
     body_inertia(m, d, i, I);
     const double *ap = p ? d->acc + 6 * p : a0;
-    for (int k = 0; k < 6; k++) a[k] = ap[k] + d->cbias[6 * i + k];
+    vec6_sum(a, ap, d->cbias + 6 * i);
     for (int k = 0; k < nv; k++)
       for (int r = 0; r < 6; r++) a[r] += S[6 * k + r] * qdd[dof + k];
     khzu_mulMatVec6(Ia, I, a);

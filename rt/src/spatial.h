@@ -166,8 +166,10 @@ void khzu_xformInertiaT(double res[36], const double X[12], const double I[36]);
 
 /* Spatial inertia about the body origin from mass, com c and inertia Ic about the com:
  * I = [Ic + m cx cx^T, m cx; m cx^T, m 1]  (RBDA eq. 2.63) */
-static inline void khzu_spatialInertia(double res[36], double mass, const double c[3],
-                                       const double Ic[9]) {
+/* entry (i, j) of I goes to res[rs i + cs j]: (6, 1) row-major, (1, 6) the
+ * transpose (column-major); the same arithmetic either way */
+static inline void khzu_spatialInertiaStrided(double res[36], double mass, const double c[3],
+                                              const double Ic[9], int rs, int cs) {
   double cx[9] = {0, -c[2], c[1], c[2], 0, -c[0], -c[1], c[0], 0};
   /* cx cx^T without the products of cx's zero diagonal (the same sums in the
    * same order otherwise) */
@@ -183,11 +185,15 @@ static inline void khzu_spatialInertia(double res[36], double mass, const double
   cxcxT[8] = cx[6] * cx[6] + cx[7] * cx[7];
   for (int i = 0; i < 3; i++)
     for (int j = 0; j < 3; j++) {
-      res[6 * i + j] = Ic[3 * i + j] + mass * cxcxT[3 * i + j];
-      res[6 * i + 3 + j] = mass * cx[3 * i + j];
-      res[6 * (3 + i) + j] = mass * cx[3 * j + i];
-      res[6 * (3 + i) + 3 + j] = (i == j) ? mass : 0;
+      res[rs * i + cs * j] = Ic[3 * i + j] + mass * cxcxT[3 * i + j];
+      res[rs * i + cs * (3 + j)] = mass * cx[3 * i + j];
+      res[rs * (3 + i) + cs * j] = mass * cx[3 * j + i];
+      res[rs * (3 + i) + cs * (3 + j)] = (i == j) ? mass : 0;
     }
+}
+static inline void khzu_spatialInertia(double res[36], double mass, const double c[3],
+                                       const double Ic[9]) {
+  khzu_spatialInertiaStrided(res, mass, c, Ic, 6, 1);
 }
 
 /* res = I v for a 6x6 matrix I */

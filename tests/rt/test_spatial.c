@@ -1,6 +1,7 @@
 /* test_spatial.c — spatial algebra against explicit 6x6 matrices (RBDA eq.
  * 2.24 for Plucker transforms, 2.31-2.32 for cross products) and quaternion
  * identities. */
+#include <math.h>
 #include <string.h>
 
 #include "ensure.h"
@@ -89,6 +90,28 @@ int main(void) {
     double I9v[9] = {Ic[0], Ic[3], Ic[4], Ic[3], Ic[1], Ic[5], Ic[4], Ic[5], Ic[2]};
     memcpy(I9, I9v, sizeof I9);
     khzu_spatialInertia(I, 2.0, c, I9);
+    /* RBDA eq. 2.63 by hand: I = [Ic + m cx cx^T, m cx; m cx^T, m 1] */
+    double cx[9] = {0, -c[2], c[1], c[2], 0, -c[0], -c[1], c[0], 0};
+    for (int i = 0; i < 3; i++)
+      for (int j = 0; j < 3; j++) {
+        double cc = 0;
+        for (int k = 0; k < 3; k++) cc += cx[3 * i + k] * cx[3 * j + k];
+        ENSURE_NEAR(I[6 * i + j], I9[3 * i + j] + 2.0 * cc, 1e-14);
+        ENSURE_NEAR(I[6 * i + 3 + j], 2.0 * cx[3 * i + j], 1e-15);
+        ENSURE_NEAR(I[6 * (3 + i) + j], 2.0 * cx[3 * j + i], 1e-15);
+        ENSURE(I[6 * (3 + i) + 3 + j] == (i == j ? 2.0 : 0.0));
+      }
+    /* the transposed layout ABA keeps (dynamics.c): entry (i, j) at 6 j + i,
+     * bit for bit the row-major matrix's; Ic made slightly unsymmetric (as
+     * a rotated R Ic R^T can be in its last bits), so that a mix-up shows */
+    double IT[36], Iu[36], I9u[9];
+    memcpy(I9u, I9, sizeof I9u);
+    I9u[1] += 1e-9, I9u[5] -= 1e-9;
+    khzu_spatialInertia(Iu, 2.0, c, I9u);
+    khzu_spatialInertiaStrided(IT, 2.0, c, I9u, 1, 6);
+    for (int i = 0; i < 6; i++)
+      for (int j = 0; j < 6; j++) ENSURE(memcmp(IT + 6 * j + i, Iu + 6 * i + j, sizeof(double)) == 0);
+    ENSURE(Iu[1] != Iu[6]);
     khzu_xformInertiaT(out, X, I);
     for (int i = 0; i < 6; i++)
       for (int j = 0; j < 6; j++) {

@@ -634,7 +634,9 @@ typedef struct khzData {
                              origin, world axes, as the com relative to that origin (3)
                              and the rotational inertia about the com (9, row-major) */
   double *cbias;          /* 6 per body */
-  double *IA;             /* 36 per body */
+  double *IA;             /* 36 per body: after ABA the articulated inertias,
+                             transposed (column-major); after khz_compositeInertia
+                             the composite ones, row-major */
   double *pA;             /* 6 per body */
   double *U;              /* 36 per body */
   double *Dinv;           /* 36 per body */
