@@ -149,7 +149,12 @@
  *      18 item 5, for both methods). With the paper's vertex for the point
  *      (contact.deepest_ties off, as at a912c27) a face lying flat rocks
  *      from corner to corner and walks 152-242 mm down (penalty.c,
- *      tie_window). */
+ *      tie_window);
+ *   deepest_stacks. the deepest-point method (automatic gains): case d's two
+ *      stacks after 3 s within case d's bounds, and six slides with mu 0.6
+ *      (bench/stop_sweep's that came back 0.109-0.162 mm at a912c27) stop
+ *      within 0.5 % and come back at most 0.1 mm 0.8 s after the stop.
+ *      bottom.c, stack_ties (rod18c's band at pairs that share a tree). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -1231,6 +1236,68 @@ static void case_x(void) {
   }
 }
 
+/* deepest_stacks: the deepest-point method with automatic gains, where a
+ * body in a stack rests on several equally deep points (bottom.c, stack_ties). At a912c27
+ * each pair took one point at a time: case d's two stacks fell within a
+ * second (stack_mixed drift 1.88 m, heavy on light 1.02 m over 60 s), and
+ * bench/stop_sweep's six slides that came back more than 0.1 mm (0.109 to
+ * 0.162 mm, 0.8 s after the stop; mu 0.6) are run here. */
+static void case_deepest_stacks(void) {
+  for (int heavy = 0; heavy < 2; heavy++) {
+    khzSpec *s = ground_spec();
+    for (int i = 0; i < 10; i++) {
+      char name[8];
+      snprintf(name, sizeof name, "b%d", i);
+      add_box(s, name, KHZ_GEOM_BOX, 0.1, heavy ? (i ? 100 : 1) : (i % 2 ? 10 : 1), 0.1 + 0.2 * i);
+    }
+    khzModel *m = compile(s);
+    if (!m) continue;
+    khzData *d = khz_makeData(m, 0);
+    d->contact_method = KHZ_CONTACT_DEEPEST;
+    for (int k = 0; k < 3000; k++) khz_step(m, d);
+    double drift = 0, sink = 0;
+    for (int i = 0; i < 10; i++) {
+      const double *q = d->q + 7 * i;
+      drift = fmax(drift, hypot(q[0], q[1]));
+      sink = fmax(sink, 0.1 + 0.2 * i - q[2]);
+    }
+    double ke = kinetic(m, d);
+    printf("deepest_stacks. deepest-point %s: drift %.3g mm, sink %.3g mm, KE %.3g J after 3 s\n",
+           heavy ? "nine 100 kg boxes on 1 kg" : "alternating 1 / 10 kg", 1e3 * drift, 1e3 * sink, ke);
+    ENSURE(drift <= 1e-3 && sink <= 2e-3 && ke <= 1e-4);
+    ENSURE(d->warning[KHZ_WARN_BADSTATE] == 0);
+    khz_deleteData(&d);
+    khz_deleteModel(&m);
+  }
+  static const struct {
+    double v0;
+    int ulp;
+  } slide[6] = {{1.27, 1}, {1.55, 0}, {1.79, 1}, {2.08, 0}, {2.09, 0}, {2.20, 0}};
+  const double mu = 0.6;
+  for (int t = 0; t < 6; t++) {
+    khzSpec *s = ground_spec_with(mu, 0);
+    add_box(s, "box", KHZ_GEOM_BOX, 0.1, 1, 0.1);
+    khzModel *m = compile(s);
+    if (!m) continue;
+    if (slide[t].ulp) m->timestep = nextafter(m->timestep, 1);
+    khzData *d = khz_makeData(m, 0);
+    d->contact_method = KHZ_CONTACT_DEEPEST;
+    double v0 = slide[t].v0, want = v0 * v0 / (2 * mu * G), xmax = 0;
+    d->qd[0] = v0;
+    int steps = (int)(v0 / (mu * G) / m->timestep) + (int)(0.8 / m->timestep + 0.5);
+    for (int k = 0; k < steps; k++) {
+      khz_step(m, d);
+      xmax = fmax(xmax, d->q[0]);
+    }
+    double back = xmax - d->q[0];
+    printf("deepest_stacks. slide v0 %.2f mu %.1f h%s: stops at %.5f of v0^2 / (2 mu g), back %.4f mm\n", v0, mu,
+           slide[t].ulp ? " + ulp" : "", xmax / want, 1e3 * back);
+    ENSURE_MSG(fabs(xmax / want - 1) <= 5e-3, "stops at %.5f", xmax / want);
+    ENSURE_MSG(back <= 1e-4, "slides back %.4f mm", 1e3 * back);
+    khz_deleteData(&d);
+    khz_deleteModel(&m);
+  }
+}
 int main(void) {
   case_a();
   case_bc();
@@ -1255,5 +1322,6 @@ int main(void) {
   case_v();
   case_w();
   case_x();
+  case_deepest_stacks();
   return ensure_report();
 }

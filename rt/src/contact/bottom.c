@@ -259,6 +259,27 @@ static void cluster_shares(const khzContact *c, khzContactPoint *pts) {
   }
 }
 
+/* contact.deepest_ties at a pair that shares a tree with another resting
+ * pair (a stack, a robot on two feet), where khz_penaltyDeepestPoints keeps
+ * the one vertex: points within KHZ_STACK_TIE of the deepest depth share the
+ * pair's spring with it (eq. 1's depth-weighted count, near-duplicates as
+ * cluster_shares counts them). The deepest point's force is the gradient of
+ * 1/2 kp (max_k d_k)^2; where points are (nearly) equally deep that gradient
+ * is any convex combination of theirs (Filippov). One vertex taken at each
+ * step's start left boxes stacked on their faces standing on one corner at a
+ * time: the bottom pair's normal force went 503, 1, 0, 2306, 0, 4967 N under
+ * a 540 N stack, and stack_mixed / stack_heavy_on_light fell within a second
+ * (rod18c, docs/contact.md). The lone pair's smooth maximum (penalty.c,
+ * tie_window) does not hold them: its one force at the centroid, tried with
+ * windows 0.1 to 2 times the kept one, let both stacks fall. */
+#define KHZ_STACK_TIE 0.02
+static void stack_ties(khzContact *c, double dmax, khzContactPoint *pts) {
+  for (int k = 0; k < c->npoint; k++)
+    if (!pts[k].bottom && pts[k].depth > 0 && pts[k].depth >= (1 - KHZ_STACK_TIE) * dmax)
+      pts[k].bottom = 1, c->nbottom++;
+  if (c->nbottom > 1) cluster_shares(c, pts);
+}
+
 /* ------------------------------------------------------ point selection -- */
 
 void khz_selectPoints(const khzModel *m, khzData *d) {
@@ -269,7 +290,9 @@ void khz_selectPoints(const khzModel *m, khzData *d) {
     for (int k = 0; k < c->npoint; k++) pts[k].bottom = 0;
     if (d->pair[c->slot].phase != KHZ_PHASE_RESTING || c->npoint == 0) continue;
     if (d->contact_method == KHZ_CONTACT_DEEPEST) {
-      khz_penaltyDeepestPoints(m, d, c);
+      if (!khz_penaltyDeepestPoints(m, d, c) && m->contact.deepest_ties == KHZ_DEEPEST_TIES_ON &&
+          khz_penaltyAutoGains(m, c))
+        stack_ties(c, d->cpoint[c->deepest].depth, pts);
       continue;
     }
     size_t mk = khz_stackMark(d);

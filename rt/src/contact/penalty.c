@@ -314,6 +314,7 @@ typedef struct {
   double depth;  /* normal rows: the point's depth past the pair's offset */
   double w;      /* normal rows: the point's share of the pair's gains (eq. 1's count) */
   double fn;     /* normal rows: the explicit normal force at the point at the step's start */
+  int tie;       /* a deepest-point tie pair's one normal row (tie_pair_forces): its force spread by the shares */
 } implicit_row;
 
 static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int apply,
@@ -1142,7 +1143,7 @@ static int pair_rows(const khzModel *m, khzData *d, int i, implicit_row *row) {
   khzu_cross(t[1], c->normal, t[0]);
   for (int k = 0; k < 2; k++) {
     implicit_row *r = row + n++;
-    r->contact = i, r->point = -1, r->depth = 0, r->w = 0, r->fn = 0;
+    r->contact = i, r->point = -1, r->depth = 0, r->w = 0, r->fn = 0, r->tie = 0;
     memcpy(r->x, x, sizeof x);
     memcpy(r->dir, t[k], sizeof r->dir);
   }
@@ -1701,7 +1702,7 @@ static void implicit_forces(khzData *d, const implicit_row *row, const int *mem,
     khzContact *c = d->contact + r->contact;
     double Pa = P[mem[a]];
     if (!isfinite(Pa) || Pa == 0) continue;
-    if (r->point >= 0 && d->contact_method == KHZ_CONTACT_DEEPEST && c->nbottom > 1) {
+    if (r->point >= 0 && r->tie) {
       /* a deepest-point tie pair's one row: spread by the pass's shares */
       khzContactPoint *pts = d->cpoint + c->point_adr;
       for (int q = 0; q < c->npoint; q++)
@@ -2349,9 +2350,28 @@ static void stage_deepest(const khzModel *m, const khzData *d, const khzContact 
  * scene's gains keep the paper's vertex (V1, V2 and its gain sweep, the
  * stack). */
 #define KHZ_DEEPEST_TIE 0.5
+/* 1 if another resting pair touches a tree that pair c moves (a stack, a
+ * robot on two feet). Unlike lone_pair it reads the pairs' phases only, which
+ * the step fixes before the points are chosen, so the choice and the forces
+ * agree whatever the order of the pairs. */
+static int shares_tree(const khzModel *m, const khzData *d, const khzContact *c) {
+  for (int s = 0; s < 2; s++) {
+    int b = c->body[s];
+    if (b <= 0 || khz_bodyStatic(m, b)) continue;
+    int root = m->body_root[b];
+    for (int i = 0; i < d->ncontact; i++) {
+      const khzContact *o = d->contact + i;
+      if (o == c || !o->npoint || d->pair[o->slot].phase != KHZ_PHASE_RESTING) continue;
+      for (int t = 0; t < 2; t++)
+        if (o->body[t] > 0 && m->body_root[o->body[t]] == root) return 1;
+    }
+  }
+  return 0;
+}
+
 static double tie_window(const khzModel *m, const khzData *d, const khzContact *c) {
   if (d->contact_method != KHZ_CONTACT_DEEPEST || m->contact.deepest_ties != KHZ_DEEPEST_TIES_ON ||
-      !auto_gains(m, c))
+      !auto_gains(m, c) || shares_tree(m, d, c))
     return 0;
   double g = sqrt(khzu_dot3(m->gravity, m->gravity));
   return KHZ_DEEPEST_TIE * khz_penaltyAutoDepth(d, g > 0 ? g : 9.81);
@@ -2381,18 +2401,19 @@ static void tie_shares(const double *x, int n, double eps, double *p) {
  * far fewer); a pair with more keeps the paper's one point */
 #define KHZ_TIE_POINTS 64
 
-void khz_penaltyDeepestPoints(const khzModel *m, khzData *d, khzContact *c) {
+int khz_penaltyDeepestPoints(const khzModel *m, khzData *d, khzContact *c) {
   khzContactPoint *pts = d->cpoint + c->point_adr;
   int kd = (int)(c->deepest - c->point_adr);
   for (int k = 0; k < c->npoint; k++) pts[k].bottom = 0;
   pts[kd].bottom = 1, pts[kd].share = 1, c->nbottom = 1;
   double eps = tie_window(m, d, c);
-  if (!(eps > 0) || c->npoint > KHZ_TIE_POINTS) return;
+  if (!(eps > 0) || c->npoint > KHZ_TIE_POINTS) return 0;
   double x[KHZ_TIE_POINTS] = {0}, p[KHZ_TIE_POINTS];
   for (int k = 0; k < c->npoint; k++) x[k] = pts[k].depth;
   tie_shares(x, c->npoint, eps, p);
   c->nbottom = c->npoint;
   for (int k = 0; k < c->npoint; k++) pts[k].bottom = 1, pts[k].share = p[k];
+  return 1;
 }
 
 /* pair_forces of a tie pair (tie_window): the shares p again at every
@@ -2427,6 +2448,7 @@ static double tie_pair_forces(const khzModel *m, khzData *d, khzContact *c, int 
   if (rows) {
     implicit_row *row = rows + (*nrows)++;
     row->point = (int)(c->deepest - c->point_adr);
+    row->tie = 1;
     memset(row->x, 0, sizeof row->x);
     for (int k = 0; k < np; k++) {
       double p0[3], p1[3];
@@ -2566,6 +2588,7 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
       int k = bottom[j];
       implicit_row *row = rows + (*nrows)++;
       row->point = k;
+      row->tie = 0;
       double p0[3], p1[3];
       surface_point(m, d, c, pts + k, 0, p0);
       surface_point(m, d, c, pts + k, 1, p1);

@@ -9,7 +9,7 @@
 #include "khz/khz.h"
 
 /* the deepest-point method's bottom point(s) of pair c */
-void khz_penaltyDeepestPoints(const khzModel *m, khzData *d, khzContact *c);
+int khz_penaltyDeepestPoints(const khzModel *m, khzData *d, khzContact *c);
 
 /* the largest cluster of pairs whose implicit impulses are solved together */
 #define KHZ_IMPLICIT_DIRECT 128
