@@ -290,9 +290,7 @@ void khz_selectPoints(const khzModel *m, khzData *d) {
     for (int k = 0; k < c->npoint; k++) pts[k].bottom = 0;
     if (d->pair[c->slot].phase != KHZ_PHASE_RESTING || c->npoint == 0) continue;
     if (d->contact_method == KHZ_CONTACT_DEEPEST) {
-      if (!khz_penaltyDeepestPoints(m, d, c) && m->contact.deepest_ties == KHZ_DEEPEST_TIES_ON &&
-          khz_penaltyAutoGains(m, c))
-        stack_ties(c, d->cpoint[c->deepest].depth, pts);
+      if (khz_penaltyDeepestPoints(m, d, c) == KHZ_DEEPEST_BAND) stack_ties(c, d->cpoint[c->deepest].depth, pts);
       continue;
     }
     size_t mk = khz_stackMark(d);

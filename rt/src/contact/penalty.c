@@ -2264,23 +2264,32 @@ static void rocking_slip(const khzData *d, const khzContact *c, const double x0[
   }
 }
 
-/* 1 if no other resting pair touches the trees that pair c moves: a lone
- * body (or robot) held by this one pair, the case rocking_slip was measured
- * on. Elsewhere (a stack, a robot on two feet) the damper at a contact also
- * damps the sway of what stands on it, and keeps the whole slip. */
-static int lone_pair(const khzModel *m, const khzData *d, const khzContact *c) {
+/* 1 if another resting pair touches a tree that pair c moves (a stack, a
+ * robot on two feet). with_bottom: count only pairs whose bottom points are
+ * chosen already (this pass's forces); else every pair with points, which
+ * reads the pairs' phases only, fixed before the points are chosen, so that
+ * the choice and the forces agree whatever the order of the pairs. */
+static int shares_tree(const khzModel *m, const khzData *d, const khzContact *c, int with_bottom) {
   for (int s = 0; s < 2; s++) {
     int b = c->body[s];
     if (b <= 0 || khz_bodyStatic(m, b)) continue;
     int root = m->body_root[b];
     for (int i = 0; i < d->ncontact; i++) {
       const khzContact *o = d->contact + i;
-      if (o == c || !o->nbottom || d->pair[o->slot].phase != KHZ_PHASE_RESTING) continue;
+      if (o == c || !(with_bottom ? o->nbottom : o->npoint) || d->pair[o->slot].phase != KHZ_PHASE_RESTING) continue;
       for (int t = 0; t < 2; t++)
-        if (o->body[t] > 0 && m->body_root[o->body[t]] == root) return 0;
+        if (o->body[t] > 0 && m->body_root[o->body[t]] == root) return 1;
     }
   }
-  return 1;
+  return 0;
+}
+
+/* 1 if no other resting pair touches the trees that pair c moves: a lone
+ * body (or robot) held by this one pair, the case rocking_slip was measured
+ * on. Elsewhere (a stack, a robot on two feet) the damper at a contact also
+ * damps the sway of what stands on it, and keeps the whole slip. */
+static int lone_pair(const khzModel *m, const khzData *d, const khzContact *c) {
+  return !shares_tree(m, d, c, 1);
 }
 
 /* contact.deepest_stage: under the deepest-point method a pair with the
@@ -2350,28 +2359,9 @@ static void stage_deepest(const khzModel *m, const khzData *d, const khzContact 
  * scene's gains keep the paper's vertex (V1, V2 and its gain sweep, the
  * stack). */
 #define KHZ_DEEPEST_TIE 0.5
-/* 1 if another resting pair touches a tree that pair c moves (a stack, a
- * robot on two feet). Unlike lone_pair it reads the pairs' phases only, which
- * the step fixes before the points are chosen, so the choice and the forces
- * agree whatever the order of the pairs. */
-static int shares_tree(const khzModel *m, const khzData *d, const khzContact *c) {
-  for (int s = 0; s < 2; s++) {
-    int b = c->body[s];
-    if (b <= 0 || khz_bodyStatic(m, b)) continue;
-    int root = m->body_root[b];
-    for (int i = 0; i < d->ncontact; i++) {
-      const khzContact *o = d->contact + i;
-      if (o == c || !o->npoint || d->pair[o->slot].phase != KHZ_PHASE_RESTING) continue;
-      for (int t = 0; t < 2; t++)
-        if (o->body[t] > 0 && m->body_root[o->body[t]] == root) return 1;
-    }
-  }
-  return 0;
-}
-
 static double tie_window(const khzModel *m, const khzData *d, const khzContact *c) {
   if (d->contact_method != KHZ_CONTACT_DEEPEST || m->contact.deepest_ties != KHZ_DEEPEST_TIES_ON ||
-      !auto_gains(m, c) || shares_tree(m, d, c))
+      !auto_gains(m, c) || shares_tree(m, d, c, 0))
     return 0;
   double g = sqrt(khzu_dot3(m->gravity, m->gravity));
   return KHZ_DEEPEST_TIE * khz_penaltyAutoDepth(d, g > 0 ? g : 9.81);
@@ -2406,14 +2396,15 @@ int khz_penaltyDeepestPoints(const khzModel *m, khzData *d, khzContact *c) {
   int kd = (int)(c->deepest - c->point_adr);
   for (int k = 0; k < c->npoint; k++) pts[k].bottom = 0;
   pts[kd].bottom = 1, pts[kd].share = 1, c->nbottom = 1;
+  if (m->contact.deepest_ties != KHZ_DEEPEST_TIES_ON || !auto_gains(m, c)) return KHZ_DEEPEST_VERTEX;
   double eps = tie_window(m, d, c);
-  if (!(eps > 0) || c->npoint > KHZ_TIE_POINTS) return 0;
+  if (!(eps > 0) || c->npoint > KHZ_TIE_POINTS) return KHZ_DEEPEST_BAND;
   double x[KHZ_TIE_POINTS] = {0}, p[KHZ_TIE_POINTS];
   for (int k = 0; k < c->npoint; k++) x[k] = pts[k].depth;
   tie_shares(x, c->npoint, eps, p);
   c->nbottom = c->npoint;
   for (int k = 0; k < c->npoint; k++) pts[k].bottom = 1, pts[k].share = p[k];
-  return 1;
+  return KHZ_DEEPEST_SMOOTH;
 }
 
 /* pair_forces of a tie pair (tie_window): the shares p again at every

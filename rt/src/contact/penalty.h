@@ -8,7 +8,14 @@
 
 #include "khz/khz.h"
 
-/* the deepest-point method's bottom point(s) of pair c */
+/* the deepest-point method's bottom point(s) of pair c: the collision
+ * pass's deepest vertex (KHZ_DEEPEST_VERTEX: the scene's gains, or
+ * contact.deepest_ties off), the smooth maximum of the depths (a lone pair
+ * under automatic gains: KHZ_DEEPEST_SMOOTH), or the vertex to which the
+ * caller adds the points tied with it (KHZ_DEEPEST_BAND: automatic gains at
+ * a pair that shares a tree with another, or one with more points than the
+ * smooth maximum takes; bottom.c, stack_ties) */
+enum { KHZ_DEEPEST_VERTEX = 0, KHZ_DEEPEST_SMOOTH = 1, KHZ_DEEPEST_BAND = 2 };
 int khz_penaltyDeepestPoints(const khzModel *m, khzData *d, khzContact *c);
 
 /* the largest cluster of pairs whose implicit impulses are solved together */
