@@ -336,8 +336,7 @@ static void duration_cb(struct ev_loop *ev, ev_timer *w, int revents) {
 static void *make_socket(khzServer *s, int type, const char *ep, char *err, size_t errsz) {
   void *sock = zmq_socket(s->ctx, type);
   int zero = 0, one = 1;
-  int ring = s->cfg.state_ring ? s->cfg.state_ring : khz_server_stateRing(khz_requests_rate(s, &s->cfg));
-  int hwm = s->cfg.pub_hwm ? s->cfg.pub_hwm : khz_server_pubHwm(ring);
+  int hwm = s->cfg.pub_hwm ? s->cfg.pub_hwm : khz_server_pubHwm(s->io.state_ring);
   if (!sock) {
     khz_server_fail(err, errsz, "cannot create a socket: %s", zmq_strerror(zmq_errno()));
     return NULL;
@@ -497,6 +496,10 @@ static int server_init(khzServer *s, char *err, size_t errsz) {
   khz_loop_actuators(s->m, s->act_dof);
   if (khz_commands_init(s)) return khz_server_fail(err, errsz, "out of memory");
 
+  /* the loop's state ring, sized once here for both the loop and the PUB
+   * socket's high-water mark (khz_server_pubHwm) */
+  s->io.state_ring = c->state_ring ? c->state_ring : khz_server_stateRing(khz_requests_rate(s, c));
+
   /* a generation that differs from run to run */
   s->generation = (uint32_t)((uint64_t)khz_loop_now() ^ ((uint64_t)getpid() << 16)) | 1u;
 
@@ -612,8 +615,7 @@ static int server_init(khzServer *s, char *err, size_t errsz) {
   lc.haptic_timeout_s = c->haptic_timeout_ms / 1000;
   lc.publish_contacts = c->publish_contacts;
   lc.publish_hash = c->publish_hash;
-  lc.state_ring = c->state_ring ? c->state_ring : khz_server_stateRing(lc.rate_hz);
-  s->io.state_ring = lc.state_ring;
+  lc.state_ring = s->io.state_ring;
   lc.request_ring = KHZ_MAX_PENDING; /* every request in flight fits */
   lc.nhaptic = s->nhaptic;
   memcpy(lc.haptic, s->haptic, sizeof lc.haptic);
