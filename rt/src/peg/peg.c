@@ -160,10 +160,6 @@ typedef struct pegWork {
   int *order, *bstart, *bscratch;
   double *bbuf, *bq, *bz;
   unsigned char *bfail;
-  /* a block solved with a compliance, polished on its exact LCP from the
-   * final basis (solve): that basis, z and w */
-  unsigned char *pbasic;
-  double *pz, *pw;
   int *fbest, *fpass; /* each group's friction index in the best pass, in this one */
   khzLemke lk;
   khzLpDepthWork lpw; /* the LP depth (KHZ_PEG_MODEL_LPDEPTH) */
@@ -282,9 +278,6 @@ static void peg_sizes(const khzModel *m, pegWork *W) {
   X(W->bq, double, W->nmax)                               \
   X(W->bz, double, W->nmax)                               \
   X(W->bfail, unsigned char, W->nmax)                     \
-  X(W->pbasic, unsigned char, W->nmax)                    \
-  X(W->pz, double, W->nmax)                               \
-  X(W->pw, double, W->nmax)                               \
   X(W->fbest, int, W->maxg)                               \
   X(W->fpass, int, W->maxg)                               \
   X(W->lpface, double, 8 * (size_t)KHZ_PEG_MAXF)
@@ -1145,7 +1138,6 @@ static khzLcpStatus solve(pegWork *W, int n) {
     double qmax = 0;
     for (int a = 0; a < k; a++) qmax = fmax(qmax, fabs(qb[a]));
     khzLcpStatus st = KHZ_LCP_RAY;
-    int solved_try = 0;
     for (int t = 0; t < ntry; t++) {
       if (t) {
         /* the compliance on the impulse rows: normals, then friction */
@@ -1164,26 +1156,7 @@ static khzLcpStatus solve(pegWork *W, int n) {
       st = khz_lemke(&W->lk, k, Mb, qb, zb, wb, PEG_PIVOTS(k));
       peg_stats.pivots += W->lk.pivots, peg_stats.reinverts += W->lk.reinverts;
       if (block_observer) block_observer(block_observer_user, k, Mb, qb, zb, W->nf > 0, t, st);
-      if (st == KHZ_LCP_SOLVED) {
-        solved_try = t;
-        break;
-      }
-    }
-    /* a try that needed a compliance solved (M + eps I) z + q: each row
-     * ends short by eps z (1e-6 of the scaled impulse: resting faces 1e-11
-     * to 9e-11 m deep after a pass, more than a pass's goal of 1e-10 m
-     * misses but 1.14e-12 m^3 summed over a pile's resting pairs, seed 4
-     * of the pour at h = 0.00154, step 3174). Its final basis is solved
-     * again on the exact M (khz_lemkeWarm: LU and refinement of the basic
-     * z's) and taken when feasible there */
-    if (st == KHZ_LCP_SOLVED && eps[solved_try] > 0) {
-      for (int a = 0; a < k; a++)
-        if (var[a] < ng || (var[a] >= nm && var[a] < nm + nfk)) Mb[(size_t)a * k + a] -= eps[solved_try];
-      khz_lemkeBasis(&W->lk, k, W->pbasic);
-      if (khz_lemkeWarm(&W->lk, k, Mb, qb, W->pbasic, W->pz, W->pw) == KHZ_LCP_SOLVED) {
-        memcpy(zb, W->pz, (size_t)k * sizeof(double));
-        peg_stats.polished++;
-      }
+      if (st == KHZ_LCP_SOLVED) break;
     }
     for (int a = 0; a < k; a++) W->z[var[a]] = zb[a] * D[var[a]], W->bfail[var[a]] = st != KHZ_LCP_SOLVED;
     if (st != KHZ_LCP_SOLVED) worst = st;
@@ -1766,7 +1739,6 @@ static khzPegStats stats_join(const khzPegStats *a, const khzPegStats *b) {
   PEG_MAXOF(blocks) PEG_MAXOF(nblock)
 #undef PEG_MAXOF
   s.dropped = a->dropped + b->dropped, s.stale = a->stale + b->stale, s.pivots = a->pivots + b->pivots, s.reinverts = a->reinverts + b->reinverts;
-  s.polished = a->polished + b->polished;
   s.narrowed = a->narrowed + b->narrowed, s.added = a->added + b->added, s.passes = a->passes + b->passes;
   s.turn = fmin(a->turn, b->turn);
   s.splits = a->splits + b->splits + 1;

@@ -112,8 +112,6 @@ typedef struct khzPegStats {
                        rows made again was the bug of cf5fd16) */
   long pivots, reinverts; /* Lemke's pivots and re-inversions of B^-1
                        over the step's solves (of the halves taken) */
-  int polished;     /* blocks solved with a compliance whose final basis
-                       solved the exact LCP (their z taken from it) */
 } khzPegStats;
 const khzPegStats *khz_pegLastStats(void);
 
