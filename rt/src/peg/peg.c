@@ -177,6 +177,8 @@ static int lp_units = 1;
 static khzPegStats peg_stats = {.status = -1};
 /* how many times a step may be halved (peg_split) */
 static int peg_splits = PEG_SPLITS;
+static int peg_recover = 0;
+void khz_pegSetRecovery(int on) { peg_recover = on; }
 static double peg_tie_abs = PEG_TIE_ABS;
 
 void khz_pegSetModel(int model) { peg_model = model; }
@@ -607,6 +609,40 @@ static int add_lp(pegWork *W, int pa, int pb, double reach, double mu, double h)
   return add_group(W, G_U, &i, 1, mu, h);
 }
 
+/* a pair already overlapping at q (a vertex or an edge of one deeper than
+ * PEG_RECOVER_DEPTH in the other): PEG's feature constraints hold pairs
+ * from a state without overlap, and edges that already cross have none, so
+ * the overlap of a body placed into another grew (session 14). The pair
+ * gets one more U constraint, its gap the Anitescu-Hart LP depth (lp_gap:
+ * the separating normal and witness of the least ratio-metric depth), so
+ * that the two are pushed apart along it at PEG_PUSHOUT at most
+ * (group_shift), a Baumgarte-like release of the depth present at q; the
+ * feature constraints stay as gathered. khz_pegSetRecovery (default off) */
+#define PEG_RECOVER_DEPTH 1e-6
+static double inside_depth(const khzPegPoly *P, const double x[3]);
+static double edge_inside(const khzPegPoly *A, int e, const khzPegPoly *B);
+static int add_recovery(pegWork *W, int pa, int pb, double mu, double h) {
+  const khzPegPoly *A = W->poly + pa, *B = W->poly + pb;
+  double deepest = 0;
+  for (int s = 0; s < 2; s++) {
+    const khzPegPoly *P = s ? B : A, *Q = s ? A : B;
+    for (int v = 0; v < P->nv; v++) deepest = fmax(deepest, inside_depth(Q, P->v[v]));
+    for (int e = 0; e < P->ne; e++) deepest = fmax(deepest, edge_inside(P, e, Q));
+  }
+  if (deepest <= PEG_RECOVER_DEPTH) return 0;
+  pegContact lpc;
+  memset(&lpc, 0, sizeof lpc);
+  lpc.kind = C_LP, lpc.poly[0] = pa, lpc.poly[1] = pb, lpc.feat[0] = lpc.feat[1] = -1;
+  lpc.body[0] = A->body, lpc.body[1] = B->body;
+  if (lp_gap(W, W->poly, pa, pb, NULL, &lpc) < 0 || lpc.psi >= -PEG_RECOVER_DEPTH) return 0;
+  lpc.appl = 1, lpc.mu = mu;
+  if (W->nc >= W->maxc) return peg_stats.full = 1, -1;
+  W->c[W->nc] = lpc;
+  int i = W->nc++;
+  peg_stats.recovering++;
+  return add_group_ex(W, G_U, &i, 1, mu, h, 1);
+}
+
 /* the standard model (eq. 9): every vertex-face pair and every edge-edge
  * pair inside both edges its own U constraint */
 static int standard_groups(pegWork *W, double h) {
@@ -868,6 +904,7 @@ static int gather_pairs(const khzModel *m, khzData *d, pegWork *W, double h) {
       if (vertex_constraints(W, i, j, h, mu) < 0 || vertex_constraints(W, j, i, h, mu) < 0 ||
           edge_constraints(W, i, j, h, mu) < 0)
         return -1;
+      if (peg_recover && peg_model == KHZ_PEG_MODEL_PEG && add_recovery(W, i, j, mu, h) < 0) return -1;
     }
   if (peg_model == KHZ_PEG_MODEL_STANDARD && standard_groups(W, h) < 0) return -1;
   drop_implied(W);
@@ -1739,6 +1776,7 @@ static khzPegStats stats_join(const khzPegStats *a, const khzPegStats *b) {
   PEG_MAXOF(blocks) PEG_MAXOF(nblock)
 #undef PEG_MAXOF
   s.dropped = a->dropped + b->dropped, s.stale = a->stale + b->stale, s.pivots = a->pivots + b->pivots, s.reinverts = a->reinverts + b->reinverts;
+  s.recovering = a->recovering + b->recovering;
   s.narrowed = a->narrowed + b->narrowed, s.added = a->added + b->added, s.passes = a->passes + b->passes;
   s.turn = fmin(a->turn, b->turn);
   s.splits = a->splits + b->splits + 1;
