@@ -118,6 +118,8 @@ typedef struct khzPegStats {
                        over the step's solves (of the halves taken) */
   int recovering;   /* pairs overlapping at q given an LP-depth U constraint
                        (khz_pegSetRecovery) */
+  int polished;     /* blocks solved with a compliance whose final basis
+                       solved the exact LCP (their z taken from it) */
 } khzPegStats;
 const khzPegStats *khz_pegLastStats(void);
 
