@@ -162,8 +162,8 @@ typedef struct pegWork {
   int *order, *bstart, *bscratch;
   double *bbuf, *bq, *bz;
   unsigned char *bfail;
-  /* a block solved with a compliance, polished on its exact LCP from the
-   * final basis (solve): that basis, z and w */
+  /* a block solved with a compliance, solved again from its final basis
+   * with q - eps z (solve): that basis, z, w and the shifted q */
   unsigned char *pbasic;
   double *pz, *pw, *pq;
   int *fbest, *fpass; /* each group's friction index in the best pass, in this one */

@@ -118,8 +118,9 @@ typedef struct khzPegStats {
                        over the step's solves (of the halves taken) */
   int recovering;   /* pairs overlapping at q given an LP-depth U constraint
                        (khz_pegSetRecovery) */
-  int polished;     /* blocks solved with a compliance whose final basis
-                       solved the exact LCP (their z taken from it) */
+  int polished;     /* proximal-point re-solves taken: a block solved with
+                       a compliance, solved again from its final basis with
+                       its impulse rows raised by eps z (solve) */
 } khzPegStats;
 const khzPegStats *khz_pegLastStats(void);
 
