@@ -23,7 +23,7 @@
  *
  *   build/bench/peg_figures [--seconds T] [--scene FILE] [--h H1,H2,...] [--no-lcp] [--trace]
  *                           [--only peg|standard|lpdepth] [--release DT]
- *                           [--lp-one-point] [--dump-step N] [--lcp-gaps [--per-step FILE]] [--check]
+ *                           [--lp-one-point] [--recover] [--dump-step N] [--lcp-gaps [--per-step FILE]] [--check]
  * (--lcp-gaps: the LCP path alone, side by side with its two gap functions
  * of polytope pairs, contact.lcp_gap narrowphase (the default) and lpdepth
  * (the Anitescu-Hart LP depth, rt/src/lcp/lpgap.h): per h the largest and
@@ -38,6 +38,8 @@
  * already in the box, a pile grown to the drop height, is placed higher,
  * by 1 cm at a time until it overlaps nothing)
  * (--only: that model's columns alone; the others print as "-")
+ * (--recover: khz_pegSetRecovery(1), a pair overlapping at a step's start
+ * also held by its LP depth, released at 0.2 m/s)
  * (--lp-one-point: the LP-depth model with the LP's witness point alone,
  * without its nearly active units)
  * (--dump-step N1,N2,..: prints the state q and qd at the start of steps N1, N2, .. of every
@@ -292,6 +294,8 @@ int main(int argc, char **argv) {
       release_dt = atof(argv[++i]);
     } else if (!strcmp(argv[i], "--dump-step") && i + 1 < argc) {
       for (char *t = strtok(argv[++i], ","); t && ndump < 64; t = strtok(NULL, ",")) dump_step[ndump++] = atol(t);
+    } else if (!strcmp(argv[i], "--recover")) {
+      khz_pegSetRecovery(1);
     } else if (!strcmp(argv[i], "--lp-one-point")) {
       khz_pegSetLpUnits(0);
     } else if (!strcmp(argv[i], "--lcp-gaps")) {
@@ -311,7 +315,7 @@ int main(int argc, char **argv) {
       nh = 0;
       for (char *t = strtok(argv[++i], ","); t && nh < 16; t = strtok(NULL, ",")) hs[nh++] = atof(t);
     } else {
-      fprintf(stderr, "usage: %s [--seconds T] [--scene FILE] [--h H1,H2,...] [--no-lcp] [--trace] [--only MODEL] [--release DT] [--lp-one-point] [--dump-step N] [--lcp-gaps [--per-step FILE]] [--check]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--seconds T] [--scene FILE] [--h H1,H2,...] [--no-lcp] [--trace] [--only MODEL] [--release DT] [--lp-one-point] [--recover] [--dump-step N] [--lcp-gaps [--per-step FILE]] [--check]\n", argv[0]);
       return 2;
     }
   }

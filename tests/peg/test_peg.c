@@ -654,6 +654,61 @@ static void test_pour_states(void) {
   ENSURE(cases > 0);
 }
 
+/* Recovery from a deep overlap present at a step's start
+ * (khz_pegSetRecovery): box b placed about 2 cm into box a, which rests on
+ * the floor (tests/peg/release_overlap.yaml's bodies, placed as given). The
+ * feature constraints hold pairs from a state without overlap: without the
+ * recovery the overlap grows (1.19e-4 m^3, from 5e-5) and stays. With it the
+ * pair's LP-depth U constraint pushes b out along the LP's normal at 0.2 m/s
+ * at most (PEG_PUSHOUT), so at t = 0.05 s it still overlaps (2 cm takes at
+ * least 0.1 s at 0.2 m/s), and by 0.3 s the overlap is gone and stays gone,
+ * with b at rest on a by the end, no fallback. */
+static void test_recovery(void) {
+  const double h = 0.01;
+  static const char text[] =
+      "khz_scene: 1\nrate_hz: 100\ngravity: [0, 0, -9.81]\ncontact: {method: peg, mu: 0.3}\nsleep: false\n"
+      "objects:\n"
+      "  - {name: floor, shape: box, size: [0.2, 0.2, 0.025], mass: 10, pos: [0, 0, -0.025], fixed: true}\n"
+      "  - {name: a, shape: box, size: [0.03, 0.03, 0.03], mass: 0.2, pos: [0, 0, 0.03]}\n"
+      "  - {name: b, shape: box, size: [0.025, 0.025, 0.025], mass: 0.1, pos: [0.005, 0.003, 0.065],"
+      " rpy: [0.2, 0.1, 0.3]}\n";
+  for (int on = 0; on < 2; on++) {
+    khzModel *m = scene_model(text);
+    ENSURE(m != NULL);
+    if (!m) return;
+    khzData *d = khz_makeData(m, 0);
+    int b = m->jnt_dofadr[m->nbody - 1];
+    double start = max_overlap(m, d), at_005 = 0, late = 0, speed = 0, rest = 0;
+    int recovering = 0;
+    khz_pegSetRecovery(on);
+    for (int s = 0; s < (int)(1 / h + 0.5); s++) {
+      khz_step(m, d);
+      recovering += khz_pegLastStats()->recovering;
+      double v = max_overlap(m, d), sp = sqrt(d->qd[b] * d->qd[b] + d->qd[b + 1] * d->qd[b + 1] + d->qd[b + 2] * d->qd[b + 2]);
+      if (s == 4) at_005 = v;
+      if ((s + 1) * h >= 0.3) late = fmax(late, v);
+      if ((s + 1) * h <= 0.2) speed = fmax(speed, sp);
+      rest = sp;
+    }
+    khz_pegSetRecovery(0);
+    printf("box 2 cm into a box, h = 0.01, recovery %s: overlap %.3g m^3 at the start, %.3g at 0.05 s, at most %.3g "
+           "from 0.3 s; fastest b %.3g m/s in the first 0.2 s, %.3g at 1 s; %d steps with a pair recovering, %d "
+           "fallbacks\n",
+           on ? "on" : "off", start, at_005, late, speed, rest, recovering, (int)d->warning[KHZ_WARN_LCP]);
+    if (on) {
+      ENSURE(d->warning[KHZ_WARN_LCP] == 0);
+      ENSURE_MSG(start > 1e-5 && at_005 > 1e-6, "released faster than 0.2 m/s: %g m^3 left at 0.05 s", at_005);
+      ENSURE_MSG(late <= 1e-12, "overlap %g m^3 after 0.3 s", late);
+      ENSURE_MSG(speed <= 0.2 + 9.81 * h + 1e-9, "b moved at %g m/s", speed);
+      ENSURE_MSG(rest < 1e-6, "b not at rest (%g m/s)", rest);
+    } else {
+      ENSURE_MSG(recovering == 0, "recovery off, yet %d pairs recovering", recovering);
+    }
+    khz_deleteData(&d);
+    khz_deleteModel(&m);
+  }
+}
+
 int main(void) {
   test_overlap();
   test_edge_gather();
@@ -662,6 +717,7 @@ int main(void) {
   test_z0_ties();
   test_stale_rows();
   test_pushout_passes();
+  test_recovery();
   test_corner_over_edge();
   test_lp_gap(0);
   test_lp_gap(1);

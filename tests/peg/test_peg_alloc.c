@@ -53,8 +53,17 @@ static const char drop_scene[] =
     "  - {name: c, shape: mesh, file: scenes/peg/meshes/poly0.obj, mass: 0.5,"
     " inertia: [0.0005, 0.0005, 0.0005, 0, 0, 0], pos: [-0.05, 0.0, 0.5], rpy: [0.3, 0.7, 0.2]}\n";
 
+/* box b placed 2 cm into box a (test_peg's recovery), run with
+ * khz_pegSetRecovery: the LP depth solved in the gathering */
+static const char sunk_scene[] =
+    "khz_scene: 1\nrate_hz: 500\ngravity: [0, 0, -9.81]\ncontact: {method: peg, mu: 0.3}\nsleep: false\nobjects:\n"
+    "  - {name: floor, shape: box, size: [0.2, 0.2, 0.025], mass: 10, pos: [0, 0, -0.025], fixed: true}\n"
+    "  - {name: a, shape: box, size: [0.03, 0.03, 0.03], mass: 0.2, pos: [0, 0, 0.03]}\n"
+    "  - {name: b, shape: box, size: [0.025, 0.025, 0.025], mass: 0.1, pos: [0.005, 0.003, 0.065],"
+    " rpy: [0.2, 0.1, 0.3]}\n";
+
 int main(void) {
-  const char *scenes[] = {corner_scene, drop_scene, drop_scene};
+  const char *scenes[] = {corner_scene, drop_scene, drop_scene, sunk_scene};
   /* steps of each run (h = 2 ms), measured at fc9dbe3: the corner scene has
    * its I and X constraints at steps 92-99 and passes at 38-43; the drop
    * its I and X at 80-94, passes at 80-81 and 108-122, steps solved without
@@ -63,11 +72,13 @@ int main(void) {
    * friction come only with Lemke's ratio ties as they were before session
    * 14 (tie_abs 1: with PEG_TIE_ABS every block of the drop solves with
    * friction), so the drop runs with them to keep that path covered */
-  const int nsteps[] = {120, 240, 240};
+  const int nsteps[] = {120, 240, 240, 120};
   /* the third run: the drop with the LP-depth model (khz_lpDepth in the step) */
-  for (int k = 0; k < 3; k++) {
+  /* the fourth: the sunk box with the recovery's LP-depth constraint */
+  for (int k = 0; k < 4; k++) {
     khz_pegSetModel(k == 2 ? KHZ_PEG_MODEL_LPDEPTH : KHZ_PEG_MODEL_PEG);
     khz_pegSetLemkeTies(k == 1 ? 1 : 0);
+    khz_pegSetRecovery(k == 3);
     char err[512];
     khzModel *m = NULL;
     khzScene sc;
@@ -85,6 +96,7 @@ int main(void) {
     ENSURE(d->contact_method == KHZ_CONTACT_PEG);
     allocations = 0;
     counting = 1;
+    int recovering = 0;
     int contacts = 0, groups = 0, frictionless = 0, passes = 0, given_back = 0, withheld = 0, last_frictionless = 0;
     for (int s = 0; s < nsteps[k]; s++) {
       khz_step(m, d);
@@ -100,6 +112,7 @@ int main(void) {
       groups += st->ni + st->nx > 0;
       frictionless += st->frictionless;
       passes += st->passes > 1;
+      recovering += st->recovering;
     }
     counting = 0;
     ENSURE_MSG(allocations == 0, "scene %d: %ld heap calls in %d PEG steps", k, allocations, nsteps[k]);
@@ -108,16 +121,19 @@ int main(void) {
     ENSURE_MSG(passes > 0, "scene %d: no step took a second pass", k);
     if (k < 2) ENSURE_MSG(groups > 0, "scene %d: no step with I or X constraints", k);
     if (k == 1) ENSURE_MSG(frictionless > 0, "scene %d: no step solved without friction", k);
+    if (k == 3) ENSURE_MSG(recovering > 0, "scene %d: no pair recovering", k);
     if (k == 1) ENSURE_MSG(given_back > 0, "scene %d: no step after a frictionless one", k);
     ENSURE_MSG(withheld == 0, "scene %d: %d steps after a frictionless one started without friction cones", k,
                withheld);
     printf("scene %d: %d of %d steps with contacts, %d with I or X constraints, %d with passes, %d without friction "
            "(the next step with its friction cones again: %d, without: %d), %ld fallbacks\n",
            k, contacts, nsteps[k], groups, passes, frictionless, given_back, withheld, (long)d->warning[KHZ_WARN_LCP]);
+    if (k == 3) printf("scene 3: %d steps with a pair recovering\n", recovering);
     khz_deleteData(&d);
     khz_deleteModel(&m);
   }
   khz_pegSetModel(KHZ_PEG_MODEL_PEG);
   khz_pegSetLemkeTies(0);
+  khz_pegSetRecovery(0);
   return ensure_report();
 }

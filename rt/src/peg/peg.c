@@ -103,6 +103,8 @@ static const double peg_turn_scale[] = {1, 0.5, 0.25, 0.125, 0};
  * passes that failed were iterations that stopped converging (the
  * violation doubled after a correction: 29 steps; six passes not enough: 7) */
 #define PEG_SPLITS 2
+/* proximal-point steps after a solve with a compliance (solve) */
+#define PEG_POLISH 3
 /* Lemke's ratio test takes ratios within 1e-8 (PEG_TIE_ABS + |ratio|) of
  * the least as tied (khzLemke.tie_abs; the LCP path's KHZ_LCP_TIE_ABS).
  * With lemke.c's default, an absolute 1e-8, the lexicographic rule took
@@ -160,6 +162,10 @@ typedef struct pegWork {
   int *order, *bstart, *bscratch;
   double *bbuf, *bq, *bz;
   unsigned char *bfail;
+  /* a block solved with a compliance, solved again from its final basis
+   * with q - eps z (solve): that basis, z, w and the shifted q */
+  unsigned char *pbasic;
+  double *pz, *pw, *pq;
   int *fbest, *fpass; /* each group's friction index in the best pass, in this one */
   khzLemke lk;
   khzLpDepthWork lpw; /* the LP depth (KHZ_PEG_MODEL_LPDEPTH) */
@@ -177,6 +183,8 @@ static int lp_units = 1;
 static khzPegStats peg_stats = {.status = -1};
 /* how many times a step may be halved (peg_split) */
 static int peg_splits = PEG_SPLITS;
+static int peg_recover = 0;
+void khz_pegSetRecovery(int on) { peg_recover = on; }
 static double peg_tie_abs = PEG_TIE_ABS;
 
 void khz_pegSetModel(int model) { peg_model = model; }
@@ -278,6 +286,10 @@ static void peg_sizes(const khzModel *m, pegWork *W) {
   X(W->bq, double, W->nmax)                               \
   X(W->bz, double, W->nmax)                               \
   X(W->bfail, unsigned char, W->nmax)                     \
+  X(W->pbasic, unsigned char, W->nmax)                    \
+  X(W->pz, double, W->nmax)                               \
+  X(W->pw, double, W->nmax)                               \
+  X(W->pq, double, W->nmax)                               \
   X(W->fbest, int, W->maxg)                               \
   X(W->fpass, int, W->maxg)                               \
   X(W->lpface, double, 8 * (size_t)KHZ_PEG_MAXF)
@@ -607,6 +619,40 @@ static int add_lp(pegWork *W, int pa, int pb, double reach, double mu, double h)
   return add_group(W, G_U, &i, 1, mu, h);
 }
 
+/* a pair already overlapping at q (a vertex or an edge of one deeper than
+ * PEG_RECOVER_DEPTH in the other): PEG's feature constraints hold pairs
+ * from a state without overlap, and edges that already cross have none, so
+ * the overlap of a body placed into another grew (session 14). The pair
+ * gets one more U constraint, its gap the Anitescu-Hart LP depth (lp_gap:
+ * the separating normal and witness of the least ratio-metric depth), so
+ * that the two are pushed apart along it at PEG_PUSHOUT at most
+ * (group_shift), a Baumgarte-like release of the depth present at q; the
+ * feature constraints stay as gathered. khz_pegSetRecovery (default off) */
+#define PEG_RECOVER_DEPTH 1e-6
+static double inside_depth(const khzPegPoly *P, const double x[3]);
+static double edge_inside(const khzPegPoly *A, int e, const khzPegPoly *B);
+static int add_recovery(pegWork *W, int pa, int pb, double mu, double h) {
+  const khzPegPoly *A = W->poly + pa, *B = W->poly + pb;
+  double deepest = 0;
+  for (int s = 0; s < 2; s++) {
+    const khzPegPoly *P = s ? B : A, *Q = s ? A : B;
+    for (int v = 0; v < P->nv; v++) deepest = fmax(deepest, inside_depth(Q, P->v[v]));
+    for (int e = 0; e < P->ne; e++) deepest = fmax(deepest, edge_inside(P, e, Q));
+  }
+  if (deepest <= PEG_RECOVER_DEPTH) return 0;
+  pegContact lpc;
+  memset(&lpc, 0, sizeof lpc);
+  lpc.kind = C_LP, lpc.poly[0] = pa, lpc.poly[1] = pb, lpc.feat[0] = lpc.feat[1] = -1;
+  lpc.body[0] = A->body, lpc.body[1] = B->body;
+  if (lp_gap(W, W->poly, pa, pb, NULL, &lpc) < 0 || lpc.psi >= -PEG_RECOVER_DEPTH) return 0;
+  lpc.appl = 1, lpc.mu = mu;
+  if (W->nc >= W->maxc) return peg_stats.full = 1, -1;
+  W->c[W->nc] = lpc;
+  int i = W->nc++;
+  peg_stats.recovering++;
+  return add_group_ex(W, G_U, &i, 1, mu, h, 1);
+}
+
 /* the standard model (eq. 9): every vertex-face pair and every edge-edge
  * pair inside both edges its own U constraint */
 static int standard_groups(pegWork *W, double h) {
@@ -868,6 +914,7 @@ static int gather_pairs(const khzModel *m, khzData *d, pegWork *W, double h) {
       if (vertex_constraints(W, i, j, h, mu) < 0 || vertex_constraints(W, j, i, h, mu) < 0 ||
           edge_constraints(W, i, j, h, mu) < 0)
         return -1;
+      if (peg_recover && peg_model == KHZ_PEG_MODEL_PEG && add_recovery(W, i, j, mu, h) < 0) return -1;
     }
   if (peg_model == KHZ_PEG_MODEL_STANDARD && standard_groups(W, h) < 0) return -1;
   drop_implied(W);
@@ -1010,11 +1057,17 @@ static double exact_gap(pegWork *W, const khzPegPoly *P, const pegContact *c) {
    * vertex, which the vertex's own constraints and the exact check hold.
    * The lines' distance there is no gap of the bodies: in the pour at
    * h = 0.02 (step 36) a turning pair's lines crossed 3 cm "deep" beside
-   * the edges and the passes' corrections chased it (-0.07, -0.14 m) */
+   * the edges and the passes' corrections chased it (-0.07, -0.14 m).
+   * Within PEG_EPS past an end the lines' distance is kept: a vertex-edge X
+   * (eq. 36) whose edge-edge member had its closest point 1.3e-5 m past
+   * the vertex (seed 3 of the pour at h = 0.001, step 4193) read the
+   * segments' positive distance while the vertex's edges cut 6.4e-6 m
+   * under B's edge, and held nothing (1.99e-10 m^3) */
   double uu = khzu_dot3(u, u), uv = khzu_dot3(u, v), vv = khzu_dot3(v, v), ur = khzu_dot3(u, r),
          vr = khzu_dot3(v, r), den = uu * vv - uv * uv;
   double s = (uv * vr - vv * ur) / den, t = (uu * vr - uv * ur) / den;
-  if (s >= 0 && s <= 1 && t >= 0 && t <= 1) return gap;
+  double es = PEG_EPS / sqrt(uu), et = PEG_EPS / sqrt(vv);
+  if (s >= -es && s <= 1 + es && t >= -et && t <= 1 + et) return gap;
   double p1[3], p2[3];
   return fmax(gap, sqrt(khzu_closestSegSeg(a0, a1, b0, b1, &s, &t, p1, p2)));
 }
@@ -1132,6 +1185,7 @@ static khzLcpStatus solve(pegWork *W, int n) {
     double qmax = 0;
     for (int a = 0; a < k; a++) qmax = fmax(qmax, fabs(qb[a]));
     khzLcpStatus st = KHZ_LCP_RAY;
+    int solved_try = 0;
     for (int t = 0; t < ntry; t++) {
       if (t) {
         /* the compliance on the impulse rows: normals, then friction */
@@ -1150,7 +1204,32 @@ static khzLcpStatus solve(pegWork *W, int n) {
       st = khz_lemke(&W->lk, k, Mb, qb, zb, wb, PEG_PIVOTS(k));
       peg_stats.pivots += W->lk.pivots, peg_stats.reinverts += W->lk.reinverts;
       if (block_observer) block_observer(block_observer_user, k, Mb, qb, zb, W->nf > 0, t, st);
-      if (st == KHZ_LCP_SOLVED) break;
+      if (st == KHZ_LCP_SOLVED) {
+        solved_try = t;
+        break;
+      }
+    }
+    /* a try that needed a compliance solved (M + eps I) z + q: each impulse
+     * row ends short by eps z, 1e-11 to 9e-11 m per vertex resting on the
+     * floor after a pass, below the passes' goal of 1e-10 m per feature
+     * pair but more than 1e-12 m^3 summed over a pile's resting faces (seed
+     * 3 of the pour at h = 0.0019, step 2249: 1.49e-12 m^3; the block of 282
+     * solved only at eps = 1e-6, its basis singular on the exact M). The
+     * compliant LCP is solved again from its final basis with those rows
+     * raised by the shortfall, q - eps z (a proximal-point step, khz_lemkeWarm:
+     * an LU of the basic z's and refinement), while that basis stays
+     * feasible: the rows then end short by eps (z - z'), PEG_POLISH times */
+    if (st == KHZ_LCP_SOLVED && eps[solved_try] > 0) {
+      double e = eps[solved_try];
+      for (int it = 0; it < PEG_POLISH; it++) {
+        khz_lemkeBasis(&W->lk, k, W->pbasic);
+        for (int a = 0; a < k; a++)
+          W->pq[a] = qb[a] - ((var[a] < ng || (var[a] >= nm && var[a] < nm + nfk)) ? e * zb[a] : 0);
+        khzLcpStatus ws = khz_lemkeWarm(&W->lk, k, Mb, W->pq, W->pbasic, W->pz, W->pw);
+        if (ws != KHZ_LCP_SOLVED) break;
+        memcpy(zb, W->pz, (size_t)k * sizeof(double));
+        peg_stats.polished++;
+      }
     }
     for (int a = 0; a < k; a++) W->z[var[a]] = zb[a] * D[var[a]], W->bfail[var[a]] = st != KHZ_LCP_SOLVED;
     if (st != KHZ_LCP_SOLVED) worst = st;
@@ -1733,6 +1812,7 @@ static khzPegStats stats_join(const khzPegStats *a, const khzPegStats *b) {
   PEG_MAXOF(blocks) PEG_MAXOF(nblock)
 #undef PEG_MAXOF
   s.dropped = a->dropped + b->dropped, s.stale = a->stale + b->stale, s.pivots = a->pivots + b->pivots, s.reinverts = a->reinverts + b->reinverts;
+  s.recovering = a->recovering + b->recovering, s.polished = a->polished + b->polished;
   s.narrowed = a->narrowed + b->narrowed, s.added = a->added + b->added, s.passes = a->passes + b->passes;
   s.turn = fmin(a->turn, b->turn);
   s.splits = a->splits + b->splits + 1;

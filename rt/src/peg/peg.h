@@ -55,6 +55,10 @@ void khz_pegSetLpUnits(int on);
  * (never: the step's own passes, for tests of them) to 2 (the default).
  * Global (tests and benchmarks). */
 void khz_pegSetSplits(int depth);
+/* 1: a pair overlapping at a step's start (deeper than 1e-6 m) also gets a
+ * U constraint on its LP depth, released at 0.2 m/s (recovery from a deep
+ * overlap present at q; peg.c add_recovery). 0 (the default): none */
+void khz_pegSetRecovery(int on);
 
 /* Observer of every Lemke solve of a block (tests and benchmarks only;
  * NULL by default): the block's scaled LCP (M k x k row-major, with the
@@ -112,6 +116,11 @@ typedef struct khzPegStats {
                        rows made again was the bug of cf5fd16) */
   long pivots, reinverts; /* Lemke's pivots and re-inversions of B^-1
                        over the step's solves (of the halves taken) */
+  int recovering;   /* pairs overlapping at q given an LP-depth U constraint
+                       (khz_pegSetRecovery) */
+  int polished;     /* proximal-point re-solves taken: a block solved with
+                       a compliance, solved again from its final basis with
+                       its impulse rows raised by eps z (solve) */
 } khzPegStats;
 const khzPegStats *khz_pegLastStats(void);
 
