@@ -1720,8 +1720,20 @@ static void implicit_forces(khzData *d, const implicit_row *row, const int *mem,
  * moved by more than KHZ_BLOCK_TOL of the largest */
 #define KHZ_BLOCK_SWEEPS 60
 #define KHZ_BLOCK_TOL 1e-6
-/* the most rows of one block of solve_blocks */
+/* the most rows of one block of solve_blocks: trees packed up to
+ * KHZ_BLOCK_ROWS, one tree's rows up to KHZ_BLOCK_TREE_ROWS */
 #define KHZ_BLOCK_ROWS 64
+#ifndef KHZ_BLOCK_TREE_ROWS
+#define KHZ_BLOCK_TREE_ROWS 64
+#endif
+
+/* the tree a row's pair is grouped under in solve_blocks: its first moving
+ * tree (every row of a cluster has one) */
+static inline int row_tree(const khzModel *m, const khzData *d, const implicit_row *r) {
+  const khzContact *c = d->contact + r->contact;
+  int t = khz_movingTree(m, c, 0);
+  return t >= 0 ? t : khz_movingTree(m, c, 1);
+}
 
 /* adds the body velocity changes of the impulses dP (k values) of the k
  * rows listed in mem to vel (6 nbody): the spatial impulses of
@@ -1781,24 +1793,43 @@ static int solve_blocks(const khzModel *m, khzData *d, const implicit_row *row, 
   double *lo2 = khz_stackAlloc(d, (size_t)k * sizeof(double));
   double *L = khz_stackAlloc(d, (size_t)kd * kd * sizeof(double)), *sol = khz_stackAlloc(d, (size_t)kd * sizeof(double));
   int *fixed = khz_stackAlloc(d, (size_t)kd * sizeof(int));
-  if (!start || !aoff || !vel || !rb || !dP || !rhs2 || !P2 || !lo2 || !L || !sol || !fixed) {
+  int *ord = khz_stackAlloc(d, (size_t)k * sizeof(int)), *tcount = khz_stackAlloc(d, ((size_t)m->nbody + 1) * sizeof(int));
+  if (!start || !aoff || !vel || !rb || !dP || !rhs2 || !P2 || !lo2 || !L || !sol || !fixed || !ord || !tcount) {
     khz_stackFree(d, mk);
     return -1;
   }
-  /* blocks of whole pairs (a pair's rows are consecutive) */
+  /* the rows grouped by tree (a pair's rows under its first moving tree,
+   * whole pairs in their cluster order: a stable counting sort), so that a
+   * block holds whole trees: the rows of one articulated tree are coupled
+   * through its joints as strongly as through one body, and Gauss-Seidel
+   * between blocks that split a tree converges slowly; between trees the
+   * rows couple only through the pairs that join them */
+  for (int b = 0; b <= m->nbody; b++) tcount[b] = 0;
+  for (int a = 0; a < k; a++) tcount[row_tree(m, d, row + mem[a]) + 1]++;
+  for (int b = 0; b < m->nbody; b++) tcount[b + 1] += tcount[b];
+  for (int a = 0; a < k; a++) ord[tcount[row_tree(m, d, row + mem[a])]++] = mem[a];
+  mem = ord;
+  /* blocks of whole trees, packed up to KHZ_BLOCK_ROWS rows; a tree of
+   * more rows alone in blocks of whole pairs of up to KHZ_BLOCK_TREE_ROWS */
   int nblk = 0;
   size_t asize = 0;
   start[0] = 0;
   for (int a = 0; a < k;) {
-    int e = a + 1;
-    while (e < k && row[mem[e]].contact == row[mem[a]].contact) e++;
+    int te = a + 1, tree = row_tree(m, d, row + mem[a]);
+    while (te < k && row_tree(m, d, row + mem[te]) == tree) te++;
     int s0 = start[nblk];
-    if (e - s0 > KHZ_BLOCK_ROWS && a > s0) start[++nblk] = a, s0 = a;
-    if (e - s0 > kd) { /* one pair alone larger than a direct solve */
-      khz_stackFree(d, mk);
-      return -1;
+    if (te - s0 > KHZ_BLOCK_ROWS && a > s0) start[++nblk] = a, s0 = a;
+    for (int p = a; p < te;) { /* the tree's pairs */
+      int e = p + 1;
+      while (e < te && row[mem[e]].contact == row[mem[p]].contact) e++;
+      if (e - s0 > KHZ_BLOCK_TREE_ROWS && p > s0) start[++nblk] = p, s0 = p;
+      if (e - s0 > kd) { /* one pair alone larger than a direct solve */
+        khz_stackFree(d, mk);
+        return -1;
+      }
+      p = e;
     }
-    a = e;
+    a = te;
   }
   start[++nblk] = k;
   for (int b = 0; b < nblk; b++) {
@@ -2127,14 +2158,16 @@ size_t khz_penaltyImplicitStackBytes(const khzModel *m) {
   size_t scratch = (3 * k * k + k) * sizeof(double) + k * sizeof(int);
   /* and the kept factors (factor_cache) */
   size_t direct = scratch + KHZ_FACTORS_KEPT * k * (k * sizeof(double) + sizeof(int)) + 2 * 64;
-  /* solve_blocks: per row 5 values, and a row of its block's matrix, its
-   * factor and the kept factors; per block a start, an offset and a
-   * factor_cache; per body 12 values; one block's scratch factor */
+  /* solve_blocks: per row 5 values, its place in tree order, and a row of
+   * its block's matrix, its factor and the kept factors; per block a start,
+   * an offset and a factor_cache; per body 12 values and a count; one
+   * block's scratch factor */
   size_t kb = np < KHZ_IMPLICIT_ROWS ? np : KHZ_IMPLICIT_ROWS;
   size_t blocks = np > KHZ_IMPLICIT_DIRECT
-                      ? kb * (5 * sizeof(double) + (2 + KHZ_FACTORS_KEPT) * sizeof(int) + sizeof(size_t) +
+                      ? kb * (5 * sizeof(double) + (3 + KHZ_FACTORS_KEPT) * sizeof(int) + sizeof(size_t) +
                               sizeof(factor_cache) + (2 + KHZ_FACTORS_KEPT) * KHZ_IMPLICIT_DIRECT * sizeof(double)) +
-                            12 * (size_t)m->nbody * sizeof(double) + scratch + 17 * 64
+                            12 * (size_t)m->nbody * sizeof(double) + ((size_t)m->nbody + 1) * sizeof(int) + scratch +
+                            19 * 64
                       : 0;
   return (size_t)m->nbody * (2 * sizeof(int) + 1 + 3 * 6 * KHZ_RESPONSE_COLS * sizeof(double)) +
          np * (sizeof(implicit_row) + 4 * sizeof(int) + 8 * sizeof(double)) +
