@@ -1793,11 +1793,11 @@ int khz_penaltyTreeBlocks(const int *tree, const int *pair, int k, int ntree, in
 }
 
 /* A cluster of k > KHZ_IMPLICIT_DIRECT rows (mem), by block Gauss-Seidel:
- * the rows cut into blocks of whole pairs of at most KHZ_BLOCK_ROWS rows
- * (smaller blocks refactor faster when bounds turn active: the 15-box
- * pyramid stepped in 10 ms with blocks of 128 rows, 2.5-4 ms with 48-64),
- * each block's own matrix (its Delassus block plus its diagonal)
- * built once; a sweep solves each block directly with solve_rows' bounds,
+ * the rows cut into blocks of whole trees of at most KHZ_BLOCK_ROWS rows
+ * (khz_penaltyTreeBlocks; smaller blocks refactor faster when bounds turn
+ * active: the 15-box pyramid stepped in 10 ms with blocks of 128 rows,
+ * 2.5-4 ms with 48-64), each block's own matrix (its Delassus block plus
+ * its diagonal) built once; a sweep solves each block directly with solve_rows' bounds,
  * the other blocks' impulses held, their effect on the block's rows read
  * from vel, the body velocity changes of every impulse so far (updated by
  * one impulse response per body after each block). The held rows' bounds
@@ -2164,9 +2164,9 @@ size_t khz_penaltyImplicitStackBytes(const khzModel *m) {
   /* and the kept factors (factor_cache) */
   size_t direct = scratch + KHZ_FACTORS_KEPT * k * (k * sizeof(double) + sizeof(int)) + 2 * 64;
   /* solve_blocks: per row 5 values, its place in tree order, its tree and
-   * pair and its place in the cluster, and a row of its block's matrix, its factor and the kept factors; per block a start,
-   * an offset and a factor_cache; per body 12 values and a count; one
-   * block's scratch factor */
+   * pair (then its row), and a row of its block's matrix, its factor and
+   * the kept factors; per block a start, an offset and a factor_cache; per
+   * body 12 values and a count; one block's scratch factor */
   size_t kb = np < KHZ_IMPLICIT_ROWS ? np : KHZ_IMPLICIT_ROWS;
   size_t blocks = np > KHZ_IMPLICIT_DIRECT
                       ? kb * (5 * sizeof(double) + (5 + KHZ_FACTORS_KEPT) * sizeof(int) + sizeof(size_t) +
