@@ -1720,7 +1720,7 @@ static void implicit_forces(khzData *d, const implicit_row *row, const int *mem,
  * moved by more than KHZ_BLOCK_TOL of the largest */
 #define KHZ_BLOCK_SWEEPS 60
 #define KHZ_BLOCK_TOL 1e-6
-/* the most rows of one block of solve_blocks */
+/* the most rows of one block of solve_blocks (khz_penaltyTreeBlocks) */
 #define KHZ_BLOCK_ROWS 64
 
 /* adds the body velocity changes of the impulses dP (k values) of the k
@@ -1756,12 +1756,48 @@ static void add_row_impulses(const khzModel *m, khzData *d, const implicit_row *
   }
 }
 
+/* The blocks of solve_blocks: the k rows grouped by tree (tree[a] in [0,
+ * ntree), a pair's rows under its first moving tree), whole pairs (pair[a],
+ * a pair's rows consecutive) in their order within a tree: a stable
+ * counting sort into ord (k, ord[i] the row at place i; count: ntree + 1
+ * ints of scratch). The rows of one articulated tree are coupled through
+ * its joints as strongly as through one body, and Gauss-Seidel between
+ * blocks that split a tree converges slowly; between trees the rows couple
+ * only through the pairs that join them. Whole trees are packed into
+ * blocks of up to KHZ_BLOCK_ROWS rows; a tree of more rows is cut into
+ * blocks of whole pairs of up to KHZ_BLOCK_ROWS. start (k + 1): block b is
+ * places start[b] .. start[b + 1] - 1. Returns the number of blocks, or -1
+ * when one pair has more than KHZ_IMPLICIT_DIRECT rows. */
+int khz_penaltyTreeBlocks(const int *tree, const int *pair, int k, int ntree, int *ord, int *start, int *count) {
+  for (int t = 0; t <= ntree; t++) count[t] = 0;
+  for (int a = 0; a < k; a++) count[tree[a] + 1]++;
+  for (int t = 0; t < ntree; t++) count[t + 1] += count[t];
+  for (int a = 0; a < k; a++) ord[count[tree[a]]++] = a;
+  int nblk = 0;
+  start[0] = 0;
+  for (int a = 0; a < k;) {
+    int te = a + 1;
+    while (te < k && tree[ord[te]] == tree[ord[a]]) te++;
+    if (te - start[nblk] > KHZ_BLOCK_ROWS && a > start[nblk]) start[++nblk] = a; /* the tree in a new block */
+    for (int p = a; p < te;) { /* a tree of more rows: cut between its pairs */
+      int e = p + 1;
+      while (e < te && pair[ord[e]] == pair[ord[p]]) e++;
+      if (e - start[nblk] > KHZ_BLOCK_ROWS && p > start[nblk]) start[++nblk] = p;
+      if (e - start[nblk] > KHZ_IMPLICIT_DIRECT) return -1;
+      p = e;
+    }
+    a = te;
+  }
+  start[++nblk] = k;
+  return nblk;
+}
+
 /* A cluster of k > KHZ_IMPLICIT_DIRECT rows (mem), by block Gauss-Seidel:
- * the rows cut into blocks of whole pairs of at most KHZ_BLOCK_ROWS rows
- * (smaller blocks refactor faster when bounds turn active: the 15-box
- * pyramid stepped in 10 ms with blocks of 128 rows, 2.5-4 ms with 48-64),
- * each block's own matrix (its Delassus block plus its diagonal)
- * built once; a sweep solves each block directly with solve_rows' bounds,
+ * the rows cut into blocks of whole trees of at most KHZ_BLOCK_ROWS rows
+ * (khz_penaltyTreeBlocks; smaller blocks refactor faster when bounds turn
+ * active: the 15-box pyramid stepped in 10 ms with blocks of 128 rows,
+ * 2.5-4 ms with 48-64), each block's own matrix (its Delassus block plus
+ * its diagonal) built once; a sweep solves each block directly with solve_rows' bounds,
  * the other blocks' impulses held, their effect on the block's rows read
  * from vel, the body velocity changes of every impulse so far (updated by
  * one impulse response per body after each block). The held rows' bounds
@@ -1781,26 +1817,26 @@ static int solve_blocks(const khzModel *m, khzData *d, const implicit_row *row, 
   double *lo2 = khz_stackAlloc(d, (size_t)k * sizeof(double));
   double *L = khz_stackAlloc(d, (size_t)kd * kd * sizeof(double)), *sol = khz_stackAlloc(d, (size_t)kd * sizeof(double));
   int *fixed = khz_stackAlloc(d, (size_t)kd * sizeof(int));
-  if (!start || !aoff || !vel || !rb || !dP || !rhs2 || !P2 || !lo2 || !L || !sol || !fixed) {
+  int *ord = khz_stackAlloc(d, (size_t)k * sizeof(int)), *tcount = khz_stackAlloc(d, ((size_t)m->nbody + 1) * sizeof(int));
+  int *rtree = khz_stackAlloc(d, 2 * (size_t)k * sizeof(int)), *rpair = rtree ? rtree + k : NULL;
+  if (!start || !aoff || !vel || !rb || !dP || !rhs2 || !P2 || !lo2 || !L || !sol || !fixed || !ord || !tcount ||
+      !rtree) {
     khz_stackFree(d, mk);
     return -1;
   }
-  /* blocks of whole pairs (a pair's rows are consecutive) */
-  int nblk = 0;
-  size_t asize = 0;
-  start[0] = 0;
-  for (int a = 0; a < k;) {
-    int e = a + 1;
-    while (e < k && row[mem[e]].contact == row[mem[a]].contact) e++;
-    int s0 = start[nblk];
-    if (e - s0 > KHZ_BLOCK_ROWS && a > s0) start[++nblk] = a, s0 = a;
-    if (e - s0 > kd) { /* one pair alone larger than a direct solve */
-      khz_stackFree(d, mk);
-      return -1;
-    }
-    a = e;
+  for (int a = 0; a < k; a++) {
+    const khzContact *c = d->contact + row[mem[a]].contact;
+    int t = khz_movingTree(m, c, 0);
+    rtree[a] = t >= 0 ? t : khz_movingTree(m, c, 1), rpair[a] = row[mem[a]].contact;
   }
-  start[++nblk] = k;
+  int nblk = khz_penaltyTreeBlocks(rtree, rpair, k, m->nbody, ord, start, tcount);
+  if (nblk < 0) { /* one pair alone larger than a direct solve */
+    khz_stackFree(d, mk);
+    return -1;
+  }
+  for (int a = 0; a < k; a++) rtree[a] = mem[ord[a]]; /* the rows in block order */
+  mem = rtree;
+  size_t asize = 0;
   for (int b = 0; b < nblk; b++) {
     int kb = start[b + 1] - start[b];
     aoff[b] = asize, asize += (size_t)kb * kb;
@@ -2127,14 +2163,16 @@ size_t khz_penaltyImplicitStackBytes(const khzModel *m) {
   size_t scratch = (3 * k * k + k) * sizeof(double) + k * sizeof(int);
   /* and the kept factors (factor_cache) */
   size_t direct = scratch + KHZ_FACTORS_KEPT * k * (k * sizeof(double) + sizeof(int)) + 2 * 64;
-  /* solve_blocks: per row 5 values, and a row of its block's matrix, its
-   * factor and the kept factors; per block a start, an offset and a
-   * factor_cache; per body 12 values; one block's scratch factor */
+  /* solve_blocks: per row 5 values, its place in tree order, its tree and
+   * pair (then its row), and a row of its block's matrix, its factor and
+   * the kept factors; per block a start, an offset and a factor_cache; per
+   * body 12 values and a count; one block's scratch factor */
   size_t kb = np < KHZ_IMPLICIT_ROWS ? np : KHZ_IMPLICIT_ROWS;
   size_t blocks = np > KHZ_IMPLICIT_DIRECT
-                      ? kb * (5 * sizeof(double) + (2 + KHZ_FACTORS_KEPT) * sizeof(int) + sizeof(size_t) +
+                      ? kb * (5 * sizeof(double) + (5 + KHZ_FACTORS_KEPT) * sizeof(int) + sizeof(size_t) +
                               sizeof(factor_cache) + (2 + KHZ_FACTORS_KEPT) * KHZ_IMPLICIT_DIRECT * sizeof(double)) +
-                            12 * (size_t)m->nbody * sizeof(double) + scratch + 17 * 64
+                            12 * (size_t)m->nbody * sizeof(double) + ((size_t)m->nbody + 1) * sizeof(int) + scratch +
+                            20 * 64
                       : 0;
   return (size_t)m->nbody * (2 * sizeof(int) + 1 + 3 * 6 * KHZ_RESPONSE_COLS * sizeof(double)) +
          np * (sizeof(implicit_row) + 4 * sizeof(int) + 8 * sizeof(double)) +

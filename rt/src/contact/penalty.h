@@ -41,6 +41,15 @@ typedef struct khzFactorsKept {
  * failed (tests) */
 int khz_penaltyHeldSolve(const double *A, int k, const int *fixed, double *sol, double *L, khzFactorsKept *fc);
 
+/* the blocks of a cluster of k rows for block Gauss-Seidel: the rows
+ * grouped by tree (tree[a] in [0, ntree)), whole pairs (pair[a]) kept in
+ * order, whole trees packed into blocks of at most 64 rows, a larger tree
+ * cut between its pairs; ord (k) the rows in block order, start (k + 1)
+ * the blocks' first places, count (ntree + 1) scratch. Returns the number
+ * of blocks, or -1 when one pair has more than KHZ_IMPLICIT_DIRECT rows
+ * (penalty.c, solve_blocks; tests) */
+int khz_penaltyTreeBlocks(const int *tree, const int *pair, int k, int ntree, int *ord, int *start, int *count);
+
 /* the mass a contact moves on body b: 0 for the world or a static body
  * (infinite); a robot's link carries its floating robot */
 double khz_penaltyContactMass(const khzModel *m, int b);
