@@ -892,14 +892,7 @@ int khz_bodyStatic(const khzModel *m, int b) {
 
 /* world velocity of the material point x of body b */
 void khz_pointVelocity(const khzModel *m, const khzData *d, int b, const double x[3], double vel[3]) {
-  if (b <= 0) {
-    vel[0] = vel[1] = vel[2] = 0;
-    return;
-  }
-  const double *v = d->vtree + 6 * b, *o = d->xpos + 3 * m->body_root[b];
-  double r[3] = {x[0] - o[0], x[1] - o[1], x[2] - o[2]}, wxr[3];
-  khzu_cross(wxr, v, r);
-  vel[0] = v[3] + wxr[0], vel[1] = v[4] + wxr[1], vel[2] = v[5] + wxr[2];
+  khz_pointVelocityInline(m, d, b, x, vel);
 }
 
 /* ---------------------------------------- articulated impulse response -- */

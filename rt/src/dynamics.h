@@ -83,6 +83,20 @@ int khz_bodyFree(const khzModel *m, int b);
 /* World velocity of the material point x of body b at the current forward pass. */
 void khz_pointVelocity(const khzModel *m, const khzData *d, int b, const double x[3], double vel[3]);
 
+/* khz_pointVelocity inline, for the contact force pass's innermost loop (the
+ * same operations: v + w x (x - o), with o the tree's origin) */
+static inline void khz_pointVelocityInline(const khzModel *m, const khzData *d, int b, const double x[3],
+                                           double vel[3]) {
+  if (b <= 0) {
+    vel[0] = vel[1] = vel[2] = 0;
+    return;
+  }
+  const double *v = d->vtree + 6 * b, *o = d->xpos + 3 * m->body_root[b];
+  double r[3] = {x[0] - o[0], x[1] - o[1], x[2] - o[2]};
+  double w0 = v[1] * r[2] - v[2] * r[1], w1 = v[2] * r[0] - v[0] * r[2], w2 = v[0] * r[1] - v[1] * r[0];
+  vel[0] = v[3] + w0, vel[1] = v[4] + w1, vel[2] = v[5] + w2;
+}
+
 /* Change of qd caused by the spatial impulse f (world-aligned, at the body's
  * tree origin) on body b, with the articulated inertias left by khz_abaCore
  * at the current q (Mirtich's articulated impulse response: the impulse

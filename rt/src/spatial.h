@@ -17,6 +17,13 @@
 /* ---- 3-vectors and 3x3 matrices (inline: the dynamics and the narrow phase
  * call them in their innermost loops) ---- */
 
+/* fmax(x, 0) and fmin(a, b) without libm's calls (GCC keeps the call unless
+ * math is finite-only), bit for bit glibc's on x86-64 (maxsd / minsd return
+ * their second operand on a tie of zeros; a NaN operand gives the other):
+ * fmax(x, 0) is +0 for x NaN, -0 or below zero; fmin(+0, -0) is -0 */
+static inline double khzu_max0(double x) { return x > 0 ? x : 0; }
+static inline double khzu_fmin(double a, double b) { return a < b || b != b ? a : b; }
+
 static inline void khzu_cross(double res[3], const double a[3], const double b[3]) {
   double r0 = a[1] * b[2] - a[2] * b[1];
   double r1 = a[2] * b[0] - a[0] * b[2];

@@ -113,7 +113,7 @@ static void side_point(const khzModel *m, const khzData *d, const khzContact *c,
     return;
   }
   surface_point(m, d, c, pt, s, p);
-  khz_pointVelocity(m, d, b, p, v);
+  khz_pointVelocityInline(m, d, b, p, v);
 }
 
 /* adds the world force F acting at x on body b to d->fext */
@@ -2207,7 +2207,7 @@ static int find_anchor(const khzData *d, const khzContact *c, const khzPairState
  * coincided at the point when the step began. Slip is what stretches the
  * spring, so a rolling contact (points that do not slip) stays unstretched
  * although its contact point travels over both surfaces. */
-static void friction_stretch(const khzData *d, const khzContact *c, const khzPairState *ps,
+static inline __attribute__((always_inline)) void friction_stretch(const khzData *d, const khzContact *c, const khzPairState *ps,
                              const khzContactPoint *pt, const double p0[3], const double p1[3],
                              double delta[3]) {
   const double *n = c->normal;
@@ -2245,7 +2245,7 @@ static void rolling_torque(const khzModel *m, khzData *d, const khzContact *c, d
   double wn = khzu_dot3(w, n), wt[3], rate = ps->rot_inertia / (2 * d->timestep), T[3];
   for (int j = 0; j < 3; j++) wt[j] = w[j] - wn * n[j];
   double wtn = sqrt(khzu_dot3(wt, wt));
-  double tt = fmin(rate * wtn, mr * fn), tn = fmin(rate * fabs(wn), ms * fn);
+  double tt = khzu_fmin(rate * wtn, mr * fn), tn = khzu_fmin(rate * fabs(wn), ms * fn);
   for (int j = 0; j < 3; j++)
     T[j] = -(wtn > 0 ? tt * wt[j] / wtn : 0) - (wn > 0 ? tn : wn < 0 ? -tn : 0) * n[j];
   if (b0 > 0)
@@ -2473,7 +2473,7 @@ static double tie_pair_forces(const khzModel *m, khzData *d, khzContact *c, int 
   /* D and its rate dD/dt = sum p_k dd_k/dt (the shares are its gradient) */
   double D = 0.5 * eps, v = 0;
   for (int k = 0; k < np; k++) D += p[k] * dep[k] - 0.5 * eps * p[k] * p[k], v += p[k] * vn[k];
-  double rc = D > 0 ? fmax(c->kp * D - c->kv * v + c->ki * ps->integral, 0) : 0;
+  double rc = D > 0 ? khzu_max0(c->kp * D - c->kv * v + c->ki * ps->integral) : 0;
   if (rows) {
     implicit_row *row = rows + (*nrows)++;
     row->point = (int)(c->deepest - c->point_adr);
@@ -2518,7 +2518,7 @@ static double tie_pair_forces(const khzModel *m, khzData *d, khzContact *c, int 
     for (int k = 0; k < np; k++) slip_limit[k] = c->mu * (rc + Fi) / kt;
   for (int q = 0; q < 3; q++) Ft[q] = -kt * delta_m[q] - bt * vt_m[q];
   const double *ti = c->force_implicit;
-  double ftn = sqrt(khzu_dot3(Ft, Ft)), fmaxt = fmax(c->mu * (rc + Fi) - khzu_norm3(ti), 0);
+  double ftn = sqrt(khzu_dot3(Ft, Ft)), fmaxt = khzu_max0(c->mu * (rc + Fi) - khzu_norm3(ti));
   if (ftn > fmaxt) {
     double s = ftn > 0 ? fmaxt / ftn : 0;
     for (int q = 0; q < 3; q++) Ft[q] *= s;
@@ -2602,7 +2602,7 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
     double vn = (v0[0] - v1[0]) * n[0] + (v0[1] - v1[1]) * n[1] + (v0[2] - v1[2]) * n[2];
     /* a point that has left the other body at this stage carries nothing: the
      * pair's integral term must not keep pushing a lifted corner upwards */
-    raw[nb] = depth > 0 ? fmax(kp_stage * depth - c->kv * vn + ki * ps->integral, 0) : 0;
+    raw[nb] = depth > 0 ? khzu_max0(kp_stage * depth - c->kv * vn + ki * ps->integral) : 0;
     wt[nb] = depth > 0 ? pts[k].share * depth : 0;
     r += wt[nb] * pts[k].weight;
     r_plain += wt[nb];
@@ -2692,7 +2692,7 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
     }
     for (int q = 0; q < 3; q++) Ft[q] = -kt * delta[q] - bt * vt[q];
     /* the cone holds the implicit tangential force too */
-    double ftn = sqrt(khzu_dot3(Ft, Ft)), fmaxt = fmax(c->mu * (fn + fi) - khzu_norm3(ti), 0);
+    double ftn = sqrt(khzu_dot3(Ft, Ft)), fmaxt = khzu_max0(c->mu * (fn + fi) - khzu_norm3(ti));
     if (ftn > fmaxt) {
       double s = ftn > 0 ? fmaxt / ftn : 0;
       for (int q = 0; q < 3; q++) Ft[q] *= s;
