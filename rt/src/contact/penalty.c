@@ -2332,6 +2332,55 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
   khz_stackFree(d, mark);
 }
 
+int khz_penaltyDelassus(const khzModel *m, khzData *d, int factored, double *A, double *J, int kmax) {
+  size_t mark = khz_stackMark(d);
+  int cap = d->ncpoint + 2 * d->ncontact, k = 0, ret = -1;
+  implicit_row *row = khz_stackAlloc(d, (size_t)cap * sizeof(implicit_row));
+  int *mem = khz_stackAlloc(d, (size_t)cap * sizeof(int));
+  unsigned char *need = khz_stackAlloc(d, (size_t)m->nbody);
+  double *tau = khz_stackAlloc(d, (size_t)m->nv * sizeof(double)), *qdd = khz_stackAlloc(d, (size_t)m->nv * sizeof(double));
+  double *jp = khz_stackAlloc(d, 3 * (size_t)m->nv * sizeof(double));
+  size_t wbody = 6 * KHZ_RESPONSE_COLS * (size_t)m->nbody * sizeof(double);
+  double *uc = khz_stackAlloc(d, wbody), *tmpc = khz_stackAlloc(d, wbody), *dvc = khz_stackAlloc(d, wbody);
+  if (!row || !mem || !need || !tau || !qdd || !jp || !uc || !tmpc || !dvc) goto out;
+  /* ABA's factors of M at the state (no damping: h = 0) */
+  khz_forwardPass(m, d, d->q, d->qd);
+  khz_externalForces(m, d);
+  memset(tau, 0, (size_t)m->nv * sizeof(double));
+  khz_abaCore(m, d, tau, qdd);
+  for (int i = 0; i < d->ncontact; i++) {
+    const khzContact *c = d->contact + i;
+    if (c->nbottom && d->pair[c->slot].phase == KHZ_PHASE_RESTING) k += pair_rows(m, d, i, row + k);
+  }
+  if (k > kmax) goto out;
+  for (int a = 0; a < k; a++) mem[a] = a;
+  memset(need, 0, (size_t)m->nbody);
+  rows_need(m, d, row, mem, k, need, 1);
+  int took = factored && cluster_articulated(m, d, row, mem, k) &&
+         delassus_factored(m, d, row, mem, k, need, uc, A) == 0;
+  if (!took) {
+    rows_need(m, d, row, mem, k, need, 0);
+    rows_need(m, d, row, mem, k, need, 1);
+    delassus_walk(m, d, row, mem, k, need, uc, tmpc, dvc, A);
+  }
+  /* the rows' Jacobians: +dir on body 0, -dir on body 1 */
+  for (int a = 0; J && a < k; a++) {
+    const khzContact *c = d->contact + row[a].contact;
+    memset(J + (size_t)a * m->nv, 0, (size_t)m->nv * sizeof(double));
+    for (int s = 0; s < 2; s++) {
+      if (c->body[s] <= 0) continue;
+      khz_jacobian(m, d, c->body[s], row[a].x, jp, NULL);
+      for (int q = 0; q < m->nv; q++)
+        J[(size_t)a * m->nv + q] += (s ? -1 : 1) * (row[a].dir[0] * jp[q] + row[a].dir[1] * jp[m->nv + q] +
+                                                     row[a].dir[2] * jp[2 * m->nv + q]);
+    }
+  }
+  ret = took ? k : -k - 1;
+out:
+  khz_stackFree(d, mark);
+  return ret;
+}
+
 size_t khz_penaltyImplicitStackBytes(const khzModel *m) {
   size_t np = (size_t)m->npair_max * ((size_t)m->max_points + 2);
   size_t k = np < KHZ_IMPLICIT_DIRECT ? np : KHZ_IMPLICIT_DIRECT;
