@@ -475,13 +475,17 @@ static int shared_dofs(const khzModel *m, int x, int y) {
   return path_dofs(m, x);
 }
 
-/* Rows mem[0..n) of pair c (n <= KHZ_RESPONSE_COLS) as rows of
+/* the rows of one group of rows_factor: Y's values of a dof are stored
+ * this many to a line, a vector's lanes (delassus_product) */
+#define KHZ_FACTOR_LANES 4
+
+/* Rows mem[0..n) of pair c (n <= KHZ_FACTOR_LANES) as rows of
  * Y = C^T L^-T J^T, one side at a time, with M = L^T D L ABA's block
  * factorisation and C C^T = D^-1 per joint (khz_impulseFactorCols,
  * khz_jointDinvFactor): side s's moving body goes to side_body[s] (-1:
  * none) and the ns = side_n[s] dofs of its path to the root, root first, to
- * wr (side 0's n ns values, then side 1's), row j's value at the path's
- * t-th dof at wr[t n + j]. Root first, two paths of one tree share a
+ * wr (side 0's KHZ_FACTOR_LANES ns values, then side 1's), row j's value
+ * at the path's t-th dof at wr[t KHZ_FACTOR_LANES + j], lanes j >= n +0. Root first, two paths of one tree share a
  * prefix: the dofs of their common ancestors. Then W_ab = sum over the
  * sides of a and b on one tree of sum_t Y_at Y_bt over the shared prefix.
  * Cb (36 per body) keeps each joint's C once per cluster (need's
@@ -514,19 +518,20 @@ static long rows_factor(const khzModel *m, khzData *d, const khzContact *c, cons
         if (khz_jointDinvFactor(m, d, i, C) != 0) return -1;
         need[i] |= NEED_FACTOR;
       }
-      /* C^T u, joint i's entries at t = ns - below .. */
-      for (int j = 0; j < n; j++) {
+      /* C^T u, joint i's entries at t = ns - below .. (the lanes past n
+       * +0) */
+      for (int j = 0; j < KHZ_FACTOR_LANES; j++) {
         const double *u = uc + W * i + 6 * j;
-        double *wj = w + (size_t)(ns - below) * n + j;
+        double *wj = w + (size_t)(ns - below) * KHZ_FACTOR_LANES + j;
         for (int a = 0; a < nv; a++) {
           double sum = 0;
-          for (int e = a; e < nv; e++) sum += C[e * nv + a] * u[e];
-          wj[(size_t)a * n] = sum;
+          for (int e = a; j < n && e < nv; e++) sum += C[e * nv + a] * u[e];
+          wj[(size_t)a * KHZ_FACTOR_LANES] = sum;
         }
       }
     }
     side_body[s] = b, side_n[s] = ns;
-    used += (long)n * ns;
+    used += (long)KHZ_FACTOR_LANES * ns;
   }
   return used;
 }
@@ -547,6 +552,69 @@ static int cluster_articulated(const khzModel *m, const khzData *d, const implic
   return 0;
 }
 
+/* W = Y^T Y into A (k x k) from rows_factor's groups (delassus_factored) */
+static inline __attribute__((always_inline)) void delassus_product(const khzModel *m, int ng, const int *gstart,
+                                                                    const size_t *woff, const int *gbody,
+                                                                    const int *gn, const double *wr, int k,
+                                                                    double *A) {
+  enum { NC = KHZ_FACTOR_LANES };
+  /* W = Y^T Y, group p's rows against group q's (q <= p), the sides on one
+   * tree over their shared prefix */
+  for (int p = 0; p < ng; p++) {
+    int bp = gstart[p], np = gstart[p + 1] - bp;
+    for (int q = 0; q <= p; q++) {
+      int bq = gstart[q], nq = gstart[q + 1] - bq, len[2][2];
+      for (int s = 0; s < 2; s++)
+        for (int t = 0; t < 2; t++) {
+          int x = gbody[2 * p + s], y = gbody[2 * q + t];
+          len[s][t] = x > 0 && y > 0 && m->body_root[x] == m->body_root[y] ? shared_dofs(m, x, y) : 0;
+        }
+      /* the block Y_p Y_q^T: row i's sums over the columns j at once
+       * (each sum runs over the sides and t in order; for p = q entry
+       * (i, j) and (j, i) take the same products in the same order) */
+      for (int i = 0; i < np; i++) {
+        double acc[NC] = {0, 0, 0, 0};
+        const double *yp = wr + woff[p];
+        for (int s = 0; s < 2; s++) {
+          const double *yq = wr + woff[q];
+          for (int t = 0; t < 2; t++) {
+            for (int e = 0; e < len[s][t]; e++) {
+              double x = yp[(size_t)e * NC + i];
+              const double *y = yq + (size_t)e * NC;
+              for (int j = 0; j < NC; j++) acc[j] += x * y[j];
+            }
+            yq += (size_t)NC * gn[2 * q + t];
+          }
+          yp += (size_t)NC * gn[2 * p + s];
+        }
+        for (int j = 0; j < nq; j++) A[(bp + i) * k + bq + j] = A[(bq + j) * k + bp + i] = acc[j];
+      }
+    }
+  }
+}
+
+/* delassus_product compiled for AVX too, as khz_impulseResponseCols: a
+ * line's four lanes in one register, each lane its own entry's operations
+ * (no FMA, no reassociation), so both builds give the same bits */
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx"))) static void delassus_product_avx(const khzModel *m, int ng, const int *gstart,
+                                                                const size_t *woff, const int *gbody, const int *gn,
+                                                                const double *wr, int k, double *A) {
+  delassus_product(m, ng, gstart, woff, gbody, gn, wr, k, A);
+}
+#endif
+
+static void delassus_product_any(const khzModel *m, int ng, const int *gstart, const size_t *woff,
+                                 const int *gbody, const int *gn, const double *wr, int k, double *A) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx")) {
+    delassus_product_avx(m, ng, gstart, woff, gbody, gn, wr, k, A);
+    return;
+  }
+#endif
+  delassus_product(m, ng, gstart, woff, gbody, gn, wr, k, A);
+}
+
 /* The Delassus matrix W of the cluster's k rows mem[0..k) into A (k x k),
  * from ABA's factorisation M = L^T D L (rows_factor): W = Y^T Y with
  * Y = C^T L^-T J^T, each entry the dot products of its two rows' sides on
@@ -558,7 +626,7 @@ static int cluster_articulated(const khzModel *m, const khzData *d, const implic
  * the caller takes the walk. */
 static int delassus_factored(const khzModel *m, khzData *d, const implicit_row *row, const int *mem, int k,
                              unsigned char *need, double *uc, double *A) {
-  enum { NC = KHZ_RESPONSE_COLS };
+  enum { NC = KHZ_FACTOR_LANES };
   size_t mk = khz_stackMark(d);
   int *gstart = khz_stackAlloc(d, ((size_t)k + 1) * sizeof(int));
   size_t *woff = khz_stackAlloc(d, ((size_t)k + 1) * sizeof(size_t));
@@ -568,7 +636,7 @@ static int delassus_factored(const khzModel *m, khzData *d, const implicit_row *
     khz_stackFree(d, mk);
     return -1;
   }
-  /* groups: a pair's consecutive rows, up to KHZ_RESPONSE_COLS at a time;
+  /* groups: a pair's consecutive rows, up to KHZ_FACTOR_LANES at a time;
    * Y's values bounded by the pair's paths */
   int ng = 0;
   woff[0] = 0;
@@ -580,7 +648,7 @@ static int delassus_factored(const khzModel *m, khzData *d, const implicit_row *
     for (int s = 0; s < 2; s++)
       if (c->body[s] > 0 && !khz_bodyStatic(m, c->body[s])) np += (size_t)path_dofs(m, c->body[s]);
     gstart[ng] = b;
-    woff[ng + 1] = woff[ng] + np * (size_t)(e - b);
+    woff[ng + 1] = woff[ng] + np * KHZ_FACTOR_LANES;
   }
   gstart[ng] = k;
   double *wr = khz_stackAlloc(d, (woff[ng] + 1) * sizeof(double));
@@ -597,39 +665,7 @@ static int delassus_factored(const khzModel *m, khzData *d, const implicit_row *
       return -1;
     }
   }
-  /* W = Y^T Y, group p's rows against group q's (q <= p), the sides on one
-   * tree over their shared prefix */
-  for (int p = 0; p < ng; p++) {
-    int bp = gstart[p], np = gstart[p + 1] - bp;
-    for (int q = 0; q <= p; q++) {
-      int bq = gstart[q], nq = gstart[q + 1] - bq, len[2][2];
-      for (int s = 0; s < 2; s++)
-        for (int t = 0; t < 2; t++) {
-          int x = gbody[2 * p + s], y = gbody[2 * q + t];
-          len[s][t] = x > 0 && y > 0 && m->body_root[x] == m->body_root[y] ? shared_dofs(m, x, y) : 0;
-        }
-      /* the block Y_p Y_q^T: row i's sums over the columns j at once
-       * (each sum runs over the sides and t in order; for p = q entry
-       * (i, j) and (j, i) take the same products in the same order) */
-      for (int i = 0; i < np; i++) {
-        double acc[NC] = {0, 0, 0, 0, 0, 0, 0, 0};
-        const double *yp = wr + woff[p];
-        for (int s = 0; s < 2; s++) {
-          const double *yq = wr + woff[q];
-          for (int t = 0; t < 2; t++) {
-            for (int e = 0; e < len[s][t]; e++) {
-              double x = yp[(size_t)e * np + i];
-              const double *y = yq + (size_t)e * nq;
-              for (int j = 0; j < nq; j++) acc[j] += x * y[j];
-            }
-            yq += (size_t)nq * gn[2 * q + t];
-          }
-          yp += (size_t)np * gn[2 * p + s];
-        }
-        for (int j = 0; j < nq; j++) A[(bp + i) * k + bq + j] = A[(bq + j) * k + bp + i] = acc[j];
-      }
-    }
-  }
+  delassus_product_any(m, ng, gstart, woff, gbody, gn, wr, k, A);
   khz_stackFree(d, mk);
   return 0;
 }
