@@ -2432,16 +2432,17 @@ size_t khz_penaltyImplicitStackBytes(const khzModel *m) {
                               sizeof(factor_cache) + (2 + KHZ_FACTORS_KEPT) * KHZ_IMPLICIT_DIRECT * sizeof(double)) +
                             12 * (size_t)m->nbody * sizeof(double) + scratch + 17 * 64
                       : 0;
-  /* delassus_factored: C per body, per row its group's offsets and roots,
-   * per row at most two paths' dofs and values */
+  /* delassus_factored: C per body, per group (at most one per row) its
+   * start, offset, bodies and path lengths and KHZ_FACTOR_LANES values
+   * per dof of two paths */
   size_t path = 0;
   for (int b = 1; b < m->nbody; b++) {
     size_t nb = 0;
     for (int i = b; i > 0; i = m->body_parent[i]) nb += (size_t)m->jnt_nv[i];
     path = nb > path ? nb : path;
   }
-  direct += 36 * (size_t)m->nbody * sizeof(double) + (k + 1) * (sizeof(int) + 2 * sizeof(size_t)) +
-            3 * k * sizeof(int) + (2 * path * k + 1) * (sizeof(int) + sizeof(double)) + 8 * 64;
+  direct += 36 * (size_t)m->nbody * sizeof(double) + (k + 1) * (sizeof(int) + sizeof(size_t)) +
+            4 * k * sizeof(int) + (KHZ_FACTOR_LANES * 2 * path * k + 1) * sizeof(double) + 7 * 64;
   return (size_t)m->nbody * (2 * sizeof(int) + 1 + 3 * 6 * KHZ_RESPONSE_COLS * sizeof(double)) +
          np * (sizeof(implicit_row) + 4 * sizeof(int) + 8 * sizeof(double)) +
          (size_t)m->max_points * sizeof(implicit_row) + (direct > blocks ? direct : blocks) + 27 * 64;
