@@ -485,8 +485,9 @@ static int shared_dofs(const khzModel *m, int x, int y) {
  * khz_jointDinvFactor): side s's moving body goes to side_body[s] (-1:
  * none) and the ns = side_n[s] dofs of its path to the root, root first, to
  * wr (side 0's KHZ_FACTOR_LANES ns values, then side 1's), row j's value
- * at the path's t-th dof at wr[t KHZ_FACTOR_LANES + j], lanes j >= n +0. Root first, two paths of one tree share a
- * prefix: the dofs of their common ancestors. Then W_ab = sum over the
+ * at the path's t-th dof at wr[t KHZ_FACTOR_LANES + j], lanes j >= n +0.
+ * Root first, two paths of one tree share a prefix: the dofs of their
+ * common ancestors. Then W_ab = sum over the
  * sides of a and b on one tree of sum_t Y_at Y_bt over the shared prefix.
  * Cb (36 per body) keeps each joint's C once per cluster (need's
  * NEED_FACTOR); uc (6 KHZ_RESPONSE_COLS per body) is scratch. Returns the
@@ -2374,7 +2375,8 @@ int khz_penaltyDelassus(const khzModel *m, khzData *d, int factored, double *A, 
   implicit_row *row = khz_stackAlloc(d, (size_t)cap * sizeof(implicit_row));
   int *mem = khz_stackAlloc(d, (size_t)cap * sizeof(int));
   unsigned char *need = khz_stackAlloc(d, (size_t)m->nbody);
-  double *tau = khz_stackAlloc(d, (size_t)m->nv * sizeof(double)), *qdd = khz_stackAlloc(d, (size_t)m->nv * sizeof(double));
+  double *tau = khz_stackAlloc(d, (size_t)m->nv * sizeof(double));
+  double *qdd = khz_stackAlloc(d, (size_t)m->nv * sizeof(double));
   double *jp = khz_stackAlloc(d, 3 * (size_t)m->nv * sizeof(double));
   size_t wbody = 6 * KHZ_RESPONSE_COLS * (size_t)m->nbody * sizeof(double);
   double *uc = khz_stackAlloc(d, wbody), *tmpc = khz_stackAlloc(d, wbody), *dvc = khz_stackAlloc(d, wbody);
