@@ -570,9 +570,9 @@ static inline __attribute__((always_inline)) void delassus_product(const khzMode
           int x = gbody[2 * p + s], y = gbody[2 * q + t];
           len[s][t] = x > 0 && y > 0 && m->body_root[x] == m->body_root[y] ? shared_dofs(m, x, y) : 0;
         }
-      /* the block Y_p Y_q^T: row i's sums over the columns j at once
-       * (each sum runs over the sides and t in order; for p = q entry
-       * (i, j) and (j, i) take the same products in the same order) */
+      /* the block Y_p Y_q^T: row i's sums over the columns j at once,
+       * each over the sides and the dofs in order, written to both halves
+       * (for p = q the last write of a pair wins in both) */
       for (int i = 0; i < np; i++) {
         double acc[NC] = {0, 0, 0, 0};
         const double *yp = wr + woff[p];
