@@ -1190,6 +1190,72 @@ void khz_impulseResponseCols(const khzModel *m, khzData *d, int b, int ncol, con
   response_cols(m, d, b, ncol, f, need, uc, dvc);
 }
 
+/* The first half of khz_impulseResponseCols alone: the way to the root.
+ * ABA's backward pass is a block factorisation M = L^T D L of the joint-space
+ * inertia (D the joints' D_i, armature and implicit damping included; RBDA
+ * section 6.5's L^T D L with the tree's parent array, here in articulated
+ * form), and the way up applies L^-T: u_i = S_i^T F_i, F_i the impulse
+ * carried to joint i through the articulated inertias below it, is joint
+ * i's entry of L^-T J^T for the impulse's Jacobian J. So the Delassus
+ * entries of two impulses are sum_i u_i^T D_i^-1 u'_i over the joints on
+ * both paths, with no walk back out over the tree. */
+static inline __attribute__((always_inline)) void factor_cols(const khzModel *m, const khzData *d, int b, int ncol,
+                                                               const double *f, double *uc) {
+  enum { W = 6 * KHZ_RESPONSE_COLS };
+  double pA[KHZ_RESPONSE_COLS][6];
+  for (int j = 0; j < ncol; j++)
+    for (int k = 0; k < 6; k++) pA[j][k] = -f[6 * j + k];
+  for (int i = b; i > 0; i = m->body_parent[i]) {
+    int nv = m->jnt_nv[i], p = m->body_parent[i];
+    const double *S = d->S + 36 * i, *U = d->U + 36 * i, *Dinv = d->Dinv + 36 * i;
+    for (int j = 0; j < ncol; j++) {
+      double *u = uc + W * i + 6 * j;
+      for (int a = 0; a < nv; a++) u[a] = -khzu_dot6(S + 6 * a, pA[j]);
+      if (p <= 0) continue; /* the root's carried impulse is not read */
+      if (nv == 1) {
+        double Du = Dinv[0] * u[0];
+        for (int k = 0; k < 6; k++) pA[j][k] += U[k] * Du;
+      } else {
+        for (int a = 0; a < nv; a++) {
+          double Du = 0;
+          for (int c = 0; c < nv; c++) Du += Dinv[nv * a + c] * u[c];
+          for (int k = 0; k < 6; k++) pA[j][k] += U[6 * a + k] * Du;
+        }
+      }
+    }
+  }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx"))) static void factor_cols_avx(const khzModel *m, const khzData *d, int b, int ncol,
+                                                           const double *f, double *uc) {
+  factor_cols(m, d, b, ncol, f, uc);
+}
+#endif
+
+void khz_impulseFactorCols(const khzModel *m, const khzData *d, int b, int ncol, const double *f, double *uc) {
+  if (b <= 0 || ncol <= 0) return;
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx")) {
+    factor_cols_avx(m, d, b, ncol, f, uc);
+    return;
+  }
+#endif
+  factor_cols(m, d, b, ncol, f, uc);
+}
+
+int khz_jointDinvFactor(const khzModel *m, const khzData *d, int i, double *C) {
+  int nv = m->jnt_nv[i];
+  const double *Dinv = d->Dinv + 36 * i;
+  if (nv == 1) {
+    if (!(Dinv[0] > 0)) return -1;
+    C[0] = sqrt(Dinv[0]);
+    return 0;
+  }
+  memcpy(C, Dinv, (size_t)nv * nv * sizeof(double));
+  return nv ? khzu_cholFactor(C, nv) : 0;
+}
+
 /* the spatial impulse (about the tree's origin) of the world impulse J at x on b */
 void khz_spatialImpulse(const khzModel *m, const khzData *d, int b, const double x[3],
                             const double J[3], double f[6]) {

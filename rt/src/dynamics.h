@@ -130,6 +130,20 @@ void khz_impulseResponseUnits(const khzModel *m, khzData *d, int b, const unsign
 void khz_impulseResponseCols(const khzModel *m, khzData *d, int b, int ncol, const double *f,
                              const unsigned char *need, double *uc, double *dvc);
 
+/* The way to the root of khz_impulseResponseCols alone, which is the
+ * L^-T of ABA's block factorisation M = L^T D L: uc[6 KHZ_RESPONSE_COLS i +
+ * 6 j + a] receives u_i = (L^-T J_j^T) at joint i's dof a, for the bodies i
+ * on b's path (others untouched), J_j^T the joint-space impulse of f_j
+ * (6 per column, ncol <= KHZ_RESPONSE_COLS). Needs ABA's factors (U, Dinv)
+ * at the current q, as khz_impulseResponse. Then J_j M^-1 J_l^T is the sum
+ * over the joints on both paths of u_i(j)^T D_i^-1 u_i(l). */
+void khz_impulseFactorCols(const khzModel *m, const khzData *d, int b, int ncol, const double *f, double *uc);
+
+/* C (jnt_nv[i]^2, row-major, lower triangle) with C C^T = D_i^-1, joint i's
+ * ABA Dinv: u^T D_i^-1 u' = (C^T u) . (C^T u'). 0, or -1 when Dinv is not
+ * positive definite. */
+int khz_jointDinvFactor(const khzModel *m, const khzData *d, int i, double *C);
+
 /* The spatial impulse f (about the tree's origin) of the world impulse J at x on b. */
 void khz_spatialImpulse(const khzModel *m, const khzData *d, int b, const double x[3],
                         const double J[3], double f[6]);

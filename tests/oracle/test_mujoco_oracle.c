@@ -10,12 +10,17 @@
  *     MuJoCo's own URDF importer), joints matched by name, with joint damping.
  *  C. A torque-free asymmetric rigid body integrated with RK4 at h = 1e-3 by
  *     both engines for 5 s: body angular velocities agree.
+ *  D. MuJoCo's humanoid.xml lying on the floor (khz, automatic gains): the
+ *     implicit rows' Delassus matrix W = J M^-1 J^T from ABA's L^T D L
+ *     factorisation (penalty.c delassus_factored) against the articulated
+ *     walks and against MuJoCo's mj_solveM on the rows' Jacobians.
  */
 #include <mujoco/mujoco.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "contact/penalty.h"
 #include "ensure.h"
 #include "khz/load.h"
 #include "mjcf_export.h"
@@ -210,11 +215,94 @@ static void part_free_body(void) {
   khz_deleteModel(&m);
 }
 
+static void part_humanoid_delassus(void) {
+  const char *path = "/usr/share/mujoco/model/humanoid/humanoid.xml";
+  if (access(path, R_OK) != 0) {
+    printf("humanoid Delassus: %s not installed, skipped\n", path);
+    return;
+  }
+  char err[1024];
+  khzSpec *spec = khz_spec_new();
+  khzMjcfOptions opt;
+  khz_mjcf_defaultOptions(&opt);
+  ENSURE(khz_loadMJCF(spec, path, &opt, err, sizeof err) >= 0);
+  for (int g = 0; g < khz_spec_ngeom(spec); g++) { /* contacts with the floor only */
+    khzGeomSpec *gs = khz_spec_geom(spec, g);
+    gs->contype = gs->body == 0 ? 1 : 2;
+    gs->conaffinity = gs->body == 0 ? 2 : 1;
+  }
+  khzContactOptions co;
+  khz_spec_defaultContact(&co); /* automatic gains: implicit rows */
+  co.method = KHZ_CONTACT_PENALTY;
+  co.mu = 1, co.max_points = 10;
+  khz_spec_setContact(spec, &co);
+  khz_spec_setTimestep(spec, 1e-3);
+  khzModel *m = khz_compile(spec, err, sizeof err);
+  khz_spec_destroy(&spec);
+  ENSURE(m != NULL);
+  if (!m) return;
+  khzData *d = khz_makeData(m, 0);
+  mjModel *mm = mj_loadXML(path, NULL, err, sizeof err);
+  ENSURE(mm != NULL && mm->nv == m->nv);
+  if (!mm || mm->nv != m->nv) return;
+  mjData *md = mj_makeData(mm);
+  int nv = m->nv, kmax = 256, *dofmap = calloc((size_t)nv, sizeof(int)), *qmap = calloc((size_t)m->nq, sizeof(int));
+  for (int i = 1; i < m->nbody; i++) {
+    int j = m->jnt_nv[i] ? mj_joint_of(mm, m, i, "") : -1;
+    if (j < 0) continue;
+    for (int k = 0; k < m->jnt_nv[i]; k++) dofmap[m->jnt_dofadr[i] + k] = mm->jnt_dofadr[j] + k;
+    for (int k = 0; k < m->jnt_nq[i]; k++) qmap[m->jnt_qadr[i] + k] = mm->jnt_qposadr[j] + k;
+  }
+  double *Af = calloc((size_t)kmax * kmax, sizeof(double)), *Aw = calloc((size_t)kmax * kmax, sizeof(double));
+  double *J = calloc((size_t)kmax * nv, sizeof(double)), *Jm = calloc((size_t)kmax * nv, sizeof(double));
+  double *X = calloc((size_t)kmax * nv, sizeof(double));
+  double worst_walk = 0, worst_mj = 0;
+  int states = 0, rows = 0, factored = 0;
+  for (int step = 1; step <= 3000; step++) {
+    khz_step(m, d);
+    if (step % 250) continue;
+    int kf = khz_penaltyDelassus(m, d, 1, Af, J, kmax), kw = khz_penaltyDelassus(m, d, 0, Aw, NULL, kmax);
+    factored += kf > 0;
+    int k = kf > 0 ? kf : -kf - 1;
+    ENSURE(kf != -1 && kw == -k - 1);
+    if (k <= 0 || kw != -k - 1) continue;
+    /* MuJoCo: W = J M^-1 J^T at the same q, M from mj_forward's factor */
+    mj_resetData(mm, md);
+    for (int a = 0; a < m->nq; a++) md->qpos[qmap[a]] = d->q[a];
+    mj_forward(mm, md);
+    for (int r = 0; r < k; r++)
+      for (int a = 0; a < nv; a++) Jm[r * nv + dofmap[a]] = J[r * nv + a];
+    mj_solveM(mm, md, X, Jm, k);
+    double big = 0, dw = 0, dm = 0;
+    for (int r = 0; r < k; r++)
+      for (int c = 0; c < k; c++) {
+        double w = 0;
+        for (int a = 0; a < nv; a++) w += Jm[r * nv + a] * X[c * nv + a];
+        big = fmax(big, fabs(Af[r * k + c]));
+        dw = fmax(dw, fabs(Af[r * k + c] - Aw[r * k + c]));
+        dm = fmax(dm, fabs(Af[r * k + c] - w));
+      }
+    worst_walk = fmax(worst_walk, dw / big), worst_mj = fmax(worst_mj, dm / big);
+    states++, rows += k;
+  }
+  printf("humanoid.xml on the floor, %d states, %d implicit rows (%d from the factors): W from ABA's L^T D L "
+         "vs the walks %.3g, vs MuJoCo's J M^-1 J^T %.3g relative to its largest entry\n",
+         states, rows, factored, worst_walk, worst_mj);
+  ENSURE(states >= 10 && factored == states && rows > 10 * states);
+  ENSURE(worst_walk < 1e-12 && worst_mj < 1e-9);
+  free(Af), free(Aw), free(J), free(Jm), free(X), free(dofmap), free(qmap);
+  mj_deleteData(md);
+  mj_deleteModel(mm);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+}
+
 int main(void) {
   part_random_trees();
   part_urdf("scenes/models/arm7.urdf", 1e-6);
   part_urdf("scenes/models/humanoid27.urdf", 1e-6);
   part_urdf("tests/oracle/data/offset_chain.urdf", 1e-9);
   part_free_body();
+  part_humanoid_delassus();
   return ensure_report();
 }

@@ -446,6 +446,295 @@ static double row_velocity_col(const khzModel *m, const khzData *d, const khzCon
   return out;
 }
 
+/* ------------------------------- the Delassus matrix from ABA's factors -- */
+
+/* need's bit for a joint whose C (rows_factor) is made, while a cluster's
+ * W is built from the factors (rows_need marks the paths 1; clearing them
+ * with rows_need resets every bit) */
+enum { NEED_FACTOR = 2 };
+
+/* a body that is its tree's only body (a free object) */
+static int body_alone_in_tree(const khzModel *m, int b) {
+  return m->body_parent[b] == 0 && m->body_treeend[b] == b + 1;
+}
+
+/* the dofs of the joints on body b's path to the root */
+static int path_dofs(const khzModel *m, int b) {
+  int n = 0;
+  for (int i = b; i > 0; i = m->body_parent[i]) n += m->jnt_nv[i];
+  return n;
+}
+
+/* the dofs the paths of bodies x and y of one tree share: those of their
+ * lowest common ancestor's path (a parent's index is below its child's) */
+static int shared_dofs(const khzModel *m, int x, int y) {
+  while (x != y) {
+    if (x > y) x = m->body_parent[x];
+    else y = m->body_parent[y];
+  }
+  return path_dofs(m, x);
+}
+
+/* the rows of one group of rows_factor: Y's values of a dof are stored
+ * this many to a line, a vector's lanes (delassus_product) */
+#define KHZ_FACTOR_LANES 4
+
+/* Rows mem[0..n) of pair c (n <= KHZ_FACTOR_LANES) as rows of
+ * Y = C^T L^-T J^T, one side at a time, with M = L^T D L ABA's block
+ * factorisation and C C^T = D^-1 per joint (khz_impulseFactorCols,
+ * khz_jointDinvFactor): side s's moving body goes to side_body[s] (-1:
+ * none) and the ns = side_n[s] dofs of its path to the root, root first, to
+ * wr (side 0's KHZ_FACTOR_LANES ns values, then side 1's), row j's value
+ * at the path's t-th dof at wr[t KHZ_FACTOR_LANES + j], lanes j >= n +0.
+ * Root first, two paths of one tree share a prefix: the dofs of their
+ * common ancestors. Then W_ab = sum over the
+ * sides of a and b on one tree of sum_t Y_at Y_bt over the shared prefix.
+ * Cb (36 per body) keeps each joint's C once per cluster (need's
+ * NEED_FACTOR); uc (6 KHZ_RESPONSE_COLS per body) is scratch. Returns the
+ * values written, or -1 when a joint's D^-1 is not positive definite. */
+static long rows_factor(const khzModel *m, khzData *d, const khzContact *c, const implicit_row *row,
+                        const int *mem, int n, unsigned char *need, double *Cb, double *uc, int side_body[2],
+                        int side_n[2], double *wr) {
+  enum { W = 6 * KHZ_RESPONSE_COLS };
+  long used = 0;
+  for (int s = 0; s < 2; s++) {
+    int b = c->body[s];
+    side_body[s] = -1, side_n[s] = 0;
+    if (b <= 0 || khz_bodyStatic(m, b)) continue;
+    double f[W];
+    for (int j = 0; j < n; j++) {
+      const implicit_row *r = row + mem[j];
+      double J[3] = {s ? -r->dir[0] : r->dir[0], s ? -r->dir[1] : r->dir[1], s ? -r->dir[2] : r->dir[2]};
+      khz_spatialImpulse(m, d, b, r->x, J, f + 6 * j);
+    }
+    khz_impulseFactorCols(m, d, b, n, f, uc);
+    int ns = path_dofs(m, b), below = 0;
+    double *w = wr + used;
+    for (int i = b; i > 0; i = m->body_parent[i]) {
+      int nv = m->jnt_nv[i];
+      if (!nv) continue;
+      below += nv;
+      double *C = Cb + 36 * i;
+      if (!(need[i] & NEED_FACTOR)) {
+        if (khz_jointDinvFactor(m, d, i, C) != 0) return -1;
+        need[i] |= NEED_FACTOR;
+      }
+      /* C^T u, joint i's entries at t = ns - below .. (the lanes past n
+       * +0) */
+      for (int j = 0; j < KHZ_FACTOR_LANES; j++) {
+        const double *u = uc + W * i + 6 * j;
+        double *wj = w + (size_t)(ns - below) * KHZ_FACTOR_LANES + j;
+        for (int a = 0; a < nv; a++) {
+          double sum = 0;
+          for (int e = a; j < n && e < nv; e++) sum += C[e * nv + a] * u[e];
+          wj[(size_t)a * KHZ_FACTOR_LANES] = sum;
+        }
+      }
+    }
+    side_body[s] = b, side_n[s] = ns;
+    used += (long)KHZ_FACTOR_LANES * ns;
+  }
+  return used;
+}
+
+/* 1 when a row of the cluster mem[0..k) moves a body of an articulated
+ * tree: its Delassus matrix is then built from ABA's factors
+ * (delassus_factored); clusters of free objects only keep the walk
+ * (rows_response), which costs them as little */
+static int cluster_articulated(const khzModel *m, const khzData *d, const implicit_row *row, const int *mem,
+                               int k) {
+  for (int a = 0; a < k; a++) {
+    const khzContact *c = d->contact + row[mem[a]].contact;
+    for (int s = 0; s < 2; s++) {
+      int b = c->body[s];
+      if (b > 0 && !khz_bodyStatic(m, b) && !body_alone_in_tree(m, b)) return 1;
+    }
+  }
+  return 0;
+}
+
+/* W = Y^T Y into A (k x k) from rows_factor's groups (delassus_factored) */
+static inline __attribute__((always_inline)) void delassus_product(const khzModel *m, int ng, const int *gstart,
+                                                                    const size_t *woff, const int *gbody,
+                                                                    const int *gn, const double *wr, int k,
+                                                                    double *A) {
+  enum { NC = KHZ_FACTOR_LANES };
+  /* W = Y^T Y, group p's rows against group q's (q <= p), the sides on one
+   * tree over their shared prefix */
+  for (int p = 0; p < ng; p++) {
+    int bp = gstart[p], np = gstart[p + 1] - bp;
+    for (int q = 0; q <= p; q++) {
+      int bq = gstart[q], nq = gstart[q + 1] - bq, len[2][2];
+      for (int s = 0; s < 2; s++)
+        for (int t = 0; t < 2; t++) {
+          int x = gbody[2 * p + s], y = gbody[2 * q + t];
+          len[s][t] = x > 0 && y > 0 && m->body_root[x] == m->body_root[y] ? shared_dofs(m, x, y) : 0;
+        }
+      /* the block Y_p Y_q^T: row i's sums over the columns j at once,
+       * each over the sides and the dofs in order, written to both halves
+       * (for p = q the last write of a pair wins in both) */
+      for (int i = 0; i < np; i++) {
+        double acc[NC] = {0, 0, 0, 0};
+        const double *yp = wr + woff[p];
+        for (int s = 0; s < 2; s++) {
+          const double *yq = wr + woff[q];
+          for (int t = 0; t < 2; t++) {
+            for (int e = 0; e < len[s][t]; e++) {
+              double x = yp[(size_t)e * NC + i];
+              const double *y = yq + (size_t)e * NC;
+              for (int j = 0; j < NC; j++) acc[j] += x * y[j];
+            }
+            yq += (size_t)NC * gn[2 * q + t];
+          }
+          yp += (size_t)NC * gn[2 * p + s];
+        }
+        for (int j = 0; j < nq; j++) A[(bp + i) * k + bq + j] = A[(bq + j) * k + bp + i] = acc[j];
+      }
+    }
+  }
+}
+
+/* delassus_product compiled for AVX too, as khz_impulseResponseCols: a
+ * line's four lanes in one register, each lane its own entry's operations
+ * (no FMA, no reassociation), so both builds give the same bits */
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx"))) static void delassus_product_avx(const khzModel *m, int ng, const int *gstart,
+                                                                const size_t *woff, const int *gbody, const int *gn,
+                                                                const double *wr, int k, double *A) {
+  delassus_product(m, ng, gstart, woff, gbody, gn, wr, k, A);
+}
+#endif
+
+static void delassus_product_any(const khzModel *m, int ng, const int *gstart, const size_t *woff,
+                                 const int *gbody, const int *gn, const double *wr, int k, double *A) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx")) {
+    delassus_product_avx(m, ng, gstart, woff, gbody, gn, wr, k, A);
+    return;
+  }
+#endif
+  delassus_product(m, ng, gstart, woff, gbody, gn, wr, k, A);
+}
+
+/* The Delassus matrix W of the cluster's k rows mem[0..k) into A (k x k),
+ * from ABA's factorisation M = L^T D L (rows_factor): W = Y^T Y with
+ * Y = C^T L^-T J^T, each entry the dot products of its two rows' sides on
+ * one tree over the dofs their paths share, computed once for both halves
+ * (A comes out exactly symmetric). O(k depth) for Y and O(k^2 depth) for W,
+ * against a walk of the tree per pair and a read of every row's two bodies
+ * per column (rows_response). uc is the walk's scratch. 0, or -1 when the
+ * scratch stack cannot hold Y or a joint's D^-1 is not positive definite:
+ * the caller takes the walk. */
+static int delassus_factored(const khzModel *m, khzData *d, const implicit_row *row, const int *mem, int k,
+                             unsigned char *need, double *uc, double *A) {
+  enum { NC = KHZ_FACTOR_LANES };
+  size_t mk = khz_stackMark(d);
+  int *gstart = khz_stackAlloc(d, ((size_t)k + 1) * sizeof(int));
+  size_t *woff = khz_stackAlloc(d, ((size_t)k + 1) * sizeof(size_t));
+  int *gbody = khz_stackAlloc(d, 2 * (size_t)k * sizeof(int)), *gn = khz_stackAlloc(d, 2 * (size_t)k * sizeof(int));
+  double *Cb = khz_stackAlloc(d, 36 * (size_t)m->nbody * sizeof(double));
+  if (!gstart || !woff || !gbody || !gn || !Cb) {
+    khz_stackFree(d, mk);
+    return -1;
+  }
+  /* groups: a pair's consecutive rows, up to KHZ_FACTOR_LANES at a time;
+   * Y's values bounded by the pair's paths */
+  int ng = 0;
+  woff[0] = 0;
+  for (int b = 0, e; b < k; b = e, ng++) {
+    int pair = row[mem[b]].contact;
+    for (e = b + 1; e < k && e - b < NC && row[mem[e]].contact == pair; e++) continue;
+    const khzContact *c = d->contact + pair;
+    size_t np = 0;
+    for (int s = 0; s < 2; s++)
+      if (c->body[s] > 0 && !khz_bodyStatic(m, c->body[s])) np += (size_t)path_dofs(m, c->body[s]);
+    gstart[ng] = b;
+    woff[ng + 1] = woff[ng] + np * KHZ_FACTOR_LANES;
+  }
+  gstart[ng] = k;
+  double *wr = khz_stackAlloc(d, (woff[ng] + 1) * sizeof(double));
+  if (!wr) {
+    khz_stackFree(d, mk);
+    return -1;
+  }
+  /* Y's rows, group by group */
+  for (int g = 0; g < ng; g++) {
+    int b = gstart[g];
+    if (rows_factor(m, d, d->contact + row[mem[b]].contact, row, mem + b, gstart[g + 1] - b, need, Cb, uc,
+                    gbody + 2 * g, gn + 2 * g, wr + woff[g]) < 0) {
+      khz_stackFree(d, mk);
+      return -1;
+    }
+  }
+  delassus_product_any(m, ng, gstart, woff, gbody, gn, wr, k, A);
+  khz_stackFree(d, mk);
+  return 0;
+}
+
+/* The cluster's Delassus matrix W into A (k x k) by one articulated walk
+ * per pair's rows (rows_response; the entries of rows on none of the
+ * pair's trees +0). need marks the cluster's paths (rows_need; left 2). */
+static void delassus_walk(const khzModel *m, khzData *d, const implicit_row *row, const int *mem, int k,
+                          unsigned char *need, double *uc, double *tmpc, double *dvc, double *A) {
+  /* dvc zero where rows_response adds and row_velocity_col reads: the
+   * bodies need marks (their marks turned to 2 as they are cleared) and
+   * the rows' static bodies */
+  for (int a = 0; a < k; a++) {
+    const khzContact *c = d->contact + row[mem[a]].contact;
+    for (int s = 0; s < 2; s++) {
+      int b = c->body[s];
+      if (b > 0 && !need[b]) memset(dvc + 6 * KHZ_RESPONSE_COLS * b, 0, 6 * KHZ_RESPONSE_COLS * sizeof(double));
+      for (int i = b; i > 0 && need[i] == 1; i = m->body_parent[i]) {
+        memset(dvc + 6 * KHZ_RESPONSE_COLS * i, 0, 6 * KHZ_RESPONSE_COLS * sizeof(double));
+        need[i] = 2;
+      }
+    }
+  }
+  /* a pair's consecutive rows (up to KHZ_RESPONSE_COLS) in one walk */
+  for (int b = 0, e; b < k; b = e) {
+    int pair = row[mem[b]].contact;
+    for (e = b + 1; e < k && e - b < KHZ_RESPONSE_COLS && row[mem[e]].contact == pair; e++) continue;
+    rows_response(m, d, d->contact + pair, row, mem + b, e - b, uc, tmpc, dvc, need);
+    /* the response moves the trees of the pair's moving bodies only: a
+     * row on none of them reads zeros there, and row_velocity_col's sums
+     * of zero products give +0, written directly (in a pile most rows of
+     * a cluster touch none of a pair's two bodies) */
+    int root[2];
+    for (int s = 0; s < 2; s++) {
+      int bs = d->contact[pair].body[s];
+      root[s] = bs > 0 && !khz_bodyStatic(m, bs) ? m->body_root[bs] : -1;
+    }
+    for (int a = 0, last = -1, moved = 0; a < k; a++) {
+      const implicit_row *ra = row + mem[a];
+      const khzContact *ca = d->contact + ra->contact;
+      if (ra->contact != last) {
+        last = ra->contact, moved = 0;
+        for (int s = 0; s < 2; s++) {
+          int bs = ca->body[s];
+          moved |= bs > 0 && (m->body_root[bs] == root[0] || m->body_root[bs] == root[1]);
+        }
+      }
+      for (int j = b; j < e; j++) A[a * k + j] = moved ? row_velocity_col(m, d, ca, ra, dvc, j - b) : 0;
+    }
+    rows_clear(m, d->contact + pair, dvc, need);
+  }
+}
+
+/* The cluster's Delassus matrix W into A (k x k): from ABA's factors
+ * (delassus_factored) where factored is set and the cluster holds an
+ * articulated tree and the scratch stack has room, else by the walk. need
+ * marks the cluster's paths (rows_need) on entry; on return its marks are
+ * nonzero on them (clear them with rows_need). */
+static void delassus(const khzModel *m, khzData *d, const implicit_row *row, const int *mem, int k,
+                     unsigned char *need, double *uc, double *tmpc, double *dvc, double *A, int factored) {
+  if (factored && cluster_articulated(m, d, row, mem, k)) {
+    if (delassus_factored(m, d, row, mem, k, need, uc, A) == 0) return;
+    rows_need(m, d, row, mem, k, need, 0); /* its bits cleared; the walk's marks again */
+    rows_need(m, d, row, mem, k, need, 1);
+  }
+  delassus_walk(m, d, row, mem, k, need, uc, tmpc, dvc, A);
+}
+
 /* row r's relative velocity along its direction, from the body velocities
  * vel (d->vtree, or velocity changes) */
 static double row_velocity(const khzModel *m, const khzData *d, const khzContact *c,
@@ -2073,48 +2362,7 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
       rows_need(m, d, row, mem, k, need, 0);
       continue;
     }
-    /* dvc zero where rows_response adds and row_velocity_col reads: the
-     * bodies need marks (their marks turned to 2 as they are cleared) and
-     * the rows' static bodies */
-    for (int a = 0; a < k; a++) {
-      const khzContact *c = d->contact + row[mem[a]].contact;
-      for (int s = 0; s < 2; s++) {
-        int b = c->body[s];
-        if (b > 0 && !need[b]) memset(dvc + 6 * KHZ_RESPONSE_COLS * b, 0, 6 * KHZ_RESPONSE_COLS * sizeof(double));
-        for (int i = b; i > 0 && need[i] == 1; i = m->body_parent[i]) {
-          memset(dvc + 6 * KHZ_RESPONSE_COLS * i, 0, 6 * KHZ_RESPONSE_COLS * sizeof(double));
-          need[i] = 2;
-        }
-      }
-    }
-    /* a pair's consecutive rows (up to KHZ_RESPONSE_COLS) in one walk */
-    for (int b = 0, e; b < k; b = e) {
-      int pair = row[mem[b]].contact;
-      for (e = b + 1; e < k && e - b < KHZ_RESPONSE_COLS && row[mem[e]].contact == pair; e++) continue;
-      rows_response(m, d, d->contact + pair, row, mem + b, e - b, uc, tmpc, dvc, need);
-      /* the response moves the trees of the pair's moving bodies only: a
-       * row on none of them reads zeros there, and row_velocity_col's sums
-       * of zero products give +0, written directly (in a pile most rows of
-       * a cluster touch none of a pair's two bodies) */
-      int root[2];
-      for (int s = 0; s < 2; s++) {
-        int bs = d->contact[pair].body[s];
-        root[s] = bs > 0 && !khz_bodyStatic(m, bs) ? m->body_root[bs] : -1;
-      }
-      for (int a = 0, last = -1, moved = 0; a < k; a++) {
-        const implicit_row *ra = row + mem[a];
-        const khzContact *ca = d->contact + ra->contact;
-        if (ra->contact != last) {
-          last = ra->contact, moved = 0;
-          for (int s = 0; s < 2; s++) {
-            int bs = ca->body[s];
-            moved |= bs > 0 && (m->body_root[bs] == root[0] || m->body_root[bs] == root[1]);
-          }
-        }
-        for (int j = b; j < e; j++) A[a * k + j] = moved ? row_velocity_col(m, d, ca, ra, dvc, j - b) : 0;
-      }
-      rows_clear(m, d->contact + pair, dvc, need);
-    }
+    delassus(m, d, row, mem, k, need, uc, tmpc, dvc, A, 1);
     rows_need(m, d, row, mem, k, need, 0); /* A holds what the rows need */
     for (int a = 0; a < k; a++) {
       for (int b = 0; b < a; b++) A[a * k + b] = A[b * k + a] = 0.5 * (A[a * k + b] + A[b * k + a]);
@@ -2157,6 +2405,56 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
   khz_stackFree(d, mark);
 }
 
+int khz_penaltyDelassus(const khzModel *m, khzData *d, int factored, double *A, double *J, int kmax) {
+  size_t mark = khz_stackMark(d);
+  int cap = d->ncpoint + 2 * d->ncontact, k = 0, ret = -1;
+  implicit_row *row = khz_stackAlloc(d, (size_t)cap * sizeof(implicit_row));
+  int *mem = khz_stackAlloc(d, (size_t)cap * sizeof(int));
+  unsigned char *need = khz_stackAlloc(d, (size_t)m->nbody);
+  double *tau = khz_stackAlloc(d, (size_t)m->nv * sizeof(double));
+  double *qdd = khz_stackAlloc(d, (size_t)m->nv * sizeof(double));
+  double *jp = khz_stackAlloc(d, 3 * (size_t)m->nv * sizeof(double));
+  size_t wbody = 6 * KHZ_RESPONSE_COLS * (size_t)m->nbody * sizeof(double);
+  double *uc = khz_stackAlloc(d, wbody), *tmpc = khz_stackAlloc(d, wbody), *dvc = khz_stackAlloc(d, wbody);
+  if (!row || !mem || !need || !tau || !qdd || !jp || !uc || !tmpc || !dvc) goto out;
+  /* ABA's factors of M at the state (no damping: h = 0) */
+  khz_forwardPass(m, d, d->q, d->qd);
+  khz_externalForces(m, d);
+  memset(tau, 0, (size_t)m->nv * sizeof(double));
+  khz_abaCore(m, d, tau, qdd);
+  for (int i = 0; i < d->ncontact; i++) {
+    const khzContact *c = d->contact + i;
+    if (c->nbottom && d->pair[c->slot].phase == KHZ_PHASE_RESTING) k += pair_rows(m, d, i, row + k);
+  }
+  if (k > kmax) goto out;
+  for (int a = 0; a < k; a++) mem[a] = a;
+  memset(need, 0, (size_t)m->nbody);
+  rows_need(m, d, row, mem, k, need, 1);
+  int took = factored && cluster_articulated(m, d, row, mem, k) &&
+         delassus_factored(m, d, row, mem, k, need, uc, A) == 0;
+  if (!took) {
+    rows_need(m, d, row, mem, k, need, 0);
+    rows_need(m, d, row, mem, k, need, 1);
+    delassus_walk(m, d, row, mem, k, need, uc, tmpc, dvc, A);
+  }
+  /* the rows' Jacobians: +dir on body 0, -dir on body 1 */
+  for (int a = 0; J && a < k; a++) {
+    const khzContact *c = d->contact + row[a].contact;
+    memset(J + (size_t)a * m->nv, 0, (size_t)m->nv * sizeof(double));
+    for (int s = 0; s < 2; s++) {
+      if (c->body[s] <= 0) continue;
+      khz_jacobian(m, d, c->body[s], row[a].x, jp, NULL);
+      for (int q = 0; q < m->nv; q++)
+        J[(size_t)a * m->nv + q] += (s ? -1 : 1) * (row[a].dir[0] * jp[q] + row[a].dir[1] * jp[m->nv + q] +
+                                                     row[a].dir[2] * jp[2 * m->nv + q]);
+    }
+  }
+  ret = took ? k : -k - 1;
+out:
+  khz_stackFree(d, mark);
+  return ret;
+}
+
 size_t khz_penaltyImplicitStackBytes(const khzModel *m) {
   size_t np = (size_t)m->npair_max * ((size_t)m->max_points + 2);
   size_t k = np < KHZ_IMPLICIT_DIRECT ? np : KHZ_IMPLICIT_DIRECT;
@@ -2174,6 +2472,17 @@ size_t khz_penaltyImplicitStackBytes(const khzModel *m) {
                             12 * (size_t)m->nbody * sizeof(double) + ((size_t)m->nbody + 1) * sizeof(int) + scratch +
                             20 * 64
                       : 0;
+  /* delassus_factored: C per body, per group (at most one per row) its
+   * start, offset, bodies and path lengths and KHZ_FACTOR_LANES values
+   * per dof of two paths */
+  size_t path = 0;
+  for (int b = 1; b < m->nbody; b++) {
+    size_t nb = 0;
+    for (int i = b; i > 0; i = m->body_parent[i]) nb += (size_t)m->jnt_nv[i];
+    path = nb > path ? nb : path;
+  }
+  direct += 36 * (size_t)m->nbody * sizeof(double) + (k + 1) * (sizeof(int) + sizeof(size_t)) +
+            4 * k * sizeof(int) + (KHZ_FACTOR_LANES * 2 * path * k + 1) * sizeof(double) + 7 * 64;
   return (size_t)m->nbody * (2 * sizeof(int) + 1 + 3 * 6 * KHZ_RESPONSE_COLS * sizeof(double)) +
          np * (sizeof(implicit_row) + 4 * sizeof(int) + 8 * sizeof(double)) +
          (size_t)m->max_points * sizeof(implicit_row) + (direct > blocks ? direct : blocks) + 27 * 64;

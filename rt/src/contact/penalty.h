@@ -50,6 +50,16 @@ int khz_penaltyHeldSolve(const double *A, int k, const int *fixed, double *sol, 
  * (penalty.c, solve_blocks; tests) */
 int khz_penaltyTreeBlocks(const int *tree, const int *pair, int k, int ntree, int *ord, int *start, int *count);
 
+/* The Delassus matrix W = J M^-1 J^T of the implicit rows of every resting
+ * pair (their rows as khz_penaltyImplicit makes them, all in one list) into
+ * A (k x k, row-major), at ABA's factors of M at d->q (computed here, no
+ * damping), from ABA's L^T D L factorisation (factored 1, where the rows
+ * move an articulated tree) or by the articulated walks; J (k x nv, or
+ * NULL) receives the rows' joint-space Jacobians. Returns k when the
+ * factors gave W, -k-1 when the walks did, -1 when there are more than
+ * kmax rows or the scratch stack is short (tests) */
+int khz_penaltyDelassus(const khzModel *m, khzData *d, int factored, double *A, double *J, int kmax);
+
 /* the mass a contact moves on body b: 0 for the world or a static body
  * (infinite); a robot's link carries its floating robot */
 double khz_penaltyContactMass(const khzModel *m, int b);
