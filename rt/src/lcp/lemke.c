@@ -302,6 +302,30 @@ static void lu_solve(const double *A, int k, const int *piv, double *b) {
   }
 }
 
+/* b <- A^-1 e_a (b of k), lu_solve on the unit vector without the forward
+ * steps before the 1's row (after the row swaps): there b holds only +0,
+ * which those steps leave +0, so the result is lu_solve's to the bit (a
+ * re-inversion's k solves: about a sixth less work) */
+static void lu_solve_unit(const double *A, int k, const int *piv, int a, double *b) {
+  memset(b, 0, (size_t)k * sizeof(double));
+  b[a] = 1;
+  int p = a; /* where the 1 is */
+  for (int c = 0; c < k; c++)
+    if (piv[c] != c) {
+      double t = b[c];
+      b[c] = b[piv[c]], b[piv[c]] = t;
+      if (p == c) p = piv[c];
+      else if (p == piv[c]) p = c;
+    }
+  for (int c = p; c < k; c++)
+    for (int i = c + 1; i < k; i++) b[i] -= A[i * k + c] * b[c];
+  for (int i = k - 1; i >= 0; i--) {
+    double s = b[i];
+    for (int j = i + 1; j < k; j++) s -= A[i * k + j] * b[j];
+    b[i] = s / A[i * k + i];
+  }
+}
+
 /* column v of [I, -M, -e] at row r */
 static double basic_entry(int n, const double *M, int v, int r) {
   return v < n ? (r == v) : v < 2 * n ? -M[(size_t)r * n + (v - n)] : -1;
@@ -449,19 +473,36 @@ static int reinvert_reduced(khzLemke *lk, int n, const double *M, const double *
     for (int b = 0; b < k; b++) K[(size_t)a * k + b] = basic_entry(n, M, lk->basis[S[b]], R[a]);
   if (k > 0 && !lu_factor(K, k, piv, scale)) return 0;
   memset(Binv, 0, (size_t)n * n * sizeof(double));
+  /* K^-1 also packed (row b: B^-1's row S_b on the columns R) after K's
+   * factors in lk->lu when both fit (k <= n / sqrt 2): the basic w's rows
+   * below then read and write contiguous k-vectors instead of scattering
+   * over n-long rows (the same products in the same order: the same bits) */
+  double *Kinv = 2 * (size_t)k * k <= (size_t)n * n ? K + (size_t)k * k : NULL;
   /* rows S: column R[a] of K^-1 */
   for (int a = 0; a < k; a++) {
-    memset(e, 0, (size_t)k * sizeof(double));
-    e[a] = 1;
-    lu_solve(K, k, piv, e);
+    lu_solve_unit(K, k, piv, a, e);
     for (int b = 0; b < k; b++) Binv[(size_t)S[b] * n + R[a]] = e[b];
+    if (Kinv)
+      for (int b = 0; b < k; b++) Kinv[(size_t)b * k + a] = e[b];
   }
   /* rows of the basic w's: e_rho - sum_b B[rho, S_b] (row S_b) */
+  double *t = Kinv ? e : NULL; /* the row on the columns R, packed (e is free until qbar) */
   for (int i = 0; i < n; i++) {
     int rho = lk->basis[i];
     if (rho >= n) continue;
     double *Bi = Binv + (size_t)i * n;
     Bi[rho] = 1;
+    if (t) {
+      for (int a = 0; a < k; a++) t[a] = 0;
+      for (int b = 0; b < k; b++) {
+        double c = basic_entry(n, M, lk->basis[S[b]], rho);
+        if (c == 0) continue;
+        const double *Kb = Kinv + (size_t)b * k;
+        for (int a = 0; a < k; a++) t[a] -= c * Kb[a];
+      }
+      for (int a = 0; a < k; a++) Bi[R[a]] = t[a];
+      continue;
+    }
     for (int b = 0; b < k; b++) {
       double c = basic_entry(n, M, lk->basis[S[b]], rho);
       if (c == 0) continue;
@@ -496,15 +537,30 @@ static int reinvert(khzLemke *lk, int n, const double *M, const double *q) {
 static double binv_error(khzLemke *lk, int n, const double *M) {
   if (n < 2) return INFINITY; /* lk->lu has room for 2 n from n = 2 */
   double *x = lk->lu, *y = lk->lu + n;
-  memset(y, 0, (size_t)n * sizeof(double));
+  /* y = B x row by row (M read along its rows, not down its columns): row
+   * r sums the basic columns' terms in the basis' order, a basic w_r's x
+   * at its place among them, as a column-by-column sweep would (the same
+   * bits). wrow[r]: the basis position of w_r (-1: not basic); cols: the
+   * positions of the basic z's and z0, in order (scratch free here) */
+  int *wrow = lk->ties, *cols = lk->perm + n, ncol = 0;
+  for (int r = 0; r < n; r++) wrow[r] = -1;
   for (int i = 0; i < n; i++) {
     int v = lk->basis[i];
     x[i] = 1 + 0.25 * (i & 3);
-    if (v < n) y[v] += x[i];
-    else if (v < 2 * n)
-      for (int r = 0; r < n; r++) y[r] -= M[(size_t)r * n + (v - n)] * x[i];
-    else
-      for (int r = 0; r < n; r++) y[r] -= x[i];
+    if (v < n) wrow[v] = i;
+    else cols[ncol++] = i;
+  }
+  for (int r = 0; r < n; r++) {
+    const double *Mr = M + (size_t)r * n;
+    int iw = wrow[r];
+    double s = 0;
+    for (int t = 0; t < ncol; t++) {
+      int i = cols[t], v = lk->basis[i];
+      if (iw >= 0 && iw < i) s += x[iw], iw = -1;
+      s -= v < 2 * n ? Mr[v - n] * x[i] : x[i];
+    }
+    if (iw >= 0) s += x[iw];
+    y[r] = s;
   }
   int *nz = lk->perm, nnz = 0;
   for (int r = 0; r < n; r++)
