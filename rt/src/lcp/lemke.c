@@ -537,30 +537,15 @@ static int reinvert(khzLemke *lk, int n, const double *M, const double *q) {
 static double binv_error(khzLemke *lk, int n, const double *M) {
   if (n < 2) return INFINITY; /* lk->lu has room for 2 n from n = 2 */
   double *x = lk->lu, *y = lk->lu + n;
-  /* y = B x row by row (M read along its rows, not down its columns): row
-   * r sums the basic columns' terms in the basis' order, a basic w_r's x
-   * at its place among them, as a column-by-column sweep would (the same
-   * bits). wrow[r]: the basis position of w_r (-1: not basic); cols: the
-   * positions of the basic z's and z0, in order (scratch free here) */
-  int *wrow = lk->ties, *cols = lk->perm + n, ncol = 0;
-  for (int r = 0; r < n; r++) wrow[r] = -1;
+  memset(y, 0, (size_t)n * sizeof(double));
   for (int i = 0; i < n; i++) {
     int v = lk->basis[i];
     x[i] = 1 + 0.25 * (i & 3);
-    if (v < n) wrow[v] = i;
-    else cols[ncol++] = i;
-  }
-  for (int r = 0; r < n; r++) {
-    const double *Mr = M + (size_t)r * n;
-    int iw = wrow[r];
-    double s = 0;
-    for (int t = 0; t < ncol; t++) {
-      int i = cols[t], v = lk->basis[i];
-      if (iw >= 0 && iw < i) s += x[iw], iw = -1;
-      s -= v < 2 * n ? Mr[v - n] * x[i] : x[i];
-    }
-    if (iw >= 0) s += x[iw];
-    y[r] = s;
+    if (v < n) y[v] += x[i];
+    else if (v < 2 * n)
+      for (int r = 0; r < n; r++) y[r] -= M[(size_t)r * n + (v - n)] * x[i];
+    else
+      for (int r = 0; r < n; r++) y[r] -= x[i];
   }
   int *nz = lk->perm, nnz = 0;
   for (int r = 0; r < n; r++)
