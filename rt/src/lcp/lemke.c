@@ -326,6 +326,40 @@ static void lu_solve_unit(const double *A, int k, const int *piv, int a, double 
   }
 }
 
+/* X <- A^-1 (k x k, row-major) from lu_factor's factors: the k solves of
+ * lu_solve on the unit vectors done side by side, each step applied to a
+ * whole row of X (a contiguous k-vector, which the compiler vectorises);
+ * every entry sees the same operations in the same order as its column's
+ * lu_solve, so X is those solutions to the bit */
+static void lu_inverse(const double *A, int k, const int *piv, double *X) {
+  memset(X, 0, (size_t)k * k * sizeof(double));
+  for (int i = 0; i < k; i++) X[(size_t)i * k + i] = 1;
+  for (int c = 0; c < k; c++)
+    if (piv[c] != c) {
+      double *x = X + (size_t)c * k, *y = X + (size_t)piv[c] * k;
+      for (int a = 0; a < k; a++) {
+        double t = x[a];
+        x[a] = y[a], y[a] = t;
+      }
+    }
+  for (int c = 0; c < k; c++) {
+    const double *xc = X + (size_t)c * k;
+    for (int i = c + 1; i < k; i++) {
+      double f = A[i * k + c], *xi = X + (size_t)i * k;
+      for (int a = 0; a < k; a++) xi[a] -= f * xc[a];
+    }
+  }
+  for (int i = k - 1; i >= 0; i--) {
+    double *xi = X + (size_t)i * k;
+    for (int j = i + 1; j < k; j++) {
+      double f = A[i * k + j];
+      const double *xj = X + (size_t)j * k;
+      for (int a = 0; a < k; a++) xi[a] -= f * xj[a];
+    }
+    for (int a = 0; a < k; a++) xi[a] /= A[i * k + i];
+  }
+}
+
 /* column v of [I, -M, -e] at row r */
 static double basic_entry(int n, const double *M, int v, int r) {
   return v < n ? (r == v) : v < 2 * n ? -M[(size_t)r * n + (v - n)] : -1;
@@ -479,11 +513,15 @@ static int reinvert_reduced(khzLemke *lk, int n, const double *M, const double *
    * over n-long rows (the same products in the same order: the same bits) */
   double *Kinv = 2 * (size_t)k * k <= (size_t)n * n ? K + (size_t)k * k : NULL;
   /* rows S: column R[a] of K^-1 */
-  for (int a = 0; a < k; a++) {
-    lu_solve_unit(K, k, piv, a, e);
-    for (int b = 0; b < k; b++) Binv[(size_t)S[b] * n + R[a]] = e[b];
-    if (Kinv)
-      for (int b = 0; b < k; b++) Kinv[(size_t)b * k + a] = e[b];
+  if (Kinv) {
+    lu_inverse(K, k, piv, Kinv);
+    for (int b = 0; b < k; b++)
+      for (int a = 0; a < k; a++) Binv[(size_t)S[b] * n + R[a]] = Kinv[(size_t)b * k + a];
+  } else {
+    for (int a = 0; a < k; a++) {
+      lu_solve_unit(K, k, piv, a, e);
+      for (int b = 0; b < k; b++) Binv[(size_t)S[b] * n + R[a]] = e[b];
+    }
   }
   /* rows of the basic w's: e_rho - sum_b B[rho, S_b] (row S_b) */
   double *t = Kinv ? e : NULL; /* the row on the columns R, packed (e is free until qbar) */
