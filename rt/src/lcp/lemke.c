@@ -175,7 +175,20 @@ static void entering_column(khzLemke *lk, int n, const double *M, int v, double 
       a[k] = M[(size_t)k * n + (v - n)];
       if (a[k] != 0) nz[nnz++] = k;
     }
-  for (int i = 0; i < n; i++) {
+  int i0 = 0;
+  if (v >= n && v < 2 * n)
+    /* four rows at a time, as binv_error: four independent sums */
+    for (; i0 + 4 <= n; i0 += 4) {
+      const double *B0 = B + (size_t)i0 * n, *B1 = B0 + n, *B2 = B1 + n, *B3 = B2 + n;
+      double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      for (int t = 0; t < nnz; t++) {
+        int j = nz[t];
+        double aj = a[j];
+        s0 -= B0[j] * aj, s1 -= B1[j] * aj, s2 -= B2[j] * aj, s3 -= B3[j] * aj;
+      }
+      d[i0] = s0, d[i0 + 1] = s1, d[i0 + 2] = s2, d[i0 + 3] = s3;
+    }
+  for (int i = i0; i < n; i++) {
     const double *Bi = B + (size_t)i * n;
     double s = 0;
     if (v < n) {
@@ -589,7 +602,23 @@ static double binv_error(khzLemke *lk, int n, const double *M) {
   for (int r = 0; r < n; r++)
     if (y[r] != 0) nz[nnz++] = r;
   double err = 0;
-  for (int i = 0; i < n; i++) {
+  int i = 0;
+  /* four rows at a time: four independent sums (the adds' latency, not
+   * their count, bounds one row's), each in its own row's order */
+  for (; i + 4 <= n; i += 4) {
+    const double *B0 = lk->binv + (size_t)i * n, *B1 = B0 + n, *B2 = B1 + n, *B3 = B2 + n;
+    double s[4] = {0, 0, 0, 0};
+    for (int t = 0; t < nnz; t++) {
+      int j = nz[t];
+      double yj = y[j];
+      s[0] += B0[j] * yj, s[1] += B1[j] * yj, s[2] += B2[j] * yj, s[3] += B3[j] * yj;
+    }
+    for (int u = 0; u < 4; u++) {
+      double e = fabs(s[u] - x[i + u]);
+      if (!(e <= err)) err = e;
+    }
+  }
+  for (; i < n; i++) {
     const double *Bi = lk->binv + (size_t)i * n;
     double s = 0;
     for (int t = 0; t < nnz; t++) s += Bi[nz[t]] * y[nz[t]];
