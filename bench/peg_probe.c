@@ -3,7 +3,9 @@
  * steps from it with the counts of each (diagnosis, session 14; docs/peg.md,
  * tenth round). PEG_PROBE_DUMP=DIR writes every Lemke try of a block that
  * did not solve (and a solving retry) to DIR/block_*.txt for
- * bench/lemke_block and an independent solver. */
+ * bench/lemke_block and an independent solver (PEG_PROBE_DUMP_K=K: every
+ * block of K unknowns or more too). PEG_PROBE_MODEL=standard: the standard
+ * model's steps. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +23,9 @@ static int ndumped;
 static void dump_block(void *user, int k, const double *M, const double *qb, const double *z, int friction,
                        int attempt, int status) {
   (void)z;
-  if (status == 0 && attempt == 0) return;
+  /* PEG_PROBE_DUMP_K=K: also every solved first try of K unknowns or more */
+  const char *kmin = getenv("PEG_PROBE_DUMP_K");
+  if (status == 0 && attempt == 0 && !(kmin && k >= atoi(kmin))) return;
   char path[256];
   snprintf(path, sizeof path, "%s/block_%03d_k%d_f%d_t%d_s%d.txt", (const char *)user, ndumped++, k, friction, attempt,
            status);
@@ -116,6 +120,8 @@ int main(int argc, char **argv) {
   if (getenv("PEG_SPLITS")) khz_pegSetSplits(atoi(getenv("PEG_SPLITS")));
   /* PEG_PROBE_TIES=1: lemke.c's default ratio ties (PEG's before session 14) */
   if (getenv("PEG_PROBE_TIES")) khz_pegSetLemkeTies(atof(getenv("PEG_PROBE_TIES")));
+  /* PEG_PROBE_MODEL=standard: the standard model's step (one constraint per feature pair) */
+  if (getenv("PEG_PROBE_MODEL") && !strcmp(getenv("PEG_PROBE_MODEL"), "standard")) khz_pegSetModel(KHZ_PEG_MODEL_STANDARD);
   printf("state at the start (h %g):\n", h);
   overlaps(m, d);
   for (int s = 0; s < steps; s++) {

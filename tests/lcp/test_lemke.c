@@ -150,6 +150,67 @@ static int contact_lcp(double *M, double *q) {
   return n;
 }
 
+/* A pile's frictional contact LCP (Stewart & Trinkle, as contact_lcp) at the
+ * sizes of the pour's blocks: nc contacts, each between two of nb free
+ * bodies (6 DoF, a random SPD inverse mass each), normal and 4 friction
+ * directions, so that M is sparse as the pour's (a column couples the
+ * contacts of two bodies). Returns n = 6 nc */
+#define PILE_NMAX 240
+#define PILE_HASH 0x0d83510fde91ec0full /* fd00f05's lemke.c, gcc 12 -O3 (x86-64, SSE2) */
+static int pile_lcp(int nc, int nb, double *M, double *q) {
+  static double Minv[64][36], J[PILE_NMAX][12];
+  static int body[PILE_NMAX][2];
+  int nr = 5 * nc, n = 6 * nc;
+  for (int b = 0; b < nb; b++) {
+    double A[36];
+    for (int i = 0; i < 36; i++) A[i] = srand1();
+    for (int i = 0; i < 6; i++)
+      for (int j = 0; j < 6; j++) {
+        double t = i == j ? 0.1 : 0;
+        for (int k = 0; k < 6; k++) t += A[i * 6 + k] * A[j * 6 + k];
+        Minv[b][i * 6 + j] = t;
+      }
+  }
+  /* contact c's rows: c (normal), nc + 4 c + j (friction); each row's
+   * Jacobian on its two bodies, 6 entries each */
+  for (int c = 0; c < nc; c++) {
+    int a = irand(0, nb - 1), b = irand(0, nb - 2);
+    b += b >= a;
+    double nrm[12], t1[12], t2[12];
+    for (int i = 0; i < 12; i++) nrm[i] = srand1(), t1[i] = srand1(), t2[i] = srand1();
+    int rows[5] = {c, nc + 4 * c, nc + 4 * c + 1, nc + 4 * c + 2, nc + 4 * c + 3};
+    for (int r = 0; r < 5; r++) {
+      body[rows[r]][0] = a, body[rows[r]][1] = b;
+      double th = 2 * M_PI * (r - 1) / 4;
+      for (int i = 0; i < 12; i++) J[rows[r]][i] = r == 0 ? nrm[i] : cos(th) * t1[i] + sin(th) * t2[i];
+    }
+  }
+  memset(M, 0, (size_t)n * n * sizeof(double));
+  for (int r = 0; r < nr; r++)
+    for (int s = 0; s < nr; s++)
+      for (int u = 0; u < 2; u++)
+        for (int v = 0; v < 2; v++) {
+          if (body[r][u] != body[s][v]) continue;
+          const double *Mi = Minv[body[r][u]];
+          double t = 0;
+          for (int i = 0; i < 6; i++)
+            for (int j = 0; j < 6; j++) t += J[r][6 * u + i] * Mi[i * 6 + j] * J[s][6 * v + j];
+          M[r * n + s] += t;
+        }
+  for (int c = 0; c < nc; c++) {
+    double mu = 0.1 + 1.1 * urand();
+    for (int j = 0; j < 4; j++) {
+      M[(nc + 4 * c + j) * n + nr + c] = 1;
+      M[(nr + c) * n + nc + 4 * c + j] = -1;
+    }
+    M[(nr + c) * n + c] = mu;
+  }
+  for (int r = 0; r < nr; r++) q[r] = srand1();
+  for (int c = 0; c < nc; c++) q[c] = urand() < 0.3 ? 0 : srand1() * 0.5;
+  for (int c = 0; c < nc; c++) q[nr + c] = 0;
+  return n;
+}
+
 int main(void) {
   static double M[NMAX * NMAX], q[NMAX], z[NMAX], w[NMAX], zs[NMAX], ws[NMAX], A[NMAX * NMAX];
   static const char *const fam[] = {"pd", "psd", "degenerate", "zeroq", "contact"};
@@ -420,6 +481,62 @@ int main(void) {
       printf("separating contact with round-off q (tie %s): %s, %d pivots, residual %.2e\n", set ? "1e-3" : "1",
              khz_lcpStatusName(st), lk.pivots, res);
     }
+  }
+
+  /* PEG's Lemke (reduced re-inversions, z0 ties) on pile LCPs of n = 60 ..
+   * 180 and positive definite ones of 40 .. 100, every pivot counted small
+   * (lk.reinvert 2) and re-inverted (lk.recheck 0): statuses, pivots,
+   * re-inversions, the bits of z and of the final B^-1 and B^-1 q hashed
+   * and compared with what fd00f05's lemke.c gives (recorded above).
+   * Session 16's cuts of the re-inversion (K^-1 packed for the basic w's
+   * rows, unit solves without their leading zero steps) keep them to the
+   * bit; summing a basic w's row in another order changes the hash.
+   * Solved ones also checked by their residual. */
+  {
+    static double Mp[PILE_NMAX * PILE_NMAX], A[PILE_NMAX * PILE_NMAX], qp[PILE_NMAX], zp[PILE_NMAX], wp[PILE_NMAX];
+    void *pmem = malloc(khz_lemkeBytes(PILE_NMAX));
+    khzLemke pk;
+    unsigned long long hash = 1469598103934665603ull;
+    long pivots = 0, reinverts = 0;
+    int solved = 0, runs = 0;
+    for (int t = 0; t < 20; t++) {
+      int nc = 10 + 20 * (t % 16) / 15, n = 6 * nc;
+      if (t < 16) {
+        pile_lcp(nc, 3 + nc / 4, Mp, qp);
+      } else {
+        /* positive definite, q < 0: every z basic at the end (k = n), the
+         * re-inversion's unpacked branch */
+        n = 40 + 20 * (t - 16);
+        mat_aat(n, n, Mp, A);
+        for (int i = 0; i < n; i++) Mp[i * n + i] += 1, qp[i] = -0.1 - urand();
+      }
+      khz_lemkeInit(&pk, PILE_NMAX, pmem);
+      /* recheck 0: every (small) pivot re-inverts */
+      pk.reduced = 1, pk.recheck = 0, pk.z0_ties = 1, pk.tie_abs = 1e-3, pk.reinvert = 2;
+      khzLcpStatus st = khz_lemke(&pk, n, Mp, qp, zp, wp, 5 * n + 50);
+      if (st == KHZ_LCP_SOLVED) {
+        solved++;
+        double res = khz_lcpResidual(n, Mp, qp, zp);
+        ENSURE_MSG(res <= 1e-9, "pile LCP #%d (n = %d): residual %.3g", t, n, res);
+      }
+      runs++;
+      pivots += pk.pivots, reinverts += pk.reinverts;
+      unsigned long long word = (unsigned long long)st << 32 | (unsigned)pk.pivots;
+      hash = (hash ^ word) * 1099511628211ull;
+      hash = (hash ^ (unsigned)pk.reinverts) * 1099511628211ull;
+      /* z (recomputed from the final basis by the polish) and the final
+       * B^-1 and B^-1 q as the pivots and re-inversions left them */
+      for (int i = 0; i < n * n + 2 * n; i++) {
+        unsigned long long b;
+        memcpy(&b, i < n ? zp + i : i < 2 * n ? pk.qbar + (i - n) : pk.binv + (i - 2 * n), 8);
+        hash = (hash ^ b) * 1099511628211ull;
+      }
+    }
+    printf("pile LCPs (n 60-180) and 4 positive definite ones (PEG's settings, a re-inversion at every pivot): %d of %d solved, %ld pivots, %ld "
+           "re-inversions, hash %016llx\n", solved, runs, pivots, reinverts, hash);
+    ENSURE_MSG(hash == PILE_HASH, "pile LCPs: hash %016llx, fd00f05's %016llx", hash, (unsigned long long)PILE_HASH);
+    ENSURE(reinverts > 100);
+    free(pmem);
   }
   free(mem);
   return ensure_report();

@@ -175,7 +175,20 @@ static void entering_column(khzLemke *lk, int n, const double *M, int v, double 
       a[k] = M[(size_t)k * n + (v - n)];
       if (a[k] != 0) nz[nnz++] = k;
     }
-  for (int i = 0; i < n; i++) {
+  int i0 = 0;
+  if (v >= n && v < 2 * n)
+    /* four rows at a time, as binv_error: four independent sums */
+    for (; i0 + 4 <= n; i0 += 4) {
+      const double *B0 = B + (size_t)i0 * n, *B1 = B0 + n, *B2 = B1 + n, *B3 = B2 + n;
+      double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      for (int t = 0; t < nnz; t++) {
+        int j = nz[t];
+        double aj = a[j];
+        s0 -= B0[j] * aj, s1 -= B1[j] * aj, s2 -= B2[j] * aj, s3 -= B3[j] * aj;
+      }
+      d[i0] = s0, d[i0 + 1] = s1, d[i0 + 2] = s2, d[i0 + 3] = s3;
+    }
+  for (int i = i0; i < n; i++) {
     const double *Bi = B + (size_t)i * n;
     double s = 0;
     if (v < n) {
@@ -299,6 +312,64 @@ static void lu_solve(const double *A, int k, const int *piv, double *b) {
     double s = b[i];
     for (int j = i + 1; j < k; j++) s -= A[i * k + j] * b[j];
     b[i] = s / A[i * k + i];
+  }
+}
+
+/* b <- A^-1 e_a (b of k), lu_solve on the unit vector without the forward
+ * steps before the 1's row (after the row swaps): there b holds only +0,
+ * which those steps leave +0, so the result is lu_solve's to the bit (a
+ * re-inversion's k solves: about a sixth less work) */
+static void lu_solve_unit(const double *A, int k, const int *piv, int a, double *b) {
+  memset(b, 0, (size_t)k * sizeof(double));
+  b[a] = 1;
+  int p = a; /* where the 1 is */
+  for (int c = 0; c < k; c++)
+    if (piv[c] != c) {
+      double t = b[c];
+      b[c] = b[piv[c]], b[piv[c]] = t;
+      if (p == c) p = piv[c];
+      else if (p == piv[c]) p = c;
+    }
+  for (int c = p; c < k; c++)
+    for (int i = c + 1; i < k; i++) b[i] -= A[i * k + c] * b[c];
+  for (int i = k - 1; i >= 0; i--) {
+    double s = b[i];
+    for (int j = i + 1; j < k; j++) s -= A[i * k + j] * b[j];
+    b[i] = s / A[i * k + i];
+  }
+}
+
+/* X <- A^-1 (k x k, row-major) from lu_factor's factors: the k solves of
+ * lu_solve on the unit vectors done side by side, each step applied to a
+ * whole row of X (a contiguous k-vector, which the compiler vectorises);
+ * every entry sees the same operations in the same order as its column's
+ * lu_solve, so X is those solutions to the bit */
+static void lu_inverse(const double *A, int k, const int *piv, double *X) {
+  memset(X, 0, (size_t)k * k * sizeof(double));
+  for (int i = 0; i < k; i++) X[(size_t)i * k + i] = 1;
+  for (int c = 0; c < k; c++)
+    if (piv[c] != c) {
+      double *x = X + (size_t)c * k, *y = X + (size_t)piv[c] * k;
+      for (int a = 0; a < k; a++) {
+        double t = x[a];
+        x[a] = y[a], y[a] = t;
+      }
+    }
+  for (int c = 0; c < k; c++) {
+    const double *xc = X + (size_t)c * k;
+    for (int i = c + 1; i < k; i++) {
+      double f = A[i * k + c], *xi = X + (size_t)i * k;
+      for (int a = 0; a < k; a++) xi[a] -= f * xc[a];
+    }
+  }
+  for (int i = k - 1; i >= 0; i--) {
+    double *xi = X + (size_t)i * k;
+    for (int j = i + 1; j < k; j++) {
+      double f = A[i * k + j];
+      const double *xj = X + (size_t)j * k;
+      for (int a = 0; a < k; a++) xi[a] -= f * xj[a];
+    }
+    for (int a = 0; a < k; a++) xi[a] /= A[i * k + i];
   }
 }
 
@@ -449,19 +520,40 @@ static int reinvert_reduced(khzLemke *lk, int n, const double *M, const double *
     for (int b = 0; b < k; b++) K[(size_t)a * k + b] = basic_entry(n, M, lk->basis[S[b]], R[a]);
   if (k > 0 && !lu_factor(K, k, piv, scale)) return 0;
   memset(Binv, 0, (size_t)n * n * sizeof(double));
+  /* K^-1 also packed (row b: B^-1's row S_b on the columns R) after K's
+   * factors in lk->lu when both fit (k <= n / sqrt 2): the basic w's rows
+   * below then read and write contiguous k-vectors instead of scattering
+   * over n-long rows (the same products in the same order: the same bits) */
+  double *Kinv = 2 * (size_t)k * k <= (size_t)n * n ? K + (size_t)k * k : NULL;
   /* rows S: column R[a] of K^-1 */
-  for (int a = 0; a < k; a++) {
-    memset(e, 0, (size_t)k * sizeof(double));
-    e[a] = 1;
-    lu_solve(K, k, piv, e);
-    for (int b = 0; b < k; b++) Binv[(size_t)S[b] * n + R[a]] = e[b];
+  if (Kinv) {
+    lu_inverse(K, k, piv, Kinv);
+    for (int b = 0; b < k; b++)
+      for (int a = 0; a < k; a++) Binv[(size_t)S[b] * n + R[a]] = Kinv[(size_t)b * k + a];
+  } else {
+    for (int a = 0; a < k; a++) {
+      lu_solve_unit(K, k, piv, a, e);
+      for (int b = 0; b < k; b++) Binv[(size_t)S[b] * n + R[a]] = e[b];
+    }
   }
   /* rows of the basic w's: e_rho - sum_b B[rho, S_b] (row S_b) */
+  double *t = Kinv ? e : NULL; /* the row on the columns R, packed (e is free until qbar) */
   for (int i = 0; i < n; i++) {
     int rho = lk->basis[i];
     if (rho >= n) continue;
     double *Bi = Binv + (size_t)i * n;
     Bi[rho] = 1;
+    if (t) {
+      for (int a = 0; a < k; a++) t[a] = 0;
+      for (int b = 0; b < k; b++) {
+        double c = basic_entry(n, M, lk->basis[S[b]], rho);
+        if (c == 0) continue;
+        const double *Kb = Kinv + (size_t)b * k;
+        for (int a = 0; a < k; a++) t[a] -= c * Kb[a];
+      }
+      for (int a = 0; a < k; a++) Bi[R[a]] = t[a];
+      continue;
+    }
     for (int b = 0; b < k; b++) {
       double c = basic_entry(n, M, lk->basis[S[b]], rho);
       if (c == 0) continue;
@@ -510,7 +602,23 @@ static double binv_error(khzLemke *lk, int n, const double *M) {
   for (int r = 0; r < n; r++)
     if (y[r] != 0) nz[nnz++] = r;
   double err = 0;
-  for (int i = 0; i < n; i++) {
+  int i = 0;
+  /* four rows at a time: four independent sums (the adds' latency, not
+   * their count, bounds one row's), each in its own row's order */
+  for (; i + 4 <= n; i += 4) {
+    const double *B0 = lk->binv + (size_t)i * n, *B1 = B0 + n, *B2 = B1 + n, *B3 = B2 + n;
+    double s[4] = {0, 0, 0, 0};
+    for (int t = 0; t < nnz; t++) {
+      int j = nz[t];
+      double yj = y[j];
+      s[0] += B0[j] * yj, s[1] += B1[j] * yj, s[2] += B2[j] * yj, s[3] += B3[j] * yj;
+    }
+    for (int u = 0; u < 4; u++) {
+      double e = fabs(s[u] - x[i + u]);
+      if (!(e <= err)) err = e;
+    }
+  }
+  for (; i < n; i++) {
     const double *Bi = lk->binv + (size_t)i * n;
     double s = 0;
     for (int t = 0; t < nnz; t++) s += Bi[nz[t]] * y[nz[t]];
