@@ -390,6 +390,17 @@ static void row_response(const khzModel *m, khzData *d, const khzContact *c, con
   }
 }
 
+/* the spatial impulses f (6 per row) on body b, side s of the pair, of n
+ * unit row impulses along the rows' directions (negated on side 1) */
+static void rows_impulses(const khzModel *m, const khzData *d, int b, int s, const implicit_row *row,
+                          const int *mem, int n, double *f) {
+  for (int j = 0; j < n; j++) {
+    const implicit_row *r = row + mem[j];
+    double J[3] = {s ? -r->dir[0] : r->dir[0], s ? -r->dir[1] : r->dir[1], s ? -r->dir[2] : r->dir[2]};
+    khz_spatialImpulse(m, d, b, r->x, J, f + 6 * j);
+  }
+}
+
 /* the responses of the trees of c's bodies to unit impulses along the
  * directions of rows mem[0..n) (n <= KHZ_RESPONSE_COLS, all c's), in one
  * walk per body (khz_impulseResponseCols): column j of dvc (6
@@ -404,11 +415,7 @@ static void rows_response(const khzModel *m, khzData *d, const khzContact *c, co
     int b = c->body[s];
     if (b <= 0 || khz_bodyStatic(m, b)) continue;
     double f[W];
-    for (int j = 0; j < n; j++) {
-      const implicit_row *r = row + mem[j];
-      double J[3] = {s ? -r->dir[0] : r->dir[0], s ? -r->dir[1] : r->dir[1], s ? -r->dir[2] : r->dir[2]};
-      khz_spatialImpulse(m, d, b, r->x, J, f + 6 * j);
-    }
+    rows_impulses(m, d, b, s, row, mem, n, f);
     khz_impulseResponseCols(m, d, b, n, f, need, uc, tmpc);
     int root = m->body_root[b];
     for (int i = root; i < m->body_treeend[root]; i++)
@@ -502,11 +509,7 @@ static long rows_factor(const khzModel *m, khzData *d, const khzContact *c, cons
     side_body[s] = -1, side_n[s] = 0;
     if (b <= 0 || khz_bodyStatic(m, b)) continue;
     double f[W];
-    for (int j = 0; j < n; j++) {
-      const implicit_row *r = row + mem[j];
-      double J[3] = {s ? -r->dir[0] : r->dir[0], s ? -r->dir[1] : r->dir[1], s ? -r->dir[2] : r->dir[2]};
-      khz_spatialImpulse(m, d, b, r->x, J, f + 6 * j);
-    }
+    rows_impulses(m, d, b, s, row, mem, n, f);
     khz_impulseFactorCols(m, d, b, n, f, uc);
     int ns = path_dofs(m, b), below = 0;
     double *w = wr + used;
