@@ -465,6 +465,16 @@ try {
     result.seq_running = [s0, await seqNow()];
     await page.click('#pause');
     await page.waitForFunction(() => khz.state.paused, null, { timeout: 60000 });
+    // the loop's paused flag comes from GetStats, which can answer before the
+    // states published just ahead of the pause have reached the page through a
+    // loaded machine's queues: wait (60 s at most) until a half second brings
+    // no newer state, then require the sequence number to stay put
+    for (let t0 = Date.now(), prev = -1; Date.now() - t0 < 60000;) {
+      const s = await seqNow();
+      if (s === prev) break;
+      prev = s;
+      await sleep(500);
+    }
     await sleep(200);
     const p0 = await seqNow();
     await sleep(700);
