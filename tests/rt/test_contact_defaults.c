@@ -290,19 +290,21 @@ static khzModel *compile(khzSpec *s) {
   return m;
 }
 
-static void case_d(void) {
+/* the two 10-box stacks of case d (alternating 1 / 10 kg; nine 100 kg boxes
+ * on 1 kg), 3 s with automatic gains under contact method `method` (-1: the
+ * data's default), printed after `label` */
+static void stacks_stand(int method, const char *label) {
   for (int heavy = 0; heavy < 2; heavy++) {
     khzSpec *s = ground_spec();
-    double mass[10];
     for (int i = 0; i < 10; i++) {
       char name[8];
       snprintf(name, sizeof name, "b%d", i);
-      mass[i] = heavy ? (i ? 100 : 1) : (i % 2 ? 10 : 1);
-      add_box(s, name, KHZ_GEOM_BOX, 0.1, mass[i], 0.1 + 0.2 * i);
+      add_box(s, name, KHZ_GEOM_BOX, 0.1, heavy ? (i ? 100 : 1) : (i % 2 ? 10 : 1), 0.1 + 0.2 * i);
     }
     khzModel *m = compile(s);
     if (!m) continue;
     khzData *d = khz_makeData(m, 0);
+    if (method >= 0) d->contact_method = method;
     for (int k = 0; k < 3000; k++) khz_step(m, d);
     double drift = 0, sink = 0;
     for (int i = 0; i < 10; i++) {
@@ -311,7 +313,7 @@ static void case_d(void) {
       sink = fmax(sink, 0.1 + 0.2 * i - q[2]);
     }
     double ke = kinetic(m, d);
-    printf("d. %s: drift %.3g mm, sink %.3g mm, KE %.3g J after 3 s\n",
+    printf("%s %s: drift %.3g mm, sink %.3g mm, KE %.3g J after 3 s\n", label,
            heavy ? "nine 100 kg boxes on 1 kg" : "alternating 1 / 10 kg", 1e3 * drift, 1e3 * sink, ke);
     ENSURE(drift <= 1e-3 && sink <= 2e-3 && ke <= 1e-4);
     ENSURE(d->warning[KHZ_WARN_BADSTATE] == 0);
@@ -319,6 +321,8 @@ static void case_d(void) {
     khz_deleteModel(&m);
   }
 }
+
+static void case_d(void) { stacks_stand(-1, "d."); }
 
 static void case_e(void) {
   double v0 = 2, mu = 0.3;
@@ -1243,32 +1247,7 @@ static void case_x(void) {
  * bench/stop_sweep's six slides that came back more than 0.1 mm (0.109 to
  * 0.162 mm, 0.8 s after the stop; mu 0.6) are run here. */
 static void case_deepest_stacks(void) {
-  for (int heavy = 0; heavy < 2; heavy++) {
-    khzSpec *s = ground_spec();
-    for (int i = 0; i < 10; i++) {
-      char name[8];
-      snprintf(name, sizeof name, "b%d", i);
-      add_box(s, name, KHZ_GEOM_BOX, 0.1, heavy ? (i ? 100 : 1) : (i % 2 ? 10 : 1), 0.1 + 0.2 * i);
-    }
-    khzModel *m = compile(s);
-    if (!m) continue;
-    khzData *d = khz_makeData(m, 0);
-    d->contact_method = KHZ_CONTACT_DEEPEST;
-    for (int k = 0; k < 3000; k++) khz_step(m, d);
-    double drift = 0, sink = 0;
-    for (int i = 0; i < 10; i++) {
-      const double *q = d->q + 7 * i;
-      drift = fmax(drift, hypot(q[0], q[1]));
-      sink = fmax(sink, 0.1 + 0.2 * i - q[2]);
-    }
-    double ke = kinetic(m, d);
-    printf("deepest_stacks. deepest-point %s: drift %.3g mm, sink %.3g mm, KE %.3g J after 3 s\n",
-           heavy ? "nine 100 kg boxes on 1 kg" : "alternating 1 / 10 kg", 1e3 * drift, 1e3 * sink, ke);
-    ENSURE(drift <= 1e-3 && sink <= 2e-3 && ke <= 1e-4);
-    ENSURE(d->warning[KHZ_WARN_BADSTATE] == 0);
-    khz_deleteData(&d);
-    khz_deleteModel(&m);
-  }
+  stacks_stand(KHZ_CONTACT_DEEPEST, "deepest_stacks. deepest-point");
   static const struct {
     double v0;
     int ulp;
