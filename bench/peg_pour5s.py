@@ -41,7 +41,7 @@ def quartiles(xs):
 
 def parse_trace(path):
     """per-step wall times (us) and counts from a --trace log"""
-    us, halved, frictionless, dropped, maxn, maxblock = [], 0, 0, 0, 0, 0
+    us, halved, frictionless, dropped, maxn, maxblock, unpolished = [], 0, 0, 0, 0, 0, 0
     with open(path) as f:
         for line in f:
             if ' step ' not in line or ' us ' not in line:
@@ -54,7 +54,8 @@ def parse_trace(path):
             dropped += int(kv.get('dropped', 0))
             maxn = max(maxn, int(kv.get('n', 0)))
             maxblock = max(maxblock, int(kv.get('nblock', 0)))
-    return us, halved, frictionless, dropped, maxn, maxblock
+            unpolished += int(kv.get('unpolished', 0)) > 0
+    return us, halved, frictionless, dropped, maxn, maxblock, unpolished
 
 
 def table(res, models, out, note):
@@ -130,7 +131,7 @@ def main():
                         out = None
                 cpu = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime - c0
                 if out is None:
-                    us, halved, fr, dropped, maxn, maxblock = parse_trace(log)
+                    us, halved, fr, dropped, maxn, maxblock, unpolished = parse_trace(log)
                     over = [float(l.split()[-2]) for l in open(log) if ': overlap ' in l]
                     unfinished.append('h %g seed %d %s (%d of %d steps in %.0f s)' % (
                         h, seed, model, len(us), round(a.seconds / h), limit))
@@ -154,12 +155,14 @@ def main():
                         ov, fallbacks = float(col[1]), int(col[2].split()[0])
                     else:
                         ov, fallbacks = float(col[10]), int(col[11])
-                us, halved, fr, dropped, maxn, maxblock = parse_trace(log)
+                us, halved, fr, dropped, maxn, maxblock, unpolished = parse_trace(log)
                 res.setdefault((h, model), []).append(dict(
                     overlap=ov, fallbacks=fallbacks, steps=len(us), us=us, halved=halved, frictionless=fr,
                     maxn=maxn, maxblock=maxblock, cpu=cpu, load=load))
-                print('# h %g seed %d %s: overlap %.3g, %d fallbacks, %.1f s user CPU, %.0f s wall so far, load %.1f'
-                      % (h, seed, model, ov, fallbacks, cpu, time.time() - start, load), file=sys.stderr, flush=True)
+                print('# h %g seed %d %s: overlap %.3g, %d fallbacks, %d steps with a block left unpolished, '
+                      '%.1f s user CPU, %.0f s wall so far, load %.1f'
+                      % (h, seed, model, ov, fallbacks, unpolished, cpu, time.time() - start, load),
+                      file=sys.stderr, flush=True)
                 if a.out:
                     with open(a.out, 'w') as f:
                         table(res, models, f, '# bench/peg_pour5s.py: %d seeds x %s s, runs so far (%.0f s wall)'

@@ -1226,7 +1226,10 @@ static khzLcpStatus solve(pegWork *W, int n) {
         for (int a = 0; a < k; a++)
           W->pq[a] = qb[a] - ((var[a] < ng || (var[a] >= nm && var[a] < nm + nfk)) ? e * zb[a] : 0);
         khzLcpStatus ws = khz_lemkeWarm(&W->lk, k, Mb, W->pq, W->pbasic, W->pz, W->pw);
-        if (ws != KHZ_LCP_SOLVED) break;
+        if (ws != KHZ_LCP_SOLVED) {
+          peg_stats.unpolished += it == 0;
+          break;
+        }
         memcpy(zb, W->pz, (size_t)k * sizeof(double));
         peg_stats.polished++;
       }
@@ -1813,6 +1816,7 @@ static khzPegStats stats_join(const khzPegStats *a, const khzPegStats *b) {
 #undef PEG_MAXOF
   s.dropped = a->dropped + b->dropped, s.stale = a->stale + b->stale, s.pivots = a->pivots + b->pivots, s.reinverts = a->reinverts + b->reinverts;
   s.recovering = a->recovering + b->recovering, s.polished = a->polished + b->polished;
+  s.unpolished = a->unpolished + b->unpolished;
   s.narrowed = a->narrowed + b->narrowed, s.added = a->added + b->added, s.passes = a->passes + b->passes;
   s.turn = fmin(a->turn, b->turn);
   s.splits = a->splits + b->splits + 1;
@@ -1854,7 +1858,7 @@ static int peg_split(const khzModel *m, khzData *d, double h, int depth, khzPegS
     *out = stats_join(&a, &b);
     out->split_stop = w.stop;
     out->pivots += w.pivots, out->reinverts += w.reinverts; /* the whole step's solves too */
-    out->stale += w.stale;
+    out->stale += w.stale, out->unpolished += w.unpolished;
     khz_stackFree(d, mark);
     return 0;
   }
@@ -1865,6 +1869,8 @@ static int peg_split(const khzModel *m, khzData *d, double h, int depth, khzPegS
   if (whole == 0) whole = peg_solve(m, d, h);
   *out = w;
   out->splits = 0;
+  /* every re-solve left short is counted, the discarded halves' too */
+  out->unpolished += a.unpolished + (ra == 0 ? b.unpolished : 0);
   khz_stackFree(d, mark);
   return whole;
 }

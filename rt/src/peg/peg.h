@@ -121,6 +121,8 @@ typedef struct khzPegStats {
   int polished;     /* proximal-point re-solves taken: a block solved with
                        a compliance, solved again from its final basis with
                        its impulse rows raised by eps z (solve) */
+  int unpolished;   /* blocks whose first proximal-point re-solve found the
+                       basis infeasible: left short by eps z */
 } khzPegStats;
 const khzPegStats *khz_pegLastStats(void);
 
