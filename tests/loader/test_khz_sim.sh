@@ -292,5 +292,21 @@ if expect 2 "--method lcp on a model with equality constraints" -- \
     fail "--method lcp with constraints: $(tail -1 "$TMP/err")"
 fi
 
+# --method peg (issue 22): three boxes come to rest under PEG with no
+# fallback; a scene with other shapes is refused with the reason
+if expect 0 "--method peg on three boxes" -- \
+    "$SIM" run tests/server/data/peg_boxes.yaml --steps 400 --method peg; then
+  checks=$((checks + 1))
+  grep -q '"contact_method": "peg"' "$TMP/out" && grep -q '"lcp": 0' "$TMP/out" &&
+    grep -q '"badstate": 0' "$TMP/out" ||
+    fail "--method peg: $(grep -E 'contact_method|warnings' "$TMP/out")"
+fi
+if expect 2 "--method peg on the default scene (a ball, a can, a capsule)" -- \
+    "$SIM" run default --steps 10 --method peg; then
+  checks=$((checks + 1))
+  grep -qF "the PEG method takes boxes, convex meshes and planes only" "$TMP/err" ||
+    fail "--method peg on other shapes: $(tail -1 "$TMP/err")"
+fi
+
 echo "$checks checks, $failures failed"
 [ "$failures" = 0 ]

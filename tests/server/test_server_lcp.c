@@ -1,4 +1,5 @@
-/* test_server_lcp.c — the server's run-time switch to the LCP method (issue 21):
+/* test_server_lcp.c — the server's run-time switch to the LCP method (issue 21)
+ * and to PEG (issue 22):
  * a client switches a running server (the default scene: the arm and five
  * loose objects resting on the table, realtime at 1 kHz) from the scene's
  * penalty method to `lcp` and back. States keep coming (consecutive seqs, no
@@ -13,6 +14,11 @@
 
 #define NOBJ 5
 static const char *const objects[NOBJ] = {"box1", "box2", "ball", "can", "capsule"};
+/* PEG takes boxes, convex meshes and planes only: its switch runs on three
+ * boxes, two of them stacked (tests/server/data/peg_boxes.yaml) */
+#define PEG_SCENE "tests/server/data/peg_boxes.yaml"
+#define NBOX 3
+static const char *const boxes[NBOX] = {"box1", "box2", "box3"};
 
 static const Khz__V1__Reply *set_method(khzClient *c, const char *name) {
   Khz__V1__Request rq;
@@ -70,8 +76,8 @@ typedef struct run {
 
 /* waits for the first state that names `method` (states ticked before the
  * switch may still be on their way), then reads n states */
-static run observe(khzClient *c, const char *method, int n, const int *body, const double *mass,
-                   const double *rest_z) {
+static run observe(khzClient *c, const char *method, int n, int nobj, const int *body,
+                   const double *mass, const double *rest_z) {
   run R = {0};
   int64_t until = patience_ends();
   const Khz__V1__State *st;
@@ -79,7 +85,7 @@ static run observe(khzClient *c, const char *method, int n, const int *body, con
   }
   ENSURE_MSG(st != NULL, "no state names '%s'", method);
   if (!st) return R;
-  double fz[NOBJ] = {0};
+  double fz[NOBJ > NBOX ? NOBJ : NBOX] = {0};
   uint64_t prev = 0;
   for (; st && R.states < n; st = patient_state(c, until)) {
     if (R.states == 0) R.first_seq = st->seq, R.lcp_first = lcp_warnings(st);
@@ -90,19 +96,19 @@ static run observe(khzClient *c, const char *method, int n, const int *body, con
     R.bad += (st->flags & KHZ__V1__STATE_FLAG__FLAG_BADSTATE) != 0;
     R.wrong_method += strcmp(st->contact_method, method) != 0;
     R.with_contacts += st->n_contacts > 0;
-    for (int o = 0; o < NOBJ; o++) {
+    for (int o = 0; o < nobj; o++) {
       double e = fabs(st->body_pose[7 * body[o] + 2] - rest_z[o]);
       if (e > R.z_err) R.z_err = e;
     }
     for (size_t k = 0; k < st->n_contacts; k++) {
       const Khz__V1__Contact *ct = st->contacts[k];
-      for (int o = 0; o < NOBJ; o++) {
+      for (int o = 0; o < nobj; o++) {
         if ((int)ct->body1 == body[o]) fz[o] += ct->force[2];
         if ((int)ct->body2 == body[o]) fz[o] -= ct->force[2];
       }
     }
   }
-  for (int o = 0; o < NOBJ && R.states; o++) {
+  for (int o = 0; o < nobj && R.states; o++) {
     double e = fabs(fz[o] / R.states / (mass[o] * 9.81) - 1);
     if (e > R.load_err) R.load_err = e;
   }
@@ -159,13 +165,13 @@ static void test_switch(void) {
   ENSURE(st != NULL);
   if (!st) return;
   for (int o = 0; o < NOBJ; o++) rest_z[o] = st->body_pose[7 * body[o] + 2];
-  run R = observe(c, "penalty", 200, body, mass, rest_z);
+  run R = observe(c, "penalty", 200, NOBJ, body, mass, rest_z);
   check_run(&R, 200, "penalty");
 
   /* to lcp */
   const Khz__V1__Reply *r = set_method(c, "lcp");
   ENSURE_MSG(r && r->code == KHZ__V1__ERROR_CODE__OK, "switch to lcp: %s", r ? r->error : "no reply");
-  R = observe(c, "lcp", 500, body, mass, rest_z);
+  R = observe(c, "lcp", 500, NOBJ, body, mass, rest_z);
   check_run(&R, 500, "lcp");
   /* Lemke solves the steps: a step that falls back to penalty (pivot budget,
    * ray, or half the period spent, realtime) is counted; on a loaded machine
@@ -180,7 +186,7 @@ static void test_switch(void) {
   r = req_setting(c, "contact_method", "penalty");
   ENSURE_MSG(r && r->code == KHZ__V1__ERROR_CODE__OK, "back to penalty: %s", r ? r->error : "no reply");
   uint32_t lcp_before = R.lcp_last;
-  R = observe(c, "penalty", 300, body, mass, rest_z);
+  R = observe(c, "penalty", 300, NOBJ, body, mass, rest_z);
   check_run(&R, 300, "penalty again");
   ENSURE(R.lcp_first >= lcp_before && R.lcp_last == R.lcp_first); /* no LCP step any more */
   ENSURE(!strcmp(described_method(c), "penalty"));
@@ -262,8 +268,114 @@ static void test_refused(void) {
   harness_stop(&h);
 }
 
+/* the switch to PEG and back on three boxes: the same checks as the LCP's;
+ * PEG's fallbacks to penalty are counted in the same `lcp` warning */
+static void test_peg_switch(void) {
+  khzServerConfig cfg;
+  harness h;
+  harness_config(&cfg);
+  snprintf(cfg.scene, sizeof cfg.scene, "%s", PEG_SCENE);
+  cfg.publish_contacts = 1;
+  ENSURE(harness_start(&h, &cfg, NULL) == 0);
+  khzClient *c = harness_client(&h);
+  ENSURE(c != NULL);
+  if (!c) {
+    harness_stop(&h);
+    return;
+  }
+  const Khz__V1__ModelDescription *md = khz_client_describe(c, 5000);
+  ENSURE(md && !strcmp(md->contact_method, "penalty"));
+  int body[NBOX];
+  double mass[NBOX], rest_z[NBOX];
+  for (int o = 0; o < NBOX; o++) {
+    body[o] = md ? body_index(md, boxes[o]) : -1;
+    ENSURE_MSG(body[o] > 0, "no body '%s'", boxes[o]);
+    if (body[o] <= 0) return;
+    mass[o] = md->bodies[body[o]]->mass;
+  }
+  const Khz__V1__State *st = NULL;
+  int64_t until = patience_ends();
+  while ((st = patient_state(c, until)) && st->sim_time < 0.5) {
+  }
+  ENSURE(st != NULL);
+  if (!st) return;
+  for (int o = 0; o < NBOX; o++) rest_z[o] = st->body_pose[7 * body[o] + 2];
+  run R = observe(c, "penalty", 200, NBOX, body, mass, rest_z);
+  check_run(&R, 200, "penalty");
+
+  const Khz__V1__Reply *r = set_method(c, "peg");
+  ENSURE_MSG(r && r->code == KHZ__V1__ERROR_CODE__OK, "switch to peg: %s", r ? r->error : "no reply");
+  /* PEG's gap is the signed distance: its first step lifts the boxes out of
+   * the penalty method's rest (up to a millimetre here), then they rest */
+  double peg_z[NBOX];
+  R = observe(c, "peg", 50, NBOX, body, mass, rest_z);
+  ENSURE_MSG(R.states == 50 && R.bad == 0 && R.z_err < 5e-3, "peg's first states: %d, %d bad, moved %g m",
+             R.states, R.bad, R.z_err);
+  st = khz_client_latestState(c, 2000);
+  ENSURE(st != NULL);
+  if (!st) return;
+  for (int o = 0; o < NBOX; o++) peg_z[o] = st->body_pose[7 * body[o] + 2];
+  R = observe(c, "peg", 500, NBOX, body, mass, peg_z);
+  check_run(&R, 500, "peg");
+  ENSURE_MSG(R.lcp_last - R.lcp_first < (uint32_t)(R.last_seq - R.first_seq) * 9 / 10,
+             "%u of %llu PEG steps fell back", R.lcp_last - R.lcp_first,
+             (unsigned long long)(R.last_seq - R.first_seq));
+  ENSURE(!strcmp(described_method(c), "peg"));
+  ENSURE(!strcmp(setting_value(c, "contact_method"), "peg"));
+
+  r = req_setting(c, "contact_method", "penalty");
+  ENSURE_MSG(r && r->code == KHZ__V1__ERROR_CODE__OK, "back to penalty: %s", r ? r->error : "no reply");
+  uint32_t peg_before = R.lcp_last;
+  R = observe(c, "penalty", 300, NBOX, body, mass, rest_z);
+  check_run(&R, 300, "penalty again");
+  ENSURE(R.lcp_first >= peg_before && R.lcp_last == R.lcp_first);
+  khz_client_destroy(&c);
+  harness_stop(&h);
+}
+
+/* the default scene has a ball, a can and a capsule: PEG is refused at run
+ * time with the reason, and nothing of it is applied */
+static void test_peg_refused(void) {
+  khzServerConfig cfg;
+  harness h;
+  harness_config(&cfg);
+  ENSURE(harness_start(&h, &cfg, NULL) == 0);
+  khzClient *c = harness_client(&h);
+  ENSURE(c != NULL);
+  if (!c) {
+    harness_stop(&h);
+    return;
+  }
+  char before[64];
+  snprintf(before, sizeof before, "%s", setting_value(c, "contact_method"));
+  const Khz__V1__Reply *r = set_method(c, "peg");
+  ENSURE_MSG(r && r->code == KHZ__V1__ERROR_CODE__REFUSED &&
+                 strstr(r->error, "setting 'contact_method' 'peg': the PEG method takes boxes, "
+                                  "convex meshes and planes only"),
+             "set_contact_method peg: %d %s", r ? (int)r->code : -1, r ? r->error : "no reply");
+  if (r) printf("set_contact_method peg -> %d %s\n", r->code, r->error);
+  ENSURE(!strcmp(setting_value(c, "contact_method"), before));
+  ENSURE(!strcmp(described_method(c), "penalty"));
+  int n = 0, other = 0;
+  uint32_t warned = 0;
+  int64_t until = patience_ends();
+  const Khz__V1__State *st;
+  khz_client_latestState(c, 2000);
+  while (n < 200 && (st = patient_state(c, until))) {
+    n++;
+    other += strcmp(st->contact_method, "penalty") != 0;
+    warned += lcp_warnings(st);
+  }
+  ENSURE_MSG(n == 200 && other == 0 && warned == 0, "%d states, %d with another method, lcp warnings %u",
+             n, other, warned);
+  khz_client_destroy(&c);
+  harness_stop(&h);
+}
+
 int main(void) {
   test_switch();
   test_refused();
+  test_peg_switch();
+  test_peg_refused();
   return ensure_report();
 }
