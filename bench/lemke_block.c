@@ -1,5 +1,9 @@
 /* lemke_block: khz_lemke on a block dumped by peg_probe (PEG's settings),
- * printing status, pivots, residual and z (diagnosis, session 14). */
+ * printing status, pivots, residual and z (diagnosis, session 14).
+ * POLISH_EXACT=FILE (FILE the same block's try at eps = 0): the compliant
+ * solve's proximal-point re-solve from its basis, which basic z's and
+ * nonbasic w's go negative, the cold re-solve, the exact LCP from that
+ * basis and cold, and smaller compliances (session 17, docs/peg.md) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
