@@ -193,11 +193,11 @@ static int run(const char *path, double h, double seconds, int method, int model
       r->violating += st->worst > 1e-10;
       r->halved += st->splits > 0;
       if (trace)
-        fprintf(stderr, "h %g model %d step %ld: pairs %d groups %d members %d U %d I %d X %d n %d status %d failed %d full %d narrowed %d turn %g added %d speed %.3g spin %.3g passes %d worst %.3g splits %d cones %d frictionless %d stop %d split_stop %d blocks %d nblock %d dropped %d pivots %ld reinverts %ld unpolished %d us %.0f\n", h, model, s,
+        fprintf(stderr, "h %g model %d step %ld: pairs %d groups %d members %d U %d I %d X %d n %d status %d failed %d full %d narrowed %d turn %g added %d speed %.3g spin %.3g passes %d worst %.3g splits %d cones %d frictionless %d stop %d split_stop %d blocks %d nblock %d dropped %d pivots %ld reinverts %ld unpolished %d recompliant %d us %.0f\n", h, model, s,
                 st->contacts, st->groups, st->members, st->nu, st->ni, st->nx, st->n, st->status, st->failed, st->full,
                 st->narrowed, st->turn, st->added, st->speed, st->spin, st->passes, st->worst, st->splits, st->cones,
                 st->frictionless, st->stop, st->split_stop, st->blocks, st->nblock, st->dropped, st->pivots, st->reinverts,
-                st->unpolished, us[s]);
+                st->unpolished, st->recompliant, us[s]);
     }
     /* the fastest spin: |omega| times the body's bounding radius */
     for (int g = 0; g < m->ngeom; g++) {

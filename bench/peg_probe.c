@@ -127,9 +127,10 @@ int main(int argc, char **argv) {
   for (int s = 0; s < steps; s++) {
     khz_step(m, d);
     const khzPegStats *st = khz_pegLastStats();
-    printf("step %d: pairs %d groups %d U %d I %d X %d n %d status %d failed %d narrowed %d turn %g added %d passes %d worst %.3g splits %d frictionless %d stop %d\n",
+    printf("step %d: pairs %d groups %d U %d I %d X %d n %d status %d failed %d narrowed %d turn %g added %d passes %d worst %.3g splits %d frictionless %d stop %d polished %d unpolished %d recompliant %d pivots %ld\n",
            s, st->contacts, st->groups, st->nu, st->ni, st->nx, st->n, st->status, st->failed, st->narrowed, st->turn,
-           st->added, st->passes, st->worst, st->splits, st->frictionless, st->stop);
+           st->added, st->passes, st->worst, st->splits, st->frictionless, st->stop, st->polished, st->unpolished,
+           st->recompliant, st->pivots);
     overlaps(m, d);
   }
   khz_deleteData(&d);

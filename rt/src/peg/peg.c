@@ -1146,6 +1146,58 @@ void khz_pegSetBlockObserver(khzPegBlockObserver fn, void *user) {
   block_observer_user = user;
 }
 
+/* an impulse row of the LCP (a normal, or a friction direction), which
+ * solve's compliance goes on */
+static int impulse_row(const pegWork *W, int v) {
+  return v < W->ng || (v >= W->nm && v < W->nm + W->nf * W->k);
+}
+
+/* the natural residual max |min(z, w)| of a block's exact LCP, w = (M - e
+ * I) z + q with M the block's matrix (var its unknowns) holding the
+ * compliance e on its impulse rows */
+static double exact_residual(const pegWork *W, const int *var, int k, const double *Mb, const double *qb,
+                             const double *z, double e) {
+  double r = 0;
+  for (int a = 0; a < k; a++) {
+    double w = qb[a] - (impulse_row(W, var[a]) ? e * z[a] : 0);
+    const double *Ma = Mb + (size_t)a * k;
+    for (int j = 0; j < k; j++) w += Ma[j] * z[j];
+    double x = fabs(fmin(z[a], w));
+    if (!(x <= r)) r = x;
+  }
+  return r;
+}
+
+/* a block solved with the compliance *e whose proximal-point re-solve was
+ * infeasible (solve): the LCP solved cold with *e / 10, then *e / 100 on
+ * its impulse rows; a solution whose exact residual is below z's replaces
+ * z, and *e and Mb's diagonal become its compliance. Returns 0 when z was
+ * kept, 1 when the last solve was taken (Lemke's basis is its own: the
+ * polish goes on from it), 2 when the eps / 10 one was */
+static int smaller_compliance(pegWork *W, const int *var, int k, double *Mb, const double *qb, double *zb,
+                              double *e) {
+  double best = exact_residual(W, var, k, Mb, qb, zb, *e), ecur = *e, ebest = *e;
+  int kept = 0;
+  for (int s = 1; s <= 2; s++) {
+    double e2 = *e * (s == 1 ? 1e-1 : 1e-2);
+    for (int a = 0; a < k; a++)
+      if (impulse_row(W, var[a])) Mb[(size_t)a * k + a] += e2 - ecur;
+    ecur = e2;
+    khzLcpStatus st = khz_lemke(&W->lk, k, Mb, qb, W->pz, W->pw, PEG_PIVOTS(k));
+    peg_stats.pivots += W->lk.pivots, peg_stats.reinverts += W->lk.reinverts;
+    if (kept) kept = 2;
+    if (st != KHZ_LCP_SOLVED) continue;
+    double r = exact_residual(W, var, k, Mb, qb, W->pz, e2);
+    if (!(r < best)) continue;
+    best = r, ebest = e2, kept = 1;
+    memcpy(zb, W->pz, (size_t)k * sizeof(double));
+  }
+  for (int a = 0; a < k; a++)
+    if (impulse_row(W, var[a])) Mb[(size_t)a * k + a] += ebest - ecur;
+  *e = ebest;
+  return kept;
+}
+
 static khzLcpStatus solve(pegWork *W, int n) {
   /* compliances tried in turn, the second try with Lemke's pivot tolerance
    * at 1e-6 (the LCP path's KHZ_LCP_PIVOT_TOL: round-off zeros of the
@@ -1218,18 +1270,27 @@ static khzLcpStatus solve(pegWork *W, int n) {
      * compliant LCP is solved again from its final basis with those rows
      * raised by the shortfall, q - eps z (a proximal-point step, khz_lemkeWarm:
      * an LU of the basic z's and refinement), while that basis stays
-     * feasible: the rows then end short by eps (z - z'), PEG_POLISH times */
+     * feasible: the rows then end short by eps (z - z'), PEG_POLISH times.
+     * When the first re-solve finds the basis infeasible (seed 8 at h =
+     * 0.00236, step 1594: the block of 243, whose basis has 18 dependent
+     * columns on the exact M, so that the re-solve's basic values move by
+     * 1/eps times the shift's component off M's range), the compliant LCP
+     * is solved cold with eps / 10 and eps / 100 (the ladder between the
+     * failed eps = 0 and eps): the shortfall eps z falls with eps, and the
+     * solution whose natural residual on the exact LCP is least is kept
+     * (the eps one when neither does better), then polished as above */
     if (st == KHZ_LCP_SOLVED && eps[solved_try] > 0) {
       double e = eps[solved_try];
       for (int it = 0; it < PEG_POLISH; it++) {
         khz_lemkeBasis(&W->lk, k, W->pbasic);
-        for (int a = 0; a < k; a++)
-          W->pq[a] = qb[a] - ((var[a] < ng || (var[a] >= nm && var[a] < nm + nfk)) ? e * zb[a] : 0);
+        for (int a = 0; a < k; a++) W->pq[a] = qb[a] - (impulse_row(W, var[a]) ? e * zb[a] : 0);
         khzLcpStatus ws = khz_lemkeWarm(&W->lk, k, Mb, W->pq, W->pbasic, W->pz, W->pw);
-        if (ws != KHZ_LCP_SOLVED) {
-          peg_stats.unpolished += it == 0;
-          break;
+        if (ws != KHZ_LCP_SOLVED && it == 0) {
+          int kept = smaller_compliance(W, var, k, Mb, qb, zb, &e);
+          peg_stats.recompliant += kept > 0, peg_stats.unpolished += kept == 0;
+          if (kept == 1) continue;
         }
+        if (ws != KHZ_LCP_SOLVED) break;
         memcpy(zb, W->pz, (size_t)k * sizeof(double));
         peg_stats.polished++;
       }
@@ -1817,6 +1878,7 @@ static khzPegStats stats_join(const khzPegStats *a, const khzPegStats *b) {
   s.dropped = a->dropped + b->dropped, s.stale = a->stale + b->stale, s.pivots = a->pivots + b->pivots, s.reinverts = a->reinverts + b->reinverts;
   s.recovering = a->recovering + b->recovering, s.polished = a->polished + b->polished;
   s.unpolished = a->unpolished + b->unpolished;
+  s.recompliant = a->recompliant + b->recompliant;
   s.narrowed = a->narrowed + b->narrowed, s.added = a->added + b->added, s.passes = a->passes + b->passes;
   s.turn = fmin(a->turn, b->turn);
   s.splits = a->splits + b->splits + 1;
@@ -1858,7 +1920,7 @@ static int peg_split(const khzModel *m, khzData *d, double h, int depth, khzPegS
     *out = stats_join(&a, &b);
     out->split_stop = w.stop;
     out->pivots += w.pivots, out->reinverts += w.reinverts; /* the whole step's solves too */
-    out->stale += w.stale, out->unpolished += w.unpolished;
+    out->stale += w.stale, out->unpolished += w.unpolished, out->recompliant += w.recompliant;
     khz_stackFree(d, mark);
     return 0;
   }
@@ -1871,6 +1933,7 @@ static int peg_split(const khzModel *m, khzData *d, double h, int depth, khzPegS
   out->splits = 0;
   /* every re-solve left short is counted, the discarded halves' too */
   out->unpolished += a.unpolished + (ra == 0 ? b.unpolished : 0);
+  out->recompliant += a.recompliant + (ra == 0 ? b.recompliant : 0);
   khz_stackFree(d, mark);
   return whole;
 }

@@ -122,7 +122,11 @@ typedef struct khzPegStats {
                        a compliance, solved again from its final basis with
                        its impulse rows raised by eps z (solve) */
   int unpolished;   /* blocks whose first proximal-point re-solve found the
-                       basis infeasible: left short by eps z */
+                       basis infeasible and no smaller compliance did better
+                       on the exact LCP: left short by eps z */
+  int recompliant;  /* blocks whose first re-solve found the basis
+                       infeasible, solved again with a smaller compliance
+                       (eps / 10 or eps / 100) that did better (solve) */
 } khzPegStats;
 const khzPegStats *khz_pegLastStats(void);
 
