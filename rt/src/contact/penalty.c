@@ -1175,7 +1175,7 @@ static void matvec_blocks(double *y, const double *At, const double *x, int n, c
 }
 
 /* 40 power iterations on L K (Kt = K^T) from x: the last |L K x| / |x|,
- * or 0 if an iterate vanishes. From two bodies on, the products skip the
+ * or 0 if an iterate vanishes. The products skip the
  * zero blocks (matvec_blocks): those of the masks tree_rates gives (mk for
  * K, ml for L: every block that can hold a nonzero, so a block left out is
  * exactly zero and one kept that is zero adds +-0, bit-neutral as above),
@@ -1185,7 +1185,7 @@ static double power_rate(const double *L, const double *Kt, int n, double *x, do
   double lam = 0;
   unsigned mk_found[KHZ_TREE_BODIES], ml_found[KHZ_TREE_BODIES];
   const unsigned *mk = mk_given, *ml = ml_given;
-  int sparse = n >= 12 && n <= 6 * KHZ_TREE_BODIES;
+  int sparse = n >= 6 && n <= 6 * KHZ_TREE_BODIES;
   if (sparse && !mk) block_mask(Kt, n, mk_found), mk = mk_found;
   if (sparse && !ml) block_mask(L, n, ml_found), ml = ml_found;
   for (int it = 0; it < 40; it++) {
