@@ -4,6 +4,9 @@
 #include "spatial.h"
 
 #include <math.h>
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 #include <string.h>
 
 #include "khz/khz.h"
@@ -143,11 +146,115 @@ static inline __attribute__((always_inline)) int chol_factor(double *A, int n) {
   return 0;
 }
 
+/* chol_factor's operations on every entry in its order, right-looking: the
+ * running sums of the entries below the diagonal are kept in the upper
+ * triangle (row j of it holds column j of the lower one, contiguous) and
+ * the diagonal's in d, so that once column j is final every later row's
+ * sums take its term at once, a contiguous axpy that vectorises, each lane
+ * its own entry. Entry (i, p) still starts at A_ip, subtracts L_iq L_pq
+ * for q = 0 .. p - 1 in that order (the same products: x * y == y * x) and
+ * is divided by l_pp; the diagonal likewise. The lower triangle is written
+ * only where chol_factor writes it, one column when it is final, so a
+ * factor that fails at column j leaves it and the diagonal as chol_factor
+ * does; the upper triangle, which chol_factor never reads nor writes, ends
+ * holding L^T (none of khzu_cholFactor's callers reads it). n at most
+ * CHOL_RIGHT_MAX (d on the stack). */
+#define CHOL_RIGHT_MAX 256
+static inline __attribute__((always_inline)) int chol_factor_right(double *A, int n) {
+  double d[CHOL_RIGHT_MAX];
+  for (int j = 0; j < n; j++) {
+    d[j] = A[j * n + j];
+    for (int i = j + 1; i < n; i++) A[j * n + i] = A[i * n + j];
+  }
+  for (int j = 0; j < n; j++) {
+    double s = d[j];
+    if (!(s > 0)) return -1;
+    double ljj = sqrt(s), *uj = A + j * n;
+    A[j * n + j] = ljj;
+    for (int i = j + 1; i < n; i++) uj[i] = uj[i] / ljj, A[i * n + j] = uj[i];
+    for (int p = j + 1; p < n; p++) {
+      double lpj = uj[p], *up = A + p * n;
+      d[p] -= lpj * lpj;
+      for (int i = p + 1; i < n; i++) up[i] -= lpj * uj[i];
+    }
+  }
+  return 0;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* up[i] -= l * u[i] for i in [i0, n): four lanes, then two, then one (AVX
+ * without FMA: each lane rounds its product and then its difference, as
+ * the scalar code) */
+__attribute__((target("avx"))) static inline void chol_axpy_avx(double *up, const double *u, double l, int i0,
+                                                                int n) {
+  __m256d l4 = _mm256_set1_pd(l);
+  int i = i0;
+  for (; i + 4 <= n; i += 4)
+    _mm256_storeu_pd(up + i, _mm256_sub_pd(_mm256_loadu_pd(up + i), _mm256_mul_pd(l4, _mm256_loadu_pd(u + i))));
+  if (i + 2 <= n) {
+    __m128d l2 = _mm_set1_pd(l);
+    _mm_storeu_pd(up + i, _mm_sub_pd(_mm_loadu_pd(up + i), _mm_mul_pd(l2, _mm_loadu_pd(u + i))));
+    i += 2;
+  }
+  if (i < n) up[i] -= l * u[i];
+}
+
+/* chol_factor_right with its axpys four lanes wide and two columns at a
+ * time: once columns j and j + 1 are final (j + 1 after j's terms on its
+ * row), each later row takes both terms in one pass, j's before j + 1's
+ * on every entry, as chol_factor subtracts them: the same bits */
+__attribute__((target("avx"))) static int chol_factor_right_avx(double *A, int n) {
+  double d[CHOL_RIGHT_MAX];
+  for (int j = 0; j < n; j++) {
+    d[j] = A[j * n + j];
+    for (int i = j + 1; i < n; i++) A[j * n + i] = A[i * n + j];
+  }
+  for (int j = 0; j < n; j += 2) {
+    double s = d[j];
+    if (!(s > 0)) return -1;
+    double ljj = sqrt(s), *uj = A + j * n;
+    A[j * n + j] = ljj;
+    for (int i = j + 1; i < n; i++) uj[i] = uj[i] / ljj, A[i * n + j] = uj[i];
+    if (j + 1 == n) break;
+    /* column j + 1: its row takes column j's terms, then it is final */
+    double a1 = uj[j + 1], *u1 = A + (j + 1) * n;
+    d[j + 1] -= a1 * a1;
+    chol_axpy_avx(u1, uj, a1, j + 2, n);
+    s = d[j + 1];
+    if (!(s > 0)) return -1;
+    double l11 = sqrt(s);
+    A[(j + 1) * n + j + 1] = l11;
+    for (int i = j + 2; i < n; i++) u1[i] = u1[i] / l11, A[i * n + j + 1] = u1[i];
+    for (int p = j + 2; p < n; p++) {
+      double a = uj[p], b = u1[p], *up = A + p * n;
+      d[p] -= a * a;
+      d[p] -= b * b;
+      __m256d a4 = _mm256_set1_pd(a), b4 = _mm256_set1_pd(b);
+      int i = p + 1;
+      for (; i + 4 <= n; i += 4) {
+        __m256d t = _mm256_sub_pd(_mm256_loadu_pd(up + i), _mm256_mul_pd(a4, _mm256_loadu_pd(uj + i)));
+        _mm256_storeu_pd(up + i, _mm256_sub_pd(t, _mm256_mul_pd(b4, _mm256_loadu_pd(u1 + i))));
+      }
+      for (; i < n; i++) {
+        double t = up[i] - a * uj[i];
+        up[i] = t - b * u1[i];
+      }
+    }
+  }
+  return 0;
+}
+#endif
+
 int khzu_cholFactor(double *A, int n) {
   if (n == 6) return chol_factor(A, 6); /* a free joint's D (khz_abaCoreDamped): unrolled */
   if (n == 3) return chol_factor(A, 3); /* a free body's world inertia (penalty.c's limits): unrolled */
   if (n == 12) return chol_factor(A, 12); /* the tree limits' two-body clusters (penalty.c): unrolled */
-  return chol_factor(A, n);
+  if (n <= 12 || n > CHOL_RIGHT_MAX) return chol_factor(A, n);
+  /* the implicit rows' clusters (up to 128 rows) and blocks, the trees' mass matrices */
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx")) return chol_factor_right_avx(A, n);
+#endif
+  return chol_factor_right(A, n);
 }
 
 void khzu_cholSolve(const double *L, int n, double *x) {

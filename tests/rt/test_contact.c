@@ -371,6 +371,80 @@ static void test_largest_rate_null_start(void) {
   ENSURE(khz_penaltyLargestRate(L, Z, NB, scratch) == 0); /* L K = 0 */
 }
 
+/* the tree limits' power iteration on block-sparse L K (penalty.c
+ * power_rate: the products skip the zero 6 x 6 blocks and take two row
+ * blocks a pass, matvec_blocks) against the 40 iterations written out
+ * densely, each product y_a = sum_q A_aq x_q from +0 in q order, as the
+ * power iteration is defined: the same bits for 1 to 8 bodies, L symmetric
+ * with zero blocks between "trees", K with a pair's blocks and a few rows
+ * whose blocks are all zero. The skipped blocks are exactly zero and the
+ * zero blocks kept in a pair's pass add +-0 to sums that start at +0, so
+ * any other answer means an operation moved. */
+static double dense_rate(const double *L, const double *K, int n) {
+  double x[48], y[48], z[48], lam = 0;
+  for (int a = 0; a < n; a++) x[a] = 1.0 / (1 + a % 6);
+  for (int it = 0; it < 40; it++) {
+    for (int a = 0; a < n; a++) {
+      y[a] = 0;
+      for (int q = 0; q < n; q++) y[a] += K[a * n + q] * x[q];
+    }
+    for (int a = 0; a < n; a++) {
+      z[a] = 0;
+      for (int q = 0; q < n; q++) z[a] += L[q * n + a] * y[q];
+    }
+    double nz = 0, nx = 0;
+    for (int a = 0; a < n; a++) nz += z[a] * z[a], nx += x[a] * x[a];
+    if (!(nz > 0)) return 0;
+    lam = sqrt(nz / nx);
+    for (int a = 0; a < n; a++) x[a] = z[a] / sqrt(nz);
+  }
+  return lam;
+}
+
+static void test_largest_rate_blocks(void) {
+  int checked = 0;
+  for (int t = 0; t < 160; t++) {
+    int nb = 1 + t % 8, n = 6 * nb, tree[8], ntree = 1 + t % 3;
+    double L[48 * 48], K[48 * 48], B[48 * 48], scratch[3 * 48];
+    for (int a = 0; a < nb; a++) tree[a] = (a * 7 + t) % ntree;
+    for (int i = 0; i < n * n; i++) B[i] = rm_uniform(-1, 1);
+    for (int i = 0; i < n; i++) /* L = B B^T + I, kept within each tree */
+      for (int j = 0; j <= i; j++) {
+        double v = 0;
+        if (tree[i / 6] == tree[j / 6]) {
+          v = i == j;
+          for (int k = 0; k < n; k++) v += B[i * n + k] * B[j * n + k];
+        }
+        L[i * n + j] = L[j * n + i] = v;
+      }
+    memset(K, 0, (size_t)n * n * sizeof(double));
+    for (int p = 0; p < nb; p++) { /* pairs (p, p + 1 + t % 3) and body p with the world */
+      int a = p, b = (p + 1 + t % 3) % nb, quiet = (p * 5 + t) % 4 == 0;
+      if (quiet) continue; /* body a presses nothing here */
+      double g[6];
+      for (int k = 0; k < 6; k++) g[k] = rm_uniform(-1, 1) * 1e4;
+      for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 6; j++) {
+          double v = g[i] * g[j];
+          K[(6 * a + i) * n + 6 * a + j] += v;
+          if (b != a && t % 2) {
+            K[(6 * b + i) * n + 6 * b + j] += v;
+            K[(6 * a + i) * n + 6 * b + j] -= v;
+            K[(6 * b + i) * n + 6 * a + j] -= v;
+          }
+        }
+    }
+    double want = dense_rate(L, K, n);
+    double got = khz_penaltyLargestRate(L, K, nb, scratch); /* transposes K */
+    if (want == 0) continue; /* the restart's case: test_largest_rate_null_start */
+    ENSURE_MSG(memcmp(&want, &got, sizeof want) == 0, "case %d (%d bodies): %.17g against %.17g", t, nb, got,
+               want);
+    checked++;
+  }
+  printf("largest_rate on block-sparse L K: %d cases bit for bit as the dense iteration\n", checked);
+  ENSURE(checked > 100);
+}
+
 /* khz_penaltyHeldSolve: a block of A with some rows held, solved with the
  * factors kept across the solves (the implicit rows' passes and block
  * Gauss-Seidel sweeps, penalty.c's held_solve). Against a fresh Cholesky
@@ -535,6 +609,7 @@ int main(void) {
   test_impulse_cols();
   test_factored_delassus();
   test_largest_rate_null_start();
+  test_largest_rate_blocks();
   test_held_factors();
   test_damping_limit();
   return ensure_report();

@@ -61,6 +61,64 @@ static void test_chol_inverse(void) {
   }
 }
 
+/* khzu_cholFactor above n = 12 (right-looking, spatial.c) against the
+ * Cholesky-Banachiewicz recurrence written out, l_jj = sqrt(a_jj - sum_k
+ * l_jk^2), l_ij = (a_ij - sum_k l_ik l_jk) / l_jj, each sum over k = 0 ..
+ * j - 1 in that order: the same bits on the lower triangle for n = 13 to
+ * 130 (two columns a pass: odd and even n), well and badly conditioned; and
+ * on a matrix that is not positive definite at column f, -1 with the lower
+ * triangle and diagonal as the recurrence leaves them when it stops there
+ * (columns before f final, the rest as given): callers read the diagonal
+ * after a failed factor (penalty.c's disc QP). */
+static int chol_recurrence(double *A, int n) {
+  for (int j = 0; j < n; j++) {
+    double s = A[j * n + j];
+    for (int k = 0; k < j; k++) s -= A[j * n + k] * A[j * n + k];
+    if (!(s > 0)) return -1;
+    double ljj = sqrt(s);
+    A[j * n + j] = ljj;
+    for (int i = j + 1; i < n; i++) {
+      double t = A[i * n + j];
+      for (int k = 0; k < j; k++) t -= A[i * n + k] * A[j * n + k];
+      A[i * n + j] = t / ljj;
+    }
+  }
+  return 0;
+}
+
+static void test_chol_large(void) {
+  static const int sizes[] = {13, 14, 16, 17, 21, 31, 40, 64, 65, 100, 128, 130};
+  enum { NMAX = 130 };
+  static double B[NMAX * NMAX], A[NMAX * NMAX], got[NMAX * NMAX], want[NMAX * NMAX];
+  int cases = 0;
+  for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+    int n = sizes[si];
+    for (int t = 0; t < 6; t++) {
+      int fail_at = t >= 4 ? (t == 4 ? n / 2 : n - 1) : -1;
+      for (int k = 0; k < n * n; k++) B[k] = rm_uniform(-1, 1);
+      double shift = t % 2 ? 1 : 1e-6;
+      for (int i = 0; i < n; i++)
+        for (int j = 0; j <= i; j++) {
+          double s = i == j ? shift : 0;
+          for (int k = 0; k < n; k++) s += B[n * i + k] * B[n * j + k];
+          A[n * i + j] = A[n * j + i] = s;
+        }
+      if (fail_at >= 0) /* column fail_at's pivot goes negative */
+        A[fail_at * n + fail_at] = -1;
+      memcpy(got, A, (size_t)n * n * sizeof(double));
+      memcpy(want, A, (size_t)n * n * sizeof(double));
+      int rg = khzu_cholFactor(got, n), rw = chol_recurrence(want, n);
+      ENSURE_MSG(rg == rw, "n %d case %d: returned %d, the recurrence %d", n, t, rg, rw);
+      int same = 1;
+      for (int i = 0; i < n; i++)
+        for (int j = 0; j <= i; j++) same &= memcmp(&got[i * n + j], &want[i * n + j], sizeof(double)) == 0;
+      ENSURE_MSG(same, "n %d case %d: the factor's lower triangle differs from the recurrence's", n, t);
+      cases++;
+    }
+  }
+  printf("khzu_cholFactor, n 13-130: %d cases bit for bit as the recurrence, a third of them not positive definite\n", cases);
+}
+
 /* khzu_max0 and khzu_fmin, the contact force pass's stand-ins for libm's
  * fmax(x, 0) and fmin(a, b), against libm's own (called through volatile
  * pointers, so that the compiler neither folds nor expands them) bit for bit,
@@ -88,6 +146,7 @@ static void test_libm_minmax(void) {
 
 int main(void) {
   test_chol_inverse();
+  test_chol_large();
   test_libm_minmax();
   for (int t = 0; t < 100; t++) {
     double q[4], X[12], X6[36], m6[6], f6[6], res[6], ref[6];

@@ -1100,15 +1100,44 @@ static void block_mask(const double *At, int n, unsigned *mask) {
 #if defined(__x86_64__) && defined(__GNUC__)
 /* matvec_blocks with a row block's first four sums in one AVX register and
  * the last two in an SSE one: AVX without FMA, so each lane still rounds
- * its product and then its sum, as the two-lane code does: the same bits */
+ * its product and then its sum, as the two-lane code does: the same bits.
+ * Two row blocks R, R + 1 whose nonzero column blocks mostly coincide (L
+ * within one tree: all of them) go together: their 12 rows are three AVX
+ * registers, so a column costs one broadcast, three products and three sums
+ * where the blocks apart cost two of each per block. Their sums then also
+ * take the column blocks only the other row block needs: those blocks are
+ * exactly zero, and adding their +-0 products leaves the sums' bits as they
+ * are (above), so every y_a is still the same sum in the same order. */
 __attribute__((target("avx"))) static void matvec_blocks_avx(double *y, const double *At, const double *x, int n,
                                                              const unsigned *mask) {
-  for (int R = 0; R < n / 6; R++) {
+  int nb = n / 6, R = 0;
+  for (; R < nb; R++) {
+    unsigned both = R + 1 < nb ? mask[R] | mask[R + 1] : 0;
+    /* per column: 10 operations for the pair over the union, 8 per block
+     * for each block apart */
+    if (both && 10 * __builtin_popcount(both) <= 8 * (__builtin_popcount(mask[R]) + __builtin_popcount(mask[R + 1]))) {
+      __m256d y0 = _mm256_setzero_pd(), y1 = _mm256_setzero_pd(), y2 = _mm256_setzero_pd();
+      for (unsigned bits = both; bits; bits &= bits - 1) {
+        int Q = __builtin_ctz(bits);
+        const double *xQ = x + 6 * Q, *c = At + 6 * Q * n + 6 * R;
+#pragma GCC unroll 6
+        for (int q = 0; q < 6; q++, c += n) {
+          __m256d xq = _mm256_broadcast_sd(xQ + q);
+          y0 = _mm256_add_pd(y0, _mm256_mul_pd(_mm256_loadu_pd(c), xq));
+          y1 = _mm256_add_pd(y1, _mm256_mul_pd(_mm256_loadu_pd(c + 4), xq));
+          y2 = _mm256_add_pd(y2, _mm256_mul_pd(_mm256_loadu_pd(c + 8), xq));
+        }
+      }
+      _mm256_storeu_pd(y + 6 * R, y0), _mm256_storeu_pd(y + 6 * R + 4, y1), _mm256_storeu_pd(y + 6 * R + 8, y2);
+      R++;
+      continue;
+    }
     __m256d y0 = _mm256_setzero_pd();
     __m128d y1 = _mm_setzero_pd();
     for (unsigned bits = mask[R]; bits; bits &= bits - 1) {
       int Q = __builtin_ctz(bits);
       const double *xQ = x + 6 * Q, *c = At + 6 * Q * n + 6 * R;
+#pragma GCC unroll 6
       for (int q = 0; q < 6; q++, c += n) {
         y0 = _mm256_add_pd(y0, _mm256_mul_pd(_mm256_loadu_pd(c), _mm256_broadcast_sd(xQ + q)));
         y1 = _mm_add_pd(y1, _mm_mul_pd(_mm_loadu_pd(c + 4), _mm_loaddup_pd(xQ + q)));
@@ -1146,13 +1175,19 @@ static void matvec_blocks(double *y, const double *At, const double *x, int n, c
 }
 
 /* 40 power iterations on L K (Kt = K^T) from x: the last |L K x| / |x|,
- * or 0 if an iterate vanishes. Above two bodies, the products skip the
- * zero blocks (matvec_blocks). */
-static double power_rate(const double *L, const double *Kt, int n, double *x, double *y, double *z) {
+ * or 0 if an iterate vanishes. The products skip the
+ * zero blocks (matvec_blocks): those of the masks tree_rates gives (mk for
+ * K, ml for L: every block that can hold a nonzero, so a block left out is
+ * exactly zero and one kept that is zero adds +-0, bit-neutral as above),
+ * or, without them, those block_mask finds. */
+static double power_rate(const double *L, const double *Kt, int n, double *x, double *y, double *z,
+                         const unsigned *mk_given, const unsigned *ml_given) {
   double lam = 0;
-  unsigned mk[KHZ_TREE_BODIES], ml[KHZ_TREE_BODIES];
-  int sparse = n > 12 && n <= 6 * KHZ_TREE_BODIES;
-  if (sparse) block_mask(Kt, n, mk), block_mask(L, n, ml);
+  unsigned mk_found[KHZ_TREE_BODIES], ml_found[KHZ_TREE_BODIES];
+  const unsigned *mk = mk_given, *ml = ml_given;
+  int sparse = n >= 6 && n <= 6 * KHZ_TREE_BODIES;
+  if (sparse && !mk) block_mask(Kt, n, mk_found), mk = mk_found;
+  if (sparse && !ml) block_mask(L, n, ml_found), ml = ml_found;
   for (int it = 0; it < 40; it++) {
     if (sparse) {
       matvec_blocks(y, Kt, x, n, mk);
@@ -1177,7 +1212,8 @@ static double power_rate(const double *L, const double *Kt, int n, double *x, do
  * points' velocities about the common origin are equal): then the iteration
  * restarts from L K e_j, the column of L K of largest norm, and returns 0
  * only when every column is 0 (L K = 0). */
-static double largest_rate(const double *L, double *K, int nb, double *x, double *y, double *z) {
+static double largest_rate(const double *L, double *K, int nb, double *x, double *y, double *z, const unsigned *mk,
+                           const unsigned *ml) {
   int n = 6 * nb;
   for (int a = 0; a < n; a++) /* K's rounding makes it not exactly symmetric */
     for (int b = 0; b < a; b++) {
@@ -1185,7 +1221,7 @@ static double largest_rate(const double *L, double *K, int nb, double *x, double
       K[a * n + b] = K[b * n + a], K[b * n + a] = t;
     }
   for (int a = 0; a < n; a++) x[a] = 1.0 / (1 + a % 6);
-  double lam = power_rate(L, K, n, x, y, z);
+  double lam = power_rate(L, K, n, x, y, z, mk, ml);
   if (lam > 0) return lam;
   int best = -1;
   double most = 0;
@@ -1197,12 +1233,12 @@ static double largest_rate(const double *L, double *K, int nb, double *x, double
   }
   if (best < 0) return 0;
   matvec_columns(x, L, K + (size_t)best * n, n);
-  lam = power_rate(L, K, n, x, y, z);
+  lam = power_rate(L, K, n, x, y, z, mk, ml);
   return lam > 0 ? lam : sqrt(most); /* |L K e_j|: the iterate vanished again */
 }
 
 double khz_penaltyLargestRate(const double *L, double *K, int nb, double *scratch) {
-  return largest_rate(L, K, nb, scratch, scratch + 6 * nb, scratch + 12 * nb);
+  return largest_rate(L, K, nb, scratch, scratch + 6 * nb, scratch + 12 * nb, NULL, NULL);
 }
 
 /* h times the largest stiffness (sqrt of M^-1 K) and damping (M^-1 C) rates
@@ -1251,7 +1287,22 @@ static void tree_rates(const khzModel *m, khzData *d, const int *pair, int np, c
     tree_springs(m, d, c, c->kp, slot, n, K);
     same &= fabs(c->kv - ratio * c->kp) <= 1e-12 * c->kv;
   }
-  double h = d->timestep, lam = largest_rate(L, K, nb, x, x + n, x + 2 * n);
+  /* the blocks that can be nonzero (power_rate): L's between bodies of one
+   * tree, K's (and C's) between the bodies of a pair and on each */
+  unsigned mk[KHZ_TREE_BODIES], ml[KHZ_TREE_BODIES];
+  for (int a = 0; a < nb; a++) {
+    mk[a] = ml[a] = 0;
+    for (int c = 0; c < nb; c++) ml[a] |= (unsigned)(m->body_root[body[c]] == m->body_root[body[a]]) << c;
+  }
+  for (int i = 0; i < np; i++) {
+    const khzContact *c = d->contact + pair[i];
+    for (int s = 0; s < 2; s++)
+      for (int t = 0; t < 2; t++) {
+        int bs = c->body[s], bt = c->body[t];
+        if (bs > 0 && bt > 0 && slot[bs] >= 0 && slot[bt] >= 0) mk[slot[bs]] |= 1u << slot[bt];
+      }
+  }
+  double h = d->timestep, lam = largest_rate(L, K, nb, x, x + n, x + 2 * n, mk, ml);
   rate[0] = h * sqrt(lam);
   if (same) {
     rate[1] = h * ratio * lam;
@@ -1259,7 +1310,7 @@ static void tree_rates(const khzModel *m, khzData *d, const int *pair, int np, c
   }
   memset(C, 0, (size_t)n * n * sizeof(double));
   for (int i = 0; i < np; i++) tree_springs(m, d, d->contact + pair[i], d->contact[pair[i]].kv, slot, n, C);
-  rate[1] = h * largest_rate(L, C, nb, x, x + n, x + 2 * n);
+  rate[1] = h * largest_rate(L, C, nb, x, x + n, x + 2 * n, mk, ml);
 }
 
 /* each cluster's members in index order, from one pass over cl (n of them:
