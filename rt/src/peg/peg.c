@@ -177,12 +177,13 @@ typedef struct pegWork {
   khzPegStats *stats; /* d->peg_stats: this solve's counts */
 } pegWork;
 
-/* the settings are m->contact's peg_* options (khz.h); the counts of the
- * last step d->peg_stats (khz_pegLastStats) */
+/* PEG's settings are the model's contact options (m->contact.peg_*, khz.h);
+ * the counts of the data's last step are d->peg_stats */
+const khzPegStats *khz_pegLastStats(const khzData *d) { return d->peg_stats; }
+
 /* the passes' corrections only go down (recheck); not for the LP-depth
  * model (its witness moves between passes; it does not halve) */
 static int monotone(const pegWork *W) { return PEG_MONOTONE && W->m->contact.peg_model != KHZ_PEG_MODEL_LPDEPTH; }
-const khzPegStats *khz_pegLastStats(const khzData *d) { return d->peg_stats; }
 
 /* ------------------------------------------------------------- sizes -- */
 
