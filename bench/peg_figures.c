@@ -5,7 +5,7 @@
  * at each step size h; after every step the overlap volume of every pair of
  * bodies (exact polytope intersection, rt/src/peg/poly.c) is summed, and
  * its maximum over the run is printed for
- *   PEG       U, I and X constraints (khz_pegSetModel(KHZ_PEG_MODEL_PEG)),
+ *   PEG       U, I and X constraints (contact.peg_model peg),
  *   standard  the same time-stepping and gathering, every vertex-face and
  *             edge-edge pair its own unilateral constraint (eq. 9),
  *   LP depth  the same time-stepping, one unilateral constraint per pair of
@@ -38,10 +38,12 @@
  * already in the box, a pile grown to the drop height, is placed higher,
  * by 1 cm at a time until it overlaps nothing)
  * (--only: that model's columns alone; the others print as "-")
- * (--recover: khz_pegSetRecovery(1), a pair overlapping at a step's start
- * also held by its LP depth, released at 0.2 m/s)
+ * (--recover: contact.peg_recovery on, a pair overlapping at a step's start
+ * also held by its LP depth, released at 0.2 m/s; the scene's key does the same)
  * (--lp-one-point: the LP-depth model with the LP's witness point alone,
- * without its nearly active units)
+ * without its nearly active units: contact.peg_lp_point on)
+ * (every run's contact.peg_model is its column's model; the scene's other
+ * peg_ keys hold)
  * (--dump-step N1,N2,..: prints the state q and qd at the start of steps N1, N2, .. of every
  * run to stderr, 17 digits: the start of a one-step regression test)
  * The fastest spin is the largest |omega| times the bounding radius of a
@@ -79,6 +81,8 @@ typedef struct runResult {
 
 static int trace;
 static int lcp_gap = -1;         /* --lcp-gaps: the scene's contact.lcp_gap set to this */
+static int recover, lp_one_point; /* --recover, --lp-one-point: the scene's contact.peg_recovery,
+                                     contact.peg_lp_point turned on */
 static FILE *per_step;           /* --per-step */
 static double release_dt; /* --release */
 static long dump_step[64]; /* --dump-step N1,N2,.. */
@@ -159,9 +163,11 @@ static int run(const char *path, double h, double seconds, int method, int model
     fprintf(stderr, "%s: %s\n", path, err);
     return -1;
   }
+  m->contact.peg_model = model;
+  if (recover) m->contact.peg_recovery = 1;
+  if (lp_one_point) m->contact.peg_lp_point = 1;
   khzData *d = khz_makeData(m, 0);
   d->contact_method = method;
-  khz_pegSetModel(model);
   khzPegPoly *P = malloc(sizeof *P * (size_t)m->ngeom);
   long steps = (long)(seconds / h + 0.5);
   double *us = malloc(sizeof(double) * (size_t)steps), *ov = malloc(sizeof(double) * (size_t)steps);
@@ -183,7 +189,7 @@ static int run(const char *path, double h, double seconds, int method, int model
     khz_step(m, d);
     us[s] = 1e6 * (now_s() - t0);
     if (method == KHZ_CONTACT_PEG) {
-      const khzPegStats *st = khz_pegLastStats();
+      const khzPegStats *st = khz_pegLastStats(d);
       r->steps_ix += st->ni + st->nx > 0;
       r->frictionless += st->frictionless;
       r->max_n = fmax(r->max_n, st->n);
@@ -230,7 +236,6 @@ static int run(const char *path, double h, double seconds, int method, int model
   if (lifted) fprintf(stderr, "# h %g model %d: %ld releases raised above a body\n", h, model, lifted);
   r->fallbacks = (long)d->warning[KHZ_WARN_LCP];
   r->steps = steps;
-  khz_pegSetModel(KHZ_PEG_MODEL_PEG);
   free(us);
   free(P);
   khz_deleteData(&d);
@@ -296,9 +301,9 @@ int main(int argc, char **argv) {
     } else if (!strcmp(argv[i], "--dump-step") && i + 1 < argc) {
       for (char *t = strtok(argv[++i], ","); t && ndump < 64; t = strtok(NULL, ",")) dump_step[ndump++] = atol(t);
     } else if (!strcmp(argv[i], "--recover")) {
-      khz_pegSetRecovery(1);
+      recover = 1;
     } else if (!strcmp(argv[i], "--lp-one-point")) {
-      khz_pegSetLpUnits(0);
+      lp_one_point = 1;
     } else if (!strcmp(argv[i], "--lcp-gaps")) {
       lcp_gap = KHZ_LCP_GAP_NARROWPHASE;
     } else if (!strcmp(argv[i], "--per-step") && i + 1 < argc) {

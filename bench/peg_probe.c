@@ -111,22 +111,23 @@ int main(int argc, char **argv) {
   khzModel *m = khz_compile(sc.spec, err, sizeof err);
   khz_deleteScene(&sc);
   if (!m || nq != m->nq || nv != m->nv) return fprintf(stderr, "model/state mismatch %d %d\n", nq, nv), 1;
+  /* PEG_SPLITS=0: the step's passes alone (no halving) */
+  if (getenv("PEG_SPLITS")) m->contact.peg_splits = atoi(getenv("PEG_SPLITS"));
+  /* PEG_PROBE_TIES=1: lemke.c's default ratio ties (PEG's before session 14) */
+  if (getenv("PEG_PROBE_TIES")) m->contact.peg_lemke_ties = atof(getenv("PEG_PROBE_TIES"));
+  /* PEG_PROBE_MODEL=standard: the standard model's step (one constraint per feature pair) */
+  if (getenv("PEG_PROBE_MODEL") && !strcmp(getenv("PEG_PROBE_MODEL"), "standard"))
+    m->contact.peg_model = KHZ_PEG_MODEL_STANDARD;
   khzData *d = khz_makeData(m, 0);
   memcpy(d->q, q, sizeof(double) * nq);
   memcpy(d->qd, qd, sizeof(double) * nv);
   khz_forwardPass(m, d, d->q, d->qd);
   if (getenv("PEG_PROBE_DUMP")) khz_pegSetBlockObserver(dump_block, getenv("PEG_PROBE_DUMP"));
-  /* PEG_SPLITS=0: the step's passes alone (no halving) */
-  if (getenv("PEG_SPLITS")) khz_pegSetSplits(atoi(getenv("PEG_SPLITS")));
-  /* PEG_PROBE_TIES=1: lemke.c's default ratio ties (PEG's before session 14) */
-  if (getenv("PEG_PROBE_TIES")) khz_pegSetLemkeTies(atof(getenv("PEG_PROBE_TIES")));
-  /* PEG_PROBE_MODEL=standard: the standard model's step (one constraint per feature pair) */
-  if (getenv("PEG_PROBE_MODEL") && !strcmp(getenv("PEG_PROBE_MODEL"), "standard")) khz_pegSetModel(KHZ_PEG_MODEL_STANDARD);
   printf("state at the start (h %g):\n", h);
   overlaps(m, d);
   for (int s = 0; s < steps; s++) {
     khz_step(m, d);
-    const khzPegStats *st = khz_pegLastStats();
+    const khzPegStats *st = khz_pegLastStats(d);
     printf("step %d: pairs %d groups %d U %d I %d X %d n %d status %d failed %d narrowed %d turn %g added %d passes %d worst %.3g splits %d frictionless %d stop %d polished %d unpolished %d recompliant %d pivots %ld\n",
            s, st->contacts, st->groups, st->nu, st->ni, st->nx, st->n, st->status, st->failed, st->narrowed, st->turn,
            st->added, st->passes, st->worst, st->splits, st->frictionless, st->stop, st->polished, st->unpolished,

@@ -459,7 +459,9 @@ static int khz_scene_contact(khzSceneReader *r, const yaml_node_t *n, khzContact
                                      "gamma",       "mu",         "restitution", "impact_velocity",
                                      "reimpact_velocity", "max_pairs",   "max_points", "rolling_friction",
                                      "torsional_friction", "friction_directions", "lcp_restitution",
-                                     "lcp_split_impacts", "lcp_gap", "deepest_stage", "deepest_ties", "joint_friction", NULL};
+                                     "lcp_split_impacts", "lcp_gap", "deepest_stage", "deepest_ties", "joint_friction",
+                                     "peg_model", "peg_recovery", "peg_splits", "peg_lp_point", "peg_lemke_ties",
+                                     NULL};
   yaml_node_t *v;
   if (khz_check_keys(r, n, "contact", keys)) return -1;
   if ((v = khz_find(r, n, "method"))) {
@@ -558,6 +560,33 @@ static int khz_scene_contact(khzSceneReader *r, const yaml_node_t *n, khzContact
     else return khz_scene_fail(r, v, "contact.lcp_gap",
                                "unknown gap '%s': it must be one of narrowphase, lpdepth", gap);
   }
+  /* the PEG method's model of the constraints (docs/peg.md) */
+  if ((v = khz_find(r, n, "peg_model"))) {
+    char model[32];
+    if (khz_get_string(r, v, "contact.peg_model", model, sizeof model)) return -1;
+    if (strcmp(model, "peg") == 0) c->peg_model = KHZ_PEG_MODEL_PEG;
+    else if (strcmp(model, "standard") == 0) c->peg_model = KHZ_PEG_MODEL_STANDARD;
+    else if (strcmp(model, "lpdepth") == 0) c->peg_model = KHZ_PEG_MODEL_LPDEPTH;
+    else return khz_scene_fail(r, v, "contact.peg_model",
+                               "unknown model '%s': it must be one of peg, standard, lpdepth", model);
+  }
+  /* its recovery from a deep overlap at a step's start (off) and the LP-depth
+   * model's witness point alone (off: the nearly active units) */
+  if ((v = khz_find(r, n, "peg_recovery")) && khz_get_bool(r, v, "contact.peg_recovery", &c->peg_recovery))
+    return -1;
+  if ((v = khz_find(r, n, "peg_lp_point")) && khz_get_bool(r, v, "contact.peg_lp_point", &c->peg_lp_point))
+    return -1;
+  /* how many times a PEG step may be halved (2) */
+  if ((v = khz_find(r, n, "peg_splits"))) {
+    double x = 0;
+    if (khz_get_range(r, v, "contact.peg_splits", &x, 0, 0, 2, 0, "0, 1 or 2")) return -1;
+    if (x != floor(x)) return khz_scene_fail(r, v, "contact.peg_splits", "%g is not 0, 1 or 2: give one of them", x);
+    c->peg_splits = (int)x;
+  }
+  /* Lemke's ratio-tie tolerance in PEG's LCPs (0: the default, 1e-3) */
+  if ((v = khz_find(r, n, "peg_lemke_ties")) &&
+      khz_get_range(r, v, "contact.peg_lemke_ties", &c->peg_lemke_ties, 0, 0, 1e3, 0, "0 to 1000; 0 = 1e-3"))
+    return -1;
   /* capacities */
   const struct {
     const char *key;

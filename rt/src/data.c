@@ -11,6 +11,7 @@
 #include "dynamics.h"
 #include "island.h"
 #include "khz/khz.h"
+#include "peg/peg.h"
 
 
 static void layout_data(const khzModel *m, khzData *d, carver *c) {
@@ -42,6 +43,7 @@ static void layout_data(const khzModel *m, khzData *d, carver *c) {
 #undef D
   d->contact = carve(c, (size_t)m->npair_max * sizeof(khzContact));
   d->cpoint = carve(c, (size_t)m->npair_max * (size_t)m->max_points * sizeof(khzContactPoint));
+  d->peg_stats = carve(c, sizeof(khzPegStats));
   d->stack = carve(c, d->stack_size);
 }
 
@@ -60,6 +62,7 @@ khzData *khz_makeData(const khzModel *m, size_t stack_bytes) {
   c.base = (unsigned char *)(((uintptr_t)d->buffer + 63) & ~(uintptr_t)63);
   c.used = 0;
   layout_data(m, d, &c);
+  d->peg_stats->status = -1; /* no PEG step yet: no solve */
   khz_dynamicsInitData(m, d);
   khz_resetData(m, d);
   return d;

@@ -63,6 +63,7 @@ void khz_spec_defaultContact(khzContactOptions *c) {
   c->mu = 0.8;
   c->restitution = 0.2;
   c->impact_velocity = 1e-4;
+  c->peg_splits = 2; /* a PEG step may be halved twice (quarters) */
 }
 
 void khz_spec_setContact(khzSpec *s, const khzContactOptions *c) { s->contact = *c; }

@@ -106,15 +106,14 @@ static void corner_over_edge(int model, double dx, double vx, double h, double *
   khzModel *m = scene_model(text);
   ENSURE(m != NULL);
   if (!m) return;
+  m->contact.peg_model = model;
   khzData *d = khz_makeData(m, 0);
-  khz_pegSetModel(model);
   *overlap = 0;
   int steps = (int)(0.6 / h + 0.5);
   for (int s = 0; s < steps; s++) {
     khz_step(m, d);
     *overlap = fmax(*overlap, max_overlap(m, d));
   }
-  khz_pegSetModel(KHZ_PEG_MODEL_PEG);
   *fails = (int)d->warning[KHZ_WARN_LCP];
   memcpy(end, d->q, 3 * sizeof(double));
   khz_deleteData(&d);
@@ -164,9 +163,9 @@ static void test_lp_gap(int units) {
   khzModel *m = scene_model(text);
   ENSURE(m != NULL);
   if (!m) return;
+  m->contact.peg_model = KHZ_PEG_MODEL_LPDEPTH;
+  m->contact.peg_lp_point = !units;
   khzData *d = khz_makeData(m, 0);
-  khz_pegSetModel(KHZ_PEG_MODEL_LPDEPTH);
-  khz_pegSetLpUnits(units);
   int cube = -1;
   for (int g = 0; g < m->ngeom; g++)
     if (!khz_bodyStatic(m, m->geom_body[g])) cube = g;
@@ -191,8 +190,6 @@ static void test_lp_gap(int units) {
     }
     overlap = fmax(overlap, max_overlap(m, d));
   }
-  khz_pegSetModel(KHZ_PEG_MODEL_PEG);
-  khz_pegSetLpUnits(1);
   printf("LP-depth gap (%s), cube corner on a face: %d contact reports, worst |depth - corner depth| %.3g m, "
          "max overlap %.3g m^3, %d fallbacks, cube at z %.4f\n",
          units ? "nearly active units" : "the LP's point alone", reported, worst, overlap,
@@ -227,9 +224,9 @@ static double lp_rest_run(int units, double *spin, double *overlap, int *jumps) 
   khzModel *m = scene_model_h(text, h);
   ENSURE(m != NULL);
   if (!m) return INFINITY;
+  m->contact.peg_model = KHZ_PEG_MODEL_LPDEPTH;
+  m->contact.peg_lp_point = !units;
   khzData *d = khz_makeData(m, 0);
-  khz_pegSetModel(KHZ_PEG_MODEL_LPDEPTH);
-  khz_pegSetLpUnits(units);
   int box = -1;
   for (int g = 0; g < m->ngeom; g++)
     if (!khz_bodyStatic(m, m->geom_body[g])) box = g;
@@ -258,8 +255,6 @@ static double lp_rest_run(int units, double *spin, double *overlap, int *jumps) 
       khzu_copy3(last, p);
     }
   }
-  khz_pegSetModel(KHZ_PEG_MODEL_PEG);
-  khz_pegSetLpUnits(1);
   ENSURE(d->warning[KHZ_WARN_LCP] == 0);
   khz_deleteData(&d);
   khz_deleteModel(&m);
@@ -306,7 +301,7 @@ static void test_edge_gather(void) {
   if (!m) return;
   khzData *d = khz_makeData(m, 0);
   khz_step(m, d);
-  const khzPegStats *st = khz_pegLastStats();
+  const khzPegStats *st = khz_pegLastStats(d);
   int bar = -1;
   for (int g = 0; g < m->ngeom; g++)
     if (!khz_bodyStatic(m, m->geom_body[g])) bar = m->jnt_dofadr[m->geom_body[g]];
@@ -350,7 +345,7 @@ static void test_crossing_local(void) {
   double vmax = 0;
   for (int s = 0; s < 5; s++) {
     khz_step(m, d);
-    added += khz_pegLastStats()->added;
+    added += khz_pegLastStats(d)->added;
     for (int k = 0; k < 6; k++) vmax = fmax(vmax, fabs(d->qd[col + k]));
   }
   printf("column through a plate, 5 steps of 0.01 s: %d constraints added at q+, fastest velocity component "
@@ -368,9 +363,9 @@ static void test_crossing_local(void) {
  * --paper) from states recorded on its trajectory (tests/peg/pour_states.txt,
  * written by bench/peg_figures --dump-step: "h STEP q ..." and "h STEP qd
  * ..." lines, a comment line before each case naming the step's difficulty): the steps,
- * not split (khz_pegSetSplits(0): their own passes; a "split" case with
+ * not split (contact.peg_splits 0: their own passes; a "split" case with
  * the halving of steps whose passes fail, and it must halve), must not fall back and
- * must leave no feature pair deeper than 1e-10 m (khz_pegLastStats()->worst)
+ * must leave no feature pair deeper than 1e-10 m (khz_pegLastStats(d)->worst)
  * and at most 1e-12 m^3 of overlap. */
 /* A penetration present at q is released at PEG_PUSHOUT (0.2 m/s) at most,
  * in every pass of the step: a box placed 2 cm into the ground rises at
@@ -400,7 +395,7 @@ static void test_pushout_passes(void) {
   int multi = 0;
   for (int s = 0; s < 8; s++) {
     khz_step(m, d);
-    const khzPegStats *st = khz_pegLastStats();
+    const khzPegStats *st = khz_pegLastStats(d);
     if (st->passes > 1) multi++;
     rise = fmax(rise, d->qd[sunk + 2]);
   }
@@ -438,7 +433,7 @@ static void test_z0_ties(void) {
   double overlap = 0;
   for (int s = 0; s < 240; s++) {
     khz_step(m, d);
-    const khzPegStats *st = khz_pegLastStats();
+    const khzPegStats *st = khz_pegLastStats(d);
     frictionless += st->frictionless;
     contacts += st->cones > 0;
     /* a cone dropped by a failed block stays dropped for the step: every
@@ -499,12 +494,10 @@ static void test_stale_rows(void) {
   khzData *d = khz_makeData(m, 0);
   memcpy(d->q, q, sizeof(double) * (size_t)nq);
   memcpy(d->qd, qd, sizeof(double) * (size_t)nv);
-  khz_pegSetSplits(0);
-  khz_pegSetLemkeTies(1);
+  m->contact.peg_splits = 0;
+  m->contact.peg_lemke_ties = 1;
   khz_step(m, d);
-  khz_pegSetLemkeTies(0);
-  khz_pegSetSplits(2);
-  const khzPegStats *st = khz_pegLastStats();
+  const khzPegStats *st = khz_pegLastStats(d);
   static khzPegPoly P[16];
   int np = 0;
   for (int g = 0; g < m->ngeom && np < 16; g++)
@@ -557,10 +550,10 @@ static void pour_case(const char *scene, const char *what, double h, long step, 
     int passes = 0;
     /* "# split ..." cases: with the step's halving (the default) */
     int split = !strncmp(what, " split", 6), splits = 0;
-    khz_pegSetSplits(split ? 2 : 0);
+    m->contact.peg_splits = split ? 2 : 0;
     for (int k = 0; k < POUR_STEPS; k++) {
       khz_step(m, d);
-      const khzPegStats *st = khz_pegLastStats();
+      const khzPegStats *st = khz_pegLastStats(d);
       static khzPegPoly P[16];
       int np = 0;
       for (int g = 0; g < m->ngeom && np < 16; g++)
@@ -572,7 +565,6 @@ static void pour_case(const char *scene, const char *what, double h, long step, 
       worst = fmax(worst, st->worst), overlap = fmax(overlap, v), passes = passes > st->passes ? passes : st->passes;
       splits += st->splits;
     }
-    khz_pegSetSplits(2);
     if (nudge)
       printf("  nudged by (%d %d %d %d %d) ulps, h %.17g: at most %d passes, %d halvings, deepest left %.3g m, "
              "overlap %.3g m^3, %d fallbacks\n",
@@ -654,8 +646,8 @@ static void test_pour_states(void) {
   ENSURE(cases > 0);
 }
 
-/* Recovery from a deep overlap present at a step's start
- * (khz_pegSetRecovery): box b placed about 2 cm into box a, which rests on
+/* Recovery from a deep overlap present at a step's start (the scene's
+ * contact: {method: peg, peg_recovery: true}; without the key, off): box b placed about 2 cm into box a, which rests on
  * the floor (tests/peg/release_overlap.yaml's bodies, placed as given). The
  * feature constraints hold pairs from a state without overlap: without the
  * recovery the overlap grows (1.19e-4 m^3, from 5e-5) and stays. With it the
@@ -665,32 +657,33 @@ static void test_pour_states(void) {
  * with b at rest on a by the end, no fallback. */
 static void test_recovery(void) {
   const double h = 0.01;
-  static const char text[] =
-      "khz_scene: 1\nrate_hz: 100\ngravity: [0, 0, -9.81]\ncontact: {method: peg, mu: 0.3}\nsleep: false\n"
+  static const char scene[] =
+      "khz_scene: 1\nrate_hz: 100\ngravity: [0, 0, -9.81]\ncontact: {method: peg, mu: 0.3%s}\nsleep: false\n"
       "objects:\n"
       "  - {name: floor, shape: box, size: [0.2, 0.2, 0.025], mass: 10, pos: [0, 0, -0.025], fixed: true}\n"
       "  - {name: a, shape: box, size: [0.03, 0.03, 0.03], mass: 0.2, pos: [0, 0, 0.03]}\n"
       "  - {name: b, shape: box, size: [0.025, 0.025, 0.025], mass: 0.1, pos: [0.005, 0.003, 0.065],"
       " rpy: [0.2, 0.1, 0.3]}\n";
   for (int on = 0; on < 2; on++) {
+    char text[1024];
+    snprintf(text, sizeof text, scene, on ? ", peg_recovery: true" : "");
     khzModel *m = scene_model(text);
     ENSURE(m != NULL);
     if (!m) return;
+    ENSURE(m->contact.peg_recovery == on);
     khzData *d = khz_makeData(m, 0);
     int b = m->jnt_dofadr[m->nbody - 1];
     double start = max_overlap(m, d), at_005 = 0, late = 0, speed = 0, rest = 0;
     int recovering = 0;
-    khz_pegSetRecovery(on);
     for (int s = 0; s < (int)(1 / h + 0.5); s++) {
       khz_step(m, d);
-      recovering += khz_pegLastStats()->recovering;
+      recovering += khz_pegLastStats(d)->recovering;
       double v = max_overlap(m, d), sp = sqrt(d->qd[b] * d->qd[b] + d->qd[b + 1] * d->qd[b + 1] + d->qd[b + 2] * d->qd[b + 2]);
       if (s == 4) at_005 = v;
       if ((s + 1) * h >= 0.3) late = fmax(late, v);
       if ((s + 1) * h <= 0.2) speed = fmax(speed, sp);
       rest = sp;
     }
-    khz_pegSetRecovery(0);
     printf("box 2 cm into a box, h = 0.01, recovery %s: overlap %.3g m^3 at the start, %.3g at 0.05 s, at most %.3g "
            "from 0.3 s; fastest b %.3g m/s in the first 0.2 s, %.3g at 1 s; %d steps with a pair recovering, %d "
            "fallbacks\n",
@@ -703,6 +696,7 @@ static void test_recovery(void) {
       ENSURE_MSG(rest < 1e-6, "b not at rest (%g m/s)", rest);
     } else {
       ENSURE_MSG(recovering == 0, "recovery off, yet %d pairs recovering", recovering);
+      ENSURE_MSG(late > 1e-5, "recovery off, yet the overlap fell to %g m^3", late);
     }
     khz_deleteData(&d);
     khz_deleteModel(&m);

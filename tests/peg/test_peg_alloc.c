@@ -54,9 +54,10 @@ static const char drop_scene[] =
     " inertia: [0.0005, 0.0005, 0.0005, 0, 0, 0], pos: [-0.05, 0.0, 0.5], rpy: [0.3, 0.7, 0.2]}\n";
 
 /* box b placed 2 cm into box a (test_peg's recovery), run with
- * khz_pegSetRecovery: the LP depth solved in the gathering */
+ * contact.peg_recovery: the LP depth solved in the gathering */
 static const char sunk_scene[] =
-    "khz_scene: 1\nrate_hz: 500\ngravity: [0, 0, -9.81]\ncontact: {method: peg, mu: 0.3}\nsleep: false\nobjects:\n"
+    "khz_scene: 1\nrate_hz: 500\ngravity: [0, 0, -9.81]\ncontact: {method: peg, mu: 0.3, peg_recovery: true}\n"
+    "sleep: false\nobjects:\n"
     "  - {name: floor, shape: box, size: [0.2, 0.2, 0.025], mass: 10, pos: [0, 0, -0.025], fixed: true}\n"
     "  - {name: a, shape: box, size: [0.03, 0.03, 0.03], mass: 0.2, pos: [0, 0, 0.03]}\n"
     "  - {name: b, shape: box, size: [0.025, 0.025, 0.025], mass: 0.1, pos: [0.005, 0.003, 0.065],"
@@ -76,9 +77,6 @@ int main(void) {
   /* the third run: the drop with the LP-depth model (khz_lpDepth in the step) */
   /* the fourth: the sunk box with the recovery's LP-depth constraint */
   for (int k = 0; k < 4; k++) {
-    khz_pegSetModel(k == 2 ? KHZ_PEG_MODEL_LPDEPTH : KHZ_PEG_MODEL_PEG);
-    khz_pegSetLemkeTies(k == 1 ? 1 : 0);
-    khz_pegSetRecovery(k == 3);
     char err[512];
     khzModel *m = NULL;
     khzScene sc;
@@ -88,6 +86,8 @@ int main(void) {
     }
     ENSURE_MSG(m != NULL, "%s", err);
     if (!m) continue;
+    if (k == 2) m->contact.peg_model = KHZ_PEG_MODEL_LPDEPTH;
+    if (k == 1) m->contact.peg_lemke_ties = 1;
     allocations = 0;
     counting = 1;
     khzData *d = khz_makeData(m, 0);
@@ -101,7 +101,7 @@ int main(void) {
     for (int s = 0; s < nsteps[k]; s++) {
       khz_step(m, d);
       contacts += d->ncontact > 0;
-      const khzPegStats *st = khz_pegLastStats();
+      const khzPegStats *st = khz_pegLastStats(d);
       /* a step after one solved without friction gathers its cones again
        * (one per U and I constraint: the scenes' mu > 0) */
       if (last_frictionless && k < 2 && st->nu + st->ni > 0) {
@@ -132,8 +132,5 @@ int main(void) {
     khz_deleteData(&d);
     khz_deleteModel(&m);
   }
-  khz_pegSetModel(KHZ_PEG_MODEL_PEG);
-  khz_pegSetLemkeTies(0);
-  khz_pegSetRecovery(0);
   return ensure_report();
 }

@@ -213,10 +213,28 @@ typedef struct khzContactOptions {
                                tangential force acts where its rows were taken (docs/contact.md,
                                session 13); 0 (default) = each pair's friction scaled onto its
                                own disc, as before. Not ready: it moves other random scenes */
+  /* the PEG method's settings (docs/peg.md) */
+  int peg_model;            /* the constraints: KHZ_PEG_MODEL_PEG (0, default), the paper's U, I
+                               and X constraints; KHZ_PEG_MODEL_STANDARD, every feature pair its
+                               own unilateral constraint (eq. 9, the paper's comparison);
+                               KHZ_PEG_MODEL_LPDEPTH, one constraint per pair of polytopes on
+                               Anitescu & Hart's LP penetration depth */
+  int peg_recovery;         /* 1: a pair overlapping at a step's start (deeper than 1e-6 m) also
+                               gets a U constraint on its LP depth, released at 0.2 m/s (PEG
+                               model); 0 (default): none */
+  int peg_splits;           /* how many times a step whose passes leave a violation may be
+                               halved, 0 (never) to 2 (the default, khz_spec_defaultContact) */
+  int peg_lp_point;         /* LP-depth model: 1 = the LP's witness point alone (the one-point
+                               model, for comparison); 0 (default) = the nearly active basic
+                               contact units */
+  double peg_lemke_ties;    /* Lemke's ratio-tie tolerance for PEG's LCPs; 0 (default) = 1e-3
+                               (1 is Lemke's own default, the rule before session 14) */
 } khzContactOptions;
 
 /* khzContactOptions.lcp_gap */
 enum { KHZ_LCP_GAP_NARROWPHASE = 0, KHZ_LCP_GAP_LPDEPTH = 1 };
+/* khzContactOptions.peg_model */
+enum { KHZ_PEG_MODEL_PEG = 0, KHZ_PEG_MODEL_STANDARD = 1, KHZ_PEG_MODEL_LPDEPTH = 2 };
 /* khzContactOptions.deepest_stage */
 enum { KHZ_DEEPEST_STAGE_STACKED = 0, KHZ_DEEPEST_STAGE_ALL = 1, KHZ_DEEPEST_STAGE_OFF = 2 };
 /* khzContactOptions.deepest_ties */
@@ -611,6 +629,8 @@ typedef struct khzData {
                              period; lockstep and fast runs leave it 0 (docs/lcp.md) */
   long lcp_timeouts;      /* LCP steps that reached lcp_time_limit (the first pass: also
                              counted as KHZ_WARN_LCP) */
+  struct khzPegStats *peg_stats; /* private (rt/src/peg/peg.h): the counts of the last PEG
+                             step (khz_pegLastStats) */
   int ncontact;
   khzContact *contact;    /* m->npair_max */
   int ncpoint;

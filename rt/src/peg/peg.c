@@ -102,7 +102,7 @@ static const double peg_turn_scale[] = {1, 0.5, 0.25, 0.125, 0};
  * faster per halving. Over the paper's pour (ten seeds, h >= 0.013) the
  * passes that failed were iterations that stopped converging (the
  * violation doubled after a correction: 29 steps; six passes not enough: 7) */
-#define PEG_SPLITS 2
+#define PEG_SPLITS 2 /* contact.peg_splits' default and largest value */
 /* proximal-point steps after a solve with a compliance (solve) */
 #define PEG_POLISH 3
 /* Lemke's ratio test takes ratios within 1e-8 (PEG_TIE_ABS + |ratio|) of
@@ -174,28 +174,16 @@ typedef struct pegWork {
   double cur_mu; /* the pair being gathered */
   const khzModel *m;
   const khzData *d; /* the kinematics at (q, v) while gathering */
+  khzPegStats *stats; /* d->peg_stats: this solve's counts */
 } pegWork;
 
-static int peg_model = KHZ_PEG_MODEL_PEG;
-/* the LP-depth model's nearly active units (1, default) or its witness
- * point alone (0: the one-point model, for comparison) */
-static int lp_units = 1;
-static khzPegStats peg_stats = {.status = -1};
-/* how many times a step may be halved (peg_split) */
-static int peg_splits = PEG_SPLITS;
-static int peg_recover = 0;
-void khz_pegSetRecovery(int on) { peg_recover = on; }
-static double peg_tie_abs = PEG_TIE_ABS;
-
-void khz_pegSetModel(int model) { peg_model = model; }
+/* PEG's settings are the model's contact options (m->contact.peg_*, khz.h);
+ * the counts of the data's last step are d->peg_stats */
+const khzPegStats *khz_pegLastStats(const khzData *d) { return d->peg_stats; }
 
 /* the passes' corrections only go down (recheck); not for the LP-depth
  * model (its witness moves between passes; it does not halve) */
-static int monotone(void) { return PEG_MONOTONE && peg_model != KHZ_PEG_MODEL_LPDEPTH; }
-void khz_pegSetLpUnits(int on) { lp_units = on; }
-void khz_pegSetLemkeTies(double tie_abs) { peg_tie_abs = tie_abs > 0 ? tie_abs : PEG_TIE_ABS; }
-void khz_pegSetSplits(int depth) { peg_splits = depth < 0 ? 0 : depth > PEG_SPLITS ? PEG_SPLITS : depth; }
-const khzPegStats *khz_pegLastStats(void) { return &peg_stats; }
+static int monotone(const pegWork *W) { return PEG_MONOTONE && W->m->contact.peg_model != KHZ_PEG_MODEL_LPDEPTH; }
 
 /* ------------------------------------------------------------- sizes -- */
 
@@ -309,6 +297,7 @@ size_t khz_pegStackBytes(const khzModel *m) {
 
 static int peg_carve(const khzModel *m, khzData *d, pegWork *W) {
   memset(W, 0, sizeof *W);
+  W->m = m, W->stats = d->peg_stats;
   peg_sizes(m, W);
   int ok = 1;
 #define PEG_TAKE(ptr, type, count)                             \
@@ -327,7 +316,7 @@ static int peg_carve(const khzModel *m, khzData *d, pegWork *W) {
    * most of those that failed ended on a ray with z0 at round-off */
   W->lk.z0_ties = 1;
   /* Lemke's ratio ties relative to the ratio (PEG_TIE_ABS) */
-  W->lk.tie_abs = peg_tie_abs;
+  W->lk.tie_abs = m->contact.peg_lemke_ties > 0 ? m->contact.peg_lemke_ties : PEG_TIE_ABS;
   khz_lpDepthInit(&W->lpw, 2 * KHZ_PEG_MAXF, lpmem);
   return 1;
 }
@@ -361,7 +350,7 @@ static double appl_vf(const khzPegPoly *A, int v, const double n[3]) {
 static int add_vf(pegWork *W, int pa, int v, int pb, int f) {
   int i = contact_find(W, C_VF, pa, v, pb, f);
   if (i >= 0) return i;
-  if (W->nc >= W->maxc) return peg_stats.full = 1, -1;
+  if (W->nc >= W->maxc) return W->stats->full = 1, -1;
   const khzPegPoly *A = W->poly + pa, *B = W->poly + pb;
   pegContact *c = W->c + W->nc;
   c->kind = C_VF, c->poly[0] = pa, c->poly[1] = pb, c->feat[0] = v, c->feat[1] = f;
@@ -422,7 +411,7 @@ static int add_ee(pegWork *W, int pa, int ea, int pb, int eb, double *sp, double
   if (tp) *tp = t;
   int i = contact_find(W, C_EE, pa, ea, pb, eb);
   if (i >= 0) return i;
-  if (W->nc >= W->maxc) return peg_stats.full = 1, -2;
+  if (W->nc >= W->maxc) return W->stats->full = 1, -2;
   double np[3];
   khzu_scl3(np, n, -1);
   double ap = appl_ee(A, ea, B, eb, n), am = appl_ee(A, ea, B, eb, np);
@@ -514,7 +503,7 @@ static int add_group_ex(pegWork *W, int kind, const int *ids, int n, double mu, 
    * seen from both sides, a vertex-vertex X over a vertex's U */
   for (int gi = 0; gi < W->ng; gi++)
     if (W->g[gi].count <= n && group_within(W, W->mem + W->g[gi].first, W->g[gi].count, ids, n)) return 0;
-  if (W->ng >= W->maxg || W->nm + n > W->maxm) return peg_stats.full = 2, -1;
+  if (W->ng >= W->maxg || W->nm + n > W->maxm) return W->stats->full = 2, -1;
   int best = 0;
   for (int a = 1; a < n; a++) {
     const pegContact *c = W->c + ids[a], *p = W->c + ids[best];
@@ -574,7 +563,7 @@ static int add_lp(pegWork *W, int pa, int pb, double reach, double mu, double h)
   memset(&lpc, 0, sizeof lpc);
   lpc.kind = C_LP, lpc.poly[0] = pa, lpc.poly[1] = pb, lpc.feat[0] = lpc.feat[1] = -1;
   lpc.body[0] = W->poly[pa].body, lpc.body[1] = W->poly[pb].body;
-  if (lp_gap(W, W->poly, pa, pb, NULL, &lpc) < 0) return peg_stats.full = 4, -1;
+  if (lp_gap(W, W->poly, pa, pb, NULL, &lpc) < 0) return W->stats->full = 4, -1;
   if (lpc.psi > reach) return 0;
   lpc.appl = 1, lpc.mu = mu;
   /* the nearly active basic contact units (Anitescu & Hart, "Algorithm for
@@ -588,7 +577,7 @@ static int add_lp(pegWork *W, int pa, int pb, double reach, double mu, double h)
    * corner of the contact region and the others sink. The LP's own point
    * (an edge-edge unit) is the constraint when no corner-on-face unit is. */
   int units = 0;
-  for (int k = 0; k < 4 && lp_units; k++) {
+  for (int k = 0; k < 4 && !W->m->contact.peg_lp_point; k++) {
     int bk = lpc.basis[k], dup = 0;
     if (bk < 0) continue;
     for (int l = 0; l < k; l++) dup |= lpc.basis[l] == bk;
@@ -613,7 +602,7 @@ static int add_lp(pegWork *W, int pa, int pb, double reach, double mu, double h)
     }
   }
   if (units > 0) return 0;
-  if (W->nc >= W->maxc) return peg_stats.full = 1, -1;
+  if (W->nc >= W->maxc) return W->stats->full = 1, -1;
   W->c[W->nc] = lpc;
   int i = W->nc++;
   return add_group(W, G_U, &i, 1, mu, h);
@@ -627,7 +616,7 @@ static int add_lp(pegWork *W, int pa, int pb, double reach, double mu, double h)
  * the separating normal and witness of the least ratio-metric depth), so
  * that the two are pushed apart along it at PEG_PUSHOUT at most
  * (group_shift), a Baumgarte-like release of the depth present at q; the
- * feature constraints stay as gathered. khz_pegSetRecovery (default off) */
+ * feature constraints stay as gathered. the scene's contact.peg_recovery (default off) */
 #define PEG_RECOVER_DEPTH 1e-6
 static double inside_depth(const khzPegPoly *P, const double x[3]);
 static double edge_inside(const khzPegPoly *A, int e, const khzPegPoly *B);
@@ -646,10 +635,10 @@ static int add_recovery(pegWork *W, int pa, int pb, double mu, double h) {
   lpc.body[0] = A->body, lpc.body[1] = B->body;
   if (lp_gap(W, W->poly, pa, pb, NULL, &lpc) < 0 || lpc.psi >= -PEG_RECOVER_DEPTH) return 0;
   lpc.appl = 1, lpc.mu = mu;
-  if (W->nc >= W->maxc) return peg_stats.full = 1, -1;
+  if (W->nc >= W->maxc) return W->stats->full = 1, -1;
   W->c[W->nc] = lpc;
   int i = W->nc++;
-  peg_stats.recovering++;
+  W->stats->recovering++;
   return add_group_ex(W, G_U, &i, 1, mu, h, 1);
 }
 
@@ -861,23 +850,23 @@ static int gather(const khzModel *m, khzData *d, pegWork *W, double h) {
     if (cm->geom[g].shape < 0) continue;
     if (khz_pegPoly(m, d, g, W->poly + np) != 1) return -1;
     poly_speed(m, d, W->poly + np, W->speed + 4 * np);
-    peg_stats.spin = fmax(peg_stats.spin, W->speed[4 * np + 3]);
-    peg_stats.speed = fmax(peg_stats.speed, khzu_norm3(W->speed + 4 * np));
+    W->stats->spin = fmax(W->stats->spin, W->speed[4 * np + 3]);
+    W->stats->speed = fmax(W->stats->speed, khzu_norm3(W->speed + 4 * np));
     W->geom_poly[g] = np++;
   }
   W->m = m, W->d = d;
   /* out of room: again with a smaller allowance (the closest pairs first) */
   for (int k = 0; k < PEG_NSCALE; k++) {
     W->turn = PEG_TURN * peg_turn_scale[k];
-    peg_stats.turn = W->turn;
-    peg_stats.full = 0;
+    W->stats->turn = W->turn;
+    W->stats->full = 0;
     if (gather_pairs(m, d, W, h) == 0) {
       if (W->nm + W->nf * (W->k + 1) <= PEG_NFAST || peg_turn_scale[k] <= PEG_NFAST_TURN || k == PEG_NSCALE - 1)
         return 0;
-    } else if (peg_stats.full == 4) {
+    } else if (W->stats->full == 4) {
       return -1;
     }
-    peg_stats.narrowed++;
+    W->stats->narrowed++;
   }
   return -1;
 }
@@ -907,23 +896,23 @@ static int gather_pairs(const khzModel *m, khzData *d, pegWork *W, double h) {
       double f0 = m->geom_friction[A->geom], f1 = m->geom_friction[B->geom];
       double mu = sqrt((f0 > 0 ? f0 : m->contact.mu) * (f1 > 0 ? f1 : m->contact.mu));
       W->cur_mu = mu;
-      if (peg_model == KHZ_PEG_MODEL_LPDEPTH) {
+      if (m->contact.peg_model == KHZ_PEG_MODEL_LPDEPTH) {
         if (add_lp(W, i, j, reach, mu, h) < 0) return -1;
         continue;
       }
       if (vertex_constraints(W, i, j, h, mu) < 0 || vertex_constraints(W, j, i, h, mu) < 0 ||
           edge_constraints(W, i, j, h, mu) < 0)
         return -1;
-      if (peg_recover && peg_model == KHZ_PEG_MODEL_PEG && add_recovery(W, i, j, mu, h) < 0) return -1;
+      if (m->contact.peg_recovery && m->contact.peg_model == KHZ_PEG_MODEL_PEG && add_recovery(W, i, j, mu, h) < 0) return -1;
     }
-  if (peg_model == KHZ_PEG_MODEL_STANDARD && standard_groups(W, h) < 0) return -1;
+  if (m->contact.peg_model == KHZ_PEG_MODEL_STANDARD && standard_groups(W, h) < 0) return -1;
   drop_implied(W);
   /* friction at the primary of every U and I constraint */
   W->nf = 0;
   for (int gi = 0; gi < W->ng; gi++) {
     pegGroup *g = W->g + gi;
     if (g->kind == G_X || g->mu <= 0) continue;
-    if (W->nf >= W->maxf) return peg_stats.full = 3, -1;
+    if (W->nf >= W->maxf) return W->stats->full = 3, -1;
     g->fric = W->nf++;
   }
   return 0;
@@ -1077,7 +1066,7 @@ static double exact_gap(pegWork *W, const khzPegPoly *P, const pegContact *c) {
 static int assemble(pegWork *W, double h) {
   int ng = W->ng, nm = W->nm, nf = W->nf, k = W->k, npush = ng + nf * k;
   /* the rows' layout (Kc's stride) must be this LCP's */
-  peg_stats.stale += nf != W->rows_nf || ng != W->rows_ng;
+  W->stats->stale += nf != W->rows_nf || ng != W->rows_ng;
   int ns = nm - ng, n = nm + nf * (k + 1), beta0 = nm, lam0 = nm + nf * k;
   double *A = W->A, *b = W->b;
   memset(A, 0, (size_t)n * n * sizeof(double));
@@ -1184,7 +1173,7 @@ static int smaller_compliance(pegWork *W, const int *var, int k, double *Mb, con
       if (impulse_row(W, var[a])) Mb[(size_t)a * k + a] += e2 - ecur;
     ecur = e2;
     khzLcpStatus st = khz_lemke(&W->lk, k, Mb, qb, W->pz, W->pw, PEG_PIVOTS(k));
-    peg_stats.pivots += W->lk.pivots, peg_stats.reinverts += W->lk.reinverts;
+    W->stats->pivots += W->lk.pivots, W->stats->reinverts += W->lk.reinverts;
     if (kept) kept = 2;
     if (st != KHZ_LCP_SOLVED) continue;
     double r = exact_residual(W, var, k, Mb, qb, W->pz, e2);
@@ -1219,13 +1208,13 @@ static khzLcpStatus solve(pegWork *W, int n) {
     W->b[i] *= D[i];
   }
   int nb = khz_lcpSplit(n, W->A, W->order, W->bstart, W->bscratch, W->bbuf);
-  peg_stats.blocks = nb;
+  W->stats->blocks = nb;
   khzLcpStatus worst = KHZ_LCP_SOLVED;
   double *Mb = W->A;
   for (int c = 0; c < nb; c++) {
     const int *var = W->order + W->bstart[c];
     int k = W->bstart[c + 1] - W->bstart[c];
-    if (k > peg_stats.nblock) peg_stats.nblock = k;
+    if (k > W->stats->nblock) W->stats->nblock = k;
     double *qb = W->bq, *zb = W->bz, *wb = W->w;
     for (int a = 0; a < k; a++) qb[a] = W->b[var[a]];
     /* the residual accepted, relative to the scaled q as the LCP path's
@@ -1254,7 +1243,7 @@ static khzLcpStatus solve(pegWork *W, int n) {
        * slightly negative: that try is held to 1e-1 of the others' residual */
       W->lk.tol = (t == 1 ? 1e-8 : 1e-7) * fmax(qmax, 1e-3);
       st = khz_lemke(&W->lk, k, Mb, qb, zb, wb, PEG_PIVOTS(k));
-      peg_stats.pivots += W->lk.pivots, peg_stats.reinverts += W->lk.reinverts;
+      W->stats->pivots += W->lk.pivots, W->stats->reinverts += W->lk.reinverts;
       if (block_observer) block_observer(block_observer_user, k, Mb, qb, zb, W->nf > 0, t, st);
       if (st == KHZ_LCP_SOLVED) {
         solved_try = t;
@@ -1287,12 +1276,12 @@ static khzLcpStatus solve(pegWork *W, int n) {
         khzLcpStatus ws = khz_lemkeWarm(&W->lk, k, Mb, W->pq, W->pbasic, W->pz, W->pw);
         if (ws != KHZ_LCP_SOLVED && it == 0) {
           int kept = smaller_compliance(W, var, k, Mb, qb, zb, &e);
-          peg_stats.recompliant += kept > 0, peg_stats.unpolished += kept == 0;
+          W->stats->recompliant += kept > 0, W->stats->unpolished += kept == 0;
           if (kept == 1) continue;
         }
         if (ws != KHZ_LCP_SOLVED) break;
         memcpy(zb, W->pz, (size_t)k * sizeof(double));
-        peg_stats.polished++;
+        W->stats->polished++;
       }
     }
     for (int a = 0; a < k; a++) W->z[var[a]] = zb[a] * D[var[a]], W->bfail[var[a]] = st != KHZ_LCP_SOLVED;
@@ -1663,7 +1652,7 @@ static int recheck(const khzModel *m, khzData *d, pegWork *W, double h, int pass
        * Not for the LP-depth model, which does not halve: its LP's witness
        * moves between passes, and the rule moved its box at rest in
        * test_peg from 2.3e-8 to 3.6e-7 m/s */
-      c->corr = pass > 0 && monotone() ? fmin(c->corr, err) : err;
+      c->corr = pass > 0 && monotone(W) ? fmin(c->corr, err) : err;
     }
     /* and a group still closed at q+ has its members' gaps lowered by what
      * is left: a solve with a compliance on the diagonal (the ladder of
@@ -1682,7 +1671,7 @@ static int recheck(const khzModel *m, khzData *d, pegWork *W, double h, int pass
         for (int j = 0; j < g->count; j++) W->c[W->mem[g->first + j]].corr += shortfall;
     }
   }
-  if (placed && peg_model == KHZ_PEG_MODEL_PEG) {
+  if (placed && m->contact.peg_model == KHZ_PEG_MODEL_PEG) {
     int nc = W->nc, ng = W->ng, nm = W->nm;
     double missed = 0;
     *added = add_missed(m, W, h, may_add, &missed);
@@ -1700,24 +1689,25 @@ static int recheck(const khzModel *m, khzData *d, pegWork *W, double h, int pass
 }
 
 /* one step of h: on success the state advanced and 0; else -1 with d->q
- * and d->qd untouched (peg_stats of this solve) */
+ * and d->qd untouched (d->peg_stats of this solve) */
 static int peg_solve(const khzModel *m, khzData *d, double h) {
   size_t mark = khz_stackMark(d);
   pegWork work, *W = &work;
-  memset(&peg_stats, 0, sizeof peg_stats);
-  peg_stats.status = -1, peg_stats.split_stop = -1;
+  khzPegStats *const stats = d->peg_stats;
+  memset(stats, 0, sizeof *stats);
+  stats->status = -1, stats->split_stop = -1;
   int ok = khz_pegStackBytes(m) > 0 && peg_carve(m, d, W);
   if (ok) {
     khz_lcpFreeVelocity(m, d, W->tau, W->qdd, W->vfree, h); /* kinematics at (q, v) */
     ok = gather(m, d, W, h) == 0;
-    peg_stats.contacts = W->nc, peg_stats.groups = W->ng, peg_stats.members = W->nm;
-    peg_stats.cones = W->nf;
+    stats->contacts = W->nc, stats->groups = W->ng, stats->members = W->nm;
+    stats->cones = W->nf;
   }
   if (ok) {
-    peg_stats.contacts = W->nc;
+    stats->contacts = W->nc;
     for (int gi = 0; gi < W->ng; gi++) {
       int kd = W->g[gi].kind;
-      peg_stats.nu += kd == G_U, peg_stats.ni += kd == G_I, peg_stats.nx += kd == G_X;
+      stats->nu += kd == G_U, stats->ni += kd == G_I, stats->nx += kd == G_X;
     }
     memcpy(W->vplus, W->vfree, (size_t)m->nv * sizeof(double));
     if (W->ng > 0) {
@@ -1737,7 +1727,7 @@ static int peg_solve(const khzModel *m, khzData *d, double h) {
         int best_n = 0, best_ng = 0, best_nm = 0, best_nf = 0;
         for (int pass = 0; ok && pass < PEG_PASSES; pass++) {
           int n = assemble(W, h);
-          peg_stats.n = n;
+          stats->n = n;
           khzLcpStatus st = solve(W, n);
           if (st != KHZ_LCP_SOLVED && W->nf > 0) {
             /* the faces resting on faces make degenerate frictional LCPs
@@ -1750,20 +1740,20 @@ static int peg_solve(const khzModel *m, khzData *d, double h) {
             for (int gi = 0; gi < W->ng; gi++) {
               pegGroup *g = W->g + gi;
               if (g->fric < 0) continue;
-              if (W->bfail[gi] || W->bfail[lam0 + g->fric]) g->fric = -1, peg_stats.dropped++;
+              if (W->bfail[gi] || W->bfail[lam0 + g->fric]) g->fric = -1, stats->dropped++;
               else g->fric = nf++;
             }
             W->nf = nf;
             rows(m, d, W);
             n = assemble(W, h);
             st = solve(W, n);
-            peg_stats.frictionless = 1;
+            stats->frictionless = 1;
           }
-          peg_stats.status = st;
+          stats->status = st;
           if (st != KHZ_LCP_SOLVED) {
             /* a later pass failed: the best earlier one stands */
             ok = best_worst < INFINITY;
-            peg_stats.stop = 5;
+            stats->stop = 5;
             break;
           }
           velocity_update(m, W);
@@ -1776,7 +1766,7 @@ static int peg_solve(const khzModel *m, khzData *d, double h) {
           int ng = W->ng, nm = W->nm, nf = W->nf, nc = W->nc, added;
           double worst;
           int left = recheck(m, d, W, h, pass, pass < PEG_PASSES - 1, &added, &worst);
-          peg_stats.passes = pass + 1;
+          stats->passes = pass + 1;
           int sane = active_energy(W, W->vplus) <= energy_cap;
           if (sane && worst < best_worst) {
             best_worst = worst, best_n = n, best_ng = ng, best_nm = nm, best_nf = nf;
@@ -1785,7 +1775,7 @@ static int peg_solve(const khzModel *m, khzData *d, double h) {
             memcpy(W->fbest, W->fpass, (size_t)ng * sizeof(int));
           }
           if (left == 0 || pass == PEG_PASSES - 1) {
-            peg_stats.stop = left == 0 ? 0 : 1;
+            stats->stop = left == 0 ? 0 : 1;
             break;
           }
           /* diverging: the velocity ran away, or the violation doubled
@@ -1797,15 +1787,15 @@ static int peg_solve(const khzModel *m, khzData *d, double h) {
            * earlier one learnt, and a larger violation after a correction
            * is the active set moving on: over ten seeds of the pour (1 s)
            * stopping there halved 57 steps, going on 6 */
-          if (!sane || (worst > 2 * last_worst && added == 0 && !monotone())) {
-            peg_stats.stop = sane ? 2 : 3;
+          if (!sane || (worst > 2 * last_worst && added == 0 && !monotone(W))) {
+            stats->stop = sane ? 2 : 3;
             break;
           }
           last_worst = worst;
           if (left < 0) {
             /* the lists are full: the best pass stands */
-            peg_stats.full = 5;
-            peg_stats.stop = 4;
+            stats->full = 5;
+            stats->stop = 4;
             break;
           }
           if (added == 0 && (W->nf != W->rows_nf || W->ng != W->rows_ng)) {
@@ -1817,8 +1807,8 @@ static int peg_solve(const khzModel *m, khzData *d, double h) {
             rows(m, d, W);
           }
           if (added > 0) {
-            peg_stats.added += added;
-            peg_stats.contacts = W->nc, peg_stats.groups = W->ng, peg_stats.members = W->nm;
+            stats->added += added;
+            stats->contacts = W->nc, stats->groups = W->ng, stats->members = W->nm;
             ok = mass_blocks(m, d, W);
             if (ok) {
               rows(m, d, W);
@@ -1839,7 +1829,7 @@ static int peg_solve(const khzModel *m, khzData *d, double h) {
         /* no pass kept its kinetic energy within the bound: the solve ran
          * away (the standard model's step 43 of the pour at h = 0.02 gave a
          * body 8.8 m/s, from 0.3), and the step is not taken */
-        if (ok && best_worst == INFINITY) ok = 0, peg_stats.full = 6;
+        if (ok && best_worst == INFINITY) ok = 0, stats->full = 6;
         if (ok && best_worst < INFINITY) {
           /* the groups added after the best pass are left out of the report */
           memcpy(W->vplus, W->vbest, (size_t)m->nv * sizeof(double));
@@ -1848,7 +1838,7 @@ static int peg_solve(const khzModel *m, khzData *d, double h) {
           /* the cones as that pass had them (a later pass may have added
            * cones or dropped a failed block's) */
           for (int gi = 0; gi < W->ng; gi++) W->g[gi].fric = W->fbest[gi];
-          peg_stats.worst = best_worst;
+          stats->worst = best_worst;
         }
       }
     }
@@ -1885,8 +1875,9 @@ static khzPegStats stats_join(const khzPegStats *a, const khzPegStats *b) {
   return s;
 }
 
-/* the step of h, split in two halves (each split again up to PEG_SPLITS)
- * when its passes leave a violation or it cannot be solved; the halves are
+/* the step of h, split in two halves (each split again up to
+ * contact.peg_splits times, PEG_SPLITS at most: the stack holds that many
+ * levels) when its passes leave a violation or it cannot be solved; the halves are
  * taken when both are solved and violate no more than the whole step. The
  * result's counts in *out; -1 (state untouched) when no way solved it */
 static int peg_split(const khzModel *m, khzData *d, double h, int depth, khzPegStats *out) {
@@ -1896,21 +1887,22 @@ static int peg_split(const khzModel *m, khzData *d, double h, int depth, khzPegS
   if (!q0 || !v0) {
     khz_stackFree(d, mark);
     int r = peg_solve(m, d, h);
-    *out = peg_stats;
+    *out = *d->peg_stats;
     return r;
   }
   memcpy(q0, d->q, (size_t)m->nq * sizeof(double));
   memcpy(v0, d->qd, (size_t)m->nv * sizeof(double));
   int whole = peg_solve(m, d, h);
-  *out = peg_stats;
+  *out = *d->peg_stats;
   /* (not the LP-depth model: its one-point form gains energy with every
    * step, so more steps spun it up to 1e51 m/s in test_peg) */
-  if (depth >= peg_splits || peg_model == KHZ_PEG_MODEL_LPDEPTH ||
-      (whole == 0 && peg_stats.worst <= PEG_RECHECK_DEPTH)) {
+  if (depth >= (m->contact.peg_splits < PEG_SPLITS ? m->contact.peg_splits : PEG_SPLITS) ||
+      m->contact.peg_model == KHZ_PEG_MODEL_LPDEPTH ||
+      (whole == 0 && d->peg_stats->worst <= PEG_RECHECK_DEPTH)) {
     khz_stackFree(d, mark);
     return whole;
   }
-  khzPegStats w = peg_stats, a, b;
+  khzPegStats w = *d->peg_stats, a, b;
   memcpy(d->q, q0, (size_t)m->nq * sizeof(double));
   memcpy(d->qd, v0, (size_t)m->nv * sizeof(double));
   int ra = peg_split(m, d, 0.5 * h, depth + 1, &a);
@@ -1941,11 +1933,11 @@ static int peg_split(const khzModel *m, khzData *d, double h, int depth, khzPegS
 int khz_pegStep(const khzModel *m, khzData *d, double h) {
   khzPegStats st;
   int r = peg_split(m, d, h, 0, &st);
-  peg_stats = st;
+  *d->peg_stats = st;
   if (r != 0) {
     d->warning[KHZ_WARN_LCP]++;
     d->ncontact = d->ncpoint = 0;
-    peg_stats.failed = 1;
+    d->peg_stats->failed = 1;
   }
   return r;
 }

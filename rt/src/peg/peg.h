@@ -38,27 +38,10 @@ int khz_pegPoly(const khzModel *m, const khzData *d, int g, khzPegPoly *P);
  * theorem. Exact up to round-off. Allocates (measurement, not for the tick). */
 double khz_pegOverlap(const khzPegPoly *A, const khzPegPoly *B);
 
-/* The model of the constraints: PEG (U, I and X constraints, the default),
- * the standard model (every feature pair of the same gathering its own
- * unilateral constraint: eq. (9)), for the paper's comparison, or the LP
- * depth (one unilateral constraint per pair of polytopes, its gap the
- * Anitescu-Hart LP penetration depth, rt/src/lp/lpdepth.h, with the LP's
- * witness point and normal). Global (tests and benchmarks). */
-enum { KHZ_PEG_MODEL_PEG = 0, KHZ_PEG_MODEL_STANDARD = 1, KHZ_PEG_MODEL_LPDEPTH = 2 };
-void khz_pegSetModel(int model);
-/* The LP-depth model's constraints: the nearly active basic contact units
- * (corner-on-face units of the LP's active faces, 1, the default), or the
- * LP's witness point alone (0). Global (tests and benchmarks). */
-void khz_pegSetLpUnits(int on);
-
-/* How many times a step whose passes leave a violation may be halved: 0
- * (never: the step's own passes, for tests of them) to 2 (the default).
- * Global (tests and benchmarks). */
-void khz_pegSetSplits(int depth);
-/* 1: a pair overlapping at a step's start (deeper than 1e-6 m) also gets a
- * U constraint on its LP depth, released at 0.2 m/s (recovery from a deep
- * overlap present at q; peg.c add_recovery). 0 (the default): none */
-void khz_pegSetRecovery(int on);
+/* PEG's settings are the model's contact options (khz.h): peg_model (PEG,
+ * the standard model or the LP depth), peg_recovery, peg_splits,
+ * peg_lp_point and peg_lemke_ties, from the scene's contact: keys
+ * (docs/scene-format.md, docs/peg.md). */
 
 /* Observer of every Lemke solve of a block (tests and benchmarks only;
  * NULL by default): the block's scaled LCP (M k x k row-major, with the
@@ -68,12 +51,8 @@ typedef void (*khzPegBlockObserver)(void *user, int k, const double *M, const do
                                     int friction, int attempt, int status);
 void khz_pegSetBlockObserver(khzPegBlockObserver fn, void *user);
 
-/* Lemke's ratio-tie tolerance (khzLemke.tie_abs) for PEG's LCPs; 0 restores
- * the default, PEG_TIE_ABS = 1e-3 (peg.c). Global (tests: 1 is lemke.c's
- * own default, the rule before session 14). */
-void khz_pegSetLemkeTies(double tie_abs);
-
-/* Counts of the last step (tests and benchmarks). */
+/* Counts of d's last PEG step (tests and benchmarks); each data has its own
+ * (khzData.peg_stats). */
 typedef struct khzPegStats {
   int contacts;  /* feature pairs gathered */
   int groups, members; /* constraints and their contacts (as far as the
@@ -117,7 +96,7 @@ typedef struct khzPegStats {
   long pivots, reinverts; /* Lemke's pivots and re-inversions of B^-1
                        over the step's solves (of the halves taken) */
   int recovering;   /* pairs overlapping at q given an LP-depth U constraint
-                       (khz_pegSetRecovery) */
+                       (contact.peg_recovery) */
   int polished;     /* proximal-point re-solves taken: a block solved with
                        a compliance, solved again from its final basis with
                        its impulse rows raised by eps z (solve) */
@@ -128,7 +107,7 @@ typedef struct khzPegStats {
                        infeasible, solved again with a smaller compliance
                        (eps / 10 or eps / 100) that did better (solve) */
 } khzPegStats;
-const khzPegStats *khz_pegLastStats(void);
+const khzPegStats *khz_pegLastStats(const khzData *d);
 
 /* One step of h seconds of PEG time-stepping at d's state (d->tau_applied
  * clamped): the free velocity, the potential contacts gathered at q, the
