@@ -156,17 +156,23 @@ static double support_h(const khzColShape *s, const double n[3]) {
   return khz_shape_h(s, n);
 }
 
-/* max over the points of their depth along n (eq. 4's objective for convex shapes) */
-static double objective(const khzColShape *a, const khzColShape *b, const khzColOut *o,
-                        const double n[3]) {
-  double m[3] = {-n[0], -n[1], -n[2]};
-  double hb = support_h(b, n), ha = support_h(a, m), f = -DBL_MAX;
+/* max over the points of their depth along n, given the support values hb
+ * = h_B(n) and ha = h_A(-n) */
+static double points_objective(const khzColOut *o, const double n[3], double hb, double ha) {
+  double f = -DBL_MAX;
   for (int i = 0; i < o->npt; i++) {
     double d = khzu_dot3(n, o->pt[i].pos);
     double v = o->pt[i].side == 0 ? hb - d : d + ha;
     if (v > f) f = v;
   }
   return f;
+}
+
+/* max over the points of their depth along n (eq. 4's objective for convex shapes) */
+static double objective(const khzColShape *a, const khzColShape *b, const khzColOut *o,
+                        const double n[3]) {
+  double m[3] = {-n[0], -n[1], -n[2]};
+  return points_objective(o, n, support_h(b, n), support_h(a, m));
 }
 
 /* The travel along dir (unit, world) from p, inside the box or hull s, to
@@ -594,13 +600,21 @@ static void consider(nsearch *ns, const double cand[3]) {
   double n[3];
   khzu_copy3(n, cand);
   if (khzu_normalize3(n) < KHZ_NO_DIRECTION) return;
-  double f = objective(ns->a, ns->b, ns->o, n);
-  if (ns->sat) {
+  double f;
+  if (ns->sat && ns->a->shape != KHZ_SHAPE_PLANE && ns->b->shape != KHZ_SHAPE_PLANE) {
     /* the translation that separates A along n is the overlap of the two
      * shapes' projections, h_B(n) + h_A(-n): eq. 4 scored on the points alone
      * picks a side facet of two aligned boxes whose penetrating corners lie on
-     * that facet's plane (max distance 0) although A cannot leave that way */
-    f = fmax(f, overlap(ns->a, ns->b, n));
+     * that facet's plane (max distance 0) although A cannot leave that way.
+     * Without a plane support_h is khz_shape_h, so the objective's two
+     * support values are the overlap's: each is computed once (the same
+     * bits as overlap()) */
+    double m[3] = {-n[0], -n[1], -n[2]};
+    double hb = khz_shape_h(ns->b, n), ha = khz_shape_h(ns->a, m);
+    f = fmax(points_objective(ns->o, n, hb, ha), hb + ha);
+  } else {
+    f = objective(ns->a, ns->b, ns->o, n);
+    if (ns->sat) f = fmax(f, overlap(ns->a, ns->b, n));
   }
   if (!ns->have || f < ns->best - ns->tie) {
     if (ns->have && khzu_dot3(ns->n, n) < KHZ_OTHER_DIRECTION_COS) ns->second = ns->best, khzu_copy3(ns->n2, ns->n), ns->have2 = 1;
