@@ -2916,8 +2916,10 @@ static double tie_pair_forces(const khzModel *m, khzData *d, khzContact *c, int 
  * slip (KHZ_PAIR_ANCHORS, may be NULL): the first bottom points' material
  * points m0, m1 (body_point of local[0], local[1]) and their friction
  * stretch, which khz_penaltyEnd's anchors take from here. */
-static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int apply,
-                          double *slip_limit, double (*slip)[3][3], implicit_row *rows, int *nrows) {
+static inline __attribute__((always_inline)) double pair_forces_in(const khzModel *m, khzData *d, khzContact *c,
+                                                                     int apply, double *slip_limit,
+                                                                     double (*slip)[3][3], implicit_row *rows,
+                                                                     int *nrows) {
   double eps = c->nbottom > 1 ? tie_window(m, d, c) : 0; /* the deepest-point method's ties */
   if (eps > 0) return tie_pair_forces(m, d, c, apply, slip_limit, slip, rows, nrows, eps);
   khzPairState *ps = d->pair + c->slot;
@@ -3140,6 +3142,23 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
   }
   if (apply) rolling_torque(m, d, c, fn_sum);
   return fn_sum;
+}
+
+/* pair_forces compiled for AVX too, as body_limits: the same bits */
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx"))) static double pair_forces_avx(const khzModel *m, khzData *d, khzContact *c,
+                                                             int apply, double *slip_limit, double (*slip)[3][3],
+                                                             implicit_row *rows, int *nrows) {
+  return pair_forces_in(m, d, c, apply, slip_limit, slip, rows, nrows);
+}
+#endif
+
+static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int apply, double *slip_limit,
+                          double (*slip)[3][3], implicit_row *rows, int *nrows) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx")) return pair_forces_avx(m, d, c, apply, slip_limit, slip, rows, nrows);
+#endif
+  return pair_forces_in(m, d, c, apply, slip_limit, slip, rows, nrows);
 }
 
 void khz_penaltyForces(const khzModel *m, khzData *d) {
