@@ -61,7 +61,7 @@
 /* --------------------------------------------------------------- helpers -- */
 
 /* world position of a point given in body b's frame */
-static void body_point(const khzData *d, int b, const double local[3], double x[3]) {
+KHZ_AVX_CLONES static void body_point(const khzData *d, int b, const double local[3], double x[3]) {
   khzu_mulMatVec3(x, d->xrot + 9 * b, local);
   x[0] += d->xpos[3 * b], x[1] += d->xpos[3 * b + 1], x[2] += d->xpos[3 * b + 2];
 }
@@ -117,7 +117,7 @@ static void side_point(const khzModel *m, const khzData *d, const khzContact *c,
 }
 
 /* adds the world force F acting at x on body b to d->fext */
-static void add_force(const khzModel *m, khzData *d, int b, const double x[3], const double F[3]) {
+KHZ_AVX_CLONES static void add_force(const khzModel *m, khzData *d, int b, const double x[3], const double F[3]) {
   if (b <= 0) return;
   const double *o = d->xpos + 3 * m->body_root[b];
   double r[3] = {x[0] - o[0], x[1] - o[1], x[2] - o[2]}, n[3];
@@ -2598,7 +2598,7 @@ static inline __attribute__((always_inline)) void friction_stretch(const khzData
  * saturation it is a damper whose rate c = I / (2 h), with I the pair's
  * rotational effective inertia, halves the relative rotation each step: fast
  * enough to stop a rolling ball, slow enough for the explicit integrator. */
-static void rolling_torque(const khzModel *m, khzData *d, const khzContact *c, double fn) {
+KHZ_AVX_CLONES static void rolling_torque(const khzModel *m, khzData *d, const khzContact *c, double fn) {
   const khzPairState *ps = d->pair + c->slot;
   double mr = m->contact.rolling, ms = m->contact.torsional;
   if (!(mr > 0 || ms > 0) || !(fn > 0) || !(ps->rot_inertia > 0)) return;
