@@ -1952,7 +1952,7 @@ const khzCollideFn khz_collideTable[KHZ_SHAPE_N][KHZ_SHAPE_N] = {
 
 /* ---------------------------------------------------------- dispatch -- */
 
-void khz_shape_make(const khzModel *m, int g, const double *frame12, khzColShape *s) {
+KHZ_AVX_CLONES void khz_shape_make(const khzModel *m, int g, const double *frame12, khzColShape *s) {
   const khzColModel *cm = m->collision;
   const khzColGeom *cg = &cm->geom[g];
   memset(s, 0, sizeof *s);
