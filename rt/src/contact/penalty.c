@@ -790,7 +790,8 @@ static double damping_limit(const khzModel *m) {
  * rows i of a and j of b of (J_ia D_ij) J_jb, from +0 in that order: the
  * sum over all three rows would add only exact zeros (the same bits).
  * Unrolled over the constant tables, the 36 entries are straight
- * multiply-adds (the loops over the tables' rows cost 2.5x as much). */
+ * multiply-adds (body_limits' own Ir in V3's settling, 22.1 -> 17.1 M over
+ * 100 steps, against loops that tested the table's rows). */
 static inline __attribute__((always_inline)) void point_gain_add(double *C, const double r[3], const double n[3],
                                                                  double kn, double kt) {
   double D[3][3];
