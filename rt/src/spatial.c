@@ -245,7 +245,7 @@ __attribute__((target("avx"))) static int chol_factor_right_avx(double *A, int n
 }
 #endif
 
-int khzu_cholFactor(double *A, int n) {
+KHZ_AVX_CLONES int khzu_cholFactor(double *A, int n) {
   if (n == 6) return chol_factor(A, 6); /* a free joint's D (khz_abaCoreDamped): unrolled */
   if (n == 3) return chol_factor(A, 3); /* a free body's world inertia (penalty.c's limits): unrolled */
   if (n == 12) return chol_factor(A, 12); /* the tree limits' two-body clusters (penalty.c): unrolled */
@@ -323,7 +323,7 @@ static inline __attribute__((always_inline)) void chol_inverse(const double *L, 
  * terms of the rows k < i whose column pair is at most k's, then the
  * division in the pairs up to the diagonal's; backward: every term and
  * division), so the same bits, in about 0.43 of the scalar loops' instructions */
-static void chol_inverse6(const double *L, double *X) {
+KHZ_AVX_CLONES static void chol_inverse6(const double *L, double *X) {
   v2d x[3][6];
 #pragma GCC unroll 6
   for (int p = 0; p < 3; p++) {

@@ -14,6 +14,16 @@
 #include <math.h>
 #include <string.h>
 
+/* Hot functions of the contact path compiled for AVX too, picked once at
+ * load time (GCC's target_clones, an ifunc): the VEX forms take fewer
+ * instructions. No FMA and no reassociation (the AVX target has neither),
+ * so both clones give the same bits, as aba_core_keep_avx does. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define KHZ_AVX_CLONES __attribute__((target_clones("avx", "default")))
+#else
+#define KHZ_AVX_CLONES
+#endif
+
 /* ---- 3-vectors and 3x3 matrices (inline: the dynamics and the narrow phase
  * call them in their innermost loops) ---- */
 

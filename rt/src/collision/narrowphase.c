@@ -147,7 +147,7 @@ static void core_of(const khzColShape *s, khzColCore *c) {
 }
 
 /* support value; a plane supports only its own normal */
-static double support_h(const khzColShape *s, const double n[3]) {
+KHZ_AVX_CLONES static double support_h(const khzColShape *s, const double n[3]) {
   if (s->shape == KHZ_SHAPE_PLANE) {
     double z[3];
     axis_z(s, z);
@@ -156,17 +156,23 @@ static double support_h(const khzColShape *s, const double n[3]) {
   return khz_shape_h(s, n);
 }
 
-/* max over the points of their depth along n (eq. 4's objective for convex shapes) */
-static double objective(const khzColShape *a, const khzColShape *b, const khzColOut *o,
-                        const double n[3]) {
-  double m[3] = {-n[0], -n[1], -n[2]};
-  double hb = support_h(b, n), ha = support_h(a, m), f = -DBL_MAX;
+/* max over the points of their depth along n, given the support values hb
+ * = h_B(n) and ha = h_A(-n) */
+static double points_objective(const khzColOut *o, const double n[3], double hb, double ha) {
+  double f = -DBL_MAX;
   for (int i = 0; i < o->npt; i++) {
     double d = khzu_dot3(n, o->pt[i].pos);
     double v = o->pt[i].side == 0 ? hb - d : d + ha;
     if (v > f) f = v;
   }
   return f;
+}
+
+/* max over the points of their depth along n (eq. 4's objective for convex shapes) */
+static double objective(const khzColShape *a, const khzColShape *b, const khzColOut *o,
+                        const double n[3]) {
+  double m[3] = {-n[0], -n[1], -n[2]};
+  return points_objective(o, n, support_h(b, n), support_h(a, m));
 }
 
 /* The travel along dir (unit, world) from p, inside the box or hull s, to
@@ -270,7 +276,7 @@ typedef struct {
 /* slot k (0, 1) of the vertex scratch in o->work */
 static double *vbuf(const khzColOut *o, int k) { return o->work + 6 * o->cap + 6 * k * o->maxvert; }
 
-static void vcache_init(vcache *c, const khzColShape *s, const khzColShape *other, double *buf,
+KHZ_AVX_CLONES static void vcache_init(vcache *c, const khzColShape *s, const khzColShape *other, double *buf,
                         int maxvert) {
   c->s = s, c->other = other;
   c->n = khz_shape_nvert(s);
@@ -362,7 +368,7 @@ static void vertices_inside(const vcache *vc, int side, khzColOut *o) {
 /* points where the edges of s cross the surface of other; the straight
  * crossing edges go to list for the edge-edge axes (box and hull edges, one
  * generator of a cylinder: its rim segments only approximate a circle) */
-static void edges_crossing(const vcache *vc, int side, khzColOut *o, int *list, int *nlist) {
+KHZ_AVX_CLONES static void edges_crossing(const vcache *vc, int side, khzColOut *o, int *list, int *nlist) {
   const khzColShape *s = vc->s, *other = vc->other;
   int ne = vc->n ? khz_shape_nedge(s) : 0, generator = 0;
   double on = is_polytope(s->shape) && is_polytope(other->shape) ? KHZ_BOUNDS_SLACK * other->scale : 0;
@@ -585,22 +591,30 @@ typedef struct {
 
 /* the overlap of the two shapes' projections on n, h_B(n) + h_A(-n): the
  * translation along n that separates them */
-static double overlap(const khzColShape *a, const khzColShape *b, const double n[3]) {
+KHZ_AVX_CLONES static double overlap(const khzColShape *a, const khzColShape *b, const double n[3]) {
   double m[3] = {-n[0], -n[1], -n[2]};
   return khz_shape_h(b, n) + khz_shape_h(a, m);
 }
 
-static void consider(nsearch *ns, const double cand[3]) {
+KHZ_AVX_CLONES static void consider(nsearch *ns, const double cand[3]) {
   double n[3];
   khzu_copy3(n, cand);
   if (khzu_normalize3(n) < KHZ_NO_DIRECTION) return;
-  double f = objective(ns->a, ns->b, ns->o, n);
-  if (ns->sat) {
+  double f;
+  if (ns->sat && ns->a->shape != KHZ_SHAPE_PLANE && ns->b->shape != KHZ_SHAPE_PLANE) {
     /* the translation that separates A along n is the overlap of the two
      * shapes' projections, h_B(n) + h_A(-n): eq. 4 scored on the points alone
      * picks a side facet of two aligned boxes whose penetrating corners lie on
-     * that facet's plane (max distance 0) although A cannot leave that way */
-    f = fmax(f, overlap(ns->a, ns->b, n));
+     * that facet's plane (max distance 0) although A cannot leave that way.
+     * Without a plane support_h is khz_shape_h, so the objective's two
+     * support values are the overlap's: each is computed once (the same
+     * bits as overlap()) */
+    double m[3] = {-n[0], -n[1], -n[2]};
+    double hb = khz_shape_h(ns->b, n), ha = khz_shape_h(ns->a, m);
+    f = fmax(points_objective(ns->o, n, hb, ha), hb + ha);
+  } else {
+    f = objective(ns->a, ns->b, ns->o, n);
+    if (ns->sat) f = fmax(f, overlap(ns->a, ns->b, n));
   }
   if (!ns->have || f < ns->best - ns->tie) {
     if (ns->have && khzu_dot3(ns->n, n) < KHZ_OTHER_DIRECTION_COS) ns->second = ns->best, khzu_copy3(ns->n2, ns->n), ns->have2 = 1;
@@ -795,7 +809,7 @@ static void gc_make(exact_gc *gc, const exact_best *e, const double p[3], const 
 
 /* g'(phi) = t.(s_B(n) - s_A(-n)), t = n'(phi): t.pos + (t in the shape's
  * frame).(the local support point) for each shape */
-static double slope_at(const exact_best *e, const exact_gc *gc, double phi) {
+KHZ_AVX_CLONES static double slope_at(const exact_best *e, const exact_gc *gc, double phi) {
   double c = cos(phi), s = sin(phi), na[3], nb[3], la[3], lb[3], ta[3], tb[3];
   for (int j = 0; j < 3; j++) {
     na[j] = -(c * gc->pa[j] + s * gc->qa[j]), nb[j] = c * gc->pb[j] + s * gc->qb[j];
@@ -838,7 +852,7 @@ static void exact_root(exact_best *e, const exact_gc *gc, double x0, double s0, 
 /* the local minima of g on the great circle normal to w, away from its
  * creases (those points are exact_normal's own candidates); ax[nax] the
  * crease axes, cyl[ncyl] the cylinders' axes */
-static void exact_circle(exact_best *e, const double w[3], const double (*ax)[3], int nax,
+KHZ_AVX_CLONES static void exact_circle(exact_best *e, const double w[3], const double (*ax)[3], int nax,
                          const double (*cyl)[3], int ncyl) {
   double p[3], q[3], brk[6 * 8], lo_x[6 * 8], lo_s[6 * 8], hi_x[6 * 8], hi_s[6 * 8];
   int kink[6 * 8], nb = 0;
@@ -1004,7 +1018,7 @@ static int cc_roots(const double p[KHZ_CC_DEG + 1], double *out) {
 
 /* the critical pairs of the distance between rim circle (ca, a, ra) of A and
  * (cb, b, rb) of B, scored as Q - P, and as P - Q when apart is 1 */
-static void cc_rims(exact_best *e, const double ca[3], const double a[3], double ra,
+KHZ_AVX_CLONES static void cc_rims(exact_best *e, const double ca[3], const double a[3], double ra,
                     const double cb[3], const double b[3], double rb, int apart) {
   double U[3], V[3], E[3];
   khzu_orthogonal(U, a);
@@ -1091,7 +1105,7 @@ static void exact_cyl_cyl(nsearch *ns, exact_best *e) {
 /* a box against a cylinder (either way round): the least overlap over the
  * candidates above and the searches' own starts; two cylinders
  * (exact_cyl_cyl); 0 for other pairs */
-static int exact_normal(nsearch *ns) {
+KHZ_AVX_CLONES static int exact_normal(nsearch *ns) {
   const khzColShape *a = ns->a, *b = ns->b;
   if (a->shape == KHZ_SHAPE_CYLINDER && b->shape == KHZ_SHAPE_CYLINDER) {
     exact_best e = {ns, DBL_MAX, {0, 0, 1}};
@@ -1420,7 +1434,7 @@ static int poly_poly(const khzColShape *a, const khzColShape *b, khzColOut *o) {
  * shapes.c, written out here with its operations in the same order), so
  * the world positions and one local coordinate are all it needs. An edge
  * is sought only when the clip keeps a part of it. */
-static int plane_poly(const khzColShape *a, const khzColShape *b, khzColOut *o) {
+KHZ_AVX_CLONES static int plane_poly(const khzColShape *a, const khzColShape *b, khzColOut *o) {
   int nv = khz_shape_nvert(b);
   if (nv > o->maxvert) return poly_poly(a, b, o); /* vcache would find no vertices: its answer */
   double *w = vbuf(o, 1), *hgt = w + 3 * o->maxvert;
@@ -1938,7 +1952,7 @@ const khzCollideFn khz_collideTable[KHZ_SHAPE_N][KHZ_SHAPE_N] = {
 
 /* ---------------------------------------------------------- dispatch -- */
 
-void khz_shape_make(const khzModel *m, int g, const double *frame12, khzColShape *s) {
+KHZ_AVX_CLONES void khz_shape_make(const khzModel *m, int g, const double *frame12, khzColShape *s) {
   const khzColModel *cm = m->collision;
   const khzColGeom *cg = &cm->geom[g];
   memset(s, 0, sizeof *s);

@@ -245,7 +245,7 @@ static void round_point(const khzModel *m, const khzContact *c, const double *xr
   p->round = side;
 }
 
-int khz_collideStep(const khzModel *m, khzData *d) {
+KHZ_AVX_CLONES int khz_collideStep(const khzModel *m, khzData *d) {
   const khzColModel *cm = m->collision;
   /* a shift left pending (a step cut short) is undone before the list is read */
   d->contact -= d->contact_shift, d->ncontact += d->contact_shift, d->contact_shift = 0;

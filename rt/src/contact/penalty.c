@@ -61,7 +61,7 @@
 /* --------------------------------------------------------------- helpers -- */
 
 /* world position of a point given in body b's frame */
-static void body_point(const khzData *d, int b, const double local[3], double x[3]) {
+KHZ_AVX_CLONES static void body_point(const khzData *d, int b, const double local[3], double x[3]) {
   khzu_mulMatVec3(x, d->xrot + 9 * b, local);
   x[0] += d->xpos[3 * b], x[1] += d->xpos[3 * b + 1], x[2] += d->xpos[3 * b + 2];
 }
@@ -117,7 +117,7 @@ static void side_point(const khzModel *m, const khzData *d, const khzContact *c,
 }
 
 /* adds the world force F acting at x on body b to d->fext */
-static void add_force(const khzModel *m, khzData *d, int b, const double x[3], const double F[3]) {
+KHZ_AVX_CLONES static void add_force(const khzModel *m, khzData *d, int b, const double x[3], const double F[3]) {
   if (b <= 0) return;
   const double *o = d->xpos + 3 * m->body_root[b];
   double r[3] = {x[0] - o[0], x[1] - o[1], x[2] - o[2]}, n[3];
@@ -782,13 +782,44 @@ static double damping_limit(const khzModel *m) {
 }
 
 
+/* C (6 x 6, [w; v] about the body's centre of mass) += J^T D J for one
+ * contact point at r from the centre, D = (kn - kt) n n^T + kt I its
+ * normal and tangential gains and J = [-[r]x, I] (the point's velocity from
+ * [w; v]). Column a of J is not structurally 0 in rows row[a][0..cnt[a])
+ * only, with the values jv[a][.], so entry (a, b) is the sum over those
+ * rows i of a and j of b of (J_ia D_ij) J_jb, from +0 in that order: the
+ * sum over all three rows would add only exact zeros (the same bits).
+ * Unrolled over the constant tables, the 36 entries are straight
+ * multiply-adds (body_limits' own Ir in V3's settling, 22.1 -> 17.1 M over
+ * 100 steps, against loops that tested the table's rows). */
+static inline __attribute__((always_inline)) void point_gain_add(double *C, const double r[3], const double n[3],
+                                                                 double kn, double kt) {
+  double D[3][3];
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) D[i][j] = (kn - kt) * n[i] * n[j] + (i == j ? kt : 0);
+  static const int row[6][2] = {{1, 2}, {0, 2}, {0, 1}, {0, 0}, {1, 1}, {2, 2}};
+  static const int cnt[6] = {2, 2, 2, 1, 1, 1};
+  const double jv[6][2] = {{-r[2], r[1]}, {r[2], -r[0]}, {-r[1], r[0]}, {1, 1}, {1, 1}, {1, 1}};
+#pragma GCC unroll 6
+  for (int a = 0; a < 6; a++)
+#pragma GCC unroll 6
+    for (int b = 0; b < 6; b++) {
+      double v = 0;
+#pragma GCC unroll 2
+      for (int ii = 0; ii < cnt[a]; ii++)
+#pragma GCC unroll 2
+        for (int jj = 0; jj < cnt[b]; jj++) v += jv[a][ii] * D[row[a][ii]][row[b][jj]] * jv[b][jj];
+      C[6 * a + b] += v;
+    }
+}
+
 /* adds the dampers (gain kv) or springs (gain kp) of contact c's bottom
  * points to C (6x6, [w; v] at the centre of mass) of side s's body. The
  * points are weighed equally, not by depth as pair_forces weighs them: the
  * limit must hold for the pair's shape, not for its depths at one instant
  * (docs/validation.md has what the depth weights did here). */
-static void damping_add(const khzModel *m, const khzData *d, const khzContact *c, int s, double gain,
-                        double *C) {
+static inline __attribute__((always_inline)) void damping_add(const khzModel *m, const khzData *d,
+                                                              const khzContact *c, int s, double gain, double *C) {
   const khzContactPoint *pts = d->cpoint + c->point_adr;
   const double *n = c->normal, *xc = d->xcom + 3 * c->body[s];
   double nb = 0;
@@ -798,30 +829,12 @@ static void damping_add(const khzModel *m, const khzData *d, const khzContact *c
     if (!pts[k].bottom) continue;
     double w = pts[k].share / nb, kn = gain * w, kt = tangent_scale(m, c) * gain * w;
     double r[3] = {pts[k].pos[0] - xc[0], pts[k].pos[1] - xc[1], pts[k].pos[2] - xc[2]};
-    /* J = [-[r]x, I]: the point's velocity from [w; v]; C += J^T D J */
-    double J[3][6];
-    for (int i = 0; i < 3; i++) {
-      for (int j = 0; j < 6; j++) J[i][j] = 0;
-      J[i][3 + i] = 1;
-    }
-    J[0][1] = r[2], J[0][2] = -r[1], J[1][0] = -r[2], J[1][2] = r[0], J[2][0] = r[1], J[2][1] = -r[0];
-    double D[3][3];
-    for (int i = 0; i < 3; i++)
-      for (int j = 0; j < 3; j++) D[i][j] = (kn - kt) * n[i] * n[j] + (i == j ? kt : 0);
-    /* the rows where column a of J is not structurally 0 (in order): the
-     * sum over the others added exact zeros (the same sums, fewer terms) */
-    static const int nz[6][2] = {{1, 2}, {0, 2}, {0, 1}, {0, -1}, {1, -1}, {2, -1}};
-    for (int a = 0; a < 6; a++)
-      for (int b = 0; b < 6; b++) {
-        double v = 0;
-        for (int ii = 0; ii < 2 && nz[a][ii] >= 0; ii++)
-          for (int jj = 0; jj < 2 && nz[b][jj] >= 0; jj++) {
-            int i = nz[a][ii], j = nz[b][jj];
-            v += J[i][a] * D[i][j] * J[j][b];
-          }
-        C[6 * a + b] += v;
-      }
+    point_gain_add(C, r, n, kn, kt);
   }
+}
+
+void khz_penaltyPointGainAdd(double *C, const double r[3], const double n[3], double kn, double kt) {
+  point_gain_add(C, r, n, kn, kt);
 }
 
 /* free body b's world inverse inertia, once per body per step (Iinv_cache
@@ -852,8 +865,9 @@ static const double *inverse_inertia(const khzModel *m, const khzData *d, int b,
  * of it (far above gamma's few n eps) covers it; that sum is formed only
  * once |M^-1 C|_F alone passes. A singular inertia: 1 (damping_rate
  * returns 0). */
-static int damping_rate_within(const khzModel *m, const khzData *d, int b, const double *C, int stiffness,
-                               double limit, double *Iinv_cache, int *cached) {
+static inline __attribute__((always_inline)) int damping_rate_within(const khzModel *m, const khzData *d, int b,
+                                                                    const double *C, int stiffness, double limit,
+                                                                    double *Iinv_cache, int *cached) {
   const double *Iinv = inverse_inertia(m, d, b, Iinv_cache, cached);
   if (!Iinv) return 1;
   double f = 0, g = 0, im = 1 / m->body_mass[b], h = d->timestep;
@@ -910,14 +924,11 @@ static inline v2d dup2(double x) { return (v2d){x, x}; }
  * returned, so |x| is summed there alone. C x as axpys over C's columns,
  * two rows per lane pair, and I^-1 y likewise: each y_i, z_i the same sum
  * in the same order as the row-by-row products (matvec_columns). */
-static double damping_rate(const khzModel *m, const khzData *d, int b, const double *C, double *Iinv_cache,
-                           int *cached) {
-  const double *Iinv = inverse_inertia(m, d, b, Iinv_cache, cached);
-  if (!Iinv) return 0;
+static inline __attribute__((always_inline)) double body_rate(const double *C, const double *Iinv, double mass) {
   v2d col[6][3], x[3] = {{1, 0.7}, {0.5, 0.3}, {0.2, 0.1}};
   for (int q = 0; q < 6; q++) /* rows 2k, 2k + 1 of C's column q */
     for (int k = 0; k < 3; k++) col[q][k] = (v2d){C[6 * (2 * k) + q], C[6 * (2 * k + 1) + q]};
-  const v2d i0 = {Iinv[0], Iinv[3]}, i1 = {Iinv[1], Iinv[4]}, i2 = {Iinv[2], Iinv[5]}, im = dup2(m->body_mass[b]);
+  const v2d i0 = {Iinv[0], Iinv[3]}, i1 = {Iinv[1], Iinv[4]}, i2 = {Iinv[2], Iinv[5]}, im = dup2(mass);
   double nz = 0;
   for (int it = 0; it < 30; it++) {
     v2d y[3] = {{0, 0}, {0, 0}, {0, 0}};
@@ -944,6 +955,26 @@ static double damping_rate(const khzModel *m, const khzData *d, int b, const dou
   return sqrt(nz / nx);
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx"))) static double body_rate_avx(const double *C, const double *Iinv, double mass) {
+  return body_rate(C, Iinv, mass);
+}
+#endif
+
+/* as body_limits runs it: the AVX build where the CPU has it */
+double khz_penaltyBodyRate(const double C[36], const double Iinv[9], double mass) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx")) return body_rate_avx(C, Iinv, mass);
+#endif
+  return body_rate(C, Iinv, mass);
+}
+
+static inline __attribute__((always_inline)) double damping_rate(const khzModel *m, const khzData *d, int b,
+                                                                 const double *C, double *Iinv_cache, int *cached) {
+  const double *Iinv = inverse_inertia(m, d, b, Iinv_cache, cached);
+  return Iinv ? body_rate(C, Iinv, m->body_mass[b]) : 0;
+}
+
 /* The stiffness limit of the automatic gains: h sqrt(largest eigenvalue of
  * M^-1 K) of a free body, K its contact springs, stays below this (a light
  * body between heavy ones carries both pairs' load-following springs) */
@@ -958,8 +989,9 @@ static double damping_rate(const khzModel *m, const khzData *d, int b, const dou
  * limit. Only the pressed bodies' 6 x 6 blocks of C are cleared and
  * scanned: O(pairs), not O(nbody) (the 22 humanoids' 552 bodies have no
  * free one, and clearing 36 doubles per body twice a step was 2.7 % of it) */
-static void body_limits(const khzModel *m, khzData *d, int stiffness, double limit, double *C,
-                        double *scale, double *Iinv, int *cached) {
+static inline __attribute__((always_inline)) void body_limits_in(const khzModel *m, khzData *d, int stiffness,
+                                                                  double limit, double *C, double *scale,
+                                                                  double *Iinv, int *cached) {
   for (int b = 0; b < m->nbody; b++) scale[b] = 1;
   for (int i = 0; i < d->ncontact; i++) {
     const khzContact *c = d->contact + i;
@@ -987,6 +1019,28 @@ static void body_limits(const khzModel *m, khzData *d, int stiffness, double lim
     double rate = (stiffness ? sqrt(lam) : lam) * d->timestep;
     if (rate > limit) scale[b] = stiffness ? (limit / rate) * (limit / rate) : limit / rate;
   }
+}
+
+/* body_limits compiled for AVX too, as aba_core_keep: no FMA, no
+ * reassociation, so both give the same bits; the 6 x 6 sums and the power
+ * iteration's lane pairs take fewer instructions in the VEX forms */
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx"))) static void body_limits_avx(const khzModel *m, khzData *d, int stiffness,
+                                                           double limit, double *C, double *scale, double *Iinv,
+                                                           int *cached) {
+  body_limits_in(m, d, stiffness, limit, C, scale, Iinv, cached);
+}
+#endif
+
+static void body_limits(const khzModel *m, khzData *d, int stiffness, double limit, double *C, double *scale,
+                        double *Iinv, int *cached) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx")) {
+    body_limits_avx(m, d, stiffness, limit, C, scale, Iinv, cached);
+    return;
+  }
+#endif
+  body_limits_in(m, d, stiffness, limit, C, scale, Iinv, cached);
 }
 
 static double pair_scale(const khzContact *c, const double *scale) {
@@ -2596,7 +2650,7 @@ static inline __attribute__((always_inline)) void friction_stretch(const khzData
  * saturation it is a damper whose rate c = I / (2 h), with I the pair's
  * rotational effective inertia, halves the relative rotation each step: fast
  * enough to stop a rolling ball, slow enough for the explicit integrator. */
-static void rolling_torque(const khzModel *m, khzData *d, const khzContact *c, double fn) {
+KHZ_AVX_CLONES static void rolling_torque(const khzModel *m, khzData *d, const khzContact *c, double fn) {
   const khzPairState *ps = d->pair + c->slot;
   double mr = m->contact.rolling, ms = m->contact.torsional;
   if (!(mr > 0 || ms > 0) || !(fn > 0) || !(ps->rot_inertia > 0)) return;
@@ -2914,8 +2968,10 @@ static double tie_pair_forces(const khzModel *m, khzData *d, khzContact *c, int 
  * slip (KHZ_PAIR_ANCHORS, may be NULL): the first bottom points' material
  * points m0, m1 (body_point of local[0], local[1]) and their friction
  * stretch, which khz_penaltyEnd's anchors take from here. */
-static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int apply,
-                          double *slip_limit, double (*slip)[3][3], implicit_row *rows, int *nrows) {
+static inline __attribute__((always_inline)) double pair_forces_in(const khzModel *m, khzData *d, khzContact *c,
+                                                                     int apply, double *slip_limit,
+                                                                     double (*slip)[3][3], implicit_row *rows,
+                                                                     int *nrows) {
   double eps = c->nbottom > 1 ? tie_window(m, d, c) : 0; /* the deepest-point method's ties */
   if (eps > 0) return tie_pair_forces(m, d, c, apply, slip_limit, slip, rows, nrows, eps);
   khzPairState *ps = d->pair + c->slot;
@@ -3138,6 +3194,23 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
   }
   if (apply) rolling_torque(m, d, c, fn_sum);
   return fn_sum;
+}
+
+/* pair_forces compiled for AVX too, as body_limits: the same bits */
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx"))) static double pair_forces_avx(const khzModel *m, khzData *d, khzContact *c,
+                                                             int apply, double *slip_limit, double (*slip)[3][3],
+                                                             implicit_row *rows, int *nrows) {
+  return pair_forces_in(m, d, c, apply, slip_limit, slip, rows, nrows);
+}
+#endif
+
+static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int apply, double *slip_limit,
+                          double (*slip)[3][3], implicit_row *rows, int *nrows) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx")) return pair_forces_avx(m, d, c, apply, slip_limit, slip, rows, nrows);
+#endif
+  return pair_forces_in(m, d, c, apply, slip_limit, slip, rows, nrows);
 }
 
 void khz_penaltyForces(const khzModel *m, khzData *d) {

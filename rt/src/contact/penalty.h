@@ -104,6 +104,14 @@ void khz_penaltyLimits(const khzModel *m, khzData *d, double *dqd);
  * transposed in place, scratch holds 3 n doubles. For tests. */
 double khz_penaltyLargestRate(const double *L, double *K, int nb, double *scratch);
 
+/* A free body's explicit limits, for tests: C (6 x 6, [w; v] about the
+ * centre of mass) += J^T D J for a contact point at r from the centre with
+ * normal n and gains kn (along n) and kt (across), as the limits sum a
+ * pair's points; and the largest eigenvalue of M^-1 C by their power
+ * iteration (Iinv the world inverse inertia, 3 x 3) */
+void khz_penaltyPointGainAdd(double *C, const double r[3], const double n[3], double kn, double kt);
+double khz_penaltyBodyRate(const double C[36], const double Iinv[9], double mass);
+
 /* scratch bytes khz_penaltyLimits may take from d's stack */
 size_t khz_penaltyLimitsStackBytes(const khzModel *m);
 
