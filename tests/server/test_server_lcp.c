@@ -9,7 +9,9 @@
  * penalty is counted in the state's `lcp` warning). A switch the model cannot
  * take (LCP with equality constraints) is refused with the reason, at run
  * time by SetContactMethod and SetSetting and at start, and nothing of it is
- * applied: the method, the setting and the warnings stay as they were. */
+ * applied: the method, the setting and the warnings stay as they were. The
+ * same round trip to PEG on three boxes, and PEG refused on the default
+ * scene (shapes it has no model of). */
 #include "harness.h"
 
 #define NOBJ 5
@@ -17,7 +19,7 @@ static const char *const objects[NOBJ] = {"box1", "box2", "ball", "can", "capsul
 /* PEG takes boxes, convex meshes and planes only: its switch runs on three
  * boxes, two of them stacked (tests/server/data/peg_boxes.yaml) */
 #define PEG_SCENE "tests/server/data/peg_boxes.yaml"
-#define NBOX 3
+#define NBOX 3 /* at most NOBJ */
 static const char *const boxes[NBOX] = {"box1", "box2", "box3"};
 
 static const Khz__V1__Reply *set_method(khzClient *c, const char *name) {
@@ -85,7 +87,7 @@ static run observe(khzClient *c, const char *method, int n, int nobj, const int 
   }
   ENSURE_MSG(st != NULL, "no state names '%s'", method);
   if (!st) return R;
-  double fz[NOBJ > NBOX ? NOBJ : NBOX] = {0};
+  double fz[NOBJ] = {0};
   uint64_t prev = 0;
   for (; st && R.states < n; st = patient_state(c, until)) {
     if (R.states == 0) R.first_seq = st->seq, R.lcp_first = lcp_warnings(st);
@@ -135,10 +137,36 @@ static void check_run(const run *R, int n, const char *what) {
   ENSURE_MSG(R->load_err < 0.05, "%s: contact force off the weight by %g", what, R->load_err);
 }
 
-static void test_switch(void) {
+/* nothing of a refused switch applied: 200 states keep the method `before`
+ * and no LCP or PEG step was tried (no lcp warning) */
+static void method_kept(khzClient *c, const char *before) {
+  ENSURE(!strcmp(described_method(c), before));
+  int n = 0, other = 0;
+  uint32_t warned = 0;
+  int64_t until = patience_ends();
+  const Khz__V1__State *st;
+  khz_client_latestState(c, 2000);
+  while (n < 200 && (st = patient_state(c, until))) {
+    n++;
+    other += strcmp(st->contact_method, before) != 0;
+    warned += lcp_warnings(st);
+  }
+  ENSURE_MSG(n == 200 && other == 0 && warned == 0, "%d states, %d with another method, lcp warnings %u",
+             n, other, warned);
+}
+
+/* a running server (scene: NULL for the default) switched from the scene's
+ * penalty method to `method` by SetContactMethod and back by the setting,
+ * its objects `names` resting throughout. `lift`: the first 50 states of
+ * `method` may move the objects by this much before they rest again (PEG's
+ * gap is the signed distance: its first step lifts boxes out of the penalty
+ * method's rest), 0 when they must stay where they rested */
+static void round_trip(const char *scene, const char *const *names, int nobj, const char *method,
+                       double lift) {
   khzServerConfig cfg;
   harness h;
   harness_config(&cfg);
+  if (scene) snprintf(cfg.scene, sizeof cfg.scene, "%s", scene);
   cfg.publish_contacts = 1;
   ENSURE(harness_start(&h, &cfg, NULL) == 0);
   khzClient *c = harness_client(&h);
@@ -150,52 +178,91 @@ static void test_switch(void) {
   const Khz__V1__ModelDescription *md = khz_client_describe(c, 5000);
   ENSURE(md && !strcmp(md->contact_method, "penalty"));
   int body[NOBJ];
-  double mass[NOBJ], rest_z[NOBJ];
-  for (int o = 0; o < NOBJ; o++) {
-    body[o] = body_index(md, objects[o]);
-    ENSURE_MSG(body[o] > 0, "no body '%s'", objects[o]);
+  double mass[NOBJ], rest_z[NOBJ], method_z[NOBJ];
+  for (int o = 0; o < nobj; o++) {
+    body[o] = md ? body_index(md, names[o]) : -1;
+    ENSURE_MSG(body[o] > 0, "no body '%s'", names[o]);
     if (body[o] <= 0) return;
     mass[o] = md->bodies[body[o]]->mass;
   }
-  /* the objects settle on the table under the scene's method */
+  /* the objects settle under the scene's method */
   const Khz__V1__State *st = NULL;
   int64_t until = patience_ends();
   while ((st = patient_state(c, until)) && st->sim_time < 0.5) {
   }
   ENSURE(st != NULL);
   if (!st) return;
-  for (int o = 0; o < NOBJ; o++) rest_z[o] = st->body_pose[7 * body[o] + 2];
-  run R = observe(c, "penalty", 200, NOBJ, body, mass, rest_z);
+  for (int o = 0; o < nobj; o++) rest_z[o] = method_z[o] = st->body_pose[7 * body[o] + 2];
+  run R = observe(c, "penalty", 200, nobj, body, mass, rest_z);
   check_run(&R, 200, "penalty");
 
-  /* to lcp */
-  const Khz__V1__Reply *r = set_method(c, "lcp");
-  ENSURE_MSG(r && r->code == KHZ__V1__ERROR_CODE__OK, "switch to lcp: %s", r ? r->error : "no reply");
-  R = observe(c, "lcp", 500, NOBJ, body, mass, rest_z);
-  check_run(&R, 500, "lcp");
+  const Khz__V1__Reply *r = set_method(c, method);
+  ENSURE_MSG(r && r->code == KHZ__V1__ERROR_CODE__OK, "switch to %s: %s", method, r ? r->error : "no reply");
+  if (lift > 0) {
+    R = observe(c, method, 50, nobj, body, mass, rest_z);
+    ENSURE_MSG(R.states == 50 && R.bad == 0 && R.z_err < lift, "%s's first states: %d, %d bad, moved %g m",
+               method, R.states, R.bad, R.z_err);
+    st = khz_client_latestState(c, 2000);
+    ENSURE(st != NULL);
+    if (!st) return;
+    for (int o = 0; o < nobj; o++) method_z[o] = st->body_pose[7 * body[o] + 2];
+  }
+  R = observe(c, method, 500, nobj, body, mass, method_z);
+  check_run(&R, 500, method);
   /* Lemke solves the steps: a step that falls back to penalty (pivot budget,
-   * ray, or half the period spent, realtime) is counted; on a loaded machine
-   * many may (52 of 500 at load 14, release), not nearly all */
+   * ray, or half the period spent, realtime) is counted in the `lcp`
+   * warning; on a loaded machine many may (52 of 500 at load 14, release,
+   * LCP), not nearly all */
   ENSURE_MSG(R.lcp_last - R.lcp_first < (uint32_t)(R.last_seq - R.first_seq) * 9 / 10,
-             "%u of %llu LCP steps fell back", R.lcp_last - R.lcp_first,
-             (unsigned long long)(R.last_seq - R.first_seq));
-  ENSURE(!strcmp(described_method(c), "lcp"));
-  ENSURE(!strcmp(setting_value(c, "contact_method"), "lcp"));
+             "%u of %llu %s steps fell back", R.lcp_last - R.lcp_first,
+             (unsigned long long)(R.last_seq - R.first_seq), method);
+  ENSURE(!strcmp(described_method(c), method));
+  ENSURE(!strcmp(setting_value(c, "contact_method"), method));
 
   /* and back: through the setting this time */
   r = req_setting(c, "contact_method", "penalty");
   ENSURE_MSG(r && r->code == KHZ__V1__ERROR_CODE__OK, "back to penalty: %s", r ? r->error : "no reply");
-  uint32_t lcp_before = R.lcp_last;
-  R = observe(c, "penalty", 300, NOBJ, body, mass, rest_z);
+  uint32_t warned_before = R.lcp_last;
+  R = observe(c, "penalty", 300, nobj, body, mass, rest_z);
   check_run(&R, 300, "penalty again");
-  ENSURE(R.lcp_first >= lcp_before && R.lcp_last == R.lcp_first); /* no LCP step any more */
+  ENSURE(R.lcp_first >= warned_before && R.lcp_last == R.lcp_first); /* no LCP step any more */
   ENSURE(!strcmp(described_method(c), "penalty"));
+  khz_client_destroy(&c);
+  harness_stop(&h);
+}
 
-  /* a name that is no method: refused, nothing changes */
-  r = set_method(c, "lcp2");
+static void test_switch(void) {
+  round_trip(NULL, objects, NOBJ, "lcp", 0);
+  round_trip(PEG_SCENE, boxes, NBOX, "peg", 5e-3);
+}
+
+/* the default scene, running: a name that is no method is UNKNOWN_NAME; PEG
+ * (the scene has a ball, a can and a capsule) is REFUSED with the reason;
+ * nothing of either is applied */
+static void test_default_refusals(void) {
+  khzServerConfig cfg;
+  harness h;
+  harness_config(&cfg);
+  ENSURE(harness_start(&h, &cfg, NULL) == 0);
+  khzClient *c = harness_client(&h);
+  ENSURE(c != NULL);
+  if (!c) {
+    harness_stop(&h);
+    return;
+  }
+  char before[64];
+  snprintf(before, sizeof before, "%s", setting_value(c, "contact_method"));
+  const Khz__V1__Reply *r = set_method(c, "lcp2");
   ENSURE(r && r->code == KHZ__V1__ERROR_CODE__UNKNOWN_NAME && strstr(r->error, "'lcp2'"));
   if (r) printf("set_contact_method lcp2 -> %d %s\n", r->code, r->error);
-  ENSURE(!strcmp(setting_value(c, "contact_method"), "penalty"));
+  r = set_method(c, "peg");
+  ENSURE_MSG(r && r->code == KHZ__V1__ERROR_CODE__REFUSED &&
+                 strstr(r->error, "setting 'contact_method' 'peg': the PEG method takes boxes, "
+                                  "convex meshes and planes only"),
+             "set_contact_method peg: %d %s", r ? (int)r->code : -1, r ? r->error : "no reply");
+  if (r) printf("set_contact_method peg -> %d %s\n", r->code, r->error);
+  ENSURE(!strcmp(setting_value(c, "contact_method"), before));
+  method_kept(c, "penalty");
   khz_client_destroy(&c);
   harness_stop(&h);
 }
@@ -247,135 +314,15 @@ static void test_refused(void) {
                                   "does not solve the model's equality constraints"),
              "set_setting contact_method lcp: %d %s", r ? (int)r->code : -1, r ? r->error : "no reply");
   if (r) printf("set_setting contact_method lcp -> %d %s\n", r->code, r->error);
-
-  /* nothing of it applied: the setting, Describe and every state keep the
-   * method; no LCP step was tried (no lcp warning) */
   ENSURE(strcmp(setting_value(c, "contact_method"), "lcp") != 0);
-  ENSURE(!strcmp(described_method(c), before));
-  int n = 0, other = 0;
-  uint32_t warned = 0;
-  int64_t until = patience_ends();
-  const Khz__V1__State *st;
-  khz_client_latestState(c, 2000);
-  while (n < 200 && (st = patient_state(c, until))) {
-    n++;
-    other += strcmp(st->contact_method, before) != 0;
-    warned += lcp_warnings(st);
-  }
-  ENSURE_MSG(n == 200 && other == 0 && warned == 0, "%d states, %d with another method, lcp warnings %u",
-             n, other, warned);
-  khz_client_destroy(&c);
-  harness_stop(&h);
-}
-
-/* the switch to PEG and back on three boxes: the same checks as the LCP's;
- * PEG's fallbacks to penalty are counted in the same `lcp` warning */
-static void test_peg_switch(void) {
-  khzServerConfig cfg;
-  harness h;
-  harness_config(&cfg);
-  snprintf(cfg.scene, sizeof cfg.scene, "%s", PEG_SCENE);
-  cfg.publish_contacts = 1;
-  ENSURE(harness_start(&h, &cfg, NULL) == 0);
-  khzClient *c = harness_client(&h);
-  ENSURE(c != NULL);
-  if (!c) {
-    harness_stop(&h);
-    return;
-  }
-  const Khz__V1__ModelDescription *md = khz_client_describe(c, 5000);
-  ENSURE(md && !strcmp(md->contact_method, "penalty"));
-  int body[NBOX];
-  double mass[NBOX], rest_z[NBOX];
-  for (int o = 0; o < NBOX; o++) {
-    body[o] = md ? body_index(md, boxes[o]) : -1;
-    ENSURE_MSG(body[o] > 0, "no body '%s'", boxes[o]);
-    if (body[o] <= 0) return;
-    mass[o] = md->bodies[body[o]]->mass;
-  }
-  const Khz__V1__State *st = NULL;
-  int64_t until = patience_ends();
-  while ((st = patient_state(c, until)) && st->sim_time < 0.5) {
-  }
-  ENSURE(st != NULL);
-  if (!st) return;
-  for (int o = 0; o < NBOX; o++) rest_z[o] = st->body_pose[7 * body[o] + 2];
-  run R = observe(c, "penalty", 200, NBOX, body, mass, rest_z);
-  check_run(&R, 200, "penalty");
-
-  const Khz__V1__Reply *r = set_method(c, "peg");
-  ENSURE_MSG(r && r->code == KHZ__V1__ERROR_CODE__OK, "switch to peg: %s", r ? r->error : "no reply");
-  /* PEG's gap is the signed distance: its first step lifts the boxes out of
-   * the penalty method's rest (up to a millimetre here), then they rest */
-  double peg_z[NBOX];
-  R = observe(c, "peg", 50, NBOX, body, mass, rest_z);
-  ENSURE_MSG(R.states == 50 && R.bad == 0 && R.z_err < 5e-3, "peg's first states: %d, %d bad, moved %g m",
-             R.states, R.bad, R.z_err);
-  st = khz_client_latestState(c, 2000);
-  ENSURE(st != NULL);
-  if (!st) return;
-  for (int o = 0; o < NBOX; o++) peg_z[o] = st->body_pose[7 * body[o] + 2];
-  R = observe(c, "peg", 500, NBOX, body, mass, peg_z);
-  check_run(&R, 500, "peg");
-  ENSURE_MSG(R.lcp_last - R.lcp_first < (uint32_t)(R.last_seq - R.first_seq) * 9 / 10,
-             "%u of %llu PEG steps fell back", R.lcp_last - R.lcp_first,
-             (unsigned long long)(R.last_seq - R.first_seq));
-  ENSURE(!strcmp(described_method(c), "peg"));
-  ENSURE(!strcmp(setting_value(c, "contact_method"), "peg"));
-
-  r = req_setting(c, "contact_method", "penalty");
-  ENSURE_MSG(r && r->code == KHZ__V1__ERROR_CODE__OK, "back to penalty: %s", r ? r->error : "no reply");
-  uint32_t peg_before = R.lcp_last;
-  R = observe(c, "penalty", 300, NBOX, body, mass, rest_z);
-  check_run(&R, 300, "penalty again");
-  ENSURE(R.lcp_first >= peg_before && R.lcp_last == R.lcp_first);
-  khz_client_destroy(&c);
-  harness_stop(&h);
-}
-
-/* the default scene has a ball, a can and a capsule: PEG is refused at run
- * time with the reason, and nothing of it is applied */
-static void test_peg_refused(void) {
-  khzServerConfig cfg;
-  harness h;
-  harness_config(&cfg);
-  ENSURE(harness_start(&h, &cfg, NULL) == 0);
-  khzClient *c = harness_client(&h);
-  ENSURE(c != NULL);
-  if (!c) {
-    harness_stop(&h);
-    return;
-  }
-  char before[64];
-  snprintf(before, sizeof before, "%s", setting_value(c, "contact_method"));
-  const Khz__V1__Reply *r = set_method(c, "peg");
-  ENSURE_MSG(r && r->code == KHZ__V1__ERROR_CODE__REFUSED &&
-                 strstr(r->error, "setting 'contact_method' 'peg': the PEG method takes boxes, "
-                                  "convex meshes and planes only"),
-             "set_contact_method peg: %d %s", r ? (int)r->code : -1, r ? r->error : "no reply");
-  if (r) printf("set_contact_method peg -> %d %s\n", r->code, r->error);
-  ENSURE(!strcmp(setting_value(c, "contact_method"), before));
-  ENSURE(!strcmp(described_method(c), "penalty"));
-  int n = 0, other = 0;
-  uint32_t warned = 0;
-  int64_t until = patience_ends();
-  const Khz__V1__State *st;
-  khz_client_latestState(c, 2000);
-  while (n < 200 && (st = patient_state(c, until))) {
-    n++;
-    other += strcmp(st->contact_method, "penalty") != 0;
-    warned += lcp_warnings(st);
-  }
-  ENSURE_MSG(n == 200 && other == 0 && warned == 0, "%d states, %d with another method, lcp warnings %u",
-             n, other, warned);
+  method_kept(c, before);
   khz_client_destroy(&c);
   harness_stop(&h);
 }
 
 int main(void) {
   test_switch();
+  test_default_refusals();
   test_refused();
-  test_peg_switch();
-  test_peg_refused();
   return ensure_report();
 }
