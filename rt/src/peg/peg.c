@@ -1558,14 +1558,21 @@ static int add_missed(const khzModel *m, pegWork *W, double h, int may_add, doub
            * built at q. Seed 2 of the pour at h = 0.025, step 140 (a912c27's
            * state): three edges of one body dove 0.23 mm into another from
            * vertices 0.1-0.2 mm outside it, the check added nothing, the
-           * passes counted as converged and the halves left 1.1e-11 m^3 */
+           * passes counted as converged and the halves left 1.1e-11 m^3.
+           * Only pairs within the relaxed applicability (eq. 31, as the
+           * gathering's): past it the gap along +-(ea x eb) is no
+           * separation of the bodies, and such rows beside the applicable
+           * ones made the LCP inconsistent (seed 6 of the pour at h =
+           * 0.0163, step 260: one edge against four of B's, two at -0.53
+           * and -0.78; the next pass's block of 244 solved only with a
+           * compliance, 30 times the kinetic energy, 1.17e-10 m^3) */
           if (dive_added || !may_add) continue;
           for (int eb = 0; eb < B->ne; eb++) {
             if (edges_held(W, pa, ea, pb, eb) || !edges_cross(W, pa, ea, pb, eb)) continue;
             double sp, tp;
             int c = add_ee(W, pa, ea, pb, eb, &sp, &tp);
             if (c == -2) return -1;
-            if (c < 0 || sp <= 0 || sp >= 1 || tp <= 0 || tp >= 1) continue;
+            if (c < 0 || sp <= 0 || sp >= 1 || tp <= 0 || tp >= 1 || W->c[c].appl < -PEG_SIN_THETA) continue;
             W->c[c].unil = 1;
             int ng0 = W->ng;
             if (add_group_ex(W, G_U, &c, 1, mu, h, 1) < 0) return -1;
@@ -1593,7 +1600,7 @@ static int add_missed(const khzModel *m, pegWork *W, double h, int may_add, doub
           double sp, tp;
           int c = add_ee(W, i, ea, j, eb, &sp, &tp);
           if (c == -2) return -1;
-          if (c < 0 || sp <= 0 || sp >= 1 || tp <= 0 || tp >= 1) continue;
+          if (c < 0 || sp <= 0 || sp >= 1 || tp <= 0 || tp >= 1 || W->c[c].appl < -PEG_SIN_THETA) continue;
           W->c[c].unil = 1;
           int ng0 = W->ng;
           if (add_group_ex(W, G_U, &c, 1, W->cur_mu, h, 1) < 0) return -1;
