@@ -1606,7 +1606,7 @@ static int add_missed(const khzModel *m, pegWork *W, double h, int may_add, doub
            * is the one way to undo it, whatever the faces' turn (eq. 31 asks
            * whether two edges can come into contact; these did). Seed 6 of
            * the pour at h = 0.00292, step 1656: edge 9 of one body and edge 6
-           * of another 3.6e-6 m into each other at appl -0.70; with the test
+           * of another 3.5e-6 m into each other at appl -0.70; with the test
            * the pair got no constraint and the step left 3.8e-12 m^3 */
           if (c < 0 || sp <= 0 || sp >= 1 || tp <= 0 || tp >= 1) continue;
           W->c[c].unil = 1;
