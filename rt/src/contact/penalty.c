@@ -738,6 +738,120 @@ static void delassus(const khzModel *m, khzData *d, const implicit_row *row, con
   delassus_walk(m, d, row, mem, k, need, uc, tmpc, dvc, A);
 }
 
+/* ------------------------------- a cluster that moves one lone body -- */
+
+/* the body that every row of the cluster mem[0..k) moves, when it is one
+ * body alone in its tree (a free object resting on static bodies or the
+ * world: the default scene's objects on the table, a pile's body on the
+ * floor), else 0 */
+static int cluster_lone_body(const khzModel *m, const khzData *d, const implicit_row *row, const int *mem,
+                             int k) {
+  int lone = 0;
+  for (int a = 0; a < k; a++) {
+    const khzContact *c = d->contact + row[mem[a]].contact;
+    for (int s = 0; s < 2; s++) {
+      int b = c->body[s];
+      if (b <= 0 || khz_bodyStatic(m, b)) continue;
+      if (lone && b != lone) return 0;
+      lone = b;
+    }
+  }
+  return lone > 0 && body_alone_in_tree(m, lone) && m->jnt_nv[lone] > 0 ? lone : 0;
+}
+
+/* A[a k + j] for the rows a of one pair side: tm_j = sgn (w_j x x + v_j) .
+ * dir from the lone body's velocity changes w (component c of column j at
+ * w[c k + j]), added to pre (the sides before it) and then post (+0: no
+ * side after it; else the static side's term), as row_velocity_col's out:
+ * each column its own operations, in lanes where the CPU has AVX */
+static inline __attribute__((always_inline)) void lone_entries(const double *w, int k, const double x[3],
+                                                                const double dir[3], double sgn, double pre,
+                                                                int after, double post, double *Arow) {
+  for (int j = 0; j < k; j++) {
+    double w0 = w[j], w1 = w[k + j], w2 = w[2 * k + j];
+    double v0 = w1 * x[2] - w2 * x[1], v1 = w2 * x[0] - w0 * x[2], v2 = w0 * x[1] - w1 * x[0];
+    v0 += w[3 * k + j], v1 += w[4 * k + j], v2 += w[5 * k + j];
+    double out = pre + sgn * (v0 * dir[0] + v1 * dir[1] + v2 * dir[2]);
+    Arow[j] = after ? out + post : out;
+  }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx"))) static void lone_entries_avx(const double *w, int k, const double x[3],
+                                                            const double dir[3], double sgn, double pre,
+                                                            int after, double post, double *Arow) {
+  lone_entries(w, k, x, dir, sgn, pre, after, post, Arow);
+}
+#endif
+
+/* The Delassus matrix W (k x k, into A) of a cluster whose rows all move
+ * the one lone body b (cluster_lone_body), bit for bit what delassus_walk
+ * gives it: each row's unit impulse f = (r x J, J) through b's joint alone
+ * (khz_impulseResponseCols on a tree of one body: u = S^T f, dv = S D^-1
+ * u), then each entry the row's velocity change at its point, the static
+ * side's term (zero velocity change: one value per row) taken once per
+ * row instead of once per entry, and no walk over the tree, marks or
+ * clearing. w: 6 k doubles of scratch. */
+static void delassus_lone(const khzModel *m, khzData *d, const implicit_row *row, const int *mem, int k, int b,
+                          double *w, double *A) {
+  int nv = m->jnt_nv[b];
+  const double *S = d->S + 36 * b, *U = d->U + 36 * b, *Dinv = d->Dinv + 36 * b;
+  for (int j = 0; j < k; j++) {
+    const implicit_row *r = row + mem[j];
+    int s = d->contact[r->contact].body[0] == b ? 0 : 1;
+    double J[3] = {s ? -r->dir[0] : r->dir[0], s ? -r->dir[1] : r->dir[1], s ? -r->dir[2] : r->dir[2]};
+    double f[6], pA[6], u[6], dv[6] = {0, 0, 0, 0, 0, 0};
+    khz_spatialImpulse(m, d, b, r->x, J, f);
+    for (int e = 0; e < 6; e++) pA[e] = -f[e];
+    for (int a = 0; a < nv; a++) u[a] = -khzu_dot6(S + 6 * a, pA);
+    if (nv == 1) {
+      double dq = Dinv[0] * (u[0] - khzu_dot6(U, dv));
+      for (int e = 0; e < 6; e++) dv[e] += S[e] * dq;
+    } else {
+      double rr[6], dq[6];
+      for (int a = 0; a < nv; a++) rr[a] = u[a] - khzu_dot6(U + 6 * a, dv);
+      for (int a = 0; a < nv; a++) {
+        dq[a] = 0;
+        for (int c = 0; c < nv; c++) dq[a] += Dinv[nv * a + c] * rr[c];
+      }
+      for (int a = 0; a < nv; a++)
+        for (int e = 0; e < 6; e++) dv[e] += S[6 * a + e] * dq[a];
+    }
+    /* rows_response adds the response to the cleared +0 */
+    for (int e = 0; e < 6; e++) w[e * k + j] = 0.0 + dv[e];
+  }
+  const double zero[6] = {0, 0, 0, 0, 0, 0};
+  const double *o = d->xpos + 3 * m->body_root[b];
+#if defined(__x86_64__) && defined(__GNUC__)
+  int avx = __builtin_cpu_supports("avx");
+#endif
+  for (int a = 0; a < k; a++) {
+    const implicit_row *r = row + mem[a];
+    const khzContact *c = d->contact + r->contact;
+    int sb = c->body[0] == b ? 0 : 1, os = c->body[1 - sb];
+    /* the other side (static, its velocity change +0), as row_velocity_col */
+    double z = 0;
+    if (os > 0) {
+      const double *oo = d->xpos + 3 * m->body_root[os];
+      double xo[3] = {r->x[0] - oo[0], r->x[1] - oo[1], r->x[2] - oo[2]}, v[3];
+      khzu_cross(v, zero, xo);
+      for (int e = 0; e < 3; e++) v[e] += zero[3 + e];
+      z = (1 - sb ? -1 : 1) * khzu_dot3(v, r->dir);
+    }
+    double x[3] = {r->x[0] - o[0], r->x[1] - o[1], r->x[2] - o[2]}, sgn = sb ? -1 : 1;
+    /* out = 0, then side 0's term, then side 1's */
+    double pre = sb == 1 && os > 0 ? 0.0 + z : 0.0;
+    int after = sb == 0 && os > 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (avx) {
+      lone_entries_avx(w, k, x, r->dir, sgn, pre, after, z, A + (size_t)a * k);
+      continue;
+    }
+#endif
+    lone_entries(w, k, x, r->dir, sgn, pre, after, z, A + (size_t)a * k);
+  }
+}
+
 /* row r's relative velocity along its direction, from the body velocities
  * vel (d->vtree, or velocity changes) */
 static double row_velocity(const khzModel *m, const khzData *d, const khzContact *c,
@@ -2470,7 +2584,12 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
       rows_need(m, d, row, mem, k, need, 0);
       continue;
     }
-    delassus(m, d, row, mem, k, need, uc, tmpc, dvc, A, 1);
+    /* one lone body (a free object on the table or the floor): its W
+     * directly, the same bits as the walk's */
+    int lone = cluster_lone_body(m, d, row, mem, k);
+    double *wl = lone ? khz_stackAlloc(d, 6 * (size_t)k * sizeof(double)) : NULL;
+    if (wl) delassus_lone(m, d, row, mem, k, lone, wl, A);
+    else delassus(m, d, row, mem, k, need, uc, tmpc, dvc, A, 1);
     rows_need(m, d, row, mem, k, need, 0); /* A holds what the rows need */
     for (int a = 0; a < k; a++) {
       for (int b = 0; b < a; b++) A[a * k + b] = A[b * k + a] = 0.5 * (A[a * k + b] + A[b * k + a]);

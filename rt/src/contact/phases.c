@@ -72,10 +72,51 @@ static void turn(const double v[3], const double w[3], double t, double out[3]) 
  * ones (>= 0), or -1 when nothing lands. */
 #define KHZ_LANDING_SPEED 2.0
 #define KHZ_LANDING_TILT 1e-3 /* rad */
+/* An upper bound on the speed at which any point find_landing looks at
+ * approaches: with khz_pointVelocity's v_s(x) = v_s + w_s x (x - o_s) about
+ * side s's tree origin o_s, |v_s(x)| <= |v_s| + |w_s| |x - o_s| for the
+ * pair's points and for the support points of a moving body's geom, which
+ * lie in its bounding sphere (centre and radius in the geom frame, the geom
+ * at geom_pos in its body's frame). INFINITY where a geom has no bound. */
+static double approach_bound(const khzModel *m, const khzData *d, const khzContact *c) {
+  const khzContactPoint *pts = d->cpoint + c->point_adr;
+  const khzColModel *cm = m->collision;
+  double bound = 0;
+  for (int s = 0; s < 2; s++) {
+    int b = c->body[s];
+    if (b <= 0) continue; /* the world: khz_pointVelocity gives zero */
+    const double *v = d->vtree + 6 * b, *o = d->xpos + 3 * m->body_root[b];
+    double far = 0;
+    for (int k = 0; k < c->npoint; k++) {
+      double r[3] = {pts[k].pos[0] - o[0], pts[k].pos[1] - o[1], pts[k].pos[2] - o[2]};
+      far = fmax(far, khzu_norm3(r));
+    }
+    for (int t = 0; t < 2; t++) {
+      int bt = c->body[t], g = c->geom[t];
+      if (bt <= 0 || khz_bodyStatic(m, bt)) continue; /* find_landing takes no support point there */
+      if (!cm || g < 0 || cm->geom[g].shape < 0 || cm->geom[g].shape == KHZ_SHAPE_PLANE) return INFINITY;
+      const double *xb = d->xpos + 3 * bt;
+      double r[3] = {xb[0] - o[0], xb[1] - o[1], xb[2] - o[2]};
+      far = fmax(far, khzu_norm3(r) + khzu_norm3(m->geom_pos + 3 * g) + khzu_norm3(cm->geom[g].center) +
+                          cm->geom[g].radius);
+    }
+    bound += khzu_norm3(v + 3) + khzu_norm3(v) * far;
+  }
+  return bound;
+}
+
 static double find_landing(const khzModel *m, const khzData *d, const khzContact *c, double vth, khzLanding *L) {
   const khzContactPoint *pts = d->cpoint + c->point_adr;
   double resting = -INFINITY, landed = -INFINITY, h = d->timestep;
   int lands = 0;
+  /* nothing approaches as fast as vth (a pair at rest, most of the time):
+   * the points all rest and no support point lands, the answer of the
+   * loops below, which cost a settling body more than its narrow phase.
+   * The factor keeps the bound above the rounding of the speeds' sums. */
+  if (c->npoint && approach_bound(m, d, c) * 1.01 < vth) {
+    L->frac = 1, L->nspec = 0;
+    return -1;
+  }
   for (int k = 0; k < c->npoint; k++)
     if (normal_speed(m, d, c, pts[k].pos) >= -vth) resting = fmax(resting, pts[k].depth);
   if (resting == -INFINITY) return -1; /* nothing rests: an impact of the whole pair, not a landing */
@@ -183,8 +224,10 @@ int khz_phaseClassify(const khzModel *m, khzData *d, khzLanding *landing) {
   for (int i = 0; i < d->ncontact; i++) {
     khzContact *c = d->contact + i;
     khzPairState *ps = d->pair + c->slot;
-    double sn = approach_speed(m, d, c);
     int fresh = ps->phase == KHZ_PHASE_NONE;
+    /* the approach speed decides a new pair's phase and a re-impact; with
+     * no re-impact speed set an old pair's test (sn < -INFINITY) is false */
+    double sn = fresh || reimpact < INFINITY ? approach_speed(m, d, c) : 0;
     if (landing) landing[i].on = 0;
     /* a new pair: the overlap it starts with is released gradually (a
      * step's travel, an initial overlap, or a contact found late) */
