@@ -5,12 +5,15 @@
  *     bottom surface under interior points keeps exactly the surface points;
  *   - the impulse response (Mirtich / Patil) against M^-1 J^T f computed from
  *     CRBA and point Jacobians: the collision matrix K = J M^-1 J^T. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "collision/collision.h"
 #include "contact/bottom.h"
 #include "contact/contact.h"
 #include "contact/penalty.h"
+#include "contact/phases.h"
 #include "dynamics.h"
 #include "dynamics.h"
 #include "ensure.h"
@@ -690,6 +693,169 @@ static void test_body_limits_bits(void) {
   ENSURE(worst < 0.5 && worst > -1e-12); /* a power-iteration estimate never exceeds the eigenvalue */
 }
 
+
+/* one object of the default scene (scenes/default.yaml: a box, a turned
+ * box, a ball, a can, a capsule on its side) resting on the welded table
+ * (a fixed body), or a box on the ground plane (the world); the object's
+ * geom before the table's in half of them, so that it is each side of its
+ * pair. Stepped 30 steps: its pair rests. */
+static khzModel *lone_object(int which, khzData **dout) {
+  static const struct {
+    khzGeomType type;
+    double size[3], z, yaw, roll;
+  } obj[6] = {{KHZ_GEOM_BOX, {0.03, 0.03, 0.03}, 0.03, 0, 0},
+              {KHZ_GEOM_BOX, {0.05, 0.03, 0.02}, 0.02, 0.5, 0},
+              {KHZ_GEOM_SPHERE, {0.035}, 0.035, 0, 0},
+              {KHZ_GEOM_CYLINDER, {0.033, 0.06}, 0.06, 0, 0},
+              {KHZ_GEOM_CAPSULE, {0.025, 0.05}, 0.025, 0, 1.5707963267948966},
+              {KHZ_GEOM_BOX, {0.03, 0.03, 0.03}, 0.03, 0.3, 0}};
+  khzSpec *s = khz_spec_new();
+  int on_ground = which == 5, table_first = which % 2 == 0;
+  double top = on_ground ? 0 : 0.75;
+  for (int pass = 0; pass < 2; pass++) {
+    int is_table = pass == (table_first ? 0 : 1);
+    khzGeomSpec g;
+    khz_spec_defaultGeom(&g);
+    khzBodySpec b;
+    khz_spec_defaultBody(&b);
+    if (is_table && on_ground) {
+      g.type = KHZ_GEOM_PLANE;
+      khz_spec_addGeom(s, &g);
+      continue;
+    }
+    if (is_table) {
+      snprintf(b.name, sizeof b.name, "table");
+      b.joint_type = KHZ_JOINT_FIXED;
+      b.mass = 30;
+      b.pos[2] = 0.375;
+      b.inertia[0] = b.inertia[1] = b.inertia[2] = 1;
+      g.type = KHZ_GEOM_BOX;
+      g.size[0] = 0.55, g.size[1] = 0.4, g.size[2] = 0.375;
+    } else {
+      snprintf(b.name, sizeof b.name, "object");
+      snprintf(b.joint_name, sizeof b.joint_name, "object");
+      b.joint_type = KHZ_JOINT_FLOATING;
+      b.mass = 0.2;
+      b.inertia[0] = 2e-4, b.inertia[1] = 3e-4, b.inertia[2] = 4e-4;
+      double cy = cos(obj[which].yaw / 2), sy = sin(obj[which].yaw / 2);
+      double cr = cos(obj[which].roll / 2), sr = sin(obj[which].roll / 2);
+      double q0[7] = {0.15, -0.1, top + obj[which].z, cy * cr, cy * sr, sy * sr, sy * cr};
+      memcpy(b.q0, q0, sizeof q0);
+      g.type = obj[which].type;
+      memcpy(g.size, obj[which].size, sizeof g.size);
+    }
+    g.body = khz_spec_addBody(s, &b);
+    khz_spec_addGeom(s, &g);
+  }
+  char err[256];
+  khzModel *m = khz_compile(s, err, sizeof err);
+  ENSURE_MSG(m, "%s", err);
+  khz_spec_destroy(&s);
+  khzData *d = khz_makeData(m, 0);
+  for (int k = 0; k < 30; k++) khz_step(m, d);
+  *dout = d;
+  return m;
+}
+
+/* penalty.c's delassus_lone, khz_penaltyImplicit's path for a cluster that
+ * moves one free object: W bit for bit the walk's (delassus_walk), at the
+ * resting state and at random velocities and tilts, and to 1e-12 the
+ * dense J M^-1 J^T of CRBA's M (khz_crba, khz_jacobian) */
+static void test_lone_delassus(void) {
+  enum { KMAX = 64 };
+  int compared = 0, differ = 0, sides[2] = {0, 0};
+  double worst = 0;
+  for (int which = 0; which < 6; which++) {
+    khzData *d;
+    khzModel *m = lone_object(which, &d);
+    int nv = m->nv;
+    double *Aw = calloc(KMAX * KMAX, sizeof(double)), *Al = calloc(KMAX * KMAX, sizeof(double));
+    double *J = calloc((size_t)KMAX * nv, sizeof(double)), *M = calloc((size_t)nv * nv, sizeof(double));
+    double *x = calloc((size_t)nv, sizeof(double));
+    for (int t = 0; t < 8; t++) {
+      if (t) { /* a random velocity and tilt at the same contacts */
+        for (int k = 0; k < nv; k++) d->qd[k] = rm_uniform(-0.5, 0.5);
+        for (int k = 3; k < 7; k++) d->q[k] += rm_uniform(-0.05, 0.05);
+        khzu_normalizeQuat(d->q + 3);
+      }
+      int kl = khz_penaltyDelassus(m, d, 2, Al, J, KMAX), kw = khz_penaltyDelassus(m, d, 0, Aw, NULL, KMAX);
+      ENSURE_MSG(kl > 0 && kw == -kl - 1, "object %d: lone %d, walk %d", which, kl, kw);
+      if (kl <= 0) continue;
+      int k = kl;
+      differ += memcmp(Al, Aw, (size_t)k * k * sizeof(double)) != 0;
+      khz_crba(m, d, d->q, M);
+      ENSURE(khzu_cholFactor(M, nv) == 0);
+      for (int a = 0; a < k; a++) {
+        memcpy(x, J + (size_t)a * nv, (size_t)nv * sizeof(double));
+        khzu_cholSolve(M, nv, x);
+        for (int b = 0; b < k; b++) {
+          double ref = 0, scale = 0;
+          for (int q = 0; q < nv; q++) ref += J[(size_t)b * nv + q] * x[q], scale += fabs(J[(size_t)b * nv + q] * x[q]);
+          worst = fmax(worst, fabs(Al[b * k + a] - ref) / fmax(scale, 1e-300));
+        }
+      }
+      compared++;
+    }
+    for (int i = 0; i < d->ncontact; i++) {
+      int b0 = d->contact[i].body[0];
+      sides[b0 > 0 && m->jnt_type[b0] == KHZ_JOINT_FLOATING]++;
+    }
+    free(Aw), free(Al), free(J), free(M), free(x);
+    khz_deleteData(&d);
+    khz_deleteModel(&m);
+  }
+  printf("a lone object's W (6 objects, %d states; the object on side 0 of %d pairs, side 1 of %d): %d differ "
+         "from the walk in any bit; vs CRBA's J M^-1 J^T %.3g relative\n",
+         compared, sides[1], sides[0], differ, worst);
+  ENSURE(compared == 48 && differ == 0 && worst <= 1e-12 && sides[0] > 0 && sides[1] > 0);
+}
+
+/* phases.c's approach bound (find_landing skips a pair below it): above the
+ * approach speed of every contact point and of the moving geom's support
+ * points in 400 directions, at random velocities; exactly |v| for a body
+ * moving without turning on a static one */
+static void test_approach_bound(void) {
+  int checked = 0, exact = 0;
+  double tightest = INFINITY;
+  for (int which = 0; which < 6; which++) {
+    khzData *d;
+    khzModel *m = lone_object(which, &d);
+    for (int t = 0; t < 20; t++) {
+      int turning = t % 4 != 0;
+      for (int k = 0; k < m->nv; k++) d->qd[k] = k < 3 || turning ? rm_uniform(-1, 1) : 0;
+      khz_forwardPass(m, d, d->q, d->qd);
+      for (int i = 0; i < d->ncontact; i++) {
+        const khzContact *c = d->contact + i;
+        double bound = khz_phaseApproachBound(m, d, c), fastest = 0;
+        ENSURE(isfinite(bound));
+        for (int p = 0; p < c->npoint + 400; p++) {
+          double x[3], v0[3], v1[3];
+          if (p < c->npoint) {
+            memcpy(x, d->cpoint[c->point_adr + p].pos, sizeof x);
+          } else {
+            double dir[3] = {rm_uniform(-1, 1), rm_uniform(-1, 1), rm_uniform(-1, 1)};
+            int s = c->body[0] > 0 && !khz_bodyStatic(m, c->body[0]) ? 0 : 1;
+            khz_geomSupport(m, d, c->geom[s], dir, x);
+          }
+          khz_pointVelocity(m, d, c->body[0], x, v0);
+          khz_pointVelocity(m, d, c->body[1], x, v1);
+          double sn = (v0[0] - v1[0]) * c->normal[0] + (v0[1] - v1[1]) * c->normal[1] + (v0[2] - v1[2]) * c->normal[2];
+          fastest = fmax(fastest, fabs(sn));
+        }
+        ENSURE_MSG(fastest <= bound, "object %d: a point at %.6g m/s, bound %.6g", which, fastest, bound);
+        tightest = fmin(tightest, bound / fmax(fastest, 1e-300));
+        if (!turning) exact += bound == khzu_norm3(d->qd);
+        checked++;
+      }
+    }
+    khz_deleteData(&d);
+    khz_deleteModel(&m);
+  }
+  printf("approach bound: above the fastest point in %d pairs at random velocities (least ratio %.3g), "
+         "|v| exactly for %d of %d not turning\n", checked, tightest, exact, checked / 4);
+  ENSURE(checked == 120 && tightest >= 1 && exact == checked / 4);
+}
+
 int main(void) {
   khzModel *m = rm_random_model(1, 1, 0, 0);
   khzData *d = khz_makeData(m, 1 << 20);
@@ -708,5 +874,7 @@ int main(void) {
   test_held_factors();
   test_damping_limit();
   test_body_limits_bits();
+  test_lone_delassus();
+  test_approach_bound();
   return ensure_report();
 }

@@ -2657,8 +2657,12 @@ int khz_penaltyDelassus(const khzModel *m, khzData *d, int factored, double *A, 
   for (int a = 0; a < k; a++) mem[a] = a;
   memset(need, 0, (size_t)m->nbody);
   rows_need(m, d, row, mem, k, need, 1);
-  int took = factored && cluster_articulated(m, d, row, mem, k) &&
-         delassus_factored(m, d, row, mem, k, need, uc, A) == 0;
+  /* 2: the lone body's path (delassus_lone) where the rows move one */
+  int lone = factored == 2 ? cluster_lone_body(m, d, row, mem, k) : 0;
+  double *wl = lone ? khz_stackAlloc(d, 6 * (size_t)k * sizeof(double)) : NULL;
+  if (wl) delassus_lone(m, d, row, mem, k, lone, wl, A);
+  int took = wl || (factored == 1 && cluster_articulated(m, d, row, mem, k) &&
+                    delassus_factored(m, d, row, mem, k, need, uc, A) == 0);
   if (!took) {
     rows_need(m, d, row, mem, k, need, 0);
     rows_need(m, d, row, mem, k, need, 1);

@@ -54,10 +54,12 @@ int khz_penaltyTreeBlocks(const int *tree, const int *pair, int k, int ntree, in
  * pair (their rows as khz_penaltyImplicit makes them, all in one list) into
  * A (k x k, row-major), at ABA's factors of M at d->q (computed here, no
  * damping), from ABA's L^T D L factorisation (factored 1, where the rows
- * move an articulated tree) or by the articulated walks; J (k x nv, or
- * NULL) receives the rows' joint-space Jacobians. Returns k when the
- * factors gave W, -k-1 when the walks did, -1 when there are more than
- * kmax rows or the scratch stack is short (tests) */
+ * move an articulated tree), the lone body's own path (factored 2, where
+ * the rows all move one body alone in its tree: khz_penaltyImplicit's
+ * delassus_lone) or by the articulated walks; J (k x nv, or NULL) receives
+ * the rows' joint-space Jacobians. Returns k when the factors or the lone
+ * path gave W, -k-1 when the walks did, -1 when there are more than kmax
+ * rows or the scratch stack is short (tests) */
 int khz_penaltyDelassus(const khzModel *m, khzData *d, int factored, double *A, double *J, int kmax);
 
 /* the mass a contact moves on body b: 0 for the world or a static body

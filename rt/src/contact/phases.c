@@ -78,7 +78,7 @@ static void turn(const double v[3], const double w[3], double t, double out[3]) 
  * pair's points and for the support points of a moving body's geom, which
  * lie in its bounding sphere (centre and radius in the geom frame, the geom
  * at geom_pos in its body's frame). INFINITY where a geom has no bound. */
-static double approach_bound(const khzModel *m, const khzData *d, const khzContact *c) {
+double khz_phaseApproachBound(const khzModel *m, const khzData *d, const khzContact *c) {
   const khzContactPoint *pts = d->cpoint + c->point_adr;
   const khzColModel *cm = m->collision;
   double bound = 0;
@@ -113,7 +113,7 @@ static double find_landing(const khzModel *m, const khzData *d, const khzContact
    * the points all rest and no support point lands, the answer of the
    * loops below, which cost a settling body more than its narrow phase.
    * The factor keeps the bound above the rounding of the speeds' sums. */
-  if (c->npoint && approach_bound(m, d, c) * 1.01 < vth) {
+  if (c->npoint && khz_phaseApproachBound(m, d, c) * 1.01 < vth) {
     L->frac = 1, L->nspec = 0;
     return -1;
   }

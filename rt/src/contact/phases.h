@@ -28,6 +28,13 @@ typedef struct khzLanding {
  * pair rests on, go into its spring offset. Returns 1 if any pair impacts. */
 int khz_phaseClassify(const khzModel *m, khzData *d, khzLanding *landing);
 
+/* An upper bound on the speed at which any point of pair c approaches
+ * along its normal: its contact points and the support points of its
+ * moving bodies' geoms (phases.c, find_landing, which skips a pair that
+ * nothing approaches as fast as a landing); INFINITY for a geom without
+ * bounds (tests) */
+double khz_phaseApproachBound(const khzModel *m, const khzData *d, const khzContact *c);
+
 /* A third body's impact sends the resting pairs of the trees it hit to
  * impulses too, level by level while the impacting pairs fit one cluster.
  * Returns the number of impacting pairs. */
