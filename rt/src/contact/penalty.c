@@ -556,6 +556,9 @@ static int cluster_articulated(const khzModel *m, const khzData *d, const implic
   return 0;
 }
 
+/* four doubles, one line of Y (delassus_product) */
+typedef double v4d __attribute__((vector_size(32)));
+
 /* W = Y^T Y into A (k x k) from rows_factor's groups (delassus_factored) */
 static inline __attribute__((always_inline)) void delassus_product(const khzModel *m, int ng, const int *gstart,
                                                                     const size_t *woff, const int *gbody,
@@ -573,26 +576,28 @@ static inline __attribute__((always_inline)) void delassus_product(const khzMode
           int x = gbody[2 * p + s], y = gbody[2 * q + t];
           len[s][t] = x > 0 && y > 0 && m->body_root[x] == m->body_root[y] ? shared_dofs(m, x, y) : 0;
         }
-      /* the block Y_p Y_q^T: row i's sums over the columns j at once,
-       * each over the sides and the dofs in order, written to both halves
-       * (for p = q the last write of a pair wins in both) */
-      for (int i = 0; i < np; i++) {
-        double acc[NC] = {0, 0, 0, 0};
-        const double *yp = wr + woff[p];
-        for (int s = 0; s < 2; s++) {
-          const double *yq = wr + woff[q];
-          for (int t = 0; t < 2; t++) {
-            for (int e = 0; e < len[s][t]; e++) {
-              double x = yp[(size_t)e * NC + i];
-              const double *y = yq + (size_t)e * NC;
-              for (int j = 0; j < NC; j++) acc[j] += x * y[j];
-            }
-            yq += (size_t)NC * gn[2 * q + t];
+      /* the block Y_p Y_q^T, all NC x NC sums in one pass over the shared
+       * dofs (a line of p and one of q read once for the 16 products; the
+       * lanes past a group's rows are +0), each entry's sum over the sides
+       * and the dofs in order; written to both halves, row by row (for p =
+       * q the last write of a pair wins in both) */
+      v4d acc[NC] = {{0}}; /* acc[i][j]: row i of p against row j of q */
+      const double *yp = wr + woff[p];
+      for (int s = 0; s < 2; s++) {
+        const double *yq = wr + woff[q];
+        for (int t = 0; t < 2; t++) {
+          for (int e = 0; e < len[s][t]; e++) {
+            const double *x = yp + (size_t)e * NC;
+            v4d y;
+            memcpy(&y, yq + (size_t)e * NC, sizeof y);
+            for (int i = 0; i < NC; i++) acc[i] += x[i] * y;
           }
-          yp += (size_t)NC * gn[2 * p + s];
+          yq += (size_t)NC * gn[2 * q + t];
         }
-        for (int j = 0; j < nq; j++) A[(bp + i) * k + bq + j] = A[(bq + j) * k + bp + i] = acc[j];
+        yp += (size_t)NC * gn[2 * p + s];
       }
+      for (int i = 0; i < np; i++)
+        for (int j = 0; j < nq; j++) A[(bp + i) * k + bq + j] = A[(bq + j) * k + bp + i] = acc[i][j];
     }
   }
 }
