@@ -1968,7 +1968,8 @@ static inline __attribute__((always_inline)) int solve_rows_with(const khzModel 
                                                                   const int *mem, int k, const double *A,
                                                                   const double *rhs, const double *lo, double *P,
                                                                   double *L, double *sol, int *fixed, int local,
-                                                                  const double *Lfull, factor_cache *fc) {
+                                                                  const double *Lfull, factor_cache *fc,
+                                                                  double *sol0, int *sol0_kept) {
 #define IX(a) (local ? (a) : mem[a])
   /* the free and the held rows of a pass, each in increasing order: the
    * loops below visit them as the scans of all k rows with a test did
@@ -1992,7 +1993,11 @@ static inline __attribute__((always_inline)) int solve_rows_with(const khzModel 
       sol[i] = r;
     }
     if (pass == 0 && Lfull) { /* no row held yet: A's factor, given */
-      khzu_cholSolve(Lfull, k, sol);
+      /* rhs alone: the same solution at every call with the same rhs,
+       * kept in sol0 after the first (sol0 NULL: none kept) */
+      if (sol0 && *sol0_kept) memcpy(sol, sol0, (size_t)k * sizeof(double));
+      else khzu_cholSolve(Lfull, k, sol);
+      if (sol0 && !*sol0_kept) memcpy(sol0, sol, (size_t)k * sizeof(double)), *sol0_kept = 1;
     } else if (held_solve(A, k, fixed, fl, nf, sol, L, fc) < 0) {
       return -1;
     }
@@ -2086,14 +2091,14 @@ static inline __attribute__((always_inline)) int solve_rows_with(const khzModel 
  * its constants folded */
 static int solve_rows(const khzModel *m, const khzData *d, const implicit_row *row, const int *mem, int k,
                       const double *A, const double *rhs, const double *lo, double *P, double *L, double *sol,
-                      int *fixed, const double *Lfull, factor_cache *fc) {
-  return solve_rows_with(m, d, row, mem, k, A, rhs, lo, P, L, sol, fixed, 0, Lfull, fc);
+                      int *fixed, const double *Lfull, factor_cache *fc, double *sol0, int *sol0_kept) {
+  return solve_rows_with(m, d, row, mem, k, A, rhs, lo, P, L, sol, fixed, 0, Lfull, fc, sol0, sol0_kept);
 }
 
 static int solve_rows_block(const khzModel *m, const khzData *d, const implicit_row *row, const int *mem, int k,
                             const double *A, const double *rhs, const double *lo, double *P, double *L, double *sol,
                             int *fixed, const double *Lfull, factor_cache *fc) {
-  return solve_rows_with(m, d, row, mem, k, A, rhs, lo, P, L, sol, fixed, 1, Lfull, fc);
+  return solve_rows_with(m, d, row, mem, k, A, rhs, lo, P, L, sol, fixed, 1, Lfull, fc, NULL, NULL);
 }
 
 /* the forces for the stages from the impulses P of the k rows in mem */
@@ -2469,7 +2474,10 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
     /* the factors with rows held, kept across the held rows' solves below */
     double *Lkept = khz_stackAlloc(d, KHZ_FACTORS_KEPT * (size_t)k * k * sizeof(double));
     int *heldkept = khz_stackAlloc(d, KHZ_FACTORS_KEPT * (size_t)k * sizeof(int));
-    if (!A || !L || !Lf || !sol || !fixed || !Lkept || !heldkept) { /* no scratch: counted, not applied */
+    /* the first pass's solution, no row held: A^-1 rhs at every call below */
+    double *sol0 = khz_stackAlloc(d, (size_t)k * sizeof(double));
+    int sol0_kept = 0;
+    if (!A || !L || !Lf || !sol || !fixed || !Lkept || !heldkept || !sol0) { /* no scratch: counted, not applied */
       d->warning[KHZ_WARN_IMPULSE]++;
       khz_stackFree(d, mk);
       rows_need(m, d, row, mem, k, need, 0);
@@ -2488,7 +2496,7 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
     factor_cache fc = {.oldest = 0};
     for (int e = 0; e < KHZ_FACTORS_KEPT; e++)
       fc.L[e] = Lkept + (size_t)e * k * k, fc.held[e] = heldkept + (size_t)e * k, fc.valid[e] = 0;
-    int ok = khzu_cholFactor(Lf, k) == 0 && solve_rows(m, d, row, mem, k, A, rhs, lo, P, L, sol, fixed, Lf, &fc) == 0;
+    int ok = khzu_cholFactor(Lf, k) == 0 && solve_rows(m, d, row, mem, k, A, rhs, lo, P, L, sol, fixed, Lf, &fc, sol0, &sol0_kept) == 0;
     /* pass 0's rows: the bound at the velocity the solution ends with, v'
      * = vfree + W P, interpolated between the bounds at vfree and at the
      * start (the explicit bracket is linear in the velocity), v' clamped
@@ -2506,7 +2514,7 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
         lo[j] = nlo;
       }
       if (!again) break;
-      ok = solve_rows(m, d, row, mem, k, A, rhs, lo, P, L, sol, fixed, Lf, &fc) == 0;
+      ok = solve_rows(m, d, row, mem, k, A, rhs, lo, P, L, sol, fixed, Lf, &fc, sol0, &sol0_kept) == 0;
     }
     khz_stackFree(d, mk);
     if (!ok) {
@@ -2572,8 +2580,8 @@ size_t khz_penaltyImplicitStackBytes(const khzModel *m) {
   size_t np = (size_t)m->npair_max * ((size_t)m->max_points + 2);
   size_t k = np < KHZ_IMPLICIT_DIRECT ? np : KHZ_IMPLICIT_DIRECT;
   size_t scratch = (3 * k * k + k) * sizeof(double) + k * sizeof(int);
-  /* and the kept factors (factor_cache) */
-  size_t direct = scratch + KHZ_FACTORS_KEPT * k * (k * sizeof(double) + sizeof(int)) + 2 * 64;
+  /* and the kept factors (factor_cache), the kept first solution */
+  size_t direct = scratch + KHZ_FACTORS_KEPT * k * (k * sizeof(double) + sizeof(int)) + k * sizeof(double) + 3 * 64;
   /* solve_blocks: per row 5 values, its place in tree order, its tree and
    * pair (then its row), and a row of its block's matrix, its factor and
    * the kept factors; per block a start, an offset and a factor_cache; per
