@@ -2397,7 +2397,9 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
    * step's start) take the looser of the explicit force at the start and
    * at vfree: the total force may not pull at either. */
   for (int pass = 0; pass < 2; pass++) {
-    if (pass == 1) khz_forwardPass(m, d, d->q, vfree);
+    /* the position part of the forward pass is at d->q (the step's first
+     * stage has just evaluated there): the velocities at vfree alone */
+    if (pass == 1) khz_velocityPass(m, d, vfree);
     for (int i = 0; i < nc; i++) {
       khzContact *c = d->contact + i;
       if ((c->kp_implicit > KHZ_HELD_IMPLICIT * c->kp) != (pass == 0)) continue;
