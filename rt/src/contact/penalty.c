@@ -732,15 +732,17 @@ static void delassus_walk(const khzModel *m, khzData *d, const implicit_row *row
  * (delassus_factored) where factored is set and the cluster holds an
  * articulated tree and the scratch stack has room, else by the walk. need
  * marks the cluster's paths (rows_need) on entry; on return its marks are
- * nonzero on them (clear them with rows_need). */
-static void delassus(const khzModel *m, khzData *d, const implicit_row *row, const int *mem, int k,
-                     unsigned char *need, double *uc, double *tmpc, double *dvc, double *A, int factored) {
+ * nonzero on them (clear them with rows_need). Returns 1 when A came from
+ * the factors (exactly symmetric), 0 from the walk. */
+static int delassus(const khzModel *m, khzData *d, const implicit_row *row, const int *mem, int k,
+                    unsigned char *need, double *uc, double *tmpc, double *dvc, double *A, int factored) {
   if (factored && cluster_articulated(m, d, row, mem, k)) {
-    if (delassus_factored(m, d, row, mem, k, need, uc, A) == 0) return;
+    if (delassus_factored(m, d, row, mem, k, need, uc, A) == 0) return 1;
     rows_need(m, d, row, mem, k, need, 0); /* its bits cleared; the walk's marks again */
     rows_need(m, d, row, mem, k, need, 1);
   }
   delassus_walk(m, d, row, mem, k, need, uc, tmpc, dvc, A);
+  return 0;
 }
 
 /* row r's relative velocity along its direction, from the body velocities
@@ -2485,10 +2487,12 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
       rows_need(m, d, row, mem, k, need, 0);
       continue;
     }
-    delassus(m, d, row, mem, k, need, uc, tmpc, dvc, A, 1);
+    int symmetric = delassus(m, d, row, mem, k, need, uc, tmpc, dvc, A, 1);
     rows_need(m, d, row, mem, k, need, 0); /* A holds what the rows need */
+    /* the walk's halves made equal; the factors' are equal already (the
+     * mean of x and x is x) */
     for (int a = 0; a < k; a++) {
-      for (int b = 0; b < a; b++) A[a * k + b] = A[b * k + a] = 0.5 * (A[a * k + b] + A[b * k + a]);
+      for (int b = 0; b < a && !symmetric; b++) A[a * k + b] = A[b * k + a] = 0.5 * (A[a * k + b] + A[b * k + a]);
       A[a * k + a] += diag[mem[a]];
     }
     /* A's factor, once: every solve_rows call below starts with no row held,
