@@ -1977,6 +1977,7 @@ static inline __attribute__((always_inline)) int solve_rows_with(const khzModel 
    * loops below visit them as the scans of all k rows with a test did
    * (the same sums in the same order), in O(free x held) */
   int fl[KHZ_IMPLICIT_DIRECT], xl[KHZ_IMPLICIT_DIRECT];
+  double Px[KHZ_IMPLICIT_DIRECT]; /* the held rows' impulses, packed as xl */
   if (k > KHZ_IMPLICIT_DIRECT) return -1; /* the callers' bound (solve_blocks' kd) */
   for (int a = 0; a < k; a++) fixed[a] = 0;
   int passes = k + (d->contact_method == KHZ_CONTACT_DEEPEST ? KHZ_DISC_PASSES : 0);
@@ -1985,13 +1986,13 @@ static inline __attribute__((always_inline)) int solve_rows_with(const khzModel 
     int nf = 0, nx = 0, again = 0;
     double moved = 0;
     for (int a = 0; a < k; a++) {
-      if (fixed[a]) xl[nx++] = a;
+      if (fixed[a]) Px[nx] = P[IX(a)], xl[nx++] = a;
       else fl[nf++] = a;
     }
     for (int i = 0; i < nf; i++) { /* the free rows' right-hand sides, packed */
       int a = fl[i];
       double r = rhs[IX(a)];
-      for (int t = 0; t < nx; t++) r -= A[a * k + xl[t]] * P[IX(xl[t])];
+      for (int t = 0; t < nx; t++) r -= A[a * k + xl[t]] * Px[t];
       sol[i] = r;
     }
     if (pass == 0 && Lfull) { /* no row held yet: A's factor, given */
