@@ -199,15 +199,29 @@ __attribute__((target("avx"))) static inline void chol_axpy_avx(double *up, cons
   if (i < n) up[i] -= l * u[i];
 }
 
+/* the most runs of nonzero rows of a pair of columns chol_factor_right_avx
+ * visits apart; a pair with more takes every row */
+#define CHOL_RUNS 8
+
 /* chol_factor_right with its axpys four lanes wide and two columns at a
  * time: once columns j and j + 1 are final (j + 1 after j's terms on its
  * row), each later row takes both terms in one pass, j's before j + 1's
- * on every entry, as chol_factor subtracts them: the same bits */
+ * on every entry, as chol_factor subtracts them: the same bits.
+ * Block-sparse matrices (the implicit rows of several trees: rows of
+ * different trees couple only through the rows that join them) keep
+ * their zeros below the first nonzero of a row (the envelope), so a pair
+ * of columns updates only the rows and entries where one of them is
+ * nonzero, in up to CHOL_RUNS runs of consecutive rows: a term skipped is
+ * l * (+0) or (+0) * u subtracted from a running sum, which leaves a
+ * nonzero sum as it was, and a zero sum is +0 (a difference of equal
+ * numbers rounds to +0) unless the matrix holds a -0, so the skip is taken
+ * only when none of the lower triangle's entries is -0: the same bits. */
 __attribute__((target("avx"))) static int chol_factor_right_avx(double *A, int n) {
   double d[CHOL_RIGHT_MAX];
+  int negzero = 0;
   for (int j = 0; j < n; j++) {
     d[j] = A[j * n + j];
-    for (int i = j + 1; i < n; i++) A[j * n + i] = A[i * n + j];
+    for (int i = j + 1; i < n; i++) A[j * n + i] = A[i * n + j], negzero |= A[i * n + j] == 0 && signbit(A[i * n + j]);
   }
   for (int j = 0; j < n; j += 2) {
     double s = d[j];
@@ -225,21 +239,38 @@ __attribute__((target("avx"))) static int chol_factor_right_avx(double *A, int n
     double l11 = sqrt(s);
     A[(j + 1) * n + j + 1] = l11;
     for (int i = j + 2; i < n; i++) u1[i] = u1[i] / l11, A[i * n + j + 1] = u1[i];
-    for (int p = j + 2; p < n; p++) {
-      double a = uj[p], b = u1[p], *up = A + p * n;
-      d[p] -= a * a;
-      d[p] -= b * b;
-      __m256d a4 = _mm256_set1_pd(a), b4 = _mm256_set1_pd(b);
-      int i = p + 1;
-      for (; i + 4 <= n; i += 4) {
-        __m256d t = _mm256_sub_pd(_mm256_loadu_pd(up + i), _mm256_mul_pd(a4, _mm256_loadu_pd(uj + i)));
-        _mm256_storeu_pd(up + i, _mm256_sub_pd(t, _mm256_mul_pd(b4, _mm256_loadu_pd(u1 + i))));
+    /* the runs [rs, re) of rows below where column j or j + 1 is nonzero
+     * (all rows when the matrix holds a -0 or the runs are too many) */
+    int rs[CHOL_RUNS], re[CHOL_RUNS], nr = 0;
+    for (int i = j + 2; i < n && nr <= CHOL_RUNS;) {
+      if (!negzero && uj[i] == 0 && u1[i] == 0) {
+        i++;
+        continue;
       }
-      for (; i < n; i++) {
-        double t = up[i] - a * uj[i];
-        up[i] = t - b * u1[i];
-      }
+      int s0 = i;
+      while (i < n && (negzero || uj[i] != 0 || u1[i] != 0)) i++;
+      if (nr < CHOL_RUNS) rs[nr] = s0, re[nr] = i;
+      nr++;
     }
+    if (nr > CHOL_RUNS) nr = 1, rs[0] = j + 2, re[0] = n;
+    for (int r = 0; r < nr; r++)
+      for (int p = rs[r]; p < re[r]; p++) {
+        double a = uj[p], b = u1[p], *up = A + p * n;
+        d[p] -= a * a;
+        d[p] -= b * b;
+        __m256d a4 = _mm256_set1_pd(a), b4 = _mm256_set1_pd(b);
+        for (int r2 = r; r2 < nr; r2++) {
+          int i = r2 == r ? p + 1 : rs[r2], ie = re[r2];
+          for (; i + 4 <= ie; i += 4) {
+            __m256d t = _mm256_sub_pd(_mm256_loadu_pd(up + i), _mm256_mul_pd(a4, _mm256_loadu_pd(uj + i)));
+            _mm256_storeu_pd(up + i, _mm256_sub_pd(t, _mm256_mul_pd(b4, _mm256_loadu_pd(u1 + i))));
+          }
+          for (; i < ie; i++) {
+            double t = up[i] - a * uj[i];
+            up[i] = t - b * u1[i];
+          }
+        }
+      }
   }
   return 0;
 }

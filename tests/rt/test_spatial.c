@@ -119,6 +119,66 @@ static void test_chol_large(void) {
   printf("khzu_cholFactor, n 13-130: %d cases bit for bit as the recurrence, a third of them not positive definite\n", cases);
 }
 
+/* khzu_cholFactor on block-sparse matrices, the implicit rows of several
+ * trees (penalty.c): rows of different trees couple only through the rows
+ * that join two trees, so their entries are +0 and the factor's AVX path
+ * updates only the runs of rows where a pair of columns is nonzero. Bit
+ * for bit against the recurrence (chol_recurrence) on the lower triangle,
+ * for 2-6 trees of 3-40 rows and 0-12 joining rows, the rows in tree order
+ * and shuffled (runs of every length, more runs than the path visits
+ * apart), and with some zeros written as -0 (the path then takes every
+ * row): a run that missed a nonzero row, or a -0 skipped, changes bits. */
+static void test_chol_block_sparse(void) {
+  enum { NMAX = 128 };
+  static double B[NMAX * NMAX], A[NMAX * NMAX], got[NMAX * NMAX], want[NMAX * NMAX];
+  int tree[NMAX], perm[NMAX], cases = 0, zeros = 0;
+  for (int t = 0; t < 240; t++) {
+    int ntree = 2 + t % 5, n = 0;
+    for (int r = 0; r < ntree; r++) {
+      int rows = 3 + (int)rm_uniform(0, 38);
+      for (int q = 0; q < rows && n < NMAX - 12; q++) tree[n++] = r;
+    }
+    int join = (t / 5) % 13; /* joining rows: tree index ntree + a pair's code */
+    for (int q = 0; q < join; q++) tree[n++] = -1 - (q % ntree) - ntree * ((q + 1) % ntree);
+    for (int i = 0; i < n; i++) perm[i] = i;
+    if (t % 2) /* shuffled: the trees interleave */
+      for (int i = n - 1; i > 0; i--) {
+        int j = (int)rm_uniform(0, i + 1), x = perm[i];
+        if (j > i) j = i;
+        perm[i] = perm[j], perm[j] = x;
+      }
+    /* B's row i nonzero on the columns of its trees only: A = B B^T + s I */
+    for (int i = 0; i < n; i++) {
+      int ti = tree[perm[i]], a0 = ti >= 0 ? ti : (-1 - ti) % ntree, a1 = ti >= 0 ? ti : (-1 - ti) / ntree;
+      for (int c = 0; c < ntree; c++)
+        for (int e = 0; e < 6; e++) B[i * 6 * ntree + 6 * c + e] = c == a0 || c == a1 ? rm_uniform(-1, 1) : 0;
+    }
+    for (int i = 0; i < n; i++)
+      for (int j = 0; j <= i; j++) {
+        double s = i == j ? (t % 3 ? 1 : 1e-6) : 0;
+        for (int c = 0; c < 6 * ntree; c++)
+          if (B[i * 6 * ntree + c] != 0 && B[j * 6 * ntree + c] != 0) s += B[i * 6 * ntree + c] * B[j * 6 * ntree + c];
+        A[n * i + j] = A[n * j + i] = s;
+        zeros += i != j && s == 0;
+      }
+    if (t % 7 == 3) /* some zeros written as -0 */
+      for (int i = 1; i < n; i += 3)
+        for (int j = 0; j < i; j++)
+          if (A[n * i + j] == 0) A[n * i + j] = A[n * j + i] = -0.0;
+    memcpy(got, A, (size_t)n * n * sizeof(double));
+    memcpy(want, A, (size_t)n * n * sizeof(double));
+    int rg = khzu_cholFactor(got, n), rw = chol_recurrence(want, n);
+    ENSURE_MSG(rg == rw, "case %d (n %d): returned %d, the recurrence %d", t, n, rg, rw);
+    int same = 1;
+    for (int i = 0; i < n; i++)
+      for (int j = 0; j <= i; j++) same &= memcmp(&got[i * n + j], &want[i * n + j], sizeof(double)) == 0;
+    ENSURE_MSG(same, "case %d (n %d, %d trees, %d joining rows): the factor's lower triangle differs from the "
+               "recurrence's", t, n, ntree, join);
+    cases++;
+  }
+  printf("khzu_cholFactor, block-sparse: %d cases (%d zero entries) bit for bit as the recurrence\n", cases, zeros);
+}
+
 /* khzu_max0 and khzu_fmin, the contact force pass's stand-ins for libm's
  * fmax(x, 0) and fmin(a, b), against libm's own (called through volatile
  * pointers, so that the compiler neither folds nor expands them) bit for bit,
@@ -147,6 +207,7 @@ static void test_libm_minmax(void) {
 int main(void) {
   test_chol_inverse();
   test_chol_large();
+  test_chol_block_sparse();
   test_libm_minmax();
   for (int t = 0; t < 100; t++) {
     double q[4], X[12], X6[36], m6[6], f6[6], res[6], ref[6];

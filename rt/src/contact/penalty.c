@@ -556,6 +556,9 @@ static int cluster_articulated(const khzModel *m, const khzData *d, const implic
   return 0;
 }
 
+/* four doubles, one line of Y (delassus_product) */
+typedef double v4d __attribute__((vector_size(32)));
+
 /* W = Y^T Y into A (k x k) from rows_factor's groups (delassus_factored) */
 static inline __attribute__((always_inline)) void delassus_product(const khzModel *m, int ng, const int *gstart,
                                                                     const size_t *woff, const int *gbody,
@@ -573,26 +576,28 @@ static inline __attribute__((always_inline)) void delassus_product(const khzMode
           int x = gbody[2 * p + s], y = gbody[2 * q + t];
           len[s][t] = x > 0 && y > 0 && m->body_root[x] == m->body_root[y] ? shared_dofs(m, x, y) : 0;
         }
-      /* the block Y_p Y_q^T: row i's sums over the columns j at once,
-       * each over the sides and the dofs in order, written to both halves
-       * (for p = q the last write of a pair wins in both) */
-      for (int i = 0; i < np; i++) {
-        double acc[NC] = {0, 0, 0, 0};
-        const double *yp = wr + woff[p];
-        for (int s = 0; s < 2; s++) {
-          const double *yq = wr + woff[q];
-          for (int t = 0; t < 2; t++) {
-            for (int e = 0; e < len[s][t]; e++) {
-              double x = yp[(size_t)e * NC + i];
-              const double *y = yq + (size_t)e * NC;
-              for (int j = 0; j < NC; j++) acc[j] += x * y[j];
-            }
-            yq += (size_t)NC * gn[2 * q + t];
+      /* the block Y_p Y_q^T, all NC x NC sums in one pass over the shared
+       * dofs (a line of p and one of q read once for the 16 products; the
+       * lanes past a group's rows are +0), each entry's sum over the sides
+       * and the dofs in order; written to both halves, row by row (for p =
+       * q the last write of a pair wins in both) */
+      v4d acc[NC] = {{0}}; /* acc[i][j]: row i of p against row j of q */
+      const double *yp = wr + woff[p];
+      for (int s = 0; s < 2; s++) {
+        const double *yq = wr + woff[q];
+        for (int t = 0; t < 2; t++) {
+          for (int e = 0; e < len[s][t]; e++) {
+            const double *x = yp + (size_t)e * NC;
+            v4d y;
+            memcpy(&y, yq + (size_t)e * NC, sizeof y);
+            for (int i = 0; i < NC; i++) acc[i] += x[i] * y;
           }
-          yp += (size_t)NC * gn[2 * p + s];
+          yq += (size_t)NC * gn[2 * q + t];
         }
-        for (int j = 0; j < nq; j++) A[(bp + i) * k + bq + j] = A[(bq + j) * k + bp + i] = acc[j];
+        yp += (size_t)NC * gn[2 * p + s];
       }
+      for (int i = 0; i < np; i++)
+        for (int j = 0; j < nq; j++) A[(bp + i) * k + bq + j] = A[(bq + j) * k + bp + i] = acc[i][j];
     }
   }
 }
@@ -727,15 +732,17 @@ static void delassus_walk(const khzModel *m, khzData *d, const implicit_row *row
  * (delassus_factored) where factored is set and the cluster holds an
  * articulated tree and the scratch stack has room, else by the walk. need
  * marks the cluster's paths (rows_need) on entry; on return its marks are
- * nonzero on them (clear them with rows_need). */
-static void delassus(const khzModel *m, khzData *d, const implicit_row *row, const int *mem, int k,
-                     unsigned char *need, double *uc, double *tmpc, double *dvc, double *A, int factored) {
+ * nonzero on them (clear them with rows_need). Returns 1 when A came from
+ * the factors (exactly symmetric), 0 from the walk. */
+static int delassus(const khzModel *m, khzData *d, const implicit_row *row, const int *mem, int k,
+                    unsigned char *need, double *uc, double *tmpc, double *dvc, double *A, int factored) {
   if (factored && cluster_articulated(m, d, row, mem, k)) {
-    if (delassus_factored(m, d, row, mem, k, need, uc, A) == 0) return;
+    if (delassus_factored(m, d, row, mem, k, need, uc, A) == 0) return 1;
     rows_need(m, d, row, mem, k, need, 0); /* its bits cleared; the walk's marks again */
     rows_need(m, d, row, mem, k, need, 1);
   }
   delassus_walk(m, d, row, mem, k, need, uc, tmpc, dvc, A);
+  return 0;
 }
 
 /* ------------------------------- a cluster that moves one lone body -- */
@@ -2077,12 +2084,14 @@ static inline __attribute__((always_inline)) int solve_rows_with(const khzModel 
                                                                   const int *mem, int k, const double *A,
                                                                   const double *rhs, const double *lo, double *P,
                                                                   double *L, double *sol, int *fixed, int local,
-                                                                  const double *Lfull, factor_cache *fc) {
+                                                                  const double *Lfull, factor_cache *fc,
+                                                                  double *sol0, int *sol0_kept) {
 #define IX(a) (local ? (a) : mem[a])
   /* the free and the held rows of a pass, each in increasing order: the
    * loops below visit them as the scans of all k rows with a test did
    * (the same sums in the same order), in O(free x held) */
   int fl[KHZ_IMPLICIT_DIRECT], xl[KHZ_IMPLICIT_DIRECT];
+  double Px[KHZ_IMPLICIT_DIRECT]; /* the held rows' impulses, packed as xl */
   if (k > KHZ_IMPLICIT_DIRECT) return -1; /* the callers' bound (solve_blocks' kd) */
   for (int a = 0; a < k; a++) fixed[a] = 0;
   int passes = k + (d->contact_method == KHZ_CONTACT_DEEPEST ? KHZ_DISC_PASSES : 0);
@@ -2091,17 +2100,21 @@ static inline __attribute__((always_inline)) int solve_rows_with(const khzModel 
     int nf = 0, nx = 0, again = 0;
     double moved = 0;
     for (int a = 0; a < k; a++) {
-      if (fixed[a]) xl[nx++] = a;
+      if (fixed[a]) Px[nx] = P[IX(a)], xl[nx++] = a;
       else fl[nf++] = a;
     }
     for (int i = 0; i < nf; i++) { /* the free rows' right-hand sides, packed */
       int a = fl[i];
       double r = rhs[IX(a)];
-      for (int t = 0; t < nx; t++) r -= A[a * k + xl[t]] * P[IX(xl[t])];
+      for (int t = 0; t < nx; t++) r -= A[a * k + xl[t]] * Px[t];
       sol[i] = r;
     }
     if (pass == 0 && Lfull) { /* no row held yet: A's factor, given */
-      khzu_cholSolve(Lfull, k, sol);
+      /* rhs alone: the same solution at every call with the same rhs,
+       * kept in sol0 after the first (sol0 NULL: none kept) */
+      if (sol0 && *sol0_kept) memcpy(sol, sol0, (size_t)k * sizeof(double));
+      else khzu_cholSolve(Lfull, k, sol);
+      if (sol0 && !*sol0_kept) memcpy(sol0, sol, (size_t)k * sizeof(double)), *sol0_kept = 1;
     } else if (held_solve(A, k, fixed, fl, nf, sol, L, fc) < 0) {
       return -1;
     }
@@ -2195,14 +2208,14 @@ static inline __attribute__((always_inline)) int solve_rows_with(const khzModel 
  * its constants folded */
 static int solve_rows(const khzModel *m, const khzData *d, const implicit_row *row, const int *mem, int k,
                       const double *A, const double *rhs, const double *lo, double *P, double *L, double *sol,
-                      int *fixed, const double *Lfull, factor_cache *fc) {
-  return solve_rows_with(m, d, row, mem, k, A, rhs, lo, P, L, sol, fixed, 0, Lfull, fc);
+                      int *fixed, const double *Lfull, factor_cache *fc, double *sol0, int *sol0_kept) {
+  return solve_rows_with(m, d, row, mem, k, A, rhs, lo, P, L, sol, fixed, 0, Lfull, fc, sol0, sol0_kept);
 }
 
 static int solve_rows_block(const khzModel *m, const khzData *d, const implicit_row *row, const int *mem, int k,
                             const double *A, const double *rhs, const double *lo, double *P, double *L, double *sol,
                             int *fixed, const double *Lfull, factor_cache *fc) {
-  return solve_rows_with(m, d, row, mem, k, A, rhs, lo, P, L, sol, fixed, 1, Lfull, fc);
+  return solve_rows_with(m, d, row, mem, k, A, rhs, lo, P, L, sol, fixed, 1, Lfull, fc, NULL, NULL);
 }
 
 /* the forces for the stages from the impulses P of the k rows in mem */
@@ -2581,21 +2594,27 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
     /* the factors with rows held, kept across the held rows' solves below */
     double *Lkept = khz_stackAlloc(d, KHZ_FACTORS_KEPT * (size_t)k * k * sizeof(double));
     int *heldkept = khz_stackAlloc(d, KHZ_FACTORS_KEPT * (size_t)k * sizeof(int));
-    if (!A || !L || !Lf || !sol || !fixed || !Lkept || !heldkept) { /* no scratch: counted, not applied */
+    /* the first pass's solution, no row held: A^-1 rhs at every call below */
+    double *sol0 = khz_stackAlloc(d, (size_t)k * sizeof(double));
+    int sol0_kept = 0;
+    if (!A || !L || !Lf || !sol || !fixed || !Lkept || !heldkept || !sol0) { /* no scratch: counted, not applied */
       d->warning[KHZ_WARN_IMPULSE]++;
       khz_stackFree(d, mk);
       rows_need(m, d, row, mem, k, need, 0);
       continue;
     }
     /* one lone body (a free object on the table or the floor): its W
-     * directly, the same bits as the walk's */
-    int lone = cluster_lone_body(m, d, row, mem, k);
+     * directly, the same bits as the walk's (and, as the walk's, made
+     * symmetric below) */
+    int lone = cluster_lone_body(m, d, row, mem, k), symmetric = 0;
     double *wl = lone ? khz_stackAlloc(d, 6 * (size_t)k * sizeof(double)) : NULL;
     if (wl) delassus_lone(m, d, row, mem, k, lone, wl, A);
-    else delassus(m, d, row, mem, k, need, uc, tmpc, dvc, A, 1);
+    else symmetric = delassus(m, d, row, mem, k, need, uc, tmpc, dvc, A, 1);
     rows_need(m, d, row, mem, k, need, 0); /* A holds what the rows need */
+    /* the walk's halves made equal; the factors' are equal already (the
+     * mean of x and x is x) */
     for (int a = 0; a < k; a++) {
-      for (int b = 0; b < a; b++) A[a * k + b] = A[b * k + a] = 0.5 * (A[a * k + b] + A[b * k + a]);
+      for (int b = 0; b < a && !symmetric; b++) A[a * k + b] = A[b * k + a] = 0.5 * (A[a * k + b] + A[b * k + a]);
       A[a * k + a] += diag[mem[a]];
     }
     /* A's factor, once: every solve_rows call below starts with no row held,
@@ -2605,7 +2624,7 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
     factor_cache fc = {.oldest = 0};
     for (int e = 0; e < KHZ_FACTORS_KEPT; e++)
       fc.L[e] = Lkept + (size_t)e * k * k, fc.held[e] = heldkept + (size_t)e * k, fc.valid[e] = 0;
-    int ok = khzu_cholFactor(Lf, k) == 0 && solve_rows(m, d, row, mem, k, A, rhs, lo, P, L, sol, fixed, Lf, &fc) == 0;
+    int ok = khzu_cholFactor(Lf, k) == 0 && solve_rows(m, d, row, mem, k, A, rhs, lo, P, L, sol, fixed, Lf, &fc, sol0, &sol0_kept) == 0;
     /* pass 0's rows: the bound at the velocity the solution ends with, v'
      * = vfree + W P, interpolated between the bounds at vfree and at the
      * start (the explicit bracket is linear in the velocity), v' clamped
@@ -2623,7 +2642,7 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
         lo[j] = nlo;
       }
       if (!again) break;
-      ok = solve_rows(m, d, row, mem, k, A, rhs, lo, P, L, sol, fixed, Lf, &fc) == 0;
+      ok = solve_rows(m, d, row, mem, k, A, rhs, lo, P, L, sol, fixed, Lf, &fc, sol0, &sol0_kept) == 0;
     }
     khz_stackFree(d, mk);
     if (!ok) {
@@ -2693,8 +2712,8 @@ size_t khz_penaltyImplicitStackBytes(const khzModel *m) {
   size_t np = (size_t)m->npair_max * ((size_t)m->max_points + 2);
   size_t k = np < KHZ_IMPLICIT_DIRECT ? np : KHZ_IMPLICIT_DIRECT;
   size_t scratch = (3 * k * k + k) * sizeof(double) + k * sizeof(int);
-  /* and the kept factors (factor_cache) */
-  size_t direct = scratch + KHZ_FACTORS_KEPT * k * (k * sizeof(double) + sizeof(int)) + 2 * 64;
+  /* and the kept factors (factor_cache), the kept first solution */
+  size_t direct = scratch + KHZ_FACTORS_KEPT * k * (k * sizeof(double) + sizeof(int)) + k * sizeof(double) + 3 * 64;
   /* solve_blocks: per row 5 values, its place in tree order, its tree and
    * pair (then its row), and a row of its block's matrix, its factor and
    * the kept factors; per block a start, an offset and a factor_cache; per
