@@ -789,8 +789,8 @@ static void test_plane_fast_path(void) {
       khzColShape a, b;
       khz_shape_make(m, 0, fr[0], &a);
       khz_shape_make(m, g, fr[1], &b);
-      pa.out = (khzColOut){pa.pt, 0, CU_CAP, 0, pa.work, KHZ_HULL_MAXVERT, {0, 0, 0}};
-      pb.out = (khzColOut){pb.pt, 0, CU_CAP, 0, pb.work, KHZ_HULL_MAXVERT, {0, 0, 0}};
+      pa.out = (khzColOut){pa.pt, 0, CU_CAP, 0, pa.work, KHZ_HULL_MAXVERT, {0, 0, 0}, {0, 0, 0}};
+      pb.out = (khzColOut){pb.pt, 0, CU_CAP, 0, pb.work, KHZ_HULL_MAXVERT, {0, 0, 0}, {0, 0, 0}};
       int ra = khz_collideTable[KHZ_SHAPE_PLANE][b.shape](&a, &b, &pa.out);
       int rb = khz_col_polyPoly(&a, &b, &pb.out);
       int same = ra == rb && pa.out.npt == pb.out.npt && pa.out.overflow == pb.out.overflow &&

@@ -295,7 +295,7 @@ KHZ_AVX_CLONES int khz_collideStep(const khzModel *m, khzData *d) {
         int g0 = (int)(pairs[k] >> 32), g1 = (int)(pairs[k] & 0xffffffffu);
         int b0 = m->geom_body[g0], b1 = m->geom_body[g1];
         if (apart[k] || !khz_pairMixed(m, d, b0, b1)) continue;
-        khzColOut out = {pt, 0, ptcap, 0, work, cm->maxvert, {0, 0, 0}};
+        khzColOut out = {pt, 0, ptcap, 0, work, cm->maxvert, {0, 0, 0}, {0, 0, 0}};
         if (khz_narrowphase(m, g0, g1, frame, &out)) {
           khz_wake(m, d, d->body_sleep[b0] ? b0 : b1);
           woke = 1;
@@ -328,12 +328,27 @@ KHZ_AVX_CLONES int khz_collideStep(const khzModel *m, khzData *d) {
   }
   int frozen = d->ncontact;
 
-  /* narrow phase, pair by pair in (g0, g1) order */
+  /* narrow phase, pair by pair in (g0, g1) order; the pairs found apart
+   * along a direction at the last pass try it first (temporal coherence,
+   * khz_narrowphaseCoherent: a separating axis still separating), and this
+   * pass's such pairs are listed for the next, both lists ascending */
+  int h = d->apart_half, nlast = d->napart, last = 0, nnext = 0;
+  const uint64_t *last_pair = d->apart_pair + (size_t)h * cap;
+  const double *last_axis = d->apart_axis + (size_t)h * 3 * cap;
+  uint64_t *next_pair = d->apart_pair + (size_t)(1 - h) * cap;
+  double *next_axis = d->apart_axis + (size_t)(1 - h) * 3 * cap;
   for (int k = 0; k < np; k++) {
     int g0 = (int)(pairs[k] >> 32), g1 = (int)(pairs[k] & 0xffffffffu);
     if (apart && (apart[k] || khz_pairAsleep(m, d, m->geom_body[g0], m->geom_body[g1]))) continue;
-    khzColOut out = {pt, 0, ptcap, 0, work, cm->maxvert, {0, 0, 0}};
-    if (!khz_narrowphase(m, g0, g1, frame, &out)) continue;
+    khzColOut out = {pt, 0, ptcap, 0, work, cm->maxvert, {0, 0, 0}, {0, 0, 0}};
+    while (last < nlast && last_pair[last] < pairs[k]) last++;
+    int was_apart = last < nlast && last_pair[last] == pairs[k];
+    double *axis = next_axis + 3 * nnext;
+    if (was_apart) khzu_copy3(axis, last_axis + 3 * last);
+    if (!khz_narrowphaseCoherent(m, g0, g1, frame, &out, axis, &was_apart)) {
+      if (was_apart) next_pair[nnext++] = pairs[k];
+      continue;
+    }
     full |= out.overflow > 0;
     if (d->ncontact >= room) {
       full = 1;
@@ -373,6 +388,7 @@ KHZ_AVX_CLONES int khz_collideStep(const khzModel *m, khzData *d) {
     d->ncpoint += out.npt;
     d->ncontact++;
   }
+  d->napart = nnext, d->apart_half = 1 - h;
 
   /* persistent slots (slot -1 only when the stack is exhausted, counted as KHZ_WARN_STACK) */
   assign_slots(m, d, frozen);
