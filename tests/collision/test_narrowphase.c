@@ -897,8 +897,48 @@ static void coherent_pair(const char *name, khzSpec *s, int *nskip_all) {
       nstep++, ncontact += rc;
     }
   }
-  printf("coherent %s: %d poses, %d in contact, %d skipped by the kept direction, %d differ\n", name, nstep,
-         ncontact, nskip, bad);
+  /* grazing: B moved straight towards A by a tenth of the coherence gap
+   * (1e-6 of the pair's scale) a step through the pose where the cold
+   * narrow phase first finds contact (bisected), from five gaps out to five
+   * in: a kept direction whose test were looser than the gap skips the
+   * first contacts */
+  int ngraze = 0, graze_contact = 0;
+  for (int seq = 0; seq < 40; seq++) {
+    cu_randQuat(q), khzu_quat2mat(fr + 3, q);
+    cu_randQuat(q), khzu_quat2mat(fr + 15, q);
+    fr[0] = fr[1] = fr[2] = 0;
+    khz_shape_make(m, 0, fr, &sa);
+    khz_shape_make(m, 1, fr + 12, &sb);
+    double dir[3], lo = 0, hi = 1.5 * (sa.bradius + sb.bradius), gap = 1e-6 * (sa.scale + sb.scale);
+    cu_randDir(dir);
+    for (int it = 0; it < 60; it++) { /* lo in contact, hi apart */
+      double mid = 0.5 * (lo + hi);
+      for (int j = 0; j < 3; j++) fr[12 + j] = dir[j] * mid;
+      pc.out = (khzColOut){pc.pt, 0, CU_CAP, 0, pc.work, KHZ_HULL_MAXVERT, {0, 0, 0}, {0, 0, 0}};
+      if (khz_narrowphase(m, 0, 1, fr, &pc.out))
+        lo = mid;
+      else
+        hi = mid;
+    }
+    double axis[3] = {0, 0, 0};
+    int apart = 0;
+    for (int t = 0; t <= 100; t++) {
+      double at = hi + 5 * gap - t * gap / 10;
+      for (int j = 0; j < 3; j++) fr[12 + j] = dir[j] * at;
+      pc.out = (khzColOut){pc.pt, 0, CU_CAP, 0, pc.work, KHZ_HULL_MAXVERT, {0, 0, 0}, {0, 0, 0}};
+      pw.out = (khzColOut){pw.pt, 0, CU_CAP, 0, pw.work, KHZ_HULL_MAXVERT, {0, 0, 0}, {0, 0, 0}};
+      int rc = khz_narrowphase(m, 0, 1, fr, &pc.out);
+      int rw = khz_narrowphaseCoherent(m, 0, 1, fr, &pw.out, axis, &apart);
+      if (!same_out(&pc.out, &pw.out, rc, rw) && bad++ < 5)
+        fprintf(stderr, "%s: coherent != cold grazing, sequence %d step %d (rc %d/%d, %d/%d points)\n", name, seq,
+                t, rc, rw, pc.out.npt, pw.out.npt);
+      ngraze++, graze_contact += rc;
+    }
+  }
+  printf("coherent %s: %d poses, %d in contact, %d skipped by the kept direction; grazing %d poses, %d in "
+         "contact; %d differ\n",
+         name, nstep, ncontact, nskip, ngraze, graze_contact, bad);
+  ENSURE_MSG(graze_contact > ngraze / 4, "%s: %d of %d grazing poses in contact", name, graze_contact, ngraze);
   ENSURE_MSG(bad == 0, "%s: %d of %d coherent calls differ from the narrow phase", name, bad, nstep);
   ENSURE_MSG(ncontact > nstep / 10 && ncontact < nstep * 9 / 10, "%s: %d of %d poses in contact", name, ncontact,
              nstep);
