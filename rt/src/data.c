@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "carve.h"
+#include "collision/collision.h"
 #include "dynamics.h"
 #include "island.h"
 #include "khz/khz.h"
@@ -44,6 +45,9 @@ static void layout_data(const khzModel *m, khzData *d, carver *c) {
   d->contact = carve(c, (size_t)m->npair_max * sizeof(khzContact));
   d->cpoint = carve(c, (size_t)m->npair_max * (size_t)m->max_points * sizeof(khzContactPoint));
   d->peg_stats = carve(c, sizeof(khzPegStats));
+  size_t npc = (size_t)khz_collisionPairCap(m);
+  d->apart_pair = carve(c, 2 * npc * sizeof(uint64_t));
+  d->apart_axis = carve(c, 6 * npc * sizeof(double));
   d->stack = carve(c, d->stack_size);
 }
 

@@ -150,7 +150,7 @@ typedef struct {
 static inline int cu_collidePair(const khzModel *m, khzData *d, int g0, int g1, cu_pair *p) {
   khz_kinematics(m, d);
   khz_collisionFrames(m, d, p->frame, p->aabb);
-  p->out = (khzColOut){p->pt, 0, CU_CAP, 0, p->work, KHZ_HULL_MAXVERT, {0, 0, 0}};
+  p->out = (khzColOut){p->pt, 0, CU_CAP, 0, p->work, KHZ_HULL_MAXVERT, {0, 0, 0}, {0, 0, 0}};
   return khz_narrowphase(m, g0, g1, p->frame, &p->out);
 }
 

@@ -789,8 +789,8 @@ static void test_plane_fast_path(void) {
       khzColShape a, b;
       khz_shape_make(m, 0, fr[0], &a);
       khz_shape_make(m, g, fr[1], &b);
-      pa.out = (khzColOut){pa.pt, 0, CU_CAP, 0, pa.work, KHZ_HULL_MAXVERT, {0, 0, 0}};
-      pb.out = (khzColOut){pb.pt, 0, CU_CAP, 0, pb.work, KHZ_HULL_MAXVERT, {0, 0, 0}};
+      pa.out = (khzColOut){pa.pt, 0, CU_CAP, 0, pa.work, KHZ_HULL_MAXVERT, {0, 0, 0}, {0, 0, 0}};
+      pb.out = (khzColOut){pb.pt, 0, CU_CAP, 0, pb.work, KHZ_HULL_MAXVERT, {0, 0, 0}, {0, 0, 0}};
       int ra = khz_collideTable[KHZ_SHAPE_PLANE][b.shape](&a, &b, &pa.out);
       int rb = khz_col_polyPoly(&a, &b, &pb.out);
       int same = ra == rb && pa.out.npt == pb.out.npt && pa.out.overflow == pb.out.overflow &&
@@ -816,6 +816,175 @@ static void test_plane_fast_path(void) {
   khz_spec_destroy(&s);
 }
 
+/* ------------------------------------------ temporal coherence, apart -- */
+
+static int same_out(const khzColOut *a, const khzColOut *b, int ra, int rb) {
+  int same = ra == rb && a->npt == b->npt && a->overflow == b->overflow &&
+             (!ra || !memcmp(a->normal, b->normal, sizeof a->normal));
+  for (int i = 0; same && i < a->npt; i++) {
+    const khzColPoint *x = a->pt + i, *y = b->pt + i;
+    same = !memcmp(x->pos, y->pos, sizeof x->pos) && !memcmp(&x->sd, &y->sd, sizeof x->sd) &&
+           !memcmp(&x->depth, &y->depth, sizeof x->depth) && !memcmp(&x->weight, &y->weight, sizeof x->weight) &&
+           x->side == y->side && x->feature == y->feature;
+  }
+  return same;
+}
+
+/* a small rotation by angle about a random axis, applied to frame rotation R */
+static void turn_by(double R[9], double angle) {
+  double ax[3], q[4], T[9], out[9];
+  cu_randDir(ax);
+  cu_axisQuat(q, ax[0], ax[1], ax[2], angle);
+  khzu_quat2mat(T, q);
+  khzu_mulMat3(out, T, R);
+  memcpy(R, out, sizeof out);
+}
+
+/* khz_narrowphaseCoherent (a pair found apart tries the direction it was
+ * apart along before the narrow phase) against khz_narrowphase on pose
+ * sequences: shape B drifts towards A and back, turning, by 0.1-5 mm and up
+ * to 0.03 rad a step, in and out of contact, and now and then jumps to
+ * another pose (a restored state: the kept direction is stale). Every
+ * call's return, points and normal must be the cold narrow phase's, bit for
+ * bit, in both geom orders; the kept direction must also be used (skips).
+ * Without the test of the kept direction (a pair once apart stays apart)
+ * the sequences that come back into contact differ. */
+static void coherent_pair(const char *name, khzSpec *s, int *nskip_all) {
+  khzModel *m = cu_compile(s);
+  static cu_pair pc, pw;
+  double fr[24], Ra[9], Rb[9], q[4];
+  khzColShape sa, sb;
+  int nstep = 0, ncontact = 0, nskip = 0, bad = 0;
+  for (int seq = 0; seq < 60; seq++) {
+    int g0 = seq % 2, g1 = 1 - g0; /* both orders */
+    cu_randQuat(q), khzu_quat2mat(Ra, q);
+    cu_randQuat(q), khzu_quat2mat(Rb, q);
+    for (int j = 0; j < 3; j++) fr[j] = cu_uniform(-1, 1);
+    memcpy(fr + 3, Ra, sizeof Ra), memcpy(fr + 15, Rb, sizeof Rb);
+    khz_shape_make(m, 0, fr, &sa);
+    khz_shape_make(m, 1, fr + 12, &sb);
+    double reach = sa.bradius + sb.bradius, dir[3], v[3], speed = cu_uniform(1e-4, 5e-3);
+    cu_randDir(dir);
+    for (int j = 0; j < 3; j++) fr[12 + j] = fr[j] + dir[j] * reach * cu_uniform(0.8, 1.3);
+    double axis[3] = {0, 0, 0};
+    int apart = 0;
+    for (int t = 0; t < 300; t++) {
+      /* towards A's centre with a sideways drift, back out when close */
+      double to[3], w = cu_uniform(0, 0.03);
+      for (int j = 0; j < 3; j++) to[j] = fr[j] - fr[12 + j];
+      double dist = khzu_norm3(to);
+      cu_randDir(v);
+      for (int j = 0; j < 3; j++) v[j] = 0.3 * v[j] + to[j] / dist * ((t / 40) % 2 ? -1 : 1);
+      for (int j = 0; j < 3; j++) fr[12 + j] += speed * v[j];
+      turn_by(fr + 15, w);
+      turn_by(fr + 3, 0.2 * w);
+      if (t % 97 == 96) { /* a jump */
+        cu_randQuat(q), khzu_quat2mat(fr + 15, q);
+        cu_randDir(dir);
+        for (int j = 0; j < 3; j++) fr[12 + j] = fr[j] + dir[j] * reach * cu_uniform(0.3, 1.2);
+      }
+      pc.out = (khzColOut){pc.pt, 0, CU_CAP, 0, pc.work, KHZ_HULL_MAXVERT, {0, 0, 0}, {0, 0, 0}};
+      pw.out = (khzColOut){pw.pt, 0, CU_CAP, 0, pw.work, KHZ_HULL_MAXVERT, {0, 0, 0}, {0, 0, 0}};
+      int rc = khz_narrowphase(m, g0, g1, fr, &pc.out);
+      double before[3];
+      memcpy(before, axis, sizeof before);
+      int had = apart;
+      int rw = khz_narrowphaseCoherent(m, g0, g1, fr, &pw.out, axis, &apart);
+      nskip += had && apart && !memcmp(before, axis, sizeof before);
+      if (!same_out(&pc.out, &pw.out, rc, rw) && bad++ < 5)
+        fprintf(stderr, "%s: coherent != cold, sequence %d step %d (rc %d/%d, %d/%d points)\n", name, seq, t, rc,
+                rw, pc.out.npt, pw.out.npt);
+      nstep++, ncontact += rc;
+    }
+  }
+  /* grazing: B moved straight towards A by a tenth of the coherence gap
+   * (1e-6 of the pair's scale) a step through the pose where the cold
+   * narrow phase first finds contact (bisected), from five gaps out to five
+   * in: a kept direction whose test were looser than the gap skips the
+   * first contacts */
+  int ngraze = 0, graze_contact = 0;
+  for (int seq = 0; seq < 40; seq++) {
+    cu_randQuat(q), khzu_quat2mat(fr + 3, q);
+    cu_randQuat(q), khzu_quat2mat(fr + 15, q);
+    fr[0] = fr[1] = fr[2] = 0;
+    khz_shape_make(m, 0, fr, &sa);
+    khz_shape_make(m, 1, fr + 12, &sb);
+    double dir[3], lo = 0, hi = 1.5 * (sa.bradius + sb.bradius), gap = 1e-6 * (sa.scale + sb.scale);
+    cu_randDir(dir);
+    for (int it = 0; it < 60; it++) { /* lo in contact, hi apart */
+      double mid = 0.5 * (lo + hi);
+      for (int j = 0; j < 3; j++) fr[12 + j] = dir[j] * mid;
+      pc.out = (khzColOut){pc.pt, 0, CU_CAP, 0, pc.work, KHZ_HULL_MAXVERT, {0, 0, 0}, {0, 0, 0}};
+      if (khz_narrowphase(m, 0, 1, fr, &pc.out))
+        lo = mid;
+      else
+        hi = mid;
+    }
+    double axis[3] = {0, 0, 0};
+    int apart = 0;
+    for (int t = 0; t <= 100; t++) {
+      double at = hi + 5 * gap - t * gap / 10;
+      for (int j = 0; j < 3; j++) fr[12 + j] = dir[j] * at;
+      pc.out = (khzColOut){pc.pt, 0, CU_CAP, 0, pc.work, KHZ_HULL_MAXVERT, {0, 0, 0}, {0, 0, 0}};
+      pw.out = (khzColOut){pw.pt, 0, CU_CAP, 0, pw.work, KHZ_HULL_MAXVERT, {0, 0, 0}, {0, 0, 0}};
+      int rc = khz_narrowphase(m, 0, 1, fr, &pc.out);
+      int rw = khz_narrowphaseCoherent(m, 0, 1, fr, &pw.out, axis, &apart);
+      if (!same_out(&pc.out, &pw.out, rc, rw) && bad++ < 5)
+        fprintf(stderr, "%s: coherent != cold grazing, sequence %d step %d (rc %d/%d, %d/%d points)\n", name, seq,
+                t, rc, rw, pc.out.npt, pw.out.npt);
+      ngraze++, graze_contact += rc;
+    }
+  }
+  printf("coherent %s: %d poses, %d in contact, %d skipped by the kept direction; grazing %d poses, %d in "
+         "contact; %d differ\n",
+         name, nstep, ncontact, nskip, ngraze, graze_contact, bad);
+  ENSURE_MSG(graze_contact > ngraze / 4, "%s: %d of %d grazing poses in contact", name, graze_contact, ngraze);
+  ENSURE_MSG(bad == 0, "%s: %d of %d coherent calls differ from the narrow phase", name, bad, nstep);
+  ENSURE_MSG(ncontact > nstep / 10 && ncontact < nstep * 9 / 10, "%s: %d of %d poses in contact", name, ncontact,
+             nstep);
+  *nskip_all += nskip;
+  khz_deleteModel(&m);
+  khz_spec_destroy(&s);
+}
+
+static void test_coherent_apart(void) {
+  const double box[3] = {0.12, 0.08, 0.05}, wheel[3] = {0.11, 0.06, 0}, can[3] = {0.08, 0.1, 0},
+               ball[3] = {0.07, 0, 0}, pill[3] = {0.04, 0.08, 0};
+  struct {
+    const char *name;
+    khzGeomType ta;
+    const double *sa;
+    khzGeomType tb;
+    const double *sb;
+  } cases[] = {
+      {"box-cylinder", KHZ_GEOM_BOX, box, KHZ_GEOM_CYLINDER, can},
+      {"cylinder-cylinder", KHZ_GEOM_CYLINDER, wheel, KHZ_GEOM_CYLINDER, can},
+      {"box-box", KHZ_GEOM_BOX, box, KHZ_GEOM_BOX, box},
+      {"sphere-box", KHZ_GEOM_SPHERE, ball, KHZ_GEOM_BOX, box},
+      {"sphere-cylinder", KHZ_GEOM_SPHERE, ball, KHZ_GEOM_CYLINDER, wheel},
+      {"capsule-box", KHZ_GEOM_CAPSULE, pill, KHZ_GEOM_BOX, box},
+      {"capsule-cylinder", KHZ_GEOM_CAPSULE, pill, KHZ_GEOM_CYLINDER, can},
+      {"sphere-sphere", KHZ_GEOM_SPHERE, ball, KHZ_GEOM_SPHERE, ball},
+  };
+  int nskip = 0;
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    khzSpec *s = khz_spec_new();
+    int ba = cu_body(s, "a"), bb = cu_body(s, "b");
+    cu_geom(s, ba, cases[c].ta, cases[c].sa[0], cases[c].sa[1], cases[c].sa[2]);
+    cu_geom(s, bb, cases[c].tb, cases[c].sb[0], cases[c].sb[1], cases[c].sb[2]);
+    coherent_pair(cases[c].name, s, &nskip);
+  }
+  /* a hull against a cylinder and a box */
+  for (int c = 0; c < 2; c++) {
+    khzSpec *s = khz_spec_new();
+    int ba = cu_body(s, "a"), bb = cu_body(s, "b");
+    cu_meshGeom(s, ba, cu_sphereMesh(s, "ball", 0.09, 5, 7), 1);
+    cu_geom(s, bb, c ? KHZ_GEOM_BOX : KHZ_GEOM_CYLINDER, c ? box[0] : can[0], c ? box[1] : can[1], c ? box[2] : 0);
+    coherent_pair(c ? "hull-box" : "hull-cylinder", s, &nskip);
+  }
+  ENSURE_MSG(nskip > 1000, "the kept directions skipped only %d narrow phases", nskip);
+}
+
 int main(void) {
   test_box_on_plane();
   test_box_tilted();
@@ -828,5 +997,6 @@ int main(void) {
   test_libccd();
   test_exact_least_overlap();
   test_plane_fast_path();
+  test_coherent_apart();
   return ensure_report();
 }

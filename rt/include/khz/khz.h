@@ -643,6 +643,11 @@ typedef struct khzData {
                              sleeping pairs so that the contact stages see the awake ones */
   int ncontact_kept;      /* private: d->ncontact at the end of the last step when some body
                              slept (khz_collide keeps the sleeping pairs among them) */
+  int napart;             /* private (pairs.c): the geom pairs the last collision pass found
+                             apart along a kept direction (khz_narrowphaseCoherent), ascending */
+  int apart_half;         /* private: the half of apart_pair and apart_axis that holds them */
+  uint64_t *apart_pair;   /* private: 2 x khz_collisionPairCap: (g0 << 32 | g1) */
+  double *apart_axis;     /* private: 3 per apart_pair: the direction, world, toward g0 */
 
   /* warnings */
   int warning[KHZ_NWARNING];

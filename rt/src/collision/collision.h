@@ -426,6 +426,8 @@ typedef struct khzColOut {
   double *work;  /* scratch of KHZ_COL_WORK(cap, maxvert) doubles */
   int maxvert;   /* vertices of the largest box, cylinder or hull involved */
   double normal[3];
+  double apart[3]; /* after a call that found no contact: a direction (toward A, not unit)
+                      along which the shapes were found apart, or 0 (khz_col_coherent) */
 } khzColOut;
 
 /* doubles of scratch a narrow-phase call needs for a point buffer of cap and
@@ -465,6 +467,17 @@ size_t khz_collisionStackBytes(const khzModel *m);
  * relative to (g0, g1) and the normal pointing toward g0. Returns 1 on
  * contact. */
 int khz_narrowphase(const khzModel *m, int g0, int g1, const double *frame, khzColOut *out);
+/* khz_narrowphase with temporal coherence for pairs that are apart: *apart
+ * = 1 on entry when axis (unit, world, toward g0) is the direction the pair
+ * was last found apart along. If the shapes' projections on it are still
+ * apart by more than 1e-6 of the pair's scale the pair is apart (return 0)
+ * without the narrow phase; else the narrow phase runs, and on a 0 result
+ * *apart = 1 when axis now holds a direction that parts them by that gap.
+ * The return value and the points are khz_narrowphase's in both cases. */
+int khz_narrowphaseCoherent(const khzModel *m, int g0, int g1, const double *frame, khzColOut *out,
+                            double axis[3], int *apart);
+/* the same for two shapes made by khz_shape_make (normal toward s0) */
+int khz_col_coherent(const khzColShape *s0, const khzColShape *s1, khzColOut *out, double axis[3], int *apart);
 
 /* The point of geom g farthest along world direction dir (its support
  * point), at its body's pose in d (world). A point a contact will reach

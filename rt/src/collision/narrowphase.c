@@ -1285,10 +1285,14 @@ static int rims_convex(const khzColShape *a, const khzColShape *b, khzColOut *o,
     rim_candidates(&ns);
   /* a separating axis among the candidates: apart (refining only lowers the
    * overlap; most pairs the broad phase passes here end at this line) */
+  if (ns.have && !(ns.best > 0)) khzu_copy3(o->apart, ns.n);
   if (!ns.have || !(ns.best > 0)) return 0;
   ns.until_apart = 1;
   refine_normal(&ns);
-  if (!(ns.best > 0)) return 0;
+  if (!(ns.best > 0)) {
+    khzu_copy3(o->apart, ns.n);
+    return 0;
+  }
   rim_points(a, b, 0, ns.n, o);
   rim_points(b, a, 1, ns.n, o);
   return set_depths(a, b, o, ns.n) > 0;
@@ -1398,7 +1402,10 @@ static int poly_poly(const khzColShape *a, const khzColShape *b, khzColOut *o) {
                (a->shape == KHZ_SHAPE_CYLINDER || b->shape == KHZ_SHAPE_CYLINDER);
   if (scored) {
     rim_candidates(&ns);
-    if (ns.have && ns.best <= -KHZ_GAP * scale) return 0;
+    if (ns.have && ns.best <= -KHZ_GAP * scale) {
+      khzu_copy3(o->apart, ns.n);
+      return 0;
+    }
   }
   vcache_init(&va, a, b, vbuf(o, 0), o->maxvert);
   vcache_init(&vb, b, a, vbuf(o, 1), o->maxvert);
@@ -1620,7 +1627,10 @@ static int rounded_pair(const khzColShape *a, const khzColShape *b, khzColOut *o
   } else {
     dist = khz_gjk(&ca, khz_core_support, b, khz_shape_supportFn, scale, pa, pb);
   }
-  if (dist >= ra + rb) return 0;
+  if (dist >= ra + rb) {
+    khzu_sub3(o->apart, pa, pb);
+    return 0;
+  }
 
   /* the exact normal between the closest points, else the least overlap */
   double n[3], q[3];
@@ -1971,21 +1981,16 @@ KHZ_AVX_CLONES void khz_shape_make(const khzModel *m, int g, const double *frame
     s->lo[k] = cg->center[k] - cg->half[k], s->hi[k] = cg->center[k] + cg->half[k];
 }
 
-int khz_narrowphase(const khzModel *m, int g0, int g1, const double *frame, khzColOut *out) {
-  const khzColModel *cm = m->collision;
-  khzColShape s0, s1;
-  out->npt = 0;
-  out->overflow = 0;
-  if (cm->geom[g0].shape < 0 || cm->geom[g1].shape < 0) return 0;
-  khz_shape_make(m, g0, frame + 12 * g0, &s0);
-  khz_shape_make(m, g1, frame + 12 * g1, &s1);
-
+/* the table's routine for a pair of shapes (s0, s1): normal toward s0,
+ * sides relative to (s0, s1) */
+static int narrow_shapes(const khzColShape *s0, const khzColShape *s1, khzColOut *out) {
   /* the table holds type A <= type B */
-  int swap = s0.shape > s1.shape;
-  const khzColShape *a = swap ? &s1 : &s0, *b = swap ? &s0 : &s1;
+  int swap = s0->shape > s1->shape;
+  const khzColShape *a = swap ? s1 : s0, *b = swap ? s0 : s1;
   khzCollideFn fn = khz_collideTable[a->shape][b->shape];
   if (!fn || !fn(a, b, out)) {
     out->npt = 0;
+    if (swap) khzu_scl3(out->apart, out->apart, -1);
     return 0;
   }
 
@@ -1997,6 +2002,74 @@ int khz_narrowphase(const khzModel *m, int g0, int g1, const double *frame, khzC
     out->pt[i].feature = (out->pt[i].feature & 0x0fffffff) | (side << 28);
   }
   return 1;
+}
+
+int khz_narrowphase(const khzModel *m, int g0, int g1, const double *frame, khzColOut *out) {
+  const khzColModel *cm = m->collision;
+  khzColShape s0, s1;
+  out->npt = 0;
+  out->overflow = 0;
+  if (cm->geom[g0].shape < 0 || cm->geom[g1].shape < 0) return 0;
+  khz_shape_make(m, g0, frame + 12 * g0, &s0);
+  khz_shape_make(m, g1, frame + 12 * g1, &s1);
+  return narrow_shapes(&s0, &s1, out);
+}
+
+/* ------------------------------------------------- temporal coherence -- */
+
+/* A pair found apart keeps a direction along which it was apart (the
+ * separating axis of the pass). At the next pass the two shapes' supports
+ * along it are taken at their new poses: if their projections are still
+ * apart by more than KHZ_COHERENT_GAP of the pair's scale, that axis
+ * separates them -- a proof, whatever either shape did since, so a stale
+ * direction can only fail the test, never return a wrong contact -- and
+ * the pair is apart without the narrow phase. The answer is the narrow
+ * phase's own: shapes that far apart have no vertex inside the other (its
+ * inside tests' slack is 1e-9 of the scale), no edge crossing it, and a
+ * negative exact least overlap (rims_convex), and the rounded pairs'
+ * distance exceeds their radii (test_narrowphase, test_coherent_apart,
+ * checks the same outputs bit for bit on slowly moving pose sequences).
+ * Otherwise the narrow phase runs, and if it finds the pair apart, the
+ * better of the direction it found them apart along (o->apart: the least
+ * overlap's, or the closest points') and the line of centres is kept when
+ * it parts them by the gap. Bounded convex pairs only, and not two rounded
+ * shapes (their closed forms cost less than the test). */
+#define KHZ_COHERENT_GAP 1e-6
+
+static int coherent_shape(int t) { return t >= KHZ_SHAPE_SPHERE && t <= KHZ_SHAPE_CONVEX; }
+
+int khz_col_coherent(const khzColShape *s0, const khzColShape *s1, khzColOut *out, double axis[3], int *apart) {
+  int kind = coherent_shape(s0->shape) && coherent_shape(s1->shape) && !(is_round(s0->shape) && is_round(s1->shape));
+  double gap = -KHZ_COHERENT_GAP * (s0->scale + s1->scale);
+  out->npt = 0;
+  out->overflow = 0;
+  if (kind && *apart && overlap(s0, s1, axis) < gap) return 0;
+  *apart = 0;
+  out->apart[0] = out->apart[1] = out->apart[2] = 0;
+  int r = narrow_shapes(s0, s1, out);
+  if (r || !kind) return r;
+  double c[3], best = gap;
+  khzu_sub3(c, s0->bcenter, s1->bcenter);
+  for (int k = 0; k < 2; k++) {
+    double n[3];
+    khzu_copy3(n, k ? c : out->apart);
+    if (khzu_normalize3(n) < KHZ_NO_DIRECTION) continue;
+    double f = overlap(s0, s1, n);
+    if (f < best) best = f, khzu_copy3(axis, n), *apart = 1;
+  }
+  return 0;
+}
+
+int khz_narrowphaseCoherent(const khzModel *m, int g0, int g1, const double *frame, khzColOut *out,
+                            double axis[3], int *apart) {
+  const khzColModel *cm = m->collision;
+  khzColShape s0, s1;
+  out->npt = 0;
+  out->overflow = 0;
+  if (cm->geom[g0].shape < 0 || cm->geom[g1].shape < 0) return *apart = 0;
+  khz_shape_make(m, g0, frame + 12 * g0, &s0);
+  khz_shape_make(m, g1, frame + 12 * g1, &s1);
+  return khz_col_coherent(&s0, &s1, out, axis, apart);
 }
 
 void khz_geomSupport(const khzModel *m, const khzData *d, int g, const double dir[3], double out[3]) {

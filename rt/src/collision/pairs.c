@@ -202,7 +202,8 @@ size_t khz_collisionStackBytes(const khzModel *m) {
   /* what khz_collide holds throughout, then the larger of the broad phase and the slots */
   size_t base = (12 * ng + 1) * sizeof(double) + (6 * ng + 1) * sizeof(double) +
                 cap * sizeof(uint64_t) + ptcap * sizeof(khzColPoint) +
-                (size_t)KHZ_COL_WORK(ptcap, cm->maxvert) * sizeof(double) + (cap + 1) + 6 * a;
+                (size_t)KHZ_COL_WORK(ptcap, cm->maxvert) * sizeof(double) + (cap + 1) +
+                (3 * cap + 1) * sizeof(double) + 7 * a;
   /* the sweep's keys, boxes and strips (broadphase.c: 1 + 3 ints per box, 1026 per call) */
   size_t broad = 2 * (nb + 1) * sizeof(uint64_t) + (nb + 1) * 48 + (cap + 1) * sizeof(uint64_t) +
                  (4 * nb + 2 + 1026) * sizeof(int) + 7 * a;
@@ -284,23 +285,39 @@ KHZ_AVX_CLONES int khz_collideStep(const khzModel *m, khzData *d) {
    * the island's pairs are collided this step (again while a woken island
    * reaches another); pairs of sleeping or welded bodies are not collided
    * and keep their slots, which leaves `room` slots for the others */
+  /* the pairs the last pass found apart along a direction (temporal
+   * coherence, khz_narrowphaseCoherent), ascending; this pass's are
+   * listed for the next in the other half */
+  int h = d->apart_half, nlast = d->napart, nnext = 0;
+  const uint64_t *last_pair = d->apart_pair + (size_t)h * cap;
+  const double *last_axis = d->apart_axis + (size_t)h * 3 * cap;
+  uint64_t *next_pair = d->apart_pair + (size_t)(1 - h) * cap;
+  double *next_axis = d->apart_axis + (size_t)(1 - h) * 3 * cap;
   unsigned char *apart = NULL;
+  double *apart_axis = NULL; /* 3 per pair: the direction of a pair the loop below found apart (apart 2) */
   int room = P;
-  if (khz_anyAsleep(d)) apart = khz_stackAlloc(d, (size_t)np + 1);
+  if (khz_anyAsleep(d)) {
+    apart = khz_stackAlloc(d, (size_t)np + 1);
+    apart_axis = khz_stackAlloc(d, (size_t)(3 * np + 1) * sizeof(double));
+    if (!apart_axis) apart = NULL;
+  }
   if (apart) {
     memset(apart, 0, (size_t)np + 1);
     for (int woke = 1; woke && khz_anyAsleep(d);) {
       woke = 0;
-      for (int k = 0; k < np; k++) {
+      for (int k = 0, last = 0; k < np; k++) {
         int g0 = (int)(pairs[k] >> 32), g1 = (int)(pairs[k] & 0xffffffffu);
         int b0 = m->geom_body[g0], b1 = m->geom_body[g1];
         if (apart[k] || !khz_pairMixed(m, d, b0, b1)) continue;
-        khzColOut out = {pt, 0, ptcap, 0, work, cm->maxvert, {0, 0, 0}};
-        if (khz_narrowphase(m, g0, g1, frame, &out)) {
+        khzColOut out = {pt, 0, ptcap, 0, work, cm->maxvert, {0, 0, 0}, {0, 0, 0}};
+        while (last < nlast && last_pair[last] < pairs[k]) last++;
+        int was_apart = last < nlast && last_pair[last] == pairs[k];
+        if (was_apart) khzu_copy3(apart_axis + 3 * k, last_axis + 3 * last);
+        if (khz_narrowphaseCoherent(m, g0, g1, frame, &out, apart_axis + 3 * k, &was_apart)) {
           khz_wake(m, d, d->body_sleep[b0] ? b0 : b1);
           woke = 1;
         } else {
-          apart[k] = 1; /* no contact this step: nothing to do below either */
+          apart[k] = 1 + was_apart; /* no contact this step: nothing to do below either */
         }
       }
     }
@@ -328,12 +345,25 @@ KHZ_AVX_CLONES int khz_collideStep(const khzModel *m, khzData *d) {
   }
   int frozen = d->ncontact;
 
-  /* narrow phase, pair by pair in (g0, g1) order */
-  for (int k = 0; k < np; k++) {
+  /* narrow phase, pair by pair in (g0, g1) order; the pairs found apart
+   * along a direction at the last pass try it first (a separating axis
+   * still separating) */
+  for (int k = 0, last = 0; k < np; k++) {
     int g0 = (int)(pairs[k] >> 32), g1 = (int)(pairs[k] & 0xffffffffu);
+    if (apart && apart[k] == 2) { /* apart above, along a direction */
+      khzu_copy3(next_axis + 3 * nnext, apart_axis + 3 * k);
+      next_pair[nnext++] = pairs[k];
+    }
     if (apart && (apart[k] || khz_pairAsleep(m, d, m->geom_body[g0], m->geom_body[g1]))) continue;
-    khzColOut out = {pt, 0, ptcap, 0, work, cm->maxvert, {0, 0, 0}};
-    if (!khz_narrowphase(m, g0, g1, frame, &out)) continue;
+    khzColOut out = {pt, 0, ptcap, 0, work, cm->maxvert, {0, 0, 0}, {0, 0, 0}};
+    while (last < nlast && last_pair[last] < pairs[k]) last++;
+    int was_apart = last < nlast && last_pair[last] == pairs[k];
+    double *axis = next_axis + 3 * nnext;
+    if (was_apart) khzu_copy3(axis, last_axis + 3 * last);
+    if (!khz_narrowphaseCoherent(m, g0, g1, frame, &out, axis, &was_apart)) {
+      if (was_apart) next_pair[nnext++] = pairs[k];
+      continue;
+    }
     full |= out.overflow > 0;
     if (d->ncontact >= room) {
       full = 1;
@@ -373,6 +403,7 @@ KHZ_AVX_CLONES int khz_collideStep(const khzModel *m, khzData *d) {
     d->ncpoint += out.npt;
     d->ncontact++;
   }
+  d->napart = nnext, d->apart_half = 1 - h;
 
   /* persistent slots (slot -1 only when the stack is exhausted, counted as KHZ_WARN_STACK) */
   assign_slots(m, d, frozen);
