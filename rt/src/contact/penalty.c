@@ -1260,7 +1260,7 @@ static double tridiag_largest(const double *alpha, const double *beta, int k, do
     double disc = (k - 1) * (k * hh - g * g);
     double next = mu - k / (g + sqrt(disc > 0 ? disc : 0));
     if (!(next < mu)) break;
-    int done = mu - next <= 1e-12 * mu;
+    int done = mu - next <= 1e-9 * mu; /* then theta - root <= k (mu - next), below */
     mu = next;
     if (done) break;
   }
