@@ -1367,6 +1367,20 @@ double khz_penaltyLargestRate(const double *L, double *K, int nb, double *scratc
   return largest_rate(L, K, nb, scratch, NULL, NULL);
 }
 
+/* clears the 6 x 6 blocks of A (n = 6 nb) that matvec_blocks can read:
+ * those of row block R's mask and of its neighbours' (matvec_blocks_avx
+ * takes two row blocks over the union of their masks), less those in
+ * written[R] (NULL: none), which the caller fills */
+static void clear_blocks(double *A, int nb, const unsigned *mask, const unsigned *written) {
+  int n = 6 * nb;
+  for (int R = 0; R < nb; R++) {
+    unsigned bits = mask[R] | (R > 0 ? mask[R - 1] : 0) | (R + 1 < nb ? mask[R + 1] : 0);
+    if (written) bits &= ~written[R];
+    for (; bits; bits &= bits - 1)
+      for (int i = 0; i < 6; i++) memset(A + (6 * R + i) * n + 6 * __builtin_ctz(bits), 0, 6 * sizeof(double));
+  }
+}
+
 /* h times the largest stiffness (sqrt of M^-1 K) and damping (M^-1 C) rates
  * of the pairs listed in pair (np of them) through the articulated
  * inertias: the response L of every moving body of the pairs to unit
@@ -1392,9 +1406,10 @@ static void tree_rates(const khzModel *m, khzData *d, const int *pair, int np, c
                        double rate[2]) {
   int n = 6 * nb;
   double *L = mat, *K = L + n * n, *C = K + n * n, *x = C + n * n;
-  /* the blocks that can be nonzero (matvec_blocks reads no other): L's
-   * between bodies of one tree, K's (and C's) between the bodies of a pair
-   * and on each; only those are written (L) or cleared and summed (K, C) */
+  /* the blocks that can be nonzero: L's between bodies of one tree, K's
+   * (and C's) between the bodies of a pair and on each; only those are
+   * written (L) or summed (K, C), and the other blocks matvec_blocks reads
+   * are cleared (clear_blocks), not the whole matrices */
   unsigned mk[KHZ_TREE_BODIES], ml[KHZ_TREE_BODIES];
   for (int a = 0; a < nb; a++) {
     mk[a] = ml[a] = 0;
@@ -1408,9 +1423,8 @@ static void tree_rates(const khzModel *m, khzData *d, const int *pair, int np, c
         if (bs > 0 && bt > 0 && slot[bs] >= 0 && slot[bt] >= 0) mk[slot[bs]] |= 1u << slot[bt];
       }
   }
-  for (int a = 0; a < nb; a++)
-    for (unsigned bits = mk[a]; bits; bits &= bits - 1)
-      for (int i = 0; i < 6; i++) memset(K + (6 * a + i) * n + 6 * __builtin_ctz(bits), 0, 6 * sizeof(double));
+  clear_blocks(K, nb, mk, NULL);
+  clear_blocks(L, nb, ml, ml);
   for (int a = 0; a < nb; a++)
     for (int i = body[a]; i > 0 && !need[i]; i = m->body_parent[i]) need[i] = 1;
   /* body a's walk gives column block a; L is symmetric (a response matrix),
@@ -1440,9 +1454,7 @@ static void tree_rates(const khzModel *m, khzData *d, const int *pair, int np, c
     rate[1] = h * ratio * lam;
     return;
   }
-  for (int a = 0; a < nb; a++)
-    for (unsigned bits = mk[a]; bits; bits &= bits - 1)
-      for (int i = 0; i < 6; i++) memset(C + (6 * a + i) * n + 6 * __builtin_ctz(bits), 0, 6 * sizeof(double));
+  clear_blocks(C, nb, mk, NULL);
   for (int i = 0; i < np; i++) tree_springs(m, d, d->contact + pair[i], d->contact[pair[i]].kv, slot, n, C);
   rate[1] = h * largest_rate(L, C, nb, x, mk, ml);
 }
