@@ -335,12 +335,14 @@ static double jacobi_largest(double *A, int n) {
  * P's columns e0 - 2 e1, e2 - 2 e5, e6 - 4 e9 (p^T s = 0 exactly in floating
  * point, and so K s), so L K's nonzero eigenvalues are those of the 3 x 3
  * D^1/2 P^T L P D^1/2. It returned 0 here, leaving such a cluster without a
- * limit; 0 only for L K = 0. */
+ * limit; 0 only for L K = 0. (Since lanc26 the rate is Lanczos' from a
+ * golden-ratio start, which is not in this null space; the case stays, as
+ * does L K = 0.) */
 static void test_largest_rate_null_start(void) {
   enum { NB = 2, N = 6 * NB };
   static const int col[3][2] = {{0, 1}, {2, 5}, {6, 9}};
   static const double coef[3] = {-2, -2, -4}, dk[3] = {3e4, 2e3, 7e3};
-  double L[N * N], K[N * N], B[N * N], scratch[3 * N];
+  double L[N * N], K[N * N], B[N * N], scratch[KHZ_PENALTY_RATE_SCRATCH(NB)];
   for (int i = 0; i < N * N; i++) B[i] = rm_uniform(-1, 1);
   for (int i = 0; i < N; i++) /* L symmetric positive definite: B B^T + I */
     for (int j = 0; j < N; j++) {
@@ -365,7 +367,7 @@ static void test_largest_rate_null_start(void) {
     }
   double want = jacobi_largest(G, 3), got = khz_penaltyLargestRate(L, K, NB, scratch);
   printf("largest_rate, start in K's null space: %.12g, exact %.12g\n", got, want);
-  ENSURE_NEAR(got / want, 1, 1e-6); /* 40 iterations: 4.5e-8 */
+  ENSURE(got / want - 1 >= -1e-10 && got / want - 1 <= 2 * KHZ_RATE_TOL + 1e-10); /* theta + rho */
   double Z[N * N];
   memset(Z, 0, sizeof Z);
   ENSURE(khz_penaltyLargestRate(L, Z, NB, scratch) == 0); /* L K = 0 */

@@ -1415,7 +1415,7 @@ static void tree_rates(const khzModel *m, khzData *d, const int *pair, int np, c
    * (and C's) between the bodies of a pair and on each; only those are
    * written (L) or summed (K, C), and the other blocks matvec_blocks reads
    * are cleared (clear_blocks), not the whole matrices */
-  unsigned mk[KHZ_TREE_BODIES], ml[KHZ_TREE_BODIES];
+  unsigned mk[KHZ_TREE_BODIES] = {0}, ml[KHZ_TREE_BODIES] = {0};
   for (int a = 0; a < nb; a++) {
     mk[a] = ml[a] = 0;
     for (int c = 0; c < nb; c++) ml[a] |= (unsigned)(m->body_root[body[c]] == m->body_root[body[a]]) << c;
