@@ -1194,7 +1194,8 @@ static int tree_bodies(const khzModel *m) { return m->nbody < KHZ_TREE_BODIES ? 
 
 size_t khz_penaltyLimitsStackBytes(const khzModel *m) {
   size_t n = 6 * (size_t)tree_bodies(m), nc = (size_t)m->npair_max;
-  return (119 * (size_t)m->nbody + 2 * nc + 3 * n * n + 3 * n) * sizeof(double) +
+  return (119 * (size_t)m->nbody + 2 * nc + 3 * n * n + KHZ_PENALTY_RATE_SCRATCH((size_t)tree_bodies(m))) *
+             sizeof(double) +
          (3 * (size_t)m->nbody + 3 * nc + (size_t)tree_bodies(m)) * sizeof(int) + (size_t)m->nbody + 17 * 64;
 }
 
@@ -1202,7 +1203,9 @@ size_t khz_penaltyLimitsStackBytes(const khzModel *m) {
  * = 6 times the bodies of slot): each bottom point, weighed equally as in
  * damping_add, puts D = g (n n^T + scale (I - n n^T)) on the relative
  * velocity of its two bodies' points, J_s V_s with J_s = [-[r_s]x, I], r_s
- * from body s's tree origin (the frame of the impulse response) */
+ * from body s's tree origin (the frame of the impulse response). Each
+ * entry is added with its mirror, so K stays exactly symmetric (the
+ * Lanczos of lanczos_rate takes u^T K v as an inner product). */
 static void tree_springs(const khzModel *m, const khzData *d, const khzContact *c, double gain, const int *slot,
                          int n, double *K) {
   const khzContactPoint *pts = d->cpoint + c->point_adr;
@@ -1224,31 +1227,21 @@ static void tree_springs(const khzModel *m, const khzData *d, const khzContact *
       J[s][2][1] = -r[0];
       for (int i = 0; i < 3; i++) J[s][i][3 + i] = 1;
     }
-    for (int s = 0; s < 2; s++)
-      for (int t = 0; t < 2; t++) {
+    for (int s = 0; s < 2; s++) /* block (s, t) with t >= s, and its mirror: K exactly symmetric */
+      for (int t = s; t < 2; t++) {
         int bs = c->body[s], bt = c->body[t];
         if (bs <= 0 || bt <= 0 || slot[bs] < 0 || slot[bt] < 0) continue;
         double sign = s == t ? 1 : -1, DJ[3][6];
         for (int i = 0; i < 3; i++)
           for (int q = 0; q < 6; q++) DJ[i][q] = D[i][0] * J[t][0][q] + D[i][1] * J[t][1][q] + D[i][2] * J[t][2][q];
-        double *Kst = K + 6 * slot[bs] * n + 6 * slot[bt];
+        double *Kst = K + 6 * slot[bs] * n + 6 * slot[bt], *Kts = K + 6 * slot[bt] * n + 6 * slot[bs];
         for (int p = 0; p < 6; p++)
-          for (int q = 0; q < 6; q++)
-            Kst[p * n + q] += sign * (J[s][0][p] * DJ[0][q] + J[s][1][p] * DJ[1][q] + J[s][2][p] * DJ[2][q]);
+          for (int q = s == t ? p : 0; q < 6; q++) {
+            double v = sign * (J[s][0][p] * DJ[0][q] + J[s][1][p] * DJ[1][q] + J[s][2][p] * DJ[2][q]);
+            Kst[p * n + q] += v;
+            if (s != t || p != q) Kts[q * n + p] += v;
+          }
       }
-  }
-}
-
-/* z = L (K x) with K^T in Kt and L exactly symmetric (tree_rates mirrors it),
- * so L is its own transpose; the two-body clusters (n = 12, most calls)
- * with n a constant */
-static void rate_product(double *z, double *y, const double *L, const double *Kt, const double *x, int n) {
-  if (n == 12) {
-    matvec_columns(y, Kt, x, 12);
-    matvec_columns(z, L, y, 12);
-  } else {
-    matvec_columns(y, Kt, x, n);
-    matvec_columns(z, L, y, n);
   }
 }
 
@@ -1349,71 +1342,169 @@ static void matvec_blocks(double *y, const double *At, const double *x, int n, c
   }
 }
 
-/* 40 power iterations on L K (Kt = K^T) from x: the last |L K x| / |x|,
- * or 0 if an iterate vanishes. The products skip the
- * zero blocks (matvec_blocks): those of the masks tree_rates gives (mk for
- * K, ml for L: every block that can hold a nonzero, so a block left out is
- * exactly zero and one kept that is zero adds +-0, bit-neutral as above),
- * or, without them, those block_mask finds. */
-static double power_rate(const double *L, const double *Kt, int n, double *x, double *y, double *z,
-                         const unsigned *mk_given, const unsigned *ml_given) {
-  double lam = 0;
-  unsigned mk_found[KHZ_TREE_BODIES], ml_found[KHZ_TREE_BODIES];
-  const unsigned *mk = mk_given, *ml = ml_given;
-  int sparse = n >= 6 && n <= 6 * KHZ_TREE_BODIES;
-  if (sparse && !mk) block_mask(Kt, n, mk_found), mk = mk_found;
-  if (sparse && !ml) block_mask(L, n, ml_found), ml = ml_found;
-  for (int it = 0; it < 40; it++) {
-    if (sparse) {
-      matvec_blocks(y, Kt, x, n, mk);
-      matvec_blocks(z, L, y, n, ml);
-    } else {
-      rate_product(z, y, L, Kt, x, n);
+/* the largest eigenvalue theta of the symmetric tridiagonal T (alpha on
+ * the diagonal, beta[i] joining rows i and i + 1, k rows) by Laguerre's
+ * method on p(mu) = det(T - mu I) from an upper bound mu: p's roots are
+ * real, and from above the largest one Laguerre's iterates descend
+ * monotonically onto it, cubically (Wilkinson, The Algebraic Eigenvalue
+ * Problem, 7.47), also past a close pair of roots, where Newton's halve
+ * their distance per step. p = prod d_i with the pivots d_i = alpha_i - mu
+ * - beta_{i-1}^2 / d_{i-1} of T - mu I's LDL^T (all negative above the
+ * root), so G = sum 1 / (mu - lambda) = (ln p)' = sum d_i' / d_i and
+ * H = sum 1 / (mu - lambda)^2 = -(ln p)'' from d_i' and d_i''. Returns theta
+ * and, in s2, the squared last component of its unit eigenvector,
+ * -1 / d_k'(theta) (= chi_{k-1}(theta) / chi_k'(theta); Parlett, The
+ * Symmetric Eigenvalue Problem, 7.9). */
+static double tridiag_largest(const double *alpha, const double *beta, int k, double guess, double mu,
+                              double *s2) {
+  double dk1 = -1, top = mu;
+  if (guess < mu) mu = guess;
+  for (int it = 0; it < 60; it++) {
+    double d = 0, dp = 0, dpp = 0, g = 0, hh = 0;
+    int above = 1;
+    for (int i = 0; i < k; i++) {
+      double dn = alpha[i] - mu, dpn = -1, dppn = 0;
+      if (i) {
+        double b2 = beta[i - 1] * beta[i - 1], r = 1 / d;
+        dn -= b2 * r, dpn += b2 * dp * r * r, dppn = b2 * (dpp * d - 2 * dp * dp) * r * r * r;
+      }
+      d = dn, dp = dpn, dpp = dppn, above &= d < 0;
+      double r = 1 / d;
+      g += dp * r, hh += (dp * dp - dpp * d) * r * r;
     }
-    double nz = 0, nx = 0;
-    for (int a = 0; a < n; a++) nz += z[a] * z[a], nx += x[a] * x[a];
-    if (!(nz > 0)) return 0;
-    lam = sqrt(nz / nx);
-    for (int a = 0; a < n; a++) x[a] = z[a] / sqrt(nz);
+    dk1 = dp;
+    if (!above && it == 0 && mu < top) { /* the guess is below a root: from the bound */
+      mu = top, it = -1;
+      continue;
+    }
+    if (!above || !(g > 0)) break; /* at (or by rounding below) the root */
+    double disc = (k - 1) * (k * hh - g * g);
+    double next = mu - k / (g + sqrt(disc > 0 ? disc : 0));
+    if (!(next < mu)) break;
+    int done = mu - next <= 1e-9 * mu; /* then theta - root <= k (mu - next), below */
+    mu = next;
+    if (done) break;
   }
-  return lam;
+  *s2 = dk1 < -1 ? -1 / dk1 : 1;
+  return mu;
+}
+
+/* sum a_i b_i (n even) in two lanes */
+static inline double dot_pairs(const double *a, const double *b, int n) {
+  v2d s0 = {0, 0}, s1 = {0, 0};
+  int i = 0;
+  for (; i + 4 <= n; i += 4) s0 += (v2d){a[i], a[i + 1]} * (v2d){b[i], b[i + 1]}, s1 += (v2d){a[i + 2], a[i + 3]} * (v2d){b[i + 2], b[i + 3]};
+  for (; i < n; i += 2) s0 += (v2d){a[i], a[i + 1]} * (v2d){b[i], b[i + 1]};
+  s0 += s1;
+  return s0[0] + s0[1];
 }
 
 /* largest eigenvalue of L K (n = 6 nb; L and K symmetric positive
- * semi-definite, so L K is similar to a symmetric one): power iteration from
- * a fixed start; K is transposed in place (tree_rates reads it no more);
- * x, y, z (n) scratch. The fixed start gives every body the same [w; v], so
- * it is in K's null space when every pair joins two links of one tree (their
- * points' velocities about the common origin are equal): then the iteration
- * restarts from L K e_j, the column of L K of largest norm, and returns 0
- * only when every column is 0 (L K = 0). */
-static double largest_rate(const double *L, double *K, int nb, double *x, double *y, double *z, const unsigned *mk,
-                           const unsigned *ml) {
-  int n = 6 * nb;
-  for (int a = 0; a < n; a++) /* K's rounding makes it not exactly symmetric */
-    for (int b = 0; b < a; b++) {
-      double t = K[a * n + b];
-      K[a * n + b] = K[b * n + a], K[b * n + a] = t;
-    }
-  for (int a = 0; a < n; a++) x[a] = 1.0 / (1 + a % 6);
-  double lam = power_rate(L, K, n, x, y, z, mk, ml);
-  if (lam > 0) return lam;
-  int best = -1;
-  double most = 0;
-  for (int j = 0; j < n; j++) { /* column j of L K: L times K's column j, row j of K^T */
-    matvec_columns(z, L, K + (size_t)j * n, n);
-    double nz = 0;
-    for (int a = 0; a < n; a++) nz += z[a] * z[a];
-    if (nz > most) most = nz, best = j;
+ * semi-definite, K exactly symmetric) by Lanczos in K's semi-inner product
+ * <u, v>_K = u^T K v, in which L K is self-adjoint (K L K is symmetric).
+ * With K = G G^T this is the symmetric Lanczos process on S = G^T L G with
+ * u = G^T v (Golub & Van Loan 10.1), whose nonzero eigenvalues are L K's;
+ * a step costs one product with K and one with L, as a power iteration's
+ * step, and K v is kept with v, so the inner products cost no further
+ * product. The largest Ritz value theta of T_j is at most the largest
+ * eigenvalue lambda1 (Cauchy interlacing), and S has an eigenvalue within
+ * rho = beta_j |s_j| of theta (s_j the last component of theta's unit
+ * eigenvector in T_j; Parlett 13.2). Without reorthogonalisation this holds
+ * in floating point too, up to rounding (Paige, 1980: a Ritz value with a
+ * small residual bound is near an eigenvalue; the loss of orthogonality
+ * that begins as theta converges repeats eigenvalues, it does not move
+ * them). The iteration stops once rho <= KHZ_RATE_TOL theta and returns
+ * theta + rho: at least the eigenvalue rho brackets and at most 2 rho
+ * above it. That eigenvalue is lambda1 unless the start is (nearly)
+ * orthogonal to lambda1's eigenvector, which the golden-ratio start,
+ * frac(0.618 (a + 1)) + 0.1, is not for the structured null spaces of the
+ * contacts (a body's equal [w; v]: rate26). The left-right pair of nearly
+ * equal eigenvalues that slowed the power iteration (lim26: lambda2 /
+ * lambda1 0.99 in half the humanoid's calls) is captured as a pair, and
+ * the convergence goes with the gap to lambda3. A start with v^T K v = 0
+ * restarts from e_j, j the largest diagonal of K; K = 0 or L K = 0 gives
+ * 0. mk, ml: the nonzero blocks of K and L (matvec_blocks), or NULL to
+ * find them; w holds 5 n doubles. */
+static double lanczos_rate(const double *L, const double *K, int n, const unsigned *mk_given,
+                           const unsigned *ml_given, double *w) {
+  unsigned mk_found[KHZ_TREE_BODIES], ml_found[KHZ_TREE_BODIES];
+  const unsigned *mk = mk_given, *ml = ml_given;
+  if (!mk) block_mask(K, n, mk_found), mk = mk_found;
+  if (!ml) block_mask(L, n, ml_found), ml = ml_found;
+  double *v = w + n, *y = v + n, *vold = y + n, *yn = vold + n; /* v_j, K v_j, v_{j-1}, K w */
+  for (int a = 0; a < n; a++) {
+    double g = 0.6180339887498949 * (a + 1);
+    v[a] = g - floor(g) + 0.1, vold[a] = 0;
   }
-  if (best < 0) return 0;
-  matvec_columns(x, L, K + (size_t)best * n, n);
-  lam = power_rate(L, K, n, x, y, z, mk, ml);
-  return lam > 0 ? lam : sqrt(most); /* |L K e_j|: the iterate vanished again */
+  matvec_blocks(y, K, v, n, mk);
+  double b2 = dot_pairs(v, y, n);
+  if (!(b2 > 0)) { /* the start in K's null space: e_j with K_jj > 0 */
+    int best = -1;
+    for (int j = 0; j < n; j++)
+      if (K[j * n + j] > (best < 0 ? 0 : K[best * n + best])) best = j;
+    if (best < 0) return 0; /* K = 0 (positive semi-definite, zero diagonal) */
+    for (int a = 0; a < n; a++) v[a] = a == best;
+    matvec_blocks(y, K, v, n, mk);
+    b2 = K[best * n + best];
+  }
+  double b = sqrt(b2);
+  for (int a = 0; a < n; a++) v[a] /= b, y[a] /= b;
+  double alpha[KHZ_RATE_STEPS], beta[KHZ_RATE_STEPS], theta = 0, rho = 0;
+  for (int j = 0; j < KHZ_RATE_STEPS; j++) {
+    matvec_blocks(w, L, y, n, ml); /* w = L K v_j */
+    double al = dot_pairs(y, w, n), bl = j ? beta[j - 1] : 0;
+    alpha[j] = al;
+    for (int a = 0; a < n; a++) w[a] -= al * v[a] + bl * vold[a];
+    matvec_blocks(yn, K, w, n, mk);
+    b2 = dot_pairs(w, yn, n);
+    b = b2 > 0 ? sqrt(b2) : 0;
+    /* an upper bound on T_{j+1}'s largest eigenvalue for Laguerre's start:
+     * Weyl's, max(theta_j, alpha_j) + beta_{j-1} (T_{j+1} is T_j beside
+     * alpha_j plus the coupling of norm beta_{j-1}); the first guess
+     * theta_j + rho_j, taken when it is above every eigenvalue */
+    double top = (j ? fmax(theta, al) + bl : al) * (1 + 1e-12), s2;
+    theta = tridiag_largest(alpha, beta, j + 1, theta + rho, top, &s2);
+    rho = b * sqrt(s2);
+    if (!(theta > 0)) return 0; /* L K = 0 on the Krylov space */
+    if (rho <= KHZ_RATE_TOL * theta) break;
+    beta[j] = b;
+    for (int a = 0; a < n; a++) vold[a] = v[a], v[a] = w[a] / b, y[a] = yn[a] / b;
+  }
+  /* not within the tolerance after KHZ_RATE_STEPS steps: theta, a lower
+   * bound, as the power iteration's estimate was (a rare call of a large
+   * cluster; theta + rho there was up to 16 % above, and a rate that
+   * much higher moved the 22 humanoids' impacts, see docs/benchmarks.md
+   * lanc26) */
+  return rho <= KHZ_RATE_TOL * theta ? theta + rho : theta;
+}
+
+/* largest eigenvalue of L K (n = 6 nb; L and K exactly symmetric positive
+ * semi-definite) by lanczos_rate; scratch holds KHZ_PENALTY_RATE_SCRATCH(nb)
+ * doubles. */
+static double largest_rate(const double *L, const double *K, int nb, double *scratch, const unsigned *mk,
+                           const unsigned *ml) {
+  return lanczos_rate(L, K, 6 * nb, mk, ml, scratch);
 }
 
 double khz_penaltyLargestRate(const double *L, double *K, int nb, double *scratch) {
-  return largest_rate(L, K, nb, scratch, scratch + 6 * nb, scratch + 12 * nb, NULL, NULL);
+  int n = 6 * nb;
+  for (int a = 0; a < n; a++) /* a K summed in another order may not be exactly symmetric */
+    for (int b = 0; b < a; b++) K[a * n + b] = K[b * n + a] = 0.5 * (K[a * n + b] + K[b * n + a]);
+  return largest_rate(L, K, nb, scratch, NULL, NULL);
+}
+
+/* clears the 6 x 6 blocks of A (n = 6 nb) that matvec_blocks can read:
+ * those of row block R's mask and of its neighbours' (matvec_blocks_avx
+ * takes two row blocks over the union of their masks), less those in
+ * written[R] (NULL: none), which the caller fills */
+static void clear_blocks(double *A, int nb, const unsigned *mask, const unsigned *written) {
+  int n = 6 * nb;
+  for (int R = 0; R < nb; R++) {
+    unsigned bits = mask[R] | (R > 0 ? mask[R - 1] : 0) | (R + 1 < nb ? mask[R + 1] : 0);
+    if (written) bits &= ~written[R];
+    for (; bits; bits &= bits - 1)
+      for (int i = 0; i < 6; i++) memset(A + (6 * R + i) * n + 6 * __builtin_ctz(bits), 0, 6 * sizeof(double));
+  }
 }
 
 /* h times the largest stiffness (sqrt of M^-1 K) and damping (M^-1 C) rates
@@ -1428,7 +1519,8 @@ double khz_penaltyLargestRate(const double *L, double *K, int nb, double *scratc
  * iteration on L C runs the same normalised iterates as the one on L K
  * (up to rounding), so C and its iteration are built only for a cluster
  * whose pairs' ratios differ. body (nb <= KHZ_TREE_BODIES) lists the
- * bodies, slot (nbody) maps a body to its place or -1; mat holds 3 n^2 + 3 n
+ * bodies, slot (nbody) maps a body to its place or -1; mat holds 3 n^2 +
+ * KHZ_PENALTY_RATE_SCRATCH(nb)
  * doubles, n = 6 nb. need (nbody, all 0) is scratch: the responses go out
  * only to the listed bodies and their paths to the root
  * (khz_impulseResponseNeed: the same values there, O(path) per body instead
@@ -1440,31 +1532,11 @@ static void tree_rates(const khzModel *m, khzData *d, const int *pair, int np, c
                        double rate[2]) {
   int n = 6 * nb;
   double *L = mat, *K = L + n * n, *C = K + n * n, *x = C + n * n;
-  memset(mat, 0, 2 * (size_t)n * n * sizeof(double));
-  for (int a = 0; a < nb; a++)
-    for (int i = body[a]; i > 0 && !need[i]; i = m->body_parent[i]) need[i] = 1;
-  for (int a = 0; a < nb; a++) {
-    khz_impulseResponseUnits(m, d, body[a], need, u6, dv6);
-    for (int c = 0; c < nb; c++)
-      if (m->body_root[body[c]] == m->body_root[body[a]])
-        for (int i = 0; i < 6; i++)
-          for (int j = 0; j < 6; j++) L[(6 * c + i) * n + 6 * a + j] = dv6[36 * body[c] + 6 * i + j];
-  }
-  for (int a = 0; a < nb; a++)
-    for (int i = body[a]; i > 0 && need[i]; i = m->body_parent[i]) need[i] = 0;
-  for (int a = 0; a < n; a++) /* symmetric up to round-off */
-    for (int b = 0; b < a; b++) L[a * n + b] = L[b * n + a] = 0.5 * (L[a * n + b] + L[b * n + a]);
-  const khzContact *c0 = d->contact + pair[0];
-  double ratio = c0->kp > 0 ? c0->kv / c0->kp : -1;
-  int same = ratio >= 0;
-  for (int i = 0; i < np; i++) {
-    const khzContact *c = d->contact + pair[i];
-    tree_springs(m, d, c, c->kp, slot, n, K);
-    same &= fabs(c->kv - ratio * c->kp) <= 1e-12 * c->kv;
-  }
-  /* the blocks that can be nonzero (power_rate): L's between bodies of one
-   * tree, K's (and C's) between the bodies of a pair and on each */
-  unsigned mk[KHZ_TREE_BODIES], ml[KHZ_TREE_BODIES];
+  /* the blocks that can be nonzero: L's between bodies of one tree, K's
+   * (and C's) between the bodies of a pair and on each; only those are
+   * written (L) or summed (K, C), and the other blocks matvec_blocks reads
+   * are cleared (clear_blocks), not the whole matrices */
+  unsigned mk[KHZ_TREE_BODIES] = {0}, ml[KHZ_TREE_BODIES] = {0};
   for (int a = 0; a < nb; a++) {
     mk[a] = ml[a] = 0;
     for (int c = 0; c < nb; c++) ml[a] |= (unsigned)(m->body_root[body[c]] == m->body_root[body[a]]) << c;
@@ -1477,15 +1549,40 @@ static void tree_rates(const khzModel *m, khzData *d, const int *pair, int np, c
         if (bs > 0 && bt > 0 && slot[bs] >= 0 && slot[bt] >= 0) mk[slot[bs]] |= 1u << slot[bt];
       }
   }
-  double h = d->timestep, lam = largest_rate(L, K, nb, x, x + n, x + 2 * n, mk, ml);
+  clear_blocks(K, nb, mk, NULL);
+  clear_blocks(L, nb, ml, ml);
+  for (int a = 0; a < nb; a++)
+    for (int i = body[a]; i > 0 && !need[i]; i = m->body_parent[i]) need[i] = 1;
+  /* body a's walk gives column block a; L is symmetric (a response matrix),
+   * so block (c, a) for c >= a is mirrored to (a, c), and the diagonal
+   * block's upper triangle to its lower: L exactly symmetric */
+  for (int a = 0; a < nb; a++) {
+    khz_impulseResponseUnits(m, d, body[a], need, u6, dv6);
+    for (int c = a; c < nb; c++)
+      if (m->body_root[body[c]] == m->body_root[body[a]])
+        for (int i = 0; i < 6; i++)
+          for (int j = c == a ? i : 0; j < 6; j++)
+            L[(6 * c + i) * n + 6 * a + j] = L[(6 * a + j) * n + 6 * c + i] = dv6[36 * body[c] + 6 * i + j];
+  }
+  for (int a = 0; a < nb; a++)
+    for (int i = body[a]; i > 0 && need[i]; i = m->body_parent[i]) need[i] = 0;
+  const khzContact *c0 = d->contact + pair[0];
+  double ratio = c0->kp > 0 ? c0->kv / c0->kp : -1;
+  int same = ratio >= 0;
+  for (int i = 0; i < np; i++) {
+    const khzContact *c = d->contact + pair[i];
+    tree_springs(m, d, c, c->kp, slot, n, K);
+    same &= fabs(c->kv - ratio * c->kp) <= 1e-12 * c->kv;
+  }
+  double h = d->timestep, lam = largest_rate(L, K, nb, x, mk, ml);
   rate[0] = h * sqrt(lam);
   if (same) {
     rate[1] = h * ratio * lam;
     return;
   }
-  memset(C, 0, (size_t)n * n * sizeof(double));
+  clear_blocks(C, nb, mk, NULL);
   for (int i = 0; i < np; i++) tree_springs(m, d, d->contact + pair[i], d->contact[pair[i]].kv, slot, n, C);
-  rate[1] = h * largest_rate(L, C, nb, x, x + n, x + 2 * n, mk, ml);
+  rate[1] = h * largest_rate(L, C, nb, x, mk, ml);
 }
 
 /* each cluster's members in index order, from one pass over cl (n of them:
@@ -1527,7 +1624,7 @@ static void tree_limits(const khzModel *m, khzData *d, double *sk, double *sv) {
   int *next = khz_stackAlloc(d, (size_t)nc * sizeof(int));
   int *head = khz_stackAlloc(d, (size_t)m->nbody * sizeof(int));
   int *body = khz_stackAlloc(d, (size_t)cap * sizeof(int));
-  double *mat = khz_stackAlloc(d, (3 * (size_t)nmax * nmax + 3 * (size_t)nmax) * sizeof(double));
+  double *mat = khz_stackAlloc(d, (3 * (size_t)nmax * nmax + KHZ_PENALTY_RATE_SCRATCH((size_t)cap)) * sizeof(double));
   unsigned char *need = khz_stackAlloc(d, (size_t)m->nbody); /* tree_rates */
   double *u6 = khz_stackAlloc(d, 36 * (size_t)m->nbody * sizeof(double));
   double *dv6 = khz_stackAlloc(d, 36 * (size_t)m->nbody * sizeof(double));

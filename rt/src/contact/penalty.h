@@ -101,9 +101,18 @@ int khz_penaltyTreeLimits(const khzModel *m, const khzData *d);
  * limited too); dqd NULL leaves robots' pairs alone. */
 void khz_penaltyLimits(const khzModel *m, khzData *d, double *dqd);
 
+/* The tree limits' Lanczos steps at most, and their stopping tolerance:
+ * the rate returned is the largest Ritz value theta plus its residual
+ * bound rho, once rho <= KHZ_RATE_TOL theta (penalty.c lanczos_rate) */
+#define KHZ_RATE_STEPS 32
+#define KHZ_RATE_TOL 1e-6
+/* doubles of scratch the rate of nb bodies takes: five vectors of 6 nb */
+#define KHZ_PENALTY_RATE_SCRATCH(nb) (30 * (nb))
+
 /* The largest eigenvalue of L K (n = 6 nb, both n x n row-major, symmetric
- * positive semi-definite) by the power iteration of the tree limits; K is
- * transposed in place, scratch holds 3 n doubles. For tests. */
+ * positive semi-definite) as the tree limits take it (Lanczos, above the
+ * eigenvalue by at most 2 KHZ_RATE_TOL of it); K is made exactly symmetric
+ * in place, scratch holds KHZ_PENALTY_RATE_SCRATCH(nb) doubles. For tests. */
 double khz_penaltyLargestRate(const double *L, double *K, int nb, double *scratch);
 
 /* A free body's explicit limits, for tests: C (6 x 6, [w; v] about the
