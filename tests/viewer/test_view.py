@@ -66,9 +66,8 @@ class Viewer:
     """`khz view` on a free port against a server; .url once it serves."""
 
     def __init__(self, server: khztest.Server, *extra: str):
-        # (the khz command's own options, --server-key and --client-keys, go before 'view')
-        keys = [a for i, a in enumerate(extra) if a in ("--server-key", "--client-keys") or
-                (i and extra[i - 1] in ("--server-key", "--client-keys"))]
+        # (the khz command's own options, --server-key=K and --client-keys=F, go before 'view')
+        keys = [a for a in extra if a.startswith(("--server-key=", "--client-keys="))]
         extra = tuple(a for a in extra if a not in keys)
         self.proc = subprocess.Popen(
             [khztest.PYTHON, "-m", "khz", "--state", server.state, "--command", server.command,
@@ -851,7 +850,9 @@ class RefusalTest(unittest.TestCase):
             for path, (pub, sec) in ((mine, (cpub, csec)), (other, (opub, osec))):
                 with open(path, "w") as f:
                     f.write(f"public {pub}\nsecret {sec}\n")
-            v = Viewer(s, "--bind", "0.0.0.0", "--server-key", spub, "--client-keys", mine)
+            # KEY=VALUE: a Z85 key may begin with '-', which argparse would
+            # take for an option (one draw in 85)
+            v = Viewer(s, "--bind", "0.0.0.0", f"--server-key={spub}", f"--client-keys={mine}")
             try:
                 self.assertTrue(v.url.startswith("http://0.0.0.0:"), v.url)
                 port = v.url.rsplit(":", 1)[1].strip("/")
@@ -861,8 +862,8 @@ class RefusalTest(unittest.TestCase):
             finally:
                 v.close()
             r = subprocess.run([khztest.PYTHON, "-m", "khz", "--state", s.state, "--command",
-                                s.command, "--timeout", "2", "--server-key", spub,
-                                "--client-keys", other, "view", "--port", "0", "--bind", "0.0.0.0"],
+                                s.command, "--timeout", "2", f"--server-key={spub}",
+                                f"--client-keys={other}", "view", "--port", "0", "--bind", "0.0.0.0"],
                                capture_output=True, text=True, timeout=60)
             self.assertEqual(r.returncode, 1, r.stdout)
             self.assertIn("CURVE", r.stderr)

@@ -467,7 +467,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--state", default=state_ep, help=f"state endpoint (default {state_ep})")
     p.add_argument("--command", default=cmd_ep, help=f"command endpoint (default {cmd_ep})")
     p.add_argument("--timeout", type=float, default=2.0, help="seconds to wait for the server")
-    p.add_argument("--server-key", help="CURVE: the server's public key (Z85)")
+    p.add_argument("--server-key", help="CURVE: the server's public key (Z85); write --server-key=KEY, "
+                   "as a key may begin with '-'")
     p.add_argument("--client-keys", help="CURVE: this client's keys (khz-server --curve-keygen output)")
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
