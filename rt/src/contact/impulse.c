@@ -589,6 +589,25 @@ static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int npai
   return sweep;
 }
 
+/* The passes after the impulses are velocity passes: the impulses change qd
+ * only, and the position part of the forward pass (poses, S, inertias) is
+ * already at d->q for every awake body (a sleeping one is skipped by either
+ * pass), so a whole forward pass at (d->q, d->qd) would write the same
+ * position bits again. Why it is at d->q here:
+ *   - a body awake when step_once ran its first pass: that pass was at d->q,
+ *     or khz_kinematicsAt found the last one at the same bits of q (its
+ *     stamp is kept only by passes that skipped no body);
+ *   - a body woken since, by a contact in khz_collideStep (khz_wake): its
+ *     last pass is the one khz_islandUpdate ran at its q before it fell
+ *     asleep (or kinematics_all on a restored or copied state); passes skip
+ *     sleeping bodies, khz_islandFreeze puts their q back every step, and a
+ *     caller writing q of a sleeping body wakes it (docs/sleeping.md), after
+ *     which the next step's first pass runs (the stamp was lost to the skip);
+ *   - since then, only qd has changed: the contact stages write no q, and
+ *     only dynamics.c's passes write the position part.
+ * test_impact's case "woken_poses" holds it: after the contact stages of a
+ * step where a sleeping box is woken and struck, every body's pass fields
+ * are a fresh forward pass's at (d->q, d->qd), bit for bit. */
 void khz_resolveImpacts(const khzModel *m, khzData *d, const khzLanding *landing) {
   size_t mark = khz_stackMark(d);
   int *parent = khz_stackAlloc(d, (size_t)m->nbody * sizeof(int));
@@ -658,7 +677,7 @@ void khz_resolveImpacts(const khzModel *m, khzData *d, const khzLanding *landing
     for (int b = 1; b < m->nbody; b++)
       if (tree_mark[m->body_root[b]] != solved)
         for (int a = 0, q = m->jnt_dofadr[b]; a < m->jnt_nv[b]; a++, q++) d->qd[q] += 0.0;
-    khz_forwardPass(m, d, d->q, d->qd);
+    khz_velocityPass(m, d, d->qd); /* the positions are current (above) */
   }
 
   /* the others: sequential impulses, Newton's restitution on the centroid's
@@ -675,7 +694,7 @@ void khz_resolveImpacts(const khzModel *m, khzData *d, const khzLanding *landing
       khzContact *c = d->contact + i;
       if (impulse_pair(m, d, c, target[i], dqd, dsum, dvel)) {
         applied = 1;
-        khz_forwardPass(m, d, d->q, d->qd);
+        khz_velocityPass(m, d, d->qd);
       }
     }
     if (!applied) break;
