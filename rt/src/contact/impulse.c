@@ -366,6 +366,96 @@ static int reimpact_points(const khzModel *m, const khzData *d, const khzContact
   return n;
 }
 
+/* Projected Gauss-Seidel with accumulated impulses on a cluster's W (n3 =
+ * 3 k, symmetric), u + W lam = v kept current: per pair the normal impulse
+ * towards v_n = target (kept >= 0), then the tangential one towards v_t = 0
+ * (the 2 x 2 block), held inside the disc mu lambda_n. At most max_sweeps
+ * sweeps; stops when no velocity moved more than KHZ_PGS_TOL. Returns the
+ * sweeps taken, the last sweep's largest move in *moved_last. */
+static inline __attribute__((always_inline)) int pgs_sweeps_body(const khzData *d, const int *site,
+                                                                 int k, const double *W, const double *tgt,
+                                                                 double *lam, double *v, int max_sweeps,
+                                                                 double *moved_last) {
+  int n3 = 3 * k, sweep;
+  double moved = 0;
+  for (sweep = 0; sweep < max_sweeps; sweep++) {
+    moved = 0;
+    for (int i = 0; i < k; i++) {
+      const khzContact *ci = d->contact + site[i];
+      double *li = lam + 3 * i, *vi = v + 3 * i, dl[3];
+      const double *Wi = W + (size_t)(3 * i) * n3 + 3 * i; /* the pair's 3 x 3 block, rows n3 apart */
+      double wnn = Wi[0];
+      if (!(wnn > 0)) continue;
+      double ln = fmax(0, li[0] - (vi[0] - tgt[i]) / wnn);
+      dl[0] = ln - li[0];
+      /* the tangential velocity once the normal change is in */
+      double vt1 = vi[1] + Wi[n3] * dl[0], vt2 = vi[2] + Wi[2 * n3] * dl[0];
+      double a = Wi[n3 + 1], b = Wi[n3 + 2], cc = Wi[2 * n3 + 2], det = a * cc - b * b;
+      double lt1, lt2;
+      if (det > 1e-12 * a * cc) {
+        lt1 = li[1] - (cc * vt1 - b * vt2) / det;
+        lt2 = li[2] - (a * vt2 - b * vt1) / det;
+      } else {
+        lt1 = a > 0 ? li[1] - vt1 / a : li[1];
+        lt2 = cc > 0 ? li[2] - vt2 / cc : li[2];
+      }
+      double ltn = sqrt(lt1 * lt1 + lt2 * lt2), cap = ci->mu * ln;
+      if (ltn > cap && d->contact_method == KHZ_CONTACT_DEEPEST && det > 1e-12 * a * cc) {
+        /* sliding, under the deepest-point method: the point of the disc
+         * that minimises the pair's quadratic 1/2 P^T A P - P^T (A l - v_t)
+         * (Coulomb's maximal dissipation, the slip opposed), not the
+         * unbounded solution scaled onto the disc. At a corner A couples
+         * the tangents (the body turns), and the scaled impulse pointed
+         * off the slip: a box sliding on one corner with mu 0.6 landed
+         * with 0.93-0.96 of mu lambda_n along it and stopped up to 1.8 %
+         * late (docs/contact.md, friction) */
+        double A2[3] = {a, b, cc}, b2[2] = {a * li[1] + b * li[2] - vt1, b * li[1] + cc * li[2] - vt2}, P2[2];
+        khz_discDissipation(A2, b2, cap, P2);
+        lt1 = P2[0], lt2 = P2[1];
+      } else if (ltn > cap) {
+        lt1 *= cap / ltn, lt2 *= cap / ltn;
+      }
+      dl[1] = lt1 - li[1], dl[2] = lt2 - li[2];
+      li[0] = ln, li[1] = lt1, li[2] = lt2;
+      /* v += W's three columns of the pair times dl (row = column: W is
+       * symmetric), in one pass when all three move: the same sums in the
+       * same order, ((v + c0 dl0) + c1 dl1) + c2 dl2. A column whose dl is 0
+       * is skipped, not added as 0 (that would turn a -0 into +0) */
+      const double *c0 = W + (size_t)(3 * i) * n3, *c1 = c0 + n3, *c2 = c1 + n3;
+      if (dl[0] != 0 && dl[1] != 0 && dl[2] != 0) {
+        for (int r = 0; r < n3; r++) v[r] = v[r] + c0[r] * dl[0] + c1[r] * dl[1] + c2[r] * dl[2];
+      } else {
+        for (int e = 0; e < 3; e++) {
+          if (dl[e] == 0) continue;
+          const double *col = c0 + (size_t)e * n3;
+          for (int r = 0; r < n3; r++) v[r] += col[r] * dl[e];
+        }
+      }
+      moved = fmax(moved, fabs(dl[0]) * wnn + fabs(dl[1]) * a + fabs(dl[2]) * cc);
+    }
+    if (moved < KHZ_PGS_TOL) break;
+  }
+  *moved_last = moved;
+  return sweep;
+}
+
+/* the sweeps compiled for AVX too (as forward_pass): the same bits, no FMA */
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx"))) static int pgs_sweeps_avx(const khzData *d, const int *site, int k,
+                                                         const double *W, const double *tgt, double *lam, double *v,
+                                                         int max_sweeps, double *moved_last) {
+  return pgs_sweeps_body(d, site, k, W, tgt, lam, v, max_sweeps, moved_last);
+}
+#endif
+
+static int pgs_sweeps(const khzData *d, const int *site, int k, const double *W,
+                      const double *tgt, double *lam, double *v, int max_sweeps, double *moved_last) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx")) return pgs_sweeps_avx(d, site, k, W, tgt, lam, v, max_sweeps, moved_last);
+#endif
+  return pgs_sweeps_body(d, site, k, W, tgt, lam, v, max_sweeps, moved_last);
+}
+
 /* One cluster of k impacting pairs (contact indices idx) solved together.
  * Unknowns: each site's impulse in its pair's frame, lam = (normal, t1, t2),
  * +lam on body 0 and -lam on body 1 at the site: the pair's centroid, or
@@ -503,60 +593,10 @@ static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int npai
     break;
   }
 
-  /* projected Gauss-Seidel with accumulated impulses: per pair the normal
-   * impulse towards v_n = target (kept >= 0), then the tangential one towards
-   * v_t = 0 (the 2 x 2 block), held inside the disc mu lambda_n */
-  double per_sweep = 9.0 * k * k + 1;
-  int max_sweeps = (int)fmin(KHZ_PGS_MAX_SWEEPS, fmax(20, KHZ_PGS_BUDGET / per_sweep)), sweep;
-  double moved = 0;
-  for (sweep = 0; sweep < max_sweeps; sweep++) {
-    moved = 0;
-    for (int i = 0; i < k; i++) {
-      const khzContact *ci = d->contact + site[i];
-      double *li = lam + 3 * i, *vi = v + 3 * i, dl[3];
-      const double *Wi = W + (size_t)(3 * i) * n3 + 3 * i; /* the pair's 3 x 3 block, rows n3 apart */
-      double wnn = Wi[0];
-      if (!(wnn > 0)) continue;
-      double ln = fmax(0, li[0] - (vi[0] - tgt[i]) / wnn);
-      dl[0] = ln - li[0];
-      /* the tangential velocity once the normal change is in */
-      double vt1 = vi[1] + Wi[n3] * dl[0], vt2 = vi[2] + Wi[2 * n3] * dl[0];
-      double a = Wi[n3 + 1], b = Wi[n3 + 2], cc = Wi[2 * n3 + 2], det = a * cc - b * b;
-      double lt1, lt2;
-      if (det > 1e-12 * a * cc) {
-        lt1 = li[1] - (cc * vt1 - b * vt2) / det;
-        lt2 = li[2] - (a * vt2 - b * vt1) / det;
-      } else {
-        lt1 = a > 0 ? li[1] - vt1 / a : li[1];
-        lt2 = cc > 0 ? li[2] - vt2 / cc : li[2];
-      }
-      double ltn = sqrt(lt1 * lt1 + lt2 * lt2), cap = ci->mu * ln;
-      if (ltn > cap && d->contact_method == KHZ_CONTACT_DEEPEST && det > 1e-12 * a * cc) {
-        /* sliding, under the deepest-point method: the point of the disc
-         * that minimises the pair's quadratic 1/2 P^T A P - P^T (A l - v_t)
-         * (Coulomb's maximal dissipation, the slip opposed), not the
-         * unbounded solution scaled onto the disc. At a corner A couples
-         * the tangents (the body turns), and the scaled impulse pointed
-         * off the slip: a box sliding on one corner with mu 0.6 landed
-         * with 0.93-0.96 of mu lambda_n along it and stopped up to 1.8 %
-         * late (docs/contact.md, friction) */
-        double A2[3] = {a, b, cc}, b2[2] = {a * li[1] + b * li[2] - vt1, b * li[1] + cc * li[2] - vt2}, P2[2];
-        khz_discDissipation(A2, b2, cap, P2);
-        lt1 = P2[0], lt2 = P2[1];
-      } else if (ltn > cap) {
-        lt1 *= cap / ltn, lt2 *= cap / ltn;
-      }
-      dl[1] = lt1 - li[1], dl[2] = lt2 - li[2];
-      li[0] = ln, li[1] = lt1, li[2] = lt2;
-      for (int e = 0; e < 3; e++) {
-        if (dl[e] == 0) continue;
-        const double *col = W + (size_t)(3 * i + e) * n3; /* row = column: W is symmetric */
-        for (int r = 0; r < n3; r++) v[r] += col[r] * dl[e];
-      }
-      moved = fmax(moved, fabs(dl[0]) * wnn + fabs(dl[1]) * a + fabs(dl[2]) * cc);
-    }
-    if (moved < KHZ_PGS_TOL) break;
-  }
+  /* projected Gauss-Seidel with accumulated impulses (pgs_sweeps) */
+  double per_sweep = 9.0 * k * k + 1, moved = 0;
+  int max_sweeps = (int)fmin(KHZ_PGS_MAX_SWEEPS, fmax(20, KHZ_PGS_BUDGET / per_sweep));
+  int sweep = pgs_sweeps(d, site, k, W, tgt, lam, v, max_sweeps, &moved);
   /* out of sweeps while the last one still moved a velocity by more than
    * Fig. 2's eps: the impulses are short of converged */
   if (sweep == max_sweeps && moved > m->contact.impact_velocity) d->warning[KHZ_WARN_IMPULSE]++;
@@ -589,6 +629,25 @@ static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int npai
   return sweep;
 }
 
+/* The passes after the impulses are velocity passes: the impulses change qd
+ * only, and the position part of the forward pass (poses, S, inertias) is
+ * already at d->q for every awake body (a sleeping one is skipped by either
+ * pass), so a whole forward pass at (d->q, d->qd) would write the same
+ * position bits again. Why it is at d->q here:
+ *   - a body awake when step_once ran its first pass: that pass was at d->q,
+ *     or khz_kinematicsAt found the last one at the same bits of q (its
+ *     stamp is kept only by passes that skipped no body);
+ *   - a body woken since, by a contact in khz_collideStep (khz_wake): its
+ *     last pass is the one khz_islandUpdate ran at its q before it fell
+ *     asleep (or kinematics_all on a restored or copied state); passes skip
+ *     sleeping bodies, khz_islandFreeze puts their q back every step, and a
+ *     caller writing q of a sleeping body wakes it (docs/sleeping.md), after
+ *     which the next step's first pass runs (the stamp was lost to the skip);
+ *   - since then, only qd has changed: the contact stages write no q, and
+ *     only dynamics.c's passes write the position part.
+ * test_impact's case "woken_poses" holds it: after the contact stages of a
+ * step where a sleeping box is woken and struck, every body's pass fields
+ * are a fresh forward pass's at (d->q, d->qd), bit for bit. */
 void khz_resolveImpacts(const khzModel *m, khzData *d, const khzLanding *landing) {
   size_t mark = khz_stackMark(d);
   int *parent = khz_stackAlloc(d, (size_t)m->nbody * sizeof(int));
@@ -658,7 +717,7 @@ void khz_resolveImpacts(const khzModel *m, khzData *d, const khzLanding *landing
     for (int b = 1; b < m->nbody; b++)
       if (tree_mark[m->body_root[b]] != solved)
         for (int a = 0, q = m->jnt_dofadr[b]; a < m->jnt_nv[b]; a++, q++) d->qd[q] += 0.0;
-    khz_forwardPass(m, d, d->q, d->qd);
+    khz_velocityPass(m, d, d->qd); /* the positions are current (above) */
   }
 
   /* the others: sequential impulses, Newton's restitution on the centroid's
@@ -675,7 +734,7 @@ void khz_resolveImpacts(const khzModel *m, khzData *d, const khzLanding *landing
       khzContact *c = d->contact + i;
       if (impulse_pair(m, d, c, target[i], dqd, dsum, dvel)) {
         applied = 1;
-        khz_forwardPass(m, d, d->q, d->qd);
+        khz_velocityPass(m, d, d->qd);
       }
     }
     if (!applied) break;
