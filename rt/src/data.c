@@ -103,6 +103,7 @@ void khz_copyState(const khzModel *m, khzData *dst, const khzData *src) {
 #undef KHZ_X_COPY
   dst->ncontact_kept = 0; /* dst's contact list is not src's: sleeping pairs are listed again
                              when they wake */
+  dst->quiet_ready = 0;   /* other poses: the next pass runs the broad phase */
   if (khz_anyAsleep(dst)) kinematics_all(m, dst); /* the next pass skips sleeping bodies */
 }
 
@@ -180,6 +181,7 @@ void khz_restoreState(const khzModel *m, khzData *d, const void *in) {
   KHZ_STATE_FIELDS(KHZ_X_RESTORE)
 #undef KHZ_X_RESTORE
   d->ncontact_kept = 0; /* the contact list is not the restored state's */
+  d->quiet_ready = 0;
   kinematics_all(m, d);
 }
 

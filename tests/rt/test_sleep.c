@@ -7,6 +7,7 @@
  * sleeping off (scene option and run-time switch) keeps everything awake;
  * determinism through sleep and wake; zero heap calls while islands sleep
  * and wake (malloc & co. wrapped at link time). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -179,6 +180,113 @@ static double energy(const khzModel *m, khzData *d) {
   double ke, pe;
   khz_energy(m, d, &ke, &pe);
   return ke + pe;
+}
+
+/* two runs of one model stepped side by side: `warm` as it comes, `cold`
+ * with the quiet pass's memory cleared before each step, so that every one
+ * of its collision passes runs the broad phase (collision/pairs.c); returns
+ * the first step at which their states or their counts of full contact
+ * lists differ, -1 when none of `steps` does */
+static int warm_cold_split(const khzModel *m, khzData *warm, khzData *cold, int steps) {
+  for (int k = 0; k < steps; k++) {
+    khz_step(m, warm);
+    cold->quiet_ready = 0;
+    khz_step(m, cold);
+    if (khz_hashState(m, warm) != khz_hashState(m, cold) ||
+        warm->warning[KHZ_WARN_CONTACTFULL] != cold->warning[KHZ_WARN_CONTACTFULL])
+      return k;
+  }
+  return -1;
+}
+
+/* 12. the quiet pass: with every body asleep the collision pass skips the
+ * broad phase; the far box thrown from there at the sleeping column wakes
+ * it at the same step, with the same bits, as the run whose every pass runs
+ * the broad phase, and leaves the ball asleep */
+static void quiet_throw(const khzModel *m, const khzData *asleep_d) {
+  khzData *warm = khz_makeData(m, 0), *cold = khz_makeData(m, 0);
+  khz_copyState(m, warm, asleep_d);
+  khz_copyState(m, cold, asleep_d);
+  ENSURE(warm_cold_split(m, warm, cold, 3) < 0);
+  ENSURE(warm->quiet_ready == 1 && cold->quiet_ready == 1); /* the next pass of warm is quiet */
+  khzData *run[2] = {warm, cold};
+  int qa = m->jnt_qadr[FAR], da = m->jnt_dofadr[FAR];
+  for (int i = 0; i < 2; i++) {
+    run[i]->q[qa] = 0.4, run[i]->q[qa + 2] = 0.26; /* beside the top box, thrown at it */
+    run[i]->qd[da] = -2;
+    khz_wake(m, run[i], FAR);
+  }
+  int hit[2] = {-1, -1}, split = -1;
+  for (int k = 0; k < 400 && split < 0; k++) {
+    split = warm_cold_split(m, warm, cold, 1);
+    for (int i = 0; i < 2; i++)
+      if (hit[i] < 0 && asleep(m, run[i], BOX1, BOX3) == 0) hit[i] = k;
+  }
+  ENSURE_MSG(split < 0, "the warm run left the cold one at a step after the throw");
+  ENSURE(hit[0] > 0 && hit[0] == hit[1] && khz_bodySleeping(m, warm, BALL));
+  /* asleep again: the quiet passes resume, the same bits */
+  for (int k = 0; k < 6000 && asleep(m, warm, 1, NBODY - 1) < NBODY - 1; k += 100)
+    ENSURE(warm_cold_split(m, warm, cold, 100) < 0);
+  ENSURE(asleep(m, warm, 1, NBODY - 1) == NBODY - 1);
+  ENSURE(warm_cold_split(m, warm, cold, 10) < 0 && warm->quiet_ready == 1);
+  printf("quiet pass: the thrown box woke the column at step %d of the throw, as with the broad "
+         "phase every pass; all asleep again at %.3f s, the same bits\n", hit[0], warm->time);
+  khz_deleteData(&warm), khz_deleteData(&cold);
+}
+
+/* 13. a quiet pass whose broad phase overflows its pair list: 20 balls
+ * asleep on a static floor, inside the boxes of 24 static rods laid
+ * diagonally across the scene and clear of them (480 candidate pairs, room
+ * for 424). The broad phase counts the full list at every pass; the quiet
+ * pass must not skip it (the same counts as the run that never skips) */
+static void quiet_overflow(void) {
+  khzSpec *s = khz_spec_new();
+  khzGeomSpec floor;
+  khz_spec_defaultGeom(&floor);
+  floor.type = KHZ_GEOM_BOX;
+  floor.size[0] = floor.size[1] = 2, floor.size[2] = 1;
+  floor.pos[2] = -1; /* its lower bounds are the lowest: its pairs are listed first */
+  khz_spec_addGeom(s, &floor);
+  for (int i = 0; i < 24; i++) {
+    khzGeomSpec rod;
+    khz_spec_defaultGeom(&rod);
+    rod.type = KHZ_GEOM_CAPSULE;
+    rod.size[0] = 0.005, rod.size[1] = 1.5;
+    rod.pos[2] = -0.24 + 0.02 * i;
+    /* the capsule's z turned onto (2, 2, 1) / 3: about (-1, 1, 0), cos 1/3 */
+    double half = 0.5 * acos(1.0 / 3);
+    rod.quat[0] = cos(half), rod.quat[1] = -sin(half) / sqrt(2), rod.quat[2] = sin(half) / sqrt(2);
+    rod.quat[3] = 0;
+    khz_spec_addGeom(s, &rod);
+  }
+  for (int k = 0; k < 20; k++) {
+    char name[16];
+    snprintf(name, sizeof name, "ball%d", k);
+    add_free(s, name, KHZ_GEOM_SPHERE, 0.02, 0.1, 0.3 + 0.03 * k, 0.02);
+  }
+  char err[256];
+  khzModel *m = khz_compile(s, err, sizeof err);
+  ENSURE_MSG(m, "%s", err);
+  khz_spec_destroy(&s);
+  if (!m) return;
+  int nball = m->nbody - 1;
+  khzData *warm = khz_makeData(m, 0), *cold = khz_makeData(m, 0);
+  for (int b = 1; b <= nball; b++) { /* along x = -y, away from the rods */
+    int qa = m->jnt_qadr[b];
+    warm->q[qa + 1] = cold->q[qa + 1] = -warm->q[qa];
+  }
+  int split = -1;
+  while (warm->time < 4 && asleep(m, warm, 1, nball) < nball && split < 0)
+    split = warm_cold_split(m, warm, cold, 1);
+  ENSURE(split < 0 && asleep(m, warm, 1, nball) == nball);
+  int full0 = warm->warning[KHZ_WARN_CONTACTFULL];
+  ENSURE(warm_cold_split(m, warm, cold, 200) < 0);
+  printf("quiet pass with the pair list full: %d balls asleep at %.3f s; %d full lists in the "
+         "200 quiet steps that followed, as the broad phase every pass counts\n", nball,
+         warm->time - 0.2, warm->warning[KHZ_WARN_CONTACTFULL] - full0);
+  ENSURE(warm->warning[KHZ_WARN_CONTACTFULL] - full0 == 200 && warm->quiet_ready == 0);
+  khz_deleteData(&warm), khz_deleteData(&cold);
+  khz_deleteModel(&m);
 }
 
 int main(void) {
@@ -395,6 +503,9 @@ int main(void) {
   free(rb), free(ra);
   khz_deleteData(&r), khz_deleteData(&rh);
   khz_deleteModel(&mr);
+
+  quiet_throw(m, d);
+  quiet_overflow();
 
   free(before), free(after);
   khz_deleteData(&a), khz_deleteData(&b), khz_deleteData(&z), khz_deleteData(&w), khz_deleteData(&d);

@@ -648,6 +648,11 @@ typedef struct khzData {
   int apart_half;         /* private: the half of apart_pair and apart_axis that holds them */
   uint64_t *apart_pair;   /* private: 2 x khz_collisionPairCap: (g0 << 32 | g1) */
   double *apart_axis;     /* private: 3 per apart_pair: the direction, world, toward g0 */
+  int quiet_ready;        /* private (pairs.c): 1 when the last collision pass had every body
+                             with a collidable geom asleep or welded to the world and its broad
+                             phase did not overflow: the next such pass skips the broad phase
+                             (nothing it finds is collided); cleared by a restore, a reset, a
+                             wake */
 
   /* warnings */
   int warning[KHZ_NWARNING];

@@ -246,6 +246,24 @@ static void round_point(const khzModel *m, const khzContact *c, const double *xr
   p->round = side;
 }
 
+/* A quiet pass: some body sleeps and every body with a collidable geom is
+ * asleep or welded to the world. No pair of it is collided (none is mixed,
+ * none awake: khz_pairAsleep), so nothing wakes; the sleeping pairs' contacts
+ * stay listed as they are. */
+static int quiet_pass(const khzModel *m, const khzData *d) {
+  const khzColModel *cm = m->collision;
+  if (!khz_anyAsleep(d)) return 0;
+  for (int i = 0; i < cm->nbounded; i++) {
+    int b = m->geom_body[cm->bounded[i]];
+    if (!d->body_sleep[b] && cm->weld[b] != 0) return 0;
+  }
+  for (int i = 0; i < cm->nplane; i++) {
+    int b = m->geom_body[cm->planes[i]];
+    if (!d->body_sleep[b] && cm->weld[b] != 0) return 0;
+  }
+  return 1;
+}
+
 KHZ_AVX_CLONES int khz_collideStep(const khzModel *m, khzData *d) {
   const khzColModel *cm = m->collision;
   /* a shift left pending (a step cut short) is undone before the list is read */
@@ -270,15 +288,23 @@ KHZ_AVX_CLONES int khz_collideStep(const khzModel *m, khzData *d) {
     return 0;
   }
 
-  /* broad phase */
-  khz_collisionFrames(m, d, frame, aabb);
-  int overflow = 0;
-  int np = khz_broadphase(m, d, frame, aabb, pairs, cap, &overflow);
-  if (np < 0) {
-    khz_stackFree(d, mark);
-    return 0;
+  /* broad phase; skipped in a quiet pass after a quiet pass: every pair it
+   * lists would be a pair of sleeping or welded bodies, not collided, and
+   * the poses are those of the last pass, whose broad phase did not overflow
+   * (the one thing of it that a quiet pass reports) */
+  int quiet = quiet_pass(m, d), np = 0, fast = quiet && d->quiet_ready;
+  if (!fast) {
+    d->quiet_ready = 0;
+    khz_collisionFrames(m, d, frame, aabb);
+    int overflow = 0;
+    np = khz_broadphase(m, d, frame, aabb, pairs, cap, &overflow);
+    if (np < 0) {
+      khz_stackFree(d, mark);
+      return 0;
+    }
+    full |= overflow > 0;
+    d->quiet_ready = quiet && overflow == 0;
   }
-  full |= overflow > 0;
 
   /* sleeping islands (island.c): a sleeping body that an awake moving body
    * touches wakes its island before the narrow phase below, so that all of
@@ -321,7 +347,7 @@ KHZ_AVX_CLONES int khz_collideStep(const khzModel *m, khzData *d) {
         }
       }
     }
-    for (int s = 0; s < P; s++) {
+    for (int s = 0; s < P && !fast; s++) { /* room: for the narrow phase's contacts */
       const khzPairState *ps = &d->pair[s];
       if (ps->geom[0] >= 0 && ps->geom[0] < ps->geom[1] && ps->geom[1] < m->ngeom &&
           khz_pairAsleep(m, d, m->geom_body[ps->geom[0]], m->geom_body[ps->geom[1]]))
@@ -405,8 +431,10 @@ KHZ_AVX_CLONES int khz_collideStep(const khzModel *m, khzData *d) {
   }
   d->napart = nnext, d->apart_half = 1 - h;
 
-  /* persistent slots (slot -1 only when the stack is exhausted, counted as KHZ_WARN_STACK) */
-  assign_slots(m, d, frozen);
+  /* persistent slots (slot -1 only when the stack is exhausted, counted as
+   * KHZ_WARN_STACK); after a quiet pass every slot is a sleeping pair's,
+   * kept as it is, and a quiet pass adds none: nothing to assign */
+  if (!fast) assign_slots(m, d, frozen);
   if (full) d->warning[KHZ_WARN_CONTACTFULL]++;
   khz_stackFree(d, mark);
   /* the contact stages of this step see the awake pairs only; the step puts
