@@ -86,6 +86,20 @@ static int chol_recurrence(double *A, int n) {
   return 0;
 }
 
+/* khzu_cholFactor and the recurrence on copies of A (n x n): their
+ * returns in rg and rw; 1 if the factors' lower triangles are equal bit for
+ * bit */
+static int factor_as_recurrence(const double *A, double *got, double *want, int n, int *rg, int *rw) {
+  memcpy(got, A, (size_t)n * n * sizeof(double));
+  memcpy(want, A, (size_t)n * n * sizeof(double));
+  *rg = khzu_cholFactor(got, n), *rw = chol_recurrence(want, n);
+  int same = 1;
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j <= i; j++) same &= memcmp(&got[i * n + j], &want[i * n + j], sizeof(double)) == 0;
+  return same;
+}
+
+
 static void test_chol_large(void) {
   static const int sizes[] = {13, 14, 16, 17, 21, 31, 40, 64, 65, 100, 128, 130};
   enum { NMAX = 130 };
@@ -105,13 +119,8 @@ static void test_chol_large(void) {
         }
       if (fail_at >= 0) /* column fail_at's pivot goes negative */
         A[fail_at * n + fail_at] = -1;
-      memcpy(got, A, (size_t)n * n * sizeof(double));
-      memcpy(want, A, (size_t)n * n * sizeof(double));
-      int rg = khzu_cholFactor(got, n), rw = chol_recurrence(want, n);
+      int rg, rw, same = factor_as_recurrence(A, got, want, n, &rg, &rw);
       ENSURE_MSG(rg == rw, "n %d case %d: returned %d, the recurrence %d", n, t, rg, rw);
-      int same = 1;
-      for (int i = 0; i < n; i++)
-        for (int j = 0; j <= i; j++) same &= memcmp(&got[i * n + j], &want[i * n + j], sizeof(double)) == 0;
       ENSURE_MSG(same, "n %d case %d: the factor's lower triangle differs from the recurrence's", n, t);
       cases++;
     }
@@ -165,13 +174,8 @@ static void test_chol_block_sparse(void) {
       for (int i = 1; i < n; i += 3)
         for (int j = 0; j < i; j++)
           if (A[n * i + j] == 0) A[n * i + j] = A[n * j + i] = -0.0;
-    memcpy(got, A, (size_t)n * n * sizeof(double));
-    memcpy(want, A, (size_t)n * n * sizeof(double));
-    int rg = khzu_cholFactor(got, n), rw = chol_recurrence(want, n);
+    int rg, rw, same = factor_as_recurrence(A, got, want, n, &rg, &rw);
     ENSURE_MSG(rg == rw, "case %d (n %d): returned %d, the recurrence %d", t, n, rg, rw);
-    int same = 1;
-    for (int i = 0; i < n; i++)
-      for (int j = 0; j <= i; j++) same &= memcmp(&got[i * n + j], &want[i * n + j], sizeof(double)) == 0;
     ENSURE_MSG(same, "case %d (n %d, %d trees, %d joining rows): the factor's lower triangle differs from the "
                "recurrence's", t, n, ntree, join);
     cases++;
