@@ -93,6 +93,12 @@ for a in range(0, len(ir), window):
     r = recs[a]
     print(f"| {a}-{min(a + window, len(ir)) - 1} | {q(v, .5) / 1e3:.1f} | {q(v, .9) / 1e3:.1f} | {v[-1] / 1e3:.1f} | "
           f"{r[0]} | {r[1]} | {r[2]} |")
+# a realtime run of N ticks whose later ticks are cheaper (all asleep) has
+# its p99 at the (N / 100)th dearest tick: 200 for 20 s, 600 for 60 s at 1 kHz
+desc = sorted(ir, reverse=True)
+for rank in (200, 600):
+    if rank <= len(desc):
+        print(f"{rank}th dearest step: {desc[rank - 1] / 1e3:.1f} k Ir (p99 of a {rank // 10} s run at 1 kHz)")
 print(f"\nthe {top} dearest steps (k Ir; awake pairs / points; their five dearest functions, exclusive k Ir)")
 for s in sorted(sorted(range(len(ir)), key=lambda s: -ir[s])[:top]):
     fns = ", ".join(f"{k} {v / 1e3:.0f}" for k, v in excl[s + 1].most_common(5))

@@ -10,15 +10,17 @@
 # level: one core's L2 of the AMD EPYC this runs on) and prints the misses
 # per step; read them per function with callgrind_annotate on the kept file.
 # Needs valgrind (its callgrind.h) and a C compiler.
-# Usage: bench/cg_window.sh [-k] [-c] BUILDDIR SCENE.yaml FROM TO
+# -s keeps sleeping as the scene says (as khz-server and bench/cg_steps.sh).
+# Usage: bench/cg_window.sh [-k] [-c] [-s] BUILDDIR SCENE.yaml FROM TO
 set -euo pipefail
-keep=0 cache=()
-while [ "${1:-}" = -k ] || [ "${1:-}" = -c ]; do
+keep=0 cache=() sleep=0
+while [ "${1:-}" = -k ] || [ "${1:-}" = -c ] || [ "${1:-}" = -s ]; do
   [ "$1" = -k ] && keep=1
+  [ "$1" = -s ] && sleep=1
   [ "$1" = -c ] && cache=(--cache-sim=yes --I1=32768,8,64 --D1=32768,8,64 --LL=1048576,8,64)
   shift
 done
-[ $# -eq 4 ] || { echo "usage: bench/cg_window.sh [-k] [-c] BUILDDIR SCENE.yaml FROM TO" >&2; exit 2; }
+[ $# -eq 4 ] || { echo "usage: bench/cg_window.sh [-k] [-c] [-s] BUILDDIR SCENE.yaml FROM TO" >&2; exit 2; }
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "$1" && pwd) scene=$2 from=$3 to=$4
 tmp=$(mktemp -d)
@@ -36,7 +38,7 @@ int main(int argc, char **argv) {
   if (!m) { fprintf(stderr, "%s\n", err); return 1; }
   khzData *d = khz_makeData(m, 0);
   if (!d) return 1;
-  d->sleep_enabled = 0;
+  if (!atoi(argv[4])) d->sleep_enabled = 0;
   int from = atoi(argv[2]), to = atoi(argv[3]);
   for (int s = 0; s < from; s++) khz_step(m, d);
   CALLGRIND_START_INSTRUMENTATION;
@@ -49,7 +51,7 @@ C
 cc -O2 -o "$tmp/window" "$tmp/window.c" -I"$src/rt/include" -I"$src/loader/include" \
   -L"$build/lib" -lkhz -Wl,-rpath,"$build/lib"
 valgrind --tool=callgrind --instr-atstart=no --toggle-collect=khz_stepWith ${cache[@]+"${cache[@]}"} \
-  --callgrind-out-file="$tmp/cg.out" "$tmp/window" "$scene" "$from" "$to" > "$tmp/hash" 2> "$tmp/err"
+  --callgrind-out-file="$tmp/cg.out" "$tmp/window" "$scene" "$from" "$to" "$sleep" > "$tmp/hash" 2> "$tmp/err"
 ir=$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$tmp/err")
 printf "%s steps %d-%d: %.1f k Ir per step, state hash %s\n" "$scene" "$from" "$to" \
   "$(echo "$ir / ($to - $from) / 1000" | bc -l)" "$(cat "$tmp/hash")"

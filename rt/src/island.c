@@ -128,6 +128,11 @@ int khz_islandUpdate(const khzModel *m, khzData *d) {
   if (!d->sleep_enabled || d->contact_method == KHZ_CONTACT_NONE ||
       d->contact_method == KHZ_CONTACT_LCP || d->contact_method == KHZ_CONTACT_PEG)
     return 0;
+  /* every tree asleep: no idle time to count, no tree to put to sleep */
+  if (khz_allAsleep(m, d)) {
+    d->ncontact_kept = d->ncontact;
+    return 0;
+  }
   int nb = m->nbody, slept = 0;
   size_t mark = khz_stackMark(d);
   int *parent = khz_stackAlloc(d, (size_t)nb * sizeof(int));

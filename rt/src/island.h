@@ -12,6 +12,14 @@
  * the number of sleeping trees) */
 static inline int khz_anyAsleep(const khzData *d) { return d->body_sleep[0] > 0; }
 
+/* 1 when every tree that may sleep sleeps (O(1): the sleeping roots counted
+ * in d->body_sleep[0] against the model's m->ntree_moving): nothing moves,
+ * nothing collides, and only inputs (khz_islandWakeOnInputs) or khz_wake
+ * can change that */
+static inline int khz_allAsleep(const khzModel *m, const khzData *d) {
+  return d->body_sleep[0] > 0 && d->body_sleep[0] == m->ntree_moving;
+}
+
 /* a pair of bodies that both sleep or are welded to the world, one at least
  * asleep: not collided, its pair slot kept as it was */
 int khz_pairAsleep(const khzModel *m, const khzData *d, int b0, int b1);

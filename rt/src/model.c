@@ -720,6 +720,8 @@ khzModel *khz_compile(const khzSpec *s, char *err, size_t errsz) {
   for (int i = m->nbody - 1; i > 0; i--) m->body_subtreemass[m->body_parent[i]] += m->body_subtreemass[i];
   khz_dynamicsZeros(m);
   khz_passiveTerms(m);
+  m->ntree_moving = 0;
+  for (int i = 1; i < m->nbody; i++) m->ntree_moving += khz_bodyCanSleep(m, i);
 
   /* geoms */
   for (int i = 0; i < s->ngeom; i++) {

@@ -333,9 +333,7 @@ static void step_once(const khzModel *m, khzData *d, double h) {
     if (d->contact_method != KHZ_CONTACT_NONE) {
       /* usually the last step's closing khz_kinematics is at this state */
       if (!khz_kinematicsAt(m, d, d->q, d->qd)) khz_forwardPass(m, d, d->q, d->qd);
-      first = ACCEL_POSITIONS;
-      for (int i = 1; i < m->nbody; i++)
-        if (d->body_sleep[i]) first = ACCEL_FULL;
+      first = khz_anyAsleep(d) ? ACCEL_FULL : ACCEL_POSITIONS;
     }
     khz_contactBegin(m, d);
     memcpy(q0, d->q, nq * sizeof(double));
@@ -344,6 +342,12 @@ static void step_once(const khzModel *m, khzData *d, double h) {
 
   if (lcp) {
     /* the state is already at the step's end */
+  } else if (khz_allAsleep(m, d)) {
+    /* every tree that may move sleeps (after the inputs' and the collision
+     * pass's wakes): the stages would evaluate the dynamics of frozen
+     * bodies (the forward pass and ABA skip them, the welded ones give
+     * what they gave) for khz_islandFreeze to put q and qd back and zero
+     * qdd; the freeze alone gives the same state */
   } else if (m->integrator == KHZ_INT_EULER) {
     /* semi-implicit Euler */
     accel(m, d, q0, v0, tau, d->qdd, first, keep, 1);

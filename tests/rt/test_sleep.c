@@ -289,6 +289,48 @@ static void quiet_overflow(void) {
   khz_deleteModel(&m);
 }
 
+/* 14. the quiet step (step.c): while every tree that may move sleeps
+ * (m->ntree_moving sleeping roots) the integrator's stages are skipped. The
+ * count is khz_bodyCanSleep's; one tree awake among sleeping ones (the far
+ * box, a velocity written into it) is integrated bit for bit as the same
+ * box in a run where nothing sleeps; asleep again, the steps leave the
+ * state as it was and qdd zero */
+static void quiet_step(const khzModel *m, const khzData *asleep_d) {
+  int trees = 0;
+  for (int b = 1; b < m->nbody; b++) trees += khz_bodyCanSleep(m, b);
+  ENSURE(m->ntree_moving == trees && trees == NBODY - 1);
+  khzData *w = khz_makeData(m, 0), *awake = khz_makeData(m, 0);
+  khz_copyState(m, w, asleep_d);
+  khz_copyState(m, awake, asleep_d);
+  ENSURE(asleep(m, w, 1, NBODY - 1) == NBODY - 1);
+  awake->sleep_enabled = 0; /* its next step wakes every island, and nothing sleeps again */
+  int qa = m->jnt_qadr[FAR], da = m->jnt_dofadr[FAR], nq = m->jnt_nq[FAR], nv = m->jnt_nv[FAR], split = -1;
+  double x0 = w->q[qa];
+  w->qd[da] = awake->qd[da] = 0.2; /* sliding along x: friction stops it within 3 cm */
+  for (int k = 0; k < 100 && split < 0; k++) {
+    khz_step(m, w), khz_step(m, awake);
+    if (memcmp(w->q + qa, awake->q + qa, (size_t)nq * sizeof(double)) != 0 ||
+        memcmp(w->qd + da, awake->qd + da, (size_t)nv * sizeof(double)) != 0)
+      split = k;
+  }
+  ENSURE_MSG(split < 0, "the far box left the run where nothing sleeps at step %d", split);
+  ENSURE(asleep(m, w, BOX1, BALL) == 4 && !khz_bodySleeping(m, w, FAR) && w->q[qa] > x0 + 1e-3);
+  double slid = w->q[qa] - x0;
+  double t = settle(m, w, w->time + 5);
+  ENSURE(t > 0 && w->body_sleep[0] == m->ntree_moving);
+  size_t n = khz_stateSize(m);
+  unsigned char *before = malloc(n), *after = malloc(n);
+  khz_saveState(m, w, before);
+  for (int k = 0; k < 100; k++) khz_step(m, w);
+  khz_saveState(m, w, after);
+  ENSURE(memcmp(before + sizeof(double), after + sizeof(double), n - sizeof(double)) == 0);
+  for (int k = 0; k < m->nv; k++) ENSURE(w->qdd[k] == 0 && w->qd[k] == 0);
+  printf("quiet step: %d trees, all asleep; the far box woken by a velocity slid %.4f m bit for bit as "
+         "with nothing asleep, asleep again at %.3f s, then frozen\n", trees, slid, t);
+  free(before), free(after);
+  khz_deleteData(&w), khz_deleteData(&awake);
+}
+
 int main(void) {
   khzModel *m = scene(1);
   if (!m) return ensure_report();
@@ -470,6 +512,7 @@ int main(void) {
   khzModel *mr = robot();
   if (!mr) return ensure_report();
   ENSURE(khz_bodyCanSleep(mr, RBASE) && !khz_bodyCanSleep(mr, LINK1) && !khz_bodyCanSleep(mr, LINK2));
+  ENSURE(mr->ntree_moving == 1); /* the quiet step's count (14): the robot's tree */
   khzData *r = khz_makeData(mr, 0), *rh = khz_makeData(mr, 0);
   while (r->time < 5 && asleep(mr, r, RBASE, LINK2) < 3) khz_step(mr, r);
   double t_robot = r->time;
@@ -506,6 +549,7 @@ int main(void) {
 
   quiet_throw(m, d);
   quiet_overflow();
+  quiet_step(m, d);
 
   free(before), free(after);
   khz_deleteData(&a), khz_deleteData(&b), khz_deleteData(&z), khz_deleteData(&w), khz_deleteData(&d);

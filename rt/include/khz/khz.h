@@ -415,6 +415,8 @@ typedef struct khzModel {
   double *dof_springref;    /* its rest position */
   int passive_terms;        /* private (step.c): which of khz_passive's terms some joint has
                                (springs, Coulomb friction, limits), fixed at compile */
+  int ntree_moving;         /* private (island.h): the trees that may sleep (khz_bodyCanSleep's
+                               roots), fixed at compile: all asleep when d->body_sleep[0] is this */
 
   /* initial state */
   double *q0;               /* nq */

@@ -253,6 +253,7 @@ static void round_point(const khzModel *m, const khzContact *c, const double *xr
 static int quiet_pass(const khzModel *m, const khzData *d) {
   const khzColModel *cm = m->collision;
   if (!khz_anyAsleep(d)) return 0;
+  if (khz_allAsleep(m, d)) return 1; /* every moving tree asleep: no walk */
   for (int i = 0; i < cm->nbounded; i++) {
     int b = m->geom_body[cm->bounded[i]];
     if (!d->body_sleep[b] && cm->weld[b] != 0) return 0;
