@@ -774,11 +774,13 @@ static int cluster_lone_body(const khzModel *m, const khzData *d, const implicit
 static inline __attribute__((always_inline)) void lone_entries(const double *w, int k, const double x[3],
                                                                 const double dir[3], double sgn, double pre,
                                                                 int after, double post, double *Arow) {
+  /* x and dir in registers: Arow's stores may not alias them */
+  const double x0 = x[0], x1 = x[1], x2 = x[2], d0 = dir[0], d1 = dir[1], d2 = dir[2];
   for (int j = 0; j < k; j++) {
     double w0 = w[j], w1 = w[k + j], w2 = w[2 * k + j];
-    double v0 = w1 * x[2] - w2 * x[1], v1 = w2 * x[0] - w0 * x[2], v2 = w0 * x[1] - w1 * x[0];
+    double v0 = w1 * x2 - w2 * x1, v1 = w2 * x0 - w0 * x2, v2 = w0 * x1 - w1 * x0;
     v0 += w[3 * k + j], v1 += w[4 * k + j], v2 += w[5 * k + j];
-    double out = pre + sgn * (v0 * dir[0] + v1 * dir[1] + v2 * dir[2]);
+    double out = pre + sgn * (v0 * d0 + v1 * d1 + v2 * d2);
     Arow[j] = after ? out + post : out;
   }
 }
@@ -790,6 +792,28 @@ __attribute__((target("avx"))) static void lone_entries_avx(const double *w, int
   lone_entries(w, k, x, dir, sgn, pre, after, post, Arow);
 }
 #endif
+
+/* dv += S D^-1 S^T f of a body alone in its tree, pA = -f, from dv = 0
+ * (khz_impulseResponseCols' operations on a tree of one body with nv
+ * dofs; the U dv term, zero here, kept for its bits) */
+static inline __attribute__((always_inline)) void lone_response(const double *S, const double *U, const double *Dinv,
+                                                                 int nv, const double pA[6], double dv[6]) {
+  double u[6];
+  for (int a = 0; a < nv; a++) u[a] = -khzu_dot6(S + 6 * a, pA);
+  if (nv == 1) {
+    double dq = Dinv[0] * (u[0] - khzu_dot6(U, dv));
+    for (int e = 0; e < 6; e++) dv[e] += S[e] * dq;
+    return;
+  }
+  double rr[6], dq[6];
+  for (int a = 0; a < nv; a++) rr[a] = u[a] - khzu_dot6(U + 6 * a, dv);
+  for (int a = 0; a < nv; a++) {
+    dq[a] = 0;
+    for (int c = 0; c < nv; c++) dq[a] += Dinv[nv * a + c] * rr[c];
+  }
+  for (int a = 0; a < nv; a++)
+    for (int e = 0; e < 6; e++) dv[e] += S[6 * a + e] * dq[a];
+}
 
 /* The Delassus matrix W (k x k, into A) of a cluster whose rows all move
  * the one lone body b (cluster_lone_body), bit for bit what delassus_walk
@@ -807,23 +831,13 @@ static void delassus_lone(const khzModel *m, khzData *d, const implicit_row *row
     const implicit_row *r = row + mem[j];
     int s = d->contact[r->contact].body[0] == b ? 0 : 1;
     double J[3] = {s ? -r->dir[0] : r->dir[0], s ? -r->dir[1] : r->dir[1], s ? -r->dir[2] : r->dir[2]};
-    double f[6], pA[6], u[6], dv[6] = {0, 0, 0, 0, 0, 0};
+    double f[6], pA[6], dv[6] = {0, 0, 0, 0, 0, 0};
     khz_spatialImpulse(m, d, b, r->x, J, f);
     for (int e = 0; e < 6; e++) pA[e] = -f[e];
-    for (int a = 0; a < nv; a++) u[a] = -khzu_dot6(S + 6 * a, pA);
-    if (nv == 1) {
-      double dq = Dinv[0] * (u[0] - khzu_dot6(U, dv));
-      for (int e = 0; e < 6; e++) dv[e] += S[e] * dq;
-    } else {
-      double rr[6], dq[6];
-      for (int a = 0; a < nv; a++) rr[a] = u[a] - khzu_dot6(U + 6 * a, dv);
-      for (int a = 0; a < nv; a++) {
-        dq[a] = 0;
-        for (int c = 0; c < nv; c++) dq[a] += Dinv[nv * a + c] * rr[c];
-      }
-      for (int a = 0; a < nv; a++)
-        for (int e = 0; e < 6; e++) dv[e] += S[6 * a + e] * dq[a];
-    }
+    /* a free joint's six dofs (every object on a table) with the bounds
+     * fixed: the same sums in the same order, unrolled */
+    if (nv == 6) lone_response(S, U, Dinv, 6, pA, dv);
+    else lone_response(S, U, Dinv, nv, pA, dv);
     /* rows_response adds the response to the cleared +0 */
     for (int e = 0; e < 6; e++) w[e * k + j] = 0.0 + dv[e];
   }
