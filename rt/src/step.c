@@ -324,8 +324,11 @@ static void step_once(const khzModel *m, khzData *d, double h) {
             (d->contact_method == KHZ_CONTACT_PEG && khz_pegStep(m, d, h) == 0);
 
   /* the first stage takes the position part of the forward pass below (the
-   * contact stages move qd only) unless a body sleeps: one woken by a contact
-   * was not in that pass */
+   * contact stages move qd only) unless the collision pass woke a body: it
+   * was not in that pass. The bodies still asleep are in no pass (their
+   * fields hold at their frozen q), so sleeping alone does not ask for a
+   * second full pass: the arm on the table beside the sleeping objects
+   * saved one forward pass a step */
   int first = ACCEL_FULL;
   if (!lcp) {
     /* contact: collision detection at the current state, the Fig. 2 phases
@@ -333,9 +336,11 @@ static void step_once(const khzModel *m, khzData *d, double h) {
     if (d->contact_method != KHZ_CONTACT_NONE) {
       /* usually the last step's closing khz_kinematics is at this state */
       if (!khz_kinematicsAt(m, d, d->q, d->qd)) khz_forwardPass(m, d, d->q, d->qd);
-      first = khz_anyAsleep(d) ? ACCEL_FULL : ACCEL_POSITIONS;
+      first = ACCEL_POSITIONS;
     }
+    int asleep = d->body_sleep[0]; /* trees asleep; the collision pass may wake some */
     khz_contactBegin(m, d);
+    if (d->body_sleep[0] != asleep) first = ACCEL_FULL;
     memcpy(q0, d->q, nq * sizeof(double));
     memcpy(v0, d->qd, nv * sizeof(double));
   }
