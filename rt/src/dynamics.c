@@ -246,14 +246,19 @@ static inline __attribute__((always_inline)) void body_velocity(const khzModel *
   }
 }
 
-/* what the forward pass's fields now hold: (q, qd) for every body, unless a
- * sleeping body was skipped (khz_kinematicsAt). Only a pass at the state's
+/* what the forward pass's fields now hold: (q, qd) for every body
+ * (khz_kinematicsAt). A sleeping body skipped keeps the fields of its last
+ * pass, at its frozen q and zero velocity, which are its q and qd: passes
+ * skip only sleeping bodies, khz_islandFreeze puts their q and qd back, and
+ * what changes them (a caller's q, qd, torque or wrench) wakes them through
+ * khz_wake, which forgets the record. Only a pass at the state's
  * own arrays (d->q, d->qd) is recorded, which is what a step looks up at its
  * start; a pass at other arrays (an integrator stage's) forgets the record
  * rather than copy two state vectors (98 kB at 960 free bodies) that nobody
  * compares */
 static void stamp(const khzModel *m, khzData *d, const double *q, const double *qd, int skipped) {
-  if (skipped || (!q && d->kin_valid < 1) || (q && q != d->q) || (qd && qd != d->qd)) {
+  (void)skipped; /* a skipped body is a sleeping one: its fields hold (above) */
+  if ((!q && d->kin_valid < 1) || (q && q != d->q) || (qd && qd != d->qd)) {
     d->kin_valid = 0;
     return;
   }

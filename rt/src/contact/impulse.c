@@ -635,14 +635,15 @@ static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int npai
  * pass), so a whole forward pass at (d->q, d->qd) would write the same
  * position bits again. Why it is at d->q here:
  *   - a body awake when step_once ran its first pass: that pass was at d->q,
- *     or khz_kinematicsAt found the last one at the same bits of q (its
- *     stamp is kept only by passes that skipped no body);
+ *     or khz_kinematicsAt found the last one at the same bits of q (a
+ *     pass that skipped sleeping bodies keeps its stamp: their fields are
+ *     at their frozen q; khz_wake forgets it);
  *   - a body woken since, by a contact in khz_collideStep (khz_wake): its
  *     last pass is the one khz_islandUpdate ran at its q before it fell
  *     asleep (or kinematics_all on a restored or copied state); passes skip
  *     sleeping bodies, khz_islandFreeze puts their q back every step, and a
  *     caller writing q of a sleeping body wakes it (docs/sleeping.md), after
- *     which the next step's first pass runs (the stamp was lost to the skip);
+ *     which the next step's first pass runs (khz_wake forgot the stamp);
  *   - since then, only qd has changed: the contact stages write no q, and
  *     only dynamics.c's passes write the position part.
  * test_impact's case "woken_poses" holds it: after the contact stages of a
