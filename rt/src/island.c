@@ -107,6 +107,28 @@ size_t khz_islandStackBytes(const khzModel *m) {
   return (size_t)m->nbody * (2 * sizeof(int) + 2 * sizeof(double)) + 4 * 64;
 }
 
+/* how far each body reaches from its origin: its geoms, and at least its
+ * mass (com plus sqrt(trace I / m), 1.1 radii for a ball), so that a body
+ * without geoms that spins does not count as still. The model's alone: once,
+ * at compile (it was taken at every step) */
+void khz_islandReach(khzModel *m) {
+  const khzColModel *cm = m->collision;
+  double *reach = m->body_reach;
+  for (int b = 0; b < m->nbody; b++) {
+    const double *I = m->body_inertia + 9 * b;
+    double mass = m->body_mass[b], tr = I[0] + I[4] + I[8];
+    reach[b] = khzu_norm3(m->body_com + 3 * b) + (mass > 0 && tr > 0 ? sqrt(tr / mass) : 0);
+  }
+  for (int g = 0; cm && g < m->ngeom; g++) {
+    const khzColGeom *cg = cm->geom + g;
+    if (cg->shape < 0) continue;
+    int b = m->geom_body[g];
+    double r = khzu_norm3(m->geom_pos + 3 * g) + khzu_norm3(cg->center) + cg->radius;
+    if (cg->shape == KHZ_SHAPE_PLANE) r = INFINITY;
+    if (r > reach[b]) reach[b] = r;
+  }
+}
+
 static int find(int *parent, int x) {
   while (parent[x] != x) x = parent[x] = parent[parent[x]]; /* path halving */
   return x;
@@ -138,30 +160,12 @@ int khz_islandUpdate(const khzModel *m, khzData *d) {
   size_t mark = khz_stackMark(d);
   int *parent = khz_stackAlloc(d, (size_t)nb * sizeof(int));
   int *capable = khz_stackAlloc(d, (size_t)nb * sizeof(int));
-  double *reach = khz_stackAlloc(d, (size_t)nb * sizeof(double));
   double *least = khz_stackAlloc(d, (size_t)nb * sizeof(double));
-  if (!parent || !capable || !reach || !least) { /* counted as KHZ_WARN_STACK: nobody sleeps */
+  if (!parent || !capable || !least) { /* counted as KHZ_WARN_STACK: nobody sleeps */
     khz_stackFree(d, mark);
     return 0;
   }
-
-  /* how far each body reaches from its origin: its geoms, and at least its
-   * mass (com plus sqrt(trace I / m), 1.1 radii for a ball), so that a body
-   * without geoms that spins does not count as still */
-  const khzColModel *cm = m->collision;
-  for (int b = 0; b < nb; b++) {
-    const double *I = m->body_inertia + 9 * b;
-    double mass = m->body_mass[b], tr = I[0] + I[4] + I[8];
-    reach[b] = khzu_norm3(m->body_com + 3 * b) + (mass > 0 && tr > 0 ? sqrt(tr / mass) : 0);
-  }
-  for (int g = 0; cm && g < m->ngeom; g++) {
-    const khzColGeom *cg = cm->geom + g;
-    if (cg->shape < 0) continue;
-    int b = m->geom_body[g];
-    double r = khzu_norm3(m->geom_pos + 3 * g) + khzu_norm3(cg->center) + cg->radius;
-    if (cg->shape == KHZ_SHAPE_PLANE) r = INFINITY;
-    if (r > reach[b]) reach[b] = r;
-  }
+  const double *reach = m->body_reach;
 
   /* trees that move (free bodies and robots), and the islands of this step's
    * contacts; a tree welded whole to the world is not one. capable: 1 a free

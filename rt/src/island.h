@@ -43,6 +43,9 @@ void khz_islandFreeze(const khzModel *m, khzData *d, const double *q0, const dou
  * kinematics updated). Returns 1 when some island fell asleep. */
 int khz_islandUpdate(const khzModel *m, khzData *d);
 
+/* m->body_reach (khz_compile, after the collision data) */
+void khz_islandReach(khzModel *m);
+
 /* scratch bytes khz_islandUpdate takes from d's stack */
 size_t khz_islandStackBytes(const khzModel *m);
 

@@ -385,6 +385,7 @@ static void layout_model(khzModel *m, carver *c) {
   m->body_quat = D(4 * nb);
   m->body_rot = D(9 * nb);
   m->body_zeros = I(nb);
+  m->body_reach = D(nb);
   m->jnt_type = I(nb);
   m->jnt_qadr = I(nb);
   m->jnt_dofadr = I(nb);
@@ -749,6 +750,7 @@ khzModel *khz_compile(const khzSpec *s, char *err, size_t errsz) {
     khz_deleteModel(&m);
     return NULL;
   }
+  khz_islandReach(m); /* from the geoms' bounding spheres */
 
   if (m->contact.method == KHZ_CONTACT_PEG && khz_pegRefusal(m)) {
     fail(err, errsz, "contact method 'peg': %s", khz_pegRefusal(m));

@@ -391,6 +391,8 @@ typedef struct khzModel {
   double *body_rot;         /* 9 per body: the same origin as a rotation matrix */
   int *body_zeros;          /* the dynamics' structural zeros of each body, fixed at compile
                                (dynamics.c: massless, unrotated origin, principal inertia) */
+  double *body_reach;       /* how far each body reaches from its origin (island.c's sleep
+                               bound: its geoms, at least its mass), fixed at compile */
 
   /* joints, one per body (entry 0 unused) */
   int *jnt_type;            /* khzJointType */
