@@ -668,7 +668,8 @@ static inline __attribute__((always_inline)) int free_alone_fast(const khzModel 
  * same operations on the same numbers, so bit for bit khz_abaCoreDamped's
  * result. store 0: the factors of bodies alone in their trees (pA, U, Dinv,
  * u, acc) are not written to d (a call with keep stores them all), and a
- * free one takes free_alone_fast where it applies. */
+ * free one takes free_alone_fast where it applies if the scene asks for it
+ * (contact.free_closed_form). */
 static inline __attribute__((always_inline)) void aba_core_keep(const khzModel *m, khzData *d, const double *tau,
                                                                  double *qdd, double h, int stiff_only, double *keep,
                                                                  int reuse, int store) {
@@ -684,7 +685,7 @@ static inline __attribute__((always_inline)) void aba_core_keep(const khzModel *
     if (d->body_sleep[i]) continue; /* sleeping trees: skipped, qdd = 0 below */
     int alone = body_alone(m, i);
     /* only qdd is wanted of a free object (store 0): in closed form */
-    if (alone && !store && free_alone_fast(m, d, i, tau + m->jnt_dofadr[i], qdd + m->jnt_dofadr[i], h)) continue;
+    if (alone && !store && m->contact.free_closed_form && free_alone_fast(m, d, i, tau + m->jnt_dofadr[i], qdd + m->jnt_dofadr[i], h)) continue;
     double pA_own[6], *pA = alone && !store ? pA_own : d->pA + 6 * i, I_own[36];
     if (reuse) {
       memcpy(pA, keep + 12 * i, 6 * sizeof(double));

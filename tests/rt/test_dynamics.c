@@ -146,7 +146,8 @@ static void check_gravity(khzModel *m) {
  * inverse) on random states, torques and wrenches: bodies with full and
  * principal inertias, offset coms and rotated joint origins agree to 1e-12
  * relative and differ in some bits (the closed form ran); a body with
- * armature and one with implicit damping keep the general path's bits. */
+ * armature and one with implicit damping keep the general path's bits, and
+ * so does every body with contact.free_closed_form off. */
 static void check_free_fast(void) {
   enum { NB = 6 };
   khzSpec *s = khz_spec_new();
@@ -172,6 +173,7 @@ static void check_free_fast(void) {
   khz_spec_destroy(&s);
   ENSURE_MSG(m != NULL, "free bodies: %s", err);
   if (!m) return;
+  m->contact.free_closed_form = 1; /* off (the default): ABA's bits, checked below */
   khzData *d = khz_makeData(m, 0);
   int nv = m->nv;
   double *tau = calloc((size_t)nv, sizeof(double)), *fast = calloc((size_t)nv, sizeof(double));
@@ -197,6 +199,19 @@ static void check_free_fast(void) {
       differ |= memcmp(fast + dof, ref + dof, 6 * sizeof(double)) != 0;
     }
   }
+  /* off: every body takes ABA in both calls */
+  m->contact.free_closed_form = 0;
+  int off_same = 1;
+  for (int t = 0; t < 20; t++) {
+    rm_random_state(m, d->q, d->qd);
+    for (int k = 0; k < nv; k++) tau[k] = rm_uniform(-5, 5);
+    khz_forwardPass(m, d, d->q, d->qd);
+    khz_externalForces(m, d);
+    khz_abaCoreKeep(m, d, tau, fast, 0, 0, NULL, 0, 0);
+    khz_abaCoreKeep(m, d, tau, ref, 0, 0, NULL, 0, 1);
+    off_same &= !memcmp(fast, ref, (size_t)nv * sizeof(double));
+  }
+  ENSURE_MSG(off_same, "contact.free_closed_form 0 left ABA");
   printf("free bodies' closed form: worst %.3g, differs from ABA's bits %d, general path kept %d\n", worst,
          differ, kept);
   ENSURE_MSG(worst < 1e-12, "closed form against ABA %g", worst);
