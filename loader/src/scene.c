@@ -459,7 +459,7 @@ static int khz_scene_contact(khzSceneReader *r, const yaml_node_t *n, khzContact
                                      "gamma",       "mu",         "restitution", "impact_velocity",
                                      "reimpact_velocity", "max_pairs",   "max_points", "rolling_friction",
                                      "torsional_friction", "friction_directions", "lcp_restitution",
-                                     "lcp_split_impacts", "lcp_gap", "deepest_stage", "deepest_ties", "joint_friction",
+                                     "lcp_split_impacts", "lcp_gap", "deepest_stage", "deepest_ties", "joint_friction", "free_closed_form",
                                      "peg_model", "peg_recovery", "peg_splits", "peg_lp_point", "peg_lemke_ties",
                                      NULL};
   yaml_node_t *v;
@@ -550,6 +550,10 @@ static int khz_scene_contact(khzSceneReader *r, const yaml_node_t *n, khzContact
   }
   /* the multi-point method's joint friction discs (off: each pair's own disc) */
   if ((v = khz_find(r, n, "joint_friction")) && khz_get_bool(r, v, "contact.joint_friction", &c->joint_friction))
+    return -1;
+  /* RK4's later stages: free objects' accelerations in closed form (khz.h) */
+  if ((v = khz_find(r, n, "free_closed_form")) &&
+      khz_get_bool(r, v, "contact.free_closed_form", &c->free_closed_form))
     return -1;
   /* the LCP method's gap function of pairs of polytopes */
   if ((v = khz_find(r, n, "lcp_gap"))) {

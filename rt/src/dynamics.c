@@ -610,13 +610,71 @@ static inline __attribute__((always_inline)) void aba_alone(const khzModel *m, k
   if (nv) joint_accel(m, i, U, Dinv, u, S, a, qdd + dof, store);
 }
 
+/* A free body alone in its tree, without armature and without implicit
+ * damping, in closed form: ABA's S^T (I a + pA) = tau (RBDA Table 7.1) for
+ * one rigid body is Newton-Euler at its com (RBDA eq. 2.63's inertia at the
+ * com). With c the com relative to the body origin, Ic = R Ib R^T the world
+ * inertia about the com, w the angular velocity, F the force on the body
+ * (tau's translation part and the wrench's linear part) and n the wrench's
+ * moment about the origin:
+ *   N     = R tau_r + n - c x F - w x Ic w              (moment about the com)
+ *   qdd_r = Ib^-1 R^T N          (body axes: d/dt (R^T w) = R^T dw/dt)
+ *   qdd_t = F / m + g + c x (R qdd_r) - w x (w x c)      (the origin's acceleration)
+ * About 110 products for the general path's 6x6 D, its factor and inverse
+ * and the 6x6 products (about 1.3 k Ir a call). Not ABA's bits: the same
+ * result to rounding (test_dynamics, test_free_fast). Returns 0, with
+ * nothing written, where it does not apply: another joint, a massless body,
+ * armature (D is no longer the rigid inertia), implicit damping (h > 0 and
+ * a damped dof), a body inertia that is not positive definite. */
+static inline __attribute__((always_inline)) int free_alone_fast(const khzModel *m, const khzData *d, int i,
+                                                                  const double *tau, double *qddi, double h) {
+  if (m->jnt_type[i] != KHZ_JOINT_FLOATING || body_massless(m, i)) return 0;
+  int dof = m->jnt_dofadr[i];
+  for (int k = 0; k < 6; k++)
+    if (m->dof_armature[dof + k] != 0 || (h > 0 && m->dof_damping[dof + k] != 0)) return 0;
+  double mass = m->body_mass[i];
+  const double *Ib = m->body_inertia + 9 * i;
+  int principal = m->body_zeros[i] & ZERO_PRINCIPAL;
+  double L[9];
+  if (!(mass > 0)) return 0;
+  if (principal) {
+    if (!(Ib[0] > 0 && Ib[4] > 0 && Ib[8] > 0)) return 0;
+  } else {
+    memcpy(L, Ib, sizeof L);
+    if (khzu_cholFactor(L, 3) != 0) return 0;
+  }
+  const double *R = d->xrot + 9 * i, *w = d->vtree + 6 * i, *f = d->fext + 6 * i;
+  const double *ci = d->cinert + KHZ_CINERT * i, *Ic = ci + 3; /* c, then Ic row by row */
+  double F[3], Iw[3], wIw[3], cF[3], W[3], Nb[3], alpha[3], wc[3], wwc[3], ca[3];
+  for (int k = 0; k < 3; k++) F[k] = tau[k] + f[3 + k];
+  for (int k = 0; k < 3; k++) Iw[k] = Ic[3 * k] * w[0] + Ic[3 * k + 1] * w[1] + Ic[3 * k + 2] * w[2];
+  khzu_cross(wIw, w, Iw);
+  khzu_cross(cF, ci, F);
+  for (int k = 0; k < 3; k++) W[k] = f[k] - cF[k] - wIw[k];
+  for (int k = 0; k < 3; k++) Nb[k] = tau[3 + k] + (R[k] * W[0] + R[3 + k] * W[1] + R[6 + k] * W[2]);
+  if (principal) {
+    for (int k = 0; k < 3; k++) Nb[k] /= Ib[4 * k];
+  } else {
+    khzu_cholSolve(L, 3, Nb);
+  }
+  for (int k = 0; k < 3; k++) alpha[k] = R[3 * k] * Nb[0] + R[3 * k + 1] * Nb[1] + R[3 * k + 2] * Nb[2];
+  khzu_cross(wc, w, ci);
+  khzu_cross(wwc, w, wc);
+  khzu_cross(ca, ci, alpha);
+  for (int k = 0; k < 3; k++) qddi[k] = F[k] / mass + m->gravity[k] + ca[k] - wwc[k];
+  for (int k = 0; k < 3; k++) qddi[3 + k] = Nb[k];
+  return 1;
+}
+
 /* keep (12 per body, or NULL): with reuse 0 the velocity terms that depend on
  * (q, qd) alone are written there, v x* I v and Ia c; with reuse 1 they are
  * read back together with IA, U and Dinv, and only what f_ext and tau change
  * is computed (the backward pass's bias forces and the forward pass): the
  * same operations on the same numbers, so bit for bit khz_abaCoreDamped's
  * result. store 0: the factors of bodies alone in their trees (pA, U, Dinv,
- * u, acc) are not written to d (a call with keep stores them all). */
+ * u, acc) are not written to d (a call with keep stores them all), and a
+ * free one takes free_alone_fast where it applies if the scene asks for it
+ * (contact.free_closed_form). */
 static inline __attribute__((always_inline)) void aba_core_keep(const khzModel *m, khzData *d, const double *tau,
                                                                  double *qdd, double h, int stiff_only, double *keep,
                                                                  int reuse, int store) {
@@ -631,6 +689,8 @@ static inline __attribute__((always_inline)) void aba_core_keep(const khzModel *
   for (int i = 1; i < m->nbody; i++) {
     if (d->body_sleep[i]) continue; /* sleeping trees: skipped, qdd = 0 below */
     int alone = body_alone(m, i);
+    /* only qdd is wanted of a free object (store 0): in closed form */
+    if (alone && !store && m->contact.free_closed_form && free_alone_fast(m, d, i, tau + m->jnt_dofadr[i], qdd + m->jnt_dofadr[i], h)) continue;
     double pA_own[6], *pA = alone && !store ? pA_own : d->pA + 6 * i, I_own[36];
     if (reuse) {
       memcpy(pA, keep + 12 * i, 6 * sizeof(double));

@@ -61,7 +61,10 @@ void khz_abaCoreDamped(const khzModel *m, khzData *d, const double *tau, double 
  * store 0 (only with keep NULL): nothing after the call reads the factors,
  * and those of bodies alone in their trees (free objects) are not written
  * to d (pA, U, Dinv, u, acc): the impulse response may not follow such a
- * call. qdd is the same. */
+ * call. With contact.free_closed_form a free object without armature or
+ * implicit damping then takes its qdd in closed form (Newton-Euler at the
+ * com: ABA's result to rounding, not its bits); every other body's qdd is
+ * the same bits. */
 void khz_abaCoreKeep(const khzModel *m, khzData *d, const double *tau, double *qdd, double h,
                      int stiff_only, double *keep, int reuse, int store);
 
