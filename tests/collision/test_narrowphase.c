@@ -753,8 +753,9 @@ static void test_exact_least_overlap(void) {
  * least overlap and its direction, bit for bit, against the same call
  * scoring every circle and every pair of rims (KHZ_COL_SCORE_ALL), both ways
  * (until apart, and as eq. 4 calls it), both orders, over the poses of a
- * pile: random, stacked nearly coaxially (where three of the four pairs of
- * rims lie a height apart), lying across the other's top, and side by side.
+ * pile, touching or up to 2 mm apart: random, stacked nearly coaxially
+ * (where three of the four pairs of rims lie a height apart), lying across
+ * the other's top, tilted on it near its rim, and side by side.
  * Fails with a bound that overstates (tried: the slack's sign turned, or
  * the rims' bound without its r |a x b| term). */
 static void exact_pruned(const char *name, int ga, const double sa[3], int gb, const double sb[3], int *nover) {
@@ -769,8 +770,8 @@ static void exact_pruned(const char *name, int ga, const double sa[3], int gb, c
   int bad = 0, ncall = 0;
   for (int k = 0; k < 2000; k++) {
     double qa[4] = {1, 0, 0, 0}, qb[4], pos[3];
-    int mode = k % 4;
-    double sunk = cu_uniform(1e-5, 3e-3), az = cu_uniform(0, 2 * M_PI);
+    int mode = k % 5;
+    double sunk = cu_uniform(-2e-3, 3e-3), az = cu_uniform(0, 2 * M_PI);
     if (mode == 0) { /* random */
       cu_randQuat(qa), cu_randQuat(qb), cu_randDir(pos);
       double r = cu_uniform(0.05, 0.4);
@@ -785,6 +786,11 @@ static void exact_pruned(const char *name, int ga, const double sa[3], int gb, c
       cu_axisQuat(qb, cos(az), sin(az), 0, tilt);
       pos[0] = cu_uniform(-wx, wx), pos[1] = cu_uniform(-wy, wy);
       pos[2] = top + bh * fabs(cos(tilt)) + br * sin(tilt) - sunk;
+    } else if (mode == 4) { /* tilted on A's top near its edge or rim (rim against rim) */
+      double tilt = cu_uniform(0.3, 1.4);
+      cu_axisQuat(qb, cos(az), sin(az), 0, tilt);
+      pos[0] = cu_uniform(-wx - 0.05, wx + 0.05), pos[1] = cu_uniform(-wy - 0.05, wy + 0.05);
+      pos[2] = top + bh * cos(tilt) + br * sin(tilt) - sunk;
     } else { /* side by side, the axes nearly parallel */
       cu_axisQuat(qb, cos(az), sin(az), 0, cu_uniform(0, 0.03));
       pos[0] = (wx + br - sunk) * cos(az), pos[1] = (wx + br - sunk) * sin(az);

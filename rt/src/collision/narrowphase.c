@@ -1104,6 +1104,36 @@ KHZ_AVX_CLONES static void cc_rims(exact_best *e, const double ca[3], const doub
   }
 }
 
+/* is x (world) inside cylinder s by at least margin? */
+static int cyl_holds(const khzColShape *s, const double x[3], double margin) {
+  double l[3];
+  khz_shape_toLocal(s, x, l);
+  double r = s->size[0] - margin;
+  return fabs(l[2]) <= s->size[1] - margin && r > 0 && l[0] * l[0] + l[1] * l[1] <= r * r;
+}
+
+/* Two cylinders that may be apart (rims_convex) overlap for certain when a
+ * point lies inside both by a margin above rounding: the midpoint of B's
+ * support along the best direction so far and A's against it (across the
+ * lens of a shallow contact). Then g > 0 everywhere, as for eq. 4's pairs:
+ * an interior minimum is (Q - P) / |Q - P|, never the other sign, and the
+ * rims can be pruned by their distance. No proof: the pair keeps both
+ * signs and every pair of rims. */
+static int cyl_cyl_overlap(const khzColShape *A, const khzColShape *B, const double n[3]) {
+  double m[3] = {-n[0], -n[1], -n[2]}, pa[3], pb[3], x[3];
+  khz_shape_support(B, n, pb);
+  khz_shape_support(A, m, pa);
+  double margin = KHZ_PRUNE_SLACK * (A->scale + B->scale), g = khzu_dot3(n, pb) - khzu_dot3(n, pa);
+  if (!(g > 0)) return 0;
+  for (int k = 0; k < 3; k++) {
+    const double *from = k == 1 ? pa : pb;
+    double t = k == 0 ? 0 : k == 1 ? 0.5 * g : -0.5 * g;
+    for (int j = 0; j < 3; j++) x[j] = k == 0 ? 0.5 * (pa[j] + pb[j]) : from[j] + t * n[j];
+    if (cyl_holds(A, x, margin) && cyl_holds(B, x, margin)) return 1;
+  }
+  return 0;
+}
+
 /* two cylinders: the poles, the creases' crossings, the crease circles'
  * minima and the rims' critical pairs */
 static void exact_cyl_cyl(nsearch *ns, exact_best *e) {
@@ -1132,7 +1162,7 @@ static void exact_cyl_cyl(nsearch *ns, exact_best *e) {
    * whose circles lie farther apart (|C_A - C_B| - r_a - r_b) than the least
    * overlap so far has no candidate below it. Pairs that may be apart keep
    * both signs and every pair of rims. */
-  int apart = ns->until_apart;
+  int apart = ns->until_apart && !(e->prune && cyl_cyl_overlap(A, B, e->n));
   double tie = KHZ_EQ4_TIE * (A->scale + B->scale), slack = KHZ_PRUNE_SLACK * (A->scale + B->scale);
   /* a lower bound on the distance between the rims: besides |C_A - C_B| -
    * r_a - r_b, each rim's height over the other's plane, (C_B - C_A).a
