@@ -856,9 +856,10 @@ static void exact_root(exact_best *e, const exact_gc *gc, double x0, double s0, 
  * sum_k a_k |n.e_k| >= min_k a_k, and >= the least of the other two half
  * sizes when w is the box's axis e_k (n.e_k = 0); a cylinder's h |n.z| +
  * r |n - (n.z) z|, concave in the angle to z, >= min(h, r), and = r when w is
- * its axis. Axes are taken as w when |w.axis| >= 1 - KHZ_AXIS_SAME; the
- * slack (a tilt below 1e-6 rad moves h by at most 1e-6 of the size) is
- * inside KHZ_PRUNE_SLACK below. */
+ * its axis. Axes are taken as w when |w.axis| >= 1 - KHZ_AXIS_SAME: then
+ * |n.axis| <= 1.5e-6 and the other components' norm is >= sqrt(1 -
+ * (n.axis)^2) >= sqrt(1 - 2e-12), an error of about 1e-12 of the size, inside
+ * KHZ_PRUNE_SLACK below. */
 #define KHZ_AXIS_SAME 1e-12
 #define KHZ_PRUNE_SLACK 1e-9 /* x the pair's scale: a pruning bound's margin over rounding */
 static double circle_inradius(const khzColShape *s, const double w[3]) {
