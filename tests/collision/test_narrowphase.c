@@ -745,6 +745,97 @@ static void test_exact_least_overlap(void) {
   exact_vs_search("cylinder-cylinder", KHZ_GEOM_CYLINDER, wheel, KHZ_GEOM_CYLINDER, cyl, 0.3);
 }
 
+/* The exact least overlap skips a crease circle, or (for shapes known to
+ * overlap) a pair of rims, when a lower bound on every candidate it could
+ * give lies above the least overlap found so far (circle_above: -|d across
+ * w| + the shapes' inradii along the circle; the rims: each rim's height
+ * over the other's plane). Such a skip must never change the answer: the
+ * least overlap and its direction, bit for bit, against the same call
+ * scoring every circle and every pair of rims (KHZ_COL_SCORE_ALL), both ways
+ * (until apart, and as eq. 4 calls it), both orders, over the poses of a
+ * pile, touching or up to 2 mm apart: random, stacked nearly coaxially
+ * (where three of the four pairs of rims lie a height apart), lying across
+ * the other's top, tilted on it near its rim, and side by side.
+ * Fails with a bound that overstates (tried: the slack's sign turned, or
+ * the rims' bound without its r |a x b| term). */
+static void exact_pruned(const char *name, int ga, const double sa[3], int gb, const double sb[3], int *nover) {
+  khzSpec *s = khz_spec_new();
+  int ba = cu_body(s, "a"), bb = cu_body(s, "b");
+  cu_geom(s, ba, ga, sa[0], sa[1], sa[2]);
+  cu_geom(s, bb, gb, sb[0], sb[1], sb[2]);
+  khzModel *m = cu_compile(s);
+  khzData *d = khz_makeData(m, 0);
+  double top = ga == KHZ_GEOM_BOX ? sa[2] : sa[1], wx = sa[0], wy = ga == KHZ_GEOM_BOX ? sa[1] : sa[0];
+  double bh = gb == KHZ_GEOM_BOX ? sb[2] : sb[1], br = sb[0];
+  int bad = 0, ncall = 0;
+  for (int k = 0; k < 2000; k++) {
+    double qa[4] = {1, 0, 0, 0}, qb[4], pos[3];
+    int mode = k % 5;
+    double sunk = cu_uniform(-2e-3, 3e-3), az = cu_uniform(0, 2 * M_PI);
+    if (mode == 0) { /* random */
+      cu_randQuat(qa), cu_randQuat(qb), cu_randDir(pos);
+      double r = cu_uniform(0.05, 0.4);
+      for (int j = 0; j < 3; j++) pos[j] *= r;
+    } else if (mode == 1) { /* stacked, nearly coaxial */
+      double tilt = cu_uniform(0, 0.03);
+      cu_axisQuat(qb, cos(az), sin(az), 0, tilt);
+      pos[0] = cu_uniform(-0.5 * wx, 0.5 * wx), pos[1] = cu_uniform(-0.5 * wy, 0.5 * wy);
+      pos[2] = top + bh * cos(tilt) + br * sin(tilt) - sunk;
+    } else if (mode == 2) { /* lying across A's top */
+      double tilt = 0.5 * M_PI + cu_uniform(-0.03, 0.03);
+      cu_axisQuat(qb, cos(az), sin(az), 0, tilt);
+      pos[0] = cu_uniform(-wx, wx), pos[1] = cu_uniform(-wy, wy);
+      pos[2] = top + bh * fabs(cos(tilt)) + br * sin(tilt) - sunk;
+    } else if (mode == 4) { /* tilted on A's top near its edge or rim (rim against rim) */
+      double tilt = cu_uniform(0.3, 1.4);
+      cu_axisQuat(qb, cos(az), sin(az), 0, tilt);
+      pos[0] = cu_uniform(-wx - 0.05, wx + 0.05), pos[1] = cu_uniform(-wy - 0.05, wy + 0.05);
+      pos[2] = top + bh * cos(tilt) + br * sin(tilt) - sunk;
+    } else { /* side by side, the axes nearly parallel */
+      cu_axisQuat(qb, cos(az), sin(az), 0, cu_uniform(0, 0.03));
+      pos[0] = (wx + br - sunk) * cos(az), pos[1] = (wx + br - sunk) * sin(az);
+      pos[2] = cu_uniform(-top, top);
+    }
+    cu_pose(m, d, ba, (double[3]){0, 0, 0}, qa);
+    cu_pose(m, d, bb, pos, qb);
+    cu_pair p;
+    khzColShape sh0, sh1;
+    khz_kinematics(m, d);
+    khz_collisionFrames(m, d, p.frame, p.aabb);
+    khz_shape_make(m, 0, p.frame, &sh0);
+    khz_shape_make(m, 1, p.frame + 12, &sh1);
+    for (int side = 0; side < 2; side++)
+      for (int exact = 1; exact <= 2; exact++) {
+        const khzColShape *A = side ? &sh1 : &sh0, *B = side ? &sh0 : &sh1;
+        double np_[3], na[3];
+        double fp = khz_col_leastOverlap(A, B, exact, np_);
+        double fa = khz_col_leastOverlap(A, B, exact | KHZ_COL_SCORE_ALL, na);
+        ncall++;
+        *nover += fa > 0;
+        if (memcmp(&fp, &fa, sizeof fp) || memcmp(np_, na, sizeof na)) {
+          if (bad++ < 3)
+            printf("%s pose %d (mode %d, order %d, exact %d): pruned %.17g (%g %g %g), all %.17g (%g %g %g)\n",
+                   name, k, mode, side, exact, fp, np_[0], np_[1], np_[2], fa, na[0], na[1], na[2]);
+        }
+      }
+  }
+  printf("%s pruned: %d of %d least overlaps differ from scoring every candidate\n", name, bad, ncall);
+  ENSURE_MSG(bad == 0, "%s: %d of %d pruned least overlaps differ", name, bad, ncall);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+  khz_spec_destroy(&s);
+}
+
+static void test_exact_pruned(void) {
+  const double box[3] = {0.12, 0.08, 0.05}, wheel[3] = {0.11, 0.06, 0}, can[3] = {0.08, 0.1, 0};
+  int nover = 0;
+  exact_pruned("box-cylinder", KHZ_GEOM_BOX, box, KHZ_GEOM_CYLINDER, can, &nover);
+  exact_pruned("cylinder-box", KHZ_GEOM_CYLINDER, wheel, KHZ_GEOM_BOX, box, &nover);
+  exact_pruned("cylinder-cylinder", KHZ_GEOM_CYLINDER, wheel, KHZ_GEOM_CYLINDER, can, &nover);
+  exact_pruned("can-can", KHZ_GEOM_CYLINDER, can, KHZ_GEOM_CYLINDER, can, &nover);
+  ENSURE_MSG(nover > 8000, "only %d overlapping calls", nover);
+}
+
 /* plane_poly (the table's plane-box, plane-cylinder and plane-hull) against
  * the general poly_poly it stands in for: the same return, points (position,
  * sd, depth, weight, side, feature, in order) and normal, bit for bit, over
@@ -996,6 +1087,7 @@ int main(void) {
   test_every_pair();
   test_libccd();
   test_exact_least_overlap();
+  test_exact_pruned();
   test_plane_fast_path();
   test_coherent_apart();
   return ensure_report();

@@ -447,7 +447,10 @@ void khz_col_addPoint(khzColOut *o, const double p[3], double sd, int side, int 
  * (n towards A), from the best of the candidate axes: by the exact form of a
  * box against a cylinder or of two cylinders when exact != 0 (2: for shapes
  * known to overlap, as eq. 4 calls it), otherwise (and for other pairs) by
- * the pattern search; the direction into n. For tests. */
+ * the pattern search; the direction into n. With KHZ_COL_SCORE_ALL in
+ * exact, no circle or pair of rims is skipped by its lower bound (the
+ * answer must be the same bit for bit). For tests. */
+#define KHZ_COL_SCORE_ALL 4 /* exact's flag: solve every circle and pair of rims */
 double khz_col_leastOverlap(const khzColShape *a, const khzColShape *b, int exact, double n[3]);
 
 /* The general path (poly_poly) of a plane A and a box, cylinder or hull B,

@@ -587,6 +587,7 @@ typedef struct {
   double second, n2[3]; /* the best candidate away from n (another start for refine_normal) */
   int have2;
   int until_apart; /* refine_normal stops at the first n along which the shapes are apart */
+  int score_all;   /* exact_normal solves every circle and pair of rims (no pruning; tests) */
 } nsearch;
 
 /* the overlap of the two shapes' projections on n, h_B(n) + h_A(-n): the
@@ -758,6 +759,7 @@ static double refine_from(const nsearch *ns, double n[3]);
 typedef struct {
   const nsearch *ns;
   double f, n[3]; /* the least overlap so far and its direction */
+  int prune;      /* skip the circles and rims whose lower bound is above f (0: tests) */
 } exact_best;
 
 /* g(n) = h_B(n) + h_A(-n) = n.(pos_B - pos_A) + n_B.l_B - n_A.l_A with n_X
@@ -849,6 +851,45 @@ static void exact_root(exact_best *e, const exact_gc *gc, double x0, double s0, 
   exact_try(e, n);
 }
 
+/* A lower bound on a box's or a cylinder's local support function h(n)
+ * over the unit n normal to w (its inradius along that circle): a box's
+ * sum_k a_k |n.e_k| >= min_k a_k, and >= the least of the other two half
+ * sizes when w is the box's axis e_k (n.e_k = 0); a cylinder's h |n.z| +
+ * r |n - (n.z) z|, concave in the angle to z, >= min(h, r), and = r when w is
+ * its axis. Axes are taken as w when |w.axis| >= 1 - KHZ_AXIS_SAME: then
+ * |n.axis| <= 1.5e-6 and the other components' norm is >= sqrt(1 -
+ * (n.axis)^2) >= sqrt(1 - 2e-12), an error of about 1e-12 of the size, inside
+ * KHZ_PRUNE_SLACK below. */
+#define KHZ_AXIS_SAME 1e-12
+#define KHZ_PRUNE_SLACK 1e-9 /* x the pair's scale: a pruning bound's margin over rounding */
+static double circle_inradius(const khzColShape *s, const double w[3]) {
+  const double *sz = s->size;
+  if (s->shape == KHZ_SHAPE_CYLINDER) {
+    double z[3];
+    axis_z(s, z);
+    return fabs(khzu_dot3(w, z)) >= 1 - KHZ_AXIS_SAME ? sz[0] : fmin(sz[0], sz[1]);
+  }
+  for (int k = 0; k < 3; k++) {
+    double c = s->rot[k] * w[0] + s->rot[3 + k] * w[1] + s->rot[6 + k] * w[2];
+    if (fabs(c) >= 1 - KHZ_AXIS_SAME) return fmin(sz[(k + 1) % 3], sz[(k + 2) % 3]);
+  }
+  return fmin(sz[0], fmin(sz[1], sz[2]));
+}
+
+/* Every candidate of the circle normal to w scores g(n) = n.d + h_B(n) +
+ * h_A(-n) (d = pos_B - pos_A) >= -|d across w| + the two inradii along the
+ * circle: a circle whose bound lies above the least overlap so far by the
+ * slack has no candidate that exact_try would take, and is skipped (the
+ * answer is the same bit for bit; test_exact_pruned checks it) */
+static int circle_above(const exact_best *e, const double w[3]) {
+  const khzColShape *a = e->ns->a, *b = e->ns->b;
+  double d[3];
+  khzu_sub3(d, b->pos, a->pos);
+  khzu_addScl3(d, d, w, -khzu_dot3(d, w));
+  double bound = circle_inradius(a, w) + circle_inradius(b, w) - khzu_norm3(d);
+  return bound > e->f + KHZ_PRUNE_SLACK * (a->scale + b->scale);
+}
+
 /* the local minima of g on the great circle normal to w, away from its
  * creases (those points are exact_normal's own candidates); ax[nax] the
  * crease axes, cyl[ncyl] the cylinders' axes */
@@ -856,6 +897,7 @@ KHZ_AVX_CLONES static void exact_circle(exact_best *e, const double w[3], const 
                          const double (*cyl)[3], int ncyl) {
   double p[3], q[3], brk[6 * 8], lo_x[6 * 8], lo_s[6 * 8], hi_x[6 * 8], hi_s[6 * 8];
   int kink[6 * 8], nb = 0;
+  if (e->prune && circle_above(e, w)) return;
   khzu_orthogonal(p, w);
   khzu_cross(q, w, p);
   /* arc ends: the other creases (n.x = 0, kinks of g), and the points
@@ -1063,6 +1105,36 @@ KHZ_AVX_CLONES static void cc_rims(exact_best *e, const double ca[3], const doub
   }
 }
 
+/* is x (world) inside cylinder s by at least margin? */
+static int cyl_holds(const khzColShape *s, const double x[3], double margin) {
+  double l[3];
+  khz_shape_toLocal(s, x, l);
+  double r = s->size[0] - margin;
+  return fabs(l[2]) <= s->size[1] - margin && r > 0 && l[0] * l[0] + l[1] * l[1] <= r * r;
+}
+
+/* Two cylinders that may be apart (rims_convex) overlap for certain when a
+ * point lies inside both by a margin above rounding: the midpoint of B's
+ * support along the best direction so far and A's against it (across the
+ * lens of a shallow contact). Then g > 0 everywhere, as for eq. 4's pairs:
+ * an interior minimum is (Q - P) / |Q - P|, never the other sign, and the
+ * rims can be pruned by their distance. No proof: the pair keeps both
+ * signs and every pair of rims. */
+static int cyl_cyl_overlap(const khzColShape *A, const khzColShape *B, const double n[3]) {
+  double m[3] = {-n[0], -n[1], -n[2]}, pa[3], pb[3], x[3];
+  khz_shape_support(B, n, pb);
+  khz_shape_support(A, m, pa);
+  double margin = KHZ_PRUNE_SLACK * (A->scale + B->scale), g = khzu_dot3(n, pb) - khzu_dot3(n, pa);
+  if (!(g > 0)) return 0;
+  for (int k = 0; k < 3; k++) {
+    const double *from = k == 1 ? pa : pb;
+    double t = k == 0 ? 0 : k == 1 ? 0.5 * g : -0.5 * g;
+    for (int j = 0; j < 3; j++) x[j] = k == 0 ? 0.5 * (pa[j] + pb[j]) : from[j] + t * n[j];
+    if (cyl_holds(A, x, margin) && cyl_holds(B, x, margin)) return 1;
+  }
+  return 0;
+}
+
 /* two cylinders: the poles, the creases' crossings, the crease circles'
  * minima and the rims' critical pairs */
 static void exact_cyl_cyl(nsearch *ns, exact_best *e) {
@@ -1075,7 +1147,9 @@ static void exact_cyl_cyl(nsearch *ns, exact_best *e) {
     khzu_scl3(c, ax[k], -1);
     exact_try(e, c);
   }
-  khzu_cross(c, ax[0], ax[1]);
+  double c_ab[3];
+  khzu_cross(c_ab, ax[0], ax[1]);
+  khzu_copy3(c, c_ab);
   if (khzu_normalize3(c) >= KHZ_CREASE_SIN) {
     exact_try(e, c);
     khzu_scl3(c, c, -1);
@@ -1089,8 +1163,13 @@ static void exact_cyl_cyl(nsearch *ns, exact_best *e) {
    * whose circles lie farther apart (|C_A - C_B| - r_a - r_b) than the least
    * overlap so far has no candidate below it. Pairs that may be apart keep
    * both signs and every pair of rims. */
-  int apart = ns->until_apart;
-  double tie = KHZ_EQ4_TIE * (A->scale + B->scale);
+  int apart = ns->until_apart && !(e->prune && cyl_cyl_overlap(A, B, e->n));
+  double tie = KHZ_EQ4_TIE * (A->scale + B->scale), slack = KHZ_PRUNE_SLACK * (A->scale + B->scale);
+  /* a lower bound on the distance between the rims: besides |C_A - C_B| -
+   * r_a - r_b, each rim's height over the other's plane, (C_B - C_A).a
+   * +- r_b |a x b| for B's points (P's is 0), so that of two stacked
+   * cylinders only the two rims that meet are solved */
+  double sin_ab = khzu_norm3(c_ab);
   for (int ra = 0; ra < 2; ra++)
     for (int rb = 0; rb < 2; rb++) {
       double pa[3], pb[3], ab[3];
@@ -1098,6 +1177,11 @@ static void exact_cyl_cyl(nsearch *ns, exact_best *e) {
       khzu_addScl3(pb, B->pos, ax[1], rb ? B->size[1] : -B->size[1]);
       khzu_sub3(ab, pb, pa);
       if (!apart && khzu_norm3(ab) - A->size[0] - B->size[0] > e->f + tie) continue;
+      if (!apart && e->prune) {
+        double above_a = fabs(khzu_dot3(ab, ax[0])) - B->size[0] * sin_ab;
+        double above_b = fabs(khzu_dot3(ab, ax[1])) - A->size[0] * sin_ab;
+        if (fmax(above_a, above_b) > e->f + slack) continue;
+      }
       cc_rims(e, pa, ax[0], A->size[0], pb, ax[1], B->size[0], apart);
     }
 }
@@ -1108,7 +1192,7 @@ static void exact_cyl_cyl(nsearch *ns, exact_best *e) {
 KHZ_AVX_CLONES static int exact_normal(nsearch *ns) {
   const khzColShape *a = ns->a, *b = ns->b;
   if (a->shape == KHZ_SHAPE_CYLINDER && b->shape == KHZ_SHAPE_CYLINDER) {
-    exact_best e = {ns, DBL_MAX, {0, 0, 1}};
+    exact_best e = {ns, DBL_MAX, {0, 0, 1}, !ns->score_all};
     exact_try(&e, ns->n);
     if (ns->have2) exact_try(&e, ns->n2);
     exact_cyl_cyl(ns, &e);
@@ -1118,7 +1202,7 @@ KHZ_AVX_CLONES static int exact_normal(nsearch *ns) {
   }
   const khzColShape *box = a->shape == KHZ_SHAPE_BOX ? a : b, *cyl = box == a ? b : a;
   if (box->shape != KHZ_SHAPE_BOX || cyl->shape != KHZ_SHAPE_CYLINDER) return 0;
-  exact_best e = {ns, DBL_MAX, {0, 0, 1}};
+  exact_best e = {ns, DBL_MAX, {0, 0, 1}, !ns->score_all};
   double ax[4][3], z[1][3];
   crease_axes(box, ax, 0);
   axis_z(cyl, z[0]);
@@ -1276,7 +1360,7 @@ static void rim_candidates(nsearch *ns) {
 static int rims_convex(const khzColShape *a, const khzColShape *b, khzColOut *o,
                        const nsearch *scored) {
   double scale = a->scale + b->scale;
-  nsearch ns = {a, b, o, 0, {0, 0, 1}, KHZ_EQ4_TIE * scale, 0, 1, 0, {0, 0, 1}, 0, 0};
+  nsearch ns = {a, b, o, 0, {0, 0, 1}, KHZ_EQ4_TIE * scale, 0, 1, 0, {0, 0, 1}, 0, 0, 0};
   o->npt = 0; /* no points: consider() scores the overlap alone */
   if (a->shape != KHZ_SHAPE_CYLINDER && b->shape != KHZ_SHAPE_CYLINDER) return 0;
   if (scored)
@@ -1299,14 +1383,16 @@ static int rims_convex(const khzColShape *a, const khzColShape *b, khzColOut *o,
 }
 
 /* the least overlap of a bounded convex pair from rim_candidates' best
- * axes, by the exact form where there is one (exact != 0; 2: for shapes
- * known to overlap, as eq. 4's pairs) or by the pattern search (tests
- * compare them) */
+ * axes, by the exact form where there is one (exact & 3 != 0; 2: for shapes
+ * known to overlap, as eq. 4's pairs; | KHZ_COL_SCORE_ALL: without the
+ * lower-bound pruning) or by the pattern search (tests compare them) */
 double khz_col_leastOverlap(const khzColShape *a, const khzColShape *b, int exact, double n[3]) {
   double scale = a->scale + b->scale;
   khzColOut o = {0};
-  nsearch ns = {a, b, &o, 0, {0, 0, 1}, KHZ_EQ4_TIE * scale, 0, 1, 0, {0, 0, 1}, 0, 0};
+  nsearch ns = {a, b, &o, 0, {0, 0, 1}, KHZ_EQ4_TIE * scale, 0, 1, 0, {0, 0, 1}, 0, 0, 0};
   rim_candidates(&ns);
+  ns.score_all = (exact & KHZ_COL_SCORE_ALL) != 0;
+  exact &= 3;
   ns.until_apart = exact != 2;
   if (!exact || !exact_normal(&ns)) {
     double n1[3], f = 0;
@@ -1331,7 +1417,7 @@ static void eq4_convex(const vcache *va_, const vcache *vb_, khzColOut *o, const
                        int nea, const int *eb, int neb, double n[3]) {
   const khzColShape *a = va_->s, *b = vb_->s;
   double scale = a->scale + b->scale, tol = KHZ_FACET_TOL * scale;
-  nsearch ns = {a, b, o, 0, {0, 0, 1}, KHZ_EQ4_TIE * scale, 0, 1, 0, {0, 0, 1}, 0, 0};
+  nsearch ns = {a, b, o, 0, {0, 0, 1}, KHZ_EQ4_TIE * scale, 0, 1, 0, {0, 0, 1}, 0, 0, 0};
 
   /* fast path: the facet nearest to the deepest point */
   int k = deepest_sd(o);
@@ -1397,7 +1483,7 @@ static int poly_poly(const khzColShape *a, const khzColShape *b, khzColOut *o) {
    * axis), so the answer is the same, apart, without the 32 rim samples and
    * 48 edges of each cylinder */
   double scale = a->scale + b->scale;
-  nsearch ns = {a, b, o, 0, {0, 0, 1}, KHZ_EQ4_TIE * scale, 0, 1, 0, {0, 0, 1}, 0, 0};
+  nsearch ns = {a, b, o, 0, {0, 0, 1}, KHZ_EQ4_TIE * scale, 0, 1, 0, {0, 0, 1}, 0, 0, 0};
   int scored = a->shape != KHZ_SHAPE_PLANE &&
                (a->shape == KHZ_SHAPE_CYLINDER || b->shape == KHZ_SHAPE_CYLINDER);
   if (scored) {
