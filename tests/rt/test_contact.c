@@ -575,7 +575,7 @@ static void test_largest_rate_lanczos(void) {
  * which must cost steps, not the bracket. The same L K twice must take no
  * more steps from the kept vector than cold (only the cold start's share
  * is left to resolve), and
- * the kept starts must take fewer steps in all than the cold ones. In the
+ * the kept starts must take under 0.8 of the cold ones' steps in all. In the
  * legs' cases the kept vector of step 25 is the rate's of the other foot
  * stiffer (the gains swapped): two eigenvalues that crossed. */
 static void rate_matrices(const khzModel *m, khzData *d, const int *body, int nb, int np, const int *sa,
@@ -706,7 +706,7 @@ static void test_largest_rate_warm(void) {
   printf("tree limits' rate from the kept Ritz vector: %d rates, rate / lambda1 - 1 in [%.3g, %.3g]; Lanczos steps "
          "%.2f a call kept against %.2f cold; the same L K again: at most %d\n",
          checked, worst_below, worst_above, (double)steps_warm / checked, (double)steps_cold / checked, repeat_steps);
-  ENSURE(checked > 800 && steps_warm < steps_cold);
+  ENSURE(checked > 800 && steps_warm < 0.8 * steps_cold); /* 0.72 here; 1.00 with no Ritz vector kept */
 }
 
 /* khz_penaltyHeldSolve: a block of A with some rows held, solved with the
