@@ -1654,8 +1654,17 @@ static void tree_rates(const khzModel *m, khzData *d, const int *pair, int np, c
   /* the stiffness rate from the Ritz vector its last call kept on these
    * bodies (d->rate_warm, 6 per body; zero where none), which gets this
    * call's (lanczos_rate) */
-  if (warm)
-    for (int a = 0; a < nb; a++) memcpy(warm + 6 * a, d->rate_warm + 6 * body[a], 6 * sizeof(double));
+  /* a body without a kept vector (new to the clusters) makes the whole
+   * start cold: its component on the other bodies may miss lambda1's mode */
+  int whole = warm != NULL;
+  for (int a = 0; a < nb && whole; a++) {
+    const double *x = d->rate_warm + 6 * body[a];
+    whole = x[0] != 0 || x[1] != 0 || x[2] != 0 || x[3] != 0 || x[4] != 0 || x[5] != 0;
+  }
+  for (int a = 0; warm && a < nb; a++) {
+    if (whole) memcpy(warm + 6 * a, d->rate_warm + 6 * body[a], 6 * sizeof(double));
+    else memset(warm + 6 * a, 0, 6 * sizeof(double));
+  }
   double h = d->timestep, lam = largest_rate(L, K, nb, x, mk, ml, warm, NULL);
   if (warm)
     for (int a = 0; a < nb; a++) memcpy(d->rate_warm + 6 * body[a], warm + 6 * a, 6 * sizeof(double));
@@ -1743,7 +1752,7 @@ static void tree_limits(const khzModel *m, khzData *d, double *sk, double *sv) {
     }
     double rate[2] = {0, 0};
     if (!over) {
-      tree_rates(m, d, mem, np, body, nb, slot, mat, u6, dv6, need, 1, rate);
+      tree_rates(m, d, mem, np, body, nb, slot, mat, u6, dv6, need, KHZ_RATE_WARM, rate);
       for (int a = 0; a < nb; a++) kept[body[a]] = 1;
     } else { /* too many bodies: pair by pair, summed */
       for (int a = 0; a < nb; a++) slot[body[a]] = -1;

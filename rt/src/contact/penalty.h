@@ -108,6 +108,11 @@ void khz_penaltyLimits(const khzModel *m, khzData *d, double *dqd);
 #define KHZ_RATE_TOL 1e-6
 /* the cold start's share (relative length) in a kept start (lanczos_rate) */
 #define KHZ_RATE_WARM_MIX 1e-4
+/* 1: the tree limits start each rate from the Ritz vector kept from the
+ * last call (d->rate_warm). Off by default: with it on, test_deep_overlap's
+ * pose 5 (the arm 20 cm into the table) gains 210 J (allowed 100; 76 cold),
+ * 26 J with the share 1e-2, which saves little (docs/benchmarks.md, hum26x) */
+#define KHZ_RATE_WARM 0
 /* doubles of scratch the rate of nb bodies takes: vectors of 6 nb, five
  * for the iteration, KHZ_RATE_STEPS for the Lanczos basis (the Ritz vector
  * kept for the next call) and one for the kept vector's gather */
