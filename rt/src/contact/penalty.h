@@ -109,10 +109,11 @@ void khz_penaltyLimits(const khzModel *m, khzData *d, double *dqd);
 /* the cold start's share (relative length) in a kept start (lanczos_rate) */
 #define KHZ_RATE_WARM_MIX 1e-4
 /* 1: the tree limits start each rate from the Ritz vector kept from the
- * last call (d->rate_warm). Off by default: with it on, test_deep_overlap's
- * pose 5 (the arm 20 cm into the table) gains 210 J (allowed 100; 76 cold),
- * 26 J with the share 1e-2, which saves little (docs/benchmarks.md, hum26x) */
-#define KHZ_RATE_WARM 0
+ * last call (d->rate_warm). On since deep26: test_deep_overlap's pose 5
+ * (the arm 20 cm into the table) gained 210 J with it (76 J cold) while the
+ * release push fed the load-following stiffness; now 20.2 J either way
+ * (docs/benchmarks.md, hum26x and deep26). 0: the cold start of every call */
+#define KHZ_RATE_WARM 1
 /* doubles of scratch the rate of nb bodies takes: vectors of 6 nb, five
  * for the iteration, KHZ_RATE_STEPS for the Lanczos basis (the Ritz vector
  * kept for the next call) and one for the kept vector's gather */
