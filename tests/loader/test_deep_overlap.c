@@ -4,12 +4,16 @@
  * 3.6 to 20 cm deep into the table (and, for the first, a ball between two
  * links); with zero torque for 2 s at 1 kHz (RK4, the scene's automatic
  * contact gains) the state stays finite (no BADSTATE rollback), the energy
- * never rises more than 100 J above the start (the arm holds 300 J of
+ * never rises more than 40 J above the start (the arm holds 300 J of
  * potential energy over the ground; before the overlap was released at a
  * bounded speed the first pose reached 2.7e29 J in 3 steps and 6 of the 8
- * others went non-finite; now 5 to 68 J: still too lively, see
- * docs/contact.md), and the arm ends out of the table (no arm link deeper
- * than 5 mm after 2 s). */
+ * others went non-finite; then 5 to 76 J, and pose 5 21 to 210 J when the
+ * tree limits' rate moved within its 2e-6 bracket, because the release push
+ * fed the load-following stiffness; now 5 to 23 J, see docs/contact.md),
+ * and the arm ends out of the table (no arm link deeper than 5 mm after
+ * 2 s). Each pose runs twice, the second time with every joint angle
+ * scaled by 1 + 1e-12: a release that passes by luck of rounding fails
+ * one of the two. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,15 +62,19 @@ int main(void) {
   ENSURE(at != NULL);
   if (!at) return ensure_report();
 
-  for (size_t p = 0; p < sizeof POSES / sizeof POSES[0]; p++) {
-    const double *q = POSES[p];
+  for (size_t run = 0; run < 2 * sizeof POSES / sizeof POSES[0]; run++) {
+    size_t p = run / 2;
+    double q[7], scale = run % 2 ? 1 + 1e-12 : 1; /* a rounding-level twin */
+    for (int j = 0; j < 7; j++) q[j] = POSES[p][j] * scale;
     char path[] = "/tmp/khz-deep-XXXXXX.yaml";
     int fd = mkstemps(path, 5);
     ENSURE(fd >= 0);
     if (fd < 0) break;
     FILE *out = fdopen(fd, "wb");
     fprintf(out, "%.*s", (int)(at - text), text);
-    fprintf(out, "q0: {joint1: %g, joint2: %g, joint3: %g, joint4: %g, joint5: %g, joint6: %g, joint7: %g}",
+    fprintf(out,
+            "q0: {joint1: %.17g, joint2: %.17g, joint3: %.17g, joint4: %.17g, joint5: %.17g, joint6: %.17g, "
+            "joint7: %.17g}",
             q[0], q[1], q[2], q[3], q[4], q[5], q[6]);
     fprintf(out, "%s", at + strlen(old));
     fclose(out);
@@ -95,12 +103,12 @@ int main(void) {
       if (ke + pe - e0 > gain) gain = ke + pe - e0;
     }
     double depth1 = arm_table_depth(m, d, table);
-    printf("pose %zu: %.1f cm deep at the start; kinetic energy at most %.3g J, energy gain at most %.3g J; "
+    printf("pose %zu%s: %.1f cm deep at the start; kinetic energy at most %.3g J, energy gain at most %.3g J; "
            "%.2f mm deep after 2 s%s\n",
-           p, 100 * depth0, ke_max, gain, 1000 * depth1, finite ? "" : "; NOT FINITE");
+           p, run % 2 ? " (q x (1 + 1e-12))" : "", 100 * depth0, ke_max, gain, 1000 * depth1, finite ? "" : "; NOT FINITE");
     ENSURE_MSG(depth0 > 0.03, "pose %zu starts only %.3f m deep", p, depth0);
     ENSURE_MSG(finite, "pose %zu: non-finite or rolled back", p);
-    ENSURE_MSG(gain <= 100, "pose %zu: the energy rose %g J", p, gain);
+    ENSURE_MSG(gain <= 40, "pose %zu (run %zu): the energy rose %g J", p, run, gain);
     ENSURE_MSG(depth1 <= 0.005, "pose %zu: an arm link %.4f m deep in the table after 2 s", p, depth1);
     khz_deleteData(&d);
     khz_deleteModel(&m);

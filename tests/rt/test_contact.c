@@ -562,6 +562,153 @@ static void test_largest_rate_lanczos(void) {
          cases, worst_below, worst_above, 2 * KHZ_RATE_TOL, closest_pair);
 }
 
+/* the tree limits' rate from a kept start (lanczos_rate's warm: the Ritz
+ * vector of the last call, d->rate_warm) over sequences of nearby
+ * configurations: each of 24 cases (two equal legs pressed at their feet,
+ * as above, or 2-4 bodies of a random tree with 2-6 points) moves its
+ * hinge joints by 1e-3 rad per step for 40 steps, the points following
+ * their bodies, and takes the rate with the start kept from the step
+ * before. Every rate must lie in the cold rate's bracket of lambda1 by
+ * Jacobi, [0, 2 KHZ_RATE_TOL] (up to 1e-10); at step 20 the kept vector
+ * is replaced by one of another contact set (the bodies listed in reverse,
+ * their blocks swapped), and at step 30 by the golden start's reverse,
+ * which must cost steps, not the bracket. The same L K twice must take no
+ * more steps from the kept vector than cold (only the cold start's share
+ * is left to resolve), and
+ * the kept starts must take under 0.8 of the cold ones' steps in all. In the
+ * legs' cases the kept vector of step 25 is the rate's of the other foot
+ * stiffer (the gains swapped): two eigenvalues that crossed. */
+static void rate_matrices(const khzModel *m, khzData *d, const int *body, int nb, int np, const int *sa,
+                          const int *sb, double (*off)[3], double (*nn)[3], const double *kn, const double *kt,
+                          double *L, double *K, double *S, double *G, double *LG, double *u6, double *dv6) {
+  double *tau = calloc((size_t)m->nv, sizeof(double)), *qdd = calloc((size_t)m->nv, sizeof(double));
+  khz_kinematics(m, d);
+  khz_forwardPass(m, d, d->q, d->qd);
+  khz_externalForces(m, d);
+  khz_abaCore(m, d, tau, qdd);
+  free(tau), free(qdd);
+  int n = 6 * nb, ncol = 3 * np;
+  for (int a = 0; a < nb; a++) {
+    khz_impulseResponseUnits(m, d, body[a], NULL, u6, dv6);
+    for (int c = 0; c < nb; c++)
+      for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 6; j++) L[(6 * c + i) * n + 6 * a + j] = dv6[36 * body[c] + 6 * i + j];
+  }
+  for (int a = 0; a < n; a++)
+    for (int b = 0; b < a; b++) L[a * n + b] = L[b * n + a] = 0.5 * (L[a * n + b] + L[b * n + a]);
+  memset(G, 0, (size_t)n * ncol * sizeof(double));
+  for (int p = 0; p < np; p++) {
+    double x[3];
+    for (int i = 0; i < 3; i++) x[i] = d->xcom[3 * body[sa[p]] + i] + off[p][i];
+    point_columns(m, d, body, sa[p], sb[p], x, nn[p], kn[p], kt[p], p, ncol, G);
+  }
+  for (int a = 0; a < n; a++)
+    for (int b = 0; b <= a; b++) {
+      double v = 0;
+      for (int c = 0; c < ncol; c++) v += G[a * ncol + c] * G[b * ncol + c];
+      K[a * n + b] = K[b * n + a] = v;
+    }
+  for (int a = 0; a < n; a++)
+    for (int c = 0; c < ncol; c++) {
+      double v = 0;
+      for (int b = 0; b < n; b++) v += L[a * n + b] * G[b * ncol + c];
+      LG[a * ncol + c] = v;
+    }
+  for (int c = 0; c < ncol; c++)
+    for (int e = 0; e <= c; e++) {
+      double v = 0;
+      for (int a = 0; a < n; a++) v += G[a * ncol + c] * LG[a * ncol + e];
+      S[c * ncol + e] = S[e * ncol + c] = v;
+    }
+}
+
+static void test_largest_rate_warm(void) {
+  enum { NBMAX = 4, N = 6 * NBMAX, PMAX = 6, STEPS = 40 };
+  static double L[N * N], K[N * N], G[N * 3 * PMAX], S[9 * PMAX * PMAX], LG[N * 3 * PMAX];
+  static double scratch[KHZ_PENALTY_RATE_SCRATCH(NBMAX)];
+  double worst_below = 0, worst_above = 0, warm[N], other[N];
+  long steps_warm = 0, steps_cold = 0;
+  int checked = 0, repeat_steps = 0;
+  for (int t = 0; t < 24; t++) {
+    int legs = t % 2;
+    khzModel *m = legs ? two_legs(2 + t % 3) : rm_random_model(6 + t % 5, 1, 1, 0);
+    khzData *d = khz_makeData(m, 0);
+    double *u6 = calloc(36 * (size_t)m->nbody, sizeof(double)), *dv6 = calloc(36 * (size_t)m->nbody, sizeof(double));
+    rm_random_state(m, d->q, d->qd);
+    int body[NBMAX], nb = 0, np, sa[PMAX], sb[PMAX];
+    double off[PMAX][3], nn[PMAX][3], kn[PMAX], kt[PMAX];
+    if (legs) {
+      int links = (m->nbody - 2) / 2;
+      for (int k = 0; k < links; k++) d->q[m->jnt_qadr[2 + links + k]] = d->q[m->jnt_qadr[2 + k]];
+      body[nb++] = 1 + links, body[nb++] = 1 + 2 * links, np = 2;
+      double o[3], nz[3] = {rm_uniform(-0.3, 0.3), rm_uniform(-0.3, 0.3), 1}, k0 = pow(10, rm_uniform(4, 6));
+      double nl = sqrt(nz[0] * nz[0] + nz[1] * nz[1] + 1);
+      for (int i = 0; i < 3; i++) o[i] = rm_uniform(-0.05, 0.05), nz[i] /= nl;
+      for (int p = 0; p < 2; p++) {
+        sa[p] = p, sb[p] = -1, kn[p] = k0 * (1 + 1e-3 * p), kt[p] = 0.5 * kn[p];
+        memcpy(off[p], o, sizeof o), memcpy(nn[p], nz, sizeof nz);
+      }
+    } else {
+      int want = 2 + t % 3;
+      for (int b = m->nbody - 1; b >= 1 && nb < want; b -= 1 + t % 2) body[nb++] = b;
+      np = 2 + t % 5;
+      for (int p = 0; p < np; p++) {
+        double nl = 0;
+        sa[p] = (p * 3 + t) % nb, sb[p] = p % 3 ? -1 : (sa[p] + 1) % nb;
+        kn[p] = pow(10, rm_uniform(3, 6)), kt[p] = rm_uniform(0.3, 1) * kn[p];
+        for (int i = 0; i < 3; i++) off[p][i] = rm_uniform(-0.1, 0.1), nn[p][i] = rm_uniform(-1, 1);
+        for (int i = 0; i < 3; i++) nl += nn[p][i] * nn[p][i];
+        for (int i = 0; i < 3; i++) nn[p][i] /= sqrt(nl);
+      }
+    }
+    int n = 6 * nb, ncol = 3 * np;
+    memset(warm, 0, sizeof warm);
+    for (int step = 0; step < STEPS; step++) {
+      for (int j = 1; j < m->nbody; j++) /* the hinges move 1e-3 rad a step */
+        if (m->jnt_type[j] == KHZ_JOINT_REVOLUTE) d->q[m->jnt_qadr[j]] += 1e-3;
+      if (legs && step == 25) { /* a crossing: the kept vector of the other foot stiffer, lambda2's here */
+        double kn2[PMAX], kt2[PMAX];
+        for (int p = 0; p < 2; p++) kn2[p] = kn[1 - p], kt2[p] = kt[1 - p];
+        rate_matrices(m, d, body, nb, np, sa, sb, off, nn, kn2, kt2, L, K, S, G, LG, u6, dv6);
+        khz_penaltyLargestRateWarm(L, K, nb, scratch, warm, NULL);
+      }
+      rate_matrices(m, d, body, nb, np, sa, sb, off, nn, kn, kt, L, K, S, G, LG, u6, dv6);
+      if (step == 20) /* a kept vector of another contact set: the bodies in reverse */
+        for (int a = 0; a < nb; a++) memcpy(other + 6 * a, warm + 6 * (nb - 1 - a), 6 * sizeof(double)),
+                                     memcpy(warm, other, (size_t)n * sizeof(double));
+      if (step == 30)
+        for (int a = 0; a < n; a++) {
+          double g = 0.6180339887498949 * (n - a);
+          warm[a] = g - floor(g) + 0.1;
+        }
+      double second, want = jacobi_two(S, ncol, &second);
+      int sw, sc;
+      double got = khz_penaltyLargestRateWarm(L, K, nb, scratch, warm, &sw);
+      double cold = khz_penaltyLargestRateWarm(L, K, nb, scratch, NULL, &sc);
+      if (want < 1e-9) continue;
+      double rel = got / want - 1;
+      worst_below = fmin(worst_below, rel), worst_above = fmax(worst_above, rel);
+      ENSURE_MSG(rel >= -1e-10 && rel <= 2 * KHZ_RATE_TOL + 1e-10, "case %d step %d: %.17g against %.17g (cold %.17g), %d steps, lambda2/lambda1 %.6f",
+                 t, step, got, want, cold, sw, second / want);
+      steps_warm += sw, steps_cold += sc, checked++;
+      if (step == STEPS - 1) { /* the same L K again: the kept vector is the Ritz vector */
+        memcpy(other, warm, (size_t)n * sizeof(double));
+        double again = khz_penaltyLargestRateWarm(L, K, nb, scratch, other, &sw);
+        ENSURE_MSG(sw <= sc && again / want - 1 >= -1e-10 && again / want - 1 <= 2 * KHZ_RATE_TOL + 1e-10,
+                   "case %d: %d steps again (cold %d), %.17g against %.17g", t, sw, sc, again, want);
+        repeat_steps = sw > repeat_steps ? sw : repeat_steps;
+      }
+    }
+    free(u6), free(dv6);
+    khz_deleteData(&d);
+    khz_deleteModel(&m);
+  }
+  printf("tree limits' rate from the kept Ritz vector: %d rates, rate / lambda1 - 1 in [%.3g, %.3g]; Lanczos steps "
+         "%.2f a call kept against %.2f cold; the same L K again: at most %d\n",
+         checked, worst_below, worst_above, (double)steps_warm / checked, (double)steps_cold / checked, repeat_steps);
+  ENSURE(checked > 800 && steps_warm < 0.8 * steps_cold); /* 0.72 here; 1.00 with no Ritz vector kept */
+}
+
 /* khz_penaltyHeldSolve: a block of A with some rows held, solved with the
  * factors kept across the solves (the implicit rows' passes and block
  * Gauss-Seidel sweeps, penalty.c's held_solve). Against a fresh Cholesky
@@ -985,6 +1132,7 @@ int main(void) {
   test_factored_delassus();
   test_largest_rate_null_start();
   test_largest_rate_lanczos();
+  test_largest_rate_warm();
   test_held_factors();
   test_damping_limit();
   test_body_limits_bits();

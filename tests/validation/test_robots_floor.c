@@ -89,8 +89,12 @@ static void run(const char *path, const char *key, const double *q0, int nq0, do
   long steps = lround(seconds / m->timestep), bad = -1, half = steps / 2;
   void *snap = malloc(khz_stateSize(m));
   ENSURE(snap);
+  int kept = 0;
   for (long s = 0; s < steps && bad < 0; s++) {
-    if (s == half) khz_saveState(m, d, snap); /* the state halfway */
+    if (s == half) { /* the state halfway, with the tree limits' kept Ritz vectors (d->rate_warm) */
+      khz_saveState(m, d, snap);
+      for (int b = 0; b < 6 * m->nbody; b++) kept += d->rate_warm[b] != 0;
+    }
     khz_step(m, d);
     for (int i = 0; i < m->nq; i++)
       if (!isfinite(d->q[i])) bad = s;
@@ -137,6 +141,8 @@ static void run(const char *path, const char *key, const double *q0, int nq0, do
     ENSURE(e);
     khz_restoreState(m, e, snap);
     for (long s = half; s < steps; s++) khz_step(m, e);
+    printf("%-45s %-5s halfway: %d kept rate entries; the second half restored in a fresh data: %s\n", path,
+           key ? key : "q0", kept, khz_hashState(m, e) == khz_hashState(m, d) ? "the same hash" : "ANOTHER HASH");
     ENSURE_MSG(khz_hashState(m, e) == khz_hashState(m, d), "%s: restored halfway, another hash\n", path);
     khz_deleteData(&e);
   }

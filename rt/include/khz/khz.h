@@ -519,7 +519,8 @@ const char *khz_jointTypeName(khzJointType t);
   X(khzPairState, pair, m->npair_max) \
   X(int, body_sleep, m->nbody)    \
   X(double, body_idle, m->nbody)  \
-  X(unsigned char, lcp_warm, KHZ_LCP_WARM_BYTES(m))
+  X(unsigned char, lcp_warm, KHZ_LCP_WARM_BYTES(m)) \
+  X(double, rate_warm, 6 * m->nbody)
 
 /* Bytes of the LCP method's warm-start record (state field lcp_warm; its
  * layout is private to rt/src/lcp/lcp.c, which checks it against this): the
@@ -527,6 +528,11 @@ const char *khz_jointTypeName(khzJointType t);
  * LCP step tries first (docs/lcp.md). All zero when there is none: the
  * penalty methods never write it. */
 #define KHZ_LCP_WARM_BYTES(m) (16 + 64 * (size_t)(m)->npair_max)
+
+/* State field rate_warm (6 per body): the tree limits' kept Lanczos start,
+ * the Ritz vector of the last rate of the cluster each body was in
+ * (rt/src/contact/penalty.c lanczos_rate); zero for a body in no cluster.
+ * All zero without robots pressed by automatic-gain pairs. */
 
 /* Per-pair contact state that persists from tick to tick (part of the state:
  * the integral term, the Fig. 2 phase and the friction anchors). A slot is

@@ -184,6 +184,12 @@ static void pair_gains_auto(const khzModel *m, khzContact *c, const khzPairState
   double own = ms[0] > 0 && ms[1] > 0 ? ms[0] * ms[1] / (ms[0] + ms[1]) : ms[0] + ms[1];
   double g = sqrt(khzu_dot3(m->gravity, m->gravity));
   double carried = ps->fn > 0 ? ps->fn / (g > 0 ? g : 9.81) : 0;
+  /* a pair releasing an overlap at the bounded speed (KHZ_RELAX_SPEED) does
+   * not follow its load: that force is mostly the push that moves the bodies
+   * out, and a spring sized on it pushes harder the next step (the carried
+   * mass grows by about 2 w v / g, 60 times, a step) until the store
+   * kp (d - offset)^2 / 2 left at hundreds of J */
+  if (ps->offset > KHZ_RELAX_SPEED * KHZ_IMPACT_RELAX) carried = 0;
   double mass = fmax(own, carried);
   double kp = fmax(mass * w * w, ps->kp * exp(-h / KHZ_AUTO_RELEASE));
   c->kp = kp;
@@ -1210,7 +1216,7 @@ size_t khz_penaltyLimitsStackBytes(const khzModel *m) {
   size_t n = 6 * (size_t)tree_bodies(m), nc = (size_t)m->npair_max;
   return (119 * (size_t)m->nbody + 2 * nc + 3 * n * n + KHZ_PENALTY_RATE_SCRATCH((size_t)tree_bodies(m))) *
              sizeof(double) +
-         (3 * (size_t)m->nbody + 3 * nc + (size_t)tree_bodies(m)) * sizeof(int) + (size_t)m->nbody + 17 * 64;
+         (3 * (size_t)m->nbody + 3 * nc + (size_t)tree_bodies(m)) * sizeof(int) + 2 * (size_t)m->nbody + 18 * 64;
 }
 
 /* adds pair c's contact springs (gain = kp) or dampers (kv) to K (n x n, n
@@ -1413,6 +1419,39 @@ static inline double dot_pairs(const double *a, const double *b, int n) {
   return s0[0] + s0[1];
 }
 
+/* the Ritz vector x = V s of theta (T's largest eigenvalue as
+ * tridiag_largest returns it, k rows; V holds k vectors of n), |x| = 1:
+ * s by two steps of inverse iteration on T - mu I, mu = theta (1 + 1e-7)
+ * just above theta, through its LDL^T (all pivots negative above T's
+ * spectrum: stable without pivoting). Only a start for the next call: its
+ * accuracy moves the next call's step count, never its bracket. A pivot
+ * not negative (mu not above the spectrum) leaves x = 0, a cold start. */
+static void ritz_vector(const double *alpha, const double *beta, int k, double theta, const double *V, int n,
+                        double *x) {
+  double s[KHZ_RATE_STEPS], dpiv[KHZ_RATE_STEPS], mu = theta * (1 + 1e-7);
+  for (int i = 0; i < k; i++) {
+    dpiv[i] = alpha[i] - mu - (i ? beta[i - 1] * beta[i - 1] / dpiv[i - 1] : 0);
+    if (!(dpiv[i] < 0)) return;
+    s[i] = 1;
+  }
+  for (int it = 0; it < 2; it++) {
+    for (int i = 1; i < k; i++) s[i] -= beta[i - 1] / dpiv[i - 1] * s[i - 1]; /* L z = s */
+    s[k - 1] /= dpiv[k - 1];                                                   /* D L^T s = z */
+    for (int i = k - 2; i >= 0; i--) s[i] = s[i] / dpiv[i] - beta[i] / dpiv[i] * s[i + 1];
+    double big = 0;
+    for (int i = 0; i < k; i++) big = fmax(big, fabs(s[i]));
+    if (!(big > 0)) return;
+    for (int i = 0; i < k; i++) s[i] /= big;
+  }
+  for (int i = 0; i < k; i++)
+    for (int a = 0; a < n; a++) x[a] += s[i] * V[(size_t)i * n + a];
+  double xx = 0;
+  for (int a = 0; a < n; a++) xx += x[a] * x[a];
+  if (!(xx > 0)) return;
+  double r = 1 / sqrt(xx);
+  for (int a = 0; a < n; a++) x[a] *= r;
+}
+
 /* largest eigenvalue of L K (n = 6 nb; L and K symmetric positive
  * semi-definite, K exactly symmetric) by Lanczos in K's semi-inner product
  * <u, v>_K = u^T K v, in which L K is self-adjoint (K L K is symmetric).
@@ -1438,18 +1477,49 @@ static inline double dot_pairs(const double *a, const double *b, int n) {
  * the convergence goes with the gap to lambda3. A start with v^T K v = 0
  * restarts from e_j, j the largest diagonal of K; K = 0 or L K = 0 gives
  * 0. mk, ml: the nonzero blocks of K and L (matvec_blocks), or NULL to
- * find them; w holds 5 n doubles. */
+ * find them; w holds (KHZ_RATE_STEPS + 5) n doubles.
+ *
+ * warm (n doubles, or NULL): a kept start, the Ritz vector of the last call
+ * on these bodies (tree_limits keeps it per body, d->rate_warm). A nonzero
+ * warm x starts from L K (x / |x| + KHZ_RATE_WARM_MIX g / |g|), g the
+ * golden-ratio start: the same Lanczos process with the same stopping rule
+ * and the same bracket theta + rho, only from a start nearer lambda1's
+ * eigenvector. The cold start's share keeps lambda1's component at least
+ * KHZ_RATE_WARM_MIX of the cold start's (relative) where the kept vector
+ * has none (a contact set that changed, two eigenvalues that crossed), so
+ * such a call takes more steps; a trap on lambda2 would need its residual
+ * within the tolerance with that share unresolved, about KHZ_RATE_TOL /
+ * KHZ_RATE_WARM_MIX of lambda1 below it (none in test_largest_rate_warm).
+ * The product L K removes the start's part in K's null space (range(L K)
+ * meets null(K) only in 0, L positive definite): that part is invisible to
+ * the inner products and grows by alpha / beta a step, and from a start
+ * near an eigenvector (beta small) it swamped K v_j's rounding (rates 4e-6
+ * above and 3e-7 below lambda1 in the test without it). On return warm holds the
+ * Ritz vector of theta, x = V_j s (V_j the Lanczos vectors, s theta's
+ * eigenvector of T_j by inverse iteration), at unit length, or zeros where
+ * there is no rate. steps (or NULL) receives the Lanczos steps. */
 static double lanczos_rate(const double *L, const double *K, int n, const unsigned *mk_given,
-                           const unsigned *ml_given, double *w) {
+                           const unsigned *ml_given, double *w, double *warm, int *steps) {
   unsigned mk_found[KHZ_TREE_BODIES], ml_found[KHZ_TREE_BODIES];
   const unsigned *mk = mk_given, *ml = ml_given;
   if (!mk) block_mask(K, n, mk_found), mk = mk_found;
   if (!ml) block_mask(L, n, ml_found), ml = ml_found;
   double *v = w + n, *y = v + n, *vold = y + n, *yn = vold + n; /* v_j, K v_j, v_{j-1}, K w */
+  double *V = yn + n; /* v_0 ... v_{j}: the Ritz vector's basis */
+  double gg = 0, xx = 0;
   for (int a = 0; a < n; a++) {
     double g = 0.6180339887498949 * (a + 1);
     v[a] = g - floor(g) + 0.1, vold[a] = 0;
+    gg += v[a] * v[a], xx += warm ? warm[a] * warm[a] : 0;
   }
+  if (xx > 0) { /* the kept start, with the cold start's share, then L K of it */
+    double sx = 1 / sqrt(xx), sg = KHZ_RATE_WARM_MIX / sqrt(gg);
+    for (int a = 0; a < n; a++) v[a] = warm[a] * sx + v[a] * sg;
+    matvec_blocks(y, K, v, n, mk);
+    matvec_blocks(v, L, y, n, ml);
+  }
+  if (steps) *steps = 0;
+  if (warm) memset(warm, 0, (size_t)n * sizeof(double));
   matvec_blocks(y, K, v, n, mk);
   double b2 = dot_pairs(v, y, n);
   if (!(b2 > 0)) { /* the start in K's null space: e_j with K_jj > 0 */
@@ -1464,7 +1534,9 @@ static double lanczos_rate(const double *L, const double *K, int n, const unsign
   double b = sqrt(b2);
   for (int a = 0; a < n; a++) v[a] /= b, y[a] /= b;
   double alpha[KHZ_RATE_STEPS], beta[KHZ_RATE_STEPS], theta = 0, rho = 0;
-  for (int j = 0; j < KHZ_RATE_STEPS; j++) {
+  int j = 0;
+  for (; j < KHZ_RATE_STEPS; j++) {
+    if (warm) memcpy(V + (size_t)j * n, v, (size_t)n * sizeof(double));
     matvec_blocks(w, L, y, n, ml); /* w = L K v_j */
     double al = dot_pairs(y, w, n), bl = j ? beta[j - 1] : 0;
     alpha[j] = al;
@@ -1479,7 +1551,10 @@ static double lanczos_rate(const double *L, const double *K, int n, const unsign
     double top = (j ? fmax(theta, al) + bl : al) * (1 + 1e-12), s2;
     theta = tridiag_largest(alpha, beta, j + 1, theta + rho, top, &s2);
     rho = b * sqrt(s2);
-    if (!(theta > 0)) return 0; /* L K = 0 on the Krylov space */
+    if (!(theta > 0)) { /* L K = 0 on the Krylov space */
+      if (steps) *steps = j + 1;
+      return 0;
+    }
     if (rho <= KHZ_RATE_TOL * theta) break;
     beta[j] = b;
     for (int a = 0; a < n; a++) vold[a] = v[a], v[a] = w[a] / b, y[a] = yn[a] / b;
@@ -1489,6 +1564,9 @@ static double lanczos_rate(const double *L, const double *K, int n, const unsign
    * cluster; theta + rho there was up to 16 % above, and a rate that
    * much higher moved the 22 humanoids' impacts, see docs/benchmarks.md
    * lanc26) */
+  int k = j < KHZ_RATE_STEPS ? j + 1 : KHZ_RATE_STEPS;
+  if (steps) *steps = k;
+  if (warm) ritz_vector(alpha, beta, k, theta, V, n, warm);
   return rho <= KHZ_RATE_TOL * theta ? theta + rho : theta;
 }
 
@@ -1496,15 +1574,19 @@ static double lanczos_rate(const double *L, const double *K, int n, const unsign
  * semi-definite) by lanczos_rate; scratch holds KHZ_PENALTY_RATE_SCRATCH(nb)
  * doubles. */
 static double largest_rate(const double *L, const double *K, int nb, double *scratch, const unsigned *mk,
-                           const unsigned *ml) {
-  return lanczos_rate(L, K, 6 * nb, mk, ml, scratch);
+                           const unsigned *ml, double *warm, int *steps) {
+  return lanczos_rate(L, K, 6 * nb, mk, ml, scratch, warm, steps);
 }
 
-double khz_penaltyLargestRate(const double *L, double *K, int nb, double *scratch) {
+double khz_penaltyLargestRateWarm(const double *L, double *K, int nb, double *scratch, double *warm, int *steps) {
   int n = 6 * nb;
   for (int a = 0; a < n; a++) /* a K summed in another order may not be exactly symmetric */
     for (int b = 0; b < a; b++) K[a * n + b] = K[b * n + a] = 0.5 * (K[a * n + b] + K[b * n + a]);
-  return largest_rate(L, K, nb, scratch, NULL, NULL);
+  return largest_rate(L, K, nb, scratch, NULL, NULL, warm, steps);
+}
+
+double khz_penaltyLargestRate(const double *L, double *K, int nb, double *scratch) {
+  return khz_penaltyLargestRateWarm(L, K, nb, scratch, NULL, NULL);
 }
 
 /* clears the 6 x 6 blocks of A (n = 6 nb) that matvec_blocks can read:
@@ -1542,10 +1624,11 @@ static void clear_blocks(double *A, int nb, const unsigned *mask, const unsigned
  * go out in one walk (khz_impulseResponseUnits: the six responses' bits);
  * u6 and dv6 (36 nbody each) are its scratch. */
 static void tree_rates(const khzModel *m, khzData *d, const int *pair, int np, const int *body, int nb,
-                       const int *slot, double *mat, double *u6, double *dv6, unsigned char *need,
+                       const int *slot, double *mat, double *u6, double *dv6, unsigned char *need, int keep,
                        double rate[2]) {
   int n = 6 * nb;
   double *L = mat, *K = L + n * n, *C = K + n * n, *x = C + n * n;
+  double *warm = keep ? x + (size_t)(KHZ_RATE_STEPS + 5) * n : NULL;
   /* the blocks that can be nonzero: L's between bodies of one tree, K's
    * (and C's) between the bodies of a pair and on each; only those are
    * written (L) or summed (K, C), and the other blocks matvec_blocks reads
@@ -1588,7 +1671,23 @@ static void tree_rates(const khzModel *m, khzData *d, const int *pair, int np, c
     tree_springs(m, d, c, c->kp, slot, n, K);
     same &= fabs(c->kv - ratio * c->kp) <= 1e-12 * c->kv;
   }
-  double h = d->timestep, lam = largest_rate(L, K, nb, x, mk, ml);
+  /* the stiffness rate from the Ritz vector its last call kept on these
+   * bodies (d->rate_warm, 6 per body; zero where none), which gets this
+   * call's (lanczos_rate) */
+  /* a body without a kept vector (new to the clusters) makes the whole
+   * start cold: its component on the other bodies may miss lambda1's mode */
+  int whole = warm != NULL;
+  for (int a = 0; a < nb && whole; a++) {
+    const double *x = d->rate_warm + 6 * body[a];
+    whole = x[0] != 0 || x[1] != 0 || x[2] != 0 || x[3] != 0 || x[4] != 0 || x[5] != 0;
+  }
+  for (int a = 0; warm && a < nb; a++) {
+    if (whole) memcpy(warm + 6 * a, d->rate_warm + 6 * body[a], 6 * sizeof(double));
+    else memset(warm + 6 * a, 0, 6 * sizeof(double));
+  }
+  double h = d->timestep, lam = largest_rate(L, K, nb, x, mk, ml, warm, NULL);
+  if (warm)
+    for (int a = 0; a < nb; a++) memcpy(d->rate_warm + 6 * body[a], warm + 6 * a, 6 * sizeof(double));
   rate[0] = h * sqrt(lam);
   if (same) {
     rate[1] = h * ratio * lam;
@@ -1596,7 +1695,7 @@ static void tree_rates(const khzModel *m, khzData *d, const int *pair, int np, c
   }
   clear_blocks(C, nb, mk, NULL);
   for (int i = 0; i < np; i++) tree_springs(m, d, d->contact + pair[i], d->contact[pair[i]].kv, slot, n, C);
-  rate[1] = h * largest_rate(L, C, nb, x, mk, ml);
+  rate[1] = h * largest_rate(L, C, nb, x, mk, ml, NULL, NULL);
 }
 
 /* each cluster's members in index order, from one pass over cl (n of them:
@@ -1640,13 +1739,14 @@ static void tree_limits(const khzModel *m, khzData *d, double *sk, double *sv) {
   int *body = khz_stackAlloc(d, (size_t)cap * sizeof(int));
   double *mat = khz_stackAlloc(d, (3 * (size_t)nmax * nmax + KHZ_PENALTY_RATE_SCRATCH((size_t)cap)) * sizeof(double));
   unsigned char *need = khz_stackAlloc(d, (size_t)m->nbody); /* tree_rates */
+  unsigned char *kept = khz_stackAlloc(d, (size_t)m->nbody); /* a Ritz vector kept this call */
   double *u6 = khz_stackAlloc(d, 36 * (size_t)m->nbody * sizeof(double));
   double *dv6 = khz_stackAlloc(d, 36 * (size_t)m->nbody * sizeof(double));
-  if (!parent || !slot || !cl || !mem || !next || !head || !body || !mat || !need || !u6 || !dv6) {
+  if (!parent || !slot || !cl || !mem || !next || !head || !body || !mat || !need || !kept || !u6 || !dv6) {
     khz_stackFree(d, mark);
     return;
   }
-  for (int b = 0; b < m->nbody; b++) parent[b] = b, slot[b] = -1, need[b] = 0;
+  for (int b = 0; b < m->nbody; b++) parent[b] = b, slot[b] = -1, need[b] = 0, kept[b] = 0;
   for (int i = 0; i < nc; i++) {
     const khzContact *c = d->contact + i;
     int r0 = khz_movingTree(m, c, 0), r1 = khz_movingTree(m, c, 1);
@@ -1672,7 +1772,8 @@ static void tree_limits(const khzModel *m, khzData *d, double *sk, double *sv) {
     }
     double rate[2] = {0, 0};
     if (!over) {
-      tree_rates(m, d, mem, np, body, nb, slot, mat, u6, dv6, need, rate);
+      tree_rates(m, d, mem, np, body, nb, slot, mat, u6, dv6, need, KHZ_RATE_WARM, rate);
+      for (int a = 0; a < nb; a++) kept[body[a]] = 1;
     } else { /* too many bodies: pair by pair, summed */
       for (int a = 0; a < nb; a++) slot[body[a]] = -1;
       for (int p = 0; p < np; p++) {
@@ -1682,7 +1783,7 @@ static void tree_limits(const khzModel *m, khzData *d, double *sk, double *sv) {
           if (c->body[s] > 0 && !khz_bodyStatic(m, c->body[s]) && slot[c->body[s]] < 0)
             slot[c->body[s]] = n2, body[n2++] = c->body[s];
         double r[2];
-        tree_rates(m, d, mem + p, 1, body, n2, slot, mat, u6, dv6, need, r);
+        tree_rates(m, d, mem + p, 1, body, n2, slot, mat, u6, dv6, need, 0, r);
         for (int a = 0; a < n2; a++) slot[body[a]] = -1;
         /* stiffness rates add as squares (h^2 eig), damping rates as they are */
         rate[0] = sqrt(rate[0] * rate[0] + r[0] * r[0]), rate[1] += r[1];
@@ -1694,6 +1795,10 @@ static void tree_limits(const khzModel *m, khzData *d, double *sk, double *sv) {
     double fv = rate[1] > KHZ_DAMPING_LIMIT ? KHZ_DAMPING_LIMIT / rate[1] : 1;
     for (int p = 0; p < np; p++) sk[mem[p]] = fk, sv[mem[p]] = fv;
   }
+  /* a body in no cluster of this call keeps no Ritz vector: a cluster
+   * that forms again later starts cold on it */
+  for (int b = 0; b < m->nbody; b++)
+    if (!kept[b]) memset(d->rate_warm + 6 * b, 0, 6 * sizeof(double));
   khz_stackFree(d, mark);
 }
 

@@ -106,14 +106,30 @@ void khz_penaltyLimits(const khzModel *m, khzData *d, double *dqd);
  * bound rho, once rho <= KHZ_RATE_TOL theta (penalty.c lanczos_rate) */
 #define KHZ_RATE_STEPS 32
 #define KHZ_RATE_TOL 1e-6
-/* doubles of scratch the rate of nb bodies takes: five vectors of 6 nb */
-#define KHZ_PENALTY_RATE_SCRATCH(nb) (30 * (nb))
+/* the cold start's share (relative length) in a kept start (lanczos_rate) */
+#define KHZ_RATE_WARM_MIX 1e-4
+/* 1: the tree limits start each rate from the Ritz vector kept from the
+ * last call (d->rate_warm). On since deep26: test_deep_overlap's pose 5
+ * (the arm 20 cm into the table) gained 210 J with it (76 J cold) while the
+ * release push fed the load-following stiffness; now 20.2 J either way
+ * (docs/benchmarks.md, hum26x and deep26). 0: the cold start of every call */
+#define KHZ_RATE_WARM 1
+/* doubles of scratch the rate of nb bodies takes: vectors of 6 nb, five
+ * for the iteration, KHZ_RATE_STEPS for the Lanczos basis (the Ritz vector
+ * kept for the next call) and one for the kept vector's gather */
+#define KHZ_PENALTY_RATE_SCRATCH(nb) (6 * (KHZ_RATE_STEPS + 6) * (nb))
 
 /* The largest eigenvalue of L K (n = 6 nb, both n x n row-major, symmetric
  * positive semi-definite) as the tree limits take it (Lanczos, above the
  * eigenvalue by at most 2 KHZ_RATE_TOL of it); K is made exactly symmetric
  * in place, scratch holds KHZ_PENALTY_RATE_SCRATCH(nb) doubles. For tests. */
 double khz_penaltyLargestRate(const double *L, double *K, int nb, double *scratch);
+/* The same from a kept start: warm (n doubles; all zero: none) mixed with
+ * the cold start, and on return the Ritz vector of the rate (unit length;
+ * zero if there is none), as the tree limits keep it per body from one
+ * step to the next (d->rate_warm). steps (may be NULL) receives the
+ * Lanczos steps taken. For tests. */
+double khz_penaltyLargestRateWarm(const double *L, double *K, int nb, double *scratch, double *warm, int *steps);
 
 /* A free body's explicit limits, for tests: C (6 x 6, [w; v] about the
  * centre of mass) += J^T D J for a contact point at r from the centre with
