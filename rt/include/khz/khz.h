@@ -210,8 +210,8 @@ typedef struct khzContactOptions {
   int free_closed_form;     /* 1 = RK4's stages 2-4 take a free object's acceleration in closed
                                form (Newton-Euler at the com) instead of ABA's 6x6 factor and
                                inverse: the same to rounding, about half the piles' ABA (docs/
-                               benchmarks.md, free26c); 0 (default) = ABA everywhere. Not ready:
-                               its rounding tips test_contact_defaults' case w */
+                               benchmarks.md, free26c; default, pinch26); 0 = ABA everywhere
+                               (ABA's bits) */
   int joint_friction;       /* multi-point method, automatic gains: 1 = a sliding pair that shares
                                a free body with another pair solves its cluster's implicit
                                rows with every friction disc at once, and the implicit

@@ -2169,8 +2169,18 @@ static int joint_qp(const implicit_row *row, const int *mem, int k, const double
  * normal impulses, lim_i = mu_i max(P_n,i, 0), a fixed point taken to
  * 1e-9 of the largest radius (relaxed by half after KHZ_JOINT_PASSES / 2
  * passes, which leaves its fixed points where they were). A solve whose
- * radii have not settled after KHZ_JOINT_PASSES passes is not used (-1:
- * the caller goes on pair by pair). Session 13's version held a normal row
+ * radii have not settled after KHZ_JOINT_PASSES passes keeps its last
+ * pass: the minimiser of that pass's convex quadratic (P = 0 is feasible,
+ * so the impulses take energy out), each disc's friction within the radius
+ * that pass held (Coulomb's cone off by the radii's last move, not scaled
+ * onto the disc of the final normal impulse: a light body between two
+ * pairs would keep the difference of the two scalings). It was not used
+ * before (-1, pair by pair): test_contact_defaults case w's 11.9 g prism
+ * took the pairs' separately scaled friction, 227 N, at a step whose radii
+ * had moved by 2.4e-8 of the largest at the 40th pass (tolerance 1e-9),
+ * and gained 3.5 J in one step; which side of the tolerance a run landed
+ * on was the rounding's (free26c's closed form, or ABA's qdd_z one ulp up,
+ * gained 7.98 J and 2.81 J). Session 13's version held a normal row
  * that reached its bound for good and solved the rest without it: seed 1,
  * 55 ended with a held row approaching at 23 m/s and gained 67 J. All
  * values packed (k of them, k <= KHZ_JOINT_ROWS); L (k x k), sol (k)
@@ -2179,7 +2189,7 @@ static int joint_qp(const implicit_row *row, const int *mem, int k, const double
 static int solve_joint(const khzData *d, const implicit_row *row, const int *mem, int k, const double *A,
                        const double *rhs, const double *lo, double *P, int *fixed, double *L, double *sol) {
   int tp[KHZ_JOINT_PAIRS], hold[KHZ_JOINT_ROWS], g = 0;
-  double lim[KHZ_JOINT_PAIRS], lam[KHZ_JOINT_PAIRS];
+  double lim[KHZ_JOINT_PAIRS], lam[KHZ_JOINT_PAIRS], used[KHZ_JOINT_PAIRS];
   for (int a = 0; a < k; a++) { /* the discs' first rows */
     const implicit_row *r = row + mem[a], *before = a > 0 ? row + mem[a - 1] : NULL;
     if (r->point < 0 && a + 1 < k && (!before || before->point >= 0 || before->contact != r->contact)) {
@@ -2203,6 +2213,7 @@ static int solve_joint(const khzData *d, const implicit_row *row, const int *mem
         P[tp[i]] *= sc, P[tp[i] + 1] *= sc;
       }
     }
+    memcpy(used, lim, (size_t)g * sizeof(double)); /* the radii this pass holds */
     if (joint_qp(row, mem, k, A, rhs, lo, tp, lim, g, P, hold, lam, L, sol) != 0) return -1;
     double moved = 0, lmax = 0, relax = pass < KHZ_JOINT_PASSES / 2 ? 1 : 0.5;
     for (int i = 0; i < g; i++) { /* the radii at the new normal impulses */
@@ -2212,10 +2223,10 @@ static int solve_joint(const khzData *d, const implicit_row *row, const int *mem
     }
     settled = !(moved > 1e-9 * lmax);
   }
-  if (!settled) return -1;
   for (int a = 0; a < k; a++) fixed[a] = hold[a];
-  for (int i = 0; i < g; i++) { /* each pair's friction inside the disc of its final normal impulse */
-    double l = d->contact[row[mem[tp[i]]].contact].mu * fmax(joint_normal(row, mem, tp[i], P), 0);
+  for (int i = 0; i < g; i++) { /* each pair's friction inside the disc of its final normal impulse
+                                  * (not settled: the radius its last pass held) */
+    double l = settled ? d->contact[row[mem[tp[i]]].contact].mu * fmax(joint_normal(row, mem, tp[i], P), 0) : used[i];
     double pt = hypot(P[tp[i]], P[tp[i] + 1]);
     if (!(pt <= l)) {
       double sc = pt > 0 ? l / pt : 0;
