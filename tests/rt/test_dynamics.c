@@ -173,7 +173,7 @@ static void check_free_fast(void) {
   khz_spec_destroy(&s);
   ENSURE_MSG(m != NULL, "free bodies: %s", err);
   if (!m) return;
-  m->contact.free_closed_form = 1; /* on (the default); off: ABA's bits, checked below */
+  m->contact.free_closed_form = 1; /* off (the default): ABA's bits, checked below */
   khzData *d = khz_makeData(m, 0);
   int nv = m->nv;
   double *tau = calloc((size_t)nv, sizeof(double)), *fast = calloc((size_t)nv, sizeof(double));
