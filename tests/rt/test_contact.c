@@ -451,6 +451,29 @@ static void point_columns(const khzModel *m, const khzData *d, const int *body, 
   }
 }
 
+/* K = G G^T (n x n) and S = G^T L G (ncol x ncol, through LG = L G) from
+ * the point columns G (n x ncol) and the unit responses L (n x n) */
+static void stiffness_forms(const double *G, const double *L, int n, int ncol, double *K, double *LG, double *S) {
+  for (int a = 0; a < n; a++)
+    for (int b = 0; b <= a; b++) {
+      double v = 0;
+      for (int c = 0; c < ncol; c++) v += G[a * ncol + c] * G[b * ncol + c];
+      K[a * n + b] = K[b * n + a] = v;
+    }
+  for (int a = 0; a < n; a++)
+    for (int c = 0; c < ncol; c++) {
+      double v = 0;
+      for (int b = 0; b < n; b++) v += L[a * n + b] * G[b * ncol + c];
+      LG[a * ncol + c] = v;
+    }
+  for (int c = 0; c < ncol; c++)
+    for (int e = 0; e <= c; e++) {
+      double v = 0;
+      for (int a = 0; a < n; a++) v += G[a * ncol + c] * LG[a * ncol + e];
+      S[c * ncol + e] = S[e * ncol + c] = v;
+    }
+}
+
 /* the largest and second largest eigenvalue of symmetric A (overwritten) */
 static double jacobi_two(double *A, int n, double *second) {
   double big = jacobi_largest(A, n);
@@ -523,24 +546,7 @@ static void test_largest_rate_lanczos(void) {
         point_columns(m, d, body, sa, sb, x, nn, kn, kt, p, ncol, G);
       }
     }
-    for (int a = 0; a < n; a++) /* K = G G^T */
-      for (int b = 0; b <= a; b++) {
-        double v = 0;
-        for (int c = 0; c < ncol; c++) v += G[a * ncol + c] * G[b * ncol + c];
-        K[a * n + b] = K[b * n + a] = v;
-      }
-    for (int a = 0; a < n; a++) /* S = G^T L G */
-      for (int c = 0; c < ncol; c++) {
-        double v = 0;
-        for (int b = 0; b < n; b++) v += L[a * n + b] * G[b * ncol + c];
-        LG[a * ncol + c] = v;
-      }
-    for (int c = 0; c < ncol; c++)
-      for (int e = 0; e <= c; e++) {
-        double v = 0;
-        for (int a = 0; a < n; a++) v += G[a * ncol + c] * LG[a * ncol + e];
-        S[c * ncol + e] = S[e * ncol + c] = v;
-      }
+    stiffness_forms(G, L, n, ncol, K, LG, S);
     double second, want = jacobi_two(S, ncol, &second), got = khz_penaltyLargestRate(L, K, nb, scratch);
     if (want < 1e-9) { /* L K = 0 up to rounding (points on bodies that cannot move along them) */
       ENSURE_MSG(got < 1e-6, "case %d: %.3g for L K = 0", t, got);
@@ -602,24 +608,7 @@ static void rate_matrices(const khzModel *m, khzData *d, const int *body, int nb
     for (int i = 0; i < 3; i++) x[i] = d->xcom[3 * body[sa[p]] + i] + off[p][i];
     point_columns(m, d, body, sa[p], sb[p], x, nn[p], kn[p], kt[p], p, ncol, G);
   }
-  for (int a = 0; a < n; a++)
-    for (int b = 0; b <= a; b++) {
-      double v = 0;
-      for (int c = 0; c < ncol; c++) v += G[a * ncol + c] * G[b * ncol + c];
-      K[a * n + b] = K[b * n + a] = v;
-    }
-  for (int a = 0; a < n; a++)
-    for (int c = 0; c < ncol; c++) {
-      double v = 0;
-      for (int b = 0; b < n; b++) v += L[a * n + b] * G[b * ncol + c];
-      LG[a * ncol + c] = v;
-    }
-  for (int c = 0; c < ncol; c++)
-    for (int e = 0; e <= c; e++) {
-      double v = 0;
-      for (int a = 0; a < n; a++) v += G[a * ncol + c] * LG[a * ncol + e];
-      S[c * ncol + e] = S[e * ncol + c] = v;
-    }
+  stiffness_forms(G, L, n, ncol, K, LG, S);
 }
 
 static void test_largest_rate_warm(void) {
