@@ -635,6 +635,18 @@ static void test_libccd(void) {
             300, 1e-6, 1e-6);
 }
 
+/* A at the origin with orientation qa, B at pos with qb; the pair's frames
+ * and both shapes in p, sh0, sh1 (geoms 0 and 1) */
+static void pose_shapes(const khzModel *m, khzData *d, int ba, const double qa[4], int bb, const double pos[3],
+                        const double qb[4], cu_pair *p, khzColShape *sh0, khzColShape *sh1) {
+  cu_pose(m, d, ba, (double[3]){0, 0, 0}, qa);
+  cu_pose(m, d, bb, pos, qb);
+  khz_kinematics(m, d);
+  khz_collisionFrames(m, d, p->frame, p->aabb);
+  khz_shape_make(m, 0, p->frame, sh0);
+  khz_shape_make(m, 1, p->frame + 12, sh1);
+}
+
 /* The exact least overlap (narrowphase.c, exact_normal: a box against a
  * cylinder, two cylinders) against the pattern search it replaced, both from
  * the same candidate axes, over random poses and the poses where the search
@@ -673,14 +685,9 @@ static void exact_vs_search(const char *name, int ga, const double sa[3], int gb
       pos[1] = cu_uniform(-wy - 0.05, wy + 0.05);
       pos[2] = top + bh * cos(tilt) + br * sin(tilt) - sunk;
     }
-    cu_pose(m, d, ba, (double[3]){0, 0, 0}, qa);
-    cu_pose(m, d, bb, pos, qb);
     cu_pair p;
     khzColShape sh0, sh1;
-    khz_kinematics(m, d);
-    khz_collisionFrames(m, d, p.frame, p.aabb);
-    khz_shape_make(m, 0, p.frame, &sh0);
-    khz_shape_make(m, 1, p.frame + 12, &sh1);
+    pose_shapes(m, d, ba, qa, bb, pos, qb, &p, &sh0, &sh1);
     for (int side = 0; side < 2; side++) { /* both orders: geom 0 as A, then as B */
       const khzColShape *A = side ? &sh1 : &sh0, *B = side ? &sh0 : &sh1;
       double ns_[3], ne[3], t0 = cu_now();
@@ -796,14 +803,9 @@ static void exact_pruned(const char *name, int ga, const double sa[3], int gb, c
       pos[0] = (wx + br - sunk) * cos(az), pos[1] = (wx + br - sunk) * sin(az);
       pos[2] = cu_uniform(-top, top);
     }
-    cu_pose(m, d, ba, (double[3]){0, 0, 0}, qa);
-    cu_pose(m, d, bb, pos, qb);
     cu_pair p;
     khzColShape sh0, sh1;
-    khz_kinematics(m, d);
-    khz_collisionFrames(m, d, p.frame, p.aabb);
-    khz_shape_make(m, 0, p.frame, &sh0);
-    khz_shape_make(m, 1, p.frame + 12, &sh1);
+    pose_shapes(m, d, ba, qa, bb, pos, qb, &p, &sh0, &sh1);
     for (int side = 0; side < 2; side++)
       for (int exact = 1; exact <= 2; exact++) {
         const khzColShape *A = side ? &sh1 : &sh0, *B = side ? &sh0 : &sh1;
