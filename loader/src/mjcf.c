@@ -858,8 +858,9 @@ static int read_flag(mjcf_ctx *c, xmlNodePtr el) {
                strcmp(name, "override") == 0) {
       /* the default is what khz does; only the other value changes anything */
       int dflt = strcmp(name, "override") == 0 ? 0 : 1;
-      char key[64];
-      snprintf(key, sizeof key, "flag %s", name);
+      const char *key = strcmp(name, "filterparent") == 0 ? "flag filterparent"
+                        : strcmp(name, "clampctrl") == 0  ? "flag clampctrl"
+                                                          : "flag override";
       if (v != dflt &&
           warn(c, el, key, "%s=\"%s\" is not supported by khz: it behaves as if %s", name,
                ed[v],
