@@ -246,17 +246,24 @@ static void cluster_shares(const khzContact *c, khzContactPoint *pts) {
   double ext = 0;
   for (int j = 0; j < 3; j++) ext = fmax(ext, hi[j] - lo[j]);
   double tol2 = KHZ_CLUSTER * ext * KHZ_CLUSTER * ext;
+  /* each pair once (i >= k), counted for both: the squared distance is the
+   * same bits either way round (the differences only change sign); the
+   * counts gather in share, exact small integers, then turn into 1 / count */
+  for (int k = 0; k < c->npoint; k++)
+    if (pts[k].bottom) pts[k].share = 0;
   for (int k = 0; k < c->npoint; k++) {
     if (!pts[k].bottom) continue;
-    int near = 0;
-    for (int i = 0; i < c->npoint; i++) {
+    for (int i = k; i < c->npoint; i++) {
       if (!pts[i].bottom) continue;
       double dx = pts[i].pos[0] - pts[k].pos[0], dy = pts[i].pos[1] - pts[k].pos[1],
              dz = pts[i].pos[2] - pts[k].pos[2];
-      near += dx * dx + dy * dy + dz * dz <= tol2;
+      if (!(dx * dx + dy * dy + dz * dz <= tol2)) continue;
+      pts[k].share += 1;
+      if (i != k) pts[i].share += 1;
     }
-    pts[k].share = 1.0 / near;
   }
+  for (int k = 0; k < c->npoint; k++)
+    if (pts[k].bottom) pts[k].share = 1.0 / pts[k].share;
 }
 
 /* contact.deepest_ties at a pair that shares a tree with another resting
