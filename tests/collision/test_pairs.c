@@ -226,12 +226,13 @@ static void test_names(void) {
 /* ------------------------------------------------------- allocations -- */
 
 /* every shape class in a resting pile: 12 bodies on the ground, 12 resting on
- * them, 1 mm deep, slightly bobbing; zero heap calls, and the time per call */
-static void test_alloc(void) {
+ * them, 1 mm deep; their bodies, places and turns */
+enum { PILE_N = 24 };
+static khzModel *mixed_pile(int *bodies, double (*pos)[3], double (*quat)[4]) {
   khzSpec *s = khz_spec_new();
   int hull = cu_boxMesh(s, "hull", 0.2, 0.15, 0.1), ball = cu_sphereMesh(s, "ball", 0.2, 8, 12);
-  int nb = 24, bodies[24];
-  double half[24], quat[24][4], pos[24][3];
+  int nb = PILE_N;
+  double half[PILE_N];
   for (int i = 0; i < nb; i++) {
     char name[16];
     snprintf(name, sizeof name, "b%d", i);
@@ -268,6 +269,14 @@ static void test_alloc(void) {
   cu_geom(s, 0, KHZ_GEOM_PLANE, 0, 0, 0);
   khzModel *m = cu_compile(s);
   khz_spec_destroy(&s);
+  return m;
+}
+
+/* the mixed pile, slightly bobbing; zero heap calls, and the time per call */
+static void test_alloc(void) {
+  int nb = PILE_N, bodies[PILE_N];
+  double quat[PILE_N][4], pos[PILE_N][3];
+  khzModel *m = mixed_pile(bodies, pos, quat);
   khzData *d = khz_makeData(m, 0);
   int total = 0, maxc = 0;
   long points = 0;
@@ -308,6 +317,49 @@ static void test_alloc(void) {
   khz_deleteModel(&m);
 }
 
+/* The collision pass makes each geom's view (khz_shape_make) once, at its
+ * first pair, and keeps it for the pass (pairs.c, pass_shape). Every
+ * contact must be the one khz_narrowphase gives the pair on its own (which
+ * makes both views afresh), bit for bit: the mixed pile bobbing over 300
+ * passes, the same normal and points (place, depth, weight, feature) for
+ * every contact. Fails with the views kept from one pass to the next (stale
+ * poses) or a pair given another geom's view. */
+static void test_pass_views(void) {
+  int nb = PILE_N, bodies[PILE_N];
+  double quat[PILE_N][4], pos[PILE_N][3];
+  khzModel *m = mixed_pile(bodies, pos, quat);
+  khzData *d = khz_makeData(m, 0);
+  static cu_pair p;
+  int bad = 0, total = 0;
+  for (int step = 0; step < 300; step++) {
+    for (int i = 0; i < nb; i++) {
+      double x[3] = {pos[i][0], pos[i][1], pos[i][2] + 0.0004 * sin(0.05 * step + i)};
+      cu_pose(m, d, bodies[i], x, quat[i]);
+    }
+    khz_kinematics(m, d);
+    int n = khz_collide(m, d);
+    total += n;
+    for (int c = 0; c < n; c++) {
+      const khzContact *con = &d->contact[c];
+      int same = cu_collidePair(m, d, con->geom[0], con->geom[1], &p) && p.out.npt == con->npoint &&
+                 !memcmp(con->normal, p.out.normal, sizeof con->normal);
+      for (int i = 0; same && i < con->npoint; i++) {
+        const khzContactPoint *q = &d->cpoint[con->point_adr + i];
+        const khzColPoint *r = &p.out.pt[i];
+        same = !memcmp(q->pos, r->pos, sizeof q->pos) && !memcmp(&q->depth, &r->depth, sizeof q->depth) &&
+               !memcmp(&q->weight, &r->weight, sizeof q->weight) && q->feature == r->feature;
+      }
+      bad += !same;
+    }
+  }
+  printf("pass views: %d contacts in 300 passes, %d differ from the pair's own narrow phase\n", total, bad);
+  ENSURE(total >= 20 * 300);
+  ENSURE_MSG(bad == 0, "%d of %d contacts differ from the pair's own narrow phase", bad, total);
+  ENSURE(d->warning[KHZ_WARN_STACK] == 0);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+}
+
 int main(void) {
   test_outputs();
   test_slots();
@@ -315,5 +367,6 @@ int main(void) {
   test_footprint();
   test_names();
   test_alloc();
+  test_pass_views();
   return ensure_report();
 }

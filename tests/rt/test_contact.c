@@ -90,6 +90,84 @@ static void test_bowl(khzData *d) {
   free(pos), free(depth), free(bottom);
 }
 
+/* khz_selectPoints' shares (bottom.c, cluster_shares): each bottom point's
+ * share is 1 / (the bottom points within KHZ_CLUSTER = 0.01 of the patch's
+ * extent of it, itself included). cluster_shares visits each pair once and
+ * counts it for both; here every point's count is taken over all points
+ * again, as eq. 1's definition reads, on contacts of 2-120 points: a patch
+ * of corners, each with near-duplicates 0-3 % of the patch away (some
+ * within the 1 %, some not), on a ring (more than cluster_shares' list of
+ * 64 bottom points) or scattered, under random normals and depths. The share
+ * must be 1 / count bit for bit. Fails with a pair counted for one point
+ * only, or with the point itself left out. */
+static void test_cluster_shares(khzData *d) {
+  enum { NMAX = 120 };
+  khzContact con;
+  khzContactPoint pts[NMAX];
+  khzPairState ps;
+  khzContact *keep_c = d->contact;
+  khzContactPoint *keep_p = d->cpoint;
+  khzPairState *keep_s = d->pair;
+  int keep_n = d->ncontact, keep_m = d->contact_method, bad = 0, nchecked = 0, nshared = 0, nlong = 0;
+  d->contact = &con, d->cpoint = pts, d->pair = &ps, d->ncontact = 1;
+  d->contact_method = KHZ_CONTACT_PENALTY;
+  for (int trial = 0; trial < 400; trial++) {
+    memset(&con, 0, sizeof con);
+    memset(pts, 0, sizeof pts);
+    memset(&ps, 0, sizeof ps);
+    ps.phase = KHZ_PHASE_RESTING;
+    double nrm[3] = {rm_uniform(-1, 1), rm_uniform(-1, 1), rm_uniform(-1, 1)}, u[3], v[3];
+    khzu_normalize3(nrm);
+    khzu_orthogonal(u, nrm);
+    khzu_cross(v, nrm, u);
+    khzu_copy3(con.normal, nrm);
+    int ring = trial % 2, nbase = ring ? 70 + trial % 30 : 2 + trial % 12, n = 0;
+    for (int b = 0; b < nbase && n < NMAX; b++) {
+      double a = ring ? 2 * M_PI * b / nbase : rm_uniform(0, 2 * M_PI), r = ring ? 1 : rm_uniform(0.2, 1);
+      double x = r * cos(a), y = r * sin(a), depth = ring ? 0.01 : rm_uniform(0.002, 0.01);
+      int dup = (int)rm_uniform(0, 3.99);
+      for (int k = 0; k <= dup && n < NMAX; k++) {
+        double off = k ? rm_uniform(0, 0.06) : 0, t = rm_uniform(0, 2 * M_PI);
+        double px = x + off * cos(t), py = y + off * sin(t);
+        for (int j = 0; j < 3; j++) pts[n].pos[j] = px * u[j] + py * v[j] - depth * nrm[j];
+        pts[n].depth = depth, pts[n].weight = 1;
+        n++;
+      }
+    }
+    con.npoint = n;
+    for (int k = 1; k < n; k++)
+      if (pts[k].depth > pts[con.deepest].depth) con.deepest = k;
+    khz_selectPoints(NULL, d);
+    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY}, ext = 0;
+    int nb = 0;
+    for (int k = 0; k < n; k++)
+      if (pts[k].bottom) {
+        nb++;
+        for (int j = 0; j < 3; j++) lo[j] = fmin(lo[j], pts[k].pos[j]), hi[j] = fmax(hi[j], pts[k].pos[j]);
+      }
+    for (int j = 0; j < 3; j++) ext = fmax(ext, hi[j] - lo[j]);
+    nlong += nb > 64;
+    double tol2 = 0.01 * ext * 0.01 * ext;
+    for (int k = 0; k < n; k++) {
+      if (!pts[k].bottom) continue;
+      int count = 0;
+      for (int i = 0; i < n; i++) {
+        if (!pts[i].bottom) continue;
+        double dx = pts[i].pos[0] - pts[k].pos[0], dy = pts[i].pos[1] - pts[k].pos[1], dz = pts[i].pos[2] - pts[k].pos[2];
+        count += dx * dx + dy * dy + dz * dz <= tol2;
+      }
+      double want = 1.0 / count;
+      nchecked++, nshared += count > 1;
+      if (memcmp(&want, &pts[k].share, sizeof want)) bad++;
+    }
+  }
+  d->contact = keep_c, d->cpoint = keep_p, d->pair = keep_s, d->ncontact = keep_n, d->contact_method = keep_m;
+  printf("cluster shares: %d bottom points (%d sharing, %d contacts with more than 64), %d differ from 1 / count\n",
+         nchecked, nshared, nlong, bad);
+  ENSURE(nchecked > 5000 && nshared > 500 && nlong > 20);
+  ENSURE_MSG(bad == 0, "%d of %d shares differ from 1 / count", bad, nchecked);
+}
+
 /* impulse response vs M^-1 J^T: the velocity change of a point of body b
  * for a unit impulse at that point is J M^-1 J^T e */
 static void test_impulse_response(void) {
@@ -1112,6 +1190,7 @@ int main(void) {
   test_flat_face(d);
   test_fig5(d);
   test_bowl(d);
+  test_cluster_shares(d);
   ENSURE(d->warning[KHZ_WARN_STACK] == 0);
   khz_deleteData(&d);
   khz_deleteModel(&m);

@@ -453,6 +453,11 @@ void khz_col_addPoint(khzColOut *o, const double p[3], double sd, int side, int 
 #define KHZ_COL_SCORE_ALL 4 /* exact's flag: solve every circle and pair of rims */
 double khz_col_leastOverlap(const khzColShape *a, const khzColShape *b, int exact, double n[3]);
 
+/* A lower bound on h(n) over the unit n normal to w for a box or cylinder
+ * (the exact least: exact_normal's circle bound, circle_inradius). For
+ * tests. */
+double khz_col_circleInradius(const khzColShape *s, const double w[3]);
+
 /* The general path (poly_poly) of a plane A and a box, cylinder or hull B,
  * for which the table's plane_poly stands in bit for bit. For tests. */
 int khz_col_polyPoly(const khzColShape *a, const khzColShape *b, khzColOut *o);

@@ -852,14 +852,18 @@ static void exact_root(exact_best *e, const exact_gc *gc, double x0, double s0, 
 }
 
 /* A lower bound on a box's or a cylinder's local support function h(n)
- * over the unit n normal to w (its inradius along that circle): a box's
- * sum_k a_k |n.e_k| >= min_k a_k, and >= the least of the other two half
- * sizes when w is the box's axis e_k (n.e_k = 0); a cylinder's h |n.z| +
- * r |n - (n.z) z|, concave in the angle to z, >= min(h, r), and = r when w is
- * its axis. Axes are taken as w when |w.axis| >= 1 - KHZ_AXIS_SAME: then
- * |n.axis| <= 1.5e-6 and the other components' norm is >= sqrt(1 -
- * (n.axis)^2) >= sqrt(1 - 2e-12), an error of about 1e-12 of the size, inside
- * KHZ_PRUNE_SLACK below. */
+ * over the unit n normal to w (its inradius along that circle). A box's
+ * h(n) = sum_k a_k |n.e_k| is, on each arc between the circle's creases
+ * (n.e_k = 0), n.v for one sign vector v: R cos(phi - phi_0), concave where
+ * positive, so its least is at a crease, n = w x e_k / |w x e_k|, where it
+ * is (a_i |w_j| + a_j |w_i|) / sqrt(w_i^2 + w_j^2) (w_i = w.e_i; i, j the
+ * other two axes); with w along e_k (w_i^2 + w_j^2 below KHZ_AXIS_SAME)
+ * the least of a_i, a_j, as the circle is e_k's own plane (an error of
+ * about 1e-12 of the size there, inside KHZ_PRUNE_SLACK below). A
+ * cylinder's h |n.z| + r |n - (n.z) z| is, in c = |n.z| (0 <= c <= s =
+ * |w x z| on the circle), h c + r sqrt(1 - c^2): concave, least at c = 0
+ * (r) or c = s (h s + r |w.z|). Both are at least the former bounds
+ * (min_k a_k; min(h, r)), and above them where w is no axis. */
 #define KHZ_AXIS_SAME 1e-12
 #define KHZ_PRUNE_SLACK 1e-9 /* x the pair's scale: a pruning bound's margin over rounding */
 static double circle_inradius(const khzColShape *s, const double w[3]) {
@@ -867,14 +871,22 @@ static double circle_inradius(const khzColShape *s, const double w[3]) {
   if (s->shape == KHZ_SHAPE_CYLINDER) {
     double z[3];
     axis_z(s, z);
-    return fabs(khzu_dot3(w, z)) >= 1 - KHZ_AXIS_SAME ? sz[0] : fmin(sz[0], sz[1]);
+    double wz[3];
+    khzu_cross(wz, w, z); /* |w x z|, not sqrt(1 - (w.z)^2): no cancellation near the axis */
+    return fmin(sz[0], sz[1] * khzu_norm3(wz) + sz[0] * fabs(khzu_dot3(w, z)));
   }
+  double l[3], least = DBL_MAX;
+  for (int k = 0; k < 3; k++) l[k] = s->rot[k] * w[0] + s->rot[3 + k] * w[1] + s->rot[6 + k] * w[2];
   for (int k = 0; k < 3; k++) {
-    double c = s->rot[k] * w[0] + s->rot[3 + k] * w[1] + s->rot[6 + k] * w[2];
-    if (fabs(c) >= 1 - KHZ_AXIS_SAME) return fmin(sz[(k + 1) % 3], sz[(k + 2) % 3]);
+    int i = (k + 1) % 3, j = (k + 2) % 3;
+    double across = l[i] * l[i] + l[j] * l[j];
+    if (across < KHZ_AXIS_SAME) return fmin(sz[i], sz[j]);
+    least = fmin(least, (sz[i] * fabs(l[j]) + sz[j] * fabs(l[i])) / sqrt(across));
   }
-  return fmin(sz[0], fmin(sz[1], sz[2]));
+  return least;
 }
+
+double khz_col_circleInradius(const khzColShape *s, const double w[3]) { return circle_inradius(s, w); }
 
 /* Every candidate of the circle normal to w scores g(n) = n.d + h_B(n) +
  * h_A(-n) (d = pos_B - pos_A) >= -|d across w| + the two inradii along the

@@ -203,7 +203,7 @@ size_t khz_collisionStackBytes(const khzModel *m) {
   size_t base = (12 * ng + 1) * sizeof(double) + (6 * ng + 1) * sizeof(double) +
                 cap * sizeof(uint64_t) + ptcap * sizeof(khzColPoint) +
                 (size_t)KHZ_COL_WORK(ptcap, cm->maxvert) * sizeof(double) + (cap + 1) +
-                (3 * cap + 1) * sizeof(double) + 7 * a;
+                (3 * cap + 1) * sizeof(double) + (ng + 1) * sizeof(khzColShape) + (ng + 1) + 9 * a;
   /* the sweep's keys, boxes and strips (broadphase.c: 1 + 3 ints per box, 1026 per call) */
   size_t broad = 2 * (nb + 1) * sizeof(uint64_t) + (nb + 1) * 48 + (cap + 1) * sizeof(uint64_t) +
                  (4 * nb + 2 + 1026) * sizeof(int) + 7 * a;
@@ -265,6 +265,33 @@ static int quiet_pass(const khzModel *m, const khzData *d) {
   return 1;
 }
 
+/* The pass's view of each geom (khz_shape_make of its frame), made at its
+ * first pair and kept for the pass: a pile's body is in about six pairs,
+ * and the view is a pure function of the geom and its frame, so each pair
+ * sees the same bits as when it made its own. Without the scratch (a
+ * stack too small for it) each pair makes its own, as
+ * khz_narrowphaseCoherent does. */
+typedef struct {
+  khzColShape *shape; /* ngeom, or NULL */
+  unsigned char *made;
+} pass_shapes;
+
+static const khzColShape *pass_shape(const khzModel *m, const double *frame, pass_shapes *ps, int g) {
+  if (!ps->made[g]) khz_shape_make(m, g, frame + 12 * g, &ps->shape[g]), ps->made[g] = 1;
+  return &ps->shape[g];
+}
+
+/* khz_narrowphaseCoherent through the pass's views */
+static int coherent_pair(const khzModel *m, const double *frame, pass_shapes *ps, int g0, int g1,
+                         khzColOut *out, double axis[3], int *apart) {
+  const khzColModel *cm = m->collision;
+  if (!ps->shape) return khz_narrowphaseCoherent(m, g0, g1, frame, out, axis, apart);
+  out->npt = 0;
+  out->overflow = 0;
+  if (cm->geom[g0].shape < 0 || cm->geom[g1].shape < 0) return *apart = 0;
+  return khz_col_coherent(pass_shape(m, frame, ps, g0), pass_shape(m, frame, ps, g1), out, axis, apart);
+}
+
 KHZ_AVX_CLONES int khz_collideStep(const khzModel *m, khzData *d) {
   const khzColModel *cm = m->collision;
   /* a shift left pending (a step cut short) is undone before the list is read */
@@ -307,6 +334,21 @@ KHZ_AVX_CLONES int khz_collideStep(const khzModel *m, khzData *d) {
     d->quiet_ready = quiet && overflow == 0;
   }
 
+  /* the pass's views of the geoms (pass_shape), when the stack holds them
+   * besides what the pass takes after them (the sleeping pairs' marks and
+   * directions, assign_slots' keys): checked first, so that a stack too
+   * small for them only costs the remaking, never another allocation */
+  pass_shapes views = {NULL, NULL};
+  size_t view_bytes = (size_t)ng * sizeof(khzColShape) + (size_t)ng,
+         after = (size_t)np + 1 + (3 * (size_t)np + 1) * sizeof(double) +
+                 (2 * (size_t)P + 2) * (sizeof(uint64_t) + sizeof(int)) + (size_t)P + 1;
+  if (np > 0 && d->stack_size - khz_stackMark(d) >= view_bytes + after + 8 * 64) {
+    views.shape = khz_stackAlloc(d, (size_t)ng * sizeof(khzColShape));
+    views.made = khz_stackAlloc(d, (size_t)ng);
+    if (views.shape && views.made) memset(views.made, 0, (size_t)ng);
+    else views.shape = NULL;
+  }
+
   /* sleeping islands (island.c): a sleeping body that an awake moving body
    * touches wakes its island before the narrow phase below, so that all of
    * the island's pairs are collided this step (again while a woken island
@@ -340,7 +382,7 @@ KHZ_AVX_CLONES int khz_collideStep(const khzModel *m, khzData *d) {
         while (last < nlast && last_pair[last] < pairs[k]) last++;
         int was_apart = last < nlast && last_pair[last] == pairs[k];
         if (was_apart) khzu_copy3(apart_axis + 3 * k, last_axis + 3 * last);
-        if (khz_narrowphaseCoherent(m, g0, g1, frame, &out, apart_axis + 3 * k, &was_apart)) {
+        if (coherent_pair(m, frame, &views, g0, g1, &out, apart_axis + 3 * k, &was_apart)) {
           khz_wake(m, d, d->body_sleep[b0] ? b0 : b1);
           woke = 1;
         } else {
@@ -387,7 +429,7 @@ KHZ_AVX_CLONES int khz_collideStep(const khzModel *m, khzData *d) {
     int was_apart = last < nlast && last_pair[last] == pairs[k];
     double *axis = next_axis + 3 * nnext;
     if (was_apart) khzu_copy3(axis, last_axis + 3 * last);
-    if (!khz_narrowphaseCoherent(m, g0, g1, frame, &out, axis, &was_apart)) {
+    if (!coherent_pair(m, frame, &views, g0, g1, &out, axis, &was_apart)) {
       if (was_apart) next_pair[nnext++] = pairs[k];
       continue;
     }

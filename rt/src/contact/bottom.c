@@ -24,6 +24,13 @@
  * torque where there is none */
 #define KHZ_BOTTOM_MERGE 1e-6
 
+/* fmin / fmax as glibc's x86-64 ones compute them (minsd / maxsd: the first
+ * argument when strictly smaller / larger, else the second; a quiet NaN
+ * argument gives the other), inline: GCC calls libm for fmin and fmax
+ * without -ffinite-math-only, a call per coordinate in the loops below */
+static inline double least_of(double x, double y) { return x < y || y != y ? x : y; }
+static inline double most_of(double x, double y) { return x > y || y != y ? x : y; }
+
 /* ------------------------------------------------- bottom of the volume -- */
 
 /* heapsort of idx by key descending (no allocation, O(N lg N)) */
@@ -170,7 +177,7 @@ int khz_bottomOfVolume(khzData *d, const double *pos, const double *depth, int n
   for (int k = 0; k < n; k++) {
     uv[2 * k] = khzu_dot3(pos + 3 * k, u);
     uv[2 * k + 1] = khzu_dot3(pos + 3 * k, v);
-    for (int j = 0; j < 2; j++) lo[j] = fmin(lo[j], uv[2 * k + j]), hi[j] = fmax(hi[j], uv[2 * k + j]);
+    for (int j = 0; j < 2; j++) lo[j] = least_of(lo[j], uv[2 * k + j]), hi[j] = most_of(hi[j], uv[2 * k + j]);
     order[k] = k;
     bottom[k] = 0;
   }
@@ -238,24 +245,42 @@ int khz_bottomOfVolume(khzData *d, const double *pos, const double *depth, int n
  * force's moment jumps. Points closer than KHZ_CLUSTER of the patch count
  * as one point together: each carries 1 / (their number) in r. */
 #define KHZ_CLUSTER 0.01
+#define KHZ_CLUSTER_LIST 64 /* bottom points listed on the C stack; more: filtered in place */
 static void cluster_shares(const khzContact *c, khzContactPoint *pts) {
   double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+  int list[KHZ_CLUSTER_LIST], nlist = 0;
   for (int k = 0; k < c->npoint; k++)
-    if (pts[k].bottom)
-      for (int j = 0; j < 3; j++) lo[j] = fmin(lo[j], pts[k].pos[j]), hi[j] = fmax(hi[j], pts[k].pos[j]);
+    if (pts[k].bottom) {
+      for (int j = 0; j < 3; j++) lo[j] = least_of(lo[j], pts[k].pos[j]), hi[j] = most_of(hi[j], pts[k].pos[j]);
+      pts[k].share = 0;
+      if (nlist < KHZ_CLUSTER_LIST) list[nlist] = k;
+      nlist++;
+    }
   double ext = 0;
-  for (int j = 0; j < 3; j++) ext = fmax(ext, hi[j] - lo[j]);
+  for (int j = 0; j < 3; j++) ext = most_of(ext, hi[j] - lo[j]);
   double tol2 = KHZ_CLUSTER * ext * KHZ_CLUSTER * ext;
-  for (int k = 0; k < c->npoint; k++) {
+  /* each pair once (i >= k), counted for both: the squared distance is the
+   * same bits either way round (the differences only change sign); the
+   * counts gather in share, exact small integers, then turn into 1 / count.
+   * The bottom points in index order: from the list, or (more than it
+   * holds) by filtering all points */
+  int listed = nlist <= KHZ_CLUSTER_LIST, n = listed ? nlist : c->npoint;
+  for (int a = 0; a < n; a++) {
+    int k = listed ? list[a] : a;
     if (!pts[k].bottom) continue;
-    int near = 0;
-    for (int i = 0; i < c->npoint; i++) {
+    for (int b = a; b < n; b++) {
+      int i = listed ? list[b] : b;
       if (!pts[i].bottom) continue;
       double dx = pts[i].pos[0] - pts[k].pos[0], dy = pts[i].pos[1] - pts[k].pos[1],
              dz = pts[i].pos[2] - pts[k].pos[2];
-      near += dx * dx + dy * dy + dz * dz <= tol2;
+      if (!(dx * dx + dy * dy + dz * dz <= tol2)) continue;
+      pts[k].share += 1;
+      if (i != k) pts[i].share += 1;
     }
-    pts[k].share = 1.0 / near;
+  }
+  for (int a = 0; a < n; a++) {
+    int k = listed ? list[a] : a;
+    if (pts[k].bottom) pts[k].share = 1.0 / pts[k].share;
   }
 }
 
