@@ -3610,13 +3610,34 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
   return pair_forces_in(m, d, c, apply, slip_limit, slip, rows, nrows);
 }
 
-void khz_penaltyForces(const khzModel *m, khzData *d) {
+/* the stage's forces of every resting pair. On AVX the loop is built for
+ * AVX with pair_forces_in inline, its arguments constant (apply, no slip,
+ * no rows): one dispatch per stage, not one call and dispatch per pair; the
+ * same operations, so the same bits */
+static inline __attribute__((always_inline)) void penalty_forces_in(const khzModel *m, khzData *d) {
   for (int i = 0; i < d->ncontact; i++) {
     khzContact *c = d->contact + i;
     /* nbottom first: the LCP method's contact lists have none, and the LP-depth
      * gap's pairs no pair slot (slot -1) */
-    if (c->nbottom && d->pair[c->slot].phase == KHZ_PHASE_RESTING) pair_forces(m, d, c, 1, NULL, NULL, NULL, NULL);
+    if (c->nbottom && d->pair[c->slot].phase == KHZ_PHASE_RESTING)
+      pair_forces_in(m, d, c, 1, NULL, NULL, NULL, NULL);
   }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx"))) static void penalty_forces_avx(const khzModel *m, khzData *d) {
+  penalty_forces_in(m, d);
+}
+#endif
+
+void khz_penaltyForces(const khzModel *m, khzData *d) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx")) {
+    penalty_forces_avx(m, d);
+    return;
+  }
+#endif
+  penalty_forces_in(m, d);
 }
 
 /* a pair's friction anchors as khz_penaltyEnd builds them (the fields of
@@ -3629,7 +3650,9 @@ typedef struct {
   int anchor_idle[KHZ_PAIR_ANCHORS];
 } pair_anchors;
 
-void khz_penaltyEnd(const khzModel *m, khzData *d) {
+/* khz_penaltyEnd's body: on AVX built for AVX with pair_forces_in inline
+ * (apply 0, no rows), as penalty_forces_in */
+static inline __attribute__((always_inline)) void penalty_end_in(const khzModel *m, khzData *d) {
   for (int i = 0; i < d->ncontact; i++) {
     khzContact *c = d->contact + i;
     khzPairState *ps = d->pair + c->slot;
@@ -3657,7 +3680,7 @@ void khz_penaltyEnd(const khzModel *m, khzData *d) {
      * state, as pair_forces has just formed them (its m0, m1: the same
      * body_point whether or not a side is round) */
     double slip[KHZ_PAIR_ANCHORS][3][3];
-    ps->fn = pair_forces(m, d, c, 0, slip_limit, slip, NULL, NULL);
+    ps->fn = pair_forces_in(m, d, c, 0, slip_limit, slip, NULL, NULL);
     int deepest = d->contact_method == KHZ_CONTACT_DEEPEST;
 
     /* the new anchors are built apart (ps is read while they are) and
@@ -3717,4 +3740,18 @@ void khz_penaltyEnd(const khzModel *m, khzData *d) {
     memcpy(ps->anchor_idle, next.anchor_idle, (size_t)na * sizeof next.anchor_idle[0]);
     khz_stackFree(d, mark);
   }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx"))) static void penalty_end_avx(const khzModel *m, khzData *d) { penalty_end_in(m, d); }
+#endif
+
+void khz_penaltyEnd(const khzModel *m, khzData *d) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx")) {
+    penalty_end_avx(m, d);
+    return;
+  }
+#endif
+  penalty_end_in(m, d);
 }
