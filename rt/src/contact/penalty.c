@@ -60,10 +60,17 @@
 
 /* --------------------------------------------------------------- helpers -- */
 
-/* world position of a point given in body b's frame */
-KHZ_AVX_CLONES static void body_point(const khzData *d, int b, const double local[3], double x[3]) {
+/* world position of a point given in body b's frame; body_point_in for the
+ * force pass, which takes it inline (built for AVX with pair_forces: the same
+ * operations, so the same bits) */
+static inline __attribute__((always_inline)) void body_point_in(const khzData *d, int b, const double local[3],
+                                                                double x[3]) {
   khzu_mulMatVec3(x, d->xrot + 9 * b, local);
   x[0] += d->xpos[3 * b], x[1] += d->xpos[3 * b + 1], x[2] += d->xpos[3 * b + 2];
+}
+
+KHZ_AVX_CLONES static void body_point(const khzData *d, int b, const double local[3], double x[3]) {
+  body_point_in(d, b, local, x);
 }
 
 /* The point of body s (0, 1) at which contact point pt acts at the current
@@ -73,11 +80,12 @@ KHZ_AVX_CLONES static void body_point(const khzData *d, int b, const double loca
  * of curvature plus the radius towards it: carried along as a material point
  * it would rise ahead of a rolling body's centre, and the normal force on it
  * would drive the rolling. */
-static void surface_point(const khzModel *m, const khzData *d, const khzContact *c,
-                          const khzContactPoint *pt, int s, double p[3]) {
+static inline __attribute__((always_inline)) void surface_point_in(const khzModel *m, const khzData *d,
+                                                                   const khzContact *c, const khzContactPoint *pt,
+                                                                   int s, double p[3]) {
   int b = c->body[s];
   if (pt->round != s) {
-    body_point(d, b, pt->local[s], p);
+    body_point_in(d, b, pt->local[s], p);
     return;
   }
   int g = c->geom[s];
@@ -91,13 +99,18 @@ static void surface_point(const khzModel *m, const khzData *d, const khzContact 
     for (int j = 0; j < 3; j++) u[j] -= ua * a[j];
     double un = sqrt(khzu_dot3(u, u));
     if (!(un > 0.5 * KHZ_RIM_TILT)) { /* the rim has turned flat: hold the point */
-      body_point(d, b, pt->local[s], p);
+      body_point_in(d, b, pt->local[s], p);
       return;
     }
     for (int j = 0; j < 3; j++) u[j] /= un;
   }
-  body_point(d, b, pt->center, p);
+  body_point_in(d, b, pt->center, p);
   for (int j = 0; j < 3; j++) p[j] += r * u[j];
+}
+
+static void surface_point(const khzModel *m, const khzData *d, const khzContact *c, const khzContactPoint *pt,
+                          int s, double p[3]) {
+  surface_point_in(m, d, c, pt, s, p);
 }
 
 /* surface_point and its velocity. On the world (body 0, never round:
@@ -105,19 +118,27 @@ static void surface_point(const khzModel *m, const khzData *d, const khzContact 
  * (khz_forwardPass sets them so): that is l with a -0 made +0 (l finite:
  * a point found at the step's start), and the world does not move
  * (khz_pointVelocity's +0) */
-static void side_point(const khzModel *m, const khzData *d, const khzContact *c, const khzContactPoint *pt,
-                       int s, double p[3], double v[3]) {
+static inline __attribute__((always_inline)) void side_point_in(const khzModel *m, const khzData *d,
+                                                                const khzContact *c, const khzContactPoint *pt,
+                                                                int s, double p[3], double v[3]) {
   int b = c->body[s];
   if (b == 0) {
     for (int q = 0; q < 3; q++) p[q] = pt->local[s][q] + 0.0, v[q] = 0;
     return;
   }
-  surface_point(m, d, c, pt, s, p);
+  surface_point_in(m, d, c, pt, s, p);
   khz_pointVelocityInline(m, d, b, p, v);
 }
 
-/* adds the world force F acting at x on body b to d->fext */
-KHZ_AVX_CLONES static void add_force(const khzModel *m, khzData *d, int b, const double x[3], const double F[3]) {
+static void side_point(const khzModel *m, const khzData *d, const khzContact *c, const khzContactPoint *pt,
+                       int s, double p[3], double v[3]) {
+  side_point_in(m, d, c, pt, s, p, v);
+}
+
+/* adds the world force F acting at x on body b to d->fext (add_force_in:
+ * inline in the force pass) */
+static inline __attribute__((always_inline)) void add_force_in(const khzModel *m, khzData *d, int b,
+                                                               const double x[3], const double F[3]) {
   if (b <= 0) return;
   const double *o = d->xpos + 3 * m->body_root[b];
   double r[3] = {x[0] - o[0], x[1] - o[1], x[2] - o[2]}, n[3];
@@ -125,6 +146,10 @@ KHZ_AVX_CLONES static void add_force(const khzModel *m, khzData *d, int b, const
   double *f = d->fext + 6 * b;
   f[0] += n[0], f[1] += n[1], f[2] += n[2];
   f[3] += F[0], f[4] += F[1], f[5] += F[2];
+}
+
+KHZ_AVX_CLONES static void add_force(const khzModel *m, khzData *d, int b, const double x[3], const double F[3]) {
+  add_force_in(m, d, b, x, F);
 }
 
 /* The mass a contact on body b may have to carry: a floating tree's whole
@@ -3385,8 +3410,8 @@ static inline __attribute__((always_inline)) double pair_forces_in(const khzMode
   for (int k = 0; k < c->npoint && nb < cap; k++) {
     if (!pts[k].bottom) continue;
     double spare[4][3], (*x)[3] = nb < KHZ_FORCE_KEEP ? keep[nb] : spare; /* p0, p1, v0, v1 */
-    side_point(m, d, c, pts + k, 0, x[0], x[2]);
-    side_point(m, d, c, pts + k, 1, x[1], x[3]);
+    side_point_in(m, d, c, pts + k, 0, x[0], x[2]);
+    side_point_in(m, d, c, pts + k, 1, x[1], x[3]);
     const double *p0 = x[0], *p1 = x[1], *v0 = x[2], *v1 = x[3];
     double depth = pts[k].depth - ps->offset + (p1[0] - p0[0]) * n[0] + (p1[1] - p0[1]) * n[1] +
                    (p1[2] - p0[2]) * n[2];
@@ -3560,8 +3585,8 @@ static inline __attribute__((always_inline)) double pair_forces_in(const khzMode
       double Fa[3] = {(fn + fi) * n[0] + Ft[0], (fn + fi) * n[1] + Ft[1], (fn + fi) * n[2] + Ft[2]};
       const double *Fp = apart ? Fa : F;
       double Fm[3] = {-Fp[0], -Fp[1], -Fp[2]};
-      add_force(m, d, b0, q0, Fp);
-      add_force(m, d, b1, q1, Fm);
+      add_force_in(m, d, b0, q0, Fp);
+      add_force_in(m, d, b1, q1, Fm);
     }
   }
   if (apply) rolling_torque(m, d, c, fn_sum);
@@ -3585,13 +3610,34 @@ static double pair_forces(const khzModel *m, khzData *d, khzContact *c, int appl
   return pair_forces_in(m, d, c, apply, slip_limit, slip, rows, nrows);
 }
 
-void khz_penaltyForces(const khzModel *m, khzData *d) {
+/* the stage's forces of every resting pair. On AVX the loop is built for
+ * AVX with pair_forces_in inline, its arguments constant (apply, no slip,
+ * no rows): one dispatch per stage, not one call and dispatch per pair; the
+ * same operations, so the same bits */
+static inline __attribute__((always_inline)) void penalty_forces_in(const khzModel *m, khzData *d) {
   for (int i = 0; i < d->ncontact; i++) {
     khzContact *c = d->contact + i;
     /* nbottom first: the LCP method's contact lists have none, and the LP-depth
      * gap's pairs no pair slot (slot -1) */
-    if (c->nbottom && d->pair[c->slot].phase == KHZ_PHASE_RESTING) pair_forces(m, d, c, 1, NULL, NULL, NULL, NULL);
+    if (c->nbottom && d->pair[c->slot].phase == KHZ_PHASE_RESTING)
+      pair_forces_in(m, d, c, 1, NULL, NULL, NULL, NULL);
   }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx"))) static void penalty_forces_avx(const khzModel *m, khzData *d) {
+  penalty_forces_in(m, d);
+}
+#endif
+
+void khz_penaltyForces(const khzModel *m, khzData *d) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx")) {
+    penalty_forces_avx(m, d);
+    return;
+  }
+#endif
+  penalty_forces_in(m, d);
 }
 
 /* a pair's friction anchors as khz_penaltyEnd builds them (the fields of
@@ -3604,7 +3650,9 @@ typedef struct {
   int anchor_idle[KHZ_PAIR_ANCHORS];
 } pair_anchors;
 
-void khz_penaltyEnd(const khzModel *m, khzData *d) {
+/* khz_penaltyEnd's body: on AVX built for AVX with pair_forces_in inline
+ * (apply 0, no rows), as penalty_forces_in */
+static inline __attribute__((always_inline)) void penalty_end_in(const khzModel *m, khzData *d) {
   for (int i = 0; i < d->ncontact; i++) {
     khzContact *c = d->contact + i;
     khzPairState *ps = d->pair + c->slot;
@@ -3632,7 +3680,7 @@ void khz_penaltyEnd(const khzModel *m, khzData *d) {
      * state, as pair_forces has just formed them (its m0, m1: the same
      * body_point whether or not a side is round) */
     double slip[KHZ_PAIR_ANCHORS][3][3];
-    ps->fn = pair_forces(m, d, c, 0, slip_limit, slip, NULL, NULL);
+    ps->fn = pair_forces_in(m, d, c, 0, slip_limit, slip, NULL, NULL);
     int deepest = d->contact_method == KHZ_CONTACT_DEEPEST;
 
     /* the new anchors are built apart (ps is read while they are) and
@@ -3692,4 +3740,18 @@ void khz_penaltyEnd(const khzModel *m, khzData *d) {
     memcpy(ps->anchor_idle, next.anchor_idle, (size_t)na * sizeof next.anchor_idle[0]);
     khz_stackFree(d, mark);
   }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx"))) static void penalty_end_avx(const khzModel *m, khzData *d) { penalty_end_in(m, d); }
+#endif
+
+void khz_penaltyEnd(const khzModel *m, khzData *d) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx")) {
+    penalty_end_avx(m, d);
+    return;
+  }
+#endif
+  penalty_end_in(m, d);
 }
