@@ -18,7 +18,11 @@
  *   b. a couple T about the normal: below ms m g (T = 0.5 ms m g) the ball
  *      holds its heading (a damper alone turns it at T / (I / (2 h)),
  *      0.0049 rad/s); above (T = 2 ms m g) it spins up at
- *      (T - ms m g) / I.
+ *      (T - ms m g) / I;
+ *   c. the anchor is state: saved and restored with it (a restored run goes
+ *      on bit for bit), counted in the state hash (a state with its anchor
+ *      cleared hashes apart and goes on apart), and forgotten when the ball
+ *      leaves the ground (the slot freed).
  */
 #include <math.h>
 #include <stdio.h>
@@ -161,7 +165,53 @@ static void test_twist(int gl, khzIntegrator it) {
   }
 }
 
+/* c. the anchor as state */
+static void test_anchor_state(void) {
+  double tl = atan(0.8 * MR / R), g[3] = {G * sin(tl), 0, -G * cos(tl)};
+  khzModel *m = ball(g, 0, KHZ_INT_RK4);
+  ENSURE(m);
+  if (!m) return;
+  khzData *d = khz_makeData(m, 0), *e = khz_makeData(m, 0);
+  run(m, d, 1);
+  int anchored = 0;
+  for (int k = 0; k < 4 * m->npair_max; k++) anchored |= d->pair_turn[k] != 0;
+  ENSURE(anchored);
+  size_t n = khz_stateSize(m);
+  unsigned char *saved = malloc(n);
+  khz_saveState(m, d, saved);
+  run(m, d, 1);
+  double q_on[7];
+  memcpy(q_on, d->q, sizeof q_on);
+  uint64_t h_on = khz_hashState(m, d);
+  khz_restoreState(m, e, saved);
+  run(m, e, 1);
+  printf("  restored run after 1 s: q %s, hash %s\n", memcmp(e->q, q_on, sizeof q_on) ? "differs" : "identical",
+         khz_hashState(m, e) == h_on ? "identical" : "differs");
+  ENSURE(memcmp(e->q, q_on, sizeof q_on) == 0);
+  ENSURE(khz_hashState(m, e) == h_on);
+  /* the same state without its anchor: another hash, another run */
+  khz_restoreState(m, e, saved);
+  uint64_t h_saved = khz_hashState(m, e);
+  memset(e->pair_turn, 0, 4 * (size_t)m->npair_max * sizeof(double));
+  ENSURE(khz_hashState(m, e) != h_saved);
+  run(m, e, 1);
+  ENSURE(memcmp(e->q, q_on, sizeof q_on) != 0);
+  /* thrown up: the pair separates and its anchor goes */
+  d->qd[2] = 2;
+  run(m, d, 0.05);
+  int left = 0;
+  for (int k = 0; k < 4 * m->npair_max; k++) left |= d->pair_turn[k] != 0;
+  printf("  thrown off the ground: %d contacts, anchor %s\n", d->ncontact, left ? "kept" : "forgotten");
+  ENSURE(d->ncontact == 0);
+  ENSURE(!left);
+  free(saved);
+  khz_deleteData(&d);
+  khz_deleteData(&e);
+  khz_deleteModel(&m);
+}
+
 int main(void) {
+  test_anchor_state();
   khzIntegrator its[2] = {KHZ_INT_RK4, KHZ_INT_EULER};
   for (int k = 0; k < 2; k++)
     for (int gl = 0; gl < 2; gl++) {
