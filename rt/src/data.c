@@ -116,13 +116,14 @@ static uint64_t fnv1a(uint64_t h, const void *p, size_t n) {
   return h;
 }
 
-/* the sleep fields, the LCP's warm-start record and the tree limits' kept
- * Ritz vectors count only when some entry is non-zero, so that a run
- * without sleeping (or without the LCP method, or the tree limits) hashes
- * as it did before the fields existed */
+/* the sleep fields, the LCP's warm-start record, the tree limits' kept
+ * Ritz vectors and the rolling friction's anchors count only when some
+ * entry is non-zero, so that a run without sleeping (or without the LCP
+ * method, the tree limits, or rolling friction) hashes as it did before
+ * the fields existed */
 static int hashed(const char *name, const void *p, size_t n) {
   if (strcmp(name, "body_sleep") != 0 && strcmp(name, "body_idle") != 0 && strcmp(name, "lcp_warm") != 0 &&
-      strcmp(name, "rate_warm") != 0)
+      strcmp(name, "rate_warm") != 0 && strcmp(name, "pair_turn") != 0)
     return 1;
   const unsigned char *b = p;
   for (size_t i = 0; i < n; i++)

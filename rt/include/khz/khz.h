@@ -521,7 +521,8 @@ const char *khz_jointTypeName(khzJointType t);
   X(int, body_sleep, m->nbody)    \
   X(double, body_idle, m->nbody)  \
   X(unsigned char, lcp_warm, KHZ_LCP_WARM_BYTES(m)) \
-  X(double, rate_warm, 6 * m->nbody)
+  X(double, rate_warm, 6 * m->nbody) \
+  X(double, pair_turn, 4 * m->npair_max)
 
 /* Bytes of the LCP method's warm-start record (state field lcp_warm; its
  * layout is private to rt/src/lcp/lcp.c, which checks it against this): the
@@ -534,6 +535,13 @@ const char *khz_jointTypeName(khzJointType t);
  * the Ritz vector of the last rate of the cluster each body was in
  * (rt/src/contact/penalty.c lanczos_rate); zero for a body in no cluster.
  * All zero without robots pressed by automatic-gain pairs. */
+
+/* State field pair_turn (4 per pair slot): the rolling and torsional
+ * friction's anchor (rt/src/contact/penalty.c rolling_torque), the
+ * orientation of the pair's body[0] in body[1]'s frame at which the couple's
+ * spring is unstretched, a unit quaternion (w, x, y, z); all zero when the
+ * slot has none (free, not resting, or no rolling / torsional friction in
+ * the scene), and then left out of the state hash. */
 
 /* Per-pair contact state that persists from tick to tick (part of the state:
  * the integral term, the Fig. 2 phase and the friction anchors). A slot is

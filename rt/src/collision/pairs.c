@@ -116,9 +116,12 @@ static void keep_deepest(khzColOut *o, int keep, double *scratch) {
 
 /* -------------------------------------------------------------- slots -- */
 
-static void free_slot(khzPairState *p) {
+/* a slot freed forgets its state, the rolling friction's anchor too */
+static void free_slot(khzData *d, int s) {
+  khzPairState *p = &d->pair[s];
   memset(p, 0, sizeof *p);
   p->geom[0] = p->geom[1] = -1;
+  memset(d->pair_turn + 4 * s, 0, 4 * sizeof(double));
 }
 
 /* the first `frozen` contacts are sleeping pairs that keep their slots */
@@ -139,7 +142,7 @@ static int assign_slots(const khzModel *m, khzData *d, int frozen) {
     khzPairState *p = &d->pair[s];
     if (p->geom[0] < 0) continue;
     if (p->geom[0] >= p->geom[1] || p->geom[1] >= m->ngeom) {
-      free_slot(p);
+      free_slot(d, s);
       continue;
     }
     /* a sleeping pair keeps its slot as it was (island.c) */
@@ -168,14 +171,14 @@ static int assign_slots(const khzModel *m, khzData *d, int frozen) {
 
   /* free what is no longer in contact, then give the new pairs free slots */
   for (int s = 0; s < P; s++)
-    if (d->pair[s].geom[0] >= 0 && !used[s]) free_slot(&d->pair[s]);
+    if (d->pair[s].geom[0] >= 0 && !used[s]) free_slot(d, s);
   int next = 0;
   for (int c = frozen; c < d->ncontact; c++) {
     khzContact *ct = &d->contact[c];
     if (ct->slot >= 0) continue;
     while (next < P && d->pair[next].geom[0] >= 0) next++;
     if (next == P) break; /* cannot happen: ncontact <= npair_max */
-    free_slot(&d->pair[next]);
+    free_slot(d, next);
     d->pair[next].geom[0] = ct->geom[0];
     d->pair[next].geom[1] = ct->geom[1];
     d->pair[next].phase = KHZ_PHASE_NONE;

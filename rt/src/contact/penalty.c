@@ -3041,31 +3041,144 @@ static inline __attribute__((always_inline)) void friction_stretch(const khzData
   for (int j = 0; j < 3; j++) delta[j] -= dn * n[j];
 }
 
+/* the rolling couple's spring: natural frequency KHZ_TURN_OMEGA / h on the
+ * pair's rotational inertia I, so k = I (KHZ_TURN_OMEGA / h)^2. With the
+ * damper's rate c = I / (2 h) the pair is critically damped, c = 2 zeta w I
+ * with zeta = 1 at w = 1 / (4 h), as the automatic gains' spring-damper
+ * (KHZ_AUTO_ZETA); the mode's eigenvalue is -h w = -1/4 per step, well
+ * inside the explicit integrators' stability regions. */
+#define KHZ_TURN_OMEGA 0.25
+
+/* the turn of body[0] against body[1] since the couple's anchor (pair_turn,
+ * the orientation P_a = R1^T R0 at which the spring is unstretched): the
+ * rotation vector of E = P P_a^T, P = R1^T R0 now (body[1]'s frame),
+ * in the world's frame; returns 0 (phi = 0) without an anchor */
+static int rolling_turn(const khzData *d, const khzContact *c, double phi[3]) {
+  const double *qa = d->pair_turn + 4 * c->slot, *R1 = d->xrot + 9 * c->body[1];
+  double phi1[3];
+  memset(phi, 0, 3 * sizeof(double));
+  if (qa[0] == 0 && qa[1] == 0 && qa[2] == 0 && qa[3] == 0) return 0;
+  double P[9], Pa[9], E[9];
+  khzu_mulMatTMat3(P, R1, d->xrot + 9 * c->body[0]);
+  khzu_quat2mat(Pa, qa);
+  khzu_mulMatMatT3(E, P, Pa);
+  /* log map: E's skew part is sin(a) times the axis, its trace 1 + 2 cos(a) */
+  double v[3] = {0.5 * (E[7] - E[5]), 0.5 * (E[2] - E[6]), 0.5 * (E[3] - E[1])};
+  double sa = khzu_norm3(v), a = atan2(sa, 0.5 * (E[0] + E[4] + E[8] - 1));
+  khzu_scl3(phi1, v, sa > 0 ? a / sa : 1);
+  khzu_mulMatVec3(phi, R1, phi1);
+  return 1;
+}
+
+/* 1 when a bottom point of the pair lies on a round surface (a sphere's, a
+ * capsule's, a lying cylinder's rim: round_point): the points that roll.
+ * Only those pairs get the rolling couple's spring; a face's points hold a
+ * tilt with their own normal springs, and the rolling spring beside them
+ * kept scenes/validation/stack.yaml's five boxes shaking (max kinetic
+ * energy in the second half 2.3e-19 -> 1.3e-3 J) */
+static int rolling_round(const khzData *d, const khzContact *c) {
+  const khzContactPoint *pts = d->cpoint + c->point_adr;
+  for (int k = 0; k < c->npoint; k++)
+    if (pts[k].bottom && pts[k].round >= 0) return 1;
+  return 0;
+}
+
+/* a couple's part, spring -k phi less damper -c w, cut to its cap */
+static void capped_couple(const double phi[3], const double w[3], double k, double c, double cap,
+                          double T[3]) {
+  for (int j = 0; j < 3; j++) T[j] = -k * phi[j] - c * w[j];
+  double tn = khzu_norm3(T);
+  if (tn > cap) khzu_scl3(T, T, tn > 0 ? cap / tn : 0);
+}
+
 /* Rolling and torsional friction of a pair (MuJoCo's condim 6, opt-in): a
- * couple against the relative angular velocity, its tangential part (rolling)
- * saturated at rolling * fn, its normal part (spin) at torsional * fn. Below
- * saturation it is a damper whose rate c = I / (2 h), with I the pair's
- * rotational effective inertia, halves the relative rotation each step: fast
- * enough to stop a rolling ball, slow enough for the explicit integrator. */
+ * couple against the relative rotation, its tangential part (rolling)
+ * saturated at rolling * fn, its normal part (spin) at torsional * fn.
+ * Below saturation it is a spring on the turn since the pair's anchor
+ * (rolling_turn; static friction, as the tangential anchors' stretch) plus a
+ * damper whose rate c = I / (2 h), with I the pair's rotational effective
+ * inertia, halves the relative rotation each step; the spring's k is
+ * KHZ_TURN_OMEGA's. A damper alone cannot hold a steady couple: a ball on a
+ * slope below the rolling threshold crept down at the couple's rate. Where
+ * the couple saturates, khz_penaltyEnd slides the anchor (rolling_anchor). */
 KHZ_AVX_CLONES static void rolling_torque(const khzModel *m, khzData *d, const khzContact *c, double fn) {
   const khzPairState *ps = d->pair + c->slot;
   double mr = m->contact.rolling, ms = m->contact.torsional;
   if (!(mr > 0 || ms > 0) || !(fn > 0) || !(ps->rot_inertia > 0)) return;
   const double *n = c->normal;
   int b0 = c->body[0], b1 = c->body[1];
-  double w[3] = {0, 0, 0};
+  double w[3] = {0, 0, 0}, phi[3];
   for (int j = 0; j < 3; j++)
     w[j] = (b0 > 0 ? d->vtree[6 * b0 + j] : 0) - (b1 > 0 ? d->vtree[6 * b1 + j] : 0);
-  double wn = khzu_dot3(w, n), wt[3], rate = ps->rot_inertia / (2 * d->timestep), T[3];
-  for (int j = 0; j < 3; j++) wt[j] = w[j] - wn * n[j];
-  double wtn = sqrt(khzu_dot3(wt, wt));
-  double tt = khzu_fmin(rate * wtn, mr * fn), tn = khzu_fmin(rate * fabs(wn), ms * fn);
-  for (int j = 0; j < 3; j++)
-    T[j] = -(wtn > 0 ? tt * wt[j] / wtn : 0) - (wn > 0 ? tn : wn < 0 ? -tn : 0) * n[j];
+  double h = d->timestep, rate = ps->rot_inertia / (2 * h), wn = khzu_dot3(w, n), T[3];
+  if (!rolling_turn(d, c, phi)) { /* no anchor: the damper alone */
+    double wt[3];
+    for (int j = 0; j < 3; j++) wt[j] = w[j] - wn * n[j];
+    double wtn = sqrt(khzu_dot3(wt, wt));
+    double tt = khzu_fmin(rate * wtn, mr * fn), tn = khzu_fmin(rate * fabs(wn), ms * fn);
+    for (int j = 0; j < 3; j++)
+      T[j] = -(wtn > 0 ? tt * wt[j] / wtn : 0) - (wn > 0 ? tn : wn < 0 ? -tn : 0) * n[j];
+  } else {
+    double wo = KHZ_TURN_OMEGA / h, k = ps->rot_inertia * wo * wo, pn = khzu_dot3(phi, n);
+    double wt[3], pt[3], wnv[3], pnv[3], Tt[3], Tn[3];
+    for (int j = 0; j < 3; j++) {
+      wnv[j] = wn * n[j], pnv[j] = pn * n[j];
+      wt[j] = w[j] - wnv[j], pt[j] = phi[j] - pnv[j];
+    }
+    capped_couple(pt, wt, rolling_round(d, c) ? k : 0, rate, mr * fn, Tt);
+    capped_couple(pnv, wnv, k, rate, ms * fn, Tn);
+    khzu_add3(T, Tt, Tn);
+  }
   if (b0 > 0)
     for (int j = 0; j < 3; j++) d->fext[6 * b0 + j] += T[j];
   if (b1 > 0)
     for (int j = 0; j < 3; j++) d->fext[6 * b1 + j] -= T[j];
+}
+
+/* the rolling couple's anchor at the end of a step of a resting pair with
+ * normal force fn: kept while the spring's parts stay within their caps
+ * (rolling * fn about the tangents, torsional * fn about the normal); a
+ * part beyond its cap is cut to it and the anchor slides so that the
+ * spring sits at the cap (Coulomb's law for the couple, as the tangential
+ * anchors slide to the cone's edge). A new pair anchors where it is. */
+static void rolling_anchor(const khzModel *m, khzData *d, const khzContact *c, double fn) {
+  const khzPairState *ps = d->pair + c->slot;
+  double *qa = d->pair_turn + 4 * c->slot;
+  double mr = m->contact.rolling, ms = m->contact.torsional;
+  if (!(mr > 0 || ms > 0)) return;
+  /* the deepest-point method keeps the damper alone: its one point goes
+   * round a box's corners as the box rocks, and with the spring the
+   * five-box stack of test_contact_friction fell at h + 1 ulp (0.705 m) */
+  if (!(ps->rot_inertia > 0) || d->contact_method == KHZ_CONTACT_DEEPEST) {
+    memset(qa, 0, 4 * sizeof(double));
+    return;
+  }
+  const double *n = c->normal, *R1 = d->xrot + 9 * c->body[1];
+  double wo = KHZ_TURN_OMEGA / d->timestep, k = ps->rot_inertia * wo * wo, f = khzu_max0(fn);
+  double phi[3], pt[3], pnv[3];
+  rolling_turn(d, c, phi);
+  int fresh = qa[0] == 0 && qa[1] == 0 && qa[2] == 0 && qa[3] == 0, cut = 0;
+  double pn = khzu_dot3(phi, n);
+  for (int j = 0; j < 3; j++) pnv[j] = pn * n[j], pt[j] = phi[j] - pnv[j];
+  double lt = rolling_round(d, c) ? mr * f / k : 0, ln = ms * f / k, at = khzu_norm3(pt), an = fabs(pn);
+  if (at > lt) khzu_scl3(pt, pt, at > 0 ? lt / at : 0), cut = 1;
+  if (an > ln) khzu_scl3(pnv, pnv, an > 0 ? ln / an : 0), cut = 1;
+  if (!fresh && !cut) return;
+  /* P_a = exp(phi1)^T P with phi1 the kept turn in body[1]'s frame */
+  double kept[3], kept1[3], P[9], Ek[9], Pa[9], q[4] = {1, 0, 0, 0}, ang;
+  khzu_add3(kept, pt, pnv);
+  khzu_mulMatTVec3(kept1, R1, kept);
+  ang = khzu_norm3(kept1);
+  if (ang > 0) khzu_axisAngle2Quat(q, (double[3]){kept1[0] / ang, kept1[1] / ang, kept1[2] / ang}, ang);
+  khzu_quat2mat(Ek, q);
+  khzu_mulMatTMat3(P, R1, d->xrot + 9 * c->body[0]);
+  khzu_mulMatTMat3(Pa, Ek, P);
+  khzu_mat2quat(qa, Pa);
+}
+
+/* a pair no longer resting forgets the couple's anchor */
+static void rolling_forget(const khzModel *m, khzData *d, const khzContact *c) {
+  if (m->contact.rolling > 0 || m->contact.torsional > 0) memset(d->pair_turn + 4 * c->slot, 0, 4 * sizeof(double));
 }
 
 /* the bottom points per pair whose surface points and velocities
@@ -3665,6 +3778,7 @@ static inline __attribute__((always_inline)) void penalty_end_in(const khzModel 
                       ps->offset - KHZ_RELAX_SPEED * d->timestep);
     if (ps->phase != KHZ_PHASE_RESTING || !c->nbottom) {
       ps->nanchor = 0;
+      rolling_forget(m, d, c);
       continue;
     }
 
@@ -3674,6 +3788,7 @@ static inline __attribute__((always_inline)) void penalty_end_in(const khzModel 
     double *slip_limit = khz_stackAlloc(d, (size_t)c->npoint * sizeof(double));
     if (!slip_limit) { /* no scratch (counted by khz_stackAlloc): anchors are forgotten */
       ps->nanchor = 0;
+      rolling_forget(m, d, c);
       continue;
     }
     /* the bottom points' material points and friction stretch at the final
@@ -3681,6 +3796,7 @@ static inline __attribute__((always_inline)) void penalty_end_in(const khzModel 
      * body_point whether or not a side is round) */
     double slip[KHZ_PAIR_ANCHORS][3][3];
     ps->fn = pair_forces_in(m, d, c, 0, slip_limit, slip, NULL, NULL);
+    rolling_anchor(m, d, c, ps->fn);
     int deepest = d->contact_method == KHZ_CONTACT_DEEPEST;
 
     /* the new anchors are built apart (ps is read while they are) and

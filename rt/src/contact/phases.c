@@ -304,4 +304,5 @@ void khz_phaseForget(const khzModel *m, khzData *d) {
     memset(&d->pair[k], 0, sizeof d->pair[k]);
     d->pair[k].geom[0] = d->pair[k].geom[1] = -1;
   }
+  memset(d->pair_turn, 0, 4 * (size_t)m->npair_max * sizeof(double));
 }
