@@ -1648,12 +1648,15 @@ static void tree_rates(const khzModel *m, khzData *d, const int *pair, int np, c
   }
   clear_blocks(K, nb, mk, NULL);
   clear_blocks(L, nb, ml, ml);
-  for (int a = 0; a < nb; a++)
-    for (int i = body[a]; i > 0 && !need[i]; i = m->body_parent[i]) need[i] = 1;
   /* body a's walk gives column block a; L is symmetric (a response matrix),
    * so block (c, a) for c >= a is mirrored to (a, c), and the diagonal
-   * block's upper triangle to its lower: L exactly symmetric */
-  for (int a = 0; a < nb; a++) {
+   * block's upper triangle to its lower: L exactly symmetric. Walk a reads
+   * bodies c >= a only, so it goes out over their paths only: the walks run
+   * from the last body to the first, each adding its body's path to need
+   * (a body's response is its parent's plus its own joint's term, the same
+   * bits whichever other paths are marked) */
+  for (int a = nb - 1; a >= 0; a--) {
+    for (int i = body[a]; i > 0 && !need[i]; i = m->body_parent[i]) need[i] = 1;
     khz_impulseResponseUnits(m, d, body[a], need, u6, dv6);
     for (int c = a; c < nb; c++)
       if (m->body_root[body[c]] == m->body_root[body[a]])
