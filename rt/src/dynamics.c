@@ -1113,10 +1113,23 @@ static inline __attribute__((always_inline)) void response_units(const khzModel 
     double *dv = dv6 + 36 * i;
     int on_path = impulse_on_path(m, b, i, on, depth, &next, need);
     if (need && !need[i]) continue;
+    const double *S = d->S + 36 * i, *U = d->U + 36 * i, *Dinv = d->Dinv + 36 * i, *u = u6 + 36 * i;
+    if (p > 0 && nv == 1) {
+      /* one column, from the parent's dv directly: the six dq first (each
+       * column its own), then dv = dv_parent + S dq, the sums of the copy
+       * and += below without the copy */
+      const double *dp = dv6 + 36 * p;
+      double dq[6];
+      for (int j = 0; j < 6; j++)
+        dq[j] = Dinv[0] * ((on_path ? u[j] : 0) - (U[0] * dp[j] + U[1] * dp[6 + j] + U[2] * dp[12 + j] +
+                                                 U[3] * dp[18 + j] + U[4] * dp[24 + j] + U[5] * dp[30 + j]));
+      for (int k = 0; k < 6; k++)
+        for (int j = 0; j < 6; j++) dv[6 * k + j] = dp[6 * k + j] + S[k] * dq[j];
+      continue;
+    }
     if (p > 0) memcpy(dv, dv6 + 36 * p, 36 * sizeof(double));
     else memset(dv, 0, 36 * sizeof(double));
     if (!nv) continue;
-    const double *S = d->S + 36 * i, *U = d->U + 36 * i, *Dinv = d->Dinv + 36 * i, *u = u6 + 36 * i;
     if (nv == 1) {
       for (int j = 0; j < 6; j++) {
         double dq = Dinv[0] * ((on_path ? u[j] : 0) - (U[0] * dv[j] + U[1] * dv[6 + j] + U[2] * dv[12 + j] +

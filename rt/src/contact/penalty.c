@@ -533,10 +533,16 @@ static long rows_factor(const khzModel *m, khzData *d, const khzContact *c, cons
       for (int j = 0; j < KHZ_FACTOR_LANES; j++) {
         const double *u = uc + W * i + 6 * j;
         double *wj = w + (size_t)(ns - below) * KHZ_FACTOR_LANES + j;
-        for (int a = 0; a < nv; a++) {
-          double sum = 0;
-          for (int e = a; j < n && e < nv; e++) sum += C[e * nv + a] * u[e];
-          wj[(size_t)a * KHZ_FACTOR_LANES] = sum;
+        if (j >= n) {
+          for (int a = 0; a < nv; a++) wj[(size_t)a * KHZ_FACTOR_LANES] = 0;
+        } else if (nv == 1) { /* the sum's one term, added to +0 as the loop adds it */
+          wj[0] = 0.0 + C[0] * u[0];
+        } else {
+          for (int a = 0; a < nv; a++) {
+            double sum = 0;
+            for (int e = a; e < nv; e++) sum += C[e * nv + a] * u[e];
+            wj[(size_t)a * KHZ_FACTOR_LANES] = sum;
+          }
         }
       }
     }
