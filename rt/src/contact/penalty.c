@@ -1664,11 +1664,19 @@ static void tree_rates(const khzModel *m, khzData *d, const int *pair, int np, c
   for (int a = nb - 1; a >= 0; a--) {
     for (int i = body[a]; i > 0 && !need[i]; i = m->body_parent[i]) need[i] = 1;
     khz_impulseResponseUnits(m, d, body[a], need, u6, dv6);
-    for (int c = a; c < nb; c++)
-      if (m->body_root[body[c]] == m->body_root[body[a]])
+    for (int c = a; c < nb; c++) {
+      if (m->body_root[body[c]] != m->body_root[body[a]]) continue;
+      const double *blk = dv6 + 36 * body[c];
+      if (c == a) {
         for (int i = 0; i < 6; i++)
-          for (int j = c == a ? i : 0; j < 6; j++)
-            L[(6 * c + i) * n + 6 * a + j] = L[(6 * a + j) * n + 6 * c + i] = dv6[36 * body[c] + 6 * i + j];
+          for (int j = i; j < 6; j++) L[(6 * c + i) * n + 6 * a + j] = L[(6 * a + j) * n + 6 * c + i] = blk[6 * i + j];
+        continue;
+      }
+      /* block (c, a) row by row, its mirror (a, c) column by column */
+      for (int i = 0; i < 6; i++) memcpy(L + (size_t)(6 * c + i) * n + 6 * a, blk + 6 * i, 6 * sizeof(double));
+      for (int j = 0; j < 6; j++)
+        for (int i = 0; i < 6; i++) L[(6 * a + j) * n + 6 * c + i] = blk[6 * i + j];
+    }
   }
   for (int a = 0; a < nb; a++)
     for (int i = body[a]; i > 0 && need[i]; i = m->body_parent[i]) need[i] = 0;
