@@ -1017,8 +1017,9 @@ void khz_impulseResponseNeed(const khzModel *m, khzData *d, int b, const double 
     int nv = m->jnt_nv[i], p = m->body_parent[i];
     const double *S = d->S + 36 * i, *U = d->U + 36 * i, *Dinv = d->Dinv + 36 * i;
     double *pAi = pA + 6 * i, pa[6];
-    memcpy(pa, pAi, sizeof pa);
     for (int a = 0; a < nv; a++) u[6 * i + a] = -khzu_dot6(S + 6 * a, pAi);
+    if (p <= 0) continue; /* the root's carried impulse is not read */
+    memcpy(pa, pAi, sizeof pa);
     if (nv == 1) { /* one column */
       double Du = Dinv[0] * u[6 * i];
       for (int k = 0; k < 6; k++) pa[k] += U[k] * Du;
@@ -1029,8 +1030,7 @@ void khz_impulseResponseNeed(const khzModel *m, khzData *d, int b, const double 
         for (int k = 0; k < 6; k++) pa[k] += U[6 * a + k] * Du;
       }
     }
-    if (p > 0)
-      for (int k = 0; k < 6; k++) pA[6 * p + k] += pa[k];
+    for (int k = 0; k < 6; k++) pA[6 * p + k] += pa[k];
   }
 
   /* back out over the whole tree: dv = dv_parent, dqd = Dinv (u - U^T dv), dv += S dqd */
@@ -1082,11 +1082,12 @@ static inline __attribute__((always_inline)) void response_units(const khzModel 
     int nv = m->jnt_nv[i], p = m->body_parent[i];
     const double *S = d->S + 36 * i, *U = d->U + 36 * i, *Dinv = d->Dinv + 36 * i;
     double *u = u6 + 36 * i, pa[6][6];
-    memcpy(pa, pA, sizeof pa);
     for (int a = 0; a < nv; a++)
       for (int j = 0; j < 6; j++)
         u[6 * a + j] = -(S[6 * a] * pA[0][j] + S[6 * a + 1] * pA[1][j] + S[6 * a + 2] * pA[2][j] +
                          S[6 * a + 3] * pA[3][j] + S[6 * a + 4] * pA[4][j] + S[6 * a + 5] * pA[5][j]);
+    if (p <= 0) continue; /* the root's carried impulse is not read (a free root: its D^-1 u and U D^-1 u) */
+    memcpy(pa, pA, sizeof pa);
     if (nv == 1) {
       for (int j = 0; j < 6; j++) {
         double Du = Dinv[0] * u[j];
@@ -1100,9 +1101,8 @@ static inline __attribute__((always_inline)) void response_units(const khzModel 
           for (int k = 0; k < 6; k++) pa[k][j] += U[6 * a + k] * Du;
         }
     }
-    if (p > 0)
-      for (int k = 0; k < 6; k++)
-        for (int j = 0; j < 6; j++) pA[k][j] = 0.0 + pa[k][j];
+    for (int k = 0; k < 6; k++)
+      for (int j = 0; j < 6; j++) pA[k][j] = 0.0 + pa[k][j];
   }
 
   /* back out over the tree: dv = dv_parent, dqd = Dinv (u - U^T dv), dv += S dqd */
@@ -1113,10 +1113,23 @@ static inline __attribute__((always_inline)) void response_units(const khzModel 
     double *dv = dv6 + 36 * i;
     int on_path = impulse_on_path(m, b, i, on, depth, &next, need);
     if (need && !need[i]) continue;
+    const double *S = d->S + 36 * i, *U = d->U + 36 * i, *Dinv = d->Dinv + 36 * i, *u = u6 + 36 * i;
+    if (p > 0 && nv == 1) {
+      /* one column, from the parent's dv directly: the six dq first (each
+       * column its own), then dv = dv_parent + S dq, the sums of the copy
+       * and += below without the copy */
+      const double *dp = dv6 + 36 * p;
+      double dq[6];
+      for (int j = 0; j < 6; j++)
+        dq[j] = Dinv[0] * ((on_path ? u[j] : 0) - (U[0] * dp[j] + U[1] * dp[6 + j] + U[2] * dp[12 + j] +
+                                                 U[3] * dp[18 + j] + U[4] * dp[24 + j] + U[5] * dp[30 + j]));
+      for (int k = 0; k < 6; k++)
+        for (int j = 0; j < 6; j++) dv[6 * k + j] = dp[6 * k + j] + S[k] * dq[j];
+      continue;
+    }
     if (p > 0) memcpy(dv, dv6 + 36 * p, 36 * sizeof(double));
     else memset(dv, 0, 36 * sizeof(double));
     if (!nv) continue;
-    const double *S = d->S + 36 * i, *U = d->U + 36 * i, *Dinv = d->Dinv + 36 * i, *u = u6 + 36 * i;
     if (nv == 1) {
       for (int j = 0; j < 6; j++) {
         double dq = Dinv[0] * ((on_path ? u[j] : 0) - (U[0] * dv[j] + U[1] * dv[6 + j] + U[2] * dv[12 + j] +
@@ -1184,8 +1197,9 @@ static inline __attribute__((always_inline)) void response_cols(const khzModel *
     const double *S = d->S + 36 * i, *U = d->U + 36 * i, *Dinv = d->Dinv + 36 * i;
     for (int j = 0; j < ncol; j++) {
       double *u = uc + W * i + 6 * j, pa[6];
-      memcpy(pa, pA[j], sizeof pa);
       for (int a = 0; a < nv; a++) u[a] = -khzu_dot6(S + 6 * a, pA[j]);
+      if (p <= 0) continue; /* the root's carried impulse is not read */
+      memcpy(pa, pA[j], sizeof pa);
       if (nv == 1) {
         double Du = Dinv[0] * u[0];
         for (int k = 0; k < 6; k++) pa[k] += U[k] * Du;
@@ -1196,8 +1210,7 @@ static inline __attribute__((always_inline)) void response_cols(const khzModel *
           for (int k = 0; k < 6; k++) pa[k] += U[6 * a + k] * Du;
         }
       }
-      if (p > 0)
-        for (int k = 0; k < 6; k++) pA[j][k] = 0.0 + pa[k];
+      for (int k = 0; k < 6; k++) pA[j][k] = 0.0 + pa[k];
     }
   }
 

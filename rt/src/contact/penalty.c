@@ -558,10 +558,16 @@ static long rows_factor(const khzModel *m, khzData *d, const khzContact *c, cons
       for (int j = 0; j < KHZ_FACTOR_LANES; j++) {
         const double *u = uc + W * i + 6 * j;
         double *wj = w + (size_t)(ns - below) * KHZ_FACTOR_LANES + j;
-        for (int a = 0; a < nv; a++) {
-          double sum = 0;
-          for (int e = a; j < n && e < nv; e++) sum += C[e * nv + a] * u[e];
-          wj[(size_t)a * KHZ_FACTOR_LANES] = sum;
+        if (j >= n) {
+          for (int a = 0; a < nv; a++) wj[(size_t)a * KHZ_FACTOR_LANES] = 0;
+        } else if (nv == 1) { /* the sum's one term, added to +0 as the loop adds it */
+          wj[0] = 0.0 + C[0] * u[0];
+        } else {
+          for (int a = 0; a < nv; a++) {
+            double sum = 0;
+            for (int e = a; e < nv; e++) sum += C[e * nv + a] * u[e];
+            wj[(size_t)a * KHZ_FACTOR_LANES] = sum;
+          }
         }
       }
     }
@@ -1673,18 +1679,29 @@ static void tree_rates(const khzModel *m, khzData *d, const int *pair, int np, c
   }
   clear_blocks(K, nb, mk, NULL);
   clear_blocks(L, nb, ml, ml);
-  for (int a = 0; a < nb; a++)
-    for (int i = body[a]; i > 0 && !need[i]; i = m->body_parent[i]) need[i] = 1;
   /* body a's walk gives column block a; L is symmetric (a response matrix),
    * so block (c, a) for c >= a is mirrored to (a, c), and the diagonal
-   * block's upper triangle to its lower: L exactly symmetric */
-  for (int a = 0; a < nb; a++) {
+   * block's upper triangle to its lower: L exactly symmetric. Walk a reads
+   * bodies c >= a only, so it goes out over their paths only: the walks run
+   * from the last body to the first, each adding its body's path to need
+   * (a body's response is its parent's plus its own joint's term, the same
+   * bits whichever other paths are marked) */
+  for (int a = nb - 1; a >= 0; a--) {
+    for (int i = body[a]; i > 0 && !need[i]; i = m->body_parent[i]) need[i] = 1;
     khz_impulseResponseUnits(m, d, body[a], need, u6, dv6);
-    for (int c = a; c < nb; c++)
-      if (m->body_root[body[c]] == m->body_root[body[a]])
+    for (int c = a; c < nb; c++) {
+      if (m->body_root[body[c]] != m->body_root[body[a]]) continue;
+      const double *blk = dv6 + 36 * body[c];
+      if (c == a) {
         for (int i = 0; i < 6; i++)
-          for (int j = c == a ? i : 0; j < 6; j++)
-            L[(6 * c + i) * n + 6 * a + j] = L[(6 * a + j) * n + 6 * c + i] = dv6[36 * body[c] + 6 * i + j];
+          for (int j = i; j < 6; j++) L[(6 * c + i) * n + 6 * a + j] = L[(6 * a + j) * n + 6 * c + i] = blk[6 * i + j];
+        continue;
+      }
+      /* block (c, a) row by row, its mirror (a, c) column by column */
+      for (int i = 0; i < 6; i++) memcpy(L + (size_t)(6 * c + i) * n + 6 * a, blk + 6 * i, 6 * sizeof(double));
+      for (int j = 0; j < 6; j++)
+        for (int i = 0; i < 6; i++) L[(6 * a + j) * n + 6 * c + i] = blk[6 * i + j];
+    }
   }
   for (int a = 0; a < nb; a++)
     for (int i = body[a]; i > 0 && need[i]; i = m->body_parent[i]) need[i] = 0;

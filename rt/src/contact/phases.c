@@ -73,11 +73,20 @@ static void turn(const double v[3], const double w[3], double t, double out[3]) 
 #define KHZ_LANDING_SPEED 2.0
 #define KHZ_LANDING_TILT 1e-3 /* rad */
 /* An upper bound on the speed at which any point find_landing looks at
- * approaches: with khz_pointVelocity's v_s(x) = v_s + w_s x (x - o_s) about
- * side s's tree origin o_s, |v_s(x)| <= |v_s| + |w_s| |x - o_s| for the
- * pair's points and for the support points of a moving body's geom, which
- * lie in its bounding sphere (centre and radius in the geom frame, the geom
- * at geom_pos in its body's frame). INFINITY where a geom has no bound. */
+ * approaches along the pair's normal n: with khz_pointVelocity's v_s(x) =
+ * v_s + w_s x (x - r_s) about side s's tree origin r_s, which is vo_s +
+ * w_s x (x - o_s) about its body's origin o_s with vo_s = v_s(o_s), n .
+ * v_s(x) = n . vo_s + (x - o_s) . (n x w_s), so |n . v_s(x)| <= |n . vo_s|
+ * + |n x w_s| |x - o_s| for the pair's points and for the support points of
+ * a moving body's geom, which lie in its bounding sphere (centre and radius
+ * in the geom frame, the geom at geom_pos in its body's frame). Only the
+ * normal parts count: a body rolling or sliding on the floor (a humanoid lying down)
+ * moves its points along the floor, not into it (|v_s| + |w_s| |x - r_s|
+ * before, about the tree's origin: a foot 1 m from the torso turning at
+ * 0.05 rad/s was past the landing speed, and such pairs went to the
+ * support points every step). The rounding of the computed speeds is far
+ * below the margin find_landing keeps (the bound 1 % under vth).
+ * INFINITY where a geom has no bound. */
 double khz_phaseApproachBound(const khzModel *m, const khzData *d, const khzContact *c) {
   const khzContactPoint *pts = d->cpoint + c->point_adr;
   const khzColModel *cm = m->collision;
@@ -85,8 +94,11 @@ double khz_phaseApproachBound(const khzModel *m, const khzData *d, const khzCont
   for (int s = 0; s < 2; s++) {
     int b = c->body[s];
     if (b <= 0) continue; /* the world: khz_pointVelocity gives zero */
-    const double *v = d->vtree + 6 * b, *o = d->xpos + 3 * m->body_root[b];
-    double far = 0;
+    /* about b's own origin o (a foot's points lie near it, far from the
+     * tree's origin): v_s(x) = vo + w_s x (x - o), vo the velocity at o */
+    const double *v = d->vtree + 6 * b, *o = d->xpos + 3 * b;
+    double vo[3], far = 0;
+    khz_pointVelocity(m, d, b, o, vo);
     for (int k = 0; k < c->npoint; k++) {
       double r[3] = {pts[k].pos[0] - o[0], pts[k].pos[1] - o[1], pts[k].pos[2] - o[2]};
       far = fmax(far, khzu_norm3(r));
@@ -100,7 +112,9 @@ double khz_phaseApproachBound(const khzModel *m, const khzData *d, const khzCont
       far = fmax(far, khzu_norm3(r) + khzu_norm3(m->geom_pos + 3 * g) + khzu_norm3(cm->geom[g].center) +
                           cm->geom[g].radius);
     }
-    bound += khzu_norm3(v + 3) + khzu_norm3(v) * far;
+    double nw[3];
+    khzu_cross(nw, c->normal, v);
+    bound += fabs(khzu_dot3(vo, c->normal)) + khzu_norm3(nw) * far;
   }
   return bound;
 }
