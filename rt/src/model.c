@@ -64,6 +64,7 @@ void khz_spec_defaultContact(khzContactOptions *c) {
   c->restitution = 0.2;
   c->impact_velocity = 1e-4;
   c->peg_splits = 2; /* a PEG step may be halved twice (quarters) */
+  c->free_closed_form = 1; /* RK4's stages 2-4: a free object's acceleration in closed form */
 }
 
 void khz_spec_setContact(khzSpec *s, const khzContactOptions *c) { s->contact = *c; }

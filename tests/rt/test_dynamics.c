@@ -173,7 +173,9 @@ static void check_free_fast(void) {
   khz_spec_destroy(&s);
   ENSURE_MSG(m != NULL, "free bodies: %s", err);
   if (!m) return;
-  m->contact.free_closed_form = 1; /* off (the default): ABA's bits, checked below */
+  /* on by default (khz_spec_defaultContact): the closed form must run below
+   * (differ) without being asked for; off: ABA's bits, checked below */
+  ENSURE_MSG(m->contact.free_closed_form == 1, "contact.free_closed_form is not on by default");
   khzData *d = khz_makeData(m, 0);
   int nv = m->nv;
   double *tau = calloc((size_t)nv, sizeof(double)), *fast = calloc((size_t)nv, sizeof(double));

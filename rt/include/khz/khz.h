@@ -210,9 +210,9 @@ typedef struct khzContactOptions {
   int free_closed_form;     /* 1 = RK4's stages 2-4 take a free object's acceleration in closed
                                form (Newton-Euler at the com) instead of ABA's 6x6 factor and
                                inverse: the same to rounding, about half the piles' ABA (docs/
-                               benchmarks.md, free26c); 0 (default) = ABA everywhere. Off: with
-                               it V3 comes to rest later (2.37-4.0 s -> 3.4-8.1 s over nine
-                               1e-12 m perturbations of its start), not yet explained */
+                               benchmarks.md, free26c; the default since session 20: with rs26's
+                               static rolling friction the 48 piles give 47 / 47 of 48 at
+                               rest / below 1e-3 J either way); 0 = ABA everywhere (ABA's bits) */
   int joint_friction;       /* multi-point method, automatic gains: 1 = a sliding pair that shares
                                a free body with another pair solves its cluster's implicit
                                rows with every friction disc at once, and the implicit
