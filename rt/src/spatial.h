@@ -163,7 +163,9 @@ void khzu_mat2quat(double res[4], const double R[9]);
  * left out, 35 s^8 / 1152 < 3.1e-18, is far below the double's rounding
  * (1.1e-16); a sticking anchor holds turns of 1e-6 rad or less. Larger
  * turns take atan2. One 3x3 product instead of two and a product's
- * transform back to the world, no atan2 and no division. */
+ * transform back to the world, no atan2 and no division. R1 = NULL is the
+ * world's identity: B = P_a, as the product with the exact identity gives
+ * it, bit for bit, without the product. */
 static inline void khzu_turnSince(double phi[3], const double R0[9], const double R1[9],
                                   const double qa[4]) {
   double Pa[9], v[3] = {0, 0, 0}, tr = 0;
@@ -171,7 +173,9 @@ static inline void khzu_turnSince(double phi[3], const double R0[9], const doubl
   for (int i = 0; i < 3; i++) {
     /* column i of B = R1 P_a and of R0 */
     double b[3], r[3] = {R0[i], R0[3 + i], R0[6 + i]}, x[3];
-    for (int j = 0; j < 3; j++) b[j] = R1[3 * j] * Pa[i] + R1[3 * j + 1] * Pa[3 + i] + R1[3 * j + 2] * Pa[6 + i];
+    if (!R1) b[0] = Pa[i], b[1] = Pa[3 + i], b[2] = Pa[6 + i];
+    else
+      for (int j = 0; j < 3; j++) b[j] = R1[3 * j] * Pa[i] + R1[3 * j + 1] * Pa[3 + i] + R1[3 * j + 2] * Pa[6 + i];
     khzu_cross(x, b, r);
     v[0] += x[0], v[1] += x[1], v[2] += x[2];
     tr += b[0] * r[0] + b[1] * r[1] + b[2] * r[2];

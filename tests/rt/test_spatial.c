@@ -217,9 +217,11 @@ static void test_libm_minmax(void) {
  * the vector turned back by R1). The bound: rounding of a few ulp of the
  * unit matrices (2e-15 rad), times a / sin(a), by which the skew part's
  * rounding grows in the turn; below 0.01 rad 1e-15 rad. Without the s^4 term the series is off by
- * 7.5e-12 rad at 0.01 rad, a wrong sign or frame by the turn itself. */
+ * 7.5e-12 rad at 0.01 rad, a wrong sign or frame by the turn itself.
+ * R1 = NULL (the world) gives the identity's turn to the bit. */
 static void test_turn_since(void) {
   double worst_exact = 0, worst_matrix = 0, worst_series = 0;
+  int world_bits = 0;
   for (int t = 0; t < 20000; t++) {
     double q1[4], qa[4], qe[4], R1[9], Pa[9], Ee[9], EP[9], R0[9], axis[3], phi1[3], want[3], phi[3];
     rm_random_quat(q1), rm_random_quat(qa);
@@ -241,6 +243,12 @@ static void test_turn_since(void) {
     double sa = sqrt(khzu_dot3(v, v)), a = atan2(sa, 0.5 * (E[0] + E[4] + E[8] - 1));
     for (int k = 0; k < 3; k++) ref1[k] = v[k] * (sa > 0 ? a / sa : 1);
     khzu_mulMatVec3(ref, R1, ref1);
+    /* against the world: R1 = NULL as the identity, to the bit */
+    double R0w[9], phiw[3], phiI[3], I3[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+    khzu_mulMat3(R0w, Ee, Pa);
+    khzu_turnSince(phiw, R0w, NULL, qa);
+    khzu_turnSince(phiI, R0w, I3, qa);
+    for (int k = 0; k < 3; k++) world_bits += phiw[k] != phiI[k];
     /* the skew part's rounding grows by a / sin(a) in the turn */
     double gain = ang / sin(ang);
     for (int k = 0; k < 3; k++) {
@@ -256,6 +264,7 @@ static void test_turn_since(void) {
   ENSURE(worst_exact < 2e-15);
   ENSURE(worst_matrix < 2e-15);
   ENSURE(worst_series < 1e-15);
+  ENSURE(world_bits == 0);
 }
 
 int main(void) {

@@ -3077,7 +3077,8 @@ static int rolling_turn(const khzData *d, const khzContact *c, double phi[3]) {
     memset(phi, 0, 3 * sizeof(double));
     return 0;
   }
-  khzu_turnSince(phi, d->xrot + 9 * c->body[0], d->xrot + 9 * c->body[1], qa);
+  /* against the world (body 0, whose xrot is the identity) without R1's product */
+  khzu_turnSince(phi, d->xrot + 9 * c->body[0], c->body[1] > 0 ? d->xrot + 9 * c->body[1] : NULL, qa);
   return 1;
 }
 
@@ -3171,16 +3172,10 @@ static void rolling_anchor(const khzModel *m, khzData *d, const khzContact *c, d
   int fresh = qa[0] == 0 && qa[1] == 0 && qa[2] == 0 && qa[3] == 0, cut = 0;
   double pn = khzu_dot3(phi, n);
   for (int j = 0; j < 3; j++) pnv[j] = pn * n[j], pt[j] = phi[j] - pnv[j];
-  /* a pair without a round point has no tangential spring (rolling_round):
-   * its tilt since the anchor is free and rebuilds the anchor only with the
-   * normal part's slide (before, its tangential cap of 0 rebuilt it every
-   * step); a rebuilt anchor takes the tilt in */
-  int round = rolling_round(d, c);
-  double lt = mr * f / k, ln = ms * f / k, at = khzu_norm3(pt), an = fabs(pn);
-  if (round && at > lt) khzu_scl3(pt, pt, at > 0 ? lt / at : 0), cut = 1;
+  double lt = rolling_round(d, c) ? mr * f / k : 0, ln = ms * f / k, at = khzu_norm3(pt), an = fabs(pn);
+  if (at > lt) khzu_scl3(pt, pt, at > 0 ? lt / at : 0), cut = 1;
   if (an > ln) khzu_scl3(pnv, pnv, an > 0 ? ln / an : 0), cut = 1;
   if (!fresh && !cut) return;
-  if (!round) memset(pt, 0, sizeof pt);
   /* P_a = exp(phi1)^T P with phi1 the kept turn in body[1]'s frame */
   double kept[3], kept1[3], P[9], Ek[9], Pa[9], q[4] = {1, 0, 0, 0}, ang;
   khzu_add3(kept, pt, pnv);
