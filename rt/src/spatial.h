@@ -152,6 +152,44 @@ static inline void khzu_axisAngle2Quat(double res[4], const double axis[3], doub
 }
 void khzu_mat2quat(double res[4], const double R[9]);
 
+/* The turn of R0 against R1 since the anchor qa (the orientation P_a of R0
+ * in R1's frame at which the turn is zero), in the world's frame: the
+ * rotation vector of M = R1 E R1^T = R0 B^T with E = R1^T R0 P_a^T and
+ * B = R1 P_a (the rotation vector of R1 E R1^T is R1 times E's). With b_i,
+ * r_i the columns of B and R0, M's skew part is v = 1/2 sum b_i x r_i, its
+ * length sin(a), and its trace sum b_i . r_i = 1 + 2 cos(a); the turn is
+ * v a / sin(a). For cos(a) > 0 and sin(a)^2 < 1e-4, a / sin(a) =
+ * asin(s) / s = 1 + s^2/6 + 3 s^4/40 + 5 s^6/112 + O(s^8): the first term
+ * left out, 35 s^8 / 1152 < 3.1e-18, is far below the double's rounding
+ * (1.1e-16); a sticking anchor holds turns of 1e-6 rad or less. Larger
+ * turns take atan2. One 3x3 product instead of two and a product's
+ * transform back to the world, no atan2 and no division. R1 = NULL is the
+ * world's identity: B = P_a, as the product with the exact identity gives
+ * it, bit for bit, without the product. */
+static inline void khzu_turnSince(double phi[3], const double R0[9], const double R1[9],
+                                  const double qa[4]) {
+  double Pa[9], v[3] = {0, 0, 0}, tr = 0;
+  khzu_quat2mat(Pa, qa);
+  for (int i = 0; i < 3; i++) {
+    /* column i of B = R1 P_a and of R0 */
+    double b[3], r[3] = {R0[i], R0[3 + i], R0[6 + i]}, x[3];
+    if (!R1) b[0] = Pa[i], b[1] = Pa[3 + i], b[2] = Pa[6 + i];
+    else
+      for (int j = 0; j < 3; j++) b[j] = R1[3 * j] * Pa[i] + R1[3 * j + 1] * Pa[3 + i] + R1[3 * j + 2] * Pa[6 + i];
+    khzu_cross(x, b, r);
+    v[0] += x[0], v[1] += x[1], v[2] += x[2];
+    tr += b[0] * r[0] + b[1] * r[1] + b[2] * r[2];
+  }
+  v[0] *= 0.5, v[1] *= 0.5, v[2] *= 0.5;
+  double s2 = v[0] * v[0] + v[1] * v[1] + v[2] * v[2], c = 0.5 * (tr - 1), g;
+  if (c > 0 && s2 < 1e-4) g = 1 + s2 * (1.0 / 6 + s2 * (3.0 / 40 + s2 * (5.0 / 112)));
+  else {
+    double sa = sqrt(s2);
+    g = sa > 0 ? atan2(sa, c) / sa : 1;
+  }
+  phi[0] = g * v[0], phi[1] = g * v[1], phi[2] = g * v[2];
+}
+
 /* ---- spatial vectors ---- */
 
 /* res = v x m (motion cross motion) = [w x mw; w x mv + v x mw]  (RBDA eq. 2.31) */

@@ -3069,21 +3069,16 @@ static inline __attribute__((always_inline)) void friction_stretch(const khzData
 /* the turn of body[0] against body[1] since the couple's anchor (pair_turn,
  * the orientation P_a = R1^T R0 at which the spring is unstretched): the
  * rotation vector of E = P P_a^T, P = R1^T R0 now (body[1]'s frame),
- * in the world's frame; returns 0 (phi = 0) without an anchor */
+ * in the world's frame (khzu_turnSince); returns 0 (phi = 0) without an
+ * anchor */
 static int rolling_turn(const khzData *d, const khzContact *c, double phi[3]) {
-  const double *qa = d->pair_turn + 4 * c->slot, *R1 = d->xrot + 9 * c->body[1];
-  double phi1[3];
-  memset(phi, 0, 3 * sizeof(double));
-  if (qa[0] == 0 && qa[1] == 0 && qa[2] == 0 && qa[3] == 0) return 0;
-  double P[9], Pa[9], E[9];
-  khzu_mulMatTMat3(P, R1, d->xrot + 9 * c->body[0]);
-  khzu_quat2mat(Pa, qa);
-  khzu_mulMatMatT3(E, P, Pa);
-  /* log map: E's skew part is sin(a) times the axis, its trace 1 + 2 cos(a) */
-  double v[3] = {0.5 * (E[7] - E[5]), 0.5 * (E[2] - E[6]), 0.5 * (E[3] - E[1])};
-  double sa = khzu_norm3(v), a = atan2(sa, 0.5 * (E[0] + E[4] + E[8] - 1));
-  khzu_scl3(phi1, v, sa > 0 ? a / sa : 1);
-  khzu_mulMatVec3(phi, R1, phi1);
+  const double *qa = d->pair_turn + 4 * c->slot;
+  if (qa[0] == 0 && qa[1] == 0 && qa[2] == 0 && qa[3] == 0) {
+    memset(phi, 0, 3 * sizeof(double));
+    return 0;
+  }
+  /* against the world (body 0, whose xrot is the identity) without R1's product */
+  khzu_turnSince(phi, d->xrot + 9 * c->body[0], c->body[1] > 0 ? d->xrot + 9 * c->body[1] : NULL, qa);
   return 1;
 }
 
