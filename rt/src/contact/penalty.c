@@ -1086,45 +1086,117 @@ static inline __attribute__((always_inline)) void matvec_columns(double *y, cons
 typedef double v2d __attribute__((vector_size(16)));
 static inline v2d dup2(double x) { return (v2d){x, x}; }
 
-/* largest eigenvalue of M^-1 C for free body b (power iteration; M^-1 C is
- * similar to a symmetric positive semi-definite matrix). The start x is a
- * screw of pitch w.v / |w|^2 != 0, which moves every point, so J x != 0 at
- * each bottom point and x^T C x > 0 (each point's D is positive definite:
- * its tangential gain is a positive multiple of its normal gain): C x never
- * vanishes for a C with a pair in it, and no later iterate does (C M^-1 C x
- * is 0 only if M^-1/2 C x is). Only the last iterate's |M^-1 C x| / |x| is
- * returned, so |x| is summed there alone. C x as axpys over C's columns,
- * two rows per lane pair, and I^-1 y likewise: each y_i, z_i the same sum
- * in the same order as the row-by-row products (matvec_columns). */
+/* largest eigenvalue of M^-1 C for free body b, M = diag(I, m 1): M^-1 =
+ * P P^T with P = diag(G, 1 / sqrt(m) 1), G the Cholesky factor of I^-1,
+ * so M^-1 C is similar to the symmetric positive semi-definite S = P^T C P
+ * (6 x 6). S, scaled by its largest Gershgorin bound g (so that the
+ * polynomial below stays near 1), is reduced to tridiagonal form by four
+ * Householder reflections (Golub and Van Loan, Matrix Computations, alg.
+ * 8.3.1: p = beta A v, w = p - (beta v^T p / 2) v, A -= v w^T + w v^T), and
+ * the largest root of its characteristic polynomial f is found by
+ * Laguerre's method from g (the roots all lie below it), f, f' and f'' by
+ * the three-term recurrence of the leading minors (Wilkinson, The
+ * Algebraic Eigenvalue Problem, 5.36). For a polynomial with real roots
+ * only, Laguerre's iterates from above the largest root fall monotonically
+ * onto it (cubically at a simple root): each is an upper bound, and the
+ * iteration stops when a step no longer shortens it by more than a few
+ * rounding units. An inverse inertia whose factor fails (not positive
+ * definite in rounding): |M^-1 C|_F, an upper bound. */
 static inline __attribute__((always_inline)) double body_rate(const double *C, const double *Iinv, double mass) {
-  v2d col[6][3], x[3] = {{1, 0.7}, {0.5, 0.3}, {0.2, 0.1}};
-  for (int q = 0; q < 6; q++) /* rows 2k, 2k + 1 of C's column q */
-    for (int k = 0; k < 3; k++) col[q][k] = (v2d){C[6 * (2 * k) + q], C[6 * (2 * k + 1) + q]};
-  const v2d i0 = {Iinv[0], Iinv[3]}, i1 = {Iinv[1], Iinv[4]}, i2 = {Iinv[2], Iinv[5]}, im = dup2(mass);
-  double nz = 0;
-  for (int it = 0; it < 30; it++) {
-    v2d y[3] = {{0, 0}, {0, 0}, {0, 0}};
-    for (int q = 0; q < 6; q++) {
-      v2d xq = dup2(x[q / 2][q % 2]);
-      for (int k = 0; k < 3; k++) y[k] += col[q][k] * xq;
+  double g00 = Iinv[0] > 0 ? sqrt(Iinv[0]) : 0, g10 = 0, g20 = 0, g11 = 0, g21 = 0, g22 = 0;
+  if (g00 > 0) {
+    g10 = Iinv[3] / g00, g20 = Iinv[6] / g00;
+    double d11 = Iinv[4] - g10 * g10;
+    g11 = d11 > 0 ? sqrt(d11) : 0;
+    if (g11 > 0) {
+      g21 = (Iinv[7] - g20 * g10) / g11;
+      double d22 = Iinv[8] - g20 * g20 - g21 * g21;
+      g22 = d22 > 0 ? sqrt(d22) : 0;
     }
-    double y0 = y[0][0], y1 = y[0][1], y2 = y[1][0];
-    v2d z01 = i0 * dup2(y0) + i1 * dup2(y1) + i2 * dup2(y2);
-    double z2 = Iinv[6] * y0 + Iinv[7] * y1 + Iinv[8] * y2;
-    v2d z23 = {z2, y[1][1]}, z45 = y[2] / im;
-    z23[1] /= im[1];
-    v2d z01s = z01 * z01, z23s = z23 * z23, z45s = z45 * z45;
-    nz = 0;
-    nz += z01s[0], nz += z01s[1], nz += z23s[0], nz += z23s[1], nz += z45s[0], nz += z45s[1];
-    if (!(nz > 0)) return 0;
-    if (it == 29) break;
-    v2d norm = dup2(sqrt(nz));
-    x[0] = z01 / norm, x[1] = z23 / norm, x[2] = z45 / norm;
   }
-  v2d x01s = x[0] * x[0], x23s = x[1] * x[1], x45s = x[2] * x[2];
-  double nx = 0;
-  nx += x01s[0], nx += x01s[1], nx += x23s[0], nx += x23s[1], nx += x45s[0], nx += x45s[1];
-  return sqrt(nz / nx);
+  if (!(g22 > 0)) {
+    double f = 0;
+    for (int j = 0; j < 6; j++) {
+      for (int i = 0; i < 3; i++) {
+        double a = Iinv[3 * i] * C[j] + Iinv[3 * i + 1] * C[6 + j] + Iinv[3 * i + 2] * C[12 + j];
+        f += a * a;
+      }
+      for (int i = 3; i < 6; i++) f += C[6 * i + j] * C[6 * i + j] / (mass * mass);
+    }
+    return sqrt(f);
+  }
+  /* P (6 x 6, lower triangular) and T = C P, S = P^T T */
+  const double s = 1 / sqrt(mass);
+  double P[6][6] = {{0}}, T[6][6], A[6][6];
+  P[0][0] = g00, P[1][0] = g10, P[1][1] = g11, P[2][0] = g20, P[2][1] = g21, P[2][2] = g22;
+  P[3][3] = P[4][4] = P[5][5] = s;
+  for (int i = 0; i < 6; i++)
+    for (int j = 0; j < 6; j++) {
+      double v = 0;
+      for (int k = j; k < 6; k++) v += C[6 * i + k] * P[k][j];
+      T[i][j] = v;
+    }
+  for (int i = 0; i < 6; i++)
+    for (int j = 0; j <= i; j++) {
+      double v = 0;
+      for (int k = i; k < 6; k++) v += P[k][i] * T[k][j];
+      A[i][j] = A[j][i] = v;
+    }
+  double g = 0;
+  for (int i = 0; i < 6; i++) {
+    double r = 0;
+    for (int j = 0; j < 6; j++) r += fabs(A[i][j]);
+    g = fmax(g, r);
+  }
+  if (!(g > 0)) return 0;
+  for (int i = 0; i < 6; i++)
+    for (int j = 0; j < 6; j++) A[i][j] /= g;
+  /* Householder: column k below the sub-diagonal to 0, k = 0 .. 3 */
+  double diag[6], off2[5];
+  for (int k = 0; k < 4; k++) {
+    double v[6] = {0}, xx = 0;
+    for (int i = k + 1; i < 6; i++) v[i] = A[i][k], xx += v[i] * v[i];
+    double alpha = v[k + 1] >= 0 ? -sqrt(xx) : sqrt(xx);
+    v[k + 1] -= alpha;
+    double vv = 0;
+    for (int i = k + 1; i < 6; i++) vv += v[i] * v[i];
+    off2[k] = alpha * alpha;
+    if (!(vv > 0)) continue; /* the column is 0 already */
+    double beta = 2 / vv, p[6] = {0}, vp = 0;
+    for (int i = k + 1; i < 6; i++) {
+      for (int j = k + 1; j < 6; j++) p[i] += A[i][j] * v[j];
+      p[i] *= beta, vp += v[i] * p[i];
+    }
+    double half = 0.5 * beta * vp;
+    for (int i = k + 1; i < 6; i++) p[i] -= half * v[i];
+    for (int i = k + 1; i < 6; i++)
+      for (int j = k + 1; j < 6; j++) A[i][j] -= v[i] * p[j] + p[i] * v[j];
+  }
+  off2[4] = A[5][4] * A[5][4];
+  double bound = 0;
+  for (int i = 0; i < 6; i++) {
+    diag[i] = A[i][i];
+    double r = diag[i] + (i > 0 ? sqrt(off2[i - 1]) : 0) + (i < 5 ? sqrt(off2[i]) : 0);
+    bound = fmax(bound, r);
+  }
+  /* Laguerre from above: lam_new = lam - n / (G + sqrt((n - 1)(n H - G^2))),
+   * G = f' / f, H = G^2 - f'' / f, f(lam) = det(lam 1 - T) */
+  double lam = bound * (1 + 1e-12) + 1e-300;
+  for (int it = 0; it < 100; it++) {
+    double f0 = 1, f1 = lam - diag[0], d0 = 0, d1 = 1, e0 = 0, e1 = 0;
+    for (int i = 1; i < 6; i++) {
+      double u = lam - diag[i];
+      double f2 = u * f1 - off2[i - 1] * f0, d2 = f1 + u * d1 - off2[i - 1] * d0,
+             e2 = 2 * d1 + u * e1 - off2[i - 1] * e0;
+      f0 = f1, f1 = f2, d0 = d1, d1 = d2, e0 = e1, e1 = e2;
+    }
+    if (!(f1 > 0)) break; /* on the root to rounding */
+    double G = d1 / f1, H = G * G - e1 / f1, disc = 5 * (6 * H - G * G);
+    double step = 6 / (G + sqrt(disc > 0 ? disc : 0));
+    if (!(step > 4e-16 * lam)) break;
+    lam -= step;
+  }
+  return lam * g;
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
