@@ -1029,28 +1029,10 @@ static const double *inverse_inertia(const khzModel *m, const khzData *d, int b,
   return cached[b] > 0 ? Iinv : NULL;
 }
 
-/* 1 if h times free body b's largest rate (lam of M^-1 C, or sqrt(lam)
- * for the springs) is within limit: lam <= mu (mu = limit / h, or its
- * square) exactly when mu M - C is positive semi-definite (lam the largest
- * eigenvalue of the pencil (C, M), M positive definite), tested by the
- * LDL^T factorisation of mu M - C: every pivot positive (Golub and Van
- * Loan, Matrix Computations, 4.1). A pivot at or below 0 (the rate past the
- * limit, or on it to rounding) leaves it to damping_rate. In the piles most
- * pressed bodies are within the limit, so this saves their 30 power
- * iterations (V3's steps 1500-1550: 2057 of 3197, where the |M^-1 C|_F
- * bound this replaced settled under 1 %). The factors keep their bits: a
- * body passed here has an estimate at most its rate, within the limit too,
- * and one the bound passed is passed here (to rounding). A singular inertia: 1
- * (damping_rate returns 0). */
-static inline __attribute__((always_inline)) int damping_rate_within(const khzModel *m, const khzData *d, int b,
-                                                                    const double *C, int stiffness, double limit,
-                                                                    double *Iinv_cache, int *cached) {
-  const double *Iinv = inverse_inertia(m, d, b, Iinv_cache, cached);
-  if (!Iinv) return 1;
-  const double *Iw = Iinv + 9;
-  double mu = limit / d->timestep;
-  if (stiffness) mu *= mu;
-  const double mm = mu * m->body_mass[b];
+/* 1 if every pivot of mu M - C's LDL^T (M = diag(Iw, mass 1)) is positive */
+static inline __attribute__((always_inline)) int pencil_within(const double *C, const double *Iw, double mass,
+                                                              double mu) {
+  const double mm = mu * mass;
   /* the lower triangle of mu M - C; L's multipliers overwrite it */
   double A[6][6], piv[6];
 #pragma GCC unroll 6
@@ -1075,6 +1057,33 @@ static inline __attribute__((always_inline)) int damping_rate_within(const khzMo
   }
   return 1;
 }
+
+int khz_penaltyBodyWithin(const double C[36], const double Iw[9], double mass, double mu) {
+  return pencil_within(C, Iw, mass, mu);
+}
+
+/* 1 if h times free body b's largest rate (lam of M^-1 C, or sqrt(lam)
+ * for the springs) is within limit: lam <= mu (mu = limit / h, or its
+ * square) exactly when mu M - C is positive semi-definite (lam the largest
+ * eigenvalue of the pencil (C, M), M positive definite), tested by the
+ * LDL^T factorisation of mu M - C: every pivot positive (Golub and Van
+ * Loan, Matrix Computations, 4.1). A pivot at or below 0 (the rate past the
+ * limit, or on it to rounding) leaves it to damping_rate. In the piles most
+ * pressed bodies are within the limit, so this saves their 30 power
+ * iterations (V3's steps 1500-1550: 2057 of 3197, where the |M^-1 C|_F
+ * bound this replaced settled under 1 %). The factors keep their bits: a
+ * body passed here has an estimate at most its rate, within the limit too,
+ * and one the bound passed is passed here (to rounding). A singular inertia: 1
+ * (damping_rate returns 0). */
+static inline __attribute__((always_inline)) int damping_rate_within(const khzModel *m, const khzData *d, int b,
+                                                                    const double *C, int stiffness, double limit,
+                                                                    double *Iinv_cache, int *cached) {
+  const double *Iinv = inverse_inertia(m, d, b, Iinv_cache, cached);
+  if (!Iinv) return 1;
+  double mu = limit / d->timestep;
+  return pencil_within(C, Iinv + 9, m->body_mass[b], stiffness ? mu * mu : mu);
+}
+
 
 /* y = A x as axpys over A's columns, At = A^T (row-major: At + q n is
  * column q): y_a sums A_aq x_q over q in order from +0, as the dot product
