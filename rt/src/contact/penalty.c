@@ -1071,10 +1071,12 @@ int khz_penaltyBodyWithin(const double C[36], const double Iw[9], double mass, d
  * limit, or on it to rounding) leaves it to damping_rate. In the piles most
  * pressed bodies are within the limit, so this saves their 30 power
  * iterations (V3's steps 1500-1550: 2057 of 3197, where the |M^-1 C|_F
- * bound this replaced settled under 1 %). The factors keep their bits: a
- * body passed here has an estimate at most its rate, within the limit too,
- * and one the bound passed is passed here (to rounding). A singular inertia: 1
- * (damping_rate returns 0). */
+ * bound this replaced settled under 1 %). A body past the limit takes the
+ * iteration as before; one within it keeps the factor 1, where the
+ * iteration's |M^-1 C x| / |x| (M^-1 C is not symmetric: the estimate can
+ * lie above the eigenvalue before it converges) sometimes scaled it (7 of
+ * the 48 piles move; bench/bitcheck.sh's scenes do not). A singular
+ * inertia: 1 (damping_rate returns 0). */
 static inline __attribute__((always_inline)) int damping_rate_within(const khzModel *m, const khzData *d, int b,
                                                                     const double *C, int stiffness, double limit,
                                                                     double *Iinv_cache, int *cached) {
