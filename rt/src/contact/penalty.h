@@ -138,6 +138,12 @@ double khz_penaltyLargestRateWarm(const double *L, double *K, int nb, double *sc
  * iteration (Iinv the world inverse inertia, 3 x 3) */
 void khz_penaltyPointGainAdd(double *C, const double r[3], const double n[3], double kn, double kt);
 double khz_penaltyBodyRate(const double C[36], const double Iinv[9], double mass);
+/* the exact largest eigenvalue of M^-1 C (Householder, then Laguerre from above) */
+double khz_penaltyBodyRateExact(const double C[36], const double Iinv[9], double mass);
+/* 1 if mu M - C is positive definite by its LDL^T (M = diag(Iw, mass 1), Iw the
+ * world inertia): the limit's exact test that the largest eigenvalue of M^-1 C is
+ * within mu */
+int khz_penaltyBodyWithin(const double C[36], const double Iw[9], double mass, double mu);
 
 /* scratch bytes khz_penaltyLimits may take from d's stack */
 size_t khz_penaltyLimitsStackBytes(const khzModel *m);
