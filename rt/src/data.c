@@ -9,6 +9,7 @@
 
 #include "carve.h"
 #include "collision/collision.h"
+#include "contact/penalty.h"
 #include "dynamics.h"
 #include "island.h"
 #include "khz/khz.h"
@@ -41,7 +42,9 @@ static void layout_data(const khzModel *m, khzData *d, carver *c) {
   d->S = D(36 * nb);
   d->kin_q = D((size_t)m->nq);
   d->kin_qd = D(nv);
+  d->tree_resp = D(khz_penaltyTreeRespDoubles(m));
 #undef D
+  d->tree_resp_at = carve(c, 3 * nb * sizeof(int));
   d->contact = carve(c, (size_t)m->npair_max * sizeof(khzContact));
   d->cpoint = carve(c, (size_t)m->npair_max * (size_t)m->max_points * sizeof(khzContactPoint));
   d->peg_stats = carve(c, sizeof(khzPegStats));

@@ -700,6 +700,12 @@ typedef struct khzData {
   double *S;              /* 36 per body: motion subspace at the tree origin, world axes */
   double *kin_q;          /* private (dynamics.c): nq, the q of the last forward pass */
   double *kin_qd;         /* private: nv, its qd */
+  double *tree_resp;      /* private (penalty.c): the tree limits' response matrices L of
+                             this step's clusters, (6 nb)^2 each (khz_penaltyTreeRespDoubles) */
+  int *tree_resp_at;      /* private: 3 per body: its cluster's L's offset in tree_resp
+                             (-1: none), its place there, the cluster's body count */
+  int tree_resp_valid;    /* private: 1 while tree_resp holds L of the step's damped
+                             inertias (the implicit rows take W from it) */
   int kin_valid;          /* private: 2 when the forward pass's fields hold (kin_q, kin_qd)
                              for every body, 1 positions only, 0 unknown */
 

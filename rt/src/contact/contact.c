@@ -22,10 +22,14 @@
 
 /* the articulated inertias at the current q (velocity terms do not matter):
  * the impulse response and the effective masses need them */
-static void articulated_inertias(const khzModel *m, khzData *d, double *tau, double *qdd) {
+/* ABA's articulated inertias at the current q; h > 0 with the joints'
+ * damping integrated implicitly over h as the step's dynamics take it
+ * (accel: khz_abaCoreDamped, Euler every dof, RK4 the stiff ones) */
+static void articulated_inertias(const khzModel *m, khzData *d, double *tau, double *qdd, double h) {
   memset(tau, 0, (size_t)m->nv * sizeof(double));
   khz_externalForces(m, d);
-  khz_abaCore(m, d, tau, qdd);
+  if (h > 0) khz_abaCoreDamped(m, d, tau, qdd, h, m->integrator != KHZ_INT_EULER);
+  else khz_abaCore(m, d, tau, qdd);
 }
 
 void khz_contactBegin(const khzModel *m, khzData *d) {
@@ -45,21 +49,23 @@ void khz_contactBegin(const khzModel *m, khzData *d) {
   khzLanding *landing = khz_stackAlloc(d, (size_t)d->ncontact * sizeof(khzLanding)); /* re-impacts at points */
   int scratch = dqd && dvel && tau && qdd, inertias = 0;
   if (scratch && khz_penaltyNeedsInertias(m, d)) {
-    articulated_inertias(m, d, tau, qdd);
+    articulated_inertias(m, d, tau, qdd, 0);
     inertias = 1;
   }
   khz_penaltyGains(m, d, inertias, dqd, dvel);
   if (khz_phaseClassify(m, d, landing) && khz_phaseSpread(m, d) && scratch) {
-    if (!inertias) articulated_inertias(m, d, tau, qdd);
+    if (!inertias) articulated_inertias(m, d, tau, qdd, 0);
     inertias = 1;
     khz_resolveImpacts(m, d, landing);
   }
   khz_phaseSettle(d);
   khz_selectPoints(m, d);
-  /* the limits of robots' pairs take the articulated inertias (q has not
-   * moved: the impulses changed only qd) */
+  /* the limits of robots' pairs take the articulated inertias of the
+   * step's dynamics, with the joints' implicit damping (q has not moved:
+   * the impulses changed only qd); the gains and impulses above took them
+   * without (an impulse acts in an instant) */
   int trees = scratch && khz_penaltyTreeLimits(m, d);
-  if (trees && !inertias) articulated_inertias(m, d, tau, qdd);
+  if (trees && (!inertias || d->timestep > 0)) articulated_inertias(m, d, tau, qdd, d->timestep);
   khz_penaltyLimits(m, d, trees ? dqd : NULL);
   khz_stackFree(d, mark);
 }

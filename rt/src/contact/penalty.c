@@ -1412,6 +1412,16 @@ int khz_penaltyTreeLimits(const khzModel *m, const khzData *d) {
 /* the most bodies tree_limits takes together in model m */
 static int tree_bodies(const khzModel *m) { return m->nbody < KHZ_TREE_BODIES ? m->nbody : KHZ_TREE_BODIES; }
 
+/* the kept responses' room (khzData.tree_resp): a cluster of nb bodies
+ * keeps its (6 nb)^2 L, at most 36 KHZ_TREE_BODIES per body; every cluster
+ * holds an articulated body, so room for the articulated bodies and one
+ * more cluster's (a cluster that does not fit keeps none) */
+size_t khz_penaltyTreeRespDoubles(const khzModel *m) {
+  size_t nart = 0;
+  for (int b = 1; b < m->nbody; b++) nart += body_articulated(m, b);
+  return nart ? 36 * KHZ_TREE_BODIES * (nart + KHZ_TREE_BODIES) : 0;
+}
+
 size_t khz_penaltyLimitsStackBytes(const khzModel *m) {
   size_t n = 6 * (size_t)tree_bodies(m), nc = (size_t)m->npair_max;
   return (119 * (size_t)m->nbody + 2 * nc + 3 * n * n + KHZ_PENALTY_RATE_SCRATCH((size_t)tree_bodies(m))) *
@@ -1958,6 +1968,9 @@ static void tree_limits(const khzModel *m, khzData *d, double *sk, double *sv) {
     return;
   }
   for (int b = 0; b < m->nbody; b++) parent[b] = b, slot[b] = -1, need[b] = 0, kept[b] = 0;
+  size_t used = 0, room = khz_penaltyTreeRespDoubles(m);
+  for (int b = 0; b < m->nbody; b++) d->tree_resp_at[3 * b] = -1;
+  d->tree_resp_valid = 1;
   for (int i = 0; i < nc; i++) {
     const khzContact *c = d->contact + i;
     int r0 = khz_movingTree(m, c, 0), r1 = khz_movingTree(m, c, 1);
@@ -1985,6 +1998,17 @@ static void tree_limits(const khzModel *m, khzData *d, double *sk, double *sv) {
     if (!over) {
       tree_rates(m, d, mem, np, body, nb, slot, mat, u6, dv6, need, KHZ_RATE_WARM, rate);
       for (int a = 0; a < nb; a++) kept[body[a]] = 1;
+      /* L kept for the implicit rows' W (delassus_kept): its blocks within
+       * one tree hold, the others are left as they were */
+      size_t n2 = 36 * (size_t)nb * nb;
+      if (used + n2 <= room) {
+        memcpy(d->tree_resp + used, mat, n2 * sizeof(double));
+        for (int a = 0; a < nb; a++) {
+          int *at = d->tree_resp_at + 3 * body[a];
+          at[0] = (int)used, at[1] = a, at[2] = nb;
+        }
+        used += n2;
+      }
     } else { /* too many bodies: pair by pair, summed */
       for (int a = 0; a < nb; a++) slot[body[a]] = -1;
       for (int p = 0; p < np; p++) {
@@ -2014,6 +2038,7 @@ static void tree_limits(const khzModel *m, khzData *d, double *sk, double *sv) {
 }
 
 void khz_penaltyLimits(const khzModel *m, khzData *d, double *dqd) {
+  d->tree_resp_valid = 0; /* tree_limits keeps this step's */
   for (int i = 0; i < d->ncontact; i++) {
     khzContact *c = d->contact + i;
     c->kp_implicit = c->kv_implicit = 0;
@@ -2888,6 +2913,98 @@ static int solve_blocks(const khzModel *m, khzData *d, const implicit_row *row, 
   return ok;
 }
 
+/* The cluster's Delassus matrix W into A (k x k) from the tree limits' L
+ * of this step (tree_limits keeps it in d->tree_resp): L is the response
+ * of the cluster's bodies' velocities [w; v] at their tree origins to unit
+ * impulses [torque; force] there, through the step's damped inertias
+ * (khz_contactBegin: the factors delassus_factored reads), so with row a's
+ * side s as g_as = +-[r x dir; dir] (r from the tree origin; +dir on body
+ * 0, -dir on body 1: row_velocity_col's velocity along dir),
+ *   W_ab = sum_s,t g_as^T L_(s,t) g_bt,
+ * J (M + h B)^-1 J^T as delassus_factored's up to rounding. The blocks of L
+ * between two trees are zero and are not read. O(k n 6) for u_b = L g_b
+ * and O(k^2 12) for W, where delassus_factored walks each group's paths and
+ * factors their joints again. Each entry is computed once for both halves
+ * (A exactly symmetric). 0, or -1 when no L of this step is kept for some
+ * row's moving body, the rows' bodies are in two kept clusters, or the
+ * stack cannot hold the scratch: the caller takes delassus. */
+static int delassus_kept(const khzModel *m, khzData *d, const implicit_row *row, const int *mem, int k,
+                         double *A) {
+  if (!d->tree_resp_valid) return -1;
+  int off = -1, nb = 0;
+  for (int a = 0; a < k; a++) {
+    const khzContact *c = d->contact + row[mem[a]].contact;
+    for (int s = 0; s < 2; s++) {
+      int b = c->body[s];
+      if (b <= 0 || khz_bodyStatic(m, b)) continue;
+      const int *at = d->tree_resp_at + 3 * b;
+      if (at[0] < 0 || (off >= 0 && at[0] != off)) return -1;
+      off = at[0], nb = at[2];
+    }
+  }
+  if (off < 0) return -1;
+  int n = 6 * nb;
+  const double *L = d->tree_resp + off;
+  size_t mk = khz_stackMark(d);
+  double *g = khz_stackAlloc(d, 12 * (size_t)k * sizeof(double));
+  double *u = khz_stackAlloc(d, (size_t)k * n * sizeof(double));
+  int *gs = khz_stackAlloc(d, 2 * (size_t)k * sizeof(int));
+  int *root = khz_stackAlloc(d, (size_t)nb * sizeof(int));
+  if (!g || !u || !gs || !root) {
+    khz_stackFree(d, mk);
+    return -1;
+  }
+  /* g_as, and the tree of each place a row reads (-1: none reads it) */
+  for (int p = 0; p < nb; p++) root[p] = -1;
+  for (int a = 0; a < k; a++) {
+    const implicit_row *r = row + mem[a];
+    const khzContact *c = d->contact + r->contact;
+    for (int s = 0; s < 2; s++) {
+      int b = c->body[s], p = b > 0 && !khz_bodyStatic(m, b) ? d->tree_resp_at[3 * b + 1] : -1;
+      gs[2 * a + s] = p;
+      if (p < 0) continue;
+      root[p] = m->body_root[b];
+      const double *o = d->xpos + 3 * m->body_root[b];
+      double x[3] = {r->x[0] - o[0], r->x[1] - o[1], r->x[2] - o[2]}, sg = s ? -1 : 1, *ga = g + 12 * a + 6 * s;
+      khzu_cross(ga, x, r->dir);
+      for (int i = 0; i < 3; i++) ga[i] *= sg, ga[3 + i] = sg * r->dir[i];
+    }
+  }
+  /* u_b = L g_b at the places the rows read on b's trees (+0 elsewhere) */
+  for (int b = 0; b < k; b++) {
+    double *ub = u + (size_t)b * n;
+    for (int p = 0; p < nb; p++)
+      if (root[p] >= 0) memset(ub + 6 * p, 0, 6 * sizeof(double));
+    for (int t = 0; t < 2; t++) {
+      int q = gs[2 * b + t];
+      if (q < 0) continue;
+      const double *gb = g + 12 * b + 6 * t;
+      for (int p = 0; p < nb; p++) {
+        if (root[p] != root[q]) continue;
+        for (int i = 0; i < 6; i++) {
+          const double *Li = L + (size_t)(6 * p + i) * n + 6 * q;
+          ub[6 * p + i] += Li[0] * gb[0] + Li[1] * gb[1] + Li[2] * gb[2] + Li[3] * gb[3] + Li[4] * gb[4] + Li[5] * gb[5];
+        }
+      }
+    }
+  }
+  /* W_ab = g_a^T u_b, a <= b, mirrored */
+  for (int a = 0; a < k; a++)
+    for (int b = a; b < k; b++) {
+      const double *ub = u + (size_t)b * n;
+      double w = 0;
+      for (int s = 0; s < 2; s++) {
+        int p = gs[2 * a + s];
+        if (p < 0) continue;
+        const double *ga = g + 12 * a + 6 * s, *up = ub + 6 * p;
+        w += ga[0] * up[0] + ga[1] * up[1] + ga[2] * up[2] + ga[3] * up[3] + ga[4] * up[4] + ga[5] * up[5];
+      }
+      A[a * k + b] = A[b * k + a] = w;
+    }
+  khz_stackFree(d, mk);
+  return 0;
+}
+
 void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, double *dqd, double *dvel,
                          double *tmp) {
   /* Each bottom point's implicit spring k and damper c (the pair's
@@ -3047,6 +3164,7 @@ void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, dou
     int lone = cluster_lone_body(m, d, row, mem, k), symmetric = 0;
     double *wl = lone ? khz_stackAlloc(d, 6 * (size_t)k * sizeof(double)) : NULL;
     if (wl) delassus_lone(m, d, row, mem, k, lone, wl, A);
+    else if (delassus_kept(m, d, row, mem, k, A) == 0) symmetric = 1;
     else symmetric = delassus(m, d, row, mem, k, need, uc, tmpc, dvc, A, 1);
     rows_need(m, d, row, mem, k, need, 0); /* A holds what the rows need */
     /* the walk's halves made equal; the factors' are equal already (the
@@ -3174,6 +3292,10 @@ size_t khz_penaltyImplicitStackBytes(const khzModel *m) {
   }
   direct += 36 * (size_t)m->nbody * sizeof(double) + (k + 1) * (sizeof(int) + sizeof(size_t)) +
             4 * k * sizeof(int) + (KHZ_FACTOR_LANES * 2 * path * k + 1) * sizeof(double) + 7 * 64;
+  /* delassus_kept, freed before delassus runs: per row 12 values of g, n
+   * of u and two places; per kept body a tree */
+  size_t kept = (12 + 6 * (size_t)KHZ_TREE_BODIES) * k * sizeof(double) + (2 * k + KHZ_TREE_BODIES) * sizeof(int) + 4 * 64;
+  direct += kept;
   return (size_t)m->nbody * (2 * sizeof(int) + 1 + 3 * 6 * KHZ_RESPONSE_COLS * sizeof(double)) +
          np * (sizeof(implicit_row) + 4 * sizeof(int) + 8 * sizeof(double)) +
          (size_t)m->max_points * sizeof(implicit_row) + (direct > blocks ? direct : blocks) + 27 * 64;

@@ -147,6 +147,9 @@ int khz_penaltyBodyWithin(const double C[36], const double Iw[9], double mass, d
 
 /* scratch bytes khz_penaltyLimits may take from d's stack */
 size_t khz_penaltyLimitsStackBytes(const khzModel *m);
+/* doubles of khzData.tree_resp for model m: the tree limits' response
+ * matrices L of a step's clusters, kept for the implicit rows' W */
+size_t khz_penaltyTreeRespDoubles(const khzModel *m);
 
 /* The stiffness and damping beyond the explicit limit (c->kp_implicit,
  * c->kv_implicit), by backward Euler on each bottom point's normal
