@@ -256,13 +256,15 @@ static void part_humanoid_delassus(void) {
   double *Af = calloc((size_t)kmax * kmax, sizeof(double)), *Aw = calloc((size_t)kmax * kmax, sizeof(double));
   double *J = calloc((size_t)kmax * nv, sizeof(double)), *Jm = calloc((size_t)kmax * nv, sizeof(double));
   double *X = calloc((size_t)kmax * nv, sizeof(double));
-  double worst_walk = 0, worst_mj = 0;
-  int states = 0, rows = 0, factored = 0;
+  double worst_walk = 0, worst_mj = 0, worst_limits = 0;
+  int states = 0, rows = 0, factored = 0, from_limits = 0;
+  double *Al = calloc((size_t)kmax * kmax, sizeof(double));
   for (int step = 1; step <= 3000; step++) {
     khz_step(m, d);
     if (step % 250) continue;
     int kf = khz_penaltyDelassus(m, d, 1, Af, J, kmax), kw = khz_penaltyDelassus(m, d, 0, Aw, NULL, kmax);
-    factored += kf > 0;
+    int kl = khz_penaltyDelassus(m, d, 3, Al, NULL, kmax);
+    factored += kf > 0, from_limits += kl > 0 && kl == kf;
     int k = kf > 0 ? kf : -kf - 1;
     ENSURE(kf != -1 && kw == -k - 1);
     if (k <= 0 || kw != -k - 1) continue;
@@ -273,7 +275,7 @@ static void part_humanoid_delassus(void) {
     for (int r = 0; r < k; r++)
       for (int a = 0; a < nv; a++) Jm[r * nv + dofmap[a]] = J[r * nv + a];
     mj_solveM(mm, md, X, Jm, k);
-    double big = 0, dw = 0, dm = 0;
+    double big = 0, dw = 0, dm = 0, dl = 0;
     for (int r = 0; r < k; r++)
       for (int c = 0; c < k; c++) {
         double w = 0;
@@ -281,8 +283,10 @@ static void part_humanoid_delassus(void) {
         big = fmax(big, fabs(Af[r * k + c]));
         dw = fmax(dw, fabs(Af[r * k + c] - Aw[r * k + c]));
         dm = fmax(dm, fabs(Af[r * k + c] - w));
+        dl = fmax(dl, fabs(Al[r * k + c] - w));
       }
     worst_walk = fmax(worst_walk, dw / big), worst_mj = fmax(worst_mj, dm / big);
+    worst_limits = fmax(worst_limits, dl / big);
     states++, rows += k;
   }
   printf("humanoid.xml on the floor, %d states, %d implicit rows (%d from the factors): W from ABA's L^T D L "
@@ -290,6 +294,12 @@ static void part_humanoid_delassus(void) {
          states, rows, factored, worst_walk, worst_mj);
   ENSURE(states >= 10 && factored == states && rows > 10 * states);
   ENSURE(worst_walk < 1e-12 && worst_mj < 1e-9);
+  /* W = G L G^T from the tree limits' L (delassus_kept, what the implicit
+   * rows take in the step) against MuJoCo's J M^-1 J^T */
+  printf("  W from the tree limits' L (%d of %d states) vs MuJoCo's %.3g relative to its largest entry\n",
+         from_limits, states, worst_limits);
+  ENSURE(from_limits == states && worst_limits < 1e-9);
+  free(Al);
   free(Af), free(Aw), free(J), free(Jm), free(X), free(dofmap), free(qmap);
   mj_deleteData(md);
   mj_deleteModel(mm);

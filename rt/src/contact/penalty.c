@@ -2970,37 +2970,47 @@ static int delassus_kept(const khzModel *m, khzData *d, const implicit_row *row,
       for (int i = 0; i < 3; i++) ga[i] *= sg, ga[3 + i] = sg * r->dir[i];
     }
   }
-  /* u_b = L g_b at the places the rows read on b's trees (+0 elsewhere) */
+  /* u_b = L g_b at the places the rows read on b's trees (+0 elsewhere),
+   * by L's rows (L symmetric: column 6 q + j of block (p, q) is row
+   * 6 q + j of block (q, p)), each place's six entries in three pairs */
   for (int b = 0; b < k; b++) {
     double *ub = u + (size_t)b * n;
-    for (int p = 0; p < nb; p++)
-      if (root[p] >= 0) memset(ub + 6 * p, 0, 6 * sizeof(double));
-    for (int t = 0; t < 2; t++) {
-      int q = gs[2 * b + t];
-      if (q < 0) continue;
-      const double *gb = g + 12 * b + 6 * t;
-      for (int p = 0; p < nb; p++) {
-        if (root[p] != root[q]) continue;
-        for (int i = 0; i < 6; i++) {
-          const double *Li = L + (size_t)(6 * p + i) * n + 6 * q;
-          ub[6 * p + i] += Li[0] * gb[0] + Li[1] * gb[1] + Li[2] * gb[2] + Li[3] * gb[3] + Li[4] * gb[4] + Li[5] * gb[5];
+    for (int p = 0; p < nb; p++) {
+      if (root[p] < 0) continue;
+      v2d u0 = {0, 0}, u1 = {0, 0}, u2 = {0, 0};
+      for (int t = 0; t < 2; t++) {
+        int q = gs[2 * b + t];
+        if (q < 0 || root[q] != root[p]) continue;
+        const double *gb = g + 12 * b + 6 * t, *Lr = L + (size_t)6 * q * n + 6 * p;
+        for (int j = 0; j < 6; j++, Lr += n) {
+          v2d gj = dup2(gb[j]);
+          u0 += gj * (v2d){Lr[0], Lr[1]}, u1 += gj * (v2d){Lr[2], Lr[3]}, u2 += gj * (v2d){Lr[4], Lr[5]};
         }
       }
+      double *up = ub + 6 * p;
+      up[0] = u0[0], up[1] = u0[1], up[2] = u1[0], up[3] = u1[1], up[4] = u2[0], up[5] = u2[1];
     }
   }
   /* W_ab = g_a^T u_b, a <= b, mirrored */
-  for (int a = 0; a < k; a++)
+  for (int a = 0; a < k; a++) {
+    int p0 = gs[2 * a], p1 = gs[2 * a + 1];
+    const double *ga = g + 12 * a;
+    v2d g0 = {ga[0], ga[1]}, g1 = {ga[2], ga[3]}, g2 = {ga[4], ga[5]};
+    v2d h0 = {ga[6], ga[7]}, h1 = {ga[8], ga[9]}, h2 = {ga[10], ga[11]};
     for (int b = a; b < k; b++) {
       const double *ub = u + (size_t)b * n;
-      double w = 0;
-      for (int s = 0; s < 2; s++) {
-        int p = gs[2 * a + s];
-        if (p < 0) continue;
-        const double *ga = g + 12 * a + 6 * s, *up = ub + 6 * p;
-        w += ga[0] * up[0] + ga[1] * up[1] + ga[2] * up[2] + ga[3] * up[3] + ga[4] * up[4] + ga[5] * up[5];
+      v2d w = {0, 0};
+      if (p0 >= 0) {
+        const double *up = ub + 6 * p0;
+        w = g0 * (v2d){up[0], up[1]} + g1 * (v2d){up[2], up[3]} + g2 * (v2d){up[4], up[5]};
       }
-      A[a * k + b] = A[b * k + a] = w;
+      if (p1 >= 0) {
+        const double *up = ub + 6 * p1;
+        w += h0 * (v2d){up[0], up[1]} + h1 * (v2d){up[2], up[3]} + h2 * (v2d){up[4], up[5]};
+      }
+      A[a * k + b] = A[b * k + a] = w[0] + w[1];
     }
+  }
   khz_stackFree(d, mk);
   return 0;
 }
@@ -3235,11 +3245,25 @@ int khz_penaltyDelassus(const khzModel *m, khzData *d, int factored, double *A, 
   for (int a = 0; a < k; a++) mem[a] = a;
   memset(need, 0, (size_t)m->nbody);
   rows_need(m, d, row, mem, k, need, 1);
+  /* 3: the tree limits' L at these factors (tree_limits, its kept Ritz
+   * vectors put back), then W from it (delassus_kept) */
+  int kept = 0;
+  if (factored == 3) {
+    double *sk = khz_stackAlloc(d, ((size_t)d->ncontact + 1) * sizeof(double));
+    double *sv = khz_stackAlloc(d, ((size_t)d->ncontact + 1) * sizeof(double));
+    double *warm = khz_stackAlloc(d, 6 * (size_t)m->nbody * sizeof(double));
+    if (!sk || !sv || !warm) goto out;
+    memcpy(warm, d->rate_warm, 6 * (size_t)m->nbody * sizeof(double));
+    tree_limits(m, d, sk, sv);
+    memcpy(d->rate_warm, warm, 6 * (size_t)m->nbody * sizeof(double));
+    kept = delassus_kept(m, d, row, mem, k, A) == 0;
+    d->tree_resp_valid = 0;
+  }
   /* 2: the lone body's path (delassus_lone) where the rows move one */
   int lone = factored == 2 ? cluster_lone_body(m, d, row, mem, k) : 0;
   double *wl = lone ? khz_stackAlloc(d, 6 * (size_t)k * sizeof(double)) : NULL;
   if (wl) delassus_lone(m, d, row, mem, k, lone, wl, A);
-  int took = wl || (factored == 1 && cluster_articulated(m, d, row, mem, k) &&
+  int took = kept || wl || (factored == 1 && cluster_articulated(m, d, row, mem, k) &&
                     delassus_factored(m, d, row, mem, k, need, uc, A) == 0);
   if (!took) {
     rows_need(m, d, row, mem, k, need, 0);
