@@ -258,12 +258,16 @@ static void part_humanoid_delassus(void) {
   double *X = calloc((size_t)kmax * nv, sizeof(double));
   double worst_walk = 0, worst_mj = 0, worst_limits = 0;
   int states = 0, rows = 0, factored = 0, from_limits = 0;
-  double *Al = calloc((size_t)kmax * kmax, sizeof(double));
+  double worst_damped = 0, damping_moves = 0;
+  int from_damped = 0;
+  double *Al = calloc((size_t)kmax * kmax, sizeof(double)), *Ad = calloc((size_t)kmax * kmax, sizeof(double));
+  double *Md = calloc((size_t)nv * nv, sizeof(double)), *Xd = calloc((size_t)kmax * nv, sizeof(double));
   for (int step = 1; step <= 3000; step++) {
     khz_step(m, d);
     if (step % 250) continue;
     int kf = khz_penaltyDelassus(m, d, 1, Af, J, kmax), kw = khz_penaltyDelassus(m, d, 0, Aw, NULL, kmax);
-    int kl = khz_penaltyDelassus(m, d, 3, Al, NULL, kmax);
+    int kl = khz_penaltyDelassus(m, d, 3, Al, NULL, kmax), kd = khz_penaltyDelassus(m, d, 4, Ad, NULL, kmax);
+    from_damped += kd > 0 && kd == kf;
     factored += kf > 0, from_limits += kl > 0 && kl == kf;
     int k = kf > 0 ? kf : -kf - 1;
     ENSURE(kf != -1 && kw == -k - 1);
@@ -275,7 +279,29 @@ static void part_humanoid_delassus(void) {
     for (int r = 0; r < k; r++)
       for (int a = 0; a < nv; a++) Jm[r * nv + dofmap[a]] = J[r * nv + a];
     mj_solveM(mm, md, X, Jm, k);
-    double big = 0, dw = 0, dm = 0, dl = 0;
+    /* and (M + h B)^-1 J^T, B MuJoCo's dof_damping, by a dense Cholesky
+     * of mj_fullM's M plus h B */
+    mj_fullM(mm, Md, md->qM);
+    for (int a = 0; a < nv; a++) Md[a * nv + a] += m->timestep * mm->dof_damping[a];
+    for (int a = 0; a < nv; a++) /* M + h B = C C^T, C in the lower half */
+      for (int b = 0; b <= a; b++) {
+        double x = Md[a * nv + b];
+        for (int e = 0; e < b; e++) x -= Md[a * nv + e] * Md[b * nv + e];
+        Md[a * nv + b] = a == b ? sqrt(x) : x / Md[b * nv + b];
+      }
+    for (int r = 0; r < k; r++) {
+      double *x = Xd + r * nv;
+      memcpy(x, Jm + r * nv, (size_t)nv * sizeof(double));
+      for (int a = 0; a < nv; a++) {
+        for (int e = 0; e < a; e++) x[a] -= Md[a * nv + e] * x[e];
+        x[a] /= Md[a * nv + a];
+      }
+      for (int a = nv - 1; a >= 0; a--) {
+        for (int e = a + 1; e < nv; e++) x[a] -= Md[e * nv + a] * x[e];
+        x[a] /= Md[a * nv + a];
+      }
+    }
+    double big = 0, dw = 0, dm = 0, dl = 0, bigd = 0, dd = 0, du = 0;
     for (int r = 0; r < k; r++)
       for (int c = 0; c < k; c++) {
         double w = 0;
@@ -284,7 +310,12 @@ static void part_humanoid_delassus(void) {
         dw = fmax(dw, fabs(Af[r * k + c] - Aw[r * k + c]));
         dm = fmax(dm, fabs(Af[r * k + c] - w));
         dl = fmax(dl, fabs(Al[r * k + c] - w));
+        double wd = 0;
+        for (int a = 0; a < nv; a++) wd += Jm[r * nv + a] * Xd[c * nv + a];
+        bigd = fmax(bigd, fabs(wd)), dd = fmax(dd, fabs(Ad[r * k + c] - wd));
+        du = fmax(du, fabs(wd - w));
       }
+    worst_damped = fmax(worst_damped, dd / bigd), damping_moves = fmax(damping_moves, du / big);
     worst_walk = fmax(worst_walk, dw / big), worst_mj = fmax(worst_mj, dm / big);
     worst_limits = fmax(worst_limits, dl / big);
     states++, rows += k;
@@ -299,7 +330,15 @@ static void part_humanoid_delassus(void) {
   printf("  W from the tree limits' L (%d of %d states) vs MuJoCo's %.3g relative to its largest entry\n",
          from_limits, states, worst_limits);
   ENSURE(from_limits == states && worst_limits < 1e-9);
-  free(Al);
+  /* the same at M + h B (the step's factors under Euler, which the limits
+   * and the implicit rows take) against MuJoCo's M plus h dof_damping; the
+   * damping moves W by far more than the tolerance (else the check could
+   * not tell the two apart) */
+  printf("  W from the tree limits' L at M + h B (%d of %d states) vs MuJoCo's %.3g (B moves W by %.3g)\n",
+         from_damped, states, worst_damped, damping_moves);
+  ENSURE(m->integrator == KHZ_INT_EULER);
+  ENSURE(from_damped == states && worst_damped < 1e-9 && damping_moves > 1e-6);
+  free(Al), free(Ad), free(Md), free(Xd);
   free(Af), free(Aw), free(J), free(Jm), free(X), free(dofmap), free(qmap);
   mj_deleteData(md);
   mj_deleteModel(mm);

@@ -3232,11 +3232,13 @@ int khz_penaltyDelassus(const khzModel *m, khzData *d, int factored, double *A, 
   size_t wbody = 6 * KHZ_RESPONSE_COLS * (size_t)m->nbody * sizeof(double);
   double *uc = khz_stackAlloc(d, wbody), *tmpc = khz_stackAlloc(d, wbody), *dvc = khz_stackAlloc(d, wbody);
   if (!row || !mem || !need || !tau || !qdd || !jp || !uc || !tmpc || !dvc) goto out;
-  /* ABA's factors of M at the state (no damping: h = 0) */
+  /* ABA's factors of M at the state (no damping: h = 0; factored 4: of
+   * M + h B, the joints' damping implicit over the step as the step takes
+   * it) */
   khz_forwardPass(m, d, d->q, d->qd);
   khz_externalForces(m, d);
   memset(tau, 0, (size_t)m->nv * sizeof(double));
-  khz_abaCore(m, d, tau, qdd);
+  khz_abaCoreDamped(m, d, tau, qdd, factored == 4 ? d->timestep : 0, m->integrator != KHZ_INT_EULER);
   for (int i = 0; i < d->ncontact; i++) {
     const khzContact *c = d->contact + i;
     if (c->nbottom && d->pair[c->slot].phase == KHZ_PHASE_RESTING) k += pair_rows(m, d, i, row + k);
@@ -3248,7 +3250,7 @@ int khz_penaltyDelassus(const khzModel *m, khzData *d, int factored, double *A, 
   /* 3: the tree limits' L at these factors (tree_limits, its kept Ritz
    * vectors put back), then W from it (delassus_kept) */
   int kept = 0;
-  if (factored == 3) {
+  if (factored >= 3) {
     double *sk = khz_stackAlloc(d, ((size_t)d->ncontact + 1) * sizeof(double));
     double *sv = khz_stackAlloc(d, ((size_t)d->ncontact + 1) * sizeof(double));
     double *warm = khz_stackAlloc(d, 6 * (size_t)m->nbody * sizeof(double));

@@ -58,7 +58,9 @@ int khz_penaltyTreeBlocks(const int *tree, const int *pair, int k, int ntree, in
  * the rows all move one body alone in its tree: khz_penaltyImplicit's
  * delassus_lone), from the tree limits' response L at those factors
  * (factored 3: khz_penaltyImplicit's delassus_kept, where one kept cluster
- * holds every row's moving bodies) or by the articulated walks; J (k x nv, or NULL) receives
+ * holds every row's moving bodies; factored 4: the same at the factors of
+ * M + h B, the joints' damping implicit over d->timestep as the step
+ * takes it) or by the articulated walks; J (k x nv, or NULL) receives
  * the rows' joint-space Jacobians. Returns k when the factors or the lone
  * path gave W, -k-1 when the walks did, -1 when there are more than kmax
  * rows or the scratch stack is short (tests) */
