@@ -2928,8 +2928,9 @@ static int solve_blocks(const khzModel *m, khzData *d, const implicit_row *row, 
  * (A exactly symmetric). 0, or -1 when no L of this step is kept for some
  * row's moving body, the rows' bodies are in two kept clusters, or the
  * stack cannot hold the scratch: the caller takes delassus. */
-static int delassus_kept(const khzModel *m, khzData *d, const implicit_row *row, const int *mem, int k,
-                         double *A) {
+static inline __attribute__((always_inline)) int delassus_kept_in(const khzModel *m, khzData *d,
+                                                                   const implicit_row *row, const int *mem,
+                                                                   int k, double *A) {
   if (!d->tree_resp_valid) return -1;
   int off = -1, nb = 0;
   for (int a = 0; a < k; a++) {
@@ -3013,6 +3014,23 @@ static int delassus_kept(const khzModel *m, khzData *d, const implicit_row *row,
   }
   khz_stackFree(d, mk);
   return 0;
+}
+
+/* delassus_kept compiled for AVX too (no FMA: each lane rounds its
+ * product and its sum as the two-lane code does, the same bits) */
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx"))) static int delassus_kept_avx(const khzModel *m, khzData *d, const implicit_row *row,
+                                                             const int *mem, int k, double *A) {
+  return delassus_kept_in(m, d, row, mem, k, A);
+}
+#endif
+
+static int delassus_kept(const khzModel *m, khzData *d, const implicit_row *row, const int *mem, int k,
+                         double *A) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx")) return delassus_kept_avx(m, d, row, mem, k, A);
+#endif
+  return delassus_kept_in(m, d, row, mem, k, A);
 }
 
 void khz_penaltyImplicit(const khzModel *m, khzData *d, const double *vfree, double *dqd, double *dvel,
