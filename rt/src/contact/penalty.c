@@ -3252,7 +3252,6 @@ static inline __attribute__((always_inline)) int rolling_turn_in(const khzData *
   return 1;
 }
 
-static int rolling_turn(const khzData *d, const khzContact *c, double phi[3]) { return rolling_turn_in(d, c, phi); }
 
 /* 1 when a bottom point of the pair lies on a round surface (a sphere's, a
  * capsule's, a lying cylinder's rim: round_point): the points that roll.
@@ -3331,8 +3330,10 @@ KHZ_AVX_CLONES static void rolling_torque(const khzModel *m, khzData *d, const k
  * (rolling * fn about the tangents, torsional * fn about the normal); a
  * part beyond its cap is cut to it and the anchor slides so that the
  * spring sits at the cap (Coulomb's law for the couple, as the tangential
- * anchors slide to the cone's edge). A new pair anchors where it is. */
-static void rolling_anchor(const khzModel *m, khzData *d, const khzContact *c, double fn) {
+ * anchors slide to the cone's edge). A new pair anchors where it is.
+ * Inline in penalty_end_in, so built for AVX with it (the same bits). */
+static inline __attribute__((always_inline)) void rolling_anchor(const khzModel *m, khzData *d,
+                                                                 const khzContact *c, double fn) {
   const khzPairState *ps = d->pair + c->slot;
   double *qa = d->pair_turn + 4 * c->slot;
   double mr = m->contact.rolling, ms = m->contact.torsional;
@@ -3347,7 +3348,7 @@ static void rolling_anchor(const khzModel *m, khzData *d, const khzContact *c, d
   const double *n = c->normal, *R1 = d->xrot + 9 * c->body[1];
   double wo = KHZ_TURN_OMEGA / d->timestep, k = ps->rot_inertia * wo * wo, f = khzu_max0(fn);
   double phi[3], pt[3], pnv[3];
-  rolling_turn(d, c, phi);
+  rolling_turn_in(d, c, phi);
   int fresh = qa[0] == 0 && qa[1] == 0 && qa[2] == 0 && qa[3] == 0, cut = 0;
   double pn = khzu_dot3(phi, n);
   for (int j = 0; j < 3; j++) pnv[j] = pn * n[j], pt[j] = phi[j] - pnv[j];
