@@ -230,7 +230,9 @@ static int plan_strips(const double *aabb, const int *bounded, int n, int sa, do
 int khz_broadphase(const khzModel *m, khzData *d, const double *frame, const double *aabb,
                    uint64_t *pairs, int cap, int *overflow) {
   const khzColModel *cm = m->collision;
-  int n = cm->nbounded, np = 0;
+  /* the boxes swept against each other: none when no two can pass the
+   * filter (the sweep would emit nothing); the planes meet them all */
+  int nbounded = cm->nbounded, n = cm->bounded_pairs ? nbounded : 0, np = 0;
   *overflow = 0;
   size_t mark = khz_stackMark(d);
   uint64_t *key = khz_stackAlloc(d, (size_t)(n + 1) * sizeof(uint64_t));
@@ -336,7 +338,7 @@ int khz_broadphase(const khzModel *m, khzData *d, const double *frame, const dou
     int gp = cm->planes[p];
     const double *fp = frame + 12 * gp;
     double z[3] = {fp[3 + 2], fp[3 + 5], fp[3 + 8]}, off = khzu_dot3(z, fp);
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < nbounded; i++) {
       int g = cm->bounded[i];
       const double *b = aabb + 6 * g;
       double lowest = -off;

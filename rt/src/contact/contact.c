@@ -20,13 +20,12 @@
 #include "phases.h"
 #include "sweep.h"
 
-/* the articulated inertias at the current q (velocity terms do not matter):
- * the impulse response and the effective masses need them */
-static void articulated_inertias(const khzModel *m, khzData *d, double *tau, double *qdd) {
-  memset(tau, 0, (size_t)m->nv * sizeof(double));
-  khz_externalForces(m, d);
-  khz_abaCore(m, d, tau, qdd);
-}
+/* the articulated inertias at the current q: the impulse response and the
+ * effective masses need them. ABA's inertias alone (khz_abaInertias, the
+ * bits khz_abaCore leaves): its bias forces, f_ext and qdd, which a full
+ * ABA with tau = 0 computed here, are read by nothing before the first
+ * integrator stage computes them again */
+static void articulated_inertias(const khzModel *m, khzData *d) { khz_abaInertias(m, d); }
 
 void khz_contactBegin(const khzModel *m, khzData *d) {
   d->ncontact = d->ncpoint = 0;
@@ -40,17 +39,15 @@ void khz_contactBegin(const khzModel *m, khzData *d) {
   size_t mark = khz_stackMark(d);
   double *dqd = khz_stackAlloc(d, (size_t)m->nv * sizeof(double));
   double *dvel = khz_stackAlloc(d, 6 * (size_t)m->nbody * sizeof(double));
-  double *tau = khz_stackAlloc(d, (size_t)m->nv * sizeof(double));
-  double *qdd = khz_stackAlloc(d, (size_t)m->nv * sizeof(double));
   khzLanding *landing = khz_stackAlloc(d, (size_t)d->ncontact * sizeof(khzLanding)); /* re-impacts at points */
-  int scratch = dqd && dvel && tau && qdd, inertias = 0;
+  int scratch = dqd && dvel, inertias = 0;
   if (scratch && khz_penaltyNeedsInertias(m, d)) {
-    articulated_inertias(m, d, tau, qdd);
+    articulated_inertias(m, d);
     inertias = 1;
   }
   khz_penaltyGains(m, d, inertias, dqd, dvel);
   if (khz_phaseClassify(m, d, landing) && khz_phaseSpread(m, d) && scratch) {
-    if (!inertias) articulated_inertias(m, d, tau, qdd);
+    if (!inertias) articulated_inertias(m, d);
     inertias = 1;
     khz_resolveImpacts(m, d, landing);
   }
@@ -59,7 +56,7 @@ void khz_contactBegin(const khzModel *m, khzData *d) {
   /* the limits of robots' pairs take the articulated inertias (q has not
    * moved: the impulses changed only qd) */
   int trees = scratch && khz_penaltyTreeLimits(m, d);
-  if (trees && !inertias) articulated_inertias(m, d, tau, qdd);
+  if (trees && !inertias) articulated_inertias(m, d);
   khz_penaltyLimits(m, d, trees ? dqd : NULL);
   khz_stackFree(d, mark);
 }
@@ -95,8 +92,8 @@ size_t khz_contactStackBytes(const khzModel *m) {
    * matrices; then the impulses and the implicit part */
   size_t contact = (size_t)m->npair_max * sizeof(double) + 6 * (size_t)m->max_points * sizeof(double) +
                    2 * (size_t)m->max_points * sizeof(int) + 64 * 8 +
-                   (3 * (size_t)m->nv + 6 * (size_t)m->nbody) * sizeof(double) +
-                   (size_t)m->npair_max * sizeof(khzLanding) + 5 * 64 +
+                   ((size_t)m->nv + 6 * (size_t)m->nbody) * sizeof(double) +
+                   (size_t)m->npair_max * sizeof(khzLanding) + 3 * 64 +
                    khz_penaltyLimitsStackBytes(m);
   size_t implicit = (2 * (size_t)m->nv + 12 * (size_t)m->nbody) * sizeof(double) + 4 * 64 +
                     khz_penaltyImplicitStackBytes(m);
