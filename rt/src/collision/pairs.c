@@ -209,7 +209,7 @@ size_t khz_collisionStackBytes(const khzModel *m) {
                 (3 * cap + 1) * sizeof(double) + (ng + 1) * sizeof(khzColShape) + (ng + 1) + 9 * a;
   /* the sweep's keys, boxes and strips (broadphase.c: 1 + 3 ints per box, 1026 per call) */
   size_t broad = 2 * (nb + 1) * sizeof(uint64_t) + (nb + 1) * 48 + (cap + 1) * sizeof(uint64_t) +
-                 (4 * nb + 2 + 1026) * sizeof(int) + 7 * a;
+                 (4 * nb + 2 + 1026) * sizeof(int) + (ng + 2) * sizeof(int) + 8 * a;
   size_t slots = (2 * P + 2) * (sizeof(uint64_t) + sizeof(int)) + P + 1 + 3 * a;
   return base + (broad > slots ? broad : slots);
 }
