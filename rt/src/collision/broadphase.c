@@ -133,10 +133,25 @@ void khz_radixSort64(uint64_t *key, int *payload, int n, uint64_t *tmp, int *ptm
   }
 }
 
+/* the next float towards +inf (up) or -inf: one step of the bits away from
+ * zero (up from a positive, down from a negative) or towards it; from a
+ * zero of either sign the least subnormal of the direction's sign. The same
+ * as nextafterf for every float but a NaN (test_broadphase), without
+ * libm's call (half of the bounds below take it). */
+float khz_floatNext(float f, int up) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  if ((u & 0x7fffffffu) == 0) u = up ? 1u : 0x80000001u;
+  else if (!(u >> 31) == !!up) u += (u & 0x7fffffffu) != 0x7f800000u; /* an infinity outward stays */
+  else u--;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
 /* monotone 32-bit key of a float that is <= x (up = 0) or >= x (up = 1) */
 static uint32_t float_key(double x, int up) {
   float f = (float)x;
-  if (up ? (double)f < x : (double)f > x) f = nextafterf(f, up ? INFINITY : -INFINITY);
+  if (up ? (double)f < x : (double)f > x) f = khz_floatNext(f, up);
   uint32_t u;
   memcpy(&u, &f, sizeof u);
   return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
@@ -191,11 +206,11 @@ _Static_assert(sizeof(sweep_box) == 48, "khz_collisionStackBytes counts 48 bytes
 
 static float round_down(double x) {
   float f = (float)x;
-  return (double)f > x ? nextafterf(f, -INFINITY) : f;
+  return (double)f > x ? khz_floatNext(f, 0) : f;
 }
 static float round_up(double x) {
   float f = (float)x;
-  return (double)f < x ? nextafterf(f, INFINITY) : f;
+  return (double)f < x ? khz_floatNext(f, 1) : f;
 }
 
 /* two boxes that the sweep brought together: the float bounds are
