@@ -449,6 +449,7 @@ void khz_resetData(const khzModel *m, khzData *d) {
   d->ncontact = d->ncpoint = 0;
   d->ncontact_asleep = d->contact_shift = d->ncontact_kept = 0;
   d->quiet_ready = 0;
+  d->reuse_n = 0;
   memset(d->warning, 0, sizeof d->warning);
   d->warning_body = -1;
   d->stack_top = 0;

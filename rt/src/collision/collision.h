@@ -525,5 +525,8 @@ int khz_broadphase(const khzModel *m, khzData *d, const double *frame, const dou
 /* LSD radix sort of n 64-bit keys (ascending) with an optional int payload;
  * tmp and ptmp are scratch of n entries (ptmp may be NULL with payload NULL). */
 void khz_radixSort64(uint64_t *key, int *payload, int n, uint64_t *tmp, int *ptmp);
+/* nextafterf(f, up ? INFINITY : -INFINITY) for f not a NaN, on the bits
+ * (broadphase.c: the boxes' float bounds, rounded outward) */
+float khz_floatNext(float f, int up);
 
 #endif /* KHZ_COLLISION_H */
