@@ -104,7 +104,7 @@ static void khz_sim_help_run(FILE *out) {
       out,
       "usage: khz-sim run SCENE --steps N [--dt H] [--integrator rk4|euler] [--out FILE]\n"
       "                         [--contacts FILE] [--method none|penalty|deepest] [--sleep on|off]\n"
-      "                         [--ctrl NAME=VALUE,...]\n"
+      "                         [--ctrl NAME=VALUE,...] [--contact-reuse M]\n"
       "\n"
       "Simulates N steps from the initial state with zero commanded torque (gravity, the\n"
       "passive joint forces and contact act; a model's own actuators, MJCF <actuator>s and\n"
@@ -138,6 +138,8 @@ static void khz_sim_help_run(FILE *out) {
       "                   docs/sleeping.md) unless the scene says `sleep: false`; off\n"
       "                   (default): every body stays awake, so that the figures measure\n"
       "                   the contact method\n"
+      "  --contact-reuse M  keep a pair's contact while its points move less than M meters\n"
+      "                   relative to each other (khz_contactReuse; default 0: off)\n"
       "  --ctrl LIST      controls of the model's own actuators, NAME=VALUE comma-separated\n"
       "                   (the names `khz-sim info` lists; the others keep their initial\n"
       "                   control), held for the whole run: MuJoCo's data.ctrl. Each is\n"
@@ -743,9 +745,9 @@ static void khz_sim_actuate(const khzSimActuators *act, const khzModel *m, khzDa
 static int khz_sim_run(int argc, char **argv) {
   khzSimFlag flags[] = {{"steps", 1, NULL, 0},      {"dt", 1, NULL, 0}, {"integrator", 1, NULL, 0},
                         {"out", 1, NULL, 0},        {"method", 1, NULL, 0}, {"contacts", 1, NULL, 0},
-                        {"sleep", 1, NULL, 0},      {"ctrl", 1, NULL, 0}};
+                        {"sleep", 1, NULL, 0},      {"ctrl", 1, NULL, 0}, {"contact-reuse", 1, NULL, 0}};
   const char *path;
-  int rc = khz_sim_parse("run", argc, argv, flags, 8, &path, khz_sim_help_run);
+  int rc = khz_sim_parse("run", argc, argv, flags, 9, &path, khz_sim_help_run);
   if (rc) return rc == 1 ? 0 : KHZ_SIM_USAGE;
 
   /* flags first: a bad flag is reported before the model is read */
@@ -756,6 +758,17 @@ static int khz_sim_run(int argc, char **argv) {
     fprintf(stderr, "khz-sim run: --method: expected none, penalty, deepest, lcp or peg, got '%s'\n",
             flags[4].value);
     return KHZ_SIM_USAGE;
+  }
+  double reuse = 0;
+  if (flags[8].given) {
+    char *end;
+    errno = 0;
+    reuse = strtod(flags[8].value, &end);
+    if (end == flags[8].value || *end || errno || !(reuse >= 0 && reuse <= 1e-3)) {
+      fprintf(stderr, "khz-sim run: --contact-reuse: expected a bound in meters from 0 to 1e-3, got '%s'\n",
+              flags[8].value);
+      return KHZ_SIM_USAGE;
+    }
   }
   int sleep = -1;
   if (flags[6].given) {
@@ -853,6 +866,11 @@ static int khz_sim_run(int argc, char **argv) {
    * bodies stay awake unless --sleep on asks for the server's behaviour;
    * with --sleep on a scene's `sleep: false` still wins */
   d->sleep_enabled = sleep == 1 && m->sleep.enabled;
+  if (reuse > 0 && khz_contactReuse(m, d, reuse)) {
+    fprintf(stderr, "khz-sim run: --contact-reuse: out of memory\n");
+    rc = KHZ_SIM_FAIL;
+    goto done;
+  }
 
   /* a validation experiment drives the run itself and prints its figures */
   if (scene.experiment.kind[0]) {

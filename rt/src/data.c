@@ -78,6 +78,8 @@ khzData *khz_makeData(const khzModel *m, size_t stack_bytes) {
 void khz_deleteData(khzData **d_p) {
   if (!d_p || !*d_p) return;
   free((*d_p)->buffer);
+  free((*d_p)->reuse_pair);
+  free((*d_p)->reuse_point);
   free(*d_p);
   *d_p = NULL;
 }
@@ -107,6 +109,7 @@ void khz_copyState(const khzModel *m, khzData *dst, const khzData *src) {
   dst->ncontact_kept = 0; /* dst's contact list is not src's: sleeping pairs are listed again
                              when they wake */
   dst->quiet_ready = 0;   /* other poses: the next pass runs the broad phase */
+  dst->reuse_n = 0;       /* and every narrow phase */
   if (khz_anyAsleep(dst)) kinematics_all(m, dst); /* the next pass skips sleeping bodies */
 }
 
@@ -188,6 +191,7 @@ void khz_restoreState(const khzModel *m, khzData *d, const void *in) {
 #undef KHZ_X_RESTORE
   d->ncontact_kept = 0; /* the contact list is not the restored state's */
   d->quiet_ready = 0;
+  d->reuse_n = 0;
   kinematics_all(m, d);
 }
 

@@ -299,6 +299,19 @@ void khz_velocityPass(const khzModel *m, khzData *d, const double *qd) {
   velocity_pass(m, d, qd);
 }
 
+void khz_velocitySave(const khzModel *m, const khzData *d, double *saved) {
+  size_t n = 6 * (size_t)m->nbody;
+  memcpy(saved, d->vtree, n * sizeof(double));
+  memcpy(saved + n, d->cbias, n * sizeof(double));
+}
+
+void khz_velocityRestore(const khzModel *m, khzData *d, const double *saved) {
+  size_t n = 6 * (size_t)m->nbody;
+  memcpy(d->vtree, saved, n * sizeof(double));
+  memcpy(d->cbias, saved + n, n * sizeof(double));
+  d->kin_valid = 0; /* which qd they hold is the caller's to know */
+}
+
 static inline __attribute__((always_inline)) void forward_pass(const khzModel *m, khzData *d, const double *q,
                                                                 const double *qd) {
   static const double I3[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
@@ -496,7 +509,7 @@ void khz_abaCoreDamped(const khzModel *m, khzData *d, const double *tau, double 
 /* The backward pass at body i (RBDA Table 7.1): U = IA S, D = S^T U +
  * armature (+ h b for implicit damping: (M + h B) qdd = tau - B qd - ...,
  * exact for diagonal B), Dinv = D^-1 and u = tau - S^T pA (tau: the joint's
- * own entries) */
+ * own entries; pA NULL: u is not computed, the inertias alone) */
 static inline __attribute__((always_inline)) void joint_factors(const khzModel *m, int i, const double *IAT, const double *S,
                                  const double *pA, const double *tau, double h, int stiff_only,
                                  double *U, double *Dinv, double *u) {
@@ -506,7 +519,7 @@ static inline __attribute__((always_inline)) void joint_factors(const khzModel *
     double D = khzu_dot6(S, U) + m->dof_armature[dof];
     if (h > 0) D += implicit_damping(m, dof, D, h, stiff_only);
     Dinv[0] = 1 / D;
-    u[0] = tau[0] - khzu_dot6(S, pA);
+    if (pA) u[0] = tau[0] - khzu_dot6(S, pA);
   } else if (nv > 1) {
     double Dm[36];
     if (m->jnt_type[i] == KHZ_JOINT_FLOATING) {
@@ -519,7 +532,7 @@ static inline __attribute__((always_inline)) void joint_factors(const khzModel *
         for (int b = a; b < 6; b++) Dm[6 * a + b] = Dm[6 * b + a] = free_dotS(S, a, U + 6 * b);
         Dm[6 * a + a] += m->dof_armature[dof + a];
         if (h > 0) Dm[6 * a + a] += implicit_damping(m, dof + a, Dm[6 * a + a], h, stiff_only);
-        u[a] = tau[a] - free_dotS(S, a, pA);
+        if (pA) u[a] = tau[a] - free_dotS(S, a, pA);
       }
     } else {
       for (int k = 0; k < nv; k++) mul_T_vec6(U + 6 * k, IAT, S + 6 * k);
@@ -528,7 +541,7 @@ static inline __attribute__((always_inline)) void joint_factors(const khzModel *
           Dm[nv * a + b] = Dm[nv * b + a] = khzu_dot6(S + 6 * a, U + 6 * b);
         Dm[nv * a + a] += m->dof_armature[dof + a];
         if (h > 0) Dm[nv * a + a] += implicit_damping(m, dof + a, Dm[nv * a + a], h, stiff_only);
-        u[a] = tau[a] - khzu_dot6(S + 6 * a, pA);
+        if (pA) u[a] = tau[a] - khzu_dot6(S + 6 * a, pA);
       }
     }
     /* Dinv from a Cholesky factor */
@@ -586,6 +599,42 @@ static inline void joint_accel(const khzModel *m, int i, const double *U, const 
   if (!move_a) return;
   for (int k = 0; k < nv; k++)
     for (int r6 = 0; r6 < 6; r6++) a[r6] += S[6 * k + r6] * qddi[k];
+}
+
+/* The inertia body i hands its parent (RBDA Table 7.1): Ia = IA - U D^-1 U^T,
+ * all three transposed (entry (a, b) at 6 b + a) */
+static inline __attribute__((always_inline)) void articulated_transfer(const double *IA, const double *U,
+                                                                        const double *Dinv, int nv,
+                                                                        double Ia[36]) {
+  if (nv == 1) {
+    /* Ia = IA - U U^T / D (symmetric): every entry (fixed bounds: it
+     * unrolls and vectorises), then the lower triangle mirrored from the
+     * upper, which holds the same numbers as before */
+    double ua[6];
+    for (int a = 0; a < 6; a++) ua[a] = U[a] * Dinv[0];
+    for (int b = 0; b < 6; b++)
+      for (int a = 0; a < 6; a++) Ia[6 * b + a] = IA[6 * b + a] - ua[a] * U[b];
+    for (int a = 1; a < 6; a++)
+      for (int b = 0; b < a; b++) Ia[6 * b + a] = Ia[6 * a + b];
+  } else {
+    memcpy(Ia, IA, 36 * sizeof(double));
+  }
+  if (nv > 1) {
+    double UD[36];
+    for (int r = 0; r < 6; r++)
+      for (int b = 0; b < nv; b++) {
+        double sum = 0;
+        for (int a = 0; a < nv; a++) sum += U[6 * a + r] * Dinv[nv * a + b];
+        UD[6 * b + r] = sum;
+      }
+    for (int r = 0; r < 6; r++)
+      for (int cc = r; cc < 6; cc++) {
+        double sum = 0;
+        for (int b = 0; b < nv; b++) sum += UD[6 * b + r] * U[6 * b + cc];
+        Ia[6 * cc + r] -= sum;
+        Ia[6 * r + cc] = Ia[6 * cc + r];
+      }
+  }
 }
 
 /* A body alone in its tree (a free object): its backward pass needs only
@@ -733,37 +782,8 @@ static inline __attribute__((always_inline)) void aba_core_keep(const khzModel *
     joint_factors(m, i, IA, S, pA, tau + dof, h, stiff_only, U, Dinv, u);
     if (p == 0) continue;
 
-    /* IA, Ia and IAp transposed: entry (a, b) at 6 b + a */
     double *IAp = d->IA + 36 * p, *pAp = d->pA + 6 * p, Ia[36], t[6];
-    if (nv == 1) {
-      /* Ia = IA - U U^T / D (symmetric): every entry (fixed bounds: it
-       * unrolls and vectorises), then the lower triangle mirrored from the
-       * upper, which holds the same numbers as before */
-      double ua[6];
-      for (int a = 0; a < 6; a++) ua[a] = U[a] * Dinv[0];
-      for (int b = 0; b < 6; b++)
-        for (int a = 0; a < 6; a++) Ia[6 * b + a] = IA[6 * b + a] - ua[a] * U[b];
-      for (int a = 1; a < 6; a++)
-        for (int b = 0; b < a; b++) Ia[6 * b + a] = Ia[6 * a + b];
-    } else {
-      memcpy(Ia, IA, sizeof Ia);
-    }
-    if (nv > 1) {
-      double UD[36];
-      for (int r = 0; r < 6; r++)
-        for (int b = 0; b < nv; b++) {
-          double sum = 0;
-          for (int a = 0; a < nv; a++) sum += U[6 * a + r] * Dinv[nv * a + b];
-          UD[6 * b + r] = sum;
-        }
-      for (int r = 0; r < 6; r++)
-        for (int cc = r; cc < 6; cc++) {
-          double sum = 0;
-          for (int b = 0; b < nv; b++) sum += UD[6 * b + r] * U[6 * b + cc];
-          Ia[6 * cc + r] -= sum;
-          Ia[6 * r + cc] = Ia[6 * cc + r];
-        }
-    }
+    articulated_transfer(IA, U, Dinv, nv, Ia);
     mul_T_vec6(t, Ia, c);
     if (keep) memcpy(keep + 12 * i + 6, t, 6 * sizeof(double));
     vec6_addSum(pAp, pA, t);
@@ -806,6 +826,50 @@ void khz_abaCoreKeep(const khzModel *m, khzData *d, const double *tau, double *q
   }
 #endif
   aba_core_keep(m, d, tau, qdd, h, stiff_only, keep, reuse, store);
+}
+
+/* ABA's backward pass for the inertias alone (RBDA Table 7.1 without the
+ * bias forces, h = 0): IA, U and Dinv as khz_abaCore leaves them, the same
+ * operations on the same numbers (the same bits); pA, u, acc and qdd are not
+ * computed. A body alone in its tree keeps IA = I in a local, as there. */
+static inline __attribute__((always_inline)) void aba_inertias(const khzModel *m, khzData *d) {
+  for (int i = 1; i < m->nbody; i++) {
+    if (d->body_sleep[i]) continue;
+    if (!body_alone(m, i)) {
+      body_inertia_T(m, d, i, d->IA + 36 * i);
+      continue;
+    }
+    double I_own[36];
+    body_inertia_T(m, d, i, I_own);
+    joint_factors(m, i, I_own, d->S + 36 * i, NULL, NULL, 0, 0, d->U + 36 * i, d->Dinv + 36 * i, NULL);
+  }
+  for (int i = m->nbody - 1; i >= 1; i--) {
+    if (d->body_sleep[i] || body_alone(m, i)) continue;
+    int nv = m->jnt_nv[i], p = m->body_parent[i];
+    const double *IA = d->IA + 36 * i;
+    double *U = d->U + 36 * i, *Dinv = d->Dinv + 36 * i, Ia[36];
+    joint_factors(m, i, IA, d->S + 36 * i, NULL, NULL, 0, 0, U, Dinv, NULL);
+    if (p == 0) continue;
+    articulated_transfer(IA, U, Dinv, nv, Ia);
+    double *IAp = d->IA + 36 * p;
+    for (int k = 0; k < 36; k++) IAp[k] += Ia[k];
+  }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx"))) static void aba_inertias_avx(const khzModel *m, khzData *d) {
+  aba_inertias(m, d);
+}
+#endif
+
+void khz_abaInertias(const khzModel *m, khzData *d) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx")) {
+    aba_inertias_avx(m, d);
+    return;
+  }
+#endif
+  aba_inertias(m, d);
 }
 
 /* ----------------------------------------------------------------- RNEA -- */

@@ -27,6 +27,13 @@ void khz_passiveTerms(khzModel *m);
  * as khz_forwardPass(q, qd) */
 void khz_velocityPass(const khzModel *m, khzData *d, const double *qd);
 
+/* the velocity fields (vtree, cbias: 12 doubles per body) copied out and
+ * back in: a velocity pass at other velocities in between (the implicit
+ * contact part's) is undone bit for bit at the cost of two copies instead of
+ * a second pass. Restore forgets the khz_kinematicsAt record. */
+void khz_velocitySave(const khzModel *m, const khzData *d, double *saved);
+void khz_velocityRestore(const khzModel *m, khzData *d, const double *saved);
+
 /* 1 when the forward pass's fields already hold khz_forwardPass(q, qd) for
  * every body (the last pass was at these values, bit for bit, and skipped no
  * sleeping body): the pass can be left out. Only passes at d->q and d->qd
@@ -40,6 +47,11 @@ void khz_externalForces(const khzModel *m, khzData *d);
  * set: writes qdd, leaves the articulated inertias IA, U, Dinv valid for the
  * impulse response (khz_impulseResponse). */
 void khz_abaCore(const khzModel *m, khzData *d, const double *tau, double *qdd);
+
+/* the articulated inertias alone (IA, U, Dinv) at the current forward pass,
+ * bit for bit what khz_abaCore leaves there, for the impulse response; the
+ * bias forces and accelerations are not computed (no tau, no f_ext) */
+void khz_abaInertias(const khzModel *m, khzData *d);
 
 /* khz_abaCore with joint damping integrated implicitly over a step h: each
  * dof's D term gets h b_k (as armature does), so qdd solves

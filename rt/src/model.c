@@ -529,7 +529,7 @@ done:
  * contact stages, and slack */
 static size_t scratch_bytes(const khzModel *m) {
   size_t nq = (size_t)m->nq, nv = (size_t)m->nv;
-  return (16 * (nq + nv) + 2 * nv * nv + (64 + 12) * (size_t)m->nbody) * sizeof(double) +
+  return (16 * (nq + nv) + 2 * nv * nv + (64 + 24) * (size_t)m->nbody) * sizeof(double) +
          khz_collisionStackBytes(m) + khz_contactStackBytes(m) + khz_constraintStackBytes(m) +
          khz_islandStackBytes(m) + 65536;
 }

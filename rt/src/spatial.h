@@ -168,18 +168,25 @@ void khzu_mat2quat(double res[4], const double R[9]);
  * it, bit for bit, without the product. */
 static inline void khzu_turnSince(double phi[3], const double R0[9], const double R1[9],
                                   const double qa[4]) {
+  typedef double v4 __attribute__((vector_size(32)));
   double Pa[9], v[3] = {0, 0, 0}, tr = 0;
   khzu_quat2mat(Pa, qa);
-  for (int i = 0; i < 3; i++) {
-    /* column i of B = R1 P_a and of R0 */
-    double b[3], r[3] = {R0[i], R0[3 + i], R0[6 + i]}, x[3];
-    if (!R1) b[0] = Pa[i], b[1] = Pa[3 + i], b[2] = Pa[6 + i];
-    else
-      for (int j = 0; j < 3; j++) b[j] = R1[3 * j] * Pa[i] + R1[3 * j + 1] * Pa[3 + i] + R1[3 * j + 2] * Pa[6 + i];
-    khzu_cross(x, b, r);
-    v[0] += x[0], v[1] += x[1], v[2] += x[2];
-    tr += b[0] * r[0] + b[1] * r[1] + b[2] * r[2];
+  /* the three columns i of B = R1 P_a and of R0 side by side in lanes 0-2:
+   * row j of B and of R0 (lane i holds b_i[j], r_i[j]). Each lane's sums are
+   * the column-by-column loop's (b_i[j] = R1[3j] Pa[i] + R1[3j+1] Pa[3+i] +
+   * R1[3j+2] Pa[6+i], the cross product b_i x r_i and b_i . r_i, in the
+   * same order), and v and tr add the lanes 0, 1, 2 in turn: the same bits */
+  const v4 P0 = {Pa[0], Pa[1], Pa[2], 0}, P1 = {Pa[3], Pa[4], Pa[5], 0}, P2 = {Pa[6], Pa[7], Pa[8], 0};
+  const v4 r0 = {R0[0], R0[1], R0[2], 0}, r1 = {R0[3], R0[4], R0[5], 0}, r2 = {R0[6], R0[7], R0[8], 0};
+  v4 b0 = P0, b1 = P1, b2 = P2;
+  if (R1) {
+    b0 = R1[0] * P0 + R1[1] * P1 + R1[2] * P2;
+    b1 = R1[3] * P0 + R1[4] * P1 + R1[5] * P2;
+    b2 = R1[6] * P0 + R1[7] * P1 + R1[8] * P2;
   }
+  const v4 x0 = b1 * r2 - b2 * r1, x1 = b2 * r0 - b0 * r2, x2 = b0 * r1 - b1 * r0;
+  const v4 t = b0 * r0 + b1 * r1 + b2 * r2;
+  for (int i = 0; i < 3; i++) v[0] += x0[i], v[1] += x1[i], v[2] += x2[i], tr += t[i];
   v[0] *= 0.5, v[1] *= 0.5, v[2] *= 0.5;
   double s2 = v[0] * v[0] + v[1] * v[1] + v[2] * v[2], c = 0.5 * (tr - 1), g;
   if (c > 0 && s2 < 1e-4) g = 1 + s2 * (1.0 / 6 + s2 * (3.0 / 40 + s2 * (5.0 / 112)));

@@ -238,9 +238,12 @@ enum {
  * per body, or NULL) carries ABA's velocity terms to an ACCEL_AGAIN call;
  * every mode gives the bits a full evaluation gives. store: ABA's factors
  * are read after the call (the implicit contact part after the first
- * stage); 0 leaves a free object's out of d (khz_abaCoreKeep). */
+ * stage); 0 leaves a free object's out of d (khz_abaCoreKeep). vel_saved
+ * (ACCEL_AGAIN only, or NULL): the velocity fields at (q, qd) saved before
+ * the implicit part (khz_velocitySave), put back instead of a velocity pass. */
 static void accel(const khzModel *m, khzData *d, const double *q, const double *qd,
-                  double *tau_tmp, double *qdd, int mode, double *keep, int store) {
+                  double *tau_tmp, double *qdd, int mode, double *keep, int store,
+                  const double *vel_saved) {
   double h = d->timestep;
   int stiff_only = m->integrator != KHZ_INT_EULER;
   if (mode != ACCEL_AGAIN || !keep) {
@@ -248,7 +251,10 @@ static void accel(const khzModel *m, khzData *d, const double *q, const double *
     for (int k = 0; k < m->nv; k++) tau_tmp[k] += d->tau_applied[k];
   }
   if (mode == ACCEL_FULL || (mode == ACCEL_AGAIN && !keep)) khz_forwardPass(m, d, q, qd);
-  else khz_velocityPass(m, d, qd); /* the implicit part's passes left other velocities */
+  else if (mode == ACCEL_AGAIN && vel_saved) khz_velocityRestore(m, d, vel_saved);
+  else if (mode == ACCEL_AGAIN || !khz_kinematicsAt(m, d, q, qd))
+    khz_velocityPass(m, d, qd); /* the implicit part's passes left other velocities */
+  /* else the last step's closing pass is at (q, qd): no impulse moved qd */
   khz_externalForces(m, d);
   if (d->ncontact) khz_contactForces(m, d);
   khz_abaCoreKeep(m, d, tau_tmp, qdd, h, stiff_only, keep, mode == ACCEL_AGAIN && keep,
@@ -309,6 +315,9 @@ static void step_once(const khzModel *m, khzData *d, double h) {
   /* ABA's velocity terms of the first stage, for its second evaluation after
    * the implicit contact part (optional: NULL evaluates it in full) */
   double *keep = khz_stackAlloc(d, 12 * (size_t)m->nbody * sizeof(double));
+  /* the first stage's velocity fields, put back after the implicit part's
+   * passes (optional: NULL takes a velocity pass) */
+  double *vel = khz_stackAlloc(d, 12 * (size_t)m->nbody * sizeof(double));
   if (!q0 || !v0 || !tau || !qs || !vs || !ka || !kq) {
     khz_stackFree(d, mark);
     return; /* counted as KHZ_WARN_STACK by khz_stackAlloc */
@@ -355,9 +364,10 @@ static void step_once(const khzModel *m, khzData *d, double h) {
      * qdd; the freeze alone gives the same state */
   } else if (m->integrator == KHZ_INT_EULER) {
     /* semi-implicit Euler */
-    accel(m, d, q0, v0, tau, d->qdd, first, keep, 1);
+    accel(m, d, q0, v0, tau, d->qdd, first, keep, 1, NULL);
+    if (d->ncontact && vel) khz_velocitySave(m, d, vel);
     if (d->ncontact && khz_contactImplicit(m, d, v0, d->qdd))
-      accel(m, d, q0, v0, tau, d->qdd, ACCEL_AGAIN, keep, 1);
+      accel(m, d, q0, v0, tau, d->qdd, ACCEL_AGAIN, keep, 1, vel);
     for (size_t k = 0; k < nv; k++) d->qd[k] = v0[k] + h * d->qdd[k];
     khz_integratePos(m, d->q, q0, d->qd, h);
     if (m->neq) khz_constraintProject(m, d); /* closed loops stay closed (constraint.c) */
@@ -384,11 +394,12 @@ static void step_once(const khzModel *m, khzData *d, double h) {
       position_derivative(m, qs, vs, kqs);
       /* stages 2-4: nothing reads ABA's factors before the next step's
        * contact stage computes them again */
-      accel(m, d, qs, vs, tau, kas, s == 0 ? first : ACCEL_FULL, s == 0 ? keep : NULL, s == 0);
+      accel(m, d, qs, vs, tau, kas, s == 0 ? first : ACCEL_FULL, s == 0 ? keep : NULL, s == 0, NULL);
       /* the implicit part of contact, solved from the first stage and held
        * constant over the step: the stage is evaluated again with it */
+      if (s == 0 && d->ncontact && vel) khz_velocitySave(m, d, vel);
       if (s == 0 && d->ncontact && khz_contactImplicit(m, d, v0, kas))
-        accel(m, d, qs, vs, tau, kas, ACCEL_AGAIN, keep, 1);
+        accel(m, d, qs, vs, tau, kas, ACCEL_AGAIN, keep, 1, vel);
       for (size_t k = 0; k < nv; k++) sv[k] = (s ? sv[k] : 0) + wgt[s] * kas[k];
       for (size_t k = 0; k < nq; k++) sq[k] = (s ? sq[k] : 0) + wgt[s] * kqs[k];
     }
@@ -438,6 +449,7 @@ void khz_resetData(const khzModel *m, khzData *d) {
   d->ncontact = d->ncpoint = 0;
   d->ncontact_asleep = d->contact_shift = d->ncontact_kept = 0;
   d->quiet_ready = 0;
+  d->reuse_n = 0;
   memset(d->warning, 0, sizeof d->warning);
   d->warning_body = -1;
   d->stack_top = 0;

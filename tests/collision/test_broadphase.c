@@ -12,7 +12,16 @@
  * body slides on a prismatic joint, so that it moves (is not welded to the
  * world) while the model stays cheap to compile (khz_compile factors the
  * dense mass matrix) */
+static khzModel *random_world_types(int n, double L, double flat, int column, int floor_only);
 static khzModel *random_world(int n, double L, double flat, int column) {
+  return random_world_types(n, L, flat, column, 0);
+}
+
+/* floor_only 1: as MuJoCo's humanoid in bench_peers (ground_contacts_only),
+ * the bodies' geoms contype 2, conaffinity 1 and the plane's 1, 2: only the
+ * plane's pairs pass the filter; 2: the same, but every seventh geom also
+ * has conaffinity 2, so that it meets the others */
+static khzModel *random_world_types(int n, double L, double flat, int column, int floor_only) {
   khzSpec *s = khz_spec_new();
   int hull = cu_boxMesh(s, "hull", 0.3, 0.2, 0.1);
   for (int i = 0; i < n; i++) {
@@ -50,6 +59,11 @@ static khzModel *random_world(int n, double L, double flat, int column) {
     }
   }
   cu_geom(s, 0, KHZ_GEOM_PLANE, 0, 0, 0);
+  for (int g = 0; floor_only && g < khz_spec_ngeom(s); g++) {
+    khzGeomSpec *gs = khz_spec_geom(s, g);
+    gs->contype = gs->body == 0 ? 1 : 2;
+    gs->conaffinity = gs->body == 0 ? 2 : g % 7 == 3 && floor_only == 2 ? 3 : 1;
+  }
   khzModel *m = cu_compile(s);
   khz_spec_destroy(&s);
   return m;
@@ -101,6 +115,41 @@ static void test_brute_force(void) {
       ENSURE(some == 10 && overflow == n - 10);
     }
     ENSURE(d->stack_top == 0);
+    free(frame), free(aabb), free(sap), free(bf);
+    khz_deleteData(&d);
+    khz_deleteModel(&m);
+  }
+}
+
+/* khzColModel.bounded_pairs: 0 only when no two bounded geoms pass the
+ * filter, and the sweep it leaves out loses no pair: the broad phase equals
+ * brute force with only the floor's pairs (a humanoid's ground contacts),
+ * and with some geoms that meet the others (then the flag must be 1) */
+static void test_floor_only(void) {
+  for (int mode = 1; mode <= 2; mode++) {
+    khzModel *m = random_world_types(60, 3, 1, 0, mode);
+    khzData *d = khz_makeData(m, 0);
+    const khzColModel *cm = m->collision;
+    int ng = m->ngeom, overflow, any = 0;
+    for (int i = 0; i < ng; i++)
+      for (int j = i + 1; j < ng; j++)
+        any |= m->geom_type[i] != KHZ_GEOM_PLANE && m->geom_type[j] != KHZ_GEOM_PLANE &&
+               khz_collisionFilter(m, i, j);
+    ENSURE_MSG(cm->bounded_pairs == any, "mode %d: bounded_pairs %d, brute force %d", mode,
+               cm->bounded_pairs, any);
+    double *frame = malloc(12 * ng * sizeof(double)), *aabb = malloc(6 * ng * sizeof(double));
+    uint64_t *sap = malloc(ng * ng * sizeof(uint64_t)), *bf = malloc(ng * ng * sizeof(uint64_t));
+    khz_collisionFrames(m, d, frame, aabb);
+    int n = khz_broadphase(m, d, frame, aabb, sap, ng * ng, &overflow);
+    int nb = brute(m, aabb, bf), same = n == nb, planes = 0;
+    for (int i = 0; same && i < n; i++) same = sap[i] == bf[i];
+    for (int i = 0; i < nb; i++)
+      planes += m->geom_type[bf[i] >> 32] == KHZ_GEOM_PLANE || m->geom_type[bf[i] & 0xffffffffu] == KHZ_GEOM_PLANE;
+    printf("60 bodies, %s: bounded_pairs %d, %d pairs (%d with the floor), the same as brute force %d\n",
+           mode == 1 ? "floor contacts only" : "some geoms meet the others", cm->bounded_pairs, n,
+           planes, same);
+    ENSURE_MSG(same, "mode %d: sweep %d pairs, brute force %d", mode, n, nb);
+    ENSURE(planes > 0 && (mode == 1 ? nb == planes : nb > planes));
     free(frame), free(aabb), free(sap), free(bf);
     khz_deleteData(&d);
     khz_deleteModel(&m);
@@ -252,6 +301,31 @@ static void test_exclusions(void) {
 
 /* sorted, a permutation, and stable (equal keys keep their order), on both
  * sides of the size below which an insertion sort replaces the radix passes */
+/* khz_floatNext against libm's nextafterf, both directions, bit for bit (a
+ * zero's sign included): every 61st bit pattern that is not a NaN, and the
+ * patterns within 3 of each sign's zero, least normal, largest finite and
+ * infinity (all 2^32 pass too: a minute here) */
+static void test_float_next(void) {
+  long differ = 0, checked = 0;
+  static const uint32_t edge[] = {0, 0x00800000u, 0x7f7fffffu, 0x7f800000u};
+  for (uint64_t k = 0, nk = 0xffffffffu / 61 + 1 + 2 * 4 * 7; k < nk; k++) {
+    uint64_t j = k - (0xffffffffu / 61 + 1);
+    uint32_t u = k <= 0xffffffffu / 61 ? (uint32_t)(k * 61)
+                                       : (edge[j / 14] + (uint32_t)(j % 7) - 3) ^ (j % 14 >= 7 ? 0x80000000u : 0),
+             r, e;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    if (f != f) continue;
+    for (int up = 0; up < 2; up++) {
+      float got = khz_floatNext(f, up), want = nextafterf(f, up ? INFINITY : -INFINITY);
+      memcpy(&r, &got, sizeof r), memcpy(&e, &want, sizeof e);
+      differ += r != e, checked++;
+    }
+  }
+  printf("khz_floatNext: %ld floats x 2 directions, %ld differ from nextafterf\n", checked / 2, differ);
+  ENSURE(checked > 100000000L && differ == 0);
+}
+
 static void test_radix(void) {
   enum { N = 5000 };
   static uint64_t k[N], t[N], orig[N];
@@ -277,7 +351,9 @@ int main(void) {
   test_filters();
   test_exclusions();
   test_radix();
+  test_float_next();
   test_brute_force();
+  test_floor_only();
   test_timing();
   return ensure_report();
 }

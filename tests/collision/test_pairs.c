@@ -360,6 +360,87 @@ static void test_pass_views(void) {
   khz_deleteModel(&m);
 }
 
+/* Contact reuse (khz_contactReuse, pairs.c): the mixed pile, every body
+ * bobbing by at most 1e-7 m about its place (a step moves it by at most
+ * 5e-9 m), and every 40 passes each body jumped by (1 + i) x 1e-5 m for a
+ * pass, so that every pair's points move by more than the bound relative
+ * to each other. Bound 1e-7 m. Every contact against the pair's own narrow
+ * phase: at a jump every one must be it bit for bit (recomputed past the
+ * bound); otherwise a contact either is it bit for bit (recomputed) or is a
+ * reuse: the same normal feature by feature, and each depth within 5 % of
+ * the bound of the narrow phase's (translations only here: the first-order
+ * depth is exact for the flat faces and within d^2 / r for the round ones).
+ * Fails with the bound's test removed (the jumps' contacts are reused),
+ * and with the depths not carried (off by up to the bound). */
+static void test_contact_reuse(void) {
+  int nb = PILE_N, bodies[PILE_N];
+  double quat[PILE_N][4], pos[PILE_N][3], bound = 1e-7;
+  khzModel *m = mixed_pile(bodies, pos, quat);
+  khzData *d = khz_makeData(m, 0);
+  ENSURE(khz_contactReuse(m, d, bound) == 0);
+  static cu_pair p;
+  int total = 0, reused = 0, jump_bad = 0, bad = 0, feat = 0, counted = 0;
+  double worst = 0;
+  for (int step = 0; step < 400; step++) {
+    int jump = step % 40 == 39;
+    for (int i = 0; i < nb; i++) {
+      double x[3] = {pos[i][0], pos[i][1], pos[i][2] + 1e-7 * sin(0.05 * step + i) + (jump ? 1e-5 * (1 + i) : 0)};
+      cu_pose(m, d, bodies[i], x, quat[i]);
+    }
+    khz_kinematics(m, d);
+    int n = khz_collide(m, d);
+    total += n;
+    counted += d->reuse_count;
+    for (int c = 0; c < n; c++) {
+      const khzContact *con = &d->contact[c];
+      int found = cu_collidePair(m, d, con->geom[0], con->geom[1], &p);
+      int same = found && p.out.npt == con->npoint && !memcmp(con->normal, p.out.normal, sizeof con->normal);
+      for (int i = 0; same && i < con->npoint; i++) {
+        const khzContactPoint *q = &d->cpoint[con->point_adr + i];
+        const khzColPoint *r = &p.out.pt[i];
+        same = !memcmp(q->pos, r->pos, sizeof q->pos) && !memcmp(&q->depth, &r->depth, sizeof q->depth) &&
+               q->feature == r->feature;
+      }
+      if (same) continue;
+      if (jump) {
+        jump_bad++;
+        continue;
+      }
+      reused++;
+      if (!found || p.out.npt != con->npoint) {
+        feat++;
+        continue;
+      }
+      for (int i = 0; i < con->npoint; i++) {
+        const khzContactPoint *q = &d->cpoint[con->point_adr + i];
+        const khzColPoint *r = &p.out.pt[i];
+        if (q->feature != r->feature) {
+          feat++;
+          break;
+        }
+        double e = fabs(q->depth - r->depth);
+        if (e > worst) worst = e;
+        bad += e > 0.05 * bound;
+        if (e > 0.05 * bound && bad < 6)
+          printf("  step %d pair %d-%d (types %d %d) point %d feature %x side %d: reused %.12g fresh %.12g normal %g %g %g fresh %g %g %g\n", step, con->geom[0], con->geom[1],
+                 m->geom_type[con->geom[0]], m->geom_type[con->geom[1]], i, q->feature, r->side, q->depth, r->depth, con->normal[0], con->normal[1], con->normal[2], p.out.normal[0], p.out.normal[1], p.out.normal[2]);
+      }
+    }
+  }
+  printf("contact reuse: %d contacts in 400 passes, %d reused (%d counted), depth error at most %.3g m, "
+         "%d feature lists differ, %d points off, %d differ at the jumps\n",
+         total, reused, counted, worst, feat, bad, jump_bad);
+  ENSURE(reused > total / 4 && reused <= counted); /* a reuse can be the narrow phase's bits too */
+  ENSURE_MSG(jump_bad == 0, "%d contacts kept across a jump past the bound", jump_bad);
+  ENSURE(feat == 0 && bad == 0);
+  /* off again: the narrow phase's answer for every pair */
+  ENSURE(khz_contactReuse(m, d, 0) == 0);
+  khz_collide(m, d);
+  ENSURE(d->reuse_count == 0);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+}
+
 int main(void) {
   test_outputs();
   test_slots();
@@ -368,5 +449,6 @@ int main(void) {
   test_names();
   test_alloc();
   test_pass_views();
+  test_contact_reuse();
   return ensure_report();
 }

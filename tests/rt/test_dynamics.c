@@ -224,6 +224,54 @@ static void check_free_fast(void) {
   khz_deleteModel(&m);
 }
 
+/* khz_abaInertias against khz_abaCore at random states: IA (bodies with a
+ * parent or a child), U and Dinv bit for bit, each array first filled with
+ * NaN; the velocity fields saved, overwritten by a pass at other velocities
+ * and restored are a pass at the first, bit for bit */
+static void check_inertias_alone(khzModel *m, int trials) {
+  khzData *d = khz_makeData(m, 0), *e = khz_makeData(m, 0);
+  int nv = m->nv, nb = m->nbody;
+  double *tau = calloc((size_t)nv, sizeof(double)), *qdd = calloc((size_t)nv, sizeof(double));
+  double *qd2 = calloc((size_t)nv, sizeof(double)), *saved = calloc(12 * (size_t)nb, sizeof(double));
+  double *ref = calloc(12 * (size_t)nb, sizeof(double));
+  int differ = 0, restored = 1, nan = 0;
+  for (int t = 0; t < trials; t++) {
+    rm_random_state(m, d->q, d->qd);
+    for (int k = 0; k < 6 * nb; k++) d->xfrc[k] = k < 6 ? 0 : rm_uniform(-3, 3);
+    khz_forwardPass(m, d, d->q, d->qd);
+    khz_externalForces(m, d);
+    khz_abaCore(m, d, tau, qdd);
+    memcpy(e->q, d->q, (size_t)m->nq * sizeof(double));
+    memcpy(e->qd, d->qd, (size_t)nv * sizeof(double));
+    khz_forwardPass(m, e, e->q, e->qd);
+    for (size_t k = 0; k < 36 * (size_t)nb; k++) e->IA[k] = e->U[k] = e->Dinv[k] = NAN;
+    khz_abaInertias(m, e);
+    for (int i = 1; i < nb; i++) {
+      int alone = m->body_parent[i] == 0 && m->body_treeend[i] == i + 1, nvi = m->jnt_nv[i];
+      size_t o = 36 * (size_t)i;
+      if (!alone) differ |= memcmp(e->IA + o, d->IA + o, 36 * sizeof(double)) != 0;
+      differ |= memcmp(e->U + o, d->U + o, 6 * (size_t)nvi * sizeof(double)) != 0;
+      differ |= memcmp(e->Dinv + o, d->Dinv + o, (size_t)(nvi * nvi) * sizeof(double)) != 0;
+      for (int k = 0; k < 6 * nvi; k++) nan |= isnan(e->U[o + k]);
+    }
+    /* the velocity fields over a pass at other velocities */
+    memcpy(ref, d->vtree, 6 * (size_t)nb * sizeof(double));
+    memcpy(ref + 6 * nb, d->cbias, 6 * (size_t)nb * sizeof(double));
+    khz_velocitySave(m, d, saved);
+    for (int k = 0; k < nv; k++) qd2[k] = rm_uniform(-2, 2);
+    khz_velocityPass(m, d, qd2);
+    khz_velocityRestore(m, d, saved);
+    restored &= !memcmp(ref, d->vtree, 6 * (size_t)nb * sizeof(double)) &&
+                !memcmp(ref + 6 * nb, d->cbias, 6 * (size_t)nb * sizeof(double));
+    restored &= !khz_kinematicsAt(m, d, d->q, d->qd);
+  }
+  ENSURE_MSG(!differ && !nan, "khz_abaInertias differs from khz_abaCore's IA, U, Dinv (NaN left %d)", nan);
+  ENSURE_MSG(restored, "khz_velocityRestore is not the saved pass (or kept the record)");
+  free(tau), free(qdd), free(qd2), free(saved), free(ref);
+  khz_deleteData(&d);
+  khz_deleteData(&e);
+}
+
 int main(void) {
   struct { int n, floating, tree, arm; } cases[] = {
       {7, 0, 0, 0}, {7, 0, 0, 1}, {12, 0, 1, 1}, {12, 1, 1, 0}, {27, 1, 1, 1}, {1, 1, 0, 0},
@@ -235,6 +283,7 @@ int main(void) {
     check_consistency(m, 50);
     check_jacobian(m);
     check_gravity(m);
+    check_inertias_alone(m, 20);
     khz_deleteModel(&m);
   }
   check_free_fast();

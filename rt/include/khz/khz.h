@@ -672,6 +672,19 @@ typedef struct khzData {
   int apart_half;         /* private: the half of apart_pair and apart_axis that holds them */
   uint64_t *apart_pair;   /* private: 2 x khz_collisionPairCap: (g0 << 32 | g1) */
   double *apart_axis;     /* private: 3 per apart_pair: the direction, world, toward g0 */
+  /* contact reuse (khz_contactReuse; off unless it is called): a pair in
+   * contact whose points have moved less than reuse_bound (m) relative to
+   * its body[0]'s geom since its last narrow phase keeps that pass's
+   * normal, points and features, its depths carried to first order
+   * (docs/benchmarks.md, col27). Not state: a restore, a reset or a copy
+   * empties it (the next pass runs every narrow phase), so a restored run
+   * with it on steps differently from the run it came from. */
+  double reuse_bound;     /* m; 0 = off */
+  int reuse_count;        /* pairs reused by the last collision pass */
+  int reuse_n;            /* private (pairs.c): the pairs kept by the last pass, ascending */
+  int reuse_half;         /* private: the half of the reuse arrays that holds them */
+  struct khzReusePair *reuse_pair; /* private: 2 x m->npair_max, or NULL */
+  struct khzReusePoint *reuse_point; /* private: 2 x m->npair_max x m->max_points */
   int quiet_ready;        /* private (pairs.c): 1 when the last collision pass had every body
                              with a collidable geom asleep or welded to the world and its broad
                              phase did not overflow: the next such pass skips the broad phase
@@ -724,6 +737,10 @@ khzData *khz_makeData(const khzModel *m, size_t stack_bytes);
 
 /* Frees a data and nulls the caller's pointer. */
 void khz_deleteData(khzData **d_p);
+/* Contact reuse on (bound > 0, meters: see khzData.reuse_bound) or off (0).
+ * Allocates its cache at the first call with a bound (not in a tick); 0 on
+ * success, -1 when out of memory (then off). */
+int khz_contactReuse(const khzModel *m, khzData *d, double bound);
 
 /* Resets the state to q0 and qd0, zero torques and wrenches, time 0. */
 void khz_resetData(const khzModel *m, khzData *d);

@@ -133,13 +133,52 @@ void khz_radixSort64(uint64_t *key, int *payload, int n, uint64_t *tmp, int *ptm
   }
 }
 
+/* the next float towards +inf (up) or -inf: one step of the bits away from
+ * zero (up from a positive, down from a negative) or towards it; from a
+ * zero of either sign the least subnormal of the direction's sign. The same
+ * as nextafterf for every float but a NaN (test_broadphase), without
+ * libm's call (half of the bounds below take it). */
+float khz_floatNext(float f, int up) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  if ((u & 0x7fffffffu) == 0) u = up ? 1u : 0x80000001u;
+  else if (!(u >> 31) == !!up) u += (u & 0x7fffffffu) != 0x7f800000u; /* an infinity outward stays */
+  else u--;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
 /* monotone 32-bit key of a float that is <= x (up = 0) or >= x (up = 1) */
 static uint32_t float_key(double x, int up) {
   float f = (float)x;
-  if (up ? (double)f < x : (double)f > x) f = nextafterf(f, up ? INFINITY : -INFINITY);
+  if (up ? (double)f < x : (double)f > x) f = khz_floatNext(f, up);
   uint32_t u;
   memcpy(&u, &f, sizeof u);
   return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+/* The pair list ascending by (g0 << 32 | g1): a counting sort by g0 (one
+ * pass to count, one to place, stable), then each g0's run by g1, by
+ * insertion up to KHZ_SORT_SMALL pairs (a geom meets a handful of others),
+ * else khz_radixSort64. The keys are distinct (each pair is emitted once),
+ * so the order is the one any sort gives: khz_radixSort64's of the whole
+ * list, which ran 8 counting passes over it (2 x np to 8 x np byte counts
+ * for a 64-bit key) where this takes two. first: ng + 2 ints; tmp: np. */
+static void sort_pairs(uint64_t *pairs, int np, int ng, uint64_t *tmp, int *first) {
+  if (np <= KHZ_SORT_SMALL) {
+    khz_radixSort64(pairs, NULL, np, tmp, NULL);
+    return;
+  }
+  memset(first, 0, (size_t)(ng + 2) * sizeof(int));
+  for (int i = 0; i < np; i++) first[(pairs[i] >> 32) + 2]++;
+  for (int g = 0; g < ng; g++) first[g + 2] += first[g + 1];
+  for (int i = 0; i < np; i++) tmp[first[(pairs[i] >> 32) + 1]++] = pairs[i];
+  /* g0's run is now tmp[first[g0] .. first[g0 + 1]) */
+  for (int g = 0; g < ng; g++) {
+    int lo = first[g], hi = first[g + 1];
+    if (hi - lo > 1) khz_radixSort64(tmp + lo, NULL, hi - lo, pairs + lo, NULL);
+  }
+  memcpy(pairs, tmp, (size_t)np * sizeof(uint64_t));
 }
 
 /* ---------------------------------------------------------- the sweep -- */
@@ -167,11 +206,11 @@ _Static_assert(sizeof(sweep_box) == 48, "khz_collisionStackBytes counts 48 bytes
 
 static float round_down(double x) {
   float f = (float)x;
-  return (double)f > x ? nextafterf(f, -INFINITY) : f;
+  return (double)f > x ? khz_floatNext(f, 0) : f;
 }
 static float round_up(double x) {
   float f = (float)x;
-  return (double)f < x ? nextafterf(f, INFINITY) : f;
+  return (double)f < x ? khz_floatNext(f, 1) : f;
 }
 
 /* two boxes that the sweep brought together: the float bounds are
@@ -230,7 +269,9 @@ static int plan_strips(const double *aabb, const int *bounded, int n, int sa, do
 int khz_broadphase(const khzModel *m, khzData *d, const double *frame, const double *aabb,
                    uint64_t *pairs, int cap, int *overflow) {
   const khzColModel *cm = m->collision;
-  int n = cm->nbounded, np = 0;
+  /* the boxes swept against each other: none when no two can pass the
+   * filter (the sweep would emit nothing); the planes meet them all */
+  int nbounded = cm->nbounded, n = cm->bounded_pairs ? nbounded : 0, np = 0;
   *overflow = 0;
   size_t mark = khz_stackMark(d);
   uint64_t *key = khz_stackAlloc(d, (size_t)(n + 1) * sizeof(uint64_t));
@@ -336,7 +377,7 @@ int khz_broadphase(const khzModel *m, khzData *d, const double *frame, const dou
     int gp = cm->planes[p];
     const double *fp = frame + 12 * gp;
     double z[3] = {fp[3 + 2], fp[3 + 5], fp[3 + 8]}, off = khzu_dot3(z, fp);
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < nbounded; i++) {
       int g = cm->bounded[i];
       const double *b = aabb + 6 * g;
       double lowest = -off;
@@ -347,11 +388,12 @@ int khz_broadphase(const khzModel *m, khzData *d, const double *frame, const dou
 
   /* ascending (g0, g1) */
   uint64_t *ptmp = khz_stackAlloc(d, (size_t)(np + 1) * sizeof(uint64_t));
-  if (!ptmp) {
+  int *first = khz_stackAlloc(d, (size_t)(m->ngeom + 2) * sizeof(int));
+  if (!ptmp || !first) {
     khz_stackFree(d, mark);
     return -1;
   }
-  khz_radixSort64(pairs, NULL, np, ptmp, NULL);
+  sort_pairs(pairs, np, m->ngeom, ptmp, first);
   khz_stackFree(d, mark);
   return np;
 }

@@ -139,6 +139,9 @@ typedef struct khzColModel {
   int *exclude_with;  /* per body, the bodies the model excludes it from (m->exclude_body),
                          each pair listed under both of its bodies */
   int nbounded, nplane;
+  int bounded_pairs;  /* 1 when some two bounded geoms pass khz_collisionFilter
+                         (which reads the model alone; set by khz_collisionCompile):
+                         0 leaves the broadphase's sweep out, only the planes meet boxes */
   int maxvert;        /* vertices of the largest box, cylinder or hull (scratch size) */
   int *bounded;       /* collidable geoms with finite bounds */
   int *planes;        /* collidable plane geoms */
@@ -491,6 +494,9 @@ int khz_col_coherent(const khzColShape *s0, const khzColShape *s1, khzColOut *ou
  * point), at its body's pose in d (world). A point a contact will reach
  * before the narrow phase finds it (contact/phases.c, landings). */
 void khz_geomSupport(const khzModel *m, const khzData *d, int g, const double dir[3], double out[3]);
+/* geom g's shape at its body's pose in d (what khz_geomSupport makes): one
+ * shape for several support points (khz_shape_support), the same bits */
+void khz_geomShape(const khzModel *m, const khzData *d, int g, khzColShape *s);
 
 /* --------------------------------------------------------- broad phase -- */
 
@@ -519,5 +525,8 @@ int khz_broadphase(const khzModel *m, khzData *d, const double *frame, const dou
 /* LSD radix sort of n 64-bit keys (ascending) with an optional int payload;
  * tmp and ptmp are scratch of n entries (ptmp may be NULL with payload NULL). */
 void khz_radixSort64(uint64_t *key, int *payload, int n, uint64_t *tmp, int *ptmp);
+/* nextafterf(f, up ? INFINITY : -INFINITY) for f not a NaN, on the bits
+ * (broadphase.c: the boxes' float bounds, rounded outward) */
+float khz_floatNext(float f, int up);
 
 #endif /* KHZ_COLLISION_H */

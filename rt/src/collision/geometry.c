@@ -535,6 +535,16 @@ int khz_collisionCompile(khzModel *m, char *err, size_t errsz) {
   khzColModel *cm = layout(m, &t, &c);
   cm->size = size;
   m->collision = cm;
+  /* can two bounded geoms collide at all? No contype meets a conaffinity
+   * (MuJoCo's humanoid with only its floor contacts): no; else the first
+   * pair the filter passes answers (a pile: the first two boxes) */
+  unsigned types = 0, affinities = 0;
+  for (int i = 0; i < cm->nbounded; i++)
+    types |= m->geom_contype[cm->bounded[i]], affinities |= m->geom_conaffinity[cm->bounded[i]];
+  cm->bounded_pairs = 0;
+  for (int i = 0; i < cm->nbounded && (types & affinities) && !cm->bounded_pairs; i++)
+    for (int j = i + 1; j < cm->nbounded && !cm->bounded_pairs; j++)
+      cm->bounded_pairs = khz_collisionFilter(m, cm->bounded[i], cm->bounded[j]) != 0;
   m->ncollision = size;
   m->mesh_ndegenerate = cm->mesh_ndegenerate;
   rc = 0;

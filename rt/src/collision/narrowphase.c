@@ -2170,7 +2170,7 @@ int khz_narrowphaseCoherent(const khzModel *m, int g0, int g1, const double *fra
   return khz_col_coherent(&s0, &s1, out, axis, apart);
 }
 
-void khz_geomSupport(const khzModel *m, const khzData *d, int g, const double dir[3], double out[3]) {
+void khz_geomShape(const khzModel *m, const khzData *d, int g, khzColShape *s) {
   /* geom frame = body frame * geom offset (as khz_collisionFrames) */
   int b = m->geom_body[g];
   const double *xp = d->xpos + 3 * b, *xr = d->xrot + 9 * b;
@@ -2179,7 +2179,11 @@ void khz_geomSupport(const khzModel *m, const khzData *d, int g, const double di
   khzu_mulMatVec3(frame, xr, m->geom_pos + 3 * g);
   khzu_add3(frame, frame, xp);
   khzu_mulMat3(frame + 3, xr, lr);
+  khz_shape_make(m, g, frame, s);
+}
+
+void khz_geomSupport(const khzModel *m, const khzData *d, int g, const double dir[3], double out[3]) {
   khzColShape s;
-  khz_shape_make(m, g, frame, &s);
+  khz_geomShape(m, d, g, &s);
   khz_shape_support(&s, dir, out);
 }

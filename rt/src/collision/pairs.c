@@ -18,6 +18,7 @@
  * Scratch comes from the data's stack; nothing here allocates.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "collision.h"
@@ -209,7 +210,7 @@ size_t khz_collisionStackBytes(const khzModel *m) {
                 (3 * cap + 1) * sizeof(double) + (ng + 1) * sizeof(khzColShape) + (ng + 1) + 9 * a;
   /* the sweep's keys, boxes and strips (broadphase.c: 1 + 3 ints per box, 1026 per call) */
   size_t broad = 2 * (nb + 1) * sizeof(uint64_t) + (nb + 1) * 48 + (cap + 1) * sizeof(uint64_t) +
-                 (4 * nb + 2 + 1026) * sizeof(int) + 7 * a;
+                 (4 * nb + 2 + 1026) * sizeof(int) + (ng + 2) * sizeof(int) + 8 * a;
   size_t slots = (2 * P + 2) * (sizeof(uint64_t) + sizeof(int)) + P + 1 + 3 * a;
   return base + (broad > slots ? broad : slots);
 }
@@ -293,6 +294,143 @@ static int coherent_pair(const khzModel *m, const double *frame, pass_shapes *ps
   out->overflow = 0;
   if (cm->geom[g0].shape < 0 || cm->geom[g1].shape < 0) return *apart = 0;
   return khz_col_coherent(pass_shape(m, frame, ps, g0), pass_shape(m, frame, ps, g1), out, axis, apart);
+}
+
+/* ------------------------------------------------------ contact reuse -- */
+
+/* A pair in contact keeps its last narrow phase (its reference): geom g1's
+ * frame in g0's then, the normal in g0's frame and the points (the list
+ * the pass kept, after keep_deepest), each both in g0's frame (p0) and g1's
+ * (q1). At a later pass, if every point carried by g1 has moved less than
+ * the bound relative to g0 since the reference, |Rrel q1 + trel - p0| <
+ * bound, the pair keeps the reference's points, normal and features: each
+ * point moves with the geom it belongs to (its side), and its depth is
+ * carried to first order, depth + n0 . (Rrel q1 + trel - p0) (g1 moving
+ * along the normal, toward g0, deepens it), but for an edge's crossing of
+ * the other's supporting plane (depth 0), which slides along the edge and
+ * stays on it. A pair with a crossing below that plane is not reused (the
+ * crossing's depth moves with the other surface's slope there). Otherwise the narrow phase runs
+ * and its answer is the new reference. A new pair, a woken pair (not
+ * collided while asleep: not kept), a restore, a reset or a copy start
+ * from the narrow phase. bench/reuse_bound measures the error: below 1e-7 m
+ * the depths agree with a fresh narrow phase within 4.2e-7 m in every pile
+ * window measured (docs/benchmarks.md, col27). */
+/* depth (m) below which an edge's crossing lies on the other's supporting
+ * plane (rounding): there it keeps its depth as it slides */
+#define KHZ_REUSE_FLAT 1e-12
+
+typedef struct khzReusePair {
+  uint64_t key;
+  double rel[12]; /* g1's frame in g0's: rotation (row-major), then origin */
+  double n0[3];
+  int npt;
+} khzReusePair;
+
+typedef struct khzReusePoint {
+  double p0[3], q1[3], sd, depth, weight;
+  int side, feature;
+} khzReusePoint;
+
+int khz_contactReuse(const khzModel *m, khzData *d, double bound) {
+  d->reuse_n = 0;
+  d->reuse_count = 0;
+  if (!(bound > 0)) {
+    d->reuse_bound = 0;
+    return 0;
+  }
+  if (!d->reuse_pair) {
+    size_t P = (size_t)(m->npair_max > 0 ? m->npair_max : 1), K = (size_t)(m->max_points > 0 ? m->max_points : 1);
+    d->reuse_pair = malloc(2 * P * sizeof(khzReusePair));
+    d->reuse_point = malloc(2 * P * K * sizeof(khzReusePoint));
+    if (!d->reuse_pair || !d->reuse_point) {
+      free(d->reuse_pair), free(d->reuse_point);
+      d->reuse_pair = NULL, d->reuse_point = NULL;
+      d->reuse_bound = 0;
+      return -1;
+    }
+  }
+  d->reuse_bound = bound;
+  return 0;
+}
+
+/* g1's frame in g0's: R0^T R1, R0^T (x1 - x0) (frames: origin, then rotation) */
+static void relative_frame(const double *f0, const double *f1, double rel[12]) {
+  const double *R0 = f0 + 3, *R1 = f1 + 3;
+  double dx[3];
+  khzu_sub3(dx, f1, f0);
+  for (int i = 0; i < 3; i++) {
+    for (int j = 0; j < 3; j++) rel[3 * i + j] = R0[i] * R1[j] + R0[3 + i] * R1[3 + j] + R0[6 + i] * R1[6 + j];
+    rel[9 + i] = R0[i] * dx[0] + R0[3 + i] * dx[1] + R0[6 + i] * dx[2];
+  }
+}
+
+/* the reference's points and normal at the present frames, if every point
+ * moved less than the bound; 0 (nothing written) otherwise */
+static int reuse_contact(const khzReusePair *rp, const khzReusePoint *pts, const double *f0, const double *f1,
+                         double bound, khzColOut *out) {
+  double rel[12], b2 = bound * bound;
+  if (rp->npt < 0 || rp->npt > out->cap) return 0;
+  relative_frame(f0, f1, rel);
+  for (int i = 0; i < rp->npt; i++) {
+    double now[3], d2 = 0;
+    khzu_mulMatVec3(now, rel, pts[i].q1);
+    for (int k = 0; k < 3; k++) {
+      double dk = now[k] + rel[9 + k] - pts[i].p0[k];
+      d2 += dk * dk;
+    }
+    if (!(d2 < b2)) return 0;
+  }
+  const double *R0 = f0 + 3, *R1 = f1 + 3;
+  khzu_mulMatVec3(out->normal, R0, rp->n0);
+  for (int i = 0; i < rp->npt; i++) {
+    const khzReusePoint *q = &pts[i];
+    khzColPoint *o = &out->pt[i];
+    double now[3], moved = 0;
+    khzu_mulMatVec3(now, rel, q->q1);
+    for (int k = 0; k < 3; k++) moved += rp->n0[k] * (now[k] + rel[9 + k] - q->p0[k]);
+    if (q->side == 1) {
+      khzu_mulMatVec3(o->pos, R1, q->q1);
+      khzu_add3(o->pos, o->pos, f1);
+    } else {
+      khzu_mulMatVec3(o->pos, R0, q->p0);
+      khzu_add3(o->pos, o->pos, f0);
+    }
+    if (((q->feature >> 24) & 0xf) == KHZ_FEAT_EDGE) moved = 0; /* on the supporting plane: it slides */
+    o->depth = q->depth + moved;
+    if (!(o->depth > 0)) o->depth = 0;
+    o->sd = q->sd + moved;
+    o->weight = q->weight;
+    o->side = q->side;
+    o->feature = q->feature;
+  }
+  out->npt = rp->npt;
+  out->overflow = 0;
+  return 1;
+}
+
+/* the pass's answer for the pair as the next pass's reference */
+static void reuse_keep(const khzColOut *out, const double *f0, const double *f1, uint64_t key,
+                       khzReusePair *rp, khzReusePoint *pts) {
+  const double *R0 = f0 + 3, *R1 = f1 + 3;
+  rp->key = key;
+  relative_frame(f0, f1, rp->rel);
+  khzu_mulMatTVec3(rp->n0, R0, out->normal);
+  rp->npt = out->npt;
+  for (int i = 0; i < out->npt; i++) {
+    const khzColPoint *o = &out->pt[i];
+    khzReusePoint *q = &pts[i];
+    double r[3];
+    khzu_sub3(r, o->pos, f0);
+    khzu_mulMatTVec3(q->p0, R0, r);
+    khzu_sub3(r, o->pos, f1);
+    khzu_mulMatTVec3(q->q1, R1, r);
+    q->sd = o->sd, q->depth = o->depth, q->weight = o->weight;
+    q->side = o->side, q->feature = o->feature;
+    /* a crossing below the other's supporting plane moves along the normal
+     * as the edge slides, by what the surface's slope there makes of the
+     * motion: not carried, the pair runs its narrow phase */
+    if (((o->feature >> 24) & 0xf) == KHZ_FEAT_EDGE && o->depth > KHZ_REUSE_FLAT) rp->npt = -1;
+  }
 }
 
 KHZ_AVX_CLONES int khz_collideStep(const khzModel *m, khzData *d) {
@@ -417,10 +555,20 @@ KHZ_AVX_CLONES int khz_collideStep(const khzModel *m, khzData *d) {
   }
   int frozen = d->ncontact;
 
+  /* contact reuse: the last pass's references (ascending), this pass's
+   * written to the other half */
+  int reuse = d->reuse_bound > 0 && d->reuse_pair, rh = d->reuse_half, rlast = reuse ? d->reuse_n : 0, rnext = 0;
+  size_t PK = (size_t)P * (size_t)K;
+  const khzReusePair *rlast_pair = reuse ? d->reuse_pair + (size_t)rh * P : NULL;
+  const khzReusePoint *rlast_point = reuse ? d->reuse_point + (size_t)rh * PK : NULL;
+  khzReusePair *rnext_pair = reuse ? d->reuse_pair + (size_t)(1 - rh) * P : NULL;
+  khzReusePoint *rnext_point = reuse ? d->reuse_point + (size_t)(1 - rh) * PK : NULL;
+  d->reuse_count = 0;
+
   /* narrow phase, pair by pair in (g0, g1) order; the pairs found apart
    * along a direction at the last pass try it first (a separating axis
    * still separating) */
-  for (int k = 0, last = 0; k < np; k++) {
+  for (int k = 0, last = 0, rl = 0; k < np; k++) {
     int g0 = (int)(pairs[k] >> 32), g1 = (int)(pairs[k] & 0xffffffffu);
     if (apart && apart[k] == 2) { /* apart above, along a direction */
       khzu_copy3(next_axis + 3 * nnext, apart_axis + 3 * k);
@@ -432,7 +580,15 @@ KHZ_AVX_CLONES int khz_collideStep(const khzModel *m, khzData *d) {
     int was_apart = last < nlast && last_pair[last] == pairs[k];
     double *axis = next_axis + 3 * nnext;
     if (was_apart) khzu_copy3(axis, last_axis + 3 * last);
-    if (!coherent_pair(m, frame, &views, g0, g1, &out, axis, &was_apart)) {
+    int reused = -1; /* the reference's index when the pair keeps it */
+    if (reuse) {
+      while (rl < rlast && rlast_pair[rl].key < pairs[k]) rl++;
+      if (rl < rlast && rlast_pair[rl].key == pairs[k] &&
+          reuse_contact(&rlast_pair[rl], rlast_point + (size_t)rl * K, frame + 12 * g0, frame + 12 * g1,
+                        d->reuse_bound, &out))
+        reused = rl;
+    }
+    if (reused < 0 && !coherent_pair(m, frame, &views, g0, g1, &out, axis, &was_apart)) {
       if (was_apart) next_pair[nnext++] = pairs[k];
       continue;
     }
@@ -444,6 +600,18 @@ KHZ_AVX_CLONES int khz_collideStep(const khzModel *m, khzData *d) {
     if (out.npt > K) {
       keep_deepest(&out, K, work);
       full = 1;
+    }
+    if (reuse && rnext < P) { /* the reference for the next pass: kept, or this answer */
+      if (reused >= 0) {
+        rnext_pair[rnext] = rlast_pair[reused];
+        memcpy(rnext_point + (size_t)rnext * K, rlast_point + (size_t)reused * K,
+               (size_t)rlast_pair[reused].npt * sizeof(khzReusePoint));
+        d->reuse_count++;
+      } else {
+        reuse_keep(&out, frame + 12 * g0, frame + 12 * g1, pairs[k], &rnext_pair[rnext],
+                   rnext_point + (size_t)rnext * K);
+      }
+      rnext++;
     }
 
     /* the contact and its points */
@@ -476,6 +644,7 @@ KHZ_AVX_CLONES int khz_collideStep(const khzModel *m, khzData *d) {
     d->ncontact++;
   }
   d->napart = nnext, d->apart_half = 1 - h;
+  if (reuse) d->reuse_n = rnext, d->reuse_half = 1 - rh;
 
   /* persistent slots (slot -1 only when the stack is exhausted, counted as
    * KHZ_WARN_STACK); after a quiet pass every slot is a sleeping pair's,

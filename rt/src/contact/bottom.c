@@ -57,6 +57,65 @@ static void sort_descending(int *idx, const double *key, int n) {
   }
 }
 
+/* Angles about the comparator without trig per point, in atan2's order.
+ * The diamond angle of (du, dv) from the v axis, clockwise: du / (|du| +
+ * |dv|) in [-1, 1] for dv >= 0; 2 minus it for dv < 0 and du >= 0 (up to 2
+ * at the half turn), -2 minus it for dv < 0 and du < 0 (from -2; a zero du's
+ * sign taken as atan2 takes it). It grows with the angle, at a rate between
+ * 1/2 and 1 per radian, and a half turn adds exactly 2 (the opposite point
+ * negates du and dv). Computed, it is within 1e-15 of its exact value
+ * (three roundings of numbers below 4), atan2 within an ulp of the angle:
+ * where two diamond angles differ by more than KHZ_ANGLE_NEAR, the angles
+ * differ by more than KHZ_ANGLE_NEAR less 2e-15, and atan2 orders them
+ * alike; likewise a gap more than KHZ_ANGLE_NEAR from 0, 2 or 4 is on the
+ * same side of 0, pi or 2 pi as atan2's. Only nearer than that (collinear
+ * points, a face's corners) are the angles taken with atan2 itself, once
+ * per point, lazily: the same comparisons as atan2's everywhere, the
+ * same bits. (0, 0) is the comparator itself, never placed: 0. */
+#define KHZ_HALF_TURN 2.0
+#define KHZ_ANGLE_NEAR 1e-12
+
+static inline double diamond_angle(double du, double dv) {
+  double s = fabs(du) + fabs(dv);
+  if (s == 0) return 0;
+  double t = du / s;
+  if (dv >= 0) return t;
+  return signbit(du) ? -KHZ_HALF_TURN - t : KHZ_HALF_TURN - t;
+}
+
+typedef struct {
+  const double *uv, *C;
+  const double *fast; /* diamond angles */
+  double *exact;      /* atan2(du, dv), NAN until needed */
+} khzAngles;
+
+static double exact_angle(const khzAngles *a, int k) {
+  if (a->exact[k] != a->exact[k]) a->exact[k] = atan2(a->uv[2 * k] - a->C[0], a->uv[2 * k + 1] - a->C[1]);
+  return a->exact[k];
+}
+
+/* angle(q) <= angle(p), as atan2's */
+static inline int angle_le(const khzAngles *a, int q, int p) {
+  double diff = a->fast[q] - a->fast[p];
+  if (diff < -KHZ_ANGLE_NEAR) return 1;
+  if (diff > KHZ_ANGLE_NEAR) return 0;
+  return exact_angle(a, q) <= exact_angle(a, p);
+}
+
+/* the clockwise gap from q to p is at least a half turn, as atan2's
+ * (a - b, plus a full turn when negative, >= pi) */
+static int gap_at_least_half(const khzAngles *a, int p, int q) {
+  double g = a->fast[p] - a->fast[q];
+  if (fabs(g) > KHZ_ANGLE_NEAR && fabs(g - KHZ_HALF_TURN) > KHZ_ANGLE_NEAR &&
+      fabs(g + KHZ_HALF_TURN) > KHZ_ANGLE_NEAR) {
+    if (g < 0) g += 2 * KHZ_HALF_TURN;
+    return g >= KHZ_HALF_TURN;
+  }
+  g = exact_angle(a, p) - exact_angle(a, q);
+  if (g < 0) g += 2 * M_PI;
+  return g >= M_PI;
+}
+
 static inline double cross2(const double o[2], const double a[2], const double b[2]) {
   return (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0]);
 }
@@ -100,7 +159,7 @@ static int hull_contains(const double *uv, const int *poly, int npoly, const khz
 
 /* the gap after inserting a vertex at index i (angle a): splits the gap if
  * the vertex landed in it, else shifts its index */
-static void gap_insert(khzHullGap *h, const double *ang, const int *poly, int npoly, int i) {
+static void gap_insert(khzHullGap *h, const khzAngles *ang, const int *poly, int npoly, int i) {
   if (npoly == 1) {
     h->open = 1, h->gap = 0;
     return;
@@ -114,11 +173,8 @@ static void gap_insert(khzHullGap *h, const double *ang, const int *poly, int np
     h->gap = old;
     return;
   }
-  double a = ang[poly[i]], g1 = a - ang[poly[ia]], g2 = ang[poly[ib]] - a;
-  if (g1 < 0) g1 += 2 * M_PI;
-  if (g2 < 0) g2 += 2 * M_PI;
-  if (g1 >= M_PI) h->gap = ia;
-  else if (g2 >= M_PI) h->gap = i;
+  if (gap_at_least_half(ang, poly[i], poly[ia])) h->gap = ia;
+  else if (gap_at_least_half(ang, poly[ib], poly[i])) h->gap = i;
   else h->open = 0;
 }
 
@@ -163,7 +219,8 @@ int khz_bottomOfVolume(khzData *d, const double *pos, const double *depth, int n
   int *poly = khz_stackAlloc(d, (size_t)n * sizeof(int));
   double *uv = khz_stackAlloc(d, 2 * (size_t)n * sizeof(double));
   double *ang = khz_stackAlloc(d, (size_t)n * sizeof(double));
-  if (!order || !poly || !uv || !ang) {
+  double *exact = khz_stackAlloc(d, (size_t)n * sizeof(double));
+  if (!order || !poly || !uv || !ang || !exact) {
     khz_stackFree(d, mark);
     for (int k = 0; k < n; k++) bottom[k] = 1;
     return -1;
@@ -198,14 +255,16 @@ int khz_bottomOfVolume(khzData *d, const double *pos, const double *depth, int n
   const double *C = uv + 2 * c;
 
   /* signed angles about the comparator, measured from the vertical (v) axis */
-  for (int k = 0; k < n; k++) ang[k] = atan2(uv[2 * k] - C[0], uv[2 * k + 1] - C[1]);
+  for (int k = 0; k < n; k++) ang[k] = diamond_angle(uv[2 * k] - C[0], uv[2 * k + 1] - C[1]), exact[k] = NAN;
+  khzAngles angles = {uv, C, ang, exact};
 
   /* incremental polygon (Graham-scan style): the convex hull of the kept
    * points' projections, its vertices other than the comparator sorted by
    * signed angle. A candidate (visited farthest first) is located by binary
    * search on its angle; if it lies outside the hull it is a bottom point and
    * is inserted, and hull vertices it makes reflex drop out of the hull (they
-   * stay bottom points). Angles grow clockwise (atan2(du, dv)). */
+   * stay bottom points). Angles grow clockwise (atan2(du, dv), compared
+   * through diamond_angle). */
   bottom[c] = 1;
   int npoly = 0, nbottom = 1;
   khzHullGap gap = {1, -1};
@@ -220,7 +279,7 @@ int khz_bottomOfVolume(khzData *d, const double *pos, const double *depth, int n
     int lo_i = 0, hi_i = npoly;
     while (lo_i < hi_i) {
       int mid = (lo_i + hi_i) / 2;
-      if (ang[poly[mid]] <= ang[p]) lo_i = mid + 1;
+      if (angle_le(&angles, poly[mid], p)) lo_i = mid + 1;
       else hi_i = mid;
     }
     if (hull_contains(uv, poly, npoly, &gap, C, P, lo_i, tol, scale)) continue;
@@ -229,7 +288,7 @@ int khz_bottomOfVolume(khzData *d, const double *pos, const double *depth, int n
     npoly++;
     bottom[p] = 1;
     nbottom++;
-    gap_insert(&gap, ang, poly, npoly, lo_i);
+    gap_insert(&gap, &angles, poly, npoly, lo_i);
     npoly = hull_restore(uv, poly, npoly, &gap, C, lo_i, tol * scale);
   }
   khz_stackFree(d, mark);

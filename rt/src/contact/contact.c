@@ -20,16 +20,20 @@
 #include "phases.h"
 #include "sweep.h"
 
-/* the articulated inertias at the current q (velocity terms do not matter):
- * the impulse response and the effective masses need them */
-/* ABA's articulated inertias at the current q; h > 0 with the joints'
- * damping integrated implicitly over h as the step's dynamics take it
- * (accel: khz_abaCoreDamped, Euler every dof, RK4 the stiff ones) */
-static void articulated_inertias(const khzModel *m, khzData *d, double *tau, double *qdd, double h) {
+/* the articulated inertias at the current q: the impulse response and the
+ * effective masses need them. ABA's inertias alone (khz_abaInertias, the
+ * bits khz_abaCore leaves): its bias forces, f_ext and qdd, which a full
+ * ABA with tau = 0 computed here, are read by nothing before the first
+ * integrator stage computes them again */
+static void articulated_inertias(const khzModel *m, khzData *d) { khz_abaInertias(m, d); }
+
+/* the tree limits' articulated inertias: those of the step's dynamics, with
+ * the joints' damping implicit over h (accel: khz_abaCoreDamped, Euler every
+ * dof, RK4 the stiff ones); tau and qdd (nv each) scratch */
+static void damped_inertias(const khzModel *m, khzData *d, double *tau, double *qdd) {
   memset(tau, 0, (size_t)m->nv * sizeof(double));
   khz_externalForces(m, d);
-  if (h > 0) khz_abaCoreDamped(m, d, tau, qdd, h, m->integrator != KHZ_INT_EULER);
-  else khz_abaCore(m, d, tau, qdd);
+  khz_abaCoreDamped(m, d, tau, qdd, d->timestep, m->integrator != KHZ_INT_EULER);
 }
 
 void khz_contactBegin(const khzModel *m, khzData *d) {
@@ -44,17 +48,15 @@ void khz_contactBegin(const khzModel *m, khzData *d) {
   size_t mark = khz_stackMark(d);
   double *dqd = khz_stackAlloc(d, (size_t)m->nv * sizeof(double));
   double *dvel = khz_stackAlloc(d, 6 * (size_t)m->nbody * sizeof(double));
-  double *tau = khz_stackAlloc(d, (size_t)m->nv * sizeof(double));
-  double *qdd = khz_stackAlloc(d, (size_t)m->nv * sizeof(double));
   khzLanding *landing = khz_stackAlloc(d, (size_t)d->ncontact * sizeof(khzLanding)); /* re-impacts at points */
-  int scratch = dqd && dvel && tau && qdd, inertias = 0;
+  int scratch = dqd && dvel, inertias = 0;
   if (scratch && khz_penaltyNeedsInertias(m, d)) {
-    articulated_inertias(m, d, tau, qdd, 0);
+    articulated_inertias(m, d);
     inertias = 1;
   }
   khz_penaltyGains(m, d, inertias, dqd, dvel);
   if (khz_phaseClassify(m, d, landing) && khz_phaseSpread(m, d) && scratch) {
-    if (!inertias) articulated_inertias(m, d, tau, qdd, 0);
+    if (!inertias) articulated_inertias(m, d);
     inertias = 1;
     khz_resolveImpacts(m, d, landing);
   }
@@ -65,7 +67,10 @@ void khz_contactBegin(const khzModel *m, khzData *d) {
    * the impulses changed only qd); the gains and impulses above took them
    * without (an impulse acts in an instant) */
   int trees = scratch && khz_penaltyTreeLimits(m, d);
-  if (trees && (!inertias || d->timestep > 0)) articulated_inertias(m, d, tau, qdd, d->timestep);
+  double *tau = trees ? khz_stackAlloc(d, (size_t)m->nv * sizeof(double)) : NULL;
+  double *qdd = trees ? khz_stackAlloc(d, (size_t)m->nv * sizeof(double)) : NULL;
+  trees = trees && tau && qdd;
+  if (trees) damped_inertias(m, d, tau, qdd);
   khz_penaltyLimits(m, d, trees ? dqd : NULL);
   khz_stackFree(d, mark);
 }

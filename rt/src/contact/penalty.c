@@ -3406,7 +3406,8 @@ static inline __attribute__((always_inline)) void friction_stretch(const khzData
  * rotation vector of E = P P_a^T, P = R1^T R0 now (body[1]'s frame),
  * in the world's frame (khzu_turnSince); returns 0 (phi = 0) without an
  * anchor */
-static int rolling_turn(const khzData *d, const khzContact *c, double phi[3]) {
+static inline __attribute__((always_inline)) int rolling_turn_in(const khzData *d, const khzContact *c,
+                                                                  double phi[3]) {
   const double *qa = d->pair_turn + 4 * c->slot;
   if (qa[0] == 0 && qa[1] == 0 && qa[2] == 0 && qa[3] == 0) {
     memset(phi, 0, 3 * sizeof(double));
@@ -3416,6 +3417,7 @@ static int rolling_turn(const khzData *d, const khzContact *c, double phi[3]) {
   khzu_turnSince(phi, d->xrot + 9 * c->body[0], c->body[1] > 0 ? d->xrot + 9 * c->body[1] : NULL, qa);
   return 1;
 }
+
 
 /* 1 when a bottom point of the pair lies on a round surface (a sphere's, a
  * capsule's, a lying cylinder's rim: round_point): the points that roll.
@@ -3448,7 +3450,8 @@ static void capped_couple(const double phi[3], const double w[3], double k, doub
  * KHZ_TURN_OMEGA's. A damper alone cannot hold a steady couple: a ball on a
  * slope below the rolling threshold crept down at the couple's rate. Where
  * the couple saturates, khz_penaltyEnd slides the anchor (rolling_anchor). */
-KHZ_AVX_CLONES static void rolling_torque(const khzModel *m, khzData *d, const khzContact *c, double fn) {
+static inline __attribute__((always_inline)) void rolling_torque_in(const khzModel *m, khzData *d,
+                                                                    const khzContact *c, double fn, int rolls) {
   const khzPairState *ps = d->pair + c->slot;
   double mr = m->contact.rolling, ms = m->contact.torsional;
   if (!(mr > 0 || ms > 0) || !(fn > 0) || !(ps->rot_inertia > 0)) return;
@@ -3458,7 +3461,7 @@ KHZ_AVX_CLONES static void rolling_torque(const khzModel *m, khzData *d, const k
   for (int j = 0; j < 3; j++)
     w[j] = (b0 > 0 ? d->vtree[6 * b0 + j] : 0) - (b1 > 0 ? d->vtree[6 * b1 + j] : 0);
   double h = d->timestep, rate = ps->rot_inertia / (2 * h), wn = khzu_dot3(w, n), T[3];
-  if (!rolling_turn(d, c, phi)) { /* no anchor: the damper alone */
+  if (!rolling_turn_in(d, c, phi)) { /* no anchor: the damper alone */
     double wt[3];
     for (int j = 0; j < 3; j++) wt[j] = w[j] - wn * n[j];
     double wtn = sqrt(khzu_dot3(wt, wt));
@@ -3472,7 +3475,7 @@ KHZ_AVX_CLONES static void rolling_torque(const khzModel *m, khzData *d, const k
       wnv[j] = wn * n[j], pnv[j] = pn * n[j];
       wt[j] = w[j] - wnv[j], pt[j] = phi[j] - pnv[j];
     }
-    capped_couple(pt, wt, rolling_round(d, c) ? k : 0, rate, mr * fn, Tt);
+    capped_couple(pt, wt, (rolls < 0 ? rolling_round(d, c) : rolls) ? k : 0, rate, mr * fn, Tt);
     capped_couple(pnv, wnv, k, rate, ms * fn, Tn);
     khzu_add3(T, Tt, Tn);
   }
@@ -3482,13 +3485,21 @@ KHZ_AVX_CLONES static void rolling_torque(const khzModel *m, khzData *d, const k
     for (int j = 0; j < 3; j++) d->fext[6 * b1 + j] -= T[j];
 }
 
+/* rolls: rolling_round's answer when the caller has it (pair_forces_in, from
+ * its pass over the bottom points), -1 to scan the points here */
+KHZ_AVX_CLONES static void rolling_torque(const khzModel *m, khzData *d, const khzContact *c, double fn) {
+  rolling_torque_in(m, d, c, fn, -1);
+}
+
 /* the rolling couple's anchor at the end of a step of a resting pair with
  * normal force fn: kept while the spring's parts stay within their caps
  * (rolling * fn about the tangents, torsional * fn about the normal); a
  * part beyond its cap is cut to it and the anchor slides so that the
  * spring sits at the cap (Coulomb's law for the couple, as the tangential
- * anchors slide to the cone's edge). A new pair anchors where it is. */
-static void rolling_anchor(const khzModel *m, khzData *d, const khzContact *c, double fn) {
+ * anchors slide to the cone's edge). A new pair anchors where it is.
+ * Inline in penalty_end_in, so built for AVX with it (the same bits). */
+static inline __attribute__((always_inline)) void rolling_anchor(const khzModel *m, khzData *d,
+                                                                 const khzContact *c, double fn) {
   const khzPairState *ps = d->pair + c->slot;
   double *qa = d->pair_turn + 4 * c->slot;
   double mr = m->contact.rolling, ms = m->contact.torsional;
@@ -3503,7 +3514,7 @@ static void rolling_anchor(const khzModel *m, khzData *d, const khzContact *c, d
   const double *n = c->normal, *R1 = d->xrot + 9 * c->body[1];
   double wo = KHZ_TURN_OMEGA / d->timestep, k = ps->rot_inertia * wo * wo, f = khzu_max0(fn);
   double phi[3], pt[3], pnv[3];
-  rolling_turn(d, c, phi);
+  rolling_turn_in(d, c, phi);
   int fresh = qa[0] == 0 && qa[1] == 0 && qa[2] == 0 && qa[3] == 0, cut = 0;
   double pn = khzu_dot3(phi, n);
   for (int j = 0; j < 3; j++) pnv[j] = pn * n[j], pt[j] = phi[j] - pnv[j];
@@ -3866,9 +3877,10 @@ static inline __attribute__((always_inline)) double pair_forces_in(const khzMode
    * (p0, p1, v0, v1), kept from the first pass for the forces' pass, and
    * every bottom point's index (the later passes visit only those) */
   double keep[KHZ_FORCE_KEEP][4][3];
-  int cap = (int)(sizeof raw / sizeof raw[0]), nb = 0, bottom[KHZ_PAIR_ANCHORS * 16];
+  int cap = (int)(sizeof raw / sizeof raw[0]), nb = 0, bottom[KHZ_PAIR_ANCHORS * 16], rolls = 0;
   for (int k = 0; k < c->npoint && nb < cap; k++) {
     if (!pts[k].bottom) continue;
+    rolls |= pts[k].round >= 0;
     double spare[4][3], (*x)[3] = nb < KHZ_FORCE_KEEP ? keep[nb] : spare; /* p0, p1, v0, v1 */
     side_point_in(m, d, c, pts + k, 0, x[0], x[2]);
     side_point_in(m, d, c, pts + k, 1, x[1], x[3]);
@@ -4049,7 +4061,8 @@ static inline __attribute__((always_inline)) double pair_forces_in(const khzMode
       add_force_in(m, d, b1, q1, Fm);
     }
   }
-  if (apply) rolling_torque(m, d, c, fn_sum);
+  /* rolling_round from the pass above when it saw every point */
+  if (apply) rolling_torque_in(m, d, c, fn_sum, nb < cap ? rolls : -1);
   return fn_sum;
 }
 

@@ -168,7 +168,9 @@ static double find_landing(const khzModel *m, const khzData *d, const khzContact
     turn(dir, w, -h, rd);
     /* the body's size: its origin to its farthest point along the normal */
     double far[3], spread;
-    khz_geomSupport(m, d, c->geom[s], rd, far);
+    khzColShape shape; /* made once for the six support points */
+    khz_geomShape(m, d, c->geom[s], &shape);
+    khz_shape_support(&shape, rd, far);
     spread = sqrt((far[0] - d->xpos[3 * b]) * (far[0] - d->xpos[3 * b]) + (far[1] - d->xpos[3 * b + 1]) * (far[1] - d->xpos[3 * b + 1]) +
                   (far[2] - d->xpos[3 * b + 2]) * (far[2] - d->xpos[3 * b + 2]));
     khzu_orthogonal(t, rd);
@@ -177,7 +179,7 @@ static double find_landing(const khzModel *m, const khzData *d, const khzContact
       double e[3], p[3];
       for (int j = 0; j < 3; j++)
         e[j] = rd[j] + (q ? (q & 1 ? 1 : -1) * KHZ_LANDING_TILT * t[3 * ((q - 1) / 2) + j] : 0);
-      khz_geomSupport(m, d, c->geom[s], e, p);
+      khz_shape_support(&shape, e, p);
       double depth = deep->depth + (p[0] - deep->pos[0]) * dir[0] + (p[1] - deep->pos[1]) * dir[1] +
                      (p[2] - deep->pos[2]) * dir[2];
       double sn = normal_speed(m, d, c, p);
