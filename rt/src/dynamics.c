@@ -41,7 +41,10 @@ enum {
                        * (the massless links of an MJCF body with several joints, URDF's
                        * dummy links) */
   ZERO_ORIGIN = 2,    /* the joint origin's rotation is exactly the identity */
-  ZERO_PRINCIPAL = 4  /* the inertia about the com is diagonal in the body frame */
+  ZERO_PRINCIPAL = 4, /* the inertia about the com is diagonal in the body frame */
+  ZERO_CLOSED = 8     /* a free body alone in its tree, with mass and a positive definite
+                       * inertia: free_alone_fast applies unless a dof has armature or
+                       * (h > 0) damping, which the model's users may set after compile */
 };
 
 void khz_dynamicsZeros(khzModel *m) {
@@ -50,9 +53,26 @@ void khz_dynamicsZeros(khzModel *m) {
     int massless = m->body_mass[i] == 0, principal = 1;
     for (int k = 0; k < 9; k++) massless = massless && Ic[k] == 0;
     for (int k = 0; k < 9; k++) principal = principal && (k % 4 == 0 || Ic[k] == 0);
+    int closed = 0;
+    if (i > 0 && m->jnt_type[i] == KHZ_JOINT_FLOATING && m->body_parent[i] == 0 && m->body_treeend[i] == i + 1 &&
+        !massless && m->body_mass[i] > 0) {
+      double L[9];
+      memcpy(L, Ic, sizeof L);
+      closed = principal ? Ic[0] > 0 && Ic[4] > 0 && Ic[8] > 0 : khzu_cholFactor(L, 3) == 0;
+    }
     m->body_zeros[i] = (massless ? ZERO_MASSLESS : 0) | (is_identity3(m->body_rot + 9 * i) ? ZERO_ORIGIN : 0) |
-                       (principal ? ZERO_PRINCIPAL : 0);
+                       (principal ? ZERO_PRINCIPAL : 0) | (closed ? ZERO_CLOSED : 0);
   }
+}
+
+/* free_alone_fast applies to body i at h: ZERO_CLOSED, no armature and no
+ * damping made implicit (h > 0) */
+static inline int free_closed_applies(const khzModel *m, int i, double h) {
+  if (!(m->body_zeros[i] & ZERO_CLOSED)) return 0;
+  const double *arm = m->dof_armature + m->jnt_dofadr[i], *damp = m->dof_damping + m->jnt_dofadr[i];
+  for (int k = 0; k < 6; k++)
+    if (arm[k] != 0 || (h > 0 && damp[k] != 0)) return 0;
+  return 1;
 }
 
 /* the constant entries of a free joint's S (khz_forwardPass writes the
@@ -312,8 +332,13 @@ void khz_velocityRestore(const khzModel *m, khzData *d, const double *saved) {
   d->kin_valid = 0; /* which qd they hold is the caller's to know */
 }
 
+/* stage (RK4's stages 2-4, with qd): the bodies free_alone_fast will take at
+ * h (free_closed_applies) get their pose, com and velocity only; their S,
+ * bias acceleration c and world inertia are not written (the closed form
+ * forms R Ic R^T and the com itself, and reads no S or c), and the fields
+ * are then no pass's: the record is dropped */
 static inline __attribute__((always_inline)) void forward_pass(const khzModel *m, khzData *d, const double *q,
-                                                                const double *qd) {
+                                                                const double *qd, int stage, double h) {
   static const double I3[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
   memset(d->xpos, 0, 3 * sizeof(double));
   memcpy(d->xrot, I3, sizeof I3);
@@ -342,6 +367,18 @@ static inline __attribute__((always_inline)) void forward_pass(const khzModel *m
     }
     khzu_mulMatVec3(t, Rw, m->body_com + 3 * i);
     xc[0] = pw[0] + t[0], xc[1] = pw[1] + t[1], xc[2] = pw[2] + t[2];
+
+    if (stage && free_closed_applies(m, i, h)) {
+      /* body_velocity's v = 0 + S qd with S's rotation columns R's rows
+       * read in place (free_addSx's operations); the world is the parent */
+      const double *x = qd + m->jnt_dofadr[i];
+      double *v = d->vtree + 6 * i, vJ[6] = {0, 0, 0, 0, 0, 0};
+      for (int k = 0; k < 3; k++)
+        vJ[0] += Rw[k] * x[3 + k], vJ[1] += Rw[3 + k] * x[3 + k], vJ[2] += Rw[6 + k] * x[3 + k];
+      vJ[3] += x[0], vJ[4] += x[1], vJ[5] += x[2];
+      for (int a = 0; a < 6; a++) v[a] = 0 + vJ[a];
+      continue;
+    }
 
     /* motion subspace at the tree origin o */
     const double *o = d->xpos + 3 * m->body_root[i];
@@ -400,24 +437,36 @@ static inline __attribute__((always_inline)) void forward_pass(const khzModel *m
     body_velocity(m, d, qd, i);
   }
   stamp(m, d, q, qd, skipped);
+  if (stage) d->kin_valid = 0;
 }
 
 /* forward_pass compiled for AVX too, as aba_core_keep: the same bits */
 #if defined(__x86_64__) && defined(__GNUC__)
 __attribute__((target("avx"))) static void forward_pass_avx(const khzModel *m, khzData *d, const double *q,
-                                                            const double *qd) {
-  forward_pass(m, d, q, qd);
+                                                            const double *qd, int stage, double h) {
+  forward_pass(m, d, q, qd, stage, h);
 }
 #endif
 
 void khz_forwardPass(const khzModel *m, khzData *d, const double *q, const double *qd) {
 #if defined(__x86_64__) && defined(__GNUC__)
   if (__builtin_cpu_supports("avx")) {
-    forward_pass_avx(m, d, q, qd);
+    forward_pass_avx(m, d, q, qd, 0, 0);
     return;
   }
 #endif
-  forward_pass(m, d, q, qd);
+  forward_pass(m, d, q, qd, 0, 0);
+}
+
+void khz_forwardPassStage(const khzModel *m, khzData *d, const double *q, const double *qd, double h) {
+  int stage = qd != NULL && m->contact.free_closed_form;
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx")) {
+    forward_pass_avx(m, d, q, qd, stage, h);
+    return;
+  }
+#endif
+  forward_pass(m, d, q, qd, stage, h);
 }
 
 void khz_kinematics(const khzModel *m, khzData *d) {
@@ -677,23 +726,26 @@ static inline __attribute__((always_inline)) void aba_alone(const khzModel *m, k
  * a damped dof), a body inertia that is not positive definite. */
 static inline __attribute__((always_inline)) int free_alone_fast(const khzModel *m, const khzData *d, int i,
                                                                   const double *tau, double *qddi, double h) {
-  if (m->jnt_type[i] != KHZ_JOINT_FLOATING || body_massless(m, i)) return 0;
-  int dof = m->jnt_dofadr[i];
-  for (int k = 0; k < 6; k++)
-    if (m->dof_armature[dof + k] != 0 || (h > 0 && m->dof_damping[dof + k] != 0)) return 0;
+  if (!free_closed_applies(m, i, h)) return 0;
   double mass = m->body_mass[i];
   const double *Ib = m->body_inertia + 9 * i;
   int principal = m->body_zeros[i] & ZERO_PRINCIPAL;
   double L[9];
-  if (!(mass > 0)) return 0;
-  if (principal) {
-    if (!(Ib[0] > 0 && Ib[4] > 0 && Ib[8] > 0)) return 0;
-  } else {
+  if (!principal) {
     memcpy(L, Ib, sizeof L);
-    if (khzu_cholFactor(L, 3) != 0) return 0;
+    khzu_cholFactor(L, 3); /* positive definite (ZERO_CLOSED) */
   }
   const double *R = d->xrot + 9 * i, *w = d->vtree + 6 * i, *f = d->fext + 6 * i;
-  const double *ci = d->cinert + KHZ_CINERT * i, *Ic = ci + 3; /* c, then Ic row by row */
+  /* the com relative to the origin and Ic = R Ib R^T, the forward pass's
+   * operations (its cinert: RK4's stage passes leave it out) */
+  const double *x = d->xpos + 3 * i, *xc = d->xcom + 3 * i;
+  double ci[3] = {xc[0] - x[0], xc[1] - x[1], xc[2] - x[2]}, tmp[9], Ic[9];
+  if (principal) {
+    for (int r3 = 0; r3 < 9; r3++) tmp[r3] = R[r3] * Ib[4 * (r3 % 3)];
+  } else {
+    khzu_mulMat3(tmp, R, Ib);
+  }
+  khzu_mulMatMatT3(Ic, tmp, R);
   double F[3], Iw[3], wIw[3], cF[3], W[3], Nb[3], alpha[3], wc[3], wwc[3], ca[3];
   for (int k = 0; k < 3; k++) F[k] = tau[k] + f[3 + k];
   for (int k = 0; k < 3; k++) Iw[k] = Ic[3 * k] * w[0] + Ic[3 * k + 1] * w[1] + Ic[3 * k + 2] * w[2];

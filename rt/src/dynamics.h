@@ -10,6 +10,12 @@
  * bodies (d->body_sleep) are skipped: they keep the pass of their frozen q
  * at rest; khz_abaCore skips them too and gives them qdd = 0. */
 void khz_forwardPass(const khzModel *m, khzData *d, const double *q, const double *qd);
+/* khz_forwardPass for an integrator stage whose dynamics follow at h with
+ * store 0 (khz_abaCoreKeep): with contact.free_closed_form the free bodies
+ * that take the closed form get their pose, com and velocity only (not S,
+ * the bias acceleration or the world inertia); every other body's fields
+ * are khz_forwardPass's bits. The record of khz_kinematicsAt is dropped. */
+void khz_forwardPassStage(const khzModel *m, khzData *d, const double *q, const double *qd, double h);
 
 /* writes the constant entries of the free joints' S (khz_makeData; the
  * forward pass writes only their rotation) */

@@ -250,7 +250,8 @@ static void accel(const khzModel *m, khzData *d, const double *q, const double *
     khz_passive(m, d, q, qd, tau_tmp);
     for (int k = 0; k < m->nv; k++) tau_tmp[k] += d->tau_applied[k];
   }
-  if (mode == ACCEL_FULL || (mode == ACCEL_AGAIN && !keep)) khz_forwardPass(m, d, q, qd);
+  if (mode == ACCEL_FULL && !store && !m->neq) khz_forwardPassStage(m, d, q, qd, h); /* RK4's stages 2-4 */
+  else if (mode == ACCEL_FULL || (mode == ACCEL_AGAIN && !keep)) khz_forwardPass(m, d, q, qd);
   else if (mode == ACCEL_AGAIN && vel_saved) khz_velocityRestore(m, d, vel_saved);
   else if (mode == ACCEL_AGAIN || !khz_kinematicsAt(m, d, q, qd))
     khz_velocityPass(m, d, qd); /* the implicit part's passes left other velocities */
