@@ -302,6 +302,20 @@ void khz_stepWith(const khzModel *m, khzData *d, double h) {
   for (int i = 0; i < n; i++) step_once(m, d, h / n);
 }
 
+/* RK4's vector steps, built for AVX too (no FMA: the same bits): x = x0 +
+ * a k ((c_s h) k as the loops wrote c[s] * h * k, left to right), and the
+ * weighted sum sum = (first ? 0 : sum) + w k */
+KHZ_AVX_CLONES static void rk4_axpy(double *restrict x, const double *restrict x0, double a,
+                                    const double *restrict k, size_t n) {
+  for (size_t i = 0; i < n; i++) x[i] = x0[i] + a * k[i];
+}
+KHZ_AVX_CLONES static void rk4_sum(double *restrict sum, double w, const double *restrict k, size_t n, int first) {
+  if (first)
+    for (size_t i = 0; i < n; i++) sum[i] = 0 + w * k[i];
+  else
+    for (size_t i = 0; i < n; i++) sum[i] = sum[i] + w * k[i];
+}
+
 /* one step of h: collision, contact, integration, the checks after it */
 static void step_once(const khzModel *m, khzData *d, double h) {
   size_t nq = (size_t)m->nq, nv = (size_t)m->nv, mark = khz_stackMark(d);
@@ -389,8 +403,8 @@ static void step_once(const khzModel *m, khzData *d, double h) {
         memcpy(vs, v0, nv * sizeof(double));
       } else {
         const double *kqp = kqs, *kap = s == 1 ? d->qdd : ka;
-        for (size_t k = 0; k < nq; k++) qs[k] = q0[k] + c[s] * h * kqp[k];
-        for (size_t k = 0; k < nv; k++) vs[k] = v0[k] + c[s] * h * kap[k];
+        rk4_axpy(qs, q0, c[s] * h, kqp, nq);
+        rk4_axpy(vs, v0, c[s] * h, kap, nv);
       }
       position_derivative(m, qs, vs, kqs);
       /* stages 2-4: nothing reads ABA's factors before the next step's
@@ -401,12 +415,12 @@ static void step_once(const khzModel *m, khzData *d, double h) {
       if (s == 0 && d->ncontact && vel) khz_velocitySave(m, d, vel);
       if (s == 0 && d->ncontact && khz_contactImplicit(m, d, v0, kas))
         accel(m, d, qs, vs, tau, kas, ACCEL_AGAIN, keep, 1, vel);
-      for (size_t k = 0; k < nv; k++) sv[k] = (s ? sv[k] : 0) + wgt[s] * kas[k];
-      for (size_t k = 0; k < nq; k++) sq[k] = (s ? sq[k] : 0) + wgt[s] * kqs[k];
+      rk4_sum(sv, wgt[s], kas, nv, s == 0);
+      rk4_sum(sq, wgt[s], kqs, nq, s == 0);
     }
     /* combine: x = x0 + h/6 (k1 + 2 k2 + 2 k3 + k4) */
-    for (size_t k = 0; k < nv; k++) d->qd[k] = v0[k] + h / 6 * sv[k];
-    for (size_t k = 0; k < nq; k++) d->q[k] = q0[k] + h / 6 * sq[k];
+    rk4_axpy(d->qd, v0, h / 6, sv, nv);
+    rk4_axpy(d->q, q0, h / 6, sq, nq);
     normalize_quats(m, d->q);
   }
   khz_islandFreeze(m, d, q0, v0); /* sleeping bodies stay exactly where they were */
