@@ -897,9 +897,11 @@ void khz_abaCoreKeep(const khzModel *m, khzData *d, const double *tau, double *q
 }
 
 /* ABA's backward pass for the inertias alone (RBDA Table 7.1 without the
- * bias forces, h = 0): IA, U and Dinv as khz_abaCore leaves them, the same
- * operations on the same numbers (the same bits); pA, u, acc and qdd are not
- * computed. A body alone in its tree keeps IA = I in a local, as there. */
+ * bias forces): IA, U and Dinv as khz_abaCoreDamped(h, stiff_only) leaves
+ * them (h = 0: khz_abaCore), the same operations on the same numbers (the
+ * same bits); pA, u, acc and qdd are not computed. A body alone in its tree
+ * keeps IA = I in a local, as there. handed (36 per body, or NULL): the
+ * inertia each body hands its parent, IA - U D^-1 U^T (aba_core_held). */
 static inline __attribute__((always_inline)) void aba_inertias(const khzModel *m, khzData *d, double h,
                                                                 int stiff_only, double *handed) {
   for (int i = 1; i < m->nbody; i++) {
