@@ -43,6 +43,7 @@ static void layout_data(const khzModel *m, khzData *d, carver *c) {
   d->kin_q = D((size_t)m->nq);
   d->kin_qd = D(nv);
   d->tree_resp = D(khz_penaltyTreeRespDoubles(m));
+  d->IA_handed = D(36 * nb);
 #undef D
   d->tree_resp_at = carve(c, 3 * nb * sizeof(int));
   d->contact = carve(c, (size_t)m->npair_max * sizeof(khzContact));

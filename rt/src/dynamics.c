@@ -165,7 +165,7 @@ static inline double free_dotS(const double S[36], int a, const double f[6]) {
 }
 
 /* U = IA S for a free joint, column by column (IAT = IA^T, as ABA keeps it) */
-static inline void free_mulIS(double U[36], const double IAT[36], const double S[36]) {
+static inline __attribute__((always_inline)) void free_mulIS(double U[36], const double IAT[36], const double S[36]) {
   for (int k = 0; k < 3; k++)
     for (int r = 0; r < 6; r++) U[6 * k + r] = IAT[6 * (3 + k) + r];
   for (int k = 3; k < 6; k++) {
@@ -278,6 +278,7 @@ static inline __attribute__((always_inline)) void body_velocity(const khzModel *
  * compares */
 static void stamp(const khzModel *m, khzData *d, const double *q, const double *qd, int skipped) {
   (void)skipped; /* a skipped body is a sleeping one: its fields hold (above) */
+  if (q) d->aba_held = 0; /* the held inertias (khz_abaInertiasHeld) were at the last q */
   if ((!q && d->kin_valid < 1) || (q && q != d->q) || (qd && qd != d->qd)) {
     d->kin_valid = 0;
     return;
@@ -614,7 +615,7 @@ static inline void joint_bias(const khzModel *m, int i, const double *S, const d
 /* The forward pass at body i (RBDA Table 7.1), a = a_parent + c on entry:
  * qdd = Dinv (u - U^T a) into the joint's entries of qdd; then a += S qdd
  * unless move_a is 0 (nothing reads a) */
-static inline void joint_accel(const khzModel *m, int i, const double *U, const double *Dinv,
+static inline __attribute__((always_inline)) void joint_accel(const khzModel *m, int i, const double *U, const double *Dinv,
                                const double *u, const double *S, double *a, double *qddi,
                                int move_a) {
   int nv = m->jnt_nv[i];
@@ -859,6 +860,58 @@ static inline __attribute__((always_inline)) void aba_core_keep(const khzModel *
   }
 }
 
+/* The same with the inertias held from khz_abaInertiasHeld at this q, h and
+ * stiff_only (the contact stage's; reuse 0, store 1): IA, U, Dinv are taken
+ * as they are and the transfer IA - U D^-1 U^T from IA_handed; only the
+ * bias forces (the rigid inertia into a local for v x* I v) and the
+ * accelerations are computed. The same operations on the same numbers as
+ * aba_core_keep's: the same bits. */
+static inline __attribute__((always_inline)) void aba_core_held(const khzModel *m, khzData *d, const double *tau,
+                                                                 double *qdd, double h, int stiff_only, double *keep) {
+  double a0[6] = {0, 0, 0, -m->gravity[0], -m->gravity[1], -m->gravity[2]};
+  for (int i = 1; i < m->nbody; i++) {
+    if (d->body_sleep[i]) continue;
+    double *pA = d->pA + 6 * i, I[36], Iv[6];
+    const double *v = d->vtree + 6 * i;
+    body_inertia_T(m, d, i, I);
+    if (body_massless(m, i)) {
+      memset(pA, 0, 6 * sizeof(double));
+    } else {
+      mul_T_vec6(Iv, I, v);
+      khzu_crossForce(pA, v, Iv);
+    }
+    if (keep) memcpy(keep + 12 * i, pA, 6 * sizeof(double));
+    vec6_sub(pA, d->fext + 6 * i);
+    if (body_alone(m, i)) aba_alone(m, d, i, I, pA, tau, qdd, h, stiff_only, 1, 1, a0);
+  }
+  for (int i = m->nbody - 1; i >= 1; i--) {
+    if (d->body_sleep[i] || body_alone(m, i)) continue;
+    int nv = m->jnt_nv[i], dof = m->jnt_dofadr[i], p = m->body_parent[i];
+    const double *pA = d->pA + 6 * i, *U = d->U + 36 * i, *Dinv = d->Dinv + 36 * i;
+    double *u = d->u + 6 * i;
+    joint_bias(m, i, d->S + 36 * i, pA, tau + dof, u);
+    if (p == 0) continue;
+    double *pAp = d->pA + 6 * p, t[6];
+    mul_T_vec6(t, d->IA_handed + 36 * i, d->cbias + 6 * i);
+    if (keep) memcpy(keep + 12 * i + 6, t, 6 * sizeof(double));
+    vec6_addSum(pAp, pA, t);
+    add_bias_to_parent(pAp, U, Dinv, u, nv);
+  }
+  for (int i = 1; i < m->nbody; i++) {
+    int nv = m->jnt_nv[i], dof = m->jnt_dofadr[i], p = m->body_parent[i];
+    if (d->body_sleep[i]) {
+      for (int k = 0; k < nv; k++) qdd[dof + k] = 0;
+      continue;
+    }
+    if (body_alone(m, i)) continue;
+    double *a = d->acc + 6 * i;
+    const double *ap = p ? d->acc + 6 * p : a0;
+    vec6_sum(a, ap, d->cbias + 6 * i);
+    if (!nv) continue;
+    joint_accel(m, i, d->U + 36 * i, d->Dinv + 36 * i, d->u + 6 * i, d->S + 36 * i, a, qdd + dof, 1);
+  }
+}
+
 /* aba_core_keep compiled for AVX too, as response_units: no FMA, no
  * reassociation, so both builds give the same bits */
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -867,24 +920,42 @@ __attribute__((target("avx"))) static void aba_core_keep_avx(const khzModel *m, 
                                                              int reuse, int store) {
   aba_core_keep(m, d, tau, qdd, h, stiff_only, keep, reuse, store);
 }
+/* the held inertias' call, its own function: the one above keeps its code */
+__attribute__((target("avx"))) static void aba_core_held_avx(const khzModel *m, khzData *d, const double *tau,
+                                                             double *qdd, double h, int stiff_only, double *keep) {
+  aba_core_held(m, d, tau, qdd, h, stiff_only, keep);
+}
 #endif
 
 void khz_abaCoreKeep(const khzModel *m, khzData *d, const double *tau, double *qdd, double h,
                      int stiff_only, double *keep, int reuse, int store) {
+  /* the inertias held from khz_abaInertiasHeld at this q, h and stiff_only
+   * (the contact stage's, computed again here otherwise): IA, U, Dinv are
+   * taken as they are, the transfer IA - U D^-1 U^T from IA_handed, and
+   * only the bias forces and accelerations are computed (the same
+   * operations on the same numbers: the same bits). Every call uses up the
+   * mark: this one leaves the same inertias but other bias forces */
+  int held = !reuse && (store || keep) && d->aba_held == 1 + !!stiff_only && d->aba_held_h == h;
+  d->aba_held = 0;
 #if defined(__x86_64__) && defined(__GNUC__)
   if (__builtin_cpu_supports("avx")) {
-    aba_core_keep_avx(m, d, tau, qdd, h, stiff_only, keep, reuse, store);
+    if (held) aba_core_held_avx(m, d, tau, qdd, h, stiff_only, keep);
+    else aba_core_keep_avx(m, d, tau, qdd, h, stiff_only, keep, reuse, store);
     return;
   }
 #endif
-  aba_core_keep(m, d, tau, qdd, h, stiff_only, keep, reuse, store);
+  if (held) aba_core_held(m, d, tau, qdd, h, stiff_only, keep);
+  else aba_core_keep(m, d, tau, qdd, h, stiff_only, keep, reuse, store);
 }
 
 /* ABA's backward pass for the inertias alone (RBDA Table 7.1 without the
- * bias forces, h = 0): IA, U and Dinv as khz_abaCore leaves them, the same
- * operations on the same numbers (the same bits); pA, u, acc and qdd are not
- * computed. A body alone in its tree keeps IA = I in a local, as there. */
-static inline __attribute__((always_inline)) void aba_inertias(const khzModel *m, khzData *d) {
+ * bias forces): IA, U and Dinv as khz_abaCoreDamped(h, stiff_only) leaves
+ * them (h = 0: khz_abaCore), the same operations on the same numbers (the
+ * same bits); pA, u, acc and qdd are not computed. A body alone in its tree
+ * keeps IA = I in a local, as there. handed (36 per body, or NULL): the
+ * inertia each body hands its parent, IA - U D^-1 U^T (aba_core_held). */
+static inline __attribute__((always_inline)) void aba_inertias(const khzModel *m, khzData *d, double h,
+                                                                int stiff_only, double *handed) {
   for (int i = 1; i < m->nbody; i++) {
     if (d->body_sleep[i]) continue;
     if (!body_alone(m, i)) {
@@ -893,35 +964,46 @@ static inline __attribute__((always_inline)) void aba_inertias(const khzModel *m
     }
     double I_own[36];
     body_inertia_T(m, d, i, I_own);
-    joint_factors(m, i, I_own, d->S + 36 * i, NULL, NULL, 0, 0, d->U + 36 * i, d->Dinv + 36 * i, NULL);
+    joint_factors(m, i, I_own, d->S + 36 * i, NULL, NULL, h, stiff_only, d->U + 36 * i, d->Dinv + 36 * i, NULL);
   }
   for (int i = m->nbody - 1; i >= 1; i--) {
     if (d->body_sleep[i] || body_alone(m, i)) continue;
     int nv = m->jnt_nv[i], p = m->body_parent[i];
     const double *IA = d->IA + 36 * i;
-    double *U = d->U + 36 * i, *Dinv = d->Dinv + 36 * i, Ia[36];
-    joint_factors(m, i, IA, d->S + 36 * i, NULL, NULL, 0, 0, U, Dinv, NULL);
+    double *U = d->U + 36 * i, *Dinv = d->Dinv + 36 * i, Ia_own[36];
+    joint_factors(m, i, IA, d->S + 36 * i, NULL, NULL, h, stiff_only, U, Dinv, NULL);
     if (p == 0) continue;
-    articulated_transfer(IA, U, Dinv, nv, Ia);
+    articulated_transfer(IA, U, Dinv, nv, Ia_own);
+    if (handed) memcpy(handed + 36 * i, Ia_own, sizeof Ia_own);
     double *IAp = d->IA + 36 * p;
-    for (int k = 0; k < 36; k++) IAp[k] += Ia[k];
+    for (int k = 0; k < 36; k++) IAp[k] += Ia_own[k];
   }
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target("avx"))) static void aba_inertias_avx(const khzModel *m, khzData *d) {
-  aba_inertias(m, d);
+__attribute__((target("avx"))) static void aba_inertias_avx(const khzModel *m, khzData *d, double h,
+                                                            int stiff_only, double *handed) {
+  aba_inertias(m, d, h, stiff_only, handed);
 }
 #endif
 
-void khz_abaInertias(const khzModel *m, khzData *d) {
+static void aba_inertias_any(const khzModel *m, khzData *d, double h, int stiff_only, double *handed) {
+  d->aba_held = 0;
 #if defined(__x86_64__) && defined(__GNUC__)
   if (__builtin_cpu_supports("avx")) {
-    aba_inertias_avx(m, d);
+    aba_inertias_avx(m, d, h, stiff_only, handed);
     return;
   }
 #endif
-  aba_inertias(m, d);
+  aba_inertias(m, d, h, stiff_only, handed);
+}
+
+void khz_abaInertias(const khzModel *m, khzData *d) { aba_inertias_any(m, d, 0, 0, NULL); }
+
+void khz_abaInertiasHeld(const khzModel *m, khzData *d, double h, int stiff_only) {
+  aba_inertias_any(m, d, h, stiff_only, d->IA_handed);
+  d->aba_held = 1 + !!stiff_only;
+  d->aba_held_h = h;
 }
 
 /* ----------------------------------------------------------------- RNEA -- */

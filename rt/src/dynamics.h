@@ -59,6 +59,14 @@ void khz_abaCore(const khzModel *m, khzData *d, const double *tau, double *qdd);
  * bias forces and accelerations are not computed (no tau, no f_ext) */
 void khz_abaInertias(const khzModel *m, khzData *d);
 
+/* khz_abaInertias with the joints' damping implicit over h (IA, U, Dinv bit
+ * for bit what khz_abaCoreDamped(h, stiff_only) leaves), held for the next
+ * ABA at the same q, h and stiff_only: that call (khz_abaCoreKeep with store
+ * or keep, not reuse) takes them instead of computing them again, with the
+ * same bits. The mark (d->aba_held) is cleared by a forward pass, a wake
+ * and every other ABA call. */
+void khz_abaInertiasHeld(const khzModel *m, khzData *d, double h, int stiff_only);
+
 /* khz_abaCore with joint damping integrated implicitly over a step h: each
  * dof's D term gets h b_k (as armature does), so qdd solves
  * (M + h B) qdd = tau - ... with tau holding the explicit -B qd: the velocity

@@ -59,6 +59,7 @@ void khz_wake(const khzModel *m, khzData *d, int b) {
   int label = b > 0 ? d->body_sleep[b] : 0;
   if (b > 0 && !label) return;
   d->quiet_ready = 0; /* bodies wake: the next collision pass is not quiet */
+  d->aba_held = 0;    /* a woken body is in no held inertia pass (dynamics.c) */
   d->kin_valid = 0;   /* nor are the forward pass's fields taken as they are (dynamics.c's stamp) */
   for (int i = 1; i < m->nbody; i++) {
     if (!d->body_sleep[i] || (label && d->body_sleep[i] != label)) continue;

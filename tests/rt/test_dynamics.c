@@ -303,6 +303,96 @@ static void check_inertias_alone(khzModel *m, int trials) {
   khz_deleteData(&e);
 }
 
+/* khz_abaInertiasHeld, then khz_abaCoreKeep at the same q, h and stiff_only
+ * (the contact stage's damped inertias taken by the first integrator stage):
+ * qdd, the kept velocity terms, pA, U and Dinv bit for bit those of a full
+ * khz_abaCoreKeep, with IA left as the held pass made it (filled with NaN
+ * after that pass: the held inertias were taken, not computed again). Then
+ * the mark's end: a forward pass at another q, another h, the other
+ * stiff_only, a second call or a wake each make the next call compute its
+ * inertias again (IA overwritten), with a full evaluation's bits. The joints
+ * get damping up to h b = 2 so that stiff_only takes some dofs and not others. */
+static void check_inertias_held(khzModel *m, int trials) {
+  khzData *d = khz_makeData(m, 0), *e = khz_makeData(m, 0);
+  int nv = m->nv, nb = m->nbody;
+  size_t nq = (size_t)m->nq;
+  double *tau = calloc((size_t)nv, sizeof(double)), *qdd = calloc((size_t)nv, sizeof(double));
+  double *qdd_ref = calloc((size_t)nv, sizeof(double)), *damping = calloc((size_t)nv, sizeof(double));
+  double *keep = calloc(12 * (size_t)nb, sizeof(double)), *keep_ref = calloc(12 * (size_t)nb, sizeof(double));
+  double *q2 = calloc(nq, sizeof(double)), *qd2 = calloc((size_t)nv, sizeof(double));
+  memcpy(damping, m->dof_damping, (size_t)nv * sizeof(double));
+  int differ = 0, not_taken = 0, stale = 0, wrong_after = 0;
+  const double h = 0.01;
+  for (int t = 0; t < trials; t++) {
+    for (int k = 0; k < nv; k++) m->dof_damping[k] = k % 3 == 0 ? 0 : rm_uniform(0, 200);
+    int stiff_only = t % 2;
+    rm_random_state(m, d->q, d->qd);
+    for (int k = 0; k < nv; k++) tau[k] = rm_uniform(-2, 2);
+    for (int k = 0; k < 6 * nb; k++) d->xfrc[k] = e->xfrc[k] = k < 6 ? 0 : rm_uniform(-3, 3);
+    /* the reference: a full evaluation */
+    khz_forwardPass(m, d, d->q, d->qd);
+    khz_externalForces(m, d);
+    khz_abaCoreKeep(m, d, tau, qdd_ref, h, stiff_only, keep_ref, 0, 1);
+    /* the held inertias, taken */
+    memcpy(e->q, d->q, nq * sizeof(double));
+    memcpy(e->qd, d->qd, (size_t)nv * sizeof(double));
+    khz_forwardPass(m, e, e->q, e->qd);
+    khz_abaInertiasHeld(m, e, h, stiff_only);
+    for (size_t k = 0; k < 36 * (size_t)nb; k++) e->IA[k] = NAN;
+    for (size_t k = 0; k < 6 * (size_t)nb; k++) e->pA[k] = e->u[k] = e->acc[k] = NAN;
+    khz_externalForces(m, e);
+    khz_abaCoreKeep(m, e, tau, qdd, h, stiff_only, keep, 0, 1);
+    differ |= memcmp(qdd, qdd_ref, (size_t)nv * sizeof(double)) != 0;
+    differ |= memcmp(keep, keep_ref, 12 * (size_t)nb * sizeof(double)) != 0;
+    differ |= memcmp(e->pA + 6, d->pA + 6, 6 * (size_t)(nb - 1) * sizeof(double)) != 0; /* body 0: none */
+    for (int i = 1; i < nb; i++) { /* U: 6 nv written, Dinv: nv^2 */
+      size_t o = 36 * (size_t)i, nvi = (size_t)m->jnt_nv[i];
+      differ |= memcmp(e->U + o, d->U + o, 6 * nvi * sizeof(double)) != 0;
+      differ |= memcmp(e->Dinv + o, d->Dinv + o, nvi * nvi * sizeof(double)) != 0;
+    }
+    for (int i = 1; i < nb; i++) not_taken |= !isnan(e->IA[36 * i]);
+    /* each way the mark ends: the next call computes the inertias */
+    for (int way = 0; way < 5; way++) {
+      double h_next = way == 1 ? h / 2 : h;
+      int stiff_next = way == 2 ? !stiff_only : stiff_only;
+      khz_forwardPass(m, e, e->q, e->qd);
+      khz_abaInertiasHeld(m, e, h, stiff_only);
+      const double *q_next = e->q;
+      if (way == 0) { /* another q */
+        rm_random_state(m, q2, qd2);
+        khz_forwardPass(m, e, q2, e->qd);
+        q_next = q2;
+      }
+      if (way == 3) khz_abaCoreKeep(m, e, tau, qdd, h, stiff_only, NULL, 0, 1); /* used up */
+      if (way == 4) { /* a wake (of a tree put to sleep for it, at rest) */
+        e->body_sleep[0] = e->body_sleep[1] = 1;
+        khz_wake(m, e, 1);
+      }
+      for (size_t k = 0; k < 36 * (size_t)nb; k++) e->IA[k] = NAN;
+      khz_externalForces(m, e);
+      khz_abaCoreKeep(m, e, tau, qdd, h_next, stiff_next, NULL, 0, 1);
+      int computed = 0;
+      for (int i = 1; i < nb; i++) computed |= m->body_parent[i] == 0 && !(m->body_treeend[i] == i + 1) && !isnan(e->IA[36 * i]);
+      int any_tree = 0;
+      for (int i = 1; i < nb; i++) any_tree |= m->body_parent[i] == 0 && !(m->body_treeend[i] == i + 1);
+      stale |= any_tree && !computed;
+      /* and its bits are a full evaluation's at that q, h, stiff_only */
+      khz_forwardPass(m, d, q_next, e->qd);
+      khz_externalForces(m, d);
+      khz_abaCoreKeep(m, d, tau, qdd_ref, h_next, stiff_next, NULL, 0, 1);
+      wrong_after |= memcmp(qdd, qdd_ref, (size_t)nv * sizeof(double)) != 0;
+    }
+  }
+  ENSURE_MSG(!differ, "ABA on the held inertias differs from a full evaluation");
+  ENSURE_MSG(!not_taken, "the held inertias were computed again");
+  ENSURE_MSG(!stale, "the held inertias were taken after a change that ends the mark");
+  ENSURE_MSG(!wrong_after, "ABA after the mark's end differs from a full evaluation");
+  memcpy(m->dof_damping, damping, (size_t)nv * sizeof(double));
+  free(tau), free(qdd), free(qdd_ref), free(damping), free(keep), free(keep_ref), free(q2), free(qd2);
+  khz_deleteData(&d);
+  khz_deleteData(&e);
+}
+
 int main(void) {
   struct { int n, floating, tree, arm; } cases[] = {
       {7, 0, 0, 0}, {7, 0, 0, 1}, {12, 0, 1, 1}, {12, 1, 1, 0}, {27, 1, 1, 1}, {1, 1, 0, 0},
@@ -315,6 +405,7 @@ int main(void) {
     check_jacobian(m);
     check_gravity(m);
     check_inertias_alone(m, 20);
+    check_inertias_held(m, 20);
     khz_deleteModel(&m);
   }
   check_free_fast();

@@ -719,6 +719,13 @@ typedef struct khzData {
                              (-1: none), its place there, the cluster's body count */
   int tree_resp_valid;    /* private: 1 while tree_resp holds L of the step's damped
                              inertias (the implicit rows take W from it) */
+  double *IA_handed;      /* private (dynamics.c): 36 per body, the articulated inertia each
+                             body handed its parent, IA - U D^-1 U^T (transposed), in the
+                             last khz_abaInertiasHeld */
+  double aba_held_h;      /* private: the h of that pass */
+  int aba_held;           /* private: 1 + stiff_only while IA, U, Dinv and IA_handed hold
+                             that pass's inertias at the forward pass's q (a forward pass,
+                             a wake, any other ABA clears it) */
   int kin_valid;          /* private: 2 when the forward pass's fields hold (kin_q, kin_qd)
                              for every body, 1 positions only, 0 unknown */
 

@@ -29,11 +29,11 @@ static void articulated_inertias(const khzModel *m, khzData *d) { khz_abaInertia
 
 /* the tree limits' articulated inertias: those of the step's dynamics, with
  * the joints' damping implicit over h (accel: khz_abaCoreDamped, Euler every
- * dof, RK4 the stiff ones); tau and qdd (nv each) scratch */
-static void damped_inertias(const khzModel *m, khzData *d, double *tau, double *qdd) {
-  memset(tau, 0, (size_t)m->nv * sizeof(double));
-  khz_externalForces(m, d);
-  khz_abaCoreDamped(m, d, tau, qdd, d->timestep, m->integrator != KHZ_INT_EULER);
+ * dof, RK4 the stiff ones). The inertias alone (the limits read nothing
+ * else), held for the first integrator stage at the same q
+ * (khz_abaInertiasHeld): it takes them instead of computing them again */
+static void damped_inertias(const khzModel *m, khzData *d) {
+  khz_abaInertiasHeld(m, d, d->timestep, m->integrator != KHZ_INT_EULER);
 }
 
 void khz_contactBegin(const khzModel *m, khzData *d) {
@@ -67,10 +67,7 @@ void khz_contactBegin(const khzModel *m, khzData *d) {
    * the impulses changed only qd); the gains and impulses above took them
    * without (an impulse acts in an instant) */
   int trees = scratch && khz_penaltyTreeLimits(m, d);
-  double *tau = trees ? khz_stackAlloc(d, (size_t)m->nv * sizeof(double)) : NULL;
-  double *qdd = trees ? khz_stackAlloc(d, (size_t)m->nv * sizeof(double)) : NULL;
-  trees = trees && tau && qdd;
-  if (trees) damped_inertias(m, d, tau, qdd);
+  if (trees) damped_inertias(m, d);
   khz_penaltyLimits(m, d, trees ? dqd : NULL);
   khz_stackFree(d, mark);
 }
@@ -106,7 +103,7 @@ size_t khz_contactStackBytes(const khzModel *m) {
    * matrices; then the impulses and the implicit part */
   size_t contact = (size_t)m->npair_max * sizeof(double) + 6 * (size_t)m->max_points * sizeof(double) +
                    2 * (size_t)m->max_points * sizeof(int) + 64 * 8 +
-                   (3 * (size_t)m->nv + 6 * (size_t)m->nbody) * sizeof(double) +
+                   ((size_t)m->nv + 6 * (size_t)m->nbody) * sizeof(double) +
                    (size_t)m->npair_max * sizeof(khzLanding) + 5 * 64 +
                    khz_penaltyLimitsStackBytes(m);
   size_t implicit = (2 * (size_t)m->nv + 12 * (size_t)m->nbody) * sizeof(double) + 4 * 64 +
