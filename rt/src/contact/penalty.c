@@ -1155,7 +1155,7 @@ static inline __attribute__((always_inline)) double body_rate(const double *C, c
  * power iteration's estimate from below scaled that damping less), which
  * is not understood yet (docs/benchmarks.md, bl26). */
 #ifndef KHZ_BODY_RATE_EXACT
-#define KHZ_BODY_RATE_EXACT 0
+#define KHZ_BODY_RATE_EXACT 1
 #endif
 
 /* the largest eigenvalue of M^-1 C exactly, M = diag(I, m 1): M^-1 =
@@ -1321,6 +1321,22 @@ static inline __attribute__((always_inline)) double damping_rate(const khzModel 
  * body between heavy ones carries both pairs' load-following springs) */
 #define KHZ_STIFFNESS_LIMIT 1.2
 
+/* KHZ_LIMITS_COUPLED 1: a pair between two moving bodies counts twice in
+ * each body's C. The per-body rate holds the other body still; the whole
+ * system's M^-1 C, whose pair term is J^T D J with J = [J_a, -J_b], is
+ * bounded by the block-diagonal sum with each such pair doubled
+ * ((x - y)^T D (x - y) <= 2 x^T D x + 2 y^T D y), so the largest of the
+ * per-body rates bounds the coupled rate. Off: the nine 100 kg boxes on
+ * 1 kg keep about 1 J of vibration under Euler (docs/benchmarks.md, bl27). */
+#ifndef KHZ_LIMITS_COUPLED
+#define KHZ_LIMITS_COUPLED 1
+#endif
+
+/* 1 if body b moves (not the world, not static) */
+static inline int body_moves(const khzModel *m, int b) {
+  return b > 0 && !khz_bodyStatic(m, b);
+}
+
 /* scale's mark, while body_limits sums C, of a free body some pair presses
  * (its C cleared); every other body's C is neither cleared nor read */
 #define KHZ_LIMITS_PRESSED (-1.0)
@@ -1344,7 +1360,9 @@ static inline __attribute__((always_inline)) void body_limits_in(const khzModel 
         scale[b] = KHZ_LIMITS_PRESSED;
         memset(C + 36 * b, 0, 36 * sizeof(double));
       }
-      damping_add(m, d, c, s, stiffness ? c->kp : c->kv, C + 36 * b);
+      double gain = stiffness ? c->kp : c->kv;
+      if (KHZ_LIMITS_COUPLED && body_moves(m, c->body[!s])) gain *= 2;
+      damping_add(m, d, c, s, gain, C + 36 * b);
     }
   }
   for (int b = 1; b < m->nbody; b++) {
