@@ -111,6 +111,7 @@ void khz_copyState(const khzModel *m, khzData *dst, const khzData *src) {
                              when they wake */
   dst->quiet_ready = 0;   /* other poses: the next pass runs the broad phase */
   dst->reuse_n = 0;       /* and every narrow phase */
+  dst->aba_held = 0;      /* dst's held inertias (dynamics.c) were at its own q */
   if (khz_anyAsleep(dst)) kinematics_all(m, dst); /* the next pass skips sleeping bodies */
 }
 

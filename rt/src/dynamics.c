@@ -768,6 +768,23 @@ static inline __attribute__((always_inline)) int free_alone_fast(const khzModel 
   return 1;
 }
 
+/* body i's rigid inertia I (transposed) and its velocity-product force
+ * pA = v x* I v (0 for a massless body: I = 0), kept in keep's first six
+ * entries of the body when keep is given: ABA's start (RBDA Table 7.1) */
+static inline __attribute__((always_inline)) void rigid_bias(const khzModel *m, const khzData *d, int i,
+                                                              double I[36], double pA[6], double *keep) {
+  const double *v = d->vtree + 6 * i;
+  double Iv[6];
+  body_inertia_T(m, d, i, I);
+  if (body_massless(m, i)) {
+    memset(pA, 0, 6 * sizeof(double));
+  } else {
+    mul_T_vec6(Iv, I, v);
+    khzu_crossForce(pA, v, Iv);
+  }
+  if (keep) memcpy(keep + 12 * i, pA, 6 * sizeof(double));
+}
+
 /* keep (12 per body, or NULL): with reuse 0 the velocity terms that depend on
  * (q, qd) alone are written there, v x* I v and Ia c; with reuse 1 they are
  * read back together with IA, U and Dinv, and only what f_ext and tau change
@@ -794,20 +811,8 @@ static inline __attribute__((always_inline)) void aba_core_keep(const khzModel *
     /* only qdd is wanted of a free object (store 0): in closed form */
     if (alone && !store && m->contact.free_closed_form && free_alone_fast(m, d, i, tau + m->jnt_dofadr[i], qdd + m->jnt_dofadr[i], h)) continue;
     double pA_own[6], *pA = alone && !store ? pA_own : d->pA + 6 * i, I_own[36];
-    if (reuse) {
-      memcpy(pA, keep + 12 * i, 6 * sizeof(double));
-    } else {
-      const double *v = d->vtree + 6 * i;
-      double Iv[6], *I = alone ? I_own : d->IA + 36 * i; /* transposed */
-      body_inertia_T(m, d, i, I);
-      if (body_massless(m, i)) { /* I = 0: no velocity-product force */
-        memset(pA, 0, 6 * sizeof(double));
-      } else {
-        mul_T_vec6(Iv, I, v);
-        khzu_crossForce(pA, v, Iv);
-      }
-      if (keep) memcpy(keep + 12 * i, pA, 6 * sizeof(double));
-    }
+    if (reuse) memcpy(pA, keep + 12 * i, 6 * sizeof(double));
+    else rigid_bias(m, d, i, alone ? I_own : d->IA + 36 * i, pA, keep);
     vec6_sub(pA, d->fext + 6 * i);
     if (alone) aba_alone(m, d, i, I_own, pA, tau, qdd, h, stiff_only, reuse, store, a0);
   }
@@ -871,16 +876,8 @@ static inline __attribute__((always_inline)) void aba_core_held(const khzModel *
   double a0[6] = {0, 0, 0, -m->gravity[0], -m->gravity[1], -m->gravity[2]};
   for (int i = 1; i < m->nbody; i++) {
     if (d->body_sleep[i]) continue;
-    double *pA = d->pA + 6 * i, I[36], Iv[6];
-    const double *v = d->vtree + 6 * i;
-    body_inertia_T(m, d, i, I);
-    if (body_massless(m, i)) {
-      memset(pA, 0, 6 * sizeof(double));
-    } else {
-      mul_T_vec6(Iv, I, v);
-      khzu_crossForce(pA, v, Iv);
-    }
-    if (keep) memcpy(keep + 12 * i, pA, 6 * sizeof(double));
+    double *pA = d->pA + 6 * i, I[36];
+    rigid_bias(m, d, i, I, pA, keep);
     vec6_sub(pA, d->fext + 6 * i);
     if (body_alone(m, i)) aba_alone(m, d, i, I, pA, tau, qdd, h, stiff_only, 1, 1, a0);
   }

@@ -3447,7 +3447,6 @@ static inline __attribute__((always_inline)) int rolling_turn_in(const khzData *
   return 1;
 }
 
-
 /* 1 when a bottom point of the pair lies on a round surface (a sphere's, a
  * capsule's, a lying cylinder's rim: round_point): the points that roll.
  * Only those pairs get the rolling couple's spring; a face's points hold a
