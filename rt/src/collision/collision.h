@@ -452,8 +452,11 @@ void khz_col_addPoint(khzColOut *o, const double p[3], double sd, int side, int 
  * known to overlap, as eq. 4 calls it), otherwise (and for other pairs) by
  * the pattern search; the direction into n. With KHZ_COL_SCORE_ALL in
  * exact, no circle or pair of rims is skipped by its lower bound (the
- * answer must be the same bit for bit). For tests. */
-#define KHZ_COL_SCORE_ALL 4 /* exact's flag: solve every circle and pair of rims */
+ * answer must be the same bit for bit); with KHZ_COL_EXACT_SLOPES, every
+ * arc end's slope sign is slope_at's (none from slope_sign: the same bits
+ * again). For tests. */
+#define KHZ_COL_SCORE_ALL 4    /* exact's flag: solve every circle and pair of rims */
+#define KHZ_COL_EXACT_SLOPES 8 /* exact's flag: no arc end's slope sign without slope_at */
 double khz_col_leastOverlap(const khzColShape *a, const khzColShape *b, int exact, double n[3]);
 
 /* A lower bound on h(n) over the unit n normal to w for a box or cylinder
