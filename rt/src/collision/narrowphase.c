@@ -777,7 +777,7 @@ static double overlap_local(const khzColShape *a, const khzColShape *b, const do
   return khzu_dot3(n, d) + khzu_dot3(nb, lb) + khzu_dot3(na, la);
 }
 
-static void exact_try(exact_best *e, const double cand[3]) {
+KHZ_AVX_CLONES static void exact_try(exact_best *e, const double cand[3]) {
   double n[3];
   khzu_copy3(n, cand);
   if (khzu_normalize3(n) < KHZ_NO_DIRECTION) return;
@@ -951,15 +951,15 @@ static double circle_inradius(const khzColShape *s, const double w[3]) {
     axis_z(s, z);
     double wz[3];
     khzu_cross(wz, w, z); /* |w x z|, not sqrt(1 - (w.z)^2): no cancellation near the axis */
-    return fmin(sz[0], sz[1] * khzu_norm3(wz) + sz[0] * fabs(khzu_dot3(w, z)));
+    return khzu_fmin(sz[0], sz[1] * khzu_norm3(wz) + sz[0] * fabs(khzu_dot3(w, z)));
   }
   double l[3], least = DBL_MAX;
   for (int k = 0; k < 3; k++) l[k] = s->rot[k] * w[0] + s->rot[3 + k] * w[1] + s->rot[6 + k] * w[2];
   for (int k = 0; k < 3; k++) {
     int i = (k + 1) % 3, j = (k + 2) % 3;
     double across = l[i] * l[i] + l[j] * l[j];
-    if (across < KHZ_AXIS_SAME) return fmin(sz[i], sz[j]);
-    least = fmin(least, (sz[i] * fabs(l[j]) + sz[j] * fabs(l[i])) / sqrt(across));
+    if (across < KHZ_AXIS_SAME) return khzu_fmin(sz[i], sz[j]);
+    least = khzu_fmin(least, (sz[i] * fabs(l[j]) + sz[j] * fabs(l[i])) / sqrt(across));
   }
   return least;
 }
