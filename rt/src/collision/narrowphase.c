@@ -93,10 +93,6 @@
 /* relative (pair): core distance below which the closest points give no normal (the
  * cores meet), and an end sphere this close to the closest point is that point */
 #define KHZ_CORES_MEET 1e-9
-/* relative (pair): a gap at least this wide along a candidate axis parts two
- * shapes before their points are sought (well above the round-off of their
- * inside tests) */
-#define KHZ_GAP 1e-9
 /* relative (mesh): closest-point offset below which the triangle's pseudo-normal is the
  * direction */
 #define KHZ_MESH_NO_DIRECTION 1e-12
@@ -1468,16 +1464,12 @@ static void rim_candidates(nsearch *ns) {
   consider_common_perpendicular(ns);
 }
 
-static int rims_convex(const khzColShape *a, const khzColShape *b, khzColOut *o,
-                       const nsearch *scored) {
+static int rims_convex(const khzColShape *a, const khzColShape *b, khzColOut *o) {
   double scale = a->scale + b->scale;
   nsearch ns = {a, b, o, 0, {0, 0, 1}, KHZ_EQ4_TIE * scale, 0, 1, 0, {0, 0, 1}, 0, 0, 0};
   o->npt = 0; /* no points: consider() scores the overlap alone */
   if (a->shape != KHZ_SHAPE_CYLINDER && b->shape != KHZ_SHAPE_CYLINDER) return 0;
-  if (scored)
-    ns = *scored;
-  else
-    rim_candidates(&ns);
+  rim_candidates(&ns);
   /* a separating axis among the candidates: apart (refining only lowers the
    * overlap; most pairs the broad phase passes here end at this line) */
   if (ns.have && !(ns.best > 0)) khzu_copy3(o->apart, ns.n);
@@ -1589,22 +1581,6 @@ static int poly_poly(const khzColShape *a, const khzColShape *b, khzColOut *o) {
   int ea[KHZ_MAXCROSS], eb[KHZ_MAXCROSS], nea = 0, neb = 0;
   double n[3];
   vcache va, vb;
-  /* a pair with a cylinder that one of rim_candidates' axes parts by a gap:
-   * no vertex of either lies inside the other and no edge crosses (the
-   * search below would find nothing and rims_convex would stop at the same
-   * axis), so the answer is the same, apart, without the 32 rim samples and
-   * 48 edges of each cylinder */
-  double scale = a->scale + b->scale;
-  nsearch ns = {a, b, o, 0, {0, 0, 1}, KHZ_EQ4_TIE * scale, 0, 1, 0, {0, 0, 1}, 0, 0, 0};
-  int scored = a->shape != KHZ_SHAPE_PLANE &&
-               (a->shape == KHZ_SHAPE_CYLINDER || b->shape == KHZ_SHAPE_CYLINDER);
-  if (scored) {
-    rim_candidates(&ns);
-    if (ns.have && ns.best <= -KHZ_GAP * scale) {
-      khzu_copy3(o->apart, ns.n);
-      return 0;
-    }
-  }
   vcache_init(&va, a, b, vbuf(o, 0), o->maxvert);
   vcache_init(&vb, b, a, vbuf(o, 1), o->maxvert);
 
@@ -1613,7 +1589,12 @@ static int poly_poly(const khzColShape *a, const khzColShape *b, khzColOut *o) {
   vertices_inside(&vb, 1, o);
   edges_crossing(&va, 0, o, ea, &nea);
   edges_crossing(&vb, 1, o, eb, &neb);
-  if (!o->npt) return a->shape == KHZ_SHAPE_PLANE ? rims_plane(a, b, o) : rims_convex(a, b, o, scored ? &ns : NULL);
+  /* no point: a cylinder's side sunk between its samples, or apart
+   * (rims_convex's candidate axes part most such pairs at once). The pairs
+   * that reach here are mostly in contact: the coherent pass parts most
+   * apart pairs by their kept directions, so the points come first and the
+   * candidate axes only for pairs without points */
+  if (!o->npt) return a->shape == KHZ_SHAPE_PLANE ? rims_plane(a, b, o) : rims_convex(a, b, o);
 
   /* normal: the plane's, or eq. 4 */
   if (a->shape == KHZ_SHAPE_PLANE) {
