@@ -464,6 +464,11 @@ double khz_col_leastOverlap(const khzColShape *a, const khzColShape *b, int exac
  * tests. */
 double khz_col_circleInradius(const khzColShape *s, const double w[3]);
 
+/* Which rims of cylinder s (bit 0: at -h, bit 1: at +h) the narrow phase
+ * skips as wholly outside other's bounds (rims_outside); scratch holds 6
+ * maxvert doubles (vcache_init's). For tests. */
+int khz_col_rimsOutside(const khzColShape *s, const khzColShape *other, double *scratch, int maxvert);
+
 /* The general path (poly_poly) of a plane A and a box, cylinder or hull B,
  * for which the table's plane_poly stands in bit for bit. For tests. */
 int khz_col_polyPoly(const khzColShape *a, const khzColShape *b, khzColOut *o);

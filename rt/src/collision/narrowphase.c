@@ -339,6 +339,38 @@ static int segment_in_bounds(const khzColShape *s, const double a[3], const doub
 
 static int is_polytope(int shape) { return shape == KHZ_SHAPE_BOX || shape == KHZ_SHAPE_CONVEX; }
 
+/* A cylinder's rims wholly outside the other's bounds (bit 0: the rim at
+ * -h, vertices and edges 0-15; bit 1: +h, 16-31): the rim's circle in the
+ * other's frame, centred between its opposite samples 0 and 8, with its
+ * radius and a margin of 1e-6 of the pair's scale (far above the rounding
+ * of the centre and of the tests), lies farther from the bounds (as
+ * in_bounds and segment_in_bounds widen them) than that radius. Then
+ * in_bounds fails for each of its vertices and segment_in_bounds for each
+ * of its edges (chords of the circle): the same answers without the tests */
+static int rims_outside(const vcache *vc) {
+  const khzColShape *s = vc->s, *other = vc->other;
+  if (s->shape != KHZ_SHAPE_CYLINDER || other->shape == KHZ_SHAPE_PLANE || vc->n != 2 * KHZ_CYL_RIM) return 0;
+  double tol = KHZ_BOUNDS_SLACK * other->scale, r = s->size[0] + 1e-6 * (s->scale + other->scale);
+  int out = 0;
+  for (int rim = 0; rim < 2; rim++) {
+    const double *v0 = vc->l + 3 * (rim * KHZ_CYL_RIM), *v8 = vc->l + 3 * (rim * KHZ_CYL_RIM + KHZ_CYL_RIM / 2);
+    double d2 = 0;
+    for (int k = 0; k < 3; k++) {
+      double c = 0.5 * (v0[k] + v8[k]), lo = other->lo[k] - tol, hi = other->hi[k] + tol;
+      double ex = c < lo ? lo - c : c > hi ? c - hi : 0;
+      d2 += ex * ex;
+    }
+    if (d2 > r * r) out |= 1 << rim;
+  }
+  return out;
+}
+
+int khz_col_rimsOutside(const khzColShape *s, const khzColShape *other, double *scratch, int maxvert) {
+  vcache vc;
+  vcache_init(&vc, s, other, scratch, maxvert);
+  return rims_outside(&vc);
+}
+
 /* Vertices of s inside other. Between two polytopes (box, hull) a vertex on
  * the other's surface, to KHZ_BOUNDS_SLACK of its scale, counts as inside:
  * a face resting on a face of the same width (a stack of equal boxes) puts
@@ -353,9 +385,10 @@ static int is_polytope(int shape) { return shape == KHZ_SHAPE_BOX || shape == KH
 static void vertices_inside(const vcache *vc, int side, khzColOut *o) {
   const khzColShape *other = vc->other;
   double on = is_polytope(vc->s->shape) && is_polytope(other->shape) ? KHZ_BOUNDS_SLACK * other->scale : 0;
+  int out = rims_outside(vc);
   for (int i = 0; i < vc->n; i++) {
     const double *q = vc->l + 3 * i;
-    if (!in_bounds(other, q)) continue;
+    if ((out && (out >> (i / KHZ_CYL_RIM) & 1)) || !in_bounds(other, q)) continue;
     double sd = khz_shape_sdLocal(other, q, NULL);
     if (sd >= -on) khz_col_addPoint(o, vc->w + 3 * i, fmax(sd, 0), side, KHZ_FEATURE(KHZ_FEAT_VERTEX, i));
   }
@@ -368,9 +401,11 @@ KHZ_AVX_CLONES static void edges_crossing(const vcache *vc, int side, khzColOut 
   const khzColShape *s = vc->s, *other = vc->other;
   int ne = vc->n ? khz_shape_nedge(s) : 0, generator = 0;
   double on = is_polytope(s->shape) && is_polytope(other->shape) ? KHZ_BOUNDS_SLACK * other->scale : 0;
+  int out = ne ? rims_outside(vc) : 0;
   for (int e = 0; e < ne; e++) {
     int v[2];
     double t[2], c[3];
+    if (out && e < 2 * KHZ_CYL_RIM && (out >> (e / KHZ_CYL_RIM) & 1)) continue;
     khz_shape_edge(s, e, v);
     const double *a = vc->l + 3 * v[0], *b = vc->l + 3 * v[1];
     if (!segment_in_bounds(other, a, b) || !khz_shape_clipLocal(other, a, b, t)) continue;
