@@ -552,7 +552,7 @@ static void agreement(const char *name, khzGeomType ta, const double *sa, khzGeo
         hi = mid;
     }
     /* first a little apart (1 um to 0.1 x the depth below): no contact, the
-     * gap test of poly_poly and the full search agreeing */
+     * points search and rims_convex's candidate axes agreeing */
     double gap = 1e-6 + 0.1 * want, y[3] = {(hi + gap) * u[0], (hi + gap) * u[1], (hi + gap) * u[2]};
     cu_pose(m, d, b, y, qb);
     phantom += cu_collidePair(m, d, 0, 1, &p) != 0;
@@ -764,8 +764,12 @@ static void test_exact_least_overlap(void) {
  * (where three of the four pairs of rims lie a height apart), lying across
  * the other's top, tilted on it near its rim, and side by side.
  * Fails with a bound that overstates (tried: the slack's sign turned, or
- * the rims' bound without its r |a x b| term). */
-static void exact_pruned(const char *name, int ga, const double sa[3], int gb, const double sb[3], int *nover) {
+ * the rims' bound without its r |a x b| term).
+ * With flag KHZ_COL_EXACT_SLOPES the same poses check the arc ends' slope
+ * signs taken without slope_at (slope_sign, from the creases' cos and sin)
+ * against slope_at at every end, bit for bit (test_exact_slope_signs). */
+static void exact_pruned(const char *name, int ga, const double sa[3], int gb, const double sb[3], int *nover,
+                         int flag) {
   khzSpec *s = khz_spec_new();
   int ba = cu_body(s, "a"), bb = cu_body(s, "b");
   cu_geom(s, ba, ga, sa[0], sa[1], sa[2]);
@@ -811,31 +815,140 @@ static void exact_pruned(const char *name, int ga, const double sa[3], int gb, c
         const khzColShape *A = side ? &sh1 : &sh0, *B = side ? &sh0 : &sh1;
         double np_[3], na[3];
         double fp = khz_col_leastOverlap(A, B, exact, np_);
-        double fa = khz_col_leastOverlap(A, B, exact | KHZ_COL_SCORE_ALL, na);
+        double fa = khz_col_leastOverlap(A, B, exact | flag, na);
         ncall++;
         *nover += fa > 0;
         if (memcmp(&fp, &fa, sizeof fp) || memcmp(np_, na, sizeof na)) {
           if (bad++ < 3)
-            printf("%s pose %d (mode %d, order %d, exact %d): pruned %.17g (%g %g %g), all %.17g (%g %g %g)\n",
-                   name, k, mode, side, exact, fp, np_[0], np_[1], np_[2], fa, na[0], na[1], na[2]);
+            printf("%s pose %d (mode %d, order %d, exact %d): as run %.17g (%g %g %g), flag %d %.17g (%g %g %g)\n",
+                   name, k, mode, side, exact, fp, np_[0], np_[1], np_[2], flag, fa, na[0], na[1], na[2]);
         }
       }
   }
-  printf("%s pruned: %d of %d least overlaps differ from scoring every candidate\n", name, bad, ncall);
-  ENSURE_MSG(bad == 0, "%s: %d of %d pruned least overlaps differ", name, bad, ncall);
+  printf("%s: %d of %d least overlaps differ from those with flag %d (%s)\n", name, bad, ncall, flag,
+         flag == KHZ_COL_SCORE_ALL ? "every candidate scored" : "slope_at at every arc end");
+  ENSURE_MSG(bad == 0, "%s: %d of %d least overlaps differ with flag %d", name, bad, ncall, flag);
   khz_deleteData(&d);
   khz_deleteModel(&m);
   khz_spec_destroy(&s);
 }
 
-static void test_exact_pruned(void) {
+static void exact_pruned_all(int flag) {
   const double box[3] = {0.12, 0.08, 0.05}, wheel[3] = {0.11, 0.06, 0}, can[3] = {0.08, 0.1, 0};
   int nover = 0;
-  exact_pruned("box-cylinder", KHZ_GEOM_BOX, box, KHZ_GEOM_CYLINDER, can, &nover);
-  exact_pruned("cylinder-box", KHZ_GEOM_CYLINDER, wheel, KHZ_GEOM_BOX, box, &nover);
-  exact_pruned("cylinder-cylinder", KHZ_GEOM_CYLINDER, wheel, KHZ_GEOM_CYLINDER, can, &nover);
-  exact_pruned("can-can", KHZ_GEOM_CYLINDER, can, KHZ_GEOM_CYLINDER, can, &nover);
+  exact_pruned("box-cylinder", KHZ_GEOM_BOX, box, KHZ_GEOM_CYLINDER, can, &nover, flag);
+  exact_pruned("cylinder-box", KHZ_GEOM_CYLINDER, wheel, KHZ_GEOM_BOX, box, &nover, flag);
+  exact_pruned("cylinder-cylinder", KHZ_GEOM_CYLINDER, wheel, KHZ_GEOM_CYLINDER, can, &nover, flag);
+  exact_pruned("can-can", KHZ_GEOM_CYLINDER, can, KHZ_GEOM_CYLINDER, can, &nover, flag);
   ENSURE_MSG(nover > 8000, "only %d overlapping calls", nover);
+}
+
+static void test_exact_pruned(void) { exact_pruned_all(KHZ_COL_SCORE_ALL); }
+
+/* exact_circle decides which arcs hold a minimum by the signs of g's slope
+ * at their ends, taken where certain from the creases' cos and sin without
+ * slope_at (slope_sign); the least overlap must be the one with slope_at at
+ * every end, bit for bit, over exact_pruned's poses. Fails with a wrong
+ * cos or sin of an arc end (tried: the pole splits' turn by sc taken the
+ * other way; the error bound taken as 0 with the kink ends' cos and sin
+ * those of the crease itself). */
+static void test_exact_slope_signs(void) { exact_pruned_all(KHZ_COL_EXACT_SLOPES); }
+
+/* A cylinder's rim that the narrow phase skips (rims_outside: its circle
+ * farther from the other shape's bounds than its radius and a margin) must
+ * have every vertex outside those bounds (as in_bounds widens them) and
+ * every edge missing them (segment_in_bounds' slab test), so that skipping
+ * it changes nothing. Checked here by its own geometry: the 16 samples
+ * turned into the other's frame, each chord clipped against the widened
+ * box, over random poses of a can and a wheel near a box and near another
+ * cylinder (standing on it, lying across it, tilted, anywhere within 0.4
+ * m). Fails with the rim's radius left out of the test (the circle's
+ * centre alone against the bounds). */
+static int segment_meets_box(const double a[3], const double b[3], const double lo[3], const double hi[3]) {
+  double t0 = 0, t1 = 1;
+  for (int k = 0; k < 3; k++) {
+    double d = b[k] - a[k];
+    if (fabs(d) < 1e-300) {
+      if (a[k] < lo[k] || a[k] > hi[k]) return 0;
+      continue;
+    }
+    double u = (lo[k] - a[k]) / d, v = (hi[k] - a[k]) / d;
+    if (u > v) {
+      double w = u;
+      u = v, v = w;
+    }
+    t0 = fmax(t0, u), t1 = fmin(t1, v);
+    if (t0 > t1) return 0;
+  }
+  return 1;
+}
+
+static void rims_outside_case(const char *name, int ga, const double sa[3], const double sb[3], int *nskip,
+                              int *nkept, int *bad) {
+  khzSpec *s = khz_spec_new();
+  int ba = cu_body(s, "a"), bb = cu_body(s, "b");
+  cu_geom(s, ba, ga, sa[0], sa[1], sa[2]);
+  cu_geom(s, bb, KHZ_GEOM_CYLINDER, sb[0], sb[1], sb[2]);
+  khzModel *m = cu_compile(s);
+  khzData *d = khz_makeData(m, 0);
+  double top = ga == KHZ_GEOM_BOX ? sa[2] : sa[1], scratch[6 * 2 * KHZ_CYL_RIM];
+  for (int k = 0; k < 3000; k++) {
+    double qa[4] = {1, 0, 0, 0}, qb[4], pos[3], az = cu_uniform(0, 2 * M_PI);
+    int mode = k % 3;
+    if (mode == 0) { /* anywhere near */
+      cu_randQuat(qa), cu_randQuat(qb), cu_randDir(pos);
+      double r = cu_uniform(0.02, 0.4);
+      for (int j = 0; j < 3; j++) pos[j] *= r;
+    } else { /* standing on A's top, or tilted up to lying across it */
+      double tilt = mode == 1 ? cu_uniform(0, 0.05) : cu_uniform(0.05, 0.5 * M_PI);
+      cu_axisQuat(qb, cos(az), sin(az), 0, tilt);
+      pos[0] = cu_uniform(-0.1, 0.1), pos[1] = cu_uniform(-0.1, 0.1);
+      pos[2] = top + sb[1] * cos(tilt) + sb[0] * sin(tilt) + cu_uniform(-3e-3, 3e-3);
+    }
+    cu_pair p;
+    khzColShape sh0, sh1;
+    pose_shapes(m, d, ba, qa, bb, pos, qb, &p, &sh0, &sh1);
+    int out = khz_col_rimsOutside(&sh1, &sh0, scratch, 2 * KHZ_CYL_RIM);
+    double tol = 1e-9 * sh0.scale, lo[3], hi[3];
+    for (int j = 0; j < 3; j++) lo[j] = sh0.lo[j] - tol, hi[j] = sh0.hi[j] + tol;
+    for (int rim = 0; rim < 2; rim++) {
+      if (!(out >> rim & 1)) {
+        ++*nkept;
+        continue;
+      }
+      ++*nskip;
+      double l[KHZ_CYL_RIM][3];
+      for (int i = 0; i < KHZ_CYL_RIM; i++) {
+        double v[3] = {sb[0] * khz_rim_cs[i][0], sb[0] * khz_rim_cs[i][1], rim ? sb[1] : -sb[1]}, w[3];
+        khz_shape_toWorld(&sh1, v, w);
+        khz_shape_toLocal(&sh0, w, l[i]);
+      }
+      for (int i = 0; i < KHZ_CYL_RIM; i++) {
+        int inside = 1;
+        for (int j = 0; j < 3; j++) inside &= l[i][j] >= lo[j] && l[i][j] <= hi[j];
+        if (inside || segment_meets_box(l[i], l[(i + 1) % KHZ_CYL_RIM], lo, hi)) {
+          if ((*bad)++ < 3) printf("%s pose %d (mode %d): rim %d skipped, its sample %d or edge meets the bounds\n",
+                                   name, k, mode, rim, i);
+          break;
+        }
+      }
+    }
+  }
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+  khz_spec_destroy(&s);
+}
+
+static void test_rims_outside(void) {
+  const double box[3] = {0.12, 0.08, 0.05}, wheel[3] = {0.11, 0.06, 0}, can[3] = {0.08, 0.1, 0};
+  int nskip = 0, nkept = 0, bad = 0;
+  rims_outside_case("box-can", KHZ_GEOM_BOX, box, can, &nskip, &nkept, &bad);
+  rims_outside_case("box-wheel", KHZ_GEOM_BOX, box, wheel, &nskip, &nkept, &bad);
+  rims_outside_case("can-wheel", KHZ_GEOM_CYLINDER, can, wheel, &nskip, &nkept, &bad);
+  rims_outside_case("wheel-can", KHZ_GEOM_CYLINDER, wheel, can, &nskip, &nkept, &bad);
+  printf("rims outside: %d rims skipped, %d kept, %d skipped rims meet the bounds\n", nskip, nkept, bad);
+  ENSURE_MSG(bad == 0, "%d skipped rims meet the other's bounds", bad);
+  ENSURE_MSG(nskip > 2000 && nkept > 2000, "rims skipped %d, kept %d: the poses do not cover both", nskip, nkept);
 }
 
 /* circle_inradius, the exact least overlap's bound on a box's or a
@@ -1165,6 +1278,8 @@ int main(void) {
   test_libccd();
   test_exact_least_overlap();
   test_exact_pruned();
+  test_exact_slope_signs();
+  test_rims_outside();
   test_circle_inradius();
   test_plane_fast_path();
   test_coherent_apart();

@@ -452,14 +452,22 @@ void khz_col_addPoint(khzColOut *o, const double p[3], double sd, int side, int 
  * known to overlap, as eq. 4 calls it), otherwise (and for other pairs) by
  * the pattern search; the direction into n. With KHZ_COL_SCORE_ALL in
  * exact, no circle or pair of rims is skipped by its lower bound (the
- * answer must be the same bit for bit). For tests. */
-#define KHZ_COL_SCORE_ALL 4 /* exact's flag: solve every circle and pair of rims */
+ * answer must be the same bit for bit); with KHZ_COL_EXACT_SLOPES, every
+ * arc end's slope sign is slope_at's (none from slope_sign: the same bits
+ * again). For tests. */
+#define KHZ_COL_SCORE_ALL 4    /* exact's flag: solve every circle and pair of rims */
+#define KHZ_COL_EXACT_SLOPES 8 /* exact's flag: no arc end's slope sign without slope_at */
 double khz_col_leastOverlap(const khzColShape *a, const khzColShape *b, int exact, double n[3]);
 
 /* A lower bound on h(n) over the unit n normal to w for a box or cylinder
  * (the exact least: exact_normal's circle bound, circle_inradius). For
  * tests. */
 double khz_col_circleInradius(const khzColShape *s, const double w[3]);
+
+/* Which rims of cylinder s (bit 0: at -h, bit 1: at +h) the narrow phase
+ * skips as wholly outside other's bounds (rims_outside); scratch holds 6
+ * maxvert doubles (vcache_init's). For tests. */
+int khz_col_rimsOutside(const khzColShape *s, const khzColShape *other, double *scratch, int maxvert);
 
 /* The general path (poly_poly) of a plane A and a box, cylinder or hull B,
  * for which the table's plane_poly stands in bit for bit. For tests. */

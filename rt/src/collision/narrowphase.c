@@ -93,10 +93,6 @@
 /* relative (pair): core distance below which the closest points give no normal (the
  * cores meet), and an end sphere this close to the closest point is that point */
 #define KHZ_CORES_MEET 1e-9
-/* relative (pair): a gap at least this wide along a candidate axis parts two
- * shapes before their points are sought (well above the round-off of their
- * inside tests) */
-#define KHZ_GAP 1e-9
 /* relative (mesh): closest-point offset below which the triangle's pseudo-normal is the
  * direction */
 #define KHZ_MESH_NO_DIRECTION 1e-12
@@ -343,6 +339,38 @@ static int segment_in_bounds(const khzColShape *s, const double a[3], const doub
 
 static int is_polytope(int shape) { return shape == KHZ_SHAPE_BOX || shape == KHZ_SHAPE_CONVEX; }
 
+/* A cylinder's rims wholly outside the other's bounds (bit 0: the rim at
+ * -h, vertices and edges 0-15; bit 1: +h, 16-31): the rim's circle in the
+ * other's frame, centred between its opposite samples 0 and 8, with its
+ * radius and a margin of 1e-6 of the pair's scale (far above the rounding
+ * of the centre and of the tests), lies farther from the bounds (as
+ * in_bounds and segment_in_bounds widen them) than that radius. Then
+ * in_bounds fails for each of its vertices and segment_in_bounds for each
+ * of its edges (chords of the circle): the same answers without the tests */
+static int rims_outside(const vcache *vc) {
+  const khzColShape *s = vc->s, *other = vc->other;
+  if (s->shape != KHZ_SHAPE_CYLINDER || other->shape == KHZ_SHAPE_PLANE || vc->n != 2 * KHZ_CYL_RIM) return 0;
+  double tol = KHZ_BOUNDS_SLACK * other->scale, r = s->size[0] + 1e-6 * (s->scale + other->scale);
+  int out = 0;
+  for (int rim = 0; rim < 2; rim++) {
+    const double *v0 = vc->l + 3 * (rim * KHZ_CYL_RIM), *v8 = vc->l + 3 * (rim * KHZ_CYL_RIM + KHZ_CYL_RIM / 2);
+    double d2 = 0;
+    for (int k = 0; k < 3; k++) {
+      double c = 0.5 * (v0[k] + v8[k]), lo = other->lo[k] - tol, hi = other->hi[k] + tol;
+      double ex = c < lo ? lo - c : c > hi ? c - hi : 0;
+      d2 += ex * ex;
+    }
+    if (d2 > r * r) out |= 1 << rim;
+  }
+  return out;
+}
+
+int khz_col_rimsOutside(const khzColShape *s, const khzColShape *other, double *scratch, int maxvert) {
+  vcache vc;
+  vcache_init(&vc, s, other, scratch, maxvert);
+  return rims_outside(&vc);
+}
+
 /* Vertices of s inside other. Between two polytopes (box, hull) a vertex on
  * the other's surface, to KHZ_BOUNDS_SLACK of its scale, counts as inside:
  * a face resting on a face of the same width (a stack of equal boxes) puts
@@ -357,9 +385,10 @@ static int is_polytope(int shape) { return shape == KHZ_SHAPE_BOX || shape == KH
 static void vertices_inside(const vcache *vc, int side, khzColOut *o) {
   const khzColShape *other = vc->other;
   double on = is_polytope(vc->s->shape) && is_polytope(other->shape) ? KHZ_BOUNDS_SLACK * other->scale : 0;
+  int out = rims_outside(vc);
   for (int i = 0; i < vc->n; i++) {
     const double *q = vc->l + 3 * i;
-    if (!in_bounds(other, q)) continue;
+    if ((out && (out >> (i / KHZ_CYL_RIM) & 1)) || !in_bounds(other, q)) continue;
     double sd = khz_shape_sdLocal(other, q, NULL);
     if (sd >= -on) khz_col_addPoint(o, vc->w + 3 * i, fmax(sd, 0), side, KHZ_FEATURE(KHZ_FEAT_VERTEX, i));
   }
@@ -372,9 +401,11 @@ KHZ_AVX_CLONES static void edges_crossing(const vcache *vc, int side, khzColOut 
   const khzColShape *s = vc->s, *other = vc->other;
   int ne = vc->n ? khz_shape_nedge(s) : 0, generator = 0;
   double on = is_polytope(s->shape) && is_polytope(other->shape) ? KHZ_BOUNDS_SLACK * other->scale : 0;
+  int out = ne ? rims_outside(vc) : 0;
   for (int e = 0; e < ne; e++) {
     int v[2];
     double t[2], c[3];
+    if (out && e < 2 * KHZ_CYL_RIM && (out >> (e / KHZ_CYL_RIM) & 1)) continue;
     khz_shape_edge(s, e, v);
     const double *a = vc->l + 3 * v[0], *b = vc->l + 3 * v[1];
     if (!segment_in_bounds(other, a, b) || !khz_shape_clipLocal(other, a, b, t)) continue;
@@ -587,7 +618,8 @@ typedef struct {
   double second, n2[3]; /* the best candidate away from n (another start for refine_normal) */
   int have2;
   int until_apart; /* refine_normal stops at the first n along which the shapes are apart */
-  int score_all;   /* exact_normal solves every circle and pair of rims (no pruning; tests) */
+  int flags;       /* KHZ_COL_SCORE_ALL: exact_normal solves every circle and pair of rims (no
+                    * pruning); KHZ_COL_EXACT_SLOPES: slope_at at every arc end (tests) */
 } nsearch;
 
 /* the overlap of the two shapes' projections on n, h_B(n) + h_A(-n): the
@@ -760,6 +792,7 @@ typedef struct {
   const nsearch *ns;
   double f, n[3]; /* the least overlap so far and its direction */
   int prune;      /* skip the circles and rims whose lower bound is above f (0: tests) */
+  int sure;       /* take the arc ends' slope signs from slope_sign where certain (0: tests) */
 } exact_best;
 
 /* g(n) = h_B(n) + h_A(-n) = n.(pos_B - pos_A) + n_B.l_B - n_A.l_A with n_X
@@ -775,7 +808,7 @@ static double overlap_local(const khzColShape *a, const khzColShape *b, const do
   return khzu_dot3(n, d) + khzu_dot3(nb, lb) + khzu_dot3(na, la);
 }
 
-static void exact_try(exact_best *e, const double cand[3]) {
+KHZ_AVX_CLONES static void exact_try(exact_best *e, const double cand[3]) {
   double n[3];
   khzu_copy3(n, cand);
   if (khzu_normalize3(n) < KHZ_NO_DIRECTION) return;
@@ -820,6 +853,82 @@ KHZ_AVX_CLONES static double slope_at(const exact_best *e, const exact_gc *gc, d
   khz_shape_supportLocal(e->ns->a, na, la);
   khz_shape_supportLocal(e->ns->b, nb, lb);
   return c * gc->qd - s * gc->pd + khzu_dot3(tb, lb) - khzu_dot3(ta, la);
+}
+
+/* The sign of slope_at(x) without sin and cos of x: exact_circle knows
+ * cos x and sin x to within about 1e-14 from its creases' directions, and
+ * the same sum with the same supports gives slope_at's sign as long as no
+ * support can change side within that error and the value lies beyond the
+ * sum's error bound. The supports: a box's side of each axis (|n.e_k| above
+ * KHZ_SLOPE_SIDE), a cylinder's cap (|n.z|, the same) and its rim point
+ * (the radial part |n across z| above KHZ_SLOPE_RHO); an axis whose crease
+ * holds the circle (|p.e_k| + |q.e_k| below KHZ_SLOPE_OPEN: there n.e_k is
+ * rounding) is left out of the sum, with its term's largest size, 2 (|p.e_k|
+ * + |q.e_k|) a_k, added to the bound. The bound: n and t move by <= 2e-14,
+ * the slope by that times |pos.p| + |pos.q|, the support points' sizes and
+ * a rim point's turn, r |dn| / |n across z| <= 2e-14 r / KHZ_SLOPE_RHO;
+ * KHZ_SLOPE_SURE x that scale leaves a factor 50 over it and the sums'
+ * rounding. Once per circle (slope_bound_make); 0 when not certain (the
+ * caller takes slope_at). */
+#define KHZ_SLOPE_SURE 1e-12 /* x the slope's scale: a value this far from 0 has a certain sign */
+#define KHZ_SLOPE_SIDE 1e-12 /* |n.axis| above which a support's side is certain */
+#define KHZ_SLOPE_RHO 1e-3   /* |n across z| above which a rim point is certain */
+#define KHZ_SLOPE_OPEN 1e-9  /* |p.axis| + |q.axis| below which the circle lies in the axis's crease */
+typedef struct {
+  double tol; /* the bound on the sum's error */
+  int open[2]; /* A's, B's axes (bit k: axis k; a cylinder's z is bit 2) whose crease holds the circle */
+} slope_bound;
+
+static void slope_bound_make(slope_bound *sb, const exact_best *e, const exact_gc *gc) {
+  const khzColShape *sh[2] = {e->ns->a, e->ns->b};
+  const double *pl[2] = {gc->pa, gc->pb}, *ql[2] = {gc->qa, gc->qb};
+  double scale = fabs(gc->pd) + fabs(gc->qd), open = 0;
+  for (int i = 0; i < 2; i++) {
+    const double *sz = sh[i]->size;
+    int box = sh[i]->shape == KHZ_SHAPE_BOX;
+    sb->open[i] = 0;
+    for (int k = box ? 0 : 2; k < 3; k++) {
+      double across = fabs(pl[i][k]) + fabs(ql[i][k]), half = box ? sz[k] : sz[1];
+      if (across < KHZ_SLOPE_OPEN) sb->open[i] |= 1 << k, open += 2 * across * half;
+    }
+    scale += box ? sz[0] + sz[1] + sz[2] : sz[0] * (2 + 4 / KHZ_SLOPE_RHO) + sz[1];
+  }
+  sb->tol = KHZ_SLOPE_SURE * scale + open;
+}
+
+/* the local support point l of a box or cylinder along d when its sides
+ * are certain (above), 0 if not; an open axis's coordinate 0 */
+static inline __attribute__((always_inline)) int support_side(const khzColShape *s, int open, const double d[3],
+                                                              double l[3]) {
+  const double *sz = s->size;
+  if (s->shape == KHZ_SHAPE_BOX) {
+    for (int k = 0; k < 3; k++)
+      if (open >> k & 1) l[k] = 0;
+      else if (fabs(d[k]) > KHZ_SLOPE_SIDE) l[k] = d[k] >= 0 ? sz[k] : -sz[k];
+      else return 0;
+    return 1;
+  }
+  double rho2 = d[0] * d[0] + d[1] * d[1];
+  if (!(rho2 > KHZ_SLOPE_RHO * KHZ_SLOPE_RHO)) return 0;
+  double rr = sz[0] / sqrt(rho2);
+  l[0] = rr * d[0], l[1] = rr * d[1];
+  if (open) l[2] = 0;
+  else if (fabs(d[2]) > KHZ_SLOPE_SIDE) l[2] = d[2] >= 0 ? sz[1] : -sz[1];
+  else return 0;
+  return 1;
+}
+
+/* slope_at's sign at the point with cos c and sin s (1, -1), 0 if not certain */
+static inline __attribute__((always_inline)) int slope_sign(const exact_best *e, const exact_gc *gc,
+                                                            const slope_bound *sb, double c, double s) {
+  double na[3], nb[3], la[3], lb[3], ta[3], tb[3];
+  for (int j = 0; j < 3; j++) {
+    na[j] = -(c * gc->pa[j] + s * gc->qa[j]), nb[j] = c * gc->pb[j] + s * gc->qb[j];
+    ta[j] = c * gc->qa[j] - s * gc->pa[j], tb[j] = c * gc->qb[j] - s * gc->pb[j];
+  }
+  if (!support_side(e->ns->a, sb->open[0], na, la) || !support_side(e->ns->b, sb->open[1], nb, lb)) return 0;
+  double g = c * gc->qd - s * gc->pd + khzu_dot3(tb, lb) - khzu_dot3(ta, la);
+  return g > sb->tol ? 1 : g < -sb->tol ? -1 : 0;
 }
 
 /* a local minimum of g on the circle between x0 and x1, where its slope
@@ -873,15 +982,15 @@ static double circle_inradius(const khzColShape *s, const double w[3]) {
     axis_z(s, z);
     double wz[3];
     khzu_cross(wz, w, z); /* |w x z|, not sqrt(1 - (w.z)^2): no cancellation near the axis */
-    return fmin(sz[0], sz[1] * khzu_norm3(wz) + sz[0] * fabs(khzu_dot3(w, z)));
+    return khzu_fmin(sz[0], sz[1] * khzu_norm3(wz) + sz[0] * fabs(khzu_dot3(w, z)));
   }
   double l[3], least = DBL_MAX;
   for (int k = 0; k < 3; k++) l[k] = s->rot[k] * w[0] + s->rot[3 + k] * w[1] + s->rot[6 + k] * w[2];
   for (int k = 0; k < 3; k++) {
     int i = (k + 1) % 3, j = (k + 2) % 3;
     double across = l[i] * l[i] + l[j] * l[j];
-    if (across < KHZ_AXIS_SAME) return fmin(sz[i], sz[j]);
-    least = fmin(least, (sz[i] * fabs(l[j]) + sz[j] * fabs(l[i])) / sqrt(across));
+    if (across < KHZ_AXIS_SAME) return khzu_fmin(sz[i], sz[j]);
+    least = khzu_fmin(least, (sz[i] * fabs(l[j]) + sz[j] * fabs(l[i])) / sqrt(across));
   }
   return least;
 }
@@ -908,7 +1017,9 @@ static int circle_above(const exact_best *e, const double w[3]) {
 KHZ_AVX_CLONES static void exact_circle(exact_best *e, const double w[3], const double (*ax)[3], int nax,
                          const double (*cyl)[3], int ncyl) {
   double p[3], q[3], brk[6 * 8], lo_x[6 * 8], lo_s[6 * 8], hi_x[6 * 8], hi_s[6 * 8];
-  int kink[6 * 8], nb = 0;
+  double bc[6 * 8], bs[6 * 8]; /* cos, sin of each break, by its place before the sort */
+  int kink[6 * 8], lo_g[6 * 8], hi_g[6 * 8], nb = 0; /* kink: 2 (place before the sort) + (a kink);
+                                                      * _g: slope_sign's signs (0: slope_at's _s) */
   if (e->prune && circle_above(e, w)) return;
   khzu_orthogonal(p, w);
   khzu_cross(q, w, p);
@@ -917,12 +1028,15 @@ KHZ_AVX_CLONES static void exact_circle(exact_best *e, const double w[3], const 
    * pole; they split the arc where g may have two minima) */
   for (int j = 0; j < nax + ncyl; j++) {
     const double *x = j < nax ? ax[j] : cyl[j - nax];
-    double cp = khzu_dot3(p, x), cq = khzu_dot3(q, x);
-    if (hypot(cp, cq) < KHZ_CREASE_SIN) continue; /* this circle's own axis */
+    double cp = khzu_dot3(p, x), cq = khzu_dot3(q, x), len = hypot(cp, cq);
+    if (len < KHZ_CREASE_SIN) continue; /* this circle's own axis */
     double phi = j < nax ? atan2(-cp, cq) : atan2(cq, cp);
-    if (phi < 0) phi += M_PI;
-    if (phi >= M_PI) phi -= M_PI;
-    kink[nb] = kink[nb + 1] = j < nax;
+    /* phi's cos and sin: the direction (cq, -cp) or (cp, cq), turned by pi with phi */
+    double c = (j < nax ? cq : cp) / len, sn = (j < nax ? -cp : cq) / len;
+    if (phi < 0) phi += M_PI, c = -c, sn = -sn;
+    if (phi >= M_PI) phi -= M_PI, c = -c, sn = -sn;
+    kink[nb] = 2 * nb + (j < nax), kink[nb + 1] = 2 * nb + 2 + (j < nax);
+    bc[nb] = c, bs[nb] = sn, bc[nb + 1] = -c, bs[nb + 1] = -sn;
     brk[nb++] = phi, brk[nb++] = phi + M_PI;
     if (j < nax) continue;
     /* the circle passes the pole at the angle c = |w.z| (small c: g's
@@ -930,13 +1044,15 @@ KHZ_AVX_CLONES static void exact_circle(exact_best *e, const double w[3], const 
      * point turns from a slope -r to +r within about c of it, where the
      * minimum next to the pole lies, and the rest of g bends only over angles
      * of order 1): splits at sqrt(c) on either side part the two */
-    double sc = fmin(sqrt(fabs(khzu_dot3(w, x))), 0.25 * M_PI);
+    double sc = fmin(sqrt(fabs(khzu_dot3(w, x))), 0.25 * M_PI), csc = cos(sc), ssc = sin(sc);
     for (int side = 0; side < 4; side++) {
       double v = (side < 2 ? phi : phi + M_PI) + (side & 1 ? sc : -sc);
-      kink[nb] = 0, brk[nb++] = v < 0 ? v + 2 * M_PI : v >= 2 * M_PI ? v - 2 * M_PI : v;
+      double c0 = side < 2 ? c : -c, s0 = side < 2 ? sn : -sn, s1 = side & 1 ? ssc : -ssc;
+      bc[nb] = c0 * csc - s0 * s1, bs[nb] = s0 * csc + c0 * s1;
+      kink[nb] = 2 * nb, brk[nb++] = v < 0 ? v + 2 * M_PI : v >= 2 * M_PI ? v - 2 * M_PI : v;
     }
   }
-  if (!nb) kink[nb] = 0, brk[nb++] = 0;
+  if (!nb) kink[nb] = 0, bc[nb] = 1, bs[nb] = 0, brk[nb++] = 0;
   exact_gc gc;
   gc_make(&gc, e, p, q);
   for (int i = 1; i < nb; i++) /* insertion sort */
@@ -946,25 +1062,39 @@ KHZ_AVX_CLONES static void exact_circle(exact_best *e, const double w[3], const 
       brk[k] = brk[k - 1], kink[k] = kink[k - 1];
       brk[k - 1] = tb, kink[k - 1] = tk;
     }
+  slope_bound sb;
+  if (e->sure) slope_bound_make(&sb, e, &gc);
   /* g's slope at both ends of each arc: at a smooth end the slope there
    * (shared with the next arc), at a kink just inside; a change of sign from
-   * - to + brackets a minimum */
+   * - to + brackets a minimum. The sign alone decides that: slope_sign's
+   * where it is certain (the cos and sin of a point inside a kink by eps
+   * from brk's, to first order: the error eps^2 / 2 <= 2e-17), slope_at's
+   * otherwise; slope_at's values only for the arcs solved */
   for (int i = 0; i < nb; i++) {
-    int k = i ? i - 1 : nb - 1;
-    if (kink[i]) {
+    int k = i ? i - 1 : nb - 1, at = kink[i] >> 1;
+    double c = bc[at], sn = bs[at];
+    if (kink[i] & 1) {
       double before = i ? brk[i] - brk[k] : brk[0] + 2 * M_PI - brk[k];
       double after = (i + 1 < nb ? brk[i + 1] : brk[0] + 2 * M_PI) - brk[i];
-      lo_x[i] = brk[i] + KHZ_EXACT_INSIDE * after, hi_x[k] = brk[i] - KHZ_EXACT_INSIDE * before;
-      lo_s[i] = slope_at(e, &gc, lo_x[i]);
-      hi_s[k] = slope_at(e, &gc, hi_x[k]);
+      double in_lo = KHZ_EXACT_INSIDE * after, in_hi = KHZ_EXACT_INSIDE * before;
+      lo_x[i] = brk[i] + in_lo, hi_x[k] = brk[i] - in_hi;
+      lo_g[i] = e->sure ? slope_sign(e, &gc, &sb, c - sn * in_lo, sn + c * in_lo) : 0;
+      hi_g[k] = e->sure ? slope_sign(e, &gc, &sb, c + sn * in_hi, sn - c * in_hi) : 0;
+      if (!lo_g[i]) lo_s[i] = slope_at(e, &gc, lo_x[i]);
+      if (!hi_g[k]) hi_s[k] = slope_at(e, &gc, hi_x[k]);
     } else {
       lo_x[i] = hi_x[k] = brk[i];
-      lo_s[i] = hi_s[k] = slope_at(e, &gc, brk[i]);
+      lo_g[i] = hi_g[k] = e->sure ? slope_sign(e, &gc, &sb, c, sn) : 0;
+      if (!lo_g[i]) lo_s[i] = hi_s[k] = slope_at(e, &gc, brk[i]);
     }
   }
   for (int i = 0; i < nb; i++) {
     double hi = hi_x[i] < lo_x[i] ? hi_x[i] + 2 * M_PI : hi_x[i];
-    if (lo_s[i] < 0 && hi_s[i] > 0 && hi - lo_x[i] > KHZ_EXACT_TOL) exact_root(e, &gc, lo_x[i], lo_s[i], hi, hi_s[i]);
+    int lo_neg = lo_g[i] ? lo_g[i] < 0 : lo_s[i] < 0, hi_pos = hi_g[i] ? hi_g[i] > 0 : hi_s[i] > 0;
+    if (!(lo_neg && hi_pos && hi - lo_x[i] > KHZ_EXACT_TOL)) continue;
+    if (lo_g[i]) lo_s[i] = slope_at(e, &gc, lo_x[i]);
+    if (hi_g[i]) hi_s[i] = slope_at(e, &gc, hi_x[i]);
+    exact_root(e, &gc, lo_x[i], lo_s[i], hi, hi_s[i]);
   }
 }
 
@@ -1204,7 +1334,7 @@ static void exact_cyl_cyl(nsearch *ns, exact_best *e) {
 KHZ_AVX_CLONES static int exact_normal(nsearch *ns) {
   const khzColShape *a = ns->a, *b = ns->b;
   if (a->shape == KHZ_SHAPE_CYLINDER && b->shape == KHZ_SHAPE_CYLINDER) {
-    exact_best e = {ns, DBL_MAX, {0, 0, 1}, !ns->score_all};
+    exact_best e = {ns, DBL_MAX, {0, 0, 1}, !(ns->flags & KHZ_COL_SCORE_ALL), !(ns->flags & KHZ_COL_EXACT_SLOPES)};
     exact_try(&e, ns->n);
     if (ns->have2) exact_try(&e, ns->n2);
     exact_cyl_cyl(ns, &e);
@@ -1214,7 +1344,7 @@ KHZ_AVX_CLONES static int exact_normal(nsearch *ns) {
   }
   const khzColShape *box = a->shape == KHZ_SHAPE_BOX ? a : b, *cyl = box == a ? b : a;
   if (box->shape != KHZ_SHAPE_BOX || cyl->shape != KHZ_SHAPE_CYLINDER) return 0;
-  exact_best e = {ns, DBL_MAX, {0, 0, 1}, !ns->score_all};
+  exact_best e = {ns, DBL_MAX, {0, 0, 1}, !(ns->flags & KHZ_COL_SCORE_ALL), !(ns->flags & KHZ_COL_EXACT_SLOPES)};
   double ax[4][3], z[1][3];
   crease_axes(box, ax, 0);
   axis_z(cyl, z[0]);
@@ -1369,16 +1499,12 @@ static void rim_candidates(nsearch *ns) {
   consider_common_perpendicular(ns);
 }
 
-static int rims_convex(const khzColShape *a, const khzColShape *b, khzColOut *o,
-                       const nsearch *scored) {
+static int rims_convex(const khzColShape *a, const khzColShape *b, khzColOut *o) {
   double scale = a->scale + b->scale;
   nsearch ns = {a, b, o, 0, {0, 0, 1}, KHZ_EQ4_TIE * scale, 0, 1, 0, {0, 0, 1}, 0, 0, 0};
   o->npt = 0; /* no points: consider() scores the overlap alone */
   if (a->shape != KHZ_SHAPE_CYLINDER && b->shape != KHZ_SHAPE_CYLINDER) return 0;
-  if (scored)
-    ns = *scored;
-  else
-    rim_candidates(&ns);
+  rim_candidates(&ns);
   /* a separating axis among the candidates: apart (refining only lowers the
    * overlap; most pairs the broad phase passes here end at this line) */
   if (ns.have && !(ns.best > 0)) khzu_copy3(o->apart, ns.n);
@@ -1397,13 +1523,14 @@ static int rims_convex(const khzColShape *a, const khzColShape *b, khzColOut *o,
 /* the least overlap of a bounded convex pair from rim_candidates' best
  * axes, by the exact form where there is one (exact & 3 != 0; 2: for shapes
  * known to overlap, as eq. 4's pairs; | KHZ_COL_SCORE_ALL: without the
- * lower-bound pruning) or by the pattern search (tests compare them) */
+ * lower-bound pruning; | KHZ_COL_EXACT_SLOPES: slope_at at every arc end)
+ * or by the pattern search (tests compare them) */
 double khz_col_leastOverlap(const khzColShape *a, const khzColShape *b, int exact, double n[3]) {
   double scale = a->scale + b->scale;
   khzColOut o = {0};
   nsearch ns = {a, b, &o, 0, {0, 0, 1}, KHZ_EQ4_TIE * scale, 0, 1, 0, {0, 0, 1}, 0, 0, 0};
   rim_candidates(&ns);
-  ns.score_all = (exact & KHZ_COL_SCORE_ALL) != 0;
+  ns.flags = exact & (KHZ_COL_SCORE_ALL | KHZ_COL_EXACT_SLOPES);
   exact &= 3;
   ns.until_apart = exact != 2;
   if (!exact || !exact_normal(&ns)) {
@@ -1489,22 +1616,6 @@ static int poly_poly(const khzColShape *a, const khzColShape *b, khzColOut *o) {
   int ea[KHZ_MAXCROSS], eb[KHZ_MAXCROSS], nea = 0, neb = 0;
   double n[3];
   vcache va, vb;
-  /* a pair with a cylinder that one of rim_candidates' axes parts by a gap:
-   * no vertex of either lies inside the other and no edge crosses (the
-   * search below would find nothing and rims_convex would stop at the same
-   * axis), so the answer is the same, apart, without the 32 rim samples and
-   * 48 edges of each cylinder */
-  double scale = a->scale + b->scale;
-  nsearch ns = {a, b, o, 0, {0, 0, 1}, KHZ_EQ4_TIE * scale, 0, 1, 0, {0, 0, 1}, 0, 0, 0};
-  int scored = a->shape != KHZ_SHAPE_PLANE &&
-               (a->shape == KHZ_SHAPE_CYLINDER || b->shape == KHZ_SHAPE_CYLINDER);
-  if (scored) {
-    rim_candidates(&ns);
-    if (ns.have && ns.best <= -KHZ_GAP * scale) {
-      khzu_copy3(o->apart, ns.n);
-      return 0;
-    }
-  }
   vcache_init(&va, a, b, vbuf(o, 0), o->maxvert);
   vcache_init(&vb, b, a, vbuf(o, 1), o->maxvert);
 
@@ -1513,7 +1624,12 @@ static int poly_poly(const khzColShape *a, const khzColShape *b, khzColOut *o) {
   vertices_inside(&vb, 1, o);
   edges_crossing(&va, 0, o, ea, &nea);
   edges_crossing(&vb, 1, o, eb, &neb);
-  if (!o->npt) return a->shape == KHZ_SHAPE_PLANE ? rims_plane(a, b, o) : rims_convex(a, b, o, scored ? &ns : NULL);
+  /* no point: a cylinder's side sunk between its samples, or apart
+   * (rims_convex's candidate axes part most such pairs at once). The pairs
+   * that reach here are mostly in contact: the coherent pass parts most
+   * apart pairs by their kept directions, so the points come first and the
+   * candidate axes only for pairs without points */
+  if (!o->npt) return a->shape == KHZ_SHAPE_PLANE ? rims_plane(a, b, o) : rims_convex(a, b, o);
 
   /* normal: the plane's, or eq. 4 */
   if (a->shape == KHZ_SHAPE_PLANE) {
