@@ -219,9 +219,31 @@ __attribute__((target("avx"))) static inline void chol_axpy_avx(double *up, cons
 __attribute__((target("avx"))) static int chol_factor_right_avx(double *A, int n) {
   double d[CHOL_RIGHT_MAX];
   int negzero = 0;
-  for (int j = 0; j < n; j++) {
-    d[j] = A[j * n + j];
-    for (int i = j + 1; i < n; i++) A[j * n + i] = A[i * n + j], negzero |= A[i * n + j] == 0 && signbit(A[i * n + j]);
+  for (int j = 0; j < n; j++) d[j] = A[j * n + j];
+  /* the lower triangle copied to the upper: the 4 x 4 blocks wholly below
+   * the diagonal transposed in registers, the rest entry by entry */
+  const __m256d zero = _mm256_setzero_pd();
+  for (int i0 = 0; i0 < n; i0 += 4) {
+    int full = i0 + 4 <= n;
+    for (int j0 = 0; full && j0 + 4 <= i0; j0 += 4) {
+      __m256d r0 = _mm256_loadu_pd(A + i0 * n + j0), r1 = _mm256_loadu_pd(A + (i0 + 1) * n + j0);
+      __m256d r2 = _mm256_loadu_pd(A + (i0 + 2) * n + j0), r3 = _mm256_loadu_pd(A + (i0 + 3) * n + j0);
+      /* a -0: a lane equal to 0 with its sign bit set */
+      int z = _mm256_movemask_pd(_mm256_cmp_pd(r0, zero, _CMP_EQ_OQ)) & _mm256_movemask_pd(r0);
+      z |= _mm256_movemask_pd(_mm256_cmp_pd(r1, zero, _CMP_EQ_OQ)) & _mm256_movemask_pd(r1);
+      z |= _mm256_movemask_pd(_mm256_cmp_pd(r2, zero, _CMP_EQ_OQ)) & _mm256_movemask_pd(r2);
+      z |= _mm256_movemask_pd(_mm256_cmp_pd(r3, zero, _CMP_EQ_OQ)) & _mm256_movemask_pd(r3);
+      negzero |= z != 0;
+      __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+      __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+      _mm256_storeu_pd(A + j0 * n + i0, _mm256_permute2f128_pd(t0, t2, 0x20));
+      _mm256_storeu_pd(A + (j0 + 1) * n + i0, _mm256_permute2f128_pd(t1, t3, 0x20));
+      _mm256_storeu_pd(A + (j0 + 2) * n + i0, _mm256_permute2f128_pd(t0, t2, 0x31));
+      _mm256_storeu_pd(A + (j0 + 3) * n + i0, _mm256_permute2f128_pd(t1, t3, 0x31));
+    }
+    for (int i = i0; i < i0 + 4 && i < n; i++)
+      for (int j = full ? i0 : 0; j < i; j++)
+        A[j * n + i] = A[i * n + j], negzero |= A[i * n + j] == 0 && signbit(A[i * n + j]);
   }
   for (int j = 0; j < n; j += 4) {
     int nc = n - j < 4 ? n - j : 4;
