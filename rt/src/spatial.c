@@ -157,9 +157,11 @@ static inline __attribute__((always_inline)) int chol_factor(double *A, int n) {
  * only where chol_factor writes it, one column when it is final, so a
  * factor that fails at column j leaves it and the diagonal as chol_factor
  * does; the upper triangle, which chol_factor never reads nor writes, ends
- * holding L^T (none of khzu_cholFactor's callers reads it). n at most
+ * holding L^T (khzu_cholSolve's forward half reads it for n >= 32). n at most
  * CHOL_RIGHT_MAX (d on the stack). */
 #define CHOL_RIGHT_MAX 256
+/* the least n whose forward solve goes by columns (khzu_cholSolve) */
+#define CHOL_SOLVE_COLUMNS 32
 static inline __attribute__((always_inline)) int chol_factor_right(double *A, int n) {
   double d[CHOL_RIGHT_MAX];
   for (int j = 0; j < n; j++) {
@@ -328,12 +330,40 @@ KHZ_AVX_CLONES int khzu_cholFactor(double *A, int n) {
   return chol_factor_right(A, n);
 }
 
-void khzu_cholSolve(const double *L, int n, double *x) {
-  for (int i = 0; i < n; i++) {
-    double t = x[i];
-    for (int k = 0; k < i; k++) t -= L[i * n + k] * x[k];
-    x[i] = t / L[i * n + i];
+#if defined(__x86_64__) && defined(__GNUC__)
+/* khzu_cholSolve's forward half by columns, for a factor that holds L^T in
+ * its upper triangle (chol_factor_right's): once x_k is final, every later
+ * x_i takes its term L_ik x_k (row k of the upper triangle, contiguous,
+ * four lanes), so each x_i still subtracts its terms in k's order from its
+ * start and is then divided: the same bits */
+__attribute__((target("avx"))) static void chol_forward_right_avx(const double *L, int n, double *x) {
+  for (int k = 0; k < n; k++) {
+    double xk = x[k] / L[k * n + k];
+    x[k] = xk;
+    const double *lk = L + k * n;
+    __m256d x4 = _mm256_set1_pd(xk);
+    int i = k + 1;
+    for (; i + 4 <= n; i += 4)
+      _mm256_storeu_pd(x + i, _mm256_sub_pd(_mm256_loadu_pd(x + i), _mm256_mul_pd(_mm256_loadu_pd(lk + i), x4)));
+    for (; i < n; i++) x[i] -= lk[i] * xk;
   }
+}
+#endif
+
+void khzu_cholSolve(const double *L, int n, double *x) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  /* khzu_cholFactor's right-looking path, where the rows are long enough
+   * for the lanes to pay (the humanoids' blocks; not the one humanoid's
+   * 21 rows) */
+  if (n >= CHOL_SOLVE_COLUMNS && n <= CHOL_RIGHT_MAX && __builtin_cpu_supports("avx"))
+    chol_forward_right_avx(L, n, x);
+  else
+#endif
+    for (int i = 0; i < n; i++) {
+      double t = x[i];
+      for (int k = 0; k < i; k++) t -= L[i * n + k] * x[k];
+      x[i] = t / L[i * n + i];
+    }
   for (int i = n - 1; i >= 0; i--) {
     double t = x[i];
     for (int k = i + 1; k < n; k++) t -= L[k * n + i] * x[k];
