@@ -157,11 +157,9 @@ static inline __attribute__((always_inline)) int chol_factor(double *A, int n) {
  * only where chol_factor writes it, one column when it is final, so a
  * factor that fails at column j leaves it and the diagonal as chol_factor
  * does; the upper triangle, which chol_factor never reads nor writes, ends
- * holding L^T (khzu_cholSolve's forward half reads it for n >= 32). n at most
+ * holding L^T (khzu_cholSolve's forward half reads it). n at most
  * CHOL_RIGHT_MAX (d on the stack). */
 #define CHOL_RIGHT_MAX 256
-/* the least n whose forward solve goes by columns (khzu_cholSolve) */
-#define CHOL_SOLVE_COLUMNS 32
 static inline __attribute__((always_inline)) int chol_factor_right(double *A, int n) {
   double d[CHOL_RIGHT_MAX];
   for (int j = 0; j < n; j++) {
@@ -352,10 +350,8 @@ __attribute__((target("avx"))) static void chol_forward_right_avx(const double *
 
 void khzu_cholSolve(const double *L, int n, double *x) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  /* khzu_cholFactor's right-looking path, where the rows are long enough
-   * for the lanes to pay (the humanoids' blocks; not the one humanoid's
-   * 21 rows) */
-  if (n >= CHOL_SOLVE_COLUMNS && n <= CHOL_RIGHT_MAX && __builtin_cpu_supports("avx"))
+  /* the factors of khzu_cholFactor's right-looking path */
+  if (n > 12 && n <= CHOL_RIGHT_MAX && __builtin_cpu_supports("avx"))
     chol_forward_right_avx(L, n, x);
   else
 #endif

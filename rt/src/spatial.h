@@ -278,7 +278,7 @@ static inline double khzu_dot6(const double a[6], const double b[6]) {
  * sparse matrices, the implicit rows of several trees), the same bits. */
 int khzu_cholFactor(double *A, int n);
 /* solve A x = b in place with the factor from khzu_cholFactor, as it left
- * it: for 32 <= n <= 256 its upper triangle (L^T there) is read too */
+ * it: for 12 < n <= 256 its upper triangle (L^T there) is read too */
 void khzu_cholSolve(const double *L, int n, double *x);
 /* X = A^-1 (n x n, row-major) from the factor: the same numbers as
  * khzu_cholSolve on each column of the identity */
