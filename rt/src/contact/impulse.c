@@ -456,6 +456,15 @@ static int pgs_sweeps(const khzData *d, const int *site, int k, const double *W,
   return pgs_sweeps_body(d, site, k, W, tgt, lam, v, max_sweeps, moved_last);
 }
 
+/* khz_pointVelocityChange for body b's velocity change at w (6) */
+static void point_change(const khzModel *m, const khzData *d, int b, const double x[3], const double *w,
+                         double dv[3]) {
+  const double *o = d->xpos + 3 * m->body_root[b];
+  double r[3] = {x[0] - o[0], x[1] - o[1], x[2] - o[2]};
+  khzu_cross(dv, w, r);
+  for (int j = 0; j < 3; j++) dv[j] += w[3 + j];
+}
+
 /* One cluster of k impacting pairs (contact indices idx) solved together.
  * Unknowns: each site's impulse in its pair's frame, lam = (normal, t1, t2),
  * +lam on body 0 and -lam on body 1 at the site: the pair's centroid, or
@@ -473,15 +482,6 @@ static int pgs_sweeps(const khzData *d, const int *site, int k, const double *W,
  * tree marked in tree_mark with `order` + 1 when met): O(the cluster), not
  * O(nv). order: the clusters applied before this one in the step. Returns the
  * sweeps taken, or -1 when the scratch stack is short (nothing is applied). */
-/* khz_pointVelocityChange for body b's velocity change at w (6) */
-static void point_change(const khzModel *m, const khzData *d, int b, const double x[3], const double *w,
-                         double dv[3]) {
-  const double *o = d->xpos + 3 * m->body_root[b];
-  double r[3] = {x[0] - o[0], x[1] - o[1], x[2] - o[2]};
-  khzu_cross(dv, w, r);
-  for (int j = 0; j < 3; j++) dv[j] += w[3 + j];
-}
-
 static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int npair, const khzLanding *landing,
                          double *dvel, double *dqd, int *tree_mark, int order) {
   size_t mark = khz_stackMark(d);
