@@ -157,7 +157,7 @@ static inline __attribute__((always_inline)) int chol_factor(double *A, int n) {
  * only where chol_factor writes it, one column when it is final, so a
  * factor that fails at column j leaves it and the diagonal as chol_factor
  * does; the upper triangle, which chol_factor never reads nor writes, ends
- * holding L^T (none of khzu_cholFactor's callers reads it). n at most
+ * holding L^T (khzu_cholSolve's forward half reads it). n at most
  * CHOL_RIGHT_MAX (d on the stack). */
 #define CHOL_RIGHT_MAX 256
 static inline __attribute__((always_inline)) int chol_factor_right(double *A, int n) {
@@ -199,17 +199,17 @@ __attribute__((target("avx"))) static inline void chol_axpy_avx(double *up, cons
   if (i < n) up[i] -= l * u[i];
 }
 
-/* the most runs of nonzero rows of a pair of columns chol_factor_right_avx
- * visits apart; a pair with more takes every row */
+/* the most runs of nonzero rows of a panel of columns chol_factor_right_avx
+ * visits apart; a panel with more takes every row */
 #define CHOL_RUNS 8
 
-/* chol_factor_right with its axpys four lanes wide and two columns at a
- * time: once columns j and j + 1 are final (j + 1 after j's terms on its
- * row), each later row takes both terms in one pass, j's before j + 1's
- * on every entry, as chol_factor subtracts them: the same bits.
+/* chol_factor_right with its axpys four lanes wide and four columns at a
+ * time: columns j .. j + 3 are made final in turn (each row takes the
+ * earlier ones' terms first), then each later row takes the four terms in
+ * one pass, j's first, as chol_factor subtracts them: the same bits.
  * Block-sparse matrices (the implicit rows of several trees: rows of
  * different trees couple only through the rows that join them) keep
- * their zeros below the first nonzero of a row (the envelope), so a pair
+ * their zeros below the first nonzero of a row (the envelope), so a panel
  * of columns updates only the rows and entries where one of them is
  * nonzero, in up to CHOL_RUNS runs of consecutive rows: a term skipped is
  * l * (+0) or (+0) * u subtracted from a running sum, which leaves a
@@ -219,55 +219,95 @@ __attribute__((target("avx"))) static inline void chol_axpy_avx(double *up, cons
 __attribute__((target("avx"))) static int chol_factor_right_avx(double *A, int n) {
   double d[CHOL_RIGHT_MAX];
   int negzero = 0;
-  for (int j = 0; j < n; j++) {
-    d[j] = A[j * n + j];
-    for (int i = j + 1; i < n; i++) A[j * n + i] = A[i * n + j], negzero |= A[i * n + j] == 0 && signbit(A[i * n + j]);
+  for (int j = 0; j < n; j++) d[j] = A[j * n + j];
+  /* the lower triangle copied to the upper: the 4 x 4 blocks wholly below
+   * the diagonal transposed in registers, the rest entry by entry */
+  const __m256d zero = _mm256_setzero_pd();
+  for (int i0 = 0; i0 < n; i0 += 4) {
+    int full = i0 + 4 <= n;
+    for (int j0 = 0; full && j0 + 4 <= i0; j0 += 4) {
+      __m256d r0 = _mm256_loadu_pd(A + i0 * n + j0), r1 = _mm256_loadu_pd(A + (i0 + 1) * n + j0);
+      __m256d r2 = _mm256_loadu_pd(A + (i0 + 2) * n + j0), r3 = _mm256_loadu_pd(A + (i0 + 3) * n + j0);
+      /* a -0: a lane equal to 0 with its sign bit set */
+      int z = _mm256_movemask_pd(_mm256_cmp_pd(r0, zero, _CMP_EQ_OQ)) & _mm256_movemask_pd(r0);
+      z |= _mm256_movemask_pd(_mm256_cmp_pd(r1, zero, _CMP_EQ_OQ)) & _mm256_movemask_pd(r1);
+      z |= _mm256_movemask_pd(_mm256_cmp_pd(r2, zero, _CMP_EQ_OQ)) & _mm256_movemask_pd(r2);
+      z |= _mm256_movemask_pd(_mm256_cmp_pd(r3, zero, _CMP_EQ_OQ)) & _mm256_movemask_pd(r3);
+      negzero |= z != 0;
+      __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+      __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+      _mm256_storeu_pd(A + j0 * n + i0, _mm256_permute2f128_pd(t0, t2, 0x20));
+      _mm256_storeu_pd(A + (j0 + 1) * n + i0, _mm256_permute2f128_pd(t1, t3, 0x20));
+      _mm256_storeu_pd(A + (j0 + 2) * n + i0, _mm256_permute2f128_pd(t0, t2, 0x31));
+      _mm256_storeu_pd(A + (j0 + 3) * n + i0, _mm256_permute2f128_pd(t1, t3, 0x31));
+    }
+    for (int i = i0; i < i0 + 4 && i < n; i++)
+      for (int j = full ? i0 : 0; j < i; j++)
+        A[j * n + i] = A[i * n + j], negzero |= A[i * n + j] == 0 && signbit(A[i * n + j]);
   }
-  for (int j = 0; j < n; j += 2) {
-    double s = d[j];
-    if (!(s > 0)) return -1;
-    double ljj = sqrt(s), *uj = A + j * n;
-    A[j * n + j] = ljj;
-    for (int i = j + 1; i < n; i++) uj[i] = uj[i] / ljj, A[i * n + j] = uj[i];
-    if (j + 1 == n) break;
-    /* column j + 1: its row takes column j's terms, then it is final */
-    double a1 = uj[j + 1], *u1 = A + (j + 1) * n;
-    d[j + 1] -= a1 * a1;
-    chol_axpy_avx(u1, uj, a1, j + 2, n);
-    s = d[j + 1];
-    if (!(s > 0)) return -1;
-    double l11 = sqrt(s);
-    A[(j + 1) * n + j + 1] = l11;
-    for (int i = j + 2; i < n; i++) u1[i] = u1[i] / l11, A[i * n + j + 1] = u1[i];
-    /* the runs [rs, re) of rows below where column j or j + 1 is nonzero
-     * (all rows when the matrix holds a -0 or the runs are too many) */
+  for (int j = 0; j < n; j += 4) {
+    int nc = n - j < 4 ? n - j : 4;
+    double *u[4];
+    /* the panel's columns final in turn: column c's row takes the terms of
+     * columns j .. c - 1 (the earlier panels' it has), then is divided */
+    for (int c = j; c < j + nc; c++) {
+      double *uc = A + c * n;
+      for (int t = j; t < c; t++) {
+        double l = u[t - j][c];
+        d[c] -= l * l;
+        chol_axpy_avx(uc, u[t - j], l, c + 1, n);
+      }
+      double s = d[c];
+      if (!(s > 0)) return -1;
+      double lcc = sqrt(s);
+      A[c * n + c] = lcc;
+      for (int i = c + 1; i < n; i++) uc[i] = uc[i] / lcc, A[i * n + c] = uc[i];
+      u[c - j] = uc;
+    }
+    if (nc < 4) break; /* the last columns */
+    const double *u0 = u[0], *u1 = u[1], *u2 = u[2], *u3 = u[3];
+    /* the runs [rs, re) of rows below where one of the four columns is
+     * nonzero (all rows when the matrix holds a -0 or the runs are too many) */
     int rs[CHOL_RUNS], re[CHOL_RUNS], nr = 0;
-    for (int i = j + 2; i < n && nr <= CHOL_RUNS;) {
-      if (!negzero && uj[i] == 0 && u1[i] == 0) {
+    for (int i = j + 4; i < n && nr <= CHOL_RUNS;) {
+      if (!negzero && u0[i] == 0 && u1[i] == 0 && u2[i] == 0 && u3[i] == 0) {
         i++;
         continue;
       }
       int s0 = i;
-      while (i < n && (negzero || uj[i] != 0 || u1[i] != 0)) i++;
+      while (i < n && (negzero || u0[i] != 0 || u1[i] != 0 || u2[i] != 0 || u3[i] != 0)) i++;
       if (nr < CHOL_RUNS) rs[nr] = s0, re[nr] = i;
       nr++;
     }
-    if (nr > CHOL_RUNS) nr = 1, rs[0] = j + 2, re[0] = n;
+    if (nr > CHOL_RUNS) nr = 1, rs[0] = j + 4, re[0] = n;
     for (int r = 0; r < nr; r++)
       for (int p = rs[r]; p < re[r]; p++) {
-        double a = uj[p], b = u1[p], *up = A + p * n;
+        double a = u0[p], b = u1[p], c = u2[p], e = u3[p], *up = A + p * n;
         d[p] -= a * a;
         d[p] -= b * b;
-        __m256d a4 = _mm256_set1_pd(a), b4 = _mm256_set1_pd(b);
+        d[p] -= c * c;
+        d[p] -= e * e;
+        __m256d a4 = _mm256_set1_pd(a), b4 = _mm256_set1_pd(b), c4 = _mm256_set1_pd(c), e4 = _mm256_set1_pd(e);
         for (int r2 = r; r2 < nr; r2++) {
           int i = r2 == r ? p + 1 : rs[r2], ie = re[r2];
           for (; i + 4 <= ie; i += 4) {
-            __m256d t = _mm256_sub_pd(_mm256_loadu_pd(up + i), _mm256_mul_pd(a4, _mm256_loadu_pd(uj + i)));
-            _mm256_storeu_pd(up + i, _mm256_sub_pd(t, _mm256_mul_pd(b4, _mm256_loadu_pd(u1 + i))));
+            __m256d t = _mm256_sub_pd(_mm256_loadu_pd(up + i), _mm256_mul_pd(a4, _mm256_loadu_pd(u0 + i)));
+            t = _mm256_sub_pd(t, _mm256_mul_pd(b4, _mm256_loadu_pd(u1 + i)));
+            t = _mm256_sub_pd(t, _mm256_mul_pd(c4, _mm256_loadu_pd(u2 + i)));
+            _mm256_storeu_pd(up + i, _mm256_sub_pd(t, _mm256_mul_pd(e4, _mm256_loadu_pd(u3 + i))));
           }
-          for (; i < ie; i++) {
-            double t = up[i] - a * uj[i];
-            up[i] = t - b * u1[i];
+          if (i + 2 <= ie) {
+            __m128d t = _mm_sub_pd(_mm_loadu_pd(up + i), _mm_mul_pd(_mm256_castpd256_pd128(a4), _mm_loadu_pd(u0 + i)));
+            t = _mm_sub_pd(t, _mm_mul_pd(_mm256_castpd256_pd128(b4), _mm_loadu_pd(u1 + i)));
+            t = _mm_sub_pd(t, _mm_mul_pd(_mm256_castpd256_pd128(c4), _mm_loadu_pd(u2 + i)));
+            _mm_storeu_pd(up + i, _mm_sub_pd(t, _mm_mul_pd(_mm256_castpd256_pd128(e4), _mm_loadu_pd(u3 + i))));
+            i += 2;
+          }
+          if (i < ie) {
+            double t = up[i] - a * u0[i];
+            t = t - b * u1[i];
+            t = t - c * u2[i];
+            up[i] = t - e * u3[i];
           }
         }
       }
@@ -288,12 +328,38 @@ KHZ_AVX_CLONES int khzu_cholFactor(double *A, int n) {
   return chol_factor_right(A, n);
 }
 
-void khzu_cholSolve(const double *L, int n, double *x) {
-  for (int i = 0; i < n; i++) {
-    double t = x[i];
-    for (int k = 0; k < i; k++) t -= L[i * n + k] * x[k];
-    x[i] = t / L[i * n + i];
+#if defined(__x86_64__) && defined(__GNUC__)
+/* khzu_cholSolve's forward half by columns, for a factor that holds L^T in
+ * its upper triangle (chol_factor_right's): once x_k is final, every later
+ * x_i takes its term L_ik x_k (row k of the upper triangle, contiguous,
+ * four lanes), so each x_i still subtracts its terms in k's order from its
+ * start and is then divided: the same bits */
+__attribute__((target("avx"))) static void chol_forward_right_avx(const double *L, int n, double *x) {
+  for (int k = 0; k < n; k++) {
+    double xk = x[k] / L[k * n + k];
+    x[k] = xk;
+    const double *lk = L + k * n;
+    __m256d x4 = _mm256_set1_pd(xk);
+    int i = k + 1;
+    for (; i + 4 <= n; i += 4)
+      _mm256_storeu_pd(x + i, _mm256_sub_pd(_mm256_loadu_pd(x + i), _mm256_mul_pd(_mm256_loadu_pd(lk + i), x4)));
+    for (; i < n; i++) x[i] -= lk[i] * xk;
   }
+}
+#endif
+
+void khzu_cholSolve(const double *L, int n, double *x) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  /* the factors of khzu_cholFactor's right-looking path */
+  if (n > 12 && n <= CHOL_RIGHT_MAX && __builtin_cpu_supports("avx"))
+    chol_forward_right_avx(L, n, x);
+  else
+#endif
+    for (int i = 0; i < n; i++) {
+      double t = x[i];
+      for (int k = 0; k < i; k++) t -= L[i * n + k] * x[k];
+      x[i] = t / L[i * n + i];
+    }
   for (int i = n - 1; i >= 0; i--) {
     double t = x[i];
     for (int k = i + 1; k < n; k++) t -= L[k * n + i] * x[k];

@@ -274,10 +274,12 @@ static inline double khzu_dot6(const double a[6], const double b[6]) {
 /* Cholesky factorisation in place of an n x n SPD matrix (lower triangle);
  * returns 0 or -1 when not positive definite. Above n = 12 the strict upper
  * triangle is scratch and ends holding L^T (or partial sums on failure);
- * there the AVX path skips the rows where a pair of columns is +0 (block-
- * sparse matrices, the implicit rows of several trees), the same bits. */
+ * there the AVX path skips the rows where a panel of four columns is +0
+ * (block-sparse matrices, the implicit rows of several trees), the same
+ * bits. */
 int khzu_cholFactor(double *A, int n);
-/* solve A x = b in place with the factor from khzu_cholFactor */
+/* solve A x = b in place with the factor from khzu_cholFactor, as it left
+ * it: for 12 < n <= 256 its upper triangle (L^T there) is read too */
 void khzu_cholSolve(const double *L, int n, double *x);
 /* X = A^-1 (n x n, row-major) from the factor: the same numbers as
  * khzu_cholSolve on each column of the identity */

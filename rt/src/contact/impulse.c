@@ -456,6 +456,15 @@ static int pgs_sweeps(const khzData *d, const int *site, int k, const double *W,
   return pgs_sweeps_body(d, site, k, W, tgt, lam, v, max_sweeps, moved_last);
 }
 
+/* khz_pointVelocityChange for body b's velocity change at w (6) */
+static void point_change(const khzModel *m, const khzData *d, int b, const double x[3], const double *w,
+                         double dv[3]) {
+  const double *o = d->xpos + 3 * m->body_root[b];
+  double r[3] = {x[0] - o[0], x[1] - o[1], x[2] - o[2]};
+  khzu_cross(dv, w, r);
+  for (int j = 0; j < 3; j++) dv[j] += w[3 + j];
+}
+
 /* One cluster of k impacting pairs (contact indices idx) solved together.
  * Unknowns: each site's impulse in its pair's frame, lam = (normal, t1, t2),
  * +lam on body 0 and -lam on body 1 at the site: the pair's centroid, or
@@ -495,7 +504,9 @@ static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int npai
   double *ln = khz_stackAlloc(d, (size_t)k * sizeof(double));
   int *act = khz_stackAlloc(d, 2 * (size_t)k * sizeof(int));
   int *trees = khz_stackAlloc(d, 2 * (size_t)k * sizeof(int)); /* the trees moved, at most 2 per pair */
-  if (!(site && x && fr && W && v && lam && tgt && N && ln && act && trees)) {
+  size_t wcols = 6 * KHZ_RESPONSE_COLS * (size_t)m->nbody * sizeof(double); /* W's walks */
+  double *uc = khz_stackAlloc(d, wcols), *dvc = khz_stackAlloc(d, wcols);
+  if (!(site && x && fr && W && v && lam && tgt && N && ln && act && trees && uc && dvc)) {
     khz_stackFree(d, mark);
     return -1;
   }
@@ -529,30 +540,35 @@ static int solve_cluster(const khzModel *m, khzData *d, const int *idx, int npai
   }
 
   /* W, column by column: a unit impulse along direction e of pair j (the
-   * bodies' velocity changes in dvel are all it reads) */
+   * bodies' velocity changes are all it reads). A side's three directions
+   * in one walk (khz_impulseResponseCols: each column bit for bit the walk
+   * of khz_impulseResponse alone); every entry still takes side 0's term,
+   * then side 1's. */
   memset(W, 0, (size_t)n3 * (size_t)n3 * sizeof(double));
   for (int j = 0; j < k; j++) {
     const khzContact *cj = d->contact + site[j];
-    for (int e = 0; e < 3; e++) {
-      for (int s = 0; s < 2; s++) {
-        int b = cj->body[s];
-        if (b <= 0 || khz_bodyStatic(m, b)) continue;
-        double J[3], f[6];
+    for (int s = 0; s < 2; s++) {
+      int b = cj->body[s];
+      if (b <= 0 || khz_bodyStatic(m, b)) continue;
+      double f[18];
+      for (int e = 0; e < 3; e++) {
+        double J[3];
         for (int q = 0; q < 3; q++) J[q] = (s ? -1 : 1) * fr[9 * j + 3 * e + q];
-        khz_spatialImpulse(m, d, b, x + 3 * j, J, f);
-        khz_impulseResponse(m, d, b, f, NULL, dvel);
+        khz_spatialImpulse(m, d, b, x + 3 * j, J, f + 6 * e);
+      }
+      khz_impulseResponseCols(m, d, b, 3, f, NULL, uc, dvc);
+      for (int e = 0; e < 3; e++)
         for (int i = 0; i < k; i++) {
           const khzContact *ci = d->contact + site[i];
           for (int s2 = 0; s2 < 2; s2++) {
             int bi = ci->body[s2];
             if (bi <= 0 || m->body_root[bi] != m->body_root[b]) continue;
             double dv[3];
-            khz_pointVelocityChange(m, d, bi, x + 3 * i, dvel, dv);
+            point_change(m, d, bi, x + 3 * i, dvc + 6 * KHZ_RESPONSE_COLS * (size_t)bi + 6 * e, dv);
             for (int r = 0; r < 3; r++)
               W[(3 * i + r) * n3 + 3 * j + e] += (s2 ? -1 : 1) * khzu_dot3(dv, fr + 9 * i + 3 * r);
           }
         }
-      }
     }
   }
   for (int r = 0; r < n3; r++) /* symmetrise against round-off */
@@ -750,6 +766,7 @@ size_t khz_impulseStackBytes(const khzModel *m) {
   /* the phase marks of khz_contactBegin, then khz_resolveImpacts, then one cluster */
   size_t outer = 5 * nb * sizeof(int) + 3 * (size_t)m->npair_max * sizeof(int) +
                  (2 * nv + 2 + 6 * nb + (size_t)m->npair_max) * sizeof(double);
-  size_t cluster = (n3 * n3 + k * k + 2 * n3 + 14 * k) * sizeof(double) + 6 * k * sizeof(int);
-  return outer + cluster + 25 * 64; /* 64-byte alignment of each of the 22 blocks */
+  size_t cluster = (n3 * n3 + k * k + 2 * n3 + 14 * k + 12 * KHZ_RESPONSE_COLS * nb) * sizeof(double) +
+                   6 * k * sizeof(int);
+  return outer + cluster + 27 * 64; /* 64-byte alignment of each of the 24 blocks */
 }

@@ -3000,17 +3000,21 @@ static inline __attribute__((always_inline)) int delassus_kept_in(const khzModel
       for (int i = 0; i < 3; i++) ga[i] *= sg, ga[3 + i] = sg * r->dir[i];
     }
   }
-  /* u_b = L g_b at the places the rows read on b's trees (+0 elsewhere),
-   * by L's rows (L symmetric: column 6 q + j of block (p, q) is row
-   * 6 q + j of block (q, p)), each place's six entries in three pairs */
+  /* u_b = L g_b at the places the rows a <= b read (W_ab below, a <= b,
+   * reads no other; +0 off b's trees), by L's rows (L symmetric: column
+   * 6 q + j of block (p, q) is row 6 q + j of block (q, p)), each place's
+   * six entries in three pairs. Once a row up to b reads place p, root[p]
+   * holds -2 - its tree (so -1 still marks a place no row reads). */
   for (int b = 0; b < k; b++) {
     double *ub = u + (size_t)b * n;
+    for (int t = 0; t < 2; t++)
+      if (gs[2 * b + t] >= 0 && root[gs[2 * b + t]] >= 0) root[gs[2 * b + t]] = -2 - root[gs[2 * b + t]];
     for (int p = 0; p < nb; p++) {
-      if (root[p] < 0) continue;
+      if (root[p] > -2) continue;
       v2d u0 = {0, 0}, u1 = {0, 0}, u2 = {0, 0};
       for (int t = 0; t < 2; t++) {
         int q = gs[2 * b + t];
-        if (q < 0 || root[q] != root[p]) continue;
+        if (q < 0 || root[q] != root[p]) continue; /* both read by now: both marked */
         const double *gb = g + 12 * b + 6 * t, *Lr = L + (size_t)6 * q * n + 6 * p;
         for (int j = 0; j < 6; j++, Lr += n) {
           v2d gj = dup2(gb[j]);
