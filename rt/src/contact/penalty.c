@@ -1453,9 +1453,10 @@ size_t khz_penaltyTreeRespDoubles(const khzModel *m) {
 
 size_t khz_penaltyLimitsStackBytes(const khzModel *m) {
   size_t n = 6 * (size_t)tree_bodies(m), nc = (size_t)m->npair_max;
-  return (83 * (size_t)m->nbody + 2 * nc + 3 * n * n + KHZ_PENALTY_RATE_SCRATCH((size_t)tree_bodies(m))) *
+  return (83 * (size_t)m->nbody + 2 * nc + 3 * n * n + n * n / 2 +
+          KHZ_PENALTY_RATE_SCRATCH((size_t)tree_bodies(m))) *
              sizeof(double) +
-         (5 * (size_t)m->nbody + 3 * nc + (size_t)tree_bodies(m)) * sizeof(int) + 2 * (size_t)m->nbody + 19 * 64;
+         (5 * (size_t)m->nbody + 3 * nc + (size_t)tree_bodies(m)) * sizeof(int) + 2 * (size_t)m->nbody + 20 * 64;
 }
 
 /* adds pair c's contact springs (gain = kp) or dampers (kv) to K (n x n, n
@@ -1952,34 +1953,42 @@ static inline __attribute__((always_inline)) void response_own(const khzModel *m
     for (int l = k + 1; l < 6; l++) F[6 * k + l] = F[6 * l + k] = 0.5 * (F[6 * k + l] + F[6 * l + k]);
 }
 
-/* A = P_a^T ... P_y^T A for the joints from x's child y down to a on a's
- * path (x a proper ancestor of a or a itself); seq (the tree's depth) is
- * scratch */
-static inline __attribute__((always_inline)) void transfer_down(const khzModel *m, const khzData *d, int x, int a,
-                                                                 int *seq, double *A) {
-  int n = 0;
-  for (int i = a; i != x; i = m->body_parent[i]) seq[n++] = i;
-  while (n--) {
-    int i = seq[n];
-    if (m->jnt_nv[i]) transfer_left(A, d->U + 36 * i, d->S + 36 * i, d->Dinv + 36 * i, m->jnt_nv[i]);
+/* C = A^T B (transpose 1) or A B (0), 6 x 6 row-major: row i of C sums
+ * the rows of B, each lane its own entry's operations */
+static inline __attribute__((always_inline)) void mul6(double *C, const double *A, const double *B, int transpose) {
+  v4d b4[6];
+  v2d b2[6];
+  for (int k = 0; k < 6; k++) row6_load(B + 6 * k, b4 + k, b2 + k);
+  for (int i = 0; i < 6; i++) {
+    v4d c4 = {0, 0, 0, 0};
+    v2d c2 = {0, 0};
+    for (int k = 0; k < 6; k++) {
+      double a = transpose ? A[6 * k + i] : A[6 * i + k];
+      c4 += a * b4[k], c2 += a * b2[k];
+    }
+    row6_store(C + 6 * i, c4, c2);
   }
 }
 
 /* The tree limits' L (n = 6 nb): block (c, a) the velocity response of
  * body[c] to unit impulses on body[a] through the articulated inertias
- * (ABA's U, D^-1 at the current q), for c >= a of one tree, mirrored to
- * (a, c); the diagonal blocks are exactly symmetric: L exactly symmetric.
- * Blocks between trees are not written. An impulse f on a reaches the
- * lowest common ancestor x of a and c as X_a f (X_a = P_y ... P_a, the
- * transfers from x's child y down to a), x answers Phi_x X_a f, and c
- * takes X_c^T of that: L_ca = X_c^T Phi_x X_a, with L_aa = Phi_a
- * (response_own). So Phi over the union of the bodies' paths (root first),
- * R = X_a^T Phi_x once per a and x, and per block X_c^T R^T: the
- * transfers below x only, where a walk per body went up to the root and
- * out again. need (nbody, all 0; all 0 again on return), on and seq
- * (nbody ints) and phi (36 nbody) are scratch. */
+ * (ABA's U, D^-1 at the current q), for c > a of one tree, mirrored to
+ * (a, c), and Phi_a on the diagonal (exactly symmetric): L exactly
+ * symmetric. Blocks between trees are not written. An impulse f on a
+ * reaches the lowest common ancestor x of a and c as X_a f (X_a = P_y ...
+ * P_a, the transfers from x's child y down to a), x answers Phi_x X_a f,
+ * and c takes X_c^T of that: L_ca = X_c^T Phi_x X_a (response_own gives
+ * Phi over the union of the bodies' paths, root first). Each body b walks
+ * up once, to the highest of its common ancestors, with X = X_{x->b} at
+ * each x on the way (X_{x->b} = P_y X_{y->b}): at an x shared with later
+ * bodies c it keeps Z = Phi_x X for them (once per x), at one shared with
+ * earlier bodies a it writes X^T Z_a. So each path's transfers below its
+ * highest common ancestor, once, where a walk per body went up to the root
+ * and out again. need (nbody, all 0; all 0 again on return), on and seq
+ * (nbody ints), phi (36 nbody) and Z (18 nb^2) are scratch. */
 KHZ_AVX_CLONES static void tree_response(const khzModel *m, const khzData *d, const int *body, int nb, double *L,
-                                         unsigned char *need, int *on, int *seq, double *phi) {
+                                         unsigned char *need, int *on, int *seq, double *phi, double *Z) {
+  enum { NB = KHZ_TREE_BODIES };
   int n = 6 * nb;
   for (int a = 0; a < nb; a++) { /* Phi on a's path not yet taken, root first */
     int k = 0;
@@ -1988,28 +1997,41 @@ KHZ_AVX_CLONES static void tree_response(const khzModel *m, const khzData *d, co
   }
   for (int a = 0; a < nb; a++)
     for (int i = body[a]; i > 0 && need[i]; i = m->body_parent[i]) need[i] = 0, on[i] = -1;
+  /* the common ancestors: lca[a][c] (a != c; -1 between trees), and the
+   * pairs each body's walk has still to reach */
+  int lca[NB][NB], left[NB];
+  for (int a = 0; a < nb; a++) left[a] = 0;
   for (int a = 0; a < nb; a++) {
-    for (int i = 0; i < 6; i++) /* Phi_a: exactly symmetric */
-      memcpy(L + (size_t)(6 * a + i) * n + 6 * a, phi + 36 * body[a] + 6 * i, 6 * sizeof(double));
     for (int i = body[a]; i > 0; i = m->body_parent[i]) on[i] = a;
-    double R[36], B[36];
-    int xr = -1; /* the x R was taken at */
     for (int c = a + 1; c < nb; c++) {
-      if (m->body_root[body[c]] != m->body_root[body[a]]) continue;
-      int x = body[c];
-      while (on[x] != a) x = m->body_parent[x];
-      if (x != xr) {
-        memcpy(R, phi + 36 * x, sizeof R);
-        transfer_down(m, d, x, body[a], seq, R);
-        xr = x;
+      int x = -1;
+      if (m->body_root[body[c]] == m->body_root[body[a]])
+        for (x = body[c]; on[x] != a;) x = m->body_parent[x];
+      lca[a][c] = lca[c][a] = x, left[a] += x > 0, left[c] += x > 0;
+    }
+  }
+  int zat[NB][NB], nz = 0; /* zat[a][c]: the place in Z of a's Z for the pair (a < c) */
+  for (int b = 0; b < nb; b++) {
+    for (int i = 0; i < 6; i++) /* Phi_b: exactly symmetric */
+      memcpy(L + (size_t)(6 * b + i) * n + 6 * b, phi + 36 * body[b] + 6 * i, 6 * sizeof(double));
+    double X[36], B[36];
+    for (int k = 0; k < 36; k++) X[k] = k % 7 == 0;
+    for (int x = body[b], y = -1; left[b] > 0; y = x, x = m->body_parent[x]) {
+      if (y > 0 && m->jnt_nv[y]) transfer_left(X, d->S + 36 * y, d->U + 36 * y, d->Dinv + 36 * y, m->jnt_nv[y]);
+      int zx = -1;
+      for (int c = 0; c < nb; c++) {
+        if (c == b || lca[b][c] != x) continue;
+        left[b]--;
+        if (c > b) { /* Z = Phi_x X for the later bodies that meet b at x */
+          if (zx < 0) zx = nz++, mul6(Z + 36 * zx, phi + 36 * x, X, 0);
+          zat[b][c] = zx;
+          continue;
+        }
+        mul6(B, X, Z + 36 * zat[c][b], 1); /* block (b, c), c < b: X^T Z_c */
+        for (int i = 0; i < 6; i++) memcpy(L + (size_t)(6 * b + i) * n + 6 * c, B + 6 * i, 6 * sizeof(double));
+        for (int j = 0; j < 6; j++)
+          for (int i = 0; i < 6; i++) L[(6 * c + j) * n + 6 * b + i] = B[6 * i + j];
       }
-      for (int i = 0; i < 6; i++)
-        for (int j = 0; j < 6; j++) B[6 * i + j] = R[6 * j + i];
-      transfer_down(m, d, x, body[c], seq, B);
-      /* block (c, a) row by row, its mirror (a, c) column by column */
-      for (int i = 0; i < 6; i++) memcpy(L + (size_t)(6 * c + i) * n + 6 * a, B + 6 * i, 6 * sizeof(double));
-      for (int j = 0; j < 6; j++)
-        for (int i = 0; i < 6; i++) L[(6 * a + j) * n + 6 * c + i] = B[6 * i + j];
     }
   }
 }
@@ -2028,11 +2050,11 @@ KHZ_AVX_CLONES static void tree_response(const khzModel *m, const khzData *d, co
  * whose pairs' ratios differ. body (nb <= KHZ_TREE_BODIES) lists the
  * bodies, slot (nbody) maps a body to its place or -1; mat holds 3 n^2 +
  * KHZ_PENALTY_RATE_SCRATCH(nb)
- * doubles, n = 6 nb. need, on, seq and phi are tree_response's scratch
+ * doubles, n = 6 nb. need, on, seq, phi and Z are tree_response's scratch
  * (need all 0, and again on return). */
 static void tree_rates(const khzModel *m, khzData *d, const int *pair, int np, const int *body, int nb,
-                       const int *slot, double *mat, double *phi, int *on, int *seq, unsigned char *need,
-                       int keep, double rate[2]) {
+                       const int *slot, double *mat, double *phi, double *Z, int *on, int *seq,
+                       unsigned char *need, int keep, double rate[2]) {
   int n = 6 * nb;
   double *L = mat, *K = L + n * n, *C = K + n * n, *x = C + n * n;
   double *warm = keep ? x + (size_t)(KHZ_RATE_STEPS + 5) * n : NULL;
@@ -2055,7 +2077,7 @@ static void tree_rates(const khzModel *m, khzData *d, const int *pair, int np, c
   }
   clear_blocks(K, nb, mk, NULL);
   clear_blocks(L, nb, ml, ml);
-  tree_response(m, d, body, nb, L, need, on, seq, phi);
+  tree_response(m, d, body, nb, L, need, on, seq, phi, Z);
   const khzContact *c0 = d->contact + pair[0];
   double ratio = c0->kp > 0 ? c0->kv / c0->kp : -1;
   int same = ratio >= 0;
@@ -2097,10 +2119,11 @@ int khz_penaltyTreeResponse(const khzModel *m, khzData *d, const int *body, int 
   int *on = khz_stackAlloc(d, (size_t)m->nbody * sizeof(int));
   int *seq = khz_stackAlloc(d, (size_t)m->nbody * sizeof(int));
   double *phi = khz_stackAlloc(d, 36 * (size_t)m->nbody * sizeof(double));
-  int ok = need && on && seq && phi;
+  double *Z = khz_stackAlloc(d, 18 * (size_t)nb * (size_t)nb * sizeof(double));
+  int ok = need && on && seq && phi && Z && nb <= KHZ_TREE_BODIES;
   if (ok) {
     memset(need, 0, (size_t)m->nbody);
-    tree_response(m, d, body, nb, L, need, on, seq, phi);
+    tree_response(m, d, body, nb, L, need, on, seq, phi, Z);
   }
   khz_stackFree(d, mark);
   return ok ? 0 : -1;
@@ -2151,7 +2174,9 @@ static void tree_limits(const khzModel *m, khzData *d, double *sk, double *sv) {
   double *phi = khz_stackAlloc(d, 36 * (size_t)m->nbody * sizeof(double)); /* tree_response */
   int *on = khz_stackAlloc(d, (size_t)m->nbody * sizeof(int));
   int *seq = khz_stackAlloc(d, (size_t)m->nbody * sizeof(int));
-  if (!parent || !slot || !cl || !mem || !next || !head || !body || !mat || !need || !kept || !phi || !on || !seq) {
+  double *Z = khz_stackAlloc(d, 18 * (size_t)cap * (size_t)cap * sizeof(double));
+  if (!parent || !slot || !cl || !mem || !next || !head || !body || !mat || !need || !kept || !phi || !on || !seq ||
+      !Z) {
     khz_stackFree(d, mark);
     return;
   }
@@ -2184,7 +2209,7 @@ static void tree_limits(const khzModel *m, khzData *d, double *sk, double *sv) {
     }
     double rate[2] = {0, 0};
     if (!over) {
-      tree_rates(m, d, mem, np, body, nb, slot, mat, phi, on, seq, need, KHZ_RATE_WARM, rate);
+      tree_rates(m, d, mem, np, body, nb, slot, mat, phi, Z, on, seq, need, KHZ_RATE_WARM, rate);
       for (int a = 0; a < nb; a++) kept[body[a]] = 1;
       /* L kept for the implicit rows' W (delassus_kept): its blocks within
        * one tree hold, the others are left as they were */
@@ -2206,7 +2231,7 @@ static void tree_limits(const khzModel *m, khzData *d, double *sk, double *sv) {
           if (c->body[s] > 0 && !khz_bodyStatic(m, c->body[s]) && slot[c->body[s]] < 0)
             slot[c->body[s]] = n2, body[n2++] = c->body[s];
         double r[2];
-        tree_rates(m, d, mem + p, 1, body, n2, slot, mat, phi, on, seq, need, 0, r);
+        tree_rates(m, d, mem + p, 1, body, n2, slot, mat, phi, Z, on, seq, need, 0, r);
         for (int a = 0; a < n2; a++) slot[body[a]] = -1;
         /* stiffness rates add as squares (h^2 eig), damping rates as they are */
         rate[0] = sqrt(rate[0] * rate[0] + r[0] * r[0]), rate[1] += r[1];
