@@ -1738,7 +1738,7 @@ static void ritz_vector(const double *alpha, const double *beta, int k, double t
  * Ritz vector of theta, x = V_j s (V_j the Lanczos vectors, s theta's
  * eigenvector of T_j by inverse iteration), at unit length, or zeros where
  * there is no rate. steps (or NULL) receives the Lanczos steps. */
-static double lanczos_rate(const double *L, const double *K, int n, const unsigned *mk_given,
+KHZ_AVX_CLONES static double lanczos_rate(const double *L, const double *K, int n, const unsigned *mk_given,
                            const unsigned *ml_given, double *w, double *warm, int *steps) {
   unsigned mk_found[KHZ_TREE_BODIES], ml_found[KHZ_TREE_BODIES];
   const unsigned *mk = mk_given, *ml = ml_given;
@@ -2016,8 +2016,11 @@ KHZ_AVX_CLONES static void tree_response(const khzModel *m, const khzData *d, co
       memcpy(L + (size_t)(6 * b + i) * n + 6 * b, phi + 36 * body[b] + 6 * i, 6 * sizeof(double));
     double X[36], B[36];
     for (int k = 0; k < 36; k++) X[k] = k % 7 == 0;
+    for (int c = 0; c < nb; c++) /* b's common ancestors: on = -2 - b */
+      if (c != b && lca[b][c] > 0) on[lca[b][c]] = -2 - b;
     for (int x = body[b], y = -1; left[b] > 0; y = x, x = m->body_parent[x]) {
       if (y > 0 && m->jnt_nv[y]) transfer_left(X, d->S + 36 * y, d->U + 36 * y, d->Dinv + 36 * y, m->jnt_nv[y]);
+      if (on[x] != -2 - b) continue;
       int zx = -1;
       for (int c = 0; c < nb; c++) {
         if (c == b || lca[b][c] != x) continue;
