@@ -135,13 +135,6 @@ double khz_penaltyLargestRate(const double *L, double *K, int nb, double *scratc
  * Lanczos steps taken. For tests. */
 double khz_penaltyLargestRateWarm(const double *L, double *K, int nb, double *scratch, double *warm, int *steps);
 
-/* The tree limits' L for the bodies body[0..nb) (n = 6 nb, row-major):
- * block (c, a) body[c]'s velocity response (world [w; v] at its tree's
- * origin) to unit impulses on body[a] through the articulated inertias of
- * the last ABA (U, D^-1), for the bodies of one tree; blocks between
- * trees are not written. Returns -1 if d's stack is short. For tests. */
-int khz_penaltyTreeResponse(const khzModel *m, khzData *d, const int *body, int nb, double *L);
-
 /* A free body's explicit limits, for tests: C (6 x 6, [w; v] about the
  * centre of mass) += J^T D J for a contact point at r from the centre with
  * normal n and gains kn (along n) and kt (across), as the limits sum a
