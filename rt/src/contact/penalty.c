@@ -1737,7 +1737,7 @@ static void ritz_vector(const double *alpha, const double *beta, int k, double t
  * Ritz vector of theta, x = V_j s (V_j the Lanczos vectors, s theta's
  * eigenvector of T_j by inverse iteration), at unit length, or zeros where
  * there is no rate. steps (or NULL) receives the Lanczos steps. */
-static double lanczos_rate(const double *L, const double *K, int n, const unsigned *mk_given,
+KHZ_AVX_CLONES static double lanczos_rate(const double *L, const double *K, int n, const unsigned *mk_given,
                            const unsigned *ml_given, double *w, double *warm, int *steps) {
   unsigned mk_found[KHZ_TREE_BODIES], ml_found[KHZ_TREE_BODIES];
   const unsigned *mk = mk_given, *ml = ml_given;
