@@ -570,6 +570,63 @@ static double jacobi_largest(double *A, int n) {
  * limit; 0 only for L K = 0. (Since lanc26 the rate is Lanczos' from a
  * golden-ratio start, which is not in this null space; the case stays, as
  * does L K = 0.) */
+/* The tree limits' matrices are cleared only where matvec_blocks reads
+ * (clear_blocks), then their mask's blocks are filled: with every other
+ * entry NaN (what the stack may hold), A x must be the product with zeros
+ * there. Masks as the limits make them: symmetric, L's trees as diagonal
+ * runs of blocks, K's pairs joining blocks anywhere. Session 22: the
+ * clearing took row R's neighbours' masks where matvec_blocks_avx's pairing
+ * reads the transpose's, and the 22 humanoids' rates read blocks nobody
+ * wrote. */
+static void test_blocks_cleared(void) {
+  enum { NBMAX = 16, N = 6 * NBMAX };
+  static double At[N * N], A[N * N];
+  double x[N], y[N];
+  uint64_t seed = 0x2545f4914f6cdd1dULL;
+  int cases = 0, wrong = 0, paired = 0;
+  for (int c = 0; c < 4000; c++) {
+    int nb = 2 + (int)(own_uniform(&seed, 0, 1) * (NBMAX - 1)), n = 6 * nb;
+    unsigned mask[NBMAX] = {0};
+    for (int R = 0; R < nb;) { /* trees: runs of blocks, dense within */
+      int len = 1 + (int)(own_uniform(&seed, 0, 1) * 5);
+      if (R + len > nb) len = nb - R;
+      for (int a = R; a < R + len; a++)
+        for (int b = R; b < R + len; b++) mask[a] |= 1u << b;
+      R += len;
+    }
+    int npair = (int)(own_uniform(&seed, 0, 1) * 4);
+    for (int k = 0; k < npair; k++) { /* pairs between trees */
+      int a = (int)(own_uniform(&seed, 0, 1) * nb), b = (int)(own_uniform(&seed, 0, 1) * nb);
+      mask[a] |= 1u << b, mask[b] |= 1u << a;
+    }
+    for (int i = 0; i < n * n; i++) At[i] = NAN, A[i] = 0;
+    khz_penaltyClearBlocks(At, nb, mask, NULL);
+    for (int R = 0; R < nb; R++)
+      for (unsigned bits = mask[R]; bits; bits &= bits - 1) {
+        int Q = __builtin_ctz(bits);
+        for (int r = 0; r < 6; r++)
+          for (int q = 0; q < 6; q++) {
+            double v = own_uniform(&seed, -1, 1);
+            A[(6 * R + r) * n + 6 * Q + q] = v;
+            At[(6 * Q + q) * n + 6 * R + r] = v;
+          }
+      }
+    for (int i = 0; i < n; i++) x[i] = own_uniform(&seed, -1, 1);
+    khz_penaltyMatvecBlocks(y, At, x, nb, mask);
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+      double want = 0;
+      for (int j = 0; j < n; j++) want += A[i * n + j] * x[j];
+      if (!(fabs(y[i] - want) <= 1e-12 * n)) bad = 1;
+    }
+    for (int R = 0; R + 1 < nb; R++) paired += mask[R] != mask[R + 1];
+    wrong += bad, cases++;
+  }
+  printf("blocks cleared: %d of %d products with a NaN or wrong entry (%d neighbouring masks differ)\n", wrong, cases,
+         paired);
+  ENSURE(wrong == 0 && paired > 1000);
+}
+
 static void test_largest_rate_null_start(void) {
   enum { NB = 2, N = 6 * NB };
   static const int col[3][2] = {{0, 1}, {2, 5}, {6, 9}};
@@ -1373,6 +1430,7 @@ int main(void) {
   test_impulse_units();
   test_impulse_cols();
   test_factored_delassus();
+  test_blocks_cleared();
   test_largest_rate_null_start();
   test_largest_rate_lanczos();
   test_largest_rate_warm();

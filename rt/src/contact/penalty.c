@@ -1828,18 +1828,36 @@ double khz_penaltyLargestRate(const double *L, double *K, int nb, double *scratc
   return khz_penaltyLargestRateWarm(L, K, nb, scratch, NULL, NULL);
 }
 
-/* clears the 6 x 6 blocks of A (n = 6 nb) that matvec_blocks can read:
- * those of row block R's mask and of its neighbours' (matvec_blocks_avx
- * takes two row blocks over the union of their masks), less those in
- * written[R] (NULL: none), which the caller fills */
+/* clears the 6 x 6 blocks of A (n = 6 nb) that matvec_blocks can read,
+ * less those in written[R] (NULL: none), which the caller fills. A is
+ * stored transposed (At: block (Q, R) at Q's rows, R's columns), and
+ * matvec_blocks_avx takes row blocks R and R + 1 together over the union
+ * of their masks: for every Q in mask[R] it reads stored blocks (Q, R - 1),
+ * (Q, R) and (Q, R + 1). Stored row Q's blocks to clear are therefore
+ * those columns, gathered from every R whose mask holds Q (not mask[Q - 1]
+ * and mask[Q + 1]: that left blocks the pairing reads unwritten, and a
+ * cluster's rates depended on what the stack held before) */
 static void clear_blocks(double *A, int nb, const unsigned *mask, const unsigned *written) {
   int n = 6 * nb;
+  unsigned read[32] = {0}; /* nb <= 32: one bit per block in an unsigned mask */
   for (int R = 0; R < nb; R++) {
-    unsigned bits = mask[R] | (R > 0 ? mask[R - 1] : 0) | (R + 1 < nb ? mask[R + 1] : 0);
+    unsigned cols = 1u << R | (R > 0 ? 1u << (R - 1) : 0) | (R + 1 < nb ? 1u << (R + 1) : 0);
+    for (unsigned bits = mask[R]; bits; bits &= bits - 1) read[__builtin_ctz(bits)] |= cols;
+  }
+  for (int R = 0; R < nb; R++) {
+    unsigned bits = mask[R] | read[R];
     if (written) bits &= ~written[R];
     for (; bits; bits &= bits - 1)
       for (int i = 0; i < 6; i++) memset(A + (6 * R + i) * n + 6 * __builtin_ctz(bits), 0, 6 * sizeof(double));
   }
+}
+
+void khz_penaltyClearBlocks(double *At, int nb, const unsigned *mask, const unsigned *written) {
+  clear_blocks(At, nb, mask, written);
+}
+
+void khz_penaltyMatvecBlocks(double *y, const double *At, const double *x, int nb, const unsigned *mask) {
+  matvec_blocks(y, At, x, 6 * nb, mask);
 }
 
 /* h times the largest stiffness (sqrt of M^-1 K) and damping (M^-1 C) rates

@@ -135,6 +135,14 @@ double khz_penaltyLargestRate(const double *L, double *K, int nb, double *scratc
  * Lanczos steps taken. For tests. */
 double khz_penaltyLargestRateWarm(const double *L, double *K, int nb, double *scratch, double *warm, int *steps);
 
+/* The tree limits' block-sparse products, for tests: khz_penaltyClearBlocks
+ * zeroes the 6 x 6 blocks of At (A stored transposed, n = 6 nb, nb <= 32)
+ * that khz_penaltyMatvecBlocks can read besides mask's (bit Q of mask[R]:
+ * block (R, Q) of A may be nonzero), less those in written (NULL: none);
+ * khz_penaltyMatvecBlocks sets y = A x from mask's blocks */
+void khz_penaltyClearBlocks(double *At, int nb, const unsigned *mask, const unsigned *written);
+void khz_penaltyMatvecBlocks(double *y, const double *At, const double *x, int nb, const unsigned *mask);
+
 /* A free body's explicit limits, for tests: C (6 x 6, [w; v] about the
  * centre of mass) += J^T D J for a contact point at r from the centre with
  * normal n and gains kn (along n) and kt (across), as the limits sum a
