@@ -1749,10 +1749,16 @@ KHZ_AVX_CLONES static int plane_poly(const khzColShape *a, const khzColShape *b,
   khzu_sub3(dp, b->pos, a->pos);
   double t2 = Ro[2] * dp[0] + Ro[5] * dp[1] + Ro[8] * dp[2];
   vertices_above_plane(b, R2, t2, w, hgt);
-  /* vertices_inside: a plane's sd is -height (no polytope slack) */
+  /* vertices_inside: a plane's sd is -height (no polytope slack); the
+   * least and most height for the edges' test below */
+  double hlo = DBL_MAX, hhi = 0;
+  int all_above = 1;
   for (int i = 0; i < nv; i++) {
     double sd = -hgt[i];
     if (sd >= 0) khz_col_addPoint(o, w + 3 * i, khzu_max0(sd), 1, KHZ_FEATURE(KHZ_FEAT_VERTEX, i));
+    if (!(hgt[i] > 0)) all_above = 0;
+    if (hgt[i] < hlo) hlo = hgt[i];
+    if (hgt[i] > hhi) hhi = hgt[i];
   }
   /* edges_crossing: each edge's part below the plane (plane_edge) */
   int ne = nv ? khz_shape_nedge(b) : 0;
@@ -1762,7 +1768,17 @@ KHZ_AVX_CLONES static int plane_poly(const khzColShape *a, const khzColShape *b,
   double nrm[3];
   khz_shape_toWorldDir(a, zl, nrm);
   double nrm_len = sqrt(khzu_dot3(nrm, nrm));
-  if (b->shape == KHZ_SHAPE_BOX) {
+  /* Every vertex above, the least height above 2^-50 of the most: no edge
+   * gives a point (clip_half's operations, plane_edge). Along an edge
+   * going down (ha > hb > 0) t = ha / fl(ha - hb) > (1 - 2^-50)^-1 (1 +
+   * 2^-53)^-1 > 1 + 2^-52 rounds above 1, past the segment's end; going up
+   * (hb > ha > 0) t = -ha / fl(hb - ha) <= -2^-50 rounds below 0 (no
+   * underflow to -0, which would keep the end at the vertex); level (|nd|
+   * below KHZ_DIV_ZERO) -ha < 0 is outside. Most such pairs are cylinders
+   * lying between their samples (rims_plane). */
+  if (all_above && hlo * 0x1p50 > hhi) {
+    /* none */
+  } else if (b->shape == KHZ_SHAPE_BOX) {
     /* khz_shape_edge's order: 4 edges along each axis, from the corners with
      * that bit clear (the index j with a 0 bit inserted at the axis) */
     for (int e = 0; e < 12; e++) {
