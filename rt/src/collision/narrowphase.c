@@ -1645,45 +1645,63 @@ static int poly_poly(const khzColShape *a, const khzColShape *b, khzColOut *o) {
   return set_depths(a, b, o, n) > 0;
 }
 
-/* plane_poly's vertices: world positions w = R x + p (khz_shape_toWorld)
- * and heights R2 . x + t2 of B's local vertices x (khz_shape_vertLocal), the
+/* plane_poly's vertices: heights R2 . x + t2 and world positions w = R x +
+ * p (khz_shape_toWorld) of B's local vertices x (khz_shape_vertLocal), the
  * same sums of the same products. A box's coordinates are +-size[k] and a
  * cylinder's two rims share x and y (z = +-size[1]); a product with -s is
  * the exact negation of the product with s, so each product is formed once
- * per shape (a box: 12 for 96; a cylinder: 8 per rim sample and 4 for z,
- * for 12 per vertex). Hulls: vertex by vertex. */
-static inline __attribute__((always_inline)) void vertices_above_plane(const khzColShape *b, const double R2[3],
-                                                                       double t2, double *w, double *hgt) {
+ * per shape. Hulls: vertex by vertex. */
+static inline __attribute__((always_inline)) void vertex_heights(const khzColShape *b, const double R2[3],
+                                                                 double t2, double *hgt) {
+  const double *sz = b->size;
+  if (b->shape == KHZ_SHAPE_BOX) {
+    /* pm[k][bit]: R2[k] times -size[k] (bit 0) or +size[k] (bit 1) */
+    double pm[3][2];
+    for (int k = 0; k < 3; k++) pm[k][1] = R2[k] * sz[k], pm[k][0] = -pm[k][1];
+    for (int i = 0; i < 8; i++) hgt[i] = pm[0][i & 1] + pm[1][(i >> 1) & 1] + pm[2][(i >> 2) & 1] + t2;
+    return;
+  }
+  if (b->shape == KHZ_SHAPE_CYLINDER) {
+    const int N = KHZ_CYL_RIM;
+    double cz = R2[2] * sz[1]; /* the top rim's z product; the bottom rim's is -cz */
+    for (int k = 0; k < N; k++) {
+      double x0 = sz[0] * khz_rim_cs[k][0], x1 = sz[0] * khz_rim_cs[k][1], xy = R2[0] * x0 + R2[1] * x1;
+      hgt[k] = xy + -cz + t2;
+      hgt[N + k] = xy + cz + t2;
+    }
+    return;
+  }
+  for (int i = 0, nv = khz_shape_nvert(b); i < nv; i++) {
+    double x[3];
+    khz_shape_vertLocal(b, i, x);
+    hgt[i] = R2[0] * x[0] + R2[1] * x[1] + R2[2] * x[2] + t2;
+  }
+}
+
+static inline __attribute__((always_inline)) void vertex_positions(const khzColShape *b, double *w) {
   const double *R = b->rot, *sz = b->size, *pos = b->pos;
   if (b->shape == KHZ_SHAPE_BOX) {
-    /* pm[r][k][bit]: row r's product with the k-th coordinate, -size[k]
-     * (bit 0) or +size[k] (bit 1); rows 0-2 of R, then R2 */
-    double pm[4][3][2];
-    for (int k = 0; k < 3; k++) {
-      const double row_k[4] = {R[k], R[3 + k], R[6 + k], R2[k]};
-      for (int r = 0; r < 4; r++) pm[r][k][1] = row_k[r] * sz[k], pm[r][k][0] = -pm[r][k][1];
-    }
+    /* pm[r][k][bit]: R's row r times the k-th coordinate, -size[k] (bit 0)
+     * or +size[k] (bit 1) */
+    double pm[3][3][2];
+    for (int r = 0; r < 3; r++)
+      for (int k = 0; k < 3; k++) pm[r][k][1] = R[3 * r + k] * sz[k], pm[r][k][0] = -pm[r][k][1];
     for (int i = 0; i < 8; i++) {
       int b0 = i & 1, b1 = (i >> 1) & 1, b2 = (i >> 2) & 1;
       for (int r = 0; r < 3; r++) w[3 * i + r] = pm[r][0][b0] + pm[r][1][b1] + pm[r][2][b2] + pos[r];
-      hgt[i] = pm[3][0][b0] + pm[3][1][b1] + pm[3][2][b2] + t2;
     }
     return;
   }
   if (b->shape == KHZ_SHAPE_CYLINDER) {
     const int N = KHZ_CYL_RIM;
-    /* the z products of the top rim; the bottom rim's are their negations */
-    const double cz[4] = {R[2] * sz[1], R[5] * sz[1], R[8] * sz[1], R2[2] * sz[1]};
+    const double cz[3] = {R[2] * sz[1], R[5] * sz[1], R[8] * sz[1]};
     for (int k = 0; k < N; k++) {
       double x0 = sz[0] * khz_rim_cs[k][0], x1 = sz[0] * khz_rim_cs[k][1];
-      const double xy[4] = {R[0] * x0 + R[1] * x1, R[3] * x0 + R[4] * x1, R[6] * x0 + R[7] * x1,
-                            R2[0] * x0 + R2[1] * x1};
+      const double xy[3] = {R[0] * x0 + R[1] * x1, R[3] * x0 + R[4] * x1, R[6] * x0 + R[7] * x1};
       for (int r = 0; r < 3; r++) {
         w[3 * k + r] = xy[r] + -cz[r] + pos[r];
         w[3 * (N + k) + r] = xy[r] + cz[r] + pos[r];
       }
-      hgt[k] = xy[3] + -cz[3] + t2;
-      hgt[N + k] = xy[3] + cz[3] + t2;
     }
     return;
   }
@@ -1691,7 +1709,6 @@ static inline __attribute__((always_inline)) void vertices_above_plane(const khz
     double x[3];
     khz_shape_vertLocal(b, i, x);
     khz_shape_toWorld(b, x, w + 3 * i);
-    hgt[i] = R2[0] * x[0] + R2[1] * x[1] + R2[2] * x[2] + t2;
   }
 }
 
@@ -1748,54 +1765,56 @@ KHZ_AVX_CLONES static int plane_poly(const khzColShape *a, const khzColShape *b,
   for (int j = 0; j < 3; j++) R2[j] = Ro[2] * Rs[j] + Ro[5] * Rs[3 + j] + Ro[8] * Rs[6 + j];
   khzu_sub3(dp, b->pos, a->pos);
   double t2 = Ro[2] * dp[0] + Ro[5] * dp[1] + Ro[8] * dp[2];
-  vertices_above_plane(b, R2, t2, w, hgt);
-  /* vertices_inside: a plane's sd is -height (no polytope slack); the
-   * least and most height for the edges' test below */
+  vertex_heights(b, R2, t2, hgt);
+  /* Every vertex above, the least height above 2^-50 of the most: no vertex
+   * and no edge gives a point (clip_half's operations, plane_edge), and the
+   * positions are not needed. Along an edge going down (ha > hb > 0) t = ha
+   * / fl(ha - hb) > (1 - 2^-50)^-1 (1 + 2^-53)^-1 > 1 + 2^-52 rounds above
+   * 1, past the segment's end; going up (hb > ha > 0) t = -ha / fl(hb - ha)
+   * <= -2^-50 rounds below 0 (no underflow to -0, which would keep the end
+   * at the vertex); level (|nd| below KHZ_DIV_ZERO) -ha < 0 is outside.
+   * Most such pairs are cylinders lying between their samples (rims_plane). */
   double hlo = DBL_MAX, hhi = 0;
   int all_above = 1;
   for (int i = 0; i < nv; i++) {
-    double sd = -hgt[i];
-    if (sd >= 0) khz_col_addPoint(o, w + 3 * i, khzu_max0(sd), 1, KHZ_FEATURE(KHZ_FEAT_VERTEX, i));
     if (!(hgt[i] > 0)) all_above = 0;
     if (hgt[i] < hlo) hlo = hgt[i];
     if (hgt[i] > hhi) hhi = hgt[i];
   }
-  /* edges_crossing: each edge's part below the plane (plane_edge) */
-  int ne = nv ? khz_shape_nedge(b) : 0;
-  /* the graze test's normal: khz_shape_sd's for a plane, the same at every
-   * point (its local normal (0, 0, 1) turned into the world) */
-  const double zl[3] = {0, 0, 1};
-  double nrm[3];
-  khz_shape_toWorldDir(a, zl, nrm);
-  double nrm_len = sqrt(khzu_dot3(nrm, nrm));
-  /* Every vertex above, the least height above 2^-50 of the most: no edge
-   * gives a point (clip_half's operations, plane_edge). Along an edge
-   * going down (ha > hb > 0) t = ha / fl(ha - hb) > (1 - 2^-50)^-1 (1 +
-   * 2^-53)^-1 > 1 + 2^-52 rounds above 1, past the segment's end; going up
-   * (hb > ha > 0) t = -ha / fl(hb - ha) <= -2^-50 rounds below 0 (no
-   * underflow to -0, which would keep the end at the vertex); level (|nd|
-   * below KHZ_DIV_ZERO) -ha < 0 is outside. Most such pairs are cylinders
-   * lying between their samples (rims_plane). */
-  if (all_above && hlo * 0x1p50 > hhi) {
-    /* none */
-  } else if (b->shape == KHZ_SHAPE_BOX) {
-    /* khz_shape_edge's order: 4 edges along each axis, from the corners with
-     * that bit clear (the index j with a 0 bit inserted at the axis) */
-    for (int e = 0; e < 12; e++) {
-      int axis = e >> 2, j = e & 3, v0 = ((j >> axis) << (axis + 1)) | (j & ((1 << axis) - 1));
-      plane_edge(o, w, hgt, e, v0, v0 | 1 << axis, nrm, nrm_len);
+  if (!(all_above && hlo * 0x1p50 > hhi)) {
+    vertex_positions(b, w);
+    /* vertices_inside: a plane's sd is -height (no polytope slack) */
+    for (int i = 0; i < nv; i++) {
+      double sd = -hgt[i];
+      if (sd >= 0) khz_col_addPoint(o, w + 3 * i, khzu_max0(sd), 1, KHZ_FEATURE(KHZ_FEAT_VERTEX, i));
     }
-  } else if (b->shape == KHZ_SHAPE_CYLINDER) {
-    /* the two rims' edges, then the generators (khz_shape_edge's order) */
-    const int N = KHZ_CYL_RIM;
-    for (int rim = 0; rim < 2; rim++)
-      for (int k = 0; k < N; k++) plane_edge(o, w, hgt, rim * N + k, rim * N + k, rim * N + (k + 1) % N, nrm, nrm_len);
-    for (int k = 0; k < N; k++) plane_edge(o, w, hgt, 2 * N + k, k, N + k, nrm, nrm_len);
-  } else {
-    for (int e = 0; e < ne; e++) {
-      int v[2];
-      khz_shape_edge(b, e, v);
-      plane_edge(o, w, hgt, e, v[0], v[1], nrm, nrm_len);
+    /* edges_crossing: each edge's part below the plane (plane_edge); the
+     * graze test's normal: khz_shape_sd's for a plane, the same at every
+     * point (its local normal (0, 0, 1) turned into the world) */
+    const double zl[3] = {0, 0, 1};
+    double nrm[3];
+    khz_shape_toWorldDir(a, zl, nrm);
+    double nrm_len = sqrt(khzu_dot3(nrm, nrm));
+    if (b->shape == KHZ_SHAPE_BOX) {
+      /* khz_shape_edge's order: 4 edges along each axis, from the corners
+       * with that bit clear (the index j with a 0 bit inserted at the axis) */
+      for (int e = 0; e < 12; e++) {
+        int axis = e >> 2, j = e & 3, v0 = ((j >> axis) << (axis + 1)) | (j & ((1 << axis) - 1));
+        plane_edge(o, w, hgt, e, v0, v0 | 1 << axis, nrm, nrm_len);
+      }
+    } else if (b->shape == KHZ_SHAPE_CYLINDER) {
+      /* the two rims' edges, then the generators (khz_shape_edge's order) */
+      const int N = KHZ_CYL_RIM;
+      for (int rim = 0; rim < 2; rim++)
+        for (int k = 0; k < N; k++)
+          plane_edge(o, w, hgt, rim * N + k, rim * N + k, rim * N + (k + 1) % N, nrm, nrm_len);
+      for (int k = 0; k < N; k++) plane_edge(o, w, hgt, 2 * N + k, k, N + k, nrm, nrm_len);
+    } else {
+      for (int e = 0, ne = nv ? khz_shape_nedge(b) : 0; e < ne; e++) {
+        int v[2];
+        khz_shape_edge(b, e, v);
+        plane_edge(o, w, hgt, e, v[0], v[1], nrm, nrm_len);
+      }
     }
   }
   if (!o->npt) return rims_plane(a, b, o);
