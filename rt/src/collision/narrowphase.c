@@ -1645,6 +1645,105 @@ static int poly_poly(const khzColShape *a, const khzColShape *b, khzColOut *o) {
   return set_depths(a, b, o, n) > 0;
 }
 
+/* plane_poly's vertices: heights R2 . x + t2 and world positions w = R x +
+ * p (khz_shape_toWorld) of B's local vertices x (khz_shape_vertLocal), the
+ * same sums of the same products. A box's coordinates are +-size[k] and a
+ * cylinder's two rims share x and y (z = +-size[1]); a product with -s is
+ * the exact negation of the product with s, so each product is formed once
+ * per shape. Hulls: vertex by vertex. */
+static inline __attribute__((always_inline)) void vertex_heights(const khzColShape *b, const double R2[3],
+                                                                 double t2, double *hgt) {
+  const double *sz = b->size;
+  if (b->shape == KHZ_SHAPE_BOX) {
+    /* pm[k][bit]: R2[k] times -size[k] (bit 0) or +size[k] (bit 1) */
+    double pm[3][2];
+    for (int k = 0; k < 3; k++) pm[k][1] = R2[k] * sz[k], pm[k][0] = -pm[k][1];
+    for (int i = 0; i < 8; i++) hgt[i] = pm[0][i & 1] + pm[1][(i >> 1) & 1] + pm[2][(i >> 2) & 1] + t2;
+    return;
+  }
+  if (b->shape == KHZ_SHAPE_CYLINDER) {
+    const int N = KHZ_CYL_RIM;
+    double cz = R2[2] * sz[1]; /* the top rim's z product; the bottom rim's is -cz */
+    for (int k = 0; k < N; k++) {
+      double x0 = sz[0] * khz_rim_cs[k][0], x1 = sz[0] * khz_rim_cs[k][1], xy = R2[0] * x0 + R2[1] * x1;
+      hgt[k] = xy + -cz + t2;
+      hgt[N + k] = xy + cz + t2;
+    }
+    return;
+  }
+  for (int i = 0, nv = khz_shape_nvert(b); i < nv; i++) {
+    double x[3];
+    khz_shape_vertLocal(b, i, x);
+    hgt[i] = R2[0] * x[0] + R2[1] * x[1] + R2[2] * x[2] + t2;
+  }
+}
+
+static inline __attribute__((always_inline)) void vertex_positions(const khzColShape *b, double *w) {
+  const double *R = b->rot, *sz = b->size, *pos = b->pos;
+  if (b->shape == KHZ_SHAPE_BOX) {
+    /* pm[r][k][bit]: R's row r times the k-th coordinate, -size[k] (bit 0)
+     * or +size[k] (bit 1) */
+    double pm[3][3][2];
+    for (int r = 0; r < 3; r++)
+      for (int k = 0; k < 3; k++) pm[r][k][1] = R[3 * r + k] * sz[k], pm[r][k][0] = -pm[r][k][1];
+    for (int i = 0; i < 8; i++) {
+      int b0 = i & 1, b1 = (i >> 1) & 1, b2 = (i >> 2) & 1;
+      for (int r = 0; r < 3; r++) w[3 * i + r] = pm[r][0][b0] + pm[r][1][b1] + pm[r][2][b2] + pos[r];
+    }
+    return;
+  }
+  if (b->shape == KHZ_SHAPE_CYLINDER) {
+    const int N = KHZ_CYL_RIM;
+    const double cz[3] = {R[2] * sz[1], R[5] * sz[1], R[8] * sz[1]};
+    for (int k = 0; k < N; k++) {
+      double x0 = sz[0] * khz_rim_cs[k][0], x1 = sz[0] * khz_rim_cs[k][1];
+      const double xy[3] = {R[0] * x0 + R[1] * x1, R[3] * x0 + R[4] * x1, R[6] * x0 + R[7] * x1};
+      for (int r = 0; r < 3; r++) {
+        w[3 * k + r] = xy[r] + -cz[r] + pos[r];
+        w[3 * (N + k) + r] = xy[r] + cz[r] + pos[r];
+      }
+    }
+    return;
+  }
+  for (int i = 0, nv = khz_shape_nvert(b); i < nv; i++) {
+    double x[3];
+    khz_shape_vertLocal(b, i, x);
+    khz_shape_toWorld(b, x, w + 3 * i);
+  }
+}
+
+/* plane_poly's edge e from vertex v0 to v1 (world positions w, heights
+ * hgt): the part below the plane, clip_half with n.a = height of v0, n.d =
+ * its change along the edge, offset 0; its ends inside the edge are points
+ * unless the edge grazes the plane (nrm: the plane's normal, its length) */
+static inline __attribute__((always_inline)) void plane_edge(khzColOut *o, const double *w, const double *hgt,
+                                                             int e, int v0, int v1, const double nrm[3],
+                                                             double nrm_len) {
+  double ha = hgt[v0], nd = hgt[v1] - ha, num = 0 - ha, t[2] = {0, 1};
+  if (fabs(nd) < KHZ_DIV_ZERO) {
+    if (!(num >= 0)) return;
+  } else {
+    double tc = num / nd;
+    if (nd < 0) {
+      if (tc > t[0]) t[0] = tc;
+    } else if (tc < t[1]) {
+      t[1] = tc;
+    }
+    if (!(t[0] <= t[1])) return;
+  }
+  if (!(t[0] > KHZ_SEG_END) && !(t[1] < 1 - KHZ_SEG_END)) return; /* wholly below */
+  const double *p0 = w + 3 * v0, *p1 = w + 3 * v1;
+  double dir[3], c[3];
+  khzu_sub3(dir, p1, p0);
+  double dl = sqrt(khzu_dot3(dir, dir));
+  for (int end = 0; end < 2; end++) {
+    if (end == 0 ? !(t[0] > KHZ_SEG_END) : !(t[1] < 1 - KHZ_SEG_END)) continue;
+    khzu_addScl3(c, p0, dir, t[end]);
+    if (dl > 0 && fabs(khzu_dot3(dir, nrm)) < KHZ_GRAZE * dl * nrm_len) continue;
+    khz_col_addPoint(o, c, 0, 1, KHZ_FEATURE(KHZ_FEAT_EDGE, 2 * e + end));
+  }
+}
+
 /* A box, cylinder or hull below a plane (A = plane): poly_poly's answer --
  * the same points in the same order, features, sd, depths and normal, bit
  * for bit -- from each vertex's height above the plane alone. poly_poly
@@ -1666,51 +1765,56 @@ KHZ_AVX_CLONES static int plane_poly(const khzColShape *a, const khzColShape *b,
   for (int j = 0; j < 3; j++) R2[j] = Ro[2] * Rs[j] + Ro[5] * Rs[3 + j] + Ro[8] * Rs[6 + j];
   khzu_sub3(dp, b->pos, a->pos);
   double t2 = Ro[2] * dp[0] + Ro[5] * dp[1] + Ro[8] * dp[2];
+  vertex_heights(b, R2, t2, hgt);
+  /* Every vertex above, the least height above 2^-50 of the most: no vertex
+   * and no edge gives a point (clip_half's operations, plane_edge), and the
+   * positions are not needed. Along an edge going down (ha > hb > 0) t = ha
+   * / fl(ha - hb) > (1 - 2^-50)^-1 (1 + 2^-53)^-1 > 1 + 2^-52 rounds above
+   * 1, past the segment's end; going up (hb > ha > 0) t = -ha / fl(hb - ha)
+   * <= -2^-50 rounds below 0 (no underflow to -0, which would keep the end
+   * at the vertex); level (|nd| below KHZ_DIV_ZERO) -ha < 0 is outside.
+   * Most such pairs are cylinders lying between their samples (rims_plane). */
+  double hlo = DBL_MAX, hhi = 0;
+  int all_above = 1;
   for (int i = 0; i < nv; i++) {
-    double x[3];
-    khz_shape_vertLocal(b, i, x);
-    khz_shape_toWorld(b, x, w + 3 * i);
-    hgt[i] = R2[0] * x[0] + R2[1] * x[1] + R2[2] * x[2] + t2;
+    if (!(hgt[i] > 0)) all_above = 0;
+    if (hgt[i] < hlo) hlo = hgt[i];
+    if (hgt[i] > hhi) hhi = hgt[i];
   }
-  /* vertices_inside: a plane's sd is -height (no polytope slack) */
-  for (int i = 0; i < nv; i++) {
-    double sd = -hgt[i];
-    if (sd >= 0) khz_col_addPoint(o, w + 3 * i, fmax(sd, 0), 1, KHZ_FEATURE(KHZ_FEAT_VERTEX, i));
-  }
-  /* edges_crossing: the part of edge v0-v1 below the plane, clip_half with
-   * n.a = height of v0, n.d = its change along the edge, offset 0 */
-  int ne = nv ? khz_shape_nedge(b) : 0;
-  /* the graze test's normal: khz_shape_sd's for a plane, the same at every
-   * point (its local normal (0, 0, 1) turned into the world) */
-  const double zl[3] = {0, 0, 1};
-  double nrm[3];
-  khz_shape_toWorldDir(a, zl, nrm);
-  double nrm_len = sqrt(khzu_dot3(nrm, nrm));
-  for (int e = 0; e < ne; e++) {
-    int v[2];
-    khz_shape_edge(b, e, v);
-    double ha = hgt[v[0]], nd = hgt[v[1]] - ha, num = 0 - ha, t[2] = {0, 1};
-    if (fabs(nd) < KHZ_DIV_ZERO) {
-      if (!(num >= 0)) continue;
-    } else {
-      double tc = num / nd;
-      if (nd < 0) {
-        if (tc > t[0]) t[0] = tc;
-      } else if (tc < t[1]) {
-        t[1] = tc;
-      }
-      if (!(t[0] <= t[1])) continue;
+  if (!(all_above && hlo * 0x1p50 > hhi)) {
+    vertex_positions(b, w);
+    /* vertices_inside: a plane's sd is -height (no polytope slack) */
+    for (int i = 0; i < nv; i++) {
+      double sd = -hgt[i];
+      if (sd >= 0) khz_col_addPoint(o, w + 3 * i, khzu_max0(sd), 1, KHZ_FEATURE(KHZ_FEAT_VERTEX, i));
     }
-    if (!(t[0] > KHZ_SEG_END) && !(t[1] < 1 - KHZ_SEG_END)) continue; /* wholly below */
-    const double *p0 = w + 3 * v[0], *p1 = w + 3 * v[1];
-    double dir[3], c[3];
-    khzu_sub3(dir, p1, p0);
-    double dl = sqrt(khzu_dot3(dir, dir));
-    for (int end = 0; end < 2; end++) {
-      if (end == 0 ? !(t[0] > KHZ_SEG_END) : !(t[1] < 1 - KHZ_SEG_END)) continue;
-      khzu_addScl3(c, p0, dir, t[end]);
-      if (dl > 0 && fabs(khzu_dot3(dir, nrm)) < KHZ_GRAZE * dl * nrm_len) continue;
-      khz_col_addPoint(o, c, 0, 1, KHZ_FEATURE(KHZ_FEAT_EDGE, 2 * e + end));
+    /* edges_crossing: each edge's part below the plane (plane_edge); the
+     * graze test's normal: khz_shape_sd's for a plane, the same at every
+     * point (its local normal (0, 0, 1) turned into the world) */
+    const double zl[3] = {0, 0, 1};
+    double nrm[3];
+    khz_shape_toWorldDir(a, zl, nrm);
+    double nrm_len = sqrt(khzu_dot3(nrm, nrm));
+    if (b->shape == KHZ_SHAPE_BOX) {
+      /* khz_shape_edge's order: 4 edges along each axis, from the corners
+       * with that bit clear (the index j with a 0 bit inserted at the axis) */
+      for (int e = 0; e < 12; e++) {
+        int axis = e >> 2, j = e & 3, v0 = ((j >> axis) << (axis + 1)) | (j & ((1 << axis) - 1));
+        plane_edge(o, w, hgt, e, v0, v0 | 1 << axis, nrm, nrm_len);
+      }
+    } else if (b->shape == KHZ_SHAPE_CYLINDER) {
+      /* the two rims' edges, then the generators (khz_shape_edge's order) */
+      const int N = KHZ_CYL_RIM;
+      for (int rim = 0; rim < 2; rim++)
+        for (int k = 0; k < N; k++)
+          plane_edge(o, w, hgt, rim * N + k, rim * N + k, rim * N + (k + 1) % N, nrm, nrm_len);
+      for (int k = 0; k < N; k++) plane_edge(o, w, hgt, 2 * N + k, k, N + k, nrm, nrm_len);
+    } else {
+      for (int e = 0, ne = nv ? khz_shape_nedge(b) : 0; e < ne; e++) {
+        int v[2];
+        khz_shape_edge(b, e, v);
+        plane_edge(o, w, hgt, e, v[0], v[1], nrm, nrm_len);
+      }
     }
   }
   if (!o->npt) return rims_plane(a, b, o);

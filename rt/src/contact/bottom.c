@@ -215,16 +215,16 @@ int khz_bottomOfVolume(khzData *d, const double *pos, const double *depth, int n
     return 1;
   }
   size_t mark = khz_stackMark(d);
-  int *order = khz_stackAlloc(d, (size_t)n * sizeof(int));
-  int *poly = khz_stackAlloc(d, (size_t)n * sizeof(int));
-  double *uv = khz_stackAlloc(d, 2 * (size_t)n * sizeof(double));
-  double *ang = khz_stackAlloc(d, (size_t)n * sizeof(double));
-  double *exact = khz_stackAlloc(d, (size_t)n * sizeof(double));
-  if (!order || !poly || !uv || !ang || !exact) {
+  /* one block: uv (2n), the angles (n), their atan2 (n), then order and
+   * poly (n ints each) */
+  double *uv = khz_stackAlloc(d, (size_t)n * (4 * sizeof(double) + 2 * sizeof(int)));
+  if (!uv) {
     khz_stackFree(d, mark);
     for (int k = 0; k < n; k++) bottom[k] = 1;
     return -1;
   }
+  double *ang = uv + 2 * n, *exact = ang + n;
+  int *order = (int *)(exact + n), *poly = order + n;
 
   /* contact-plane axes (u, v) and the projections; scale for tolerances */
   double u[3], v[3];
@@ -238,7 +238,7 @@ int khz_bottomOfVolume(khzData *d, const double *pos, const double *depth, int n
     order[k] = k;
     bottom[k] = 0;
   }
-  double scale = fmax(hi[0] - lo[0], hi[1] - lo[1]), tol = KHZ_BOTTOM_MERGE * fmax(scale, 1e-9);
+  double scale = most_of(hi[0] - lo[0], hi[1] - lo[1]), tol = KHZ_BOTTOM_MERGE * most_of(scale, 1e-9);
   double dtol = 1e-12 + 1e-9 * fabs(depth[0]);
 
   /* sort by distance to the contact plane, farthest first */
@@ -283,7 +283,7 @@ int khz_bottomOfVolume(khzData *d, const double *pos, const double *depth, int n
       else hi_i = mid;
     }
     if (hull_contains(uv, poly, npoly, &gap, C, P, lo_i, tol, scale)) continue;
-    memmove(poly + lo_i + 1, poly + lo_i, (size_t)(npoly - lo_i) * sizeof(int));
+    for (int j = npoly; j > lo_i; j--) poly[j] = poly[j - 1]; /* a few ints: no memmove call */
     poly[lo_i] = p;
     npoly++;
     bottom[p] = 1;
@@ -378,10 +378,11 @@ void khz_selectPoints(const khzModel *m, khzData *d) {
       continue;
     }
     size_t mk = khz_stackMark(d);
-    double *pos = khz_stackAlloc(d, 3 * (size_t)c->npoint * sizeof(double));
-    double *dep = khz_stackAlloc(d, (size_t)c->npoint * sizeof(double));
-    int *flag = khz_stackAlloc(d, (size_t)c->npoint * sizeof(int));
-    if (pos && dep && flag) {
+    /* one block: positions (3 npoint), depths (npoint), flags (npoint ints) */
+    double *pos = khz_stackAlloc(d, (size_t)c->npoint * (4 * sizeof(double) + sizeof(int)));
+    if (pos) {
+      double *dep = pos + 3 * c->npoint;
+      int *flag = (int *)(dep + c->npoint);
       /* the candidates: points of penetration. Points of the intersection
        * volume on the contact plane itself carry no spring and would only
        * dilute eq. 1's normalisation; those whose depth is round-off (below
