@@ -47,6 +47,7 @@ typedef struct khzPool {
   khzPoolScratch scratch[KHZ_POOL_MAX];
   void *tasks;
   size_t task_bytes;
+  int alone;              /* bodies alone in their trees (free objects) */
   uint32_t job;           /* the caller's: the last job's number */
   _Atomic uint32_t epoch; /* futex word: the last job's number, bumped again for the stop */
   atomic_int parked;      /* workers in (or about to enter) the futex wait */
@@ -125,6 +126,8 @@ static khzPool *pool_of(const khzData *d) { return (khzPool *)d->pool; }
 
 int khz_poolThreads(const khzData *d) { return d->pool ? pool_of(d)->nthreads : 1; }
 
+int khz_poolAlone(const khzData *d) { return d->pool ? pool_of(d)->alone : 0; }
+
 static void wake_workers(khzPool *p, uint32_t epoch) {
   atomic_store(&p->epoch, epoch);
   if (atomic_load(&p->parked) > 0) syscall(SYS_futex, &p->epoch, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
@@ -190,6 +193,7 @@ int khz_setThreads(const khzModel *m, khzData *d, int n) {
   khzPool *p = calloc(1, sizeof *p);
   if (!p) return -1;
   p->nthreads = n;
+  for (int i = 1; i < m->nbody; i++) p->alone += m->body_parent[i] == 0 && m->body_treeend[i] == i + 1;
   size_t task_bytes = 0, work = 0;
   int npt = 0;
   khz_collisionPoolSizes(m, &task_bytes, &npt, &work);

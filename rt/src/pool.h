@@ -25,6 +25,9 @@ struct khzPool;
 
 /* threads of d's pool (1 without one) */
 int khz_poolThreads(const khzData *d);
+/* the model's bodies alone in their trees (free objects; 0 without a
+ * pool): ABA's start is split over the threads when they are many */
+int khz_poolAlone(const khzData *d);
 /* runs fn over [0, n) in chunks of `chunk` on the pool's threads and
  * returns when every item is done; without a pool, or for n <= chunk, all
  * of it on the caller */

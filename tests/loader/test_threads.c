@@ -84,10 +84,10 @@ static void compare(const char *what, khzModel *m, int steps, int sleep, int wak
   }
   long worker = khz_poolItems(d[1], 1), caller = khz_poolItems(d[1], 0);
   printf("%-22s %d steps, sleep %d: first difference %d, up to %d contacts, steps with a sleeping tree %d, "
-         "2 threads: pairs on the worker %ld, on the caller %ld, heap calls %ld\n",
+         "2 threads: items (pairs, bodies) on the worker %ld, on the caller %ld, heap calls %ld\n",
          what, steps, sleep, first_diff, max_contacts, asleep, worker, caller, heap);
   ENSURE_MSG(first_diff < 0, "%s: 1 and more threads differ from step %d", what, first_diff);
-  if (piles) ENSURE_MSG(worker > 0, "%s: the worker took no pair", what);
+  if (piles) ENSURE_MSG(worker > 0, "%s: the worker took no pair or body", what);
   ENSURE_MSG(heap == 0, "%s: %ld heap calls in the steps with 2 threads", what, heap);
   for (int t = 0; t < N; t++) khz_deleteData(&d[t]);
 }
