@@ -164,6 +164,12 @@ long khz_poolItems(const khzData *d, int thread) {
 
 khzPoolScratch *khz_poolScratch(khzData *d, int thread) { return &pool_of(d)->scratch[thread]; }
 
+void khz_poolLimitPoints(khzData *d, int npt) {
+  khzPool *p = pool_of(d);
+  for (int t = 0; p && t < p->nthreads; t++)
+    if (npt >= 0 && npt < p->scratch[t].npt) p->scratch[t].npt = npt;
+}
+
 void *khz_poolTasks(khzData *d, size_t bytes, int npair) {
   khzPool *p = pool_of(d);
   return p && bytes * (size_t)npair <= p->task_bytes ? p->tasks : NULL;

@@ -39,6 +39,9 @@ long khz_poolItems(const khzData *d, int thread);
 /* the pool's per-pair records of the narrow phase (pairs.c): npair of
  * `bytes` each, or NULL without a pool */
 void *khz_poolTasks(khzData *d, size_t bytes, int npair);
+/* tests: each thread's point buffer cut to npt points, so that the pass
+ * makes the pairs left over itself */
+void khz_poolLimitPoints(khzData *d, int npt);
 /* joins the workers and frees the pool (khz_deleteData; khz_setThreads(1)) */
 void khz_poolFree(khzData *d);
 
