@@ -26,6 +26,8 @@
  * gaps between a step's parallel parts and between back-to-back steps, so
  * that only an idle data's worker sleeps */
 #define KHZ_POOL_SPIN_NS 2000000L
+/* ... and yields now and then after this long without one */
+#define KHZ_POOL_HOT_NS 200000L
 
 #if defined(__x86_64__) || defined(__i386__)
 #define cpu_relax() __builtin_ia32_pause()
@@ -105,8 +107,14 @@ static void *worker_main(void *arg) {
       e = atomic_load_explicit(&p->epoch, memory_order_acquire);
       if (e != seen) break;
       cpu_relax();
-      if ((i & 255) == 0) sched_yield(); /* another thread of this CPU's first, if any */
-      if ((i & 255) == 0 && now_ns() - since > KHZ_POOL_SPIN_NS) {
+      if ((i & 255) != 0) continue;
+      long idle = now_ns() - since;
+      /* a step's parts come within microseconds of each other: the worker
+       * stays on its CPU for KHZ_POOL_HOT_NS, then lets others of this
+       * CPU run first (on a loaded machine a worker that yields at once
+       * is seldom on a CPU when the next part comes) */
+      if (idle > KHZ_POOL_HOT_NS) sched_yield();
+      if (idle > KHZ_POOL_SPIN_NS) {
         /* parked is seen by the caller's check after its bump, or the
          * bump is seen here (both sequentially consistent); the futex
          * returns at once if the epoch moved in between */
