@@ -5,7 +5,7 @@
  * with a wake of every island late in the run; in the piles the worker must
  * have taken a share of the pairs (or the comparison proves nothing); V3
  * again with the threads' point buffers cut to 330 points (point_cap 320:
- * the pairs left over are made by the pass). Zero heap calls inside
+ * the pairs left over are made by the pass), and with contact reuse on. Zero heap calls inside
  * the steps with 2 threads (malloc & co. wrapped at link time). The pool's
  * start, stop and re-set, 1 -> 2 -> 1 -> 3 -> 2 threads, a data deleted with
  * its workers running (the sanitizer build's LSan sees a leak). Under
@@ -60,6 +60,9 @@ static int same_bits(const khzModel *m, const khzData *a, const khzData *b) {
   return khz_hashState(m, a) == khz_hashState(m, b) && !memcmp(a->warning, b->warning, sizeof a->warning);
 }
 
+/* contact reuse's bound for the datas of compare (0: off) */
+static double reuse_bound;
+
 /* steps with 1, 2 and 3 threads side by side; wake_at: every island woken
  * before that step (0: none) */
 static void compare_limited(const char *what, khzModel *m, int steps, int sleep, int wake_at, int piles,
@@ -74,6 +77,7 @@ static void compare_limited(const char *what, khzModel *m, int steps, int sleep,
     ENSURE(khz_setThreads(m, d[t], t + 1) == 0);
     ENSURE(khz_threads(d[t]) == t + 1);
     khz_poolLimitPoints(d[t], points);
+    if (reuse_bound > 0) ENSURE(khz_contactReuse(m, d[t], reuse_bound) == 0);
   }
   int first_diff = -1, asleep = 0, max_contacts = 0;
   long heap = 0;
@@ -125,6 +129,10 @@ int main(int argc, char **argv) {
       /* the threads' point buffers nearly full: most pairs in contact are
        * left to the pass, which makes them as one thread does */
       compare_limited("v3_pile, few points", m, 600, 0, 0, 1, 330);
+      /* contact reuse on (its references tried on the threads) */
+      reuse_bound = 1e-7;
+      compare("v3_pile, contact reuse", m, 600, 0, 0, 1);
+      reuse_bound = 0;
     }
     /* the pool's life: start, stop, re-set, and a data freed with workers */
     khzData *d = khz_makeData(m, 0);
