@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The server, loop and client tests under ThreadSanitizer: builds build-tsan
-# (-Db_sanitize=thread) and runs the suites server and loop and the C client's
-# test with tests/server/tsan.supp, which names only uninstrumented libraries
+# (-Db_sanitize=thread) and runs the suites server and loop, the step's
+# worker threads' test (test_threads) and the C client's test with tests/server/tsan.supp, which names only uninstrumented libraries
 # (libzmq, libev). Not part of scripts/test.sh (it takes a while).
 # Usage: scripts/tsan.sh [meson test arguments, e.g. test_server_flood]
 set -uo pipefail
@@ -20,5 +20,6 @@ else
   # replaces malloc, which TSan's runtime owns: not run here)
   meson test -C "$dir" --print-errorlogs --num-processes 1 --suite server --suite loop || status=1
   meson test -C "$dir" --print-errorlogs --num-processes 1 test_client || status=1
+  meson test -C "$dir" --print-errorlogs --num-processes 1 test_threads || status=1
   exit ${status:-0}
 fi

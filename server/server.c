@@ -603,6 +603,7 @@ static int server_init(khzServer *s, char *err, size_t errsz) {
   lc.start_paused = c->paused;
   lc.rt_priority = c->rt_priority;
   lc.cpu = c->cpu;
+  lc.threads = c->threads > 0 ? c->threads : s->scene.threads > 0 ? s->scene.threads : 1;
   lc.spin_us = c->spin_us;
   lc.cpu_clock = c->cpu_clock;
   lc.verify_overruns = c->verify_overruns;

@@ -77,6 +77,10 @@ const khzSetting khz_settings[] = {
      .help = "SCHED_FIFO priority of the I/O thread and libzmq's threads, below rt_priority (0 = do "
              "not ask)"},
     {INT(cpu, -1, 1023), .def = "-1", .help = "pin the loop thread to this CPU (-1 = do not pin)"},
+    {INT(threads, 0, 16), .def = "0",
+     .help = "threads for the step (the same bits with any number): the loop thread and threads - 1 "
+             "workers with its scheduling class, each on a CPU of its own when cpu is set and one "
+             "is left (0 = the scene's `threads`, else 1)"},
     {BOOL(lock_memory), .def = "true", .help = "mlockall the process before the first tick"},
     {INT(cpu_dma_latency_us, -1, 10000), .def = "0",
      .help = "hold /dev/cpu_dma_latency at this many us while running, as cyclictest does (-1 = "

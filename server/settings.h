@@ -35,6 +35,7 @@ typedef struct khzServerConfig {
   int rt_priority;
   int io_priority;
   int cpu;
+  int threads;
   int lock_memory;
   int cpu_dma_latency_us;
   int spin_us;

@@ -140,6 +140,8 @@ static void khz_sim_help_run(FILE *out) {
       "                   the contact method\n"
       "  --contact-reuse M  keep a pair's contact while its points move less than M meters\n"
       "                   relative to each other (khz_contactReuse; default 0: off)\n"
+      "  --threads N      threads for the step, 1 to 16 (khz_setThreads: the same bits with any\n"
+      "                   number; default: the scene's `threads`, else 1)\n"
       "  --ctrl LIST      controls of the model's own actuators, NAME=VALUE comma-separated\n"
       "                   (the names `khz-sim info` lists; the others keep their initial\n"
       "                   control), held for the whole run: MuJoCo's data.ctrl. Each is\n"
@@ -745,9 +747,10 @@ static void khz_sim_actuate(const khzSimActuators *act, const khzModel *m, khzDa
 static int khz_sim_run(int argc, char **argv) {
   khzSimFlag flags[] = {{"steps", 1, NULL, 0},      {"dt", 1, NULL, 0}, {"integrator", 1, NULL, 0},
                         {"out", 1, NULL, 0},        {"method", 1, NULL, 0}, {"contacts", 1, NULL, 0},
-                        {"sleep", 1, NULL, 0},      {"ctrl", 1, NULL, 0}, {"contact-reuse", 1, NULL, 0}};
+                        {"sleep", 1, NULL, 0},      {"ctrl", 1, NULL, 0}, {"contact-reuse", 1, NULL, 0},
+                        {"threads", 1, NULL, 0}};
   const char *path;
-  int rc = khz_sim_parse("run", argc, argv, flags, 9, &path, khz_sim_help_run);
+  int rc = khz_sim_parse("run", argc, argv, flags, 10, &path, khz_sim_help_run);
   if (rc) return rc == 1 ? 0 : KHZ_SIM_USAGE;
 
   /* flags first: a bad flag is reported before the model is read */
@@ -767,6 +770,16 @@ static int khz_sim_run(int argc, char **argv) {
     if (end == flags[8].value || *end || errno || !(reuse >= 0 && reuse <= 1e-3)) {
       fprintf(stderr, "khz-sim run: --contact-reuse: expected a bound in meters from 0 to 1e-3, got '%s'\n",
               flags[8].value);
+      return KHZ_SIM_USAGE;
+    }
+  }
+  long threads = 0;
+  if (flags[9].given) {
+    char *end;
+    errno = 0;
+    threads = strtol(flags[9].value, &end, 10);
+    if (end == flags[9].value || *end || errno || threads < 1 || threads > 16) {
+      fprintf(stderr, "khz-sim run: --threads: expected an integer from 1 to 16, got '%s'\n", flags[9].value);
       return KHZ_SIM_USAGE;
     }
   }
@@ -868,6 +881,12 @@ static int khz_sim_run(int argc, char **argv) {
   d->sleep_enabled = sleep == 1 && m->sleep.enabled;
   if (reuse > 0 && khz_contactReuse(m, d, reuse)) {
     fprintf(stderr, "khz-sim run: --contact-reuse: out of memory\n");
+    rc = KHZ_SIM_FAIL;
+    goto done;
+  }
+  if (!threads) threads = scene.threads;
+  if (threads > 1 && khz_setThreads(m, d, (int)threads)) {
+    fprintf(stderr, "khz-sim run: --threads %ld: cannot start the threads\n", threads);
     rc = KHZ_SIM_FAIL;
     goto done;
   }

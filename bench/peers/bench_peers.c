@@ -65,6 +65,8 @@ static const engineSlot engines[] = {
     {"khz-sleep", &bench_engine_khz_sleep, NULL, NULL},
     {"khz-euler", &bench_engine_khz_euler, NULL, NULL},
     {"khz-euler-auto", &bench_engine_khz_euler_auto, NULL, FREE_BODY_SCENES},
+    /* khz with the step on two threads (khz_setThreads): the piles */
+    {"khz-2t", &bench_engine_khz_2t, NULL, "v3_pile,scaling"},
 #ifdef HAVE_MUJOCO
     {"mujoco", &bench_engine_mujoco, NULL, NULL},
 #else
@@ -136,7 +138,7 @@ static void usage(FILE *f) {
           "                   [--source DIR] [--piles DIR] [--humanoid FILE] [--trace FILE]\n"
           "  --quick      shorter runs (the whole benchmark in well under a minute)\n"
           "  --smoke      a few steps of everything (a test that it runs)\n"
-          "  --engines    comma-separated: khz,khz-deepest,khz-sleep,khz-euler,khz-euler-auto,\n"
+          "  --engines    comma-separated: khz,khz-deepest,khz-sleep,khz-euler,khz-euler-auto,khz-2t,\n"
           "               mujoco,ode,ode-sleep,bullet,bullet-sleep (default all built; the khz-euler\n"
           "               rows on the piles and stacks only)\n"
           "  --only       comma-separated sections or scenes: v1_block_penetration,\n"
@@ -158,7 +160,7 @@ static int parse_engines(benchOptions *o, const char *list) {
     for (int e = 0; e < NENGINE; e++)
       known |= strlen(engines[e].name) == len && strncmp(p, engines[e].name, len) == 0;
     if (!known) {
-      fprintf(stderr, "bench_peers: --engines: unknown engine '%.*s' (known: khz, khz-deepest, khz-sleep, khz-euler, khz-euler-auto, mujoco, ode, ode-sleep, bullet, bullet-sleep)\n",
+      fprintf(stderr, "bench_peers: --engines: unknown engine '%.*s' (known: khz, khz-deepest, khz-sleep, khz-euler, khz-euler-auto, khz-2t, mujoco, ode, ode-sleep, bullet, bullet-sleep)\n",
               (int)len, p);
       return -1;
     }

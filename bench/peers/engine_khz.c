@@ -132,6 +132,16 @@ static void *create_euler_auto(const benchScene *scene, char *err, int errsz) {
   return create_with(scene, KHZ_CONTACT_PENALTY, 0, 2, err, errsz);
 }
 
+static void *create_2t(const benchScene *scene, char *err, int errsz) {
+  khzWorld *w = create_with(scene, KHZ_CONTACT_PENALTY, 0, 0, err, errsz);
+  if (w && khz_setThreads(w->m, w->d, 2)) {
+    snprintf(err, (size_t)errsz, "cannot start the step's second thread");
+    destroy(w);
+    return NULL;
+  }
+  return w;
+}
+
 static void *create_deepest(const benchScene *scene, char *err, int errsz) {
   return create_with(scene, KHZ_CONTACT_DEEPEST, 0, 0, err, errsz);
 }
@@ -170,6 +180,12 @@ const benchEngine bench_engine_khz = {
     "Drumwright's multi-point penalty method with impulses at impacts, the scene file's gains; "
     "no sleeping (as the peers: no deactivation, no auto-disable)",
     create_penalty, apply_force, step, get_state, destroy};
+
+const benchEngine bench_engine_khz_2t = {
+    "khz-2t",
+    "as khz, with the step on two threads (khz_setThreads: the narrow phase's pairs and the free "
+    "objects' ABA split, the same bits as khz); the second thread spins between steps",
+    create_2t, apply_force, step, get_state, destroy};
 
 const benchEngine bench_engine_khz_deepest = {
     "khz-deepest",

@@ -99,6 +99,7 @@ extern const benchEngine bench_engine_khz_sleep;   /* penalty method, sleeping b
 extern const benchEngine bench_engine_khz_lcp;     /* Stewart-Trinkle LCP method */
 extern const benchEngine bench_engine_khz_euler;   /* semi-implicit Euler, the scene's gains */
 extern const benchEngine bench_engine_khz_euler_auto; /* semi-implicit Euler, automatic gains */
+extern const benchEngine bench_engine_khz_2t;      /* penalty method, the step on two threads */
 extern const benchEngine bench_engine_mujoco;
 extern const benchEngine bench_engine_ode;
 extern const benchEngine bench_engine_ode_sleep;    /* ODE's auto-disable on */

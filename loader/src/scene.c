@@ -1731,7 +1731,7 @@ static int khz_scene_list(khzSceneReader *r, const yaml_node_t *n, const char *k
 static int khz_scene_root(khzSceneReader *r, const yaml_node_t *root, khzScene *s) {
   static const char *const keys[] = {"khz_scene", "name",    "rate_hz", "integrator", "gravity",
                                      "ground",    "contact", "robots",  "objects",    "haptics",
-                                     "experiment", "sleep", "hil",
+                                     "experiment", "sleep", "hil", "threads",
                                      NULL};
   yaml_node_t *v;
   double gravity[3] = {0, 0, -9.81}, version = 0;
@@ -1774,6 +1774,13 @@ static int khz_scene_root(khzSceneReader *r, const yaml_node_t *root, khzScene *
       return khz_scene_fail(r, v, "integrator", "unknown integrator %s: it must be one of rk4, euler",
                             got);
     }
+  }
+  if ((v = khz_find(r, root, "threads"))) {
+    double n = 0;
+    if (khz_get_number(r, v, "threads", &n)) return -1;
+    if (!(n >= 1 && n <= 16 && n == (int)n))
+      return khz_scene_fail(r, v, "threads", "expected an integer from 1 to 16, got %g", n);
+    s->threads = (int)n;
   }
   if ((v = khz_find(r, root, "gravity")) && khz_get_vec(r, v, "gravity", gravity, 3)) return -1;
   khz_spec_setGravity(s->spec, gravity);
@@ -1821,6 +1828,7 @@ static void khz_scene_defaults(khzScene *s, const char *file) {
   memset(s, 0, sizeof *s);
   s->rate_hz = 1000;
   s->integrator = KHZ_INT_RK4;
+  s->threads = 1;
   s->ground_normal[2] = 1;
   khz_spec_defaultContact(&s->contact);
 

@@ -14,6 +14,7 @@
 #include "island.h"
 #include "khz/khz.h"
 #include "peg/peg.h"
+#include "pool.h"
 
 
 static void layout_data(const khzModel *m, khzData *d, carver *c) {
@@ -78,6 +79,7 @@ khzData *khz_makeData(const khzModel *m, size_t stack_bytes) {
 
 void khz_deleteData(khzData **d_p) {
   if (!d_p || !*d_p) return;
+  khz_poolFree(*d_p);
   free((*d_p)->buffer);
   free((*d_p)->reuse_pair);
   free((*d_p)->reuse_point);

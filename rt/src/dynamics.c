@@ -18,6 +18,7 @@
 
 #include "khz/khz.h"
 #include "dynamics.h"
+#include "pool.h"
 #include "spatial.h"
 
 /* ---------------------------------------------- structural zeros and ones --
@@ -794,18 +795,18 @@ static inline __attribute__((always_inline)) void rigid_bias(const khzModel *m, 
  * u, acc) are not written to d (a call with keep stores them all), and a
  * free one takes free_alone_fast where it applies if the scene asks for it
  * (contact.free_closed_form). */
-static inline __attribute__((always_inline)) void aba_core_keep(const khzModel *m, khzData *d, const double *tau,
-                                                                 double *qdd, double h, int stiff_only, double *keep,
-                                                                 int reuse, int store) {
-  if (keep) store = 1;
-  /* the world's acceleration is -g (gravity as a fictitious base acceleration) */
-  double a0[6] = {0, 0, 0, -m->gravity[0], -m->gravity[1], -m->gravity[2]};
+/* ABA's start for bodies [lo, hi) (aba_core_keep's first loop): each body
+ * writes only its own entries, so the pool's threads may take parts of it */
+static inline __attribute__((always_inline)) void aba_start(const khzModel *m, khzData *d, const double *tau,
+                                                             double *qdd, double h, int stiff_only, double *keep,
+                                                             int reuse, int store, const double a0[6], int lo,
+                                                             int hi) {
   /* articulated inertias and bias forces start as the rigid ones:
    * IA = I, pA = v x* I v - f_ext. A body alone in its tree (a free object)
    * keeps IA = I in a local, and its IA is not written (1.7 kB fewer per
    * body and call to stream through the cache in a large pile; nothing
    * reads d->IA after ABA); its passes run here (aba_alone) */
-  for (int i = 1; i < m->nbody; i++) {
+  for (int i = lo; i < hi; i++) {
     if (d->body_sleep[i]) continue; /* sleeping trees: skipped, qdd = 0 below */
     int alone = body_alone(m, i);
     /* only qdd is wanted of a free object (store 0): in closed form */
@@ -816,6 +817,16 @@ static inline __attribute__((always_inline)) void aba_core_keep(const khzModel *
     vec6_sub(pA, d->fext + 6 * i);
     if (alone) aba_alone(m, d, i, I_own, pA, tau, qdd, h, stiff_only, reuse, store, a0);
   }
+}
+
+/* started: aba_start has run on the pool's threads (khz_abaCoreKeep) */
+static inline __attribute__((always_inline)) void aba_core_keep(const khzModel *m, khzData *d, const double *tau,
+                                                                 double *qdd, double h, int stiff_only, double *keep,
+                                                                 int reuse, int store, int started) {
+  if (keep) store = 1;
+  /* the world's acceleration is -g (gravity as a fictitious base acceleration) */
+  double a0[6] = {0, 0, 0, -m->gravity[0], -m->gravity[1], -m->gravity[2]};
+  if (!started) aba_start(m, d, tau, qdd, h, stiff_only, keep, reuse, store, a0, 1, m->nbody);
 
   /* backward pass (RBDA Table 7.1, joint_factors); the parent receives
    * Ia = IA - U D^-1 U^T and pa = pA + Ia c + U D^-1 u (no transform: one
@@ -915,7 +926,13 @@ static inline __attribute__((always_inline)) void aba_core_held(const khzModel *
 __attribute__((target("avx"))) static void aba_core_keep_avx(const khzModel *m, khzData *d, const double *tau,
                                                              double *qdd, double h, int stiff_only, double *keep,
                                                              int reuse, int store) {
-  aba_core_keep(m, d, tau, qdd, h, stiff_only, keep, reuse, store);
+  aba_core_keep(m, d, tau, qdd, h, stiff_only, keep, reuse, store, 0);
+}
+/* after aba_start on the threads: the passes along the trees */
+__attribute__((target("avx"))) static void aba_core_rest_avx(const khzModel *m, khzData *d, const double *tau,
+                                                             double *qdd, double h, int stiff_only, double *keep,
+                                                             int reuse, int store) {
+  aba_core_keep(m, d, tau, qdd, h, stiff_only, keep, reuse, store, 1);
 }
 /* the held inertias' call, its own function: the one above keeps its code */
 __attribute__((target("avx"))) static void aba_core_held_avx(const khzModel *m, khzData *d, const double *tau,
@@ -923,6 +940,31 @@ __attribute__((target("avx"))) static void aba_core_held_avx(const khzModel *m, 
   aba_core_held(m, d, tau, qdd, h, stiff_only, keep);
 }
 #endif
+
+/* aba_start's bodies on the pool's threads: one job, ranges of bodies */
+typedef struct {
+  const khzModel *m;
+  khzData *d;
+  const double *tau;
+  double *qdd, h, *keep, a0[6];
+  int stiff_only, reuse, store;
+} aba_job;
+
+static void aba_start_job(void *ctx, int thread, int lo, int hi) {
+  const aba_job *j = ctx;
+  (void)thread;
+  aba_start(j->m, j->d, j->tau, j->qdd, j->h, j->stiff_only, j->keep, j->reuse, j->store, j->a0, lo + 1, hi + 1);
+}
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx"))) static void aba_start_job_avx(void *ctx, int thread, int lo, int hi) {
+  const aba_job *j = ctx;
+  (void)thread;
+  aba_start(j->m, j->d, j->tau, j->qdd, j->h, j->stiff_only, j->keep, j->reuse, j->store, j->a0, lo + 1, hi + 1);
+}
+#endif
+
+/* bodies per chunk of aba_start on the pool's threads */
+#define KHZ_ABA_CHUNK 8
 
 void khz_abaCoreKeep(const khzModel *m, khzData *d, const double *tau, double *qdd, double h,
                      int stiff_only, double *keep, int reuse, int store) {
@@ -934,15 +976,30 @@ void khz_abaCoreKeep(const khzModel *m, khzData *d, const double *tau, double *q
    * mark: this one leaves the same inertias but other bias forces */
   int held = !reuse && (store || keep) && d->aba_held == 1 + !!stiff_only && d->aba_held_h == h;
   d->aba_held = 0;
+  /* with threads (khz_setThreads) and many free objects (their whole ABA
+   * is in aba_start; an articulated tree's start alone is too little to
+   * split): aba_start's bodies split over them, then the passes along the
+   * trees here, as in one call */
+  int threaded = !held && d->pool && khz_poolAlone(d) > 2 * KHZ_ABA_CHUNK;
+  if (threaded) {
+    aba_job j = {m, d, tau, qdd, h, keep, {0, 0, 0, -m->gravity[0], -m->gravity[1], -m->gravity[2]},
+                 stiff_only, reuse, keep ? 1 : store};
+    khzPoolFn fn = aba_start_job;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (__builtin_cpu_supports("avx")) fn = aba_start_job_avx;
+#endif
+    khz_poolRun(d, fn, &j, m->nbody - 1, KHZ_ABA_CHUNK);
+  }
 #if defined(__x86_64__) && defined(__GNUC__)
   if (__builtin_cpu_supports("avx")) {
     if (held) aba_core_held_avx(m, d, tau, qdd, h, stiff_only, keep);
+    else if (threaded) aba_core_rest_avx(m, d, tau, qdd, h, stiff_only, keep, reuse, store);
     else aba_core_keep_avx(m, d, tau, qdd, h, stiff_only, keep, reuse, store);
     return;
   }
 #endif
   if (held) aba_core_held(m, d, tau, qdd, h, stiff_only, keep);
-  else aba_core_keep(m, d, tau, qdd, h, stiff_only, keep, reuse, store);
+  else aba_core_keep(m, d, tau, qdd, h, stiff_only, keep, reuse, store, threaded);
 }
 
 /* ABA's backward pass for the inertias alone (RBDA Table 7.1 without the

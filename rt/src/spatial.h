@@ -17,8 +17,10 @@
 /* Hot functions of the contact path compiled for AVX too, picked once at
  * load time (GCC's target_clones, an ifunc): the VEX forms take fewer
  * instructions. No FMA and no reassociation (the AVX target has neither),
- * so both clones give the same bits, as aba_core_keep_avx does. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+ * so both clones give the same bits, as aba_core_keep_avx does. Not under
+ * ThreadSanitizer: the instrumented ifunc resolver runs before its runtime
+ * and crashes the program at load. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define KHZ_AVX_CLONES __attribute__((target_clones("avx", "default")))
 #else
 #define KHZ_AVX_CLONES

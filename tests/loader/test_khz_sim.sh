@@ -166,6 +166,13 @@ py "run is deterministic" '
 first = json.load(open(sys.argv[1].rsplit("/", 1)[0] + "/run1.json"))
 assert j["state_hash"] == first["state_hash"], (j["state_hash"], first["state_hash"])'
 
+# the step on more threads (--threads, khz_setThreads): the same bits
+expect 0 "run default --threads 2" -- "$SIM" run default --steps 100 --threads 2
+py "run --threads 2 gives the 1-thread state" '
+first = json.load(open(sys.argv[1].rsplit("/", 1)[0] + "/run1.json"))
+assert j["state_hash"] == first["state_hash"], (j["state_hash"], first["state_hash"])'
+expect_usage "run: --threads 0" "--threads: expected an integer from 1 to 16" run default --steps 10 --threads 0
+
 expect 0 "run arm7 euler" -- \
   "$SIM" run "$ARM" --steps 50 --dt 0.002 --integrator euler --out "$TMP/arm.csv"
 py "run arm7 JSON" '

@@ -430,8 +430,14 @@ static void test_strings(void) {
     ENSURE(strcmp(s.name, "inline") == 0);
     ENSURE(spec_joint(s.spec, "r/slide") > 0);
     ENSURE(s.contact.method == KHZ_CONTACT_PENALTY && s.rate_hz == 1000);
+    ENSURE(s.threads == 1); /* the step's threads: 1 unless the key says */
     khz_deleteScene(&s);
   }
+  rc = khz_loadSceneString(&s, "khz_scene: 1\nthreads: 2\n", "inline.yaml", NULL, err, sizeof err);
+  ENSURE_MSG(rc == 0 && s.threads == 2, "%s", err);
+  if (rc == 0) khz_deleteScene(&s);
+  rc = khz_loadSceneString(&s, "khz_scene: 1\nthreads: 1.5\n", "inline.yaml", NULL, err, sizeof err);
+  ENSURE_MSG(rc == -1 && strstr(err, "key 'threads': expected an integer from 1 to 16"), "%s", err);
   rc =
       khz_loadSceneString(&s, "khz_scene: 1\nrate_hz: 1\n", "inline.yaml", NULL, err, sizeof err);
   ENSURE(rc == -1 && starts_with(err, "inline.yaml:2:10: key 'rate_hz': "));

@@ -200,14 +200,23 @@ static void test_hist(void) {
 /* --------------------------------------------------------------- the loop -- */
 
 /* lockstep: a PD controller for n ticks; returns the final state hash */
-static uint64_t lockstep_run(const khzModel *m, int n, int *next_tick_ok) {
+static uint64_t lockstep_run(const khzModel *m, int n, int *next_tick_ok, int threads, int cpu) {
   khzLoopConfig cfg;
   char err[256];
   test_config(&cfg, KHZ_MODE_LOCKSTEP);
   cfg.publish_hash = 1;
+  cfg.threads = threads;
+  cfg.cpu = cpu;
   khzLoop *L = khz_loop_new(m, &cfg, err, sizeof err);
   ENSURE_MSG(L != NULL, "%s", err);
   if (!L) return 0;
+  /* the step's workers, started by the loop thread (and pinned with it) */
+  if (threads > 1) {
+    char want[64];
+    snprintf(want, sizeof want, "; %d step threads", threads);
+    ENSURE_MSG(strstr(khz_loop_report(L), want) != NULL, "%s", khz_loop_report(L));
+    if (cpu >= 0) ENSURE_MSG(strstr(khz_loop_report(L), "worker 1 ") != NULL, "%s", khz_loop_report(L));
+  }
   double target[7] = {0.3, -0.5, 0.2, -2.0, 0.1, 1.2, 0.5};
   *next_tick_ok = 1;
   snap s = next_state(L, m, 2000);
@@ -236,10 +245,15 @@ static uint64_t lockstep_run(const khzModel *m, int n, int *next_tick_ok) {
 
 static void test_lockstep(const khzModel *m) {
   int ok1, ok2;
-  uint64_t h1 = lockstep_run(m, 300, &ok1), h2 = lockstep_run(m, 300, &ok2);
+  uint64_t h1 = lockstep_run(m, 300, &ok1, 1, -1), h2 = lockstep_run(m, 300, &ok2, 1, -1);
   ENSURE(ok1 && ok2);
   ENSURE_MSG(h1 == h2 && h1 != 0, "hashes %016llx %016llx", (unsigned long long)h1,
              (unsigned long long)h2);
+  /* with the step's threads (khz_setThreads): the same bits; pinned to CPU 0 */
+  uint64_t h3 = lockstep_run(m, 300, &ok2, 2, -1), h4 = lockstep_run(m, 300, &ok1, 3, 0);
+  ENSURE(ok1 && ok2);
+  ENSURE_MSG(h3 == h1 && h4 == h1, "hashes %016llx, 2 threads %016llx, 3 threads pinned %016llx",
+             (unsigned long long)h1, (unsigned long long)h3, (unsigned long long)h4);
 }
 
 static void test_watchdog(const khzModel *m) {

@@ -323,6 +323,8 @@ typedef struct khzScene {
   khzSpec *spec;       /* owned; compile with khz_compile() */
   double rate_hz;      /* loop rate (timestep = 1 / rate_hz) */
   khzIntegrator integrator;
+  int threads;         /* key threads: the step's threads (khz_setThreads), 1 to 16; 1 by
+                          default. The loader only reads it: whoever makes the data sets it */
   khzContactOptions contact; /* also set on the spec (khz_spec_setContact) */
   int has_ground;
   double ground_height;     /* ground.height (or ground.pos's z) */

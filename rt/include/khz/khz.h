@@ -729,6 +729,9 @@ typedef struct khzData {
   int kin_valid;          /* private: 2 when the forward pass's fields hold (kin_q, kin_qd)
                              for every body, 1 positions only, 0 unknown */
 
+  struct khzPool *pool;   /* private (pool.c): the step's worker threads (khz_setThreads), or
+                             NULL: one thread */
+
   /* mark/free scratch stack for per-step temporaries */
   size_t stack_size;
   size_t stack_top;
@@ -748,6 +751,20 @@ void khz_deleteData(khzData **d_p);
  * Allocates its cache at the first call with a bound (not in a tick); 0 on
  * success, -1 when out of memory (then off). */
 int khz_contactReuse(const khzModel *m, khzData *d, double bound);
+
+/* Threads for the step (1, the default: the caller's only). With n > 1,
+ * n - 1 workers take a share of the step's independent work (the narrow
+ * phase's pairs); every result is computed as with one thread and summed or
+ * ordered in the same order, so the state's bits do not depend on n. Not in
+ * a tick: it starts (or joins) threads and allocates their scratch. The
+ * workers inherit the caller's scheduling class and CPU set; between steps
+ * they spin for 2 ms, then sleep on a futex. 0 on success, -1 (the data
+ * left at 1 thread) when n is outside 1..16 or a thread or its scratch
+ * cannot be had. khz_deleteData joins them. */
+int khz_setThreads(const khzModel *m, khzData *d, int n);
+int khz_threads(const khzData *d);
+/* pins worker `thread` (1..n-1) to a CPU; 0 on success */
+int khz_threadsPin(khzData *d, int thread, int cpu);
 
 /* Resets the state to q0 and qd0, zero torques and wrenches, time 0. */
 void khz_resetData(const khzModel *m, khzData *d);

@@ -125,6 +125,10 @@ typedef struct khzLoopConfig {
   /* real-time privileges (each is asked for, and reported, separately) */
   int rt_priority;           /* SCHED_FIFO priority 1..99; 0 = do not ask */
   int cpu;                   /* pin the thread to this CPU; -1 = do not pin */
+  int threads;               /* threads for the step (khz_setThreads), started by the loop
+                                thread before the first tick: the workers take its scheduling
+                                class and, with cpu >= 0, each a CPU of its own (the next ones
+                                the process may use) when there is one; 1 (default) = none */
   int lock_memory;           /* mlockall(MCL_CURRENT | MCL_FUTURE) */
   size_t prefault_stack;     /* bytes of stack touched before the first tick */
   int dma_latency_us;        /* hold /dev/cpu_dma_latency at this many us while running

@@ -493,6 +493,9 @@ int khz_narrowphase(const khzModel *m, int g0, int g1, const double *frame, khzC
  * without the narrow phase; else the narrow phase runs, and on a 0 result
  * *apart = 1 when axis now holds a direction that parts them by that gap.
  * The return value and the points are khz_narrowphase's in both cases. */
+/* the narrow phase's scratch in a pool of threads (pool.c): the per-pair
+ * records' bytes, each thread's points and doubles of work */
+void khz_collisionPoolSizes(const khzModel *m, size_t *task_bytes, int *points, size_t *work_doubles);
 int khz_narrowphaseCoherent(const khzModel *m, int g0, int g1, const double *frame, khzColOut *out,
                             double axis[3], int *apart);
 /* the same for two shapes made by khz_shape_make (normal toward s0) */

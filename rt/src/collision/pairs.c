@@ -23,6 +23,7 @@
 
 #include "collision.h"
 #include "island.h"
+#include "pool.h"
 #include "spatial.h"
 
 /* fraction of the deepest point's depth from which a point is in the deepest layer */
@@ -433,6 +434,82 @@ static void reuse_keep(const khzColOut *out, const double *f0, const double *f1,
   }
 }
 
+/* ------------------------------------------- the narrow phase on threads -- */
+
+/* one pair's narrow phase on the pool's threads (khz_setThreads): what the
+ * pass decided before (the pair, its last direction apart, its reference),
+ * and the answer, which the pass takes in pair order as if it had just made
+ * it. result -1: no room in the thread's points, made again in the pass. */
+typedef struct {
+  int g0, g1;
+  int reuse_at;  /* the reference to try (index in the last pass's), or -1 */
+  int was_apart; /* in: axis holds the last pass's direction; out: apart along axis */
+  int result;    /* 1 contact, 0 none, -1 not made */
+  int reused;    /* the reference's index when the pair keeps it, else -1 */
+  int npt, overflow, trimmed;
+  double axis[3], normal[3];
+  const khzColPoint *pt;
+} collide_task;
+
+typedef struct {
+  const khzModel *m;
+  khzData *d;
+  collide_task *task;
+  const double *frame;
+  const khzColShape *shape; /* the pass's views, all made */
+  const khzReusePair *rlast_pair;
+  const khzReusePoint *rlast_point;
+  int ptcap;
+} collide_job;
+
+void khz_collisionPoolSizes(const khzModel *m, size_t *task_bytes, int *points, size_t *work_doubles) {
+  const khzColModel *cm = m->collision;
+  *task_bytes = 0, *points = 0, *work_doubles = 0;
+  if (!cm) return;
+  int ptcap = point_cap(m);
+  *task_bytes = (size_t)pair_cap(cm) * sizeof(collide_task);
+  *points = ptcap + 8 * (m->npair_max > 0 ? m->npair_max : 1);
+  *work_doubles = (size_t)KHZ_COL_WORK(ptcap, cm->maxvert);
+}
+
+/* the pairs [begin, end) on thread `thread`: each as the pass's loop makes
+ * it (its reference if it still holds, else the narrow phase, then the
+ * deepest kept), its points after the thread's earlier pairs' */
+static void collide_tasks(void *ctx, int thread, int begin, int end) {
+  const collide_job *job = ctx;
+  const khzModel *m = job->m;
+  const khzColModel *cm = m->collision;
+  khzPoolScratch *sc = khz_poolScratch(job->d, thread);
+  int K = m->max_points;
+  for (int i = begin; i < end; i++) {
+    collide_task *t = &job->task[i];
+    if (sc->npt - sc->used < job->ptcap) {
+      t->result = -1;
+      continue;
+    }
+    khzColOut out = {sc->pt + sc->used, 0, job->ptcap, 0, sc->work, cm->maxvert, {0, 0, 0}, {0, 0, 0}};
+    const double *f0 = job->frame + 12 * t->g0, *f1 = job->frame + 12 * t->g1;
+    t->reused = -1;
+    if (t->reuse_at >= 0 && reuse_contact(&job->rlast_pair[t->reuse_at], job->rlast_point + (size_t)t->reuse_at * K,
+                                          f0, f1, job->d->reuse_bound, &out))
+      t->reused = t->reuse_at;
+    if (t->reused >= 0)
+      t->result = 1;
+    else if (cm->geom[t->g0].shape < 0 || cm->geom[t->g1].shape < 0)
+      t->result = t->was_apart = 0;
+    else
+      t->result = khz_col_coherent(&job->shape[t->g0], &job->shape[t->g1], &out, t->axis, &t->was_apart) != 0;
+    if (!t->result) continue;
+    t->overflow = out.overflow;
+    t->trimmed = out.npt > K;
+    if (t->trimmed) keep_deepest(&out, K, sc->work);
+    t->npt = out.npt;
+    t->pt = out.pt;
+    khzu_copy3(t->normal, out.normal);
+    sc->used += out.npt;
+  }
+}
+
 KHZ_AVX_CLONES int khz_collideStep(const khzModel *m, khzData *d) {
   const khzColModel *cm = m->collision;
   /* a shift left pending (a step cut short) is undone before the list is read */
@@ -565,10 +642,39 @@ KHZ_AVX_CLONES int khz_collideStep(const khzModel *m, khzData *d) {
   khzReusePoint *rnext_point = reuse ? d->reuse_point + (size_t)(1 - rh) * PK : NULL;
   d->reuse_count = 0;
 
+  /* with threads (khz_setThreads): the pairs to collide listed first, with
+   * what the loop below would give each (its last direction apart, its
+   * reference), their views made, then their narrow phases made on the
+   * threads; the loop takes the answers in pair order */
+  collide_task *task = NULL;
+  if (views.shape && khz_poolThreads(d) > 1) task = khz_poolTasks(d, sizeof *task, np);
+  if (task) {
+    int nt = 0;
+    for (int k = 0, last = 0, rl = 0; k < np; k++) {
+      int g0 = (int)(pairs[k] >> 32), g1 = (int)(pairs[k] & 0xffffffffu);
+      if (apart && (apart[k] || khz_pairAsleep(m, d, m->geom_body[g0], m->geom_body[g1]))) continue;
+      collide_task *t = &task[nt++];
+      t->g0 = g0, t->g1 = g1;
+      while (last < nlast && last_pair[last] < pairs[k]) last++;
+      t->was_apart = last < nlast && last_pair[last] == pairs[k];
+      if (t->was_apart) khzu_copy3(t->axis, last_axis + 3 * last);
+      t->reuse_at = -1;
+      if (reuse) {
+        while (rl < rlast && rlast_pair[rl].key < pairs[k]) rl++;
+        if (rl < rlast && rlast_pair[rl].key == pairs[k]) t->reuse_at = rl;
+      }
+      if (cm->geom[g0].shape >= 0 && cm->geom[g1].shape >= 0)
+        pass_shape(m, frame, &views, g0), pass_shape(m, frame, &views, g1);
+    }
+    for (int i = 0; i < khz_poolThreads(d); i++) khz_poolScratch(d, i)->used = 0;
+    collide_job job = {m, d, task, frame, views.shape, rlast_pair, rlast_point, ptcap};
+    khz_poolRun(d, collide_tasks, &job, nt, 8);
+  }
+
   /* narrow phase, pair by pair in (g0, g1) order; the pairs found apart
    * along a direction at the last pass try it first (a separating axis
    * still separating) */
-  for (int k = 0, last = 0, rl = 0; k < np; k++) {
+  for (int k = 0, last = 0, rl = 0, nt = 0; k < np; k++) {
     int g0 = (int)(pairs[k] >> 32), g1 = (int)(pairs[k] & 0xffffffffu);
     if (apart && apart[k] == 2) { /* apart above, along a direction */
       khzu_copy3(next_axis + 3 * nnext, apart_axis + 3 * k);
@@ -576,21 +682,34 @@ KHZ_AVX_CLONES int khz_collideStep(const khzModel *m, khzData *d) {
     }
     if (apart && (apart[k] || khz_pairAsleep(m, d, m->geom_body[g0], m->geom_body[g1]))) continue;
     khzColOut out = {pt, 0, ptcap, 0, work, cm->maxvert, {0, 0, 0}, {0, 0, 0}};
-    while (last < nlast && last_pair[last] < pairs[k]) last++;
-    int was_apart = last < nlast && last_pair[last] == pairs[k];
     double *axis = next_axis + 3 * nnext;
-    if (was_apart) khzu_copy3(axis, last_axis + 3 * last);
     int reused = -1; /* the reference's index when the pair keeps it */
-    if (reuse) {
-      while (rl < rlast && rlast_pair[rl].key < pairs[k]) rl++;
-      if (rl < rlast && rlast_pair[rl].key == pairs[k] &&
-          reuse_contact(&rlast_pair[rl], rlast_point + (size_t)rl * K, frame + 12 * g0, frame + 12 * g1,
-                        d->reuse_bound, &out))
-        reused = rl;
-    }
-    if (reused < 0 && !coherent_pair(m, frame, &views, g0, g1, &out, axis, &was_apart)) {
-      if (was_apart) next_pair[nnext++] = pairs[k];
-      continue;
+    const collide_task *t = task ? &task[nt++] : NULL;
+    if (t && t->result >= 0) { /* made on a thread */
+      if (t->was_apart) khzu_copy3(axis, t->axis);
+      if (!t->result) {
+        if (t->was_apart) next_pair[nnext++] = pairs[k];
+        continue;
+      }
+      reused = t->reused;
+      out.pt = (khzColPoint *)t->pt, out.npt = t->npt, out.overflow = t->overflow;
+      khzu_copy3(out.normal, t->normal);
+      full |= t->trimmed;
+    } else {
+      while (last < nlast && last_pair[last] < pairs[k]) last++;
+      int was_apart = last < nlast && last_pair[last] == pairs[k];
+      if (was_apart) khzu_copy3(axis, last_axis + 3 * last);
+      if (reuse) {
+        while (rl < rlast && rlast_pair[rl].key < pairs[k]) rl++;
+        if (rl < rlast && rlast_pair[rl].key == pairs[k] &&
+            reuse_contact(&rlast_pair[rl], rlast_point + (size_t)rl * K, frame + 12 * g0, frame + 12 * g1,
+                          d->reuse_bound, &out))
+          reused = rl;
+      }
+      if (reused < 0 && !coherent_pair(m, frame, &views, g0, g1, &out, axis, &was_apart)) {
+        if (was_apart) next_pair[nnext++] = pairs[k];
+        continue;
+      }
     }
     full |= out.overflow > 0;
     if (d->ncontact >= room) {

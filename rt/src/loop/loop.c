@@ -144,7 +144,7 @@ struct khzLoop {
   int ready;
   int fifo;              /* SCHED_FIFO was granted */
   int dma_fd;            /* /dev/cpu_dma_latency held open, or -1 */
-  char report[512];
+  char report[768];
 
   /* loop-thread state */
   uint64_t seq, reset_seq;
@@ -352,6 +352,7 @@ void khz_loop_defaultConfig(khzLoopConfig *c) {
   c->mode = KHZ_MODE_REALTIME;
   c->rt_priority = 80;
   c->cpu = -1;
+  c->threads = 1;
   c->lock_memory = 1;
   c->prefault_stack = 256 * 1024;
   c->dma_latency_us = -1;
@@ -1676,7 +1677,9 @@ static void setup_privileges(khzLoop *L) {
     snprintf(fifo, sizeof fifo, "SCHED_FIFO not requested");
   }
 
-  /* cpu affinity */
+  /* cpu affinity (the CPUs allowed before, for the step's workers) */
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) CPU_ZERO(&allowed);
   if (c->cpu >= 0) {
     cpu_set_t set;
     CPU_ZERO(&set);
@@ -1723,11 +1726,29 @@ static void setup_privileges(khzLoop *L) {
     }
   }
   prefault_stack(c->prefault_stack);
+
+  /* the step's workers: started here, they take this thread's class and
+   * CPU; pinned, each moves to the next allowed CPU not the loop's */
+  char thr[160] = "";
+  if (c->threads > 1) {
+    if (khz_setThreads(L->m, L->d, c->threads) != 0) {
+      snprintf(thr, sizeof thr, "; %d step threads NOT started (one thread steps)", c->threads);
+    } else {
+      int n = snprintf(thr, sizeof thr, "; %d step threads", c->threads);
+      for (int t = 1, cpu_next = 0; t < c->threads && c->cpu >= 0 && n < (int)sizeof thr; t++) {
+        while (cpu_next < CPU_SETSIZE && (cpu_next == c->cpu || !CPU_ISSET(cpu_next, &allowed))) cpu_next++;
+        if (cpu_next < CPU_SETSIZE && khz_threadsPin(L->d, t, cpu_next) == 0)
+          n += snprintf(thr + n, sizeof thr - n, ", worker %d on CPU %d", t, cpu_next++);
+        else
+          n += snprintf(thr + n, sizeof thr - n, ", worker %d shares CPU %d", t, c->cpu);
+      }
+    }
+  }
   char spin[48] = "";
   if (c->spin_us > 0) snprintf(spin, sizeof spin, "; spins the last %d us to each deadline", c->spin_us);
-  snprintf(L->report, sizeof L->report, "rt thread: %s; %s; %s; %zu KiB stack pre-faulted%s%s%s",
+  snprintf(L->report, sizeof L->report, "rt thread: %s; %s; %s; %zu KiB stack pre-faulted%s%s%s%s",
            fifo, cpu, mem, c->prefault_stack / 1024, dma, spin,
-           c->cpu_clock ? "" : "; CPU clock not read (overruns not attributed)");
+           c->cpu_clock ? "" : "; CPU clock not read (overruns not attributed)", thr);
 }
 
 static void *loop_main(void *arg) {
