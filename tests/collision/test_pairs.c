@@ -5,29 +5,7 @@
  * calls on a mixed pile (malloc & co. wrapped at link time). */
 #include "col_util.h"
 #include "spatial.h"
-
-static int counting;
-static long allocations;
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t k, size_t n);
-void *__real_realloc(void *p, size_t n);
-void __real_free(void *p);
-void *__wrap_malloc(size_t n) {
-  if (counting) allocations++;
-  return __real_malloc(n);
-}
-void *__wrap_calloc(size_t k, size_t n) {
-  if (counting) allocations++;
-  return __real_calloc(k, n);
-}
-void *__wrap_realloc(void *p, size_t n) {
-  if (counting) allocations++;
-  return __real_realloc(p, n);
-}
-void __wrap_free(void *p) {
-  if (counting) allocations++;
-  __real_free(p);
-}
+#include "heap_count.h"
 
 static const double up[4] = {1, 0, 0, 0};
 
@@ -281,7 +259,7 @@ static void test_alloc(void) {
   int total = 0, maxc = 0;
   long points = 0;
   double tk = 0, tc = 0;
-  counting = 1;
+  heap_counting = 1;
   for (int step = 0; step < 1000; step++) {
     for (int i = 0; i < nb; i++) {
       double p[3] = {pos[i][0], pos[i][1], pos[i][2] + 0.0004 * sin(0.01 * step + i)};
@@ -296,11 +274,11 @@ static void test_alloc(void) {
     points += d->ncpoint;
     if (n > maxc) maxc = n;
   }
-  counting = 0;
+  heap_counting = 0;
   printf("resting pile of %d bodies (every shape class): %ld heap calls in 1000 khz_collide; "
          "%.1f pairs and %.0f points per call; %.1f us per khz_collide (kinematics %.1f us)\n",
-         nb, allocations, total / 1000.0, points / 1000.0, 1e6 * tc / 1000, 1e6 * tk / 1000);
-  ENSURE(allocations == 0);
+         nb, heap_calls, total / 1000.0, points / 1000.0, 1e6 * tc / 1000, 1e6 * tk / 1000);
+  ENSURE(heap_calls == 0);
   ENSURE(total >= 20 * 1000); /* every body on the ground or on another */
   ENSURE(d->warning[KHZ_WARN_STACK] == 0 && d->warning[KHZ_WARN_CONTACTFULL] == 0);
   ENSURE(d->stack_top == 0);

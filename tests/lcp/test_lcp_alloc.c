@@ -13,31 +13,7 @@
 #include "ensure.h"
 #include "khz/khz.h"
 #include "khz/load.h"
-
-static int counting;
-static long allocations;
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t k, size_t n);
-void *__real_realloc(void *p, size_t n);
-void __real_free(void *p);
-
-void *__wrap_malloc(size_t n) {
-  if (counting) allocations++;
-  return __real_malloc(n);
-}
-void *__wrap_calloc(size_t k, size_t n) {
-  if (counting) allocations++;
-  return __real_calloc(k, n);
-}
-void *__wrap_realloc(void *p, size_t n) {
-  if (counting) allocations++;
-  return __real_realloc(p, n);
-}
-void __wrap_free(void *p) {
-  if (counting) allocations++;
-  __real_free(p);
-}
+#include "heap_count.h"
 
 /* with the spin and rolling rows: a ball spinning and rolling (one point),
  * a cylinder rolling on its side (a line of two points) */
@@ -76,23 +52,23 @@ int main(void) {
     }
     ENSURE_MSG(m != NULL, "%s", err);
     if (!m) continue;
-    /* the wrapper must see rt's own allocations, or the test proves nothing */
-    allocations = 0;
-    counting = 1;
+    /* the wrapper must see rt's own heap_calls, or the test proves nothing */
+    heap_calls = 0;
+    heap_counting = 1;
     khzData *d = khz_makeData(m, 0);
-    counting = 0;
-    ENSURE_MSG(allocations >= 2, "wrapper saw %ld calls in khz_makeData", allocations);
+    heap_counting = 0;
+    ENSURE_MSG(heap_calls >= 2, "wrapper saw %ld calls in khz_makeData", heap_calls);
     d->contact_method = KHZ_CONTACT_LCP;
-    allocations = 0;
-    counting = 1;
+    heap_calls = 0;
+    heap_counting = 1;
     int contacts = 0;
     for (int s = 0; s < 1500; s++) {
       if (k == 2) d->xfrc[6] = s > 1000 ? 13 : 0;
       khz_step(m, d);
       contacts += d->ncontact > 0;
     }
-    counting = 0;
-    ENSURE_MSG(allocations == 0, "scene %d: %ld heap calls in 1500 LCP steps", k, allocations);
+    heap_counting = 0;
+    ENSURE_MSG(heap_calls == 0, "scene %d: %ld heap calls in 1500 LCP steps", k, heap_calls);
     ENSURE_MSG(contacts > 100, "scene %d: only %d steps with contacts", k, contacts);
     if (k == 3) ENSURE_MSG(d->warning[KHZ_WARN_LCP] == 0, "LP-depth gap: %d fallbacks", (int)d->warning[KHZ_WARN_LCP]);
     khz_deleteData(&d);

@@ -21,33 +21,7 @@
 #include "khz/khz.h"
 #include "khz/load.h"
 #include "pool.h"
-
-static int counting;
-static long allocations;
-
-#ifndef KHZ_HEAP_UNCOUNTED
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t k, size_t n);
-void *__real_realloc(void *p, size_t n);
-void __real_free(void *p);
-
-void *__wrap_malloc(size_t n) {
-  if (counting) allocations++;
-  return __real_malloc(n);
-}
-void *__wrap_calloc(size_t k, size_t n) {
-  if (counting) allocations++;
-  return __real_calloc(k, n);
-}
-void *__wrap_realloc(void *p, size_t n) {
-  if (counting) allocations++;
-  return __real_realloc(p, n);
-}
-void __wrap_free(void *p) {
-  if (counting) allocations++;
-  __real_free(p);
-}
-#endif
+#include "heap_count.h"
 
 /* the state and the contact list, bit for bit */
 static int same_bits(const khzModel *m, const khzData *a, const khzData *b) {
@@ -84,11 +58,11 @@ static void compare_limited(const char *what, khzModel *m, int steps, int sleep,
   for (int s = 0; s < steps; s++) {
     for (int t = 0; t < N; t++) {
       if (s == wake_at && wake_at > 0) khz_wake(m, d[t], -1);
-      counting = t == 1;
+      heap_counting = t == 1;
       khz_step(m, d[t]);
-      counting = 0;
+      heap_counting = 0;
     }
-    heap += allocations, allocations = 0;
+    heap += heap_calls, heap_calls = 0;
     asleep += d[0]->body_sleep[0] > 0;
     if (d[0]->ncontact > max_contacts) max_contacts = d[0]->ncontact;
     for (int t = 1; t < N && first_diff < 0; t++)

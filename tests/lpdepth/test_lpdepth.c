@@ -20,17 +20,7 @@
 
 #include "ensure.h"
 #include "lpdepth/lp_util.h"
-
-/* heap calls while counting (malloc & co. are wrapped by the linker) */
-static int counting, nheap;
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t n, size_t s);
-void *__real_realloc(void *p, size_t n);
-void __real_free(void *p);
-void *__wrap_malloc(size_t n) { nheap += counting; return __real_malloc(n); }
-void *__wrap_calloc(size_t n, size_t s) { nheap += counting; return __real_calloc(n, s); }
-void *__wrap_realloc(void *p, size_t n) { nheap += counting; return __real_realloc(p, n); }
-void __wrap_free(void *p) { nheap += counting && p; __real_free(p); }
+#include "heap_count.h"
 
 static unsigned char wmem[1 << 16];
 static khzLpDepthWork W;
@@ -356,11 +346,11 @@ static void heap_and_errors(void) {
   double u[3] = {0, 0, 1};
   lu_touch(&a, &b, u, 0.01, &ccd);
   khzLpDepth o;
-  counting = 1, nheap = 0;
+  heap_counting = 1, heap_calls = 0;
   for (int i = 0; i < 1000; i++) depth(&a, &b, &o);
-  counting = 0;
-  ENSURE(nheap == 0);
-  printf("1000 hull-hull depths (%d + %d faces): %d heap calls\n", a.p.nface, b.p.nface, nheap);
+  heap_counting = 0;
+  ENSURE(heap_calls == 0);
+  printf("1000 hull-hull depths (%d + %d faces): %ld heap calls\n", a.p.nface, b.p.nface, heap_calls);
 
   /* a centre outside its polytope, a zero normal, too many faces */
   khzPolytope bad = a.p;

@@ -15,31 +15,7 @@
 #include "khz/khz.h"
 #include "khz/load.h"
 #include "peg/peg.h"
-
-static int counting;
-static long allocations;
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t k, size_t n);
-void *__real_realloc(void *p, size_t n);
-void __real_free(void *p);
-
-void *__wrap_malloc(size_t n) {
-  if (counting) allocations++;
-  return __real_malloc(n);
-}
-void *__wrap_calloc(size_t k, size_t n) {
-  if (counting) allocations++;
-  return __real_calloc(k, n);
-}
-void *__wrap_realloc(void *p, size_t n) {
-  if (counting) allocations++;
-  return __real_realloc(p, n);
-}
-void __wrap_free(void *p) {
-  if (counting) allocations++;
-  __real_free(p);
-}
+#include "heap_count.h"
 
 static const char corner_scene[] =
     "khz_scene: 1\nrate_hz: 500\nground: {height: 0}\ncontact: {method: peg, mu: 0.3}\nobjects:\n"
@@ -88,14 +64,14 @@ int main(void) {
     if (!m) continue;
     if (k == 2) m->contact.peg_model = KHZ_PEG_MODEL_LPDEPTH;
     if (k == 1) m->contact.peg_lemke_ties = 1;
-    allocations = 0;
-    counting = 1;
+    heap_calls = 0;
+    heap_counting = 1;
     khzData *d = khz_makeData(m, 0);
-    counting = 0;
-    ENSURE_MSG(allocations >= 2, "wrapper saw %ld calls in khz_makeData", allocations);
+    heap_counting = 0;
+    ENSURE_MSG(heap_calls >= 2, "wrapper saw %ld calls in khz_makeData", heap_calls);
     ENSURE(d->contact_method == KHZ_CONTACT_PEG);
-    allocations = 0;
-    counting = 1;
+    heap_calls = 0;
+    heap_counting = 1;
     int recovering = 0;
     int contacts = 0, groups = 0, frictionless = 0, passes = 0, given_back = 0, withheld = 0, last_frictionless = 0;
     for (int s = 0; s < nsteps[k]; s++) {
@@ -114,8 +90,8 @@ int main(void) {
       passes += st->passes > 1;
       recovering += st->recovering;
     }
-    counting = 0;
-    ENSURE_MSG(allocations == 0, "scene %d: %ld heap calls in %d PEG steps", k, allocations, nsteps[k]);
+    heap_counting = 0;
+    ENSURE_MSG(heap_calls == 0, "scene %d: %ld heap calls in %d PEG steps", k, heap_calls, nsteps[k]);
     ENSURE_MSG(contacts > nsteps[k] / 2, "scene %d: only %d steps with contacts", k, contacts);
     /* the paths the runs are there for */
     ENSURE_MSG(passes > 0, "scene %d: no step took a second pass", k);

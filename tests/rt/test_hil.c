@@ -16,29 +16,7 @@
 #include "hil/rng.h"
 #include "khz/hil.h"
 #include "khz/khz.h"
-
-static int counting;
-static long allocations;
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t k, size_t n);
-void *__real_realloc(void *p, size_t n);
-void __real_free(void *p);
-void *__wrap_malloc(size_t n) {
-  allocations += counting;
-  return __real_malloc(n);
-}
-void *__wrap_calloc(size_t k, size_t n) {
-  allocations += counting;
-  return __real_calloc(k, n);
-}
-void *__wrap_realloc(void *p, size_t n) {
-  allocations += counting;
-  return __real_realloc(p, n);
-}
-void __wrap_free(void *p) {
-  allocations += counting && p;
-  __real_free(p);
-}
+#include "heap_count.h"
 
 static const double H = 1e-3;
 
@@ -916,8 +894,8 @@ static uint64_t run_hash(uint64_t seed) {
   khz_forward(m, d);
   khzHil *hil = make(m, d, s, 3, &dr, 1, seed);
   uint64_t h = 1469598103934665603ull;
-  counting = 1;
-  allocations = 0;
+  heap_counting = 1;
+  heap_calls = 0;
   for (int k = 1; k <= 300; k++) {
     memset(d->tau, 0, (size_t)m->nv * sizeof(double));
     /* the controller sees only the encoder */
@@ -929,8 +907,8 @@ static uint64_t run_hash(uint64_t seed) {
     for (size_t i = 0; i < (size_t)khz_hilNValue(hil) * sizeof(double); i++)
       h = (h ^ p[i]) * 1099511628211ull;
   }
-  counting = 0;
-  ENSURE_MSG(allocations == 0, "%ld heap calls while driving and sampling", allocations);
+  heap_counting = 0;
+  ENSURE_MSG(heap_calls == 0, "%ld heap calls while driving and sampling", heap_calls);
   khz_hilFree(&hil);
   khz_deleteData(&d);
   khz_deleteModel(&m);

@@ -13,29 +13,7 @@
 
 #include "ensure.h"
 #include "khz/khz.h"
-
-static int counting;
-static long allocations;
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t k, size_t n);
-void *__real_realloc(void *p, size_t n);
-void __real_free(void *p);
-void *__wrap_malloc(size_t n) {
-  allocations += counting;
-  return __real_malloc(n);
-}
-void *__wrap_calloc(size_t k, size_t n) {
-  allocations += counting;
-  return __real_calloc(k, n);
-}
-void *__wrap_realloc(void *p, size_t n) {
-  allocations += counting;
-  return __real_realloc(p, n);
-}
-void __wrap_free(void *p) {
-  allocations += counting && p;
-  __real_free(p);
-}
+#include "heap_count.h"
 
 /* bodies: a column of three boxes (1..3), a ball beside it (4), a box far
  * away (5) */
@@ -365,7 +343,7 @@ int main(void) {
   /* 3. a wrench on the column's top box wakes the column only */
   khzData *w = khz_makeData(m, 0);
   khz_copyState(m, w, d);
-  counting = 1;
+  heap_counting = 1;
   w->xfrc[6 * BOX3 + 0] = 300; /* a push along x, at the com: 0.3 m/s */
   khz_step(m, w);
   w->xfrc[6 * BOX3 + 0] = 0;
@@ -373,7 +351,7 @@ int main(void) {
   ENSURE(w->qd[m->jnt_dofadr[BOX3]] > 0);
   double t2 = settle(m, w, w->time + 5);
   ENSURE(t2 > 0);
-  counting = 0;
+  heap_counting = 0;
   printf("a wrench woke the column (ball and far box asleep); asleep again %.3f s later\n", t2 - d->time - 0.001);
 
   /* 4. a torque on the ball, and a velocity written into the far box, wake them alone */
@@ -390,7 +368,7 @@ int main(void) {
   /* 5. the far box moved above the column (khz_wake after writing q) drops on
    * it: the contact with an awake body wakes the column, not the ball */
   khz_copyState(m, w, d);
-  counting = 1;
+  heap_counting = 1;
   int qa = m->jnt_qadr[FAR];
   w->q[qa] = 0, w->q[qa + 2] = 0.40;
   khz_wake(m, w, FAR);
@@ -403,12 +381,12 @@ int main(void) {
   }
   ENSURE(woke && khz_bodySleeping(m, w, BALL));
   double t3 = settle(m, w, w->time + 6);
-  counting = 0;
+  heap_counting = 0;
   printf("the dropped box woke the column at %.3f s (ball asleep); all asleep again at %.3f s, "
          "dropped box at z = %.4f m\n", hit, t3, w->q[qa + 2]);
   ENSURE(t3 > 0 && fabs(w->q[qa + 2] - 0.35) < 0.005);
-  printf("heap calls while sleeping and waking: %ld\n", allocations);
-  ENSURE(allocations == 0);
+  printf("heap calls while sleeping and waking: %ld\n", heap_calls);
+  ENSURE(heap_calls == 0);
   ENSURE(w->warning[KHZ_WARN_STACK] == 0 && d->warning[KHZ_WARN_STACK] == 0);
 
   /* 6. determinism: the same inputs give the same bits, through sleep and
@@ -524,7 +502,7 @@ int main(void) {
   size_t nr = khz_stateSize(mr);
   unsigned char *rb = malloc(nr), *ra = malloc(nr);
   khz_saveState(mr, r, rb);
-  counting = 1;
+  heap_counting = 1;
   for (int k = 0; k < 500; k++) khz_step(mr, r);
   khz_saveState(mr, r, ra);
   ENSURE(memcmp(rb + sizeof(double), ra + sizeof(double), nr - sizeof(double)) == 0);
@@ -535,14 +513,14 @@ int main(void) {
   ENSURE(asleep(mr, r, RBASE, LINK2) == 0 && r->qd[mr->jnt_dofadr[LINK2]] < 0);
   while (r->time < t_robot + 6 && asleep(mr, r, RBASE, LINK2) < 3) khz_step(mr, r);
   ENSURE(asleep(mr, r, RBASE, LINK2) == 3);
-  counting = 0;
+  heap_counting = 0;
   printf("a torque on the elbow woke the whole robot; asleep again at %.3f s\n", r->time);
   for (int k = 0; k < 4000; k++) {
     rh->tau[mr->jnt_dofadr[LINK1]] = 0.5; /* pushes the arm into the ground */
     khz_step(mr, rh);
   }
   ENSURE(asleep(mr, rh, RBASE, LINK2) == 0);
-  ENSURE(allocations == 0);
+  ENSURE(heap_calls == 0);
   free(rb), free(ra);
   khz_deleteData(&r), khz_deleteData(&rh);
   khz_deleteModel(&mr);
