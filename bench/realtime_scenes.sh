@@ -19,24 +19,33 @@
 # overruns and compute p99 within the period (within 50 us for the default
 # scene).
 #
-# Usage: bench/realtime_scenes.sh [--seconds S] [--sleep on|off] [--cpu N] [--no-control] [--out FILE] [BUILDDIR]
+# With --verify, khz-server re-runs the step of every overrun it counted as
+# khz's own on a verifier thread (--verify-overruns true, docs/server.md
+# "Proving an overrun khz's"): on a virtual machine the CPU clock charges the
+# host's time to the running thread, so "own" is an upper bound; the column
+# "re-run" splits it into confirmed own / host / unverified / mismatch. It
+# costs a state copy per tick (the compute columns include it).
+#
+# Usage: bench/realtime_scenes.sh [--seconds S] [--sleep on|off] [--cpu N] [--verify] [--no-control] [--out FILE] [BUILDDIR]
 #   --seconds S    per scene (default 60; 5 for a quick look)
 #   --sleep off    scene bodies never sleep (docs/sleeping.md); default: the scenes' own (on)
 #   --cpu N        the loop pinned to CPU N (the server's I/O side and bench_loop's
 #                  controller kept off it), cyclictest too (-a N); default: nothing pinned
+#   --verify       re-run each own overrun's step (server scenes; bench_loop's row: -)
 #   --no-control   no cyclictest runs (half the time)
 #   --out FILE     also write the table (markdown) to FILE
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds=60 out="" dir=build sleep="" control=1 cpu=-1
+seconds=60 out="" dir=build sleep="" control=1 cpu=-1 verify=()
 while [ $# -gt 0 ]; do
   case $1 in
     --seconds) seconds=$2; shift 2 ;;
     --sleep) sleep=$2; shift 2 ;;
     --no-control) control=0; shift ;;
+    --verify) verify=(--verify-overruns true); shift ;;
     --cpu) cpu=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "realtime_scenes.sh: unknown option '$1'" >&2; exit 2 ;;
     *) dir=$1; shift ;;
   esac
@@ -74,8 +83,8 @@ control_run() {
   cyclictest -q -m -p 80 -i "$1" -D "$seconds" -h 20000 "${aff[@]}" > "$2" 2>&1 || true
 }
 
-table="| scene | rate Hz | ticks | overruns (missed periods) | own / preempted / woke late | compute p50 us | p99 us | max us | lateness p99 us | cyclictest lateness p99 / max us | cyclictest wake-ups past period - compute p50 | held |
-|---|---|---|---|---|---|---|---|---|---|---|---|"
+table="| scene | rate Hz | ticks | overruns (missed periods) | own / preempted / woke late | re-run: confirmed own / host / unverified / mismatch | compute p50 us | p99 us | max us | lateness p99 us | cyclictest lateness p99 / max us | cyclictest wake-ups past period - compute p50 | held |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for s in "${scenes[@]}"; do
   name=${s%%|*} file=${s#*|}
   echo "realtime_scenes.sh: $name, ${seconds} s" >&2
@@ -83,7 +92,7 @@ for s in "${scenes[@]}"; do
     "$bench_loop" --seconds "$seconds" --no-cyclictest --transport ipc "${pin[@]}" > "$tmp/out.txt" 2>&1 || true
     kind=bench_loop
   else
-    "$server" --scene "$file" --mode realtime --duration-s "$seconds" "${pin[@]}" \
+    "$server" --scene "$file" --mode realtime --duration-s "$seconds" "${pin[@]}" "${verify[@]}" \
       --state-endpoint "ipc://$tmp/state" --command-endpoint "ipc://$tmp/cmd" > "$tmp/out.txt" 2>&1 || true
     kind=server
   fi
@@ -112,6 +121,7 @@ if kind == "server":
     late = grab(r"lateness\s+p50 [\d.]+\s+p99 ([\d.]+)")
     over = grab(r"overruns\s+(\d+) \(missed periods (\d+)\)")
     cause = grab(r"khz's own (\d+) .*?preempted mid-tick (\d+), woke late (\d+)")
+    rerun = grab(r"overrun re-runs\s+confirmed own (\d+), host (\d+), unverified (\d+), mismatch (\d+)")
 else:  # bench_loop's report
     t = grab(r"ticks (\d+) measured")
     hz = grab(r"realtime, ([\d.]+) Hz")
@@ -121,9 +131,10 @@ else:  # bench_loop's report
     late = grab(r"lateness, khz loop\s+[\d.]+\s+([\d.]+)")
     over = grab(r"overruns (\d+) \(missed periods (\d+)\)")
     cause = grab(r"khz's own (\d+) .*?preempted mid-tick (\d+), woke late (\d+)")
+    rerun = None
 if not (ticks and comp and over):
     last = text.strip().splitlines()[-1] if text.strip() else "no output"
-    print(f"| {name} | failed: {last} ||||||||||")
+    print(f"| {name} | failed: {last} |||||||||||")
     sys.exit(0)
 hz = float(ticks[1]); period = 1e6 / hz
 # cyclictest's histogram (us buckets): p99, max, wake-ups later than period - khz's compute p50
@@ -150,7 +161,8 @@ else:
 limit = min(period, 50.0) if name.startswith("default") else period
 held = int(over[0]) == 0 and float(comp[1]) <= limit
 by_cause = f"{cause[0]} / {cause[1]} / {cause[2]}" if cause else "-"
-print(f"| {name} | {hz:g} | {ticks[0]} | {over[0]} ({over[1]}) | {by_cause} | {comp[0]} | {comp[1]} | {comp[2]} | "
+by_rerun = " / ".join(rerun) if rerun else "-"
+print(f"| {name} | {hz:g} | {ticks[0]} | {over[0]} ({over[1]}) | {by_cause} | {by_rerun} | {comp[0]} | {comp[1]} | {comp[2]} | "
       f"{late[0] if late else '-'} | {cyc} | {cyc_past} | {'yes' if held else 'no'} |")
 EOF
 )
@@ -159,6 +171,7 @@ done
 load=$(cut -d' ' -f1-3 /proc/loadavg)
 where="nothing pinned"
 if [ "$cpu" -ge 0 ]; then where="the loop on CPU $cpu (the I/O side and the controller off it), cyclictest -a $cpu"; fi
+if [ ${#verify[@]} -gt 0 ]; then where="$where; own overruns re-run (--verify)"; fi
 result="khz-server realtime, ${seconds} s per scene, sleeping ${sleep:-as the scenes say (on)}; no controller but the last row; each run followed by cyclictest (same interval, SCHED_FIFO 80, ${seconds} s); $where; load average after: $load
 $table"
 echo "$result"
