@@ -787,12 +787,15 @@ static double refine_from(const nsearch *ns, double n[3]);
 #define KHZ_EXACT_ITERS 48      /* Illinois steps per root at most */
 #define KHZ_EXACT_TOL 1e-11     /* rad: a root's bracket this narrow is the root */
 #define KHZ_EXACT_INSIDE 1e-9   /* fraction of an arc inside its ends where g' is taken */
+#define KHZ_PRUNE_SLACK 1e-9 /* x the pair's scale: a pruning bound's margin over rounding */
 
 typedef struct {
   const nsearch *ns;
   double f, n[3]; /* the least overlap so far and its direction */
-  int prune;      /* skip the circles and rims whose lower bound is above f (0: tests) */
+  int prune;      /* skip the circles, rims and candidates whose lower bound is above f (0: tests) */
   int sure;       /* take the arc ends' slope signs from slope_sign where certain (0: tests) */
+  double d[3];    /* pos_B - pos_A */
+  double floor;   /* the shapes' inradii less the pruning slack (exact_try) */
 } exact_best;
 
 /* g(n) = h_B(n) + h_A(-n) = n.(pos_B - pos_A) + n_B.l_B - n_A.l_A with n_X
@@ -808,10 +811,30 @@ static double overlap_local(const khzColShape *a, const khzColShape *b, const do
   return khzu_dot3(n, d) + khzu_dot3(nb, lb) + khzu_dot3(na, la);
 }
 
+/* Every unit n scores g(n) = n.d + h_B(n) + h_A(-n) >= n.d + rho_A + rho_B,
+ * rho a shape's inradius (a box's least half size, a cylinder's min(r, h)):
+ * sum_k a_k |n.e_k| >= min_k a_k and h |n.z| + r |n across z| >= min(r, h).
+ * A candidate whose bound lies above the least overlap so far by the slack
+ * (far above g's rounding) would not be taken: it is not scored (the same
+ * answer bit for bit; test_exact_pruned). n.d is overlap_local's own term. */
+static double inradius(const khzColShape *s) {
+  const double *sz = s->size;
+  return s->shape == KHZ_SHAPE_BOX ? khzu_fmin(sz[0], khzu_fmin(sz[1], sz[2])) : khzu_fmin(sz[0], sz[1]);
+}
+
+static void exact_begin(exact_best *e, const nsearch *ns) {
+  const khzColShape *a = ns->a, *b = ns->b;
+  e->ns = ns, e->f = DBL_MAX, e->n[0] = e->n[1] = 0, e->n[2] = 1;
+  e->prune = !(ns->flags & KHZ_COL_SCORE_ALL), e->sure = !(ns->flags & KHZ_COL_EXACT_SLOPES);
+  khzu_sub3(e->d, b->pos, a->pos);
+  e->floor = inradius(a) + inradius(b) - KHZ_PRUNE_SLACK * (a->scale + b->scale);
+}
+
 KHZ_AVX_CLONES static void exact_try(exact_best *e, const double cand[3]) {
   double n[3];
   khzu_copy3(n, cand);
   if (khzu_normalize3(n) < KHZ_NO_DIRECTION) return;
+  if (e->prune && khzu_dot3(n, e->d) + e->floor > e->f) return;
   double f = overlap_local(e->ns->a, e->ns->b, n);
   if (f < e->f) e->f = f, khzu_copy3(e->n, n);
 }
@@ -974,7 +997,6 @@ static void exact_root(exact_best *e, const exact_gc *gc, double x0, double s0, 
  * (r) or c = s (h s + r |w.z|). Both are at least the former bounds
  * (min_k a_k; min(h, r)), and above them where w is no axis. */
 #define KHZ_AXIS_SAME 1e-12
-#define KHZ_PRUNE_SLACK 1e-9 /* x the pair's scale: a pruning bound's margin over rounding */
 static double circle_inradius(const khzColShape *s, const double w[3]) {
   const double *sz = s->size;
   if (s->shape == KHZ_SHAPE_CYLINDER) {
@@ -1011,15 +1033,63 @@ static int circle_above(const exact_best *e, const double w[3]) {
   return bound > e->f + KHZ_PRUNE_SLACK * (a->scale + b->scale);
 }
 
+/* a circle's sorted breaks: angles, their cos and sin (by the place before
+ * the sort), and kink[i] = 2 (that place) + (a kink) */
+typedef struct {
+  const double *brk, *bc, *bs;
+  const int *kink;
+  int nb;
+} arc_breaks;
+
+/* the angle inside break i by KHZ_EXACT_INSIDE of the arc after it (hi 0)
+ * or before it (hi 1) at a kink; at a smooth break its own */
+static inline double arc_end_eps(const arc_breaks *ab, int i, int hi) {
+  const double *brk = ab->brk;
+  int nb = ab->nb;
+  if (hi) return KHZ_EXACT_INSIDE * (i ? brk[i] - brk[i - 1] : brk[0] + 2 * M_PI - brk[nb - 1]);
+  return KHZ_EXACT_INSIDE * ((i + 1 < nb ? brk[i + 1] : brk[0] + 2 * M_PI) - brk[i]);
+}
+
+static inline double arc_end_x(const arc_breaks *ab, int i, int hi) {
+  if (!(ab->kink[i] & 1)) return ab->brk[i];
+  double eps = arc_end_eps(ab, i, hi);
+  return hi ? ab->brk[i] - eps : ab->brk[i] + eps;
+}
+
+/* g's slope sign at the end x of an arc at break i (its start: hi 0; its
+ * end: hi 1): slope_sign's when certain, else 0 with slope_at's value in
+ * *val; a smooth break's once per circle (known, sg, sv) */
+static inline __attribute__((always_inline)) int arc_end(const exact_best *e, const exact_gc *gc,
+                                                         const slope_bound *sb, const arc_breaks *ab, int i,
+                                                         int hi, double x, unsigned long long *known, int *sg,
+                                                         double *sv, double *val) {
+  int at = ab->kink[i] >> 1, g;
+  double c = ab->bc[at], sn = ab->bs[at];
+  if (ab->kink[i] & 1) {
+    double eps = arc_end_eps(ab, i, hi);
+    g = !e->sure ? 0
+        : hi     ? slope_sign(e, gc, sb, c + sn * eps, sn - c * eps)
+                 : slope_sign(e, gc, sb, c - sn * eps, sn + c * eps);
+    if (!g) *val = slope_at(e, gc, x);
+    return g;
+  }
+  if (!(*known >> i & 1)) {
+    sg[i] = e->sure ? slope_sign(e, gc, sb, c, sn) : 0;
+    if (!sg[i]) sv[i] = slope_at(e, gc, x);
+    *known |= 1ull << i;
+  }
+  if (!sg[i]) *val = sv[i];
+  return sg[i];
+}
+
 /* the local minima of g on the great circle normal to w, away from its
  * creases (those points are exact_normal's own candidates); ax[nax] the
  * crease axes, cyl[ncyl] the cylinders' axes */
 KHZ_AVX_CLONES static void exact_circle(exact_best *e, const double w[3], const double (*ax)[3], int nax,
                          const double (*cyl)[3], int ncyl) {
-  double p[3], q[3], brk[6 * 8], lo_x[6 * 8], lo_s[6 * 8], hi_x[6 * 8], hi_s[6 * 8];
+  double p[3], q[3], brk[6 * 8];
   double bc[6 * 8], bs[6 * 8]; /* cos, sin of each break, by its place before the sort */
-  int kink[6 * 8], lo_g[6 * 8], hi_g[6 * 8], nb = 0; /* kink: 2 (place before the sort) + (a kink);
-                                                      * _g: slope_sign's signs (0: slope_at's _s) */
+  int kink[6 * 8], nb = 0; /* kink: 2 (place before the sort) + (a kink) */
   if (e->prune && circle_above(e, w)) return;
   khzu_orthogonal(p, w);
   khzu_cross(q, w, p);
@@ -1064,37 +1134,32 @@ KHZ_AVX_CLONES static void exact_circle(exact_best *e, const double w[3], const 
     }
   slope_bound sb;
   if (e->sure) slope_bound_make(&sb, e, &gc);
-  /* g's slope at both ends of each arc: at a smooth end the slope there
-   * (shared with the next arc), at a kink just inside; a change of sign from
-   * - to + brackets a minimum. The sign alone decides that: slope_sign's
-   * where it is certain (the cos and sin of a point inside a kink by eps
-   * from brk's, to first order: the error eps^2 / 2 <= 2e-17), slope_at's
-   * otherwise; slope_at's values only for the arcs solved */
+  /* g's slope at both ends of each arc (arc i from break i to the next):
+   * at a smooth end the slope there (shared with the next arc), at a kink
+   * just inside; a change of sign from - to + brackets a minimum. The sign
+   * alone decides that: slope_sign's where it is certain (the cos and sin
+   * of a point inside a kink by eps from brk's, to first order: the error
+   * eps^2 / 2 <= 2e-17), slope_at's otherwise; slope_at's values only for
+   * the arcs solved. An arc whose start's slope is not negative holds no
+   * minimum: its far end is not taken (arc_end) */
+  arc_breaks ab = {brk, bc, bs, kink, nb};
+  unsigned long long smooth_known = 0; /* bit i: break i's smooth slope in smooth_g, smooth_s */
+  int smooth_g[6 * 8];
+  double smooth_s[6 * 8];
   for (int i = 0; i < nb; i++) {
-    int k = i ? i - 1 : nb - 1, at = kink[i] >> 1;
-    double c = bc[at], sn = bs[at];
-    if (kink[i] & 1) {
-      double before = i ? brk[i] - brk[k] : brk[0] + 2 * M_PI - brk[k];
-      double after = (i + 1 < nb ? brk[i + 1] : brk[0] + 2 * M_PI) - brk[i];
-      double in_lo = KHZ_EXACT_INSIDE * after, in_hi = KHZ_EXACT_INSIDE * before;
-      lo_x[i] = brk[i] + in_lo, hi_x[k] = brk[i] - in_hi;
-      lo_g[i] = e->sure ? slope_sign(e, &gc, &sb, c - sn * in_lo, sn + c * in_lo) : 0;
-      hi_g[k] = e->sure ? slope_sign(e, &gc, &sb, c + sn * in_hi, sn - c * in_hi) : 0;
-      if (!lo_g[i]) lo_s[i] = slope_at(e, &gc, lo_x[i]);
-      if (!hi_g[k]) hi_s[k] = slope_at(e, &gc, hi_x[k]);
-    } else {
-      lo_x[i] = hi_x[k] = brk[i];
-      lo_g[i] = hi_g[k] = e->sure ? slope_sign(e, &gc, &sb, c, sn) : 0;
-      if (!lo_g[i]) lo_s[i] = hi_s[k] = slope_at(e, &gc, brk[i]);
-    }
-  }
-  for (int i = 0; i < nb; i++) {
-    double hi = hi_x[i] < lo_x[i] ? hi_x[i] + 2 * M_PI : hi_x[i];
-    int lo_neg = lo_g[i] ? lo_g[i] < 0 : lo_s[i] < 0, hi_pos = hi_g[i] ? hi_g[i] > 0 : hi_s[i] > 0;
-    if (!(lo_neg && hi_pos && hi - lo_x[i] > KHZ_EXACT_TOL)) continue;
-    if (lo_g[i]) lo_s[i] = slope_at(e, &gc, lo_x[i]);
-    if (hi_g[i]) hi_s[i] = slope_at(e, &gc, hi_x[i]);
-    exact_root(e, &gc, lo_x[i], lo_s[i], hi, hi_s[i]);
+    int j = i + 1 < nb ? i + 1 : 0, lo_g, hi_g;
+    double lo_x, lo_s = 0, hi_x, hi_s = 0;
+    lo_x = arc_end_x(&ab, i, 0);
+    hi_x = arc_end_x(&ab, j, 1);
+    double hi = hi_x < lo_x ? hi_x + 2 * M_PI : hi_x;
+    if (!(hi - lo_x > KHZ_EXACT_TOL)) continue;
+    lo_g = arc_end(e, &gc, &sb, &ab, i, 0, lo_x, &smooth_known, smooth_g, smooth_s, &lo_s);
+    if (!(lo_g ? lo_g < 0 : lo_s < 0)) continue;
+    hi_g = arc_end(e, &gc, &sb, &ab, j, 1, hi_x, &smooth_known, smooth_g, smooth_s, &hi_s);
+    if (!(hi_g ? hi_g > 0 : hi_s > 0)) continue;
+    if (lo_g) lo_s = slope_at(e, &gc, lo_x);
+    if (hi_g) hi_s = slope_at(e, &gc, hi_x);
+    exact_root(e, &gc, lo_x, lo_s, hi, hi_s);
   }
 }
 
@@ -1334,7 +1399,8 @@ static void exact_cyl_cyl(nsearch *ns, exact_best *e) {
 KHZ_AVX_CLONES static int exact_normal(nsearch *ns) {
   const khzColShape *a = ns->a, *b = ns->b;
   if (a->shape == KHZ_SHAPE_CYLINDER && b->shape == KHZ_SHAPE_CYLINDER) {
-    exact_best e = {ns, DBL_MAX, {0, 0, 1}, !(ns->flags & KHZ_COL_SCORE_ALL), !(ns->flags & KHZ_COL_EXACT_SLOPES)};
+    exact_best e;
+    exact_begin(&e, ns);
     exact_try(&e, ns->n);
     if (ns->have2) exact_try(&e, ns->n2);
     exact_cyl_cyl(ns, &e);
@@ -1344,7 +1410,8 @@ KHZ_AVX_CLONES static int exact_normal(nsearch *ns) {
   }
   const khzColShape *box = a->shape == KHZ_SHAPE_BOX ? a : b, *cyl = box == a ? b : a;
   if (box->shape != KHZ_SHAPE_BOX || cyl->shape != KHZ_SHAPE_CYLINDER) return 0;
-  exact_best e = {ns, DBL_MAX, {0, 0, 1}, !(ns->flags & KHZ_COL_SCORE_ALL), !(ns->flags & KHZ_COL_EXACT_SLOPES)};
+  exact_best e;
+  exact_begin(&e, ns);
   double ax[4][3], z[1][3];
   crease_axes(box, ax, 0);
   axis_z(cyl, z[0]);
