@@ -847,11 +847,13 @@ static void test_exact_pruned(void) { exact_pruned_all(KHZ_COL_SCORE_ALL); }
 
 /* exact_circle decides which arcs hold a minimum by the signs of g's slope
  * at their ends, taken where certain from the creases' cos and sin without
- * slope_at (slope_sign); the least overlap must be the one with slope_at at
- * every end, bit for bit, over exact_pruned's poses. Fails with a wrong
- * cos or sin of an arc end (tried: the pole splits' turn by sc taken the
- * other way; the error bound taken as 0 with the kink ends' cos and sin
- * those of the crease itself). */
+ * slope_at (slope_sign), and an arc's far end only when its start's slope
+ * is negative (arc_end); the least overlap must be the one with slope_at at
+ * both ends of every arc, bit for bit, over exact_pruned's poses. Fails
+ * with a wrong cos or sin of an arc end (tried: the pole splits' turn by sc
+ * taken the other way; the error bound taken as 0 with the kink ends' cos
+ * and sin those of the crease itself) or a wrong far end (tried: the far
+ * end's sign taken at the arc's own start break: 2188-3452 of 8000 differ). */
 static void test_exact_slope_signs(void) { exact_pruned_all(KHZ_COL_EXACT_SLOPES); }
 
 /* A cylinder's rim that the narrow phase skips (rims_outside: its circle

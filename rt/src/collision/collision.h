@@ -453,8 +453,9 @@ void khz_col_addPoint(khzColOut *o, const double p[3], double sd, int side, int 
  * the pattern search; the direction into n. With KHZ_COL_SCORE_ALL in
  * exact, no circle or pair of rims is skipped by its lower bound (the
  * answer must be the same bit for bit); with KHZ_COL_EXACT_SLOPES, every
- * arc end's slope sign is slope_at's (none from slope_sign: the same bits
- * again). For tests. */
+ * arc end's slope sign is slope_at's, taken at both ends of every arc
+ * (none from slope_sign, no far end left out: the same bits again). For
+ * tests. */
 #define KHZ_COL_SCORE_ALL 4    /* exact's flag: solve every circle and pair of rims */
 #define KHZ_COL_EXACT_SLOPES 8 /* exact's flag: no arc end's slope sign without slope_at */
 double khz_col_leastOverlap(const khzColShape *a, const khzColShape *b, int exact, double n[3]);

@@ -1067,19 +1067,42 @@ static inline __attribute__((always_inline)) int arc_end(const exact_best *e, co
   double c = ab->bc[at], sn = ab->bs[at];
   if (ab->kink[i] & 1) {
     double eps = arc_end_eps(ab, i, hi);
-    g = !e->sure ? 0
-        : hi     ? slope_sign(e, gc, sb, c + sn * eps, sn - c * eps)
-                 : slope_sign(e, gc, sb, c - sn * eps, sn + c * eps);
+    g = hi ? slope_sign(e, gc, sb, c + sn * eps, sn - c * eps) : slope_sign(e, gc, sb, c - sn * eps, sn + c * eps);
     if (!g) *val = slope_at(e, gc, x);
     return g;
   }
   if (!(*known >> i & 1)) {
-    sg[i] = e->sure ? slope_sign(e, gc, sb, c, sn) : 0;
+    sg[i] = slope_sign(e, gc, sb, c, sn);
     if (!sg[i]) sv[i] = slope_at(e, gc, x);
     *known |= 1ull << i;
   }
   if (!sg[i]) *val = sv[i];
   return sg[i];
+}
+
+/* exact_circle's arcs as before arc_end (tests: KHZ_COL_EXACT_SLOPES):
+ * slope_at at both ends of every arc first, then the roots */
+static __attribute__((noinline)) void exact_arcs_every_end(exact_best *e, const exact_gc *gc, const arc_breaks *ab) {
+  double lo_x[6 * 8], lo_s[6 * 8], hi_x[6 * 8], hi_s[6 * 8];
+  const double *brk = ab->brk;
+  int nb = ab->nb;
+  for (int i = 0; i < nb; i++) {
+    int k = i ? i - 1 : nb - 1;
+    if (ab->kink[i] & 1) {
+      double before = i ? brk[i] - brk[k] : brk[0] + 2 * M_PI - brk[k];
+      double after = (i + 1 < nb ? brk[i + 1] : brk[0] + 2 * M_PI) - brk[i];
+      lo_x[i] = brk[i] + KHZ_EXACT_INSIDE * after, hi_x[k] = brk[i] - KHZ_EXACT_INSIDE * before;
+      lo_s[i] = slope_at(e, gc, lo_x[i]);
+      hi_s[k] = slope_at(e, gc, hi_x[k]);
+    } else {
+      lo_x[i] = hi_x[k] = brk[i];
+      lo_s[i] = hi_s[k] = slope_at(e, gc, brk[i]);
+    }
+  }
+  for (int i = 0; i < nb; i++) {
+    double hi = hi_x[i] < lo_x[i] ? hi_x[i] + 2 * M_PI : hi_x[i];
+    if (lo_s[i] < 0 && hi_s[i] > 0 && hi - lo_x[i] > KHZ_EXACT_TOL) exact_root(e, gc, lo_x[i], lo_s[i], hi, hi_s[i]);
+  }
 }
 
 /* the local minima of g on the great circle normal to w, away from its
@@ -1143,6 +1166,10 @@ KHZ_AVX_CLONES static void exact_circle(exact_best *e, const double w[3], const 
    * the arcs solved. An arc whose start's slope is not negative holds no
    * minimum: its far end is not taken (arc_end) */
   arc_breaks ab = {brk, bc, bs, kink, nb};
+  if (!e->sure) {
+    exact_arcs_every_end(e, &gc, &ab);
+    return;
+  }
   unsigned long long smooth_known = 0; /* bit i: break i's smooth slope in smooth_g, smooth_s */
   int smooth_g[6 * 8];
   double smooth_s[6 * 8];
