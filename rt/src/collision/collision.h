@@ -470,6 +470,11 @@ double khz_col_circleInradius(const khzColShape *s, const double w[3]);
  * maxvert doubles (vcache_init's). For tests. */
 int khz_col_rimsOutside(const khzColShape *s, const khzColShape *other, double *scratch, int maxvert);
 
+/* The narrow phase's vertex cache of s against other (vcache_init): s's
+ * vertices in the world into scratch[0, 3 maxvert) and in other's frame
+ * into scratch[3 maxvert, 6 maxvert); returns their count. For tests. */
+int khz_col_vertexCache(const khzColShape *s, const khzColShape *other, double *scratch, int maxvert);
+
 /* The general path (poly_poly) of a plane A and a box, cylinder or hull B,
  * for which the table's plane_poly stands in bit for bit. For tests. */
 int khz_col_polyPoly(const khzColShape *a, const khzColShape *b, khzColOut *o);

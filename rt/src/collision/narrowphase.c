@@ -272,6 +272,47 @@ typedef struct {
 /* slot k (0, 1) of the vertex scratch in o->work */
 static double *vbuf(const khzColOut *o, int k) { return o->work + 6 * o->cap + 6 * k * o->maxvert; }
 
+/* B's local vertices x (khz_shape_vertLocal) in another frame, w = R x + t
+ * (R row-major: khz_shape_toWorld's sums for R = B's rotation, t = its
+ * position), the same sums of the same products in the same order. A box's
+ * coordinates are +-size[k] and a cylinder's two rims share x and y (z =
+ * +-size[1]); a product with -s is the exact negation of the product with
+ * s, so each product is formed once per shape. Hulls: vertex by vertex. */
+static inline __attribute__((always_inline)) void vertex_frame(const khzColShape *b, const double *R,
+                                                               const double *t, double *w) {
+  const double *sz = b->size;
+  if (b->shape == KHZ_SHAPE_BOX) {
+    /* pm[r][k][bit]: R's row r times the k-th coordinate, -size[k] (bit 0)
+     * or +size[k] (bit 1) */
+    double pm[3][3][2];
+    for (int r = 0; r < 3; r++)
+      for (int k = 0; k < 3; k++) pm[r][k][1] = R[3 * r + k] * sz[k], pm[r][k][0] = -pm[r][k][1];
+    for (int i = 0; i < 8; i++) {
+      int b0 = i & 1, b1 = (i >> 1) & 1, b2 = (i >> 2) & 1;
+      for (int r = 0; r < 3; r++) w[3 * i + r] = pm[r][0][b0] + pm[r][1][b1] + pm[r][2][b2] + t[r];
+    }
+    return;
+  }
+  if (b->shape == KHZ_SHAPE_CYLINDER) {
+    const int N = KHZ_CYL_RIM;
+    const double cz[3] = {R[2] * sz[1], R[5] * sz[1], R[8] * sz[1]};
+    for (int k = 0; k < N; k++) {
+      double x0 = sz[0] * khz_rim_cs[k][0], x1 = sz[0] * khz_rim_cs[k][1];
+      const double xy[3] = {R[0] * x0 + R[1] * x1, R[3] * x0 + R[4] * x1, R[6] * x0 + R[7] * x1};
+      for (int r = 0; r < 3; r++) {
+        w[3 * k + r] = xy[r] + -cz[r] + t[r];
+        w[3 * (N + k) + r] = xy[r] + cz[r] + t[r];
+      }
+    }
+    return;
+  }
+  for (int i = 0, nv = khz_shape_nvert(b); i < nv; i++) {
+    double x[3];
+    khz_shape_vertLocal(b, i, x);
+    for (int r = 0; r < 3; r++) w[3 * i + r] = R[3 * r] * x[0] + R[3 * r + 1] * x[1] + R[3 * r + 2] * x[2] + t[r];
+  }
+}
+
 KHZ_AVX_CLONES static void vcache_init(vcache *c, const khzColShape *s, const khzColShape *other, double *buf,
                         int maxvert) {
   c->s = s, c->other = other;
@@ -290,13 +331,14 @@ KHZ_AVX_CLONES static void vcache_init(vcache *c, const khzColShape *s, const kh
       R[3 * i + j] = Ro[i] * Rs[j] + Ro[3 + i] * Rs[3 + j] + Ro[6 + i] * Rs[6 + j];
   khzu_sub3(dp, s->pos, other->pos);
   for (int i = 0; i < 3; i++) t[i] = Ro[i] * dp[0] + Ro[3 + i] * dp[1] + Ro[6 + i] * dp[2];
-  for (int i = 0; i < c->n; i++) {
-    double x[3], *w = c->w + 3 * i, *l = c->l + 3 * i;
-    khz_shape_vertLocal(s, i, x);
-    khz_shape_toWorld(s, x, w);
-    for (int k = 0; k < 3; k++)
-      l[k] = R[3 * k] * x[0] + R[3 * k + 1] * x[1] + R[3 * k + 2] * x[2] + t[k];
-  }
+  vertex_frame(s, s->rot, s->pos, c->w);
+  vertex_frame(s, R, t, c->l);
+}
+
+int khz_col_vertexCache(const khzColShape *s, const khzColShape *other, double *scratch, int maxvert) {
+  vcache vc;
+  vcache_init(&vc, s, other, scratch, maxvert);
+  return vc.n;
 }
 
 static void vert(const vcache *c, int i, double out[3]) { khzu_copy3(out, c->w + 3 * i); }
@@ -1773,37 +1815,7 @@ static inline __attribute__((always_inline)) void vertex_heights(const khzColSha
 }
 
 static inline __attribute__((always_inline)) void vertex_positions(const khzColShape *b, double *w) {
-  const double *R = b->rot, *sz = b->size, *pos = b->pos;
-  if (b->shape == KHZ_SHAPE_BOX) {
-    /* pm[r][k][bit]: R's row r times the k-th coordinate, -size[k] (bit 0)
-     * or +size[k] (bit 1) */
-    double pm[3][3][2];
-    for (int r = 0; r < 3; r++)
-      for (int k = 0; k < 3; k++) pm[r][k][1] = R[3 * r + k] * sz[k], pm[r][k][0] = -pm[r][k][1];
-    for (int i = 0; i < 8; i++) {
-      int b0 = i & 1, b1 = (i >> 1) & 1, b2 = (i >> 2) & 1;
-      for (int r = 0; r < 3; r++) w[3 * i + r] = pm[r][0][b0] + pm[r][1][b1] + pm[r][2][b2] + pos[r];
-    }
-    return;
-  }
-  if (b->shape == KHZ_SHAPE_CYLINDER) {
-    const int N = KHZ_CYL_RIM;
-    const double cz[3] = {R[2] * sz[1], R[5] * sz[1], R[8] * sz[1]};
-    for (int k = 0; k < N; k++) {
-      double x0 = sz[0] * khz_rim_cs[k][0], x1 = sz[0] * khz_rim_cs[k][1];
-      const double xy[3] = {R[0] * x0 + R[1] * x1, R[3] * x0 + R[4] * x1, R[6] * x0 + R[7] * x1};
-      for (int r = 0; r < 3; r++) {
-        w[3 * k + r] = xy[r] + -cz[r] + pos[r];
-        w[3 * (N + k) + r] = xy[r] + cz[r] + pos[r];
-      }
-    }
-    return;
-  }
-  for (int i = 0, nv = khz_shape_nvert(b); i < nv; i++) {
-    double x[3];
-    khz_shape_vertLocal(b, i, x);
-    khz_shape_toWorld(b, x, w + 3 * i);
-  }
+  vertex_frame(b, b->rot, b->pos, w);
 }
 
 /* plane_poly's edge e from vertex v0 to v1 (world positions w, heights
