@@ -666,9 +666,16 @@ typedef struct {
 
 /* the overlap of the two shapes' projections on n, h_B(n) + h_A(-n): the
  * translation along n that separates them */
+/* khz_shape_h inline (GCC kept it out of line in consider) */
+static inline __attribute__((always_inline)) double shape_h(const khzColShape *s, const double dir[3]) {
+  double p[3];
+  khz_shape_support(s, dir, p);
+  return khzu_dot3(dir, p);
+}
+
 KHZ_AVX_CLONES static double overlap(const khzColShape *a, const khzColShape *b, const double n[3]) {
   double m[3] = {-n[0], -n[1], -n[2]};
-  return khz_shape_h(b, n) + khz_shape_h(a, m);
+  return shape_h(b, n) + shape_h(a, m);
 }
 
 KHZ_AVX_CLONES static void consider(nsearch *ns, const double cand[3]) {
@@ -685,7 +692,7 @@ KHZ_AVX_CLONES static void consider(nsearch *ns, const double cand[3]) {
      * support values are the overlap's: each is computed once (the same
      * bits as overlap()) */
     double m[3] = {-n[0], -n[1], -n[2]};
-    double hb = khz_shape_h(ns->b, n), ha = khz_shape_h(ns->a, m);
+    double hb = shape_h(ns->b, n), ha = shape_h(ns->a, m);
     f = fmax(points_objective(ns->o, n, hb, ha), hb + ha);
   } else {
     f = objective(ns->a, ns->b, ns->o, n);
@@ -1163,7 +1170,11 @@ KHZ_AVX_CLONES static void exact_circle(exact_best *e, const double w[3], const 
    * pole; they split the arc where g may have two minima) */
   for (int j = 0; j < nax + ncyl; j++) {
     const double *x = j < nax ? ax[j] : cyl[j - nax];
-    double cp = khzu_dot3(p, x), cq = khzu_dot3(q, x), len = hypot(cp, cq);
+    /* |(cp, cq)| by sqrt: within 2 ulps of hypot's, which decides only
+     * within 1e-12 of the threshold (c and sn feed slope_sign alone, whose
+     * bound takes 2e-14) */
+    double cp = khzu_dot3(p, x), cq = khzu_dot3(q, x), len = sqrt(cp * cp + cq * cq);
+    if (fabs(len - KHZ_CREASE_SIN) <= 1e-12 * KHZ_CREASE_SIN) len = hypot(cp, cq);
     if (len < KHZ_CREASE_SIN) continue; /* this circle's own axis */
     double phi = j < nax ? atan2(-cp, cq) : atan2(cq, cp);
     /* phi's cos and sin: the direction (cq, -cp) or (cp, cq), turned by pi with phi */
