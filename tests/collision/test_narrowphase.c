@@ -847,11 +847,13 @@ static void test_exact_pruned(void) { exact_pruned_all(KHZ_COL_SCORE_ALL); }
 
 /* exact_circle decides which arcs hold a minimum by the signs of g's slope
  * at their ends, taken where certain from the creases' cos and sin without
- * slope_at (slope_sign); the least overlap must be the one with slope_at at
- * every end, bit for bit, over exact_pruned's poses. Fails with a wrong
- * cos or sin of an arc end (tried: the pole splits' turn by sc taken the
- * other way; the error bound taken as 0 with the kink ends' cos and sin
- * those of the crease itself). */
+ * slope_at (slope_sign), and an arc's far end only when its start's slope
+ * is negative (arc_end); the least overlap must be the one with slope_at at
+ * both ends of every arc, bit for bit, over exact_pruned's poses. Fails
+ * with a wrong cos or sin of an arc end (tried: the pole splits' turn by sc
+ * taken the other way; the error bound taken as 0 with the kink ends' cos
+ * and sin those of the crease itself) or a wrong far end (tried: the far
+ * end's sign taken at the arc's own start break: 2188-3452 of 8000 differ). */
 static void test_exact_slope_signs(void) { exact_pruned_all(KHZ_COL_EXACT_SLOPES); }
 
 /* A cylinder's rim that the narrow phase skips (rims_outside: its circle
@@ -937,6 +939,68 @@ static void rims_outside_case(const char *name, int ga, const double sa[3], cons
   khz_deleteData(&d);
   khz_deleteModel(&m);
   khz_spec_destroy(&s);
+}
+
+/* The vertex cache (vcache_init) forms each product of a box's or a
+ * cylinder's vertex coordinates once (vertex_frame); its vertices in the
+ * world and in the other's frame must be khz_shape_vertLocal's turned by
+ * khz_shape_toWorld and by the relative pose, R_o^T (R_s x + p_s - p_o)
+ * with R_o^T R_s and R_o^T (p_s - p_o) summed as before, bit for bit, for
+ * boxes and cylinders in random poses. Fails when a sum is associated
+ * otherwise (tried: a rim vertex's (xy + t) + z). */
+static void vertex_cache_case(const char *name, int ga, const double sa[3], int gb, const double sb[3], int *nvert,
+                              int *bad) {
+  khzSpec *s = khz_spec_new();
+  int ba = cu_body(s, "a"), bb = cu_body(s, "b");
+  cu_geom(s, ba, ga, sa[0], sa[1], sa[2]);
+  cu_geom(s, bb, gb, sb[0], sb[1], sb[2]);
+  khzModel *m = cu_compile(s);
+  khzData *d = khz_makeData(m, 0);
+  enum { MAXV = 64 };
+  double scratch[6 * MAXV];
+  for (int k = 0; k < 3000; k++) {
+    double qa[4], qb[4], pos[3];
+    cu_randQuat(qa), cu_randQuat(qb), cu_randDir(pos);
+    khzu_scl3(pos, pos, cu_uniform(0, 0.4));
+    cu_pair p;
+    khzColShape sh[2];
+    pose_shapes(m, d, ba, qa, bb, pos, qb, &p, &sh[0], &sh[1]);
+    for (int side = 0; side < 2; side++) {
+      const khzColShape *S = &sh[side], *O = &sh[1 - side];
+      int n = khz_col_vertexCache(S, O, scratch, MAXV);
+      ENSURE_MSG(n == khz_shape_nvert(S), "%s: %d vertices cached of %d", name, n, khz_shape_nvert(S));
+      double R[9], t[3], dp[3];
+      const double *Rs = S->rot, *Ro = O->rot;
+      for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) R[3 * i + j] = Ro[i] * Rs[j] + Ro[3 + i] * Rs[3 + j] + Ro[6 + i] * Rs[6 + j];
+      khzu_sub3(dp, S->pos, O->pos);
+      for (int i = 0; i < 3; i++) t[i] = Ro[i] * dp[0] + Ro[3 + i] * dp[1] + Ro[6 + i] * dp[2];
+      for (int i = 0; i < n; i++) {
+        double x[3], w[3], l[3];
+        khz_shape_vertLocal(S, i, x);
+        khz_shape_toWorld(S, x, w);
+        for (int r = 0; r < 3; r++) l[r] = R[3 * r] * x[0] + R[3 * r + 1] * x[1] + R[3 * r + 2] * x[2] + t[r];
+        (*nvert)++;
+        if (memcmp(w, scratch + 3 * i, sizeof w) || memcmp(l, scratch + 3 * MAXV + 3 * i, sizeof l)) {
+          if ((*bad)++ < 3) printf("%s pose %d side %d vertex %d differs\n", name, k, side, i);
+        }
+      }
+    }
+  }
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+  khz_spec_destroy(&s);
+}
+
+static void test_vertex_cache(void) {
+  const double box[3] = {0.12, 0.08, 0.05}, wheel[3] = {0.11, 0.06, 0}, can[3] = {0.08, 0.1, 0};
+  int nvert = 0, bad = 0;
+  vertex_cache_case("box-can", KHZ_GEOM_BOX, box, KHZ_GEOM_CYLINDER, can, &nvert, &bad);
+  vertex_cache_case("wheel-box", KHZ_GEOM_CYLINDER, wheel, KHZ_GEOM_BOX, box, &nvert, &bad);
+  vertex_cache_case("can-wheel", KHZ_GEOM_CYLINDER, can, KHZ_GEOM_CYLINDER, wheel, &nvert, &bad);
+  vertex_cache_case("box-box", KHZ_GEOM_BOX, box, KHZ_GEOM_BOX, box, &nvert, &bad);
+  printf("vertex cache: %d of %d vertices differ from vertLocal + toWorld and the relative pose\n", bad, nvert);
+  ENSURE_MSG(bad == 0, "%d of %d cached vertices differ", bad, nvert);
 }
 
 static void test_rims_outside(void) {
@@ -1283,5 +1347,6 @@ int main(void) {
   test_circle_inradius();
   test_plane_fast_path();
   test_coherent_apart();
+  test_vertex_cache(); /* last: the others' random poses as before */
   return ensure_report();
 }

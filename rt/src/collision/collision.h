@@ -453,8 +453,9 @@ void khz_col_addPoint(khzColOut *o, const double p[3], double sd, int side, int 
  * the pattern search; the direction into n. With KHZ_COL_SCORE_ALL in
  * exact, no circle or pair of rims is skipped by its lower bound (the
  * answer must be the same bit for bit); with KHZ_COL_EXACT_SLOPES, every
- * arc end's slope sign is slope_at's (none from slope_sign: the same bits
- * again). For tests. */
+ * arc end's slope sign is slope_at's, taken at both ends of every arc
+ * (none from slope_sign, no far end left out: the same bits again). For
+ * tests. */
 #define KHZ_COL_SCORE_ALL 4    /* exact's flag: solve every circle and pair of rims */
 #define KHZ_COL_EXACT_SLOPES 8 /* exact's flag: no arc end's slope sign without slope_at */
 double khz_col_leastOverlap(const khzColShape *a, const khzColShape *b, int exact, double n[3]);
@@ -468,6 +469,11 @@ double khz_col_circleInradius(const khzColShape *s, const double w[3]);
  * skips as wholly outside other's bounds (rims_outside); scratch holds 6
  * maxvert doubles (vcache_init's). For tests. */
 int khz_col_rimsOutside(const khzColShape *s, const khzColShape *other, double *scratch, int maxvert);
+
+/* The narrow phase's vertex cache of s against other (vcache_init): s's
+ * vertices in the world into scratch[0, 3 maxvert) and in other's frame
+ * into scratch[3 maxvert, 6 maxvert); returns their count. For tests. */
+int khz_col_vertexCache(const khzColShape *s, const khzColShape *other, double *scratch, int maxvert);
 
 /* The general path (poly_poly) of a plane A and a box, cylinder or hull B,
  * for which the table's plane_poly stands in bit for bit. For tests. */

@@ -272,6 +272,47 @@ typedef struct {
 /* slot k (0, 1) of the vertex scratch in o->work */
 static double *vbuf(const khzColOut *o, int k) { return o->work + 6 * o->cap + 6 * k * o->maxvert; }
 
+/* B's local vertices x (khz_shape_vertLocal) in another frame, w = R x + t
+ * (R row-major: khz_shape_toWorld's sums for R = B's rotation, t = its
+ * position), the same sums of the same products in the same order. A box's
+ * coordinates are +-size[k] and a cylinder's two rims share x and y (z =
+ * +-size[1]); a product with -s is the exact negation of the product with
+ * s, so each product is formed once per shape. Hulls: vertex by vertex. */
+static inline __attribute__((always_inline)) void vertex_frame(const khzColShape *b, const double *R,
+                                                               const double *t, double *w) {
+  const double *sz = b->size;
+  if (b->shape == KHZ_SHAPE_BOX) {
+    /* pm[r][k][bit]: R's row r times the k-th coordinate, -size[k] (bit 0)
+     * or +size[k] (bit 1) */
+    double pm[3][3][2];
+    for (int r = 0; r < 3; r++)
+      for (int k = 0; k < 3; k++) pm[r][k][1] = R[3 * r + k] * sz[k], pm[r][k][0] = -pm[r][k][1];
+    for (int i = 0; i < 8; i++) {
+      int b0 = i & 1, b1 = (i >> 1) & 1, b2 = (i >> 2) & 1;
+      for (int r = 0; r < 3; r++) w[3 * i + r] = pm[r][0][b0] + pm[r][1][b1] + pm[r][2][b2] + t[r];
+    }
+    return;
+  }
+  if (b->shape == KHZ_SHAPE_CYLINDER) {
+    const int N = KHZ_CYL_RIM;
+    const double cz[3] = {R[2] * sz[1], R[5] * sz[1], R[8] * sz[1]};
+    for (int k = 0; k < N; k++) {
+      double x0 = sz[0] * khz_rim_cs[k][0], x1 = sz[0] * khz_rim_cs[k][1];
+      const double xy[3] = {R[0] * x0 + R[1] * x1, R[3] * x0 + R[4] * x1, R[6] * x0 + R[7] * x1};
+      for (int r = 0; r < 3; r++) {
+        w[3 * k + r] = xy[r] + -cz[r] + t[r];
+        w[3 * (N + k) + r] = xy[r] + cz[r] + t[r];
+      }
+    }
+    return;
+  }
+  for (int i = 0, nv = khz_shape_nvert(b); i < nv; i++) {
+    double x[3];
+    khz_shape_vertLocal(b, i, x);
+    for (int r = 0; r < 3; r++) w[3 * i + r] = R[3 * r] * x[0] + R[3 * r + 1] * x[1] + R[3 * r + 2] * x[2] + t[r];
+  }
+}
+
 KHZ_AVX_CLONES static void vcache_init(vcache *c, const khzColShape *s, const khzColShape *other, double *buf,
                         int maxvert) {
   c->s = s, c->other = other;
@@ -290,13 +331,14 @@ KHZ_AVX_CLONES static void vcache_init(vcache *c, const khzColShape *s, const kh
       R[3 * i + j] = Ro[i] * Rs[j] + Ro[3 + i] * Rs[3 + j] + Ro[6 + i] * Rs[6 + j];
   khzu_sub3(dp, s->pos, other->pos);
   for (int i = 0; i < 3; i++) t[i] = Ro[i] * dp[0] + Ro[3 + i] * dp[1] + Ro[6 + i] * dp[2];
-  for (int i = 0; i < c->n; i++) {
-    double x[3], *w = c->w + 3 * i, *l = c->l + 3 * i;
-    khz_shape_vertLocal(s, i, x);
-    khz_shape_toWorld(s, x, w);
-    for (int k = 0; k < 3; k++)
-      l[k] = R[3 * k] * x[0] + R[3 * k + 1] * x[1] + R[3 * k + 2] * x[2] + t[k];
-  }
+  vertex_frame(s, s->rot, s->pos, c->w);
+  vertex_frame(s, R, t, c->l);
+}
+
+int khz_col_vertexCache(const khzColShape *s, const khzColShape *other, double *scratch, int maxvert) {
+  vcache vc;
+  vcache_init(&vc, s, other, scratch, maxvert);
+  return vc.n;
 }
 
 static void vert(const vcache *c, int i, double out[3]) { khzu_copy3(out, c->w + 3 * i); }
@@ -624,9 +666,16 @@ typedef struct {
 
 /* the overlap of the two shapes' projections on n, h_B(n) + h_A(-n): the
  * translation along n that separates them */
+/* khz_shape_h inline (GCC kept it out of line in consider) */
+static inline __attribute__((always_inline)) double shape_h(const khzColShape *s, const double dir[3]) {
+  double p[3];
+  khz_shape_support(s, dir, p);
+  return khzu_dot3(dir, p);
+}
+
 KHZ_AVX_CLONES static double overlap(const khzColShape *a, const khzColShape *b, const double n[3]) {
   double m[3] = {-n[0], -n[1], -n[2]};
-  return khz_shape_h(b, n) + khz_shape_h(a, m);
+  return shape_h(b, n) + shape_h(a, m);
 }
 
 KHZ_AVX_CLONES static void consider(nsearch *ns, const double cand[3]) {
@@ -643,7 +692,7 @@ KHZ_AVX_CLONES static void consider(nsearch *ns, const double cand[3]) {
      * support values are the overlap's: each is computed once (the same
      * bits as overlap()) */
     double m[3] = {-n[0], -n[1], -n[2]};
-    double hb = khz_shape_h(ns->b, n), ha = khz_shape_h(ns->a, m);
+    double hb = shape_h(ns->b, n), ha = shape_h(ns->a, m);
     f = fmax(points_objective(ns->o, n, hb, ha), hb + ha);
   } else {
     f = objective(ns->a, ns->b, ns->o, n);
@@ -787,12 +836,15 @@ static double refine_from(const nsearch *ns, double n[3]);
 #define KHZ_EXACT_ITERS 48      /* Illinois steps per root at most */
 #define KHZ_EXACT_TOL 1e-11     /* rad: a root's bracket this narrow is the root */
 #define KHZ_EXACT_INSIDE 1e-9   /* fraction of an arc inside its ends where g' is taken */
+#define KHZ_PRUNE_SLACK 1e-9 /* x the pair's scale: a pruning bound's margin over rounding */
 
 typedef struct {
   const nsearch *ns;
   double f, n[3]; /* the least overlap so far and its direction */
-  int prune;      /* skip the circles and rims whose lower bound is above f (0: tests) */
+  int prune;      /* skip the circles, rims and candidates whose lower bound is above f (0: tests) */
   int sure;       /* take the arc ends' slope signs from slope_sign where certain (0: tests) */
+  double d[3];    /* pos_B - pos_A */
+  double floor;   /* the shapes' inradii less the pruning slack (exact_try) */
 } exact_best;
 
 /* g(n) = h_B(n) + h_A(-n) = n.(pos_B - pos_A) + n_B.l_B - n_A.l_A with n_X
@@ -808,10 +860,30 @@ static double overlap_local(const khzColShape *a, const khzColShape *b, const do
   return khzu_dot3(n, d) + khzu_dot3(nb, lb) + khzu_dot3(na, la);
 }
 
+/* Every unit n scores g(n) = n.d + h_B(n) + h_A(-n) >= n.d + rho_A + rho_B,
+ * rho a shape's inradius (a box's least half size, a cylinder's min(r, h)):
+ * sum_k a_k |n.e_k| >= min_k a_k and h |n.z| + r |n across z| >= min(r, h).
+ * A candidate whose bound lies above the least overlap so far by the slack
+ * (far above g's rounding) would not be taken: it is not scored (the same
+ * answer bit for bit; test_exact_pruned). n.d is overlap_local's own term. */
+static double inradius(const khzColShape *s) {
+  const double *sz = s->size;
+  return s->shape == KHZ_SHAPE_BOX ? khzu_fmin(sz[0], khzu_fmin(sz[1], sz[2])) : khzu_fmin(sz[0], sz[1]);
+}
+
+static void exact_begin(exact_best *e, const nsearch *ns) {
+  const khzColShape *a = ns->a, *b = ns->b;
+  e->ns = ns, e->f = DBL_MAX, e->n[0] = e->n[1] = 0, e->n[2] = 1;
+  e->prune = !(ns->flags & KHZ_COL_SCORE_ALL), e->sure = !(ns->flags & KHZ_COL_EXACT_SLOPES);
+  khzu_sub3(e->d, b->pos, a->pos);
+  e->floor = inradius(a) + inradius(b) - KHZ_PRUNE_SLACK * (a->scale + b->scale);
+}
+
 KHZ_AVX_CLONES static void exact_try(exact_best *e, const double cand[3]) {
   double n[3];
   khzu_copy3(n, cand);
   if (khzu_normalize3(n) < KHZ_NO_DIRECTION) return;
+  if (e->prune && khzu_dot3(n, e->d) + e->floor > e->f) return;
   double f = overlap_local(e->ns->a, e->ns->b, n);
   if (f < e->f) e->f = f, khzu_copy3(e->n, n);
 }
@@ -974,7 +1046,6 @@ static void exact_root(exact_best *e, const exact_gc *gc, double x0, double s0, 
  * (r) or c = s (h s + r |w.z|). Both are at least the former bounds
  * (min_k a_k; min(h, r)), and above them where w is no axis. */
 #define KHZ_AXIS_SAME 1e-12
-#define KHZ_PRUNE_SLACK 1e-9 /* x the pair's scale: a pruning bound's margin over rounding */
 static double circle_inradius(const khzColShape *s, const double w[3]) {
   const double *sz = s->size;
   if (s->shape == KHZ_SHAPE_CYLINDER) {
@@ -1011,15 +1082,86 @@ static int circle_above(const exact_best *e, const double w[3]) {
   return bound > e->f + KHZ_PRUNE_SLACK * (a->scale + b->scale);
 }
 
+/* a circle's sorted breaks: angles, their cos and sin (by the place before
+ * the sort), and kink[i] = 2 (that place) + (a kink) */
+typedef struct {
+  const double *brk, *bc, *bs;
+  const int *kink;
+  int nb;
+} arc_breaks;
+
+/* the angle inside break i by KHZ_EXACT_INSIDE of the arc after it (hi 0)
+ * or before it (hi 1) at a kink; at a smooth break its own */
+static inline double arc_end_eps(const arc_breaks *ab, int i, int hi) {
+  const double *brk = ab->brk;
+  int nb = ab->nb;
+  if (hi) return KHZ_EXACT_INSIDE * (i ? brk[i] - brk[i - 1] : brk[0] + 2 * M_PI - brk[nb - 1]);
+  return KHZ_EXACT_INSIDE * ((i + 1 < nb ? brk[i + 1] : brk[0] + 2 * M_PI) - brk[i]);
+}
+
+static inline double arc_end_x(const arc_breaks *ab, int i, int hi) {
+  if (!(ab->kink[i] & 1)) return ab->brk[i];
+  double eps = arc_end_eps(ab, i, hi);
+  return hi ? ab->brk[i] - eps : ab->brk[i] + eps;
+}
+
+/* g's slope sign at the end x of an arc at break i (its start: hi 0; its
+ * end: hi 1): slope_sign's when certain, else 0 with slope_at's value in
+ * *val; a smooth break's once per circle (known, sg, sv) */
+static inline __attribute__((always_inline)) int arc_end(const exact_best *e, const exact_gc *gc,
+                                                         const slope_bound *sb, const arc_breaks *ab, int i,
+                                                         int hi, double x, unsigned long long *known, int *sg,
+                                                         double *sv, double *val) {
+  int at = ab->kink[i] >> 1, g;
+  double c = ab->bc[at], sn = ab->bs[at];
+  if (ab->kink[i] & 1) {
+    double eps = arc_end_eps(ab, i, hi);
+    g = hi ? slope_sign(e, gc, sb, c + sn * eps, sn - c * eps) : slope_sign(e, gc, sb, c - sn * eps, sn + c * eps);
+    if (!g) *val = slope_at(e, gc, x);
+    return g;
+  }
+  if (!(*known >> i & 1)) {
+    sg[i] = slope_sign(e, gc, sb, c, sn);
+    if (!sg[i]) sv[i] = slope_at(e, gc, x);
+    *known |= 1ull << i;
+  }
+  if (!sg[i]) *val = sv[i];
+  return sg[i];
+}
+
+/* exact_circle's arcs as before arc_end (tests: KHZ_COL_EXACT_SLOPES):
+ * slope_at at both ends of every arc first, then the roots */
+static __attribute__((noinline)) void exact_arcs_every_end(exact_best *e, const exact_gc *gc, const arc_breaks *ab) {
+  double lo_x[6 * 8], lo_s[6 * 8], hi_x[6 * 8], hi_s[6 * 8];
+  const double *brk = ab->brk;
+  int nb = ab->nb;
+  for (int i = 0; i < nb; i++) {
+    int k = i ? i - 1 : nb - 1;
+    if (ab->kink[i] & 1) {
+      double before = i ? brk[i] - brk[k] : brk[0] + 2 * M_PI - brk[k];
+      double after = (i + 1 < nb ? brk[i + 1] : brk[0] + 2 * M_PI) - brk[i];
+      lo_x[i] = brk[i] + KHZ_EXACT_INSIDE * after, hi_x[k] = brk[i] - KHZ_EXACT_INSIDE * before;
+      lo_s[i] = slope_at(e, gc, lo_x[i]);
+      hi_s[k] = slope_at(e, gc, hi_x[k]);
+    } else {
+      lo_x[i] = hi_x[k] = brk[i];
+      lo_s[i] = hi_s[k] = slope_at(e, gc, brk[i]);
+    }
+  }
+  for (int i = 0; i < nb; i++) {
+    double hi = hi_x[i] < lo_x[i] ? hi_x[i] + 2 * M_PI : hi_x[i];
+    if (lo_s[i] < 0 && hi_s[i] > 0 && hi - lo_x[i] > KHZ_EXACT_TOL) exact_root(e, gc, lo_x[i], lo_s[i], hi, hi_s[i]);
+  }
+}
+
 /* the local minima of g on the great circle normal to w, away from its
  * creases (those points are exact_normal's own candidates); ax[nax] the
  * crease axes, cyl[ncyl] the cylinders' axes */
 KHZ_AVX_CLONES static void exact_circle(exact_best *e, const double w[3], const double (*ax)[3], int nax,
                          const double (*cyl)[3], int ncyl) {
-  double p[3], q[3], brk[6 * 8], lo_x[6 * 8], lo_s[6 * 8], hi_x[6 * 8], hi_s[6 * 8];
+  double p[3], q[3], brk[6 * 8];
   double bc[6 * 8], bs[6 * 8]; /* cos, sin of each break, by its place before the sort */
-  int kink[6 * 8], lo_g[6 * 8], hi_g[6 * 8], nb = 0; /* kink: 2 (place before the sort) + (a kink);
-                                                      * _g: slope_sign's signs (0: slope_at's _s) */
+  int kink[6 * 8], nb = 0; /* kink: 2 (place before the sort) + (a kink) */
   if (e->prune && circle_above(e, w)) return;
   khzu_orthogonal(p, w);
   khzu_cross(q, w, p);
@@ -1028,7 +1170,11 @@ KHZ_AVX_CLONES static void exact_circle(exact_best *e, const double w[3], const 
    * pole; they split the arc where g may have two minima) */
   for (int j = 0; j < nax + ncyl; j++) {
     const double *x = j < nax ? ax[j] : cyl[j - nax];
-    double cp = khzu_dot3(p, x), cq = khzu_dot3(q, x), len = hypot(cp, cq);
+    /* |(cp, cq)| by sqrt: within 2 ulps of hypot's, which decides only
+     * within 1e-12 of the threshold (c and sn feed slope_sign alone, whose
+     * bound takes 2e-14) */
+    double cp = khzu_dot3(p, x), cq = khzu_dot3(q, x), len = sqrt(cp * cp + cq * cq);
+    if (fabs(len - KHZ_CREASE_SIN) <= 1e-12 * KHZ_CREASE_SIN) len = hypot(cp, cq);
     if (len < KHZ_CREASE_SIN) continue; /* this circle's own axis */
     double phi = j < nax ? atan2(-cp, cq) : atan2(cq, cp);
     /* phi's cos and sin: the direction (cq, -cp) or (cp, cq), turned by pi with phi */
@@ -1064,37 +1210,36 @@ KHZ_AVX_CLONES static void exact_circle(exact_best *e, const double w[3], const 
     }
   slope_bound sb;
   if (e->sure) slope_bound_make(&sb, e, &gc);
-  /* g's slope at both ends of each arc: at a smooth end the slope there
-   * (shared with the next arc), at a kink just inside; a change of sign from
-   * - to + brackets a minimum. The sign alone decides that: slope_sign's
-   * where it is certain (the cos and sin of a point inside a kink by eps
-   * from brk's, to first order: the error eps^2 / 2 <= 2e-17), slope_at's
-   * otherwise; slope_at's values only for the arcs solved */
-  for (int i = 0; i < nb; i++) {
-    int k = i ? i - 1 : nb - 1, at = kink[i] >> 1;
-    double c = bc[at], sn = bs[at];
-    if (kink[i] & 1) {
-      double before = i ? brk[i] - brk[k] : brk[0] + 2 * M_PI - brk[k];
-      double after = (i + 1 < nb ? brk[i + 1] : brk[0] + 2 * M_PI) - brk[i];
-      double in_lo = KHZ_EXACT_INSIDE * after, in_hi = KHZ_EXACT_INSIDE * before;
-      lo_x[i] = brk[i] + in_lo, hi_x[k] = brk[i] - in_hi;
-      lo_g[i] = e->sure ? slope_sign(e, &gc, &sb, c - sn * in_lo, sn + c * in_lo) : 0;
-      hi_g[k] = e->sure ? slope_sign(e, &gc, &sb, c + sn * in_hi, sn - c * in_hi) : 0;
-      if (!lo_g[i]) lo_s[i] = slope_at(e, &gc, lo_x[i]);
-      if (!hi_g[k]) hi_s[k] = slope_at(e, &gc, hi_x[k]);
-    } else {
-      lo_x[i] = hi_x[k] = brk[i];
-      lo_g[i] = hi_g[k] = e->sure ? slope_sign(e, &gc, &sb, c, sn) : 0;
-      if (!lo_g[i]) lo_s[i] = hi_s[k] = slope_at(e, &gc, brk[i]);
-    }
+  /* g's slope at both ends of each arc (arc i from break i to the next):
+   * at a smooth end the slope there (shared with the next arc), at a kink
+   * just inside; a change of sign from - to + brackets a minimum. The sign
+   * alone decides that: slope_sign's where it is certain (the cos and sin
+   * of a point inside a kink by eps from brk's, to first order: the error
+   * eps^2 / 2 <= 2e-17), slope_at's otherwise; slope_at's values only for
+   * the arcs solved. An arc whose start's slope is not negative holds no
+   * minimum: its far end is not taken (arc_end) */
+  arc_breaks ab = {brk, bc, bs, kink, nb};
+  if (!e->sure) {
+    exact_arcs_every_end(e, &gc, &ab);
+    return;
   }
+  unsigned long long smooth_known = 0; /* bit i: break i's smooth slope in smooth_g, smooth_s */
+  int smooth_g[6 * 8];
+  double smooth_s[6 * 8];
   for (int i = 0; i < nb; i++) {
-    double hi = hi_x[i] < lo_x[i] ? hi_x[i] + 2 * M_PI : hi_x[i];
-    int lo_neg = lo_g[i] ? lo_g[i] < 0 : lo_s[i] < 0, hi_pos = hi_g[i] ? hi_g[i] > 0 : hi_s[i] > 0;
-    if (!(lo_neg && hi_pos && hi - lo_x[i] > KHZ_EXACT_TOL)) continue;
-    if (lo_g[i]) lo_s[i] = slope_at(e, &gc, lo_x[i]);
-    if (hi_g[i]) hi_s[i] = slope_at(e, &gc, hi_x[i]);
-    exact_root(e, &gc, lo_x[i], lo_s[i], hi, hi_s[i]);
+    int j = i + 1 < nb ? i + 1 : 0, lo_g, hi_g;
+    double lo_x, lo_s = 0, hi_x, hi_s = 0;
+    lo_x = arc_end_x(&ab, i, 0);
+    hi_x = arc_end_x(&ab, j, 1);
+    double hi = hi_x < lo_x ? hi_x + 2 * M_PI : hi_x;
+    if (!(hi - lo_x > KHZ_EXACT_TOL)) continue;
+    lo_g = arc_end(e, &gc, &sb, &ab, i, 0, lo_x, &smooth_known, smooth_g, smooth_s, &lo_s);
+    if (!(lo_g ? lo_g < 0 : lo_s < 0)) continue;
+    hi_g = arc_end(e, &gc, &sb, &ab, j, 1, hi_x, &smooth_known, smooth_g, smooth_s, &hi_s);
+    if (!(hi_g ? hi_g > 0 : hi_s > 0)) continue;
+    if (lo_g) lo_s = slope_at(e, &gc, lo_x);
+    if (hi_g) hi_s = slope_at(e, &gc, hi_x);
+    exact_root(e, &gc, lo_x, lo_s, hi, hi_s);
   }
 }
 
@@ -1334,7 +1479,8 @@ static void exact_cyl_cyl(nsearch *ns, exact_best *e) {
 KHZ_AVX_CLONES static int exact_normal(nsearch *ns) {
   const khzColShape *a = ns->a, *b = ns->b;
   if (a->shape == KHZ_SHAPE_CYLINDER && b->shape == KHZ_SHAPE_CYLINDER) {
-    exact_best e = {ns, DBL_MAX, {0, 0, 1}, !(ns->flags & KHZ_COL_SCORE_ALL), !(ns->flags & KHZ_COL_EXACT_SLOPES)};
+    exact_best e;
+    exact_begin(&e, ns);
     exact_try(&e, ns->n);
     if (ns->have2) exact_try(&e, ns->n2);
     exact_cyl_cyl(ns, &e);
@@ -1344,7 +1490,8 @@ KHZ_AVX_CLONES static int exact_normal(nsearch *ns) {
   }
   const khzColShape *box = a->shape == KHZ_SHAPE_BOX ? a : b, *cyl = box == a ? b : a;
   if (box->shape != KHZ_SHAPE_BOX || cyl->shape != KHZ_SHAPE_CYLINDER) return 0;
-  exact_best e = {ns, DBL_MAX, {0, 0, 1}, !(ns->flags & KHZ_COL_SCORE_ALL), !(ns->flags & KHZ_COL_EXACT_SLOPES)};
+  exact_best e;
+  exact_begin(&e, ns);
   double ax[4][3], z[1][3];
   crease_axes(box, ax, 0);
   axis_z(cyl, z[0]);
@@ -1679,37 +1826,7 @@ static inline __attribute__((always_inline)) void vertex_heights(const khzColSha
 }
 
 static inline __attribute__((always_inline)) void vertex_positions(const khzColShape *b, double *w) {
-  const double *R = b->rot, *sz = b->size, *pos = b->pos;
-  if (b->shape == KHZ_SHAPE_BOX) {
-    /* pm[r][k][bit]: R's row r times the k-th coordinate, -size[k] (bit 0)
-     * or +size[k] (bit 1) */
-    double pm[3][3][2];
-    for (int r = 0; r < 3; r++)
-      for (int k = 0; k < 3; k++) pm[r][k][1] = R[3 * r + k] * sz[k], pm[r][k][0] = -pm[r][k][1];
-    for (int i = 0; i < 8; i++) {
-      int b0 = i & 1, b1 = (i >> 1) & 1, b2 = (i >> 2) & 1;
-      for (int r = 0; r < 3; r++) w[3 * i + r] = pm[r][0][b0] + pm[r][1][b1] + pm[r][2][b2] + pos[r];
-    }
-    return;
-  }
-  if (b->shape == KHZ_SHAPE_CYLINDER) {
-    const int N = KHZ_CYL_RIM;
-    const double cz[3] = {R[2] * sz[1], R[5] * sz[1], R[8] * sz[1]};
-    for (int k = 0; k < N; k++) {
-      double x0 = sz[0] * khz_rim_cs[k][0], x1 = sz[0] * khz_rim_cs[k][1];
-      const double xy[3] = {R[0] * x0 + R[1] * x1, R[3] * x0 + R[4] * x1, R[6] * x0 + R[7] * x1};
-      for (int r = 0; r < 3; r++) {
-        w[3 * k + r] = xy[r] + -cz[r] + pos[r];
-        w[3 * (N + k) + r] = xy[r] + cz[r] + pos[r];
-      }
-    }
-    return;
-  }
-  for (int i = 0, nv = khz_shape_nvert(b); i < nv; i++) {
-    double x[3];
-    khz_shape_vertLocal(b, i, x);
-    khz_shape_toWorld(b, x, w + 3 * i);
-  }
+  vertex_frame(b, b->rot, b->pos, w);
 }
 
 /* plane_poly's edge e from vertex v0 to v1 (world positions w, heights
