@@ -184,7 +184,8 @@ static uint32_t float_key(double x, int up) {
 /* The pair list ascending by (g0 << 32 | g1): a counting sort by g0 (one
  * pass to count, one to place, stable), then each g0's run by g1, by
  * insertion up to KHZ_SORT_SMALL pairs (a geom meets a handful of others),
- * else khz_radixSort64. The keys are distinct (each pair is emitted once),
+ * else khz_sortNearlySorted (a plane's run is in order already). The keys
+ * are distinct (each pair is emitted once),
  * so the order is the one any sort gives: khz_radixSort64's of the whole
  * list, which ran 8 counting passes over it (2 x np to 8 x np byte counts
  * for a 64-bit key) where this takes two. first: ng + 2 ints; tmp: np. */
@@ -197,10 +198,15 @@ static void sort_pairs(uint64_t *pairs, int np, int ng, uint64_t *tmp, int *firs
   for (int i = 0; i < np; i++) first[(pairs[i] >> 32) + 2]++;
   for (int g = 0; g < ng; g++) first[g + 2] += first[g + 1];
   for (int i = 0; i < np; i++) tmp[first[(pairs[i] >> 32) + 1]++] = pairs[i];
-  /* g0's run is now tmp[first[g0] .. first[g0 + 1]) */
+  /* g0's run is now tmp[first[g0] .. first[g0 + 1]); a plane's pairs come
+   * in the bounded geoms' order, ascending already: a long run by insertion
+   * from where it stands (khz_sortNearlySorted, the keys distinct) */
   for (int g = 0; g < ng; g++) {
     int lo = first[g], hi = first[g + 1];
-    if (hi - lo > 1) khz_radixSort64(tmp + lo, NULL, hi - lo, pairs + lo, NULL);
+    if (hi - lo > KHZ_SORT_SMALL)
+      khz_sortNearlySorted(tmp + lo, hi - lo, pairs + lo);
+    else if (hi - lo > 1)
+      khz_radixSort64(tmp + lo, NULL, hi - lo, pairs + lo, NULL);
   }
   memcpy(pairs, tmp, (size_t)np * sizeof(uint64_t));
 }
