@@ -53,6 +53,8 @@ static void layout_data(const khzModel *m, khzData *d, carver *c) {
   size_t npc = (size_t)khz_collisionPairCap(m);
   d->apart_pair = carve(c, 2 * npc * sizeof(uint64_t));
   d->apart_axis = carve(c, 6 * npc * sizeof(double));
+  const khzColModel *cm = m->collision;
+  d->sweep_order = carve(c, ((cm ? (size_t)cm->nbounded : 0) + 1) * sizeof(int));
   d->stack = carve(c, d->stack_size);
 }
 

@@ -3,7 +3,7 @@
  * filtered boxes on 300 random bodies (several densities and sweep axes), the
  * filters one by one (same body, welded bodies, parent and child, two bodies
  * welded to the world, contype / conaffinity, visual geoms, the model's
- * excluded body pairs), the radix sort,
+ * excluded body pairs), the radix sort, the sort from the last call's order,
  * and the time per call for 15 / 60 / 240 / 960 bodies (information only). */
 #include "col_util.h"
 
@@ -21,8 +21,10 @@ static khzModel *random_world(int n, double L, double flat, int column) {
  * the bodies' geoms contype 2, conaffinity 1 and the plane's 1, 2: only the
  * plane's pairs pass the filter; 2: the same, but every seventh geom also
  * has conaffinity 2, so that it meets the others */
+static int plane_first; /* 1: the ground plane is geom 0 (its pairs one run of the pair sort) */
 static khzModel *random_world_types(int n, double L, double flat, int column, int floor_only) {
   khzSpec *s = khz_spec_new();
+  if (plane_first) cu_geom(s, 0, KHZ_GEOM_PLANE, 0, 0, 0);
   int hull = cu_boxMesh(s, "hull", 0.3, 0.2, 0.1);
   for (int i = 0; i < n; i++) {
     khzBodySpec bs;
@@ -58,7 +60,7 @@ static khzModel *random_world_types(int n, double L, double flat, int column, in
       }
     }
   }
-  cu_geom(s, 0, KHZ_GEOM_PLANE, 0, 0, 0);
+  if (!plane_first) cu_geom(s, 0, KHZ_GEOM_PLANE, 0, 0, 0);
   for (int g = 0; floor_only && g < khz_spec_ngeom(s); g++) {
     khzGeomSpec *gs = khz_spec_geom(s, g);
     gs->contype = gs->body == 0 ? 1 : 2;
@@ -154,6 +156,60 @@ static void test_floor_only(void) {
     khz_deleteData(&d);
     khz_deleteModel(&m);
   }
+}
+
+/* the sort from the last call's order (khzData.sweep_order): boxes that
+ * drift a little between calls (insertion from a nearly sorted list) and
+ * boxes dealt out anew among the geoms (the list far from sorted: the
+ * insertion hands over to the radix sort), each call equal to brute force
+ * and to a fresh data's (no last order) */
+static void test_warm_order(void) {
+  plane_first = 1;
+  khzModel *m = random_world(300, 3, 1, 0);
+  plane_first = 0;
+  ENSURE(m->geom_type[0] == KHZ_GEOM_PLANE);
+  khzData *d = khz_makeData(m, 0), *fresh = khz_makeData(m, 0);
+  int ng = m->ngeom, overflow, ok = 1, warm = 0, calls = 0, floor_pairs = 0;
+  double *frame = malloc(12 * ng * sizeof(double)), *aabb = malloc(6 * ng * sizeof(double)), row[6];
+  uint64_t *sap = malloc(ng * ng * sizeof(uint64_t)), *bf = malloc(ng * ng * sizeof(uint64_t)),
+           *cold = malloc(ng * ng * sizeof(uint64_t));
+  khz_collisionFrames(m, d, frame, aabb);
+  for (int round = 0; round < 40; round++) {
+    if (round % 10 == 9) { /* dealt out anew: swap the boxes of random geom pairs */
+      for (int k = 0; k < ng; k++) {
+        int a = (int)(cu_rand() * ng), b = (int)(cu_rand() * ng);
+        if (m->geom_type[a] == KHZ_GEOM_PLANE || m->geom_type[b] == KHZ_GEOM_PLANE) continue;
+        memcpy(row, aabb + 6 * a, sizeof row);
+        memcpy(aabb + 6 * a, aabb + 6 * b, sizeof row);
+        memcpy(aabb + 6 * b, row, sizeof row);
+      }
+    } else if (round > 0) { /* a drift of up to 4 cm along each axis */
+      for (int g = 0; g < ng; g++) {
+        if (m->geom_type[g] == KHZ_GEOM_PLANE) continue;
+        for (int k = 0; k < 3; k++) {
+          double dx = cu_uniform(-0.04, 0.04);
+          aabb[6 * g + k] += dx, aabb[6 * g + 3 + k] += dx;
+        }
+      }
+    }
+    warm += d->sweep_n > 0;
+    int n = khz_broadphase(m, d, frame, aabb, sap, ng * ng, &overflow);
+    fresh->sweep_n = 0;
+    int nc = khz_broadphase(m, fresh, frame, aabb, cold, ng * ng, &overflow);
+    int nb = brute(m, aabb, bf), same = n == nb && nc == nb;
+    for (int i = 0; same && i < n; i++) same = sap[i] == bf[i] && cold[i] == bf[i];
+    ENSURE_MSG(same, "round %d: from the last order %d pairs, fresh %d, brute force %d", round, n, nc, nb);
+    ok &= same, calls++;
+    for (int i = 0; i < nb; i++) floor_pairs += m->geom_type[bf[i] >> 32] == KHZ_GEOM_PLANE;
+  }
+  printf("300 bodies drifting and dealt out anew: %d of %d calls from the last order, all as brute force %d; "
+         "%.1f floor pairs a call (sorted as one run)\n", warm, calls, ok, (double)floor_pairs / calls);
+  ENSURE(warm == calls - 1 && d->stack_top == 0);
+  ENSURE(floor_pairs > 48 * calls); /* the floor's run past KHZ_SORT_SMALL: khz_sortNearlySorted sorts it */
+  free(frame), free(aabb), free(sap), free(bf), free(cold);
+  khz_deleteData(&d);
+  khz_deleteData(&fresh);
+  khz_deleteModel(&m);
 }
 
 /* ------------------------------------------------------------- timing -- */
@@ -347,13 +403,42 @@ static void test_radix(void) {
   khz_radixSort64(k, NULL, 0, t, NULL);
 }
 
+/* khz_sortNearlySorted against the radix sort: distinct keys nearly in
+ * order (neighbours swapped, a few moved far: the insertion) and shuffled
+ * (past the moves' budget: the radix sort takes over) */
+static void test_nearly_sorted(void) {
+  enum { N = 2000 };
+  static uint64_t k[N], ref[N], t[N];
+  const int sizes[] = {0, 1, 2, 5, 64, 300, N};
+  for (unsigned s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+    for (int mode = 0; mode < 3; mode++) {
+      int n = sizes[s], ok = 1;
+      for (int i = 0; i < n; i++) k[i] = ((uint64_t)(1000 * i + (int)(cu_rand() * 900)) << 32) | (uint64_t)i;
+      for (int i = 0; i + 1 < n; i++) {
+        int far = mode == 1 && cu_rand() < 0.01, j = far ? (int)(cu_rand() * n) : i + 1;
+        if (mode == 2) j = i + (int)(cu_rand() * (n - i));
+        if (mode == 0 && cu_rand() < 0.7) continue;
+        uint64_t x = k[i];
+        k[i] = k[j], k[j] = x;
+      }
+      memcpy(ref, k, (size_t)n * sizeof k[0]);
+      khz_radixSort64(ref, NULL, n, t, NULL);
+      khz_sortNearlySorted(k, n, t);
+      for (int i = 0; i < n; i++) ok &= k[i] == ref[i];
+      ENSURE_MSG(ok, "%d keys, %s: not the radix sort's order", n,
+                 mode == 0 ? "neighbours swapped" : mode == 1 ? "a few moved far" : "shuffled");
+    }
+}
+
 int main(void) {
   test_filters();
   test_exclusions();
   test_radix();
+  test_nearly_sorted();
   test_float_next();
   test_brute_force();
   test_floor_only();
+  test_warm_order();
   test_timing();
   return ensure_report();
 }

@@ -685,6 +685,10 @@ typedef struct khzData {
   int reuse_half;         /* private: the half of the reuse arrays that holds them */
   struct khzReusePair *reuse_pair; /* private: 2 x m->npair_max, or NULL */
   struct khzReusePoint *reuse_point; /* private: 2 x m->npair_max x m->max_points */
+  int sweep_n;            /* private (broadphase.c): the boxes sweep_order holds, 0 = none yet */
+  int *sweep_order;       /* private: the last broad phase's sweep order of the bounded geoms
+                             (their indices in khzColModel.bounded), where the next sort starts;
+                             a hint only: any permutation gives the same sorted order */
   int quiet_ready;        /* private (pairs.c): 1 when the last collision pass had every body
                              with a collidable geom asleep or welded to the world and its broad
                              phase did not overflow: the next such pass skips the broad phase

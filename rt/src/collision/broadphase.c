@@ -2,10 +2,12 @@
  *
  * World frames and axis-aligned boxes of the geoms, then sweep-and-prune on
  * the axis along which the box centres spread most: the lower bounds are
- * sorted (an LSD radix sort of 32-bit keys into scratch from the data's stack,
- * O(n) per call, no state kept between ticks; up to 48 keys a stable
- * insertion sort, which gives the same order without the radix sort's fixed
- * cost of 8 x 512 counter updates) and swept, each box meeting the
+ * sorted (listed in the last call's order, khzData.sweep_order, and sorted
+ * by insertion, O(n) while the boxes keep nearly their order; the first
+ * time, or after a shuffle, an LSD radix sort of 32-bit keys into scratch
+ * from the data's stack, O(n); up to 48 keys a stable insertion sort, which
+ * gives the same order without the radix sort's fixed cost of 8 x 512
+ * counter updates) and swept, each box meeting the
  * boxes whose lower bound lies below its upper bound; the other two axes and
  * the filters decide. From KHZ_STRIP_MIN_BOXES boxes on, the sweep runs strip
  * by strip across the axis of second largest spread, so that a box meets the
@@ -133,6 +135,28 @@ void khz_radixSort64(uint64_t *key, int *payload, int n, uint64_t *tmp, int *ptm
   }
 }
 
+/* distinct keys ascending, when they come nearly in order (the last pass's
+ * sweep order: the boxes' lower bounds move little between steps): insertion
+ * sort, O(n + the inversions), handed to khz_radixSort64 once it has moved
+ * more than KHZ_SORT_WARM_MOVES keys per key (a shuffled start). Distinct
+ * keys have one ascending order, so either sort gives the same array. */
+#define KHZ_SORT_WARM_MOVES 4
+void khz_sortNearlySorted(uint64_t *key, int n, uint64_t *tmp) {
+  long moves = 0, budget = (long)KHZ_SORT_WARM_MOVES * n;
+  for (int i = 1; i < n; i++) {
+    uint64_t k = key[i];
+    if (key[i - 1] < k) continue;
+    int j = i;
+    for (; j > 0 && key[j - 1] > k; j--) key[j] = key[j - 1];
+    key[j] = k;
+    moves += i - j;
+    if (moves > budget) {
+      khz_radixSort64(key, NULL, n, tmp, NULL);
+      return;
+    }
+  }
+}
+
 /* the next float towards +inf (up) or -inf: one step of the bits away from
  * zero (up from a positive, down from a negative) or towards it; from a
  * zero of either sign the least subnormal of the direction's sign. The same
@@ -160,7 +184,8 @@ static uint32_t float_key(double x, int up) {
 /* The pair list ascending by (g0 << 32 | g1): a counting sort by g0 (one
  * pass to count, one to place, stable), then each g0's run by g1, by
  * insertion up to KHZ_SORT_SMALL pairs (a geom meets a handful of others),
- * else khz_radixSort64. The keys are distinct (each pair is emitted once),
+ * else khz_sortNearlySorted (a plane's run is in order already). The keys
+ * are distinct (each pair is emitted once),
  * so the order is the one any sort gives: khz_radixSort64's of the whole
  * list, which ran 8 counting passes over it (2 x np to 8 x np byte counts
  * for a 64-bit key) where this takes two. first: ng + 2 ints; tmp: np. */
@@ -173,10 +198,15 @@ static void sort_pairs(uint64_t *pairs, int np, int ng, uint64_t *tmp, int *firs
   for (int i = 0; i < np; i++) first[(pairs[i] >> 32) + 2]++;
   for (int g = 0; g < ng; g++) first[g + 2] += first[g + 1];
   for (int i = 0; i < np; i++) tmp[first[(pairs[i] >> 32) + 1]++] = pairs[i];
-  /* g0's run is now tmp[first[g0] .. first[g0 + 1]) */
+  /* g0's run is now tmp[first[g0] .. first[g0 + 1]); a plane's pairs come
+   * in the bounded geoms' order, ascending already: a long run by insertion
+   * from where it stands (khz_sortNearlySorted, the keys distinct) */
   for (int g = 0; g < ng; g++) {
     int lo = first[g], hi = first[g + 1];
-    if (hi - lo > 1) khz_radixSort64(tmp + lo, NULL, hi - lo, pairs + lo, NULL);
+    if (hi - lo > KHZ_SORT_SMALL)
+      khz_sortNearlySorted(tmp + lo, hi - lo, pairs + lo);
+    else if (hi - lo > 1)
+      khz_radixSort64(tmp + lo, NULL, hi - lo, pairs + lo, NULL);
   }
   memcpy(pairs, tmp, (size_t)np * sizeof(uint64_t));
 }
@@ -300,10 +330,20 @@ int khz_broadphase(const khzModel *m, khzData *d, const double *frame, const dou
   if (var[2] > var[ax]) ax = 2;
   int a1 = (ax + 1) % 3, a2 = (ax + 2) % 3;
 
-  /* sort the lower bounds (rounded down to float, the index in the low bits) */
-  for (int i = 0; i < n; i++)
-    key[i] = ((uint64_t)float_key(aabb[6 * cm->bounded[i] + ax], 0) << 32) | (uint64_t)i;
-  khz_radixSort64(key, NULL, n, tmp, NULL);
+  /* sort the lower bounds (rounded down to float, the index in the low bits:
+   * distinct keys), listed in the last call's order when there is one (on
+   * the same axis it is nearly sorted) */
+  int warm = n > 0 && d->sweep_n == n;
+  for (int i = 0; i < n; i++) {
+    int at = warm ? d->sweep_order[i] : i;
+    key[i] = ((uint64_t)float_key(aabb[6 * cm->bounded[at] + ax], 0) << 32) | (uint64_t)at;
+  }
+  if (warm)
+    khz_sortNearlySorted(key, n, tmp);
+  else
+    khz_radixSort64(key, NULL, n, tmp, NULL);
+  for (int i = 0; i < n; i++) d->sweep_order[i] = (int)(key[i] & 0xffffffffu);
+  d->sweep_n = n;
 
   /* the boxes in sweep order, packed for the inner loop */
   for (int i = 0; i < n; i++) {

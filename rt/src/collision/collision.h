@@ -542,6 +542,10 @@ int khz_broadphase(const khzModel *m, khzData *d, const double *frame, const dou
 /* LSD radix sort of n 64-bit keys (ascending) with an optional int payload;
  * tmp and ptmp are scratch of n entries (ptmp may be NULL with payload NULL). */
 void khz_radixSort64(uint64_t *key, int *payload, int n, uint64_t *tmp, int *ptmp);
+/* distinct keys ascending by insertion from a nearly sorted start (the
+ * broad phase's last order), khz_radixSort64 past KHZ_SORT_WARM_MOVES moves
+ * per key; tmp: n */
+void khz_sortNearlySorted(uint64_t *key, int n, uint64_t *tmp);
 /* nextafterf(f, up ? INFINITY : -INFINITY) for f not a NaN, on the bits
  * (broadphase.c: the boxes' float bounds, rounded outward) */
 float khz_floatNext(float f, int up);

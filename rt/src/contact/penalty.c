@@ -1009,24 +1009,39 @@ void khz_penaltyPointGainAdd(double *C, const double r[3], const double n[3], do
   point_gain_add(C, r, n, kn, kt);
 }
 
-/* free body b's world inverse inertia, once per body per step (Iinv_cache
- * + 18 b, cached[b] 1; the world inertia R I R^T itself 9 doubles on), or NULL if the inertia is singular (cached[b] -1):
- * the Cholesky factor of R I R^T and its inverse column by column
- * (khzu_cholInverse: khzu_cholSolve's operations on each column of the
- * identity, side by side) */
+/* free body b's world inertia R I R^T (Iinv_cache + 18 b + 9) and its
+ * Cholesky factor (in Iinv_cache + 18 b), once per body per step (cached[b]
+ * 1), or NULL if the inertia is singular (cached[b] -1). The inverse is
+ * inverse_inertia's, for the bodies the LDL^T test leaves to the power
+ * iteration only (a third of the 960 pile's) */
+static const double *world_inertia(const khzModel *m, const khzData *d, int b, double *Iinv_cache, int *cached) {
+  double *Iinv = Iinv_cache + 18 * b;
+  if (!cached[b]) {
+    double tmp[9];
+    const double *R = d->xrot + 9 * b;
+    khzu_mulMat3(tmp, R, m->body_inertia + 9 * b);
+    khzu_mulMatMatT3(Iinv, tmp, R);
+    memcpy(Iinv + 9, Iinv, 9 * sizeof(double));
+    cached[b] = khzu_cholFactor(Iinv, 3) != 0 ? -1 : 1;
+  }
+  return cached[b] > 0 ? Iinv : NULL;
+}
+
+/* free body b's world inverse inertia (Iinv_cache + 18 b, cached[b] 2; the
+ * world inertia 9 doubles on), or NULL if the inertia is singular: the
+ * inverse of world_inertia's factor column by column (khzu_cholInverse:
+ * khzu_cholSolve's operations on each column of the identity, side by side) */
 static const double *inverse_inertia(const khzModel *m, const khzData *d, int b, double *Iinv_cache,
                                      int *cached) {
   double *Iinv = Iinv_cache + 18 * b;
-  if (!cached[b]) {
-    double L[9], tmp[9];
-    const double *R = d->xrot + 9 * b;
-    khzu_mulMat3(tmp, R, m->body_inertia + 9 * b);
-    khzu_mulMatMatT3(L, tmp, R);
-    memcpy(Iinv + 9, L, sizeof L);
-    cached[b] = khzu_cholFactor(L, 3) != 0 ? -1 : 1;
-    if (cached[b] > 0) khzu_cholInverse(L, 3, Iinv);
+  if (!world_inertia(m, d, b, Iinv_cache, cached)) return NULL;
+  if (cached[b] == 1) {
+    double L[9];
+    memcpy(L, Iinv, sizeof L);
+    khzu_cholInverse(L, 3, Iinv);
+    cached[b] = 2;
   }
-  return cached[b] > 0 ? Iinv : NULL;
+  return Iinv;
 }
 
 /* 1 if every pivot of mu M - C's LDL^T (M = diag(Iw, mass 1)) is positive */
@@ -1080,10 +1095,10 @@ int khz_penaltyBodyWithin(const double C[36], const double Iw[9], double mass, d
 static inline __attribute__((always_inline)) int damping_rate_within(const khzModel *m, const khzData *d, int b,
                                                                     const double *C, int stiffness, double limit,
                                                                     double *Iinv_cache, int *cached) {
-  const double *Iinv = inverse_inertia(m, d, b, Iinv_cache, cached);
-  if (!Iinv) return 1;
+  const double *Iw = world_inertia(m, d, b, Iinv_cache, cached);
+  if (!Iw) return 1;
   double mu = limit / d->timestep;
-  return pencil_within(C, Iinv + 9, m->body_mass[b], stiffness ? mu * mu : mu);
+  return pencil_within(C, Iw + 9, m->body_mass[b], stiffness ? mu * mu : mu);
 }
 
 
