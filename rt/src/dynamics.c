@@ -66,6 +66,11 @@ void khz_dynamicsZeros(khzModel *m) {
   }
 }
 
+/* d->aba_held: 1 + stiff_only after khz_abaInertiasHeld; ABA_HELD_PLAIN after
+ * khz_abaInertias (h = 0, no IA_handed), whose free objects' U and Dinv the
+ * next ABA with store may take (aba_start) */
+enum { ABA_HELD_PLAIN = 3 };
+
 /* free_alone_fast applies to body i at h: ZERO_CLOSED, no armature and no
  * damping made implicit (h > 0) */
 static inline int free_closed_applies(const khzModel *m, int i, double h) {
@@ -795,12 +800,28 @@ static inline __attribute__((always_inline)) void rigid_bias(const khzModel *m, 
  * u, acc) are not written to d (a call with keep stores them all), and a
  * free one takes free_alone_fast where it applies if the scene asks for it
  * (contact.free_closed_form). */
+/* khz_abaInertias' U and Dinv of body i (h = 0) are those of an ABA at h
+ * and stiff_only: a free body alone in its tree with mass and a positive
+ * definite inertia (ZERO_CLOSED: D's diagonal is positive, so D + 0 is D)
+ * whose dofs have no damping (implicit_damping adds +0 at any h) */
+static inline int plain_factors_hold(const khzModel *m, int i, double h) {
+  if (!(m->body_zeros[i] & ZERO_CLOSED)) return 0;
+  const double *damp = m->dof_damping + m->jnt_dofadr[i];
+  for (int k = 0; k < 6; k++)
+    if (h > 0 && !(damp[k] <= 0)) return 0;
+  return 1;
+}
+
 /* ABA's start for bodies [lo, hi) (aba_core_keep's first loop): each body
- * writes only its own entries, so the pool's threads may take parts of it */
+ * writes only its own entries, so the pool's threads may take parts of it.
+ * plain: khz_abaInertias' U and Dinv are in d at this q (d->aba_held ==
+ * ABA_HELD_PLAIN, store 1); a body alone in its tree for which they are this
+ * call's (plain_factors_hold) takes them and computes only u and qdd (the
+ * same operations on the same numbers: the same bits) */
 static inline __attribute__((always_inline)) void aba_start(const khzModel *m, khzData *d, const double *tau,
                                                              double *qdd, double h, int stiff_only, double *keep,
                                                              int reuse, int store, const double a0[6], int lo,
-                                                             int hi) {
+                                                             int hi, int plain) {
   /* articulated inertias and bias forces start as the rigid ones:
    * IA = I, pA = v x* I v - f_ext. A body alone in its tree (a free object)
    * keeps IA = I in a local, and its IA is not written (1.7 kB fewer per
@@ -815,18 +836,19 @@ static inline __attribute__((always_inline)) void aba_start(const khzModel *m, k
     if (reuse) memcpy(pA, keep + 12 * i, 6 * sizeof(double));
     else rigid_bias(m, d, i, alone ? I_own : d->IA + 36 * i, pA, keep);
     vec6_sub(pA, d->fext + 6 * i);
-    if (alone) aba_alone(m, d, i, I_own, pA, tau, qdd, h, stiff_only, reuse, store, a0);
+    if (alone) aba_alone(m, d, i, I_own, pA, tau, qdd, h, stiff_only, reuse || (plain && plain_factors_hold(m, i, h)),
+                         store, a0);
   }
 }
 
 /* started: aba_start has run on the pool's threads (khz_abaCoreKeep) */
 static inline __attribute__((always_inline)) void aba_core_keep(const khzModel *m, khzData *d, const double *tau,
                                                                  double *qdd, double h, int stiff_only, double *keep,
-                                                                 int reuse, int store, int started) {
+                                                                 int reuse, int store, int started, int plain) {
   if (keep) store = 1;
   /* the world's acceleration is -g (gravity as a fictitious base acceleration) */
   double a0[6] = {0, 0, 0, -m->gravity[0], -m->gravity[1], -m->gravity[2]};
-  if (!started) aba_start(m, d, tau, qdd, h, stiff_only, keep, reuse, store, a0, 1, m->nbody);
+  if (!started) aba_start(m, d, tau, qdd, h, stiff_only, keep, reuse, store, a0, 1, m->nbody, plain);
 
   /* backward pass (RBDA Table 7.1, joint_factors); the parent receives
    * Ia = IA - U D^-1 U^T and pa = pA + Ia c + U D^-1 u (no transform: one
@@ -925,14 +947,14 @@ static inline __attribute__((always_inline)) void aba_core_held(const khzModel *
 #if defined(__x86_64__) && defined(__GNUC__)
 __attribute__((target("avx"))) static void aba_core_keep_avx(const khzModel *m, khzData *d, const double *tau,
                                                              double *qdd, double h, int stiff_only, double *keep,
-                                                             int reuse, int store) {
-  aba_core_keep(m, d, tau, qdd, h, stiff_only, keep, reuse, store, 0);
+                                                             int reuse, int store, int plain) {
+  aba_core_keep(m, d, tau, qdd, h, stiff_only, keep, reuse, store, 0, plain);
 }
 /* after aba_start on the threads: the passes along the trees */
 __attribute__((target("avx"))) static void aba_core_rest_avx(const khzModel *m, khzData *d, const double *tau,
                                                              double *qdd, double h, int stiff_only, double *keep,
                                                              int reuse, int store) {
-  aba_core_keep(m, d, tau, qdd, h, stiff_only, keep, reuse, store, 1);
+  aba_core_keep(m, d, tau, qdd, h, stiff_only, keep, reuse, store, 1, 0);
 }
 /* the held inertias' call, its own function: the one above keeps its code */
 __attribute__((target("avx"))) static void aba_core_held_avx(const khzModel *m, khzData *d, const double *tau,
@@ -947,19 +969,21 @@ typedef struct {
   khzData *d;
   const double *tau;
   double *qdd, h, *keep, a0[6];
-  int stiff_only, reuse, store;
+  int stiff_only, reuse, store, plain;
 } aba_job;
 
 static void aba_start_job(void *ctx, int thread, int lo, int hi) {
   const aba_job *j = ctx;
   (void)thread;
-  aba_start(j->m, j->d, j->tau, j->qdd, j->h, j->stiff_only, j->keep, j->reuse, j->store, j->a0, lo + 1, hi + 1);
+  aba_start(j->m, j->d, j->tau, j->qdd, j->h, j->stiff_only, j->keep, j->reuse, j->store, j->a0, lo + 1, hi + 1,
+            j->plain);
 }
 #if defined(__x86_64__) && defined(__GNUC__)
 __attribute__((target("avx"))) static void aba_start_job_avx(void *ctx, int thread, int lo, int hi) {
   const aba_job *j = ctx;
   (void)thread;
-  aba_start(j->m, j->d, j->tau, j->qdd, j->h, j->stiff_only, j->keep, j->reuse, j->store, j->a0, lo + 1, hi + 1);
+  aba_start(j->m, j->d, j->tau, j->qdd, j->h, j->stiff_only, j->keep, j->reuse, j->store, j->a0, lo + 1, hi + 1,
+            j->plain);
 }
 #endif
 
@@ -975,6 +999,9 @@ void khz_abaCoreKeep(const khzModel *m, khzData *d, const double *tau, double *q
    * operations on the same numbers: the same bits). Every call uses up the
    * mark: this one leaves the same inertias but other bias forces */
   int held = !reuse && (store || keep) && d->aba_held == 1 + !!stiff_only && d->aba_held_h == h;
+  /* khz_abaInertias' factors at this q (the contact stage's, for the
+   * impulses): the free objects whose factors they are take them */
+  int plain = !reuse && (store || keep) && d->aba_held == ABA_HELD_PLAIN;
   d->aba_held = 0;
   /* with threads (khz_setThreads) and many free objects (their whole ABA
    * is in aba_start; an articulated tree's start alone is too little to
@@ -983,7 +1010,7 @@ void khz_abaCoreKeep(const khzModel *m, khzData *d, const double *tau, double *q
   int threaded = !held && d->pool && khz_poolAlone(d) > 2 * KHZ_ABA_CHUNK;
   if (threaded) {
     aba_job j = {m, d, tau, qdd, h, keep, {0, 0, 0, -m->gravity[0], -m->gravity[1], -m->gravity[2]},
-                 stiff_only, reuse, keep ? 1 : store};
+                 stiff_only, reuse, keep ? 1 : store, plain};
     khzPoolFn fn = aba_start_job;
 #if defined(__x86_64__) && defined(__GNUC__)
     if (__builtin_cpu_supports("avx")) fn = aba_start_job_avx;
@@ -994,12 +1021,12 @@ void khz_abaCoreKeep(const khzModel *m, khzData *d, const double *tau, double *q
   if (__builtin_cpu_supports("avx")) {
     if (held) aba_core_held_avx(m, d, tau, qdd, h, stiff_only, keep);
     else if (threaded) aba_core_rest_avx(m, d, tau, qdd, h, stiff_only, keep, reuse, store);
-    else aba_core_keep_avx(m, d, tau, qdd, h, stiff_only, keep, reuse, store);
+    else aba_core_keep_avx(m, d, tau, qdd, h, stiff_only, keep, reuse, store, plain);
     return;
   }
 #endif
   if (held) aba_core_held(m, d, tau, qdd, h, stiff_only, keep);
-  else aba_core_keep(m, d, tau, qdd, h, stiff_only, keep, reuse, store, threaded);
+  else aba_core_keep(m, d, tau, qdd, h, stiff_only, keep, reuse, store, threaded, plain);
 }
 
 /* ABA's backward pass for the inertias alone (RBDA Table 7.1 without the
@@ -1052,7 +1079,10 @@ static void aba_inertias_any(const khzModel *m, khzData *d, double h, int stiff_
   aba_inertias(m, d, h, stiff_only, handed);
 }
 
-void khz_abaInertias(const khzModel *m, khzData *d) { aba_inertias_any(m, d, 0, 0, NULL); }
+void khz_abaInertias(const khzModel *m, khzData *d) {
+  aba_inertias_any(m, d, 0, 0, NULL);
+  d->aba_held = ABA_HELD_PLAIN; /* the free objects' U, Dinv for the next ABA (plain_factors_hold) */
+}
 
 void khz_abaInertiasHeld(const khzModel *m, khzData *d, double h, int stiff_only) {
   aba_inertias_any(m, d, h, stiff_only, d->IA_handed);
