@@ -43,9 +43,11 @@ enum {
                        * dummy links) */
   ZERO_ORIGIN = 2,    /* the joint origin's rotation is exactly the identity */
   ZERO_PRINCIPAL = 4, /* the inertia about the com is diagonal in the body frame */
-  ZERO_CLOSED = 8     /* a free body alone in its tree, with mass and a positive definite
+  ZERO_CLOSED = 8,    /* a free body alone in its tree, with mass and a positive definite
                        * inertia: free_alone_fast applies unless a dof has armature or
                        * (h > 0) damping, which the model's users may set after compile */
+  ZERO_ALL_ALONE = 16 /* the world's entry only: every body is alone in its tree (a pile),
+                       * so ABA has no pass along a tree */
 };
 
 void khz_dynamicsZeros(khzModel *m) {
@@ -64,6 +66,9 @@ void khz_dynamicsZeros(khzModel *m) {
     m->body_zeros[i] = (massless ? ZERO_MASSLESS : 0) | (is_identity3(m->body_rot + 9 * i) ? ZERO_ORIGIN : 0) |
                        (principal ? ZERO_PRINCIPAL : 0) | (closed ? ZERO_CLOSED : 0);
   }
+  int all_alone = 1;
+  for (int i = 1; i < m->nbody; i++) all_alone = all_alone && m->body_parent[i] == 0 && m->body_treeend[i] == i + 1;
+  if (all_alone) m->body_zeros[0] |= ZERO_ALL_ALONE;
 }
 
 /* d->aba_held: 1 + stiff_only after khz_abaInertiasHeld; ABA_HELD_PLAIN after
@@ -76,9 +81,14 @@ enum { ABA_HELD_PLAIN = 3 };
 static inline int free_closed_applies(const khzModel *m, int i, double h) {
   if (!(m->body_zeros[i] & ZERO_CLOSED)) return 0;
   const double *arm = m->dof_armature + m->jnt_dofadr[i], *damp = m->dof_damping + m->jnt_dofadr[i];
-  for (int k = 0; k < 6; k++)
-    if (arm[k] != 0 || (h > 0 && damp[k] != 0)) return 0;
-  return 1;
+  /* every entry == 0 (+0 or -0; a NaN is not): the entries' bits ORed, the
+   * sign bit shifted out, are 0. No branch per dof: this runs twice per
+   * free body and stage (the stage pass, the closed form) */
+  uint64_t bits = 0, u;
+  for (int k = 0; k < 6; k++) memcpy(&u, arm + k, sizeof u), bits |= u;
+  if (h > 0)
+    for (int k = 0; k < 6; k++) memcpy(&u, damp + k, sizeof u), bits |= u;
+  return (bits << 1) == 0;
 }
 
 /* the constant entries of a free joint's S (khz_forwardPass writes the
@@ -806,9 +816,10 @@ static inline __attribute__((always_inline)) void rigid_bias(const khzModel *m, 
  * whose dofs have no damping (implicit_damping adds +0 at any h) */
 static inline int plain_factors_hold(const khzModel *m, int i, double h) {
   if (!(m->body_zeros[i] & ZERO_CLOSED)) return 0;
+  if (!(h > 0)) return 1;
   const double *damp = m->dof_damping + m->jnt_dofadr[i];
   for (int k = 0; k < 6; k++)
-    if (h > 0 && !(damp[k] <= 0)) return 0;
+    if (!(damp[k] <= 0)) return 0;
   return 1;
 }
 
@@ -849,6 +860,12 @@ static inline __attribute__((always_inline)) void aba_core_keep(const khzModel *
   /* the world's acceleration is -g (gravity as a fictitious base acceleration) */
   double a0[6] = {0, 0, 0, -m->gravity[0], -m->gravity[1], -m->gravity[2]};
   if (!started) aba_start(m, d, tau, qdd, h, stiff_only, keep, reuse, store, a0, 1, m->nbody, plain);
+  if (m->body_zeros[0] & ZERO_ALL_ALONE) { /* aba_start did every body; the sleeping ones' qdd is 0 */
+    for (int i = 1; i < m->nbody; i++)
+      if (d->body_sleep[i])
+        for (int k = 0; k < m->jnt_nv[i]; k++) qdd[m->jnt_dofadr[i] + k] = 0;
+    return;
+  }
 
   /* backward pass (RBDA Table 7.1, joint_factors); the parent receives
    * Ia = IA - U D^-1 U^T and pa = pA + Ia c + U D^-1 u (no transform: one

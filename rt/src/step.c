@@ -173,6 +173,16 @@ static void update_stick(const khzModel *m, khzData *d) {
   }
 }
 
+/* out = q (x) (0, w/2): khzu_mulQuat's operations on (0, w/2), inline (the
+ * call was 45 Ir per free body and stage) */
+static inline void quat_rate(double out[4], const double q[4], const double w[3]) {
+  double b[4] = {0, 0.5 * w[0], 0.5 * w[1], 0.5 * w[2]};
+  out[0] = q[0] * b[0] - q[1] * b[1] - q[2] * b[2] - q[3] * b[3];
+  out[1] = q[0] * b[1] + q[1] * b[0] + q[2] * b[3] - q[3] * b[2];
+  out[2] = q[0] * b[2] - q[1] * b[3] + q[2] * b[0] + q[3] * b[1];
+  out[3] = q[0] * b[3] + q[1] * b[2] - q[2] * b[1] + q[3] * b[0];
+}
+
 /* time derivative of q in the embedding: qdot = v for scalar joints and positions,
  * 1/2 q (x) (0, w) for quaternions with body-frame w */
 static void position_derivative(const khzModel *m, const double *q, const double *v,
@@ -195,8 +205,7 @@ static void position_derivative(const khzModel *m, const double *q, const double
         qdot[qa] = v[da];
         continue;
     }
-    double pure[4] = {0, 0.5 * w[0], 0.5 * w[1], 0.5 * w[2]};
-    khzu_mulQuat(out, qq, pure);
+    quat_rate(out, qq, w);
   }
 }
 
