@@ -349,6 +349,67 @@ void khz_velocityRestore(const khzModel *m, khzData *d, const double *saved) {
   d->kin_valid = 0; /* which qd they hold is the caller's to know */
 }
 
+/* four free bodies at a time, one per lane (GCC's vector extension: AVX
+ * in the AVX builds, two SSE2 halves otherwise), each lane doing the scalar
+ * path's operations in its order (no FMA): the same bits */
+typedef double v4d __attribute__((vector_size(32)));
+typedef long long v4l __attribute__((vector_size(32)));
+
+/* GCC 12 takes the whole-vector stores into the arrays below for reads of
+ * them (a false -Wmaybe-uninitialized in the threaded AVX job) */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+/* r[j] = {P[0][k j], ..., P[3][k j]} for j < n: n vectors, lane l from P[l] */
+static inline __attribute__((always_inline)) void lanes4(v4d *r, const double *const P[4], int n, int k) {
+  for (int j = 0; j < n; j++) {
+    v4d x = {P[0][k * j], P[1][k * j], P[2][k * j], P[3][k * j]};
+    r[j] = x;
+  }
+}
+
+/* the stage pass's part for four free bodies alone in their trees with an
+ * unrotated joint origin (forward_pass, stage): joint_pose's floating case
+ * (khzu_quat2matScaled, the origin added), the world as parent (a copy), the
+ * com x + R c, and v = 0 + S qd with S's rotation columns R's rows */
+static inline __attribute__((always_inline)) void stage_pose4(const khzModel *m, khzData *d, const int body[4],
+                                                               const double *q, const double *qd) {
+  const double *qp[4], *pop[4], *cp[4], *vp[4];
+  double *Rp[4], *xp[4], *xcp[4], *vtp[4];
+  for (int l = 0; l < 4; l++) {
+    int i = body[l];
+    qp[l] = q + m->jnt_qadr[i], pop[l] = m->body_pos + 3 * i, cp[l] = m->body_com + 3 * i;
+    vp[l] = qd + m->jnt_dofadr[i];
+    Rp[l] = d->xrot + 9 * i, xp[l] = d->xpos + 3 * i, xcp[l] = d->xcom + 3 * i, vtp[l] = d->vtree + 6 * i;
+  }
+  v4d qq[7], po[3], c[3], x[6], R[9], pw[3], xc[3], v[6];
+  lanes4(qq, qp, 7, 1), lanes4(po, pop, 3, 1), lanes4(c, cp, 3, 1), lanes4(x, vp, 6, 1);
+  v4d w = qq[3], X = qq[4], y = qq[5], z = qq[6], zero = {0, 0, 0, 0};
+  v4d n2 = w * w + X * X + y * y + z * z, s = 2 / n2;
+  s = (v4d)((v4l)s & (n2 > zero)); /* s = n2 > 0 ? 2 / n2 : 0 */
+  R[0] = 1 - s * (y * y + z * z);
+  R[1] = s * (X * y - w * z);
+  R[2] = s * (X * z + w * y);
+  R[3] = s * (X * y + w * z);
+  R[4] = 1 - s * (X * X + z * z);
+  R[5] = s * (y * z - w * X);
+  R[6] = s * (X * z - w * y);
+  R[7] = s * (y * z + w * X);
+  R[8] = 1 - s * (X * X + y * y);
+  for (int k = 0; k < 3; k++) pw[k] = qq[k] + po[k];
+  for (int k = 0; k < 3; k++) xc[k] = pw[k] + (R[3 * k] * c[0] + R[3 * k + 1] * c[1] + R[3 * k + 2] * c[2]);
+  v4d vJ[6] = {zero, zero, zero, zero, zero, zero};
+  for (int k = 0; k < 3; k++)
+    vJ[0] += R[k] * x[3 + k], vJ[1] += R[3 + k] * x[3 + k], vJ[2] += R[6 + k] * x[3 + k];
+  vJ[3] += x[0], vJ[4] += x[1], vJ[5] += x[2];
+  for (int a = 0; a < 6; a++) v[a] = 0 + vJ[a];
+  for (int l = 0; l < 4; l++) {
+    for (int k = 0; k < 9; k++) Rp[l][k] = R[k][l];
+    for (int k = 0; k < 3; k++) xp[l][k] = pw[k][l], xcp[l][k] = xc[k][l];
+    for (int k = 0; k < 6; k++) vtp[l][k] = v[k][l];
+  }
+}
+#pragma GCC diagnostic pop
+
 /* stage (RK4's stages 2-4, with qd): the bodies free_alone_fast will take at
  * h (free_closed_applies) get their pose, com and velocity only; their S,
  * bias acceleration c and world inertia are not written (the closed form
@@ -361,10 +422,17 @@ static inline __attribute__((always_inline)) void forward_pass(const khzModel *m
   memcpy(d->xrot, I3, sizeof I3);
   memset(d->xcom, 0, 3 * sizeof(double));
   memset(d->vtree, 0, 6 * sizeof(double));
-  int skipped = 0;
+  int skipped = 0, batch[4], nbatch = 0;
   for (int i = 1; i < m->nbody; i++) {
     if (d->body_sleep[i]) { /* frozen: its last pass holds (docs/sleeping.md) */
       skipped = 1;
+      continue;
+    }
+    /* a free object alone with an unrotated origin: four at a time (it has
+     * no child, so nothing later in the pass reads its fields) */
+    if (stage && (m->body_zeros[i] & ZERO_ORIGIN) && free_closed_applies(m, i, h)) {
+      batch[nbatch++] = i;
+      if (nbatch == 4) stage_pose4(m, d, batch, q, qd), nbatch = 0;
       continue;
     }
     double R[9], r[3], t[3];
@@ -452,6 +520,10 @@ static inline __attribute__((always_inline)) void forward_pass(const khzModel *m
     /* velocities: v = v_parent + S qd (the root's parent, the world, is still);
      * bias c = v x vJ for body-fixed columns */
     body_velocity(m, d, qd, i);
+  }
+  for (int k = 0; k < nbatch; k++) { /* fewer than four left: the same body in every lane */
+    int same[4] = {batch[k], batch[k], batch[k], batch[k]};
+    stage_pose4(m, d, same, q, qd);
   }
   stamp(m, d, q, qd, skipped);
   if (stage) d->kin_valid = 0;
@@ -784,29 +856,16 @@ static inline __attribute__((always_inline)) int free_alone_fast(const khzModel 
   return 1;
 }
 
-/* free_alone_fast for four bodies at once, one per lane (GCC's vector
- * extension: AVX in the AVX builds, two SSE2 halves otherwise): bodies
- * where it applies with a principal inertia (free_batch_applies). Each lane
- * does the scalar path's operations in its order (no FMA), so the same bits;
- * the gathers and scatters cost less than three of the four bodies' scalar
+/* free_alone_fast for four bodies at once, one per lane (lanes4): bodies
+ * where it applies with a principal inertia (free_batch_applies); the
+ * gathers and scatters cost less than three of the four bodies' scalar
  * arithmetic (about 390 Ir a body in the scalar path) */
-typedef double v4d __attribute__((vector_size(32)));
-/* GCC 12 takes the whole-vector stores into these arrays for reads of
- * them (a false -Wmaybe-uninitialized in the threaded AVX job) */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-/* r[j] = {P[0][k j], ..., P[3][k j]} for j < n: n vectors, lane l from P[l] */
-static inline __attribute__((always_inline)) void lanes4(v4d *r, const double *const P[4], int n, int k) {
-  for (int j = 0; j < n; j++) {
-    v4d x = {P[0][k * j], P[1][k * j], P[2][k * j], P[3][k * j]};
-    r[j] = x;
-  }
-}
-
 static inline int free_batch_applies(const khzModel *m, int i, double h) {
   return (m->body_zeros[i] & ZERO_PRINCIPAL) && free_closed_applies(m, i, h);
 }
 
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 static inline void cross4(v4d r[3], const v4d a[3], const v4d b[3]) {
   v4d r0 = a[1] * b[2] - a[2] * b[1];
   v4d r1 = a[2] * b[0] - a[0] * b[2];

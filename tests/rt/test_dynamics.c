@@ -507,12 +507,14 @@ static void check_inertias_plain(void) {
   khz_deleteModel(&m);
 }
 
-/* The closed form four bodies at a time (free_alone_fast4, aba_start):
- * eleven free bodies with principal inertias (two batches of four and three
- * left over) among full-inertia, armature and damped ones, 100 random
- * states, torques and wrenches, h 0 and 1 ms: qdd with every body awake is
- * bit for bit each body's qdd with all the others asleep (so it is taken
- * alone, by the scalar free_alone_fast). */
+/* Four free bodies at a time: eleven free bodies with principal inertias
+ * (two batches of four and three left over) among full-inertia, armature
+ * and damped ones, ten with an unrotated joint origin, 100 random states,
+ * torques and wrenches, h 0 and 1 ms. The closed form (free_alone_fast4,
+ * aba_start): qdd with every body awake is bit for bit each body's qdd with
+ * all the others asleep (so it is taken alone, by the scalar
+ * free_alone_fast). The stage pass (stage_pose4, forward_pass): the poses,
+ * coms and velocities bit for bit the full pass's. */
 static void check_free_batch(void) {
   enum { NB = 15 };
   khzSpec *s = khz_spec_new();
@@ -525,6 +527,7 @@ static void check_free_batch(void) {
     b.joint_type = KHZ_JOINT_FLOATING;
     for (int k = 0; k < 3; k++) b.pos[k] = rm_uniform(-0.3, 0.3), b.com[k] = rm_uniform(-0.1, 0.1);
     rm_random_quat(b.quat);
+    if (i % 3 != 0) b.quat[0] = 1, b.quat[1] = b.quat[2] = b.quat[3] = 0; /* unrotated origin */
     b.mass = rm_uniform(0.2, 5);
     rm_random_inertia(b.mass, b.inertia);
     if (i % 4 != 1) b.inertia[3] = b.inertia[4] = b.inertia[5] = 0; /* principal: 11 of 15 */
@@ -541,13 +544,27 @@ static void check_free_batch(void) {
   int nv = m->nv;
   double *tau = calloc((size_t)nv, sizeof(double)), *all = calloc((size_t)nv, sizeof(double));
   double *one = calloc((size_t)nv, sizeof(double));
-  int differ = 0;
+  size_t nb = (size_t)m->nbody;
+  double *full = calloc(21 * nb, sizeof(double));
+  int differ = 0, pose_differ = 0;
   for (int t = 0; t < 100; t++) {
     double h = t % 2 ? 0.001 : 0;
     rm_random_state(m, d->q, d->qd);
     for (int k = 0; k < nv; k++) tau[k] = rm_uniform(-5, 5);
     for (int k = 6; k < 6 * m->nbody; k++) d->xfrc[k] = t % 4 ? rm_uniform(-3, 3) : 0;
+    khz_forwardPass(m, d, d->q, d->qd);
+    memcpy(full, d->xrot, 9 * nb * sizeof(double));
+    memcpy(full + 9 * nb, d->xpos, 3 * nb * sizeof(double));
+    memcpy(full + 12 * nb, d->xcom, 3 * nb * sizeof(double));
+    memcpy(full + 15 * nb, d->vtree, 6 * nb * sizeof(double));
+    for (size_t k = 9; k < 9 * nb; k++) d->xrot[k] = NAN;
+    for (size_t k = 3; k < 3 * nb; k++) d->xpos[k] = d->xcom[k] = NAN;
+    for (size_t k = 6; k < 6 * nb; k++) d->vtree[k] = NAN;
     khz_forwardPassStage(m, d, d->q, d->qd, h);
+    pose_differ |= memcmp(full, d->xrot, 9 * nb * sizeof(double)) != 0;
+    pose_differ |= memcmp(full + 9 * nb, d->xpos, 3 * nb * sizeof(double)) != 0;
+    pose_differ |= memcmp(full + 12 * nb, d->xcom, 3 * nb * sizeof(double)) != 0;
+    pose_differ |= memcmp(full + 15 * nb, d->vtree, 6 * nb * sizeof(double)) != 0;
     khz_externalForces(m, d);
     khz_abaCoreKeep(m, d, tau, all, h, 0, NULL, 0, 0);
     for (int j = 1; j < m->nbody; j++) {
@@ -560,7 +577,9 @@ static void check_free_batch(void) {
   }
   printf("closed form in fours: %d of %d body-states differ from one at a time\n", differ, 100 * NB);
   ENSURE_MSG(!differ, "the closed form four at a time differs from one at a time (%d)", differ);
-  free(tau), free(all), free(one);
+  printf("stage pass in fours: poses, coms, velocities the full pass's %d\n", !pose_differ);
+  ENSURE_MSG(!pose_differ, "the stage pass four at a time differs from the full pass");
+  free(tau), free(all), free(one), free(full);
   khz_deleteData(&d);
   khz_deleteModel(&m);
 }
