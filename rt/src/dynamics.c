@@ -410,13 +410,29 @@ static inline __attribute__((always_inline)) void stage_pose4(const khzModel *m,
 }
 #pragma GCC diagnostic pop
 
+/* stage_pose4 out of the pass's loop (inline, it cost the humanoid's stage
+ * passes about 30 Ir a body in the loop's code), for AVX and without */
+static __attribute__((noinline)) void stage_pose4_any(const khzModel *m, khzData *d, const int body[4],
+                                                      const double *q, const double *qd) {
+  stage_pose4(m, d, body, q, qd);
+}
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx"), noinline)) static void stage_pose4_avx(const khzModel *m, khzData *d,
+                                                                     const int body[4], const double *q,
+                                                                     const double *qd) {
+  stage_pose4(m, d, body, q, qd);
+}
+#else
+#define stage_pose4_avx stage_pose4_any
+#endif
+
 /* stage (RK4's stages 2-4, with qd): the bodies free_alone_fast will take at
  * h (free_closed_applies) get their pose, com and velocity only; their S,
  * bias acceleration c and world inertia are not written (the closed form
  * forms R Ic R^T and the com itself, and reads no S or c), and the fields
  * are then no pass's: the record is dropped */
 static inline __attribute__((always_inline)) void forward_pass(const khzModel *m, khzData *d, const double *q,
-                                                                const double *qd, int stage, double h) {
+                                                                const double *qd, int stage, double h, int avx) {
   static const double I3[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
   memset(d->xpos, 0, 3 * sizeof(double));
   memcpy(d->xrot, I3, sizeof I3);
@@ -432,7 +448,11 @@ static inline __attribute__((always_inline)) void forward_pass(const khzModel *m
      * no child, so nothing later in the pass reads its fields) */
     if (stage && (m->body_zeros[i] & ZERO_ORIGIN) && free_closed_applies(m, i, h)) {
       batch[nbatch++] = i;
-      if (nbatch == 4) stage_pose4(m, d, batch, q, qd), nbatch = 0;
+      if (nbatch == 4) {
+        if (avx) stage_pose4_avx(m, d, batch, q, qd);
+        else stage_pose4_any(m, d, batch, q, qd);
+        nbatch = 0;
+      }
       continue;
     }
     double R[9], r[3], t[3];
@@ -523,7 +543,8 @@ static inline __attribute__((always_inline)) void forward_pass(const khzModel *m
   }
   for (int k = 0; k < nbatch; k++) { /* fewer than four left: the same body in every lane */
     int same[4] = {batch[k], batch[k], batch[k], batch[k]};
-    stage_pose4(m, d, same, q, qd);
+    if (avx) stage_pose4_avx(m, d, same, q, qd);
+    else stage_pose4_any(m, d, same, q, qd);
   }
   stamp(m, d, q, qd, skipped);
   if (stage) d->kin_valid = 0;
@@ -533,7 +554,7 @@ static inline __attribute__((always_inline)) void forward_pass(const khzModel *m
 #if defined(__x86_64__) && defined(__GNUC__)
 __attribute__((target("avx"))) static void forward_pass_avx(const khzModel *m, khzData *d, const double *q,
                                                             const double *qd, int stage, double h) {
-  forward_pass(m, d, q, qd, stage, h);
+  forward_pass(m, d, q, qd, stage, h, 1);
 }
 #endif
 
@@ -544,7 +565,7 @@ void khz_forwardPass(const khzModel *m, khzData *d, const double *q, const doubl
     return;
   }
 #endif
-  forward_pass(m, d, q, qd, 0, 0);
+  forward_pass(m, d, q, qd, 0, 0, 0);
 }
 
 void khz_forwardPassStage(const khzModel *m, khzData *d, const double *q, const double *qd, double h) {
@@ -555,7 +576,7 @@ void khz_forwardPassStage(const khzModel *m, khzData *d, const double *q, const 
     return;
   }
 #endif
-  forward_pass(m, d, q, qd, stage, h);
+  forward_pass(m, d, q, qd, stage, h, 0);
 }
 
 void khz_kinematics(const khzModel *m, khzData *d) {
