@@ -541,10 +541,10 @@ static inline __attribute__((always_inline)) void forward_pass(const khzModel *m
      * bias c = v x vJ for body-fixed columns */
     body_velocity(m, d, qd, i);
   }
-  for (int k = 0; k < nbatch; k++) { /* fewer than four left: the same body in every lane */
-    int same[4] = {batch[k], batch[k], batch[k], batch[k]};
-    if (avx) stage_pose4_avx(m, d, same, q, qd);
-    else stage_pose4_any(m, d, same, q, qd);
+  if (nbatch) { /* fewer than four left: the last one again in the lanes left over */
+    for (int k = nbatch; k < 4; k++) batch[k] = batch[nbatch - 1];
+    if (avx) stage_pose4_avx(m, d, batch, q, qd);
+    else stage_pose4_any(m, d, batch, q, qd);
   }
   stamp(m, d, q, qd, skipped);
   if (stage) d->kin_valid = 0;
