@@ -43,9 +43,11 @@ enum {
                        * dummy links) */
   ZERO_ORIGIN = 2,    /* the joint origin's rotation is exactly the identity */
   ZERO_PRINCIPAL = 4, /* the inertia about the com is diagonal in the body frame */
-  ZERO_CLOSED = 8     /* a free body alone in its tree, with mass and a positive definite
+  ZERO_CLOSED = 8,    /* a free body alone in its tree, with mass and a positive definite
                        * inertia: free_alone_fast applies unless a dof has armature or
                        * (h > 0) damping, which the model's users may set after compile */
+  ZERO_ALL_ALONE = 16 /* the world's entry only: every body is alone in its tree (a pile),
+                       * so ABA has no pass along a tree */
 };
 
 void khz_dynamicsZeros(khzModel *m) {
@@ -64,16 +66,29 @@ void khz_dynamicsZeros(khzModel *m) {
     m->body_zeros[i] = (massless ? ZERO_MASSLESS : 0) | (is_identity3(m->body_rot + 9 * i) ? ZERO_ORIGIN : 0) |
                        (principal ? ZERO_PRINCIPAL : 0) | (closed ? ZERO_CLOSED : 0);
   }
+  int all_alone = 1;
+  for (int i = 1; i < m->nbody; i++) all_alone = all_alone && m->body_parent[i] == 0 && m->body_treeend[i] == i + 1;
+  if (all_alone) m->body_zeros[0] |= ZERO_ALL_ALONE;
 }
+
+/* d->aba_held: 1 + stiff_only after khz_abaInertiasHeld; ABA_HELD_PLAIN after
+ * khz_abaInertias (h = 0, no IA_handed), whose free objects' U and Dinv the
+ * next ABA with store may take (aba_start) */
+enum { ABA_HELD_PLAIN = 3 };
 
 /* free_alone_fast applies to body i at h: ZERO_CLOSED, no armature and no
  * damping made implicit (h > 0) */
 static inline int free_closed_applies(const khzModel *m, int i, double h) {
   if (!(m->body_zeros[i] & ZERO_CLOSED)) return 0;
   const double *arm = m->dof_armature + m->jnt_dofadr[i], *damp = m->dof_damping + m->jnt_dofadr[i];
-  for (int k = 0; k < 6; k++)
-    if (arm[k] != 0 || (h > 0 && damp[k] != 0)) return 0;
-  return 1;
+  /* every entry == 0 (+0 or -0; a NaN is not): the entries' bits ORed, the
+   * sign bit shifted out, are 0. No branch per dof: this runs twice per
+   * free body and stage (the stage pass, the closed form) */
+  uint64_t bits = 0, u;
+  for (int k = 0; k < 6; k++) memcpy(&u, arm + k, sizeof u), bits |= u;
+  if (h > 0)
+    for (int k = 0; k < 6; k++) memcpy(&u, damp + k, sizeof u), bits |= u;
+  return (bits << 1) == 0;
 }
 
 /* the constant entries of a free joint's S (khz_forwardPass writes the
@@ -334,22 +349,110 @@ void khz_velocityRestore(const khzModel *m, khzData *d, const double *saved) {
   d->kin_valid = 0; /* which qd they hold is the caller's to know */
 }
 
+/* four free bodies at a time, one per lane (GCC's vector extension: AVX
+ * in the AVX builds, two SSE2 halves otherwise), each lane doing the scalar
+ * path's operations in its order (no FMA): the same bits */
+typedef double v4d __attribute__((vector_size(32)));
+typedef long long v4l __attribute__((vector_size(32)));
+
+/* GCC 12 takes the whole-vector stores into the arrays below for reads of
+ * them (a false -Wmaybe-uninitialized in the threaded AVX job) */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+/* r[j] = {P[0][k j], ..., P[3][k j]} for j < n: n vectors, lane l from P[l] */
+static inline __attribute__((always_inline)) void lanes4(v4d *r, const double *const P[4], int n, int k) {
+  for (int j = 0; j < n; j++) {
+    v4d x = {P[0][k * j], P[1][k * j], P[2][k * j], P[3][k * j]};
+    r[j] = x;
+  }
+}
+
+/* the stage pass's part for four free bodies alone in their trees with an
+ * unrotated joint origin (forward_pass, stage): joint_pose's floating case
+ * (khzu_quat2matScaled, the origin added), the world as parent (a copy), the
+ * com x + R c, and v = 0 + S qd with S's rotation columns R's rows */
+static inline __attribute__((always_inline)) void stage_pose4(const khzModel *m, khzData *d, const int body[4],
+                                                               const double *q, const double *qd) {
+  const double *qp[4], *pop[4], *cp[4], *vp[4];
+  double *Rp[4], *xp[4], *xcp[4], *vtp[4];
+  for (int l = 0; l < 4; l++) {
+    int i = body[l];
+    qp[l] = q + m->jnt_qadr[i], pop[l] = m->body_pos + 3 * i, cp[l] = m->body_com + 3 * i;
+    vp[l] = qd + m->jnt_dofadr[i];
+    Rp[l] = d->xrot + 9 * i, xp[l] = d->xpos + 3 * i, xcp[l] = d->xcom + 3 * i, vtp[l] = d->vtree + 6 * i;
+  }
+  v4d qq[7], po[3], c[3], x[6], R[9], pw[3], xc[3], v[6];
+  lanes4(qq, qp, 7, 1), lanes4(po, pop, 3, 1), lanes4(c, cp, 3, 1), lanes4(x, vp, 6, 1);
+  v4d w = qq[3], X = qq[4], y = qq[5], z = qq[6], zero = {0, 0, 0, 0};
+  v4d n2 = w * w + X * X + y * y + z * z, s = 2 / n2;
+  s = (v4d)((v4l)s & (n2 > zero)); /* s = n2 > 0 ? 2 / n2 : 0 */
+  R[0] = 1 - s * (y * y + z * z);
+  R[1] = s * (X * y - w * z);
+  R[2] = s * (X * z + w * y);
+  R[3] = s * (X * y + w * z);
+  R[4] = 1 - s * (X * X + z * z);
+  R[5] = s * (y * z - w * X);
+  R[6] = s * (X * z - w * y);
+  R[7] = s * (y * z + w * X);
+  R[8] = 1 - s * (X * X + y * y);
+  for (int k = 0; k < 3; k++) pw[k] = qq[k] + po[k];
+  for (int k = 0; k < 3; k++) xc[k] = pw[k] + (R[3 * k] * c[0] + R[3 * k + 1] * c[1] + R[3 * k + 2] * c[2]);
+  v4d vJ[6] = {zero, zero, zero, zero, zero, zero};
+  for (int k = 0; k < 3; k++)
+    vJ[0] += R[k] * x[3 + k], vJ[1] += R[3 + k] * x[3 + k], vJ[2] += R[6 + k] * x[3 + k];
+  vJ[3] += x[0], vJ[4] += x[1], vJ[5] += x[2];
+  for (int a = 0; a < 6; a++) v[a] = 0 + vJ[a];
+  for (int l = 0; l < 4; l++) {
+    for (int k = 0; k < 9; k++) Rp[l][k] = R[k][l];
+    for (int k = 0; k < 3; k++) xp[l][k] = pw[k][l], xcp[l][k] = xc[k][l];
+    for (int k = 0; k < 6; k++) vtp[l][k] = v[k][l];
+  }
+}
+#pragma GCC diagnostic pop
+
+/* stage_pose4 out of the pass's loop (inline, it cost the humanoid's stage
+ * passes about 30 Ir a body in the loop's code), for AVX and without */
+static __attribute__((noinline)) void stage_pose4_any(const khzModel *m, khzData *d, const int body[4],
+                                                      const double *q, const double *qd) {
+  stage_pose4(m, d, body, q, qd);
+}
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx"), noinline)) static void stage_pose4_avx(const khzModel *m, khzData *d,
+                                                                     const int body[4], const double *q,
+                                                                     const double *qd) {
+  stage_pose4(m, d, body, q, qd);
+}
+#else
+#define stage_pose4_avx stage_pose4_any
+#endif
+
 /* stage (RK4's stages 2-4, with qd): the bodies free_alone_fast will take at
  * h (free_closed_applies) get their pose, com and velocity only; their S,
  * bias acceleration c and world inertia are not written (the closed form
  * forms R Ic R^T and the com itself, and reads no S or c), and the fields
  * are then no pass's: the record is dropped */
 static inline __attribute__((always_inline)) void forward_pass(const khzModel *m, khzData *d, const double *q,
-                                                                const double *qd, int stage, double h) {
+                                                                const double *qd, int stage, double h, int avx) {
   static const double I3[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
   memset(d->xpos, 0, 3 * sizeof(double));
   memcpy(d->xrot, I3, sizeof I3);
   memset(d->xcom, 0, 3 * sizeof(double));
   memset(d->vtree, 0, 6 * sizeof(double));
-  int skipped = 0;
+  int skipped = 0, batch[4], nbatch = 0;
   for (int i = 1; i < m->nbody; i++) {
     if (d->body_sleep[i]) { /* frozen: its last pass holds (docs/sleeping.md) */
       skipped = 1;
+      continue;
+    }
+    /* a free object alone with an unrotated origin: four at a time (it has
+     * no child, so nothing later in the pass reads its fields) */
+    if (stage && (m->body_zeros[i] & ZERO_ORIGIN) && free_closed_applies(m, i, h)) {
+      batch[nbatch++] = i;
+      if (nbatch == 4) {
+        if (avx) stage_pose4_avx(m, d, batch, q, qd);
+        else stage_pose4_any(m, d, batch, q, qd);
+        nbatch = 0;
+      }
       continue;
     }
     double R[9], r[3], t[3];
@@ -438,6 +541,11 @@ static inline __attribute__((always_inline)) void forward_pass(const khzModel *m
      * bias c = v x vJ for body-fixed columns */
     body_velocity(m, d, qd, i);
   }
+  if (nbatch) { /* fewer than four left: the last one again in the lanes left over */
+    for (int k = nbatch; k < 4; k++) batch[k] = batch[nbatch - 1];
+    if (avx) stage_pose4_avx(m, d, batch, q, qd);
+    else stage_pose4_any(m, d, batch, q, qd);
+  }
   stamp(m, d, q, qd, skipped);
   if (stage) d->kin_valid = 0;
 }
@@ -446,7 +554,7 @@ static inline __attribute__((always_inline)) void forward_pass(const khzModel *m
 #if defined(__x86_64__) && defined(__GNUC__)
 __attribute__((target("avx"))) static void forward_pass_avx(const khzModel *m, khzData *d, const double *q,
                                                             const double *qd, int stage, double h) {
-  forward_pass(m, d, q, qd, stage, h);
+  forward_pass(m, d, q, qd, stage, h, 1);
 }
 #endif
 
@@ -457,7 +565,7 @@ void khz_forwardPass(const khzModel *m, khzData *d, const double *q, const doubl
     return;
   }
 #endif
-  forward_pass(m, d, q, qd, 0, 0);
+  forward_pass(m, d, q, qd, 0, 0, 0);
 }
 
 void khz_forwardPassStage(const khzModel *m, khzData *d, const double *q, const double *qd, double h) {
@@ -468,7 +576,7 @@ void khz_forwardPassStage(const khzModel *m, khzData *d, const double *q, const 
     return;
   }
 #endif
-  forward_pass(m, d, q, qd, stage, h);
+  forward_pass(m, d, q, qd, stage, h, 0);
 }
 
 void khz_kinematics(const khzModel *m, khzData *d) {
@@ -769,6 +877,64 @@ static inline __attribute__((always_inline)) int free_alone_fast(const khzModel 
   return 1;
 }
 
+/* free_alone_fast for four bodies at once, one per lane (lanes4): bodies
+ * where it applies with a principal inertia (free_batch_applies); the
+ * gathers and scatters cost less than three of the four bodies' scalar
+ * arithmetic (about 390 Ir a body in the scalar path) */
+static inline int free_batch_applies(const khzModel *m, int i, double h) {
+  return (m->body_zeros[i] & ZERO_PRINCIPAL) && free_closed_applies(m, i, h);
+}
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+static inline void cross4(v4d r[3], const v4d a[3], const v4d b[3]) {
+  v4d r0 = a[1] * b[2] - a[2] * b[1];
+  v4d r1 = a[2] * b[0] - a[0] * b[2];
+  v4d r2 = a[0] * b[1] - a[1] * b[0];
+  r[0] = r0, r[1] = r1, r[2] = r2;
+}
+
+static inline __attribute__((always_inline)) void free_alone_fast4(const khzModel *m, const khzData *d,
+                                                                    const int body[4], const double *tau,
+                                                                    double *qdd) {
+  const double *Rp[4], *wp[4], *fp[4], *xp[4], *xcp[4], *tp[4], *Ibp[4], *mp[4];
+  double *qp[4];
+  for (int l = 0; l < 4; l++) {
+    int i = body[l], dof = m->jnt_dofadr[i];
+    Rp[l] = d->xrot + 9 * i, wp[l] = d->vtree + 6 * i, fp[l] = d->fext + 6 * i;
+    xp[l] = d->xpos + 3 * i, xcp[l] = d->xcom + 3 * i, tp[l] = tau + dof, qp[l] = qdd + dof;
+    Ibp[l] = m->body_inertia + 9 * i, mp[l] = m->body_mass + i;
+  }
+  v4d R[9], Ib[3], w[3], f[6], tq[6], ci[3], tmp[9], Ic[9];
+  v4d x[3], xc[3], mass;
+  lanes4(R, Rp, 9, 1), lanes4(Ib, Ibp, 3, 4), lanes4(w, wp, 3, 1), lanes4(f, fp, 6, 1), lanes4(tq, tp, 6, 1);
+  lanes4(x, xp, 3, 1), lanes4(xc, xcp, 3, 1), lanes4(&mass, mp, 1, 1);
+  for (int k = 0; k < 3; k++) ci[k] = xc[k] - x[k];
+  /* Ic = R Ib R^T (khzu_mulMatMatT3 on R diag(Ib)) */
+  for (int r3 = 0; r3 < 9; r3++) tmp[r3] = R[r3] * Ib[r3 % 3];
+  for (int a = 0; a < 3; a++)
+    for (int b = 0; b < 3; b++)
+      Ic[3 * a + b] = tmp[3 * a] * R[3 * b] + tmp[3 * a + 1] * R[3 * b + 1] + tmp[3 * a + 2] * R[3 * b + 2];
+  v4d F[3], Iw[3], wIw[3], cF[3], W[3], Nb[3], alpha[3], wc[3], wwc[3], ca[3];
+  for (int k = 0; k < 3; k++) F[k] = tq[k] + f[3 + k];
+  for (int k = 0; k < 3; k++) Iw[k] = Ic[3 * k] * w[0] + Ic[3 * k + 1] * w[1] + Ic[3 * k + 2] * w[2];
+  cross4(wIw, w, Iw);
+  cross4(cF, ci, F);
+  for (int k = 0; k < 3; k++) W[k] = f[k] - cF[k] - wIw[k];
+  for (int k = 0; k < 3; k++) Nb[k] = tq[3 + k] + (R[k] * W[0] + R[3 + k] * W[1] + R[6 + k] * W[2]);
+  for (int k = 0; k < 3; k++) Nb[k] /= Ib[k];
+  for (int k = 0; k < 3; k++) alpha[k] = R[3 * k] * Nb[0] + R[3 * k + 1] * Nb[1] + R[3 * k + 2] * Nb[2];
+  cross4(wc, w, ci);
+  cross4(wwc, w, wc);
+  cross4(ca, ci, alpha);
+  v4d out[6];
+  for (int k = 0; k < 3; k++) out[k] = F[k] / mass + m->gravity[k] + ca[k] - wwc[k];
+  for (int k = 0; k < 3; k++) out[3 + k] = Nb[k];
+  for (int l = 0; l < 4; l++)
+    for (int k = 0; k < 6; k++) qp[l][k] = out[k][l];
+}
+#pragma GCC diagnostic pop
+
 /* body i's rigid inertia I (transposed) and its velocity-product force
  * pA = v x* I v (0 for a massless body: I = 0), kept in keep's first six
  * entries of the body when keep is given: ABA's start (RBDA Table 7.1) */
@@ -795,38 +961,73 @@ static inline __attribute__((always_inline)) void rigid_bias(const khzModel *m, 
  * u, acc) are not written to d (a call with keep stores them all), and a
  * free one takes free_alone_fast where it applies if the scene asks for it
  * (contact.free_closed_form). */
+/* khz_abaInertias' U and Dinv of body i (h = 0) are those of an ABA at h
+ * and stiff_only: a free body alone in its tree with mass and a positive
+ * definite inertia (ZERO_CLOSED: D's diagonal is positive, so D + 0 is D)
+ * whose dofs have no damping (implicit_damping adds +0 at any h) */
+static inline int plain_factors_hold(const khzModel *m, int i, double h) {
+  if (!(m->body_zeros[i] & ZERO_CLOSED)) return 0;
+  if (!(h > 0)) return 1;
+  const double *damp = m->dof_damping + m->jnt_dofadr[i];
+  for (int k = 0; k < 6; k++)
+    if (!(damp[k] <= 0)) return 0;
+  return 1;
+}
+
 /* ABA's start for bodies [lo, hi) (aba_core_keep's first loop): each body
- * writes only its own entries, so the pool's threads may take parts of it */
+ * writes only its own entries, so the pool's threads may take parts of it.
+ * plain: khz_abaInertias' U and Dinv are in d at this q (d->aba_held ==
+ * ABA_HELD_PLAIN, store 1); a body alone in its tree for which they are this
+ * call's (plain_factors_hold) takes them and computes only u and qdd (the
+ * same operations on the same numbers: the same bits) */
 static inline __attribute__((always_inline)) void aba_start(const khzModel *m, khzData *d, const double *tau,
                                                              double *qdd, double h, int stiff_only, double *keep,
                                                              int reuse, int store, const double a0[6], int lo,
-                                                             int hi) {
+                                                             int hi, int plain) {
   /* articulated inertias and bias forces start as the rigid ones:
    * IA = I, pA = v x* I v - f_ext. A body alone in its tree (a free object)
    * keeps IA = I in a local, and its IA is not written (1.7 kB fewer per
    * body and call to stream through the cache in a large pile; nothing
    * reads d->IA after ABA); its passes run here (aba_alone) */
+  int batch[4], nbatch = 0;
   for (int i = lo; i < hi; i++) {
     if (d->body_sleep[i]) continue; /* sleeping trees: skipped, qdd = 0 below */
     int alone = body_alone(m, i);
-    /* only qdd is wanted of a free object (store 0): in closed form */
-    if (alone && !store && m->contact.free_closed_form && free_alone_fast(m, d, i, tau + m->jnt_dofadr[i], qdd + m->jnt_dofadr[i], h)) continue;
+    /* only qdd is wanted of a free object (store 0): in closed form, four
+     * principal ones at a time */
+    if (alone && !store && m->contact.free_closed_form) {
+      if (free_batch_applies(m, i, h)) {
+        batch[nbatch++] = i;
+        if (nbatch == 4) free_alone_fast4(m, d, batch, tau, qdd), nbatch = 0;
+        continue;
+      }
+      if (free_alone_fast(m, d, i, tau + m->jnt_dofadr[i], qdd + m->jnt_dofadr[i], h)) continue;
+    }
     double pA_own[6], *pA = alone && !store ? pA_own : d->pA + 6 * i, I_own[36];
     if (reuse) memcpy(pA, keep + 12 * i, 6 * sizeof(double));
     else rigid_bias(m, d, i, alone ? I_own : d->IA + 36 * i, pA, keep);
     vec6_sub(pA, d->fext + 6 * i);
-    if (alone) aba_alone(m, d, i, I_own, pA, tau, qdd, h, stiff_only, reuse, store, a0);
+    if (alone) aba_alone(m, d, i, I_own, pA, tau, qdd, h, stiff_only, reuse || (plain && plain_factors_hold(m, i, h)),
+                         store, a0);
   }
+  for (int k = 0; k < nbatch; k++) /* fewer than four left: one at a time */
+    free_alone_fast(m, d, batch[k], tau + m->jnt_dofadr[batch[k]], qdd + m->jnt_dofadr[batch[k]], h);
 }
 
 /* started: aba_start has run on the pool's threads (khz_abaCoreKeep) */
 static inline __attribute__((always_inline)) void aba_core_keep(const khzModel *m, khzData *d, const double *tau,
                                                                  double *qdd, double h, int stiff_only, double *keep,
-                                                                 int reuse, int store, int started) {
+                                                                 int reuse, int store, int started, int plain) {
   if (keep) store = 1;
   /* the world's acceleration is -g (gravity as a fictitious base acceleration) */
   double a0[6] = {0, 0, 0, -m->gravity[0], -m->gravity[1], -m->gravity[2]};
-  if (!started) aba_start(m, d, tau, qdd, h, stiff_only, keep, reuse, store, a0, 1, m->nbody);
+  if (!started) aba_start(m, d, tau, qdd, h, stiff_only, keep, reuse, store, a0, 1, m->nbody, plain);
+  if (m->body_zeros[0] & ZERO_ALL_ALONE) { /* aba_start did every body; the sleeping ones' qdd is 0 */
+    for (int i = 1; i < m->nbody; i++)
+      if (d->body_sleep[i])
+        for (int k = 0; k < m->jnt_nv[i]; k++) qdd[m->jnt_dofadr[i] + k] = 0;
+    return;
+  }
 
   /* backward pass (RBDA Table 7.1, joint_factors); the parent receives
    * Ia = IA - U D^-1 U^T and pa = pA + Ia c + U D^-1 u (no transform: one
@@ -925,14 +1126,14 @@ static inline __attribute__((always_inline)) void aba_core_held(const khzModel *
 #if defined(__x86_64__) && defined(__GNUC__)
 __attribute__((target("avx"))) static void aba_core_keep_avx(const khzModel *m, khzData *d, const double *tau,
                                                              double *qdd, double h, int stiff_only, double *keep,
-                                                             int reuse, int store) {
-  aba_core_keep(m, d, tau, qdd, h, stiff_only, keep, reuse, store, 0);
+                                                             int reuse, int store, int plain) {
+  aba_core_keep(m, d, tau, qdd, h, stiff_only, keep, reuse, store, 0, plain);
 }
 /* after aba_start on the threads: the passes along the trees */
 __attribute__((target("avx"))) static void aba_core_rest_avx(const khzModel *m, khzData *d, const double *tau,
                                                              double *qdd, double h, int stiff_only, double *keep,
                                                              int reuse, int store) {
-  aba_core_keep(m, d, tau, qdd, h, stiff_only, keep, reuse, store, 1);
+  aba_core_keep(m, d, tau, qdd, h, stiff_only, keep, reuse, store, 1, 0);
 }
 /* the held inertias' call, its own function: the one above keeps its code */
 __attribute__((target("avx"))) static void aba_core_held_avx(const khzModel *m, khzData *d, const double *tau,
@@ -947,19 +1148,21 @@ typedef struct {
   khzData *d;
   const double *tau;
   double *qdd, h, *keep, a0[6];
-  int stiff_only, reuse, store;
+  int stiff_only, reuse, store, plain;
 } aba_job;
 
 static void aba_start_job(void *ctx, int thread, int lo, int hi) {
   const aba_job *j = ctx;
   (void)thread;
-  aba_start(j->m, j->d, j->tau, j->qdd, j->h, j->stiff_only, j->keep, j->reuse, j->store, j->a0, lo + 1, hi + 1);
+  aba_start(j->m, j->d, j->tau, j->qdd, j->h, j->stiff_only, j->keep, j->reuse, j->store, j->a0, lo + 1, hi + 1,
+            j->plain);
 }
 #if defined(__x86_64__) && defined(__GNUC__)
 __attribute__((target("avx"))) static void aba_start_job_avx(void *ctx, int thread, int lo, int hi) {
   const aba_job *j = ctx;
   (void)thread;
-  aba_start(j->m, j->d, j->tau, j->qdd, j->h, j->stiff_only, j->keep, j->reuse, j->store, j->a0, lo + 1, hi + 1);
+  aba_start(j->m, j->d, j->tau, j->qdd, j->h, j->stiff_only, j->keep, j->reuse, j->store, j->a0, lo + 1, hi + 1,
+            j->plain);
 }
 #endif
 
@@ -975,6 +1178,9 @@ void khz_abaCoreKeep(const khzModel *m, khzData *d, const double *tau, double *q
    * operations on the same numbers: the same bits). Every call uses up the
    * mark: this one leaves the same inertias but other bias forces */
   int held = !reuse && (store || keep) && d->aba_held == 1 + !!stiff_only && d->aba_held_h == h;
+  /* khz_abaInertias' factors at this q (the contact stage's, for the
+   * impulses): the free objects whose factors they are take them */
+  int plain = !reuse && (store || keep) && d->aba_held == ABA_HELD_PLAIN;
   d->aba_held = 0;
   /* with threads (khz_setThreads) and many free objects (their whole ABA
    * is in aba_start; an articulated tree's start alone is too little to
@@ -983,7 +1189,7 @@ void khz_abaCoreKeep(const khzModel *m, khzData *d, const double *tau, double *q
   int threaded = !held && d->pool && khz_poolAlone(d) > 2 * KHZ_ABA_CHUNK;
   if (threaded) {
     aba_job j = {m, d, tau, qdd, h, keep, {0, 0, 0, -m->gravity[0], -m->gravity[1], -m->gravity[2]},
-                 stiff_only, reuse, keep ? 1 : store};
+                 stiff_only, reuse, keep ? 1 : store, plain};
     khzPoolFn fn = aba_start_job;
 #if defined(__x86_64__) && defined(__GNUC__)
     if (__builtin_cpu_supports("avx")) fn = aba_start_job_avx;
@@ -994,12 +1200,12 @@ void khz_abaCoreKeep(const khzModel *m, khzData *d, const double *tau, double *q
   if (__builtin_cpu_supports("avx")) {
     if (held) aba_core_held_avx(m, d, tau, qdd, h, stiff_only, keep);
     else if (threaded) aba_core_rest_avx(m, d, tau, qdd, h, stiff_only, keep, reuse, store);
-    else aba_core_keep_avx(m, d, tau, qdd, h, stiff_only, keep, reuse, store);
+    else aba_core_keep_avx(m, d, tau, qdd, h, stiff_only, keep, reuse, store, plain);
     return;
   }
 #endif
   if (held) aba_core_held(m, d, tau, qdd, h, stiff_only, keep);
-  else aba_core_keep(m, d, tau, qdd, h, stiff_only, keep, reuse, store, threaded);
+  else aba_core_keep(m, d, tau, qdd, h, stiff_only, keep, reuse, store, threaded, plain);
 }
 
 /* ABA's backward pass for the inertias alone (RBDA Table 7.1 without the
@@ -1052,7 +1258,10 @@ static void aba_inertias_any(const khzModel *m, khzData *d, double h, int stiff_
   aba_inertias(m, d, h, stiff_only, handed);
 }
 
-void khz_abaInertias(const khzModel *m, khzData *d) { aba_inertias_any(m, d, 0, 0, NULL); }
+void khz_abaInertias(const khzModel *m, khzData *d) {
+  aba_inertias_any(m, d, 0, 0, NULL);
+  d->aba_held = ABA_HELD_PLAIN; /* the free objects' U, Dinv for the next ABA (plain_factors_hold) */
+}
 
 void khz_abaInertiasHeld(const khzModel *m, khzData *d, double h, int stiff_only) {
   aba_inertias_any(m, d, h, stiff_only, d->IA_handed);

@@ -56,7 +56,11 @@ void khz_abaCore(const khzModel *m, khzData *d, const double *tau, double *qdd);
 
 /* the articulated inertias alone (IA, U, Dinv) at the current forward pass,
  * bit for bit what khz_abaCore leaves there, for the impulse response; the
- * bias forces and accelerations are not computed (no tau, no f_ext) */
+ * bias forces and accelerations are not computed (no tau, no f_ext). The
+ * free objects' U and Dinv are held for the next ABA with store or keep
+ * (not reuse) at the same q: where they are its factors too (a free body
+ * with no damped dof, at any h) it takes them, with the same bits (the mark,
+ * d->aba_held, cleared as khz_abaInertiasHeld's) */
 void khz_abaInertias(const khzModel *m, khzData *d);
 
 /* khz_abaInertias with the joints' damping implicit over h (IA, U, Dinv bit

@@ -393,6 +393,197 @@ static void check_inertias_held(khzModel *m, int trials) {
   khz_deleteData(&e);
 }
 
+/* khz_abaInertias (the contact stage's, h = 0), then khz_abaCoreKeep with
+ * keep or store at the same q (the first integrator stage at h,
+ * stiff_only): the free objects without damped dofs take the held U and
+ * Dinv (aba_start's plain path). Six free bodies (full and principal
+ * inertias, offset coms, one with armature, one damped) and a two-body
+ * tree, 100 random states, h 0 and 1 ms, both stiff_only: qdd, keep, U,
+ * Dinv and u bit for bit a full evaluation's. Taken: with Dinv made NaN
+ * after the inertia pass, the free bodies but the damped one at h > 0 give
+ * NaN and every other body the full evaluation's qdd. The mark's end (a
+ * forward pass at another q, an ABA call, a wake, khz_abaInertiasHeld):
+ * the next call computes every factor again (no NaN). */
+static void check_inertias_plain(void) {
+  enum { NB = 6 };
+  khzSpec *s = khz_spec_new();
+  for (int i = 1; i <= NB + 2; i++) {
+    khzBodySpec b;
+    khz_spec_defaultBody(&b);
+    snprintf(b.name, sizeof b.name, "p%d", i);
+    snprintf(b.joint_name, sizeof b.joint_name, "jp%d", i);
+    b.parent = i == NB + 2 ? NB + 1 : 0;
+    b.joint_type = i == NB + 2 ? KHZ_JOINT_REVOLUTE : KHZ_JOINT_FLOATING;
+    b.axis[0] = 0, b.axis[1] = 0, b.axis[2] = 1;
+    for (int k = 0; k < 3; k++) b.pos[k] = rm_uniform(-0.3, 0.3), b.com[k] = rm_uniform(-0.1, 0.1);
+    rm_random_quat(b.quat);
+    b.mass = rm_uniform(0.5, 3);
+    rm_random_inertia(b.mass, b.inertia);
+    if (i == 2 || i == 3) b.inertia[3] = b.inertia[4] = b.inertia[5] = 0; /* principal */
+    if (i == 5) b.armature = 0.05;
+    if (i == 6) b.damping = 2;
+    khz_spec_addBody(s, &b);
+  }
+  char err[256];
+  khzModel *m = khz_compile(s, err, sizeof err);
+  khz_spec_destroy(&s);
+  ENSURE_MSG(m != NULL, "free bodies and a tree: %s", err);
+  if (!m) return;
+  khzData *d = khz_makeData(m, 0), *e = khz_makeData(m, 0);
+  int nv = m->nv, nb = m->nbody;
+  size_t nq = (size_t)m->nq;
+  double *tau = calloc((size_t)nv, sizeof(double)), *qdd = calloc((size_t)nv, sizeof(double));
+  double *qdd_ref = calloc((size_t)nv, sizeof(double)), *q2 = calloc(nq, sizeof(double));
+  double *keep = calloc(12 * (size_t)nb, sizeof(double)), *keep_ref = calloc(12 * (size_t)nb, sizeof(double));
+  int differ = 0, not_taken = 0, wrong_taken = 0, stale = 0, taken_bodies = 0;
+  for (int t = 0; t < 100; t++) {
+    double h = t % 2 ? 0.001 : 0;
+    int stiff_only = (t / 2) % 2;
+    rm_random_state(m, d->q, d->qd);
+    for (int k = 0; k < nv; k++) tau[k] = rm_uniform(-2, 2);
+    for (int k = 0; k < 6 * nb; k++) d->xfrc[k] = e->xfrc[k] = k < 6 ? 0 : rm_uniform(-3, 3);
+    khz_forwardPass(m, d, d->q, d->qd);
+    khz_externalForces(m, d);
+    khz_abaCoreKeep(m, d, tau, qdd_ref, h, stiff_only, keep_ref, 0, 1);
+    memcpy(e->q, d->q, nq * sizeof(double));
+    memcpy(e->qd, d->qd, (size_t)nv * sizeof(double));
+    for (int pass = 0; pass < 2; pass++) {
+      khz_forwardPass(m, e, e->q, e->qd);
+      khz_abaInertias(m, e);
+      if (pass == 1)
+        for (size_t k = 0; k < 36 * (size_t)nb; k++) e->Dinv[k] = NAN;
+      for (size_t k = 0; k < 6 * (size_t)nb; k++) e->u[k] = NAN;
+      khz_externalForces(m, e);
+      khz_abaCoreKeep(m, e, tau, qdd, h, stiff_only, keep, 0, 1);
+      if (pass == 0) {
+        differ |= memcmp(qdd, qdd_ref, (size_t)nv * sizeof(double)) != 0;
+        differ |= memcmp(keep, keep_ref, 12 * (size_t)nb * sizeof(double)) != 0;
+        for (int i = 1; i < nb; i++) {
+          size_t o = 36 * (size_t)i, nvi = (size_t)m->jnt_nv[i];
+          differ |= memcmp(e->U + o, d->U + o, 6 * nvi * sizeof(double)) != 0;
+          differ |= memcmp(e->Dinv + o, d->Dinv + o, nvi * nvi * sizeof(double)) != 0;
+          differ |= memcmp(e->u + 6 * i, d->u + 6 * i, nvi * sizeof(double)) != 0;
+        }
+        continue;
+      }
+      for (int i = 1; i < nb; i++) {
+        int dof = m->jnt_dofadr[i], nvi = m->jnt_nv[i];
+        int plain = i <= NB && !(i == 6 && h > 0), nan = 0;
+        for (int k = 0; k < nvi; k++) nan |= isnan(qdd[dof + k]);
+        if (plain) not_taken |= !nan, taken_bodies++;
+        else wrong_taken |= memcmp(qdd + dof, qdd_ref + dof, (size_t)nvi * sizeof(double)) != 0;
+      }
+    }
+    /* each way the mark ends: nothing is taken from the inertia pass */
+    for (int way = 0; way < 4; way++) {
+      khz_forwardPass(m, e, e->q, e->qd);
+      khz_abaInertias(m, e);
+      if (way == 0) { /* another q */
+        rm_random_state(m, q2, e->qd);
+        memcpy(e->qd, d->qd, (size_t)nv * sizeof(double));
+        khz_forwardPass(m, e, q2, e->qd);
+      }
+      if (way == 1) khz_abaCoreKeep(m, e, tau, qdd, h, stiff_only, NULL, 0, 1); /* used up */
+      if (way == 2) { /* a wake (of a body put to sleep for it, at rest) */
+        e->body_sleep[0] = e->body_sleep[1] = 1;
+        khz_wake(m, e, 1);
+      }
+      if (way == 3) khz_abaInertiasHeld(m, e, h + 0.5, stiff_only); /* held for another h */
+      for (size_t k = 0; k < 36 * (size_t)nb; k++) e->Dinv[k] = NAN;
+      khz_externalForces(m, e);
+      khz_abaCoreKeep(m, e, tau, qdd, h, stiff_only, keep, 0, 1);
+      for (int k = 0; k < nv; k++) stale |= isnan(qdd[k]);
+    }
+  }
+  printf("plain factors: taken by %d free body-states, differ %d, not taken %d, wrongly taken %d, stale %d\n",
+         taken_bodies, differ, not_taken, wrong_taken, stale);
+  ENSURE_MSG(!differ, "ABA on khz_abaInertias' factors differs from a full evaluation");
+  ENSURE_MSG(!not_taken, "a free body computed its factors again after khz_abaInertias");
+  ENSURE_MSG(!wrong_taken, "a damped free body or a tree's body took khz_abaInertias' factors");
+  ENSURE_MSG(!stale, "khz_abaInertias' factors were taken after a change that ends the mark");
+  free(tau), free(qdd), free(qdd_ref), free(q2), free(keep), free(keep_ref);
+  khz_deleteData(&d);
+  khz_deleteData(&e);
+  khz_deleteModel(&m);
+}
+
+/* Four free bodies at a time: eleven free bodies with principal inertias
+ * (two batches of four and three left over) among full-inertia, armature
+ * and damped ones, ten with an unrotated joint origin, 100 random states,
+ * torques and wrenches, h 0 and 1 ms. The closed form (free_alone_fast4,
+ * aba_start): qdd with every body awake is bit for bit each body's qdd with
+ * all the others asleep (so it is taken alone, by the scalar
+ * free_alone_fast). The stage pass (stage_pose4, forward_pass): the poses,
+ * coms and velocities bit for bit the full pass's. */
+static void check_free_batch(void) {
+  enum { NB = 15 };
+  khzSpec *s = khz_spec_new();
+  for (int i = 1; i <= NB; i++) {
+    khzBodySpec b;
+    khz_spec_defaultBody(&b);
+    snprintf(b.name, sizeof b.name, "b%d", i);
+    snprintf(b.joint_name, sizeof b.joint_name, "jb%d", i);
+    b.parent = 0;
+    b.joint_type = KHZ_JOINT_FLOATING;
+    for (int k = 0; k < 3; k++) b.pos[k] = rm_uniform(-0.3, 0.3), b.com[k] = rm_uniform(-0.1, 0.1);
+    rm_random_quat(b.quat);
+    if (i % 3 != 0) b.quat[0] = 1, b.quat[1] = b.quat[2] = b.quat[3] = 0; /* unrotated origin */
+    b.mass = rm_uniform(0.2, 5);
+    rm_random_inertia(b.mass, b.inertia);
+    if (i % 4 != 1) b.inertia[3] = b.inertia[4] = b.inertia[5] = 0; /* principal: 11 of 15 */
+    if (i == 5) b.armature = 0.05;
+    if (i == 9) b.damping = 2;
+    khz_spec_addBody(s, &b);
+  }
+  char err[256];
+  khzModel *m = khz_compile(s, err, sizeof err);
+  khz_spec_destroy(&s);
+  ENSURE_MSG(m != NULL, "free bodies: %s", err);
+  if (!m) return;
+  khzData *d = khz_makeData(m, 0);
+  int nv = m->nv;
+  double *tau = calloc((size_t)nv, sizeof(double)), *all = calloc((size_t)nv, sizeof(double));
+  double *one = calloc((size_t)nv, sizeof(double));
+  size_t nb = (size_t)m->nbody;
+  double *full = calloc(21 * nb, sizeof(double));
+  int differ = 0, pose_differ = 0;
+  for (int t = 0; t < 100; t++) {
+    double h = t % 2 ? 0.001 : 0;
+    rm_random_state(m, d->q, d->qd);
+    for (int k = 0; k < nv; k++) tau[k] = rm_uniform(-5, 5);
+    for (int k = 6; k < 6 * m->nbody; k++) d->xfrc[k] = t % 4 ? rm_uniform(-3, 3) : 0;
+    khz_forwardPass(m, d, d->q, d->qd);
+    memcpy(full, d->xrot, 9 * nb * sizeof(double));
+    memcpy(full + 9 * nb, d->xpos, 3 * nb * sizeof(double));
+    memcpy(full + 12 * nb, d->xcom, 3 * nb * sizeof(double));
+    memcpy(full + 15 * nb, d->vtree, 6 * nb * sizeof(double));
+    for (size_t k = 9; k < 9 * nb; k++) d->xrot[k] = NAN;
+    for (size_t k = 3; k < 3 * nb; k++) d->xpos[k] = d->xcom[k] = NAN;
+    for (size_t k = 6; k < 6 * nb; k++) d->vtree[k] = NAN;
+    khz_forwardPassStage(m, d, d->q, d->qd, h);
+    pose_differ |= memcmp(full, d->xrot, 9 * nb * sizeof(double)) != 0;
+    pose_differ |= memcmp(full + 9 * nb, d->xpos, 3 * nb * sizeof(double)) != 0;
+    pose_differ |= memcmp(full + 12 * nb, d->xcom, 3 * nb * sizeof(double)) != 0;
+    pose_differ |= memcmp(full + 15 * nb, d->vtree, 6 * nb * sizeof(double)) != 0;
+    khz_externalForces(m, d);
+    khz_abaCoreKeep(m, d, tau, all, h, 0, NULL, 0, 0);
+    for (int j = 1; j < m->nbody; j++) {
+      for (int i = 1; i < m->nbody; i++) d->body_sleep[i] = i != j;
+      khz_abaCoreKeep(m, d, tau, one, h, 0, NULL, 0, 0);
+      int dof = m->jnt_dofadr[j];
+      differ += memcmp(all + dof, one + dof, 6 * sizeof(double)) != 0;
+    }
+    for (int i = 1; i < m->nbody; i++) d->body_sleep[i] = 0;
+  }
+  printf("closed form in fours: %d of %d body-states differ from one at a time\n", differ, 100 * NB);
+  ENSURE_MSG(!differ, "the closed form four at a time differs from one at a time (%d)", differ);
+  printf("stage pass in fours: poses, coms, velocities the full pass's %d\n", !pose_differ);
+  ENSURE_MSG(!pose_differ, "the stage pass four at a time differs from the full pass");
+  free(tau), free(all), free(one), free(full);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+}
+
 int main(void) {
   struct { int n, floating, tree, arm; } cases[] = {
       {7, 0, 0, 0}, {7, 0, 0, 1}, {12, 0, 1, 1}, {12, 1, 1, 0}, {27, 1, 1, 1}, {1, 1, 0, 0},
@@ -409,5 +600,7 @@ int main(void) {
     khz_deleteModel(&m);
   }
   check_free_fast();
+  check_inertias_plain();
+  check_free_batch();
   return ensure_report();
 }

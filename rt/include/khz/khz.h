@@ -728,8 +728,9 @@ typedef struct khzData {
                              last khz_abaInertiasHeld */
   double aba_held_h;      /* private: the h of that pass */
   int aba_held;           /* private: 1 + stiff_only while IA, U, Dinv and IA_handed hold
-                             that pass's inertias at the forward pass's q (a forward pass,
-                             a wake, any other ABA clears it) */
+                             that pass's inertias at the forward pass's q, 3 while U and
+                             Dinv hold khz_abaInertias' (a forward pass, a wake, any other
+                             ABA clears it) */
   int kin_valid;          /* private: 2 when the forward pass's fields hold (kin_q, kin_qd)
                              for every body, 1 positions only, 0 unknown */
 
