@@ -2,8 +2,9 @@
  * energy conservation of a passive chain (RK4, h = 1e-3, 10 s, issue #2:
  * within 1e-6 relative), torque-free precession of an axisymmetric body
  * against the closed-form solution of Euler's equations, conservation of
- * angular and linear momentum of an asymmetric body (1e-9), and the joint
- * limit / Coulomb friction models staying stable at 1 kHz. */
+ * angular and linear momentum of an asymmetric body (1e-9), the joint
+ * limit / Coulomb friction models staying stable at 1 kHz, and viscous joint
+ * damping with a constant torque against the closed-form exponential. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -182,7 +183,52 @@ static void test_friction(void) {
   khz_deleteModel(&m), khz_deleteModel(&m2);
 }
 
+/* one hinge about z through the body's centre (gravity exerts no torque),
+ * joint damping b and a constant torque u: I qdd = u - b qd, so
+ * qd(t) = w + (qd0 - w) e^(-t/T), q(t) = w t + (qd0 - w) T (1 - e^(-t/T)),
+ * w = u / b, T = I / b. Euler's step takes the damping implicitly, (I + h b)
+ * qd' = I qd + h u: a first-order error, about h / T of the decay. */
+static void test_damping_decay(khzIntegrator integ, double tol) {
+  const double I = 0.02, b = 0.015, u = 0.03, qd0 = -1.3, t_end = 2.0;
+  khzSpec *s = khz_spec_new();
+  khzBodySpec body;
+  khz_spec_defaultBody(&body);
+  snprintf(body.name, sizeof body.name, "wheel");
+  snprintf(body.joint_name, sizeof body.joint_name, "axle");
+  body.parent = 0;
+  body.joint_type = KHZ_JOINT_CONTINUOUS;
+  body.axis[2] = 1;
+  body.damping = b;
+  body.mass = 1.0;
+  double in[6] = {0.01, 0.01, I, 0, 0, 0};
+  memcpy(body.inertia, in, sizeof in);
+  khz_spec_addBody(s, &body);
+  khz_spec_setIntegrator(s, integ);
+  char err[256];
+  khzModel *m = khz_compile(s, err, sizeof err);
+  khz_spec_destroy(&s);
+  ENSURE_MSG(m != NULL, "%s", err);
+  if (!m) return;
+  khzData *d = khz_makeData(m, 0);
+  d->qd[0] = qd0;
+  int steps = (int)lround(t_end / d->timestep);
+  for (int k = 0; k < steps; k++) {
+    d->tau[0] = u;
+    khz_step(m, d);
+  }
+  double t = steps * d->timestep, w = u / b, T = I / b, e = exp(-t / T);
+  double qd_exact = w + (qd0 - w) * e, q_exact = w * t + (qd0 - w) * T * (1 - e);
+  double eqd = fabs(d->qd[0] - qd_exact) / fabs(qd0 - w), eq = fabs(d->q[0] - q_exact) / fabs((qd0 - w) * T);
+  printf("damped hinge, %s, %g s: qd %.9g (exact %.9g), q %.9g (exact %.9g), relative errors %.3g, %.3g\n",
+         integ == KHZ_INT_RK4 ? "RK4" : "Euler", t, d->qd[0], qd_exact, d->q[0], q_exact, eqd, eq);
+  ENSURE_MSG(eqd < tol && eq < tol, "damped hinge: errors %g (qd), %g (q) over %g", eqd, eq, tol);
+  khz_deleteData(&d);
+  khz_deleteModel(&m);
+}
+
 int main(void) {
+  test_damping_decay(KHZ_INT_RK4, 1e-8);
+  test_damping_decay(KHZ_INT_EULER, 1e-3);
   test_chain_energy(KHZ_INT_RK4, 1e-6);
   test_chain_energy(KHZ_INT_EULER, 5e-2);
   test_precession();
