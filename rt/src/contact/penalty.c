@@ -1466,12 +1466,16 @@ size_t khz_penaltyTreeRespDoubles(const khzModel *m) {
   return nart ? 36 * KHZ_TREE_BODIES * (nart + KHZ_TREE_BODIES) : 0;
 }
 
+/* what khz_penaltyLimits and tree_limits hold at once: per body the
+ * doubles C (36), scale (1), Iinv (18) and phi (36) and the ints cached,
+ * parent, slot, head, on and seq; per pair sk and sv, cl, mem and next; the
+ * cluster's matrices, the rate's scratch and Z; the byte marks need and kept */
 size_t khz_penaltyLimitsStackBytes(const khzModel *m) {
   size_t n = 6 * (size_t)tree_bodies(m), nc = (size_t)m->npair_max;
-  return (83 * (size_t)m->nbody + 2 * nc + 3 * n * n + n * n / 2 +
+  return (91 * (size_t)m->nbody + 2 * nc + 3 * n * n + n * n / 2 +
           KHZ_PENALTY_RATE_SCRATCH((size_t)tree_bodies(m))) *
              sizeof(double) +
-         (5 * (size_t)m->nbody + 3 * nc + (size_t)tree_bodies(m)) * sizeof(int) + 2 * (size_t)m->nbody + 20 * 64;
+         (6 * (size_t)m->nbody + 3 * nc + (size_t)tree_bodies(m)) * sizeof(int) + 2 * (size_t)m->nbody + 20 * 64;
 }
 
 /* adds pair c's contact springs (gain = kp) or dampers (kv) to K (n x n, n
