@@ -409,77 +409,6 @@ static void test_units_suffix_marks(void) {
   ENSURE(compared > 60 && differ == 0 && nan == 0);
 }
 
-/* tree_response (penalty.c: the tree limits' L from Phi = P^T Phi_p P +
- * S D^-1 S^T down the paths and X_c^T Phi_x X_a below the common ancestor
- * x) against L from one walk per body (khz_impulseResponseUnits, every
- * body marked), on random trees with every joint type (a floating base,
- * spherical, fixed) and on two equal legs, up to six bodies in no order,
- * some one another's ancestors: every entry of the blocks within the
- * tree relative to the larger of its two bodies' diagonal scales, every
- * entry written (L filled with NaN first), L exactly symmetric */
-static void test_tree_response(void) {
-  enum { NBMAX = 6, N = 6 * NBMAX };
-  double worst = 0, L[N * N], R[N * N];
-  int compared = 0, nan = 0, asym = 0, fail = 0;
-  for (int t = 0; t < 40; t++) {
-    khzModel *m = t % 4 == 3 ? two_legs(2 + t % 3) : rm_random_model(6 + t % 9, 1, 1, t % 2);
-    ENSURE(m);
-    if (!m) continue;
-    khzData *d = khz_makeData(m, 0);
-    int nbody = m->nbody;
-    double *tau = calloc((size_t)m->nv, sizeof(double)), *qdd = calloc((size_t)m->nv, sizeof(double));
-    double *u6 = calloc(36 * (size_t)nbody, sizeof(double)), *dv6 = calloc(36 * (size_t)nbody, sizeof(double));
-    for (int s = 0; s < 5; s++) {
-      rm_random_state(m, d->q, d->qd);
-      khz_kinematics(m, d);
-      khz_forwardPass(m, d, d->q, d->qd);
-      khz_externalForces(m, d);
-      khz_abaCore(m, d, tau, qdd);
-      int body[NBMAX], nb = 1 + (t + s) % NBMAX;
-      if (nb > nbody - 1) nb = nbody - 1;
-      for (int a = 0; a < nb; a++) { /* distinct bodies, drawn in no order */
-        int b, dup;
-        do {
-          b = 1 + (int)rm_uniform(0, nbody - 1);
-          if (b >= nbody) b = nbody - 1;
-          dup = 0;
-          for (int c = 0; c < a; c++) dup |= body[c] == b;
-        } while (dup);
-        body[a] = b;
-      }
-      int n = 6 * nb;
-      for (int a = 0; a < n * n; a++) L[a] = NAN;
-      fail += khz_penaltyTreeResponse(m, d, body, nb, L) != 0;
-      for (int a = 0; a < nb; a++) {
-        khz_impulseResponseUnits(m, d, body[a], NULL, u6, dv6);
-        for (int c = 0; c < nb; c++)
-          for (int i = 0; i < 6; i++)
-            for (int j = 0; j < 6; j++) R[(6 * c + i) * n + 6 * a + j] = dv6[36 * body[c] + 6 * i + j];
-      }
-      for (int c = 0; c < nb; c++)
-        for (int a = 0; a < nb; a++) {
-          double scale = 0;
-          for (int i = 0; i < 6; i++)
-            scale = fmax(scale, fmax(fabs(R[(6 * c + i) * n + 6 * c + i]), fabs(R[(6 * a + i) * n + 6 * a + i])));
-          for (int i = 0; i < 6; i++)
-            for (int j = 0; j < 6; j++) {
-              double got = L[(6 * c + i) * n + 6 * a + j], want = R[(6 * c + i) * n + 6 * a + j];
-              nan += isnan(got), compared++;
-              worst = fmax(worst, fabs(got - want) / scale);
-              asym += got != L[(6 * a + j) * n + 6 * c + i];
-            }
-        }
-    }
-    free(tau), free(qdd), free(u6), free(dv6);
-    khz_deleteData(&d);
-    khz_deleteModel(&m);
-  }
-  printf("tree response from Phi and the transfers below the common ancestor: %d entries, worst %.3g of the "
-         "diagonal scale, %d NaN, %d not symmetric, %d short stacks\n",
-         compared, worst, nan, asym, fail);
-  ENSURE(compared > 10000 && worst < 1e-12 && nan == 0 && asym == 0 && fail == 0);
-}
-
 /* khz_impulseResponseCols (the implicit rows' responses, a pair's rows in
  * one walk) against one khz_impulseResponseNeed call per column, bit for
  * bit, on random models, states and impulses, 1 to KHZ_RESPONSE_COLS
@@ -1511,6 +1440,5 @@ int main(void) {
   test_lone_delassus();
   test_approach_bound();
   test_units_suffix_marks(); /* last: its draws leave the other tests' cases as they were */
-  test_tree_response();       /* after it, for the same reason */
   return ensure_report();
 }

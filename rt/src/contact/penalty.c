@@ -1467,15 +1467,15 @@ size_t khz_penaltyTreeRespDoubles(const khzModel *m) {
 }
 
 /* what khz_penaltyLimits and tree_limits hold at once: per body the
- * doubles C (36), scale (1), Iinv (18) and phi (36) and the ints cached,
- * parent, slot, head, on and seq; per pair sk and sv, cl, mem and next; the
- * cluster's matrices, the rate's scratch and Z; the byte marks need and kept */
+ * doubles C (36), scale (1), Iinv (18), u6 (36) and dv6 (36) and the ints
+ * cached, parent, slot and head; per pair sk and sv, cl, mem and next; the
+ * cluster's matrices and the rate's scratch; the byte marks need and kept;
+ * 18 blocks' alignment */
 size_t khz_penaltyLimitsStackBytes(const khzModel *m) {
   size_t n = 6 * (size_t)tree_bodies(m), nc = (size_t)m->npair_max;
-  return (91 * (size_t)m->nbody + 2 * nc + 3 * n * n + n * n / 2 +
-          KHZ_PENALTY_RATE_SCRATCH((size_t)tree_bodies(m))) *
+  return (127 * (size_t)m->nbody + 2 * nc + 3 * n * n + KHZ_PENALTY_RATE_SCRATCH((size_t)tree_bodies(m))) *
              sizeof(double) +
-         (6 * (size_t)m->nbody + 3 * nc + (size_t)tree_bodies(m)) * sizeof(int) + 2 * (size_t)m->nbody + 20 * 64;
+         (4 * (size_t)m->nbody + 3 * nc + (size_t)tree_bodies(m)) * sizeof(int) + 2 * (size_t)m->nbody + 18 * 64;
 }
 
 /* adds pair c's contact springs (gain = kp) or dampers (kv) to K (n x n, n
@@ -1880,202 +1880,6 @@ void khz_penaltyMatvecBlocks(double *y, const double *At, const double *x, int n
   matvec_blocks(y, At, x, 6 * nb, mask);
 }
 
-/* a row of a 6 x 6 matrix as four lanes and two (rows of response_own and
- * transfer_left): each lane its own entry's operations, so the AVX and the
- * SSE builds give the same bits */
-static inline __attribute__((always_inline)) void row6_load(const double *p, v4d *a, v2d *b) {
-  memcpy(a, p, sizeof *a), memcpy(b, p + 4, sizeof *b);
-}
-static inline __attribute__((always_inline)) void row6_store(double *p, v4d a, v2d b) {
-  memcpy(p, &a, sizeof a), memcpy(p + 4, &b, sizeof b);
-}
-
-/* A -= W D^-1 (V^T A) for the joint of body i (A 6 x 6 row-major; V, W
- * its 6 x nv columns, D^-1 nv x nv). With V = U, W = S this is P^T A, P =
- * 1 - U D^-1 S^T: ABA's transfer of an impulse f on body i to its parent,
- * P f (U = IA S, D = S^T U; Featherstone, RBDA 7.3), so P^T takes the
- * parent's velocity response to the child's where the impulse is not on
- * the child's own joint. */
-static inline __attribute__((always_inline)) void transfer_left(double *A, const double *V, const double *W,
-                                                                 const double *Dinv, int nv) {
-  if (nv == 1) { /* t = D^-1 V^T A, row by row into four lanes and two */
-    v4d t4 = {0, 0, 0, 0}, a4[6];
-    v2d t2 = {0, 0}, a2[6];
-    for (int k = 0; k < 6; k++) row6_load(A + 6 * k, a4 + k, a2 + k), t4 += V[k] * a4[k], t2 += V[k] * a2[k];
-    t4 *= Dinv[0], t2 *= Dinv[0];
-    for (int k = 0; k < 6; k++) row6_store(A + 6 * k, a4[k] - W[k] * t4, a2[k] - W[k] * t2);
-    return;
-  }
-  double y[6][6], z[6][6];
-  for (int a = 0; a < nv; a++)
-    for (int j = 0; j < 6; j++) {
-      y[a][j] = 0;
-      for (int k = 0; k < 6; k++) y[a][j] += V[6 * a + k] * A[6 * k + j];
-    }
-  for (int a = 0; a < nv; a++)
-    for (int j = 0; j < 6; j++) {
-      z[a][j] = 0;
-      for (int c = 0; c < nv; c++) z[a][j] += Dinv[nv * a + c] * y[c][j];
-    }
-  for (int k = 0; k < 6; k++)
-    for (int j = 0; j < 6; j++) {
-      double s = 0;
-      for (int a = 0; a < nv; a++) s += W[6 * a + k] * z[a][j];
-      A[6 * k + j] -= s;
-    }
-}
-
-/* Phi_i, body i's velocity response to an impulse on itself (6 x 6,
- * symmetric), from its parent's: an impulse f on i hands P f to the
- * parent, which answers Phi_p P f, and i moves with P^T of that plus its
- * own joint's S D^-1 S^T f, so Phi_i = P^T Phi_p P + S D^-1 S^T (Phi of
- * the world 0). One dof: with w = Phi_p U (row by row: Phi_p is
- * symmetric), g = d^2 U^T w + d (d = D^-1), Phi_i = Phi_p - (w' S^T +
- * S w'^T), w' = d w - g / 2 S: exactly symmetric as Phi_p is (entry (k, l)
- * and (l, k) sum the same two products). More dofs: both products, then
- * the halves' mean. */
-static inline __attribute__((always_inline)) void response_own(const khzModel *m, const khzData *d, int i,
-                                                                double *phi) {
-  int nv = m->jnt_nv[i], p = m->body_parent[i];
-  const double *S = d->S + 36 * i, *U = d->U + 36 * i, *Dinv = d->Dinv + 36 * i;
-  double *F = phi + 36 * i;
-  v4d f4[6];
-  v2d f2[6];
-  for (int k = 0; k < 6; k++) {
-    if (p > 0) row6_load(phi + 36 * p + 6 * k, f4 + k, f2 + k);
-    else f4[k] = (v4d){0, 0, 0, 0}, f2[k] = (v2d){0, 0};
-  }
-  if (nv == 1) {
-    v4d w4 = {0, 0, 0, 0}, s4;
-    v2d w2 = {0, 0}, s2;
-    for (int l = 0; l < 6; l++) w4 += U[l] * f4[l], w2 += U[l] * f2[l];
-    double uw = U[0] * w4[0] + U[1] * w4[1] + U[2] * w4[2] + U[3] * w4[3] + U[4] * w2[0] + U[5] * w2[1];
-    double dd = Dinv[0], g = 0.5 * (dd * dd * uw + dd);
-    row6_load(S, &s4, &s2);
-    w4 = dd * w4 - g * s4, w2 = dd * w2 - g * s2;
-    double w[6] = {w4[0], w4[1], w4[2], w4[3], w2[0], w2[1]};
-    for (int k = 0; k < 6; k++) row6_store(F + 6 * k, f4[k] - (w[k] * s4 + S[k] * w4), f2[k] - (w[k] * s2 + S[k] * w2));
-    return;
-  }
-  for (int k = 0; k < 6; k++) row6_store(F + 6 * k, f4[k], f2[k]);
-  if (!nv) return;
-  if (p > 0) { /* P^T Phi_p, its transpose Phi_p P, then P^T Phi_p P */
-    double T[36];
-    transfer_left(F, U, S, Dinv, nv);
-    for (int k = 0; k < 6; k++)
-      for (int l = 0; l < 6; l++) T[6 * k + l] = F[6 * l + k];
-    transfer_left(T, U, S, Dinv, nv);
-    memcpy(F, T, sizeof T);
-  }
-  /* + S D^-1 S^T: E_a = sum_c D^-1_ac S_c, row k += sum_a S_ak E_a */
-  v4d e4[6];
-  v2d e2[6];
-  for (int a = 0; a < nv; a++) {
-    e4[a] = (v4d){0, 0, 0, 0}, e2[a] = (v2d){0, 0};
-    for (int c = 0; c < nv; c++) {
-      v4d s4;
-      v2d s2;
-      row6_load(S + 6 * c, &s4, &s2);
-      e4[a] += Dinv[nv * a + c] * s4, e2[a] += Dinv[nv * a + c] * s2;
-    }
-  }
-  for (int k = 0; k < 6; k++) {
-    v4d r4;
-    v2d r2;
-    row6_load(F + 6 * k, &r4, &r2);
-    for (int a = 0; a < nv; a++) r4 += S[6 * a + k] * e4[a], r2 += S[6 * a + k] * e2[a];
-    row6_store(F + 6 * k, r4, r2);
-  }
-  for (int k = 0; k < 6; k++)
-    for (int l = k + 1; l < 6; l++) F[6 * k + l] = F[6 * l + k] = 0.5 * (F[6 * k + l] + F[6 * l + k]);
-}
-
-/* C = A^T B (transpose 1) or A B (0), 6 x 6 row-major: row i of C sums
- * the rows of B, each lane its own entry's operations */
-static inline __attribute__((always_inline)) void mul6(double *C, const double *A, const double *B, int transpose) {
-  v4d b4[6];
-  v2d b2[6];
-  for (int k = 0; k < 6; k++) row6_load(B + 6 * k, b4 + k, b2 + k);
-  for (int i = 0; i < 6; i++) {
-    v4d c4 = {0, 0, 0, 0};
-    v2d c2 = {0, 0};
-    for (int k = 0; k < 6; k++) {
-      double a = transpose ? A[6 * k + i] : A[6 * i + k];
-      c4 += a * b4[k], c2 += a * b2[k];
-    }
-    row6_store(C + 6 * i, c4, c2);
-  }
-}
-
-/* The tree limits' L (n = 6 nb): block (c, a) the velocity response of
- * body[c] to unit impulses on body[a] through the articulated inertias
- * (ABA's U, D^-1 at the current q), for c > a of one tree, mirrored to
- * (a, c), and Phi_a on the diagonal (exactly symmetric): L exactly
- * symmetric. Blocks between trees are not written. An impulse f on a
- * reaches the lowest common ancestor x of a and c as X_a f (X_a = P_y ...
- * P_a, the transfers from x's child y down to a), x answers Phi_x X_a f,
- * and c takes X_c^T of that: L_ca = X_c^T Phi_x X_a (response_own gives
- * Phi over the union of the bodies' paths, root first). Each body b walks
- * up once, to the highest of its common ancestors, with X = X_{x->b} at
- * each x on the way (X_{x->b} = P_y X_{y->b}): at an x shared with later
- * bodies c it keeps Z = Phi_x X for them (once per x), at one shared with
- * earlier bodies a it writes X^T Z_a. So each path's transfers below its
- * highest common ancestor, once, where a walk per body went up to the root
- * and out again. need (nbody, all 0; all 0 again on return), on and seq
- * (nbody ints), phi (36 nbody) and Z (18 nb^2) are scratch. */
-KHZ_AVX_CLONES static void tree_response(const khzModel *m, const khzData *d, const int *body, int nb, double *L,
-                                         unsigned char *need, int *on, int *seq, double *phi, double *Z) {
-  enum { NB = KHZ_TREE_BODIES };
-  int n = 6 * nb;
-  for (int a = 0; a < nb; a++) { /* Phi on a's path not yet taken, root first */
-    int k = 0;
-    for (int i = body[a]; i > 0 && !need[i]; i = m->body_parent[i]) need[i] = 1, seq[k++] = i;
-    while (k--) response_own(m, d, seq[k], phi);
-  }
-  for (int a = 0; a < nb; a++)
-    for (int i = body[a]; i > 0 && need[i]; i = m->body_parent[i]) need[i] = 0, on[i] = -1;
-  /* the common ancestors: lca[a][c] (a != c; -1 between trees), and the
-   * pairs each body's walk has still to reach */
-  int lca[NB][NB], left[NB];
-  for (int a = 0; a < nb; a++) left[a] = 0;
-  for (int a = 0; a < nb; a++) {
-    for (int i = body[a]; i > 0; i = m->body_parent[i]) on[i] = a;
-    for (int c = a + 1; c < nb; c++) {
-      int x = -1;
-      if (m->body_root[body[c]] == m->body_root[body[a]])
-        for (x = body[c]; on[x] != a;) x = m->body_parent[x];
-      lca[a][c] = lca[c][a] = x, left[a] += x > 0, left[c] += x > 0;
-    }
-  }
-  int zat[NB][NB], nz = 0; /* zat[a][c]: the place in Z of a's Z for the pair (a < c) */
-  for (int b = 0; b < nb; b++) {
-    for (int i = 0; i < 6; i++) /* Phi_b: exactly symmetric */
-      memcpy(L + (size_t)(6 * b + i) * n + 6 * b, phi + 36 * body[b] + 6 * i, 6 * sizeof(double));
-    double X[36], B[36];
-    for (int k = 0; k < 36; k++) X[k] = k % 7 == 0;
-    for (int c = 0; c < nb; c++) /* b's common ancestors: on = -2 - b */
-      if (c != b && lca[b][c] > 0) on[lca[b][c]] = -2 - b;
-    for (int x = body[b], y = -1; left[b] > 0; y = x, x = m->body_parent[x]) {
-      if (y > 0 && m->jnt_nv[y]) transfer_left(X, d->S + 36 * y, d->U + 36 * y, d->Dinv + 36 * y, m->jnt_nv[y]);
-      if (on[x] != -2 - b) continue;
-      int zx = -1;
-      for (int c = 0; c < nb; c++) {
-        if (c == b || lca[b][c] != x) continue;
-        left[b]--;
-        if (c > b) { /* Z = Phi_x X for the later bodies that meet b at x */
-          if (zx < 0) zx = nz++, mul6(Z + 36 * zx, phi + 36 * x, X, 0);
-          zat[b][c] = zx;
-          continue;
-        }
-        mul6(B, X, Z + 36 * zat[c][b], 1); /* block (b, c), c < b: X^T Z_c */
-        for (int i = 0; i < 6; i++) memcpy(L + (size_t)(6 * b + i) * n + 6 * c, B + 6 * i, 6 * sizeof(double));
-        for (int j = 0; j < 6; j++)
-          for (int i = 0; i < 6; i++) L[(6 * c + j) * n + 6 * b + i] = B[6 * i + j];
-      }
-    }
-  }
-}
-
 /* h times the largest stiffness (sqrt of M^-1 K) and damping (M^-1 C) rates
  * of the pairs listed in pair (np of them) through the articulated
  * inertias: the response L of every moving body of the pairs to unit
@@ -2090,11 +1894,15 @@ KHZ_AVX_CLONES static void tree_response(const khzModel *m, const khzData *d, co
  * whose pairs' ratios differ. body (nb <= KHZ_TREE_BODIES) lists the
  * bodies, slot (nbody) maps a body to its place or -1; mat holds 3 n^2 +
  * KHZ_PENALTY_RATE_SCRATCH(nb)
- * doubles, n = 6 nb. need, on, seq, phi and Z are tree_response's scratch
- * (need all 0, and again on return). */
+ * doubles, n = 6 nb. need (nbody, all 0) is scratch: the responses go out
+ * only to the listed bodies and their paths to the root
+ * (khz_impulseResponseNeed: the same values there, O(path) per body instead
+ * of O(tree)), and it is all 0 again on return. A body's six unit impulses
+ * go out in one walk (khz_impulseResponseUnits: the six responses' bits);
+ * u6 and dv6 (36 nbody each) are its scratch. */
 static void tree_rates(const khzModel *m, khzData *d, const int *pair, int np, const int *body, int nb,
-                       const int *slot, double *mat, double *phi, double *Z, int *on, int *seq,
-                       unsigned char *need, int keep, double rate[2]) {
+                       const int *slot, double *mat, double *u6, double *dv6, unsigned char *need, int keep,
+                       double rate[2]) {
   int n = 6 * nb;
   double *L = mat, *K = L + n * n, *C = K + n * n, *x = C + n * n;
   double *warm = keep ? x + (size_t)(KHZ_RATE_STEPS + 5) * n : NULL;
@@ -2117,7 +1925,32 @@ static void tree_rates(const khzModel *m, khzData *d, const int *pair, int np, c
   }
   clear_blocks(K, nb, mk, NULL);
   clear_blocks(L, nb, ml, ml);
-  tree_response(m, d, body, nb, L, need, on, seq, phi, Z);
+  /* body a's walk gives column block a; L is symmetric (a response matrix),
+   * so block (c, a) for c >= a is mirrored to (a, c), and the diagonal
+   * block's upper triangle to its lower: L exactly symmetric. Walk a reads
+   * bodies c >= a only, so it goes out over their paths only: the walks run
+   * from the last body to the first, each adding its body's path to need
+   * (a body's response is its parent's plus its own joint's term, the same
+   * bits whichever other paths are marked) */
+  for (int a = nb - 1; a >= 0; a--) {
+    for (int i = body[a]; i > 0 && !need[i]; i = m->body_parent[i]) need[i] = 1;
+    khz_impulseResponseUnits(m, d, body[a], need, u6, dv6);
+    for (int c = a; c < nb; c++) {
+      if (m->body_root[body[c]] != m->body_root[body[a]]) continue;
+      const double *blk = dv6 + 36 * body[c];
+      if (c == a) {
+        for (int i = 0; i < 6; i++)
+          for (int j = i; j < 6; j++) L[(6 * c + i) * n + 6 * a + j] = L[(6 * a + j) * n + 6 * c + i] = blk[6 * i + j];
+        continue;
+      }
+      /* block (c, a) row by row, its mirror (a, c) column by column */
+      for (int i = 0; i < 6; i++) memcpy(L + (size_t)(6 * c + i) * n + 6 * a, blk + 6 * i, 6 * sizeof(double));
+      for (int j = 0; j < 6; j++)
+        for (int i = 0; i < 6; i++) L[(6 * a + j) * n + 6 * c + i] = blk[6 * i + j];
+    }
+  }
+  for (int a = 0; a < nb; a++)
+    for (int i = body[a]; i > 0 && need[i]; i = m->body_parent[i]) need[i] = 0;
   const khzContact *c0 = d->contact + pair[0];
   double ratio = c0->kp > 0 ? c0->kv / c0->kp : -1;
   int same = ratio >= 0;
@@ -2151,22 +1984,6 @@ static void tree_rates(const khzModel *m, khzData *d, const int *pair, int np, c
   clear_blocks(C, nb, mk, NULL);
   for (int i = 0; i < np; i++) tree_springs(m, d, d->contact + pair[i], d->contact[pair[i]].kv, slot, n, C);
   rate[1] = h * largest_rate(L, C, nb, x, mk, ml, NULL, NULL);
-}
-
-int khz_penaltyTreeResponse(const khzModel *m, khzData *d, const int *body, int nb, double *L) {
-  size_t mark = khz_stackMark(d);
-  unsigned char *need = khz_stackAlloc(d, (size_t)m->nbody);
-  int *on = khz_stackAlloc(d, (size_t)m->nbody * sizeof(int));
-  int *seq = khz_stackAlloc(d, (size_t)m->nbody * sizeof(int));
-  double *phi = khz_stackAlloc(d, 36 * (size_t)m->nbody * sizeof(double));
-  double *Z = khz_stackAlloc(d, 18 * (size_t)nb * (size_t)nb * sizeof(double));
-  int ok = need && on && seq && phi && Z && nb <= KHZ_TREE_BODIES;
-  if (ok) {
-    memset(need, 0, (size_t)m->nbody);
-    tree_response(m, d, body, nb, L, need, on, seq, phi, Z);
-  }
-  khz_stackFree(d, mark);
-  return ok ? 0 : -1;
 }
 
 /* each cluster's members in index order, from one pass over cl (n of them:
@@ -2211,12 +2028,9 @@ static void tree_limits(const khzModel *m, khzData *d, double *sk, double *sv) {
   double *mat = khz_stackAlloc(d, (3 * (size_t)nmax * nmax + KHZ_PENALTY_RATE_SCRATCH((size_t)cap)) * sizeof(double));
   unsigned char *need = khz_stackAlloc(d, (size_t)m->nbody); /* tree_rates */
   unsigned char *kept = khz_stackAlloc(d, (size_t)m->nbody); /* a Ritz vector kept this call */
-  double *phi = khz_stackAlloc(d, 36 * (size_t)m->nbody * sizeof(double)); /* tree_response */
-  int *on = khz_stackAlloc(d, (size_t)m->nbody * sizeof(int));
-  int *seq = khz_stackAlloc(d, (size_t)m->nbody * sizeof(int));
-  double *Z = khz_stackAlloc(d, 18 * (size_t)cap * (size_t)cap * sizeof(double));
-  if (!parent || !slot || !cl || !mem || !next || !head || !body || !mat || !need || !kept || !phi || !on || !seq ||
-      !Z) {
+  double *u6 = khz_stackAlloc(d, 36 * (size_t)m->nbody * sizeof(double));
+  double *dv6 = khz_stackAlloc(d, 36 * (size_t)m->nbody * sizeof(double));
+  if (!parent || !slot || !cl || !mem || !next || !head || !body || !mat || !need || !kept || !u6 || !dv6) {
     khz_stackFree(d, mark);
     return;
   }
@@ -2249,7 +2063,7 @@ static void tree_limits(const khzModel *m, khzData *d, double *sk, double *sv) {
     }
     double rate[2] = {0, 0};
     if (!over) {
-      tree_rates(m, d, mem, np, body, nb, slot, mat, phi, Z, on, seq, need, KHZ_RATE_WARM, rate);
+      tree_rates(m, d, mem, np, body, nb, slot, mat, u6, dv6, need, KHZ_RATE_WARM, rate);
       for (int a = 0; a < nb; a++) kept[body[a]] = 1;
       /* L kept for the implicit rows' W (delassus_kept): its blocks within
        * one tree hold, the others are left as they were */
@@ -2271,7 +2085,7 @@ static void tree_limits(const khzModel *m, khzData *d, double *sk, double *sv) {
           if (c->body[s] > 0 && !khz_bodyStatic(m, c->body[s]) && slot[c->body[s]] < 0)
             slot[c->body[s]] = n2, body[n2++] = c->body[s];
         double r[2];
-        tree_rates(m, d, mem + p, 1, body, n2, slot, mat, phi, Z, on, seq, need, 0, r);
+        tree_rates(m, d, mem + p, 1, body, n2, slot, mat, u6, dv6, need, 0, r);
         for (int a = 0; a < n2; a++) slot[body[a]] = -1;
         /* stiffness rates add as squares (h^2 eig), damping rates as they are */
         rate[0] = sqrt(rate[0] * rate[0] + r[0] * r[0]), rate[1] += r[1];

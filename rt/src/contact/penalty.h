@@ -143,13 +143,6 @@ double khz_penaltyLargestRateWarm(const double *L, double *K, int nb, double *sc
 void khz_penaltyClearBlocks(double *At, int nb, const unsigned *mask, const unsigned *written);
 void khz_penaltyMatvecBlocks(double *y, const double *At, const double *x, int nb, const unsigned *mask);
 
-/* The tree limits' L for the bodies body[0..nb) (n = 6 nb, row-major):
- * block (c, a) body[c]'s velocity response (world [w; v] at its tree's
- * origin) to unit impulses on body[a] through the articulated inertias of
- * the last ABA (U, D^-1), for the bodies of one tree; blocks between
- * trees are not written. Returns -1 if d's stack is short. For tests. */
-int khz_penaltyTreeResponse(const khzModel *m, khzData *d, const int *body, int nb, double *L);
-
 /* A free body's explicit limits, for tests: C (6 x 6, [w; v] about the
  * centre of mass) += J^T D J for a contact point at r from the centre with
  * normal n and gains kn (along n) and kt (across), as the limits sum a
