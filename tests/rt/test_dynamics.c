@@ -142,6 +142,21 @@ static void check_gravity(khzModel *m) {
   khz_deleteData(&d);
 }
 
+/* body i of a test model of free bodies: PREFIX i on a floating joint at
+ * the world, a random origin, com and orientation, a mass in [mlo, mhi] and
+ * a random inertia (the random stream read in this order) */
+static void random_free_body(khzBodySpec *b, const char *prefix, int i, double mlo, double mhi) {
+  khz_spec_defaultBody(b);
+  snprintf(b->name, sizeof b->name, "%s%d", prefix, i);
+  snprintf(b->joint_name, sizeof b->joint_name, "j%s%d", prefix, i);
+  b->parent = 0;
+  b->joint_type = KHZ_JOINT_FLOATING;
+  for (int k = 0; k < 3; k++) b->pos[k] = rm_uniform(-0.3, 0.3), b->com[k] = rm_uniform(-0.1, 0.1);
+  rm_random_quat(b->quat);
+  b->mass = rm_uniform(mlo, mhi);
+  rm_random_inertia(b->mass, b->inertia);
+}
+
 /* A free object's closed form (khz_abaCoreKeep with store 0: Newton-Euler
  * at the com) against the general ABA (store 1: the 6x6 D, its factor and
  * inverse) on random states, torques and wrenches: bodies with full and
@@ -154,15 +169,7 @@ static void check_free_fast(void) {
   khzSpec *s = khz_spec_new();
   for (int i = 1; i <= NB; i++) {
     khzBodySpec b;
-    khz_spec_defaultBody(&b);
-    snprintf(b.name, sizeof b.name, "f%d", i);
-    snprintf(b.joint_name, sizeof b.joint_name, "jf%d", i);
-    b.parent = 0;
-    b.joint_type = KHZ_JOINT_FLOATING;
-    for (int k = 0; k < 3; k++) b.pos[k] = rm_uniform(-0.3, 0.3), b.com[k] = rm_uniform(-0.1, 0.1);
-    rm_random_quat(b.quat);
-    b.mass = rm_uniform(0.5, 3);
-    rm_random_inertia(b.mass, b.inertia);
+    random_free_body(&b, "f", i, 0.5, 3);
     if (i == 2 || i == 3) b.inertia[3] = b.inertia[4] = b.inertia[5] = 0; /* principal */
     if (i == 3) b.com[0] = b.com[1] = b.com[2] = 0;
     if (i == 5) b.armature = 0.05;
@@ -409,16 +416,9 @@ static void check_inertias_plain(void) {
   khzSpec *s = khz_spec_new();
   for (int i = 1; i <= NB + 2; i++) {
     khzBodySpec b;
-    khz_spec_defaultBody(&b);
-    snprintf(b.name, sizeof b.name, "p%d", i);
-    snprintf(b.joint_name, sizeof b.joint_name, "jp%d", i);
-    b.parent = i == NB + 2 ? NB + 1 : 0;
-    b.joint_type = i == NB + 2 ? KHZ_JOINT_REVOLUTE : KHZ_JOINT_FLOATING;
+    random_free_body(&b, "p", i, 0.5, 3);
+    if (i == NB + 2) b.parent = NB + 1, b.joint_type = KHZ_JOINT_REVOLUTE; /* a hinge on the last free body */
     b.axis[0] = 0, b.axis[1] = 0, b.axis[2] = 1;
-    for (int k = 0; k < 3; k++) b.pos[k] = rm_uniform(-0.3, 0.3), b.com[k] = rm_uniform(-0.1, 0.1);
-    rm_random_quat(b.quat);
-    b.mass = rm_uniform(0.5, 3);
-    rm_random_inertia(b.mass, b.inertia);
     if (i == 2 || i == 3) b.inertia[3] = b.inertia[4] = b.inertia[5] = 0; /* principal */
     if (i == 5) b.armature = 0.05;
     if (i == 6) b.damping = 2;
@@ -520,16 +520,8 @@ static void check_free_batch(void) {
   khzSpec *s = khz_spec_new();
   for (int i = 1; i <= NB; i++) {
     khzBodySpec b;
-    khz_spec_defaultBody(&b);
-    snprintf(b.name, sizeof b.name, "b%d", i);
-    snprintf(b.joint_name, sizeof b.joint_name, "jb%d", i);
-    b.parent = 0;
-    b.joint_type = KHZ_JOINT_FLOATING;
-    for (int k = 0; k < 3; k++) b.pos[k] = rm_uniform(-0.3, 0.3), b.com[k] = rm_uniform(-0.1, 0.1);
-    rm_random_quat(b.quat);
+    random_free_body(&b, "b", i, 0.2, 5);
     if (i % 3 != 0) b.quat[0] = 1, b.quat[1] = b.quat[2] = b.quat[3] = 0; /* unrotated origin */
-    b.mass = rm_uniform(0.2, 5);
-    rm_random_inertia(b.mass, b.inertia);
     if (i % 4 != 1) b.inertia[3] = b.inertia[4] = b.inertia[5] = 0; /* principal: 11 of 15 */
     if (i == 5) b.armature = 0.05;
     if (i == 9) b.damping = 2;
